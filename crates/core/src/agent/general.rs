@@ -1,0 +1,484 @@
+//! GeneralChatAgent: the default brain. Call the model; run the tools it asks for within scope
+//! and policy; park what needs a human; feed refusals back; finish visibly when it cannot go on.
+
+use super::compression::{CompressionConfig, HeuristicEstimator, TokenEstimator, existing_summary};
+use super::{Agent, AgentError};
+use crate::ids::MessageId;
+use crate::instruction::{
+    BlockedReason, CallLlmPayload, CallToolPayload, CallToolsBatchPayload, CompressContextPayload,
+    ExecSubAgentPayload, ExecSubAgentsPayload, Instruction, ResolveAbortedToolsPayload,
+    ResolveBlockedToolsPayload,
+};
+use crate::intervention::{Action, InterventionChecker, key_listed};
+use crate::message::{Role, ToolCall, ToolStatus};
+use crate::phase::{LlmResultPayload, Phase, RuntimeContext, ToolFollowUp};
+use crate::state::{AgentState, FinishReason, ModelRef, Status};
+use crate::tool::mangle;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Identical consecutive tool calls that end an operation with `loop_detected`.
+pub const DEFAULT_LOOP_BREAKER: u32 = 5;
+/// Rounds of unknown-tool-name feedback before an operation ends with `tool_name_errors`.
+pub const DEFAULT_TOOL_NAME_ERROR_ROUNDS: u32 = 3;
+
+/// GeneralChatAgent settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GeneralChatAgentConfig {
+    /// Operation scope: `None` = no restriction, `Some(vec![])` = every call blocked.
+    /// Entries are `identifier/api` keys or bare identifiers.
+    pub allowed_tools: Option<Vec<String>>,
+    /// Compression trigger.
+    pub compression: CompressionConfig,
+    /// End with `loop_detected` after this many identical calls in a row; `None` disables.
+    pub loop_breaker: Option<u32>,
+    /// Feedback rounds for unknown tool names; the next offending round ends the operation.
+    pub max_tool_name_error_rounds: u32,
+    /// Model for `call_llm` (the state's model otherwise).
+    pub model: Option<ModelRef>,
+}
+
+impl Default for GeneralChatAgentConfig {
+    fn default() -> Self {
+        Self {
+            allowed_tools: None,
+            compression: CompressionConfig::default(),
+            loop_breaker: Some(DEFAULT_LOOP_BREAKER),
+            max_tool_name_error_rounds: DEFAULT_TOOL_NAME_ERROR_ROUNDS,
+            model: None,
+        }
+    }
+}
+
+/// The default brain.
+#[derive(Clone)]
+pub struct GeneralChatAgent {
+    config: GeneralChatAgentConfig,
+    checker: InterventionChecker,
+    estimator: Arc<dyn TokenEstimator>,
+}
+
+impl Default for GeneralChatAgent {
+    fn default() -> Self {
+        Self::new(GeneralChatAgentConfig::default())
+    }
+}
+
+fn blocked(
+    parent: Option<MessageId>,
+    calls: Vec<ToolCall>,
+    reason: BlockedReason,
+    content: Option<String>,
+) -> Instruction {
+    Instruction::ResolveBlockedTools {
+        payload: ResolveBlockedToolsPayload {
+            parent_message_id: parent,
+            tool_calls: calls,
+            blocked_reason: reason,
+            blocked_content: content,
+        },
+    }
+}
+
+impl GeneralChatAgent {
+    /// An agent with `config`, the default checker and the heuristic token estimator.
+    pub fn new(config: GeneralChatAgentConfig) -> Self {
+        Self {
+            config,
+            checker: InterventionChecker::new(),
+            estimator: Arc::new(HeuristicEstimator),
+        }
+    }
+
+    /// Replace the intervention checker (extra dynamic or global audits).
+    pub fn with_checker(mut self, checker: InterventionChecker) -> Self {
+        self.checker = checker;
+        self
+    }
+
+    /// Replace the token estimator.
+    pub fn with_estimator(mut self, estimator: Arc<dyn TokenEstimator>) -> Self {
+        self.estimator = estimator;
+        self
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &GeneralChatAgentConfig {
+        &self.config
+    }
+
+    fn call_llm(&self, state: &AgentState, parent: Option<MessageId>) -> CallLlmPayload {
+        CallLlmPayload {
+            parent_message_id: parent.or_else(|| state.messages.last().map(|m| m.id)),
+            assistant_message_id: None,
+            create_assistant_message: false,
+            model: self.config.model.clone(),
+            allowed_tools: self.config.allowed_tools.clone(),
+            is_first_message: state
+                .messages
+                .iter()
+                .filter(|m| m.role == Role::User)
+                .count()
+                == 1,
+        }
+    }
+
+    /// `call_llm`, or `compress_context` first when the context is over the threshold.
+    fn llm_or_compress(&self, state: &AgentState, parent: Option<MessageId>) -> Instruction {
+        let c = &self.config.compression;
+        if c.enabled && state.messages.len() > 2 {
+            let mut tokens = self.estimator.messages(&state.messages);
+            if !state.force_finish {
+                tokens += self.estimator.tools(&state.tool_manifests);
+            }
+            let summary = existing_summary(&state.messages);
+            if tokens > c.threshold(summary.is_some()) {
+                return Instruction::CompressContext {
+                    payload: CompressContextPayload {
+                        current_token_count: tokens,
+                        existing_summary: summary,
+                    },
+                };
+            }
+        }
+        Instruction::CallLlm {
+            payload: self.call_llm(state, parent),
+        }
+    }
+
+    fn is_allowed(&self, call: &ToolCall) -> bool {
+        match &self.config.allowed_tools {
+            None => true,
+            Some(list) => key_listed(list, &call.identifier, &call.api),
+        }
+    }
+
+    /// Names the model may use, for feedback.
+    fn available_names(&self, state: &AgentState) -> Vec<String> {
+        let mut names: Vec<String> = state
+            .tool_manifests
+            .values()
+            .flat_map(|m| m.apis.iter().map(move |a| (m, a)))
+            .filter(|(m, a)| {
+                self.config
+                    .allowed_tools
+                    .as_ref()
+                    .is_none_or(|l| key_listed(l, &m.identifier, &a.name))
+            })
+            .map(|(m, a)| mangle(&m.identifier, &a.name))
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn unknown_feedback(&self, state: &AgentState, call: &ToolCall) -> String {
+        let names = self.available_names(state);
+        if names.is_empty() {
+            format!(
+                "Tool `{}` does not exist, and no tools are available in this run. Answer without calling tools.",
+                call.api
+            )
+        } else {
+            format!(
+                "Tool `{}` does not exist. Available tools: {}. Call one of these exact names, or answer without tools.",
+                call.api,
+                names.join(", ")
+            )
+        }
+    }
+
+    fn on_llm_result(&self, p: &LlmResultPayload, state: &AgentState) -> Vec<Instruction> {
+        let parent = Some(p.assistant_message_id);
+        if !p.has_tool_calls() {
+            return vec![if state.force_finish {
+                Instruction::finish(
+                    FinishReason::MaxStepsCompleted,
+                    "Final answer after reaching the step limit",
+                )
+            } else {
+                Instruction::finish(FinishReason::Completed, "Model answered without tool calls")
+            }];
+        }
+        if state.force_finish {
+            return vec![Instruction::finish(
+                FinishReason::MaxStepsCompleted,
+                format!(
+                    "Step limit reached; the model asked for {} more tool call(s), which were not run",
+                    p.tool_calls.len()
+                ),
+            )];
+        }
+        let (resolved, unresolved): (Vec<ToolCall>, Vec<ToolCall>) = p
+            .tool_calls
+            .iter()
+            .cloned()
+            .partition(ToolCall::is_resolved);
+        let mut out = Vec::new();
+
+        if !unresolved.is_empty() {
+            if state.tool_name_error_rounds >= self.config.max_tool_name_error_rounds {
+                let names: Vec<&str> = unresolved.iter().map(|c| c.api.as_str()).collect();
+                return vec![Instruction::finish(
+                    FinishReason::ToolNameErrors,
+                    format!(
+                        "The model kept calling tools that do not exist after {} rounds of feedback: {}",
+                        state.tool_name_error_rounds,
+                        names.join(", ")
+                    ),
+                )];
+            }
+            // One result per call, each naming its own bad name.
+            for call in unresolved {
+                let feedback = self.unknown_feedback(state, &call);
+                out.push(blocked(
+                    parent,
+                    vec![call],
+                    BlockedReason::UnknownToolName,
+                    Some(feedback),
+                ));
+            }
+        }
+
+        let (allowed, not_allowed): (Vec<ToolCall>, Vec<ToolCall>) =
+            resolved.into_iter().partition(|c| self.is_allowed(c));
+        if !not_allowed.is_empty() {
+            out.push(blocked(
+                parent,
+                not_allowed,
+                BlockedReason::ToolNotAllowed,
+                None,
+            ));
+        }
+
+        let mut execute = Vec::new();
+        let mut approve = Vec::new();
+        let mut refuse = Vec::new();
+        for call in allowed {
+            match self.checker.check(&call, state) {
+                Action::Execute => execute.push(call),
+                Action::RequireApproval => approve.push(call),
+                Action::Block => refuse.push(call),
+            }
+        }
+
+        if let Some(limit) = self.config.loop_breaker {
+            let mut tracker = state.tool_repeat.clone();
+            for call in &execute {
+                tracker.record(call);
+                if tracker.count >= limit {
+                    return vec![Instruction::finish(
+                        FinishReason::LoopDetected,
+                        format!(
+                            "`{}` was called {} times in a row with identical arguments",
+                            call.key(),
+                            tracker.count
+                        ),
+                    )];
+                }
+            }
+        }
+
+        if !refuse.is_empty() {
+            out.push(blocked(parent, refuse, BlockedReason::Security, None));
+        }
+        match execute.len() {
+            0 => {}
+            1 => out.push(Instruction::CallTool {
+                payload: CallToolPayload {
+                    parent_message_id: parent,
+                    tool_call: execute.remove(0),
+                    existing_tool_message_id: None,
+                },
+            }),
+            _ => out.push(Instruction::CallToolsBatch {
+                payload: CallToolsBatchPayload {
+                    parent_message_id: parent,
+                    tool_calls: execute,
+                    existing_tool_message_ids: BTreeMap::new(),
+                },
+            }),
+        }
+        if !approve.is_empty() {
+            out.push(Instruction::RequestHumanApprove {
+                pending_tool_calls: approve,
+                reason: Some("human_intervention_required".into()),
+                parent_message_id: parent,
+                skip_create_tool_message: false,
+            });
+        }
+        out
+    }
+
+    /// Pending calls of the current turn (older turns' leftovers never park the loop).
+    fn pending_in_turn(state: &AgentState) -> (Option<MessageId>, Vec<ToolCall>) {
+        let Some(turn) = state.current_tool_turn() else {
+            return (None, Vec::new());
+        };
+        let pending = state
+            .messages
+            .iter()
+            .filter(|m| {
+                m.role == Role::Tool
+                    && m.parent_id == Some(turn.id)
+                    && m.tool_status == Some(ToolStatus::Pending)
+            })
+            .filter_map(|m| {
+                let id = m.tool_call_id.as_deref()?;
+                turn.tool_calls.iter().find(|c| c.id == id).cloned()
+            })
+            .collect();
+        (Some(turn.id), pending)
+    }
+
+    fn after_tools(&self, ctx: &RuntimeContext, state: &AgentState) -> Vec<Instruction> {
+        let (turn, pending) = Self::pending_in_turn(state);
+        if !pending.is_empty() {
+            return vec![Instruction::RequestHumanApprove {
+                pending_tool_calls: pending,
+                reason: Some("Some tools are still pending approval".into()),
+                parent_message_id: turn,
+                skip_create_tool_message: true,
+            }];
+        }
+        if ctx.step.has_queued_messages {
+            return vec![Instruction::finish(
+                FinishReason::QueuedMessageInterrupt,
+                "A queued user message takes over",
+            )];
+        }
+        vec![self.llm_or_compress(state, None)]
+    }
+
+    /// Every pending call anywhere in the conversation or the state.
+    fn all_pending(state: &AgentState) -> Vec<ToolCall> {
+        let mut calls: Vec<ToolCall> = state.pending_tool_calls.clone();
+        for m in &state.messages {
+            if m.role == Role::Tool
+                && m.tool_status == Some(ToolStatus::Pending)
+                && let Some(id) = m.tool_call_id.as_deref()
+                && !calls.iter().any(|c| c.id == id)
+                && let Some(call) = state
+                    .messages
+                    .iter()
+                    .flat_map(|a| a.tool_calls.iter())
+                    .find(|c| c.id == id)
+            {
+                calls.push(call.clone());
+            }
+        }
+        calls
+    }
+
+    fn settle(
+        parent: Option<MessageId>,
+        calls: Vec<ToolCall>,
+        reason: &str,
+        finish: FinishReason,
+    ) -> Vec<Instruction> {
+        let mut out = Vec::new();
+        if !calls.is_empty() {
+            out.push(Instruction::ResolveAbortedTools {
+                payload: ResolveAbortedToolsPayload {
+                    parent_message_id: parent,
+                    tool_calls: calls,
+                    reason: Some(reason.to_owned()),
+                    existing_tool_message_ids: BTreeMap::new(),
+                },
+            });
+        }
+        out.push(Instruction::finish(finish, reason));
+        out
+    }
+
+    fn handle_abort(ctx: &RuntimeContext, state: &AgentState) -> Vec<Instruction> {
+        let reason = state.interruption.as_ref().map_or_else(
+            || "Operation cancelled by user".to_owned(),
+            |i| i.reason.clone(),
+        );
+        let (parent, calls) = match &ctx.phase {
+            Phase::LlmResult(p) => (
+                Some(p.assistant_message_id),
+                p.tool_calls
+                    .iter()
+                    .filter(|c| c.is_resolved())
+                    .cloned()
+                    .collect(),
+            ),
+            Phase::HumanAbort(p) => (p.parent_message_id, p.tool_calls.clone()),
+            _ => (state.pending_parent_message_id, Self::all_pending(state)),
+        };
+        Self::settle(parent, calls, &reason, FinishReason::UserRequested)
+    }
+}
+
+impl Agent for GeneralChatAgent {
+    fn runner(
+        &self,
+        ctx: &RuntimeContext,
+        state: &AgentState,
+    ) -> Result<Vec<Instruction>, AgentError> {
+        if state.status == Status::Interrupted {
+            return Ok(Self::handle_abort(ctx, state));
+        }
+        Ok(match &ctx.phase {
+            Phase::Init
+            | Phase::UserInput(_)
+            | Phase::HumanResponse(_)
+            | Phase::SubAgentResult(_) => {
+                vec![self.llm_or_compress(state, None)]
+            }
+            Phase::LlmResult(p) => self.on_llm_result(p, state),
+            Phase::ToolResult(p) => match &p.follow_up {
+                Some(ToolFollowUp::SubAgent { task }) => vec![Instruction::ExecSubAgent {
+                    payload: ExecSubAgentPayload {
+                        parent_message_id: Some(p.tool_message_id),
+                        task: task.clone(),
+                    },
+                }],
+                Some(ToolFollowUp::SubAgents { tasks }) => vec![Instruction::ExecSubAgents {
+                    payload: ExecSubAgentsPayload {
+                        parent_message_id: Some(p.tool_message_id),
+                        tasks: tasks.clone(),
+                    },
+                }],
+                None => self.after_tools(ctx, state),
+            },
+            Phase::ToolsBatchResult(_) => self.after_tools(ctx, state),
+            Phase::SubAgentsBatchResult(_) => {
+                if ctx.step.has_queued_messages {
+                    vec![Instruction::finish(
+                        FinishReason::QueuedMessageInterrupt,
+                        "A queued user message takes over",
+                    )]
+                } else {
+                    vec![self.llm_or_compress(state, None)]
+                }
+            }
+            Phase::CompressionResult(p) => {
+                let mut payload = self.call_llm(state, p.parent_message_id);
+                payload.create_assistant_message = state.pending_assistant_message_id.is_none();
+                payload.assistant_message_id = state.pending_assistant_message_id;
+                vec![Instruction::CallLlm { payload }]
+            }
+            Phase::HumanAbort(p) => Self::settle(
+                p.parent_message_id,
+                p.tool_calls.clone(),
+                &p.reason,
+                FinishReason::UserAborted,
+            ),
+            Phase::HumanApprovedTool(p) => vec![Instruction::CallTool {
+                payload: CallToolPayload {
+                    parent_message_id: p.parent_message_id,
+                    tool_call: p.tool_call.clone(),
+                    existing_tool_message_id: p.tool_message_id,
+                },
+            }],
+            Phase::Error(p) => vec![Instruction::finish(
+                FinishReason::ErrorRecovery,
+                p.message.clone(),
+            )],
+        })
+    }
+}

@@ -1,0 +1,723 @@
+//! Built-in executors. The outer crates override any of them through the executor table; the
+//! defaults already do the accounting, message bookkeeping and events every host needs.
+
+use super::executor::{ExecContext, ExecError, ExecOutput, Executor};
+use super::ports::{LlmPort, LlmRequest, Summarizer, ToolPort};
+use crate::event::EventKind;
+use crate::ids::MessageId;
+use crate::instruction::{
+    BlockedReason, CallToolPayload, Instruction, InstructionKind, ResolveBlockedToolsPayload,
+};
+use crate::message::{Message, MessageKind, Role, ToolCall, ToolStatus};
+use crate::phase::{
+    CompressionResultPayload, LlmResultPayload, Phase, RuntimeContext, ToolResultPayload,
+    ToolsBatchResultPayload,
+};
+use crate::state::{AgentState, Finish, HumanPrompt, HumanSelect, Status};
+use crate::tool::ToolNameIndex;
+use chrono::Utc;
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Instant;
+
+fn wrong(kind: InstructionKind, ins: &Instruction) -> ExecError {
+    ExecError::new(
+        "executor_mismatch",
+        format!(
+            "{} executor received a {} instruction",
+            kind.as_str(),
+            ins.kind().as_str()
+        ),
+    )
+}
+
+fn ctx(phase: Phase) -> Option<RuntimeContext> {
+    Some(RuntimeContext::new(phase))
+}
+
+fn elapsed_ms(start: Instant) -> u64 {
+    u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Write a tool result: fill the existing (pending) message when there is one, else append.
+pub(crate) fn write_tool_message(
+    state: &mut AgentState,
+    call: &ToolCall,
+    parent: Option<MessageId>,
+    existing: Option<MessageId>,
+    status: ToolStatus,
+    content: &str,
+) -> MessageId {
+    let existing = existing
+        .and_then(|id| state.message_mut(id).map(|m| m.id))
+        .or_else(|| state.tool_message_mut(&call.id).map(|m| m.id));
+    if let Some(id) = existing
+        && let Some(m) = state.message_mut(id)
+    {
+        m.set_text(content);
+        m.tool_status = Some(status);
+        return id;
+    }
+    let m = Message::tool_result(call, parent, status, content);
+    let id = m.id;
+    state.messages.push(m);
+    id
+}
+
+/// `finish`: the operation is done.
+pub struct FinishExecutor;
+
+impl Executor for FinishExecutor {
+    fn execute<'a>(
+        &'a self,
+        ins: Instruction,
+        mut state: AgentState,
+        cx: &'a ExecContext<'a>,
+    ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
+        async move {
+            let Instruction::Finish {
+                reason,
+                reason_detail,
+            } = ins
+            else {
+                return Err(wrong(InstructionKind::Finish, &ins));
+            };
+            finish(&mut state, cx, reason, reason_detail);
+            Ok(ExecOutput::new(state, None))
+        }
+        .boxed()
+    }
+}
+
+pub(crate) fn finish(
+    state: &mut AgentState,
+    cx: &ExecContext<'_>,
+    reason: crate::state::FinishReason,
+    detail: Option<String>,
+) {
+    state.status = Status::Done;
+    state.finish = Some(Finish {
+        reason,
+        detail: detail.clone(),
+    });
+    cx.emit(EventKind::Done {
+        reason,
+        reason_detail: detail,
+    });
+}
+
+/// `call_llm` over an [`LlmPort`].
+pub struct CallLlmExecutor {
+    /// The model port.
+    pub port: Arc<dyn LlmPort>,
+}
+
+impl Executor for CallLlmExecutor {
+    fn execute<'a>(
+        &'a self,
+        ins: Instruction,
+        mut state: AgentState,
+        cx: &'a ExecContext<'a>,
+    ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
+        async move {
+            let Instruction::CallLlm { payload } = ins else {
+                return Err(wrong(InstructionKind::CallLlm, &ins));
+            };
+            let assistant_id = payload
+                .assistant_message_id
+                .or(if payload.create_assistant_message {
+                    None
+                } else {
+                    state.pending_assistant_message_id
+                })
+                .unwrap_or_default();
+            let model = payload.model.clone().or_else(|| state.model.clone());
+            let model_key = model.as_ref().map(|m| m.key());
+            state.status = Status::Running;
+            cx.emit(EventKind::LlmStart {
+                assistant_message_id: assistant_id,
+                model: model_key.clone(),
+            });
+            let on_chunk = move |chunk| {
+                cx.emit(EventKind::LlmStream {
+                    assistant_message_id: assistant_id,
+                    chunk,
+                });
+            };
+            let started = Instant::now();
+            let request = LlmRequest {
+                state: &state,
+                payload: &payload,
+                model: model.as_ref(),
+                assistant_message_id: assistant_id,
+                force_finish: state.force_finish,
+            };
+            let out =
+                self.port.call(request, &on_chunk).await.map_err(|e| {
+                    ExecError::new(e.code, format!("model call failed: {}", e.message))
+                })?;
+            let elapsed = if out.elapsed_ms > 0 {
+                out.elapsed_ms
+            } else {
+                elapsed_ms(started)
+            };
+
+            let index = ToolNameIndex::from_map(&state.tool_manifests);
+            let tool_calls: Vec<ToolCall> = out
+                .tool_calls
+                .iter()
+                .map(|raw| {
+                    let mut call = match index.resolve(&raw.name) {
+                        Some((identifier, api)) => {
+                            ToolCall::new(&raw.id, identifier, api, &raw.arguments)
+                        }
+                        None => ToolCall::unresolved(&raw.id, &raw.name, &raw.arguments),
+                    };
+                    call.thought_signature = raw.thought_signature.clone();
+                    call
+                })
+                .collect();
+
+            let key = model_key
+                .clone()
+                .unwrap_or_else(|| "unknown/unknown".into());
+            state.usage.record_llm(&key, &out.usage, elapsed);
+            state.cost.record_llm(&key, out.cost);
+
+            let parent = payload.parent_message_id.or_else(|| {
+                state
+                    .messages
+                    .iter()
+                    .rev()
+                    .find(|m| m.id != assistant_id)
+                    .map(|m| m.id)
+            });
+            let message = match state.message_mut(assistant_id) {
+                Some(m) => m,
+                None => {
+                    let mut m = Message::assistant("");
+                    m.id = assistant_id;
+                    state.messages.push(m);
+                    let last = state.messages.len() - 1;
+                    &mut state.messages[last]
+                }
+            };
+            message.role = Role::Assistant;
+            message.set_text(&out.content);
+            message.reasoning = out.reasoning.clone();
+            message.tool_calls = tool_calls.clone();
+            message.parent_id = parent;
+            message.model = model_key;
+            message.usage = Some(out.usage);
+            message.created_at = Utc::now();
+
+            cx.emit(EventKind::LlmResult {
+                assistant_message_id: assistant_id,
+                content: out.content.clone(),
+                tool_calls: tool_calls.clone(),
+                usage: out.usage,
+                cost: out.cost,
+            });
+            let next = ctx(Phase::LlmResult(LlmResultPayload {
+                assistant_message_id: assistant_id,
+                content: out.content,
+                tool_calls,
+                stop_reason: out.stop_reason,
+            }));
+            Ok(ExecOutput::new(state, next))
+        }
+        .boxed()
+    }
+}
+
+/// `call_tool` over a [`ToolPort`].
+pub struct CallToolExecutor {
+    /// The tool port.
+    pub port: Arc<dyn ToolPort>,
+}
+
+impl Executor for CallToolExecutor {
+    fn execute<'a>(
+        &'a self,
+        ins: Instruction,
+        mut state: AgentState,
+        cx: &'a ExecContext<'a>,
+    ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
+        async move {
+            let Instruction::CallTool { payload } = ins else {
+                return Err(wrong(InstructionKind::CallTool, &ins));
+            };
+            let CallToolPayload {
+                parent_message_id,
+                tool_call: call,
+                existing_tool_message_id,
+            } = payload;
+            cx.emit(EventKind::ToolPending {
+                tool_calls: vec![call.clone()],
+            });
+            let started = Instant::now();
+            let output = if !call.is_resolved() {
+                super::ports::ToolOutput::failed(format!("Tool `{}` does not exist.", call.api))
+            } else if let Err(e) = serde_json::from_str::<serde_json::Value>(&call.arguments) {
+                super::ports::ToolOutput::failed(format!(
+                    "Invalid arguments for `{}`: not valid JSON ({e}). Call it again with a JSON \
+                     object that matches its parameters.",
+                    call.key()
+                ))
+            } else {
+                match self.port.call(&call, &state).await {
+                    Ok(out) => out,
+                    Err(e) => super::ports::ToolOutput::failed(format!(
+                        "Tool `{}` failed: {}",
+                        call.key(),
+                        e.message
+                    )),
+                }
+            };
+            let ms = elapsed_ms(started);
+            let status = if output.success {
+                ToolStatus::Succeeded
+            } else {
+                ToolStatus::Failed
+            };
+            let key = call.key();
+            state.usage.record_tool(&key, output.success, ms);
+            state.cost.record_tool(&key, output.cost);
+            let msg_id = write_tool_message(
+                &mut state,
+                &call,
+                parent_message_id,
+                existing_tool_message_id,
+                status,
+                &output.content,
+            );
+            cx.emit(EventKind::ToolResult {
+                tool_call_id: call.id.clone(),
+                tool_message_id: msg_id,
+                status,
+                content: output.content.clone(),
+            });
+            let next = ctx(Phase::ToolResult(ToolResultPayload {
+                parent_message_id,
+                tool_message_id: msg_id,
+                tool_call: call,
+                status,
+                content: output.content,
+                execution_ms: ms,
+                follow_up: output.follow_up,
+            }));
+            let mut out = ExecOutput::new(state, next);
+            out.tool_call_costs = vec![output.cost];
+            Ok(out)
+        }
+        .boxed()
+    }
+}
+
+/// `call_tools_batch`: every call runs through the `call_tool` executor that won precedence,
+/// concurrently (bounded), each from the same base state; results merge in tool-call order,
+/// deduplicated by id, with usage and cost merged as deltas.
+pub struct CallToolsBatchExecutor;
+
+impl Executor for CallToolsBatchExecutor {
+    fn execute<'a>(
+        &'a self,
+        ins: Instruction,
+        base: AgentState,
+        cx: &'a ExecContext<'a>,
+    ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
+        async move {
+            let Instruction::CallToolsBatch { payload } = ins else {
+                return Err(wrong(InstructionKind::CallToolsBatch, &ins));
+            };
+            let Some(exec) = cx.executor(InstructionKind::CallTool) else {
+                return Err(ExecError::new(
+                    "executor_missing",
+                    "no executor found for instruction type call_tool (needed by call_tools_batch)",
+                ));
+            };
+            let mut seen = HashSet::new();
+            let calls: Vec<ToolCall> = payload
+                .tool_calls
+                .into_iter()
+                .filter(|c| seen.insert(c.id.clone()))
+                .collect();
+            let parent = payload.parent_message_id;
+            let mut runs: Vec<BoxFuture<'a, Result<ExecOutput, ExecError>>> =
+                Vec::with_capacity(calls.len());
+            for call in &calls {
+                let ins = Instruction::CallTool {
+                    payload: CallToolPayload {
+                        parent_message_id: parent,
+                        tool_call: call.clone(),
+                        existing_tool_message_id: payload
+                            .existing_tool_message_ids
+                            .get(&call.id)
+                            .copied(),
+                    },
+                };
+                runs.push(exec.execute(ins, base.clone(), cx));
+            }
+            let outcomes: Vec<Result<ExecOutput, ExecError>> = futures::stream::iter(runs)
+                .buffered(cx.tool_concurrency().max(1))
+                .collect()
+                .await;
+
+            let mut merged = base.clone();
+            let mut results = Vec::with_capacity(calls.len());
+            let mut costs = Vec::with_capacity(calls.len());
+            for (call, outcome) in calls.iter().zip(outcomes) {
+                match outcome {
+                    Ok(out) => {
+                        for m in out.state.messages.iter().filter(|m| {
+                            m.role == Role::Tool && m.tool_call_id.as_deref() == Some(&call.id)
+                        }) {
+                            match merged.message_mut(m.id) {
+                                Some(existing) => *existing = m.clone(),
+                                None => merged.messages.push(m.clone()),
+                            }
+                        }
+                        let usage = out.state.usage.delta_since(&base.usage);
+                        let cost = out.state.cost.delta_since(&base.cost);
+                        merged.usage.add(&usage);
+                        merged.cost.add(&cost);
+                        costs.push(cost.tools);
+                        for t in &out.state.activated_tools {
+                            if !merged
+                                .activated_tools
+                                .iter()
+                                .any(|a| a.identifier == t.identifier)
+                            {
+                                merged.activated_tools.push(t.clone());
+                            }
+                        }
+                        if let Some(RuntimeContext {
+                            phase: Phase::ToolResult(p),
+                            ..
+                        }) = out.next_context
+                        {
+                            results.push(p);
+                        }
+                    }
+                    Err(e) => {
+                        // One tool's executor failing must not lose its siblings' results.
+                        let content = format!("Tool `{}` could not run: {}", call.key(), e.message);
+                        merged.usage.record_tool(&call.key(), false, 0);
+                        let id = write_tool_message(
+                            &mut merged,
+                            call,
+                            parent,
+                            None,
+                            ToolStatus::Failed,
+                            &content,
+                        );
+                        cx.emit(EventKind::ToolResult {
+                            tool_call_id: call.id.clone(),
+                            tool_message_id: id,
+                            status: ToolStatus::Failed,
+                            content: content.clone(),
+                        });
+                        costs.push(crate::usage::Usd::ZERO);
+                        results.push(ToolResultPayload {
+                            parent_message_id: parent,
+                            tool_message_id: id,
+                            tool_call: call.clone(),
+                            status: ToolStatus::Failed,
+                            content,
+                            execution_ms: 0,
+                            follow_up: None,
+                        });
+                    }
+                }
+            }
+            let next = ctx(Phase::ToolsBatchResult(ToolsBatchResultPayload {
+                parent_message_id: parent,
+                results,
+            }));
+            let mut out = ExecOutput::new(merged, next);
+            out.tool_call_costs = costs;
+            Ok(out)
+        }
+        .boxed()
+    }
+}
+
+/// Default text of a blocked result.
+pub fn blocked_text(reason: BlockedReason) -> &'static str {
+    match reason {
+        BlockedReason::Security => {
+            "Blocked by security policy: this call needs human approval and no human is available in this run."
+        }
+        BlockedReason::ToolNotAllowed => {
+            "Tool execution blocked because the tool is not allowed in the current execution scope."
+        }
+        BlockedReason::UnknownToolName => "This tool does not exist.",
+    }
+}
+
+/// `resolve_blocked_tools`: answer refused calls so the model can read why.
+pub struct ResolveBlockedToolsExecutor;
+
+impl Executor for ResolveBlockedToolsExecutor {
+    fn execute<'a>(
+        &'a self,
+        ins: Instruction,
+        mut state: AgentState,
+        cx: &'a ExecContext<'a>,
+    ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
+        async move {
+            let Instruction::ResolveBlockedTools { payload } = ins else {
+                return Err(wrong(InstructionKind::ResolveBlockedTools, &ins));
+            };
+            let ResolveBlockedToolsPayload {
+                parent_message_id,
+                tool_calls,
+                blocked_reason,
+                blocked_content,
+            } = payload;
+            let content =
+                blocked_content.unwrap_or_else(|| blocked_text(blocked_reason).to_owned());
+            let mut results = Vec::with_capacity(tool_calls.len());
+            for call in tool_calls {
+                let id = write_tool_message(
+                    &mut state,
+                    &call,
+                    parent_message_id,
+                    None,
+                    ToolStatus::Blocked,
+                    &content,
+                );
+                cx.emit(EventKind::ToolResult {
+                    tool_call_id: call.id.clone(),
+                    tool_message_id: id,
+                    status: ToolStatus::Blocked,
+                    content: content.clone(),
+                });
+                results.push(ToolResultPayload {
+                    parent_message_id,
+                    tool_message_id: id,
+                    tool_call: call,
+                    status: ToolStatus::Blocked,
+                    content: content.clone(),
+                    execution_ms: 0,
+                    follow_up: None,
+                });
+            }
+            let next = ctx(Phase::ToolsBatchResult(ToolsBatchResultPayload {
+                parent_message_id,
+                results,
+            }));
+            Ok(ExecOutput::new(state, next))
+        }
+        .boxed()
+    }
+}
+
+/// `resolve_aborted_tools`: settle pending calls as aborted.
+pub struct ResolveAbortedToolsExecutor;
+
+impl Executor for ResolveAbortedToolsExecutor {
+    fn execute<'a>(
+        &'a self,
+        ins: Instruction,
+        mut state: AgentState,
+        cx: &'a ExecContext<'a>,
+    ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
+        async move {
+            let Instruction::ResolveAbortedTools { payload } = ins else {
+                return Err(wrong(InstructionKind::ResolveAbortedTools, &ins));
+            };
+            let reason = payload
+                .reason
+                .unwrap_or_else(|| "the operation was cancelled".into());
+            let content = format!("Tool call aborted: {reason}.");
+            for call in &payload.tool_calls {
+                let existing = payload.existing_tool_message_ids.get(&call.id).copied();
+                let id = write_tool_message(
+                    &mut state,
+                    call,
+                    payload.parent_message_id,
+                    existing,
+                    ToolStatus::Aborted,
+                    &content,
+                );
+                cx.emit(EventKind::ToolResult {
+                    tool_call_id: call.id.clone(),
+                    tool_message_id: id,
+                    status: ToolStatus::Aborted,
+                    content: content.clone(),
+                });
+            }
+            let settled: HashSet<&str> = payload.tool_calls.iter().map(|c| c.id.as_str()).collect();
+            state
+                .pending_tool_calls
+                .retain(|c| !settled.contains(c.id.as_str()));
+            Ok(ExecOutput::new(state, None))
+        }
+        .boxed()
+    }
+}
+
+/// `request_human_approve`, `request_human_prompt`, `request_human_select`: park.
+pub struct RequestHumanExecutor;
+
+impl Executor for RequestHumanExecutor {
+    fn execute<'a>(
+        &'a self,
+        ins: Instruction,
+        mut state: AgentState,
+        cx: &'a ExecContext<'a>,
+    ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
+        async move {
+            match ins {
+                Instruction::RequestHumanApprove {
+                    pending_tool_calls,
+                    parent_message_id,
+                    skip_create_tool_message,
+                    ..
+                } => {
+                    for call in &pending_tool_calls {
+                        let exists = state.tool_message_mut(&call.id).is_some();
+                        if !skip_create_tool_message || !exists {
+                            write_tool_message(
+                                &mut state,
+                                call,
+                                parent_message_id,
+                                None,
+                                ToolStatus::Pending,
+                                "",
+                            );
+                        }
+                    }
+                    if !skip_create_tool_message {
+                        state.usage.human.approval_requests += 1;
+                    }
+                    state.pending_tool_calls = pending_tool_calls.clone();
+                    state.pending_parent_message_id = parent_message_id;
+                    state.status = Status::WaitingForHuman;
+                    cx.emit(EventKind::HumanApproveRequired {
+                        pending_tool_calls,
+                        parent_message_id,
+                    });
+                }
+                Instruction::RequestHumanPrompt {
+                    prompt,
+                    reason,
+                    metadata,
+                } => {
+                    let p = HumanPrompt {
+                        prompt,
+                        reason,
+                        metadata,
+                    };
+                    state.usage.human.prompt_requests += 1;
+                    state.pending_human_prompt = Some(p.clone());
+                    state.status = Status::WaitingForHuman;
+                    cx.emit(EventKind::HumanPromptRequired { prompt: p });
+                }
+                Instruction::RequestHumanSelect {
+                    options,
+                    multi,
+                    prompt,
+                    reason,
+                    metadata,
+                } => {
+                    let s = HumanSelect {
+                        options,
+                        multi,
+                        prompt,
+                        reason,
+                        metadata,
+                    };
+                    state.usage.human.select_requests += 1;
+                    state.pending_human_select = Some(s.clone());
+                    state.status = Status::WaitingForHuman;
+                    cx.emit(EventKind::HumanSelectRequired { select: s });
+                }
+                other => return Err(wrong(InstructionKind::RequestHumanApprove, &other)),
+            }
+            Ok(ExecOutput::new(state, None))
+        }
+        .boxed()
+    }
+}
+
+/// `compress_context` over a [`Summarizer`]: leading system messages and the trailing user
+/// message stay; everything between becomes one summary message. Any failure (or no
+/// summarizer) reports `compression_error` and continues uncompressed: never a loop, never a
+/// lost message.
+pub struct CompressContextExecutor {
+    /// The summarizer, if configured.
+    pub summarizer: Option<Arc<dyn Summarizer>>,
+}
+
+impl Executor for CompressContextExecutor {
+    fn execute<'a>(
+        &'a self,
+        ins: Instruction,
+        mut state: AgentState,
+        cx: &'a ExecContext<'a>,
+    ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
+        async move {
+            let Instruction::CompressContext { payload } = ins else {
+                return Err(wrong(InstructionKind::CompressContext, &ins));
+            };
+            let parent = state.messages.last().map(|m| m.id);
+            let skipped = |state: AgentState, cx: &ExecContext<'_>, why: String| {
+                cx.emit(EventKind::CompressionError { message: why });
+                let next = ctx(Phase::CompressionResult(CompressionResultPayload {
+                    parent_message_id: parent,
+                    summary_message_id: None,
+                    skipped: true,
+                }));
+                Ok(ExecOutput::new(state, next))
+            };
+            let Some(summarizer) = &self.summarizer else {
+                return skipped(state, cx, "no summarizer is configured".into());
+            };
+            let head = state
+                .messages
+                .iter()
+                .take_while(|m| m.role == Role::System)
+                .count();
+            let tail = usize::from(state.messages.last().is_some_and(|m| m.role == Role::User));
+            let end = state.messages.len().saturating_sub(tail);
+            if end <= head + 1 {
+                return skipped(state, cx, "nothing to compress".into());
+            }
+            let summary = match summarizer
+                .summarize(
+                    &state.messages[head..end],
+                    payload.existing_summary.as_deref(),
+                )
+                .await
+            {
+                Ok(s) => s,
+                Err(e) => return skipped(state, cx, format!("summarizer failed: {}", e.message)),
+            };
+            state
+                .usage
+                .record_llm(&summary.model_key, &summary.usage, 0);
+            state.cost.record_llm(&summary.model_key, summary.cost);
+            let mut msg = Message::user(summary.text);
+            msg.kind = MessageKind::CompressionSummary;
+            msg.parent_id = state.messages.get(head.wrapping_sub(1)).map(|m| m.id);
+            let summary_id = msg.id;
+            let compressed = end - head;
+            state.messages.splice(head..end, [msg]);
+            cx.emit(EventKind::CompressionComplete {
+                summary_message_id: summary_id,
+                compressed_count: u32::try_from(compressed).unwrap_or(u32::MAX),
+            });
+            let next = ctx(Phase::CompressionResult(CompressionResultPayload {
+                parent_message_id: state.messages.last().map(|m| m.id),
+                summary_message_id: Some(summary_id),
+                skipped: false,
+            }));
+            Ok(ExecOutput::new(state, next))
+        }
+        .boxed()
+    }
+}

@@ -1,0 +1,159 @@
+//! Human decisions on a parked operation. Each returns the new state and the context the next
+//! step runs in; a decision is single-use (a decided call is no longer pending).
+
+use super::builtin::write_tool_message;
+use crate::message::{Message, ToolCall, ToolStatus};
+use crate::phase::{
+    HumanAbortPayload, HumanApprovedToolPayload, HumanResponsePayload, Phase, RuntimeContext,
+    ToolResultPayload,
+};
+use crate::state::{AgentState, Interruption, Status};
+use chrono::Utc;
+
+/// Why a decision was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DecisionError {
+    /// The operation is not waiting for a human.
+    #[error("operation is {0:?}, not waiting for a human decision")]
+    NotWaiting(Status),
+    /// No pending call has this id (never requested, or already decided).
+    #[error("no pending tool call `{0}` (it was never requested or was already decided)")]
+    UnknownToolCall(String),
+    /// No question is open.
+    #[error("no open {0} question")]
+    NoQuestion(&'static str),
+}
+
+fn take_pending(state: &mut AgentState, tool_call_id: &str) -> Result<ToolCall, DecisionError> {
+    if state.status != Status::WaitingForHuman {
+        return Err(DecisionError::NotWaiting(state.status));
+    }
+    let pos = state
+        .pending_tool_calls
+        .iter()
+        .position(|c| c.id == tool_call_id)
+        .ok_or_else(|| DecisionError::UnknownToolCall(tool_call_id.to_owned()))?;
+    state.updated_at = Utc::now();
+    Ok(state.pending_tool_calls.remove(pos))
+}
+
+/// Approve one pending call: the next step runs it (filling its pending tool message).
+pub fn approve_tool_call(
+    mut state: AgentState,
+    tool_call_id: &str,
+) -> Result<(AgentState, RuntimeContext), DecisionError> {
+    let call = take_pending(&mut state, tool_call_id)?;
+    let tool_message_id = state.tool_message_mut(&call.id).map(|m| {
+        m.tool_status = Some(ToolStatus::Approved);
+        m.id
+    });
+    state.status = Status::Running;
+    let parent_message_id = state.pending_parent_message_id;
+    let ctx = RuntimeContext::new(Phase::HumanApprovedTool(HumanApprovedToolPayload {
+        tool_call: call,
+        parent_message_id,
+        tool_message_id,
+    }));
+    Ok((state, ctx))
+}
+
+/// Reject one pending call. With `halt`, the operation stops for good; otherwise the model
+/// reads the rejection (once no other call is pending) and continues.
+pub fn reject_tool_call(
+    mut state: AgentState,
+    tool_call_id: &str,
+    reason: Option<&str>,
+    halt: bool,
+) -> Result<(AgentState, Option<RuntimeContext>), DecisionError> {
+    let call = take_pending(&mut state, tool_call_id)?;
+    let content = match reason {
+        Some(r) => format!("The user rejected this tool call. Reason: {r}"),
+        None => "The user rejected this tool call without giving a reason.".to_owned(),
+    };
+    let parent = state.pending_parent_message_id;
+    let msg_id = write_tool_message(
+        &mut state,
+        &call,
+        parent,
+        None,
+        ToolStatus::Rejected,
+        &content,
+    );
+    if halt {
+        state.status = Status::Interrupted;
+        state.interruption = Some(Interruption {
+            reason: "human_rejected".into(),
+            interrupted_at: Utc::now(),
+            interrupted_instruction: None,
+            can_resume: false,
+        });
+        return Ok((state, None));
+    }
+    state.status = Status::Running;
+    let ctx = RuntimeContext::new(Phase::ToolResult(ToolResultPayload {
+        parent_message_id: parent,
+        tool_message_id: msg_id,
+        tool_call: call,
+        status: ToolStatus::Rejected,
+        content,
+        execution_ms: 0,
+        follow_up: None,
+    }));
+    Ok((state, Some(ctx)))
+}
+
+/// Abort everything pending: the next step settles the calls as aborted and finishes.
+pub fn abort_pending(mut state: AgentState, reason: &str) -> (AgentState, RuntimeContext) {
+    let tool_calls = std::mem::take(&mut state.pending_tool_calls);
+    state.pending_human_prompt = None;
+    state.pending_human_select = None;
+    state.status = Status::Running;
+    state.updated_at = Utc::now();
+    let ctx = RuntimeContext::new(Phase::HumanAbort(HumanAbortPayload {
+        parent_message_id: state.pending_parent_message_id,
+        reason: reason.to_owned(),
+        tool_calls,
+    }));
+    (state, ctx)
+}
+
+fn answer(mut state: AgentState, text: String) -> (AgentState, RuntimeContext) {
+    let mut m = Message::user(text);
+    m.parent_id = state.messages.last().map(|l| l.id);
+    let id = m.id;
+    state.messages.push(m);
+    state.status = Status::Running;
+    state.updated_at = Utc::now();
+    let ctx = RuntimeContext::new(Phase::HumanResponse(HumanResponsePayload {
+        message_id: Some(id),
+    }));
+    (state, ctx)
+}
+
+/// Answer the open free-text question; the answer becomes a user message.
+pub fn answer_prompt(
+    mut state: AgentState,
+    text: &str,
+) -> Result<(AgentState, RuntimeContext), DecisionError> {
+    if state.status != Status::WaitingForHuman {
+        return Err(DecisionError::NotWaiting(state.status));
+    }
+    if state.pending_human_prompt.take().is_none() {
+        return Err(DecisionError::NoQuestion("prompt"));
+    }
+    Ok(answer(state, text.to_owned()))
+}
+
+/// Answer the open selection with the chosen values.
+pub fn answer_select(
+    mut state: AgentState,
+    values: &[String],
+) -> Result<(AgentState, RuntimeContext), DecisionError> {
+    if state.status != Status::WaitingForHuman {
+        return Err(DecisionError::NotWaiting(state.status));
+    }
+    if state.pending_human_select.take().is_none() {
+        return Err(DecisionError::NoQuestion("selection"));
+    }
+    Ok(answer(state, values.join(", ")))
+}

@@ -1,0 +1,501 @@
+//! The engine: `AgentRuntime::step` runs the brain's instructions through the executor table
+//! and returns the new state, the events and the next context.
+
+mod budget;
+pub mod builtin;
+mod executor;
+mod human;
+pub mod ports;
+
+pub use executor::{ExecContext, ExecError, ExecOutput, Executor, ExecutorTable};
+pub use human::{
+    DecisionError, abort_pending, answer_prompt, answer_select, approve_tool_call, reject_tool_call,
+};
+pub use ports::{
+    EventSink, LlmOutput, LlmPort, LlmRequest, PortError, RawToolCall, Summarizer, Summary,
+    ToolOutput, ToolPort,
+};
+
+use crate::agent::Agent;
+use crate::event::{AgentEvent, EventKind};
+use crate::instruction::BlockedReason;
+use crate::instruction::{CallToolPayload, Instruction, InstructionKind};
+use crate::message::Role;
+use crate::phase::{Phase, RuntimeContext, UserInputPayload};
+use crate::state::{AgentState, Interruption, StateError, Status};
+use builtin::{
+    CallLlmExecutor, CallToolExecutor, CallToolsBatchExecutor, CompressContextExecutor,
+    FinishExecutor, RequestHumanExecutor, ResolveAbortedToolsExecutor, ResolveBlockedToolsExecutor,
+};
+use chrono::Utc;
+use executor::Emitter;
+use std::sync::{Arc, Mutex};
+
+/// Default number of tool calls a batch runs at once.
+pub const DEFAULT_TOOL_CONCURRENCY: usize = 8;
+
+/// What the host plugs into the runtime.
+#[derive(Clone)]
+pub struct RuntimeConfig {
+    /// Executors that override the built-ins (the agent's own override these).
+    pub executors: ExecutorTable,
+    /// Model port for the built-in `call_llm`.
+    pub llm: Option<Arc<dyn LlmPort>>,
+    /// Tool port for the built-in `call_tool`.
+    pub tools: Option<Arc<dyn ToolPort>>,
+    /// Summarizer for the built-in `compress_context`.
+    pub summarizer: Option<Arc<dyn Summarizer>>,
+    /// Live event channel.
+    pub sink: Option<Arc<dyn EventSink>>,
+    /// Tool calls a batch runs at once.
+    pub tool_concurrency: usize,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        Self {
+            executors: ExecutorTable::new(),
+            llm: None,
+            tools: None,
+            summarizer: None,
+            sink: None,
+            tool_concurrency: DEFAULT_TOOL_CONCURRENCY,
+        }
+    }
+}
+
+/// The result of one step (or of an interrupt/resume transition).
+#[derive(Clone, Debug)]
+pub struct StepResult {
+    /// State after the step.
+    pub state: AgentState,
+    /// Events emitted, in sequence order.
+    pub events: Vec<AgentEvent>,
+    /// What the brain sees next; `None` when parked, finished, or nothing is left to do.
+    pub next_context: Option<RuntimeContext>,
+}
+
+/// Asks a running operation to stop between instructions.
+#[derive(Clone, Debug, Default)]
+pub struct InterruptHandle(Arc<Mutex<Option<String>>>);
+
+impl InterruptHandle {
+    /// Request an interruption with `reason`.
+    pub fn interrupt(&self, reason: impl Into<String>) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(reason.into());
+    }
+
+    /// Whether an interruption is pending.
+    pub fn is_requested(&self) -> bool {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+    }
+
+    fn take(&self) -> Option<String> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// A runtime failure outside any step.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RuntimeError {
+    /// `resume` on an operation that is not interrupted.
+    #[error("operation is {0:?}, not interrupted; only an interrupted operation can resume")]
+    NotInterrupted(Status),
+    /// `resume` on an interruption marked final.
+    #[error("operation was interrupted for good ({0}) and cannot resume")]
+    CannotResume(String),
+}
+
+/// Executes an agent's instructions. Cheap to share; one per host or per operation.
+pub struct AgentRuntime {
+    agent: Arc<dyn Agent>,
+    table: ExecutorTable,
+    tool_concurrency: usize,
+    sink: Option<Arc<dyn EventSink>>,
+    interrupt: InterruptHandle,
+}
+
+/// Set `interrupted` status, record why, emit the event.
+pub(crate) fn interrupt_in_place(
+    state: &mut AgentState,
+    cx: &ExecContext<'_>,
+    reason: String,
+    can_resume: bool,
+    instruction: Option<Instruction>,
+) {
+    interrupt_state(state, cx.emitter, reason, can_resume, instruction);
+}
+
+fn interrupt_state(
+    state: &mut AgentState,
+    emitter: &Emitter,
+    reason: String,
+    can_resume: bool,
+    instruction: Option<Instruction>,
+) {
+    state.status = Status::Interrupted;
+    state.interruption = Some(Interruption {
+        reason: reason.clone(),
+        interrupted_at: Utc::now(),
+        interrupted_instruction: instruction.map(Box::new),
+        can_resume,
+    });
+    emitter.emit(EventKind::Interrupted { reason, can_resume });
+}
+
+/// The context a step starts from when none is given.
+pub fn initial_context(state: &AgentState) -> RuntimeContext {
+    match state.messages.last() {
+        Some(m) if m.role == Role::User => {
+            RuntimeContext::new(Phase::UserInput(UserInputPayload {
+                message_id: Some(m.id),
+                is_first_message: state
+                    .messages
+                    .iter()
+                    .filter(|m| m.role == Role::User)
+                    .count()
+                    == 1,
+            }))
+        }
+        _ => RuntimeContext::new(Phase::Init),
+    }
+}
+
+impl AgentRuntime {
+    /// Build a runtime: built-in executors, overridden by `config.executors`, overridden by
+    /// the agent's executors.
+    pub fn new(agent: Arc<dyn Agent>, config: RuntimeConfig) -> Self {
+        let mut table = ExecutorTable::new()
+            .with(InstructionKind::Finish, Arc::new(FinishExecutor))
+            .with(
+                InstructionKind::CallToolsBatch,
+                Arc::new(CallToolsBatchExecutor),
+            )
+            .with(
+                InstructionKind::ResolveBlockedTools,
+                Arc::new(ResolveBlockedToolsExecutor),
+            )
+            .with(
+                InstructionKind::ResolveAbortedTools,
+                Arc::new(ResolveAbortedToolsExecutor),
+            )
+            .with(
+                InstructionKind::RequestHumanApprove,
+                Arc::new(RequestHumanExecutor),
+            )
+            .with(
+                InstructionKind::RequestHumanPrompt,
+                Arc::new(RequestHumanExecutor),
+            )
+            .with(
+                InstructionKind::RequestHumanSelect,
+                Arc::new(RequestHumanExecutor),
+            )
+            .with(
+                InstructionKind::CompressContext,
+                Arc::new(CompressContextExecutor {
+                    summarizer: config.summarizer.clone(),
+                }),
+            );
+        if let Some(port) = &config.llm {
+            table.insert(
+                InstructionKind::CallLlm,
+                Arc::new(CallLlmExecutor {
+                    port: Arc::clone(port),
+                }),
+            );
+        }
+        if let Some(port) = &config.tools {
+            table.insert(
+                InstructionKind::CallTool,
+                Arc::new(CallToolExecutor {
+                    port: Arc::clone(port),
+                }),
+            );
+        }
+        table.overlay(&config.executors);
+        table.overlay(&agent.executors());
+        Self {
+            agent,
+            table,
+            tool_concurrency: config.tool_concurrency.max(1),
+            sink: config.sink,
+            interrupt: InterruptHandle::default(),
+        }
+    }
+
+    /// The handle that interrupts this runtime's steps between instructions.
+    pub fn interrupt_handle(&self) -> InterruptHandle {
+        self.interrupt.clone()
+    }
+
+    /// The effective executor table.
+    pub fn executors(&self) -> &ExecutorTable {
+        &self.table
+    }
+
+    /// Run one step.
+    ///
+    /// Never panics and never returns an error: a failing brain or executor, or an instruction
+    /// without an executor, yields the input state with status `error` and an `error` event.
+    pub async fn step(&self, state: AgentState, context: Option<RuntimeContext>) -> StepResult {
+        if state.status.is_terminal() {
+            return StepResult {
+                state,
+                events: Vec::new(),
+                next_context: None,
+            };
+        }
+        let mut st = state.clone();
+        st.step_count += 1;
+        let step_index = st.step_count;
+        st.updated_at = Utc::now();
+        if let Some(max) = st.max_steps
+            && st.step_count > max
+            && !st.force_finish
+        {
+            st.force_finish = true;
+        }
+        if matches!(st.status, Status::Idle | Status::WaitingForHuman) {
+            st.status = Status::Running;
+        }
+        let emitter = Emitter::new(
+            st.operation_id,
+            step_index,
+            st.next_event_seq,
+            self.sink.clone(),
+        );
+        let ctx = context.unwrap_or_else(|| initial_context(&st));
+        emitter.emit(EventKind::StepStart {
+            phase: ctx.phase.name().into(),
+        });
+
+        let instructions = match &ctx.phase {
+            Phase::HumanApprovedTool(p) => vec![Instruction::CallTool {
+                payload: CallToolPayload {
+                    parent_message_id: p.parent_message_id,
+                    tool_call: p.tool_call.clone(),
+                    existing_tool_message_id: p.tool_message_id,
+                },
+            }],
+            _ => match self.agent.runner(&ctx, &st) {
+                Ok(list) => list,
+                Err(e) => {
+                    return self.error_result(
+                        state,
+                        step_index,
+                        &emitter,
+                        "agent_failed",
+                        e.to_string(),
+                    );
+                }
+            },
+        };
+
+        let cx = ExecContext {
+            emitter: &emitter,
+            table: &self.table,
+            tool_concurrency: self.tool_concurrency,
+            context: &ctx,
+        };
+        let mut next: Option<RuntimeContext> = None;
+        let mut executed: Vec<String> = Vec::with_capacity(instructions.len());
+        let mut finished = false;
+        for ins in instructions {
+            if let Some(reason) = self.interrupt.take() {
+                interrupt_state(&mut st, &emitter, reason, true, Some(ins));
+                break;
+            }
+            let kind = ins.kind();
+            let Some(exec) = self.table.get(kind) else {
+                let msg = format!("no executor found for instruction type {}", kind.as_str());
+                return self.error_result(state, step_index, &emitter, "executor_missing", msg);
+            };
+            let effect = Effect::of(&ins);
+            let status_before = st.status;
+            let cost_before = budget::spends(kind).then(|| st.cost.clone());
+            let out = match exec.execute(ins, st, &cx).await {
+                Ok(out) => out,
+                Err(e) => {
+                    return self.error_result(state, step_index, &emitter, &e.code, e.message);
+                }
+            };
+            st = out.state;
+            if out.next_context.is_some() {
+                next = out.next_context;
+            }
+            finished |= kind == InstructionKind::Finish;
+            executed.push(kind.as_str().to_owned());
+            if kind == InstructionKind::CallLlm {
+                st.pending_assistant_message_id = None;
+            }
+            effect.apply(&mut st);
+            if let Some(before) = cost_before
+                && !st.status.is_terminal()
+            {
+                let delta = st.cost.delta_since(&before);
+                budget::enforce(&mut st, &cx, kind, &delta, &out.tool_call_costs);
+            }
+            // An instruction that parks or ends the operation ends the step. A step that starts
+            // interrupted (settling a cancellation) keeps going until its `finish`.
+            if st.status != status_before && (st.status.is_blocked() || st.status.is_terminal()) {
+                break;
+            }
+        }
+        // Executors cannot change the step count; a finishing step does not count.
+        st.step_count = if finished { step_index - 1 } else { step_index };
+        if st.status.is_blocked() || st.status.is_terminal() {
+            next = None;
+        }
+        emitter.emit(EventKind::StepComplete {
+            status: st.status,
+            instructions: executed,
+        });
+        st.next_event_seq = emitter.next_seq();
+        StepResult {
+            state: st,
+            events: emitter.take(),
+            next_context: next,
+        }
+    }
+
+    fn error_result(
+        &self,
+        mut state: AgentState,
+        step_index: u32,
+        emitter: &Emitter,
+        code: &str,
+        message: String,
+    ) -> StepResult {
+        state.step_count = step_index;
+        state.status = Status::Error;
+        state.updated_at = Utc::now();
+        state.error = Some(StateError {
+            code: code.into(),
+            message: message.clone(),
+        });
+        emitter.emit(EventKind::Error {
+            code: code.into(),
+            message,
+        });
+        state.next_event_seq = emitter.next_seq();
+        StepResult {
+            state,
+            events: emitter.take(),
+            next_context: None,
+        }
+    }
+
+    /// Step until the operation parks, ends, or has nothing left to do. Returns the last
+    /// result with every event of the run.
+    pub async fn run(
+        &self,
+        mut state: AgentState,
+        mut context: Option<RuntimeContext>,
+    ) -> StepResult {
+        let mut events = Vec::new();
+        loop {
+            let r = self.step(state, context).await;
+            events.extend(r.events);
+            state = r.state;
+            context = r.next_context;
+            if context.is_none() || state.status.is_blocked() || state.status.is_terminal() {
+                return StepResult {
+                    state,
+                    events,
+                    next_context: context,
+                };
+            }
+        }
+    }
+
+    /// Interrupt an operation from outside a step.
+    pub fn interrupt(
+        &self,
+        mut state: AgentState,
+        reason: impl Into<String>,
+        can_resume: bool,
+    ) -> StepResult {
+        let emitter = Emitter::new(
+            state.operation_id,
+            state.step_count,
+            state.next_event_seq,
+            self.sink.clone(),
+        );
+        interrupt_state(&mut state, &emitter, reason.into(), can_resume, None);
+        state.next_event_seq = emitter.next_seq();
+        state.updated_at = Utc::now();
+        StepResult {
+            state,
+            events: emitter.take(),
+            next_context: None,
+        }
+    }
+
+    /// Resume an interrupted operation; the next context continues the conversation.
+    pub fn resume(
+        &self,
+        mut state: AgentState,
+        reason: impl Into<String>,
+    ) -> Result<StepResult, RuntimeError> {
+        if state.status != Status::Interrupted {
+            return Err(RuntimeError::NotInterrupted(state.status));
+        }
+        if let Some(i) = &state.interruption
+            && !i.can_resume
+        {
+            return Err(RuntimeError::CannotResume(i.reason.clone()));
+        }
+        let emitter = Emitter::new(
+            state.operation_id,
+            state.step_count,
+            state.next_event_seq,
+            self.sink.clone(),
+        );
+        state.status = Status::Running;
+        state.interruption = None;
+        state.updated_at = Utc::now();
+        emitter.emit(EventKind::Resumed {
+            reason: reason.into(),
+            resumed_from_step: state.step_count,
+        });
+        state.next_event_seq = emitter.next_seq();
+        let next = initial_context(&state);
+        Ok(StepResult {
+            state,
+            events: emitter.take(),
+            next_context: Some(next),
+        })
+    }
+}
+
+/// Bookkeeping the engine does for an instruction, whichever executor ran it, so the loop
+/// breaker and the unknown-name limit cannot be bypassed by overriding an executor.
+enum Effect {
+    None,
+    ToolsRan(Vec<crate::message::ToolCall>),
+    UnknownNames,
+}
+
+impl Effect {
+    fn of(ins: &Instruction) -> Self {
+        match ins {
+            Instruction::CallTool { payload } => Effect::ToolsRan(vec![payload.tool_call.clone()]),
+            Instruction::CallToolsBatch { payload } => Effect::ToolsRan(payload.tool_calls.clone()),
+            Instruction::ResolveBlockedTools { payload }
+                if payload.blocked_reason == BlockedReason::UnknownToolName =>
+            {
+                Effect::UnknownNames
+            }
+            _ => Effect::None,
+        }
+    }
+
+    fn apply(self, st: &mut AgentState) {
+        match self {
+            Effect::None => {}
+            Effect::ToolsRan(calls) => calls.iter().for_each(|c| st.tool_repeat.record(c)),
+            Effect::UnknownNames => st.tool_name_error_rounds += 1,
+        }
+    }
+}

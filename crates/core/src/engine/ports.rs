@@ -1,0 +1,162 @@
+//! Ports: the IO the built-in executors need, as traits the outer crates implement (model
+//! runtime + context pipeline, tool registry, summarizer, event bus). Core stays free of any
+//! async runtime: futures are plain boxed futures.
+
+use crate::event::{AgentEvent, StreamChunk};
+use crate::ids::MessageId;
+use crate::instruction::CallLlmPayload;
+use crate::message::{Message, Reasoning, ToolCall};
+use crate::phase::ToolFollowUp;
+use crate::state::{AgentState, ModelRef};
+use crate::usage::{TokenUsage, Usd};
+use futures::future::BoxFuture;
+
+/// A failure reported by a port.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct PortError {
+    /// Machine code (`provider_error`, `rate_limit`, `timeout`, ...).
+    pub code: String,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl PortError {
+    /// A port error.
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// What the `call_llm` executor asks the model port for.
+#[derive(Clone, Copy, Debug)]
+pub struct LlmRequest<'a> {
+    /// The operation's state (messages, manifests, activated tools, metadata).
+    pub state: &'a AgentState,
+    /// The instruction's payload (scope, model override).
+    pub payload: &'a CallLlmPayload,
+    /// Model to call.
+    pub model: Option<&'a ModelRef>,
+    /// Assistant message being written.
+    pub assistant_message_id: MessageId,
+    /// The step limit was crossed: send no tools and ask for a final answer.
+    pub force_finish: bool,
+}
+
+/// A tool call as the model emitted it, before name resolution.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawToolCall {
+    /// Provider call id.
+    pub id: String,
+    /// Function name as sent.
+    pub name: String,
+    /// Arguments as sent.
+    pub arguments: String,
+    /// Provider signature to round-trip.
+    pub thought_signature: Option<String>,
+}
+
+/// A finished model call.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LlmOutput {
+    /// Answer text.
+    pub content: String,
+    /// Reasoning, if any.
+    pub reasoning: Option<Reasoning>,
+    /// Tool calls in order.
+    pub tool_calls: Vec<RawToolCall>,
+    /// Tokens used.
+    pub usage: TokenUsage,
+    /// Cost of the call.
+    pub cost: Usd,
+    /// Provider stop reason.
+    pub stop_reason: Option<String>,
+    /// Wall time of the call.
+    pub elapsed_ms: u64,
+}
+
+/// Streams model responses. The context pipeline lives behind this port.
+pub trait LlmPort: Send + Sync {
+    /// Call the model; report deltas through `on_chunk` as they arrive.
+    fn call<'a>(
+        &'a self,
+        request: LlmRequest<'a>,
+        on_chunk: &'a (dyn Fn(StreamChunk) + Send + Sync),
+    ) -> BoxFuture<'a, Result<LlmOutput, PortError>>;
+}
+
+/// A tool's answer.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolOutput {
+    /// Result text as the model will read it.
+    pub content: String,
+    /// Whether the call succeeded.
+    pub success: bool,
+    /// What the call cost.
+    pub cost: Usd,
+    /// Work the tool asks for next.
+    pub follow_up: Option<ToolFollowUp>,
+}
+
+impl ToolOutput {
+    /// A successful result.
+    pub fn ok(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            success: true,
+            ..Default::default()
+        }
+    }
+
+    /// A failed result the model can read.
+    pub fn failed(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            success: false,
+            ..Default::default()
+        }
+    }
+}
+
+/// Executes tool calls. Arguments are already known to be valid JSON.
+pub trait ToolPort: Send + Sync {
+    /// Run one call. An `Err` becomes a failed tool result, not a failed operation.
+    fn call<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        state: &'a AgentState,
+    ) -> BoxFuture<'a, Result<ToolOutput, PortError>>;
+}
+
+/// A summary of older messages.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Summary {
+    /// Summary text.
+    pub text: String,
+    /// Tokens the summary call used.
+    pub usage: TokenUsage,
+    /// What it cost.
+    pub cost: Usd,
+    /// `provider/model` that wrote it.
+    pub model_key: String,
+}
+
+/// Summarizes messages for context compression.
+pub trait Summarizer: Send + Sync {
+    /// Summarize `messages`, extending `existing_summary` when given.
+    fn summarize<'a>(
+        &'a self,
+        messages: &'a [Message],
+        existing_summary: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Summary, PortError>>;
+}
+
+/// Receives events the moment they are emitted (the live channel; the returned step events
+/// are the durable record).
+pub trait EventSink: Send + Sync {
+    /// One event.
+    fn publish(&self, event: &AgentEvent);
+}

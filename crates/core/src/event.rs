@@ -1,0 +1,209 @@
+//! Events: what happened, in order. Every event carries its operation, step and a
+//! per-operation sequence number; the sequence is the replay cursor (SSE `id:`).
+
+use crate::ids::{MessageId, OperationId};
+use crate::message::{ToolCall, ToolStatus};
+use crate::state::{BudgetKind, BudgetPolicy, FinishReason, HumanPrompt, HumanSelect, Status};
+use crate::usage::{TokenUsage, Usd};
+use serde::{Deserialize, Serialize};
+
+/// A piece of a streaming model response.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StreamChunk {
+    /// Answer text.
+    Text {
+        /// The delta.
+        text: String,
+    },
+    /// Reasoning text.
+    Reasoning {
+        /// The delta.
+        text: String,
+    },
+    /// Part of a tool call.
+    ToolCall {
+        /// Position among the response's tool calls.
+        index: u32,
+        /// Call id, on the first delta.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// Function name, on the first delta.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// Arguments fragment.
+        #[serde(default)]
+        arguments: String,
+    },
+}
+
+/// An amount a budget is measured in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Amount {
+    /// Tokens.
+    Tokens(u64),
+    /// Dollars.
+    Usd(Usd),
+}
+
+/// What happened.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A step began.
+    StepStart {
+        /// Phase the brain was called in.
+        phase: String,
+    },
+    /// A model call began.
+    LlmStart {
+        /// Assistant message being written.
+        assistant_message_id: MessageId,
+        /// `provider/model` when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+    },
+    /// Part of the model's response.
+    LlmStream {
+        /// Assistant message being written.
+        assistant_message_id: MessageId,
+        /// The delta.
+        chunk: StreamChunk,
+    },
+    /// The model call finished.
+    LlmResult {
+        /// Assistant message written.
+        assistant_message_id: MessageId,
+        /// Answer text.
+        content: String,
+        /// Tool calls requested.
+        #[serde(default)]
+        tool_calls: Vec<ToolCall>,
+        /// Tokens used by the call.
+        #[serde(default)]
+        usage: TokenUsage,
+        /// Cost of the call.
+        #[serde(default)]
+        cost: Usd,
+    },
+    /// A failed model call will be retried.
+    StreamRetry {
+        /// Attempt about to start (1-based).
+        attempt: u32,
+        /// Attempts allowed.
+        max_attempts: u32,
+        /// Wait before it.
+        delay_ms: u64,
+        /// Error class (`rate_limit`, `overloaded`, ...).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error_kind: Option<String>,
+    },
+    /// Tool calls are about to run.
+    ToolPending {
+        /// The calls.
+        tool_calls: Vec<ToolCall>,
+    },
+    /// A tool call has a result.
+    ToolResult {
+        /// The call.
+        tool_call_id: String,
+        /// Tool message holding the result.
+        tool_message_id: MessageId,
+        /// Outcome.
+        status: ToolStatus,
+        /// Result text.
+        content: String,
+    },
+    /// Calls wait for approval; the operation is parked.
+    HumanApproveRequired {
+        /// The calls.
+        pending_tool_calls: Vec<ToolCall>,
+        /// Assistant message owning them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent_message_id: Option<MessageId>,
+    },
+    /// A question waits for an answer.
+    HumanPromptRequired {
+        /// The question.
+        prompt: HumanPrompt,
+    },
+    /// A selection waits for a choice.
+    HumanSelectRequired {
+        /// The selection.
+        select: HumanSelect,
+    },
+    /// Older context was summarized.
+    CompressionComplete {
+        /// The summary message.
+        summary_message_id: MessageId,
+        /// How many messages it replaced.
+        compressed_count: u32,
+    },
+    /// Compression failed; the run continues uncompressed.
+    CompressionError {
+        /// What went wrong.
+        message: String,
+    },
+    /// A budget was exceeded.
+    BudgetExceeded {
+        /// Which budget.
+        budget: BudgetKind,
+        /// Its limit.
+        limit: Amount,
+        /// What was reached.
+        actual: Amount,
+        /// What happens now.
+        policy: BudgetPolicy,
+    },
+    /// The operation was interrupted.
+    Interrupted {
+        /// Why.
+        reason: String,
+        /// Whether it can resume.
+        can_resume: bool,
+    },
+    /// The operation resumed.
+    Resumed {
+        /// Why.
+        reason: String,
+        /// Step count at resume.
+        resumed_from_step: u32,
+    },
+    /// A step ended.
+    StepComplete {
+        /// Status after the step.
+        status: Status,
+        /// Instruction types executed, in order.
+        instructions: Vec<String>,
+    },
+    /// The operation finished.
+    Done {
+        /// Why.
+        reason: FinishReason,
+        /// Detail.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason_detail: Option<String>,
+    },
+    /// The operation failed.
+    Error {
+        /// Machine code.
+        code: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// An event with its position in the operation's log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentEvent {
+    /// Operation it belongs to.
+    pub operation_id: OperationId,
+    /// Step index (the state's step count when the step began, plus one).
+    pub step: u32,
+    /// Per-operation sequence number, strictly increasing, no gaps.
+    pub seq: u64,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}

@@ -1,0 +1,295 @@
+//! The intervention decision for one tool call, with the evaluation order of LobeHub's newer
+//! runtime: the strictest global audit wins and `always` cannot be bypassed by any mode.
+
+use super::audit::{DynamicAudit, PathScopeAudit};
+use super::blacklist::default_security_blacklist;
+use super::matcher::stringify;
+use super::policy::{
+    ApprovalMode, InterventionConfig, InterventionPolicy, InterventionRule, SecurityRule,
+};
+use crate::message::ToolCall;
+use crate::state::AgentState;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// What happens to a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Run it now.
+    Execute,
+    /// Park it until a human decides.
+    RequireApproval,
+    /// Refuse it with a readable result (headless mode, where nobody can approve).
+    Block,
+}
+
+/// The decision for a call and why, so a user can see which rule applied.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    /// The outcome.
+    pub action: Action,
+    /// The rule that decided (`security_blacklist:rm_home_dir`, `tool:calculator`,
+    /// `approval_mode:auto_run`, ...).
+    pub matched_rule: Option<String>,
+    /// A sentence explaining the outcome.
+    pub reason: String,
+}
+
+/// A global audit evaluated for every call before tool policy.
+#[derive(Clone)]
+pub struct GlobalAudit {
+    /// Name shown in decisions.
+    pub name: String,
+    /// Policy when it fires.
+    pub policy: InterventionPolicy,
+    /// The check.
+    pub audit: Arc<dyn DynamicAudit>,
+}
+
+/// Evaluates approval policy for tool calls.
+#[derive(Clone)]
+pub struct InterventionChecker {
+    dynamic: BTreeMap<String, Arc<dyn DynamicAudit>>,
+    global: Vec<GlobalAudit>,
+}
+
+impl Default for InterventionChecker {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Whether every matcher of a rule matches (a missing argument never matches).
+fn all_match(
+    matchers: &BTreeMap<String, super::ArgumentMatcher>,
+    args: &serde_json::Value,
+) -> bool {
+    matchers.iter().all(|(name, m)| match args.get(name) {
+        Some(v) => m.matches(&stringify(v)),
+        None => false,
+    })
+}
+
+/// The first blacklist rule that matches `args`, if any.
+pub fn blacklist_match<'a>(
+    rules: &'a [SecurityRule],
+    args: &serde_json::Value,
+) -> Option<&'a SecurityRule> {
+    rules
+        .iter()
+        .find(|r| !r.matchers.is_empty() && all_match(&r.matchers, args))
+}
+
+/// Policy of a static config: a plain policy, or the first matching rule (no match: `required`).
+fn static_policy(
+    config: Option<&InterventionConfig>,
+    args: &serde_json::Value,
+) -> InterventionPolicy {
+    match config {
+        None => InterventionPolicy::Never,
+        Some(InterventionConfig::Policy(p)) => *p,
+        Some(InterventionConfig::Rules(rules)) => rules
+            .iter()
+            .find(|r: &&InterventionRule| all_match(&r.matchers, args))
+            .map_or(InterventionPolicy::Required, |r| r.policy),
+        Some(InterventionConfig::Dynamic(_)) => InterventionPolicy::Never,
+    }
+}
+
+impl InterventionChecker {
+    /// A checker with the built-in dynamic audits (`path_scope`).
+    pub fn new() -> Self {
+        let mut dynamic: BTreeMap<String, Arc<dyn DynamicAudit>> = BTreeMap::new();
+        dynamic.insert("path_scope".into(), Arc::new(PathScopeAudit));
+        Self {
+            dynamic,
+            global: Vec::new(),
+        }
+    }
+
+    /// Register a dynamic audit under `name` (referenced by `{"dynamic": {"type": name}}`).
+    pub fn with_dynamic_audit(
+        mut self,
+        name: impl Into<String>,
+        audit: Arc<dyn DynamicAudit>,
+    ) -> Self {
+        self.dynamic.insert(name.into(), audit);
+        self
+    }
+
+    /// Add a global audit, evaluated for every call alongside the security blacklist.
+    pub fn with_global_audit(mut self, audit: GlobalAudit) -> Self {
+        self.global.push(audit);
+        self
+    }
+
+    /// Decide what happens to `call` in `state`, and say why.
+    pub fn explain(&self, call: &ToolCall, state: &AgentState) -> Decision {
+        let args: serde_json::Value = serde_json::from_str(&call.arguments)
+            .unwrap_or_else(|_| serde_json::Value::Object(Default::default()));
+        let mode = state.intervention.approval_mode;
+        let headless = mode == ApprovalMode::Headless;
+        let intervene = |rule: String, reason: String| Decision {
+            action: if headless {
+                Action::Block
+            } else {
+                Action::RequireApproval
+            },
+            matched_rule: Some(rule),
+            reason,
+        };
+        let execute = |rule: String, reason: String| Decision {
+            action: Action::Execute,
+            matched_rule: Some(rule),
+            reason,
+        };
+
+        // 1. Global audits: the strictest wins, ties go to the first registered.
+        let blacklist = state
+            .security_blacklist
+            .as_deref()
+            .unwrap_or_else(|| default_security_blacklist());
+        let mut global: Option<(InterventionPolicy, String)> = None;
+        let mut consider = |policy: InterventionPolicy, name: String| {
+            if global.as_ref().is_none_or(|(p, _)| policy > *p) {
+                global = Some((policy, name));
+            }
+        };
+        for rule in blacklist {
+            if !rule.matchers.is_empty() && all_match(&rule.matchers, &args) {
+                consider(rule.policy, format!("security_blacklist:{}", rule.id));
+            }
+        }
+        for g in &self.global {
+            if g.audit.requires_intervention(&args, &state.metadata) {
+                consider(g.policy, format!("global_audit:{}", g.name));
+            }
+        }
+
+        // 2. A global `always` binds every mode.
+        if let Some((InterventionPolicy::Always, rule)) = &global {
+            return intervene(
+                rule.clone(),
+                format!("{rule} matched; this rule cannot be bypassed by any approval mode"),
+            );
+        }
+
+        // 3. Tool policy: the API's config overrides the manifest's.
+        let manifest = state.tool_manifests.get(&call.identifier);
+        let config = manifest.and_then(|m| {
+            m.api(&call.api)
+                .and_then(|a| a.intervention.as_ref())
+                .or(m.intervention.as_ref())
+        });
+        let tool_rule = format!("tool:{}", call.key());
+        let dynamic = match config {
+            Some(InterventionConfig::Dynamic(d)) => {
+                let fired = self
+                    .dynamic
+                    .get(&d.audit)
+                    .is_some_and(|a| a.requires_intervention(&args, &state.metadata));
+                Some((
+                    if fired { d.policy } else { d.default },
+                    d.audit.clone(),
+                    fired,
+                ))
+            }
+            _ => None,
+        };
+        let stat = static_policy(config, &args);
+
+        // 4. A tool-level `always` binds every mode too.
+        match &dynamic {
+            Some((InterventionPolicy::Always, audit, _)) => {
+                return intervene(
+                    format!("dynamic_audit:{audit}"),
+                    format!("dynamic audit `{audit}` requires approval for this call"),
+                );
+            }
+            None if stat == InterventionPolicy::Always => {
+                return intervene(
+                    tool_rule,
+                    format!("{} always requires approval", call.key()),
+                );
+            }
+            _ => {}
+        }
+
+        // 5. Modes without a human in the loop run everything else.
+        if headless || mode == ApprovalMode::AutoRun {
+            let m = if headless { "headless" } else { "auto_run" };
+            return execute(
+                format!("approval_mode:{m}"),
+                format!("approval mode {m} runs calls that no `always` rule covers"),
+            );
+        }
+
+        // 6. A global `required` beats a dynamic `never`.
+        if let Some((_, rule)) = global {
+            return intervene(rule.clone(), format!("{rule} matched"));
+        }
+
+        let listed = state.intervention.allows(&call.identifier, &call.api);
+        let allow_list = mode == ApprovalMode::AllowList;
+
+        // 7. Dynamic config decides on its own.
+        if let Some((policy, audit, fired)) = dynamic {
+            let rule = format!("dynamic_audit:{audit}");
+            return if policy == InterventionPolicy::Never {
+                execute(rule, format!("dynamic audit `{audit}` did not fire"))
+            } else if allow_list && listed {
+                execute(
+                    "allow_list".into(),
+                    format!("{} is on the allow-list", call.key()),
+                )
+            } else {
+                let what = if fired {
+                    "fired"
+                } else {
+                    "did not fire but its default asks"
+                };
+                intervene(rule, format!("dynamic audit `{audit}` {what}"))
+            };
+        }
+
+        // 8. Unknown tools are not trusted.
+        if manifest.is_none() {
+            return intervene(
+                "unknown_tool".into(),
+                format!("`{}` is not a known tool", call.key()),
+            );
+        }
+
+        // 9. Allow-list mode.
+        if allow_list {
+            return if listed {
+                execute(
+                    "allow_list".into(),
+                    format!("{} is on the allow-list", call.key()),
+                )
+            } else {
+                intervene(
+                    "allow_list".into(),
+                    format!("{} is not on the allow-list", call.key()),
+                )
+            };
+        }
+
+        // 10. Manual mode: only `never` runs unasked.
+        if stat == InterventionPolicy::Never {
+            execute(tool_rule, format!("{} never requires approval", call.key()))
+        } else {
+            intervene(
+                tool_rule,
+                format!("{} requires approval in manual mode", call.key()),
+            )
+        }
+    }
+
+    /// The action alone.
+    pub fn check(&self, call: &ToolCall, state: &AgentState) -> Action {
+        self.explain(call, state).action
+    }
+}

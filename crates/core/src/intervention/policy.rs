@@ -1,0 +1,155 @@
+//! Approval policy types: how a tool, an API, a user and the security blacklist say whether a
+//! call may run without a human.
+
+use super::matcher::ArgumentMatcher;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::collections::BTreeMap;
+
+/// Whether a call needs a human. Ordered by strictness.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InterventionPolicy {
+    /// Runs without asking.
+    Never,
+    /// Asks, unless the user chose auto-run (or headless).
+    Required,
+    /// Always asks; no mode bypasses it (headless turns it into a refusal).
+    Always,
+}
+
+/// A conditional policy: applies when every matcher matches its argument.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InterventionRule {
+    /// Argument name → matcher; empty means "always applies".
+    #[serde(rename = "match", default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub matchers: BTreeMap<String, ArgumentMatcher>,
+    /// Policy when it applies.
+    pub policy: InterventionPolicy,
+}
+
+/// A policy decided at call time by a named dynamic audit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DynamicIntervention {
+    /// Audit name (`path_scope`).
+    #[serde(rename = "type")]
+    pub audit: String,
+    /// Policy when the audit fires.
+    #[serde(default = "always")]
+    pub policy: InterventionPolicy,
+    /// Policy when it does not.
+    #[serde(default = "never")]
+    pub default: InterventionPolicy,
+}
+
+fn always() -> InterventionPolicy {
+    InterventionPolicy::Always
+}
+fn never() -> InterventionPolicy {
+    InterventionPolicy::Never
+}
+
+/// Approval configuration of a tool or API.
+///
+/// JSON: a policy string (`"required"`), a list of rules, or `{"dynamic": {"type": ...}}`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum InterventionConfig {
+    /// One policy for every call.
+    Policy(InterventionPolicy),
+    /// First matching rule wins; no match means `required` (fail safe).
+    Rules(Vec<InterventionRule>),
+    /// Decided by a dynamic audit.
+    Dynamic(DynamicIntervention),
+}
+
+#[derive(Serialize, Deserialize)]
+struct DynamicWrapper {
+    dynamic: DynamicIntervention,
+}
+
+impl Serialize for InterventionConfig {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Policy(p) => p.serialize(s),
+            Self::Rules(r) => r.serialize(s),
+            Self::Dynamic(d) => DynamicWrapper { dynamic: d.clone() }.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for InterventionConfig {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let v = serde_json::Value::deserialize(d)?;
+        let shape = match &v {
+            serde_json::Value::String(_) => "policy",
+            serde_json::Value::Array(_) => "rules",
+            serde_json::Value::Object(o) if o.contains_key("dynamic") => "dynamic",
+            _ => {
+                return Err(D::Error::custom(format!(
+                    "intervention config must be a policy (\"never\", \"required\", \"always\"), \
+                     a list of rules, or {{\"dynamic\": {{\"type\": ...}}}}; got {v}"
+                )));
+            }
+        };
+        let res = match shape {
+            "policy" => serde_json::from_value(v).map(Self::Policy),
+            "rules" => serde_json::from_value(v).map(Self::Rules),
+            _ => serde_json::from_value::<DynamicWrapper>(v).map(|w| Self::Dynamic(w.dynamic)),
+        };
+        res.map_err(|e| D::Error::custom(format!("invalid intervention {shape}: {e}")))
+    }
+}
+
+/// How a user wants calls approved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalMode {
+    /// Run what policy allows; ask for the rest.
+    AutoRun,
+    /// Run what is on the allow-list; ask for the rest.
+    AllowList,
+    /// Ask unless the tool's own policy is `never`.
+    #[default]
+    Manual,
+    /// No human present: run what is allowed, refuse (with a readable result) what is not.
+    Headless,
+}
+
+/// The user's approval settings for an operation.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct UserInterventionConfig {
+    /// Mode.
+    pub approval_mode: ApprovalMode,
+    /// `identifier/api` keys (or bare identifiers) that run without asking in allow-list mode.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allow_list: Vec<String>,
+}
+
+impl UserInterventionConfig {
+    /// Whether `identifier/api` is on the allow-list.
+    pub fn allows(&self, identifier: &str, api: &str) -> bool {
+        key_listed(&self.allow_list, identifier, api)
+    }
+}
+
+/// Whether a list of `identifier/api` keys or bare identifiers names this call.
+pub fn key_listed(list: &[String], identifier: &str, api: &str) -> bool {
+    list.iter().any(|entry| match entry.split_once('/') {
+        Some((i, a)) => i == identifier && a == api,
+        None => entry == identifier,
+    })
+}
+
+/// A security blacklist rule: when every matcher matches, the call needs approval with `policy`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SecurityRule {
+    /// Stable id (`rm_recursive_home`, `ssh_private_keys`), shown in `explain`.
+    pub id: String,
+    /// Argument name → matcher (all must match; a rule without matchers never matches).
+    #[serde(rename = "match")]
+    pub matchers: BTreeMap<String, ArgumentMatcher>,
+    /// Policy when it matches.
+    #[serde(default = "always")]
+    pub policy: InterventionPolicy,
+}

@@ -1,0 +1,35 @@
+//! rein-core: the pure heart of rein.
+//!
+//! It owns the data every other crate speaks (ids, [`Message`], [`ToolCall`], [`Usage`],
+//! [`Cost`], [`Instruction`], [`AgentState`], [`AgentEvent`]), the brain interface ([`Agent`])
+//! with the default [`GeneralChatAgent`], the engine that executes instructions
+//! ([`AgentRuntime::step`], the executor table, budgets, tool-batch merging) and intervention
+//! policy ([`InterventionChecker`] with the default security blacklist).
+//!
+//! Everything here is synchronous logic or runtime-agnostic futures: no async runtime, no
+//! HTTP, no SQL. IO reaches the engine through the ports in [`engine::ports`].
+
+pub mod agent;
+pub mod engine;
+pub mod event;
+pub mod ids;
+pub mod instruction;
+pub mod intervention;
+pub mod message;
+pub mod phase;
+pub mod state;
+pub mod testing;
+pub mod tool;
+pub mod usage;
+
+pub use agent::{Agent, AgentError, GeneralChatAgent, GeneralChatAgentConfig};
+pub use engine::{AgentRuntime, InterruptHandle, RuntimeConfig, RuntimeError, StepResult};
+pub use event::{AgentEvent, EventKind};
+pub use ids::{MessageId, OperationId};
+pub use instruction::{Instruction, InstructionKind};
+pub use intervention::{Action, Decision, InterventionChecker};
+pub use message::{ContentPart, Message, Role, ToolCall, ToolStatus};
+pub use phase::{Phase, RuntimeContext};
+pub use state::{AgentState, FinishReason, Status};
+pub use tool::{ToolApi, ToolManifest};
+pub use usage::{Cost, TokenUsage, Usage, Usd};

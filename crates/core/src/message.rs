@@ -1,0 +1,257 @@
+//! Conversation messages and tool calls: the provider-neutral transcript an operation works on.
+
+use crate::ids::MessageId;
+use crate::usage::TokenUsage;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// Who authored a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Instructions for the model.
+    System,
+    /// The human (or the task that stands in for one).
+    User,
+    /// The model.
+    Assistant,
+    /// The result of one tool call.
+    Tool,
+}
+
+/// One part of a message's content.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentPart {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image, by URL (`https:` or a `data:` URL with base64 bytes).
+    Image {
+        /// Where the image is.
+        url: String,
+        /// MIME type when known (`image/png`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        media_type: Option<String>,
+        /// Provider detail hint (`low`, `high`, `auto`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
+}
+
+/// Model reasoning attached to an assistant message. Providers that sign their reasoning
+/// (Anthropic) need the signature sent back unchanged on the next request.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Reasoning {
+    /// Visible reasoning text (may be a summary).
+    #[serde(default)]
+    pub text: String,
+    /// Opaque signature to round-trip.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    /// Redacted (encrypted) reasoning blocks to round-trip.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redacted: Vec<String>,
+}
+
+/// A tool call the model asked for.
+///
+/// `identifier` names the tool (manifest) and `api` the function inside it. When the model
+/// named a tool that could not be resolved against the manifests, `identifier` is empty and
+/// `api` holds the name exactly as the model sent it, so the call can still be answered
+/// (with a rejection) and replayed to the provider.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's tool call id; every tool result refers to it.
+    pub id: String,
+    /// Tool (manifest) identifier; empty when unresolved.
+    pub identifier: String,
+    /// API name within the tool; the raw model-sent name when unresolved.
+    pub api: String,
+    /// Arguments exactly as the model produced them (a JSON string, possibly malformed).
+    pub arguments: String,
+    /// Provider signature to send back unchanged (Gemini thought signatures).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought_signature: Option<String>,
+}
+
+impl ToolCall {
+    /// A resolved call.
+    pub fn new(
+        id: impl Into<String>,
+        identifier: impl Into<String>,
+        api: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            identifier: identifier.into(),
+            api: api.into(),
+            arguments: arguments.into(),
+            thought_signature: None,
+        }
+    }
+
+    /// A call whose name matched no available tool.
+    pub fn unresolved(
+        id: impl Into<String>,
+        raw_name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
+        Self::new(id, "", raw_name, arguments)
+    }
+
+    /// Whether the name resolved to a known tool.
+    pub fn is_resolved(&self) -> bool {
+        !self.identifier.is_empty()
+    }
+
+    /// `identifier/api`: the key used by allow-lists, usage accounting and intervention rules.
+    pub fn key(&self) -> String {
+        if self.is_resolved() {
+            format!("{}/{}", self.identifier, self.api)
+        } else {
+            self.api.clone()
+        }
+    }
+}
+
+/// Outcome of a tool call as recorded on its tool message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    /// Waiting for a human decision.
+    Pending,
+    /// Approved by a human, not yet executed.
+    Approved,
+    /// Ran and succeeded.
+    Succeeded,
+    /// Ran (or could not run) and failed; the content says why.
+    Failed,
+    /// A human rejected it.
+    Rejected,
+    /// Settled as aborted when the operation was cancelled.
+    Aborted,
+    /// Refused by policy (security blacklist, scope, unknown name) without running.
+    Blocked,
+}
+
+/// What kind of message this is beyond its role.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageKind {
+    /// An ordinary message.
+    #[default]
+    Normal,
+    /// A summary that replaced older messages during context compression.
+    CompressionSummary,
+}
+
+/// One message of a conversation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Time-ordered id.
+    pub id: MessageId,
+    /// Author.
+    pub role: Role,
+    /// Content parts, in order.
+    #[serde(default)]
+    pub content: Vec<ContentPart>,
+    /// Reasoning (assistant only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<Reasoning>,
+    /// Tool calls requested by this assistant message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For a tool message: the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// For a tool message: the call's outcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_status: Option<ToolStatus>,
+    /// Parent in the conversation tree (a tool message's parent is the assistant that called it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<MessageId>,
+    /// Normal or compression summary.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub kind: MessageKind,
+    /// Model that produced an assistant message (`provider/model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Tokens this message cost to produce (assistant only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<TokenUsage>,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+
+impl Message {
+    /// A message of `role` with one text part.
+    pub fn text(role: Role, text: impl Into<String>) -> Self {
+        Self {
+            id: MessageId::new(),
+            role,
+            content: vec![ContentPart::Text { text: text.into() }],
+            reasoning: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            tool_status: None,
+            parent_id: None,
+            kind: MessageKind::Normal,
+            model: None,
+            usage: None,
+            created_at: Utc::now(),
+        }
+    }
+
+    /// A user message.
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::text(Role::User, text)
+    }
+
+    /// A system message.
+    pub fn system(text: impl Into<String>) -> Self {
+        Self::text(Role::System, text)
+    }
+
+    /// An assistant message.
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Self::text(Role::Assistant, text)
+    }
+
+    /// A tool result answering `call`, child of `parent`.
+    pub fn tool_result(
+        call: &ToolCall,
+        parent: Option<MessageId>,
+        status: ToolStatus,
+        content: impl Into<String>,
+    ) -> Self {
+        let mut m = Self::text(Role::Tool, content);
+        m.tool_call_id = Some(call.id.clone());
+        m.tool_status = Some(status);
+        m.parent_id = parent;
+        m
+    }
+
+    /// The concatenated text parts.
+    pub fn text_content(&self) -> String {
+        let mut out = String::new();
+        for part in &self.content {
+            if let ContentPart::Text { text } = part {
+                out.push_str(text);
+            }
+        }
+        out
+    }
+
+    /// Replace the content with one text part.
+    pub fn set_text(&mut self, text: impl Into<String>) {
+        self.content = vec![ContentPart::Text { text: text.into() }];
+    }
+}

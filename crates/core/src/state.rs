@@ -1,0 +1,445 @@
+//! The operation's state: the serializable "passport" the engine threads through every step.
+
+use crate::ids::{MessageId, OperationId};
+use crate::instruction::Instruction;
+use crate::intervention::{SecurityRule, UserInterventionConfig};
+use crate::message::{Message, Role, ToolCall};
+use crate::tool::{ActivatedTool, ToolManifest};
+use crate::usage::{Cost, Usage, Usd};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Where an operation is in its life.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Created, not started.
+    #[default]
+    Idle,
+    /// Executing steps.
+    Running,
+    /// Parked until a human approves, answers or selects.
+    WaitingForHuman,
+    /// Parked until an asynchronous (device, deferred) tool reports back.
+    WaitingForAsyncTool,
+    /// Stopped on request or by a budget; `interruption` says whether it can resume.
+    Interrupted,
+    /// Finished; `finish` says why.
+    Done,
+    /// Failed; `error` says why.
+    Error,
+}
+
+impl Status {
+    /// A resumable pause that waits for something outside the loop.
+    pub fn is_parked(self) -> bool {
+        matches!(self, Status::WaitingForHuman | Status::WaitingForAsyncTool)
+    }
+
+    /// Stops the instruction loop: parked or interrupted.
+    pub fn is_blocked(self) -> bool {
+        self.is_parked() || self == Status::Interrupted
+    }
+
+    /// Will never run again.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Status::Done | Status::Error)
+    }
+}
+
+/// Why an operation finished.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// The model answered without asking for tools.
+    Completed,
+    /// The user cancelled.
+    UserRequested,
+    /// The user aborted pending tool calls.
+    UserAborted,
+    /// The step limit forced a final answer.
+    MaxStepsCompleted,
+    /// A cost budget with policy `stop` was exceeded.
+    CostLimitExceeded,
+    /// A token budget with policy `stop` was exceeded.
+    TokenLimitExceeded,
+    /// The same tool call with the same arguments repeated too often.
+    LoopDetected,
+    /// The model kept naming tools that do not exist.
+    ToolNameErrors,
+    /// A deadline passed.
+    Timeout,
+    /// The agent decided to stop (including unknown phases).
+    AgentDecision,
+    /// A queued user message takes over.
+    QueuedMessageInterrupt,
+    /// Finished after an error phase.
+    ErrorRecovery,
+    /// The host is shutting down.
+    SystemShutdown,
+}
+
+impl FinishReason {
+    /// Whether this outcome is a success a caller may treat as "the work was done".
+    pub fn is_success(self) -> bool {
+        matches!(
+            self,
+            FinishReason::Completed | FinishReason::MaxStepsCompleted
+        )
+    }
+}
+
+/// How an operation finished.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finish {
+    /// Reason code.
+    pub reason: FinishReason,
+    /// Human-readable detail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// An operation failure.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateError {
+    /// Stable machine code (`executor_missing`, `executor_failed`, `agent_failed`, ...).
+    pub code: String,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// What to do when a budget is exceeded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetPolicy {
+    /// Finish with `cost_limit_exceeded` / `token_limit_exceeded`.
+    #[default]
+    Stop,
+    /// Interrupt, resumable once the budget is raised.
+    Interrupt,
+    /// Emit a `budget_exceeded` event once per budget and keep going.
+    Warn,
+}
+
+/// Which budget a check concerns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetKind {
+    /// Total tokens of the operation.
+    Tokens,
+    /// Total cost of the operation.
+    Cost,
+    /// Cost of a single model call.
+    ModelCallCost,
+    /// Cost of a single tool call.
+    ToolCallCost,
+}
+
+/// Limits on what an operation may consume. Every limit is optional.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Budget {
+    /// Maximum total tokens (input + output) across all model calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// Maximum total cost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<Usd>,
+    /// Maximum cost of any one model call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_model_call_cost: Option<Usd>,
+    /// Maximum cost of any one tool call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tool_call_cost: Option<Usd>,
+    /// What happens when a limit is exceeded.
+    pub on_exceeded: BudgetPolicy,
+}
+
+/// Why and when an operation was interrupted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Interruption {
+    /// Human-readable reason.
+    pub reason: String,
+    /// When.
+    pub interrupted_at: DateTime<Utc>,
+    /// The instruction that had not run yet, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_instruction: Option<Box<Instruction>>,
+    /// Whether `resume` is allowed.
+    pub can_resume: bool,
+}
+
+/// A free-text question for a human.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HumanPrompt {
+    /// The question.
+    pub prompt: String,
+    /// Why the agent asks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Extra data for the interface.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Value>,
+}
+
+/// One choice of a selection prompt.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SelectOption {
+    /// Shown to the human.
+    pub label: String,
+    /// Returned to the agent.
+    pub value: String,
+}
+
+/// A selection question for a human.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HumanSelect {
+    /// The choices.
+    pub options: Vec<SelectOption>,
+    /// Whether several may be chosen.
+    #[serde(default)]
+    pub multi: bool,
+    /// The question.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// Why the agent asks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Extra data for the interface.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Value>,
+}
+
+/// Which model an operation talks to.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ModelRef {
+    /// Provider id (`openai`, `anthropic`, `ollama`, ...).
+    pub provider: String,
+    /// Model id at that provider.
+    pub model: String,
+}
+
+impl ModelRef {
+    /// `provider/model`, the key used in usage and cost maps.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.provider, self.model)
+    }
+}
+
+/// Facts about where and for whom the operation runs; dynamic audits read them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Metadata {
+    /// Directory the operation's file and shell tools are scoped to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
+    /// Agent that runs the operation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Conversation the operation belongs to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topic_id: Option<String>,
+    /// Anything else the host wants to carry.
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// Tracks consecutive identical tool calls for the loop breaker.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ToolRepeat {
+    /// Signature (`identifier/api` + canonical arguments) of the last executed call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last: Option<String>,
+    /// How many times in a row it ran.
+    pub count: u32,
+}
+
+impl ToolRepeat {
+    /// The signature of a call: its key plus its arguments in canonical JSON form (key order
+    /// and whitespace do not make two calls different).
+    pub fn signature(call: &ToolCall) -> String {
+        let args = serde_json::from_str::<serde_json::Value>(&call.arguments)
+            .map(|v| v.to_string())
+            .unwrap_or_else(|_| call.arguments.trim().to_owned());
+        format!("{}\u{1f}{}", call.key(), args)
+    }
+
+    /// Count one more executed call.
+    pub fn record(&mut self, call: &ToolCall) {
+        let sig = Self::signature(call);
+        if self.last.as_deref() == Some(sig.as_str()) {
+            self.count += 1;
+        } else {
+            self.last = Some(sig);
+            self.count = 1;
+        }
+    }
+}
+
+/// The complete, serializable state of one operation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentState {
+    /// Which operation.
+    pub operation_id: OperationId,
+    /// Lifecycle status.
+    #[serde(default)]
+    pub status: Status,
+    /// The conversation the model works on.
+    #[serde(default)]
+    pub messages: Vec<Message>,
+    /// Committed steps (a step that finishes does not count).
+    #[serde(default)]
+    pub step_count: u32,
+    /// Step limit; crossing it forces a final answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<u32>,
+    /// Set once the step limit is crossed: the next model call gets no tools.
+    #[serde(default)]
+    pub force_finish: bool,
+    /// Default model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelRef>,
+    /// What has been consumed.
+    #[serde(default)]
+    pub usage: Usage,
+    /// What has been spent.
+    #[serde(default)]
+    pub cost: Cost,
+    /// Limits on usage and cost.
+    #[serde(default)]
+    pub budget: Budget,
+    /// Budgets already warned about (policy `warn` reports each once).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub budget_warnings: BTreeSet<BudgetKind>,
+    /// Tool calls waiting for a human decision.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_tool_calls: Vec<ToolCall>,
+    /// Assistant message owning the pending calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_parent_message_id: Option<MessageId>,
+    /// Open free-text question.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_human_prompt: Option<HumanPrompt>,
+    /// Open selection question.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_human_select: Option<HumanSelect>,
+    /// Assistant placeholder the next model call must reuse (consumed once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_assistant_message_id: Option<MessageId>,
+    /// Set while interrupted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interruption: Option<Interruption>,
+    /// Tools available to the operation, by identifier.
+    #[serde(default)]
+    pub tool_manifests: BTreeMap<String, ToolManifest>,
+    /// Tools activated during the operation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub activated_tools: Vec<ActivatedTool>,
+    /// Approval mode and allow-list.
+    #[serde(default)]
+    pub intervention: UserInterventionConfig,
+    /// Security rules; `None` means the default blacklist, an empty list means none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security_blacklist: Option<Vec<SecurityRule>>,
+    /// Host facts (working directory, agent, topic).
+    #[serde(default)]
+    pub metadata: Metadata,
+    /// Rounds in which the model named unknown tools.
+    #[serde(default)]
+    pub tool_name_error_rounds: u32,
+    /// Loop-breaker bookkeeping.
+    #[serde(default)]
+    pub tool_repeat: ToolRepeat,
+    /// Set when finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish: Option<Finish>,
+    /// Set on failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<StateError>,
+    /// Sequence number the next event gets (the replay cursor).
+    #[serde(default)]
+    pub next_event_seq: u64,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl AgentState {
+    /// A fresh idle state for `operation_id` with zeroed accounting.
+    pub fn new(operation_id: OperationId) -> Self {
+        let now = Utc::now();
+        Self {
+            operation_id,
+            status: Status::Idle,
+            messages: Vec::new(),
+            step_count: 0,
+            max_steps: None,
+            force_finish: false,
+            model: None,
+            usage: Usage::default(),
+            cost: Cost::default(),
+            budget: Budget::default(),
+            budget_warnings: BTreeSet::new(),
+            pending_tool_calls: Vec::new(),
+            pending_parent_message_id: None,
+            pending_human_prompt: None,
+            pending_human_select: None,
+            pending_assistant_message_id: None,
+            interruption: None,
+            tool_manifests: BTreeMap::new(),
+            activated_tools: Vec::new(),
+            intervention: UserInterventionConfig::default(),
+            security_blacklist: None,
+            metadata: Metadata::default(),
+            tool_name_error_rounds: 0,
+            tool_repeat: ToolRepeat::default(),
+            finish: None,
+            error: None,
+            next_event_seq: 0,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    /// Builder: add a manifest.
+    pub fn with_tool(mut self, manifest: ToolManifest) -> Self {
+        self.tool_manifests
+            .insert(manifest.identifier.clone(), manifest);
+        self
+    }
+
+    /// Builder: append a message.
+    pub fn with_message(mut self, message: Message) -> Self {
+        self.messages.push(message);
+        self
+    }
+
+    /// The message with `id`.
+    pub fn message(&self, id: MessageId) -> Option<&Message> {
+        self.messages.iter().find(|m| m.id == id)
+    }
+
+    /// Mutable access to the message with `id`.
+    pub fn message_mut(&mut self, id: MessageId) -> Option<&mut Message> {
+        self.messages.iter_mut().find(|m| m.id == id)
+    }
+
+    /// The tool message answering `tool_call_id`.
+    pub fn tool_message_mut(&mut self, tool_call_id: &str) -> Option<&mut Message> {
+        self.messages
+            .iter_mut()
+            .rev()
+            .find(|m| m.role == Role::Tool && m.tool_call_id.as_deref() == Some(tool_call_id))
+    }
+
+    /// The latest assistant message that requested tools: the current turn.
+    pub fn current_tool_turn(&self) -> Option<&Message> {
+        self.messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant && !m.tool_calls.is_empty())
+    }
+}

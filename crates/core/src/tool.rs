@@ -1,0 +1,275 @@
+//! Tool manifests and the reversible tool-name codec.
+//!
+//! Models see one flat function name per tool API. rein names it `identifier__api`, restricted
+//! to `[a-zA-Z0-9_-]{1,64}`; a component with other characters, or a name that would be too
+//! long, is replaced by `x` + 12 hex digits of a stable hash. Names are resolved back through a
+//! [`ToolNameIndex`] built from the manifests, which is why the codec lives here rather than in
+//! the context crate: the brain must resolve names to give feedback listing the exact ones.
+
+use crate::intervention::InterventionConfig;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+
+/// Maximum function-name length accepted by every major provider.
+pub const TOOL_NAME_MAX_LEN: usize = 64;
+/// Separator between identifier and api in a model-facing name.
+pub const TOOL_NAME_SEPARATOR: &str = "__";
+
+/// Where a tool comes from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolKind {
+    /// Shipped with rein.
+    #[default]
+    Builtin,
+    /// Served by an MCP server.
+    Mcp,
+    /// Executed on a connected device.
+    Device,
+    /// Defined by the embedding application.
+    Custom,
+}
+
+/// One callable function of a tool.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolApi {
+    /// Function name, unique within the tool.
+    pub name: String,
+    /// What it does (shown to the model).
+    #[serde(default)]
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    #[serde(default = "empty_object_schema")]
+    pub parameters: serde_json::Value,
+    /// Per-API approval policy; overrides the manifest's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervention: Option<InterventionConfig>,
+}
+
+fn empty_object_schema() -> serde_json::Value {
+    serde_json::json!({"type": "object", "properties": {}})
+}
+
+/// A tool: a named group of APIs with shared metadata and policy.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolManifest {
+    /// Stable identifier (`calculator`, `local-system`, `mcp-github`).
+    pub identifier: String,
+    /// Origin.
+    #[serde(default)]
+    pub kind: ToolKind,
+    /// Human title.
+    #[serde(default)]
+    pub title: String,
+    /// Human description.
+    #[serde(default)]
+    pub description: String,
+    /// Instructions added to the system prompt while the tool is enabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_role: Option<String>,
+    /// The callable functions.
+    #[serde(default)]
+    pub apis: Vec<ToolApi>,
+    /// Default approval policy for every API of this tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervention: Option<InterventionConfig>,
+}
+
+impl ToolManifest {
+    /// The API called `name`.
+    pub fn api(&self, name: &str) -> Option<&ToolApi> {
+        self.apis.iter().find(|a| a.name == name)
+    }
+}
+
+/// A tool activated for the rest of an operation (by discovery, mention or device).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActivatedTool {
+    /// Tool identifier.
+    pub identifier: String,
+    /// Step at which it was activated.
+    pub activated_at_step: u32,
+    /// Why: `discovery`, `mention`, `device`.
+    pub source: String,
+}
+
+fn fnv1a64(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+fn hashed(component: &str) -> String {
+    format!("x{:012x}", fnv1a64(component) & 0xffff_ffff_ffff)
+}
+
+fn is_safe(component: &str) -> bool {
+    !component.is_empty()
+        && component
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// The model-facing function name for `identifier` + `api`.
+pub fn mangle(identifier: &str, api: &str) -> String {
+    let id = if is_safe(identifier) {
+        identifier.to_owned()
+    } else {
+        hashed(identifier)
+    };
+    let mut ap = if is_safe(api) {
+        api.to_owned()
+    } else {
+        hashed(api)
+    };
+    let fits =
+        |i: &str, a: &str| i.len() + TOOL_NAME_SEPARATOR.len() + a.len() <= TOOL_NAME_MAX_LEN;
+    if !fits(&id, &ap) {
+        ap = hashed(api);
+    }
+    let id = if fits(&id, &ap) {
+        id
+    } else {
+        hashed(identifier)
+    };
+    format!("{id}{TOOL_NAME_SEPARATOR}{ap}")
+}
+
+fn squash(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+/// Resolves model-sent tool names back to `(identifier, api)`.
+#[derive(Clone, Debug, Default)]
+pub struct ToolNameIndex {
+    by_name: HashMap<String, (String, String)>,
+    by_api: HashMap<String, Vec<(String, String)>>,
+    by_squashed: HashMap<String, Vec<String>>,
+    names: Vec<String>,
+}
+
+impl ToolNameIndex {
+    /// Index every API of `manifests`.
+    pub fn new<'a>(manifests: impl IntoIterator<Item = &'a ToolManifest>) -> Self {
+        let mut idx = Self::default();
+        for m in manifests {
+            for api in &m.apis {
+                let name = mangle(&m.identifier, &api.name);
+                let target = (m.identifier.clone(), api.name.clone());
+                idx.by_api
+                    .entry(api.name.clone())
+                    .or_default()
+                    .push(target.clone());
+                idx.by_squashed
+                    .entry(squash(&name))
+                    .or_default()
+                    .push(name.clone());
+                idx.names.push(name.clone());
+                idx.by_name.insert(name, target);
+            }
+        }
+        idx.names.sort();
+        idx
+    }
+
+    /// Index the manifests of a state's manifest map.
+    pub fn from_map(map: &BTreeMap<String, ToolManifest>) -> Self {
+        Self::new(map.values())
+    }
+
+    /// Every model-facing name, sorted.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// Resolve a name: exact mangled name first, then a bare API name that is unique across
+    /// tools, then a unique match ignoring case and punctuation (models sometimes mangle the
+    /// separator). `None` when nothing, or more than one tool, matches.
+    pub fn resolve(&self, raw: &str) -> Option<(String, String)> {
+        if let Some(t) = self.by_name.get(raw) {
+            return Some(t.clone());
+        }
+        if let Some(targets) = self.by_api.get(raw)
+            && targets.len() == 1
+        {
+            return targets.first().cloned();
+        }
+        match self.by_squashed.get(&squash(raw)).map(Vec::as_slice) {
+            Some([only]) => self.by_name.get(only).cloned(),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(id: &str, apis: &[&str]) -> ToolManifest {
+        ToolManifest {
+            identifier: id.into(),
+            kind: ToolKind::Builtin,
+            title: String::new(),
+            description: String::new(),
+            system_role: None,
+            apis: apis
+                .iter()
+                .map(|a| ToolApi {
+                    name: (*a).into(),
+                    description: String::new(),
+                    parameters: empty_object_schema(),
+                    intervention: None,
+                })
+                .collect(),
+            intervention: None,
+        }
+    }
+
+    #[test]
+    fn names_are_provider_safe_and_reversible() {
+        let long = "a".repeat(80);
+        let ms = [
+            manifest("calculator", &["add"]),
+            manifest("mcp.github/server", &["create issue"]),
+            manifest(&long, &[&long]),
+        ];
+        let idx = ToolNameIndex::new(&ms);
+        for m in &ms {
+            for api in &m.apis {
+                let name = mangle(&m.identifier, &api.name);
+                assert!(name.len() <= TOOL_NAME_MAX_LEN, "{name}");
+                assert!(is_safe(&name), "{name}");
+                assert_eq!(
+                    idx.resolve(&name),
+                    Some((m.identifier.clone(), api.name.clone()))
+                );
+            }
+        }
+        assert_eq!(mangle("calculator", "add"), "calculator__add");
+    }
+
+    #[test]
+    fn bare_and_squashed_names_resolve_only_when_unique() {
+        let ms = [
+            manifest("calculator", &["add", "sub"]),
+            manifest("math", &["add"]),
+        ];
+        let idx = ToolNameIndex::new(&ms);
+        assert_eq!(
+            idx.resolve("sub"),
+            Some(("calculator".into(), "sub".into()))
+        );
+        assert_eq!(idx.resolve("add"), None, "ambiguous bare name");
+        assert_eq!(
+            idx.resolve("Calculator~~Sub"),
+            Some(("calculator".into(), "sub".into()))
+        );
+        assert_eq!(idx.resolve("nope"), None);
+    }
+}
