@@ -72,7 +72,7 @@ fn main() -> anyhow::Result<()> {
     let answer = s
         .messages
         .last()
-        .map(Message::text_content)
+        .map(|m| m.text_content())
         .unwrap_or_default();
     println!(
         "status: {:?}, finish: {:?}",

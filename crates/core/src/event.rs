@@ -2,6 +2,7 @@
 //! per-operation sequence number; the sequence is the replay cursor (SSE `id:`).
 
 use crate::ids::{MessageId, OperationId};
+use crate::instruction::InstructionKind;
 use crate::message::{ToolCall, ToolStatus};
 use crate::state::{BudgetKind, BudgetPolicy, FinishReason, HumanPrompt, HumanSelect, Status};
 use crate::usage::{TokenUsage, Usd};
@@ -175,7 +176,7 @@ pub enum EventKind {
         /// Status after the step.
         status: Status,
         /// Instruction types executed, in order.
-        instructions: Vec<String>,
+        instructions: Vec<InstructionKind>,
     },
     /// The operation finished.
     Done {

@@ -4,11 +4,12 @@ use crate::ids::{MessageId, OperationId};
 use crate::instruction::Instruction;
 use crate::intervention::{SecurityRule, UserInterventionConfig};
 use crate::message::{Message, Role, ToolCall};
-use crate::tool::{ActivatedTool, ToolManifest};
+use crate::tool::{ActivatedTool, Fnv, ToolManifest};
 use crate::usage::{Cost, Usage, Usd};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// Where an operation is in its life.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -249,27 +250,118 @@ pub struct Metadata {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ToolRepeat {
-    /// Signature (`identifier/api` + canonical arguments) of the last executed call.
+    /// Signature of the last executed call (see [`ToolRepeat::signature`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub last: Option<String>,
+    pub last: Option<u64>,
     /// How many times in a row it ran.
     pub count: u32,
 }
 
+/// A canonical hash of a JSON document, computed while parsing (no tree is built): object
+/// members are combined order-independently, so `{"a":1,"b":2}` and `{"b":2, "a":1}` agree.
+struct CanonicalHash(u64);
+
+fn leaf(tag: &[u8], bytes: &[u8]) -> CanonicalHash {
+    let mut h = Fnv::new();
+    h.bytes(tag).bytes(bytes);
+    CanonicalHash(h.finish())
+}
+
+impl<'de> Deserialize<'de> for CanonicalHash {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(CanonicalVisitor)
+    }
+}
+
+struct CanonicalVisitor;
+
+impl<'de> serde::de::Visitor<'de> for CanonicalVisitor {
+    type Value = CanonicalHash;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<CanonicalHash, E> {
+        Ok(leaf(b"n", b""))
+    }
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<CanonicalHash, E> {
+        Ok(leaf(b"b", &[u8::from(v)]))
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<CanonicalHash, E> {
+        Ok(leaf(b"i", &v.to_le_bytes()))
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<CanonicalHash, E> {
+        // Non-negative integers hash alike whether they arrive as i64 or u64.
+        match i64::try_from(v) {
+            Ok(i) => self.visit_i64(i),
+            Err(_) => Ok(leaf(b"u", &v.to_le_bytes())),
+        }
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<CanonicalHash, E> {
+        Ok(leaf(b"f", &v.to_bits().to_le_bytes()))
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<CanonicalHash, E> {
+        Ok(leaf(b"s", v.as_bytes()))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> Result<CanonicalHash, A::Error> {
+        let mut h = Fnv::new();
+        h.bytes(b"[");
+        while let Some(CanonicalHash(item)) = seq.next_element::<CanonicalHash>()? {
+            h.bytes(&item.to_le_bytes());
+        }
+        Ok(CanonicalHash(h.finish()))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> Result<CanonicalHash, A::Error> {
+        let mut sum: u64 = 0;
+        let mut count: u64 = 0;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let CanonicalHash(value) = map.next_value::<CanonicalHash>()?;
+            let mut h = Fnv::new();
+            h.bytes(key.as_bytes())
+                .bytes(b"=")
+                .bytes(&value.to_le_bytes());
+            sum = sum.wrapping_add(h.finish());
+            count += 1;
+        }
+        let mut h = Fnv::new();
+        h.bytes(b"{")
+            .bytes(&count.to_le_bytes())
+            .bytes(&sum.to_le_bytes());
+        Ok(CanonicalHash(h.finish()))
+    }
+}
+
 impl ToolRepeat {
-    /// The signature of a call: its key plus its arguments in canonical JSON form (key order
-    /// and whitespace do not make two calls different).
-    pub fn signature(call: &ToolCall) -> String {
-        let args = serde_json::from_str::<serde_json::Value>(&call.arguments)
-            .map(|v| v.to_string())
-            .unwrap_or_else(|_| call.arguments.trim().to_owned());
-        format!("{}\u{1f}{}", call.key(), args)
+    /// A stable 64-bit signature of a call: its tool, API and arguments in canonical form (key
+    /// order and whitespace do not make two calls different; malformed arguments compare as
+    /// trimmed text).
+    pub fn signature(call: &ToolCall) -> u64 {
+        let mut h = Fnv::new();
+        h.bytes(call.identifier.as_bytes())
+            .bytes(b"/")
+            .bytes(call.api.as_bytes())
+            .bytes(b"\0");
+        match serde_json::from_str::<CanonicalHash>(&call.arguments) {
+            Ok(CanonicalHash(v)) => {
+                h.bytes(&v.to_le_bytes());
+            }
+            Err(_) => {
+                h.bytes(b"raw").bytes(call.arguments.trim().as_bytes());
+            }
+        }
+        h.finish()
     }
 
     /// Count one more executed call.
     pub fn record(&mut self, call: &ToolCall) {
         let sig = Self::signature(call);
-        if self.last.as_deref() == Some(sig.as_str()) {
+        if self.last == Some(sig) {
             self.count += 1;
         } else {
             self.last = Some(sig);
@@ -286,9 +378,11 @@ pub struct AgentState {
     /// Lifecycle status.
     #[serde(default)]
     pub status: Status,
-    /// The conversation the model works on.
+    /// The conversation the model works on. Messages are shared, so cloning a state (every
+    /// step, every batched tool) copies pointers, not transcripts; mutate through
+    /// [`AgentState::message_mut`], which copies one message on write.
     #[serde(default)]
-    pub messages: Vec<Message>,
+    pub messages: Vec<Arc<Message>>,
     /// Committed steps (a step that finishes does not count).
     #[serde(default)]
     pub step_count: u32,
@@ -333,7 +427,7 @@ pub struct AgentState {
     pub interruption: Option<Interruption>,
     /// Tools available to the operation, by identifier.
     #[serde(default)]
-    pub tool_manifests: BTreeMap<String, ToolManifest>,
+    pub tool_manifests: BTreeMap<String, Arc<ToolManifest>>,
     /// Tools activated during the operation.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub activated_tools: Vec<ActivatedTool>,
@@ -407,24 +501,43 @@ impl AgentState {
     /// Builder: add a manifest.
     pub fn with_tool(mut self, manifest: ToolManifest) -> Self {
         self.tool_manifests
-            .insert(manifest.identifier.clone(), manifest);
+            .insert(manifest.identifier.clone(), Arc::new(manifest));
         self
     }
 
     /// Builder: append a message.
     pub fn with_message(mut self, message: Message) -> Self {
-        self.messages.push(message);
+        self.messages.push(Arc::new(message));
         self
+    }
+
+    /// Append a message.
+    pub fn push_message(&mut self, message: Message) {
+        self.messages.push(Arc::new(message));
+    }
+
+    /// Replace the message with the same id, or append it.
+    pub fn upsert_message(&mut self, message: Arc<Message>) {
+        match self.messages.iter_mut().find(|m| m.id == message.id) {
+            Some(slot) => *slot = message,
+            None => self.messages.push(message),
+        }
     }
 
     /// The message with `id`.
     pub fn message(&self, id: MessageId) -> Option<&Message> {
-        self.messages.iter().find(|m| m.id == id)
+        self.messages
+            .iter()
+            .find(|m| m.id == id)
+            .map(|m| m.as_ref())
     }
 
     /// Mutable access to the message with `id`.
     pub fn message_mut(&mut self, id: MessageId) -> Option<&mut Message> {
-        self.messages.iter_mut().find(|m| m.id == id)
+        self.messages
+            .iter_mut()
+            .find(|m| m.id == id)
+            .map(Arc::make_mut)
     }
 
     /// The tool message answering `tool_call_id`.
@@ -433,6 +546,7 @@ impl AgentState {
             .iter_mut()
             .rev()
             .find(|m| m.role == Role::Tool && m.tool_call_id.as_deref() == Some(tool_call_id))
+            .map(Arc::make_mut)
     }
 
     /// The latest assistant message that requested tools: the current turn.
@@ -441,5 +555,6 @@ impl AgentState {
             .iter()
             .rev()
             .find(|m| m.role == Role::Assistant && !m.tool_calls.is_empty())
+            .map(|m| m.as_ref())
     }
 }

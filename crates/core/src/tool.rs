@@ -9,6 +9,7 @@
 use crate::intervention::InterventionConfig;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// Maximum function-name length accepted by every major provider.
 pub const TOOL_NAME_MAX_LEN: usize = 64;
@@ -93,13 +94,31 @@ pub struct ActivatedTool {
     pub source: String,
 }
 
-fn fnv1a64(s: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in s.as_bytes() {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
+/// FNV-1a, 64 bit: stable across Rust releases and platforms (unlike `DefaultHasher`), so
+/// values derived from it may be stored.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Fnv(u64);
+
+impl Fnv {
+    pub(crate) fn new() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
     }
-    h
+
+    pub(crate) fn bytes(&mut self, bytes: &[u8]) -> &mut Self {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+        self
+    }
+
+    pub(crate) fn finish(self) -> u64 {
+        self.0
+    }
+}
+
+fn fnv1a64(s: &str) -> u64 {
+    Fnv::new().bytes(s.as_bytes()).finish()
 }
 
 fn hashed(component: &str) -> String {
@@ -154,6 +173,35 @@ pub struct ToolNameIndex {
     names: Vec<String>,
 }
 
+/// Resolve `raw` against `map`: an exact `identifier__api` of a known tool is found directly;
+/// anything else (hashed components, bare or garbled names) goes through a full index.
+pub fn resolve_name(
+    map: &BTreeMap<String, Arc<ToolManifest>>,
+    raw: &str,
+) -> Option<(String, String)> {
+    let mut rest = raw;
+    let mut offset = 0;
+    while let Some(pos) = rest.find(TOOL_NAME_SEPARATOR) {
+        let (id, api) = (
+            &raw[..offset + pos],
+            &raw[offset + pos + TOOL_NAME_SEPARATOR.len()..],
+        );
+        // `raw` is `id__api` by construction, so it is the mangled name exactly when no
+        // component needed hashing and it fits.
+        if let Some(m) = map.get(id)
+            && m.api(api).is_some()
+            && is_safe(id)
+            && is_safe(api)
+            && raw.len() <= TOOL_NAME_MAX_LEN
+        {
+            return Some((id.to_owned(), api.to_owned()));
+        }
+        offset += pos + TOOL_NAME_SEPARATOR.len();
+        rest = &raw[offset..];
+    }
+    ToolNameIndex::from_map(map).resolve(raw)
+}
+
 impl ToolNameIndex {
     /// Index every API of `manifests`.
     pub fn new<'a>(manifests: impl IntoIterator<Item = &'a ToolManifest>) -> Self {
@@ -179,8 +227,8 @@ impl ToolNameIndex {
     }
 
     /// Index the manifests of a state's manifest map.
-    pub fn from_map(map: &BTreeMap<String, ToolManifest>) -> Self {
-        Self::new(map.values())
+    pub fn from_map(map: &BTreeMap<String, Arc<ToolManifest>>) -> Self {
+        Self::new(map.values().map(|m| m.as_ref()))
     }
 
     /// Every model-facing name, sorted.

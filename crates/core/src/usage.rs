@@ -237,6 +237,19 @@ pub struct Usage {
     pub human: HumanUsage,
 }
 
+/// Update the entry for `key`, allocating the key only when it is new (the hot path records
+/// into existing entries).
+fn update<T: Default>(map: &mut BTreeMap<String, T>, key: &str, f: impl FnOnce(&mut T)) {
+    match map.get_mut(key) {
+        Some(v) => f(v),
+        None => {
+            let mut v = T::default();
+            f(&mut v);
+            map.insert(key.to_owned(), v);
+        }
+    }
+}
+
 fn merge_map<T: Default>(
     into: &mut BTreeMap<String, T>,
     from: &BTreeMap<String, T>,
@@ -270,10 +283,7 @@ impl Usage {
             time_ms,
         };
         self.llm.add(&one);
-        self.by_model
-            .entry(model_key.to_owned())
-            .or_default()
-            .add(&one);
+        update(&mut self.by_model, model_key, |m| m.add(&one));
     }
 
     /// Record one tool call.
@@ -284,10 +294,7 @@ impl Usage {
             time_ms,
         };
         self.tools.add(&one);
-        self.by_tool
-            .entry(tool_key.to_owned())
-            .or_default()
-            .add(&one);
+        update(&mut self.by_tool, tool_key, |t| t.add(&one));
     }
 
     /// Add another usage (typically a delta) to this one.
@@ -343,7 +350,7 @@ impl Cost {
         }
         self.llm += cost;
         self.total += cost;
-        *self.by_model.entry(model_key.to_owned()).or_default() += cost;
+        update(&mut self.by_model, model_key, |c| *c += cost);
     }
 
     /// Record the cost of one tool call.
@@ -353,7 +360,7 @@ impl Cost {
         }
         self.tools += cost;
         self.total += cost;
-        *self.by_tool.entry(tool_key.to_owned()).or_default() += cost;
+        update(&mut self.by_tool, tool_key, |c| *c += cost);
     }
 
     /// Add another cost (typically a delta) to this one.

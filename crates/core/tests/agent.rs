@@ -46,7 +46,7 @@ fn instructions_of(r: &StepResult, step: u32) -> Vec<String> {
         .iter()
         .find_map(|e| match &e.kind {
             EventKind::StepComplete { instructions, .. } if e.step == step => {
-                Some(instructions.clone())
+                Some(instructions.iter().map(|k| k.as_str().to_owned()).collect())
             }
             _ => None,
         })
@@ -423,8 +423,7 @@ fn stale_pending_rows_from_an_older_turn_do_not_park() {
     let mut s = parked.state;
     s.status = Status::Running;
     s.pending_tool_calls.clear();
-    s.messages
-        .push(Message::user("never mind, compute instead"));
+    s.push_message(Message::user("never mind, compute instead"));
     let r = run(&h, s);
     assert_eq!(finish_reason(&r.state), Some(FinishReason::Completed));
     assert_eq!(h.tools.calls(), ["calculator/evaluate"]);
@@ -435,7 +434,7 @@ struct Echo;
 impl Summarizer for Echo {
     fn summarize<'a>(
         &'a self,
-        messages: &'a [Message],
+        messages: &'a [Arc<Message>],
         existing: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Summary, PortError>> {
         async move {
@@ -457,11 +456,11 @@ impl Summarizer for Echo {
 fn long_conversation() -> AgentState {
     let mut s = state("first question");
     for i in 0..6 {
-        s.messages.push(Message::assistant(format!(
+        s.push_message(Message::assistant(format!(
             "answer {i} {}",
             "x".repeat(400)
         )));
-        s.messages.push(Message::user(format!("follow-up {i}")));
+        s.push_message(Message::user(format!("follow-up {i}")));
     }
     s
 }

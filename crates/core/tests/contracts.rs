@@ -225,6 +225,24 @@ fn instruction() -> impl Strategy<Value = Instruction> {
     ]
 }
 
+fn kind() -> impl Strategy<Value = InstructionKind> {
+    use InstructionKind::*;
+    prop::sample::select(vec![
+        CallLlm,
+        CallTool,
+        CallToolsBatch,
+        ResolveAbortedTools,
+        ResolveBlockedTools,
+        ExecSubAgent,
+        ExecSubAgents,
+        RequestHumanPrompt,
+        RequestHumanSelect,
+        RequestHumanApprove,
+        CompressContext,
+        Finish,
+    ])
+}
+
 fn usd() -> impl Strategy<Value = Usd> {
     (0u64..1_000_000_000_000_000).prop_map(Usd::from_nanos)
 }
@@ -389,7 +407,7 @@ fn event_kind() -> impl Strategy<Value = EventKind> {
             reason,
             resumed_from_step
         }),
-        (status(), vec(text(), 0..3)).prop_map(|(status, instructions)| EventKind::StepComplete {
+        (status(), vec(kind(), 0..3)).prop_map(|(status, instructions)| EventKind::StepComplete {
             status,
             instructions
         }),

@@ -459,7 +459,7 @@ fn a_batch_runs_concurrently_merges_in_call_order_and_dedupes_ids() {
         .find(|e| matches!(e.kind, EventKind::StepComplete { .. }) && e.step == 2)
         .unwrap();
     if let EventKind::StepComplete { instructions, .. } = &step2.kind {
-        assert_eq!(instructions, &["call_tools_batch"]);
+        assert_eq!(instructions, &[InstructionKind::CallToolsBatch]);
     }
 }
 

@@ -4,14 +4,15 @@ use crate::message::{ContentPart, Message, MessageKind};
 use crate::tool::ToolManifest;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Estimates tokens. rein-context provides a tiktoken-backed estimator; the heuristic here keeps
 /// the core dependency-free.
 pub trait TokenEstimator: Send + Sync {
     /// Tokens of the messages as a model would see them.
-    fn messages(&self, messages: &[Message]) -> u64;
+    fn messages(&self, messages: &[Arc<Message>]) -> u64;
     /// Tokens of the tool definitions offered with them.
-    fn tools(&self, manifests: &BTreeMap<String, ToolManifest>) -> u64;
+    fn tools(&self, manifests: &BTreeMap<String, Arc<ToolManifest>>) -> u64;
 }
 
 /// About four bytes per token plus per-message overhead; images count a flat 1,000 tokens.
@@ -23,7 +24,7 @@ fn bytes_to_tokens(bytes: usize) -> u64 {
 }
 
 impl TokenEstimator for HeuristicEstimator {
-    fn messages(&self, messages: &[Message]) -> u64 {
+    fn messages(&self, messages: &[Arc<Message>]) -> u64 {
         messages
             .iter()
             .map(|m| {
@@ -51,15 +52,32 @@ impl TokenEstimator for HeuristicEstimator {
             .sum()
     }
 
-    fn tools(&self, manifests: &BTreeMap<String, ToolManifest>) -> u64 {
+    fn tools(&self, manifests: &BTreeMap<String, Arc<ToolManifest>>) -> u64 {
         manifests
             .values()
             .flat_map(|m| &m.apis)
             .map(|a| {
-                bytes_to_tokens(a.name.len() + a.description.len() + a.parameters.to_string().len())
-                    + 8
+                bytes_to_tokens(a.name.len() + a.description.len() + json_len(&a.parameters)) + 8
             })
             .sum()
+    }
+}
+
+/// Approximate serialized length of a JSON value, without serializing it.
+fn json_len(v: &serde_json::Value) -> usize {
+    use serde_json::Value;
+    match v {
+        Value::Null => 4,
+        Value::Bool(_) => 5,
+        Value::Number(_) => 8,
+        Value::String(s) => s.len() + 2,
+        Value::Array(items) => 2 + items.iter().map(|i| json_len(i) + 1).sum::<usize>(),
+        Value::Object(map) => {
+            2 + map
+                .iter()
+                .map(|(k, v)| k.len() + 4 + json_len(v))
+                .sum::<usize>()
+        }
     }
 }
 
@@ -112,11 +130,11 @@ impl CompressionConfig {
 }
 
 /// The text of every compression summary in the messages, joined by blank lines.
-pub fn existing_summary(messages: &[Message]) -> Option<String> {
+pub fn existing_summary(messages: &[Arc<Message>]) -> Option<String> {
     let parts: Vec<String> = messages
         .iter()
         .filter(|m| m.kind == MessageKind::CompressionSummary)
-        .map(Message::text_content)
+        .map(|m| m.text_content())
         .filter(|t| !t.is_empty())
         .collect();
     (!parts.is_empty()).then(|| parts.join("\n\n"))

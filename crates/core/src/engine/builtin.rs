@@ -14,7 +14,7 @@ use crate::phase::{
     ToolsBatchResultPayload,
 };
 use crate::state::{AgentState, Finish, HumanPrompt, HumanSelect, Status};
-use crate::tool::ToolNameIndex;
+use crate::tool::resolve_name;
 use chrono::Utc;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
@@ -62,7 +62,7 @@ pub(crate) fn write_tool_message(
     }
     let m = Message::tool_result(call, parent, status, content);
     let id = m.id;
-    state.messages.push(m);
+    state.push_message(m);
     id
 }
 
@@ -164,12 +164,11 @@ impl Executor for CallLlmExecutor {
                 elapsed_ms(started)
             };
 
-            let index = ToolNameIndex::from_map(&state.tool_manifests);
             let tool_calls: Vec<ToolCall> = out
                 .tool_calls
                 .iter()
                 .map(|raw| {
-                    let mut call = match index.resolve(&raw.name) {
+                    let mut call = match resolve_name(&state.tool_manifests, &raw.name) {
                         Some((identifier, api)) => {
                             ToolCall::new(&raw.id, identifier, api, &raw.arguments)
                         }
@@ -194,15 +193,13 @@ impl Executor for CallLlmExecutor {
                     .find(|m| m.id != assistant_id)
                     .map(|m| m.id)
             });
-            let message = match state.message_mut(assistant_id) {
-                Some(m) => m,
-                None => {
-                    let mut m = Message::assistant("");
-                    m.id = assistant_id;
-                    state.messages.push(m);
-                    let last = state.messages.len() - 1;
-                    &mut state.messages[last]
-                }
+            if state.message(assistant_id).is_none() {
+                let mut m = Message::assistant("");
+                m.id = assistant_id;
+                state.push_message(m);
+            }
+            let Some(message) = state.message_mut(assistant_id) else {
+                return Err(ExecError::new("internal", "assistant message vanished"));
             };
             message.role = Role::Assistant;
             message.set_text(&out.content);
@@ -260,7 +257,7 @@ impl Executor for CallToolExecutor {
             let started = Instant::now();
             let output = if !call.is_resolved() {
                 super::ports::ToolOutput::failed(format!("Tool `{}` does not exist.", call.api))
-            } else if let Err(e) = serde_json::from_str::<serde_json::Value>(&call.arguments) {
+            } else if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(&call.arguments) {
                 super::ports::ToolOutput::failed(format!(
                     "Invalid arguments for `{}`: not valid JSON ({e}). Call it again with a JSON \
                      object that matches its parameters.",
@@ -374,10 +371,7 @@ impl Executor for CallToolsBatchExecutor {
                         for m in out.state.messages.iter().filter(|m| {
                             m.role == Role::Tool && m.tool_call_id.as_deref() == Some(&call.id)
                         }) {
-                            match merged.message_mut(m.id) {
-                                Some(existing) => *existing = m.clone(),
-                                None => merged.messages.push(m.clone()),
-                            }
+                            merged.upsert_message(Arc::clone(m));
                         }
                         let usage = out.state.usage.delta_since(&base.usage);
                         let cost = out.state.cost.delta_since(&base.cost);
@@ -706,7 +700,7 @@ impl Executor for CompressContextExecutor {
             msg.parent_id = state.messages.get(head.wrapping_sub(1)).map(|m| m.id);
             let summary_id = msg.id;
             let compressed = end - head;
-            state.messages.splice(head..end, [msg]);
+            state.messages.splice(head..end, [Arc::new(msg)]);
             cx.emit(EventKind::CompressionComplete {
                 summary_message_id: summary_id,
                 compressed_count: u32::try_from(compressed).unwrap_or(u32::MAX),

@@ -121,7 +121,7 @@ fn answer(mut state: AgentState, text: String) -> (AgentState, RuntimeContext) {
     let mut m = Message::user(text);
     m.parent_id = state.messages.last().map(|l| l.id);
     let id = m.id;
-    state.messages.push(m);
+    state.push_message(m);
     state.status = Status::Running;
     state.updated_at = Utc::now();
     let ctx = RuntimeContext::new(Phase::HumanResponse(HumanResponsePayload {

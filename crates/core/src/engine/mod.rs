@@ -299,7 +299,7 @@ impl AgentRuntime {
             context: &ctx,
         };
         let mut next: Option<RuntimeContext> = None;
-        let mut executed: Vec<String> = Vec::with_capacity(instructions.len());
+        let mut executed: Vec<InstructionKind> = Vec::with_capacity(instructions.len());
         let mut finished = false;
         for ins in instructions {
             if let Some(reason) = self.interrupt.take() {
@@ -325,7 +325,7 @@ impl AgentRuntime {
                 next = out.next_context;
             }
             finished |= kind == InstructionKind::Finish;
-            executed.push(kind.as_str().to_owned());
+            executed.push(kind);
             if kind == InstructionKind::CallLlm {
                 st.pending_assistant_message_id = None;
             }

@@ -10,6 +10,7 @@ use crate::phase::ToolFollowUp;
 use crate::state::{AgentState, ModelRef};
 use crate::usage::{TokenUsage, Usd};
 use futures::future::BoxFuture;
+use std::sync::Arc;
 
 /// A failure reported by a port.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -149,7 +150,7 @@ pub trait Summarizer: Send + Sync {
     /// Summarize `messages`, extending `existing_summary` when given.
     fn summarize<'a>(
         &'a self,
-        messages: &'a [Message],
+        messages: &'a [Arc<Message>],
         existing_summary: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Summary, PortError>>;
 }

@@ -127,24 +127,38 @@ impl InterventionChecker {
 
     /// Decide what happens to `call` in `state`, and say why.
     pub fn explain(&self, call: &ToolCall, state: &AgentState) -> Decision {
+        self.decide(call, state, true)
+    }
+
+    /// The explanation strings are built only when asked for: `check` runs on every call.
+    fn decide(&self, call: &ToolCall, state: &AgentState, verbose: bool) -> Decision {
         let args: serde_json::Value = serde_json::from_str(&call.arguments)
             .unwrap_or_else(|_| serde_json::Value::Object(Default::default()));
         let mode = state.intervention.approval_mode;
         let headless = mode == ApprovalMode::Headless;
-        let intervene = |rule: String, reason: String| Decision {
-            action: if headless {
-                Action::Block
+        let verdict = |action: Action, why: &dyn Fn() -> (String, String)| {
+            if verbose {
+                let (rule, reason) = why();
+                Decision {
+                    action,
+                    matched_rule: Some(rule),
+                    reason,
+                }
             } else {
-                Action::RequireApproval
-            },
-            matched_rule: Some(rule),
-            reason,
+                Decision {
+                    action,
+                    matched_rule: None,
+                    reason: String::new(),
+                }
+            }
         };
-        let execute = |rule: String, reason: String| Decision {
-            action: Action::Execute,
-            matched_rule: Some(rule),
-            reason,
+        let needs = if headless {
+            Action::Block
+        } else {
+            Action::RequireApproval
         };
+        let intervene = |why: &dyn Fn() -> (String, String)| verdict(needs, why);
+        let execute = |why: &dyn Fn() -> (String, String)| verdict(Action::Execute, why);
 
         // 1. Global audits: the strictest wins, ties go to the first registered.
         let blacklist = state
@@ -170,10 +184,12 @@ impl InterventionChecker {
 
         // 2. A global `always` binds every mode.
         if let Some((InterventionPolicy::Always, rule)) = &global {
-            return intervene(
-                rule.clone(),
-                format!("{rule} matched; this rule cannot be bypassed by any approval mode"),
-            );
+            return intervene(&|| {
+                (
+                    rule.clone(),
+                    format!("{rule} matched; this rule cannot be bypassed by any approval mode"),
+                )
+            });
         }
 
         // 3. Tool policy: the API's config overrides the manifest's.
@@ -183,7 +199,6 @@ impl InterventionChecker {
                 .and_then(|a| a.intervention.as_ref())
                 .or(m.intervention.as_ref())
         });
-        let tool_rule = format!("tool:{}", call.key());
         let dynamic = match config {
             Some(InterventionConfig::Dynamic(d)) => {
                 let fired = self
@@ -203,16 +218,20 @@ impl InterventionChecker {
         // 4. A tool-level `always` binds every mode too.
         match &dynamic {
             Some((InterventionPolicy::Always, audit, _)) => {
-                return intervene(
-                    format!("dynamic_audit:{audit}"),
-                    format!("dynamic audit `{audit}` requires approval for this call"),
-                );
+                return intervene(&|| {
+                    (
+                        format!("dynamic_audit:{audit}"),
+                        format!("dynamic audit `{audit}` requires approval for this call"),
+                    )
+                });
             }
             None if stat == InterventionPolicy::Always => {
-                return intervene(
-                    tool_rule,
-                    format!("{} always requires approval", call.key()),
-                );
+                return intervene(&|| {
+                    (
+                        format!("tool:{}", call.key()),
+                        format!("{} always requires approval", call.key()),
+                    )
+                });
             }
             _ => {}
         }
@@ -220,15 +239,17 @@ impl InterventionChecker {
         // 5. Modes without a human in the loop run everything else.
         if headless || mode == ApprovalMode::AutoRun {
             let m = if headless { "headless" } else { "auto_run" };
-            return execute(
-                format!("approval_mode:{m}"),
-                format!("approval mode {m} runs calls that no `always` rule covers"),
-            );
+            return execute(&|| {
+                (
+                    format!("approval_mode:{m}"),
+                    format!("approval mode {m} runs calls that no `always` rule covers"),
+                )
+            });
         }
 
         // 6. A global `required` beats a dynamic `never`.
         if let Some((_, rule)) = global {
-            return intervene(rule.clone(), format!("{rule} matched"));
+            return intervene(&|| (rule.clone(), format!("{rule} matched")));
         }
 
         let listed = state.intervention.allows(&call.identifier, &call.api);
@@ -236,60 +257,84 @@ impl InterventionChecker {
 
         // 7. Dynamic config decides on its own.
         if let Some((policy, audit, fired)) = dynamic {
-            let rule = format!("dynamic_audit:{audit}");
             return if policy == InterventionPolicy::Never {
-                execute(rule, format!("dynamic audit `{audit}` did not fire"))
+                execute(&|| {
+                    (
+                        format!("dynamic_audit:{audit}"),
+                        format!("dynamic audit `{audit}` did not fire"),
+                    )
+                })
             } else if allow_list && listed {
-                execute(
-                    "allow_list".into(),
-                    format!("{} is on the allow-list", call.key()),
-                )
+                execute(&|| {
+                    (
+                        "allow_list".into(),
+                        format!("{} is on the allow-list", call.key()),
+                    )
+                })
             } else {
                 let what = if fired {
                     "fired"
                 } else {
                     "did not fire but its default asks"
                 };
-                intervene(rule, format!("dynamic audit `{audit}` {what}"))
+                intervene(&|| {
+                    (
+                        format!("dynamic_audit:{audit}"),
+                        format!("dynamic audit `{audit}` {what}"),
+                    )
+                })
             };
         }
 
         // 8. Unknown tools are not trusted.
         if manifest.is_none() {
-            return intervene(
-                "unknown_tool".into(),
-                format!("`{}` is not a known tool", call.key()),
-            );
+            return intervene(&|| {
+                (
+                    "unknown_tool".into(),
+                    format!("`{}` is not a known tool", call.key()),
+                )
+            });
         }
 
         // 9. Allow-list mode.
         if allow_list {
             return if listed {
-                execute(
-                    "allow_list".into(),
-                    format!("{} is on the allow-list", call.key()),
-                )
+                execute(&|| {
+                    (
+                        "allow_list".into(),
+                        format!("{} is on the allow-list", call.key()),
+                    )
+                })
             } else {
-                intervene(
-                    "allow_list".into(),
-                    format!("{} is not on the allow-list", call.key()),
-                )
+                intervene(&|| {
+                    (
+                        "allow_list".into(),
+                        format!("{} is not on the allow-list", call.key()),
+                    )
+                })
             };
         }
 
         // 10. Manual mode: only `never` runs unasked.
         if stat == InterventionPolicy::Never {
-            execute(tool_rule, format!("{} never requires approval", call.key()))
+            execute(&|| {
+                (
+                    format!("tool:{}", call.key()),
+                    format!("{} never requires approval", call.key()),
+                )
+            })
         } else {
-            intervene(
-                tool_rule,
-                format!("{} requires approval in manual mode", call.key()),
-            )
+            intervene(&|| {
+                (
+                    format!("tool:{}", call.key()),
+                    format!("{} requires approval in manual mode", call.key()),
+                )
+            })
         }
     }
 
     /// The action alone.
     pub fn check(&self, call: &ToolCall, state: &AgentState) -> Action {
-        self.explain(call, state).action
+        self.decide(call, state, false).action
     }
 }

@@ -120,5 +120,9 @@ pub fn event_types(events: &[AgentEvent]) -> Vec<String> {
 }
 
 pub fn tool_messages(s: &AgentState) -> Vec<&Message> {
-    s.messages.iter().filter(|m| m.role == Role::Tool).collect()
+    s.messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.as_ref())
+        .collect()
 }
