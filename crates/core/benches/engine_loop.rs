@@ -4,6 +4,8 @@
 //! First prints a plain report over 1,000 operations (µs per operation, per round, per step),
 //! then runs a criterion measurement of one operation. `cargo bench -p rein-core --bench engine_loop`
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+// A counting global allocator needs `unsafe impl GlobalAlloc`.
+#![allow(unsafe_code)]
 
 use criterion::Criterion;
 use futures::FutureExt;
@@ -17,9 +19,37 @@ use rein_core::state::ModelRef;
 use rein_core::testing::manifest;
 use rein_core::usage::{TokenUsage, Usd};
 use rein_core::*;
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
+
+/// The system allocator, counting allocations so the report can show allocations per step.
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: defers every operation to `System`; the counter has no effect on allocation.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
 
 const ROUNDS: usize = 10;
 const OPERATIONS: usize = 1_000;
@@ -140,12 +170,14 @@ fn report(rt: &AgentRuntime) {
     for _ in 0..50 {
         operation(rt);
     }
+    let allocations_before = ALLOCATIONS.load(Ordering::Relaxed);
     let start = Instant::now();
     let mut steps = 0;
     for _ in 0..OPERATIONS {
         steps += operation(rt);
     }
     let us = start.elapsed().as_secs_f64() * 1e6;
+    let allocations = ALLOCATIONS.load(Ordering::Relaxed) - allocations_before;
     println!(
         "reference loop: {OPERATIONS} operations, {ROUNDS} rounds each, {} steps each",
         steps / OPERATIONS
@@ -153,6 +185,10 @@ fn report(rt: &AgentRuntime) {
     println!("  {:>10.2} µs per operation", us / OPERATIONS as f64);
     println!("  {:>10.2} µs per round", us / (OPERATIONS * ROUNDS) as f64);
     println!("  {:>10.2} µs per step", us / steps as f64);
+    println!(
+        "  {:>10.1} allocations per step",
+        allocations as f64 / steps as f64
+    );
 }
 
 fn main() {

@@ -7,6 +7,8 @@ use crate::message::{ToolCall, ToolStatus};
 use crate::state::{BudgetKind, BudgetPolicy, FinishReason, HumanPrompt, HumanSelect, Status};
 use crate::usage::{TokenUsage, Usd};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::sync::Arc;
 
 /// A piece of a streaming model response.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,7 +57,7 @@ pub enum EventKind {
     /// A step began.
     StepStart {
         /// Phase the brain was called in.
-        phase: String,
+        phase: Cow<'static, str>,
     },
     /// A model call began.
     LlmStart {
@@ -108,7 +110,7 @@ pub enum EventKind {
     /// A tool call has a result.
     ToolResult {
         /// The call.
-        tool_call_id: String,
+        tool_call_id: Arc<str>,
         /// Tool message holding the result.
         tool_message_id: MessageId,
         /// Outcome.

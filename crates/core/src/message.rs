@@ -4,6 +4,7 @@ use crate::ids::MessageId;
 use crate::usage::TokenUsage;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// Who authored a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -56,7 +57,8 @@ pub struct Reasoning {
     pub redacted: Vec<String>,
 }
 
-/// A tool call the model asked for.
+/// A tool call the model asked for. Its strings are shared (`Arc<str>`): a call is copied into
+/// the assistant message, events, instructions and phase payloads, and never changes.
 ///
 /// `identifier` names the tool (manifest) and `api` the function inside it. When the model
 /// named a tool that could not be resolved against the manifests, `identifier` is empty and
@@ -65,25 +67,25 @@ pub struct Reasoning {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCall {
     /// The provider's tool call id; every tool result refers to it.
-    pub id: String,
+    pub id: Arc<str>,
     /// Tool (manifest) identifier; empty when unresolved.
-    pub identifier: String,
+    pub identifier: Arc<str>,
     /// API name within the tool; the raw model-sent name when unresolved.
-    pub api: String,
+    pub api: Arc<str>,
     /// Arguments exactly as the model produced them (a JSON string, possibly malformed).
-    pub arguments: String,
+    pub arguments: Arc<str>,
     /// Provider signature to send back unchanged (Gemini thought signatures).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub thought_signature: Option<String>,
+    pub thought_signature: Option<Arc<str>>,
 }
 
 impl ToolCall {
     /// A resolved call.
     pub fn new(
-        id: impl Into<String>,
-        identifier: impl Into<String>,
-        api: impl Into<String>,
-        arguments: impl Into<String>,
+        id: impl Into<Arc<str>>,
+        identifier: impl Into<Arc<str>>,
+        api: impl Into<Arc<str>>,
+        arguments: impl Into<Arc<str>>,
     ) -> Self {
         Self {
             id: id.into(),
@@ -96,9 +98,9 @@ impl ToolCall {
 
     /// A call whose name matched no available tool.
     pub fn unresolved(
-        id: impl Into<String>,
-        raw_name: impl Into<String>,
-        arguments: impl Into<String>,
+        id: impl Into<Arc<str>>,
+        raw_name: impl Into<Arc<str>>,
+        arguments: impl Into<Arc<str>>,
     ) -> Self {
         Self::new(id, "", raw_name, arguments)
     }
@@ -113,7 +115,7 @@ impl ToolCall {
         if self.is_resolved() {
             format!("{}/{}", self.identifier, self.api)
         } else {
-            self.api.clone()
+            self.api.to_string()
         }
     }
 }
@@ -233,7 +235,7 @@ impl Message {
         content: impl Into<String>,
     ) -> Self {
         let mut m = Self::text(Role::Tool, content);
-        m.tool_call_id = Some(call.id.clone());
+        m.tool_call_id = Some(call.id.to_string());
         m.tool_status = Some(status);
         m.parent_id = parent;
         m

@@ -4,7 +4,7 @@ use crate::ids::{MessageId, OperationId};
 use crate::instruction::Instruction;
 use crate::intervention::{SecurityRule, UserInterventionConfig};
 use crate::message::{Message, Role, ToolCall};
-use crate::tool::{ActivatedTool, Fnv, ToolManifest};
+use crate::tool::{ActivatedTool, Fnv, ToolManifest, ToolManifestMap};
 use crate::usage::{Cost, Usage, Usd};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -216,9 +216,9 @@ pub struct HumanSelect {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ModelRef {
     /// Provider id (`openai`, `anthropic`, `ollama`, ...).
-    pub provider: String,
+    pub provider: Arc<str>,
     /// Model id at that provider.
-    pub model: String,
+    pub model: Arc<str>,
 }
 
 impl ModelRef {
@@ -360,7 +360,11 @@ impl ToolRepeat {
 
     /// Count one more executed call.
     pub fn record(&mut self, call: &ToolCall) {
-        let sig = Self::signature(call);
+        self.record_signature(Self::signature(call));
+    }
+
+    /// Count one more executed call, by its [`ToolRepeat::signature`].
+    pub fn record_signature(&mut self, sig: u64) {
         if self.last == Some(sig) {
             self.count += 1;
         } else {
@@ -425,9 +429,10 @@ pub struct AgentState {
     /// Set while interrupted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interruption: Option<Interruption>,
-    /// Tools available to the operation, by identifier.
+    /// Tools available to the operation, by identifier: a snapshot shared by every clone of
+    /// the state (change it with `Arc::make_mut`).
     #[serde(default)]
-    pub tool_manifests: BTreeMap<String, Arc<ToolManifest>>,
+    pub tool_manifests: Arc<ToolManifestMap>,
     /// Tools activated during the operation.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub activated_tools: Vec<ActivatedTool>,
@@ -483,7 +488,7 @@ impl AgentState {
             pending_human_select: None,
             pending_assistant_message_id: None,
             interruption: None,
-            tool_manifests: BTreeMap::new(),
+            tool_manifests: Arc::default(),
             activated_tools: Vec::new(),
             intervention: UserInterventionConfig::default(),
             security_blacklist: None,
@@ -500,7 +505,7 @@ impl AgentState {
 
     /// Builder: add a manifest.
     pub fn with_tool(mut self, manifest: ToolManifest) -> Self {
-        self.tool_manifests
+        Arc::make_mut(&mut self.tool_manifests)
             .insert(manifest.identifier.clone(), Arc::new(manifest));
         self
     }

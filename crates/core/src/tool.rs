@@ -11,6 +11,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+/// Tool manifests by identifier.
+pub type ToolManifestMap = BTreeMap<String, Arc<ToolManifest>>;
+
 /// Maximum function-name length accepted by every major provider.
 pub const TOOL_NAME_MAX_LEN: usize = 64;
 /// Separator between identifier and api in a model-facing name.

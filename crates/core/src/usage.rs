@@ -8,6 +8,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::{Add, AddAssign};
+use std::sync::Arc;
 
 /// An amount in US dollars, stored as integer nanodollars. On the wire it is a JSON number of
 /// dollars (`0.0125`); values round-trip exactly up to about 9 million dollars.
@@ -228,31 +229,31 @@ pub struct Usage {
     /// All model calls.
     pub llm: ModelUsage,
     /// Per model, keyed `provider/model`.
-    pub by_model: BTreeMap<String, ModelUsage>,
+    pub by_model: BTreeMap<Arc<str>, ModelUsage>,
     /// All tool calls.
     pub tools: ToolUsage,
     /// Per tool, keyed `identifier/api`.
-    pub by_tool: BTreeMap<String, ToolUsage>,
+    pub by_tool: BTreeMap<Arc<str>, ToolUsage>,
     /// Human interaction.
     pub human: HumanUsage,
 }
 
 /// Update the entry for `key`, allocating the key only when it is new (the hot path records
 /// into existing entries).
-fn update<T: Default>(map: &mut BTreeMap<String, T>, key: &str, f: impl FnOnce(&mut T)) {
+fn update<T: Default>(map: &mut BTreeMap<Arc<str>, T>, key: &str, f: impl FnOnce(&mut T)) {
     match map.get_mut(key) {
         Some(v) => f(v),
         None => {
             let mut v = T::default();
             f(&mut v);
-            map.insert(key.to_owned(), v);
+            map.insert(Arc::from(key), v);
         }
     }
 }
 
 fn merge_map<T: Default>(
-    into: &mut BTreeMap<String, T>,
-    from: &BTreeMap<String, T>,
+    into: &mut BTreeMap<Arc<str>, T>,
+    from: &BTreeMap<Arc<str>, T>,
     add: fn(&mut T, &T),
 ) {
     for (k, v) in from {
@@ -261,10 +262,10 @@ fn merge_map<T: Default>(
 }
 
 fn delta_map<T: Default + PartialEq + Clone>(
-    now: &BTreeMap<String, T>,
-    base: &BTreeMap<String, T>,
+    now: &BTreeMap<Arc<str>, T>,
+    base: &BTreeMap<Arc<str>, T>,
     sub: fn(&T, &T) -> T,
-) -> BTreeMap<String, T> {
+) -> BTreeMap<Arc<str>, T> {
     let zero = T::default();
     now.iter()
         .filter_map(|(k, v)| {
@@ -329,9 +330,9 @@ pub struct Cost {
     /// All tool calls.
     pub tools: Usd,
     /// Per model, keyed `provider/model`.
-    pub by_model: BTreeMap<String, Usd>,
+    pub by_model: BTreeMap<Arc<str>, Usd>,
     /// Per tool, keyed `identifier/api`.
-    pub by_tool: BTreeMap<String, Usd>,
+    pub by_tool: BTreeMap<Arc<str>, Usd>,
 }
 
 fn add_usd(a: &mut Usd, b: &Usd) {

@@ -74,7 +74,7 @@ fn mixed_batch_runs_safe_calls_first_and_parks_the_sensitive_one() {
         .state
         .pending_tool_calls
         .iter()
-        .map(|c| c.id.as_str())
+        .map(|c| c.id.as_ref())
         .collect();
     assert_eq!(pending, ["risky"]);
     let statuses: Vec<_> = tool_messages(&r.state)
@@ -125,7 +125,7 @@ fn two_pending_calls_re_park_after_the_first_decision() {
         r.state
             .pending_tool_calls
             .iter()
-            .map(|c| c.id.as_str())
+            .map(|c| c.id.as_ref())
             .collect::<Vec<_>>(),
         ["s2"]
     );
@@ -219,7 +219,7 @@ fn auto_run_cannot_bypass_an_always_rule() {
     let r = run(&h, s);
     assert_eq!(r.state.status, Status::WaitingForHuman);
     assert_eq!(h.tools.calls(), ["shell/run"], "only `ls` ran");
-    assert_eq!(r.state.pending_tool_calls[0].id, "s1");
+    assert_eq!(&*r.state.pending_tool_calls[0].id, "s1");
 }
 
 #[test]
@@ -585,7 +585,7 @@ impl Executor for SubAgents {
     fn execute<'a>(
         &'a self,
         ins: Instruction,
-        state: AgentState,
+        _state: &'a mut AgentState,
         _cx: &'a ExecContext<'a>,
     ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
         async move {
@@ -602,7 +602,7 @@ impl Executor for SubAgents {
                 parent_message_id: payload.parent_message_id,
                 results: vec![outcome],
             }));
-            Ok(ExecOutput::new(state, Some(next)))
+            Ok(ExecOutput::new(Some(next)))
         }
         .boxed()
     }

@@ -31,11 +31,11 @@ fn mid() -> impl Strategy<Value = MessageId> {
 fn call() -> impl Strategy<Value = ToolCall> {
     (text(), text(), text(), text(), option::of(text())).prop_map(|(id, i, a, args, sig)| {
         ToolCall {
-            id,
-            identifier: i,
-            api: a,
-            arguments: args,
-            thought_signature: sig,
+            id: id.into(),
+            identifier: i.into(),
+            api: a.into(),
+            arguments: args.into(),
+            thought_signature: sig.map(Into::into),
         }
     })
 }
@@ -112,7 +112,10 @@ fn instruction() -> impl Strategy<Value = Instruction> {
                 parent_message_id: p,
                 assistant_message_id: a,
                 create_assistant_message: c,
-                model: m.map(|(provider, model)| ModelRef { provider, model }),
+                model: m.map(|(provider, model)| ModelRef {
+                    provider: provider.into(),
+                    model: model.into(),
+                }),
                 allowed_tools: allowed,
                 is_first_message: first,
             },
@@ -310,7 +313,9 @@ fn chunk() -> impl Strategy<Value = StreamChunk> {
 
 fn event_kind() -> impl Strategy<Value = EventKind> {
     prop_oneof![
-        text().prop_map(|phase| EventKind::StepStart { phase }),
+        text().prop_map(|phase| EventKind::StepStart {
+            phase: phase.into()
+        }),
         (mid(), option::of(text())).prop_map(|(a, model)| EventKind::LlmStart {
             assistant_message_id: a,
             model
@@ -339,7 +344,7 @@ fn event_kind() -> impl Strategy<Value = EventKind> {
         calls().prop_map(|tool_calls| EventKind::ToolPending { tool_calls }),
         (text(), mid(), tool_status(), text()).prop_map(
             |(tool_call_id, tool_message_id, status, content)| EventKind::ToolResult {
-                tool_call_id,
+                tool_call_id: tool_call_id.into(),
                 tool_message_id,
                 status,
                 content

@@ -81,7 +81,7 @@ impl Executor for Labelled {
     fn execute<'a>(
         &'a self,
         _ins: Instruction,
-        mut state: AgentState,
+        state: &'a mut AgentState,
         _cx: &'a ExecContext<'a>,
     ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
         async move {
@@ -90,7 +90,7 @@ impl Executor for Labelled {
                 reason: FinishReason::AgentDecision,
                 detail: Some(self.0.into()),
             });
-            Ok(ExecOutput::new(state, None))
+            Ok(ExecOutput::new(None))
         }
         .boxed()
     }

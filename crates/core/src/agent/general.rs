@@ -219,7 +219,7 @@ impl GeneralChatAgent {
 
         if !unresolved.is_empty() {
             if state.tool_name_error_rounds >= self.config.max_tool_name_error_rounds {
-                let names: Vec<&str> = unresolved.iter().map(|c| c.api.as_str()).collect();
+                let names: Vec<&str> = unresolved.iter().map(|c| c.api.as_ref()).collect();
                 return vec![Instruction::finish(
                     FinishReason::ToolNameErrors,
                     format!(
@@ -326,7 +326,7 @@ impl GeneralChatAgent {
             })
             .filter_map(|m| {
                 let id = m.tool_call_id.as_deref()?;
-                turn.tool_calls.iter().find(|c| c.id == id).cloned()
+                turn.tool_calls.iter().find(|c| &*c.id == id).cloned()
             })
             .collect();
         (Some(turn.id), pending)
@@ -358,12 +358,12 @@ impl GeneralChatAgent {
             if m.role == Role::Tool
                 && m.tool_status == Some(ToolStatus::Pending)
                 && let Some(id) = m.tool_call_id.as_deref()
-                && !calls.iter().any(|c| c.id == id)
+                && !calls.iter().any(|c| &*c.id == id)
                 && let Some(call) = state
                     .messages
                     .iter()
                     .flat_map(|a| a.tool_calls.iter())
-                    .find(|c| c.id == id)
+                    .find(|c| &*c.id == id)
             {
                 calls.push(call.clone());
             }

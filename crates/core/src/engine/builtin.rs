@@ -73,7 +73,7 @@ impl Executor for FinishExecutor {
     fn execute<'a>(
         &'a self,
         ins: Instruction,
-        mut state: AgentState,
+        state: &'a mut AgentState,
         cx: &'a ExecContext<'a>,
     ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
         async move {
@@ -84,8 +84,8 @@ impl Executor for FinishExecutor {
             else {
                 return Err(wrong(InstructionKind::Finish, &ins));
             };
-            finish(&mut state, cx, reason, reason_detail);
-            Ok(ExecOutput::new(state, None))
+            finish(state, cx, reason, reason_detail);
+            Ok(ExecOutput::new(None))
         }
         .boxed()
     }
@@ -118,7 +118,7 @@ impl Executor for CallLlmExecutor {
     fn execute<'a>(
         &'a self,
         ins: Instruction,
-        mut state: AgentState,
+        state: &'a mut AgentState,
         cx: &'a ExecContext<'a>,
     ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
         async move {
@@ -148,13 +148,13 @@ impl Executor for CallLlmExecutor {
             };
             let started = Instant::now();
             let request = LlmRequest {
-                state: &state,
+                state,
                 payload: &payload,
                 model: model.as_ref(),
                 assistant_message_id: assistant_id,
                 force_finish: state.force_finish,
             };
-            let out =
+            let mut out =
                 self.port.call(request, &on_chunk).await.map_err(|e| {
                     ExecError::new(e.code, format!("model call failed: {}", e.message))
                 })?;
@@ -164,17 +164,16 @@ impl Executor for CallLlmExecutor {
                 elapsed_ms(started)
             };
 
-            let tool_calls: Vec<ToolCall> = out
-                .tool_calls
-                .iter()
+            let tool_calls: Vec<ToolCall> = std::mem::take(&mut out.tool_calls)
+                .into_iter()
                 .map(|raw| {
                     let mut call = match resolve_name(&state.tool_manifests, &raw.name) {
                         Some((identifier, api)) => {
-                            ToolCall::new(&raw.id, identifier, api, &raw.arguments)
+                            ToolCall::new(raw.id, identifier, api, raw.arguments)
                         }
-                        None => ToolCall::unresolved(&raw.id, &raw.name, &raw.arguments),
+                        None => ToolCall::unresolved(raw.id, raw.name, raw.arguments),
                     };
-                    call.thought_signature = raw.thought_signature.clone();
+                    call.thought_signature = raw.thought_signature.map(Arc::from);
                     call
                 })
                 .collect();
@@ -223,7 +222,7 @@ impl Executor for CallLlmExecutor {
                 tool_calls,
                 stop_reason: out.stop_reason,
             }));
-            Ok(ExecOutput::new(state, next))
+            Ok(ExecOutput::new(next))
         }
         .boxed()
     }
@@ -239,7 +238,7 @@ impl Executor for CallToolExecutor {
     fn execute<'a>(
         &'a self,
         ins: Instruction,
-        mut state: AgentState,
+        state: &'a mut AgentState,
         cx: &'a ExecContext<'a>,
     ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
         async move {
@@ -264,7 +263,7 @@ impl Executor for CallToolExecutor {
                     call.key()
                 ))
             } else {
-                match self.port.call(&call, &state).await {
+                match self.port.call(&call, state).await {
                     Ok(out) => out,
                     Err(e) => super::ports::ToolOutput::failed(format!(
                         "Tool `{}` failed: {}",
@@ -283,7 +282,7 @@ impl Executor for CallToolExecutor {
             state.usage.record_tool(&key, output.success, ms);
             state.cost.record_tool(&key, output.cost);
             let msg_id = write_tool_message(
-                &mut state,
+                state,
                 &call,
                 parent_message_id,
                 existing_tool_message_id,
@@ -305,7 +304,7 @@ impl Executor for CallToolExecutor {
                 execution_ms: ms,
                 follow_up: output.follow_up,
             }));
-            let mut out = ExecOutput::new(state, next);
+            let mut out = ExecOutput::new(next);
             out.tool_call_costs = vec![output.cost];
             Ok(out)
         }
@@ -322,7 +321,7 @@ impl Executor for CallToolsBatchExecutor {
     fn execute<'a>(
         &'a self,
         ins: Instruction,
-        base: AgentState,
+        base: &'a mut AgentState,
         cx: &'a ExecContext<'a>,
     ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
         async move {
@@ -342,43 +341,48 @@ impl Executor for CallToolsBatchExecutor {
                 .filter(|c| seen.insert(c.id.clone()))
                 .collect();
             let parent = payload.parent_message_id;
-            let mut runs: Vec<BoxFuture<'a, Result<ExecOutput, ExecError>>> =
-                Vec::with_capacity(calls.len());
-            for call in &calls {
-                let ins = Instruction::CallTool {
-                    payload: CallToolPayload {
-                        parent_message_id: parent,
-                        tool_call: call.clone(),
-                        existing_tool_message_id: payload
-                            .existing_tool_message_ids
-                            .get(&call.id)
-                            .copied(),
-                    },
-                };
-                runs.push(exec.execute(ins, base.clone(), cx));
-            }
-            let outcomes: Vec<Result<ExecOutput, ExecError>> = futures::stream::iter(runs)
-                .buffered(cx.tool_concurrency().max(1))
-                .collect()
-                .await;
+            // Every call runs on its own copy of the base state; they never see each other.
+            let mut copies: Vec<AgentState> = calls.iter().map(|_| base.clone()).collect();
+            let outcomes: Vec<Result<ExecOutput, ExecError>> = {
+                let mut runs: Vec<BoxFuture<'_, Result<ExecOutput, ExecError>>> =
+                    Vec::with_capacity(calls.len());
+                for (call, copy) in calls.iter().zip(copies.iter_mut()) {
+                    let ins = Instruction::CallTool {
+                        payload: CallToolPayload {
+                            parent_message_id: parent,
+                            tool_call: call.clone(),
+                            existing_tool_message_id: payload
+                                .existing_tool_message_ids
+                                .get(&*call.id)
+                                .copied(),
+                        },
+                    };
+                    runs.push(exec.execute(ins, copy, cx));
+                }
+                futures::stream::iter(runs)
+                    .buffered(cx.tool_concurrency().max(1))
+                    .collect()
+                    .await
+            };
 
-            let mut merged = base.clone();
+            let (base_usage, base_cost) = (base.usage.clone(), base.cost.clone());
+            let merged = base;
             let mut results = Vec::with_capacity(calls.len());
             let mut costs = Vec::with_capacity(calls.len());
-            for (call, outcome) in calls.iter().zip(outcomes) {
+            for ((call, outcome), copy) in calls.iter().zip(outcomes).zip(copies) {
                 match outcome {
                     Ok(out) => {
-                        for m in out.state.messages.iter().filter(|m| {
+                        for m in copy.messages.iter().filter(|m| {
                             m.role == Role::Tool && m.tool_call_id.as_deref() == Some(&call.id)
                         }) {
                             merged.upsert_message(Arc::clone(m));
                         }
-                        let usage = out.state.usage.delta_since(&base.usage);
-                        let cost = out.state.cost.delta_since(&base.cost);
+                        let usage = copy.usage.delta_since(&base_usage);
+                        let cost = copy.cost.delta_since(&base_cost);
                         merged.usage.add(&usage);
                         merged.cost.add(&cost);
                         costs.push(cost.tools);
-                        for t in &out.state.activated_tools {
+                        for t in &copy.activated_tools {
                             if !merged
                                 .activated_tools
                                 .iter()
@@ -400,7 +404,7 @@ impl Executor for CallToolsBatchExecutor {
                         let content = format!("Tool `{}` could not run: {}", call.key(), e.message);
                         merged.usage.record_tool(&call.key(), false, 0);
                         let id = write_tool_message(
-                            &mut merged,
+                            merged,
                             call,
                             parent,
                             None,
@@ -430,7 +434,7 @@ impl Executor for CallToolsBatchExecutor {
                 parent_message_id: parent,
                 results,
             }));
-            let mut out = ExecOutput::new(merged, next);
+            let mut out = ExecOutput::new(next);
             out.tool_call_costs = costs;
             Ok(out)
         }
@@ -458,7 +462,7 @@ impl Executor for ResolveBlockedToolsExecutor {
     fn execute<'a>(
         &'a self,
         ins: Instruction,
-        mut state: AgentState,
+        state: &'a mut AgentState,
         cx: &'a ExecContext<'a>,
     ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
         async move {
@@ -476,7 +480,7 @@ impl Executor for ResolveBlockedToolsExecutor {
             let mut results = Vec::with_capacity(tool_calls.len());
             for call in tool_calls {
                 let id = write_tool_message(
-                    &mut state,
+                    state,
                     &call,
                     parent_message_id,
                     None,
@@ -503,7 +507,7 @@ impl Executor for ResolveBlockedToolsExecutor {
                 parent_message_id,
                 results,
             }));
-            Ok(ExecOutput::new(state, next))
+            Ok(ExecOutput::new(next))
         }
         .boxed()
     }
@@ -516,7 +520,7 @@ impl Executor for ResolveAbortedToolsExecutor {
     fn execute<'a>(
         &'a self,
         ins: Instruction,
-        mut state: AgentState,
+        state: &'a mut AgentState,
         cx: &'a ExecContext<'a>,
     ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
         async move {
@@ -528,9 +532,9 @@ impl Executor for ResolveAbortedToolsExecutor {
                 .unwrap_or_else(|| "the operation was cancelled".into());
             let content = format!("Tool call aborted: {reason}.");
             for call in &payload.tool_calls {
-                let existing = payload.existing_tool_message_ids.get(&call.id).copied();
+                let existing = payload.existing_tool_message_ids.get(&*call.id).copied();
                 let id = write_tool_message(
-                    &mut state,
+                    state,
                     call,
                     payload.parent_message_id,
                     existing,
@@ -544,11 +548,11 @@ impl Executor for ResolveAbortedToolsExecutor {
                     content: content.clone(),
                 });
             }
-            let settled: HashSet<&str> = payload.tool_calls.iter().map(|c| c.id.as_str()).collect();
+            let settled: HashSet<&str> = payload.tool_calls.iter().map(|c| c.id.as_ref()).collect();
             state
                 .pending_tool_calls
-                .retain(|c| !settled.contains(c.id.as_str()));
-            Ok(ExecOutput::new(state, None))
+                .retain(|c| !settled.contains(c.id.as_ref()));
+            Ok(ExecOutput::new(None))
         }
         .boxed()
     }
@@ -561,7 +565,7 @@ impl Executor for RequestHumanExecutor {
     fn execute<'a>(
         &'a self,
         ins: Instruction,
-        mut state: AgentState,
+        state: &'a mut AgentState,
         cx: &'a ExecContext<'a>,
     ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
         async move {
@@ -576,7 +580,7 @@ impl Executor for RequestHumanExecutor {
                         let exists = state.tool_message_mut(&call.id).is_some();
                         if !skip_create_tool_message || !exists {
                             write_tool_message(
-                                &mut state,
+                                state,
                                 call,
                                 parent_message_id,
                                 None,
@@ -632,7 +636,7 @@ impl Executor for RequestHumanExecutor {
                 }
                 other => return Err(wrong(InstructionKind::RequestHumanApprove, &other)),
             }
-            Ok(ExecOutput::new(state, None))
+            Ok(ExecOutput::new(None))
         }
         .boxed()
     }
@@ -651,7 +655,7 @@ impl Executor for CompressContextExecutor {
     fn execute<'a>(
         &'a self,
         ins: Instruction,
-        mut state: AgentState,
+        state: &'a mut AgentState,
         cx: &'a ExecContext<'a>,
     ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
         async move {
@@ -659,17 +663,17 @@ impl Executor for CompressContextExecutor {
                 return Err(wrong(InstructionKind::CompressContext, &ins));
             };
             let parent = state.messages.last().map(|m| m.id);
-            let skipped = |state: AgentState, cx: &ExecContext<'_>, why: String| {
+            let skipped = |cx: &ExecContext<'_>, why: String| {
                 cx.emit(EventKind::CompressionError { message: why });
                 let next = ctx(Phase::CompressionResult(CompressionResultPayload {
                     parent_message_id: parent,
                     summary_message_id: None,
                     skipped: true,
                 }));
-                Ok(ExecOutput::new(state, next))
+                Ok(ExecOutput::new(next))
             };
             let Some(summarizer) = &self.summarizer else {
-                return skipped(state, cx, "no summarizer is configured".into());
+                return skipped(cx, "no summarizer is configured".into());
             };
             let head = state
                 .messages
@@ -679,7 +683,7 @@ impl Executor for CompressContextExecutor {
             let tail = usize::from(state.messages.last().is_some_and(|m| m.role == Role::User));
             let end = state.messages.len().saturating_sub(tail);
             if end <= head + 1 {
-                return skipped(state, cx, "nothing to compress".into());
+                return skipped(cx, "nothing to compress".into());
             }
             let summary = match summarizer
                 .summarize(
@@ -689,7 +693,7 @@ impl Executor for CompressContextExecutor {
                 .await
             {
                 Ok(s) => s,
-                Err(e) => return skipped(state, cx, format!("summarizer failed: {}", e.message)),
+                Err(e) => return skipped(cx, format!("summarizer failed: {}", e.message)),
             };
             state
                 .usage
@@ -710,7 +714,7 @@ impl Executor for CompressContextExecutor {
                 summary_message_id: Some(summary_id),
                 skipped: false,
             }));
-            Ok(ExecOutput::new(state, next))
+            Ok(ExecOutput::new(next))
         }
         .boxed()
     }

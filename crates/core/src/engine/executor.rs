@@ -33,11 +33,9 @@ impl ExecError {
     }
 }
 
-/// What an executor produced.
-#[derive(Clone, Debug)]
+/// What an executor produced besides its changes to the state.
+#[derive(Clone, Debug, Default)]
 pub struct ExecOutput {
-    /// The new state.
-    pub state: AgentState,
     /// The phase the brain sees next, if this instruction determines it.
     pub next_context: Option<RuntimeContext>,
     /// Cost of each tool call run (for per-call tool budgets); empty for other instructions.
@@ -46,9 +44,8 @@ pub struct ExecOutput {
 
 impl ExecOutput {
     /// Output with a next context.
-    pub fn new(state: AgentState, next_context: Option<RuntimeContext>) -> Self {
+    pub fn new(next_context: Option<RuntimeContext>) -> Self {
         Self {
-            state,
             next_context,
             tool_call_costs: Vec::new(),
         }
@@ -56,12 +53,16 @@ impl ExecOutput {
 }
 
 /// Turns one instruction into a state transition.
+///
+/// The executor changes `state` in place. If it fails, the engine discards every change of the
+/// step (the step's result is built from the state the step started with), so an executor never
+/// has to undo partial work.
 pub trait Executor: Send + Sync {
     /// Execute `instruction` on `state`.
     fn execute<'a>(
         &'a self,
         instruction: Instruction,
-        state: AgentState,
+        state: &'a mut AgentState,
         cx: &'a ExecContext<'a>,
     ) -> BoxFuture<'a, Result<ExecOutput, ExecError>>;
 }
@@ -127,7 +128,7 @@ impl Emitter {
             operation_id,
             step,
             seq: AtomicU64::new(next_seq),
-            events: Mutex::new(Vec::new()),
+            events: Mutex::new(Vec::with_capacity(8)),
             sink,
         }
     }

@@ -31,7 +31,7 @@ fn take_pending(state: &mut AgentState, tool_call_id: &str) -> Result<ToolCall, 
     let pos = state
         .pending_tool_calls
         .iter()
-        .position(|c| c.id == tool_call_id)
+        .position(|c| &*c.id == tool_call_id)
         .ok_or_else(|| DecisionError::UnknownToolCall(tool_call_id.to_owned()))?;
     state.updated_at = Utc::now();
     Ok(state.pending_tool_calls.remove(pos))

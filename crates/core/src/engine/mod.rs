@@ -22,7 +22,7 @@ use crate::instruction::BlockedReason;
 use crate::instruction::{CallToolPayload, Instruction, InstructionKind};
 use crate::message::Role;
 use crate::phase::{Phase, RuntimeContext, UserInputPayload};
-use crate::state::{AgentState, Interruption, StateError, Status};
+use crate::state::{AgentState, Interruption, StateError, Status, ToolRepeat};
 use builtin::{
     CallLlmExecutor, CallToolExecutor, CallToolsBatchExecutor, CompressContextExecutor,
     FinishExecutor, RequestHumanExecutor, ResolveAbortedToolsExecutor, ResolveBlockedToolsExecutor,
@@ -247,6 +247,8 @@ impl AgentRuntime {
             };
         }
         let mut st = state.clone();
+        // A cloned Vec has no spare capacity; a step appends a few messages.
+        st.messages.reserve(4);
         st.step_count += 1;
         let step_index = st.step_count;
         st.updated_at = Utc::now();
@@ -314,13 +316,12 @@ impl AgentRuntime {
             let effect = Effect::of(&ins);
             let status_before = st.status;
             let cost_before = budget::spends(kind).then(|| st.cost.clone());
-            let out = match exec.execute(ins, st, &cx).await {
+            let out = match exec.execute(ins, &mut st, &cx).await {
                 Ok(out) => out,
                 Err(e) => {
                     return self.error_result(state, step_index, &emitter, &e.code, e.message);
                 }
             };
-            st = out.state;
             if out.next_context.is_some() {
                 next = out.next_context;
             }
@@ -473,15 +474,23 @@ impl AgentRuntime {
 /// breaker and the unknown-name limit cannot be bypassed by overriding an executor.
 enum Effect {
     None,
-    ToolsRan(Vec<crate::message::ToolCall>),
+    ToolsRan(Vec<u64>),
     UnknownNames,
 }
 
 impl Effect {
     fn of(ins: &Instruction) -> Self {
         match ins {
-            Instruction::CallTool { payload } => Effect::ToolsRan(vec![payload.tool_call.clone()]),
-            Instruction::CallToolsBatch { payload } => Effect::ToolsRan(payload.tool_calls.clone()),
+            Instruction::CallTool { payload } => {
+                Effect::ToolsRan(vec![ToolRepeat::signature(&payload.tool_call)])
+            }
+            Instruction::CallToolsBatch { payload } => Effect::ToolsRan(
+                payload
+                    .tool_calls
+                    .iter()
+                    .map(ToolRepeat::signature)
+                    .collect(),
+            ),
             Instruction::ResolveBlockedTools { payload }
                 if payload.blocked_reason == BlockedReason::UnknownToolName =>
             {
@@ -494,7 +503,9 @@ impl Effect {
     fn apply(self, st: &mut AgentState) {
         match self {
             Effect::None => {}
-            Effect::ToolsRan(calls) => calls.iter().for_each(|c| st.tool_repeat.record(c)),
+            Effect::ToolsRan(sigs) => sigs
+                .into_iter()
+                .for_each(|s| st.tool_repeat.record_signature(s)),
             Effect::UnknownNames => st.tool_name_error_rounds += 1,
         }
     }

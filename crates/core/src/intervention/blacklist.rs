@@ -239,6 +239,18 @@ pub fn default_security_blacklist() -> &'static [SecurityRule] {
     &DEFAULT
 }
 
+static DEFAULT_ARGS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    let mut names: Vec<&'static str> = RULES.iter().map(|(_, arg, _, _)| *arg).collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+});
+
+/// Argument names the default blacklist looks at: a call without any of them cannot match.
+pub(crate) fn default_blacklist_args() -> &'static [&'static str] {
+    &DEFAULT_ARGS
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

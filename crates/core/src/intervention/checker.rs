@@ -2,7 +2,7 @@
 //! runtime: the strictest global audit wins and `always` cannot be bypassed by any mode.
 
 use super::audit::{DynamicAudit, PathScopeAudit};
-use super::blacklist::default_security_blacklist;
+use super::blacklist::{default_blacklist_args, default_security_blacklist};
 use super::matcher::stringify;
 use super::policy::{
     ApprovalMode, InterventionConfig, InterventionPolicy, InterventionRule, SecurityRule,
@@ -166,6 +166,12 @@ impl InterventionChecker {
             .as_deref()
             .unwrap_or_else(|| default_security_blacklist());
         let mut global: Option<(InterventionPolicy, String)> = None;
+        // Most calls carry neither `command` nor `path`: skip the default rules outright.
+        let may_match = state.security_blacklist.is_some()
+            || default_blacklist_args()
+                .iter()
+                .any(|a| args.get(a).is_some());
+        let blacklist = if may_match { blacklist } else { &[] };
         let mut consider = |policy: InterventionPolicy, name: String| {
             if global.as_ref().is_none_or(|(p, _)| policy > *p) {
                 global = Some((policy, name));
@@ -193,7 +199,7 @@ impl InterventionChecker {
         }
 
         // 3. Tool policy: the API's config overrides the manifest's.
-        let manifest = state.tool_manifests.get(&call.identifier);
+        let manifest = state.tool_manifests.get(&*call.identifier);
         let config = manifest.and_then(|m| {
             m.api(&call.api)
                 .and_then(|a| a.intervention.as_ref())
