@@ -554,6 +554,15 @@ impl AgentState {
             .map(Arc::make_mut)
     }
 
+    /// Whether the conversation holds exactly one user message (the model answers the first).
+    pub fn is_first_user_turn(&self) -> bool {
+        self.messages
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .count()
+            == 1
+    }
+
     /// The latest assistant message that requested tools: the current turn.
     pub fn current_tool_turn(&self) -> Option<&Message> {
         self.messages

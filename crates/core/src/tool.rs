@@ -261,26 +261,7 @@ impl ToolNameIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn manifest(id: &str, apis: &[&str]) -> ToolManifest {
-        ToolManifest {
-            identifier: id.into(),
-            kind: ToolKind::Builtin,
-            title: String::new(),
-            description: String::new(),
-            system_role: None,
-            apis: apis
-                .iter()
-                .map(|a| ToolApi {
-                    name: (*a).into(),
-                    description: String::new(),
-                    parameters: empty_object_schema(),
-                    intervention: None,
-                })
-                .collect(),
-            intervention: None,
-        }
-    }
+    use crate::testing::manifest;
 
     #[test]
     fn names_are_provider_safe_and_reversible() {

@@ -116,12 +116,7 @@ impl GeneralChatAgent {
             create_assistant_message: false,
             model: self.config.model.clone(),
             allowed_tools: self.config.allowed_tools.clone(),
-            is_first_message: state
-                .messages
-                .iter()
-                .filter(|m| m.role == Role::User)
-                .count()
-                == 1,
+            is_first_message: state.is_first_user_turn(),
         }
     }
 

@@ -66,6 +66,35 @@ pub(crate) fn write_tool_message(
     id
 }
 
+/// Answer a tool call: write (or fill in) its result message, emit `tool_result`, and return
+/// the phase payload describing it.
+pub(crate) fn settle(
+    state: &mut AgentState,
+    cx: &ExecContext<'_>,
+    call: ToolCall,
+    parent: Option<MessageId>,
+    existing: Option<MessageId>,
+    status: ToolStatus,
+    content: String,
+) -> ToolResultPayload {
+    let id = write_tool_message(state, &call, parent, existing, status, &content);
+    cx.emit(EventKind::ToolResult {
+        tool_call_id: call.id.clone(),
+        tool_message_id: id,
+        status,
+        content: content.clone(),
+    });
+    ToolResultPayload {
+        parent_message_id: parent,
+        tool_message_id: id,
+        tool_call: call,
+        status,
+        content,
+        execution_ms: 0,
+        follow_up: None,
+    }
+}
+
 /// `finish`: the operation is done.
 pub struct FinishExecutor;
 
@@ -281,29 +310,18 @@ impl Executor for CallToolExecutor {
             let key = call.key();
             state.usage.record_tool(&key, output.success, ms);
             state.cost.record_tool(&key, output.cost);
-            let msg_id = write_tool_message(
+            let mut result = settle(
                 state,
-                &call,
+                cx,
+                call,
                 parent_message_id,
                 existing_tool_message_id,
                 status,
-                &output.content,
+                output.content,
             );
-            cx.emit(EventKind::ToolResult {
-                tool_call_id: call.id.clone(),
-                tool_message_id: msg_id,
-                status,
-                content: output.content.clone(),
-            });
-            let next = ctx(Phase::ToolResult(ToolResultPayload {
-                parent_message_id,
-                tool_message_id: msg_id,
-                tool_call: call,
-                status,
-                content: output.content,
-                execution_ms: ms,
-                follow_up: output.follow_up,
-            }));
+            result.execution_ms = ms;
+            result.follow_up = output.follow_up;
+            let next = ctx(Phase::ToolResult(result));
             let mut out = ExecOutput::new(next);
             out.tool_call_costs = vec![output.cost];
             Ok(out)
@@ -403,30 +421,17 @@ impl Executor for CallToolsBatchExecutor {
                         // One tool's executor failing must not lose its siblings' results.
                         let content = format!("Tool `{}` could not run: {}", call.key(), e.message);
                         merged.usage.record_tool(&call.key(), false, 0);
-                        let id = write_tool_message(
+                        costs.push(crate::usage::Usd::ZERO);
+                        let failed = ToolStatus::Failed;
+                        results.push(settle(
                             merged,
-                            call,
+                            cx,
+                            call.clone(),
                             parent,
                             None,
-                            ToolStatus::Failed,
-                            &content,
-                        );
-                        cx.emit(EventKind::ToolResult {
-                            tool_call_id: call.id.clone(),
-                            tool_message_id: id,
-                            status: ToolStatus::Failed,
-                            content: content.clone(),
-                        });
-                        costs.push(crate::usage::Usd::ZERO);
-                        results.push(ToolResultPayload {
-                            parent_message_id: parent,
-                            tool_message_id: id,
-                            tool_call: call.clone(),
-                            status: ToolStatus::Failed,
+                            failed,
                             content,
-                            execution_ms: 0,
-                            follow_up: None,
-                        });
+                        ));
                     }
                 }
             }
@@ -479,29 +484,16 @@ impl Executor for ResolveBlockedToolsExecutor {
                 blocked_content.unwrap_or_else(|| blocked_text(blocked_reason).to_owned());
             let mut results = Vec::with_capacity(tool_calls.len());
             for call in tool_calls {
-                let id = write_tool_message(
+                let blocked = ToolStatus::Blocked;
+                results.push(settle(
                     state,
-                    &call,
+                    cx,
+                    call,
                     parent_message_id,
                     None,
-                    ToolStatus::Blocked,
-                    &content,
-                );
-                cx.emit(EventKind::ToolResult {
-                    tool_call_id: call.id.clone(),
-                    tool_message_id: id,
-                    status: ToolStatus::Blocked,
-                    content: content.clone(),
-                });
-                results.push(ToolResultPayload {
-                    parent_message_id,
-                    tool_message_id: id,
-                    tool_call: call,
-                    status: ToolStatus::Blocked,
-                    content: content.clone(),
-                    execution_ms: 0,
-                    follow_up: None,
-                });
+                    blocked,
+                    content.clone(),
+                ));
             }
             let next = ctx(Phase::ToolsBatchResult(ToolsBatchResultPayload {
                 parent_message_id,
@@ -533,20 +525,16 @@ impl Executor for ResolveAbortedToolsExecutor {
             let content = format!("Tool call aborted: {reason}.");
             for call in &payload.tool_calls {
                 let existing = payload.existing_tool_message_ids.get(&*call.id).copied();
-                let id = write_tool_message(
+                let (parent, aborted) = (payload.parent_message_id, ToolStatus::Aborted);
+                settle(
                     state,
-                    call,
-                    payload.parent_message_id,
+                    cx,
+                    call.clone(),
+                    parent,
                     existing,
-                    ToolStatus::Aborted,
-                    &content,
+                    aborted,
+                    content.clone(),
                 );
-                cx.emit(EventKind::ToolResult {
-                    tool_call_id: call.id.clone(),
-                    tool_message_id: id,
-                    status: ToolStatus::Aborted,
-                    content: content.clone(),
-                });
             }
             let settled: HashSet<&str> = payload.tool_calls.iter().map(|c| c.id.as_ref()).collect();
             state

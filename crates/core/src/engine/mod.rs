@@ -149,12 +149,7 @@ pub fn initial_context(state: &AgentState) -> RuntimeContext {
         Some(m) if m.role == Role::User => {
             RuntimeContext::new(Phase::UserInput(UserInputPayload {
                 message_id: Some(m.id),
-                is_first_message: state
-                    .messages
-                    .iter()
-                    .filter(|m| m.role == Role::User)
-                    .count()
-                    == 1,
+                is_first_message: state.is_first_user_turn(),
             }))
         }
         _ => RuntimeContext::new(Phase::Init),
