@@ -344,3 +344,169 @@ impl InterventionChecker {
         self.decide(call, state, false).action
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::intervention::DynamicIntervention;
+    use crate::testing::manifest;
+    use crate::{AgentState, OperationId};
+    use serde_json::json;
+
+    fn state(mode: ApprovalMode) -> AgentState {
+        let mut git = manifest("git", &["run", "status"]);
+        git.intervention = Some(serde_json::from_value(json!("required")).unwrap());
+        git.apis[1].intervention = Some(InterventionConfig::Policy(InterventionPolicy::Never));
+        let mut shell = manifest("shell", &["run"]);
+        shell.intervention = Some(
+            serde_json::from_value(json!([{"match": {"command": "git *"}, "policy": "never"}]))
+                .unwrap(),
+        );
+        let mut fs = manifest("fs", &["read", "write"]);
+        fs.apis[0].intervention = Some(InterventionConfig::Dynamic(DynamicIntervention {
+            audit: "path_scope".into(),
+            policy: InterventionPolicy::Required,
+            default: InterventionPolicy::Never,
+        }));
+        fs.apis[1].intervention = Some(InterventionConfig::Dynamic(DynamicIntervention {
+            audit: "path_scope".into(),
+            policy: InterventionPolicy::Always,
+            default: InterventionPolicy::Never,
+        }));
+        let mut s = AgentState::new(OperationId::new())
+            .with_tool(manifest("calc", &["add"]))
+            .with_tool(git)
+            .with_tool(shell)
+            .with_tool(fs);
+        s.intervention.approval_mode = mode;
+        s.metadata.working_directory = Some("/work/project".into());
+        s
+    }
+
+    fn call(tool: &str, api: &str, args: serde_json::Value) -> ToolCall {
+        ToolCall::new("c", tool, api, args.to_string())
+    }
+
+    fn action(mode: ApprovalMode, c: &ToolCall) -> Action {
+        InterventionChecker::new().check(c, &state(mode))
+    }
+
+    #[test]
+    fn manual_mode_follows_tool_policy_with_api_overriding_manifest() {
+        use Action::*;
+        let m = ApprovalMode::Manual;
+        assert_eq!(
+            action(m, &call("calc", "add", json!({}))),
+            Execute,
+            "no config = never"
+        );
+        assert_eq!(
+            action(m, &call("git", "run", json!({}))),
+            RequireApproval,
+            "manifest: required"
+        );
+        assert_eq!(
+            action(m, &call("git", "status", json!({}))),
+            Execute,
+            "api: never wins"
+        );
+        let git = call("shell", "run", json!({"command": "git status"}));
+        assert_eq!(action(m, &git), Execute, "matching rule");
+        let ls = call("shell", "run", json!({"command": "ls"}));
+        assert_eq!(
+            action(m, &ls),
+            RequireApproval,
+            "no rule matched fails safe"
+        );
+    }
+
+    #[test]
+    fn unknown_tools_need_approval_only_where_a_human_decides() {
+        let c = call("ghost", "run", json!({}));
+        assert_eq!(action(ApprovalMode::Manual, &c), Action::RequireApproval);
+        assert_eq!(action(ApprovalMode::AllowList, &c), Action::RequireApproval);
+        assert_eq!(action(ApprovalMode::AutoRun, &c), Action::Execute);
+        assert_eq!(action(ApprovalMode::Headless, &c), Action::Execute);
+        let d = InterventionChecker::new().explain(&c, &state(ApprovalMode::Manual));
+        assert_eq!(d.matched_rule.as_deref(), Some("unknown_tool"));
+    }
+
+    #[test]
+    fn allow_list_mode() {
+        let mut s = state(ApprovalMode::AllowList);
+        s.intervention.allow_list = vec!["git/run".into(), "calc".into()];
+        let checker = InterventionChecker::new();
+        assert_eq!(
+            checker.check(&call("git", "run", json!({})), &s),
+            Action::Execute
+        );
+        assert_eq!(
+            checker.check(&call("calc", "add", json!({})), &s),
+            Action::Execute
+        );
+        let d = checker.explain(&call("shell", "run", json!({"command": "ls"})), &s);
+        assert_eq!(
+            (d.action, d.matched_rule.as_deref()),
+            (Action::RequireApproval, Some("allow_list"))
+        );
+    }
+
+    #[test]
+    fn path_scope_dynamic_audit() {
+        let inside = call("fs", "read", json!({"path": "src/lib.rs"}));
+        let outside = call("fs", "read", json!({"path": "/etc/hosts"}));
+        assert_eq!(action(ApprovalMode::Manual, &inside), Action::Execute);
+        let d = InterventionChecker::new().explain(&outside, &state(ApprovalMode::Manual));
+        assert_eq!(d.action, Action::RequireApproval);
+        assert_eq!(d.matched_rule.as_deref(), Some("dynamic_audit:path_scope"));
+        // `required` yields to auto-run; an `always` audit does not.
+        assert_eq!(action(ApprovalMode::AutoRun, &outside), Action::Execute);
+        let write_outside = call("fs", "write", json!({"path": "/etc/hosts"}));
+        assert_eq!(
+            action(ApprovalMode::AutoRun, &write_outside),
+            Action::RequireApproval
+        );
+        assert_eq!(
+            action(ApprovalMode::Headless, &write_outside),
+            Action::Block
+        );
+    }
+
+    #[test]
+    fn a_global_required_rule_beats_a_dynamic_never() {
+        // Inside the working directory the audit says never, but `.env` is on the blacklist.
+        let env = call("fs", "read", json!({"path": ".env"}));
+        let d = InterventionChecker::new().explain(&env, &state(ApprovalMode::Manual));
+        assert_eq!(d.action, Action::RequireApproval);
+        assert_eq!(
+            d.matched_rule.as_deref(),
+            Some("security_blacklist:env_files")
+        );
+    }
+
+    #[test]
+    fn registered_global_audits_take_part_and_the_strictest_wins() {
+        struct Always;
+        impl DynamicAudit for Always {
+            fn requires_intervention(
+                &self,
+                _: &serde_json::Value,
+                _: &crate::state::Metadata,
+            ) -> bool {
+                true
+            }
+        }
+        let checker = InterventionChecker::new().with_global_audit(GlobalAudit {
+            name: "freeze".into(),
+            policy: InterventionPolicy::Always,
+            audit: Arc::new(Always),
+        });
+        let s = state(ApprovalMode::AutoRun);
+        // `.env` matches a `required` rule; the `always` audit is stricter and binds auto-run.
+        let d = checker.explain(&call("fs", "read", json!({"path": ".env"})), &s);
+        assert_eq!(
+            (d.action, d.matched_rule.as_deref()),
+            (Action::RequireApproval, Some("global_audit:freeze"))
+        );
+    }
+}
