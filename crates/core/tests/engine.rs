@@ -171,6 +171,45 @@ fn a_provider_failure_fails_the_step_from_the_input_state() {
 }
 
 #[test]
+fn stepping_a_parked_operation_does_nothing_until_a_decision() {
+    let h = harness(vec![
+        ScriptedTurn::ToolCalls(vec![(
+            "s1".into(),
+            "shell__run".into(),
+            r#"{"command":"ls"}"#.into(),
+        )]),
+        ScriptedTurn::text("unused"),
+    ]);
+    let parked = run(&h, state("go")).state;
+    assert_eq!(parked.status, Status::WaitingForHuman);
+    let again = step(&h, parked.clone(), None);
+    assert_eq!(again.state, parked);
+    assert!(again.events.is_empty() && again.next_context.is_none());
+    assert_eq!(
+        h.llm.remaining(),
+        1,
+        "the model was not called behind the human's back"
+    );
+}
+
+/// A brain with nothing to say.
+struct Mute;
+
+impl Agent for Mute {
+    fn runner(&self, _: &RuntimeContext, _: &AgentState) -> Result<Vec<Instruction>, AgentError> {
+        Ok(Vec::new())
+    }
+}
+
+#[test]
+fn a_brain_without_instructions_fails_visibly() {
+    let rt = AgentRuntime::new(Arc::new(Mute), RuntimeConfig::default());
+    let r = futures::executor::block_on(rt.step(state("x"), None));
+    assert_eq!(r.state.status, Status::Error);
+    assert_eq!(r.state.error.unwrap().code, "agent_no_instructions");
+}
+
+#[test]
 fn stepping_a_finished_operation_does_nothing() {
     let h = harness(vec![ScriptedTurn::text("done")]);
     let done = run(&h, state("hi")).state;

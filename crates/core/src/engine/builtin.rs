@@ -689,7 +689,10 @@ impl Executor for CompressContextExecutor {
             state.cost.record_llm(&summary.model_key, summary.cost);
             let mut msg = Message::user(summary.text);
             msg.kind = MessageKind::CompressionSummary;
-            msg.parent_id = state.messages.get(head.wrapping_sub(1)).map(|m| m.id);
+            msg.parent_id = head
+                .checked_sub(1)
+                .and_then(|i| state.messages.get(i))
+                .map(|m| m.id);
             let summary_id = msg.id;
             let compressed = end - head;
             state.messages.splice(head..end, [Arc::new(msg)]);

@@ -231,10 +231,14 @@ impl AgentRuntime {
 
     /// Run one step.
     ///
-    /// Never panics and never returns an error: a failing brain or executor, or an instruction
-    /// without an executor, yields the input state with status `error` and an `error` event.
+    /// Never panics and never returns an error: a failing brain or executor, an instruction
+    /// without an executor, or a brain with nothing to say yields the input state with status
+    /// `error` and an `error` event. A finished operation, and one parked for a human or an
+    /// async tool, is returned unchanged: parked operations move on only through a decision
+    /// ([`approve_tool_call`], [`reject_tool_call`], [`abort_pending`], [`answer_prompt`], ...)
+    /// or [`AgentRuntime::interrupt`].
     pub async fn step(&self, state: AgentState, context: Option<RuntimeContext>) -> StepResult {
-        if state.status.is_terminal() {
+        if state.status.is_terminal() || state.status.is_parked() {
             return StepResult {
                 state,
                 events: Vec::new(),
@@ -253,7 +257,7 @@ impl AgentRuntime {
         {
             st.force_finish = true;
         }
-        if matches!(st.status, Status::Idle | Status::WaitingForHuman) {
+        if st.status == Status::Idle {
             st.status = Status::Running;
         }
         let emitter = Emitter::new(
@@ -276,6 +280,25 @@ impl AgentRuntime {
                 },
             }],
             _ => match self.agent.runner(&ctx, &st) {
+                Ok(list) if list.is_empty() => {
+                    let msg = format!(
+                        "the agent returned no instructions in phase {}",
+                        ctx.phase.name()
+                    );
+                    return self.error_result(
+                        state,
+                        step_index,
+                        &emitter,
+                        "agent_no_instructions",
+                        msg,
+                    );
+                }
+                Ok(list) if list.is_empty() => {
+                    let phase = ctx.phase.name();
+                    let msg = format!("the agent returned no instructions in phase {phase}");
+                    let code = "agent_no_instructions";
+                    return self.error_result(state, step_index, &emitter, code, msg);
+                }
                 Ok(list) => list,
                 Err(e) => {
                     return self.error_result(
