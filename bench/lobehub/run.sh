@@ -20,5 +20,7 @@ node_modules/.bin/esbuild package/packages/agent-runtime/src/index.ts --bundle -
 cp "$here/harness.mjs" .
 node harness.mjs
 echo
-(cd "$here/../.." && cargo bench -q -p rein-core --bench engine_loop -- --test >/dev/null 2>&1 || true)
-(cd "$here/../.." && cargo bench -q -p rein-core --bench engine_loop 2>/dev/null | head -4)
+# rein's figures come first in the bench output; the criterion part after them is skipped.
+(cd "$here/../.." && cargo bench -q -p rein-core --bench engine_loop -- --warm-up-time 1 --measurement-time 1) \
+  > rein-bench.txt 2>/dev/null
+grep -E "reference loop|per (operation|round|step)" rein-bench.txt
