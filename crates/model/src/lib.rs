@@ -1,0 +1,21 @@
+//! rein-model: the model runtime.
+//!
+//! One request shape ([`ChatRequest`]) is translated into each provider's wire protocol
+//! (OpenAI Chat Completions and the OpenAI-compatible family, OpenAI Responses, Anthropic
+//! Messages, Gemini, Ollama), and every response stream is normalized into one event shape
+//! ([`ModelEvent`]) with usage, stop reason and classified errors. Parsers are pure state
+//! machines over framed bytes ([`framing`]); the HTTP transport, retries and cancellation sit
+//! on top.
+
+pub mod error;
+pub mod event;
+pub mod framing;
+pub mod protocol;
+pub mod request;
+pub mod response;
+
+pub use error::{ErrorKind, ModelError};
+pub use event::{ModelEvent, StopReason};
+pub use protocol::Protocol;
+pub use request::{ChatRequest, ToolChoice, ToolSpec};
+pub use response::{Collector, ModelResponse, collect};

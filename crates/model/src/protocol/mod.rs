@@ -1,0 +1,264 @@
+//! Wire protocols. Each protocol knows how to build a request body from a [`ChatRequest`] and
+//! how to turn its response (streamed frames or one JSON body) into [`ModelEvent`]s. Parsers
+//! are synchronous state machines, so they are tested byte by byte without any IO.
+
+pub mod anthropic;
+pub mod gemini;
+pub mod ollama;
+pub mod openai_chat;
+pub mod openai_responses;
+
+use crate::error::{ModelError, classify, parse_google_duration, parse_retry_after_secs};
+use crate::event::ModelEvent;
+use crate::framing::{Frame, Framing};
+use crate::request::ChatRequest;
+use rein_core::message::{Role, ToolCall};
+use serde::{Deserialize, Serialize};
+
+/// A provider wire protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    /// OpenAI Chat Completions (and every OpenAI-compatible server).
+    OpenaiChat,
+    /// OpenAI Responses.
+    OpenaiResponses,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Google Gemini (Developer API).
+    Gemini,
+    /// Ollama `/api/chat`.
+    Ollama,
+}
+
+/// Turns one response's frames into normalized events.
+pub trait StreamParser: Send {
+    /// One frame.
+    fn frame(&mut self, frame: Frame, out: &mut Vec<ModelEvent>);
+    /// The body ended: close open tool calls, report the stop (or an interruption).
+    fn finish(&mut self, out: &mut Vec<ModelEvent>);
+}
+
+/// What to send for one call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WireRequest {
+    /// Path below the base URL (may carry a query).
+    pub path: String,
+    /// JSON body.
+    pub body: serde_json::Value,
+}
+
+impl Protocol {
+    /// The framing of its streamed responses.
+    pub fn framing(self) -> Framing {
+        match self {
+            Protocol::Ollama => Framing::Ndjson,
+            _ => Framing::Sse,
+        }
+    }
+
+    /// Build the request.
+    pub fn build(self, req: &ChatRequest, stream: bool) -> WireRequest {
+        match self {
+            Protocol::OpenaiChat => openai_chat::build(req, stream),
+            Protocol::OpenaiResponses => openai_responses::build(req, stream),
+            Protocol::Anthropic => anthropic::build(req, stream),
+            Protocol::Gemini => gemini::build(req, stream),
+            Protocol::Ollama => ollama::build(req, stream),
+        }
+    }
+
+    /// A parser for one streamed response.
+    pub fn parser(self) -> Box<dyn StreamParser> {
+        match self {
+            Protocol::OpenaiChat => Box::new(openai_chat::Parser::default()),
+            Protocol::OpenaiResponses => Box::new(openai_responses::Parser::default()),
+            Protocol::Anthropic => Box::new(anthropic::Parser::default()),
+            Protocol::Gemini => Box::new(gemini::Parser::default()),
+            Protocol::Ollama => Box::new(ollama::Parser::default()),
+        }
+    }
+
+    /// Events of a complete non-streamed 2xx body.
+    pub fn parse_body(self, body: &[u8]) -> Vec<ModelEvent> {
+        let mut out = Vec::new();
+        match self {
+            Protocol::OpenaiChat => openai_chat::parse_body(body, &mut out),
+            Protocol::Anthropic => anthropic::parse_body(body, &mut out),
+            // These return the same objects as their stream frames.
+            Protocol::OpenaiResponses | Protocol::Gemini | Protocol::Ollama => {
+                let mut p = self.parser();
+                let text = String::from_utf8_lossy(body).into_owned();
+                let frame = match self {
+                    Protocol::OpenaiResponses => Frame::Event {
+                        event: Some("response.completed".into()),
+                        data: wrap_response(&text),
+                    },
+                    _ => Frame::Json(text),
+                };
+                p.frame(frame, &mut out);
+                p.finish(&mut out);
+            }
+        }
+        out
+    }
+
+    /// Classify a non-2xx response.
+    pub fn http_error(self, status: u16, headers: &[(String, String)], body: &[u8]) -> ModelError {
+        let v: serde_json::Value = serde_json::from_slice(body).unwrap_or(serde_json::Value::Null);
+        let err = v.get("error");
+        let (ptype, code, message) = match self {
+            Protocol::Gemini => (
+                err.and_then(|e| e.get("status"))
+                    .and_then(|s| s.as_str())
+                    .map(str::to_owned),
+                err.and_then(|e| e.get("code")).map(json_scalar),
+                err.and_then(|e| e.get("message"))
+                    .and_then(|s| s.as_str())
+                    .map(str::to_owned),
+            ),
+            Protocol::Ollama => (None, None, err.and_then(|e| e.as_str()).map(str::to_owned)),
+            _ => (
+                err.and_then(|e| e.get("type"))
+                    .and_then(|s| s.as_str())
+                    .map(str::to_owned),
+                err.and_then(|e| e.get("code"))
+                    .filter(|c| !c.is_null())
+                    .map(json_scalar),
+                err.and_then(|e| e.get("message"))
+                    .and_then(|s| s.as_str())
+                    .map(str::to_owned),
+            ),
+        };
+        let message = message.unwrap_or_else(|| {
+            let text = String::from_utf8_lossy(body);
+            let text = text.trim();
+            if text.is_empty() {
+                format!("HTTP {status}")
+            } else {
+                text.chars().take(500).collect()
+            }
+        });
+        let kind = classify(status, ptype.as_deref(), code.as_deref(), &message);
+        let header = |name: &str| {
+            headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.as_str())
+        };
+        let retry_after_ms = header("retry-after-ms")
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .map(|ms| ms.max(0.0).round() as u64)
+            .or_else(|| header("retry-after").and_then(parse_retry_after_secs))
+            .or_else(|| google_retry_delay(err));
+        let retryable = match header("x-should-retry") {
+            Some(v) if v.eq_ignore_ascii_case("true") => true,
+            Some(v) if v.eq_ignore_ascii_case("false") => false,
+            _ => kind.is_transient(),
+        };
+        ModelError {
+            kind,
+            http_status: Some(status),
+            provider_type: ptype,
+            provider_code: code,
+            message,
+            retryable,
+            retry_after_ms,
+            request_id: v
+                .get("request_id")
+                .and_then(|r| r.as_str())
+                .or_else(|| header("request-id"))
+                .or_else(|| header("x-request-id"))
+                .map(str::to_owned),
+        }
+    }
+}
+
+fn wrap_response(body: &str) -> String {
+    format!("{{\"type\":\"response.completed\",\"response\":{body}}}")
+}
+
+/// A JSON scalar as text (`"429"` for 429, the string itself for strings).
+pub(crate) fn json_scalar(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn google_retry_delay(err: Option<&serde_json::Value>) -> Option<u64> {
+    err?.get("details")?.as_array()?.iter().find_map(|d| {
+        let is_retry = d.get("@type")?.as_str()?.ends_with("google.rpc.RetryInfo");
+        if is_retry {
+            parse_google_duration(d.get("retryDelay")?.as_str()?)
+        } else {
+            None
+        }
+    })
+}
+
+/// An in-stream error from its provider type, code and message (HTTP 200).
+pub(crate) fn stream_error(ptype: Option<&str>, code: Option<&str>, message: &str) -> ModelError {
+    let kind = classify(200, ptype, code, message);
+    let mut e = ModelError::new(kind, message).with_status(200);
+    e.provider_type = ptype.map(str::to_owned);
+    e.provider_code = code.map(str::to_owned);
+    e
+}
+
+/// A stream that ended without its terminator.
+pub(crate) fn interrupted(what: &str) -> ModelEvent {
+    ModelEvent::Error {
+        error: ModelError::new(
+            crate::error::ErrorKind::StreamInterrupted,
+            format!("the stream ended before {what}"),
+        ),
+    }
+}
+
+/// A frame that is not the JSON it should be.
+pub(crate) fn malformed(detail: impl std::fmt::Display) -> ModelEvent {
+    ModelEvent::Error {
+        error: ModelError::new(
+            crate::error::ErrorKind::MalformedStream,
+            format!("malformed stream: {detail}"),
+        ),
+    }
+}
+
+/// The model-facing name of a call in the history.
+pub(crate) fn wire_name(call: &ToolCall) -> String {
+    if call.is_resolved() {
+        rein_core::tool::mangle(&call.identifier, &call.api)
+    } else {
+        call.api.to_string()
+    }
+}
+
+/// The text of every system message, joined.
+pub(crate) fn system_text(req: &ChatRequest) -> Option<String> {
+    let parts: Vec<String> = req
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::System)
+        .map(|m| m.text_content())
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
+/// Split a `data:` URL into (media type, base64 payload).
+pub(crate) fn data_url(url: &str) -> Option<(&str, &str)> {
+    let rest = url.strip_prefix("data:")?;
+    let (meta, data) = rest.split_once(',')?;
+    let media = meta.strip_suffix(";base64")?;
+    Some((media, data))
+}
+
+/// Arguments of a call as a JSON object (invalid arguments become `{}`: the provider requires
+/// an object, and the tool result already told the model its arguments were invalid).
+pub(crate) fn arguments_object(call: &ToolCall) -> serde_json::Value {
+    serde_json::from_str::<serde_json::Value>(&call.arguments)
+        .ok()
+        .filter(|v| v.is_object())
+        .unwrap_or_else(|| serde_json::json!({}))
+}

@@ -1,0 +1,398 @@
+//! OpenAI Chat Completions, also spoken by most OpenAI-compatible servers (vLLM, DeepSeek,
+//! Groq, OpenRouter, llama.cpp, ...), whose variations (reasoning on `reasoning_content` or
+//! `reasoning`, usage on the finish chunk, whole arguments in one delta) are handled here.
+
+use super::{
+    StreamParser, WireRequest, interrupted, malformed, stream_error, system_text, wire_name,
+};
+use crate::event::{ModelEvent, StopReason};
+use crate::framing::Frame;
+use crate::request::{ChatRequest, ReasoningEffort, ResponseFormat, ToolChoice};
+use rein_core::TokenUsage;
+use rein_core::message::{ContentPart, Role};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+
+/// The request body.
+pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
+    let mut messages = Vec::with_capacity(req.messages.len());
+    if let Some(system) = system_text(req) {
+        messages.push(json!({"role": "system", "content": system}));
+    }
+    for m in req.messages.iter() {
+        match m.role {
+            Role::System => {}
+            Role::User => {
+                let content = if m
+                    .content
+                    .iter()
+                    .all(|p| matches!(p, ContentPart::Text { .. }))
+                {
+                    json!(m.text_content())
+                } else {
+                    Value::Array(
+                        m.content
+                            .iter()
+                            .map(|p| match p {
+                                ContentPart::Text { text } => json!({"type": "text", "text": text}),
+                                ContentPart::Image { url, detail, .. } => {
+                                    let mut image = json!({"url": url});
+                                    if let Some(d) = detail {
+                                        image["detail"] = json!(d);
+                                    }
+                                    json!({"type": "image_url", "image_url": image})
+                                }
+                            })
+                            .collect(),
+                    )
+                };
+                messages.push(json!({"role": "user", "content": content}));
+            }
+            Role::Assistant => {
+                let text = m.text_content();
+                let mut msg = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
+                if !m.tool_calls.is_empty() {
+                    msg["tool_calls"] = m
+                        .tool_calls
+                        .iter()
+                        .map(|c| json!({"id": c.id, "type": "function", "function": {"name": wire_name(c), "arguments": c.arguments}}))
+                        .collect();
+                }
+                messages.push(msg);
+            }
+            Role::Tool => messages.push(json!({
+                "role": "tool",
+                "tool_call_id": m.tool_call_id.as_deref().unwrap_or_default(),
+                "content": m.text_content(),
+            })),
+        }
+    }
+    let mut body = json!({"model": req.model, "messages": messages});
+    if stream {
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+    }
+    if !req.tools.is_empty() {
+        body["tools"] = req
+            .tools
+            .iter()
+            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+            .collect();
+        body["tool_choice"] = match &req.tool_choice {
+            ToolChoice::Auto => json!("auto"),
+            ToolChoice::None => json!("none"),
+            ToolChoice::Required => json!("required"),
+            ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+        };
+        if let Some(p) = req.parallel_tool_calls {
+            body["parallel_tool_calls"] = json!(p);
+        }
+    }
+    if let Some(t) = req.temperature {
+        body["temperature"] = json!(t);
+    }
+    if let Some(p) = req.top_p {
+        body["top_p"] = json!(p);
+    }
+    if let Some(n) = req.max_tokens {
+        body["max_tokens"] = json!(n);
+    }
+    if let Some(effort) = req.reasoning.and_then(|r| r.effort) {
+        body["reasoning_effort"] = json!(match effort {
+            ReasoningEffort::Low => "low",
+            ReasoningEffort::Medium => "medium",
+            ReasoningEffort::High => "high",
+        });
+    }
+    match &req.response_format {
+        ResponseFormat::Text => {}
+        ResponseFormat::JsonObject => body["response_format"] = json!({"type": "json_object"}),
+        ResponseFormat::JsonSchema {
+            name,
+            schema,
+            strict,
+        } => {
+            body["response_format"] = json!({"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": strict}});
+        }
+    }
+    if !req.stop.is_empty() {
+        body["stop"] = json!(req.stop);
+    }
+    WireRequest {
+        path: "/chat/completions".into(),
+        body,
+    }
+}
+
+#[derive(Deserialize)]
+struct Chunk<'a> {
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    model: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    choices: Vec<Choice<'a>>,
+    usage: Option<WireUsage>,
+    #[serde(borrow)]
+    error: Option<WireError<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    #[serde(borrow)]
+    delta: Option<Delta<'a>>,
+    #[serde(borrow)]
+    message: Option<Delta<'a>>,
+    #[serde(borrow)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(borrow)]
+    content: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    refusal: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    reasoning: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    tool_calls: Option<Vec<ToolDelta<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct ToolDelta<'a> {
+    index: Option<u32>,
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    function: Option<FunctionDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta<'a> {
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    arguments: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+    #[serde(default)]
+    total_tokens: u64,
+    prompt_tokens_details: Option<PromptDetails>,
+    completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct CompletionDetails {
+    reasoning_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct WireError<'a> {
+    #[serde(borrow)]
+    message: Option<Cow<'a, str>>,
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    code: Option<Value>,
+}
+
+impl WireUsage {
+    fn normalize(&self) -> TokenUsage {
+        TokenUsage {
+            input: self.prompt_tokens,
+            output: self.completion_tokens,
+            total: if self.total_tokens > 0 {
+                self.total_tokens
+            } else {
+                self.prompt_tokens + self.completion_tokens
+            },
+            cached_read: self
+                .prompt_tokens_details
+                .as_ref()
+                .and_then(|d| d.cached_tokens)
+                .unwrap_or(0),
+            cache_write: 0,
+            reasoning: self
+                .completion_tokens_details
+                .as_ref()
+                .and_then(|d| d.reasoning_tokens)
+                .unwrap_or(0),
+        }
+    }
+}
+
+/// Stream state.
+#[derive(Default)]
+pub struct Parser {
+    started: bool,
+    open: BTreeSet<u32>,
+    seen_tools: bool,
+    refused: bool,
+    finish_reason: Option<String>,
+    done: bool,
+    failed: bool,
+}
+
+fn stop_reason(raw: &str, tools: bool, refused: bool) -> StopReason {
+    match raw {
+        "tool_calls" | "function_call" => StopReason::ToolUse,
+        "length" => StopReason::MaxTokens,
+        "content_filter" => StopReason::ContentFilter,
+        _ if refused => StopReason::Refusal,
+        _ if tools => StopReason::ToolUse,
+        _ => StopReason::EndTurn,
+    }
+}
+
+impl Parser {
+    fn chunk(&mut self, c: Chunk<'_>, out: &mut Vec<ModelEvent>) {
+        if let Some(e) = c.error {
+            let code = e
+                .code
+                .as_ref()
+                .filter(|c| !c.is_null())
+                .map(super::json_scalar);
+            let msg = e.message.as_deref().unwrap_or("provider error");
+            out.push(ModelEvent::Error {
+                error: stream_error(e.kind.as_deref(), code.as_deref(), msg),
+            });
+            self.failed = true;
+            return;
+        }
+        if !self.started {
+            self.started = true;
+            out.push(ModelEvent::Start {
+                response_id: c.id.map(Cow::into_owned),
+                model: c.model.map(Cow::into_owned),
+            });
+        }
+        for choice in c.choices {
+            if let Some(d) = choice.delta.or(choice.message) {
+                if let Some(t) = d
+                    .reasoning_content
+                    .or(d.reasoning)
+                    .filter(|t| !t.is_empty())
+                {
+                    out.push(ModelEvent::ReasoningDelta {
+                        text: t.into_owned(),
+                    });
+                }
+                if let Some(t) = d.content.filter(|t| !t.is_empty()) {
+                    out.push(ModelEvent::TextDelta {
+                        text: t.into_owned(),
+                    });
+                }
+                if let Some(t) = d.refusal.filter(|t| !t.is_empty()) {
+                    self.refused = true;
+                    out.push(ModelEvent::RefusalDelta {
+                        text: t.into_owned(),
+                    });
+                }
+                for (pos, tc) in d.tool_calls.into_iter().flatten().enumerate() {
+                    // Compatible servers sometimes omit the index on whole-call deltas.
+                    let index = tc.index.unwrap_or(u32::try_from(pos).unwrap_or(u32::MAX));
+                    let (name, args) = match tc.function {
+                        Some(f) => (f.name, f.arguments),
+                        None => (None, None),
+                    };
+                    if self.open.insert(index) {
+                        self.seen_tools = true;
+                        out.push(ModelEvent::ToolCallStart {
+                            index,
+                            id: tc.id.map(Cow::into_owned),
+                            name: name.map(Cow::into_owned).unwrap_or_default(),
+                            thought_signature: None,
+                        });
+                    }
+                    if let Some(a) = args.filter(|a| !a.is_empty()) {
+                        out.push(ModelEvent::ToolCallDelta {
+                            index,
+                            arguments: a.into_owned(),
+                        });
+                    }
+                }
+            }
+            if let Some(r) = choice.finish_reason {
+                self.finish_reason = Some(r.into_owned());
+                self.close_tools(out);
+            }
+        }
+        if let Some(u) = c.usage {
+            out.push(ModelEvent::Usage {
+                usage: u.normalize(),
+            });
+        }
+    }
+
+    fn close_tools(&mut self, out: &mut Vec<ModelEvent>) {
+        for index in std::mem::take(&mut self.open) {
+            out.push(ModelEvent::ToolCallEnd { index });
+        }
+    }
+}
+
+impl StreamParser for Parser {
+    fn frame(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) {
+        if self.failed {
+            return;
+        }
+        let data = match frame {
+            Frame::Event { data, .. } if data.trim() == "[DONE]" => {
+                self.done = true;
+                return;
+            }
+            Frame::Event { data, .. } | Frame::Json(data) => data,
+            Frame::Invalid(s) => return out.push(malformed(format!("invalid UTF-8: {s}"))),
+        };
+        match serde_json::from_str::<Chunk<'_>>(&data) {
+            Ok(c) => self.chunk(c, out),
+            Err(e) => out.push(malformed(format!(
+                "{e} in {}",
+                data.chars().take(200).collect::<String>()
+            ))),
+        }
+    }
+
+    fn finish(&mut self, out: &mut Vec<ModelEvent>) {
+        if self.failed {
+            return;
+        }
+        self.close_tools(out);
+        match self.finish_reason.take() {
+            Some(raw) => out.push(ModelEvent::Stop {
+                reason: stop_reason(&raw, self.seen_tools, self.refused),
+                raw: Some(raw),
+            }),
+            None if self.done => out.push(ModelEvent::Stop {
+                reason: StopReason::EndTurn,
+                raw: None,
+            }),
+            None => out.push(interrupted("a finish_reason or [DONE]")),
+        }
+    }
+}
+
+/// A non-streamed `chat.completion`.
+pub fn parse_body(body: &[u8], out: &mut Vec<ModelEvent>) {
+    let mut p = Parser::default();
+    match std::str::from_utf8(body) {
+        Ok(text) => p.frame(Frame::Json(text.to_owned()), out),
+        Err(e) => out.push(malformed(e)),
+    }
+    p.finish(out);
+}
