@@ -7,15 +7,25 @@
 //! machines over framed bytes ([`framing`]); the HTTP transport, retries and cancellation sit
 //! on top.
 
+pub mod catalog;
 pub mod error;
 pub mod event;
 pub mod framing;
+pub mod hooks;
 pub mod protocol;
+pub mod provider;
+pub mod registry;
 pub mod request;
 pub mod response;
+pub mod transport;
 
+pub use catalog::{Capabilities, Catalog, ModelInfo};
 pub use error::{ErrorKind, ModelError};
 pub use event::{ModelEvent, StopReason};
+pub use hooks::Hooks;
 pub use protocol::Protocol;
+pub use provider::{EventStream, ModelProvider, Provider};
+pub use registry::{ProviderConfig, Registry};
 pub use request::{ChatRequest, ToolChoice, ToolSpec};
 pub use response::{Collector, ModelResponse, collect};
+pub use transport::{ReqwestTransport, RetryPolicy, Transport};

@@ -1,0 +1,232 @@
+//! The model catalog (a data file shipped in the crate): windows, capabilities and prices.
+//! A model missing from it still works: capabilities are assumed, cost is unknown, and a
+//! warning names the missing entry once per model.
+
+use crate::error::{ErrorKind, ModelError};
+use crate::request::ChatRequest;
+use rein_core::message::ContentPart;
+use rein_core::{TokenUsage, Usd};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+
+const BUILTIN: &str = include_str!("../data/models.json");
+
+/// What a model can do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capabilities {
+    /// Function calling.
+    pub tools: bool,
+    /// Several tool calls per turn.
+    pub parallel_tools: bool,
+    /// Image input.
+    pub vision: bool,
+    /// Reasoning / thinking.
+    pub reasoning: bool,
+    /// Native JSON-schema output.
+    pub structured_output: bool,
+    /// Embeddings endpoint.
+    pub embeddings: bool,
+}
+
+impl Capabilities {
+    /// What an unknown model is assumed to support.
+    pub const ASSUMED: Capabilities = Capabilities {
+        tools: true,
+        parallel_tools: true,
+        vision: true,
+        reasoning: false,
+        structured_output: true,
+        embeddings: false,
+    };
+}
+
+/// USD per million tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Prices {
+    /// Uncached input.
+    pub input: f64,
+    /// Output (reasoning included).
+    pub output: f64,
+    /// Input read from the prompt cache (the input price when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read: Option<f64>,
+    /// Input written to the prompt cache (the input price when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<f64>,
+}
+
+impl Prices {
+    /// The cost of `usage` (whose `input` includes cached reads and writes).
+    pub fn cost(&self, usage: &TokenUsage) -> Usd {
+        let fresh = usage
+            .input
+            .saturating_sub(usage.cached_read)
+            .saturating_sub(usage.cache_write);
+        let dollars = (fresh as f64 * self.input
+            + usage.cached_read as f64 * self.cache_read.unwrap_or(self.input)
+            + usage.cache_write as f64 * self.cache_write.unwrap_or(self.input)
+            + usage.output as f64 * self.output)
+            / 1e6;
+        Usd::from_dollars(dollars)
+    }
+}
+
+/// One catalogued model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    /// `provider/model`.
+    pub id: String,
+    /// Context window in tokens.
+    pub context_window: u64,
+    /// Maximum output tokens.
+    pub max_output: u64,
+    /// Capabilities.
+    pub capabilities: Capabilities,
+    /// Prices.
+    pub prices: Prices,
+}
+
+#[derive(Deserialize)]
+struct File {
+    models: Vec<ModelInfo>,
+}
+
+/// Models by `provider/model`.
+#[derive(Debug, Default)]
+pub struct Catalog {
+    models: BTreeMap<String, Arc<ModelInfo>>,
+    warned: Mutex<BTreeSet<String>>,
+}
+
+impl Catalog {
+    /// The catalog shipped with rein.
+    pub fn builtin() -> Result<Self, ModelError> {
+        Self::from_json(BUILTIN)
+    }
+
+    /// A catalog from JSON text (`{"models": [...]}`).
+    pub fn from_json(text: &str) -> Result<Self, ModelError> {
+        let file: File = serde_json::from_str(text).map_err(|e| {
+            ModelError::new(ErrorKind::Config, format!("invalid model catalog: {e}"))
+        })?;
+        let mut c = Self::default();
+        for m in file.models {
+            c.models.insert(m.id.clone(), Arc::new(m));
+        }
+        Ok(c)
+    }
+
+    /// Add or replace entries (user configuration over the built-in table).
+    pub fn extend(&mut self, models: impl IntoIterator<Item = ModelInfo>) {
+        for m in models {
+            self.models.insert(m.id.clone(), Arc::new(m));
+        }
+    }
+
+    /// The entry for `provider/model`; `None` (with a warning, once) when it is missing.
+    pub fn lookup(&self, provider: &str, model: &str) -> Option<Arc<ModelInfo>> {
+        let key = format!("{provider}/{model}");
+        if let Some(m) = self.models.get(&key) {
+            return Some(Arc::clone(m));
+        }
+        let mut warned = self.warned.lock().unwrap_or_else(|p| p.into_inner());
+        if warned.insert(key.clone()) {
+            tracing::warn!(model = %key, "model is not in the catalog: capabilities are assumed and cost is unknown");
+        }
+        None
+    }
+
+    /// Cost of `usage` on `provider/model`; `None` when the model is not catalogued.
+    pub fn cost(&self, provider: &str, model: &str, usage: &TokenUsage) -> Option<Usd> {
+        self.lookup(provider, model).map(|m| m.prices.cost(usage))
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.models.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.models.is_empty()
+    }
+}
+
+/// Check `req` against `caps` before anything is sent. With `allow_degrade`, tools are dropped
+/// and images replaced by a text note instead of failing.
+pub fn check_capabilities(
+    req: &mut ChatRequest,
+    model_id: &str,
+    caps: &Capabilities,
+) -> Result<(), ModelError> {
+    if !req.tools.is_empty() && !caps.tools {
+        if !req.allow_degrade {
+            return Err(ModelError::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "{model_id} does not support tool calling, and the request offers {} tool(s)",
+                    req.tools.len()
+                ),
+            ));
+        }
+        req.tools.clear();
+    }
+    let has_images = req.messages.iter().any(|m| {
+        m.content
+            .iter()
+            .any(|p| matches!(p, ContentPart::Image { .. }))
+    });
+    if has_images && !caps.vision {
+        if !req.allow_degrade {
+            return Err(ModelError::new(
+                ErrorKind::Unsupported,
+                format!("{model_id} does not accept images, and the conversation contains some"),
+            ));
+        }
+        for m in req.messages.iter_mut() {
+            if m.content
+                .iter()
+                .any(|p| matches!(p, ContentPart::Image { .. }))
+            {
+                let msg = Arc::make_mut(m);
+                for part in msg.content.iter_mut() {
+                    if let ContentPart::Image { url, .. } = part {
+                        let note = if url.starts_with("data:") {
+                            "an attached image".to_owned()
+                        } else {
+                            url.clone()
+                        };
+                        *part = ContentPart::Text {
+                            text: format!("[image omitted: {note}; this model cannot see images]"),
+                        };
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_catalog_loads_and_prices_cached_input() {
+        let c = Catalog::builtin().unwrap();
+        assert!(c.len() >= 30);
+        let usage = TokenUsage {
+            input: 1_000_000,
+            output: 1_000_000,
+            cached_read: 500_000,
+            ..Default::default()
+        };
+        // gpt-4o-mini: 0.5M fresh × 0.15 + 0.5M cached × 0.075 + 1M out × 0.6
+        assert_eq!(
+            c.cost("openai", "gpt-4o-mini", &usage),
+            Some(Usd::from_dollars(0.075 + 0.0375 + 0.6))
+        );
+        assert_eq!(c.cost("openai", "gpt-99", &usage), None);
+    }
+}

@@ -1,0 +1,618 @@
+//! [`ModelProvider`]: the interface the agent loop calls, and [`Provider`], its one
+//! implementation over any [`Protocol`] and [`Transport`], with retries, cancellation, hooks
+//! and capability checks.
+
+use crate::catalog::{Capabilities, Catalog, check_capabilities};
+use crate::error::{ErrorKind, ModelError};
+use crate::event::ModelEvent;
+use crate::framing::Decoder;
+use crate::hooks::{Hooks, NoHooks, soft};
+use crate::protocol::Protocol;
+use crate::registry::ProviderConfig;
+use crate::request::{ChatRequest, ResponseFormat, ToolChoice, ToolSpec};
+use crate::response::{Collector, ModelResponse};
+use crate::transport::{HttpCall, HttpResponse, Method, RetryPolicy, Transport};
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// A stream of normalized events.
+pub type EventStream = BoxStream<'static, ModelEvent>;
+
+/// One model provider.
+pub trait ModelProvider: Send + Sync {
+    /// Provider id.
+    fn id(&self) -> &str;
+    /// Stream a chat response. The stream always ends with `Stop` or `Error`.
+    fn chat(&self, request: ChatRequest) -> EventStream;
+    /// A chat response without streaming.
+    fn complete(&self, request: ChatRequest) -> BoxFuture<'static, ModelResponse>;
+    /// A JSON value matching `schema`: native structured output where the protocol has it,
+    /// otherwise a forced tool call whose arguments are the value.
+    fn generate_object(
+        &self,
+        request: ChatRequest,
+        name: &str,
+        schema: Value,
+    ) -> BoxFuture<'static, Result<Value, ModelError>>;
+    /// Embeddings of `inputs`.
+    fn embed(
+        &self,
+        model: &str,
+        inputs: Vec<String>,
+    ) -> BoxFuture<'static, Result<Vec<Vec<f32>>, ModelError>>;
+    /// Model ids the provider serves.
+    fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ModelError>>;
+}
+
+struct Inner {
+    config: ProviderConfig,
+    transport: Arc<dyn Transport>,
+    retry: RetryPolicy,
+    hooks: Arc<dyn Hooks>,
+    catalog: Option<Arc<Catalog>>,
+}
+
+/// A provider over a protocol and a transport.
+#[derive(Clone)]
+pub struct Provider {
+    inner: Arc<Inner>,
+}
+
+impl Provider {
+    /// A provider for `config` sending through `transport`.
+    pub fn new(config: ProviderConfig, transport: Arc<dyn Transport>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                config,
+                transport,
+                retry: RetryPolicy::default(),
+                hooks: Arc::new(NoHooks),
+                catalog: None,
+            }),
+        }
+    }
+
+    fn edit(mut self, f: impl FnOnce(&mut Inner)) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            f(inner);
+        }
+        self
+    }
+
+    /// Builder: retry policy.
+    pub fn with_retry(self, retry: RetryPolicy) -> Self {
+        self.edit(|i| i.retry = retry)
+    }
+
+    /// Builder: hooks.
+    pub fn with_hooks(self, hooks: Arc<dyn Hooks>) -> Self {
+        self.edit(|i| i.hooks = hooks)
+    }
+
+    /// Builder: catalog used for capability checks.
+    pub fn with_catalog(self, catalog: Arc<Catalog>) -> Self {
+        self.edit(|i| i.catalog = Some(catalog))
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ProviderConfig {
+        &self.inner.config
+    }
+}
+
+impl Inner {
+    fn headers(&self) -> Vec<(String, String)> {
+        let c = &self.config;
+        let mut h = vec![("content-type".to_owned(), "application/json".to_owned())];
+        if let Some(key) = &c.api_key {
+            match (c.protocol, c.quirks.auth_header.as_deref()) {
+                (_, Some(name)) => h.push((name.to_owned(), key.clone())),
+                (Protocol::Anthropic, None) => h.push(("x-api-key".into(), key.clone())),
+                (Protocol::Gemini, None) => h.push(("x-goog-api-key".into(), key.clone())),
+                _ => h.push(("authorization".into(), format!("Bearer {key}"))),
+            }
+        }
+        if c.protocol == Protocol::Anthropic {
+            h.push(("anthropic-version".into(), "2023-06-01".into()));
+        }
+        h.extend(c.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+        h
+    }
+
+    /// Build the wire call, applying the provider's quirks.
+    fn call(&self, req: &ChatRequest, stream: bool) -> HttpCall {
+        let wire = self.config.protocol.build(req, stream);
+        let mut body = wire.body;
+        let q = &self.config.quirks;
+        if let (Some(field), Some(obj)) = (&q.max_tokens_field, body.as_object_mut())
+            && let Some(v) = obj.remove("max_tokens")
+        {
+            obj.insert(field.clone(), v);
+        }
+        if q.stream_options == Some(false)
+            && let Some(obj) = body.as_object_mut()
+        {
+            obj.remove("stream_options");
+        }
+        HttpCall {
+            method: Method::Post,
+            base_url: self.config.base_url.clone(),
+            path: wire.path,
+            headers: self.headers(),
+            body,
+        }
+    }
+
+    fn capabilities(&self, model: &str) -> Capabilities {
+        let mut caps = self
+            .catalog
+            .as_ref()
+            .and_then(|c| c.lookup(&self.config.id, model))
+            .map_or(Capabilities::ASSUMED, |m| m.capabilities);
+        if self.config.quirks.tools == Some(false) {
+            caps.tools = false;
+        }
+        caps
+    }
+}
+
+/// How one attempt ended.
+enum Attempt {
+    Done,
+    /// Failed; `produced` says whether content already reached the caller (no retry then).
+    Failed {
+        error: ModelError,
+        produced: bool,
+    },
+}
+
+fn is_content(e: &ModelEvent) -> bool {
+    matches!(
+        e,
+        ModelEvent::TextDelta { .. }
+            | ModelEvent::ReasoningDelta { .. }
+            | ModelEvent::RefusalDelta { .. }
+            | ModelEvent::ToolCallStart { .. }
+            | ModelEvent::ToolCallDelta { .. }
+    )
+}
+
+/// Read a whole (error or non-streamed) body, up to 4 MiB.
+async fn read_all(resp: &mut HttpResponse) -> Result<Vec<u8>, ModelError> {
+    let mut body = Vec::new();
+    while let Some(piece) = resp.body.next().await {
+        body.extend_from_slice(&piece?);
+        if body.len() > 4 << 20 {
+            break;
+        }
+    }
+    Ok(body)
+}
+
+/// Sends events to the caller; `false` once the caller has gone away.
+struct Sink<'a> {
+    tx: &'a mpsc::Sender<ModelEvent>,
+    collector: &'a mut Collector,
+}
+
+impl Sink<'_> {
+    async fn send(&mut self, e: ModelEvent) -> bool {
+        self.collector.push(&e);
+        self.tx.send(e).await.is_ok()
+    }
+}
+
+impl Inner {
+    async fn attempt(
+        &self,
+        call: &HttpCall,
+        req: &ChatRequest,
+        stream: bool,
+        sink: &mut Sink<'_>,
+    ) -> Attempt {
+        let cancel = &req.cancel;
+        let sent = tokio::select! {
+            r = self.transport.send(call.clone()) => r,
+            () = cancel.cancelled() => return Attempt::Failed { error: cancelled(), produced: false },
+        };
+        let mut resp = match sent {
+            Ok(r) => r,
+            Err(error) => {
+                return Attempt::Failed {
+                    error,
+                    produced: false,
+                };
+            }
+        };
+        let protocol = self.config.protocol;
+        if !(200..300).contains(&resp.status) {
+            let body = read_all(&mut resp).await.unwrap_or_default();
+            return Attempt::Failed {
+                error: protocol.http_error(resp.status, &resp.headers, &body),
+                produced: false,
+            };
+        }
+        let mut produced = false;
+        if !stream {
+            let body = match read_all(&mut resp).await {
+                Ok(b) => b,
+                Err(error) => return Attempt::Failed { error, produced },
+            };
+            let mut failure = None;
+            if !Self::forward(
+                protocol.parse_body(&body),
+                sink,
+                &mut produced,
+                &mut failure,
+            )
+            .await
+            {
+                return Attempt::Failed {
+                    error: cancelled(),
+                    produced,
+                };
+            }
+            return match failure {
+                Some(error) => Attempt::Failed { error, produced },
+                None => Attempt::Done,
+            };
+        }
+        let mut decoder = Decoder::new(protocol.framing());
+        let mut parser = protocol.parser();
+        let (mut frames, mut events) = (Vec::new(), Vec::new());
+        let mut failure: Option<ModelError> = None;
+        loop {
+            let piece = tokio::select! {
+                p = resp.body.next() => p,
+                () = cancel.cancelled() => return Attempt::Failed { error: cancelled(), produced },
+            };
+            let (broken, ended) = match piece {
+                Some(Ok(bytes)) => {
+                    decoder.push(&bytes, &mut frames);
+                    (None, false)
+                }
+                Some(Err(error)) => (Some(error), true),
+                None => {
+                    decoder.finish(&mut frames);
+                    (None, true)
+                }
+            };
+            for f in frames.drain(..) {
+                parser.frame(f, &mut events);
+            }
+            if ended && broken.is_none() {
+                parser.finish(&mut events);
+            }
+            // Everything received before a failure reaches the caller first.
+            if !Self::forward(
+                std::mem::take(&mut events),
+                sink,
+                &mut produced,
+                &mut failure,
+            )
+            .await
+            {
+                return Attempt::Failed {
+                    error: cancelled(),
+                    produced,
+                };
+            }
+            if let Some(error) = broken {
+                return Attempt::Failed {
+                    error: failure.unwrap_or(error),
+                    produced,
+                };
+            }
+            if ended {
+                return match failure {
+                    Some(error) => Attempt::Failed { error, produced },
+                    None => Attempt::Done,
+                };
+            }
+        }
+    }
+
+    /// Send events to the caller. The first error is kept in `failure` instead of sent (the
+    /// caller decides whether to retry or report it); after it only the stop and usage still
+    /// pass, so a provider's closing frame (`response.failed`) is not lost. `false` when the
+    /// caller has gone away.
+    async fn forward(
+        events: Vec<ModelEvent>,
+        sink: &mut Sink<'_>,
+        produced: &mut bool,
+        failure: &mut Option<ModelError>,
+    ) -> bool {
+        for e in events {
+            match e {
+                ModelEvent::Error { error } => {
+                    failure.get_or_insert(error);
+                    continue;
+                }
+                ModelEvent::Stop { .. } | ModelEvent::Usage { .. } => {}
+                _ if failure.is_some() => continue,
+                _ => {}
+            }
+            *produced |= is_content(&e);
+            if !sink.send(e).await {
+                return false;
+            }
+        }
+        true
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        mut req: ChatRequest,
+        stream: bool,
+        tx: mpsc::Sender<ModelEvent>,
+    ) -> ModelResponse {
+        let mut collector = Collector::new();
+        let fail = |error: ModelError| ModelEvent::Error { error };
+        if let Err(reason) = self.hooks.before_call(&req) {
+            let error =
+                ModelError::new(ErrorKind::Vetoed, format!("the call was vetoed: {reason}"));
+            soft("on_error", self.hooks.on_error(&error));
+            let e = fail(error);
+            collector.push(&e);
+            let _ = tx.send(e).await;
+            return collector.finish();
+        }
+        let model_id = format!("{}/{}", self.config.id, req.model);
+        let caps = self.capabilities(&req.model);
+        if let Err(error) = check_capabilities(&mut req, &model_id, &caps) {
+            soft("on_error", self.hooks.on_error(&error));
+            let e = fail(error);
+            collector.push(&e);
+            let _ = tx.send(e).await;
+            return collector.finish();
+        }
+        let call = self.call(&req, stream);
+        let policy = self.retry;
+        let mut waited = std::time::Duration::ZERO;
+        let mut attempt = 1;
+        loop {
+            let outcome = {
+                let mut sink = Sink {
+                    tx: &tx,
+                    collector: &mut collector,
+                };
+                self.attempt(&call, &req, stream, &mut sink).await
+            };
+            let error = match outcome {
+                Attempt::Done => break,
+                Attempt::Failed { error, produced } => {
+                    let delay = policy.delay(attempt + 1, error.retry_after_ms);
+                    let can_retry = error.retryable
+                        && !produced
+                        && attempt < policy.max_attempts
+                        && waited + delay <= policy.max_total_delay;
+                    if !can_retry {
+                        Some(error)
+                    } else {
+                        attempt += 1;
+                        waited += delay;
+                        let retry = ModelEvent::Retry {
+                            attempt,
+                            max_attempts: policy.max_attempts,
+                            delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                            error,
+                        };
+                        collector.push(&retry);
+                        if tx.send(retry).await.is_err() {
+                            return collector.finish();
+                        }
+                        tokio::select! {
+                            () = tokio::time::sleep(delay) => None,
+                            () = req.cancel.cancelled() => Some(cancelled()),
+                        }
+                    }
+                }
+            };
+            if let Some(error) = error {
+                soft("on_error", self.hooks.on_error(&error));
+                let e = fail(error);
+                collector.push(&e);
+                let _ = tx.send(e).await;
+                return collector.finish();
+            }
+        }
+        let response = collector.finish();
+        if let Some(u) = &response.usage {
+            soft("on_usage", self.hooks.on_usage(u));
+        }
+        soft("on_completion", self.hooks.on_completion(&response));
+        response
+    }
+}
+
+fn cancelled() -> ModelError {
+    let mut e = ModelError::new(ErrorKind::Cancelled, "the call was cancelled");
+    e.retryable = false;
+    e
+}
+
+fn channel_stream(rx: mpsc::Receiver<ModelEvent>) -> EventStream {
+    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) }).boxed()
+}
+
+impl ModelProvider for Provider {
+    fn id(&self) -> &str {
+        &self.inner.config.id
+    }
+
+    fn chat(&self, request: ChatRequest) -> EventStream {
+        let (tx, rx) = mpsc::channel(256);
+        let inner = Arc::clone(&self.inner);
+        tokio::spawn(async move {
+            inner.run(request, true, tx).await;
+        });
+        channel_stream(rx)
+    }
+
+    fn complete(&self, request: ChatRequest) -> BoxFuture<'static, ModelResponse> {
+        let inner = Arc::clone(&self.inner);
+        async move {
+            let (tx, mut rx) = mpsc::channel(256);
+            let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
+            let response = inner.run(request, false, tx).await;
+            let _ = drain.await;
+            response
+        }
+        .boxed()
+    }
+
+    fn generate_object(
+        &self,
+        mut request: ChatRequest,
+        name: &str,
+        schema: Value,
+    ) -> BoxFuture<'static, Result<Value, ModelError>> {
+        let provider = self.clone();
+        let name = name.to_owned();
+        async move {
+            let caps = provider.inner.capabilities(&request.model);
+            let native =
+                caps.structured_output && provider.inner.config.protocol != Protocol::Anthropic;
+            if native {
+                request.response_format = ResponseFormat::JsonSchema {
+                    name: name.clone(),
+                    schema,
+                    strict: true,
+                };
+                let r = provider.complete(request).await;
+                if let Some(e) = r.error {
+                    return Err(e);
+                }
+                serde_json::from_str(r.text.trim()).map_err(|e| {
+                    ModelError::new(
+                        ErrorKind::MalformedStream,
+                        format!("the model's structured output is not JSON: {e}"),
+                    )
+                })
+            } else {
+                request.tools = vec![ToolSpec {
+                    name: name.clone(),
+                    description: format!("Return the {name} object."),
+                    parameters: schema,
+                }];
+                request.tool_choice = ToolChoice::Tool(name.clone());
+                let r = provider.complete(request).await;
+                if let Some(e) = r.error {
+                    return Err(e);
+                }
+                let call = r
+                    .tool_calls
+                    .into_iter()
+                    .find(|c| c.name == name)
+                    .ok_or_else(|| {
+                        ModelError::new(
+                            ErrorKind::EmptyCompletion,
+                            format!("the model did not call `{name}` to return the object"),
+                        )
+                    })?;
+                call.arguments.ok_or_else(|| {
+                    ModelError::new(
+                        ErrorKind::MalformedStream,
+                        call.arguments_error
+                            .unwrap_or_else(|| "no arguments".into()),
+                    )
+                })
+            }
+        }
+        .boxed()
+    }
+
+    fn embed(
+        &self,
+        model: &str,
+        inputs: Vec<String>,
+    ) -> BoxFuture<'static, Result<Vec<Vec<f32>>, ModelError>> {
+        let inner = Arc::clone(&self.inner);
+        let model = model.to_owned();
+        async move {
+            let (path, body) = match inner.config.protocol {
+                Protocol::OpenaiChat | Protocol::OpenaiResponses => ("/embeddings".to_owned(), json!({"model": model, "input": inputs})),
+                Protocol::Ollama => ("/api/embed".to_owned(), json!({"model": model, "input": inputs})),
+                Protocol::Gemini => (
+                    format!("/models/{model}:batchEmbedContents"),
+                    json!({"requests": inputs.iter().map(|t| json!({"model": format!("models/{model}"), "content": {"parts": [{"text": t}]}})).collect::<Vec<_>>()}),
+                ),
+                Protocol::Anthropic => {
+                    return Err(ModelError::new(ErrorKind::Unsupported, "Anthropic has no embeddings endpoint"));
+                }
+            };
+            let call = HttpCall { method: Method::Post, base_url: inner.config.base_url.clone(), path, headers: inner.headers(), body };
+            let v = inner.json(call).await?;
+            let vectors: Option<Vec<Vec<f32>>> = match inner.config.protocol {
+                Protocol::Ollama => v.get("embeddings").and_then(|e| serde_json::from_value(e.clone()).ok()),
+                Protocol::Gemini => v.get("embeddings").and_then(|e| e.as_array()).map(|items| {
+                    items.iter().filter_map(|i| i.get("values").and_then(|x| serde_json::from_value(x.clone()).ok())).collect()
+                }),
+                _ => v.get("data").and_then(|d| d.as_array()).map(|items| {
+                    items.iter().filter_map(|i| i.get("embedding").and_then(|x| serde_json::from_value(x.clone()).ok())).collect()
+                }),
+            };
+            vectors
+                .filter(|v| v.len() == inputs.len())
+                .ok_or_else(|| ModelError::new(ErrorKind::MalformedStream, "the embeddings response has an unexpected shape"))
+        }
+        .boxed()
+    }
+
+    fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ModelError>> {
+        let inner = Arc::clone(&self.inner);
+        async move {
+            let path = match inner.config.protocol {
+                Protocol::Ollama => "/api/tags",
+                _ => "/models",
+            };
+            let call = HttpCall {
+                method: Method::Get,
+                base_url: inner.config.base_url.clone(),
+                path: path.into(),
+                headers: inner.headers(),
+                body: Value::Null,
+            };
+            let v = inner.json(call).await?;
+            let list = v
+                .get("data")
+                .or_else(|| v.get("models"))
+                .and_then(|l| l.as_array())
+                .cloned()
+                .unwrap_or_default();
+            Ok(list
+                .iter()
+                .filter_map(|m| {
+                    m.get("id")
+                        .or_else(|| m.get("name"))
+                        .and_then(|x| x.as_str())
+                })
+                .map(|id| id.trim_start_matches("models/").to_owned())
+                .collect())
+        }
+        .boxed()
+    }
+}
+
+impl Inner {
+    async fn json(&self, call: HttpCall) -> Result<Value, ModelError> {
+        let mut resp = self.transport.send(call).await?;
+        let body = read_all(&mut resp).await?;
+        if !(200..300).contains(&resp.status) {
+            return Err(self
+                .config
+                .protocol
+                .http_error(resp.status, &resp.headers, &body));
+        }
+        serde_json::from_slice(&body).map_err(|e| {
+            ModelError::new(
+                ErrorKind::MalformedStream,
+                format!("response is not JSON: {e}"),
+            )
+        })
+    }
+}

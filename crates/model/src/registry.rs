@@ -1,0 +1,278 @@
+//! Providers by id: the preset table (shipped in the crate), user configuration over it, and
+//! environment variables (`<PROVIDER>_BASE_URL`, `<PROVIDER>_API_KEY`, `OLLAMA_HOST`). A model
+//! is addressed as `provider/model`; an unknown provider with a base URL is treated as
+//! OpenAI-compatible.
+
+use crate::error::{ErrorKind, ModelError};
+use crate::protocol::Protocol;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+const BUILTIN: &str = include_str!("../data/providers.json");
+
+/// Where a provider deviates from its protocol's defaults.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Quirks {
+    /// Name of the output-limit field (`max_completion_tokens` for OpenAI).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens_field: Option<String>,
+    /// `false` when the server rejects `stream_options`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_options: Option<bool>,
+    /// `false` when the server has no function calling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<bool>,
+    /// Header carrying the key instead of `Authorization: Bearer` (`api-key` for Azure).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth_header: Option<String>,
+}
+
+/// One provider preset or configuration entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderPreset {
+    /// Id used in `provider/model`.
+    pub id: String,
+    /// Wire protocol.
+    pub protocol: Protocol,
+    /// Default base URL (empty when it must be configured, e.g. Azure).
+    #[serde(default)]
+    pub base_url: String,
+    /// Environment variable holding the key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// Deviations.
+    #[serde(default)]
+    pub quirks: Quirks,
+}
+
+/// User configuration for one provider (every field optional).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProviderOverride {
+    /// Protocol (for providers not in the presets).
+    pub protocol: Option<Protocol>,
+    /// Base URL.
+    pub base_url: Option<String>,
+    /// API key.
+    pub api_key: Option<String>,
+    /// Extra headers.
+    pub headers: BTreeMap<String, String>,
+    /// Deviations.
+    pub quirks: Option<Quirks>,
+}
+
+/// Everything needed to talk to one provider.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProviderConfig {
+    /// Provider id.
+    pub id: String,
+    /// Wire protocol.
+    pub protocol: Protocol,
+    /// Base URL.
+    pub base_url: String,
+    /// API key, if any.
+    pub api_key: Option<String>,
+    /// Extra headers.
+    pub headers: BTreeMap<String, String>,
+    /// Deviations.
+    pub quirks: Quirks,
+}
+
+#[derive(Deserialize)]
+struct File {
+    providers: Vec<ProviderPreset>,
+}
+
+/// Reads environment variables (injectable so tests do not touch the process environment).
+pub type Env = dyn Fn(&str) -> Option<String> + Send + Sync;
+
+/// Resolves `provider/model` addresses.
+pub struct Registry {
+    presets: BTreeMap<String, ProviderPreset>,
+    overrides: BTreeMap<String, ProviderOverride>,
+    env: Box<Env>,
+}
+
+fn env_name(id: &str, suffix: &str) -> String {
+    let id: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{id}_{suffix}")
+}
+
+impl Registry {
+    /// The shipped presets, reading the process environment.
+    pub fn builtin() -> Result<Self, ModelError> {
+        Self::new(
+            BUILTIN,
+            BTreeMap::new(),
+            Box::new(|k| std::env::var(k).ok().filter(|v| !v.is_empty())),
+        )
+    }
+
+    /// Presets from JSON text, `overrides` from configuration, and an environment reader.
+    pub fn new(
+        presets_json: &str,
+        overrides: BTreeMap<String, ProviderOverride>,
+        env: Box<Env>,
+    ) -> Result<Self, ModelError> {
+        let file: File = serde_json::from_str(presets_json).map_err(|e| {
+            ModelError::new(ErrorKind::Config, format!("invalid provider presets: {e}"))
+        })?;
+        let presets = file
+            .providers
+            .into_iter()
+            .map(|p| (p.id.clone(), p))
+            .collect();
+        Ok(Self {
+            presets,
+            overrides,
+            env,
+        })
+    }
+
+    /// The shipped preset JSON.
+    pub fn builtin_presets_json() -> &'static str {
+        BUILTIN
+    }
+
+    /// Preset ids.
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.presets.keys().map(String::as_str)
+    }
+
+    /// Split `provider/model` (the model may itself contain `/`).
+    pub fn split(address: &str) -> Result<(&str, &str), ModelError> {
+        match address.split_once('/') {
+            Some((p, m)) if !p.is_empty() && !m.is_empty() => Ok((p, m)),
+            _ => Err(ModelError::new(
+                ErrorKind::Config,
+                format!(
+                    "model `{address}` must be addressed as provider/model (for example openai/gpt-4o-mini)"
+                ),
+            )),
+        }
+    }
+
+    /// The configuration of provider `id`.
+    pub fn provider(&self, id: &str) -> Result<ProviderConfig, ModelError> {
+        let preset = self.presets.get(id);
+        let over = self.overrides.get(id).cloned().unwrap_or_default();
+        let env = &self.env;
+        let mut base = over
+            .base_url
+            .clone()
+            .or_else(|| env(&env_name(id, "BASE_URL")))
+            .or_else(|| (id == "ollama").then(|| env("OLLAMA_HOST")).flatten())
+            .or_else(|| preset.map(|p| p.base_url.clone()).filter(|b| !b.is_empty()));
+        if let Some(b) = &mut base
+            && !b.contains("://")
+        {
+            // OLLAMA_HOST is commonly `host:port`.
+            *b = format!("http://{b}");
+        }
+        let Some(base_url) = base else {
+            return Err(ModelError::new(
+                ErrorKind::Config,
+                match preset {
+                    Some(_) => format!(
+                        "provider `{id}` needs a base URL: set {} or configure it",
+                        env_name(id, "BASE_URL")
+                    ),
+                    None => format!(
+                        "unknown provider `{id}`: set {} to use an OpenAI-compatible server, or configure it",
+                        env_name(id, "BASE_URL")
+                    ),
+                },
+            ));
+        };
+        let api_key = over
+            .api_key
+            .clone()
+            .or_else(|| env(&env_name(id, "API_KEY")))
+            .or_else(|| {
+                preset
+                    .and_then(|p| p.api_key_env.as_deref())
+                    .and_then(env)
+            })
+            .or_else(|| (id == "gemini").then(|| env("GOOGLE_API_KEY")).flatten());
+        Ok(ProviderConfig {
+            id: id.to_owned(),
+            protocol: over
+                .protocol
+                .or(preset.map(|p| p.protocol))
+                .unwrap_or(Protocol::OpenaiChat),
+            base_url,
+            api_key,
+            headers: over.headers,
+            quirks: over
+                .quirks
+                .or(preset.map(|p| p.quirks.clone()))
+                .unwrap_or_default(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn registry(vars: &[(&str, &str)]) -> Registry {
+        let vars: BTreeMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).into(), (*v).into()))
+            .collect();
+        Registry::new(
+            BUILTIN,
+            BTreeMap::new(),
+            Box::new(move |k| vars.get(k).cloned()),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn presets_env_and_unknown_providers() {
+        let r = registry(&[
+            ("DEEPSEEK_API_KEY", "sk-d"),
+            ("OLLAMA_HOST", "10.0.0.5:11434"),
+            ("MYLAB_BASE_URL", "http://lab:9000/v1"),
+        ]);
+        assert!(
+            r.ids()
+                .filter(|id| r.presets[*id].protocol == Protocol::OpenaiChat)
+                .count()
+                >= 30
+        );
+        let d = r.provider("deepseek").unwrap();
+        assert_eq!(
+            (d.base_url.as_str(), d.api_key.as_deref()),
+            ("https://api.deepseek.com/v1", Some("sk-d"))
+        );
+        assert_eq!(
+            r.provider("ollama").unwrap().base_url,
+            "http://10.0.0.5:11434"
+        );
+        let lab = r.provider("mylab").unwrap();
+        assert_eq!(
+            (lab.protocol, lab.base_url.as_str()),
+            (Protocol::OpenaiChat, "http://lab:9000/v1")
+        );
+        let err = r.provider("nowhere").unwrap_err();
+        assert!(err.message.contains("NOWHERE_BASE_URL"), "{err}");
+        let err = r.provider("azure").unwrap_err();
+        assert!(err.message.contains("AZURE_BASE_URL"), "{err}");
+        assert_eq!(
+            Registry::split("openrouter/openai/gpt-4o").unwrap(),
+            ("openrouter", "openai/gpt-4o")
+        );
+        assert!(Registry::split("gpt-4o").is_err());
+    }
+}

@@ -1,0 +1,153 @@
+//! A loopback HTTP/1.1 server that answers with canned responses, writing each body in
+//! random 1..=N byte pieces, and records what it was sent.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use rand::{Rng, SeedableRng, rngs::StdRng};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+#[derive(Clone)]
+pub struct Canned {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub max_piece: usize,
+    /// Stop writing after this many bytes and hold the connection open (a stalled stream).
+    pub stall_after: Option<usize>,
+}
+
+impl Canned {
+    pub fn from_fixture(f: &super::Fixture) -> Self {
+        let headers = f.meta["response"]["headers"]
+            .as_object()
+            .map(|h| {
+                h.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Canned {
+            status: f.meta["response"]["status"].as_u64().unwrap() as u16,
+            headers,
+            body: f.body.clone(),
+            max_piece: 7,
+            stall_after: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: serde_json::Value,
+}
+
+pub struct Server {
+    pub base: String,
+    pub requests: Arc<Mutex<Vec<Recorded>>>,
+}
+
+impl Server {
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<Recorded> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let header_end = loop {
+        let n = sock.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break pos + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..header_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let mut first = lines.next()?.split(' ');
+    let (method, path) = (first.next()?.to_owned(), first.next()?.to_owned());
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let len: usize = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    while buf.len() < header_end + len {
+        let n = sock.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let body = serde_json::from_slice(&buf[header_end..]).unwrap_or(serde_json::Value::Null);
+    Some(Recorded {
+        method,
+        path,
+        headers,
+        body,
+    })
+}
+
+pub async fn serve(responses: Vec<Canned>, seed: u64) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let queue = Arc::new(Mutex::new(
+        responses
+            .into_iter()
+            .collect::<std::collections::VecDeque<_>>(),
+    ));
+    let rec = requests.clone();
+    tokio::spawn(async move {
+        let mut rng = StdRng::seed_from_u64(seed);
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
+            let Some(req) = read_request(&mut sock).await else {
+                continue;
+            };
+            rec.lock().unwrap().push(req);
+            let canned = queue.lock().unwrap().pop_front();
+            let Some(c) = canned else {
+                let _ = sock.write_all(b"HTTP/1.1 500 Internal Server Error\r\nconnection: close\r\ncontent-length: 0\r\n\r\n").await;
+                continue;
+            };
+            let mut head = format!("HTTP/1.1 {} Canned\r\nconnection: close\r\n", c.status);
+            for (k, v) in &c.headers {
+                head.push_str(&format!("{k}: {v}\r\n"));
+            }
+            head.push_str("\r\n");
+            if sock.write_all(head.as_bytes()).await.is_err() {
+                continue;
+            }
+            let mut rest: &[u8] = &c.body;
+            let mut written = 0;
+            while !rest.is_empty() {
+                if c.stall_after.is_some_and(|s| written >= s) {
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                    break;
+                }
+                let n = rng.random_range(1..=c.max_piece).min(rest.len());
+                if sock.write_all(&rest[..n]).await.is_err() || sock.flush().await.is_err() {
+                    break;
+                }
+                written += n;
+                rest = &rest[n..];
+            }
+            let _ = sock.shutdown().await;
+        }
+    });
+    Server { base, requests }
+}
