@@ -47,6 +47,8 @@ pub enum ErrorKind {
     Vetoed,
     /// Configuration is missing or wrong (no base URL, no key).
     Config,
+    /// A replayed request does not match the cassette.
+    ReplayMismatch,
 }
 
 impl ErrorKind {
@@ -85,6 +87,7 @@ impl ErrorKind {
             ErrorKind::Unsupported => "unsupported",
             ErrorKind::Vetoed => "vetoed",
             ErrorKind::Config => "config",
+            ErrorKind::ReplayMismatch => "replay_mismatch",
         }
     }
 }

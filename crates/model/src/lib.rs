@@ -7,7 +7,9 @@
 //! machines over framed bytes ([`framing`]); the HTTP transport, retries and cancellation sit
 //! on top.
 
+pub mod cassette;
 pub mod catalog;
+pub mod demo;
 pub mod error;
 pub mod event;
 pub mod framing;

@@ -198,11 +198,7 @@ impl Registry {
             .api_key
             .clone()
             .or_else(|| env(&env_name(id, "API_KEY")))
-            .or_else(|| {
-                preset
-                    .and_then(|p| p.api_key_env.as_deref())
-                    .and_then(env)
-            })
+            .or_else(|| preset.and_then(|p| p.api_key_env.as_deref()).and_then(env))
             .or_else(|| (id == "gemini").then(|| env("GOOGLE_API_KEY")).flatten());
         Ok(ProviderConfig {
             id: id.to_owned(),

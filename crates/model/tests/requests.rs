@@ -19,10 +19,22 @@ fn conversation() -> ChatRequest {
     let mut call = ToolCall::new("call_1", "weather", "get", r#"{"city":"Paris"}"#);
     call.thought_signature = Some("c2lnbmF0dXJl".into());
     let mut assistant = Message::assistant("Let me check the weather.");
-    assistant.reasoning = Some(Reasoning { text: "The user wants weather.".into(), signature: Some("EqQBsig==".into()), redacted: vec![] });
+    assistant.reasoning = Some(Reasoning {
+        text: "The user wants weather.".into(),
+        signature: Some("EqQBsig==".into()),
+        redacted: vec![],
+    });
     assistant.tool_calls = vec![call.clone()];
-    let result = Message::tool_result(&call, Some(assistant.id), ToolStatus::Succeeded, "18°C, sunny");
-    let messages = vec![Message::system("You are terse."), user, assistant, result].into_iter().map(Arc::new).collect();
+    let result = Message::tool_result(
+        &call,
+        Some(assistant.id),
+        ToolStatus::Succeeded,
+        "18°C, sunny",
+    );
+    let messages = vec![Message::system("You are terse."), user, assistant, result]
+        .into_iter()
+        .map(Arc::new)
+        .collect();
     let mut req = ChatRequest::new("model-x", messages);
     req.tools = vec![ToolSpec {
         name: "weather__get".into(),
@@ -31,7 +43,10 @@ fn conversation() -> ChatRequest {
     }];
     req.temperature = Some(0.25);
     req.max_tokens = Some(512);
-    req.reasoning = Some(ReasoningConfig { effort: Some(ReasoningEffort::Medium), budget_tokens: Some(2048) });
+    req.reasoning = Some(ReasoningConfig {
+        effort: Some(ReasoningEffort::Medium),
+        budget_tokens: Some(2048),
+    });
     req.stop = vec!["END".into()];
     req
 }

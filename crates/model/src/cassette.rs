@@ -1,0 +1,275 @@
+//! Record and replay. [`RecordingTransport`] tees every exchange (request path and body, raw
+//! response status, headers and bytes) into a JSONL cassette; [`ReplayTransport`] serves a
+//! cassette offline, matching requests in order and failing loudly on the first mismatch.
+//! Credentials are never written: request headers are not recorded.
+
+use crate::error::{ErrorKind, ModelError};
+use crate::transport::{HttpCall, HttpResponse, Method, Transport};
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// The recorded request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecordedRequest {
+    /// Method.
+    pub method: Method,
+    /// Path below the base URL.
+    pub path: String,
+    /// JSON body.
+    #[serde(default)]
+    pub body: serde_json::Value,
+}
+
+/// The recorded response, byte for byte.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecordedResponse {
+    /// Status.
+    pub status: u16,
+    /// Headers.
+    #[serde(default)]
+    pub headers: Vec<(String, String)>,
+    /// Body text.
+    pub body: String,
+}
+
+/// One line of a cassette.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Exchange {
+    /// What was sent.
+    pub request: RecordedRequest,
+    /// What came back.
+    pub response: RecordedResponse,
+}
+
+fn io(path: &Path, e: impl std::fmt::Display) -> ModelError {
+    ModelError::new(
+        ErrorKind::Config,
+        format!("cassette {}: {e}", path.display()),
+    )
+}
+
+/// Tees exchanges of an inner transport into a cassette file (appending).
+pub struct RecordingTransport {
+    inner: Arc<dyn Transport>,
+    path: PathBuf,
+}
+
+impl RecordingTransport {
+    /// Record what `inner` sends and receives into `path`.
+    pub fn new(inner: Arc<dyn Transport>, path: impl Into<PathBuf>) -> Self {
+        Self {
+            inner,
+            path: path.into(),
+        }
+    }
+}
+
+impl Transport for RecordingTransport {
+    fn send(&self, call: HttpCall) -> BoxFuture<'static, Result<HttpResponse, ModelError>> {
+        let inner = Arc::clone(&self.inner);
+        let path = self.path.clone();
+        async move {
+            let request = RecordedRequest {
+                method: call.method,
+                path: call.path.clone(),
+                body: call.body.clone(),
+            };
+            let resp = inner.send(call).await?;
+            let headers: Vec<(String, String)> = resp
+                .headers
+                .iter()
+                .filter(|(k, _)| !k.eq_ignore_ascii_case("set-cookie"))
+                .cloned()
+                .collect();
+            let status = resp.status;
+            let state = (
+                resp.body,
+                Vec::<u8>::new(),
+                Some((request, path, status, headers.clone())),
+            );
+            // Pass pieces through as they arrive; write the exchange when the body ends.
+            let body =
+                futures::stream::unfold(state, |(mut body, mut seen, mut pending)| async move {
+                    match body.next().await {
+                        Some(Ok(piece)) => {
+                            seen.extend_from_slice(&piece);
+                            Some((Ok(piece), (body, seen, pending)))
+                        }
+                        Some(Err(e)) => Some((Err(e), (body, seen, pending))),
+                        None => {
+                            if let Some((request, path, status, headers)) = pending.take() {
+                                let response = RecordedResponse {
+                                    status,
+                                    headers,
+                                    body: String::from_utf8_lossy(&seen).into_owned(),
+                                };
+                                if let Err(e) = append(&path, &Exchange { request, response }).await
+                                {
+                                    tracing::warn!(error = %e, "could not record the exchange");
+                                }
+                            }
+                            None
+                        }
+                    }
+                })
+                .boxed();
+            Ok(HttpResponse {
+                status,
+                headers,
+                body,
+            })
+        }
+        .boxed()
+    }
+}
+
+async fn append(path: &Path, exchange: &Exchange) -> Result<(), ModelError> {
+    use tokio::io::AsyncWriteExt;
+    let mut line = serde_json::to_string(exchange).map_err(|e| io(path, e))?;
+    line.push('\n');
+    let mut f = tokio::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .await
+        .map_err(|e| io(path, e))?;
+    f.write_all(line.as_bytes())
+        .await
+        .map_err(|e| io(path, e))?;
+    f.flush().await.map_err(|e| io(path, e))
+}
+
+/// Serves a cassette, in order.
+pub struct ReplayTransport {
+    exchanges: Mutex<VecDeque<Exchange>>,
+    served: Mutex<usize>,
+    piece: usize,
+}
+
+impl ReplayTransport {
+    /// A replay of `exchanges`.
+    pub fn new(exchanges: Vec<Exchange>) -> Self {
+        Self {
+            exchanges: Mutex::new(exchanges.into()),
+            served: Mutex::new(0),
+            piece: 64,
+        }
+    }
+
+    /// Read a JSONL cassette; a bad line is an error naming it.
+    pub fn from_jsonl(text: &str) -> Result<Self, ModelError> {
+        let mut out = Vec::new();
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let e: Exchange = serde_json::from_str(line).map_err(|e| {
+                ModelError::new(
+                    ErrorKind::Config,
+                    format!("cassette line {}: not a recorded exchange: {e}", i + 1),
+                )
+            })?;
+            out.push(e);
+        }
+        Ok(Self::new(out))
+    }
+
+    /// Read a cassette file.
+    pub fn from_file(path: &Path) -> Result<Self, ModelError> {
+        let text = std::fs::read_to_string(path).map_err(|e| io(path, e))?;
+        Self::from_jsonl(&text)
+    }
+
+    /// Exchanges not yet served.
+    pub fn remaining(&self) -> usize {
+        self.exchanges
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
+    }
+}
+
+/// The first JSON path at which two values differ.
+fn first_difference(a: &serde_json::Value, b: &serde_json::Value, at: String) -> Option<String> {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for k in x.keys().chain(y.keys()) {
+                let (va, vb) = (
+                    x.get(k).unwrap_or(&Value::Null),
+                    y.get(k).unwrap_or(&Value::Null),
+                );
+                if let Some(d) = first_difference(va, vb, format!("{at}.{k}")) {
+                    return Some(d);
+                }
+            }
+            None
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (va, vb))| first_difference(va, vb, format!("{at}[{i}]"))),
+        _ if a == b => None,
+        _ => Some(format!("{at}: recorded {a}, now {b}")),
+    }
+}
+
+fn mismatch(msg: String) -> ModelError {
+    let mut e = ModelError::new(ErrorKind::ReplayMismatch, msg);
+    e.retryable = false;
+    e
+}
+
+impl Transport for ReplayTransport {
+    fn send(&self, call: HttpCall) -> BoxFuture<'static, Result<HttpResponse, ModelError>> {
+        let next = self
+            .exchanges
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop_front();
+        let n = {
+            let mut served = self.served.lock().unwrap_or_else(|p| p.into_inner());
+            *served += 1;
+            *served
+        };
+        let piece = self.piece;
+        async move {
+            let Some(ex) = next else {
+                return Err(mismatch(format!(
+                    "request {n} ({}) has no recorded exchange: the cassette is exhausted",
+                    call.path
+                )));
+            };
+            if ex.request.method != call.method || ex.request.path != call.path {
+                return Err(mismatch(format!(
+                    "request {n}: recorded {:?} {}, now {:?} {}",
+                    ex.request.method, ex.request.path, call.method, call.path
+                )));
+            }
+            if let Some(d) = first_difference(&ex.request.body, &call.body, "body".into()) {
+                return Err(mismatch(format!(
+                    "request {n} to {} differs from the cassette at {d}",
+                    call.path
+                )));
+            }
+            let bytes = Bytes::from(ex.response.body.into_bytes());
+            let pieces: Vec<Result<Bytes, ModelError>> = (0..bytes.len())
+                .step_by(piece.max(1))
+                .map(|i| Ok(bytes.slice(i..(i + piece).min(bytes.len()))))
+                .collect();
+            Ok(HttpResponse {
+                status: ex.response.status,
+                headers: ex.response.headers,
+                body: futures::stream::iter(pieces).boxed(),
+            })
+        }
+        .boxed()
+    }
+}
