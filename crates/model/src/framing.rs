@@ -6,20 +6,20 @@
 //! Lines end at `\n` (a trailing `\r` is stripped, so CRLF split across pieces is handled);
 //! a line is decoded as UTF-8 only once complete, so split code points are handled too.
 
-/// One framed unit.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Frame {
+/// One framed unit, borrowed from the decoder's buffers for the duration of a callback.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Frame<'a> {
     /// An SSE event.
     Event {
         /// `event:` name, if any.
-        event: Option<String>,
+        event: Option<&'a str>,
         /// `data:` lines joined with `\n`.
-        data: String,
+        data: &'a str,
     },
     /// A JSON document outside SSE framing (NDJSON line, or a bare JSON error in an SSE body).
-    Json(String),
+    Json(&'a str),
     /// Bytes that are not valid UTF-8.
-    Invalid(String),
+    Invalid(&'a [u8]),
 }
 
 /// Which framing a body uses.
@@ -31,12 +31,14 @@ pub enum Framing {
     Ndjson,
 }
 
-/// Incremental decoder.
+/// Incremental decoder. Its buffers are reused across frames, so steady-state framing does
+/// not allocate.
 #[derive(Debug)]
 pub struct Decoder {
     framing: Framing,
     buf: Vec<u8>,
-    event: Option<String>,
+    event: String,
+    has_event: bool,
     data: String,
     has_data: bool,
     raw: String,
@@ -44,9 +46,9 @@ pub struct Decoder {
 }
 
 /// Brace depth change of a JSON line, ignoring braces inside strings.
-fn depth_delta(line: &str, mut in_string: bool) -> (i32, bool) {
+fn depth_delta(line: &str) -> i32 {
     let mut d = 0;
-    let mut escaped = false;
+    let (mut in_string, mut escaped) = (false, false);
     for b in line.bytes() {
         if in_string {
             match b {
@@ -64,7 +66,7 @@ fn depth_delta(line: &str, mut in_string: bool) -> (i32, bool) {
             }
         }
     }
-    (d, in_string)
+    d
 }
 
 impl Decoder {
@@ -73,86 +75,92 @@ impl Decoder {
         Self {
             framing,
             buf: Vec::with_capacity(8 * 1024),
-            event: None,
-            data: String::new(),
+            event: String::new(),
+            has_event: false,
+            data: String::with_capacity(1024),
             has_data: false,
             raw: String::new(),
             raw_depth: 0,
         }
     }
 
-    /// Feed bytes; complete frames are appended to `out`.
-    pub fn push(&mut self, bytes: &[u8], out: &mut Vec<Frame>) {
+    /// Feed bytes; each complete frame is passed to `on_frame`.
+    pub fn push(&mut self, bytes: &[u8], on_frame: &mut dyn FnMut(Frame<'_>)) {
         self.buf.extend_from_slice(bytes);
+        // Lines borrow from the buffer while the decoder's other fields change.
+        let buf = std::mem::take(&mut self.buf);
         let mut start = 0;
-        while let Some(pos) = memchr(b'\n', &self.buf[start..]) {
+        while let Some(pos) = memchr(b'\n', &buf[start..]) {
             let end = start + pos;
-            let line_end = if end > start && self.buf[end - 1] == b'\r' {
+            let line_end = if end > start && buf[end - 1] == b'\r' {
                 end - 1
             } else {
                 end
             };
-            let line = std::mem::take(&mut self.buf);
-            self.line(&line[start..line_end], out);
-            self.buf = line;
+            self.line(&buf[start..line_end], on_frame);
             start = end + 1;
         }
+        self.buf = buf;
         if start > 0 {
             self.buf.drain(..start);
         }
     }
 
     /// End of body: flush what is pending (an unterminated last line or event).
-    pub fn finish(&mut self, out: &mut Vec<Frame>) {
+    pub fn finish(&mut self, on_frame: &mut dyn FnMut(Frame<'_>)) {
         if !self.buf.is_empty() {
             let rest = std::mem::take(&mut self.buf);
             let trimmed = rest.strip_suffix(b"\r").unwrap_or(&rest);
-            self.line(trimmed, out);
+            self.line(trimmed, on_frame);
         }
         if self.framing == Framing::Sse {
-            self.dispatch(out);
+            self.dispatch(on_frame);
         }
         if !self.raw.trim().is_empty() {
-            out.push(Frame::Json(std::mem::take(&mut self.raw)));
+            on_frame(Frame::Json(&self.raw));
+            self.raw.clear();
         }
     }
 
-    fn dispatch(&mut self, out: &mut Vec<Frame>) {
+    fn dispatch(&mut self, on_frame: &mut dyn FnMut(Frame<'_>)) {
         if self.has_data {
-            out.push(Frame::Event {
-                event: self.event.take(),
-                data: std::mem::take(&mut self.data),
+            let event = self.has_event.then_some(self.event.as_str());
+            on_frame(Frame::Event {
+                event,
+                data: &self.data,
             });
+            self.data.clear();
             self.has_data = false;
         }
-        self.event = None;
+        self.event.clear();
+        self.has_event = false;
     }
 
-    fn line(&mut self, bytes: &[u8], out: &mut Vec<Frame>) {
+    fn line(&mut self, bytes: &[u8], on_frame: &mut dyn FnMut(Frame<'_>)) {
         let Ok(line) = std::str::from_utf8(bytes) else {
-            out.push(Frame::Invalid(String::from_utf8_lossy(bytes).into_owned()));
+            on_frame(Frame::Invalid(bytes));
             return;
         };
         if self.framing == Framing::Ndjson {
             if !line.trim().is_empty() {
-                out.push(Frame::Json(line.to_owned()));
+                on_frame(Frame::Json(line));
             }
             return;
         }
-        if self.raw_depth > 0 || (line.starts_with('{') || line.starts_with('[')) {
+        if self.raw_depth > 0 || line.starts_with('{') || line.starts_with('[') {
             // A bare JSON document inside an SSE body (Gemini errors), possibly multi-line.
-            let (d, _) = depth_delta(line, false);
             self.raw.push_str(line);
             self.raw.push('\n');
-            self.raw_depth += d;
+            self.raw_depth += depth_delta(line);
             if self.raw_depth <= 0 {
                 self.raw_depth = 0;
-                out.push(Frame::Json(std::mem::take(&mut self.raw)));
+                on_frame(Frame::Json(&self.raw));
+                self.raw.clear();
             }
             return;
         }
         if line.is_empty() {
-            self.dispatch(out);
+            self.dispatch(on_frame);
             return;
         }
         if line.starts_with(':') {
@@ -170,7 +178,11 @@ impl Decoder {
                 self.data.push_str(value);
                 self.has_data = true;
             }
-            "event" => self.event = Some(value.to_owned()),
+            "event" => {
+                self.event.clear();
+                self.event.push_str(value);
+                self.has_event = true;
+            }
             _ => {}
         }
     }
@@ -184,13 +196,26 @@ fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
 mod tests {
     use super::*;
 
-    fn decode(framing: Framing, body: &[u8], piece: usize) -> Vec<Frame> {
+    #[derive(Debug, PartialEq)]
+    enum Owned {
+        Event(Option<String>, String),
+        Json(String),
+    }
+
+    fn decode(framing: Framing, body: &[u8], piece: usize) -> Vec<Owned> {
         let mut d = Decoder::new(framing);
         let mut out = Vec::new();
+        let mut sink = |f: Frame<'_>| match f {
+            Frame::Event { event, data } => {
+                out.push(Owned::Event(event.map(str::to_owned), data.to_owned()))
+            }
+            Frame::Json(j) => out.push(Owned::Json(j.to_owned())),
+            Frame::Invalid(_) => panic!("invalid"),
+        };
         for chunk in body.chunks(piece) {
-            d.push(chunk, &mut out);
+            d.push(chunk, &mut sink);
         }
-        d.finish(&mut out);
+        d.finish(&mut sink);
         out
     }
 
@@ -201,19 +226,10 @@ mod tests {
         assert_eq!(
             want,
             vec![
-                Frame::Event {
-                    event: Some("a".into()),
-                    data: "{\"x\":\"é👋\"}".into()
-                },
-                Frame::Event {
-                    event: None,
-                    data: "l1\nl2".into()
-                },
-                Frame::Json("{\"error\": {\n  \"code\": 500\n}\n}\n".into()),
-                Frame::Event {
-                    event: None,
-                    data: "tail".into()
-                },
+                Owned::Event(Some("a".into()), "{\"x\":\"é👋\"}".into()),
+                Owned::Event(None, "l1\nl2".into()),
+                Owned::Json("{\"error\": {\n  \"code\": 500\n}\n}\n".into()),
+                Owned::Event(None, "tail".into()),
             ]
         );
         for piece in 1..8 {
@@ -227,8 +243,8 @@ mod tests {
         assert_eq!(
             decode(Framing::Ndjson, body, 3),
             vec![
-                Frame::Json("{\"a\":1}".into()),
-                Frame::Json("{\"b\":2}".into())
+                Owned::Json("{\"a\":1}".into()),
+                Owned::Json("{\"b\":2}".into())
             ]
         );
     }

@@ -263,27 +263,25 @@ impl Inner {
         }
         let mut decoder = Decoder::new(protocol.framing());
         let mut parser = protocol.parser();
-        let (mut frames, mut events) = (Vec::new(), Vec::new());
+        let mut events = Vec::new();
         let mut failure: Option<ModelError> = None;
         loop {
             let piece = tokio::select! {
                 p = resp.body.next() => p,
                 () = cancel.cancelled() => return Attempt::Failed { error: cancelled(), produced },
             };
+            let mut on_frame = |f: crate::framing::Frame<'_>| parser.frame(f, &mut events);
             let (broken, ended) = match piece {
                 Some(Ok(bytes)) => {
-                    decoder.push(&bytes, &mut frames);
+                    decoder.push(&bytes, &mut on_frame);
                     (None, false)
                 }
                 Some(Err(error)) => (Some(error), true),
                 None => {
-                    decoder.finish(&mut frames);
+                    decoder.finish(&mut on_frame);
                     (None, true)
                 }
             };
-            for f in frames.drain(..) {
-                parser.frame(f, &mut events);
-            }
             if ended && broken.is_none() {
                 parser.finish(&mut events);
             }

@@ -37,20 +37,15 @@ fn parse(f: &Fixture, seed: u64) -> ModelResponse {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut decoder = Decoder::new(protocol.framing());
     let mut parser = protocol.parser();
-    let (mut frames, mut events) = (Vec::new(), Vec::new());
+    let mut events = Vec::new();
+    let mut on_frame = |frame: rein_model::framing::Frame<'_>| parser.frame(frame, &mut events);
     let mut rest: &[u8] = &f.body;
     while !rest.is_empty() {
         let n = rng.random_range(1..=7).min(rest.len());
-        decoder.push(&rest[..n], &mut frames);
+        decoder.push(&rest[..n], &mut on_frame);
         rest = &rest[n..];
-        for frame in frames.drain(..) {
-            parser.frame(frame, &mut events);
-        }
     }
-    decoder.finish(&mut frames);
-    for frame in frames.drain(..) {
-        parser.frame(frame, &mut events);
-    }
+    decoder.finish(&mut on_frame);
     parser.finish(&mut events);
     for e in &events {
         c.push(e);

@@ -336,13 +336,18 @@ impl Parser {
 }
 
 impl StreamParser for Parser {
-    fn frame(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) {
+    fn frame(&mut self, frame: Frame<'_>, out: &mut Vec<ModelEvent>) {
         if self.failed {
             return;
         }
         let data = match frame {
             Frame::Event { data, .. } | Frame::Json(data) => data,
-            Frame::Invalid(s) => return out.push(malformed(format!("invalid UTF-8: {s}"))),
+            Frame::Invalid(b) => {
+                return out.push(malformed(format!(
+                    "invalid UTF-8: {}",
+                    String::from_utf8_lossy(b)
+                )));
+            }
         };
         // A non-streamed error body may be an array of one error object.
         let trimmed = data.trim();

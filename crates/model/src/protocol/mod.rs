@@ -34,7 +34,7 @@ pub enum Protocol {
 /// Turns one response's frames into normalized events.
 pub trait StreamParser: Send {
     /// One frame.
-    fn frame(&mut self, frame: Frame, out: &mut Vec<ModelEvent>);
+    fn frame(&mut self, frame: Frame<'_>, out: &mut Vec<ModelEvent>);
     /// The body ended: close open tool calls, report the stop (or an interruption).
     fn finish(&mut self, out: &mut Vec<ModelEvent>);
 }
@@ -88,15 +88,19 @@ impl Protocol {
             // These return the same objects as their stream frames.
             Protocol::OpenaiResponses | Protocol::Gemini | Protocol::Ollama => {
                 let mut p = self.parser();
-                let text = String::from_utf8_lossy(body).into_owned();
-                let frame = match self {
-                    Protocol::OpenaiResponses => Frame::Event {
-                        event: Some("response.completed".into()),
-                        data: wrap_response(&text),
-                    },
-                    _ => Frame::Json(text),
-                };
-                p.frame(frame, &mut out);
+                let text = String::from_utf8_lossy(body);
+                if self == Protocol::OpenaiResponses {
+                    let wrapped = wrap_response(&text);
+                    p.frame(
+                        Frame::Event {
+                            event: Some("response.completed"),
+                            data: &wrapped,
+                        },
+                        &mut out,
+                    );
+                } else {
+                    p.frame(Frame::Json(&text), &mut out);
+                }
                 p.finish(&mut out);
             }
         }

@@ -145,15 +145,20 @@ pub struct Parser {
 }
 
 impl StreamParser for Parser {
-    fn frame(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) {
+    fn frame(&mut self, frame: Frame<'_>, out: &mut Vec<ModelEvent>) {
         if self.failed || self.done {
             return;
         }
         let data = match frame {
             Frame::Event { data, .. } | Frame::Json(data) => data,
-            Frame::Invalid(s) => return out.push(malformed(format!("invalid UTF-8: {s}"))),
+            Frame::Invalid(b) => {
+                return out.push(malformed(format!(
+                    "invalid UTF-8: {}",
+                    String::from_utf8_lossy(b)
+                )));
+            }
         };
-        let line: Line = match serde_json::from_str(&data) {
+        let line: Line = match serde_json::from_str(data) {
             Ok(l) => l,
             Err(e) => {
                 return out.push(malformed(format!(

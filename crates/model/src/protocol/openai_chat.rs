@@ -347,7 +347,7 @@ impl Parser {
 }
 
 impl StreamParser for Parser {
-    fn frame(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) {
+    fn frame(&mut self, frame: Frame<'_>, out: &mut Vec<ModelEvent>) {
         if self.failed {
             return;
         }
@@ -357,9 +357,14 @@ impl StreamParser for Parser {
                 return;
             }
             Frame::Event { data, .. } | Frame::Json(data) => data,
-            Frame::Invalid(s) => return out.push(malformed(format!("invalid UTF-8: {s}"))),
+            Frame::Invalid(b) => {
+                return out.push(malformed(format!(
+                    "invalid UTF-8: {}",
+                    String::from_utf8_lossy(b)
+                )));
+            }
         };
-        match serde_json::from_str::<Chunk<'_>>(&data) {
+        match serde_json::from_str::<Chunk<'_>>(data) {
             Ok(c) => self.chunk(c, out),
             Err(e) => out.push(malformed(format!(
                 "{e} in {}",
@@ -391,7 +396,7 @@ impl StreamParser for Parser {
 pub fn parse_body(body: &[u8], out: &mut Vec<ModelEvent>) {
     let mut p = Parser::default();
     match std::str::from_utf8(body) {
-        Ok(text) => p.frame(Frame::Json(text.to_owned()), out),
+        Ok(text) => p.frame(Frame::Json(text), out),
         Err(e) => out.push(malformed(e)),
     }
     p.finish(out);

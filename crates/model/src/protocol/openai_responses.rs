@@ -476,15 +476,20 @@ struct ItemOwned {
 }
 
 impl StreamParser for Parser {
-    fn frame(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) {
+    fn frame(&mut self, frame: Frame<'_>, out: &mut Vec<ModelEvent>) {
         let data = match frame {
             Frame::Event { data, .. } | Frame::Json(data) => data,
-            Frame::Invalid(s) => return out.push(malformed(format!("invalid UTF-8: {s}"))),
+            Frame::Invalid(b) => {
+                return out.push(malformed(format!(
+                    "invalid UTF-8: {}",
+                    String::from_utf8_lossy(b)
+                )));
+            }
         };
         if self.ended {
             return;
         }
-        match serde_json::from_str::<Event<'_>>(&data) {
+        match serde_json::from_str::<Event<'_>>(data) {
             Ok(e) => self.event(e, out),
             Err(e) => out.push(malformed(format!(
                 "{e} in {}",
