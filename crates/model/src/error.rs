@@ -62,6 +62,7 @@ impl ErrorKind {
                 | ErrorKind::Network
                 | ErrorKind::Timeout
                 | ErrorKind::StreamInterrupted
+                | ErrorKind::EmptyCompletion
         )
     }
 
@@ -168,8 +169,11 @@ pub fn classify(
     let c = code.unwrap_or_default().to_ascii_lowercase();
     let m = message.to_ascii_lowercase();
     let any = |needles: &[&str]| needles.iter().any(|n| t.contains(n) || c.contains(n));
-    if any(&["context_length", "context_window"])
-        || m.contains("maximum context length")
+    if any(&[
+        "context_length",
+        "context_window",
+        "string_above_max_length",
+    ]) || m.contains("maximum context length")
         || m.contains("prompt is too long")
         || m.contains("context window")
         || m.contains("too many tokens")

@@ -380,6 +380,17 @@ impl Inner {
                 };
                 self.attempt(&call, &req, stream, &mut sink).await
             };
+            let outcome = match outcome {
+                // A stop with nothing in it is a failed call, not an answer.
+                Attempt::Done if collector_is_empty(&collector) => Attempt::Failed {
+                    error: ModelError::new(
+                        ErrorKind::EmptyCompletion,
+                        "the model returned an empty completion",
+                    ),
+                    produced: false,
+                },
+                other => other,
+            };
             let error = match outcome {
                 Attempt::Done => break,
                 Attempt::Failed { error, produced } => {
@@ -425,6 +436,16 @@ impl Inner {
         soft("on_completion", self.hooks.on_completion(&response));
         response
     }
+}
+
+fn collector_is_empty(c: &Collector) -> bool {
+    let r = c.peek();
+    r.text.is_empty()
+        && r.tool_calls_pending == 0
+        && r.refusal.is_none()
+        && r.reasoning.is_none()
+        && r.stop_reason != Some(crate::event::StopReason::MaxTokens)
+        && r.stop_reason != Some(crate::event::StopReason::ContentFilter)
 }
 
 fn cancelled() -> ModelError {

@@ -217,6 +217,25 @@ impl Registry {
     }
 }
 
+impl Registry {
+    /// A provider for `provider/model` over `transport`, with `catalog` for capability checks;
+    /// returns it with the model id.
+    pub fn resolve(
+        &self,
+        address: &str,
+        transport: std::sync::Arc<dyn crate::Transport>,
+        catalog: Option<std::sync::Arc<crate::Catalog>>,
+    ) -> Result<(crate::Provider, String), ModelError> {
+        let (id, model) = Self::split(address)?;
+        let provider = crate::Provider::new(self.provider(id)?, transport);
+        let provider = match catalog {
+            Some(c) => provider.with_catalog(c),
+            None => provider,
+        };
+        Ok((provider, model.to_owned()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,6 +61,21 @@ pub struct ModelResponse {
     pub retries: u32,
 }
 
+/// What [`Collector::peek`] shows.
+#[derive(Debug)]
+pub struct Peek<'a> {
+    /// Text so far.
+    pub text: &'a str,
+    /// Tool calls started so far.
+    pub tool_calls_pending: usize,
+    /// Refusal so far.
+    pub refusal: Option<&'a str>,
+    /// Reasoning so far.
+    pub reasoning: Option<&'a str>,
+    /// Stop reason, once known.
+    pub stop_reason: Option<StopReason>,
+}
+
 /// Folds events into a response; usable incrementally.
 #[derive(Debug, Default)]
 pub struct Collector {
@@ -144,6 +159,17 @@ impl Collector {
                 r.error = Some(error.clone());
                 r.stop_reason = Some(StopReason::Error);
             }
+        }
+    }
+
+    /// A cheap look at what has been folded so far.
+    pub fn peek(&self) -> Peek<'_> {
+        Peek {
+            text: &self.response.text,
+            tool_calls_pending: self.calls.len(),
+            refusal: self.response.refusal.as_deref(),
+            reasoning: self.response.reasoning.as_deref(),
+            stop_reason: self.response.stop_reason,
         }
     }
 
