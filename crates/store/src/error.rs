@@ -1,0 +1,54 @@
+//! Store errors.
+
+/// What went wrong with the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database could not be opened or reached.
+    #[error("cannot open the database {target}: {message}")]
+    Connect {
+        /// What was being opened (path or URL without credentials).
+        target: String,
+        /// Why.
+        message: String,
+    },
+    /// The schema could not be brought up to date.
+    #[error("database migration {version} failed: {message}")]
+    Migration {
+        /// Migration version.
+        version: i64,
+        /// Why.
+        message: String,
+    },
+    /// A query failed.
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    /// Stored data could not be read back.
+    #[error("corrupt {what} in the database: {message}")]
+    Corrupt {
+        /// Which record.
+        what: String,
+        /// Why.
+        message: String,
+    },
+    /// No such operation.
+    #[error("no operation {0}")]
+    OperationNotFound(String),
+    /// The operation already exists.
+    #[error("operation {0} already exists")]
+    OperationExists(String),
+    /// No such pending intervention.
+    #[error("no intervention for tool call {0}")]
+    InterventionNotFound(String),
+    /// The intervention was already decided (decisions are single-use).
+    #[error("tool call {0} was already decided")]
+    AlreadyDecided(String),
+}
+
+impl StoreError {
+    pub(crate) fn corrupt(what: impl Into<String>, e: impl std::fmt::Display) -> Self {
+        StoreError::Corrupt {
+            what: what.into(),
+            message: e.to_string(),
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! rein-store: the durable record of agents' work.
+//!
+//! One [`Store`] trait over operations (record, latest state, next context), their committed
+//! steps (idempotent by `(operation, step_index)`), the event log (the replay cursor), the
+//! message tree of each topic, tool executions (effect class and status, for crash recovery)
+//! and interventions (single-use human decisions). [`SqlStore`] implements it over SQLite (the
+//! embedded default, WAL) and PostgreSQL with the same portable SQL; one conformance suite
+//! runs against both.
+
+mod error;
+mod records;
+mod schema;
+mod sql;
+
+pub use error::StoreError;
+pub use records::*;
+pub use sql::{SqlStore, Synchronous};
+
+use futures::future::BoxFuture;
+use rein_core::state::Status;
+use rein_core::{AgentEvent, Message, MessageId, OperationId};
+
+/// Durable storage for operations. Every method is one transaction.
+pub trait Store: Send + Sync {
+    /// Persist a new operation with its first messages, before anything runs.
+    fn create_operation<'a>(
+        &'a self,
+        op: &'a NewOperation,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Commit one step (state, messages, events, tool executions, interventions) atomically.
+    fn commit_step<'a>(
+        &'a self,
+        commit: &'a StepCommit,
+    ) -> BoxFuture<'a, Result<CommitOutcome, StoreError>>;
+    /// The operation with its state.
+    fn load_operation(
+        &self,
+        id: OperationId,
+    ) -> BoxFuture<'_, Result<Option<StoredOperation>, StoreError>>;
+    /// Operations, newest first, optionally with one status.
+    fn list_operations(
+        &self,
+        status: Option<Status>,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<Vec<OperationRecord>, StoreError>>;
+    /// The step timeline.
+    fn steps(&self, id: OperationId) -> BoxFuture<'_, Result<Vec<StepRecord>, StoreError>>;
+    /// Events with `seq > after`, in order.
+    fn events(
+        &self,
+        id: OperationId,
+        after: Option<u64>,
+    ) -> BoxFuture<'_, Result<Vec<AgentEvent>, StoreError>>;
+    /// Every message of a topic, oldest first.
+    fn topic_messages<'a>(
+        &'a self,
+        topic_id: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Message>, StoreError>>;
+    /// Whether a message exists.
+    fn message_exists(&self, id: MessageId) -> BoxFuture<'_, Result<bool, StoreError>>;
+    /// Delete a message (it stays referenced by nothing; children keep their parent id).
+    fn delete_message(&self, id: MessageId) -> BoxFuture<'_, Result<bool, StoreError>>;
+    /// Record (insert or update) a tool execution outside a step commit, so "running" is on
+    /// disk before the tool's side effects start.
+    fn record_tool_execution<'a>(
+        &'a self,
+        exec: &'a ToolExecution,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// One tool execution.
+    fn tool_execution<'a>(
+        &'a self,
+        id: OperationId,
+        tool_call_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ToolExecution>, StoreError>>;
+    /// The operation's interventions.
+    fn interventions(
+        &self,
+        id: OperationId,
+    ) -> BoxFuture<'_, Result<Vec<Intervention>, StoreError>>;
+    /// Decide a pending intervention; a second decision on the same call fails.
+    fn decide_intervention<'a>(
+        &'a self,
+        id: OperationId,
+        tool_call_id: &'a str,
+        status: InterventionStatus,
+        decided_by: Option<&'a str>,
+        reason: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Ask the process running the operation to stop at its next boundary.
+    fn request_cancel(&self, id: OperationId) -> BoxFuture<'_, Result<bool, StoreError>>;
+}

@@ -1,0 +1,235 @@
+//! What the store keeps, as Rust types.
+
+use chrono::{DateTime, Utc};
+use rein_core::phase::RuntimeContext;
+use rein_core::state::{FinishReason, Status};
+use rein_core::{AgentEvent, AgentState, Message, OperationId, ToolCall, Usd};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// What started an operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    /// `rein run`.
+    Cli,
+    /// The HTTP API.
+    Api,
+    /// A cron schedule.
+    Schedule,
+    /// A heartbeat.
+    Heartbeat,
+    /// A parent operation.
+    SubAgent,
+}
+
+/// A new operation: its initial state (with the user message) and where it belongs.
+#[derive(Clone, Debug)]
+pub struct NewOperation {
+    /// Initial state; its messages are stored in the topic.
+    pub state: AgentState,
+    /// Conversation.
+    pub topic_id: String,
+    /// Agent name.
+    pub agent: Option<String>,
+    /// What started it.
+    pub trigger: Trigger,
+    /// Parent operation (sub-agents).
+    pub parent_operation: Option<OperationId>,
+    /// Context of the first step.
+    pub next_context: Option<RuntimeContext>,
+}
+
+/// How a tool's side effects may be repeated.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    /// No side effects: re-run freely.
+    Pure,
+    /// Side effects keyed by an idempotency key: re-run with the same key.
+    Idempotent,
+    /// Must not run twice: an interrupted run is settled, not repeated.
+    #[default]
+    AtMostOnce,
+}
+
+/// Where a tool execution is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecStatus {
+    /// Recorded, not started.
+    Pending,
+    /// Started; if found so after a crash, it may have had effects.
+    Running,
+    /// Finished successfully.
+    Succeeded,
+    /// Finished with an error.
+    Failed,
+    /// Settled without a result after a crash or cancellation.
+    Interrupted,
+}
+
+/// One tool execution.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolExecution {
+    /// Operation.
+    pub operation_id: OperationId,
+    /// The call.
+    pub tool_call_id: String,
+    /// Commit index of the step that ran it.
+    pub step_index: u64,
+    /// `identifier/api`.
+    pub tool: String,
+    /// Effect class.
+    pub effect: Effect,
+    /// Status.
+    pub status: ExecStatus,
+    /// Result text.
+    pub result: Option<String>,
+}
+
+/// A human decision's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InterventionStatus {
+    /// Waiting.
+    Pending,
+    /// Approved.
+    Approved,
+    /// Rejected.
+    Rejected,
+    /// Aborted with the operation.
+    Aborted,
+    /// Nobody decided in time.
+    Expired,
+}
+
+/// A pending (or decided) approval.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Intervention {
+    /// Operation.
+    pub operation_id: OperationId,
+    /// The call awaiting a decision.
+    pub call: ToolCall,
+    /// Who may decide (a user id); `None` for anyone with access.
+    pub owner: Option<String>,
+    /// Status.
+    pub status: InterventionStatus,
+    /// Rejection reason.
+    pub reason: Option<String>,
+    /// Who decided.
+    pub decided_by: Option<String>,
+    /// When.
+    pub decided_at: Option<DateTime<Utc>>,
+    /// Deadline for a decision.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// When it was requested.
+    pub created_at: DateTime<Utc>,
+}
+
+/// Everything one step changed, committed in one transaction.
+#[derive(Clone, Debug)]
+pub struct StepCommit {
+    /// Operation.
+    pub operation_id: OperationId,
+    /// Commit index, 1-based; `(operation, step_index)` is the idempotency key.
+    pub step_index: u64,
+    /// State after the step.
+    pub state: AgentState,
+    /// Context of the next step.
+    pub next_context: Option<RuntimeContext>,
+    /// Instruction types the step ran.
+    pub instructions: Vec<String>,
+    /// Messages created or changed by the step.
+    pub messages: Vec<Arc<Message>>,
+    /// Events the step emitted.
+    pub events: Vec<AgentEvent>,
+    /// Tool executions it started or finished.
+    pub tool_executions: Vec<ToolExecution>,
+    /// Approvals it requested.
+    pub interventions: Vec<Intervention>,
+}
+
+/// Whether a commit took effect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommitOutcome {
+    /// Written.
+    Committed,
+    /// A commit with this key already exists; nothing was written.
+    Duplicate,
+}
+
+/// The queryable summary of an operation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OperationRecord {
+    /// Id.
+    pub id: OperationId,
+    /// Agent name.
+    pub agent: Option<String>,
+    /// Conversation.
+    pub topic_id: String,
+    /// What started it.
+    pub trigger: Trigger,
+    /// Provider.
+    pub provider: Option<String>,
+    /// Model.
+    pub model: Option<String>,
+    /// Status.
+    pub status: Status,
+    /// Why it finished.
+    pub finish_reason: Option<FinishReason>,
+    /// Detail.
+    pub finish_detail: Option<String>,
+    /// Counted steps.
+    pub step_count: u64,
+    /// Step limit.
+    pub max_steps: Option<u64>,
+    /// Commits so far.
+    pub commit_seq: u64,
+    /// Input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Total tokens.
+    pub total_tokens: u64,
+    /// Cost.
+    pub cost: Usd,
+    /// Approval requests.
+    pub approval_requests: u64,
+    /// Cancellation requested by someone outside the running process.
+    pub cancel_requested: bool,
+    /// Failure.
+    pub error: Option<String>,
+    /// Parent operation.
+    pub parent_operation: Option<String>,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+    /// Finished.
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+/// A record with its full state and next context.
+#[derive(Clone, Debug)]
+pub struct StoredOperation {
+    /// Summary.
+    pub record: OperationRecord,
+    /// State, messages included.
+    pub state: AgentState,
+    /// Context of the next step.
+    pub next_context: Option<RuntimeContext>,
+}
+
+/// One committed step.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// Commit index.
+    pub step_index: u64,
+    /// Status after it.
+    pub status: Status,
+    /// Instruction types it ran.
+    pub instructions: Vec<String>,
+    /// When.
+    pub created_at: DateTime<Utc>,
+}

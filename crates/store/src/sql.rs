@@ -1,0 +1,729 @@
+//! [`Store`] over SQLite or PostgreSQL through sqlx's `Any` driver, with one portable schema.
+
+use crate::Store;
+use crate::error::StoreError;
+use crate::records::*;
+use crate::schema::migrate;
+use chrono::{DateTime, Utc};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rein_core::phase::RuntimeContext;
+use rein_core::state::{FinishReason, Status};
+use rein_core::{AgentEvent, AgentState, Message, MessageId, OperationId, ToolCall, Usd};
+use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::{AnyPool, Row};
+use std::collections::HashMap;
+use std::sync::Once;
+use std::time::Duration;
+
+/// SQLite durability: `Normal` (WAL default: a power loss may drop the last commits, never
+/// corrupt) or `Full` (every commit synced).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Synchronous {
+    /// `PRAGMA synchronous=NORMAL`.
+    #[default]
+    Normal,
+    /// `PRAGMA synchronous=FULL`.
+    Full,
+}
+
+/// A store on SQLite or PostgreSQL.
+#[derive(Clone)]
+pub struct SqlStore {
+    pool: AnyPool,
+    postgres: bool,
+}
+
+fn ts(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+fn parse_ts(s: &str, what: &str) -> Result<DateTime<Utc>, StoreError> {
+    DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|e| StoreError::corrupt(what, e))
+}
+
+fn enum_str<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+fn enum_from<T: serde::de::DeserializeOwned>(s: &str, what: &str) -> Result<T, StoreError> {
+    serde_json::from_value(serde_json::Value::String(s.to_owned()))
+        .map_err(|e| StoreError::corrupt(what, e))
+}
+
+fn to_json<T: serde::Serialize>(v: &T, what: &str) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(|e| StoreError::corrupt(what, e))
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(s: &str, what: &str) -> Result<T, StoreError> {
+    serde_json::from_str(s).map_err(|e| StoreError::corrupt(what, e))
+}
+
+fn i64_of(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn u64_of(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+/// The state as stored: messages replaced by their ids (messages live in their own table).
+fn state_json(state: &AgentState) -> Result<String, StoreError> {
+    let mut v = serde_json::to_value(state).map_err(|e| StoreError::corrupt("state", e))?;
+    if let Some(obj) = v.as_object_mut() {
+        let ids: Vec<String> = state.messages.iter().map(|m| m.id.to_string()).collect();
+        obj.remove("messages");
+        obj.insert("message_ids".into(), serde_json::json!(ids));
+    }
+    Ok(v.to_string())
+}
+
+static DRIVERS: Once = Once::new();
+
+impl SqlStore {
+    /// Open `target`: a `postgres://` URL, or a SQLite file path (created if missing).
+    pub async fn open(target: &str, synchronous: Synchronous) -> Result<Self, StoreError> {
+        DRIVERS.call_once(sqlx::any::install_default_drivers);
+        let postgres = target.starts_with("postgres://") || target.starts_with("postgresql://");
+        let (url, shown) = if postgres {
+            (target.to_owned(), redact(target))
+        } else {
+            let path = target.strip_prefix("sqlite://").unwrap_or(target);
+            if let Some(dir) = std::path::Path::new(path)
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                && !dir.exists()
+            {
+                return Err(StoreError::Connect {
+                    target: path.into(),
+                    message: format!("directory {} does not exist", dir.display()),
+                });
+            }
+            (format!("sqlite://{path}?mode=rwc"), path.to_owned())
+        };
+        let sync = match synchronous {
+            Synchronous::Normal => "NORMAL",
+            Synchronous::Full => "FULL",
+        };
+        // One direct connection first: a refused or misconfigured database fails at once with
+        // its real error instead of after the pool's acquire timeout.
+        {
+            use sqlx::Connection;
+            let conn =
+                sqlx::AnyConnection::connect(&url)
+                    .await
+                    .map_err(|e| StoreError::Connect {
+                        target: shown.clone(),
+                        message: e.to_string(),
+                    })?;
+            let _ = conn.close().await;
+        }
+        let pool = AnyPoolOptions::new()
+            .max_connections(if postgres { 8 } else { 4 })
+            .acquire_timeout(Duration::from_secs(10))
+            .after_connect(move |conn, _| {
+                Box::pin(async move {
+                    if conn.backend_name() == "SQLite" {
+                        for pragma in ["PRAGMA journal_mode=WAL", "PRAGMA busy_timeout=10000"] {
+                            sqlx::query(pragma).execute(&mut *conn).await?;
+                        }
+                        sqlx::query(sqlx::AssertSqlSafe(format!("PRAGMA synchronous={sync}")))
+                            .execute(&mut *conn)
+                            .await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect(&url)
+            .await
+            .map_err(|e| StoreError::Connect {
+                target: shown.clone(),
+                message: e.to_string(),
+            })?;
+        migrate(&pool).await?;
+        Ok(Self { pool, postgres })
+    }
+
+    /// Whether this is PostgreSQL.
+    pub fn is_postgres(&self) -> bool {
+        self.postgres
+    }
+
+    /// Close the pool.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    async fn load_messages(&self, topic_id: &str) -> Result<Vec<Message>, StoreError> {
+        let rows =
+            sqlx::query("SELECT body FROM messages WHERE topic_id = $1 ORDER BY created_at, id")
+                .bind(topic_id)
+                .fetch_all(&self.pool)
+                .await?;
+        rows.iter()
+            .map(|r| from_json::<Message>(&r.try_get::<String, _>("body")?, "message"))
+            .collect()
+    }
+}
+
+/// A URL with its password removed, for error messages.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => match url[s + 3..at].split_once(':') {
+            Some((user, _)) => format!("{}{user}:***{}", &url[..s + 3], &url[at..]),
+            None => url.to_owned(),
+        },
+        _ => url.to_owned(),
+    }
+}
+
+fn record(row: &AnyRow) -> Result<OperationRecord, StoreError> {
+    let s = |c: &str| row.try_get::<String, _>(c);
+    let o = |c: &str| row.try_get::<Option<String>, _>(c);
+    let n = |c: &str| row.try_get::<i64, _>(c).map(u64_of);
+    let id: String = s("id")?;
+    Ok(OperationRecord {
+        id: id
+            .parse()
+            .map_err(|e| StoreError::corrupt("operation id", e))?,
+        agent: o("agent")?,
+        topic_id: s("topic_id")?,
+        trigger: enum_from(&s("trigger_kind")?, "trigger")?,
+        provider: o("provider")?,
+        model: o("model")?,
+        status: enum_from(&s("status")?, "status")?,
+        finish_reason: o("finish_reason")?
+            .map(|r| enum_from::<FinishReason>(&r, "finish reason"))
+            .transpose()?,
+        finish_detail: o("finish_detail")?,
+        step_count: n("step_count")?,
+        max_steps: row.try_get::<Option<i64>, _>("max_steps")?.map(u64_of),
+        commit_seq: n("commit_seq")?,
+        input_tokens: n("input_tokens")?,
+        output_tokens: n("output_tokens")?,
+        total_tokens: n("total_tokens")?,
+        cost: Usd::from_nanos(n("cost_nanos")?),
+        approval_requests: n("approval_requests")?,
+        cancel_requested: n("cancel_requested")? != 0,
+        error: o("error")?,
+        parent_operation: o("parent_operation")?,
+        created_at: parse_ts(&s("created_at")?, "created_at")?,
+        updated_at: parse_ts(&s("updated_at")?, "updated_at")?,
+        finished_at: o("finished_at")?
+            .map(|t| parse_ts(&t, "finished_at"))
+            .transpose()?,
+    })
+}
+
+const OPERATION_COLUMNS: &str = "id, agent, topic_id, trigger_kind, provider, model, status, finish_reason, finish_detail, step_count, max_steps, commit_seq, input_tokens, output_tokens, total_tokens, cost_nanos, approval_requests, cancel_requested, error, parent_operation, created_at, updated_at, finished_at";
+
+async fn upsert_message(
+    tx: &mut sqlx::AnyConnection,
+    topic_id: &str,
+    m: &Message,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO messages (id, topic_id, parent_id, role, tool_call_id, status, body, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+         ON CONFLICT (id) DO UPDATE SET parent_id = excluded.parent_id, status = excluded.status, body = excluded.body",
+    )
+    .bind(m.id.to_string())
+    .bind(topic_id)
+    .bind(m.parent_id.map(|p| p.to_string()))
+    .bind(enum_str(&m.role))
+    .bind(m.tool_call_id.clone())
+    .bind(m.tool_status.map(|s| enum_str(&s)))
+    .bind(to_json(m, "message")?)
+    .bind(ts(m.created_at))
+    .execute(tx)
+    .await?;
+    Ok(())
+}
+
+async fn upsert_tool(tx: &mut sqlx::AnyConnection, e: &ToolExecution) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO tool_executions (operation_id, tool_call_id, step_index, tool, effect, status, result, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+         ON CONFLICT (operation_id, tool_call_id) DO UPDATE SET step_index = excluded.step_index, status = excluded.status, result = excluded.result, updated_at = excluded.updated_at",
+    )
+    .bind(e.operation_id.to_string())
+    .bind(e.tool_call_id.clone())
+    .bind(i64_of(e.step_index))
+    .bind(e.tool.clone())
+    .bind(enum_str(&e.effect))
+    .bind(enum_str(&e.status))
+    .bind(e.result.clone())
+    .bind(ts(Utc::now()))
+    .execute(tx)
+    .await?;
+    Ok(())
+}
+
+/// Write the operation row from a state.
+async fn write_operation(
+    tx: &mut sqlx::AnyConnection,
+    state: &AgentState,
+    next: Option<&RuntimeContext>,
+    commit_seq: u64,
+    insert: Option<&NewOperation>,
+) -> Result<(), StoreError> {
+    let finish = state.finish.as_ref();
+    let tokens = &state.usage.llm.tokens;
+    let state_text = state_json(state)?;
+    let next_text = next.map(|c| to_json(c, "next context")).transpose()?;
+    let now = ts(Utc::now());
+    let finished_at = state.status.is_terminal().then(|| now.clone());
+    let error = state
+        .error
+        .as_ref()
+        .map(|e| format!("{}: {}", e.code, e.message));
+    let model = state.model.as_ref();
+    if let Some(op) = insert {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO operations ({OPERATION_COLUMNS}, state, next_context) VALUES \
+             ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)"
+        )))
+        .bind(state.operation_id.to_string())
+        .bind(op.agent.clone())
+        .bind(op.topic_id.clone())
+        .bind(enum_str(&op.trigger))
+        .bind(model.map(|m| m.provider.to_string()))
+        .bind(model.map(|m| m.model.to_string()))
+        .bind(enum_str(&state.status))
+        .bind(finish.map(|f| enum_str(&f.reason)))
+        .bind(finish.and_then(|f| f.detail.clone()))
+        .bind(i64::from(state.step_count))
+        .bind(state.max_steps.map(i64::from))
+        .bind(i64_of(commit_seq))
+        .bind(i64_of(tokens.input))
+        .bind(i64_of(tokens.output))
+        .bind(i64_of(tokens.total))
+        .bind(i64_of(state.cost.total.nanos()))
+        .bind(i64_of(state.usage.human.approval_requests))
+        .bind(0i64)
+        .bind(error)
+        .bind(op.parent_operation.map(|p| p.to_string()))
+        .bind(ts(state.created_at))
+        .bind(now.clone())
+        .bind(finished_at)
+        .bind(state_text)
+        .bind(next_text)
+        .execute(tx)
+        .await?;
+    } else {
+        sqlx::query(
+            "UPDATE operations SET status = $1, finish_reason = $2, finish_detail = $3, step_count = $4, commit_seq = $5, \
+             input_tokens = $6, output_tokens = $7, total_tokens = $8, cost_nanos = $9, approval_requests = $10, error = $11, \
+             state = $12, next_context = $13, updated_at = $14, finished_at = COALESCE(finished_at, $15), provider = $16, model = $17 \
+             WHERE id = $18",
+        )
+        .bind(enum_str(&state.status))
+        .bind(finish.map(|f| enum_str(&f.reason)))
+        .bind(finish.and_then(|f| f.detail.clone()))
+        .bind(i64::from(state.step_count))
+        .bind(i64_of(commit_seq))
+        .bind(i64_of(tokens.input))
+        .bind(i64_of(tokens.output))
+        .bind(i64_of(tokens.total))
+        .bind(i64_of(state.cost.total.nanos()))
+        .bind(i64_of(state.usage.human.approval_requests))
+        .bind(error)
+        .bind(state_text)
+        .bind(next_text)
+        .bind(now)
+        .bind(finished_at)
+        .bind(model.map(|m| m.provider.to_string()))
+        .bind(model.map(|m| m.model.to_string()))
+        .bind(state.operation_id.to_string())
+        .execute(tx)
+        .await?;
+    }
+    Ok(())
+}
+
+impl Store for SqlStore {
+    fn create_operation<'a>(
+        &'a self,
+        op: &'a NewOperation,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        async move {
+            let mut tx = self.pool.begin().await?;
+            let id = op.state.operation_id.to_string();
+            let exists: Option<String> =
+                sqlx::query_scalar("SELECT id FROM operations WHERE id = $1").bind(&id).fetch_optional(&mut *tx).await?;
+            if exists.is_some() {
+                return Err(StoreError::OperationExists(id));
+            }
+            sqlx::query("INSERT INTO topics (id, agent, title, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING")
+                .bind(op.topic_id.clone())
+                .bind(op.agent.clone())
+                .bind(op.state.messages.iter().find(|m| m.role == rein_core::Role::User).map(|m| m.text_content().chars().take(80).collect::<String>()))
+                .bind(ts(Utc::now()))
+                .execute(&mut *tx)
+                .await?;
+            for m in &op.state.messages {
+                upsert_message(&mut tx, &op.topic_id, m).await?;
+            }
+            write_operation(&mut tx, &op.state, op.next_context.as_ref(), 0, Some(op)).await?;
+            tx.commit().await?;
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn commit_step<'a>(
+        &'a self,
+        c: &'a StepCommit,
+    ) -> BoxFuture<'a, Result<CommitOutcome, StoreError>> {
+        async move {
+            let mut tx = self.pool.begin().await?;
+            let id = c.operation_id.to_string();
+            let topic: Option<String> =
+                sqlx::query_scalar("SELECT topic_id FROM operations WHERE id = $1").bind(&id).fetch_optional(&mut *tx).await?;
+            let Some(topic) = topic else {
+                return Err(StoreError::OperationNotFound(id));
+            };
+            // The idempotency key: a repeated commit of the same step writes nothing.
+            let inserted = sqlx::query(
+                "INSERT INTO operation_steps (operation_id, step_index, status, instructions, state, created_at) VALUES ($1, $2, $3, $4, $5, $6) \
+                 ON CONFLICT (operation_id, step_index) DO NOTHING",
+            )
+            .bind(&id)
+            .bind(i64_of(c.step_index))
+            .bind(enum_str(&c.state.status))
+            .bind(to_json(&c.instructions, "instructions")?)
+            .bind(state_json(&c.state)?)
+            .bind(ts(Utc::now()))
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if inserted == 0 {
+                tx.rollback().await?;
+                return Ok(CommitOutcome::Duplicate);
+            }
+            for m in &c.messages {
+                upsert_message(&mut tx, &topic, m).await?;
+            }
+            for e in &c.events {
+                let body = to_json(e, "event")?;
+                let kind = serde_json::to_value(&e.kind).ok().and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_owned)).unwrap_or_default();
+                sqlx::query("INSERT INTO operation_events (operation_id, seq, step, kind, body) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (operation_id, seq) DO NOTHING")
+                    .bind(&id)
+                    .bind(i64_of(e.seq))
+                    .bind(i64::from(e.step))
+                    .bind(kind)
+                    .bind(body)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            for t in &c.tool_executions {
+                upsert_tool(&mut tx, t).await?;
+            }
+            for i in &c.interventions {
+                sqlx::query(
+                    "INSERT INTO interventions (operation_id, tool_call_id, call, owner, status, reason, decided_by, decided_at, expires_at, created_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (operation_id, tool_call_id) DO NOTHING",
+                )
+                .bind(&id)
+                .bind(i.call.id.to_string())
+                .bind(to_json(&i.call, "tool call")?)
+                .bind(i.owner.clone())
+                .bind(enum_str(&i.status))
+                .bind(i.reason.clone())
+                .bind(i.decided_by.clone())
+                .bind(i.decided_at.map(ts))
+                .bind(i.expires_at.map(ts))
+                .bind(ts(i.created_at))
+                .execute(&mut *tx)
+                .await?;
+            }
+            write_operation(&mut tx, &c.state, c.next_context.as_ref(), c.step_index, None).await?;
+            tx.commit().await?;
+            Ok(CommitOutcome::Committed)
+        }
+        .boxed()
+    }
+
+    fn load_operation(
+        &self,
+        id: OperationId,
+    ) -> BoxFuture<'_, Result<Option<StoredOperation>, StoreError>> {
+        async move {
+            let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT {OPERATION_COLUMNS}, state, next_context FROM operations WHERE id = $1"
+            )))
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await?;
+            let Some(row) = row else { return Ok(None) };
+            let record = record(&row)?;
+            let mut value: serde_json::Value =
+                from_json(&row.try_get::<String, _>("state")?, "state")?;
+            let ids: Vec<String> = value
+                .as_object_mut()
+                .and_then(|o| o.remove("message_ids"))
+                .and_then(|v| serde_json::from_value(v).ok())
+                .unwrap_or_default();
+            let mut by_id: HashMap<String, Message> = self
+                .load_messages(&record.topic_id)
+                .await?
+                .into_iter()
+                .map(|m| (m.id.to_string(), m))
+                .collect();
+            let mut messages = Vec::with_capacity(ids.len());
+            for i in &ids {
+                match by_id.remove(i) {
+                    Some(m) => messages.push(
+                        serde_json::to_value(m).map_err(|e| StoreError::corrupt("message", e))?,
+                    ),
+                    None => {
+                        return Err(StoreError::corrupt(
+                            "state",
+                            format!("message {i} of operation {id} is missing"),
+                        ));
+                    }
+                }
+            }
+            if let Some(o) = value.as_object_mut() {
+                o.insert("messages".into(), serde_json::Value::Array(messages));
+            }
+            let state: AgentState =
+                serde_json::from_value(value).map_err(|e| StoreError::corrupt("state", e))?;
+            let next_context = row
+                .try_get::<Option<String>, _>("next_context")?
+                .map(|t| from_json(&t, "next context"))
+                .transpose()?;
+            Ok(Some(StoredOperation {
+                record,
+                state,
+                next_context,
+            }))
+        }
+        .boxed()
+    }
+
+    fn list_operations(
+        &self,
+        status: Option<Status>,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<Vec<OperationRecord>, StoreError>> {
+        async move {
+            let rows = match status {
+                Some(s) => {
+                    sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {OPERATION_COLUMNS} FROM operations WHERE status = $1 ORDER BY created_at DESC, id DESC LIMIT $2")))
+                        .bind(enum_str(&s))
+                        .bind(i64::from(limit))
+                        .fetch_all(&self.pool)
+                        .await?
+                }
+                None => {
+                    sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {OPERATION_COLUMNS} FROM operations ORDER BY created_at DESC, id DESC LIMIT $1")))
+                        .bind(i64::from(limit))
+                        .fetch_all(&self.pool)
+                        .await?
+                }
+            };
+            rows.iter().map(record).collect()
+        }
+        .boxed()
+    }
+
+    fn steps(&self, id: OperationId) -> BoxFuture<'_, Result<Vec<StepRecord>, StoreError>> {
+        async move {
+            let rows = sqlx::query("SELECT step_index, status, instructions, created_at FROM operation_steps WHERE operation_id = $1 ORDER BY step_index")
+                .bind(id.to_string())
+                .fetch_all(&self.pool)
+                .await?;
+            rows.iter()
+                .map(|r| {
+                    Ok(StepRecord {
+                        step_index: u64_of(r.try_get("step_index")?),
+                        status: enum_from(&r.try_get::<String, _>("status")?, "status")?,
+                        instructions: from_json(&r.try_get::<String, _>("instructions")?, "instructions")?,
+                        created_at: parse_ts(&r.try_get::<String, _>("created_at")?, "created_at")?,
+                    })
+                })
+                .collect()
+        }
+        .boxed()
+    }
+
+    fn events(
+        &self,
+        id: OperationId,
+        after: Option<u64>,
+    ) -> BoxFuture<'_, Result<Vec<AgentEvent>, StoreError>> {
+        async move {
+            let after = after.map_or(-1, i64_of);
+            let rows = sqlx::query("SELECT body FROM operation_events WHERE operation_id = $1 AND seq > $2 ORDER BY seq")
+                .bind(id.to_string())
+                .bind(after)
+                .fetch_all(&self.pool)
+                .await?;
+            rows.iter().map(|r| from_json(&r.try_get::<String, _>("body")?, "event")).collect()
+        }
+        .boxed()
+    }
+
+    fn topic_messages<'a>(
+        &'a self,
+        topic_id: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Message>, StoreError>> {
+        self.load_messages(topic_id).boxed()
+    }
+
+    fn message_exists(&self, id: MessageId) -> BoxFuture<'_, Result<bool, StoreError>> {
+        async move {
+            let found: Option<String> = sqlx::query_scalar("SELECT id FROM messages WHERE id = $1")
+                .bind(id.to_string())
+                .fetch_optional(&self.pool)
+                .await?;
+            Ok(found.is_some())
+        }
+        .boxed()
+    }
+
+    fn delete_message(&self, id: MessageId) -> BoxFuture<'_, Result<bool, StoreError>> {
+        async move {
+            let n = sqlx::query("DELETE FROM messages WHERE id = $1")
+                .bind(id.to_string())
+                .execute(&self.pool)
+                .await?
+                .rows_affected();
+            Ok(n > 0)
+        }
+        .boxed()
+    }
+
+    fn record_tool_execution<'a>(
+        &'a self,
+        exec: &'a ToolExecution,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        async move {
+            let mut conn = self.pool.acquire().await?;
+            upsert_tool(&mut conn, exec).await
+        }
+        .boxed()
+    }
+
+    fn tool_execution<'a>(
+        &'a self,
+        id: OperationId,
+        tool_call_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ToolExecution>, StoreError>> {
+        async move {
+            let row = sqlx::query("SELECT step_index, tool, effect, status, result FROM tool_executions WHERE operation_id = $1 AND tool_call_id = $2")
+                .bind(id.to_string())
+                .bind(tool_call_id)
+                .fetch_optional(&self.pool)
+                .await?;
+            row.map(|r| {
+                Ok(ToolExecution {
+                    operation_id: id,
+                    tool_call_id: tool_call_id.to_owned(),
+                    step_index: u64_of(r.try_get("step_index")?),
+                    tool: r.try_get("tool")?,
+                    effect: enum_from(&r.try_get::<String, _>("effect")?, "effect")?,
+                    status: enum_from(&r.try_get::<String, _>("status")?, "tool status")?,
+                    result: r.try_get("result")?,
+                })
+            })
+            .transpose()
+        }
+        .boxed()
+    }
+
+    fn interventions(
+        &self,
+        id: OperationId,
+    ) -> BoxFuture<'_, Result<Vec<Intervention>, StoreError>> {
+        async move {
+            let rows = sqlx::query(
+                "SELECT call, owner, status, reason, decided_by, decided_at, expires_at, created_at FROM interventions WHERE operation_id = $1 ORDER BY created_at, tool_call_id",
+            )
+            .bind(id.to_string())
+            .fetch_all(&self.pool)
+            .await?;
+            rows.iter()
+                .map(|r| {
+                    let opt_ts = |c: &str| -> Result<Option<DateTime<Utc>>, StoreError> {
+                        r.try_get::<Option<String>, _>(c)?.map(|t| parse_ts(&t, c)).transpose()
+                    };
+                    Ok(Intervention {
+                        operation_id: id,
+                        call: from_json::<ToolCall>(&r.try_get::<String, _>("call")?, "tool call")?,
+                        owner: r.try_get("owner")?,
+                        status: enum_from(&r.try_get::<String, _>("status")?, "intervention status")?,
+                        reason: r.try_get("reason")?,
+                        decided_by: r.try_get("decided_by")?,
+                        decided_at: opt_ts("decided_at")?,
+                        expires_at: opt_ts("expires_at")?,
+                        created_at: parse_ts(&r.try_get::<String, _>("created_at")?, "created_at")?,
+                    })
+                })
+                .collect()
+        }
+        .boxed()
+    }
+
+    fn decide_intervention<'a>(
+        &'a self,
+        id: OperationId,
+        tool_call_id: &'a str,
+        status: InterventionStatus,
+        decided_by: Option<&'a str>,
+        reason: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        async move {
+            let mut tx = self.pool.begin().await?;
+            let current: Option<String> = sqlx::query_scalar("SELECT status FROM interventions WHERE operation_id = $1 AND tool_call_id = $2")
+                .bind(id.to_string())
+                .bind(tool_call_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+            match current.as_deref() {
+                None => return Err(StoreError::InterventionNotFound(tool_call_id.to_owned())),
+                Some("pending") => {}
+                Some(_) => return Err(StoreError::AlreadyDecided(tool_call_id.to_owned())),
+            }
+            // The status check in the WHERE clause makes the decision single-use even under races.
+            let n = sqlx::query(
+                "UPDATE interventions SET status = $1, decided_by = $2, decided_at = $3, reason = $4 WHERE operation_id = $5 AND tool_call_id = $6 AND status = 'pending'",
+            )
+            .bind(enum_str(&status))
+            .bind(decided_by)
+            .bind(ts(Utc::now()))
+            .bind(reason)
+            .bind(id.to_string())
+            .bind(tool_call_id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if n == 0 {
+                return Err(StoreError::AlreadyDecided(tool_call_id.to_owned()));
+            }
+            tx.commit().await?;
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn request_cancel(&self, id: OperationId) -> BoxFuture<'_, Result<bool, StoreError>> {
+        async move {
+            let n = sqlx::query(
+                "UPDATE operations SET cancel_requested = 1, updated_at = $1 WHERE id = $2",
+            )
+            .bind(ts(Utc::now()))
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+            Ok(n > 0)
+        }
+        .boxed()
+    }
+}

@@ -1,0 +1,374 @@
+//! One conformance suite for every backend: SQLite always, PostgreSQL when
+//! `REIN_TEST_DATABASE_URL` is set (each run in a fresh schema).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use chrono::Utc;
+use rein_core::event::EventKind;
+use rein_core::phase::{Phase, RuntimeContext};
+use rein_core::state::{Finish, FinishReason, Status};
+use rein_core::{AgentEvent, AgentState, Message, OperationId, ToolCall, Usd};
+use rein_store::*;
+use std::sync::Arc;
+
+fn new_op() -> NewOperation {
+    let mut state = AgentState::new(OperationId::new()).with_message(Message::user("hello"));
+    state.max_steps = Some(10);
+    NewOperation {
+        state,
+        topic_id: format!("topic-{}", OperationId::new()),
+        agent: Some("default".into()),
+        trigger: Trigger::Cli,
+        parent_operation: None,
+        next_context: Some(RuntimeContext::new(Phase::Init)),
+    }
+}
+
+fn event(op: OperationId, seq: u64, kind: EventKind) -> AgentEvent {
+    AgentEvent {
+        operation_id: op,
+        step: 1,
+        seq,
+        kind,
+    }
+}
+
+async fn suite(store: &SqlStore) {
+    // Create and load back.
+    let op = new_op();
+    let id = op.state.operation_id;
+    store.create_operation(&op).await.unwrap();
+    assert!(matches!(
+        store.create_operation(&op).await,
+        Err(StoreError::OperationExists(_))
+    ));
+    let loaded = store.load_operation(id).await.unwrap().unwrap();
+    assert_eq!(loaded.state, op.state);
+    assert_eq!(loaded.next_context, op.next_context);
+    assert_eq!(
+        (
+            loaded.record.status,
+            loaded.record.commit_seq,
+            loaded.record.max_steps
+        ),
+        (Status::Idle, 0, Some(10))
+    );
+    assert_eq!(loaded.record.trigger, Trigger::Cli);
+
+    // A step: new assistant message with a tool call, a pending tool row, events, an intervention.
+    let mut state = loaded.state.clone();
+    state.status = Status::WaitingForHuman;
+    state.step_count = 1;
+    state.usage.record_llm(
+        "p/m",
+        &rein_core::TokenUsage {
+            input: 10,
+            output: 5,
+            total: 15,
+            ..Default::default()
+        },
+        3,
+    );
+    state.cost.record_llm("p/m", Usd::from_nanos(1234));
+    state.usage.human.approval_requests = 1;
+    let call = ToolCall::new("call_1", "shell", "run", r#"{"command":"ls"}"#);
+    let mut assistant = Message::assistant("let me look");
+    assistant.tool_calls = vec![call.clone()];
+    assistant.parent_id = Some(state.messages[0].id);
+    let pending = Message::tool_result(
+        &call,
+        Some(assistant.id),
+        rein_core::ToolStatus::Pending,
+        "",
+    );
+    let (a, p) = (Arc::new(assistant), Arc::new(pending));
+    state.messages.push(a.clone());
+    state.messages.push(p.clone());
+    let commit = StepCommit {
+        operation_id: id,
+        step_index: 1,
+        state: state.clone(),
+        next_context: None,
+        instructions: vec!["call_llm".into(), "request_human_approve".into()],
+        messages: vec![a.clone(), p.clone()],
+        events: vec![
+            event(
+                id,
+                0,
+                EventKind::StepStart {
+                    phase: "init".into(),
+                },
+            ),
+            event(
+                id,
+                1,
+                EventKind::HumanApproveRequired {
+                    pending_tool_calls: vec![call.clone()],
+                    parent_message_id: Some(a.id),
+                },
+            ),
+        ],
+        tool_executions: vec![ToolExecution {
+            operation_id: id,
+            tool_call_id: "call_1".into(),
+            step_index: 1,
+            tool: "shell/run".into(),
+            effect: Effect::AtMostOnce,
+            status: ExecStatus::Pending,
+            result: None,
+        }],
+        interventions: vec![Intervention {
+            operation_id: id,
+            call: call.clone(),
+            owner: Some("alice".into()),
+            status: InterventionStatus::Pending,
+            reason: None,
+            decided_by: None,
+            decided_at: None,
+            expires_at: None,
+            created_at: Utc::now(),
+        }],
+    };
+    assert_eq!(
+        store.commit_step(&commit).await.unwrap(),
+        CommitOutcome::Committed
+    );
+    // The same step again (a retried commit after a crash) writes nothing.
+    let mut again = commit.clone();
+    again.state.status = Status::Error;
+    assert_eq!(
+        store.commit_step(&again).await.unwrap(),
+        CommitOutcome::Duplicate
+    );
+    let loaded = store.load_operation(id).await.unwrap().unwrap();
+    assert_eq!(loaded.state, state);
+    let r = &loaded.record;
+    assert_eq!(
+        (r.status, r.commit_seq, r.step_count),
+        (Status::WaitingForHuman, 1, 1)
+    );
+    assert_eq!(
+        (r.input_tokens, r.output_tokens, r.total_tokens, r.cost),
+        (10, 5, 15, Usd::from_nanos(1234))
+    );
+    assert_eq!(r.approval_requests, 1);
+
+    // Events with a replay cursor.
+    let all = store.events(id, None).await.unwrap();
+    assert_eq!(all.iter().map(|e| e.seq).collect::<Vec<_>>(), [0, 1]);
+    assert_eq!(all, commit.events);
+    assert_eq!(store.events(id, Some(0)).await.unwrap().len(), 1);
+    assert!(store.events(id, Some(1)).await.unwrap().is_empty());
+
+    // Step timeline.
+    let steps = store.steps(id).await.unwrap();
+    assert_eq!(steps.len(), 1);
+    assert_eq!(steps[0].instructions, ["call_llm", "request_human_approve"]);
+
+    // Messages of the topic, and the parent preflight primitives.
+    let msgs = store.topic_messages(&op.topic_id).await.unwrap();
+    assert_eq!(msgs.len(), 3);
+    assert!(store.message_exists(a.id).await.unwrap());
+
+    // Tool executions: "running" is recorded on its own, then finished by a commit.
+    let mut exec = commit.tool_executions[0].clone();
+    exec.status = ExecStatus::Running;
+    store.record_tool_execution(&exec).await.unwrap();
+    assert_eq!(
+        store
+            .tool_execution(id, "call_1")
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
+        ExecStatus::Running
+    );
+    assert_eq!(store.tool_execution(id, "nope").await.unwrap(), None);
+
+    // Interventions are single-use.
+    let pending = store.interventions(id).await.unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(
+        (pending[0].status, pending[0].owner.as_deref()),
+        (InterventionStatus::Pending, Some("alice"))
+    );
+    store
+        .decide_intervention(
+            id,
+            "call_1",
+            InterventionStatus::Rejected,
+            Some("alice"),
+            Some("not now"),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(
+        store
+            .decide_intervention(
+                id,
+                "call_1",
+                InterventionStatus::Approved,
+                Some("bob"),
+                None
+            )
+            .await,
+        Err(StoreError::AlreadyDecided(_))
+    ));
+    assert!(matches!(
+        store
+            .decide_intervention(id, "call_9", InterventionStatus::Approved, None, None)
+            .await,
+        Err(StoreError::InterventionNotFound(_))
+    ));
+    let decided = &store.interventions(id).await.unwrap()[0];
+    assert_eq!(
+        (
+            decided.status,
+            decided.reason.as_deref(),
+            decided.decided_by.as_deref()
+        ),
+        (InterventionStatus::Rejected, Some("not now"), Some("alice"))
+    );
+
+    // Finish, then list by status.
+    let mut done = state.clone();
+    done.status = Status::Done;
+    done.finish = Some(Finish {
+        reason: FinishReason::Completed,
+        detail: Some("ok".into()),
+    });
+    let mut edited = (*p).clone();
+    edited.tool_status = Some(rein_core::ToolStatus::Rejected);
+    edited.set_text("rejected");
+    let edited = Arc::new(edited);
+    done.messages[2] = edited.clone();
+    let c2 = StepCommit {
+        step_index: 2,
+        state: done.clone(),
+        messages: vec![edited.clone()],
+        events: vec![event(
+            id,
+            2,
+            EventKind::Done {
+                reason: FinishReason::Completed,
+                reason_detail: None,
+            },
+        )],
+        tool_executions: vec![],
+        interventions: vec![],
+        instructions: vec!["finish".into()],
+        next_context: None,
+        operation_id: id,
+    };
+    store.commit_step(&c2).await.unwrap();
+    let loaded = store.load_operation(id).await.unwrap().unwrap();
+    assert_eq!(loaded.state.messages[2].text_content(), "rejected");
+    assert_eq!(loaded.record.finish_reason, Some(FinishReason::Completed));
+    assert!(loaded.record.finished_at.is_some());
+    let other = new_op();
+    store.create_operation(&other).await.unwrap();
+    let done_ops = store
+        .list_operations(Some(Status::Done), 100)
+        .await
+        .unwrap();
+    assert!(
+        done_ops.iter().any(|o| o.id == id)
+            && !done_ops.iter().any(|o| o.id == other.state.operation_id)
+    );
+    assert!(store.list_operations(None, 100).await.unwrap().len() >= 2);
+
+    // Cancellation requests and deleted parents.
+    assert!(
+        store
+            .request_cancel(other.state.operation_id)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .load_operation(other.state.operation_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .record
+            .cancel_requested
+    );
+    assert!(!store.request_cancel(OperationId::new()).await.unwrap());
+    let first = other.state.messages[0].id;
+    assert!(store.delete_message(first).await.unwrap());
+    assert!(!store.message_exists(first).await.unwrap());
+    assert!(matches!(
+        store.load_operation(other.state.operation_id).await,
+        Err(StoreError::Corrupt { .. })
+    ));
+    assert!(
+        store
+            .load_operation(OperationId::new())
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn sqlite_conformance() {
+    let dir = std::env::temp_dir().join(format!("rein-store-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = SqlStore::open(dir.join("rein.db").to_str().unwrap(), Synchronous::Normal)
+        .await
+        .unwrap();
+    assert!(!store.is_postgres());
+    suite(&store).await;
+    // Reopening runs no migration twice and finds the data.
+    store.close().await;
+    let again = SqlStore::open(dir.join("rein.db").to_str().unwrap(), Synchronous::Full)
+        .await
+        .unwrap();
+    assert!(!again.list_operations(None, 10).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn postgres_conformance() {
+    let Ok(url) = std::env::var("REIN_TEST_DATABASE_URL") else {
+        eprintln!("skipped: REIN_TEST_DATABASE_URL is not set (PostgreSQL conformance)");
+        return;
+    };
+    let schema = format!(
+        "rein_test_{}",
+        OperationId::new().to_string().replace('-', "")
+    );
+    let admin = |sql: String| {
+        let url = url.clone();
+        async move {
+            use sqlx::{Connection, Executor};
+            let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+            conn.execute(sqlx::AssertSqlSafe(sql)).await.unwrap();
+        }
+    };
+    admin(format!("CREATE SCHEMA {schema}")).await;
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let scoped = format!("{url}{sep}options=-c%20search_path%3D{schema}");
+    let store = SqlStore::open(&scoped, Synchronous::Normal).await.unwrap();
+    assert!(store.is_postgres());
+    suite(&store).await;
+    store.close().await;
+    admin(format!("DROP SCHEMA {schema} CASCADE")).await;
+}
+
+#[tokio::test]
+async fn unreachable_databases_fail_with_a_clear_error() {
+    let e = SqlStore::open("/nonexistent-dir/rein.db", Synchronous::Normal)
+        .await
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("/nonexistent-dir"), "{e}");
+    let e = SqlStore::open("postgres://rein:secret@127.0.0.1:1/db", Synchronous::Normal)
+        .await
+        .err()
+        .unwrap();
+    let text = e.to_string();
+    assert!(
+        text.starts_with("cannot open the database postgres://rein:***@127.0.0.1:1/db"),
+        "{text}"
+    );
+    assert!(!text.contains("secret"));
+}
