@@ -12,7 +12,7 @@ use futures::FutureExt;
 use futures::executor::block_on;
 use futures::future::BoxFuture;
 use rein_core::engine::ports::{
-    LlmOutput, LlmPort, LlmRequest, PortError, RawToolCall, ToolOutput, ToolPort,
+    LlmOutput, LlmPort, LlmProgress, LlmRequest, PortError, RawToolCall, ToolOutput, ToolPort,
 };
 use rein_core::event::StreamChunk;
 use rein_core::state::ModelRef;
@@ -61,7 +61,7 @@ impl LlmPort for LoopModel {
     fn call<'a>(
         &'a self,
         req: LlmRequest<'a>,
-        on_chunk: &'a (dyn Fn(StreamChunk) + Send + Sync),
+        on_chunk: &'a (dyn Fn(LlmProgress) + Send + Sync),
     ) -> BoxFuture<'a, Result<LlmOutput, PortError>> {
         let done = req
             .state
@@ -84,12 +84,12 @@ impl LlmPort for LoopModel {
             };
             if done < ROUNDS {
                 let arguments = format!(r#"{{"expression":"6*7+{done}"}}"#);
-                on_chunk(StreamChunk::ToolCall {
+                on_chunk(LlmProgress::Chunk(StreamChunk::ToolCall {
                     index: 0,
                     id: Some(format!("call_{done}")),
                     name: Some("calculator__evaluate".into()),
                     arguments: arguments.clone(),
-                });
+                }));
                 out.tool_calls.push(RawToolCall {
                     id: format!("call_{done}"),
                     name: "calculator__evaluate".into(),
@@ -97,9 +97,9 @@ impl LlmPort for LoopModel {
                     thought_signature: None,
                 });
             } else {
-                on_chunk(StreamChunk::Text {
+                on_chunk(LlmProgress::Chunk(StreamChunk::Text {
                     text: "The answer is 42.".into(),
-                });
+                }));
                 out.content = "The answer is 42.".into();
             }
             Ok(out)

@@ -3,7 +3,7 @@
 //! runtime and tool registry crates instead.
 
 use crate::engine::ports::{
-    LlmOutput, LlmPort, LlmRequest, PortError, RawToolCall, ToolOutput, ToolPort,
+    LlmOutput, LlmPort, LlmProgress, LlmRequest, PortError, RawToolCall, ToolOutput, ToolPort,
 };
 use crate::event::StreamChunk;
 use crate::message::ToolCall;
@@ -85,7 +85,7 @@ impl LlmPort for ScriptedLlm {
     fn call<'a>(
         &'a self,
         request: LlmRequest<'a>,
-        on_chunk: &'a (dyn Fn(StreamChunk) + Send + Sync),
+        on_chunk: &'a (dyn Fn(LlmProgress) + Send + Sync),
     ) -> BoxFuture<'a, Result<LlmOutput, PortError>> {
         let turn = self
             .turns
@@ -122,9 +122,9 @@ impl LlmPort for ScriptedLlm {
                         .map_or(t.len(), |(i, _)| i);
                     for part in [&t[..mid], &t[mid..]] {
                         if !part.is_empty() {
-                            on_chunk(StreamChunk::Text {
+                            on_chunk(LlmProgress::Chunk(StreamChunk::Text {
                                 text: part.to_owned(),
-                            });
+                            }));
                         }
                     }
                     out.content = t;
@@ -132,12 +132,12 @@ impl LlmPort for ScriptedLlm {
                 }
                 Some(ScriptedTurn::ToolCalls(calls)) => {
                     for (i, (id, name, args)) in calls.into_iter().enumerate() {
-                        on_chunk(StreamChunk::ToolCall {
+                        on_chunk(LlmProgress::Chunk(StreamChunk::ToolCall {
                             index: u32::try_from(i).unwrap_or(u32::MAX),
                             id: Some(id.clone()),
                             name: Some(name.clone()),
                             arguments: args.clone(),
-                        });
+                        }));
                         out.tool_calls.push(RawToolCall {
                             id,
                             name,

@@ -169,11 +169,22 @@ impl Executor for CallLlmExecutor {
                 assistant_message_id: assistant_id,
                 model: model_key.clone(),
             });
-            let on_chunk = move |chunk| {
-                cx.emit(EventKind::LlmStream {
+            let on_chunk = move |progress| match progress {
+                super::ports::LlmProgress::Chunk(chunk) => cx.emit(EventKind::LlmStream {
                     assistant_message_id: assistant_id,
                     chunk,
-                });
+                }),
+                super::ports::LlmProgress::Retry {
+                    attempt,
+                    max_attempts,
+                    delay_ms,
+                    error_kind,
+                } => cx.emit(EventKind::StreamRetry {
+                    attempt,
+                    max_attempts,
+                    delay_ms,
+                    error_kind,
+                }),
             };
             let started = Instant::now();
             let request = LlmRequest {

@@ -12,8 +12,8 @@ pub use human::{
     DecisionError, abort_pending, answer_prompt, answer_select, approve_tool_call, reject_tool_call,
 };
 pub use ports::{
-    EventSink, LlmOutput, LlmPort, LlmRequest, PortError, RawToolCall, Summarizer, Summary,
-    ToolOutput, ToolPort,
+    EventSink, LlmOutput, LlmPort, LlmProgress, LlmRequest, PortError, RawToolCall, Summarizer,
+    Summary, ToolOutput, ToolPort,
 };
 
 use crate::agent::Agent;

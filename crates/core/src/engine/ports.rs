@@ -79,13 +79,31 @@ pub struct LlmOutput {
     pub elapsed_ms: u64,
 }
 
+/// What a model call reports while it runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LlmProgress {
+    /// A piece of the response.
+    Chunk(StreamChunk),
+    /// A failed attempt will be retried.
+    Retry {
+        /// Attempt about to start.
+        attempt: u32,
+        /// Attempts allowed.
+        max_attempts: u32,
+        /// Wait before it.
+        delay_ms: u64,
+        /// Error class.
+        error_kind: Option<String>,
+    },
+}
+
 /// Streams model responses. The context pipeline lives behind this port.
 pub trait LlmPort: Send + Sync {
-    /// Call the model; report deltas through `on_chunk` as they arrive.
+    /// Call the model; report progress through `on_progress` as it happens.
     fn call<'a>(
         &'a self,
         request: LlmRequest<'a>,
-        on_chunk: &'a (dyn Fn(StreamChunk) + Send + Sync),
+        on_progress: &'a (dyn Fn(LlmProgress) + Send + Sync),
     ) -> BoxFuture<'a, Result<LlmOutput, PortError>>;
 }
 
