@@ -19,6 +19,8 @@ pub mod provider;
 pub mod registry;
 pub mod request;
 pub mod response;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod transport;
 
 pub use catalog::{Capabilities, Catalog, ModelInfo};

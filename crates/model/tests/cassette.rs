@@ -5,7 +5,7 @@
 mod common;
 
 use common::fixture;
-use common::server::{Canned, serve};
+use common::server::serve;
 use rein_core::Message;
 use rein_model::cassette::{RecordingTransport, ReplayTransport};
 use rein_model::registry::{ProviderConfig, Quirks};
@@ -39,7 +39,7 @@ async fn a_recorded_exchange_replays_offline_to_the_same_result() {
     let _ = std::fs::remove_file(&path);
 
     let server = serve(
-        vec![Canned::from_fixture(&fixture(
+        vec![common::server::from_fixture(&fixture(
             "openai-chat/stream-parallel-tool-calls",
         ))],
         9,

@@ -174,7 +174,7 @@ async fn an_empty_completion_is_retried_as_a_failure() {
                 max_piece: 7,
                 stall_after: None,
             },
-            Canned::from_fixture(&fixture("openai-chat/stream-text-usage")),
+            common::server::from_fixture(&fixture("openai-chat/stream-text-usage")),
         ],
         4,
     )
@@ -192,7 +192,7 @@ async fn an_empty_completion_is_retried_as_a_failure() {
 #[tokio::test]
 async fn a_configured_provider_resolves_from_its_address() {
     let server = serve(
-        vec![Canned::from_fixture(&fixture(
+        vec![common::server::from_fixture(&fixture(
             "openai-compat/stream-reasoning-content-tool",
         ))],
         5,

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::server::{Canned, serve};
+use common::server::serve;
 use common::{check, fixture, fixtures, protocol_of};
 use rein_core::Message;
 use rein_model::catalog::Catalog;
@@ -70,7 +70,7 @@ async fn every_fixture_over_http_matches_its_expected_result() {
             continue; // non-streamed success bodies are covered below
         }
         let protocol = protocol_of(&f.meta);
-        let server = serve(vec![Canned::from_fixture(&f)], i as u64).await;
+        let server = serve(vec![common::server::from_fixture(&f)], i as u64).await;
         let p = provider(protocol, &server.base, 1, Timeouts::default());
         let (r, _) = chat(&p, request(&model_of(&f))).await;
         let mut bad = check(&f, &r);
@@ -92,7 +92,7 @@ async fn every_fixture_over_http_matches_its_expected_result() {
 #[tokio::test]
 async fn non_streamed_completion_over_http() {
     let f = fixture("openai-chat/nonstream-tool-calls");
-    let server = serve(vec![Canned::from_fixture(&f)], 1).await;
+    let server = serve(vec![common::server::from_fixture(&f)], 1).await;
     let p = provider(Protocol::OpenaiChat, &server.base, 1, Timeouts::default());
     let r = p.complete(request("gpt-4o")).await;
     assert!(check(&f, &r).is_empty(), "{:?}", check(&f, &r));
@@ -107,8 +107,8 @@ async fn non_streamed_completion_over_http() {
 async fn rate_limit_is_retried_after_the_providers_hint() {
     let server = serve(
         vec![
-            Canned::from_fixture(&fixture("openai-chat/error-429-rate-limit")),
-            Canned::from_fixture(&fixture("openai-chat/stream-text-usage")),
+            common::server::from_fixture(&fixture("openai-chat/error-429-rate-limit")),
+            common::server::from_fixture(&fixture("openai-chat/stream-text-usage")),
         ],
         2,
     )
@@ -139,8 +139,8 @@ async fn rate_limit_is_retried_after_the_providers_hint() {
 async fn overloaded_is_retried() {
     let server = serve(
         vec![
-            Canned::from_fixture(&fixture("anthropic/error-529-overloaded")),
-            Canned::from_fixture(&fixture("anthropic/stream-text-end-turn")),
+            common::server::from_fixture(&fixture("anthropic/error-529-overloaded")),
+            common::server::from_fixture(&fixture("anthropic/stream-text-end-turn")),
         ],
         3,
     )
@@ -157,7 +157,7 @@ async fn overloaded_is_retried() {
 #[tokio::test]
 async fn a_stream_that_dies_midway_keeps_its_partial_output_and_is_not_retried() {
     let server = serve(
-        vec![Canned::from_fixture(&fixture(
+        vec![common::server::from_fixture(&fixture(
             "openai-chat/stream-midstream-error",
         ))],
         4,
@@ -184,7 +184,7 @@ async fn a_stream_that_dies_midway_keeps_its_partial_output_and_is_not_retried()
 
 #[tokio::test]
 async fn cancellation_during_backoff_returns_at_once() {
-    let mut slow = Canned::from_fixture(&fixture("openai-chat/error-429-rate-limit"));
+    let mut slow = common::server::from_fixture(&fixture("openai-chat/error-429-rate-limit"));
     slow.headers.retain(|(k, _)| !k.starts_with("retry-after"));
     slow.headers.push(("retry-after-ms".into(), "10000".into()));
     let server = serve(vec![slow], 5).await;
@@ -215,7 +215,7 @@ async fn cancellation_during_backoff_returns_at_once() {
 
 #[tokio::test]
 async fn a_stalled_stream_times_out_after_its_partial_output() {
-    let mut stall = Canned::from_fixture(&fixture("anthropic/stream-text-end-turn"));
+    let mut stall = common::server::from_fixture(&fixture("anthropic/stream-text-end-turn"));
     let cut = String::from_utf8_lossy(&stall.body)
         .find("text_delta")
         .unwrap()
@@ -243,7 +243,7 @@ async fn a_stalled_stream_times_out_after_its_partial_output() {
 #[tokio::test]
 async fn a_missing_capability_fails_before_sending_unless_degrading_is_allowed() {
     let server = serve(
-        vec![Canned::from_fixture(&fixture(
+        vec![common::server::from_fixture(&fixture(
             "openai-chat/stream-text-usage",
         ))],
         7,
@@ -302,7 +302,7 @@ impl Hooks for Strict {
 #[tokio::test]
 async fn hooks_may_veto_and_their_failures_never_fail_an_answer() {
     let server = serve(
-        vec![Canned::from_fixture(&fixture(
+        vec![common::server::from_fixture(&fixture(
             "openai-chat/stream-text-usage",
         ))],
         8,

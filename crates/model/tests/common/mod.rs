@@ -1,7 +1,16 @@
 //! Fixture loading shared by rein-model's tests.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-pub mod server;
+pub mod server {
+    // Each test binary uses a different part of this shared module.
+    #[allow(unused_imports)]
+    pub use rein_model::testing::{Canned, serve};
+
+    /// A response from a fixture.
+    pub fn from_fixture(f: &super::Fixture) -> Canned {
+        Canned::from_meta(&f.meta, &f.body)
+    }
+}
 
 use rein_model::{ModelResponse, Protocol};
 use serde_json::Value;

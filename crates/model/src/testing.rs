@@ -1,6 +1,7 @@
-//! A loopback HTTP/1.1 server that answers with canned responses, writing each body in
-//! random 1..=N byte pieces, and records what it was sent.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+//! Test support (feature `testing`): a loopback HTTP/1.1 server that answers with canned
+//! responses, writing each body in random 1..=N byte pieces, and records what it was sent.
+//! Used by the tests of this crate and of the crates above it; never by production code.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use std::sync::{Arc, Mutex};
@@ -19,8 +20,9 @@ pub struct Canned {
 }
 
 impl Canned {
-    pub fn from_fixture(f: &super::Fixture) -> Self {
-        let headers = f.meta["response"]["headers"]
+    /// A response from a fixture's sidecar metadata and body.
+    pub fn from_meta(meta: &serde_json::Value, body: &[u8]) -> Self {
+        let headers = meta["response"]["headers"]
             .as_object()
             .map(|h| {
                 h.iter()
@@ -29,9 +31,66 @@ impl Canned {
             })
             .unwrap_or_default();
         Canned {
-            status: f.meta["response"]["status"].as_u64().unwrap() as u16,
+            status: meta["response"]["status"].as_u64().unwrap() as u16,
             headers,
-            body: f.body.clone(),
+            body: body.to_vec(),
+            max_piece: 7,
+            stall_after: None,
+        }
+    }
+
+    /// A JSON response.
+    pub fn json(status: u16, body: &serde_json::Value) -> Self {
+        Canned {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: body.to_string().into_bytes(),
+            max_piece: 64,
+            stall_after: None,
+        }
+    }
+
+    /// An OpenAI Chat Completions stream answering with `text`.
+    pub fn openai_text(text: &str) -> Self {
+        Self::openai_stream(&[serde_json::json!({"content": text})], "stop")
+    }
+
+    /// An OpenAI Chat Completions stream asking for tool calls `(id, name, arguments)`.
+    pub fn openai_tools(calls: &[(&str, &str, &str)]) -> Self {
+        let tool_calls: Vec<serde_json::Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, (id, name, args))| serde_json::json!({"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": args}}))
+            .collect();
+        Self::openai_stream(
+            &[serde_json::json!({"tool_calls": tool_calls})],
+            "tool_calls",
+        )
+    }
+
+    fn openai_stream(deltas: &[serde_json::Value], finish: &str) -> Self {
+        let chunk = |delta: serde_json::Value, finish: serde_json::Value| {
+            format!(
+                "data: {}\n\n",
+                serde_json::json!({"id": "chatcmpl-test", "object": "chat.completion.chunk", "model": "gpt-4o-mini", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+            )
+        };
+        let mut body = chunk(
+            serde_json::json!({"role": "assistant", "content": ""}),
+            serde_json::Value::Null,
+        );
+        for d in deltas {
+            body.push_str(&chunk(d.clone(), serde_json::Value::Null));
+        }
+        body.push_str(&chunk(serde_json::json!({}), serde_json::json!(finish)));
+        body.push_str(&format!(
+            "data: {}\n\ndata: [DONE]\n\n",
+            serde_json::json!({"id": "chatcmpl-test", "object": "chat.completion.chunk", "model": "gpt-4o-mini", "choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}})
+        ));
+        Canned {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            body: body.into_bytes(),
             max_piece: 7,
             stall_after: None,
         }
@@ -49,11 +108,17 @@ pub struct Recorded {
 pub struct Server {
     pub base: String,
     pub requests: Arc<Mutex<Vec<Recorded>>>,
+    pub queue: Arc<Mutex<std::collections::VecDeque<Canned>>>,
 }
 
 impl Server {
     pub fn requests(&self) -> Vec<Recorded> {
         self.requests.lock().unwrap().clone()
+    }
+
+    /// Queue more responses.
+    pub fn push(&self, c: Canned) {
+        self.queue.lock().unwrap().push_back(c);
     }
 }
 
@@ -108,7 +173,7 @@ pub async fn serve(responses: Vec<Canned>, seed: u64) -> Server {
             .into_iter()
             .collect::<std::collections::VecDeque<_>>(),
     ));
-    let rec = requests.clone();
+    let (rec, q) = (requests.clone(), queue.clone());
     tokio::spawn(async move {
         let mut rng = StdRng::seed_from_u64(seed);
         loop {
@@ -119,7 +184,7 @@ pub async fn serve(responses: Vec<Canned>, seed: u64) -> Server {
                 continue;
             };
             rec.lock().unwrap().push(req);
-            let canned = queue.lock().unwrap().pop_front();
+            let canned = q.lock().unwrap().pop_front();
             let Some(c) = canned else {
                 let _ = sock.write_all(b"HTTP/1.1 500 Internal Server Error\r\nconnection: close\r\ncontent-length: 0\r\n\r\n").await;
                 continue;
@@ -149,5 +214,9 @@ pub async fn serve(responses: Vec<Canned>, seed: u64) -> Server {
             let _ = sock.shutdown().await;
         }
     });
-    Server { base, requests }
+    Server {
+        base,
+        requests,
+        queue,
+    }
 }

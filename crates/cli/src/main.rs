@@ -1,0 +1,515 @@
+//! The `rein` command line.
+
+mod output;
+
+use anyhow::{Context, anyhow, bail};
+use clap::{Parser, Subcommand};
+use rein_core::intervention::ApprovalMode;
+use rein_core::state::{Budget, BudgetPolicy, ModelRef, Status};
+use rein_core::{OperationId, Usd};
+use rein_model::cassette::{RecordingTransport, ReplayTransport};
+use rein_model::transport::Timeouts;
+use rein_model::{Catalog, Registry, ReqwestTransport, Transport};
+use rein_operation::{Decision, Driver, RunEnd, StartOptions};
+use rein_store::{SqlStore, Store, Synchronous};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// Exit codes (documented in the README).
+mod exit {
+    pub const DONE: u8 = 0;
+    pub const ERROR: u8 = 1;
+    pub const WAITING: u8 = 3;
+    pub const INTERRUPTED: u8 = 4;
+}
+
+#[derive(Parser)]
+#[command(name = "rein", version, about = "A bounded, durable agent runtime")]
+struct Cli {
+    /// Database: a SQLite file path or a postgres:// URL (default: $REIN_DATABASE_URL, else rein.db in $REIN_HOME or ~/.rein).
+    #[arg(long, global = true)]
+    db: Option<String>,
+    /// Serve model calls from this cassette instead of the network.
+    #[arg(long, global = true, value_name = "CASSETTE")]
+    replay: Option<PathBuf>,
+    /// Record model exchanges into this cassette.
+    #[arg(long, global = true, value_name = "CASSETTE")]
+    record: Option<PathBuf>,
+    /// Print every event as a JSON line on stdout.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run an agent on a prompt.
+    Run(RunArgs),
+    /// Inspect and steer operations.
+    Op {
+        #[command(subcommand)]
+        command: OpCommand,
+    },
+    /// Approve pending tool calls of a parked operation and continue it.
+    Approve {
+        /// Operation id.
+        id: String,
+        /// Tool call ids (default: every pending call).
+        #[arg(long = "call")]
+        calls: Vec<String>,
+        /// Approve every pending call.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Reject pending tool calls of a parked operation.
+    Reject {
+        /// Operation id.
+        id: String,
+        /// Tool call ids (default: every pending call).
+        #[arg(long = "call")]
+        calls: Vec<String>,
+        /// Why (the model reads it).
+        #[arg(long)]
+        reason: Option<String>,
+        /// Stop the operation instead of letting the model continue.
+        #[arg(long)]
+        halt: bool,
+    },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// The prompt.
+    prompt: String,
+    /// Model as provider/model (default: $REIN_MODEL, else openai/gpt-4o-mini).
+    #[arg(long)]
+    model: Option<String>,
+    /// System prompt.
+    #[arg(long)]
+    system: Option<String>,
+    /// Step limit (then a final answer is forced).
+    #[arg(long)]
+    max_steps: Option<u32>,
+    /// Cost limit in USD.
+    #[arg(long, value_name = "USD")]
+    cost_limit: Option<f64>,
+    /// Token limit.
+    #[arg(long)]
+    token_limit: Option<u64>,
+    /// Approval mode.
+    #[arg(long, default_value = "manual", value_parser = ["auto-run", "allow-list", "manual", "headless"])]
+    approval: String,
+}
+
+#[derive(Subcommand)]
+enum OpCommand {
+    /// List operations.
+    List {
+        /// Only this status (running, waiting_for_human, interrupted, done, error).
+        #[arg(long)]
+        status: Option<String>,
+    },
+    /// Show an operation and its step timeline.
+    Show { id: String },
+    /// Print an operation's events.
+    Events {
+        /// Operation id.
+        id: String,
+        /// Only events after this sequence number.
+        #[arg(long)]
+        after: Option<u64>,
+        /// Keep printing new events until the operation ends.
+        #[arg(long)]
+        follow: bool,
+    },
+    /// Continue an operation from its last committed step (after a crash or an interruption).
+    Resume { id: String },
+    /// Cancel an operation.
+    Cancel { id: String },
+}
+
+fn data_dir() -> anyhow::Result<PathBuf> {
+    let dir = match std::env::var_os("REIN_HOME") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(
+            std::env::var_os("HOME").ok_or_else(|| anyhow!("neither REIN_HOME nor HOME is set"))?,
+        )
+        .join(".rein"),
+    };
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create the data directory {}", dir.display()))?;
+    Ok(dir)
+}
+
+async fn open_store(db: Option<&str>) -> anyhow::Result<Arc<SqlStore>> {
+    let target = match db.map(str::to_owned).or_else(|| {
+        std::env::var("REIN_DATABASE_URL")
+            .ok()
+            .filter(|v| !v.is_empty())
+    }) {
+        Some(t) => t,
+        None => data_dir()?.join("rein.db").to_string_lossy().into_owned(),
+    };
+    Ok(Arc::new(
+        SqlStore::open(&target, Synchronous::Normal).await?,
+    ))
+}
+
+fn parse_id(id: &str) -> anyhow::Result<OperationId> {
+    id.parse()
+        .map_err(|_| anyhow!("`{id}` is not an operation id"))
+}
+
+struct Context_ {
+    cli_replay: Option<PathBuf>,
+    cli_record: Option<PathBuf>,
+    json: bool,
+}
+
+/// A driver for `model` (`provider/model`).
+fn driver(store: Arc<SqlStore>, model: &str, ctx: &Context_) -> anyhow::Result<Driver> {
+    let registry = Registry::builtin()?;
+    let (provider_id, model_id) = Registry::split(model)?;
+    let config = registry.provider(provider_id)?;
+    let transport: Arc<dyn Transport> = match &ctx.cli_replay {
+        Some(path) => Arc::new(ReplayTransport::from_file(path)?),
+        None => {
+            if config.api_key.is_none()
+                && let Some(var) = key_var(provider_id)
+            {
+                bail!("missing API key for provider `{provider_id}`: set {var}");
+            }
+            Arc::new(ReqwestTransport::new(Timeouts::default())?)
+        }
+    };
+    let transport: Arc<dyn Transport> = match &ctx.cli_record {
+        Some(path) => Arc::new(RecordingTransport::new(transport, path)),
+        None => transport,
+    };
+    let catalog = Arc::new(Catalog::builtin()?);
+    let (provider, model_id) = (
+        rein_model::Provider::new(config, transport).with_catalog(Arc::clone(&catalog)),
+        model_id.to_owned(),
+    );
+    let model_ref = ModelRef {
+        provider: provider_id.into(),
+        model: model_id.into(),
+    };
+    let sink = Arc::new(output::Printer::new(ctx.json));
+    Ok(Driver::new(store, Arc::new(provider), model_ref, catalog).with_sink(sink))
+}
+
+/// The environment variable holding a provider's key, for providers that need one.
+fn key_var(provider: &str) -> Option<String> {
+    let presets: serde_json::Value = serde_json::from_str(Registry::builtin_presets_json()).ok()?;
+    presets["providers"]
+        .as_array()?
+        .iter()
+        .find(|p| p["id"] == provider)?["api_key_env"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+async fn driver_for_op(
+    store: Arc<SqlStore>,
+    id: OperationId,
+    ctx: &Context_,
+) -> anyhow::Result<Driver> {
+    let op = store
+        .load_operation(id)
+        .await?
+        .ok_or_else(|| anyhow!("no operation {id}"))?;
+    let model = match (&op.record.provider, &op.record.model) {
+        (Some(p), Some(m)) => format!("{p}/{m}"),
+        _ => bail!("operation {id} has no model recorded"),
+    };
+    driver(store, &model, ctx)
+}
+
+/// Ask on the terminal for each pending call; `None` when stdin is not a terminal.
+async fn ask(driver: &Driver, id: OperationId, mut end: RunEnd) -> anyhow::Result<RunEnd> {
+    let mut always: Vec<String> = Vec::new();
+    while let RunEnd::WaitingForHuman { pending } = &end {
+        if !std::io::stdin().is_terminal() {
+            return Ok(end);
+        }
+        let Some(call) = pending.first().cloned() else {
+            return Ok(end);
+        };
+        let key = call.key();
+        let decision = if always.contains(&key) {
+            Decision::Approve
+        } else {
+            eprint!(
+                "\napprove {key}({})? [y]es / [n]o / [a]lways for this tool: ",
+                call.arguments
+            );
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line)?;
+            match line.trim().to_ascii_lowercase().as_str() {
+                "y" | "yes" => Decision::Approve,
+                "a" | "always" => {
+                    always.push(key);
+                    Decision::Approve
+                }
+                _ => {
+                    eprint!("reason (optional): ");
+                    let mut reason = String::new();
+                    std::io::stdin().read_line(&mut reason)?;
+                    let reason = Some(reason.trim().to_owned()).filter(|r| !r.is_empty());
+                    Decision::Reject {
+                        reason,
+                        halt: false,
+                    }
+                }
+            }
+        };
+        end = driver
+            .decide(id, Some(&[call.id.to_string()]), decision, Some("cli"))
+            .await?;
+    }
+    Ok(end)
+}
+
+async fn finish(store: &SqlStore, id: OperationId, end: &RunEnd) -> anyhow::Result<u8> {
+    let record = store.load_operation(id).await?.map(|o| o.record);
+    let summary = record
+        .as_ref()
+        .map(|r| {
+            format!(
+                "{} steps · {} tokens · {} · op {id}",
+                r.step_count, r.total_tokens, r.cost
+            )
+        })
+        .unwrap_or_else(|| format!("op {id}"));
+    Ok(match end {
+        RunEnd::Done { reason, detail } => {
+            let d = detail
+                .as_deref()
+                .map(|d| format!(": {d}"))
+                .unwrap_or_default();
+            eprintln!(
+                "\n{} ({}){d} · {summary}",
+                if reason.is_success() {
+                    "done"
+                } else {
+                    "stopped"
+                },
+                serde_json::to_value(reason)?.as_str().unwrap_or_default()
+            );
+            if reason.is_success() {
+                exit::DONE
+            } else {
+                exit::ERROR
+            }
+        }
+        RunEnd::WaitingForHuman { pending } => {
+            eprintln!("\nwaiting for approval · {summary}");
+            for c in pending {
+                eprintln!("  pending {} {}({})", c.id, c.key(), c.arguments);
+            }
+            eprintln!("continue with: rein approve {id}   or: rein reject {id} --reason \"...\"");
+            exit::WAITING
+        }
+        RunEnd::Interrupted { reason, can_resume } => {
+            let hint = if *can_resume {
+                format!(" (resume with: rein op resume {id})")
+            } else {
+                String::new()
+            };
+            eprintln!("\ninterrupted: {reason} · {summary}{hint}");
+            exit::INTERRUPTED
+        }
+        RunEnd::Error { message } => {
+            eprintln!("\nerror: {message} · {summary}");
+            exit::ERROR
+        }
+    })
+}
+
+fn approval(mode: &str) -> ApprovalMode {
+    match mode {
+        "auto-run" => ApprovalMode::AutoRun,
+        "allow-list" => ApprovalMode::AllowList,
+        "headless" => ApprovalMode::Headless,
+        _ => ApprovalMode::Manual,
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<u8> {
+    let ctx = Context_ {
+        cli_replay: cli.replay.clone(),
+        cli_record: cli.record.clone(),
+        json: cli.json,
+    };
+    let store = open_store(cli.db.as_deref()).await?;
+    match cli.command {
+        Command::Run(a) => {
+            let model = a
+                .model
+                .or_else(|| std::env::var("REIN_MODEL").ok())
+                .unwrap_or_else(|| "openai/gpt-4o-mini".into());
+            let driver = driver(Arc::clone(&store), &model, &ctx)?;
+            let budget = Budget {
+                max_cost: a.cost_limit.map(Usd::from_dollars),
+                max_tokens: a.token_limit,
+                on_exceeded: BudgetPolicy::Stop,
+                ..Default::default()
+            };
+            let opts = StartOptions {
+                system: a.system,
+                max_steps: a.max_steps,
+                budget,
+                approval: approval(&a.approval),
+                working_directory: std::env::current_dir()
+                    .ok()
+                    .map(|d| d.to_string_lossy().into_owned()),
+                ..Default::default()
+            };
+            let id = driver.start(&a.prompt, &opts).await?;
+            let cancel = driver.cancel_token();
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    cancel.cancel();
+                }
+            });
+            let end = driver.run(id).await?;
+            let end = ask(&driver, id, end).await?;
+            finish(&store, id, &end).await
+        }
+        Command::Approve { id, calls, all } => {
+            let id = parse_id(&id)?;
+            let driver = driver_for_op(Arc::clone(&store), id, &ctx).await?;
+            let calls = (!all && !calls.is_empty()).then_some(calls);
+            let end = driver
+                .decide(id, calls.as_deref(), Decision::Approve, Some("cli"))
+                .await?;
+            let end = ask(&driver, id, end).await?;
+            finish(&store, id, &end).await
+        }
+        Command::Reject {
+            id,
+            calls,
+            reason,
+            halt,
+        } => {
+            let id = parse_id(&id)?;
+            let driver = driver_for_op(Arc::clone(&store), id, &ctx).await?;
+            let calls = (!calls.is_empty()).then_some(calls);
+            let end = driver
+                .decide(
+                    id,
+                    calls.as_deref(),
+                    Decision::Reject { reason, halt },
+                    Some("cli"),
+                )
+                .await?;
+            finish(&store, id, &end).await
+        }
+        Command::Op { command } => match command {
+            OpCommand::List { status } => {
+                let status: Option<Status> = status
+                    .map(|s| {
+                        serde_json::from_value(serde_json::Value::String(s.clone()))
+                            .map_err(|_| anyhow!("unknown status `{s}`"))
+                    })
+                    .transpose()?;
+                for r in store.list_operations(status, 200).await? {
+                    if cli.json {
+                        println!("{}", serde_json::to_string(&r)?);
+                    } else {
+                        let status = serde_json::to_value(r.status)?;
+                        println!(
+                            "{}  {:<18} {:>3} steps  {:>7} tokens  {}  {}",
+                            r.id,
+                            status.as_str().unwrap_or_default(),
+                            r.step_count,
+                            r.total_tokens,
+                            r.cost,
+                            r.created_at.format("%Y-%m-%d %H:%M:%S")
+                        );
+                    }
+                }
+                Ok(exit::DONE)
+            }
+            OpCommand::Show { id } => {
+                let id = parse_id(&id)?;
+                let op = store
+                    .load_operation(id)
+                    .await?
+                    .ok_or_else(|| anyhow!("no operation {id}"))?;
+                let steps = store.steps(id).await?;
+                if cli.json {
+                    println!(
+                        "{}",
+                        serde_json::json!({"operation": op.record, "steps": steps, "pending": op.state.pending_tool_calls})
+                    );
+                } else {
+                    output::show(&op, &steps);
+                }
+                Ok(exit::DONE)
+            }
+            OpCommand::Events { id, after, follow } => {
+                let id = parse_id(&id)?;
+                let mut cursor = after;
+                loop {
+                    let events = store.events(id, cursor).await?;
+                    for e in &events {
+                        println!("{}", serde_json::to_string(e)?);
+                        cursor = Some(e.seq);
+                    }
+                    if !follow {
+                        break;
+                    }
+                    let op = store
+                        .load_operation(id)
+                        .await?
+                        .ok_or_else(|| anyhow!("no operation {id}"))?;
+                    if op.state.status.is_terminal() && events.is_empty() {
+                        break;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+                }
+                Ok(exit::DONE)
+            }
+            OpCommand::Resume { id } => {
+                let id = parse_id(&id)?;
+                let driver = driver_for_op(Arc::clone(&store), id, &ctx).await?;
+                let end = driver.resume(id).await?;
+                let end = ask(&driver, id, end).await?;
+                finish(&store, id, &end).await
+            }
+            OpCommand::Cancel { id } => {
+                let id = parse_id(&id)?;
+                let driver = driver_for_op(Arc::clone(&store), id, &ctx).await?;
+                let end = driver.cancel(id).await?;
+                finish(&store, id, &end).await
+            }
+        },
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return ExitCode::from(exit::ERROR);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(exit::ERROR)
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! What `rein` prints: answer text on stdout, tool activity on stderr (or JSON lines).
+
+use rein_core::AgentEvent;
+use rein_core::engine::EventSink;
+use rein_core::event::{EventKind, StreamChunk};
+use rein_store::{StepRecord, StoredOperation};
+use std::io::Write;
+
+/// Prints events as they happen.
+pub struct Printer {
+    json: bool,
+}
+
+impl Printer {
+    pub fn new(json: bool) -> Self {
+        Self { json }
+    }
+}
+
+fn short(s: &str, n: usize) -> String {
+    let one_line = s.replace('\n', " ");
+    if one_line.chars().count() > n {
+        format!("{}…", one_line.chars().take(n).collect::<String>())
+    } else {
+        one_line
+    }
+}
+
+impl EventSink for Printer {
+    fn publish(&self, e: &AgentEvent) {
+        if self.json {
+            if let Ok(line) = serde_json::to_string(e) {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{line}");
+            }
+            return;
+        }
+        match &e.kind {
+            EventKind::LlmStream {
+                chunk: StreamChunk::Text { text },
+                ..
+            } => {
+                let mut out = std::io::stdout().lock();
+                let _ = write!(out, "{text}");
+                let _ = out.flush();
+            }
+            EventKind::ToolPending { tool_calls } => {
+                for c in tool_calls {
+                    eprintln!("\n→ {}({})", c.key(), short(&c.arguments, 200));
+                }
+            }
+            EventKind::ToolResult {
+                status, content, ..
+            } => {
+                let status = serde_json::to_value(status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                eprintln!("← {status}: {}", short(content, 300));
+            }
+            EventKind::StreamRetry {
+                attempt,
+                max_attempts,
+                delay_ms,
+                error_kind,
+            } => {
+                eprintln!(
+                    "(model call failed: {}; retry {attempt}/{max_attempts} in {delay_ms} ms)",
+                    error_kind.as_deref().unwrap_or("error")
+                );
+            }
+            EventKind::BudgetExceeded { budget, .. } => eprintln!("(budget exceeded: {budget:?})"),
+            _ => {}
+        }
+    }
+}
+
+/// `rein op show`.
+pub fn show(op: &StoredOperation, steps: &[StepRecord]) {
+    let r = &op.record;
+    let status = serde_json::to_value(r.status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    println!("operation {}", r.id);
+    println!(
+        "  status     {status}{}",
+        r.finish_reason
+            .map(|f| format!(
+                " ({})",
+                serde_json::to_value(f)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default()
+            ))
+            .unwrap_or_default()
+    );
+    if let Some(d) = &r.finish_detail {
+        println!("  detail     {d}");
+    }
+    if let Some(e) = &r.error {
+        println!("  error      {e}");
+    }
+    println!(
+        "  model      {}/{}",
+        r.provider.as_deref().unwrap_or("?"),
+        r.model.as_deref().unwrap_or("?")
+    );
+    println!("  steps      {} (commits {})", r.step_count, r.commit_seq);
+    println!(
+        "  tokens     {} in, {} out, {} total",
+        r.input_tokens, r.output_tokens, r.total_tokens
+    );
+    println!("  cost       {}", r.cost);
+    println!("  created    {}", r.created_at);
+    for c in &op.state.pending_tool_calls {
+        println!("  pending    {} {}({})", c.id, c.key(), c.arguments);
+    }
+    println!("  timeline");
+    for s in steps {
+        let status = serde_json::to_value(s.status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        println!(
+            "    {:>3}  {:<18} {}",
+            s.step_index,
+            status,
+            s.instructions.join(", ")
+        );
+    }
+}
