@@ -176,6 +176,14 @@ impl Driver {
         }
     }
 
+    /// Builder: add a tool.
+    pub fn with_tool(mut self, tool: Arc<dyn crate::Tool>) -> Self {
+        if let Some(host) = Arc::get_mut(&mut self.tools) {
+            host.register(tool);
+        }
+        self
+    }
+
     /// Builder: live event sink (events are also committed).
     pub fn with_sink(mut self, sink: Arc<dyn EventSink>) -> Self {
         self.sink = Some(sink);
@@ -267,6 +275,45 @@ impl Driver {
             .ok_or(DriverError::NotFound(id))
     }
 
+    /// A message the conversation depends on was deleted while the operation was in flight:
+    /// fail it visibly, before any model call, rather than answer a conversation that changed.
+    async fn fail_missing(&self, stored: &StoredOperation) -> Result<Option<RunEnd>, DriverError> {
+        let Some(first) = stored.missing_messages.first() else {
+            return Ok(None);
+        };
+        if stored.state.status.is_terminal() {
+            return Ok(Some(end_of(&stored.state)));
+        }
+        let mut state = stored.state.clone();
+        let message =
+            format!("message {first} of this conversation was deleted while the operation ran");
+        state.status = Status::Error;
+        state.error = Some(rein_core::state::StateError {
+            code: "conversation_parent_missing".into(),
+            message: message.clone(),
+        });
+        state.updated_at = Utc::now();
+        let seq = state.next_event_seq;
+        state.next_event_seq += 1;
+        let event = rein_core::AgentEvent {
+            operation_id: state.operation_id,
+            step: state.step_count,
+            seq,
+            kind: EventKind::Error {
+                code: "conversation_parent_missing".into(),
+                message,
+            },
+        };
+        let r = StepResult {
+            state,
+            events: vec![event],
+            next_context: None,
+        };
+        self.commit(&stored.state, stored.record.commit_seq + 1, &r)
+            .await?;
+        Ok(Some(end_of(&r.state)))
+    }
+
     /// Commit a step's result; `Duplicate` means another process committed it first.
     async fn commit(
         &self,
@@ -340,6 +387,9 @@ impl Driver {
     /// Step an operation from its stored state until it parks, ends or has nothing to do.
     pub async fn run(&self, id: OperationId) -> Result<RunEnd, DriverError> {
         let stored = self.load(id).await?;
+        if let Some(end) = self.fail_missing(&stored).await? {
+            return Ok(end);
+        }
         let (state, next) = (stored.state, stored.next_context);
         if stored.record.cancel_requested && !state.status.is_terminal() {
             return self.settle_cancel(id, "cancelled on request").await;
@@ -399,6 +449,9 @@ impl Driver {
     /// Resume after a crash or an interruption: continue from the last committed step.
     pub async fn resume(&self, id: OperationId) -> Result<RunEnd, DriverError> {
         let stored = self.load(id).await?;
+        if let Some(end) = self.fail_missing(&stored).await? {
+            return Ok(end);
+        }
         let mut state = stored.state;
         let mut next = stored.next_context;
         if state.status == Status::Interrupted {

@@ -219,6 +219,8 @@ pub struct StoredOperation {
     pub state: AgentState,
     /// Context of the next step.
     pub next_context: Option<RuntimeContext>,
+    /// Messages the state refers to that were deleted from the topic (left out of `state`).
+    pub missing_messages: Vec<String>,
 }
 
 /// One committed step.

@@ -475,17 +475,13 @@ impl Store for SqlStore {
                 .map(|m| (m.id.to_string(), m))
                 .collect();
             let mut messages = Vec::with_capacity(ids.len());
-            for i in &ids {
-                match by_id.remove(i) {
+            let mut missing_messages = Vec::new();
+            for i in ids {
+                match by_id.remove(&i) {
                     Some(m) => messages.push(
                         serde_json::to_value(m).map_err(|e| StoreError::corrupt("message", e))?,
                     ),
-                    None => {
-                        return Err(StoreError::corrupt(
-                            "state",
-                            format!("message {i} of operation {id} is missing"),
-                        ));
-                    }
+                    None => missing_messages.push(i),
                 }
             }
             if let Some(o) = value.as_object_mut() {
@@ -501,6 +497,7 @@ impl Store for SqlStore {
                 record,
                 state,
                 next_context,
+                missing_messages,
             }))
         }
         .boxed()

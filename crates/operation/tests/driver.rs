@@ -1,0 +1,602 @@
+//! The driver end to end: a scripted OpenAI-protocol server on loopback, a SQLite file, and
+//! every path an operation can take.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rein_core::engine::ports::{PortError, ToolOutput};
+use rein_core::event::EventKind;
+use rein_core::intervention::{ApprovalMode, InterventionConfig, InterventionPolicy};
+use rein_core::state::{Budget, FinishReason, ModelRef, Status};
+use rein_core::tool::ToolManifest;
+use rein_core::{OperationId, Role, ToolStatus, Usd};
+use rein_model::registry::{ProviderConfig, Quirks};
+use rein_model::testing::{Canned, Server, serve};
+use rein_model::transport::Timeouts;
+use rein_model::{Catalog, Protocol, Provider, ReqwestTransport, RetryPolicy};
+use rein_operation::{Decision, Driver, FORCE_FINISH_PROMPT, RunEnd, StartOptions, Tool};
+use rein_store::{Effect, ExecStatus, InterventionStatus, SqlStore, Store, Synchronous};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+/// A side-effecting tool that needs approval, runs at most once, and counts its runs.
+struct Deploy {
+    runs: Arc<AtomicU32>,
+    block: bool,
+    policy: InterventionPolicy,
+}
+
+impl Tool for Deploy {
+    fn manifest(&self) -> ToolManifest {
+        let mut m = rein_core::testing::manifest("deploy", &["release"]);
+        m.intervention = Some(InterventionConfig::Policy(self.policy));
+        m
+    }
+    fn effect(&self, _: &str) -> Effect {
+        Effect::AtMostOnce
+    }
+    fn call<'a>(
+        &'a self,
+        _: &'a str,
+        args: serde_json::Value,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
+        async move {
+            self.runs.fetch_add(1, Ordering::SeqCst);
+            if self.block {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+            }
+            Ok(ToolOutput::ok(format!(
+                "released {}",
+                args["version"].as_str().unwrap_or("?")
+            )))
+        }
+        .boxed()
+    }
+}
+
+struct Env {
+    server: Server,
+    store: Arc<SqlStore>,
+    runs: Arc<AtomicU32>,
+}
+
+async fn env(responses: Vec<Canned>) -> Env {
+    let dir = std::env::temp_dir().join(format!("rein-driver-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = Arc::new(
+        SqlStore::open(dir.join("rein.db").to_str().unwrap(), Synchronous::Normal)
+            .await
+            .unwrap(),
+    );
+    Env {
+        server: serve(responses, 7).await,
+        store,
+        runs: Arc::new(AtomicU32::new(0)),
+    }
+}
+
+fn driver(e: &Env, block: bool) -> Driver {
+    driver_with(e, block, InterventionPolicy::Required)
+}
+
+fn driver_with(e: &Env, block: bool, policy: InterventionPolicy) -> Driver {
+    let config = ProviderConfig {
+        id: "openai".into(),
+        protocol: Protocol::OpenaiChat,
+        base_url: format!("{}/v1", e.server.base),
+        api_key: Some("k".into()),
+        headers: Default::default(),
+        quirks: Quirks::default(),
+    };
+    let retry = RetryPolicy {
+        base_delay: Duration::from_millis(5),
+        ..Default::default()
+    };
+    let provider = Provider::new(
+        config,
+        Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
+    )
+    .with_retry(retry);
+    let model = ModelRef {
+        provider: "openai".into(),
+        model: "gpt-4o-mini".into(),
+    };
+    Driver::new(
+        e.store.clone(),
+        Arc::new(provider),
+        model,
+        Arc::new(Catalog::builtin().unwrap()),
+    )
+    .with_tool(Arc::new(Deploy {
+        runs: e.runs.clone(),
+        block,
+        policy,
+    }))
+}
+
+fn calc(id: &str, expr: &str) -> (String, String, String) {
+    (
+        id.into(),
+        "calculator__evaluate".into(),
+        serde_json::json!({"expression": expr}).to_string(),
+    )
+}
+
+fn tools(calls: &[(String, String, String)]) -> Canned {
+    let refs: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|(a, b, c)| (a.as_str(), b.as_str(), c.as_str()))
+        .collect();
+    Canned::openai_tools(&refs)
+}
+
+fn deploy(id: &str) -> (String, String, String) {
+    (
+        id.into(),
+        "deploy__release".into(),
+        r#"{"version":"1.2.0"}"#.into(),
+    )
+}
+
+async fn assert_consistent(store: &SqlStore, id: OperationId) {
+    let events = store.events(id, None).await.unwrap();
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(
+        seqs,
+        (0..events.len() as u64).collect::<Vec<_>>(),
+        "gapless event sequence"
+    );
+    let op = store.load_operation(id).await.unwrap().unwrap();
+    let ids: std::collections::HashSet<_> = op.state.messages.iter().map(|m| m.id).collect();
+    assert_eq!(ids.len(), op.state.messages.len(), "no duplicated messages");
+    let topic = store.topic_messages(&op.record.topic_id).await.unwrap();
+    assert_eq!(
+        topic.len(),
+        op.state.messages.len(),
+        "every message stored once"
+    );
+    let calls = op.state.usage.llm.calls;
+    assert_eq!(
+        op.record.total_tokens,
+        120 * calls,
+        "usage counted once per model call"
+    );
+}
+
+#[tokio::test]
+async fn a_tool_round_trip_is_committed_step_by_step() {
+    let e = env(vec![
+        tools(&[calc("c1", "17*23")]),
+        Canned::openai_text("17 × 23 = 391."),
+    ])
+    .await;
+    let d = driver(&e, false);
+    let id = d
+        .start("What is 17*23?", &StartOptions::default())
+        .await
+        .unwrap();
+    // Accepted only after commit: the operation is on disk before anything runs.
+    assert_eq!(
+        e.store
+            .load_operation(id)
+            .await
+            .unwrap()
+            .unwrap()
+            .record
+            .status,
+        Status::Idle
+    );
+    let end = d.run(id).await.unwrap();
+    assert_eq!(
+        end,
+        RunEnd::Done {
+            reason: FinishReason::Completed,
+            detail: Some("Model answered without tool calls".into())
+        }
+    );
+    let op = e.store.load_operation(id).await.unwrap().unwrap();
+    let roles: Vec<Role> = op.state.messages.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant, Role::Tool, Role::Assistant]
+    );
+    assert_eq!(op.state.messages[2].text_content(), "391");
+    assert_eq!(op.state.messages[3].text_content(), "17 × 23 = 391.");
+    assert_eq!((op.record.step_count, op.record.commit_seq), (3, 4));
+    assert!(op.record.cost > Usd::ZERO, "priced from the catalog");
+    let exec = e.store.tool_execution(id, "c1").await.unwrap().unwrap();
+    assert_eq!(
+        (exec.status, exec.effect),
+        (ExecStatus::Succeeded, Effect::Pure)
+    );
+    assert_eq!(e.store.steps(id).await.unwrap().len(), 4);
+    // The second request carried the tool result paired with its call.
+    let second = &e.server.requests()[1].body;
+    assert_eq!(second["messages"][2]["role"], "tool");
+    assert_eq!(second["messages"][2]["tool_call_id"], "c1");
+    assert_consistent(&e.store, id).await;
+}
+
+#[tokio::test]
+async fn a_parallel_batch_runs_both_calls() {
+    let e = env(vec![
+        tools(&[calc("a", "2+2"), calc("b", "3*3")]),
+        Canned::openai_text("4 and 9"),
+    ])
+    .await;
+    let d = driver(&e, false);
+    let id = d.start("two sums", &StartOptions::default()).await.unwrap();
+    assert!(matches!(d.run(id).await.unwrap(), RunEnd::Done { .. }));
+    let op = e.store.load_operation(id).await.unwrap().unwrap();
+    let results: Vec<String> = op
+        .state
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.text_content())
+        .collect();
+    assert_eq!(results, ["4", "9"]);
+    assert_consistent(&e.store, id).await;
+}
+
+#[tokio::test]
+async fn approval_parks_durably_then_an_approval_resumes_and_decisions_are_single_use() {
+    let e = env(vec![
+        tools(&[deploy("d1")]),
+        Canned::openai_text("Released."),
+    ])
+    .await;
+    let id = driver(&e, false)
+        .start("ship it", &StartOptions::default())
+        .await
+        .unwrap();
+    let end = driver(&e, false).run(id).await.unwrap();
+    let RunEnd::WaitingForHuman { pending } = end else {
+        panic!("expected a park, got {end:?}")
+    };
+    assert_eq!(&*pending[0].id, "d1");
+    assert_eq!(e.runs.load(Ordering::SeqCst), 0);
+    let iv = e.store.interventions(id).await.unwrap();
+    assert_eq!(iv[0].status, InterventionStatus::Pending);
+
+    // A different process (a new driver) approves.
+    let end = driver(&e, false)
+        .decide(id, None, Decision::Approve, Some("alice"))
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            end,
+            RunEnd::Done {
+                reason: FinishReason::Completed,
+                ..
+            }
+        ),
+        "{end:?}"
+    );
+    assert_eq!(e.runs.load(Ordering::SeqCst), 1);
+    let op = e.store.load_operation(id).await.unwrap().unwrap();
+    let tool = op
+        .state
+        .messages
+        .iter()
+        .find(|m| m.role == Role::Tool)
+        .unwrap();
+    assert_eq!(
+        (tool.tool_status, tool.text_content().as_str()),
+        (Some(ToolStatus::Succeeded), "released 1.2.0")
+    );
+    assert_eq!(
+        e.store.interventions(id).await.unwrap()[0]
+            .decided_by
+            .as_deref(),
+        Some("alice")
+    );
+    let again = driver(&e, false)
+        .decide(id, Some(&["d1".into()]), Decision::Approve, None)
+        .await;
+    assert!(again.is_err(), "a second decision is refused");
+    assert_consistent(&e.store, id).await;
+}
+
+#[tokio::test]
+async fn a_rejection_with_a_reason_reaches_the_model() {
+    let e = env(vec![
+        tools(&[deploy("d1")]),
+        Canned::openai_text("Understood, not releasing."),
+    ])
+    .await;
+    let d = driver(&e, false);
+    let id = d.start("ship it", &StartOptions::default()).await.unwrap();
+    d.run(id).await.unwrap();
+    let end = d
+        .decide(
+            id,
+            None,
+            Decision::Reject {
+                reason: Some("freeze until Monday".into()),
+                halt: false,
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(matches!(
+        end,
+        RunEnd::Done {
+            reason: FinishReason::Completed,
+            ..
+        }
+    ));
+    assert_eq!(e.runs.load(Ordering::SeqCst), 0);
+    let second = &e.server.requests()[1].body;
+    let tool_msg = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    assert!(
+        tool_msg["content"]
+            .as_str()
+            .unwrap()
+            .contains("freeze until Monday")
+    );
+    assert_consistent(&e.store, id).await;
+}
+
+#[tokio::test]
+async fn headless_answers_an_always_policy_with_a_blocked_result() {
+    let e = env(vec![
+        tools(&[deploy("d1")]),
+        Canned::openai_text("I cannot release without approval."),
+    ])
+    .await;
+    // Headless runs `required` calls (nobody could approve them) but never `always` ones.
+    let d = driver_with(&e, false, InterventionPolicy::Always);
+    let opts = StartOptions {
+        approval: ApprovalMode::Headless,
+        ..Default::default()
+    };
+    let id = d.start("ship it", &opts).await.unwrap();
+    assert!(matches!(
+        d.run(id).await.unwrap(),
+        RunEnd::Done {
+            reason: FinishReason::Completed,
+            ..
+        }
+    ));
+    assert_eq!(e.runs.load(Ordering::SeqCst), 0);
+    let op = e.store.load_operation(id).await.unwrap().unwrap();
+    assert!(
+        op.state
+            .messages
+            .iter()
+            .any(|m| m.tool_status == Some(ToolStatus::Blocked))
+    );
+}
+
+#[tokio::test]
+async fn max_steps_forces_a_final_call_without_tools() {
+    let e = env(vec![
+        tools(&[calc("c1", "1+1")]),
+        Canned::openai_text("Summary: 2."),
+    ])
+    .await;
+    let d = driver(&e, false);
+    let id = d
+        .start(
+            "keep going",
+            &StartOptions {
+                max_steps: Some(2),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let end = d.run(id).await.unwrap();
+    assert!(
+        matches!(
+            end,
+            RunEnd::Done {
+                reason: FinishReason::MaxStepsCompleted,
+                ..
+            }
+        ),
+        "{end:?}"
+    );
+    let reqs = e.server.requests();
+    assert!(reqs[0].body.get("tools").is_some());
+    assert_eq!(
+        reqs[1].body.get("tools"),
+        None,
+        "the forced final call offers no tools"
+    );
+    let system = reqs[1].body["messages"][0].clone();
+    assert_eq!(system["role"], "system");
+    assert!(
+        system["content"]
+            .as_str()
+            .unwrap()
+            .contains(FORCE_FINISH_PROMPT),
+        "{system}"
+    );
+}
+
+#[tokio::test]
+async fn a_cost_limit_stops_visibly() {
+    let e = env(vec![
+        tools(&[calc("c1", "1+1")]),
+        Canned::openai_text("never"),
+    ])
+    .await;
+    let d = driver(&e, false);
+    let budget = Budget {
+        max_cost: Some(Usd::from_dollars(0.000_01)),
+        ..Default::default()
+    };
+    let id = d
+        .start(
+            "spend",
+            &StartOptions {
+                budget,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let end = d.run(id).await.unwrap();
+    assert!(
+        matches!(
+            end,
+            RunEnd::Done {
+                reason: FinishReason::CostLimitExceeded,
+                ..
+            }
+        ),
+        "{end:?}"
+    );
+    assert_eq!(e.server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_rate_limit_is_retried_and_reported() {
+    let mut limited = Canned::json(
+        429,
+        &serde_json::json!({"error": {"message": "slow down", "type": "requests", "code": "rate_limit_exceeded"}}),
+    );
+    limited.headers.push(("retry-after-ms".into(), "20".into()));
+    let e = env(vec![limited, Canned::openai_text("ok")]).await;
+    let d = driver(&e, false);
+    let id = d.start("hi", &StartOptions::default()).await.unwrap();
+    assert!(matches!(d.run(id).await.unwrap(), RunEnd::Done { .. }));
+    let events = e.store.events(id, None).await.unwrap();
+    assert!(events.iter().any(|ev| matches!(&ev.kind, EventKind::StreamRetry { delay_ms: 20, error_kind: Some(k), .. } if k == "rate_limit")));
+    assert_consistent(&e.store, id).await;
+}
+
+#[tokio::test]
+async fn a_deleted_parent_fails_before_any_token_is_spent() {
+    let e = env(vec![Canned::openai_text("never")]).await;
+    let d = driver(&e, false);
+    let id = d.start("hi", &StartOptions::default()).await.unwrap();
+    let user = e
+        .store
+        .load_operation(id)
+        .await
+        .unwrap()
+        .unwrap()
+        .state
+        .messages[0]
+        .id;
+    e.store.delete_message(user).await.unwrap();
+    let end = d.run(id).await.unwrap();
+    assert!(
+        matches!(end, RunEnd::Error { ref message } if message.starts_with("conversation_parent_missing")),
+        "{end:?}"
+    );
+    assert!(e.server.requests().is_empty(), "no model call");
+    let op = e.store.load_operation(id).await.unwrap().unwrap();
+    assert_eq!(op.record.status, Status::Error, "the failure is durable");
+    assert!(
+        op.record
+            .error
+            .unwrap()
+            .starts_with("conversation_parent_missing")
+    );
+}
+
+#[tokio::test]
+async fn a_crash_while_an_at_most_once_tool_runs_is_settled_not_repeated() {
+    let e = env(vec![
+        tools(&[deploy("d1")]),
+        Canned::openai_text("The release may have happened; please check."),
+    ])
+    .await;
+    let opts = StartOptions {
+        approval: ApprovalMode::AutoRun,
+        ..Default::default()
+    };
+    let id = driver(&e, true).start("ship it", &opts).await.unwrap();
+    // The tool blocks; "kill" the process while it runs.
+    let crashed = driver(&e, true);
+    let run = tokio::spawn(async move { crashed.run(id).await });
+    for _ in 0..200 {
+        if e.runs.load(Ordering::SeqCst) == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    run.abort();
+    let _ = run.await;
+    assert_eq!(
+        e.store
+            .tool_execution(id, "d1")
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
+        ExecStatus::Running
+    );
+
+    let end = driver(&e, false).resume(id).await.unwrap();
+    assert!(
+        matches!(
+            end,
+            RunEnd::Done {
+                reason: FinishReason::Completed,
+                ..
+            }
+        ),
+        "{end:?}"
+    );
+    assert_eq!(
+        e.runs.load(Ordering::SeqCst),
+        1,
+        "an at-most-once tool never runs twice"
+    );
+    let exec = e.store.tool_execution(id, "d1").await.unwrap().unwrap();
+    assert_eq!(exec.status, ExecStatus::Interrupted);
+    let op = e.store.load_operation(id).await.unwrap().unwrap();
+    let tool = op
+        .state
+        .messages
+        .iter()
+        .find(|m| m.role == Role::Tool)
+        .unwrap();
+    assert!(
+        tool.text_content().contains("was interrupted"),
+        "{}",
+        tool.text_content()
+    );
+    assert_consistent(&e.store, id).await;
+}
+
+#[tokio::test]
+async fn cancelling_a_parked_operation_settles_its_calls() {
+    let e = env(vec![tools(&[deploy("d1")])]).await;
+    let d = driver(&e, false);
+    let id = d.start("ship it", &StartOptions::default()).await.unwrap();
+    d.run(id).await.unwrap();
+    let end = driver(&e, false).cancel(id).await.unwrap();
+    assert!(
+        matches!(
+            end,
+            RunEnd::Done {
+                reason: FinishReason::UserRequested,
+                ..
+            }
+        ),
+        "{end:?}"
+    );
+    let op = e.store.load_operation(id).await.unwrap().unwrap();
+    assert!(
+        op.state
+            .messages
+            .iter()
+            .any(|m| m.tool_status == Some(ToolStatus::Aborted))
+    );
+    assert_consistent(&e.store, id).await;
+}
