@@ -1,6 +1,7 @@
 //! The `rein` command line.
 
 mod output;
+mod test_tools;
 
 use anyhow::{Context, anyhow, bail};
 use clap::{Parser, Subcommand};
@@ -199,7 +200,8 @@ fn driver(store: Arc<SqlStore>, model: &str, ctx: &Context_) -> anyhow::Result<D
         model: model_id.into(),
     };
     let sink = Arc::new(output::Printer::new(ctx.json));
-    Ok(Driver::new(store, Arc::new(provider), model_ref, catalog).with_sink(sink))
+    let driver = Driver::new(store, Arc::new(provider), model_ref, catalog).with_sink(sink);
+    Ok(test_tools::register(driver))
 }
 
 /// The environment variable holding a provider's key, for providers that need one.

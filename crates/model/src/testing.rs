@@ -164,6 +164,37 @@ async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<Recorded> {
     })
 }
 
+async fn respond(mut sock: tokio::net::TcpStream, canned: Option<Canned>, seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let Some(c) = canned else {
+        let _ = sock.write_all(b"HTTP/1.1 500 Internal Server Error\r\nconnection: close\r\ncontent-length: 0\r\n\r\n").await;
+        return;
+    };
+    let mut head = format!("HTTP/1.1 {} Canned\r\nconnection: close\r\n", c.status);
+    for (k, v) in &c.headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    if sock.write_all(head.as_bytes()).await.is_err() {
+        return;
+    }
+    let mut rest: &[u8] = &c.body;
+    let mut written = 0;
+    while !rest.is_empty() {
+        if c.stall_after.is_some_and(|s| written >= s) {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            break;
+        }
+        let n = rng.random_range(1..=c.max_piece).min(rest.len());
+        if sock.write_all(&rest[..n]).await.is_err() || sock.flush().await.is_err() {
+            break;
+        }
+        written += n;
+        rest = &rest[n..];
+    }
+    let _ = sock.shutdown().await;
+}
+
 pub async fn serve(responses: Vec<Canned>, seed: u64) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -185,33 +216,10 @@ pub async fn serve(responses: Vec<Canned>, seed: u64) -> Server {
             };
             rec.lock().unwrap().push(req);
             let canned = q.lock().unwrap().pop_front();
-            let Some(c) = canned else {
-                let _ = sock.write_all(b"HTTP/1.1 500 Internal Server Error\r\nconnection: close\r\ncontent-length: 0\r\n\r\n").await;
-                continue;
-            };
-            let mut head = format!("HTTP/1.1 {} Canned\r\nconnection: close\r\n", c.status);
-            for (k, v) in &c.headers {
-                head.push_str(&format!("{k}: {v}\r\n"));
-            }
-            head.push_str("\r\n");
-            if sock.write_all(head.as_bytes()).await.is_err() {
-                continue;
-            }
-            let mut rest: &[u8] = &c.body;
-            let mut written = 0;
-            while !rest.is_empty() {
-                if c.stall_after.is_some_and(|s| written >= s) {
-                    tokio::time::sleep(Duration::from_secs(30)).await;
-                    break;
-                }
-                let n = rng.random_range(1..=c.max_piece).min(rest.len());
-                if sock.write_all(&rest[..n]).await.is_err() || sock.flush().await.is_err() {
-                    break;
-                }
-                written += n;
-                rest = &rest[n..];
-            }
-            let _ = sock.shutdown().await;
+            let piece_seed: u64 = rng.random();
+            // Each connection is answered on its own task: a stalled stream must not hold up
+            // the next request.
+            tokio::spawn(respond(sock, canned, piece_seed));
         }
     });
     Server {

@@ -46,6 +46,19 @@ pub struct StartOptions {
     pub working_directory: Option<String>,
 }
 
+/// Test support for crash tests: with `REIN_TEST_PAUSE_AT=commit:N` (after the Nth commit
+/// of this process) or `tool:CALL_ID` (a tool execution recorded running, not yet run), the
+/// process announces `REIN_TEST_PAUSED <point>` on stderr and stops there, so a test can kill
+/// it with SIGKILL at an exact boundary. Unset in normal use.
+pub(crate) async fn pause_point(point: &str) {
+    if std::env::var("REIN_TEST_PAUSE_AT").is_ok_and(|p| p == point) {
+        eprintln!("REIN_TEST_PAUSED {point}");
+        loop {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+    }
+}
+
 /// Where a run stopped.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RunEnd {
@@ -429,6 +442,7 @@ impl Driver {
                         seq += 1;
                         state = r.state;
                         next = r.next_context;
+                        pause_point(&format!("commit:{seq}")).await;
                     }
                     CommitOutcome::Duplicate => {
                         // Another process got there first: continue from what it committed.

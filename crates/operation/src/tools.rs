@@ -158,6 +158,7 @@ impl ToolPort for ToolHost {
             if effect != Effect::Pure {
                 self.store.record_tool_execution(&exec).await.map_err(store_err)?;
             }
+            crate::driver::pause_point(&format!("tool:{}", call.id)).await;
             let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
             let out = match tool.call(&call.api, args, &key).await {
                 Ok(out) => out,

@@ -1,0 +1,67 @@
+//! Test support for the crash tests: with `REIN_TEST_TOOLS=1`, a `ledger` tool (effect
+//! at-most-once) appends each call's `entry` to the file named by `REIN_TEST_LEDGER`, so a test
+//! can count how often a side effect really happened. Not registered in normal use.
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rein_core::engine::ports::{PortError, ToolOutput};
+use rein_core::tool::{ToolApi, ToolKind, ToolManifest};
+use rein_operation::{Driver, Tool};
+use rein_store::Effect;
+use std::io::Write;
+use std::sync::Arc;
+
+struct Ledger;
+
+impl Tool for Ledger {
+    fn manifest(&self) -> ToolManifest {
+        ToolManifest {
+            identifier: "ledger".into(),
+            kind: ToolKind::Custom,
+            title: "Ledger".into(),
+            description: "Append an entry to the ledger.".into(),
+            system_role: None,
+            apis: vec![ToolApi {
+                name: "append".into(),
+                description: "Append one entry.".into(),
+                parameters: serde_json::json!({"type": "object", "properties": {"entry": {"type": "string"}}, "required": ["entry"]}),
+                intervention: None,
+            }],
+            intervention: None,
+        }
+    }
+
+    fn effect(&self, _: &str) -> Effect {
+        Effect::AtMostOnce
+    }
+
+    fn call<'a>(
+        &'a self,
+        _: &'a str,
+        args: serde_json::Value,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
+        async move {
+            let path = std::env::var("REIN_TEST_LEDGER")
+                .map_err(|_| PortError::new("config", "REIN_TEST_LEDGER is not set"))?;
+            let entry = args["entry"].as_str().unwrap_or_default().to_owned();
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .map_err(|e| PortError::new("io", e.to_string()))?;
+            writeln!(f, "{entry}").map_err(|e| PortError::new("io", e.to_string()))?;
+            Ok(ToolOutput::ok(format!("appended {entry}")))
+        }
+        .boxed()
+    }
+}
+
+/// Register the test tools when `REIN_TEST_TOOLS=1`.
+pub fn register(driver: Driver) -> Driver {
+    if std::env::var("REIN_TEST_TOOLS").is_ok_and(|v| v == "1") {
+        driver.with_tool(Arc::new(Ledger))
+    } else {
+        driver
+    }
+}

@@ -1,0 +1,368 @@
+//! `rein` as a user runs it: a child process against a scripted OpenAI-protocol server on
+//! loopback, a SQLite file, real exit codes, and crashes by SIGKILL at each boundary.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use rein_core::OperationId;
+use rein_model::testing::{Canned, Server, serve};
+use rein_store::{SqlStore, Store, Synchronous};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+struct Env {
+    dir: PathBuf,
+    server: Server,
+}
+
+async fn env(responses: Vec<Canned>) -> Env {
+    let dir = std::env::temp_dir().join(format!("rein-cli-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    Env {
+        dir,
+        server: serve(responses, 3).await,
+    }
+}
+
+impl Env {
+    fn db(&self) -> String {
+        self.dir.join("rein.db").to_string_lossy().into_owned()
+    }
+
+    fn ledger(&self) -> PathBuf {
+        self.dir.join("ledger.txt")
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_rein"));
+        if !args.contains(&"--db") {
+            c.args(["--db", &self.db()]);
+        }
+        c.args(args);
+        c.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("REIN_HOME", &self.dir)
+            .env("OPENAI_BASE_URL", format!("{}/v1", self.server.base))
+            .env("OPENAI_API_KEY", "sk-test")
+            .env("REIN_TEST_TOOLS", "1")
+            .env("REIN_TEST_LEDGER", self.ledger());
+        c.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    async fn rein(&self, args: &[&str]) -> (i32, String, String) {
+        let out = self.cmd(args).output().await.unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    fn ledger_lines(&self) -> usize {
+        std::fs::read_to_string(self.ledger())
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    }
+
+    async fn store(&self) -> SqlStore {
+        SqlStore::open(&self.db(), Synchronous::Normal)
+            .await
+            .unwrap()
+    }
+}
+
+fn calc(id: &str, expr: &str) -> Canned {
+    Canned::openai_tools(&[(
+        id,
+        "calculator__evaluate",
+        &serde_json::json!({"expression": expr}).to_string(),
+    )])
+}
+
+fn ledger(id: &str, entry: &str) -> Canned {
+    Canned::openai_tools(&[(
+        id,
+        "ledger__append",
+        &serde_json::json!({"entry": entry}).to_string(),
+    )])
+}
+
+fn op_id(text: &str) -> OperationId {
+    let at = text
+        .find("op ")
+        .map(|i| i + 3)
+        .expect("an operation id in the output");
+    text[at..at + 36].parse().unwrap()
+}
+
+/// The invariants every finished operation must keep, crash or not.
+async fn assert_consistent(store: &SqlStore, id: OperationId) {
+    let events = store.events(id, None).await.unwrap();
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(
+        seqs,
+        (0..events.len() as u64).collect::<Vec<_>>(),
+        "gapless event sequence"
+    );
+    let op = store.load_operation(id).await.unwrap().unwrap();
+    let ids: std::collections::HashSet<_> = op.state.messages.iter().map(|m| m.id).collect();
+    assert_eq!(ids.len(), op.state.messages.len(), "no duplicated messages");
+    assert_eq!(
+        store
+            .topic_messages(&op.record.topic_id)
+            .await
+            .unwrap()
+            .len(),
+        op.state.messages.len(),
+        "every message stored once"
+    );
+    assert_eq!(
+        op.record.total_tokens,
+        120 * op.state.usage.llm.calls,
+        "usage counted once"
+    );
+}
+
+#[tokio::test]
+async fn run_streams_the_answer_and_json_events_are_gapless() {
+    let e = env(vec![
+        calc("c1", "17*23"),
+        Canned::openai_text("17 × 23 = 391."),
+    ])
+    .await;
+    let (code, out, err) = e.rein(&["run", "What is 17*23?"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("17 × 23 = 391."), "{out}");
+    assert!(
+        err.contains("→ calculator/evaluate") && err.contains("← succeeded: 391"),
+        "{err}"
+    );
+    assert!(err.contains("done (completed)"), "{err}");
+    let id = op_id(&err);
+    assert_consistent(&e.store().await, id).await;
+
+    let e = env(vec![Canned::openai_text("hi there")]).await;
+    let (code, out, _) = e.rein(&["--json", "run", "hello"]).await;
+    assert_eq!(code, 0);
+    let events: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let seqs: Vec<u64> = events.iter().map(|v| v["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (0..events.len() as u64).collect::<Vec<_>>());
+    assert_eq!(events.last().unwrap()["type"], "step_complete");
+    assert!(events.iter().any(|v| v["type"] == "done"));
+    let id = events[0]["operation_id"].as_str().unwrap().to_owned();
+    let (code, shown, _) = e.rein(&["--json", "op", "show", &id]).await;
+    assert_eq!(code, 0);
+    let shown: serde_json::Value = serde_json::from_str(shown.trim()).unwrap();
+    assert_eq!(shown["operation"]["status"], "done");
+    let (_, later, _) = e.rein(&["op", "events", &id, "--after", "3"]).await;
+    assert!(later.lines().all(|l| {
+        serde_json::from_str::<serde_json::Value>(l).unwrap()["seq"]
+            .as_u64()
+            .unwrap()
+            > 3
+    }));
+}
+
+#[tokio::test]
+async fn without_a_terminal_an_approval_parks_and_rein_approve_resumes() {
+    let e = env(vec![calc("c1", "2+2"), Canned::openai_text("4.")]).await;
+    let (code, _, err) = e.rein(&["run", "--approval", "allow-list", "2+2?"]).await;
+    assert_eq!(code, 3, "waiting-for-human exit code: {err}");
+    assert!(err.contains("pending c1 calculator/evaluate"), "{err}");
+    let id = op_id(&err);
+    let (code, out, err) = e.rein(&["approve", &id.to_string()]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("4."), "{out}");
+    let (code, _, err) = e.rein(&["approve", &id.to_string()]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("not waiting for a decision"), "{err}");
+    assert_consistent(&e.store().await, id).await;
+}
+
+#[tokio::test]
+async fn a_rejection_reason_reaches_the_model() {
+    let e = env(vec![
+        calc("c1", "2+2"),
+        Canned::openai_text("Fine, I will not compute it."),
+    ])
+    .await;
+    let (code, _, err) = e.rein(&["run", "--approval", "allow-list", "2+2?"]).await;
+    assert_eq!(code, 3);
+    let id = op_id(&err);
+    let (code, _, err) = e
+        .rein(&["reject", &id.to_string(), "--reason", "do it by hand"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let body = &e.server.requests()[1].body;
+    assert!(body.to_string().contains("do it by hand"));
+}
+
+#[tokio::test]
+async fn bad_input_is_one_clear_line_and_writes_nothing() {
+    let e = env(vec![]).await;
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["run", "--model", "nowhere/x", "hi"],
+            "unknown provider `nowhere`: set NOWHERE_BASE_URL",
+        ),
+        (
+            vec!["--db", "/nonexistent-dir/rein.db", "run", "hi"],
+            "cannot open the database /nonexistent-dir/rein.db",
+        ),
+        (
+            vec!["--db", "postgres://rein@127.0.0.1:1/rein", "run", "hi"],
+            "cannot open the database postgres://rein@127.0.0.1:1/rein",
+        ),
+        (
+            vec!["run", "--model", "gpt-4o", "hi"],
+            "must be addressed as provider/model",
+        ),
+        (
+            vec!["op", "show", "not-an-id"],
+            "`not-an-id` is not an operation id",
+        ),
+    ];
+    for (args, want) in cases {
+        let (code, _, err) = e.rein(&args).await;
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert_eq!(
+            err.trim().lines().count(),
+            1,
+            "{args:?}: one line, got {err}"
+        );
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    let corrupt = e.dir.join("bad.jsonl");
+    std::fs::write(&corrupt, "this is not a cassette\n").unwrap();
+    let (code, _, err) = e
+        .rein(&["--replay", corrupt.to_str().unwrap(), "run", "hi"])
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("cassette line 1"), "{err}");
+    let mut no_key = e.cmd(&["run", "hi"]);
+    no_key.env_remove("OPENAI_API_KEY");
+    let out = no_key.output().await.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        err.contains("missing API key for provider `openai`: set OPENAI_API_KEY"),
+        "{err}"
+    );
+    // Nothing half-written: no operation was created by any of these.
+    assert!(
+        e.store()
+            .await
+            .list_operations(None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// Start `rein run` paused at `point`, kill it there with SIGKILL, return the operation id.
+async fn run_and_kill_at(e: &Env, point: &str, prompt: &str) -> OperationId {
+    let mut cmd = e.cmd(&["run", "--approval", "auto-run", prompt]);
+    cmd.env("REIN_TEST_PAUSE_AT", point);
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let wait = async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.starts_with("REIN_TEST_PAUSED") {
+                return;
+            }
+        }
+        panic!("the child exited before pausing at {point}");
+    };
+    tokio::time::timeout(Duration::from_secs(60), wait)
+        .await
+        .expect("pause point reached");
+    child.kill().await.unwrap(); // SIGKILL
+    let store = e.store().await;
+    let ops = store.list_operations(None, 10).await.unwrap();
+    assert_eq!(ops.len(), 1);
+    ops[0].id
+}
+
+async fn resume_and_check(e: &Env, id: OperationId) {
+    let (code, _, err) = e.rein(&["op", "resume", &id.to_string()]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_consistent(&e.store().await, id).await;
+}
+
+#[tokio::test]
+async fn killed_after_the_model_result_was_committed() {
+    let e = env(vec![ledger("l1", "A"), Canned::openai_text("Recorded A.")]).await;
+    let id = run_and_kill_at(&e, "commit:1", "record A").await;
+    assert_eq!(e.ledger_lines(), 0);
+    resume_and_check(&e, id).await;
+    assert_eq!(e.ledger_lines(), 1);
+    assert_eq!(
+        e.server.requests().len(),
+        2,
+        "the committed model call was not repeated"
+    );
+}
+
+#[tokio::test]
+async fn killed_while_an_at_most_once_tool_runs() {
+    let e = env(vec![
+        ledger("l1", "A"),
+        Canned::openai_text("The ledger write may not have happened."),
+    ])
+    .await;
+    let id = run_and_kill_at(&e, "tool:l1", "record A").await;
+    resume_and_check(&e, id).await;
+    assert_eq!(
+        e.ledger_lines(),
+        0,
+        "an at-most-once call found running is settled, not repeated"
+    );
+    let store = e.store().await;
+    let op = store.load_operation(id).await.unwrap().unwrap();
+    assert!(
+        op.state
+            .messages
+            .iter()
+            .any(|m| m.text_content().contains("was interrupted"))
+    );
+}
+
+#[tokio::test]
+async fn killed_after_the_tool_result_was_committed() {
+    let e = env(vec![ledger("l1", "A"), Canned::openai_text("Recorded A.")]).await;
+    let id = run_and_kill_at(&e, "commit:2", "record A").await;
+    assert_eq!(e.ledger_lines(), 1);
+    resume_and_check(&e, id).await;
+    assert_eq!(e.ledger_lines(), 1, "never twice");
+}
+
+#[tokio::test]
+async fn killed_during_the_model_stream() {
+    let mut stalled = Canned::openai_text("This answer will be cut off halfway through");
+    stalled.stall_after = Some(stalled.body.len() / 2);
+    let e = env(vec![stalled, Canned::openai_text("A complete answer.")]).await;
+    let mut child = e.cmd(&["run", "tell me"]).spawn().unwrap();
+    for _ in 0..600 {
+        if !e.server.requests().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    child.kill().await.unwrap();
+    let id = e.store().await.list_operations(None, 10).await.unwrap()[0].id;
+    resume_and_check(&e, id).await;
+    let op = e.store().await.load_operation(id).await.unwrap().unwrap();
+    assert_eq!(
+        op.state.messages.last().unwrap().text_content(),
+        "A complete answer."
+    );
+    assert_eq!(op.state.messages.len(), 2, "user message and one answer");
+}
