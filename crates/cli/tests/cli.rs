@@ -120,11 +120,9 @@ async fn assert_consistent(store: &SqlStore, id: OperationId) {
         op.state.messages.len(),
         "every message stored once"
     );
-    assert_eq!(
-        op.record.total_tokens,
-        120 * op.state.usage.llm.calls,
-        "usage counted once"
-    );
+    let per_message: u64 = op.state.messages.iter().filter_map(|m| m.usage.map(|u| u.total)).sum();
+    assert_eq!(op.record.total_tokens, per_message, "usage counted once: the total is the sum of the calls");
+    assert_eq!(op.state.messages.iter().filter(|m| m.usage.is_some()).count() as u64, op.state.usage.llm.calls);
 }
 
 #[tokio::test]
@@ -365,4 +363,19 @@ async fn killed_during_the_model_stream() {
         "A complete answer."
     );
     assert_eq!(op.state.messages.len(), 2, "user message and one answer");
+}
+
+#[tokio::test]
+async fn the_readme_command_replays_the_shipped_cassette_offline() {
+    let e = env(vec![]).await;
+    let cassette = concat!(env!("CARGO_MANIFEST_DIR"), "/cassettes/demo.jsonl");
+    let mut cmd = e.cmd(&["--replay", cassette, "run", "What is 17 * 23?"]);
+    cmd.env_remove("OPENAI_API_KEY").env_remove("OPENAI_BASE_URL").env_remove("REIN_TEST_TOOLS");
+    let out = cmd.output().await.unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stdout, "17 × 23 = 391.");
+    assert!(stderr.contains("← succeeded: 391"), "{stderr}");
+    assert!(e.server.requests().is_empty(), "no network");
+    assert_consistent(&e.store().await, op_id(&stderr)).await;
 }

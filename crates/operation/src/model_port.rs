@@ -185,7 +185,15 @@ impl LlmPort for ModelPort {
                         ..Default::default()
                     });
                 }
-                return Err(PortError::new(e.kind.as_str(), e.to_string()));
+                // The kind becomes the error code; the message keeps the provider's details.
+                let mut detail = e.message.clone();
+                if let Some(s) = e.http_status.filter(|s| *s != 200) {
+                    detail.push_str(&format!(" (HTTP {s})"));
+                }
+                if let Some(c) = e.provider_code.as_deref().or(e.provider_type.as_deref()) {
+                    detail.push_str(&format!(" [{c}]"));
+                }
+                return Err(PortError::new(e.kind.as_str(), detail));
             }
             let tool_calls = r
                 .tool_calls
