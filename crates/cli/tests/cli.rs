@@ -120,9 +120,24 @@ async fn assert_consistent(store: &SqlStore, id: OperationId) {
         op.state.messages.len(),
         "every message stored once"
     );
-    let per_message: u64 = op.state.messages.iter().filter_map(|m| m.usage.map(|u| u.total)).sum();
-    assert_eq!(op.record.total_tokens, per_message, "usage counted once: the total is the sum of the calls");
-    assert_eq!(op.state.messages.iter().filter(|m| m.usage.is_some()).count() as u64, op.state.usage.llm.calls);
+    let per_message: u64 = op
+        .state
+        .messages
+        .iter()
+        .filter_map(|m| m.usage.map(|u| u.total))
+        .sum();
+    assert_eq!(
+        op.record.total_tokens, per_message,
+        "usage counted once: the total is the sum of the calls"
+    );
+    assert_eq!(
+        op.state
+            .messages
+            .iter()
+            .filter(|m| m.usage.is_some())
+            .count() as u64,
+        op.state.usage.llm.calls
+    );
 }
 
 #[tokio::test]
@@ -370,12 +385,102 @@ async fn the_readme_command_replays_the_shipped_cassette_offline() {
     let e = env(vec![]).await;
     let cassette = concat!(env!("CARGO_MANIFEST_DIR"), "/cassettes/demo.jsonl");
     let mut cmd = e.cmd(&["--replay", cassette, "run", "What is 17 * 23?"]);
-    cmd.env_remove("OPENAI_API_KEY").env_remove("OPENAI_BASE_URL").env_remove("REIN_TEST_TOOLS");
+    cmd.env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("REIN_TEST_TOOLS");
     let out = cmd.output().await.unwrap();
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(stdout, "17 × 23 = 391.");
     assert!(stderr.contains("← succeeded: 391"), "{stderr}");
     assert!(e.server.requests().is_empty(), "no network");
+    assert_consistent(&e.store().await, op_id(&stderr)).await;
+}
+
+fn anthropic_stream(blocks: &[serde_json::Value], stop: &str) -> Canned {
+    let mut body = String::new();
+    let mut ev = |name: &str, data: serde_json::Value| {
+        body.push_str(&format!("event: {name}\ndata: {data}\n\n"))
+    };
+    ev(
+        "message_start",
+        serde_json::json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": [], "usage": {"input_tokens": 90, "output_tokens": 1}}}),
+    );
+    for (i, b) in blocks.iter().enumerate() {
+        if let Some(text) = b.get("text") {
+            ev(
+                "content_block_start",
+                serde_json::json!({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}),
+            );
+            ev(
+                "content_block_delta",
+                serde_json::json!({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": text}}),
+            );
+        } else {
+            ev(
+                "content_block_start",
+                serde_json::json!({"type": "content_block_start", "index": i, "content_block": {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}}),
+            );
+            ev(
+                "content_block_delta",
+                serde_json::json!({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": b["input"].to_string()}}),
+            );
+        }
+        ev(
+            "content_block_stop",
+            serde_json::json!({"type": "content_block_stop", "index": i}),
+        );
+    }
+    ev(
+        "message_delta",
+        serde_json::json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 30}}),
+    );
+    ev("message_stop", serde_json::json!({"type": "message_stop"}));
+    Canned {
+        status: 200,
+        headers: vec![("content-type".into(), "text/event-stream".into())],
+        body: body.into_bytes(),
+        max_piece: 7,
+        stall_after: None,
+    }
+}
+
+#[tokio::test]
+async fn a_tool_round_trip_over_the_anthropic_protocol() {
+    let e = env(vec![
+        anthropic_stream(&[serde_json::json!({"id": "toolu_1", "name": "calculator__evaluate", "input": {"expression": "6*7"}})], "tool_use"),
+        anthropic_stream(&[serde_json::json!({"text": "6 × 7 = 42."})], "end_turn"),
+    ])
+    .await;
+    let mut cmd = e.cmd(&["run", "--model", "anthropic/claude-sonnet-4-5", "6*7?"]);
+    cmd.env("ANTHROPIC_BASE_URL", format!("{}/v1", e.server.base))
+        .env("ANTHROPIC_API_KEY", "sk-ant-test");
+    let out = cmd.output().await.unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stdout, "6 × 7 = 42.");
+    let reqs = e.server.requests();
+    assert_eq!(reqs[0].path, "/v1/messages");
+    assert!(
+        reqs[0]
+            .headers
+            .iter()
+            .any(|(k, v)| k == "x-api-key" && v == "sk-ant-test")
+    );
+    let result = &reqs[1].body["messages"][2]["content"][0];
+    assert_eq!(
+        (
+            result["type"].as_str(),
+            result["tool_use_id"].as_str(),
+            result["content"].as_str()
+        ),
+        (Some("tool_result"), Some("toolu_1"), Some("42"))
+    );
     assert_consistent(&e.store().await, op_id(&stderr)).await;
 }

@@ -157,9 +157,24 @@ async fn assert_consistent(store: &SqlStore, id: OperationId) {
         op.state.messages.len(),
         "every message stored once"
     );
-    let per_message: u64 = op.state.messages.iter().filter_map(|m| m.usage.map(|u| u.total)).sum();
-    assert_eq!(op.record.total_tokens, per_message, "usage counted once: the total is the sum of the calls");
-    assert_eq!(op.state.messages.iter().filter(|m| m.usage.is_some()).count() as u64, op.state.usage.llm.calls);
+    let per_message: u64 = op
+        .state
+        .messages
+        .iter()
+        .filter_map(|m| m.usage.map(|u| u.total))
+        .sum();
+    assert_eq!(
+        op.record.total_tokens, per_message,
+        "usage counted once: the total is the sum of the calls"
+    );
+    assert_eq!(
+        op.state
+            .messages
+            .iter()
+            .filter(|m| m.usage.is_some())
+            .count() as u64,
+        op.state.usage.llm.calls
+    );
 }
 
 #[tokio::test]
@@ -594,6 +609,43 @@ async fn cancelling_a_parked_operation_settles_its_calls() {
             .messages
             .iter()
             .any(|m| m.tool_status == Some(ToolStatus::Aborted))
+    );
+    assert_consistent(&e.store, id).await;
+}
+
+#[tokio::test]
+async fn cancelling_during_a_model_stream_keeps_the_partial_answer() {
+    let mut stalled = Canned::openai_text("Here is the first half of a long answer, and then");
+    stalled.stall_after = Some(stalled.body.len() * 2 / 3);
+    let e = env(vec![stalled]).await;
+    let d = driver(&e, false);
+    let id = d
+        .start("tell me everything", &StartOptions::default())
+        .await
+        .unwrap();
+    let cancel = d.cancel_token();
+    let server_seen = async {
+        while e.server.requests().is_empty() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        cancel.cancel();
+    };
+    let (end, ()) = tokio::join!(d.run(id), server_seen);
+    let end = end.unwrap();
+    assert!(matches!(end, RunEnd::Interrupted { .. }), "{end:?}");
+    let op = e.store.load_operation(id).await.unwrap().unwrap();
+    assert_eq!(op.record.status, Status::Interrupted);
+    let partial = op
+        .state
+        .messages
+        .iter()
+        .find(|m| m.role == Role::Assistant)
+        .expect("partial answer saved");
+    assert!(
+        partial.text_content().starts_with("Here is the first"),
+        "{}",
+        partial.text_content()
     );
     assert_consistent(&e.store, id).await;
 }

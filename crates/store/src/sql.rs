@@ -84,6 +84,23 @@ fn state_json(state: &AgentState) -> Result<String, StoreError> {
     Ok(v.to_string())
 }
 
+/// What a step row keeps: counters and outcome after the step. The latest full state lives in
+/// the operation row and messages and events in their own tables, so a per-step snapshot would
+/// only repeat them.
+fn step_summary(state: &AgentState) -> String {
+    serde_json::json!({
+        "step_count": state.step_count,
+        "status": state.status,
+        "tokens": state.usage.llm.tokens.total,
+        "cost": state.cost.total,
+        "message_count": state.messages.len(),
+        "next_event_seq": state.next_event_seq,
+        "finish": state.finish,
+        "error": state.error,
+    })
+    .to_string()
+}
+
 static DRIVERS: Once = Once::new();
 
 impl SqlStore {
@@ -396,7 +413,7 @@ impl Store for SqlStore {
             .bind(i64_of(c.step_index))
             .bind(enum_str(&c.state.status))
             .bind(to_json(&c.instructions, "instructions")?)
-            .bind(state_json(&c.state)?)
+            .bind(step_summary(&c.state))
             .bind(ts(Utc::now()))
             .execute(&mut *tx)
             .await?
@@ -408,17 +425,21 @@ impl Store for SqlStore {
             for m in &c.messages {
                 upsert_message(&mut tx, &topic, m).await?;
             }
-            for e in &c.events {
-                let body = to_json(e, "event")?;
-                let kind = serde_json::to_value(&e.kind).ok().and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_owned)).unwrap_or_default();
-                sqlx::query("INSERT INTO operation_events (operation_id, seq, step, kind, body) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (operation_id, seq) DO NOTHING")
-                    .bind(&id)
-                    .bind(i64_of(e.seq))
-                    .bind(i64::from(e.step))
-                    .bind(kind)
-                    .bind(body)
-                    .execute(&mut *tx)
-                    .await?;
+            // One statement for all of the step's events.
+            if !c.events.is_empty() {
+                let mut sql = String::from("INSERT INTO operation_events (operation_id, seq, step, kind, body) VALUES ");
+                for i in 0..c.events.len() {
+                    let b = i * 5;
+                    sql.push_str(&format!("{}(${}, ${}, ${}, ${}, ${})", if i == 0 { "" } else { ", " }, b + 1, b + 2, b + 3, b + 4, b + 5));
+                }
+                sql.push_str(" ON CONFLICT (operation_id, seq) DO NOTHING");
+                let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+                for e in &c.events {
+                    let value = serde_json::to_value(e).map_err(|err| StoreError::corrupt("event", err))?;
+                    let kind = value.get("type").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+                    q = q.bind(id.clone()).bind(i64_of(e.seq)).bind(i64::from(e.step)).bind(kind).bind(value.to_string());
+                }
+                q.execute(&mut *tx).await?;
             }
             for t in &c.tool_executions {
                 upsert_tool(&mut tx, t).await?;
