@@ -3,8 +3,8 @@
 //! cache reads and writes, `ping`s, and in-stream `error` events on HTTP 200.
 
 use super::{
-    StreamParser, WireRequest, arguments_object, data_url, interrupted, malformed, stream_error,
-    system_text, wire_name,
+    StreamParser, WireRequest, arguments_object, data_url, interrupted, malformed, push_grouped,
+    stream_error, system_text, wire_name,
 };
 use crate::event::{ModelEvent, StopReason};
 use crate::framing::Frame;
@@ -20,15 +20,7 @@ use std::collections::BTreeMap;
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
 fn push_block(messages: &mut Vec<Value>, role: &str, block: Value) {
-    // Anthropic requires alternating roles: consecutive blocks of one role share a message.
-    match messages.last_mut() {
-        Some(last) if last["role"] == role => {
-            if let Some(content) = last["content"].as_array_mut() {
-                content.push(block);
-            }
-        }
-        _ => messages.push(json!({"role": role, "content": [block]})),
-    }
+    push_grouped(messages, role, "content", block);
 }
 
 /// The request body.

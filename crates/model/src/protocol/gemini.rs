@@ -5,7 +5,7 @@
 
 use super::{
     StreamParser, WireRequest, arguments_object, data_url, interrupted, json_scalar, malformed,
-    stream_error, system_text, wire_name,
+    push_grouped, stream_error, system_text, wire_name,
 };
 use crate::event::{Citation, ModelEvent, StopReason};
 use crate::framing::Frame;
@@ -35,14 +35,7 @@ fn sanitize_schema(v: &Value) -> Value {
 }
 
 fn push_part(contents: &mut Vec<Value>, role: &str, part: Value) {
-    match contents.last_mut() {
-        Some(last) if last["role"] == role => {
-            if let Some(parts) = last["parts"].as_array_mut() {
-                parts.push(part);
-            }
-        }
-        _ => contents.push(json!({"role": role, "parts": [part]})),
-    }
+    push_grouped(contents, role, "parts", part);
 }
 
 /// The request body; the path names the model and the mode.

@@ -250,6 +250,24 @@ pub(crate) fn system_text(req: &ChatRequest) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("\n\n"))
 }
 
+/// Append `item` under `key` of the last entry when it has `role`, else start a new entry:
+/// providers that require alternating roles get consecutive items of one role merged.
+pub(crate) fn push_grouped(
+    list: &mut Vec<serde_json::Value>,
+    role: &str,
+    key: &str,
+    item: serde_json::Value,
+) {
+    match list.last_mut() {
+        Some(last) if last["role"] == role => {
+            if let Some(items) = last[key].as_array_mut() {
+                items.push(item);
+            }
+        }
+        _ => list.push(serde_json::json!({"role": role, key: [item]})),
+    }
+}
+
 /// Split a `data:` URL into (media type, base64 payload).
 pub(crate) fn data_url(url: &str) -> Option<(&str, &str)> {
     let rest = url.strip_prefix("data:")?;
