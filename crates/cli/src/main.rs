@@ -103,6 +103,9 @@ struct RunArgs {
     /// Approval mode.
     #[arg(long, default_value = "manual", value_parser = ["auto-run", "allow-list", "manual", "headless"])]
     approval: String,
+    /// Seconds a requested approval stays valid; after that the operation ends (timeout).
+    #[arg(long, value_name = "SECS")]
+    approval_timeout: Option<u64>,
 }
 
 #[derive(Subcommand)]

@@ -169,6 +169,10 @@ pub struct Interruption {
     pub interrupted_instruction: Option<Box<Instruction>>,
     /// Whether `resume` is allowed.
     pub can_resume: bool,
+    /// How the operation finishes when the interruption is settled instead of resumed
+    /// (`user_requested` when absent; `timeout` for an expired approval).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<FinishReason>,
 }
 
 /// A free-text question for a human.

@@ -44,7 +44,13 @@ pub struct StartOptions {
     pub topic_id: Option<String>,
     /// Working directory for path-scoped tools.
     pub working_directory: Option<String>,
+    /// How long a requested approval stays valid; after it the operation ends (`timeout`).
+    pub approval_timeout: Option<Duration>,
 }
+
+/// Metadata key holding the approval timeout, so every process that parks or decides the
+/// operation applies the same deadline.
+const APPROVAL_TIMEOUT_KEY: &str = "approval_timeout_secs";
 
 /// Test support for crash tests: with `REIN_TEST_PAUSE_AT=commit:N` (after the Nth commit
 /// of this process) or `tool:CALL_ID` (a tool execution recorded running, not yet run), the
@@ -268,6 +274,12 @@ impl Driver {
         state.intervention.approval_mode = opts.approval;
         state.metadata.working_directory = opts.working_directory.clone();
         state.metadata.topic_id = Some(topic_id.clone());
+        if let Some(t) = opts.approval_timeout {
+            state.metadata.extra.insert(
+                APPROVAL_TIMEOUT_KEY.into(),
+                serde_json::json!(t.as_secs_f64()),
+            );
+        }
         let next = initial_context(&state);
         let op = NewOperation {
             state,
@@ -286,6 +298,58 @@ impl Driver {
             .load_operation(id)
             .await?
             .ok_or(DriverError::NotFound(id))
+    }
+
+    /// An approval that nobody gave in time ends the operation visibly (`timeout`), its
+    /// pending calls settled as aborted.
+    async fn expire_if_due(&self, stored: &StoredOperation) -> Result<Option<RunEnd>, DriverError> {
+        if stored.state.status != Status::WaitingForHuman {
+            return Ok(None);
+        }
+        let now = Utc::now();
+        let pending: Vec<Intervention> = self
+            .store
+            .interventions(stored.record.id)
+            .await?
+            .into_iter()
+            .filter(|i| i.status == InterventionStatus::Pending)
+            .collect();
+        let Some(deadline) = pending
+            .iter()
+            .filter_map(|i| i.expires_at)
+            .filter(|t| *t <= now)
+            .min()
+        else {
+            return Ok(None);
+        };
+        for i in &pending {
+            // A concurrent decision may have landed first; it keeps its outcome.
+            let _ = self
+                .store
+                .decide_intervention(
+                    stored.record.id,
+                    &i.call.id,
+                    InterventionStatus::Expired,
+                    None,
+                    Some("approval expired"),
+                )
+                .await;
+        }
+        let runtime = self.runtime();
+        let reason = format!("approval expired at {}", deadline.to_rfc3339());
+        let interrupted =
+            runtime.interrupt_finishing(stored.state.clone(), reason, FinishReason::Timeout);
+        let r = runtime.step(interrupted.state.clone(), None).await;
+        let mut events = interrupted.events;
+        events.extend(r.events);
+        let combined = StepResult {
+            state: r.state,
+            events,
+            next_context: None,
+        };
+        self.commit(&stored.state, stored.record.commit_seq + 1, &combined)
+            .await?;
+        Ok(Some(end_of(&combined.state)))
     }
 
     /// A message the conversation depends on was deleted while the operation was in flight:
@@ -345,6 +409,16 @@ impl Driver {
                 _ => None,
             })
             .unwrap_or_else(|| vec!["human_decision".to_owned()]);
+        let expires_at = r
+            .state
+            .metadata
+            .extra
+            .get(APPROVAL_TIMEOUT_KEY)
+            .and_then(|v| v.as_f64())
+            .and_then(|secs| {
+                chrono::Duration::from_std(Duration::from_secs_f64(secs.max(0.0))).ok()
+            })
+            .map(|d| Utc::now() + d);
         let interventions = r
             .events
             .iter()
@@ -363,7 +437,7 @@ impl Driver {
                 reason: None,
                 decided_by: None,
                 decided_at: None,
-                expires_at: None,
+                expires_at,
                 created_at: Utc::now(),
             })
             .collect();
@@ -400,6 +474,9 @@ impl Driver {
     /// Step an operation from its stored state until it parks, ends or has nothing to do.
     pub async fn run(&self, id: OperationId) -> Result<RunEnd, DriverError> {
         let stored = self.load(id).await?;
+        if let Some(end) = self.expire_if_due(&stored).await? {
+            return Ok(end);
+        }
         if let Some(end) = self.fail_missing(&stored).await? {
             return Ok(end);
         }
@@ -463,6 +540,9 @@ impl Driver {
     /// Resume after a crash or an interruption: continue from the last committed step.
     pub async fn resume(&self, id: OperationId) -> Result<RunEnd, DriverError> {
         let stored = self.load(id).await?;
+        if let Some(end) = self.expire_if_due(&stored).await? {
+            return Ok(end);
+        }
         if let Some(end) = self.fail_missing(&stored).await? {
             return Ok(end);
         }
@@ -496,6 +576,9 @@ impl Driver {
         by: Option<&str>,
     ) -> Result<RunEnd, DriverError> {
         let stored = self.load(id).await?;
+        if let Some(end) = self.expire_if_due(&stored).await? {
+            return Ok(end);
+        }
         if stored.state.status != Status::WaitingForHuman {
             return Err(DriverError::Refused(format!(
                 "operation {id} is {:?}, not waiting for a decision",

@@ -649,3 +649,49 @@ async fn cancelling_during_a_model_stream_keeps_the_partial_answer() {
     );
     assert_consistent(&e.store, id).await;
 }
+
+#[tokio::test]
+async fn an_expired_approval_ends_the_operation_visibly() {
+    let e = env(vec![tools(&[deploy("d1")])]).await;
+    let d = driver(&e, false);
+    let opts = StartOptions {
+        approval_timeout: Some(Duration::from_millis(50)),
+        ..Default::default()
+    };
+    let id = d.start("ship it", &opts).await.unwrap();
+    assert!(matches!(
+        d.run(id).await.unwrap(),
+        RunEnd::WaitingForHuman { .. }
+    ));
+    let iv = e.store.interventions(id).await.unwrap();
+    assert!(iv[0].expires_at.is_some());
+    tokio::time::sleep(Duration::from_millis(120)).await;
+    // A late approval finds the deadline passed: the operation ends, the tool never runs.
+    let end = driver(&e, false)
+        .decide(id, None, Decision::Approve, Some("late"))
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            end,
+            RunEnd::Done {
+                reason: FinishReason::Timeout,
+                ..
+            }
+        ),
+        "{end:?}"
+    );
+    assert_eq!(e.runs.load(Ordering::SeqCst), 0);
+    assert_eq!(
+        e.store.interventions(id).await.unwrap()[0].status,
+        InterventionStatus::Expired
+    );
+    let op = e.store.load_operation(id).await.unwrap().unwrap();
+    assert!(
+        op.state
+            .messages
+            .iter()
+            .any(|m| m.tool_status == Some(ToolStatus::Aborted))
+    );
+    assert_consistent(&e.store, id).await;
+}

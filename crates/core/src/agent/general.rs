@@ -392,6 +392,11 @@ impl GeneralChatAgent {
             || "Operation cancelled by user".to_owned(),
             |i| i.reason.clone(),
         );
+        let finish = state
+            .interruption
+            .as_ref()
+            .and_then(|i| i.finish_reason)
+            .unwrap_or(FinishReason::UserRequested);
         let (parent, calls) = match &ctx.phase {
             Phase::LlmResult(p) => (
                 Some(p.assistant_message_id),
@@ -404,7 +409,7 @@ impl GeneralChatAgent {
             Phase::HumanAbort(p) => (p.parent_message_id, p.tool_calls.clone()),
             _ => (state.pending_parent_message_id, Self::all_pending(state)),
         };
-        Self::settle(parent, calls, &reason, FinishReason::UserRequested)
+        Self::settle(parent, calls, &reason, finish)
     }
 }
 

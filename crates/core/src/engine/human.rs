@@ -86,6 +86,7 @@ pub fn reject_tool_call(
             interrupted_at: Utc::now(),
             interrupted_instruction: None,
             can_resume: false,
+            finish_reason: None,
         });
         return Ok((state, None));
     }

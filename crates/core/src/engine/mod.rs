@@ -139,6 +139,7 @@ fn interrupt_state(
         interrupted_at: Utc::now(),
         interrupted_instruction: instruction.map(Box::new),
         can_resume,
+        finish_reason: None,
     });
     emitter.emit(EventKind::Interrupted { reason, can_resume });
 }
@@ -449,6 +450,21 @@ impl AgentRuntime {
             events: emitter.take(),
             next_context: None,
         }
+    }
+
+    /// Interrupt for good with the finish reason the settlement will use (an expired approval
+    /// ends with `timeout`).
+    pub fn interrupt_finishing(
+        &self,
+        state: AgentState,
+        reason: impl Into<String>,
+        finish: crate::state::FinishReason,
+    ) -> StepResult {
+        let mut r = self.interrupt(state, reason, false);
+        if let Some(i) = r.state.interruption.as_mut() {
+            i.finish_reason = Some(finish);
+        }
+        r
     }
 
     /// Resume an interrupted operation; the next context continues the conversation.
