@@ -6,8 +6,9 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use rein_core::engine::ports::{PortError, ToolOutput};
 use rein_core::tool::{ToolApi, ToolKind, ToolManifest};
-use rein_operation::{Driver, Tool};
+use rein_operation::Driver;
 use rein_store::Effect;
+use rein_tools::{Tool, ToolContext};
 use std::io::Write;
 use std::sync::Arc;
 
@@ -37,9 +38,9 @@ impl Tool for Ledger {
 
     fn call<'a>(
         &'a self,
+        _: &'a ToolContext,
         _: &'a str,
         args: serde_json::Value,
-        _: &'a str,
     ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
         async move {
             let path = std::env::var("REIN_TEST_LEDGER")

@@ -86,6 +86,19 @@ impl ToolManifest {
     }
 }
 
+/// How a tool's side effects may be repeated.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    /// No side effects: re-run freely.
+    Pure,
+    /// Side effects keyed by an idempotency key: re-run with the same key.
+    Idempotent,
+    /// Must not run twice: an interrupted run is settled, not repeated.
+    #[default]
+    AtMostOnce,
+}
+
 /// A tool activated for the rest of an operation (by discovery, mention or device).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActivatedTool {

@@ -65,6 +65,14 @@ pub(crate) async fn pause_point(point: &str) {
     }
 }
 
+/// The built-in schemas are static and covered by tests; failing to compile them is a bug in
+/// this build, reported loudly rather than hidden.
+#[cold]
+fn unreachable_builtins(e: rein_tools::ToolError) -> ! {
+    tracing::error!(error = %e, "built-in tool schema does not compile");
+    std::process::abort()
+}
+
 /// Where a run stopped.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RunEnd {
@@ -182,7 +190,10 @@ impl Driver {
         model: ModelRef,
         catalog: Arc<Catalog>,
     ) -> Self {
-        let tools = Arc::new(ToolHost::new(Arc::clone(&store)));
+        let tools = match ToolHost::new(Arc::clone(&store), &rein_tools::BuiltinConfig::default()) {
+            Ok(host) => Arc::new(host),
+            Err(e) => unreachable_builtins(e),
+        };
         Self {
             store,
             provider,
@@ -195,10 +206,13 @@ impl Driver {
         }
     }
 
-    /// Builder: add a tool.
+    /// Builder: add a tool. A tool whose parameter schema does not compile is left out, with
+    /// an error in the log naming it.
     pub fn with_tool(mut self, tool: Arc<dyn crate::Tool>) -> Self {
-        if let Some(host) = Arc::get_mut(&mut self.tools) {
-            host.register(tool);
+        if let Some(host) = Arc::get_mut(&mut self.tools)
+            && let Err(e) = host.register(tool)
+        {
+            tracing::error!(error = %e, "tool not registered");
         }
         self
     }

@@ -1,12 +1,11 @@
 //! rein-operation: durable operations.
 //!
 //! The [`Driver`] builds the engine's executors from the model runtime ([`ModelPort`]), the
-//! tool host ([`ToolHost`], durable tool executions with effect classes) and the store, then
+//! tool host ([`ToolHost`]: the rein-tools registry with durable executions) and the store, then
 //! runs the loop: step, commit the step in one transaction, repeat until the operation parks
 //! or ends. Human decisions, cancellation and crash recovery all continue from what is on
 //! disk.
 
-pub mod calculator;
 mod driver;
 mod error;
 mod model_port;
@@ -15,4 +14,5 @@ mod tools;
 pub use driver::{Decision, Driver, RunEnd, StartOptions, derived_message_id};
 pub use error::DriverError;
 pub use model_port::{FORCE_FINISH_PROMPT, ModelPort};
-pub use tools::{Calculator, Tool, ToolHost};
+pub use rein_tools::{BuiltinConfig, Tool, ToolContext};
+pub use tools::ToolHost;

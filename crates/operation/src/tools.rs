@@ -1,4 +1,5 @@
-//! The tool host: executes tool calls for the engine and makes every execution durable.
+//! The tool host: executes tool calls for the engine (arguments validated against each API's
+//! schema first) and makes every execution durable.
 //!
 //! Before a tool with side effects runs, its execution is recorded `running`; right after, its
 //! result is recorded `succeeded`/`failed`. When a step is re-run after a crash, a succeeded
@@ -6,91 +7,41 @@
 //! tool is pure or idempotent (with the same idempotency key), and otherwise settled as
 //! interrupted with a result the model can read.
 
-use crate::calculator;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use rein_core::engine::ports::{PortError, ToolOutput, ToolPort};
 use rein_core::tool::ToolManifest;
 use rein_core::{AgentState, ToolCall};
 use rein_store::{Effect, ExecStatus, Store, ToolExecution};
-use std::collections::BTreeMap;
+use rein_tools::{BuiltinConfig, Tool, ToolContext, ToolError, ToolRegistry};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-
-/// A tool implementation.
-pub trait Tool: Send + Sync {
-    /// Its manifest.
-    fn manifest(&self) -> ToolManifest;
-    /// How repeating `api` behaves.
-    fn effect(&self, api: &str) -> Effect;
-    /// Run `api` with parsed `args`; `idempotency_key` is stable across re-runs of one call.
-    fn call<'a>(
-        &'a self,
-        api: &'a str,
-        args: serde_json::Value,
-        idempotency_key: &'a str,
-    ) -> BoxFuture<'a, Result<ToolOutput, PortError>>;
-}
-
-/// The built-in calculator tool.
-pub struct Calculator;
-
-impl Tool for Calculator {
-    fn manifest(&self) -> ToolManifest {
-        calculator::manifest()
-    }
-
-    fn effect(&self, _api: &str) -> Effect {
-        Effect::Pure
-    }
-
-    fn call<'a>(
-        &'a self,
-        _api: &'a str,
-        args: serde_json::Value,
-        _key: &'a str,
-    ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
-        async move {
-            let Some(expr) = args.get("expression").and_then(|e| e.as_str()) else {
-                return Ok(ToolOutput::failed(
-                    "Missing required argument `expression` (a string such as \"2 * (3 + 4)\").",
-                ));
-            };
-            Ok(match calculator::evaluate(expr) {
-                Ok(v) => ToolOutput::ok(calculator::format(v)),
-                Err(e) => ToolOutput::failed(format!("Cannot evaluate `{expr}`: {e}")),
-            })
-        }
-        .boxed()
-    }
-}
 
 /// Tools by identifier, executing through the store.
 pub struct ToolHost {
-    tools: BTreeMap<String, Arc<dyn Tool>>,
+    registry: ToolRegistry,
     store: Arc<dyn Store>,
     finished: Mutex<Vec<ToolExecution>>,
 }
 
 impl ToolHost {
     /// A host with the built-in tools.
-    pub fn new(store: Arc<dyn Store>) -> Self {
-        let mut host = Self {
-            tools: BTreeMap::new(),
+    pub fn new(store: Arc<dyn Store>, config: &BuiltinConfig) -> Result<Self, ToolError> {
+        Ok(Self {
+            registry: ToolRegistry::with_builtins(config)?,
             store,
             finished: Mutex::new(Vec::new()),
-        };
-        host.register(Arc::new(Calculator));
-        host
+        })
     }
 
     /// Add a tool.
-    pub fn register(&mut self, tool: Arc<dyn Tool>) {
-        self.tools.insert(tool.manifest().identifier, tool);
+    pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), ToolError> {
+        self.registry.register(tool)
     }
 
     /// Manifests of every tool.
     pub fn manifests(&self) -> Vec<ToolManifest> {
-        self.tools.values().map(|t| t.manifest()).collect()
+        self.registry.manifests()
     }
 
     /// Executions finished since the last call (they go into the step's commit).
@@ -117,7 +68,7 @@ impl ToolPort for ToolHost {
         state: &'a AgentState,
     ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
         async move {
-            let Some(tool) = self.tools.get(&*call.identifier) else {
+            let Some(tool) = self.registry.get(&call.identifier) else {
                 return Ok(ToolOutput::failed(format!("Tool `{}` is not installed.", call.identifier)));
             };
             let op = state.operation_id;
@@ -155,12 +106,26 @@ impl ToolPort for ToolHost {
                     _ => {}
                 }
             }
+            let parsed: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
+            if let Err(problems) = self.registry.validate(&call.identifier, &call.api, &parsed) {
+                // The model reads what was wrong; nothing ran.
+                let content = format!("Invalid arguments for `{}`: {problems}. Call it again with arguments that match its parameters.", call.key());
+                exec.status = ExecStatus::Failed;
+                exec.result = Some(content.clone());
+                self.finish(exec);
+                return Ok(ToolOutput::failed(content));
+            }
             if effect != Effect::Pure {
                 self.store.record_tool_execution(&exec).await.map_err(store_err)?;
             }
             crate::driver::pause_point(&format!("tool:{}", call.id)).await;
             let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
-            let out = match tool.call(&call.api, args, &key).await {
+            let cx = ToolContext {
+                operation_id: op,
+                working_directory: state.metadata.working_directory.as_deref().map(PathBuf::from),
+                idempotency_key: key.clone(),
+            };
+            let out = match tool.call(&cx, &call.api, args).await {
                 Ok(out) => out,
                 Err(e) => ToolOutput::failed(format!("Tool `{}` failed: {}", call.key(), e.message)),
             };

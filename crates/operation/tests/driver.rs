@@ -14,7 +14,9 @@ use rein_model::registry::{ProviderConfig, Quirks};
 use rein_model::testing::{Canned, Server, serve};
 use rein_model::transport::Timeouts;
 use rein_model::{Catalog, Protocol, Provider, ReqwestTransport, RetryPolicy};
-use rein_operation::{Decision, Driver, FORCE_FINISH_PROMPT, RunEnd, StartOptions, Tool};
+use rein_operation::{
+    Decision, Driver, FORCE_FINISH_PROMPT, RunEnd, StartOptions, Tool, ToolContext,
+};
 use rein_store::{Effect, ExecStatus, InterventionStatus, SqlStore, Store, Synchronous};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -38,9 +40,9 @@ impl Tool for Deploy {
     }
     fn call<'a>(
         &'a self,
+        _: &'a ToolContext,
         _: &'a str,
         args: serde_json::Value,
-        _: &'a str,
     ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
         async move {
             self.runs.fetch_add(1, Ordering::SeqCst);

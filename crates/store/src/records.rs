@@ -3,6 +3,7 @@
 use chrono::{DateTime, Utc};
 use rein_core::phase::RuntimeContext;
 use rein_core::state::{FinishReason, Status};
+pub use rein_core::tool::Effect;
 use rein_core::{AgentEvent, AgentState, Message, OperationId, ToolCall, Usd};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -38,19 +39,6 @@ pub struct NewOperation {
     pub parent_operation: Option<OperationId>,
     /// Context of the first step.
     pub next_context: Option<RuntimeContext>,
-}
-
-/// How a tool's side effects may be repeated.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Effect {
-    /// No side effects: re-run freely.
-    Pure,
-    /// Side effects keyed by an idempotency key: re-run with the same key.
-    Idempotent,
-    /// Must not run twice: an interrupted run is settled, not repeated.
-    #[default]
-    AtMostOnce,
 }
 
 /// Where a tool execution is.

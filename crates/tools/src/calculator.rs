@@ -1,8 +1,44 @@
 //! The built-in calculator: evaluates an arithmetic expression (`+ - * / % ^`, parentheses,
 //! unary minus, decimals). Pure, so it is safe to re-run after a crash.
 
-use rein_core::tool::{ToolApi, ToolKind, ToolManifest};
+use crate::{Tool, ToolContext};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rein_core::engine::ports::{PortError, ToolOutput};
+use rein_core::tool::{Effect, ToolApi, ToolKind, ToolManifest};
 use serde_json::json;
+
+/// The calculator tool.
+pub struct Calculator;
+
+impl Tool for Calculator {
+    fn manifest(&self) -> ToolManifest {
+        manifest()
+    }
+
+    fn effect(&self, _api: &str) -> Effect {
+        Effect::Pure
+    }
+
+    fn call<'a>(
+        &'a self,
+        _cx: &'a ToolContext,
+        _api: &'a str,
+        args: serde_json::Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
+        async move {
+            let expr = args
+                .get("expression")
+                .and_then(|e| e.as_str())
+                .unwrap_or_default();
+            Ok(match evaluate(expr) {
+                Ok(v) => ToolOutput::ok(format(v)),
+                Err(e) => ToolOutput::failed(format!("Cannot evaluate `{expr}`: {e}")),
+            })
+        }
+        .boxed()
+    }
+}
 
 /// The calculator's manifest.
 pub fn manifest() -> ToolManifest {

@@ -1,0 +1,157 @@
+//! rein-tools: what an agent can do.
+//!
+//! The [`Tool`] trait (manifest with JSON-schema parameters and intervention policy, an effect
+//! class per API, the call itself), a [`ToolRegistry`] that validates every call's arguments
+//! against its schema before the tool sees them, and the built-in tools: `calculator`, `files`
+//! (confined to the operation's working directory), `shell` (timeout, capped output, approval
+//! required) and `web` (`fetch`, refusing private and loopback targets).
+
+pub mod calculator;
+pub mod files;
+mod path;
+pub mod shell;
+pub mod web;
+
+use futures::future::BoxFuture;
+use rein_core::OperationId;
+use rein_core::engine::ports::{PortError, ToolOutput};
+use rein_core::tool::{Effect, ToolManifest};
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// What a call knows about where it runs.
+#[derive(Clone, Debug)]
+pub struct ToolContext {
+    /// The operation.
+    pub operation_id: OperationId,
+    /// Directory file and shell tools are confined to.
+    pub working_directory: Option<PathBuf>,
+    /// Stable across re-runs of one call (for idempotent effects).
+    pub idempotency_key: String,
+}
+
+/// A tool implementation.
+pub trait Tool: Send + Sync {
+    /// Its manifest.
+    fn manifest(&self) -> ToolManifest;
+    /// How repeating `api` behaves (default: at most once).
+    fn effect(&self, _api: &str) -> Effect {
+        Effect::AtMostOnce
+    }
+    /// Run `api` with arguments already validated against its schema.
+    fn call<'a>(
+        &'a self,
+        cx: &'a ToolContext,
+        api: &'a str,
+        args: serde_json::Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, PortError>>;
+}
+
+/// A registry failure.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// A manifest's parameter schema does not compile.
+    #[error("tool {tool}: the parameter schema of `{api}` is invalid: {message}")]
+    InvalidSchema {
+        /// Tool.
+        tool: String,
+        /// API.
+        api: String,
+        /// Why.
+        message: String,
+    },
+}
+
+/// Configuration of the built-in tools.
+#[derive(Clone, Debug, Default)]
+pub struct BuiltinConfig {
+    /// `web` settings.
+    pub web: web::WebConfig,
+    /// `shell` settings.
+    pub shell: shell::ShellConfig,
+}
+
+/// Tools by identifier, with compiled argument validators.
+#[derive(Default)]
+pub struct ToolRegistry {
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+    validators: HashMap<(String, String), jsonschema::Validator>,
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The built-in tools.
+    pub fn with_builtins(config: &BuiltinConfig) -> Result<Self, ToolError> {
+        let mut r = Self::new();
+        r.register(Arc::new(calculator::Calculator))?;
+        r.register(Arc::new(files::Files))?;
+        r.register(Arc::new(shell::Shell::new(config.shell.clone())))?;
+        r.register(Arc::new(web::Web::new(config.web.clone())))?;
+        Ok(r)
+    }
+
+    /// Add (or replace) a tool; its parameter schemas are compiled now.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), ToolError> {
+        let m = tool.manifest();
+        for api in &m.apis {
+            let v = jsonschema::validator_for(&api.parameters).map_err(|e| {
+                ToolError::InvalidSchema {
+                    tool: m.identifier.clone(),
+                    api: api.name.clone(),
+                    message: e.to_string(),
+                }
+            })?;
+            self.validators
+                .insert((m.identifier.clone(), api.name.clone()), v);
+        }
+        self.tools.insert(m.identifier, tool);
+        Ok(())
+    }
+
+    /// Every manifest.
+    pub fn manifests(&self) -> Vec<ToolManifest> {
+        self.tools.values().map(|t| t.manifest()).collect()
+    }
+
+    /// A tool by identifier.
+    pub fn get(&self, identifier: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(identifier)
+    }
+
+    /// Check `args` against the API's schema; the error lists every problem with its location,
+    /// in words the model can act on.
+    pub fn validate(
+        &self,
+        identifier: &str,
+        api: &str,
+        args: &serde_json::Value,
+    ) -> Result<(), String> {
+        let Some(v) = self
+            .validators
+            .get(&(identifier.to_owned(), api.to_owned()))
+        else {
+            return Err(format!("`{identifier}` has no API named `{api}`"));
+        };
+        let problems: Vec<String> = v
+            .iter_errors(args)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("at {at}: {e}")
+                }
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! `shell`: run a command with `sh -c` in the working directory, with a timeout and capped
+//! output (the head and the tail are kept). Approval is required by default, and the security
+//! blacklist applies to its `command` argument.
+
+use crate::{Tool, ToolContext};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rein_core::engine::ports::{PortError, ToolOutput};
+use rein_core::intervention::{InterventionConfig, InterventionPolicy};
+use rein_core::tool::{ToolApi, ToolKind, ToolManifest};
+use serde_json::{Value, json};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// Shell settings.
+#[derive(Clone, Debug)]
+pub struct ShellConfig {
+    /// Timeout when the call gives none.
+    pub default_timeout: Duration,
+    /// Longest timeout a call may ask for.
+    pub max_timeout: Duration,
+    /// Bytes kept from each of stdout and stderr (half from the start, half from the end).
+    pub max_output: usize,
+}
+
+impl Default for ShellConfig {
+    fn default() -> Self {
+        Self {
+            default_timeout: Duration::from_secs(60),
+            max_timeout: Duration::from_secs(600),
+            max_output: 16 * 1024,
+        }
+    }
+}
+
+/// The shell tool.
+pub struct Shell {
+    config: ShellConfig,
+}
+
+impl Shell {
+    /// A shell tool with `config`.
+    pub fn new(config: ShellConfig) -> Self {
+        Self { config }
+    }
+}
+
+/// Keeps the first and last `cap / 2` bytes of a stream and counts what it drops.
+#[derive(Default)]
+struct Capped {
+    head: Vec<u8>,
+    tail: std::collections::VecDeque<u8>,
+    dropped: usize,
+}
+
+impl Capped {
+    fn push(&mut self, bytes: &[u8], cap: usize) {
+        let half = cap / 2;
+        for b in bytes {
+            if self.head.len() < half {
+                self.head.push(*b);
+            } else {
+                self.tail.push_back(*b);
+                if self.tail.len() > half {
+                    self.tail.pop_front();
+                    self.dropped += 1;
+                }
+            }
+        }
+    }
+
+    fn text(&self) -> String {
+        let head = String::from_utf8_lossy(&self.head);
+        let tail: Vec<u8> = self.tail.iter().copied().collect();
+        let tail = String::from_utf8_lossy(&tail);
+        if self.dropped > 0 {
+            format!("{head}\n[... {} bytes omitted ...]\n{tail}", self.dropped)
+        } else {
+            format!("{head}{tail}")
+        }
+    }
+}
+
+async fn drain(mut r: impl AsyncRead + Unpin, cap: usize) -> Capped {
+    let mut out = Capped::default();
+    let mut buf = [0u8; 8192];
+    while let Ok(n) = r.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        out.push(&buf[..n], cap);
+    }
+    out
+}
+
+impl Tool for Shell {
+    fn manifest(&self) -> ToolManifest {
+        ToolManifest {
+            identifier: "shell".into(),
+            kind: ToolKind::Builtin,
+            title: "Shell".into(),
+            description: "Run shell commands in the working directory.".into(),
+            system_role: None,
+            apis: vec![ToolApi {
+                name: "run".into(),
+                description: "Run a command with sh -c in the working directory; returns the exit code and (capped) stdout and stderr.".into(),
+                parameters: json!({"type": "object", "properties": {
+                    "command": {"type": "string", "minLength": 1},
+                    "timeout_secs": {"type": "integer", "minimum": 1}
+                }, "required": ["command"], "additionalProperties": false}),
+                intervention: None,
+            }],
+            intervention: Some(InterventionConfig::Policy(InterventionPolicy::Required)),
+        }
+    }
+
+    fn call<'a>(
+        &'a self,
+        cx: &'a ToolContext,
+        _api: &'a str,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
+        async move {
+            let Some(wd) = cx.working_directory.as_deref() else {
+                return Ok(ToolOutput::failed(
+                    "this operation has no working directory, so the shell is unavailable",
+                ));
+            };
+            let command = args
+                .get("command")
+                .and_then(|c| c.as_str())
+                .unwrap_or_default();
+            let timeout = args
+                .get("timeout_secs")
+                .and_then(Value::as_u64)
+                .map_or(self.config.default_timeout, Duration::from_secs)
+                .min(self.config.max_timeout);
+            let mut cmd = tokio::process::Command::new("sh");
+            cmd.arg("-c")
+                .arg(command)
+                .current_dir(wd)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .kill_on_drop(true);
+            // Its own process group, so a timeout kills everything the command started.
+            #[cfg(unix)]
+            cmd.process_group(0);
+            let mut child = match cmd.spawn() {
+                Ok(c) => c,
+                Err(e) => return Ok(ToolOutput::failed(format!("cannot start the shell: {e}"))),
+            };
+            let pid = child.id();
+            let cap = self.config.max_output;
+            let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+            let out = tokio::spawn(async move {
+                if let Some(s) = stdout {
+                    drain(s, cap).await
+                } else {
+                    Capped::default()
+                }
+            });
+            let err = tokio::spawn(async move {
+                if let Some(s) = stderr {
+                    drain(s, cap).await
+                } else {
+                    Capped::default()
+                }
+            });
+            let status = tokio::time::timeout(timeout, child.wait()).await;
+            let timed_out = status.is_err();
+            if timed_out {
+                if let Some(pid) = pid {
+                    // Kill the whole group, not just `sh`.
+                    let _ = tokio::process::Command::new("kill")
+                        .args(["-KILL", "--", &format!("-{pid}")])
+                        .status()
+                        .await;
+                }
+                let _ = child.kill().await;
+            }
+            // A process that escaped the group could keep the pipes open: do not wait forever.
+            let grace = Duration::from_secs(2);
+            let out = tokio::time::timeout(grace, out)
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default();
+            let err = tokio::time::timeout(grace, err)
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default();
+            let mut text = match &status {
+                Ok(Ok(s)) => match s.code() {
+                    Some(code) => format!("exit code: {code}\n"),
+                    None => "killed by a signal\n".to_owned(),
+                },
+                Ok(Err(e)) => format!("could not wait for the command: {e}\n"),
+                Err(_) => format!(
+                    "timed out after {} s; the command and its children were killed\n",
+                    timeout.as_secs()
+                ),
+            };
+            let (o, e) = (out.text(), err.text());
+            if !o.is_empty() {
+                text.push_str(&format!("--- stdout ---\n{o}\n"));
+            }
+            if !e.is_empty() {
+                text.push_str(&format!("--- stderr ---\n{e}\n"));
+            }
+            let ok = matches!(&status, Ok(Ok(s)) if s.success());
+            Ok(if ok {
+                ToolOutput::ok(text)
+            } else {
+                ToolOutput::failed(text)
+            })
+        }
+        .boxed()
+    }
+}

@@ -1,0 +1,305 @@
+//! `web.fetch`: HTTP(S) GET with size and time limits, HTML reduced to readable text. Every
+//! hop (the first request and each redirect) resolves its host and refuses loopback, private,
+//! link-local and other non-public addresses unless explicitly allowed; the connection is then
+//! pinned to the checked address, so DNS cannot swap it afterwards.
+
+use crate::{Tool, ToolContext};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rein_core::engine::ports::{PortError, ToolOutput};
+use rein_core::tool::{Effect, ToolApi, ToolKind, ToolManifest};
+use serde_json::{Value, json};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::LazyLock;
+use std::time::Duration;
+
+/// web settings.
+#[derive(Clone, Debug)]
+pub struct WebConfig {
+    /// Addresses allowed even though they are not public (a local docs server, tests).
+    pub allow: Vec<IpAddr>,
+    /// Largest body read.
+    pub max_bytes: usize,
+    /// Time limit per request.
+    pub timeout: Duration,
+    /// Redirects followed at most.
+    pub max_redirects: u32,
+}
+
+impl Default for WebConfig {
+    fn default() -> Self {
+        Self {
+            allow: Vec::new(),
+            max_bytes: 2 * 1024 * 1024,
+            timeout: Duration::from_secs(20),
+            max_redirects: 5,
+        }
+    }
+}
+
+/// The web tool.
+pub struct Web {
+    config: WebConfig,
+}
+
+impl Web {
+    /// A web tool with `config`.
+    pub fn new(config: WebConfig) -> Self {
+        Self { config }
+    }
+}
+
+/// Whether `ip` is not a public internet address.
+pub fn is_internal(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || v4.is_documentation()
+                || o[0] == 0
+                || (o[0] == 100 && (o[1] & 0xc0) == 64) // 100.64.0.0/10, carrier-grade NAT
+                || (o[0] == 192 && o[1] == 0 && o[2] == 0) // 192.0.0.0/24
+                || o[0] >= 240
+        }
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00 // unique local
+                || (s[0] & 0xffc0) == 0xfe80 // link local
+                || v6.to_ipv4_mapped().is_some_and(|v4| is_internal(IpAddr::V4(v4)))
+        }
+    }
+}
+
+static SCRIPT: LazyLock<Option<regex::Regex>> = LazyLock::new(|| {
+    regex::Regex::new(
+        r"(?is)<(script|style|noscript|template)\b.*?</(script|style|noscript|template)\s*>",
+    )
+    .ok()
+});
+static BREAK: LazyLock<Option<regex::Regex>> = LazyLock::new(|| {
+    regex::Regex::new(r"(?i)<(br|/p|/div|/h[1-6]|/tr|/section|/article|/header|/footer)\b[^>]*>")
+        .ok()
+});
+static ITEM: LazyLock<Option<regex::Regex>> =
+    LazyLock::new(|| regex::Regex::new(r"(?i)<li\b[^>]*>").ok());
+static TAG: LazyLock<Option<regex::Regex>> =
+    LazyLock::new(|| regex::Regex::new(r"(?s)<[^>]*>").ok());
+static ENTITY: LazyLock<Option<regex::Regex>> =
+    LazyLock::new(|| regex::Regex::new(r"&(#x[0-9a-fA-F]+|#[0-9]+|[a-zA-Z]+);").ok());
+
+/// HTML reduced to readable text: scripts and styles dropped, block ends as line breaks, list
+/// items as bullets, tags stripped, common entities decoded, blank runs collapsed.
+pub fn html_to_text(html: &str) -> String {
+    let apply = |re: &Option<regex::Regex>, s: &str, with: &str| match re {
+        Some(r) => r.replace_all(s, with).into_owned(),
+        None => s.to_owned(),
+    };
+    let s = apply(&SCRIPT, html, "");
+    let s = apply(&BREAK, &s, "\n");
+    let s = apply(&ITEM, &s, "\n- ");
+    let s = apply(&TAG, &s, "");
+    let s = match &*ENTITY {
+        Some(re) => re
+            .replace_all(&s, |c: &regex::Captures<'_>| {
+                let e = &c[1];
+                let decoded = match e {
+                    "amp" => Some('&'),
+                    "lt" => Some('<'),
+                    "gt" => Some('>'),
+                    "quot" => Some('"'),
+                    "apos" => Some('\''),
+                    "nbsp" => Some(' '),
+                    _ if e.starts_with("#x") => u32::from_str_radix(&e[2..], 16)
+                        .ok()
+                        .and_then(char::from_u32),
+                    _ if e.starts_with('#') => e[1..].parse().ok().and_then(char::from_u32),
+                    _ => None,
+                };
+                decoded.map_or_else(|| c[0].to_owned(), String::from)
+            })
+            .into_owned(),
+        None => s,
+    };
+    let mut out = String::new();
+    let mut blank = false;
+    for line in s
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+    {
+        if line.is_empty() {
+            if !blank && !out.is_empty() {
+                out.push('\n');
+            }
+            blank = true;
+        } else {
+            out.push_str(&line);
+            out.push('\n');
+            blank = false;
+        }
+    }
+    out.trim().to_owned()
+}
+
+impl Web {
+    async fn check(&self, url: &reqwest::Url) -> Result<SocketAddr, String> {
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(format!("refused {url}: only http and https are fetched"));
+        }
+        let host = url
+            .host_str()
+            .ok_or_else(|| format!("refused {url}: no host"))?;
+        let port = url.port_or_known_default().unwrap_or(80);
+        let host_for_lookup = host.trim_start_matches('[').trim_end_matches(']');
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host_for_lookup, port))
+            .await
+            .map_err(|e| format!("cannot resolve {host}: {e}"))?
+            .collect();
+        if let Some(bad) = addrs
+            .iter()
+            .find(|a| is_internal(a.ip()) && !self.config.allow.contains(&a.ip()))
+        {
+            return Err(format!(
+                "refused {url}: {host} resolves to {}, a loopback, private or link-local address (internal targets are not fetched)",
+                bad.ip()
+            ));
+        }
+        addrs
+            .first()
+            .copied()
+            .ok_or_else(|| format!("cannot resolve {host}"))
+    }
+
+    async fn fetch(&self, start: &str) -> Result<String, String> {
+        let mut url =
+            reqwest::Url::parse(start).map_err(|e| format!("`{start}` is not a valid URL: {e}"))?;
+        for _ in 0..=self.config.max_redirects {
+            let addr = self.check(&url).await?;
+            let host = url.host_str().unwrap_or_default().to_owned();
+            let client = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .timeout(self.config.timeout)
+                .resolve(&host, addr)
+                .user_agent("rein-web-fetch/0.1")
+                .build()
+                .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+            let mut resp = client
+                .get(url.clone())
+                .send()
+                .await
+                .map_err(|e| format!("fetching {url} failed: {}", e.without_url()))?;
+            let status = resp.status();
+            if status.is_redirection() {
+                let location = resp
+                    .headers()
+                    .get("location")
+                    .and_then(|l| l.to_str().ok())
+                    .ok_or_else(|| format!("{url} redirected without a location"))?;
+                url = url
+                    .join(location)
+                    .map_err(|e| format!("bad redirect location `{location}`: {e}"))?;
+                continue;
+            }
+            let content_type = resp
+                .headers()
+                .get("content-type")
+                .and_then(|c| c.to_str().ok())
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            let mut body = Vec::new();
+            let mut truncated = false;
+            while let Some(chunk) = resp
+                .chunk()
+                .await
+                .map_err(|e| format!("reading {url} failed: {}", e.without_url()))?
+            {
+                body.extend_from_slice(&chunk);
+                if body.len() > self.config.max_bytes {
+                    body.truncate(self.config.max_bytes);
+                    truncated = true;
+                    break;
+                }
+            }
+            let textual = content_type.is_empty()
+                || content_type.starts_with("text/")
+                || content_type.contains("json")
+                || content_type.contains("xml");
+            if !textual {
+                return Err(format!(
+                    "{url} returned {content_type} ({} bytes), which is not text",
+                    body.len()
+                ));
+            }
+            let raw = String::from_utf8_lossy(&body);
+            let mut text = if content_type.contains("html") || raw.trim_start().starts_with('<') {
+                html_to_text(&raw)
+            } else {
+                raw.into_owned()
+            };
+            if truncated {
+                text.push_str(&format!(
+                    "\n[... truncated at {} bytes ...]",
+                    self.config.max_bytes
+                ));
+            }
+            let head = format!("{url} ({})\n\n", status.as_u16());
+            return if status.is_success() {
+                Ok(head + &text)
+            } else {
+                Err(head + &text)
+            };
+        }
+        Err(format!(
+            "too many redirects (more than {})",
+            self.config.max_redirects
+        ))
+    }
+}
+
+impl Tool for Web {
+    fn manifest(&self) -> ToolManifest {
+        ToolManifest {
+            identifier: "web".into(),
+            kind: ToolKind::Builtin,
+            title: "Web".into(),
+            description: "Fetch public web pages as text.".into(),
+            system_role: None,
+            apis: vec![ToolApi {
+                name: "fetch".into(),
+                description:
+                    "GET an http(s) URL and return its text (HTML is converted to readable text)."
+                        .into(),
+                parameters: json!({"type": "object", "properties": {"url": {"type": "string", "minLength": 1}}, "required": ["url"], "additionalProperties": false}),
+                intervention: None,
+            }],
+            intervention: None,
+        }
+    }
+
+    fn effect(&self, _api: &str) -> Effect {
+        Effect::Idempotent
+    }
+
+    fn call<'a>(
+        &'a self,
+        _cx: &'a ToolContext,
+        _api: &'a str,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
+        async move {
+            let url = args.get("url").and_then(|u| u.as_str()).unwrap_or_default();
+            Ok(match self.fetch(url).await {
+                Ok(text) => ToolOutput::ok(text),
+                Err(e) => ToolOutput::failed(e),
+            })
+        }
+        .boxed()
+    }
+}

@@ -1,0 +1,353 @@
+//! The built-in tools and the registry, against a real filesystem, a real shell and a real
+//! (loopback) HTTP server.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use rein_core::OperationId;
+use rein_tools::web::{WebConfig, html_to_text, is_internal};
+use rein_tools::{BuiltinConfig, ToolContext, ToolRegistry};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn workdir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rein-tools-{}", OperationId::new()));
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        "fn one() {}\nfn two() {}\n// TODO: three\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("README.md"), "# demo\n").unwrap();
+    dir
+}
+
+fn cx(dir: &std::path::Path) -> ToolContext {
+    ToolContext {
+        operation_id: OperationId::new(),
+        working_directory: Some(dir.to_path_buf()),
+        idempotency_key: "k".into(),
+    }
+}
+
+async fn call(
+    reg: &ToolRegistry,
+    cx: &ToolContext,
+    tool: &str,
+    api: &str,
+    args: Value,
+) -> (bool, String) {
+    reg.validate(tool, api, &args)
+        .unwrap_or_else(|e| panic!("{tool}.{api} rejected {args}: {e}"));
+    let out = reg.get(tool).unwrap().call(cx, api, args).await.unwrap();
+    (out.success, out.content)
+}
+
+fn registry() -> ToolRegistry {
+    let config = BuiltinConfig {
+        web: WebConfig {
+            allow: vec!["127.0.0.1".parse().unwrap()],
+            timeout: Duration::from_secs(5),
+            ..Default::default()
+        },
+        shell: rein_tools::shell::ShellConfig {
+            max_output: 1000,
+            ..Default::default()
+        },
+    };
+    ToolRegistry::with_builtins(&config).unwrap()
+}
+
+#[test]
+fn arguments_are_validated_against_the_schema_with_readable_errors() {
+    let reg = registry();
+    assert!(
+        reg.validate("calculator", "evaluate", &json!({"expression": "1+1"}))
+            .is_ok()
+    );
+    let e = reg
+        .validate("calculator", "evaluate", &json!({}))
+        .unwrap_err();
+    assert!(e.contains("\"expression\" is a required property"), "{e}");
+    let e = reg
+        .validate("files", "read", &json!({"path": 3, "mode": "x"}))
+        .unwrap_err();
+    assert!(
+        e.contains("at /path") && e.contains("not of type \"string\""),
+        "{e}"
+    );
+    assert!(e.contains("mode"), "{e}");
+    assert!(
+        reg.validate("files", "nope", &json!({}))
+            .unwrap_err()
+            .contains("no API named `nope`")
+    );
+}
+
+#[tokio::test]
+async fn files_read_write_edit_list_glob_grep_inside_the_working_directory() {
+    let dir = workdir();
+    let (reg, cx) = (registry(), cx(&dir));
+    assert_eq!(
+        call(
+            &reg,
+            &cx,
+            "files",
+            "read",
+            json!({"path": "src/lib.rs", "start_line": 2, "end_line": 2})
+        )
+        .await,
+        (true, "fn two() {}\n".into())
+    );
+    assert!(
+        call(
+            &reg,
+            &cx,
+            "files",
+            "write",
+            json!({"path": "notes/a.txt", "content": "alpha beta"})
+        )
+        .await
+        .0
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes/a.txt")).unwrap(),
+        "alpha beta"
+    );
+    assert!(
+        call(
+            &reg,
+            &cx,
+            "files",
+            "edit",
+            json!({"path": "notes/a.txt", "old_text": "beta", "new_text": "gamma"})
+        )
+        .await
+        .0
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes/a.txt")).unwrap(),
+        "alpha gamma"
+    );
+    let (ok, msg) = call(
+        &reg,
+        &cx,
+        "files",
+        "edit",
+        json!({"path": "src/lib.rs", "old_text": "fn ", "new_text": "pub fn "}),
+    )
+    .await;
+    assert!(!ok && msg.contains("occurs 2 times"), "{msg}");
+    assert_eq!(
+        call(&reg, &cx, "files", "list", json!({})).await.1,
+        "README.md\nnotes/\nsrc/"
+    );
+    assert_eq!(
+        call(&reg, &cx, "files", "glob", json!({"pattern": "**/*.rs"}))
+            .await
+            .1,
+        "src/lib.rs"
+    );
+    assert_eq!(
+        call(&reg, &cx, "files", "grep", json!({"pattern": "TODO"}))
+            .await
+            .1,
+        "src/lib.rs:3: // TODO: three"
+    );
+}
+
+#[tokio::test]
+async fn files_refuse_every_way_out_of_the_working_directory() {
+    let dir = workdir();
+    let (reg, cx) = (registry(), cx(&dir));
+    std::os::unix::fs::symlink("/etc", dir.join("etc-link")).unwrap();
+    std::os::unix::fs::symlink(dir.join("loop-a"), dir.join("loop-b")).unwrap();
+    std::os::unix::fs::symlink(dir.join("loop-b"), dir.join("loop-a")).unwrap();
+    let cases = [
+        (
+            "read",
+            json!({"path": "../outside.txt"}),
+            "outside the working directory",
+        ),
+        (
+            "read",
+            json!({"path": "/etc/passwd"}),
+            "outside the working directory",
+        ),
+        (
+            "read",
+            json!({"path": "etc-link/passwd"}),
+            "through a symbolic link",
+        ),
+        (
+            "write",
+            json!({"path": "etc-link/evil", "content": "x"}),
+            "through a symbolic link",
+        ),
+        ("read", json!({"path": "loop-a"}), "cannot be resolved"),
+        (
+            "list",
+            json!({"path": "src/../../"}),
+            "outside the working directory",
+        ),
+    ];
+    for (api, args, want) in cases {
+        let (ok, msg) = call(&reg, &cx, "files", api, args.clone()).await;
+        assert!(!ok, "{api} {args} must be refused");
+        assert!(msg.contains(want), "{api} {args}: {msg}");
+    }
+    let none = ToolContext {
+        working_directory: None,
+        ..cx.clone()
+    };
+    let (ok, msg) = call(&reg, &none, "files", "list", json!({})).await;
+    assert!(!ok && msg.contains("no working directory"), "{msg}");
+}
+
+#[tokio::test]
+async fn shell_runs_in_the_working_directory_with_timeout_and_capped_output() {
+    let dir = workdir();
+    let (reg, cx) = (registry(), cx(&dir));
+    let (ok, out) = call(
+        &reg,
+        &cx,
+        "shell",
+        "run",
+        json!({"command": "ls src && echo err >&2"}),
+    )
+    .await;
+    assert!(ok, "{out}");
+    assert!(
+        out.starts_with("exit code: 0")
+            && out.contains("lib.rs")
+            && out.contains("--- stderr ---\nerr"),
+        "{out}"
+    );
+    let (ok, out) = call(&reg, &cx, "shell", "run", json!({"command": "exit 3"})).await;
+    assert!(!ok && out.starts_with("exit code: 3"), "{out}");
+    let started = std::time::Instant::now();
+    let (ok, out) = call(
+        &reg,
+        &cx,
+        "shell",
+        "run",
+        json!({"command": "sleep 30 & sleep 30", "timeout_secs": 1}),
+    )
+    .await;
+    assert!(!ok && out.contains("timed out after 1 s"), "{out}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the child group was killed"
+    );
+    let (_, out) = call(
+        &reg,
+        &cx,
+        "shell",
+        "run",
+        json!({"command": "seq 1 100000"}),
+    )
+    .await;
+    assert!(
+        out.contains("bytes omitted")
+            && out.contains("\n1\n2\n")
+            && out.trim_end().ends_with("100000"),
+        "head and tail kept"
+    );
+    let manifest = reg.get("shell").unwrap().manifest();
+    assert_eq!(
+        serde_json::to_value(&manifest.intervention).unwrap(),
+        json!("required")
+    );
+}
+
+/// A loopback HTTP server answering every request with `response`.
+async fn http(response: String) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf).await;
+            let _ = s.write_all(response.as_bytes()).await;
+            let _ = s.shutdown().await;
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[tokio::test]
+async fn web_fetch_reads_pages_and_refuses_internal_targets_even_behind_a_redirect() {
+    let reg = registry();
+    let cx = cx(&workdir());
+    let page = "<html><head><style>p{}</style><script>alert(1)</script></head><body><h1>Title</h1><p>Hello &amp; welcome</p><ul><li>one</li><li>two</li></ul></body></html>";
+    let ok = http(format!("HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}", page.len())).await;
+    let (fine, text) = call(
+        &reg,
+        &cx,
+        "web",
+        "fetch",
+        json!({"url": format!("{ok}/doc")}),
+    )
+    .await;
+    assert!(fine, "{text}");
+    assert!(
+        text.ends_with("Title\nHello & welcome\n\n- one\n- two"),
+        "{text:?}"
+    );
+
+    for target in [
+        "http://10.0.0.1/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[::1]:8080/",
+        "http://0.0.0.0/",
+        "file:///etc/passwd",
+    ] {
+        let (fine, msg) = call(&reg, &cx, "web", "fetch", json!({"url": target})).await;
+        assert!(!fine && msg.starts_with("refused"), "{target}: {msg}");
+    }
+    let strict = ToolRegistry::with_builtins(&BuiltinConfig::default()).unwrap();
+    let (fine, msg) = call(
+        &strict,
+        &cx,
+        "web",
+        "fetch",
+        json!({"url": format!("{ok}/doc")}),
+    )
+    .await;
+    assert!(
+        !fine && msg.contains("127.0.0.1, a loopback"),
+        "loopback refused unless allowed: {msg}"
+    );
+    let redirect = http("HTTP/1.1 302 Found\r\nlocation: http://169.254.169.254/latest/meta-data/\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".into()).await;
+    let (fine, msg) = call(&reg, &cx, "web", "fetch", json!({"url": redirect})).await;
+    assert!(
+        !fine && msg.contains("169.254.169.254"),
+        "the redirect target is checked too: {msg}"
+    );
+}
+
+#[test]
+fn internal_address_classification() {
+    for ip in [
+        "127.0.0.1",
+        "10.1.2.3",
+        "172.16.0.1",
+        "192.168.1.1",
+        "169.254.169.254",
+        "100.64.0.1",
+        "0.0.0.0",
+        "::1",
+        "fe80::1",
+        "fd00::1",
+        "::ffff:127.0.0.1",
+    ] {
+        assert!(is_internal(ip.parse().unwrap()), "{ip}");
+    }
+    for ip in ["93.184.216.34", "1.1.1.1", "2606:4700::1111"] {
+        assert!(!is_internal(ip.parse().unwrap()), "{ip}");
+    }
+    assert_eq!(
+        html_to_text("a&#39;b &#x41; &unknown; <b>c</b>"),
+        "a'b A &unknown; c"
+    );
+}
