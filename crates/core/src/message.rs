@@ -182,6 +182,11 @@ pub struct Message {
     /// Model that produced an assistant message (`provider/model`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The agent that wrote it, when it is not the agent now answering (group chats,
+    /// sub-agent tasks): the context engine relabels such messages so the model can tell
+    /// voices apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
     /// Tokens this message cost to produce (assistant only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<TokenUsage>,
@@ -207,6 +212,7 @@ impl Message {
             parent_id: None,
             kind: MessageKind::Normal,
             model: None,
+            author: None,
             usage: None,
             created_at: Utc::now(),
         }

@@ -1,0 +1,156 @@
+//! Token estimation with OpenAI's BPE vocabularies (tiktoken-rs). Other providers tokenize
+//! differently; a per-provider factor (from the catalog) scales the count. Per-message and
+//! per-tool overheads follow OpenAI's published chat accounting (a few tokens per message).
+
+use rein_core::agent::{HeuristicEstimator, TokenEstimator};
+use rein_core::message::{ContentPart, Message};
+use rein_core::tool::ToolManifest;
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+use tiktoken_rs::CoreBPE;
+
+/// A BPE vocabulary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    /// GPT-4o and later.
+    O200k,
+    /// GPT-4 and GPT-3.5.
+    Cl100k,
+}
+
+/// Tokens an image is counted as (a high-detail 512×512 tile set, OpenAI's accounting).
+const IMAGE_TOKENS: u64 = 765;
+/// Chat framing per message (role, separators).
+const PER_MESSAGE: u64 = 4;
+/// Framing per tool definition.
+const PER_TOOL: u64 = 8;
+
+fn vocabulary(encoding: Encoding) -> Option<&'static CoreBPE> {
+    // Building a vocabulary parses ~200k ranks (tens of milliseconds): once per process.
+    static O200K: OnceLock<Option<CoreBPE>> = OnceLock::new();
+    static CL100K: OnceLock<Option<CoreBPE>> = OnceLock::new();
+    match encoding {
+        Encoding::O200k => O200K.get_or_init(|| tiktoken_rs::o200k_base().ok()),
+        Encoding::Cl100k => CL100K.get_or_init(|| tiktoken_rs::cl100k_base().ok()),
+    }
+    .as_ref()
+}
+
+/// Counts tokens with a tiktoken vocabulary, scaled by a provider factor.
+#[derive(Clone, Copy, Debug)]
+pub struct TiktokenEstimator {
+    encoding: Encoding,
+    factor: f64,
+}
+
+impl Default for TiktokenEstimator {
+    fn default() -> Self {
+        Self::new(Encoding::O200k, 1.0)
+    }
+}
+
+impl TiktokenEstimator {
+    /// An estimator over `encoding`, multiplying counts by `factor` (1.0 for OpenAI models;
+    /// above 1 for providers whose tokenizers split text finer).
+    pub fn new(encoding: Encoding, factor: f64) -> Self {
+        Self {
+            encoding,
+            factor: if factor.is_finite() && factor > 0.0 {
+                factor
+            } else {
+                1.0
+            },
+        }
+    }
+
+    /// Tokens of one text, unscaled.
+    pub fn text(&self, text: &str) -> u64 {
+        match vocabulary(self.encoding) {
+            Some(bpe) => bpe.encode_ordinary(text).len() as u64,
+            // The vocabulary ships inside tiktoken-rs; should it ever fail to load, fall back to
+            // bytes/4 rather than refusing to estimate.
+            None => text.len().div_ceil(4) as u64,
+        }
+    }
+
+    fn scale(&self, tokens: u64) -> u64 {
+        (tokens as f64 * self.factor).ceil() as u64
+    }
+
+    fn message(&self, m: &Message) -> u64 {
+        let mut n = PER_MESSAGE;
+        for p in &m.content {
+            n += match p {
+                ContentPart::Text { text } => self.text(text),
+                ContentPart::Image { .. } => IMAGE_TOKENS,
+            };
+        }
+        for c in &m.tool_calls {
+            n += PER_MESSAGE
+                + self.text(&c.identifier)
+                + self.text(&c.api)
+                + self.text(&c.arguments);
+        }
+        if let Some(r) = &m.reasoning {
+            n += self.text(&r.text);
+        }
+        n
+    }
+}
+
+impl TokenEstimator for TiktokenEstimator {
+    fn messages(&self, messages: &[Arc<Message>]) -> u64 {
+        if vocabulary(self.encoding).is_none() {
+            return HeuristicEstimator.messages(messages);
+        }
+        self.scale(messages.iter().map(|m| self.message(m)).sum())
+    }
+
+    fn tools(&self, manifests: &BTreeMap<String, Arc<ToolManifest>>) -> u64 {
+        let n: u64 = manifests
+            .values()
+            .flat_map(|m| m.apis.iter().map(move |a| (m, a)))
+            .map(|(m, a)| {
+                PER_TOOL
+                    + self.text(&m.identifier)
+                    + self.text(&a.name)
+                    + self.text(&a.description)
+                    + self.text(&a.parameters.to_string())
+            })
+            .sum();
+        self.scale(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_known_strings() {
+        let e = TiktokenEstimator::default();
+        // "hello world" is two tokens in both OpenAI vocabularies.
+        assert_eq!(e.text("hello world"), 2);
+        assert_eq!(
+            TiktokenEstimator::new(Encoding::Cl100k, 1.0).text("hello world"),
+            2
+        );
+        let msgs = vec![Arc::new(Message::user("hello world"))];
+        assert_eq!(e.messages(&msgs), PER_MESSAGE + 2);
+        let scaled = TiktokenEstimator::new(Encoding::O200k, 1.5);
+        assert_eq!(scaled.messages(&msgs), 9);
+    }
+
+    #[test]
+    fn images_and_tool_calls_count() {
+        let e = TiktokenEstimator::default();
+        let mut m = Message::user("look");
+        m.content.push(ContentPart::Image {
+            url: "data:image/png;base64,AAAA".into(),
+            media_type: Some("image/png".into()),
+            detail: None,
+        });
+        let with_image = e.messages(&[Arc::new(m)]);
+        assert_eq!(with_image, PER_MESSAGE + e.text("look") + IMAGE_TOKENS);
+    }
+}

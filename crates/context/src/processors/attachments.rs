@@ -1,0 +1,48 @@
+//! `attachments`: images reach only models that can see them; for any other model each image
+//! becomes a short text note (never the bytes of a `data:` URL), so the model knows something
+//! was attached instead of the provider rejecting the request.
+
+use crate::pipeline::{ContextInput, Draft, Processor};
+use rein_core::message::ContentPart;
+use std::sync::Arc;
+
+/// Degrades images for models without vision (see the module docs).
+pub struct Attachments;
+
+impl Processor for Attachments {
+    fn name(&self) -> &'static str {
+        "attachments"
+    }
+
+    fn process(&self, input: &ContextInput<'_>, draft: &mut Draft) {
+        if input.model.vision {
+            return;
+        }
+        for m in draft.messages.iter_mut() {
+            if !m
+                .content
+                .iter()
+                .any(|p| matches!(p, ContentPart::Image { .. }))
+            {
+                continue;
+            }
+            for part in Arc::make_mut(m).content.iter_mut() {
+                if let ContentPart::Image {
+                    url, media_type, ..
+                } = part
+                {
+                    let what = if url.starts_with("data:") {
+                        media_type.as_deref().unwrap_or("inline image").to_owned()
+                    } else {
+                        url.clone()
+                    };
+                    *part = ContentPart::Text {
+                        text: format!(
+                            "[An image was attached ({what}); this model cannot view images.]"
+                        ),
+                    };
+                }
+            }
+        }
+    }
+}

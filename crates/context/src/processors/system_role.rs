@@ -1,0 +1,46 @@
+//! `system_role`: one system message at the head: the agent's role, its name, the date, the
+//! model's identity and workspace facts. The date is given to the day, not the second: the
+//! head of the prompt stays byte-identical within a day, so provider prompt caches keep hitting.
+
+use crate::pipeline::{ContextInput, Draft, Processor};
+use rein_core::message::Message;
+use std::fmt::Write;
+use std::sync::Arc;
+
+/// Assembles the head system message (see the module docs).
+pub struct SystemRole;
+
+impl Processor for SystemRole {
+    fn name(&self) -> &'static str {
+        "system_role"
+    }
+
+    fn process(&self, input: &ContextInput<'_>, draft: &mut Draft) {
+        let mut text = String::new();
+        if let Some(role) = input.agent.system_role.as_deref().map(str::trim)
+            && !role.is_empty()
+        {
+            text.push_str(role);
+            text.push_str("\n\n");
+        }
+        if let Some(name) = &input.agent.name {
+            let _ = writeln!(text, "Your name is {name}.");
+        }
+        let _ = writeln!(
+            text,
+            "Current date: {} (UTC).",
+            input.step.now.format("%Y-%m-%d, %A")
+        );
+        if !input.model.id.is_empty() {
+            let _ = writeln!(text, "You are the model {}.", input.model.id);
+        }
+        if let Some(wd) = &input.step.working_directory {
+            let _ = writeln!(text, "Working directory: {}", wd.display());
+        }
+        if let Some(os) = &input.step.os {
+            let _ = writeln!(text, "Operating system: {os}");
+        }
+        let text = text.trim_end().to_owned();
+        draft.messages.insert(0, Arc::new(Message::system(text)));
+    }
+}

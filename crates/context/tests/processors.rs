@@ -1,0 +1,471 @@
+//! Each standard processor alone (a pipeline of one), input → output snapshots, and the whole
+//! standard pipeline on a mixed transcript.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use rein_context::processors::*;
+use rein_context::{
+    AgentFacts, ContextInput, KnowledgeChunk, ModelFacts, Pipeline, Processor, ToolBrief,
+};
+use rein_core::message::{ContentPart, Message, MessageKind, Reasoning, ToolStatus};
+use std::sync::Arc;
+
+fn only(p: impl Processor + 'static) -> Pipeline {
+    Pipeline::new(vec![Box::new(p)])
+}
+
+fn apply(
+    p: impl Processor + 'static,
+    messages: &[Arc<Message>],
+    agent: &AgentFacts,
+    model: &ModelFacts,
+) -> String {
+    let step = step();
+    render(
+        &only(p)
+            .run(&ContextInput {
+                messages,
+                agent,
+                model,
+                step: &step,
+            })
+            .messages,
+    )
+}
+
+#[test]
+fn standard_order_runs_truncation_first_and_cleanup_last() {
+    let names = Pipeline::standard().names();
+    assert_eq!(names.first(), Some(&"history_truncate"));
+    assert_eq!(names.last(), Some(&"cleanup"));
+    insta::assert_snapshot!(names.join("\n"));
+}
+
+#[test]
+fn history_truncate_keeps_pinned_and_never_starts_at_a_tool_result() {
+    let mut summary = Message::user("older turns, summarized");
+    summary.kind = MessageKind::CompressionSummary;
+    let messages = vec![
+        system("be brief"),
+        Arc::new(summary),
+        user("q1"),
+        calling("", &["a", "b"]),
+        result("a", ToolStatus::Succeeded, "2"),
+        result("b", ToolStatus::Succeeded, "2"),
+        assistant("a1"),
+        user("q2"),
+        assistant("a2"),
+    ];
+    let agent = AgentFacts {
+        history_limit: Some(4),
+        ..Default::default()
+    };
+    insta::assert_snapshot!(apply(
+        truncate::HistoryTruncate,
+        &messages,
+        &agent,
+        &ModelFacts::default()
+    ));
+}
+
+#[test]
+fn placeholder_filter_drops_pending_results_and_empty_assistants() {
+    let mut thinking = Message::assistant("");
+    thinking.reasoning = Some(Reasoning {
+        text: "hmm".into(),
+        ..Default::default()
+    });
+    let messages = vec![
+        user("q"),
+        calling("", &["a", "b"]),
+        result("a", ToolStatus::Succeeded, "2"),
+        result("b", ToolStatus::Pending, ""),
+        assistant("   "),
+        Arc::new(thinking),
+        user("again"),
+    ];
+    insta::assert_snapshot!(apply(
+        placeholder::PlaceholderFilter,
+        &messages,
+        &AgentFacts::default(),
+        &ModelFacts::default()
+    ));
+}
+
+#[test]
+fn system_role_assembles_identity_date_and_workspace() {
+    let agent = AgentFacts {
+        name: Some("Ada".into()),
+        system_role: Some("You are a careful research assistant.\n".into()),
+        ..Default::default()
+    };
+    let model = ModelFacts {
+        id: "openai/gpt-4o".into(),
+        ..Default::default()
+    };
+    let mut step = step();
+    step.working_directory = Some("/srv/work".into());
+    step.os = Some("linux".into());
+    let messages = vec![user("hi")];
+    let out = only(system_role::SystemRole).run(&ContextInput {
+        messages: &messages,
+        agent: &agent,
+        model: &model,
+        step: &step,
+    });
+    insta::assert_snapshot!(render(&out.messages));
+}
+
+#[test]
+fn memory_and_knowledge_go_after_the_head_system_block() {
+    let agent = AgentFacts {
+        memories: vec!["Prefers metric units".into(), "Lives in Lyon".into()],
+        knowledge: vec![KnowledgeChunk {
+            source: "handbook.md".into(),
+            text: "Expenses over 500 EUR need approval.".into(),
+        }],
+        ..Default::default()
+    };
+    let messages = vec![system("role"), user("hi")];
+    let step = step();
+    let model = ModelFacts::default();
+    let p = Pipeline::new(vec![
+        Box::new(inject::MemoryInjection),
+        Box::new(inject::KnowledgeInjection),
+    ]);
+    let out = p.run(&ContextInput {
+        messages: &messages,
+        agent: &agent,
+        model: &model,
+        step: &step,
+    });
+    insta::assert_snapshot!(render(&out.messages));
+}
+
+#[test]
+fn group_relabel_marks_other_agents() {
+    let mut other = Message::assistant("I found three sources.");
+    other.author = Some("researcher".into());
+    let mut mine = Message::assistant("Thanks.");
+    mine.author = Some("Ada".into());
+    let mut task = Message::user("Write the report.");
+    task.author = Some("supervisor".into());
+    let mut other_calls = (*calling("checking", &["x"])).clone();
+    other_calls.author = Some("researcher".into());
+    let messages = vec![
+        Arc::new(task),
+        Arc::new(other),
+        Arc::new(mine),
+        Arc::new(other_calls),
+        result("x", ToolStatus::Succeeded, "ok"),
+    ];
+    let agent = AgentFacts {
+        name: Some("Ada".into()),
+        ..Default::default()
+    };
+    insta::assert_snapshot!(apply(
+        group::GroupRelabel,
+        &messages,
+        &agent,
+        &ModelFacts::default()
+    ));
+}
+
+#[test]
+fn attachments_degrade_images_only_without_vision() {
+    let mut m = Message::user("what is this?");
+    m.content.push(ContentPart::Image {
+        url: "data:image/png;base64,iVBORw0KGgo=".into(),
+        media_type: Some("image/png".into()),
+        detail: None,
+    });
+    m.content.push(ContentPart::Image {
+        url: "https://example.com/cat.jpg".into(),
+        media_type: None,
+        detail: None,
+    });
+    let messages = vec![Arc::new(m)];
+    let blind = ModelFacts {
+        vision: false,
+        ..Default::default()
+    };
+    let seeing = ModelFacts {
+        vision: true,
+        ..Default::default()
+    };
+    let kept = apply(
+        attachments::Attachments,
+        &messages,
+        &AgentFacts::default(),
+        &seeing,
+    );
+    assert!(kept.contains("<image data:image/png"));
+    insta::assert_snapshot!(apply(
+        attachments::Attachments,
+        &messages,
+        &AgentFacts::default(),
+        &blind
+    ));
+}
+
+#[test]
+fn tool_result_limit_keeps_head_and_tail() {
+    let long = format!("BEGIN {} END", "x".repeat(500));
+    let messages = vec![
+        calling("", &["a"]),
+        result("a", ToolStatus::Succeeded, &long),
+        user(&"u".repeat(500)),
+    ];
+    let agent = AgentFacts {
+        max_tool_result_chars: Some(40),
+        ..Default::default()
+    };
+    let out = apply(
+        tool_results::ToolResultLimit,
+        &messages,
+        &agent,
+        &ModelFacts::default(),
+    );
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn tool_call_pairing_drops_orphans_synthesizes_missing_and_reorders() {
+    let messages = vec![
+        result("ghost", ToolStatus::Succeeded, "orphan"),
+        user("q"),
+        calling("", &["a", "b", "c"]),
+        user("queued while tools ran"),
+        result("b", ToolStatus::Succeeded, "B"),
+        result("a", ToolStatus::Failed, "first try failed"),
+        result("a", ToolStatus::Succeeded, "A"),
+        assistant("done"),
+    ];
+    insta::assert_snapshot!(apply(
+        pairing::ToolCallPairing,
+        &messages,
+        &AgentFacts::default(),
+        &ModelFacts::default()
+    ));
+}
+
+#[test]
+fn summary_is_labeled_and_placed_after_system() {
+    let mut summary = Message::user("The user asked about Lyon; we found the museum hours.");
+    summary.kind = MessageKind::CompressionSummary;
+    let messages = vec![
+        system("role"),
+        user("earlier question kept"),
+        Arc::new(summary),
+        user("next?"),
+    ];
+    insta::assert_snapshot!(apply(
+        summary::SummaryPlacement,
+        &messages,
+        &AgentFacts::default(),
+        &ModelFacts::default()
+    ));
+}
+
+#[test]
+fn disclosure_lists_inactive_tools_unless_finishing() {
+    let mut step = step();
+    step.inactive_tools = vec![
+        ToolBrief {
+            name: "web__fetch".into(),
+            description: "Fetch a web page as text.\nMore detail.".into(),
+        },
+        ToolBrief {
+            name: "shell__run".into(),
+            description: "Run a shell command.".into(),
+        },
+    ];
+    let messages = vec![system("role"), user("hi")];
+    let agent = AgentFacts::default();
+    let model = ModelFacts::default();
+    let out = only(disclosure::ToolDisclosure).run(&ContextInput {
+        messages: &messages,
+        agent: &agent,
+        model: &model,
+        step: &step,
+    });
+    insta::assert_snapshot!(render(&out.messages));
+    step.force_finish = true;
+    let out = only(disclosure::ToolDisclosure).run(&ContextInput {
+        messages: &messages,
+        agent: &agent,
+        model: &model,
+        step: &step,
+    });
+    assert_eq!(
+        out.messages.len(),
+        2,
+        "no tool listing when tools are withdrawn"
+    );
+}
+
+#[test]
+fn force_finish_withdraws_tools_and_asks_for_an_answer() {
+    let messages = vec![user("q")];
+    let agent = AgentFacts::default();
+    let model = ModelFacts::default();
+    let mut step = step();
+    let p = only(force_finish::ForceFinish);
+    assert!(
+        p.run(&ContextInput {
+            messages: &messages,
+            agent: &agent,
+            model: &model,
+            step: &step
+        })
+        .tools_enabled
+    );
+    step.force_finish = true;
+    let out = p.run(&ContextInput {
+        messages: &messages,
+        agent: &agent,
+        model: &model,
+        step: &step,
+    });
+    assert!(!out.tools_enabled);
+    insta::assert_snapshot!(render(&out.messages));
+}
+
+#[test]
+fn cleanup_removes_empties_and_merges_where_required() {
+    let mut empty_result = (*result("a", ToolStatus::Succeeded, "")).clone();
+    empty_result.content.clear();
+    let messages = vec![
+        system("one"),
+        system("two"),
+        user(""),
+        user("first"),
+        user("second"),
+        calling("", &["a"]),
+        Arc::new(empty_result),
+    ];
+    let strict = ModelFacts {
+        alternating_roles: true,
+        ..Default::default()
+    };
+    let lenient = ModelFacts::default();
+    let merged = apply(cleanup::Cleanup, &messages, &AgentFacts::default(), &strict);
+    let unmerged = apply(
+        cleanup::Cleanup,
+        &messages,
+        &AgentFacts::default(),
+        &lenient,
+    );
+    assert_eq!(
+        unmerged.lines().filter(|l| l.starts_with("user")).count(),
+        2
+    );
+    insta::assert_snapshot!(merged);
+}
+
+#[test]
+fn whole_pipeline_on_a_mixed_transcript() {
+    let mut summary = Message::user("Earlier: the user wants a trip plan for Lyon.");
+    summary.kind = MessageKind::CompressionSummary;
+    let mut img = Message::user("Here is the map");
+    img.content.push(ContentPart::Image {
+        url: "https://example.com/map.png".into(),
+        media_type: None,
+        detail: None,
+    });
+    let messages = vec![
+        system("stored system note"),
+        Arc::new(summary),
+        Arc::new(img),
+        calling("Let me compute.", &["a", "b"]),
+        result("a", ToolStatus::Succeeded, "2"),
+        result("b", ToolStatus::Pending, ""),
+        assistant(""),
+        user("and?"),
+    ];
+    let agent = AgentFacts {
+        name: Some("Ada".into()),
+        system_role: Some("Plan trips.".into()),
+        memories: vec!["Vegetarian".into()],
+        ..Default::default()
+    };
+    let model = ModelFacts {
+        id: "deepseek/deepseek-chat".into(),
+        vision: false,
+        alternating_roles: true,
+    };
+    let mut step = step();
+    step.force_finish = true;
+    let out = Pipeline::standard().run(&ContextInput {
+        messages: &messages,
+        agent: &agent,
+        model: &model,
+        step: &step,
+    });
+    assert!(!out.tools_enabled);
+    let trace: Vec<String> = out
+        .trace
+        .iter()
+        .map(|t| format!("{} {}", t.processor, t.messages))
+        .collect();
+    insta::assert_snapshot!(format!(
+        "{}\n---\n{}",
+        render(&out.messages),
+        trace.join("\n")
+    ));
+}
+
+#[test]
+fn tool_call_pairing_matches_reused_ids_to_the_nearest_call() {
+    // Gemini has no call ids; rein synthesizes `call_<index>_<name>`, which repeats across turns.
+    let messages = vec![
+        user("q"),
+        calling("", &["call_0_calc"]),
+        result("call_0_calc", ToolStatus::Succeeded, "first"),
+        assistant("one"),
+        user("again"),
+        calling("", &["call_0_calc"]),
+        result("call_0_calc", ToolStatus::Succeeded, "second"),
+    ];
+    let out = apply(
+        pairing::ToolCallPairing,
+        &messages,
+        &AgentFacts::default(),
+        &ModelFacts::default(),
+    );
+    let results: Vec<&str> = out.lines().filter(|l| l.starts_with("tool")).collect();
+    assert_eq!(results.len(), 2);
+    assert!(
+        results[0].ends_with("first") && results[1].ends_with("second"),
+        "{out}"
+    );
+}
+
+#[test]
+fn tool_call_pairing_leaves_a_well_paired_transcript_untouched() {
+    let messages = vec![
+        user("q"),
+        calling("", &["a", "b"]),
+        result("a", ToolStatus::Succeeded, "A"),
+        result("b", ToolStatus::Failed, "B"),
+        assistant("done"),
+    ];
+    let agent = AgentFacts::default();
+    let model = ModelFacts::default();
+    let step = step();
+    let out = only(pairing::ToolCallPairing).run(&ContextInput {
+        messages: &messages,
+        agent: &agent,
+        model: &model,
+        step: &step,
+    });
+    assert_eq!(out.messages.len(), messages.len());
+    assert!(
+        out.messages
+            .iter()
+            .zip(&messages)
+            .all(|(a, b)| Arc::ptr_eq(a, b))
+    );
+}
