@@ -11,7 +11,7 @@ use rein_core::{OperationId, Usd};
 use rein_model::cassette::{RecordingTransport, ReplayTransport};
 use rein_model::transport::Timeouts;
 use rein_model::{Catalog, Registry, ReqwestTransport, Transport};
-use rein_operation::{Decision, Driver, RunEnd, StartOptions};
+use rein_operation::{ContextSettings, Decision, Driver, RunEnd, StartOptions};
 use rein_store::{SqlStore, Store, Synchronous};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -203,7 +203,15 @@ fn driver(store: Arc<SqlStore>, model: &str, ctx: &Context_) -> anyhow::Result<D
         model: model_id.into(),
     };
     let sink = Arc::new(output::Printer::new(ctx.json));
-    let driver = Driver::new(store, Arc::new(provider), model_ref, catalog).with_sink(sink);
+    let mut driver = Driver::new(store, Arc::new(provider), model_ref, catalog).with_sink(sink);
+    if ctx.cli_replay.is_some() || ctx.cli_record.is_some() {
+        // A cassette must replay byte for byte on any day and in any checkout.
+        driver = driver.with_context(ContextSettings {
+            date: false,
+            workspace: false,
+            ..ContextSettings::default()
+        });
+    }
     Ok(test_tools::register(driver))
 }
 

@@ -103,7 +103,7 @@ fn main() {
         alternating_roles: true,
     };
     let step = StepFacts {
-        now: Utc::now(),
+        now: Some(Utc::now()),
         working_directory: Some("/srv/work".into()),
         ..Default::default()
     };

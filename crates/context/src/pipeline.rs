@@ -64,10 +64,11 @@ pub struct ToolBrief {
 }
 
 /// Facts about this step.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct StepFacts {
-    /// The step's clock (injected, so output is reproducible).
-    pub now: DateTime<Utc>,
+    /// Today, when the model should be told (injected, so output is reproducible; `None`
+    /// leaves the date out, for recorded cassettes that must replay on any day).
+    pub now: Option<DateTime<Utc>>,
     /// The operation's working directory.
     pub working_directory: Option<PathBuf>,
     /// The operating system the tools run on.
@@ -76,18 +77,6 @@ pub struct StepFacts {
     pub force_finish: bool,
     /// Tools available but not active (progressive disclosure).
     pub inactive_tools: Vec<ToolBrief>,
-}
-
-impl Default for StepFacts {
-    fn default() -> Self {
-        Self {
-            now: DateTime::<Utc>::UNIX_EPOCH,
-            working_directory: None,
-            os: None,
-            force_finish: false,
-            inactive_tools: Vec::new(),
-        }
-    }
 }
 
 /// Everything the pipeline reads. Processors never change it.

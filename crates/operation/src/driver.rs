@@ -126,6 +126,8 @@ pub struct Driver {
     agent: GeneralChatAgentConfig,
     sink: Option<Arc<dyn EventSink>>,
     cancel: CancellationToken,
+    pipeline: Arc<rein_context::Pipeline>,
+    context: crate::ContextSettings,
 }
 
 /// A message id derived from the operation and commit index: a step re-run after a crash
@@ -203,6 +205,8 @@ impl Driver {
             agent: GeneralChatAgentConfig::default(),
             sink: None,
             cancel: CancellationToken::new(),
+            pipeline: Arc::new(rein_context::Pipeline::standard()),
+            context: crate::ContextSettings::default(),
         }
     }
 
@@ -220,6 +224,18 @@ impl Driver {
     /// Builder: live event sink (events are also committed).
     pub fn with_sink(mut self, sink: Arc<dyn EventSink>) -> Self {
         self.sink = Some(sink);
+        self
+    }
+
+    /// Builder: what the context engine is told beyond the transcript.
+    pub fn with_context(mut self, context: crate::ContextSettings) -> Self {
+        self.context = context;
+        self
+    }
+
+    /// Builder: a custom context pipeline (the standard one otherwise).
+    pub fn with_pipeline(mut self, pipeline: rein_context::Pipeline) -> Self {
+        self.pipeline = Arc::new(pipeline);
         self
     }
 
@@ -246,6 +262,8 @@ impl Driver {
             catalog: Arc::clone(&self.catalog),
             store: Arc::clone(&self.store),
             cancel: self.cancel.clone(),
+            pipeline: Arc::clone(&self.pipeline),
+            context: self.context.clone(),
         };
         let config = RuntimeConfig {
             llm: Some(Arc::new(port)),

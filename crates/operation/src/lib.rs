@@ -13,6 +13,7 @@ mod tools;
 
 pub use driver::{Decision, Driver, RunEnd, StartOptions, derived_message_id};
 pub use error::DriverError;
-pub use model_port::{FORCE_FINISH_PROMPT, ModelPort};
+pub use model_port::{ContextSettings, ModelPort};
+pub use rein_context::{FORCE_FINISH_PROMPT, Pipeline};
 pub use rein_tools::{BuiltinConfig, Tool, ToolContext};
 pub use tools::ToolHost;

@@ -1,28 +1,51 @@
-//! The model port: turns the engine's `call_llm` into a model-runtime request and the
-//! normalized stream back into the engine's output. Until the context engine lands, request
-//! assembly here is minimal: system messages, every tool call paired with a result, tool
-//! schemas from the manifests (none when force-finishing, with a closing instruction).
+//! The model port: turns the engine's `call_llm` into a model-runtime request (messages through
+//! the context pipeline, tool schemas from the manifests unless the pipeline withdrew them)
+//! and the normalized stream back into the engine's output.
 
 use futures::FutureExt;
 use futures::StreamExt;
 use futures::future::BoxFuture;
+use rein_context::{AgentFacts, ContextInput, ModelFacts, Pipeline, StepFacts};
 use rein_core::Usd;
 use rein_core::engine::ports::{
     LlmOutput, LlmPort, LlmProgress, LlmRequest, PortError, RawToolCall,
 };
 use rein_core::event::StreamChunk;
 use rein_core::intervention::key_listed;
+use rein_core::message::Message;
 use rein_core::message::Reasoning;
-use rein_core::message::{Message, Role, ToolStatus};
 use rein_core::tool::mangle;
 use rein_model::{Catalog, ChatRequest, ErrorKind, ModelEvent, ModelProvider, ToolSpec};
 use rein_store::Store;
-use std::collections::HashSet;
+use std::path::PathBuf;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-/// The system instruction added when the step limit forces a final answer.
-pub const FORCE_FINISH_PROMPT: &str = "You have reached the maximum step limit. Please summarize your progress and provide a final response. Do not attempt to use any tools.";
+/// What the context engine is told beyond the transcript.
+#[derive(Clone, Debug)]
+pub struct ContextSettings {
+    /// Tell the model today's date. Off for cassette recording and replay: a recorded request
+    /// must replay byte for byte on any day.
+    pub date: bool,
+    /// Tell the model the working directory and OS. Off for cassettes (paths differ per
+    /// machine).
+    pub workspace: bool,
+    /// Tool results longer than this keep their head and tail.
+    pub max_tool_result_chars: Option<usize>,
+    /// Keep at most this many conversation messages per call.
+    pub history_limit: Option<usize>,
+}
+
+impl Default for ContextSettings {
+    fn default() -> Self {
+        Self {
+            date: true,
+            workspace: true,
+            max_tool_result_chars: Some(64 * 1024),
+            history_limit: None,
+        }
+    }
+}
 
 /// Calls one provider for the engine.
 pub struct ModelPort {
@@ -30,40 +53,79 @@ pub struct ModelPort {
     pub provider: Arc<dyn ModelProvider>,
     /// Provider id (for pricing).
     pub provider_id: String,
-    /// Catalog for prices.
+    /// Catalog for prices and capabilities.
     pub catalog: Arc<Catalog>,
     /// Store for the parent-message preflight.
     pub store: Arc<dyn Store>,
     /// Cancels the model call (and any backoff) when the operation is cancelled.
     pub cancel: CancellationToken,
+    /// The context pipeline every request goes through.
+    pub pipeline: Arc<Pipeline>,
+    /// What the pipeline is told beyond the transcript.
+    pub context: ContextSettings,
 }
 
-/// The conversation as the provider must see it: every assistant tool call answered (calls
-/// whose result is missing get an "interrupted" result), pending placeholders dropped.
-fn provider_messages(messages: &[Arc<Message>]) -> Vec<Arc<Message>> {
-    let answered: HashSet<&str> = messages
-        .iter()
-        .filter(|m| m.role == Role::Tool && m.tool_status != Some(ToolStatus::Pending))
-        .filter_map(|m| m.tool_call_id.as_deref())
-        .collect();
-    let mut out = Vec::with_capacity(messages.len());
-    for m in messages {
-        if m.role == Role::Tool && m.tool_status == Some(ToolStatus::Pending) {
-            continue;
-        }
-        out.push(Arc::clone(m));
-        if m.role == Role::Assistant {
-            for call in m.tool_calls.iter().filter(|c| !answered.contains(&*c.id)) {
-                out.push(Arc::new(Message::tool_result(
-                    call,
-                    Some(m.id),
-                    ToolStatus::Aborted,
-                    "This tool call was interrupted and has no result.",
-                )));
+impl ModelPort {
+    /// The messages and tools this call sends, through the context pipeline.
+    fn assemble(&self, req: &LlmRequest<'_>, model: &str) -> (Vec<Arc<Message>>, Vec<ToolSpec>) {
+        let vision = self
+            .catalog
+            .lookup(&self.provider_id, model)
+            .is_none_or(|m| m.capabilities.vision);
+        let agent = AgentFacts {
+            max_tool_result_chars: self.context.max_tool_result_chars,
+            history_limit: self.context.history_limit,
+            ..Default::default()
+        };
+        let model_facts = ModelFacts {
+            id: format!("{}/{model}", self.provider_id),
+            vision,
+            // rein-model groups consecutive same-role turns for the protocols that need it.
+            alternating_roles: false,
+        };
+        let step = StepFacts {
+            now: self.context.date.then(chrono::Utc::now),
+            working_directory: req
+                .state
+                .metadata
+                .working_directory
+                .as_ref()
+                .filter(|_| self.context.workspace)
+                .map(PathBuf::from),
+            os: self
+                .context
+                .workspace
+                .then(|| std::env::consts::OS.to_owned()),
+            force_finish: req.force_finish,
+            inactive_tools: Vec::new(),
+        };
+        let out = self.pipeline.run(&ContextInput {
+            messages: &req.state.messages,
+            agent: &agent,
+            model: &model_facts,
+            step: &step,
+        });
+        let mut tools = Vec::new();
+        if out.tools_enabled {
+            for m in req.state.tool_manifests.values() {
+                for api in &m.apis {
+                    if req
+                        .payload
+                        .allowed_tools
+                        .as_ref()
+                        .is_none_or(|l| key_listed(l, &m.identifier, &api.name))
+                    {
+                        tools.push(ToolSpec {
+                            name: mangle(&m.identifier, &api.name),
+                            description: api.description.clone(),
+                            parameters: api.parameters.clone(),
+                        });
+                    }
+                }
             }
         }
+        (out.messages, tools)
     }
-    out
 }
 
 impl LlmPort for ModelPort {
@@ -91,28 +153,7 @@ impl LlmPort for ModelPort {
                 .model
                 .map(|m| m.model.to_string())
                 .ok_or_else(|| PortError::new("config", "the operation has no model"))?;
-            let mut messages = provider_messages(&req.state.messages);
-            let mut tools = Vec::new();
-            if req.force_finish {
-                messages.push(Arc::new(Message::system(FORCE_FINISH_PROMPT)));
-            } else {
-                for m in req.state.tool_manifests.values() {
-                    for api in &m.apis {
-                        if req
-                            .payload
-                            .allowed_tools
-                            .as_ref()
-                            .is_none_or(|l| key_listed(l, &m.identifier, &api.name))
-                        {
-                            tools.push(ToolSpec {
-                                name: mangle(&m.identifier, &api.name),
-                                description: api.description.clone(),
-                                parameters: api.parameters.clone(),
-                            });
-                        }
-                    }
-                }
-            }
+            let (messages, tools) = self.assemble(&req, &model);
             let mut chat = ChatRequest::new(model.clone(), messages);
             chat.tools = tools;
             chat.cancel = self.cancel.child_token();

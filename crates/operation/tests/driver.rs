@@ -226,10 +226,21 @@ async fn a_tool_round_trip_is_committed_step_by_step() {
         (ExecStatus::Succeeded, Effect::Pure)
     );
     assert_eq!(e.store.steps(id).await.unwrap().len(), 4);
-    // The second request carried the tool result paired with its call.
+    // The second request went through the context pipeline: a system message naming the model
+    // and today's date first, then the tool result paired with its call.
     let second = &e.server.requests()[1].body;
-    assert_eq!(second["messages"][2]["role"], "tool");
-    assert_eq!(second["messages"][2]["tool_call_id"], "c1");
+    assert_eq!(second["messages"][0]["role"], "system");
+    let head = second["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(head.contains("You are the model openai/"), "{head}");
+    let now = chrono::Utc::now();
+    let dated = [now, now - chrono::Duration::minutes(1)]
+        .iter()
+        .any(|t| head.contains(&t.format("%Y-%m-%d").to_string()));
+    assert!(dated, "{head}");
+    assert_eq!(second["messages"][3]["role"], "tool");
+    assert_eq!(second["messages"][3]["tool_call_id"], "c1");
     assert_consistent(&e.store, id).await;
 }
 

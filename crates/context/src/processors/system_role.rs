@@ -1,7 +1,9 @@
-//! `system_role`: one system message at the head: the agent's role, its name, the date, the
+//! `system_role`: one system message in the head system block (after any stored system
+//! messages, which are the agent's own instructions): the agent's role, its name, the date, the
 //! model's identity and workspace facts. The date is given to the day, not the second: the
 //! head of the prompt stays byte-identical within a day, so provider prompt caches keep hitting.
 
+use super::leading_system;
 use crate::pipeline::{ContextInput, Draft, Processor};
 use rein_core::message::Message;
 use std::fmt::Write;
@@ -26,11 +28,9 @@ impl Processor for SystemRole {
         if let Some(name) = &input.agent.name {
             let _ = writeln!(text, "Your name is {name}.");
         }
-        let _ = writeln!(
-            text,
-            "Current date: {} (UTC).",
-            input.step.now.format("%Y-%m-%d, %A")
-        );
+        if let Some(now) = input.step.now {
+            let _ = writeln!(text, "Current date: {} (UTC).", now.format("%Y-%m-%d, %A"));
+        }
         if !input.model.id.is_empty() {
             let _ = writeln!(text, "You are the model {}.", input.model.id);
         }
@@ -40,7 +40,12 @@ impl Processor for SystemRole {
         if let Some(os) = &input.step.os {
             let _ = writeln!(text, "Operating system: {os}");
         }
-        let text = text.trim_end().to_owned();
-        draft.messages.insert(0, Arc::new(Message::system(text)));
+        let text = text.trim_end();
+        if text.is_empty() {
+            return;
+        }
+        // After any stored system messages: those are the agent's own instructions.
+        let at = leading_system(&draft.messages);
+        draft.messages.insert(at, Arc::new(Message::system(text)));
     }
 }

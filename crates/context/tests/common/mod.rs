@@ -36,10 +36,7 @@ pub fn result(id: &str, status: ToolStatus, text: &str) -> Arc<Message> {
 
 pub fn step() -> StepFacts {
     StepFacts {
-        now: Utc
-            .with_ymd_and_hms(2026, 11, 29, 21, 40, 0)
-            .single()
-            .unwrap_or_default(),
+        now: Utc.with_ymd_and_hms(2026, 11, 29, 21, 40, 0).single(),
         ..StepFacts::default()
     }
 }
