@@ -182,6 +182,10 @@ pub struct Message {
     /// Model that produced an assistant message (`provider/model`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// For a compression summary: the messages it replaces in what the model sees. They stay
+    /// in the conversation's history; [`model_view`] drops them when a conversation continues.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub summarizes: Vec<MessageId>,
     /// The agent that wrote it, when it is not the agent now answering (group chats,
     /// sub-agent tasks): the context engine relabels such messages so the model can tell
     /// voices apart.
@@ -212,6 +216,7 @@ impl Message {
             parent_id: None,
             kind: MessageKind::Normal,
             model: None,
+            summarizes: Vec::new(),
             author: None,
             usage: None,
             created_at: Utc::now(),
@@ -261,5 +266,91 @@ impl Message {
     /// Replace the content with one text part.
     pub fn set_text(&mut self, text: impl Into<String>) {
         self.content = vec![ContentPart::Text { text: text.into() }];
+    }
+}
+
+/// A conversation's history (oldest first) as the model should see it: messages a compression
+/// summary replaced are dropped, and each summary stands where the earliest message it replaced
+/// stood. Summaries of summaries work the same way (the older summary is among the replaced).
+pub fn model_view(history: Vec<Message>) -> Vec<Message> {
+    use std::collections::{HashMap, HashSet};
+    let replaced: HashSet<MessageId> = history
+        .iter()
+        .flat_map(|m| m.summarizes.iter().copied())
+        .collect();
+    if replaced.is_empty() {
+        return history;
+    }
+    let position: HashMap<MessageId, usize> =
+        history.iter().enumerate().map(|(i, m)| (m.id, i)).collect();
+    // Live summaries keyed by the history position they stand at.
+    let mut anchored: HashMap<usize, Message> = HashMap::new();
+    let mut orphans = Vec::new();
+    let mut rest = Vec::with_capacity(history.len());
+    for m in history {
+        if m.summarizes.is_empty() || replaced.contains(&m.id) {
+            rest.push(Some(m));
+            continue;
+        }
+        let anchor = m.summarizes.iter().filter_map(|id| position.get(id)).min();
+        match anchor {
+            Some(&at) => {
+                anchored.insert(at, m);
+            }
+            // Everything it replaced is gone from the history; its content survives in it.
+            None => orphans.push(m),
+        }
+        rest.push(None);
+    }
+    let mut out = Vec::with_capacity(rest.len());
+    for (i, m) in rest.into_iter().enumerate() {
+        if let Some(summary) = anchored.remove(&i) {
+            out.push(summary);
+        }
+        if let Some(m) = m
+            && !replaced.contains(&m.id)
+        {
+            out.push(m);
+        }
+    }
+    out.extend(orphans);
+    out
+}
+
+#[cfg(test)]
+mod model_view_tests {
+    use super::*;
+
+    fn texts(v: &[Message]) -> Vec<String> {
+        v.iter().map(Message::text_content).collect()
+    }
+
+    #[test]
+    fn summaries_replace_what_they_summarize_even_when_nested() {
+        let (u1, a1, u2, a2) = (
+            Message::user("u1"),
+            Message::assistant("a1"),
+            Message::user("u2"),
+            Message::assistant("a2"),
+        );
+        let mut s1 = Message::user("S1");
+        s1.kind = MessageKind::CompressionSummary;
+        s1.summarizes = vec![u1.id, a1.id];
+        let a3 = Message::assistant("a3");
+        let history = vec![u1, a1, u2.clone(), a2.clone(), s1.clone(), a3.clone()];
+        assert_eq!(
+            texts(&model_view(history.clone())),
+            ["S1", "u2", "a2", "a3"]
+        );
+
+        let mut s2 = Message::user("S2");
+        s2.kind = MessageKind::CompressionSummary;
+        s2.summarizes = vec![s1.id, u2.id];
+        let mut nested = history;
+        nested.push(s2);
+        assert_eq!(texts(&model_view(nested)), ["S2", "a2", "a3"]);
+
+        let plain = vec![Message::user("x"), Message::assistant("y")];
+        assert_eq!(texts(&model_view(plain)), ["x", "y"]);
     }
 }

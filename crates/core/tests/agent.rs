@@ -513,6 +513,82 @@ fn an_oversized_context_is_compressed_before_the_model_call() {
 }
 
 #[test]
+fn compression_keeps_the_newest_messages_within_the_token_budget() {
+    // Heuristic estimator: "follow-up 5" is 7 tokens, each long answer 107; a budget of 125
+    // keeps follow-up 4, answer 5 and follow-up 5, and summarizes the 10 before them.
+    let cfg = RuntimeConfig {
+        summarizer: Some(Arc::new(Echo)),
+        keep_recent_tokens: 125,
+        ..Default::default()
+    };
+    let h = harness_with(
+        vec![ScriptedTurn::text("fresh answer")],
+        small_window(),
+        cfg,
+        Usd::ZERO,
+    );
+    let r = run(&h, long_conversation());
+    assert_eq!(instructions_of(&r, 1), ["compress_context"]);
+    let texts: Vec<String> = r
+        .state
+        .messages
+        .iter()
+        .map(|m| m.text_content().chars().take(11).collect())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "summary of ",
+            "follow-up 4",
+            "answer 5 xx",
+            "follow-up 5",
+            "fresh answe"
+        ]
+    );
+    assert_eq!(
+        r.state.messages[0].text_content(),
+        "summary of 10 messages (had summary: false)"
+    );
+}
+
+#[test]
+fn compression_never_keeps_a_tool_result_without_its_call() {
+    let mut s = long_conversation();
+    let call = ToolCall::new("c1", "calculator", "evaluate", "{}");
+    let mut a = Message::assistant("x".repeat(2_000));
+    a.tool_calls.push(call.clone());
+    let a_id = a.id;
+    s.push_message(a);
+    s.push_message(Message::tool_result(
+        &call,
+        Some(a_id),
+        ToolStatus::Succeeded,
+        "2",
+    ));
+    // The budget fits the small result but not the long assistant message that called it.
+    let cfg = RuntimeConfig {
+        summarizer: Some(Arc::new(Echo)),
+        keep_recent_tokens: 50,
+        ..Default::default()
+    };
+    let h = harness_with(
+        vec![ScriptedTurn::text("fresh answer")],
+        small_window(),
+        cfg,
+        Usd::ZERO,
+    );
+    let r = run(&h, s);
+    assert_eq!(instructions_of(&r, 1), ["compress_context"]);
+    assert_eq!(r.state.messages[0].kind, MessageKind::CompressionSummary);
+    assert_eq!(
+        r.state.messages[0].text_content(),
+        "summary of 15 messages (had summary: false)",
+        "the result went into the summary with its call"
+    );
+    assert!(r.state.messages.iter().all(|m| m.role != Role::Tool));
+}
+
+#[test]
 fn compression_without_a_summarizer_reports_and_continues() {
     let h = harness_with(
         vec![ScriptedTurn::text("answer anyway")],

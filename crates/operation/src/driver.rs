@@ -7,6 +7,8 @@ use crate::error::DriverError;
 use crate::model_port::ModelPort;
 use crate::tools::ToolHost;
 use chrono::Utc;
+use rein_context::TiktokenEstimator;
+use rein_core::agent::TokenEstimator;
 use rein_core::engine::{
     EventSink, RuntimeConfig, StepResult, abort_pending, approve_tool_call, initial_context,
     reject_tool_call,
@@ -128,6 +130,8 @@ pub struct Driver {
     cancel: CancellationToken,
     pipeline: Arc<rein_context::Pipeline>,
     context: crate::ContextSettings,
+    /// The model that writes compression summaries (the operation's model when unset).
+    compression_model: Option<(Arc<dyn ModelProvider>, ModelRef)>,
 }
 
 /// A message id derived from the operation and commit index: a step re-run after a crash
@@ -196,17 +200,24 @@ impl Driver {
             Ok(host) => Arc::new(host),
             Err(e) => unreachable_builtins(e),
         };
+        let mut agent = GeneralChatAgentConfig::default();
+        // Compress against the model's real window when the catalog knows it.
+        if let Some(info) = catalog.lookup(&model.provider, &model.model) {
+            agent.compression.window_tokens = info.context_window;
+            agent.compression.max_output_tokens = Some(info.max_output);
+        }
         Self {
             store,
             provider,
             model,
             catalog,
             tools,
-            agent: GeneralChatAgentConfig::default(),
+            agent,
             sink: None,
             cancel: CancellationToken::new(),
             pipeline: Arc::new(rein_context::Pipeline::standard()),
             context: crate::ContextSettings::default(),
+            compression_model: None,
         }
     }
 
@@ -230,6 +241,16 @@ impl Driver {
     /// Builder: what the context engine is told beyond the transcript.
     pub fn with_context(mut self, context: crate::ContextSettings) -> Self {
         self.context = context;
+        self
+    }
+
+    /// Builder: the model that writes compression summaries (by default the operation's own).
+    pub fn with_compression_model(
+        mut self,
+        provider: Arc<dyn ModelProvider>,
+        model: ModelRef,
+    ) -> Self {
+        self.compression_model = Some((provider, model));
         self
     }
 
@@ -265,13 +286,32 @@ impl Driver {
             pipeline: Arc::clone(&self.pipeline),
             context: self.context.clone(),
         };
+        let (summary_provider, summary_model) = match &self.compression_model {
+            Some((p, m)) => (Arc::clone(p), m.clone()),
+            None => (Arc::clone(&self.provider), self.model.clone()),
+        };
+        let summarizer = crate::ModelSummarizer {
+            provider: summary_provider,
+            provider_id: summary_model.provider.to_string(),
+            model: summary_model.model.to_string(),
+            catalog: Arc::clone(&self.catalog),
+            cancel: self.cancel.clone(),
+        };
+        let estimator: Arc<dyn TokenEstimator> = Arc::new(TiktokenEstimator::default());
         let config = RuntimeConfig {
             llm: Some(Arc::new(port)),
             tools: Some(self.tools.clone()),
+            summarizer: Some(Arc::new(summarizer)),
+            keep_recent_tokens: self
+                .context
+                .keep_recent_tokens
+                .min(self.agent.compression.window_tokens / 4),
+            estimator: Arc::clone(&estimator),
             sink: self.sink.clone(),
             ..Default::default()
         };
-        AgentRuntime::new(Arc::new(GeneralChatAgent::new(self.agent.clone())), config)
+        let agent = GeneralChatAgent::new(self.agent.clone()).with_estimator(estimator);
+        AgentRuntime::new(Arc::new(agent), config)
     }
 
     /// Create an operation for `prompt`; returns its id once it is committed.
@@ -290,7 +330,8 @@ impl Driver {
             .clone()
             .unwrap_or_else(|| format!("topic_{id}"));
         if opts.topic_id.is_some() {
-            for m in self.store.topic_messages(&topic_id).await? {
+            let history = self.store.topic_messages(&topic_id).await?;
+            for m in rein_core::message::model_view(history) {
                 state.push_message(m);
             }
         }

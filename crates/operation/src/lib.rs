@@ -9,6 +9,7 @@
 mod driver;
 mod error;
 mod model_port;
+mod summarizer;
 mod tools;
 
 pub use driver::{Decision, Driver, RunEnd, StartOptions, derived_message_id};
@@ -16,4 +17,5 @@ pub use error::DriverError;
 pub use model_port::{ContextSettings, ModelPort};
 pub use rein_context::{FORCE_FINISH_PROMPT, Pipeline};
 pub use rein_tools::{BuiltinConfig, Tool, ToolContext};
+pub use summarizer::{ModelSummarizer, SUMMARY_INSTRUCTIONS};
 pub use tools::ToolHost;

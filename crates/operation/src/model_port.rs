@@ -34,6 +34,9 @@ pub struct ContextSettings {
     pub max_tool_result_chars: Option<usize>,
     /// Keep at most this many conversation messages per call.
     pub history_limit: Option<usize>,
+    /// Compression keeps the newest messages verbatim up to this many tokens (at most a
+    /// quarter of the model's window).
+    pub keep_recent_tokens: u64,
 }
 
 impl Default for ContextSettings {
@@ -43,6 +46,7 @@ impl Default for ContextSettings {
             workspace: true,
             max_tool_result_chars: Some(64 * 1024),
             history_limit: None,
+            keep_recent_tokens: 8_000,
         }
     }
 }

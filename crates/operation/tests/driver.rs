@@ -154,14 +154,24 @@ async fn assert_consistent(store: &SqlStore, id: OperationId) {
     let ids: std::collections::HashSet<_> = op.state.messages.iter().map(|m| m.id).collect();
     assert_eq!(ids.len(), op.state.messages.len(), "no duplicated messages");
     let topic = store.topic_messages(&op.record.topic_id).await.unwrap();
+    let replaced: usize = topic.iter().map(|m| m.summarizes.len()).sum();
     assert_eq!(
         topic.len(),
-        op.state.messages.len(),
-        "every message stored once"
+        op.state.messages.len() + replaced,
+        "every message stored once; compressed ones stay in the history"
     );
-    let per_message: u64 = op
-        .state
-        .messages
+    // Same messages (parallel results created in the same millisecond may list in another
+    // order; the context pipeline pairs them with their calls either way).
+    let mut view: Vec<_> = rein_core::message::model_view(topic)
+        .into_iter()
+        .map(|m| m.id)
+        .collect();
+    let mut state_ids: Vec<_> = op.state.messages.iter().map(|m| m.id).collect();
+    view.sort();
+    state_ids.sort();
+    assert_eq!(view, state_ids, "the history's model view is the state");
+    let history = store.topic_messages(&op.record.topic_id).await.unwrap();
+    let per_message: u64 = history
         .iter()
         .filter_map(|m| m.usage.map(|u| u.total))
         .sum();
@@ -170,12 +180,9 @@ async fn assert_consistent(store: &SqlStore, id: OperationId) {
         "usage counted once: the total is the sum of the calls"
     );
     assert_eq!(
-        op.state
-            .messages
-            .iter()
-            .filter(|m| m.usage.is_some())
-            .count() as u64,
-        op.state.usage.llm.calls
+        history.iter().filter(|m| m.usage.is_some()).count() as u64,
+        op.state.usage.llm.calls,
+        "one message per model call (compression summaries included)"
     );
 }
 
@@ -706,5 +713,121 @@ async fn an_expired_approval_ends_the_operation_visibly() {
             .iter()
             .any(|m| m.tool_status == Some(ToolStatus::Aborted))
     );
+    assert_consistent(&e.store, id).await;
+}
+
+/// Returns `words` words: a tool result of a known size (one o200k token per word).
+struct Blob;
+
+impl Tool for Blob {
+    fn manifest(&self) -> ToolManifest {
+        rein_core::testing::manifest("blob", &["fetch"])
+    }
+    fn effect(&self, _: &str) -> Effect {
+        Effect::Pure
+    }
+    fn call<'a>(
+        &'a self,
+        _: &'a ToolContext,
+        _: &'a str,
+        args: serde_json::Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
+        let n = args["words"].as_u64().unwrap_or(0) as usize;
+        async move { Ok(ToolOutput::ok("word ".repeat(n).trim_end().to_owned())) }.boxed()
+    }
+}
+
+fn blob(id: &str, words: u32) -> (String, String, String) {
+    (
+        id.into(),
+        "blob__fetch".into(),
+        serde_json::json!({ "words": words }).to_string(),
+    )
+}
+
+#[tokio::test]
+async fn a_long_operation_is_compressed_with_the_compression_model_and_continues() {
+    let e = env(vec![
+        tools(&[blob("b1", 2_000)]),
+        tools(&[blob("b2", 2_000)]),
+        tools(&[blob("b3", 2_000)]),
+        Canned::openai_text("SUMMARY: two blobs of words fetched so far"),
+        Canned::openai_text("All three fetched."),
+    ])
+    .await;
+    let summary_provider = Provider::new(
+        ProviderConfig {
+            id: "openai".into(),
+            protocol: Protocol::OpenaiChat,
+            base_url: format!("{}/v1", e.server.base),
+            api_key: Some("k".into()),
+            headers: Default::default(),
+            quirks: Quirks::default(),
+        },
+        Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
+    );
+    // Window 10,000, threshold 55%: under it after two results (~4,000 tokens plus tool
+    // schemas), over it after the third. Newest kept verbatim: at most a quarter of the window,
+    // which fits the third call and its result but not the second result.
+    let agent = rein_core::agent::GeneralChatAgentConfig {
+        compression: rein_core::agent::CompressionConfig {
+            window_tokens: 10_000,
+            threshold_ratio: Some(0.55),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let d = driver(&e, false)
+        .with_tool(Arc::new(Blob))
+        .with_agent(agent)
+        .with_compression_model(
+            Arc::new(summary_provider),
+            ModelRef {
+                provider: "openai".into(),
+                model: "summary-model".into(),
+            },
+        );
+    let id = d
+        .start("Fetch three blobs.", &StartOptions::default())
+        .await
+        .unwrap();
+    let end = d.run(id).await.unwrap();
+    assert!(matches!(end, RunEnd::Done { .. }), "{end:?}");
+    let requests = e.server.requests();
+    assert_eq!(requests.len(), 5);
+    // The fourth request is the summary, made with the compression model over the older turns.
+    let summary_req = &requests[3].body;
+    assert_eq!(summary_req["model"], "summary-model");
+    let asked = summary_req["messages"][1]["content"].as_str().unwrap();
+    assert!(asked.contains("[user] Fetch three blobs."), "{asked:.300}");
+    assert!(asked.contains("[assistant called blob/fetch"));
+    assert!(
+        !asked.contains("b3"),
+        "the newest round is kept, not summarized"
+    );
+    // The next call carries the summary and the newest round verbatim.
+    let next = &requests[4].body;
+    assert_eq!(next["model"], "gpt-4o-mini");
+    let msgs = next["messages"].as_array().unwrap();
+    let head = msgs[0]["content"].as_str().unwrap();
+    assert!(
+        head.contains("SUMMARY: two blobs of words fetched so far"),
+        "{head}"
+    );
+    let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "assistant", "tool"]);
+    assert_eq!(msgs[1]["tool_calls"][0]["id"], "b3");
+    assert_eq!(msgs[2]["tool_call_id"], "b3");
+    // The state keeps the summary as a message of its own kind, and the summary model's usage.
+    let op = e.store.load_operation(id).await.unwrap().unwrap();
+    assert_eq!(
+        op.state
+            .messages
+            .iter()
+            .filter(|m| m.kind == rein_core::message::MessageKind::CompressionSummary)
+            .count(),
+        1
+    );
+    assert!(op.state.usage.by_model.contains_key("openai/summary-model"));
     assert_consistent(&e.store, id).await;
 }

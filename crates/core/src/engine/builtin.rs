@@ -3,6 +3,7 @@
 
 use super::executor::{ExecContext, ExecError, ExecOutput, Executor};
 use super::ports::{LlmPort, LlmRequest, Summarizer, ToolPort};
+use crate::agent::TokenEstimator;
 use crate::event::EventKind;
 use crate::ids::MessageId;
 use crate::instruction::{
@@ -641,13 +642,42 @@ impl Executor for RequestHumanExecutor {
     }
 }
 
-/// `compress_context` over a [`Summarizer`]: leading system messages and the trailing user
-/// message stay; everything between becomes one summary message. Any failure (or no
+/// `compress_context` over a [`Summarizer`]: leading system messages, the trailing user message
+/// and the newest messages within `keep_recent_tokens` stay verbatim (the kept tail never
+/// starts at a tool result, so no result loses its call); everything between becomes one
+/// summary message. Any failure (or no
 /// summarizer) reports `compression_error` and continues uncompressed: never a loop, never a
 /// lost message.
 pub struct CompressContextExecutor {
     /// The summarizer, if configured.
     pub summarizer: Option<Arc<dyn Summarizer>>,
+    /// Token budget of the newest messages kept verbatim.
+    pub keep_recent_tokens: u64,
+    /// Measures messages for the budget.
+    pub estimator: Arc<dyn TokenEstimator>,
+}
+
+impl CompressContextExecutor {
+    /// Index of the first message kept verbatim at the end (`messages.len()` when none).
+    fn kept_tail(&self, messages: &[Arc<Message>], head: usize) -> usize {
+        let mut start = messages.len();
+        let mut used = 0u64;
+        for i in (head..messages.len()).rev() {
+            let m = &messages[i];
+            let cost = self.estimator.messages(std::slice::from_ref(m));
+            let trailing_user = i + 1 == messages.len() && m.role == Role::User;
+            if !trailing_user && used + cost > self.keep_recent_tokens {
+                break;
+            }
+            used += cost;
+            start = i;
+        }
+        // A kept tool result whose call would be summarized away is an orphan: summarize it too.
+        while messages.get(start).is_some_and(|m| m.role == Role::Tool) {
+            start += 1;
+        }
+        start
+    }
 }
 
 impl Executor for CompressContextExecutor {
@@ -679,8 +709,7 @@ impl Executor for CompressContextExecutor {
                 .iter()
                 .take_while(|m| m.role == Role::System)
                 .count();
-            let tail = usize::from(state.messages.last().is_some_and(|m| m.role == Role::User));
-            let end = state.messages.len().saturating_sub(tail);
+            let end = self.kept_tail(&state.messages, head);
             if end <= head + 1 {
                 return skipped(cx, "nothing to compress".into());
             }
@@ -700,6 +729,9 @@ impl Executor for CompressContextExecutor {
             state.cost.record_llm(&summary.model_key, summary.cost);
             let mut msg = Message::user(summary.text);
             msg.kind = MessageKind::CompressionSummary;
+            msg.model = Some(summary.model_key.clone());
+            msg.usage = Some(summary.usage);
+            msg.summarizes = state.messages[head..end].iter().map(|m| m.id).collect();
             msg.parent_id = head
                 .checked_sub(1)
                 .and_then(|i| state.messages.get(i))

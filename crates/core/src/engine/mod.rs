@@ -16,7 +16,7 @@ pub use ports::{
     Summary, ToolOutput, ToolPort,
 };
 
-use crate::agent::Agent;
+use crate::agent::{Agent, HeuristicEstimator, TokenEstimator};
 use crate::event::{AgentEvent, EventKind};
 use crate::instruction::BlockedReason;
 use crate::instruction::{CallToolPayload, Instruction, InstructionKind};
@@ -45,6 +45,11 @@ pub struct RuntimeConfig {
     pub tools: Option<Arc<dyn ToolPort>>,
     /// Summarizer for the built-in `compress_context`.
     pub summarizer: Option<Arc<dyn Summarizer>>,
+    /// Compression keeps the newest messages verbatim up to this many tokens (a trailing user
+    /// message is always kept).
+    pub keep_recent_tokens: u64,
+    /// Measures messages for `keep_recent_tokens`.
+    pub estimator: Arc<dyn TokenEstimator>,
     /// Live event channel.
     pub sink: Option<Arc<dyn EventSink>>,
     /// Tool calls a batch runs at once.
@@ -58,6 +63,8 @@ impl Default for RuntimeConfig {
             llm: None,
             tools: None,
             summarizer: None,
+            keep_recent_tokens: 0,
+            estimator: Arc::new(HeuristicEstimator),
             sink: None,
             tool_concurrency: DEFAULT_TOOL_CONCURRENCY,
         }
@@ -191,6 +198,8 @@ impl AgentRuntime {
                 InstructionKind::CompressContext,
                 Arc::new(CompressContextExecutor {
                     summarizer: config.summarizer.clone(),
+                    keep_recent_tokens: config.keep_recent_tokens,
+                    estimator: Arc::clone(&config.estimator),
                 }),
             );
         if let Some(port) = &config.llm {
