@@ -831,3 +831,52 @@ async fn a_long_operation_is_compressed_with_the_compression_model_and_continues
     assert!(op.state.usage.by_model.contains_key("openai/summary-model"));
     assert_consistent(&e.store, id).await;
 }
+
+#[tokio::test]
+async fn an_overflowing_summary_request_drops_the_oldest_half_and_retries() {
+    use rein_core::engine::ports::Summarizer;
+    let e = env(vec![
+        Canned::json(
+            400,
+            &serde_json::json!({"error": {
+                "message": "This model's maximum context length is 8192 tokens.",
+                "type": "invalid_request_error",
+                "code": "context_length_exceeded"
+            }}),
+        ),
+        Canned::openai_text("notes on m4 to m7"),
+    ])
+    .await;
+    let provider = Provider::new(
+        ProviderConfig {
+            id: "openai".into(),
+            protocol: Protocol::OpenaiChat,
+            base_url: format!("{}/v1", e.server.base),
+            api_key: Some("k".into()),
+            headers: Default::default(),
+            quirks: Quirks::default(),
+        },
+        Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
+    );
+    let summarizer = rein_operation::ModelSummarizer {
+        provider: Arc::new(provider),
+        provider_id: "openai".into(),
+        model: "gpt-4o-mini".into(),
+        catalog: Arc::new(Catalog::builtin().unwrap()),
+        cancel: Default::default(),
+    };
+    let messages: Vec<_> = (0..8)
+        .map(|i| Arc::new(rein_core::Message::user(format!("m{i}"))))
+        .collect();
+    let s = summarizer.summarize(&messages, None).await.unwrap();
+    assert_eq!(s.text, "notes on m4 to m7");
+    assert_eq!(s.model_key, "openai/gpt-4o-mini");
+    let requests = e.server.requests();
+    assert_eq!(requests.len(), 2);
+    let first = requests[0].body["messages"][1]["content"].as_str().unwrap();
+    let second = requests[1].body["messages"][1]["content"].as_str().unwrap();
+    assert!(first.contains("[user] m0"));
+    assert!(!second.contains("[user] m3"), "{second}");
+    assert!(second.contains("[4 older messages did not fit"));
+    assert!(second.contains("[user] m4") && second.contains("[user] m7"));
+}
