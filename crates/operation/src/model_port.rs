@@ -5,7 +5,7 @@
 use futures::FutureExt;
 use futures::StreamExt;
 use futures::future::BoxFuture;
-use rein_context::{AgentFacts, ContextInput, ModelFacts, Pipeline, StepFacts};
+use rein_context::{AgentFacts, ContextInput, ModelFacts, Pipeline, StepFacts, ToolBrief};
 use rein_core::Usd;
 use rein_core::engine::ports::{
     LlmOutput, LlmPort, LlmProgress, LlmRequest, PortError, RawToolCall,
@@ -37,6 +37,10 @@ pub struct ContextSettings {
     /// Compression keeps the newest messages verbatim up to this many tokens (at most a
     /// quarter of the model's window).
     pub keep_recent_tokens: u64,
+    /// Progressive tool disclosure: `Some(always)` offers full schemas only for the tools named
+    /// in `always` and those the model activated with `activate_tools`; the others are listed
+    /// by name and one line. `None` offers every tool.
+    pub progressive_tools: Option<Vec<String>>,
 }
 
 impl Default for ContextSettings {
@@ -47,6 +51,7 @@ impl Default for ContextSettings {
             max_tool_result_chars: Some(64 * 1024),
             history_limit: None,
             keep_recent_tokens: 8_000,
+            progressive_tools: None,
         }
     }
 }
@@ -87,6 +92,32 @@ impl ModelPort {
             // rein-model groups consecutive same-role turns for the protocols that need it.
             alternating_roles: false,
         };
+        let meta = rein_tools::activate::IDENTIFIER;
+        let active = |id: &str| match &self.context.progressive_tools {
+            None => id != meta,
+            Some(always) => {
+                id == meta
+                    || always.iter().any(|a| a == id)
+                    || req.state.activated_tools.iter().any(|a| a.identifier == id)
+            }
+        };
+        let inactive_tools = match &self.context.progressive_tools {
+            None => Vec::new(),
+            Some(_) => req
+                .state
+                .tool_manifests
+                .values()
+                .filter(|m| !active(&m.identifier))
+                .map(|m| ToolBrief {
+                    name: m.identifier.clone(),
+                    description: if m.description.is_empty() {
+                        m.title.clone()
+                    } else {
+                        m.description.clone()
+                    },
+                })
+                .collect(),
+        };
         let step = StepFacts {
             now: self.context.date.then(chrono::Utc::now),
             working_directory: req
@@ -101,7 +132,7 @@ impl ModelPort {
                 .workspace
                 .then(|| std::env::consts::OS.to_owned()),
             force_finish: req.force_finish,
-            inactive_tools: Vec::new(),
+            inactive_tools,
         };
         let out = self.pipeline.run(&ContextInput {
             messages: &req.state.messages,
@@ -112,6 +143,9 @@ impl ModelPort {
         let mut tools = Vec::new();
         if out.tools_enabled {
             for m in req.state.tool_manifests.values() {
+                if !active(&m.identifier) {
+                    continue;
+                }
                 for api in &m.apis {
                     if req
                         .payload

@@ -124,6 +124,12 @@ impl ToolPort for ToolHost {
                 operation_id: op,
                 working_directory: state.metadata.working_directory.as_deref().map(PathBuf::from),
                 idempotency_key: key.clone(),
+                available_tools: state
+                    .tool_manifests
+                    .keys()
+                    .filter(|k| k.as_str() != rein_tools::activate::IDENTIFIER)
+                    .cloned()
+                    .collect(),
             };
             let out = match tool.call(&cx, &call.api, args).await {
                 Ok(out) => out,

@@ -880,3 +880,90 @@ async fn an_overflowing_summary_request_drops_the_oldest_half_and_retries() {
     assert!(second.contains("[4 older messages did not fit"));
     assert!(second.contains("[user] m4") && second.contains("[user] m7"));
 }
+
+#[tokio::test]
+async fn progressive_disclosure_lists_tools_until_the_model_activates_them() {
+    let e = env(vec![
+        Canned::openai_tools(&[(
+            "t1",
+            "tools__activate_tools",
+            r#"{"tools":["blob","nope"]}"#,
+        )]),
+        tools(&[blob("b1", 3)]),
+        Canned::openai_text("Fetched: word word word"),
+    ])
+    .await;
+    let d =
+        driver(&e, false)
+            .with_tool(Arc::new(Blob))
+            .with_context(rein_operation::ContextSettings {
+                progressive_tools: Some(vec!["calculator".into()]),
+                ..Default::default()
+            });
+    let id = d
+        .start("Fetch a blob.", &StartOptions::default())
+        .await
+        .unwrap();
+    let end = d.run(id).await.unwrap();
+    assert!(matches!(end, RunEnd::Done { .. }), "{end:?}");
+    let requests = e.server.requests();
+    let offered = |i: usize| -> Vec<String> {
+        let mut names: Vec<String> = requests[i].body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let head = |i: usize| {
+        requests[i].body["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(
+        offered(0),
+        ["calculator__evaluate", "tools__activate_tools"]
+    );
+    for listed in [
+        "- blob:",
+        "- files:",
+        "- shell:",
+        "- web:",
+        "activate_tools",
+    ] {
+        assert!(
+            head(0).contains(listed),
+            "{listed} not listed in {}",
+            head(0)
+        );
+    }
+    assert!(offered(1).contains(&"blob__fetch".to_owned()));
+    assert!(!offered(1).iter().any(|n| n.starts_with("files__")));
+    assert!(!head(1).contains("- blob:") && head(1).contains("- files:"));
+    // The activation result tells the model what was not found.
+    let result = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["tool_call_id"] == "t1")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        result.contains("Activated: blob") && result.contains("Not found: nope"),
+        "{result}"
+    );
+    let op = e.store.load_operation(id).await.unwrap().unwrap();
+    let activated: Vec<&str> = op
+        .state
+        .activated_tools
+        .iter()
+        .map(|a| a.identifier.as_str())
+        .collect();
+    assert_eq!(activated, ["blob"]);
+    assert_consistent(&e.store, id).await;
+}

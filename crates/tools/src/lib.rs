@@ -6,6 +6,7 @@
 //! (confined to the operation's working directory), `shell` (timeout, capped output, approval
 //! required) and `web` (`fetch`, refusing private and loopback targets).
 
+pub mod activate;
 pub mod calculator;
 pub mod files;
 mod path;
@@ -29,6 +30,8 @@ pub struct ToolContext {
     pub working_directory: Option<PathBuf>,
     /// Stable across re-runs of one call (for idempotent effects).
     pub idempotency_key: String,
+    /// Identifiers of the tools installed for the operation.
+    pub available_tools: Vec<String>,
 }
 
 /// A tool implementation.
@@ -92,6 +95,7 @@ impl ToolRegistry {
         r.register(Arc::new(files::Files))?;
         r.register(Arc::new(shell::Shell::new(config.shell.clone())))?;
         r.register(Arc::new(web::Web::new(config.web.clone())))?;
+        r.register(Arc::new(activate::ActivateTools))?;
         Ok(r)
     }
 

@@ -27,6 +27,7 @@ fn cx(dir: &std::path::Path) -> ToolContext {
         operation_id: OperationId::new(),
         working_directory: Some(dir.to_path_buf()),
         idempotency_key: "k".into(),
+        available_tools: Vec::new(),
     }
 }
 

@@ -319,6 +319,22 @@ impl Executor for CallToolExecutor {
             } else {
                 ToolStatus::Failed
             };
+            if output.success {
+                for identifier in &output.activate {
+                    let installed = state.tool_manifests.contains_key(identifier);
+                    let active = state
+                        .activated_tools
+                        .iter()
+                        .any(|a| &a.identifier == identifier);
+                    if installed && !active {
+                        state.activated_tools.push(crate::tool::ActivatedTool {
+                            identifier: identifier.clone(),
+                            activated_at_step: state.step_count,
+                            source: "discovery".into(),
+                        });
+                    }
+                }
+            }
             let key = call.key();
             state.usage.record_tool(&key, output.success, ms);
             state.cost.record_tool(&key, output.cost);

@@ -118,6 +118,8 @@ pub struct ToolOutput {
     pub cost: Usd,
     /// Work the tool asks for next.
     pub follow_up: Option<ToolFollowUp>,
+    /// Tool identifiers to activate from the next step on (progressive disclosure).
+    pub activate: Vec<String>,
 }
 
 impl ToolOutput {
