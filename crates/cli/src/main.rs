@@ -41,6 +41,10 @@ struct Cli {
     /// Print every event as a JSON line on stdout.
     #[arg(long, global = true)]
     json: bool,
+    /// Connect an MCP server over stdio; its tools are named after NAME. Repeatable.
+    /// COMMAND is the program and its arguments, separated by spaces.
+    #[arg(long = "mcp", global = true, value_name = "NAME=COMMAND")]
+    mcp: Vec<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -171,10 +175,30 @@ struct Context_ {
     cli_replay: Option<PathBuf>,
     cli_record: Option<PathBuf>,
     json: bool,
+    mcp: Vec<String>,
+}
+
+/// `NAME=COMMAND ARGS...` as an MCP server configuration.
+fn mcp_config(spec: &str) -> anyhow::Result<rein_tools::mcp::McpServerConfig> {
+    let (name, command) = spec
+        .split_once('=')
+        .ok_or_else(|| anyhow!("--mcp `{spec}`: expected NAME=COMMAND"))?;
+    let mut words = command.split_whitespace();
+    let program = words
+        .next()
+        .ok_or_else(|| anyhow!("--mcp `{spec}`: the command is empty"))?;
+    let name = name.trim();
+    if name.is_empty() {
+        bail!("--mcp `{spec}`: the server name is empty");
+    }
+    let args: Vec<&str> = words.collect();
+    Ok(rein_tools::mcp::McpServerConfig::stdio(
+        name, program, &args,
+    ))
 }
 
 /// A driver for `model` (`provider/model`).
-fn driver(store: Arc<SqlStore>, model: &str, ctx: &Context_) -> anyhow::Result<Driver> {
+async fn driver(store: Arc<SqlStore>, model: &str, ctx: &Context_) -> anyhow::Result<Driver> {
     let registry = Registry::builtin()?;
     let (provider_id, model_id) = Registry::split(model)?;
     let config = registry.provider(provider_id)?;
@@ -212,6 +236,10 @@ fn driver(store: Arc<SqlStore>, model: &str, ctx: &Context_) -> anyhow::Result<D
             ..ContextSettings::default()
         });
     }
+    for spec in &ctx.mcp {
+        let server = rein_tools::mcp::McpServer::connect(mcp_config(spec)?).await?;
+        driver = driver.with_tool(server);
+    }
     Ok(test_tools::register(driver))
 }
 
@@ -239,7 +267,7 @@ async fn driver_for_op(
         (Some(p), Some(m)) => format!("{p}/{m}"),
         _ => bail!("operation {id} has no model recorded"),
     };
-    driver(store, &model, ctx)
+    driver(store, &model, ctx).await
 }
 
 /// Ask on the terminal for each pending call; `None` when stdin is not a terminal.
@@ -356,6 +384,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
     let ctx = Context_ {
         cli_replay: cli.replay.clone(),
         cli_record: cli.record.clone(),
+        mcp: cli.mcp.clone(),
         json: cli.json,
     };
     let store = open_store(cli.db.as_deref()).await?;
@@ -365,7 +394,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 .model
                 .or_else(|| std::env::var("REIN_MODEL").ok())
                 .unwrap_or_else(|| "openai/gpt-4o-mini".into());
-            let driver = driver(Arc::clone(&store), &model, &ctx)?;
+            let driver = driver(Arc::clone(&store), &model, &ctx).await?;
             let budget = Budget {
                 max_cost: a.cost_limit.map(Usd::from_dollars),
                 max_tokens: a.token_limit,

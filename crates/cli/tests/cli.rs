@@ -484,3 +484,97 @@ async fn a_tool_round_trip_over_the_anthropic_protocol() {
     );
     assert_consistent(&e.store().await, op_id(&stderr)).await;
 }
+
+/// The installed server-everything entry script, or `None` (with a note) when it is missing.
+fn everything_server() -> Option<String> {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(
+        "../../.mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    );
+    if script.is_file() {
+        Some(script.to_string_lossy().into_owned())
+    } else {
+        eprintln!(
+            "skipped: {} is missing; .ci/run installs it with npm",
+            script.display()
+        );
+        None
+    }
+}
+
+#[tokio::test]
+async fn run_calls_an_mcp_tool_and_a_files_tool_in_one_batch() {
+    let Some(script) = everything_server() else {
+        return;
+    };
+    let e = env(vec![
+        Canned::openai_tools(&[
+            ("c1", "files__read", r#"{"path":"notes.txt"}"#),
+            ("c2", "everything__echo", r#"{"message":"from mcp"}"#),
+        ]),
+        Canned::openai_text("The notes say alpha, and the server echoed."),
+    ])
+    .await;
+    let work = e.dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("notes.txt"), "alpha\n").unwrap();
+    let mcp = format!("everything=node {script} stdio");
+    let out = e
+        .cmd(&[
+            "--mcp",
+            &mcp,
+            "run",
+            "--approval",
+            "auto-run",
+            "Read the notes and ping the server.",
+        ])
+        .current_dir(&work)
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("the server echoed"));
+    // The second model request answered both calls of the batch from their results.
+    let second = &e.server.requests()[1].body;
+    let results: Vec<(String, String)> = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            (
+                m["tool_call_id"].as_str().unwrap().to_owned(),
+                m["content"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(
+        results[0].0 == "c1" && results[0].1.contains("alpha"),
+        "{results:?}"
+    );
+    assert!(
+        results[1].0 == "c2" && results[1].1 == "Echo: from mcp",
+        "{results:?}"
+    );
+    // The first request offered the server's tools under its name.
+    let offered = e.server.requests()[0].body["tools"].to_string();
+    assert!(offered.contains("everything__echo"));
+}
+
+#[tokio::test]
+async fn a_bad_mcp_server_spec_or_command_fails_with_a_clear_message() {
+    let e = env(vec![]).await;
+    let (code, _, stderr) = e.rein(&["--mcp", "nocommand", "run", "hi"]).await;
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("expected NAME=COMMAND"), "{stderr}");
+    let (code, _, stderr) = e
+        .rein(&["--mcp", "ghost=/nonexistent/server", "run", "hi"])
+        .await;
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("MCP server `ghost`") && stderr.contains("cannot start"),
+        "{stderr}"
+    );
+    assert!(e.server.requests().is_empty(), "no model call was made");
+}

@@ -4,11 +4,14 @@
 //! class per API, the call itself), a [`ToolRegistry`] that validates every call's arguments
 //! against its schema before the tool sees them, and the built-in tools: `calculator`, `files`
 //! (confined to the operation's working directory), `shell` (timeout, capped output, approval
-//! required) and `web` (`fetch`, refusing private and loopback targets).
+//! required), `web` (`fetch`, refusing private and loopback targets) and `tools`
+//! (`activate_tools`, for progressive disclosure); and [`mcp`], which turns an MCP server's
+//! tools into one more tool.
 
 pub mod activate;
 pub mod calculator;
 pub mod files;
+pub mod mcp;
 mod path;
 pub mod shell;
 pub mod web;

@@ -1,0 +1,293 @@
+//! MCP client over stdio (rmcp): an MCP server's tools as one rein tool named after the server
+//! (`<server>__<tool>` on the wire). The server is started with a timeout and a clear error
+//! when it fails; its stderr goes to the log; a `notifications/tools/list_changed` makes the
+//! next call re-list the tools; the child process is killed when the tool is dropped (with the
+//! driver that owns it).
+
+use crate::{Tool, ToolContext};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rein_core::engine::ports::{PortError, ToolOutput};
+use rein_core::tool::{Effect, ToolApi, ToolKind, ToolManifest};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use tokio::io::AsyncBufReadExt;
+
+/// How to start one MCP server.
+#[derive(Clone, Debug)]
+pub struct McpServerConfig {
+    /// Name: the tool identifier its tools are namespaced by.
+    pub name: String,
+    /// Program to run.
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Extra environment variables.
+    pub env: BTreeMap<String, String>,
+    /// Time allowed for start-up, the handshake and the first tool list.
+    pub startup_timeout: Duration,
+    /// Time allowed for one tool call.
+    pub call_timeout: Duration,
+}
+
+impl McpServerConfig {
+    /// A server started by `command args...`, with 30 s to start and 120 s per call.
+    pub fn stdio(name: impl Into<String>, command: impl Into<String>, args: &[&str]) -> Self {
+        Self {
+            name: name.into(),
+            command: command.into(),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            env: BTreeMap::new(),
+            startup_timeout: Duration::from_secs(30),
+            call_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// Why an MCP server could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    /// The program did not start.
+    #[error("MCP server `{server}`: cannot start `{command}`: {source}")]
+    Spawn {
+        /// Server name.
+        server: String,
+        /// Program.
+        command: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The handshake or the tool list failed.
+    #[error("MCP server `{server}`: {what} failed: {message}")]
+    Protocol {
+        /// Server name.
+        server: String,
+        /// Which step.
+        what: &'static str,
+        /// The error.
+        message: String,
+    },
+    /// Start-up took too long.
+    #[error("MCP server `{server}` did not start within {secs} s")]
+    StartupTimeout {
+        /// Server name.
+        server: String,
+        /// The limit.
+        secs: u64,
+    },
+}
+
+/// Marks the tool list stale when the server says it changed.
+struct Listener {
+    stale: Arc<AtomicBool>,
+}
+
+impl ClientHandler for Listener {
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.stale.store(true, Ordering::SeqCst);
+        std::future::ready(())
+    }
+}
+
+/// A connected MCP server, usable as a rein tool.
+pub struct McpServer {
+    config: McpServerConfig,
+    service: RunningService<RoleClient, Listener>,
+    tools: RwLock<Vec<rmcp::model::Tool>>,
+    stale: Arc<AtomicBool>,
+    pid: Option<u32>,
+}
+
+impl McpServer {
+    /// Start the server, handshake, and list its tools.
+    pub async fn connect(config: McpServerConfig) -> Result<Arc<Self>, McpError> {
+        let server = config.name.clone();
+        let mut cmd = tokio::process::Command::new(&config.command);
+        cmd.args(&config.args).envs(&config.env);
+        let (transport, stderr) = TokioChildProcess::builder(cmd)
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| McpError::Spawn {
+                server: server.clone(),
+                command: config.command.clone(),
+                source,
+            })?;
+        let pid = transport.id();
+        if let Some(stderr) = stderr {
+            let name = server.clone();
+            tokio::spawn(async move {
+                let mut lines = tokio::io::BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    tracing::info!(mcp_server = %name, "{line}");
+                }
+            });
+        }
+        let stale = Arc::new(AtomicBool::new(false));
+        let listener = Listener {
+            stale: Arc::clone(&stale),
+        };
+        let secs = config.startup_timeout.as_secs();
+        let timeout = |_| McpError::StartupTimeout {
+            server: server.clone(),
+            secs,
+        };
+        let service = tokio::time::timeout(config.startup_timeout, listener.serve(transport))
+            .await
+            .map_err(timeout)?
+            .map_err(|e| McpError::Protocol {
+                server: server.clone(),
+                what: "initialize",
+                message: e.to_string(),
+            })?;
+        let tools = tokio::time::timeout(config.startup_timeout, service.list_all_tools())
+            .await
+            .map_err(timeout)?
+            .map_err(|e| McpError::Protocol {
+                server: server.clone(),
+                what: "tools/list",
+                message: e.to_string(),
+            })?;
+        Ok(Arc::new(Self {
+            config,
+            service,
+            tools: RwLock::new(tools),
+            stale,
+            pid,
+        }))
+    }
+
+    /// The server process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// Names of the server's tools as last listed.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.tools
+            .read()
+            .map(|t| t.iter().map(|t| t.name.to_string()).collect())
+            .unwrap_or_default()
+    }
+
+    async fn refresh_if_stale(&self) {
+        if !self.stale.swap(false, Ordering::SeqCst) {
+            return;
+        }
+        match self.service.list_all_tools().await {
+            Ok(tools) => {
+                if let Ok(mut t) = self.tools.write() {
+                    *t = tools;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(mcp_server = %self.config.name, error = %e, "tools/list refresh failed")
+            }
+        }
+    }
+}
+
+/// A call result as the model reads it: text blocks in order, other blocks described,
+/// structured content as JSON when there is no text.
+fn render(result: CallToolResult) -> ToolOutput {
+    let mut parts = Vec::new();
+    for block in &result.content {
+        match block {
+            ContentBlock::Text(t) => parts.push(t.text.clone()),
+            ContentBlock::Image(i) => parts.push(format!("[image: {}]", i.mime_type)),
+            ContentBlock::Audio(a) => parts.push(format!("[audio: {}]", a.mime_type)),
+            other => parts.push(serde_json::to_string(other).unwrap_or_default()),
+        }
+    }
+    if parts.is_empty()
+        && let Some(v) = &result.structured_content
+    {
+        parts.push(v.to_string());
+    }
+    let text = parts.join("\n");
+    if result.is_error == Some(true) {
+        ToolOutput::failed(text)
+    } else {
+        ToolOutput::ok(text)
+    }
+}
+
+impl Tool for McpServer {
+    fn manifest(&self) -> ToolManifest {
+        let tools = self.tools.read().map(|t| t.clone()).unwrap_or_default();
+        ToolManifest {
+            identifier: self.config.name.clone(),
+            kind: ToolKind::Mcp,
+            title: self.config.name.clone(),
+            description: format!("Tools of the MCP server `{}`.", self.config.name),
+            system_role: None,
+            apis: tools
+                .iter()
+                .map(|t| ToolApi {
+                    name: t.name.to_string(),
+                    description: t.description.as_deref().unwrap_or_default().to_owned(),
+                    parameters: serde_json::Value::Object((*t.input_schema).clone()),
+                    intervention: None,
+                })
+                .collect(),
+            intervention: None,
+        }
+    }
+
+    fn effect(&self, api: &str) -> Effect {
+        // Only a server's own read-only hint makes a call safe to repeat after a crash.
+        let read_only = self.tools.read().ok().is_some_and(|t| {
+            t.iter().any(|t| {
+                t.name == api
+                    && t.annotations
+                        .as_ref()
+                        .and_then(|a| a.read_only_hint)
+                        .unwrap_or(false)
+            })
+        });
+        if read_only {
+            Effect::Pure
+        } else {
+            Effect::AtMostOnce
+        }
+    }
+
+    fn call<'a>(
+        &'a self,
+        _cx: &'a ToolContext,
+        api: &'a str,
+        args: serde_json::Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
+        async move {
+            self.refresh_if_stale().await;
+            let mut params = CallToolRequestParams::new(api.to_owned());
+            if let serde_json::Value::Object(map) = args {
+                params = params.with_arguments(map);
+            }
+            match tokio::time::timeout(self.config.call_timeout, self.service.call_tool(params))
+                .await
+            {
+                Err(_) => Ok(ToolOutput::failed(format!(
+                    "MCP server `{}` did not answer `{api}` within {} s.",
+                    self.config.name,
+                    self.config.call_timeout.as_secs()
+                ))),
+                Ok(Err(e)) => Ok(ToolOutput::failed(format!(
+                    "MCP server `{}` failed on `{api}`: {e}",
+                    self.config.name
+                ))),
+                Ok(Ok(result)) => Ok(render(result)),
+            }
+        }
+        .boxed()
+    }
+}

@@ -1,0 +1,162 @@
+//! The MCP client against the real reference servers from npm (`.ci/run` installs them into
+//! `.mcp-servers/`, which git ignores). Without them each test says what is missing and passes
+//! without checking anything.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use rein_core::tool::Effect;
+use rein_tools::mcp::{McpError, McpServer, McpServerConfig};
+use rein_tools::{Tool, ToolContext, ToolRegistry};
+use serde_json::json;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The entry script of an installed reference server, or why it is missing.
+fn server(package: &str) -> Option<String> {
+    let root = std::env::var_os("REIN_MCP_SERVERS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.mcp-servers"));
+    let script = root.join(format!(
+        "node_modules/@modelcontextprotocol/{package}/dist/index.js"
+    ));
+    if script.is_file() {
+        Some(script.to_string_lossy().into_owned())
+    } else {
+        eprintln!(
+            "skipped: {} is missing; run `npm install --prefix .mcp-servers @modelcontextprotocol/{package}` (as .ci/run does)",
+            script.display()
+        );
+        None
+    }
+}
+
+fn cx(dir: Option<PathBuf>) -> ToolContext {
+    ToolContext {
+        operation_id: rein_core::OperationId::new(),
+        working_directory: dir,
+        idempotency_key: "k".into(),
+        available_tools: Vec::new(),
+    }
+}
+
+#[tokio::test]
+async fn everything_server_over_stdio_lists_and_calls_tools() {
+    let Some(script) = server("server-everything") else {
+        return;
+    };
+    let srv = McpServer::connect(McpServerConfig::stdio(
+        "everything",
+        "node",
+        &[&script, "stdio"],
+    ))
+    .await
+    .unwrap();
+    let names = srv.tool_names();
+    assert!(names.iter().any(|n| n == "echo"), "{names:?}");
+    let manifest = srv.manifest();
+    assert_eq!(manifest.identifier, "everything");
+    assert_eq!(manifest.kind, rein_core::tool::ToolKind::Mcp);
+    // The server's own schema, compiled by the registry, validates arguments before a call.
+    let mut reg = ToolRegistry::new();
+    reg.register(srv.clone()).unwrap();
+    assert!(
+        reg.validate("everything", "echo", &json!({"message": "hi"}))
+            .is_ok()
+    );
+    let problem = reg
+        .validate("everything", "echo", &json!({"message": 5}))
+        .unwrap_err();
+    assert!(problem.contains("message"), "{problem}");
+    let out = srv
+        .call(&cx(None), "echo", json!({"message": "hi"}))
+        .await
+        .unwrap();
+    assert!(out.success);
+    assert_eq!(out.content, "Echo: hi");
+    // A tool the server does not have comes back as a failed result, not a crash.
+    let missing = srv
+        .call(&cx(None), "no-such-tool", json!({}))
+        .await
+        .unwrap();
+    assert!(!missing.success);
+    // Dropping the last handle stops the server process.
+    let pid = srv.pid().unwrap();
+    let alive = |pid: u32| std::path::Path::new(&format!("/proc/{pid}")).exists();
+    assert!(alive(pid));
+    drop(reg);
+    drop(srv);
+    let mut waited = 0;
+    while alive(pid) && waited < 100 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += 1;
+    }
+    assert!(!alive(pid), "server process {pid} outlived its client");
+}
+
+#[tokio::test]
+async fn filesystem_server_reads_a_file_and_reports_its_errors() {
+    let Some(script) = server("server-filesystem") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("rein-mcp-fs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir = dir.canonicalize().unwrap();
+    std::fs::write(dir.join("notes.txt"), "alpha\nbeta\n").unwrap();
+    let srv = McpServer::connect(McpServerConfig::stdio(
+        "fs",
+        "node",
+        &[&script, dir.to_str().unwrap()],
+    ))
+    .await
+    .unwrap();
+    let path = dir.join("notes.txt");
+    let out = srv
+        .call(
+            &cx(Some(dir.clone())),
+            "read_text_file",
+            json!({"path": path.to_str().unwrap()}),
+        )
+        .await
+        .unwrap();
+    assert!(out.success, "{}", out.content);
+    assert!(out.content.contains("alpha\nbeta"), "{}", out.content);
+    assert_eq!(
+        srv.effect("read_text_file"),
+        Effect::Pure,
+        "read-only hint honoured"
+    );
+    assert_eq!(srv.effect("write_file"), Effect::AtMostOnce);
+    let outside = srv
+        .call(&cx(None), "read_text_file", json!({"path": "/etc/passwd"}))
+        .await
+        .unwrap();
+    assert!(
+        !outside.success,
+        "the server's own sandbox error reaches the model"
+    );
+    assert!(
+        outside.content.to_lowercase().contains("denied") || outside.content.contains("outside"),
+        "{}",
+        outside.content
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_cannot_start_is_a_clear_error() {
+    let err = McpServer::connect(McpServerConfig::stdio(
+        "ghost",
+        "/nonexistent/rein-mcp-server",
+        &[],
+    ))
+    .await
+    .err()
+    .unwrap();
+    assert!(matches!(err, McpError::Spawn { .. }), "{err}");
+    assert!(err.to_string().contains("ghost"), "{err}");
+
+    // A program that starts but never speaks MCP hits the start-up timeout.
+    let mut cfg = McpServerConfig::stdio("mute", "sleep", &["30"]);
+    cfg.startup_timeout = Duration::from_millis(300);
+    let err = McpServer::connect(cfg).await.err().unwrap();
+    assert!(matches!(err, McpError::StartupTimeout { .. }), "{err}");
+    assert!(err.to_string().contains("mute"), "{err}");
+}
