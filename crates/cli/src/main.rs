@@ -41,8 +41,8 @@ struct Cli {
     /// Print every event as a JSON line on stdout.
     #[arg(long, global = true)]
     json: bool,
-    /// Connect an MCP server over stdio; its tools are named after NAME. Repeatable.
-    /// COMMAND is the program and its arguments, separated by spaces.
+    /// Connect an MCP server; its tools are named after NAME. Repeatable. COMMAND is a program
+    /// and its arguments separated by spaces (stdio), or an http:// URL (Streamable HTTP).
     #[arg(long = "mcp", global = true, value_name = "NAME=COMMAND")]
     mcp: Vec<String>,
     #[command(subcommand)]

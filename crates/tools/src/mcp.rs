@@ -1,5 +1,5 @@
-//! MCP client over stdio (rmcp): an MCP server's tools as one rein tool named after the server
-//! (`<server>__<tool>` on the wire). The server is started with a timeout and a clear error
+//! MCP client (rmcp), over stdio or Streamable HTTP: an MCP server's tools as one rein tool
+//! named after the server (`<server>__<tool>` on the wire). The server is started with a timeout and a clear error
 //! when it fails; its stderr goes to the log; a `notifications/tools/list_changed` makes the
 //! next call re-list the tools; the child process is killed when the tool is dropped (with the
 //! driver that owns it).
@@ -11,7 +11,8 @@ use rein_core::engine::ports::{PortError, ToolOutput};
 use rein_core::tool::{Effect, ToolApi, ToolKind, ToolManifest};
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
 use rmcp::service::{NotificationContext, RunningService};
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use std::collections::BTreeMap;
 use std::process::Stdio;
@@ -20,17 +21,34 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tokio::io::AsyncBufReadExt;
 
-/// How to start one MCP server.
+/// How to reach one MCP server.
+#[derive(Clone, Debug)]
+pub enum McpTransport {
+    /// A child process speaking MCP on stdin/stdout.
+    Stdio {
+        /// Program to run.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Extra environment variables.
+        env: BTreeMap<String, String>,
+    },
+    /// A Streamable HTTP endpoint (plain `http://`; TLS endpoints are not supported yet).
+    Http {
+        /// The endpoint URL (`http://127.0.0.1:3001/mcp`).
+        url: String,
+        /// Extra request headers (`Authorization`, ...).
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// One MCP server.
 #[derive(Clone, Debug)]
 pub struct McpServerConfig {
     /// Name: the tool identifier its tools are namespaced by.
     pub name: String,
-    /// Program to run.
-    pub command: String,
-    /// Its arguments.
-    pub args: Vec<String>,
-    /// Extra environment variables.
-    pub env: BTreeMap<String, String>,
+    /// How to reach it.
+    pub transport: McpTransport,
     /// Time allowed for start-up, the handshake and the first tool list.
     pub startup_timeout: Duration,
     /// Time allowed for one tool call.
@@ -40,11 +58,31 @@ pub struct McpServerConfig {
 impl McpServerConfig {
     /// A server started by `command args...`, with 30 s to start and 120 s per call.
     pub fn stdio(name: impl Into<String>, command: impl Into<String>, args: &[&str]) -> Self {
+        Self::new(
+            name,
+            McpTransport::Stdio {
+                command: command.into(),
+                args: args.iter().map(|a| (*a).to_owned()).collect(),
+                env: BTreeMap::new(),
+            },
+        )
+    }
+
+    /// A Streamable HTTP server at `url`, with 30 s to connect and 120 s per call.
+    pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
+        Self::new(
+            name,
+            McpTransport::Http {
+                url: url.into(),
+                headers: BTreeMap::new(),
+            },
+        )
+    }
+
+    fn new(name: impl Into<String>, transport: McpTransport) -> Self {
         Self {
             name: name.into(),
-            command: command.into(),
-            args: args.iter().map(|a| (*a).to_owned()).collect(),
-            env: BTreeMap::new(),
+            transport,
             startup_timeout: Duration::from_secs(30),
             call_timeout: Duration::from_secs(120),
         }
@@ -63,6 +101,14 @@ pub enum McpError {
         command: String,
         /// The OS error.
         source: std::io::Error,
+    },
+    /// The configuration is unusable (a header that is not valid HTTP).
+    #[error("MCP server `{server}`: {message}")]
+    Config {
+        /// Server name.
+        server: String,
+        /// What is wrong.
+        message: String,
     },
     /// The handshake or the tool list failed.
     #[error("MCP server `{server}`: {what} failed: {message}")]
@@ -109,29 +155,63 @@ pub struct McpServer {
 }
 
 impl McpServer {
-    /// Start the server, handshake, and list its tools.
+    /// Start (or reach) the server, handshake, and list its tools.
     pub async fn connect(config: McpServerConfig) -> Result<Arc<Self>, McpError> {
         let server = config.name.clone();
-        let mut cmd = tokio::process::Command::new(&config.command);
-        cmd.args(&config.args).envs(&config.env);
-        let (transport, stderr) = TokioChildProcess::builder(cmd)
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|source| McpError::Spawn {
-                server: server.clone(),
-                command: config.command.clone(),
-                source,
-            })?;
-        let pid = transport.id();
-        if let Some(stderr) = stderr {
-            let name = server.clone();
-            tokio::spawn(async move {
-                let mut lines = tokio::io::BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    tracing::info!(mcp_server = %name, "{line}");
+        match &config.transport {
+            McpTransport::Stdio { command, args, env } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args).envs(env);
+                let (transport, stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|source| McpError::Spawn {
+                        server: server.clone(),
+                        command: command.clone(),
+                        source,
+                    })?;
+                let pid = transport.id();
+                if let Some(stderr) = stderr {
+                    tokio::spawn(async move {
+                        let mut lines = tokio::io::BufReader::new(stderr).lines();
+                        while let Ok(Some(line)) = lines.next_line().await {
+                            tracing::info!(mcp_server = %server, "{line}");
+                        }
+                    });
                 }
-            });
+                Self::start(config, transport, pid).await
+            }
+            McpTransport::Http { url, headers } => {
+                let mut custom = std::collections::HashMap::new();
+                for (k, v) in headers {
+                    let bad = |what: &str| McpError::Config {
+                        server: server.clone(),
+                        message: format!("header `{k}`: invalid {what}"),
+                    };
+                    let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
+                        .map_err(|_| bad("name"))?;
+                    let value =
+                        reqwest::header::HeaderValue::from_str(v).map_err(|_| bad("value"))?;
+                    custom.insert(name, value);
+                }
+                let mut http = StreamableHttpClientTransportConfig::with_uri(url.clone());
+                http.custom_headers = custom;
+                let transport = StreamableHttpClientTransport::from_config(http);
+                Self::start(config, transport, None).await
+            }
         }
+    }
+
+    async fn start<T, E, A>(
+        config: McpServerConfig,
+        transport: T,
+        pid: Option<u32>,
+    ) -> Result<Arc<Self>, McpError>
+    where
+        T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let server = config.name.clone();
         let stale = Arc::new(AtomicBool::new(false));
         let listener = Listener {
             stale: Arc::clone(&stale),
@@ -166,7 +246,7 @@ impl McpServer {
         }))
     }
 
-    /// The server process id.
+    /// The server process id (stdio servers).
     pub fn pid(&self) -> Option<u32> {
         self.pid
     }

@@ -160,3 +160,54 @@ async fn a_server_that_cannot_start_is_a_clear_error() {
     assert!(matches!(err, McpError::StartupTimeout { .. }), "{err}");
     assert!(err.to_string().contains("mute"), "{err}");
 }
+
+#[tokio::test]
+async fn everything_server_over_streamable_http() {
+    let Some(script) = server("server-everything") else {
+        return;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let _child = tokio::process::Command::new("node")
+        .args([script.as_str(), "streamableHttp"])
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut ready = false;
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(ready, "server-everything did not listen on {port}");
+    let mut cfg = McpServerConfig::http("everything", format!("http://127.0.0.1:{port}/mcp"));
+    if let rein_tools::mcp::McpTransport::Http { headers, .. } = &mut cfg.transport {
+        headers.insert("x-rein-test".into(), "1".into());
+    }
+    let srv = McpServer::connect(cfg).await.unwrap();
+    assert!(srv.tool_names().iter().any(|n| n == "echo"));
+    let out = srv
+        .call(&cx(None), "echo", json!({"message": "over http"}))
+        .await
+        .unwrap();
+    assert!(out.success, "{}", out.content);
+    assert_eq!(out.content, "Echo: over http");
+
+    let mut bad = McpServerConfig::http("badhdr", format!("http://127.0.0.1:{port}/mcp"));
+    if let rein_tools::mcp::McpTransport::Http { headers, .. } = &mut bad.transport {
+        headers.insert("bad header".into(), "1".into());
+    }
+    let err = McpServer::connect(bad).await.err().unwrap();
+    assert!(err.to_string().contains("header `bad header`"), "{err}");
+}
