@@ -77,6 +77,8 @@ pub struct StepFacts {
     pub force_finish: bool,
     /// Tools available but not active (progressive disclosure).
     pub inactive_tools: Vec<ToolBrief>,
+    /// The agent's plan (`todo` tool).
+    pub todos: Vec<rein_core::state::TodoItem>,
 }
 
 /// Everything the pipeline reads. Processors never change it.
@@ -149,8 +151,8 @@ impl Pipeline {
 
     /// rein's order: truncation first (later processors see only kept messages), then
     /// placeholder filter, system role, memory, knowledge, group relabeling, attachments, tool
-    /// result limits, tool-call pairing, summary placement, tool disclosure, force-finish, and
-    /// cleanup last.
+    /// result limits, tool-call pairing, summary placement, tool disclosure, the plan,
+    /// force-finish, and cleanup last.
     pub fn standard() -> Self {
         use processors::*;
         Self::new(vec![
@@ -165,6 +167,7 @@ impl Pipeline {
             Box::new(pairing::ToolCallPairing),
             Box::new(summary::SummaryPlacement),
             Box::new(disclosure::ToolDisclosure),
+            Box::new(plan::Plan),
             Box::new(force_finish::ForceFinish),
             Box::new(cleanup::Cleanup),
         ])

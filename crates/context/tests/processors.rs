@@ -469,3 +469,41 @@ fn tool_call_pairing_leaves_a_well_paired_transcript_untouched() {
             .all(|(a, b)| Arc::ptr_eq(a, b))
     );
 }
+
+#[test]
+fn plan_goes_last_as_a_runtime_note() {
+    use rein_core::state::{TodoItem, TodoStatus};
+    let mut step = step();
+    step.todos = vec![
+        TodoItem {
+            text: "Read the notes".into(),
+            status: TodoStatus::Done,
+        },
+        TodoItem {
+            text: "Summarize them".into(),
+            status: TodoStatus::InProgress,
+        },
+        TodoItem {
+            text: "Send the report".into(),
+            status: TodoStatus::Pending,
+        },
+    ];
+    let messages = vec![system("role"), user("go")];
+    let agent = AgentFacts::default();
+    let model = ModelFacts::default();
+    let out = only(plan::Plan).run(&ContextInput {
+        messages: &messages,
+        agent: &agent,
+        model: &model,
+        step: &step,
+    });
+    insta::assert_snapshot!(render(&out.messages));
+    step.todos.clear();
+    let out = only(plan::Plan).run(&ContextInput {
+        messages: &messages,
+        agent: &agent,
+        model: &model,
+        step: &step,
+    });
+    assert_eq!(out.messages.len(), 2, "no plan, no note");
+}

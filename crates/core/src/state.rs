@@ -440,6 +440,9 @@ pub struct AgentState {
     /// Tools activated during the operation.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub activated_tools: Vec<ActivatedTool>,
+    /// The agent's plan, as last written with the `todo` tool.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub todos: Vec<TodoItem>,
     /// Approval mode and allow-list.
     #[serde(default)]
     pub intervention: UserInterventionConfig,
@@ -494,6 +497,7 @@ impl AgentState {
             interruption: None,
             tool_manifests: Arc::default(),
             activated_tools: Vec::new(),
+            todos: Vec::new(),
             intervention: UserInterventionConfig::default(),
             security_blacklist: None,
             metadata: Metadata::default(),
@@ -575,4 +579,26 @@ impl AgentState {
             .find(|m| m.role == Role::Assistant && !m.tool_calls.is_empty())
             .map(|m| m.as_ref())
     }
+}
+
+/// One item of the agent's plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TodoItem {
+    /// What to do.
+    pub text: String,
+    /// Where it stands.
+    pub status: TodoStatus,
+}
+
+/// Progress of a plan item.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    /// Not started.
+    #[default]
+    Pending,
+    /// Being worked on.
+    InProgress,
+    /// Finished.
+    Done,
 }

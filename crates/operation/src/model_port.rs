@@ -133,6 +133,7 @@ impl ModelPort {
                 .then(|| std::env::consts::OS.to_owned()),
             force_finish: req.force_finish,
             inactive_tools,
+            todos: req.state.todos.clone(),
         };
         let out = self.pipeline.run(&ContextInput {
             messages: &req.state.messages,

@@ -967,3 +967,38 @@ async fn progressive_disclosure_lists_tools_until_the_model_activates_them() {
     assert_eq!(activated, ["blob"]);
     assert_consistent(&e.store, id).await;
 }
+
+#[tokio::test]
+async fn the_plan_written_with_todo_is_kept_in_state_and_shown_at_every_step() {
+    let plan = r#"{"items":[{"text":"Compute 17*23","status":"in_progress"},{"text":"Answer","status":"pending"}]}"#;
+    let e = env(vec![
+        Canned::openai_tools(&[("p1", "todo__write", plan)]),
+        tools(&[calc("c1", "17*23")]),
+        Canned::openai_text("391"),
+    ])
+    .await;
+    let d = driver(&e, false);
+    let id = d
+        .start("What is 17*23?", &StartOptions::default())
+        .await
+        .unwrap();
+    let end = d.run(id).await.unwrap();
+    assert!(matches!(end, RunEnd::Done { .. }), "{end:?}");
+    let requests = e.server.requests();
+    let last_text = |i: usize| {
+        let msgs = requests[i].body["messages"].as_array().unwrap();
+        msgs.last().unwrap()["content"].to_string()
+    };
+    assert!(!last_text(0).contains("Your plan"));
+    for i in [1, 2] {
+        let note = last_text(i);
+        assert!(
+            note.contains("[>] Compute 17*23") && note.contains("[ ] Answer"),
+            "{note}"
+        );
+    }
+    let op = e.store.load_operation(id).await.unwrap().unwrap();
+    let texts: Vec<&str> = op.state.todos.iter().map(|t| t.text.as_str()).collect();
+    assert_eq!(texts, ["Compute 17*23", "Answer"]);
+    assert_consistent(&e.store, id).await;
+}

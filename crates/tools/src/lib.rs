@@ -4,7 +4,8 @@
 //! class per API, the call itself), a [`ToolRegistry`] that validates every call's arguments
 //! against its schema before the tool sees them, and the built-in tools: `calculator`, `files`
 //! (confined to the operation's working directory), `shell` (timeout, capped output, approval
-//! required), `web` (`fetch`, refusing private and loopback targets) and `tools`
+//! required), `web` (`fetch`, refusing private and loopback targets), `todo` (the agent's
+//! plan, kept in the operation's state) and `tools`
 //! (`activate_tools`, for progressive disclosure); and [`mcp`], which turns an MCP server's
 //! tools into one more tool.
 
@@ -14,6 +15,7 @@ pub mod files;
 pub mod mcp;
 mod path;
 pub mod shell;
+pub mod todo;
 pub mod web;
 
 use futures::future::BoxFuture;
@@ -98,6 +100,7 @@ impl ToolRegistry {
         r.register(Arc::new(files::Files))?;
         r.register(Arc::new(shell::Shell::new(config.shell.clone())))?;
         r.register(Arc::new(web::Web::new(config.web.clone())))?;
+        r.register(Arc::new(todo::Todo))?;
         r.register(Arc::new(activate::ActivateTools))?;
         Ok(r)
     }

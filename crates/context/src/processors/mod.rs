@@ -11,6 +11,7 @@ pub mod group;
 pub mod inject;
 pub mod pairing;
 pub mod placeholder;
+pub mod plan;
 pub mod summary;
 pub mod system_role;
 pub mod tool_results;

@@ -319,6 +319,11 @@ impl Executor for CallToolExecutor {
             } else {
                 ToolStatus::Failed
             };
+            if output.success
+                && let Some(todos) = &output.todos
+            {
+                state.todos = todos.clone();
+            }
             if output.success {
                 for identifier in &output.activate {
                     let installed = state.tool_manifests.contains_key(identifier);
@@ -412,6 +417,7 @@ impl Executor for CallToolsBatchExecutor {
             };
 
             let (base_usage, base_cost) = (base.usage.clone(), base.cost.clone());
+            let base_todos = base.todos.clone();
             let merged = base;
             let mut results = Vec::with_capacity(calls.len());
             let mut costs = Vec::with_capacity(calls.len());
@@ -428,6 +434,10 @@ impl Executor for CallToolsBatchExecutor {
                         merged.usage.add(&usage);
                         merged.cost.add(&cost);
                         costs.push(cost.tools);
+                        // A call that rewrote the plan wins (the last such call in call order).
+                        if copy.todos != base_todos {
+                            merged.todos = copy.todos.clone();
+                        }
                         for t in &copy.activated_tools {
                             if !merged
                                 .activated_tools

@@ -120,6 +120,8 @@ pub struct ToolOutput {
     pub follow_up: Option<ToolFollowUp>,
     /// Tool identifiers to activate from the next step on (progressive disclosure).
     pub activate: Vec<String>,
+    /// A new plan replacing the operation's (the `todo` tool).
+    pub todos: Option<Vec<crate::state::TodoItem>>,
 }
 
 impl ToolOutput {
