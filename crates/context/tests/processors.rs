@@ -16,6 +16,26 @@ fn only(p: impl Processor + 'static) -> Pipeline {
     Pipeline::new(vec![Box::new(p)])
 }
 
+fn run_on(
+    p: &Pipeline,
+    messages: &[Arc<Message>],
+    agent: &AgentFacts,
+    model: &ModelFacts,
+    step: &rein_context::StepFacts,
+) -> rein_context::ContextOutput {
+    p.run(&ContextInput {
+        messages,
+        agent,
+        model,
+        step,
+    })
+}
+
+/// `p` alone with default agent and model facts.
+fn plain(p: impl Processor + 'static, messages: &[Arc<Message>]) -> String {
+    apply(p, messages, &AgentFacts::default(), &ModelFacts::default())
+}
+
 fn apply(
     p: impl Processor + 'static,
     messages: &[Arc<Message>],
@@ -86,12 +106,7 @@ fn placeholder_filter_drops_pending_results_and_empty_assistants() {
         Arc::new(thinking),
         user("again"),
     ];
-    insta::assert_snapshot!(apply(
-        placeholder::PlaceholderFilter,
-        &messages,
-        &AgentFacts::default(),
-        &ModelFacts::default()
-    ));
+    insta::assert_snapshot!(plain(placeholder::PlaceholderFilter, &messages));
 }
 
 #[test]
@@ -109,12 +124,13 @@ fn system_role_assembles_identity_date_and_workspace() {
     step.working_directory = Some("/srv/work".into());
     step.os = Some("linux".into());
     let messages = vec![user("hi")];
-    let out = only(system_role::SystemRole).run(&ContextInput {
-        messages: &messages,
-        agent: &agent,
-        model: &model,
-        step: &step,
-    });
+    let out = run_on(
+        &only(system_role::SystemRole),
+        &messages,
+        &agent,
+        &model,
+        &step,
+    );
     insta::assert_snapshot!(render(&out.messages));
 }
 
@@ -135,12 +151,7 @@ fn memory_and_knowledge_go_after_the_head_system_block() {
         Box::new(inject::MemoryInjection),
         Box::new(inject::KnowledgeInjection),
     ]);
-    let out = p.run(&ContextInput {
-        messages: &messages,
-        agent: &agent,
-        model: &model,
-        step: &step,
-    });
+    let out = run_on(&p, &messages, &agent, &model, &step);
     insta::assert_snapshot!(render(&out.messages));
 }
 
@@ -243,12 +254,7 @@ fn tool_call_pairing_drops_orphans_synthesizes_missing_and_reorders() {
         result("a", ToolStatus::Succeeded, "A"),
         assistant("done"),
     ];
-    insta::assert_snapshot!(apply(
-        pairing::ToolCallPairing,
-        &messages,
-        &AgentFacts::default(),
-        &ModelFacts::default()
-    ));
+    insta::assert_snapshot!(plain(pairing::ToolCallPairing, &messages));
 }
 
 #[test]
@@ -261,12 +267,7 @@ fn summary_is_labeled_and_placed_after_system() {
         Arc::new(summary),
         user("next?"),
     ];
-    insta::assert_snapshot!(apply(
-        summary::SummaryPlacement,
-        &messages,
-        &AgentFacts::default(),
-        &ModelFacts::default()
-    ));
+    insta::assert_snapshot!(plain(summary::SummaryPlacement, &messages));
 }
 
 #[test]
@@ -285,20 +286,22 @@ fn disclosure_lists_inactive_tools_unless_finishing() {
     let messages = vec![system("role"), user("hi")];
     let agent = AgentFacts::default();
     let model = ModelFacts::default();
-    let out = only(disclosure::ToolDisclosure).run(&ContextInput {
-        messages: &messages,
-        agent: &agent,
-        model: &model,
-        step: &step,
-    });
+    let out = run_on(
+        &only(disclosure::ToolDisclosure),
+        &messages,
+        &agent,
+        &model,
+        &step,
+    );
     insta::assert_snapshot!(render(&out.messages));
     step.force_finish = true;
-    let out = only(disclosure::ToolDisclosure).run(&ContextInput {
-        messages: &messages,
-        agent: &agent,
-        model: &model,
-        step: &step,
-    });
+    let out = run_on(
+        &only(disclosure::ToolDisclosure),
+        &messages,
+        &agent,
+        &model,
+        &step,
+    );
     assert_eq!(
         out.messages.len(),
         2,
@@ -323,12 +326,7 @@ fn force_finish_withdraws_tools_and_asks_for_an_answer() {
         .tools_enabled
     );
     step.force_finish = true;
-    let out = p.run(&ContextInput {
-        messages: &messages,
-        agent: &agent,
-        model: &model,
-        step: &step,
-    });
+    let out = run_on(&p, &messages, &agent, &model, &step);
     assert!(!out.tools_enabled);
     insta::assert_snapshot!(render(&out.messages));
 }
@@ -398,12 +396,7 @@ fn whole_pipeline_on_a_mixed_transcript() {
     };
     let mut step = step();
     step.force_finish = true;
-    let out = Pipeline::standard().run(&ContextInput {
-        messages: &messages,
-        agent: &agent,
-        model: &model,
-        step: &step,
-    });
+    let out = run_on(&Pipeline::standard(), &messages, &agent, &model, &step);
     assert!(!out.tools_enabled);
     let trace: Vec<String> = out
         .trace
@@ -429,12 +422,7 @@ fn tool_call_pairing_matches_reused_ids_to_the_nearest_call() {
         calling("", &["call_0_calc"]),
         result("call_0_calc", ToolStatus::Succeeded, "second"),
     ];
-    let out = apply(
-        pairing::ToolCallPairing,
-        &messages,
-        &AgentFacts::default(),
-        &ModelFacts::default(),
-    );
+    let out = plain(pairing::ToolCallPairing, &messages);
     let results: Vec<&str> = out.lines().filter(|l| l.starts_with("tool")).collect();
     assert_eq!(results.len(), 2);
     assert!(
@@ -455,12 +443,13 @@ fn tool_call_pairing_leaves_a_well_paired_transcript_untouched() {
     let agent = AgentFacts::default();
     let model = ModelFacts::default();
     let step = step();
-    let out = only(pairing::ToolCallPairing).run(&ContextInput {
-        messages: &messages,
-        agent: &agent,
-        model: &model,
-        step: &step,
-    });
+    let out = run_on(
+        &only(pairing::ToolCallPairing),
+        &messages,
+        &agent,
+        &model,
+        &step,
+    );
     assert_eq!(out.messages.len(), messages.len());
     assert!(
         out.messages
@@ -491,19 +480,9 @@ fn plan_goes_last_as_a_runtime_note() {
     let messages = vec![system("role"), user("go")];
     let agent = AgentFacts::default();
     let model = ModelFacts::default();
-    let out = only(plan::Plan).run(&ContextInput {
-        messages: &messages,
-        agent: &agent,
-        model: &model,
-        step: &step,
-    });
+    let out = run_on(&only(plan::Plan), &messages, &agent, &model, &step);
     insta::assert_snapshot!(render(&out.messages));
     step.todos.clear();
-    let out = only(plan::Plan).run(&ContextInput {
-        messages: &messages,
-        agent: &agent,
-        model: &model,
-        step: &step,
-    });
+    let out = run_on(&only(plan::Plan), &messages, &agent, &model, &step);
     assert_eq!(out.messages.len(), 2, "no plan, no note");
 }

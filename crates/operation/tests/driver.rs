@@ -79,11 +79,8 @@ async fn env(responses: Vec<Canned>) -> Env {
     }
 }
 
-fn driver(e: &Env, block: bool) -> Driver {
-    driver_with(e, block, InterventionPolicy::Required)
-}
-
-fn driver_with(e: &Env, block: bool, policy: InterventionPolicy) -> Driver {
+/// An OpenAI-protocol provider pointed at the scripted server.
+fn openai_provider(e: &Env) -> Provider {
     let config = ProviderConfig {
         id: "openai".into(),
         protocol: Protocol::OpenaiChat,
@@ -92,15 +89,22 @@ fn driver_with(e: &Env, block: bool, policy: InterventionPolicy) -> Driver {
         headers: Default::default(),
         quirks: Quirks::default(),
     };
+    Provider::new(
+        config,
+        Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
+    )
+}
+
+fn driver(e: &Env, block: bool) -> Driver {
+    driver_with(e, block, InterventionPolicy::Required)
+}
+
+fn driver_with(e: &Env, block: bool, policy: InterventionPolicy) -> Driver {
     let retry = RetryPolicy {
         base_delay: Duration::from_millis(5),
         ..Default::default()
     };
-    let provider = Provider::new(
-        config,
-        Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
-    )
-    .with_retry(retry);
+    let provider = openai_provider(e).with_retry(retry);
     let model = ModelRef {
         provider: "openai".into(),
         model: "gpt-4o-mini".into(),
@@ -755,17 +759,7 @@ async fn a_long_operation_is_compressed_with_the_compression_model_and_continues
         Canned::openai_text("All three fetched."),
     ])
     .await;
-    let summary_provider = Provider::new(
-        ProviderConfig {
-            id: "openai".into(),
-            protocol: Protocol::OpenaiChat,
-            base_url: format!("{}/v1", e.server.base),
-            api_key: Some("k".into()),
-            headers: Default::default(),
-            quirks: Quirks::default(),
-        },
-        Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
-    );
+    let summary_provider = openai_provider(&e);
     // Window 10,000, threshold 55%: under it after two results (~4,000 tokens plus tool
     // schemas), over it after the third. Newest kept verbatim: at most a quarter of the window,
     // which fits the third call and its result but not the second result.
@@ -847,17 +841,7 @@ async fn an_overflowing_summary_request_drops_the_oldest_half_and_retries() {
         Canned::openai_text("notes on m4 to m7"),
     ])
     .await;
-    let provider = Provider::new(
-        ProviderConfig {
-            id: "openai".into(),
-            protocol: Protocol::OpenaiChat,
-            base_url: format!("{}/v1", e.server.base),
-            api_key: Some("k".into()),
-            headers: Default::default(),
-            quirks: Quirks::default(),
-        },
-        Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
-    );
+    let provider = openai_provider(&e);
     let summarizer = rein_operation::ModelSummarizer {
         provider: Arc::new(provider),
         provider_id: "openai".into(),

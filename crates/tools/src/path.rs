@@ -1,26 +1,8 @@
 //! Confinement to the working directory: a path is accepted only if, after resolving `.`/`..`
 //! lexically *and* following every symlink that exists, it stays inside the working directory.
 
-use std::path::{Component, Path, PathBuf};
-
-fn lexical(base: &Path, p: &Path) -> PathBuf {
-    let joined = if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        base.join(p)
-    };
-    let mut out = PathBuf::new();
-    for c in joined.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
-}
+use rein_core::intervention::lexical_join as lexical;
+use std::path::{Path, PathBuf};
 
 /// Resolve `requested` inside `wd`, or say why it is refused.
 pub fn confine(wd: Option<&Path>, requested: &str) -> Result<PathBuf, String> {

@@ -36,7 +36,12 @@ pub struct PathScopeAudit;
 /// not exist yet, and the audit must be pure).
 fn normalize(base: &Path, p: &str) -> PathBuf {
     let expanded = p.strip_prefix("~/").map(|rest| format!("/~home/{rest}"));
-    let p = Path::new(expanded.as_deref().unwrap_or(p));
+    lexical_join(base, Path::new(expanded.as_deref().unwrap_or(p)))
+}
+
+/// `p` joined to `base` (unless absolute) with `.` and `..` resolved lexically, without touching
+/// the filesystem: `..` above the root stays at the root.
+pub fn lexical_join(base: &Path, p: &Path) -> PathBuf {
     let joined = if p.is_absolute() {
         p.to_path_buf()
     } else {

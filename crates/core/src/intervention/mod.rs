@@ -8,7 +8,7 @@ mod matcher;
 mod policy;
 pub mod shell;
 
-pub use audit::{DynamicAudit, PathScopeAudit};
+pub use audit::{DynamicAudit, PathScopeAudit, lexical_join};
 pub use blacklist::default_security_blacklist;
 pub use checker::{Action, Decision, GlobalAudit, InterventionChecker, blacklist_match};
 pub use matcher::{ArgumentMatcher, RegexPattern, stringify, wildcard_match};
