@@ -233,6 +233,7 @@ async fn driver(store: Arc<SqlStore>, model: &str, ctx: &Context_) -> anyhow::Re
         driver = driver.with_context(ContextSettings {
             date: false,
             workspace: false,
+            memories: false,
             ..ContextSettings::default()
         });
     }

@@ -10,6 +10,7 @@
 //! HTTP, no SQL. IO reaches the engine through the ports in [`engine::ports`].
 
 pub mod agent;
+pub mod document;
 pub mod engine;
 pub mod event;
 pub mod ids;

@@ -30,6 +30,9 @@ pub struct ContextSettings {
     /// Tell the model the working directory and OS. Off for cassettes (paths differ per
     /// machine).
     pub workspace: bool,
+    /// Inject the user's memories relevant to the request. Off for cassettes (the request
+    /// must not depend on what the local store remembers).
+    pub memories: bool,
     /// Tool results longer than this keep their head and tail.
     pub max_tool_result_chars: Option<usize>,
     /// Keep at most this many conversation messages per call.
@@ -48,6 +51,7 @@ impl Default for ContextSettings {
         Self {
             date: true,
             workspace: true,
+            memories: true,
             max_tool_result_chars: Some(64 * 1024),
             history_limit: None,
             keep_recent_tokens: 8_000,
@@ -76,7 +80,45 @@ pub struct ModelPort {
 
 impl ModelPort {
     /// The messages and tools this call sends, through the context pipeline.
-    fn assemble(&self, req: &LlmRequest<'_>, model: &str) -> (Vec<Arc<Message>>, Vec<ToolSpec>) {
+    /// Memories relevant to the latest user message (keyword match), at most five.
+    async fn relevant_memories(&self, req: &LlmRequest<'_>) -> Vec<String> {
+        if !self.context.memories {
+            return Vec::new();
+        }
+        let Some(query) = req
+            .state
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == rein_core::Role::User)
+            .map(|m| m.text_content())
+        else {
+            return Vec::new();
+        };
+        let scope = crate::tools::document_scope(req.state);
+        match self
+            .store
+            .list_documents(rein_core::document::DocumentKind::Memory, &scope, 1_000)
+            .await
+        {
+            Ok(all) => rein_core::document::rank_by_keywords(all, &query, 5)
+                .into_iter()
+                .map(|d| d.body)
+                .collect(),
+            Err(e) => {
+                // Memories enrich a request; failing to read them must not fail it.
+                tracing::warn!(error = %e, "memories could not be read");
+                Vec::new()
+            }
+        }
+    }
+
+    fn assemble(
+        &self,
+        req: &LlmRequest<'_>,
+        model: &str,
+        memories: Vec<String>,
+    ) -> (Vec<Arc<Message>>, Vec<ToolSpec>) {
         let vision = self
             .catalog
             .lookup(&self.provider_id, model)
@@ -84,6 +126,7 @@ impl ModelPort {
         let agent = AgentFacts {
             max_tool_result_chars: self.context.max_tool_result_chars,
             history_limit: self.context.history_limit,
+            memories,
             ..Default::default()
         };
         let model_facts = ModelFacts {
@@ -192,7 +235,8 @@ impl LlmPort for ModelPort {
                 .model
                 .map(|m| m.model.to_string())
                 .ok_or_else(|| PortError::new("config", "the operation has no model"))?;
-            let (messages, tools) = self.assemble(&req, &model);
+            let memories = self.relevant_memories(&req).await;
+            let (messages, tools) = self.assemble(&req, &model, memories);
             let mut chat = ChatRequest::new(model.clone(), messages);
             chat.tools = tools;
             chat.cancel = self.cancel.child_token();

@@ -9,13 +9,78 @@
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use rein_core::document::{Document, DocumentKind};
 use rein_core::engine::ports::{PortError, ToolOutput, ToolPort};
 use rein_core::tool::ToolManifest;
 use rein_core::{AgentState, ToolCall};
 use rein_store::{Effect, ExecStatus, Store, ToolExecution};
+use rein_tools::documents::{Documents, Memory, Notes};
 use rein_tools::{BuiltinConfig, Tool, ToolContext, ToolError, ToolRegistry};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+
+/// The owner of an operation's memories and notes: its user and agent.
+pub fn document_scope(state: &AgentState) -> String {
+    let user = state
+        .metadata
+        .extra
+        .get("user_id")
+        .and_then(|v| v.as_str())
+        .unwrap_or("local");
+    let agent = state.metadata.agent_id.as_deref().unwrap_or("default");
+    format!("user:{user}/agent:{agent}")
+}
+
+/// The store as the memory and notes tools' document store.
+pub struct StoreDocuments(pub Arc<dyn Store>);
+
+impl Documents for StoreDocuments {
+    fn put<'a>(&'a self, doc: &'a Document) -> BoxFuture<'a, Result<(), String>> {
+        async move { self.0.put_document(doc).await.map_err(|e| e.to_string()) }.boxed()
+    }
+    fn get<'a>(
+        &'a self,
+        kind: DocumentKind,
+        scope: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Document>, String>> {
+        async move {
+            self.0
+                .get_document(kind, scope, id)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        .boxed()
+    }
+    fn list<'a>(
+        &'a self,
+        kind: DocumentKind,
+        scope: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Document>, String>> {
+        async move {
+            self.0
+                .list_documents(kind, scope, limit)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        .boxed()
+    }
+    fn delete<'a>(
+        &'a self,
+        kind: DocumentKind,
+        scope: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<bool, String>> {
+        async move {
+            self.0
+                .delete_document(kind, scope, id)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        .boxed()
+    }
+}
 
 /// Tools by identifier, executing through the store.
 pub struct ToolHost {
@@ -27,8 +92,12 @@ pub struct ToolHost {
 impl ToolHost {
     /// A host with the built-in tools.
     pub fn new(store: Arc<dyn Store>, config: &BuiltinConfig) -> Result<Self, ToolError> {
+        let mut registry = ToolRegistry::with_builtins(config)?;
+        let docs: Arc<dyn Documents> = Arc::new(StoreDocuments(Arc::clone(&store)));
+        registry.register(Arc::new(Memory::new(Arc::clone(&docs))))?;
+        registry.register(Arc::new(Notes::new(docs)))?;
         Ok(Self {
-            registry: ToolRegistry::with_builtins(config)?,
+            registry,
             store,
             finished: Mutex::new(Vec::new()),
         })
@@ -130,6 +199,7 @@ impl ToolPort for ToolHost {
                     .filter(|k| k.as_str() != rein_tools::activate::IDENTIFIER)
                     .cloned()
                     .collect(),
+                scope: document_scope(state),
             };
             let out = match tool.call(&cx, &call.api, args).await {
                 Ok(out) => out,

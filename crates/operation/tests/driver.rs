@@ -986,3 +986,78 @@ async fn the_plan_written_with_todo_is_kept_in_state_and_shown_at_every_step() {
     assert_eq!(texts, ["Compute 17*23", "Answer"]);
     assert_consistent(&e.store, id).await;
 }
+
+#[tokio::test]
+async fn memories_and_notes_outlive_the_operation_and_memories_return_when_relevant() {
+    let e = env(vec![
+        Canned::openai_tools(&[
+            (
+                "m1",
+                "memory__remember",
+                r#"{"fact":"The user prefers metric units"}"#,
+            ),
+            (
+                "n1",
+                "notes__create",
+                r#"{"title":"Trip ideas","content":"Lyon in May"}"#,
+            ),
+        ]),
+        Canned::openai_text("Noted."),
+        Canned::openai_tools(&[("n2", "notes__list", "{}")]),
+        Canned::openai_text("8 km; your note: Trip ideas."),
+    ])
+    .await;
+    let d = driver(&e, false);
+    let first = d
+        .start(
+            "Remember I like metric units; note Lyon in May.",
+            &StartOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(d.run(first).await.unwrap(), RunEnd::Done { .. }));
+    let second = d
+        .start(
+            "How far is 5 miles in metric units?",
+            &StartOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(d.run(second).await.unwrap(), RunEnd::Done { .. }));
+    let requests = e.server.requests();
+    assert_eq!(requests.len(), 4);
+    let system = |i: usize| {
+        requests[i].body["messages"][0]["content"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    };
+    assert!(!system(0).contains("What you remember"));
+    assert!(
+        system(2).contains("What you remember about the user:\n- The user prefers metric units"),
+        "{}",
+        system(2)
+    );
+    let listed = requests[3].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["tool_call_id"] == "n2")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(listed.contains(": Trip ideas"), "{listed}");
+    // Stored per user and agent in the store.
+    let notes = e
+        .store
+        .list_documents(
+            rein_core::document::DocumentKind::Note,
+            "user:local/agent:default",
+            10,
+        )
+        .await
+        .unwrap();
+    assert_eq!(notes.len(), 1);
+    assert_eq!(notes[0].body, "Lyon in May");
+}

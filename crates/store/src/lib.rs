@@ -3,7 +3,8 @@
 //! One [`Store`] trait over operations (record, latest state, next context), their committed
 //! steps (idempotent by `(operation, step_index)`), the event log (the replay cursor), the
 //! message tree of each topic, tool executions (effect class and status, for crash recovery)
-//! and interventions (single-use human decisions). [`SqlStore`] implements it over SQLite (the
+//! interventions (single-use human decisions), and documents (memories and notes per user and
+//! agent). [`SqlStore`] implements it over SQLite (the
 //! embedded default, WAL) and PostgreSQL with the same portable SQL; one conformance suite
 //! runs against both.
 
@@ -17,6 +18,7 @@ pub use records::*;
 pub use sql::{SqlStore, Synchronous};
 
 use futures::future::BoxFuture;
+use rein_core::document::{Document, DocumentKind};
 use rein_core::state::Status;
 use rein_core::{AgentEvent, Message, MessageId, OperationId};
 
@@ -88,4 +90,27 @@ pub trait Store: Send + Sync {
     ) -> BoxFuture<'a, Result<(), StoreError>>;
     /// Ask the process running the operation to stop at its next boundary.
     fn request_cancel(&self, id: OperationId) -> BoxFuture<'_, Result<bool, StoreError>>;
+    /// Insert or replace a document (memory or note).
+    fn put_document<'a>(&'a self, doc: &'a Document) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// One document.
+    fn get_document<'a>(
+        &'a self,
+        kind: DocumentKind,
+        scope: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Document>, StoreError>>;
+    /// The scope's documents of `kind`, newest first, at most `limit`.
+    fn list_documents<'a>(
+        &'a self,
+        kind: DocumentKind,
+        scope: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Document>, StoreError>>;
+    /// Delete a document; whether it existed.
+    fn delete_document<'a>(
+        &'a self,
+        kind: DocumentKind,
+        scope: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
 }

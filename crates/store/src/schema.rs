@@ -6,8 +6,14 @@ use crate::error::StoreError;
 use sqlx::AnyPool;
 
 /// `(version, description, sql)`, applied in order.
-const MIGRATIONS: &[(i64, &str, &str)] =
-    &[(1, "initial", include_str!("../migrations/0001_initial.sql"))];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "initial", include_str!("../migrations/0001_initial.sql")),
+    (
+        2,
+        "documents",
+        include_str!("../migrations/0002_documents.sql"),
+    ),
+];
 
 /// Statements of a migration (split on `;` at line ends; the files hold no procedural code).
 fn statements(sql: &str) -> impl Iterator<Item = String> + '_ {

@@ -7,6 +7,7 @@ use crate::schema::migrate;
 use chrono::{DateTime, Utc};
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use rein_core::document::{Document, DocumentKind};
 use rein_core::phase::RuntimeContext;
 use rein_core::state::{FinishReason, Status};
 use rein_core::{AgentEvent, AgentState, Message, MessageId, OperationId, ToolCall, Usd};
@@ -744,4 +745,102 @@ impl Store for SqlStore {
         }
         .boxed()
     }
+
+    fn put_document<'a>(&'a self, doc: &'a Document) -> BoxFuture<'a, Result<(), StoreError>> {
+        async move {
+            sqlx::query(
+                "INSERT INTO documents (kind, scope, id, title, body, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                 ON CONFLICT (kind, scope, id) DO UPDATE SET title = excluded.title, body = excluded.body, updated_at = excluded.updated_at",
+            )
+            .bind(doc.kind.as_str())
+            .bind(doc.scope.as_str())
+            .bind(doc.id.as_str())
+            .bind(doc.title.as_str())
+            .bind(doc.body.as_str())
+            .bind(ts(doc.created_at))
+            .bind(ts(doc.updated_at))
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn get_document<'a>(
+        &'a self,
+        kind: DocumentKind,
+        scope: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Document>, StoreError>> {
+        async move {
+            let row = sqlx::query(
+                "SELECT title, body, created_at, updated_at, id FROM documents WHERE kind = $1 AND scope = $2 AND id = $3",
+            )
+            .bind(kind.as_str())
+            .bind(scope)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+            row.map(|r| document_from_row(kind, scope, &r)).transpose()
+        }
+        .boxed()
+    }
+
+    fn list_documents<'a>(
+        &'a self,
+        kind: DocumentKind,
+        scope: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Document>, StoreError>> {
+        async move {
+            let rows = sqlx::query(
+                "SELECT title, body, created_at, updated_at, id FROM documents WHERE kind = $1 AND scope = $2 ORDER BY updated_at DESC, id LIMIT $3",
+            )
+            .bind(kind.as_str())
+            .bind(scope)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await?;
+            rows.iter()
+                .map(|r| document_from_row(kind, scope, r))
+                .collect()
+        }
+        .boxed()
+    }
+
+    fn delete_document<'a>(
+        &'a self,
+        kind: DocumentKind,
+        scope: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        async move {
+            let n = sqlx::query("DELETE FROM documents WHERE kind = $1 AND scope = $2 AND id = $3")
+                .bind(kind.as_str())
+                .bind(scope)
+                .bind(id)
+                .execute(&self.pool)
+                .await?
+                .rows_affected();
+            Ok(n > 0)
+        }
+        .boxed()
+    }
+}
+
+fn document_from_row(
+    kind: DocumentKind,
+    scope: &str,
+    row: &sqlx::any::AnyRow,
+) -> Result<Document, StoreError> {
+    let s = |c: &str| row.try_get::<String, _>(c);
+    Ok(Document {
+        kind,
+        scope: scope.to_owned(),
+        id: s("id")?,
+        title: s("title")?,
+        body: s("body")?,
+        created_at: parse_ts(&s("created_at")?, "document created_at")?,
+        updated_at: parse_ts(&s("updated_at")?, "document updated_at")?,
+    })
 }

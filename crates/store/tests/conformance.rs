@@ -310,6 +310,83 @@ async fn suite(store: &SqlStore) {
             .unwrap()
             .is_none()
     );
+    documents(store).await;
+}
+
+/// Memories and notes: upsert, scope isolation, newest first, delete.
+async fn documents(store: &SqlStore) {
+    use rein_core::document::{Document, DocumentKind};
+    let t0 = Utc::now();
+    let doc = |scope: &str, id: &str, body: &str, minutes: i64| Document {
+        kind: DocumentKind::Note,
+        scope: scope.into(),
+        id: id.into(),
+        title: format!("title {id}"),
+        body: body.into(),
+        created_at: t0,
+        updated_at: t0 + chrono::Duration::minutes(minutes),
+    };
+    store
+        .put_document(&doc("u/a", "n1", "first", 0))
+        .await
+        .unwrap();
+    store
+        .put_document(&doc("u/a", "n2", "second", 1))
+        .await
+        .unwrap();
+    store
+        .put_document(&doc("u/b", "n1", "other agent", 0))
+        .await
+        .unwrap();
+    // Upsert keeps the creation time and takes the new body.
+    store
+        .put_document(&doc("u/a", "n1", "first, edited", 2))
+        .await
+        .unwrap();
+    let n1 = store
+        .get_document(DocumentKind::Note, "u/a", "n1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(n1.body, "first, edited");
+    assert_eq!(n1.created_at.timestamp_micros(), t0.timestamp_micros());
+    let listed: Vec<String> = store
+        .list_documents(DocumentKind::Note, "u/a", 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| d.id)
+        .collect();
+    assert_eq!(listed, ["n1", "n2"], "newest first, only this scope");
+    assert!(
+        store
+            .list_documents(DocumentKind::Memory, "u/a", 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "kinds are separate"
+    );
+    assert!(
+        store
+            .delete_document(DocumentKind::Note, "u/a", "n2")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .delete_document(DocumentKind::Note, "u/a", "n2")
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store
+            .get_document(DocumentKind::Note, "u/b", "n1")
+            .await
+            .unwrap()
+            .unwrap()
+            .body,
+        "other agent"
+    );
 }
 
 #[tokio::test]

@@ -11,6 +11,7 @@
 
 pub mod activate;
 pub mod calculator;
+pub mod documents;
 pub mod files;
 pub mod mcp;
 mod path;
@@ -37,6 +38,8 @@ pub struct ToolContext {
     pub idempotency_key: String,
     /// Identifiers of the tools installed for the operation.
     pub available_tools: Vec<String>,
+    /// Owner of memories and notes: `user:<id>/agent:<id>`.
+    pub scope: String,
 }
 
 /// A tool implementation.

@@ -28,6 +28,7 @@ fn cx(dir: &std::path::Path) -> ToolContext {
         working_directory: Some(dir.to_path_buf()),
         idempotency_key: "k".into(),
         available_tools: Vec::new(),
+        scope: "user:test/agent:test".into(),
     }
 }
 

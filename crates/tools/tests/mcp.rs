@@ -35,6 +35,7 @@ fn cx(dir: Option<PathBuf>) -> ToolContext {
         working_directory: dir,
         idempotency_key: "k".into(),
         available_tools: Vec::new(),
+        scope: "user:test/agent:test".into(),
     }
 }
 

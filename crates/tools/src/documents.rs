@@ -1,0 +1,318 @@
+//! The agent's long-lived documents: `memory` (facts about the user: remember, recall, forget)
+//! and `notes` (a notebook: create, read, update, list). Both live in the host's store behind
+//! [`Documents`], scoped per user and agent by the tool context.
+
+use crate::{Tool, ToolContext};
+use chrono::Utc;
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rein_core::document::{Document, DocumentKind, rank_by_keywords};
+use rein_core::engine::ports::{PortError, ToolOutput};
+use rein_core::ids::MessageId;
+use rein_core::tool::{Effect, ToolApi, ToolKind, ToolManifest};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// Where documents are kept (rein-operation adapts its store).
+pub trait Documents: Send + Sync {
+    /// Insert or replace.
+    fn put<'a>(&'a self, doc: &'a Document) -> BoxFuture<'a, Result<(), String>>;
+    /// One document.
+    fn get<'a>(
+        &'a self,
+        kind: DocumentKind,
+        scope: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Document>, String>>;
+    /// Newest first, at most `limit`.
+    fn list<'a>(
+        &'a self,
+        kind: DocumentKind,
+        scope: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Document>, String>>;
+    /// Delete; whether it existed.
+    fn delete<'a>(
+        &'a self,
+        kind: DocumentKind,
+        scope: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<bool, String>>;
+}
+
+/// Documents considered by one recall (the newest of the scope).
+const RECALL_WINDOW: usize = 1_000;
+
+fn api(name: &str, description: &str, parameters: Value) -> ToolApi {
+    ToolApi {
+        name: name.into(),
+        description: description.into(),
+        parameters,
+        intervention: None,
+    }
+}
+
+fn manifest(identifier: &str, title: &str, description: &str, apis: Vec<ToolApi>) -> ToolManifest {
+    ToolManifest {
+        identifier: identifier.into(),
+        kind: ToolKind::Builtin,
+        title: title.into(),
+        description: description.into(),
+        system_role: None,
+        apis,
+        intervention: None,
+    }
+}
+
+fn new_id() -> String {
+    MessageId::new().to_string()
+}
+
+fn store_failed(e: String) -> PortError {
+    PortError::new("store_error", e)
+}
+
+/// `memory`: what the agent knows about the user across conversations.
+pub struct Memory {
+    docs: Arc<dyn Documents>,
+}
+
+impl Memory {
+    /// Memories kept in `docs`.
+    pub fn new(docs: Arc<dyn Documents>) -> Self {
+        Self { docs }
+    }
+}
+
+impl Tool for Memory {
+    fn manifest(&self) -> ToolManifest {
+        manifest(
+            "memory",
+            "Memory",
+            "Remember facts about the user across conversations.",
+            vec![
+                api(
+                    "remember",
+                    "Store one durable fact about the user (a preference, a detail they shared). One fact per call.",
+                    json!({"type": "object", "properties": {"fact": {"type": "string", "minLength": 1, "maxLength": 2000}}, "required": ["fact"], "additionalProperties": false}),
+                ),
+                api(
+                    "recall",
+                    "Find remembered facts by keywords.",
+                    json!({"type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "maximum": 50}}, "required": ["query"], "additionalProperties": false}),
+                ),
+                api(
+                    "forget",
+                    "Delete a remembered fact by id.",
+                    json!({"type": "object", "properties": {"id": {"type": "string", "minLength": 1}}, "required": ["id"], "additionalProperties": false}),
+                ),
+            ],
+        )
+    }
+
+    fn effect(&self, api: &str) -> Effect {
+        if api == "recall" {
+            Effect::Pure
+        } else {
+            Effect::AtMostOnce
+        }
+    }
+
+    fn call<'a>(
+        &'a self,
+        cx: &'a ToolContext,
+        api: &'a str,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
+        async move {
+            let scope = cx.scope.as_str();
+            let kind = DocumentKind::Memory;
+            match api {
+                "remember" => {
+                    let now = Utc::now();
+                    let doc = Document {
+                        kind,
+                        scope: scope.to_owned(),
+                        id: new_id(),
+                        title: String::new(),
+                        body: args["fact"].as_str().unwrap_or_default().trim().to_owned(),
+                        created_at: now,
+                        updated_at: now,
+                    };
+                    self.docs.put(&doc).await.map_err(store_failed)?;
+                    Ok(ToolOutput::ok(format!("Remembered (id {}).", doc.id)))
+                }
+                "recall" => {
+                    let limit = args["limit"].as_u64().unwrap_or(10) as usize;
+                    let all = self
+                        .docs
+                        .list(kind, scope, RECALL_WINDOW)
+                        .await
+                        .map_err(store_failed)?;
+                    let found = rank_by_keywords(all, args["query"].as_str().unwrap_or(""), limit);
+                    if found.is_empty() {
+                        return Ok(ToolOutput::ok("Nothing remembered matches."));
+                    }
+                    Ok(ToolOutput::ok(
+                        found
+                            .iter()
+                            .map(|d| format!("- {} (id {})", d.body, d.id))
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                    ))
+                }
+                "forget" => {
+                    let id = args["id"].as_str().unwrap_or_default();
+                    if self
+                        .docs
+                        .delete(kind, scope, id)
+                        .await
+                        .map_err(store_failed)?
+                    {
+                        Ok(ToolOutput::ok(format!("Forgot {id}.")))
+                    } else {
+                        Ok(ToolOutput::failed(format!("No memory with id {id}.")))
+                    }
+                }
+                other => Ok(ToolOutput::failed(format!("memory has no API `{other}`"))),
+            }
+        }
+        .boxed()
+    }
+}
+
+/// `notes`: the agent's notebook.
+pub struct Notes {
+    docs: Arc<dyn Documents>,
+}
+
+impl Notes {
+    /// Notes kept in `docs`.
+    pub fn new(docs: Arc<dyn Documents>) -> Self {
+        Self { docs }
+    }
+}
+
+impl Tool for Notes {
+    fn manifest(&self) -> ToolManifest {
+        let id = json!({"type": "string", "minLength": 1});
+        manifest(
+            "notes",
+            "Notes",
+            "Keep documents across conversations.",
+            vec![
+                api(
+                    "create",
+                    "Create a note; returns its id.",
+                    json!({"type": "object", "properties": {"title": {"type": "string", "minLength": 1, "maxLength": 200}, "content": {"type": "string"}}, "required": ["title", "content"], "additionalProperties": false}),
+                ),
+                api(
+                    "read",
+                    "Read a note by id.",
+                    json!({"type": "object", "properties": {"id": id}, "required": ["id"], "additionalProperties": false}),
+                ),
+                api(
+                    "update",
+                    "Replace a note's content (and optionally its title).",
+                    json!({"type": "object", "properties": {"id": id, "title": {"type": "string", "minLength": 1, "maxLength": 200}, "content": {"type": "string"}}, "required": ["id", "content"], "additionalProperties": false}),
+                ),
+                api(
+                    "list",
+                    "List notes (id and title), newest first.",
+                    json!({"type": "object", "properties": {}, "additionalProperties": false}),
+                ),
+            ],
+        )
+    }
+
+    fn effect(&self, api: &str) -> Effect {
+        match api {
+            "read" | "list" => Effect::Pure,
+            // Replacing content with the same content twice leaves the same note.
+            "update" => Effect::Idempotent,
+            _ => Effect::AtMostOnce,
+        }
+    }
+
+    fn call<'a>(
+        &'a self,
+        cx: &'a ToolContext,
+        api: &'a str,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
+        async move {
+            let scope = cx.scope.as_str();
+            let kind = DocumentKind::Note;
+            let text = |k: &str| args[k].as_str().unwrap_or_default().to_owned();
+            match api {
+                "create" => {
+                    let now = Utc::now();
+                    let doc = Document {
+                        kind,
+                        scope: scope.to_owned(),
+                        id: new_id(),
+                        title: text("title"),
+                        body: text("content"),
+                        created_at: now,
+                        updated_at: now,
+                    };
+                    self.docs.put(&doc).await.map_err(store_failed)?;
+                    Ok(ToolOutput::ok(format!(
+                        "Created note {} ({}).",
+                        doc.id, doc.title
+                    )))
+                }
+                "read" => match self
+                    .docs
+                    .get(kind, scope, &text("id"))
+                    .await
+                    .map_err(store_failed)?
+                {
+                    Some(d) => Ok(ToolOutput::ok(format!("# {}\n\n{}", d.title, d.body))),
+                    None => Ok(ToolOutput::failed(format!(
+                        "No note with id {}.",
+                        text("id")
+                    ))),
+                },
+                "update" => {
+                    let Some(mut d) = self
+                        .docs
+                        .get(kind, scope, &text("id"))
+                        .await
+                        .map_err(store_failed)?
+                    else {
+                        return Ok(ToolOutput::failed(format!(
+                            "No note with id {}.",
+                            text("id")
+                        )));
+                    };
+                    if let Some(t) = args["title"].as_str() {
+                        d.title = t.to_owned();
+                    }
+                    d.body = text("content");
+                    d.updated_at = Utc::now();
+                    self.docs.put(&d).await.map_err(store_failed)?;
+                    Ok(ToolOutput::ok(format!("Updated note {}.", d.id)))
+                }
+                "list" => {
+                    let all = self
+                        .docs
+                        .list(kind, scope, 200)
+                        .await
+                        .map_err(store_failed)?;
+                    if all.is_empty() {
+                        return Ok(ToolOutput::ok("No notes yet."));
+                    }
+                    Ok(ToolOutput::ok(
+                        all.iter()
+                            .map(|d| format!("- {}: {}", d.id, d.title))
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                    ))
+                }
+                other => Ok(ToolOutput::failed(format!("notes has no API `{other}`"))),
+            }
+        }
+        .boxed()
+    }
+}
