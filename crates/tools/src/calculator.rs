@@ -1,5 +1,7 @@
 //! The built-in calculator: evaluates an arithmetic expression (`+ - * / % ^`, parentheses,
-//! unary minus, decimals). Pure, so it is safe to re-run after a crash.
+//! unary minus, decimals, functions such as `sqrt` and `round`, constants `pi` and `e`). Results
+//! are shown rounded to 12 significant digits, so binary floating-point noise (`0.1 + 0.2`)
+//! does not reach the model. Pure, so it is safe to re-run after a crash.
 
 use crate::{Tool, ToolContext};
 use futures::FutureExt;
@@ -46,11 +48,11 @@ pub fn manifest() -> ToolManifest {
         identifier: "calculator".into(),
         kind: ToolKind::Builtin,
         title: "Calculator".into(),
-        description: "Evaluate arithmetic expressions exactly.".into(),
+        description: "Evaluate arithmetic expressions.".into(),
         system_role: None,
         apis: vec![ToolApi {
             name: "evaluate".into(),
-            description: "Evaluate an arithmetic expression with + - * / % ^ and parentheses, e.g. (17 * 23) / 2.".into(),
+            description: "Evaluate an arithmetic expression with + - * / % ^, parentheses, functions (sqrt, abs, round, floor, ceil, exp, ln, log10, log2, sin, cos, tan, asin, acos, atan, min, max, pow) and constants pi and e, e.g. round(sqrt(2) * 100) / 100.".into(),
             parameters: json!({
                 "type": "object",
                 "properties": {"expression": {"type": "string", "description": "The expression to evaluate"}},
@@ -150,6 +152,37 @@ impl Parser<'_> {
                     std::str::from_utf8(&self.s[start..self.pos]).map_err(|e| e.to_string())?;
                 text.parse().map_err(|_| format!("invalid number '{text}'"))
             }
+            Some(c) if c.is_ascii_alphabetic() => {
+                let start = self.pos;
+                while self
+                    .s
+                    .get(self.pos)
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+                {
+                    self.pos += 1;
+                }
+                let name = std::str::from_utf8(&self.s[start..self.pos])
+                    .map_err(|e| e.to_string())?
+                    .to_ascii_lowercase();
+                if self.peek() != Some(b'(') {
+                    return match name.as_str() {
+                        "pi" => Ok(std::f64::consts::PI),
+                        "e" => Ok(std::f64::consts::E),
+                        _ => Err(format!("unknown name '{name}' at position {}", start + 1)),
+                    };
+                }
+                self.pos += 1;
+                let mut args = vec![self.expr()?];
+                while self.peek() == Some(b',') {
+                    self.pos += 1;
+                    args.push(self.expr()?);
+                }
+                if self.peek() != Some(b')') {
+                    return Err(format!("expected ')' at position {}", self.pos + 1));
+                }
+                self.pos += 1;
+                call(&name, &args)
+            }
             Some(c) => Err(format!(
                 "unexpected '{}' at position {}",
                 c as char,
@@ -157,6 +190,69 @@ impl Parser<'_> {
             )),
             None => Err("unexpected end of expression".into()),
         }
+    }
+}
+
+/// Apply a named function; errors name the function and what was wrong.
+fn call(name: &str, args: &[f64]) -> Result<f64, String> {
+    let one = |f: fn(f64) -> f64| match args {
+        [x] => Ok(f(*x)),
+        _ => Err(format!("{name} takes 1 argument, got {}", args.len())),
+    };
+    let positive = |x: f64, f: fn(f64) -> f64| {
+        if x > 0.0 {
+            Ok(f(x))
+        } else {
+            Err(format!(
+                "{name} needs a positive argument, got {}",
+                format(x)
+            ))
+        }
+    };
+    match name {
+        "sqrt" => match args {
+            [x] if *x >= 0.0 => Ok(x.sqrt()),
+            [x] => Err(format!("sqrt of a negative number ({})", format(*x))),
+            _ => Err(format!("sqrt takes 1 argument, got {}", args.len())),
+        },
+        "abs" => one(f64::abs),
+        "round" => one(f64::round),
+        "floor" => one(f64::floor),
+        "ceil" => one(f64::ceil),
+        "exp" => one(f64::exp),
+        "sin" => one(f64::sin),
+        "cos" => one(f64::cos),
+        "tan" => one(f64::tan),
+        "atan" => one(f64::atan),
+        "asin" | "acos" => match args {
+            [x] if (-1.0..=1.0).contains(x) => Ok(if name == "asin" { x.asin() } else { x.acos() }),
+            [x] => Err(format!(
+                "{name} needs an argument in [-1, 1], got {}",
+                format(*x)
+            )),
+            _ => Err(format!("{name} takes 1 argument, got {}", args.len())),
+        },
+        "ln" | "log10" | "log2" => match args {
+            [x] => positive(
+                *x,
+                match name {
+                    "ln" => f64::ln,
+                    "log10" => f64::log10,
+                    _ => f64::log2,
+                },
+            ),
+            _ => Err(format!("{name} takes 1 argument, got {}", args.len())),
+        },
+        "min" | "max" if !args.is_empty() => Ok(args
+            .iter()
+            .copied()
+            .reduce(if name == "min" { f64::min } else { f64::max })
+            .unwrap_or(f64::NAN)),
+        "pow" => match args {
+            [b, x] => Ok(b.powf(*x)),
+            _ => Err(format!("pow takes 2 arguments, got {}", args.len())),
+        },
+        _ => Err(format!("unknown function '{name}'")),
     }
 }
 
@@ -180,12 +276,14 @@ pub fn evaluate(expression: &str) -> Result<f64, String> {
     Ok(v)
 }
 
-/// The result as the model reads it: integers without a decimal point.
+/// The result as the model reads it: rounded to 12 significant digits (binary noise such as
+/// `0.30000000000000004` disappears), integers without a decimal point.
 pub fn format(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{}", v as i64)
+    let rounded: f64 = format!("{v:.11e}").parse().unwrap_or(v);
+    if rounded.fract() == 0.0 && rounded.abs() < 1e15 {
+        format!("{}", rounded as i64)
     } else {
-        format!("{v}")
+        format!("{rounded}")
     }
 }
 
@@ -214,5 +312,32 @@ mod tests {
                 .contains("unexpected '$' at position 3")
         );
         assert!(evaluate("(1").unwrap_err().contains("expected ')'"));
+    }
+
+    #[test]
+    fn functions_constants_and_clean_decimals() {
+        let cases = [
+            ("0.1 + 0.2", "0.3"),
+            ("sqrt(16) + abs(-2)", "6"),
+            ("round(sqrt(2) * 100) / 100", "1.41"),
+            ("floor(2.7) + ceil(2.1)", "5"),
+            ("max(1, 7, 3) - min(4, 2)", "5"),
+            ("pow(2, 10)", "1024"),
+            ("log10(1000) + log2(8) + ln(e)", "7"),
+            ("round(sin(pi / 2))", "1"),
+            ("2 * PI", "6.28318530718"),
+        ];
+        for (e, want) in cases {
+            assert_eq!(format(evaluate(e).unwrap()), want, "{e}");
+        }
+        assert!(evaluate("sqrt(-1)").unwrap_err().contains("negative"));
+        assert!(evaluate("ln(0)").unwrap_err().contains("positive"));
+        assert!(evaluate("pow(2)").unwrap_err().contains("2 arguments"));
+        assert!(
+            evaluate("foo(1)")
+                .unwrap_err()
+                .contains("unknown function 'foo'")
+        );
+        assert!(evaluate("tau").unwrap_err().contains("unknown name 'tau'"));
     }
 }
