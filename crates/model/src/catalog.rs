@@ -85,6 +85,25 @@ pub struct ModelInfo {
     pub capabilities: Capabilities,
     /// Prices.
     pub prices: Prices,
+    /// Token estimation: the OpenAI vocabulary closest to the model's tokenizer (`o200k` or
+    /// `cl100k`) and a factor for tokenizers that split text finer or coarser. Absent means
+    /// `o200k` and 1.0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<TokenizerHint>,
+}
+
+/// How to estimate a model's token counts with an OpenAI vocabulary.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TokenizerHint {
+    /// `o200k` or `cl100k`.
+    pub encoding: String,
+    /// Multiplier applied to the count.
+    #[serde(default = "one")]
+    pub factor: f64,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 #[derive(Deserialize)]
@@ -211,6 +230,42 @@ pub fn check_capabilities(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tokenizer_hints_are_optional_catalog_data() {
+        let c = Catalog::from_json(
+            r#"{"models": [
+                {"id": "x/a", "context_window": 8000, "max_output": 1000,
+                 "capabilities": {"tools": true, "parallel_tools": true, "vision": false, "reasoning": false, "structured_output": false, "embeddings": false},
+                 "prices": {"input": 1, "output": 2},
+                 "tokenizer": {"encoding": "cl100k", "factor": 1.2}},
+                {"id": "x/b", "context_window": 8000, "max_output": 1000,
+                 "capabilities": {"tools": true, "parallel_tools": true, "vision": false, "reasoning": false, "structured_output": false, "embeddings": false},
+                 "prices": {"input": 1, "output": 2},
+                 "tokenizer": {"encoding": "o200k"}}
+            ]}"#,
+        )
+        .unwrap();
+        let a = c.lookup("x", "a").unwrap().tokenizer.clone().unwrap();
+        assert_eq!((a.encoding.as_str(), a.factor), ("cl100k", 1.2));
+        assert_eq!(
+            c.lookup("x", "b")
+                .unwrap()
+                .tokenizer
+                .as_ref()
+                .unwrap()
+                .factor,
+            1.0
+        );
+        let builtin = Catalog::builtin().unwrap();
+        assert!(
+            builtin
+                .lookup("openai", "gpt-4o")
+                .unwrap()
+                .tokenizer
+                .is_none()
+        );
+    }
 
     #[test]
     fn builtin_catalog_loads_and_prices_cached_input() {

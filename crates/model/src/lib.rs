@@ -23,7 +23,7 @@ pub mod response;
 pub mod testing;
 pub mod transport;
 
-pub use catalog::{Capabilities, Catalog, ModelInfo};
+pub use catalog::{Capabilities, Catalog, ModelInfo, TokenizerHint};
 pub use error::{ErrorKind, ModelError};
 pub use event::{ModelEvent, StopReason};
 pub use hooks::Hooks;

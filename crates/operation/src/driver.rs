@@ -7,7 +7,7 @@ use crate::error::DriverError;
 use crate::model_port::ModelPort;
 use crate::tools::ToolHost;
 use chrono::Utc;
-use rein_context::TiktokenEstimator;
+use rein_context::{Encoding, TiktokenEstimator};
 use rein_core::agent::TokenEstimator;
 use rein_core::engine::{
     EventSink, RuntimeConfig, StepResult, abort_pending, approve_tool_call, initial_context,
@@ -244,6 +244,25 @@ impl Driver {
         self
     }
 
+    /// The token estimator for this driver's model: the catalog's tokenizer hint, else o200k.
+    fn estimator(&self) -> TiktokenEstimator {
+        let hint = self
+            .catalog
+            .lookup(&self.model.provider, &self.model.model)
+            .and_then(|m| m.tokenizer.clone());
+        match hint {
+            Some(h) => {
+                let encoding = if h.encoding == "cl100k" {
+                    Encoding::Cl100k
+                } else {
+                    Encoding::O200k
+                };
+                TiktokenEstimator::new(encoding, h.factor)
+            }
+            None => TiktokenEstimator::default(),
+        }
+    }
+
     /// Builder: the model that writes compression summaries (by default the operation's own).
     pub fn with_compression_model(
         mut self,
@@ -297,7 +316,7 @@ impl Driver {
             catalog: Arc::clone(&self.catalog),
             cancel: self.cancel.clone(),
         };
-        let estimator: Arc<dyn TokenEstimator> = Arc::new(TiktokenEstimator::default());
+        let estimator: Arc<dyn TokenEstimator> = Arc::new(self.estimator());
         let config = RuntimeConfig {
             llm: Some(Arc::new(port)),
             tools: Some(self.tools.clone()),
