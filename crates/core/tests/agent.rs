@@ -806,3 +806,25 @@ fn every_phase_has_a_decision() {
         "unknown_tool_name"
     );
 }
+
+#[test]
+fn only_offered_tool_schemas_count_toward_the_compression_threshold() {
+    let mut s = state("hi");
+    s.push_message(Message::assistant("hello"));
+    s.push_message(Message::user("and now?"));
+    let mut big = rein_core::testing::manifest("encyclopedia", &["lookup"]);
+    big.apis[0].description = "x".repeat(8_000);
+    s = s.with_tool(big);
+    s = s.with_tool(rein_core::testing::manifest("calculator", &["evaluate"]));
+    let ctx = RuntimeContext::new(Phase::UserInput(Default::default()));
+    let kind = |agent: GeneralChatAgent| agent.runner(&ctx, &s).unwrap()[0].kind();
+    // 8,000 bytes of schema is ~2,000 tokens, over a 500-token threshold.
+    assert_eq!(kind(small_window()), InstructionKind::CompressContext);
+    let mut narrow = small_window().config().clone();
+    narrow.allowed_tools = Some(vec!["calculator".into()]);
+    assert_eq!(
+        kind(GeneralChatAgent::new(narrow)),
+        InstructionKind::CallLlm,
+        "the encyclopedia is not offered, so its schema does not count"
+    );
+}

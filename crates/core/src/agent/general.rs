@@ -52,6 +52,29 @@ impl Default for GeneralChatAgentConfig {
     }
 }
 
+/// The manifests narrowed to the APIs an allow-list offers (tools with none left are dropped).
+fn offered(
+    manifests: &BTreeMap<String, Arc<crate::tool::ToolManifest>>,
+    list: &[String],
+) -> BTreeMap<String, Arc<crate::tool::ToolManifest>> {
+    manifests
+        .iter()
+        .filter_map(|(id, m)| {
+            let apis: Vec<_> = m
+                .apis
+                .iter()
+                .filter(|a| key_listed(list, &m.identifier, &a.name))
+                .cloned()
+                .collect();
+            (!apis.is_empty()).then(|| {
+                let mut narrowed = (**m).clone();
+                narrowed.apis = apis;
+                (id.clone(), Arc::new(narrowed))
+            })
+        })
+        .collect()
+}
+
 /// The default brain.
 #[derive(Clone)]
 pub struct GeneralChatAgent {
@@ -126,7 +149,11 @@ impl GeneralChatAgent {
         if c.enabled && state.messages.len() > 2 {
             let mut tokens = self.estimator.messages(&state.messages);
             if !state.force_finish {
-                tokens += self.estimator.tools(&state.tool_manifests);
+                tokens += match &self.config.allowed_tools {
+                    None => self.estimator.tools(&state.tool_manifests),
+                    // Only the schemas the model is offered count.
+                    Some(list) => self.estimator.tools(&offered(&state.tool_manifests, list)),
+                };
             }
             let summary = existing_summary(&state.messages);
             if tokens > c.threshold(summary.is_some()) {
