@@ -760,15 +760,16 @@ async fn a_long_operation_is_compressed_with_the_compression_model_and_continues
     ])
     .await;
     let summary_provider = openai_provider(&e);
-    // Window 10,000, threshold 55%: under it after two results (~4,000 tokens plus tool
-    // schemas), over it after the third. Newest kept verbatim: at most a quarter of the window,
-    // which fits the third call and its result but not the second result.
+    // Window 10,000, threshold 55%: under it after two results (~4,000 tokens plus the one
+    // offered schema), over it after the third. Newest kept verbatim: at most a quarter of the
+    // window, which fits the third call and its result but not the second result.
     let agent = rein_core::agent::GeneralChatAgentConfig {
         compression: rein_core::agent::CompressionConfig {
             window_tokens: 10_000,
             threshold_ratio: Some(0.55),
             ..Default::default()
         },
+        allowed_tools: Some(vec!["blob".into()]),
         ..Default::default()
     };
     let d = driver(&e, false)

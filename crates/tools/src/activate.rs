@@ -7,7 +7,6 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use rein_core::engine::ports::{PortError, ToolOutput};
 use rein_core::tool::{Effect, ToolApi, ToolKind, ToolManifest};
-use serde_json::json;
 
 /// The meta-tool's identifier.
 pub const IDENTIFIER: &str = "tools";
@@ -16,6 +15,14 @@ pub const API: &str = "activate_tools";
 
 /// Activates tools by identifier.
 pub struct ActivateTools;
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ActivateArgs {
+    /// Names of the tools to activate, as listed
+    #[schemars(length(min = 1))]
+    tools: Vec<String>,
+}
 
 impl Tool for ActivateTools {
     fn manifest(&self) -> ToolManifest {
@@ -28,14 +35,7 @@ impl Tool for ActivateTools {
             apis: vec![ToolApi {
                 name: API.into(),
                 description: "Activate listed tools by name; their functions can be called from your next step on.".into(),
-                parameters: json!({
-                    "type": "object",
-                    "properties": {
-                        "tools": {"type": "array", "items": {"type": "string"}, "minItems": 1}
-                    },
-                    "required": ["tools"],
-                    "additionalProperties": false
-                }),
+                parameters: crate::parameters_of::<ActivateArgs>(),
                 intervention: None,
             }],
             intervention: None,
@@ -53,10 +53,11 @@ impl Tool for ActivateTools {
         args: serde_json::Value,
     ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
         async move {
-            let requested: Vec<&str> = args["tools"]
-                .as_array()
-                .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
-                .unwrap_or_default();
+            let args: ActivateArgs = match crate::parse_args("tools/activate_tools", args) {
+                Ok(a) => a,
+                Err(failed) => return Ok(*failed),
+            };
+            let requested: Vec<&str> = args.tools.iter().map(String::as_str).collect();
             let (known, unknown): (Vec<&str>, Vec<&str>) = requested
                 .into_iter()
                 .partition(|name| cx.available_tools.iter().any(|t| t == name));

@@ -8,10 +8,18 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use rein_core::engine::ports::{PortError, ToolOutput};
 use rein_core::tool::{Effect, ToolApi, ToolKind, ToolManifest};
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Deserialize;
 
 /// The calculator tool.
 pub struct Calculator;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct EvaluateArgs {
+    /// The expression to evaluate
+    expression: String,
+}
 
 impl Tool for Calculator {
     fn manifest(&self) -> ToolManifest {
@@ -29,10 +37,11 @@ impl Tool for Calculator {
         args: serde_json::Value,
     ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
         async move {
-            let expr = args
-                .get("expression")
-                .and_then(|e| e.as_str())
-                .unwrap_or_default();
+            let args: EvaluateArgs = match crate::parse_args("calculator/evaluate", args) {
+                Ok(a) => a,
+                Err(failed) => return Ok(*failed),
+            };
+            let expr = args.expression.as_str();
             Ok(match evaluate(expr) {
                 Ok(v) => ToolOutput::ok(format(v)),
                 Err(e) => ToolOutput::failed(format!("Cannot evaluate `{expr}`: {e}")),
@@ -53,11 +62,7 @@ pub fn manifest() -> ToolManifest {
         apis: vec![ToolApi {
             name: "evaluate".into(),
             description: "Evaluate an arithmetic expression with + - * / % ^, parentheses, functions (sqrt, abs, round, floor, ceil, exp, ln, log10, log2, sin, cos, tan, asin, acos, atan, min, max, pow) and constants pi and e, e.g. round(sqrt(2) * 100) / 100.".into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {"expression": {"type": "string", "description": "The expression to evaluate"}},
-                "required": ["expression"]
-            }),
+            parameters: crate::parameters_of::<EvaluateArgs>(),
             intervention: None,
         }],
         intervention: None,

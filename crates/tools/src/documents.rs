@@ -10,7 +10,7 @@ use rein_core::document::{Document, DocumentKind, rank_by_keywords};
 use rein_core::engine::ports::{PortError, ToolOutput};
 use rein_core::ids::MessageId;
 use rein_core::tool::{Effect, ToolApi, ToolKind, ToolManifest};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 
 /// Where documents are kept (rein-operation adapts its store).
@@ -38,6 +38,69 @@ pub trait Documents: Send + Sync {
         scope: &'a str,
         id: &'a str,
     ) -> BoxFuture<'a, Result<bool, String>>;
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RememberArgs {
+    /// One fact about the user
+    #[schemars(length(min = 1, max = 2000))]
+    fact: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RecallArgs {
+    /// Keywords to look for
+    query: String,
+    /// At most this many facts (default 10)
+    #[schemars(range(min = 1, max = 50))]
+    limit: Option<u32>,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct IdArgs {
+    /// The id returned when it was stored
+    #[schemars(length(min = 1))]
+    id: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CreateArgs {
+    /// Title
+    #[schemars(length(min = 1, max = 200))]
+    title: String,
+    /// Content
+    content: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct UpdateArgs {
+    /// The note's id
+    #[schemars(length(min = 1))]
+    id: String,
+    /// A new title (unchanged when absent)
+    #[schemars(length(min = 1, max = 200))]
+    title: Option<String>,
+    /// The new content
+    content: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
+
+/// The arguments as `T`, or return the failed result from the enclosing call.
+macro_rules! args {
+    ($key:expr, $args:expr, $t:ty) => {
+        match crate::parse_args::<$t>($key, $args) {
+            Ok(a) => a,
+            Err(failed) => return Ok(*failed),
+        }
+    };
 }
 
 /// Documents considered by one recall (the newest of the scope).
@@ -94,17 +157,17 @@ impl Tool for Memory {
                 api(
                     "remember",
                     "Store one durable fact about the user (a preference, a detail they shared). One fact per call.",
-                    json!({"type": "object", "properties": {"fact": {"type": "string", "minLength": 1, "maxLength": 2000}}, "required": ["fact"], "additionalProperties": false}),
+                    crate::parameters_of::<RememberArgs>(),
                 ),
                 api(
                     "recall",
                     "Find remembered facts by keywords.",
-                    json!({"type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "maximum": 50}}, "required": ["query"], "additionalProperties": false}),
+                    crate::parameters_of::<RecallArgs>(),
                 ),
                 api(
                     "forget",
                     "Delete a remembered fact by id.",
-                    json!({"type": "object", "properties": {"id": {"type": "string", "minLength": 1}}, "required": ["id"], "additionalProperties": false}),
+                    crate::parameters_of::<IdArgs>(),
                 ),
             ],
         )
@@ -129,13 +192,14 @@ impl Tool for Memory {
             let kind = DocumentKind::Memory;
             match api {
                 "remember" => {
+                    let a = args!("memory/remember", args, RememberArgs);
                     let now = Utc::now();
                     let doc = Document {
                         kind,
                         scope: scope.to_owned(),
                         id: new_id(),
                         title: String::new(),
-                        body: args["fact"].as_str().unwrap_or_default().trim().to_owned(),
+                        body: a.fact.trim().to_owned(),
                         created_at: now,
                         updated_at: now,
                     };
@@ -143,13 +207,14 @@ impl Tool for Memory {
                     Ok(ToolOutput::ok(format!("Remembered (id {}).", doc.id)))
                 }
                 "recall" => {
-                    let limit = args["limit"].as_u64().unwrap_or(10) as usize;
+                    let a = args!("memory/recall", args, RecallArgs);
+                    let limit = a.limit.unwrap_or(10) as usize;
                     let all = self
                         .docs
                         .list(kind, scope, RECALL_WINDOW)
                         .await
                         .map_err(store_failed)?;
-                    let found = rank_by_keywords(all, args["query"].as_str().unwrap_or(""), limit);
+                    let found = rank_by_keywords(all, &a.query, limit);
                     if found.is_empty() {
                         return Ok(ToolOutput::ok("Nothing remembered matches."));
                     }
@@ -162,10 +227,10 @@ impl Tool for Memory {
                     ))
                 }
                 "forget" => {
-                    let id = args["id"].as_str().unwrap_or_default();
+                    let id = args!("memory/forget", args, IdArgs).id;
                     if self
                         .docs
-                        .delete(kind, scope, id)
+                        .delete(kind, scope, &id)
                         .await
                         .map_err(store_failed)?
                     {
@@ -195,7 +260,6 @@ impl Notes {
 
 impl Tool for Notes {
     fn manifest(&self) -> ToolManifest {
-        let id = json!({"type": "string", "minLength": 1});
         manifest(
             "notes",
             "Notes",
@@ -204,22 +268,22 @@ impl Tool for Notes {
                 api(
                     "create",
                     "Create a note; returns its id.",
-                    json!({"type": "object", "properties": {"title": {"type": "string", "minLength": 1, "maxLength": 200}, "content": {"type": "string"}}, "required": ["title", "content"], "additionalProperties": false}),
+                    crate::parameters_of::<CreateArgs>(),
                 ),
                 api(
                     "read",
                     "Read a note by id.",
-                    json!({"type": "object", "properties": {"id": id}, "required": ["id"], "additionalProperties": false}),
+                    crate::parameters_of::<IdArgs>(),
                 ),
                 api(
                     "update",
                     "Replace a note's content (and optionally its title).",
-                    json!({"type": "object", "properties": {"id": id, "title": {"type": "string", "minLength": 1, "maxLength": 200}, "content": {"type": "string"}}, "required": ["id", "content"], "additionalProperties": false}),
+                    crate::parameters_of::<UpdateArgs>(),
                 ),
                 api(
                     "list",
                     "List notes (id and title), newest first.",
-                    json!({"type": "object", "properties": {}, "additionalProperties": false}),
+                    crate::parameters_of::<NoArgs>(),
                 ),
             ],
         )
@@ -243,16 +307,16 @@ impl Tool for Notes {
         async move {
             let scope = cx.scope.as_str();
             let kind = DocumentKind::Note;
-            let text = |k: &str| args[k].as_str().unwrap_or_default().to_owned();
             match api {
                 "create" => {
+                    let a = args!("notes/create", args, CreateArgs);
                     let now = Utc::now();
                     let doc = Document {
                         kind,
                         scope: scope.to_owned(),
                         id: new_id(),
-                        title: text("title"),
-                        body: text("content"),
+                        title: a.title,
+                        body: a.content,
                         created_at: now,
                         updated_at: now,
                     };
@@ -262,39 +326,38 @@ impl Tool for Notes {
                         doc.id, doc.title
                     )))
                 }
-                "read" => match self
-                    .docs
-                    .get(kind, scope, &text("id"))
-                    .await
-                    .map_err(store_failed)?
-                {
-                    Some(d) => Ok(ToolOutput::ok(format!("# {}\n\n{}", d.title, d.body))),
-                    None => Ok(ToolOutput::failed(format!(
-                        "No note with id {}.",
-                        text("id")
-                    ))),
-                },
+                "read" => {
+                    let id = args!("notes/read", args, IdArgs).id;
+                    match self
+                        .docs
+                        .get(kind, scope, &id)
+                        .await
+                        .map_err(store_failed)?
+                    {
+                        Some(d) => Ok(ToolOutput::ok(format!("# {}\n\n{}", d.title, d.body))),
+                        None => Ok(ToolOutput::failed(format!("No note with id {id}."))),
+                    }
+                }
                 "update" => {
+                    let a = args!("notes/update", args, UpdateArgs);
                     let Some(mut d) = self
                         .docs
-                        .get(kind, scope, &text("id"))
+                        .get(kind, scope, &a.id)
                         .await
                         .map_err(store_failed)?
                     else {
-                        return Ok(ToolOutput::failed(format!(
-                            "No note with id {}.",
-                            text("id")
-                        )));
+                        return Ok(ToolOutput::failed(format!("No note with id {}.", a.id)));
                     };
-                    if let Some(t) = args["title"].as_str() {
-                        d.title = t.to_owned();
+                    if let Some(t) = a.title {
+                        d.title = t;
                     }
-                    d.body = text("content");
+                    d.body = a.content;
                     d.updated_at = Utc::now();
                     self.docs.put(&d).await.map_err(store_failed)?;
                     Ok(ToolOutput::ok(format!("Updated note {}.", d.id)))
                 }
                 "list" => {
+                    args!("notes/list", args, NoArgs);
                     let all = self
                         .docs
                         .list(kind, scope, 200)

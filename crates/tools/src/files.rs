@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use rein_core::engine::ports::{PortError, ToolOutput};
 use rein_core::intervention::{DynamicIntervention, InterventionConfig, InterventionPolicy};
 use rein_core::tool::{Effect, ToolApi, ToolKind, ToolManifest};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -34,10 +34,69 @@ fn api(name: &str, description: &str, parameters: Value) -> ToolApi {
     }
 }
 
+/// A path relative to the working directory.
+type RelPath = String;
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ReadArgs {
+    /// Path relative to the working directory
+    path: RelPath,
+    /// First line to return (1-based)
+    #[schemars(range(min = 1))]
+    start_line: Option<u64>,
+    /// Last line to return (inclusive)
+    #[schemars(range(min = 1))]
+    end_line: Option<u64>,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct WriteArgs {
+    /// Path relative to the working directory
+    path: RelPath,
+    /// The whole new content
+    content: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct EditArgs {
+    /// Path relative to the working directory
+    path: RelPath,
+    /// Text that occurs exactly once in the file
+    #[schemars(length(min = 1))]
+    old_text: String,
+    /// Its replacement
+    new_text: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ListArgs {
+    /// Directory relative to the working directory (default: the working directory)
+    path: Option<RelPath>,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct GlobArgs {
+    /// A glob such as src/**/*.rs
+    pattern: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct GrepArgs {
+    /// A regular expression
+    pattern: String,
+    /// File or directory to search (default: the working directory)
+    path: Option<RelPath>,
+}
+
 impl Tool for Files {
     fn manifest(&self) -> ToolManifest {
-        let path =
-            json!({"type": "string", "description": "Path relative to the working directory"});
+        use crate::parameters_of as params;
         ToolManifest {
             identifier: "files".into(),
             kind: ToolKind::Builtin,
@@ -48,32 +107,28 @@ impl Tool for Files {
                 api(
                     "read",
                     "Read a text file, optionally lines start_line..=end_line (1-based).",
-                    json!({"type": "object", "properties": {"path": path, "start_line": {"type": "integer", "minimum": 1}, "end_line": {"type": "integer", "minimum": 1}}, "required": ["path"], "additionalProperties": false}),
+                    params::<ReadArgs>(),
                 ),
                 api(
                     "write",
                     "Create or overwrite a text file.",
-                    json!({"type": "object", "properties": {"path": path, "content": {"type": "string"}}, "required": ["path", "content"], "additionalProperties": false}),
+                    params::<WriteArgs>(),
                 ),
                 api(
                     "edit",
                     "Replace the one exact occurrence of old_text with new_text.",
-                    json!({"type": "object", "properties": {"path": path, "old_text": {"type": "string", "minLength": 1}, "new_text": {"type": "string"}}, "required": ["path", "old_text", "new_text"], "additionalProperties": false}),
+                    params::<EditArgs>(),
                 ),
-                api(
-                    "list",
-                    "List a directory.",
-                    json!({"type": "object", "properties": {"path": path}, "additionalProperties": false}),
-                ),
+                api("list", "List a directory.", params::<ListArgs>()),
                 api(
                     "glob",
                     "Find files matching a glob such as src/**/*.rs.",
-                    json!({"type": "object", "properties": {"pattern": {"type": "string"}}, "required": ["pattern"], "additionalProperties": false}),
+                    params::<GlobArgs>(),
                 ),
                 api(
                     "grep",
                     "Search files for a regular expression; returns path:line: text.",
-                    json!({"type": "object", "properties": {"pattern": {"type": "string"}, "path": path}, "required": ["pattern"], "additionalProperties": false}),
+                    params::<GrepArgs>(),
                 ),
             ],
             intervention: None,
@@ -96,28 +151,34 @@ impl Tool for Files {
     ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
         async move {
             let wd = cx.working_directory.as_deref();
-            let s = |k: &str| {
-                args.get(k)
-                    .and_then(|v| v.as_str())
-                    .unwrap_or_default()
-                    .to_owned()
-            };
+            let key = format!("files/{api}");
+            macro_rules! args {
+                ($t:ty) => {
+                    match crate::parse_args::<$t>(&key, args) {
+                        Ok(a) => a,
+                        Err(failed) => return Ok(*failed),
+                    }
+                };
+            }
             let result = match api {
-                "read" => read(
-                    wd,
-                    &s("path"),
-                    args.get("start_line").and_then(Value::as_u64),
-                    args.get("end_line").and_then(Value::as_u64),
-                ),
-                "write" => write(wd, &s("path"), &s("content")),
-                "edit" => edit(wd, &s("path"), &s("old_text"), &s("new_text")),
-                "list" => list(wd, args.get("path").and_then(|v| v.as_str()).unwrap_or(".")),
-                "glob" => glob(wd, &s("pattern")),
-                "grep" => grep(
-                    wd,
-                    &s("pattern"),
-                    args.get("path").and_then(|v| v.as_str()).unwrap_or("."),
-                ),
+                "read" => {
+                    let a = args!(ReadArgs);
+                    read(wd, &a.path, a.start_line, a.end_line)
+                }
+                "write" => {
+                    let a = args!(WriteArgs);
+                    write(wd, &a.path, &a.content)
+                }
+                "edit" => {
+                    let a = args!(EditArgs);
+                    edit(wd, &a.path, &a.old_text, &a.new_text)
+                }
+                "list" => list(wd, args!(ListArgs).path.as_deref().unwrap_or(".")),
+                "glob" => glob(wd, &args!(GlobArgs).pattern),
+                "grep" => {
+                    let a = args!(GrepArgs);
+                    grep(wd, &a.pattern, a.path.as_deref().unwrap_or("."))
+                }
                 other => Err(format!("files has no API `{other}`")),
             };
             Ok(match result {

@@ -168,3 +168,28 @@ impl ToolRegistry {
         }
     }
 }
+
+/// A tool API's parameters as the JSON schema of `T` (derived with schemars): subschemas
+/// inlined (providers such as Gemini take no `$ref`), root `$schema` and `title` left out.
+pub fn parameters_of<T: schemars::JsonSchema>() -> serde_json::Value {
+    let mut schema = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|s| s.inline_subschemas = true)
+        .into_generator()
+        .into_root_schema_for::<T>();
+    schema.remove("$schema");
+    schema.remove("title");
+    schema.to_value()
+}
+
+/// The arguments as `T`, or a failed result naming what did not fit. The registry validated
+/// them against the same schema, so this fails only for a tool called directly.
+pub fn parse_args<T: serde::de::DeserializeOwned>(
+    api: &str,
+    args: serde_json::Value,
+) -> Result<T, Box<ToolOutput>> {
+    serde_json::from_value(args).map_err(|e| {
+        Box::new(ToolOutput::failed(format!(
+            "Invalid arguments for `{api}`: {e}"
+        )))
+    })
+}

@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use rein_core::engine::ports::{PortError, ToolOutput};
 use rein_core::intervention::{InterventionConfig, InterventionPolicy};
 use rein_core::tool::{ToolApi, ToolKind, ToolManifest};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -94,6 +94,17 @@ async fn drain(mut r: impl AsyncRead + Unpin, cap: usize) -> Capped {
     out
 }
 
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RunArgs {
+    /// The command line, run with `sh -c`
+    #[schemars(length(min = 1))]
+    command: String,
+    /// Seconds before the command (and everything it started) is killed
+    #[schemars(range(min = 1))]
+    timeout_secs: Option<u64>,
+}
+
 impl Tool for Shell {
     fn manifest(&self) -> ToolManifest {
         ToolManifest {
@@ -105,10 +116,7 @@ impl Tool for Shell {
             apis: vec![ToolApi {
                 name: "run".into(),
                 description: "Run a command with sh -c in the working directory; returns the exit code and (capped) stdout and stderr.".into(),
-                parameters: json!({"type": "object", "properties": {
-                    "command": {"type": "string", "minLength": 1},
-                    "timeout_secs": {"type": "integer", "minimum": 1}
-                }, "required": ["command"], "additionalProperties": false}),
+                parameters: crate::parameters_of::<RunArgs>(),
                 intervention: None,
             }],
             intervention: Some(InterventionConfig::Policy(InterventionPolicy::Required)),
@@ -127,13 +135,13 @@ impl Tool for Shell {
                     "this operation has no working directory, so the shell is unavailable",
                 ));
             };
-            let command = args
-                .get("command")
-                .and_then(|c| c.as_str())
-                .unwrap_or_default();
+            let args: RunArgs = match crate::parse_args("shell/run", args) {
+                Ok(a) => a,
+                Err(failed) => return Ok(*failed),
+            };
+            let command = args.command.as_str();
             let timeout = args
-                .get("timeout_secs")
-                .and_then(Value::as_u64)
+                .timeout_secs
                 .map_or(self.config.default_timeout, Duration::from_secs)
                 .min(self.config.max_timeout);
             let mut cmd = tokio::process::Command::new("sh");

@@ -8,10 +8,35 @@ use futures::future::BoxFuture;
 use rein_core::engine::ports::{PortError, ToolOutput};
 use rein_core::state::{TodoItem, TodoStatus};
 use rein_core::tool::{Effect, ToolApi, ToolKind, ToolManifest};
-use serde_json::json;
 
 /// The plan tool.
 pub struct Todo;
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct WriteArgs {
+    /// The whole plan, in order
+    #[schemars(length(max = 50))]
+    items: Vec<PlanItem>,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PlanItem {
+    /// What to do
+    #[schemars(length(min = 1, max = 500))]
+    text: String,
+    /// Where it stands
+    status: PlanStatus,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum PlanStatus {
+    Pending,
+    InProgress,
+    Done,
+}
 
 /// The plan as the model reads it: `[x]` done, `[>]` in progress, `[ ]` pending.
 pub fn render(items: &[TodoItem]) -> String {
@@ -40,26 +65,7 @@ impl Tool for Todo {
             apis: vec![ToolApi {
                 name: "write".into(),
                 description: "Replace your plan with these items (all of them, in order), each pending, in_progress or done. Use it for tasks of several steps; keep one item in_progress.".into(),
-                parameters: json!({
-                    "type": "object",
-                    "properties": {
-                        "items": {
-                            "type": "array",
-                            "maxItems": 50,
-                            "items": {
-                                "type": "object",
-                                "properties": {
-                                    "text": {"type": "string", "minLength": 1, "maxLength": 500},
-                                    "status": {"enum": ["pending", "in_progress", "done"]}
-                                },
-                                "required": ["text", "status"],
-                                "additionalProperties": false
-                            }
-                        }
-                    },
-                    "required": ["items"],
-                    "additionalProperties": false
-                }),
+                parameters: crate::parameters_of::<WriteArgs>(),
                 intervention: None,
             }],
             intervention: None,
@@ -78,10 +84,22 @@ impl Tool for Todo {
         args: serde_json::Value,
     ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
         async move {
-            let items: Vec<TodoItem> = match serde_json::from_value(args["items"].clone()) {
-                Ok(items) => items,
-                Err(e) => return Ok(ToolOutput::failed(format!("Invalid plan: {e}"))),
+            let args: WriteArgs = match crate::parse_args("todo/write", args) {
+                Ok(a) => a,
+                Err(failed) => return Ok(*failed),
             };
+            let items: Vec<TodoItem> = args
+                .items
+                .into_iter()
+                .map(|i| TodoItem {
+                    text: i.text,
+                    status: match i.status {
+                        PlanStatus::Pending => TodoStatus::Pending,
+                        PlanStatus::InProgress => TodoStatus::InProgress,
+                        PlanStatus::Done => TodoStatus::Done,
+                    },
+                })
+                .collect();
             let text = if items.is_empty() {
                 "Plan cleared.".to_owned()
             } else {

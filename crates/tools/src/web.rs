@@ -8,7 +8,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use rein_core::engine::ports::{PortError, ToolOutput};
 use rein_core::tool::{Effect, ToolApi, ToolKind, ToolManifest};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -263,6 +263,14 @@ impl Web {
     }
 }
 
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct FetchArgs {
+    /// The http(s) URL to fetch
+    #[schemars(length(min = 1))]
+    url: String,
+}
+
 impl Tool for Web {
     fn manifest(&self) -> ToolManifest {
         ToolManifest {
@@ -276,7 +284,7 @@ impl Tool for Web {
                 description:
                     "GET an http(s) URL and return its text (HTML is converted to readable text)."
                         .into(),
-                parameters: json!({"type": "object", "properties": {"url": {"type": "string", "minLength": 1}}, "required": ["url"], "additionalProperties": false}),
+                parameters: crate::parameters_of::<FetchArgs>(),
                 intervention: None,
             }],
             intervention: None,
@@ -294,8 +302,11 @@ impl Tool for Web {
         args: Value,
     ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
         async move {
-            let url = args.get("url").and_then(|u| u.as_str()).unwrap_or_default();
-            Ok(match self.fetch(url).await {
+            let args: FetchArgs = match crate::parse_args("web/fetch", args) {
+                Ok(a) => a,
+                Err(failed) => return Ok(*failed),
+            };
+            Ok(match self.fetch(&args.url).await {
                 Ok(text) => ToolOutput::ok(text),
                 Err(e) => ToolOutput::failed(e),
             })

@@ -353,3 +353,84 @@ fn internal_address_classification() {
         "a'b A &unknown; c"
     );
 }
+
+/// A document store that holds nothing (only the manifests matter here).
+struct NoDocs;
+
+impl rein_tools::documents::Documents for NoDocs {
+    fn put<'a>(
+        &'a self,
+        _: &'a rein_core::document::Document,
+    ) -> futures::future::BoxFuture<'a, Result<(), String>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn get<'a>(
+        &'a self,
+        _: rein_core::document::DocumentKind,
+        _: &'a str,
+        _: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<Option<rein_core::document::Document>, String>> {
+        Box::pin(async { Ok(None) })
+    }
+    fn list<'a>(
+        &'a self,
+        _: rein_core::document::DocumentKind,
+        _: &'a str,
+        _: usize,
+    ) -> futures::future::BoxFuture<'a, Result<Vec<rein_core::document::Document>, String>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    fn delete<'a>(
+        &'a self,
+        _: rein_core::document::DocumentKind,
+        _: &'a str,
+        _: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<bool, String>> {
+        Box::pin(async { Ok(false) })
+    }
+}
+
+#[test]
+fn derived_schemas_are_plain_objects_providers_accept() {
+    let mut reg = ToolRegistry::with_builtins(&BuiltinConfig::default()).unwrap();
+    let docs: std::sync::Arc<dyn rein_tools::documents::Documents> = std::sync::Arc::new(NoDocs);
+    reg.register(std::sync::Arc::new(rein_tools::documents::Memory::new(
+        docs.clone(),
+    )))
+    .unwrap();
+    reg.register(std::sync::Arc::new(rein_tools::documents::Notes::new(docs)))
+        .unwrap();
+    let mut seen = 0;
+    for m in reg.manifests() {
+        for api in &m.apis {
+            let p = &api.parameters;
+            let text = p.to_string();
+            assert_eq!(p["type"], "object", "{}/{}: {text}", m.identifier, api.name);
+            assert_eq!(
+                p["additionalProperties"], false,
+                "{}/{}",
+                m.identifier, api.name
+            );
+            assert!(
+                !text.contains("$ref") && !text.contains("$schema") && p.get("title").is_none(),
+                "{text}"
+            );
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 18, "every built-in API checked");
+    let read = reg
+        .manifests()
+        .into_iter()
+        .find(|m| m.identifier == "files")
+        .unwrap();
+    let p = &read.apis[0].parameters;
+    assert_eq!(p["required"], json!(["path"]));
+    assert_eq!(p["properties"]["start_line"]["minimum"], 1);
+    assert!(
+        p["properties"]["path"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("working directory")
+    );
+}
