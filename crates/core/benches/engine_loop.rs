@@ -4,7 +4,7 @@
 //! First prints a plain report over 1,000 operations (µs per operation, per round, per step),
 //! then runs a criterion measurement of one operation. `cargo bench -p rein-core --bench engine_loop`
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-// A counting global allocator needs `unsafe impl GlobalAlloc`.
+// The shared counting allocator needs `unsafe impl GlobalAlloc`.
 #![allow(unsafe_code)]
 
 use criterion::Criterion;
@@ -19,37 +19,14 @@ use rein_core::state::ModelRef;
 use rein_core::testing::manifest;
 use rein_core::usage::{TokenUsage, Usd};
 use rein_core::*;
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-/// The system allocator, counting allocations so the report can show allocations per step.
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: defers every operation to `System`; the counter has no effect on allocation.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+#[path = "../../../bench/support/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::ALLOCATIONS;
 
 const ROUNDS: usize = 10;
 const OPERATIONS: usize = 1_000;

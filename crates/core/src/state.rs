@@ -590,6 +590,22 @@ pub struct TodoItem {
     pub status: TodoStatus,
 }
 
+/// The plan as a checklist, one item a line: `[x]` done, `[>]` in progress, `[ ]` pending.
+pub fn render_plan(items: &[TodoItem]) -> String {
+    items
+        .iter()
+        .map(|t| {
+            let mark = match t.status {
+                TodoStatus::Done => "[x]",
+                TodoStatus::InProgress => "[>]",
+                TodoStatus::Pending => "[ ]",
+            };
+            format!("{mark} {}", t.text)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Progress of a plan item.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

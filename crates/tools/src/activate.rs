@@ -53,10 +53,7 @@ impl Tool for ActivateTools {
         args: serde_json::Value,
     ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
         async move {
-            let args: ActivateArgs = match crate::parse_args("tools/activate_tools", args) {
-                Ok(a) => a,
-                Err(failed) => return Ok(*failed),
-            };
+            let args = tool_args!("tools/activate_tools", args, ActivateArgs);
             let requested: Vec<&str> = args.tools.iter().map(String::as_str).collect();
             let (known, unknown): (Vec<&str>, Vec<&str>) = requested
                 .into_iter()

@@ -37,10 +37,7 @@ impl Tool for Calculator {
         args: serde_json::Value,
     ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
         async move {
-            let args: EvaluateArgs = match crate::parse_args("calculator/evaluate", args) {
-                Ok(a) => a,
-                Err(failed) => return Ok(*failed),
-            };
+            let args = tool_args!("calculator/evaluate", args, EvaluateArgs);
             let expr = args.expression.as_str();
             Ok(match evaluate(expr) {
                 Ok(v) => ToolOutput::ok(format(v)),

@@ -93,16 +93,6 @@ struct UpdateArgs {
 #[serde(deny_unknown_fields)]
 struct NoArgs {}
 
-/// The arguments as `T`, or return the failed result from the enclosing call.
-macro_rules! args {
-    ($key:expr, $args:expr, $t:ty) => {
-        match crate::parse_args::<$t>($key, $args) {
-            Ok(a) => a,
-            Err(failed) => return Ok(*failed),
-        }
-    };
-}
-
 /// Documents considered by one recall (the newest of the scope).
 const RECALL_WINDOW: usize = 1_000;
 
@@ -192,7 +182,10 @@ impl Tool for Memory {
             let kind = DocumentKind::Memory;
             match api {
                 "remember" => {
-                    let a = args!("memory/remember", args, RememberArgs);
+                    let a = tool_args!("memory/remember", args, RememberArgs);
+                    if a.fact.trim().is_empty() {
+                        return Ok(ToolOutput::failed("The fact to remember is empty."));
+                    }
                     let now = Utc::now();
                     let doc = Document {
                         kind,
@@ -207,7 +200,7 @@ impl Tool for Memory {
                     Ok(ToolOutput::ok(format!("Remembered (id {}).", doc.id)))
                 }
                 "recall" => {
-                    let a = args!("memory/recall", args, RecallArgs);
+                    let a = tool_args!("memory/recall", args, RecallArgs);
                     let limit = a.limit.unwrap_or(10) as usize;
                     let all = self
                         .docs
@@ -227,7 +220,7 @@ impl Tool for Memory {
                     ))
                 }
                 "forget" => {
-                    let id = args!("memory/forget", args, IdArgs).id;
+                    let id = tool_args!("memory/forget", args, IdArgs).id;
                     if self
                         .docs
                         .delete(kind, scope, &id)
@@ -309,7 +302,7 @@ impl Tool for Notes {
             let kind = DocumentKind::Note;
             match api {
                 "create" => {
-                    let a = args!("notes/create", args, CreateArgs);
+                    let a = tool_args!("notes/create", args, CreateArgs);
                     let now = Utc::now();
                     let doc = Document {
                         kind,
@@ -327,7 +320,7 @@ impl Tool for Notes {
                     )))
                 }
                 "read" => {
-                    let id = args!("notes/read", args, IdArgs).id;
+                    let id = tool_args!("notes/read", args, IdArgs).id;
                     match self
                         .docs
                         .get(kind, scope, &id)
@@ -339,7 +332,7 @@ impl Tool for Notes {
                     }
                 }
                 "update" => {
-                    let a = args!("notes/update", args, UpdateArgs);
+                    let a = tool_args!("notes/update", args, UpdateArgs);
                     let Some(mut d) = self
                         .docs
                         .get(kind, scope, &a.id)
@@ -357,7 +350,7 @@ impl Tool for Notes {
                     Ok(ToolOutput::ok(format!("Updated note {}.", d.id)))
                 }
                 "list" => {
-                    args!("notes/list", args, NoArgs);
+                    tool_args!("notes/list", args, NoArgs);
                     let all = self
                         .docs
                         .list(kind, scope, 200)

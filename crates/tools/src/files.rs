@@ -152,31 +152,29 @@ impl Tool for Files {
         async move {
             let wd = cx.working_directory.as_deref();
             let key = format!("files/{api}");
-            macro_rules! args {
-                ($t:ty) => {
-                    match crate::parse_args::<$t>(&key, args) {
-                        Ok(a) => a,
-                        Err(failed) => return Ok(*failed),
-                    }
-                };
-            }
             let result = match api {
                 "read" => {
-                    let a = args!(ReadArgs);
+                    let a = tool_args!(key, args, ReadArgs);
                     read(wd, &a.path, a.start_line, a.end_line)
                 }
                 "write" => {
-                    let a = args!(WriteArgs);
+                    let a = tool_args!(key, args, WriteArgs);
                     write(wd, &a.path, &a.content)
                 }
                 "edit" => {
-                    let a = args!(EditArgs);
+                    let a = tool_args!(key, args, EditArgs);
                     edit(wd, &a.path, &a.old_text, &a.new_text)
                 }
-                "list" => list(wd, args!(ListArgs).path.as_deref().unwrap_or(".")),
-                "glob" => glob(wd, &args!(GlobArgs).pattern),
+                "list" => list(
+                    wd,
+                    tool_args!(key, args, ListArgs)
+                        .path
+                        .as_deref()
+                        .unwrap_or("."),
+                ),
+                "glob" => glob(wd, &tool_args!(key, args, GlobArgs).pattern),
                 "grep" => {
-                    let a = args!(GrepArgs);
+                    let a = tool_args!(key, args, GrepArgs);
                     grep(wd, &a.pattern, a.path.as_deref().unwrap_or("."))
                 }
                 other => Err(format!("files has no API `{other}`")),

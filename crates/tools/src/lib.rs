@@ -9,6 +9,23 @@
 //! (`activate_tools`, for progressive disclosure); and [`mcp`], which turns an MCP server's
 //! tools into one more tool.
 
+/// Parse a tool call's arguments into `$t`, or make the enclosing `call` return a failed
+/// result naming what did not fit. The registry validated them against the same schema, so
+/// this fails only for a tool called directly.
+macro_rules! tool_args {
+    ($api:expr, $args:expr, $t:ty) => {
+        match serde_json::from_value::<$t>($args) {
+            Ok(a) => a,
+            Err(e) => {
+                return Ok(ToolOutput::failed(format!(
+                    "Invalid arguments for `{}`: {e}",
+                    $api
+                )));
+            }
+        }
+    };
+}
+
 pub mod activate;
 pub mod calculator;
 pub mod documents;
@@ -179,17 +196,4 @@ pub fn parameters_of<T: schemars::JsonSchema>() -> serde_json::Value {
     schema.remove("$schema");
     schema.remove("title");
     schema.to_value()
-}
-
-/// The arguments as `T`, or a failed result naming what did not fit. The registry validated
-/// them against the same schema, so this fails only for a tool called directly.
-pub fn parse_args<T: serde::de::DeserializeOwned>(
-    api: &str,
-    args: serde_json::Value,
-) -> Result<T, Box<ToolOutput>> {
-    serde_json::from_value(args).map_err(|e| {
-        Box::new(ToolOutput::failed(format!(
-            "Invalid arguments for `{api}`: {e}"
-        )))
-    })
 }

@@ -182,6 +182,18 @@ impl McpServer {
                 Self::start(config, transport, pid).await
             }
             McpTransport::Http { url, headers } => {
+                if !url.starts_with("http://") {
+                    return Err(McpError::Config {
+                        server,
+                        message: if url.starts_with("https://") {
+                            format!(
+                                "`{url}`: HTTPS endpoints are not supported yet; use an http:// endpoint or run the server over stdio"
+                            )
+                        } else {
+                            format!("`{url}` is not an http:// URL")
+                        },
+                    });
+                }
                 let mut custom = std::collections::HashMap::new();
                 for (k, v) in headers {
                     let bad = |what: &str| McpError::Config {

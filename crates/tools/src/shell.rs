@@ -135,10 +135,7 @@ impl Tool for Shell {
                     "this operation has no working directory, so the shell is unavailable",
                 ));
             };
-            let args: RunArgs = match crate::parse_args("shell/run", args) {
-                Ok(a) => a,
-                Err(failed) => return Ok(*failed),
-            };
+            let args = tool_args!("shell/run", args, RunArgs);
             let command = args.command.as_str();
             let timeout = args
                 .timeout_secs

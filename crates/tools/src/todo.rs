@@ -6,7 +6,7 @@ use crate::{Tool, ToolContext};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use rein_core::engine::ports::{PortError, ToolOutput};
-use rein_core::state::{TodoItem, TodoStatus};
+use rein_core::state::{TodoItem, TodoStatus, render_plan};
 use rein_core::tool::{Effect, ToolApi, ToolKind, ToolManifest};
 
 /// The plan tool.
@@ -36,22 +36,6 @@ enum PlanStatus {
     Pending,
     InProgress,
     Done,
-}
-
-/// The plan as the model reads it: `[x]` done, `[>]` in progress, `[ ]` pending.
-pub fn render(items: &[TodoItem]) -> String {
-    items
-        .iter()
-        .map(|t| {
-            let mark = match t.status {
-                TodoStatus::Done => "[x]",
-                TodoStatus::InProgress => "[>]",
-                TodoStatus::Pending => "[ ]",
-            };
-            format!("{mark} {}", t.text)
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 impl Tool for Todo {
@@ -84,10 +68,7 @@ impl Tool for Todo {
         args: serde_json::Value,
     ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
         async move {
-            let args: WriteArgs = match crate::parse_args("todo/write", args) {
-                Ok(a) => a,
-                Err(failed) => return Ok(*failed),
-            };
+            let args = tool_args!("todo/write", args, WriteArgs);
             let items: Vec<TodoItem> = args
                 .items
                 .into_iter()
@@ -103,7 +84,7 @@ impl Tool for Todo {
             let text = if items.is_empty() {
                 "Plan cleared.".to_owned()
             } else {
-                format!("Plan saved:\n{}", render(&items))
+                format!("Plan saved:\n{}", render_plan(&items))
             };
             let mut out = ToolOutput::ok(text);
             out.todos = Some(items);

@@ -302,10 +302,7 @@ impl Tool for Web {
         args: Value,
     ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
         async move {
-            let args: FetchArgs = match crate::parse_args("web/fetch", args) {
-                Ok(a) => a,
-                Err(failed) => return Ok(*failed),
-            };
+            let args = tool_args!("web/fetch", args, FetchArgs);
             Ok(match self.fetch(&args.url).await {
                 Ok(text) => ToolOutput::ok(text),
                 Err(e) => ToolOutput::failed(e),

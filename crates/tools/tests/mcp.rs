@@ -154,6 +154,18 @@ async fn a_server_that_cannot_start_is_a_clear_error() {
     assert!(matches!(err, McpError::Spawn { .. }), "{err}");
     assert!(err.to_string().contains("ghost"), "{err}");
 
+    // An endpoint rein cannot reach is refused up front, saying why.
+    let err = McpServer::connect(McpServerConfig::http("sec", "https://mcp.example/mcp"))
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(err, McpError::Config { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("HTTPS endpoints are not supported"),
+        "{err}"
+    );
+
     // A program that starts but never speaks MCP hits the start-up timeout.
     let mut cfg = McpServerConfig::stdio("mute", "sleep", &["30"]);
     cfg.startup_timeout = Duration::from_millis(300);

@@ -6,8 +6,7 @@
 
 use crate::pipeline::{ContextInput, Draft, Processor};
 use rein_core::message::Message;
-use rein_core::state::TodoStatus;
-use std::fmt::Write;
+use rein_core::state::render_plan;
 use std::sync::Arc;
 
 /// Shows the plan (see the module docs).
@@ -25,16 +24,7 @@ impl Processor for Plan {
         let mut text = String::from(
             "[Runtime note, not from the user] Your plan (update it with todo.write as you go):\n",
         );
-        for t in &input.step.todos {
-            let mark = match t.status {
-                TodoStatus::Done => "[x]",
-                TodoStatus::InProgress => "[>]",
-                TodoStatus::Pending => "[ ]",
-            };
-            let _ = writeln!(text, "{mark} {}", t.text);
-        }
-        draft
-            .messages
-            .push(Arc::new(Message::user(text.trim_end())));
+        text.push_str(&render_plan(&input.step.todos));
+        draft.messages.push(Arc::new(Message::user(text)));
     }
 }
