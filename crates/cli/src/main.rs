@@ -42,7 +42,8 @@ struct Cli {
     #[arg(long, global = true)]
     json: bool,
     /// Connect an MCP server; its tools are named after NAME. Repeatable. COMMAND is a program
-    /// and its arguments separated by spaces (stdio), or an http:// URL (Streamable HTTP).
+    /// and its arguments separated by spaces (stdio), or an http:// or https:// URL (Streamable
+    /// HTTP).
     #[arg(long = "mcp", global = true, value_name = "NAME=COMMAND")]
     mcp: Vec<String>,
     #[command(subcommand)]
@@ -110,6 +111,10 @@ struct RunArgs {
     /// Seconds a requested approval stays valid; after that the operation ends (timeout).
     #[arg(long, value_name = "SECS")]
     approval_timeout: Option<u64>,
+    /// Attach a file to the prompt (repeatable): images are shown to models that can see
+    /// them, text files are inlined (long ones cut), other files are named only.
+    #[arg(long, value_name = "PATH")]
+    attach: Vec<std::path::PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -191,6 +196,9 @@ fn mcp_config(spec: &str) -> anyhow::Result<rein_tools::mcp::McpServerConfig> {
     if name.is_empty() {
         bail!("--mcp `{spec}`: the server name is empty");
     }
+    if program.starts_with("http://") || program.starts_with("https://") {
+        return Ok(rein_tools::mcp::McpServerConfig::http(name, program));
+    }
     let args: Vec<&str> = words.collect();
     Ok(rein_tools::mcp::McpServerConfig::stdio(
         name, program, &args,
@@ -236,6 +244,25 @@ async fn driver(store: Arc<SqlStore>, model: &str, ctx: &Context_) -> anyhow::Re
             memories: false,
             ..ContextSettings::default()
         });
+    }
+    if ctx.cli_replay.is_none()
+        && ctx.cli_record.is_none()
+        && let Some(spec) = std::env::var("REIN_EMBED_MODEL")
+            .ok()
+            .filter(|s| !s.trim().is_empty())
+    {
+        let (provider_id, model_id) =
+            Registry::split(&spec).map_err(|e| anyhow!("REIN_EMBED_MODEL: {e}"))?;
+        let config = registry.provider(provider_id)?;
+        let provider = rein_model::Provider::new(
+            config,
+            Arc::new(ReqwestTransport::new(Timeouts::default())?),
+        );
+        let model = ModelRef {
+            provider: provider_id.into(),
+            model: model_id.into(),
+        };
+        driver = driver.with_embedder(Arc::new(provider), model);
     }
     for spec in &ctx.mcp {
         let server = rein_tools::mcp::McpServer::connect(mcp_config(spec)?).await?;
@@ -395,6 +422,11 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 .model
                 .or_else(|| std::env::var("REIN_MODEL").ok())
                 .unwrap_or_else(|| "openai/gpt-4o-mini".into());
+            let attachments = a
+                .attach
+                .iter()
+                .map(|p| rein_operation::attachment::from_path(p))
+                .collect::<Result<Vec<_>, _>>()?;
             let driver = driver(Arc::clone(&store), &model, &ctx).await?;
             let budget = Budget {
                 max_cost: a.cost_limit.map(Usd::from_dollars),
@@ -410,6 +442,8 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 working_directory: std::env::current_dir()
                     .ok()
                     .map(|d| d.to_string_lossy().into_owned()),
+                attachments,
+                approval_timeout: a.approval_timeout.map(std::time::Duration::from_secs),
                 ..Default::default()
             };
             let id = driver.start(&a.prompt, &opts).await?;

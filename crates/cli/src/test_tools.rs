@@ -27,6 +27,7 @@ impl Tool for Ledger {
                 description: "Append one entry.".into(),
                 parameters: serde_json::json!({"type": "object", "properties": {"entry": {"type": "string"}}, "required": ["entry"]}),
                 intervention: None,
+                cost: None,
             }],
             intervention: None,
         }

@@ -184,6 +184,110 @@ async fn run_streams_the_answer_and_json_events_are_gapless() {
 }
 
 #[tokio::test]
+async fn attached_files_reach_the_model_and_a_missing_one_is_a_clear_error() {
+    let e = env(vec![Canned::openai_text("North leads.")]).await;
+    let csv = e.dir.join("sales.csv");
+    std::fs::write(&csv, "region,total\nnorth,30\nsouth,12\n").unwrap();
+    let png = e.dir.join("chart.png");
+    std::fs::write(&png, [0x89, b'P', b'N', b'G']).unwrap();
+    let (code, out, err) = e
+        .rein(&[
+            "run",
+            "Which region leads?",
+            "--attach",
+            csv.to_str().unwrap(),
+            "--attach",
+            png.to_str().unwrap(),
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("North leads."), "{out}");
+    let body = &e.server.requests()[0].body;
+    let user = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "user")
+        .unwrap();
+    let parts = user["content"].as_array().unwrap();
+    assert_eq!(parts[0]["text"], "Which region leads?");
+    assert!(
+        parts[1]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("<file name=\"sales.csv\" type=\"text/csv\">\nregion,total\nnorth,30"),
+        "{parts:?}"
+    );
+    // gpt-4o-mini sees images: the PNG goes as a data URL.
+    assert_eq!(parts[2]["type"], "image_url");
+    assert_eq!(
+        parts[2]["image_url"]["url"],
+        "data:image/png;base64,iVBORw=="
+    );
+
+    let (code, _, err) = e
+        .rein(&["run", "x", "--attach", "/nonexistent/rein/nope.txt"])
+        .await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("cannot read attachment /nonexistent/rein/nope.txt"),
+        "{err}"
+    );
+    assert_eq!(e.server.requests().len(), 1, "nothing was sent");
+}
+
+#[tokio::test]
+async fn rein_embed_model_embeds_memories_as_they_are_stored() {
+    let e = env(vec![
+        Canned::openai_tools(&[("m1", "memory__remember", r#"{"fact":"Likes trains"}"#)]),
+        Canned::json(
+            200,
+            &serde_json::json!({"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": [0.5, 0.25]}], "model": "text-embedding-3-small"}),
+        ),
+        Canned::json(
+            200,
+            &serde_json::json!({"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": [0.5, 0.2]}], "model": "text-embedding-3-small"}),
+        ),
+        Canned::openai_text("Noted."),
+    ])
+    .await;
+    let mut cmd = e.cmd(&["run", "Remember that I like trains."]);
+    cmd.env("REIN_EMBED_MODEL", "openai/text-embedding-3-small");
+    let out = cmd.output().await.unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let memories = e
+        .store()
+        .await
+        .list_documents(
+            rein_core::document::DocumentKind::Memory,
+            "user:local/agent:default",
+            10,
+        )
+        .await
+        .unwrap();
+    let embedding = memories[0].embedding.as_ref().unwrap();
+    assert_eq!(
+        (embedding.model.as_str(), embedding.vector.as_slice()),
+        ("openai/text-embedding-3-small", [0.5, 0.25].as_slice())
+    );
+
+    let mut bad = e.cmd(&["run", "x"]);
+    bad.env("REIN_EMBED_MODEL", "no-slash");
+    let out = bad.output().await.unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("REIN_EMBED_MODEL"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test]
 async fn without_a_terminal_an_approval_parks_and_rein_approve_resumes() {
     let e = env(vec![calc("c1", "2+2"), Canned::openai_text("4.")]).await;
     let (code, _, err) = e.rein(&["run", "--approval", "allow-list", "2+2?"]).await;
@@ -574,6 +678,15 @@ async fn a_bad_mcp_server_spec_or_command_fails_with_a_clear_message() {
     assert_eq!(code, 1, "{stderr}");
     assert!(
         stderr.contains("MCP server `ghost`") && stderr.contains("cannot start"),
+        "{stderr}"
+    );
+    // A URL is reached over Streamable HTTP, not started as a program.
+    let (code, _, stderr) = e
+        .rein(&["--mcp", "remote=http://127.0.0.1:9/mcp", "run", "hi"])
+        .await;
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("MCP server `remote`") && !stderr.contains("cannot start"),
         "{stderr}"
     );
     assert!(e.server.requests().is_empty(), "no model call was made");

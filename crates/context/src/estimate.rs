@@ -20,6 +20,8 @@ pub enum Encoding {
 
 /// Tokens an image is counted as (a high-detail 512×512 tile set, OpenAI's accounting).
 const IMAGE_TOKENS: u64 = 765;
+/// The `<file name=… type=…>` block around an inlined file.
+const FILE_WRAPPER: u64 = 16;
 /// Chat framing per message (role, separators).
 const PER_MESSAGE: u64 = 4;
 /// Framing per tool definition.
@@ -83,6 +85,10 @@ impl TiktokenEstimator {
             n += match p {
                 ContentPart::Text { text } => self.text(text),
                 ContentPart::Image { .. } => IMAGE_TOKENS,
+                // Counted whole: conservative where the pipeline later cuts a long file.
+                ContentPart::File { name, text, .. } => {
+                    self.text(name) + text.as_deref().map_or(0, |t| self.text(t)) + FILE_WRAPPER
+                }
             };
         }
         for c in &m.tool_calls {

@@ -22,6 +22,8 @@ pub struct AgentFacts {
     pub history_limit: Option<usize>,
     /// Tool results longer than this many characters keep their head and tail only.
     pub max_tool_result_chars: Option<usize>,
+    /// Attached text files are inlined up to this many characters each; `None` inlines whole.
+    pub max_file_chars: Option<usize>,
 }
 
 /// One retrieved piece of knowledge.

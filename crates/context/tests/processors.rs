@@ -222,6 +222,36 @@ fn attachments_degrade_images_only_without_vision() {
 }
 
 #[test]
+fn attachments_inline_text_files_with_a_limit_and_name_binary_ones() {
+    let mut m = Message::user("summarize these");
+    m.content.push(ContentPart::File {
+        name: "report.csv".into(),
+        media_type: Some("text/csv".into()),
+        text: Some("region,total\nnorth,12\nsouth,30\n".into()),
+        size: 31,
+    });
+    m.content.push(ContentPart::File {
+        name: "photo.raw".into(),
+        media_type: None,
+        text: None,
+        size: 2048,
+    });
+    let messages = vec![Arc::new(m)];
+    let agent = AgentFacts {
+        max_file_chars: Some(20),
+        ..Default::default()
+    };
+    // Files become text for every model, seeing or not.
+    let seeing = ModelFacts {
+        vision: true,
+        ..Default::default()
+    };
+    let out = apply(attachments::Attachments, &messages, &agent, &seeing);
+    assert!(!out.contains("<file report.csv>"), "inlined: {out}");
+    insta::assert_snapshot!(out);
+}
+
+#[test]
 fn tool_result_limit_keeps_head_and_tail() {
     let long = format!("BEGIN {} END", "x".repeat(500));
     let messages = vec![

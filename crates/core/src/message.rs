@@ -40,6 +40,61 @@ pub enum ContentPart {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         detail: Option<String>,
     },
+    /// A file the user attached: its text when it is text, otherwise only what it is. Models
+    /// read it as text (see [`ContentPart::file_text`]); nothing else is sent.
+    File {
+        /// File name as the user gave it.
+        name: String,
+        /// MIME type when known (`text/csv`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        media_type: Option<String>,
+        /// The contents, for a UTF-8 text file; `None` for anything else.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        /// Size in bytes.
+        #[serde(default)]
+        size: u64,
+    },
+}
+
+impl ContentPart {
+    /// A [`ContentPart::File`] as the text a model reads: the contents inside a `<file>` block,
+    /// cut to `limit` characters with a note saying so; for a file that is not text, a note
+    /// naming it. `None` for other parts.
+    pub fn file_text(&self, limit: Option<usize>) -> Option<String> {
+        let ContentPart::File {
+            name,
+            media_type,
+            text,
+            size,
+        } = self
+        else {
+            return None;
+        };
+        let kind = media_type.as_deref().unwrap_or("unknown type");
+        let Some(text) = text else {
+            return Some(format!(
+                "[A file was attached: {name} ({kind}, {size} bytes). It is not text, so its contents are not shown.]"
+            ));
+        };
+        let cut = limit
+            .and_then(|l| text.char_indices().nth(l))
+            .map(|(at, _)| at);
+        let shown = &text[..cut.unwrap_or(text.len())];
+        let mut out = format!("<file name=\"{name}\" type=\"{kind}\">\n{shown}");
+        if !shown.ends_with('\n') {
+            out.push('\n');
+        }
+        if cut.is_some() {
+            let total = text.chars().count();
+            let kept = shown.chars().count();
+            out.push_str(&format!(
+                "[... truncated: the first {kept} of {total} characters are shown]\n"
+            ));
+        }
+        out.push_str("</file>");
+        Some(out)
+    }
 }
 
 /// Model reasoning attached to an assistant message. Providers that sign their reasoning
@@ -352,5 +407,57 @@ mod model_view_tests {
 
         let plain = vec![Message::user("x"), Message::assistant("y")];
         assert_eq!(texts(&model_view(plain)), ["x", "y"]);
+    }
+}
+
+#[cfg(test)]
+mod file_tests {
+    use super::*;
+
+    fn file(text: Option<&str>) -> ContentPart {
+        ContentPart::File {
+            name: "notes.md".into(),
+            media_type: Some("text/markdown".into()),
+            text: text.map(str::to_owned),
+            size: 42,
+        }
+    }
+
+    #[test]
+    fn a_text_file_is_inlined_and_cut_at_the_limit_on_a_char_boundary() {
+        assert_eq!(
+            file(Some("héllo\nworld")).file_text(None).unwrap(),
+            "<file name=\"notes.md\" type=\"text/markdown\">\nhéllo\nworld\n</file>"
+        );
+        let cut = file(Some("héllo\nworld")).file_text(Some(3)).unwrap();
+        assert_eq!(
+            cut,
+            "<file name=\"notes.md\" type=\"text/markdown\">\nhél\n[... truncated: the first 3 of 11 characters are shown]\n</file>"
+        );
+        // At or under the limit nothing is cut.
+        assert!(
+            !file(Some("abc"))
+                .file_text(Some(3))
+                .unwrap()
+                .contains("truncated")
+        );
+    }
+
+    #[test]
+    fn a_binary_file_is_named_not_shown_and_other_parts_are_not_files() {
+        let note = file(None).file_text(Some(10)).unwrap();
+        assert!(
+            note.contains("notes.md (text/markdown, 42 bytes)"),
+            "{note}"
+        );
+        assert!(
+            ContentPart::Text { text: "x".into() }
+                .file_text(None)
+                .is_none()
+        );
+        let json = serde_json::to_value(file(Some("a"))).unwrap();
+        assert_eq!(json["type"], "file");
+        let back: ContentPart = serde_json::from_value(json).unwrap();
+        assert_eq!(back, file(Some("a")));
     }
 }

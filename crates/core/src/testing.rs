@@ -223,6 +223,7 @@ pub fn manifest(identifier: &str, apis: &[&str]) -> ToolManifest {
                 description: String::new(),
                 parameters: serde_json::json!({"type": "object"}),
                 intervention: None,
+                cost: None,
             })
             .collect(),
         intervention: None,

@@ -48,6 +48,10 @@ pub struct ToolApi {
     /// Per-API approval policy; overrides the manifest's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intervention: Option<InterventionConfig>,
+    /// What one call costs (a paid search API, say), charged to the operation's budget when
+    /// the tool itself reports no cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<crate::usage::Usd>,
 }
 
 fn empty_object_schema() -> serde_json::Value {
@@ -97,6 +101,27 @@ pub enum Effect {
     /// Must not run twice: an interrupted run is settled, not repeated.
     #[default]
     AtMostOnce,
+}
+
+/// Identifier of the meta-tool that activates tools under progressive disclosure.
+pub const ACTIVATE_TOOLS: &str = "tools";
+
+/// Whether the model is sent `identifier`'s full schemas. Without progressive disclosure
+/// (`always` is `None`) every tool but the meta-tool is; with it, only the tools in `always`,
+/// the meta-tool and the tools the model activated are; the rest are only listed by name.
+pub fn schemas_offered(
+    identifier: &str,
+    always: Option<&[String]>,
+    activated: &[ActivatedTool],
+) -> bool {
+    match always {
+        None => identifier != ACTIVATE_TOOLS,
+        Some(always) => {
+            identifier == ACTIVATE_TOOLS
+                || always.iter().any(|a| a == identifier)
+                || activated.iter().any(|a| a.identifier == identifier)
+        }
+    }
 }
 
 /// A tool activated for the rest of an operation (by discovery, mention or device).

@@ -827,4 +827,27 @@ fn only_offered_tool_schemas_count_toward_the_compression_threshold() {
         InstructionKind::CallLlm,
         "the encyclopedia is not offered, so its schema does not count"
     );
+    // Under progressive disclosure an inactive tool counts as its listed line only...
+    let mut progressive = small_window().config().clone();
+    progressive.progressive_tools = Some(vec!["calculator".into()]);
+    assert_eq!(
+        kind(GeneralChatAgent::new(progressive.clone())),
+        InstructionKind::CallLlm
+    );
+    // ...until the model activates it: then its whole schema is sent, and counted.
+    let mut activated = s.clone();
+    activated
+        .activated_tools
+        .push(rein_core::tool::ActivatedTool {
+            identifier: "encyclopedia".into(),
+            activated_at_step: 1,
+            source: "discovery".into(),
+        });
+    assert_eq!(
+        GeneralChatAgent::new(progressive)
+            .runner(&ctx, &activated)
+            .unwrap()[0]
+            .kind(),
+        InstructionKind::CompressContext
+    );
 }

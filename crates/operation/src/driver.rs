@@ -48,6 +48,8 @@ pub struct StartOptions {
     pub working_directory: Option<String>,
     /// How long a requested approval stays valid; after it the operation ends (`timeout`).
     pub approval_timeout: Option<Duration>,
+    /// Images and files sent with the prompt (see [`crate::attachment`]).
+    pub attachments: Vec<rein_core::message::ContentPart>,
 }
 
 /// Metadata key holding the approval timeout, so every process that parks or decides the
@@ -132,6 +134,7 @@ pub struct Driver {
     context: crate::ContextSettings,
     /// The model that writes compression summaries (the operation's model when unset).
     compression_model: Option<(Arc<dyn ModelProvider>, ModelRef)>,
+    embedder: Option<Arc<dyn rein_tools::documents::Embedder>>,
 }
 
 /// A message id derived from the operation and commit index: a step re-run after a crash
@@ -218,6 +221,7 @@ impl Driver {
             pipeline: Arc::new(rein_context::Pipeline::standard()),
             context: crate::ContextSettings::default(),
             compression_model: None,
+            embedder: None,
         }
     }
 
@@ -263,6 +267,20 @@ impl Driver {
         }
     }
 
+    /// Builder: embed memories with `model` on `provider`, so they are recalled (by the
+    /// memory tool and into each request) by meaning as well as by words.
+    pub fn with_embedder(mut self, provider: Arc<dyn ModelProvider>, model: ModelRef) -> Self {
+        let embedder: Arc<dyn rein_tools::documents::Embedder> =
+            Arc::new(crate::ProviderEmbedder::new(provider, model));
+        if let Some(host) = Arc::get_mut(&mut self.tools)
+            && let Err(e) = host.set_embedder(Arc::clone(&embedder))
+        {
+            tracing::error!(error = %e, "memory tool not re-registered with the embedder");
+        }
+        self.embedder = Some(embedder);
+        self
+    }
+
     /// Builder: the model that writes compression summaries (by default the operation's own).
     pub fn with_compression_model(
         mut self,
@@ -304,6 +322,8 @@ impl Driver {
             cancel: self.cancel.clone(),
             pipeline: Arc::clone(&self.pipeline),
             context: self.context.clone(),
+            embedder: self.embedder.clone(),
+            query_memo: Default::default(),
         };
         let (summary_provider, summary_model) = match &self.compression_model {
             Some((p, m)) => (Arc::clone(p), m.clone()),
@@ -329,7 +349,10 @@ impl Driver {
             sink: self.sink.clone(),
             ..Default::default()
         };
-        let agent = GeneralChatAgent::new(self.agent.clone()).with_estimator(estimator);
+        let mut agent = self.agent.clone();
+        // One setting decides both what the model is sent and what the agent counts.
+        agent.progressive_tools = self.context.progressive_tools.clone();
+        let agent = GeneralChatAgent::new(agent).with_estimator(estimator);
         AgentRuntime::new(Arc::new(agent), config)
     }
 
@@ -355,6 +378,7 @@ impl Driver {
             }
         }
         let mut user = Message::user(prompt);
+        user.content.extend(opts.attachments.iter().cloned());
         user.parent_id = state.messages.last().map(|m| m.id);
         state.push_message(user);
         for m in self.tools.manifests() {

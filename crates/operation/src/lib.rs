@@ -6,13 +6,16 @@
 //! or ends. Human decisions, cancellation and crash recovery all continue from what is on
 //! disk.
 
+pub mod attachment;
 mod driver;
+mod embedder;
 mod error;
 mod model_port;
 mod summarizer;
 mod tools;
 
 pub use driver::{Decision, Driver, RunEnd, StartOptions, derived_message_id};
+pub use embedder::ProviderEmbedder;
 pub use error::DriverError;
 pub use model_port::{ContextSettings, ModelPort};
 pub use rein_context::{FORCE_FINISH_PROMPT, Pipeline};

@@ -7,6 +7,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use rein_context::{AgentFacts, ContextInput, ModelFacts, Pipeline, StepFacts, ToolBrief};
 use rein_core::Usd;
+use rein_core::document::{DocumentKind, Embedding, rank_hybrid};
 use rein_core::engine::ports::{
     LlmOutput, LlmPort, LlmProgress, LlmRequest, PortError, RawToolCall,
 };
@@ -17,8 +18,9 @@ use rein_core::message::Reasoning;
 use rein_core::tool::mangle;
 use rein_model::{Catalog, ChatRequest, ErrorKind, ModelEvent, ModelProvider, ToolSpec};
 use rein_store::Store;
+use rein_tools::documents::{Embedder, RECALL_WINDOW, embed_one};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
 /// What the context engine is told beyond the transcript.
@@ -35,6 +37,8 @@ pub struct ContextSettings {
     pub memories: bool,
     /// Tool results longer than this keep their head and tail.
     pub max_tool_result_chars: Option<usize>,
+    /// Attached text files are inlined up to this many characters each.
+    pub max_file_chars: Option<usize>,
     /// Keep at most this many conversation messages per call.
     pub history_limit: Option<usize>,
     /// Compression keeps the newest messages verbatim up to this many tokens (at most a
@@ -53,6 +57,7 @@ impl Default for ContextSettings {
             workspace: true,
             memories: true,
             max_tool_result_chars: Some(64 * 1024),
+            max_file_chars: Some(32 * 1024),
             history_limit: None,
             keep_recent_tokens: 8_000,
             progressive_tools: None,
@@ -76,11 +81,15 @@ pub struct ModelPort {
     pub pipeline: Arc<Pipeline>,
     /// What the pipeline is told beyond the transcript.
     pub context: ContextSettings,
+    /// Embeds the request to find memories by meaning; keywords only without one.
+    pub embedder: Option<Arc<dyn Embedder>>,
+    /// The last query embedded: every step of an operation asks with the same user message.
+    pub query_memo: Mutex<Option<(String, Option<Embedding>)>>,
 }
 
 impl ModelPort {
-    /// The messages and tools this call sends, through the context pipeline.
-    /// Memories relevant to the latest user message (keyword match), at most five.
+    /// Memories relevant to the latest user message (by words, and by meaning with an
+    /// embedder), at most five.
     async fn relevant_memories(&self, req: &LlmRequest<'_>) -> Vec<String> {
         if !self.context.memories {
             return Vec::new();
@@ -96,23 +105,45 @@ impl ModelPort {
             return Vec::new();
         };
         let scope = crate::tools::document_scope(req.state);
-        match self
+        let all = match self
             .store
-            .list_documents(rein_core::document::DocumentKind::Memory, &scope, 1_000)
+            .list_documents(DocumentKind::Memory, &scope, RECALL_WINDOW)
             .await
         {
-            Ok(all) => rein_core::document::rank_by_keywords(all, &query, 5)
-                .into_iter()
-                .map(|d| d.body)
-                .collect(),
+            Ok(all) => all,
             Err(e) => {
                 // Memories enrich a request; failing to read them must not fail it.
                 tracing::warn!(error = %e, "memories could not be read");
-                Vec::new()
+                return Vec::new();
             }
+        };
+        if all.is_empty() {
+            return Vec::new();
         }
+        let embedding = self.query_embedding(&query).await;
+        rank_hybrid(all, &query, embedding.as_ref(), 5)
+            .into_iter()
+            .map(|d| d.body)
+            .collect()
     }
 
+    async fn query_embedding(&self, query: &str) -> Option<Embedding> {
+        let embedder = self.embedder.as_deref()?;
+        let memo = |m: &Mutex<Option<(String, Option<Embedding>)>>| {
+            m.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        };
+        if let Some((q, e)) = memo(&self.query_memo)
+            && q == query
+        {
+            return e;
+        }
+        let e = embed_one(Some(embedder), query).await;
+        *self.query_memo.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((query.to_owned(), e.clone()));
+        e
+    }
+
+    /// The messages and tools this call sends, through the context pipeline.
     fn assemble(
         &self,
         req: &LlmRequest<'_>,
@@ -125,6 +156,7 @@ impl ModelPort {
             .is_none_or(|m| m.capabilities.vision);
         let agent = AgentFacts {
             max_tool_result_chars: self.context.max_tool_result_chars,
+            max_file_chars: self.context.max_file_chars,
             history_limit: self.context.history_limit,
             memories,
             ..Default::default()
@@ -135,22 +167,22 @@ impl ModelPort {
             // rein-model groups consecutive same-role turns for the protocols that need it.
             alternating_roles: false,
         };
-        let meta = rein_tools::activate::IDENTIFIER;
-        let active = |id: &str| match &self.context.progressive_tools {
-            None => id != meta,
-            Some(always) => {
-                id == meta
-                    || always.iter().any(|a| a == id)
-                    || req.state.activated_tools.iter().any(|a| a.identifier == id)
-            }
+        let always = self.context.progressive_tools.as_deref();
+        let active =
+            |id: &str| rein_core::tool::schemas_offered(id, always, &req.state.activated_tools);
+        let allowed = |m: &rein_core::tool::ToolManifest, api: &str| {
+            req.payload
+                .allowed_tools
+                .as_ref()
+                .is_none_or(|l| key_listed(l, &m.identifier, api))
         };
-        let inactive_tools = match &self.context.progressive_tools {
+        let inactive_tools = match always {
             None => Vec::new(),
             Some(_) => req
                 .state
                 .tool_manifests
                 .values()
-                .filter(|m| !active(&m.identifier))
+                .filter(|m| !active(&m.identifier) && m.apis.iter().any(|a| allowed(m, &a.name)))
                 .map(|m| ToolBrief {
                     name: m.identifier.clone(),
                     description: if m.description.is_empty() {
@@ -191,12 +223,7 @@ impl ModelPort {
                     continue;
                 }
                 for api in &m.apis {
-                    if req
-                        .payload
-                        .allowed_tools
-                        .as_ref()
-                        .is_none_or(|l| key_listed(l, &m.identifier, &api.name))
-                    {
+                    if allowed(m, &api.name) {
                         tools.push(ToolSpec {
                             name: mangle(&m.identifier, &api.name),
                             description: api.description.clone(),

@@ -57,6 +57,9 @@ fn transcript(messages: &[Arc<Message>], dropped: usize) -> String {
             match p {
                 ContentPart::Text { text: t } => text.push_str(t),
                 ContentPart::Image { .. } => text.push_str("[image]"),
+                file @ ContentPart::File { .. } => {
+                    text.push_str(&file.file_text(Some(MAX_RESULT_CHARS)).unwrap_or_default());
+                }
             }
         }
         if m.role == Role::Tool && text.len() > MAX_RESULT_CHARS {

@@ -14,7 +14,7 @@ use rein_core::engine::ports::{PortError, ToolOutput, ToolPort};
 use rein_core::tool::ToolManifest;
 use rein_core::{AgentState, ToolCall};
 use rein_store::{Effect, ExecStatus, Store, ToolExecution};
-use rein_tools::documents::{Documents, Memory, Notes};
+use rein_tools::documents::{Documents, Embedder, Memory, Notes};
 use rein_tools::{BuiltinConfig, Tool, ToolContext, ToolError, ToolRegistry};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -86,6 +86,7 @@ impl Documents for StoreDocuments {
 pub struct ToolHost {
     registry: ToolRegistry,
     store: Arc<dyn Store>,
+    docs: Arc<dyn Documents>,
     finished: Mutex<Vec<ToolExecution>>,
 }
 
@@ -95,12 +96,19 @@ impl ToolHost {
         let mut registry = ToolRegistry::with_builtins(config)?;
         let docs: Arc<dyn Documents> = Arc::new(StoreDocuments(Arc::clone(&store)));
         registry.register(Arc::new(Memory::new(Arc::clone(&docs))))?;
-        registry.register(Arc::new(Notes::new(docs)))?;
+        registry.register(Arc::new(Notes::new(Arc::clone(&docs))))?;
         Ok(Self {
             registry,
             store,
+            docs,
             finished: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Embed memories with `embedder` and recall them by meaning as well as by words.
+    pub fn set_embedder(&mut self, embedder: Arc<dyn Embedder>) -> Result<(), ToolError> {
+        let memory = Memory::new(Arc::clone(&self.docs)).with_embedder(embedder);
+        self.registry.register(Arc::new(memory))
     }
 
     /// Add a tool.
@@ -201,10 +209,21 @@ impl ToolPort for ToolHost {
                     .collect(),
                 scope: document_scope(state),
             };
-            let out = match tool.call(&cx, &call.api, args).await {
+            let mut out = match tool.call(&cx, &call.api, args).await {
                 Ok(out) => out,
                 Err(e) => ToolOutput::failed(format!("Tool `{}` failed: {}", call.key(), e.message)),
             };
+            if out.cost.is_zero() {
+                // A tool that does not price its own calls is charged its manifest's price.
+                if let Some(price) = state
+                    .tool_manifests
+                    .get(&*call.identifier)
+                    .and_then(|m| m.api(&call.api))
+                    .and_then(|a| a.cost)
+                {
+                    out.cost = price;
+                }
+            }
             exec.status = if out.success { ExecStatus::Succeeded } else { ExecStatus::Failed };
             exec.result = Some(out.content.clone());
             if effect != Effect::Pure {

@@ -741,6 +741,74 @@ impl Tool for Blob {
     }
 }
 
+/// A paid search API: its manifest prices every call at 25 cents.
+struct PaidSearch;
+
+impl Tool for PaidSearch {
+    fn manifest(&self) -> ToolManifest {
+        let mut m = rein_core::testing::manifest("search", &["query"]);
+        m.apis[0].cost = Some(Usd::from_dollars(0.25));
+        m
+    }
+    fn effect(&self, _: &str) -> Effect {
+        Effect::Pure
+    }
+    fn call<'a>(
+        &'a self,
+        _: &'a ToolContext,
+        _: &'a str,
+        _: serde_json::Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
+        async move { Ok(ToolOutput::ok("3 results")) }.boxed()
+    }
+}
+
+#[tokio::test]
+async fn a_priced_tool_is_charged_and_counts_against_the_cost_limit() {
+    let search = |id: &str| (id.to_owned(), "search__query".to_owned(), "{}".to_owned());
+    let e = env(vec![
+        tools(&[search("s1")]),
+        tools(&[search("s2")]),
+        Canned::openai_text("never"),
+    ])
+    .await;
+    let d = driver(&e, false).with_tool(Arc::new(PaidSearch));
+    let budget = Budget {
+        max_cost: Some(Usd::from_dollars(0.4)),
+        ..Default::default()
+    };
+    let id = d
+        .start(
+            "search twice",
+            &StartOptions {
+                budget,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let end = d.run(id).await.unwrap();
+    assert!(
+        matches!(
+            end,
+            RunEnd::Done {
+                reason: FinishReason::CostLimitExceeded,
+                ..
+            }
+        ),
+        "{end:?}"
+    );
+    let op = e.store.load_operation(id).await.unwrap().unwrap();
+    assert_eq!(op.state.cost.tools, Usd::from_dollars(0.5));
+    assert_eq!(
+        op.state.cost.by_tool.get("search/query").copied(),
+        Some(Usd::from_dollars(0.5))
+    );
+    // The second search crossed the limit: the model was not called a third time.
+    assert_eq!(e.server.requests().len(), 2);
+    assert_consistent(&e.store, id).await;
+}
+
 fn blob(id: &str, words: u32) -> (String, String, String) {
     (
         id.into(),
@@ -787,7 +855,15 @@ async fn a_long_operation_is_compressed_with_the_compression_model_and_continues
         .await
         .unwrap();
     let end = d.run(id).await.unwrap();
-    assert!(matches!(end, RunEnd::Done { .. }), "{end:?}");
+    assert!(
+        matches!(end, RunEnd::Done { .. }),
+        "{end:?} {:?}",
+        e.server
+            .requests()
+            .iter()
+            .map(|r| (r.path.clone(), r.body.get("input").cloned()))
+            .collect::<Vec<_>>()
+    );
     let requests = e.server.requests();
     assert_eq!(requests.len(), 5);
     // The fourth request is the summary, made with the compression model over the older turns.
@@ -1061,4 +1137,134 @@ async fn memories_and_notes_outlive_the_operation_and_memories_return_when_relev
         .unwrap();
     assert_eq!(notes.len(), 1);
     assert_eq!(notes[0].body, "Lyon in May");
+}
+
+/// An OpenAI embeddings response with one vector per input.
+fn embeddings(vectors: &[&[f32]]) -> Canned {
+    let data: Vec<serde_json::Value> = vectors
+        .iter()
+        .enumerate()
+        .map(|(i, v)| serde_json::json!({"object": "embedding", "index": i, "embedding": v}))
+        .collect();
+    Canned::json(
+        200,
+        &serde_json::json!({
+            "object": "list",
+            "data": data,
+            "model": "text-embedding-3-small",
+            "usage": {"prompt_tokens": 6, "total_tokens": 6}
+        }),
+    )
+}
+
+#[tokio::test]
+async fn with_an_embedding_model_memories_are_found_by_meaning_not_only_by_words() {
+    let e = env(vec![
+        Canned::openai_tools(&[(
+            "m1",
+            "memory__remember",
+            r#"{"fact":"The user loves rail travel"}"#,
+        )]),
+        // The fact's embedding, made as it is stored; then the first request's, now that
+        // there is a memory to compare it with.
+        embeddings(&[&[0.9, 0.1, 0.0]]),
+        embeddings(&[&[0.8, 0.2, 0.0]]),
+        Canned::openai_text("Noted."),
+        // The second request's embedding (close to the fact's), then the answer.
+        embeddings(&[&[1.0, 0.0, 0.05]]),
+        Canned::openai_text("A TGV, then."),
+        // The third request's embedding, unrelated; then a recall by the tool, whose query
+        // is embedded too, nowhere near the fact either.
+        embeddings(&[&[0.0, 1.0, 0.0]]),
+        Canned::openai_tools(&[("r1", "memory__recall", r#"{"query":"allergies"}"#)]),
+        embeddings(&[&[0.0, 0.0, 1.0]]),
+        Canned::openai_text("Nothing on allergies."),
+    ])
+    .await;
+    let model = ModelRef {
+        provider: "openai".into(),
+        model: "text-embedding-3-small".into(),
+    };
+    let d = driver(&e, false).with_embedder(Arc::new(openai_provider(&e)), model);
+    let first = d
+        .start(
+            "Remember that I love rail travel.",
+            &StartOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(d.run(first).await.unwrap(), RunEnd::Done { .. }));
+    // No word in common with the memory: only its meaning connects them.
+    let second = d
+        .start("Book me a TGV to Paris.", &StartOptions::default())
+        .await
+        .unwrap();
+    assert!(matches!(d.run(second).await.unwrap(), RunEnd::Done { .. }));
+    let third = d
+        .start("Any food I must avoid?", &StartOptions::default())
+        .await
+        .unwrap();
+    let end = d.run(third).await.unwrap();
+    assert!(matches!(end, RunEnd::Done { .. }), "{end:?}");
+
+    let requests = e.server.requests();
+    let paths: Vec<&str> = requests.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "/v1/chat/completions",
+            "/v1/embeddings",
+            "/v1/embeddings",
+            "/v1/chat/completions",
+            "/v1/embeddings",
+            "/v1/chat/completions",
+            "/v1/embeddings",
+            "/v1/chat/completions",
+            "/v1/embeddings",
+            "/v1/chat/completions",
+        ],
+        "one embedding per stored fact and per operation's question, none while nothing is stored"
+    );
+    assert_eq!(
+        requests[1].body,
+        serde_json::json!({"model": "text-embedding-3-small", "input": ["The user loves rail travel"]})
+    );
+    assert_eq!(requests[4].body["input"][0], "Book me a TGV to Paris.");
+    let system = requests[5].body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    assert!(
+        system.contains("What you remember about the user:\n- The user loves rail travel"),
+        "{system}"
+    );
+    // The third question is unrelated by words and by meaning: nothing injected at either
+    // of its model calls (its embedding was made once and reused), nothing recalled.
+    for i in [7, 9] {
+        let system = requests[i].body["messages"][0].to_string();
+        assert!(!system.contains("rail travel"), "{system}");
+    }
+    assert_eq!(requests[8].body["input"][0], "allergies");
+    let recalled = requests[9].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["tool_call_id"] == "r1")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(recalled, "Nothing remembered matches.");
+    let stored = e
+        .store
+        .list_documents(
+            rein_core::document::DocumentKind::Memory,
+            "user:local/agent:default",
+            10,
+        )
+        .await
+        .unwrap();
+    let embedding = stored[0].embedding.as_ref().unwrap();
+    assert_eq!(embedding.model, "openai/text-embedding-3-small");
+    assert_eq!(embedding.vector, [0.9, 0.1, 0.0]);
 }

@@ -13,6 +13,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "documents",
         include_str!("../migrations/0002_documents.sql"),
     ),
+    (
+        3,
+        "document embeddings",
+        include_str!("../migrations/0003_document_embeddings.sql"),
+    ),
 ];
 
 /// Statements of a migration (split on `;` at line ends; the files hold no procedural code).

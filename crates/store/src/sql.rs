@@ -749,8 +749,8 @@ impl Store for SqlStore {
     fn put_document<'a>(&'a self, doc: &'a Document) -> BoxFuture<'a, Result<(), StoreError>> {
         async move {
             sqlx::query(
-                "INSERT INTO documents (kind, scope, id, title, body, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
-                 ON CONFLICT (kind, scope, id) DO UPDATE SET title = excluded.title, body = excluded.body, updated_at = excluded.updated_at",
+                "INSERT INTO documents (kind, scope, id, title, body, created_at, updated_at, embedding) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+                 ON CONFLICT (kind, scope, id) DO UPDATE SET title = excluded.title, body = excluded.body, updated_at = excluded.updated_at, embedding = excluded.embedding",
             )
             .bind(doc.kind.as_str())
             .bind(doc.scope.as_str())
@@ -759,6 +759,13 @@ impl Store for SqlStore {
             .bind(doc.body.as_str())
             .bind(ts(doc.created_at))
             .bind(ts(doc.updated_at))
+            .bind(
+                doc.embedding
+                    .as_ref()
+                    .map(serde_json::to_string)
+                    .transpose()
+                    .map_err(|e| StoreError::corrupt("document embedding", e))?,
+            )
             .execute(&self.pool)
             .await?;
             Ok(())
@@ -774,7 +781,7 @@ impl Store for SqlStore {
     ) -> BoxFuture<'a, Result<Option<Document>, StoreError>> {
         async move {
             let row = sqlx::query(
-                "SELECT title, body, created_at, updated_at, id FROM documents WHERE kind = $1 AND scope = $2 AND id = $3",
+                "SELECT title, body, created_at, updated_at, id, embedding FROM documents WHERE kind = $1 AND scope = $2 AND id = $3",
             )
             .bind(kind.as_str())
             .bind(scope)
@@ -794,7 +801,7 @@ impl Store for SqlStore {
     ) -> BoxFuture<'a, Result<Vec<Document>, StoreError>> {
         async move {
             let rows = sqlx::query(
-                "SELECT title, body, created_at, updated_at, id FROM documents WHERE kind = $1 AND scope = $2 ORDER BY updated_at DESC, id LIMIT $3",
+                "SELECT title, body, created_at, updated_at, id, embedding FROM documents WHERE kind = $1 AND scope = $2 ORDER BY updated_at DESC, id LIMIT $3",
             )
             .bind(kind.as_str())
             .bind(scope)
@@ -842,5 +849,10 @@ fn document_from_row(
         body: s("body")?,
         created_at: parse_ts(&s("created_at")?, "document created_at")?,
         updated_at: parse_ts(&s("updated_at")?, "document updated_at")?,
+        embedding: row
+            .try_get::<Option<String>, _>("embedding")?
+            .map(|j| serde_json::from_str(&j))
+            .transpose()
+            .map_err(|e| StoreError::corrupt("document embedding", e))?,
     })
 }

@@ -325,6 +325,7 @@ async fn documents(store: &SqlStore) {
         body: body.into(),
         created_at: t0,
         updated_at: t0 + chrono::Duration::minutes(minutes),
+        embedding: None,
     };
     store
         .put_document(&doc("u/a", "n1", "first", 0))
@@ -358,6 +359,36 @@ async fn documents(store: &SqlStore) {
         .map(|d| d.id)
         .collect();
     assert_eq!(listed, ["n1", "n2"], "newest first, only this scope");
+    // An embedding is stored and read back exactly, and replaced on upsert.
+    let embedding = rein_core::document::Embedding {
+        model: "openai/text-embedding-3-small".into(),
+        vector: vec![0.25, -1.5, 3.0e-7],
+    };
+    let mut embedded = doc("u/a", "n3", "with a vector", 3);
+    embedded.embedding = Some(embedding.clone());
+    store.put_document(&embedded).await.unwrap();
+    let back = store
+        .get_document(DocumentKind::Note, "u/a", "n3")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(back.embedding, Some(embedding));
+    store
+        .put_document(&doc("u/a", "n3", "vector dropped", 4))
+        .await
+        .unwrap();
+    let back = store
+        .get_document(DocumentKind::Note, "u/a", "n3")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(back.embedding, None);
+    assert!(
+        store
+            .delete_document(DocumentKind::Note, "u/a", "n3")
+            .await
+            .unwrap()
+    );
     assert!(
         store
             .list_documents(DocumentKind::Memory, "u/a", 10)

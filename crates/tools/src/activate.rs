@@ -9,7 +9,7 @@ use rein_core::engine::ports::{PortError, ToolOutput};
 use rein_core::tool::{Effect, ToolApi, ToolKind, ToolManifest};
 
 /// The meta-tool's identifier.
-pub const IDENTIFIER: &str = "tools";
+pub const IDENTIFIER: &str = rein_core::tool::ACTIVATE_TOOLS;
 /// Its one API.
 pub const API: &str = "activate_tools";
 
@@ -37,6 +37,7 @@ impl Tool for ActivateTools {
                 description: "Activate listed tools by name; their functions can be called from your next step on.".into(),
                 parameters: crate::parameters_of::<ActivateArgs>(),
                 intervention: None,
+                cost: None,
             }],
             intervention: None,
         }

@@ -1,12 +1,13 @@
 //! The agent's long-lived documents: `memory` (facts about the user: remember, recall, forget)
 //! and `notes` (a notebook: create, read, update, list). Both live in the host's store behind
-//! [`Documents`], scoped per user and agent by the tool context.
+//! [`Documents`], scoped per user and agent by the tool context. With an [`Embedder`], memories
+//! are embedded as they are stored and recalled by meaning as well as by words ([`search`]).
 
 use crate::{Tool, ToolContext};
 use chrono::Utc;
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use rein_core::document::{Document, DocumentKind, rank_by_keywords};
+use rein_core::document::{Document, DocumentKind, Embedding, rank_hybrid};
 use rein_core::engine::ports::{PortError, ToolOutput};
 use rein_core::ids::MessageId;
 use rein_core::tool::{Effect, ToolApi, ToolKind, ToolManifest};
@@ -38,6 +39,56 @@ pub trait Documents: Send + Sync {
         scope: &'a str,
         id: &'a str,
     ) -> BoxFuture<'a, Result<bool, String>>;
+}
+
+/// Turns text into vectors (rein-operation adapts a model provider's embeddings API).
+pub trait Embedder: Send + Sync {
+    /// `provider/model`, stored with every vector it makes.
+    fn model(&self) -> &str;
+    /// One vector per text, in order.
+    fn embed<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, String>>;
+}
+
+/// The embedding of `text`; `None` without an embedder, or when embedding fails (logged):
+/// a memory is still stored and still found by its words.
+pub async fn embed_one(embedder: Option<&dyn Embedder>, text: &str) -> Option<Embedding> {
+    let embedder = embedder?;
+    match embedder.embed(&[text.to_owned()]).await {
+        Ok(mut vectors) if vectors.len() == 1 => Some(Embedding {
+            model: embedder.model().to_owned(),
+            vector: vectors.swap_remove(0),
+        }),
+        Ok(vectors) => {
+            tracing::warn!(
+                model = embedder.model(),
+                got = vectors.len(),
+                "the embedder returned the wrong number of vectors; keywords only"
+            );
+            None
+        }
+        Err(e) => {
+            tracing::warn!(model = embedder.model(), error = %e, "embedding failed; keywords only");
+            None
+        }
+    }
+}
+
+/// The documents of `kind` in `scope` most relevant to `query` (the newest
+/// [`RECALL_WINDOW`] are considered): by words, and by meaning when an embedder is given.
+pub async fn search(
+    docs: &dyn Documents,
+    embedder: Option<&dyn Embedder>,
+    kind: DocumentKind,
+    scope: &str,
+    query: &str,
+    limit: usize,
+) -> Result<Vec<Document>, String> {
+    let all = docs.list(kind, scope, RECALL_WINDOW).await?;
+    if all.is_empty() {
+        return Ok(all);
+    }
+    let q = embed_one(embedder, query).await;
+    Ok(rank_hybrid(all, query, q.as_ref(), limit))
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -94,7 +145,7 @@ struct UpdateArgs {
 struct NoArgs {}
 
 /// Documents considered by one recall (the newest of the scope).
-const RECALL_WINDOW: usize = 1_000;
+pub const RECALL_WINDOW: usize = 1_000;
 
 fn api(name: &str, description: &str, parameters: Value) -> ToolApi {
     ToolApi {
@@ -102,6 +153,7 @@ fn api(name: &str, description: &str, parameters: Value) -> ToolApi {
         description: description.into(),
         parameters,
         intervention: None,
+        cost: None,
     }
 }
 
@@ -128,12 +180,22 @@ fn store_failed(e: String) -> PortError {
 /// `memory`: what the agent knows about the user across conversations.
 pub struct Memory {
     docs: Arc<dyn Documents>,
+    embedder: Option<Arc<dyn Embedder>>,
 }
 
 impl Memory {
-    /// Memories kept in `docs`.
+    /// Memories kept in `docs`, recalled by keywords.
     pub fn new(docs: Arc<dyn Documents>) -> Self {
-        Self { docs }
+        Self {
+            docs,
+            embedder: None,
+        }
+    }
+
+    /// Also embed memories with `embedder` and recall them by meaning.
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        self.embedder = Some(embedder);
+        self
     }
 }
 
@@ -187,14 +249,17 @@ impl Tool for Memory {
                         return Ok(ToolOutput::failed("The fact to remember is empty."));
                     }
                     let now = Utc::now();
+                    let body = a.fact.trim().to_owned();
+                    let embedding = embed_one(self.embedder.as_deref(), &body).await;
                     let doc = Document {
                         kind,
                         scope: scope.to_owned(),
                         id: new_id(),
                         title: String::new(),
-                        body: a.fact.trim().to_owned(),
+                        body,
                         created_at: now,
                         updated_at: now,
+                        embedding,
                     };
                     self.docs.put(&doc).await.map_err(store_failed)?;
                     Ok(ToolOutput::ok(format!("Remembered (id {}).", doc.id)))
@@ -202,12 +267,16 @@ impl Tool for Memory {
                 "recall" => {
                     let a = tool_args!("memory/recall", args, RecallArgs);
                     let limit = a.limit.unwrap_or(10) as usize;
-                    let all = self
-                        .docs
-                        .list(kind, scope, RECALL_WINDOW)
-                        .await
-                        .map_err(store_failed)?;
-                    let found = rank_by_keywords(all, &a.query, limit);
+                    let found = search(
+                        self.docs.as_ref(),
+                        self.embedder.as_deref(),
+                        kind,
+                        scope,
+                        &a.query,
+                        limit,
+                    )
+                    .await
+                    .map_err(store_failed)?;
                     if found.is_empty() {
                         return Ok(ToolOutput::ok("Nothing remembered matches."));
                     }
@@ -312,6 +381,7 @@ impl Tool for Notes {
                         body: a.content,
                         created_at: now,
                         updated_at: now,
+                        embedding: None,
                     };
                     self.docs.put(&doc).await.map_err(store_failed)?;
                     Ok(ToolOutput::ok(format!(

@@ -31,6 +31,7 @@ fn api(name: &str, description: &str, parameters: Value) -> ToolApi {
             policy: InterventionPolicy::Required,
             default: InterventionPolicy::Never,
         })),
+        cost: None,
     }
 }
 

@@ -154,6 +154,14 @@ pub struct McpServer {
     pid: Option<u32>,
 }
 
+/// The HTTP client for Streamable HTTP servers. rustls needs a crypto provider; rein uses ring
+/// (as the model client does) unless the embedding program installed another one first.
+fn http_client() -> Result<reqwest_mcp::Client, reqwest_mcp::Error> {
+    // `Err` means a provider is already installed, which is as good.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest_mcp::Client::builder().build()
+}
+
 impl McpServer {
     /// Start (or reach) the server, handshake, and list its tools.
     pub async fn connect(config: McpServerConfig) -> Result<Arc<Self>, McpError> {
@@ -182,16 +190,10 @@ impl McpServer {
                 Self::start(config, transport, pid).await
             }
             McpTransport::Http { url, headers } => {
-                if !url.starts_with("http://") {
+                if !url.starts_with("http://") && !url.starts_with("https://") {
                     return Err(McpError::Config {
                         server,
-                        message: if url.starts_with("https://") {
-                            format!(
-                                "`{url}`: HTTPS endpoints are not supported yet; use an http:// endpoint or run the server over stdio"
-                            )
-                        } else {
-                            format!("`{url}` is not an http:// URL")
-                        },
+                        message: format!("`{url}` is not an http:// or https:// URL"),
                     });
                 }
                 let mut custom = std::collections::HashMap::new();
@@ -208,7 +210,11 @@ impl McpServer {
                 }
                 let mut http = StreamableHttpClientTransportConfig::with_uri(url.clone());
                 http.custom_headers = custom;
-                let transport = StreamableHttpClientTransport::from_config(http);
+                let client = http_client().map_err(|e| McpError::Config {
+                    server: server.clone(),
+                    message: format!("cannot set up an HTTPS client: {e}"),
+                })?;
+                let transport = StreamableHttpClientTransport::with_client(client, http);
                 Self::start(config, transport, None).await
             }
         }
@@ -329,6 +335,7 @@ impl Tool for McpServer {
                     description: t.description.as_deref().unwrap_or_default().to_owned(),
                     parameters: serde_json::Value::Object((*t.input_schema).clone()),
                     intervention: None,
+                    cost: None,
                 })
                 .collect(),
             intervention: None,

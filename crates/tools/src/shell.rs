@@ -118,6 +118,7 @@ impl Tool for Shell {
                 description: "Run a command with sh -c in the working directory; returns the exit code and (capped) stdout and stderr.".into(),
                 parameters: crate::parameters_of::<RunArgs>(),
                 intervention: None,
+                cost: None,
             }],
             intervention: Some(InterventionConfig::Policy(InterventionPolicy::Required)),
         }

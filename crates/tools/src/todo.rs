@@ -51,6 +51,7 @@ impl Tool for Todo {
                 description: "Replace your plan with these items (all of them, in order), each pending, in_progress or done. Use it for tasks of several steps; keep one item in_progress.".into(),
                 parameters: crate::parameters_of::<WriteArgs>(),
                 intervention: None,
+                cost: None,
             }],
             intervention: None,
         }

@@ -286,6 +286,7 @@ impl Tool for Web {
                         .into(),
                 parameters: crate::parameters_of::<FetchArgs>(),
                 intervention: None,
+                cost: None,
             }],
             intervention: None,
         }

@@ -154,15 +154,14 @@ async fn a_server_that_cannot_start_is_a_clear_error() {
     assert!(matches!(err, McpError::Spawn { .. }), "{err}");
     assert!(err.to_string().contains("ghost"), "{err}");
 
-    // An endpoint rein cannot reach is refused up front, saying why.
-    let err = McpServer::connect(McpServerConfig::http("sec", "https://mcp.example/mcp"))
+    // A URL that is not HTTP is refused up front, saying why.
+    let err = McpServer::connect(McpServerConfig::http("sec", "ftp://mcp.example/mcp"))
         .await
         .err()
         .unwrap();
     assert!(matches!(err, McpError::Config { .. }), "{err}");
     assert!(
-        err.to_string()
-            .contains("HTTPS endpoints are not supported"),
+        err.to_string().contains("not an http:// or https:// URL"),
         "{err}"
     );
 
@@ -172,6 +171,37 @@ async fn a_server_that_cannot_start_is_a_clear_error() {
     let err = McpServer::connect(cfg).await.err().unwrap();
     assert!(matches!(err, McpError::StartupTimeout { .. }), "{err}");
     assert!(err.to_string().contains("mute"), "{err}");
+}
+
+#[tokio::test]
+async fn an_https_endpoint_is_reached_over_tls() {
+    // A listener that records the first bytes it receives, then hangs up: an HTTPS client
+    // opens with a TLS handshake record (content type 0x16), a plain-HTTP one with a method.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let first = tokio::spawn(async move {
+        use tokio::io::AsyncReadExt;
+        let (mut sock, _) = listener.accept().await.unwrap();
+        let mut buf = [0u8; 16];
+        let n = sock.read(&mut buf).await.unwrap();
+        buf[..n].to_vec()
+    });
+    let mut cfg = McpServerConfig::http("tls", format!("https://127.0.0.1:{port}/mcp"));
+    cfg.startup_timeout = Duration::from_secs(10);
+    let err = McpServer::connect(cfg).await.err().unwrap();
+    assert!(
+        matches!(
+            err,
+            McpError::Protocol { .. } | McpError::StartupTimeout { .. }
+        ),
+        "{err}"
+    );
+    let bytes = first.await.unwrap();
+    assert_eq!(
+        bytes.first(),
+        Some(&0x16),
+        "a TLS ClientHello, got {bytes:?}"
+    );
 }
 
 #[tokio::test]

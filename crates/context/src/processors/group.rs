@@ -43,7 +43,7 @@ impl Processor for GroupRelabel {
             }
             match msg.content.iter_mut().find_map(|p| match p {
                 ContentPart::Text { text } => Some(text),
-                ContentPart::Image { .. } => None,
+                ContentPart::Image { .. } | ContentPart::File { .. } => None,
             }) {
                 Some(text) => text.insert_str(0, &prefix),
                 None => msg.content.insert(

@@ -36,7 +36,7 @@ impl Processor for ToolResultLimit {
 fn text_len(p: &ContentPart) -> usize {
     match p {
         ContentPart::Text { text } => text.len(),
-        ContentPart::Image { .. } => 0,
+        ContentPart::Image { .. } | ContentPart::File { .. } => 0,
     }
 }
 

@@ -70,6 +70,9 @@ pub fn render(messages: &[Arc<Message>]) -> String {
                 ContentPart::Image { url, .. } => {
                     let _ = write!(s, " <image {url}>");
                 }
+                ContentPart::File { name, .. } => {
+                    let _ = write!(s, " <file {name}>");
+                }
             }
         }
         s.push('\n');

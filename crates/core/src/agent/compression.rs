@@ -34,6 +34,9 @@ impl TokenEstimator for HeuristicEstimator {
                     .map(|p| match p {
                         ContentPart::Text { text } => bytes_to_tokens(text.len()),
                         ContentPart::Image { .. } => 1_000,
+                        ContentPart::File { name, text, .. } => {
+                            bytes_to_tokens(name.len() + text.as_ref().map_or(0, String::len)) + 16
+                        }
                     })
                     .sum();
                 let calls: u64 = m

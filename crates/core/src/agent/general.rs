@@ -38,6 +38,9 @@ pub struct GeneralChatAgentConfig {
     pub max_tool_name_error_rounds: u32,
     /// Model for `call_llm` (the state's model otherwise).
     pub model: Option<ModelRef>,
+    /// Progressive disclosure: `Some(always)` sends full schemas only for these tools and the
+    /// ones the model activated (see [`crate::tool::schemas_offered`]); `None` sends all.
+    pub progressive_tools: Option<Vec<String>>,
 }
 
 impl Default for GeneralChatAgentConfig {
@@ -48,31 +51,63 @@ impl Default for GeneralChatAgentConfig {
             loop_breaker: Some(DEFAULT_LOOP_BREAKER),
             max_tool_name_error_rounds: DEFAULT_TOOL_NAME_ERROR_ROUNDS,
             model: None,
+            progressive_tools: None,
         }
     }
 }
 
-/// The manifests narrowed to the APIs an allow-list offers (tools with none left are dropped).
+/// What the model is sent about tools, as manifests the estimator can count: the schemas the
+/// allow-list offers of the tools whose schemas are disclosed, and for each tool only listed by
+/// progressive disclosure its name and description.
 fn offered(
-    manifests: &BTreeMap<String, Arc<crate::tool::ToolManifest>>,
-    list: &[String],
-) -> BTreeMap<String, Arc<crate::tool::ToolManifest>> {
-    manifests
+    state: &AgentState,
+    config: &GeneralChatAgentConfig,
+) -> Arc<crate::tool::ToolManifestMap> {
+    if config.allowed_tools.is_none() && config.progressive_tools.is_none() {
+        return Arc::clone(&state.tool_manifests);
+    }
+    let always = config.progressive_tools.as_deref();
+    let narrowed = state
+        .tool_manifests
         .iter()
         .filter_map(|(id, m)| {
-            let apis: Vec<_> = m
+            let mut apis: Vec<_> = m
                 .apis
                 .iter()
-                .filter(|a| key_listed(list, &m.identifier, &a.name))
+                .filter(|a| {
+                    config
+                        .allowed_tools
+                        .as_ref()
+                        .is_none_or(|l| key_listed(l, &m.identifier, &a.name))
+                })
                 .cloned()
                 .collect();
+            if !apis.is_empty() && !crate::tool::schemas_offered(id, always, &state.activated_tools)
+            {
+                // Listed by name and description only.
+                apis = vec![crate::tool::ToolApi {
+                    name: id.clone(),
+                    description: m.description.clone(),
+                    parameters: serde_json::Value::Null,
+                    intervention: None,
+                    cost: None,
+                }];
+            }
             (!apis.is_empty()).then(|| {
-                let mut narrowed = (**m).clone();
-                narrowed.apis = apis;
+                let narrowed = crate::tool::ToolManifest {
+                    identifier: m.identifier.clone(),
+                    kind: m.kind,
+                    title: String::new(),
+                    description: String::new(),
+                    system_role: None,
+                    apis,
+                    intervention: None,
+                };
                 (id.clone(), Arc::new(narrowed))
             })
         })
-        .collect()
+        .collect();
+    Arc::new(narrowed)
 }
 
 /// The default brain.
@@ -149,11 +184,8 @@ impl GeneralChatAgent {
         if c.enabled && state.messages.len() > 2 {
             let mut tokens = self.estimator.messages(&state.messages);
             if !state.force_finish {
-                tokens += match &self.config.allowed_tools {
-                    None => self.estimator.tools(&state.tool_manifests),
-                    // Only the schemas the model is offered count.
-                    Some(list) => self.estimator.tools(&offered(&state.tool_manifests, list)),
-                };
+                // Only what the model is offered counts.
+                tokens += self.estimator.tools(&offered(state, &self.config));
             }
             let summary = existing_summary(&state.messages);
             if tokens > c.threshold(summary.is_some()) {

@@ -33,6 +33,9 @@ pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
                 for p in &m.content {
                     let block = match p {
                         ContentPart::Text { text } => json!({"type": "text", "text": text}),
+                        file @ ContentPart::File { .. } => {
+                            json!({"type": "text", "text": file.file_text(None).unwrap_or_default()})
+                        }
                         ContentPart::Image { url, .. } => match data_url(url) {
                             Some((media, data)) => {
                                 json!({"type": "image", "source": {"type": "base64", "media_type": media, "data": data}})

@@ -48,6 +48,9 @@ pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
                 for p in &m.content {
                     let part = match p {
                         ContentPart::Text { text } => json!({"text": text}),
+                        file @ ContentPart::File { .. } => {
+                            json!({"text": file.file_text(None).unwrap_or_default()})
+                        }
                         ContentPart::Image {
                             url, media_type, ..
                         } => match data_url(url) {

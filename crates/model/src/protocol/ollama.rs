@@ -29,6 +29,9 @@ pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
         for p in &m.content {
             match p {
                 ContentPart::Text { text: t } => text.push_str(t),
+                file @ ContentPart::File { .. } => {
+                    text.push_str(&file.file_text(None).unwrap_or_default());
+                }
                 ContentPart::Image { url, .. } => match data_url(url) {
                     Some((_, data)) => images.push(json!(data)),
                     // Ollama takes image bytes only; a URL is described, not fetched.

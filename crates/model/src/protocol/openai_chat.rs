@@ -37,6 +37,7 @@ pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
                             .iter()
                             .map(|p| match p {
                                 ContentPart::Text { text } => json!({"type": "text", "text": text}),
+                                file @ ContentPart::File { .. } => json!({"type": "text", "text": file.file_text(None).unwrap_or_default()}),
                                 ContentPart::Image { url, detail, .. } => {
                                     let mut image = json!({"url": url});
                                     if let Some(d) = detail {

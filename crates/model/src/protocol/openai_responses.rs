@@ -27,6 +27,9 @@ pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
                     .iter()
                     .map(|p| match p {
                         ContentPart::Text { text } => json!({"type": "input_text", "text": text}),
+                        file @ ContentPart::File { .. } => {
+                            json!({"type": "input_text", "text": file.file_text(None).unwrap_or_default()})
+                        }
                         ContentPart::Image { url, detail, .. } => {
                             json!({"type": "input_image", "image_url": url, "detail": detail.as_deref().unwrap_or("auto")})
                         }

@@ -1,7 +1,10 @@
 //! The built-in calculator: evaluates an arithmetic expression (`+ - * / % ^`, parentheses,
-//! unary minus, decimals, functions such as `sqrt` and `round`, constants `pi` and `e`). Results
-//! are shown rounded to 12 significant digits, so binary floating-point noise (`0.1 + 0.2`)
-//! does not reach the model. Pure, so it is safe to re-run after a crash.
+//! unary minus, decimals, functions such as `sqrt` and `round`, constants `pi` and `e`).
+//! Arithmetic on decimals is exact (fractions of 128-bit integers, see [`number`]); once a
+//! result can only be approximate it is shown rounded to 12 significant digits. Pure, so it is
+//! safe to re-run after a crash.
+
+pub mod number;
 
 use crate::{Tool, ToolContext};
 use futures::FutureExt;
@@ -10,6 +13,9 @@ use rein_core::engine::ports::{PortError, ToolOutput};
 use rein_core::tool::{Effect, ToolApi, ToolKind, ToolManifest};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use std::cmp::Ordering;
+
+pub use number::Number;
 
 /// The calculator tool.
 pub struct Calculator;
@@ -40,7 +46,7 @@ impl Tool for Calculator {
             let args = tool_args!("calculator/evaluate", args, EvaluateArgs);
             let expr = args.expression.as_str();
             Ok(match evaluate(expr) {
-                Ok(v) => ToolOutput::ok(format(v)),
+                Ok(v) => ToolOutput::ok(v.to_string()),
                 Err(e) => ToolOutput::failed(format!("Cannot evaluate `{expr}`: {e}")),
             })
         }
@@ -61,6 +67,7 @@ pub fn manifest() -> ToolManifest {
             description: "Evaluate an arithmetic expression with + - * / % ^, parentheses, functions (sqrt, abs, round, floor, ceil, exp, ln, log10, log2, sin, cos, tan, asin, acos, atan, min, max, pow) and constants pi and e, e.g. round(sqrt(2) * 100) / 100.".into(),
             parameters: crate::parameters_of::<EvaluateArgs>(),
             intervention: None,
+            cost: None,
         }],
         intervention: None,
     }
@@ -83,7 +90,7 @@ impl Parser<'_> {
         self.s.get(self.pos).copied()
     }
 
-    fn expr(&mut self) -> Result<f64, String> {
+    fn expr(&mut self) -> Result<Number, String> {
         let mut v = self.term()?;
         while let Some(op @ (b'+' | b'-')) = self.peek() {
             self.pos += 1;
@@ -93,14 +100,14 @@ impl Parser<'_> {
         Ok(v)
     }
 
-    fn term(&mut self) -> Result<f64, String> {
+    fn term(&mut self) -> Result<Number, String> {
         let mut v = self.power()?;
         while let Some(op @ (b'*' | b'/' | b'%')) = self.peek() {
             self.pos += 1;
             let r = self.power()?;
             v = match op {
                 b'*' => v * r,
-                _ if r == 0.0 => return Err("division by zero".into()),
+                _ if r.is_zero() => return Err("division by zero".into()),
                 b'/' => v / r,
                 _ => v % r,
             };
@@ -108,17 +115,20 @@ impl Parser<'_> {
         Ok(v)
     }
 
-    fn power(&mut self) -> Result<f64, String> {
+    fn power(&mut self) -> Result<Number, String> {
         let base = self.unary()?;
         if self.peek() == Some(b'^') {
             self.pos += 1;
             let exp = self.power()?;
-            return Ok(base.powf(exp));
+            if base.is_zero() && exp.cmp_value(Number::int(0)) == Ordering::Less {
+                return Err("division by zero (0 raised to a negative power)".into());
+            }
+            return Ok(base.pow(exp));
         }
         Ok(base)
     }
 
-    fn unary(&mut self) -> Result<f64, String> {
+    fn unary(&mut self) -> Result<Number, String> {
         match self.peek() {
             Some(b'-') => {
                 self.pos += 1;
@@ -132,7 +142,7 @@ impl Parser<'_> {
         }
     }
 
-    fn atom(&mut self) -> Result<f64, String> {
+    fn atom(&mut self) -> Result<Number, String> {
         match self.peek() {
             Some(b'(') => {
                 self.pos += 1;
@@ -152,7 +162,7 @@ impl Parser<'_> {
                 }
                 let text =
                     std::str::from_utf8(&self.s[start..self.pos]).map_err(|e| e.to_string())?;
-                text.parse().map_err(|_| format!("invalid number '{text}'"))
+                Number::parse_decimal(text).ok_or_else(|| format!("invalid number '{text}'"))
             }
             Some(c) if c.is_ascii_alphabetic() => {
                 let start = self.pos;
@@ -168,8 +178,8 @@ impl Parser<'_> {
                     .to_ascii_lowercase();
                 if self.peek() != Some(b'(') {
                     return match name.as_str() {
-                        "pi" => Ok(std::f64::consts::PI),
-                        "e" => Ok(std::f64::consts::E),
+                        "pi" => Ok(Number::Approx(std::f64::consts::PI)),
+                        "e" => Ok(Number::Approx(std::f64::consts::E)),
                         _ => Err(format!("unknown name '{name}' at position {}", start + 1)),
                     };
                 }
@@ -195,71 +205,94 @@ impl Parser<'_> {
     }
 }
 
-/// Apply a named function; errors name the function and what was wrong.
-fn call(name: &str, args: &[f64]) -> Result<f64, String> {
-    let one = |f: fn(f64) -> f64| match args {
-        [x] => Ok(f(*x)),
-        _ => Err(format!("{name} takes 1 argument, got {}", args.len())),
-    };
-    let positive = |x: f64, f: fn(f64) -> f64| {
-        if x > 0.0 {
-            Ok(f(x))
+/// Apply a named function; errors name the function and what was wrong. Functions that keep
+/// exactness (abs, round, floor, ceil, min, max, pow) work on exact values; the others go
+/// through floating point.
+fn call(name: &str, args: &[Number]) -> Result<Number, String> {
+    let arity = |n: usize| {
+        if args.len() == n {
+            Ok(())
         } else {
-            Err(format!(
-                "{name} needs a positive argument, got {}",
-                format(x)
-            ))
+            let s = if n == 1 { "" } else { "s" };
+            Err(format!("{name} takes {n} argument{s}, got {}", args.len()))
         }
     };
+    let float = |f: fn(f64) -> f64| -> Result<Number, String> {
+        arity(1)?;
+        Ok(Number::Approx(f(args[0].to_f64())))
+    };
     match name {
-        "sqrt" => match args {
-            [x] if *x >= 0.0 => Ok(x.sqrt()),
-            [x] => Err(format!("sqrt of a negative number ({})", format(*x))),
-            _ => Err(format!("sqrt takes 1 argument, got {}", args.len())),
-        },
-        "abs" => one(f64::abs),
-        "round" => one(f64::round),
-        "floor" => one(f64::floor),
-        "ceil" => one(f64::ceil),
-        "exp" => one(f64::exp),
-        "sin" => one(f64::sin),
-        "cos" => one(f64::cos),
-        "tan" => one(f64::tan),
-        "atan" => one(f64::atan),
-        "asin" | "acos" => match args {
-            [x] if (-1.0..=1.0).contains(x) => Ok(if name == "asin" { x.asin() } else { x.acos() }),
-            [x] => Err(format!(
-                "{name} needs an argument in [-1, 1], got {}",
-                format(*x)
-            )),
-            _ => Err(format!("{name} takes 1 argument, got {}", args.len())),
-        },
-        "ln" | "log10" | "log2" => match args {
-            [x] => positive(
-                *x,
-                match name {
-                    "ln" => f64::ln,
-                    "log10" => f64::log10,
-                    _ => f64::log2,
-                },
-            ),
-            _ => Err(format!("{name} takes 1 argument, got {}", args.len())),
-        },
-        "min" | "max" if !args.is_empty() => Ok(args
-            .iter()
-            .copied()
-            .reduce(if name == "min" { f64::min } else { f64::max })
-            .unwrap_or(f64::NAN)),
-        "pow" => match args {
-            [b, x] => Ok(b.powf(*x)),
-            _ => Err(format!("pow takes 2 arguments, got {}", args.len())),
-        },
+        "abs" => arity(1).map(|()| args[0].abs()),
+        "round" => arity(1).map(|()| args[0].round()),
+        "floor" => arity(1).map(|()| args[0].floor()),
+        "ceil" => arity(1).map(|()| args[0].ceil()),
+        "min" | "max" => {
+            let want = if name == "min" {
+                Ordering::Less
+            } else {
+                Ordering::Greater
+            };
+            args.iter()
+                .copied()
+                .reduce(|a, b| if b.cmp_value(a) == want { b } else { a })
+                .ok_or_else(|| format!("{name} takes at least 1 argument"))
+        }
+        "pow" => {
+            arity(2)?;
+            Ok(args[0].pow(args[1]))
+        }
+        "sqrt" => {
+            arity(1)?;
+            let x = args[0];
+            if x.cmp_value(Number::int(0)) == Ordering::Less {
+                return Err(format!("sqrt of a negative number ({x})"));
+            }
+            // A perfect square of an exact value stays exact (sqrt(2.25) = 1.5).
+            let root = x.to_f64().sqrt();
+            let candidate = Number::parse_decimal(&format!("{root}"));
+            Ok(match candidate {
+                Some(c) if matches!(x, Number::Exact { .. }) && c * c == x => c,
+                _ => Number::Approx(root),
+            })
+        }
+        "exp" => float(f64::exp),
+        "sin" => float(f64::sin),
+        "cos" => float(f64::cos),
+        "tan" => float(f64::tan),
+        "atan" => float(f64::atan),
+        "asin" | "acos" => {
+            arity(1)?;
+            let x = args[0].to_f64();
+            if !(-1.0..=1.0).contains(&x) {
+                return Err(format!(
+                    "{name} needs an argument in [-1, 1], got {}",
+                    args[0]
+                ));
+            }
+            Ok(Number::Approx(if name == "asin" {
+                x.asin()
+            } else {
+                x.acos()
+            }))
+        }
+        "ln" | "log10" | "log2" => {
+            arity(1)?;
+            if args[0].cmp_value(Number::int(0)) != Ordering::Greater {
+                return Err(format!("{name} needs a positive argument, got {}", args[0]));
+            }
+            let x = args[0].to_f64();
+            Ok(Number::Approx(match name {
+                "ln" => x.ln(),
+                "log10" => x.log10(),
+                _ => x.log2(),
+            }))
+        }
         _ => Err(format!("unknown function '{name}'")),
     }
 }
 
 /// Evaluate `expression`; errors say what is wrong and where.
-pub fn evaluate(expression: &str) -> Result<f64, String> {
+pub fn evaluate(expression: &str) -> Result<Number, String> {
     let mut p = Parser {
         s: expression.as_bytes(),
         pos: 0,
@@ -278,17 +311,6 @@ pub fn evaluate(expression: &str) -> Result<f64, String> {
     Ok(v)
 }
 
-/// The result as the model reads it: rounded to 12 significant digits (binary noise such as
-/// `0.30000000000000004` disappears), integers without a decimal point.
-pub fn format(v: f64) -> String {
-    let rounded: f64 = format!("{v:.11e}").parse().unwrap_or(v);
-    if rounded.fract() == 0.0 && rounded.abs() < 1e15 {
-        format!("{}", rounded as i64)
-    } else {
-        format!("{rounded}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,7 +326,7 @@ mod tests {
             ("10 % 4", "2"),
         ];
         for (e, want) in cases {
-            assert_eq!(format(evaluate(e).unwrap()), want, "{e}");
+            assert_eq!(evaluate(e).unwrap().to_string(), want, "{e}");
         }
         assert_eq!(evaluate("1 / 0").unwrap_err(), "division by zero");
         assert!(evaluate("2 +").unwrap_err().contains("end of expression"));
@@ -330,7 +352,7 @@ mod tests {
             ("2 * PI", "6.28318530718"),
         ];
         for (e, want) in cases {
-            assert_eq!(format(evaluate(e).unwrap()), want, "{e}");
+            assert_eq!(evaluate(e).unwrap().to_string(), want, "{e}");
         }
         assert!(evaluate("sqrt(-1)").unwrap_err().contains("negative"));
         assert!(evaluate("ln(0)").unwrap_err().contains("positive"));
@@ -341,5 +363,44 @@ mod tests {
                 .contains("unknown function 'foo'")
         );
         assert!(evaluate("tau").unwrap_err().contains("unknown name 'tau'"));
+    }
+
+    #[test]
+    fn exact_decimal_arithmetic() {
+        let cases = [
+            ("0.1 * 3", "0.3"),
+            ("1 / 3 * 3", "1"),
+            ("1 / 3", "0.333333333333 (exactly 1/3)"),
+            ("2 ^ 100", "1267650600228229401496703205376"),
+            ("2 ^ -3", "0.125"),
+            ("19.99 * 3 - 0.03", "59.94"),
+            (
+                "123456789012345678 * 1000000000000",
+                "123456789012345678000000000000",
+            ),
+            ("0.1 + 0.7 - 0.8", "0"),
+            ("7.5 % 2", "1.5"),
+            ("-7 % 3", "-1"),
+            ("round(2.5) + round(-2.5)", "0"),
+            ("floor(-0.5)", "-1"),
+            ("ceil(-0.5)", "0"),
+            ("sqrt(2.25)", "1.5"),
+            ("max(0.1 + 0.2, 0.3)", "0.3"),
+        ];
+        for (e, want) in cases {
+            assert_eq!(evaluate(e).unwrap().to_string(), want, "{e}");
+        }
+        // Beyond 128-bit fractions the result degrades to floating point, still finite.
+        let big = evaluate("10 ^ 40 * 10 ^ 40").unwrap();
+        assert!(matches!(big, Number::Approx(_)), "{big:?}");
+        assert_eq!(big.to_string(), "1e80");
+        assert!(matches!(evaluate("sqrt(2)").unwrap(), Number::Approx(_)));
+        assert!(evaluate("0 ^ -1").unwrap_err().contains("division by zero"));
+        assert!(evaluate("1 % 0").unwrap_err().contains("division by zero"));
+        assert!(
+            evaluate("1.2.3")
+                .unwrap_err()
+                .contains("invalid number '1.2.3'")
+        );
     }
 }
