@@ -494,7 +494,14 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                             .map_err(|_| anyhow!("unknown status `{s}`"))
                     })
                     .transpose()?;
-                for r in store.list_operations(status, 200).await? {
+                for r in store
+                    .list_operations(&rein_store::OperationFilter {
+                        status,
+                        limit: 200,
+                        ..Default::default()
+                    })
+                    .await?
+                {
                     if cli.json {
                         println!("{}", serde_json::to_string(&r)?);
                     } else {

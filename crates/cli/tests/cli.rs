@@ -376,7 +376,7 @@ async fn bad_input_is_one_clear_line_and_writes_nothing() {
     assert!(
         e.store()
             .await
-            .list_operations(None, 10)
+            .list_operations(&rein_store::OperationFilter::default())
             .await
             .unwrap()
             .is_empty()
@@ -402,7 +402,10 @@ async fn run_and_kill_at(e: &Env, point: &str, prompt: &str) -> OperationId {
         .expect("pause point reached");
     child.kill().await.unwrap(); // SIGKILL
     let store = e.store().await;
-    let ops = store.list_operations(None, 10).await.unwrap();
+    let ops = store
+        .list_operations(&rein_store::OperationFilter::default())
+        .await
+        .unwrap();
     assert_eq!(ops.len(), 1);
     ops[0].id
 }
@@ -474,7 +477,13 @@ async fn killed_during_the_model_stream() {
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     child.kill().await.unwrap();
-    let id = e.store().await.list_operations(None, 10).await.unwrap()[0].id;
+    let id = e
+        .store()
+        .await
+        .list_operations(&rein_store::OperationFilter::default())
+        .await
+        .unwrap()[0]
+        .id;
     resume_and_check(&e, id).await;
     let op = e.store().await.load_operation(id).await.unwrap().unwrap();
     assert_eq!(

@@ -195,7 +195,11 @@ async fn parked(dir: &Path, count: usize) {
     let created = start.elapsed();
     let t = Instant::now();
     let listed = store
-        .list_operations(Some(Status::WaitingForHuman), u32::try_from(count).unwrap())
+        .list_operations(&rein_store::OperationFilter {
+            status: Some(Status::WaitingForHuman),
+            limit: u32::try_from(count).unwrap(),
+            ..Default::default()
+        })
         .await
         .unwrap();
     let list_ms = t.elapsed().as_secs_f64() * 1e3;

@@ -50,6 +50,12 @@ pub struct StartOptions {
     pub approval_timeout: Option<Duration>,
     /// Images and files sent with the prompt (see [`crate::attachment`]).
     pub attachments: Vec<rein_core::message::ContentPart>,
+    /// The user the operation belongs to (a server's user id); also scopes its memories.
+    pub owner: Option<String>,
+    /// The agent it runs as; scopes memories and notes, and filters listings.
+    pub agent: Option<String>,
+    /// What started it.
+    pub trigger: Option<Trigger>,
 }
 
 /// Metadata key holding the approval timeout, so every process that parks or decides the
@@ -396,14 +402,24 @@ impl Driver {
                 serde_json::json!(t.as_secs_f64()),
             );
         }
+        if let Some(owner) = &opts.owner {
+            state
+                .metadata
+                .extra
+                .insert("user_id".into(), serde_json::json!(owner));
+        }
+        if opts.agent.is_some() {
+            state.metadata.agent_id = opts.agent.clone();
+        }
         let next = initial_context(&state);
         let op = NewOperation {
             state,
             topic_id,
-            agent: None,
-            trigger: Trigger::Cli,
+            agent: opts.agent.clone(),
+            trigger: opts.trigger.unwrap_or(Trigger::Cli),
             parent_operation: None,
             next_context: Some(next),
+            owner: opts.owner.clone(),
         };
         self.store.create_operation(&op).await?;
         Ok(id)

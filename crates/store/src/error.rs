@@ -42,6 +42,9 @@ pub enum StoreError {
     /// The intervention was already decided (decisions are single-use).
     #[error("tool call {0} was already decided")]
     AlreadyDecided(String),
+    /// A record with that key already exists.
+    #[error("{0} already exists")]
+    Conflict(String),
 }
 
 impl StoreError {

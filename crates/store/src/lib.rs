@@ -8,18 +8,19 @@
 //! embedded default, WAL) and PostgreSQL with the same portable SQL; one conformance suite
 //! runs against both.
 
+mod accounts;
 mod error;
 mod records;
 mod schema;
 mod sql;
 
+pub use accounts::{Accounts, AgentRecord, ApiToken, User};
 pub use error::StoreError;
 pub use records::*;
 pub use sql::{SqlStore, Synchronous};
 
 use futures::future::BoxFuture;
 use rein_core::document::{Document, DocumentKind};
-use rein_core::state::Status;
 use rein_core::{AgentEvent, Message, MessageId, OperationId};
 
 /// Durable storage for operations. Every method is one transaction.
@@ -39,12 +40,11 @@ pub trait Store: Send + Sync {
         &self,
         id: OperationId,
     ) -> BoxFuture<'_, Result<Option<StoredOperation>, StoreError>>;
-    /// Operations, newest first, optionally with one status.
-    fn list_operations(
-        &self,
-        status: Option<Status>,
-        limit: u32,
-    ) -> BoxFuture<'_, Result<Vec<OperationRecord>, StoreError>>;
+    /// Operations matching `filter`, newest first.
+    fn list_operations<'a>(
+        &'a self,
+        filter: &'a OperationFilter,
+    ) -> BoxFuture<'a, Result<Vec<OperationRecord>, StoreError>>;
     /// The step timeline.
     fn steps(&self, id: OperationId) -> BoxFuture<'_, Result<Vec<StepRecord>, StoreError>>;
     /// Events with `seq > after`, in order.

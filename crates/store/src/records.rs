@@ -39,6 +39,32 @@ pub struct NewOperation {
     pub parent_operation: Option<OperationId>,
     /// Context of the first step.
     pub next_context: Option<RuntimeContext>,
+    /// The user it belongs to (`None`: the local single-user CLI).
+    pub owner: Option<String>,
+}
+
+/// Which operations [`crate::Store::list_operations`] returns.
+#[derive(Clone, Debug)]
+pub struct OperationFilter {
+    /// Only this status.
+    pub status: Option<Status>,
+    /// Only this owner's.
+    pub owner: Option<String>,
+    /// Only this agent's.
+    pub agent: Option<String>,
+    /// At most this many.
+    pub limit: u32,
+}
+
+impl Default for OperationFilter {
+    fn default() -> Self {
+        Self {
+            status: None,
+            owner: None,
+            agent: None,
+            limit: 100,
+        }
+    }
 }
 
 /// Where a tool execution is.
@@ -196,6 +222,8 @@ pub struct OperationRecord {
     pub updated_at: DateTime<Utc>,
     /// Finished.
     pub finished_at: Option<DateTime<Utc>>,
+    /// The user it belongs to.
+    pub owner: Option<String>,
 }
 
 /// A record with its full state and next context.

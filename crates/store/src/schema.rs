@@ -18,6 +18,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "document embeddings",
         include_str!("../migrations/0003_document_embeddings.sql"),
     ),
+    (
+        4,
+        "accounts",
+        include_str!("../migrations/0004_accounts.sql"),
+    ),
 ];
 
 /// Statements of a migration (split on `;` at line ends; the files hold no procedural code).

@@ -9,7 +9,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use rein_core::document::{Document, DocumentKind};
 use rein_core::phase::RuntimeContext;
-use rein_core::state::{FinishReason, Status};
+use rein_core::state::FinishReason;
 use rein_core::{AgentEvent, AgentState, Message, MessageId, OperationId, ToolCall, Usd};
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Row};
@@ -31,15 +31,15 @@ pub enum Synchronous {
 /// A store on SQLite or PostgreSQL.
 #[derive(Clone)]
 pub struct SqlStore {
-    pool: AnyPool,
+    pub(crate) pool: AnyPool,
     postgres: bool,
 }
 
-fn ts(t: DateTime<Utc>) -> String {
+pub(crate) fn ts(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
-fn parse_ts(s: &str, what: &str) -> Result<DateTime<Utc>, StoreError> {
+pub(crate) fn parse_ts(s: &str, what: &str) -> Result<DateTime<Utc>, StoreError> {
     DateTime::parse_from_rfc3339(s)
         .map(|t| t.with_timezone(&Utc))
         .map_err(|e| StoreError::corrupt(what, e))
@@ -236,10 +236,11 @@ fn record(row: &AnyRow) -> Result<OperationRecord, StoreError> {
         finished_at: o("finished_at")?
             .map(|t| parse_ts(&t, "finished_at"))
             .transpose()?,
+        owner: o("owner")?,
     })
 }
 
-const OPERATION_COLUMNS: &str = "id, agent, topic_id, trigger_kind, provider, model, status, finish_reason, finish_detail, step_count, max_steps, commit_seq, input_tokens, output_tokens, total_tokens, cost_nanos, approval_requests, cancel_requested, error, parent_operation, created_at, updated_at, finished_at";
+const OPERATION_COLUMNS: &str = "id, agent, topic_id, trigger_kind, provider, model, status, finish_reason, finish_detail, step_count, max_steps, commit_seq, input_tokens, output_tokens, total_tokens, cost_nanos, approval_requests, cancel_requested, error, parent_operation, created_at, updated_at, finished_at, owner";
 
 async fn upsert_message(
     tx: &mut sqlx::AnyConnection,
@@ -303,7 +304,7 @@ async fn write_operation(
     if let Some(op) = insert {
         sqlx::query(sqlx::AssertSqlSafe(format!(
             "INSERT INTO operations ({OPERATION_COLUMNS}, state, next_context) VALUES \
-             ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)"
+             ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)"
         )))
         .bind(state.operation_id.to_string())
         .bind(op.agent.clone())
@@ -328,6 +329,7 @@ async fn write_operation(
         .bind(ts(state.created_at))
         .bind(now.clone())
         .bind(finished_at)
+        .bind(op.owner.clone())
         .bind(state_text)
         .bind(next_text)
         .execute(tx)
@@ -376,11 +378,14 @@ impl Store for SqlStore {
             if exists.is_some() {
                 return Err(StoreError::OperationExists(id));
             }
-            sqlx::query("INSERT INTO topics (id, agent, title, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING")
+            // A topic keeps its first owner: continuing someone else's conversation is the
+            // caller's to refuse (it checks `topic_owner` first).
+            sqlx::query("INSERT INTO topics (id, agent, title, created_at, owner) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING")
                 .bind(op.topic_id.clone())
                 .bind(op.agent.clone())
                 .bind(op.state.messages.iter().find(|m| m.role == rein_core::Role::User).map(|m| m.text_content().chars().take(80).collect::<String>()))
                 .bind(ts(Utc::now()))
+                .bind(op.owner.clone())
                 .execute(&mut *tx)
                 .await?;
             for m in &op.state.messages {
@@ -525,27 +530,40 @@ impl Store for SqlStore {
         .boxed()
     }
 
-    fn list_operations(
-        &self,
-        status: Option<Status>,
-        limit: u32,
-    ) -> BoxFuture<'_, Result<Vec<OperationRecord>, StoreError>> {
+    fn list_operations<'a>(
+        &'a self,
+        filter: &'a OperationFilter,
+    ) -> BoxFuture<'a, Result<Vec<OperationRecord>, StoreError>> {
         async move {
-            let rows = match status {
-                Some(s) => {
-                    sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {OPERATION_COLUMNS} FROM operations WHERE status = $1 ORDER BY created_at DESC, id DESC LIMIT $2")))
-                        .bind(enum_str(&s))
-                        .bind(i64::from(limit))
-                        .fetch_all(&self.pool)
-                        .await?
-                }
-                None => {
-                    sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {OPERATION_COLUMNS} FROM operations ORDER BY created_at DESC, id DESC LIMIT $1")))
-                        .bind(i64::from(limit))
-                        .fetch_all(&self.pool)
-                        .await?
-                }
+            // Placeholders are numbered as the optional conditions are added.
+            let mut conditions = Vec::new();
+            let mut binds: Vec<String> = Vec::new();
+            if let Some(s) = filter.status {
+                binds.push(enum_str(&s));
+                conditions.push(format!("status = ${}", binds.len()));
+            }
+            if let Some(owner) = &filter.owner {
+                binds.push(owner.clone());
+                conditions.push(format!("owner = ${}", binds.len()));
+            }
+            if let Some(agent) = &filter.agent {
+                binds.push(agent.clone());
+                conditions.push(format!("agent = ${}", binds.len()));
+            }
+            let filter_sql = if conditions.is_empty() {
+                String::new()
+            } else {
+                format!("WHERE {}", conditions.join(" AND "))
             };
+            let sql = format!(
+                "SELECT {OPERATION_COLUMNS} FROM operations {filter_sql} ORDER BY created_at DESC, id DESC LIMIT ${}",
+                binds.len() + 1
+            );
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for b in binds {
+                q = q.bind(b);
+            }
+            let rows = q.bind(i64::from(filter.limit)).fetch_all(&self.pool).await?;
             rows.iter().map(record).collect()
         }
         .boxed()

@@ -20,6 +20,7 @@ fn new_op() -> NewOperation {
         trigger: Trigger::Cli,
         parent_operation: None,
         next_context: Some(RuntimeContext::new(Phase::Init)),
+        owner: None,
     }
 }
 
@@ -267,14 +268,24 @@ async fn suite(store: &SqlStore) {
     let other = new_op();
     store.create_operation(&other).await.unwrap();
     let done_ops = store
-        .list_operations(Some(Status::Done), 100)
+        .list_operations(&OperationFilter {
+            status: Some(Status::Done),
+            ..Default::default()
+        })
         .await
         .unwrap();
     assert!(
         done_ops.iter().any(|o| o.id == id)
             && !done_ops.iter().any(|o| o.id == other.state.operation_id)
     );
-    assert!(store.list_operations(None, 100).await.unwrap().len() >= 2);
+    assert!(
+        store
+            .list_operations(&OperationFilter::default())
+            .await
+            .unwrap()
+            .len()
+            >= 2
+    );
 
     // Cancellation requests and deleted parents.
     assert!(
@@ -311,6 +322,7 @@ async fn suite(store: &SqlStore) {
             .is_none()
     );
     documents(store).await;
+    accounts(store).await;
 }
 
 /// Memories and notes: upsert, scope isolation, newest first, delete.
@@ -434,7 +446,13 @@ async fn sqlite_conformance() {
     let again = SqlStore::open(dir.join("rein.db").to_str().unwrap(), Synchronous::Full)
         .await
         .unwrap();
-    assert!(!again.list_operations(None, 10).await.unwrap().is_empty());
+    assert!(
+        !again
+            .list_operations(&OperationFilter::default())
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -482,4 +500,109 @@ async fn unreachable_databases_fail_with_a_clear_error() {
         "{text}"
     );
     assert!(!text.contains("secret"));
+}
+
+/// Users, hashed tokens, per-user agents, owned operations and topics.
+async fn accounts(store: &SqlStore) {
+    let suffix = OperationId::new().to_string();
+    let alice = store.create_user(&format!("alice-{suffix}")).await.unwrap();
+    let bob = store.create_user(&format!("bob-{suffix}")).await.unwrap();
+    let again = store.create_user(&alice.name).await.unwrap_err();
+    assert!(matches!(again, StoreError::Conflict(_)), "{again}");
+    assert_eq!(
+        store.user_by_name(&alice.name).await.unwrap(),
+        Some(alice.clone())
+    );
+
+    let hash = format!("hash-{suffix}");
+    let token = store
+        .add_token(&alice.id, &hash, Some("laptop"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.user_for_token(&hash).await.unwrap(),
+        Some(alice.clone())
+    );
+    assert!(store.user_for_token("nope").await.unwrap().is_none());
+    let listed = store.list_tokens(&alice.id).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert!(listed[0].last_used_at.is_some(), "use is recorded");
+    assert!(
+        !store.revoke_token(&bob.id, &token.id).await.unwrap(),
+        "not bob's"
+    );
+    assert!(store.revoke_token(&alice.id, &token.id).await.unwrap());
+    assert!(
+        store.user_for_token(&hash).await.unwrap().is_none(),
+        "revoked"
+    );
+
+    let now = Utc::now();
+    let agent = |owner: &str, config: serde_json::Value| AgentRecord {
+        owner: owner.into(),
+        name: "helper".into(),
+        config,
+        created_at: now,
+        updated_at: now,
+    };
+    store
+        .put_agent(&agent(
+            &alice.id,
+            serde_json::json!({"model": "openai/gpt-4o"}),
+        ))
+        .await
+        .unwrap();
+    store
+        .put_agent(&agent(&bob.id, serde_json::json!({"model": "anthropic/x"})))
+        .await
+        .unwrap();
+    store
+        .put_agent(&agent(
+            &alice.id,
+            serde_json::json!({"model": "openai/gpt-4o-mini"}),
+        ))
+        .await
+        .unwrap();
+    let mine = store.list_agents(&alice.id).await.unwrap();
+    assert_eq!(mine.len(), 1, "same name per owner is one agent");
+    assert_eq!(mine[0].config["model"], "openai/gpt-4o-mini");
+    assert!(store.delete_agent(&alice.id, "helper").await.unwrap());
+    assert!(
+        store
+            .get_agent(&alice.id, "helper")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(store.get_agent(&bob.id, "helper").await.unwrap().is_some());
+
+    let mut owned = new_op();
+    owned.owner = Some(alice.id.clone());
+    owned.agent = Some(format!("agent-{suffix}"));
+    store.create_operation(&owned).await.unwrap();
+    store.create_operation(&new_op()).await.unwrap();
+    let alices = store
+        .list_operations(&OperationFilter {
+            owner: Some(alice.id.clone()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(alices.len(), 1);
+    assert_eq!(alices[0].id, owned.state.operation_id);
+    assert_eq!(alices[0].owner.as_deref(), Some(alice.id.as_str()));
+    let by_agent = store
+        .list_operations(&OperationFilter {
+            agent: owned.agent.clone(),
+            owner: Some(bob.id.clone()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(by_agent.is_empty(), "filters combine");
+    assert_eq!(
+        store.topic_owner(&owned.topic_id).await.unwrap(),
+        Some(Some(alice.id.clone()))
+    );
+    assert_eq!(store.topic_owner("no-such-topic").await.unwrap(), None);
 }

@@ -1,0 +1,384 @@
+//! Users, their API tokens (stored as hashes only) and their agents: what a multi-user server
+//! needs beyond operations. The single-user CLI never touches it.
+
+use crate::StoreError;
+use crate::sql::{SqlStore, parse_ts, ts};
+use chrono::{DateTime, SubsecRound, Utc};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+/// A user of a server.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct User {
+    /// Stable id.
+    pub id: String,
+    /// Unique name.
+    pub name: String,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+}
+
+/// An API token's record (never the token itself).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiToken {
+    /// Id (shown in listings, used to revoke).
+    pub id: String,
+    /// Owner.
+    pub user_id: String,
+    /// What it is for.
+    pub label: Option<String>,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Last authenticated request.
+    pub last_used_at: Option<DateTime<Utc>>,
+    /// Revoked (a revoked token authenticates nothing).
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+/// A user's agent: a name and its configuration (model, system role, tools, limits).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentRecord {
+    /// Owner's user id.
+    pub owner: String,
+    /// Name, unique per owner.
+    pub name: String,
+    /// Configuration as JSON (the server defines its shape).
+    pub config: serde_json::Value,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// Users, tokens and agents. Every method is one transaction.
+pub trait Accounts: Send + Sync {
+    /// Create a user; [`StoreError::Conflict`] when the name is taken.
+    fn create_user<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<User, StoreError>>;
+    /// A user by name.
+    fn user_by_name<'a>(&'a self, name: &'a str)
+    -> BoxFuture<'a, Result<Option<User>, StoreError>>;
+    /// Store a token's hash for a user.
+    fn add_token<'a>(
+        &'a self,
+        user_id: &'a str,
+        token_hash: &'a str,
+        label: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<ApiToken, StoreError>>;
+    /// The user a (not revoked) token hash belongs to; records the use.
+    fn user_for_token<'a>(
+        &'a self,
+        token_hash: &'a str,
+    ) -> BoxFuture<'a, Result<Option<User>, StoreError>>;
+    /// A user's tokens, newest first.
+    fn list_tokens<'a>(
+        &'a self,
+        user_id: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<ApiToken>, StoreError>>;
+    /// Revoke one of a user's tokens; whether it was active.
+    fn revoke_token<'a>(
+        &'a self,
+        user_id: &'a str,
+        token_id: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// Insert or replace an agent.
+    fn put_agent<'a>(&'a self, agent: &'a AgentRecord) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// One agent.
+    fn get_agent<'a>(
+        &'a self,
+        owner: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<AgentRecord>, StoreError>>;
+    /// A user's agents by name.
+    fn list_agents<'a>(
+        &'a self,
+        owner: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<AgentRecord>, StoreError>>;
+    /// Delete an agent; whether it existed.
+    fn delete_agent<'a>(
+        &'a self,
+        owner: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// Who a topic belongs to: `None` when there is no such topic, `Some(None)` for a topic of
+    /// the local CLI.
+    fn topic_owner<'a>(
+        &'a self,
+        topic_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Option<String>>, StoreError>>;
+}
+
+fn user_from(row: &AnyRow) -> Result<User, StoreError> {
+    Ok(User {
+        id: row.try_get("id")?,
+        name: row.try_get("name")?,
+        created_at: parse_ts(&row.try_get::<String, _>("created_at")?, "user created_at")?,
+    })
+}
+
+fn opt_ts(row: &AnyRow, col: &str) -> Result<Option<DateTime<Utc>>, StoreError> {
+    row.try_get::<Option<String>, _>(col)?
+        .map(|t| parse_ts(&t, col))
+        .transpose()
+}
+
+fn token_from(row: &AnyRow) -> Result<ApiToken, StoreError> {
+    Ok(ApiToken {
+        id: row.try_get("id")?,
+        user_id: row.try_get("user_id")?,
+        label: row.try_get("label")?,
+        created_at: parse_ts(&row.try_get::<String, _>("created_at")?, "token created_at")?,
+        last_used_at: opt_ts(row, "last_used_at")?,
+        revoked_at: opt_ts(row, "revoked_at")?,
+    })
+}
+
+fn agent_from(row: &AnyRow) -> Result<AgentRecord, StoreError> {
+    let config: String = row.try_get("config")?;
+    Ok(AgentRecord {
+        owner: row.try_get("owner")?,
+        name: row.try_get("name")?,
+        config: serde_json::from_str(&config)
+            .map_err(|e| StoreError::corrupt("agent config", e))?,
+        created_at: parse_ts(&row.try_get::<String, _>("created_at")?, "agent created_at")?,
+        updated_at: parse_ts(&row.try_get::<String, _>("updated_at")?, "agent updated_at")?,
+    })
+}
+
+/// Now, at the precision timestamps are stored with, so a returned record equals a reloaded one.
+fn now() -> DateTime<Utc> {
+    Utc::now().trunc_subsecs(6)
+}
+
+fn new_id(prefix: &str) -> String {
+    format!("{prefix}_{}", uuid::Uuid::now_v7().simple())
+}
+
+impl Accounts for SqlStore {
+    fn create_user<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<User, StoreError>> {
+        async move {
+            let user = User {
+                id: new_id("usr"),
+                name: name.to_owned(),
+                created_at: now(),
+            };
+            let inserted = sqlx::query(
+                "INSERT INTO users (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING",
+            )
+            .bind(&user.id)
+            .bind(&user.name)
+            .bind(ts(user.created_at))
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+            if inserted == 0 {
+                return Err(StoreError::Conflict(format!("user `{name}`")));
+            }
+            Ok(user)
+        }
+        .boxed()
+    }
+
+    fn user_by_name<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<User>, StoreError>> {
+        async move {
+            sqlx::query("SELECT id, name, created_at FROM users WHERE name = $1")
+                .bind(name)
+                .fetch_optional(&self.pool)
+                .await?
+                .as_ref()
+                .map(user_from)
+                .transpose()
+        }
+        .boxed()
+    }
+
+    fn add_token<'a>(
+        &'a self,
+        user_id: &'a str,
+        token_hash: &'a str,
+        label: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<ApiToken, StoreError>> {
+        async move {
+            let token = ApiToken {
+                id: new_id("tok"),
+                user_id: user_id.to_owned(),
+                label: label.map(str::to_owned),
+                created_at: now(),
+                last_used_at: None,
+                revoked_at: None,
+            };
+            sqlx::query(
+                "INSERT INTO api_tokens (id, user_id, token_hash, label, created_at) VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(&token.id)
+            .bind(user_id)
+            .bind(token_hash)
+            .bind(token.label.clone())
+            .bind(ts(token.created_at))
+            .execute(&self.pool)
+            .await?;
+            Ok(token)
+        }
+        .boxed()
+    }
+
+    fn user_for_token<'a>(
+        &'a self,
+        token_hash: &'a str,
+    ) -> BoxFuture<'a, Result<Option<User>, StoreError>> {
+        async move {
+            let row = sqlx::query(
+                "SELECT u.id AS id, u.name AS name, u.created_at AS created_at FROM api_tokens t \
+                 JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1 AND t.revoked_at IS NULL",
+            )
+            .bind(token_hash)
+            .fetch_optional(&self.pool)
+            .await?;
+            let Some(row) = row else {
+                return Ok(None);
+            };
+            sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE token_hash = $2")
+                .bind(ts(Utc::now()))
+                .bind(token_hash)
+                .execute(&self.pool)
+                .await?;
+            user_from(&row).map(Some)
+        }
+        .boxed()
+    }
+
+    fn list_tokens<'a>(
+        &'a self,
+        user_id: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<ApiToken>, StoreError>> {
+        async move {
+            sqlx::query(
+                "SELECT id, user_id, label, created_at, last_used_at, revoked_at FROM api_tokens \
+                 WHERE user_id = $1 ORDER BY created_at DESC, id DESC",
+            )
+            .bind(user_id)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(token_from)
+            .collect()
+        }
+        .boxed()
+    }
+
+    fn revoke_token<'a>(
+        &'a self,
+        user_id: &'a str,
+        token_id: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        async move {
+            let n = sqlx::query(
+                "UPDATE api_tokens SET revoked_at = $1 WHERE id = $2 AND user_id = $3 AND revoked_at IS NULL",
+            )
+            .bind(ts(Utc::now()))
+            .bind(token_id)
+            .bind(user_id)
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+            Ok(n > 0)
+        }
+        .boxed()
+    }
+
+    fn put_agent<'a>(&'a self, agent: &'a AgentRecord) -> BoxFuture<'a, Result<(), StoreError>> {
+        async move {
+            let config = serde_json::to_string(&agent.config)
+                .map_err(|e| StoreError::corrupt("agent config", e))?;
+            sqlx::query(
+                "INSERT INTO agents (owner, name, config, created_at, updated_at) VALUES ($1, $2, $3, $4, $5) \
+                 ON CONFLICT (owner, name) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at",
+            )
+            .bind(&agent.owner)
+            .bind(&agent.name)
+            .bind(config)
+            .bind(ts(agent.created_at))
+            .bind(ts(agent.updated_at))
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn get_agent<'a>(
+        &'a self,
+        owner: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<AgentRecord>, StoreError>> {
+        async move {
+            sqlx::query(
+                "SELECT owner, name, config, created_at, updated_at FROM agents WHERE owner = $1 AND name = $2",
+            )
+            .bind(owner)
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(agent_from)
+            .transpose()
+        }
+        .boxed()
+    }
+
+    fn list_agents<'a>(
+        &'a self,
+        owner: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<AgentRecord>, StoreError>> {
+        async move {
+            sqlx::query(
+                "SELECT owner, name, config, created_at, updated_at FROM agents WHERE owner = $1 ORDER BY name",
+            )
+            .bind(owner)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(agent_from)
+            .collect()
+        }
+        .boxed()
+    }
+
+    fn delete_agent<'a>(
+        &'a self,
+        owner: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        async move {
+            let n = sqlx::query("DELETE FROM agents WHERE owner = $1 AND name = $2")
+                .bind(owner)
+                .bind(name)
+                .execute(&self.pool)
+                .await?
+                .rows_affected();
+            Ok(n > 0)
+        }
+        .boxed()
+    }
+
+    fn topic_owner<'a>(
+        &'a self,
+        topic_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Option<String>>, StoreError>> {
+        async move {
+            let row = sqlx::query("SELECT owner FROM topics WHERE id = $1")
+                .bind(topic_id)
+                .fetch_optional(&self.pool)
+                .await?;
+            row.map(|r| r.try_get::<Option<String>, _>("owner"))
+                .transpose()
+                .map_err(StoreError::from)
+        }
+        .boxed()
+    }
+}
