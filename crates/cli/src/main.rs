@@ -1,6 +1,7 @@
 //! The `rein` command line.
 
 mod output;
+mod serve;
 mod test_tools;
 
 use anyhow::{Context, anyhow, bail};
@@ -54,6 +55,13 @@ struct Cli {
 enum Command {
     /// Run an agent on a prompt.
     Run(RunArgs),
+    /// Serve the HTTP API and the web UI.
+    Serve(serve::ServeArgs),
+    /// Manage API tokens for `rein serve`.
+    Token {
+        #[command(subcommand)]
+        command: serve::TokenCommand,
+    },
     /// Inspect and steer operations.
     Op {
         #[command(subcommand)]
@@ -417,6 +425,14 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
     };
     let store = open_store(cli.db.as_deref()).await?;
     match cli.command {
+        Command::Serve(a) => {
+            serve::serve(store, a, cli.replay.clone(), &cli.mcp).await?;
+            Ok(exit::DONE)
+        }
+        Command::Token { command } => {
+            serve::token(&store, command, cli.json).await?;
+            Ok(exit::DONE)
+        }
         Command::Run(a) => {
             let model = a
                 .model
@@ -578,6 +594,19 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Logs go to stderr: always for the server, for other commands only when REIN_LOG asks.
+    let serving = matches!(cli.command, Command::Serve(_));
+    if let Some(filter) = std::env::var("REIN_LOG")
+        .ok()
+        .filter(|f| !f.is_empty())
+        .or_else(|| serving.then(|| "info".to_owned()))
+    {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::stderr().is_terminal())
+            .init();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -61,9 +61,14 @@ impl Tool for Ledger {
 
 /// Register the test tools when `REIN_TEST_TOOLS=1`.
 pub fn register(driver: Driver) -> Driver {
+    tools().into_iter().fold(driver, Driver::with_tool)
+}
+
+/// The test tools, when `REIN_TEST_TOOLS=1`.
+pub fn tools() -> Vec<Arc<dyn Tool>> {
     if std::env::var("REIN_TEST_TOOLS").is_ok_and(|v| v == "1") {
-        driver.with_tool(Arc::new(Ledger))
+        vec![Arc::new(Ledger)]
     } else {
-        driver
+        Vec::new()
     }
 }

@@ -161,6 +161,11 @@ impl Catalog {
         self.lookup(provider, model).map(|m| m.prices.cost(usage))
     }
 
+    /// Every entry, by id.
+    pub fn models(&self) -> impl Iterator<Item = &Arc<ModelInfo>> {
+        self.models.values()
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
         self.models.len()

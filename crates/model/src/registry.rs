@@ -162,6 +162,21 @@ impl Registry {
         }
     }
 
+    /// The configuration of provider `id`, refusing a provider that needs a key and has none
+    /// (the error names the variable to set).
+    pub fn provider_with_key(&self, id: &str) -> Result<ProviderConfig, ModelError> {
+        let config = self.provider(id)?;
+        if config.api_key.is_none()
+            && let Some(var) = self.presets.get(id).and_then(|p| p.api_key_env.as_deref())
+        {
+            return Err(ModelError::new(
+                ErrorKind::Config,
+                format!("missing API key for provider `{id}`: set {var}"),
+            ));
+        }
+        Ok(config)
+    }
+
     /// The configuration of provider `id`.
     pub fn provider(&self, id: &str) -> Result<ProviderConfig, ModelError> {
         let preset = self.presets.get(id);

@@ -126,6 +126,10 @@ pub enum Decision {
     },
 }
 
+/// Called after every committed step with the operation's id (a server wakes the event
+/// streams of that operation; they read what was committed from the store).
+pub type CommitHook = Arc<dyn Fn(OperationId) + Send + Sync>;
+
 /// Runs operations of one model against one store.
 pub struct Driver {
     store: Arc<dyn Store>,
@@ -141,6 +145,7 @@ pub struct Driver {
     /// The model that writes compression summaries (the operation's model when unset).
     compression_model: Option<(Arc<dyn ModelProvider>, ModelRef)>,
     embedder: Option<Arc<dyn rein_tools::documents::Embedder>>,
+    on_commit: Option<CommitHook>,
 }
 
 /// A message id derived from the operation and commit index: a step re-run after a crash
@@ -228,6 +233,7 @@ impl Driver {
             context: crate::ContextSettings::default(),
             compression_model: None,
             embedder: None,
+            on_commit: None,
         }
     }
 
@@ -239,6 +245,19 @@ impl Driver {
         {
             tracing::error!(error = %e, "tool not registered");
         }
+        self
+    }
+
+    /// Builder: the operation scope: only these tools (`identifier` or `identifier/api`) may
+    /// be called; the rest of the agent's configuration is kept.
+    pub fn with_allowed_tools(mut self, tools: Vec<String>) -> Self {
+        self.agent.allowed_tools = Some(tools);
+        self
+    }
+
+    /// Builder: a hook called after every committed step.
+    pub fn with_commit_hook(mut self, hook: CommitHook) -> Self {
+        self.on_commit = Some(hook);
         self
     }
 
@@ -584,7 +603,11 @@ impl Driver {
             tool_executions: self.tools.take_finished(),
             interventions,
         };
-        Ok(self.store.commit_step(&commit).await?)
+        let outcome = self.store.commit_step(&commit).await?;
+        if let Some(hook) = &self.on_commit {
+            hook(commit.operation_id);
+        }
+        Ok(outcome)
     }
 
     /// Watch the store for a cancellation requested by another process.

@@ -14,7 +14,7 @@ mod model_port;
 mod summarizer;
 mod tools;
 
-pub use driver::{Decision, Driver, RunEnd, StartOptions, derived_message_id};
+pub use driver::{CommitHook, Decision, Driver, RunEnd, StartOptions, derived_message_id};
 pub use embedder::ProviderEmbedder;
 pub use error::DriverError;
 pub use model_port::{ContextSettings, ModelPort};

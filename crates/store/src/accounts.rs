@@ -53,6 +53,19 @@ pub struct AgentRecord {
     pub updated_at: DateTime<Utc>,
 }
 
+/// A conversation as listed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicRecord {
+    /// Id.
+    pub id: String,
+    /// Agent it was started with.
+    pub agent: Option<String>,
+    /// Title (the start of its first user message).
+    pub title: Option<String>,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+}
+
 /// Users, tokens and agents. Every method is one transaction.
 pub trait Accounts: Send + Sync {
     /// Create a user; [`StoreError::Conflict`] when the name is taken.
@@ -102,6 +115,12 @@ pub trait Accounts: Send + Sync {
         owner: &'a str,
         name: &'a str,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// A user's conversations, newest first.
+    fn list_topics<'a>(
+        &'a self,
+        owner: &'a str,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<TopicRecord>, StoreError>>;
     /// Who a topic belongs to: `None` when there is no such topic, `Some(None)` for a topic of
     /// the local CLI.
     fn topic_owner<'a>(
@@ -362,6 +381,33 @@ impl Accounts for SqlStore {
                 .await?
                 .rows_affected();
             Ok(n > 0)
+        }
+        .boxed()
+    }
+
+    fn list_topics<'a>(
+        &'a self,
+        owner: &'a str,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<TopicRecord>, StoreError>> {
+        async move {
+            sqlx::query(
+                "SELECT id, agent, title, created_at FROM topics WHERE owner = $1 ORDER BY created_at DESC, id DESC LIMIT $2",
+            )
+            .bind(owner)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|r| {
+                Ok(TopicRecord {
+                    id: r.try_get("id")?,
+                    agent: r.try_get("agent")?,
+                    title: r.try_get("title")?,
+                    created_at: parse_ts(&r.try_get::<String, _>("created_at")?, "topic created_at")?,
+                })
+            })
+            .collect()
         }
         .boxed()
     }

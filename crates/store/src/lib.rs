@@ -14,7 +14,7 @@ mod records;
 mod schema;
 mod sql;
 
-pub use accounts::{Accounts, AgentRecord, ApiToken, User};
+pub use accounts::{Accounts, AgentRecord, ApiToken, TopicRecord, User};
 pub use error::StoreError;
 pub use records::*;
 pub use sql::{SqlStore, Synchronous};

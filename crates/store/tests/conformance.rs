@@ -605,4 +605,9 @@ async fn accounts(store: &SqlStore) {
         Some(Some(alice.id.clone()))
     );
     assert_eq!(store.topic_owner("no-such-topic").await.unwrap(), None);
+    let topics = store.list_topics(&alice.id, 10).await.unwrap();
+    assert_eq!(topics.len(), 1);
+    assert_eq!(topics[0].id, owned.topic_id);
+    assert_eq!(topics[0].title.as_deref(), Some("hello"));
+    assert!(store.list_topics(&bob.id, 10).await.unwrap().is_empty());
 }

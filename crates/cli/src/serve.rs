@@ -1,0 +1,241 @@
+//! `rein serve` and `rein token`: the HTTP server and its API tokens.
+
+use anyhow::{Context, anyhow, bail};
+use rein_model::cassette::ReplayTransport;
+use rein_model::transport::Timeouts;
+use rein_model::{Catalog, Registry, ReqwestTransport, Transport};
+use rein_server::{App, AuthMode, Hub, Runner, ServerConfig};
+use rein_store::{Accounts, SqlStore, User};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// `rein serve` options.
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:7878")]
+    addr: String,
+    /// Serve without authentication, every request acting as the user `local` (only on a
+    /// loopback address).
+    #[arg(long)]
+    no_auth: bool,
+    /// Operations one user may have running at once.
+    #[arg(long, default_value_t = 4)]
+    max_running: usize,
+    /// Model when neither the request nor its agent names one (default: $REIN_MODEL, else
+    /// openai/gpt-4o-mini).
+    #[arg(long)]
+    model: Option<String>,
+    /// Seconds between SSE heartbeat comments.
+    #[arg(long, default_value_t = 15)]
+    heartbeat_secs: u64,
+}
+
+/// `rein token` subcommands.
+#[derive(clap::Subcommand)]
+pub enum TokenCommand {
+    /// Create a token for a user (created if new); the token is printed once.
+    Create {
+        /// User name.
+        #[arg(long)]
+        user: String,
+        /// What the token is for.
+        #[arg(long)]
+        label: Option<String>,
+    },
+    /// List a user's tokens (never the tokens themselves).
+    List {
+        /// User name.
+        #[arg(long)]
+        user: String,
+    },
+    /// Revoke one of a user's tokens.
+    Revoke {
+        /// User name.
+        #[arg(long)]
+        user: String,
+        /// Token id (from `rein token list`).
+        id: String,
+    },
+}
+
+async fn user(store: &SqlStore, name: &str, create: bool) -> anyhow::Result<User> {
+    if let Some(u) = store.user_by_name(name).await? {
+        return Ok(u);
+    }
+    if !create {
+        bail!("no user `{name}`");
+    }
+    Ok(store.create_user(name).await?)
+}
+
+/// `rein token …`.
+pub async fn token(store: &SqlStore, command: TokenCommand, json: bool) -> anyhow::Result<()> {
+    match command {
+        TokenCommand::Create { user: name, label } => {
+            if name.trim().is_empty() {
+                bail!("--user is empty");
+            }
+            let u = user(store, &name, true).await?;
+            let token = rein_server::new_token().context("cannot generate a token")?;
+            let record = store
+                .add_token(&u.id, &rein_server::hash_token(&token), label.as_deref())
+                .await?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"token": token, "id": record.id, "user": u.name})
+                );
+            } else {
+                println!("{token}");
+                eprintln!(
+                    "token {} for user {} (shown once; use it as `Authorization: Bearer …` or REIN_TOKEN)",
+                    record.id, u.name
+                );
+            }
+        }
+        TokenCommand::List { user: name } => {
+            let u = user(store, &name, false).await?;
+            for t in store.list_tokens(&u.id).await? {
+                if json {
+                    println!("{}", serde_json::to_string(&t)?);
+                } else {
+                    let state = match (t.revoked_at, t.last_used_at) {
+                        (Some(r), _) => format!("revoked {}", r.format("%Y-%m-%d %H:%M")),
+                        (None, Some(u)) => format!("last used {}", u.format("%Y-%m-%d %H:%M")),
+                        (None, None) => "never used".into(),
+                    };
+                    println!(
+                        "{}  {}  created {}  {}",
+                        t.id,
+                        t.label.as_deref().unwrap_or("-"),
+                        t.created_at.format("%Y-%m-%d %H:%M"),
+                        state
+                    );
+                }
+            }
+        }
+        TokenCommand::Revoke { user: name, id } => {
+            let u = user(store, &name, false).await?;
+            if !store.revoke_token(&u.id, &id).await? {
+                bail!("user {name} has no active token {id}");
+            }
+            eprintln!("revoked {id}");
+        }
+    }
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    tracing::info!("shutting down");
+}
+
+/// `rein serve`.
+pub async fn serve(
+    store: Arc<SqlStore>,
+    args: ServeArgs,
+    replay: Option<PathBuf>,
+    mcp: &[String],
+) -> anyhow::Result<()> {
+    let addr: SocketAddr = args.addr.parse().map_err(|_| {
+        anyhow!(
+            "--addr `{}` is not host:port (e.g. 127.0.0.1:7878)",
+            args.addr
+        )
+    })?;
+    let auth = if args.no_auth {
+        if !addr.ip().is_loopback() {
+            bail!(
+                "--no-auth is only allowed on a loopback address, not {}",
+                addr.ip()
+            );
+        }
+        AuthMode::Open(user(&store, "local", true).await?)
+    } else {
+        AuthMode::Tokens
+    };
+    let transport: Arc<dyn Transport> = match &replay {
+        Some(path) => Arc::new(ReplayTransport::from_file(path)?),
+        None => Arc::new(ReqwestTransport::new(Timeouts::default())?),
+    };
+    let hub = Arc::new(Hub::default());
+    let mut runner = Runner::new(
+        Arc::clone(&store),
+        Arc::clone(&hub),
+        Registry::builtin()?,
+        Arc::new(Catalog::builtin()?),
+        transport,
+    );
+    runner.per_user_limit = args.max_running.max(1);
+    runner.tools = crate::test_tools::tools();
+    for spec in mcp {
+        let server = rein_tools::mcp::McpServer::connect(crate::mcp_config(spec)?).await?;
+        runner.tools.push(server);
+    }
+    if replay.is_some() {
+        runner.require_keys = false;
+        // A cassette replays byte for byte only without the date, paths and memories.
+        runner.context = rein_operation::ContextSettings {
+            date: false,
+            workspace: false,
+            memories: false,
+            ..Default::default()
+        };
+    }
+    if let Some(m) = args
+        .model
+        .or_else(|| std::env::var("REIN_MODEL").ok().filter(|m| !m.is_empty()))
+    {
+        runner.default_model = m;
+    }
+    let runner = Arc::new(runner);
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let local = listener.local_addr()?;
+    let app = Arc::new(App {
+        store,
+        runner: Arc::clone(&runner),
+        hub,
+        auth,
+        config: ServerConfig {
+            heartbeat: std::time::Duration::from_secs(args.heartbeat_secs.max(1)),
+            ..Default::default()
+        },
+        shutdown: Default::default(),
+    });
+    let recovered = runner
+        .recover()
+        .await
+        .map_err(|e| anyhow!("{}", e.message))?;
+    if recovered > 0 {
+        tracing::info!(
+            recovered,
+            "resumed operations left running by the last process"
+        );
+    }
+    // Tests and scripts read this line to find the port.
+    eprintln!("rein: listening on http://{local}");
+    tracing::info!(%local, "listening");
+    rein_server::serve(listener, app, shutdown_signal()).await?;
+    Ok(())
+}

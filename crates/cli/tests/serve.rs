@@ -1,0 +1,687 @@
+//! `rein serve` as a client sees it: a real server process on a random loopback port, a
+//! scripted OpenAI-protocol model server, a SQLite file, tokens made with `rein token create`,
+//! SSE read off the wire, and a SIGKILL in the middle of an operation.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use rein_core::OperationId;
+use rein_model::testing::{Canned, Server, serve};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+struct Env {
+    dir: PathBuf,
+    model: Server,
+    http: reqwest::Client,
+}
+
+/// A running `rein serve`.
+struct Rein {
+    child: Child,
+    base: String,
+    stderr: Arc<Mutex<Vec<String>>>,
+}
+
+impl Rein {
+    fn saw(&self, needle: &str) -> bool {
+        self.stderr
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains(needle))
+    }
+
+    async fn wait_for(&self, needle: &str) {
+        for _ in 0..200 {
+            if self.saw(needle) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!(
+            "`{needle}` never appeared in:\n{}",
+            self.stderr.lock().unwrap().join("\n")
+        );
+    }
+}
+
+async fn env(responses: Vec<Canned>) -> Env {
+    let dir = std::env::temp_dir().join(format!("rein-serve-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    Env {
+        dir,
+        model: serve(responses, 3).await,
+        http: reqwest::Client::new(),
+    }
+}
+
+impl Env {
+    fn db(&self) -> String {
+        self.dir.join("rein.db").to_string_lossy().into_owned()
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_rein"));
+        c.args(["--db", &self.db()]).args(args);
+        c.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("REIN_HOME", &self.dir)
+            .env("OPENAI_BASE_URL", format!("{}/v1", self.model.base))
+            .env("OPENAI_API_KEY", "sk-test")
+            .env("REIN_TEST_TOOLS", "1")
+            .env("REIN_TEST_LEDGER", self.dir.join("ledger.txt"));
+        c
+    }
+
+    async fn token(&self, user: &str) -> String {
+        let out = self
+            .command(&["token", "create", "--user", user])
+            .output()
+            .await
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+
+    async fn start(&self, extra: &[(&str, &str)]) -> Rein {
+        let mut c = self.command(&["serve", "--addr", "127.0.0.1:0", "--heartbeat-secs", "1"]);
+        for (k, v) in extra {
+            c.env(k, v);
+        }
+        let mut child = c
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let base = loop {
+            let line = lines
+                .next_line()
+                .await
+                .unwrap()
+                .expect("the server exited before listening");
+            stderr.lock().unwrap().push(line.clone());
+            if let Some(addr) = line.strip_prefix("rein: listening on ") {
+                break addr.to_owned();
+            }
+        };
+        let sink = Arc::clone(&stderr);
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        Rein {
+            child,
+            base,
+            stderr,
+        }
+    }
+
+    fn ledger_lines(&self) -> usize {
+        std::fs::read_to_string(self.dir.join("ledger.txt"))
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    }
+
+    async fn call(
+        &self,
+        rein: &Rein,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut req = self.http.request(
+            reqwest::Method::from_bytes(method.as_bytes()).unwrap(),
+            format!("{}{path}", rein.base),
+        );
+        if let Some(t) = token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        if let Some(b) = body {
+            req = req
+                .header("content-type", "application/json")
+                .body(b.to_string());
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        let bytes = resp.bytes().await.unwrap();
+        let value = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or_else(|_| {
+                panic!("not JSON ({status}): {}", String::from_utf8_lossy(&bytes))
+            })
+        };
+        (status, value)
+    }
+
+    async fn events(&self, rein: &Rein, op: &str, token: &str, last: Option<u64>) -> Sse {
+        let mut req = self
+            .http
+            .get(format!("{}/v1/operations/{op}/events", rein.base))
+            .header("authorization", format!("Bearer {token}"));
+        if let Some(l) = last {
+            req = req.header("last-event-id", l.to_string());
+        }
+        let resp = req.send().await.unwrap();
+        assert_eq!(resp.status().as_u16(), 200);
+        assert_eq!(
+            resp.headers()["content-type"].to_str().unwrap(),
+            "text/event-stream"
+        );
+        Sse {
+            resp,
+            buf: String::new(),
+        }
+    }
+}
+
+/// One SSE message.
+#[derive(Debug)]
+struct Message {
+    id: Option<u64>,
+    event: Option<String>,
+    data: Value,
+}
+
+struct Sse {
+    resp: reqwest::Response,
+    buf: String,
+}
+
+impl Sse {
+    /// The next message (heartbeat comments skipped); `None` when the server ended the stream.
+    async fn next(&mut self) -> Option<Message> {
+        loop {
+            if let Some(at) = self.buf.find("\n\n") {
+                let block: String = self.buf.drain(..at + 2).collect();
+                let (mut id, mut event, mut data) = (None, None, String::new());
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("id: ") {
+                        id = Some(v.parse().unwrap());
+                    } else if let Some(v) = line.strip_prefix("event: ") {
+                        event = Some(v.to_owned());
+                    } else if let Some(v) = line.strip_prefix("data: ") {
+                        data.push_str(v);
+                    }
+                }
+                if data.is_empty() {
+                    continue; // a heartbeat comment
+                }
+                return Some(Message {
+                    id,
+                    event,
+                    data: serde_json::from_str(&data).unwrap(),
+                });
+            }
+            match tokio::time::timeout(Duration::from_secs(30), self.resp.chunk()).await {
+                Ok(Ok(Some(bytes))) => self.buf.push_str(&String::from_utf8_lossy(&bytes)),
+                Ok(Ok(None)) | Ok(Err(_)) => return None,
+                Err(_) => panic!("no SSE data for 30 s"),
+            }
+        }
+    }
+
+    /// Committed events until one of type `until` (included), skipping live previews.
+    async fn until(&mut self, until: &str, seen: &mut Vec<Message>) {
+        while let Some(m) = self.next().await {
+            if m.id.is_none() {
+                assert_eq!(m.event.as_deref(), Some("live"));
+                continue;
+            }
+            let done = m.data["type"] == until;
+            seen.push(m);
+            if done {
+                return;
+            }
+        }
+        let types: Vec<String> = seen.iter().map(|m| m.data["type"].to_string()).collect();
+        panic!("the stream ended before a `{until}` event: {types:?}");
+    }
+
+    /// Committed events until the server ends the stream.
+    async fn rest(&mut self, seen: &mut Vec<Message>) {
+        while let Some(m) = self.next().await {
+            if m.id.is_some() {
+                seen.push(m);
+            }
+        }
+    }
+}
+
+fn ledger(id: &str, entry: &str) -> Canned {
+    Canned::openai_tools(&[(id, "ledger__append", &json!({"entry": entry}).to_string())])
+}
+
+fn calc(id: &str, expr: &str) -> Canned {
+    Canned::openai_tools(&[(
+        id,
+        "calculator__evaluate",
+        &json!({"expression": expr}).to_string(),
+    )])
+}
+
+/// Every event exactly once, in order, none missing, the end included.
+fn assert_gapless(seen: &[Message]) {
+    let ids: Vec<u64> = seen.iter().map(|m| m.id.unwrap()).collect();
+    assert_eq!(ids, (0..ids.len() as u64).collect::<Vec<_>>(), "{ids:?}");
+    for (m, id) in seen.iter().zip(&ids) {
+        assert_eq!(m.data["seq"].as_u64(), Some(*id));
+    }
+    assert!(seen.iter().any(|m| m.data["type"] == "done"));
+}
+
+#[tokio::test]
+async fn create_stream_approve_and_resume_the_stream_with_last_event_id() {
+    let e = env(vec![ledger("l1", "paid"), Canned::openai_text("Appended.")]).await;
+    let alice = e.token("alice").await;
+    let rein = e.start(&[]).await;
+    let (status, created) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/operations",
+            Some(&alice),
+            // Allow-list mode with an empty list: every call asks first.
+            Some(json!({"input": "Append `paid` to the ledger.", "approval": "allow-list"})),
+        )
+        .await;
+    assert_eq!(status, 202, "{created}");
+    let op = created["operation_id"].as_str().unwrap().to_owned();
+    assert_eq!(created["topic_id"], format!("topic_{op}"));
+
+    // Watch until the approval is requested, then go away mid-operation.
+    let mut seen = Vec::new();
+    let mut first = e.events(&rein, &op, &alice, None).await;
+    first.until("human_approve_required", &mut seen).await;
+    drop(first);
+    let (_, detail) = e
+        .call(
+            &rein,
+            "GET",
+            &format!("/v1/operations/{op}"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(detail["operation"]["status"], "waiting_for_human");
+    assert_eq!(detail["pending"][0]["call"]["id"], "l1");
+    assert!(!detail["steps"].as_array().unwrap().is_empty());
+    assert_eq!(e.ledger_lines(), 0, "nothing ran before the approval");
+
+    let decision = json!({"decisions": [{"tool_call_id": "l1", "decision": "approve"}]});
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            &format!("/v1/operations/{op}/interventions"),
+            Some(&alice),
+            Some(decision.clone()),
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            &format!("/v1/operations/{op}/interventions"),
+            Some(&alice),
+            Some(decision),
+        )
+        .await;
+    assert_eq!(status, 409, "decisions are single-use: {body}");
+    assert_eq!(body["error"]["code"], "conflict");
+
+    // Reconnect from the last event seen: the rest, once each, then the stream ends.
+    let last = seen.last().unwrap().id;
+    let mut second = e.events(&rein, &op, &alice, last).await;
+    second.rest(&mut seen).await;
+    assert_gapless(&seen);
+    assert_eq!(e.ledger_lines(), 1);
+    let (_, detail) = e
+        .call(
+            &rein,
+            "GET",
+            &format!("/v1/operations/{op}"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(detail["operation"]["status"], "done");
+    let (_, interventions) = e
+        .call(
+            &rein,
+            "GET",
+            &format!("/v1/operations/{op}/interventions"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(interventions[0]["status"], "approved");
+
+    // A finished operation's stream replays everything and ends; `?after=` works as well.
+    let mut replay = e.events(&rein, &op, &alice, None).await;
+    let mut all = Vec::new();
+    replay.rest(&mut all).await;
+    assert_gapless(&all);
+    let (_, messages) = e
+        .call(
+            &rein,
+            "GET",
+            &format!("/v1/topics/topic_{op}/messages"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    let texts: Vec<&str> = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"][0]["text"].as_str())
+        .collect();
+    assert!(texts.contains(&"Appended."), "{texts:?}");
+}
+
+#[tokio::test]
+async fn a_server_killed_mid_operation_resumes_it_on_restart_and_the_stream_continues() {
+    let e = env(vec![
+        calc("c1", "17*23"),
+        Canned::openai_text("17 × 23 = 391."),
+    ])
+    .await;
+    let alice = e.token("alice").await;
+    let rein = e.start(&[("REIN_TEST_PAUSE_AT", "commit:2")]).await;
+    let (status, created) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/operations",
+            Some(&alice),
+            Some(json!({"input": "What is 17*23?"})),
+        )
+        .await;
+    assert_eq!(status, 202, "{created}");
+    let op = created["operation_id"].as_str().unwrap().to_owned();
+    let mut seen = Vec::new();
+    let mut stream = e.events(&rein, &op, &alice, None).await;
+    // Two steps are committed (the model's tool call, the tool's result); the process then
+    // stops dead before the third.
+    stream.until("tool_result", &mut seen).await;
+    rein.wait_for("REIN_TEST_PAUSED commit:2").await;
+    let mut rein = rein;
+    rein.child.kill().await.unwrap();
+    // The client sees the connection drop.
+    stream.rest(&mut seen).await;
+    let last = seen.last().unwrap().id;
+
+    let restarted = e.start(&[]).await;
+    let mut resumed = e.events(&restarted, &op, &alice, last).await;
+    resumed.rest(&mut seen).await;
+    assert_gapless(&seen);
+    let answer = seen
+        .iter()
+        .rev()
+        .find(|m| m.data["type"] == "llm_result")
+        .unwrap();
+    assert!(answer.data.to_string().contains("391"), "{}", answer.data);
+    restarted
+        .wait_for("resumed operations left running by the last process")
+        .await;
+    // One tool call in the transcript: the restart did not repeat the first step.
+    let calls = e.model.requests().len();
+    assert_eq!(calls, 2, "one model call before the crash, one after");
+}
+
+#[tokio::test]
+async fn users_are_isolated_and_tokens_are_required() {
+    let e = env(vec![Canned::openai_text("hello alice")]).await;
+    let alice = e.token("alice").await;
+    let bob = e.token("bob").await;
+    let rein = e.start(&[]).await;
+    let (_, created) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/operations",
+            Some(&alice),
+            Some(json!({"input": "hi"})),
+        )
+        .await;
+    let op = created["operation_id"].as_str().unwrap().to_owned();
+    let topic = created["topic_id"].as_str().unwrap().to_owned();
+    for path in [
+        format!("/v1/operations/{op}"),
+        format!("/v1/operations/{op}/events"),
+        format!("/v1/operations/{op}/interventions"),
+        format!("/v1/topics/{topic}/messages"),
+    ] {
+        let (status, body) = e.call(&rein, "GET", &path, Some(&bob), None).await;
+        assert_eq!(status, 404, "{path}: {body}");
+        assert_eq!(body["error"]["code"], "not_found");
+    }
+    let (status, _) = e
+        .call(
+            &rein,
+            "POST",
+            &format!("/v1/operations/{op}/cancel"),
+            Some(&bob),
+            None,
+        )
+        .await;
+    assert_eq!(status, 404);
+    let (status, _) = e
+        .call(
+            &rein,
+            "POST",
+            &format!("/v1/operations/{op}/interventions"),
+            Some(&bob),
+            Some(json!({"decisions": [{"tool_call_id": "x", "decision": "approve"}]})),
+        )
+        .await;
+    assert_eq!(status, 404);
+    // Bob cannot continue Alice's conversation either.
+    let (status, _) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/operations",
+            Some(&bob),
+            Some(json!({"input": "and?", "topic": topic})),
+        )
+        .await;
+    assert_eq!(status, 404);
+    let (_, bobs) = e
+        .call(&rein, "GET", "/v1/operations", Some(&bob), None)
+        .await;
+    assert_eq!(bobs, json!([]));
+    let (_, alices) = e
+        .call(&rein, "GET", "/v1/operations", Some(&alice), None)
+        .await;
+    assert_eq!(alices[0]["id"], op);
+    // Agents are per user.
+    let (status, _) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/agents",
+            Some(&alice),
+            Some(json!({"name": "helper", "config": {"model": "openai/gpt-4o", "approval": "auto-run"}})),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let (status, _) = e
+        .call(&rein, "GET", "/v1/agents/helper", Some(&bob), None)
+        .await;
+    assert_eq!(status, 404);
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/agents",
+            Some(&alice),
+            Some(json!({"name": "helper"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("conflict"))
+    );
+
+    for (token, want) in [
+        (None, "missing `Authorization: Bearer <token>`"),
+        (Some("rein_nope"), "unknown or revoked token"),
+    ] {
+        let (status, body) = e.call(&rein, "GET", "/v1/operations", token, None).await;
+        assert_eq!(status, 401);
+        assert_eq!(body["error"]["message"], want);
+    }
+    // A revoked token stops working at once.
+    let list = e
+        .command(&["--json", "token", "list", "--user", "bob"])
+        .output()
+        .await
+        .unwrap();
+    let id = serde_json::from_slice::<Value>(list.stdout.split(|b| *b == b'\n').next().unwrap())
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let revoke = e
+        .command(&["token", "revoke", "--user", "bob", &id])
+        .output()
+        .await
+        .unwrap();
+    assert!(revoke.status.success());
+    let (status, _) = e
+        .call(&rein, "GET", "/v1/operations", Some(&bob), None)
+        .await;
+    assert_eq!(status, 401);
+}
+
+#[tokio::test]
+async fn bad_requests_get_the_json_error_shape_and_never_a_500() {
+    let e = env(vec![]).await;
+    let alice = e.token("alice").await;
+    let rein = e.start(&[]).await;
+    let raw = |body: String| {
+        e.http
+            .post(format!("{}/v1/operations", rein.base))
+            .header("authorization", format!("Bearer {alice}"))
+            .header("content-type", "application/json")
+            .body(body)
+    };
+    let cases = [
+        (
+            "{not json".to_owned(),
+            400,
+            "invalid_request",
+            "parse the request body as JSON",
+        ),
+        (
+            json!({"inptu": "x"}).to_string(),
+            400,
+            "invalid_request",
+            "unknown field `inptu`",
+        ),
+        (
+            json!({"input": 5}).to_string(),
+            400,
+            "invalid_request",
+            "input",
+        ),
+        (
+            json!({"input": "x", "approval": "yolo"}).to_string(),
+            400,
+            "invalid_request",
+            "approval `yolo`",
+        ),
+        (
+            json!({"input": "  "}).to_string(),
+            400,
+            "invalid_request",
+            "input is empty",
+        ),
+        (
+            json!({"input": "x", "model": "nowhere/m"}).to_string(),
+            422,
+            "unprocessable",
+            "nowhere",
+        ),
+        (
+            json!({"input": "x", "agent": "ghost"}).to_string(),
+            404,
+            "not_found",
+            "no agent `ghost`",
+        ),
+        (
+            json!({"input": "x".repeat(2 * 1024 * 1024)}).to_string(),
+            413,
+            "payload_too_large",
+            "larger",
+        ),
+    ];
+    for (body, status, code, says) in cases {
+        let resp = raw(body).send().await.unwrap();
+        assert_eq!(resp.status().as_u16(), status);
+        let v: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+        assert_eq!(v["error"]["code"], code, "{v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{message} should mention {says}");
+    }
+    let (status, body) = e
+        .call(
+            &rein,
+            "GET",
+            "/v1/operations?status=bogus",
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("invalid_request"))
+    );
+    let (status, body) = e
+        .call(&rein, "GET", "/v1/nowhere", Some(&alice), None)
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (404, Some("not_found"))
+    );
+    let (status, body) = e
+        .call(&rein, "DELETE", "/v1/operations", Some(&alice), None)
+        .await;
+    assert_eq!(status, 405, "{body}");
+    let (status, _) = e
+        .call(&rein, "GET", "/v1/operations/not-an-id", Some(&alice), None)
+        .await;
+    assert_eq!(status, 404);
+    let (status, doc) = e.call(&rein, "GET", "/v1/openapi.json", None, None).await;
+    assert_eq!(status, 200);
+    assert_eq!(doc["openapi"], "3.0.3");
+    for path in [
+        "/v1/operations",
+        "/v1/operations/{id}/events",
+        "/v1/agents/{name}",
+    ] {
+        assert!(doc["paths"][path].is_object(), "{path} documented");
+    }
+    assert!(
+        doc["components"]["schemas"]["CreateOperation"]["properties"]["input"].is_object(),
+        "request schemas come from the code"
+    );
+    assert!(!rein.saw("internal"), "no 500 was logged");
+}

@@ -1,0 +1,124 @@
+//! One error shape for every response: `{"error": {"code", "message", "details"?}}`. Bad input
+//! is a 4xx naming what was wrong, never a 500.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// An API error: status, machine code, human message.
+#[derive(Debug, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ApiError {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// Stable code (`not_found`, `invalid_request`, ...).
+    pub code: &'static str,
+    /// What went wrong, for a person.
+    pub message: String,
+    /// Structured details.
+    pub details: Option<serde_json::Value>,
+}
+
+impl ApiError {
+    /// An error with a status and code.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    /// 400: the request is malformed; the message names the field.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid_request", message)
+    }
+
+    /// 404: nothing there, or nothing this user may see (the two are not told apart).
+    pub fn not_found(what: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", what)
+    }
+
+    /// 409: the request conflicts with the current state.
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, "conflict", message)
+    }
+
+    /// 422: well-formed but not acceptable (unknown model, missing provider key).
+    pub fn unprocessable(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, "unprocessable", message)
+    }
+
+    /// 401.
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+    }
+
+    /// 500: a failure on the server's side (logged).
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+    }
+
+    /// With structured details.
+    pub fn with_details(mut self, details: serde_json::Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if self.status.is_server_error() {
+            tracing::error!(code = self.code, message = %self.message, "request failed");
+        }
+        let mut error = json!({"code": self.code, "message": self.message});
+        if let Some(d) = self.details {
+            error["details"] = d;
+        }
+        (self.status, Json(json!({ "error": error }))).into_response()
+    }
+}
+
+impl From<rein_store::StoreError> for ApiError {
+    fn from(e: rein_store::StoreError) -> Self {
+        use rein_store::StoreError as E;
+        match e {
+            E::OperationNotFound(id) => ApiError::not_found(format!("no operation {id}")),
+            E::InterventionNotFound(id) => {
+                ApiError::not_found(format!("no pending intervention for tool call {id}"))
+            }
+            E::AlreadyDecided(id) => {
+                ApiError::conflict(format!("tool call {id} was already decided"))
+            }
+            E::Conflict(what) => ApiError::conflict(format!("{what} already exists")),
+            other => ApiError::internal(other.to_string()),
+        }
+    }
+}
+
+impl From<rein_operation::DriverError> for ApiError {
+    fn from(e: rein_operation::DriverError) -> Self {
+        use rein_operation::DriverError as E;
+        match e {
+            E::Store(s) => s.into(),
+            E::NotFound(id) => ApiError::not_found(format!("no operation {id}")),
+            E::Refused(m) => ApiError::conflict(m),
+        }
+    }
+}
+
+/// 404 for any path the API does not have.
+pub async fn no_route() -> ApiError {
+    ApiError::not_found("no such endpoint")
+}
+
+/// 405 for a method a path does not take.
+pub async fn wrong_method() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this endpoint does not take that method",
+    )
+}

@@ -1,0 +1,71 @@
+//! The `/v1` endpoints, with extractors that turn malformed input into the API's error shape.
+
+pub mod agents;
+pub mod events;
+pub mod models;
+pub mod operations;
+pub mod topics;
+
+use crate::AppState;
+use crate::error::ApiError;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use rein_core::OperationId;
+use rein_store::{Store, StoredOperation, User};
+use serde::de::DeserializeOwned;
+
+/// A JSON body; malformed JSON, a wrong field or an oversized body is a 400 / 413 naming
+/// what was wrong.
+pub struct Body<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(v)) => Ok(Body(v)),
+            Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                Err(ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "payload_too_large",
+                    "the request body is larger than the server accepts",
+                ))
+            }
+            Err(rejection) => Err(ApiError::bad_request(rejection.body_text())),
+        }
+    }
+}
+
+/// Query parameters; a malformed one is a 400 naming it.
+pub struct Params<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Params<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|q| Params(q.0))
+            .map_err(|r| ApiError::bad_request(r.body_text()))
+    }
+}
+
+/// The operation `id` if `user` owns it; 404 otherwise (existence is not revealed).
+pub async fn owned_operation(
+    app: &AppState,
+    user: &User,
+    id: &str,
+) -> Result<StoredOperation, ApiError> {
+    let missing = || ApiError::not_found(format!("no operation {id}"));
+    let parsed: OperationId = id.parse().map_err(|_| missing())?;
+    let op = app
+        .store
+        .load_operation(parsed)
+        .await?
+        .ok_or_else(missing)?;
+    if op.record.owner.as_deref() != Some(user.id.as_str()) {
+        return Err(missing());
+    }
+    Ok(op)
+}

@@ -1,0 +1,14 @@
+//! `GET /v1/models`: the catalogued models (context window, capabilities, prices) and the
+//! server's default.
+
+use crate::AppState;
+use crate::auth::Caller;
+use axum::Json;
+use axum::extract::State;
+use serde_json::{Value, json};
+
+/// The catalog.
+pub async fn list(State(app): State<AppState>, Caller(_): Caller) -> Json<Value> {
+    let models: Vec<Value> = app.runner.catalog().models().map(|m| json!(m)).collect();
+    Json(json!({"default": app.runner.default_model, "models": models}))
+}

@@ -1,0 +1,421 @@
+//! `/v1/operations`: start, list, inspect, cancel, resume, and decide pending tool calls.
+
+use crate::AppState;
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::routes::agents::AgentConfig;
+use crate::routes::{Body, Params, owned_operation};
+use crate::runner::Job;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use rein_core::Usd;
+use rein_core::intervention::ApprovalMode;
+use rein_core::state::{Budget, BudgetPolicy, Status};
+use rein_operation::{Decision, StartOptions};
+use rein_store::{
+    Accounts, Intervention, InterventionStatus, OperationFilter, OperationRecord, StepRecord,
+    Store, Trigger,
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// `POST /v1/operations` body.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateOperation {
+    /// The user's request.
+    pub input: String,
+    /// Run as this agent of yours (its model, system role, tools and limits).
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// Continue this conversation (yours); a new one otherwise.
+    #[serde(default)]
+    pub topic: Option<String>,
+    /// `provider/model`, over the agent's.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// `manual` (default), `auto-run`, `allow-list` or `headless`.
+    #[serde(default)]
+    pub approval: Option<String>,
+    /// Step limit.
+    #[serde(default)]
+    pub max_steps: Option<u32>,
+    /// Cost limit in USD.
+    #[serde(default)]
+    pub cost_limit: Option<f64>,
+    /// Token limit.
+    #[serde(default)]
+    pub token_limit: Option<u64>,
+}
+
+/// `202` answer: the operation is committed and will run.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct Created {
+    /// The operation.
+    pub operation_id: String,
+    /// Its conversation.
+    pub topic_id: String,
+}
+
+/// `GET /v1/operations` query.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// `idle`, `running`, `waiting_for_human`, `interrupted`, `done` or `error`.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub status: Option<Status>,
+    /// Only this agent's.
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// At most this many (default 100, at most 1000).
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+/// An operation with its step timeline and what waits for a decision.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct OperationDetail {
+    /// The record (status, tokens, cost, finish reason, ...).
+    #[schemars(with = "serde_json::Value")]
+    pub operation: OperationRecord,
+    /// One entry per committed step.
+    #[schemars(with = "Vec<serde_json::Value>")]
+    pub steps: Vec<StepRecord>,
+    /// Tool calls waiting for a decision.
+    #[schemars(with = "Vec<serde_json::Value>")]
+    pub pending: Vec<Intervention>,
+    /// Per-model and per-tool usage and cost.
+    pub usage: serde_json::Value,
+}
+
+/// One decision in `POST /v1/operations/{id}/interventions`.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionIn {
+    /// The pending call.
+    pub tool_call_id: String,
+    /// `approve` or `reject`.
+    pub decision: DecisionKind,
+    /// Why (rejections; the model reads it).
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Stop the operation for good (rejections).
+    #[serde(default)]
+    pub halt: bool,
+}
+
+/// Approve or reject.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionKind {
+    /// Run the call.
+    Approve,
+    /// Do not run it.
+    Reject,
+}
+
+/// `POST /v1/operations/{id}/interventions` body.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Decisions {
+    /// At least one.
+    pub decisions: Vec<DecisionIn>,
+}
+
+/// What a control request did.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct Accepted {
+    /// The operation.
+    pub operation_id: String,
+    /// Its status now.
+    pub status: String,
+}
+
+/// Parse an approval mode name.
+pub fn approval_mode(name: &str) -> Result<ApprovalMode, ApiError> {
+    Ok(match name {
+        "manual" => ApprovalMode::Manual,
+        "auto-run" | "auto_run" => ApprovalMode::AutoRun,
+        "allow-list" | "allow_list" => ApprovalMode::AllowList,
+        "headless" => ApprovalMode::Headless,
+        other => {
+            return Err(ApiError::bad_request(format!(
+                "approval `{other}`: use manual, auto-run, allow-list or headless"
+            )));
+        }
+    })
+}
+
+fn status_name(s: Status) -> String {
+    serde_json::to_value(s)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// `POST /v1/operations`: `202 {operation_id, topic_id}` once the operation is committed.
+pub async fn create(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    Body(req): Body<CreateOperation>,
+) -> Result<(StatusCode, Json<Created>), ApiError> {
+    if req.input.trim().is_empty() {
+        return Err(ApiError::bad_request("input is empty"));
+    }
+    let agent = match &req.agent {
+        Some(name) => {
+            let record = app
+                .store
+                .get_agent(&user.id, name)
+                .await?
+                .ok_or_else(|| ApiError::not_found(format!("no agent `{name}`")))?;
+            Some(
+                serde_json::from_value::<AgentConfig>(record.config)
+                    .map_err(|e| ApiError::internal(format!("stored agent `{name}`: {e}")))?,
+            )
+        }
+        None => None,
+    };
+    if let Some(topic) = &req.topic {
+        match app.store.topic_owner(topic).await? {
+            // A new conversation under the caller's chosen id.
+            None => {}
+            Some(Some(owner)) if owner == user.id => {}
+            Some(_) => return Err(ApiError::not_found(format!("no topic {topic}"))),
+        }
+    }
+    let a = agent.clone().unwrap_or_default();
+    let model = req
+        .model
+        .clone()
+        .or(a.model.clone())
+        .unwrap_or_else(|| app.runner.default_model.clone());
+    let approval = approval_mode(
+        req.approval
+            .as_deref()
+            .or(a.approval.as_deref())
+            .unwrap_or("manual"),
+    )?;
+    let cost_limit = req.cost_limit.or(a.cost_limit);
+    if cost_limit.is_some_and(|v| !v.is_finite() || v < 0.0) {
+        return Err(ApiError::bad_request(
+            "cost_limit must be a non-negative number",
+        ));
+    }
+    app.runner.check_capacity(&user.id)?;
+    let driver = app.runner.driver(&model, agent.as_ref())?;
+    let opts = StartOptions {
+        system: a.system_role.clone(),
+        max_steps: req.max_steps.or(a.max_steps),
+        budget: Budget {
+            max_cost: cost_limit.map(Usd::from_dollars),
+            max_tokens: req.token_limit.or(a.token_limit),
+            on_exceeded: BudgetPolicy::Stop,
+            ..Default::default()
+        },
+        approval,
+        topic_id: req.topic.clone(),
+        owner: Some(user.id.clone()),
+        agent: req.agent.clone(),
+        trigger: Some(Trigger::Api),
+        ..Default::default()
+    };
+    let id = driver.start(&req.input, &opts).await?;
+    let topic_id = req.topic.clone().unwrap_or_else(|| format!("topic_{id}"));
+    app.runner.spawn(id, user.id, driver, Job::Run)?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(Created {
+            operation_id: id.to_string(),
+            topic_id,
+        }),
+    ))
+}
+
+/// `GET /v1/operations`: the caller's operations, newest first.
+pub async fn list(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    Params(q): Params<ListQuery>,
+) -> Result<Json<Vec<OperationRecord>>, ApiError> {
+    let ops = app
+        .store
+        .list_operations(&OperationFilter {
+            status: q.status,
+            owner: Some(user.id),
+            agent: q.agent,
+            limit: q.limit.unwrap_or(100).min(1000),
+        })
+        .await?;
+    Ok(Json(ops))
+}
+
+/// `GET /v1/operations/{id}`: the record, the step timeline and pending decisions.
+pub async fn show(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<OperationDetail>, ApiError> {
+    let op = owned_operation(&app, &user, &id).await?;
+    let steps = app.store.steps(op.record.id).await?;
+    let pending = app
+        .store
+        .interventions(op.record.id)
+        .await?
+        .into_iter()
+        .filter(|i| i.status == InterventionStatus::Pending)
+        .collect();
+    let usage = serde_json::json!({"usage": op.state.usage, "cost": op.state.cost});
+    Ok(Json(OperationDetail {
+        operation: op.record,
+        steps,
+        pending,
+        usage,
+    }))
+}
+
+/// `POST /v1/operations/{id}/cancel`: a running operation stops at its next boundary
+/// (keeping partial output); a parked one ends now.
+pub async fn cancel(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    let op = owned_operation(&app, &user, &id).await?;
+    if op.record.status.is_terminal() {
+        return Err(ApiError::conflict(format!(
+            "operation {id} already ended ({})",
+            status_name(op.record.status)
+        )));
+    }
+    let driver = app.runner.driver_for(&op.record).await?;
+    driver.cancel(op.record.id).await?;
+    let now = app
+        .store
+        .load_operation(op.record.id)
+        .await?
+        .map_or(op.record.status, |o| o.record.status);
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(Accepted {
+            operation_id: id,
+            status: status_name(now),
+        }),
+    ))
+}
+
+/// `POST /v1/operations/{id}/resume`: continue an interrupted operation (or one whose process
+/// died) from its last committed step.
+pub async fn resume(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    let op = owned_operation(&app, &user, &id).await?;
+    match op.record.status {
+        s if s.is_terminal() => {
+            return Err(ApiError::conflict(format!(
+                "operation {id} already ended ({})",
+                status_name(s)
+            )));
+        }
+        Status::WaitingForHuman => {
+            return Err(ApiError::conflict(format!(
+                "operation {id} waits for a decision: POST its interventions"
+            )));
+        }
+        _ => {}
+    }
+    app.runner.check_capacity(&user.id)?;
+    let driver = app.runner.driver_for(&op.record).await?;
+    app.runner
+        .spawn(op.record.id, user.id, driver, Job::Resume)?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(Accepted {
+            operation_id: id,
+            status: "running".into(),
+        }),
+    ))
+}
+
+/// `GET /v1/operations/{id}/interventions`: every approval request, decided or not.
+pub async fn interventions(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<Intervention>>, ApiError> {
+    let op = owned_operation(&app, &user, &id).await?;
+    Ok(Json(app.store.interventions(op.record.id).await?))
+}
+
+/// `POST /v1/operations/{id}/interventions`: decide pending calls (single-use: a call already
+/// decided is a 409), then the operation continues in the background.
+pub async fn decide(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    Path(id): Path<String>,
+    Body(body): Body<Decisions>,
+) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    if body.decisions.is_empty() {
+        return Err(ApiError::bad_request("decisions is empty"));
+    }
+    let op = owned_operation(&app, &user, &id).await?;
+    let known = app.store.interventions(op.record.id).await?;
+    let mut seen = std::collections::HashSet::new();
+    for d in &body.decisions {
+        if !seen.insert(d.tool_call_id.as_str()) {
+            return Err(ApiError::bad_request(format!(
+                "tool call {} is decided twice in this request",
+                d.tool_call_id
+            )));
+        }
+        match known.iter().find(|i| *i.call.id == *d.tool_call_id) {
+            None => {
+                return Err(ApiError::not_found(format!(
+                    "operation {id} has no approval request for tool call {}",
+                    d.tool_call_id
+                )));
+            }
+            Some(i) if i.status != InterventionStatus::Pending => {
+                return Err(ApiError::conflict(format!(
+                    "tool call {} was already decided",
+                    d.tool_call_id
+                )));
+            }
+            Some(_) => {}
+        }
+    }
+    if op.record.status != Status::WaitingForHuman {
+        return Err(ApiError::conflict(format!(
+            "operation {id} is {}, not waiting for a decision",
+            status_name(op.record.status)
+        )));
+    }
+    let decisions = body
+        .decisions
+        .into_iter()
+        .map(|d| {
+            let decision = match d.decision {
+                DecisionKind::Approve => Decision::Approve,
+                DecisionKind::Reject => Decision::Reject {
+                    reason: d.reason,
+                    halt: d.halt,
+                },
+            };
+            (d.tool_call_id, decision)
+        })
+        .collect();
+    let driver = app.runner.driver_for(&op.record).await?;
+    app.runner
+        .spawn(op.record.id, user.id, driver, Job::Decide(decisions))?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(Accepted {
+            operation_id: id,
+            status: "running".into(),
+        }),
+    ))
+}

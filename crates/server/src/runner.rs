@@ -1,0 +1,235 @@
+//! Running operations inside the server: one driver per run (so cancelling one never touches
+//! another), at most one run per operation in this process, a per-user limit on concurrent
+//! runs, and crash recovery at start-up.
+
+use crate::error::ApiError;
+use crate::hub::{Hub, HubSink, Signal};
+use crate::routes::agents::AgentConfig;
+use rein_core::OperationId;
+use rein_core::state::{ModelRef, Status};
+use rein_model::{Catalog, Registry, Transport};
+use rein_operation::{ContextSettings, Decision, Driver, RunEnd};
+use rein_store::{Accounts, OperationFilter, OperationRecord, SqlStore, Store, Trigger};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// What a spawned run does.
+pub enum Job {
+    /// Step a new (or accepted but never started) operation.
+    Run,
+    /// Continue from the last committed step.
+    Resume,
+    /// Record these decisions in order, then continue.
+    Decide(Vec<(String, Decision)>),
+}
+
+/// Builds drivers and runs operations in the background.
+pub struct Runner {
+    store: Arc<SqlStore>,
+    hub: Arc<Hub>,
+    registry: Registry,
+    catalog: Arc<Catalog>,
+    transport: Arc<dyn Transport>,
+    /// What the context engine is told beyond the transcript.
+    pub context: ContextSettings,
+    /// Model when neither the request nor the agent names one.
+    pub default_model: String,
+    /// Runs one user may have going at once.
+    pub per_user_limit: usize,
+    /// Refuse providers without an API key (off when replaying a cassette).
+    pub require_keys: bool,
+    /// Tools beyond the built-ins (MCP servers, custom tools) offered to every operation.
+    pub tools: Vec<Arc<dyn rein_operation::Tool>>,
+    active: Mutex<HashMap<OperationId, String>>,
+}
+
+impl Runner {
+    /// A runner over `store`, publishing to `hub`.
+    pub fn new(
+        store: Arc<SqlStore>,
+        hub: Arc<Hub>,
+        registry: Registry,
+        catalog: Arc<Catalog>,
+        transport: Arc<dyn Transport>,
+    ) -> Self {
+        Self {
+            store,
+            hub,
+            registry,
+            catalog,
+            transport,
+            context: ContextSettings::default(),
+            default_model: "openai/gpt-4o-mini".into(),
+            per_user_limit: 4,
+            require_keys: true,
+            tools: Vec::new(),
+            active: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The catalog models are priced and described from.
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
+    }
+
+    /// A driver for `model` (`provider/model`) configured by `agent`.
+    pub fn driver(&self, model: &str, agent: Option<&AgentConfig>) -> Result<Driver, ApiError> {
+        let (provider_id, model_id) = Registry::split(model)
+            .map_err(|e| ApiError::unprocessable(format!("model `{model}`: {e}")))?;
+        let config = if self.require_keys {
+            self.registry.provider_with_key(provider_id)
+        } else {
+            self.registry.provider(provider_id)
+        }
+        .map_err(|e| ApiError::unprocessable(e.to_string()))?;
+        let provider = rein_model::Provider::new(config, Arc::clone(&self.transport))
+            .with_catalog(Arc::clone(&self.catalog));
+        let model_ref = ModelRef {
+            provider: provider_id.into(),
+            model: model_id.into(),
+        };
+        let hub = Arc::clone(&self.hub);
+        let mut driver = Driver::new(
+            self.store.clone(),
+            Arc::new(provider),
+            model_ref,
+            Arc::clone(&self.catalog),
+        )
+        .with_sink(Arc::new(HubSink(Arc::clone(&self.hub))))
+        .with_commit_hook(Arc::new(move |id| hub.send(id, || Signal::Committed)))
+        .with_context(self.context.clone());
+        for t in &self.tools {
+            driver = driver.with_tool(Arc::clone(t));
+        }
+        if let Some(tools) = agent.and_then(|a| a.tools.clone()) {
+            driver = driver.with_allowed_tools(tools);
+        }
+        Ok(driver)
+    }
+
+    /// A driver for an existing operation: its model and its agent's configuration.
+    pub async fn driver_for(&self, record: &OperationRecord) -> Result<Driver, ApiError> {
+        let model = match (&record.provider, &record.model) {
+            (Some(p), Some(m)) => format!("{p}/{m}"),
+            _ => self.default_model.clone(),
+        };
+        let agent = match (&record.owner, &record.agent) {
+            (Some(owner), Some(name)) => self
+                .store
+                .get_agent(owner, name)
+                .await?
+                .and_then(|a| serde_json::from_value::<AgentConfig>(a.config).ok()),
+            _ => None,
+        };
+        self.driver(&model, agent.as_ref())
+    }
+
+    /// Runs `owner` has going in this process.
+    pub fn running_for(&self, owner: &str) -> usize {
+        let active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+        active.values().filter(|o| o.as_str() == owner).count()
+    }
+
+    /// Whether the operation runs in this process now.
+    pub fn is_running(&self, id: OperationId) -> bool {
+        let active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+        active.contains_key(&id)
+    }
+
+    /// Refuse with 429 when `owner` is at the limit of concurrent runs.
+    pub fn check_capacity(&self, owner: &str) -> Result<(), ApiError> {
+        if self.running_for(owner) >= self.per_user_limit {
+            return Err(ApiError::new(
+                axum::http::StatusCode::TOO_MANY_REQUESTS,
+                "too_many_running",
+                format!(
+                    "{} operations of yours are running (the limit is {}); wait for one to end",
+                    self.per_user_limit, self.per_user_limit
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Run `job` for operation `id` in the background; 409 when it already runs here.
+    pub fn spawn(
+        self: &Arc<Self>,
+        id: OperationId,
+        owner: String,
+        driver: Driver,
+        job: Job,
+    ) -> Result<(), ApiError> {
+        {
+            let mut active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+            if active.contains_key(&id) {
+                return Err(ApiError::conflict(format!(
+                    "operation {id} is already running"
+                )));
+            }
+            active.insert(id, owner);
+        }
+        let me = Arc::clone(self);
+        tokio::spawn(async move {
+            let end = match job {
+                Job::Run => driver.run(id).await,
+                Job::Resume => driver.resume(id).await,
+                Job::Decide(decisions) => {
+                    let mut end = Ok(RunEnd::WaitingForHuman {
+                        pending: Vec::new(),
+                    });
+                    for (call, decision) in decisions {
+                        end = driver
+                            .decide(id, Some(std::slice::from_ref(&call)), decision, None)
+                            .await;
+                        if end.is_err() {
+                            break;
+                        }
+                    }
+                    end
+                }
+            };
+            match end {
+                Ok(end) => tracing::info!(operation = %id, ?end, "run ended"),
+                Err(e) => tracing::warn!(operation = %id, error = %e, "run failed"),
+            }
+            me.active
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id);
+            // Streams re-check the log (and end when the operation did).
+            me.hub.send(id, || Signal::Committed);
+        });
+        Ok(())
+    }
+
+    /// Resume the API's operations that were running (or accepted, never started) when the
+    /// last process stopped; returns how many.
+    pub async fn recover(self: &Arc<Self>) -> Result<usize, ApiError> {
+        let mut n = 0;
+        for status in [Status::Running, Status::Idle] {
+            let ops = self
+                .store
+                .list_operations(&OperationFilter {
+                    status: Some(status),
+                    limit: 10_000,
+                    ..Default::default()
+                })
+                .await?;
+            // The CLI's operations belong to the processes that run them.
+            for op in ops.into_iter().filter(|o| o.trigger == Trigger::Api) {
+                let driver = self.driver_for(&op).await?;
+                let job = if status == Status::Idle {
+                    Job::Run
+                } else {
+                    Job::Resume
+                };
+                let owner = op.owner.clone().unwrap_or_default();
+                if self.spawn(op.id, owner, driver, job).is_ok() {
+                    tracing::info!(operation = %op.id, ?status, "recovering operation");
+                    n += 1;
+                }
+            }
+        }
+        Ok(n)
+    }
+}
