@@ -50,6 +50,10 @@ pub enum Amount {
     Usd(Usd),
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// What happened.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -117,6 +121,9 @@ pub enum EventKind {
         status: ToolStatus,
         /// Result text.
         content: String,
+        /// How long the tool ran (0 for calls that did not run).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        duration_ms: u64,
     },
     /// Calls wait for approval; the operation is parked.
     HumanApproveRequired {

@@ -342,12 +342,15 @@ fn event_kind() -> impl Strategy<Value = EventKind> {
             }
         ),
         calls().prop_map(|tool_calls| EventKind::ToolPending { tool_calls }),
-        (text(), mid(), tool_status(), text()).prop_map(
-            |(tool_call_id, tool_message_id, status, content)| EventKind::ToolResult {
-                tool_call_id: tool_call_id.into(),
-                tool_message_id,
-                status,
-                content
+        (text(), mid(), tool_status(), text(), any::<u64>()).prop_map(
+            |(tool_call_id, tool_message_id, status, content, duration_ms)| {
+                EventKind::ToolResult {
+                    tool_call_id: tool_call_id.into(),
+                    tool_message_id,
+                    status,
+                    content,
+                    duration_ms,
+                }
             }
         ),
         (calls(), option::of(mid())).prop_map(|(pending_tool_calls, parent_message_id)| {

@@ -67,6 +67,14 @@ pub(crate) fn write_tool_message(
     id
 }
 
+/// How a tool call ended.
+pub(crate) struct Outcome {
+    pub(crate) status: ToolStatus,
+    pub(crate) content: String,
+    /// How long it ran (0 when it did not run).
+    pub(crate) duration_ms: u64,
+}
+
 /// Answer a tool call: write (or fill in) its result message, emit `tool_result`, and return
 /// the phase payload describing it.
 pub(crate) fn settle(
@@ -75,15 +83,20 @@ pub(crate) fn settle(
     call: ToolCall,
     parent: Option<MessageId>,
     existing: Option<MessageId>,
-    status: ToolStatus,
-    content: String,
+    outcome: Outcome,
 ) -> ToolResultPayload {
+    let Outcome {
+        status,
+        content,
+        duration_ms,
+    } = outcome;
     let id = write_tool_message(state, &call, parent, existing, status, &content);
     cx.emit(EventKind::ToolResult {
         tool_call_id: call.id.clone(),
         tool_message_id: id,
         status,
         content: content.clone(),
+        duration_ms,
     });
     ToolResultPayload {
         parent_message_id: parent,
@@ -349,8 +362,11 @@ impl Executor for CallToolExecutor {
                 call,
                 parent_message_id,
                 existing_tool_message_id,
-                status,
-                output.content,
+                Outcome {
+                    status,
+                    content: output.content,
+                    duration_ms: ms,
+                },
             );
             result.execution_ms = ms;
             result.follow_up = output.follow_up;
@@ -467,8 +483,11 @@ impl Executor for CallToolsBatchExecutor {
                             call.clone(),
                             parent,
                             None,
-                            failed,
-                            content,
+                            Outcome {
+                                status: failed,
+                                content,
+                                duration_ms: 0,
+                            },
                         ));
                     }
                 }
@@ -529,8 +548,11 @@ impl Executor for ResolveBlockedToolsExecutor {
                     call,
                     parent_message_id,
                     None,
-                    blocked,
-                    content.clone(),
+                    Outcome {
+                        status: blocked,
+                        content: content.clone(),
+                        duration_ms: 0,
+                    },
                 ));
             }
             let next = ctx(Phase::ToolsBatchResult(ToolsBatchResultPayload {
@@ -570,8 +592,11 @@ impl Executor for ResolveAbortedToolsExecutor {
                     call.clone(),
                     parent,
                     existing,
-                    aborted,
-                    content.clone(),
+                    Outcome {
+                        status: aborted,
+                        content: content.clone(),
+                        duration_ms: 0,
+                    },
                 );
             }
             let settled: HashSet<&str> = payload.tool_calls.iter().map(|c| c.id.as_ref()).collect();

@@ -1,0 +1,139 @@
+//! The web UI in real headless Chromium (Debian `chromium`, driven by npm `playwright-core`,
+//! both installed by `.ci/run`): start an operation, approve its pending call after a reload,
+//! see it finish and the inspector's timeline. Screenshots are kept under the target
+//! directory (`browser-artifacts/`). Without Chromium or playwright-core it says what is
+//! missing and passes without running.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use rein_core::OperationId;
+use rein_model::testing::{Canned, serve};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn prerequisites() -> Result<(PathBuf, PathBuf), String> {
+    let chromium = std::env::var_os("REIN_CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    if !chromium.exists() {
+        return Err(format!(
+            "no Chromium at {} (apt-get install chromium, or set REIN_CHROMIUM)",
+            chromium.display()
+        ));
+    }
+    let playwright = workspace().join(".browser/node_modules/playwright-core");
+    if !playwright.exists() {
+        return Err(format!(
+            "no playwright-core at {} (npm install --prefix .browser playwright-core)",
+            playwright.display()
+        ));
+    }
+    Ok((chromium, playwright))
+}
+
+#[tokio::test]
+async fn the_ui_streams_approves_after_a_reload_and_shows_the_inspector() {
+    let (chromium, playwright) = match prerequisites() {
+        Ok(p) => p,
+        Err(missing) => {
+            eprintln!("skipped: {missing}");
+            return;
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("rein-ui-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = serve(
+        vec![
+            Canned::openai_tools(&[("l1", "ledger__append", r#"{"entry":"paid"}"#)]),
+            Canned::openai_text("Appended."),
+        ],
+        3,
+    )
+    .await;
+    let mut server = Command::new(env!("CARGO_BIN_EXE_rein"))
+        .args(["--db", &dir.join("rein.db").to_string_lossy()])
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--no-auth",
+            "--heartbeat-secs",
+            "1",
+        ])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("REIN_HOME", &dir)
+        .env("OPENAI_BASE_URL", format!("{}/v1", model.base))
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("REIN_TEST_TOOLS", "1")
+        .env("REIN_TEST_LEDGER", dir.join("ledger.txt"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let base = loop {
+        let line = lines.next_line().await.unwrap().expect("server exited");
+        if let Some(addr) = line.strip_prefix("rein: listening on ") {
+            break addr.to_owned();
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    // An agent that asks before every call.
+    let created = reqwest::Client::new()
+        .post(format!("{base}/v1/agents"))
+        .header("content-type", "application/json")
+        .body(json!({"name": "careful", "config": {"approval": "allow-list"}}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status().as_u16(), 201);
+
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser-artifacts");
+    std::fs::create_dir_all(&out).unwrap();
+    let run = Command::new("node")
+        .arg(workspace().join("crates/cli/tests/browser/ui.cjs"))
+        .arg(&base)
+        .arg(&out)
+        .env("REIN_PLAYWRIGHT", &playwright)
+        .env("REIN_CHROMIUM", &chromium)
+        .output()
+        .await
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let report: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap_or(""))
+        .unwrap_or_else(|_| {
+            panic!(
+                "no report from the browser script:\n{stdout}\n{}",
+                String::from_utf8_lossy(&run.stderr)
+            )
+        });
+    assert_eq!(
+        report["ok"],
+        true,
+        "{report:#}\nscreenshots in {}",
+        out.display()
+    );
+    assert_eq!(
+        report["sawLive"], true,
+        "the answer was previewed while it streamed"
+    );
+    for shot in [
+        "1-approval-requested",
+        "2-restored-after-reload",
+        "3-done",
+        "4-inspector",
+    ] {
+        assert!(out.join(format!("{shot}.png")).exists(), "{shot}.png");
+    }
+    let ledger = std::fs::read_to_string(dir.join("ledger.txt")).unwrap();
+    assert_eq!(ledger.lines().count(), 1, "approved once, ran once");
+    eprintln!("screenshots: {}", out.display());
+}

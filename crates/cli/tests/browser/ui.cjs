@@ -1,0 +1,73 @@
+// Drives the web UI in headless Chromium: start an operation, watch it stream, approve a
+// pending call after reloading the page, open the inspector. Screenshots go to OUT.
+// Usage: node ui.cjs BASE_URL OUT_DIR   (REIN_PLAYWRIGHT: path of playwright-core,
+// REIN_CHROMIUM: the browser executable)
+"use strict";
+const { chromium } = require(process.env.REIN_PLAYWRIGHT);
+const [base, out] = process.argv.slice(2);
+
+async function main() {
+  const browser = await chromium.launch({
+    executablePath: process.env.REIN_CHROMIUM,
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu"],
+  });
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const logs = [];
+  page.on("console", (m) => logs.push(m.type() + ": " + m.text()));
+  page.on("pageerror", (e) => logs.push("pageerror: " + e.message));
+  const shot = (name) => page.screenshot({ path: `${out}/${name}.png`, fullPage: true });
+  try {
+    await page.goto(base);
+    await page.waitForSelector("#app:not([hidden])");
+    await page.selectOption("#agent-select", "careful");
+    // Record whether a live (streaming) preview was ever shown.
+    await page.evaluate(() => {
+      window.sawLive = false;
+      new MutationObserver(() => {
+        if (document.querySelector(".msg.live")) window.sawLive = true;
+      }).observe(document.getElementById("messages"), { childList: true, subtree: true });
+    });
+    await page.fill("#input", "Append paid to the ledger.");
+    await page.click("#send");
+    await page.waitForSelector(".approval .approve", { timeout: 20000 });
+    await page.waitForSelector("#op-status.waiting_for_human");
+    await shot("1-approval-requested");
+
+    // Reload mid-operation: the conversation, the status and the approval come back.
+    await page.reload();
+    await page.waitForSelector(".approval .approve", { timeout: 20000 });
+    const restored = await page.textContent("#messages");
+    if (!restored.includes("Append paid to the ledger.")) throw new Error("transcript not restored: " + restored);
+    await page.waitForSelector('.tool[data-call="l1"] .status.pending');
+    await shot("2-restored-after-reload");
+
+    await page.evaluate(() => {
+      window.sawLive = false;
+      new MutationObserver(() => {
+        if (document.querySelector(".msg.live")) window.sawLive = true;
+      }).observe(document.getElementById("messages"), { childList: true, subtree: true });
+    });
+    await page.click(".approval .approve");
+    await page.waitForSelector("#op-status.done", { timeout: 20000 });
+    await page.waitForFunction(() => document.getElementById("messages").textContent.includes("Appended."));
+    const status = await page.textContent('.tool[data-call="l1"] .status');
+    if (status !== "succeeded") throw new Error("tool card status: " + status);
+    const sawLive = await page.evaluate(() => window.sawLive);
+    await shot("3-done");
+
+    await page.click("#inspect");
+    await page.waitForFunction(() => document.querySelectorAll("#timeline tr").length >= 4);
+    const timeline = await page.textContent("#timeline");
+    if (!timeline.includes("call_llm")) throw new Error("timeline: " + timeline);
+    await shot("4-inspector");
+    console.log(JSON.stringify({ ok: true, sawLive }));
+  } catch (e) {
+    await shot("failure").catch(() => {});
+    console.log(JSON.stringify({ ok: false, error: String(e && e.message || e), logs }));
+    process.exitCode = 1;
+  } finally {
+    await browser.close();
+  }
+}
+main();
