@@ -126,9 +126,9 @@ pub enum Decision {
     },
 }
 
-/// Called after every committed step with the operation's id (a server wakes the event
-/// streams of that operation; they read what was committed from the store).
-pub type CommitHook = Arc<dyn Fn(OperationId) + Send + Sync>;
+/// Called after every step that was written, with the operation's id and the events the
+/// commit made durable (a server hands them to the operation's event streams).
+pub type CommitHook = Arc<dyn Fn(OperationId, &[rein_core::AgentEvent]) + Send + Sync>;
 
 /// Runs operations of one model against one store.
 pub struct Driver {
@@ -604,8 +604,10 @@ impl Driver {
             interventions,
         };
         let outcome = self.store.commit_step(&commit).await?;
-        if let Some(hook) = &self.on_commit {
-            hook(commit.operation_id);
+        if outcome == CommitOutcome::Committed
+            && let Some(hook) = &self.on_commit
+        {
+            hook(commit.operation_id, &commit.events);
         }
         Ok(outcome)
     }

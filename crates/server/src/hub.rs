@@ -1,21 +1,54 @@
-//! Wake-ups for event streams. The durable event log is the only source of numbered events;
-//! the hub only tells a stream of one operation that a step was committed (read the log now)
-//! and passes along live events of the step in progress (shown as previews, never numbered:
-//! a step that is not committed may still be re-run after a crash).
+//! Fan-out of one operation's events to its streams. The durable event log is the only source
+//! of numbered events: the hub carries exactly what a commit made durable (serialized once,
+//! shared by every stream of the operation), so a stream that is in step sends it without a
+//! database read, and a stream that is not (it fell behind, or the batch does not follow its
+//! cursor) reads the log instead. Live events of the step in progress travel too, as previews:
+//! a step that is not committed may still be re-run after a crash, so they are never numbered.
 
 use rein_core::engine::ports::EventSink;
+use rein_core::event::EventKind;
 use rein_core::{AgentEvent, OperationId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
 
+/// One event, serialized once for every stream.
+#[derive(Clone, Debug)]
+pub struct WireEvent {
+    /// Sequence number (the SSE id).
+    pub seq: u64,
+    /// A `done` or `error` event.
+    pub terminal: bool,
+    /// The event as JSON.
+    pub json: Arc<str>,
+}
+
+impl WireEvent {
+    /// Serialize `e`; `None` (logged) if it cannot be.
+    pub fn of(e: &AgentEvent) -> Option<Self> {
+        match serde_json::to_string(e) {
+            Ok(json) => Some(Self {
+                seq: e.seq,
+                terminal: matches!(e.kind, EventKind::Done { .. } | EventKind::Error { .. }),
+                json: json.into(),
+            }),
+            Err(err) => {
+                tracing::error!(operation = %e.operation_id, seq = e.seq, error = %err, "event not serializable");
+                None
+            }
+        }
+    }
+}
+
 /// What a stream is told.
 #[derive(Clone, Debug)]
 pub enum Signal {
-    /// A step of the operation was committed.
-    Committed,
-    /// An event of the step in progress.
-    Live(Arc<AgentEvent>),
+    /// A commit made these events durable, in order.
+    Committed(Arc<[WireEvent]>),
+    /// An event of the step in progress (a preview).
+    Live(Arc<WireEvent>),
+    /// Something changed (a run ended): re-read the log.
+    Wake,
 }
 
 /// Per-operation broadcast channels, created by the first subscriber and dropped with the last.
@@ -36,7 +69,7 @@ impl Hub {
             .subscribe()
     }
 
-    /// Tell the operation's subscribers, if any.
+    /// Tell the operation's subscribers, if any (`signal` is only built when there are).
     pub fn send(&self, id: OperationId, signal: impl FnOnce() -> Signal) {
         let mut map = self.channels.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(tx) = map.get(&id)
@@ -45,6 +78,13 @@ impl Hub {
             // Nobody listens any more.
             map.remove(&id);
         }
+    }
+
+    /// Hand a commit's events to the operation's streams.
+    pub fn committed(&self, id: OperationId, events: &[AgentEvent]) {
+        self.send(id, || {
+            Signal::Committed(events.iter().filter_map(WireEvent::of).collect())
+        });
     }
 
     /// Whether anyone listens to the operation.
@@ -60,7 +100,10 @@ pub struct HubSink(pub Arc<Hub>);
 impl EventSink for HubSink {
     fn publish(&self, event: &AgentEvent) {
         self.0
-            .send(event.operation_id, || Signal::Live(Arc::new(event.clone())));
+            .send(event.operation_id, || match WireEvent::of(event) {
+                Some(w) => Signal::Live(Arc::new(w)),
+                None => Signal::Wake,
+            });
     }
 }
 
@@ -73,17 +116,54 @@ mod tests {
         let hub = Hub::default();
         let (a, b) = (OperationId::new(), OperationId::new());
         let mut rx = hub.subscribe(a);
-        hub.send(a, || Signal::Committed);
+        hub.send(a, || Signal::Wake);
         let mut built = false;
         hub.send(b, || {
             built = true;
-            Signal::Committed
+            Signal::Wake
         });
         assert!(!built, "no subscriber: the signal is not even built");
-        assert!(matches!(rx.try_recv(), Ok(Signal::Committed)));
+        assert!(matches!(rx.try_recv(), Ok(Signal::Wake)));
         assert!(rx.try_recv().is_err());
         drop(rx);
-        hub.send(a, || Signal::Committed);
+        hub.send(a, || Signal::Wake);
         assert!(!hub.has_subscribers(a));
+    }
+
+    #[test]
+    fn a_commit_is_serialized_once_with_its_end_marked() {
+        let hub = Hub::default();
+        let id = OperationId::new();
+        let mut rx = hub.subscribe(id);
+        let events = [
+            AgentEvent {
+                operation_id: id,
+                step: 1,
+                seq: 7,
+                kind: EventKind::StepStart {
+                    phase: "init".into(),
+                },
+            },
+            AgentEvent {
+                operation_id: id,
+                step: 1,
+                seq: 8,
+                kind: EventKind::Done {
+                    reason: rein_core::state::FinishReason::Completed,
+                    reason_detail: None,
+                },
+            },
+        ];
+        hub.committed(id, &events);
+        let Ok(Signal::Committed(batch)) = rx.try_recv() else {
+            panic!("expected a committed batch");
+        };
+        assert_eq!(batch.iter().map(|w| w.seq).collect::<Vec<_>>(), [7, 8]);
+        assert_eq!(
+            batch.iter().map(|w| w.terminal).collect::<Vec<_>>(),
+            [false, true]
+        );
+        let back: AgentEvent = serde_json::from_str(&batch[1].json).unwrap();
+        assert_eq!(back, events[1]);
     }
 }

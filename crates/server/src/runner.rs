@@ -40,6 +40,8 @@ pub struct Runner {
     pub require_keys: bool,
     /// Tools beyond the built-ins (MCP servers, custom tools) offered to every operation.
     pub tools: Vec<Arc<dyn rein_operation::Tool>>,
+    /// Also told about every commit (the load benchmark times deliveries against it).
+    pub observer: Option<rein_operation::CommitHook>,
     active: Mutex<HashMap<OperationId, String>>,
 }
 
@@ -63,6 +65,7 @@ impl Runner {
             per_user_limit: 4,
             require_keys: true,
             tools: Vec::new(),
+            observer: None,
             active: Mutex::new(HashMap::new()),
         }
     }
@@ -89,6 +92,7 @@ impl Runner {
             model: model_id.into(),
         };
         let hub = Arc::clone(&self.hub);
+        let observer = self.observer.clone();
         let mut driver = Driver::new(
             self.store.clone(),
             Arc::new(provider),
@@ -96,7 +100,12 @@ impl Runner {
             Arc::clone(&self.catalog),
         )
         .with_sink(Arc::new(HubSink(Arc::clone(&self.hub))))
-        .with_commit_hook(Arc::new(move |id| hub.send(id, || Signal::Committed)))
+        .with_commit_hook(Arc::new(move |id, events| {
+            if let Some(o) = &observer {
+                o(id, events);
+            }
+            hub.committed(id, events);
+        }))
         .with_context(self.context.clone());
         for t in &self.tools {
             driver = driver.with_tool(Arc::clone(t));
@@ -197,7 +206,7 @@ impl Runner {
                 .unwrap_or_else(|p| p.into_inner())
                 .remove(&id);
             // Streams re-check the log (and end when the operation did).
-            me.hub.send(id, || Signal::Committed);
+            me.hub.send(id, || Signal::Wake);
         });
         Ok(())
     }

@@ -40,6 +40,16 @@ pub trait Store: Send + Sync {
         &self,
         id: OperationId,
     ) -> BoxFuture<'_, Result<Option<StoredOperation>, StoreError>>;
+    /// An operation's record without its state (cheap); `None` when there is no such operation.
+    fn operation(
+        &self,
+        id: OperationId,
+    ) -> BoxFuture<'_, Result<Option<OperationRecord>, StoreError>>;
+    /// An operation's status alone (no state is read); `None` when there is no such operation.
+    fn operation_status(
+        &self,
+        id: OperationId,
+    ) -> BoxFuture<'_, Result<Option<rein_core::state::Status>, StoreError>>;
     /// Operations matching `filter`, newest first.
     fn list_operations<'a>(
         &'a self,

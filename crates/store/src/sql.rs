@@ -168,6 +168,20 @@ impl SqlStore {
         Ok(Self { pool, postgres })
     }
 
+    /// A write transaction. On SQLite it takes the write lock up front (`BEGIN IMMEDIATE`):
+    /// a deferred transaction that reads first and writes later cannot wait for a concurrent
+    /// writer (SQLite refuses the lock upgrade with `database is locked` at once, whatever the
+    /// busy timeout), so concurrent operations would fail each other's commits.
+    pub(crate) async fn begin_write(
+        &self,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+        if self.postgres {
+            self.pool.begin().await
+        } else {
+            self.pool.begin_with("BEGIN IMMEDIATE").await
+        }
+    }
+
     /// Whether this is PostgreSQL.
     pub fn is_postgres(&self) -> bool {
         self.postgres
@@ -371,7 +385,7 @@ impl Store for SqlStore {
         op: &'a NewOperation,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         async move {
-            let mut tx = self.pool.begin().await?;
+            let mut tx = self.begin_write().await?;
             let id = op.state.operation_id.to_string();
             let exists: Option<String> =
                 sqlx::query_scalar("SELECT id FROM operations WHERE id = $1").bind(&id).fetch_optional(&mut *tx).await?;
@@ -403,7 +417,7 @@ impl Store for SqlStore {
         c: &'a StepCommit,
     ) -> BoxFuture<'a, Result<CommitOutcome, StoreError>> {
         async move {
-            let mut tx = self.pool.begin().await?;
+            let mut tx = self.begin_write().await?;
             let id = c.operation_id.to_string();
             let topic: Option<String> =
                 sqlx::query_scalar("SELECT topic_id FROM operations WHERE id = $1").bind(&id).fetch_optional(&mut *tx).await?;
@@ -526,6 +540,37 @@ impl Store for SqlStore {
                 next_context,
                 missing_messages,
             }))
+        }
+        .boxed()
+    }
+
+    fn operation(
+        &self,
+        id: OperationId,
+    ) -> BoxFuture<'_, Result<Option<OperationRecord>, StoreError>> {
+        async move {
+            let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT {OPERATION_COLUMNS} FROM operations WHERE id = $1"
+            )))
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await?;
+            row.as_ref().map(record).transpose()
+        }
+        .boxed()
+    }
+
+    fn operation_status(
+        &self,
+        id: OperationId,
+    ) -> BoxFuture<'_, Result<Option<rein_core::state::Status>, StoreError>> {
+        async move {
+            let status: Option<String> =
+                sqlx::query_scalar("SELECT status FROM operations WHERE id = $1")
+                    .bind(id.to_string())
+                    .fetch_optional(&self.pool)
+                    .await?;
+            status.map(|s| enum_from(&s, "status")).transpose()
         }
         .boxed()
     }
@@ -716,7 +761,7 @@ impl Store for SqlStore {
         reason: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         async move {
-            let mut tx = self.pool.begin().await?;
+            let mut tx = self.begin_write().await?;
             let current: Option<String> = sqlx::query_scalar("SELECT status FROM interventions WHERE operation_id = $1 AND tool_call_id = $2")
                 .bind(id.to_string())
                 .bind(tool_call_id)

@@ -274,6 +274,18 @@ async fn suite(store: &SqlStore) {
         })
         .await
         .unwrap();
+    assert_eq!(
+        store.operation_status(id).await.unwrap(),
+        Some(Status::Done)
+    );
+    assert_eq!(
+        store.operation(id).await.unwrap().unwrap(),
+        store.load_operation(id).await.unwrap().unwrap().record
+    );
+    assert_eq!(
+        store.operation_status(OperationId::new()).await.unwrap(),
+        None
+    );
     assert!(
         done_ops.iter().any(|o| o.id == id)
             && !done_ops.iter().any(|o| o.id == other.state.operation_id)
@@ -323,6 +335,7 @@ async fn suite(store: &SqlStore) {
     );
     documents(store).await;
     accounts(store).await;
+    concurrent_commits(store).await;
 }
 
 /// Memories and notes: upsert, scope isolation, newest first, delete.
@@ -610,4 +623,43 @@ async fn accounts(store: &SqlStore) {
     assert_eq!(topics[0].id, owned.topic_id);
     assert_eq!(topics[0].title.as_deref(), Some("hello"));
     assert!(store.list_topics(&bob.id, 10).await.unwrap().is_empty());
+}
+
+/// Many operations committing at once (a server runs them concurrently): every commit lands.
+async fn concurrent_commits(store: &SqlStore) {
+    let store = Arc::new(store.clone());
+    let mut tasks = Vec::new();
+    for _ in 0..16 {
+        let store = Arc::clone(&store);
+        tasks.push(tokio::spawn(async move {
+            let op = new_op();
+            let id = op.state.operation_id;
+            store.create_operation(&op).await?;
+            for step in 1..=5u64 {
+                let commit = StepCommit {
+                    operation_id: id,
+                    step_index: step,
+                    state: op.state.clone(),
+                    next_context: None,
+                    instructions: vec!["call_llm".into()],
+                    messages: vec![Arc::new(Message::assistant(format!("step {step}")))],
+                    events: vec![event(
+                        id,
+                        step - 1,
+                        EventKind::StepStart {
+                            phase: "init".into(),
+                        },
+                    )],
+                    tool_executions: vec![],
+                    interventions: vec![],
+                };
+                store.commit_step(&commit).await?;
+            }
+            Ok::<_, StoreError>(id)
+        }));
+    }
+    for t in tasks {
+        let id = t.await.unwrap().unwrap();
+        assert_eq!(store.events(id, None).await.unwrap().len(), 5);
+    }
 }

@@ -2,7 +2,9 @@
 //!
 //! Every committed event is sent once, in order, with `id: <seq>`; `Last-Event-ID` (or
 //! `?after=`) resumes exactly after that event, then the stream tails new commits with no gap
-//! and no duplicate, because every numbered event is read from the log, never from memory.
+//! and no duplicate: it sends a commit's events as the hub hands them over only when they
+//! follow its cursor, and reads the log otherwise (after a gap, a lag, or a commit made by
+//! another process, which a periodic read picks up).
 //! While a step runs, its events are also sent as `event: live` previews without an id (a step
 //! that is not committed may be re-run after a crash, so previews are never a cursor). The
 //! stream ends after the log holds the operation's end; it stays open while the operation is
@@ -11,14 +13,13 @@
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::hub::Signal;
-use crate::routes::{Params, owned_operation};
+use crate::hub::{Signal, WireEvent};
+use crate::routes::{Params, owned_record};
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::Stream;
 use rein_core::OperationId;
-use rein_core::event::EventKind;
 use rein_store::Store;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -38,8 +39,8 @@ pub struct EventsQuery {
     pub live: Option<bool>,
 }
 
-/// How often a stream re-reads the log when nothing woke it (another process may be running
-/// the operation).
+/// How often a stream re-reads the log when no commit reached it (another process may be
+/// running the operation).
 const POLL: Duration = Duration::from_secs(1);
 
 /// The SSE endpoint.
@@ -50,7 +51,7 @@ pub async fn stream(
     headers: HeaderMap,
     Params(q): Params<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    let op = owned_operation(&app, &user, &id).await?;
+    let op = owned_record(&app, &user, &id).await?;
     let cursor = match headers.get("last-event-id") {
         Some(v) => Some(
             v.to_str()
@@ -63,11 +64,11 @@ pub async fn stream(
         None => q.after,
     };
     // Subscribe before the first read, so a commit between the two is not missed.
-    let signals = app.hub.subscribe(op.record.id);
+    let signals = app.hub.subscribe(op.id);
     let (tx, rx) = mpsc::channel(256);
     tokio::spawn(pump(
         app.clone(),
-        op.record.id,
+        op.id,
         cursor,
         signals,
         tx,
@@ -80,8 +81,8 @@ pub async fn stream(
     Ok(Sse::new(out).keep_alive(KeepAlive::new().interval(app.config.heartbeat).text("")))
 }
 
-/// Send the log after `cursor`, then whatever is committed next, until the operation ends or
-/// the client goes away.
+/// Send the log after `cursor`, then each commit as it lands, until the operation ends or the
+/// client goes away.
 async fn pump(
     app: AppState,
     id: OperationId,
@@ -90,7 +91,9 @@ async fn pump(
     tx: mpsc::Sender<Event>,
     live: bool,
 ) {
+    let numbered = |w: &WireEvent| Event::default().id(w.seq.to_string()).data(&*w.json);
     loop {
+        // Catch up from the log.
         let events = match app.store.events(id, cursor).await {
             Ok(e) => e,
             Err(e) => {
@@ -99,72 +102,78 @@ async fn pump(
                 continue;
             }
         };
-        let mut ended = false;
         let fresh = !events.is_empty();
-        for e in events {
-            ended |= matches!(e.kind, EventKind::Done { .. } | EventKind::Error { .. });
-            let data = match serde_json::to_string(&e) {
-                Ok(d) => d,
-                Err(err) => {
-                    tracing::error!(operation = %id, seq = e.seq, error = %err, "event not serializable");
-                    continue;
-                }
-            };
-            if tx
-                .send(Event::default().id(e.seq.to_string()).data(data))
-                .await
-                .is_err()
-            {
+        let mut ended = false;
+        for w in events.iter().filter_map(WireEvent::of) {
+            ended |= w.terminal;
+            if tx.send(numbered(&w)).await.is_err() {
                 return;
             }
-            cursor = Some(e.seq);
+            cursor = Some(w.seq);
         }
         if (ended || !fresh) && operation_ended(&app, id).await {
-            // Whatever the last commit added after the end event was read in the same batch
-            // (a commit is one transaction); one more read picks up a racing final commit.
+            // A commit is one transaction: whatever followed the end event came with it. One
+            // more read catches a final commit racing with the status check.
             if let Ok(rest) = app.store.events(id, cursor).await {
-                for e in rest {
-                    if let Ok(data) = serde_json::to_string(&e)
-                        && tx
-                            .send(Event::default().id(e.seq.to_string()).data(data))
-                            .await
-                            .is_err()
-                    {
+                for w in rest.iter().filter_map(WireEvent::of) {
+                    if tx.send(numbered(&w)).await.is_err() {
                         return;
                     }
                 }
             }
             return;
         }
-        // Wait for a commit, showing live previews meanwhile.
+        // Follow commits as they land; anything out of step sends us back to the log.
         let poll = tokio::time::sleep(POLL);
         tokio::pin!(poll);
         loop {
-            tokio::select! {
+            let signal = tokio::select! {
                 () = tx.closed() => return,
                 () = app.shutdown.cancelled() => return,
                 () = &mut poll => break,
-                signal = signals.recv() => match signal {
-                    Ok(Signal::Committed) | Err(broadcast::error::RecvError::Lagged(_)) => break,
-                    Ok(Signal::Live(e)) => {
-                        if live && cursor.is_none_or(|c| e.seq > c)
-                            && let Ok(data) = serde_json::to_string(&*e)
-                            && tx.send(Event::default().event("live").data(data)).await.is_err()
-                        {
+                signal = signals.recv() => signal,
+            };
+            match signal {
+                Ok(Signal::Committed(batch)) => {
+                    let next = cursor.map_or(0, |c| c + 1);
+                    if batch.first().is_some_and(|w| w.seq > next) {
+                        break; // a gap: the log has what we missed
+                    }
+                    let mut ended = false;
+                    for w in batch.iter().filter(|w| w.seq >= next) {
+                        ended |= w.terminal;
+                        if tx.send(numbered(w)).await.is_err() {
                             return;
                         }
+                        cursor = Some(w.seq);
                     }
-                    Err(broadcast::error::RecvError::Closed) => {
-                        // Not reachable while the hub holds the sender; fall back to polling.
-                        (&mut poll).await;
-                        break;
+                    if ended {
+                        break; // confirm the end against the store
                     }
-                },
+                    poll.as_mut().reset(tokio::time::Instant::now() + POLL);
+                }
+                Ok(Signal::Live(w)) => {
+                    if live
+                        && cursor.is_none_or(|c| w.seq > c)
+                        && tx
+                            .send(Event::default().event("live").data(&*w.json))
+                            .await
+                            .is_err()
+                    {
+                        return;
+                    }
+                }
+                Ok(Signal::Wake) | Err(broadcast::error::RecvError::Lagged(_)) => break,
+                Err(broadcast::error::RecvError::Closed) => {
+                    // Not reachable while the hub holds the sender; fall back to polling.
+                    (&mut poll).await;
+                    break;
+                }
             }
         }
     }
 }
 
 async fn operation_ended(app: &AppState, id: OperationId) -> bool {
-    matches!(app.store.load_operation(id).await, Ok(Some(op)) if op.record.status.is_terminal())
+    matches!(app.store.operation_status(id).await, Ok(Some(s)) if s.is_terminal())
 }

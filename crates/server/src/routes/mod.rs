@@ -12,7 +12,7 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use rein_core::OperationId;
-use rein_store::{Store, StoredOperation, User};
+use rein_store::{OperationRecord, Store, StoredOperation, User};
 use serde::de::DeserializeOwned;
 
 /// A JSON body; malformed JSON, a wrong field or an oversized body is a 400 / 413 naming
@@ -49,6 +49,21 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Params<T> {
             .map(|q| Params(q.0))
             .map_err(|r| ApiError::bad_request(r.body_text()))
     }
+}
+
+/// The record (no state) of operation `id` if `user` owns it; 404 otherwise.
+pub async fn owned_record(
+    app: &AppState,
+    user: &User,
+    id: &str,
+) -> Result<OperationRecord, ApiError> {
+    let missing = || ApiError::not_found(format!("no operation {id}"));
+    let parsed: OperationId = id.parse().map_err(|_| missing())?;
+    let op = app.store.operation(parsed).await?.ok_or_else(missing)?;
+    if op.owner.as_deref() != Some(user.id.as_str()) {
+        return Err(missing());
+    }
+    Ok(op)
 }
 
 /// The operation `id` if `user` owns it; 404 otherwise (existence is not revealed).
