@@ -1,6 +1,10 @@
 //! The `rein` command line.
 
+mod agents;
+mod chat;
+mod config;
 mod output;
+mod remote;
 mod serve;
 mod test_tools;
 
@@ -20,7 +24,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 /// Exit codes (documented in the README).
-mod exit {
+pub(crate) mod exit {
     pub const DONE: u8 = 0;
     pub const ERROR: u8 = 1;
     pub const WAITING: u8 = 3;
@@ -47,20 +51,38 @@ struct Cli {
     /// HTTP).
     #[arg(long = "mcp", global = true, value_name = "NAME=COMMAND")]
     mcp: Vec<String>,
+    /// Talk to a `rein serve` at this URL instead of the local database (op, approve, reject,
+    /// agent, models); the token is read from $REIN_TOKEN.
+    #[arg(long, global = true, value_name = "URL", env = "REIN_SERVER")]
+    server: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand)]
-enum Command {
+pub(crate) enum Command {
     /// Run an agent on a prompt.
     Run(RunArgs),
+    /// Chat on a topic, a turn per line (/approve, /reject, /cancel, /model, /history).
+    Chat(chat::ChatArgs),
     /// Serve the HTTP API and the web UI.
     Serve(serve::ServeArgs),
     /// Manage API tokens for `rein serve`.
     Token {
         #[command(subcommand)]
         command: serve::TokenCommand,
+    },
+    /// Manage agents (model, system role, tools, approval mode, limits).
+    Agent {
+        #[command(subcommand)]
+        command: agents::AgentCommand,
+    },
+    /// List the catalogued models (context window, capabilities, prices).
+    Models,
+    /// Show the effective configuration.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
     },
     /// Inspect and steer operations.
     Op {
@@ -113,9 +135,12 @@ struct RunArgs {
     /// Token limit.
     #[arg(long)]
     token_limit: Option<u64>,
-    /// Approval mode.
-    #[arg(long, default_value = "manual", value_parser = ["auto-run", "allow-list", "manual", "headless"])]
-    approval: String,
+    /// Approval mode (default: the agent's, else manual).
+    #[arg(long, value_parser = ["auto-run", "allow-list", "manual", "headless"])]
+    approval: Option<String>,
+    /// Run as this agent (its model, system role, tools, approval mode and limits; flags win).
+    #[arg(long)]
+    agent: Option<String>,
     /// Seconds a requested approval stays valid; after that the operation ends (timeout).
     #[arg(long, value_name = "SECS")]
     approval_timeout: Option<u64>,
@@ -126,7 +151,17 @@ struct RunArgs {
 }
 
 #[derive(Subcommand)]
-enum OpCommand {
+enum ConfigCommand {
+    /// The configuration in effect (file, environment, flags), secrets masked.
+    Show {
+        /// As if `--model` were given.
+        #[arg(long)]
+        model: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum OpCommand {
     /// List operations.
     List {
         /// Only this status (running, waiting_for_human, interrupted, done, error).
@@ -165,18 +200,30 @@ fn data_dir() -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
-async fn open_store(db: Option<&str>) -> anyhow::Result<Arc<SqlStore>> {
-    let target = match db.map(str::to_owned).or_else(|| {
-        std::env::var("REIN_DATABASE_URL")
-            .ok()
-            .filter(|v| !v.is_empty())
-    }) {
-        Some(t) => t,
-        None => data_dir()?.join("rein.db").to_string_lossy().into_owned(),
-    };
-    Ok(Arc::new(
-        SqlStore::open(&target, Synchronous::Normal).await?,
-    ))
+/// The database: `--db`, else `$REIN_DATABASE_URL`, else `rein.db` in the data directory.
+fn db_target(db: Option<&str>) -> anyhow::Result<String> {
+    Ok(
+        match db.map(str::to_owned).or_else(|| {
+            std::env::var("REIN_DATABASE_URL")
+                .ok()
+                .filter(|v| !v.is_empty())
+        }) {
+            Some(t) => t,
+            None => data_dir()?.join("rein.db").to_string_lossy().into_owned(),
+        },
+    )
+}
+
+/// A database address as shown: a URL's password left out.
+pub fn redact_db(target: &str) -> String {
+    match (target.find("://"), target.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let creds = &target[scheme + 3..at];
+            let user = creds.split(':').next().unwrap_or("");
+            format!("{}{user}:****@{}", &target[..scheme + 3], &target[at + 1..])
+        }
+        _ => target.to_owned(),
+    }
 }
 
 fn parse_id(id: &str) -> anyhow::Result<OperationId> {
@@ -184,11 +231,12 @@ fn parse_id(id: &str) -> anyhow::Result<OperationId> {
         .map_err(|_| anyhow!("`{id}` is not an operation id"))
 }
 
-struct Context_ {
+pub(crate) struct Context_ {
     cli_replay: Option<PathBuf>,
     cli_record: Option<PathBuf>,
     json: bool,
     mcp: Vec<String>,
+    config: config::Config,
 }
 
 /// `NAME=COMMAND ARGS...` as an MCP server configuration.
@@ -214,20 +262,21 @@ fn mcp_config(spec: &str) -> anyhow::Result<rein_tools::mcp::McpServerConfig> {
 }
 
 /// A driver for `model` (`provider/model`).
-async fn driver(store: Arc<SqlStore>, model: &str, ctx: &Context_) -> anyhow::Result<Driver> {
-    let registry = Registry::builtin()?;
+pub(crate) async fn driver(
+    store: Arc<SqlStore>,
+    model: &str,
+    ctx: &Context_,
+) -> anyhow::Result<Driver> {
+    let registry = ctx.config.registry()?;
     let (provider_id, model_id) = Registry::split(model)?;
-    let config = registry.provider(provider_id)?;
     let transport: Arc<dyn Transport> = match &ctx.cli_replay {
         Some(path) => Arc::new(ReplayTransport::from_file(path)?),
-        None => {
-            if config.api_key.is_none()
-                && let Some(var) = key_var(provider_id)
-            {
-                bail!("missing API key for provider `{provider_id}`: set {var}");
-            }
-            Arc::new(ReqwestTransport::new(Timeouts::default())?)
-        }
+        None => Arc::new(ReqwestTransport::new(Timeouts::default())?),
+    };
+    let config = if ctx.cli_replay.is_some() {
+        registry.provider(provider_id)?
+    } else {
+        registry.provider_with_key(provider_id)?
     };
     let transport: Arc<dyn Transport> = match &ctx.cli_record {
         Some(path) => Arc::new(RecordingTransport::new(transport, path)),
@@ -277,17 +326,6 @@ async fn driver(store: Arc<SqlStore>, model: &str, ctx: &Context_) -> anyhow::Re
         driver = driver.with_tool(server);
     }
     Ok(test_tools::register(driver))
-}
-
-/// The environment variable holding a provider's key, for providers that need one.
-fn key_var(provider: &str) -> Option<String> {
-    let presets: serde_json::Value = serde_json::from_str(Registry::builtin_presets_json()).ok()?;
-    presets["providers"]
-        .as_array()?
-        .iter()
-        .find(|p| p["id"] == provider)?["api_key_env"]
-        .as_str()
-        .map(str::to_owned)
 }
 
 async fn driver_for_op(
@@ -351,7 +389,7 @@ async fn ask(driver: &Driver, id: OperationId, mut end: RunEnd) -> anyhow::Resul
     Ok(end)
 }
 
-async fn finish(store: &SqlStore, id: OperationId, end: &RunEnd) -> anyhow::Result<u8> {
+pub(crate) async fn finish(store: &SqlStore, id: OperationId, end: &RunEnd) -> anyhow::Result<u8> {
     let record = store.load_operation(id).await?.map(|o| o.record);
     let summary = record
         .as_ref()
@@ -407,7 +445,7 @@ async fn finish(store: &SqlStore, id: OperationId, end: &RunEnd) -> anyhow::Resu
     })
 }
 
-fn approval(mode: &str) -> ApprovalMode {
+pub(crate) fn approval(mode: &str) -> ApprovalMode {
     match mode {
         "auto-run" => ApprovalMode::AutoRun,
         "allow-list" => ApprovalMode::AllowList,
@@ -417,16 +455,39 @@ fn approval(mode: &str) -> ApprovalMode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<u8> {
+    let config = config::load()?;
     let ctx = Context_ {
         cli_replay: cli.replay.clone(),
         cli_record: cli.record.clone(),
-        mcp: cli.mcp.clone(),
+        mcp: config.mcp(&cli.mcp),
         json: cli.json,
+        config,
     };
-    let store = open_store(cli.db.as_deref()).await?;
+    if let Some(server) = &cli.server {
+        return remote::dispatch(&remote::Remote::new(server)?, cli.command, cli.json).await;
+    }
+    let target = db_target(cli.db.as_deref())?;
+    if let Command::Config {
+        command: ConfigCommand::Show { model },
+    } = &cli.command
+    {
+        config::show(&ctx.config, &target, model.as_deref(), &cli.mcp, cli.json)?;
+        return Ok(exit::DONE);
+    }
+    if let Command::Models = &cli.command {
+        agents::models(&ctx.config, cli.json)?;
+        return Ok(exit::DONE);
+    }
+    let store = Arc::new(SqlStore::open(&target, Synchronous::Normal).await?);
     match cli.command {
+        Command::Config { .. } | Command::Models => Ok(exit::DONE),
+        Command::Agent { command } => {
+            agents::command(&store, command, cli.json).await?;
+            Ok(exit::DONE)
+        }
+        Command::Chat(a) => chat::chat(store, a, &ctx).await,
         Command::Serve(a) => {
-            serve::serve(store, a, cli.replay.clone(), &cli.mcp).await?;
+            serve::serve(store, a, cli.replay.clone(), &ctx.mcp, &ctx.config).await?;
             Ok(exit::DONE)
         }
         Command::Token { command } => {
@@ -434,27 +495,39 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             Ok(exit::DONE)
         }
         Command::Run(a) => {
-            let model = a
-                .model
-                .or_else(|| std::env::var("REIN_MODEL").ok())
-                .unwrap_or_else(|| "openai/gpt-4o-mini".into());
+            let agent = match &a.agent {
+                Some(name) => agents::resolve(&store, &ctx.config, name).await?,
+                None => Default::default(),
+            };
+            let (model, _) = ctx
+                .config
+                .model(a.model.as_deref().or(agent.model.as_deref()));
             let attachments = a
                 .attach
                 .iter()
                 .map(|p| rein_operation::attachment::from_path(p))
                 .collect::<Result<Vec<_>, _>>()?;
-            let driver = driver(Arc::clone(&store), &model, &ctx).await?;
+            let mut driver = driver(Arc::clone(&store), &model, &ctx).await?;
+            if let Some(tools) = agent.tools.clone() {
+                driver = driver.with_allowed_tools(tools);
+            }
             let budget = Budget {
-                max_cost: a.cost_limit.map(Usd::from_dollars),
-                max_tokens: a.token_limit,
+                max_cost: a.cost_limit.or(agent.cost_limit).map(Usd::from_dollars),
+                max_tokens: a.token_limit.or(agent.token_limit),
                 on_exceeded: BudgetPolicy::Stop,
                 ..Default::default()
             };
+            let mode = a
+                .approval
+                .as_deref()
+                .or(agent.approval.as_deref())
+                .unwrap_or("manual");
             let opts = StartOptions {
-                system: a.system,
-                max_steps: a.max_steps,
+                system: a.system.or(agent.system_role),
+                max_steps: a.max_steps.or(agent.max_steps),
                 budget,
-                approval: approval(&a.approval),
+                approval: approval(mode),
+                agent: a.agent.clone(),
                 working_directory: std::env::current_dir()
                     .ok()
                     .map(|d| d.to_string_lossy().into_owned()),

@@ -4,16 +4,66 @@ use rein_core::AgentEvent;
 use rein_core::engine::EventSink;
 use rein_core::event::{EventKind, StreamChunk};
 use rein_store::{StepRecord, StoredOperation};
-use std::io::Write;
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Prints events as they happen.
 pub struct Printer {
     json: bool,
+    waiting: Arc<Waiting>,
+}
+
+/// A spinner on a terminal's stderr while the model has said nothing for over a second.
+#[derive(Default)]
+struct Waiting {
+    /// Bumped by every event: a spinner scheduled under an older value never appears.
+    generation: AtomicU64,
+    spinner: Mutex<Option<indicatif::ProgressBar>>,
+}
+
+impl Waiting {
+    fn stop(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        if let Some(s) = self
+            .spinner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            s.finish_and_clear();
+        }
+    }
+
+    fn after_a_second(self: &Arc<Self>, message: &'static str) {
+        self.stop();
+        let (Ok(rt), true) = (
+            tokio::runtime::Handle::try_current(),
+            std::io::stderr().is_terminal(),
+        ) else {
+            return;
+        };
+        let generation = self.generation.load(Ordering::SeqCst);
+        let me = Arc::clone(self);
+        rt.spawn(async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let mut slot = me.spinner.lock().unwrap_or_else(|p| p.into_inner());
+            if me.generation.load(Ordering::SeqCst) == generation {
+                let s = indicatif::ProgressBar::new_spinner().with_message(message);
+                s.enable_steady_tick(Duration::from_millis(100));
+                *slot = Some(s);
+            }
+        });
+    }
 }
 
 impl Printer {
     pub fn new(json: bool) -> Self {
-        Self { json }
+        Self {
+            json,
+            waiting: Arc::default(),
+        }
     }
 }
 
@@ -34,6 +84,11 @@ impl EventSink for Printer {
                 let _ = writeln!(out, "{line}");
             }
             return;
+        }
+        match &e.kind {
+            EventKind::LlmStart { .. } => self.waiting.after_a_second("waiting for the model"),
+            EventKind::ToolPending { .. } => self.waiting.after_a_second("running tools"),
+            _ => self.waiting.stop(),
         }
         match &e.kind {
             EventKind::LlmStream {

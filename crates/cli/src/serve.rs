@@ -3,7 +3,7 @@
 use anyhow::{Context, anyhow, bail};
 use rein_model::cassette::ReplayTransport;
 use rein_model::transport::Timeouts;
-use rein_model::{Catalog, Registry, ReqwestTransport, Transport};
+use rein_model::{Catalog, ReqwestTransport, Transport};
 use rein_server::{App, AuthMode, Hub, Runner, ServerConfig};
 use rein_store::{Accounts, SqlStore, User};
 use std::net::SocketAddr;
@@ -23,8 +23,8 @@ pub struct ServeArgs {
     /// Operations one user may have running at once.
     #[arg(long, default_value_t = 4)]
     max_running: usize,
-    /// Model when neither the request nor its agent names one (default: $REIN_MODEL, else
-    /// openai/gpt-4o-mini).
+    /// Model when neither the request nor its agent names one (default: $REIN_MODEL, else the
+    /// configuration's default_model, else openai/gpt-4o-mini).
     #[arg(long)]
     model: Option<String>,
     /// Seconds between SSE heartbeat comments.
@@ -155,6 +155,7 @@ pub async fn serve(
     args: ServeArgs,
     replay: Option<PathBuf>,
     mcp: &[String],
+    config: &crate::config::Config,
 ) -> anyhow::Result<()> {
     let addr: SocketAddr = args.addr.parse().map_err(|_| {
         anyhow!(
@@ -181,7 +182,7 @@ pub async fn serve(
     let mut runner = Runner::new(
         Arc::clone(&store),
         Arc::clone(&hub),
-        Registry::builtin()?,
+        config.registry()?,
         Arc::new(Catalog::builtin()?),
         transport,
     );
@@ -201,12 +202,7 @@ pub async fn serve(
             ..Default::default()
         };
     }
-    if let Some(m) = args
-        .model
-        .or_else(|| std::env::var("REIN_MODEL").ok().filter(|m| !m.is_empty()))
-    {
-        runner.default_model = m;
-    }
+    runner.default_model = config.model(args.model.as_deref()).0;
     let runner = Arc::new(runner);
     let listener = tokio::net::TcpListener::bind(addr)
         .await

@@ -700,3 +700,230 @@ async fn a_bad_mcp_server_spec_or_command_fails_with_a_clear_message() {
     );
     assert!(e.server.requests().is_empty(), "no model call was made");
 }
+
+/// `rein` with `input` piped to its stdin.
+async fn piped(e: &Env, args: &[&str], input: &str) -> (i32, String, String) {
+    use tokio::io::AsyncWriteExt;
+    let mut child = e.cmd(args).stdin(Stdio::piped()).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).await.unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().await.unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn chat_keeps_one_topic_switches_models_and_takes_decisions() {
+    let e = env(vec![
+        calc("c1", "17*23"),
+        Canned::openai_text("391."),
+        Canned::openai_text("4."),
+        calc("c2", "2+2"),
+        Canned::openai_text("Four."),
+    ])
+    .await;
+    let (code, out, err) = piped(
+        &e,
+        &["chat"],
+        "What is 17*23?\n/model openai/gpt-4o\nAnd 2+2?\n/history\n/exit\n",
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("391.") && out.contains("4."), "{out}");
+    assert!(err.contains("model: openai/gpt-4o"), "{err}");
+    let requests = e.server.requests();
+    assert_eq!(
+        requests[2].body["model"], "gpt-4o",
+        "the switch took effect"
+    );
+    let second_turn = requests[2].body["messages"].to_string();
+    assert!(
+        second_turn.contains("What is 17*23?") && second_turn.contains("And 2+2?"),
+        "one topic: {second_turn}"
+    );
+    let topic = err
+        .lines()
+        .find_map(|l| l.strip_prefix("topic: "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+
+    // Continue the topic with approvals: the call waits until /approve.
+    let (code, out, err) = piped(
+        &e,
+        &["chat", "--topic", &topic, "--approval", "allow-list"],
+        "Double check 2+2.\nanother line\n/approve\n/exit\n",
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("you> What is 17*23?"),
+        "history shown first: {err}"
+    );
+    assert!(err.contains("approve calculator/evaluate"), "{err}");
+    assert!(err.contains("waits for a decision"), "{err}");
+    assert!(out.contains("Four."), "{out}");
+}
+
+#[tokio::test]
+async fn agents_shape_runs_and_models_are_listed() {
+    let e = env(vec![calc("c1", "6*7"), Canned::openai_text("42.")]).await;
+    let (code, _, err) = e
+        .rein(&[
+            "agent",
+            "create",
+            "mathy",
+            "--model",
+            "openai/gpt-4o",
+            "--tools",
+            "calculator",
+            "--approval",
+            "auto-run",
+            "--system",
+            "Be terse.",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = e.rein(&["agent", "create", "mathy"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("already exists"), "{err}");
+    let (code, _, err) = e.rein(&["agent", "create", "bad name!"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("agent name `bad name!`"), "{err}");
+    let (_, listed, _) = e.rein(&["agent", "list"]).await;
+    assert!(
+        listed.contains("mathy") && listed.contains("openai/gpt-4o"),
+        "{listed}"
+    );
+    let (code, out, err) = e.rein(&["run", "--agent", "mathy", "6*7?"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("42."), "{out}");
+    let first = &e.server.requests()[0].body;
+    assert_eq!(first["model"], "gpt-4o");
+    assert_eq!(
+        first["messages"][0]["content"]
+            .as_str()
+            .map(|s| s.starts_with("Be terse.")),
+        Some(true)
+    );
+    let tools: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["calculator__evaluate"], "the agent's tools only");
+    let (_, shown, _) = e
+        .rein(&[
+            "--json",
+            "agent",
+            "edit",
+            "mathy",
+            "--model",
+            "openai/gpt-4o-mini",
+        ])
+        .await;
+    let shown: serde_json::Value = serde_json::from_str(shown.trim()).unwrap();
+    assert_eq!(shown["config"]["model"], "openai/gpt-4o-mini");
+    assert_eq!(
+        shown["config"]["approval"], "auto-run",
+        "unchanged settings kept"
+    );
+    let (code, _, _) = e.rein(&["agent", "delete", "mathy"]).await;
+    assert_eq!(code, 0);
+    let (code, _, err) = e.rein(&["run", "--agent", "mathy", "x"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no agent `mathy`"), "{err}");
+
+    let (code, models, _) = e.rein(&["models"]).await;
+    assert_eq!(code, 0);
+    assert!(
+        models
+            .lines()
+            .any(|l| l.starts_with("* openai/gpt-4o-mini")),
+        "the default is marked: {models}"
+    );
+}
+
+#[tokio::test]
+async fn the_config_file_is_overridden_by_env_and_flags_and_shown_masked() {
+    let e = env(vec![Canned::openai_text("from config")]).await;
+    let path = e.dir.join("config.toml");
+    std::fs::write(
+        &path,
+        r#"
+default_model = "openai/gpt-4o"
+[providers.openai]
+api_key = "sk-config-secret-123456"
+[providers.mylab]
+base_url = "http://127.0.0.1:9/v1"
+api_key = "lab-secret-abcdefgh"
+[agents.terse]
+system_role = "Be terse."
+"#,
+    )
+    .unwrap();
+    let with_config = |args: &[&str]| {
+        let mut c = e.cmd(args);
+        c.env("REIN_CONFIG", &path);
+        c
+    };
+    let out = with_config(&["--json", "config", "show"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown["default_model"], "openai/gpt-4o");
+    assert_eq!(shown["default_model_from"], "config file");
+    // The environment's key wins over the file's; both stay hidden.
+    assert_eq!(
+        shown["providers"]["openai"]["api_key_from"],
+        "env OPENAI_API_KEY"
+    );
+    assert_eq!(shown["providers"]["mylab"]["api_key"], "lab…efgh");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains("lab-secret") && !text.contains("sk-test"),
+        "{text}"
+    );
+    assert_eq!(shown["agents"], serde_json::json!(["terse"]));
+
+    // The file's default model and agent are used by `rein run`; a flag beats both.
+    let out = with_config(&["run", "--agent", "terse", "hi"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let body = &e.server.requests()[0].body;
+    assert_eq!(body["model"], "gpt-4o");
+    let out = with_config(&["--json", "config", "show", "--model", "anthropic/claude-x"])
+        .output()
+        .await
+        .unwrap();
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown["default_model_from"], "flag");
+
+    std::fs::write(&path, "defualt_model = \"x/y\"\n").unwrap();
+    let out = with_config(&["run", "hi"]).output().await.unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("configuration {}", path.display())) && err.contains("defualt_model"),
+        "{err}"
+    );
+}

@@ -55,7 +55,12 @@ async fn env(responses: Vec<Canned>) -> Env {
     Env {
         dir,
         model: serve(responses, 3).await,
-        http: reqwest::Client::new(),
+        // No pooled connections: a server that refused an oversized body closes that
+        // connection, and a request must not be sent on it afterwards.
+        http: reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .build()
+            .unwrap(),
     }
 }
 
@@ -684,4 +689,179 @@ async fn bad_requests_get_the_json_error_shape_and_never_a_500() {
         "request schemas come from the code"
     );
     assert!(!rein.saw("internal"), "no 500 was logged");
+}
+
+#[tokio::test]
+async fn the_cli_drives_a_server_with_server_and_rein_token() {
+    let e = env(vec![
+        ledger("l1", "remote"),
+        Canned::openai_text("Done remotely."),
+    ])
+    .await;
+    let alice = e.token("alice").await;
+    let rein = e.start(&[]).await;
+    let (_, created) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/operations",
+            Some(&alice),
+            Some(json!({"input": "Append remote.", "approval": "allow-list"})),
+        )
+        .await;
+    let op = created["operation_id"].as_str().unwrap().to_owned();
+    for _ in 0..200 {
+        let (_, d) = e
+            .call(
+                &rein,
+                "GET",
+                &format!("/v1/operations/{op}"),
+                Some(&alice),
+                None,
+            )
+            .await;
+        if d["operation"]["status"] == "waiting_for_human" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let remote = |args: &[&str], token: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_rein"));
+        c.args(["--server", &rein.base]).args(args);
+        c.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("REIN_HOME", &e.dir);
+        if let Some(t) = token {
+            c.env("REIN_TOKEN", t);
+        }
+        c
+    };
+    let out = remote(&["op", "list"], None).output().await.unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("set REIN_TOKEN"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = remote(&["op", "show", &op], Some(&alice))
+        .output()
+        .await
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("waiting_for_human") && shown.contains("pending l1 ledger/append"),
+        "{shown}"
+    );
+    let out = remote(&["approve", &op], Some(&alice))
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = remote(&["op", "events", &op, "--follow"], Some(&alice))
+        .output()
+        .await
+        .unwrap();
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let seqs: Vec<u64> = events.iter().map(|v| v["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
+    assert!(
+        events.iter().any(|v| v["type"] == "done"),
+        "followed to the end"
+    );
+    let out = remote(&["op", "events", &op, "--after", "3"], Some(&alice))
+        .output()
+        .await
+        .unwrap();
+    let first: Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
+    assert_eq!(first["seq"], 4);
+    assert_eq!(e.ledger_lines(), 1);
+    let out = remote(&["--json", "op", "list"], Some(&alice))
+        .output()
+        .await
+        .unwrap();
+    let listed: Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
+    assert_eq!(listed["id"], op);
+    assert_eq!(listed["status"], "done");
+    let out = remote(
+        &[
+            "agent",
+            "create",
+            "remote-helper",
+            "--model",
+            "openai/gpt-4o",
+        ],
+        Some(&alice),
+    )
+    .output()
+    .await
+    .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (status, agent) = e
+        .call(&rein, "GET", "/v1/agents/remote-helper", Some(&alice), None)
+        .await;
+    assert_eq!(
+        (status, agent["config"]["model"].as_str()),
+        (200, Some("openai/gpt-4o"))
+    );
+    let out = remote(&["run", "x"], Some(&alice)).output().await.unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("drop --server"));
+}
+
+#[tokio::test]
+async fn sigterm_shuts_down_promptly_with_a_stream_open() {
+    let e = env(vec![ledger("l1", "x")]).await;
+    let alice = e.token("alice").await;
+    let mut rein = e.start(&[]).await;
+    let (_, created) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/operations",
+            Some(&alice),
+            Some(json!({"input": "Append.", "approval": "allow-list"})),
+        )
+        .await;
+    let op = created["operation_id"].as_str().unwrap().to_owned();
+    let mut stream = e.events(&rein, &op, &alice, None).await;
+    let mut seen = Vec::new();
+    stream.until("human_approve_required", &mut seen).await;
+    let pid = rein.child.id().unwrap();
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = tokio::time::timeout(Duration::from_secs(10), rein.child.wait())
+        .await
+        .expect("the server exits within 10 s of SIGTERM")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    // The parked operation is left as it was, ready for the next process.
+    let restarted = e.start(&[]).await;
+    let (_, d) = e
+        .call(
+            &restarted,
+            "GET",
+            &format!("/v1/operations/{op}"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(d["operation"]["status"], "waiting_for_human");
 }

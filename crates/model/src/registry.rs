@@ -182,11 +182,10 @@ impl Registry {
         let preset = self.presets.get(id);
         let over = self.overrides.get(id).cloned().unwrap_or_default();
         let env = &self.env;
-        let mut base = over
-            .base_url
-            .clone()
-            .or_else(|| env(&env_name(id, "BASE_URL")))
+        // The environment overrides the configuration file, which overrides the presets.
+        let mut base = env(&env_name(id, "BASE_URL"))
             .or_else(|| (id == "ollama").then(|| env("OLLAMA_HOST")).flatten())
+            .or_else(|| over.base_url.clone())
             .or_else(|| preset.map(|p| p.base_url.clone()).filter(|b| !b.is_empty()));
         if let Some(b) = &mut base
             && !b.contains("://")
@@ -209,12 +208,10 @@ impl Registry {
                 },
             ));
         };
-        let api_key = over
-            .api_key
-            .clone()
-            .or_else(|| env(&env_name(id, "API_KEY")))
+        let api_key = env(&env_name(id, "API_KEY"))
             .or_else(|| preset.and_then(|p| p.api_key_env.as_deref()).and_then(env))
-            .or_else(|| (id == "gemini").then(|| env("GOOGLE_API_KEY")).flatten());
+            .or_else(|| (id == "gemini").then(|| env("GOOGLE_API_KEY")).flatten())
+            .or_else(|| over.api_key.clone());
         Ok(ProviderConfig {
             id: id.to_owned(),
             protocol: over
@@ -304,5 +301,46 @@ mod tests {
             ("openrouter", "openai/gpt-4o")
         );
         assert!(Registry::split("gpt-4o").is_err());
+    }
+
+    #[test]
+    fn the_environment_overrides_the_configuration_which_overrides_the_presets() {
+        let overrides = BTreeMap::from([(
+            "deepseek".to_owned(),
+            ProviderOverride {
+                base_url: Some("http://config:1/v1".into()),
+                api_key: Some("from-config".into()),
+                ..Default::default()
+            },
+        )]);
+        let with = |vars: &'static [(&'static str, &'static str)]| {
+            Registry::new(
+                BUILTIN,
+                overrides.clone(),
+                Box::new(move |k| {
+                    vars.iter()
+                        .find(|(n, _)| *n == k)
+                        .map(|(_, v)| (*v).to_owned())
+                }),
+            )
+            .unwrap()
+            .provider_with_key("deepseek")
+            .unwrap()
+        };
+        let config = with(&[]);
+        assert_eq!(
+            (config.base_url.as_str(), config.api_key.as_deref()),
+            ("http://config:1/v1", Some("from-config"))
+        );
+        let env = with(&[
+            ("DEEPSEEK_BASE_URL", "http://env:2/v1"),
+            ("DEEPSEEK_API_KEY", "from-env"),
+        ]);
+        assert_eq!(
+            (env.base_url.as_str(), env.api_key.as_deref()),
+            ("http://env:2/v1", Some("from-env"))
+        );
+        let err = registry(&[]).provider_with_key("deepseek").unwrap_err();
+        assert!(err.message.contains("set DEEPSEEK_API_KEY"), "{err}");
     }
 }

@@ -37,6 +37,9 @@ pub struct EventsQuery {
     /// Send `event: live` previews of the running step (default true).
     #[serde(default)]
     pub live: Option<bool>,
+    /// Keep following new commits (default true); `false` sends what the log holds and ends.
+    #[serde(default)]
+    pub follow: Option<bool>,
 }
 
 /// How often a stream re-reads the log when no commit reached it (another process may be
@@ -72,13 +75,23 @@ pub async fn stream(
         cursor,
         signals,
         tx,
-        q.live.unwrap_or(true),
+        Mode {
+            live: q.live.unwrap_or(true),
+            follow: q.follow.unwrap_or(true),
+        },
     ));
     let out = futures::stream::unfold(
         rx,
         |mut rx| async move { rx.recv().await.map(|e| (Ok(e), rx)) },
     );
     Ok(Sse::new(out).keep_alive(KeepAlive::new().interval(app.config.heartbeat).text("")))
+}
+
+/// What a stream sends besides the log.
+#[derive(Clone, Copy)]
+struct Mode {
+    live: bool,
+    follow: bool,
 }
 
 /// Send the log after `cursor`, then each commit as it lands, until the operation ends or the
@@ -89,7 +102,7 @@ async fn pump(
     mut cursor: Option<u64>,
     mut signals: broadcast::Receiver<Signal>,
     tx: mpsc::Sender<Event>,
-    live: bool,
+    mode: Mode,
 ) {
     let numbered = |w: &WireEvent| Event::default().id(w.seq.to_string()).data(&*w.json);
     loop {
@@ -110,6 +123,9 @@ async fn pump(
                 return;
             }
             cursor = Some(w.seq);
+        }
+        if !mode.follow {
+            return;
         }
         if (ended || !fresh) && operation_ended(&app, id).await {
             // A commit is one transaction: whatever followed the end event came with it. One
@@ -153,7 +169,7 @@ async fn pump(
                     poll.as_mut().reset(tokio::time::Instant::now() + POLL);
                 }
                 Ok(Signal::Live(w)) => {
-                    if live
+                    if mode.live
                         && cursor.is_none_or(|c| w.seq > c)
                         && tx
                             .send(Event::default().event("live").data(&*w.json))

@@ -1,0 +1,252 @@
+//! `rein agent …` and `rein models`, and how `rein run --agent NAME` finds an agent: in the
+//! database first (the local user's), then in the configuration file.
+
+use crate::config::Config;
+use anyhow::{anyhow, bail};
+use chrono::Utc;
+use rein_model::Catalog;
+use rein_server::routes::agents::{AgentConfig, check_config};
+use rein_store::{Accounts, AgentRecord, SqlStore, User};
+
+/// Agent settings given on the command line.
+#[derive(clap::Args, Clone, Default)]
+pub struct AgentFlags {
+    /// provider/model.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// System role (instructions).
+    #[arg(long)]
+    pub system: Option<String>,
+    /// Tools it may call, comma separated (`identifier` or `identifier/api`).
+    #[arg(long, value_delimiter = ',')]
+    pub tools: Option<Vec<String>>,
+    /// Approval mode.
+    #[arg(long, value_parser = ["auto-run", "allow-list", "manual", "headless"])]
+    pub approval: Option<String>,
+    /// Step limit.
+    #[arg(long)]
+    pub max_steps: Option<u32>,
+    /// Cost limit in USD.
+    #[arg(long, value_name = "USD")]
+    pub cost_limit: Option<f64>,
+    /// Token limit.
+    #[arg(long)]
+    pub token_limit: Option<u64>,
+}
+
+impl AgentFlags {
+    /// Apply the given flags over `c`.
+    pub fn apply(self, c: &mut AgentConfig) {
+        if self.model.is_some() {
+            c.model = self.model;
+        }
+        if self.system.is_some() {
+            c.system_role = self.system;
+        }
+        if self.tools.is_some() {
+            c.tools = self.tools;
+        }
+        if self.approval.is_some() {
+            c.approval = self.approval;
+        }
+        if self.max_steps.is_some() {
+            c.max_steps = self.max_steps;
+        }
+        if self.cost_limit.is_some() {
+            c.cost_limit = self.cost_limit;
+        }
+        if self.token_limit.is_some() {
+            c.token_limit = self.token_limit;
+        }
+    }
+}
+
+/// `rein agent` subcommands.
+#[derive(clap::Subcommand)]
+pub enum AgentCommand {
+    /// Create an agent.
+    Create {
+        /// Name (letters, digits, `-`, `_`).
+        name: String,
+        #[command(flatten)]
+        flags: AgentFlags,
+    },
+    /// List agents.
+    List,
+    /// Show an agent.
+    Show {
+        /// Name.
+        name: String,
+    },
+    /// Change the given settings of an agent.
+    Edit {
+        /// Name.
+        name: String,
+        #[command(flatten)]
+        flags: AgentFlags,
+    },
+    /// Delete an agent.
+    Delete {
+        /// Name.
+        name: String,
+    },
+}
+
+/// The local CLI's user (agents created here belong to it).
+pub async fn local_user(store: &SqlStore) -> anyhow::Result<User> {
+    if let Some(u) = store.user_by_name("local").await? {
+        return Ok(u);
+    }
+    match store.create_user("local").await {
+        Ok(u) => Ok(u),
+        // Created concurrently by another process.
+        Err(_) => store
+            .user_by_name("local")
+            .await?
+            .ok_or_else(|| anyhow!("cannot create the local user")),
+    }
+}
+
+fn check_name(name: &str) -> anyhow::Result<()> {
+    if name.is_empty()
+        || name.len() > 64
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        bail!("agent name `{name}`: use 1-64 letters, digits, `-` or `_`");
+    }
+    Ok(())
+}
+
+fn validated(c: &AgentConfig) -> anyhow::Result<()> {
+    check_config(c).map_err(|e| anyhow!("{}", e.message))
+}
+
+/// The agent `name`: the database's, else the configuration file's.
+pub async fn resolve(store: &SqlStore, config: &Config, name: &str) -> anyhow::Result<AgentConfig> {
+    let user = local_user(store).await?;
+    if let Some(r) = store.get_agent(&user.id, name).await? {
+        return Ok(serde_json::from_value(r.config)?);
+    }
+    config
+        .file
+        .agents
+        .get(name)
+        .cloned()
+        .ok_or_else(|| anyhow!("no agent `{name}` (see `rein agent list`)"))
+}
+
+fn print(name: &str, c: &AgentConfig, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::json!({"name": name, "config": c}));
+    } else {
+        println!("{name}");
+        for line in toml::to_string_pretty(c)?.lines() {
+            println!("  {line}");
+        }
+    }
+    Ok(())
+}
+
+/// `rein agent …` against the local database.
+pub async fn command(store: &SqlStore, command: AgentCommand, json: bool) -> anyhow::Result<()> {
+    let user = local_user(store).await?;
+    match command {
+        AgentCommand::Create { name, flags } => {
+            check_name(&name)?;
+            if store.get_agent(&user.id, &name).await?.is_some() {
+                bail!("agent `{name}` already exists (change it with `rein agent edit`)");
+            }
+            let mut config = AgentConfig::default();
+            flags.apply(&mut config);
+            validated(&config)?;
+            let now = Utc::now();
+            store
+                .put_agent(&AgentRecord {
+                    owner: user.id,
+                    name: name.clone(),
+                    config: serde_json::to_value(&config)?,
+                    created_at: now,
+                    updated_at: now,
+                })
+                .await?;
+            eprintln!("created agent {name}");
+        }
+        AgentCommand::List => {
+            for a in store.list_agents(&user.id).await? {
+                let c: AgentConfig = serde_json::from_value(a.config)?;
+                if json {
+                    println!("{}", serde_json::json!({"name": a.name, "config": c}));
+                } else {
+                    println!(
+                        "{:<20} {:<32} {}",
+                        a.name,
+                        c.model.as_deref().unwrap_or("(default model)"),
+                        c.approval.as_deref().unwrap_or("manual")
+                    );
+                }
+            }
+        }
+        AgentCommand::Show { name } => {
+            let r = store
+                .get_agent(&user.id, &name)
+                .await?
+                .ok_or_else(|| anyhow!("no agent `{name}`"))?;
+            print(&name, &serde_json::from_value(r.config)?, json)?;
+        }
+        AgentCommand::Edit { name, flags } => {
+            let mut r = store
+                .get_agent(&user.id, &name)
+                .await?
+                .ok_or_else(|| anyhow!("no agent `{name}`"))?;
+            let mut config: AgentConfig = serde_json::from_value(r.config)?;
+            flags.apply(&mut config);
+            validated(&config)?;
+            r.config = serde_json::to_value(&config)?;
+            r.updated_at = Utc::now();
+            store.put_agent(&r).await?;
+            print(&name, &config, json)?;
+        }
+        AgentCommand::Delete { name } => {
+            if !store.delete_agent(&user.id, &name).await? {
+                bail!("no agent `{name}`");
+            }
+            eprintln!("deleted agent {name}");
+        }
+    }
+    Ok(())
+}
+
+/// `rein models`.
+pub fn models(config: &Config, json: bool) -> anyhow::Result<()> {
+    let catalog = Catalog::builtin()?;
+    let (default, _) = config.model(None);
+    for m in catalog.models() {
+        if json {
+            println!("{}", serde_json::to_string(&**m)?);
+            continue;
+        }
+        let c = &m.capabilities;
+        let caps: Vec<&str> = [
+            (c.tools, "tools"),
+            (c.vision, "vision"),
+            (c.reasoning, "reasoning"),
+            (c.structured_output, "json"),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, n)| *n)
+        .collect();
+        let mark = if m.id == default { "*" } else { " " };
+        println!(
+            "{mark} {:<44} {:>8} ctx  ${:>7.2} / ${:>7.2} per Mtok in/out  {}",
+            m.id,
+            m.context_window,
+            m.prices.input,
+            m.prices.output,
+            caps.join(",")
+        );
+    }
+    Ok(())
+}

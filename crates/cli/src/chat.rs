@@ -1,0 +1,195 @@
+//! `rein chat`: a conversation on one topic, a turn per line. Lines starting with `/` are
+//! commands: `/approve`, `/reject [reason]`, `/cancel`, `/model provider/model`, `/history`,
+//! `/help`, `/exit`. Works the same with a terminal or with lines piped in.
+
+use crate::{Context_, agents, driver, exit, finish};
+use anyhow::bail;
+use rein_core::OperationId;
+use rein_core::message::Role;
+use rein_operation::{Decision, Driver, RunEnd, StartOptions};
+use rein_store::{SqlStore, Store};
+use std::io::Write;
+use std::sync::Arc;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// `rein chat` options.
+#[derive(clap::Args)]
+pub struct ChatArgs {
+    /// Continue this conversation (its history is shown first); a new one otherwise.
+    #[arg(long)]
+    topic: Option<String>,
+    /// provider/model (switch later with /model).
+    #[arg(long)]
+    model: Option<String>,
+    /// Chat with this agent.
+    #[arg(long)]
+    agent: Option<String>,
+    /// Approval mode (default: the agent's, else manual).
+    #[arg(long, value_parser = ["auto-run", "allow-list", "manual", "headless"])]
+    approval: Option<String>,
+}
+
+const HELP: &str =
+    "commands: /approve, /reject [reason], /cancel, /model provider/model, /history, /help, /exit";
+
+fn text(m: &rein_core::Message) -> String {
+    m.text_content()
+}
+
+async fn history(store: &SqlStore, topic: &str) -> anyhow::Result<()> {
+    for m in rein_core::message::model_view(store.topic_messages(topic).await?) {
+        match m.role {
+            Role::User => eprintln!("you> {}", text(&m)),
+            Role::Assistant if !text(&m).is_empty() => println!("{}\n", text(&m)),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn prompt() {
+    eprint!("you> ");
+    let _ = std::io::stderr().flush();
+}
+
+/// Run the chat until `/exit` or the end of input.
+pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, ctx: &Context_) -> anyhow::Result<u8> {
+    let agent = match &args.agent {
+        Some(name) => agents::resolve(&store, &ctx.config, name).await?,
+        None => Default::default(),
+    };
+    let (mut model, _) = ctx
+        .config
+        .model(args.model.as_deref().or(agent.model.as_deref()));
+    let mut topic = args.topic.clone();
+    if let Some(t) = &topic {
+        history(&store, t).await?;
+    }
+    let mode = args
+        .approval
+        .as_deref()
+        .or(agent.approval.as_deref())
+        .unwrap_or("manual");
+    let make = |model: String| {
+        let store = Arc::clone(&store);
+        let tools = agent.tools.clone();
+        async move {
+            let d = driver(store, &model, ctx).await?;
+            Ok::<Driver, anyhow::Error>(match tools {
+                Some(t) => d.with_allowed_tools(t),
+                None => d,
+            })
+        }
+    };
+    let mut drv = make(model.clone()).await?;
+    let mut parked: Option<OperationId> = None;
+    let mut code = exit::DONE;
+    eprintln!("rein chat · {model} · {HELP}");
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    prompt();
+    while let Some(line) = lines.next_line().await? {
+        let line = line.trim();
+        if line.is_empty() {
+            prompt();
+            continue;
+        }
+        let mut end = None;
+        let mut id = None;
+        if let Some(cmd) = line.strip_prefix('/') {
+            let (name, rest) = cmd.split_once(' ').unwrap_or((cmd, ""));
+            match name {
+                "exit" | "quit" => break,
+                "help" => eprintln!("{HELP}"),
+                "history" => match &topic {
+                    Some(t) => history(&store, t).await?,
+                    None => eprintln!("(nothing yet)"),
+                },
+                "model" if !rest.trim().is_empty() => {
+                    let next = rest.trim().to_owned();
+                    match make(next.clone()).await {
+                        Ok(d) => {
+                            drv = d;
+                            model = next;
+                            eprintln!("model: {model}");
+                        }
+                        Err(e) => eprintln!("error: {e:#}"),
+                    }
+                }
+                "model" => eprintln!("model: {model}"),
+                "approve" | "reject" | "cancel" => match parked {
+                    None => eprintln!("nothing is waiting for a decision"),
+                    Some(op) => {
+                        let r = match name {
+                            "approve" => drv.decide(op, None, Decision::Approve, Some("cli")).await,
+                            "reject" => {
+                                let reason =
+                                    (!rest.trim().is_empty()).then(|| rest.trim().to_owned());
+                                drv.decide(
+                                    op,
+                                    None,
+                                    Decision::Reject {
+                                        reason,
+                                        halt: false,
+                                    },
+                                    Some("cli"),
+                                )
+                                .await
+                            }
+                            _ => drv.cancel(op).await,
+                        };
+                        end = Some(r?);
+                        id = Some(op);
+                    }
+                },
+                other => eprintln!("unknown command /{other}; {HELP}"),
+            }
+        } else {
+            if let Some(op) = parked {
+                eprintln!(
+                    "operation {op} waits for a decision: /approve, /reject [reason] or /cancel"
+                );
+                prompt();
+                continue;
+            }
+            let opts = StartOptions {
+                system: agent.system_role.clone(),
+                max_steps: agent.max_steps,
+                approval: crate::approval(mode),
+                topic_id: topic.clone(),
+                agent: args.agent.clone(),
+                working_directory: std::env::current_dir()
+                    .ok()
+                    .map(|d| d.to_string_lossy().into_owned()),
+                ..Default::default()
+            };
+            let op = drv.start(line, &opts).await?;
+            topic.get_or_insert_with(|| format!("topic_{op}"));
+            end = Some(drv.run(op).await?);
+            id = Some(op);
+        }
+        if let (Some(end), Some(op)) = (end, id) {
+            parked = None;
+            if let RunEnd::WaitingForHuman { pending } = &end {
+                for c in pending {
+                    eprintln!(
+                        "approve {}({})? /approve or /reject [reason]",
+                        c.key(),
+                        c.arguments
+                    );
+                }
+                parked = Some(op);
+            } else {
+                code = finish(&store, op, &end).await?;
+            }
+        }
+        prompt();
+    }
+    eprintln!();
+    if let Some(t) = &topic {
+        eprintln!("topic: {t} (continue with: rein chat --topic {t})");
+    }
+    if parked.is_some() {
+        bail!("left with a call waiting for a decision");
+    }
+    Ok(code)
+}

@@ -1,0 +1,274 @@
+//! The configuration file (`$REIN_CONFIG`, else `~/.config/rein/config.toml`): providers,
+//! the default model, MCP servers and agents. The environment overrides it, flags override
+//! both. A missing file is an empty configuration; a malformed one is an error naming the file
+//! and the problem.
+
+use anyhow::{Context, anyhow};
+use rein_model::Registry;
+use rein_model::registry::ProviderOverride;
+use rein_server::routes::agents::AgentConfig;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// What the file may hold.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FileConfig {
+    /// `provider/model` used when neither a flag nor `REIN_MODEL` names one.
+    pub default_model: Option<String>,
+    /// Per provider: `base_url`, `api_key`, `protocol`, `headers`, `quirks`.
+    pub providers: BTreeMap<String, ProviderOverride>,
+    /// MCP servers by name: a command line (stdio) or an http(s) URL.
+    pub mcp: BTreeMap<String, String>,
+    /// Agents by name (an agent stored in the database with the same name wins).
+    pub agents: BTreeMap<String, AgentConfig>,
+}
+
+/// The configuration in effect.
+pub struct Config {
+    /// Where it was looked for.
+    pub path: Option<PathBuf>,
+    /// Whether that file exists.
+    pub loaded: bool,
+    /// Its contents.
+    pub file: FileConfig,
+}
+
+/// Built-in default model.
+pub const DEFAULT_MODEL: &str = "openai/gpt-4o-mini";
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+fn path() -> Option<PathBuf> {
+    if let Some(p) = env("REIN_CONFIG") {
+        return Some(PathBuf::from(p));
+    }
+    let base = env("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("rein").join("config.toml"))
+}
+
+/// Read the configuration file.
+pub fn load() -> anyhow::Result<Config> {
+    let path = path();
+    let Some(p) = path.as_ref().filter(|p| p.exists()) else {
+        return Ok(Config {
+            path,
+            loaded: false,
+            file: FileConfig::default(),
+        });
+    };
+    let text = std::fs::read_to_string(p)
+        .with_context(|| format!("cannot read the configuration {}", p.display()))?;
+    let file: FileConfig = toml::from_str(&text)
+        .map_err(|e| anyhow!("configuration {}: {}", p.display(), e.to_string().trim()))?;
+    if let Some(m) = &file.default_model {
+        Registry::split(m)
+            .map_err(|e| anyhow!("configuration {}: default_model: {e}", p.display()))?;
+    }
+    Ok(Config {
+        path,
+        loaded: true,
+        file,
+    })
+}
+
+impl Config {
+    /// Provider resolution: presets, then this file, then the environment.
+    pub fn registry(&self) -> anyhow::Result<Registry> {
+        Ok(Registry::new(
+            Registry::builtin_presets_json(),
+            self.file.providers.clone(),
+            Box::new(|k| std::env::var(k).ok().filter(|v| !v.is_empty())),
+        )?)
+    }
+
+    /// The model to use and where that choice came from.
+    pub fn model(&self, flag: Option<&str>) -> (String, &'static str) {
+        if let Some(m) = flag {
+            return (m.to_owned(), "flag");
+        }
+        if let Some(m) = env("REIN_MODEL") {
+            return (m, "REIN_MODEL");
+        }
+        if let Some(m) = &self.file.default_model {
+            return (m.clone(), "config file");
+        }
+        (DEFAULT_MODEL.to_owned(), "built-in default")
+    }
+
+    /// MCP server specs (`NAME=COMMAND`): the file's, then the flags' (a flag replaces a
+    /// server of the same name).
+    pub fn mcp(&self, flags: &[String]) -> Vec<String> {
+        let flagged: Vec<&str> = flags
+            .iter()
+            .filter_map(|f| f.split_once('=').map(|(n, _)| n.trim()))
+            .collect();
+        self.file
+            .mcp
+            .iter()
+            .filter(|(name, _)| !flagged.contains(&name.as_str()))
+            .map(|(name, cmd)| format!("{name}={cmd}"))
+            .chain(flags.iter().cloned())
+            .collect()
+    }
+}
+
+/// A secret as shown: its first three and last four characters at most.
+pub fn mask(secret: &str) -> String {
+    let n = secret.chars().count();
+    if n <= 10 {
+        return "****".into();
+    }
+    let head: String = secret.chars().take(3).collect();
+    let tail: String = secret.chars().skip(n - 4).collect();
+    format!("{head}…{tail}")
+}
+
+/// `rein config show`: the effective configuration, secrets masked.
+pub fn show(
+    config: &Config,
+    db: &str,
+    model_flag: Option<&str>,
+    mcp_flags: &[String],
+    json: bool,
+) -> anyhow::Result<()> {
+    let registry = config.registry()?;
+    let (model, model_from) = config.model(model_flag);
+    let mut providers = serde_json::Map::new();
+    let presets: serde_json::Value = serde_json::from_str(Registry::builtin_presets_json())?;
+    let key_envs: BTreeMap<String, Option<String>> = presets["providers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| {
+            Some((
+                p["id"].as_str()?.to_owned(),
+                p["api_key_env"].as_str().map(str::to_owned),
+            ))
+        })
+        .collect();
+    let model_provider = Registry::split(&model).map(|(p, _)| p.to_owned()).ok();
+    let ids: std::collections::BTreeSet<String> = registry
+        .ids()
+        .map(str::to_owned)
+        .chain(config.file.providers.keys().cloned())
+        .collect();
+    for id in ids {
+        let configured = config.file.providers.contains_key(&id);
+        let Ok(p) = registry.provider(&id) else {
+            continue;
+        };
+        let keyed = p.api_key.is_some();
+        if !(configured || keyed || model_provider.as_deref() == Some(id.as_str())) {
+            continue;
+        }
+        let key_source = match (&p.api_key, key_envs.get(&id).cloned().flatten()) {
+            (None, _) => "none".to_owned(),
+            (Some(_), Some(var)) if env(&var).is_some() => format!("env {var}"),
+            (Some(_), _)
+                if env(&format!(
+                    "{}_API_KEY",
+                    id.to_ascii_uppercase().replace('-', "_")
+                ))
+                .is_some() =>
+            {
+                format!("env {}_API_KEY", id.to_ascii_uppercase().replace('-', "_"))
+            }
+            (Some(_), _) => "config file".to_owned(),
+        };
+        providers.insert(
+            id,
+            serde_json::json!({
+                "protocol": p.protocol,
+                "base_url": p.base_url,
+                "api_key": p.api_key.as_deref().map(mask),
+                "api_key_from": key_source,
+                "headers": p.headers.iter().map(|(k, v)| (k.clone(), mask(v))).collect::<BTreeMap<_, _>>(),
+            }),
+        );
+    }
+    let mcp: Vec<String> = config
+        .mcp(mcp_flags)
+        .into_iter()
+        .map(|s| match s.split_once('=') {
+            // URLs may carry credentials in their query; show the address only.
+            Some((n, u)) if u.starts_with("http") => {
+                format!("{n}={}", u.split('?').next().unwrap_or(u))
+            }
+            _ => s,
+        })
+        .collect();
+    let effective = serde_json::json!({
+        "config_file": config.path.as_ref().map(|p| p.display().to_string()),
+        "config_file_found": config.loaded,
+        "database": crate::redact_db(db),
+        "default_model": model,
+        "default_model_from": model_from,
+        "providers": providers,
+        "mcp": mcp,
+        "agents": config.file.agents.keys().collect::<Vec<_>>(),
+    });
+    if json {
+        println!("{effective}");
+    } else {
+        println!(
+            "{}",
+            toml::to_string_pretty(&effective).unwrap_or_else(|_| effective.to_string())
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_masked() {
+        assert_eq!(mask("sk-proj-abcdefghijklmnop"), "sk-…mnop");
+        assert_eq!(mask("short"), "****");
+    }
+
+    #[test]
+    fn the_file_is_strict_and_the_flags_replace_servers_by_name() {
+        let file: FileConfig = toml::from_str(
+            r#"
+default_model = "anthropic/claude-sonnet-4"
+[providers.mylab]
+base_url = "http://lab:9000/v1"
+api_key = "lab-secret-key-123"
+[mcp]
+fs = "npx -y @modelcontextprotocol/server-filesystem ."
+remote = "https://mcp.example/mcp"
+[agents.helper]
+model = "openai/gpt-4o"
+approval = "auto-run"
+"#,
+        )
+        .unwrap();
+        let c = Config {
+            path: None,
+            loaded: true,
+            file,
+        };
+        assert_eq!(
+            c.mcp(&["fs=node other.js".into()]),
+            ["remote=https://mcp.example/mcp", "fs=node other.js"]
+        );
+        assert_eq!(
+            c.registry().unwrap().provider("mylab").unwrap().base_url,
+            "http://lab:9000/v1"
+        );
+        assert_eq!(
+            c.file.agents["helper"].approval.as_deref(),
+            Some("auto-run")
+        );
+        let bad = toml::from_str::<FileConfig>("defualt_model = \"x/y\"").unwrap_err();
+        assert!(bad.to_string().contains("defualt_model"), "{bad}");
+    }
+}
