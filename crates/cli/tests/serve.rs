@@ -865,3 +865,59 @@ async fn sigterm_shuts_down_promptly_with_a_stream_open() {
         .await;
     assert_eq!(d["operation"]["status"], "waiting_for_human");
 }
+
+#[tokio::test]
+async fn the_readme_main_command_serves_the_shipped_cassette_offline() {
+    let dir = std::env::temp_dir().join(format!("rein-readme-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cassette = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cassettes/demo.jsonl");
+    // As in the README, with a random port and a throwaway home instead of ~/.rein.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rein"))
+        .arg("--replay")
+        .arg(&cassette)
+        .args(["serve", "--no-auth", "--addr", "127.0.0.1:0"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("REIN_HOME", &dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let base = loop {
+        let line = lines.next_line().await.unwrap().expect("server exited");
+        if let Some(a) = line.strip_prefix("rein: listening on ") {
+            break a.to_owned();
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let http = reqwest::Client::new();
+    let page = http.get(format!("{base}/")).send().await.unwrap();
+    assert!(page.text().await.unwrap().contains("<title>rein</title>"));
+    let created: Value = serde_json::from_slice(
+        &http
+            .post(format!("{base}/v1/operations"))
+            .header("content-type", "application/json")
+            .body(json!({"input": "What is 17 * 23?"}).to_string())
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    let op = created["operation_id"].as_str().unwrap();
+    let body = http
+        .get(format!("{base}/v1/operations/{op}/events?live=false"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(body.contains("\"type\":\"done\""), "{body}");
+    assert!(body.contains("391"), "{body}");
+    assert!(dir.join("rein.db").exists(), "the embedded SQLite file");
+}
