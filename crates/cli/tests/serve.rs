@@ -921,3 +921,47 @@ async fn the_readme_main_command_serves_the_shipped_cassette_offline() {
     assert!(body.contains("391"), "{body}");
     assert!(dir.join("rein.db").exists(), "the embedded SQLite file");
 }
+
+#[tokio::test]
+async fn a_user_at_the_running_limit_gets_429() {
+    // The model never finishes its answer, so the first operation keeps running.
+    let mut stalled = Canned::openai_text("thinking very hard about it");
+    stalled.stall_after = Some(60);
+    let e = env(vec![stalled]).await;
+    let alice = e.token("alice").await;
+    let bob = e.token("bob").await;
+    let mut c = e.command(&["serve", "--addr", "127.0.0.1:0", "--max-running", "1"]);
+    c.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = c.spawn().unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let base = loop {
+        let line = lines.next_line().await.unwrap().expect("server exited");
+        if let Some(a) = line.strip_prefix("rein: listening on ") {
+            break a.to_owned();
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let rein = Rein {
+        child,
+        base,
+        stderr: Arc::default(),
+    };
+    let body = || Some(json!({"input": "think"}));
+    let (status, _) = e
+        .call(&rein, "POST", "/v1/operations", Some(&alice), body())
+        .await;
+    assert_eq!(status, 202);
+    let (status, err) = e
+        .call(&rein, "POST", "/v1/operations", Some(&alice), body())
+        .await;
+    assert_eq!(status, 429, "{err}");
+    assert_eq!(err["error"]["code"], "too_many_running");
+    // The limit is per user.
+    let (status, _) = e
+        .call(&rein, "POST", "/v1/operations", Some(&bob), body())
+        .await;
+    assert_eq!(status, 202);
+}

@@ -60,6 +60,8 @@ async function main() {
     await page.waitForFunction(() => document.querySelectorAll("#timeline tr").length >= 4);
     const timeline = await page.textContent("#timeline");
     if (!timeline.includes("call_llm")) throw new Error("timeline: " + timeline);
+    // Per-step tokens come from the event log (each scripted model call reports 120).
+    await page.waitForFunction(() => [...document.querySelectorAll("#timeline td.tokens")].some((td) => td.textContent === "120"));
     await shot("4-inspector");
     console.log(JSON.stringify({ ok: true, sawLive }));
   } catch (e) {
