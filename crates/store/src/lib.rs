@@ -13,11 +13,13 @@ mod error;
 mod records;
 mod schema;
 mod sql;
+mod tasks;
 
 pub use accounts::{Accounts, AgentRecord, ApiToken, TopicRecord, User};
 pub use error::StoreError;
 pub use records::*;
 pub use sql::{SqlStore, Synchronous};
+pub use tasks::{Delivery, DeliveryStatus, TaskRow, TaskRun, Tasks};
 
 use futures::future::BoxFuture;
 use rein_core::document::{Document, DocumentKind};

@@ -23,6 +23,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "accounts",
         include_str!("../migrations/0004_accounts.sql"),
     ),
+    (5, "tasks", include_str!("../migrations/0005_tasks.sql")),
 ];
 
 /// Statements of a migration (split on `;` at line ends; the files hold no procedural code).

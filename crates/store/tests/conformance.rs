@@ -336,6 +336,7 @@ async fn suite(store: &SqlStore) {
     documents(store).await;
     accounts(store).await;
     concurrent_commits(store).await;
+    tasks(store).await;
 }
 
 /// Memories and notes: upsert, scope isolation, newest first, delete.
@@ -662,4 +663,163 @@ async fn concurrent_commits(store: &SqlStore) {
         let id = t.await.unwrap().unwrap();
         assert_eq!(store.events(id, None).await.unwrap().len(), 5);
     }
+}
+
+/// Tasks, deliveries (one per task, due time and kind; each claimed by one dispatcher; a dead
+/// dispatcher's lease released) and runs.
+async fn tasks(store: &SqlStore) {
+    let now = Utc::now();
+    let t0 = now - chrono::Duration::seconds(10);
+    let id = format!("task_{}", OperationId::new());
+    let task = TaskRow {
+        id: id.clone(),
+        owner: "u1".into(),
+        body: serde_json::json!({"title": "Daily digest"}),
+        created_at: t0,
+        updated_at: t0,
+    };
+    store.put_task(&task).await.unwrap();
+    let back = store.get_task(&id).await.unwrap().unwrap();
+    assert_eq!(back.body["title"], "Daily digest");
+    assert!(
+        store
+            .list_tasks(Some("u1"))
+            .await
+            .unwrap()
+            .iter()
+            .any(|t| t.id == id)
+    );
+    assert!(
+        store
+            .list_tasks(Some("u2"))
+            .await
+            .unwrap()
+            .iter()
+            .all(|t| t.id != id)
+    );
+
+    let delivery = |due: chrono::DateTime<Utc>| Delivery {
+        task_id: id.clone(),
+        due_at: due,
+        kind: "schedule".into(),
+        generation: "g1".into(),
+        status: DeliveryStatus::Pending,
+        claimed_by: None,
+        lease_until: None,
+        reason: None,
+        operation_id: None,
+        created_at: t0,
+    };
+    let dues: Vec<_> = (0..30)
+        .map(|i| t0 + chrono::Duration::milliseconds(i * 100))
+        .collect();
+    for d in &dues {
+        assert!(store.add_delivery(&delivery(*d)).await.unwrap());
+    }
+    assert!(
+        !store.add_delivery(&delivery(dues[0])).await.unwrap(),
+        "a due time is planned once"
+    );
+    let future = now + chrono::Duration::hours(1);
+    assert!(store.add_delivery(&delivery(future)).await.unwrap());
+
+    // Three dispatchers claim at once: every due delivery goes to exactly one of them.
+    let store = Arc::new(store.clone());
+    let lease = now + chrono::Duration::seconds(30);
+    let mut claims = Vec::new();
+    for w in ["w1", "w2", "w3"] {
+        let store = Arc::clone(&store);
+        claims.push(tokio::spawn(async move {
+            let mut mine = Vec::new();
+            loop {
+                let got = store.claim_deliveries(now, w, lease, 4).await.unwrap();
+                if got.is_empty() {
+                    return mine;
+                }
+                mine.extend(got.into_iter().map(|d| (w, d)));
+            }
+        }));
+    }
+    let mut all = Vec::new();
+    for c in claims {
+        all.extend(c.await.unwrap());
+    }
+    let mut claimed: Vec<_> = all.iter().map(|(_, d)| d.due_at).collect();
+    claimed.sort();
+    let mut want: Vec<_> = dues.iter().map(|d| store_ts(*d)).collect();
+    want.sort();
+    assert_eq!(
+        claimed.iter().map(|d| store_ts(*d)).collect::<Vec<_>>(),
+        want,
+        "each once, the future one not yet"
+    );
+
+    // Only the holder settles; a lease that ran out is claimed again by someone else.
+    let (holder, first) = all[0].clone();
+    let other = if holder == "w1" { "w2" } else { "w1" };
+    assert!(
+        !store
+            .settle_delivery(&first, other, DeliveryStatus::Dispatched, None, Some("op"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .settle_delivery(
+                &first,
+                holder,
+                DeliveryStatus::Skipped,
+                Some("task is paused"),
+                None
+            )
+            .await
+            .unwrap()
+    );
+    let later = lease + chrono::Duration::seconds(1);
+    let reclaimed = store
+        .claim_deliveries(later, "w9", later + chrono::Duration::seconds(30), 100)
+        .await
+        .unwrap();
+    assert_eq!(
+        reclaimed.len(),
+        dues.len() - 1,
+        "every unsettled claim, after its lease"
+    );
+    assert!(
+        reclaimed
+            .iter()
+            .all(|d| d.claimed_by.as_deref() == Some("w9"))
+    );
+    let listed = store.deliveries(&id, 100).await.unwrap();
+    let skipped = listed
+        .iter()
+        .find(|d| d.status == DeliveryStatus::Skipped)
+        .unwrap();
+    assert_eq!(skipped.reason.as_deref(), Some("task is paused"));
+
+    let run = TaskRun {
+        operation_id: format!("op_{id}"),
+        task_id: id.clone(),
+        trigger: "schedule".into(),
+        due_at: Some(dues[1]),
+        started_at: now,
+        finished_at: None,
+        outcome: None,
+        brief: None,
+    };
+    store.add_run(&run).await.unwrap();
+    store
+        .finish_run(&run.operation_id, now, "completed", Some("3 new issues"))
+        .await
+        .unwrap();
+    let runs = store.runs(&id, 10).await.unwrap();
+    assert_eq!(runs[0].outcome.as_deref(), Some("completed"));
+    assert_eq!(runs[0].brief.as_deref(), Some("3 new issues"));
+    assert!(store.delete_task(&id).await.unwrap());
+    assert!(store.get_task(&id).await.unwrap().is_none());
+}
+
+/// Timestamps as stored (microseconds).
+fn store_ts(t: chrono::DateTime<Utc>) -> i64 {
+    t.timestamp_micros()
 }
