@@ -1,10 +1,17 @@
-//! rein-scheduler: when a task is due. It owns the schedules a task can have (a cron pattern
-//! read in an IANA time zone, or a heartbeat interval), their validation with errors that name
-//! what is wrong, the daylight-saving rule, and the clock the dispatcher reads, injectable so
-//! tests drive time without sleeping.
+//! rein-scheduler: tasks and when they run. It owns the Task (instruction, agent, status,
+//! automation, policies, counters), the schedules a task can have (a cron pattern read in an
+//! IANA time zone, or a heartbeat interval) with their validation and daylight-saving rule, the
+//! dispatcher that turns due fires into durable deliveries and rechecks the task before each
+//! run, and the clock it reads, injectable so tests drive time without sleeping.
 
 pub mod clock;
+pub mod dispatcher;
 pub mod schedule;
+pub mod service;
+pub mod task;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use dispatcher::{Dispatcher, Launcher, RunState, Tick};
 pub use schedule::{Schedule, ScheduleError, parse_interval};
+pub use service::{NewTask, TaskService};
+pub use task::{Automation, CatchUp, Overlap, ReviewState, Task, TaskError, TaskStatus};

@@ -112,6 +112,19 @@ pub struct TaskRun {
 pub trait Tasks: Send + Sync {
     /// Insert or replace a task.
     fn put_task<'a>(&'a self, task: &'a TaskRow) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Replace a task only if it was not changed since `expected` (its `updated_at` as read);
+    /// `false` when it was (read it again and retry) or is gone.
+    fn replace_task<'a>(
+        &'a self,
+        task: &'a TaskRow,
+        expected: DateTime<Utc>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// Give a claimed delivery back (pending again, to be reconsidered later).
+    fn release_delivery<'a>(
+        &'a self,
+        d: &'a Delivery,
+        worker: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
     /// One task.
     fn get_task<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<TaskRow>, StoreError>>;
     /// Tasks, oldest first: one owner's, or everyone's (`None`, for the dispatcher).
@@ -231,6 +244,51 @@ impl Tasks for SqlStore {
             .execute(&self.pool)
             .await?;
             Ok(())
+        }
+        .boxed()
+    }
+
+    fn replace_task<'a>(
+        &'a self,
+        t: &'a TaskRow,
+        expected: DateTime<Utc>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        async move {
+            let body =
+                serde_json::to_string(&t.body).map_err(|e| StoreError::corrupt("task", e))?;
+            let n = sqlx::query(
+                "UPDATE tasks SET body = $1, updated_at = $2 WHERE id = $3 AND updated_at = $4",
+            )
+            .bind(body)
+            .bind(ts(t.updated_at))
+            .bind(&t.id)
+            .bind(ts(expected))
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+            Ok(n > 0)
+        }
+        .boxed()
+    }
+
+    fn release_delivery<'a>(
+        &'a self,
+        d: &'a Delivery,
+        worker: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        async move {
+            let n = sqlx::query(
+                "UPDATE task_deliveries SET status = 'pending', claimed_by = NULL, lease_until = NULL \
+                 WHERE task_id = $1 AND due_at = $2 AND kind = $3 AND status = 'claimed' AND claimed_by = $4",
+            )
+            .bind(&d.task_id)
+            .bind(ts(d.due_at))
+            .bind(&d.kind)
+            .bind(worker)
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+            Ok(n > 0)
         }
         .boxed()
     }

@@ -1,0 +1,479 @@
+//! The dispatcher: plans due fires as durable deliveries, claims them, and at dispatch time
+//! rereads the task and either starts a run or records why not. Runs are started through a
+//! [`Launcher`] (the server starts an operation); when one ends, the dispatcher records it,
+//! counts failures (pausing the task at its threshold), and schedules the next heartbeat.
+//!
+//! Guarantees, whatever the interleaving of dispatchers, edits and late deliveries: a
+//! `(task, due time, kind)` is planned once (the store's key) and claimed by one dispatcher at
+//! a time (leases); a run starts only if, when its delivery is claimed, the task exists, is
+//! active, still has that automation, has the delivery's generation, is under its cap, has no
+//! unresolved decision, and its overlap policy allows it.
+
+use crate::clock::Clock;
+use crate::schedule::Schedule;
+use crate::task::{Automation, CatchUp, Overlap, Task, TaskError, TaskStatus};
+use chrono::{DateTime, Duration, Utc};
+use futures::future::BoxFuture;
+use rein_store::{Delivery, DeliveryStatus, TaskRun, Tasks};
+use std::sync::Arc;
+
+/// Where a run started by the dispatcher is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunState {
+    /// Still going.
+    Running,
+    /// Parked on a human decision.
+    WaitingForHuman,
+    /// Ended.
+    Ended {
+        /// `completed`, `error`, `cancelled`, ...
+        outcome: String,
+        /// Whether it counts as a success.
+        success: bool,
+        /// A short account of what it produced.
+        brief: Option<String>,
+    },
+}
+
+/// Starts and watches runs (the server's operations).
+pub trait Launcher: Send + Sync {
+    /// Start a run of `task`; returns its operation id.
+    fn launch<'a>(
+        &'a self,
+        task: &'a Task,
+        trigger: &'a str,
+    ) -> BoxFuture<'a, Result<String, String>>;
+    /// Where a run is.
+    fn state<'a>(&'a self, operation_id: &'a str) -> BoxFuture<'a, Result<RunState, String>>;
+}
+
+/// Fires this late are "missed" (the catch-up policy decides).
+pub const DEFAULT_GRACE_SECS: i64 = 60;
+
+/// What one tick did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tick {
+    /// Deliveries planned.
+    pub planned: usize,
+    /// Runs started.
+    pub started: usize,
+    /// Deliveries skipped (with a reason each).
+    pub skipped: usize,
+    /// Runs found ended.
+    pub ended: usize,
+}
+
+/// One dispatcher (several may share a PostgreSQL store).
+pub struct Dispatcher {
+    store: Arc<dyn Tasks>,
+    clock: Arc<dyn Clock>,
+    launcher: Arc<dyn Launcher>,
+    /// This dispatcher's name in claims.
+    pub worker: String,
+    /// How long a claim is held before another dispatcher may take it over.
+    pub lease: Duration,
+    /// Fires later than this are missed.
+    pub grace: Duration,
+}
+
+impl Dispatcher {
+    /// A dispatcher named `worker`.
+    pub fn new(
+        store: Arc<dyn Tasks>,
+        clock: Arc<dyn Clock>,
+        launcher: Arc<dyn Launcher>,
+        worker: impl Into<String>,
+    ) -> Self {
+        Self {
+            store,
+            clock,
+            launcher,
+            worker: worker.into(),
+            lease: Duration::seconds(60),
+            grace: Duration::seconds(DEFAULT_GRACE_SECS),
+        }
+    }
+
+    /// Reap ended runs, plan due fires, dispatch them.
+    pub async fn tick(&self) -> Result<Tick, TaskError> {
+        let mut t = Tick {
+            ended: self.reap().await?,
+            ..Tick::default()
+        };
+        t.planned = self.plan().await?;
+        let (started, skipped) = self.dispatch().await?;
+        t.started = started;
+        t.skipped = skipped;
+        Ok(t)
+    }
+
+    async fn load(&self, id: &str) -> Result<Option<Task>, TaskError> {
+        self.store
+            .get_task(id)
+            .await?
+            .map(Task::from_row)
+            .transpose()
+    }
+
+    /// Apply `change` to task `id` with optimistic concurrency (re-read and retry on a
+    /// conflicting write). Returns the task as written, or `None` when it is gone or `change`
+    /// declined.
+    async fn update(
+        &self,
+        id: &str,
+        change: impl Fn(&mut Task) -> bool,
+    ) -> Result<Option<Task>, TaskError> {
+        for _ in 0..16 {
+            let Some(mut task) = self.load(id).await? else {
+                return Ok(None);
+            };
+            let expected = task.updated_at;
+            if !change(&mut task) {
+                return Ok(None);
+            }
+            task.updated_at = self.clock.now().max(expected + Duration::microseconds(1));
+            if self.store.replace_task(&task.to_row()?, expected).await? {
+                return Ok(Some(task));
+            }
+        }
+        Err(TaskError::Invalid(format!(
+            "task {id} keeps changing under the dispatcher; try again"
+        )))
+    }
+
+    fn delivery(&self, task: &Task, kind: &str, due: DateTime<Utc>) -> Delivery {
+        Delivery {
+            task_id: task.id.clone(),
+            due_at: due,
+            kind: kind.into(),
+            generation: task.generation.clone(),
+            status: DeliveryStatus::Pending,
+            claimed_by: None,
+            lease_until: None,
+            reason: None,
+            operation_id: None,
+            created_at: self.clock.now(),
+        }
+    }
+
+    /// Plan the schedule fires due by now (heartbeats are planned when a run ends).
+    async fn plan(&self) -> Result<usize, TaskError> {
+        let now = self.clock.now();
+        let mut planned = 0;
+        for row in self.store.list_tasks(None).await? {
+            let task = match Task::from_row(row) {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::warn!(error = %e, "task skipped");
+                    continue;
+                }
+            };
+            let Automation::Schedule { pattern, tz } = &task.automation else {
+                continue;
+            };
+            if task.status != TaskStatus::Active {
+                continue;
+            }
+            let schedule = Schedule::cron(pattern, tz)?;
+            let from = task.planned_until.unwrap_or(task.created_at);
+            let mut due = Vec::new();
+            let mut cursor = from;
+            while let Some(t) = schedule.next_after(cursor)? {
+                if t > now || due.len() >= 10_000 {
+                    break;
+                }
+                due.push(t);
+                cursor = t;
+            }
+            if due.is_empty() {
+                continue;
+            }
+            let missed_before = now - self.grace;
+            let last_missed = due.iter().rposition(|t| *t < missed_before);
+            for (i, t) in due.iter().enumerate() {
+                let mut d = self.delivery(&task, "schedule", *t);
+                let missed = *t < missed_before;
+                let catch_up = task.catch_up == CatchUp::RunOnce && Some(i) == last_missed;
+                if missed && !catch_up {
+                    d.status = DeliveryStatus::Skipped;
+                    d.reason = Some("missed: no scheduler was running when it was due".into());
+                }
+                if self.store.add_delivery(&d).await? {
+                    planned += 1;
+                }
+            }
+            let until = due.last().copied();
+            let generation = task.generation.clone();
+            self.update(&task.id, |t| {
+                // Only advance the cursor of the automation that was planned.
+                if t.generation != generation || t.planned_until >= until {
+                    return false;
+                }
+                t.planned_until = until;
+                true
+            })
+            .await?;
+        }
+        Ok(planned)
+    }
+
+    /// Why a claimed delivery must not run now, if it must not; `Defer` keeps it queued.
+    async fn verdict(&self, d: &Delivery, task: Option<&Task>) -> Result<Verdict, TaskError> {
+        let Some(task) = task else {
+            return Ok(Verdict::Skip("the task was deleted".into()));
+        };
+        if task.status != TaskStatus::Active {
+            let status = serde_json::to_value(task.status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            return Ok(Verdict::Skip(format!("the task is {status}")));
+        }
+        if task.automation.kind() != Some(d.kind.as_str()) {
+            return Ok(Verdict::Skip(format!(
+                "the automation is no longer a {} (the mode changed)",
+                d.kind
+            )));
+        }
+        if task.generation != d.generation {
+            return Ok(Verdict::Skip(match d.kind.as_str() {
+                "heartbeat" => "a stale heartbeat (the heartbeat was edited or restarted)".into(),
+                _ => "the schedule changed after this fire was planned".into(),
+            }));
+        }
+        if task.cap_reached() {
+            return Ok(Verdict::Skip(format!(
+                "the execution cap ({}) is reached",
+                task.max_executions.unwrap_or_default()
+            )));
+        }
+        let mut running = false;
+        for run in self.store.runs(&task.id, 50).await? {
+            if run.finished_at.is_some() {
+                continue;
+            }
+            match self.launcher.state(&run.operation_id).await {
+                Ok(RunState::WaitingForHuman) => {
+                    return Ok(Verdict::Skip(
+                        "a human decision on the last run is unresolved".into(),
+                    ));
+                }
+                Ok(RunState::Running) => running = true,
+                // Ended but not reaped yet: the next reap records it.
+                Ok(RunState::Ended { .. }) => {}
+                Err(e) => {
+                    tracing::warn!(operation = %run.operation_id, error = %e, "run state unknown; treated as running");
+                    running = true;
+                }
+            }
+        }
+        if running {
+            return Ok(match task.overlap {
+                Overlap::Allow => Verdict::Run,
+                Overlap::Skip => Verdict::Skip("a run is still in flight".into()),
+                Overlap::QueueOne => Verdict::Defer,
+            });
+        }
+        Ok(Verdict::Run)
+    }
+
+    /// Claim due deliveries and start or skip each.
+    async fn dispatch(&self) -> Result<(usize, usize), TaskError> {
+        let now = self.clock.now();
+        let claimed = self
+            .store
+            .claim_deliveries(now, &self.worker, now + self.lease, 100)
+            .await?;
+        let (mut started, mut skipped) = (0, 0);
+        let mut queued: Vec<String> = Vec::new();
+        for d in claimed {
+            let task = self.load(&d.task_id).await?;
+            let verdict = self.verdict(&d, task.as_ref()).await?;
+            match verdict {
+                Verdict::Defer if !queued.contains(&d.task_id) => {
+                    queued.push(d.task_id.clone());
+                    self.store.release_delivery(&d, &self.worker).await?;
+                }
+                Verdict::Defer => {
+                    skipped += 1;
+                    self.store
+                        .settle_delivery(
+                            &d,
+                            &self.worker,
+                            DeliveryStatus::Skipped,
+                            Some("a run is in flight and one fire is already queued"),
+                            None,
+                        )
+                        .await?;
+                }
+                Verdict::Skip(reason) => {
+                    skipped += 1;
+                    self.store
+                        .settle_delivery(
+                            &d,
+                            &self.worker,
+                            DeliveryStatus::Skipped,
+                            Some(&reason),
+                            None,
+                        )
+                        .await?;
+                }
+                Verdict::Run => {
+                    let Some(task) = task else {
+                        continue;
+                    };
+                    // Count the run first: a crash after launching must not lose the count.
+                    let generation = d.generation.clone();
+                    let counted = self
+                        .update(&task.id, |t| {
+                            if t.generation != generation
+                                || t.cap_reached()
+                                || t.status != TaskStatus::Active
+                            {
+                                return false;
+                            }
+                            t.executions += 1;
+                            if t.cap_reached() {
+                                // The run that reaches the cap completes the schedule.
+                                t.status = TaskStatus::Completed;
+                                t.status_reason = Some("the execution cap was reached".into());
+                            }
+                            true
+                        })
+                        .await?;
+                    let Some(task) = counted else {
+                        skipped += 1;
+                        self.store
+                            .settle_delivery(
+                                &d,
+                                &self.worker,
+                                DeliveryStatus::Skipped,
+                                Some("the task changed while this fire was dispatched"),
+                                None,
+                            )
+                            .await?;
+                        continue;
+                    };
+                    match self.launcher.launch(&task, &d.kind).await {
+                        Ok(op) => {
+                            self.store
+                                .add_run(&TaskRun {
+                                    operation_id: op.clone(),
+                                    task_id: task.id.clone(),
+                                    trigger: d.kind.clone(),
+                                    due_at: Some(d.due_at),
+                                    started_at: self.clock.now(),
+                                    finished_at: None,
+                                    outcome: None,
+                                    brief: None,
+                                })
+                                .await?;
+                            self.store
+                                .settle_delivery(
+                                    &d,
+                                    &self.worker,
+                                    DeliveryStatus::Dispatched,
+                                    None,
+                                    Some(&op),
+                                )
+                                .await?;
+                            started += 1;
+                        }
+                        Err(e) => {
+                            skipped += 1;
+                            self.store
+                                .settle_delivery(
+                                    &d,
+                                    &self.worker,
+                                    DeliveryStatus::Skipped,
+                                    Some(&format!("the run could not start: {e}")),
+                                    None,
+                                )
+                                .await?;
+                        }
+                    }
+                }
+            }
+        }
+        Ok((started, skipped))
+    }
+
+    /// Record ended runs: outcome and brief, failure counting (pausing at the threshold), and
+    /// the next heartbeat.
+    async fn reap(&self) -> Result<usize, TaskError> {
+        let mut ended = 0;
+        for row in self.store.list_tasks(None).await? {
+            let Ok(task) = Task::from_row(row) else {
+                continue;
+            };
+            for run in self.store.runs(&task.id, 50).await? {
+                if run.finished_at.is_some() {
+                    continue;
+                }
+                let Ok(RunState::Ended {
+                    outcome,
+                    success,
+                    brief,
+                }) = self.launcher.state(&run.operation_id).await
+                else {
+                    continue;
+                };
+                let now = self.clock.now();
+                self.store
+                    .finish_run(&run.operation_id, now, &outcome, brief.as_deref())
+                    .await?;
+                ended += 1;
+                let updated = self
+                    .update(&task.id, |t| {
+                        if success {
+                            t.consecutive_failures = 0;
+                        } else {
+                            t.consecutive_failures += 1;
+                            if t.consecutive_failures >= t.failure_threshold
+                                && t.status == TaskStatus::Active
+                            {
+                                t.status = TaskStatus::Paused;
+                                t.status_reason = Some(format!(
+                                    "paused after {} failed runs in a row",
+                                    t.consecutive_failures
+                                ));
+                            }
+                        }
+                        true
+                    })
+                    .await?;
+                // The next beat continues this run's chain only if the heartbeat was not
+                // edited or restarted meanwhile (that started a chain of its own).
+                let Some(t) = updated.filter(|_| run.trigger == "heartbeat") else {
+                    continue;
+                };
+                let (Automation::Heartbeat { every_secs, .. }, TaskStatus::Active) =
+                    (&t.automation, t.status)
+                else {
+                    continue;
+                };
+                let chain = self
+                    .store
+                    .deliveries(&t.id, 200)
+                    .await?
+                    .into_iter()
+                    .find(|d| d.operation_id.as_deref() == Some(run.operation_id.as_str()))
+                    .map(|d| d.generation);
+                if chain.as_deref() == Some(t.generation.as_str()) {
+                    let next =
+                        now + Duration::seconds(i64::try_from(*every_secs).unwrap_or(i64::MAX / 2));
+                    self.store
+                        .add_delivery(&self.delivery(&t, "heartbeat", next))
+                        .await?;
+                }
+            }
+        }
+        Ok(ended)
+    }
+}
+
+enum Verdict {
+    Run,
+    Skip(String),
+    Defer,
+}

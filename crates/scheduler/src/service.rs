@@ -1,0 +1,224 @@
+//! What people do to tasks: create, change the automation, pause, resume, run now, delete.
+//! Every change to the automation issues a new generation token before anything new is
+//! planned, so a fire planned under the old automation that arrives late is skipped.
+
+use crate::clock::Clock;
+use crate::dispatcher::Launcher;
+use crate::task::{Automation, CatchUp, Overlap, Task, TaskError, TaskStatus, new_generation};
+use chrono::{DateTime, Duration, Utc};
+use rein_store::{Delivery, DeliveryStatus, TaskRun, Tasks};
+use std::sync::Arc;
+
+/// A new task's fields.
+#[derive(Clone, Debug, Default)]
+pub struct NewTask {
+    /// Title.
+    pub title: String,
+    /// The prompt of every run.
+    pub instruction: String,
+    /// The agent that runs it.
+    pub agent: Option<String>,
+    /// Automation.
+    pub automation: Automation,
+    /// Scheduled/heartbeat runs allowed.
+    pub max_executions: Option<u64>,
+    /// Overlap policy.
+    pub overlap: Overlap,
+    /// Catch-up policy.
+    pub catch_up: CatchUp,
+    /// Consecutive failures that pause it (default 3).
+    pub failure_threshold: Option<u32>,
+}
+
+/// Task operations over a store.
+pub struct TaskService {
+    store: Arc<dyn Tasks>,
+    clock: Arc<dyn Clock>,
+    launcher: Arc<dyn Launcher>,
+}
+
+impl TaskService {
+    /// Operations on `store`, starting runs with `launcher`.
+    pub fn new(store: Arc<dyn Tasks>, clock: Arc<dyn Clock>, launcher: Arc<dyn Launcher>) -> Self {
+        Self {
+            store,
+            clock,
+            launcher,
+        }
+    }
+
+    /// One task.
+    pub async fn get(&self, id: &str) -> Result<Task, TaskError> {
+        self.store
+            .get_task(id)
+            .await?
+            .map(Task::from_row)
+            .transpose()?
+            .ok_or_else(|| TaskError::NotFound(id.to_owned()))
+    }
+
+    async fn write(
+        &self,
+        mut task: Task,
+        expected: Option<DateTime<Utc>>,
+    ) -> Result<Task, TaskError> {
+        let now = self.clock.now();
+        match expected {
+            None => {
+                task.updated_at = now;
+                self.store.put_task(&task.to_row()?).await?;
+            }
+            Some(e) => {
+                task.updated_at = now.max(e + Duration::microseconds(1));
+                if !self.store.replace_task(&task.to_row()?, e).await? {
+                    return Err(TaskError::Invalid(format!(
+                        "task {} changed meanwhile; read it again",
+                        task.id
+                    )));
+                }
+            }
+        }
+        Ok(task)
+    }
+
+    /// Plan the first heartbeat of `task`'s current generation.
+    async fn first_beat(&self, task: &Task) -> Result<(), TaskError> {
+        if let (Automation::Heartbeat { every_secs, .. }, TaskStatus::Active) =
+            (&task.automation, task.status)
+        {
+            let now = self.clock.now();
+            self.store
+                .add_delivery(&Delivery {
+                    task_id: task.id.clone(),
+                    due_at: now
+                        + Duration::seconds(i64::try_from(*every_secs).unwrap_or(i64::MAX / 2)),
+                    kind: "heartbeat".into(),
+                    generation: task.generation.clone(),
+                    status: DeliveryStatus::Pending,
+                    claimed_by: None,
+                    lease_until: None,
+                    reason: None,
+                    operation_id: None,
+                    created_at: now,
+                })
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Create a task for `owner`.
+    pub async fn create(&self, owner: &str, new: NewTask) -> Result<Task, TaskError> {
+        let now = self.clock.now();
+        let task = Task {
+            id: format!("task_{}", uuid::Uuid::now_v7().simple()),
+            owner: owner.to_owned(),
+            title: new.title,
+            instruction: new.instruction,
+            agent: new.agent,
+            status: TaskStatus::Active,
+            status_reason: None,
+            review: Default::default(),
+            automation: new.automation,
+            max_executions: new.max_executions,
+            executions: 0,
+            overlap: new.overlap,
+            catch_up: new.catch_up,
+            failure_threshold: new
+                .failure_threshold
+                .unwrap_or(crate::task::DEFAULT_FAILURE_THRESHOLD),
+            consecutive_failures: 0,
+            generation: new_generation(),
+            planned_until: Some(now),
+            created_at: now,
+            updated_at: now,
+        };
+        task.validate()?;
+        let task = self.write(task, None).await?;
+        self.first_beat(&task).await?;
+        Ok(task)
+    }
+
+    /// Replace the automation (and its cap): a new generation, the execution count restarted,
+    /// nothing missed planned.
+    pub async fn set_automation(
+        &self,
+        id: &str,
+        automation: Automation,
+        max_executions: Option<u64>,
+    ) -> Result<Task, TaskError> {
+        let mut task = self.get(id).await?;
+        let expected = task.updated_at;
+        task.automation = automation;
+        task.max_executions = max_executions;
+        task.executions = 0;
+        task.generation = new_generation();
+        task.planned_until = Some(self.clock.now());
+        if task.status == TaskStatus::Completed {
+            task.status = TaskStatus::Active;
+            task.status_reason = None;
+        }
+        task.validate()?;
+        // The new token is stored before the new automation plans anything.
+        let task = self.write(task, Some(expected)).await?;
+        self.first_beat(&task).await?;
+        Ok(task)
+    }
+
+    /// Pause: nothing runs until resumed.
+    pub async fn pause(&self, id: &str) -> Result<Task, TaskError> {
+        let mut task = self.get(id).await?;
+        let expected = task.updated_at;
+        task.status = TaskStatus::Paused;
+        task.status_reason = Some("paused by a person".into());
+        self.write(task, Some(expected)).await
+    }
+
+    /// Resume: a new generation; fires missed while paused are not run.
+    pub async fn resume(&self, id: &str) -> Result<Task, TaskError> {
+        let mut task = self.get(id).await?;
+        let expected = task.updated_at;
+        if task.status == TaskStatus::Active {
+            return Ok(task);
+        }
+        task.status = TaskStatus::Active;
+        task.status_reason = None;
+        task.consecutive_failures = 0;
+        task.generation = new_generation();
+        task.planned_until = Some(self.clock.now());
+        let task = self.write(task, Some(expected)).await?;
+        self.first_beat(&task).await?;
+        Ok(task)
+    }
+
+    /// Run now (does not count towards the execution cap); returns the operation id.
+    pub async fn run_now(&self, id: &str) -> Result<String, TaskError> {
+        let task = self.get(id).await?;
+        let op = self
+            .launcher
+            .launch(&task, "manual")
+            .await
+            .map_err(|e| TaskError::Invalid(format!("the run could not start: {e}")))?;
+        self.store
+            .add_run(&TaskRun {
+                operation_id: op.clone(),
+                task_id: task.id.clone(),
+                trigger: "manual".into(),
+                due_at: None,
+                started_at: self.clock.now(),
+                finished_at: None,
+                outcome: None,
+                brief: None,
+            })
+            .await?;
+        Ok(op)
+    }
+
+    /// Delete (its deliveries still due are skipped as "deleted").
+    pub async fn delete(&self, id: &str) -> Result<(), TaskError> {
+        if self.store.delete_task(id).await? {
+            Ok(())
+        } else {
+            Err(TaskError::NotFound(id.to_owned()))
+        }
+    }
+}

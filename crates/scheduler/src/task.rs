@@ -1,0 +1,265 @@
+//! The Task: the durable object that owns recurring work: its instruction, assignee agent,
+//! status, review state, automation (none, a cron schedule, or a heartbeat), policies and
+//! counters. Stored as a JSON body in the store's `tasks` table.
+
+use crate::schedule::{Schedule, ScheduleError};
+use chrono::{DateTime, Utc};
+use rein_store::TaskRow;
+use serde::{Deserialize, Serialize};
+
+/// Where a task is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    /// Runs when due.
+    #[default]
+    Active,
+    /// Kept, not run.
+    Paused,
+    /// Done (its schedule reached its execution cap, or a person said so).
+    Completed,
+    /// Given up.
+    Failed,
+    /// Put away.
+    Archived,
+}
+
+/// What a person thinks of the task's output.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewState {
+    /// Nobody looked.
+    #[default]
+    None,
+    /// Waiting for a look.
+    Pending,
+    /// Good.
+    Approved,
+    /// Needs changes.
+    ChangesRequested,
+}
+
+/// How runs start besides manual ones (mutually exclusive).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum Automation {
+    /// Manual runs only.
+    #[default]
+    None,
+    /// When a cron pattern in a time zone says so.
+    Schedule {
+        /// 5 or 6 fields.
+        pattern: String,
+        /// IANA zone.
+        tz: String,
+    },
+    /// Every interval after the previous run ended, while the task stays active.
+    Heartbeat {
+        /// Interval in seconds.
+        every_secs: u64,
+        /// A run still going after this long is cancelled.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_secs: Option<u64>,
+    },
+}
+
+impl Automation {
+    /// The delivery kind it plans (`None` for manual-only tasks).
+    pub fn kind(&self) -> Option<&'static str> {
+        match self {
+            Automation::None => None,
+            Automation::Schedule { .. } => Some("schedule"),
+            Automation::Heartbeat { .. } => Some("heartbeat"),
+        }
+    }
+
+    /// Its schedule, validated.
+    pub fn schedule(&self) -> Result<Option<Schedule>, ScheduleError> {
+        Ok(match self {
+            Automation::None => None,
+            Automation::Schedule { pattern, tz } => Some(Schedule::cron(pattern, tz)?),
+            Automation::Heartbeat { every_secs, .. } => {
+                let s = Schedule::Every {
+                    seconds: *every_secs,
+                };
+                s.validate()?;
+                Some(s)
+            }
+        })
+    }
+}
+
+/// When a fire finds a run still going.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Overlap {
+    /// Skip the fire (recorded with the reason).
+    #[default]
+    Skip,
+    /// Keep one fire waiting until the run ends; skip the others.
+    QueueOne,
+    /// Start another run anyway.
+    Allow,
+}
+
+/// What happens to fires missed while no scheduler ran.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CatchUp {
+    /// Record them as skipped.
+    #[default]
+    SkipMissed,
+    /// Run the latest one once; record the others as skipped.
+    RunOnce,
+}
+
+/// Consecutive failed runs that pause a task unless configured otherwise.
+pub const DEFAULT_FAILURE_THRESHOLD: u32 = 3;
+
+fn default_threshold() -> u32 {
+    DEFAULT_FAILURE_THRESHOLD
+}
+
+/// A task (the store's row plus its typed body).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Task {
+    /// Id.
+    #[serde(skip)]
+    pub id: String,
+    /// Owner.
+    #[serde(skip)]
+    pub owner: String,
+    /// Title.
+    pub title: String,
+    /// The prompt each run gets; self-contained (no earlier chat is assumed).
+    pub instruction: String,
+    /// The agent that runs it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Status.
+    #[serde(default)]
+    pub status: TaskStatus,
+    /// Why it is paused or failed, when the scheduler did it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_reason: Option<String>,
+    /// Review state.
+    #[serde(default)]
+    pub review: ReviewState,
+    /// Automation.
+    #[serde(default)]
+    pub automation: Automation,
+    /// Scheduled or heartbeat runs allowed since the automation was (re)started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_executions: Option<u64>,
+    /// Scheduled or heartbeat runs since then (manual runs do not count).
+    #[serde(default)]
+    pub executions: u64,
+    /// Overlap policy.
+    #[serde(default)]
+    pub overlap: Overlap,
+    /// Catch-up policy.
+    #[serde(default)]
+    pub catch_up: CatchUp,
+    /// Consecutive failures that pause the task.
+    #[serde(default = "default_threshold")]
+    pub failure_threshold: u32,
+    /// Consecutive failures so far.
+    #[serde(default)]
+    pub consecutive_failures: u32,
+    /// Changes whenever the automation is edited or restarted; fires planned under another
+    /// value are stale and skipped.
+    #[serde(default)]
+    pub generation: String,
+    /// Due times up to here have been planned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_until: Option<DateTime<Utc>>,
+    /// Created.
+    #[serde(skip, default = "Utc::now")]
+    pub created_at: DateTime<Utc>,
+    /// Last change (the optimistic-concurrency token).
+    #[serde(skip, default = "Utc::now")]
+    pub updated_at: DateTime<Utc>,
+}
+
+/// Why a task could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] rein_store::StoreError),
+    /// A stored body does not parse.
+    #[error("task {id} is unreadable: {message}")]
+    Corrupt {
+        /// Task.
+        id: String,
+        /// Why.
+        message: String,
+    },
+    /// A schedule is invalid.
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    /// The request does not fit the task.
+    #[error("{0}")]
+    Invalid(String),
+    /// No such task.
+    #[error("no task {0}")]
+    NotFound(String),
+}
+
+impl Task {
+    /// The typed task in a stored row.
+    pub fn from_row(row: TaskRow) -> Result<Self, TaskError> {
+        let mut t: Task = serde_json::from_value(row.body).map_err(|e| TaskError::Corrupt {
+            id: row.id.clone(),
+            message: e.to_string(),
+        })?;
+        t.id = row.id;
+        t.owner = row.owner;
+        t.created_at = row.created_at;
+        t.updated_at = row.updated_at;
+        Ok(t)
+    }
+
+    /// The row to store.
+    pub fn to_row(&self) -> Result<TaskRow, TaskError> {
+        Ok(TaskRow {
+            id: self.id.clone(),
+            owner: self.owner.clone(),
+            body: serde_json::to_value(self).map_err(|e| TaskError::Corrupt {
+                id: self.id.clone(),
+                message: e.to_string(),
+            })?,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        })
+    }
+
+    /// Check the fields a person sets.
+    pub fn validate(&self) -> Result<(), TaskError> {
+        if self.title.trim().is_empty() {
+            return Err(TaskError::Invalid("the title is empty".into()));
+        }
+        if self.instruction.trim().is_empty() {
+            return Err(TaskError::Invalid(
+                "the instruction is empty (each run gets it as its whole prompt)".into(),
+            ));
+        }
+        if self.failure_threshold == 0 {
+            return Err(TaskError::Invalid(
+                "the failure threshold must be at least 1".into(),
+            ));
+        }
+        self.automation.schedule()?;
+        Ok(())
+    }
+
+    /// Whether the execution cap is reached.
+    pub fn cap_reached(&self) -> bool {
+        self.max_executions.is_some_and(|m| self.executions >= m)
+    }
+}
+
+/// A fresh generation token.
+pub fn new_generation() -> String {
+    uuid::Uuid::now_v7().simple().to_string()
+}
