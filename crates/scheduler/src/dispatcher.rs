@@ -45,6 +45,8 @@ pub trait Launcher: Send + Sync {
     ) -> BoxFuture<'a, Result<String, String>>;
     /// Where a run is.
     fn state<'a>(&'a self, operation_id: &'a str) -> BoxFuture<'a, Result<RunState, String>>;
+    /// Stop a run that went over its time (a heartbeat's per-run timeout).
+    fn cancel<'a>(&'a self, operation_id: &'a str) -> BoxFuture<'a, Result<(), String>>;
 }
 
 /// Fires this late are "missed" (the catch-up policy decides).
@@ -406,9 +408,27 @@ impl Dispatcher {
             let Ok(task) = Task::from_row(row) else {
                 continue;
             };
+            let timeout = match &task.automation {
+                Automation::Heartbeat {
+                    timeout_secs: Some(t),
+                    ..
+                } => Some(Duration::seconds(i64::try_from(*t).unwrap_or(i64::MAX / 2))),
+                _ => None,
+            };
             for run in self.store.runs(&task.id, 50).await? {
                 if run.finished_at.is_some() {
                     continue;
+                }
+                if let Some(limit) = timeout
+                    && run.trigger == "heartbeat"
+                    && self.clock.now() - run.started_at > limit
+                    && matches!(
+                        self.launcher.state(&run.operation_id).await,
+                        Ok(RunState::Running)
+                    )
+                    && let Err(e) = self.launcher.cancel(&run.operation_id).await
+                {
+                    tracing::warn!(operation = %run.operation_id, error = %e, "a run over its timeout could not be cancelled");
                 }
                 let Ok(RunState::Ended {
                     outcome,

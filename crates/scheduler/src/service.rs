@@ -34,17 +34,47 @@ pub struct NewTask {
 pub struct TaskService {
     store: Arc<dyn Tasks>,
     clock: Arc<dyn Clock>,
-    launcher: Arc<dyn Launcher>,
 }
 
 impl TaskService {
-    /// Operations on `store`, starting runs with `launcher`.
-    pub fn new(store: Arc<dyn Tasks>, clock: Arc<dyn Clock>, launcher: Arc<dyn Launcher>) -> Self {
-        Self {
-            store,
-            clock,
-            launcher,
+    /// Operations on `store`.
+    pub fn new(store: Arc<dyn Tasks>, clock: Arc<dyn Clock>) -> Self {
+        Self { store, clock }
+    }
+
+    /// A user's tasks (everyone's with `None`).
+    pub async fn list(&self, owner: Option<&str>) -> Result<Vec<Task>, TaskError> {
+        self.store
+            .list_tasks(owner)
+            .await?
+            .into_iter()
+            .map(Task::from_row)
+            .collect()
+    }
+
+    /// Replace the title, instruction, agent, overlap, catch-up and failure threshold (the
+    /// automation has its own call, which restarts it).
+    pub async fn edit(&self, id: &str, change: impl FnOnce(&mut Task)) -> Result<Task, TaskError> {
+        let mut task = self.get(id).await?;
+        let expected = task.updated_at;
+        let (automation, generation) = (task.automation.clone(), task.generation.clone());
+        change(&mut task);
+        if task.automation != automation || task.generation != generation {
+            return Err(TaskError::Invalid(
+                "change the automation with set_automation (it restarts the schedule)".into(),
+            ));
         }
+        task.validate()?;
+        self.write(task, Some(expected)).await
+    }
+
+    /// The next `count` due times of the task's automation.
+    pub async fn next(&self, id: &str, count: usize) -> Result<Vec<DateTime<Utc>>, TaskError> {
+        let task = self.get(id).await?;
+        let Some(schedule) = task.automation.schedule()? else {
+            return Ok(Vec::new());
+        };
+        Ok(schedule.upcoming(self.clock.now(), count)?)
     }
 
     /// One task.
@@ -190,11 +220,11 @@ impl TaskService {
         Ok(task)
     }
 
-    /// Run now (does not count towards the execution cap); returns the operation id.
-    pub async fn run_now(&self, id: &str) -> Result<String, TaskError> {
+    /// Run now through `launcher` (does not count towards the execution cap); returns the
+    /// operation id.
+    pub async fn run_now(&self, id: &str, launcher: &dyn Launcher) -> Result<String, TaskError> {
         let task = self.get(id).await?;
-        let op = self
-            .launcher
+        let op = launcher
             .launch(&task, "manual")
             .await
             .map_err(|e| TaskError::Invalid(format!("the run could not start: {e}")))?;

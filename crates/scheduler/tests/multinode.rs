@@ -18,6 +18,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 struct Instant(AtomicU64);
 
 impl Launcher for Instant {
+    fn cancel<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        async move { Ok(()) }.boxed()
+    }
     fn launch<'a>(&'a self, _: &'a Task, _: &'a str) -> BoxFuture<'a, Result<String, String>> {
         async move { Ok(format!("op{}", self.0.fetch_add(1, Ordering::SeqCst))) }.boxed()
     }
@@ -63,7 +66,7 @@ async fn three_dispatchers_on_one_postgres_run_each_due_second_once() {
     let t0: DateTime<Utc> = "2026-05-01T12:00:00Z".parse().unwrap();
     let clock = Arc::new(ManualClock::new(t0));
     let launcher = Arc::new(Instant(AtomicU64::new(0)));
-    let service = TaskService::new(Arc::clone(&stores[0]), clock.clone(), launcher.clone());
+    let service = TaskService::new(Arc::clone(&stores[0]), clock.clone());
     let task = service
         .create(
             "u",

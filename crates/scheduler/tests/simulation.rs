@@ -34,6 +34,18 @@ struct FakeLauncher {
 }
 
 impl Launcher for FakeLauncher {
+    fn cancel<'a>(&'a self, operation_id: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        async move {
+            let now = rein_scheduler::Clock::now(&*self.clock);
+            if let Some(run) = self.runs.lock().unwrap().get_mut(operation_id) {
+                run.ends_at = now;
+                run.success = false;
+            }
+            Ok(())
+        }
+        .boxed()
+    }
+
     fn launch<'a>(
         &'a self,
         task: &'a Task,
@@ -104,7 +116,7 @@ fn automation(rng: &mut StdRng) -> Automation {
         },
         _ => Automation::Heartbeat {
             every_secs: 60 * rng.random_range(3..30),
-            timeout_secs: None,
+            timeout_secs: rng.random_bool(0.5).then_some(600),
         },
     }
 }
@@ -129,7 +141,7 @@ async fn simulate(seed: u64) {
         next: Mutex::new(0),
     });
     let tasks: Arc<dyn Tasks> = store.clone();
-    let service = TaskService::new(Arc::clone(&tasks), clock.clone(), launcher.clone());
+    let service = TaskService::new(Arc::clone(&tasks), clock.clone());
     let dispatchers = [
         Dispatcher::new(Arc::clone(&tasks), clock.clone(), launcher.clone(), "a"),
         Dispatcher::new(Arc::clone(&tasks), clock.clone(), launcher.clone(), "b"),
@@ -170,7 +182,7 @@ async fn simulate(seed: u64) {
                 service.set_automation(&id, a, cap).await.unwrap();
             }
             4 => {
-                let _ = service.run_now(&id).await;
+                let _ = service.run_now(&id, &*launcher).await;
             }
             5 => {
                 // A duplicate of a planned fire is refused by the store.
@@ -337,10 +349,13 @@ async fn the_cap_completes_the_schedule_and_failures_pause_the_task() {
             }
             .boxed()
         }
+        fn cancel<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<(), String>> {
+            async move { Ok(()) }.boxed()
+        }
     }
     let tasks: Arc<dyn Tasks> = store.clone();
     let ok = Arc::new(Always(true));
-    let service = TaskService::new(Arc::clone(&tasks), clock.clone(), ok.clone());
+    let service = TaskService::new(Arc::clone(&tasks), clock.clone());
     let capped = service
         .create(
             "u",
@@ -357,7 +372,7 @@ async fn the_cap_completes_the_schedule_and_failures_pause_the_task() {
         )
         .await
         .unwrap();
-    let d = Dispatcher::new(Arc::clone(&tasks), clock.clone(), ok, "w");
+    let d = Dispatcher::new(Arc::clone(&tasks), clock.clone(), ok.clone(), "w");
     for _ in 0..10 {
         clock.advance(Duration::minutes(5));
         d.tick().await.unwrap();
@@ -366,10 +381,10 @@ async fn the_cap_completes_the_schedule_and_failures_pause_the_task() {
     assert_eq!((t.executions, t.status), (3, TaskStatus::Completed));
     assert_eq!(store.runs(&capped.id, 100).await.unwrap().len(), 3);
     // A manual run does not count and still works.
-    service.run_now(&capped.id).await.unwrap();
+    service.run_now(&capped.id, &*ok).await.unwrap();
 
     let failing = Arc::new(Always(false));
-    let service = TaskService::new(Arc::clone(&tasks), clock.clone(), failing.clone());
+    let service = TaskService::new(Arc::clone(&tasks), clock.clone());
     let flaky = service
         .create(
             "u",
