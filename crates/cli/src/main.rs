@@ -6,6 +6,7 @@ mod config;
 mod output;
 mod remote;
 mod serve;
+mod tasks;
 mod test_tools;
 
 use anyhow::{Context, anyhow, bail};
@@ -72,6 +73,13 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: serve::TokenCommand,
     },
+    /// Manage tasks: manual, cron and heartbeat automation.
+    Task {
+        #[command(subcommand)]
+        command: tasks::TaskCommand,
+    },
+    /// Dispatch due tasks and run operations, without the HTTP API (scale-out on PostgreSQL).
+    Worker(serve::WorkerArgs),
     /// Manage agents (model, system role, tools, approval mode, limits).
     Agent {
         #[command(subcommand)]
@@ -226,7 +234,7 @@ pub fn redact_db(target: &str) -> String {
     }
 }
 
-fn parse_id(id: &str) -> anyhow::Result<OperationId> {
+pub(crate) fn parse_id(id: &str) -> anyhow::Result<OperationId> {
     id.parse()
         .map_err(|_| anyhow!("`{id}` is not an operation id"))
 }
@@ -486,6 +494,11 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             Ok(exit::DONE)
         }
         Command::Chat(a) => chat::chat(store, a, &ctx).await,
+        Command::Task { command } => tasks::command(store, command, &ctx).await,
+        Command::Worker(a) => {
+            serve::worker(store, a, &ctx.mcp, &ctx.config).await?;
+            Ok(exit::DONE)
+        }
         Command::Serve(a) => {
             serve::serve(store, a, cli.replay.clone(), &ctx.mcp, &ctx.config).await?;
             Ok(exit::DONE)

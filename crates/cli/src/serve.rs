@@ -127,6 +127,75 @@ pub async fn token(store: &SqlStore, command: TokenCommand, json: bool) -> anyho
     Ok(())
 }
 
+/// A dispatcher's name in claims: what it is, where, and which process.
+fn worker_name(role: &str) -> String {
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "host".into());
+    format!("{role}@{host}:{}", std::process::id())
+}
+
+/// `rein worker` options.
+#[derive(clap::Args)]
+pub struct WorkerArgs {
+    /// Operations one user may have running at once in this worker.
+    #[arg(long, default_value_t = 4)]
+    max_running: usize,
+    /// Model when neither a task's agent nor the configuration names one.
+    #[arg(long)]
+    model: Option<String>,
+}
+
+/// `rein worker`: the dispatcher and operation execution without the HTTP API (several
+/// workers share one PostgreSQL; each due fire runs once).
+pub async fn worker(
+    store: Arc<SqlStore>,
+    args: WorkerArgs,
+    mcp: &[String],
+    config: &crate::config::Config,
+) -> anyhow::Result<()> {
+    let hub = Arc::new(Hub::default());
+    let mut runner = Runner::new(
+        Arc::clone(&store),
+        Arc::clone(&hub),
+        config.registry()?,
+        Arc::new(Catalog::builtin()?),
+        Arc::new(ReqwestTransport::new(Timeouts::default())?),
+    );
+    runner.per_user_limit = args.max_running.max(1);
+    runner.tools = crate::test_tools::tools();
+    for spec in mcp {
+        let server = rein_tools::mcp::McpServer::connect(crate::mcp_config(spec)?).await?;
+        runner.tools.push(server);
+    }
+    runner.default_model = config.model(args.model.as_deref()).0;
+    let runner = Arc::new(runner);
+    let app = App::new(
+        store,
+        Arc::clone(&runner),
+        hub,
+        AuthMode::Tokens,
+        ServerConfig::default(),
+    );
+    let recovered = runner
+        .recover()
+        .await
+        .map_err(|e| anyhow!("{}", e.message))?;
+    let name = worker_name("worker");
+    eprintln!("rein: worker {name} dispatching ({recovered} operations resumed)");
+    let stop = app.shutdown.clone();
+    let signal = tokio::spawn(async move {
+        shutdown_signal().await;
+        stop.cancel();
+    });
+    rein_server::tasks::dispatch_loop(
+        app.dispatcher(&name),
+        std::time::Duration::from_secs(1),
+        app.shutdown.clone(),
+    )
+    .await;
+    signal.abort();
+    Ok(())
+}
+
 async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
@@ -208,17 +277,22 @@ pub async fn serve(
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr()?;
-    let app = Arc::new(App {
+    let app = Arc::new(App::new(
         store,
-        runner: Arc::clone(&runner),
+        Arc::clone(&runner),
         hub,
         auth,
-        config: ServerConfig {
+        ServerConfig {
             heartbeat: std::time::Duration::from_secs(args.heartbeat_secs.max(1)),
             ..Default::default()
         },
-        shutdown: Default::default(),
-    });
+    ));
+    // Due tasks are dispatched by this process too.
+    tokio::spawn(rein_server::tasks::dispatch_loop(
+        app.dispatcher(&worker_name("serve")),
+        std::time::Duration::from_secs(1),
+        app.shutdown.clone(),
+    ));
     let recovered = runner
         .recover()
         .await

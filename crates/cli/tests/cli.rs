@@ -927,3 +927,127 @@ system_role = "Be terse."
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn tasks_are_validated_listed_run_here_and_show_their_next_times_and_history() {
+    let e = env(vec![Canned::openai_text(
+        "Three new issues since yesterday.",
+    )])
+    .await;
+    let (code, _, err) = e
+        .rein(&[
+            "task",
+            "create",
+            "--title",
+            "digest",
+            "--instruction",
+            "Summarize.",
+            "--cron",
+            "0 25 * * *",
+        ])
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("invalid cron pattern `0 25 * * *`"), "{err}");
+    let (code, _, err) = e
+        .rein(&[
+            "task",
+            "create",
+            "--title",
+            "digest",
+            "--instruction",
+            "Summarize.",
+            "--cron",
+            "0 9 * * 1-5",
+            "--tz",
+            "Mars/Olympus",
+        ])
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("unknown time zone `Mars/Olympus`"), "{err}");
+    let (code, _, err) = e
+        .rein(&[
+            "task",
+            "create",
+            "--title",
+            "x",
+            "--instruction",
+            "y",
+            "--cron",
+            "* * * * *",
+            "--every",
+            "1h",
+        ])
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("mutually exclusive"), "{err}");
+
+    let (code, out, err) = e
+        .rein(&[
+            "--json",
+            "task",
+            "create",
+            "--title",
+            "digest",
+            "--instruction",
+            "Summarize the new issues.",
+            "--cron",
+            "0 9 * * 1-5",
+            "--tz",
+            "Europe/Berlin",
+            "--max-executions",
+            "10",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let task: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let id = task["id"].as_str().unwrap().to_owned();
+    assert_eq!(task["automation"]["mode"], "schedule");
+    let (_, next, _) = e.rein(&["task", "next", &id, "--count", "3"]).await;
+    let lines: Vec<&str> = next.lines().collect();
+    assert_eq!(lines.len(), 3, "{next}");
+    for l in &lines {
+        assert!(l.contains(" 09:00:00 CE") && l.contains("UTC)"), "{l}");
+    }
+    let (_, listed, _) = e.rein(&["task", "list"]).await;
+    assert!(
+        listed.contains(&id) && listed.contains("cron \"0 9 * * 1-5\" Europe/Berlin"),
+        "{listed}"
+    );
+    let (code, _, _) = e.rein(&["task", "pause", &id]).await;
+    assert_eq!(code, 0);
+    let (_, shown, _) = e.rein(&["--json", "task", "show", &id]).await;
+    let shown: serde_json::Value = serde_json::from_str(shown.trim()).unwrap();
+    assert_eq!(shown["status"], "paused");
+
+    // A manual run happens here and now, and is not counted towards the cap.
+    let (code, out, err) = e.rein(&["task", "run", &id]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Three new issues"), "{out}");
+    let first = &e.server.requests()[0].body;
+    let user = first["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "user")
+        .unwrap()["content"]
+        .to_string();
+    assert!(
+        user.contains("Summarize the new issues."),
+        "the instruction is the prompt: {user}"
+    );
+    let (_, history, _) = e.rein(&["task", "history", &id]).await;
+    assert!(
+        history.contains("manual")
+            && history.contains("completed")
+            && history.contains("Three new issues since yesterday."),
+        "{history}"
+    );
+    let (_, shown, _) = e.rein(&["--json", "task", "show", &id]).await;
+    let shown: serde_json::Value = serde_json::from_str(shown.trim()).unwrap();
+    assert_eq!(shown["executions"], 0);
+    let (code, _, _) = e.rein(&["task", "delete", &id]).await;
+    assert_eq!(code, 0);
+    let (code, _, err) = e.rein(&["task", "show", &id]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains(&format!("no task {id}")), "{err}");
+}

@@ -965,3 +965,125 @@ async fn a_user_at_the_running_limit_gets_429() {
         .await;
     assert_eq!(status, 202);
 }
+
+#[tokio::test]
+async fn a_heartbeat_task_runs_on_its_own_up_to_its_cap_and_keeps_its_history() {
+    let e = env(vec![
+        Canned::openai_text("First check: all quiet."),
+        Canned::openai_text("Second check: still quiet."),
+    ])
+    .await;
+    let alice = e.token("alice").await;
+    let bob = e.token("bob").await;
+    let rein = e.start(&[]).await;
+    let (status, bad) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/tasks",
+            Some(&alice),
+            Some(json!({"title": "x", "instruction": "y", "cron": "0 9 * * *", "tz": "Mars/Olympus"})),
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown time zone `Mars/Olympus`")
+    );
+    let (status, task) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/tasks",
+            Some(&alice),
+            Some(json!({"title": "watch", "instruction": "Check the queue.", "every": "1s", "max_executions": 2})),
+        )
+        .await;
+    assert_eq!(status, 201, "{task}");
+    let id = task["id"].as_str().unwrap().to_owned();
+    let (status, _) = e
+        .call(&rein, "GET", &format!("/v1/tasks/{id}"), Some(&bob), None)
+        .await;
+    assert_eq!(status, 404, "another user's task is not there");
+    let mut done = Value::Null;
+    for _ in 0..300 {
+        let (_, d) = e
+            .call(&rein, "GET", &format!("/v1/tasks/{id}"), Some(&alice), None)
+            .await;
+        let finished = d["runs"].as_array().map_or(0, |r| {
+            r.iter().filter(|r| r["finished_at"].is_string()).count()
+        });
+        if d["task"]["status"] == "completed" && finished == 2 {
+            done = d;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(done["task"]["executions"], 2, "{done:#}");
+    let (_, history) = e
+        .call(
+            &rein,
+            "GET",
+            &format!("/v1/tasks/{id}/history"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    let briefs: Vec<&str> = history["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["brief"].as_str())
+        .collect();
+    assert_eq!(briefs.len(), 2, "{history:#}");
+    assert!(
+        briefs.contains(&"First check: all quiet.")
+            && briefs.contains(&"Second check: still quiet.")
+    );
+    // Each run is an operation of its own, in a topic of its own, owned by the task's owner.
+    let (_, ops) = e
+        .call(&rein, "GET", "/v1/operations", Some(&alice), None)
+        .await;
+    let heartbeat_ops = ops
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["trigger"] == "heartbeat")
+        .count();
+    assert_eq!(heartbeat_ops, 2);
+    let (status, next) = e
+        .call(
+            &rein,
+            "GET",
+            &format!("/v1/tasks/{id}/next?count=2"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, next["next"].as_array().map(Vec::len)),
+        (200, Some(2))
+    );
+    let (status, _) = e
+        .call(
+            &rein,
+            "POST",
+            &format!("/v1/tasks/{id}/pause"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, _) = e
+        .call(
+            &rein,
+            "DELETE",
+            &format!("/v1/tasks/{id}"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(status, 204);
+}

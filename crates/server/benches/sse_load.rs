@@ -166,14 +166,13 @@ async fn server() {
         entry.extend(events.iter().map(|e| (e.seq, at)));
     }));
     let user = store.create_user("bench").await.unwrap();
-    let app = Arc::new(App {
+    let app = Arc::new(App::new(
         store,
-        runner: Arc::new(runner),
+        Arc::new(runner),
         hub,
-        auth: AuthMode::Open(user),
-        config: ServerConfig::default(),
-        shutdown: Default::default(),
-    });
+        AuthMode::Open(user),
+        ServerConfig::default(),
+    ));
     let bench = Router::new()
         .route(
             "/bench/go",

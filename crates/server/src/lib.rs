@@ -1,8 +1,9 @@
 //! rein-server: `rein serve`. It owns the HTTP API under `/v1` (operations, their SSE event
 //! streams replayed from the durable log, approvals, agents, topics, models, an OpenAPI
-//! document generated from the code), bearer-token auth with per-user isolation (another
-//! user's things are 404), running operations in the background with a per-user limit and
-//! crash recovery at start-up, and the embedded web UI at `/`.
+//! document generated from the code), tasks (`/v1/tasks`, run by a dispatcher loop),
+//! bearer-token auth with per-user isolation (another user's things are 404), running
+//! operations in the background with a per-user limit and crash recovery at start-up, and the
+//! embedded web UI at `/`.
 
 pub mod auth;
 pub mod error;
@@ -10,12 +11,14 @@ pub mod hub;
 pub mod openapi;
 pub mod routes;
 pub mod runner;
+pub mod tasks;
 mod ui;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use rein_store::SqlStore;
+use routes::tasks as tasks_api;
 use routes::{agents, events, models, operations, topics};
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,6 +61,50 @@ pub struct App {
     pub config: ServerConfig,
     /// Cancelled when the server shuts down: event streams end so connections can close.
     pub shutdown: CancellationToken,
+    /// Task operations.
+    pub tasks: Arc<rein_scheduler::TaskService>,
+    /// Starts task runs (manual ones from the API, due ones from the dispatcher).
+    pub launcher: Arc<dyn rein_scheduler::Launcher>,
+}
+
+impl App {
+    /// An app over `store` and `runner`, with tasks on the system clock.
+    pub fn new(
+        store: Arc<SqlStore>,
+        runner: Arc<Runner>,
+        hub: Arc<Hub>,
+        auth: AuthMode,
+        config: ServerConfig,
+    ) -> Self {
+        let tasks = Arc::new(rein_scheduler::TaskService::new(
+            store.clone(),
+            Arc::new(rein_scheduler::SystemClock),
+        ));
+        let launcher = Arc::new(tasks::ServerLauncher {
+            runner: Arc::clone(&runner),
+            store: Arc::clone(&store),
+        });
+        Self {
+            store,
+            runner,
+            hub,
+            auth,
+            config,
+            shutdown: CancellationToken::new(),
+            tasks,
+            launcher,
+        }
+    }
+
+    /// A dispatcher for this app's tasks, named `worker`.
+    pub fn dispatcher(&self, worker: &str) -> rein_scheduler::Dispatcher {
+        rein_scheduler::Dispatcher::new(
+            self.store.clone(),
+            Arc::new(rein_scheduler::SystemClock),
+            Arc::clone(&self.launcher),
+            worker,
+        )
+    }
 }
 
 /// The state handlers share.
@@ -89,6 +136,18 @@ pub fn router(app: AppState) -> Router {
         .route("/v1/topics", get(topics::list))
         .route("/v1/topics/{id}/messages", get(topics::messages))
         .route("/v1/models", get(models::list))
+        .route("/v1/tasks", get(tasks_api::list).post(tasks_api::create))
+        .route(
+            "/v1/tasks/{id}",
+            get(tasks_api::show)
+                .patch(tasks_api::edit)
+                .delete(tasks_api::delete),
+        )
+        .route("/v1/tasks/{id}/pause", post(tasks_api::pause))
+        .route("/v1/tasks/{id}/resume", post(tasks_api::resume))
+        .route("/v1/tasks/{id}/run", post(tasks_api::run))
+        .route("/v1/tasks/{id}/history", get(tasks_api::history))
+        .route("/v1/tasks/{id}/next", get(tasks_api::next))
         .fallback(error::no_route)
         .method_not_allowed_fallback(error::wrong_method)
         .layer(DefaultBodyLimit::max(body_limit))

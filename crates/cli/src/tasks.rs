@@ -1,0 +1,401 @@
+//! `rein task …` on the local database: create, list, show, edit, pause, resume, run (now, in
+//! this process), delete, history, and the next due times in the task's zone and in UTC.
+//! Scheduled fires run where a dispatcher runs (`rein serve` or `rein worker`).
+
+use crate::{Context_, agents, driver, finish};
+use anyhow::{anyhow, bail};
+use chrono::{DateTime, Utc};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rein_operation::{RunEnd, StartOptions};
+use rein_scheduler::{Automation, Launcher, RunState, SystemClock, Task, TaskService};
+use rein_server::routes::tasks::{TaskIn, apply_edit, new_task, view};
+use rein_store::{SqlStore, Store, Tasks, Trigger};
+use std::sync::Arc;
+
+/// Task settings given on the command line.
+#[derive(clap::Args, Clone, Default)]
+pub struct TaskFlags {
+    /// Title.
+    #[arg(long)]
+    title: Option<String>,
+    /// The whole prompt of every run.
+    #[arg(long)]
+    instruction: Option<String>,
+    /// The agent that runs it.
+    #[arg(long)]
+    agent: Option<String>,
+    /// Cron pattern (5 fields, or 6 with seconds first), e.g. "0 9 * * 1-5".
+    #[arg(long)]
+    cron: Option<String>,
+    /// IANA time zone of the cron pattern (default UTC).
+    #[arg(long)]
+    tz: Option<String>,
+    /// Heartbeat interval instead of a cron pattern (30m, 2h, 1d).
+    #[arg(long)]
+    every: Option<String>,
+    /// Cancel a heartbeat run still going after this long.
+    #[arg(long)]
+    timeout: Option<String>,
+    /// Manual runs only (drops the schedule or heartbeat).
+    #[arg(long)]
+    manual_only: bool,
+    /// Scheduled or heartbeat runs allowed.
+    #[arg(long)]
+    max_executions: Option<u64>,
+    /// skip (default), queue_one or allow.
+    #[arg(long)]
+    overlap: Option<String>,
+    /// skip_missed (default) or run_once.
+    #[arg(long)]
+    catch_up: Option<String>,
+    /// Consecutive failures that pause the task (default 3).
+    #[arg(long)]
+    failure_threshold: Option<u32>,
+}
+
+impl TaskFlags {
+    fn body(self) -> TaskIn {
+        TaskIn {
+            title: self.title,
+            instruction: self.instruction,
+            agent: self.agent,
+            cron: self.cron,
+            tz: self.tz,
+            every: self.every,
+            timeout: self.timeout,
+            manual_only: self.manual_only.then_some(true),
+            max_executions: self.max_executions,
+            overlap: self.overlap,
+            catch_up: self.catch_up,
+            failure_threshold: self.failure_threshold,
+        }
+    }
+}
+
+/// `rein task` subcommands.
+#[derive(clap::Subcommand)]
+pub enum TaskCommand {
+    /// Create a task.
+    Create(TaskFlags),
+    /// List tasks.
+    List,
+    /// Show a task, its next due times and its last runs.
+    Show {
+        /// Task id.
+        id: String,
+    },
+    /// Change a task (a new --cron, --every or --max-executions restarts its automation).
+    Edit {
+        /// Task id.
+        id: String,
+        #[command(flatten)]
+        flags: TaskFlags,
+    },
+    /// Pause a task.
+    Pause {
+        /// Task id.
+        id: String,
+    },
+    /// Resume a task (fires missed while paused are not run).
+    Resume {
+        /// Task id.
+        id: String,
+    },
+    /// Run a task now, here (not counted towards its execution cap).
+    Run {
+        /// Task id.
+        id: String,
+    },
+    /// Delete a task.
+    Delete {
+        /// Task id.
+        id: String,
+    },
+    /// Runs (with briefs) and skipped fires (with reasons), newest first.
+    History {
+        /// Task id.
+        id: String,
+    },
+    /// The next due times, in the task's zone and in UTC.
+    Next {
+        /// Task id.
+        id: String,
+        /// How many.
+        #[arg(long, default_value_t = 5)]
+        count: usize,
+    },
+}
+
+/// Starts a manual run in this process.
+struct Local<'a> {
+    store: Arc<SqlStore>,
+    ctx: &'a Context_,
+    started: std::sync::Mutex<Option<rein_operation::Driver>>,
+}
+
+impl Launcher for Local<'_> {
+    fn launch<'b>(&'b self, task: &'b Task, _: &'b str) -> BoxFuture<'b, Result<String, String>> {
+        async move {
+            let agent = match &task.agent {
+                Some(a) => agents::resolve(&self.store, &self.ctx.config, a)
+                    .await
+                    .map_err(|e| e.to_string())?,
+                None => Default::default(),
+            };
+            let (model, _) = self.ctx.config.model(agent.model.as_deref());
+            let mut d = driver(Arc::clone(&self.store), &model, self.ctx)
+                .await
+                .map_err(|e| format!("{e:#}"))?;
+            if let Some(t) = agent.tools.clone() {
+                d = d.with_allowed_tools(t);
+            }
+            let opts = StartOptions {
+                system: agent.system_role.clone(),
+                max_steps: agent.max_steps,
+                approval: crate::approval(agent.approval.as_deref().unwrap_or("manual")),
+                agent: task.agent.clone(),
+                trigger: Some(Trigger::Api),
+                ..Default::default()
+            };
+            let id = d
+                .start(&task.instruction, &opts)
+                .await
+                .map_err(|e| e.to_string())?;
+            *self.started.lock().unwrap_or_else(|p| p.into_inner()) = Some(d);
+            Ok(id.to_string())
+        }
+        .boxed()
+    }
+
+    fn state<'b>(&'b self, _: &'b str) -> BoxFuture<'b, Result<RunState, String>> {
+        async move { Ok(RunState::Running) }.boxed()
+    }
+
+    fn cancel<'b>(&'b self, _: &'b str) -> BoxFuture<'b, Result<(), String>> {
+        async move { Ok(()) }.boxed()
+    }
+}
+
+fn when(t: &DateTime<Utc>, tz: Option<&str>) -> String {
+    match tz.and_then(|z| z.parse::<chrono_tz::Tz>().ok()) {
+        Some(zone) => format!(
+            "{}  ({})",
+            t.with_timezone(&zone).format("%Y-%m-%d %H:%M:%S %Z"),
+            t.format("%Y-%m-%d %H:%M:%S UTC")
+        ),
+        None => t.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+    }
+}
+
+fn describe(t: &Task) -> String {
+    match &t.automation {
+        Automation::None => "manual".into(),
+        Automation::Schedule { pattern, tz } => format!("cron \"{pattern}\" {tz}"),
+        Automation::Heartbeat { every_secs, .. } => format!("every {every_secs}s"),
+    }
+}
+
+/// `rein task …`.
+pub async fn command(
+    store: Arc<SqlStore>,
+    command: TaskCommand,
+    ctx: &Context_,
+) -> anyhow::Result<u8> {
+    let tasks = TaskService::new(store.clone(), Arc::new(SystemClock));
+    let user = agents::local_user(&store).await?;
+    let json = ctx.json;
+    let mine = |t: Task| -> anyhow::Result<Task> {
+        if t.owner == user.id {
+            Ok(t)
+        } else {
+            Err(anyhow!("no task {}", t.id))
+        }
+    };
+    let api = |e: rein_server::ApiError| anyhow!("{}", e.message);
+    let print = |t: &Task| {
+        if json {
+            println!("{}", view(t));
+        } else {
+            let status = serde_json::to_value(t.status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let reason = t
+                .status_reason
+                .as_deref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default();
+            println!(
+                "{}  {:<10} {:<28} {}{reason}",
+                t.id,
+                status,
+                describe(t),
+                t.title
+            );
+        }
+    };
+    match command {
+        TaskCommand::Create(flags) => {
+            let t = tasks
+                .create(&user.id, new_task(&flags.body()).map_err(api)?)
+                .await?;
+            print(&t);
+        }
+        TaskCommand::List => {
+            for t in tasks.list(Some(&user.id)).await? {
+                print(&t);
+            }
+        }
+        TaskCommand::Show { id } => {
+            let t = mine(tasks.get(&id).await?)?;
+            print(&t);
+            if !json {
+                let tz = match &t.automation {
+                    Automation::Schedule { tz, .. } => Some(tz.as_str()),
+                    _ => None,
+                };
+                println!("  instruction: {}", t.instruction);
+                println!(
+                    "  runs: {} counted{}",
+                    t.executions,
+                    t.max_executions
+                        .map(|m| format!(" of {m}"))
+                        .unwrap_or_default()
+                );
+                for n in tasks.next(&id, 3).await? {
+                    println!("  next: {}", when(&n, tz));
+                }
+            }
+        }
+        TaskCommand::Edit { id, flags } => {
+            let current = mine(tasks.get(&id).await?)?;
+            let t = apply_edit(&tasks, current, &flags.body())
+                .await
+                .map_err(api)?;
+            print(&t);
+        }
+        TaskCommand::Pause { id } => {
+            mine(tasks.get(&id).await?)?;
+            print(&tasks.pause(&id).await?);
+        }
+        TaskCommand::Resume { id } => {
+            mine(tasks.get(&id).await?)?;
+            print(&tasks.resume(&id).await?);
+        }
+        TaskCommand::Delete { id } => {
+            mine(tasks.get(&id).await?)?;
+            tasks.delete(&id).await?;
+            eprintln!("deleted task {id}");
+        }
+        TaskCommand::Next { id, count } => {
+            let t = mine(tasks.get(&id).await?)?;
+            let tz = match &t.automation {
+                Automation::Schedule { tz, .. } => Some(tz.clone()),
+                _ => None,
+            };
+            let next = tasks.next(&id, count).await?;
+            if next.is_empty() {
+                bail!("task {id} runs only when started (no schedule or heartbeat)");
+            }
+            for n in next {
+                if json {
+                    println!(
+                        "{}",
+                        serde_json::json!({"utc": n, "local": tz.as_deref().and_then(|z| z.parse::<chrono_tz::Tz>().ok()).map(|z| n.with_timezone(&z).to_rfc3339())})
+                    );
+                } else {
+                    println!("{}", when(&n, tz.as_deref()));
+                }
+            }
+        }
+        TaskCommand::History { id } => {
+            mine(tasks.get(&id).await?)?;
+            for r in store.runs(&id, 100).await? {
+                if json {
+                    println!("{}", serde_json::to_string(&r)?);
+                } else {
+                    println!(
+                        "run  {}  {:<9} {:<10} {}  {}",
+                        r.started_at.format("%Y-%m-%d %H:%M:%S"),
+                        r.trigger,
+                        r.outcome.as_deref().unwrap_or("running"),
+                        r.operation_id,
+                        r.brief.as_deref().unwrap_or("")
+                    );
+                }
+            }
+            for d in store.deliveries(&id, 100).await? {
+                if d.status == rein_store::DeliveryStatus::Skipped {
+                    if json {
+                        println!("{}", serde_json::to_string(&d)?);
+                    } else {
+                        println!(
+                            "skip {}  {:<9} {}",
+                            d.due_at.format("%Y-%m-%d %H:%M:%S"),
+                            d.kind,
+                            d.reason.as_deref().unwrap_or("")
+                        );
+                    }
+                }
+            }
+        }
+        TaskCommand::Run { id } => {
+            mine(tasks.get(&id).await?)?;
+            let local = Local {
+                store: Arc::clone(&store),
+                ctx,
+                started: std::sync::Mutex::new(None),
+            };
+            let op = tasks.run_now(&id, &local).await?;
+            let d = local
+                .started
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take()
+                .ok_or_else(|| anyhow!("the run did not start"))?;
+            let op_id = crate::parse_id(&op)?;
+            let end = d.run(op_id).await?;
+            let (outcome, brief) = match &end {
+                RunEnd::Done { reason, .. } => {
+                    let answer = store
+                        .load_operation(op_id)
+                        .await?
+                        .and_then(|o| {
+                            o.state
+                                .messages
+                                .iter()
+                                .rev()
+                                .find(|m| {
+                                    m.role == rein_core::Role::Assistant
+                                        && !m.text_content().trim().is_empty()
+                                })
+                                .map(|m| m.text_content())
+                        })
+                        .map(|a| {
+                            a.chars()
+                                .take(rein_server::tasks::BRIEF_CHARS)
+                                .collect::<String>()
+                        });
+                    (
+                        serde_json::to_value(reason)?
+                            .as_str()
+                            .unwrap_or("done")
+                            .to_owned(),
+                        answer,
+                    )
+                }
+                RunEnd::WaitingForHuman { .. } => ("waiting_for_human".to_owned(), None),
+                RunEnd::Interrupted { .. } => ("interrupted".to_owned(), None),
+                RunEnd::Error { .. } => ("error".to_owned(), None),
+            };
+            if !matches!(end, RunEnd::WaitingForHuman { .. }) {
+                store
+                    .finish_run(&op, Utc::now(), &outcome, brief.as_deref())
+                    .await?;
+            }
+            return finish(&store, op_id, &end).await;
+        }
+    }
+    Ok(crate::exit::DONE)
+}
