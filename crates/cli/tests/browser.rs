@@ -1,6 +1,6 @@
 //! The web UI in real headless Chromium (Debian `chromium`, driven by npm `playwright-core`,
 //! both installed by `.ci/run`): start an operation, approve its pending call after a reload,
-//! see it finish and the inspector's timeline. Screenshots are kept under the target
+//! see it finish and the inspector's timeline, then create a task and run it from its page. Screenshots are kept under the target
 //! directory (`browser-artifacts/`). Without Chromium or playwright-core it says what is
 //! missing and passes without running.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -52,6 +52,7 @@ async fn the_ui_streams_approves_after_a_reload_and_shows_the_inspector() {
         vec![
             Canned::openai_tools(&[("l1", "ledger__append", r#"{"entry":"paid"}"#)]),
             Canned::openai_text("Appended."),
+            Canned::openai_text("Checked."),
         ],
         3,
     )

@@ -1087,3 +1087,77 @@ async fn a_heartbeat_task_runs_on_its_own_up_to_its_cap_and_keeps_its_history() 
         .await;
     assert_eq!(status, 204);
 }
+
+#[tokio::test]
+async fn rein_worker_dispatches_due_tasks_without_the_http_api() {
+    let e = env(vec![Canned::openai_text("Worker ran it.")]).await;
+    let out = e
+        .command(&[
+            "--json",
+            "task",
+            "create",
+            "--title",
+            "beat",
+            "--instruction",
+            "Say something.",
+            "--every",
+            "1s",
+            "--max-executions",
+            "1",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let task: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = task["id"].as_str().unwrap().to_owned();
+    let mut worker = e
+        .command(&["worker"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(worker.stderr.take().unwrap()).lines();
+    let first = lines.next_line().await.unwrap().unwrap_or_default();
+    assert!(first.contains("rein: worker"), "{first}");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let mut history = String::new();
+    for _ in 0..200 {
+        let out = e.command(&["task", "history", &id]).output().await.unwrap();
+        history = String::from_utf8_lossy(&out.stdout).into_owned();
+        if history.contains("completed") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        history.contains("heartbeat") && history.contains("Worker ran it."),
+        "{history}"
+    );
+    let out = e
+        .command(&["--json", "task", "show", &id])
+        .output()
+        .await
+        .unwrap();
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (shown["executions"].as_u64(), shown["status"].as_str()),
+        (Some(1), Some("completed"))
+    );
+    let pid = worker.id().unwrap();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(10), worker.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success());
+}

@@ -63,6 +63,22 @@ async function main() {
     // Per-step tokens come from the event log (each scripted model call reports 120).
     await page.waitForFunction(() => [...document.querySelectorAll("#timeline td.tokens")].some((td) => td.textContent === "120"));
     await shot("4-inspector");
+
+    // A task, run now from its page: the run shows with its outcome and brief.
+    await page.click("#new-task");
+    await page.fill("#t-title", "Morning check");
+    await page.fill("#t-instruction", "Check the ledger.");
+    await page.click('#task-form button[value="save"]');
+    await page.waitForSelector("#task-view:not([hidden]) #tv-title");
+    await page.click("#tv-run");
+    let runs = "";
+    for (let i = 0; i < 40 && !runs.includes("completed"); i++) {
+      await page.waitForTimeout(250);
+      await page.click("#tasks li[data-task]");
+      runs = await page.textContent("#task-runs");
+    }
+    if (!runs.includes("completed") || !runs.includes("Checked.")) throw new Error("task runs: " + runs);
+    await shot("5-task");
     console.log(JSON.stringify({ ok: true, sawLive }));
   } catch (e) {
     await shot("failure").catch(() => {});
