@@ -52,6 +52,9 @@ pub struct TaskFlags {
     /// Consecutive failures that pause the task (default 3).
     #[arg(long)]
     failure_threshold: Option<u32>,
+    /// Review state: none, pending, approved or changes_requested.
+    #[arg(long)]
+    review: Option<String>,
 }
 
 impl TaskFlags {
@@ -69,6 +72,8 @@ impl TaskFlags {
             overlap: self.overlap,
             catch_up: self.catch_up,
             failure_threshold: self.failure_threshold,
+            review: self.review,
+            status: None,
         }
     }
 }

@@ -224,8 +224,14 @@ impl Runner {
                     ..Default::default()
                 })
                 .await?;
-            // The CLI's operations belong to the processes that run them.
-            for op in ops.into_iter().filter(|o| o.trigger == Trigger::Api) {
+            // The CLI's operations belong to the processes that run them; the API's and the
+            // scheduler's belong to the server.
+            for op in ops.into_iter().filter(|o| {
+                matches!(
+                    o.trigger,
+                    Trigger::Api | Trigger::Schedule | Trigger::Heartbeat
+                )
+            }) {
                 let driver = self.driver_for(&op).await?;
                 let job = if status == Status::Idle {
                     Job::Run

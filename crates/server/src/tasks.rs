@@ -21,6 +21,23 @@ use tokio_util::sync::CancellationToken;
 /// Briefs longer than this are cut (the full answer stays in the run's topic).
 pub const BRIEF_CHARS: usize = 280;
 
+/// A run's brief: its answer when short; otherwise its opening sentences up to
+/// [`BRIEF_CHARS`], cut at a sentence (or word) boundary and marked as cut.
+pub fn brief_of(answer: &str) -> String {
+    let text = answer.split_whitespace().collect::<Vec<_>>().join(" ");
+    if text.chars().count() <= BRIEF_CHARS {
+        return text;
+    }
+    let head: String = text.chars().take(BRIEF_CHARS).collect();
+    let cut = head
+        .rfind(['.', '!', '?'])
+        .map(|i| i + 1)
+        .filter(|i| *i >= BRIEF_CHARS / 3)
+        .or_else(|| head.rfind(' '))
+        .unwrap_or(head.len());
+    format!("{} …", head[..cut].trim_end())
+}
+
 /// Starts task runs as operations of the task's owner.
 pub struct ServerLauncher {
     /// Runs operations.
@@ -118,14 +135,7 @@ impl Launcher for ServerLauncher {
                         .rev()
                         .find(|m| m.role == Role::Assistant && !m.text_content().trim().is_empty())
                         .map(|m| m.text_content());
-                    let brief = answer.map(|a| {
-                        let a = a.trim();
-                        if a.chars().count() > BRIEF_CHARS {
-                            format!("{}…", a.chars().take(BRIEF_CHARS).collect::<String>())
-                        } else {
-                            a.to_owned()
-                        }
-                    });
+                    let brief = answer.map(|a| brief_of(&a));
                     RunState::Ended {
                         outcome,
                         success,
@@ -169,5 +179,27 @@ pub async fn dispatch_loop(dispatcher: Dispatcher, every: Duration, stop: Cancel
             () = stop.cancelled() => return,
             () = tokio::time::sleep(every) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn briefs_keep_short_answers_and_cut_long_ones_at_a_sentence() {
+        assert_eq!(
+            brief_of("All quiet.\n\nNothing new."),
+            "All quiet. Nothing new."
+        );
+        let long = format!(
+            "First finding is here. {}",
+            "More detail follows in this sentence. ".repeat(20)
+        );
+        let b = brief_of(&long);
+        assert!(b.chars().count() <= BRIEF_CHARS + 2, "{b}");
+        assert!(b.ends_with(". …"), "{b}");
+        let words = "word ".repeat(100);
+        assert!(brief_of(&words).ends_with("word …"));
     }
 }

@@ -10,7 +10,8 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use rein_scheduler::{
-    Automation, CatchUp, NewTask, Overlap, Schedule, Task, TaskError, TaskService, parse_interval,
+    Automation, CatchUp, NewTask, Overlap, ReviewState, Schedule, Task, TaskError, TaskService,
+    TaskStatus, parse_interval,
 };
 use rein_store::Tasks;
 use schemars::JsonSchema;
@@ -45,6 +46,10 @@ pub struct TaskIn {
     pub catch_up: Option<String>,
     /// Consecutive failures that pause the task (default 3).
     pub failure_threshold: Option<u32>,
+    /// Review state: `none`, `pending`, `approved` or `changes_requested`.
+    pub review: Option<String>,
+    /// `completed` or `archived` (pause and resume have their own calls).
+    pub status: Option<String>,
 }
 
 /// `GET /v1/tasks/{id}/next` query.
@@ -191,6 +196,23 @@ pub async fn apply_edit(tasks: &TaskService, current: Task, b: &TaskIn) -> Resul
         .map(|c| enum_of::<CatchUp>("catch_up", c, "skip_missed or run_once"))
         .transpose()?;
     let new_automation = automation(b)?;
+    let review = b
+        .review
+        .as_deref()
+        .map(|r| {
+            enum_of::<ReviewState>("review", r, "none, pending, approved or changes_requested")
+        })
+        .transpose()?;
+    let status = match b.status.as_deref() {
+        None => None,
+        Some("completed") => Some(TaskStatus::Completed),
+        Some("archived") => Some(TaskStatus::Archived),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "status `{other}`: use completed or archived (pause and resume have their own calls)"
+            )));
+        }
+    };
     let id = current.id.clone();
     let mut t = tasks
         .edit(&id, |t| {
@@ -211,6 +233,13 @@ pub async fn apply_edit(tasks: &TaskService, current: Task, b: &TaskIn) -> Resul
             }
             if let Some(v) = b.failure_threshold {
                 t.failure_threshold = v;
+            }
+            if let Some(v) = review {
+                t.review = v;
+            }
+            if let Some(v) = status {
+                t.status = v;
+                t.status_reason = None;
             }
         })
         .await?;
