@@ -321,10 +321,11 @@ pub async fn command(
                     println!("{}", serde_json::to_string(&r)?);
                 } else {
                     println!(
-                        "run  {}  {:<9} {:<10} {}  {}",
+                        "run  {}  {:<9} {:<10} {}  {}  {}",
                         r.started_at.format("%Y-%m-%d %H:%M:%S"),
                         r.trigger,
                         r.outcome.as_deref().unwrap_or("running"),
+                        r.cost,
                         r.operation_id,
                         r.brief.as_deref().unwrap_or("")
                     );
@@ -395,8 +396,13 @@ pub async fn command(
                 RunEnd::Error { .. } => ("error".to_owned(), None),
             };
             if !matches!(end, RunEnd::WaitingForHuman { .. }) {
+                let cost = store
+                    .operation(op_id)
+                    .await?
+                    .map(|r| r.cost)
+                    .unwrap_or_default();
                 store
-                    .finish_run(&op, Utc::now(), &outcome, brief.as_deref())
+                    .finish_run(&op, Utc::now(), &outcome, brief.as_deref(), cost)
                     .await?;
             }
             return finish(&store, op_id, &end).await;

@@ -1039,6 +1039,14 @@ async fn a_heartbeat_task_runs_on_its_own_up_to_its_cap_and_keeps_its_history() 
         .collect();
     assert_eq!(briefs.len(), 2, "{history:#}");
     assert!(
+        history["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["cost"].as_f64().is_some_and(|c| c > 0.0)),
+        "each run's cost is kept: {history:#}"
+    );
+    assert!(
         briefs.contains(&"First check: all quiet.")
             && briefs.contains(&"Second check: still quiet.")
     );

@@ -32,6 +32,8 @@ pub enum RunState {
         success: bool,
         /// A short account of what it produced.
         brief: Option<String>,
+        /// What it cost.
+        cost: rein_core::Usd,
     },
 }
 
@@ -368,6 +370,7 @@ impl Dispatcher {
                                     finished_at: None,
                                     outcome: None,
                                     brief: None,
+                                    cost: rein_core::Usd::ZERO,
                                 })
                                 .await?;
                             self.store
@@ -434,13 +437,14 @@ impl Dispatcher {
                     outcome,
                     success,
                     brief,
+                    cost,
                 }) = self.launcher.state(&run.operation_id).await
                 else {
                     continue;
                 };
                 let now = self.clock.now();
                 self.store
-                    .finish_run(&run.operation_id, now, &outcome, brief.as_deref())
+                    .finish_run(&run.operation_id, now, &outcome, brief.as_deref(), cost)
                     .await?;
                 ended += 1;
                 let updated = self

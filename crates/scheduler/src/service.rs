@@ -238,6 +238,7 @@ impl TaskService {
                 finished_at: None,
                 outcome: None,
                 brief: None,
+                cost: rein_core::Usd::ZERO,
             })
             .await?;
         Ok(op)

@@ -30,6 +30,7 @@ impl Launcher for Instant {
                 outcome: "completed".into(),
                 success: true,
                 brief: None,
+                cost: rein_core::Usd::ZERO,
             })
         }
         .boxed()

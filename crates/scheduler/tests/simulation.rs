@@ -92,6 +92,7 @@ impl Launcher for FakeLauncher {
                     outcome: if run.success { "completed" } else { "error" }.into(),
                     success: run.success,
                     brief: Some(format!("brief of {operation_id}")),
+                    cost: rein_core::Usd::ZERO,
                 }
             })
         }
@@ -345,6 +346,7 @@ async fn the_cap_completes_the_schedule_and_failures_pause_the_task() {
                     outcome: if success { "completed" } else { "error" }.into(),
                     success,
                     brief: None,
+                    cost: rein_core::Usd::ZERO,
                 })
             }
             .boxed()

@@ -140,6 +140,7 @@ impl Launcher for ServerLauncher {
                         outcome,
                         success,
                         brief,
+                        cost: op.record.cost,
                     }
                 }
             })

@@ -32,6 +32,7 @@ CREATE TABLE IF NOT EXISTS task_runs (
     started_at TEXT NOT NULL,
     finished_at TEXT,
     outcome TEXT,
-    brief TEXT
+    brief TEXT,
+    cost_nanos BIGINT
 );
 CREATE INDEX IF NOT EXISTS task_runs_by_task ON task_runs (task_id, started_at);

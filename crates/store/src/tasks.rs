@@ -106,6 +106,9 @@ pub struct TaskRun {
     pub outcome: Option<String>,
     /// A short account of what it produced.
     pub brief: Option<String>,
+    /// What it cost.
+    #[serde(default)]
+    pub cost: rein_core::Usd,
 }
 
 /// Tasks, deliveries and runs. Every method is one transaction.
@@ -169,6 +172,7 @@ pub trait Tasks: Send + Sync {
         finished_at: DateTime<Utc>,
         outcome: &'a str,
         brief: Option<&'a str>,
+        cost: rein_core::Usd,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
     /// A task's runs, newest first.
     fn runs<'a>(
@@ -223,6 +227,11 @@ fn run_from(row: &AnyRow) -> Result<TaskRun, StoreError> {
         finished_at: opt_ts(row, "finished_at")?,
         outcome: row.try_get("outcome")?,
         brief: row.try_get("brief")?,
+        cost: rein_core::Usd::from_nanos(
+            row.try_get::<Option<i64>, _>("cost_nanos")?
+                .and_then(|n| u64::try_from(n).ok())
+                .unwrap_or(0),
+        ),
     })
 }
 
@@ -486,14 +495,16 @@ impl Tasks for SqlStore {
         finished_at: DateTime<Utc>,
         outcome: &'a str,
         brief: Option<&'a str>,
+        cost: rein_core::Usd,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         async move {
             sqlx::query(
-                "UPDATE task_runs SET finished_at = $1, outcome = $2, brief = $3 WHERE operation_id = $4",
+                "UPDATE task_runs SET finished_at = $1, outcome = $2, brief = $3, cost_nanos = $4 WHERE operation_id = $5",
             )
             .bind(ts(finished_at))
             .bind(outcome)
             .bind(brief)
+            .bind(i64::try_from(cost.nanos()).unwrap_or(i64::MAX))
             .bind(operation_id)
             .execute(&self.pool)
             .await?;
@@ -509,7 +520,7 @@ impl Tasks for SqlStore {
     ) -> BoxFuture<'a, Result<Vec<TaskRun>, StoreError>> {
         async move {
             sqlx::query(
-                "SELECT operation_id, task_id, trigger_kind, due_at, started_at, finished_at, outcome, brief \
+                "SELECT operation_id, task_id, trigger_kind, due_at, started_at, finished_at, outcome, brief, cost_nanos \
                  FROM task_runs WHERE task_id = $1 ORDER BY started_at DESC, operation_id DESC LIMIT $2",
             )
             .bind(task_id)

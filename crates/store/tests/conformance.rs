@@ -806,15 +806,23 @@ async fn tasks(store: &SqlStore) {
         finished_at: None,
         outcome: None,
         brief: None,
+        cost: rein_core::Usd::ZERO,
     };
     store.add_run(&run).await.unwrap();
     store
-        .finish_run(&run.operation_id, now, "completed", Some("3 new issues"))
+        .finish_run(
+            &run.operation_id,
+            now,
+            "completed",
+            Some("3 new issues"),
+            rein_core::Usd::from_dollars(0.0125),
+        )
         .await
         .unwrap();
     let runs = store.runs(&id, 10).await.unwrap();
     assert_eq!(runs[0].outcome.as_deref(), Some("completed"));
     assert_eq!(runs[0].brief.as_deref(), Some("3 new issues"));
+    assert_eq!(runs[0].cost, rein_core::Usd::from_dollars(0.0125));
     assert!(store.delete_task(&id).await.unwrap());
     assert!(store.get_task(&id).await.unwrap().is_none());
 }
