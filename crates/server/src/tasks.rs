@@ -110,6 +110,19 @@ impl Launcher for ServerLauncher {
             let id: OperationId = operation_id
                 .parse()
                 .map_err(|_| format!("`{operation_id}` is not an operation id"))?;
+            // The record alone while the run goes on (the dispatcher asks every second); the
+            // state, for the brief, only once it ended.
+            let record = self
+                .store
+                .operation(id)
+                .await
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("no operation {operation_id}"))?;
+            match record.status {
+                Status::WaitingForHuman => return Ok(RunState::WaitingForHuman),
+                Status::Idle | Status::Running => return Ok(RunState::Running),
+                _ => {}
+            }
             let op = self
                 .store
                 .load_operation(id)
