@@ -30,6 +30,10 @@ pub struct ServeArgs {
     /// Seconds between SSE heartbeat comments.
     #[arg(long, default_value_t = 15)]
     heartbeat_secs: u64,
+    /// Seconds an operation's lease lasts without renewal: after a crash, other processes (or
+    /// this one restarted) resume its operations once it has run out.
+    #[arg(long, default_value_t = 30, env = "REIN_LEASE_SECS")]
+    lease_secs: u64,
 }
 
 /// `rein token` subcommands.
@@ -142,6 +146,9 @@ pub struct WorkerArgs {
     /// Model when neither a task's agent nor the configuration names one.
     #[arg(long)]
     model: Option<String>,
+    /// Seconds an operation's lease lasts without renewal.
+    #[arg(long, default_value_t = 30, env = "REIN_LEASE_SECS")]
+    lease_secs: u64,
 }
 
 /// `rein worker`: the dispatcher and operation execution without the HTTP API (several
@@ -161,6 +168,7 @@ pub async fn worker(
         Arc::new(ReqwestTransport::new(Timeouts::default())?),
     );
     runner.per_user_limit = args.max_running.max(1);
+    runner.lease = std::time::Duration::from_secs(args.lease_secs.max(1));
     runner.tools = crate::test_tools::tools();
     for spec in mcp {
         let server = rein_tools::mcp::McpServer::connect(crate::mcp_config(spec)?).await?;
@@ -181,6 +189,7 @@ pub async fn worker(
         .map_err(|e| anyhow!("{}", e.message))?;
     let name = worker_name("worker");
     eprintln!("rein: worker {name} dispatching ({recovered} operations resumed)");
+    tokio::spawn(Arc::clone(&runner).recovery_loop(app.shutdown.clone()));
     let stop = app.shutdown.clone();
     let signal = tokio::spawn(async move {
         shutdown_signal().await;
@@ -256,6 +265,7 @@ pub async fn serve(
         transport,
     );
     runner.per_user_limit = args.max_running.max(1);
+    runner.lease = std::time::Duration::from_secs(args.lease_secs.max(1));
     runner.tools = crate::test_tools::tools();
     for spec in mcp {
         let server = rein_tools::mcp::McpServer::connect(crate::mcp_config(spec)?).await?;
@@ -287,6 +297,7 @@ pub async fn serve(
             ..Default::default()
         },
     ));
+    tokio::spawn(Arc::clone(&runner).recovery_loop(app.shutdown.clone()));
     // Due tasks are dispatched by this process too.
     tokio::spawn(rein_server::tasks::dispatch_loop(
         app.dispatcher(&worker_name("serve")),

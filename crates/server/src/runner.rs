@@ -43,7 +43,15 @@ pub struct Runner {
     /// Also told about every commit (the load benchmark times deliveries against it).
     pub observer: Option<rein_operation::CommitHook>,
     active: Mutex<HashMap<OperationId, String>>,
+    /// This process's name in operation leases.
+    pub node: String,
+    /// How long a run's lease lasts without renewal (renewed every third of it); a process
+    /// that dies leaves its operations to others after this long.
+    pub lease: std::time::Duration,
 }
+
+/// How long a run's lease lasts without renewal, by default.
+pub const DEFAULT_LEASE: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Runner {
     /// A runner over `store`, publishing to `hub`.
@@ -67,6 +75,13 @@ impl Runner {
             tools: Vec::new(),
             observer: None,
             active: Mutex::new(HashMap::new()),
+            lease: DEFAULT_LEASE,
+            node: format!(
+                "{}:{}:{}",
+                std::env::var("HOSTNAME").unwrap_or_else(|_| "host".into()),
+                std::process::id(),
+                OperationId::new()
+            ),
         }
     }
 
@@ -160,14 +175,32 @@ impl Runner {
         Ok(())
     }
 
-    /// Run `job` for operation `id` in the background; 409 when it already runs here.
-    pub fn spawn(
+    /// Run `job` for operation `id` in the background; 409 when it already runs here or
+    /// another process holds its lease. The lease is renewed while the run goes on and
+    /// released when it ends, so a process that dies leaves it to run out.
+    pub async fn spawn(
         self: &Arc<Self>,
         id: OperationId,
         owner: String,
         driver: Driver,
         job: Job,
     ) -> Result<(), ApiError> {
+        if self.is_running(id) {
+            return Err(ApiError::conflict(format!(
+                "operation {id} is already running"
+            )));
+        }
+        let lease = chrono::Duration::from_std(self.lease).unwrap_or(chrono::Duration::seconds(30));
+        let now = chrono::Utc::now();
+        if !self
+            .store
+            .lease_operation(id, &self.node, now + lease, now)
+            .await?
+        {
+            return Err(ApiError::conflict(format!(
+                "operation {id} is running in another process"
+            )));
+        }
         {
             let mut active = self.active.lock().unwrap_or_else(|p| p.into_inner());
             if active.contains_key(&id) {
@@ -179,6 +212,28 @@ impl Runner {
         }
         let me = Arc::clone(self);
         tokio::spawn(async move {
+            let renew = {
+                let me = Arc::clone(&me);
+                tokio::spawn(async move {
+                    loop {
+                        tokio::time::sleep(me.lease / 3).await;
+                        let now = chrono::Utc::now();
+                        match me
+                            .store
+                            .lease_operation(id, &me.node, now + lease, now)
+                            .await
+                        {
+                            Ok(true) => {}
+                            Ok(false) => {
+                                tracing::error!(operation = %id, "lease lost to another process");
+                            }
+                            Err(e) => {
+                                tracing::warn!(operation = %id, error = %e, "lease not renewed")
+                            }
+                        }
+                    }
+                })
+            };
             let end = match job {
                 Job::Run => driver.run(id).await,
                 Job::Resume => driver.resume(id).await,
@@ -197,9 +252,13 @@ impl Runner {
                     end
                 }
             };
+            renew.abort();
             match end {
                 Ok(end) => tracing::info!(operation = %id, ?end, "run ended"),
                 Err(e) => tracing::warn!(operation = %id, error = %e, "run failed"),
+            }
+            if let Err(e) = me.store.release_operation(id, &me.node).await {
+                tracing::warn!(operation = %id, error = %e, "lease not released; it runs out");
             }
             me.active
                 .lock()
@@ -211,8 +270,23 @@ impl Runner {
         Ok(())
     }
 
-    /// Resume the API's operations that were running (or accepted, never started) when the
-    /// last process stopped; returns how many.
+    /// Every half lease, resume what a dead process left (see [`Runner::recover`]).
+    pub async fn recovery_loop(self: Arc<Self>, stop: tokio_util::sync::CancellationToken) {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep((self.lease / 2).max(std::time::Duration::from_secs(1))) => {}
+            }
+            match self.recover().await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(recovered = n, "resumed operations whose lease ran out"),
+                Err(e) => tracing::warn!(error = %e.message, "recovery sweep failed"),
+            }
+        }
+    }
+
+    /// Resume the API's and the scheduler's operations that are running (or accepted, never
+    /// started) with no live lease: their process died. Returns how many.
     pub async fn recover(self: &Arc<Self>) -> Result<usize, ApiError> {
         let mut n = 0;
         for status in [Status::Running, Status::Idle] {
@@ -239,7 +313,7 @@ impl Runner {
                     Job::Resume
                 };
                 let owner = op.owner.clone().unwrap_or_default();
-                if self.spawn(op.id, owner, driver, job).is_ok() {
+                if self.spawn(op.id, owner, driver, job).await.is_ok() {
                     tracing::info!(operation = %op.id, ?status, "recovering operation");
                     n += 1;
                 }

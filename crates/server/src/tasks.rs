@@ -89,7 +89,8 @@ impl ServerLauncher {
         };
         let id = driver.start(&task.instruction, &opts).await?;
         self.runner
-            .spawn(id, task.owner.clone(), driver, Job::Run)?;
+            .spawn(id, task.owner.clone(), driver, Job::Run)
+            .await?;
         Ok(id.to_string())
     }
 }

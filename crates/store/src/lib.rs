@@ -47,6 +47,21 @@ pub trait Store: Send + Sync {
         &self,
         id: OperationId,
     ) -> BoxFuture<'_, Result<Option<OperationRecord>, StoreError>>;
+    /// Take or renew the lease on running operation `id` for `owner` until `until`; `false`
+    /// when another owner holds a lease that has not run out at `now`.
+    fn lease_operation<'a>(
+        &'a self,
+        id: OperationId,
+        owner: &'a str,
+        until: chrono::DateTime<chrono::Utc>,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// Give up `owner`'s lease on `id`.
+    fn release_operation<'a>(
+        &'a self,
+        id: OperationId,
+        owner: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
     /// An operation's status alone (no state is read); `None` when there is no such operation.
     fn operation_status(
         &self,

@@ -24,6 +24,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../migrations/0004_accounts.sql"),
     ),
     (5, "tasks", include_str!("../migrations/0005_tasks.sql")),
+    (
+        6,
+        "operation leases",
+        include_str!("../migrations/0006_operation_leases.sql"),
+    ),
 ];
 
 /// Statements of a migration (split on `;` at line ends; the files hold no procedural code).

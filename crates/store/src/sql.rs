@@ -560,6 +560,48 @@ impl Store for SqlStore {
         .boxed()
     }
 
+    fn lease_operation<'a>(
+        &'a self,
+        id: OperationId,
+        owner: &'a str,
+        until: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        async move {
+            let n = sqlx::query(
+                "UPDATE operations SET lease_owner = $1, lease_until = $2 \
+                 WHERE id = $3 AND (lease_owner IS NULL OR lease_owner = $1 OR lease_until < $4)",
+            )
+            .bind(owner)
+            .bind(ts(until))
+            .bind(id.to_string())
+            .bind(ts(now))
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+            Ok(n > 0)
+        }
+        .boxed()
+    }
+
+    fn release_operation<'a>(
+        &'a self,
+        id: OperationId,
+        owner: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        async move {
+            sqlx::query(
+                "UPDATE operations SET lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2",
+            )
+            .bind(id.to_string())
+            .bind(owner)
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        }
+        .boxed()
+    }
+
     fn operation_status(
         &self,
         id: OperationId,

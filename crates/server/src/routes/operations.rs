@@ -224,7 +224,7 @@ pub async fn create(
     };
     let id = driver.start(&req.input, &opts).await?;
     let topic_id = req.topic.clone().unwrap_or_else(|| format!("topic_{id}"));
-    app.runner.spawn(id, user.id, driver, Job::Run)?;
+    app.runner.spawn(id, user.id, driver, Job::Run).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(Created {
@@ -331,7 +331,8 @@ pub async fn resume(
     app.runner.check_capacity(&user.id)?;
     let driver = app.runner.driver_for(&op.record).await?;
     app.runner
-        .spawn(op.record.id, user.id, driver, Job::Resume)?;
+        .spawn(op.record.id, user.id, driver, Job::Resume)
+        .await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(Accepted {
@@ -410,7 +411,8 @@ pub async fn decide(
         .collect();
     let driver = app.runner.driver_for(&op.record).await?;
     app.runner
-        .spawn(op.record.id, user.id, driver, Job::Decide(decisions))?;
+        .spawn(op.record.id, user.id, driver, Job::Decide(decisions))
+        .await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(Accepted {

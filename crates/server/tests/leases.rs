@@ -1,0 +1,86 @@
+//! Two server processes (two runners on one store) finding the same orphaned operation: only
+//! one resumes it; the other refuses while the lease is live.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use rein_core::OperationId;
+use rein_model::{Catalog, Registry, ReqwestTransport};
+use rein_operation::StartOptions;
+use rein_server::runner::Job;
+use rein_server::{Hub, Runner};
+use rein_store::{SqlStore, Synchronous, Trigger};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+fn runner(store: &Arc<SqlStore>, model: &str) -> Arc<Runner> {
+    let base = format!("http://{model}/v1");
+    let registry = Registry::new(
+        Registry::builtin_presets_json(),
+        BTreeMap::new(),
+        Box::new(move |k| match k {
+            "OPENAI_BASE_URL" => Some(base.clone()),
+            "OPENAI_API_KEY" => Some("sk-test".into()),
+            _ => None,
+        }),
+    )
+    .unwrap();
+    Arc::new(Runner::new(
+        Arc::clone(store),
+        Arc::new(Hub::default()),
+        registry,
+        Arc::new(Catalog::builtin().unwrap()),
+        Arc::new(ReqwestTransport::new(Default::default()).unwrap()),
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_orphaned_operation_is_resumed_by_one_process_only() {
+    let dir = std::env::temp_dir().join(format!("rein-lease-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = Arc::new(
+        SqlStore::open(dir.join("rein.db").to_str().unwrap(), Synchronous::Normal)
+            .await
+            .unwrap(),
+    );
+    // A model that takes the request and never answers: the winner's run stays in flight.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let model = silent.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((sock, _)) = silent.accept().await {
+            held.push(sock);
+        }
+    });
+    let (a, b) = (runner(&store, &model), runner(&store, &model));
+    assert_ne!(a.node, b.node);
+    // Accepted by the API, never started: what a crash right after the 202 leaves.
+    let driver = a.driver("openai/gpt-4o-mini", None).unwrap();
+    let id = driver
+        .start(
+            "hello",
+            &StartOptions {
+                trigger: Some(Trigger::Api),
+                owner: Some("u".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let (ra, rb) = tokio::join!(a.recover(), b.recover());
+    assert_eq!(ra.unwrap() + rb.unwrap(), 1, "exactly one process took it");
+    // While the winner holds the lease, the other cannot start it either.
+    let (loser, winner) = if a.is_running(id) { (&b, &a) } else { (&a, &b) };
+    assert!(winner.is_running(id));
+    let err = loser
+        .spawn(
+            id,
+            "u".into(),
+            loser.driver("openai/gpt-4o-mini", None).unwrap(),
+            Job::Resume,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "conflict");
+    assert!(err.message.contains("another process"), "{}", err.message);
+    // A second sweep by the loser changes nothing while the lease is live.
+    assert_eq!(loser.recover().await.unwrap(), 0);
+}
