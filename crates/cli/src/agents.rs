@@ -1,12 +1,15 @@
 //! `rein agent …` and `rein models`, and how `rein run --agent NAME` finds an agent: in the
 //! database first (the local user's), then in the configuration file.
 
+use crate::Context_;
 use crate::config::Config;
 use anyhow::{anyhow, bail};
 use chrono::Utc;
 use rein_model::Catalog;
+use rein_operation::{Driver, StartOptions};
 use rein_server::routes::agents::{AgentConfig, check_config};
 use rein_store::{Accounts, AgentRecord, SqlStore, User};
+use std::sync::Arc;
 
 /// Agent settings given on the command line.
 #[derive(clap::Args, Clone, Default)]
@@ -35,30 +38,39 @@ pub struct AgentFlags {
 }
 
 impl AgentFlags {
-    /// Apply the given flags over `c`.
-    pub fn apply(self, c: &mut AgentConfig) {
-        if self.model.is_some() {
-            c.model = self.model;
-        }
-        if self.system.is_some() {
-            c.system_role = self.system;
-        }
-        if self.tools.is_some() {
-            c.tools = self.tools;
-        }
-        if self.approval.is_some() {
-            c.approval = self.approval;
-        }
-        if self.max_steps.is_some() {
-            c.max_steps = self.max_steps;
-        }
-        if self.cost_limit.is_some() {
-            c.cost_limit = self.cost_limit;
-        }
-        if self.token_limit.is_some() {
-            c.token_limit = self.token_limit;
+    /// The settings given (each absent one left to the agent).
+    pub fn config(self) -> AgentConfig {
+        AgentConfig {
+            model: self.model,
+            system_role: self.system,
+            tools: self.tools,
+            approval: self.approval,
+            max_steps: self.max_steps,
+            cost_limit: self.cost_limit,
+            token_limit: self.token_limit,
         }
     }
+}
+
+/// A driver for `settings`: their model (else the configured default) and their tools.
+pub async fn agent_driver(
+    store: Arc<SqlStore>,
+    ctx: &Context_,
+    settings: &AgentConfig,
+) -> anyhow::Result<Driver> {
+    let (model, _) = ctx.config.model(settings.model.as_deref());
+    let d = crate::driver(store, &model, ctx).await?;
+    Ok(match settings.tools.clone() {
+        Some(t) => d.with_allowed_tools(t),
+        None => d,
+    })
+}
+
+/// What an operation with `settings` starts with (system role, limits, approval mode).
+pub fn start_options(settings: &AgentConfig) -> anyhow::Result<StartOptions> {
+    settings
+        .start_options()
+        .map_err(|e| anyhow!("{}", e.message))
 }
 
 /// `rein agent` subcommands.
@@ -108,15 +120,7 @@ pub async fn local_user(store: &SqlStore) -> anyhow::Result<User> {
 }
 
 fn check_name(name: &str) -> anyhow::Result<()> {
-    if name.is_empty()
-        || name.len() > 64
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
-        bail!("agent name `{name}`: use 1-64 letters, digits, `-` or `_`");
-    }
-    Ok(())
+    rein_server::routes::agents::check_name(name).map_err(|e| anyhow!("{}", e.message))
 }
 
 fn validated(c: &AgentConfig) -> anyhow::Result<()> {
@@ -158,8 +162,7 @@ pub async fn command(store: &SqlStore, command: AgentCommand, json: bool) -> any
             if store.get_agent(&user.id, &name).await?.is_some() {
                 bail!("agent `{name}` already exists (change it with `rein agent edit`)");
             }
-            let mut config = AgentConfig::default();
-            flags.apply(&mut config);
+            let config = flags.config();
             validated(&config)?;
             let now = Utc::now();
             store
@@ -200,8 +203,8 @@ pub async fn command(store: &SqlStore, command: AgentCommand, json: bool) -> any
                 .get_agent(&user.id, &name)
                 .await?
                 .ok_or_else(|| anyhow!("no agent `{name}`"))?;
-            let mut config: AgentConfig = serde_json::from_value(r.config)?;
-            flags.apply(&mut config);
+            let current: AgentConfig = serde_json::from_value(r.config)?;
+            let config = current.merged(&flags.config());
             validated(&config)?;
             r.config = serde_json::to_value(&config)?;
             r.updated_at = Utc::now();

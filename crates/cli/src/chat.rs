@@ -2,11 +2,12 @@
 //! commands: `/approve`, `/reject [reason]`, `/cancel`, `/model provider/model`, `/history`,
 //! `/help`, `/exit`. Works the same with a terminal or with lines piped in.
 
-use crate::{Context_, agents, driver, exit, finish};
+use crate::{Context_, agents, exit, finish};
 use anyhow::bail;
 use rein_core::OperationId;
 use rein_core::message::Role;
-use rein_operation::{Decision, Driver, RunEnd, StartOptions};
+use rein_operation::{Decision, RunEnd, StartOptions};
+use rein_server::routes::agents::AgentConfig;
 use rein_store::{SqlStore, Store};
 use std::io::Write;
 use std::sync::Arc;
@@ -58,30 +59,22 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, ctx: &Context_) -> anyho
         Some(name) => agents::resolve(&store, &ctx.config, name).await?,
         None => Default::default(),
     };
-    let (mut model, _) = ctx
-        .config
-        .model(args.model.as_deref().or(agent.model.as_deref()));
+    let mut settings = agent.merged(&AgentConfig {
+        model: args.model.clone(),
+        approval: args.approval.clone(),
+        ..Default::default()
+    });
+    let mut model = ctx.config.model(settings.model.as_deref()).0;
     let mut topic = args.topic.clone();
     if let Some(t) = &topic {
         history(&store, t).await?;
     }
-    let mode = args
-        .approval
-        .as_deref()
-        .or(agent.approval.as_deref())
-        .unwrap_or("manual");
-    let make = |model: String| {
+    let base = agents::start_options(&settings)?;
+    let make = |settings: AgentConfig| {
         let store = Arc::clone(&store);
-        let tools = agent.tools.clone();
-        async move {
-            let d = driver(store, &model, ctx).await?;
-            Ok::<Driver, anyhow::Error>(match tools {
-                Some(t) => d.with_allowed_tools(t),
-                None => d,
-            })
-        }
+        async move { agents::agent_driver(store, ctx, &settings).await }
     };
-    let mut drv = make(model.clone()).await?;
+    let mut drv = make(settings.clone()).await?;
     let mut parked: Option<OperationId> = None;
     let mut code = exit::DONE;
     eprintln!("rein chat · {model} · {HELP}");
@@ -106,9 +99,14 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, ctx: &Context_) -> anyho
                 },
                 "model" if !rest.trim().is_empty() => {
                     let next = rest.trim().to_owned();
-                    match make(next.clone()).await {
+                    let switched = AgentConfig {
+                        model: Some(next.clone()),
+                        ..settings.clone()
+                    };
+                    match make(switched.clone()).await {
                         Ok(d) => {
                             drv = d;
+                            settings = switched;
                             model = next;
                             eprintln!("model: {model}");
                         }
@@ -152,15 +150,12 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, ctx: &Context_) -> anyho
                 continue;
             }
             let opts = StartOptions {
-                system: agent.system_role.clone(),
-                max_steps: agent.max_steps,
-                approval: crate::approval(mode),
                 topic_id: topic.clone(),
                 agent: args.agent.clone(),
                 working_directory: std::env::current_dir()
                     .ok()
                     .map(|d| d.to_string_lossy().into_owned()),
-                ..Default::default()
+                ..base.clone()
             };
             let op = drv.start(line, &opts).await?;
             topic.get_or_insert_with(|| format!("topic_{op}"));

@@ -206,7 +206,7 @@ pub fn show(
     let effective = serde_json::json!({
         "config_file": config.path.as_ref().map(|p| p.display().to_string()),
         "config_file_found": config.loaded,
-        "database": crate::redact_db(db),
+        "database": rein_store::redact(db),
         "default_model": model,
         "default_model_from": model_from,
         "providers": providers,

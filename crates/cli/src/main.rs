@@ -11,13 +11,13 @@ mod test_tools;
 
 use anyhow::{Context, anyhow, bail};
 use clap::{Parser, Subcommand};
-use rein_core::intervention::ApprovalMode;
-use rein_core::state::{Budget, BudgetPolicy, ModelRef, Status};
-use rein_core::{OperationId, Usd};
+use rein_core::OperationId;
+use rein_core::state::{ModelRef, Status};
 use rein_model::cassette::{RecordingTransport, ReplayTransport};
 use rein_model::transport::Timeouts;
 use rein_model::{Catalog, Registry, ReqwestTransport, Transport};
 use rein_operation::{ContextSettings, Decision, Driver, RunEnd, StartOptions};
+use rein_server::routes::agents::AgentConfig;
 use rein_store::{SqlStore, Store, Synchronous};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -220,18 +220,6 @@ fn db_target(db: Option<&str>) -> anyhow::Result<String> {
             None => data_dir()?.join("rein.db").to_string_lossy().into_owned(),
         },
     )
-}
-
-/// A database address as shown: a URL's password left out.
-pub fn redact_db(target: &str) -> String {
-    match (target.find("://"), target.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let creds = &target[scheme + 3..at];
-            let user = creds.split(':').next().unwrap_or("");
-            format!("{}{user}:****@{}", &target[..scheme + 3], &target[at + 1..])
-        }
-        _ => target.to_owned(),
-    }
 }
 
 pub(crate) fn parse_id(id: &str) -> anyhow::Result<OperationId> {
@@ -453,15 +441,6 @@ pub(crate) async fn finish(store: &SqlStore, id: OperationId, end: &RunEnd) -> a
     })
 }
 
-pub(crate) fn approval(mode: &str) -> ApprovalMode {
-    match mode {
-        "auto-run" => ApprovalMode::AutoRun,
-        "allow-list" => ApprovalMode::AllowList,
-        "headless" => ApprovalMode::Headless,
-        _ => ApprovalMode::Manual,
-    }
-}
-
 async fn run(cli: Cli) -> anyhow::Result<u8> {
     let config = config::load()?;
     let ctx = Context_ {
@@ -512,42 +491,30 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 Some(name) => agents::resolve(&store, &ctx.config, name).await?,
                 None => Default::default(),
             };
-            let (model, _) = ctx
-                .config
-                .model(a.model.as_deref().or(agent.model.as_deref()));
+            let settings = agent.merged(&AgentConfig {
+                model: a.model.clone(),
+                system_role: a.system.clone(),
+                approval: a.approval.clone(),
+                max_steps: a.max_steps,
+                cost_limit: a.cost_limit,
+                token_limit: a.token_limit,
+                tools: None,
+            });
             let attachments = a
                 .attach
                 .iter()
                 .map(|p| rein_operation::attachment::from_path(p))
                 .collect::<Result<Vec<_>, _>>()?;
-            let mut driver = driver(Arc::clone(&store), &model, &ctx).await?;
-            if let Some(tools) = agent.tools.clone() {
-                driver = driver.with_allowed_tools(tools);
-            }
-            let budget = Budget {
-                max_cost: a.cost_limit.or(agent.cost_limit).map(Usd::from_dollars),
-                max_tokens: a.token_limit.or(agent.token_limit),
-                on_exceeded: BudgetPolicy::Stop,
-                ..Default::default()
-            };
-            let mode = a
-                .approval
-                .as_deref()
-                .or(agent.approval.as_deref())
-                .unwrap_or("manual");
             let opts = StartOptions {
-                system: a.system.or(agent.system_role),
-                max_steps: a.max_steps.or(agent.max_steps),
-                budget,
-                approval: approval(mode),
                 agent: a.agent.clone(),
                 working_directory: std::env::current_dir()
                     .ok()
                     .map(|d| d.to_string_lossy().into_owned()),
                 attachments,
                 approval_timeout: a.approval_timeout.map(std::time::Duration::from_secs),
-                ..Default::default()
+                ..agents::start_options(&settings)?
             };
+            let driver = agents::agent_driver(Arc::clone(&store), &ctx, &settings).await?;
             let id = driver.start(&a.prompt, &opts).await?;
             let cancel = driver.cancel_token();
             tokio::spawn(async move {

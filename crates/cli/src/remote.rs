@@ -143,9 +143,7 @@ impl Remote {
 }
 
 fn agent_body(flags: AgentFlags, base: AgentConfig) -> anyhow::Result<Value> {
-    let mut c = base;
-    flags.apply(&mut c);
-    Ok(serde_json::to_value(c)?)
+    Ok(serde_json::to_value(base.merged(&flags.config()))?)
 }
 
 /// Run `command` against the server.

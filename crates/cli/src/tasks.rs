@@ -2,7 +2,7 @@
 //! this process), delete, history, and the next due times in the task's zone and in UTC.
 //! Scheduled fires run where a dispatcher runs (`rein serve` or `rein worker`).
 
-use crate::{Context_, agents, driver, finish};
+use crate::{Context_, agents, finish};
 use anyhow::{anyhow, bail};
 use chrono::{DateTime, Utc};
 use futures::FutureExt;
@@ -148,20 +148,13 @@ impl Launcher for Local<'_> {
                     .map_err(|e| e.to_string())?,
                 None => Default::default(),
             };
-            let (model, _) = self.ctx.config.model(agent.model.as_deref());
-            let mut d = driver(Arc::clone(&self.store), &model, self.ctx)
+            let d = agents::agent_driver(Arc::clone(&self.store), self.ctx, &agent)
                 .await
                 .map_err(|e| format!("{e:#}"))?;
-            if let Some(t) = agent.tools.clone() {
-                d = d.with_allowed_tools(t);
-            }
             let opts = StartOptions {
-                system: agent.system_role.clone(),
-                max_steps: agent.max_steps,
-                approval: crate::approval(agent.approval.as_deref().unwrap_or("manual")),
                 agent: task.agent.clone(),
                 trigger: Some(Trigger::Api),
-                ..Default::default()
+                ..agents::start_options(&agent).map_err(|e| e.to_string())?
             };
             let id = d
                 .start(&task.instruction, &opts)
@@ -367,22 +360,8 @@ pub async fn command(
                     let answer = store
                         .load_operation(op_id)
                         .await?
-                        .and_then(|o| {
-                            o.state
-                                .messages
-                                .iter()
-                                .rev()
-                                .find(|m| {
-                                    m.role == rein_core::Role::Assistant
-                                        && !m.text_content().trim().is_empty()
-                                })
-                                .map(|m| m.text_content())
-                        })
-                        .map(|a| {
-                            a.chars()
-                                .take(rein_server::tasks::BRIEF_CHARS)
-                                .collect::<String>()
-                        });
+                        .and_then(|o| rein_server::tasks::last_answer(&o.state))
+                        .map(|a| rein_server::tasks::brief_of(&a));
                     (
                         serde_json::to_value(reason)?
                             .as_str()

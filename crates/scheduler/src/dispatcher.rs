@@ -407,92 +407,97 @@ impl Dispatcher {
     /// the next heartbeat.
     async fn reap(&self) -> Result<usize, TaskError> {
         let mut ended = 0;
-        for row in self.store.list_tasks(None).await? {
-            let Ok(task) = Task::from_row(row) else {
+        for run in self.store.open_runs(1_000).await? {
+            let state = match self.launcher.state(&run.operation_id).await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(operation = %run.operation_id, error = %e, "run state unknown");
+                    continue;
+                }
+            };
+            let RunState::Ended {
+                outcome,
+                success,
+                brief,
+                cost,
+            } = state
+            else {
+                if state == RunState::Running && run.trigger == "heartbeat" {
+                    self.cancel_if_over_time(&run).await?;
+                }
                 continue;
             };
-            let timeout = match &task.automation {
-                Automation::Heartbeat {
-                    timeout_secs: Some(t),
-                    ..
-                } => Some(Duration::seconds(i64::try_from(*t).unwrap_or(i64::MAX / 2))),
-                _ => None,
-            };
-            for run in self.store.runs(&task.id, 50).await? {
-                if run.finished_at.is_some() {
-                    continue;
-                }
-                if let Some(limit) = timeout
-                    && run.trigger == "heartbeat"
-                    && self.clock.now() - run.started_at > limit
-                    && matches!(
-                        self.launcher.state(&run.operation_id).await,
-                        Ok(RunState::Running)
-                    )
-                    && let Err(e) = self.launcher.cancel(&run.operation_id).await
-                {
-                    tracing::warn!(operation = %run.operation_id, error = %e, "a run over its timeout could not be cancelled");
-                }
-                let Ok(RunState::Ended {
-                    outcome,
-                    success,
-                    brief,
-                    cost,
-                }) = self.launcher.state(&run.operation_id).await
-                else {
-                    continue;
-                };
-                let now = self.clock.now();
-                self.store
-                    .finish_run(&run.operation_id, now, &outcome, brief.as_deref(), cost)
-                    .await?;
-                ended += 1;
-                let updated = self
-                    .update(&task.id, |t| {
-                        if success {
-                            t.consecutive_failures = 0;
-                        } else {
-                            t.consecutive_failures += 1;
-                            if t.consecutive_failures >= t.failure_threshold
-                                && t.status == TaskStatus::Active
-                            {
-                                t.status = TaskStatus::Paused;
-                                t.status_reason = Some(format!(
-                                    "paused after {} failed runs in a row",
-                                    t.consecutive_failures
-                                ));
-                            }
+            let now = self.clock.now();
+            self.store
+                .finish_run(&run.operation_id, now, &outcome, brief.as_deref(), cost)
+                .await?;
+            ended += 1;
+            let updated = self
+                .update(&run.task_id, |t| {
+                    if success {
+                        t.consecutive_failures = 0;
+                    } else {
+                        t.consecutive_failures += 1;
+                        if t.consecutive_failures >= t.failure_threshold
+                            && t.status == TaskStatus::Active
+                        {
+                            t.status = TaskStatus::Paused;
+                            t.status_reason = Some(format!(
+                                "paused after {} failed runs in a row",
+                                t.consecutive_failures
+                            ));
                         }
-                        true
-                    })
+                    }
+                    true
+                })
+                .await?;
+            // The next beat continues this run's chain only if the heartbeat was not edited or
+            // restarted meanwhile (that started a chain of its own).
+            let Some(t) = updated.filter(|_| run.trigger == "heartbeat") else {
+                continue;
+            };
+            let (Automation::Heartbeat { every_secs, .. }, TaskStatus::Active) =
+                (&t.automation, t.status)
+            else {
+                continue;
+            };
+            let chain = self
+                .store
+                .deliveries(&t.id, 200)
+                .await?
+                .into_iter()
+                .find(|d| d.operation_id.as_deref() == Some(run.operation_id.as_str()))
+                .map(|d| d.generation);
+            if chain.as_deref() == Some(t.generation.as_str()) {
+                let next =
+                    now + Duration::seconds(i64::try_from(*every_secs).unwrap_or(i64::MAX / 2));
+                self.store
+                    .add_delivery(&self.delivery(&t, "heartbeat", next))
                     .await?;
-                // The next beat continues this run's chain only if the heartbeat was not
-                // edited or restarted meanwhile (that started a chain of its own).
-                let Some(t) = updated.filter(|_| run.trigger == "heartbeat") else {
-                    continue;
-                };
-                let (Automation::Heartbeat { every_secs, .. }, TaskStatus::Active) =
-                    (&t.automation, t.status)
-                else {
-                    continue;
-                };
-                let chain = self
-                    .store
-                    .deliveries(&t.id, 200)
-                    .await?
-                    .into_iter()
-                    .find(|d| d.operation_id.as_deref() == Some(run.operation_id.as_str()))
-                    .map(|d| d.generation);
-                if chain.as_deref() == Some(t.generation.as_str()) {
-                    let next =
-                        now + Duration::seconds(i64::try_from(*every_secs).unwrap_or(i64::MAX / 2));
-                    self.store
-                        .add_delivery(&self.delivery(&t, "heartbeat", next))
-                        .await?;
-                }
             }
         }
         Ok(ended)
+    }
+
+    /// Cancel a heartbeat run that went over its task's per-run timeout.
+    async fn cancel_if_over_time(&self, run: &TaskRun) -> Result<(), TaskError> {
+        let Some(task) = self.load(&run.task_id).await? else {
+            return Ok(());
+        };
+        let Automation::Heartbeat {
+            timeout_secs: Some(limit),
+            ..
+        } = task.automation
+        else {
+            return Ok(());
+        };
+        let limit = Duration::seconds(i64::try_from(limit).unwrap_or(i64::MAX / 2));
+        if self.clock.now() - run.started_at > limit
+            && let Err(e) = self.launcher.cancel(&run.operation_id).await
+        {
+            tracing::warn!(operation = %run.operation_id, error = %e, "a run over its timeout could not be cancelled");
+        }
+        Ok(())
     }
 }
 

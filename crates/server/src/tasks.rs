@@ -8,9 +8,8 @@ use crate::runner::{Job, Runner};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use rein_core::OperationId;
-use rein_core::Usd;
 use rein_core::message::Role;
-use rein_core::state::{Budget, BudgetPolicy, Status};
+use rein_core::state::Status;
 use rein_operation::StartOptions;
 use rein_scheduler::{Dispatcher, Launcher, RunState, Task};
 use rein_store::{Accounts, SqlStore, Store, Trigger};
@@ -20,6 +19,16 @@ use tokio_util::sync::CancellationToken;
 
 /// Briefs longer than this are cut (the full answer stays in the run's topic).
 pub const BRIEF_CHARS: usize = 280;
+
+/// The operation's answer: the text of its last assistant message that has any.
+pub fn last_answer(state: &rein_core::AgentState) -> Option<String> {
+    state
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant && !m.text_content().trim().is_empty())
+        .map(|m| m.text_content())
+}
 
 /// A run's brief: its answer when short; otherwise its opening sentences up to
 /// [`BRIEF_CHARS`], cut at a sentence (or word) boundary and marked as cut.
@@ -60,24 +69,13 @@ impl ServerLauncher {
                 .and_then(|a| serde_json::from_value::<AgentConfig>(a.config).ok()),
             None => None,
         };
-        let a = agent.clone().unwrap_or_default();
-        let model = a
+        let settings = agent.clone().unwrap_or_default();
+        let model = settings
             .model
             .clone()
             .unwrap_or_else(|| self.runner.default_model.clone());
         let driver = self.runner.driver(&model, agent.as_ref())?;
-        let approval =
-            crate::routes::operations::approval_mode(a.approval.as_deref().unwrap_or("manual"))?;
         let opts = StartOptions {
-            system: a.system_role.clone(),
-            max_steps: a.max_steps,
-            budget: Budget {
-                max_cost: a.cost_limit.map(Usd::from_dollars),
-                max_tokens: a.token_limit,
-                on_exceeded: BudgetPolicy::Stop,
-                ..Default::default()
-            },
-            approval,
             owner: Some(task.owner.clone()),
             agent: task.agent.clone(),
             trigger: Some(match trigger {
@@ -85,7 +83,7 @@ impl ServerLauncher {
                 "heartbeat" => Trigger::Heartbeat,
                 _ => Trigger::Api,
             }),
-            ..Default::default()
+            ..settings.start_options()?
         };
         let id = driver.start(&task.instruction, &opts).await?;
         self.runner
@@ -142,13 +140,7 @@ impl Launcher for ServerLauncher {
                         .and_then(|r| serde_json::to_value(r).ok())
                         .and_then(|v| v.as_str().map(str::to_owned))
                         .unwrap_or_else(|| format!("{status:?}").to_lowercase());
-                    let answer = op
-                        .state
-                        .messages
-                        .iter()
-                        .rev()
-                        .find(|m| m.role == Role::Assistant && !m.text_content().trim().is_empty())
-                        .map(|m| m.text_content());
+                    let answer = last_answer(&op.state);
                     let brief = answer.map(|a| brief_of(&a));
                     RunState::Ended {
                         outcome,

@@ -36,3 +36,4 @@ CREATE TABLE IF NOT EXISTS task_runs (
     cost_nanos BIGINT
 );
 CREATE INDEX IF NOT EXISTS task_runs_by_task ON task_runs (task_id, started_at);
+CREATE INDEX IF NOT EXISTS task_runs_open ON task_runs (finished_at, started_at);

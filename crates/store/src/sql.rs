@@ -205,7 +205,8 @@ impl SqlStore {
 }
 
 /// A URL with its password removed, for error messages.
-fn redact(url: &str) -> String {
+/// A database address as shown in messages: a URL's password replaced by `***`.
+pub fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(s), Some(at)) if at > s => match url[s + 3..at].split_once(':') {
             Some((user, _)) => format!("{}{user}:***{}", &url[..s + 3], &url[at..]),

@@ -174,6 +174,8 @@ pub trait Tasks: Send + Sync {
         brief: Option<&'a str>,
         cost: rein_core::Usd,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Runs not finished yet, of every task, oldest first (the dispatcher watches them).
+    fn open_runs(&self, limit: u32) -> BoxFuture<'_, Result<Vec<TaskRun>, StoreError>>;
     /// A task's runs, newest first.
     fn runs<'a>(
         &'a self,
@@ -234,6 +236,8 @@ fn run_from(row: &AnyRow) -> Result<TaskRun, StoreError> {
         ),
     })
 }
+
+const RUN_COLUMNS: &str = "operation_id, task_id, trigger_kind, due_at, started_at, finished_at, outcome, brief, cost_nanos";
 
 const DELIVERY_COLUMNS: &str = "task_id, due_at, kind, generation, status, claimed_by, lease_until, reason, operation_id, created_at";
 
@@ -513,16 +517,30 @@ impl Tasks for SqlStore {
         .boxed()
     }
 
+    fn open_runs(&self, limit: u32) -> BoxFuture<'_, Result<Vec<TaskRun>, StoreError>> {
+        async move {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT {RUN_COLUMNS} FROM task_runs WHERE finished_at IS NULL ORDER BY started_at, operation_id LIMIT $1"
+            )))
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(run_from)
+            .collect()
+        }
+        .boxed()
+    }
+
     fn runs<'a>(
         &'a self,
         task_id: &'a str,
         limit: u32,
     ) -> BoxFuture<'a, Result<Vec<TaskRun>, StoreError>> {
         async move {
-            sqlx::query(
-                "SELECT operation_id, task_id, trigger_kind, due_at, started_at, finished_at, outcome, brief, cost_nanos \
-                 FROM task_runs WHERE task_id = $1 ORDER BY started_at DESC, operation_id DESC LIMIT $2",
-            )
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT {RUN_COLUMNS} FROM task_runs WHERE task_id = $1 ORDER BY started_at DESC, operation_id DESC LIMIT $2"
+            )))
             .bind(task_id)
             .bind(i64::from(limit))
             .fetch_all(&self.pool)

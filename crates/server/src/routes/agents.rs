@@ -39,6 +39,46 @@ pub struct AgentConfig {
     pub token_limit: Option<u64>,
 }
 
+impl AgentConfig {
+    /// These settings with `over`'s given ones taking precedence (a request's or the command
+    /// line's over the agent's).
+    pub fn merged(&self, over: &AgentConfig) -> AgentConfig {
+        AgentConfig {
+            model: over.model.clone().or_else(|| self.model.clone()),
+            system_role: over
+                .system_role
+                .clone()
+                .or_else(|| self.system_role.clone()),
+            tools: over.tools.clone().or_else(|| self.tools.clone()),
+            approval: over.approval.clone().or_else(|| self.approval.clone()),
+            max_steps: over.max_steps.or(self.max_steps),
+            cost_limit: over.cost_limit.or(self.cost_limit),
+            token_limit: over.token_limit.or(self.token_limit),
+        }
+    }
+
+    /// What an operation run with these settings starts with (system role, step limit,
+    /// budget that stops at its limits, approval mode; `manual` by default). Everything else
+    /// (topic, owner, trigger, ...) is the caller's.
+    pub fn start_options(&self) -> Result<rein_operation::StartOptions, ApiError> {
+        check_config(self)?;
+        Ok(rein_operation::StartOptions {
+            system: self.system_role.clone(),
+            max_steps: self.max_steps,
+            budget: rein_core::state::Budget {
+                max_cost: self.cost_limit.map(rein_core::Usd::from_dollars),
+                max_tokens: self.token_limit,
+                on_exceeded: rein_core::state::BudgetPolicy::Stop,
+                ..Default::default()
+            },
+            approval: crate::routes::operations::approval_mode(
+                self.approval.as_deref().unwrap_or("manual"),
+            )?,
+            ..Default::default()
+        })
+    }
+}
+
 /// An agent as the API shows it.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Agent {
@@ -63,7 +103,8 @@ pub struct NewAgent {
     pub config: AgentConfig,
 }
 
-fn check_name(name: &str) -> Result<(), ApiError> {
+/// Agent names: 1-64 letters, digits, `-` or `_`.
+pub fn check_name(name: &str) -> Result<(), ApiError> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name

@@ -4,14 +4,13 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::routes::agents::AgentConfig;
-use crate::routes::{Body, Params, owned_operation};
+use crate::routes::{Body, Params, owned_operation, owned_record};
 use crate::runner::Job;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use rein_core::Usd;
 use rein_core::intervention::ApprovalMode;
-use rein_core::state::{Budget, BudgetPolicy, Status};
+use rein_core::state::Status;
 use rein_operation::{Decision, StartOptions};
 use rein_store::{
     Accounts, Intervention, InterventionStatus, OperationFilter, OperationRecord, StepRecord,
@@ -186,42 +185,27 @@ pub async fn create(
             Some(_) => return Err(ApiError::not_found(format!("no topic {topic}"))),
         }
     }
-    let a = agent.clone().unwrap_or_default();
-    let model = req
+    let settings = agent.clone().unwrap_or_default().merged(&AgentConfig {
+        model: req.model.clone(),
+        approval: req.approval.clone(),
+        max_steps: req.max_steps,
+        cost_limit: req.cost_limit,
+        token_limit: req.token_limit,
+        ..Default::default()
+    });
+    let model = settings
         .model
         .clone()
-        .or(a.model.clone())
         .unwrap_or_else(|| app.runner.default_model.clone());
-    let approval = approval_mode(
-        req.approval
-            .as_deref()
-            .or(a.approval.as_deref())
-            .unwrap_or("manual"),
-    )?;
-    let cost_limit = req.cost_limit.or(a.cost_limit);
-    if cost_limit.is_some_and(|v| !v.is_finite() || v < 0.0) {
-        return Err(ApiError::bad_request(
-            "cost_limit must be a non-negative number",
-        ));
-    }
-    app.runner.check_capacity(&user.id)?;
-    let driver = app.runner.driver(&model, agent.as_ref())?;
     let opts = StartOptions {
-        system: a.system_role.clone(),
-        max_steps: req.max_steps.or(a.max_steps),
-        budget: Budget {
-            max_cost: cost_limit.map(Usd::from_dollars),
-            max_tokens: req.token_limit.or(a.token_limit),
-            on_exceeded: BudgetPolicy::Stop,
-            ..Default::default()
-        },
-        approval,
         topic_id: req.topic.clone(),
         owner: Some(user.id.clone()),
         agent: req.agent.clone(),
         trigger: Some(Trigger::Api),
-        ..Default::default()
+        ..settings.start_options()?
     };
+    app.runner.check_capacity(&user.id)?;
+    let driver = app.runner.driver(&model, agent.as_ref())?;
     let id = driver.start(&req.input, &opts).await?;
     let topic_id = req.topic.clone().unwrap_or_else(|| format!("topic_{id}"));
     app.runner.spawn(id, user.id, driver, Job::Run).await?;
@@ -283,20 +267,20 @@ pub async fn cancel(
     Caller(user): Caller,
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
-    let op = owned_operation(&app, &user, &id).await?;
-    if op.record.status.is_terminal() {
+    let record = owned_record(&app, &user, &id).await?;
+    if record.status.is_terminal() {
         return Err(ApiError::conflict(format!(
             "operation {id} already ended ({})",
-            status_name(op.record.status)
+            status_name(record.status)
         )));
     }
-    let driver = app.runner.driver_for(&op.record).await?;
-    driver.cancel(op.record.id).await?;
+    let driver = app.runner.driver_for(&record).await?;
+    driver.cancel(record.id).await?;
     let now = app
         .store
-        .load_operation(op.record.id)
+        .operation_status(record.id)
         .await?
-        .map_or(op.record.status, |o| o.record.status);
+        .unwrap_or(record.status);
     Ok((
         StatusCode::ACCEPTED,
         Json(Accepted {
@@ -313,8 +297,8 @@ pub async fn resume(
     Caller(user): Caller,
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
-    let op = owned_operation(&app, &user, &id).await?;
-    match op.record.status {
+    let op = owned_record(&app, &user, &id).await?;
+    match op.status {
         s if s.is_terminal() => {
             return Err(ApiError::conflict(format!(
                 "operation {id} already ended ({})",
@@ -329,9 +313,9 @@ pub async fn resume(
         _ => {}
     }
     app.runner.check_capacity(&user.id)?;
-    let driver = app.runner.driver_for(&op.record).await?;
+    let driver = app.runner.driver_for(&op).await?;
     app.runner
-        .spawn(op.record.id, user.id, driver, Job::Resume)
+        .spawn(op.id, user.id, driver, Job::Resume)
         .await?;
     Ok((
         StatusCode::ACCEPTED,
@@ -348,8 +332,8 @@ pub async fn interventions(
     Caller(user): Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Vec<Intervention>>, ApiError> {
-    let op = owned_operation(&app, &user, &id).await?;
-    Ok(Json(app.store.interventions(op.record.id).await?))
+    let op = owned_record(&app, &user, &id).await?;
+    Ok(Json(app.store.interventions(op.id).await?))
 }
 
 /// `POST /v1/operations/{id}/interventions`: decide pending calls (single-use: a call already
@@ -363,8 +347,8 @@ pub async fn decide(
     if body.decisions.is_empty() {
         return Err(ApiError::bad_request("decisions is empty"));
     }
-    let op = owned_operation(&app, &user, &id).await?;
-    let known = app.store.interventions(op.record.id).await?;
+    let op = owned_record(&app, &user, &id).await?;
+    let known = app.store.interventions(op.id).await?;
     let mut seen = std::collections::HashSet::new();
     for d in &body.decisions {
         if !seen.insert(d.tool_call_id.as_str()) {
@@ -389,10 +373,10 @@ pub async fn decide(
             Some(_) => {}
         }
     }
-    if op.record.status != Status::WaitingForHuman {
+    if op.status != Status::WaitingForHuman {
         return Err(ApiError::conflict(format!(
             "operation {id} is {}, not waiting for a decision",
-            status_name(op.record.status)
+            status_name(op.status)
         )));
     }
     let decisions = body
@@ -409,9 +393,9 @@ pub async fn decide(
             (d.tool_call_id, decision)
         })
         .collect();
-    let driver = app.runner.driver_for(&op.record).await?;
+    let driver = app.runner.driver_for(&op).await?;
     app.runner
-        .spawn(op.record.id, user.id, driver, Job::Decide(decisions))
+        .spawn(op.id, user.id, driver, Job::Decide(decisions))
         .await?;
     Ok((
         StatusCode::ACCEPTED,

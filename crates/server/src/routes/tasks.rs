@@ -72,6 +72,21 @@ impl From<TaskError> for ApiError {
     }
 }
 
+/// The overlap and catch-up policies a body names, if any.
+fn policies(b: &TaskIn) -> Result<(Option<Overlap>, Option<CatchUp>), ApiError> {
+    let overlap = b
+        .overlap
+        .as_deref()
+        .map(|o| enum_of::<Overlap>("overlap", o, "skip, queue_one or allow"))
+        .transpose()?;
+    let catch_up = b
+        .catch_up
+        .as_deref()
+        .map(|c| enum_of::<CatchUp>("catch_up", c, "skip_missed or run_once"))
+        .transpose()?;
+    Ok((overlap, catch_up))
+}
+
 fn enum_of<T: serde::de::DeserializeOwned>(
     field: &str,
     value: &str,
@@ -155,6 +170,7 @@ pub async fn list(
 
 /// The new task a body describes (title and instruction required).
 pub fn new_task(b: &TaskIn) -> Result<NewTask, ApiError> {
+    let (overlap, catch_up) = policies(b)?;
     Ok(NewTask {
         title: b
             .title
@@ -167,34 +183,15 @@ pub fn new_task(b: &TaskIn) -> Result<NewTask, ApiError> {
         agent: b.agent.clone(),
         automation: automation(b)?.unwrap_or_default(),
         max_executions: b.max_executions,
-        overlap: b
-            .overlap
-            .as_deref()
-            .map(|o| enum_of::<Overlap>("overlap", o, "skip, queue_one or allow"))
-            .transpose()?
-            .unwrap_or_default(),
-        catch_up: b
-            .catch_up
-            .as_deref()
-            .map(|c| enum_of::<CatchUp>("catch_up", c, "skip_missed or run_once"))
-            .transpose()?
-            .unwrap_or_default(),
+        overlap: overlap.unwrap_or_default(),
+        catch_up: catch_up.unwrap_or_default(),
         failure_threshold: b.failure_threshold,
     })
 }
 
 /// Apply an edit body to task `id` (owned by the caller).
 pub async fn apply_edit(tasks: &TaskService, current: Task, b: &TaskIn) -> Result<Task, ApiError> {
-    let overlap = b
-        .overlap
-        .as_deref()
-        .map(|o| enum_of::<Overlap>("overlap", o, "skip, queue_one or allow"))
-        .transpose()?;
-    let catch_up = b
-        .catch_up
-        .as_deref()
-        .map(|c| enum_of::<CatchUp>("catch_up", c, "skip_missed or run_once"))
-        .transpose()?;
+    let (overlap, catch_up) = policies(b)?;
     let new_automation = automation(b)?;
     let review = b
         .review
