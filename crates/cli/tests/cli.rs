@@ -1008,6 +1008,16 @@ async fn tasks_are_validated_listed_run_here_and_show_their_next_times_and_histo
     for l in &lines {
         assert!(l.contains(" 09:00:00 CE") && l.contains("UTC)"), "{l}");
     }
+    // A new pattern keeps the zone; a bad one is refused and changes nothing.
+    let (code, _, err) = e.rein(&["task", "edit", &id, "--cron", "0 25 * * *"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("invalid cron pattern `0 25 * * *`"), "{err}");
+    let (code, out, err) = e
+        .rein(&["--json", "task", "edit", &id, "--cron", "0 9 * * 1-5"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let edited: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(edited["automation"]["tz"], "Europe/Berlin");
     let (_, listed, _) = e.rein(&["task", "list"]).await;
     assert!(
         listed.contains(&id) && listed.contains("cron \"0 9 * * 1-5\" Europe/Berlin"),

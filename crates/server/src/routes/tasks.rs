@@ -192,7 +192,17 @@ pub fn new_task(b: &TaskIn) -> Result<NewTask, ApiError> {
 /// Apply an edit body to task `id` (owned by the caller).
 pub async fn apply_edit(tasks: &TaskService, current: Task, b: &TaskIn) -> Result<Task, ApiError> {
     let (overlap, catch_up) = policies(b)?;
-    let new_automation = automation(b)?;
+    // A new pattern keeps the task's zone, and a new zone keeps its pattern.
+    let mut wanted = b.clone();
+    if let Automation::Schedule { pattern, tz } = &current.automation {
+        if wanted.cron.is_some() && wanted.tz.is_none() {
+            wanted.tz = Some(tz.clone());
+        }
+        if wanted.tz.is_some() && wanted.cron.is_none() && wanted.every.is_none() {
+            wanted.cron = Some(pattern.clone());
+        }
+    }
+    let new_automation = automation(&wanted)?;
     let review = b
         .review
         .as_deref()
