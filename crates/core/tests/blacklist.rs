@@ -62,10 +62,10 @@ const CASES: &[(&str, &str, Option<&str>)] = &[
     (
         "command",
         "dd if=/dev/zero of=/dev/sda bs=1M",
-        Some("dd_disk_write"),
+        Some("disk_write"),
     ),
-    ("command", "mkfs.ext4 /dev/sdb1", Some("format_partition")),
-    ("command", "fdisk /dev/nvme0n1", Some("format_partition")),
+    ("command", "mkfs.ext4 /dev/sdb1", Some("disk_write")),
+    ("command", "fdisk /dev/nvme0n1", Some("disk_write")),
     ("command", "ufw disable", Some("disable_firewall")),
     ("command", "iptables -F", Some("disable_firewall")),
     (
@@ -85,7 +85,11 @@ const CASES: &[(&str, &str, Option<&str>)] = &[
         Some("kernel_params"),
     ),
     ("command", "cat /dev/mem", Some("direct_memory_access")),
-    ("command", "chown -R nobody /etc", Some("chown_system_dirs")),
+    (
+        "command",
+        "chown -R nobody /etc",
+        Some("recursive_permission_change"),
+    ),
     ("command", "chmod u+s /bin/bash", Some("suid_shells")),
     (
         "command",

@@ -313,7 +313,16 @@ impl GeneralChatAgent {
             match self.checker.check(&call, state) {
                 Action::Execute => execute.push(call),
                 Action::RequireApproval => approve.push(call),
-                Action::Block => refuse.push(call),
+                Action::Block => {
+                    // Say which rule refused it (and on what), so the model can change course.
+                    let d = self.checker.explain(&call, state);
+                    let why = match (d.matched_rule, d.node) {
+                        (Some(rule), Some(node)) => format!(" ({rule} on {node})"),
+                        (Some(rule), None) => format!(" ({rule})"),
+                        _ => String::new(),
+                    };
+                    refuse.push((call, why));
+                }
             }
         }
 
@@ -334,8 +343,16 @@ impl GeneralChatAgent {
             }
         }
 
-        if !refuse.is_empty() {
-            out.push(blocked(parent, refuse, BlockedReason::Security, None));
+        for (call, why) in refuse {
+            let text = format!(
+                "Blocked by security policy{why}: this call needs human approval and no human is available in this run."
+            );
+            out.push(blocked(
+                parent,
+                vec![call],
+                BlockedReason::Security,
+                Some(text),
+            ));
         }
         match execute.len() {
             0 => {}

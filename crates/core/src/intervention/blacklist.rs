@@ -1,7 +1,9 @@
-//! The default security blacklist: 34 rules (12 `always`, 22 `required`) over the `command`
-//! and `path` arguments. The three `rm` rules are shell-aware predicates; the rest are
-//! unanchored regexes. The SSH-key rule's "not followed by `.pub`" is spelled without
-//! lookahead so the `regex` crate (linear time, no backtracking) suffices.
+//! The default security blacklist: 37 rules (15 `always`, 22 `required`) over the `command`
+//! and `path` arguments. The shell rules are predicates over the command's syntax tree (see
+//! [`super::shell`]); the text rules are regexes matched against the raw command and against
+//! every simple command as it would run (quotes removed, known variables substituted), so
+//! `cat /etc/pass''wd` reads as `cat /etc/passwd`. The SSH-key rule's "not followed by `.pub`"
+//! is spelled without lookahead so the `regex` crate (linear time, no backtracking) suffices.
 
 use super::matcher::ArgumentMatcher;
 use super::policy::{InterventionPolicy, SecurityRule};
@@ -14,8 +16,11 @@ const READERS: &str = r"(?:cat|less|more|head|tail|vi|vim|nvim|nano|emacs|code|b
 
 enum M {
     Shell(ShellPredicate),
+    /// A regex over a `path` value.
     Re(&'static str),
-    /// A reader program followed, anywhere later, by this pattern.
+    /// A regex over a command line and the simple commands it runs.
+    Cmd(&'static str),
+    /// A reader program followed, anywhere later, by this pattern (in a command).
     Read(&'static str),
 }
 
@@ -44,43 +49,35 @@ const RULES: &[(&str, &str, InterventionPolicy, M)] = {
             "etc_passwd",
             "command",
             A,
-            M::Re(r"/etc/(?:passwd|shadow|gshadow)\b"),
+            M::Cmd(r"/etc/(?:passwd|shadow|gshadow)\b"),
         ),
-        ("sudoers", "command", A, M::Re(r"/etc/sudoers")),
+        ("sudoers", "command", A, M::Cmd(r"/etc/sudoers")),
         (
             "fork_bomb",
             "command",
             A,
-            M::Re(r":\s*\(\s*\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:"),
+            M::Shell(ShellPredicate::ForkBomb),
         ),
         (
-            "dd_disk_write",
+            "disk_write",
             "command",
             A,
-            M::Re(r"\bdd\b.*\bof=/dev/(?:sd|hd|nvme|vd|xvd|mmcblk|disk)"),
-        ),
-        (
-            "format_partition",
-            "command",
-            A,
-            M::Re(
-                r"\b(?:mkfs(?:\.\w+)?|fdisk|parted|wipefs|sfdisk)\b.*(?:/dev/(?:sd|hd|nvme|vd|xvd|mmcblk|disk)|\s/\s*$)",
-            ),
+            M::Shell(ShellPredicate::DiskWrite),
         ),
         (
             "disable_firewall",
             "command",
             R,
-            M::Re(
+            M::Cmd(
                 r"\bufw\s+disable\b|\biptables\s+(?:-F|--flush)\b|\bsystemctl\s+(?:stop|disable)\s+(?:firewalld|ufw|nftables)\b",
             ),
         ),
-        ("ssh_config", "command", R, M::Re(r"/etc/ssh/sshd_config")),
+        ("ssh_config", "command", R, M::Cmd(r"/etc/ssh/sshd_config")),
         (
             "remove_system_packages",
             "command",
             R,
-            M::Re(
+            M::Cmd(
                 r"\b(?:apt|apt-get|yum|dnf|pacman|zypper)\b.*\b(?:remove|purge|erase|autoremove)\b.*\b(?:systemd|linux-image\S*|kernel\S*|glibc|libc6|bash|sudo|coreutils)\b|\bpacman\s+-R\w*\s+.*\b(?:systemd|linux|glibc|bash|sudo)\b",
             ),
         ),
@@ -88,29 +85,51 @@ const RULES: &[(&str, &str, InterventionPolicy, M)] = {
             "kernel_params",
             "command",
             A,
-            M::Re(r"(?:\becho\b.*>\s*|\btee\s+(?:-a\s+)?)/proc/sys/"),
+            M::Cmd(r"(?:\becho\b.*>\s*|\btee\s+(?:-a\s+)?)/proc/sys/"),
         ),
         (
             "direct_memory_access",
             "command",
             A,
-            M::Re(r"/dev/(?:mem|kmem|port)\b"),
+            M::Cmd(r"/dev/(?:mem|kmem|port)\b"),
         ),
         (
-            "chown_system_dirs",
+            "recursive_permission_change",
             "command",
             A,
-            M::Re(
-                r"\bchown\b.*\s(?:-[a-zA-Z]*R[a-zA-Z]*|--recursive)\b.*\s(?:/etc|/bin|/sbin|/usr|/var|/sys|/proc|/boot|/lib|/lib64|~|/)(?:/|\s|$)",
-            ),
+            M::Shell(ShellPredicate::RecursivePermissionChange),
+        ),
+        (
+            "move_protected_path",
+            "command",
+            A,
+            M::Shell(ShellPredicate::MoveProtectedPath),
         ),
         (
             "suid_shells",
             "command",
             A,
-            M::Re(
+            M::Cmd(
                 r"\bchmod\b.*(?:\b[0-7]?[4-7][0-7]{3}\b|[ugo]*\+s\b).*\b(?:sh|bash|zsh|dash|ksh|python\d*(?:\.\d+)?|perl|ruby|node)\b",
             ),
+        ),
+        (
+            "download_execute",
+            "command",
+            A,
+            M::Shell(ShellPredicate::DownloadExecute),
+        ),
+        (
+            "privilege_escalation",
+            "command",
+            A,
+            M::Shell(ShellPredicate::PrivilegeEscalation),
+        ),
+        (
+            "shell_unanalysable",
+            "command",
+            A,
+            M::Shell(ShellPredicate::Unanalysable),
         ),
         (
             "env_files",
@@ -217,7 +236,8 @@ fn build() -> Vec<SecurityRule> {
         let matcher = match m {
             M::Shell(p) => Ok(ArgumentMatcher::Shell(*p)),
             M::Re(re) => ArgumentMatcher::regex(re),
-            M::Read(re) => ArgumentMatcher::regex(&format!(r"\b{READERS}\b.*{re}")),
+            M::Cmd(re) => ArgumentMatcher::shell_regex(re),
+            M::Read(re) => ArgumentMatcher::shell_regex(&format!(r"\b{READERS}\b.*{re}")),
         };
         // The table is static and covered by tests; a bad pattern would be a build-time bug,
         // and skipping the rule (with a test failing on the count) beats panicking at runtime.
@@ -256,13 +276,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn all_34_rules_compile_with_the_reference_policy_split() {
+    fn all_37_rules_compile_with_their_policy_split() {
         let rules = default_security_blacklist();
-        assert_eq!(rules.len(), 34);
+        assert_eq!(rules.len(), 37);
         let always = rules
             .iter()
             .filter(|r| r.policy == InterventionPolicy::Always)
             .count();
-        assert_eq!((always, rules.len() - always), (12, 22));
+        assert_eq!((always, rules.len() - always), (15, 22));
     }
 }

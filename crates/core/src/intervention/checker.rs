@@ -35,6 +35,11 @@ pub struct Decision {
     pub matched_rule: Option<String>,
     /// A sentence explaining the outcome.
     pub reason: String,
+    /// The part of the arguments the deciding rule matched, when it is a shell rule: the
+    /// simple command, where it sits in the command's syntax tree, and why
+    /// (``rm -rf ~` in a brace group (the target `~` … reaches a home directory)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// A global audit evaluated for every call before tool policy.
@@ -131,7 +136,7 @@ impl InterventionChecker {
     }
 
     /// The explanation strings are built only when asked for: `check` runs on every call.
-    fn decide(&self, call: &ToolCall, state: &AgentState, verbose: bool) -> Decision {
+    fn decide<'a>(&'a self, call: &ToolCall, state: &'a AgentState, verbose: bool) -> Decision {
         let args: serde_json::Value = serde_json::from_str(&call.arguments)
             .unwrap_or_else(|_| serde_json::Value::Object(Default::default()));
         let mode = state.intervention.approval_mode;
@@ -143,12 +148,14 @@ impl InterventionChecker {
                     action,
                     matched_rule: Some(rule),
                     reason,
+                    node: None,
                 }
             } else {
                 Decision {
                     action,
                     matched_rule: None,
                     reason: String::new(),
+                    node: None,
                 }
             }
         };
@@ -165,37 +172,61 @@ impl InterventionChecker {
             .security_blacklist
             .as_deref()
             .unwrap_or_else(|| default_security_blacklist());
-        let mut global: Option<(InterventionPolicy, String)> = None;
+        let mut global: Option<(InterventionPolicy, String, Option<&SecurityRule>)> = None;
         // Most calls carry neither `command` nor `path`: skip the default rules outright.
         let may_match = state.security_blacklist.is_some()
             || default_blacklist_args()
                 .iter()
                 .any(|a| args.get(a).is_some());
         let blacklist = if may_match { blacklist } else { &[] };
-        let mut consider = |policy: InterventionPolicy, name: String| {
-            if global.as_ref().is_none_or(|(p, _)| policy > *p) {
-                global = Some((policy, name));
-            }
-        };
+        let mut consider =
+            |policy: InterventionPolicy, name: String, rule: Option<&'a SecurityRule>| {
+                if global.as_ref().is_none_or(|(p, _, _)| policy > *p) {
+                    global = Some((policy, name, rule));
+                }
+            };
         for rule in blacklist {
             if !rule.matchers.is_empty() && all_match(&rule.matchers, &args) {
-                consider(rule.policy, format!("security_blacklist:{}", rule.id));
+                consider(
+                    rule.policy,
+                    format!("security_blacklist:{}", rule.id),
+                    Some(rule),
+                );
             }
         }
         for g in &self.global {
             if g.audit.requires_intervention(&args, &state.metadata) {
-                consider(g.policy, format!("global_audit:{}", g.name));
+                consider(g.policy, format!("global_audit:{}", g.name), None);
             }
         }
+        // Which part of the arguments the deciding rule matched (explanations only).
+        let node = |rule: Option<&SecurityRule>| -> Option<String> {
+            if !verbose {
+                return None;
+            }
+            rule?
+                .matchers
+                .iter()
+                .find_map(|(name, m)| args.get(name).and_then(|v| m.describe_match(&stringify(v))))
+        };
 
         // 2. A global `always` binds every mode.
-        if let Some((InterventionPolicy::Always, rule)) = &global {
-            return intervene(&|| {
+        if let Some((InterventionPolicy::Always, rule, matched)) = &global {
+            let at = node(*matched);
+            let mut d = intervene(&|| {
+                let matched = at
+                    .as_deref()
+                    .map(|n| format!(" on {n}"))
+                    .unwrap_or_default();
                 (
                     rule.clone(),
-                    format!("{rule} matched; this rule cannot be bypassed by any approval mode"),
+                    format!(
+                        "{rule} matched{matched}; this rule cannot be bypassed by any approval mode"
+                    ),
                 )
             });
+            d.node = at;
+            return d;
         }
 
         // 3. Tool policy: the API's config overrides the manifest's.
@@ -254,8 +285,17 @@ impl InterventionChecker {
         }
 
         // 6. A global `required` beats a dynamic `never`.
-        if let Some((_, rule)) = global {
-            return intervene(&|| (rule.clone(), format!("{rule} matched")));
+        if let Some((_, rule, matched)) = global {
+            let at = node(matched);
+            let mut d = intervene(&|| {
+                let matched = at
+                    .as_deref()
+                    .map(|n| format!(" on {n}"))
+                    .unwrap_or_default();
+                (rule.clone(), format!("{rule} matched{matched}"))
+            });
+            d.node = at;
+            return d;
         }
 
         let listed = state.intervention.allows(&call.identifier, &call.api);

@@ -46,6 +46,9 @@ pub enum ArgumentMatcher {
     Regex(RegexPattern),
     /// A shell-aware predicate over a command line.
     Shell(ShellPredicate),
+    /// A regex over a command line: it matches the raw text or any simple command of it as it
+    /// would run (quotes removed, known variables substituted).
+    ShellRegex(RegexPattern),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -88,11 +91,17 @@ impl TryFrom<RawMatcher> for ArgumentMatcher {
                     .map(Self::Regex)
                     .map_err(|e| format!("invalid regex `{p}`: {e}"))
             }
+            "shell_regex" => {
+                let p = need_pattern()?;
+                RegexPattern::new(&p)
+                    .map(Self::ShellRegex)
+                    .map_err(|e| format!("invalid regex `{p}`: {e}"))
+            }
             "semantic_shell" => predicate
                 .map(Self::Shell)
                 .ok_or_else(|| "matcher type `semantic_shell` needs a `predicate`".to_owned()),
             other => Err(format!(
-                "unknown matcher type `{other}` (expected exact, prefix, wildcard, regex or semantic_shell)"
+                "unknown matcher type `{other}` (expected exact, prefix, wildcard, regex, shell_regex or semantic_shell)"
             )),
         }
     }
@@ -110,6 +119,7 @@ impl From<ArgumentMatcher> for RawMatcher {
             ArgumentMatcher::Exact(p) => obj("exact", p),
             ArgumentMatcher::Prefix(p) => obj("prefix", p),
             ArgumentMatcher::Regex(r) => obj("regex", r.as_str().to_owned()),
+            ArgumentMatcher::ShellRegex(r) => obj("shell_regex", r.as_str().to_owned()),
             ArgumentMatcher::Shell(p) => RawMatcher::Object {
                 kind: "semantic_shell".into(),
                 pattern: None,
@@ -127,6 +137,13 @@ impl ArgumentMatcher {
             .map_err(|e| format!("invalid regex `{pattern}`: {e}"))
     }
 
+    /// A shell-regex matcher; errors name the pattern.
+    pub fn shell_regex(pattern: &str) -> Result<Self, String> {
+        RegexPattern::new(pattern)
+            .map(Self::ShellRegex)
+            .map_err(|e| format!("invalid regex `{pattern}`: {e}"))
+    }
+
     /// Test a (stringified) argument value.
     pub fn matches(&self, value: &str) -> bool {
         match self {
@@ -135,6 +152,23 @@ impl ArgumentMatcher {
             Self::Wildcard(p) => wildcard_match(p, value),
             Self::Regex(r) => r.is_match(value),
             Self::Shell(pred) => shell::check(*pred, value),
+            Self::ShellRegex(r) => {
+                r.is_match(value) || shell::analyze(value).rendered.iter().any(|c| r.is_match(c))
+            }
+        }
+    }
+
+    /// Which part of a command line matched, for explanations: the shell finding (its
+    /// command, where it sits and why), or the simple command a shell regex matched.
+    pub fn describe_match(&self, value: &str) -> Option<String> {
+        match self {
+            Self::Shell(pred) => shell::explain(*pred, value),
+            Self::ShellRegex(r) if !r.is_match(value) => shell::analyze(value)
+                .rendered
+                .iter()
+                .find(|c| r.is_match(c))
+                .map(|c| format!("`{c}`")),
+            _ => None,
         }
     }
 }

@@ -1,0 +1,901 @@
+//! One simple command, expanded: peel launchers (`sudo`, `env`, `nice`, `timeout`, `xargs`,
+//! `busybox`, `command`, `exec`, ...), follow the programs hidden in strings (`sh -c`, `eval`,
+//! `su -c`, `watch`, `trap`, `alias`, a shell fed by a pipeline or a here-string), track the
+//! working directory (`cd`) and downloaded files, then hand the command to the rules.
+
+use super::ShellPredicate;
+use super::reach::{Cwd, shown};
+use super::value::{Field, Produced, SPLIT_UNKNOWN, has_unknown};
+use super::walk::{Stdin, Walker};
+
+/// Shells: with `-c` they run a string; without a script they run their standard input.
+const SHELLS: &[&str] = &[
+    "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh", "rbash", "fish", "csh",
+    "tcsh",
+];
+/// Interpreters that run their standard input when given no script.
+const INTERPRETERS: &[&str] = &[
+    "python",
+    "python2",
+    "python3",
+    "perl",
+    "ruby",
+    "node",
+    "nodejs",
+    "php",
+    "lua",
+    "tclsh",
+    "Rscript",
+    "deno",
+    "bun",
+    "osascript",
+    "pwsh",
+];
+/// Programs that fetch from the network.
+const DOWNLOADERS: &[&str] = &[
+    "curl",
+    "wget",
+    "fetch",
+    "aria2c",
+    "axel",
+    "http",
+    "https",
+    "xh",
+    "lwp-request",
+    "GET",
+    "nc",
+    "ncat",
+    "netcat",
+    "socat",
+    "tftp",
+    "ftp",
+];
+/// Programs that decode data into something else.
+const DECODERS: &[&str] = &[
+    "base64", "base32", "basenc", "xxd", "uudecode", "openssl", "gzip", "gunzip", "zcat", "bzcat",
+    "xzcat", "zstdcat", "rev", "tr", "od",
+];
+/// Privilege escalation.
+const ESCALATORS: &[&str] = &[
+    "sudo", "doas", "su", "pkexec", "run0", "sudoedit", "ksu", "calife",
+];
+
+/// A launcher's option shapes: short flags taking a value, long flags taking a value when not
+/// written `--x=v`, and positional words consumed before the command.
+struct Launcher {
+    names: &'static [&'static str],
+    value_flags: &'static str,
+    long_value_flags: &'static [&'static str],
+    positionals: usize,
+}
+
+const LAUNCHERS: &[Launcher] = &[
+    Launcher {
+        names: &["sudo", "doas", "pkexec", "run0", "ksu", "calife"],
+        value_flags: "ugCDhprtTUa",
+        long_value_flags: &[
+            "--user",
+            "--group",
+            "--chdir",
+            "--host",
+            "--prompt",
+            "--role",
+            "--type",
+            "--close-from",
+            "--command-timeout",
+            "--other-user",
+            "--setenv",
+        ],
+        positionals: 0,
+    },
+    Launcher {
+        names: &["env"],
+        value_flags: "uCPa",
+        long_value_flags: &["--unset", "--chdir", "--argv0"],
+        positionals: 0,
+    },
+    Launcher {
+        names: &[
+            "nohup",
+            "builtin",
+            "time",
+            "setsid",
+            "unbuffer",
+            "caffeinate",
+            "then",
+            "do",
+        ],
+        value_flags: "",
+        long_value_flags: &[],
+        positionals: 0,
+    },
+    Launcher {
+        names: &["exec"],
+        value_flags: "a",
+        long_value_flags: &[],
+        positionals: 0,
+    },
+    Launcher {
+        names: &["command"],
+        value_flags: "",
+        long_value_flags: &[],
+        positionals: 0,
+    },
+    Launcher {
+        names: &["nice"],
+        value_flags: "n",
+        long_value_flags: &["--adjustment"],
+        positionals: 0,
+    },
+    Launcher {
+        names: &["ionice"],
+        value_flags: "cnp",
+        long_value_flags: &["--class", "--classdata", "--pid"],
+        positionals: 0,
+    },
+    Launcher {
+        names: &["chrt"],
+        value_flags: "",
+        long_value_flags: &[],
+        positionals: 1,
+    },
+    Launcher {
+        names: &["taskset"],
+        value_flags: "",
+        long_value_flags: &[],
+        positionals: 1,
+    },
+    Launcher {
+        names: &["stdbuf"],
+        value_flags: "ioe",
+        long_value_flags: &["--input", "--output", "--error"],
+        positionals: 0,
+    },
+    Launcher {
+        names: &["timeout"],
+        value_flags: "sk",
+        long_value_flags: &["--signal", "--kill-after"],
+        positionals: 1,
+    },
+    Launcher {
+        names: &["flock"],
+        value_flags: "wEc",
+        long_value_flags: &["--timeout", "--conflict-exit-code", "--command"],
+        positionals: 1,
+    },
+    Launcher {
+        names: &["xargs"],
+        value_flags: "IinPdLsaE",
+        long_value_flags: &[
+            "--replace",
+            "--max-args",
+            "--max-procs",
+            "--delimiter",
+            "--max-lines",
+            "--arg-file",
+            "--eof",
+        ],
+        positionals: 0,
+    },
+    Launcher {
+        names: &["strace", "ltrace"],
+        value_flags: "oepsuEaIXP",
+        long_value_flags: &["--output", "--expr", "--attach", "--user"],
+        positionals: 0,
+    },
+    Launcher {
+        names: &["runuser", "su"],
+        value_flags: "ugsgGw",
+        long_value_flags: &[
+            "--user",
+            "--group",
+            "--shell",
+            "--supp-group",
+            "--whitelist-environment",
+        ],
+        positionals: 0,
+    },
+    Launcher {
+        names: &["chroot"],
+        value_flags: "",
+        long_value_flags: &["--userspec", "--groups"],
+        positionals: 1,
+    },
+    Launcher {
+        names: &["systemd-run"],
+        value_flags: "upMHE",
+        long_value_flags: &[
+            "--unit",
+            "--property",
+            "--machine",
+            "--host",
+            "--setenv",
+            "--uid",
+            "--gid",
+            "--working-directory",
+            "--description",
+            "--slice",
+        ],
+        positionals: 0,
+    },
+    Launcher {
+        names: &["watch"],
+        value_flags: "nd",
+        long_value_flags: &["--interval", "--differences"],
+        positionals: 0,
+    },
+];
+
+fn basename(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word)
+}
+
+fn is_assignment(word: &str) -> bool {
+    match word.split_once('=') {
+        Some((name, _)) => {
+            !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+        }
+        None => false,
+    }
+}
+
+/// `argv` shown as the command it is.
+pub(super) fn node(argv: &[Field]) -> String {
+    let words: Vec<String> = argv.iter().map(|f| shown(&f.text)).collect();
+    format!("`{}`", words.join(" "))
+}
+
+impl Walker {
+    /// Analyse one expanded simple command; returns what it writes to its standard output.
+    pub(super) fn exec(&mut self, argv: &[Field], stdin: &Stdin) -> Produced {
+        let node = node(argv);
+        let mut i = 0;
+        // Leading assignments (`X=1 cmd`, also after `env`).
+        while argv
+            .get(i)
+            .is_some_and(|f| f.is_literal() && is_assignment(&f.text))
+        {
+            i += 1;
+        }
+        let mut stdin_extra: Option<Vec<Field>> = None;
+        loop {
+            let Some(word) = argv.get(i) else {
+                return Produced::default();
+            };
+            if !word.is_literal() {
+                let what = if word.procsubst {
+                    "a process substitution"
+                } else {
+                    "a value that is not in the text"
+                };
+                if word.downloads {
+                    self.found(
+                        ShellPredicate::DownloadExecute,
+                        &node,
+                        "the command to run comes from a download".into(),
+                    );
+                }
+                self.found(
+                    ShellPredicate::Unanalysable,
+                    &node,
+                    format!("the command name `{}` is {what}", shown(&word.text)),
+                );
+                return Produced::default();
+            }
+            let name = basename(&word.text).to_owned();
+            self.note_call(&word.text);
+            let args = &argv[i + 1..];
+            if self.is_downloaded(&word.text) {
+                self.found(
+                    ShellPredicate::DownloadExecute,
+                    &node,
+                    format!("`{}` was downloaded by this command", word.text),
+                );
+            }
+            if ESCALATORS.contains(&name.as_str()) {
+                self.found(
+                    ShellPredicate::PrivilegeEscalation,
+                    &node,
+                    format!("`{name}` runs commands as another user"),
+                );
+            }
+            match name.as_str() {
+                _ if SHELLS.contains(&name.as_str()) => {
+                    return self.shell(&name, args, stdin, &node);
+                }
+                "busybox" | "toybox" => {
+                    // `busybox rm -rf /`: the applet is the next word.
+                    i += 1;
+                    continue;
+                }
+                "eval" => return self.eval(args, &node),
+                "source" | "." => return self.source(args, stdin, &node),
+                "trap" => {
+                    if let Some(body) = args.iter().find(|a| !a.text.starts_with('-')) {
+                        self.payload(body, "`trap` body", None, &node);
+                    }
+                    return Produced::default();
+                }
+                "alias" => {
+                    for a in args {
+                        if let Some((_, body)) = a.text.split_once('=') {
+                            let body = Field {
+                                text: body.to_owned(),
+                                ..a.clone()
+                            };
+                            self.payload(&body, "`alias` body", None, &node);
+                        }
+                    }
+                    return Produced::default();
+                }
+                "cd" | "pushd" => {
+                    self.change_dir(args);
+                    return Produced::default();
+                }
+                "command"
+                    if args
+                        .first()
+                        .is_some_and(|a| a.text == "-v" || a.text == "-V") =>
+                {
+                    return Produced::default();
+                }
+                "su" | "runuser" | "flock" | "script" => {
+                    if let Some(body) = option_value(args, &["-c", "--command"]) {
+                        return self.payload(&body, &format!("`{name} -c` string"), None, &node);
+                    }
+                }
+                "watch" => {
+                    // watch joins its arguments and runs them with `sh -c`.
+                    let rest = skip_launcher_options(&name, args);
+                    let joined = join(&args[rest..]);
+                    return self.payload(&joined, "`watch` command", None, &node);
+                }
+                "env" => {
+                    if let Some(body) = option_value(args, &["-S", "--split-string"]) {
+                        return self.payload(&body, "`env -S` string", None, &node);
+                    }
+                    if option_value(args, &["-C", "--chdir"]).is_some() {
+                        self.cwds.push(Cwd::Unknown);
+                    }
+                }
+                "find" => {
+                    self.find(args, &node);
+                    return self.output_of(&name, args, stdin);
+                }
+                _ => {}
+            }
+            if name == "xargs" {
+                // Its command gets more arguments from standard input.
+                stdin_extra = Some(xargs_input(stdin));
+            }
+            if LAUNCHERS.iter().any(|l| l.names.contains(&name.as_str())) {
+                if name == "exec" && args.is_empty() {
+                    return Produced::default();
+                }
+                i += 1 + skip_launcher_options(&name, args);
+                if name == "env" {
+                    while argv
+                        .get(i)
+                        .is_some_and(|f| f.is_literal() && is_assignment(&f.text))
+                    {
+                        i += 1;
+                    }
+                }
+                continue;
+            }
+            let owned: Vec<Field>;
+            let args = match &stdin_extra {
+                Some(extra) => {
+                    owned = args.iter().chain(extra).cloned().collect();
+                    owned.as_slice()
+                }
+                None => args,
+            };
+            self.rules(&name, args, &node);
+            if INTERPRETERS
+                .contains(&name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.'))
+                || INTERPRETERS.contains(&name.as_str())
+            {
+                self.interpreter(&name, args, stdin, &node);
+            }
+            return self.output_of(&name, args, stdin);
+        }
+    }
+
+    /// What a command writes to standard output, as far as it matters downstream.
+    fn output_of(&mut self, name: &str, args: &[Field], stdin: &Stdin) -> Produced {
+        let mut p = Produced::default();
+        if DOWNLOADERS.contains(&name) {
+            p.downloads = true;
+            self.note_downloads(name, args);
+        }
+        if DECODERS.contains(&name) {
+            p.decodes = true;
+        }
+        // Listers print paths, one per line, never an option.
+        p.paths = match name {
+            "find" => args
+                .iter()
+                .take_while(|a| !a.text.starts_with('-'))
+                .all(|a| a.is_literal()),
+            "ls" | "fd" | "locate" => true,
+            "git" => args.first().is_some_and(|a| a.text == "ls-files"),
+            "grep" | "rg" => args
+                .iter()
+                .any(|a| a.text == "-l" || a.text == "-rl" || a.text == "-lr"),
+            _ => false,
+        };
+        let literal = args.iter().all(Field::is_literal);
+        match name {
+            "echo" if literal => {
+                let words: Vec<&str> = args
+                    .iter()
+                    .map(|a| a.text.as_str())
+                    .skip_while(|a| matches!(*a, "-n" | "-e" | "-E"))
+                    .collect();
+                p.text = Some(words.join(" "));
+            }
+            "printf" if literal && args.first().is_some_and(|f| !f.text.contains('%')) => {
+                p.text = args.first().map(|f| f.text.replace("\\n", "\n"));
+            }
+            "cat" | "tee" | "tr" if args.iter().all(|a| a.text.starts_with('-')) => {
+                // A filter passes its input on.
+                if let Stdin::Pipe(up) = stdin {
+                    p.downloads |= up.downloads;
+                    p.decodes |= up.decodes;
+                    if name == "cat" {
+                        p.text = up.text.clone();
+                    }
+                }
+                if let (Stdin::Text(values), "cat") = (stdin, name)
+                    && let [(text, produced)] = values.as_slice()
+                {
+                    p.text = Some(text.clone());
+                    p.downloads |= produced.downloads;
+                }
+            }
+            _ => {}
+        }
+        p
+    }
+
+    /// A shell: `-c STRING [NAME [ARGS…]]`, a script file, or standard input.
+    fn shell(&mut self, name: &str, args: &[Field], stdin: &Stdin, node: &str) -> Produced {
+        let mut i = 0;
+        let mut command_mode = false;
+        let mut read_stdin = false;
+        while let Some(a) = args.get(i) {
+            let t = a.text.as_str();
+            if t == "--" || t == "-" {
+                read_stdin |= t == "-";
+                i += 1;
+                break;
+            }
+            if matches!(t, "-o" | "+o" | "-O" | "+O" | "--rcfile" | "--init-file") {
+                i += 2;
+                continue;
+            }
+            if t.starts_with("--") {
+                i += 1;
+                continue;
+            }
+            if (t.starts_with('-') || t.starts_with('+')) && t.len() > 1 && a.is_literal() {
+                command_mode |= t.contains('c');
+                read_stdin |= t.contains('s');
+                i += 1;
+                continue;
+            }
+            break;
+        }
+        let rest = &args[i.min(args.len())..];
+        if command_mode {
+            let Some(body) = rest.first() else {
+                return Produced::default();
+            };
+            let positionals: Option<Vec<String>> = rest[1..]
+                .iter()
+                .map(|f| f.is_literal().then(|| f.text.clone()))
+                .collect::<Option<Vec<_>>>()
+                .map(|mut v| {
+                    if v.is_empty() {
+                        v.push(name.to_owned());
+                    }
+                    v
+                });
+            return self.payload(
+                body,
+                &format!("`{name} -c` string"),
+                Some(positionals),
+                node,
+            );
+        }
+        match rest.first() {
+            Some(script) if !read_stdin => {
+                self.script(script, name, node);
+                Produced::default()
+            }
+            _ => self.run_stdin(name, stdin, node),
+        }
+    }
+
+    /// A script given to a shell or `source` as a file.
+    fn script(&mut self, script: &Field, by: &str, node: &str) {
+        if script.procsubst || !script.is_literal() {
+            if script.downloads {
+                self.found(
+                    ShellPredicate::DownloadExecute,
+                    node,
+                    format!("`{by}` runs a downloaded script"),
+                );
+            }
+            self.found(
+                ShellPredicate::Unanalysable,
+                node,
+                format!("`{by}` runs a script generated by another command"),
+            );
+            return;
+        }
+        if matches!(script.text.as_str(), "/dev/stdin" | "-")
+            || script.text.starts_with("/dev/fd/")
+            || script.text.starts_with("/proc/self/fd/")
+        {
+            self.found(
+                ShellPredicate::Unanalysable,
+                node,
+                format!("`{by}` runs its standard input"),
+            );
+            return;
+        }
+        if self.is_downloaded(&script.text) {
+            self.found(
+                ShellPredicate::DownloadExecute,
+                node,
+                format!("`{}` was downloaded by this command", script.text),
+            );
+        }
+    }
+
+    /// A shell running what its standard input holds.
+    fn run_stdin(&mut self, name: &str, stdin: &Stdin, node: &str) -> Produced {
+        match stdin {
+            Stdin::Inherited => Produced::default(),
+            Stdin::File(f) => {
+                self.script(f, name, node);
+                Produced::default()
+            }
+            Stdin::Pipe(up) => {
+                if up.downloads {
+                    self.found(
+                        ShellPredicate::DownloadExecute,
+                        node,
+                        format!("`{name}` runs what a download produced"),
+                    );
+                }
+                match &up.text {
+                    Some(text) => {
+                        let body = Field::lit(text.clone());
+                        self.payload(&body, &format!("script piped into `{name}`"), None, node)
+                    }
+                    None => {
+                        self.found(
+                            ShellPredicate::Unanalysable,
+                            node,
+                            format!(
+                                "`{name}` runs what the commands before it in the pipeline produce"
+                            ),
+                        );
+                        Produced::default()
+                    }
+                }
+            }
+            Stdin::Text(values) => {
+                let mut out = Produced::default();
+                for (text, produced) in values {
+                    let body = Field {
+                        text: text.clone(),
+                        downloads: produced.downloads,
+                        decodes: produced.decodes,
+                        procsubst: false,
+                    };
+                    let p =
+                        self.payload(&body, &format!("here-document fed to `{name}`"), None, node);
+                    out.downloads |= p.downloads;
+                }
+                out
+            }
+        }
+    }
+
+    /// Run `body` as a program of its own (literal), or say why it cannot be followed.
+    pub(super) fn payload(
+        &mut self,
+        body: &Field,
+        context: &str,
+        positionals: Option<Option<Vec<String>>>,
+        node: &str,
+    ) -> Produced {
+        if body.is_literal() {
+            return self.nested(&body.text, context, positionals.unwrap_or(None));
+        }
+        if body.downloads {
+            self.found(
+                ShellPredicate::DownloadExecute,
+                node,
+                format!("the {context} comes from a download"),
+            );
+        }
+        self.found(
+            ShellPredicate::Unanalysable,
+            node,
+            format!(
+                "the {context} is generated when it runs (`{}`)",
+                shown(&body.text)
+            ),
+        );
+        Produced::default()
+    }
+
+    fn eval(&mut self, args: &[Field], node: &str) -> Produced {
+        let body = join(args);
+        self.payload(&body, "`eval` string", None, node)
+    }
+
+    fn source(&mut self, args: &[Field], stdin: &Stdin, node: &str) -> Produced {
+        match args.first() {
+            None => Produced::default(),
+            Some(f) if f.is_literal() && matches!(f.text.as_str(), "/dev/stdin" | "-") => {
+                self.run_stdin("source", stdin, node)
+            }
+            Some(f) => {
+                self.script(f, "source", node);
+                Produced::default()
+            }
+        }
+    }
+
+    /// An interpreter with no script runs its standard input; with a process substitution
+    /// as its script, that command's output.
+    fn interpreter(&mut self, name: &str, args: &[Field], stdin: &Stdin, node: &str) {
+        let code_flag = args
+            .iter()
+            .any(|a| matches!(a.text.as_str(), "-c" | "-e" | "-m" | "-E" | "--eval" | "-r"));
+        let script = args.iter().find(|a| !a.text.starts_with('-'));
+        if let Some(s) = script
+            && !code_flag
+            && (s.procsubst || s.downloads)
+        {
+            self.script(s, name, node);
+            return;
+        }
+        if code_flag || script.is_some() {
+            return;
+        }
+        if let Stdin::Pipe(up) = stdin {
+            if up.downloads {
+                self.found(
+                    ShellPredicate::DownloadExecute,
+                    node,
+                    format!("`{name}` runs what a download produced"),
+                );
+            } else if up.decodes {
+                self.found(
+                    ShellPredicate::Unanalysable,
+                    node,
+                    format!("`{name}` runs decoded data"),
+                );
+            }
+        }
+    }
+
+    /// `cd DIR`: the directories later relative paths could be resolved against.
+    fn change_dir(&mut self, args: &[Field]) {
+        let target = args
+            .iter()
+            .find(|a| !a.text.starts_with('-') || a.text == "-");
+        let next: Vec<Cwd> = match target {
+            None => vec![Cwd::Abs(vec!["home".into(), "~".into()])],
+            Some(t) if !t.is_literal() || t.text == "-" => vec![Cwd::Unknown],
+            Some(t) if t.text.starts_with('/') => {
+                vec![Cwd::Abs(components(&[], &t.text))]
+            }
+            Some(t) => {
+                if self.loops > 0 && t.text.contains("..") {
+                    // Repeated in a loop it could climb anywhere.
+                    vec![Cwd::Unknown]
+                } else {
+                    self.cwds
+                        .iter()
+                        .map(|c| match c {
+                            Cwd::Work(base) => Cwd::Work(relative(base, &t.text)),
+                            Cwd::Abs(base) => Cwd::Abs(components(base, &t.text)),
+                            Cwd::Unknown => Cwd::Unknown,
+                        })
+                        .collect()
+                }
+            }
+        };
+        for c in next {
+            if !self.cwds.contains(&c) {
+                if self.cwds.len() >= 16 {
+                    if !self.cwds.contains(&Cwd::Unknown) {
+                        self.cwds.push(Cwd::Unknown);
+                    }
+                    return;
+                }
+                self.cwds.push(c);
+            }
+        }
+    }
+
+    fn note_downloads(&mut self, name: &str, args: &[Field]) {
+        let flags: &[&str] = match name {
+            "curl" => &["-o", "--output"],
+            "wget" => &["-O", "--output-document"],
+            "aria2c" => &["-o", "--out"],
+            _ => &[],
+        };
+        if let Some(out) = option_value(args, flags)
+            && out.is_literal()
+            && out.text != "-"
+        {
+            self.downloaded.push(out.text);
+        }
+    }
+
+    fn is_downloaded(&self, path: &str) -> bool {
+        let strip = |p: &str| p.trim_start_matches("./").to_owned();
+        self.downloaded.iter().any(|d| strip(d) == strip(path))
+    }
+}
+
+/// The arguments `xargs` reads: the words of a literal input, paths when a path lister feeds
+/// it, anything otherwise (its input could hold `-rf /`).
+fn xargs_input(stdin: &Stdin) -> Vec<Field> {
+    let literal = match stdin {
+        Stdin::Pipe(up) => up.text.clone(),
+        Stdin::Text(values) if values.len() == 1 => Some(values[0].0.clone()),
+        _ => None,
+    };
+    if let Some(text) = literal {
+        return text.split_whitespace().map(Field::lit).collect();
+    }
+    match stdin {
+        Stdin::Pipe(up) if up.paths => {
+            vec![Field::lit(format!("./{}", super::value::QUOTED_UNKNOWN))]
+        }
+        _ => vec![Field::lit(SPLIT_UNKNOWN.to_string())],
+    }
+}
+
+/// The value of the first of `flags` in `args` (`-c X`, `--command=X`, `-cX` for one-letter
+/// flags).
+pub(super) fn option_value(args: &[Field], flags: &[&str]) -> Option<Field> {
+    for (i, a) in args.iter().enumerate() {
+        for flag in flags {
+            if a.text == *flag {
+                return args.get(i + 1).cloned();
+            }
+            if flag.starts_with("--")
+                && let Some(v) = a.text.strip_prefix(&format!("{flag}="))
+            {
+                return Some(Field {
+                    text: v.to_owned(),
+                    ..a.clone()
+                });
+            }
+            if flag.len() == 2
+                && !flag.starts_with("--")
+                && a.text.len() > 2
+                && a.text.starts_with(flag)
+                && !a.text.starts_with("--")
+            {
+                return Some(Field {
+                    text: a.text[2..].to_owned(),
+                    ..a.clone()
+                });
+            }
+        }
+    }
+    None
+}
+
+/// Words after a launcher's own options and positional words, up to its command.
+fn skip_launcher_options(name: &str, args: &[Field]) -> usize {
+    let Some(l) = LAUNCHERS.iter().find(|l| l.names.contains(&name)) else {
+        return 0;
+    };
+    let mut i = 0;
+    let mut positionals = l.positionals;
+    while let Some(w) = args.get(i) {
+        let t = w.text.as_str();
+        if t == "--" {
+            return i + 1;
+        }
+        if name == "env" && is_assignment(t) {
+            i += 1;
+            continue;
+        }
+        if let Some(long) = t.strip_prefix("--") {
+            let takes = !long.contains('=') && l.long_value_flags.contains(&t);
+            i += if takes { 2 } else { 1 };
+            continue;
+        }
+        if let Some(short) = t.strip_prefix('-')
+            && !short.is_empty()
+        {
+            let takes = short.len() == 1 && l.value_flags.contains(short);
+            i += if takes { 2 } else { 1 };
+            continue;
+        }
+        if positionals > 0 {
+            positionals -= 1;
+            i += 1;
+            continue;
+        }
+        break;
+    }
+    i.min(args.len())
+}
+
+/// Arguments joined by spaces, as `eval` and `watch` do.
+fn join(args: &[Field]) -> Field {
+    Field {
+        text: args
+            .iter()
+            .map(|a| a.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+        downloads: args.iter().any(|a| a.downloads),
+        decodes: args.iter().any(|a| a.decodes),
+        procsubst: args.iter().any(|a| a.procsubst),
+    }
+}
+
+/// An absolute path's components, resolved from `base`.
+fn components(base: &[String], path: &str) -> Vec<String> {
+    let mut out = if path.starts_with('/') {
+        Vec::new()
+    } else {
+        base.to_vec()
+    };
+    for c in path.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                out.pop();
+            }
+            c => out.push(c.to_owned()),
+        }
+    }
+    out
+}
+
+/// A path relative to the working directory, resolved from `base` (may climb above it).
+fn relative(base: &[String], path: &str) -> Vec<String> {
+    let mut out = base.to_vec();
+    for c in path.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                if out.last().is_some_and(|l| l != "..") {
+                    out.pop();
+                } else {
+                    out.push("..".into());
+                }
+            }
+            c => out.push(c.to_owned()),
+        }
+    }
+    out
+}
+
+/// Whether the unknown text could be an option such as `-r`.
+pub(super) fn could_be_flag(text: &str) -> bool {
+    text.contains(SPLIT_UNKNOWN)
+        || (text.starts_with(super::value::QUOTED_UNKNOWN)
+            && text
+                .chars()
+                .all(|c| has_unknown(&c.to_string()) || c.is_ascii_alphanumeric() || c == '-'))
+}
