@@ -1061,3 +1061,61 @@ async fn tasks_are_validated_listed_run_here_and_show_their_next_times_and_histo
     assert_eq!(code, 1);
     assert!(err.contains(&format!("no task {id}")), "{err}");
 }
+
+#[tokio::test]
+async fn web_fetch_ignores_proxy_variables_so_its_address_check_cannot_be_skipped() {
+    // A "proxy" on loopback that counts the connections it gets.
+    let proxy = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let proxy_url = format!("http://{}", proxy.local_addr().unwrap());
+    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = std::sync::Arc::clone(&hits);
+    tokio::spawn(async move {
+        while let Ok((_sock, _)) = proxy.accept().await {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    let e = env(vec![
+        Canned::openai_tools(&[(
+            "w1",
+            "web__fetch",
+            &serde_json::json!({"url": "http://internal.example.invalid/admin"}).to_string(),
+        )]),
+        Canned::openai_text("done"),
+    ])
+    .await;
+    let mut c = e.cmd(&["run", "--approval", "auto-run", "fetch it"]);
+    for var in [
+        "HTTP_PROXY",
+        "http_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ] {
+        c.env(var, &proxy_url);
+    }
+    // The model server on loopback is reached directly (the model client honours proxies).
+    c.env("NO_PROXY", "127.0.0.1,localhost")
+        .env("no_proxy", "127.0.0.1,localhost");
+    let out = c.output().await.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    // The tool resolved the name itself (and failed: there is no network), never the proxy.
+    let second = &e.server.requests()[1].body;
+    let result = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .to_string();
+    assert!(
+        result.contains("cannot resolve internal.example.invalid"),
+        "{result}"
+    );
+    assert_eq!(
+        hits.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the proxy was used"
+    );
+}

@@ -97,7 +97,13 @@ impl Env {
     }
 
     async fn start(&self, extra: &[(&str, &str)]) -> Rein {
+        self.start_with(&[], extra).await
+    }
+
+    /// `rein serve` with extra flags (`--no-auth`, ...) and environment.
+    async fn start_with(&self, flags: &[&str], extra: &[(&str, &str)]) -> Rein {
         let mut c = self.command(&["serve", "--addr", "127.0.0.1:0", "--heartbeat-secs", "1"]);
+        c.args(flags);
         for (k, v) in extra {
             c.env(k, v);
         }
@@ -1169,4 +1175,197 @@ async fn rein_worker_dispatches_due_tasks_without_the_http_api() {
         .unwrap()
         .unwrap();
     assert!(status.success());
+}
+
+/// A raw request with chosen headers (a browser's, a rebinding page's).
+async fn raw(
+    e: &Env,
+    rein: &Rein,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<Value>,
+) -> (u16, Value, reqwest::header::HeaderMap) {
+    let mut req = e.http.request(
+        reqwest::Method::from_bytes(method.as_bytes()).unwrap(),
+        format!("{}{path}", rein.base),
+    );
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    if let Some(b) = body {
+        req = req
+            .header("content-type", "application/json")
+            .body(b.to_string());
+    }
+    let resp = req.send().await.unwrap();
+    let (status, h) = (resp.status().as_u16(), resp.headers().clone());
+    let bytes = resp.bytes().await.unwrap();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        h,
+    )
+}
+
+#[tokio::test]
+async fn without_tokens_only_requests_naming_this_server_from_its_own_pages_are_served() {
+    let e = env(vec![Canned::openai_text("hi"), Canned::openai_text("hi")]).await;
+    let rein = e.start_with(&["--no-auth"], &[]).await;
+    let port = rein.base.rsplit(':').next().unwrap().to_owned();
+    let me = format!("127.0.0.1:{port}");
+    let create = json!({"input": "hi", "approval": "auto-run"});
+    // A DNS-rebinding page: the browser sends the attacker's name as Host.
+    for host in [
+        format!("attacker.example:{port}"),
+        format!("localhost.attacker.example:{port}"),
+        "127.0.0.1:1".to_owned(),
+    ] {
+        let (status, body, _) = raw(
+            &e,
+            &rein,
+            "POST",
+            "/v1/operations",
+            &[("host", &host)],
+            Some(create.clone()),
+        )
+        .await;
+        assert_eq!(status, 421, "{host}: {body}");
+        assert_eq!(body["error"]["code"], "misdirected_request");
+        let (status, _, _) =
+            raw(&e, &rein, "GET", "/v1/operations", &[("host", &host)], None).await;
+        assert_eq!(status, 421, "reads are refused too: {host}");
+    }
+    // Another site posting to the server by its own address.
+    for origin in ["https://attacker.example", "null", "http://127.0.0.1:1"] {
+        let (status, body, _) = raw(
+            &e,
+            &rein,
+            "POST",
+            "/v1/operations",
+            &[("host", &me), ("origin", origin)],
+            Some(create.clone()),
+        )
+        .await;
+        assert_eq!(status, 403, "{origin}: {body}");
+        assert_eq!(body["error"]["code"], "forbidden_origin");
+    }
+    let (status, _, _) = raw(
+        &e,
+        &rein,
+        "POST",
+        "/v1/operations",
+        &[("host", &me), ("sec-fetch-site", "cross-site")],
+        Some(create.clone()),
+    )
+    .await;
+    assert_eq!(status, 403);
+    // Nothing was started by any of them.
+    let (status, list, _) = raw(&e, &rein, "GET", "/v1/operations", &[("host", &me)], None).await;
+    assert_eq!(status, 200);
+    assert_eq!(list.as_array().unwrap().len(), 0, "{list}");
+    // The server's own page (the web UI), and clients that are not browsers, still work.
+    let (status, body, _) = raw(
+        &e,
+        &rein,
+        "POST",
+        "/v1/operations",
+        &[("host", &me), ("origin", &format!("http://{me}"))],
+        Some(json!({"input": "hi"})),
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+    let (status, body, _) = raw(
+        &e,
+        &rein,
+        "POST",
+        "/v1/operations",
+        &[("host", &format!("localhost:{port}"))],
+        Some(json!({"input": "hi"})),
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+}
+
+#[tokio::test]
+async fn bearer_is_case_insensitive_401_names_the_scheme_and_revocation_ends_streams() {
+    let e = env(vec![ledger("l1", "x")]).await;
+    let alice = e.token("alice").await;
+    let rein = e.start(&[]).await;
+    let (status, _, headers) = raw(&e, &rein, "GET", "/v1/operations", &[], None).await;
+    assert_eq!(status, 401);
+    assert_eq!(headers["www-authenticate"], "Bearer realm=\"rein\"");
+    let lower = format!("bearer {alice}");
+    let (status, body, _) = raw(
+        &e,
+        &rein,
+        "GET",
+        "/v1/operations",
+        &[("authorization", &lower)],
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    // An operation that parks for approval keeps its stream open.
+    let (status, created) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/operations",
+            Some(&alice),
+            Some(json!({"input": "pay", "approval": "allow-list"})),
+        )
+        .await;
+    assert_eq!(status, 202, "{created}");
+    let op = created["operation_id"].as_str().unwrap().to_owned();
+    let mut stream = e.events(&rein, &op, &alice, None).await;
+    let mut seen = Vec::new();
+    stream.until("human_approve_required", &mut seen).await;
+    // Revoke the token from another process.
+    let out = e
+        .command(&["token", "list", "--user", "alice"])
+        .output()
+        .await
+        .unwrap();
+    let listing = String::from_utf8_lossy(&out.stdout).into_owned();
+    let id = listing
+        .split_whitespace()
+        .next()
+        .expect("a token id")
+        .to_owned();
+    let out = e
+        .command(&["token", "revoke", "--user", "alice", &id])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The stream ends within a heartbeat (1 s here) and a poll.
+    let started = std::time::Instant::now();
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        while stream.next().await.is_some() {}
+    })
+    .await;
+    assert!(
+        ended.is_ok(),
+        "the stream stayed open after its token was revoked"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let (status, _, _) = raw(
+        &e,
+        &rein,
+        "GET",
+        "/v1/operations",
+        &[("authorization", &lower)],
+        None,
+    )
+    .await;
+    assert_eq!(status, 401);
 }

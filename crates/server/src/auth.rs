@@ -43,6 +43,32 @@ fn hex(bytes: &[u8]) -> String {
         })
 }
 
+/// The token of an `Authorization: Bearer <token>` header (the scheme is case-insensitive,
+/// as HTTP says).
+pub fn bearer_token(headers: &axum::http::HeaderMap) -> Result<&str, ApiError> {
+    let header = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .ok_or_else(|| ApiError::unauthorized("missing `Authorization: Bearer <token>`"))?;
+    header
+        .to_str()
+        .ok()
+        .map(str::trim)
+        .and_then(|h| h.split_once(char::is_whitespace))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim())
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| ApiError::unauthorized("the Authorization header is not `Bearer <token>`"))
+}
+
+/// Whether the token of `headers` still belongs to a user (an event stream re-checks it, so
+/// revoking a token ends the streams it opened). Always true without tokens.
+pub async fn still_valid(app: &crate::App, token_hash: Option<&str>) -> bool {
+    match token_hash {
+        None => true,
+        Some(hash) => !matches!(app.store.user_for_token(hash).await, Ok(None)),
+    }
+}
+
 /// The authenticated user of a request.
 #[derive(Clone, Debug)]
 pub struct Caller(pub User);
@@ -54,19 +80,7 @@ impl FromRequestParts<AppState> for Caller {
         if let AuthMode::Open(user) = &app.auth {
             return Ok(Caller(user.clone()));
         }
-        let header = parts
-            .headers
-            .get(axum::http::header::AUTHORIZATION)
-            .ok_or_else(|| ApiError::unauthorized("missing `Authorization: Bearer <token>`"))?;
-        let token = header
-            .to_str()
-            .ok()
-            .and_then(|h| h.strip_prefix("Bearer "))
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| {
-                ApiError::unauthorized("the Authorization header is not `Bearer <token>`")
-            })?;
+        let token = bearer_token(&parts.headers)?;
         let user = app
             .store
             .user_for_token(&hash_token(token))
@@ -79,6 +93,24 @@ impl FromRequestParts<AppState> for Caller {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        let with = |v: &str| {
+            let mut h = axum::http::HeaderMap::new();
+            h.insert(
+                axum::http::header::AUTHORIZATION,
+                axum::http::HeaderValue::from_str(v).unwrap(),
+            );
+            h
+        };
+        for ok in ["Bearer abc", "bearer abc", "BEARER   abc ", "bEaReR\tabc"] {
+            assert_eq!(bearer_token(&with(ok)).unwrap(), "abc", "{ok}");
+        }
+        for bad in ["Basic abc", "Bearer", "Bearerabc", "Bearer  "] {
+            assert!(bearer_token(&with(bad)).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn tokens_are_random_prefixed_and_hashed_stably() {

@@ -77,7 +77,15 @@ impl IntoResponse for ApiError {
         if let Some(d) = self.details {
             error["details"] = d;
         }
-        (self.status, Json(json!({ "error": error }))).into_response()
+        let mut response = (self.status, Json(json!({ "error": error }))).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            // RFC 6750: a 401 names the scheme the client should use.
+            response.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static("Bearer realm=\"rein\""),
+            );
+        }
+        response
     }
 }
 

@@ -9,6 +9,7 @@ pub mod auth;
 pub mod error;
 pub mod hub;
 pub mod openapi;
+pub mod origin;
 pub mod routes;
 pub mod runner;
 pub mod tasks;
@@ -163,7 +164,16 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let token = app.shutdown.clone();
-    axum::serve(listener, router(app))
+    let mut routes = router(Arc::clone(&app));
+    if matches!(app.auth, AuthMode::Open(_)) {
+        // Without tokens, only requests that name this server (and, when they change
+        // something, come from its own pages) are served: see `origin`.
+        let local = Arc::new(origin::LocalOrigin {
+            port: listener.local_addr()?.port(),
+        });
+        routes = routes.layer(axum::middleware::from_fn_with_state(local, origin::guard));
+    }
+    axum::serve(listener, routes)
         .with_graceful_shutdown(async move {
             shutdown.await;
             token.cancel();

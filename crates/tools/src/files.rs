@@ -1,6 +1,7 @@
 //! `files`: read (line ranges), write, edit (exact unique match), list, glob, grep, all
 //! confined to the operation's working directory.
 
+use crate::fsguard::{FS_TIMEOUT, bounded, open_regular, read_prefix, write_regular};
 use crate::path::{confine, shown};
 use crate::{Tool, ToolContext};
 use futures::FutureExt;
@@ -10,10 +11,17 @@ use rein_core::intervention::{DynamicIntervention, InterventionConfig, Intervent
 use rein_core::tool::{Effect, ToolApi, ToolKind, ToolManifest};
 use serde_json::Value;
 use std::fmt::Write;
+use std::io::{BufRead, Read};
 use std::path::Path;
 
 /// Bytes a read returns at most.
 const MAX_READ: usize = 256 * 1024;
+/// Bytes a read scans from disk at most to find its lines (a huge file is never read whole).
+const MAX_SCAN: u64 = 64 << 20;
+/// Files larger than this are not edited (an edit holds the file in memory).
+const MAX_EDIT: u64 = 8 << 20;
+/// Files larger than this are not searched by grep.
+const MAX_GREP_FILE: u64 = 16 << 20;
 /// Entries a listing, glob or grep returns at most.
 const MAX_ENTRIES: usize = 500;
 
@@ -34,6 +42,9 @@ fn api(name: &str, description: &str, parameters: Value) -> ToolApi {
         cost: None,
     }
 }
+
+/// One API's filesystem work, run on the blocking pool.
+type FsWork = Box<dyn FnOnce(Option<&Path>) -> Result<String, String> + Send>;
 
 /// A path relative to the working directory.
 type RelPath = String;
@@ -151,32 +162,55 @@ impl Tool for Files {
         args: Value,
     ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
         async move {
-            let wd = cx.working_directory.as_deref();
+            let wd = cx.working_directory.clone();
             let key = format!("files/{api}");
+            // Every filesystem call runs on the blocking pool under a time limit.
+            let run =
+                |what: String, work: FsWork| bounded(what, FS_TIMEOUT, move || work(wd.as_deref()));
             let result = match api {
                 "read" => {
                     let a = tool_args!(key, args, ReadArgs);
-                    read(wd, &a.path, a.start_line, a.end_line)
+                    let what = format!("reading `{}`", a.path);
+                    run(
+                        what,
+                        Box::new(move |wd| read(wd, &a.path, a.start_line, a.end_line)),
+                    )
+                    .await
                 }
                 "write" => {
                     let a = tool_args!(key, args, WriteArgs);
-                    write(wd, &a.path, &a.content)
+                    let what = format!("writing `{}`", a.path);
+                    run(what, Box::new(move |wd| write(wd, &a.path, &a.content))).await
                 }
                 "edit" => {
                     let a = tool_args!(key, args, EditArgs);
-                    edit(wd, &a.path, &a.old_text, &a.new_text)
+                    let what = format!("editing `{}`", a.path);
+                    run(
+                        what,
+                        Box::new(move |wd| edit(wd, &a.path, &a.old_text, &a.new_text)),
+                    )
+                    .await
                 }
-                "list" => list(
-                    wd,
-                    tool_args!(key, args, ListArgs)
+                "list" => {
+                    let path = tool_args!(key, args, ListArgs)
                         .path
-                        .as_deref()
-                        .unwrap_or("."),
-                ),
-                "glob" => glob(wd, &tool_args!(key, args, GlobArgs).pattern),
+                        .unwrap_or_else(|| ".".into());
+                    let what = format!("listing `{path}`");
+                    run(what, Box::new(move |wd| list(wd, &path))).await
+                }
+                "glob" => {
+                    let pattern = tool_args!(key, args, GlobArgs).pattern;
+                    let what = format!("matching `{pattern}`");
+                    run(what, Box::new(move |wd| glob(wd, &pattern))).await
+                }
                 "grep" => {
                     let a = tool_args!(key, args, GrepArgs);
-                    grep(wd, &a.pattern, a.path.as_deref().unwrap_or("."))
+                    let what = format!("searching for `{}`", a.pattern);
+                    run(
+                        what,
+                        Box::new(move |wd| grep(wd, &a.pattern, a.path.as_deref().unwrap_or("."))),
+                    )
+                    .await
                 }
                 other => Err(format!("files has no API `{other}`")),
             };
@@ -196,29 +230,63 @@ fn read(
     end: Option<u64>,
 ) -> Result<String, String> {
     let path = confine(wd, p)?;
-    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read `{p}`: {e}"))?;
-    if bytes.contains(&0) {
-        return Err(format!("`{p}` is a binary file ({} bytes)", bytes.len()));
-    }
-    let text = String::from_utf8_lossy(&bytes);
-    let (start, end) = (start.unwrap_or(1).max(1) as usize, end.map(|e| e as usize));
-    let mut out = String::new();
-    for (i, line) in text.lines().enumerate().skip(start - 1) {
-        if end.is_some_and(|e| i + 1 > e) {
+    let (file, size) = open_regular(&path, p)?;
+    let (start, end) = (start.unwrap_or(1).max(1), end);
+    let mut reader = std::io::BufReader::with_capacity(64 * 1024, file.take(MAX_SCAN));
+    let mut out: Vec<u8> = Vec::new();
+    let (mut line, mut scanned, mut first) = (1u64, 0u64, true);
+    loop {
+        let buf = reader
+            .fill_buf()
+            .map_err(|e| format!("cannot read `{p}`: {e}"))?;
+        if buf.is_empty() {
             break;
         }
-        if out.len() + line.len() > MAX_READ {
-            let _ = write!(
-                out,
-                "[... truncated at line {}; read a smaller range ...]",
-                i + 1
-            );
-            break;
+        if first && buf[..buf.len().min(8192)].contains(&0) {
+            return Err(format!("`{p}` is a binary file ({size} bytes)"));
         }
-        out.push_str(line);
-        out.push('\n');
+        first = false;
+        let n = buf.len();
+        let mut at = 0;
+        while at < n {
+            let stop = buf[at..]
+                .iter()
+                .position(|b| *b == b'\n')
+                .map_or(n, |i| at + i + 1);
+            if line >= start {
+                if end.is_some_and(|e| line > e) {
+                    return Ok(String::from_utf8_lossy(&out).into_owned());
+                }
+                if out.len() + (stop - at) > MAX_READ {
+                    let mut text = String::from_utf8_lossy(&out).into_owned();
+                    let _ = write!(
+                        text,
+                        "[... truncated at line {line}; read a smaller range ...]"
+                    );
+                    return Ok(text);
+                }
+                out.extend_from_slice(&buf[at..stop]);
+            }
+            if stop > at && buf[stop - 1] == b'\n' {
+                line += 1;
+            }
+            at = stop;
+        }
+        scanned += n as u64;
+        reader.consume(n);
     }
-    Ok(out)
+    let mut text = String::from_utf8_lossy(&out).into_owned();
+    if scanned >= MAX_SCAN && size > MAX_SCAN {
+        let _ = write!(
+            text,
+            "[... stopped after the first {} MiB of `{p}` ({size} bytes, line {line} reached) ...]",
+            MAX_SCAN >> 20
+        );
+    }
+    if !text.is_empty() && !text.ends_with('\n') && !text.ends_with("...]") {
+        text.push('\n');
+    }
+    Ok(text)
 }
 
 fn write(wd: Option<&Path>, p: &str, content: &str) -> Result<String, String> {
@@ -227,7 +295,7 @@ fn write(wd: Option<&Path>, p: &str, content: &str) -> Result<String, String> {
         std::fs::create_dir_all(parent)
             .map_err(|e| format!("cannot create the directory for `{p}`: {e}"))?;
     }
-    std::fs::write(&path, content).map_err(|e| format!("cannot write `{p}`: {e}"))?;
+    write_regular(&path, p, content.as_bytes())?;
     Ok(format!(
         "wrote {} bytes to {}",
         content.len(),
@@ -237,14 +305,21 @@ fn write(wd: Option<&Path>, p: &str, content: &str) -> Result<String, String> {
 
 fn edit(wd: Option<&Path>, p: &str, old: &str, new: &str) -> Result<String, String> {
     let path = confine(wd, p)?;
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read `{p}`: {e}"))?;
+    let (file, size) = open_regular(&path, p)?;
+    if size > MAX_EDIT {
+        return Err(format!(
+            "`{p}` is {size} bytes, more than the {} MiB this tool edits; write it whole or use another tool",
+            MAX_EDIT >> 20
+        ));
+    }
+    let (bytes, _) = read_prefix(file, MAX_EDIT).map_err(|e| format!("cannot read `{p}`: {e}"))?;
+    let text = String::from_utf8(bytes).map_err(|_| format!("`{p}` is not UTF-8 text"))?;
     match text.matches(old).count() {
         0 => Err(format!(
             "`{p}` does not contain the text to replace; read the file and copy it exactly"
         )),
         1 => {
-            std::fs::write(&path, text.replacen(old, new, 1))
-                .map_err(|e| format!("cannot write `{p}`: {e}"))?;
+            write_regular(&path, p, text.replacen(old, new, 1).as_bytes())?;
             Ok(format!("edited {}", shown(wd, &path)))
         }
         n => Err(format!(
@@ -306,8 +381,20 @@ fn grep(wd: Option<&Path>, pattern: &str, p: &str) -> Result<String, String> {
     let root = confine(wd, ".")?;
     let start = confine(wd, p)?;
     let mut out = Vec::new();
+    let mut skipped = 0usize;
     for e in walk(&start) {
-        let Ok(text) = std::fs::read_to_string(e.path()) else {
+        // Only regular files, opened without blocking, and only their first MAX_GREP_FILE bytes.
+        let Ok((file, size)) = open_regular(e.path(), "") else {
+            continue;
+        };
+        if size > MAX_GREP_FILE {
+            skipped += 1;
+            continue;
+        }
+        let Ok((bytes, _)) = read_prefix(file, MAX_GREP_FILE) else {
+            continue;
+        };
+        let Ok(text) = String::from_utf8(bytes) else {
             continue;
         };
         let rel = e
@@ -328,6 +415,12 @@ fn grep(wd: Option<&Path>, pattern: &str, p: &str) -> Result<String, String> {
                 }
             }
         }
+    }
+    if skipped > 0 {
+        out.push(format!(
+            "[... {skipped} files over {} MiB not searched ...]",
+            MAX_GREP_FILE >> 20
+        ));
     }
     Ok(if out.is_empty() {
         format!("no matches for `{pattern}`")

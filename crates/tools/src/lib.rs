@@ -30,6 +30,7 @@ pub mod activate;
 pub mod calculator;
 pub mod documents;
 pub mod files;
+mod fsguard;
 pub mod mcp;
 mod path;
 pub mod shell;

@@ -1,7 +1,9 @@
 //! `web.fetch`: HTTP(S) GET with size and time limits, HTML reduced to readable text. Every
 //! hop (the first request and each redirect) resolves its host and refuses loopback, private,
-//! link-local and other non-public addresses unless explicitly allowed; the connection is then
-//! pinned to the checked address, so DNS cannot swap it afterwards.
+//! link-local and other non-public addresses (also when wrapped in an IPv6 form: IPv4-mapped,
+//! IPv4-compatible, NAT64, 6to4) unless explicitly allowed; the connection is then pinned to
+//! the checked address, so DNS cannot swap it afterwards. `HTTP_PROXY`/`HTTPS_PROXY` are
+//! ignored, since a proxy would resolve the name again, beyond the check.
 
 use crate::{Tool, ToolContext};
 use futures::FutureExt;
@@ -68,12 +70,28 @@ pub fn is_internal(ip: IpAddr) -> bool {
         }
         IpAddr::V6(v6) => {
             let s = v6.segments();
+            let o = v6.octets();
+            // The IPv4 address carried in the last 32 bits (NAT64, IPv4-compatible).
+            let tail = std::net::Ipv4Addr::new(o[12], o[13], o[14], o[15]);
             v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
                 || (s[0] & 0xfe00) == 0xfc00 // unique local
                 || (s[0] & 0xffc0) == 0xfe80 // link local
+                || (s[0] & 0xffc0) == 0xfec0 // site local (deprecated)
+                || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
+                || (s[0] == 0x2001 && s[1] == 0) // Teredo: tunnels to anywhere
+                || (s[0] == 0x0100 && s[1..4] == [0, 0, 0]) // discard only
+                // IPv4-mapped `::ffff:a.b.c.d`.
                 || v6.to_ipv4_mapped().is_some_and(|v4| is_internal(IpAddr::V4(v4)))
+                // IPv4-compatible `::a.b.c.d` (deprecated; the kernel may still route it).
+                || (s[..6] == [0; 6] && is_internal(IpAddr::V4(tail)))
+                // NAT64 well-known `64:ff9b::/96` and local-use `64:ff9b:1::/48` prefixes.
+                || (s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] && is_internal(IpAddr::V4(tail)))
+                || (s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1)
+                // 6to4 `2002:a.b.c.d::/48`.
+                || (s[0] == 0x2002
+                    && is_internal(IpAddr::V4(std::net::Ipv4Addr::new(o[2], o[3], o[4], o[5]))))
         }
     }
 }
@@ -183,7 +201,10 @@ impl Web {
         for _ in 0..=self.config.max_redirects {
             let addr = self.check(&url).await?;
             let host = url.host_str().unwrap_or_default().to_owned();
+            // Proxy variables are ignored: a proxy would resolve the name itself, after this
+            // check, and could reach what the check refused.
             let client = reqwest::Client::builder()
+                .no_proxy()
                 .redirect(reqwest::redirect::Policy::none())
                 .timeout(self.config.timeout)
                 .resolve(&host, addr)

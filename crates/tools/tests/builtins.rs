@@ -342,10 +342,34 @@ fn internal_address_classification() {
         "fe80::1",
         "fd00::1",
         "::ffff:127.0.0.1",
+        "::ffff:10.0.0.1",
+        // IPv4-compatible forms of internal addresses.
+        "::127.0.0.1",
+        "::10.0.0.1",
+        "::169.254.169.254",
+        // NAT64 (well-known prefix) of internal addresses, and the local-use NAT64 prefix.
+        "64:ff9b::127.0.0.1",
+        "64:ff9b::7f00:1",
+        "64:ff9b::192.168.0.1",
+        "64:ff9b::a9fe:a9fe",
+        "64:ff9b:1::8.8.8.8",
+        // 6to4 of an internal address, Teredo, site-local, documentation.
+        "2002:7f00:1::1",
+        "2002:c0a8:101::1",
+        "2001:0:4136:e378::1",
+        "fec0::1",
+        "2001:db8::1",
     ] {
         assert!(is_internal(ip.parse().unwrap()), "{ip}");
     }
-    for ip in ["93.184.216.34", "1.1.1.1", "2606:4700::1111"] {
+    for ip in [
+        "93.184.216.34",
+        "1.1.1.1",
+        "2606:4700::1111",
+        "64:ff9b::8.8.8.8",
+        "::ffff:8.8.8.8",
+        "2002:808:808::1",
+    ] {
         assert!(!is_internal(ip.parse().unwrap()), "{ip}");
     }
     assert_eq!(

@@ -55,6 +55,11 @@ pub async fn stream(
     Params(q): Params<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let op = owned_record(&app, &user, &id).await?;
+    // The stream re-checks the caller's token, so revoking it ends the streams it opened.
+    let token_hash = match &app.auth {
+        crate::AuthMode::Tokens => Some(crate::hash_token(crate::auth::bearer_token(&headers)?)),
+        crate::AuthMode::Open(_) => None,
+    };
     let cursor = match headers.get("last-event-id") {
         Some(v) => Some(
             v.to_str()
@@ -79,6 +84,7 @@ pub async fn stream(
             live: q.live.unwrap_or(true),
             follow: q.follow.unwrap_or(true),
         },
+        token_hash,
     ));
     let out = futures::stream::unfold(
         rx,
@@ -94,8 +100,8 @@ struct Mode {
     follow: bool,
 }
 
-/// Send the log after `cursor`, then each commit as it lands, until the operation ends or the
-/// client goes away.
+/// Send the log after `cursor`, then each commit as it lands, until the operation ends, the
+/// client goes away, or its token is revoked (checked twice per heartbeat interval).
 async fn pump(
     app: AppState,
     id: OperationId,
@@ -103,7 +109,10 @@ async fn pump(
     mut signals: broadcast::Receiver<Signal>,
     tx: mpsc::Sender<Event>,
     mode: Mode,
+    token_hash: Option<String>,
 ) {
+    let recheck = (app.config.heartbeat / 2).max(Duration::from_millis(250));
+    let mut auth_at = tokio::time::Instant::now() + recheck;
     let numbered = |w: &WireEvent| Event::default().id(w.seq.to_string()).data(&*w.json);
     loop {
         // Catch up from the log.
@@ -146,6 +155,14 @@ async fn pump(
             let signal = tokio::select! {
                 () = tx.closed() => return,
                 () = app.shutdown.cancelled() => return,
+                () = tokio::time::sleep_until(auth_at), if token_hash.is_some() => {
+                    if !crate::auth::still_valid(&app, token_hash.as_deref()).await {
+                        tracing::info!(operation = %id, "event stream ended: its token was revoked");
+                        return;
+                    }
+                    auth_at = tokio::time::Instant::now() + recheck;
+                    continue;
+                }
                 () = &mut poll => break,
                 signal = signals.recv() => signal,
             };

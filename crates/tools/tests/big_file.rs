@@ -1,0 +1,104 @@
+//! The files tool against a sparse multi-GiB file: it reads within its limits and the
+//! process's peak memory stays small. Alone in its test binary, so the peak is its own.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use rein_core::OperationId;
+use rein_tools::{BuiltinConfig, ToolContext, ToolRegistry};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+async fn files(dir: &Path, api: &str, args: Value) -> (bool, String, Duration) {
+    let reg = ToolRegistry::with_builtins(&BuiltinConfig::default()).unwrap();
+    let cx = ToolContext {
+        operation_id: OperationId::new(),
+        working_directory: Some(dir.to_path_buf()),
+        idempotency_key: "k".into(),
+        available_tools: Vec::new(),
+        scope: "user:test/agent:test".into(),
+    };
+    let started = Instant::now();
+    let out = tokio::time::timeout(
+        Duration::from_secs(30),
+        reg.get("files").unwrap().call(&cx, api, args),
+    )
+    .await
+    .expect("the files tool hung")
+    .unwrap();
+    (out.success, out.content, started.elapsed())
+}
+
+/// Peak resident memory of this process, in bytes.
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kb: u64 = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sparse_multi_gib_file_is_read_within_its_limit_and_memory_stays_small() {
+    let dir = std::env::temp_dir().join(format!("rein-big-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let big = dir.join("big.log");
+    let f = std::fs::File::create(&big).unwrap();
+    // Text first, then a 6 GiB hole (reads as zeros, takes no disk).
+    std::io::Write::write_all(&mut &f, "line one\nline two\n".repeat(20_000).as_bytes()).unwrap();
+    f.set_len(6 << 30).unwrap();
+    drop(f);
+    let zeros = dir.join("zeros.bin");
+    std::fs::File::create(&zeros)
+        .unwrap()
+        .set_len(3 << 30)
+        .unwrap();
+
+    // Reset the peak to what the process holds now, then measure only these reads.
+    std::fs::write("/proc/self/clear_refs", "5").unwrap();
+    let before = peak_rss();
+    let (ok, msg, _) = files(&dir, "read", json!({"path": "big.log"})).await;
+    assert!(ok, "{msg}");
+    assert!(msg.starts_with("line one\nline two\n"));
+    assert!(
+        msg.contains("truncated at line"),
+        "{}",
+        &msg[msg.len() - 100..]
+    );
+    assert!(msg.len() <= 300 * 1024, "{} bytes returned", msg.len());
+    // A line range far into the file scans a bounded prefix and says so.
+    let (ok, msg, took) = files(
+        &dir,
+        "read",
+        json!({"path": "big.log", "start_line": 900_000_000u64, "end_line": 900_000_001u64}),
+    )
+    .await;
+    assert!(ok, "{msg}");
+    assert!(msg.contains("stopped after the first 64 MiB"), "{msg}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let (ok, msg, _) = files(&dir, "read", json!({"path": "zeros.bin"})).await;
+    assert!(
+        !ok && msg.contains("binary file (3221225472 bytes)"),
+        "{msg}"
+    );
+    let (ok, msg, _) = files(
+        &dir,
+        "edit",
+        json!({"path": "big.log", "old_text": "x", "new_text": "y"}),
+    )
+    .await;
+    assert!(!ok && msg.contains("more than the 8 MiB"), "{msg}");
+    let (ok, msg, _) = files(&dir, "grep", json!({"pattern": "line one"})).await;
+    assert!(ok && msg.contains("not searched"), "{msg}");
+    let grown = peak_rss().saturating_sub(before);
+    let peak = peak_rss();
+    assert!(
+        peak < 64 << 20,
+        "peak RSS {} MiB (grew by {} MiB while reading a 6 GiB file)",
+        peak >> 20,
+        grown >> 20
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
