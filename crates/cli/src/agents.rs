@@ -1,15 +1,15 @@
 //! `rein agent …` and `rein models`, and how `rein run --agent NAME` finds an agent: in the
 //! database first (the local user's), then in the configuration file.
 
-use crate::Context_;
 use crate::config::Config;
 use anyhow::{anyhow, bail};
 use chrono::Utc;
+use rein_core::spec::{AgentRef, OperationSpec};
+use rein_core::state::BudgetPolicy;
 use rein_model::Catalog;
-use rein_operation::{Driver, StartOptions};
-use rein_server::routes::agents::{AgentConfig, check_config};
+use rein_operation::profile::check_name;
+use rein_operation::{AgentProfile, Host, SpecError, SpecOrigin};
 use rein_store::{Accounts, AgentRecord, SqlStore, User};
-use std::sync::Arc;
 
 /// Agent settings given on the command line.
 #[derive(clap::Args, Clone, Default)]
@@ -35,12 +35,24 @@ pub struct AgentFlags {
     /// Token limit.
     #[arg(long)]
     pub token_limit: Option<u64>,
+    /// Cost limit of any one model call, in USD.
+    #[arg(long, value_name = "USD")]
+    pub model_call_cost_limit: Option<f64>,
+    /// Cost limit of any one tool call, in USD.
+    #[arg(long, value_name = "USD")]
+    pub tool_call_cost_limit: Option<f64>,
+    /// What crossing a limit does: stop (finish visibly), interrupt (pause, resumable) or warn.
+    #[arg(long, value_parser = ["stop", "interrupt", "warn"])]
+    pub budget_policy: Option<String>,
+    /// Seconds a requested approval stays valid; after that the operation ends (timeout).
+    #[arg(long, value_name = "SECS")]
+    pub approval_timeout: Option<u64>,
 }
 
 impl AgentFlags {
     /// The settings given (each absent one left to the agent).
-    pub fn config(self) -> AgentConfig {
-        AgentConfig {
+    pub fn profile(self) -> AgentProfile {
+        AgentProfile {
             model: self.model,
             system_role: self.system,
             tools: self.tools,
@@ -48,29 +60,51 @@ impl AgentFlags {
             max_steps: self.max_steps,
             cost_limit: self.cost_limit,
             token_limit: self.token_limit,
+            model_call_cost_limit: self.model_call_cost_limit,
+            tool_call_cost_limit: self.tool_call_cost_limit,
+            budget_policy: self.budget_policy.as_deref().map(|p| match p {
+                "interrupt" => BudgetPolicy::Interrupt,
+                "warn" => BudgetPolicy::Warn,
+                _ => BudgetPolicy::Stop,
+            }),
+            approval_timeout_secs: self.approval_timeout,
         }
     }
 }
 
-/// A driver for `settings`: their model (else the configured default) and their tools.
-pub async fn agent_driver(
-    store: Arc<SqlStore>,
-    ctx: &Context_,
-    settings: &AgentConfig,
-) -> anyhow::Result<Driver> {
-    let (model, _) = ctx.config.model(settings.model.as_deref());
-    let d = crate::driver(store, &model, ctx).await?;
-    Ok(match settings.tools.clone() {
-        Some(t) => d.with_allowed_tools(t),
-        None => d,
-    })
-}
-
-/// What an operation with `settings` starts with (system role, limits, approval mode).
-pub fn start_options(settings: &AgentConfig) -> anyhow::Result<StartOptions> {
-    settings
-        .start_options()
-        .map_err(|e| anyhow!("{}", e.message))
+/// The spec of an operation run as `agent` (the local user's stored agent, else the
+/// configuration file's) with `over` winning, on `host`'s defaults.
+pub async fn spec(
+    store: &SqlStore,
+    config: &Config,
+    host: &Host,
+    agent: Option<&str>,
+    over: &AgentProfile,
+    origin: SpecOrigin,
+) -> anyhow::Result<OperationSpec> {
+    let user = local_user(store).await?;
+    match host
+        .agent_spec(store, &user.id, agent, over, origin.clone())
+        .await
+    {
+        Ok(spec) => Ok(spec),
+        Err(SpecError::AgentMissing(name)) => {
+            let profile = config
+                .file
+                .agents
+                .get(&name)
+                .ok_or_else(|| anyhow!("no agent `{name}` (see `rein agent list`)"))?;
+            let origin = SpecOrigin {
+                agent: Some(AgentRef {
+                    name: name.clone(),
+                    version: None,
+                }),
+                ..origin
+            };
+            Ok(host.spec(&profile.merged(over), origin)?)
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// `rein agent` subcommands.
@@ -119,33 +153,14 @@ pub async fn local_user(store: &SqlStore) -> anyhow::Result<User> {
     }
 }
 
-fn check_name(name: &str) -> anyhow::Result<()> {
-    rein_server::routes::agents::check_name(name).map_err(|e| anyhow!("{}", e.message))
-}
-
-fn validated(c: &AgentConfig) -> anyhow::Result<()> {
-    check_config(c).map_err(|e| anyhow!("{}", e.message))
-}
-
-/// The agent `name`: the database's, else the configuration file's.
-pub async fn resolve(store: &SqlStore, config: &Config, name: &str) -> anyhow::Result<AgentConfig> {
-    let user = local_user(store).await?;
-    if let Some(r) = store.get_agent(&user.id, name).await? {
-        return Ok(serde_json::from_value(r.config)?);
-    }
-    config
-        .file
-        .agents
-        .get(name)
-        .cloned()
-        .ok_or_else(|| anyhow!("no agent `{name}` (see `rein agent list`)"))
-}
-
-fn print(name: &str, c: &AgentConfig, json: bool) -> anyhow::Result<()> {
+fn print(name: &str, c: &AgentProfile, version: u64, json: bool) -> anyhow::Result<()> {
     if json {
-        println!("{}", serde_json::json!({"name": name, "config": c}));
+        println!(
+            "{}",
+            serde_json::json!({"name": name, "config": c, "version": version})
+        );
     } else {
-        println!("{name}");
+        println!("{name} (version {version})");
         for line in toml::to_string_pretty(c)?.lines() {
             println!("  {line}");
         }
@@ -162,8 +177,8 @@ pub async fn command(store: &SqlStore, command: AgentCommand, json: bool) -> any
             if store.get_agent(&user.id, &name).await?.is_some() {
                 bail!("agent `{name}` already exists (change it with `rein agent edit`)");
             }
-            let config = flags.config();
-            validated(&config)?;
+            let config = flags.profile();
+            config.validate()?;
             let now = Utc::now();
             store
                 .put_agent(&AgentRecord {
@@ -172,15 +187,19 @@ pub async fn command(store: &SqlStore, command: AgentCommand, json: bool) -> any
                     config: serde_json::to_value(&config)?,
                     created_at: now,
                     updated_at: now,
+                    version: 0,
                 })
                 .await?;
             eprintln!("created agent {name}");
         }
         AgentCommand::List => {
             for a in store.list_agents(&user.id).await? {
-                let c: AgentConfig = serde_json::from_value(a.config)?;
+                let c: AgentProfile = serde_json::from_value(a.config)?;
                 if json {
-                    println!("{}", serde_json::json!({"name": a.name, "config": c}));
+                    println!(
+                        "{}",
+                        serde_json::json!({"name": a.name, "config": c, "version": a.version})
+                    );
                 } else {
                     println!(
                         "{:<20} {:<32} {}",
@@ -196,20 +215,20 @@ pub async fn command(store: &SqlStore, command: AgentCommand, json: bool) -> any
                 .get_agent(&user.id, &name)
                 .await?
                 .ok_or_else(|| anyhow!("no agent `{name}`"))?;
-            print(&name, &serde_json::from_value(r.config)?, json)?;
+            print(&name, &serde_json::from_value(r.config)?, r.version, json)?;
         }
         AgentCommand::Edit { name, flags } => {
             let mut r = store
                 .get_agent(&user.id, &name)
                 .await?
                 .ok_or_else(|| anyhow!("no agent `{name}`"))?;
-            let current: AgentConfig = serde_json::from_value(r.config)?;
-            let config = current.merged(&flags.config());
-            validated(&config)?;
+            let current: AgentProfile = serde_json::from_value(r.config)?;
+            let config = current.merged(&flags.profile());
+            config.validate()?;
             r.config = serde_json::to_value(&config)?;
             r.updated_at = Utc::now();
-            store.put_agent(&r).await?;
-            print(&name, &config, json)?;
+            let version = store.put_agent(&r).await?;
+            print(&name, &config, version, json)?;
         }
         AgentCommand::Delete { name } => {
             if !store.delete_agent(&user.id, &name).await? {

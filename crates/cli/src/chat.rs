@@ -6,8 +6,7 @@ use crate::{Context_, agents, exit, finish};
 use anyhow::bail;
 use rein_core::OperationId;
 use rein_core::message::Role;
-use rein_operation::{Decision, RunEnd, StartOptions};
-use rein_server::routes::agents::AgentConfig;
+use rein_operation::{AgentProfile, Decision, RunEnd, SpecOrigin, StartOptions};
 use rein_store::{SqlStore, Store};
 use std::io::Write;
 use std::sync::Arc;
@@ -55,26 +54,40 @@ fn prompt() {
 
 /// Run the chat until `/exit` or the end of input.
 pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, ctx: &Context_) -> anyhow::Result<u8> {
-    let agent = match &args.agent {
-        Some(name) => agents::resolve(&store, &ctx.config, name).await?,
-        None => Default::default(),
-    };
-    let mut settings = agent.merged(&AgentConfig {
+    let host = crate::host::host(Arc::clone(&store), ctx, None).await?;
+    let mut over = AgentProfile {
         model: args.model.clone(),
         approval: args.approval.clone(),
         ..Default::default()
-    });
-    let mut model = ctx.config.model(settings.model.as_deref()).0;
+    };
+    let origin = SpecOrigin {
+        working_directory: std::env::current_dir()
+            .ok()
+            .map(|d| d.to_string_lossy().into_owned()),
+        ..Default::default()
+    };
+    // Every turn is an operation of its own, with the agent's settings and this chat's.
+    let agent = args.agent.clone();
+    let spec_of = |over: AgentProfile| {
+        let (store, host, origin) = (Arc::clone(&store), host.clone(), origin.clone());
+        let agent = agent.clone();
+        async move {
+            let spec =
+                agents::spec(&store, &ctx.config, &host, agent.as_deref(), &over, origin).await?;
+            // A model this process cannot reach is refused when chosen, not at the next turn.
+            if let Some(m) = &spec.model {
+                host.models.provider(m)?;
+            }
+            anyhow::Ok(spec)
+        }
+    };
+    let mut spec = spec_of(over.clone()).await?;
+    let mut model = spec.model.as_ref().map(|m| m.key()).unwrap_or_default();
     let mut topic = args.topic.clone();
     if let Some(t) = &topic {
         history(&store, t).await?;
     }
-    let base = agents::start_options(&settings)?;
-    let make = |settings: AgentConfig| {
-        let store = Arc::clone(&store);
-        async move { agents::agent_driver(store, ctx, &settings).await }
-    };
-    let mut drv = make(settings.clone()).await?;
+    let drv = crate::host::printing_driver(&host, ctx.json);
     let mut parked: Option<OperationId> = None;
     let mut code = exit::DONE;
     eprintln!("rein chat · {model} · {HELP}");
@@ -99,14 +112,14 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, ctx: &Context_) -> anyho
                 },
                 "model" if !rest.trim().is_empty() => {
                     let next = rest.trim().to_owned();
-                    let switched = AgentConfig {
+                    let switched = AgentProfile {
                         model: Some(next.clone()),
-                        ..settings.clone()
+                        ..over.clone()
                     };
-                    match make(switched.clone()).await {
-                        Ok(d) => {
-                            drv = d;
-                            settings = switched;
+                    match spec_of(switched.clone()).await {
+                        Ok(s) => {
+                            spec = s;
+                            over = switched;
                             model = next;
                             eprintln!("model: {model}");
                         }
@@ -150,12 +163,9 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, ctx: &Context_) -> anyho
                 continue;
             }
             let opts = StartOptions {
+                spec: spec.clone(),
                 topic_id: topic.clone(),
-                agent: args.agent.clone(),
-                working_directory: std::env::current_dir()
-                    .ok()
-                    .map(|d| d.to_string_lossy().into_owned()),
-                ..base.clone()
+                ..Default::default()
             };
             let op = drv.start(line, &opts).await?;
             topic.get_or_insert_with(|| format!("topic_{op}"));

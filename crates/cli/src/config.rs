@@ -6,7 +6,7 @@
 use anyhow::{Context, anyhow};
 use rein_model::Registry;
 use rein_model::registry::ProviderOverride;
-use rein_server::routes::agents::AgentConfig;
+use rein_operation::AgentProfile;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -22,7 +22,7 @@ pub struct FileConfig {
     /// MCP servers by name: a command line (stdio) or an http(s) URL.
     pub mcp: BTreeMap<String, String>,
     /// Agents by name (an agent stored in the database with the same name wins).
-    pub agents: BTreeMap<String, AgentConfig>,
+    pub agents: BTreeMap<String, AgentProfile>,
 }
 
 /// The configuration in effect.

@@ -3,21 +3,18 @@
 mod agents;
 mod chat;
 mod config;
+mod host;
 mod output;
 mod remote;
 mod serve;
 mod tasks;
 mod test_tools;
 
-use anyhow::{Context, anyhow, bail};
+use anyhow::{Context, anyhow};
 use clap::{Parser, Subcommand};
 use rein_core::OperationId;
-use rein_core::state::{ModelRef, Status};
-use rein_model::cassette::{RecordingTransport, ReplayTransport};
-use rein_model::transport::Timeouts;
-use rein_model::{Catalog, Registry, ReqwestTransport, Transport};
-use rein_operation::{ContextSettings, Decision, Driver, RunEnd, StartOptions};
-use rein_server::routes::agents::AgentConfig;
+use rein_core::state::Status;
+use rein_operation::{Decision, Driver, RunEnd, SpecOrigin, StartOptions};
 use rein_store::{SqlStore, Store, Synchronous};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -128,30 +125,11 @@ pub(crate) enum Command {
 struct RunArgs {
     /// The prompt.
     prompt: String,
-    /// Model as provider/model (default: $REIN_MODEL, else openai/gpt-4o-mini).
-    #[arg(long)]
-    model: Option<String>,
-    /// System prompt.
-    #[arg(long)]
-    system: Option<String>,
-    /// Step limit (then a final answer is forced).
-    #[arg(long)]
-    max_steps: Option<u32>,
-    /// Cost limit in USD.
-    #[arg(long, value_name = "USD")]
-    cost_limit: Option<f64>,
-    /// Token limit.
-    #[arg(long)]
-    token_limit: Option<u64>,
-    /// Approval mode (default: the agent's, else manual).
-    #[arg(long, value_parser = ["auto-run", "allow-list", "manual", "headless"])]
-    approval: Option<String>,
     /// Run as this agent (its model, system role, tools, approval mode and limits; flags win).
     #[arg(long)]
     agent: Option<String>,
-    /// Seconds a requested approval stays valid; after that the operation ends (timeout).
-    #[arg(long, value_name = "SECS")]
-    approval_timeout: Option<u64>,
+    #[command(flatten)]
+    settings: agents::AgentFlags,
     /// Attach a file to the prompt (repeatable): images are shown to models that can see
     /// them, text files are inlined (long ones cut), other files are named only.
     #[arg(long, value_name = "PATH")]
@@ -235,109 +213,10 @@ pub(crate) struct Context_ {
     config: config::Config,
 }
 
-/// `NAME=COMMAND ARGS...` as an MCP server configuration.
-fn mcp_config(spec: &str) -> anyhow::Result<rein_tools::mcp::McpServerConfig> {
-    let (name, command) = spec
-        .split_once('=')
-        .ok_or_else(|| anyhow!("--mcp `{spec}`: expected NAME=COMMAND"))?;
-    let mut words = command.split_whitespace();
-    let program = words
-        .next()
-        .ok_or_else(|| anyhow!("--mcp `{spec}`: the command is empty"))?;
-    let name = name.trim();
-    if name.is_empty() {
-        bail!("--mcp `{spec}`: the server name is empty");
-    }
-    if program.starts_with("http://") || program.starts_with("https://") {
-        return Ok(rein_tools::mcp::McpServerConfig::http(name, program));
-    }
-    let args: Vec<&str> = words.collect();
-    Ok(rein_tools::mcp::McpServerConfig::stdio(
-        name, program, &args,
-    ))
-}
-
-/// A driver for `model` (`provider/model`).
-pub(crate) async fn driver(
-    store: Arc<SqlStore>,
-    model: &str,
-    ctx: &Context_,
-) -> anyhow::Result<Driver> {
-    let registry = ctx.config.registry()?;
-    let (provider_id, model_id) = Registry::split(model)?;
-    let transport: Arc<dyn Transport> = match &ctx.cli_replay {
-        Some(path) => Arc::new(ReplayTransport::from_file(path)?),
-        None => Arc::new(ReqwestTransport::new(Timeouts::default())?),
-    };
-    let config = if ctx.cli_replay.is_some() {
-        registry.provider(provider_id)?
-    } else {
-        registry.provider_with_key(provider_id)?
-    };
-    let transport: Arc<dyn Transport> = match &ctx.cli_record {
-        Some(path) => Arc::new(RecordingTransport::new(transport, path)),
-        None => transport,
-    };
-    let catalog = Arc::new(Catalog::builtin()?);
-    let (provider, model_id) = (
-        rein_model::Provider::new(config, transport).with_catalog(Arc::clone(&catalog)),
-        model_id.to_owned(),
-    );
-    let model_ref = ModelRef {
-        provider: provider_id.into(),
-        model: model_id.into(),
-    };
-    let sink = Arc::new(output::Printer::new(ctx.json));
-    let mut driver = Driver::new(store, Arc::new(provider), model_ref, catalog).with_sink(sink);
-    if ctx.cli_replay.is_some() || ctx.cli_record.is_some() {
-        // A cassette must replay byte for byte on any day and in any checkout.
-        driver = driver.with_context(ContextSettings {
-            date: false,
-            workspace: false,
-            memories: false,
-            ..ContextSettings::default()
-        });
-    }
-    if ctx.cli_replay.is_none()
-        && ctx.cli_record.is_none()
-        && let Some(spec) = std::env::var("REIN_EMBED_MODEL")
-            .ok()
-            .filter(|s| !s.trim().is_empty())
-    {
-        let (provider_id, model_id) =
-            Registry::split(&spec).map_err(|e| anyhow!("REIN_EMBED_MODEL: {e}"))?;
-        let config = registry.provider(provider_id)?;
-        let provider = rein_model::Provider::new(
-            config,
-            Arc::new(ReqwestTransport::new(Timeouts::default())?),
-        );
-        let model = ModelRef {
-            provider: provider_id.into(),
-            model: model_id.into(),
-        };
-        driver = driver.with_embedder(Arc::new(provider), model);
-    }
-    for spec in &ctx.mcp {
-        let server = rein_tools::mcp::McpServer::connect(mcp_config(spec)?).await?;
-        driver = driver.with_tool(server);
-    }
-    Ok(test_tools::register(driver))
-}
-
-async fn driver_for_op(
-    store: Arc<SqlStore>,
-    id: OperationId,
-    ctx: &Context_,
-) -> anyhow::Result<Driver> {
-    let op = store
-        .load_operation(id)
-        .await?
-        .ok_or_else(|| anyhow!("no operation {id}"))?;
-    let model = match (&op.record.provider, &op.record.model) {
-        (Some(p), Some(m)) => format!("{p}/{m}"),
-        _ => bail!("operation {id} has no model recorded"),
-    };
-    driver(store, &model, ctx).await
+/// A driver for continuing existing operations: each runs as its stored spec says.
+async fn op_driver(store: &Arc<SqlStore>, ctx: &Context_) -> anyhow::Result<Driver> {
+    let host = host::host(Arc::clone(store), ctx, None).await?;
+    Ok(host::printing_driver(&host, ctx.json))
 }
 
 /// Ask on the terminal for each pending call; `None` when stdin is not a terminal.
@@ -475,11 +354,11 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Chat(a) => chat::chat(store, a, &ctx).await,
         Command::Task { command } => tasks::command(store, command, &ctx).await,
         Command::Worker(a) => {
-            serve::worker(store, a, &ctx.mcp, &ctx.config).await?;
+            serve::worker(store, a, &ctx).await?;
             Ok(exit::DONE)
         }
         Command::Serve(a) => {
-            serve::serve(store, a, cli.replay.clone(), &ctx.mcp, &ctx.config).await?;
+            serve::serve(store, a, &ctx).await?;
             Ok(exit::DONE)
         }
         Command::Token { command } => {
@@ -487,34 +366,34 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             Ok(exit::DONE)
         }
         Command::Run(a) => {
-            let agent = match &a.agent {
-                Some(name) => agents::resolve(&store, &ctx.config, name).await?,
-                None => Default::default(),
+            let host = host::host(Arc::clone(&store), &ctx, None).await?;
+            let origin = SpecOrigin {
+                working_directory: std::env::current_dir()
+                    .ok()
+                    .map(|d| d.to_string_lossy().into_owned()),
+                ..Default::default()
             };
-            let settings = agent.merged(&AgentConfig {
-                model: a.model.clone(),
-                system_role: a.system.clone(),
-                approval: a.approval.clone(),
-                max_steps: a.max_steps,
-                cost_limit: a.cost_limit,
-                token_limit: a.token_limit,
-                tools: None,
-            });
+            let over = a.settings.profile();
+            let spec = agents::spec(
+                &store,
+                &ctx.config,
+                &host,
+                a.agent.as_deref(),
+                &over,
+                origin,
+            )
+            .await?;
             let attachments = a
                 .attach
                 .iter()
                 .map(|p| rein_operation::attachment::from_path(p))
                 .collect::<Result<Vec<_>, _>>()?;
             let opts = StartOptions {
-                agent: a.agent.clone(),
-                working_directory: std::env::current_dir()
-                    .ok()
-                    .map(|d| d.to_string_lossy().into_owned()),
+                spec,
                 attachments,
-                approval_timeout: a.approval_timeout.map(std::time::Duration::from_secs),
-                ..agents::start_options(&settings)?
+                ..Default::default()
             };
-            let driver = agents::agent_driver(Arc::clone(&store), &ctx, &settings).await?;
+            let driver = host::printing_driver(&host, ctx.json);
             let id = driver.start(&a.prompt, &opts).await?;
             let cancel = driver.cancel_token();
             tokio::spawn(async move {
@@ -528,7 +407,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         Command::Approve { id, calls, all } => {
             let id = parse_id(&id)?;
-            let driver = driver_for_op(Arc::clone(&store), id, &ctx).await?;
+            let driver = op_driver(&store, &ctx).await?;
             let calls = (!all && !calls.is_empty()).then_some(calls);
             let end = driver
                 .decide(id, calls.as_deref(), Decision::Approve, Some("cli"))
@@ -543,7 +422,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             halt,
         } => {
             let id = parse_id(&id)?;
-            let driver = driver_for_op(Arc::clone(&store), id, &ctx).await?;
+            let driver = op_driver(&store, &ctx).await?;
             let calls = (!calls.is_empty()).then_some(calls);
             let end = driver
                 .decide(
@@ -598,7 +477,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 if cli.json {
                     println!(
                         "{}",
-                        serde_json::json!({"operation": op.record, "steps": steps, "pending": op.state.pending_tool_calls})
+                        serde_json::json!({"operation": op.record, "spec": op.spec, "steps": steps, "pending": op.state.pending_tool_calls})
                     );
                 } else {
                     output::show(&op, &steps);
@@ -630,14 +509,14 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             }
             OpCommand::Resume { id } => {
                 let id = parse_id(&id)?;
-                let driver = driver_for_op(Arc::clone(&store), id, &ctx).await?;
+                let driver = op_driver(&store, &ctx).await?;
                 let end = driver.resume(id).await?;
                 let end = ask(&driver, id, end).await?;
                 finish(&store, id, &end).await
             }
             OpCommand::Cancel { id } => {
                 let id = parse_id(&id)?;
-                let driver = driver_for_op(Arc::clone(&store), id, &ctx).await?;
+                let driver = op_driver(&store, &ctx).await?;
                 let end = driver.cancel(id).await?;
                 finish(&store, id, &end).await
             }

@@ -4,7 +4,7 @@
 use crate::agents::{AgentCommand, AgentFlags};
 use crate::{Command, OpCommand, exit};
 use anyhow::{anyhow, bail};
-use rein_server::routes::agents::AgentConfig;
+use rein_operation::AgentProfile;
 use serde_json::{Value, json};
 
 /// A server and the token to use with it.
@@ -142,8 +142,8 @@ impl Remote {
     }
 }
 
-fn agent_body(flags: AgentFlags, base: AgentConfig) -> anyhow::Result<Value> {
-    Ok(serde_json::to_value(base.merged(&flags.config()))?)
+fn agent_body(flags: AgentFlags, base: AgentProfile) -> anyhow::Result<Value> {
+    Ok(serde_json::to_value(base.merged(&flags.profile()))?)
 }
 
 /// Run `command` against the server.
@@ -257,7 +257,7 @@ pub async fn dispatch(r: &Remote, command: Command, json: bool) -> anyhow::Resul
         }
         Command::Agent { command } => match command {
             AgentCommand::Create { name, flags } => {
-                let config = agent_body(flags, AgentConfig::default())?;
+                let config = agent_body(flags, AgentProfile::default())?;
                 r.call(
                     Method::POST,
                     "/v1/agents",
@@ -297,7 +297,7 @@ pub async fn dispatch(r: &Remote, command: Command, json: bool) -> anyhow::Resul
                 let current = r
                     .call(Method::GET, &format!("/v1/agents/{name}"), None)
                     .await?;
-                let base: AgentConfig = serde_json::from_value(current["config"].clone())?;
+                let base: AgentProfile = serde_json::from_value(current["config"].clone())?;
                 let body = agent_body(flags, base)?;
                 println!(
                     "{}",

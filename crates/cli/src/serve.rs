@@ -1,13 +1,9 @@
 //! `rein serve` and `rein token`: the HTTP server and its API tokens.
 
 use anyhow::{Context, anyhow, bail};
-use rein_model::cassette::ReplayTransport;
-use rein_model::transport::Timeouts;
-use rein_model::{Catalog, ReqwestTransport, Transport};
 use rein_server::{App, AuthMode, Hub, Runner, ServerConfig};
 use rein_store::{Accounts, SqlStore, User};
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 /// `rein serve` options.
@@ -156,25 +152,13 @@ pub struct WorkerArgs {
 pub async fn worker(
     store: Arc<SqlStore>,
     args: WorkerArgs,
-    mcp: &[String],
-    config: &crate::config::Config,
+    ctx: &crate::Context_,
 ) -> anyhow::Result<()> {
     let hub = Arc::new(Hub::default());
-    let mut runner = Runner::new(
-        Arc::clone(&store),
-        Arc::clone(&hub),
-        config.registry()?,
-        Arc::new(Catalog::builtin()?),
-        Arc::new(ReqwestTransport::new(Timeouts::default())?),
-    );
+    let host = crate::host::host(Arc::clone(&store), ctx, args.model.as_deref()).await?;
+    let mut runner = Runner::new(Arc::clone(&store), Arc::clone(&hub), host);
     runner.per_user_limit = args.max_running.max(1);
     runner.lease = std::time::Duration::from_secs(args.lease_secs.max(1));
-    runner.tools = crate::test_tools::tools();
-    for spec in mcp {
-        let server = rein_tools::mcp::McpServer::connect(crate::mcp_config(spec)?).await?;
-        runner.tools.push(server);
-    }
-    runner.default_model = config.model(args.model.as_deref()).0;
     let runner = Arc::new(runner);
     let app = App::new(
         store,
@@ -231,9 +215,7 @@ async fn shutdown_signal() {
 pub async fn serve(
     store: Arc<SqlStore>,
     args: ServeArgs,
-    replay: Option<PathBuf>,
-    mcp: &[String],
-    config: &crate::config::Config,
+    ctx: &crate::Context_,
 ) -> anyhow::Result<()> {
     let addr: SocketAddr = args.addr.parse().map_err(|_| {
         anyhow!(
@@ -252,36 +234,11 @@ pub async fn serve(
     } else {
         AuthMode::Tokens
     };
-    let transport: Arc<dyn Transport> = match &replay {
-        Some(path) => Arc::new(ReplayTransport::from_file(path)?),
-        None => Arc::new(ReqwestTransport::new(Timeouts::default())?),
-    };
     let hub = Arc::new(Hub::default());
-    let mut runner = Runner::new(
-        Arc::clone(&store),
-        Arc::clone(&hub),
-        config.registry()?,
-        Arc::new(Catalog::builtin()?),
-        transport,
-    );
+    let host = crate::host::host(Arc::clone(&store), ctx, args.model.as_deref()).await?;
+    let mut runner = Runner::new(Arc::clone(&store), Arc::clone(&hub), host);
     runner.per_user_limit = args.max_running.max(1);
     runner.lease = std::time::Duration::from_secs(args.lease_secs.max(1));
-    runner.tools = crate::test_tools::tools();
-    for spec in mcp {
-        let server = rein_tools::mcp::McpServer::connect(crate::mcp_config(spec)?).await?;
-        runner.tools.push(server);
-    }
-    if replay.is_some() {
-        runner.require_keys = false;
-        // A cassette replays byte for byte only without the date, paths and memories.
-        runner.context = rein_operation::ContextSettings {
-            date: false,
-            workspace: false,
-            memories: false,
-            ..Default::default()
-        };
-    }
-    runner.default_model = config.model(args.model.as_deref()).0;
     let runner = Arc::new(runner);
     let listener = tokio::net::TcpListener::bind(addr)
         .await

@@ -7,9 +7,12 @@ use anyhow::{anyhow, bail};
 use chrono::{DateTime, Utc};
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use rein_operation::{RunEnd, StartOptions};
-use rein_scheduler::{Automation, Launcher, RunState, SystemClock, Task, TaskService};
-use rein_server::routes::tasks::{TaskIn, apply_edit, new_task, view};
+use rein_operation::{AgentProfile, RunEnd, SpecOrigin, StartOptions};
+use rein_scheduler::brief::{brief_of, last_answer};
+use rein_scheduler::input::{apply_edit, check_agent, new_task, view};
+use rein_scheduler::{
+    Automation, LaunchError, Launcher, RunState, SystemClock, Task, TaskInput, TaskService,
+};
 use rein_store::{SqlStore, Store, Tasks, Trigger};
 use std::sync::Arc;
 
@@ -58,8 +61,8 @@ pub struct TaskFlags {
 }
 
 impl TaskFlags {
-    fn body(self) -> TaskIn {
-        TaskIn {
+    fn body(self) -> TaskInput {
+        TaskInput {
             title: self.title,
             instruction: self.instruction,
             agent: self.agent,
@@ -136,30 +139,53 @@ pub enum TaskCommand {
 struct Local<'a> {
     store: Arc<SqlStore>,
     ctx: &'a Context_,
+    /// The local user, whose agents tasks run.
+    user: String,
     started: std::sync::Mutex<Option<rein_operation::Driver>>,
 }
 
 impl Launcher for Local<'_> {
-    fn launch<'b>(&'b self, task: &'b Task, _: &'b str) -> BoxFuture<'b, Result<String, String>> {
+    fn launch<'b>(
+        &'b self,
+        task: &'b Task,
+        _: &'b str,
+    ) -> BoxFuture<'b, Result<String, LaunchError>> {
         async move {
-            let agent = match &task.agent {
-                Some(a) => agents::resolve(&self.store, &self.ctx.config, a)
-                    .await
-                    .map_err(|e| e.to_string())?,
-                None => Default::default(),
-            };
-            let d = agents::agent_driver(Arc::clone(&self.store), self.ctx, &agent)
+            let failed = |e: anyhow::Error| LaunchError::Failed(format!("{e:#}"));
+            let host = crate::host::host(Arc::clone(&self.store), self.ctx, None)
                 .await
-                .map_err(|e| format!("{e:#}"))?;
+                .map_err(failed)?;
+            let origin = SpecOrigin {
+                working_directory: std::env::current_dir()
+                    .ok()
+                    .map(|d| d.to_string_lossy().into_owned()),
+                ..Default::default()
+            };
+            let spec = host
+                .agent_spec(
+                    &*self.store,
+                    &self.user,
+                    task.agent.as_deref(),
+                    &AgentProfile::default(),
+                    origin,
+                )
+                .await
+                .map_err(|e| match e {
+                    rein_operation::SpecError::AgentMissing(name) => {
+                        LaunchError::AgentMissing(name)
+                    }
+                    other => LaunchError::Failed(other.to_string()),
+                })?;
+            let d = crate::host::printing_driver(&host, self.ctx.json);
             let opts = StartOptions {
-                agent: task.agent.clone(),
+                spec,
                 trigger: Some(Trigger::Api),
-                ..agents::start_options(&agent).map_err(|e| e.to_string())?
+                ..Default::default()
             };
             let id = d
                 .start(&task.instruction, &opts)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| LaunchError::Failed(e.to_string()))?;
             *self.started.lock().unwrap_or_else(|p| p.into_inner()) = Some(d);
             Ok(id.to_string())
         }
@@ -210,7 +236,6 @@ pub async fn command(
             Err(anyhow!("no task {}", t.id))
         }
     };
-    let api = |e: rein_server::ApiError| anyhow!("{}", e.message);
     let print = |t: &Task| {
         if json {
             println!("{}", view(t));
@@ -235,9 +260,9 @@ pub async fn command(
     };
     match command {
         TaskCommand::Create(flags) => {
-            let t = tasks
-                .create(&user.id, new_task(&flags.body()).map_err(api)?)
-                .await?;
+            let new = new_task(&flags.body())?;
+            check_agent(&*store, &user.id, new.agent.as_deref()).await?;
+            let t = tasks.create(&user.id, new).await?;
             print(&t);
         }
         TaskCommand::List => {
@@ -268,9 +293,9 @@ pub async fn command(
         }
         TaskCommand::Edit { id, flags } => {
             let current = mine(tasks.get(&id).await?)?;
-            let t = apply_edit(&tasks, current, &flags.body())
-                .await
-                .map_err(api)?;
+            let body = flags.body();
+            check_agent(&*store, &user.id, body.agent.as_deref()).await?;
+            let t = apply_edit(&tasks, current, &body).await?;
             print(&t);
         }
         TaskCommand::Pause { id } => {
@@ -344,6 +369,7 @@ pub async fn command(
             let local = Local {
                 store: Arc::clone(&store),
                 ctx,
+                user: user.id.clone(),
                 started: std::sync::Mutex::new(None),
             };
             let op = tasks.run_now(&id, &local).await?;
@@ -360,8 +386,8 @@ pub async fn command(
                     let answer = store
                         .load_operation(op_id)
                         .await?
-                        .and_then(|o| rein_server::tasks::last_answer(&o.state))
-                        .map(|a| rein_server::tasks::brief_of(&a));
+                        .and_then(|o| last_answer(&o.state))
+                        .map(|a| brief_of(&a));
                     (
                         serde_json::to_value(reason)?
                             .as_str()

@@ -6,7 +6,6 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use rein_core::engine::ports::{PortError, ToolOutput};
 use rein_core::tool::{ToolApi, ToolKind, ToolManifest};
-use rein_operation::Driver;
 use rein_store::Effect;
 use rein_tools::{Tool, ToolContext};
 use std::io::Write;
@@ -57,11 +56,6 @@ impl Tool for Ledger {
         }
         .boxed()
     }
-}
-
-/// Register the test tools when `REIN_TEST_TOOLS=1`.
-pub fn register(driver: Driver) -> Driver {
-    tools().into_iter().fold(driver, Driver::with_tool)
 }
 
 /// The test tools, when `REIN_TEST_TOOLS=1`.

@@ -1119,3 +1119,197 @@ async fn web_fetch_ignores_proxy_variables_so_its_address_check_cannot_be_skippe
         "the proxy was used"
     );
 }
+
+fn shell_call(id: &str) -> Canned {
+    Canned::openai_tools(&[(
+        id,
+        "shell__run",
+        &serde_json::json!({"command": "echo hi"}).to_string(),
+    )])
+}
+
+/// The tool names and the system text of model request `i`.
+fn offered(server: &rein_model::testing::Server, i: usize) -> (Vec<String>, String) {
+    let body = &server.requests()[i].body;
+    let mut tools: Vec<String> = body["tools"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    tools.sort();
+    let system = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "system")
+        .map(|m| m["content"].to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
+    (tools, system)
+}
+
+/// Every model request of the operation offered exactly the scope it started with.
+fn assert_scope(server: &rein_model::testing::Server, requests: usize) {
+    assert_eq!(server.requests().len(), requests);
+    for i in 0..requests {
+        let (tools, system) = offered(server, i);
+        assert_eq!(
+            tools,
+            ["calculator__evaluate", "shell__run"],
+            "request {i} offered other tools"
+        );
+        assert!(system.contains("Be scoped."), "request {i}: {system}");
+        assert!(!system.contains("Changed."), "request {i}: {system}");
+    }
+}
+
+async fn scoped_agent(e: &Env) {
+    let (code, _, err) = e
+        .rein(&[
+            "agent",
+            "create",
+            "scoped",
+            "--tools",
+            "calculator,shell",
+            "--system",
+            "Be scoped.",
+            "--approval",
+            "manual",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+}
+
+#[tokio::test]
+async fn approve_from_another_process_keeps_the_scope_even_after_the_agent_changed() {
+    let e = env(vec![shell_call("s1"), Canned::openai_text("done")]).await;
+    scoped_agent(&e).await;
+    let (code, _, err) = e.rein(&["run", "--agent", "scoped", "say hi"]).await;
+    assert_eq!(code, 3, "parked for approval: {err}");
+    let id = op_id(&err);
+    // The agent changes while the operation waits: the operation does not.
+    let (code, _, _) = e
+        .rein(&[
+            "agent",
+            "edit",
+            "scoped",
+            "--tools",
+            "files,web",
+            "--system",
+            "Changed.",
+        ])
+        .await;
+    assert_eq!(code, 0);
+    let (code, _, err) = e.rein(&["approve", &id.to_string(), "--all"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_scope(&e.server, 2);
+    // The spec is on the operation, with the agent's version at the start.
+    let (_, shown, _) = e.rein(&["--json", "op", "show", &id.to_string()]).await;
+    let shown: serde_json::Value = serde_json::from_str(shown.trim()).unwrap();
+    assert_eq!(
+        shown["spec"]["allowed_tools"],
+        serde_json::json!(["calculator", "shell"])
+    );
+    assert_eq!(shown["spec"]["agent"]["name"], "scoped");
+    assert_eq!(shown["spec"]["agent"]["version"], 1);
+}
+
+#[tokio::test]
+async fn reject_from_another_process_after_the_agent_was_deleted_keeps_the_scope() {
+    let e = env(vec![
+        shell_call("s1"),
+        Canned::openai_text("ok, not running it"),
+    ])
+    .await;
+    scoped_agent(&e).await;
+    let (code, _, err) = e.rein(&["run", "--agent", "scoped", "say hi"]).await;
+    assert_eq!(code, 3, "{err}");
+    let id = op_id(&err);
+    let (code, _, _) = e.rein(&["agent", "delete", "scoped"]).await;
+    assert_eq!(code, 0);
+    let (code, _, err) = e
+        .rein(&["reject", &id.to_string(), "--reason", "not now"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    assert_scope(&e.server, 2);
+}
+
+#[tokio::test]
+async fn resume_from_another_process_keeps_the_scope_and_the_budget_policy() {
+    // 120 tokens per call against a limit of 100 with policy `interrupt`: each model call
+    // interrupts the operation, resumably.
+    let e = env(vec![
+        calc("c1", "6*7"),
+        calc("c2", "6*8"),
+        Canned::openai_text("done"),
+    ])
+    .await;
+    scoped_agent(&e).await;
+    let (code, _, err) = e
+        .rein(&[
+            "run",
+            "--agent",
+            "scoped",
+            "--token-limit",
+            "100",
+            "--budget-policy",
+            "interrupt",
+            "compute",
+        ])
+        .await;
+    assert_eq!(code, 4, "interrupted by the budget: {err}");
+    let id = op_id(&err);
+    let (code, _, _) = e
+        .rein(&[
+            "agent", "edit", "scoped", "--tools", "files", "--system", "Changed.",
+        ])
+        .await;
+    assert_eq!(code, 0);
+    let (code, _, err) = e.rein(&["op", "resume", &id.to_string()]).await;
+    assert_eq!(code, 4, "the budget interrupts again: {err}");
+    assert_scope(&e.server, 2);
+}
+
+#[tokio::test]
+async fn a_task_for_an_unknown_agent_is_refused_and_a_deleted_agent_stops_its_runs() {
+    let e = env(vec![]).await;
+    let (code, _, err) = e
+        .rein(&[
+            "task",
+            "create",
+            "--title",
+            "t",
+            "--instruction",
+            "x",
+            "--agent",
+            "ghost",
+        ])
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no agent `ghost`"), "{err}");
+    let (code, _, _) = e.rein(&["agent", "create", "helper"]).await;
+    assert_eq!(code, 0);
+    let (code, out, err) = e
+        .rein(&[
+            "task",
+            "create",
+            "--title",
+            "t",
+            "--instruction",
+            "x",
+            "--agent",
+            "helper",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let task = out.split_whitespace().next().unwrap().to_owned();
+    let (code, _, _) = e.rein(&["agent", "delete", "helper"]).await;
+    assert_eq!(code, 0);
+    let (code, _, err) = e.rein(&["task", "run", &task]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("agent_missing"), "{err}");
+    assert!(e.server.requests().is_empty(), "no model was asked");
+}

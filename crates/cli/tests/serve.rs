@@ -629,7 +629,7 @@ async fn bad_requests_get_the_json_error_shape_and_never_a_500() {
         (
             json!({"input": "x", "model": "nowhere/m"}).to_string(),
             422,
-            "unprocessable",
+            "model_unavailable",
             "nowhere",
         ),
         (
@@ -1368,4 +1368,249 @@ async fn bearer_is_case_insensitive_401_names_the_scheme_and_revocation_ends_str
     )
     .await;
     assert_eq!(status, 401);
+}
+
+fn shell_call(id: &str) -> Canned {
+    Canned::openai_tools(&[(id, "shell__run", &json!({"command": "echo hi"}).to_string())])
+}
+
+/// The tool names and the system text of model request `i`.
+fn offered(model: &Server, i: usize) -> (Vec<String>, String) {
+    let body = &model.requests()[i].body;
+    let mut tools: Vec<String> = body["tools"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    tools.sort();
+    let system = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "system")
+        .map(|m| m["content"].to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
+    (tools, system)
+}
+
+/// Wait until the operation's status is `status`.
+async fn wait_status(e: &Env, rein: &Rein, op: &str, token: &str, status: &str) -> Value {
+    for _ in 0..200 {
+        let (_, detail) = e
+            .call(
+                rein,
+                "GET",
+                &format!("/v1/operations/{op}"),
+                Some(token),
+                None,
+            )
+            .await;
+        if detail["operation"]["status"] == status {
+            return detail;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("operation {op} never reached {status}");
+}
+
+async fn approve_all(e: &Env, rein: &Rein, op: &str, token: &str, detail: &Value) {
+    let decisions: Vec<Value> = detail["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| json!({"tool_call_id": p["call"]["id"], "decision": "approve"}))
+        .collect();
+    let (status, body) = e
+        .call(
+            rein,
+            "POST",
+            &format!("/v1/operations/{op}/interventions"),
+            Some(token),
+            Some(json!({ "decisions": decisions })),
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+}
+
+#[tokio::test]
+async fn a_second_server_and_a_restarted_one_continue_operations_with_the_scope_they_started_with()
+{
+    // In the order the model is asked: both operations park first, then each is approved.
+    let e = env(vec![
+        shell_call("s1"),
+        shell_call("s2"),
+        Canned::openai_text("first done"),
+        Canned::openai_text("second done"),
+    ])
+    .await;
+    let alice = e.token("alice").await;
+    let a = e.start(&[("REIN_LEASE_SECS", "2")]).await;
+    let scoped = json!({"tools": ["calculator", "shell"], "system_role": "Be scoped.", "approval": "manual"});
+    let (status, body) = e
+        .call(
+            &a,
+            "POST",
+            "/v1/agents",
+            Some(&alice),
+            Some(json!({"name": "scoped", "config": scoped})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let mut ops = Vec::new();
+    for _ in 0..2 {
+        let (status, created) = e
+            .call(
+                &a,
+                "POST",
+                "/v1/operations",
+                Some(&alice),
+                Some(json!({"input": "say hi", "agent": "scoped"})),
+            )
+            .await;
+        assert_eq!(status, 202, "{created}");
+        let op = created["operation_id"].as_str().unwrap().to_owned();
+        wait_status(&e, &a, &op, &alice, "waiting_for_human").await;
+        ops.push(op);
+    }
+    // The agent changes while both wait.
+    let (status, body) = e
+        .call(
+            &a,
+            "PUT",
+            "/v1/agents/scoped",
+            Some(&alice),
+            Some(json!({"tools": ["files"], "system_role": "Changed."})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["version"], 2);
+    // A second server on the same database approves the first.
+    let b = e.start(&[("REIN_LEASE_SECS", "2")]).await;
+    let detail = wait_status(&e, &b, &ops[0], &alice, "waiting_for_human").await;
+    assert_eq!(
+        detail["spec"]["allowed_tools"],
+        json!(["calculator", "shell"])
+    );
+    assert_eq!(
+        detail["spec"]["agent"],
+        json!({"name": "scoped", "version": 1})
+    );
+    approve_all(&e, &b, &ops[0], &alice, &detail).await;
+    wait_status(&e, &b, &ops[0], &alice, "done").await;
+    // The first server dies; restarted, it approves the second.
+    let mut a = a;
+    a.child.kill().await.unwrap();
+    let restarted = e.start(&[("REIN_LEASE_SECS", "2")]).await;
+    let detail = wait_status(&e, &restarted, &ops[1], &alice, "waiting_for_human").await;
+    approve_all(&e, &restarted, &ops[1], &alice, &detail).await;
+    wait_status(&e, &restarted, &ops[1], &alice, "done").await;
+    // Every model request of both offered what they started with.
+    assert_eq!(e.model.requests().len(), 4);
+    for i in 0..4 {
+        let (tools, system) = offered(&e.model, i);
+        assert_eq!(tools, ["calculator__evaluate", "shell__run"], "request {i}");
+        assert!(
+            system.contains("Be scoped.") && !system.contains("Changed."),
+            "request {i}: {system}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn task_runs_take_their_agent_at_start_and_a_deleted_agent_is_agent_missing() {
+    let e = env(vec![shell_call("s1"), Canned::openai_text("task done")]).await;
+    let alice = e.token("alice").await;
+    let rein = e.start(&[]).await;
+    // A task for an agent that never existed is refused.
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/tasks",
+            Some(&alice),
+            Some(json!({"title": "t", "instruction": "say hi", "agent": "ghost"})),
+        )
+        .await;
+    assert_eq!(status, 404, "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("ghost"),
+        "{body}"
+    );
+    let v1 = json!({"tools": ["calculator"], "system_role": "First."});
+    let (status, _) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/agents",
+            Some(&alice),
+            Some(json!({"name": "worker", "config": v1})),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let (status, task) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/tasks",
+            Some(&alice),
+            Some(json!({"title": "t", "instruction": "say hi", "agent": "worker"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{task}");
+    let task = task["id"].as_str().unwrap().to_owned();
+    // Edited before the run: the run starts with the edited agent...
+    let v2 = json!({"tools": ["calculator", "shell"], "system_role": "Be scoped.", "approval": "manual"});
+    let (status, _) = e
+        .call(&rein, "PUT", "/v1/agents/worker", Some(&alice), Some(v2))
+        .await;
+    assert_eq!(status, 200);
+    let (status, run) = e
+        .call(
+            &rein,
+            "POST",
+            &format!("/v1/tasks/{task}/run"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(status, 202, "{run}");
+    let op = run["operation_id"].as_str().unwrap().to_owned();
+    let detail = wait_status(&e, &rein, &op, &alice, "waiting_for_human").await;
+    assert_eq!(detail["spec"]["agent"]["version"], 2);
+    // ...and keeps it when the agent changes again, or goes.
+    let v3 = json!({"tools": ["files"], "system_role": "Changed."});
+    let (status, _) = e
+        .call(&rein, "PUT", "/v1/agents/worker", Some(&alice), Some(v3))
+        .await;
+    assert_eq!(status, 200);
+    let (status, _) = e
+        .call(&rein, "DELETE", "/v1/agents/worker", Some(&alice), None)
+        .await;
+    assert_eq!(status, 204);
+    approve_all(&e, &rein, &op, &alice, &detail).await;
+    wait_status(&e, &rein, &op, &alice, "done").await;
+    for i in 0..2 {
+        let (tools, system) = offered(&e.model, i);
+        assert_eq!(tools, ["calculator__evaluate", "shell__run"], "request {i}");
+        assert!(
+            system.contains("Be scoped.") && !system.contains("Changed."),
+            "request {i}: {system}"
+        );
+    }
+    // With the agent gone, a new run is refused as agent_missing.
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            &format!("/v1/tasks/{task}/run"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "agent_missing");
 }

@@ -18,6 +18,7 @@ pub mod instruction;
 pub mod intervention;
 pub mod message;
 pub mod phase;
+pub mod spec;
 pub mod state;
 pub mod testing;
 pub mod tool;

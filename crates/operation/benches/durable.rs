@@ -147,7 +147,10 @@ async fn reference_loop(dir: &Path, sync: Synchronous, operations: usize) {
     let path = dir.join(format!("loop-{sync:?}.db"));
     let (d, store) = driver(&path, sync).await;
     let opts = StartOptions {
-        max_steps: Some(100),
+        spec: rein_operation::OperationSpec {
+            max_steps: Some(100),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let start = Instant::now();
@@ -178,8 +181,11 @@ async fn parked(dir: &Path, count: usize) {
     let (d, store) = driver(&path, Synchronous::Normal).await;
     // Allow-list mode with an empty list: every calculator call waits for approval.
     let opts = StartOptions {
-        approval: ApprovalMode::AllowList,
-        max_steps: Some(100),
+        spec: rein_operation::OperationSpec {
+            approval: ApprovalMode::AllowList,
+            max_steps: Some(100),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let start = Instant::now();

@@ -1,10 +1,13 @@
-//! The operation driver: start an operation (accepted only once committed), then step the
-//! engine and commit each step (state, changed messages, events, tool executions,
+//! The operation driver: start an operation (accepted only once committed, with its spec),
+//! then step the engine and commit each step (state, changed messages, events, tool executions,
 //! interventions) in one transaction, until the operation parks or ends. Everything needed to
-//! continue is on disk after every commit, so any process can resume it after a crash.
+//! continue is on disk after every commit, so any process can resume it after a crash; and
+//! everything that decides what the operation may do is its spec, read back on every path, so
+//! a process continuing it offers exactly the model, tools and role it started with.
 
 use crate::error::DriverError;
 use crate::model_port::ModelPort;
+use crate::models::{ModelSource, SingleProvider};
 use crate::tools::ToolHost;
 use chrono::Utc;
 use rein_context::{Encoding, TiktokenEstimator};
@@ -14,9 +17,9 @@ use rein_core::engine::{
     reject_tool_call,
 };
 use rein_core::event::EventKind;
-use rein_core::intervention::ApprovalMode;
 use rein_core::phase::RuntimeContext;
-use rein_core::state::{Budget, FinishReason, ModelRef, Status};
+use rein_core::spec::OperationSpec;
+use rein_core::state::{FinishReason, ModelRef, Status};
 use rein_core::{
     AgentRuntime, AgentState, GeneralChatAgent, GeneralChatAgentConfig, Message, MessageId,
     OperationId, ToolCall,
@@ -31,36 +34,19 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// How to start an operation.
+/// How to start an operation: what it may do, and where it belongs.
 #[derive(Clone, Debug, Default)]
 pub struct StartOptions {
-    /// System prompt.
-    pub system: Option<String>,
-    /// Step limit.
-    pub max_steps: Option<u32>,
-    /// Token and cost limits.
-    pub budget: Budget,
-    /// Approval mode.
-    pub approval: ApprovalMode,
+    /// What it may do (see [`crate::AgentProfile::spec`]); a spec without a model gets the
+    /// driver's default model.
+    pub spec: OperationSpec,
     /// Conversation to continue; a new one otherwise.
     pub topic_id: Option<String>,
-    /// Working directory for path-scoped tools.
-    pub working_directory: Option<String>,
-    /// How long a requested approval stays valid; after it the operation ends (`timeout`).
-    pub approval_timeout: Option<Duration>,
     /// Images and files sent with the prompt (see [`crate::attachment`]).
     pub attachments: Vec<rein_core::message::ContentPart>,
-    /// The user the operation belongs to (a server's user id); also scopes its memories.
-    pub owner: Option<String>,
-    /// The agent it runs as; scopes memories and notes, and filters listings.
-    pub agent: Option<String>,
     /// What started it.
     pub trigger: Option<Trigger>,
 }
-
-/// Metadata key holding the approval timeout, so every process that parks or decides the
-/// operation applies the same deadline.
-const APPROVAL_TIMEOUT_KEY: &str = "approval_timeout_secs";
 
 /// Test support for crash tests: with `REIN_TEST_PAUSE_AT=commit:N` (after the Nth commit
 /// of this process) or `tool:CALL_ID` (a tool execution recorded running, not yet run), the
@@ -130,20 +116,24 @@ pub enum Decision {
 /// commit made durable (a server hands them to the operation's event streams).
 pub type CommitHook = Arc<dyn Fn(OperationId, &[rein_core::AgentEvent]) + Send + Sync>;
 
-/// Runs operations of one model against one store.
+/// Runs operations against one store: each as its spec says (model, tools, role, approval,
+/// budgets, context), with what this process brings (model providers, tools beyond the
+/// built-ins, an embedder, event sinks).
 pub struct Driver {
     store: Arc<dyn Store>,
-    provider: Arc<dyn ModelProvider>,
-    model: ModelRef,
+    models: Arc<dyn ModelSource>,
+    /// The model of a spec that names none.
+    default_model: ModelRef,
     catalog: Arc<Catalog>,
     tools: Arc<ToolHost>,
+    /// Brain tuning beyond the spec (loop breaker, name-error rounds, compression thresholds).
     agent: GeneralChatAgentConfig,
+    /// Whether the compression window comes from the catalog entry of each operation's model
+    /// (true unless [`Driver::with_agent`] set one).
+    window_from_catalog: bool,
     sink: Option<Arc<dyn EventSink>>,
     cancel: CancellationToken,
     pipeline: Arc<rein_context::Pipeline>,
-    context: crate::ContextSettings,
-    /// The model that writes compression summaries (the operation's model when unset).
-    compression_model: Option<(Arc<dyn ModelProvider>, ModelRef)>,
     embedder: Option<Arc<dyn rein_tools::documents::Embedder>>,
     on_commit: Option<CommitHook>,
 }
@@ -203,35 +193,44 @@ fn changed(before: &AgentState, now: &AgentState) -> Vec<Arc<Message>> {
 }
 
 impl Driver {
-    /// A driver for `model` (`provider/model`) answered by `provider`.
+    /// A driver whose operations default to `model`, answered by `provider` (the only provider
+    /// it has; see [`Driver::with_models`] for more).
     pub fn new(
         store: Arc<dyn Store>,
         provider: Arc<dyn ModelProvider>,
         model: ModelRef,
         catalog: Arc<Catalog>,
     ) -> Self {
+        let models = Arc::new(SingleProvider {
+            id: model.provider.to_string(),
+            provider,
+        });
+        Self::from_source(store, models, model, catalog)
+    }
+
+    /// A driver whose operations' models come from `models`, defaulting to `default_model`
+    /// (see [`crate::Host::driver`], which makes the CLI's and the server's).
+    pub fn from_source(
+        store: Arc<dyn Store>,
+        models: Arc<dyn ModelSource>,
+        default_model: ModelRef,
+        catalog: Arc<Catalog>,
+    ) -> Self {
         let tools = match ToolHost::new(Arc::clone(&store), &rein_tools::BuiltinConfig::default()) {
             Ok(host) => Arc::new(host),
             Err(e) => unreachable_builtins(e),
         };
-        let mut agent = GeneralChatAgentConfig::default();
-        // Compress against the model's real window when the catalog knows it.
-        if let Some(info) = catalog.lookup(&model.provider, &model.model) {
-            agent.compression.window_tokens = info.context_window;
-            agent.compression.max_output_tokens = Some(info.max_output);
-        }
         Self {
             store,
-            provider,
-            model,
+            models,
+            default_model,
             catalog,
             tools,
-            agent,
+            agent: GeneralChatAgentConfig::default(),
+            window_from_catalog: true,
             sink: None,
             cancel: CancellationToken::new(),
             pipeline: Arc::new(rein_context::Pipeline::standard()),
-            context: crate::ContextSettings::default(),
-            compression_model: None,
             embedder: None,
             on_commit: None,
         }
@@ -248,13 +247,6 @@ impl Driver {
         self
     }
 
-    /// Builder: the operation scope: only these tools (`identifier` or `identifier/api`) may
-    /// be called; the rest of the agent's configuration is kept.
-    pub fn with_allowed_tools(mut self, tools: Vec<String>) -> Self {
-        self.agent.allowed_tools = Some(tools);
-        self
-    }
-
     /// Builder: a hook called after every committed step.
     pub fn with_commit_hook(mut self, hook: CommitHook) -> Self {
         self.on_commit = Some(hook);
@@ -267,17 +259,11 @@ impl Driver {
         self
     }
 
-    /// Builder: what the context engine is told beyond the transcript.
-    pub fn with_context(mut self, context: crate::ContextSettings) -> Self {
-        self.context = context;
-        self
-    }
-
-    /// The token estimator for this driver's model: the catalog's tokenizer hint, else o200k.
-    fn estimator(&self) -> TiktokenEstimator {
+    /// The token estimator for `model`: the catalog's tokenizer hint, else o200k.
+    fn estimator(&self, model: &ModelRef) -> TiktokenEstimator {
         let hint = self
             .catalog
-            .lookup(&self.model.provider, &self.model.model)
+            .lookup(&model.provider, &model.model)
             .and_then(|m| m.tokenizer.clone());
         match hint {
             Some(h) => {
@@ -306,31 +292,30 @@ impl Driver {
         self
     }
 
-    /// Builder: the model that writes compression summaries (by default the operation's own).
-    pub fn with_compression_model(
-        mut self,
-        provider: Arc<dyn ModelProvider>,
-        model: ModelRef,
-    ) -> Self {
-        self.compression_model = Some((provider, model));
-        self
-    }
-
     /// Builder: a custom context pipeline (the standard one otherwise).
     pub fn with_pipeline(mut self, pipeline: rein_context::Pipeline) -> Self {
         self.pipeline = Arc::new(pipeline);
         self
     }
 
-    /// Builder: agent settings.
+    /// Builder: brain tuning (loop breaker, name-error rounds, compression window and
+    /// thresholds). The allow-list and progressive disclosure always come from each
+    /// operation's spec; a compression window set here replaces the catalog's.
     pub fn with_agent(mut self, agent: GeneralChatAgentConfig) -> Self {
         self.agent = agent;
+        self.window_from_catalog = false;
         self
     }
 
-    /// The store.
+    /// The store operations are kept in.
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
+    }
+
+    /// Identifiers of the tools this driver has beyond the built-ins (MCP servers, custom
+    /// tools): a spec records them, and a process continuing the operation must have them.
+    pub fn host_tools(&self) -> Vec<String> {
+        self.tools.added()
     }
 
     /// Cancels this process's runs (model streams, backoff, the next instruction boundary).
@@ -338,21 +323,60 @@ impl Driver {
         self.cancel.clone()
     }
 
-    fn runtime(&self) -> AgentRuntime {
+    /// The brain of an operation: this driver's tuning with the spec's scope.
+    fn brain(
+        &self,
+        spec: &OperationSpec,
+        model: &ModelRef,
+    ) -> (GeneralChatAgentConfig, Arc<dyn TokenEstimator>) {
+        let mut agent = self.agent.clone();
+        agent.allowed_tools = spec.allowed_tools.clone();
+        // One setting decides both what the model is sent and what the agent counts.
+        agent.progressive_tools = spec.progressive_tools.clone();
+        if self.window_from_catalog
+            && let Some(info) = self.catalog.lookup(&model.provider, &model.model)
+        {
+            agent.compression.window_tokens = info.context_window;
+            agent.compression.max_output_tokens = Some(info.max_output);
+        }
+        (agent, Arc::new(self.estimator(model)))
+    }
+
+    /// The runtime for an operation with `spec`: its model, its tools (this process must have
+    /// every tool the spec records), its scope and context settings.
+    fn runtime(&self, id: OperationId, spec: &OperationSpec) -> Result<AgentRuntime, DriverError> {
+        let missing: Vec<String> = spec
+            .mcp_servers
+            .iter()
+            .filter(|t| !self.tools.has(t))
+            .cloned()
+            .collect();
+        if !missing.is_empty() {
+            return Err(DriverError::MissingTools {
+                operation: id,
+                tools: missing,
+            });
+        }
+        let model = spec
+            .model
+            .clone()
+            .unwrap_or_else(|| self.default_model.clone());
+        let provider = self.models.provider(&model)?;
+        let (summary_provider, summary_model) = match &spec.compression_model {
+            Some(m) => (self.models.provider(m)?, m.clone()),
+            None => (Arc::clone(&provider), model.clone()),
+        };
         let port = ModelPort {
-            provider: Arc::clone(&self.provider),
-            provider_id: self.model.provider.to_string(),
+            provider,
+            provider_id: model.provider.to_string(),
             catalog: Arc::clone(&self.catalog),
             store: Arc::clone(&self.store),
             cancel: self.cancel.clone(),
             pipeline: Arc::clone(&self.pipeline),
-            context: self.context.clone(),
+            context: spec.context.clone(),
+            progressive_tools: spec.progressive_tools.clone(),
             embedder: self.embedder.clone(),
             query_memo: Default::default(),
-        };
-        let (summary_provider, summary_model) = match &self.compression_model {
-            Some((p, m)) => (Arc::clone(p), m.clone()),
-            None => (Arc::clone(&self.provider), self.model.clone()),
         };
         let summarizer = crate::ModelSummarizer {
             provider: summary_provider,
@@ -361,35 +385,61 @@ impl Driver {
             catalog: Arc::clone(&self.catalog),
             cancel: self.cancel.clone(),
         };
-        let estimator: Arc<dyn TokenEstimator> = Arc::new(self.estimator());
+        let (agent, estimator) = self.brain(spec, &model);
         let config = RuntimeConfig {
             llm: Some(Arc::new(port)),
             tools: Some(self.tools.clone()),
             summarizer: Some(Arc::new(summarizer)),
-            keep_recent_tokens: self
+            keep_recent_tokens: spec
                 .context
                 .keep_recent_tokens
-                .min(self.agent.compression.window_tokens / 4),
+                .min(agent.compression.window_tokens / 4),
             estimator: Arc::clone(&estimator),
             sink: self.sink.clone(),
             ..Default::default()
         };
-        let mut agent = self.agent.clone();
-        // One setting decides both what the model is sent and what the agent counts.
-        agent.progressive_tools = self.context.progressive_tools.clone();
         let agent = GeneralChatAgent::new(agent).with_estimator(estimator);
-        AgentRuntime::new(Arc::new(agent), config)
+        Ok(AgentRuntime::new(Arc::new(agent), config))
     }
 
-    /// Create an operation for `prompt`; returns its id once it is committed.
+    /// A runtime that only settles an operation (cancellation, an expired approval): it calls
+    /// no model and no tool, so it works in a process that could not run the operation.
+    fn settling_runtime(&self, spec: &OperationSpec) -> AgentRuntime {
+        let model = spec
+            .model
+            .clone()
+            .unwrap_or_else(|| self.default_model.clone());
+        let (agent, estimator) = self.brain(spec, &model);
+        let config = RuntimeConfig {
+            estimator: Arc::clone(&estimator),
+            sink: self.sink.clone(),
+            ..Default::default()
+        };
+        AgentRuntime::new(
+            Arc::new(GeneralChatAgent::new(agent).with_estimator(estimator)),
+            config,
+        )
+    }
+
+    /// Create an operation for `prompt`; returns its id once it is committed with its spec.
     pub async fn start(
         &self,
         prompt: &str,
         opts: &StartOptions,
     ) -> Result<OperationId, DriverError> {
         let id = OperationId::new();
+        let mut spec = opts.spec.clone();
+        let model = spec
+            .model
+            .get_or_insert_with(|| self.default_model.clone())
+            .clone();
+        // The tools this process adds are recorded, so a process continuing the operation
+        // without them refuses instead of running it with fewer.
+        spec.mcp_servers = self.host_tools();
+        // Refuse now, before anything is written, what no step could run.
+        self.runtime(id, &spec)?;
         let mut state = AgentState::new(id);
-        if let Some(system) = &opts.system {
+        if let Some(system) = &spec.system_role {
             state.push_message(Message::system(system));
         }
         let topic_id = opts
@@ -409,36 +459,30 @@ impl Driver {
         for m in self.tools.manifests() {
             state = state.with_tool(m);
         }
-        state.model = Some(self.model.clone());
-        state.max_steps = opts.max_steps;
-        state.budget = opts.budget.clone();
-        state.intervention.approval_mode = opts.approval;
-        state.metadata.working_directory = opts.working_directory.clone();
+        state.model = Some(model);
+        state.max_steps = spec.max_steps;
+        state.budget = spec.budget.clone();
+        state.intervention.approval_mode = spec.approval;
+        state.metadata.working_directory = spec.working_directory.clone();
         state.metadata.topic_id = Some(topic_id.clone());
-        if let Some(t) = opts.approval_timeout {
-            state.metadata.extra.insert(
-                APPROVAL_TIMEOUT_KEY.into(),
-                serde_json::json!(t.as_secs_f64()),
-            );
-        }
-        if let Some(owner) = &opts.owner {
+        if let Some(owner) = &spec.owner {
+            // The memory and notes tools scope documents by it.
             state
                 .metadata
                 .extra
                 .insert("user_id".into(), serde_json::json!(owner));
         }
-        if opts.agent.is_some() {
-            state.metadata.agent_id = opts.agent.clone();
-        }
+        state.metadata.agent_id = spec.agent.as_ref().map(|a| a.name.clone());
         let next = initial_context(&state);
         let op = NewOperation {
             state,
             topic_id,
-            agent: opts.agent.clone(),
+            agent: spec.agent.as_ref().map(|a| a.name.clone()),
             trigger: opts.trigger.unwrap_or(Trigger::Cli),
             parent_operation: None,
             next_context: Some(next),
-            owner: opts.owner.clone(),
+            owner: spec.owner.clone(),
+            spec,
         };
         self.store.create_operation(&op).await?;
         Ok(id)
@@ -486,7 +530,7 @@ impl Driver {
                 )
                 .await;
         }
-        let runtime = self.runtime();
+        let runtime = self.settling_runtime(&stored.spec);
         let reason = format!("approval expired at {}", deadline.to_rfc3339());
         let interrupted =
             runtime.interrupt_finishing(stored.state.clone(), reason, FinishReason::Timeout);
@@ -498,8 +542,13 @@ impl Driver {
             events,
             next_context: None,
         };
-        self.commit(&stored.state, stored.record.commit_seq + 1, &combined)
-            .await?;
+        self.commit(
+            &stored.spec,
+            &stored.state,
+            stored.record.commit_seq + 1,
+            &combined,
+        )
+        .await?;
         Ok(Some(end_of(&combined.state)))
     }
 
@@ -537,14 +586,20 @@ impl Driver {
             events: vec![event],
             next_context: None,
         };
-        self.commit(&stored.state, stored.record.commit_seq + 1, &r)
-            .await?;
+        self.commit(
+            &stored.spec,
+            &stored.state,
+            stored.record.commit_seq + 1,
+            &r,
+        )
+        .await?;
         Ok(Some(end_of(&r.state)))
     }
 
     /// Commit a step's result; `Duplicate` means another process committed it first.
     async fn commit(
         &self,
+        spec: &OperationSpec,
         before: &AgentState,
         step_index: u64,
         r: &StepResult,
@@ -560,15 +615,9 @@ impl Driver {
                 _ => None,
             })
             .unwrap_or_else(|| vec!["human_decision".to_owned()]);
-        let expires_at = r
-            .state
-            .metadata
-            .extra
-            .get(APPROVAL_TIMEOUT_KEY)
-            .and_then(|v| v.as_f64())
-            .and_then(|secs| {
-                chrono::Duration::from_std(Duration::from_secs_f64(secs.max(0.0))).ok()
-            })
+        let expires_at = spec
+            .approval_timeout_secs
+            .and_then(|secs| chrono::Duration::from_std(Duration::from_secs(secs)).ok())
             .map(|d| Utc::now() + d);
         let interventions = r
             .events
@@ -637,21 +686,31 @@ impl Driver {
         if let Some(end) = self.fail_missing(&stored).await? {
             return Ok(end);
         }
-        let (state, next) = (stored.state, stored.next_context);
-        if stored.record.cancel_requested && !state.status.is_terminal() {
+        if stored.record.cancel_requested && !stored.state.status.is_terminal() {
             return self.settle_cancel(id, "cancelled on request").await;
         }
-        self.drive(id, state, next, stored.record.commit_seq).await
+        let runtime = self.runtime(id, &stored.spec)?;
+        let (state, next) = (stored.state, stored.next_context);
+        self.drive(
+            id,
+            &runtime,
+            &stored.spec,
+            state,
+            next,
+            stored.record.commit_seq,
+        )
+        .await
     }
 
     async fn drive(
         &self,
         id: OperationId,
+        runtime: &AgentRuntime,
+        spec: &OperationSpec,
         mut state: AgentState,
         mut next: Option<RuntimeContext>,
         mut seq: u64,
     ) -> Result<RunEnd, DriverError> {
-        let runtime = self.runtime();
         let interrupt = runtime.interrupt_handle();
         let watcher = self.watch_cancel(id);
         let cancel = self.cancel.clone();
@@ -671,7 +730,7 @@ impl Driver {
                 let mut input = state.clone();
                 input.pending_assistant_message_id = Some(derived_message_id(id, seq + 1));
                 let r = runtime.step(input, Some(ctx)).await;
-                match self.commit(&before, seq + 1, &r).await? {
+                match self.commit(spec, &before, seq + 1, &r).await? {
                     CommitOutcome::Committed => {
                         seq += 1;
                         state = r.state;
@@ -703,25 +762,34 @@ impl Driver {
         if let Some(end) = self.fail_missing(&stored).await? {
             return Ok(end);
         }
+        let runtime = self.runtime(id, &stored.spec)?;
+        let spec = &stored.spec;
         let mut state = stored.state;
         let mut next = stored.next_context;
         if state.status == Status::Interrupted {
-            let r = self
-                .runtime()
+            let r = runtime
                 .resume(state.clone(), "resumed")
                 .map_err(|e| DriverError::Refused(e.to_string()))?;
             let before = state.clone();
-            self.commit(&before, stored.record.commit_seq + 1, &r)
+            self.commit(spec, &before, stored.record.commit_seq + 1, &r)
                 .await?;
             return self
-                .drive(id, r.state, r.next_context, stored.record.commit_seq + 1)
+                .drive(
+                    id,
+                    &runtime,
+                    spec,
+                    r.state,
+                    r.next_context,
+                    stored.record.commit_seq + 1,
+                )
                 .await;
         }
         if state.status == Status::Idle {
             state.status = Status::Running;
             next = next.or_else(|| Some(initial_context(&state)));
         }
-        self.drive(id, state, next, stored.record.commit_seq).await
+        self.drive(id, &runtime, spec, state, next, stored.record.commit_seq)
+            .await
     }
 
     /// Decide pending calls (`None` = every pending call) and continue the operation.
@@ -769,8 +837,9 @@ impl Driver {
                 )
             }));
         }
+        let runtime = self.runtime(id, &stored.spec)?;
+        let spec = &stored.spec;
         let (mut state, mut seq) = (stored.state, stored.record.commit_seq);
-        let runtime = self.runtime();
         for call in &targets {
             let status = match &decision {
                 Decision::Approve => InterventionStatus::Approved,
@@ -808,11 +877,13 @@ impl Driver {
                     next_context: None,
                 },
             };
-            self.commit(&before, seq + 1, &r).await?;
+            self.commit(spec, &before, seq + 1, &r).await?;
             seq += 1;
             state = r.state;
             if state.status != Status::WaitingForHuman {
-                return self.drive(id, state, r.next_context, seq).await;
+                return self
+                    .drive(id, &runtime, spec, state, r.next_context, seq)
+                    .await;
             }
         }
         Ok(end_of(&state))
@@ -840,9 +911,18 @@ impl Driver {
                 )
                 .await;
         }
+        // Settling aborted calls runs no tool; the model is asked only if the brain continues.
+        let runtime = self.runtime(id, &stored.spec)?;
         let (state, ctx) = abort_pending(stored.state, reason);
-        self.drive(id, state, Some(ctx), stored.record.commit_seq)
-            .await
+        self.drive(
+            id,
+            &runtime,
+            &stored.spec,
+            state,
+            Some(ctx),
+            stored.record.commit_seq,
+        )
+        .await
     }
 
     /// Cancel: a running operation stops at its next boundary (keeping partial output); a
@@ -865,7 +945,7 @@ impl Driver {
 
     async fn settle_cancel(&self, id: OperationId, reason: &str) -> Result<RunEnd, DriverError> {
         let stored = self.load(id).await?;
-        let runtime = self.runtime();
+        let runtime = self.settling_runtime(&stored.spec);
         let interrupted = if stored.state.status == Status::Interrupted {
             StepResult {
                 state: stored.state.clone(),
@@ -883,8 +963,13 @@ impl Driver {
             events,
             next_context: None,
         };
-        self.commit(&stored.state, stored.record.commit_seq + 1, &combined)
-            .await?;
+        self.commit(
+            &stored.spec,
+            &stored.state,
+            stored.record.commit_seq + 1,
+            &combined,
+        )
+        .await?;
         Ok(end_of(&combined.state))
     }
 }

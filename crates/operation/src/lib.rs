@@ -1,24 +1,34 @@
 //! rein-operation: durable operations.
 //!
-//! The [`Driver`] builds the engine's executors from the model runtime ([`ModelPort`]), the
-//! tool host ([`ToolHost`]: the rein-tools registry with durable executions) and the store, then
-//! runs the loop: step, commit the step in one transaction, repeat until the operation parks
-//! or ends. Human decisions, cancellation and crash recovery all continue from what is on
-//! disk.
+//! It owns what an operation may do and how that is decided: agent profiles and their
+//! validation ([`AgentProfile`]), the spec a profile and a request make ([`OperationSpec`],
+//! written with the operation), and a process's setup ([`Host`]: where models come from, its
+//! tools, the defaults), from which the CLI and the server make their drivers. The [`Driver`]
+//! builds each operation's engine from its stored spec (model runtime through [`ModelPort`],
+//! the tool host [`ToolHost`] with durable executions, the store), then runs the loop: step,
+//! commit the step in one transaction, repeat until the operation parks or ends. Human
+//! decisions, cancellation and crash recovery all continue from what is on disk.
 
 pub mod attachment;
 mod driver;
 mod embedder;
 mod error;
+mod host;
 mod model_port;
+pub mod models;
+pub mod profile;
 mod summarizer;
 mod tools;
 
 pub use driver::{CommitHook, Decision, Driver, RunEnd, StartOptions, derived_message_id};
 pub use embedder::ProviderEmbedder;
 pub use error::DriverError;
-pub use model_port::{ContextSettings, ModelPort};
+pub use host::{Host, SpecError, StoredAgent, stored_agent};
+pub use model_port::ModelPort;
+pub use models::{ModelSource, ModelUnavailable, RegistryModels, SingleProvider};
+pub use profile::{AgentProfile, ProfileError, SpecOrigin};
 pub use rein_context::{FORCE_FINISH_PROMPT, Pipeline};
+pub use rein_core::spec::{AgentRef, ContextSettings, OperationSpec};
 pub use rein_tools::{BuiltinConfig, Tool, ToolContext};
 pub use summarizer::{ModelSummarizer, SUMMARY_INSTRUCTIONS};
 pub use tools::ToolHost;

@@ -15,6 +15,7 @@ use rein_core::event::StreamChunk;
 use rein_core::intervention::key_listed;
 use rein_core::message::Message;
 use rein_core::message::Reasoning;
+use rein_core::spec::ContextSettings;
 use rein_core::tool::mangle;
 use rein_model::{Catalog, ChatRequest, ErrorKind, ModelEvent, ModelProvider, ToolSpec};
 use rein_store::Store;
@@ -22,48 +23,6 @@ use rein_tools::documents::{Embedder, RECALL_WINDOW, embed_one};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
-
-/// What the context engine is told beyond the transcript.
-#[derive(Clone, Debug)]
-pub struct ContextSettings {
-    /// Tell the model today's date. Off for cassette recording and replay: a recorded request
-    /// must replay byte for byte on any day.
-    pub date: bool,
-    /// Tell the model the working directory and OS. Off for cassettes (paths differ per
-    /// machine).
-    pub workspace: bool,
-    /// Inject the user's memories relevant to the request. Off for cassettes (the request
-    /// must not depend on what the local store remembers).
-    pub memories: bool,
-    /// Tool results longer than this keep their head and tail.
-    pub max_tool_result_chars: Option<usize>,
-    /// Attached text files are inlined up to this many characters each.
-    pub max_file_chars: Option<usize>,
-    /// Keep at most this many conversation messages per call.
-    pub history_limit: Option<usize>,
-    /// Compression keeps the newest messages verbatim up to this many tokens (at most a
-    /// quarter of the model's window).
-    pub keep_recent_tokens: u64,
-    /// Progressive tool disclosure: `Some(always)` offers full schemas only for the tools named
-    /// in `always` and those the model activated with `activate_tools`; the others are listed
-    /// by name and one line. `None` offers every tool.
-    pub progressive_tools: Option<Vec<String>>,
-}
-
-impl Default for ContextSettings {
-    fn default() -> Self {
-        Self {
-            date: true,
-            workspace: true,
-            memories: true,
-            max_tool_result_chars: Some(64 * 1024),
-            max_file_chars: Some(32 * 1024),
-            history_limit: None,
-            keep_recent_tokens: 8_000,
-            progressive_tools: None,
-        }
-    }
-}
 
 /// Calls one provider for the engine.
 pub struct ModelPort {
@@ -81,6 +40,10 @@ pub struct ModelPort {
     pub pipeline: Arc<Pipeline>,
     /// What the pipeline is told beyond the transcript.
     pub context: ContextSettings,
+    /// Progressive tool disclosure: `Some(always)` offers full schemas only for the tools named
+    /// in `always` and those the model activated with `activate_tools`; the others are listed
+    /// by name and one line. `None` offers every tool.
+    pub progressive_tools: Option<Vec<String>>,
     /// Embeds the request to find memories by meaning; keywords only without one.
     pub embedder: Option<Arc<dyn Embedder>>,
     /// The last query embedded: every step of an operation asks with the same user message.
@@ -167,7 +130,7 @@ impl ModelPort {
             // rein-model groups consecutive same-role turns for the protocols that need it.
             alternating_roles: false,
         };
-        let always = self.context.progressive_tools.as_deref();
+        let always = self.progressive_tools.as_deref();
         let active =
             |id: &str| rein_core::tool::schemas_offered(id, always, &req.state.activated_tools);
         let allowed = |m: &rein_core::tool::ToolManifest, api: &str| {

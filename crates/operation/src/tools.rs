@@ -88,6 +88,8 @@ pub struct ToolHost {
     store: Arc<dyn Store>,
     docs: Arc<dyn Documents>,
     finished: Mutex<Vec<ToolExecution>>,
+    /// Identifiers of the tools added beyond the built-ins, in the order they were added.
+    added: Vec<String>,
 }
 
 impl ToolHost {
@@ -102,6 +104,7 @@ impl ToolHost {
             store,
             docs,
             finished: Mutex::new(Vec::new()),
+            added: Vec::new(),
         })
     }
 
@@ -113,7 +116,22 @@ impl ToolHost {
 
     /// Add a tool.
     pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), ToolError> {
-        self.registry.register(tool)
+        let id = tool.manifest().identifier;
+        self.registry.register(tool)?;
+        if !self.added.contains(&id) {
+            self.added.push(id);
+        }
+        Ok(())
+    }
+
+    /// Identifiers of the tools added beyond the built-ins.
+    pub fn added(&self) -> Vec<String> {
+        self.added.clone()
+    }
+
+    /// Whether a tool with `identifier` is installed.
+    pub fn has(&self, identifier: &str) -> bool {
+        self.registry.get(identifier).is_some()
     }
 
     /// Manifests of every tool.

@@ -393,7 +393,10 @@ async fn headless_answers_an_always_policy_with_a_blocked_result() {
     // Headless runs `required` calls (nobody could approve them) but never `always` ones.
     let d = driver_with(&e, false, InterventionPolicy::Always);
     let opts = StartOptions {
-        approval: ApprovalMode::Headless,
+        spec: rein_operation::OperationSpec {
+            approval: ApprovalMode::Headless,
+            ..Default::default()
+        },
         ..Default::default()
     };
     let id = d.start("ship it", &opts).await.unwrap();
@@ -426,7 +429,10 @@ async fn max_steps_forces_a_final_call_without_tools() {
         .start(
             "keep going",
             &StartOptions {
-                max_steps: Some(2),
+                spec: rein_operation::OperationSpec {
+                    max_steps: Some(2),
+                    ..Default::default()
+                },
                 ..Default::default()
             },
         )
@@ -477,7 +483,10 @@ async fn a_cost_limit_stops_visibly() {
         .start(
             "spend",
             &StartOptions {
-                budget,
+                spec: rein_operation::OperationSpec {
+                    budget,
+                    ..Default::default()
+                },
                 ..Default::default()
             },
         )
@@ -552,7 +561,10 @@ async fn a_crash_while_an_at_most_once_tool_runs_is_settled_not_repeated() {
     ])
     .await;
     let opts = StartOptions {
-        approval: ApprovalMode::AutoRun,
+        spec: rein_operation::OperationSpec {
+            approval: ApprovalMode::AutoRun,
+            ..Default::default()
+        },
         ..Default::default()
     };
     let id = driver(&e, true).start("ship it", &opts).await.unwrap();
@@ -679,7 +691,10 @@ async fn an_expired_approval_ends_the_operation_visibly() {
     let e = env(vec![tools(&[deploy("d1")])]).await;
     let d = driver(&e, false);
     let opts = StartOptions {
-        approval_timeout: Some(Duration::from_millis(50)),
+        spec: rein_operation::OperationSpec {
+            approval_timeout_secs: Some(1),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let id = d.start("ship it", &opts).await.unwrap();
@@ -689,7 +704,7 @@ async fn an_expired_approval_ends_the_operation_visibly() {
     ));
     let iv = e.store.interventions(id).await.unwrap();
     assert!(iv[0].expires_at.is_some());
-    tokio::time::sleep(Duration::from_millis(120)).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
     // A late approval finds the deadline passed: the operation ends, the tool never runs.
     let end = driver(&e, false)
         .decide(id, None, Decision::Approve, Some("late"))
@@ -781,7 +796,10 @@ async fn a_priced_tool_is_charged_and_counts_against_the_cost_limit() {
         .start(
             "search twice",
             &StartOptions {
-                budget,
+                spec: rein_operation::OperationSpec {
+                    budget,
+                    ..Default::default()
+                },
                 ..Default::default()
             },
         )
@@ -827,7 +845,6 @@ async fn a_long_operation_is_compressed_with_the_compression_model_and_continues
         Canned::openai_text("All three fetched."),
     ])
     .await;
-    let summary_provider = openai_provider(&e);
     // Window 10,000, threshold 55%: under it after two results (~4,000 tokens plus the one
     // offered schema), over it after the third. Newest kept verbatim: at most a quarter of the
     // window, which fits the third call and its result but not the second result.
@@ -837,23 +854,24 @@ async fn a_long_operation_is_compressed_with_the_compression_model_and_continues
             threshold_ratio: Some(0.55),
             ..Default::default()
         },
-        allowed_tools: Some(vec!["blob".into()]),
         ..Default::default()
     };
     let d = driver(&e, false)
         .with_tool(Arc::new(Blob))
-        .with_agent(agent)
-        .with_compression_model(
-            Arc::new(summary_provider),
-            ModelRef {
+        .with_agent(agent);
+    let opts = StartOptions {
+        spec: rein_operation::OperationSpec {
+            allowed_tools: Some(vec!["blob".into()]),
+            // Summaries by another model of the same provider.
+            compression_model: Some(ModelRef {
                 provider: "openai".into(),
                 model: "summary-model".into(),
-            },
-        );
-    let id = d
-        .start("Fetch three blobs.", &StartOptions::default())
-        .await
-        .unwrap();
+            }),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let id = d.start("Fetch three blobs.", &opts).await.unwrap();
     let end = d.run(id).await.unwrap();
     assert!(
         matches!(end, RunEnd::Done { .. }),
@@ -954,17 +972,15 @@ async fn progressive_disclosure_lists_tools_until_the_model_activates_them() {
         Canned::openai_text("Fetched: word word word"),
     ])
     .await;
-    let d =
-        driver(&e, false)
-            .with_tool(Arc::new(Blob))
-            .with_context(rein_operation::ContextSettings {
-                progressive_tools: Some(vec!["calculator".into()]),
-                ..Default::default()
-            });
-    let id = d
-        .start("Fetch a blob.", &StartOptions::default())
-        .await
-        .unwrap();
+    let d = driver(&e, false).with_tool(Arc::new(Blob));
+    let opts = StartOptions {
+        spec: rein_operation::OperationSpec {
+            progressive_tools: Some(vec!["calculator".into()]),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let id = d.start("Fetch a blob.", &opts).await.unwrap();
     let end = d.run(id).await.unwrap();
     assert!(matches!(end, RunEnd::Done { .. }), "{end:?}");
     let requests = e.server.requests();
@@ -1267,4 +1283,78 @@ async fn with_an_embedding_model_memories_are_found_by_meaning_not_only_by_words
     let embedding = stored[0].embedding.as_ref().unwrap();
     assert_eq!(embedding.model, "openai/text-embedding-3-small");
     assert_eq!(embedding.vector, [0.9, 0.1, 0.0]);
+}
+
+#[tokio::test]
+async fn a_process_without_the_operations_tools_or_model_refuses_and_changes_nothing() {
+    let e = env(vec![tools(&[(
+        "d1".into(),
+        "deploy__release".into(),
+        r#"{"version":"1.0"}"#.into(),
+    )])])
+    .await;
+    let d = driver(&e, false);
+    let id = d.start("ship it", &StartOptions::default()).await.unwrap();
+    assert!(matches!(
+        d.run(id).await.unwrap(),
+        RunEnd::WaitingForHuman { .. }
+    ));
+    let before = e.store.load_operation(id).await.unwrap().unwrap();
+    assert_eq!(before.spec.mcp_servers, ["deploy"]);
+    // A process with only the built-in tools: the deploy tool the operation started with is
+    // missing, so it refuses instead of continuing with fewer tools.
+    let bare = Driver::new(
+        e.store.clone(),
+        Arc::new(openai_provider(&e)),
+        ModelRef {
+            provider: "openai".into(),
+            model: "gpt-4o-mini".into(),
+        },
+        Arc::new(Catalog::builtin().unwrap()),
+    );
+    let err = bare
+        .decide(id, None, Decision::Approve, Some("u"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, rein_operation::DriverError::MissingTools { tools, .. } if tools == &["deploy"]),
+        "{err}"
+    );
+    assert!(err.to_string().contains("--mcp"), "{err}");
+    // A process whose only provider is another one cannot reach the operation's model.
+    let elsewhere = Driver::new(
+        e.store.clone(),
+        Arc::new(openai_provider(&e)),
+        ModelRef {
+            provider: "anthropic".into(),
+            model: "claude".into(),
+        },
+        Arc::new(Catalog::builtin().unwrap()),
+    )
+    .with_tool(Arc::new(Deploy {
+        runs: e.runs.clone(),
+        block: false,
+        policy: InterventionPolicy::Required,
+    }));
+    let err = elsewhere
+        .decide(id, None, Decision::Approve, Some("u"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, rein_operation::DriverError::ModelUnavailable(_)),
+        "{err}"
+    );
+    // Nothing was decided, run or written.
+    let after = e.store.load_operation(id).await.unwrap().unwrap();
+    assert_eq!(after.record.commit_seq, before.record.commit_seq);
+    assert_eq!(after.state.status, Status::WaitingForHuman);
+    assert!(
+        e.store
+            .interventions(id)
+            .await
+            .unwrap()
+            .iter()
+            .all(|i| i.status == InterventionStatus::Pending)
+    );
+    assert_eq!(e.runs.load(Ordering::SeqCst), 0);
 }

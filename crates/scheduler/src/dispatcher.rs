@@ -37,14 +37,30 @@ pub enum RunState {
     },
 }
 
+/// Why a run cannot start.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LaunchError {
+    /// The task's agent was deleted since the task was made (skip reason `agent_missing`).
+    #[error("agent_missing: the task's agent `{0}` no longer exists")]
+    AgentMissing(String),
+    /// Anything else (the model is unavailable, the store failed, ...).
+    #[error("{0}")]
+    Failed(String),
+}
+
 /// Starts and watches runs (the server's operations).
 pub trait Launcher: Send + Sync {
+    /// Whether a run of `task` could start now (its agent exists); checked before a fire is
+    /// counted, so a fire that cannot run is skipped with the reason instead.
+    fn ready<'a>(&'a self, _task: &'a Task) -> BoxFuture<'a, Result<(), LaunchError>> {
+        Box::pin(async { Ok(()) })
+    }
     /// Start a run of `task`; returns its operation id.
     fn launch<'a>(
         &'a self,
         task: &'a Task,
         trigger: &'a str,
-    ) -> BoxFuture<'a, Result<String, String>>;
+    ) -> BoxFuture<'a, Result<String, LaunchError>>;
     /// Where a run is.
     fn state<'a>(&'a self, operation_id: &'a str) -> BoxFuture<'a, Result<RunState, String>>;
     /// Stop a run that went over its time (a heartbeat's per-run timeout).
@@ -251,6 +267,9 @@ impl Dispatcher {
                 task.max_executions.unwrap_or_default()
             )));
         }
+        if let Err(e @ LaunchError::AgentMissing(_)) = self.launcher.ready(task).await {
+            return Ok(Verdict::Skip(e.to_string()));
+        }
         let mut running = false;
         for run in self.store.runs(&task.id, 50).await? {
             if run.finished_at.is_some() {
@@ -386,12 +405,16 @@ impl Dispatcher {
                         }
                         Err(e) => {
                             skipped += 1;
+                            let reason = match &e {
+                                LaunchError::AgentMissing(_) => e.to_string(),
+                                LaunchError::Failed(_) => format!("the run could not start: {e}"),
+                            };
                             self.store
                                 .settle_delivery(
                                     &d,
                                     &self.worker,
                                     DeliveryStatus::Skipped,
-                                    Some(&format!("the run could not start: {e}")),
+                                    Some(&reason),
                                     None,
                                 )
                                 .await?;

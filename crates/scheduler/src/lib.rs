@@ -2,16 +2,20 @@
 //! automation, policies, counters), the schedules a task can have (a cron pattern read in an
 //! IANA time zone, or a heartbeat interval) with their validation and daylight-saving rule, the
 //! dispatcher that turns due fires into durable deliveries and rechecks the task before each
-//! run, and the clock it reads, injectable so tests drive time without sleeping.
+//! run, what people send to create or change a task and its validation ([`TaskInput`]), and
+//! the clock it reads, injectable so tests drive time without sleeping.
 
+pub mod brief;
 pub mod clock;
 pub mod dispatcher;
+pub mod input;
 pub mod schedule;
 pub mod service;
 pub mod task;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use dispatcher::{Dispatcher, Launcher, RunState, Tick};
+pub use dispatcher::{Dispatcher, LaunchError, Launcher, RunState, Tick};
+pub use input::TaskInput;
 pub use schedule::{Schedule, ScheduleError, parse_interval};
 pub use service::{NewTask, TaskService};
 pub use task::{Automation, CatchUp, Overlap, ReviewState, Task, TaskError, TaskStatus};

@@ -224,10 +224,7 @@ impl TaskService {
     /// operation id.
     pub async fn run_now(&self, id: &str, launcher: &dyn Launcher) -> Result<String, TaskError> {
         let task = self.get(id).await?;
-        let op = launcher
-            .launch(&task, "manual")
-            .await
-            .map_err(|e| TaskError::Invalid(format!("the run could not start: {e}")))?;
+        let op = launcher.launch(&task, "manual").await?;
         self.store
             .add_run(&TaskRun {
                 operation_id: op.clone(),

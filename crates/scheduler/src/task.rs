@@ -204,6 +204,19 @@ pub enum TaskError {
     /// No such task.
     #[error("no task {0}")]
     NotFound(String),
+    /// The task names an agent its owner does not have.
+    #[error("no agent `{0}` (a task runs one of its owner's stored agents)")]
+    AgentMissing(String),
+    /// A run could not start.
+    #[error("the run could not start: {0}")]
+    Launch(#[from] crate::dispatcher::LaunchError),
+}
+
+impl TaskError {
+    /// A request that does not fit, naming what was wrong.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::Invalid(message.into())
+    }
 }
 
 impl Task {

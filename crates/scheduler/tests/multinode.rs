@@ -21,7 +21,11 @@ impl Launcher for Instant {
     fn cancel<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<(), String>> {
         async move { Ok(()) }.boxed()
     }
-    fn launch<'a>(&'a self, _: &'a Task, _: &'a str) -> BoxFuture<'a, Result<String, String>> {
+    fn launch<'a>(
+        &'a self,
+        _: &'a Task,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<String, rein_scheduler::LaunchError>> {
         async move { Ok(format!("op{}", self.0.fetch_add(1, Ordering::SeqCst))) }.boxed()
     }
     fn state<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<RunState, String>> {

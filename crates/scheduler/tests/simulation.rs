@@ -50,7 +50,7 @@ impl Launcher for FakeLauncher {
         &'a self,
         task: &'a Task,
         trigger: &'a str,
-    ) -> BoxFuture<'a, Result<String, String>> {
+    ) -> BoxFuture<'a, Result<String, rein_scheduler::LaunchError>> {
         async move {
             let now = rein_scheduler::Clock::now(&*self.clock);
             let mut rng = self.rng.lock().unwrap();
@@ -336,7 +336,11 @@ async fn the_cap_completes_the_schedule_and_failures_pause_the_task() {
     let clock = Arc::new(ManualClock::new("2026-06-01T00:00:00Z".parse().unwrap()));
     struct Always(bool);
     impl Launcher for Always {
-        fn launch<'a>(&'a self, _: &'a Task, _: &'a str) -> BoxFuture<'a, Result<String, String>> {
+        fn launch<'a>(
+            &'a self,
+            _: &'a Task,
+            _: &'a str,
+        ) -> BoxFuture<'a, Result<String, rein_scheduler::LaunchError>> {
             async move { Ok(format!("op-{}", uuid_like())) }.boxed()
         }
         fn state<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<RunState, String>> {
@@ -417,5 +421,74 @@ async fn the_cap_completes_the_schedule_and_failures_pause_the_task() {
         store.runs(&flaky.id, 100).await.unwrap().len(),
         3,
         "nothing after the pause"
+    );
+}
+
+#[tokio::test]
+async fn a_fire_whose_agent_is_gone_is_skipped_as_agent_missing_and_not_counted() {
+    let dir = std::env::temp_dir().join(format!("rein-sched-agent-{}", uuid_like()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = Arc::new(
+        SqlStore::open(dir.join("rein.db").to_str().unwrap(), Synchronous::Normal)
+            .await
+            .unwrap(),
+    );
+    let clock = Arc::new(ManualClock::new("2026-06-01T00:00:00Z".parse().unwrap()));
+    /// A launcher whose agents are all deleted.
+    struct NoAgents(std::sync::atomic::AtomicUsize);
+    impl Launcher for NoAgents {
+        fn ready<'a>(
+            &'a self,
+            task: &'a Task,
+        ) -> BoxFuture<'a, Result<(), rein_scheduler::LaunchError>> {
+            let name = task.agent.clone().unwrap_or_default();
+            async move { Err(rein_scheduler::LaunchError::AgentMissing(name)) }.boxed()
+        }
+        fn launch<'a>(
+            &'a self,
+            _: &'a Task,
+            _: &'a str,
+        ) -> BoxFuture<'a, Result<String, rein_scheduler::LaunchError>> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async move { Ok("op".to_owned()) }.boxed()
+        }
+        fn state<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<RunState, String>> {
+            async move { Ok(RunState::Running) }.boxed()
+        }
+        fn cancel<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<(), String>> {
+            async move { Ok(()) }.boxed()
+        }
+    }
+    let tasks: Arc<dyn Tasks> = store.clone();
+    let service = TaskService::new(Arc::clone(&tasks), clock.clone());
+    let task = service
+        .create(
+            "u",
+            NewTask {
+                title: "orphan".into(),
+                instruction: "x".into(),
+                agent: Some("deleted-agent".into()),
+                automation: Automation::Heartbeat {
+                    every_secs: 60,
+                    timeout_secs: None,
+                },
+                max_executions: Some(5),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let launcher = Arc::new(NoAgents(Default::default()));
+    let d = Dispatcher::new(Arc::clone(&tasks), clock.clone(), launcher.clone(), "w");
+    clock.advance(Duration::minutes(1));
+    let tick = d.tick().await.unwrap();
+    assert_eq!((tick.started, tick.skipped), (0, 1));
+    assert_eq!(launcher.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+    let t = service.get(&task.id).await.unwrap();
+    assert_eq!(t.executions, 0, "a skipped fire is not counted");
+    let skipped = store.deliveries(&task.id, 10).await.unwrap();
+    assert_eq!(
+        skipped[0].reason.as_deref(),
+        Some("agent_missing: the task's agent `deleted-agent` no longer exists")
     );
 }

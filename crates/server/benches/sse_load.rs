@@ -22,6 +22,7 @@ use axum::routing::{get, post};
 use futures::StreamExt;
 use rein_core::OperationId;
 use rein_model::{Catalog, Registry, ReqwestTransport};
+use rein_operation::{Host, RegistryModels};
 use rein_server::{App, AuthMode, Hub, Runner, ServerConfig};
 use rein_store::{Accounts, SqlStore, Synchronous};
 use serde_json::{Value, json};
@@ -146,17 +147,24 @@ async fn server() {
     )
     .unwrap();
     let hub = Arc::new(Hub::default());
-    let mut runner = Runner::new(
-        Arc::clone(&store),
-        Arc::clone(&hub),
+    let catalog = Arc::new(Catalog::builtin().unwrap());
+    let models = Arc::new(RegistryModels::new(
         registry,
-        Arc::new(Catalog::builtin().unwrap()),
         Arc::new(ReqwestTransport::new(Default::default()).unwrap()),
+        Arc::clone(&catalog),
+        true,
+    ));
+    let mut host = Host::new(
+        store.clone(),
+        models,
+        catalog,
+        rein_operation::profile::model_ref("openai/gpt-4o-mini").unwrap(),
     );
+    host.context.date = false;
+    host.context.workspace = false;
+    host.context.memories = false;
+    let mut runner = Runner::new(Arc::clone(&store), Arc::clone(&hub), host);
     runner.per_user_limit = usize::MAX;
-    runner.context.date = false;
-    runner.context.workspace = false;
-    runner.context.memories = false;
     let commits: Commits = Arc::default();
     let log = Arc::clone(&commits);
     runner.observer = Some(Arc::new(move |id, events| {

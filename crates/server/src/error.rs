@@ -113,6 +113,51 @@ impl From<rein_operation::DriverError> for ApiError {
             E::Store(s) => s.into(),
             E::NotFound(id) => ApiError::not_found(format!("no operation {id}")),
             E::Refused(m) => ApiError::conflict(m),
+            e @ E::ModelUnavailable(_) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "model_unavailable",
+                e.to_string(),
+            ),
+            e @ E::MissingTools { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "missing_tools", e.to_string())
+            }
+        }
+    }
+}
+
+impl From<rein_operation::SpecError> for ApiError {
+    fn from(e: rein_operation::SpecError) -> Self {
+        use rein_operation::SpecError as E;
+        match e {
+            E::AgentMissing(name) => ApiError::not_found(format!("no agent `{name}`")),
+            E::Profile(p) => p.into(),
+            E::Store(s) => s.into(),
+        }
+    }
+}
+
+impl From<rein_operation::ProfileError> for ApiError {
+    fn from(e: rein_operation::ProfileError) -> Self {
+        ApiError::bad_request(e.to_string())
+    }
+}
+
+impl From<rein_scheduler::TaskError> for ApiError {
+    fn from(e: rein_scheduler::TaskError) -> Self {
+        use rein_scheduler::{LaunchError, TaskError as E};
+        match e {
+            E::Store(s) => s.into(),
+            E::NotFound(id) => ApiError::not_found(format!("no task {id}")),
+            e @ E::AgentMissing(_) => ApiError::not_found(e.to_string()),
+            E::Schedule(s) => ApiError::bad_request(s.to_string()),
+            E::Invalid(m) => ApiError::bad_request(m),
+            E::Launch(e @ LaunchError::AgentMissing(_)) => {
+                ApiError::new(StatusCode::CONFLICT, "agent_missing", e.to_string())
+            }
+            E::Launch(LaunchError::Failed(m)) => {
+                ApiError::unprocessable(format!("the run could not start: {m}"))
+            }
+            e @ E::Corrupt { .. } => ApiError::internal(e.to_string()),
         }
     }
 }

@@ -1,11 +1,12 @@
 //! `GET /v1/openapi.json`: the API described from the code: the route table below and the
 //! JSON schemas schemars derives from the request and response types the handlers use.
 
-use crate::routes::agents::{Agent, AgentConfig, NewAgent};
+use crate::routes::agents::{Agent, NewAgent};
 use crate::routes::events::EventsQuery;
 use crate::routes::operations::{
     Accepted, CreateOperation, Created, Decisions, ListQuery, OperationDetail,
 };
+use rein_operation::AgentProfile;
 use schemars::JsonSchema;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
@@ -134,7 +135,7 @@ pub fn document() -> Value {
             method: "put",
             path: "/v1/agents/{name}",
             summary: "Replace an agent's configuration",
-            body: schema::<AgentConfig>(&mut g),
+            body: schema::<AgentProfile>(&mut g),
             query: None,
             status: 200,
             response: schema::<Agent>(&mut g),

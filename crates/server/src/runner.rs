@@ -4,12 +4,11 @@
 
 use crate::error::ApiError;
 use crate::hub::{Hub, HubSink, Signal};
-use crate::routes::agents::AgentConfig;
 use rein_core::OperationId;
-use rein_core::state::{ModelRef, Status};
-use rein_model::{Catalog, Registry, Transport};
-use rein_operation::{ContextSettings, Decision, Driver, RunEnd};
-use rein_store::{Accounts, OperationFilter, OperationRecord, SqlStore, Store, Trigger};
+use rein_core::state::Status;
+use rein_model::Catalog;
+use rein_operation::{Decision, Driver, Host, RunEnd};
+use rein_store::{OperationFilter, SqlStore, Store, Trigger};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -27,19 +26,11 @@ pub enum Job {
 pub struct Runner {
     store: Arc<SqlStore>,
     hub: Arc<Hub>,
-    registry: Registry,
-    catalog: Arc<Catalog>,
-    transport: Arc<dyn Transport>,
-    /// What the context engine is told beyond the transcript.
-    pub context: ContextSettings,
-    /// Model when neither the request nor the agent names one.
-    pub default_model: String,
+    /// What this process brings to operations: models, tools beyond the built-ins, the
+    /// defaults of new operations. Each operation runs as its stored spec says.
+    pub host: Host,
     /// Runs one user may have going at once.
     pub per_user_limit: usize,
-    /// Refuse providers without an API key (off when replaying a cassette).
-    pub require_keys: bool,
-    /// Tools beyond the built-ins (MCP servers, custom tools) offered to every operation.
-    pub tools: Vec<Arc<dyn rein_operation::Tool>>,
     /// Also told about every commit (the load benchmark times deliveries against it).
     pub observer: Option<rein_operation::CommitHook>,
     active: Mutex<HashMap<OperationId, String>>,
@@ -54,25 +45,13 @@ pub struct Runner {
 pub const DEFAULT_LEASE: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Runner {
-    /// A runner over `store`, publishing to `hub`.
-    pub fn new(
-        store: Arc<SqlStore>,
-        hub: Arc<Hub>,
-        registry: Registry,
-        catalog: Arc<Catalog>,
-        transport: Arc<dyn Transport>,
-    ) -> Self {
+    /// A runner over `store`, publishing to `hub`, running operations on `host`.
+    pub fn new(store: Arc<SqlStore>, hub: Arc<Hub>, host: Host) -> Self {
         Self {
             store,
             hub,
-            registry,
-            catalog,
-            transport,
-            context: ContextSettings::default(),
-            default_model: "openai/gpt-4o-mini".into(),
+            host,
             per_user_limit: 4,
-            require_keys: true,
-            tools: Vec::new(),
             observer: None,
             active: Mutex::new(HashMap::new()),
             lease: DEFAULT_LEASE,
@@ -87,65 +66,23 @@ impl Runner {
 
     /// The catalog models are priced and described from.
     pub fn catalog(&self) -> &Arc<Catalog> {
-        &self.catalog
+        &self.host.catalog
     }
 
-    /// A driver for `model` (`provider/model`) configured by `agent`.
-    pub fn driver(&self, model: &str, agent: Option<&AgentConfig>) -> Result<Driver, ApiError> {
-        let (provider_id, model_id) = Registry::split(model)
-            .map_err(|e| ApiError::unprocessable(format!("model `{model}`: {e}")))?;
-        let config = if self.require_keys {
-            self.registry.provider_with_key(provider_id)
-        } else {
-            self.registry.provider(provider_id)
-        }
-        .map_err(|e| ApiError::unprocessable(e.to_string()))?;
-        let provider = rein_model::Provider::new(config, Arc::clone(&self.transport))
-            .with_catalog(Arc::clone(&self.catalog));
-        let model_ref = ModelRef {
-            provider: provider_id.into(),
-            model: model_id.into(),
-        };
+    /// A driver of this process: each operation it runs gets the model, tools and scope of
+    /// its stored spec; its events go to the hub.
+    pub fn driver(&self) -> Driver {
         let hub = Arc::clone(&self.hub);
         let observer = self.observer.clone();
-        let mut driver = Driver::new(
-            self.store.clone(),
-            Arc::new(provider),
-            model_ref,
-            Arc::clone(&self.catalog),
-        )
-        .with_sink(Arc::new(HubSink(Arc::clone(&self.hub))))
-        .with_commit_hook(Arc::new(move |id, events| {
-            if let Some(o) = &observer {
-                o(id, events);
-            }
-            hub.committed(id, events);
-        }))
-        .with_context(self.context.clone());
-        for t in &self.tools {
-            driver = driver.with_tool(Arc::clone(t));
-        }
-        if let Some(tools) = agent.and_then(|a| a.tools.clone()) {
-            driver = driver.with_allowed_tools(tools);
-        }
-        Ok(driver)
-    }
-
-    /// A driver for an existing operation: its model and its agent's configuration.
-    pub async fn driver_for(&self, record: &OperationRecord) -> Result<Driver, ApiError> {
-        let model = match (&record.provider, &record.model) {
-            (Some(p), Some(m)) => format!("{p}/{m}"),
-            _ => self.default_model.clone(),
-        };
-        let agent = match (&record.owner, &record.agent) {
-            (Some(owner), Some(name)) => self
-                .store
-                .get_agent(owner, name)
-                .await?
-                .and_then(|a| serde_json::from_value::<AgentConfig>(a.config).ok()),
-            _ => None,
-        };
-        self.driver(&model, agent.as_ref())
+        self.host
+            .driver()
+            .with_sink(Arc::new(HubSink(Arc::clone(&self.hub))))
+            .with_commit_hook(Arc::new(move |id, events| {
+                if let Some(o) = &observer {
+                    o(id, events);
+                }
+                hub.committed(id, events);
+            }))
     }
 
     /// Runs `owner` has going in this process.
@@ -306,7 +243,7 @@ impl Runner {
                     Trigger::Api | Trigger::Schedule | Trigger::Heartbeat
                 )
             }) {
-                let driver = self.driver_for(&op).await?;
+                let driver = self.driver();
                 let job = if status == Status::Idle {
                     Job::Run
                 } else {

@@ -23,12 +23,23 @@ fn runner(store: &Arc<SqlStore>, model: &str) -> Arc<Runner> {
         }),
     )
     .unwrap();
+    let catalog = Arc::new(Catalog::builtin().unwrap());
+    let models = Arc::new(rein_operation::RegistryModels::new(
+        registry,
+        Arc::new(ReqwestTransport::new(Default::default()).unwrap()),
+        Arc::clone(&catalog),
+        true,
+    ));
+    let host = rein_operation::Host::new(
+        store.clone(),
+        models,
+        catalog,
+        rein_operation::profile::model_ref("openai/gpt-4o-mini").unwrap(),
+    );
     Arc::new(Runner::new(
         Arc::clone(store),
         Arc::new(Hub::default()),
-        registry,
-        Arc::new(Catalog::builtin().unwrap()),
-        Arc::new(ReqwestTransport::new(Default::default()).unwrap()),
+        host,
     ))
 }
 
@@ -53,13 +64,16 @@ async fn an_orphaned_operation_is_resumed_by_one_process_only() {
     let (a, b) = (runner(&store, &model), runner(&store, &model));
     assert_ne!(a.node, b.node);
     // Accepted by the API, never started: what a crash right after the 202 leaves.
-    let driver = a.driver("openai/gpt-4o-mini", None).unwrap();
+    let driver = a.driver();
     let id = driver
         .start(
             "hello",
             &StartOptions {
+                spec: rein_operation::OperationSpec {
+                    owner: Some("u".into()),
+                    ..Default::default()
+                },
                 trigger: Some(Trigger::Api),
-                owner: Some("u".into()),
                 ..Default::default()
             },
         )
@@ -71,12 +85,7 @@ async fn an_orphaned_operation_is_resumed_by_one_process_only() {
     let (loser, winner) = if a.is_running(id) { (&b, &a) } else { (&a, &b) };
     assert!(winner.is_running(id));
     let err = loser
-        .spawn(
-            id,
-            "u".into(),
-            loser.driver("openai/gpt-4o-mini", None).unwrap(),
-            Job::Resume,
-        )
+        .spawn(id, "u".into(), loser.driver(), Job::Resume)
         .await
         .unwrap_err();
     assert_eq!(err.code, "conflict");

@@ -45,8 +45,11 @@ pub struct AgentRecord {
     pub owner: String,
     /// Name, unique per owner.
     pub name: String,
-    /// Configuration as JSON (the server defines its shape).
+    /// Configuration as JSON (`rein_operation::AgentProfile` defines its shape).
     pub config: serde_json::Value,
+    /// Counts the agent's changes: 1 when created, one more on every write. Operations record
+    /// the version they started from. Ignored when writing (the store counts).
+    pub version: u64,
     /// Created.
     pub created_at: DateTime<Utc>,
     /// Last change.
@@ -97,7 +100,8 @@ pub trait Accounts: Send + Sync {
         token_id: &'a str,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
     /// Insert or replace an agent.
-    fn put_agent<'a>(&'a self, agent: &'a AgentRecord) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Create or replace an agent; returns its version after the write.
+    fn put_agent<'a>(&'a self, agent: &'a AgentRecord) -> BoxFuture<'a, Result<u64, StoreError>>;
     /// One agent.
     fn get_agent<'a>(
         &'a self,
@@ -163,6 +167,7 @@ fn agent_from(row: &AnyRow) -> Result<AgentRecord, StoreError> {
             .map_err(|e| StoreError::corrupt("agent config", e))?,
         created_at: parse_ts(&row.try_get::<String, _>("created_at")?, "agent created_at")?,
         updated_at: parse_ts(&row.try_get::<String, _>("updated_at")?, "agent updated_at")?,
+        version: u64::try_from(row.try_get::<i64, _>("version")?).unwrap_or(0),
     })
 }
 
@@ -310,22 +315,23 @@ impl Accounts for SqlStore {
         .boxed()
     }
 
-    fn put_agent<'a>(&'a self, agent: &'a AgentRecord) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn put_agent<'a>(&'a self, agent: &'a AgentRecord) -> BoxFuture<'a, Result<u64, StoreError>> {
         async move {
             let config = serde_json::to_string(&agent.config)
                 .map_err(|e| StoreError::corrupt("agent config", e))?;
-            sqlx::query(
-                "INSERT INTO agents (owner, name, config, created_at, updated_at) VALUES ($1, $2, $3, $4, $5) \
-                 ON CONFLICT (owner, name) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at",
+            let version: i64 = sqlx::query_scalar(
+                "INSERT INTO agents (owner, name, config, created_at, updated_at, version) VALUES ($1, $2, $3, $4, $5, 1) \
+                 ON CONFLICT (owner, name) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at, \
+                 version = agents.version + 1 RETURNING version",
             )
             .bind(&agent.owner)
             .bind(&agent.name)
             .bind(config)
             .bind(ts(agent.created_at))
             .bind(ts(agent.updated_at))
-            .execute(&self.pool)
+            .fetch_one(&self.pool)
             .await?;
-            Ok(())
+            Ok(u64::try_from(version).unwrap_or(0))
         }
         .boxed()
     }
@@ -337,7 +343,7 @@ impl Accounts for SqlStore {
     ) -> BoxFuture<'a, Result<Option<AgentRecord>, StoreError>> {
         async move {
             sqlx::query(
-                "SELECT owner, name, config, created_at, updated_at FROM agents WHERE owner = $1 AND name = $2",
+                "SELECT owner, name, config, created_at, updated_at, version FROM agents WHERE owner = $1 AND name = $2",
             )
             .bind(owner)
             .bind(name)
@@ -356,7 +362,7 @@ impl Accounts for SqlStore {
     ) -> BoxFuture<'a, Result<Vec<AgentRecord>, StoreError>> {
         async move {
             sqlx::query(
-                "SELECT owner, name, config, created_at, updated_at FROM agents WHERE owner = $1 ORDER BY name",
+                "SELECT owner, name, config, created_at, updated_at, version FROM agents WHERE owner = $1 ORDER BY name",
             )
             .bind(owner)
             .fetch_all(&self.pool)

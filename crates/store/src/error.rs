@@ -48,7 +48,8 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    pub(crate) fn corrupt(what: impl Into<String>, e: impl std::fmt::Display) -> Self {
+    /// Stored data named `what` does not parse.
+    pub fn corrupt(what: impl Into<String>, e: impl std::fmt::Display) -> Self {
         StoreError::Corrupt {
             what: what.into(),
             message: e.to_string(),

@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use rein_core::phase::RuntimeContext;
+use rein_core::spec::OperationSpec;
 use rein_core::state::{FinishReason, Status};
 pub use rein_core::tool::Effect;
 use rein_core::{AgentEvent, AgentState, Message, OperationId, ToolCall, Usd};
@@ -41,6 +42,8 @@ pub struct NewOperation {
     pub next_context: Option<RuntimeContext>,
     /// The user it belongs to (`None`: the local single-user CLI).
     pub owner: Option<String>,
+    /// What it may do; read back by every process that continues it.
+    pub spec: OperationSpec,
 }
 
 /// Which operations [`crate::Store::list_operations`] returns.
@@ -237,6 +240,9 @@ pub struct StoredOperation {
     pub next_context: Option<RuntimeContext>,
     /// Messages the state refers to that were deleted from the topic (left out of `state`).
     pub missing_messages: Vec<String>,
+    /// What it may do. Operations started before specs were stored get one rebuilt from their
+    /// state (without an allow-list, which those operations did not keep).
+    pub spec: OperationSpec,
 }
 
 /// One committed step.

@@ -29,6 +29,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "operation leases",
         include_str!("../migrations/0006_operation_leases.sql"),
     ),
+    (
+        7,
+        "operation spec and agent versions",
+        include_str!("../migrations/0007_operation_spec.sql"),
+    ),
 ];
 
 /// Statements of a migration (split on `;` at line ends; the files hold no procedural code).

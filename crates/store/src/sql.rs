@@ -298,6 +298,44 @@ async fn upsert_tool(tx: &mut sqlx::AnyConnection, e: &ToolExecution) -> Result<
 }
 
 /// Write the operation row from a state.
+/// The spec of an operation started before specs were stored, rebuilt from its state. Its
+/// allow-list was never kept, so none is assumed.
+fn legacy_spec(state: &AgentState) -> rein_core::spec::OperationSpec {
+    rein_core::spec::OperationSpec {
+        model: state.model.clone(),
+        system_role: state
+            .messages
+            .iter()
+            .find(|m| m.role == rein_core::Role::System)
+            .map(|m| m.text_content()),
+        approval: state.intervention.approval_mode,
+        max_steps: state.max_steps,
+        budget: state.budget.clone(),
+        approval_timeout_secs: state
+            .metadata
+            .extra
+            .get("approval_timeout_secs")
+            .and_then(serde_json::Value::as_f64)
+            .map(|s| s.max(0.0).round() as u64),
+        working_directory: state.metadata.working_directory.clone(),
+        owner: state
+            .metadata
+            .extra
+            .get("user_id")
+            .and_then(|v| v.as_str())
+            .map(str::to_owned),
+        agent: state
+            .metadata
+            .agent_id
+            .clone()
+            .map(|name| rein_core::spec::AgentRef {
+                name,
+                version: None,
+            }),
+        ..Default::default()
+    }
+}
+
 async fn write_operation(
     tx: &mut sqlx::AnyConnection,
     state: &AgentState,
@@ -318,8 +356,8 @@ async fn write_operation(
     let model = state.model.as_ref();
     if let Some(op) = insert {
         sqlx::query(sqlx::AssertSqlSafe(format!(
-            "INSERT INTO operations ({OPERATION_COLUMNS}, state, next_context) VALUES \
-             ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)"
+            "INSERT INTO operations ({OPERATION_COLUMNS}, state, next_context, spec) VALUES \
+             ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)"
         )))
         .bind(state.operation_id.to_string())
         .bind(op.agent.clone())
@@ -347,6 +385,7 @@ async fn write_operation(
         .bind(op.owner.clone())
         .bind(state_text)
         .bind(next_text)
+        .bind(to_json(&op.spec, "spec")?)
         .execute(tx)
         .await?;
     } else {
@@ -496,7 +535,7 @@ impl Store for SqlStore {
     ) -> BoxFuture<'_, Result<Option<StoredOperation>, StoreError>> {
         async move {
             let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SELECT {OPERATION_COLUMNS}, state, next_context FROM operations WHERE id = $1"
+                "SELECT {OPERATION_COLUMNS}, state, next_context, spec FROM operations WHERE id = $1"
             )))
             .bind(id.to_string())
             .fetch_optional(&self.pool)
@@ -535,11 +574,16 @@ impl Store for SqlStore {
                 .try_get::<Option<String>, _>("next_context")?
                 .map(|t| from_json(&t, "next context"))
                 .transpose()?;
+            let spec = match row.try_get::<Option<String>, _>("spec")? {
+                Some(text) => from_json(&text, "spec")?,
+                None => legacy_spec(&state),
+            };
             Ok(Some(StoredOperation {
                 record,
                 state,
                 next_context,
                 missing_messages,
+                spec,
             }))
         }
         .boxed()

@@ -21,6 +21,11 @@ fn new_op() -> NewOperation {
         parent_operation: None,
         next_context: Some(RuntimeContext::new(Phase::Init)),
         owner: None,
+        spec: rein_core::spec::OperationSpec {
+            allowed_tools: Some(vec!["calculator".into()]),
+            max_steps: Some(10),
+            ..Default::default()
+        },
     }
 }
 
@@ -45,6 +50,7 @@ async fn suite(store: &SqlStore) {
     let loaded = store.load_operation(id).await.unwrap().unwrap();
     assert_eq!(loaded.state, op.state);
     assert_eq!(loaded.next_context, op.next_context);
+    assert_eq!(loaded.spec, op.spec, "the spec is read back as written");
     assert_eq!(
         (
             loaded.record.status,
@@ -558,8 +564,9 @@ async fn accounts(store: &SqlStore) {
         config,
         created_at: now,
         updated_at: now,
+        version: 0,
     };
-    store
+    let v1 = store
         .put_agent(&agent(
             &alice.id,
             serde_json::json!({"model": "openai/gpt-4o"}),
@@ -570,16 +577,18 @@ async fn accounts(store: &SqlStore) {
         .put_agent(&agent(&bob.id, serde_json::json!({"model": "anthropic/x"})))
         .await
         .unwrap();
-    store
+    let v2 = store
         .put_agent(&agent(
             &alice.id,
             serde_json::json!({"model": "openai/gpt-4o-mini"}),
         ))
         .await
         .unwrap();
+    assert_eq!((v1, v2), (1, 2), "every write counts a version");
     let mine = store.list_agents(&alice.id).await.unwrap();
     assert_eq!(mine.len(), 1, "same name per owner is one agent");
     assert_eq!(mine[0].config["model"], "openai/gpt-4o-mini");
+    assert_eq!(mine[0].version, 2);
     assert!(store.delete_agent(&alice.id, "helper").await.unwrap());
     assert!(
         store

@@ -10,5 +10,5 @@ use serde_json::{Value, json};
 /// The catalog.
 pub async fn list(State(app): State<AppState>, Caller(_): Caller) -> Json<Value> {
     let models: Vec<Value> = app.runner.catalog().models().map(|m| json!(m)).collect();
-    Json(json!({"default": app.runner.default_model, "models": models}))
+    Json(json!({"default": app.runner.host.default_model.key(), "models": models}))
 }

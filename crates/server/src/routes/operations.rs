@@ -3,15 +3,14 @@
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::routes::agents::AgentConfig;
 use crate::routes::{Body, Params, owned_operation, owned_record};
 use crate::runner::Job;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use rein_core::intervention::ApprovalMode;
-use rein_core::state::Status;
-use rein_operation::{Decision, StartOptions};
+use rein_core::spec::OperationSpec;
+use rein_core::state::{BudgetPolicy, Status};
+use rein_operation::{AgentProfile, Decision, SpecOrigin, StartOptions};
 use rein_store::{
     Accounts, Intervention, InterventionStatus, OperationFilter, OperationRecord, StepRecord,
     Store, Trigger,
@@ -46,6 +45,19 @@ pub struct CreateOperation {
     /// Token limit.
     #[serde(default)]
     pub token_limit: Option<u64>,
+    /// Cost limit of any one model call, in USD.
+    #[serde(default)]
+    pub model_call_cost_limit: Option<f64>,
+    /// Cost limit of any one tool call, in USD.
+    #[serde(default)]
+    pub tool_call_cost_limit: Option<f64>,
+    /// What crossing a limit does: `stop` (default), `interrupt` or `warn`.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub budget_policy: Option<BudgetPolicy>,
+    /// Seconds a requested approval stays valid; after that the operation ends (`timeout`).
+    #[serde(default)]
+    pub approval_timeout_secs: Option<u64>,
 }
 
 /// `202` answer: the operation is committed and will run.
@@ -79,6 +91,10 @@ pub struct OperationDetail {
     /// The record (status, tokens, cost, finish reason, ...).
     #[schemars(with = "serde_json::Value")]
     pub operation: OperationRecord,
+    /// What it may do (model, system role, allowed tools, approval mode, budgets, agent and
+    /// its version), fixed when it started.
+    #[schemars(with = "serde_json::Value")]
+    pub spec: OperationSpec,
     /// One entry per committed step.
     #[schemars(with = "Vec<serde_json::Value>")]
     pub steps: Vec<StepRecord>,
@@ -132,21 +148,6 @@ pub struct Accepted {
     pub status: String,
 }
 
-/// Parse an approval mode name.
-pub fn approval_mode(name: &str) -> Result<ApprovalMode, ApiError> {
-    Ok(match name {
-        "manual" => ApprovalMode::Manual,
-        "auto-run" | "auto_run" => ApprovalMode::AutoRun,
-        "allow-list" | "allow_list" => ApprovalMode::AllowList,
-        "headless" => ApprovalMode::Headless,
-        other => {
-            return Err(ApiError::bad_request(format!(
-                "approval `{other}`: use manual, auto-run, allow-list or headless"
-            )));
-        }
-    })
-}
-
 fn status_name(s: Status) -> String {
     serde_json::to_value(s)
         .ok()
@@ -163,20 +164,6 @@ pub async fn create(
     if req.input.trim().is_empty() {
         return Err(ApiError::bad_request("input is empty"));
     }
-    let agent = match &req.agent {
-        Some(name) => {
-            let record = app
-                .store
-                .get_agent(&user.id, name)
-                .await?
-                .ok_or_else(|| ApiError::not_found(format!("no agent `{name}`")))?;
-            Some(
-                serde_json::from_value::<AgentConfig>(record.config)
-                    .map_err(|e| ApiError::internal(format!("stored agent `{name}`: {e}")))?,
-            )
-        }
-        None => None,
-    };
     if let Some(topic) = &req.topic {
         match app.store.topic_owner(topic).await? {
             // A new conversation under the caller's chosen id.
@@ -185,27 +172,35 @@ pub async fn create(
             Some(_) => return Err(ApiError::not_found(format!("no topic {topic}"))),
         }
     }
-    let settings = agent.clone().unwrap_or_default().merged(&AgentConfig {
+    let over = AgentProfile {
         model: req.model.clone(),
         approval: req.approval.clone(),
         max_steps: req.max_steps,
         cost_limit: req.cost_limit,
         token_limit: req.token_limit,
+        model_call_cost_limit: req.model_call_cost_limit,
+        tool_call_cost_limit: req.tool_call_cost_limit,
+        budget_policy: req.budget_policy,
+        approval_timeout_secs: req.approval_timeout_secs,
         ..Default::default()
-    });
-    let model = settings
-        .model
-        .clone()
-        .unwrap_or_else(|| app.runner.default_model.clone());
-    let opts = StartOptions {
-        topic_id: req.topic.clone(),
-        owner: Some(user.id.clone()),
-        agent: req.agent.clone(),
-        trigger: Some(Trigger::Api),
-        ..settings.start_options()?
     };
+    let origin = SpecOrigin {
+        owner: Some(user.id.clone()),
+        ..Default::default()
+    };
+    let spec = app
+        .runner
+        .host
+        .agent_spec(&*app.store, &user.id, req.agent.as_deref(), &over, origin)
+        .await?;
     app.runner.check_capacity(&user.id)?;
-    let driver = app.runner.driver(&model, agent.as_ref())?;
+    let opts = StartOptions {
+        spec,
+        topic_id: req.topic.clone(),
+        trigger: Some(Trigger::Api),
+        ..Default::default()
+    };
+    let driver = app.runner.driver();
     let id = driver.start(&req.input, &opts).await?;
     let topic_id = req.topic.clone().unwrap_or_else(|| format!("topic_{id}"));
     app.runner.spawn(id, user.id, driver, Job::Run).await?;
@@ -253,6 +248,7 @@ pub async fn show(
         .collect();
     let usage = serde_json::json!({"usage": op.state.usage, "cost": op.state.cost});
     Ok(Json(OperationDetail {
+        spec: op.spec,
         operation: op.record,
         steps,
         pending,
@@ -274,8 +270,7 @@ pub async fn cancel(
             status_name(record.status)
         )));
     }
-    let driver = app.runner.driver_for(&record).await?;
-    driver.cancel(record.id).await?;
+    app.runner.driver().cancel(record.id).await?;
     let now = app
         .store
         .operation_status(record.id)
@@ -313,9 +308,8 @@ pub async fn resume(
         _ => {}
     }
     app.runner.check_capacity(&user.id)?;
-    let driver = app.runner.driver_for(&op).await?;
     app.runner
-        .spawn(op.id, user.id, driver, Job::Resume)
+        .spawn(op.id, user.id, app.runner.driver(), Job::Resume)
         .await?;
     Ok((
         StatusCode::ACCEPTED,
@@ -393,9 +387,8 @@ pub async fn decide(
             (d.tool_call_id, decision)
         })
         .collect();
-    let driver = app.runner.driver_for(&op).await?;
     app.runner
-        .spawn(op.id, user.id, driver, Job::Decide(decisions))
+        .spawn(op.id, user.id, app.runner.driver(), Job::Decide(decisions))
         .await?;
     Ok((
         StatusCode::ACCEPTED,

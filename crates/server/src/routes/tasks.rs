@@ -9,48 +9,12 @@ use crate::routes::{Body, Params};
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use rein_scheduler::{
-    Automation, CatchUp, NewTask, Overlap, ReviewState, Schedule, Task, TaskError, TaskService,
-    TaskStatus, parse_interval,
-};
+use rein_scheduler::input::{apply_edit, check_agent, new_task, view};
+use rein_scheduler::{Automation, Task, TaskError, TaskInput};
 use rein_store::Tasks;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-
-/// `POST /v1/tasks` and `PATCH /v1/tasks/{id}` body (on a patch every field is optional).
-#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct TaskIn {
-    /// Title.
-    pub title: Option<String>,
-    /// The whole prompt of every run (no earlier chat is assumed).
-    pub instruction: Option<String>,
-    /// The agent that runs it.
-    pub agent: Option<String>,
-    /// Cron pattern (5 fields, or 6 with seconds first).
-    pub cron: Option<String>,
-    /// IANA time zone of the cron pattern (default UTC).
-    pub tz: Option<String>,
-    /// Heartbeat interval (`30m`, `2h`, ...), instead of a cron pattern.
-    pub every: Option<String>,
-    /// A heartbeat run still going after this long is cancelled.
-    pub timeout: Option<String>,
-    /// Manual runs only (drops the schedule or heartbeat).
-    pub manual_only: Option<bool>,
-    /// Scheduled or heartbeat runs allowed (counted from when the automation was set).
-    pub max_executions: Option<u64>,
-    /// `skip` (default), `queue_one` or `allow`.
-    pub overlap: Option<String>,
-    /// `skip_missed` (default) or `run_once`.
-    pub catch_up: Option<String>,
-    /// Consecutive failures that pause the task (default 3).
-    pub failure_threshold: Option<u32>,
-    /// Review state: `none`, `pending`, `approved` or `changes_requested`.
-    pub review: Option<String>,
-    /// `completed` or `archived` (pause and resume have their own calls).
-    pub status: Option<String>,
-}
 
 /// `GET /v1/tasks/{id}/next` query.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
@@ -58,91 +22,6 @@ pub struct TaskIn {
 pub struct NextQuery {
     /// How many (default 5, at most 100).
     pub count: Option<usize>,
-}
-
-impl From<TaskError> for ApiError {
-    fn from(e: TaskError) -> Self {
-        match e {
-            TaskError::Store(s) => s.into(),
-            TaskError::NotFound(id) => ApiError::not_found(format!("no task {id}")),
-            TaskError::Schedule(s) => ApiError::bad_request(s.to_string()),
-            TaskError::Invalid(m) => ApiError::bad_request(m),
-            e @ TaskError::Corrupt { .. } => ApiError::internal(e.to_string()),
-        }
-    }
-}
-
-/// The overlap and catch-up policies a body names, if any.
-fn policies(b: &TaskIn) -> Result<(Option<Overlap>, Option<CatchUp>), ApiError> {
-    let overlap = b
-        .overlap
-        .as_deref()
-        .map(|o| enum_of::<Overlap>("overlap", o, "skip, queue_one or allow"))
-        .transpose()?;
-    let catch_up = b
-        .catch_up
-        .as_deref()
-        .map(|c| enum_of::<CatchUp>("catch_up", c, "skip_missed or run_once"))
-        .transpose()?;
-    Ok((overlap, catch_up))
-}
-
-fn enum_of<T: serde::de::DeserializeOwned>(
-    field: &str,
-    value: &str,
-    allowed: &str,
-) -> Result<T, ApiError> {
-    serde_json::from_value(Value::String(value.to_owned()))
-        .map_err(|_| ApiError::bad_request(format!("{field} `{value}`: use {allowed}")))
-}
-
-/// The automation a body asks for; `None` when it does not touch it.
-pub fn automation(b: &TaskIn) -> Result<Option<Automation>, ApiError> {
-    if b.manual_only == Some(true) {
-        if b.cron.is_some() || b.every.is_some() {
-            return Err(ApiError::bad_request("manual_only excludes cron and every"));
-        }
-        return Ok(Some(Automation::None));
-    }
-    match (&b.cron, &b.every) {
-        (Some(_), Some(_)) => Err(ApiError::bad_request(
-            "cron and every are mutually exclusive",
-        )),
-        (Some(pattern), None) => {
-            let tz = b.tz.clone().unwrap_or_else(|| "UTC".into());
-            Schedule::cron(pattern, &tz).map_err(|e| ApiError::bad_request(e.to_string()))?;
-            Ok(Some(Automation::Schedule {
-                pattern: pattern.clone(),
-                tz,
-            }))
-        }
-        (None, Some(every)) => Ok(Some(Automation::Heartbeat {
-            every_secs: parse_interval(every).map_err(|e| ApiError::bad_request(e.to_string()))?,
-            timeout_secs: b
-                .timeout
-                .as_deref()
-                .map(parse_interval)
-                .transpose()
-                .map_err(|e| ApiError::bad_request(e.to_string()))?,
-        })),
-        (None, None) => {
-            if b.tz.is_some() || b.timeout.is_some() {
-                return Err(ApiError::bad_request(
-                    "tz goes with cron and timeout with every",
-                ));
-            }
-            Ok(None)
-        }
-    }
-}
-
-/// A task as the API shows it.
-pub fn view(t: &Task) -> Value {
-    let mut v = serde_json::to_value(t).unwrap_or(Value::Null);
-    v["id"] = json!(t.id);
-    v["created_at"] = json!(t.created_at);
-    v["updated_at"] = json!(t.updated_at);
-    v
 }
 
 async fn owned(app: &AppState, user: &str, id: &str) -> Result<Task, ApiError> {
@@ -168,103 +47,14 @@ pub async fn list(
     ))
 }
 
-/// The new task a body describes (title and instruction required).
-pub fn new_task(b: &TaskIn) -> Result<NewTask, ApiError> {
-    let (overlap, catch_up) = policies(b)?;
-    Ok(NewTask {
-        title: b
-            .title
-            .clone()
-            .ok_or_else(|| ApiError::bad_request("title is required"))?,
-        instruction: b
-            .instruction
-            .clone()
-            .ok_or_else(|| ApiError::bad_request("instruction is required"))?,
-        agent: b.agent.clone(),
-        automation: automation(b)?.unwrap_or_default(),
-        max_executions: b.max_executions,
-        overlap: overlap.unwrap_or_default(),
-        catch_up: catch_up.unwrap_or_default(),
-        failure_threshold: b.failure_threshold,
-    })
-}
-
-/// Apply an edit body to task `id` (owned by the caller).
-pub async fn apply_edit(tasks: &TaskService, current: Task, b: &TaskIn) -> Result<Task, ApiError> {
-    let (overlap, catch_up) = policies(b)?;
-    // A new pattern keeps the task's zone, and a new zone keeps its pattern.
-    let mut wanted = b.clone();
-    if let Automation::Schedule { pattern, tz } = &current.automation {
-        if wanted.cron.is_some() && wanted.tz.is_none() {
-            wanted.tz = Some(tz.clone());
-        }
-        if wanted.tz.is_some() && wanted.cron.is_none() && wanted.every.is_none() {
-            wanted.cron = Some(pattern.clone());
-        }
-    }
-    let new_automation = automation(&wanted)?;
-    let review = b
-        .review
-        .as_deref()
-        .map(|r| {
-            enum_of::<ReviewState>("review", r, "none, pending, approved or changes_requested")
-        })
-        .transpose()?;
-    let status = match b.status.as_deref() {
-        None => None,
-        Some("completed") => Some(TaskStatus::Completed),
-        Some("archived") => Some(TaskStatus::Archived),
-        Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "status `{other}`: use completed or archived (pause and resume have their own calls)"
-            )));
-        }
-    };
-    let id = current.id.clone();
-    let mut t = tasks
-        .edit(&id, |t| {
-            if let Some(v) = &b.title {
-                t.title = v.clone();
-            }
-            if let Some(v) = &b.instruction {
-                t.instruction = v.clone();
-            }
-            if b.agent.is_some() {
-                t.agent = b.agent.clone();
-            }
-            if let Some(v) = overlap {
-                t.overlap = v;
-            }
-            if let Some(v) = catch_up {
-                t.catch_up = v;
-            }
-            if let Some(v) = b.failure_threshold {
-                t.failure_threshold = v;
-            }
-            if let Some(v) = review {
-                t.review = v;
-            }
-            if let Some(v) = status {
-                t.status = v;
-                t.status_reason = None;
-            }
-        })
-        .await?;
-    if new_automation.is_some() || b.max_executions.is_some() {
-        let automation = new_automation.unwrap_or(current.automation);
-        let cap = b.max_executions.or(current.max_executions);
-        t = tasks.set_automation(&id, automation, cap).await?;
-    }
-    Ok(t)
-}
-
 /// `POST /v1/tasks`: 201.
 pub async fn create(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Body(b): Body<TaskIn>,
+    Body(b): Body<TaskInput>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let new = new_task(&b)?;
+    check_agent(&*app.store, &user.id, new.agent.as_deref()).await?;
     let t = app.tasks.create(&user.id, new).await?;
     Ok((StatusCode::CREATED, Json(view(&t))))
 }
@@ -289,9 +79,10 @@ pub async fn edit(
     State(app): State<AppState>,
     Caller(user): Caller,
     Path(id): Path<String>,
-    Body(b): Body<TaskIn>,
+    Body(b): Body<TaskInput>,
 ) -> Result<Json<Value>, ApiError> {
     let current = owned(&app, &user.id, &id).await?;
+    check_agent(&*app.store, &user.id, b.agent.as_deref()).await?;
     let t = apply_edit(&app.tasks, current, &b).await?;
     Ok(Json(view(&t)))
 }

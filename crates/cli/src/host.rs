@@ -1,0 +1,115 @@
+//! The CLI's [`Host`]: models from the registry over the network (or a cassette), the catalog,
+//! the configured MCP servers (connected once), the test tools, an embedder, and the
+//! defaults of new operations. Every command that runs operations (`run`, `chat`, `approve`,
+//! `reject`, `op resume|cancel`, `task run`, `serve`, `worker`) makes its drivers from it.
+
+use crate::Context_;
+use anyhow::anyhow;
+use rein_core::state::ModelRef;
+use rein_model::cassette::{RecordingTransport, ReplayTransport};
+use rein_model::transport::Timeouts;
+use rein_model::{Catalog, Registry, ReqwestTransport, Transport};
+use rein_operation::{ContextSettings, Driver, Host, RegistryModels};
+use rein_store::SqlStore;
+use std::sync::Arc;
+
+/// `NAME=COMMAND ARGS...` as an MCP server configuration.
+pub fn mcp_config(spec: &str) -> anyhow::Result<rein_tools::mcp::McpServerConfig> {
+    let (name, command) = spec
+        .split_once('=')
+        .ok_or_else(|| anyhow!("--mcp `{spec}`: expected NAME=COMMAND"))?;
+    let mut words = command.split_whitespace();
+    let program = words
+        .next()
+        .ok_or_else(|| anyhow!("--mcp `{spec}`: the command is empty"))?;
+    let name = name.trim();
+    if name.is_empty() {
+        anyhow::bail!("--mcp `{spec}`: the server name is empty");
+    }
+    if program.starts_with("http://") || program.starts_with("https://") {
+        return Ok(rein_tools::mcp::McpServerConfig::http(name, program));
+    }
+    let args: Vec<&str> = words.collect();
+    Ok(rein_tools::mcp::McpServerConfig::stdio(
+        name, program, &args,
+    ))
+}
+
+/// This process's host: `model` is the default model (a flag's, else the configuration's).
+pub async fn host(
+    store: Arc<SqlStore>,
+    ctx: &Context_,
+    model: Option<&str>,
+) -> anyhow::Result<Host> {
+    let registry = ctx.config.registry()?;
+    let transport: Arc<dyn Transport> = match &ctx.cli_replay {
+        Some(path) => Arc::new(ReplayTransport::from_file(path)?),
+        None => Arc::new(ReqwestTransport::new(Timeouts::default())?),
+    };
+    let transport: Arc<dyn Transport> = match &ctx.cli_record {
+        Some(path) => Arc::new(RecordingTransport::new(transport, path)),
+        None => transport,
+    };
+    let cassette = ctx.cli_replay.is_some() || ctx.cli_record.is_some();
+    let catalog = Arc::new(Catalog::builtin()?);
+    let (default, _) = ctx.config.model(model);
+    let default_model = rein_operation::profile::model_ref(&default)?;
+    let embedder = match std::env::var("REIN_EMBED_MODEL")
+        .ok()
+        .filter(|s| !s.trim().is_empty() && !cassette)
+    {
+        Some(spec) => {
+            let (provider_id, model_id) =
+                Registry::split(&spec).map_err(|e| anyhow!("REIN_EMBED_MODEL: {e}"))?;
+            let provider = rein_model::Provider::new(
+                registry.provider(provider_id)?,
+                Arc::new(ReqwestTransport::new(Timeouts::default())?),
+            );
+            let model = ModelRef {
+                provider: provider_id.into(),
+                model: model_id.into(),
+            };
+            Some((
+                Arc::new(provider) as Arc<dyn rein_model::ModelProvider>,
+                model,
+            ))
+        }
+        None => None,
+    };
+    let mut tools = crate::test_tools::tools();
+    for spec in &ctx.mcp {
+        tools.push(rein_tools::mcp::McpServer::connect(mcp_config(spec)?).await?);
+    }
+    let models = Arc::new(RegistryModels::new(
+        registry,
+        transport,
+        Arc::clone(&catalog),
+        // A cassette answers without keys.
+        ctx.cli_replay.is_none(),
+    ));
+    Ok(Host {
+        store,
+        models,
+        catalog,
+        default_model,
+        // A cassette must replay byte for byte on any day, in any checkout, with any memories.
+        context: if cassette {
+            ContextSettings {
+                date: false,
+                workspace: false,
+                memories: false,
+                ..ContextSettings::default()
+            }
+        } else {
+            ContextSettings::default()
+        },
+        tools,
+        embedder,
+    })
+}
+
+/// A driver of `host` that prints the operation's events as they happen.
+pub fn printing_driver(host: &Host, json: bool) -> Driver {
+    host.driver()
+        .with_sink(Arc::new(crate::output::Printer::new(json)))
+}

@@ -1,0 +1,141 @@
+//! The operation spec: everything that decides what one operation may do, written with the
+//! operation when it starts and read back by every process that continues it (approvals,
+//! rejections, resumes, crash recovery, another node). It never changes afterwards: editing or
+//! deleting the agent an operation was started from does not change the operation.
+
+use crate::intervention::ApprovalMode;
+use crate::state::{Budget, ModelRef};
+use serde::{Deserialize, Serialize};
+
+/// What the context engine is told beyond the transcript.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ContextSettings {
+    /// Tell the model today's date. Off for cassette recording and replay: a recorded request
+    /// must replay byte for byte on any day.
+    pub date: bool,
+    /// Tell the model the working directory and OS. Off for cassettes (paths differ per
+    /// machine).
+    pub workspace: bool,
+    /// Inject the user's memories relevant to the request. Off for cassettes (the request
+    /// must not depend on what the local store remembers).
+    pub memories: bool,
+    /// Tool results longer than this keep their head and tail.
+    pub max_tool_result_chars: Option<usize>,
+    /// Attached text files are inlined up to this many characters each.
+    pub max_file_chars: Option<usize>,
+    /// Keep at most this many conversation messages per call.
+    pub history_limit: Option<usize>,
+    /// Compression keeps the newest messages verbatim up to this many tokens (at most a
+    /// quarter of the model's window).
+    pub keep_recent_tokens: u64,
+}
+
+impl Default for ContextSettings {
+    fn default() -> Self {
+        Self {
+            date: true,
+            workspace: true,
+            memories: true,
+            max_tool_result_chars: Some(64 * 1024),
+            max_file_chars: Some(32 * 1024),
+            history_limit: None,
+            keep_recent_tokens: 8_000,
+        }
+    }
+}
+
+/// The agent an operation was started as, and which version of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentRef {
+    /// Name (unique per owner).
+    pub name: String,
+    /// The agent's version when the operation started (it counts edits); `None` for agents
+    /// that are not stored (the CLI's configuration file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<u64>,
+}
+
+/// What one operation may do.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OperationSpec {
+    /// The model it talks to. `None` only before it starts, meaning the host's default; the
+    /// stored spec always names it.
+    pub model: Option<ModelRef>,
+    /// Instructions given to the model first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_role: Option<String>,
+    /// Tools it may call (`identifier` or `identifier/api`): `None` every tool, `Some([])` none.
+    pub allowed_tools: Option<Vec<String>>,
+    /// How calls are approved.
+    pub approval: ApprovalMode,
+    /// Step limit (then a final answer is forced).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<u32>,
+    /// Token and cost limits, per operation and per call, and what crossing one does.
+    pub budget: Budget,
+    /// Seconds a requested approval stays valid; after that the operation ends (`timeout`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_timeout_secs: Option<u64>,
+    /// Progressive tool disclosure: `Some(always)` offers full schemas only for the tools
+    /// named in `always` and those the model activated; the others are listed by name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub progressive_tools: Option<Vec<String>>,
+    /// The model that writes compression summaries (the operation's model when `None`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compression_model: Option<ModelRef>,
+    /// What the context engine is told beyond the transcript.
+    pub context: ContextSettings,
+    /// Tools the host added beyond the built-ins (MCP servers, by the identifier their tools
+    /// are offered under): a process continuing the operation must have each of them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<String>,
+    /// Directory the file and shell tools are confined to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
+    /// The user it belongs to (a server's user id; `None` for the local CLI).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// The agent it runs as, and its version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentRef>,
+}
+
+impl OperationSpec {
+    /// Whether `identifier/api` is within the allow-list.
+    pub fn allows(&self, identifier: &str, api: &str) -> bool {
+        self.allowed_tools
+            .as_ref()
+            .is_none_or(|l| crate::intervention::key_listed(l, identifier, api))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn omitted_and_empty_allow_lists_stay_distinct_through_json() {
+        let all = OperationSpec::default();
+        let none = OperationSpec {
+            allowed_tools: Some(Vec::new()),
+            ..Default::default()
+        };
+        for spec in [&all, &none] {
+            let back: OperationSpec =
+                serde_json::from_str(&serde_json::to_string(spec).unwrap_or_default())
+                    .unwrap_or_default();
+            assert_eq!(&back, spec);
+        }
+        assert!(all.allows("shell", "run"));
+        assert!(!none.allows("calculator", "evaluate"));
+        let some = OperationSpec {
+            allowed_tools: Some(vec!["calculator".into(), "files/read".into()]),
+            ..Default::default()
+        };
+        assert!(some.allows("calculator", "evaluate"));
+        assert!(some.allows("files", "read"));
+        assert!(!some.allows("files", "write"));
+    }
+}

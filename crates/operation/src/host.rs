@@ -1,0 +1,153 @@
+//! What one process brings to the operations it runs: the store, where models come from, the
+//! catalog, tools beyond the built-ins (MCP servers), an embedder, and the defaults of new
+//! operations. The CLI and the server both make their drivers here, and make new operations'
+//! specs here from an agent profile, so the two cannot drift apart.
+
+use crate::driver::Driver;
+use crate::models::ModelSource;
+use crate::profile::{AgentProfile, ProfileError, SpecOrigin};
+use rein_core::spec::AgentRef;
+use rein_core::spec::{ContextSettings, OperationSpec};
+use rein_core::state::ModelRef;
+use rein_model::{Catalog, ModelProvider};
+use rein_store::{Accounts, Store, StoreError};
+use std::sync::Arc;
+
+/// Why a spec could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    /// The named agent does not exist.
+    #[error("no agent `{0}`")]
+    AgentMissing(String),
+    /// The settings are invalid.
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
+    /// The store failed (or holds an unreadable agent).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A stored agent: its profile and which version it is.
+#[derive(Clone, Debug)]
+pub struct StoredAgent {
+    /// Its settings.
+    pub profile: AgentProfile,
+    /// Its name and version, as a spec records them.
+    pub agent: AgentRef,
+}
+
+/// The agent `name` of user `owner`, if it exists.
+pub async fn stored_agent(
+    accounts: &dyn Accounts,
+    owner: &str,
+    name: &str,
+) -> Result<Option<StoredAgent>, StoreError> {
+    let Some(record) = accounts.get_agent(owner, name).await? else {
+        return Ok(None);
+    };
+    let profile = serde_json::from_value(record.config)
+        .map_err(|e| StoreError::corrupt("agent config", e))?;
+    Ok(Some(StoredAgent {
+        profile,
+        agent: AgentRef {
+            name: record.name,
+            version: Some(record.version),
+        },
+    }))
+}
+
+/// A process's setup for running operations.
+#[derive(Clone)]
+pub struct Host {
+    /// Where operations are kept.
+    pub store: Arc<dyn Store>,
+    /// Providers for the models operations name.
+    pub models: Arc<dyn ModelSource>,
+    /// Windows, prices and tokenizer hints of models.
+    pub catalog: Arc<Catalog>,
+    /// The model of an operation whose agent and request name none.
+    pub default_model: ModelRef,
+    /// What new operations' context engine is told (cassettes turn date, paths and memories
+    /// off so a recording replays anywhere).
+    pub context: ContextSettings,
+    /// Tools beyond the built-ins (MCP servers, custom tools).
+    pub tools: Vec<Arc<dyn crate::Tool>>,
+    /// Embeds memories so they are recalled by meaning (`provider`, model).
+    pub embedder: Option<(Arc<dyn ModelProvider>, ModelRef)>,
+}
+
+impl Host {
+    /// A host with models from `models`, defaulting to `default_model`, no tools beyond the
+    /// built-ins, no embedder and the default context settings.
+    pub fn new(
+        store: Arc<dyn Store>,
+        models: Arc<dyn ModelSource>,
+        catalog: Arc<Catalog>,
+        default_model: ModelRef,
+    ) -> Self {
+        Self {
+            store,
+            models,
+            catalog,
+            default_model,
+            context: ContextSettings::default(),
+            tools: Vec::new(),
+            embedder: None,
+        }
+    }
+
+    /// A driver with everything this process brings (add a sink or commit hook to it).
+    pub fn driver(&self) -> Driver {
+        let mut d = Driver::from_source(
+            Arc::clone(&self.store),
+            Arc::clone(&self.models),
+            self.default_model.clone(),
+            Arc::clone(&self.catalog),
+        );
+        for t in &self.tools {
+            d = d.with_tool(Arc::clone(t));
+        }
+        if let Some((provider, model)) = &self.embedder {
+            d = d.with_embedder(Arc::clone(provider), model.clone());
+        }
+        d
+    }
+
+    /// The spec of a new operation run with `profile` (an agent's settings merged with the
+    /// request's) for `origin`, on this host's defaults.
+    pub fn spec(
+        &self,
+        profile: &AgentProfile,
+        origin: SpecOrigin,
+    ) -> Result<OperationSpec, ProfileError> {
+        let base = OperationSpec {
+            model: Some(self.default_model.clone()),
+            context: self.context.clone(),
+            ..Default::default()
+        };
+        profile.spec(&base, origin)
+    }
+
+    /// The spec of a new operation run as the stored agent `agent` of user `agents_of` (or as
+    /// no agent), with `over` (the request's settings) winning over the agent's.
+    pub async fn agent_spec(
+        &self,
+        accounts: &dyn Accounts,
+        agents_of: &str,
+        agent: Option<&str>,
+        over: &AgentProfile,
+        mut origin: SpecOrigin,
+    ) -> Result<OperationSpec, SpecError> {
+        let profile = match agent {
+            Some(name) => {
+                let stored = stored_agent(accounts, agents_of, name)
+                    .await?
+                    .ok_or_else(|| SpecError::AgentMissing(name.to_owned()))?;
+                origin.agent = Some(stored.agent);
+                stored.profile.merged(over)
+            }
+            None => over.clone(),
+        };
+        Ok(self.spec(&profile, origin)?)
+    }
+}

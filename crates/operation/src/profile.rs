@@ -1,0 +1,353 @@
+//! Agent profiles: the settings an agent is stored with (model, system role, tools, approval
+//! mode, limits and their policy), their validation, and how a profile plus a request's
+//! overrides become an operation's spec (the one place that happens, for the CLI, the server
+//! and task runs alike).
+
+use rein_core::Usd;
+use rein_core::intervention::ApprovalMode;
+use rein_core::spec::{AgentRef, OperationSpec};
+use rein_core::state::{Budget, BudgetPolicy, ModelRef};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// How an agent works; every field optional (the host's defaults apply).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentProfile {
+    /// `provider/model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Instructions given to the model first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_role: Option<String>,
+    /// Tools it may call (`identifier` or `identifier/api`); all when absent, none when empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// `manual` (default), `auto-run`, `allow-list` or `headless`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<String>,
+    /// Step limit (then a final answer is forced).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_steps: Option<u32>,
+    /// Cost limit of the whole operation, in USD.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0))]
+    pub cost_limit: Option<f64>,
+    /// Token limit of the whole operation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_limit: Option<u64>,
+    /// Cost limit of any one model call, in USD.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0))]
+    pub model_call_cost_limit: Option<f64>,
+    /// Cost limit of any one tool call, in USD.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0))]
+    pub tool_call_cost_limit: Option<f64>,
+    /// What crossing a limit does: `stop` (default: finish visibly), `interrupt` (pause,
+    /// resumable) or `warn` (an event, and go on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<BudgetPolicyName>")]
+    pub budget_policy: Option<BudgetPolicy>,
+    /// Seconds a requested approval stays valid; after that the operation ends (`timeout`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub approval_timeout_secs: Option<u64>,
+}
+
+/// The names of [`BudgetPolicy`], for the schema.
+#[derive(JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+enum BudgetPolicyName {
+    Stop,
+    Interrupt,
+    Warn,
+}
+
+/// What is wrong with a profile or a name.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProfileError {
+    /// An agent name that is not 1-64 letters, digits, `-` or `_`.
+    #[error("agent name `{0}`: use 1-64 letters, digits, `-` or `_`")]
+    Name(String),
+    /// An unknown approval mode.
+    #[error("approval `{0}`: use manual, auto-run, allow-list or headless")]
+    Approval(String),
+    /// A model that is not `provider/model`.
+    #[error("model `{model}`: {reason}")]
+    Model {
+        /// As given.
+        model: String,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// A limit out of range.
+    #[error("{field} must be {requirement}")]
+    Limit {
+        /// The field.
+        field: &'static str,
+        /// What it must be.
+        requirement: &'static str,
+    },
+}
+
+/// Parse an approval mode name (`auto-run` and `auto_run` both work).
+pub fn approval_mode(name: &str) -> Result<ApprovalMode, ProfileError> {
+    Ok(match name {
+        "manual" => ApprovalMode::Manual,
+        "auto-run" | "auto_run" => ApprovalMode::AutoRun,
+        "allow-list" | "allow_list" => ApprovalMode::AllowList,
+        "headless" => ApprovalMode::Headless,
+        other => return Err(ProfileError::Approval(other.to_owned())),
+    })
+}
+
+/// Parse `provider/model`.
+pub fn model_ref(model: &str) -> Result<ModelRef, ProfileError> {
+    let (provider, id) = rein_model::Registry::split(model).map_err(|e| ProfileError::Model {
+        model: model.to_owned(),
+        reason: e.to_string(),
+    })?;
+    Ok(ModelRef {
+        provider: provider.into(),
+        model: id.into(),
+    })
+}
+
+/// Agent names: 1-64 letters, digits, `-` or `_`.
+pub fn check_name(name: &str) -> Result<(), ProfileError> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(ProfileError::Name(name.to_owned()))
+    }
+}
+
+fn usd(field: &'static str, v: Option<f64>) -> Result<Option<Usd>, ProfileError> {
+    match v {
+        Some(v) if !v.is_finite() || v < 0.0 => Err(ProfileError::Limit {
+            field,
+            requirement: "a non-negative number",
+        }),
+        v => Ok(v.map(Usd::from_dollars)),
+    }
+}
+
+/// Who and where an operation starts for: what a spec takes besides the profile.
+#[derive(Clone, Debug, Default)]
+pub struct SpecOrigin {
+    /// The user it belongs to (`None`: the local CLI).
+    pub owner: Option<String>,
+    /// The stored agent it runs as, with its version.
+    pub agent: Option<AgentRef>,
+    /// Directory the file and shell tools are confined to.
+    pub working_directory: Option<String>,
+}
+
+impl AgentProfile {
+    /// These settings with `over`'s given ones taking precedence (a request's or the command
+    /// line's over the agent's).
+    pub fn merged(&self, over: &AgentProfile) -> AgentProfile {
+        AgentProfile {
+            model: over.model.clone().or_else(|| self.model.clone()),
+            system_role: over
+                .system_role
+                .clone()
+                .or_else(|| self.system_role.clone()),
+            tools: over.tools.clone().or_else(|| self.tools.clone()),
+            approval: over.approval.clone().or_else(|| self.approval.clone()),
+            max_steps: over.max_steps.or(self.max_steps),
+            cost_limit: over.cost_limit.or(self.cost_limit),
+            token_limit: over.token_limit.or(self.token_limit),
+            model_call_cost_limit: over.model_call_cost_limit.or(self.model_call_cost_limit),
+            tool_call_cost_limit: over.tool_call_cost_limit.or(self.tool_call_cost_limit),
+            budget_policy: over.budget_policy.or(self.budget_policy),
+            approval_timeout_secs: over.approval_timeout_secs.or(self.approval_timeout_secs),
+        }
+    }
+
+    /// Check every value (the shape is checked by deserialization).
+    pub fn validate(&self) -> Result<(), ProfileError> {
+        if let Some(a) = &self.approval {
+            approval_mode(a)?;
+        }
+        if let Some(m) = &self.model {
+            model_ref(m)?;
+        }
+        if self.max_steps == Some(0) {
+            return Err(ProfileError::Limit {
+                field: "max_steps",
+                requirement: "at least 1",
+            });
+        }
+        if self.approval_timeout_secs == Some(0) {
+            return Err(ProfileError::Limit {
+                field: "approval_timeout_secs",
+                requirement: "at least 1",
+            });
+        }
+        self.budget()?;
+        Ok(())
+    }
+
+    /// The budget these settings give (limits and the policy for crossing them).
+    pub fn budget(&self) -> Result<Budget, ProfileError> {
+        Ok(Budget {
+            max_cost: usd("cost_limit", self.cost_limit)?,
+            max_tokens: self.token_limit,
+            max_model_call_cost: usd("model_call_cost_limit", self.model_call_cost_limit)?,
+            max_tool_call_cost: usd("tool_call_cost_limit", self.tool_call_cost_limit)?,
+            on_exceeded: self.budget_policy.unwrap_or(BudgetPolicy::Stop),
+        })
+    }
+
+    /// The spec of an operation run with these settings, on top of `base` (the host's
+    /// defaults: its model, context settings, tools), for `origin`.
+    pub fn spec(
+        &self,
+        base: &OperationSpec,
+        origin: SpecOrigin,
+    ) -> Result<OperationSpec, ProfileError> {
+        self.validate()?;
+        Ok(OperationSpec {
+            model: match &self.model {
+                Some(m) => Some(model_ref(m)?),
+                None => base.model.clone(),
+            },
+            system_role: self
+                .system_role
+                .clone()
+                .or_else(|| base.system_role.clone()),
+            allowed_tools: self.tools.clone().or_else(|| base.allowed_tools.clone()),
+            approval: match &self.approval {
+                Some(a) => approval_mode(a)?,
+                None => base.approval,
+            },
+            max_steps: self.max_steps.or(base.max_steps),
+            budget: self.budget()?,
+            approval_timeout_secs: self.approval_timeout_secs.or(base.approval_timeout_secs),
+            owner: origin.owner,
+            agent: origin.agent,
+            working_directory: origin
+                .working_directory
+                .or_else(|| base.working_directory.clone()),
+            ..base.clone()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_carries_every_setting_and_the_request_wins() {
+        let agent = AgentProfile {
+            model: Some("anthropic/claude-sonnet-4".into()),
+            system_role: Some("You are terse.".into()),
+            tools: Some(vec!["calculator".into(), "shell".into()]),
+            approval: Some("auto-run".into()),
+            cost_limit: Some(0.5),
+            budget_policy: Some(BudgetPolicy::Interrupt),
+            tool_call_cost_limit: Some(0.01),
+            ..Default::default()
+        };
+        let request = AgentProfile {
+            max_steps: Some(3),
+            approval: Some("manual".into()),
+            ..Default::default()
+        };
+        let base = OperationSpec {
+            model: Some(model_ref("openai/gpt-4o-mini").unwrap()),
+            mcp_servers: vec!["fs".into()],
+            ..Default::default()
+        };
+        let origin = SpecOrigin {
+            owner: Some("u1".into()),
+            agent: Some(AgentRef {
+                name: "terse".into(),
+                version: Some(4),
+            }),
+            working_directory: Some("/w".into()),
+        };
+        let spec = agent.merged(&request).spec(&base, origin).unwrap();
+        assert_eq!(&*spec.model.as_ref().unwrap().provider, "anthropic");
+        assert_eq!(spec.system_role.as_deref(), Some("You are terse."));
+        assert_eq!(
+            spec.allowed_tools,
+            Some(vec!["calculator".into(), "shell".into()])
+        );
+        assert_eq!(spec.approval, ApprovalMode::Manual);
+        assert_eq!(spec.max_steps, Some(3));
+        assert_eq!(spec.budget.on_exceeded, BudgetPolicy::Interrupt);
+        assert_eq!(
+            spec.budget.max_tool_call_cost,
+            Some(Usd::from_dollars(0.01))
+        );
+        assert_eq!(spec.mcp_servers, ["fs"]);
+        assert_eq!(spec.agent.unwrap().version, Some(4));
+        assert_eq!(spec.owner.as_deref(), Some("u1"));
+        // An empty allow-list is kept as "no tools", not dropped.
+        let none = AgentProfile {
+            tools: Some(Vec::new()),
+            ..Default::default()
+        };
+        assert_eq!(
+            none.spec(&base, SpecOrigin::default())
+                .unwrap()
+                .allowed_tools,
+            Some(Vec::new())
+        );
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let bad = |p: AgentProfile| p.validate().unwrap_err().to_string();
+        assert!(
+            bad(AgentProfile {
+                approval: Some("yolo".into()),
+                ..Default::default()
+            })
+            .contains("approval `yolo`")
+        );
+        assert!(
+            bad(AgentProfile {
+                model: Some("nomodel".into()),
+                ..Default::default()
+            })
+            .contains("model `nomodel`")
+        );
+        assert!(
+            bad(AgentProfile {
+                cost_limit: Some(-1.0),
+                ..Default::default()
+            })
+            .contains("cost_limit")
+        );
+        assert!(
+            bad(AgentProfile {
+                tool_call_cost_limit: Some(f64::NAN),
+                ..Default::default()
+            })
+            .contains("tool_call_cost_limit")
+        );
+        assert!(
+            bad(AgentProfile {
+                max_steps: Some(0),
+                ..Default::default()
+            })
+            .contains("max_steps")
+        );
+        assert!(check_name("ok-name_1").is_ok());
+        assert!(check_name("no spaces").is_err());
+        let unknown = serde_json::from_str::<AgentProfile>(r#"{"modle": "x/y"}"#).unwrap_err();
+        assert!(unknown.to_string().contains("modle"));
+    }
+}
