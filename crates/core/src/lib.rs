@@ -3,8 +3,10 @@
 //! It owns the data every other crate speaks (ids, [`Message`], [`ToolCall`], [`Usage`],
 //! [`Cost`], [`Instruction`], [`AgentState`], [`AgentEvent`]), the brain interface ([`Agent`])
 //! with the default [`GeneralChatAgent`], the engine that executes instructions
-//! ([`AgentRuntime::step`], the executor table, budgets, tool-batch merging) and intervention
-//! policy ([`InterventionChecker`] with the default security blacklist).
+//! ([`AgentRuntime::step`], the executor table, budgets, tool-batch merging), intervention
+//! policy ([`InterventionChecker`] with the default security blacklist and the shell guard,
+//! which reads commands on a bash syntax tree), and what one operation may do
+//! ([`spec::OperationSpec`]).
 //!
 //! Everything here is synchronous logic or runtime-agnostic futures: no async runtime, no
 //! HTTP, no SQL. IO reaches the engine through the ports in [`engine::ports`].

@@ -1,6 +1,7 @@
 //! rein-store: the durable record of agents' work.
 //!
-//! One [`Store`] trait over operations (record, latest state, next context), their committed
+//! One [`Store`] trait over operations (record, latest state, next context, and the spec they
+//! started with), their committed
 //! steps (idempotent by `(operation, step_index)`), the event log (the replay cursor), the
 //! message tree of each topic, tool executions (effect class and status, for crash recovery)
 //! interventions (single-use human decisions), and documents (memories and notes per user and
