@@ -1128,34 +1128,11 @@ fn shell_call(id: &str) -> Canned {
     )])
 }
 
-/// The tool names and the system text of model request `i`.
-fn offered(server: &rein_model::testing::Server, i: usize) -> (Vec<String>, String) {
-    let body = &server.requests()[i].body;
-    let mut tools: Vec<String> = body["tools"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    tools.sort();
-    let system = body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "system")
-        .map(|m| m["content"].to_string())
-        .collect::<Vec<_>>()
-        .join("\n");
-    (tools, system)
-}
-
 /// Every model request of the operation offered exactly the scope it started with.
 fn assert_scope(server: &rein_model::testing::Server, requests: usize) {
     assert_eq!(server.requests().len(), requests);
-    for i in 0..requests {
-        let (tools, system) = offered(server, i);
+    for (i, r) in server.requests().iter().enumerate() {
+        let (tools, system) = (r.offered_tools(), r.system_text());
         assert_eq!(
             tools,
             ["calculator__evaluate", "shell__run"],

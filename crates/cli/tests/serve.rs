@@ -1374,29 +1374,6 @@ fn shell_call(id: &str) -> Canned {
     Canned::openai_tools(&[(id, "shell__run", &json!({"command": "echo hi"}).to_string())])
 }
 
-/// The tool names and the system text of model request `i`.
-fn offered(model: &Server, i: usize) -> (Vec<String>, String) {
-    let body = &model.requests()[i].body;
-    let mut tools: Vec<String> = body["tools"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    tools.sort();
-    let system = body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "system")
-        .map(|m| m["content"].to_string())
-        .collect::<Vec<_>>()
-        .join("\n");
-    (tools, system)
-}
-
 /// Wait until the operation's status is `status`.
 async fn wait_status(e: &Env, rein: &Rein, op: &str, token: &str, status: &str) -> Value {
     for _ in 0..200 {
@@ -1510,8 +1487,8 @@ async fn a_second_server_and_a_restarted_one_continue_operations_with_the_scope_
     wait_status(&e, &restarted, &ops[1], &alice, "done").await;
     // Every model request of both offered what they started with.
     assert_eq!(e.model.requests().len(), 4);
-    for i in 0..4 {
-        let (tools, system) = offered(&e.model, i);
+    for (i, r) in e.model.requests().iter().enumerate() {
+        let (tools, system) = (r.offered_tools(), r.system_text());
         assert_eq!(tools, ["calculator__evaluate", "shell__run"], "request {i}");
         assert!(
             system.contains("Be scoped.") && !system.contains("Changed."),
@@ -1593,8 +1570,8 @@ async fn task_runs_take_their_agent_at_start_and_a_deleted_agent_is_agent_missin
     assert_eq!(status, 204);
     approve_all(&e, &rein, &op, &alice, &detail).await;
     wait_status(&e, &rein, &op, &alice, "done").await;
-    for i in 0..2 {
-        let (tools, system) = offered(&e.model, i);
+    for (i, r) in e.model.requests().iter().enumerate() {
+        let (tools, system) = (r.offered_tools(), r.system_text());
         assert_eq!(tools, ["calculator__evaluate", "shell__run"], "request {i}");
         assert!(
             system.contains("Be scoped.") && !system.contains("Changed."),

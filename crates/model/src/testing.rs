@@ -105,6 +105,36 @@ pub struct Recorded {
     pub body: serde_json::Value,
 }
 
+impl Recorded {
+    /// The function names of the tools a chat request offered, sorted.
+    pub fn offered_tools(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.body["tools"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+
+    /// The system messages of a chat request, as JSON text, one per line.
+    pub fn system_text(&self) -> String {
+        self.body["messages"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter(|m| m["role"] == "system")
+                    .map(|m| m["content"].to_string())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_default()
+    }
+}
+
 pub struct Server {
     pub base: String,
     pub requests: Arc<Mutex<Vec<Recorded>>>,

@@ -4,7 +4,7 @@
 //! working directory (`cd`) and downloaded files, then hand the command to the rules.
 
 use super::ShellPredicate;
-use super::reach::{Cwd, shown};
+use super::reach::{Cwd, normalize, shown};
 use super::value::{Field, Produced, SPLIT_UNKNOWN, has_unknown};
 use super::walk::{Stdin, Walker};
 
@@ -698,7 +698,7 @@ impl Walker {
             None => vec![Cwd::Abs(vec!["home".into(), "~".into()])],
             Some(t) if !t.is_literal() || t.text == "-" => vec![Cwd::Unknown],
             Some(t) if t.text.starts_with('/') => {
-                vec![Cwd::Abs(components(&[], &t.text))]
+                vec![Cwd::Abs(normalize(&[], &t.text, true))]
             }
             Some(t) => {
                 if self.loops > 0 && t.text.contains("..") {
@@ -708,8 +708,8 @@ impl Walker {
                     self.cwds
                         .iter()
                         .map(|c| match c {
-                            Cwd::Work(base) => Cwd::Work(relative(base, &t.text)),
-                            Cwd::Abs(base) => Cwd::Abs(components(base, &t.text)),
+                            Cwd::Work(base) => Cwd::Work(normalize(base, &t.text, false)),
+                            Cwd::Abs(base) => Cwd::Abs(normalize(base, &t.text, true)),
                             Cwd::Unknown => Cwd::Unknown,
                         })
                         .collect()
@@ -851,44 +851,6 @@ fn join(args: &[Field]) -> Field {
         decodes: args.iter().any(|a| a.decodes),
         procsubst: args.iter().any(|a| a.procsubst),
     }
-}
-
-/// An absolute path's components, resolved from `base`.
-fn components(base: &[String], path: &str) -> Vec<String> {
-    let mut out = if path.starts_with('/') {
-        Vec::new()
-    } else {
-        base.to_vec()
-    };
-    for c in path.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                out.pop();
-            }
-            c => out.push(c.to_owned()),
-        }
-    }
-    out
-}
-
-/// A path relative to the working directory, resolved from `base` (may climb above it).
-fn relative(base: &[String], path: &str) -> Vec<String> {
-    let mut out = base.to_vec();
-    for c in path.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                if out.last().is_some_and(|l| l != "..") {
-                    out.pop();
-                } else {
-                    out.push("..".into());
-                }
-            }
-            c => out.push(c.to_owned()),
-        }
-    }
-    out
 }
 
 /// Whether the unknown text could be an option such as `-r`.

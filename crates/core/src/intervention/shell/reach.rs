@@ -274,7 +274,9 @@ fn check_rel(comps: &[String]) -> Option<Reach> {
     None
 }
 
-fn normalize(base: &[String], path: &str, absolute: bool) -> Vec<String> {
+/// `path`'s components resolved lexically from `base`: `..` pops (never above the root of an
+/// absolute path; a relative one may climb, keeping leading `..`).
+pub(super) fn normalize(base: &[String], path: &str, absolute: bool) -> Vec<String> {
     let mut out: Vec<String> = base.to_vec();
     for c in path.split('/') {
         match c {
