@@ -201,6 +201,7 @@ const CORPUS: &[(&str, Option<&str>)] = &[
     ("flock /tmp/l -c 'rm -rf ~'", Some("rm_home_dir")),
     ("watch rm -rf ~", Some("rm_home_dir")),
     ("sh <<< 'rm -rf ~'", Some("rm_home_dir")),
+    ("sh <<< 'sh <<< '\\''rm -rf ~'\\'''", Some("rm_home_dir")),
     ("bash <<< \"rm -rf /\"", Some("rm_root_dir")),
     ("sh <<EOF\nrm -rf ~\nEOF", Some("rm_home_dir")),
     ("bash <<'EOF'\nrm -rf /\nEOF", Some("rm_root_dir")),
@@ -257,6 +258,19 @@ const CORPUS: &[(&str, Option<&str>)] = &[
         Some("shell_unanalysable"),
     ),
     ("runuser -u nobody -- rm -rf ~", Some("rm_home_dir")),
+    (
+        "ls | xargs -I{} sh -c 'rm -rf {}'",
+        Some("shell_unanalysable"),
+    ),
+    ("ls | xargs -i rm -rf {}", Some("shell_unanalysable")),
+    ("parallel rm -rf ::: ~", Some("rm_home_dir")),
+    ("parallel -j 4 rm -rf ::: /", Some("rm_root_dir")),
+    ("ssh localhost 'rm -rf ~'", Some("rm_home_dir")),
+    ("ssh -p 22 127.0.0.1 rm -rf /", Some("rm_root_dir")),
+    ("a=(-rf /); rm \"${a[@]}\"", Some("rm_root_dir")),
+    ("a=(rm -rf ~); \"${a[@]}\"", Some("rm_home_dir")),
+    ("set -- -rf /; rm \"$@\"", Some("shell_unanalysable")),
+    ("exec 3<>/dev/sda", Some("disk_write")),
     ("nice timeout 5 sudo env rm -rf ~", Some("rm_home_dir")),
     ("FOO=bar rm -rf /etc", Some("rm_root_dir")),
     // --- find.
@@ -558,6 +572,8 @@ const CORPUS: &[(&str, Option<&str>)] = &[
     ("tar czf backup.tgz ~/docs", None),
     ("rsync -av ./ /backup/", None),
     ("ssh host uptime", None),
+    ("ssh -p 2222 deploy@host 'systemctl status app'", None),
+    ("ls | xargs -I{} echo {}", None),
     (
         "git clone https://example.invalid/r.git && cd r && make",
         None,
@@ -758,6 +774,11 @@ fn layer() -> impl Strategy<Value = Layer> {
     ]
 }
 
+/// `command` nested in backquotes: its backslashes and backquotes escaped.
+fn backquoted(command: &str) -> String {
+    command.replace('\\', "\\\\").replace('`', "\\`")
+}
+
 fn quote(command: &str) -> String {
     command.replace('\'', "'\\''")
 }
@@ -767,6 +788,9 @@ fn disguise(base: &str, layers: &[Layer]) -> String {
     let (mut command, mut simple) = (base.to_owned(), true);
     for l in layers {
         (command, simple) = match l {
+            Layer::Construct(c) if c.contains('`') => {
+                (c.replace("{}", &backquoted(&command)), false)
+            }
             Layer::Construct(c) => (
                 c.replace("{q}", &quote(&command)).replace("{}", &command),
                 false,
@@ -779,7 +803,13 @@ fn disguise(base: &str, layers: &[Layer]) -> String {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    // A fixed seed: the same 512 disguises every run (no flaky CI, no regression files).
+    #![proptest_config(ProptestConfig {
+        cases: 512,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x5eed_0011),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn wrapping_a_blocked_command_never_allows_it(

@@ -164,6 +164,24 @@ const LAUNCHERS: &[Launcher] = &[
         positionals: 1,
     },
     Launcher {
+        names: &["parallel"],
+        value_flags: "jIPnLNSEdaCXsk",
+        long_value_flags: &[
+            "--jobs",
+            "--sshlogin",
+            "--max-args",
+            "--delimiter",
+            "--arg-file",
+            "--timeout",
+            "--joblog",
+            "--results",
+            "--tmpdir",
+            "--workdir",
+            "--colsep",
+        ],
+        positionals: 0,
+    },
+    Launcher {
         names: &["xargs"],
         value_flags: "IinPdLsaE",
         long_value_flags: &[
@@ -259,7 +277,20 @@ impl Walker {
         {
             i += 1;
         }
-        let mut stdin_extra: Option<Vec<Field>> = None;
+        self.exec_from(argv, i, None, stdin, &node)
+    }
+
+    /// The command of `argv` from word `i` on (launchers before it already peeled), with the
+    /// arguments an `xargs` before it adds.
+    fn exec_from(
+        &mut self,
+        argv: &[Field],
+        mut i: usize,
+        mut stdin_extra: Option<Vec<Field>>,
+        stdin: &Stdin,
+        node: &str,
+    ) -> Produced {
+        let node = node.to_owned();
         loop {
             let Some(word) = argv.get(i) else {
                 return Produced::default();
@@ -364,11 +395,31 @@ impl Walker {
                     self.find(args, &node);
                     return self.output_of(&name, args, stdin);
                 }
+                "ssh" => {
+                    // `ssh localhost 'rm -rf ~'` runs its command in a shell there.
+                    let rest = skip_ssh_options(args);
+                    if args.len() > rest + 1 {
+                        let joined = join(&args[rest + 1..]);
+                        return self.payload(&joined, "`ssh` command", None, &node);
+                    }
+                    return Produced::default();
+                }
                 _ => {}
             }
-            if name == "xargs" {
-                // Its command gets more arguments from standard input.
+            if name == "xargs" || name == "parallel" {
+                // Its command gets more arguments from standard input (`parallel`: also after
+                // `:::`, kept in place as arguments).
                 stdin_extra = Some(xargs_input(stdin));
+                if let Some(replace) = replace_string(args) {
+                    // `xargs -I{} sh -c 'rm -rf {}'`: the input lands inside the command.
+                    let rest = skip_launcher_options(&name, args);
+                    let mut swapped: Vec<Field> = argv[..i + 1 + rest].to_vec();
+                    swapped.extend(args[rest..].iter().map(|a| Field {
+                        text: a.text.replace(&replace, &SPLIT_UNKNOWN.to_string()),
+                        ..a.clone()
+                    }));
+                    return self.exec_from(&swapped, i + 1 + rest, stdin_extra, stdin, &node);
+                }
             }
             if LAUNCHERS.iter().any(|l| l.names.contains(&name.as_str())) {
                 if name == "exec" && args.is_empty() {
@@ -767,6 +818,50 @@ fn xargs_input(stdin: &Stdin) -> Vec<Field> {
         }
         _ => vec![Field::lit(SPLIT_UNKNOWN.to_string())],
     }
+}
+
+/// The replace string of `xargs -I R` / `-i` / `--replace[=R]`, if any.
+fn replace_string(args: &[Field]) -> Option<String> {
+    for (i, a) in args.iter().enumerate() {
+        let t = a.text.as_str();
+        if !t.starts_with('-') || t == "--" {
+            break;
+        }
+        if t == "-I" {
+            return args.get(i + 1).map(|f| f.text.clone());
+        }
+        if let Some(r) = t
+            .strip_prefix("-I")
+            .or_else(|| t.strip_prefix("--replace="))
+        {
+            return Some(r.to_owned());
+        }
+        if t == "-i" || t == "--replace" {
+            return Some("{}".to_owned());
+        }
+        if let Some(r) = t.strip_prefix("-i") {
+            return Some(r.to_owned());
+        }
+    }
+    None
+}
+
+/// Words of `ssh`'s own options, up to the host.
+fn skip_ssh_options(args: &[Field]) -> usize {
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        let t = a.text.as_str();
+        if t == "--" {
+            return i + 1;
+        }
+        if !t.starts_with('-') || t.len() < 2 {
+            break;
+        }
+        // Options taking a value, written apart (`-p 22`) or together (`-p22`).
+        let takes = t.len() == 2 && "BbcDEeFIiJLlmOoPpQRSWw".contains(&t[1..]);
+        i += if takes { 2 } else { 1 };
+    }
+    i.min(args.len())
 }
 
 /// The value of the first of `flags` in `args` (`-c X`, `--command=X`, `-cX` for one-letter

@@ -16,6 +16,8 @@ use brush_parser::word::{
 pub(super) const QUOTED_UNKNOWN: char = '\u{0}';
 /// An unknown part that may split into several arguments (an unquoted expansion).
 pub(super) const SPLIT_UNKNOWN: char = '\u{1}';
+/// Separates the elements of an array expansion: a new argument even inside quotes.
+const FIELD_BREAK: char = '\u{2}';
 /// Where `~` and `$HOME` point: a placeholder matched by the `/home/<user>` protected path.
 pub(super) const HOME: &str = "/home/~";
 /// What `$(mktemp …)` stands for: a fresh path under the temporary directory.
@@ -78,6 +80,33 @@ struct Piece {
     decodes: bool,
 }
 
+/// How the pieces being expanded are read.
+#[derive(Clone, Copy)]
+struct Mode {
+    /// Inside double quotes: a backslash escapes only `$`, `` ` ``, `"` and `\`.
+    in_double_quotes: bool,
+    /// Expansions split into several arguments (an unquoted word, not an assignment).
+    splits: bool,
+}
+
+impl Mode {
+    /// A word of a command line.
+    const WORD: Mode = Mode {
+        in_double_quotes: false,
+        splits: true,
+    };
+    /// A value read as one string: an assignment's value, a here-string, a default.
+    const TEXT: Mode = Mode {
+        in_double_quotes: false,
+        splits: false,
+    };
+    /// Inside double quotes (and a here-document's body).
+    const QUOTED: Mode = Mode {
+        in_double_quotes: true,
+        splits: false,
+    };
+}
+
 /// One candidate expansion being built.
 #[derive(Clone, Debug, Default)]
 struct Build {
@@ -106,15 +135,21 @@ impl Build {
             f.decodes |= piece.decodes;
         };
         if quoted {
-            let f = self.current();
-            f.text.push_str(piece.text.as_str());
-            mark(f);
+            for (i, part) in piece.text.split(FIELD_BREAK).enumerate() {
+                if i > 0 {
+                    self.end_field();
+                }
+                let f = self.current();
+                f.text.push_str(part);
+                mark(f);
+            }
             return;
         }
         // Unquoted: an unknown part may split; a known value splits on blanks.
         let text = piece
             .text
-            .replace(QUOTED_UNKNOWN, &SPLIT_UNKNOWN.to_string());
+            .replace(QUOTED_UNKNOWN, &SPLIT_UNKNOWN.to_string())
+            .replace(FIELD_BREAK, " ");
         if text.is_empty() {
             return;
         }
@@ -263,7 +298,7 @@ impl Walker {
         for variant in braces(raw) {
             let options = brush_parser::ParserOptions::default();
             let builds = match brush_parser::word::parse(&variant, &options) {
-                Ok(pieces) => self.pieces(&pieces, vec![Build::default()], false, at, run)?,
+                Ok(pieces) => self.pieces(&pieces, vec![Build::default()], Mode::WORD, at, run)?,
                 Err(_) => {
                     // A word the parser cannot split stands for an unknown value.
                     let mut b = Build::default();
@@ -298,7 +333,7 @@ impl Walker {
     ) -> Vec<(String, Produced)> {
         let options = brush_parser::ParserOptions::default();
         let builds = match brush_parser::word::parse(raw, &options) {
-            Ok(pieces) => self.pieces(&pieces, vec![Build::default()], true, at, run),
+            Ok(pieces) => self.pieces(&pieces, vec![Build::default()], Mode::TEXT, at, run),
             Err(_) => None,
         };
         let Some(builds) = builds else {
@@ -332,26 +367,28 @@ impl Walker {
         }
         let options = brush_parser::ParserOptions::default();
         match brush_parser::word::parse_heredoc(body, &options) {
-            Ok(pieces) => match self.pieces(&pieces, vec![Build::default()], true, at, true) {
-                Some(builds) => builds
-                    .into_iter()
-                    .map(|mut b| {
-                        b.end_field();
-                        let mut produced = Produced::default();
-                        let text = b
-                            .fields
-                            .iter()
-                            .map(|f| {
-                                produced.downloads |= f.downloads;
-                                produced.decodes |= f.decodes;
-                                f.text.as_str()
-                            })
-                            .collect();
-                        (text, produced)
-                    })
-                    .collect(),
-                None => vec![(QUOTED_UNKNOWN.to_string(), Produced::default())],
-            },
+            Ok(pieces) => {
+                match self.pieces(&pieces, vec![Build::default()], Mode::QUOTED, at, true) {
+                    Some(builds) => builds
+                        .into_iter()
+                        .map(|mut b| {
+                            b.end_field();
+                            let mut produced = Produced::default();
+                            let text = b
+                                .fields
+                                .iter()
+                                .map(|f| {
+                                    produced.downloads |= f.downloads;
+                                    produced.decodes |= f.decodes;
+                                    f.text.as_str()
+                                })
+                                .collect();
+                            (text, produced)
+                        })
+                        .collect(),
+                    None => vec![(QUOTED_UNKNOWN.to_string(), Produced::default())],
+                }
+            }
             Err(_) => vec![(QUOTED_UNKNOWN.to_string(), Produced::default())],
         }
     }
@@ -360,7 +397,7 @@ impl Walker {
         &mut self,
         pieces: &[WordPieceWithSource],
         mut builds: Vec<Build>,
-        quoted: bool,
+        mode: Mode,
         at: usize,
         run: bool,
     ) -> Option<Vec<Build>> {
@@ -376,7 +413,7 @@ impl Walker {
                     let c = e.strip_prefix('\\').unwrap_or(e);
                     // In double quotes only `\$ \` \" \\` escape; a backslash before anything
                     // else stays.
-                    let text = if quoted && !matches!(c, "$" | "`" | "\"" | "\\") {
+                    let text = if mode.in_double_quotes && !matches!(c, "$" | "`" | "\"" | "\\") {
                         e.as_str()
                     } else {
                         c
@@ -388,7 +425,7 @@ impl Walker {
                     builds.iter_mut().for_each(|b| {
                         b.current();
                     });
-                    builds = self.pieces(inner, builds, true, at, run)?;
+                    builds = self.pieces(inner, builds, Mode::QUOTED, at, run)?;
                 }
                 WordPiece::TildeExpansion(t) => {
                     let text = match t {
@@ -401,11 +438,11 @@ impl Walker {
                 }
                 WordPiece::ParameterExpansion(expr) => {
                     let values = self.parameter_values(expr, at, run);
-                    builds = product(builds, &values, quoted)?;
+                    builds = product(builds, &values, !mode.splits)?;
                 }
                 WordPiece::CommandSubstitution(body) => {
                     let produced = self.substitution(body, run);
-                    builds = product(builds, &[produced_piece(&produced)], quoted)?;
+                    builds = product(builds, &[produced_piece(&produced)], !mode.splits)?;
                 }
                 WordPiece::BackquotedCommandSubstitution(body) => {
                     let body = body
@@ -413,7 +450,7 @@ impl Walker {
                         .replace("\\$", "$")
                         .replace("\\\\", "\\");
                     let produced = self.substitution(&body, run);
-                    builds = product(builds, &[produced_piece(&produced)], quoted)?;
+                    builds = product(builds, &[produced_piece(&produced)], !mode.splits)?;
                 }
                 WordPiece::ArithmeticExpression(expr) => {
                     if run {
@@ -423,7 +460,7 @@ impl Walker {
                         text: QUOTED_UNKNOWN.to_string(),
                         ..Piece::default()
                     };
-                    builds = product(builds, &[unknown], quoted)?;
+                    builds = product(builds, &[unknown], !mode.splits)?;
                 }
             }
         }
@@ -519,11 +556,19 @@ impl Walker {
 
     fn param(&mut self, parameter: &Parameter, at: usize) -> Vec<String> {
         match parameter {
-            Parameter::Named(name)
-            | Parameter::NamedWithIndex { name, .. }
-            | Parameter::NamedWithAllIndices { name, .. } => self.variable(name, at),
+            Parameter::Named(name) | Parameter::NamedWithIndex { name, .. } => {
+                self.variable(name, at)
+            }
+            // `"${a[@]}"` is every element, each its own argument.
+            Parameter::NamedWithAllIndices { name, .. } => {
+                vec![self.variable(name, at).join(&FIELD_BREAK.to_string())]
+            }
             Parameter::Positional(n) => self.positional(*n as usize),
             Parameter::Special(SpecialParameter::ShellName) => self.positional(0),
+            // `"$@"` may be any number of arguments, options included.
+            Parameter::Special(SpecialParameter::AllPositionalParameters { .. }) => {
+                vec![SPLIT_UNKNOWN.to_string()]
+            }
             Parameter::Special(_) => vec![QUOTED_UNKNOWN.to_string()],
         }
     }

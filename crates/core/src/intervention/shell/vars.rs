@@ -260,8 +260,9 @@ impl Walker {
         if var.unset {
             out.push(String::new());
         }
-        out.sort();
-        out.dedup();
+        // Assignment order is kept: `"${a[@]}"` is the elements in order.
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|v| seen.insert(v.clone()));
         if out.len() > MAX_VALUES {
             return unknown();
         }
