@@ -18,6 +18,7 @@
 //! in every mode that would otherwise run them.
 
 mod command;
+mod launchers;
 mod reach;
 mod rules;
 mod syntax;

@@ -191,7 +191,7 @@ impl Walker {
 
     fn mv(&mut self, args: &[Field], node: &str) {
         let p = parse(args, &[], &[], &["target-directory", "suffix", "backup"]);
-        let target_dir = super::command::option_value(args, &["-t", "--target-directory"]);
+        let target_dir = super::launchers::option_value(args, &["-t", "--target-directory"]);
         let mut operands = p.operands;
         let dest = match &target_dir {
             Some(d) => Some(d.clone()),
