@@ -49,68 +49,59 @@ fn kind(meta: &std::fs::Metadata) -> &'static str {
     }
 }
 
-/// Open `path` for reading, without blocking, and only if it is a regular file.
-pub fn open_regular(path: &Path, shown: &str) -> Result<(File, u64), String> {
+/// Refuse `meta` unless it is a regular file; `verb` says what the tool was doing.
+fn regular(meta: &std::fs::Metadata, shown: &str, verb: &str) -> Result<(), String> {
+    if meta.is_file() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{shown}` is {}; only regular files are {verb}",
+            kind(meta)
+        ))
+    }
+}
+
+/// Open `path` without blocking (a FIFO with no peer would hang the open) and keep it only if
+/// the opened handle is a regular file (the path may have been swapped since any check).
+fn open_nonblocking(
+    path: &Path,
+    shown: &str,
+    options: &mut std::fs::OpenOptions,
+    verb: &str,
+) -> Result<(File, u64), String> {
     use std::os::unix::fs::OpenOptionsExt;
     // Refuse by kind first, for a clear message (opening a socket fails with ENXIO).
-    if let Ok(meta) = std::fs::metadata(path)
-        && !meta.is_file()
-    {
-        return Err(format!(
-            "`{shown}` is {}; only regular files are read",
-            kind(&meta)
-        ));
+    if let Ok(meta) = std::fs::metadata(path) {
+        regular(&meta, shown, verb)?;
     }
-    // The kind is checked again on the opened handle: the path may have changed since.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
+    let file = options
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
-        .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+        .map_err(|e| format!("cannot use `{shown}`: {e}"))?;
     let meta = file
         .metadata()
-        .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
-    if !meta.is_file() {
-        return Err(format!(
-            "`{shown}` is {}; only regular files are read",
-            kind(&meta)
-        ));
-    }
+        .map_err(|e| format!("cannot use `{shown}`: {e}"))?;
+    regular(&meta, shown, verb)?;
     Ok((file, meta.len()))
 }
 
-/// Refuse to write over anything but a regular file (or nothing).
-pub fn check_writable(path: &Path, shown: &str) -> Result<(), String> {
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) if !meta.is_file() => Err(format!(
-            "`{shown}` is {}; only regular files are written",
-            kind(&meta)
-        )),
-        _ => Ok(()),
-    }
+/// Open `path` for reading, without blocking, and only if it is a regular file.
+pub fn open_regular(path: &Path, shown: &str) -> Result<(File, u64), String> {
+    open_nonblocking(path, shown, std::fs::OpenOptions::new().read(true), "read")
 }
 
 /// Write `content` to `path` (a regular file or nothing yet), opened without blocking.
 pub fn write_regular(path: &Path, shown: &str, content: &[u8]) -> Result<(), String> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    check_writable(path, shown)?;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| format!("cannot write `{shown}`: {e}"))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("cannot write `{shown}`: {e}"))?;
-    if !meta.is_file() {
-        return Err(format!(
-            "`{shown}` is {}; only regular files are written",
-            kind(&meta)
-        ));
-    }
+    let (mut file, _) = open_nonblocking(
+        path,
+        shown,
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false),
+        "written",
+    )?;
     file.set_len(0)
         .and_then(|()| file.write_all(content))
         .map_err(|e| format!("cannot write `{shown}`: {e}"))
