@@ -1290,3 +1290,34 @@ async fn a_task_for_an_unknown_agent_is_refused_and_a_deleted_agent_stops_its_ru
     assert!(err.contains("agent_missing"), "{err}");
     assert!(e.server.requests().is_empty(), "no model was asked");
 }
+
+#[tokio::test]
+async fn every_step_limit_ends_with_an_answer_when_the_model_keeps_asking_for_tools() {
+    for max in 1..=5u32 {
+        // The model asks for a tool whenever tools are offered, and answers when they are not.
+        let mut turns: Vec<Canned> = (0..max + 1)
+            .map(|i| calc(&format!("c{i}"), &format!("{i}*7")))
+            .collect();
+        // Model calls come on steps 1, 3, 5, ... up to the limit.
+        turns.truncate(max.div_ceil(2) as usize);
+        turns.push(Canned::openai_text("Final answer: 42."));
+        let e = env(turns).await;
+        let (code, out, err) = e
+            .rein(&["run", "--max-steps", &max.to_string(), "keep computing"])
+            .await;
+        assert_eq!(code, 0, "max {max}: {err}");
+        assert!(out.contains("Final answer: 42."), "max {max}: {out}\n{err}");
+        assert!(err.contains("max_steps_completed"), "max {max}: {err}");
+        let requests = e.server.requests();
+        assert!(
+            requests.len() as u32 <= max + 1,
+            "max {max}: {} calls",
+            requests.len()
+        );
+        let last = requests.last().unwrap();
+        assert!(
+            last.offered_tools().is_empty(),
+            "max {max}: the final call offered tools"
+        );
+    }
+}

@@ -82,6 +82,9 @@ pub enum BlockedReason {
     ToolNotAllowed,
     /// The name matched no available tool.
     UnknownToolName,
+    /// The step limit was reached before the call could run; the model is asked for a final
+    /// answer instead.
+    StepLimit,
 }
 
 /// Answer calls with refusals the model can read.

@@ -47,6 +47,10 @@ pub struct LlmResultPayload {
     /// Provider stop reason (`end_turn`, `tool_use`, `max_tokens`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<String>,
+    /// The call was the final one after the step limit: no tools were offered, and tools it
+    /// asks for anyway are not run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub final_call: bool,
 }
 
 impl LlmResultPayload {

@@ -154,7 +154,8 @@ fn instruction() -> impl Strategy<Value = Instruction> {
             prop::sample::select(vec![
                 BlockedReason::Security,
                 BlockedReason::ToolNotAllowed,
-                BlockedReason::UnknownToolName
+                BlockedReason::UnknownToolName,
+                BlockedReason::StepLimit
             ]),
             option::of(text())
         )
@@ -483,6 +484,7 @@ proptest! {
             content: String::new(),
             tool_calls: calls,
             stop_reason: None,
+            final_call: false,
         }));
         let r = common::step(&h, s, Some(ctx));
         let sum: u64 = costs.iter().sum();

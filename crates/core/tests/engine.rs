@@ -574,3 +574,90 @@ fn llm_result_payload_is_the_one_the_agent_reads() {
     assert_eq!(tool_calls[0].key(), "calculator/evaluate");
     assert_eq!(r.state.messages[1].id, assistant_message_id);
 }
+
+#[test]
+fn crossing_the_limit_on_a_step_that_asked_for_tools_still_ends_with_an_answer() {
+    // max 1: step 1 asks for a tool, step 2 crosses the limit on that request.
+    let h = harness(vec![calc("c1"), ScriptedTurn::text("Answer: 42")]);
+    let mut s = state("loop");
+    s.max_steps = Some(1);
+    let r = run(&h, s);
+    assert_eq!(
+        finish_reason(&r.state),
+        Some(FinishReason::MaxStepsCompleted)
+    );
+    assert_eq!(
+        h.tools.calls().len(),
+        0,
+        "the call after the limit did not run"
+    );
+    let results = tool_messages(&r.state);
+    assert_eq!(results.len(), 1, "the call is answered");
+    assert!(results[0].text_content().contains("step limit"));
+    let seen = h.llm.seen();
+    assert_eq!(
+        seen.iter().map(|s| s.force_finish).collect::<Vec<_>>(),
+        [false, true]
+    );
+    assert_eq!(
+        r.state.messages.last().unwrap().text_content(),
+        "Answer: 42"
+    );
+}
+
+mod force_finish_property {
+    use super::common::*;
+    use proptest::prelude::*;
+    use rein_core::testing::ScriptedTurn;
+    use rein_core::{FinishReason, Role};
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 256,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0x0f1e_15e5),
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        /// Whatever the step limit and whenever the model asks for tools: the last model call of
+        /// an operation that hit the limit offers no tools, there are at most `max + 1` model
+        /// calls, and when that last call answers with text the user gets it.
+        #[test]
+        fn every_step_limit_ends_with_a_tool_free_final_call(
+            max in 1u32..=12,
+            tools in prop::collection::vec(any::<bool>(), 30),
+        ) {
+            let turns: Vec<ScriptedTurn> = tools
+                .iter()
+                .enumerate()
+                .map(|(i, t)| if *t {
+                    // Distinct arguments, so the loop breaker stays out of it.
+                    ScriptedTurn::tool(format!("c{i}"), "calculator__evaluate", format!(r#"{{"expression":"{i}*7"}}"#))
+                } else {
+                    ScriptedTurn::text(format!("answer {i}"))
+                })
+                .collect();
+            let h = harness(turns);
+            let mut s = state("loop");
+            s.max_steps = Some(max);
+            let r = run(&h, s);
+            let seen = h.llm.seen();
+            prop_assert!(seen.len() as u32 <= max + 1, "{} calls with max {max}", seen.len());
+            match finish_reason(&r.state) {
+                Some(FinishReason::MaxStepsCompleted) => {
+                    prop_assert!(seen.last().unwrap().force_finish, "the last call offered tools");
+                    let last = r.state.messages.last().unwrap();
+                    let final_turn_was_text = !tools[seen.len() - 1];
+                    if final_turn_was_text {
+                        prop_assert_eq!(last.role, Role::Assistant);
+                        prop_assert_eq!(last.text_content(), format!("answer {}", seen.len() - 1));
+                    }
+                }
+                Some(FinishReason::Completed) => {
+                    prop_assert!(!tools[seen.len() - 1], "completed on a text answer");
+                }
+                other => prop_assert!(false, "unexpected end {:?}", other),
+            }
+        }
+    }
+}

@@ -246,7 +246,9 @@ impl GeneralChatAgent {
     fn on_llm_result(&self, p: &LlmResultPayload, state: &AgentState) -> Vec<Instruction> {
         let parent = Some(p.assistant_message_id);
         if !p.has_tool_calls() {
-            return vec![if state.force_finish {
+            // `max_steps_completed` only for the answer the limit forced; a model that
+            // answered on its own completed.
+            return vec![if p.final_call {
                 Instruction::finish(
                     FinishReason::MaxStepsCompleted,
                     "Final answer after reaching the step limit",
@@ -255,13 +257,25 @@ impl GeneralChatAgent {
                 Instruction::finish(FinishReason::Completed, "Model answered without tool calls")
             }];
         }
-        if state.force_finish {
+        if state.force_finish && p.final_call {
+            // The final, tool-less call asked for tools anyway: it was the last call.
             return vec![Instruction::finish(
                 FinishReason::MaxStepsCompleted,
                 format!(
                     "Step limit reached; the model asked for {} more tool call(s), which were not run",
                     p.tool_calls.len()
                 ),
+            )];
+        }
+        if state.force_finish {
+            // The limit was crossed on a step that asked for tools: answer each call (not
+            // run); the next step makes the final call without tools, so the user still gets
+            // an answer.
+            return vec![blocked(
+                parent,
+                p.tool_calls.clone(),
+                BlockedReason::StepLimit,
+                None,
             )];
         }
         let (resolved, unresolved): (Vec<ToolCall>, Vec<ToolCall>) = p

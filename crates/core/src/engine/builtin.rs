@@ -275,6 +275,7 @@ impl Executor for CallLlmExecutor {
                 content: out.content,
                 tool_calls,
                 stop_reason: out.stop_reason,
+                final_call: state.force_finish,
             }));
             Ok(ExecOutput::new(next))
         }
@@ -514,6 +515,9 @@ pub fn blocked_text(reason: BlockedReason) -> &'static str {
             "Tool execution blocked because the tool is not allowed in the current execution scope."
         }
         BlockedReason::UnknownToolName => "This tool does not exist.",
+        BlockedReason::StepLimit => {
+            "Not run: the step limit was reached. Answer now with what you have, without tools."
+        }
     }
 }
 
