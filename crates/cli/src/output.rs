@@ -156,6 +156,22 @@ pub fn show(op: &StoredOperation, steps: &[StepRecord]) {
     if let Some(e) = &r.error {
         println!("  error      {e}");
     }
+    if let Some(n) = &r.recovery {
+        println!(
+            "  recovery   cannot resume here: {} (attempt {}{})",
+            n.reason,
+            n.attempts,
+            n.retry_at
+                .map(|t| format!(", retry at {}", t.to_rfc3339()))
+                .unwrap_or_default()
+        );
+    }
+    let tools = match &op.spec.allowed_tools {
+        None => "all".to_owned(),
+        Some(t) if t.is_empty() => "none".to_owned(),
+        Some(t) => t.join(", "),
+    };
+    println!("  tools      {tools}");
     println!(
         "  model      {}/{}",
         r.provider.as_deref().unwrap_or("?"),

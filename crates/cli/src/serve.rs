@@ -16,9 +16,13 @@ pub struct ServeArgs {
     /// loopback address).
     #[arg(long)]
     no_auth: bool,
-    /// Operations one user may have running at once.
+    /// Operations one user may have running at once (across every server and worker on the
+    /// database).
     #[arg(long, default_value_t = 4)]
     max_running: usize,
+    /// Operations all users together may have running at once (no limit by default).
+    #[arg(long)]
+    max_running_total: Option<usize>,
     /// Model when neither the request nor its agent names one (default: $REIN_MODEL, else the
     /// configuration's default_model, else openai/gpt-4o-mini).
     #[arg(long)]
@@ -136,9 +140,13 @@ fn worker_name(role: &str) -> String {
 /// `rein worker` options.
 #[derive(clap::Args)]
 pub struct WorkerArgs {
-    /// Operations one user may have running at once in this worker.
+    /// Operations one user may have running at once (across every server and worker on the
+    /// database).
     #[arg(long, default_value_t = 4)]
     max_running: usize,
+    /// Operations all users together may have running at once (no limit by default).
+    #[arg(long)]
+    max_running_total: Option<usize>,
     /// Model when neither a task's agent nor the configuration names one.
     #[arg(long)]
     model: Option<String>,
@@ -157,7 +165,10 @@ pub async fn worker(
     let hub = Arc::new(Hub::default());
     let host = crate::host::host(Arc::clone(&store), ctx, args.model.as_deref()).await?;
     let mut runner = Runner::new(Arc::clone(&store), Arc::clone(&hub), host);
-    runner.per_user_limit = args.max_running.max(1);
+    runner.limits = rein_store::RunLimits {
+        per_owner: Some(args.max_running.max(1) as u64),
+        total: args.max_running_total.map(|n| n.max(1) as u64),
+    };
     runner.lease = std::time::Duration::from_secs(args.lease_secs.max(1));
     let runner = Arc::new(runner);
     let app = App::new(
@@ -167,12 +178,9 @@ pub async fn worker(
         AuthMode::Tokens,
         ServerConfig::default(),
     );
-    let recovered = runner
-        .recover()
-        .await
-        .map_err(|e| anyhow!("{}", e.message))?;
+    spawn_recovery(Arc::clone(&runner));
     let name = worker_name("worker");
-    eprintln!("rein: worker {name} dispatching ({recovered} operations resumed)");
+    eprintln!("rein: worker {name} dispatching");
     tokio::spawn(Arc::clone(&runner).recovery_loop(app.shutdown.clone()));
     let stop = app.shutdown.clone();
     let signal = tokio::spawn(async move {
@@ -187,6 +195,38 @@ pub async fn worker(
     .await;
     signal.abort();
     Ok(())
+}
+
+/// Resume what the last process left, in the background, after logging the operations whose
+/// last resume failed (with why), so what waits for a key or a tool is seen at start-up.
+fn spawn_recovery(runner: Arc<Runner>) {
+    tokio::spawn(async move {
+        match runner.unresumable().await {
+            Ok(ops) => {
+                for op in ops {
+                    if let Some(note) = &op.recovery {
+                        tracing::warn!(
+                            operation = %op.id,
+                            reason = %note.reason,
+                            attempts = note.attempts,
+                            "operation could not be resumed on its last attempt"
+                        );
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e.message, "cannot list operations to recover"),
+        }
+        match runner.recover_at_start().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                recovered = n,
+                "resumed operations left running by the last process"
+            ),
+            Err(e) => {
+                tracing::warn!(error = %e.message, "recovery sweep failed; the next one retries")
+            }
+        }
+    });
 }
 
 async fn shutdown_signal() {
@@ -237,7 +277,10 @@ pub async fn serve(
     let hub = Arc::new(Hub::default());
     let host = crate::host::host(Arc::clone(&store), ctx, args.model.as_deref()).await?;
     let mut runner = Runner::new(Arc::clone(&store), Arc::clone(&hub), host);
-    runner.per_user_limit = args.max_running.max(1);
+    runner.limits = rein_store::RunLimits {
+        per_owner: Some(args.max_running.max(1) as u64),
+        total: args.max_running_total.map(|n| n.max(1) as u64),
+    };
     runner.lease = std::time::Duration::from_secs(args.lease_secs.max(1));
     let runner = Arc::new(runner);
     let listener = tokio::net::TcpListener::bind(addr)
@@ -261,16 +304,9 @@ pub async fn serve(
         std::time::Duration::from_secs(1),
         app.shutdown.clone(),
     ));
-    let recovered = runner
-        .recover()
-        .await
-        .map_err(|e| anyhow!("{}", e.message))?;
-    if recovered > 0 {
-        tracing::info!(
-            recovered,
-            "resumed operations left running by the last process"
-        );
-    }
+    // Recovery runs in the background: the server serves at once, and an operation that
+    // cannot be resumed here is left resumable with its reason.
+    spawn_recovery(Arc::clone(&runner));
     // Tests and scripts read this line to find the port.
     eprintln!("rein: listening on http://{local}");
     tracing::info!(%local, "listening");

@@ -70,8 +70,13 @@ impl Env {
     }
 
     fn command(&self, args: &[&str]) -> Command {
+        self.command_on(&self.db(), args)
+    }
+
+    /// `rein` on database `db` (a SQLite path or a postgres:// URL).
+    fn command_on(&self, db: &str, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_rein"));
-        c.args(["--db", &self.db()]).args(args);
+        c.args(["--db", db]).args(args);
         c.env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("REIN_HOME", &self.dir)
@@ -929,15 +934,34 @@ async fn the_readme_main_command_serves_the_shipped_cassette_offline() {
     assert!(dir.join("rein.db").exists(), "the embedded SQLite file");
 }
 
-#[tokio::test]
-async fn a_user_at_the_running_limit_gets_429() {
-    // The model never finishes its answer, so the first operation keeps running.
-    let mut stalled = Canned::openai_text("thinking very hard about it");
-    stalled.stall_after = Some(60);
-    let e = env(vec![stalled]).await;
-    let alice = e.token("alice").await;
-    let bob = e.token("bob").await;
-    let mut c = e.command(&["serve", "--addr", "127.0.0.1:0", "--max-running", "1"]);
+/// `rein serve --max-running 4` on `db`: 50 concurrent requests of one user give exactly 4
+/// operations (the rest 429 with Retry-After, nothing written), and another user still gets
+/// one.
+async fn running_limit_holds_under_concurrency(db: &str) {
+    // The model never finishes its answers, so accepted operations keep running.
+    let stalled = || {
+        let mut c = Canned::openai_text("thinking very hard about it");
+        c.stall_after = Some(60);
+        c
+    };
+    let e = env((0..6).map(|_| stalled()).collect()).await;
+    let token = |user: &'static str| {
+        let mut c = e.command_on(db, &["token", "create", "--user", user]);
+        async move {
+            let out = c.output().await.unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8(out.stdout).unwrap().trim().to_owned()
+        }
+    };
+    let (alice, bob) = (token("alice").await, token("bob").await);
+    let mut c = e.command_on(
+        db,
+        &["serve", "--addr", "127.0.0.1:0", "--max-running", "4"],
+    );
     c.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -956,21 +980,99 @@ async fn a_user_at_the_running_limit_gets_429() {
         base,
         stderr: Arc::default(),
     };
-    let body = || Some(json!({"input": "think"}));
-    let (status, _) = e
-        .call(&rein, "POST", "/v1/operations", Some(&alice), body())
+    let mut requests = Vec::new();
+    for _ in 0..50 {
+        let (http, url, token) = (
+            e.http.clone(),
+            format!("{}/v1/operations", rein.base),
+            alice.clone(),
+        );
+        requests.push(tokio::spawn(async move {
+            let resp = http
+                .post(url)
+                .header("authorization", format!("Bearer {token}"))
+                .header("content-type", "application/json")
+                .body(json!({"input": "think"}).to_string())
+                .send()
+                .await
+                .unwrap();
+            let retry = resp.headers().get("retry-after").cloned();
+            let status = resp.status().as_u16();
+            let body: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+            (status, retry, body)
+        }));
+    }
+    let (mut accepted, mut refused) = (0, 0);
+    for r in requests {
+        let (status, retry, body) = r.await.unwrap();
+        match status {
+            202 => accepted += 1,
+            429 => {
+                refused += 1;
+                assert_eq!(body["error"]["code"], "too_many_running", "{body}");
+                assert!(retry.is_some(), "429 without Retry-After");
+            }
+            other => panic!("{other}: {body}"),
+        }
+    }
+    assert_eq!((accepted, refused), (4, 46), "on {db}");
+    let (_, listed) = e
+        .call(&rein, "GET", "/v1/operations", Some(&alice), None)
         .await;
-    assert_eq!(status, 202);
-    let (status, err) = e
-        .call(&rein, "POST", "/v1/operations", Some(&alice), body())
-        .await;
-    assert_eq!(status, 429, "{err}");
-    assert_eq!(err["error"]["code"], "too_many_running");
+    assert_eq!(
+        listed.as_array().unwrap().len(),
+        4,
+        "a refused request writes nothing"
+    );
     // The limit is per user.
-    let (status, _) = e
-        .call(&rein, "POST", "/v1/operations", Some(&bob), body())
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/operations",
+            Some(&bob),
+            Some(json!({"input": "think"})),
+        )
         .await;
-    assert_eq!(status, 202);
+    assert_eq!(status, 202, "{body}");
+}
+
+#[tokio::test]
+async fn the_running_limit_holds_under_concurrency_on_sqlite() {
+    let dir = std::env::temp_dir().join(format!("rein-admit-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    running_limit_holds_under_concurrency(dir.join("rein.db").to_str().unwrap()).await;
+}
+
+#[tokio::test]
+async fn the_running_limit_holds_under_concurrency_on_postgres() {
+    let Ok(url) = std::env::var("REIN_TEST_DATABASE_URL") else {
+        assert!(
+            std::env::var("CI").is_err(),
+            "REIN_TEST_DATABASE_URL is not set under CI=true"
+        );
+        eprintln!(
+            "SKIPPED the_running_limit_holds_under_concurrency_on_postgres: REIN_TEST_DATABASE_URL is not set"
+        );
+        return;
+    };
+    let schema = format!(
+        "rein_admit_{}",
+        OperationId::new().to_string().replace('-', "")
+    );
+    let admin = |sql: String| {
+        let url = url.clone();
+        async move {
+            use sqlx::{Connection, Executor};
+            let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+            conn.execute(sqlx::AssertSqlSafe(sql)).await.unwrap();
+        }
+    };
+    admin(format!("CREATE SCHEMA {schema}")).await;
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let scoped = format!("{url}{sep}options=-c%20search_path%3D{schema}");
+    running_limit_holds_under_concurrency(&scoped).await;
+    admin(format!("DROP SCHEMA {schema} CASCADE")).await;
 }
 
 #[tokio::test]
@@ -1590,4 +1692,193 @@ async fn task_runs_take_their_agent_at_start_and_a_deleted_agent_is_agent_missin
         .await;
     assert_eq!(status, 409, "{body}");
     assert_eq!(body["error"]["code"], "agent_missing");
+}
+
+/// Wait until `check` holds for the operation's detail.
+async fn wait_detail(
+    e: &Env,
+    rein: &Rein,
+    op: &str,
+    token: &str,
+    what: &str,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
+    for _ in 0..300 {
+        let (_, detail) = e
+            .call(
+                rein,
+                "GET",
+                &format!("/v1/operations/{op}"),
+                Some(token),
+                None,
+            )
+            .await;
+        if check(&detail) {
+            return detail;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("operation {op} never got {what}");
+}
+
+#[tokio::test]
+async fn a_restart_without_some_keys_serves_at_once_and_resumes_what_it_can() {
+    let stalled = || {
+        let mut c = Canned::openai_text("thinking");
+        c.stall_after = Some(40);
+        c
+    };
+    let e = env(vec![
+        stalled(),
+        stalled(),
+        stalled(),
+        Canned::openai_text("openai finished"),
+        Canned::openai_text("finished later"),
+        Canned::openai_text("finished later"),
+    ])
+    .await;
+    let alice = e.token("alice").await;
+    let base = format!("{}/v1", e.model.base);
+    let all_keys = [
+        ("DEEPSEEK_BASE_URL", base.as_str()),
+        ("GROQ_BASE_URL", base.as_str()),
+        ("DEEPSEEK_API_KEY", "sk-deepseek"),
+        ("GROQ_API_KEY", "sk-groq"),
+        ("REIN_LEASE_SECS", "2"),
+    ];
+    let first = e.start(&all_keys).await;
+    let mut ops = Vec::new();
+    for model in [
+        "openai/gpt-4o-mini",
+        "deepseek/deepseek-chat",
+        "groq/llama-3.1-8b-instant",
+    ] {
+        let (status, created) = e
+            .call(
+                &first,
+                "POST",
+                "/v1/operations",
+                Some(&alice),
+                Some(json!({"input": "go", "model": model})),
+            )
+            .await;
+        assert_eq!(status, 202, "{created}");
+        ops.push(created["operation_id"].as_str().unwrap().to_owned());
+    }
+    // All three are in flight, each in the middle of its model call.
+    for _ in 0..200 {
+        if e.model.requests().len() == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(e.model.requests().len(), 3);
+    let mut first = first;
+    first.child.kill().await.unwrap();
+
+    // Restarted with only OpenAI's key: it serves at once.
+    let only_openai = [
+        ("DEEPSEEK_BASE_URL", base.as_str()),
+        ("GROQ_BASE_URL", base.as_str()),
+        ("DEEPSEEK_API_KEY", ""),
+        ("GROQ_API_KEY", ""),
+        ("REIN_LEASE_SECS", "2"),
+    ];
+    let started = std::time::Instant::now();
+    let second = e.start(&only_openai).await;
+    let (status, _) = e
+        .call(&second, "GET", "/v1/models", Some(&alice), None)
+        .await;
+    assert_eq!(status, 200);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    // OpenAI's operation completes; the others are left resumable with the reason.
+    wait_detail(&e, &second, &ops[0], &alice, "done", |d| {
+        d["operation"]["status"] == "done"
+    })
+    .await;
+    for op in &ops[1..] {
+        let d = wait_detail(&e, &second, op, &alice, "a recovery note", |d| {
+            d["operation"]["recovery"]["reason"].is_string()
+        })
+        .await;
+        let reason = d["operation"]["recovery"]["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("API key") || reason.contains("api key"),
+            "{reason}"
+        );
+        assert_eq!(d["operation"]["status"], "running", "left resumable");
+    }
+    assert!(second.saw("cannot be resumed here"), "the reason is logged");
+    let mut second = second;
+    second.child.kill().await.unwrap();
+
+    // With the keys back, the rest complete.
+    let third = e.start(&all_keys).await;
+    for op in &ops[1..] {
+        let d = wait_detail(&e, &third, op, &alice, "done", |d| {
+            d["operation"]["status"] == "done"
+        })
+        .await;
+        assert!(
+            d["operation"]["recovery"].is_null(),
+            "the note is cleared: {d}"
+        );
+    }
+    assert_eq!(e.model.requests().len(), 6);
+}
+
+#[tokio::test]
+async fn a_running_operation_reads_running_and_says_what_it_is_doing() {
+    let mut limited = Canned::json(
+        429,
+        &json!({"error": {"message": "slow down", "type": "rate_limit"}}),
+    );
+    limited.headers.push(("retry-after".into(), "2".into()));
+    let mut stalled = Canned::openai_text("thinking");
+    stalled.stall_after = Some(40);
+    let e = env(vec![limited, stalled]).await;
+    let alice = e.token("alice").await;
+    let rein = e.start(&[]).await;
+    let (status, created) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/operations",
+            Some(&alice),
+            Some(json!({"input": "go"})),
+        )
+        .await;
+    assert_eq!(status, 202, "{created}");
+    let op = created["operation_id"].as_str().unwrap().to_owned();
+    // The first call is refused: it backs off, and says until when.
+    let d = wait_detail(&e, &rein, &op, &alice, "backing off", |d| {
+        d["operation"]["activity"]["doing"] == "backing_off"
+    })
+    .await;
+    assert_eq!(d["operation"]["status"], "running");
+    assert_eq!(d["operation"]["activity"]["step"], 1);
+    assert!(d["operation"]["activity"]["retry_at"].is_string(), "{d}");
+    // Then it waits for the model, and reads `running` in listings too.
+    let d = wait_detail(&e, &rein, &op, &alice, "a model call", |d| {
+        d["operation"]["activity"]["doing"] == "model_call"
+    })
+    .await;
+    assert_eq!(d["operation"]["activity"]["model"], "openai/gpt-4o-mini");
+    let (_, running) = e
+        .call(
+            &rein,
+            "GET",
+            "/v1/operations?status=running",
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert!(
+        running.as_array().unwrap().iter().any(|o| o["id"] == op),
+        "{running}"
+    );
 }

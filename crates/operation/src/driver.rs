@@ -46,6 +46,9 @@ pub struct StartOptions {
     pub attachments: Vec<rein_core::message::ContentPart>,
     /// What started it.
     pub trigger: Option<Trigger>,
+    /// Claim a running slot and the lease for a process as the operation is created (a
+    /// server's admission limits); `None` creates it unclaimed.
+    pub admission: Option<rein_store::Admission>,
 }
 
 /// Test support for crash tests: with `REIN_TEST_PAUSE_AT=commit:N` (after the Nth commit
@@ -345,6 +348,34 @@ impl Driver {
     /// The runtime for an operation with `spec`: its model, its tools (this process must have
     /// every tool the spec records), its scope and context settings.
     fn runtime(&self, id: OperationId, spec: &OperationSpec) -> Result<AgentRuntime, DriverError> {
+        self.runtime_with(id, spec, self.sink.clone())
+    }
+
+    /// The runtime of a run that steps the operation: as [`Driver::runtime`], with a sink that
+    /// also keeps the operation's activity on its record (returned guard: the writer).
+    fn running_runtime(
+        &self,
+        stored: &StoredOperation,
+    ) -> Result<(AgentRuntime, crate::activity::ActivityWriter), DriverError> {
+        let id = stored.record.id;
+        // Refuse before the record says anything about running.
+        self.runtime(id, &stored.spec)?;
+        let (sink, writer) = crate::activity::track(
+            Arc::clone(&self.store),
+            id,
+            self.sink.clone(),
+            stored.state.step_count + 1,
+        );
+        let sink: Arc<dyn EventSink> = sink;
+        Ok((self.runtime_with(id, &stored.spec, Some(sink))?, writer))
+    }
+
+    fn runtime_with(
+        &self,
+        id: OperationId,
+        spec: &OperationSpec,
+        sink: Option<Arc<dyn EventSink>>,
+    ) -> Result<AgentRuntime, DriverError> {
         let missing: Vec<String> = spec
             .mcp_servers
             .iter()
@@ -395,7 +426,7 @@ impl Driver {
                 .keep_recent_tokens
                 .min(agent.compression.window_tokens / 4),
             estimator: Arc::clone(&estimator),
-            sink: self.sink.clone(),
+            sink,
             ..Default::default()
         };
         let agent = GeneralChatAgent::new(agent).with_estimator(estimator);
@@ -483,6 +514,7 @@ impl Driver {
             next_context: Some(next),
             owner: spec.owner.clone(),
             spec,
+            admission: opts.admission.clone(),
         };
         self.store.create_operation(&op).await?;
         Ok(id)
@@ -689,7 +721,7 @@ impl Driver {
         if stored.record.cancel_requested && !stored.state.status.is_terminal() {
             return self.settle_cancel(id, "cancelled on request").await;
         }
-        let runtime = self.runtime(id, &stored.spec)?;
+        let (runtime, _activity) = self.running_runtime(&stored)?;
         let (state, next) = (stored.state, stored.next_context);
         self.drive(
             id,
@@ -762,7 +794,7 @@ impl Driver {
         if let Some(end) = self.fail_missing(&stored).await? {
             return Ok(end);
         }
-        let runtime = self.runtime(id, &stored.spec)?;
+        let (runtime, _activity) = self.running_runtime(&stored)?;
         let spec = &stored.spec;
         let mut state = stored.state;
         let mut next = stored.next_context;
@@ -837,7 +869,7 @@ impl Driver {
                 )
             }));
         }
-        let runtime = self.runtime(id, &stored.spec)?;
+        let (runtime, _activity) = self.running_runtime(&stored)?;
         let spec = &stored.spec;
         let (mut state, mut seq) = (stored.state, stored.record.commit_seq);
         for call in &targets {
@@ -912,7 +944,7 @@ impl Driver {
                 .await;
         }
         // Settling aborted calls runs no tool; the model is asked only if the brain continues.
-        let runtime = self.runtime(id, &stored.spec)?;
+        let (runtime, _activity) = self.running_runtime(&stored)?;
         let (state, ctx) = abort_pending(stored.state, reason);
         self.drive(
             id,

@@ -9,6 +9,7 @@
 //! commit the step in one transaction, repeat until the operation parks or ends. Human
 //! decisions, cancellation and crash recovery all continue from what is on disk.
 
+mod activity;
 pub mod attachment;
 mod driver;
 mod embedder;

@@ -43,6 +43,9 @@ pub enum LaunchError {
     /// The task's agent was deleted since the task was made (skip reason `agent_missing`).
     #[error("agent_missing: the task's agent `{0}` no longer exists")]
     AgentMissing(String),
+    /// No running slot is free (the server's running limits).
+    #[error("at capacity: {0}")]
+    AtCapacity(String),
     /// Anything else (the model is unavailable, the store failed, ...).
     #[error("{0}")]
     Failed(String),
@@ -406,7 +409,9 @@ impl Dispatcher {
                         Err(e) => {
                             skipped += 1;
                             let reason = match &e {
-                                LaunchError::AgentMissing(_) => e.to_string(),
+                                LaunchError::AgentMissing(_) | LaunchError::AtCapacity(_) => {
+                                    e.to_string()
+                                }
                                 LaunchError::Failed(_) => format!("the run could not start: {e}"),
                             };
                             self.store

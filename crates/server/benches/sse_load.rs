@@ -164,7 +164,7 @@ async fn server() {
     host.context.workspace = false;
     host.context.memories = false;
     let mut runner = Runner::new(Arc::clone(&store), Arc::clone(&hub), host);
-    runner.per_user_limit = usize::MAX;
+    runner.limits = rein_store::RunLimits::default();
     let commits: Commits = Arc::default();
     let log = Arc::clone(&commits);
     runner.observer = Some(Arc::new(move |id, events| {

@@ -18,6 +18,8 @@ pub struct ApiError {
     pub message: String,
     /// Structured details.
     pub details: Option<serde_json::Value>,
+    /// Seconds after which the request may succeed (sent as `Retry-After`).
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -28,6 +30,7 @@ impl ApiError {
             code,
             message: message.into(),
             details: None,
+            retry_after: None,
         }
     }
 
@@ -70,6 +73,7 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let retry_after = self.retry_after;
         if self.status.is_server_error() {
             tracing::error!(code = self.code, message = %self.message, "request failed");
         }
@@ -78,6 +82,11 @@ impl IntoResponse for ApiError {
             error["details"] = d;
         }
         let mut response = (self.status, Json(json!({ "error": error }))).into_response();
+        if let Some(secs) = retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
         if self.status == StatusCode::UNAUTHORIZED {
             // RFC 6750: a 401 names the scheme the client should use.
             response.headers_mut().insert(
@@ -101,6 +110,15 @@ impl From<rein_store::StoreError> for ApiError {
                 ApiError::conflict(format!("tool call {id} was already decided"))
             }
             E::Conflict(what) => ApiError::conflict(format!("{what} already exists")),
+            e @ E::AtCapacity { .. } => {
+                let mut err = ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "too_many_running",
+                    format!("{e}; wait for one to end"),
+                );
+                err.retry_after = Some(2);
+                err
+            }
             other => ApiError::internal(other.to_string()),
         }
     }
@@ -153,6 +171,11 @@ impl From<rein_scheduler::TaskError> for ApiError {
             E::Invalid(m) => ApiError::bad_request(m),
             E::Launch(e @ LaunchError::AgentMissing(_)) => {
                 ApiError::new(StatusCode::CONFLICT, "agent_missing", e.to_string())
+            }
+            E::Launch(LaunchError::AtCapacity(m)) => {
+                let mut err = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "too_many_running", m);
+                err.retry_after = Some(2);
+                err
             }
             E::Launch(LaunchError::Failed(m)) => {
                 ApiError::unprocessable(format!("the run could not start: {m}"))

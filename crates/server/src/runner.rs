@@ -7,8 +7,9 @@ use crate::hub::{Hub, HubSink, Signal};
 use rein_core::OperationId;
 use rein_core::state::Status;
 use rein_model::Catalog;
+use rein_operation::DriverError;
 use rein_operation::{Decision, Driver, Host, RunEnd};
-use rein_store::{OperationFilter, SqlStore, Store, Trigger};
+use rein_store::{Admission, Claim, OperationFilter, RunLimits, SqlStore, Store, Trigger};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -29,8 +30,10 @@ pub struct Runner {
     /// What this process brings to operations: models, tools beyond the built-ins, the
     /// defaults of new operations. Each operation runs as its stored spec says.
     pub host: Host,
-    /// Runs one user may have going at once.
-    pub per_user_limit: usize,
+    /// Operations that may run at once (per user, and in all), each under a live lease: the
+    /// store claims a slot in the same transaction that creates or leases the operation, so
+    /// concurrent requests cannot overshoot.
+    pub limits: RunLimits,
     /// Also told about every commit (the load benchmark times deliveries against it).
     pub observer: Option<rein_operation::CommitHook>,
     active: Mutex<HashMap<OperationId, String>>,
@@ -51,7 +54,10 @@ impl Runner {
             store,
             hub,
             host,
-            per_user_limit: 4,
+            limits: RunLimits {
+                per_owner: Some(4),
+                total: None,
+            },
             observer: None,
             active: Mutex::new(HashMap::new()),
             lease: DEFAULT_LEASE,
@@ -97,19 +103,17 @@ impl Runner {
         active.contains_key(&id)
     }
 
-    /// Refuse with 429 when `owner` is at the limit of concurrent runs.
-    pub fn check_capacity(&self, owner: &str) -> Result<(), ApiError> {
-        if self.running_for(owner) >= self.per_user_limit {
-            return Err(ApiError::new(
-                axum::http::StatusCode::TOO_MANY_REQUESTS,
-                "too_many_running",
-                format!(
-                    "{} operations of yours are running (the limit is {}); wait for one to end",
-                    self.per_user_limit, self.per_user_limit
-                ),
-            ));
+    /// A running slot with this process's lease, from now, under this runner's limits: give
+    /// it to [`rein_operation::StartOptions::admission`] so an operation is created claimed.
+    pub fn admission(&self) -> Admission {
+        let now = chrono::Utc::now();
+        let lease = chrono::Duration::from_std(self.lease).unwrap_or(chrono::Duration::seconds(30));
+        Admission {
+            node: self.node.clone(),
+            until: now + lease,
+            now,
+            limits: self.limits.clone(),
         }
-        Ok(())
     }
 
     /// Run `job` for operation `id` in the background; 409 when it already runs here or
@@ -128,12 +132,8 @@ impl Runner {
             )));
         }
         let lease = chrono::Duration::from_std(self.lease).unwrap_or(chrono::Duration::seconds(30));
-        let now = chrono::Utc::now();
-        if !self
-            .store
-            .lease_operation(id, &self.node, now + lease, now)
-            .await?
-        {
+        // The lease and a running slot, in one transaction (429 at the limit).
+        if self.store.claim_operation(id, &self.admission()).await? == Claim::Busy {
             return Err(ApiError::conflict(format!(
                 "operation {id} is running in another process"
             )));
@@ -191,7 +191,17 @@ impl Runner {
             };
             renew.abort();
             match end {
-                Ok(end) => tracing::info!(operation = %id, ?end, "run ended"),
+                Ok(end) => {
+                    tracing::info!(operation = %id, ?end, "run ended");
+                    if let Err(e) = me.store.clear_recovery(id).await {
+                        tracing::warn!(operation = %id, error = %e, "recovery note not cleared");
+                    }
+                }
+                Err(e @ (DriverError::ModelUnavailable(_) | DriverError::MissingTools { .. })) => {
+                    // Nothing was changed: the operation stays resumable and is tried again
+                    // later, by this process or one that has what it needs.
+                    me.note_unresumable(id, &e.to_string()).await;
+                }
                 Err(e) => tracing::warn!(operation = %id, error = %e, "run failed"),
             }
             if let Err(e) = me.store.release_operation(id, &me.node).await {
@@ -222,9 +232,46 @@ impl Runner {
         }
     }
 
+    /// Record that this process cannot run `id` now, with the reason, and when to try again
+    /// (30 s, doubling per attempt, at most 15 min).
+    async fn note_unresumable(&self, id: OperationId, reason: &str) {
+        let attempts = match self.store.operation(id).await {
+            Ok(Some(r)) => r.recovery.map_or(0, |n| n.attempts),
+            _ => 0,
+        };
+        let wait = 30u64.saturating_mul(1 << attempts.min(5)).min(15 * 60);
+        let retry_at = chrono::Utc::now() + chrono::Duration::seconds(wait as i64);
+        tracing::warn!(
+            operation = %id,
+            %reason,
+            retry_at = %retry_at.to_rfc3339(),
+            "operation cannot be resumed here; left resumable"
+        );
+        if let Err(e) = self.store.note_recovery_failure(id, reason, retry_at).await {
+            tracing::warn!(operation = %id, error = %e, "recovery note not recorded");
+        }
+    }
+
     /// Resume the API's and the scheduler's operations that are running (or accepted, never
-    /// started) with no live lease: their process died. Returns how many.
+    /// started) with no live lease: their process died. One that cannot be taken now (another
+    /// process holds it, no running slot is free, its last attempt failed and its retry time
+    /// has not come) is passed over; nothing stops the sweep. Returns how many were started.
     pub async fn recover(self: &Arc<Self>) -> Result<usize, ApiError> {
+        self.recover_from(chrono::Utc::now()).await
+    }
+
+    /// [`Runner::recover`] as a process's first pass: operations whose last resume failed are
+    /// tried at once, whatever their retry time (this process may have what the last one
+    /// lacked).
+    pub async fn recover_at_start(self: &Arc<Self>) -> Result<usize, ApiError> {
+        self.recover_from(chrono::DateTime::<chrono::Utc>::MAX_UTC)
+            .await
+    }
+
+    async fn recover_from(
+        self: &Arc<Self>,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<usize, ApiError> {
         let mut n = 0;
         for status in [Status::Running, Status::Idle] {
             let ops = self
@@ -241,21 +288,50 @@ impl Runner {
                 matches!(
                     o.trigger,
                     Trigger::Api | Trigger::Schedule | Trigger::Heartbeat
-                )
+                ) && o
+                    .recovery
+                    .as_ref()
+                    .and_then(|r| r.retry_at)
+                    .is_none_or(|at| at <= now)
             }) {
-                let driver = self.driver();
+                if self.is_running(op.id) {
+                    continue;
+                }
                 let job = if status == Status::Idle {
                     Job::Run
                 } else {
                     Job::Resume
                 };
                 let owner = op.owner.clone().unwrap_or_default();
-                if self.spawn(op.id, owner, driver, job).await.is_ok() {
-                    tracing::info!(operation = %op.id, ?status, "recovering operation");
-                    n += 1;
+                match self.spawn(op.id, owner, self.driver(), job).await {
+                    Ok(()) => {
+                        tracing::info!(operation = %op.id, ?status, "recovering operation");
+                        n += 1;
+                    }
+                    Err(e) => {
+                        tracing::debug!(operation = %op.id, error = %e.message, "not recovered now")
+                    }
                 }
             }
         }
         Ok(n)
+    }
+
+    /// Operations whose last resume failed here or elsewhere, with the reason: logged when a
+    /// server or worker starts, so what waits for a key or a tool is seen at once.
+    pub async fn unresumable(&self) -> Result<Vec<rein_store::OperationRecord>, ApiError> {
+        let mut out = Vec::new();
+        for status in [Status::Running, Status::Idle] {
+            let ops = self
+                .store
+                .list_operations(&OperationFilter {
+                    status: Some(status),
+                    limit: 10_000,
+                    ..Default::default()
+                })
+                .await?;
+            out.extend(ops.into_iter().filter(|o| o.recovery.is_some()));
+        }
+        Ok(out)
     }
 }

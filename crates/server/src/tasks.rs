@@ -58,13 +58,20 @@ impl ServerLauncher {
                 "heartbeat" => Trigger::Heartbeat,
                 _ => Trigger::Api,
             }),
+            // Task runs count against the same running limits as the API's.
+            admission: Some(self.runner.admission()),
             ..Default::default()
         };
         let driver = self.runner.driver();
         let id = driver
             .start(&task.instruction, &opts)
             .await
-            .map_err(failed)?;
+            .map_err(|e| match e {
+                rein_operation::DriverError::Store(
+                    s @ rein_store::StoreError::AtCapacity { .. },
+                ) => LaunchError::AtCapacity(s.to_string()),
+                other => failed(other),
+            })?;
         self.runner
             .spawn(id, task.owner.clone(), driver, Job::Run)
             .await

@@ -45,6 +45,14 @@ pub enum StoreError {
     /// A record with that key already exists.
     #[error("{0} already exists")]
     Conflict(String),
+    /// Running one more operation would cross a limit; nothing was written.
+    #[error("{} operations are running {}, the limit", .limit, .scope)]
+    AtCapacity {
+        /// Whose limit.
+        scope: crate::CapacityScope,
+        /// The limit.
+        limit: u64,
+    },
 }
 
 impl StoreError {

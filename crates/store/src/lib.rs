@@ -57,6 +57,31 @@ pub trait Store: Send + Sync {
         until: chrono::DateTime<chrono::Utc>,
         now: chrono::DateTime<chrono::Utc>,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// Claim `id` for a run: take the lease for `admission.node` unless another process holds
+    /// a live one (`Busy`), and only within `admission.limits` (else `AtCapacity`), in one
+    /// transaction.
+    fn claim_operation<'a>(
+        &'a self,
+        id: OperationId,
+        admission: &'a Admission,
+    ) -> BoxFuture<'a, Result<Claim, StoreError>>;
+    /// Record what running operation `id` is doing (an idle one becomes `running`); ignored
+    /// once it is no longer running.
+    fn set_activity<'a>(
+        &'a self,
+        id: OperationId,
+        activity: &'a Activity,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Record that a process could not resume `id` (`reason`); recovery tries again at
+    /// `retry_at`.
+    fn note_recovery_failure<'a>(
+        &'a self,
+        id: OperationId,
+        reason: &'a str,
+        retry_at: chrono::DateTime<chrono::Utc>,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Forget a recovery failure (the operation runs again).
+    fn clear_recovery(&self, id: OperationId) -> BoxFuture<'_, Result<(), StoreError>>;
     /// Give up `owner`'s lease on `id`.
     fn release_operation<'a>(
         &'a self,

@@ -44,6 +44,70 @@ pub struct NewOperation {
     pub owner: Option<String>,
     /// What it may do; read back by every process that continues it.
     pub spec: OperationSpec,
+    /// Claim a running slot and the lease for a process in the same transaction (`None`: the
+    /// operation is created unclaimed, e.g. by the CLI, which runs it itself).
+    pub admission: Option<Admission>,
+}
+
+/// How many operations may run at once, each holding a live lease.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunLimits {
+    /// Per owner (user).
+    pub per_owner: Option<u64>,
+    /// Across all owners.
+    pub total: Option<u64>,
+}
+
+/// A running slot claimed with a lease: by which process, until when, under which limits.
+#[derive(Clone, Debug)]
+pub struct Admission {
+    /// The process that will run it (its lease owner).
+    pub node: String,
+    /// Lease end.
+    pub until: DateTime<Utc>,
+    /// Now (leases that ran out before it do not count).
+    pub now: DateTime<Utc>,
+    /// The limits.
+    pub limits: RunLimits,
+}
+
+/// Whose running limit was reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CapacityScope {
+    /// The operation's owner's.
+    Owner,
+    /// The server's, across all owners.
+    All,
+}
+
+impl std::fmt::Display for CapacityScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CapacityScope::Owner => "for this user",
+            CapacityScope::All => "in all",
+        })
+    }
+}
+
+/// What claiming an operation for a run gave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// Claimed: the lease is this process's.
+    Claimed,
+    /// Another process holds a live lease.
+    Busy,
+}
+
+/// Why the last process that tried could not resume an operation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecoveryNote {
+    /// What stood in the way (missing key, unknown provider, missing MCP server, ...).
+    pub reason: String,
+    /// Attempts so far.
+    pub attempts: u64,
+    /// When recovery tries again.
+    pub retry_at: Option<DateTime<Utc>>,
 }
 
 /// Which operations [`crate::Store::list_operations`] returns.
@@ -227,6 +291,55 @@ pub struct OperationRecord {
     pub finished_at: Option<DateTime<Utc>>,
     /// The user it belongs to.
     pub owner: Option<String>,
+    /// Why it could not be resumed, when the last attempt failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<RecoveryNote>,
+    /// What it is doing, while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity: Option<Activity>,
+}
+
+/// What a running operation is doing, in which step, since when.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Activity {
+    /// The step (counted steps so far, this one included).
+    pub step: u32,
+    /// Since when.
+    pub since: DateTime<Utc>,
+    /// What.
+    #[serde(flatten)]
+    pub doing: Doing,
+}
+
+/// What a step is busy with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "doing", rename_all = "snake_case")]
+pub enum Doing {
+    /// Deciding what to do next (the brain, between calls).
+    Deciding,
+    /// Waiting for the model.
+    ModelCall {
+        /// `provider/model`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+    },
+    /// Running tools.
+    Tools {
+        /// `identifier/api` of each call.
+        names: Vec<String>,
+    },
+    /// Waiting to retry a failed model call.
+    BackingOff {
+        /// The attempt that follows.
+        attempt: u32,
+        /// Attempts allowed.
+        max_attempts: u32,
+        /// When it starts.
+        retry_at: DateTime<Utc>,
+        /// What failed (`rate_limit`, `overloaded`, ...).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error_kind: Option<String>,
+    },
 }
 
 /// A record with its full state and next context.

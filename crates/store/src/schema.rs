@@ -34,6 +34,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "operation spec and agent versions",
         include_str!("../migrations/0007_operation_spec.sql"),
     ),
+    (
+        8,
+        "recovery notes and admission",
+        include_str!("../migrations/0008_recovery_and_admission.sql"),
+    ),
 ];
 
 /// Statements of a migration (split on `;` at line ends; the files hold no procedural code).

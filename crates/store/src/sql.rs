@@ -252,7 +252,79 @@ fn record(row: &AnyRow) -> Result<OperationRecord, StoreError> {
             .map(|t| parse_ts(&t, "finished_at"))
             .transpose()?,
         owner: o("owner")?,
+        recovery: match o("recovery_error")? {
+            None => None,
+            Some(reason) => Some(crate::RecoveryNote {
+                reason,
+                attempts: n("recovery_attempts")?,
+                retry_at: o("recovery_retry_at")?
+                    .map(|t| parse_ts(&t, "recovery_retry_at"))
+                    .transpose()?,
+            }),
+        },
+        activity: o("activity")?.and_then(|t| serde_json::from_str(&t).ok()),
     })
+}
+
+/// The columns a record is read from.
+const RECORD_COLUMNS: &str = "id, agent, topic_id, trigger_kind, provider, model, status, finish_reason, finish_detail, step_count, max_steps, commit_seq, input_tokens, output_tokens, total_tokens, cost_nanos, approval_requests, cancel_requested, error, parent_operation, created_at, updated_at, finished_at, owner, recovery_error, recovery_attempts, recovery_retry_at, activity";
+
+/// Refuse (`AtCapacity`) when one more run would cross `limits`: counts operations other than
+/// `id` under a live lease, for `owner` and in all. On PostgreSQL the transaction first takes
+/// an advisory lock, so concurrent admissions are decided one at a time (SQLite's write lock
+/// already serializes them).
+async fn admit(
+    tx: &mut sqlx::AnyConnection,
+    postgres: bool,
+    id: &str,
+    owner: Option<&str>,
+    limits: &crate::RunLimits,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    if limits.per_owner.is_none() && limits.total.is_none() {
+        return Ok(());
+    }
+    if postgres {
+        sqlx::query("SELECT pg_advisory_xact_lock(727001)")
+            .execute(&mut *tx)
+            .await?;
+    }
+    let running = |owner: Option<&str>| {
+        let sql = match owner {
+            Some(_) => {
+                "SELECT COUNT(*) FROM operations WHERE lease_owner IS NOT NULL AND lease_until > $1 AND id <> $2 AND owner = $3"
+            }
+            None => {
+                "SELECT COUNT(*) FROM operations WHERE lease_owner IS NOT NULL AND lease_until > $1 AND id <> $2"
+            }
+        };
+        let mut q = sqlx::query_scalar::<_, i64>(sql)
+            .bind(ts(now))
+            .bind(id.to_owned());
+        if let Some(o) = owner {
+            q = q.bind(o.to_owned());
+        }
+        q
+    };
+    if let (Some(limit), Some(o)) = (limits.per_owner, owner) {
+        let n = u64_of(running(Some(o)).fetch_one(&mut *tx).await?);
+        if n >= limit {
+            return Err(StoreError::AtCapacity {
+                scope: crate::CapacityScope::Owner,
+                limit,
+            });
+        }
+    }
+    if let Some(limit) = limits.total {
+        let n = u64_of(running(None).fetch_one(&mut *tx).await?);
+        if n >= limit {
+            return Err(StoreError::AtCapacity {
+                scope: crate::CapacityScope::All,
+                limit,
+            });
+        }
+    }
+    Ok(())
 }
 
 const OPERATION_COLUMNS: &str = "id, agent, topic_id, trigger_kind, provider, model, status, finish_reason, finish_detail, step_count, max_steps, commit_seq, input_tokens, output_tokens, total_tokens, cost_nanos, approval_requests, cancel_requested, error, parent_operation, created_at, updated_at, finished_at, owner";
@@ -392,7 +464,8 @@ async fn write_operation(
         sqlx::query(
             "UPDATE operations SET status = $1, finish_reason = $2, finish_detail = $3, step_count = $4, commit_seq = $5, \
              input_tokens = $6, output_tokens = $7, total_tokens = $8, cost_nanos = $9, approval_requests = $10, error = $11, \
-             state = $12, next_context = $13, updated_at = $14, finished_at = COALESCE(finished_at, $15), provider = $16, model = $17 \
+             state = $12, next_context = $13, updated_at = $14, finished_at = COALESCE(finished_at, $15), provider = $16, model = $17, \
+             activity = CASE WHEN $1 = 'running' THEN activity ELSE NULL END \
              WHERE id = $18",
         )
         .bind(enum_str(&state.status))
@@ -432,6 +505,9 @@ impl Store for SqlStore {
             if exists.is_some() {
                 return Err(StoreError::OperationExists(id));
             }
+            if let Some(adm) = &op.admission {
+                admit(&mut tx, self.postgres, &id, op.owner.as_deref(), &adm.limits, adm.now).await?;
+            }
             // A topic keeps its first owner: continuing someone else's conversation is the
             // caller's to refuse (it checks `topic_owner` first).
             sqlx::query("INSERT INTO topics (id, agent, title, created_at, owner) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING")
@@ -446,6 +522,14 @@ impl Store for SqlStore {
                 upsert_message(&mut tx, &op.topic_id, m).await?;
             }
             write_operation(&mut tx, &op.state, op.next_context.as_ref(), 0, Some(op)).await?;
+            if let Some(adm) = &op.admission {
+                sqlx::query("UPDATE operations SET lease_owner = $1, lease_until = $2 WHERE id = $3")
+                    .bind(&adm.node)
+                    .bind(ts(adm.until))
+                    .bind(&id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
             tx.commit().await?;
             Ok(())
         }
@@ -535,7 +619,7 @@ impl Store for SqlStore {
     ) -> BoxFuture<'_, Result<Option<StoredOperation>, StoreError>> {
         async move {
             let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SELECT {OPERATION_COLUMNS}, state, next_context, spec FROM operations WHERE id = $1"
+                "SELECT {RECORD_COLUMNS}, state, next_context, spec FROM operations WHERE id = $1"
             )))
             .bind(id.to_string())
             .fetch_optional(&self.pool)
@@ -595,7 +679,7 @@ impl Store for SqlStore {
     ) -> BoxFuture<'_, Result<Option<OperationRecord>, StoreError>> {
         async move {
             let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SELECT {OPERATION_COLUMNS} FROM operations WHERE id = $1"
+                "SELECT {RECORD_COLUMNS} FROM operations WHERE id = $1"
             )))
             .bind(id.to_string())
             .fetch_optional(&self.pool)
@@ -625,6 +709,104 @@ impl Store for SqlStore {
             .await?
             .rows_affected();
             Ok(n > 0)
+        }
+        .boxed()
+    }
+
+    fn claim_operation<'a>(
+        &'a self,
+        id: OperationId,
+        admission: &'a crate::Admission,
+    ) -> BoxFuture<'a, Result<crate::Claim, StoreError>> {
+        async move {
+            let mut tx = self.begin_write().await?;
+            let key = id.to_string();
+            let row: Option<(Option<String>, Option<String>, Option<String>)> = sqlx::query_as(
+                "SELECT lease_owner, lease_until, owner FROM operations WHERE id = $1",
+            )
+            .bind(&key)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some((holder, until, owner)) = row else {
+                return Err(StoreError::OperationNotFound(key));
+            };
+            let live = until.is_some_and(|u| u > ts(admission.now));
+            if live && holder.as_deref().is_some_and(|h| h != admission.node) {
+                return Ok(crate::Claim::Busy);
+            }
+            admit(
+                &mut tx,
+                self.postgres,
+                &key,
+                owner.as_deref(),
+                &admission.limits,
+                admission.now,
+            )
+            .await?;
+            sqlx::query("UPDATE operations SET lease_owner = $1, lease_until = $2 WHERE id = $3")
+                .bind(&admission.node)
+                .bind(ts(admission.until))
+                .bind(&key)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok(crate::Claim::Claimed)
+        }
+        .boxed()
+    }
+
+    fn set_activity<'a>(
+        &'a self,
+        id: OperationId,
+        activity: &'a crate::Activity,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        async move {
+            let text = to_json(activity, "activity")?;
+            // Only while it runs: a late write after the run ended changes nothing.
+            sqlx::query(
+                "UPDATE operations SET status = CASE WHEN status = 'idle' THEN 'running' ELSE status END, \
+                 activity = $1 WHERE id = $2 AND status IN ('idle', 'running')",
+            )
+            .bind(text)
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn note_recovery_failure<'a>(
+        &'a self,
+        id: OperationId,
+        reason: &'a str,
+        retry_at: DateTime<Utc>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        async move {
+            sqlx::query(
+                "UPDATE operations SET recovery_error = $1, recovery_attempts = recovery_attempts + 1, \
+                 recovery_retry_at = $2 WHERE id = $3",
+            )
+            .bind(reason)
+            .bind(ts(retry_at))
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn clear_recovery(&self, id: OperationId) -> BoxFuture<'_, Result<(), StoreError>> {
+        async move {
+            sqlx::query(
+                "UPDATE operations SET recovery_error = NULL, recovery_attempts = 0, recovery_retry_at = NULL \
+                 WHERE id = $1 AND recovery_error IS NOT NULL",
+            )
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await?;
+            Ok(())
         }
         .boxed()
     }
@@ -688,7 +870,7 @@ impl Store for SqlStore {
                 format!("WHERE {}", conditions.join(" AND "))
             };
             let sql = format!(
-                "SELECT {OPERATION_COLUMNS} FROM operations {filter_sql} ORDER BY created_at DESC, id DESC LIMIT ${}",
+                "SELECT {RECORD_COLUMNS} FROM operations {filter_sql} ORDER BY created_at DESC, id DESC LIMIT ${}",
                 binds.len() + 1
             );
             let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));

@@ -26,6 +26,7 @@ fn new_op() -> NewOperation {
             max_steps: Some(10),
             ..Default::default()
         },
+        admission: None,
     }
 }
 
@@ -342,6 +343,7 @@ async fn suite(store: &SqlStore) {
     documents(store).await;
     accounts(store).await;
     concurrent_commits(store).await;
+    admission(store).await;
     tasks(store).await;
 }
 
@@ -633,6 +635,134 @@ async fn accounts(store: &SqlStore) {
     assert_eq!(topics[0].id, owned.topic_id);
     assert_eq!(topics[0].title.as_deref(), Some("hello"));
     assert!(store.list_topics(&bob.id, 10).await.unwrap().is_empty());
+}
+
+/// Running limits hold under concurrency: 50 operations of one owner created at once against a
+/// limit of 4 give exactly 4 (with their leases) and 46 refusals that wrote nothing; a claim
+/// respects other owners' slots and the total; recovery notes round-trip.
+async fn admission(store: &SqlStore) {
+    let store = Arc::new(store.clone());
+    let owner = format!("admit-{}", OperationId::new());
+    let now = Utc::now();
+    let admission = |limits: RunLimits| Admission {
+        node: "node-a".into(),
+        until: now + chrono::Duration::seconds(60),
+        now,
+        limits,
+    };
+    let per4 = RunLimits {
+        per_owner: Some(4),
+        total: None,
+    };
+    let mut tasks = Vec::new();
+    for _ in 0..50 {
+        let (store, owner, adm) = (Arc::clone(&store), owner.clone(), admission(per4.clone()));
+        tasks.push(tokio::spawn(async move {
+            let mut op = new_op();
+            op.owner = Some(owner);
+            op.admission = Some(adm);
+            let id = op.state.operation_id;
+            (id, store.create_operation(&op).await)
+        }));
+    }
+    let (mut accepted, mut refused) = (Vec::new(), 0);
+    for t in tasks {
+        match t.await.unwrap() {
+            (id, Ok(())) => accepted.push(id),
+            (id, Err(StoreError::AtCapacity { scope, limit })) => {
+                assert_eq!((scope, limit), (CapacityScope::Owner, 4));
+                assert!(
+                    store.operation(id).await.unwrap().is_none(),
+                    "nothing written"
+                );
+                refused += 1;
+            }
+            (_, Err(e)) => panic!("unexpected error: {e}"),
+        }
+    }
+    assert_eq!((accepted.len(), refused), (4, 46));
+    // Claiming one of them again (renewing) is within the limit; another owner is not limited
+    // by this owner's slots, but the total is.
+    assert_eq!(
+        store
+            .claim_operation(accepted[0], &admission(per4.clone()))
+            .await
+            .unwrap(),
+        Claim::Claimed
+    );
+    let mut other = new_op();
+    other.owner = Some(format!("other-{owner}"));
+    let other_id = other.state.operation_id;
+    store.create_operation(&other).await.unwrap();
+    let total4 = RunLimits {
+        per_owner: Some(4),
+        total: Some(4),
+    };
+    let at_total = store.claim_operation(other_id, &admission(total4)).await;
+    assert!(
+        matches!(
+            at_total,
+            Err(StoreError::AtCapacity {
+                scope: CapacityScope::All,
+                ..
+            })
+        ),
+        "{at_total:?}"
+    );
+    // Another process's live lease makes it busy; a lapsed one can be taken over.
+    let mut elsewhere = admission(RunLimits::default());
+    elsewhere.node = "node-b".into();
+    assert_eq!(
+        store
+            .claim_operation(accepted[1], &elsewhere)
+            .await
+            .unwrap(),
+        Claim::Busy
+    );
+    elsewhere.now = now + chrono::Duration::seconds(61);
+    elsewhere.until = elsewhere.now + chrono::Duration::seconds(60);
+    assert_eq!(
+        store
+            .claim_operation(accepted[1], &elsewhere)
+            .await
+            .unwrap(),
+        Claim::Claimed
+    );
+    // Recovery notes.
+    let retry = now + chrono::Duration::seconds(30);
+    store
+        .note_recovery_failure(accepted[2], "missing key", retry)
+        .await
+        .unwrap();
+    store
+        .note_recovery_failure(accepted[2], "missing key", retry)
+        .await
+        .unwrap();
+    let note = store
+        .operation(accepted[2])
+        .await
+        .unwrap()
+        .unwrap()
+        .recovery
+        .unwrap();
+    assert_eq!((note.reason.as_str(), note.attempts), ("missing key", 2));
+    assert_eq!(note.retry_at.unwrap().timestamp(), retry.timestamp());
+    store.clear_recovery(accepted[2]).await.unwrap();
+    assert!(
+        store
+            .operation(accepted[2])
+            .await
+            .unwrap()
+            .unwrap()
+            .recovery
+            .is_none()
+    );
+    // Leave nothing leased behind for the rest of the suite.
+    for id in accepted.iter().chain([&other_id]) {
+        for node in ["node-a", "node-b"] {
+            store.release_operation(*id, node).await.unwrap();
+        }
+    }
 }
 
 /// Many operations committing at once (a server runs them concurrently): every commit lands.

@@ -193,11 +193,12 @@ pub async fn create(
         .host
         .agent_spec(&*app.store, &user.id, req.agent.as_deref(), &over, origin)
         .await?;
-    app.runner.check_capacity(&user.id)?;
+    // Created with its running slot and lease claimed, or not at all (429).
     let opts = StartOptions {
         spec,
         topic_id: req.topic.clone(),
         trigger: Some(Trigger::Api),
+        admission: Some(app.runner.admission()),
         ..Default::default()
     };
     let driver = app.runner.driver();
@@ -307,7 +308,6 @@ pub async fn resume(
         }
         _ => {}
     }
-    app.runner.check_capacity(&user.id)?;
     app.runner
         .spawn(op.id, user.id, app.runner.driver(), Job::Resume)
         .await?;

@@ -1,0 +1,131 @@
+//! What a running operation is doing, kept on its record while it runs: the step, and whether
+//! it waits for the model, runs tools (which), or backs off before a retry (until when). Events
+//! of the step in progress update it; one writer task per run stores the latest value (bursts
+//! coalesce), off the step's path. The store ignores a write once the operation stopped
+//! running, so a late one cannot outlive the run.
+
+use chrono::Utc;
+use rein_core::engine::EventSink;
+use rein_core::event::EventKind;
+use rein_core::{AgentEvent, OperationId};
+use rein_store::{Activity, Doing, Store};
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// Publishes each event to the host's sink and turns the ones that change what the step is
+/// doing into the run's activity.
+pub(crate) struct ActivitySink {
+    host: Option<Arc<dyn EventSink>>,
+    latest: watch::Sender<Option<Activity>>,
+}
+
+/// The activity an event means, if it changes it.
+fn doing(kind: &EventKind) -> Option<Doing> {
+    Some(match kind {
+        EventKind::StepStart { .. } | EventKind::LlmResult { .. } => Doing::Deciding,
+        EventKind::LlmStart { model, .. } => Doing::ModelCall {
+            model: model.clone(),
+        },
+        EventKind::ToolPending { tool_calls } => Doing::Tools {
+            names: tool_calls.iter().map(|c| c.key()).collect(),
+        },
+        EventKind::StreamRetry {
+            attempt,
+            max_attempts,
+            delay_ms,
+            error_kind,
+        } => Doing::BackingOff {
+            attempt: *attempt,
+            max_attempts: *max_attempts,
+            retry_at: Utc::now()
+                + chrono::Duration::milliseconds(i64::try_from(*delay_ms).unwrap_or(i64::MAX / 2)),
+            error_kind: error_kind.clone(),
+        },
+        _ => return None,
+    })
+}
+
+impl EventSink for ActivitySink {
+    fn publish(&self, event: &AgentEvent) {
+        if let Some(h) = &self.host {
+            h.publish(event);
+        }
+        if let Some(d) = doing(&event.kind) {
+            self.latest.send_replace(Some(Activity {
+                step: event.step,
+                since: Utc::now(),
+                doing: d,
+            }));
+        }
+    }
+}
+
+/// Stops the run's writer when dropped.
+pub(crate) struct ActivityWriter(tokio::task::JoinHandle<()>);
+
+impl Drop for ActivityWriter {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// A sink for the run of `id` that also keeps its activity in `store`, and the writer task
+/// doing that; the operation reads `running` from now on.
+pub(crate) fn track(
+    store: Arc<dyn Store>,
+    id: OperationId,
+    host: Option<Arc<dyn EventSink>>,
+    step: u32,
+) -> (Arc<ActivitySink>, ActivityWriter) {
+    let first = Activity {
+        step,
+        since: Utc::now(),
+        doing: Doing::Deciding,
+    };
+    let (latest, mut rx) = watch::channel(Some(first));
+    let writer = tokio::spawn(async move {
+        let write = |a: Activity| {
+            let store = Arc::clone(&store);
+            async move {
+                if let Err(e) = store.set_activity(id, &a).await {
+                    tracing::debug!(operation = %id, error = %e, "activity not recorded");
+                }
+            }
+        };
+        let mut model: Option<String> = None;
+        loop {
+            let current = rx.borrow_and_update().clone();
+            let mut retry = None;
+            if let Some(a) = current {
+                match &a.doing {
+                    Doing::ModelCall { model: m } => model = m.clone(),
+                    Doing::BackingOff { retry_at, .. } => retry = Some((*retry_at, a.step)),
+                    _ => {}
+                }
+                write(a).await;
+            }
+            // A retry resumes the same model call without a new event: say so when it starts.
+            if let Some((at, step)) = retry {
+                let wait = (at - Utc::now()).to_std().unwrap_or_default();
+                tokio::select! {
+                    changed = rx.changed() => if changed.is_err() { return } else { continue },
+                    () = tokio::time::sleep(wait) => {
+                        write(Activity {
+                            step,
+                            since: Utc::now(),
+                            doing: Doing::ModelCall { model: model.clone() },
+                        })
+                        .await;
+                    }
+                }
+            }
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    });
+    (
+        Arc::new(ActivitySink { host, latest }),
+        ActivityWriter(writer),
+    )
+}
