@@ -1,8 +1,9 @@
 //! The web UI in real headless Chromium (Debian `chromium`, driven by npm `playwright-core`,
 //! both installed by `.ci/run`): start an operation, approve its pending call after a reload,
 //! see it finish and the inspector's timeline, then create a task and run it from its page. Screenshots are kept under the target
-//! directory (`browser-artifacts/`). Without Chromium or playwright-core it says what is
-//! missing and passes without running.
+//! directory (`browser-artifacts/`), a `failure.png` too when a step fails. Without Chromium or
+//! playwright-core it fails under `CI=true` and otherwise prints a SKIP line naming what is
+//! missing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use rein_core::OperationId;
@@ -42,7 +43,7 @@ async fn the_ui_streams_approves_after_a_reload_and_shows_the_inspector() {
     let (chromium, playwright) = match prerequisites() {
         Ok(p) => p,
         Err(missing) => {
-            eprintln!("skipped: {missing}");
+            rein_testkit::skip("the web UI in Chromium", &missing);
             return;
         }
     };

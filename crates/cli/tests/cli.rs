@@ -606,9 +606,12 @@ fn everything_server() -> Option<String> {
     if script.is_file() {
         Some(script.to_string_lossy().into_owned())
     } else {
-        eprintln!(
-            "skipped: {} is missing; .ci/run installs it with npm",
-            script.display()
+        rein_testkit::skip(
+            "rein run with an MCP server",
+            &format!(
+                "{} is missing; scripts/test installs it with npm",
+                script.display()
+            ),
         );
         None
     }

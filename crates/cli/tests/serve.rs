@@ -1046,14 +1046,9 @@ async fn the_running_limit_holds_under_concurrency_on_sqlite() {
 
 #[tokio::test]
 async fn the_running_limit_holds_under_concurrency_on_postgres() {
-    let Ok(url) = std::env::var("REIN_TEST_DATABASE_URL") else {
-        assert!(
-            std::env::var("CI").is_err(),
-            "REIN_TEST_DATABASE_URL is not set under CI=true"
-        );
-        eprintln!(
-            "SKIPPED the_running_limit_holds_under_concurrency_on_postgres: REIN_TEST_DATABASE_URL is not set"
-        );
+    let Some(url) =
+        rein_testkit::database_url("the_running_limit_holds_under_concurrency_on_postgres")
+    else {
         return;
     };
     let schema = format!(

@@ -116,18 +116,33 @@ pub fn view(t: &Task) -> Value {
     v
 }
 
-/// The new task a body describes (title and instruction required).
+/// A required text field: present and not blank.
+fn required(field: &str, v: &Option<String>) -> Result<String, TaskError> {
+    match v {
+        Some(v) if !v.trim().is_empty() => Ok(v.clone()),
+        Some(_) => Err(TaskError::invalid(format!("{field} is empty"))),
+        None => Err(TaskError::invalid(format!("{field} is required"))),
+    }
+}
+
+/// The new task a body describes (title and instruction required). A new task starts
+/// unreviewed and active, so a body that sets `review` or `status` is refused rather than
+/// half-applied: those are edits of an existing task.
 pub fn new_task(b: &TaskInput) -> Result<NewTask, TaskError> {
+    for (field, set) in [
+        ("review", b.review.is_some()),
+        ("status", b.status.is_some()),
+    ] {
+        if set {
+            return Err(TaskError::invalid(format!(
+                "{field} cannot be set when creating a task: PATCH the task once it exists"
+            )));
+        }
+    }
     let (overlap, catch_up) = policies(b)?;
     Ok(NewTask {
-        title: b
-            .title
-            .clone()
-            .ok_or_else(|| TaskError::invalid("title is required"))?,
-        instruction: b
-            .instruction
-            .clone()
-            .ok_or_else(|| TaskError::invalid("instruction is required"))?,
+        title: required("title", &b.title)?,
+        instruction: required("instruction", &b.instruction)?,
         agent: b.agent.clone(),
         automation: automation(b)?.unwrap_or_default(),
         max_executions: b.max_executions,
@@ -222,4 +237,52 @@ pub async fn check_agent(
         return Err(TaskError::AgentMissing(name.to_owned()));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body() -> TaskInput {
+        TaskInput {
+            title: Some("Morning".into()),
+            instruction: Some("Check the ledger.".into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn create_refuses_review_and_status_instead_of_ignoring_them() {
+        for b in [
+            TaskInput {
+                review: Some("approved".into()),
+                ..body()
+            },
+            TaskInput {
+                status: Some("archived".into()),
+                ..body()
+            },
+        ] {
+            let err = new_task(&b)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains("cannot be set when creating"), "{err}");
+        }
+        assert!(new_task(&body()).is_ok());
+    }
+
+    #[test]
+    fn create_names_a_missing_or_blank_field() {
+        let missing = new_task(&TaskInput {
+            title: None,
+            ..body()
+        });
+        assert!(matches!(missing, Err(TaskError::Invalid(m)) if m == "title is required"));
+        let blank = new_task(&TaskInput {
+            instruction: Some("  ".into()),
+            ..body()
+        });
+        assert!(matches!(blank, Err(TaskError::Invalid(m)) if m == "instruction is empty"));
+    }
 }

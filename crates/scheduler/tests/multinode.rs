@@ -43,8 +43,7 @@ impl Launcher for Instant {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_dispatchers_on_one_postgres_run_each_due_second_once() {
-    let Ok(url) = std::env::var("REIN_TEST_DATABASE_URL") else {
-        eprintln!("skipped: REIN_TEST_DATABASE_URL is not set (multi-node dispatch on PostgreSQL)");
+    let Some(url) = rein_testkit::database_url("three_dispatchers_on_one_postgres") else {
         return;
     };
     let schema = format!(

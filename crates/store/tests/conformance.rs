@@ -479,8 +479,7 @@ async fn sqlite_conformance() {
 
 #[tokio::test]
 async fn postgres_conformance() {
-    let Ok(url) = std::env::var("REIN_TEST_DATABASE_URL") else {
-        eprintln!("skipped: REIN_TEST_DATABASE_URL is not set (PostgreSQL conformance)");
+    let Some(url) = rein_testkit::database_url("postgres_conformance") else {
         return;
     };
     let schema = format!(

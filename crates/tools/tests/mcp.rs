@@ -21,9 +21,12 @@ fn server(package: &str) -> Option<String> {
     if script.is_file() {
         Some(script.to_string_lossy().into_owned())
     } else {
-        eprintln!(
-            "skipped: {} is missing; run `npm install --prefix .mcp-servers @modelcontextprotocol/{package}` (as .ci/run does)",
-            script.display()
+        rein_testkit::skip(
+            &format!("MCP against {package}"),
+            &format!(
+                "{} is missing; scripts/test installs it (npm install --prefix .mcp-servers @modelcontextprotocol/{package})",
+                script.display()
+            ),
         );
         None
     }

@@ -16,18 +16,23 @@ async function main() {
   const logs = [];
   page.on("console", (m) => logs.push(m.type() + ": " + m.text()));
   page.on("pageerror", (e) => logs.push("pageerror: " + e.message));
+  // Whether a live (streaming) preview bubble was ever added, read from the mutation records
+  // themselves: the bubble may be added and removed before any later look at the page.
+  const watchLive = () =>
+    page.evaluate(() => {
+      window.sawLive = false;
+      new MutationObserver((records) => {
+        for (const r of records)
+          for (const n of r.addedNodes)
+            if (n.nodeType === 1 && (n.matches(".msg.live") || n.querySelector(".msg.live"))) window.sawLive = true;
+      }).observe(document.getElementById("messages"), { childList: true, subtree: true });
+    });
   const shot = (name) => page.screenshot({ path: `${out}/${name}.png`, fullPage: true });
   try {
     await page.goto(base);
     await page.waitForSelector("#app:not([hidden])");
     await page.selectOption("#agent-select", "careful");
-    // Record whether a live (streaming) preview was ever shown.
-    await page.evaluate(() => {
-      window.sawLive = false;
-      new MutationObserver(() => {
-        if (document.querySelector(".msg.live")) window.sawLive = true;
-      }).observe(document.getElementById("messages"), { childList: true, subtree: true });
-    });
+    await watchLive();
     await page.fill("#input", "Append paid to the ledger.");
     await page.click("#send");
     await page.waitForSelector(".approval .approve", { timeout: 20000 });
@@ -42,12 +47,10 @@ async function main() {
     await page.waitForSelector('.tool[data-call="l1"] .status.pending');
     await shot("2-restored-after-reload");
 
-    await page.evaluate(() => {
-      window.sawLive = false;
-      new MutationObserver(() => {
-        if (document.querySelector(".msg.live")) window.sawLive = true;
-      }).observe(document.getElementById("messages"), { childList: true, subtree: true });
-    });
+    await watchLive();
+    // Approve only once the page's event stream is subscribed, so the step's live preview
+    // reaches it whatever the timing.
+    await page.waitForSelector('#messages[data-stream="open"]');
     await page.click(".approval .approve");
     await page.waitForSelector("#op-status.done", { timeout: 20000 });
     await page.waitForFunction(() => document.getElementById("messages").textContent.includes("Appended."));

@@ -1,0 +1,72 @@
+//! rein-testkit owns how rein's tests treat what they need from outside the workspace
+//! (PostgreSQL, the npm MCP reference servers, Chromium and playwright-core): a test that cannot
+//! run must never read as a pass nobody notices.
+//!
+//! Under `CI=true` a missing prerequisite fails the test, naming it. Elsewhere the test is
+//! skipped with a `SKIP` line written straight to the process's stderr (libtest captures only
+//! the `print!` family, so the line shows in a plain `cargo test`, not only under
+//! `--nocapture`), and appended to the file named by `REIN_SKIP_LOG`, which the test script
+//! lists in its summary.
+
+use std::io::Write;
+
+/// Whether this run is CI's (`CI` set to anything but `false`/`0`/empty).
+pub fn under_ci() -> bool {
+    ci_value(std::env::var("CI").ok().as_deref())
+}
+
+fn ci_value(v: Option<&str>) -> bool {
+    v.is_some_and(|v| !matches!(v.trim(), "" | "0" | "false"))
+}
+
+/// `test` cannot run because `missing` (what is absent and how to get it). Panics under CI;
+/// otherwise reports the skip and returns, and the test should return at once.
+pub fn skip(test: &str, missing: &str) {
+    assert!(!under_ci(), "{test} cannot run under CI=true: {missing}");
+    let line = format!("SKIP {test}: {missing}\n");
+    // Straight to the file descriptor, past libtest's output capture.
+    let _ = std::io::stderr().write_all(line.as_bytes());
+    if let Some(log) = std::env::var_os("REIN_SKIP_LOG")
+        && let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+    {
+        let _ = f.write_all(line.as_bytes());
+    }
+}
+
+/// The PostgreSQL URL the backend tests use (`REIN_TEST_DATABASE_URL`), or `None` after
+/// reporting `test` as skipped (a failure under CI).
+pub fn database_url(test: &str) -> Option<String> {
+    match std::env::var("REIN_TEST_DATABASE_URL") {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ => {
+            skip(
+                test,
+                "REIN_TEST_DATABASE_URL is not set (a PostgreSQL URL; scripts/test sets it when \
+                 PostgreSQL answers on 127.0.0.1:5432)",
+            );
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ci_value;
+
+    #[test]
+    fn ci_is_on_for_any_value_but_false_zero_or_empty() {
+        for (v, ci) in [
+            (Some("true"), true),
+            (Some("1"), true),
+            (Some("false"), false),
+            (Some("0"), false),
+            (Some(" "), false),
+            (None, false),
+        ] {
+            assert_eq!(ci_value(v), ci, "{v:?}");
+        }
+    }
+}
