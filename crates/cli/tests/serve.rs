@@ -682,10 +682,75 @@ async fn bad_requests_get_the_json_error_shape_and_never_a_500() {
         .call(&rein, "DELETE", "/v1/operations", Some(&alice), None)
         .await;
     assert_eq!(status, 405, "{body}");
-    let (status, _) = e
-        .call(&rein, "GET", "/v1/operations/not-an-id", Some(&alice), None)
+    // Ids are checked by their format, and every refusal is in the one error shape: a path that
+    // is not UTF-8 included (axum's own rejection would be text/plain).
+    for path in [
+        "/v1/operations/not-an-id",
+        "/v1/operations/%FF",
+        "/v1/operations/%FF/events",
+        "/v1/tasks/nope",
+        "/v1/tasks/task_0123456789abcdef0123456789ABCDEF",
+        "/v1/agents/bad%20name",
+        "/v1/topics/a%00b/messages",
+    ] {
+        let (status, body) = e.call(&rein, "GET", path, Some(&alice), None).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (400, Some("invalid_request")),
+            "{path}: {body}"
+        );
+    }
+    let (status, body) = e
+        .call(
+            &rein,
+            "GET",
+            &format!("/v1/operations/{}", rein_core::OperationId::new()),
+            Some(&alice),
+            None,
+        )
         .await;
-    assert_eq!(status, 404);
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (404, Some("not_found"))
+    );
+    // A caller-chosen topic id is refused before anything is written: empty, NUL, huge.
+    for topic in [String::new(), "a\u{0}b".to_owned(), "t".repeat(200_000)] {
+        let (status, body) = e
+            .call(
+                &rein,
+                "POST",
+                "/v1/operations",
+                Some(&alice),
+                Some(json!({"input": "hi", "topic": topic})),
+            )
+            .await;
+        assert_eq!(status, 400, "{body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("topic id") && m.len() < 300),
+            "{body}"
+        );
+    }
+    let (_, listed) = e
+        .call(&rein, "GET", "/v1/operations", Some(&alice), None)
+        .await;
+    assert_eq!(
+        listed.as_array().map(Vec::len),
+        Some(0),
+        "nothing was written"
+    );
+    // Task create refuses the fields only an edit applies.
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/tasks",
+            Some(&alice),
+            Some(json!({"title": "t", "instruction": "i", "review": "approved"})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
     let (status, doc) = e.call(&rein, "GET", "/v1/openapi.json", None, None).await;
     assert_eq!(status, 200);
     assert_eq!(doc["openapi"], "3.0.3");

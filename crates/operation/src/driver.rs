@@ -458,6 +458,9 @@ impl Driver {
         prompt: &str,
         opts: &StartOptions,
     ) -> Result<OperationId, DriverError> {
+        if let Some(topic) = &opts.topic_id {
+            crate::error::check_topic_id(topic)?;
+        }
         let id = OperationId::new();
         let mut spec = opts.spec.clone();
         let model = spec

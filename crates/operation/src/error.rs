@@ -27,4 +27,25 @@ pub enum DriverError {
         /// Their identifiers.
         tools: Vec<String>,
     },
+    /// A caller-chosen topic id is not one: 1 to 128 ASCII letters, digits, `-`, `_`, `.` or
+    /// `:` (ids travel in URLs, logs and the store); nothing was written.
+    #[error(
+        "topic id {0:?} is not valid: use 1 to 128 ASCII letters, digits, '-', '_', '.' or ':'"
+    )]
+    InvalidTopic(String),
+}
+
+/// Refuse a caller-chosen topic id that could not be shown, logged or put in a URL as is.
+pub fn check_topic_id(id: &str) -> Result<(), DriverError> {
+    let ok = (1..=128).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'));
+    if ok {
+        Ok(())
+    } else {
+        // A hostile id may be huge: the refusal quotes its start only.
+        let shown: String = id.chars().take(40).collect();
+        Err(DriverError::InvalidTopic(shown))
+    }
 }

@@ -139,6 +139,7 @@ impl From<rein_operation::DriverError> for ApiError {
             e @ E::MissingTools { .. } => {
                 ApiError::new(StatusCode::CONFLICT, "missing_tools", e.to_string())
             }
+            e @ E::InvalidTopic(_) => ApiError::bad_request(e.to_string()),
         }
     }
 }

@@ -4,9 +4,9 @@
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::routes::Body;
+use crate::routes::{Body, Segment};
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::Utc;
 use rein_operation::AgentProfile;
@@ -98,8 +98,9 @@ pub async fn create(
 pub async fn show(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Path(name): Path<String>,
+    Segment(name): Segment,
 ) -> Result<Json<Agent>, ApiError> {
+    check_name(&name)?;
     let r = app
         .store
         .get_agent(&user.id, &name)
@@ -112,9 +113,10 @@ pub async fn show(
 pub async fn update(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Path(name): Path<String>,
+    Segment(name): Segment,
     Body(config): Body<AgentProfile>,
 ) -> Result<Json<Agent>, ApiError> {
+    check_name(&name)?;
     config.validate()?;
     let mut r = app
         .store
@@ -131,8 +133,9 @@ pub async fn update(
 pub async fn delete(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Path(name): Path<String>,
+    Segment(name): Segment,
 ) -> Result<StatusCode, ApiError> {
+    check_name(&name)?;
     if app.store.delete_agent(&user.id, &name).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {

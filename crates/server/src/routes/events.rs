@@ -14,8 +14,8 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::hub::{Signal, WireEvent};
-use crate::routes::{Params, owned_record};
-use axum::extract::{Path, State};
+use crate::routes::{Params, Segment, owned_record};
+use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::Stream;
@@ -50,7 +50,7 @@ const POLL: Duration = Duration::from_secs(1);
 pub async fn stream(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Path(id): Path<String>,
+    Segment(id): Segment,
     headers: HeaderMap,
     Params(q): Params<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {

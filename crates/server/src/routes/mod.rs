@@ -52,6 +52,29 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Params<T> {
     }
 }
 
+/// A path parameter (`{id}`, `{name}`); one that is not percent-encoded UTF-8 is a 400 in the
+/// API's error shape, not axum's plain-text rejection.
+pub struct Segment(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for Segment {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Path::<String>::from_request_parts(parts, state)
+            .await
+            .map(|p| Segment(p.0))
+            .map_err(|r| ApiError::bad_request(format!("path: {}", r.body_text())))
+    }
+}
+
+/// An operation id by its format (a UUID); anything else is a 400 naming it.
+pub fn operation_id(id: &str) -> Result<OperationId, ApiError> {
+    id.parse().map_err(|_| {
+        let shown: String = id.chars().take(40).collect();
+        ApiError::bad_request(format!("{shown:?} is not an operation id (a UUID)"))
+    })
+}
+
 /// The record (no state) of operation `id` if `user` owns it; 404 otherwise.
 pub async fn owned_record(
     app: &AppState,
@@ -59,7 +82,7 @@ pub async fn owned_record(
     id: &str,
 ) -> Result<OperationRecord, ApiError> {
     let missing = || ApiError::not_found(format!("no operation {id}"));
-    let parsed: OperationId = id.parse().map_err(|_| missing())?;
+    let parsed = operation_id(id)?;
     let op = app.store.operation(parsed).await?.ok_or_else(missing)?;
     if op.owner.as_deref() != Some(user.id.as_str()) {
         return Err(missing());
@@ -74,7 +97,7 @@ pub async fn owned_operation(
     id: &str,
 ) -> Result<StoredOperation, ApiError> {
     let missing = || ApiError::not_found(format!("no operation {id}"));
-    let parsed: OperationId = id.parse().map_err(|_| missing())?;
+    let parsed = operation_id(id)?;
     let op = app
         .store
         .load_operation(parsed)

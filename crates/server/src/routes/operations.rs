@@ -3,10 +3,10 @@
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::routes::{Body, Params, owned_operation, owned_record};
+use crate::routes::{Body, Params, Segment, owned_operation, owned_record};
 use crate::runner::Job;
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use rein_core::spec::OperationSpec;
 use rein_core::state::{BudgetPolicy, Status};
@@ -165,6 +165,7 @@ pub async fn create(
         return Err(ApiError::bad_request("input is empty"));
     }
     if let Some(topic) = &req.topic {
+        rein_operation::check_topic_id(topic)?;
         match app.store.topic_owner(topic).await? {
             // A new conversation under the caller's chosen id.
             None => {}
@@ -236,7 +237,7 @@ pub async fn list(
 pub async fn show(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Path(id): Path<String>,
+    Segment(id): Segment,
 ) -> Result<Json<OperationDetail>, ApiError> {
     let op = owned_operation(&app, &user, &id).await?;
     let steps = app.store.steps(op.record.id).await?;
@@ -262,7 +263,7 @@ pub async fn show(
 pub async fn cancel(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Path(id): Path<String>,
+    Segment(id): Segment,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
     let record = owned_record(&app, &user, &id).await?;
     if record.status.is_terminal() {
@@ -291,7 +292,7 @@ pub async fn cancel(
 pub async fn resume(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Path(id): Path<String>,
+    Segment(id): Segment,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
     let op = owned_record(&app, &user, &id).await?;
     match op.status {
@@ -324,7 +325,7 @@ pub async fn resume(
 pub async fn interventions(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Path(id): Path<String>,
+    Segment(id): Segment,
 ) -> Result<Json<Vec<Intervention>>, ApiError> {
     let op = owned_record(&app, &user, &id).await?;
     Ok(Json(app.store.interventions(op.id).await?))
@@ -335,7 +336,7 @@ pub async fn interventions(
 pub async fn decide(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Path(id): Path<String>,
+    Segment(id): Segment,
     Body(body): Body<Decisions>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
     if body.decisions.is_empty() {

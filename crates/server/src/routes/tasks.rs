@@ -5,9 +5,9 @@
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::routes::{Body, Params};
+use crate::routes::{Body, Params, Segment};
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use rein_scheduler::input::{apply_edit, check_agent, new_task, view};
 use rein_scheduler::{Automation, Task, TaskError, TaskInput};
@@ -24,7 +24,23 @@ pub struct NextQuery {
     pub count: Option<usize>,
 }
 
+/// Task ids are `task_` and 32 lowercase hex digits; anything else is a 400 naming it.
+fn check_task_id(id: &str) -> Result<(), ApiError> {
+    let ok = id.strip_prefix("task_").is_some_and(|hex| {
+        hex.len() == 32 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    });
+    if ok {
+        Ok(())
+    } else {
+        let shown: String = id.chars().take(40).collect();
+        Err(ApiError::bad_request(format!(
+            "{shown:?} is not a task id (task_ and 32 hex digits)"
+        )))
+    }
+}
+
 async fn owned(app: &AppState, user: &str, id: &str) -> Result<Task, ApiError> {
+    check_task_id(id)?;
     match app.tasks.get(id).await {
         Ok(t) if t.owner == user => Ok(t),
         Ok(_) | Err(TaskError::NotFound(_)) => Err(ApiError::not_found(format!("no task {id}"))),
@@ -63,7 +79,7 @@ pub async fn create(
 pub async fn show(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Path(id): Path<String>,
+    Segment(id): Segment,
 ) -> Result<Json<Value>, ApiError> {
     let t = owned(&app, &user.id, &id).await?;
     let next = app.tasks.next(&id, 5).await?;
@@ -78,7 +94,7 @@ pub async fn show(
 pub async fn edit(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Path(id): Path<String>,
+    Segment(id): Segment,
     Body(b): Body<TaskInput>,
 ) -> Result<Json<Value>, ApiError> {
     let current = owned(&app, &user.id, &id).await?;
@@ -91,7 +107,7 @@ pub async fn edit(
 pub async fn pause(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Path(id): Path<String>,
+    Segment(id): Segment,
 ) -> Result<Json<Value>, ApiError> {
     owned(&app, &user.id, &id).await?;
     Ok(Json(view(&app.tasks.pause(&id).await?)))
@@ -101,7 +117,7 @@ pub async fn pause(
 pub async fn resume(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Path(id): Path<String>,
+    Segment(id): Segment,
 ) -> Result<Json<Value>, ApiError> {
     owned(&app, &user.id, &id).await?;
     Ok(Json(view(&app.tasks.resume(&id).await?)))
@@ -111,7 +127,7 @@ pub async fn resume(
 pub async fn run(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Path(id): Path<String>,
+    Segment(id): Segment,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     owned(&app, &user.id, &id).await?;
     let op = app.tasks.run_now(&id, app.launcher.as_ref()).await?;
@@ -122,7 +138,7 @@ pub async fn run(
 pub async fn delete(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Path(id): Path<String>,
+    Segment(id): Segment,
 ) -> Result<StatusCode, ApiError> {
     owned(&app, &user.id, &id).await?;
     app.tasks.delete(&id).await?;
@@ -134,7 +150,7 @@ pub async fn delete(
 pub async fn history(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Path(id): Path<String>,
+    Segment(id): Segment,
 ) -> Result<Json<Value>, ApiError> {
     owned(&app, &user.id, &id).await?;
     let runs = app.store.runs(&id, 200).await?;
@@ -146,7 +162,7 @@ pub async fn history(
 pub async fn next(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Path(id): Path<String>,
+    Segment(id): Segment,
     Params(q): Params<NextQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let t = owned(&app, &user.id, &id).await?;

@@ -4,8 +4,9 @@
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::routes::Segment;
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use rein_core::Message;
 use rein_store::{Accounts, Store, TopicRecord};
 
@@ -21,8 +22,9 @@ pub async fn list(
 pub async fn messages(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Path(id): Path<String>,
+    Segment(id): Segment,
 ) -> Result<Json<Vec<Message>>, ApiError> {
+    rein_operation::check_topic_id(&id)?;
     match app.store.topic_owner(&id).await? {
         Some(Some(owner)) if owner == user.id => {}
         _ => return Err(ApiError::not_found(format!("no topic {id}"))),
