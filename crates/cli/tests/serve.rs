@@ -758,6 +758,9 @@ async fn bad_requests_get_the_json_error_shape_and_never_a_500() {
         "/v1/operations",
         "/v1/operations/{id}/events",
         "/v1/agents/{name}",
+        "/v1/tasks",
+        "/v1/tasks/{id}/next",
+        "/v1/topics/{id}/messages",
     ] {
         assert!(doc["paths"][path].is_object(), "{path} documented");
     }
@@ -765,6 +768,44 @@ async fn bad_requests_get_the_json_error_shape_and_never_a_500() {
         doc["components"]["schemas"]["CreateOperation"]["properties"]["input"].is_object(),
         "request schemas come from the code"
     );
+    // Constraints the server enforces are declared: enums, formats, item counts, the SSE type.
+    let list = &doc["paths"]["/v1/operations"]["get"]["parameters"];
+    let status = list
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["name"] == "status"))
+        .expect("status parameter");
+    assert_eq!(
+        status["schema"]["anyOf"][0]["$ref"], "#/components/schemas/Status",
+        "{status}"
+    );
+    assert!(
+        doc["components"]["schemas"]["Status"]
+            .to_string()
+            .contains("\"waiting_for_human\""),
+        "the status filter is an enum"
+    );
+    assert_eq!(
+        doc["paths"]["/v1/operations/{id}"]["get"]["parameters"][0]["schema"]["format"],
+        "uuid"
+    );
+    assert_eq!(
+        doc["components"]["schemas"]["Decisions"]["properties"]["decisions"]["minItems"],
+        1
+    );
+    assert!(
+        doc["paths"]["/v1/operations/{id}/events"]["get"]["responses"]["200"]["content"]
+            ["text/event-stream"]["schema"]["properties"]["seq"]
+            .is_object()
+    );
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            assert_eq!(
+                op["responses"]["default"]["content"]["application/json"]["schema"]["$ref"],
+                "#/components/schemas/Error",
+                "{method} {path} declares the error shape"
+            );
+        }
+    }
     assert!(!rein.saw("internal"), "no 500 was logged");
 }
 

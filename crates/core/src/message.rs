@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 /// Who authored a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// Instructions for the model.
@@ -22,6 +23,7 @@ pub enum Role {
 
 /// One part of a message's content.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentPart {
     /// Plain text.
@@ -100,6 +102,7 @@ impl ContentPart {
 /// Model reasoning attached to an assistant message. Providers that sign their reasoning
 /// (Anthropic) need the signature sent back unchanged on the next request.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Reasoning {
     /// Visible reasoning text (may be a summary).
     #[serde(default)]
@@ -120,6 +123,7 @@ pub struct Reasoning {
 /// `api` holds the name exactly as the model sent it, so the call can still be answered
 /// (with a rejection) and replayed to the provider.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ToolCall {
     /// The provider's tool call id; every tool result refers to it.
     pub id: Arc<str>,
@@ -177,6 +181,7 @@ impl ToolCall {
 
 /// Outcome of a tool call as recorded on its tool message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ToolStatus {
     /// Waiting for a human decision.
@@ -197,6 +202,7 @@ pub enum ToolStatus {
 
 /// What kind of message this is beyond its role.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum MessageKind {
     /// An ordinary message.
@@ -208,6 +214,7 @@ pub enum MessageKind {
 
 /// One message of a conversation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Message {
     /// Time-ordered id.
     pub id: MessageId,

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 /// Where an operation is in its life.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Created, not started.
@@ -51,6 +52,7 @@ impl Status {
 
 /// Why an operation finished.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum FinishReason {
     /// The model answered without asking for tools.
@@ -112,6 +114,7 @@ pub struct StateError {
 
 /// What to do when a budget is exceeded.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum BudgetPolicy {
     /// Finish with `cost_limit_exceeded` / `token_limit_exceeded`.

@@ -17,6 +17,21 @@ pub struct Usd {
     nanos: u64,
 }
 
+#[cfg(feature = "schemars")]
+impl schemars::JsonSchema for Usd {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Usd".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "number",
+            "minimum": 0,
+            "description": "US dollars"
+        })
+    }
+}
+
 impl Usd {
     /// Zero dollars.
     pub const ZERO: Usd = Usd { nanos: 0 };
@@ -98,6 +113,7 @@ impl<'de> Deserialize<'de> for Usd {
 
 /// Token counts of one model call (or a sum of them).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct TokenUsage {
     /// Input tokens, including cached ones.

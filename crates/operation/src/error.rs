@@ -35,6 +35,9 @@ pub enum DriverError {
     InvalidTopic(String),
 }
 
+/// The topic id rule as a regular expression (for API documents); [`check_topic_id`] applies it.
+pub const TOPIC_ID_PATTERN: &str = "^[A-Za-z0-9._:-]{1,128}$";
+
 /// Refuse a caller-chosen topic id that could not be shown, logged or put in a URL as is.
 pub fn check_topic_id(id: &str) -> Result<(), DriverError> {
     let ok = (1..=128).contains(&id.len())

@@ -23,7 +23,7 @@ mod tools;
 
 pub use driver::{CommitHook, Decision, Driver, RunEnd, StartOptions, derived_message_id};
 pub use embedder::ProviderEmbedder;
-pub use error::{DriverError, check_topic_id};
+pub use error::{DriverError, TOPIC_ID_PATTERN, check_topic_id};
 pub use host::{Host, SpecError, StoredAgent, stored_agent};
 pub use model_port::ModelPort;
 pub use models::{ModelSource, ModelUnavailable, RegistryModels, SingleProvider};

@@ -25,6 +25,7 @@ pub struct AgentProfile {
     pub tools: Option<Vec<String>>,
     /// `manual` (default), `auto-run`, `allow-list` or `headless`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "approval_schema")]
     pub approval: Option<String>,
     /// Step limit (then a final answer is forced).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -91,6 +92,21 @@ pub enum ProfileError {
         /// What it must be.
         requirement: &'static str,
     },
+}
+
+/// Every name [`approval_mode`] accepts.
+pub const APPROVAL_NAMES: [&str; 6] = [
+    "manual",
+    "auto-run",
+    "auto_run",
+    "allow-list",
+    "allow_list",
+    "headless",
+];
+
+/// The schema of an optional approval mode name: one of [`APPROVAL_NAMES`].
+pub fn approval_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "string", "nullable": true, "enum": APPROVAL_NAMES})
 }
 
 /// Parse an approval mode name (`auto-run` and `auto_run` both work).
@@ -245,6 +261,13 @@ impl AgentProfile {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_documented_approval_name_parses() {
+        for name in super::APPROVAL_NAMES {
+            assert!(super::approval_mode(name).is_ok(), "{name}");
+        }
+    }
+
     use super::*;
 
     #[test]

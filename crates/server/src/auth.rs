@@ -90,6 +90,13 @@ impl FromRequestParts<AppState> for Caller {
     }
 }
 
+impl crate::api::Input for Caller {
+    fn document(doc: &mut crate::api::OperationDoc, _g: &mut schemars::generate::SchemaGenerator) {
+        doc.secured = true;
+        doc.error(401, "No token, or an unknown or revoked one");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

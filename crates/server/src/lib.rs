@@ -7,6 +7,7 @@
 //! at `/`. What an operation may do and how drivers are made are `rein_operation`'s: routes
 //! parse, call it, and map the result.
 
+pub mod api;
 pub mod auth;
 pub mod error;
 pub mod hub;
@@ -19,10 +20,10 @@ mod ui;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::routing::get;
 use rein_store::SqlStore;
 use routes::tasks as tasks_api;
-use routes::{agents, events, models, operations, topics};
+use routes::{agents, models, operations, topics};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -113,44 +114,22 @@ impl App {
 /// The state handlers share.
 pub type AppState = Arc<App>;
 
+/// Every `/v1` route with its document: the one route table.
+pub fn api() -> api::Api {
+    operations::api()
+        .merge(agents::api())
+        .merge(topics::api())
+        .merge(models::api())
+        .merge(tasks_api::api())
+}
+
 /// Every route.
 pub fn router(app: AppState) -> Router {
     let body_limit = app.config.body_limit;
-    Router::new()
+    let (routes, _, _) = api().finish();
+    routes
         .route("/", get(ui::index))
         .route("/v1/openapi.json", get(ui::openapi))
-        .route(
-            "/v1/operations",
-            post(operations::create).get(operations::list),
-        )
-        .route("/v1/operations/{id}", get(operations::show))
-        .route("/v1/operations/{id}/cancel", post(operations::cancel))
-        .route("/v1/operations/{id}/resume", post(operations::resume))
-        .route("/v1/operations/{id}/events", get(events::stream))
-        .route(
-            "/v1/operations/{id}/interventions",
-            get(operations::interventions).post(operations::decide),
-        )
-        .route("/v1/agents", get(agents::list).post(agents::create))
-        .route(
-            "/v1/agents/{name}",
-            get(agents::show).put(agents::update).delete(agents::delete),
-        )
-        .route("/v1/topics", get(topics::list))
-        .route("/v1/topics/{id}/messages", get(topics::messages))
-        .route("/v1/models", get(models::list))
-        .route("/v1/tasks", get(tasks_api::list).post(tasks_api::create))
-        .route(
-            "/v1/tasks/{id}",
-            get(tasks_api::show)
-                .patch(tasks_api::edit)
-                .delete(tasks_api::delete),
-        )
-        .route("/v1/tasks/{id}/pause", post(tasks_api::pause))
-        .route("/v1/tasks/{id}/resume", post(tasks_api::resume))
-        .route("/v1/tasks/{id}/run", post(tasks_api::run))
-        .route("/v1/tasks/{id}/history", get(tasks_api::history))
-        .route("/v1/tasks/{id}/next", get(tasks_api::next))
         .fallback(error::no_route)
         .method_not_allowed_fallback(error::wrong_method)
         .layer(DefaultBodyLimit::max(body_limit))

@@ -18,6 +18,6 @@ pub async fn index() -> impl IntoResponse {
 }
 
 /// `GET /v1/openapi.json` (public: it describes, it reveals nothing).
-pub async fn openapi() -> Json<serde_json::Value> {
+pub async fn openapi() -> Json<&'static serde_json::Value> {
     Json(crate::openapi::document())
 }

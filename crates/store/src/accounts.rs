@@ -57,7 +57,7 @@ pub struct AgentRecord {
 }
 
 /// A conversation as listed.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TopicRecord {
     /// Id.
     pub id: String,

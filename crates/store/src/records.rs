@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// What started an operation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Trigger {
     /// `rein run`.
@@ -100,7 +100,7 @@ pub enum Claim {
 }
 
 /// Why the last process that tried could not resume an operation.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RecoveryNote {
     /// What stood in the way (missing key, unknown provider, missing MCP server, ...).
     pub reason: String,
@@ -170,7 +170,7 @@ pub struct ToolExecution {
 }
 
 /// A human decision's state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum InterventionStatus {
     /// Waiting.
@@ -186,7 +186,7 @@ pub enum InterventionStatus {
 }
 
 /// A pending (or decided) approval.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Intervention {
     /// Operation.
     pub operation_id: OperationId,
@@ -241,7 +241,7 @@ pub enum CommitOutcome {
 }
 
 /// The queryable summary of an operation.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OperationRecord {
     /// Id.
     pub id: OperationId,
@@ -300,7 +300,7 @@ pub struct OperationRecord {
 }
 
 /// What a running operation is doing, in which step, since when.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Activity {
     /// The step (counted steps so far, this one included).
     pub step: u32,
@@ -312,7 +312,7 @@ pub struct Activity {
 }
 
 /// What a step is busy with.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "doing", rename_all = "snake_case")]
 pub enum Doing {
     /// Deciding what to do next (the brain, between calls).
@@ -359,7 +359,7 @@ pub struct StoredOperation {
 }
 
 /// One committed step.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StepRecord {
     /// Commit index.
     pub step_index: u64,

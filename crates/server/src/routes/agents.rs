@@ -2,12 +2,13 @@
 //! profile and its validation are `rein_operation::profile`'s.
 
 use crate::AppState;
+use crate::api::{Api, Method};
+use crate::api::{NoContent, Reply};
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::routes::{Body, Segment};
+use crate::routes::{AgentPath, Body};
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
 use chrono::Utc;
 use rein_operation::AgentProfile;
 use rein_operation::profile::check_name;
@@ -72,7 +73,7 @@ pub async fn create(
     State(app): State<AppState>,
     Caller(user): Caller,
     Body(new): Body<NewAgent>,
-) -> Result<(StatusCode, Json<Agent>), ApiError> {
+) -> Result<Reply<201, Agent>, ApiError> {
     check_name(&new.name)?;
     new.config.validate()?;
     if app.store.get_agent(&user.id, &new.name).await?.is_some() {
@@ -91,16 +92,15 @@ pub async fn create(
         version: 0,
     };
     record.version = app.store.put_agent(&record).await?;
-    Ok((StatusCode::CREATED, Json(shown(record)?)))
+    Ok(Reply(shown(record)?))
 }
 
 /// `GET /v1/agents/{name}`.
 pub async fn show(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Segment(name): Segment,
+    AgentPath(name): AgentPath,
 ) -> Result<Json<Agent>, ApiError> {
-    check_name(&name)?;
     let r = app
         .store
         .get_agent(&user.id, &name)
@@ -113,10 +113,9 @@ pub async fn show(
 pub async fn update(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Segment(name): Segment,
+    AgentPath(name): AgentPath,
     Body(config): Body<AgentProfile>,
 ) -> Result<Json<Agent>, ApiError> {
-    check_name(&name)?;
     config.validate()?;
     let mut r = app
         .store
@@ -133,12 +132,31 @@ pub async fn update(
 pub async fn delete(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Segment(name): Segment,
-) -> Result<StatusCode, ApiError> {
-    check_name(&name)?;
+    AgentPath(name): AgentPath,
+) -> Result<NoContent, ApiError> {
     if app.store.delete_agent(&user.id, &name).await? {
-        Ok(StatusCode::NO_CONTENT)
+        Ok(NoContent)
     } else {
         Err(ApiError::not_found(format!("no agent `{name}`")))
     }
+}
+
+/// The agent routes and their documents.
+pub fn api() -> Api {
+    Api::new()
+        .route(Method::Get, "/v1/agents", "Your agents", list)
+        .route(Method::Post, "/v1/agents", "Create an agent", create)
+        .route(Method::Get, "/v1/agents/{name}", "One agent", show)
+        .route(
+            Method::Put,
+            "/v1/agents/{name}",
+            "Replace an agent's configuration (its version counts up)",
+            update,
+        )
+        .route(
+            Method::Delete,
+            "/v1/agents/{name}",
+            "Delete an agent",
+            delete,
+        )
 }

@@ -14,7 +14,7 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::hub::{Signal, WireEvent};
-use crate::routes::{Params, Segment, owned_record};
+use crate::routes::{OperationPath, Params, owned_record};
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -33,6 +33,7 @@ use tokio::sync::{broadcast, mpsc};
 pub struct EventsQuery {
     /// Send only events after this sequence number (like `Last-Event-ID`, which wins).
     #[serde(default)]
+    #[schemars(range(max = 9_223_372_036_854_775_807u64))]
     pub after: Option<u64>,
     /// Send `event: live` previews of the running step (default true).
     #[serde(default)]
@@ -40,6 +41,31 @@ pub struct EventsQuery {
     /// Keep following new commits (default true); `false` sends what the log holds and ends.
     #[serde(default)]
     pub follow: Option<bool>,
+}
+
+/// `200 text/event-stream`: each committed event as `id: <seq>` and `data: <event JSON>`; live
+/// previews as `event: live` with no id.
+impl<S> crate::api::Output for Sse<S> {
+    fn document(doc: &mut crate::api::OperationDoc, _g: &mut schemars::generate::SchemaGenerator) {
+        doc.success = Some((
+            200,
+            serde_json::json!({
+                "description": "Server-Sent Events. Committed events carry `id: <seq>`; `event: live` \
+                    previews of the step in progress carry none. Each `data:` is one event:",
+                "content": {"text/event-stream": {"schema": {
+                    "type": "object",
+                    "required": ["operation_id", "step", "seq", "type"],
+                    "properties": {
+                        "operation_id": {"type": "string", "format": "uuid"},
+                        "step": {"type": "integer", "minimum": 0},
+                        "seq": {"type": "integer", "minimum": 0},
+                        "type": {"type": "string", "description": "llm_start, llm_stream, llm_result, tool_call, tool_result, human_approve_required, step_complete, done, error, ..."}
+                    },
+                    "additionalProperties": true
+                }}}
+            }),
+        ));
+    }
 }
 
 /// How often a stream re-reads the log when no commit reached it (another process may be
@@ -50,7 +76,7 @@ const POLL: Duration = Duration::from_secs(1);
 pub async fn stream(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Segment(id): Segment,
+    OperationPath(id): OperationPath,
     headers: HeaderMap,
     Params(q): Params<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {

@@ -2,6 +2,7 @@
 //! server's default.
 
 use crate::AppState;
+use crate::api::{Api, Method};
 use crate::auth::Caller;
 use axum::Json;
 use axum::extract::State;
@@ -11,4 +12,14 @@ use serde_json::{Value, json};
 pub async fn list(State(app): State<AppState>, Caller(_): Caller) -> Json<Value> {
     let models: Vec<Value> = app.runner.catalog().models().map(|m| json!(m)).collect();
     Json(json!({"default": app.runner.host.default_model.key(), "models": models}))
+}
+
+/// The model catalog route and its document.
+pub fn api() -> Api {
+    Api::new().route(
+        Method::Get,
+        "/v1/models",
+        "Catalogued models and the default",
+        list,
+    )
 }

@@ -1,13 +1,14 @@
 //! `/v1/operations`: start, list, inspect, cancel, resume, and decide pending tool calls.
 
 use crate::AppState;
+use crate::api::Reply;
+use crate::api::{Api, Method};
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::routes::{Body, Params, Segment, owned_operation, owned_record};
+use crate::routes::{Body, OperationPath, Params, owned_operation, owned_record};
 use crate::runner::Job;
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
 use rein_core::spec::OperationSpec;
 use rein_core::state::{BudgetPolicy, Status};
 use rein_operation::{AgentProfile, Decision, SpecOrigin, StartOptions};
@@ -22,19 +23,22 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateOperation {
-    /// The user's request.
+    /// The user's request (not blank).
+    #[schemars(pattern(r"\S"))]
     pub input: String,
     /// Run as this agent of yours (its model, system role, tools and limits).
     #[serde(default)]
     pub agent: Option<String>,
-    /// Continue this conversation (yours); a new one otherwise.
+    /// Continue this conversation (yours), or start one under this id; a new one otherwise.
     #[serde(default)]
+    #[schemars(pattern(rein_operation::TOPIC_ID_PATTERN))]
     pub topic: Option<String>,
     /// `provider/model`, over the agent's.
     #[serde(default)]
     pub model: Option<String>,
     /// `manual` (default), `auto-run`, `allow-list` or `headless`.
     #[serde(default)]
+    #[schemars(schema_with = "rein_operation::profile::approval_schema")]
     pub approval: Option<String>,
     /// Step limit.
     #[serde(default)]
@@ -53,7 +57,6 @@ pub struct CreateOperation {
     pub tool_call_cost_limit: Option<f64>,
     /// What crossing a limit does: `stop` (default), `interrupt` or `warn`.
     #[serde(default)]
-    #[schemars(with = "Option<String>")]
     pub budget_policy: Option<BudgetPolicy>,
     /// Seconds a requested approval stays valid; after that the operation ends (`timeout`).
     #[serde(default)]
@@ -73,9 +76,8 @@ pub struct Created {
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
-    /// `idle`, `running`, `waiting_for_human`, `interrupted`, `done` or `error`.
+    /// Only operations in this status.
     #[serde(default)]
-    #[schemars(with = "Option<String>")]
     pub status: Option<Status>,
     /// Only this agent's.
     #[serde(default)]
@@ -88,18 +90,15 @@ pub struct ListQuery {
 /// An operation with its step timeline and what waits for a decision.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct OperationDetail {
-    /// The record (status, tokens, cost, finish reason, ...).
-    #[schemars(with = "serde_json::Value")]
+    /// The record (status, tokens, cost, finish reason, what it is doing, ...).
     pub operation: OperationRecord,
     /// What it may do (model, system role, allowed tools, approval mode, budgets, agent and
     /// its version), fixed when it started.
     #[schemars(with = "serde_json::Value")]
     pub spec: OperationSpec,
     /// One entry per committed step.
-    #[schemars(with = "Vec<serde_json::Value>")]
     pub steps: Vec<StepRecord>,
     /// Tool calls waiting for a decision.
-    #[schemars(with = "Vec<serde_json::Value>")]
     pub pending: Vec<Intervention>,
     /// Per-model and per-tool usage and cost.
     pub usage: serde_json::Value,
@@ -136,6 +135,7 @@ pub enum DecisionKind {
 #[serde(deny_unknown_fields)]
 pub struct Decisions {
     /// At least one.
+    #[schemars(length(min = 1))]
     pub decisions: Vec<DecisionIn>,
 }
 
@@ -160,7 +160,7 @@ pub async fn create(
     State(app): State<AppState>,
     Caller(user): Caller,
     Body(req): Body<CreateOperation>,
-) -> Result<(StatusCode, Json<Created>), ApiError> {
+) -> Result<Reply<202, Created>, ApiError> {
     if req.input.trim().is_empty() {
         return Err(ApiError::bad_request("input is empty"));
     }
@@ -206,13 +206,10 @@ pub async fn create(
     let id = driver.start(&req.input, &opts).await?;
     let topic_id = req.topic.clone().unwrap_or_else(|| format!("topic_{id}"));
     app.runner.spawn(id, user.id, driver, Job::Run).await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(Created {
-            operation_id: id.to_string(),
-            topic_id,
-        }),
-    ))
+    Ok(Reply(Created {
+        operation_id: id.to_string(),
+        topic_id,
+    }))
 }
 
 /// `GET /v1/operations`: the caller's operations, newest first.
@@ -237,7 +234,7 @@ pub async fn list(
 pub async fn show(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Segment(id): Segment,
+    OperationPath(id): OperationPath,
 ) -> Result<Json<OperationDetail>, ApiError> {
     let op = owned_operation(&app, &user, &id).await?;
     let steps = app.store.steps(op.record.id).await?;
@@ -263,8 +260,8 @@ pub async fn show(
 pub async fn cancel(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Segment(id): Segment,
-) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    OperationPath(id): OperationPath,
+) -> Result<Reply<202, Accepted>, ApiError> {
     let record = owned_record(&app, &user, &id).await?;
     if record.status.is_terminal() {
         return Err(ApiError::conflict(format!(
@@ -278,13 +275,10 @@ pub async fn cancel(
         .operation_status(record.id)
         .await?
         .unwrap_or(record.status);
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(Accepted {
-            operation_id: id,
-            status: status_name(now),
-        }),
-    ))
+    Ok(Reply(Accepted {
+        operation_id: id,
+        status: status_name(now),
+    }))
 }
 
 /// `POST /v1/operations/{id}/resume`: continue an interrupted operation (or one whose process
@@ -292,8 +286,8 @@ pub async fn cancel(
 pub async fn resume(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Segment(id): Segment,
-) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    OperationPath(id): OperationPath,
+) -> Result<Reply<202, Accepted>, ApiError> {
     let op = owned_record(&app, &user, &id).await?;
     match op.status {
         s if s.is_terminal() => {
@@ -312,20 +306,17 @@ pub async fn resume(
     app.runner
         .spawn(op.id, user.id, app.runner.driver(), Job::Resume)
         .await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(Accepted {
-            operation_id: id,
-            status: "running".into(),
-        }),
-    ))
+    Ok(Reply(Accepted {
+        operation_id: id,
+        status: "running".into(),
+    }))
 }
 
 /// `GET /v1/operations/{id}/interventions`: every approval request, decided or not.
 pub async fn interventions(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Segment(id): Segment,
+    OperationPath(id): OperationPath,
 ) -> Result<Json<Vec<Intervention>>, ApiError> {
     let op = owned_record(&app, &user, &id).await?;
     Ok(Json(app.store.interventions(op.id).await?))
@@ -336,9 +327,9 @@ pub async fn interventions(
 pub async fn decide(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Segment(id): Segment,
+    OperationPath(id): OperationPath,
     Body(body): Body<Decisions>,
-) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+) -> Result<Reply<202, Accepted>, ApiError> {
     if body.decisions.is_empty() {
         return Err(ApiError::bad_request("decisions is empty"));
     }
@@ -391,11 +382,61 @@ pub async fn decide(
     app.runner
         .spawn(op.id, user.id, app.runner.driver(), Job::Decide(decisions))
         .await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(Accepted {
-            operation_id: id,
-            status: "running".into(),
-        }),
-    ))
+    Ok(Reply(Accepted {
+        operation_id: id,
+        status: "running".into(),
+    }))
+}
+
+/// The operation routes and their documents.
+pub fn api() -> Api {
+    Api::new()
+        .route(
+            Method::Post,
+            "/v1/operations",
+            "Start an operation; answered once it is committed with its running slot",
+            create,
+        )
+        .route(
+            Method::Get,
+            "/v1/operations",
+            "Your operations, newest first",
+            list,
+        )
+        .route(
+            Method::Get,
+            "/v1/operations/{id}",
+            "An operation, its spec, step timeline and pending decisions",
+            show,
+        )
+        .route(
+            Method::Post,
+            "/v1/operations/{id}/cancel",
+            "Cancel (a running operation stops at its next boundary)",
+            cancel,
+        )
+        .route(
+            Method::Post,
+            "/v1/operations/{id}/resume",
+            "Continue from the last committed step",
+            resume,
+        )
+        .route(
+            Method::Get,
+            "/v1/operations/{id}/interventions",
+            "Approval requests, decided or not",
+            interventions,
+        )
+        .route(
+            Method::Post,
+            "/v1/operations/{id}/interventions",
+            "Approve or reject pending tool calls (single-use)",
+            decide,
+        )
+        .route(
+            Method::Get,
+            "/v1/operations/{id}/events",
+            "Server-Sent Events from the durable log; resume with Last-Event-ID or ?after=",
+            crate::routes::events::stream,
+        )
 }

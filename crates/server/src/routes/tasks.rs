@@ -3,12 +3,13 @@
 //! fires with reasons).
 
 use crate::AppState;
+use crate::api::{Api, Method};
+use crate::api::{NoContent, Reply};
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::routes::{Body, Params, Segment};
+use crate::routes::{Body, Params, TaskPath};
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
 use rein_scheduler::input::{apply_edit, check_agent, new_task, view};
 use rein_scheduler::{Automation, Task, TaskError, TaskInput};
 use rein_store::Tasks;
@@ -24,23 +25,7 @@ pub struct NextQuery {
     pub count: Option<usize>,
 }
 
-/// Task ids are `task_` and 32 lowercase hex digits; anything else is a 400 naming it.
-fn check_task_id(id: &str) -> Result<(), ApiError> {
-    let ok = id.strip_prefix("task_").is_some_and(|hex| {
-        hex.len() == 32 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-    });
-    if ok {
-        Ok(())
-    } else {
-        let shown: String = id.chars().take(40).collect();
-        Err(ApiError::bad_request(format!(
-            "{shown:?} is not a task id (task_ and 32 hex digits)"
-        )))
-    }
-}
-
 async fn owned(app: &AppState, user: &str, id: &str) -> Result<Task, ApiError> {
-    check_task_id(id)?;
     match app.tasks.get(id).await {
         Ok(t) if t.owner == user => Ok(t),
         Ok(_) | Err(TaskError::NotFound(_)) => Err(ApiError::not_found(format!("no task {id}"))),
@@ -68,18 +53,18 @@ pub async fn create(
     State(app): State<AppState>,
     Caller(user): Caller,
     Body(b): Body<TaskInput>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<Reply<201, Value>, ApiError> {
     let new = new_task(&b)?;
     check_agent(&*app.store, &user.id, new.agent.as_deref()).await?;
     let t = app.tasks.create(&user.id, new).await?;
-    Ok((StatusCode::CREATED, Json(view(&t))))
+    Ok(Reply(view(&t)))
 }
 
 /// `GET /v1/tasks/{id}`: the task, its next due times, its last runs and fires.
 pub async fn show(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Segment(id): Segment,
+    TaskPath(id): TaskPath,
 ) -> Result<Json<Value>, ApiError> {
     let t = owned(&app, &user.id, &id).await?;
     let next = app.tasks.next(&id, 5).await?;
@@ -94,7 +79,7 @@ pub async fn show(
 pub async fn edit(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Segment(id): Segment,
+    TaskPath(id): TaskPath,
     Body(b): Body<TaskInput>,
 ) -> Result<Json<Value>, ApiError> {
     let current = owned(&app, &user.id, &id).await?;
@@ -107,7 +92,7 @@ pub async fn edit(
 pub async fn pause(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Segment(id): Segment,
+    TaskPath(id): TaskPath,
 ) -> Result<Json<Value>, ApiError> {
     owned(&app, &user.id, &id).await?;
     Ok(Json(view(&app.tasks.pause(&id).await?)))
@@ -117,7 +102,7 @@ pub async fn pause(
 pub async fn resume(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Segment(id): Segment,
+    TaskPath(id): TaskPath,
 ) -> Result<Json<Value>, ApiError> {
     owned(&app, &user.id, &id).await?;
     Ok(Json(view(&app.tasks.resume(&id).await?)))
@@ -127,22 +112,22 @@ pub async fn resume(
 pub async fn run(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Segment(id): Segment,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+    TaskPath(id): TaskPath,
+) -> Result<Reply<202, Value>, ApiError> {
     owned(&app, &user.id, &id).await?;
     let op = app.tasks.run_now(&id, app.launcher.as_ref()).await?;
-    Ok((StatusCode::ACCEPTED, Json(json!({"operation_id": op}))))
+    Ok(Reply(json!({"operation_id": op})))
 }
 
 /// `DELETE /v1/tasks/{id}`: 204.
 pub async fn delete(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Segment(id): Segment,
-) -> Result<StatusCode, ApiError> {
+    TaskPath(id): TaskPath,
+) -> Result<NoContent, ApiError> {
     owned(&app, &user.id, &id).await?;
     app.tasks.delete(&id).await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(NoContent)
 }
 
 /// `GET /v1/tasks/{id}/history`: runs (trigger, due time, outcome, brief) and fires (skip
@@ -150,7 +135,7 @@ pub async fn delete(
 pub async fn history(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Segment(id): Segment,
+    TaskPath(id): TaskPath,
 ) -> Result<Json<Value>, ApiError> {
     owned(&app, &user.id, &id).await?;
     let runs = app.store.runs(&id, 200).await?;
@@ -162,7 +147,7 @@ pub async fn history(
 pub async fn next(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Segment(id): Segment,
+    TaskPath(id): TaskPath,
     Params(q): Params<NextQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let t = owned(&app, &user.id, &id).await?;
@@ -172,4 +157,49 @@ pub async fn next(
         _ => None,
     };
     Ok(Json(json!({"tz": tz, "next": times})))
+}
+
+/// The task routes and their documents.
+pub fn api() -> Api {
+    Api::new()
+        .route(Method::Get, "/v1/tasks", "Your tasks", list)
+        .route(Method::Post, "/v1/tasks", "Create a task", create)
+        .route(
+            Method::Get,
+            "/v1/tasks/{id}",
+            "A task, its next due times, its last runs and fires",
+            show,
+        )
+        .route(
+            Method::Patch,
+            "/v1/tasks/{id}",
+            "Change fields; a new cron, interval or cap restarts the automation",
+            edit,
+        )
+        .route(Method::Delete, "/v1/tasks/{id}", "Delete a task", delete)
+        .route(Method::Post, "/v1/tasks/{id}/pause", "Pause a task", pause)
+        .route(
+            Method::Post,
+            "/v1/tasks/{id}/resume",
+            "Resume a paused task (missed fires are not run)",
+            resume,
+        )
+        .route(
+            Method::Post,
+            "/v1/tasks/{id}/run",
+            "Run the task now (a manual run, not counted in the cap)",
+            run,
+        )
+        .route(
+            Method::Get,
+            "/v1/tasks/{id}/history",
+            "Runs with their outcomes and briefs, and skipped fires with reasons",
+            history,
+        )
+        .route(
+            Method::Get,
+            "/v1/tasks/{id}/next",
+            "The next due times (UTC)",
+            next,
+        )
 }

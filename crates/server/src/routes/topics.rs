@@ -2,9 +2,10 @@
 //! parent id, so edits and retries show as branches).
 
 use crate::AppState;
+use crate::api::{Api, Method};
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::routes::Segment;
+use crate::routes::TopicPath;
 use axum::Json;
 use axum::extract::State;
 use rein_core::Message;
@@ -22,12 +23,28 @@ pub async fn list(
 pub async fn messages(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Segment(id): Segment,
+    TopicPath(id): TopicPath,
 ) -> Result<Json<Vec<Message>>, ApiError> {
-    rein_operation::check_topic_id(&id)?;
     match app.store.topic_owner(&id).await? {
         Some(Some(owner)) if owner == user.id => {}
         _ => return Err(ApiError::not_found(format!("no topic {id}"))),
     }
     Ok(Json(app.store.topic_messages(&id).await?))
+}
+
+/// The topic routes and their documents.
+pub fn api() -> Api {
+    Api::new()
+        .route(
+            Method::Get,
+            "/v1/topics",
+            "Your conversations, newest first",
+            list,
+        )
+        .route(
+            Method::Get,
+            "/v1/topics/{id}/messages",
+            "A conversation's messages with parent ids (branches)",
+            messages,
+        )
 }

@@ -1,0 +1,306 @@
+//! One route table for the router and the OpenAPI document. A route module adds each handler
+//! once, with its method, path and summary; the handler's own argument and return types say
+//! the rest: a `Body<T>` argument is the request body with `T`'s schema, `Params<T>` the query
+//! parameters, a path extractor the path parameter with its format, `Caller` the bearer
+//! security, and the return type the success status and its schema. So the document cannot
+//! miss a route or disagree with a handler's types.
+
+use crate::AppState;
+use axum::Router;
+use axum::handler::Handler;
+use axum::routing::{MethodFilter, on};
+use schemars::JsonSchema;
+use schemars::generate::SchemaGenerator;
+use serde_json::{Map, Value, json};
+use std::future::Future;
+
+/// One operation's document while it is being derived.
+#[derive(Debug, Default)]
+pub struct OperationDoc {
+    /// The route's path template (`/v1/operations/{id}`), for naming path parameters.
+    pub path: String,
+    /// `parameters`.
+    pub parameters: Vec<Value>,
+    /// `requestBody`.
+    pub body: Option<Value>,
+    /// The success status and its response object.
+    pub success: Option<(u16, Value)>,
+    /// Error statuses the inputs can cause, with what each means.
+    pub errors: Vec<(u16, &'static str)>,
+    /// Whether the route needs a bearer token.
+    pub secured: bool,
+}
+
+impl OperationDoc {
+    /// The name of the path's (single) parameter.
+    pub fn path_param(&self) -> &str {
+        self.path
+            .split('/')
+            .find_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+            .unwrap_or("id")
+    }
+
+    /// Note an error status (once).
+    pub fn error(&mut self, status: u16, means: &'static str) {
+        if !self.errors.iter().any(|(s, _)| *s == status) {
+            self.errors.push((status, means));
+        }
+    }
+}
+
+/// An extractor's part of an operation's document.
+pub trait Input {
+    /// Add what this argument contributes (nothing by default: state, headers).
+    fn document(_doc: &mut OperationDoc, _g: &mut SchemaGenerator) {}
+}
+
+/// A handler's return type's part: the success response.
+pub trait Output {
+    /// Set `doc.success` (and any errors the output itself implies).
+    fn document(doc: &mut OperationDoc, g: &mut SchemaGenerator);
+}
+
+/// A handler whose arguments are all [`Input`]s and whose output is an [`Output`].
+pub trait Documented<Args> {
+    /// Derive the operation's document from the handler's types.
+    fn document(doc: &mut OperationDoc, g: &mut SchemaGenerator);
+}
+
+macro_rules! documented {
+    ($($arg:ident),*) => {
+        impl<F, Fut, R, $($arg,)*> Documented<($($arg,)*)> for F
+        where
+            F: FnOnce($($arg),*) -> Fut,
+            Fut: Future<Output = R>,
+            R: Output,
+            $($arg: Input,)*
+        {
+            fn document(doc: &mut OperationDoc, g: &mut SchemaGenerator) {
+                $(<$arg as Input>::document(doc, g);)*
+                <R as Output>::document(doc, g);
+            }
+        }
+    };
+}
+
+documented!();
+documented!(A1);
+documented!(A1, A2);
+documented!(A1, A2, A3);
+documented!(A1, A2, A3, A4);
+documented!(A1, A2, A3, A4, A5);
+documented!(A1, A2, A3, A4, A5, A6);
+
+impl<S> Input for axum::extract::State<S> {}
+impl Input for axum::http::HeaderMap {}
+
+impl<T: Output, E> Output for Result<T, E> {
+    fn document(doc: &mut OperationDoc, g: &mut SchemaGenerator) {
+        T::document(doc, g);
+    }
+}
+
+/// `200` with `T` as JSON.
+impl<T: JsonSchema> Output for axum::Json<T> {
+    fn document(doc: &mut OperationDoc, g: &mut SchemaGenerator) {
+        doc.success = Some((200, json_response(schema_of::<T>(g))));
+    }
+}
+
+/// A JSON response with a status fixed by its type: `Reply<202, Created>`.
+pub struct Reply<const CODE: u16, T>(pub T);
+
+impl<const CODE: u16, T: serde::Serialize> axum::response::IntoResponse for Reply<CODE, T> {
+    fn into_response(self) -> axum::response::Response {
+        let status = axum::http::StatusCode::from_u16(CODE)
+            .unwrap_or(axum::http::StatusCode::INTERNAL_SERVER_ERROR);
+        (status, axum::Json(self.0)).into_response()
+    }
+}
+
+impl<const CODE: u16, T: JsonSchema> Output for Reply<CODE, T> {
+    fn document(doc: &mut OperationDoc, g: &mut SchemaGenerator) {
+        doc.success = Some((CODE, json_response(schema_of::<T>(g))));
+    }
+}
+
+/// `204`: done, nothing to say.
+pub struct NoContent;
+
+impl axum::response::IntoResponse for NoContent {
+    fn into_response(self) -> axum::response::Response {
+        axum::http::StatusCode::NO_CONTENT.into_response()
+    }
+}
+
+impl Output for NoContent {
+    fn document(doc: &mut OperationDoc, _g: &mut SchemaGenerator) {
+        doc.success = Some((204, json!({"description": "Done"})));
+    }
+}
+
+/// `T`'s schema as used in place (usually a reference to its definition), with the generator's
+/// OpenAPI 3.0 transforms applied (definitions get them when taken; schemas placed in paths
+/// would otherwise keep JSON Schema 2020 forms such as `type: [string, null]`).
+pub fn schema_of<T: JsonSchema>(g: &mut SchemaGenerator) -> Value {
+    let schema = g.subschema_for::<T>();
+    transformed(g, schema)
+}
+
+/// `T`'s own schema (never a reference), transformed like [`schema_of`].
+pub fn inline_schema_of<T: JsonSchema>(g: &mut SchemaGenerator) -> Value {
+    let schema = T::json_schema(g);
+    transformed(g, schema)
+}
+
+fn transformed(g: &mut SchemaGenerator, mut schema: schemars::Schema) -> Value {
+    for t in g.transforms_mut() {
+        t.transform(&mut schema);
+    }
+    schema.to_value()
+}
+
+fn json_response(schema: Value) -> Value {
+    json!({"description": "OK", "content": {"application/json": {"schema": schema}}})
+}
+
+/// Routes with their documents, built by the route modules and merged into the app's router.
+pub struct Api {
+    router: Router<AppState>,
+    paths: Map<String, Value>,
+    generator: SchemaGenerator,
+}
+
+impl Default for Api {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Api {
+    /// No routes yet; schemas are generated for OpenAPI 3.0.
+    pub fn new() -> Self {
+        Self {
+            router: Router::new(),
+            paths: Map::new(),
+            generator: schemars::generate::SchemaSettings::openapi3().into_generator(),
+        }
+    }
+
+    /// Route `method path` to `handler` and document it from the handler's types.
+    pub fn route<H, T, Args>(
+        mut self,
+        method: Method,
+        path: &str,
+        summary: &str,
+        handler: H,
+    ) -> Self
+    where
+        H: Handler<T, AppState> + Documented<Args>,
+        T: 'static,
+    {
+        let mut doc = OperationDoc {
+            path: path.to_owned(),
+            ..Default::default()
+        };
+        <H as Documented<Args>>::document(&mut doc, &mut self.generator);
+        let (verb, filter) = method.names();
+        let entry = self
+            .paths
+            .entry(path.to_owned())
+            .or_insert_with(|| json!({}));
+        entry[verb] = operation_object(summary, doc);
+        self.router = self.router.route(path, on(filter, handler));
+        self
+    }
+
+    /// Both tables together.
+    pub fn merge(mut self, other: Api) -> Self {
+        let Api {
+            router,
+            paths,
+            mut generator,
+        } = other;
+        self.router = self.router.merge(router);
+        for (path, ops) in paths {
+            let entry = self.paths.entry(path).or_insert_with(|| json!({}));
+            if let (Some(into), Value::Object(ops)) = (entry.as_object_mut(), ops) {
+                into.extend(ops);
+            }
+        }
+        self.generator
+            .definitions_mut()
+            .extend(generator.take_definitions(false));
+        self
+    }
+
+    /// The router and the parts of the OpenAPI document the routes made (`paths` and the
+    /// schemas they refer to).
+    pub fn finish(mut self) -> (Router<AppState>, Map<String, Value>, Map<String, Value>) {
+        let schemas = self.generator.take_definitions(true);
+        (self.router, self.paths, schemas)
+    }
+}
+
+/// The HTTP methods the API uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// GET.
+    Get,
+    /// POST.
+    Post,
+    /// PUT.
+    Put,
+    /// PATCH.
+    Patch,
+    /// DELETE.
+    Delete,
+}
+
+impl Method {
+    fn names(self) -> (&'static str, MethodFilter) {
+        match self {
+            Method::Get => ("get", MethodFilter::GET),
+            Method::Post => ("post", MethodFilter::POST),
+            Method::Put => ("put", MethodFilter::PUT),
+            Method::Patch => ("patch", MethodFilter::PATCH),
+            Method::Delete => ("delete", MethodFilter::DELETE),
+        }
+    }
+}
+
+fn operation_object(summary: &str, doc: OperationDoc) -> Value {
+    let mut op = json!({"summary": summary});
+    let mut responses = Map::new();
+    if let Some((status, response)) = doc.success {
+        responses.insert(status.to_string(), response);
+    }
+    let mut errors = doc.errors;
+    errors.sort_unstable();
+    for (status, means) in errors {
+        responses.insert(status.to_string(), error_response(means));
+    }
+    // Whatever else can go wrong (405, 414, 429, 5xx) comes in the same shape.
+    responses.insert("default".into(), error_response("Error"));
+    op["responses"] = Value::Object(responses);
+    if !doc.parameters.is_empty() {
+        op["parameters"] = Value::Array(doc.parameters);
+    }
+    if let Some(body) = doc.body {
+        op["requestBody"] = body;
+    }
+    op["security"] = if doc.secured {
+        json!([{"bearer": []}])
+    } else {
+        json!([])
+    };
+    op
+}
+
+/// A response in the one error shape.
+pub fn error_response(description: &str) -> Value {
+    json!({
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    })
+}
