@@ -639,8 +639,8 @@ async fn bad_requests_get_the_json_error_shape_and_never_a_500() {
         ),
         (
             json!({"input": "x", "agent": "ghost"}).to_string(),
-            404,
-            "not_found",
+            422,
+            "agent_missing",
             "no agent `ghost`",
         ),
         (
@@ -750,7 +750,11 @@ async fn bad_requests_get_the_json_error_shape_and_never_a_500() {
             Some(json!({"title": "t", "instruction": "i", "review": "approved"})),
         )
         .await;
-    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (422, Some("invalid_task")),
+        "{body}"
+    );
     let (status, doc) = e.call(&rein, "GET", "/v1/openapi.json", None, None).await;
     assert_eq!(status, 200);
     assert_eq!(doc["openapi"], "3.0.3");
@@ -794,7 +798,8 @@ async fn bad_requests_get_the_json_error_shape_and_never_a_500() {
     );
     assert!(
         doc["paths"]["/v1/operations/{id}/events"]["get"]["responses"]["200"]["content"]
-            ["text/event-stream"]["schema"]["properties"]["seq"]
+            ["text/event-stream"]["schema"]["properties"]["data"]["contentSchema"]["properties"]
+            ["seq"]
             .is_object()
     );
     for (path, ops) in doc["paths"].as_object().unwrap() {
@@ -1195,7 +1200,11 @@ async fn a_heartbeat_task_runs_on_its_own_up_to_its_cap_and_keeps_its_history() 
             Some(json!({"title": "x", "instruction": "y", "cron": "0 9 * * *", "tz": "Mars/Olympus"})),
         )
         .await;
-    assert_eq!(status, 400);
+    // Well-formed per the document; a zone the scheduler cannot read is a 422.
+    assert_eq!(
+        (status, bad["error"]["code"].as_str()),
+        (422, Some("invalid_task"))
+    );
     assert!(
         bad["error"]["message"]
             .as_str()
@@ -1715,7 +1724,11 @@ async fn task_runs_take_their_agent_at_start_and_a_deleted_agent_is_agent_missin
             Some(json!({"title": "t", "instruction": "say hi", "agent": "ghost"})),
         )
         .await;
-    assert_eq!(status, 404, "{body}");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (422, Some("agent_missing")),
+        "{body}"
+    );
     assert!(
         body["error"]["message"].as_str().unwrap().contains("ghost"),
         "{body}"

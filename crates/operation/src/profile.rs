@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 pub struct AgentProfile {
     /// `provider/model`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(MODEL_PATTERN))]
     pub model: Option<String>,
     /// Instructions given to the model first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -49,7 +50,6 @@ pub struct AgentProfile {
     /// What crossing a limit does: `stop` (default: finish visibly), `interrupt` (pause,
     /// resumable) or `warn` (an event, and go on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<BudgetPolicyName>")]
     pub budget_policy: Option<BudgetPolicy>,
     /// Seconds a requested approval stays valid; after that the operation ends (`timeout`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -57,15 +57,11 @@ pub struct AgentProfile {
     pub approval_timeout_secs: Option<u64>,
 }
 
-/// The names of [`BudgetPolicy`], for the schema.
-#[derive(JsonSchema)]
-#[serde(rename_all = "snake_case")]
-#[allow(dead_code)]
-enum BudgetPolicyName {
-    Stop,
-    Interrupt,
-    Warn,
-}
+/// A model address as [`model_ref`] accepts it: `provider/model`, both parts non-empty.
+pub const MODEL_PATTERN: &str = "^[^/]+/.+$";
+
+/// An agent name as [`check_name`] accepts it.
+pub const AGENT_NAME_PATTERN: &str = "^[A-Za-z0-9_-]{1,64}$";
 
 /// What is wrong with a profile or a name.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -106,7 +102,9 @@ pub const APPROVAL_NAMES: [&str; 6] = [
 
 /// The schema of an optional approval mode name: one of [`APPROVAL_NAMES`].
 pub fn approval_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"type": "string", "nullable": true, "enum": APPROVAL_NAMES})
+    let mut names: Vec<serde_json::Value> = APPROVAL_NAMES.iter().map(|&n| n.into()).collect();
+    names.push(serde_json::Value::Null);
+    schemars::json_schema!({"type": "string", "nullable": true, "enum": names})
 }
 
 /// Parse an approval mode name (`auto-run` and `auto_run` both work).
@@ -261,6 +259,24 @@ impl AgentProfile {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_documented_patterns_say_what_the_checks_accept() {
+        let model = regex::Regex::new(super::MODEL_PATTERN).unwrap();
+        let name = regex::Regex::new(super::AGENT_NAME_PATTERN).unwrap();
+        for m in ["openai/gpt-4o", "a/b/c", "/x", "x/", "", "plain"] {
+            assert_eq!(model.is_match(m), super::model_ref(m).is_ok(), "{m:?}");
+        }
+        let long = "a".repeat(65);
+        for n in ["ok", "a-b_C9", "", "bad name", "é", long.as_str()] {
+            assert_eq!(name.is_match(n), super::check_name(n).is_ok(), "{n:?}");
+        }
+        let topic = regex::Regex::new(crate::TOPIC_ID_PATTERN).unwrap();
+        let long = "t".repeat(129);
+        for t in ["topic_1-2.3:4", "", "a b", "a\0b", "ü", long.as_str()] {
+            assert_eq!(topic.is_match(t), crate::check_topic_id(t).is_ok(), "{t:?}");
+        }
+    }
+
     #[test]
     fn every_documented_approval_name_parses() {
         for name in super::APPROVAL_NAMES {

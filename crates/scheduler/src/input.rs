@@ -15,9 +15,11 @@ use serde_json::{Value, json};
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskInput {
-    /// Title.
+    /// Title (not blank).
+    #[schemars(pattern(r"\S"))]
     pub title: Option<String>,
-    /// The whole prompt of every run (no earlier chat is assumed).
+    /// The whole prompt of every run (no earlier chat is assumed; not blank).
+    #[schemars(pattern(r"\S"))]
     pub instruction: Option<String>,
     /// The agent that runs it.
     pub agent: Option<String>,
@@ -34,15 +36,73 @@ pub struct TaskInput {
     /// Scheduled or heartbeat runs allowed (counted from when the automation was set).
     pub max_executions: Option<u64>,
     /// `skip` (default), `queue_one` or `allow`.
+    #[serde(default)]
+    #[schemars(schema_with = "overlap_schema")]
     pub overlap: Option<String>,
     /// `skip_missed` (default) or `run_once`.
+    #[serde(default)]
+    #[schemars(schema_with = "catch_up_schema")]
     pub catch_up: Option<String>,
     /// Consecutive failures that pause the task (default 3).
     pub failure_threshold: Option<u32>,
     /// Review state: `none`, `pending`, `approved` or `changes_requested`.
+    #[serde(default)]
+    #[schemars(schema_with = "review_schema")]
     pub review: Option<String>,
     /// `completed` or `archived` (pause and resume have their own calls).
+    #[serde(default)]
+    #[schemars(schema_with = "status_schema")]
     pub status: Option<String>,
+}
+
+/// An optional string naming one of `T`'s values, as `T` serializes them (the field is a
+/// string so that a wrong name gets a message listing the right ones).
+fn names_of<T: JsonSchema>(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    g.subschema_for::<Option<T>>()
+}
+
+fn overlap_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    names_of::<Overlap>(g)
+}
+
+fn catch_up_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    names_of::<CatchUp>(g)
+}
+
+fn review_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    names_of::<ReviewState>(g)
+}
+
+fn status_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": ["string", "null"], "enum": ["completed", "archived", null]})
+}
+
+/// `POST /v1/tasks` body: a [`TaskInput`] whose `title` and `instruction` are required, without
+/// `review` and `status` (a new task starts unreviewed and active; [`new_task`] refuses them).
+/// Its schema is `TaskInput`'s, narrowed accordingly.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(transparent)]
+pub struct NewTaskInput(pub TaskInput);
+
+impl JsonSchema for NewTaskInput {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "NewTaskInput".into()
+    }
+
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut schema = TaskInput::json_schema(g);
+        if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+            props.remove("review");
+            props.remove("status");
+            for field in ["title", "instruction"] {
+                if let Some(p) = props.get_mut(field) {
+                    p["type"] = json!("string");
+                }
+            }
+        }
+        schema.insert("required".into(), json!(["title", "instruction"]));
+        schema
+    }
 }
 
 /// The overlap and catch-up policies a body names, if any.

@@ -25,7 +25,9 @@ pub enum TaskStatus {
 }
 
 /// What a person thinks of the task's output.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ReviewState {
     /// Nobody looked.
@@ -90,7 +92,9 @@ impl Automation {
 }
 
 /// When a fire finds a run still going.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Overlap {
     /// Skip the fire (recorded with the reason).
@@ -103,7 +107,9 @@ pub enum Overlap {
 }
 
 /// What happens to fires missed while no scheduler ran.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum CatchUp {
     /// Record them as skipped.

@@ -183,7 +183,9 @@ impl Api {
         Self {
             router: Router::new(),
             paths: Map::new(),
-            generator: schemars::generate::SchemaSettings::openapi3().into_generator(),
+            generator: schemars::generate::SchemaSettings::openapi3()
+                .with_transform(schemars::transform::RecursiveTransform(bound_integers))
+                .into_generator(),
         }
     }
 
@@ -239,6 +241,37 @@ impl Api {
     pub fn finish(mut self) -> (Router<AppState>, Map<String, Value>, Map<String, Value>) {
         let schemas = self.generator.take_definitions(true);
         (self.router, self.paths, schemas)
+    }
+}
+
+/// Give sized integers the bounds of their format (`uint32` → 0..=4294967295): schemars names
+/// the format, which validators ignore, so a client would see a larger number as valid.
+fn bound_integers(schema: &mut schemars::Schema) {
+    let bounds: Option<(i128, i128)> = match schema.get("format").and_then(Value::as_str) {
+        Some("uint8") => Some((0, u8::MAX.into())),
+        Some("uint16") => Some((0, u16::MAX.into())),
+        Some("uint32") => Some((0, u32::MAX.into())),
+        Some("uint64" | "uint") => Some((0, u64::MAX.into())),
+        Some("int32") => Some((i32::MIN.into(), i32::MAX.into())),
+        Some("int64" | "int") => Some((i64::MIN.into(), i64::MAX.into())),
+        _ => None,
+    };
+    if let Some((min, max)) = bounds {
+        // A declared bound that is tighter wins.
+        let tighter_min = schema
+            .get("minimum")
+            .and_then(Value::as_f64)
+            .is_some_and(|m| m > min as f64);
+        if !tighter_min {
+            schema.insert("minimum".into(), json!(min));
+        }
+        let tighter_max = schema
+            .get("maximum")
+            .and_then(Value::as_f64)
+            .is_some_and(|m| m < max as f64);
+        if !tighter_max {
+            schema.insert("maximum".into(), json!(max));
+        }
     }
 }
 

@@ -148,7 +148,13 @@ impl From<rein_operation::SpecError> for ApiError {
     fn from(e: rein_operation::SpecError) -> Self {
         use rein_operation::SpecError as E;
         match e {
-            E::AgentMissing(name) => ApiError::not_found(format!("no agent `{name}`")),
+            // The body names an agent the caller does not have: the request is well-formed,
+            // the thing it refers to is missing (the route itself exists).
+            E::AgentMissing(name) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "agent_missing",
+                format!("no agent `{name}`"),
+            ),
             E::Profile(p) => p.into(),
             E::Store(s) => s.into(),
         }
@@ -167,9 +173,19 @@ impl From<rein_scheduler::TaskError> for ApiError {
         match e {
             E::Store(s) => s.into(),
             E::NotFound(id) => ApiError::not_found(format!("no task {id}")),
-            e @ E::AgentMissing(_) => ApiError::not_found(e.to_string()),
-            E::Schedule(s) => ApiError::bad_request(s.to_string()),
-            E::Invalid(m) => ApiError::bad_request(m),
+            e @ E::AgentMissing(_) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "agent_missing",
+                e.to_string(),
+            ),
+            // Well-formed per the document, but not a task this server can run (a cron
+            // pattern or zone it cannot read, fields that exclude each other).
+            E::Schedule(s) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_task",
+                s.to_string(),
+            ),
+            E::Invalid(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_task", m),
             E::Launch(e @ LaunchError::AgentMissing(_)) => {
                 ApiError::new(StatusCode::CONFLICT, "agent_missing", e.to_string())
             }

@@ -36,9 +36,10 @@ pub struct Agent {
 #[serde(deny_unknown_fields)]
 pub struct NewAgent {
     /// Name: letters, digits, `-` and `_`, at most 64.
+    #[schemars(pattern(rein_operation::profile::AGENT_NAME_PATTERN))]
     pub name: String,
     /// Configuration.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::routes::object")]
     pub config: AgentProfile,
 }
 

@@ -52,16 +52,30 @@ impl<S> crate::api::Output for Sse<S> {
             serde_json::json!({
                 "description": "Server-Sent Events. Committed events carry `id: <seq>`; `event: live` \
                     previews of the step in progress carry none. Each `data:` is one event:",
+                // Before OpenAPI 3.2, `schema` of an event stream describes one event: its
+                // fields, with the JSON in `data` described by `contentSchema`.
                 "content": {"text/event-stream": {"schema": {
                     "type": "object",
-                    "required": ["operation_id", "step", "seq", "type"],
+                    "required": ["data"],
                     "properties": {
-                        "operation_id": {"type": "string", "format": "uuid"},
-                        "step": {"type": "integer", "minimum": 0},
-                        "seq": {"type": "integer", "minimum": 0},
-                        "type": {"type": "string", "description": "llm_start, llm_stream, llm_result, tool_call, tool_result, human_approve_required, step_complete, done, error, ..."}
-                    },
-                    "additionalProperties": true
+                        "id": {"type": "string", "pattern": "^[0-9]+$", "description": "The event's sequence number (committed events only)"},
+                        "event": {"type": "string", "enum": ["message", "live"], "description": "`live`: a preview of the step in progress"},
+                        "data": {
+                            "type": "string",
+                            "contentMediaType": "application/json",
+                            "contentSchema": {
+                                "type": "object",
+                                "required": ["operation_id", "step", "seq", "type"],
+                                "properties": {
+                                    "operation_id": {"type": "string", "format": "uuid"},
+                                    "step": {"type": "integer", "minimum": 0},
+                                    "seq": {"type": "integer", "minimum": 0},
+                                    "type": {"type": "string", "description": "llm_start, llm_stream, llm_result, tool_call, tool_result, human_approve_required, step_complete, done, error, ..."}
+                                },
+                                "additionalProperties": true
+                            }
+                        }
+                    }
                 }}}
             }),
         ));

@@ -21,26 +21,76 @@ use schemars::generate::SchemaGenerator;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-/// A JSON body; malformed JSON, a wrong field or an oversized body is a 400 / 413 naming
-/// what was wrong.
+/// A JSON object body; another content type is a 415, an oversized body a 413, and malformed
+/// JSON, a body that is not an object or a wrong field a 400 naming what was wrong.
 pub struct Body<T>(pub T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        match axum::Json::<T>::from_request(req, state).await {
-            Ok(axum::Json(v)) => Ok(Body(v)),
-            Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-                Err(ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "payload_too_large",
-                    "the request body is larger than the server accepts",
-                ))
-            }
-            Err(rejection) => Err(ApiError::bad_request(rejection.body_text())),
+        let json = req
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .map(|m| m.trim().to_ascii_lowercase())
+            .is_some_and(|m| {
+                m == "application/json" || (m.starts_with("application/") && m.ends_with("+json"))
+            });
+        if !json {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "send the body as Content-Type: application/json",
+            ));
         }
+        let bytes = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|rejection| {
+                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::new(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        "payload_too_large",
+                        "the request body is larger than the server accepts",
+                    )
+                } else {
+                    ApiError::bad_request(rejection.body_text())
+                }
+            })?;
+        // serde reads a struct from a JSON array too (`[null, null]`); the API takes objects.
+        if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            return Err(ApiError::bad_request("the body must be a JSON object"));
+        }
+        axum::Json::<T>::from_bytes(&bytes)
+            .map(|axum::Json(v)| Body(v))
+            .map_err(|rejection| ApiError::bad_request(rejection.body_text()))
     }
+}
+
+/// Deserialize a struct field only from a JSON object (serde also reads structs from arrays).
+pub fn object<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    use serde::Deserialize;
+    let map = serde_json::Map::deserialize(d)?;
+    serde_json::from_value(serde_json::Value::Object(map)).map_err(serde::de::Error::custom)
+}
+
+/// [`object`] for each item of a list.
+pub fn objects<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    use serde::Deserialize;
+    Vec::<serde_json::Map<String, serde_json::Value>>::deserialize(d)?
+        .into_iter()
+        .map(|m| serde_json::from_value(serde_json::Value::Object(m)))
+        .collect::<Result<_, _>>()
+        .map_err(serde::de::Error::custom)
 }
 
 impl<T: JsonSchema> Input for Body<T> {
@@ -122,7 +172,7 @@ path_param!(
     /// `{name}` of an agent: 1 to 64 ASCII letters, digits, `-` or `_`.
     AgentPath,
     check: |s| check_name(s).map_err(ApiError::from),
-    schema: json!({"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"})
+    schema: json!({"type": "string", "pattern": rein_operation::profile::AGENT_NAME_PATTERN})
 );
 
 path_param!(

@@ -35,6 +35,7 @@ pub struct CreateOperation {
     pub topic: Option<String>,
     /// `provider/model`, over the agent's.
     #[serde(default)]
+    #[schemars(pattern(rein_operation::profile::MODEL_PATTERN))]
     pub model: Option<String>,
     /// `manual` (default), `auto-run`, `allow-list` or `headless`.
     #[serde(default)]
@@ -42,24 +43,29 @@ pub struct CreateOperation {
     pub approval: Option<String>,
     /// Step limit.
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub max_steps: Option<u32>,
     /// Cost limit in USD.
     #[serde(default)]
+    #[schemars(range(min = 0.0))]
     pub cost_limit: Option<f64>,
     /// Token limit.
     #[serde(default)]
     pub token_limit: Option<u64>,
     /// Cost limit of any one model call, in USD.
     #[serde(default)]
+    #[schemars(range(min = 0.0))]
     pub model_call_cost_limit: Option<f64>,
     /// Cost limit of any one tool call, in USD.
     #[serde(default)]
+    #[schemars(range(min = 0.0))]
     pub tool_call_cost_limit: Option<f64>,
     /// What crossing a limit does: `stop` (default), `interrupt` or `warn`.
     #[serde(default)]
     pub budget_policy: Option<BudgetPolicy>,
     /// Seconds a requested approval stays valid; after that the operation ends (`timeout`).
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub approval_timeout_secs: Option<u64>,
 }
 
@@ -136,6 +142,7 @@ pub enum DecisionKind {
 pub struct Decisions {
     /// At least one.
     #[schemars(length(min = 1))]
+    #[serde(deserialize_with = "crate::routes::objects")]
     pub decisions: Vec<DecisionIn>,
 }
 

@@ -10,7 +10,7 @@ use crate::error::ApiError;
 use crate::routes::{Body, Params, TaskPath};
 use axum::Json;
 use axum::extract::State;
-use rein_scheduler::input::{apply_edit, check_agent, new_task, view};
+use rein_scheduler::input::{NewTaskInput, apply_edit, check_agent, new_task, view};
 use rein_scheduler::{Automation, Task, TaskError, TaskInput};
 use rein_store::Tasks;
 use schemars::JsonSchema;
@@ -52,7 +52,7 @@ pub async fn list(
 pub async fn create(
     State(app): State<AppState>,
     Caller(user): Caller,
-    Body(b): Body<TaskInput>,
+    Body(NewTaskInput(b)): Body<NewTaskInput>,
 ) -> Result<Reply<201, Value>, ApiError> {
     let new = new_task(&b)?;
     check_agent(&*app.store, &user.id, new.agent.as_deref()).await?;
