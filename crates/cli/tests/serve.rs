@@ -1157,28 +1157,17 @@ async fn the_running_limit_holds_under_concurrency_on_sqlite() {
 
 #[tokio::test]
 async fn the_running_limit_holds_under_concurrency_on_postgres() {
-    let Some(url) =
-        rein_testkit::database_url("the_running_limit_holds_under_concurrency_on_postgres")
+    let Some(scratch) = rein_testkit::postgres_scratch(
+        "the_running_limit_holds_under_concurrency_on_postgres",
+        "rein_admit",
+    )
+    .await
     else {
         return;
     };
-    let schema = format!(
-        "rein_admit_{}",
-        OperationId::new().to_string().replace('-', "")
-    );
-    let admin = |sql: String| {
-        let url = url.clone();
-        async move {
-            use sqlx::{Connection, Executor};
-            let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
-            conn.execute(sqlx::AssertSqlSafe(sql)).await.unwrap();
-        }
-    };
-    admin(format!("CREATE SCHEMA {schema}")).await;
-    let sep = if url.contains('?') { '&' } else { '?' };
-    let scoped = format!("{url}{sep}options=-c%20search_path%3D{schema}");
+    let scoped = scratch.url.clone();
     running_limit_holds_under_concurrency(&scoped).await;
-    admin(format!("DROP SCHEMA {schema} CASCADE")).await;
+    scratch.drop().await;
 }
 
 #[tokio::test]

@@ -43,24 +43,12 @@ impl Launcher for Instant {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_dispatchers_on_one_postgres_run_each_due_second_once() {
-    let Some(url) = rein_testkit::database_url("three_dispatchers_on_one_postgres") else {
+    let Some(scratch) =
+        rein_testkit::postgres_scratch("three_dispatchers_on_one_postgres", "rein_sched").await
+    else {
         return;
     };
-    let schema = format!(
-        "rein_sched_{}",
-        Utc::now().timestamp_nanos_opt().unwrap_or_default()
-    );
-    let admin = |sql: String| {
-        let url = url.clone();
-        async move {
-            use sqlx::{Connection, Executor};
-            let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
-            conn.execute(sqlx::AssertSqlSafe(sql)).await.unwrap();
-        }
-    };
-    admin(format!("CREATE SCHEMA {schema}")).await;
-    let sep = if url.contains('?') { '&' } else { '?' };
-    let scoped = format!("{url}{sep}options=-c%20search_path%3D{schema}");
+    let scoped = scratch.url.clone();
     let mut stores = Vec::new();
     for _ in 0..4 {
         let s: Arc<dyn Tasks> =
@@ -171,5 +159,5 @@ async fn three_dispatchers_on_one_postgres_run_each_due_second_once() {
         !workers.contains("dead"),
         "the dead node's claims were taken over"
     );
-    admin(format!("DROP SCHEMA {schema} CASCADE")).await;
+    scratch.drop().await;
 }

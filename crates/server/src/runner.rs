@@ -273,44 +273,35 @@ impl Runner {
         now: chrono::DateTime<chrono::Utc>,
     ) -> Result<usize, ApiError> {
         let mut n = 0;
-        for status in [Status::Running, Status::Idle] {
-            let ops = self
-                .store
-                .list_operations(&OperationFilter {
-                    status: Some(status),
-                    limit: 10_000,
-                    ..Default::default()
-                })
-                .await?;
-            // The CLI's operations belong to the processes that run them; the API's and the
-            // scheduler's belong to the server.
-            for op in ops.into_iter().filter(|o| {
-                matches!(
-                    o.trigger,
-                    Trigger::Api | Trigger::Schedule | Trigger::Heartbeat
-                ) && o
-                    .recovery
-                    .as_ref()
-                    .and_then(|r| r.retry_at)
-                    .is_none_or(|at| at <= now)
-            }) {
-                if self.is_running(op.id) {
-                    continue;
+        // The CLI's operations belong to the processes that run them; the API's and the
+        // scheduler's belong to the server.
+        for op in self.unfinished().await?.into_iter().filter(|o| {
+            matches!(
+                o.trigger,
+                Trigger::Api | Trigger::Schedule | Trigger::Heartbeat
+            ) && o
+                .recovery
+                .as_ref()
+                .and_then(|r| r.retry_at)
+                .is_none_or(|at| at <= now)
+        }) {
+            if self.is_running(op.id) {
+                continue;
+            }
+            let status = op.status;
+            let job = if status == Status::Idle {
+                Job::Run
+            } else {
+                Job::Resume
+            };
+            let owner = op.owner.clone().unwrap_or_default();
+            match self.spawn(op.id, owner, self.driver(), job).await {
+                Ok(()) => {
+                    tracing::info!(operation = %op.id, ?status, "recovering operation");
+                    n += 1;
                 }
-                let job = if status == Status::Idle {
-                    Job::Run
-                } else {
-                    Job::Resume
-                };
-                let owner = op.owner.clone().unwrap_or_default();
-                match self.spawn(op.id, owner, self.driver(), job).await {
-                    Ok(()) => {
-                        tracing::info!(operation = %op.id, ?status, "recovering operation");
-                        n += 1;
-                    }
-                    Err(e) => {
-                        tracing::debug!(operation = %op.id, error = %e.message, "not recovered now")
-                    }
+                Err(e) => {
+                    tracing::debug!(operation = %op.id, error = %e.message, "not recovered now")
                 }
             }
         }
@@ -320,17 +311,27 @@ impl Runner {
     /// Operations whose last resume failed here or elsewhere, with the reason: logged when a
     /// server or worker starts, so what waits for a key or a tool is seen at once.
     pub async fn unresumable(&self) -> Result<Vec<rein_store::OperationRecord>, ApiError> {
+        Ok(self
+            .unfinished()
+            .await?
+            .into_iter()
+            .filter(|o| o.recovery.is_some())
+            .collect())
+    }
+
+    /// Operations that are running or accepted but never started, whoever runs them.
+    async fn unfinished(&self) -> Result<Vec<rein_store::OperationRecord>, ApiError> {
         let mut out = Vec::new();
         for status in [Status::Running, Status::Idle] {
-            let ops = self
-                .store
-                .list_operations(&OperationFilter {
-                    status: Some(status),
-                    limit: 10_000,
-                    ..Default::default()
-                })
-                .await?;
-            out.extend(ops.into_iter().filter(|o| o.recovery.is_some()));
+            out.extend(
+                self.store
+                    .list_operations(&OperationFilter {
+                        status: Some(status),
+                        limit: 10_000,
+                        ..Default::default()
+                    })
+                    .await?,
+            );
         }
         Ok(out)
     }

@@ -479,29 +479,16 @@ async fn sqlite_conformance() {
 
 #[tokio::test]
 async fn postgres_conformance() {
-    let Some(url) = rein_testkit::database_url("postgres_conformance") else {
+    let Some(scratch) = rein_testkit::postgres_scratch("postgres_conformance", "rein_test").await
+    else {
         return;
     };
-    let schema = format!(
-        "rein_test_{}",
-        OperationId::new().to_string().replace('-', "")
-    );
-    let admin = |sql: String| {
-        let url = url.clone();
-        async move {
-            use sqlx::{Connection, Executor};
-            let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
-            conn.execute(sqlx::AssertSqlSafe(sql)).await.unwrap();
-        }
-    };
-    admin(format!("CREATE SCHEMA {schema}")).await;
-    let sep = if url.contains('?') { '&' } else { '?' };
-    let scoped = format!("{url}{sep}options=-c%20search_path%3D{schema}");
+    let scoped = scratch.url.clone();
     let store = SqlStore::open(&scoped, Synchronous::Normal).await.unwrap();
     assert!(store.is_postgres());
     suite(&store).await;
     store.close().await;
-    admin(format!("DROP SCHEMA {schema} CASCADE")).await;
+    scratch.drop().await;
 }
 
 #[tokio::test]

@@ -52,6 +52,58 @@ pub fn database_url(test: &str) -> Option<String> {
     }
 }
 
+/// A schema of its own on the test PostgreSQL database, so tests that share the database never
+/// see each other's rows. Dropped by [`Scratch::drop`].
+pub struct Scratch {
+    admin_url: String,
+    schema: String,
+    /// The database URL with `search_path` set to the schema.
+    pub url: String,
+}
+
+/// A fresh schema named `{prefix}_{unique}` on the test database, or `None` after reporting
+/// `test` as skipped (a failure under CI) when there is no database.
+///
+/// # Panics
+/// When the database does not answer or refuses the schema: the test cannot run.
+pub async fn postgres_scratch(test: &str, prefix: &str) -> Option<Scratch> {
+    let admin_url = database_url(test)?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let schema = format!("{prefix}_{}_{nanos}", std::process::id());
+    admin(&admin_url, &format!("CREATE SCHEMA {schema}")).await;
+    let sep = if admin_url.contains('?') { '&' } else { '?' };
+    let url = format!("{admin_url}{sep}options=-c%20search_path%3D{schema}");
+    Some(Scratch {
+        admin_url,
+        schema,
+        url,
+    })
+}
+
+impl Scratch {
+    /// Drop the schema and everything in it.
+    pub async fn drop(self) {
+        admin(
+            &self.admin_url,
+            &format!("DROP SCHEMA {} CASCADE", self.schema),
+        )
+        .await;
+    }
+}
+
+async fn admin(url: &str, sql: &str) {
+    use sqlx::{Connection, Executor};
+    let mut conn = sqlx::PgConnection::connect(url)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to {url}: {e}"));
+    conn.execute(sqlx::AssertSqlSafe(sql.to_owned()))
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
 #[cfg(test)]
 mod tests {
     use super::ci_value;
