@@ -700,6 +700,21 @@ async fn bad_requests_get_the_json_error_shape_and_never_a_500() {
             "{path}: {body}"
         );
     }
+    // An over-long request target is a 414 in the same shape.
+    let (status, body) = e
+        .call(
+            &rein,
+            "GET",
+            &format!("/v1/operations?agent={}", "a".repeat(20_000)),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (414, Some("uri_too_long")),
+        "{body}"
+    );
     let (status, body) = e
         .call(
             &rein,

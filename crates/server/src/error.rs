@@ -202,6 +202,27 @@ impl From<rein_scheduler::TaskError> for ApiError {
     }
 }
 
+/// The longest request target (path and query) the API reads; no route needs more.
+pub const MAX_URI_BYTES: usize = 8 * 1024;
+
+/// 414 in the one error shape for a longer request target. (Past 64 KiB hyper answers 414
+/// itself, with no body, before any route sees the request.)
+pub async fn uri_limit(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let len = req.uri().path_and_query().map_or(0, |pq| pq.as_str().len());
+    if len > MAX_URI_BYTES {
+        return ApiError::new(
+            StatusCode::URI_TOO_LONG,
+            "uri_too_long",
+            format!("the request target is {len} bytes; the API reads at most {MAX_URI_BYTES}"),
+        )
+        .into_response();
+    }
+    next.run(req).await
+}
+
 /// 404 for any path the API does not have.
 pub async fn no_route() -> ApiError {
     ApiError::not_found("no such endpoint")

@@ -133,6 +133,7 @@ pub fn router(app: AppState) -> Router {
         .fallback(error::no_route)
         .method_not_allowed_fallback(error::wrong_method)
         .layer(DefaultBodyLimit::max(body_limit))
+        .layer(axum::middleware::from_fn(error::uri_limit))
         .with_state(app)
 }
 
