@@ -1,9 +1,10 @@
 //! rein-server: `rein serve`. It owns the HTTP API under `/v1` (operations, their SSE event
-//! streams replayed from the durable log, approvals, agents, topics, models, an OpenAPI
-//! document generated from the code), tasks (`/v1/tasks`, run by a dispatcher loop),
-//! bearer-token auth with per-user isolation (another user's things are 404) and, without
-//! tokens, the Host/Origin guard that keeps browser pages out (`origin`), running operations in
-//! the background with a per-user limit and crash recovery at start-up, and the embedded web UI
+//! streams replayed from the durable log, approvals, agents, topics, models, tasks run by a
+//! dispatcher loop) as one route table (`api`) from which both the router and the OpenAPI
+//! document come, bearer-token auth with per-user isolation (another user's things are 404)
+//! and, without tokens, the Host/Origin guard that keeps browser pages out (`origin`), running
+//! operations in the background under the store's admission limits, crash recovery in the
+//! background with the reason recorded on what cannot be resumed yet, and the embedded web UI
 //! at `/`. What an operation may do and how drivers are made are `rein_operation`'s: routes
 //! parse, call it, and map the result.
 
