@@ -569,6 +569,17 @@ impl Driver {
         let reason = format!("approval expired at {}", deadline.to_rfc3339());
         let interrupted =
             runtime.interrupt_finishing(stored.state.clone(), reason, FinishReason::Timeout);
+        self.settle(&runtime, stored, interrupted).await.map(Some)
+    }
+
+    /// Run the step that settles an interruption (its pending calls answered, the end
+    /// recorded) and commit both as one step after what `stored` holds.
+    async fn settle(
+        &self,
+        runtime: &AgentRuntime,
+        stored: &StoredOperation,
+        interrupted: StepResult,
+    ) -> Result<RunEnd, DriverError> {
         let r = runtime.step(interrupted.state.clone(), None).await;
         let mut events = interrupted.events;
         events.extend(r.events);
@@ -577,14 +588,18 @@ impl Driver {
             events,
             next_context: None,
         };
-        self.commit(
-            &stored.spec,
-            &stored.state,
-            stored.record.commit_seq + 1,
-            &combined,
-        )
-        .await?;
-        Ok(Some(end_of(&combined.state)))
+        self.commit_next(stored, &combined).await
+    }
+
+    /// Commit `r` as the step after what `stored` holds, and say how the operation stands.
+    async fn commit_next(
+        &self,
+        stored: &StoredOperation,
+        r: &StepResult,
+    ) -> Result<RunEnd, DriverError> {
+        self.commit(&stored.spec, &stored.state, stored.record.commit_seq + 1, r)
+            .await?;
+        Ok(end_of(&r.state))
     }
 
     /// A message the conversation depends on was deleted while the operation was in flight:
@@ -621,14 +636,7 @@ impl Driver {
             events: vec![event],
             next_context: None,
         };
-        self.commit(
-            &stored.spec,
-            &stored.state,
-            stored.record.commit_seq + 1,
-            &r,
-        )
-        .await?;
-        Ok(Some(end_of(&r.state)))
+        self.commit_next(stored, &r).await.map(Some)
     }
 
     /// Commit a step's result; `Duplicate` means another process committed it first.
@@ -990,21 +998,6 @@ impl Driver {
         } else {
             runtime.interrupt(stored.state.clone(), reason, false)
         };
-        let r = runtime.step(interrupted.state.clone(), None).await;
-        let mut events = interrupted.events;
-        events.extend(r.events);
-        let combined = StepResult {
-            state: r.state,
-            events,
-            next_context: None,
-        };
-        self.commit(
-            &stored.spec,
-            &stored.state,
-            stored.record.commit_seq + 1,
-            &combined,
-        )
-        .await?;
-        Ok(end_of(&combined.state))
+        self.settle(&runtime, &stored, interrupted).await
     }
 }
