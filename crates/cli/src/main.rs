@@ -265,7 +265,7 @@ async fn ask(driver: &Driver, id: OperationId, mut end: RunEnd) -> anyhow::Resul
 }
 
 pub(crate) async fn finish(store: &SqlStore, id: OperationId, end: &RunEnd) -> anyhow::Result<u8> {
-    let record = store.load_operation(id).await?.map(|o| o.record);
+    let record = store.operation(id).await?;
     let summary = record
         .as_ref()
         .map(|r| {
@@ -496,11 +496,11 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                     if !follow {
                         break;
                     }
-                    let op = store
-                        .load_operation(id)
+                    let status = store
+                        .operation_status(id)
                         .await?
                         .ok_or_else(|| anyhow!("no operation {id}"))?;
-                    if op.state.status.is_terminal() && events.is_empty() {
+                    if status.is_terminal() && events.is_empty() {
                         break;
                     }
                     tokio::time::sleep(std::time::Duration::from_millis(300)).await;

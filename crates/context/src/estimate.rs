@@ -1,12 +1,18 @@
 //! Token estimation with OpenAI's BPE vocabularies (tiktoken-rs). Other providers tokenize
 //! differently; a per-provider factor (from the catalog) scales the count. Per-message and
 //! per-tool overheads follow OpenAI's published chat accounting (a few tokens per message).
+//!
+//! The brain measures the whole conversation and every offered tool before each step (the
+//! compression threshold); BPE-encoding all of it again each time made token counting the
+//! largest CPU cost of a durable step. Messages and manifests are immutable behind their
+//! `Arc`s, so an estimator remembers each one's count by its allocation, holding the `Arc`
+//! so the address cannot be reused while remembered.
 
 use rein_core::agent::{HeuristicEstimator, TokenEstimator};
 use rein_core::message::{ContentPart, Message};
 use rein_core::tool::ToolManifest;
-use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
 use tiktoken_rs::CoreBPE;
 
 /// A BPE vocabulary.
@@ -38,11 +44,61 @@ fn vocabulary(encoding: Encoding) -> Option<&'static CoreBPE> {
     .as_ref()
 }
 
-/// Counts tokens with a tiktoken vocabulary, scaled by a provider factor.
-#[derive(Clone, Copy, Debug)]
+/// Past this many remembered counts an estimator forgets them all (a long run's counts are
+/// recomputed once rather than kept forever).
+const MEMO_LIMIT: usize = 4096;
+
+/// Unscaled counts by the address of the `Arc` they were counted from (kept alive here).
+struct Memo<T> {
+    entries: Mutex<HashMap<usize, (Arc<T>, u64)>>,
+}
+
+impl<T> Default for Memo<T> {
+    fn default() -> Self {
+        Self {
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<T> Memo<T> {
+    fn count(&self, item: &Arc<T>, measure: impl FnOnce(&T) -> u64) -> u64 {
+        let key = Arc::as_ptr(item) as usize;
+        if let Some((_, n)) = self
+            .entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
+            return *n;
+        }
+        let n = measure(item);
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        if entries.len() >= MEMO_LIMIT {
+            entries.clear();
+        }
+        entries.insert(key, (Arc::clone(item), n));
+        n
+    }
+}
+
+/// Counts tokens with a tiktoken vocabulary, scaled by a provider factor. Clones share what
+/// they remember.
+#[derive(Clone)]
 pub struct TiktokenEstimator {
     encoding: Encoding,
     factor: f64,
+    messages: Arc<Memo<Message>>,
+    tools: Arc<Memo<ToolManifest>>,
+}
+
+impl std::fmt::Debug for TiktokenEstimator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TiktokenEstimator")
+            .field("encoding", &self.encoding)
+            .field("factor", &self.factor)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for TiktokenEstimator {
@@ -62,6 +118,8 @@ impl TiktokenEstimator {
             } else {
                 1.0
             },
+            messages: Arc::default(),
+            tools: Arc::default(),
         }
     }
 
@@ -102,6 +160,19 @@ impl TiktokenEstimator {
         }
         n
     }
+
+    fn manifest(&self, m: &ToolManifest) -> u64 {
+        m.apis
+            .iter()
+            .map(|a| {
+                PER_TOOL
+                    + self.text(&m.identifier)
+                    + self.text(&a.name)
+                    + self.text(&a.description)
+                    + self.text(&a.parameters.to_string())
+            })
+            .sum()
+    }
 }
 
 impl TokenEstimator for TiktokenEstimator {
@@ -109,20 +180,18 @@ impl TokenEstimator for TiktokenEstimator {
         if vocabulary(self.encoding).is_none() {
             return HeuristicEstimator.messages(messages);
         }
-        self.scale(messages.iter().map(|m| self.message(m)).sum())
+        self.scale(
+            messages
+                .iter()
+                .map(|m| self.messages.count(m, |m| self.message(m)))
+                .sum(),
+        )
     }
 
     fn tools(&self, manifests: &BTreeMap<String, Arc<ToolManifest>>) -> u64 {
         let n: u64 = manifests
             .values()
-            .flat_map(|m| m.apis.iter().map(move |a| (m, a)))
-            .map(|(m, a)| {
-                PER_TOOL
-                    + self.text(&m.identifier)
-                    + self.text(&a.name)
-                    + self.text(&a.description)
-                    + self.text(&a.parameters.to_string())
-            })
+            .map(|m| self.tools.count(m, |m| self.manifest(m)))
             .sum();
         self.scale(n)
     }
@@ -145,6 +214,32 @@ mod tests {
         assert_eq!(e.messages(&msgs), PER_MESSAGE + 2);
         let scaled = TiktokenEstimator::new(Encoding::O200k, 1.5);
         assert_eq!(scaled.messages(&msgs), 9);
+    }
+
+    #[test]
+    fn remembered_counts_match_fresh_ones_and_follow_changes() {
+        let e = TiktokenEstimator::default();
+        let a = Arc::new(Message::user("hello world"));
+        let b = Arc::new(Message::assistant(
+            "a somewhat longer answer than the question",
+        ));
+        let first = e.messages(&[Arc::clone(&a), Arc::clone(&b)]);
+        // Counted again from memory, and equal to what a new estimator counts.
+        assert_eq!(e.messages(&[Arc::clone(&a), Arc::clone(&b)]), first);
+        assert_eq!(
+            TiktokenEstimator::default().messages(&[Arc::clone(&a), Arc::clone(&b)]),
+            first
+        );
+        // A changed message is a new allocation: counted anew.
+        let mut changed = (*b).clone();
+        changed.content = vec![ContentPart::Text {
+            text: "short".into(),
+        }];
+        let changed = Arc::new(changed);
+        assert_eq!(
+            e.messages(&[Arc::clone(&a), changed]),
+            2 * PER_MESSAGE + 2 + e.text("short")
+        );
     }
 
     #[test]

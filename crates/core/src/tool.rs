@@ -103,6 +103,42 @@ pub enum Effect {
     AtMostOnce,
 }
 
+/// Where a tool execution is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecStatus {
+    /// Recorded, not started.
+    Pending,
+    /// Started; if found so after a crash, it may have had effects.
+    Running,
+    /// Finished successfully.
+    Succeeded,
+    /// Finished with an error.
+    Failed,
+    /// Settled without a result after a crash or cancellation.
+    Interrupted,
+}
+
+/// One tool execution as a host records it: what ran, its effect class and how it ended. A
+/// tool port returns it with the call's output, and the step carries it to its commit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolExecution {
+    /// Operation.
+    pub operation_id: crate::OperationId,
+    /// The call.
+    pub tool_call_id: String,
+    /// Index of the step that ran it.
+    pub step_index: u64,
+    /// `identifier/api`.
+    pub tool: String,
+    /// Effect class.
+    pub effect: Effect,
+    /// Status.
+    pub status: ExecStatus,
+    /// Result text.
+    pub result: Option<String>,
+}
+
 /// Identifier of the meta-tool that activates tools under progressive disclosure.
 pub const ACTIVATE_TOOLS: &str = "tools";
 

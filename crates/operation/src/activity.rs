@@ -1,8 +1,11 @@
 //! What a running operation is doing, kept on its record while it runs: the step, and whether
 //! it waits for the model, runs tools (which), or backs off before a retry (until when). Events
-//! of the step in progress update it; one writer task per run stores the latest value (bursts
-//! coalesce), off the step's path. The store ignores a write once the operation stopped
-//! running, so a late one cannot outlive the run.
+//! of the step in progress update it; one writer task per run stores the latest value, off the
+//! step's path: the first at once (the record reads `running`), then at most one write per
+//! [`SETTLE`], so a fast loop whose steps take milliseconds adds no write transactions to
+//! its commits, while anything a person could see (a long model call, a backoff) is on the
+//! record within that time. The store ignores a write once the operation stopped running, so a
+//! late one cannot outlive the run.
 
 use chrono::Utc;
 use rein_core::engine::EventSink;
@@ -10,7 +13,12 @@ use rein_core::event::EventKind;
 use rein_core::{AgentEvent, OperationId};
 use rein_store::{Activity, Doing, Store};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::watch;
+
+/// How long an activity must wait before it is written after the previous write: shorter
+/// phases are gone before anyone could read them.
+pub(crate) const SETTLE: Duration = Duration::from_millis(200);
 
 /// Publishes each event to the host's sink and turns the ones that change what the step is
 /// doing into the run's activity.
@@ -122,6 +130,8 @@ pub(crate) fn track(
             if rx.changed().await.is_err() {
                 return;
             }
+            // Let a burst of changes settle; the latest value is written after it.
+            tokio::time::sleep(SETTLE).await;
         }
     });
     (

@@ -1,11 +1,13 @@
 //! The tool host: executes tool calls for the engine (arguments validated against each API's
 //! schema first) and makes every execution durable.
 //!
-//! Before a tool with side effects runs, its execution is recorded `running`; right after, its
-//! result is recorded `succeeded`/`failed`. When a step is re-run after a crash, a succeeded
-//! call returns its stored result (never runs twice); a call found `running` is re-run if its
-//! tool is pure or idempotent (with the same idempotency key), and otherwise settled as
-//! interrupted with a result the model can read.
+//! Every execution is committed with the step that ran it. An at-most-once tool's execution is
+//! also recorded `running` in its own transaction before its effect starts, and its result
+//! right after, because only those two writes keep the guarantee across a crash: when the step
+//! is re-run, a finished call returns its stored result (never runs twice) and a call found
+//! `running` is settled as interrupted with a result the model can read. Pure and idempotent
+//! tools are simply run again by a re-run step (an idempotent one with the same idempotency
+//! key), so they write nothing outside the step's commit.
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -17,7 +19,7 @@ use rein_store::{Effect, ExecStatus, Store, ToolExecution};
 use rein_tools::documents::{Documents, Embedder, Memory, Notes};
 use rein_tools::{BuiltinConfig, Tool, ToolContext, ToolError, ToolRegistry};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// The owner of an operation's memories and notes: its user and agent.
 pub fn document_scope(state: &AgentState) -> String {
@@ -87,7 +89,6 @@ pub struct ToolHost {
     registry: ToolRegistry,
     store: Arc<dyn Store>,
     docs: Arc<dyn Documents>,
-    finished: Mutex<Vec<ToolExecution>>,
     /// Identifiers of the tools added beyond the built-ins, in the order they were added.
     added: Vec<String>,
 }
@@ -103,7 +104,6 @@ impl ToolHost {
             registry,
             store,
             docs,
-            finished: Mutex::new(Vec::new()),
             added: Vec::new(),
         })
     }
@@ -138,18 +138,12 @@ impl ToolHost {
     pub fn manifests(&self) -> Vec<ToolManifest> {
         self.registry.manifests()
     }
+}
 
-    /// Executions finished since the last call (they go into the step's commit).
-    pub fn take_finished(&self) -> Vec<ToolExecution> {
-        std::mem::take(&mut *self.finished.lock().unwrap_or_else(|p| p.into_inner()))
-    }
-
-    fn finish(&self, exec: ToolExecution) {
-        self.finished
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(exec);
-    }
+/// `output` with the execution record it came from.
+fn recorded(mut output: ToolOutput, exec: ToolExecution) -> ToolOutput {
+    output.execution = Some(exec);
+    output
 }
 
 fn store_err(e: rein_store::StoreError) -> PortError {
@@ -178,14 +172,20 @@ impl ToolPort for ToolHost {
                 status: ExecStatus::Running,
                 result: None,
             };
-            if let Some(prior) = self.store.tool_execution(op, &call.id).await.map_err(store_err)? {
+            // Only an at-most-once call can have left a record before its step committed.
+            let prior = if effect == Effect::AtMostOnce {
+                self.store.tool_execution(op, &call.id).await.map_err(store_err)?
+            } else {
+                None
+            };
+            if let Some(prior) = prior {
                 match (prior.status, prior.effect) {
                     (ExecStatus::Succeeded | ExecStatus::Failed, _) => {
                         // Finished before a crash: report the same result, never run again.
                         let ok = prior.status == ExecStatus::Succeeded;
                         let content = prior.result.clone().unwrap_or_default();
-                        self.finish(prior);
-                        return Ok(if ok { ToolOutput::ok(content) } else { ToolOutput::failed(content) });
+                        let output = if ok { ToolOutput::ok(content) } else { ToolOutput::failed(content) };
+                        return Ok(recorded(output, prior));
                     }
                     (ExecStatus::Running, Effect::AtMostOnce) | (ExecStatus::Interrupted, _) => {
                         let content = format!(
@@ -195,8 +195,7 @@ impl ToolPort for ToolHost {
                         exec.status = ExecStatus::Interrupted;
                         exec.result = Some(content.clone());
                         self.store.record_tool_execution(&exec).await.map_err(store_err)?;
-                        self.finish(exec);
-                        return Ok(ToolOutput::failed(content));
+                        return Ok(recorded(ToolOutput::failed(content), exec));
                     }
                     _ => {}
                 }
@@ -207,10 +206,9 @@ impl ToolPort for ToolHost {
                 let content = format!("Invalid arguments for `{}`: {problems}. Call it again with arguments that match its parameters.", call.key());
                 exec.status = ExecStatus::Failed;
                 exec.result = Some(content.clone());
-                self.finish(exec);
-                return Ok(ToolOutput::failed(content));
+                return Ok(recorded(ToolOutput::failed(content), exec));
             }
-            if effect != Effect::Pure {
+            if effect == Effect::AtMostOnce {
                 self.store.record_tool_execution(&exec).await.map_err(store_err)?;
             }
             crate::driver::pause_point(&format!("tool:{}", call.id)).await;
@@ -244,11 +242,10 @@ impl ToolPort for ToolHost {
             }
             exec.status = if out.success { ExecStatus::Succeeded } else { ExecStatus::Failed };
             exec.result = Some(out.content.clone());
-            if effect != Effect::Pure {
+            if effect == Effect::AtMostOnce {
                 self.store.record_tool_execution(&exec).await.map_err(store_err)?;
             }
-            self.finish(exec);
-            Ok(out)
+            Ok(recorded(out, exec))
         }
         .boxed()
     }

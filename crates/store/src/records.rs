@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use rein_core::phase::RuntimeContext;
 use rein_core::spec::OperationSpec;
 use rein_core::state::{FinishReason, Status};
-pub use rein_core::tool::Effect;
+pub use rein_core::tool::{Effect, ExecStatus, ToolExecution};
 use rein_core::{AgentEvent, AgentState, Message, OperationId, ToolCall, Usd};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -134,41 +134,6 @@ impl Default for OperationFilter {
     }
 }
 
-/// Where a tool execution is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ExecStatus {
-    /// Recorded, not started.
-    Pending,
-    /// Started; if found so after a crash, it may have had effects.
-    Running,
-    /// Finished successfully.
-    Succeeded,
-    /// Finished with an error.
-    Failed,
-    /// Settled without a result after a crash or cancellation.
-    Interrupted,
-}
-
-/// One tool execution.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolExecution {
-    /// Operation.
-    pub operation_id: OperationId,
-    /// The call.
-    pub tool_call_id: String,
-    /// Commit index of the step that ran it.
-    pub step_index: u64,
-    /// `identifier/api`.
-    pub tool: String,
-    /// Effect class.
-    pub effect: Effect,
-    /// Status.
-    pub status: ExecStatus,
-    /// Result text.
-    pub result: Option<String>,
-}
-
 /// A human decision's state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -215,20 +180,81 @@ pub struct StepCommit {
     pub operation_id: OperationId,
     /// Commit index, 1-based; `(operation, step_index)` is the idempotency key.
     pub step_index: u64,
-    /// State after the step.
+    /// The conversation its messages belong to (the operation's topic).
+    pub topic_id: String,
+    /// State after the step. Its small fields are written whole; its message list and tool
+    /// manifests only as far as `changes` says they changed.
     pub state: AgentState,
     /// Context of the next step.
     pub next_context: Option<RuntimeContext>,
     /// Instruction types the step ran.
     pub instructions: Vec<String>,
-    /// Messages created or changed by the step.
-    pub messages: Vec<Arc<Message>>,
+    /// What the step changed in the message list and the tool manifests.
+    pub changes: StateChanges,
     /// Events the step emitted.
     pub events: Vec<AgentEvent>,
     /// Tool executions it started or finished.
     pub tool_executions: Vec<ToolExecution>,
     /// Approvals it requested.
     pub interventions: Vec<Intervention>,
+}
+
+/// What a step changed in the bulky parts of the state, against the state last committed:
+/// a commit writes these parts only as far as they changed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StateChanges {
+    /// Messages the step created or changed (written to the topic).
+    pub messages: Vec<Arc<Message>>,
+    /// Leading positions of the message list that still hold the same message ids.
+    pub kept: usize,
+    /// Length of the committed message list.
+    pub previous: usize,
+    /// Whether the tool manifests changed (then they are written again).
+    pub manifests_changed: bool,
+}
+
+impl StateChanges {
+    /// What changed from `before` (the committed state) to `after`. Messages compare by
+    /// pointer first (a step shares the ones it did not touch), by value only when a message
+    /// was copied; so does the manifest map.
+    pub fn between(before: &AgentState, after: &AgentState) -> Self {
+        let shared: std::collections::HashSet<*const Message> =
+            before.messages.iter().map(Arc::as_ptr).collect();
+        let by_id: std::collections::HashMap<rein_core::MessageId, &Arc<Message>> =
+            before.messages.iter().map(|m| (m.id, m)).collect();
+        let messages = after
+            .messages
+            .iter()
+            .filter(|m| {
+                !shared.contains(&Arc::as_ptr(m)) && by_id.get(&m.id).is_none_or(|b| ***b != ***m)
+            })
+            .cloned()
+            .collect();
+        let kept = before
+            .messages
+            .iter()
+            .zip(&after.messages)
+            .take_while(|(b, a)| b.id == a.id)
+            .count();
+        Self {
+            messages,
+            kept,
+            previous: before.messages.len(),
+            manifests_changed: !Arc::ptr_eq(&before.tool_manifests, &after.tool_manifests)
+                && before.tool_manifests != after.tool_manifests,
+        }
+    }
+
+    /// Changes that rewrite everything: every message of `state`, its whole list, its
+    /// manifests (a state whose committed form is unknown).
+    pub fn everything(state: &AgentState) -> Self {
+        Self {
+            messages: state.messages.clone(),
+            kept: 0,
+            previous: usize::MAX,
+            manifests_changed: true,
+        }
+    }
 }
 
 /// Whether a commit took effect.

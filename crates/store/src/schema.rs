@@ -39,7 +39,62 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "recovery notes and admission",
         include_str!("../migrations/0008_recovery_and_admission.sql"),
     ),
+    (
+        9,
+        "operation message order and tool manifests out of the state",
+        include_str!("../migrations/0009_operation_messages.sql"),
+    ),
 ];
+
+/// The migration after whose SQL [`split_states`] runs, in the same transaction.
+const SPLIT_STATES: i64 = 9;
+
+/// Move each operation's message id list (`message_ids`) and tool manifests out of its stored
+/// state into `operation_messages` and `operations.tool_manifests` (migration 9). Rows are
+/// read in pages so a large database is not held in memory at once.
+async fn split_states(tx: &mut sqlx::AnyConnection) -> Result<(), StoreError> {
+    let fail = |e: &dyn std::fmt::Display| StoreError::Migration {
+        version: SPLIT_STATES,
+        message: e.to_string(),
+    };
+    let mut after = String::new();
+    loop {
+        let rows: Vec<(String, String)> =
+            sqlx::query_as("SELECT id, state FROM operations WHERE id > $1 ORDER BY id LIMIT 200")
+                .bind(&after)
+                .fetch_all(&mut *tx)
+                .await?;
+        let Some((last, _)) = rows.last() else {
+            return Ok(());
+        };
+        after = last.clone();
+        for (id, text) in rows {
+            let mut state: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| fail(&format!("operation {id}: {e}")))?;
+            let Some(obj) = state.as_object_mut() else {
+                continue;
+            };
+            let ids = obj.remove("message_ids");
+            let manifests = obj.remove("tool_manifests");
+            if let Some(serde_json::Value::Array(ids)) = ids {
+                for (ordinal, m) in ids.iter().enumerate() {
+                    sqlx::query("INSERT INTO operation_messages (operation_id, ordinal, message_id) VALUES ($1, $2, $3) ON CONFLICT (operation_id, ordinal) DO NOTHING")
+                        .bind(&id)
+                        .bind(i64::try_from(ordinal).unwrap_or(i64::MAX))
+                        .bind(m.as_str().unwrap_or_default().to_owned())
+                        .execute(&mut *tx)
+                        .await?;
+                }
+            }
+            sqlx::query("UPDATE operations SET state = $1, tool_manifests = $2 WHERE id = $3")
+                .bind(state.to_string())
+                .bind(manifests.map(|m| m.to_string()))
+                .bind(&id)
+                .execute(&mut *tx)
+                .await?;
+        }
+    }
+}
 
 /// Statements of a migration (split on `;` at line ends; the files hold no procedural code).
 fn statements(sql: &str) -> impl Iterator<Item = String> + '_ {
@@ -76,6 +131,9 @@ pub async fn migrate(pool: &AnyPool) -> Result<(), StoreError> {
                     version: *version,
                     message: e.to_string(),
                 })?;
+        }
+        if *version == SPLIT_STATES {
+            split_states(&mut tx).await?;
         }
         sqlx::query(
             "INSERT INTO rein_schema (version, description, applied_at) VALUES ($1, $2, $3)",

@@ -13,8 +13,7 @@ use rein_core::state::FinishReason;
 use rein_core::{AgentEvent, AgentState, Message, MessageId, OperationId, ToolCall, Usd};
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Row};
-use std::collections::HashMap;
-use std::sync::Once;
+use std::sync::{Arc, Once};
 use std::time::Duration;
 
 /// SQLite durability: `Normal` (WAL default: a power loss may drop the last commits, never
@@ -74,15 +73,16 @@ fn u64_of(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }
 
-/// The state as stored: messages replaced by their ids (messages live in their own table).
-fn state_json(state: &AgentState) -> Result<String, StoreError> {
-    let mut v = serde_json::to_value(state).map_err(|e| StoreError::corrupt("state", e))?;
-    if let Some(obj) = v.as_object_mut() {
-        let ids: Vec<String> = state.messages.iter().map(|m| m.id.to_string()).collect();
-        obj.remove("messages");
-        obj.insert("message_ids".into(), serde_json::json!(ids));
-    }
-    Ok(v.to_string())
+/// The state as stored in `operations.state`: everything but its messages (kept in the topic,
+/// their order in `operation_messages`) and its tool manifests (`operations.tool_manifests`,
+/// written when they change). What is left is small and changes with every step.
+pub(crate) fn compact_state(state: &AgentState) -> Result<String, StoreError> {
+    let compact = AgentState {
+        messages: Vec::new(),
+        tool_manifests: Default::default(),
+        ..state.clone()
+    };
+    to_json(&compact, "state")
 }
 
 /// What a step row keeps: counters and outcome after the step. The latest full state lives in
@@ -329,43 +329,117 @@ async fn admit(
 
 const OPERATION_COLUMNS: &str = "id, agent, topic_id, trigger_kind, provider, model, status, finish_reason, finish_detail, step_count, max_steps, commit_seq, input_tokens, output_tokens, total_tokens, cost_nanos, approval_requests, cancel_requested, error, parent_operation, created_at, updated_at, finished_at, owner";
 
-async fn upsert_message(
+/// Rows a multi-row statement may carry: SQLite allows 32,766 bound values, PostgreSQL 65,535.
+const ROWS_PER_STATEMENT: usize = 500;
+
+/// `($1, $2, …), ($k+1, …)` for `rows` rows of `columns` placeholders.
+fn placeholders(rows: usize, columns: usize) -> String {
+    let mut sql = String::with_capacity(rows * columns * 5);
+    for r in 0..rows {
+        sql.push_str(if r == 0 { "(" } else { ", (" });
+        for c in 0..columns {
+            if c > 0 {
+                sql.push_str(", ");
+            }
+            sql.push('$');
+            sql.push_str(&(r * columns + c + 1).to_string());
+        }
+        sql.push(')');
+    }
+    sql
+}
+
+/// Insert or update `messages` of `topic_id`, one statement per [`ROWS_PER_STATEMENT`].
+async fn upsert_messages(
     tx: &mut sqlx::AnyConnection,
     topic_id: &str,
-    m: &Message,
+    messages: &[Arc<Message>],
 ) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO messages (id, topic_id, parent_id, role, tool_call_id, status, body, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-         ON CONFLICT (id) DO UPDATE SET parent_id = excluded.parent_id, status = excluded.status, body = excluded.body",
-    )
-    .bind(m.id.to_string())
-    .bind(topic_id)
-    .bind(m.parent_id.map(|p| p.to_string()))
-    .bind(enum_str(&m.role))
-    .bind(m.tool_call_id.clone())
-    .bind(m.tool_status.map(|s| enum_str(&s)))
-    .bind(to_json(m, "message")?)
-    .bind(ts(m.created_at))
-    .execute(tx)
-    .await?;
+    for chunk in messages.chunks(ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO messages (id, topic_id, parent_id, role, tool_call_id, status, body, created_at) VALUES {} \
+             ON CONFLICT (id) DO UPDATE SET parent_id = excluded.parent_id, status = excluded.status, body = excluded.body",
+            placeholders(chunk.len(), 8)
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for m in chunk {
+            q = q
+                .bind(m.id.to_string())
+                .bind(topic_id.to_owned())
+                .bind(m.parent_id.map(|p| p.to_string()))
+                .bind(enum_str(&m.role))
+                .bind(m.tool_call_id.clone())
+                .bind(m.tool_status.map(|s| enum_str(&s)))
+                .bind(to_json(m, "message")?)
+                .bind(ts(m.created_at));
+        }
+        q.execute(&mut *tx).await?;
+    }
     Ok(())
 }
 
-async fn upsert_tool(tx: &mut sqlx::AnyConnection, e: &ToolExecution) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO tool_executions (operation_id, tool_call_id, step_index, tool, effect, status, result, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-         ON CONFLICT (operation_id, tool_call_id) DO UPDATE SET step_index = excluded.step_index, status = excluded.status, result = excluded.result, updated_at = excluded.updated_at",
-    )
-    .bind(e.operation_id.to_string())
-    .bind(e.tool_call_id.clone())
-    .bind(i64_of(e.step_index))
-    .bind(e.tool.clone())
-    .bind(enum_str(&e.effect))
-    .bind(enum_str(&e.status))
-    .bind(e.result.clone())
-    .bind(ts(Utc::now()))
-    .execute(tx)
-    .await?;
+/// Bring `operation_messages` in line with `state`'s message list, writing only the
+/// positions `changes` says moved: a step that appends writes its new rows and nothing else.
+async fn write_order(
+    tx: &mut sqlx::AnyConnection,
+    id: &str,
+    state: &AgentState,
+    changes: &StateChanges,
+) -> Result<(), StoreError> {
+    let kept = changes.kept.min(state.messages.len());
+    if changes.previous > kept {
+        sqlx::query("DELETE FROM operation_messages WHERE operation_id = $1 AND ordinal >= $2")
+            .bind(id.to_owned())
+            .bind(i64::try_from(kept).unwrap_or(i64::MAX))
+            .execute(&mut *tx)
+            .await?;
+    }
+    let new = &state.messages[kept..];
+    for (n, chunk) in new.chunks(ROWS_PER_STATEMENT).enumerate() {
+        let sql = format!(
+            "INSERT INTO operation_messages (operation_id, ordinal, message_id) VALUES {} \
+             ON CONFLICT (operation_id, ordinal) DO UPDATE SET message_id = excluded.message_id",
+            placeholders(chunk.len(), 3)
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for (i, m) in chunk.iter().enumerate() {
+            let ordinal = kept + n * ROWS_PER_STATEMENT + i;
+            q = q
+                .bind(id.to_owned())
+                .bind(i64::try_from(ordinal).unwrap_or(i64::MAX))
+                .bind(m.id.to_string());
+        }
+        q.execute(&mut *tx).await?;
+    }
+    Ok(())
+}
+
+/// Insert or update tool executions, one statement per [`ROWS_PER_STATEMENT`].
+async fn upsert_tools(
+    tx: &mut sqlx::AnyConnection,
+    execs: &[ToolExecution],
+) -> Result<(), StoreError> {
+    let now = ts(Utc::now());
+    for chunk in execs.chunks(ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO tool_executions (operation_id, tool_call_id, step_index, tool, effect, status, result, updated_at) VALUES {} \
+             ON CONFLICT (operation_id, tool_call_id) DO UPDATE SET step_index = excluded.step_index, status = excluded.status, result = excluded.result, updated_at = excluded.updated_at",
+            placeholders(chunk.len(), 8)
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for e in chunk {
+            q = q
+                .bind(e.operation_id.to_string())
+                .bind(e.tool_call_id.clone())
+                .bind(i64_of(e.step_index))
+                .bind(e.tool.clone())
+                .bind(enum_str(&e.effect))
+                .bind(enum_str(&e.status))
+                .bind(e.result.clone())
+                .bind(now.clone());
+        }
+        q.execute(&mut *tx).await?;
+    }
     Ok(())
 }
 
@@ -408,16 +482,22 @@ fn legacy_spec(state: &AgentState) -> rein_core::spec::OperationSpec {
     }
 }
 
+/// Write the operation row: inserted with `insert`, else updated (`false` when there is no
+/// such operation). The tool manifests are written when `manifests_changed`.
 async fn write_operation(
     tx: &mut sqlx::AnyConnection,
     state: &AgentState,
     next: Option<&RuntimeContext>,
     commit_seq: u64,
     insert: Option<&NewOperation>,
-) -> Result<(), StoreError> {
+    manifests_changed: bool,
+) -> Result<bool, StoreError> {
     let finish = state.finish.as_ref();
     let tokens = &state.usage.llm.tokens;
-    let state_text = state_json(state)?;
+    let state_text = compact_state(state)?;
+    let manifests = manifests_changed
+        .then(|| to_json(&*state.tool_manifests, "tool manifests"))
+        .transpose()?;
     let next_text = next.map(|c| to_json(c, "next context")).transpose()?;
     let now = ts(Utc::now());
     let finished_at = state.status.is_terminal().then(|| now.clone());
@@ -428,8 +508,8 @@ async fn write_operation(
     let model = state.model.as_ref();
     if let Some(op) = insert {
         sqlx::query(sqlx::AssertSqlSafe(format!(
-            "INSERT INTO operations ({OPERATION_COLUMNS}, state, next_context, spec) VALUES \
-             ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)"
+            "INSERT INTO operations ({OPERATION_COLUMNS}, state, next_context, spec, tool_manifests) VALUES \
+             ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)"
         )))
         .bind(state.operation_id.to_string())
         .bind(op.agent.clone())
@@ -458,14 +538,17 @@ async fn write_operation(
         .bind(state_text)
         .bind(next_text)
         .bind(to_json(&op.spec, "spec")?)
+        .bind(manifests)
         .execute(tx)
         .await?;
+        Ok(true)
     } else {
-        sqlx::query(
+        let n = sqlx::query(
             "UPDATE operations SET status = $1, finish_reason = $2, finish_detail = $3, step_count = $4, commit_seq = $5, \
              input_tokens = $6, output_tokens = $7, total_tokens = $8, cost_nanos = $9, approval_requests = $10, error = $11, \
              state = $12, next_context = $13, updated_at = $14, finished_at = COALESCE(finished_at, $15), provider = $16, model = $17, \
-             activity = CASE WHEN $1 = 'running' THEN activity ELSE NULL END \
+             activity = CASE WHEN $1 = 'running' THEN activity ELSE NULL END, \
+             tool_manifests = COALESCE($19, tool_manifests) \
              WHERE id = $18",
         )
         .bind(enum_str(&state.status))
@@ -486,10 +569,12 @@ async fn write_operation(
         .bind(model.map(|m| m.provider.to_string()))
         .bind(model.map(|m| m.model.to_string()))
         .bind(state.operation_id.to_string())
+        .bind(manifests)
         .execute(tx)
-        .await?;
+        .await?
+        .rows_affected();
+        Ok(n > 0)
     }
-    Ok(())
 }
 
 impl Store for SqlStore {
@@ -518,10 +603,9 @@ impl Store for SqlStore {
                 .bind(op.owner.clone())
                 .execute(&mut *tx)
                 .await?;
-            for m in &op.state.messages {
-                upsert_message(&mut tx, &op.topic_id, m).await?;
-            }
-            write_operation(&mut tx, &op.state, op.next_context.as_ref(), 0, Some(op)).await?;
+            upsert_messages(&mut tx, &op.topic_id, &op.state.messages).await?;
+            write_order(&mut tx, &id, &op.state, &StateChanges { kept: 0, previous: 0, ..Default::default() }).await?;
+            write_operation(&mut tx, &op.state, op.next_context.as_ref(), 0, Some(op), true).await?;
             if let Some(adm) = &op.admission {
                 sqlx::query("UPDATE operations SET lease_owner = $1, lease_until = $2 WHERE id = $3")
                     .bind(&adm.node)
@@ -543,11 +627,6 @@ impl Store for SqlStore {
         async move {
             let mut tx = self.begin_write().await?;
             let id = c.operation_id.to_string();
-            let topic: Option<String> =
-                sqlx::query_scalar("SELECT topic_id FROM operations WHERE id = $1").bind(&id).fetch_optional(&mut *tx).await?;
-            let Some(topic) = topic else {
-                return Err(StoreError::OperationNotFound(id));
-            };
             // The idempotency key: a repeated commit of the same step writes nothing.
             let inserted = sqlx::query(
                 "INSERT INTO operation_steps (operation_id, step_index, status, instructions, state, created_at) VALUES ($1, $2, $3, $4, $5, $6) \
@@ -566,18 +645,19 @@ impl Store for SqlStore {
                 tx.rollback().await?;
                 return Ok(CommitOutcome::Duplicate);
             }
-            for m in &c.messages {
-                upsert_message(&mut tx, &topic, m).await?;
+            // The record first: an operation that does not exist writes nothing else.
+            if !write_operation(&mut tx, &c.state, c.next_context.as_ref(), c.step_index, None, c.changes.manifests_changed).await? {
+                tx.rollback().await?;
+                return Err(StoreError::OperationNotFound(id));
             }
+            upsert_messages(&mut tx, &c.topic_id, &c.changes.messages).await?;
+            write_order(&mut tx, &id, &c.state, &c.changes).await?;
             // One statement for all of the step's events.
             if !c.events.is_empty() {
-                let mut sql = String::from("INSERT INTO operation_events (operation_id, seq, step, kind, body) VALUES ");
-                for i in 0..c.events.len() {
-                    let b = i * 5;
-                    sql.push_str(&format!("{}(${}, ${}, ${}, ${}, ${})", if i == 0 { "" } else { ", " }, b + 1, b + 2, b + 3, b + 4, b + 5));
-                }
-                sql.push_str(" ON CONFLICT (operation_id, seq) DO NOTHING");
-                let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+                let mut q = sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "INSERT INTO operation_events (operation_id, seq, step, kind, body) VALUES {} ON CONFLICT (operation_id, seq) DO NOTHING",
+                    placeholders(c.events.len(), 5)
+                )));
                 for e in &c.events {
                     let value = serde_json::to_value(e).map_err(|err| StoreError::corrupt("event", err))?;
                     let kind = value.get("type").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
@@ -585,8 +665,8 @@ impl Store for SqlStore {
                 }
                 q.execute(&mut *tx).await?;
             }
-            for t in &c.tool_executions {
-                upsert_tool(&mut tx, t).await?;
+            if !c.tool_executions.is_empty() {
+                upsert_tools(&mut tx, &c.tool_executions).await?;
             }
             for i in &c.interventions {
                 sqlx::query(
@@ -606,7 +686,6 @@ impl Store for SqlStore {
                 .execute(&mut *tx)
                 .await?;
             }
-            write_operation(&mut tx, &c.state, c.next_context.as_ref(), c.step_index, None).await?;
             tx.commit().await?;
             Ok(CommitOutcome::Committed)
         }
@@ -618,42 +697,36 @@ impl Store for SqlStore {
         id: OperationId,
     ) -> BoxFuture<'_, Result<Option<StoredOperation>, StoreError>> {
         async move {
+            let key = id.to_string();
             let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SELECT {RECORD_COLUMNS}, state, next_context, spec FROM operations WHERE id = $1"
+                "SELECT {RECORD_COLUMNS}, state, next_context, spec, tool_manifests FROM operations WHERE id = $1"
             )))
-            .bind(id.to_string())
+            .bind(&key)
             .fetch_optional(&self.pool)
             .await?;
             let Some(row) = row else { return Ok(None) };
             let record = record(&row)?;
-            let mut value: serde_json::Value =
-                from_json(&row.try_get::<String, _>("state")?, "state")?;
-            let ids: Vec<String> = value
-                .as_object_mut()
-                .and_then(|o| o.remove("message_ids"))
-                .and_then(|v| serde_json::from_value(v).ok())
-                .unwrap_or_default();
-            let mut by_id: HashMap<String, Message> = self
-                .load_messages(&record.topic_id)
-                .await?
-                .into_iter()
-                .map(|m| (m.id.to_string(), m))
-                .collect();
-            let mut messages = Vec::with_capacity(ids.len());
+            let mut state: AgentState = from_json(&row.try_get::<String, _>("state")?, "state")?;
+            if let Some(text) = row.try_get::<Option<String>, _>("tool_manifests")? {
+                state.tool_manifests = Arc::new(from_json(&text, "tool manifests")?);
+            }
+            // The message list in order; a message deleted from the topic since is left out
+            // and reported.
+            let rows = sqlx::query(
+                "SELECT om.message_id, m.body FROM operation_messages om LEFT JOIN messages m ON m.id = om.message_id \
+                 WHERE om.operation_id = $1 ORDER BY om.ordinal",
+            )
+            .bind(&key)
+            .fetch_all(&self.pool)
+            .await?;
             let mut missing_messages = Vec::new();
-            for i in ids {
-                match by_id.remove(&i) {
-                    Some(m) => messages.push(
-                        serde_json::to_value(m).map_err(|e| StoreError::corrupt("message", e))?,
-                    ),
-                    None => missing_messages.push(i),
+            state.messages = Vec::with_capacity(rows.len());
+            for r in &rows {
+                match r.try_get::<Option<String>, _>("body")? {
+                    Some(body) => state.messages.push(Arc::new(from_json(&body, "message")?)),
+                    None => missing_messages.push(r.try_get::<String, _>("message_id")?),
                 }
             }
-            if let Some(o) = value.as_object_mut() {
-                o.insert("messages".into(), serde_json::Value::Array(messages));
-            }
-            let state: AgentState =
-                serde_json::from_value(value).map_err(|e| StoreError::corrupt("state", e))?;
             let next_context = row
                 .try_get::<Option<String>, _>("next_context")?
                 .map(|t| from_json(&t, "next context"))
@@ -956,7 +1029,7 @@ impl Store for SqlStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         async move {
             let mut conn = self.pool.acquire().await?;
-            upsert_tool(&mut conn, exec).await
+            upsert_tools(&mut conn, std::slice::from_ref(exec)).await
         }
         .boxed()
     }

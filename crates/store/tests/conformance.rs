@@ -97,7 +97,8 @@ async fn suite(store: &SqlStore) {
         state: state.clone(),
         next_context: None,
         instructions: vec!["call_llm".into(), "request_human_approve".into()],
-        messages: vec![a.clone(), p.clone()],
+        topic_id: loaded.record.topic_id.clone(),
+        changes: StateChanges::between(&loaded.state, &state),
         events: vec![
             event(
                 id,
@@ -252,7 +253,8 @@ async fn suite(store: &SqlStore) {
     let c2 = StepCommit {
         step_index: 2,
         state: done.clone(),
-        messages: vec![edited.clone()],
+        topic_id: loaded.record.topic_id.clone(),
+        changes: StateChanges::between(&state, &done),
         events: vec![event(
             id,
             2,
@@ -768,7 +770,14 @@ async fn concurrent_commits(store: &SqlStore) {
                     state: op.state.clone(),
                     next_context: None,
                     instructions: vec!["call_llm".into()],
-                    messages: vec![Arc::new(Message::assistant(format!("step {step}")))],
+                    topic_id: op.topic_id.clone(),
+                    // A message of the topic that the state does not list.
+                    changes: StateChanges {
+                        messages: vec![Arc::new(Message::assistant(format!("step {step}")))],
+                        kept: op.state.messages.len(),
+                        previous: op.state.messages.len(),
+                        manifests_changed: false,
+                    },
                     events: vec![event(
                         id,
                         step - 1,

@@ -374,6 +374,7 @@ impl Executor for CallToolExecutor {
             let next = ctx(Phase::ToolResult(result));
             let mut out = ExecOutput::new(next);
             out.tool_call_costs = vec![output.cost];
+            out.tool_executions = output.execution.into_iter().collect();
             Ok(out)
         }
         .boxed()
@@ -438,9 +439,11 @@ impl Executor for CallToolsBatchExecutor {
             let merged = base;
             let mut results = Vec::with_capacity(calls.len());
             let mut costs = Vec::with_capacity(calls.len());
+            let mut executions = Vec::with_capacity(calls.len());
             for ((call, outcome), copy) in calls.iter().zip(outcomes).zip(copies) {
                 match outcome {
                     Ok(out) => {
+                        executions.extend(out.tool_executions);
                         for m in copy.messages.iter().filter(|m| {
                             m.role == Role::Tool && m.tool_call_id.as_deref() == Some(&call.id)
                         }) {
@@ -499,6 +502,7 @@ impl Executor for CallToolsBatchExecutor {
             }));
             let mut out = ExecOutput::new(next);
             out.tool_call_costs = costs;
+            out.tool_executions = executions;
             Ok(out)
         }
         .boxed()

@@ -40,6 +40,8 @@ pub struct ExecOutput {
     pub next_context: Option<RuntimeContext>,
     /// Cost of each tool call run (for per-call tool budgets); empty for other instructions.
     pub tool_call_costs: Vec<Usd>,
+    /// The host's records of the tool executions this instruction ran.
+    pub tool_executions: Vec<crate::tool::ToolExecution>,
 }
 
 impl ExecOutput {
@@ -47,7 +49,7 @@ impl ExecOutput {
     pub fn new(next_context: Option<RuntimeContext>) -> Self {
         Self {
             next_context,
-            tool_call_costs: Vec::new(),
+            ..Default::default()
         }
     }
 }

@@ -71,7 +71,8 @@ impl Default for RuntimeConfig {
     }
 }
 
-/// The result of one step (or of an interrupt/resume transition).
+/// The result of one step (or of an interrupt/resume transition): everything a host needs to
+/// commit it, as data.
 #[derive(Clone, Debug)]
 pub struct StepResult {
     /// State after the step.
@@ -80,6 +81,44 @@ pub struct StepResult {
     pub events: Vec<AgentEvent>,
     /// What the brain sees next; `None` when parked, finished, or nothing is left to do.
     pub next_context: Option<RuntimeContext>,
+    /// Instruction types the step ran, in order (empty for a transition outside a step).
+    pub instructions: Vec<InstructionKind>,
+    /// Tool calls the step asked a human to approve (each becomes an intervention).
+    pub approvals: Vec<crate::ToolCall>,
+    /// The host's records of the tool executions the step ran.
+    pub tool_executions: Vec<crate::tool::ToolExecution>,
+}
+
+impl StepResult {
+    /// A transition that ran no instruction (an interruption, a resume, a decision).
+    pub fn transition(
+        state: AgentState,
+        events: Vec<AgentEvent>,
+        next_context: Option<RuntimeContext>,
+    ) -> Self {
+        Self {
+            state,
+            events,
+            next_context,
+            instructions: Vec::new(),
+            approvals: Vec::new(),
+            tool_executions: Vec::new(),
+        }
+    }
+
+    /// This result followed by `later`, as one: `later`'s state and next context, both
+    /// results' events, instructions and approvals.
+    pub fn then(mut self, later: StepResult) -> StepResult {
+        self.events.extend(later.events);
+        self.instructions.extend(later.instructions);
+        self.approvals.extend(later.approvals);
+        self.tool_executions.extend(later.tool_executions);
+        StepResult {
+            state: later.state,
+            next_context: later.next_context,
+            ..self
+        }
+    }
 }
 
 /// Asks a running operation to stop between instructions.
@@ -249,11 +288,7 @@ impl AgentRuntime {
     /// or [`AgentRuntime::interrupt`].
     pub async fn step(&self, state: AgentState, context: Option<RuntimeContext>) -> StepResult {
         if state.status.is_terminal() || state.status.is_parked() {
-            return StepResult {
-                state,
-                events: Vec::new(),
-                next_context: None,
-            };
+            return StepResult::transition(state, Vec::new(), None);
         }
         let mut st = state.clone();
         // A cloned Vec has no spare capacity; a step appends a few messages.
@@ -331,6 +366,8 @@ impl AgentRuntime {
         let mut next: Option<RuntimeContext> = None;
         let mut executed: Vec<InstructionKind> = Vec::with_capacity(instructions.len());
         let mut finished = false;
+        let mut approvals = Vec::new();
+        let mut tool_executions = Vec::new();
         for ins in instructions {
             if let Some(reason) = self.interrupt.take() {
                 interrupt_state(&mut st, &emitter, reason, true, Some(ins));
@@ -353,8 +390,13 @@ impl AgentRuntime {
             if out.next_context.is_some() {
                 next = out.next_context;
             }
+            tool_executions.extend(out.tool_executions);
             finished |= kind == InstructionKind::Finish;
             executed.push(kind);
+            if kind == InstructionKind::RequestHumanApprove && st.status == Status::WaitingForHuman
+            {
+                approvals = st.pending_tool_calls.clone();
+            }
             if kind == InstructionKind::CallLlm {
                 st.pending_assistant_message_id = None;
             }
@@ -378,13 +420,16 @@ impl AgentRuntime {
         }
         emitter.emit(EventKind::StepComplete {
             status: st.status,
-            instructions: executed,
+            instructions: executed.clone(),
         });
         st.next_event_seq = emitter.next_seq();
         StepResult {
             state: st,
             events: emitter.take(),
             next_context: next,
+            instructions: executed,
+            approvals,
+            tool_executions,
         }
     }
 
@@ -412,28 +457,32 @@ impl AgentRuntime {
             state,
             events: emitter.take(),
             next_context: None,
+            instructions: Vec::new(),
+            approvals: Vec::new(),
+            tool_executions: Vec::new(),
         }
     }
 
     /// Step until the operation parks, ends, or has nothing left to do. Returns the last
-    /// result with every event of the run.
+    /// state with every event, instruction and approval of the run.
     pub async fn run(
         &self,
         mut state: AgentState,
         mut context: Option<RuntimeContext>,
     ) -> StepResult {
-        let mut events = Vec::new();
+        let mut all = StepResult::transition(AgentState::new(state.operation_id), Vec::new(), None);
         loop {
             let r = self.step(state, context).await;
-            events.extend(r.events);
+            all.events.extend(r.events);
+            all.instructions.extend(r.instructions);
+            all.approvals.extend(r.approvals);
+            all.tool_executions.extend(r.tool_executions);
             state = r.state;
             context = r.next_context;
             if context.is_none() || state.status.is_blocked() || state.status.is_terminal() {
-                return StepResult {
-                    state,
-                    events,
-                    next_context: context,
-                };
+                all.state = state;
+                all.next_context = context;
+                return all;
             }
         }
     }
@@ -458,6 +507,9 @@ impl AgentRuntime {
             state,
             events: emitter.take(),
             next_context: None,
+            instructions: Vec::new(),
+            approvals: Vec::new(),
+            tool_executions: Vec::new(),
         }
     }
 
@@ -505,11 +557,7 @@ impl AgentRuntime {
         });
         state.next_event_seq = emitter.next_seq();
         let next = initial_context(&state);
-        Ok(StepResult {
-            state,
-            events: emitter.take(),
-            next_context: Some(next),
-        })
+        Ok(StepResult::transition(state, emitter.take(), Some(next)))
     }
 }
 

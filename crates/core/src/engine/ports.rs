@@ -122,6 +122,8 @@ pub struct ToolOutput {
     pub activate: Vec<String>,
     /// A new plan replacing the operation's (the `todo` tool).
     pub todos: Option<Vec<crate::state::TodoItem>>,
+    /// The host's record of this execution, committed with the step.
+    pub execution: Option<crate::tool::ToolExecution>,
 }
 
 impl ToolOutput {

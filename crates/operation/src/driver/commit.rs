@@ -1,0 +1,81 @@
+//! The one commit function: a step's result, as the engine returned it, becomes one
+//! transaction (the step row, what changed in the state, its events, tool executions and
+//! approvals) and advances the loaded run. Nothing is rebuilt from events.
+
+use super::open::Loaded;
+use super::{Driver, pause_point};
+use crate::error::DriverError;
+use chrono::Utc;
+use rein_core::engine::StepResult;
+use rein_store::{CommitOutcome, Intervention, InterventionStatus, StateChanges, StepCommit};
+use std::time::Duration;
+
+impl Driver {
+    /// Commit `r` as the step after `run`'s last commit, and advance `run` to it. When another
+    /// process committed that step first (`Duplicate`), `run` is reloaded from what it wrote.
+    pub(super) async fn commit(
+        &self,
+        run: &mut Loaded,
+        r: StepResult,
+    ) -> Result<CommitOutcome, DriverError> {
+        let step_index = run.seq + 1;
+        let instructions = if r.instructions.is_empty() {
+            // A transition outside a step: a human's decision, a settlement.
+            vec!["human_decision".to_owned()]
+        } else {
+            r.instructions
+                .iter()
+                .map(|k| k.as_str().to_owned())
+                .collect()
+        };
+        let expires_at = run
+            .spec
+            .approval_timeout_secs
+            .and_then(|secs| chrono::Duration::from_std(Duration::from_secs(secs)).ok())
+            .map(|d| Utc::now() + d);
+        let interventions = r
+            .approvals
+            .into_iter()
+            .map(|call| Intervention {
+                operation_id: run.id,
+                call,
+                owner: None,
+                status: InterventionStatus::Pending,
+                reason: None,
+                decided_by: None,
+                decided_at: None,
+                expires_at,
+                created_at: Utc::now(),
+            })
+            .collect();
+        let commit = StepCommit {
+            operation_id: run.id,
+            step_index,
+            topic_id: run.topic_id.clone(),
+            changes: StateChanges::between(&run.committed, &r.state),
+            state: r.state,
+            next_context: r.next_context,
+            instructions,
+            events: r.events,
+            tool_executions: r.tool_executions,
+            interventions,
+        };
+        let outcome = self.store.commit_step(&commit).await?;
+        match outcome {
+            CommitOutcome::Committed => {
+                if let Some(hook) = &self.on_commit {
+                    hook(commit.operation_id, &commit.events);
+                }
+                run.seq = step_index;
+                run.committed = commit.state;
+                run.next = commit.next_context;
+                pause_point(&format!("commit:{step_index}")).await;
+            }
+            CommitOutcome::Duplicate => {
+                // Another process got there first: continue from what it committed.
+                *run = self.load(run.id).await?;
+            }
+        }
+        Ok(outcome)
+    }
+}

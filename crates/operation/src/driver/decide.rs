@@ -1,0 +1,178 @@
+//! A human's word on a parked operation: decide pending calls (each decision single-use, then
+//! committed with the step it starts), abort them all, or cancel; and the settlement that ends
+//! an interrupted operation (its pending calls answered, the end recorded) in one commit.
+
+use super::open::{Loaded, Opened};
+use super::{Decision, Driver, RunEnd, derived_message_id, end_of};
+use crate::error::DriverError;
+use rein_core::AgentRuntime;
+use rein_core::OperationId;
+use rein_core::engine::{StepResult, abort_pending, approve_tool_call, reject_tool_call};
+use rein_core::state::Status;
+use rein_store::InterventionStatus;
+use std::collections::HashSet;
+
+/// Refuses a decision on an operation that is not waiting for one.
+fn not_waiting(run: &Loaded) -> DriverError {
+    DriverError::Refused(format!(
+        "operation {} is {:?}, not waiting for a decision",
+        run.id, run.committed.status
+    ))
+}
+
+impl Driver {
+    /// Decide pending calls (`None` = every pending call) and continue the operation.
+    pub async fn decide(
+        &self,
+        id: OperationId,
+        calls: Option<&[String]>,
+        decision: Decision,
+        by: Option<&str>,
+    ) -> Result<RunEnd, DriverError> {
+        let mut run = match self.open(id).await? {
+            Opened::Ready(run) => run,
+            Opened::Ended(end) => return Ok(end),
+        };
+        if run.committed.status != Status::WaitingForHuman {
+            return Err(not_waiting(&run));
+        }
+        let pending: Vec<String> = run
+            .committed
+            .pending_tool_calls
+            .iter()
+            .map(|c| c.id.to_string())
+            .collect();
+        let targets: Vec<String> = match calls {
+            Some(c) => c.to_vec(),
+            None => pending.clone(),
+        };
+        if let Some(unknown) = targets.iter().find(|t| !pending.contains(t)) {
+            let known: HashSet<&str> = run
+                .committed
+                .messages
+                .iter()
+                .flat_map(|m| m.tool_calls.iter())
+                .map(|c| &*c.id)
+                .collect();
+            return Err(DriverError::Refused(if known.contains(unknown.as_str()) {
+                format!("tool call {unknown} was already decided")
+            } else {
+                format!(
+                    "operation {id} has no pending tool call {unknown}; pending: {}",
+                    pending.join(", ")
+                )
+            }));
+        }
+        let (runtime, _activity) = self.running_runtime(&run)?;
+        let (status, reason) = match &decision {
+            Decision::Approve => (InterventionStatus::Approved, None),
+            Decision::Reject { reason, .. } => (InterventionStatus::Rejected, reason.as_deref()),
+        };
+        for call in &targets {
+            // Single-use: a concurrent second decision fails here.
+            self.store
+                .decide_intervention(id, call, status, by, reason)
+                .await?;
+            let state = run.committed.clone();
+            let (mut decided, ctx) = match &decision {
+                Decision::Approve => {
+                    let (s, c) = approve_tool_call(state, call)
+                        .map_err(|e| DriverError::Refused(e.to_string()))?;
+                    (s, Some(c))
+                }
+                Decision::Reject { reason, halt } => {
+                    reject_tool_call(state, call, reason.as_deref(), *halt)
+                        .map_err(|e| DriverError::Refused(e.to_string()))?
+                }
+            };
+            let r = match ctx {
+                Some(ctx) => {
+                    decided.pending_assistant_message_id =
+                        Some(derived_message_id(id, run.seq + 1));
+                    runtime.step(decided, Some(ctx)).await
+                }
+                None => StepResult::transition(decided, Vec::new(), None),
+            };
+            self.commit(&mut run, r).await?;
+            if run.committed.status != Status::WaitingForHuman {
+                let state = run.committed.clone();
+                return self.drive(&runtime, &mut run, state).await;
+            }
+        }
+        Ok(end_of(&run.committed))
+    }
+
+    /// Abort every pending call and end the operation.
+    pub async fn abort(&self, id: OperationId, reason: &str) -> Result<RunEnd, DriverError> {
+        let mut run = match self.open(id).await? {
+            Opened::Ready(run) => run,
+            Opened::Ended(end) => return Ok(end),
+        };
+        if run.committed.status != Status::WaitingForHuman {
+            return Err(not_waiting(&run));
+        }
+        for call in &run.committed.pending_tool_calls {
+            // Already-decided calls keep their decision.
+            let _ = self
+                .store
+                .decide_intervention(
+                    id,
+                    &call.id,
+                    InterventionStatus::Aborted,
+                    None,
+                    Some(reason),
+                )
+                .await;
+        }
+        // Settling aborted calls runs no tool; the model is asked only if the brain continues.
+        let (runtime, _activity) = self.running_runtime(&run)?;
+        let (state, ctx) = abort_pending(run.committed.clone(), reason);
+        run.next = Some(ctx);
+        self.drive(&runtime, &mut run, state).await
+    }
+
+    /// Cancel: a running operation stops at its next boundary (keeping partial output); a
+    /// parked one settles its pending calls and ends.
+    pub async fn cancel(&self, id: OperationId) -> Result<RunEnd, DriverError> {
+        let mut run = self.load(id).await?;
+        if run.committed.status.is_terminal() {
+            return Ok(end_of(&run.committed));
+        }
+        self.store.request_cancel(id).await?;
+        if run.committed.status == Status::Running {
+            // Another process runs it; it sees the request within a moment.
+            return Ok(RunEnd::Interrupted {
+                reason: "cancellation requested".into(),
+                can_resume: false,
+            });
+        }
+        self.settle_cancel(&mut run, "cancelled on request").await
+    }
+
+    pub(super) async fn settle_cancel(
+        &self,
+        run: &mut Loaded,
+        reason: &str,
+    ) -> Result<RunEnd, DriverError> {
+        let runtime = self.settling_runtime(&run.spec);
+        let interrupted = if run.committed.status == Status::Interrupted {
+            StepResult::transition(run.committed.clone(), Vec::new(), None)
+        } else {
+            runtime.interrupt(run.committed.clone(), reason, false)
+        };
+        self.settle(&runtime, run, interrupted).await
+    }
+
+    /// Run the step that settles an interruption (its pending calls answered, the end
+    /// recorded) and commit both as one step after `run`'s last commit.
+    pub(super) async fn settle(
+        &self,
+        runtime: &AgentRuntime,
+        run: &mut Loaded,
+        interrupted: StepResult,
+    ) -> Result<RunEnd, DriverError> {
+        let settled = runtime.step(interrupted.state.clone(), None).await;
+        self.commit(run, interrupted.then(settled)).await?;
+        Ok(end_of(&run.committed))
+    }
+}

@@ -1,0 +1,289 @@
+//! The operation driver: start an operation (accepted only once committed, with its spec),
+//! then step the engine and commit each step (state, changed messages, events, tool executions,
+//! interventions) in one transaction, until the operation parks or ends. Everything needed to
+//! continue is on disk after every commit, so any process can resume it after a crash; and
+//! everything that decides what the operation may do is its spec, read back on every path, so
+//! a process continuing it offers exactly the model, tools and role it started with.
+
+mod commit;
+mod decide;
+mod open;
+mod run;
+mod runtime;
+mod start;
+
+use crate::models::{ModelSource, SingleProvider};
+use crate::tools::ToolHost;
+use rein_core::engine::EventSink;
+use rein_core::spec::OperationSpec;
+use rein_core::state::{FinishReason, ModelRef, Status};
+use rein_core::{AgentState, GeneralChatAgentConfig, MessageId, OperationId, ToolCall};
+use rein_model::{Catalog, ModelProvider};
+use rein_store::{Store, Trigger};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// How to start an operation: what it may do, and where it belongs.
+#[derive(Clone, Debug, Default)]
+pub struct StartOptions {
+    /// What it may do (see [`crate::AgentProfile::spec`]); a spec without a model gets the
+    /// driver's default model.
+    pub spec: OperationSpec,
+    /// Conversation to continue; a new one otherwise.
+    pub topic_id: Option<String>,
+    /// Images and files sent with the prompt (see [`crate::attachment`]).
+    pub attachments: Vec<rein_core::message::ContentPart>,
+    /// What started it.
+    pub trigger: Option<Trigger>,
+    /// Claim a running slot and the lease for a process as the operation is created (a
+    /// server's admission limits); `None` creates it unclaimed.
+    pub admission: Option<rein_store::Admission>,
+}
+
+/// Test support for crash tests: with `REIN_TEST_PAUSE_AT=commit:N` (after the Nth commit
+/// of this process) or `tool:CALL_ID` (a tool execution recorded running, not yet run), the
+/// process announces `REIN_TEST_PAUSED <point>` on stderr and stops there, so a test can kill
+/// it with SIGKILL at an exact boundary. Unset in normal use.
+pub(crate) async fn pause_point(point: &str) {
+    if std::env::var("REIN_TEST_PAUSE_AT").is_ok_and(|p| p == point) {
+        eprintln!("REIN_TEST_PAUSED {point}");
+        loop {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+    }
+}
+
+/// The built-in schemas are static and covered by tests; failing to compile them is a bug in
+/// this build, reported loudly rather than hidden.
+#[cold]
+fn unreachable_builtins(e: rein_tools::ToolError) -> ! {
+    tracing::error!(error = %e, "built-in tool schema does not compile");
+    std::process::abort()
+}
+
+/// Where a run stopped.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RunEnd {
+    /// Finished.
+    Done {
+        /// Why.
+        reason: FinishReason,
+        /// Detail.
+        detail: Option<String>,
+    },
+    /// Parked until a human decides these calls.
+    WaitingForHuman {
+        /// Calls awaiting a decision.
+        pending: Vec<ToolCall>,
+    },
+    /// Interrupted (cancelled, or a budget with policy `interrupt`).
+    Interrupted {
+        /// Why.
+        reason: String,
+        /// Whether `resume` may continue it.
+        can_resume: bool,
+    },
+    /// Failed.
+    Error {
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// A human decision on one pending call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Run it.
+    Approve,
+    /// Do not run it; the model reads the reason and continues (or the operation stops).
+    Reject {
+        /// Why.
+        reason: Option<String>,
+        /// Stop the operation for good.
+        halt: bool,
+    },
+}
+
+/// Called after every step that was written, with the operation's id and the events the
+/// commit made durable (a server hands them to the operation's event streams).
+pub type CommitHook = Arc<dyn Fn(OperationId, &[rein_core::AgentEvent]) + Send + Sync>;
+
+/// Runs operations against one store: each as its spec says (model, tools, role, approval,
+/// budgets, context), with what this process brings (model providers, tools beyond the
+/// built-ins, an embedder, event sinks).
+pub struct Driver {
+    store: Arc<dyn Store>,
+    models: Arc<dyn ModelSource>,
+    /// The model of a spec that names none.
+    default_model: ModelRef,
+    catalog: Arc<Catalog>,
+    tools: Arc<ToolHost>,
+    /// Brain tuning beyond the spec (loop breaker, name-error rounds, compression thresholds).
+    agent: GeneralChatAgentConfig,
+    /// Whether the compression window comes from the catalog entry of each operation's model
+    /// (true unless [`Driver::with_agent`] set one).
+    window_from_catalog: bool,
+    sink: Option<Arc<dyn EventSink>>,
+    cancel: CancellationToken,
+    pipeline: Arc<rein_context::Pipeline>,
+    embedder: Option<Arc<dyn rein_tools::documents::Embedder>>,
+    on_commit: Option<CommitHook>,
+}
+
+/// A message id derived from the operation and commit index: a step re-run after a crash
+/// writes the same assistant message instead of a second one.
+pub fn derived_message_id(op: OperationId, step_index: u64) -> MessageId {
+    let op = op.as_uuid().as_u128();
+    let mixed =
+        op ^ (u128::from(step_index).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835));
+    let mut bytes = mixed.to_be_bytes();
+    // Version 8 (custom), RFC 4122 variant.
+    bytes[6] = (bytes[6] & 0x0f) | 0x80;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    MessageId(uuid::Uuid::from_bytes(bytes))
+}
+
+fn end_of(state: &AgentState) -> RunEnd {
+    match state.status {
+        Status::Done => {
+            let f = state.finish.clone();
+            RunEnd::Done {
+                reason: f.as_ref().map_or(FinishReason::Completed, |f| f.reason),
+                detail: f.and_then(|f| f.detail),
+            }
+        }
+        Status::WaitingForHuman | Status::WaitingForAsyncTool => RunEnd::WaitingForHuman {
+            pending: state.pending_tool_calls.clone(),
+        },
+        Status::Interrupted => {
+            let i = state.interruption.as_ref();
+            RunEnd::Interrupted {
+                reason: i.map(|i| i.reason.clone()).unwrap_or_default(),
+                can_resume: i.is_some_and(|i| i.can_resume),
+            }
+        }
+        Status::Error => RunEnd::Error {
+            message: state.error.as_ref().map_or_else(
+                || "unknown error".into(),
+                |e| format!("{}: {}", e.code, e.message),
+            ),
+        },
+        Status::Idle | Status::Running => RunEnd::Error {
+            message: "the operation stopped without a next step".into(),
+        },
+    }
+}
+
+impl Driver {
+    /// A driver whose operations default to `model`, answered by `provider` (the only provider
+    /// it has; see [`Driver::with_models`] for more).
+    pub fn new(
+        store: Arc<dyn Store>,
+        provider: Arc<dyn ModelProvider>,
+        model: ModelRef,
+        catalog: Arc<Catalog>,
+    ) -> Self {
+        let models = Arc::new(SingleProvider {
+            id: model.provider.to_string(),
+            provider,
+        });
+        Self::from_source(store, models, model, catalog)
+    }
+
+    /// A driver whose operations' models come from `models`, defaulting to `default_model`
+    /// (see [`crate::Host::driver`], which makes the CLI's and the server's).
+    pub fn from_source(
+        store: Arc<dyn Store>,
+        models: Arc<dyn ModelSource>,
+        default_model: ModelRef,
+        catalog: Arc<Catalog>,
+    ) -> Self {
+        let tools = match ToolHost::new(Arc::clone(&store), &rein_tools::BuiltinConfig::default()) {
+            Ok(host) => Arc::new(host),
+            Err(e) => unreachable_builtins(e),
+        };
+        Self {
+            store,
+            models,
+            default_model,
+            catalog,
+            tools,
+            agent: GeneralChatAgentConfig::default(),
+            window_from_catalog: true,
+            sink: None,
+            cancel: CancellationToken::new(),
+            pipeline: Arc::new(rein_context::Pipeline::standard()),
+            embedder: None,
+            on_commit: None,
+        }
+    }
+
+    /// Builder: add a tool. A tool whose parameter schema does not compile is left out, with
+    /// an error in the log naming it.
+    pub fn with_tool(mut self, tool: Arc<dyn crate::Tool>) -> Self {
+        if let Some(host) = Arc::get_mut(&mut self.tools)
+            && let Err(e) = host.register(tool)
+        {
+            tracing::error!(error = %e, "tool not registered");
+        }
+        self
+    }
+
+    /// Builder: a hook called after every committed step.
+    pub fn with_commit_hook(mut self, hook: CommitHook) -> Self {
+        self.on_commit = Some(hook);
+        self
+    }
+
+    /// Builder: live event sink (events are also committed).
+    pub fn with_sink(mut self, sink: Arc<dyn EventSink>) -> Self {
+        self.sink = Some(sink);
+        self
+    }
+
+    /// Builder: embed memories with `model` on `provider`, so they are recalled (by the
+    /// memory tool and into each request) by meaning as well as by words.
+    pub fn with_embedder(mut self, provider: Arc<dyn ModelProvider>, model: ModelRef) -> Self {
+        let embedder: Arc<dyn rein_tools::documents::Embedder> =
+            Arc::new(crate::ProviderEmbedder::new(provider, model));
+        if let Some(host) = Arc::get_mut(&mut self.tools)
+            && let Err(e) = host.set_embedder(Arc::clone(&embedder))
+        {
+            tracing::error!(error = %e, "memory tool not re-registered with the embedder");
+        }
+        self.embedder = Some(embedder);
+        self
+    }
+
+    /// Builder: a custom context pipeline (the standard one otherwise).
+    pub fn with_pipeline(mut self, pipeline: rein_context::Pipeline) -> Self {
+        self.pipeline = Arc::new(pipeline);
+        self
+    }
+
+    /// Builder: brain tuning (loop breaker, name-error rounds, compression window and
+    /// thresholds). The allow-list and progressive disclosure always come from each
+    /// operation's spec; a compression window set here replaces the catalog's.
+    pub fn with_agent(mut self, agent: GeneralChatAgentConfig) -> Self {
+        self.agent = agent;
+        self.window_from_catalog = false;
+        self
+    }
+
+    /// The store operations are kept in.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// Identifiers of the tools this driver has beyond the built-ins (MCP servers, custom
+    /// tools): a spec records them, and a process continuing the operation must have them.
+    pub fn host_tools(&self) -> Vec<String> {
+        self.tools.added()
+    }
+
+    /// Cancels this process's runs (model streams, backoff, the next instruction boundary).
+    pub fn cancel_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+}

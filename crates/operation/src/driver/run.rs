@@ -1,0 +1,106 @@
+//! Running an operation: step the engine from the loaded run and commit each step until the
+//! operation parks, ends or has nothing left to do. `run` starts from the last commit,
+//! `resume` first continues an interruption (or an operation accepted but never started).
+
+use super::open::{Loaded, Opened};
+use super::{Driver, RunEnd, derived_message_id, end_of};
+use crate::error::DriverError;
+use rein_core::engine::initial_context;
+use rein_core::state::Status;
+use rein_core::{AgentRuntime, AgentState, OperationId};
+use std::sync::Arc;
+use std::time::Duration;
+
+impl Driver {
+    /// Step an operation from its stored state until it parks, ends or has nothing to do.
+    pub async fn run(&self, id: OperationId) -> Result<RunEnd, DriverError> {
+        let mut run = match self.open(id).await? {
+            Opened::Ready(run) => run,
+            Opened::Ended(end) => return Ok(end),
+        };
+        if run.cancel_requested && !run.committed.status.is_terminal() {
+            return self.settle_cancel(&mut run, "cancelled on request").await;
+        }
+        let (runtime, _activity) = self.running_runtime(&run)?;
+        let state = run.committed.clone();
+        self.drive(&runtime, &mut run, state).await
+    }
+
+    /// Resume after a crash or an interruption: continue from the last committed step.
+    pub async fn resume(&self, id: OperationId) -> Result<RunEnd, DriverError> {
+        let mut run = match self.open(id).await? {
+            Opened::Ready(run) => run,
+            Opened::Ended(end) => return Ok(end),
+        };
+        let (runtime, _activity) = self.running_runtime(&run)?;
+        let mut state = run.committed.clone();
+        match state.status {
+            Status::Interrupted => {
+                let r = runtime
+                    .resume(state, "resumed")
+                    .map_err(|e| DriverError::Refused(e.to_string()))?;
+                self.commit(&mut run, r).await?;
+                state = run.committed.clone();
+            }
+            Status::Idle => {
+                state.status = Status::Running;
+                run.next = run.next.take().or_else(|| Some(initial_context(&state)));
+            }
+            _ => {}
+        }
+        self.drive(&runtime, &mut run, state).await
+    }
+
+    /// Step from `state` (the committed state, or a transition of it not yet committed) and
+    /// commit each step, until the operation parks, ends, or has no next context.
+    pub(super) async fn drive(
+        &self,
+        runtime: &AgentRuntime,
+        run: &mut Loaded,
+        mut state: AgentState,
+    ) -> Result<RunEnd, DriverError> {
+        let interrupt = runtime.interrupt_handle();
+        let watcher = self.watch_cancel(run.id);
+        let cancel = self.cancel.clone();
+        let forward = tokio::spawn(async move {
+            cancel.cancelled().await;
+            interrupt.interrupt("cancelled on request");
+        });
+        let result = async {
+            loop {
+                if state.status.is_blocked() || state.status.is_terminal() {
+                    return Ok(end_of(&state));
+                }
+                let Some(ctx) = run.next.take() else {
+                    return Ok(end_of(&state));
+                };
+                // A step re-run after a crash writes the same assistant message.
+                state.pending_assistant_message_id = Some(derived_message_id(run.id, run.seq + 1));
+                let r = runtime.step(state, Some(ctx)).await;
+                self.commit(run, r).await?;
+                state = run.committed.clone();
+            }
+        }
+        .await;
+        watcher.abort();
+        forward.abort();
+        result
+    }
+
+    /// Watch the store for a cancellation requested by another process. It reads the
+    /// operation's record only (one row, no state or messages).
+    fn watch_cancel(&self, id: OperationId) -> tokio::task::JoinHandle<()> {
+        let (store, cancel) = (Arc::clone(&self.store), self.cancel.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                if let Ok(Some(record)) = store.operation(id).await
+                    && record.cancel_requested
+                {
+                    cancel.cancel();
+                    return;
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,165 @@
+//! How a spec becomes an engine: the brain (this driver's tuning narrowed to the spec's
+//! scope), the model and summarizer ports, the tool host, and the token estimator of the
+//! spec's model. A process lacking what the spec names refuses here, before anything runs.
+
+use super::Driver;
+use super::open::Loaded;
+use crate::error::DriverError;
+use crate::model_port::ModelPort;
+use rein_context::{Encoding, TiktokenEstimator};
+use rein_core::agent::TokenEstimator;
+use rein_core::engine::{EventSink, RuntimeConfig};
+use rein_core::spec::OperationSpec;
+use rein_core::state::ModelRef;
+use rein_core::{AgentRuntime, GeneralChatAgent, GeneralChatAgentConfig, OperationId};
+use std::sync::Arc;
+
+impl Driver {
+    /// The token estimator for `model`: the catalog's tokenizer hint, else o200k.
+    fn estimator(&self, model: &ModelRef) -> TiktokenEstimator {
+        let hint = self
+            .catalog
+            .lookup(&model.provider, &model.model)
+            .and_then(|m| m.tokenizer.clone());
+        match hint {
+            Some(h) => {
+                let encoding = if h.encoding == "cl100k" {
+                    Encoding::Cl100k
+                } else {
+                    Encoding::O200k
+                };
+                TiktokenEstimator::new(encoding, h.factor)
+            }
+            None => TiktokenEstimator::default(),
+        }
+    }
+
+    /// The brain of an operation: this driver's tuning with the spec's scope.
+    fn brain(
+        &self,
+        spec: &OperationSpec,
+        model: &ModelRef,
+    ) -> (GeneralChatAgentConfig, Arc<dyn TokenEstimator>) {
+        let mut agent = self.agent.clone();
+        agent.allowed_tools = spec.allowed_tools.clone();
+        // One setting decides both what the model is sent and what the agent counts.
+        agent.progressive_tools = spec.progressive_tools.clone();
+        if self.window_from_catalog
+            && let Some(info) = self.catalog.lookup(&model.provider, &model.model)
+        {
+            agent.compression.window_tokens = info.context_window;
+            agent.compression.max_output_tokens = Some(info.max_output);
+        }
+        (agent, Arc::new(self.estimator(model)))
+    }
+
+    /// The runtime for an operation with `spec`: its model, its tools (this process must have
+    /// every tool the spec records), its scope and context settings.
+    pub(super) fn runtime(
+        &self,
+        id: OperationId,
+        spec: &OperationSpec,
+    ) -> Result<AgentRuntime, DriverError> {
+        self.runtime_with(id, spec, self.sink.clone())
+    }
+
+    /// The runtime of a run that steps the operation: as [`Driver::runtime`], with a sink that
+    /// also keeps the operation's activity on its record (returned guard: the writer).
+    pub(super) fn running_runtime(
+        &self,
+        run: &Loaded,
+    ) -> Result<(AgentRuntime, crate::activity::ActivityWriter), DriverError> {
+        // Refuse before the record says anything about running.
+        self.runtime(run.id, &run.spec)?;
+        let (sink, writer) = crate::activity::track(
+            Arc::clone(&self.store),
+            run.id,
+            self.sink.clone(),
+            run.committed.step_count + 1,
+        );
+        let sink: Arc<dyn EventSink> = sink;
+        Ok((self.runtime_with(run.id, &run.spec, Some(sink))?, writer))
+    }
+
+    fn runtime_with(
+        &self,
+        id: OperationId,
+        spec: &OperationSpec,
+        sink: Option<Arc<dyn EventSink>>,
+    ) -> Result<AgentRuntime, DriverError> {
+        let missing: Vec<String> = spec
+            .mcp_servers
+            .iter()
+            .filter(|t| !self.tools.has(t))
+            .cloned()
+            .collect();
+        if !missing.is_empty() {
+            return Err(DriverError::MissingTools {
+                operation: id,
+                tools: missing,
+            });
+        }
+        let model = spec
+            .model
+            .clone()
+            .unwrap_or_else(|| self.default_model.clone());
+        let provider = self.models.provider(&model)?;
+        let (summary_provider, summary_model) = match &spec.compression_model {
+            Some(m) => (self.models.provider(m)?, m.clone()),
+            None => (Arc::clone(&provider), model.clone()),
+        };
+        let port = ModelPort {
+            provider,
+            provider_id: model.provider.to_string(),
+            catalog: Arc::clone(&self.catalog),
+            store: Arc::clone(&self.store),
+            cancel: self.cancel.clone(),
+            pipeline: Arc::clone(&self.pipeline),
+            context: spec.context.clone(),
+            progressive_tools: spec.progressive_tools.clone(),
+            embedder: self.embedder.clone(),
+            query_memo: Default::default(),
+        };
+        let summarizer = crate::ModelSummarizer {
+            provider: summary_provider,
+            provider_id: summary_model.provider.to_string(),
+            model: summary_model.model.to_string(),
+            catalog: Arc::clone(&self.catalog),
+            cancel: self.cancel.clone(),
+        };
+        let (agent, estimator) = self.brain(spec, &model);
+        let config = RuntimeConfig {
+            llm: Some(Arc::new(port)),
+            tools: Some(self.tools.clone()),
+            summarizer: Some(Arc::new(summarizer)),
+            keep_recent_tokens: spec
+                .context
+                .keep_recent_tokens
+                .min(agent.compression.window_tokens / 4),
+            estimator: Arc::clone(&estimator),
+            sink,
+            ..Default::default()
+        };
+        let agent = GeneralChatAgent::new(agent).with_estimator(estimator);
+        Ok(AgentRuntime::new(Arc::new(agent), config))
+    }
+
+    /// A runtime that only settles an operation (cancellation, an expired approval): it calls
+    /// no model and no tool, so it works in a process that could not run the operation.
+    pub(super) fn settling_runtime(&self, spec: &OperationSpec) -> AgentRuntime {
+        let model = spec
+            .model
+            .clone()
+            .unwrap_or_else(|| self.default_model.clone());
+        let (agent, estimator) = self.brain(spec, &model);
+        let config = RuntimeConfig {
+            estimator: Arc::clone(&estimator),
+            sink: self.sink.clone(),
+            ..Default::default()
+        };
+        AgentRuntime::new(
+            Arc::new(GeneralChatAgent::new(agent).with_estimator(estimator)),
+            config,
+        )
+    }
+}

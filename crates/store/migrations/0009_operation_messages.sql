@@ -1,0 +1,11 @@
+-- The order of an operation's messages, one row per position, appended as steps add messages
+-- (a step used to rewrite the whole id list inside the state), and the operation's tool
+-- manifests, written when they change rather than with every step. Existing operations are
+-- converted by the migration runner (`schema.rs`), which moves both out of `state`.
+CREATE TABLE IF NOT EXISTS operation_messages (
+    operation_id TEXT NOT NULL,
+    ordinal BIGINT NOT NULL,
+    message_id TEXT NOT NULL,
+    PRIMARY KEY (operation_id, ordinal)
+);
+ALTER TABLE operations ADD COLUMN tool_manifests TEXT;

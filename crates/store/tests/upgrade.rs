@@ -1,0 +1,153 @@
+//! Upgrading a database written before migration 9, whose operations kept their message id
+//! list and tool manifests inside the stored state: opening it moves both out (the message
+//! order into `operation_messages`, the manifests into their column), and the operation
+//! loads exactly as it was and keeps committing. On SQLite and on PostgreSQL.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use rein_core::engine::initial_context;
+use rein_core::testing::manifest;
+use rein_core::*;
+use rein_store::*;
+use sqlx::Connection;
+use std::sync::Arc;
+
+async fn operation(store: &SqlStore) -> (OperationId, String, AgentState) {
+    let state = AgentState::new(OperationId::new())
+        .with_tool(manifest("calculator", &["evaluate"]))
+        .with_tool(manifest("shell", &["run"]))
+        .with_message(Message::system("Be brief."))
+        .with_message(Message::user("What is 6*7?"));
+    let id = state.operation_id;
+    let topic = format!("topic_{id}");
+    store
+        .create_operation(&NewOperation {
+            state: state.clone(),
+            topic_id: topic.clone(),
+            agent: None,
+            trigger: Trigger::Cli,
+            parent_operation: None,
+            next_context: Some(initial_context(&state)),
+            owner: None,
+            spec: Default::default(),
+            admission: None,
+        })
+        .await
+        .unwrap();
+    let mut after = state.clone();
+    after.step_count = 1;
+    after.push_message(Message::assistant("42."));
+    store
+        .commit_step(&StepCommit {
+            operation_id: id,
+            step_index: 1,
+            topic_id: topic.clone(),
+            changes: StateChanges::between(&state, &after),
+            state: after.clone(),
+            next_context: None,
+            instructions: vec!["call_llm".into()],
+            events: Vec::new(),
+            tool_executions: Vec::new(),
+            interventions: Vec::new(),
+        })
+        .await
+        .unwrap();
+    (id, topic, after)
+}
+
+/// Rewrite the database to how a build before migration 9 left it.
+async fn downgrade(url: &str, id: OperationId, state: &AgentState) {
+    sqlx::any::install_default_drivers();
+    let mut conn = sqlx::AnyConnection::connect(url).await.unwrap();
+    let mut legacy = serde_json::to_value(state).unwrap();
+    let obj = legacy.as_object_mut().unwrap();
+    obj.remove("messages");
+    let ids: Vec<String> = state.messages.iter().map(|m| m.id.to_string()).collect();
+    obj.insert("message_ids".into(), serde_json::json!(ids));
+    sqlx::query("UPDATE operations SET state = $1 WHERE id = $2")
+        .bind(legacy.to_string())
+        .bind(id.to_string())
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    for stmt in [
+        "DROP TABLE operation_messages",
+        "ALTER TABLE operations DROP COLUMN tool_manifests",
+        "DELETE FROM rein_schema WHERE version = 9",
+    ] {
+        sqlx::query(stmt).execute(&mut conn).await.unwrap();
+    }
+    conn.close().await.unwrap();
+}
+
+async fn upgrade(url: &str, store_target: &str) {
+    let store = SqlStore::open(store_target, Synchronous::Normal)
+        .await
+        .unwrap();
+    let (id, topic, state) = operation(&store).await;
+    store.close().await;
+    downgrade(url, id, &state).await;
+
+    let store = SqlStore::open(store_target, Synchronous::Normal)
+        .await
+        .unwrap();
+    let loaded = store.load_operation(id).await.unwrap().unwrap();
+    assert_eq!(
+        loaded.state, state,
+        "the upgraded operation loads as it was"
+    );
+    assert_eq!(loaded.state.tool_manifests.len(), 2);
+    assert!(loaded.missing_messages.is_empty());
+
+    // It keeps committing on the new layout.
+    let mut next = state.clone();
+    next.step_count = 2;
+    next.push_message(Message::user("And 7*8?"));
+    store
+        .commit_step(&StepCommit {
+            operation_id: id,
+            step_index: 2,
+            topic_id: topic,
+            changes: StateChanges::between(&state, &next),
+            state: next.clone(),
+            next_context: None,
+            instructions: vec!["call_llm".into()],
+            events: Vec::new(),
+            tool_executions: Vec::new(),
+            interventions: Vec::new(),
+        })
+        .await
+        .unwrap();
+    let loaded = store.load_operation(id).await.unwrap().unwrap();
+    assert_eq!(loaded.state, next);
+    assert_eq!(
+        loaded
+            .state
+            .messages
+            .last()
+            .map(Arc::clone)
+            .unwrap()
+            .text_content(),
+        "And 7*8?"
+    );
+    store.close().await;
+}
+
+#[tokio::test]
+async fn sqlite_databases_from_before_migration_9_upgrade_in_place() {
+    let dir = std::env::temp_dir().join(format!("rein-upgrade-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("rein.db");
+    let path = path.to_str().unwrap();
+    upgrade(&format!("sqlite://{path}"), path).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn postgres_databases_from_before_migration_9_upgrade_in_place() {
+    let Some(scratch) = rein_testkit::postgres_scratch("postgres_upgrade", "rein_upgrade").await
+    else {
+        return;
+    };
+    upgrade(&scratch.url, &scratch.url).await;
+    scratch.drop().await;
+}
