@@ -1,11 +1,16 @@
-//! Durable loop figures (prints, not a timed test):
-//! - the reference loop (user input, 10 rounds of one calculator call, final answer) run
-//!   through the driver with every step committed to SQLite: µs per tool round with
-//!   `synchronous=NORMAL` and `FULL`;
-//! - 10,000 operations parked on an approval: database size, time to list them, time to
-//!   approve and finish one.
+//! Durable loop figures (prints, not a timed test), all measured in one run so their ratios
+//! hold on a noisy machine:
+//! - the reference loop (user input, N rounds of one calculator call, final answer) run
+//!   through the driver with every step committed: µs per tool round and per committed step,
+//!   10 and 50 rounds, SQLite with `synchronous=NORMAL` and `FULL`, and PostgreSQL when
+//!   `REIN_BENCH_DATABASE_URL` (or `REIN_TEST_DATABASE_URL`) names a server;
+//! - the floor: a one-row insert + commit loop through the same driver (sqlx) and the same
+//!   settings, and each loop's ratio to it;
+//! - 10,000 operations parked on an approval: process RSS, database size, time to list one
+//!   page and all of them, time to approve and resume one.
 //!
-//! `cargo bench -p rein-operation --bench durable`
+//! `cargo bench -p rein-operation --bench durable`; `bench/durable/run.sh` adds LangGraph's
+//! same loop next to it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use futures::FutureExt;
@@ -25,13 +30,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-const ROUNDS: usize = 10;
+/// Asks for the calculator until `rounds` results are in, then answers.
+struct LoopModel {
+    rounds: usize,
+}
 
-/// Asks for the calculator until ten results are in, then answers; or, for "park", asks for
-/// a call that needs approval first.
-struct LoopModel;
-
-fn turn(req: &ChatRequest) -> Vec<ModelEvent> {
+fn turn(req: &ChatRequest, rounds: usize) -> Vec<ModelEvent> {
     let results = req.messages.iter().filter(|m| m.role == Role::Tool).count();
     let usage = ModelEvent::Usage {
         usage: TokenUsage {
@@ -45,7 +49,7 @@ fn turn(req: &ChatRequest) -> Vec<ModelEvent> {
         response_id: None,
         model: Some("loop".into()),
     }];
-    if results < ROUNDS {
+    if results < rounds {
         out.push(ModelEvent::ToolCallStart {
             index: 0,
             id: Some(format!("call_{results}")),
@@ -80,10 +84,10 @@ impl ModelProvider for LoopModel {
         "bench"
     }
     fn chat(&self, req: ChatRequest) -> EventStream {
-        futures::stream::iter(turn(&req)).boxed()
+        futures::stream::iter(turn(&req, self.rounds)).boxed()
     }
     fn complete(&self, req: ChatRequest) -> BoxFuture<'static, ModelResponse> {
-        let events = turn(&req);
+        let events = turn(&req, self.rounds);
         async move { rein_model::collect(futures::stream::iter(events)).await }.boxed()
     }
     fn generate_object(
@@ -126,29 +130,63 @@ fn db_size(path: &Path) -> u64 {
         .sum()
 }
 
-async fn driver(path: &Path, sync: Synchronous) -> (Driver, Arc<SqlStore>) {
-    let store = Arc::new(SqlStore::open(path.to_str().unwrap(), sync).await.unwrap());
+/// Resident memory of this process, from `/proc/self/status` (0 where there is none).
+fn rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// Where a loop runs: a SQLite file with a durability setting, or a PostgreSQL database.
+#[derive(Clone)]
+enum Target {
+    Sqlite(std::path::PathBuf, Synchronous),
+    Postgres(String),
+}
+
+impl Target {
+    fn label(&self) -> String {
+        match self {
+            Target::Sqlite(_, sync) => format!("synchronous={sync:?}"),
+            Target::Postgres(_) => "postgres".into(),
+        }
+    }
+
+    async fn open(&self) -> SqlStore {
+        match self {
+            Target::Sqlite(path, sync) => {
+                SqlStore::open(path.to_str().unwrap(), *sync).await.unwrap()
+            }
+            Target::Postgres(url) => SqlStore::open(url, Synchronous::Normal).await.unwrap(),
+        }
+    }
+}
+
+async fn driver(store: Arc<SqlStore>, rounds: usize) -> Driver {
     let model = ModelRef {
         provider: "bench".into(),
         model: "loop".into(),
     };
-    (
-        Driver::new(
-            store.clone(),
-            Arc::new(LoopModel),
-            model,
-            Arc::new(Catalog::builtin().unwrap()),
-        ),
+    Driver::new(
         store,
+        Arc::new(LoopModel { rounds }),
+        model,
+        Arc::new(Catalog::builtin().unwrap()),
     )
 }
 
-async fn reference_loop(dir: &Path, sync: Synchronous, operations: usize) {
-    let path = dir.join(format!("loop-{sync:?}.db"));
-    let (d, store) = driver(&path, sync).await;
+/// µs per tool round and per committed step of the reference loop.
+async fn reference_loop(target: &Target, rounds: usize, operations: usize) -> (f64, f64) {
+    let store = Arc::new(target.open().await);
+    let d = driver(Arc::clone(&store), rounds).await;
     let opts = StartOptions {
         spec: rein_operation::OperationSpec {
-            max_steps: Some(100),
+            max_steps: Some(200),
             ..Default::default()
         },
         ..Default::default()
@@ -159,26 +197,112 @@ async fn reference_loop(dir: &Path, sync: Synchronous, operations: usize) {
         let id = d.start("Compute 6*7 ten times.", &opts).await.unwrap();
         let end = d.run(id).await.unwrap();
         assert!(matches!(end, RunEnd::Done { .. }), "{end:?}");
-        commits += store
-            .load_operation(id)
-            .await
-            .unwrap()
-            .unwrap()
-            .record
-            .commit_seq;
+        commits += store.operation(id).await.unwrap().unwrap().commit_seq;
     }
     let us = start.elapsed().as_secs_f64() * 1e6;
+    let per_step = us / commits as f64;
+    let per_round = us / (operations * rounds) as f64;
+    let prefix = if rounds == 10 {
+        String::new()
+    } else {
+        format!("{rounds} rounds, ")
+    };
     println!(
-        "synchronous={sync:?}: {operations} operations, {:.0} µs per operation, {:.1} µs per tool round, {:.1} µs per committed step",
+        "{prefix}{}: {operations} operations, {:.0} µs per operation, {:.1} µs per tool round, {:.1} µs per committed step",
+        target.label(),
         us / operations as f64,
-        us / (operations * ROUNDS) as f64,
-        us / commits as f64
+        per_round,
+        per_step
     );
+    store.close().await;
+    (per_round, per_step)
+}
+
+/// The floor: one-row insert + commit transactions through sqlx, on the same kind of pool
+/// and settings the store uses; µs per commit.
+async fn floor(target: &Target, commits: usize) -> f64 {
+    sqlx::any::install_default_drivers();
+    let (url, sync) = match target {
+        Target::Sqlite(path, sync) => {
+            let path = path.with_extension("floor.db");
+            (
+                format!("sqlite://{}?mode=rwc", path.display()),
+                Some(if *sync == Synchronous::Full {
+                    "FULL"
+                } else {
+                    "NORMAL"
+                }),
+            )
+        }
+        Target::Postgres(url) => (url.clone(), None),
+    };
+    let sqlite = sync.is_some();
+    let pool = sqlx::any::AnyPoolOptions::new()
+        .max_connections(4)
+        .after_connect(move |conn, _| {
+            Box::pin(async move {
+                if let Some(sync) = sync {
+                    for pragma in [
+                        "PRAGMA journal_mode=WAL".to_owned(),
+                        "PRAGMA busy_timeout=10000".to_owned(),
+                        format!("PRAGMA synchronous={sync}"),
+                    ] {
+                        sqlx::query(sqlx::AssertSqlSafe(pragma))
+                            .execute(&mut *conn)
+                            .await?;
+                    }
+                }
+                Ok(())
+            })
+        })
+        .connect(&url)
+        .await
+        .unwrap();
+    sqlx::query("DROP TABLE IF EXISTS rein_bench_floor")
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query("CREATE TABLE rein_bench_floor (id BIGINT PRIMARY KEY, body TEXT NOT NULL)")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let body = "x".repeat(200);
+    let start = Instant::now();
+    for i in 0..commits {
+        let mut tx = if sqlite {
+            pool.begin_with("BEGIN IMMEDIATE").await.unwrap()
+        } else {
+            pool.begin().await.unwrap()
+        };
+        sqlx::query("INSERT INTO rein_bench_floor (id, body) VALUES ($1, $2)")
+            .bind(i64::try_from(i).unwrap())
+            .bind(&body)
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+    }
+    let us = start.elapsed().as_secs_f64() * 1e6 / commits as f64;
+    println!(
+        "floor, {}: {commits} one-row insert + commit transactions, {us:.1} µs per commit",
+        target.label()
+    );
+    sqlx::query("DROP TABLE rein_bench_floor")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    us
 }
 
 async fn parked(dir: &Path, count: usize) {
     let path = dir.join("parked.db");
-    let (d, store) = driver(&path, Synchronous::Normal).await;
+    let store = Arc::new(
+        SqlStore::open(path.to_str().unwrap(), Synchronous::Normal)
+            .await
+            .unwrap(),
+    );
+    let d = driver(Arc::clone(&store), 10).await;
     // Allow-list mode with an empty list: every calculator call waits for approval.
     let opts = StartOptions {
         spec: rein_operation::OperationSpec {
@@ -189,39 +313,55 @@ async fn parked(dir: &Path, count: usize) {
         ..Default::default()
     };
     let start = Instant::now();
-    let mut last = None;
+    let mut ids = Vec::with_capacity(count);
     for _ in 0..count {
         let id = d.start("Compute 6*7 ten times.", &opts).await.unwrap();
         assert!(matches!(
             d.run(id).await.unwrap(),
             RunEnd::WaitingForHuman { .. }
         ));
-        last = Some(id);
+        ids.push(id);
     }
     let created = start.elapsed();
+    let filter = |limit: usize| rein_store::OperationFilter {
+        status: Some(Status::WaitingForHuman),
+        limit: u32::try_from(limit).unwrap(),
+        ..Default::default()
+    };
     let t = Instant::now();
-    let listed = store
-        .list_operations(&rein_store::OperationFilter {
-            status: Some(Status::WaitingForHuman),
-            limit: u32::try_from(count).unwrap(),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let page = store.list_operations(&filter(50)).await.unwrap();
+    let page_ms = t.elapsed().as_secs_f64() * 1e3;
+    assert_eq!(page.len(), 50);
+    let t = Instant::now();
+    let listed = store.list_operations(&filter(count)).await.unwrap();
     let list_ms = t.elapsed().as_secs_f64() * 1e3;
     assert_eq!(listed.len(), count);
-    let id: OperationId = last.unwrap();
-    let t = Instant::now();
-    let end = d.decide(id, None, Decision::Approve, None).await.unwrap();
-    let resume_ms = t.elapsed().as_secs_f64() * 1e3;
+    drop(listed);
+    // Approve 21 operations spread over the set, each parking again on its next call; the
+    // median is reported.
+    let mut times = Vec::new();
+    let mut end = None;
+    for id in ids.iter().step_by(count / 21 + 1).take(21) {
+        let t = Instant::now();
+        end = Some(d.decide(*id, None, Decision::Approve, None).await.unwrap());
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    times.sort_by(f64::total_cmp);
+    let resume_ms = times[times.len() / 2];
+    let end = end.unwrap();
     println!(
-        "{count} parked operations: created in {:.1} s, database {:.1} MiB, list all parked {list_ms:.1} ms, approve + resume one {resume_ms:.2} ms (ends {})",
+        "{count} parked operations: created in {:.1} s, database {:.1} MiB, list all parked {list_ms:.1} ms, approve + resume one {resume_ms:.2} ms (median of {}; each ends {})",
         created.as_secs_f64(),
         db_size(&path) as f64 / (1024.0 * 1024.0),
+        times.len(),
         match end {
             RunEnd::WaitingForHuman { .. } => "parked again on its next call",
             _ => "finished",
         }
+    );
+    println!(
+        "{count} parked operations: process RSS {:.1} MiB, list a page of 50 {page_ms:.2} ms",
+        rss_mib()
     );
 }
 
@@ -229,8 +369,26 @@ async fn parked(dir: &Path, count: usize) {
 async fn main() {
     let dir = std::env::temp_dir().join(format!("rein-bench-{}", OperationId::new()));
     std::fs::create_dir_all(&dir).unwrap();
-    reference_loop(&dir, Synchronous::Normal, 200).await;
-    reference_loop(&dir, Synchronous::Full, 200).await;
+    let mut targets = vec![
+        Target::Sqlite(dir.join("loop-normal.db"), Synchronous::Normal),
+        Target::Sqlite(dir.join("loop-full.db"), Synchronous::Full),
+    ];
+    if let Ok(url) = std::env::var("REIN_BENCH_DATABASE_URL")
+        .or_else(|_| std::env::var("REIN_TEST_DATABASE_URL"))
+    {
+        targets.push(Target::Postgres(url));
+    }
+    for target in &targets {
+        let ten = reference_loop(target, 10, 200).await;
+        let fifty = reference_loop(target, 50, 40).await;
+        let floor = floor(target, 2000).await;
+        println!(
+            "ratios, {}: committed step / floor {:.1}×, tool round at 50 rounds / at 10 rounds {:.2}×",
+            target.label(),
+            ten.1 / floor,
+            fifty.0 / ten.0
+        );
+    }
     parked(&dir, 10_000).await;
     let _ = std::fs::remove_dir_all(&dir);
 }

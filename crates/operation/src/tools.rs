@@ -13,7 +13,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use rein_core::document::{Document, DocumentKind};
 use rein_core::engine::ports::{PortError, ToolOutput, ToolPort};
-use rein_core::tool::ToolManifest;
+use rein_core::tool::ToolManifestMap;
 use rein_core::{AgentState, ToolCall};
 use rein_store::{Effect, ExecStatus, Store, ToolExecution};
 use rein_tools::documents::{Documents, Embedder, Memory, Notes};
@@ -89,6 +89,10 @@ pub struct ToolHost {
     registry: ToolRegistry,
     store: Arc<dyn Store>,
     docs: Arc<dyn Documents>,
+    /// Every tool's manifest, built once: operations started here share these `Arc`s, and
+    /// operations loaded from the store are given them back where equal (see
+    /// [`ToolHost::intern`]), so per-manifest work (token counts) is done once per process.
+    map: Arc<ToolManifestMap>,
     /// Identifiers of the tools added beyond the built-ins, in the order they were added.
     added: Vec<String>,
 }
@@ -100,10 +104,12 @@ impl ToolHost {
         let docs: Arc<dyn Documents> = Arc::new(StoreDocuments(Arc::clone(&store)));
         registry.register(Arc::new(Memory::new(Arc::clone(&docs))))?;
         registry.register(Arc::new(Notes::new(Arc::clone(&docs))))?;
+        let map = manifest_map(&registry);
         Ok(Self {
             registry,
             store,
             docs,
+            map,
             added: Vec::new(),
         })
     }
@@ -111,13 +117,16 @@ impl ToolHost {
     /// Embed memories with `embedder` and recall them by meaning as well as by words.
     pub fn set_embedder(&mut self, embedder: Arc<dyn Embedder>) -> Result<(), ToolError> {
         let memory = Memory::new(Arc::clone(&self.docs)).with_embedder(embedder);
-        self.registry.register(Arc::new(memory))
+        self.registry.register(Arc::new(memory))?;
+        self.map = manifest_map(&self.registry);
+        Ok(())
     }
 
     /// Add a tool.
     pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), ToolError> {
         let id = tool.manifest().identifier;
         self.registry.register(tool)?;
+        self.map = manifest_map(&self.registry);
         if !self.added.contains(&id) {
             self.added.push(id);
         }
@@ -134,10 +143,40 @@ impl ToolHost {
         self.registry.get(identifier).is_some()
     }
 
-    /// Manifests of every tool.
-    pub fn manifests(&self) -> Vec<ToolManifest> {
-        self.registry.manifests()
+    /// Manifests of every tool, by identifier.
+    pub fn manifests(&self) -> Arc<ToolManifestMap> {
+        Arc::clone(&self.map)
     }
+
+    /// Give `loaded` (manifests read back from the store) this host's shared manifests where
+    /// they are equal, so a loaded operation shares them as one started here does.
+    pub fn intern(&self, loaded: &mut Arc<ToolManifestMap>) {
+        if Arc::ptr_eq(loaded, &self.map) {
+            return;
+        }
+        if **loaded == *self.map {
+            *loaded = Arc::clone(&self.map);
+            return;
+        }
+        for (id, m) in Arc::make_mut(loaded).iter_mut() {
+            if let Some(ours) = self.map.get(id)
+                && !Arc::ptr_eq(m, ours)
+                && **m == **ours
+            {
+                *m = Arc::clone(ours);
+            }
+        }
+    }
+}
+
+fn manifest_map(registry: &ToolRegistry) -> Arc<ToolManifestMap> {
+    Arc::new(
+        registry
+            .manifests()
+            .into_iter()
+            .map(|m| (m.identifier.clone(), Arc::new(m)))
+            .collect(),
+    )
 }
 
 /// `output` with the execution record it came from.

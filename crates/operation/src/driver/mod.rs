@@ -129,6 +129,13 @@ pub struct Driver {
     pipeline: Arc<rein_context::Pipeline>,
     embedder: Option<Arc<dyn rein_tools::documents::Embedder>>,
     on_commit: Option<CommitHook>,
+    /// Token estimators by vocabulary and factor (bits), shared by every run.
+    estimators: std::sync::Mutex<
+        Vec<(
+            (rein_context::Encoding, u64),
+            rein_context::TiktokenEstimator,
+        )>,
+    >,
 }
 
 /// A message id derived from the operation and commit index: a step re-run after a crash
@@ -216,6 +223,7 @@ impl Driver {
             pipeline: Arc::new(rein_context::Pipeline::standard()),
             embedder: None,
             on_commit: None,
+            estimators: Default::default(),
         }
     }
 

@@ -62,11 +62,15 @@ impl Driver {
         Ok(Loaded::from_stored(stored))
     }
 
+    /// Load `id`; its tool manifests become this process's shared ones where equal.
     async fn load_stored(&self, id: OperationId) -> Result<StoredOperation, DriverError> {
-        self.store
+        let mut stored = self
+            .store
             .load_operation(id)
             .await?
-            .ok_or(DriverError::NotFound(id))
+            .ok_or(DriverError::NotFound(id))?;
+        self.tools.intern(&mut stored.state.tool_manifests);
+        Ok(stored)
     }
 
     /// Load `id` and perform the opening checks: an expired approval, a deleted message.

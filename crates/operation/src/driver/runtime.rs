@@ -15,23 +15,29 @@ use rein_core::{AgentRuntime, GeneralChatAgent, GeneralChatAgentConfig, Operatio
 use std::sync::Arc;
 
 impl Driver {
-    /// The token estimator for `model`: the catalog's tokenizer hint, else o200k.
+    /// The token estimator for `model`: the catalog's tokenizer hint, else o200k. One per
+    /// vocabulary and factor for the driver's lifetime, so what it remembers (the shared tool
+    /// manifests' counts above all) serves every run.
     fn estimator(&self, model: &ModelRef) -> TiktokenEstimator {
-        let hint = self
+        let (encoding, factor) = match self
             .catalog
             .lookup(&model.provider, &model.model)
-            .and_then(|m| m.tokenizer.clone());
-        match hint {
-            Some(h) => {
-                let encoding = if h.encoding == "cl100k" {
-                    Encoding::Cl100k
-                } else {
-                    Encoding::O200k
-                };
-                TiktokenEstimator::new(encoding, h.factor)
-            }
-            None => TiktokenEstimator::default(),
+            .and_then(|m| m.tokenizer.clone())
+        {
+            Some(h) if h.encoding == "cl100k" => (Encoding::Cl100k, h.factor),
+            Some(h) => (Encoding::O200k, h.factor),
+            None => (Encoding::O200k, 1.0),
+        };
+        let mut known = self.estimators.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, e)) = known
+            .iter()
+            .find(|((enc, f), _)| *enc == encoding && *f == factor.to_bits())
+        {
+            return e.clone();
         }
+        let e = TiktokenEstimator::new(encoding, factor);
+        known.push(((encoding, factor.to_bits()), e.clone()));
+        e
     }
 
     /// The brain of an operation: this driver's tuning with the spec's scope.
@@ -70,7 +76,7 @@ impl Driver {
         run: &Loaded,
     ) -> Result<(AgentRuntime, crate::activity::ActivityWriter), DriverError> {
         // Refuse before the record says anything about running.
-        self.runtime(run.id, &run.spec)?;
+        self.preflight(run.id, &run.spec)?;
         let (sink, writer) = crate::activity::track(
             Arc::clone(&self.store),
             run.id,
@@ -79,6 +85,36 @@ impl Driver {
         );
         let sink: Arc<dyn EventSink> = sink;
         Ok((self.runtime_with(run.id, &run.spec, Some(sink))?, writer))
+    }
+
+    /// Refuse an operation this process cannot run: an MCP server or custom tool the spec
+    /// records that is not here, or a model (or compression model) it has no provider for.
+    pub(super) fn preflight(
+        &self,
+        id: OperationId,
+        spec: &OperationSpec,
+    ) -> Result<(), DriverError> {
+        let missing: Vec<String> = spec
+            .mcp_servers
+            .iter()
+            .filter(|t| !self.tools.has(t))
+            .cloned()
+            .collect();
+        if !missing.is_empty() {
+            return Err(DriverError::MissingTools {
+                operation: id,
+                tools: missing,
+            });
+        }
+        let model = spec
+            .model
+            .clone()
+            .unwrap_or_else(|| self.default_model.clone());
+        self.models.provider(&model)?;
+        if let Some(m) = &spec.compression_model {
+            self.models.provider(m)?;
+        }
+        Ok(())
     }
 
     fn runtime_with(

@@ -47,9 +47,7 @@ impl Driver {
         user.content.extend(opts.attachments.iter().cloned());
         user.parent_id = state.messages.last().map(|m| m.id);
         state.push_message(user);
-        for m in self.tools.manifests() {
-            state = state.with_tool(m);
-        }
+        state.tool_manifests = self.tools.manifests();
         state.model = Some(model);
         state.max_steps = spec.max_steps;
         state.budget = spec.budget.clone();

@@ -1,0 +1,105 @@
+//! Interventions: approvals a step requested, listed, and decided once.
+
+use super::*;
+use rein_core::ToolCall;
+use sqlx::Row;
+
+/// Approvals a step requested; one already stored for the same call is left as it is.
+pub(super) async fn insert_interventions(
+    tx: &mut sqlx::AnyConnection,
+    id: &str,
+    interventions: &[Intervention],
+) -> Result<(), StoreError> {
+    for i in interventions {
+        sqlx::query(
+            "INSERT INTO interventions (operation_id, tool_call_id, call, owner, status, reason, decided_by, decided_at, expires_at, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (operation_id, tool_call_id) DO NOTHING",
+        )
+        .bind(id.to_owned())
+        .bind(i.call.id.to_string())
+        .bind(to_json(&i.call, "tool call")?)
+        .bind(i.owner.clone())
+        .bind(enum_str(&i.status))
+        .bind(i.reason.clone())
+        .bind(i.decided_by.clone())
+        .bind(i.decided_at.map(ts))
+        .bind(i.expires_at.map(ts))
+        .bind(ts(i.created_at))
+        .execute(&mut *tx)
+        .await?;
+    }
+    Ok(())
+}
+
+pub(super) async fn interventions(
+    store: &SqlStore,
+    id: OperationId,
+) -> Result<Vec<Intervention>, StoreError> {
+    let rows = sqlx::query(
+        "SELECT call, owner, status, reason, decided_by, decided_at, expires_at, created_at FROM interventions WHERE operation_id = $1 ORDER BY created_at, tool_call_id",
+    )
+    .bind(id.to_string())
+    .fetch_all(&store.pool)
+    .await?;
+    rows.iter()
+        .map(|r| {
+            let opt_ts = |c: &str| -> Result<Option<DateTime<Utc>>, StoreError> {
+                r.try_get::<Option<String>, _>(c)?
+                    .map(|t| parse_ts(&t, c))
+                    .transpose()
+            };
+            Ok(Intervention {
+                operation_id: id,
+                call: from_json::<ToolCall>(&r.try_get::<String, _>("call")?, "tool call")?,
+                owner: r.try_get("owner")?,
+                status: enum_from(&r.try_get::<String, _>("status")?, "intervention status")?,
+                reason: r.try_get("reason")?,
+                decided_by: r.try_get("decided_by")?,
+                decided_at: opt_ts("decided_at")?,
+                expires_at: opt_ts("expires_at")?,
+                created_at: parse_ts(&r.try_get::<String, _>("created_at")?, "created_at")?,
+            })
+        })
+        .collect()
+}
+
+pub(super) async fn decide_intervention(
+    store: &SqlStore,
+    id: OperationId,
+    tool_call_id: &str,
+    status: InterventionStatus,
+    decided_by: Option<&str>,
+    reason: Option<&str>,
+) -> Result<(), StoreError> {
+    let mut tx = store.begin_write().await?;
+    let current: Option<String> = sqlx::query_scalar(
+        "SELECT status FROM interventions WHERE operation_id = $1 AND tool_call_id = $2",
+    )
+    .bind(id.to_string())
+    .bind(tool_call_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    match current.as_deref() {
+        None => return Err(StoreError::InterventionNotFound(tool_call_id.to_owned())),
+        Some("pending") => {}
+        Some(_) => return Err(StoreError::AlreadyDecided(tool_call_id.to_owned())),
+    }
+    // The status check in the WHERE clause makes the decision single-use even under races.
+    let n = sqlx::query(
+        "UPDATE interventions SET status = $1, decided_by = $2, decided_at = $3, reason = $4 WHERE operation_id = $5 AND tool_call_id = $6 AND status = 'pending'",
+    )
+    .bind(enum_str(&status))
+    .bind(decided_by)
+    .bind(ts(Utc::now()))
+    .bind(reason)
+    .bind(id.to_string())
+    .bind(tool_call_id)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if n == 0 {
+        return Err(StoreError::AlreadyDecided(tool_call_id.to_owned()));
+    }
+    tx.commit().await?;
+    Ok(())
+}

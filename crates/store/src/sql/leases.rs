@@ -1,0 +1,136 @@
+//! Which process runs an operation: leases taken, renewed and released, and the claim that
+//! takes one within the running limits (admission) in one transaction.
+
+use super::*;
+
+/// Refuse (`AtCapacity`) when one more run would cross `limits`: counts operations other than
+/// `id` under a live lease, for `owner` and in all. On PostgreSQL the transaction first takes
+/// an advisory lock, so concurrent admissions are decided one at a time (SQLite's write lock
+/// already serializes them).
+pub(super) async fn admit(
+    tx: &mut sqlx::AnyConnection,
+    postgres: bool,
+    id: &str,
+    owner: Option<&str>,
+    limits: &crate::RunLimits,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    if limits.per_owner.is_none() && limits.total.is_none() {
+        return Ok(());
+    }
+    if postgres {
+        sqlx::query("SELECT pg_advisory_xact_lock(727001)")
+            .execute(&mut *tx)
+            .await?;
+    }
+    let running = |owner: Option<&str>| {
+        let sql = match owner {
+            Some(_) => {
+                "SELECT COUNT(*) FROM operations WHERE lease_owner IS NOT NULL AND lease_until > $1 AND id <> $2 AND owner = $3"
+            }
+            None => {
+                "SELECT COUNT(*) FROM operations WHERE lease_owner IS NOT NULL AND lease_until > $1 AND id <> $2"
+            }
+        };
+        let mut q = sqlx::query_scalar::<_, i64>(sql)
+            .bind(ts(now))
+            .bind(id.to_owned());
+        if let Some(o) = owner {
+            q = q.bind(o.to_owned());
+        }
+        q
+    };
+    if let (Some(limit), Some(o)) = (limits.per_owner, owner) {
+        let n = u64_of(running(Some(o)).fetch_one(&mut *tx).await?);
+        if n >= limit {
+            return Err(StoreError::AtCapacity {
+                scope: crate::CapacityScope::Owner,
+                limit,
+            });
+        }
+    }
+    if let Some(limit) = limits.total {
+        let n = u64_of(running(None).fetch_one(&mut *tx).await?);
+        if n >= limit {
+            return Err(StoreError::AtCapacity {
+                scope: crate::CapacityScope::All,
+                limit,
+            });
+        }
+    }
+    Ok(())
+}
+
+pub(super) async fn lease_operation(
+    store: &SqlStore,
+    id: OperationId,
+    owner: &str,
+    until: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    let n = sqlx::query(
+        "UPDATE operations SET lease_owner = $1, lease_until = $2 \
+         WHERE id = $3 AND (lease_owner IS NULL OR lease_owner = $1 OR lease_until < $4)",
+    )
+    .bind(owner)
+    .bind(ts(until))
+    .bind(id.to_string())
+    .bind(ts(now))
+    .execute(&store.pool)
+    .await?
+    .rows_affected();
+    Ok(n > 0)
+}
+
+pub(super) async fn claim_operation(
+    store: &SqlStore,
+    id: OperationId,
+    admission: &crate::Admission,
+) -> Result<crate::Claim, StoreError> {
+    let mut tx = store.begin_write().await?;
+    let key = id.to_string();
+    let row: Option<(Option<String>, Option<String>, Option<String>)> =
+        sqlx::query_as("SELECT lease_owner, lease_until, owner FROM operations WHERE id = $1")
+            .bind(&key)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let Some((holder, until, owner)) = row else {
+        return Err(StoreError::OperationNotFound(key));
+    };
+    let live = until.is_some_and(|u| u > ts(admission.now));
+    if live && holder.as_deref().is_some_and(|h| h != admission.node) {
+        return Ok(crate::Claim::Busy);
+    }
+    admit(
+        &mut tx,
+        store.postgres,
+        &key,
+        owner.as_deref(),
+        &admission.limits,
+        admission.now,
+    )
+    .await?;
+    sqlx::query("UPDATE operations SET lease_owner = $1, lease_until = $2 WHERE id = $3")
+        .bind(&admission.node)
+        .bind(ts(admission.until))
+        .bind(&key)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(crate::Claim::Claimed)
+}
+
+pub(super) async fn release_operation(
+    store: &SqlStore,
+    id: OperationId,
+    owner: &str,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE operations SET lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2",
+    )
+    .bind(id.to_string())
+    .bind(owner)
+    .execute(&store.pool)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,411 @@
+//! [`Store`] over SQLite or PostgreSQL through sqlx's `Any` driver, with one portable schema.
+//! One file per aggregate: an operation's record ([`operations`]), its leases and admission
+//! ([`leases`]), the write path of a step ([`commit`]) and the read path of a run ([`load`]),
+//! the small state they exchange ([`state`]), messages and their order ([`messages`]), events,
+//! interventions, tool executions, documents. This file opens the pool and routes the
+//! [`Store`] trait to them.
+
+mod commit;
+mod documents;
+mod events;
+mod interventions;
+mod leases;
+mod load;
+mod messages;
+mod operations;
+mod state;
+mod tool_executions;
+
+use crate::Store;
+use crate::error::StoreError;
+use crate::records::*;
+use crate::schema::migrate;
+use chrono::{DateTime, Utc};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rein_core::document::{Document, DocumentKind};
+use rein_core::{AgentEvent, Message, MessageId, OperationId};
+use sqlx::AnyPool;
+use sqlx::any::AnyPoolOptions;
+use std::sync::Once;
+use std::time::Duration;
+
+/// SQLite durability: `Normal` (WAL default: a power loss may drop the last commits, never
+/// corrupt) or `Full` (every commit synced).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Synchronous {
+    /// `PRAGMA synchronous=NORMAL`.
+    #[default]
+    Normal,
+    /// `PRAGMA synchronous=FULL`.
+    Full,
+}
+
+/// A store on SQLite or PostgreSQL.
+#[derive(Clone)]
+pub struct SqlStore {
+    pub(crate) pool: AnyPool,
+    postgres: bool,
+}
+
+pub(crate) fn ts(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+pub(crate) fn parse_ts(s: &str, what: &str) -> Result<DateTime<Utc>, StoreError> {
+    DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|e| StoreError::corrupt(what, e))
+}
+
+pub(crate) fn enum_str<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+pub(crate) fn enum_from<T: serde::de::DeserializeOwned>(
+    s: &str,
+    what: &str,
+) -> Result<T, StoreError> {
+    serde_json::from_value(serde_json::Value::String(s.to_owned()))
+        .map_err(|e| StoreError::corrupt(what, e))
+}
+
+pub(crate) fn to_json<T: serde::Serialize>(v: &T, what: &str) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(|e| StoreError::corrupt(what, e))
+}
+
+pub(crate) fn from_json<T: serde::de::DeserializeOwned>(
+    s: &str,
+    what: &str,
+) -> Result<T, StoreError> {
+    serde_json::from_str(s).map_err(|e| StoreError::corrupt(what, e))
+}
+
+pub(crate) fn i64_of(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+pub(crate) fn u64_of(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+/// Rows a multi-row statement may carry: SQLite allows 32,766 bound values, PostgreSQL 65,535.
+pub(crate) const ROWS_PER_STATEMENT: usize = 500;
+
+/// `($1, $2, …), ($k+1, …)` for `rows` rows of `columns` placeholders.
+pub(crate) fn placeholders(rows: usize, columns: usize) -> String {
+    let mut sql = String::with_capacity(rows * columns * 5);
+    for r in 0..rows {
+        sql.push_str(if r == 0 { "(" } else { ", (" });
+        for c in 0..columns {
+            if c > 0 {
+                sql.push_str(", ");
+            }
+            sql.push('$');
+            sql.push_str(&(r * columns + c + 1).to_string());
+        }
+        sql.push(')');
+    }
+    sql
+}
+
+static DRIVERS: Once = Once::new();
+
+impl SqlStore {
+    /// Open `target`: a `postgres://` URL, or a SQLite file path (created if missing).
+    pub async fn open(target: &str, synchronous: Synchronous) -> Result<Self, StoreError> {
+        DRIVERS.call_once(sqlx::any::install_default_drivers);
+        let postgres = target.starts_with("postgres://") || target.starts_with("postgresql://");
+        let (url, shown) = if postgres {
+            (target.to_owned(), redact(target))
+        } else {
+            let path = target.strip_prefix("sqlite://").unwrap_or(target);
+            if let Some(dir) = std::path::Path::new(path)
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                && !dir.exists()
+            {
+                return Err(StoreError::Connect {
+                    target: path.into(),
+                    message: format!("directory {} does not exist", dir.display()),
+                });
+            }
+            (format!("sqlite://{path}?mode=rwc"), path.to_owned())
+        };
+        let sync = match synchronous {
+            Synchronous::Normal => "NORMAL",
+            Synchronous::Full => "FULL",
+        };
+        // One direct connection first: a refused or misconfigured database fails at once with
+        // its real error instead of after the pool's acquire timeout.
+        {
+            use sqlx::Connection;
+            let conn =
+                sqlx::AnyConnection::connect(&url)
+                    .await
+                    .map_err(|e| StoreError::Connect {
+                        target: shown.clone(),
+                        message: e.to_string(),
+                    })?;
+            let _ = conn.close().await;
+        }
+        let pool = AnyPoolOptions::new()
+            .max_connections(if postgres { 8 } else { 4 })
+            .acquire_timeout(Duration::from_secs(10))
+            .after_connect(move |conn, _| {
+                Box::pin(async move {
+                    if conn.backend_name() == "SQLite" {
+                        // Pages are read through a memory map rather than a read system call
+                        // each: connections take turns on the pool, and a commit on one makes
+                        // the others re-read the pages it changed.
+                        for pragma in [
+                            "PRAGMA journal_mode=WAL",
+                            "PRAGMA busy_timeout=10000",
+                            "PRAGMA mmap_size=268435456",
+                        ] {
+                            sqlx::query(pragma).execute(&mut *conn).await?;
+                        }
+                        sqlx::query(sqlx::AssertSqlSafe(format!("PRAGMA synchronous={sync}")))
+                            .execute(&mut *conn)
+                            .await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect(&url)
+            .await
+            .map_err(|e| StoreError::Connect {
+                target: shown.clone(),
+                message: e.to_string(),
+            })?;
+        migrate(&pool).await?;
+        Ok(Self { pool, postgres })
+    }
+
+    /// A write transaction. On SQLite it takes the write lock up front (`BEGIN IMMEDIATE`):
+    /// a deferred transaction that reads first and writes later cannot wait for a concurrent
+    /// writer (SQLite refuses the lock upgrade with `database is locked` at once, whatever the
+    /// busy timeout), so concurrent operations would fail each other's commits.
+    pub(crate) async fn begin_write(
+        &self,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+        if self.postgres {
+            self.pool.begin().await
+        } else {
+            self.pool.begin_with("BEGIN IMMEDIATE").await
+        }
+    }
+
+    /// Whether this is PostgreSQL.
+    pub fn is_postgres(&self) -> bool {
+        self.postgres
+    }
+
+    /// Close the pool.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// A URL with its password removed, for error messages.
+/// A database address as shown in messages: a URL's password replaced by `***`.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => match url[s + 3..at].split_once(':') {
+            Some((user, _)) => format!("{}{user}:***{}", &url[..s + 3], &url[at..]),
+            None => url.to_owned(),
+        },
+        _ => url.to_owned(),
+    }
+}
+
+impl Store for SqlStore {
+    fn create_operation<'a>(
+        &'a self,
+        op: &'a NewOperation,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        commit::create_operation(self, op).boxed()
+    }
+
+    fn commit_step<'a>(
+        &'a self,
+        c: &'a StepCommit,
+    ) -> BoxFuture<'a, Result<CommitOutcome, StoreError>> {
+        commit::commit_step(self, c).boxed()
+    }
+
+    fn load_operation(
+        &self,
+        id: OperationId,
+    ) -> BoxFuture<'_, Result<Option<StoredOperation>, StoreError>> {
+        load::load_operation(self, id).boxed()
+    }
+
+    fn operation(
+        &self,
+        id: OperationId,
+    ) -> BoxFuture<'_, Result<Option<OperationRecord>, StoreError>> {
+        operations::operation(self, id).boxed()
+    }
+
+    fn lease_operation<'a>(
+        &'a self,
+        id: OperationId,
+        owner: &'a str,
+        until: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        leases::lease_operation(self, id, owner, until, now).boxed()
+    }
+
+    fn claim_operation<'a>(
+        &'a self,
+        id: OperationId,
+        admission: &'a crate::Admission,
+    ) -> BoxFuture<'a, Result<crate::Claim, StoreError>> {
+        leases::claim_operation(self, id, admission).boxed()
+    }
+
+    fn set_activity<'a>(
+        &'a self,
+        id: OperationId,
+        activity: &'a crate::Activity,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        operations::set_activity(self, id, activity).boxed()
+    }
+
+    fn note_recovery_failure<'a>(
+        &'a self,
+        id: OperationId,
+        reason: &'a str,
+        retry_at: DateTime<Utc>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        operations::note_recovery_failure(self, id, reason, retry_at).boxed()
+    }
+
+    fn clear_recovery(&self, id: OperationId) -> BoxFuture<'_, Result<(), StoreError>> {
+        operations::clear_recovery(self, id).boxed()
+    }
+
+    fn release_operation<'a>(
+        &'a self,
+        id: OperationId,
+        owner: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        leases::release_operation(self, id, owner).boxed()
+    }
+
+    fn operation_status(
+        &self,
+        id: OperationId,
+    ) -> BoxFuture<'_, Result<Option<rein_core::state::Status>, StoreError>> {
+        operations::operation_status(self, id).boxed()
+    }
+
+    fn list_operations<'a>(
+        &'a self,
+        filter: &'a OperationFilter,
+    ) -> BoxFuture<'a, Result<Vec<OperationRecord>, StoreError>> {
+        operations::list_operations(self, filter).boxed()
+    }
+
+    fn steps(&self, id: OperationId) -> BoxFuture<'_, Result<Vec<StepRecord>, StoreError>> {
+        operations::steps(self, id).boxed()
+    }
+
+    fn events(
+        &self,
+        id: OperationId,
+        after: Option<u64>,
+    ) -> BoxFuture<'_, Result<Vec<AgentEvent>, StoreError>> {
+        events::events(self, id, after).boxed()
+    }
+
+    fn topic_messages<'a>(
+        &'a self,
+        topic_id: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Message>, StoreError>> {
+        messages::topic_messages(self, topic_id).boxed()
+    }
+
+    fn message_exists(&self, id: MessageId) -> BoxFuture<'_, Result<bool, StoreError>> {
+        messages::message_exists(self, id).boxed()
+    }
+
+    fn delete_message(&self, id: MessageId) -> BoxFuture<'_, Result<bool, StoreError>> {
+        messages::delete_message(self, id).boxed()
+    }
+
+    fn record_tool_execution<'a>(
+        &'a self,
+        exec: &'a ToolExecution,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        tool_executions::record_tool_execution(self, exec).boxed()
+    }
+
+    fn tool_execution<'a>(
+        &'a self,
+        id: OperationId,
+        tool_call_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ToolExecution>, StoreError>> {
+        tool_executions::tool_execution(self, id, tool_call_id).boxed()
+    }
+
+    fn interventions(
+        &self,
+        id: OperationId,
+    ) -> BoxFuture<'_, Result<Vec<Intervention>, StoreError>> {
+        interventions::interventions(self, id).boxed()
+    }
+
+    fn decide_intervention<'a>(
+        &'a self,
+        id: OperationId,
+        tool_call_id: &'a str,
+        status: InterventionStatus,
+        decided_by: Option<&'a str>,
+        reason: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        interventions::decide_intervention(self, id, tool_call_id, status, decided_by, reason)
+            .boxed()
+    }
+
+    fn request_cancel(&self, id: OperationId) -> BoxFuture<'_, Result<bool, StoreError>> {
+        operations::request_cancel(self, id).boxed()
+    }
+
+    fn put_document<'a>(&'a self, doc: &'a Document) -> BoxFuture<'a, Result<(), StoreError>> {
+        documents::put_document(self, doc).boxed()
+    }
+
+    fn get_document<'a>(
+        &'a self,
+        kind: DocumentKind,
+        scope: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Document>, StoreError>> {
+        documents::get_document(self, kind, scope, id).boxed()
+    }
+
+    fn list_documents<'a>(
+        &'a self,
+        kind: DocumentKind,
+        scope: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Document>, StoreError>> {
+        documents::list_documents(self, kind, scope, limit).boxed()
+    }
+
+    fn delete_document<'a>(
+        &'a self,
+        kind: DocumentKind,
+        scope: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        documents::delete_document(self, kind, scope, id).boxed()
+    }
+}

@@ -1,0 +1,66 @@
+//! Tool executions: written with a step, or on their own for at-most-once tools (running before
+//! the effect, finished right after), and read back when a step is re-run.
+
+use super::*;
+use sqlx::Row;
+
+/// Insert or update tool executions, one statement per [`ROWS_PER_STATEMENT`].
+pub(super) async fn upsert_tools(
+    tx: &mut sqlx::AnyConnection,
+    execs: &[ToolExecution],
+) -> Result<(), StoreError> {
+    let now = ts(Utc::now());
+    for chunk in execs.chunks(ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO tool_executions (operation_id, tool_call_id, step_index, tool, effect, status, result, updated_at) VALUES {} \
+             ON CONFLICT (operation_id, tool_call_id) DO UPDATE SET step_index = excluded.step_index, status = excluded.status, result = excluded.result, updated_at = excluded.updated_at",
+            placeholders(chunk.len(), 8)
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for e in chunk {
+            q = q
+                .bind(e.operation_id.to_string())
+                .bind(e.tool_call_id.clone())
+                .bind(i64_of(e.step_index))
+                .bind(e.tool.clone())
+                .bind(enum_str(&e.effect))
+                .bind(enum_str(&e.status))
+                .bind(e.result.clone())
+                .bind(now.clone());
+        }
+        q.execute(&mut *tx).await?;
+    }
+    Ok(())
+}
+
+pub(super) async fn record_tool_execution(
+    store: &SqlStore,
+    exec: &ToolExecution,
+) -> Result<(), StoreError> {
+    let mut conn = store.pool.acquire().await?;
+    upsert_tools(&mut conn, std::slice::from_ref(exec)).await
+}
+
+pub(super) async fn tool_execution(
+    store: &SqlStore,
+    id: OperationId,
+    tool_call_id: &str,
+) -> Result<Option<ToolExecution>, StoreError> {
+    let row = sqlx::query("SELECT step_index, tool, effect, status, result FROM tool_executions WHERE operation_id = $1 AND tool_call_id = $2")
+        .bind(id.to_string())
+        .bind(tool_call_id)
+        .fetch_optional(&store.pool)
+        .await?;
+    row.map(|r| {
+        Ok(ToolExecution {
+            operation_id: id,
+            tool_call_id: tool_call_id.to_owned(),
+            step_index: u64_of(r.try_get("step_index")?),
+            tool: r.try_get("tool")?,
+            effect: enum_from(&r.try_get::<String, _>("effect")?, "effect")?,
+            status: enum_from(&r.try_get::<String, _>("status")?, "tool status")?,
+            result: r.try_get("result")?,
+        })
+    })
+    .transpose()
+}
