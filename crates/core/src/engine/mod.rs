@@ -26,6 +26,7 @@ use crate::state::{AgentState, Interruption, StateError, Status, ToolRepeat};
 use builtin::{
     CallLlmExecutor, CallToolExecutor, CallToolsBatchExecutor, CompressContextExecutor,
     FinishExecutor, RequestHumanExecutor, ResolveAbortedToolsExecutor, ResolveBlockedToolsExecutor,
+    Typed,
 };
 use chrono::Utc;
 use executor::Emitter;
@@ -208,53 +209,53 @@ impl AgentRuntime {
     /// the agent's executors.
     pub fn new(agent: Arc<dyn Agent>, config: RuntimeConfig) -> Self {
         let mut table = ExecutorTable::new()
-            .with(InstructionKind::Finish, Arc::new(FinishExecutor))
+            .with(InstructionKind::Finish, Arc::new(Typed(FinishExecutor)))
             .with(
                 InstructionKind::CallToolsBatch,
-                Arc::new(CallToolsBatchExecutor),
+                Arc::new(Typed(CallToolsBatchExecutor)),
             )
             .with(
                 InstructionKind::ResolveBlockedTools,
-                Arc::new(ResolveBlockedToolsExecutor),
+                Arc::new(Typed(ResolveBlockedToolsExecutor)),
             )
             .with(
                 InstructionKind::ResolveAbortedTools,
-                Arc::new(ResolveAbortedToolsExecutor),
+                Arc::new(Typed(ResolveAbortedToolsExecutor)),
             )
             .with(
                 InstructionKind::RequestHumanApprove,
-                Arc::new(RequestHumanExecutor),
+                Arc::new(Typed(RequestHumanExecutor)),
             )
             .with(
                 InstructionKind::RequestHumanPrompt,
-                Arc::new(RequestHumanExecutor),
+                Arc::new(Typed(RequestHumanExecutor)),
             )
             .with(
                 InstructionKind::RequestHumanSelect,
-                Arc::new(RequestHumanExecutor),
+                Arc::new(Typed(RequestHumanExecutor)),
             )
             .with(
                 InstructionKind::CompressContext,
-                Arc::new(CompressContextExecutor {
+                Arc::new(Typed(CompressContextExecutor {
                     summarizer: config.summarizer.clone(),
                     keep_recent_tokens: config.keep_recent_tokens,
                     estimator: Arc::clone(&config.estimator),
-                }),
+                })),
             );
         if let Some(port) = &config.llm {
             table.insert(
                 InstructionKind::CallLlm,
-                Arc::new(CallLlmExecutor {
+                Arc::new(Typed(CallLlmExecutor {
                     port: Arc::clone(port),
-                }),
+                })),
             );
         }
         if let Some(port) = &config.tools {
             table.insert(
                 InstructionKind::CallTool,
-                Arc::new(CallToolExecutor {
+                Arc::new(Typed(CallToolExecutor {
                     port: Arc::clone(port),
-                }),
+                })),
             );
         }
         table.overlay(&config.executors);

@@ -1,0 +1,124 @@
+//! `call_tool`: one tool call through the tool port, its result written as the call's tool
+//! message, with usage, cost, activated tools and plan changes recorded.
+
+use crate::engine::executor::{ExecContext, ExecError, ExecOutput};
+use crate::engine::ports::ToolPort;
+use crate::event::EventKind;
+use crate::instruction::{CallToolPayload, Instruction, InstructionKind};
+use crate::message::ToolStatus;
+use crate::phase::Phase;
+use crate::state::AgentState;
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::*;
+
+/// `call_tool` over a [`ToolPort`].
+pub struct CallToolExecutor {
+    /// The tool port.
+    pub port: Arc<dyn ToolPort>,
+}
+
+impl PayloadExecutor for CallToolExecutor {
+    type Payload = CallToolPayload;
+    const KIND: InstructionKind = InstructionKind::CallTool;
+
+    fn payload(ins: Instruction) -> Result<CallToolPayload, Instruction> {
+        match ins {
+            Instruction::CallTool { payload } => Ok(payload),
+            other => Err(other),
+        }
+    }
+
+    fn run<'a>(
+        &'a self,
+        payload: CallToolPayload,
+        state: &'a mut AgentState,
+        cx: &'a ExecContext<'a>,
+    ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
+        async move {
+            let CallToolPayload {
+                parent_message_id,
+                tool_call: call,
+                existing_tool_message_id,
+            } = payload;
+            cx.emit(EventKind::ToolPending {
+                tool_calls: vec![call.clone()],
+            });
+            let started = Instant::now();
+            let output = if !call.is_resolved() {
+                crate::engine::ports::ToolOutput::failed(format!(
+                    "Tool `{}` does not exist.",
+                    call.api
+                ))
+            } else if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(&call.arguments) {
+                crate::engine::ports::ToolOutput::failed(format!(
+                    "Invalid arguments for `{}`: not valid JSON ({e}). Call it again with a JSON \
+                     object that matches its parameters.",
+                    call.key()
+                ))
+            } else {
+                match self.port.call(&call, state).await {
+                    Ok(out) => out,
+                    Err(e) => crate::engine::ports::ToolOutput::failed(format!(
+                        "Tool `{}` failed: {}",
+                        call.key(),
+                        e.message
+                    )),
+                }
+            };
+            let ms = elapsed_ms(started);
+            let status = if output.success {
+                ToolStatus::Succeeded
+            } else {
+                ToolStatus::Failed
+            };
+            if output.success
+                && let Some(todos) = &output.todos
+            {
+                state.todos = todos.clone();
+            }
+            if output.success {
+                for identifier in &output.activate {
+                    let installed = state.tool_manifests.contains_key(identifier);
+                    let active = state
+                        .activated_tools
+                        .iter()
+                        .any(|a| &a.identifier == identifier);
+                    if installed && !active {
+                        state.activated_tools.push(crate::tool::ActivatedTool {
+                            identifier: identifier.clone(),
+                            activated_at_step: state.step_count,
+                            source: "discovery".into(),
+                        });
+                    }
+                }
+            }
+            let key = call.key();
+            state.usage.record_tool(&key, output.success, ms);
+            state.cost.record_tool(&key, output.cost);
+            let mut result = settle(
+                state,
+                cx,
+                call,
+                parent_message_id,
+                existing_tool_message_id,
+                Outcome {
+                    status,
+                    content: output.content,
+                    duration_ms: ms,
+                },
+            );
+            result.execution_ms = ms;
+            result.follow_up = output.follow_up;
+            let next = ctx(Phase::ToolResult(result));
+            let mut out = ExecOutput::new(next);
+            out.tool_call_costs = vec![output.cost];
+            out.tool_executions = output.execution.into_iter().collect();
+            Ok(out)
+        }
+        .boxed()
+    }
+}

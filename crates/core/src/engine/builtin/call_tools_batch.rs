@@ -1,0 +1,149 @@
+//! `call_tools_batch`: several calls through the `call_tool` executor that won precedence,
+//! concurrently, merged in call order.
+
+use crate::engine::executor::{ExecContext, ExecError, ExecOutput};
+use crate::instruction::{CallToolPayload, CallToolsBatchPayload, Instruction, InstructionKind};
+use crate::message::{Role, ToolCall, ToolStatus};
+use crate::phase::{Phase, RuntimeContext, ToolsBatchResultPayload};
+use crate::state::AgentState;
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::*;
+
+/// `call_tools_batch`: every call runs through the `call_tool` executor that won precedence,
+/// concurrently (bounded), each from the same base state; results merge in tool-call order,
+/// deduplicated by id, with usage and cost merged as deltas.
+pub struct CallToolsBatchExecutor;
+
+impl PayloadExecutor for CallToolsBatchExecutor {
+    type Payload = CallToolsBatchPayload;
+    const KIND: InstructionKind = InstructionKind::CallToolsBatch;
+
+    fn payload(ins: Instruction) -> Result<CallToolsBatchPayload, Instruction> {
+        match ins {
+            Instruction::CallToolsBatch { payload } => Ok(payload),
+            other => Err(other),
+        }
+    }
+
+    fn run<'a>(
+        &'a self,
+        payload: CallToolsBatchPayload,
+        base: &'a mut AgentState,
+        cx: &'a ExecContext<'a>,
+    ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
+        async move {
+            let Some(exec) = cx.executor(InstructionKind::CallTool) else {
+                return Err(ExecError::new(
+                    "executor_missing",
+                    "no executor found for instruction type call_tool (needed by call_tools_batch)",
+                ));
+            };
+            let mut seen = HashSet::new();
+            let calls: Vec<ToolCall> = payload
+                .tool_calls
+                .into_iter()
+                .filter(|c| seen.insert(c.id.clone()))
+                .collect();
+            let parent = payload.parent_message_id;
+            // Every call runs on its own copy of the base state; they never see each other.
+            let mut copies: Vec<AgentState> = calls.iter().map(|_| base.clone()).collect();
+            let outcomes: Vec<Result<ExecOutput, ExecError>> = {
+                let mut runs: Vec<BoxFuture<'_, Result<ExecOutput, ExecError>>> =
+                    Vec::with_capacity(calls.len());
+                for (call, copy) in calls.iter().zip(copies.iter_mut()) {
+                    let ins = Instruction::CallTool {
+                        payload: CallToolPayload {
+                            parent_message_id: parent,
+                            tool_call: call.clone(),
+                            existing_tool_message_id: payload
+                                .existing_tool_message_ids
+                                .get(&*call.id)
+                                .copied(),
+                        },
+                    };
+                    runs.push(exec.execute(ins, copy, cx));
+                }
+                futures::stream::iter(runs)
+                    .buffered(cx.tool_concurrency().max(1))
+                    .collect()
+                    .await
+            };
+
+            let (base_usage, base_cost) = (base.usage.clone(), base.cost.clone());
+            let base_todos = base.todos.clone();
+            let merged = base;
+            let mut results = Vec::with_capacity(calls.len());
+            let mut costs = Vec::with_capacity(calls.len());
+            let mut executions = Vec::with_capacity(calls.len());
+            for ((call, outcome), copy) in calls.iter().zip(outcomes).zip(copies) {
+                match outcome {
+                    Ok(out) => {
+                        executions.extend(out.tool_executions);
+                        for m in copy.messages.iter().filter(|m| {
+                            m.role == Role::Tool && m.tool_call_id.as_deref() == Some(&call.id)
+                        }) {
+                            merged.upsert_message(Arc::clone(m));
+                        }
+                        let usage = copy.usage.delta_since(&base_usage);
+                        let cost = copy.cost.delta_since(&base_cost);
+                        merged.usage.add(&usage);
+                        merged.cost.add(&cost);
+                        costs.push(cost.tools);
+                        // A call that rewrote the plan wins (the last such call in call order).
+                        if copy.todos != base_todos {
+                            merged.todos = copy.todos.clone();
+                        }
+                        for t in &copy.activated_tools {
+                            if !merged
+                                .activated_tools
+                                .iter()
+                                .any(|a| a.identifier == t.identifier)
+                            {
+                                merged.activated_tools.push(t.clone());
+                            }
+                        }
+                        if let Some(RuntimeContext {
+                            phase: Phase::ToolResult(p),
+                            ..
+                        }) = out.next_context
+                        {
+                            results.push(p);
+                        }
+                    }
+                    Err(e) => {
+                        // One tool's executor failing must not lose its siblings' results.
+                        let content = format!("Tool `{}` could not run: {}", call.key(), e.message);
+                        merged.usage.record_tool(&call.key(), false, 0);
+                        costs.push(crate::usage::Usd::ZERO);
+                        let failed = ToolStatus::Failed;
+                        results.push(settle(
+                            merged,
+                            cx,
+                            call.clone(),
+                            parent,
+                            None,
+                            Outcome {
+                                status: failed,
+                                content,
+                                duration_ms: 0,
+                            },
+                        ));
+                    }
+                }
+            }
+            let next = ctx(Phase::ToolsBatchResult(ToolsBatchResultPayload {
+                parent_message_id: parent,
+                results,
+            }));
+            let mut out = ExecOutput::new(next);
+            out.tool_call_costs = costs;
+            out.tool_executions = executions;
+            Ok(out)
+        }
+        .boxed()
+    }
+}
