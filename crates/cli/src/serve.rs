@@ -30,6 +30,11 @@ pub struct ServeArgs {
     /// Seconds between SSE heartbeat comments.
     #[arg(long, default_value_t = 15)]
     heartbeat_secs: u64,
+    /// Seconds an event stream waits before re-reading the log when nothing woke it: the
+    /// fallback for commits made by other processes (on PostgreSQL their commit notices wake
+    /// streams at once, so this can be raised to read the database less).
+    #[arg(long, default_value_t = 1)]
+    stream_poll_secs: u64,
     /// Seconds an operation's lease lasts without renewal: after a crash, other processes (or
     /// this one restarted) resume its operations once it has run out.
     #[arg(long, default_value_t = 30, env = "REIN_LEASE_SECS")]
@@ -182,6 +187,13 @@ pub async fn worker(
     let name = worker_name("worker");
     eprintln!("rein: worker {name} dispatching");
     tokio::spawn(Arc::clone(&runner).recovery_loop(app.shutdown.clone()));
+    let wake = Arc::new(tokio::sync::Notify::new());
+    tokio::spawn(rein_server::commit_notices::forward(
+        Arc::clone(&app.store),
+        Arc::clone(&app.hub),
+        Arc::clone(&wake),
+        app.shutdown.clone(),
+    ));
     let stop = app.shutdown.clone();
     let signal = tokio::spawn(async move {
         shutdown_signal().await;
@@ -190,6 +202,7 @@ pub async fn worker(
     rein_server::tasks::dispatch_loop(
         app.dispatcher(&name),
         std::time::Duration::from_secs(1),
+        wake,
         app.shutdown.clone(),
     )
     .await;
@@ -294,14 +307,24 @@ pub async fn serve(
         auth,
         ServerConfig {
             heartbeat: std::time::Duration::from_secs(args.heartbeat_secs.max(1)),
+            stream_poll: std::time::Duration::from_secs(args.stream_poll_secs.max(1)),
             ..Default::default()
         },
     ));
     tokio::spawn(Arc::clone(&runner).recovery_loop(app.shutdown.clone()));
+    // Streams and the dispatcher follow what other processes on the same PostgreSQL commit.
+    let wake = Arc::new(tokio::sync::Notify::new());
+    tokio::spawn(rein_server::commit_notices::forward(
+        Arc::clone(&app.store),
+        Arc::clone(&app.hub),
+        Arc::clone(&wake),
+        app.shutdown.clone(),
+    ));
     // Due tasks are dispatched by this process too.
     tokio::spawn(rein_server::tasks::dispatch_loop(
         app.dispatcher(&worker_name("serve")),
         std::time::Duration::from_secs(1),
+        wake,
         app.shutdown.clone(),
     ));
     // Recovery runs in the background: the server serves at once, and an operation that

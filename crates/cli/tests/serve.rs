@@ -107,7 +107,15 @@ impl Env {
 
     /// `rein serve` with extra flags (`--no-auth`, ...) and environment.
     async fn start_with(&self, flags: &[&str], extra: &[(&str, &str)]) -> Rein {
-        let mut c = self.command(&["serve", "--addr", "127.0.0.1:0", "--heartbeat-secs", "1"]);
+        self.start_on(&self.db(), flags, extra).await
+    }
+
+    /// `rein serve` on database `db` (a SQLite path or a postgres:// URL).
+    async fn start_on(&self, db: &str, flags: &[&str], extra: &[(&str, &str)]) -> Rein {
+        let mut c = self.command_on(
+            db,
+            &["serve", "--addr", "127.0.0.1:0", "--heartbeat-secs", "1"],
+        );
         c.args(flags);
         for (k, v) in extra {
             c.env(k, v);
@@ -1999,4 +2007,69 @@ async fn a_running_operation_reads_running_and_says_what_it_is_doing() {
         running.as_array().unwrap().iter().any(|o| o["id"] == op),
         "{running}"
     );
+}
+
+#[tokio::test]
+async fn a_stream_on_one_server_follows_an_operation_another_server_runs_on_postgres() {
+    let Some(scratch) = rein_testkit::postgres_scratch(
+        "a_stream_on_one_server_follows_an_operation_another_server_runs_on_postgres",
+        "rein_notices_e2e",
+    )
+    .await
+    else {
+        return;
+    };
+    let db = scratch.url.clone();
+    let e = env(vec![
+        shell_call("s1"),
+        Canned::openai_text("done elsewhere"),
+    ])
+    .await;
+    let out = e
+        .command_on(&db, &["token", "create", "--user", "alice"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let alice = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    // A only serves the stream, and re-reads the log on its own only once an hour: whatever it
+    // shows of B's commits reached it as commit notices.
+    let a = e.start_on(&db, &["--stream-poll-secs", "3600"], &[]).await;
+    let b = e.start_on(&db, &[], &[]).await;
+    let (status, body) = e
+        .call(
+            &b,
+            "POST",
+            "/v1/agents",
+            Some(&alice),
+            Some(json!({"name": "gated", "config": {"tools": ["shell"], "approval": "manual"}})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, created) = e
+        .call(
+            &b,
+            "POST",
+            "/v1/operations",
+            Some(&alice),
+            Some(json!({"input": "say hi", "agent": "gated"})),
+        )
+        .await;
+    assert_eq!(status, 202, "{created}");
+    let op = created["operation_id"].as_str().unwrap().to_owned();
+    let detail = wait_status(&e, &b, &op, &alice, "waiting_for_human").await;
+    let mut stream = e.events(&a, &op, &alice, None).await;
+    let mut seen = Vec::new();
+    stream.until("human_approve_required", &mut seen).await;
+    approve_all(&e, &b, &op, &alice, &detail).await;
+    tokio::time::timeout(Duration::from_secs(60), stream.until("done", &mut seen))
+        .await
+        .expect("the stream on A followed what B committed");
+    assert_gapless(&seen);
+    drop((a, b));
+    scratch.drop().await;
 }

@@ -10,6 +10,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod commit_notices;
 pub mod error;
 pub mod hub;
 pub mod openapi;
@@ -41,6 +42,9 @@ pub struct ServerConfig {
     pub heartbeat: Duration,
     /// Largest request body accepted (bigger is a 413).
     pub body_limit: usize,
+    /// How long an event stream waits before re-reading the log when nothing woke it (the
+    /// fallback for commits made by other processes).
+    pub stream_poll: Duration,
 }
 
 impl Default for ServerConfig {
@@ -48,6 +52,7 @@ impl Default for ServerConfig {
         Self {
             heartbeat: Duration::from_secs(15),
             body_limit: 1024 * 1024,
+            stream_poll: Duration::from_secs(1),
         }
     }
 }

@@ -169,8 +169,16 @@ impl Launcher for ServerLauncher {
     }
 }
 
-/// Tick `dispatcher` every `every` until `stop`.
-pub async fn dispatch_loop(dispatcher: Dispatcher, every: Duration, stop: CancellationToken) {
+/// The least time between two ticks woken by commit notices.
+const WAKE_PAUSE: Duration = Duration::from_millis(100);
+
+/// Tick `dispatcher` every `every`, and when `wake` is notified, until `stop`.
+pub async fn dispatch_loop(
+    dispatcher: Dispatcher,
+    every: Duration,
+    wake: Arc<tokio::sync::Notify>,
+    stop: CancellationToken,
+) {
     loop {
         if let Err(e) = dispatcher.tick().await {
             tracing::warn!(error = %e, "dispatcher tick failed; retrying");
@@ -178,6 +186,9 @@ pub async fn dispatch_loop(dispatcher: Dispatcher, every: Duration, stop: Cancel
         tokio::select! {
             () = stop.cancelled() => return,
             () = tokio::time::sleep(every) => {}
+            // Another process committed (PostgreSQL commit notices): a run this dispatcher
+            // waits on may have ended. Bursts of commits coalesce into one tick per pause.
+            () = wake.notified() => tokio::time::sleep(WAKE_PAUSE).await,
         }
     }
 }

@@ -19,7 +19,7 @@ mod tasks;
 pub use accounts::{Accounts, AgentRecord, ApiToken, TopicRecord, User};
 pub use error::StoreError;
 pub use records::*;
-pub use sql::{SqlStore, Synchronous, redact};
+pub use sql::{CommitNotices, SqlStore, Synchronous, redact};
 pub use tasks::{Delivery, DeliveryStatus, TaskRow, TaskRun, Tasks};
 
 use futures::future::BoxFuture;

@@ -82,10 +82,6 @@ impl<S> crate::api::Output for Sse<S> {
     }
 }
 
-/// How often a stream re-reads the log when no commit reached it (another process may be
-/// running the operation).
-const POLL: Duration = Duration::from_secs(1);
-
 /// The SSE endpoint.
 pub async fn stream(
     State(app): State<AppState>,
@@ -160,7 +156,7 @@ async fn pump(
             Ok(e) => e,
             Err(e) => {
                 tracing::warn!(operation = %id, error = %e, "event log read failed; retrying");
-                tokio::time::sleep(POLL).await;
+                tokio::time::sleep(app.config.stream_poll).await;
                 continue;
             }
         };
@@ -189,7 +185,7 @@ async fn pump(
             return;
         }
         // Follow commits as they land; anything out of step sends us back to the log.
-        let poll = tokio::time::sleep(POLL);
+        let poll = tokio::time::sleep(app.config.stream_poll);
         tokio::pin!(poll);
         loop {
             let signal = tokio::select! {
@@ -223,7 +219,8 @@ async fn pump(
                     if ended {
                         break; // confirm the end against the store
                     }
-                    poll.as_mut().reset(tokio::time::Instant::now() + POLL);
+                    poll.as_mut()
+                        .reset(tokio::time::Instant::now() + app.config.stream_poll);
                 }
                 Ok(Signal::Live(w)) => {
                     if mode.live

@@ -6,6 +6,7 @@ use super::events::insert_events;
 use super::interventions::insert_interventions;
 use super::leases::admit;
 use super::messages::{upsert_messages, write_order};
+use super::notices::notify;
 use super::state::{compact_state, step_summary};
 use super::tool_executions::upsert_tools;
 use super::*;
@@ -221,6 +222,7 @@ pub(super) async fn commit_step(
         upsert_tools(&mut tx, &c.tool_executions).await?;
     }
     insert_interventions(&mut tx, &id, &c.interventions).await?;
+    notify(store, &mut tx, &id).await?;
     tx.commit().await?;
     Ok(CommitOutcome::Committed)
 }

@@ -12,9 +12,12 @@ mod interventions;
 mod leases;
 mod load;
 mod messages;
+mod notices;
 mod operations;
 mod state;
 mod tool_executions;
+
+pub use notices::CommitNotices;
 
 use crate::Store;
 use crate::error::StoreError;
@@ -27,7 +30,7 @@ use rein_core::document::{Document, DocumentKind};
 use rein_core::{AgentEvent, Message, MessageId, OperationId};
 use sqlx::AnyPool;
 use sqlx::any::AnyPoolOptions;
-use std::sync::Once;
+use std::sync::{Arc, Once};
 use std::time::Duration;
 
 /// SQLite durability: `Normal` (WAL default: a power loss may drop the last commits, never
@@ -46,6 +49,10 @@ pub enum Synchronous {
 pub struct SqlStore {
     pub(crate) pool: AnyPool,
     postgres: bool,
+    /// The PostgreSQL URL, for the connection that listens to commit notices.
+    listen_url: Option<Arc<str>>,
+    /// This store's identity in commit notices, so it can skip its own.
+    instance: Arc<str>,
 }
 
 pub(crate) fn ts(t: DateTime<Utc>) -> String {
@@ -183,7 +190,12 @@ impl SqlStore {
                 message: e.to_string(),
             })?;
         migrate(&pool).await?;
-        Ok(Self { pool, postgres })
+        Ok(Self {
+            pool,
+            postgres,
+            listen_url: postgres.then(|| Arc::from(target)),
+            instance: Arc::from(uuid::Uuid::now_v7().simple().to_string()),
+        })
     }
 
     /// A write transaction. On SQLite it takes the write lock up front (`BEGIN IMMEDIATE`):

@@ -1,0 +1,75 @@
+//! Commit notices across processes, on PostgreSQL: every step commit sends
+//! `pg_notify('rein_commits', '<store instance> <operation id>')` inside its own transaction, so
+//! the notice is delivered exactly when the commit is. A process serving event streams listens
+//! ([`SqlStore::commit_notices`]) and learns of commits made by other processes at once instead
+//! of at its next poll. Its own commits are skipped: it already hands them to its streams.
+//! SQLite has one process writing per file and keeps the in-process hub.
+
+use super::*;
+use sqlx::postgres::PgListener;
+
+/// The notification channel.
+const CHANNEL: &str = "rein_commits";
+
+/// Queue the notice of a commit of `operation` on `tx` (PostgreSQL only; delivered on commit).
+pub(super) async fn notify(
+    store: &SqlStore,
+    tx: &mut sqlx::AnyConnection,
+    operation: &str,
+) -> Result<(), StoreError> {
+    if store.postgres {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(CHANNEL)
+            .bind(format!("{} {operation}", store.instance))
+            .execute(&mut *tx)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Commits made by other processes, as they land.
+pub struct CommitNotices {
+    listener: PgListener,
+    instance: Arc<str>,
+}
+
+impl CommitNotices {
+    /// The next operation another process committed a step of. A lost connection is
+    /// re-established on the way (notices sent meanwhile are lost: a stream's periodic read
+    /// of the log still finds those commits).
+    pub async fn next(&mut self) -> Result<OperationId, StoreError> {
+        loop {
+            let notice = self.listener.recv().await?;
+            let Some((instance, operation)) = notice.payload().split_once(' ') else {
+                continue;
+            };
+            if instance == &*self.instance {
+                continue;
+            }
+            if let Ok(id) = operation.parse() {
+                return Ok(id);
+            }
+        }
+    }
+}
+
+impl SqlStore {
+    /// Listen to commits made by other processes; `None` on SQLite, where there are none to
+    /// hear of.
+    pub async fn commit_notices(&self) -> Result<Option<CommitNotices>, StoreError> {
+        let Some(url) = &self.listen_url else {
+            return Ok(None);
+        };
+        let mut listener = PgListener::connect(url)
+            .await
+            .map_err(|e| StoreError::Connect {
+                target: redact(url),
+                message: e.to_string(),
+            })?;
+        listener.listen(CHANNEL).await?;
+        Ok(Some(CommitNotices {
+            listener,
+            instance: Arc::clone(&self.instance),
+        }))
+    }
+}
