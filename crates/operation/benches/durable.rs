@@ -4,8 +4,9 @@
 //!   through the driver with every step committed: µs per tool round and per committed step,
 //!   10 and 50 rounds, SQLite with `synchronous=NORMAL` and `FULL`, and PostgreSQL when
 //!   `REIN_BENCH_DATABASE_URL` (or `REIN_TEST_DATABASE_URL`) names a server;
-//! - the floor: a one-row insert + commit loop through the same driver (sqlx) and the same
-//!   settings, and each loop's ratio to it;
+//! - the floors: a one-row insert + commit loop through sqlx with the same settings, and on
+//!   SQLite the same loop on a connection in this thread (rusqlite: the disk's and SQLite's
+//!   own cost), and each loop's ratio to them; the store's commit of one step alone;
 //! - 10,000 operations parked on an approval: process RSS, database size, time to list one
 //!   page and all of them, time to approve and resume one.
 //!
@@ -295,6 +296,113 @@ async fn floor(target: &Target, commits: usize) -> f64 {
     us
 }
 
+/// The raw floor: one-row insert + commit transactions on a SQLite connection in this thread
+/// (rusqlite, the same bundled SQLite), with the store's settings; µs per commit.
+fn raw_sqlite_floor(path: &Path, sync: Synchronous, commits: usize) -> f64 {
+    let conn = rusqlite::Connection::open(path.with_extension("raw.db")).unwrap();
+    conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+    conn.pragma_update(
+        None,
+        "synchronous",
+        if sync == Synchronous::Full {
+            "FULL"
+        } else {
+            "NORMAL"
+        },
+    )
+    .unwrap();
+    conn.execute_batch(
+        "DROP TABLE IF EXISTS floor; CREATE TABLE floor (id INTEGER PRIMARY KEY, body TEXT NOT NULL)",
+    )
+    .unwrap();
+    let body = "x".repeat(200);
+    let start = Instant::now();
+    for i in 0..commits {
+        conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+        conn.prepare_cached("INSERT INTO floor (id, body) VALUES (?1, ?2)")
+            .unwrap()
+            .execute(rusqlite::params![i64::try_from(i).unwrap(), body])
+            .unwrap();
+        conn.execute_batch("COMMIT").unwrap();
+    }
+    let us = start.elapsed().as_secs_f64() * 1e6 / commits as f64;
+    println!(
+        "raw floor, synchronous={sync:?}: {commits} one-row insert + commit transactions on SQLite in-thread, {us:.1} µs per commit"
+    );
+    us
+}
+
+/// The store's share of a committed step: `commit_step` alone for a typical tool-round step
+/// (one new message, six events, one tool execution), µs per commit.
+async fn store_commit(target: &Target, commits: usize) -> f64 {
+    use rein_core::event::EventKind;
+    use rein_store::{StateChanges, StepCommit};
+    let store = target.open().await;
+    let mut state = rein_core::AgentState::new(OperationId::new())
+        .with_message(rein_core::Message::user("Compute 6*7 ten times."));
+    let id = state.operation_id;
+    let topic = format!("topic_{id}");
+    store
+        .create_operation(&rein_store::NewOperation {
+            state: state.clone(),
+            topic_id: topic.clone(),
+            agent: None,
+            trigger: rein_store::Trigger::Cli,
+            parent_operation: None,
+            next_context: None,
+            owner: None,
+            spec: Default::default(),
+            admission: None,
+        })
+        .await
+        .unwrap();
+    let start = Instant::now();
+    for step in 1..=commits {
+        let before = state.clone();
+        state.step_count += 1;
+        state.push_message(rein_core::Message::assistant(format!("step {step}")));
+        let events = (0..6)
+            .map(|i| rein_core::AgentEvent {
+                operation_id: id,
+                step: state.step_count,
+                seq: state.next_event_seq + i,
+                kind: EventKind::StepStart {
+                    phase: "tool_result".into(),
+                },
+            })
+            .collect();
+        state.next_event_seq += 6;
+        let commit = StepCommit {
+            operation_id: id,
+            step_index: step as u64,
+            topic_id: topic.clone(),
+            changes: StateChanges::between(&before, &state),
+            state: state.clone(),
+            next_context: None,
+            instructions: vec!["call_tools_batch".into()],
+            events,
+            tool_executions: vec![rein_store::ToolExecution {
+                operation_id: id,
+                tool_call_id: format!("call_{step}"),
+                step_index: step as u64,
+                tool: "calculator/evaluate".into(),
+                effect: rein_store::Effect::Pure,
+                status: rein_store::ExecStatus::Succeeded,
+                result: Some("42".into()),
+            }],
+            interventions: Vec::new(),
+        };
+        store.commit_step(&commit).await.unwrap();
+    }
+    let us = start.elapsed().as_secs_f64() * 1e6 / commits as f64;
+    println!(
+        "store commit alone, {}: {commits} commits of a tool-round step, {us:.1} µs per commit",
+        target.label()
+    );
+    store.close().await;
+    us
+}
+
 async fn parked(dir: &Path, count: usize) {
     let path = dir.join("parked.db");
     let store = Arc::new(
@@ -382,10 +490,17 @@ async fn main() {
         let ten = reference_loop(target, 10, 200).await;
         let fifty = reference_loop(target, 50, 40).await;
         let floor = floor(target, 2000).await;
+        let raw = match target {
+            Target::Sqlite(path, sync) => Some(raw_sqlite_floor(path, *sync, 5000)),
+            Target::Postgres(_) => None,
+        };
+        store_commit(target, 2000).await;
         println!(
-            "ratios, {}: committed step / floor {:.1}×, tool round at 50 rounds / at 10 rounds {:.2}×",
+            "ratios, {}: committed step / floor {:.1}×{}, tool round at 50 rounds / at 10 rounds {:.2}×",
             target.label(),
             ten.1 / floor,
+            raw.map(|r| format!(", committed step / raw floor {:.1}×", ten.1 / r))
+                .unwrap_or_default(),
             fifty.0 / ten.0
         );
     }

@@ -22,6 +22,12 @@ pub enum StoreError {
     /// A query failed.
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
+    /// A statement on the SQLite commit path failed.
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// The store was closed.
+    #[error("the store is closed")]
+    Closed,
     /// Stored data could not be read back.
     #[error("corrupt {what} in the database: {message}")]
     Corrupt {

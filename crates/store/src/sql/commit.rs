@@ -8,106 +8,112 @@ use super::leases::admit;
 use super::messages::{upsert_messages, write_order};
 use super::notices::notify;
 use super::state::{compact_state, step_summary};
+use super::statement::{Statement, run_all};
 use super::tool_executions::upsert_tools;
 use super::*;
 use rein_core::AgentState;
-use rein_core::phase::RuntimeContext;
 
 const OPERATION_COLUMNS: &str = "id, agent, topic_id, trigger_kind, provider, model, status, finish_reason, finish_detail, step_count, max_steps, commit_seq, input_tokens, output_tokens, total_tokens, cost_nanos, approval_requests, cancel_requested, error, parent_operation, created_at, updated_at, finished_at, owner";
 
-/// Write the operation row: inserted with `insert`, else updated (`false` when there is no
-/// such operation). The tool manifests are written when `manifests_changed`.
-async fn write_operation(
-    tx: &mut sqlx::AnyConnection,
-    state: &AgentState,
-    next: Option<&RuntimeContext>,
-    commit_seq: u64,
-    insert: Option<&NewOperation>,
-    manifests_changed: bool,
-) -> Result<bool, StoreError> {
+/// The operation row of a new operation.
+fn insert_operation(op: &NewOperation) -> Result<Statement, StoreError> {
+    let state = &op.state;
     let finish = state.finish.as_ref();
     let tokens = &state.usage.llm.tokens;
-    let state_text = compact_state(state)?;
-    let manifests = manifests_changed
-        .then(|| to_json(&*state.tool_manifests, "tool manifests"))
-        .transpose()?;
-    let next_text = next.map(|c| to_json(c, "next context")).transpose()?;
     let now = ts(Utc::now());
-    let finished_at = state.status.is_terminal().then(|| now.clone());
-    let error = state
+    let model = state.model.as_ref();
+    Ok(Statement::new(format!(
+        "INSERT INTO operations ({OPERATION_COLUMNS}, state, next_context, spec, tool_manifests) VALUES \
+         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)"
+    ))
+    .arg(state.operation_id.to_string())
+    .arg(op.agent.clone())
+    .arg(op.topic_id.as_str())
+    .arg(enum_str(&op.trigger))
+    .arg(model.map(|m| m.provider.to_string()))
+    .arg(model.map(|m| m.model.to_string()))
+    .arg(enum_str(&state.status))
+    .arg(finish.map(|f| enum_str(&f.reason)))
+    .arg(finish.and_then(|f| f.detail.clone()))
+    .arg(i64::from(state.step_count))
+    .arg(state.max_steps.map(i64::from))
+    .arg(0i64)
+    .arg(i64_of(tokens.input))
+    .arg(i64_of(tokens.output))
+    .arg(i64_of(tokens.total))
+    .arg(i64_of(state.cost.total.nanos()))
+    .arg(i64_of(state.usage.human.approval_requests))
+    .arg(0i64)
+    .arg(error_text(state))
+    .arg(op.parent_operation.map(|p| p.to_string()))
+    .arg(ts(state.created_at))
+    .arg(now.clone())
+    .arg(state.status.is_terminal().then_some(now))
+    .arg(op.owner.clone())
+    .arg(compact_state(state)?)
+    .arg(
+        op.next_context
+            .as_ref()
+            .map(|c| to_json(c, "next context"))
+            .transpose()?,
+    )
+    .arg(to_json(&op.spec, "spec")?)
+    .arg(to_json(&*state.tool_manifests, "tool manifests")?))
+}
+
+/// The operation row after step `commit_seq`: counters, usage, cost, status, next context and
+/// the compact state; the tool manifests only when they changed. It affects no row when there
+/// is no such operation.
+fn update_operation(c: &StepCommit) -> Result<Statement, StoreError> {
+    let state = &c.state;
+    let finish = state.finish.as_ref();
+    let tokens = &state.usage.llm.tokens;
+    let now = ts(Utc::now());
+    let model = state.model.as_ref();
+    Ok(Statement::new(
+        "UPDATE operations SET status = $1, finish_reason = $2, finish_detail = $3, step_count = $4, commit_seq = $5, \
+         input_tokens = $6, output_tokens = $7, total_tokens = $8, cost_nanos = $9, approval_requests = $10, error = $11, \
+         state = $12, next_context = $13, updated_at = $14, finished_at = COALESCE(finished_at, $15), provider = $16, model = $17, \
+         activity = CASE WHEN $1 = 'running' THEN activity ELSE NULL END, \
+         tool_manifests = COALESCE($18, tool_manifests) \
+         WHERE id = $19",
+    )
+    .arg(enum_str(&state.status))
+    .arg(finish.map(|f| enum_str(&f.reason)))
+    .arg(finish.and_then(|f| f.detail.clone()))
+    .arg(i64::from(state.step_count))
+    .arg(i64_of(c.step_index))
+    .arg(i64_of(tokens.input))
+    .arg(i64_of(tokens.output))
+    .arg(i64_of(tokens.total))
+    .arg(i64_of(state.cost.total.nanos()))
+    .arg(i64_of(state.usage.human.approval_requests))
+    .arg(error_text(state))
+    .arg(compact_state(state)?)
+    .arg(
+        c.next_context
+            .as_ref()
+            .map(|n| to_json(n, "next context"))
+            .transpose()?,
+    )
+    .arg(now.clone())
+    .arg(state.status.is_terminal().then_some(now))
+    .arg(model.map(|m| m.provider.to_string()))
+    .arg(model.map(|m| m.model.to_string()))
+    .arg(
+        c.changes
+            .manifests_changed
+            .then(|| to_json(&*state.tool_manifests, "tool manifests"))
+            .transpose()?,
+    )
+    .arg(state.operation_id.to_string()))
+}
+
+fn error_text(state: &AgentState) -> Option<String> {
+    state
         .error
         .as_ref()
-        .map(|e| format!("{}: {}", e.code, e.message));
-    let model = state.model.as_ref();
-    if let Some(op) = insert {
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "INSERT INTO operations ({OPERATION_COLUMNS}, state, next_context, spec, tool_manifests) VALUES \
-             ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)"
-        )))
-        .bind(state.operation_id.to_string())
-        .bind(op.agent.clone())
-        .bind(op.topic_id.clone())
-        .bind(enum_str(&op.trigger))
-        .bind(model.map(|m| m.provider.to_string()))
-        .bind(model.map(|m| m.model.to_string()))
-        .bind(enum_str(&state.status))
-        .bind(finish.map(|f| enum_str(&f.reason)))
-        .bind(finish.and_then(|f| f.detail.clone()))
-        .bind(i64::from(state.step_count))
-        .bind(state.max_steps.map(i64::from))
-        .bind(i64_of(commit_seq))
-        .bind(i64_of(tokens.input))
-        .bind(i64_of(tokens.output))
-        .bind(i64_of(tokens.total))
-        .bind(i64_of(state.cost.total.nanos()))
-        .bind(i64_of(state.usage.human.approval_requests))
-        .bind(0i64)
-        .bind(error)
-        .bind(op.parent_operation.map(|p| p.to_string()))
-        .bind(ts(state.created_at))
-        .bind(now.clone())
-        .bind(finished_at)
-        .bind(op.owner.clone())
-        .bind(state_text)
-        .bind(next_text)
-        .bind(to_json(&op.spec, "spec")?)
-        .bind(manifests)
-        .execute(tx)
-        .await?;
-        Ok(true)
-    } else {
-        let n = sqlx::query(
-            "UPDATE operations SET status = $1, finish_reason = $2, finish_detail = $3, step_count = $4, commit_seq = $5, \
-             input_tokens = $6, output_tokens = $7, total_tokens = $8, cost_nanos = $9, approval_requests = $10, error = $11, \
-             state = $12, next_context = $13, updated_at = $14, finished_at = COALESCE(finished_at, $15), provider = $16, model = $17, \
-             activity = CASE WHEN $1 = 'running' THEN activity ELSE NULL END, \
-             tool_manifests = COALESCE($19, tool_manifests) \
-             WHERE id = $18",
-        )
-        .bind(enum_str(&state.status))
-        .bind(finish.map(|f| enum_str(&f.reason)))
-        .bind(finish.and_then(|f| f.detail.clone()))
-        .bind(i64::from(state.step_count))
-        .bind(i64_of(commit_seq))
-        .bind(i64_of(tokens.input))
-        .bind(i64_of(tokens.output))
-        .bind(i64_of(tokens.total))
-        .bind(i64_of(state.cost.total.nanos()))
-        .bind(i64_of(state.usage.human.approval_requests))
-        .bind(error)
-        .bind(state_text)
-        .bind(next_text)
-        .bind(now)
-        .bind(finished_at)
-        .bind(model.map(|m| m.provider.to_string()))
-        .bind(model.map(|m| m.model.to_string()))
-        .bind(state.operation_id.to_string())
-        .bind(manifests)
-        .execute(tx)
-        .await?
-        .rows_affected();
-        Ok(n > 0)
-    }
+        .map(|e| format!("{}: {}", e.code, e.message))
 }
 
 pub(super) async fn create_operation(
@@ -136,93 +142,96 @@ pub(super) async fn create_operation(
     }
     // A topic keeps its first owner: continuing someone else's conversation is the
     // caller's to refuse (it checks `topic_owner` first).
-    sqlx::query("INSERT INTO topics (id, agent, title, created_at, owner) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING")
-        .bind(op.topic_id.clone())
-        .bind(op.agent.clone())
-        .bind(op.state.messages.iter().find(|m| m.role == rein_core::Role::User).map(|m| m.text_content().chars().take(80).collect::<String>()))
-        .bind(ts(Utc::now()))
-        .bind(op.owner.clone())
-        .execute(&mut *tx)
-        .await?;
-    upsert_messages(&mut tx, &op.topic_id, &op.state.messages).await?;
-    write_order(
-        &mut tx,
-        &id,
-        &op.state,
-        &StateChanges {
-            kept: 0,
-            previous: 0,
-            ..Default::default()
-        },
-    )
-    .await?;
-    write_operation(
-        &mut tx,
-        &op.state,
-        op.next_context.as_ref(),
-        0,
-        Some(op),
-        true,
-    )
-    .await?;
+    let title = op
+        .state
+        .messages
+        .iter()
+        .find(|m| m.role == rein_core::Role::User)
+        .map(|m| m.text_content().chars().take(80).collect::<String>());
+    let mut statements = vec![
+        Statement::new("INSERT INTO topics (id, agent, title, created_at, owner) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING")
+            .arg(op.topic_id.as_str())
+            .arg(op.agent.clone())
+            .arg(title)
+            .arg(ts(Utc::now()))
+            .arg(op.owner.clone()),
+    ];
+    statements.extend(upsert_messages(&op.topic_id, &op.state.messages)?);
+    let everything = StateChanges {
+        kept: 0,
+        previous: 0,
+        ..Default::default()
+    };
+    statements.extend(write_order(&id, &op.state, &everything));
+    statements.push(insert_operation(op)?);
     if let Some(adm) = &op.admission {
-        sqlx::query("UPDATE operations SET lease_owner = $1, lease_until = $2 WHERE id = $3")
-            .bind(&adm.node)
-            .bind(ts(adm.until))
-            .bind(&id)
-            .execute(&mut *tx)
-            .await?;
+        statements.push(
+            Statement::new(
+                "UPDATE operations SET lease_owner = $1, lease_until = $2 WHERE id = $3",
+            )
+            .arg(adm.node.as_str())
+            .arg(ts(adm.until))
+            .arg(id.as_str()),
+        );
     }
+    run_all(&mut tx, statements).await?;
     tx.commit().await?;
     Ok(())
+}
+
+/// A step commit as statements, in order: the step row (the idempotency key: it inserts
+/// nothing when the step was committed before), the operation row (it updates nothing when
+/// there is no such operation), then messages, their order, events, tool executions,
+/// interventions and, on PostgreSQL, the commit notice.
+pub(crate) struct StepStatements {
+    pub(crate) step: Statement,
+    pub(crate) operation: Statement,
+    pub(crate) rest: Vec<Statement>,
+}
+
+fn step_statements(store: &SqlStore, c: &StepCommit) -> Result<StepStatements, StoreError> {
+    let id = c.operation_id.to_string();
+    let step = Statement::new(
+        "INSERT INTO operation_steps (operation_id, step_index, status, instructions, state, created_at) VALUES ($1, $2, $3, $4, $5, $6) \
+         ON CONFLICT (operation_id, step_index) DO NOTHING",
+    )
+    .arg(id.as_str())
+    .arg(i64_of(c.step_index))
+    .arg(enum_str(&c.state.status))
+    .arg(to_json(&c.instructions, "instructions")?)
+    .arg(step_summary(&c.state))
+    .arg(ts(Utc::now()));
+    let mut rest = upsert_messages(&c.topic_id, &c.changes.messages)?;
+    rest.extend(write_order(&id, &c.state, &c.changes));
+    rest.extend(insert_events(&id, &c.events)?);
+    rest.extend(upsert_tools(&c.tool_executions));
+    rest.extend(insert_interventions(&id, &c.interventions)?);
+    rest.extend(notify(store, &id));
+    Ok(StepStatements {
+        step,
+        operation: update_operation(c)?,
+        rest,
+    })
 }
 
 pub(super) async fn commit_step(
     store: &SqlStore,
     c: &StepCommit,
 ) -> Result<CommitOutcome, StoreError> {
+    let statements = step_statements(store, c)?;
+    if let Some(writer) = &store.writer {
+        return writer.commit(statements, c.operation_id).await;
+    }
     let mut tx = store.begin_write().await?;
-    let id = c.operation_id.to_string();
-    // The idempotency key: a repeated commit of the same step writes nothing.
-    let inserted = sqlx::query(
-        "INSERT INTO operation_steps (operation_id, step_index, status, instructions, state, created_at) VALUES ($1, $2, $3, $4, $5, $6) \
-         ON CONFLICT (operation_id, step_index) DO NOTHING",
-    )
-    .bind(&id)
-    .bind(i64_of(c.step_index))
-    .bind(enum_str(&c.state.status))
-    .bind(to_json(&c.instructions, "instructions")?)
-    .bind(step_summary(&c.state))
-    .bind(ts(Utc::now()))
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
-    if inserted == 0 {
+    if statements.step.run(&mut tx).await? == 0 {
         tx.rollback().await?;
         return Ok(CommitOutcome::Duplicate);
     }
-    // The record first: an operation that does not exist writes nothing else.
-    if !write_operation(
-        &mut tx,
-        &c.state,
-        c.next_context.as_ref(),
-        c.step_index,
-        None,
-        c.changes.manifests_changed,
-    )
-    .await?
-    {
+    if statements.operation.run(&mut tx).await? == 0 {
         tx.rollback().await?;
-        return Err(StoreError::OperationNotFound(id));
+        return Err(StoreError::OperationNotFound(c.operation_id.to_string()));
     }
-    upsert_messages(&mut tx, &c.topic_id, &c.changes.messages).await?;
-    write_order(&mut tx, &id, &c.state, &c.changes).await?;
-    insert_events(&mut tx, &id, &c.events).await?;
-    if !c.tool_executions.is_empty() {
-        upsert_tools(&mut tx, &c.tool_executions).await?;
-    }
-    insert_interventions(&mut tx, &id, &c.interventions).await?;
-    notify(store, &mut tx, &id).await?;
+    run_all(&mut tx, statements.rest).await?;
     tx.commit().await?;
     Ok(CommitOutcome::Committed)
 }

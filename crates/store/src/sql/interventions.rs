@@ -1,34 +1,34 @@
 //! Interventions: approvals a step requested, listed, and decided once.
 
+use super::statement::Statement;
 use super::*;
 use rein_core::ToolCall;
 use sqlx::Row;
 
 /// Approvals a step requested; one already stored for the same call is left as it is.
-pub(super) async fn insert_interventions(
-    tx: &mut sqlx::AnyConnection,
+pub(super) fn insert_interventions(
     id: &str,
     interventions: &[Intervention],
-) -> Result<(), StoreError> {
-    for i in interventions {
-        sqlx::query(
-            "INSERT INTO interventions (operation_id, tool_call_id, call, owner, status, reason, decided_by, decided_at, expires_at, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (operation_id, tool_call_id) DO NOTHING",
-        )
-        .bind(id.to_owned())
-        .bind(i.call.id.to_string())
-        .bind(to_json(&i.call, "tool call")?)
-        .bind(i.owner.clone())
-        .bind(enum_str(&i.status))
-        .bind(i.reason.clone())
-        .bind(i.decided_by.clone())
-        .bind(i.decided_at.map(ts))
-        .bind(i.expires_at.map(ts))
-        .bind(ts(i.created_at))
-        .execute(&mut *tx)
-        .await?;
-    }
-    Ok(())
+) -> Result<Vec<Statement>, StoreError> {
+    interventions
+        .iter()
+        .map(|i| {
+            Ok(Statement::new(
+                "INSERT INTO interventions (operation_id, tool_call_id, call, owner, status, reason, decided_by, decided_at, expires_at, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (operation_id, tool_call_id) DO NOTHING",
+            )
+            .arg(id)
+            .arg(i.call.id.to_string())
+            .arg(to_json(&i.call, "tool call")?)
+            .arg(i.owner.clone())
+            .arg(enum_str(&i.status))
+            .arg(i.reason.clone())
+            .arg(i.decided_by.clone())
+            .arg(i.decided_at.map(ts))
+            .arg(i.expires_at.map(ts))
+            .arg(ts(i.created_at)))
+        })
+        .collect()
 }
 
 pub(super) async fn interventions(

@@ -15,7 +15,9 @@ mod messages;
 mod notices;
 mod operations;
 mod state;
+mod statement;
 mod tool_executions;
+mod writer;
 
 pub use notices::CommitNotices;
 
@@ -53,6 +55,8 @@ pub struct SqlStore {
     listen_url: Option<Arc<str>>,
     /// This store's identity in commit notices, so it can skip its own.
     instance: Arc<str>,
+    /// SQLite: the thread step commits run on.
+    writer: Option<Arc<writer::Writer>>,
 }
 
 pub(crate) fn ts(t: DateTime<Utc>) -> String {
@@ -163,6 +167,9 @@ impl SqlStore {
         let pool = AnyPoolOptions::new()
             .max_connections(if postgres { 8 } else { 4 })
             .acquire_timeout(Duration::from_secs(10))
+            // A SQLite connection is a file handle that cannot go stale, and the health check
+            // is one more hand-off to its worker thread per query.
+            .test_before_acquire(postgres)
             .after_connect(move |conn, _| {
                 Box::pin(async move {
                     if conn.backend_name() == "SQLite" {
@@ -190,11 +197,18 @@ impl SqlStore {
                 message: e.to_string(),
             })?;
         migrate(&pool).await?;
+        // Started after the migrations, so it never sees an older schema.
+        let writer = if postgres {
+            None
+        } else {
+            Some(Arc::new(writer::Writer::start(&shown, sync)?))
+        };
         Ok(Self {
             pool,
             postgres,
             listen_url: postgres.then(|| Arc::from(target)),
             instance: Arc::from(uuid::Uuid::now_v7().simple().to_string()),
+            writer,
         })
     }
 
@@ -219,6 +233,9 @@ impl SqlStore {
 
     /// Close the pool.
     pub async fn close(&self) {
+        if let Some(w) = &self.writer {
+            w.stop();
+        }
         self.pool.close().await;
     }
 }

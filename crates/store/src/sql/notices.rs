@@ -5,26 +5,21 @@
 //! of at its next poll. Its own commits are skipped: it already hands them to its streams.
 //! SQLite has one process writing per file and keeps the in-process hub.
 
+use super::statement::Statement;
 use super::*;
 use sqlx::postgres::PgListener;
 
 /// The notification channel.
 const CHANNEL: &str = "rein_commits";
 
-/// Queue the notice of a commit of `operation` on `tx` (PostgreSQL only; delivered on commit).
-pub(super) async fn notify(
-    store: &SqlStore,
-    tx: &mut sqlx::AnyConnection,
-    operation: &str,
-) -> Result<(), StoreError> {
-    if store.postgres {
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(CHANNEL)
-            .bind(format!("{} {operation}", store.instance))
-            .execute(&mut *tx)
-            .await?;
-    }
-    Ok(())
+/// The notice of a commit of `operation` (PostgreSQL only; delivered when the transaction
+/// it runs in commits).
+pub(super) fn notify(store: &SqlStore, operation: &str) -> Option<Statement> {
+    store.postgres.then(|| {
+        Statement::new("SELECT pg_notify($1, $2)")
+            .arg(CHANNEL)
+            .arg(format!("{} {operation}", store.instance))
+    })
 }
 
 /// Commits made by other processes, as they land.

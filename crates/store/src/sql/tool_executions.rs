@@ -1,36 +1,34 @@
 //! Tool executions: written with a step, or on their own for at-most-once tools (running before
 //! the effect, finished right after), and read back when a step is re-run.
 
+use super::statement::{Statement, run_all};
 use super::*;
 use sqlx::Row;
 
 /// Insert or update tool executions, one statement per [`ROWS_PER_STATEMENT`].
-pub(super) async fn upsert_tools(
-    tx: &mut sqlx::AnyConnection,
-    execs: &[ToolExecution],
-) -> Result<(), StoreError> {
+pub(super) fn upsert_tools(execs: &[ToolExecution]) -> Vec<Statement> {
     let now = ts(Utc::now());
-    for chunk in execs.chunks(ROWS_PER_STATEMENT) {
-        let sql = format!(
-            "INSERT INTO tool_executions (operation_id, tool_call_id, step_index, tool, effect, status, result, updated_at) VALUES {} \
-             ON CONFLICT (operation_id, tool_call_id) DO UPDATE SET step_index = excluded.step_index, status = excluded.status, result = excluded.result, updated_at = excluded.updated_at",
-            placeholders(chunk.len(), 8)
-        );
-        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for e in chunk {
-            q = q
-                .bind(e.operation_id.to_string())
-                .bind(e.tool_call_id.clone())
-                .bind(i64_of(e.step_index))
-                .bind(e.tool.clone())
-                .bind(enum_str(&e.effect))
-                .bind(enum_str(&e.status))
-                .bind(e.result.clone())
-                .bind(now.clone());
-        }
-        q.execute(&mut *tx).await?;
-    }
-    Ok(())
+    execs
+        .chunks(ROWS_PER_STATEMENT)
+        .map(|chunk| {
+            let mut s = Statement::new(format!(
+                "INSERT INTO tool_executions (operation_id, tool_call_id, step_index, tool, effect, status, result, updated_at) VALUES {} \
+                 ON CONFLICT (operation_id, tool_call_id) DO UPDATE SET step_index = excluded.step_index, status = excluded.status, result = excluded.result, updated_at = excluded.updated_at",
+                placeholders(chunk.len(), 8)
+            ));
+            for e in chunk {
+                s.push(e.operation_id.to_string());
+                s.push(e.tool_call_id.as_str());
+                s.push(i64_of(e.step_index));
+                s.push(e.tool.as_str());
+                s.push(enum_str(&e.effect));
+                s.push(enum_str(&e.status));
+                s.push(e.result.clone());
+                s.push(now.as_str());
+            }
+            s
+        })
+        .collect()
 }
 
 pub(super) async fn record_tool_execution(
@@ -38,7 +36,7 @@ pub(super) async fn record_tool_execution(
     exec: &ToolExecution,
 ) -> Result<(), StoreError> {
     let mut conn = store.pool.acquire().await?;
-    upsert_tools(&mut conn, std::slice::from_ref(exec)).await
+    run_all(&mut conn, upsert_tools(std::slice::from_ref(exec))).await
 }
 
 pub(super) async fn tool_execution(
