@@ -50,7 +50,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
 const SPLIT_STATES: i64 = 9;
 
 /// Move each operation's message id list (`message_ids`) and tool manifests out of its stored
-/// state into `operation_messages` and `operations.tool_manifests` (migration 9). Rows are
+/// state into `operation_messages` and `operation_setup` (migration 9). Rows are
 /// read in pages so a large database is not held in memory at once.
 async fn split_states(tx: &mut sqlx::AnyConnection) -> Result<(), StoreError> {
     let fail = |e: &dyn std::fmt::Display| StoreError::Migration {
@@ -86,8 +86,12 @@ async fn split_states(tx: &mut sqlx::AnyConnection) -> Result<(), StoreError> {
                         .await?;
                 }
             }
-            sqlx::query("UPDATE operations SET state = $1, tool_manifests = $2 WHERE id = $3")
+            sqlx::query("UPDATE operations SET state = $1 WHERE id = $2")
                 .bind(state.to_string())
+                .bind(&id)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query("UPDATE operation_setup SET tool_manifests = $1 WHERE operation_id = $2")
                 .bind(manifests.map(|m| m.to_string()))
                 .bind(&id)
                 .execute(&mut *tx)

@@ -1,7 +1,8 @@
 //! Upgrading a database written before migration 9, whose operations kept their message id
-//! list and tool manifests inside the stored state: opening it moves both out (the message
-//! order into `operation_messages`, the manifests into their column), and the operation
-//! loads exactly as it was and keeps committing. On SQLite and on PostgreSQL.
+//! list and tool manifests inside the stored state and their spec in the operations row:
+//! opening it moves them out (the message order into `operation_messages`, the spec and the
+//! manifests into `operation_setup`), and the operation loads exactly as it was, with its spec,
+//! and keeps committing. On SQLite and on PostgreSQL.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use rein_core::engine::initial_context;
@@ -10,6 +11,14 @@ use rein_core::*;
 use rein_store::*;
 use sqlx::Connection;
 use std::sync::Arc;
+
+fn spec() -> rein_core::spec::OperationSpec {
+    rein_core::spec::OperationSpec {
+        allowed_tools: Some(vec!["calculator".into()]),
+        max_steps: Some(7),
+        ..Default::default()
+    }
+}
 
 async fn operation(store: &SqlStore) -> (OperationId, String, AgentState) {
     let state = AgentState::new(OperationId::new())
@@ -28,7 +37,7 @@ async fn operation(store: &SqlStore) -> (OperationId, String, AgentState) {
             parent_operation: None,
             next_context: Some(initial_context(&state)),
             owner: None,
-            spec: Default::default(),
+            spec: spec(),
             admission: None,
         })
         .await
@@ -70,8 +79,9 @@ async fn downgrade(url: &str, id: OperationId, state: &AgentState) {
         .await
         .unwrap();
     for stmt in [
+        "UPDATE operations SET spec = (SELECT spec FROM operation_setup WHERE operation_setup.operation_id = operations.id)",
+        "DROP TABLE operation_setup",
         "DROP TABLE operation_messages",
-        "ALTER TABLE operations DROP COLUMN tool_manifests",
         "DELETE FROM rein_schema WHERE version = 9",
     ] {
         sqlx::query(stmt).execute(&mut conn).await.unwrap();
@@ -95,6 +105,7 @@ async fn upgrade(url: &str, store_target: &str) {
         loaded.state, state,
         "the upgraded operation loads as it was"
     );
+    assert_eq!(loaded.spec, spec(), "with the spec it started with");
     assert_eq!(loaded.state.tool_manifests.len(), 2);
     assert!(loaded.missing_messages.is_empty());
 

@@ -23,8 +23,8 @@ fn insert_operation(op: &NewOperation) -> Result<Statement, StoreError> {
     let now = ts(Utc::now());
     let model = state.model.as_ref();
     Ok(Statement::new(format!(
-        "INSERT INTO operations ({OPERATION_COLUMNS}, state, next_context, spec, tool_manifests) VALUES \
-         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)"
+        "INSERT INTO operations ({OPERATION_COLUMNS}, state, next_context) VALUES \
+         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)"
     ))
     .arg(state.operation_id.to_string())
     .arg(op.agent.clone())
@@ -56,14 +56,30 @@ fn insert_operation(op: &NewOperation) -> Result<Statement, StoreError> {
             .as_ref()
             .map(|c| to_json(c, "next context"))
             .transpose()?,
+    ))
+}
+
+/// What a new operation was set up with: its spec and tool manifests.
+fn insert_setup(op: &NewOperation) -> Result<Statement, StoreError> {
+    Ok(Statement::new(
+        "INSERT INTO operation_setup (operation_id, spec, tool_manifests) VALUES ($1, $2, $3)",
     )
+    .arg(op.state.operation_id.to_string())
     .arg(to_json(&op.spec, "spec")?)
-    .arg(to_json(&*state.tool_manifests, "tool manifests")?))
+    .arg(to_json(&*op.state.tool_manifests, "tool manifests")?))
+}
+
+/// The tool manifests after a step that changed them.
+fn update_manifests(c: &StepCommit) -> Result<Statement, StoreError> {
+    Ok(
+        Statement::new("UPDATE operation_setup SET tool_manifests = $1 WHERE operation_id = $2")
+            .arg(to_json(&*c.state.tool_manifests, "tool manifests")?)
+            .arg(c.operation_id.to_string()),
+    )
 }
 
 /// The operation row after step `commit_seq`: counters, usage, cost, status, next context and
-/// the compact state; the tool manifests only when they changed. It affects no row when there
-/// is no such operation.
+/// the compact state. It affects no row when there is no such operation.
 fn update_operation(c: &StepCommit) -> Result<Statement, StoreError> {
     let state = &c.state;
     let finish = state.finish.as_ref();
@@ -74,9 +90,8 @@ fn update_operation(c: &StepCommit) -> Result<Statement, StoreError> {
         "UPDATE operations SET status = $1, finish_reason = $2, finish_detail = $3, step_count = $4, commit_seq = $5, \
          input_tokens = $6, output_tokens = $7, total_tokens = $8, cost_nanos = $9, approval_requests = $10, error = $11, \
          state = $12, next_context = $13, updated_at = $14, finished_at = COALESCE(finished_at, $15), provider = $16, model = $17, \
-         activity = CASE WHEN $1 = 'running' THEN activity ELSE NULL END, \
-         tool_manifests = COALESCE($18, tool_manifests) \
-         WHERE id = $19",
+         activity = CASE WHEN $1 = 'running' THEN activity ELSE NULL END \
+         WHERE id = $18",
     )
     .arg(enum_str(&state.status))
     .arg(finish.map(|f| enum_str(&f.reason)))
@@ -100,12 +115,6 @@ fn update_operation(c: &StepCommit) -> Result<Statement, StoreError> {
     .arg(state.status.is_terminal().then_some(now))
     .arg(model.map(|m| m.provider.to_string()))
     .arg(model.map(|m| m.model.to_string()))
-    .arg(
-        c.changes
-            .manifests_changed
-            .then(|| to_json(&*state.tool_manifests, "tool manifests"))
-            .transpose()?,
-    )
     .arg(state.operation_id.to_string()))
 }
 
@@ -164,6 +173,7 @@ pub(super) async fn create_operation(
     };
     statements.extend(write_order(&id, &op.state, &everything));
     statements.push(insert_operation(op)?);
+    statements.push(insert_setup(op)?);
     if let Some(adm) = &op.admission {
         statements.push(
             Statement::new(
@@ -202,6 +212,9 @@ fn step_statements(store: &SqlStore, c: &StepCommit) -> Result<StepStatements, S
     .arg(step_summary(&c.state))
     .arg(ts(Utc::now()));
     let mut rest = upsert_messages(&c.topic_id, &c.changes.messages)?;
+    if c.changes.manifests_changed {
+        rest.push(update_manifests(c)?);
+    }
     rest.extend(write_order(&id, &c.state, &c.changes));
     rest.extend(insert_events(&id, &c.events)?);
     rest.extend(upsert_tools(&c.tool_executions));

@@ -14,7 +14,8 @@ pub(super) async fn load_operation(
 ) -> Result<Option<StoredOperation>, StoreError> {
     let key = id.to_string();
     let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "SELECT {RECORD_COLUMNS}, state, next_context, spec, tool_manifests FROM operations WHERE id = $1"
+        "SELECT {RECORD_COLUMNS}, state, next_context, s.spec, s.tool_manifests \
+         FROM operations LEFT JOIN operation_setup s ON s.operation_id = operations.id WHERE id = $1"
     )))
     .bind(&key)
     .fetch_optional(&store.pool)
