@@ -160,6 +160,19 @@ pub struct WorkerArgs {
     lease_secs: u64,
 }
 
+/// Streams and the dispatcher follow what other processes on the same PostgreSQL commit: the
+/// returned handle wakes the dispatcher.
+fn follow_other_processes(app: &App) -> Arc<tokio::sync::Notify> {
+    let wake = Arc::new(tokio::sync::Notify::new());
+    tokio::spawn(rein_server::commit_notices::forward(
+        Arc::clone(&app.store),
+        Arc::clone(&app.hub),
+        Arc::clone(&wake),
+        app.shutdown.clone(),
+    ));
+    wake
+}
+
 /// `rein worker`: the dispatcher and operation execution without the HTTP API (several
 /// workers share one PostgreSQL; each due fire runs once).
 pub async fn worker(
@@ -187,13 +200,7 @@ pub async fn worker(
     let name = worker_name("worker");
     eprintln!("rein: worker {name} dispatching");
     tokio::spawn(Arc::clone(&runner).recovery_loop(app.shutdown.clone()));
-    let wake = Arc::new(tokio::sync::Notify::new());
-    tokio::spawn(rein_server::commit_notices::forward(
-        Arc::clone(&app.store),
-        Arc::clone(&app.hub),
-        Arc::clone(&wake),
-        app.shutdown.clone(),
-    ));
+    let wake = follow_other_processes(&app);
     let stop = app.shutdown.clone();
     let signal = tokio::spawn(async move {
         shutdown_signal().await;
@@ -312,14 +319,7 @@ pub async fn serve(
         },
     ));
     tokio::spawn(Arc::clone(&runner).recovery_loop(app.shutdown.clone()));
-    // Streams and the dispatcher follow what other processes on the same PostgreSQL commit.
-    let wake = Arc::new(tokio::sync::Notify::new());
-    tokio::spawn(rein_server::commit_notices::forward(
-        Arc::clone(&app.store),
-        Arc::clone(&app.hub),
-        Arc::clone(&wake),
-        app.shutdown.clone(),
-    ));
+    let wake = follow_other_processes(&app);
     // Due tasks are dispatched by this process too.
     tokio::spawn(rein_server::tasks::dispatch_loop(
         app.dispatcher(&worker_name("serve")),

@@ -192,6 +192,15 @@ impl Env {
         (status, value)
     }
 
+    /// `POST /v1/operations` with `body`, expecting `202`; the new operation's id.
+    async fn create_operation(&self, rein: &Rein, token: &str, body: Value) -> String {
+        let (status, created) = self
+            .call(rein, "POST", "/v1/operations", Some(token), Some(body))
+            .await;
+        assert_eq!(status, 202, "{created}");
+        created["operation_id"].as_str().unwrap().to_owned()
+    }
+
     async fn events(&self, rein: &Rein, op: &str, token: &str, last: Option<u64>) -> Sse {
         let mut req = self
             .http
@@ -2050,17 +2059,9 @@ async fn a_stream_on_one_server_follows_an_operation_another_server_runs_on_post
         )
         .await;
     assert_eq!(status, 201, "{body}");
-    let (status, created) = e
-        .call(
-            &b,
-            "POST",
-            "/v1/operations",
-            Some(&alice),
-            Some(json!({"input": "say hi", "agent": "gated"})),
-        )
+    let op = e
+        .create_operation(&b, &alice, json!({"input": "say hi", "agent": "gated"}))
         .await;
-    assert_eq!(status, 202, "{created}");
-    let op = created["operation_id"].as_str().unwrap().to_owned();
     let detail = wait_status(&e, &b, &op, &alice, "waiting_for_human").await;
     let mut stream = e.events(&a, &op, &alice, None).await;
     let mut seen = Vec::new();

@@ -7,9 +7,11 @@
 //! context the engine holds in memory, on SQLite and on PostgreSQL.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
-use rein_core::engine::{StepResult, approve_tool_call, initial_context, reject_tool_call};
+use rein_core::engine::{StepResult, approve_tool_call, reject_tool_call};
 use rein_core::intervention::{InterventionConfig, InterventionPolicy};
 use rein_core::phase::RuntimeContext;
 use rein_core::state::ModelRef;
@@ -159,19 +161,11 @@ async fn commit_and_check(
 
 async fn play(store: &SqlStore, moves: &[Move]) {
     let state = initial_state();
-    let topic = format!("topic_{}", state.operation_id);
-    let op = NewOperation {
-        state: state.clone(),
-        topic_id: topic.clone(),
-        agent: None,
-        trigger: Trigger::Cli,
-        parent_operation: None,
-        next_context: Some(initial_context(&state)),
-        owner: None,
-        spec: Default::default(),
-        admission: None,
-    };
-    store.create_operation(&op).await.unwrap();
+    let topic = common::topic_of(&state);
+    store
+        .create_operation(&common::new_operation(&state, Default::default()))
+        .await
+        .unwrap();
     let loaded = store
         .load_operation(state.operation_id)
         .await
@@ -266,14 +260,9 @@ fn check(store: &SqlStore, cases: u32) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_load_equals_the_committed_state_after_every_step() {
-    let dir = std::env::temp_dir().join(format!("rein-equivalence-{}", OperationId::new()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let store = SqlStore::open(dir.join("rein.db").to_str().unwrap(), Synchronous::Normal)
-        .await
-        .unwrap();
+    let (store, dir) = common::sqlite_store("equivalence").await;
     check(&store, 64);
-    store.close().await;
-    let _ = std::fs::remove_dir_all(&dir);
+    common::remove(store, dir).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

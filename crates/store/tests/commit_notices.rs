@@ -2,50 +2,25 @@
 //! commits (only once the commit is durable), never of its own; SQLite offers none.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use rein_core::engine::initial_context;
+mod common;
+
 use rein_core::*;
 use rein_store::*;
 use std::time::Duration;
 
-async fn operation(store: &SqlStore) -> (OperationId, String, AgentState) {
+async fn operation(store: &SqlStore) -> AgentState {
     let state = AgentState::new(OperationId::new()).with_message(Message::user("hi"));
-    let id = state.operation_id;
-    let topic = format!("topic_{id}");
     store
-        .create_operation(&NewOperation {
-            state: state.clone(),
-            topic_id: topic.clone(),
-            agent: None,
-            trigger: Trigger::Api,
-            parent_operation: None,
-            next_context: Some(initial_context(&state)),
-            owner: None,
-            spec: Default::default(),
-            admission: None,
-        })
+        .create_operation(&common::new_operation(&state, Default::default()))
         .await
         .unwrap();
-    (id, topic, state)
+    state
 }
 
-async fn commit(store: &SqlStore, (id, topic, state): &(OperationId, String, AgentState)) {
+async fn commit(store: &SqlStore, state: &AgentState) {
     let mut after = state.clone();
     after.push_message(Message::assistant("hello"));
-    store
-        .commit_step(&StepCommit {
-            operation_id: *id,
-            step_index: 1,
-            topic_id: topic.clone(),
-            changes: StateChanges::between(state, &after),
-            state: after,
-            next_context: None,
-            instructions: vec!["call_llm".into()],
-            events: Vec::new(),
-            tool_executions: Vec::new(),
-            interventions: Vec::new(),
-        })
-        .await
-        .unwrap();
+    common::commit_step(store, state, &after, 1).await;
 }
 
 async fn wait(notices: &mut CommitNotices) -> OperationId {
@@ -81,15 +56,15 @@ async fn other_processes_hear_of_each_commit_and_not_of_their_own() {
     let second = operation(&a).await;
     commit(&a, &first).await;
     commit(&a, &second).await;
-    assert_eq!(wait(&mut heard_by_b).await, first.0);
-    assert_eq!(wait(&mut heard_by_b).await, second.0);
+    assert_eq!(wait(&mut heard_by_b).await, first.operation_id);
+    assert_eq!(wait(&mut heard_by_b).await, second.operation_id);
 
     // A commit that rolls back (a duplicate step) sends nothing: the next notice is the
     // commit after it.
     let third = operation(&a).await;
     commit(&a, &first).await; // duplicate of step 1: nothing written, nothing sent
     commit(&a, &third).await;
-    assert_eq!(wait(&mut heard_by_b).await, third.0);
+    assert_eq!(wait(&mut heard_by_b).await, third.operation_id);
 
     a.close().await;
     b.close().await;
@@ -99,12 +74,7 @@ async fn other_processes_hear_of_each_commit_and_not_of_their_own() {
 
 #[tokio::test]
 async fn sqlite_offers_no_commit_notices() {
-    let dir = std::env::temp_dir().join(format!("rein-notices-{}", OperationId::new()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let store = SqlStore::open(dir.join("rein.db").to_str().unwrap(), Synchronous::Normal)
-        .await
-        .unwrap();
+    let (store, dir) = common::sqlite_store("notices").await;
     assert!(store.commit_notices().await.unwrap().is_none());
-    store.close().await;
-    let _ = std::fs::remove_dir_all(&dir);
+    common::remove(store, dir).await;
 }

@@ -5,7 +5,8 @@
 //! and keeps committing. On SQLite and on PostgreSQL.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use rein_core::engine::initial_context;
+mod common;
+
 use rein_core::testing::manifest;
 use rein_core::*;
 use rein_store::*;
@@ -20,47 +21,21 @@ fn spec() -> rein_core::spec::OperationSpec {
     }
 }
 
-async fn operation(store: &SqlStore) -> (OperationId, String, AgentState) {
+async fn operation(store: &SqlStore) -> (OperationId, AgentState) {
     let state = AgentState::new(OperationId::new())
         .with_tool(manifest("calculator", &["evaluate"]))
         .with_tool(manifest("shell", &["run"]))
         .with_message(Message::system("Be brief."))
         .with_message(Message::user("What is 6*7?"));
-    let id = state.operation_id;
-    let topic = format!("topic_{id}");
     store
-        .create_operation(&NewOperation {
-            state: state.clone(),
-            topic_id: topic.clone(),
-            agent: None,
-            trigger: Trigger::Cli,
-            parent_operation: None,
-            next_context: Some(initial_context(&state)),
-            owner: None,
-            spec: spec(),
-            admission: None,
-        })
+        .create_operation(&common::new_operation(&state, spec()))
         .await
         .unwrap();
     let mut after = state.clone();
     after.step_count = 1;
     after.push_message(Message::assistant("42."));
-    store
-        .commit_step(&StepCommit {
-            operation_id: id,
-            step_index: 1,
-            topic_id: topic.clone(),
-            changes: StateChanges::between(&state, &after),
-            state: after.clone(),
-            next_context: None,
-            instructions: vec!["call_llm".into()],
-            events: Vec::new(),
-            tool_executions: Vec::new(),
-            interventions: Vec::new(),
-        })
-        .await
-        .unwrap();
-    (id, topic, after)
+    common::commit_step(store, &state, &after, 1).await;
+    (state.operation_id, after)
 }
 
 /// Rewrite the database to how a build before migration 9 left it.
@@ -93,7 +68,7 @@ async fn upgrade(url: &str, store_target: &str) {
     let store = SqlStore::open(store_target, Synchronous::Normal)
         .await
         .unwrap();
-    let (id, topic, state) = operation(&store).await;
+    let (id, state) = operation(&store).await;
     store.close().await;
     downgrade(url, id, &state).await;
 
@@ -113,21 +88,7 @@ async fn upgrade(url: &str, store_target: &str) {
     let mut next = state.clone();
     next.step_count = 2;
     next.push_message(Message::user("And 7*8?"));
-    store
-        .commit_step(&StepCommit {
-            operation_id: id,
-            step_index: 2,
-            topic_id: topic,
-            changes: StateChanges::between(&state, &next),
-            state: next.clone(),
-            next_context: None,
-            instructions: vec!["call_llm".into()],
-            events: Vec::new(),
-            tool_executions: Vec::new(),
-            interventions: Vec::new(),
-        })
-        .await
-        .unwrap();
+    common::commit_step(&store, &state, &next, 2).await;
     let loaded = store.load_operation(id).await.unwrap().unwrap();
     assert_eq!(loaded.state, next);
     assert_eq!(

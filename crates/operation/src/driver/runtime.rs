@@ -14,6 +14,14 @@ use rein_core::state::ModelRef;
 use rein_core::{AgentRuntime, GeneralChatAgent, GeneralChatAgentConfig, OperationId};
 use std::sync::Arc;
 
+/// The model providers an operation's spec resolves to in this process.
+struct Providers {
+    model: ModelRef,
+    provider: Arc<dyn rein_model::ModelProvider>,
+    summary_model: ModelRef,
+    summary_provider: Arc<dyn rein_model::ModelProvider>,
+}
+
 impl Driver {
     /// The token estimator for `model`: the catalog's tokenizer hint, else o200k. One per
     /// vocabulary and factor for the driver's lifetime, so what it remembers (the shared tool
@@ -94,35 +102,12 @@ impl Driver {
         id: OperationId,
         spec: &OperationSpec,
     ) -> Result<(), DriverError> {
-        let missing: Vec<String> = spec
-            .mcp_servers
-            .iter()
-            .filter(|t| !self.tools.has(t))
-            .cloned()
-            .collect();
-        if !missing.is_empty() {
-            return Err(DriverError::MissingTools {
-                operation: id,
-                tools: missing,
-            });
-        }
-        let model = spec
-            .model
-            .clone()
-            .unwrap_or_else(|| self.default_model.clone());
-        self.models.provider(&model)?;
-        if let Some(m) = &spec.compression_model {
-            self.models.provider(m)?;
-        }
-        Ok(())
+        self.providers(id, spec).map(|_| ())
     }
 
-    fn runtime_with(
-        &self,
-        id: OperationId,
-        spec: &OperationSpec,
-        sink: Option<Arc<dyn EventSink>>,
-    ) -> Result<AgentRuntime, DriverError> {
+    /// What the spec runs on: its tools must all be here; its model's provider, and the
+    /// compression model's (the model's own when it names none).
+    fn providers(&self, id: OperationId, spec: &OperationSpec) -> Result<Providers, DriverError> {
         let missing: Vec<String> = spec
             .mcp_servers
             .iter()
@@ -144,6 +129,26 @@ impl Driver {
             Some(m) => (self.models.provider(m)?, m.clone()),
             None => (Arc::clone(&provider), model.clone()),
         };
+        Ok(Providers {
+            model,
+            provider,
+            summary_model,
+            summary_provider,
+        })
+    }
+
+    fn runtime_with(
+        &self,
+        id: OperationId,
+        spec: &OperationSpec,
+        sink: Option<Arc<dyn EventSink>>,
+    ) -> Result<AgentRuntime, DriverError> {
+        let Providers {
+            model,
+            provider,
+            summary_model,
+            summary_provider,
+        } = self.providers(id, spec)?;
         let port = ModelPort {
             provider,
             provider_id: model.provider.to_string(),

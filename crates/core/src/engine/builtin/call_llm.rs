@@ -27,12 +27,7 @@ impl PayloadExecutor for CallLlmExecutor {
     type Payload = CallLlmPayload;
     const KIND: InstructionKind = InstructionKind::CallLlm;
 
-    fn payload(ins: Instruction) -> Result<CallLlmPayload, Instruction> {
-        match ins {
-            Instruction::CallLlm { payload } => Ok(payload),
-            other => Err(other),
-        }
-    }
+    payload_of!(CallLlm);
 
     fn run<'a>(
         &'a self,

@@ -25,12 +25,7 @@ impl PayloadExecutor for CallToolExecutor {
     type Payload = CallToolPayload;
     const KIND: InstructionKind = InstructionKind::CallTool;
 
-    fn payload(ins: Instruction) -> Result<CallToolPayload, Instruction> {
-        match ins {
-            Instruction::CallTool { payload } => Ok(payload),
-            other => Err(other),
-        }
-    }
+    payload_of!(CallTool);
 
     fn run<'a>(
         &'a self,

@@ -22,12 +22,7 @@ impl PayloadExecutor for CallToolsBatchExecutor {
     type Payload = CallToolsBatchPayload;
     const KIND: InstructionKind = InstructionKind::CallToolsBatch;
 
-    fn payload(ins: Instruction) -> Result<CallToolsBatchPayload, Instruction> {
-        match ins {
-            Instruction::CallToolsBatch { payload } => Ok(payload),
-            other => Err(other),
-        }
-    }
+    payload_of!(CallToolsBatch);
 
     fn run<'a>(
         &'a self,

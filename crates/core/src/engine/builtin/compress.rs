@@ -56,12 +56,7 @@ impl PayloadExecutor for CompressContextExecutor {
     type Payload = CompressContextPayload;
     const KIND: InstructionKind = InstructionKind::CompressContext;
 
-    fn payload(ins: Instruction) -> Result<CompressContextPayload, Instruction> {
-        match ins {
-            Instruction::CompressContext { payload } => Ok(payload),
-            other => Err(other),
-        }
-    }
+    payload_of!(CompressContext);
 
     fn run<'a>(
         &'a self,

@@ -34,6 +34,19 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use std::time::Instant;
 
+/// `PayloadExecutor::payload` for an instruction variant that carries `{ payload }`.
+macro_rules! payload_of {
+    ($variant:ident) => {
+        fn payload(ins: Instruction) -> Result<Self::Payload, Instruction> {
+            match ins {
+                Instruction::$variant { payload } => Ok(payload),
+                other => Err(other),
+            }
+        }
+    };
+}
+pub(crate) use payload_of;
+
 /// A built-in executor of one instruction type, handed that instruction's own payload.
 pub trait PayloadExecutor: Send + Sync + 'static {
     /// What it is handed.

@@ -17,12 +17,7 @@ impl PayloadExecutor for ResolveAbortedToolsExecutor {
     type Payload = ResolveAbortedToolsPayload;
     const KIND: InstructionKind = InstructionKind::ResolveAbortedTools;
 
-    fn payload(ins: Instruction) -> Result<ResolveAbortedToolsPayload, Instruction> {
-        match ins {
-            Instruction::ResolveAbortedTools { payload } => Ok(payload),
-            other => Err(other),
-        }
-    }
+    payload_of!(ResolveAbortedTools);
 
     fn run<'a>(
         &'a self,

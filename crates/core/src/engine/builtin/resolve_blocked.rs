@@ -33,12 +33,7 @@ impl PayloadExecutor for ResolveBlockedToolsExecutor {
     type Payload = ResolveBlockedToolsPayload;
     const KIND: InstructionKind = InstructionKind::ResolveBlockedTools;
 
-    fn payload(ins: Instruction) -> Result<ResolveBlockedToolsPayload, Instruction> {
-        match ins {
-            Instruction::ResolveBlockedTools { payload } => Ok(payload),
-            other => Err(other),
-        }
-    }
+    payload_of!(ResolveBlockedTools);
 
     fn run<'a>(
         &'a self,
