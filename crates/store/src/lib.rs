@@ -6,8 +6,11 @@
 //! message tree of each topic, tool executions (effect class and status, for crash recovery)
 //! interventions (single-use human decisions), and documents (memories and notes per user and
 //! agent). [`SqlStore`] implements it over SQLite (the
-//! embedded default, WAL) and PostgreSQL with the same portable SQL; one conformance suite
-//! runs against both.
+//! embedded default, WAL; step commits run as one job each on a writer thread) and PostgreSQL
+//! (step commits notify other processes: [`CommitNotices`]) with the same portable SQL; one
+//! conformance suite runs against both. A commit writes what the step changed
+//! ([`StateChanges`]): the compact state, new or changed messages, their order from the first
+//! changed position, the tool manifests only when they change.
 
 mod accounts;
 mod error;
