@@ -218,6 +218,24 @@ impl StateChanges {
     /// pointer first (a step shares the ones it did not touch), by value only when a message
     /// was copied; so does the manifest map.
     pub fn between(before: &AgentState, after: &AgentState) -> Self {
+        let manifests_changed = !Arc::ptr_eq(&before.tool_manifests, &after.tool_manifests)
+            && before.tool_manifests != after.tool_manifests;
+        // The common case, checked in one pass of pointer comparisons: the step left every
+        // message where it was (shared, untouched) and appended.
+        let untouched = before
+            .messages
+            .iter()
+            .zip(&after.messages)
+            .take_while(|(b, a)| Arc::ptr_eq(b, a))
+            .count();
+        if untouched == before.messages.len() {
+            return Self {
+                messages: after.messages[untouched..].to_vec(),
+                kept: untouched,
+                previous: untouched,
+                manifests_changed,
+            };
+        }
         let shared: std::collections::HashSet<*const Message> =
             before.messages.iter().map(Arc::as_ptr).collect();
         let by_id: std::collections::HashMap<rein_core::MessageId, &Arc<Message>> =
@@ -240,19 +258,7 @@ impl StateChanges {
             messages,
             kept,
             previous: before.messages.len(),
-            manifests_changed: !Arc::ptr_eq(&before.tool_manifests, &after.tool_manifests)
-                && before.tool_manifests != after.tool_manifests,
-        }
-    }
-
-    /// Changes that rewrite everything: every message of `state`, its whole list, its
-    /// manifests (a state whose committed form is unknown).
-    pub fn everything(state: &AgentState) -> Self {
-        Self {
-            messages: state.messages.clone(),
-            kept: 0,
-            previous: usize::MAX,
-            manifests_changed: true,
+            manifests_changed,
         }
     }
 }
