@@ -571,10 +571,12 @@ async fn a_crash_while_an_at_most_once_tool_runs_is_settled_not_repeated() {
     // The tool blocks; "kill" the process while it runs.
     let crashed = driver(&e, true);
     let run = tokio::spawn(async move { crashed.run(id).await });
-    for _ in 0..200 {
-        if e.runs.load(Ordering::SeqCst) == 1 {
-            break;
-        }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while e.runs.load(Ordering::SeqCst) != 1 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the at-most-once tool never started"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     run.abort();
@@ -649,25 +651,38 @@ async fn cancelling_a_parked_operation_settles_its_calls() {
     assert_consistent(&e.store, id).await;
 }
 
+/// Wakes a waiter at the first streamed text of a model answer.
+struct OnText(Arc<tokio::sync::Notify>);
+
+impl rein_core::engine::EventSink for OnText {
+    fn publish(&self, event: &rein_core::AgentEvent) {
+        if matches!(event.kind, rein_core::event::EventKind::LlmStream { .. }) {
+            self.0.notify_one();
+        }
+    }
+}
+
 #[tokio::test]
 async fn cancelling_during_a_model_stream_keeps_the_partial_answer() {
     let mut stalled = Canned::openai_text("Here is the first half of a long answer, and then");
     stalled.stall_after = Some(stalled.body.len() * 2 / 3);
     let e = env(vec![stalled]).await;
-    let d = driver(&e, false);
+    // Cancel once the first streamed text has reached the driver's live sink: the partial
+    // answer then exists, whatever the machine's speed.
+    let streamed = Arc::new(tokio::sync::Notify::new());
+    let d = driver(&e, false).with_sink(Arc::new(OnText(Arc::clone(&streamed))));
     let id = d
         .start("tell me everything", &StartOptions::default())
         .await
         .unwrap();
     let cancel = d.cancel_token();
-    let server_seen = async {
-        while e.server.requests().is_empty() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+    let cancel_after_text = async {
+        tokio::time::timeout(Duration::from_secs(30), streamed.notified())
+            .await
+            .expect("streamed text reaches the sink");
         cancel.cancel();
     };
-    let (end, ()) = tokio::join!(d.run(id), server_seen);
+    let (end, ()) = tokio::join!(d.run(id), cancel_after_text);
     let end = end.unwrap();
     assert!(matches!(end, RunEnd::Interrupted { .. }), "{end:?}");
     let op = e.store.load_operation(id).await.unwrap().unwrap();
