@@ -12,7 +12,7 @@ use rein_core::engine::EventSink;
 use rein_core::event::EventKind;
 use rein_core::{AgentEvent, OperationId};
 use rein_store::{Activity, Doing, Store};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -25,6 +25,9 @@ pub(crate) const SETTLE: Duration = Duration::from_millis(200);
 pub(crate) struct ActivitySink {
     host: Option<Arc<dyn EventSink>>,
     latest: watch::Sender<Option<Activity>>,
+    /// The model of the latest model call: a retry resumes it without a new event, and the
+    /// writer, which may skip the short-lived activities in between, says so with its name.
+    model: Arc<Mutex<Option<String>>>,
 }
 
 /// The activity an event means, if it changes it.
@@ -59,6 +62,9 @@ impl EventSink for ActivitySink {
             h.publish(event);
         }
         if let Some(d) = doing(&event.kind) {
+            if let Doing::ModelCall { model } = &d {
+                *self.model.lock().unwrap_or_else(|p| p.into_inner()) = model.clone();
+            }
             self.latest.send_replace(Some(Activity {
                 step: event.step,
                 since: Utc::now(),
@@ -91,6 +97,8 @@ pub(crate) fn track(
         doing: Doing::Deciding,
     };
     let (latest, mut rx) = watch::channel(Some(first));
+    let model = Arc::new(Mutex::new(None::<String>));
+    let last_model = Arc::clone(&model);
     let writer = tokio::spawn(async move {
         let write = |a: Activity| {
             let store = Arc::clone(&store);
@@ -100,15 +108,12 @@ pub(crate) fn track(
                 }
             }
         };
-        let mut model: Option<String> = None;
         loop {
             let current = rx.borrow_and_update().clone();
             let mut retry = None;
             if let Some(a) = current {
-                match &a.doing {
-                    Doing::ModelCall { model: m } => model = m.clone(),
-                    Doing::BackingOff { retry_at, .. } => retry = Some((*retry_at, a.step)),
-                    _ => {}
+                if let Doing::BackingOff { retry_at, .. } = &a.doing {
+                    retry = Some((*retry_at, a.step));
                 }
                 write(a).await;
             }
@@ -118,10 +123,11 @@ pub(crate) fn track(
                 tokio::select! {
                     changed = rx.changed() => if changed.is_err() { return } else { continue },
                     () = tokio::time::sleep(wait) => {
+                        let model = last_model.lock().unwrap_or_else(|p| p.into_inner()).clone();
                         write(Activity {
                             step,
                             since: Utc::now(),
-                            doing: Doing::ModelCall { model: model.clone() },
+                            doing: Doing::ModelCall { model },
                         })
                         .await;
                     }
@@ -135,7 +141,110 @@ pub(crate) fn track(
         }
     });
     (
-        Arc::new(ActivitySink { host, latest }),
+        Arc::new(ActivitySink {
+            host,
+            latest,
+            model,
+        }),
         ActivityWriter(writer),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use rein_core::{AgentState, Message, MessageId};
+    use rein_store::{NewOperation, SqlStore, Synchronous, Trigger};
+
+    fn event(id: OperationId, seq: u64, kind: EventKind) -> AgentEvent {
+        AgentEvent {
+            operation_id: id,
+            step: 1,
+            seq,
+            kind,
+        }
+    }
+
+    /// A model call that fails at once and backs off: the writer, settling, never writes the
+    /// short-lived `model_call`, yet the call that resumes after the backoff is named.
+    #[tokio::test]
+    async fn a_retried_model_call_is_named_even_when_its_first_start_was_never_written() {
+        let dir = std::env::temp_dir().join(format!("rein-activity-{}", OperationId::new()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = Arc::new(
+            SqlStore::open(dir.join("rein.db").to_str().unwrap(), Synchronous::Normal)
+                .await
+                .unwrap(),
+        );
+        let state = AgentState::new(OperationId::new()).with_message(Message::user("go"));
+        let id = state.operation_id;
+        store
+            .create_operation(&NewOperation {
+                topic_id: format!("topic_{id}"),
+                state,
+                agent: None,
+                trigger: Trigger::Api,
+                parent_operation: None,
+                next_context: None,
+                owner: None,
+                spec: Default::default(),
+                admission: None,
+            })
+            .await
+            .unwrap();
+        let store_dyn: Arc<dyn Store> = store.clone();
+        let (sink, _writer) = track(store_dyn, id, None, 1);
+        // All within one settle window.
+        sink.publish(&event(
+            id,
+            0,
+            EventKind::StepStart {
+                phase: "user_input".into(),
+            },
+        ));
+        sink.publish(&event(
+            id,
+            1,
+            EventKind::LlmStart {
+                assistant_message_id: MessageId::new(),
+                model: Some("openai/gpt-4o-mini".into()),
+            },
+        ));
+        sink.publish(&event(
+            id,
+            2,
+            EventKind::StreamRetry {
+                attempt: 2,
+                max_attempts: 3,
+                delay_ms: 300,
+                error_kind: Some("rate_limit".into()),
+            },
+        ));
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        let doing = loop {
+            let record = store.operation(id).await.unwrap().unwrap();
+            if let Some(Activity {
+                doing: d @ Doing::ModelCall { .. },
+                ..
+            }) = record.activity
+            {
+                break d;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the resumed model call was never recorded: {:?}",
+                record.activity
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert_eq!(
+            doing,
+            Doing::ModelCall {
+                model: Some("openai/gpt-4o-mini".into())
+            }
+        );
+        store.close().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
