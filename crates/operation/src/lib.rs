@@ -5,8 +5,9 @@
 //! written with the operation), and a process's setup ([`Host`]: where models come from, its
 //! tools, the defaults), from which the CLI and the server make their drivers. The [`Driver`]
 //! builds each operation's engine from its stored spec (model runtime through [`ModelPort`],
-//! the tool host [`ToolHost`] with durable executions, the store), then runs the loop: step,
-//! commit the step in one transaction, repeat until the operation parks or ends. Human
+//! the tool host [`ToolHost`] with durable executions, the store), then runs the loop: load the
+//! operation once, step, commit what the step changed in one transaction (the step result
+//! carries everything the commit needs), repeat until the operation parks or ends. Human
 //! decisions, cancellation and crash recovery all continue from what is on disk.
 
 mod activity;
