@@ -191,12 +191,21 @@ async fn cancellation_during_backoff_returns_at_once() {
     let p = provider(Protocol::OpenaiChat, &server.base, 3, Timeouts::default());
     let req = request("gpt-4o-mini");
     let cancel = req.cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        cancel.cancel();
-    });
     let started = Instant::now();
-    let (r, events) = chat(&p, req).await;
+    // Cancel as soon as the backoff is announced, whatever the machine's speed.
+    let events: Vec<ModelEvent> = {
+        use futures::StreamExt;
+        let mut stream = p.chat(req);
+        let mut seen = Vec::new();
+        while let Some(e) = stream.next().await {
+            if matches!(e, ModelEvent::Retry { .. }) {
+                cancel.cancel();
+            }
+            seen.push(e);
+        }
+        seen
+    };
+    let r = collect(futures::stream::iter(events.clone())).await;
     assert_eq!(r.error.as_ref().map(|e| e.kind), Some(ErrorKind::Cancelled));
     assert!(events.iter().any(|e| matches!(
         e,
