@@ -26,7 +26,7 @@ pub enum StoreError {
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
     /// The store was closed.
-    #[error("the store is closed")]
+    #[error("the store is closed (its SQLite writer has stopped)")]
     Closed,
     /// Stored data could not be read back.
     #[error("corrupt {what} in the database: {message}")]

@@ -67,24 +67,15 @@ impl Driver {
         (agent, Arc::new(self.estimator(model)))
     }
 
-    /// The runtime for an operation with `spec`: its model, its tools (this process must have
-    /// every tool the spec records), its scope and context settings.
-    pub(super) fn runtime(
-        &self,
-        id: OperationId,
-        spec: &OperationSpec,
-    ) -> Result<AgentRuntime, DriverError> {
-        self.runtime_with(id, spec, self.sink.clone())
-    }
-
-    /// The runtime of a run that steps the operation: as [`Driver::runtime`], with a sink that
-    /// also keeps the operation's activity on its record (returned guard: the writer).
+    /// The runtime of a run that steps the operation: its model, its tools (this process must
+    /// have every tool the spec records), its scope and context settings, with a sink that also
+    /// keeps the operation's activity on its record (returned guard: the writer).
     pub(super) fn running_runtime(
         &self,
         run: &Loaded,
     ) -> Result<(AgentRuntime, crate::activity::ActivityWriter), DriverError> {
         // Refuse before the record says anything about running.
-        self.preflight(run.id, &run.spec)?;
+        let providers = self.providers(run.id, &run.spec)?;
         let (sink, writer) = crate::activity::track(
             Arc::clone(&self.store),
             run.id,
@@ -92,7 +83,7 @@ impl Driver {
             run.committed.step_count + 1,
         );
         let sink: Arc<dyn EventSink> = sink;
-        Ok((self.runtime_with(run.id, &run.spec, Some(sink))?, writer))
+        Ok((self.runtime_with(&run.spec, providers, Some(sink)), writer))
     }
 
     /// Refuse an operation this process cannot run: an MCP server or custom tool the spec
@@ -139,16 +130,16 @@ impl Driver {
 
     fn runtime_with(
         &self,
-        id: OperationId,
         spec: &OperationSpec,
+        providers: Providers,
         sink: Option<Arc<dyn EventSink>>,
-    ) -> Result<AgentRuntime, DriverError> {
+    ) -> AgentRuntime {
         let Providers {
             model,
             provider,
             summary_model,
             summary_provider,
-        } = self.providers(id, spec)?;
+        } = providers;
         let port = ModelPort {
             provider,
             provider_id: model.provider.to_string(),
@@ -182,7 +173,7 @@ impl Driver {
             ..Default::default()
         };
         let agent = GeneralChatAgent::new(agent).with_estimator(estimator);
-        Ok(AgentRuntime::new(Arc::new(agent), config))
+        AgentRuntime::new(Arc::new(agent), config)
     }
 
     /// A runtime that only settles an operation (cancellation, an expired approval): it calls

@@ -28,7 +28,7 @@ impl Driver {
         // without them refuses instead of running it with fewer.
         spec.mcp_servers = self.host_tools();
         // Refuse now, before anything is written, what no step could run.
-        self.runtime(id, &spec)?;
+        self.preflight(id, &spec)?;
         let mut state = AgentState::new(id);
         if let Some(system) = &spec.system_role {
             state.push_message(Message::system(system));
