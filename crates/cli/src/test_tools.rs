@@ -58,9 +58,10 @@ impl Tool for Ledger {
     }
 }
 
-/// The test tools, when `REIN_TEST_TOOLS=1`.
+/// The test tools, when `REIN_TEST_TOOLS=1` in a build with the `test-hooks` feature (the
+/// crash tests'); none, and no variable read, in any other build.
 pub fn tools() -> Vec<Arc<dyn Tool>> {
-    if std::env::var("REIN_TEST_TOOLS").is_ok_and(|v| v == "1") {
+    if cfg!(feature = "test-hooks") && std::env::var("REIN_TEST_TOOLS").is_ok_and(|v| v == "1") {
         vec![Arc::new(Ledger)]
     } else {
         Vec::new()

@@ -21,7 +21,6 @@ use rein_core::{AgentState, GeneralChatAgentConfig, MessageId, OperationId, Tool
 use rein_model::{Catalog, ModelProvider};
 use rein_store::{Store, Trigger};
 use std::sync::Arc;
-use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// How to start an operation: what it may do, and where it belongs.
@@ -44,15 +43,20 @@ pub struct StartOptions {
 /// Test support for crash tests: with `REIN_TEST_PAUSE_AT=commit:N` (after the Nth commit
 /// of this process) or `tool:CALL_ID` (a tool execution recorded running, not yet run), the
 /// process announces `REIN_TEST_PAUSED <point>` on stderr and stops there, so a test can kill
-/// it with SIGKILL at an exact boundary. Unset in normal use.
+/// it with SIGKILL at an exact boundary. Only in builds with the `test-hooks` feature (the
+/// crash tests'); elsewhere it does nothing and reads no variable.
+#[cfg(feature = "test-hooks")]
 pub(crate) async fn pause_point(point: &str) {
     if std::env::var("REIN_TEST_PAUSE_AT").is_ok_and(|p| p == point) {
         eprintln!("REIN_TEST_PAUSED {point}");
         loop {
-            tokio::time::sleep(Duration::from_secs(3600)).await;
+            tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
         }
     }
 }
+
+#[cfg(not(feature = "test-hooks"))]
+pub(crate) async fn pause_point(_point: &str) {}
 
 /// The built-in schemas are static and covered by tests; failing to compile them is a bug in
 /// this build, reported loudly rather than hidden.
