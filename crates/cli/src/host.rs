@@ -87,7 +87,22 @@ pub async fn host(
         // A cassette answers without keys.
         ctx.cli_replay.is_none(),
     ));
+    // Sub-agents: the local user's stored agents (a server's operations: their owner's), and
+    // the configuration file's under the names the store does not have.
+    let local = crate::agents::local_user(&store).await?;
+    let agents = Arc::new(rein_operation::StoredAgents {
+        accounts: Arc::clone(&store) as Arc<dyn rein_store::Accounts>,
+        local_user: Some(local.id),
+        fixed: ctx
+            .config
+            .file
+            .agents
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    });
     Ok(Host {
+        agents: Some(agents),
         store,
         models,
         catalog,

@@ -155,7 +155,12 @@ pub(crate) enum OpCommand {
         status: Option<String>,
     },
     /// Show an operation and its step timeline.
-    Show { id: String },
+    Show {
+        id: String,
+        /// Also its sub-agents (and theirs), with their status, cost and pending approvals.
+        #[arg(long)]
+        tree: bool,
+    },
     /// Print an operation's events.
     Events {
         /// Operation id.
@@ -302,6 +307,16 @@ pub(crate) async fn finish(store: &SqlStore, id: OperationId, end: &RunEnd) -> a
                 eprintln!("  pending {} {}({})", c.id, c.key(), c.arguments);
             }
             eprintln!("continue with: rein approve {id}   or: rein reject {id} --reason \"...\"");
+            exit::WAITING
+        }
+        RunEnd::WaitingForSubAgents { children } => {
+            eprintln!(
+                "\nwaiting for {} sub-agent(s) another process runs · {summary}",
+                children.len()
+            );
+            for c in children {
+                eprintln!("  sub-agent {c}");
+            }
             exit::WAITING
         }
         RunEnd::Interrupted { reason, can_resume } => {
@@ -467,20 +482,30 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 }
                 Ok(exit::DONE)
             }
-            OpCommand::Show { id } => {
+            OpCommand::Show { id, tree } => {
                 let id = parse_id(&id)?;
                 let op = store
                     .load_operation(id)
                     .await?
                     .ok_or_else(|| anyhow!("no operation {id}"))?;
                 let steps = store.steps(id).await?;
+                // Approvals anywhere in its tree are decided through it.
+                let pending = rein_operation::tree::pending_approvals(&*store, id).await?;
+                let sub_agents = if tree {
+                    rein_operation::tree::descendants(&*store, id).await?
+                } else {
+                    Vec::new()
+                };
                 if cli.json {
                     println!(
                         "{}",
-                        serde_json::json!({"operation": op.record, "spec": op.spec, "steps": steps, "pending": op.state.pending_tool_calls})
+                        serde_json::json!({"operation": op.record, "spec": op.spec, "steps": steps, "pending": pending, "sub_agents": sub_agents})
                     );
                 } else {
-                    output::show(&op, &steps);
+                    output::show(&op, &steps, &pending);
+                    if tree {
+                        output::tree(&op.record, &sub_agents);
+                    }
                 }
                 Ok(exit::DONE)
             }

@@ -13,6 +13,9 @@ use std::time::Duration;
 pub struct Printer {
     json: bool,
     waiting: Arc<Waiting>,
+    /// Operations announced as sub-agents: their words are not the answer (stdout), their
+    /// tool activity is shown indented.
+    sub_agents: Mutex<std::collections::HashSet<rein_core::OperationId>>,
 }
 
 /// A spinner on a terminal's stderr while the model has said nothing for over a second.
@@ -63,6 +66,7 @@ impl Printer {
         Self {
             json,
             waiting: Arc::default(),
+            sub_agents: Mutex::default(),
         }
     }
 }
@@ -83,6 +87,22 @@ impl EventSink for Printer {
                 let mut out = std::io::stdout().lock();
                 let _ = writeln!(out, "{line}");
             }
+            return;
+        }
+        if let EventKind::SubAgentStarted { sub_agent, .. } = &e.kind {
+            self.sub_agents
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(*sub_agent);
+        }
+        let sub = self
+            .sub_agents
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&e.operation_id);
+        if sub {
+            self.waiting.stop();
+            sub_agent_line(&e.kind);
             return;
         }
         match &e.kind {
@@ -125,13 +145,66 @@ impl EventSink for Printer {
                 );
             }
             EventKind::BudgetExceeded { budget, .. } => eprintln!("(budget exceeded: {budget:?})"),
+            EventKind::SubAgentStarted {
+                sub_agent,
+                agent,
+                title,
+                ..
+            } => eprintln!(
+                "\n⇢ {} started \"{}\" (op {sub_agent})",
+                agent.as_deref().unwrap_or("sub-agent"),
+                short(title, 80)
+            ),
+            EventKind::SubAgentEnded {
+                agent,
+                status,
+                success,
+                cost,
+                ..
+            } => eprintln!(
+                "⇠ {} {} ({}) · {cost}",
+                agent.as_deref().unwrap_or("sub-agent"),
+                if *success {
+                    "answered"
+                } else {
+                    "did not finish"
+                },
+                name_of(status)
+            ),
             _ => {}
         }
     }
 }
 
+fn name_of<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// A sub-agent's activity, indented under its parent's: its tool calls and results only.
+fn sub_agent_line(kind: &EventKind) {
+    match kind {
+        EventKind::ToolPending { tool_calls } => {
+            for c in tool_calls {
+                eprintln!("    → {}({})", c.key(), short(&c.arguments, 120));
+            }
+        }
+        EventKind::ToolResult {
+            status, content, ..
+        } => eprintln!("    ← {}: {}", name_of(status), short(content, 160)),
+        EventKind::SubAgentStarted { agent, title, .. } => eprintln!(
+            "    ⇢ {} started \"{}\"",
+            agent.as_deref().unwrap_or("sub-agent"),
+            short(title, 80)
+        ),
+        _ => {}
+    }
+}
+
 /// `rein op show`.
-pub fn show(op: &StoredOperation, steps: &[StepRecord]) {
+pub fn show(op: &StoredOperation, steps: &[StepRecord], pending: &[rein_store::Intervention]) {
     let r = &op.record;
     let status = serde_json::to_value(r.status)
         .ok()
@@ -184,8 +257,14 @@ pub fn show(op: &StoredOperation, steps: &[StepRecord]) {
     );
     println!("  cost       {}", r.cost);
     println!("  created    {}", r.created_at);
-    for c in &op.state.pending_tool_calls {
-        println!("  pending    {} {}({})", c.id, c.key(), c.arguments);
+    for i in pending {
+        let c = &i.call;
+        let by = if i.operation_id == r.id {
+            String::new()
+        } else {
+            format!(" (sub-agent {})", i.operation_id)
+        };
+        println!("  pending    {} {}({}){by}", c.id, c.key(), c.arguments);
     }
     println!("  timeline");
     for s in steps {
@@ -200,4 +279,32 @@ pub fn show(op: &StoredOperation, steps: &[StepRecord]) {
             s.instructions.join(", ")
         );
     }
+}
+
+/// `rein op show --tree`: the operation's sub-agents, indented by depth.
+pub fn tree(root: &rein_store::OperationRecord, sub_agents: &[rein_store::OperationRecord]) {
+    println!("  tree");
+    fn print(parent: &str, depth: usize, all: &[rein_store::OperationRecord]) {
+        for r in all
+            .iter()
+            .filter(|r| r.parent_operation.as_deref() == Some(parent))
+        {
+            let status = name_of(&r.status);
+            let finish = r
+                .finish_reason
+                .map(|f| format!(" ({})", name_of(&f)))
+                .unwrap_or_default();
+            println!(
+                "  {:indent$}└ {} {} {status}{finish} · {} steps · {}",
+                "",
+                r.id,
+                r.agent.as_deref().unwrap_or("sub-agent"),
+                r.step_count,
+                r.cost,
+                indent = depth * 2
+            );
+            print(&r.id.to_string(), depth + 1, all);
+        }
+    }
+    print(&root.id.to_string(), 1, sub_agents);
 }

@@ -178,7 +178,7 @@ pub async fn dispatch(r: &Remote, command: Command, json: bool) -> anyhow::Resul
                     }
                 }
             }
-            OpCommand::Show { id } => {
+            OpCommand::Show { id, tree } => {
                 let v = r
                     .call(Method::GET, &format!("/v1/operations/{id}"), None)
                     .await?;
@@ -213,13 +213,27 @@ pub async fn dispatch(r: &Remote, command: Command, json: bool) -> anyhow::Resul
                         );
                     }
                     for p in v["pending"].as_array().into_iter().flatten() {
+                        let by = p["operation_id"]
+                            .as_str()
+                            .filter(|op| *op != o["id"].as_str().unwrap_or_default())
+                            .map(|op| format!(" (sub-agent {op})"))
+                            .unwrap_or_default();
                         println!(
-                            "  pending {} {}/{}({})",
+                            "  pending {} {}/{}({}){by}",
                             p["call"]["id"].as_str().unwrap_or_default(),
                             p["call"]["identifier"].as_str().unwrap_or_default(),
                             p["call"]["api"].as_str().unwrap_or_default(),
                             p["call"]["arguments"].as_str().unwrap_or_default()
                         );
+                    }
+                    if tree {
+                        let records: Vec<rein_store::OperationRecord> =
+                            serde_json::from_value(v["sub_agents"].clone()).unwrap_or_default();
+                        if let Ok(root) =
+                            serde_json::from_value::<rein_store::OperationRecord>(o.clone())
+                        {
+                            crate::output::tree(&root, &records);
+                        }
                     }
                 }
             }

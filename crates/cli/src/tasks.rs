@@ -397,6 +397,7 @@ pub async fn command(
                     )
                 }
                 RunEnd::WaitingForHuman { .. } => ("waiting_for_human".to_owned(), None),
+                RunEnd::WaitingForSubAgents { .. } => ("waiting_for_sub_agents".to_owned(), None),
                 RunEnd::Interrupted { .. } => ("interrupted".to_owned(), None),
                 RunEnd::Error { .. } => ("error".to_owned(), None),
             };

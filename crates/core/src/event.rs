@@ -173,6 +173,35 @@ pub enum EventKind {
         /// Whether it can resume.
         can_resume: bool,
     },
+    /// A sub-agent was created for a task this operation delegated; it runs as its own
+    /// operation (with its own event stream).
+    SubAgentStarted {
+        /// The child operation.
+        sub_agent: OperationId,
+        /// The agent it runs as (`None`: an ad-hoc sub-agent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<String>,
+        /// The task's title.
+        title: String,
+        /// The call that delegated it.
+        tool_call_id: String,
+    },
+    /// A sub-agent ended; what it spent is now counted in this operation's usage.
+    SubAgentEnded {
+        /// The child operation.
+        sub_agent: OperationId,
+        /// The agent it ran as.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<String>,
+        /// How it ended.
+        status: Status,
+        /// Whether its answer counts as done work.
+        success: bool,
+        /// What it (and its own sub-agents) cost.
+        cost: crate::usage::Usd,
+        /// Tokens it used.
+        total_tokens: u64,
+    },
     /// The operation resumed.
     Resumed {
         /// Why.

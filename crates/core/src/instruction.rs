@@ -118,6 +118,15 @@ pub struct SubAgentTask {
     /// Agent to run; the parent's agent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_agent_id: Option<String>,
+    /// The tool call that delegated the task; its result carries the sub-agent's answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// System role of an ad-hoc sub-agent (one that is not a named agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_role: Option<String>,
+    /// Tools the sub-agent may use, narrowing what it would otherwise get (never widening).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
 }
 
 /// Run one sub-agent.
@@ -126,8 +135,9 @@ pub struct ExecSubAgentPayload {
     /// Message the sub-agent's result attaches to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_message_id: Option<MessageId>,
-    /// The task.
-    pub task: SubAgentTask,
+    /// The task (boxed: it is the largest payload, and every instruction is as large as its
+    /// largest variant).
+    pub task: Box<SubAgentTask>,
 }
 
 /// Run several sub-agents.

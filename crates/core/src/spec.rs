@@ -3,6 +3,7 @@
 //! rejections, resumes, crash recovery, another node). It never changes afterwards: editing or
 //! deleting the agent an operation was started from does not change the operation.
 
+use crate::ids::OperationId;
 use crate::intervention::ApprovalMode;
 use crate::state::{Budget, ModelRef};
 use serde::{Deserialize, Serialize};
@@ -56,6 +57,52 @@ pub struct AgentRef {
     pub version: Option<u64>,
 }
 
+/// How deep delegation may go by default: a root operation's sub-agents are at depth 1, theirs
+/// at 2, and so on; a sub-agent at this depth cannot delegate.
+pub const DEFAULT_MAX_DEPTH: u32 = 3;
+/// How many of one operation's sub-agents run at once by default.
+pub const DEFAULT_SUB_AGENT_CONCURRENCY: usize = 4;
+
+/// What an operation may delegate, and how.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SubAgentSettings {
+    /// Depth beyond which nothing is delegated (see [`DEFAULT_MAX_DEPTH`]).
+    pub max_depth: u32,
+    /// Sub-agents of one operation running at once.
+    pub concurrency: usize,
+    /// Named agents it may delegate to: `None` every agent of its owner, `Some([])` only
+    /// ad-hoc sub-agents.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agents: Option<Vec<String>>,
+}
+
+impl Default for SubAgentSettings {
+    fn default() -> Self {
+        Self {
+            max_depth: DEFAULT_MAX_DEPTH,
+            concurrency: DEFAULT_SUB_AGENT_CONCURRENCY,
+            agents: None,
+        }
+    }
+}
+
+/// Where a sub-agent sits in its operation tree.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delegation {
+    /// The operation that delegated to it.
+    pub parent: OperationId,
+    /// The tree's root operation.
+    pub root: OperationId,
+    /// 1 for a root's sub-agent.
+    pub depth: u32,
+    /// The call that delegated it.
+    pub tool_call_id: String,
+    /// What the parent could still spend when it delegated, and the parent's policy: the
+    /// parent's and all its sub-agents' spending together stays within it.
+    pub parent_budget: Budget,
+}
+
 /// What one operation may do.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -100,9 +147,24 @@ pub struct OperationSpec {
     /// The agent it runs as, and its version.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentRef>,
+    /// What it may delegate.
+    pub sub_agents: SubAgentSettings,
+    /// Set for a sub-agent: its parent, root and depth.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delegation: Option<Delegation>,
 }
 
 impl OperationSpec {
+    /// 0 for a root operation, the sub-agent's depth otherwise.
+    pub fn depth(&self) -> u32 {
+        self.delegation.as_ref().map_or(0, |d| d.depth)
+    }
+
+    /// Whether it may delegate at all (its sub-agents would still be within the depth limit).
+    pub fn may_delegate(&self) -> bool {
+        self.depth() < self.sub_agents.max_depth
+    }
+
     /// Whether `identifier/api` is within the allow-list.
     pub fn allows(&self, identifier: &str, api: &str) -> bool {
         self.allowed_tools

@@ -25,6 +25,8 @@ pub enum Status {
     WaitingForHuman,
     /// Parked until an asynchronous (device, deferred) tool reports back.
     WaitingForAsyncTool,
+    /// Parked while the sub-agents it delegated to run; it continues once all have ended.
+    WaitingForSubAgents,
     /// Stopped on request or by a budget; `interruption` says whether it can resume.
     Interrupted,
     /// Finished; `finish` says why.
@@ -36,7 +38,10 @@ pub enum Status {
 impl Status {
     /// A resumable pause that waits for something outside the loop.
     pub fn is_parked(self) -> bool {
-        matches!(self, Status::WaitingForHuman | Status::WaitingForAsyncTool)
+        matches!(
+            self,
+            Status::WaitingForHuman | Status::WaitingForAsyncTool | Status::WaitingForSubAgents
+        )
     }
 
     /// Stops the instruction loop: parked or interrupted.
@@ -176,6 +181,21 @@ pub struct Interruption {
     /// (`user_requested` when absent; `timeout` for an expired approval).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<FinishReason>,
+}
+
+/// A sub-agent an operation delegated to and waits for: a child operation answering one task
+/// of one tool call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubAgentRun {
+    /// The child operation.
+    pub operation_id: OperationId,
+    /// The call that delegated the task; the child's answer becomes (part of) its result.
+    pub tool_call_id: String,
+    /// The agent it runs as (`None`: an ad-hoc sub-agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The task's title.
+    pub title: String,
 }
 
 /// A free-text question for a human.
@@ -436,6 +456,14 @@ pub struct AgentState {
     /// Set while interrupted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interruption: Option<Interruption>,
+    /// Tasks tool calls delegated in the current turn, not started yet: the next instruction
+    /// after the turn's tools have run starts them (`exec_sub_agents`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delegated: Vec<crate::instruction::SubAgentTask>,
+    /// The sub-agents this operation waits for (status `waiting_for_sub_agents`), in the
+    /// order of the calls that delegated to them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sub_agents: Vec<SubAgentRun>,
     /// Tools available to the operation, by identifier: a snapshot shared by every clone of
     /// the state (change it with `Arc::make_mut`).
     #[serde(default)]
@@ -498,6 +526,8 @@ impl AgentState {
             pending_human_select: None,
             pending_assistant_message_id: None,
             interruption: None,
+            delegated: Vec::new(),
+            sub_agents: Vec::new(),
             tool_manifests: Arc::default(),
             activated_tools: Vec::new(),
             todos: Vec::new(),

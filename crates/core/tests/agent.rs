@@ -19,7 +19,7 @@ use rein_core::event::EventKind;
 use rein_core::instruction::{BlockedReason, Instruction, InstructionKind};
 use rein_core::intervention::ApprovalMode;
 use rein_core::message::MessageKind;
-use rein_core::phase::{Phase, StepContext, SubAgentOutcome, SubAgentsResultPayload, ToolFollowUp};
+use rein_core::phase::{Phase, StepContext, SubAgentsResultPayload, ToolFollowUp};
 use rein_core::testing::{FnTools, ScriptedLlm, ScriptedTurn};
 use rein_core::usage::Usd;
 use rein_core::*;
@@ -654,48 +654,74 @@ fn a_human_prompt_parks_and_the_answer_resumes_with_human_response() {
     );
 }
 
-/// A sub-agent executor that answers every task.
+/// A sub-agent executor that parks the operation on one child per task, as a host does.
 struct SubAgents;
 
 impl Executor for SubAgents {
     fn execute<'a>(
         &'a self,
         ins: Instruction,
-        _state: &'a mut AgentState,
+        state: &'a mut AgentState,
         _cx: &'a ExecContext<'a>,
     ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
         async move {
-            let Instruction::ExecSubAgent { payload } = ins else {
-                return Err(ExecError::new("bad", "expected exec_sub_agent"));
+            let Instruction::ExecSubAgents { payload } = ins else {
+                return Err(ExecError::new("bad", "expected exec_sub_agents"));
             };
-            let outcome = SubAgentOutcome {
-                success: true,
-                thread_id: None,
-                result: Some(format!("did: {}", payload.task.description)),
-                error: None,
-            };
-            let next = RuntimeContext::new(Phase::SubAgentResult(SubAgentsResultPayload {
-                parent_message_id: payload.parent_message_id,
-                results: vec![outcome],
-            }));
-            Ok(ExecOutput::new(Some(next)))
+            state.delegated.clear();
+            for task in payload.tasks {
+                state.sub_agents.push(rein_core::state::SubAgentRun {
+                    operation_id: OperationId::new(),
+                    tool_call_id: task.tool_call_id.clone().unwrap_or_default(),
+                    agent: task.target_agent_id.clone(),
+                    title: task.description.clone(),
+                });
+            }
+            state.status = Status::WaitingForSubAgents;
+            Ok(ExecOutput::new(None))
         }
         .boxed()
     }
 }
 
+fn ended(id: OperationId, answer: &str, cost: Usd, ok: bool) -> rein_core::engine::SubAgentEnd {
+    let mut c = rein_core::usage::Cost::default();
+    c.record_llm("p/m", cost);
+    rein_core::engine::SubAgentEnd {
+        operation_id: id,
+        status: Status::Done,
+        finish: Some(rein_core::state::Finish {
+            reason: if ok {
+                FinishReason::Completed
+            } else {
+                FinishReason::CostLimitExceeded
+            },
+            detail: None,
+        }),
+        error: None,
+        answer: Some(answer.into()),
+        usage: Default::default(),
+        cost: c,
+    }
+}
+
 #[test]
-fn a_tool_follow_up_runs_a_sub_agent_then_calls_the_model() {
+fn a_tool_follow_up_parks_on_sub_agents_whose_answers_answer_the_call() {
     let task = rein_core::instruction::SubAgentTask {
         description: "research".into(),
         instruction: "find facts".into(),
         inherit_messages: false,
         timeout_ms: None,
         target_agent_id: None,
+        tool_call_id: None,
+        system_role: None,
+        tools: None,
     };
     let tools = FnTools::new().with("calculator/evaluate", move |_| {
         Ok(ToolOutput {
-            follow_up: Some(ToolFollowUp::SubAgent { task: task.clone() }),
+            follow_up: Some(ToolFollowUp::SubAgents {
+                tasks: vec![task.clone(), task.clone()],
+            }),
             ..ToolOutput::ok("delegated")
         })
     });
@@ -714,7 +740,7 @@ fn a_tool_follow_up_runs_a_sub_agent_then_calls_the_model() {
     let rt = AgentRuntime::new(Arc::new(GeneralChatAgent::default()), cfg.clone());
     let r = block_on(rt.run(state("go"), None));
     assert_eq!(r.state.status, Status::Error);
-    assert!(r.state.error.unwrap().message.contains("exec_sub_agent"));
+    assert!(r.state.error.unwrap().message.contains("exec_sub_agents"));
 
     let llm = Arc::new(ScriptedLlm::new(
         [calc("c1"), ScriptedTurn::text("merged")],
@@ -723,9 +749,63 @@ fn a_tool_follow_up_runs_a_sub_agent_then_calls_the_model() {
     ));
     cfg.llm = Some(llm);
     cfg.executors
-        .insert(InstructionKind::ExecSubAgent, Arc::new(SubAgents));
+        .insert(InstructionKind::ExecSubAgents, Arc::new(SubAgents));
     let rt = AgentRuntime::new(Arc::new(GeneralChatAgent::default()), cfg);
-    let r = block_on(rt.run(state("go"), None));
+    let mut r = block_on(rt.run(state("go"), None));
+    assert_eq!(r.state.status, Status::WaitingForSubAgents);
+    assert!(r.state.delegated.is_empty());
+    let runs = r.state.sub_agents.clone();
+    assert_eq!(runs.len(), 2);
+    assert!(runs.iter().all(|r| r.tool_call_id == "c1"));
+    // The delegating call waits on its sub-agents, not on a human.
+    assert_eq!(
+        r.state.tool_message_mut("c1").and_then(|m| m.tool_status),
+        Some(ToolStatus::Pending)
+    );
+    let own = r.state.cost.total;
+
+    // Not all ended: refused.
+    let partial = [ended(
+        runs[0].operation_id,
+        "first",
+        Usd::from_dollars(1.0),
+        true,
+    )];
+    assert_eq!(
+        rt.sub_agents_ended(r.state.clone(), &partial).unwrap_err(),
+        DecisionError::SubAgentRunning(runs[1].operation_id)
+    );
+    let ends = [
+        ended(
+            runs[1].operation_id,
+            "second",
+            Usd::from_dollars(2.0),
+            false,
+        ),
+        ended(runs[0].operation_id, "first", Usd::from_dollars(1.0), true),
+    ];
+    let e = rt.sub_agents_ended(r.state, &ends).unwrap();
+    assert_eq!(e.state.status, Status::Running);
+    assert!(e.state.sub_agents.is_empty());
+    // Costs roll up exactly; the answers come back in task order, the failure visibly.
+    assert_eq!(e.state.cost.total, own + Usd::from_dollars(3.0));
+    let mut s = e.state;
+    let result = s.tool_message_mut("c1").unwrap().clone();
+    assert_eq!(result.tool_status, Some(ToolStatus::Failed));
+    let text = result.text_content();
+    let (a, b) = (
+        text.find("first").unwrap(),
+        text.find("Not completed").unwrap(),
+    );
+    assert!(a < b, "{text}");
+    assert!(text.contains("cost_limit_exceeded"), "{text}");
+    let ended_events = e
+        .events
+        .iter()
+        .filter(|ev| matches!(ev.kind, EventKind::SubAgentEnded { .. }))
+        .count();
+    assert_eq!(ended_events, 2);
+    let r = block_on(rt.run(s, e.next_context));
     assert_eq!(finish_reason(&r.state), Some(FinishReason::Completed));
     assert_eq!(r.state.messages.last().unwrap().text_content(), "merged");
 }

@@ -70,13 +70,21 @@ fn task() -> impl Strategy<Value = SubAgentTask> {
         any::<bool>(),
         option::of(any::<u64>()),
         option::of(text()),
+        (
+            option::of(text()),
+            option::of(text()),
+            option::of(prop::collection::vec(text(), 0..3)),
+        ),
     )
-        .prop_map(|(d, i, inh, t, a)| SubAgentTask {
+        .prop_map(|(d, i, inh, t, a, (call, role, tools))| SubAgentTask {
             description: d,
             instruction: i,
             inherit_messages: inh,
             timeout_ms: t,
             target_agent_id: a,
+            tool_call_id: call,
+            system_role: role,
+            tools,
         })
 }
 
@@ -170,7 +178,7 @@ fn instruction() -> impl Strategy<Value = Instruction> {
         (option::of(mid()), task()).prop_map(|(p, t)| Instruction::ExecSubAgent {
             payload: ExecSubAgentPayload {
                 parent_message_id: p,
-                task: t
+                task: Box::new(t)
             }
         }),
         (option::of(mid()), vec(task(), 0..3)).prop_map(|(p, t)| Instruction::ExecSubAgents {
@@ -277,6 +285,7 @@ fn status() -> impl Strategy<Value = Status> {
         Running,
         WaitingForHuman,
         WaitingForAsyncTool,
+        WaitingForSubAgents,
         Interrupted,
         Done,
         Error,
@@ -412,6 +421,31 @@ fn event_kind() -> impl Strategy<Value = EventKind> {
             ),
         (text(), any::<bool>())
             .prop_map(|(reason, can_resume)| EventKind::Interrupted { reason, can_resume }),
+        (option::of(text()), text(), text()).prop_map(|(agent, title, call)| {
+            EventKind::SubAgentStarted {
+                sub_agent: OperationId::new(),
+                agent,
+                title,
+                tool_call_id: call,
+            }
+        }),
+        (
+            option::of(text()),
+            status(),
+            any::<bool>(),
+            usd(),
+            any::<u64>()
+        )
+            .prop_map(|(agent, status, success, cost, total_tokens)| {
+                EventKind::SubAgentEnded {
+                    sub_agent: OperationId::new(),
+                    agent,
+                    status,
+                    success,
+                    cost,
+                    total_tokens,
+                }
+            }),
         (text(), any::<u32>()).prop_map(|(reason, resumed_from_step)| EventKind::Resumed {
             reason,
             resumed_from_step

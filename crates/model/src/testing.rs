@@ -135,10 +135,15 @@ impl Recorded {
     }
 }
 
+/// Responses for requests whose system messages contain a marker, in order (see
+/// [`Server::route`]).
+type Routes = Vec<(String, std::collections::VecDeque<Canned>)>;
+
 pub struct Server {
     pub base: String,
     pub requests: Arc<Mutex<Vec<Recorded>>>,
     pub queue: Arc<Mutex<std::collections::VecDeque<Canned>>>,
+    pub routes: Arc<Mutex<Routes>>,
 }
 
 impl Server {
@@ -149,6 +154,16 @@ impl Server {
     /// Queue more responses.
     pub fn push(&self, c: Canned) {
         self.queue.lock().unwrap().push_back(c);
+    }
+
+    /// Answer requests whose system messages contain `marker` with `responses`, in order,
+    /// before the shared queue: concurrent callers (sub-agents) each get their own script
+    /// whatever order their requests arrive in.
+    pub fn route(&self, marker: &str, responses: Vec<Canned>) {
+        self.routes
+            .lock()
+            .unwrap()
+            .push((marker.to_owned(), responses.into_iter().collect()));
     }
 }
 
@@ -234,7 +249,8 @@ pub async fn serve(responses: Vec<Canned>, seed: u64) -> Server {
             .into_iter()
             .collect::<std::collections::VecDeque<_>>(),
     ));
-    let (rec, q) = (requests.clone(), queue.clone());
+    let routes: Arc<Mutex<Routes>> = Arc::new(Mutex::new(Vec::new()));
+    let (rec, q, r) = (requests.clone(), queue.clone(), routes.clone());
     tokio::spawn(async move {
         let mut rng = StdRng::seed_from_u64(seed);
         loop {
@@ -244,8 +260,15 @@ pub async fn serve(responses: Vec<Canned>, seed: u64) -> Server {
             let Some(req) = read_request(&mut sock).await else {
                 continue;
             };
+            let system = req.system_text();
             rec.lock().unwrap().push(req);
-            let canned = q.lock().unwrap().pop_front();
+            let routed = r
+                .lock()
+                .unwrap()
+                .iter_mut()
+                .find(|(marker, left)| system.contains(marker.as_str()) && !left.is_empty())
+                .and_then(|(_, left)| left.pop_front());
+            let canned = routed.or_else(|| q.lock().unwrap().pop_front());
             let piece_seed: u64 = rng.random();
             // Each connection is answered on its own task: a stalled stream must not hold up
             // the next request.
@@ -256,5 +279,6 @@ pub async fn serve(responses: Vec<Canned>, seed: u64) -> Server {
         base,
         requests,
         queue,
+        routes,
     }
 }

@@ -360,6 +360,7 @@ async fn store_commit(target: &Target, commits: usize) -> f64 {
                 owner: None,
                 spec: Default::default(),
                 admission: None,
+                thread: None,
             })
             .await
             .unwrap();
@@ -380,6 +381,8 @@ async fn store_commit(target: &Target, commits: usize) -> f64 {
                 .collect();
             state.next_event_seq += 6;
             let commit = StepCommit {
+                thread_id: None,
+                children: Vec::new(),
                 operation_id: id,
                 step_index: step as u64,
                 topic_id: topic.clone(),

@@ -190,6 +190,7 @@ mod tests {
                 owner: None,
                 spec: Default::default(),
                 admission: None,
+                thread: None,
             })
             .await
             .unwrap();

@@ -45,15 +45,20 @@ pub async fn stored_agent(
     let Some(record) = accounts.get_agent(owner, name).await? else {
         return Ok(None);
     };
+    stored_from(record).map(Some)
+}
+
+/// A stored agent from its record.
+pub(crate) fn stored_from(record: rein_store::AgentRecord) -> Result<StoredAgent, StoreError> {
     let profile = serde_json::from_value(record.config)
         .map_err(|e| StoreError::corrupt("agent config", e))?;
-    Ok(Some(StoredAgent {
+    Ok(StoredAgent {
         profile,
         agent: AgentRef {
             name: record.name,
             version: Some(record.version),
         },
-    }))
+    })
 }
 
 /// A process's setup for running operations.
@@ -74,6 +79,8 @@ pub struct Host {
     pub tools: Vec<Arc<dyn crate::Tool>>,
     /// Embeds memories so they are recalled by meaning (`provider`, model).
     pub embedder: Option<(Arc<dyn ModelProvider>, ModelRef)>,
+    /// Where operations find the agents they may delegate to (none: they cannot delegate).
+    pub agents: Option<Arc<dyn crate::AgentDirectory>>,
 }
 
 impl Host {
@@ -93,6 +100,7 @@ impl Host {
             context: ContextSettings::default(),
             tools: Vec::new(),
             embedder: None,
+            agents: None,
         }
     }
 
@@ -109,6 +117,9 @@ impl Host {
         }
         if let Some((provider, model)) = &self.embedder {
             d = d.with_embedder(Arc::clone(provider), model.clone());
+        }
+        if let Some(agents) = &self.agents {
+            d = d.with_agents(Arc::clone(agents));
         }
         d
     }

@@ -11,6 +11,7 @@
 //! decisions, cancellation and crash recovery all continue from what is on disk.
 
 mod activity;
+mod agents;
 pub mod attachment;
 mod driver;
 mod embedder;
@@ -21,7 +22,9 @@ pub mod models;
 pub mod profile;
 mod summarizer;
 mod tools;
+pub mod tree;
 
+pub use agents::{AgentDirectory, StoredAgents};
 pub use driver::{CommitHook, Decision, Driver, RunEnd, StartOptions, derived_message_id};
 pub use embedder::ProviderEmbedder;
 pub use error::{DriverError, TOPIC_ID_PATTERN, check_topic_id};

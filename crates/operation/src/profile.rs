@@ -166,6 +166,22 @@ pub struct SpecOrigin {
 }
 
 impl AgentProfile {
+    /// What the agent is for, as another agent delegating to it is told: the first line of its
+    /// system role, shortened.
+    pub fn description(&self) -> String {
+        let first = self
+            .system_role
+            .as_deref()
+            .and_then(|r| r.lines().find(|l| !l.trim().is_empty()))
+            .unwrap_or("A general assistant.")
+            .trim();
+        let mut out: String = first.chars().take(200).collect();
+        if first.chars().count() > 200 {
+            out.push('…');
+        }
+        out
+    }
+
     /// These settings with `over`'s given ones taking precedence (a request's or the command
     /// line's over the agent's).
     pub fn merged(&self, over: &AgentProfile) -> AgentProfile {

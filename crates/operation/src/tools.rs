@@ -104,6 +104,9 @@ impl ToolHost {
         let docs: Arc<dyn Documents> = Arc::new(StoreDocuments(Arc::clone(&store)));
         registry.register(Arc::new(Memory::new(Arc::clone(&docs))))?;
         registry.register(Arc::new(Notes::new(Arc::clone(&docs))))?;
+        // Runs delegation calls; its manifest is offered per operation (see
+        // `Driver::offered_tools`), listing the agents that operation may delegate to.
+        registry.register(Arc::new(rein_tools::agents::Agents))?;
         let map = manifest_map(&registry);
         Ok(Self {
             registry,
@@ -174,6 +177,7 @@ fn manifest_map(registry: &ToolRegistry) -> Arc<ToolManifestMap> {
         registry
             .manifests()
             .into_iter()
+            .filter(|m| m.identifier != rein_tools::agents::IDENTIFIER)
             .map(|m| (m.identifier.clone(), Arc::new(m)))
             .collect(),
     )

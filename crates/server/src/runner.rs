@@ -289,13 +289,26 @@ impl Runner {
                 continue;
             }
             let status = op.status;
-            let job = if status == Status::Idle {
+            let driver = self.driver();
+            if status == Status::WaitingForSubAgents {
+                // Only a tree with work nobody does (not one parked on a human).
+                match driver.tree_has_work(op.id).await {
+                    Ok(true) => {}
+                    Ok(false) => continue,
+                    Err(e) => {
+                        tracing::warn!(operation = %op.id, error = %e, "sub-agent tree not read");
+                        continue;
+                    }
+                }
+            }
+            // A parked tree is run, not resumed: what a human interrupted stays interrupted.
+            let job = if matches!(status, Status::Idle | Status::WaitingForSubAgents) {
                 Job::Run
             } else {
                 Job::Resume
             };
             let owner = op.owner.clone().unwrap_or_default();
-            match self.spawn(op.id, owner, self.driver(), job).await {
+            match self.spawn(op.id, owner, driver, job).await {
                 Ok(()) => {
                     tracing::info!(operation = %op.id, ?status, "recovering operation");
                     n += 1;
@@ -319,10 +332,11 @@ impl Runner {
             .collect())
     }
 
-    /// Operations that are running or accepted but never started, whoever runs them.
+    /// Operations that are running, accepted but never started, or waiting for sub-agents,
+    /// whoever runs them.
     async fn unfinished(&self) -> Result<Vec<rein_store::OperationRecord>, ApiError> {
         let mut out = Vec::new();
-        for status in [Status::Running, Status::Idle] {
+        for status in [Status::Running, Status::Idle, Status::WaitingForSubAgents] {
             out.extend(
                 self.store
                     .list_operations(&OperationFilter {

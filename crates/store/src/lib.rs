@@ -109,11 +109,18 @@ pub trait Store: Send + Sync {
         id: OperationId,
         after: Option<u64>,
     ) -> BoxFuture<'_, Result<Vec<AgentEvent>, StoreError>>;
-    /// Every message of a topic, oldest first.
+    /// The messages of a topic's own conversation (not its sub-agents' threads), oldest first.
     fn topic_messages<'a>(
         &'a self,
         topic_id: &'a str,
     ) -> BoxFuture<'a, Result<Vec<Message>, StoreError>>;
+    /// A sub-agent's thread: its messages, oldest first.
+    fn thread_messages<'a>(
+        &'a self,
+        thread_id: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Message>, StoreError>>;
+    /// The threads of a topic (one per sub-agent), oldest first.
+    fn threads<'a>(&'a self, topic_id: &'a str) -> BoxFuture<'a, Result<Vec<Thread>, StoreError>>;
     /// Whether a message exists.
     fn message_exists(&self, id: MessageId) -> BoxFuture<'_, Result<bool, StoreError>>;
     /// Delete a message (it stays referenced by nothing; children keep their parent id).

@@ -47,6 +47,38 @@ pub struct NewOperation {
     /// Claim a running slot and the lease for a process in the same transaction (`None`: the
     /// operation is created unclaimed, e.g. by the CLI, which runs it itself).
     pub admission: Option<Admission>,
+    /// A sub-agent's thread: its messages are kept there, not in the topic's conversation.
+    pub thread: Option<NewThread>,
+}
+
+/// Where a sub-agent's thread hangs in its parent's topic.
+#[derive(Clone, Debug)]
+pub struct NewThread {
+    /// The parent's tool message that delegated the task.
+    pub parent_message_id: Option<rein_core::MessageId>,
+    /// The task's title.
+    pub title: String,
+}
+
+/// A thread of a topic: one sub-agent's conversation (its id is the sub-agent's operation id).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Thread {
+    /// Id (the sub-agent's operation id).
+    pub id: String,
+    /// The topic it belongs to.
+    pub topic_id: String,
+    /// The parent's tool message it hangs from.
+    pub parent_message_id: Option<String>,
+    /// The sub-agent's operation.
+    pub operation_id: String,
+    /// The operation that delegated to it.
+    pub parent_operation: String,
+    /// The agent it runs as.
+    pub agent: Option<String>,
+    /// The task's title.
+    pub title: String,
+    /// Created.
+    pub created_at: DateTime<Utc>,
 }
 
 /// How many operations may run at once, each holding a live lease.
@@ -119,6 +151,8 @@ pub struct OperationFilter {
     pub owner: Option<String>,
     /// Only this agent's.
     pub agent: Option<String>,
+    /// Only the sub-agents of this operation.
+    pub parent: Option<OperationId>,
     /// At most this many.
     pub limit: u32,
 }
@@ -129,6 +163,7 @@ impl Default for OperationFilter {
             status: None,
             owner: None,
             agent: None,
+            parent: None,
             limit: 100,
         }
     }
@@ -197,6 +232,10 @@ pub struct StepCommit {
     pub tool_executions: Vec<ToolExecution>,
     /// Approvals it requested.
     pub interventions: Vec<Intervention>,
+    /// The thread its messages belong to (a sub-agent's: its operation id).
+    pub thread_id: Option<String>,
+    /// Sub-agents it delegated to, created with it.
+    pub children: Vec<NewOperation>,
 }
 
 /// What a step changed in the bulky parts of the state, against the state last committed:
@@ -315,6 +354,12 @@ pub struct OperationRecord {
     pub error: Option<String>,
     /// Parent operation.
     pub parent_operation: Option<String>,
+    /// The root of its operation tree (`None` for a root).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_operation: Option<String>,
+    /// 0 for a root, 1 for its sub-agents, ...
+    #[serde(default)]
+    pub depth: u64,
     /// Created.
     pub created_at: DateTime<Utc>,
     /// Last change.

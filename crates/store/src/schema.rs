@@ -44,6 +44,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "operation message order and tool manifests out of the state",
         include_str!("../migrations/0009_operation_messages.sql"),
     ),
+    (
+        10,
+        "sub-agents: operation roots and depths, threads",
+        include_str!("../migrations/0010_sub_agents.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

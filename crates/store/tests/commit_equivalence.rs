@@ -141,6 +141,8 @@ async fn commit_and_check(
         events: r.events.clone(),
         tool_executions: r.tool_executions.clone(),
         interventions: Vec::new(),
+        thread_id: None,
+        children: Vec::new(),
     };
     assert_eq!(
         store.commit_step(&commit).await.unwrap(),

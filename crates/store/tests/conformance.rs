@@ -27,6 +27,7 @@ fn new_op() -> NewOperation {
             ..Default::default()
         },
         admission: None,
+        thread: None,
     }
 }
 
@@ -92,6 +93,8 @@ async fn suite(store: &SqlStore) {
     state.messages.push(a.clone());
     state.messages.push(p.clone());
     let commit = StepCommit {
+        thread_id: None,
+        children: Vec::new(),
         operation_id: id,
         step_index: 1,
         state: state.clone(),
@@ -251,6 +254,8 @@ async fn suite(store: &SqlStore) {
     let edited = Arc::new(edited);
     done.messages[2] = edited.clone();
     let c2 = StepCommit {
+        thread_id: None,
+        children: Vec::new(),
         step_index: 2,
         state: done.clone(),
         topic_id: loaded.record.topic_id.clone(),
@@ -347,6 +352,7 @@ async fn suite(store: &SqlStore) {
     concurrent_commits(store).await;
     admission(store).await;
     tasks(store).await;
+    sub_agents(store).await;
 }
 
 /// Memories and notes: upsert, scope isolation, newest first, delete.
@@ -765,6 +771,8 @@ async fn concurrent_commits(store: &SqlStore) {
             store.create_operation(&op).await?;
             for step in 1..=5u64 {
                 let commit = StepCommit {
+                    thread_id: None,
+                    children: Vec::new(),
                     operation_id: id,
                     step_index: step,
                     state: op.state.clone(),
@@ -964,4 +972,143 @@ async fn tasks(store: &SqlStore) {
 /// Timestamps as stored (microseconds).
 fn store_ts(t: chrono::DateTime<Utc>) -> i64 {
     t.timestamp_micros()
+}
+
+/// A step that delegates creates its children in the same transaction: records with parent,
+/// root and depth, their first messages in their own threads (never in the topic's own
+/// conversation), and a thread row each; a duplicate commit creates nothing twice.
+async fn sub_agents(store: &SqlStore) {
+    let parent = new_op();
+    let pid = parent.state.operation_id;
+    store.create_operation(&parent).await.unwrap();
+    let mut parked = parent.state.clone();
+    let tool_message = Message::assistant("delegating");
+    parked.push_message(tool_message.clone());
+    parked.status = Status::WaitingForSubAgents;
+    let child = |n: u128| {
+        let id = OperationId(uuid::Uuid::from_u128(pid.as_uuid().as_u128() ^ n));
+        let state = AgentState::new(id)
+            .with_message(Message::system("child role"))
+            .with_message(Message::user(format!("task {n}")));
+        NewOperation {
+            state,
+            topic_id: parent.topic_id.clone(),
+            agent: Some("researcher".into()),
+            trigger: Trigger::SubAgent,
+            parent_operation: Some(pid),
+            next_context: Some(RuntimeContext::new(Phase::Init)),
+            owner: None,
+            spec: rein_core::spec::OperationSpec {
+                delegation: Some(rein_core::spec::Delegation {
+                    parent: pid,
+                    root: pid,
+                    depth: 1,
+                    tool_call_id: "d1".into(),
+                    parent_budget: Default::default(),
+                }),
+                ..Default::default()
+            },
+            admission: None,
+            thread: Some(NewThread {
+                parent_message_id: Some(tool_message.id),
+                title: format!("task {n}"),
+            }),
+        }
+    };
+    let children = vec![child(1), child(2)];
+    let commit = StepCommit {
+        operation_id: pid,
+        step_index: 1,
+        topic_id: parent.topic_id.clone(),
+        changes: StateChanges::between(&parent.state, &parked),
+        state: parked.clone(),
+        next_context: None,
+        instructions: vec!["exec_sub_agents".into()],
+        events: Vec::new(),
+        tool_executions: Vec::new(),
+        interventions: Vec::new(),
+        thread_id: None,
+        children: children.clone(),
+    };
+    assert_eq!(
+        store.commit_step(&commit).await.unwrap(),
+        CommitOutcome::Committed
+    );
+    assert_eq!(
+        store.commit_step(&commit).await.unwrap(),
+        CommitOutcome::Duplicate
+    );
+    let listed = store
+        .list_operations(&OperationFilter {
+            parent: Some(pid),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 2);
+    for r in &listed {
+        assert_eq!(r.trigger, Trigger::SubAgent);
+        assert_eq!(r.depth, 1);
+        assert_eq!(r.root_operation.as_deref(), Some(pid.to_string().as_str()));
+        assert_eq!(
+            r.parent_operation.as_deref(),
+            Some(pid.to_string().as_str())
+        );
+    }
+    let threads = store.threads(&parent.topic_id).await.unwrap();
+    assert_eq!(threads.len(), 2);
+    assert!(
+        threads
+            .iter()
+            .all(|t| t.parent_message_id == Some(tool_message.id.to_string())
+                && t.parent_operation == pid.to_string())
+    );
+    let first = children[0].state.operation_id;
+    let thread = store.thread_messages(&first.to_string()).await.unwrap();
+    assert_eq!(
+        thread.iter().map(|m| m.text_content()).collect::<Vec<_>>(),
+        ["child role", "task 1"]
+    );
+    // The child's later steps write to its thread too.
+    let loaded = store.load_operation(first).await.unwrap().unwrap();
+    assert_eq!(loaded.state, children[0].state);
+    let mut next = loaded.state.clone();
+    next.push_message(Message::assistant("child answer"));
+    store
+        .commit_step(&StepCommit {
+            operation_id: first,
+            step_index: 1,
+            topic_id: parent.topic_id.clone(),
+            changes: StateChanges::between(&loaded.state, &next),
+            state: next,
+            next_context: None,
+            instructions: vec!["call_llm".into()],
+            events: Vec::new(),
+            tool_executions: Vec::new(),
+            interventions: Vec::new(),
+            thread_id: Some(first.to_string()),
+            children: Vec::new(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .thread_messages(&first.to_string())
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
+    let main: Vec<String> = store
+        .topic_messages(&parent.topic_id)
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.text_content())
+        .collect();
+    assert_eq!(
+        main,
+        ["hello", "delegating"],
+        "threads stay out of the topic"
+    );
 }

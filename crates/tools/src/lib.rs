@@ -27,6 +27,7 @@ macro_rules! tool_args {
 }
 
 pub mod activate;
+pub mod agents;
 pub mod calculator;
 pub mod documents;
 pub mod files;

@@ -6,12 +6,11 @@ use super::{Agent, AgentError};
 use crate::ids::MessageId;
 use crate::instruction::{
     BlockedReason, CallLlmPayload, CallToolPayload, CallToolsBatchPayload, CompressContextPayload,
-    ExecSubAgentPayload, ExecSubAgentsPayload, Instruction, ResolveAbortedToolsPayload,
-    ResolveBlockedToolsPayload,
+    ExecSubAgentsPayload, Instruction, ResolveAbortedToolsPayload, ResolveBlockedToolsPayload,
 };
 use crate::intervention::{Action, InterventionChecker, key_listed};
 use crate::message::{Role, ToolCall, ToolStatus};
-use crate::phase::{LlmResultPayload, Phase, RuntimeContext, ToolFollowUp};
+use crate::phase::{LlmResultPayload, Phase, RuntimeContext};
 use crate::state::{AgentState, FinishReason, ModelRef, Status};
 use crate::tool::mangle;
 use serde::{Deserialize, Serialize};
@@ -401,6 +400,14 @@ impl GeneralChatAgent {
         let Some(turn) = state.current_tool_turn() else {
             return (None, Vec::new());
         };
+        // A delegating call's result is pending on its sub-agents, not on a human.
+        let delegating = |id: &str| {
+            state
+                .delegated
+                .iter()
+                .any(|t| t.tool_call_id.as_deref() == Some(id))
+                || state.sub_agents.iter().any(|r| r.tool_call_id == id)
+        };
         let pending = state
             .messages
             .iter()
@@ -408,6 +415,7 @@ impl GeneralChatAgent {
                 m.role == Role::Tool
                     && m.parent_id == Some(turn.id)
                     && m.tool_status == Some(ToolStatus::Pending)
+                    && !m.tool_call_id.as_deref().is_some_and(delegating)
             })
             .filter_map(|m| {
                 let id = m.tool_call_id.as_deref()?;
@@ -425,6 +433,15 @@ impl GeneralChatAgent {
                 reason: Some("Some tools are still pending approval".into()),
                 parent_message_id: turn,
                 skip_create_tool_message: true,
+            }];
+        }
+        if !state.delegated.is_empty() {
+            // The turn's tools have all run or been decided: start what they delegated.
+            return vec![Instruction::ExecSubAgents {
+                payload: ExecSubAgentsPayload {
+                    parent_message_id: turn,
+                    tasks: state.delegated.clone(),
+                },
             }];
         }
         if ctx.step.has_queued_messages {
@@ -513,38 +530,13 @@ impl Agent for GeneralChatAgent {
             return Ok(Self::handle_abort(ctx, state));
         }
         Ok(match &ctx.phase {
-            Phase::Init
-            | Phase::UserInput(_)
-            | Phase::HumanResponse(_)
-            | Phase::SubAgentResult(_) => {
+            Phase::Init | Phase::UserInput(_) | Phase::HumanResponse(_) => {
                 vec![self.llm_or_compress(state, None)]
             }
             Phase::LlmResult(p) => self.on_llm_result(p, state),
-            Phase::ToolResult(p) => match &p.follow_up {
-                Some(ToolFollowUp::SubAgent { task }) => vec![Instruction::ExecSubAgent {
-                    payload: ExecSubAgentPayload {
-                        parent_message_id: Some(p.tool_message_id),
-                        task: task.clone(),
-                    },
-                }],
-                Some(ToolFollowUp::SubAgents { tasks }) => vec![Instruction::ExecSubAgents {
-                    payload: ExecSubAgentsPayload {
-                        parent_message_id: Some(p.tool_message_id),
-                        tasks: tasks.clone(),
-                    },
-                }],
-                None => self.after_tools(ctx, state),
-            },
-            Phase::ToolsBatchResult(_) => self.after_tools(ctx, state),
-            Phase::SubAgentsBatchResult(_) => {
-                if ctx.step.has_queued_messages {
-                    vec![Instruction::finish(
-                        FinishReason::QueuedMessageInterrupt,
-                        "A queued user message takes over",
-                    )]
-                } else {
-                    vec![self.llm_or_compress(state, None)]
-                }
+            Phase::SubAgentResult(_) => self.after_tools(ctx, state),
+            Phase::ToolResult(_) | Phase::ToolsBatchResult(_) | Phase::SubAgentsBatchResult(_) => {
+                self.after_tools(ctx, state)
             }
             Phase::CompressionResult(p) => {
                 let mut payload = self.call_llm(state, p.parent_message_id);

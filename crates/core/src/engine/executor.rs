@@ -42,6 +42,8 @@ pub struct ExecOutput {
     pub tool_call_costs: Vec<Usd>,
     /// The host's records of the tool executions this instruction ran.
     pub tool_executions: Vec<crate::tool::ToolExecution>,
+    /// Sub-agents to create with the step's commit (`exec_sub_agents`).
+    pub spawns: Vec<super::SubAgentSpawn>,
 }
 
 impl ExecOutput {

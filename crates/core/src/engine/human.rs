@@ -19,6 +19,9 @@ pub enum DecisionError {
     /// No pending call has this id (never requested, or already decided).
     #[error("no pending tool call `{0}` (it was never requested or was already decided)")]
     UnknownToolCall(String),
+    /// A sub-agent the operation waits for has not ended.
+    #[error("sub-agent {0} has not ended")]
+    SubAgentRunning(crate::ids::OperationId),
     /// No question is open.
     #[error("no open {0} question")]
     NoQuestion(&'static str),

@@ -6,6 +6,7 @@ pub mod builtin;
 mod executor;
 mod human;
 pub mod ports;
+mod sub_agents;
 
 pub use executor::{ExecContext, ExecError, ExecOutput, Executor, ExecutorTable};
 pub use human::{
@@ -15,6 +16,7 @@ pub use ports::{
     EventSink, LlmOutput, LlmPort, LlmProgress, LlmRequest, PortError, RawToolCall, Summarizer,
     Summary, ToolOutput, ToolPort,
 };
+pub use sub_agents::{SubAgentEnd, SubAgentSpawn};
 
 use crate::agent::{Agent, HeuristicEstimator, TokenEstimator};
 use crate::event::{AgentEvent, EventKind};
@@ -88,6 +90,8 @@ pub struct StepResult {
     pub approvals: Vec<crate::ToolCall>,
     /// The host's records of the tool executions the step ran.
     pub tool_executions: Vec<crate::tool::ToolExecution>,
+    /// Sub-agents the step delegated to, to be created with its commit.
+    pub spawns: Vec<SubAgentSpawn>,
 }
 
 impl StepResult {
@@ -104,6 +108,7 @@ impl StepResult {
             instructions: Vec::new(),
             approvals: Vec::new(),
             tool_executions: Vec::new(),
+            spawns: Vec::new(),
         }
     }
 
@@ -114,6 +119,7 @@ impl StepResult {
         self.instructions.extend(later.instructions);
         self.approvals.extend(later.approvals);
         self.tool_executions.extend(later.tool_executions);
+        self.spawns.extend(later.spawns);
         StepResult {
             state: later.state,
             next_context: later.next_context,
@@ -369,6 +375,7 @@ impl AgentRuntime {
         let mut finished = false;
         let mut approvals = Vec::new();
         let mut tool_executions = Vec::new();
+        let mut spawns = Vec::new();
         for ins in instructions {
             if let Some(reason) = self.interrupt.take() {
                 interrupt_state(&mut st, &emitter, reason, true, Some(ins));
@@ -392,6 +399,7 @@ impl AgentRuntime {
                 next = out.next_context;
             }
             tool_executions.extend(out.tool_executions);
+            spawns.extend(out.spawns);
             finished |= kind == InstructionKind::Finish;
             executed.push(kind);
             if kind == InstructionKind::RequestHumanApprove && st.status == Status::WaitingForHuman
@@ -431,6 +439,7 @@ impl AgentRuntime {
             instructions: executed,
             approvals,
             tool_executions,
+            spawns,
         }
     }
 
@@ -461,6 +470,7 @@ impl AgentRuntime {
             instructions: Vec::new(),
             approvals: Vec::new(),
             tool_executions: Vec::new(),
+            spawns: Vec::new(),
         }
     }
 
@@ -478,6 +488,7 @@ impl AgentRuntime {
             all.instructions.extend(r.instructions);
             all.approvals.extend(r.approvals);
             all.tool_executions.extend(r.tool_executions);
+            all.spawns.extend(r.spawns);
             state = r.state;
             context = r.next_context;
             if context.is_none() || state.status.is_blocked() || state.status.is_terminal() {
@@ -511,6 +522,7 @@ impl AgentRuntime {
             instructions: Vec::new(),
             approvals: Vec::new(),
             tool_executions: Vec::new(),
+            spawns: Vec::new(),
         }
     }
 

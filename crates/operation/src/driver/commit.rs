@@ -7,7 +7,11 @@ use super::{Driver, pause_point};
 use crate::error::DriverError;
 use chrono::Utc;
 use rein_core::engine::StepResult;
-use rein_store::{CommitOutcome, Intervention, InterventionStatus, StateChanges, StepCommit};
+use rein_core::engine::initial_context;
+use rein_store::{
+    CommitOutcome, Intervention, InterventionStatus, NewOperation, NewThread, StateChanges,
+    StepCommit, Trigger,
+};
 use std::time::Duration;
 
 impl Driver {
@@ -48,6 +52,25 @@ impl Driver {
                 created_at: Utc::now(),
             })
             .collect();
+        let children = r
+            .spawns
+            .into_iter()
+            .map(|c| NewOperation {
+                next_context: Some(initial_context(&c.state)),
+                topic_id: run.topic_id.clone(),
+                agent: c.run.agent.clone(),
+                trigger: Trigger::SubAgent,
+                parent_operation: Some(run.id),
+                owner: c.spec.owner.clone(),
+                admission: None,
+                thread: Some(NewThread {
+                    parent_message_id: c.parent_message_id,
+                    title: c.run.title,
+                }),
+                state: c.state,
+                spec: c.spec,
+            })
+            .collect();
         let commit = StepCommit {
             operation_id: run.id,
             step_index,
@@ -59,6 +82,9 @@ impl Driver {
             events: r.events,
             tool_executions: r.tool_executions,
             interventions,
+            // A sub-agent's messages are its thread's.
+            thread_id: run.spec.delegation.as_ref().map(|_| run.id.to_string()),
+            children,
         };
         let outcome = self.store.commit_step(&commit).await?;
         match outcome {

@@ -33,6 +33,9 @@ impl Driver {
             Opened::Ready(run) => run,
             Opened::Ended(end) => return Ok(end),
         };
+        if run.committed.status == Status::WaitingForSubAgents {
+            return self.decide_in_tree(&run, calls, decision, by).await;
+        }
         if run.committed.status != Status::WaitingForHuman {
             return Err(not_waiting(&run));
         }
@@ -102,6 +105,46 @@ impl Driver {
         Ok(end_of(&run.committed))
     }
 
+    /// Decide calls a sub-agent under `root` asked about (`None`: every pending call of the
+    /// tree): each operation that asked continues, then the root (and whatever waits between)
+    /// continues once its sub-agents have ended.
+    async fn decide_in_tree(
+        &self,
+        root: &Loaded,
+        calls: Option<&[String]>,
+        decision: Decision,
+        by: Option<&str>,
+    ) -> Result<RunEnd, DriverError> {
+        let pending = self.pending_in_tree(root.id).await?;
+        let targets: Vec<String> = match calls {
+            Some(c) => c.to_vec(),
+            None => pending.iter().map(|(_, c)| c.id.to_string()).collect(),
+        };
+        if targets.is_empty() {
+            return Err(not_waiting(root));
+        }
+        let mut by_operation: Vec<(OperationId, Vec<String>)> = Vec::new();
+        for t in &targets {
+            let Some((op, _)) = pending.iter().find(|(_, c)| &*c.id == t.as_str()) else {
+                let known: Vec<&str> = pending.iter().map(|(_, c)| &*c.id).collect();
+                return Err(DriverError::Refused(format!(
+                    "operation {} has no pending tool call {t} in its tree; pending: {}",
+                    root.id,
+                    known.join(", ")
+                )));
+            };
+            match by_operation.iter_mut().find(|(o, _)| o == op) {
+                Some((_, list)) => list.push(t.clone()),
+                None => by_operation.push((*op, vec![t.clone()])),
+            }
+        }
+        for (op, list) in by_operation {
+            Box::pin(self.decide(op, Some(&list), decision.clone(), by)).await?;
+        }
+        // The root waits on its sub-agents: continue it (it runs what is left of the tree).
+        Box::pin(self.run(root.id)).await
+    }
+
     /// Abort every pending call and end the operation.
     pub async fn abort(&self, id: OperationId, reason: &str) -> Result<RunEnd, DriverError> {
         let mut run = match self.open(id).await? {
@@ -139,12 +182,20 @@ impl Driver {
             return Ok(end_of(&run.committed));
         }
         self.store.request_cancel(id).await?;
+        let requested = RunEnd::Interrupted {
+            reason: "cancellation requested".into(),
+            can_resume: false,
+        };
         if run.committed.status == Status::Running {
             // Another process runs it; it sees the request within a moment.
-            return Ok(RunEnd::Interrupted {
-                reason: "cancellation requested".into(),
-                can_resume: false,
-            });
+            return Ok(requested);
+        }
+        if !run.committed.sub_agents.is_empty() {
+            if self.tree_is_running(id).await? {
+                // The process running its sub-agents settles the tree.
+                return Ok(requested);
+            }
+            return self.cancel_tree(&mut run, "cancelled on request").await;
         }
         self.settle_cancel(&mut run, "cancelled on request").await
     }

@@ -5,8 +5,10 @@
 //! everything that decides what the operation may do is its spec, read back on every path, so
 //! a process continuing it offers exactly the model, tools and role it started with.
 
+mod children;
 mod commit;
 mod decide;
+mod delegate;
 mod open;
 mod run;
 mod runtime;
@@ -81,6 +83,12 @@ pub enum RunEnd {
         /// Calls awaiting a decision.
         pending: Vec<ToolCall>,
     },
+    /// Waiting for sub-agents that are neither parked on a human nor interrupted (another
+    /// process runs them).
+    WaitingForSubAgents {
+        /// The sub-agents.
+        children: Vec<OperationId>,
+    },
     /// Interrupted (cancelled, or a budget with policy `interrupt`).
     Interrupted {
         /// Why.
@@ -133,6 +141,8 @@ pub struct Driver {
     pipeline: Arc<rein_context::Pipeline>,
     embedder: Option<Arc<dyn rein_tools::documents::Embedder>>,
     on_commit: Option<CommitHook>,
+    /// Where delegation finds agents by name; without it, operations cannot delegate.
+    agents: Option<Arc<dyn crate::AgentDirectory>>,
     /// Token estimators by vocabulary and factor (bits), shared by every run.
     estimators: std::sync::Mutex<
         Vec<(
@@ -164,6 +174,9 @@ fn end_of(state: &AgentState) -> RunEnd {
                 detail: f.and_then(|f| f.detail),
             }
         }
+        Status::WaitingForSubAgents => RunEnd::WaitingForSubAgents {
+            children: state.sub_agents.iter().map(|r| r.operation_id).collect(),
+        },
         Status::WaitingForHuman | Status::WaitingForAsyncTool => RunEnd::WaitingForHuman {
             pending: state.pending_tool_calls.clone(),
         },
@@ -227,6 +240,7 @@ impl Driver {
             pipeline: Arc::new(rein_context::Pipeline::standard()),
             embedder: None,
             on_commit: None,
+            agents: None,
             estimators: Default::default(),
         }
     }
@@ -245,6 +259,12 @@ impl Driver {
     /// Builder: a hook called after every committed step.
     pub fn with_commit_hook(mut self, hook: CommitHook) -> Self {
         self.on_commit = Some(hook);
+        self
+    }
+
+    /// Builder: operations may delegate to sub-agents, named ones found in `agents`.
+    pub fn with_agents(mut self, agents: Arc<dyn crate::AgentDirectory>) -> Self {
+        self.agents = Some(agents);
         self
     }
 

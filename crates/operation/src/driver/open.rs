@@ -31,6 +31,10 @@ pub(crate) struct Loaded {
     pub seq: u64,
     /// Someone asked (from any process) to cancel it.
     pub cancel_requested: bool,
+    /// A sub-agent run by its parent: what the parent's sub-agents spend together.
+    pub tree: Option<std::sync::Arc<super::children::TreeLedger>>,
+    /// Resume its interrupted sub-agents when it next waits for them (the tree is resumed).
+    pub resume_children: bool,
 }
 
 impl Loaded {
@@ -43,6 +47,8 @@ impl Loaded {
             next: stored.next_context,
             seq: stored.record.commit_seq,
             cancel_requested: stored.record.cancel_requested,
+            tree: None,
+            resume_children: false,
         }
     }
 }

@@ -19,7 +19,7 @@ impl Driver {
             Opened::Ended(end) => return Ok(end),
         };
         if run.cancel_requested && !run.committed.status.is_terminal() {
-            return self.settle_cancel(&mut run, "cancelled on request").await;
+            return self.cancel_tree(&mut run, "cancelled on request").await;
         }
         let (runtime, _activity) = self.running_runtime(&run)?;
         let state = run.committed.clone();
@@ -32,23 +32,38 @@ impl Driver {
             Opened::Ready(run) => run,
             Opened::Ended(end) => return Ok(end),
         };
-        let (runtime, _activity) = self.running_runtime(&run)?;
+        self.resume_loaded(&mut run).await
+    }
+
+    /// [`Driver::resume`] of an opened operation. An interrupted parent goes back to waiting
+    /// for its sub-agents, which are resumed with it.
+    pub(super) async fn resume_loaded(&self, run: &mut Loaded) -> Result<RunEnd, DriverError> {
+        if run.cancel_requested && !run.committed.status.is_terminal() {
+            return self.cancel_tree(run, "cancelled on request").await;
+        }
+        let (runtime, _activity) = self.running_runtime(run)?;
         let mut state = run.committed.clone();
         match state.status {
             Status::Interrupted => {
-                let r = runtime
+                let mut r = runtime
                     .resume(state, "resumed")
                     .map_err(|e| DriverError::Refused(e.to_string()))?;
-                self.commit(&mut run, r).await?;
+                if !r.state.sub_agents.is_empty() {
+                    r.state.status = Status::WaitingForSubAgents;
+                    r.next_context = None;
+                    run.resume_children = true;
+                }
+                self.commit(run, r).await?;
                 state = run.committed.clone();
             }
             Status::Idle => {
                 state.status = Status::Running;
                 run.next = run.next.take().or_else(|| Some(initial_context(&state)));
             }
+            Status::WaitingForSubAgents => run.resume_children = true,
             _ => {}
         }
-        self.drive(&runtime, &mut run, state).await
+        self.drive(&runtime, run, state).await
     }
 
     /// Step from `state` (the committed state, or a transition of it not yet committed) and
@@ -68,6 +83,17 @@ impl Driver {
         });
         let result = async {
             loop {
+                // A sub-agent whose tree crossed the parent's limit stops here.
+                if let Some(end) = self.apply_trip(runtime, run).await? {
+                    return Ok(end);
+                }
+                if state.status == Status::WaitingForSubAgents {
+                    if let Some(end) = self.await_children(runtime, run).await? {
+                        return Ok(end);
+                    }
+                    state = run.committed.clone();
+                    continue;
+                }
                 if state.status.is_blocked() || state.status.is_terminal() {
                     return Ok(end_of(&state));
                 }
@@ -78,6 +104,7 @@ impl Driver {
                 state.pending_assistant_message_id = Some(derived_message_id(run.id, run.seq + 1));
                 let r = runtime.step(state, Some(ctx)).await;
                 self.commit(run, r).await?;
+                Self::record_spending(run);
                 state = run.committed.clone();
             }
         }

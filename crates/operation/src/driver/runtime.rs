@@ -9,6 +9,7 @@ use crate::model_port::ModelPort;
 use rein_context::{Encoding, TiktokenEstimator};
 use rein_core::agent::TokenEstimator;
 use rein_core::engine::{EventSink, RuntimeConfig};
+use rein_core::instruction::InstructionKind;
 use rein_core::spec::OperationSpec;
 use rein_core::state::ModelRef;
 use rein_core::{AgentRuntime, GeneralChatAgent, GeneralChatAgentConfig, OperationId};
@@ -160,7 +161,17 @@ impl Driver {
             cancel: self.cancel.clone(),
         };
         let (agent, estimator) = self.brain(spec, &model);
+        let delegator: Arc<dyn rein_core::engine::Executor> =
+            Arc::new(super::delegate::Delegator {
+                agents: self.agents.clone(),
+                models: Arc::clone(&self.models),
+                spec: spec.clone(),
+            });
+        let executors = rein_core::engine::ExecutorTable::new()
+            .with(InstructionKind::ExecSubAgents, Arc::clone(&delegator))
+            .with(InstructionKind::ExecSubAgent, delegator);
         let config = RuntimeConfig {
+            executors,
             llm: Some(Arc::new(port)),
             tools: Some(self.tools.clone()),
             summarizer: Some(Arc::new(summarizer)),

@@ -1,12 +1,16 @@
 //! Starting an operation: its spec completed (model, the tools this process adds), its first
-//! state (system role, the topic's history, the prompt), written in one transaction before
-//! its id is returned.
+//! state (system role, the topic's history, the prompt, the tools it is offered), written in
+//! one transaction before its id is returned. A sub-agent's first state is made the same way
+//! ([`Driver::first_state`]), by the delegation that creates it.
 
 use super::{Driver, StartOptions};
 use crate::error::DriverError;
 use rein_core::engine::initial_context;
+use rein_core::spec::OperationSpec;
+use rein_core::tool::ToolManifestMap;
 use rein_core::{AgentState, Message, OperationId};
 use rein_store::{NewOperation, Trigger};
+use std::sync::Arc;
 
 impl Driver {
     /// Create an operation for `prompt`; returns its id once it is committed with its spec.
@@ -20,48 +24,25 @@ impl Driver {
         }
         let id = OperationId::new();
         let mut spec = opts.spec.clone();
-        let model = spec
-            .model
-            .get_or_insert_with(|| self.default_model.clone())
-            .clone();
+        spec.model.get_or_insert_with(|| self.default_model.clone());
         // The tools this process adds are recorded, so a process continuing the operation
         // without them refuses instead of running it with fewer.
         spec.mcp_servers = self.host_tools();
         // Refuse now, before anything is written, what no step could run.
         self.preflight(id, &spec)?;
-        let mut state = AgentState::new(id);
-        if let Some(system) = &spec.system_role {
-            state.push_message(Message::system(system));
-        }
         let topic_id = opts
             .topic_id
             .clone()
             .unwrap_or_else(|| format!("topic_{id}"));
-        if opts.topic_id.is_some() {
-            let history = self.store.topic_messages(&topic_id).await?;
-            for m in rein_core::message::model_view(history) {
-                state.push_message(m);
-            }
-        }
+        let history = if opts.topic_id.is_some() {
+            rein_core::message::model_view(self.store.topic_messages(&topic_id).await?)
+        } else {
+            Vec::new()
+        };
         let mut user = Message::user(prompt);
         user.content.extend(opts.attachments.iter().cloned());
-        user.parent_id = state.messages.last().map(|m| m.id);
-        state.push_message(user);
-        state.tool_manifests = self.tools.manifests();
-        state.model = Some(model);
-        state.max_steps = spec.max_steps;
-        state.budget = spec.budget.clone();
-        state.intervention.approval_mode = spec.approval;
-        state.metadata.working_directory = spec.working_directory.clone();
-        state.metadata.topic_id = Some(topic_id.clone());
-        if let Some(owner) = &spec.owner {
-            // The memory and notes tools scope documents by it.
-            state
-                .metadata
-                .extra
-                .insert("user_id".into(), serde_json::json!(owner));
-        }
-        state.metadata.agent_id = spec.agent.as_ref().map(|a| a.name.clone());
+        let manifests = self.offered_tools(&spec).await?;
+        let state = first_state(id, &spec, &topic_id, history, user, manifests);
         let next = initial_context(&state);
         let op = NewOperation {
             state,
@@ -73,8 +54,85 @@ impl Driver {
             owner: spec.owner.clone(),
             spec,
             admission: opts.admission.clone(),
+            thread: None,
         };
         self.store.create_operation(&op).await?;
         Ok(id)
     }
+
+    /// The tools an operation with `spec` is offered: this process's, plus the delegation tool
+    /// listing the agents it may delegate to, when it may delegate at all and its owner has
+    /// agents it may use.
+    pub(super) async fn offered_tools(
+        &self,
+        spec: &OperationSpec,
+    ) -> Result<Arc<ToolManifestMap>, DriverError> {
+        let mut map = self.tools.manifests();
+        let Some(directory) = &self.agents else {
+            return Ok(map);
+        };
+        if !spec.may_delegate() {
+            return Ok(map);
+        }
+        let delegates: Vec<rein_tools::agents::Delegate> = directory
+            .agents(spec.owner.as_deref())
+            .await?
+            .into_iter()
+            .filter(|a| {
+                spec.sub_agents
+                    .agents
+                    .as_ref()
+                    .is_none_or(|l| l.contains(&a.agent.name))
+            })
+            .map(|a| rein_tools::agents::Delegate {
+                description: a.profile.description(),
+                name: a.agent.name,
+            })
+            .collect();
+        if delegates.is_empty() {
+            // Nothing to delegate to by name: the tool would only weigh on every call.
+            return Ok(map);
+        }
+        let manifest = rein_tools::agents::manifest(&delegates);
+        Arc::make_mut(&mut map).insert(manifest.identifier.clone(), Arc::new(manifest));
+        Ok(map)
+    }
+}
+
+/// The first state of operation `id`: its system role, `history` (a continued topic's),
+/// the `user` message, and what the spec sets (model, limits, approval, where it runs and
+/// for whom). The spec names its model (a started operation's always does).
+pub(super) fn first_state(
+    id: OperationId,
+    spec: &OperationSpec,
+    topic_id: &str,
+    history: Vec<Message>,
+    mut user: Message,
+    manifests: Arc<ToolManifestMap>,
+) -> AgentState {
+    let mut state = AgentState::new(id);
+    if let Some(system) = &spec.system_role {
+        state.push_message(Message::system(system));
+    }
+    for m in history {
+        state.push_message(m);
+    }
+    user.parent_id = state.messages.last().map(|m| m.id);
+    state.push_message(user);
+    state.tool_manifests = manifests;
+    state.model = spec.model.clone();
+    state.max_steps = spec.max_steps;
+    state.budget = spec.budget.clone();
+    state.intervention.approval_mode = spec.approval;
+    state.metadata.working_directory = spec.working_directory.clone();
+    state.metadata.topic_id = Some(topic_id.to_owned());
+    if let Some(owner) = &spec.owner {
+        // The memory and notes tools scope documents by it.
+        state
+            .metadata
+            .extra
+            .insert("user_id".into(), serde_json::json!(owner));
+    }
+    state.metadata.agent_id = spec.agent.as_ref().map(|a| a.name.clone());
+    state
 }

@@ -104,8 +104,11 @@ pub struct OperationDetail {
     pub spec: OperationSpec,
     /// One entry per committed step.
     pub steps: Vec<StepRecord>,
-    /// Tool calls waiting for a decision.
+    /// Tool calls waiting for a decision, in it or in any of its sub-agents (each names the
+    /// operation that asked; decide them here).
     pub pending: Vec<Intervention>,
+    /// Its sub-agents and theirs (parents before their sub-agents).
+    pub sub_agents: Vec<OperationRecord>,
     /// Per-model and per-tool usage and cost.
     pub usage: serde_json::Value,
 }
@@ -231,6 +234,7 @@ pub async fn list(
             status: q.status,
             owner: Some(user.id),
             agent: q.agent,
+            parent: None,
             limit: q.limit.unwrap_or(100).min(1000),
         })
         .await?;
@@ -245,19 +249,16 @@ pub async fn show(
 ) -> Result<Json<OperationDetail>, ApiError> {
     let op = owned_operation(&app, &user, &id).await?;
     let steps = app.store.steps(op.record.id).await?;
-    let pending = app
-        .store
-        .interventions(op.record.id)
-        .await?
-        .into_iter()
-        .filter(|i| i.status == InterventionStatus::Pending)
-        .collect();
+    // Approvals anywhere in its tree are decided here.
+    let pending = rein_operation::tree::pending_approvals(&*app.store, op.record.id).await?;
+    let sub_agents = rein_operation::tree::descendants(&*app.store, op.record.id).await?;
     let usage = serde_json::json!({"usage": op.state.usage, "cost": op.state.cost});
     Ok(Json(OperationDetail {
         spec: op.spec,
         operation: op.record,
         steps,
         pending,
+        sub_agents,
         usage,
     }))
 }
@@ -341,7 +342,8 @@ pub async fn decide(
         return Err(ApiError::bad_request("decisions is empty"));
     }
     let op = owned_record(&app, &user, &id).await?;
-    let known = app.store.interventions(op.id).await?;
+    // A sub-agent's approvals are decided through the operation at the top of its tree.
+    let known = rein_operation::tree::interventions(&*app.store, op.id).await?;
     let mut seen = std::collections::HashSet::new();
     for d in &body.decisions {
         if !seen.insert(d.tool_call_id.as_str()) {
@@ -366,7 +368,10 @@ pub async fn decide(
             Some(_) => {}
         }
     }
-    if op.status != Status::WaitingForHuman {
+    if !matches!(
+        op.status,
+        Status::WaitingForHuman | Status::WaitingForSubAgents
+    ) {
         return Err(ApiError::conflict(format!(
             "operation {id} is {}, not waiting for a decision",
             status_name(op.status)

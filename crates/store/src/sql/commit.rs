@@ -13,7 +13,7 @@ use super::tool_executions::upsert_tools;
 use super::*;
 use rein_core::AgentState;
 
-const OPERATION_COLUMNS: &str = "id, agent, topic_id, trigger_kind, provider, model, status, finish_reason, finish_detail, step_count, max_steps, commit_seq, input_tokens, output_tokens, total_tokens, cost_nanos, approval_requests, cancel_requested, error, parent_operation, created_at, updated_at, finished_at, owner";
+const OPERATION_COLUMNS: &str = "id, agent, topic_id, trigger_kind, provider, model, status, finish_reason, finish_detail, step_count, max_steps, commit_seq, input_tokens, output_tokens, total_tokens, cost_nanos, approval_requests, cancel_requested, error, parent_operation, created_at, updated_at, finished_at, owner, root_operation, depth";
 
 /// The operation row of a new operation.
 fn insert_operation(op: &NewOperation) -> Result<Statement, StoreError> {
@@ -22,9 +22,10 @@ fn insert_operation(op: &NewOperation) -> Result<Statement, StoreError> {
     let tokens = &state.usage.llm.tokens;
     let now = ts(Utc::now());
     let model = state.model.as_ref();
+    let delegation = op.spec.delegation.as_ref();
     Ok(Statement::new(format!(
         "INSERT INTO operations ({OPERATION_COLUMNS}, state, next_context) VALUES \
-         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)"
+         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)"
     ))
     .arg(state.operation_id.to_string())
     .arg(op.agent.clone())
@@ -50,6 +51,8 @@ fn insert_operation(op: &NewOperation) -> Result<Statement, StoreError> {
     .arg(now.clone())
     .arg(state.status.is_terminal().then_some(now))
     .arg(op.owner.clone())
+    .arg(delegation.map(|d| d.root.to_string()))
+    .arg(i64::from(delegation.map_or(0, |d| d.depth)))
     .arg(compact_state(state)?)
     .arg(
         op.next_context
@@ -149,8 +152,27 @@ pub(super) async fn create_operation(
         )
         .await?;
     }
-    // A topic keeps its first owner: continuing someone else's conversation is the
-    // caller's to refuse (it checks `topic_owner` first).
+    let mut statements = new_operation(op)?;
+    if let Some(adm) = &op.admission {
+        statements.push(
+            Statement::new(
+                "UPDATE operations SET lease_owner = $1, lease_until = $2 WHERE id = $3",
+            )
+            .arg(adm.node.as_str())
+            .arg(ts(adm.until))
+            .arg(id.as_str()),
+        );
+    }
+    run_all(&mut tx, statements).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// What creating `op` writes: its topic (unless it exists: a topic keeps its first owner, and
+/// continuing someone else's conversation is the caller's to refuse), its messages and their
+/// order, its record and setup, and a sub-agent's thread.
+fn new_operation(op: &NewOperation) -> Result<Vec<Statement>, StoreError> {
+    let id = op.state.operation_id.to_string();
     let title = op
         .state
         .messages
@@ -165,7 +187,8 @@ pub(super) async fn create_operation(
             .arg(ts(Utc::now()))
             .arg(op.owner.clone()),
     ];
-    statements.extend(upsert_messages(&op.topic_id, &op.state.messages)?);
+    let thread = op.thread.as_ref().map(|_| id.as_str());
+    statements.extend(upsert_messages(&op.topic_id, thread, &op.state.messages)?);
     let everything = StateChanges {
         kept: 0,
         previous: 0,
@@ -174,19 +197,23 @@ pub(super) async fn create_operation(
     statements.extend(write_order(&id, &op.state, &everything));
     statements.push(insert_operation(op)?);
     statements.push(insert_setup(op)?);
-    if let Some(adm) = &op.admission {
+    if let Some(t) = &op.thread {
         statements.push(
             Statement::new(
-                "UPDATE operations SET lease_owner = $1, lease_until = $2 WHERE id = $3",
+                "INSERT INTO threads (id, topic_id, parent_message_id, operation_id, parent_operation, agent, title, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
             )
-            .arg(adm.node.as_str())
-            .arg(ts(adm.until))
-            .arg(id.as_str()),
+            .arg(id.as_str())
+            .arg(op.topic_id.as_str())
+            .arg(t.parent_message_id.map(|m| m.to_string()))
+            .arg(id.as_str())
+            .arg(op.parent_operation.map(|p| p.to_string()).unwrap_or_default())
+            .arg(op.agent.clone())
+            .arg(t.title.as_str())
+            .arg(ts(Utc::now())),
         );
     }
-    run_all(&mut tx, statements).await?;
-    tx.commit().await?;
-    Ok(())
+    Ok(statements)
 }
 
 /// A step commit as statements, in order: the step row (the idempotency key: it inserts
@@ -211,7 +238,7 @@ fn step_statements(store: &SqlStore, c: &StepCommit) -> Result<StepStatements, S
     .arg(to_json(&c.instructions, "instructions")?)
     .arg(step_summary(&c.state))
     .arg(ts(Utc::now()));
-    let mut rest = upsert_messages(&c.topic_id, &c.changes.messages)?;
+    let mut rest = upsert_messages(&c.topic_id, c.thread_id.as_deref(), &c.changes.messages)?;
     if c.changes.manifests_changed {
         rest.push(update_manifests(c)?);
     }
@@ -219,6 +246,9 @@ fn step_statements(store: &SqlStore, c: &StepCommit) -> Result<StepStatements, S
     rest.extend(insert_events(&id, &c.events)?);
     rest.extend(upsert_tools(&c.tool_executions));
     rest.extend(insert_interventions(&id, &c.interventions)?);
+    for child in &c.children {
+        rest.extend(new_operation(child)?);
+    }
     rest.extend(notify(store, &id));
     Ok(StepStatements {
         step,

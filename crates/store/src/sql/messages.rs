@@ -7,18 +7,20 @@ use rein_core::AgentState;
 use sqlx::Row;
 use std::sync::Arc;
 
-/// Insert or update `messages` of `topic_id`, one statement per [`ROWS_PER_STATEMENT`].
+/// Insert or update `messages` of `topic_id` (in `thread`, for a sub-agent's), one statement
+/// per [`ROWS_PER_STATEMENT`].
 pub(super) fn upsert_messages(
     topic_id: &str,
+    thread: Option<&str>,
     messages: &[Arc<Message>],
 ) -> Result<Vec<Statement>, StoreError> {
     messages
         .chunks(ROWS_PER_STATEMENT)
         .map(|chunk| {
             let mut s = Statement::new(format!(
-                "INSERT INTO messages (id, topic_id, parent_id, role, tool_call_id, status, body, created_at) VALUES {} \
+                "INSERT INTO messages (id, topic_id, parent_id, role, tool_call_id, status, body, created_at, thread_id) VALUES {} \
                  ON CONFLICT (id) DO UPDATE SET parent_id = excluded.parent_id, status = excluded.status, body = excluded.body",
-                placeholders(chunk.len(), 8)
+                placeholders(chunk.len(), 9)
             ));
             for m in chunk {
                 s.push(m.id.to_string());
@@ -29,6 +31,7 @@ pub(super) fn upsert_messages(
                 s.push(m.tool_status.map(|t| enum_str(&t)));
                 s.push(to_json(m, "message")?);
                 s.push(ts(m.created_at));
+                s.push(thread.map(str::to_owned));
             }
             Ok(s)
         })
@@ -67,15 +70,32 @@ pub(super) fn write_order(id: &str, state: &AgentState, changes: &StateChanges) 
     out
 }
 
-/// Every message of a topic, oldest first.
+/// The messages of a topic's own conversation (outside its threads), oldest first.
 pub(super) async fn topic_messages(
     store: &SqlStore,
     topic_id: &str,
 ) -> Result<Vec<Message>, StoreError> {
-    let rows = sqlx::query("SELECT body FROM messages WHERE topic_id = $1 ORDER BY created_at, id")
-        .bind(topic_id)
-        .fetch_all(&store.pool)
-        .await?;
+    let rows = sqlx::query(
+        "SELECT body FROM messages WHERE topic_id = $1 AND thread_id IS NULL ORDER BY created_at, id",
+    )
+    .bind(topic_id)
+    .fetch_all(&store.pool)
+    .await?;
+    rows.iter()
+        .map(|r| from_json::<Message>(&r.try_get::<String, _>("body")?, "message"))
+        .collect()
+}
+
+/// A thread's messages, oldest first.
+pub(super) async fn thread_messages(
+    store: &SqlStore,
+    thread_id: &str,
+) -> Result<Vec<Message>, StoreError> {
+    let rows =
+        sqlx::query("SELECT body FROM messages WHERE thread_id = $1 ORDER BY created_at, id")
+            .bind(thread_id)
+            .fetch_all(&store.pool)
+            .await?;
     rows.iter()
         .map(|r| from_json::<Message>(&r.try_get::<String, _>("body")?, "message"))
         .collect()
@@ -95,4 +115,29 @@ pub(super) async fn delete_message(store: &SqlStore, id: MessageId) -> Result<bo
         .await?
         .rows_affected();
     Ok(n > 0)
+}
+
+/// The threads of a topic, oldest first.
+pub(super) async fn threads(store: &SqlStore, topic_id: &str) -> Result<Vec<Thread>, StoreError> {
+    let rows = sqlx::query(
+        "SELECT id, topic_id, parent_message_id, operation_id, parent_operation, agent, title, created_at \
+         FROM threads WHERE topic_id = $1 ORDER BY created_at, id",
+    )
+    .bind(topic_id)
+    .fetch_all(&store.pool)
+    .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(Thread {
+                id: r.try_get("id")?,
+                topic_id: r.try_get("topic_id")?,
+                parent_message_id: r.try_get("parent_message_id")?,
+                operation_id: r.try_get("operation_id")?,
+                parent_operation: r.try_get("parent_operation")?,
+                agent: r.try_get("agent")?,
+                title: r.try_get("title")?,
+                created_at: parse_ts(&r.try_get::<String, _>("created_at")?, "created_at")?,
+            })
+        })
+        .collect()
 }

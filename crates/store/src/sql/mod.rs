@@ -361,6 +361,17 @@ impl Store for SqlStore {
         messages::topic_messages(self, topic_id).boxed()
     }
 
+    fn thread_messages<'a>(
+        &'a self,
+        thread_id: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Message>, StoreError>> {
+        messages::thread_messages(self, thread_id).boxed()
+    }
+
+    fn threads<'a>(&'a self, topic_id: &'a str) -> BoxFuture<'a, Result<Vec<Thread>, StoreError>> {
+        messages::threads(self, topic_id).boxed()
+    }
+
     fn message_exists(&self, id: MessageId) -> BoxFuture<'_, Result<bool, StoreError>> {
         messages::message_exists(self, id).boxed()
     }

@@ -37,6 +37,8 @@ pub(super) fn record(row: &AnyRow) -> Result<OperationRecord, StoreError> {
         cancel_requested: n("cancel_requested")? != 0,
         error: o("error")?,
         parent_operation: o("parent_operation")?,
+        root_operation: o("root_operation")?,
+        depth: n("depth")?,
         created_at: parse_ts(&s("created_at")?, "created_at")?,
         updated_at: parse_ts(&s("updated_at")?, "updated_at")?,
         finished_at: o("finished_at")?
@@ -58,7 +60,7 @@ pub(super) fn record(row: &AnyRow) -> Result<OperationRecord, StoreError> {
 }
 
 /// The columns a record is read from.
-pub(super) const RECORD_COLUMNS: &str = "id, agent, topic_id, trigger_kind, provider, model, status, finish_reason, finish_detail, step_count, max_steps, commit_seq, input_tokens, output_tokens, total_tokens, cost_nanos, approval_requests, cancel_requested, error, parent_operation, created_at, updated_at, finished_at, owner, recovery_error, recovery_attempts, recovery_retry_at, activity";
+pub(super) const RECORD_COLUMNS: &str = "id, agent, topic_id, trigger_kind, provider, model, status, finish_reason, finish_detail, step_count, max_steps, commit_seq, input_tokens, output_tokens, total_tokens, cost_nanos, approval_requests, cancel_requested, error, parent_operation, root_operation, depth, created_at, updated_at, finished_at, owner, recovery_error, recovery_attempts, recovery_retry_at, activity";
 
 pub(super) async fn operation(
     store: &SqlStore,
@@ -102,6 +104,10 @@ pub(super) async fn list_operations(
     if let Some(agent) = &filter.agent {
         binds.push(agent.clone());
         conditions.push(format!("agent = ${}", binds.len()));
+    }
+    if let Some(parent) = &filter.parent {
+        binds.push(parent.to_string());
+        conditions.push(format!("parent_operation = ${}", binds.len()));
     }
     let filter_sql = if conditions.is_empty() {
         String::new()

@@ -35,6 +35,7 @@ pub fn new_operation(state: &AgentState, spec: OperationSpec) -> NewOperation {
         owner: None,
         spec,
         admission: None,
+        thread: None,
     }
 }
 
@@ -62,6 +63,8 @@ pub async fn commit_step(
             events: Vec::new(),
             tool_executions: Vec::new(),
             interventions: Vec::new(),
+            thread_id: None,
+            children: Vec::new(),
         })
         .await
         .unwrap()

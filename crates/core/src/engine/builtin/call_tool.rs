@@ -6,7 +6,7 @@ use crate::engine::ports::ToolPort;
 use crate::event::EventKind;
 use crate::instruction::{CallToolPayload, Instruction, InstructionKind};
 use crate::message::ToolStatus;
-use crate::phase::Phase;
+use crate::phase::{Phase, ToolFollowUp};
 use crate::state::AgentState;
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -65,10 +65,11 @@ impl PayloadExecutor for CallToolExecutor {
                 }
             };
             let ms = elapsed_ms(started);
-            let status = if output.success {
-                ToolStatus::Succeeded
-            } else {
-                ToolStatus::Failed
+            let status = match (output.success, &output.follow_up) {
+                // Answered once the sub-agents it delegated to have ended.
+                (true, Some(_)) => ToolStatus::Pending,
+                (true, None) => ToolStatus::Succeeded,
+                (false, _) => ToolStatus::Failed,
             };
             if output.success
                 && let Some(todos) = &output.todos
@@ -107,6 +108,20 @@ impl PayloadExecutor for CallToolExecutor {
                 },
             );
             result.execution_ms = ms;
+            if output.success
+                && let Some(follow_up) = &output.follow_up
+            {
+                // Kept in the state, not only in the phase: the turn's other calls may park
+                // for approval first, and the tasks must still start once they are decided.
+                let tasks = match follow_up {
+                    ToolFollowUp::SubAgent { task } => vec![task.clone()],
+                    ToolFollowUp::SubAgents { tasks } => tasks.clone(),
+                };
+                for mut task in tasks {
+                    task.tool_call_id = Some(result.tool_call.id.to_string());
+                    state.delegated.push(task);
+                }
+            }
             result.follow_up = output.follow_up;
             let next = ctx(Phase::ToolResult(result));
             let mut out = ExecOutput::new(next);

@@ -70,6 +70,7 @@ impl PayloadExecutor for CallToolsBatchExecutor {
 
             let (base_usage, base_cost) = (base.usage.clone(), base.cost.clone());
             let base_todos = base.todos.clone();
+            let base_delegated = base.delegated.len();
             let merged = base;
             let mut results = Vec::with_capacity(calls.len());
             let mut costs = Vec::with_capacity(calls.len());
@@ -92,6 +93,10 @@ impl PayloadExecutor for CallToolsBatchExecutor {
                         if copy.todos != base_todos {
                             merged.todos = copy.todos.clone();
                         }
+                        // Tasks the call delegated, in call order.
+                        merged
+                            .delegated
+                            .extend(copy.delegated.iter().skip(base_delegated).cloned());
                         for t in &copy.activated_tools {
                             if !merged
                                 .activated_tools

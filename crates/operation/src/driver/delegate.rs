@@ -1,0 +1,445 @@
+//! `exec_sub_agents`: the tasks a turn's calls delegated become child operations, created with
+//! the commit that parks the parent. Each child's spec is derived from the parent's and never
+//! wider: the same working directory, owner and tools this process brings; tools within the
+//! parent's allow-list, the agent's and the task's; the stricter approval mode; the smaller
+//! limits; and a record of what the parent could still spend, which the whole tree is held to
+//! (see `children.rs`). A call whose tasks cannot be delegated (an unknown or unlisted agent,
+//! the depth limit, a model this process cannot run) is answered with why, and starts nothing.
+
+use crate::agents::AgentDirectory;
+use crate::models::ModelSource;
+use crate::profile::SpecOrigin;
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rein_core::engine::{ExecContext, ExecError, ExecOutput, Executor, SubAgentSpawn};
+use rein_core::event::EventKind;
+use rein_core::instruction::{Instruction, SubAgentTask};
+use rein_core::intervention::{ApprovalMode, key_listed};
+use rein_core::phase::{Phase, RuntimeContext, SubAgentsResultPayload};
+use rein_core::spec::{Delegation, OperationSpec};
+use rein_core::state::{Budget, Status, SubAgentRun};
+use rein_core::tool::ToolManifestMap;
+use rein_core::{AgentState, Message, OperationId, ToolStatus, Usd};
+use std::sync::Arc;
+
+/// The executor of `exec_sub_agent` and `exec_sub_agents` for one operation.
+pub(super) struct Delegator {
+    /// Where named agents are found (`None`: only ad-hoc sub-agents).
+    pub agents: Option<Arc<dyn AgentDirectory>>,
+    /// Whether this process can run a child's model.
+    pub models: Arc<dyn ModelSource>,
+    /// The parent's spec.
+    pub spec: OperationSpec,
+}
+
+/// The id of the `n`th sub-agent that call `tool_call_id` of `parent` delegated: derived, so a
+/// step re-run after a crash names the same child (and its commit cannot create a second).
+pub fn sub_agent_id(parent: OperationId, tool_call_id: &str, n: usize) -> OperationId {
+    let fnv = |seed: u64| {
+        let mut h = seed;
+        for b in tool_call_id.bytes().chain(n.to_le_bytes()) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        h
+    };
+    let mixed = parent.as_uuid().as_u128()
+        ^ ((u128::from(fnv(0xcbf2_9ce4_8422_2325)) << 64) | u128::from(fnv(0x6c62_272e_07bb_0142)));
+    let mut bytes = mixed.to_be_bytes();
+    // Version 8 (custom), RFC 4122 variant.
+    bytes[6] = (bytes[6] & 0x0f) | 0x80;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    OperationId(uuid::Uuid::from_bytes(bytes))
+}
+
+/// The stricter of two approval modes: no human anywhere wins, then asking more.
+fn stricter(a: ApprovalMode, b: ApprovalMode) -> ApprovalMode {
+    let rank = |m: ApprovalMode| match m {
+        ApprovalMode::AutoRun => 0,
+        ApprovalMode::AllowList => 1,
+        ApprovalMode::Manual => 2,
+        ApprovalMode::Headless => 3,
+    };
+    if rank(a) >= rank(b) { a } else { b }
+}
+
+fn min_opt<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Every `identifier/api` of `manifests` that each list allows (`None` allows all); `None`
+/// when no list restricts.
+fn intersect(manifests: &ToolManifestMap, lists: &[Option<&Vec<String>>]) -> Option<Vec<String>> {
+    if lists.iter().all(Option::is_none) {
+        return None;
+    }
+    let mut keys: Vec<String> = manifests
+        .values()
+        .flat_map(|m| m.apis.iter().map(move |a| (m, a)))
+        .filter(|(m, a)| {
+            lists
+                .iter()
+                .all(|l| l.is_none_or(|l| key_listed(l, &m.identifier, &a.name)))
+        })
+        .map(|(m, a)| format!("{}/{}", m.identifier, a.name))
+        .collect();
+    keys.sort();
+    Some(keys)
+}
+
+/// What the parent (and the tree above it) can still spend, under the parent's policy.
+pub(super) fn remaining(spec: &OperationSpec, state: &AgentState) -> Budget {
+    let spent = state.cost.total;
+    let t = &state.usage.llm.tokens;
+    let tokens = t.total.max(t.input + t.output);
+    let own = &state.budget;
+    let above = spec.delegation.as_ref().map(|d| &d.parent_budget);
+    let cost_left = |max: Option<Usd>| max.map(|m| m.saturating_sub(spent));
+    let tokens_left = |max: Option<u64>| max.map(|m| m.saturating_sub(tokens));
+    Budget {
+        max_cost: min_opt(
+            cost_left(own.max_cost),
+            cost_left(above.and_then(|b| b.max_cost)),
+        ),
+        max_tokens: min_opt(
+            tokens_left(own.max_tokens),
+            tokens_left(above.and_then(|b| b.max_tokens)),
+        ),
+        on_exceeded: own.on_exceeded,
+        ..Budget::default()
+    }
+}
+
+/// Why a call's tasks were not delegated, as the model reads it.
+struct Refusal(String);
+
+impl Delegator {
+    /// The child for `task`, the `n`th of call `call_id`.
+    async fn child(
+        &self,
+        state: &AgentState,
+        task: &SubAgentTask,
+        call_id: &str,
+        n: usize,
+    ) -> Result<SubAgentSpawn, Refusal> {
+        let parent = &self.spec;
+        if !parent.may_delegate() {
+            return Err(Refusal(format!(
+                "Delegation is not available here: this agent is at depth {} and the limit is {}. Do the task yourself.",
+                parent.depth(),
+                parent.sub_agents.max_depth
+            )));
+        }
+        let origin = SpecOrigin {
+            owner: parent.owner.clone(),
+            agent: None,
+            working_directory: parent.working_directory.clone(),
+        };
+        // What the agent asks for, before it is narrowed to the parent's.
+        let (asked, profile_tools) = match &task.target_agent_id {
+            Some(name) => {
+                if parent
+                    .sub_agents
+                    .agents
+                    .as_ref()
+                    .is_some_and(|l| !l.contains(name))
+                {
+                    return Err(Refusal(format!(
+                        "Agent `{name}` is not one this agent may delegate to."
+                    )));
+                }
+                let found = match &self.agents {
+                    Some(d) => d
+                        .agent(parent.owner.as_deref(), name)
+                        .await
+                        .map_err(|e| Refusal(format!("Agent `{name}` could not be read: {e}")))?,
+                    None => None,
+                };
+                let Some(found) = found else {
+                    return Err(Refusal(format!("There is no agent `{name}`.")));
+                };
+                // What the agent leaves unset, it inherits.
+                let base = OperationSpec {
+                    model: parent.model.clone(),
+                    approval: parent.approval,
+                    context: parent.context.clone(),
+                    ..Default::default()
+                };
+                let origin = SpecOrigin {
+                    agent: Some(found.agent.clone()),
+                    ..origin
+                };
+                let spec = found
+                    .profile
+                    .spec(&base, origin)
+                    .map_err(|e| Refusal(format!("Agent `{name}` has invalid settings: {e}")))?;
+                (spec, found.profile.tools.clone())
+            }
+            None => {
+                let spec = OperationSpec {
+                    system_role: task.system_role.clone().or_else(|| {
+                        Some("You are a sub-agent. Do the task you are given and answer with the result.".into())
+                    }),
+                    agent: None,
+                    ..parent.clone()
+                };
+                (spec, None)
+            }
+        };
+        let model = asked.model.clone().or_else(|| parent.model.clone());
+        if let Some(m) = &model
+            && let Err(e) = self.models.provider(m)
+        {
+            return Err(Refusal(format!(
+                "The sub-agent's model `{}` cannot run here: {e}",
+                m.key()
+            )));
+        }
+        let depth = parent.depth() + 1;
+        let delegation = Delegation {
+            parent: state.operation_id,
+            root: parent
+                .delegation
+                .as_ref()
+                .map_or(state.operation_id, |d| d.root),
+            depth,
+            tool_call_id: call_id.to_owned(),
+            parent_budget: remaining(parent, state),
+        };
+        let mut manifests = Arc::clone(&state.tool_manifests);
+        let allowed_tools = intersect(
+            &manifests,
+            &[
+                parent.allowed_tools.as_ref(),
+                profile_tools.as_ref(),
+                task.tools.as_ref(),
+            ],
+        );
+        // Its own totals are the agent's; what the parent has left binds the whole tree
+        // (`delegation.parent_budget`, enforced as the sub-agents spend). Per-call limits
+        // apply to every call in the tree.
+        let budget = Budget {
+            max_tokens: asked.budget.max_tokens,
+            max_cost: asked.budget.max_cost,
+            max_model_call_cost: min_opt(
+                asked.budget.max_model_call_cost,
+                parent.budget.max_model_call_cost,
+            ),
+            max_tool_call_cost: min_opt(
+                asked.budget.max_tool_call_cost,
+                parent.budget.max_tool_call_cost,
+            ),
+            on_exceeded: asked.budget.on_exceeded,
+        };
+        let spec = OperationSpec {
+            model,
+            system_role: asked.system_role.clone(),
+            allowed_tools,
+            approval: stricter(parent.approval, asked.approval),
+            max_steps: min_opt(asked.max_steps, parent.max_steps),
+            budget,
+            approval_timeout_secs: min_opt(
+                asked.approval_timeout_secs,
+                parent.approval_timeout_secs,
+            ),
+            progressive_tools: parent.progressive_tools.clone(),
+            compression_model: parent.compression_model.clone(),
+            context: parent.context.clone(),
+            mcp_servers: parent.mcp_servers.clone(),
+            working_directory: parent.working_directory.clone(),
+            owner: parent.owner.clone(),
+            agent: asked.agent.clone(),
+            sub_agents: parent.sub_agents.clone(),
+            delegation: Some(delegation),
+        };
+        if !spec.may_delegate() {
+            Arc::make_mut(&mut manifests).remove(rein_tools::agents::IDENTIFIER);
+        }
+        let id = sub_agent_id(state.operation_id, call_id, n);
+        let topic = state.metadata.topic_id.clone().unwrap_or_default();
+        let first = super::start::first_state(
+            id,
+            &spec,
+            &topic,
+            Vec::new(),
+            Message::user(task.instruction.clone()),
+            manifests,
+        );
+        Ok(SubAgentSpawn {
+            run: SubAgentRun {
+                operation_id: id,
+                tool_call_id: call_id.to_owned(),
+                agent: spec.agent.as_ref().map(|a| a.name.clone()),
+                title: task.description.clone(),
+            },
+            task: task.clone(),
+            spec,
+            state: first,
+            parent_message_id: None,
+        })
+    }
+
+    async fn delegate(
+        &self,
+        tasks: Vec<SubAgentTask>,
+        parent_message: Option<rein_core::MessageId>,
+        state: &mut AgentState,
+        cx: &ExecContext<'_>,
+    ) -> ExecOutput {
+        // The tasks are taken now, whatever becomes of them.
+        state.delegated.clear();
+        let mut calls: Vec<String> = Vec::new();
+        for (i, t) in tasks.iter().enumerate() {
+            let id = t
+                .tool_call_id
+                .clone()
+                .unwrap_or_else(|| format!("task-{i}"));
+            if !calls.contains(&id) {
+                calls.push(id);
+            }
+        }
+        let mut spawns = Vec::new();
+        for call_id in calls {
+            let group: Vec<&SubAgentTask> = tasks
+                .iter()
+                .enumerate()
+                .filter(|(i, t)| {
+                    t.tool_call_id
+                        .clone()
+                        .unwrap_or_else(|| format!("task-{i}"))
+                        == call_id
+                })
+                .map(|(_, t)| t)
+                .collect();
+            let mut made = Vec::with_capacity(group.len());
+            let mut refused = None;
+            for (n, task) in group.iter().enumerate() {
+                match self.child(state, task, &call_id, n).await {
+                    Ok(spawn) => made.push(spawn),
+                    Err(Refusal(why)) => {
+                        refused = Some(format!("Task {} (\"{}\"): {why}", n + 1, task.description));
+                        break;
+                    }
+                }
+            }
+            let tool_message = state.tool_message_mut(&call_id).map(|m| m.id);
+            let (status, text) = match &refused {
+                Some(why) => (ToolStatus::Failed, format!("Nothing was delegated. {why}")),
+                None => {
+                    let list: Vec<String> = made
+                        .iter()
+                        .map(|s| format!("\"{}\" as operation {}", s.run.title, s.run.operation_id))
+                        .collect();
+                    (
+                        ToolStatus::Pending,
+                        format!("Delegated {}; waiting for the answers.", list.join(", ")),
+                    )
+                }
+            };
+            if let Some(id) = tool_message
+                && let Some(m) = state.message_mut(id)
+            {
+                m.set_text(&text);
+                m.tool_status = Some(status);
+            }
+            if refused.is_some() {
+                if let Some(id) = tool_message {
+                    cx.emit(EventKind::ToolResult {
+                        tool_call_id: call_id.clone().into(),
+                        tool_message_id: id,
+                        status,
+                        content: text,
+                        duration_ms: 0,
+                    });
+                }
+                continue;
+            }
+            for mut spawn in made {
+                spawn.parent_message_id = tool_message;
+                cx.emit(EventKind::SubAgentStarted {
+                    sub_agent: spawn.run.operation_id,
+                    agent: spawn.run.agent.clone(),
+                    title: spawn.run.title.clone(),
+                    tool_call_id: call_id.clone(),
+                });
+                state.sub_agents.push(spawn.run.clone());
+                spawns.push(spawn);
+            }
+        }
+        let mut out = if spawns.is_empty() {
+            // Nothing to wait for: the model reads the refusals.
+            ExecOutput::new(Some(RuntimeContext::new(Phase::SubAgentsBatchResult(
+                SubAgentsResultPayload {
+                    parent_message_id: parent_message,
+                    results: Vec::new(),
+                },
+            ))))
+        } else {
+            state.status = Status::WaitingForSubAgents;
+            ExecOutput::new(None)
+        };
+        out.spawns = spawns;
+        out
+    }
+}
+
+impl Executor for Delegator {
+    fn execute<'a>(
+        &'a self,
+        ins: Instruction,
+        state: &'a mut AgentState,
+        cx: &'a ExecContext<'a>,
+    ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
+        async move {
+            let (tasks, parent) = match ins {
+                Instruction::ExecSubAgents { payload } => {
+                    (payload.tasks, payload.parent_message_id)
+                }
+                Instruction::ExecSubAgent { payload } => {
+                    (vec![*payload.task], payload.parent_message_id)
+                }
+                other => {
+                    return Err(ExecError::new(
+                        "executor_mismatch",
+                        format!(
+                            "the sub-agent executor received a {} instruction",
+                            other.kind().as_str()
+                        ),
+                    ));
+                }
+            };
+            Ok(self.delegate(tasks, parent, state, cx).await)
+        }
+        .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn child_ids_are_stable_per_call_and_position_and_differ_otherwise() {
+        let p = OperationId::new();
+        assert_eq!(sub_agent_id(p, "c1", 0), sub_agent_id(p, "c1", 0));
+        assert_ne!(sub_agent_id(p, "c1", 0), sub_agent_id(p, "c1", 1));
+        assert_ne!(sub_agent_id(p, "c1", 0), sub_agent_id(p, "c2", 0));
+        assert_ne!(
+            sub_agent_id(p, "c1", 0),
+            sub_agent_id(OperationId::new(), "c1", 0)
+        );
+    }
+
+    #[test]
+    fn approval_only_gets_stricter() {
+        use ApprovalMode::*;
+        assert_eq!(stricter(AutoRun, Manual), Manual);
+        assert_eq!(stricter(Manual, AutoRun), Manual);
+        assert_eq!(stricter(Headless, AutoRun), Headless);
+        assert_eq!(stricter(AllowList, Headless), Headless);
+        assert_eq!(stricter(AutoRun, AllowList), AllowList);
+    }
+}
