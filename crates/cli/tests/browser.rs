@@ -139,3 +139,110 @@ async fn the_ui_streams_approves_after_a_reload_and_shows_the_inspector() {
     assert_eq!(ledger.lines().count(), 1, "approved once, ran once");
     eprintln!("screenshots: {}", out.display());
 }
+
+/// A delegated task's thread in the UI: under the call that spawned it, collapsible, with the
+/// sub-agent's tool card, answer, status and cost.
+#[tokio::test]
+async fn the_ui_shows_a_delegated_tasks_thread_with_the_sub_agents_tool_card() {
+    let (chromium, playwright) = match prerequisites() {
+        Ok(p) => p,
+        Err(missing) => {
+            rein_testkit::skip("the web UI's threads in Chromium", &missing);
+            return;
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("rein-ui-threads-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = serve(Vec::new(), 5).await;
+    model.route(
+        "ROLE-BOSS",
+        vec![
+            Canned::openai_tools(&[(
+                "d1",
+                "agents__delegate",
+                &json!({"title": "multiply", "task": "What is 17*23?", "agent": "helper"})
+                    .to_string(),
+            )]),
+            Canned::openai_text("The helper says 391."),
+        ],
+    );
+    model.route(
+        "ROLE-HELPER",
+        vec![
+            Canned::openai_tools(&[(
+                "h1",
+                "calculator__evaluate",
+                &json!({"expression": "17*23"}).to_string(),
+            )]),
+            Canned::openai_text("391"),
+        ],
+    );
+    let mut server = Command::new(env!("CARGO_BIN_EXE_rein"))
+        .args(["--db", &dir.join("rein.db").to_string_lossy()])
+        .args(["serve", "--addr", "127.0.0.1:0", "--no-auth"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("REIN_HOME", &dir)
+        .env("OPENAI_BASE_URL", format!("{}/v1", model.base))
+        .env("OPENAI_API_KEY", "sk-test")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let base = loop {
+        let line = lines.next_line().await.unwrap().expect("server exited");
+        if let Some(addr) = line.strip_prefix("rein: listening on ") {
+            break addr.to_owned();
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    for (name, config) in [
+        (
+            "boss",
+            json!({"system_role": "ROLE-BOSS: you delegate.", "approval": "auto-run"}),
+        ),
+        (
+            "helper",
+            json!({"system_role": "ROLE-HELPER: you calculate.", "tools": ["calculator"]}),
+        ),
+    ] {
+        let created = reqwest::Client::new()
+            .post(format!("{base}/v1/agents"))
+            .header("content-type", "application/json")
+            .body(json!({"name": name, "config": config}).to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(created.status().as_u16(), 201);
+    }
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser-artifacts");
+    std::fs::create_dir_all(&out).unwrap();
+    let run = Command::new("node")
+        .arg(workspace().join("crates/cli/tests/browser/threads.cjs"))
+        .arg(&base)
+        .arg(&out)
+        .env("REIN_PLAYWRIGHT", &playwright)
+        .env("REIN_CHROMIUM", &chromium)
+        .output()
+        .await
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let report: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap_or(""))
+        .unwrap_or_else(|_| {
+            panic!(
+                "no report from the browser script:\n{stdout}\n{}",
+                String::from_utf8_lossy(&run.stderr)
+            )
+        });
+    assert_eq!(
+        report["ok"],
+        true,
+        "{report:#}\nscreenshots in {}",
+        out.display()
+    );
+    for shot in ["threads-1-collapsed", "threads-2-open"] {
+        assert!(out.join(format!("{shot}.png")).exists(), "{shot}.png");
+    }
+}

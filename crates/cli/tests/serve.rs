@@ -2074,3 +2074,138 @@ async fn a_stream_on_one_server_follows_an_operation_another_server_runs_on_post
     drop((a, b));
     scratch.drop().await;
 }
+
+/// A sub-agent's approval is listed on the root operation (naming the sub-agent), decided
+/// there through the API, and the sub-agent then the parent complete; the sub-agent's thread
+/// is served with the topic.
+#[tokio::test]
+async fn a_sub_agents_approval_is_decided_on_the_root_and_the_tree_completes() {
+    let e = env(Vec::new()).await;
+    e.model.route(
+        "ROLE-BOSS",
+        vec![
+            Canned::openai_tools(&[(
+                "d1",
+                "agents__delegate",
+                &json!({"title": "book it", "task": "Append paid.", "agent": "helper"}).to_string(),
+            )]),
+            Canned::openai_text("Boss: the ledger is updated."),
+        ],
+    );
+    e.model.route(
+        "ROLE-HELPER",
+        vec![ledger("l1", "paid"), Canned::openai_text("appended")],
+    );
+    let rein = e.start(&[]).await;
+    let token = e.token("alice").await;
+    for (name, config) in [
+        (
+            "boss",
+            json!({"system_role": "ROLE-BOSS: you delegate.", "approval": "auto-run"}),
+        ),
+        (
+            "helper",
+            json!({"system_role": "ROLE-HELPER: you keep the ledger.", "tools": ["ledger"], "approval": "allow-list"}),
+        ),
+    ] {
+        let (status, body) = e
+            .call(
+                &rein,
+                "POST",
+                "/v1/agents",
+                Some(&token),
+                Some(json!({"name": name, "config": config})),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+    }
+    let root = e
+        .create_operation(
+            &rein,
+            &token,
+            json!({"input": "Book the payment.", "agent": "boss"}),
+        )
+        .await;
+    let detail = wait_status(&e, &rein, &root, &token, "waiting_for_sub_agents").await;
+    let mut detail = detail;
+    for _ in 0..200 {
+        if detail["pending"].as_array().is_some_and(|p| !p.is_empty()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        detail = e
+            .call(
+                &rein,
+                "GET",
+                &format!("/v1/operations/{root}"),
+                Some(&token),
+                None,
+            )
+            .await
+            .1;
+    }
+    let pending = detail["pending"].as_array().unwrap();
+    assert_eq!(pending.len(), 1, "{detail:#}");
+    let child = pending[0]["operation_id"].as_str().unwrap().to_owned();
+    assert_ne!(child, root);
+    assert_eq!(pending[0]["call"]["id"], "l1");
+    let subs = detail["sub_agents"].as_array().unwrap();
+    assert_eq!(subs.len(), 1);
+    assert_eq!(subs[0]["id"], child);
+    assert_eq!(subs[0]["agent"], "helper");
+    assert_eq!(subs[0]["status"], "waiting_for_human");
+    assert_eq!(subs[0]["parent_operation"], root);
+    assert_eq!(e.ledger_lines(), 0);
+
+    approve_all(&e, &rein, &root, &token, &detail).await;
+    let done = wait_status(&e, &rein, &root, &token, "done").await;
+    assert_eq!(done["operation"]["finish_reason"], "completed");
+    assert_eq!(done["sub_agents"][0]["status"], "done");
+    assert_eq!(e.ledger_lines(), 1, "approved once, ran once");
+    // The parent's cost includes the sub-agent's.
+    let parent_cost = done["operation"]["cost"].as_f64().unwrap();
+    let child_cost = done["sub_agents"][0]["cost"].as_f64().unwrap();
+    assert!(child_cost > 0.0 && parent_cost > child_cost, "{done:#}");
+
+    let topic = done["operation"]["topic_id"].as_str().unwrap();
+    let (status, threads) = e
+        .call(
+            &rein,
+            "GET",
+            &format!("/v1/topics/{topic}/threads"),
+            Some(&token),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{threads}");
+    let threads = threads.as_array().unwrap();
+    assert_eq!(threads.len(), 1);
+    assert_eq!(threads[0]["thread"]["title"], "book it");
+    assert_eq!(threads[0]["operation"]["status"], "done");
+    assert!(threads[0]["messages"].to_string().contains("appended"));
+    let (_, main) = e
+        .call(
+            &rein,
+            "GET",
+            &format!("/v1/topics/{topic}/messages"),
+            Some(&token),
+            None,
+        )
+        .await;
+    assert!(
+        !main.to_string().contains("ROLE-HELPER"),
+        "threads stay out of the topic"
+    );
+    // Another user sees neither the tree nor its threads.
+    let bob = e.token("bob").await;
+    let (status, _) = e
+        .call(
+            &rein,
+            "GET",
+            &format!("/v1/topics/{topic}/threads"),
+            Some(&bob),
+            None,
+        )
+        .await;
+    assert_eq!(status, 404);
+}

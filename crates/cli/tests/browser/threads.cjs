@@ -1,0 +1,55 @@
+// Drives the web UI in headless Chromium through a delegation: the parent's answer, the
+// thread of the delegated task under the call that spawned it (collapsed, then opened), the
+// sub-agent's own tool card and cost. Screenshots go to OUT.
+// Usage: node threads.cjs BASE_URL OUT_DIR   (REIN_PLAYWRIGHT: path of playwright-core,
+// REIN_CHROMIUM: the browser executable)
+"use strict";
+const { chromium } = require(process.env.REIN_PLAYWRIGHT);
+const [base, out] = process.argv.slice(2);
+
+async function main() {
+  const browser = await chromium.launch({
+    executablePath: process.env.REIN_CHROMIUM,
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu"],
+  });
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const logs = [];
+  page.on("console", (m) => logs.push(m.type() + ": " + m.text()));
+  page.on("pageerror", (e) => logs.push("pageerror: " + e.message));
+  const shot = (name) => page.screenshot({ path: `${out}/${name}.png`, fullPage: true });
+  try {
+    await page.goto(base);
+    await page.waitForSelector("#app:not([hidden])");
+    await page.selectOption("#agent-select", "boss");
+    await page.fill("#input", "Work out 17*23 with your helper.");
+    await page.click("#send");
+    await page.waitForSelector("#op-status.done", { timeout: 20000 });
+    await page.waitForFunction(() => document.getElementById("messages").textContent.includes("The helper says 391."));
+    // The delegating call's card, and the thread hanging under it, collapsed.
+    await page.waitForSelector('.tool[data-call="d1"]');
+    const thread = await page.waitForSelector(".thread");
+    if (await thread.evaluate((t) => t.open)) throw new Error("the thread starts open");
+    const summary = await page.textContent(".thread > summary");
+    if (!summary.includes("helper") || !summary.includes("multiply") || !summary.includes("done") || !summary.includes("$"))
+      throw new Error("thread summary: " + summary);
+    await shot("threads-1-collapsed");
+    await page.click(".thread > summary");
+    await page.waitForSelector('.thread .tool[data-call="h1"]');
+    const status = await page.textContent('.thread .tool[data-call="h1"] .status');
+    if (status !== "succeeded") throw new Error("the sub-agent's tool card: " + status);
+    const name = await page.textContent('.thread .tool[data-call="h1"] .name');
+    if (name !== "calculator/evaluate") throw new Error("the sub-agent's tool: " + name);
+    const body = await page.textContent(".thread .thread-body");
+    if (!body.includes("391")) throw new Error("the sub-agent's answer: " + body);
+    await shot("threads-2-open");
+    console.log(JSON.stringify({ ok: true }));
+  } catch (e) {
+    await shot("threads-failure").catch(() => {});
+    console.log(JSON.stringify({ ok: false, error: String(e && e.message || e), logs }));
+    process.exitCode = 1;
+  } finally {
+    await browser.close();
+  }
+}
+main();
