@@ -1324,3 +1324,148 @@ async fn every_step_limit_ends_with_an_answer_when_the_model_keeps_asking_for_to
         );
     }
 }
+
+/// A delegation killed with SIGKILL right after each of its commits (the parent asking, the
+/// parent parking with its sub-agent created, each of the sub-agent's steps, the parent taking
+/// the result, its answer) and while the sub-agent's at-most-once tool runs, then resumed from
+/// the root by another process: no sub-agent created twice, the tool never run twice, usage
+/// counted once.
+#[tokio::test]
+async fn a_delegation_killed_at_each_boundary_resumes_without_doing_anything_twice() {
+    let mut points: Vec<String> = (1..=12).map(|n| format!("commit:{n}")).collect();
+    points.push("tool:l1".into());
+    let mut reached = 0;
+    for point in &points {
+        let e = env(Vec::new()).await;
+        // Spare answers: a step re-run after the kill asks the model again.
+        e.server.route(
+            "ROLE-BOSS",
+            vec![
+                Canned::openai_tools(&[(
+                    "d1",
+                    "agents__delegate",
+                    &serde_json::json!({"title": "book", "task": "Append paid.", "agent": "helper"})
+                        .to_string(),
+                )]),
+                Canned::openai_text("Booked."),
+                Canned::openai_text("Booked."),
+            ],
+        );
+        e.server.route(
+            "ROLE-HELPER",
+            vec![
+                ledger("l1", "paid"),
+                Canned::openai_text("appended"),
+                Canned::openai_text("appended"),
+            ],
+        );
+        for args in [
+            [
+                "agent",
+                "create",
+                "boss",
+                "--system",
+                "ROLE-BOSS: you delegate.",
+                "--approval",
+                "auto-run",
+            ],
+            [
+                "agent",
+                "create",
+                "helper",
+                "--system",
+                "ROLE-HELPER: you keep the ledger.",
+                "--tools",
+                "ledger",
+            ],
+        ] {
+            let (code, _, err) = e.rein(&args).await;
+            assert_eq!(code, 0, "{err}");
+        }
+        let mut cmd = e.cmd(&["run", "--agent", "boss", "Book the payment."]);
+        cmd.env("REIN_TEST_PAUSE_AT", point);
+        let mut child = cmd.spawn().unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let paused = tokio::time::timeout(Duration::from_secs(60), async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if line.starts_with("REIN_TEST_PAUSED") {
+                    return true;
+                }
+            }
+            false
+        })
+        .await
+        .expect("the run pauses or ends");
+        if !paused {
+            // The whole delegation took fewer commits than this point.
+            let _ = child.wait().await;
+            continue;
+        }
+        reached += 1;
+        child.kill().await.unwrap(); // SIGKILL
+        let store = e.store().await;
+        let roots: Vec<_> = store
+            .list_operations(&rein_store::OperationFilter::default())
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|o| o.parent_operation.is_none())
+            .collect();
+        assert_eq!(roots.len(), 1, "{point}");
+        let root = roots[0].id;
+        let (code, _, err) = e.rein(&["op", "resume", &root.to_string()]).await;
+        assert_eq!(code, 0, "{point}: {err}");
+        let store = e.store().await;
+        let op = store.load_operation(root).await.unwrap().unwrap();
+        assert_eq!(
+            op.record.finish_reason,
+            Some(rein_core::state::FinishReason::Completed),
+            "{point}"
+        );
+        let kids = store
+            .list_operations(&rein_store::OperationFilter {
+                parent: Some(root),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(kids.len(), 1, "{point}: one sub-agent");
+        assert_eq!(kids[0].status, rein_core::state::Status::Done, "{point}");
+        let ran = e.ledger_lines();
+        if point == "tool:l1" {
+            assert_eq!(
+                ran, 0,
+                "an at-most-once call found running is settled, not repeated"
+            );
+        } else {
+            assert_eq!(ran, 1, "{point}: the tool ran once");
+        }
+        // Usage counted once: the parent's tokens are its own calls' plus its sub-agent's.
+        let own: u64 = op
+            .state
+            .messages
+            .iter()
+            .filter_map(|m| m.usage.map(|u| u.total))
+            .sum();
+        assert_eq!(
+            op.record.total_tokens,
+            own + kids[0].total_tokens,
+            "{point}: usage counted once"
+        );
+        for id in [root, kids[0].id] {
+            let seqs: Vec<u64> = store
+                .events(id, None)
+                .await
+                .unwrap()
+                .iter()
+                .map(|e| e.seq)
+                .collect();
+            assert_eq!(
+                seqs,
+                (0..seqs.len() as u64).collect::<Vec<_>>(),
+                "{point}: gapless events"
+            );
+        }
+    }
+    assert!(reached >= 9, "only {reached} boundaries were reached");
+}

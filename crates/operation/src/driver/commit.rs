@@ -3,7 +3,7 @@
 //! approvals) and advances the loaded run. Nothing is rebuilt from events.
 
 use super::open::Loaded;
-use super::{Driver, pause_point};
+use super::{Driver, pause_after_commit};
 use crate::error::DriverError;
 use chrono::Utc;
 use rein_core::engine::StepResult;
@@ -95,7 +95,7 @@ impl Driver {
                 run.seq = step_index;
                 run.committed = commit.state;
                 run.next = commit.next_context;
-                pause_point(&format!("commit:{step_index}")).await;
+                pause_after_commit().await;
             }
             CommitOutcome::Duplicate => {
                 // Another process got there first: continue from what it committed.

@@ -60,6 +60,18 @@ pub(crate) async fn pause_point(point: &str) {
 #[cfg(not(feature = "test-hooks"))]
 pub(crate) async fn pause_point(_point: &str) {}
 
+/// The `commit:N` crash point: after this process's Nth commit (of any operation, so a tree's
+/// parent and sub-agents count together).
+#[cfg(feature = "test-hooks")]
+pub(crate) async fn pause_after_commit() {
+    static COMMITS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COMMITS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+    pause_point(&format!("commit:{n}")).await;
+}
+
+#[cfg(not(feature = "test-hooks"))]
+pub(crate) async fn pause_after_commit() {}
+
 /// The built-in schemas are static and covered by tests; failing to compile them is a bug in
 /// this build, reported loudly rather than hidden.
 #[cold]
