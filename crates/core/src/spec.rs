@@ -103,6 +103,36 @@ pub struct Delegation {
     pub parent_budget: Budget,
 }
 
+/// How a group's supervisor picks who speaks next.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum SpeakerPolicy {
+    /// The supervisor's model picks the next speaker (and its instruction), or ends the
+    /// conversation, as a structured answer.
+    #[default]
+    Model,
+    /// Members speak in turn.
+    RoundRobin,
+    /// A member the last message names (`@name` or the name alone) speaks next; in turn
+    /// otherwise.
+    MentionedFirst,
+}
+
+/// A group conversation run by a supervisor: the members speak in rounds, each turn a
+/// sub-agent of the supervisor's operation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupSpec {
+    /// The group's name.
+    pub name: String,
+    /// Its agents, in their speaking order.
+    pub members: Vec<String>,
+    /// How the next speaker is picked.
+    pub policy: SpeakerPolicy,
+    /// Turns at most (per user message).
+    pub max_rounds: u32,
+}
+
 /// What one operation may do.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -152,6 +182,9 @@ pub struct OperationSpec {
     /// Set for a sub-agent: its parent, root and depth.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delegation: Option<Delegation>,
+    /// Set for a group conversation's supervisor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<GroupSpec>,
 }
 
 impl OperationSpec {

@@ -19,6 +19,9 @@ pub enum SpecError {
     /// The named agent does not exist.
     #[error("no agent `{0}`")]
     AgentMissing(String),
+    /// The named group does not exist.
+    #[error("no group `{0}`")]
+    GroupMissing(String),
     /// The settings are invalid.
     #[error(transparent)]
     Profile(#[from] ProfileError),
@@ -160,5 +163,38 @@ impl Host {
             None => over.clone(),
         };
         Ok(self.spec(&profile, origin)?)
+    }
+
+    /// The spec of a run of the stored group `name` of user `groups_of`: its supervisor's
+    /// settings with `over` (the request's) winning, its members checked to exist (for the
+    /// run's owner) and the only agents it may hand turns to.
+    pub async fn group_spec(
+        &self,
+        accounts: &dyn Accounts,
+        groups_of: &str,
+        name: &str,
+        over: &AgentProfile,
+        origin: SpecOrigin,
+    ) -> Result<OperationSpec, SpecError> {
+        let record = accounts
+            .get_group(groups_of, name)
+            .await?
+            .ok_or_else(|| SpecError::GroupMissing(name.to_owned()))?;
+        let group: crate::GroupProfile = serde_json::from_value(record.config)
+            .map_err(|e| StoreError::corrupt("group config", e))?;
+        for member in &group.members {
+            let found = match &self.agents {
+                Some(d) => d.agent(origin.owner.as_deref(), member).await?.is_some(),
+                None => stored_agent(accounts, groups_of, member).await?.is_some(),
+            };
+            if !found {
+                return Err(SpecError::AgentMissing(member.clone()));
+            }
+        }
+        let mut spec = self.spec(&group.supervisor().merged(over), origin)?;
+        spec.group = Some(group.spec(name));
+        spec.sub_agents.agents = Some(group.members.clone());
+        spec.agent = None;
+        Ok(spec)
     }
 }

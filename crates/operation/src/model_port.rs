@@ -118,6 +118,8 @@ impl ModelPort {
             .lookup(&self.provider_id, model)
             .is_none_or(|m| m.capabilities.vision);
         let agent = AgentFacts {
+            // Messages other agents wrote (a group's) are relabelled against it.
+            name: req.state.metadata.agent_id.clone(),
             max_tool_result_chars: self.context.max_tool_result_chars,
             max_file_chars: self.context.max_file_chars,
             history_limit: self.context.history_limit,

@@ -748,3 +748,167 @@ async fn a_crash_after_any_commit_of_a_delegation_resumes_without_doing_anything
         k += 1;
     }
 }
+
+/// The supervisor's answer naming the next speaker (a forced tool call, not streamed).
+fn next_speaker(speaker: &str, reason: &str) -> Canned {
+    let args = serde_json::json!({"speaker": speaker, "instruction": format!("{speaker}, go on"), "reason": reason});
+    Canned::json(
+        200,
+        &serde_json::json!({
+            "id": "chatcmpl-s", "object": "chat.completion", "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": null,
+                "tool_calls": [{"id": "s1", "type": "function", "function": {"name": "next_speaker", "arguments": args.to_string()}}]
+            }}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+        }),
+    )
+}
+
+#[tokio::test]
+async fn a_group_of_three_runs_four_rounds_with_labelled_context_until_its_supervisor_stops() {
+    let e = env().await;
+    for name in ["ann", "bob", "cy"] {
+        let profile = AgentProfile {
+            system_role: Some(format!(
+                "ROLE-{}: you speak your mind.",
+                name.to_uppercase()
+            )),
+            ..Default::default()
+        };
+        e.store
+            .put_agent(&AgentRecord {
+                owner: e.local.clone(),
+                name: name.into(),
+                config: serde_json::to_value(&profile).unwrap(),
+                version: 0,
+                created_at: chrono::Utc::now(),
+                updated_at: chrono::Utc::now(),
+            })
+            .await
+            .unwrap();
+    }
+    e.server.route(
+        "ROLE-SUPERVISOR",
+        vec![
+            next_speaker("ann", ""),
+            next_speaker("bob", ""),
+            next_speaker("cy", ""),
+            next_speaker("ann", ""),
+            next_speaker("done", "the plan is agreed"),
+            // Never asked: the supervisor stopped.
+            next_speaker("bob", ""),
+        ],
+    );
+    e.server.route(
+        "ROLE-ANN",
+        vec![Canned::openai_text("ann-1"), Canned::openai_text("ann-2")],
+    );
+    e.server
+        .route("ROLE-BOB", vec![Canned::openai_text("bob-1")]);
+    e.server.route("ROLE-CY", vec![Canned::openai_text("cy-1")]);
+    let d = driver(&e, InterventionPolicy::Never);
+    let members: Vec<String> = ["ann", "bob", "cy"].map(str::to_owned).to_vec();
+    let mut spec = OperationSpec {
+        system_role: Some("ROLE-SUPERVISOR: plan a trip.".into()),
+        approval: ApprovalMode::AutoRun,
+        group: Some(rein_core::spec::GroupSpec {
+            name: "trio".into(),
+            members: members.clone(),
+            policy: rein_core::spec::SpeakerPolicy::Model,
+            max_rounds: 10,
+        }),
+        ..Default::default()
+    };
+    spec.sub_agents.agents = Some(members);
+    let id = d
+        .start(
+            "Plan a weekend.",
+            &StartOptions {
+                spec,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let end = d.run(id).await.unwrap();
+    let RunEnd::Done { reason, detail } = &end else {
+        panic!("{end:?}");
+    };
+    assert_eq!(*reason, FinishReason::Completed);
+    assert!(
+        detail
+            .as_deref()
+            .unwrap_or_default()
+            .contains("the plan is agreed"),
+        "{end:?}"
+    );
+
+    // Four turns, each recorded with its author, in order.
+    let op = e.store.load_operation(id).await.unwrap().unwrap();
+    let turns: Vec<(String, String)> = op
+        .state
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .map(|m| (m.author.clone().unwrap_or_default(), m.text_content()))
+        .collect();
+    let want: Vec<(String, String)> = [
+        ("ann", "ann-1"),
+        ("bob", "bob-1"),
+        ("cy", "cy-1"),
+        ("ann", "ann-2"),
+    ]
+    .iter()
+    .map(|(a, t)| ((*a).to_owned(), (*t).to_owned()))
+    .collect();
+    assert_eq!(turns, want);
+    let kids = children(&e, id).await;
+    let mut agents: Vec<String> = kids.iter().filter_map(|k| k.agent.clone()).collect();
+    agents.sort();
+    assert_eq!(agents, ["ann", "ann", "bob", "cy"]);
+
+    // Each speaker read the others' words labelled with their authors, and its own as its own.
+    let requests = e.server.requests();
+    let of = |marker: &str| -> Vec<String> {
+        requests
+            .iter()
+            .filter(|r| r.system_text().contains(marker))
+            .map(|r| r.body["messages"].to_string())
+            .collect()
+    };
+    let bob = of("ROLE-BOB");
+    assert_eq!(bob.len(), 1);
+    assert!(
+        bob[0].contains(r#"[Message from agent \"ann\"]\nann-1"#),
+        "{}",
+        bob[0]
+    );
+    assert!(bob[0].contains("Plan a weekend."));
+    let ann = of("ROLE-ANN");
+    assert_eq!(ann.len(), 2);
+    let second: serde_json::Value = serde_json::from_str(&ann[1]).unwrap();
+    let own = second
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["content"].to_string().contains("ann-1"))
+        .unwrap();
+    assert_eq!(own["role"], "assistant", "its own words stay its own");
+    assert!(ann[1].contains(r#"[Message from agent \"bob\"]\nbob-1"#));
+    assert!(ann[1].contains(r#"[Message from agent \"cy\"]\ncy-1"#));
+    assert!(
+        ann[1].contains(r#"[Task from agent \"supervisor\"]\nann, go on"#),
+        "{}",
+        ann[1]
+    );
+
+    // The supervisor was asked five times and its stop was honoured.
+    assert_eq!(of("ROLE-SUPERVISOR").len(), 5);
+    // One budget: the supervisor's calls and every turn.
+    let kid_cost = kids.iter().fold(Usd::ZERO, |a, k| a + k.cost);
+    assert_eq!(
+        op.record.cost,
+        kid_cost + Usd::from_nanos(per_call().nanos() * 5)
+    );
+}

@@ -155,6 +155,11 @@ impl From<rein_operation::SpecError> for ApiError {
                 "agent_missing",
                 format!("no agent `{name}`"),
             ),
+            E::GroupMissing(name) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "group_missing",
+                format!("no group `{name}`"),
+            ),
             E::Profile(p) => p.into(),
             E::Store(s) => s.into(),
         }

@@ -56,6 +56,23 @@ pub struct AgentRecord {
     pub updated_at: DateTime<Utc>,
 }
 
+/// A group as stored: a saved set of agents with a supervisor.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct GroupRecord {
+    /// Owner's user id.
+    pub owner: String,
+    /// Name, unique per owner.
+    pub name: String,
+    /// Configuration as JSON (`rein_operation::GroupProfile` defines its shape).
+    pub config: serde_json::Value,
+    /// Counts the group's changes (1 when created). Ignored when writing.
+    pub version: u64,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
 /// A conversation as listed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TopicRecord {
@@ -119,6 +136,25 @@ pub trait Accounts: Send + Sync {
         owner: &'a str,
         name: &'a str,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// Create or replace a group; returns its version after the write.
+    fn put_group<'a>(&'a self, group: &'a GroupRecord) -> BoxFuture<'a, Result<u64, StoreError>>;
+    /// One group.
+    fn get_group<'a>(
+        &'a self,
+        owner: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<GroupRecord>, StoreError>>;
+    /// A user's groups by name.
+    fn list_groups<'a>(
+        &'a self,
+        owner: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<GroupRecord>, StoreError>>;
+    /// Delete a group; whether it existed.
+    fn delete_group<'a>(
+        &'a self,
+        owner: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
     /// A user's conversations, newest first.
     fn list_topics<'a>(
         &'a self,
@@ -155,6 +191,18 @@ fn token_from(row: &AnyRow) -> Result<ApiToken, StoreError> {
         created_at: parse_ts(&row.try_get::<String, _>("created_at")?, "token created_at")?,
         last_used_at: opt_ts(row, "last_used_at")?,
         revoked_at: opt_ts(row, "revoked_at")?,
+    })
+}
+
+fn group_from(row: &AnyRow) -> Result<GroupRecord, StoreError> {
+    let a = agent_from(row)?;
+    Ok(GroupRecord {
+        owner: a.owner,
+        name: a.name,
+        config: a.config,
+        version: a.version,
+        created_at: a.created_at,
+        updated_at: a.updated_at,
     })
 }
 
@@ -381,6 +429,82 @@ impl Accounts for SqlStore {
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         async move {
             let n = sqlx::query("DELETE FROM agents WHERE owner = $1 AND name = $2")
+                .bind(owner)
+                .bind(name)
+                .execute(&self.pool)
+                .await?
+                .rows_affected();
+            Ok(n > 0)
+        }
+        .boxed()
+    }
+
+    fn put_group<'a>(&'a self, group: &'a GroupRecord) -> BoxFuture<'a, Result<u64, StoreError>> {
+        async move {
+            let config = serde_json::to_string(&group.config)
+                .map_err(|e| StoreError::corrupt("group config", e))?;
+            let version: i64 = sqlx::query_scalar(
+                "INSERT INTO agent_groups (owner, name, config, created_at, updated_at, version) VALUES ($1, $2, $3, $4, $5, 1) \
+                 ON CONFLICT (owner, name) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at, \
+                 version = agent_groups.version + 1 RETURNING version",
+            )
+            .bind(&group.owner)
+            .bind(&group.name)
+            .bind(config)
+            .bind(ts(group.created_at))
+            .bind(ts(group.updated_at))
+            .fetch_one(&self.pool)
+            .await?;
+            Ok(u64::try_from(version).unwrap_or(0))
+        }
+        .boxed()
+    }
+
+    fn get_group<'a>(
+        &'a self,
+        owner: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<GroupRecord>, StoreError>> {
+        async move {
+            sqlx::query(
+                "SELECT owner, name, config, created_at, updated_at, version FROM agent_groups WHERE owner = $1 AND name = $2",
+            )
+            .bind(owner)
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(group_from)
+            .transpose()
+        }
+        .boxed()
+    }
+
+    fn list_groups<'a>(
+        &'a self,
+        owner: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<GroupRecord>, StoreError>> {
+        async move {
+            sqlx::query(
+                "SELECT owner, name, config, created_at, updated_at, version FROM agent_groups WHERE owner = $1 ORDER BY name",
+            )
+            .bind(owner)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(group_from)
+            .collect()
+        }
+        .boxed()
+    }
+
+    fn delete_group<'a>(
+        &'a self,
+        owner: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        async move {
+            let n = sqlx::query("DELETE FROM agent_groups WHERE owner = $1 AND name = $2")
                 .bind(owner)
                 .bind(name)
                 .execute(&self.pool)

@@ -19,7 +19,7 @@ mod schema;
 mod sql;
 mod tasks;
 
-pub use accounts::{Accounts, AgentRecord, ApiToken, TopicRecord, User};
+pub use accounts::{Accounts, AgentRecord, ApiToken, GroupRecord, TopicRecord, User};
 pub use error::StoreError;
 pub use records::*;
 pub use sql::{CommitNotices, SqlStore, Synchronous, redact};

@@ -46,7 +46,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     ),
     (
         10,
-        "sub-agents: operation roots and depths, threads",
+        "sub-agents (operation roots and depths, threads) and groups",
         include_str!("../migrations/0010_sub_agents.sql"),
     ),
 ];

@@ -2,11 +2,13 @@
 
 mod compression;
 mod general;
+mod group;
 
 pub use compression::{CompressionConfig, HeuristicEstimator, TokenEstimator, existing_summary};
 pub use general::{
     DEFAULT_LOOP_BREAKER, DEFAULT_TOOL_NAME_ERROR_ROUNDS, GeneralChatAgent, GeneralChatAgentConfig,
 };
+pub use group::{GROUP_DONE, GroupSupervisor};
 
 use crate::engine::ExecutorTable;
 use crate::instruction::Instruction;

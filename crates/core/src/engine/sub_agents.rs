@@ -190,6 +190,15 @@ impl AgentRuntime {
                 .rev()
                 .find(|m| m.tool_calls.iter().any(|c| &*c.id == call_id))
             else {
+                // A turn a supervisor gave (no tool call asked for it): the answer joins the
+                // conversation as the speaker's own message.
+                for (run, end) in &group {
+                    let mut m =
+                        crate::message::Message::assistant(end.answer.clone().unwrap_or_default());
+                    m.author = Some(run.agent.clone().unwrap_or_else(|| "sub-agent".into()));
+                    m.parent_id = state.messages.last().map(|l| l.id);
+                    state.push_message(m);
+                }
                 continue;
             };
             let (turn_id, call) = match turn.tool_calls.iter().find(|c| &*c.id == call_id) {

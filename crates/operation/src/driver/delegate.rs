@@ -26,8 +26,10 @@ use std::sync::Arc;
 pub(super) struct Delegator {
     /// Where named agents are found (`None`: only ad-hoc sub-agents).
     pub agents: Option<Arc<dyn AgentDirectory>>,
-    /// Whether this process can run a child's model.
+    /// Whether this process can run a child's model (and the supervisor's).
     pub models: Arc<dyn ModelSource>,
+    /// Prices the supervisor's model calls.
+    pub catalog: Arc<rein_model::Catalog>,
     /// The parent's spec.
     pub spec: OperationSpec,
 }
@@ -111,6 +113,27 @@ pub(super) fn remaining(spec: &OperationSpec, state: &AgentState) -> Budget {
         on_exceeded: own.on_exceeded,
         ..Budget::default()
     }
+}
+
+/// Who hands a group member its turn, as the member reads it.
+const SUPERVISOR: &str = "supervisor";
+
+/// The conversation a sub-agent inherits (a group member's turn): the parent's messages
+/// without its system role, copied under new ids (the originals stay where they are), each
+/// keeping its author.
+fn inherited(state: &AgentState) -> Vec<Message> {
+    let mut out: Vec<Message> = Vec::new();
+    for m in rein_core::message::model_view(state.messages.iter().map(|m| (**m).clone()).collect())
+    {
+        if m.role == rein_core::Role::System {
+            continue;
+        }
+        let mut copy = m.clone();
+        copy.id = rein_core::MessageId::new();
+        copy.parent_id = out.last().map(|p| p.id);
+        out.push(copy);
+    }
+    out
 }
 
 /// Why a call's tasks were not delegated, as the model reads it.
@@ -254,20 +277,30 @@ impl Delegator {
             agent: asked.agent.clone(),
             sub_agents: parent.sub_agents.clone(),
             delegation: Some(delegation),
+            // A member speaks as itself; it does not supervise.
+            group: None,
         };
         if !spec.may_delegate() {
             Arc::make_mut(&mut manifests).remove(rein_tools::agents::IDENTIFIER);
         }
         let id = sub_agent_id(state.operation_id, call_id, n);
         let topic = state.metadata.topic_id.clone().unwrap_or_default();
-        let first = super::start::first_state(
-            id,
-            &spec,
-            &topic,
-            Vec::new(),
-            Message::user(task.instruction.clone()),
-            manifests,
-        );
+        let (history, ask) = if task.inherit_messages {
+            let speaker = spec.agent.as_ref().map_or("sub-agent", |a| a.name.as_str());
+            let text = if task.instruction.trim().is_empty() {
+                format!(
+                    "It is your turn, {speaker}: reply to the conversation above, in your role."
+                )
+            } else {
+                task.instruction.clone()
+            };
+            let mut ask = Message::user(text);
+            ask.author = Some(SUPERVISOR.into());
+            (inherited(state), ask)
+        } else {
+            (Vec::new(), Message::user(task.instruction.clone()))
+        };
+        let first = super::start::first_state(id, &spec, &topic, history, ask, manifests);
         Ok(SubAgentSpawn {
             run: SubAgentRun {
                 operation_id: id,
@@ -284,13 +317,33 @@ impl Delegator {
 
     async fn delegate(
         &self,
-        tasks: Vec<SubAgentTask>,
+        mut tasks: Vec<SubAgentTask>,
         parent_message: Option<rein_core::MessageId>,
         state: &mut AgentState,
         cx: &ExecContext<'_>,
-    ) -> ExecOutput {
+    ) -> Result<ExecOutput, ExecError> {
         // The tasks are taken now, whatever becomes of them.
         state.delegated.clear();
+        if let Some(group) = &self.spec.group {
+            // A group turn without a speaker: the supervisor's model picks one, or ends it.
+            for task in tasks.iter_mut().filter(|t| t.target_agent_id.is_none()) {
+                match self.choose_speaker(group, state).await? {
+                    Some((speaker, instruction)) => {
+                        task.description = format!("{} · {speaker}", task.description);
+                        task.target_agent_id = Some(speaker);
+                        task.instruction = instruction;
+                    }
+                    None => {
+                        return Ok(ExecOutput::new(Some(RuntimeContext::new(
+                            Phase::SubAgentsBatchResult(SubAgentsResultPayload {
+                                parent_message_id: parent_message,
+                                results: Vec::new(),
+                            }),
+                        ))));
+                    }
+                }
+            }
+        }
         let mut calls: Vec<String> = Vec::new();
         for (i, t) in tasks.iter().enumerate() {
             let id = t
@@ -345,6 +398,13 @@ impl Delegator {
                 m.set_text(&text);
                 m.tool_status = Some(status);
             }
+            if let Some(why) = &refused
+                && tool_message.is_none()
+            {
+                // A turn no tool call asked for (a group's): nothing can carry the refusal
+                // but the operation's own failure.
+                return Err(ExecError::new("sub_agent_refused", why.clone()));
+            }
             if refused.is_some() {
                 if let Some(id) = tool_message {
                     cx.emit(EventKind::ToolResult {
@@ -382,9 +442,111 @@ impl Delegator {
             ExecOutput::new(None)
         };
         out.spawns = spawns;
-        out
+        Ok(out)
+    }
+
+    /// Ask the supervisor's model who speaks next in `group` (and what they should address):
+    /// `None` when it ends the conversation (its reason is recorded in the state). The call is
+    /// a forced tool call (structured output on every protocol), charged to the operation.
+    async fn choose_speaker(
+        &self,
+        group: &rein_core::spec::GroupSpec,
+        state: &mut AgentState,
+    ) -> Result<Option<(String, String)>, ExecError> {
+        let fail = |m: String| ExecError::new("supervisor_failed", m);
+        let model = self
+            .spec
+            .model
+            .clone()
+            .ok_or_else(|| fail("the supervisor has no model".into()))?;
+        let provider = self
+            .models
+            .provider(&model)
+            .map_err(|e| fail(e.to_string()))?;
+        let transcript: Vec<String> = state
+            .messages
+            .iter()
+            .filter(|m| m.role != rein_core::Role::System)
+            .map(|m| {
+                let who = m.author.clone().unwrap_or_else(|| match m.role {
+                    rein_core::Role::User => "user".into(),
+                    _ => "assistant".into(),
+                });
+                format!("[{who}] {}", m.text_content())
+            })
+            .collect();
+        let mut choices: Vec<String> = group.members.clone();
+        choices.push(DONE.into());
+        let system = format!(
+            "{}\n\nYou supervise a group conversation among these agents: {}. Each turn, pick who speaks next and what they should address, or `{DONE}` once the user's request is answered.",
+            self.spec.system_role.as_deref().unwrap_or_default(),
+            group.members.join(", ")
+        );
+        let messages = vec![
+            std::sync::Arc::new(Message::system(system.trim_start())),
+            std::sync::Arc::new(Message::user(format!(
+                "The conversation so far:\n\n{}\n\nWho speaks next?",
+                transcript.join("\n\n")
+            ))),
+        ];
+        let mut request = rein_model::ChatRequest::new(model.model.to_string(), messages);
+        request.tools = vec![rein_model::request::ToolSpec {
+            name: "next_speaker".into(),
+            description: "The next speaker, or done.".into(),
+            parameters: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "speaker": {"type": "string", "enum": choices},
+                    "instruction": {"type": "string", "description": "What the speaker should address"},
+                    "reason": {"type": "string"}
+                },
+                "required": ["speaker"]
+            }),
+        }];
+        request.tool_choice = rein_model::request::ToolChoice::Tool("next_speaker".into());
+        let started = std::time::Instant::now();
+        let r = provider.complete(request).await;
+        let key = model.key();
+        if let Some(usage) = &r.usage {
+            let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            state.usage.record_llm(&key, usage, ms);
+            let cost = self
+                .catalog
+                .cost(&model.provider, &model.model, usage)
+                .unwrap_or(Usd::ZERO);
+            state.cost.record_llm(&key, cost);
+        }
+        if let Some(e) = r.error {
+            return Err(fail(format!("the supervisor's model failed: {e}")));
+        }
+        let args = r
+            .tool_calls
+            .into_iter()
+            .find(|c| c.name == "next_speaker")
+            .and_then(|c| c.arguments)
+            .ok_or_else(|| fail("the supervisor's model did not pick a speaker".into()))?;
+        let speaker = args["speaker"].as_str().unwrap_or_default().to_owned();
+        let said = |k: &str| args[k].as_str().unwrap_or_default().to_owned();
+        if speaker == DONE {
+            let why = said("reason");
+            state.metadata.extra.insert(
+                rein_core::agent::GROUP_DONE.into(),
+                serde_json::json!(if why.is_empty() { "done".into() } else { why }),
+            );
+            return Ok(None);
+        }
+        if !group.members.contains(&speaker) {
+            return Err(fail(format!(
+                "the supervisor's model picked `{speaker}`, who is not a member ({})",
+                group.members.join(", ")
+            )));
+        }
+        Ok(Some((speaker, said("instruction"))))
     }
 }
+
+/// The supervisor's word for "the conversation is over".
+const DONE: &str = "done";
 
 impl Executor for Delegator {
     fn execute<'a>(
@@ -411,7 +573,7 @@ impl Executor for Delegator {
                     ));
                 }
             };
-            Ok(self.delegate(tasks, parent, state, cx).await)
+            self.delegate(tasks, parent, state, cx).await
         }
         .boxed()
     }

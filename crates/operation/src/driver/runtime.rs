@@ -165,6 +165,7 @@ impl Driver {
             Arc::new(super::delegate::Delegator {
                 agents: self.agents.clone(),
                 models: Arc::clone(&self.models),
+                catalog: Arc::clone(&self.catalog),
                 spec: spec.clone(),
             });
         let executors = rein_core::engine::ExecutorTable::new()
@@ -183,8 +184,11 @@ impl Driver {
             sink,
             ..Default::default()
         };
-        let agent = GeneralChatAgent::new(agent).with_estimator(estimator);
-        AgentRuntime::new(Arc::new(agent), config)
+        let brain: Arc<dyn rein_core::Agent> = match &spec.group {
+            Some(group) => Arc::new(rein_core::agent::GroupSupervisor::new(group.clone())),
+            None => Arc::new(GeneralChatAgent::new(agent).with_estimator(estimator)),
+        };
+        AgentRuntime::new(brain, config)
     }
 
     /// A runtime that only settles an operation (cancellation, an expired approval): it calls
@@ -200,9 +204,10 @@ impl Driver {
             sink: self.sink.clone(),
             ..Default::default()
         };
-        AgentRuntime::new(
-            Arc::new(GeneralChatAgent::new(agent).with_estimator(estimator)),
-            config,
-        )
+        let brain: Arc<dyn rein_core::Agent> = match &spec.group {
+            Some(group) => Arc::new(rein_core::agent::GroupSupervisor::new(group.clone())),
+            None => Arc::new(GeneralChatAgent::new(agent).with_estimator(estimator)),
+        };
+        AgentRuntime::new(brain, config)
     }
 }
