@@ -72,17 +72,50 @@ impl AgentFlags {
     }
 }
 
-/// The spec of an operation run as `agent` (the local user's stored agent, else the
-/// configuration file's) with `over` winning, on `host`'s defaults.
+/// Who an operation runs as.
+#[derive(Clone, Copy, Debug)]
+pub enum RunAs<'a> {
+    /// The default settings, or the agent named.
+    Agent(Option<&'a str>),
+    /// The group named.
+    Group(&'a str),
+}
+
+impl<'a> RunAs<'a> {
+    /// From `--agent` and `--group` (which clap keeps apart).
+    pub fn of(agent: Option<&'a str>, group: Option<&'a str>) -> Self {
+        match group {
+            Some(g) => RunAs::Group(g),
+            None => RunAs::Agent(agent),
+        }
+    }
+}
+
+/// The spec of an operation run as `who` (the local user's stored agent, else the
+/// configuration file's; or the local user's group) with `over` winning, on `host`'s defaults.
 pub async fn spec(
     store: &SqlStore,
     config: &Config,
     host: &Host,
-    agent: Option<&str>,
+    who: RunAs<'_>,
     over: &AgentProfile,
     origin: SpecOrigin,
 ) -> anyhow::Result<OperationSpec> {
     let user = local_user(store).await?;
+    let agent = match who {
+        RunAs::Group(name) => {
+            return Ok(host
+                .group_spec(store, &user.id, name, over, origin)
+                .await
+                .map_err(|e| match e {
+                    SpecError::GroupMissing(n) => {
+                        anyhow!("no group `{n}` (see `rein group list`)")
+                    }
+                    other => other.into(),
+                })?);
+        }
+        RunAs::Agent(agent) => agent,
+    };
     match host
         .agent_spec(store, &user.id, agent, over, origin.clone())
         .await

@@ -22,8 +22,11 @@ pub struct ChatArgs {
     #[arg(long)]
     model: Option<String>,
     /// Chat with this agent.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "group")]
     agent: Option<String>,
+    /// Chat with this group (its members answer in rounds).
+    #[arg(long)]
+    group: Option<String>,
     /// Approval mode (default: the agent's, else manual).
     #[arg(long, value_parser = ["auto-run", "allow-list", "manual", "headless"])]
     approval: Option<String>,
@@ -67,13 +70,13 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, ctx: &Context_) -> anyho
         ..Default::default()
     };
     // Every turn is an operation of its own, with the agent's settings and this chat's.
-    let agent = args.agent.clone();
+    let (agent, group) = (args.agent.clone(), args.group.clone());
     let spec_of = |over: AgentProfile| {
         let (store, host, origin) = (Arc::clone(&store), host.clone(), origin.clone());
-        let agent = agent.clone();
+        let (agent, group) = (agent.clone(), group.clone());
         async move {
-            let spec =
-                agents::spec(&store, &ctx.config, &host, agent.as_deref(), &over, origin).await?;
+            let who = agents::RunAs::of(agent.as_deref(), group.as_deref());
+            let spec = agents::spec(&store, &ctx.config, &host, who, &over, origin).await?;
             // A model this process cannot reach is refused when chosen, not at the next turn.
             if let Some(m) = &spec.model {
                 host.models.provider(m)?;

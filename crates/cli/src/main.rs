@@ -3,6 +3,7 @@
 mod agents;
 mod chat;
 mod config;
+mod groups;
 mod host;
 mod output;
 mod remote;
@@ -82,6 +83,11 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: agents::AgentCommand,
     },
+    /// Manage groups: agents that talk in rounds under a supervisor (`run --group`).
+    Group {
+        #[command(subcommand)]
+        command: groups::GroupCommand,
+    },
     /// List the catalogued models (context window, capabilities, prices).
     Models,
     /// Show the effective configuration.
@@ -126,8 +132,11 @@ struct RunArgs {
     /// The prompt.
     prompt: String,
     /// Run as this agent (its model, system role, tools, approval mode and limits; flags win).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "group")]
     agent: Option<String>,
+    /// Run as this group: its members talk in rounds under its supervisor (one budget).
+    #[arg(long)]
+    group: Option<String>,
     #[command(flatten)]
     settings: agents::AgentFlags,
     /// Attach a file to the prompt (repeatable): images are shown to models that can see
@@ -270,6 +279,12 @@ async fn ask(driver: &Driver, id: OperationId, mut end: RunEnd) -> anyhow::Resul
 }
 
 pub(crate) async fn finish(store: &SqlStore, id: OperationId, end: &RunEnd) -> anyhow::Result<u8> {
+    // A group's answer is its members' turns.
+    if let Some(op) = store.load_operation(id).await?
+        && op.spec.group.is_some()
+    {
+        output::turns(&op.state);
+    }
     let record = store.operation(id).await?;
     let summary = record
         .as_ref()
@@ -366,6 +381,10 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             agents::command(&store, command, cli.json).await?;
             Ok(exit::DONE)
         }
+        Command::Group { command } => {
+            groups::command(&store, command, cli.json).await?;
+            Ok(exit::DONE)
+        }
         Command::Chat(a) => chat::chat(store, a, &ctx).await,
         Command::Task { command } => tasks::command(store, command, &ctx).await,
         Command::Worker(a) => {
@@ -393,7 +412,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 &store,
                 &ctx.config,
                 &host,
-                a.agent.as_deref(),
+                agents::RunAs::of(a.agent.as_deref(), a.group.as_deref()),
                 &over,
                 origin,
             )

@@ -308,3 +308,18 @@ pub fn tree(root: &rein_store::OperationRecord, sub_agents: &[rein_store::Operat
     }
     print(&root.id.to_string(), 1, sub_agents);
 }
+
+/// A group run's turns since the last human message, each with its speaker, on stdout.
+pub fn turns(state: &rein_core::AgentState) {
+    let since = state
+        .messages
+        .iter()
+        .rposition(|m| m.role == rein_core::Role::User && m.author.is_none())
+        .map_or(0, |i| i + 1);
+    let mut out = std::io::stdout().lock();
+    for m in &state.messages[since..] {
+        if let (rein_core::Role::Assistant, Some(who)) = (m.role, m.author.as_deref()) {
+            let _ = writeln!(out, "{who}: {}\n", m.text_content().trim());
+        }
+    }
+}

@@ -141,7 +141,8 @@ async fn the_ui_streams_approves_after_a_reload_and_shows_the_inspector() {
 }
 
 /// A delegated task's thread in the UI: under the call that spawned it, collapsible, with the
-/// sub-agent's tool card, answer, status and cost.
+/// sub-agent's tool card, answer, status and cost; then a group conversation started from the
+/// picker, each turn naming its speaker.
 #[tokio::test]
 async fn the_ui_shows_a_delegated_tasks_thread_with_the_sub_agents_tool_card() {
     let (chromium, playwright) = match prerequisites() {
@@ -198,6 +199,8 @@ async fn the_ui_shows_a_delegated_tasks_thread_with_the_sub_agents_tool_card() {
         }
     };
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    model.route("ROLE-ANN", vec![Canned::openai_text("ann waves")]);
+    model.route("ROLE-BOB", vec![Canned::openai_text("bob waves back")]);
     for (name, config) in [
         (
             "boss",
@@ -207,6 +210,8 @@ async fn the_ui_shows_a_delegated_tasks_thread_with_the_sub_agents_tool_card() {
             "helper",
             json!({"system_role": "ROLE-HELPER: you calculate.", "tools": ["calculator"]}),
         ),
+        ("ann", json!({"system_role": "ROLE-ANN: be brief."})),
+        ("bob", json!({"system_role": "ROLE-BOB: be brief."})),
     ] {
         let created = reqwest::Client::new()
             .post(format!("{base}/v1/agents"))
@@ -217,6 +222,17 @@ async fn the_ui_shows_a_delegated_tasks_thread_with_the_sub_agents_tool_card() {
             .unwrap();
         assert_eq!(created.status().as_u16(), 201);
     }
+    let created = reqwest::Client::new()
+        .post(format!("{base}/v1/groups"))
+        .header("content-type", "application/json")
+        .body(
+            json!({"name": "duo", "config": {"members": ["ann", "bob"], "policy": "round_robin", "max_rounds": 2}})
+                .to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status().as_u16(), 201);
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser-artifacts");
     std::fs::create_dir_all(&out).unwrap();
     let run = Command::new("node")
@@ -242,7 +258,7 @@ async fn the_ui_shows_a_delegated_tasks_thread_with_the_sub_agents_tool_card() {
         "{report:#}\nscreenshots in {}",
         out.display()
     );
-    for shot in ["threads-1-collapsed", "threads-2-open"] {
+    for shot in ["threads-1-collapsed", "threads-2-open", "threads-3-group"] {
         assert!(out.join(format!("{shot}.png")).exists(), "{shot}.png");
     }
 }

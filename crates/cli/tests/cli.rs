@@ -1469,3 +1469,79 @@ async fn a_delegation_killed_at_each_boundary_resumes_without_doing_anything_twi
     }
     assert!(reached >= 9, "only {reached} boundaries were reached");
 }
+
+/// `rein group` and `rein run --group`: members answer in turn, each seeing the others' words
+/// labelled, and the run prints each turn with its speaker.
+#[tokio::test]
+async fn a_group_run_from_the_cli_prints_each_members_turn() {
+    let e = env(Vec::new()).await;
+    e.server
+        .route("ROLE-ANN", vec![Canned::openai_text("ann says hi")]);
+    e.server
+        .route("ROLE-BOB", vec![Canned::openai_text("bob agrees")]);
+    e.server
+        .route("ROLE-CY", vec![Canned::openai_text("cy concludes")]);
+    let (code, _, err) = e
+        .rein(&["group", "create", "trio", "--members", "ann,bob"])
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no agent `ann`"), "{err}");
+    for name in ["ann", "bob", "cy"] {
+        let role = format!("ROLE-{}: be brief.", name.to_uppercase());
+        let (code, _, err) = e.rein(&["agent", "create", name, "--system", &role]).await;
+        assert_eq!(code, 0, "{err}");
+    }
+    let (code, _, err) = e
+        .rein(&["group", "create", "trio", "--members", "ann,ann"])
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("distinct"), "{err}");
+    let (code, _, err) = e
+        .rein(&[
+            "group",
+            "create",
+            "trio",
+            "--members",
+            "ann,bob,cy",
+            "--policy",
+            "round-robin",
+            "--max-rounds",
+            "3",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let (code, out, _) = e.rein(&["--json", "group", "show", "trio"]).await;
+    assert_eq!(code, 0);
+    let shown: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(
+        shown["config"]["members"],
+        serde_json::json!(["ann", "bob", "cy"])
+    );
+    assert_eq!(shown["config"]["policy"], "round_robin");
+
+    let (code, out, err) = e.rein(&["run", "--group", "trio", "Say hello."]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out.trim(),
+        "ann: ann says hi\n\nbob: bob agrees\n\ncy: cy concludes",
+        "{err}"
+    );
+    assert!(err.contains("3 rounds, the group's limit"), "{err}");
+    let requests = e.server.requests();
+    let cy = requests
+        .iter()
+        .find(|r| r.system_text().contains("ROLE-CY"))
+        .unwrap();
+    let sent = cy.body["messages"].to_string();
+    assert!(
+        sent.contains(r#"[Message from agent \"ann\"]\nann says hi"#),
+        "{sent}"
+    );
+    assert!(
+        sent.contains(r#"[Message from agent \"bob\"]\nbob agrees"#),
+        "{sent}"
+    );
+    let (code, _, err) = e.rein(&["run", "--group", "nope", "x"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no group `nope`"), "{err}");
+}

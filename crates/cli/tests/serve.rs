@@ -2209,3 +2209,113 @@ async fn a_sub_agents_approval_is_decided_on_the_root_and_the_tree_completes() {
         .await;
     assert_eq!(status, 404);
 }
+
+/// `/v1/groups` and a group run through the API: members must be the caller's agents, a run
+/// names an agent or a group, and its turns come back authored.
+#[tokio::test]
+async fn groups_through_the_api() {
+    let e = env(Vec::new()).await;
+    e.model
+        .route("ROLE-ANN", vec![Canned::openai_text("ann: hello @bob")]);
+    e.model
+        .route("ROLE-BOB", vec![Canned::openai_text("bob: hi")]);
+    let rein = e.start(&[]).await;
+    let token = e.token("alice").await;
+    let group = json!({"name": "duo", "config": {"members": ["ann", "bob"], "policy": "mentioned_first", "max_rounds": 2}});
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/groups",
+            Some(&token),
+            Some(group.clone()),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["code"], "agent_missing", "{body}");
+    for name in ["ann", "bob"] {
+        let config = json!({"system_role": format!("ROLE-{}: be brief.", name.to_uppercase())});
+        let (status, _) = e
+            .call(
+                &rein,
+                "POST",
+                "/v1/agents",
+                Some(&token),
+                Some(json!({"name": name, "config": config})),
+            )
+            .await;
+        assert_eq!(status, 201);
+    }
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/groups",
+            Some(&token),
+            Some(group.clone()),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["version"], 1);
+    let (status, _) = e
+        .call(&rein, "POST", "/v1/groups", Some(&token), Some(group))
+        .await;
+    assert_eq!(status, 409);
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/operations",
+            Some(&token),
+            Some(json!({"input": "hi", "agent": "ann", "group": "duo"})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let op = e
+        .create_operation(
+            &rein,
+            &token,
+            json!({"input": "Greet each other.", "group": "duo"}),
+        )
+        .await;
+    let done = wait_status(&e, &rein, &op, &token, "done").await;
+    assert_eq!(done["sub_agents"].as_array().unwrap().len(), 2);
+    let topic = done["operation"]["topic_id"].as_str().unwrap();
+    let (_, messages) = e
+        .call(
+            &rein,
+            "GET",
+            &format!("/v1/topics/{topic}/messages"),
+            Some(&token),
+            None,
+        )
+        .await;
+    let authored: Vec<(&str, &str)> = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| Some((m["author"].as_str()?, m["content"][0]["text"].as_str()?)))
+        .collect();
+    assert_eq!(authored, [("ann", "ann: hello @bob"), ("bob", "bob: hi")]);
+    // Another user neither sees the group nor can run it.
+    let bob = e.token("bob").await;
+    let (status, _) = e
+        .call(&rein, "GET", "/v1/groups/duo", Some(&bob), None)
+        .await;
+    assert_eq!(status, 404);
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/operations",
+            Some(&bob),
+            Some(json!({"input": "hi", "group": "duo"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["code"], "group_missing");
+    let (status, _) = e
+        .call(&rein, "DELETE", "/v1/groups/duo", Some(&token), None)
+        .await;
+    assert_eq!(status, 204);
+}

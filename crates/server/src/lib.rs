@@ -25,7 +25,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
 use rein_store::SqlStore;
 use routes::tasks as tasks_api;
-use routes::{agents, models, operations, topics};
+use routes::{agents, groups, models, operations, topics};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -124,6 +124,7 @@ pub type AppState = Arc<App>;
 pub fn api() -> api::Api {
     operations::api()
         .merge(agents::api())
+        .merge(groups::api())
         .merge(topics::api())
         .merge(models::api())
         .merge(tasks_api::api())

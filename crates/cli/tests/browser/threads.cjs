@@ -43,6 +43,19 @@ async function main() {
     const body = await page.textContent(".thread .thread-body");
     if (!body.includes("391")) throw new Error("the sub-agent's answer: " + body);
     await shot("threads-2-open");
+
+    // A group conversation started from the picker: each turn names its speaker.
+    await page.click("#new-chat");
+    await page.selectOption("#agent-select", "group:duo");
+    await page.fill("#input", "Say hello, both of you.");
+    await page.click("#send");
+    await page.waitForSelector("#op-status.done", { timeout: 20000 });
+    await page.waitForFunction(() => document.querySelectorAll(".msg.authored").length === 2);
+    const speakers = await page.$$eval(".msg.authored .author", (els) => els.map((e) => e.textContent));
+    if (speakers.join(",") !== "ann,bob") throw new Error("speakers: " + speakers);
+    const words = await page.textContent("#messages");
+    if (!words.includes("ann waves") || !words.includes("bob waves back")) throw new Error("turns: " + words);
+    await shot("threads-3-group");
     console.log(JSON.stringify({ ok: true }));
   } catch (e) {
     await shot("threads-failure").catch(() => {});

@@ -2,6 +2,7 @@
 
 pub mod agents;
 pub mod events;
+pub mod groups;
 pub mod models;
 pub mod operations;
 pub mod tasks;

@@ -29,6 +29,10 @@ pub struct CreateOperation {
     /// Run as this agent of yours (its model, system role, tools and limits).
     #[serde(default)]
     pub agent: Option<String>,
+    /// Run as this group of yours instead: its members talk in rounds under its supervisor,
+    /// one operation tree with one budget.
+    #[serde(default)]
+    pub group: Option<String>,
     /// Continue this conversation (yours), or start one under this id; a new one otherwise.
     #[serde(default)]
     #[schemars(pattern(rein_operation::TOPIC_ID_PATTERN))]
@@ -199,11 +203,20 @@ pub async fn create(
         owner: Some(user.id.clone()),
         ..Default::default()
     };
-    let spec = app
-        .runner
-        .host
-        .agent_spec(&*app.store, &user.id, req.agent.as_deref(), &over, origin)
-        .await?;
+    let host = &app.runner.host;
+    let spec = match (&req.group, &req.agent) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::bad_request("name an agent or a group, not both"));
+        }
+        (Some(group), None) => {
+            host.group_spec(&*app.store, &user.id, group, &over, origin)
+                .await?
+        }
+        (None, agent) => {
+            host.agent_spec(&*app.store, &user.id, agent.as_deref(), &over, origin)
+                .await?
+        }
+    };
     // Created with its running slot and lease claimed, or not at all (429).
     let opts = StartOptions {
         spec,
