@@ -104,15 +104,15 @@ pub async fn spec(
     let user = local_user(store).await?;
     let agent = match who {
         RunAs::Group(name) => {
-            return Ok(host
+            return host
                 .group_spec(store, &user.id, name, over, origin)
                 .await
                 .map_err(|e| match e {
                     SpecError::GroupMissing(n) => {
                         anyhow!("no group `{n}` (see `rein group list`)")
                     }
-                    other => other.into(),
-                })?);
+                    other => anyhow::Error::from(other),
+                });
         }
         RunAs::Agent(agent) => agent,
     };
