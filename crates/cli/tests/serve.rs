@@ -2319,3 +2319,71 @@ async fn groups_through_the_api() {
         .await;
     assert_eq!(status, 204);
 }
+
+/// A server killed while a sub-agent works: the restarted server finds the tree (its root
+/// parked on a sub-agent nobody runs), runs the sub-agent on from its last commit and then
+/// the root, without a second sub-agent.
+#[tokio::test]
+async fn a_server_killed_mid_delegation_resumes_the_tree_on_restart() {
+    let e = env(Vec::new()).await;
+    e.model.route(
+        "ROLE-BOSS",
+        vec![
+            Canned::openai_tools(&[(
+                "d1",
+                "agents__delegate",
+                &json!({"title": "sum", "task": "What is 17*23?", "agent": "helper"}).to_string(),
+            )]),
+            Canned::openai_text("The helper says 391."),
+        ],
+    );
+    e.model.route(
+        "ROLE-HELPER",
+        vec![calc("h1", "17*23"), Canned::openai_text("391")],
+    );
+    let alice = e.token("alice").await;
+    // Commits 1-3 are the root's (its call, the delegation's result, parking with the
+    // sub-agent created); commit 4 is the sub-agent's first step.
+    let rein = e
+        .start(&[("REIN_TEST_PAUSE_AT", "commit:4"), ("REIN_LEASE_SECS", "2")])
+        .await;
+    for (name, config) in [
+        (
+            "boss",
+            json!({"system_role": "ROLE-BOSS: you delegate.", "approval": "auto-run"}),
+        ),
+        (
+            "helper",
+            json!({"system_role": "ROLE-HELPER: you calculate.", "tools": ["calculator"]}),
+        ),
+    ] {
+        let (status, _) = e
+            .call(
+                &rein,
+                "POST",
+                "/v1/agents",
+                Some(&alice),
+                Some(json!({"name": name, "config": config})),
+            )
+            .await;
+        assert_eq!(status, 201);
+    }
+    let root = e
+        .create_operation(&rein, &alice, json!({"input": "Sum it.", "agent": "boss"}))
+        .await;
+    rein.wait_for("REIN_TEST_PAUSED commit:4").await;
+    let mut rein = rein;
+    rein.child.kill().await.unwrap();
+
+    let restarted = e.start(&[("REIN_LEASE_SECS", "2")]).await;
+    let done = wait_status(&e, &restarted, &root, &alice, "done").await;
+    assert_eq!(done["operation"]["finish_reason"], "completed");
+    let subs = done["sub_agents"].as_array().unwrap();
+    assert_eq!(subs.len(), 1, "one sub-agent");
+    assert_eq!(subs[0]["status"], "done");
+    assert_eq!(
+        e.model.requests().len(),
+        4,
+        "no model call was repeated: root, sub-agent twice, root"
+    );
+}

@@ -1111,4 +1111,38 @@ async fn sub_agents(store: &SqlStore) {
         ["hello", "delegating"],
         "threads stay out of the topic"
     );
+
+    // Groups: per owner, versioned, listed by name.
+    let now = chrono::Utc::now();
+    let group = |name: &str, members: &[&str]| GroupRecord {
+        owner: "owner-g".into(),
+        name: name.into(),
+        config: serde_json::json!({ "members": members }),
+        version: 0,
+        created_at: now,
+        updated_at: now,
+    };
+    assert_eq!(store.put_group(&group("b", &["x", "y"])).await.unwrap(), 1);
+    assert_eq!(store.put_group(&group("a", &["x", "y"])).await.unwrap(), 1);
+    assert_eq!(store.put_group(&group("b", &["y", "x"])).await.unwrap(), 2);
+    let listed: Vec<String> = store
+        .list_groups("owner-g")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|g| g.name)
+        .collect();
+    assert_eq!(listed, ["a", "b"]);
+    let b = store.get_group("owner-g", "b").await.unwrap().unwrap();
+    assert_eq!(b.config["members"], serde_json::json!(["y", "x"]));
+    assert_eq!(b.version, 2);
+    assert!(
+        store
+            .get_group("someone-else", "b")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(store.delete_group("owner-g", "b").await.unwrap());
+    assert!(!store.delete_group("owner-g", "b").await.unwrap());
 }
