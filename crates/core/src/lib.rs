@@ -2,8 +2,9 @@
 //!
 //! It owns the data every other crate speaks (ids, [`Message`], [`ToolCall`], [`Usage`],
 //! [`Cost`], [`Instruction`], [`AgentState`], [`AgentEvent`]), the brain interface ([`Agent`])
-//! with the default [`GeneralChatAgent`], the engine that executes instructions
-//! ([`AgentRuntime::step`], the executor table, budgets, tool-batch merging), intervention
+//! with the default [`GeneralChatAgent`] and a group's [`agent::GroupSupervisor`], the engine
+//! that executes instructions ([`AgentRuntime::step`], the executor table, budgets, tool-batch
+//! merging, the end of a delegation: [`AgentRuntime::sub_agents_ended`]), intervention
 //! policy ([`InterventionChecker`] with the default security blacklist and the shell guard,
 //! which reads commands on a bash syntax tree), and what one operation may do
 //! ([`spec::OperationSpec`]).

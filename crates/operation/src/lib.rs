@@ -8,7 +8,10 @@
 //! the tool host [`ToolHost`] with durable executions, the store), then runs the loop: load the
 //! operation once, step, commit what the step changed in one transaction (the step result
 //! carries everything the commit needs), repeat until the operation parks or ends. Human
-//! decisions, cancellation and crash recovery all continue from what is on disk.
+//! decisions, cancellation and crash recovery all continue from what is on disk. Delegation
+//! makes operation trees: sub-agents created in the commit that parks their parent, with specs
+//! never wider than its, run by the parent's run within what it has left to spend; a group is a
+//! supervisor whose turns are sub-agents ([`GroupProfile`]).
 
 mod activity;
 mod agents;

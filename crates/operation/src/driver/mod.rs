@@ -213,7 +213,7 @@ fn end_of(state: &AgentState) -> RunEnd {
 
 impl Driver {
     /// A driver whose operations default to `model`, answered by `provider` (the only provider
-    /// it has; see [`Driver::with_models`] for more).
+    /// it has; see [`Driver::from_source`] for more).
     pub fn new(
         store: Arc<dyn Store>,
         provider: Arc<dyn ModelProvider>,
