@@ -118,7 +118,11 @@ impl Launcher for ServerLauncher {
                 .ok_or_else(|| format!("no operation {operation_id}"))?;
             match record.status {
                 Status::WaitingForHuman => return Ok(RunState::WaitingForHuman),
-                Status::Idle | Status::Running => return Ok(RunState::Running),
+                // Sub-agents (or an async tool) still work for it.
+                Status::Idle
+                | Status::Running
+                | Status::WaitingForSubAgents
+                | Status::WaitingForAsyncTool => return Ok(RunState::Running),
                 _ => {}
             }
             let op = self
@@ -129,7 +133,10 @@ impl Launcher for ServerLauncher {
                 .ok_or_else(|| format!("no operation {operation_id}"))?;
             Ok(match op.record.status {
                 Status::WaitingForHuman => RunState::WaitingForHuman,
-                Status::Idle | Status::Running => RunState::Running,
+                Status::Idle
+                | Status::Running
+                | Status::WaitingForSubAgents
+                | Status::WaitingForAsyncTool => RunState::Running,
                 // Interrupted, done or failed: the run is over.
                 status => {
                     let success = op.record.finish_reason.is_some_and(|r| r.is_success());
