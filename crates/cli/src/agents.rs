@@ -186,7 +186,13 @@ pub async fn local_user(store: &SqlStore) -> anyhow::Result<User> {
     }
 }
 
-fn print(name: &str, c: &AgentProfile, version: u64, json: bool) -> anyhow::Result<()> {
+/// One agent's or group's settings: a JSON line, or its name and version over its TOML.
+pub fn print<T: serde::Serialize>(
+    name: &str,
+    c: &T,
+    version: u64,
+    json: bool,
+) -> anyhow::Result<()> {
     if json {
         println!(
             "{}",
@@ -248,7 +254,8 @@ pub async fn command(store: &SqlStore, command: AgentCommand, json: bool) -> any
                 .get_agent(&user.id, &name)
                 .await?
                 .ok_or_else(|| anyhow!("no agent `{name}`"))?;
-            print(&name, &serde_json::from_value(r.config)?, r.version, json)?;
+            let c: AgentProfile = serde_json::from_value(r.config)?;
+            print(&name, &c, r.version, json)?;
         }
         AgentCommand::Edit { name, flags } => {
             let mut r = store

@@ -100,21 +100,6 @@ async fn check_members(store: &SqlStore, user: &str, g: &GroupProfile) -> anyhow
     Ok(())
 }
 
-fn print(name: &str, g: &GroupProfile, version: u64, json: bool) -> anyhow::Result<()> {
-    if json {
-        println!(
-            "{}",
-            serde_json::json!({"name": name, "config": g, "version": version})
-        );
-    } else {
-        println!("{name} (version {version})");
-        for line in toml::to_string_pretty(g)?.lines() {
-            println!("  {line}");
-        }
-    }
-    Ok(())
-}
-
 /// `rein group …` against the local database.
 pub async fn command(store: &SqlStore, command: GroupCommand, json: bool) -> anyhow::Result<()> {
     let user = crate::agents::local_user(store).await?;
@@ -163,7 +148,7 @@ pub async fn command(store: &SqlStore, command: GroupCommand, json: bool) -> any
         }
         GroupCommand::Show { name } => {
             let (r, g) = load(name.clone()).await?;
-            print(&name, &g, r.version, json)?;
+            crate::agents::print(&name, &g, r.version, json)?;
         }
         GroupCommand::Edit { name, flags } => {
             let (mut r, current) = load(name.clone()).await?;
@@ -172,7 +157,7 @@ pub async fn command(store: &SqlStore, command: GroupCommand, json: bool) -> any
             r.config = serde_json::to_value(&g)?;
             r.updated_at = Utc::now();
             let version = store.put_group(&r).await?;
-            print(&name, &g, version, json)?;
+            crate::agents::print(&name, &g, version, json)?;
         }
         GroupCommand::Delete { name } => {
             if !store.delete_group(&user.id, &name).await? {

@@ -38,6 +38,71 @@ fn prerequisites() -> Result<(PathBuf, PathBuf), String> {
     Ok((chromium, playwright))
 }
 
+/// `rein serve --no-auth` on a fresh database in `dir`, its models at `model` (the scripted
+/// server), with the test tools; the process (killed when dropped) and its address.
+async fn serve_ui(dir: &Path, model: &str) -> (tokio::process::Child, String) {
+    let mut server = Command::new(env!("CARGO_BIN_EXE_rein"))
+        .args(["--db", &dir.join("rein.db").to_string_lossy()])
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--no-auth",
+            "--heartbeat-secs",
+            "1",
+        ])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("REIN_HOME", dir)
+        .env("OPENAI_BASE_URL", format!("{model}/v1"))
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("REIN_TEST_TOOLS", "1")
+        .env("REIN_TEST_LEDGER", dir.join("ledger.txt"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let base = loop {
+        let line = lines.next_line().await.unwrap().expect("server exited");
+        if let Some(addr) = line.strip_prefix("rein: listening on ") {
+            break addr.to_owned();
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (server, base)
+}
+
+/// Run `tests/browser/SCRIPT` against `base` in Chromium; its JSON report (the last line it
+/// prints) and the folder its screenshots went to.
+async fn run_script(
+    script: &str,
+    base: &str,
+    chromium: &Path,
+    playwright: &Path,
+) -> (serde_json::Value, PathBuf) {
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser-artifacts");
+    std::fs::create_dir_all(&out).unwrap();
+    let run = Command::new("node")
+        .arg(workspace().join("crates/cli/tests/browser").join(script))
+        .arg(base)
+        .arg(&out)
+        .env("REIN_PLAYWRIGHT", playwright)
+        .env("REIN_CHROMIUM", chromium)
+        .output()
+        .await
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let report = serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap_or_else(|_| {
+        panic!(
+            "no report from the browser script:\n{stdout}\n{}",
+            String::from_utf8_lossy(&run.stderr)
+        )
+    });
+    (report, out)
+}
+
 #[tokio::test]
 async fn the_ui_streams_approves_after_a_reload_and_shows_the_inspector() {
     let (chromium, playwright) = match prerequisites() {
@@ -58,36 +123,7 @@ async fn the_ui_streams_approves_after_a_reload_and_shows_the_inspector() {
         3,
     )
     .await;
-    let mut server = Command::new(env!("CARGO_BIN_EXE_rein"))
-        .args(["--db", &dir.join("rein.db").to_string_lossy()])
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--no-auth",
-            "--heartbeat-secs",
-            "1",
-        ])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("REIN_HOME", &dir)
-        .env("OPENAI_BASE_URL", format!("{}/v1", model.base))
-        .env("OPENAI_API_KEY", "sk-test")
-        .env("REIN_TEST_TOOLS", "1")
-        .env("REIN_TEST_LEDGER", dir.join("ledger.txt"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
-    let base = loop {
-        let line = lines.next_line().await.unwrap().expect("server exited");
-        if let Some(addr) = line.strip_prefix("rein: listening on ") {
-            break addr.to_owned();
-        }
-    };
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let (_server, base) = serve_ui(&dir, &model.base).await;
     // An agent that asks before every call.
     let created = reqwest::Client::new()
         .post(format!("{base}/v1/agents"))
@@ -98,25 +134,7 @@ async fn the_ui_streams_approves_after_a_reload_and_shows_the_inspector() {
         .unwrap();
     assert_eq!(created.status().as_u16(), 201);
 
-    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser-artifacts");
-    std::fs::create_dir_all(&out).unwrap();
-    let run = Command::new("node")
-        .arg(workspace().join("crates/cli/tests/browser/ui.cjs"))
-        .arg(&base)
-        .arg(&out)
-        .env("REIN_PLAYWRIGHT", &playwright)
-        .env("REIN_CHROMIUM", &chromium)
-        .output()
-        .await
-        .expect("node runs");
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    let report: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap_or(""))
-        .unwrap_or_else(|_| {
-            panic!(
-                "no report from the browser script:\n{stdout}\n{}",
-                String::from_utf8_lossy(&run.stderr)
-            )
-        });
+    let (report, out) = run_script("ui.cjs", &base, &chromium, &playwright).await;
     assert_eq!(
         report["ok"],
         true,
@@ -178,27 +196,7 @@ async fn the_ui_shows_a_delegated_tasks_thread_with_the_sub_agents_tool_card() {
             Canned::openai_text("391"),
         ],
     );
-    let mut server = Command::new(env!("CARGO_BIN_EXE_rein"))
-        .args(["--db", &dir.join("rein.db").to_string_lossy()])
-        .args(["serve", "--addr", "127.0.0.1:0", "--no-auth"])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("REIN_HOME", &dir)
-        .env("OPENAI_BASE_URL", format!("{}/v1", model.base))
-        .env("OPENAI_API_KEY", "sk-test")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
-    let base = loop {
-        let line = lines.next_line().await.unwrap().expect("server exited");
-        if let Some(addr) = line.strip_prefix("rein: listening on ") {
-            break addr.to_owned();
-        }
-    };
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let (_server, base) = serve_ui(&dir, &model.base).await;
     model.route("ROLE-ANN", vec![Canned::openai_text("ann waves")]);
     model.route("ROLE-BOB", vec![Canned::openai_text("bob waves back")]);
     for (name, config) in [
@@ -233,25 +231,7 @@ async fn the_ui_shows_a_delegated_tasks_thread_with_the_sub_agents_tool_card() {
         .await
         .unwrap();
     assert_eq!(created.status().as_u16(), 201);
-    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser-artifacts");
-    std::fs::create_dir_all(&out).unwrap();
-    let run = Command::new("node")
-        .arg(workspace().join("crates/cli/tests/browser/threads.cjs"))
-        .arg(&base)
-        .arg(&out)
-        .env("REIN_PLAYWRIGHT", &playwright)
-        .env("REIN_CHROMIUM", &chromium)
-        .output()
-        .await
-        .expect("node runs");
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    let report: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap_or(""))
-        .unwrap_or_else(|_| {
-            panic!(
-                "no report from the browser script:\n{stdout}\n{}",
-                String::from_utf8_lossy(&run.stderr)
-            )
-        });
+    let (report, out) = run_script("threads.cjs", &base, &chromium, &playwright).await;
     assert_eq!(
         report["ok"],
         true,

@@ -201,6 +201,22 @@ impl Env {
         created["operation_id"].as_str().unwrap().to_owned()
     }
 
+    /// `POST /v1/agents` for each `(name, config)`, expecting `201`.
+    async fn create_agents(&self, rein: &Rein, token: &str, agents: &[(&str, Value)]) {
+        for (name, config) in agents {
+            let (status, body) = self
+                .call(
+                    rein,
+                    "POST",
+                    "/v1/agents",
+                    Some(token),
+                    Some(json!({"name": name, "config": config})),
+                )
+                .await;
+            assert_eq!(status, 201, "{body}");
+        }
+    }
+
     async fn events(&self, rein: &Rein, op: &str, token: &str, last: Option<u64>) -> Sse {
         let mut req = self
             .http
@@ -2098,7 +2114,10 @@ async fn a_sub_agents_approval_is_decided_on_the_root_and_the_tree_completes() {
     );
     let rein = e.start(&[]).await;
     let token = e.token("alice").await;
-    for (name, config) in [
+    e.create_agents(
+        &rein,
+        &token,
+        &[
         (
             "boss",
             json!({"system_role": "ROLE-BOSS: you delegate.", "approval": "auto-run"}),
@@ -2107,18 +2126,9 @@ async fn a_sub_agents_approval_is_decided_on_the_root_and_the_tree_completes() {
             "helper",
             json!({"system_role": "ROLE-HELPER: you keep the ledger.", "tools": ["ledger"], "approval": "allow-list"}),
         ),
-    ] {
-        let (status, body) = e
-            .call(
-                &rein,
-                "POST",
-                "/v1/agents",
-                Some(&token),
-                Some(json!({"name": name, "config": config})),
-            )
-            .await;
-        assert_eq!(status, 201, "{body}");
-    }
+        ],
+    )
+    .await;
     let root = e
         .create_operation(
             &rein,
@@ -2233,19 +2243,15 @@ async fn groups_through_the_api() {
         .await;
     assert_eq!(status, 422, "{body}");
     assert_eq!(body["error"]["code"], "agent_missing", "{body}");
-    for name in ["ann", "bob"] {
-        let config = json!({"system_role": format!("ROLE-{}: be brief.", name.to_uppercase())});
-        let (status, _) = e
-            .call(
-                &rein,
-                "POST",
-                "/v1/agents",
-                Some(&token),
-                Some(json!({"name": name, "config": config})),
-            )
-            .await;
-        assert_eq!(status, 201);
-    }
+    e.create_agents(
+        &rein,
+        &token,
+        &[
+            ("ann", json!({"system_role": "ROLE-ANN: be brief."})),
+            ("bob", json!({"system_role": "ROLE-BOB: be brief."})),
+        ],
+    )
+    .await;
     let (status, body) = e
         .call(
             &rein,
@@ -2347,27 +2353,21 @@ async fn a_server_killed_mid_delegation_resumes_the_tree_on_restart() {
     let rein = e
         .start(&[("REIN_TEST_PAUSE_AT", "commit:4"), ("REIN_LEASE_SECS", "2")])
         .await;
-    for (name, config) in [
-        (
-            "boss",
-            json!({"system_role": "ROLE-BOSS: you delegate.", "approval": "auto-run"}),
-        ),
-        (
-            "helper",
-            json!({"system_role": "ROLE-HELPER: you calculate.", "tools": ["calculator"]}),
-        ),
-    ] {
-        let (status, _) = e
-            .call(
-                &rein,
-                "POST",
-                "/v1/agents",
-                Some(&alice),
-                Some(json!({"name": name, "config": config})),
-            )
-            .await;
-        assert_eq!(status, 201);
-    }
+    e.create_agents(
+        &rein,
+        &alice,
+        &[
+            (
+                "boss",
+                json!({"system_role": "ROLE-BOSS: you delegate.", "approval": "auto-run"}),
+            ),
+            (
+                "helper",
+                json!({"system_role": "ROLE-HELPER: you calculate.", "tools": ["calculator"]}),
+            ),
+        ],
+    )
+    .await;
     let root = e
         .create_operation(&rein, &alice, json!({"input": "Sum it.", "agent": "boss"}))
         .await;

@@ -162,6 +162,24 @@ fn delegate_both() -> Canned {
     )])
 }
 
+/// The parent hands the researcher a task of counting.
+fn delegate_counting() -> Canned {
+    tools(&[(
+        "d1",
+        "agents__delegate",
+        serde_json::json!({"title": "facts", "task": "Count.", "agent": "researcher"}),
+    )])
+}
+
+/// A calculator call (one step of the researcher's counting).
+fn calc(id: &str) -> Canned {
+    tools(&[(
+        id,
+        "calculator__evaluate",
+        serde_json::json!({"expression": "1+1"}),
+    )])
+}
+
 fn spec(allowed: Option<&[&str]>, approval: ApprovalMode, budget: Budget) -> OperationSpec {
     OperationSpec {
         system_role: Some(BOSS.into()),
@@ -408,22 +426,8 @@ async fn a_parent_cost_limit_crossed_inside_a_child_stops_the_tree() {
     let one = per_call();
     e.server.route(
         "ROLE-BOSS",
-        vec![
-            tools(&[(
-                "d1",
-                "agents__delegate",
-                serde_json::json!({"title": "facts", "task": "Count.", "agent": "researcher"}),
-            )]),
-            Canned::openai_text("never asked"),
-        ],
+        vec![delegate_counting(), Canned::openai_text("never asked")],
     );
-    let calc = |id: &str| {
-        tools(&[(
-            id,
-            "calculator__evaluate",
-            serde_json::json!({"expression": "1+1"}),
-        )])
-    };
     e.server.route(
         "ROLE-RESEARCHER",
         vec![
@@ -487,22 +491,8 @@ async fn an_interrupt_policy_parks_the_tree_and_resume_continues_it() {
     let one = per_call();
     e.server.route(
         "ROLE-BOSS",
-        vec![
-            tools(&[(
-                "d1",
-                "agents__delegate",
-                serde_json::json!({"title": "facts", "task": "Count.", "agent": "researcher"}),
-            )]),
-            Canned::openai_text("final"),
-        ],
+        vec![delegate_counting(), Canned::openai_text("final")],
     );
-    let calc = |id: &str| {
-        tools(&[(
-            id,
-            "calculator__evaluate",
-            serde_json::json!({"expression": "1+1"}),
-        )])
-    };
     e.server.route(
         "ROLE-RESEARCHER",
         vec![calc("r1"), calc("r2"), Canned::openai_text("counted")],

@@ -194,27 +194,127 @@ fn token_from(row: &AnyRow) -> Result<ApiToken, StoreError> {
     })
 }
 
-fn group_from(row: &AnyRow) -> Result<GroupRecord, StoreError> {
-    let a = agent_from(row)?;
-    Ok(GroupRecord {
+/// The per-owner, versioned JSON settings that share one shape: agents and groups.
+#[derive(Clone, Copy)]
+enum Named {
+    Agents,
+    Groups,
+}
+
+impl Named {
+    fn table(self) -> &'static str {
+        match self {
+            Named::Agents => "agents",
+            Named::Groups => "agent_groups",
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Named::Agents => "agent config",
+            Named::Groups => "group config",
+        }
+    }
+}
+
+/// A group as the row shape it shares with agents.
+fn row_of(g: &GroupRecord) -> AgentRecord {
+    AgentRecord {
+        owner: g.owner.clone(),
+        name: g.name.clone(),
+        config: g.config.clone(),
+        version: g.version,
+        created_at: g.created_at,
+        updated_at: g.updated_at,
+    }
+}
+
+fn group_of(a: AgentRecord) -> GroupRecord {
+    GroupRecord {
         owner: a.owner,
         name: a.name,
         config: a.config,
         version: a.version,
         created_at: a.created_at,
         updated_at: a.updated_at,
-    })
+    }
 }
 
-fn agent_from(row: &AnyRow) -> Result<AgentRecord, StoreError> {
+impl SqlStore {
+    /// Create or replace; the version after the write.
+    async fn put_named(&self, kind: Named, r: &AgentRecord) -> Result<u64, StoreError> {
+        let config =
+            serde_json::to_string(&r.config).map_err(|e| StoreError::corrupt(kind.what(), e))?;
+        let table = kind.table();
+        let version: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO {table} (owner, name, config, created_at, updated_at, version) VALUES ($1, $2, $3, $4, $5, 1) \
+             ON CONFLICT (owner, name) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at, \
+             version = {table}.version + 1 RETURNING version"
+        )))
+        .bind(&r.owner)
+        .bind(&r.name)
+        .bind(config)
+        .bind(ts(r.created_at))
+        .bind(ts(r.updated_at))
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(u64::try_from(version).unwrap_or(0))
+    }
+
+    async fn get_named(
+        &self,
+        kind: Named,
+        owner: &str,
+        name: &str,
+    ) -> Result<Option<AgentRecord>, StoreError> {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT owner, name, config, created_at, updated_at, version FROM {} WHERE owner = $1 AND name = $2",
+            kind.table()
+        )))
+        .bind(owner)
+        .bind(name)
+        .fetch_optional(&self.pool)
+        .await?
+        .as_ref()
+        .map(|r| named_from(r, kind))
+        .transpose()
+    }
+
+    async fn list_named(&self, kind: Named, owner: &str) -> Result<Vec<AgentRecord>, StoreError> {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT owner, name, config, created_at, updated_at, version FROM {} WHERE owner = $1 ORDER BY name",
+            kind.table()
+        )))
+        .bind(owner)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|r| named_from(r, kind))
+        .collect()
+    }
+
+    async fn delete_named(&self, kind: Named, owner: &str, name: &str) -> Result<bool, StoreError> {
+        let n = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DELETE FROM {} WHERE owner = $1 AND name = $2",
+            kind.table()
+        )))
+        .bind(owner)
+        .bind(name)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(n > 0)
+    }
+}
+
+fn named_from(row: &AnyRow, kind: Named) -> Result<AgentRecord, StoreError> {
     let config: String = row.try_get("config")?;
     Ok(AgentRecord {
         owner: row.try_get("owner")?,
         name: row.try_get("name")?,
-        config: serde_json::from_str(&config)
-            .map_err(|e| StoreError::corrupt("agent config", e))?,
-        created_at: parse_ts(&row.try_get::<String, _>("created_at")?, "agent created_at")?,
-        updated_at: parse_ts(&row.try_get::<String, _>("updated_at")?, "agent updated_at")?,
+        config: serde_json::from_str(&config).map_err(|e| StoreError::corrupt(kind.what(), e))?,
+        created_at: parse_ts(&row.try_get::<String, _>("created_at")?, "created_at")?,
+        updated_at: parse_ts(&row.try_get::<String, _>("updated_at")?, "updated_at")?,
         version: u64::try_from(row.try_get::<i64, _>("version")?).unwrap_or(0),
     })
 }
@@ -364,24 +464,7 @@ impl Accounts for SqlStore {
     }
 
     fn put_agent<'a>(&'a self, agent: &'a AgentRecord) -> BoxFuture<'a, Result<u64, StoreError>> {
-        async move {
-            let config = serde_json::to_string(&agent.config)
-                .map_err(|e| StoreError::corrupt("agent config", e))?;
-            let version: i64 = sqlx::query_scalar(
-                "INSERT INTO agents (owner, name, config, created_at, updated_at, version) VALUES ($1, $2, $3, $4, $5, 1) \
-                 ON CONFLICT (owner, name) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at, \
-                 version = agents.version + 1 RETURNING version",
-            )
-            .bind(&agent.owner)
-            .bind(&agent.name)
-            .bind(config)
-            .bind(ts(agent.created_at))
-            .bind(ts(agent.updated_at))
-            .fetch_one(&self.pool)
-            .await?;
-            Ok(u64::try_from(version).unwrap_or(0))
-        }
-        .boxed()
+        self.put_named(Named::Agents, agent).boxed()
     }
 
     fn get_agent<'a>(
@@ -389,37 +472,14 @@ impl Accounts for SqlStore {
         owner: &'a str,
         name: &'a str,
     ) -> BoxFuture<'a, Result<Option<AgentRecord>, StoreError>> {
-        async move {
-            sqlx::query(
-                "SELECT owner, name, config, created_at, updated_at, version FROM agents WHERE owner = $1 AND name = $2",
-            )
-            .bind(owner)
-            .bind(name)
-            .fetch_optional(&self.pool)
-            .await?
-            .as_ref()
-            .map(agent_from)
-            .transpose()
-        }
-        .boxed()
+        self.get_named(Named::Agents, owner, name).boxed()
     }
 
     fn list_agents<'a>(
         &'a self,
         owner: &'a str,
     ) -> BoxFuture<'a, Result<Vec<AgentRecord>, StoreError>> {
-        async move {
-            sqlx::query(
-                "SELECT owner, name, config, created_at, updated_at, version FROM agents WHERE owner = $1 ORDER BY name",
-            )
-            .bind(owner)
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(agent_from)
-            .collect()
-        }
-        .boxed()
+        self.list_named(Named::Agents, owner).boxed()
     }
 
     fn delete_agent<'a>(
@@ -427,37 +487,11 @@ impl Accounts for SqlStore {
         owner: &'a str,
         name: &'a str,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        async move {
-            let n = sqlx::query("DELETE FROM agents WHERE owner = $1 AND name = $2")
-                .bind(owner)
-                .bind(name)
-                .execute(&self.pool)
-                .await?
-                .rows_affected();
-            Ok(n > 0)
-        }
-        .boxed()
+        self.delete_named(Named::Agents, owner, name).boxed()
     }
 
     fn put_group<'a>(&'a self, group: &'a GroupRecord) -> BoxFuture<'a, Result<u64, StoreError>> {
-        async move {
-            let config = serde_json::to_string(&group.config)
-                .map_err(|e| StoreError::corrupt("group config", e))?;
-            let version: i64 = sqlx::query_scalar(
-                "INSERT INTO agent_groups (owner, name, config, created_at, updated_at, version) VALUES ($1, $2, $3, $4, $5, 1) \
-                 ON CONFLICT (owner, name) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at, \
-                 version = agent_groups.version + 1 RETURNING version",
-            )
-            .bind(&group.owner)
-            .bind(&group.name)
-            .bind(config)
-            .bind(ts(group.created_at))
-            .bind(ts(group.updated_at))
-            .fetch_one(&self.pool)
-            .await?;
-            Ok(u64::try_from(version).unwrap_or(0))
-        }
-        .boxed()
+        async move { self.put_named(Named::Groups, &row_of(group)).await }.boxed()
     }
 
     fn get_group<'a>(
@@ -466,16 +500,10 @@ impl Accounts for SqlStore {
         name: &'a str,
     ) -> BoxFuture<'a, Result<Option<GroupRecord>, StoreError>> {
         async move {
-            sqlx::query(
-                "SELECT owner, name, config, created_at, updated_at, version FROM agent_groups WHERE owner = $1 AND name = $2",
-            )
-            .bind(owner)
-            .bind(name)
-            .fetch_optional(&self.pool)
-            .await?
-            .as_ref()
-            .map(group_from)
-            .transpose()
+            Ok(self
+                .get_named(Named::Groups, owner, name)
+                .await?
+                .map(group_of))
         }
         .boxed()
     }
@@ -485,15 +513,12 @@ impl Accounts for SqlStore {
         owner: &'a str,
     ) -> BoxFuture<'a, Result<Vec<GroupRecord>, StoreError>> {
         async move {
-            sqlx::query(
-                "SELECT owner, name, config, created_at, updated_at, version FROM agent_groups WHERE owner = $1 ORDER BY name",
-            )
-            .bind(owner)
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(group_from)
-            .collect()
+            Ok(self
+                .list_named(Named::Groups, owner)
+                .await?
+                .into_iter()
+                .map(group_of)
+                .collect())
         }
         .boxed()
     }
@@ -503,16 +528,7 @@ impl Accounts for SqlStore {
         owner: &'a str,
         name: &'a str,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        async move {
-            let n = sqlx::query("DELETE FROM agent_groups WHERE owner = $1 AND name = $2")
-                .bind(owner)
-                .bind(name)
-                .execute(&self.pool)
-                .await?
-                .rows_affected();
-            Ok(n > 0)
-        }
-        .boxed()
+        self.delete_named(Named::Groups, owner, name).boxed()
     }
 
     fn list_topics<'a>(
