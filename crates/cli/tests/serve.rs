@@ -1619,6 +1619,15 @@ async fn bearer_is_case_insensitive_401_names_the_scheme_and_revocation_ends_str
     assert_eq!(status, 401);
 }
 
+/// The model delegates one task to `agent` (call `d1`).
+fn delegate(title: &str, task: &str, agent: &str) -> Canned {
+    Canned::openai_tools(&[(
+        "d1",
+        "agents__delegate",
+        &json!({"title": title, "task": task, "agent": agent}).to_string(),
+    )])
+}
+
 fn shell_call(id: &str) -> Canned {
     Canned::openai_tools(&[(id, "shell__run", &json!({"command": "echo hi"}).to_string())])
 }
@@ -2100,11 +2109,7 @@ async fn a_sub_agents_approval_is_decided_on_the_root_and_the_tree_completes() {
     e.model.route(
         "ROLE-BOSS",
         vec![
-            Canned::openai_tools(&[(
-                "d1",
-                "agents__delegate",
-                &json!({"title": "book it", "task": "Append paid.", "agent": "helper"}).to_string(),
-            )]),
+            delegate("book it", "Append paid.", "helper"),
             Canned::openai_text("Boss: the ledger is updated."),
         ],
     );
@@ -2335,11 +2340,7 @@ async fn a_server_killed_mid_delegation_resumes_the_tree_on_restart() {
     e.model.route(
         "ROLE-BOSS",
         vec![
-            Canned::openai_tools(&[(
-                "d1",
-                "agents__delegate",
-                &json!({"title": "sum", "task": "What is 17*23?", "agent": "helper"}).to_string(),
-            )]),
+            delegate("sum", "What is 17*23?", "helper"),
             Canned::openai_text("The helper says 391."),
         ],
     );

@@ -171,6 +171,15 @@ fn delegate_counting() -> Canned {
     )])
 }
 
+/// The parent hands the researcher a booking (a ledger entry).
+fn delegate_booking() -> Canned {
+    tools(&[(
+        "d1",
+        "agents__delegate",
+        serde_json::json!({"title": "book", "task": "Append.", "agent": "researcher"}),
+    )])
+}
+
 /// A calculator call (one step of the researcher's counting).
 fn calc(id: &str) -> Canned {
     tools(&[(
@@ -554,11 +563,7 @@ async fn a_childs_approval_is_decided_through_the_root_and_then_the_parent_compl
     e.server.route(
         "ROLE-BOSS",
         vec![
-            tools(&[(
-                "d1",
-                "agents__delegate",
-                serde_json::json!({"title": "book", "task": "Append.", "agent": "researcher"}),
-            )]),
+            delegate_booking(),
             Canned::openai_text("The ledger was updated."),
         ],
     );
@@ -661,11 +666,7 @@ async fn a_crash_after_any_commit_of_a_delegation_resumes_without_doing_anything
         e.server.route(
             "ROLE-BOSS",
             vec![
-                tools(&[(
-                    "d1",
-                    "agents__delegate",
-                    serde_json::json!({"title": "book", "task": "Append.", "agent": "researcher"}),
-                )]),
+                delegate_booking(),
                 Canned::openai_text("final"),
                 Canned::openai_text("final"),
             ],
