@@ -2281,7 +2281,8 @@ async fn groups_through_the_api() {
             Some(json!({"input": "hi", "agent": "ann", "group": "duo"})),
         )
         .await;
-    assert_eq!(status, 400, "{body}");
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["code"], "agent_and_group");
     let op = e
         .create_operation(
             &rein,

@@ -16,6 +16,7 @@ pub const DEFAULT_MAX_ROUNDS: u32 = 6;
 #[serde(deny_unknown_fields)]
 pub struct GroupProfile {
     /// Its agents, in speaking order: 2 to 8 distinct names of existing agents.
+    #[schemars(schema_with = "members_schema")]
     pub members: Vec<String>,
     /// Who speaks next: `model` (the supervisor's model decides, and may end the
     /// conversation; the default), `round_robin`, or `mentioned_first`.
@@ -39,6 +40,17 @@ pub struct GroupProfile {
     /// Token limit of one group run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_limit: Option<u64>,
+}
+
+/// The schema of a group's members: 2 to 8 distinct agent names.
+fn members_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "array",
+        "minItems": 2,
+        "maxItems": 8,
+        "uniqueItems": true,
+        "items": {"type": "string", "pattern": crate::profile::AGENT_NAME_PATTERN}
+    })
 }
 
 impl GroupProfile {

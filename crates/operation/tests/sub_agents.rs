@@ -903,3 +903,34 @@ async fn a_group_of_three_runs_four_rounds_with_labelled_context_until_its_super
         kid_cost + Usd::from_nanos(per_call().nanos() * 5)
     );
 }
+
+/// Deciding a sub-agent's call on the sub-agent itself (not through the root) also carries its
+/// tree on: once the sub-agent ends, its parent takes the answer and completes.
+#[tokio::test]
+async fn a_decision_made_on_the_sub_agent_itself_carries_the_tree_on() {
+    let e = env().await;
+    e.server.route(
+        "ROLE-BOSS",
+        vec![delegate_booking(), Canned::openai_text("Booked.")],
+    );
+    e.server.route(
+        "ROLE-RESEARCHER",
+        vec![
+            tools(&[("l1", "ledger__append", serde_json::json!({}))]),
+            Canned::openai_text("appended"),
+        ],
+    );
+    let d = driver(&e, InterventionPolicy::Required);
+    let id = start(&d, spec(None, ApprovalMode::Manual, Budget::default())).await;
+    d.run(id).await.unwrap();
+    let kid = children(&e, id).await.remove(0);
+    let end = d
+        .decide(kid.id, None, Decision::Approve, None)
+        .await
+        .unwrap();
+    assert!(matches!(end, RunEnd::Done { .. }), "{end:?}");
+    let root = e.store.operation(id).await.unwrap().unwrap();
+    assert_eq!(root.status, Status::Done);
+    assert_eq!(root.finish_reason, Some(FinishReason::Completed));
+    assert_eq!(e.runs.load(Ordering::SeqCst), 1);
+}

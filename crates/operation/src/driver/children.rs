@@ -256,6 +256,23 @@ impl Driver {
         })
     }
 
+    /// After sub-agent `id` ended (`end`) in a call made on it directly: run its tree's root
+    /// on, which takes the results of every level that has them all (a call made through the
+    /// root runs the root itself).
+    pub(super) async fn continue_tree(
+        &self,
+        id: OperationId,
+        end: &RunEnd,
+    ) -> Result<(), DriverError> {
+        if !matches!(end, RunEnd::Done { .. } | RunEnd::Error { .. }) {
+            return Ok(());
+        }
+        let Some(root) = self.load(id).await?.spec.delegation.map(|d| d.root) else {
+            return Ok(());
+        };
+        Box::pin(self.run(root)).await.map(|_| ())
+    }
+
     /// Whether the tree under `id`, parked on its sub-agents, has work nobody may be doing: a
     /// sub-agent accepted or running (its process may have died), or every sub-agent ended
     /// (the results were not taken yet). A tree parked only on humans or interruptions has

@@ -22,7 +22,22 @@ fn not_waiting(run: &Loaded) -> DriverError {
 
 impl Driver {
     /// Decide pending calls (`None` = every pending call) and continue the operation.
+    /// A decision on a sub-agent's calls (made on it directly rather than through its root)
+    /// continues its tree too once the sub-agent ends.
     pub async fn decide(
+        &self,
+        id: OperationId,
+        calls: Option<&[String]>,
+        decision: Decision,
+        by: Option<&str>,
+    ) -> Result<RunEnd, DriverError> {
+        let end = self.decide_one(id, calls, decision, by).await?;
+        self.continue_tree(id, &end).await?;
+        Ok(end)
+    }
+
+    /// [`Driver::decide`] without continuing the tree above `id`.
+    async fn decide_one(
         &self,
         id: OperationId,
         calls: Option<&[String]>,
@@ -139,7 +154,7 @@ impl Driver {
             }
         }
         for (op, list) in by_operation {
-            Box::pin(self.decide(op, Some(&list), decision.clone(), by)).await?;
+            Box::pin(self.decide_one(op, Some(&list), decision.clone(), by)).await?;
         }
         // The root waits on its sub-agents: continue it (it runs what is left of the tree).
         Box::pin(self.run(root.id)).await

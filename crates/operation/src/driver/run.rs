@@ -26,13 +26,18 @@ impl Driver {
         self.drive(&runtime, &mut run, state).await
     }
 
-    /// Resume after a crash or an interruption: continue from the last committed step.
+    /// Resume after a crash or an interruption: continue from the last committed step. A
+    /// sub-agent resumed directly continues its tree too once it ends.
     pub async fn resume(&self, id: OperationId) -> Result<RunEnd, DriverError> {
         let mut run = match self.open(id).await? {
             Opened::Ready(run) => run,
             Opened::Ended(end) => return Ok(end),
         };
-        self.resume_loaded(&mut run).await
+        let end = self.resume_loaded(&mut run).await?;
+        if run.spec.delegation.is_some() {
+            self.continue_tree(id, &end).await?;
+        }
+        Ok(end)
     }
 
     /// [`Driver::resume`] of an opened operation. An interrupted parent goes back to waiting

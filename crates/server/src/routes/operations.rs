@@ -29,8 +29,8 @@ pub struct CreateOperation {
     /// Run as this agent of yours (its model, system role, tools and limits).
     #[serde(default)]
     pub agent: Option<String>,
-    /// Run as this group of yours instead: its members talk in rounds under its supervisor,
-    /// one operation tree with one budget.
+    /// Run as this group of yours instead (not with `agent`: 422 `agent_and_group`): its
+    /// members talk in rounds under its supervisor, one operation tree with one budget.
     #[serde(default)]
     pub group: Option<String>,
     /// Continue this conversation (yours), or start one under this id; a new one otherwise.
@@ -206,7 +206,12 @@ pub async fn create(
     let host = &app.runner.host;
     let spec = match (&req.group, &req.agent) {
         (Some(_), Some(_)) => {
-            return Err(ApiError::bad_request("name an agent or a group, not both"));
+            // Each field is valid alone; together they ask for two different runs.
+            return Err(ApiError::new(
+                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                "agent_and_group",
+                "name an agent or a group, not both",
+            ));
         }
         (Some(group), None) => {
             host.group_spec(&*app.store, &user.id, group, &over, origin)
