@@ -160,7 +160,7 @@ async fn the_ui_streams_approves_after_a_reload_and_shows_the_inspector() {
 
 /// A delegated task's thread in the UI: under the call that spawned it, collapsible, with the
 /// sub-agent's tool card, answer, status and cost; then a group conversation started from the
-/// picker, each turn naming its speaker.
+/// picker, each turn naming its speaker; then a failed run's reason shown in the conversation.
 #[tokio::test]
 async fn the_ui_shows_a_delegated_tasks_thread_with_the_sub_agents_tool_card() {
     let (chromium, playwright) = match prerequisites() {
@@ -199,6 +199,14 @@ async fn the_ui_shows_a_delegated_tasks_thread_with_the_sub_agents_tool_card() {
     let (_server, base) = serve_ui(&dir, &model.base).await;
     model.route("ROLE-ANN", vec![Canned::openai_text("ann waves")]);
     model.route("ROLE-BOB", vec![Canned::openai_text("bob waves back")]);
+    // Refused by the provider (not retried): the run fails and says why.
+    model.route(
+        "ROLE-BROKEN",
+        vec![Canned::json(
+            400,
+            &json!({"error": {"message": "quota exceeded for this demo", "type": "invalid_request_error"}}),
+        )],
+    );
     for (name, config) in [
         (
             "boss",
@@ -210,6 +218,10 @@ async fn the_ui_shows_a_delegated_tasks_thread_with_the_sub_agents_tool_card() {
         ),
         ("ann", json!({"system_role": "ROLE-ANN: be brief."})),
         ("bob", json!({"system_role": "ROLE-BOB: be brief."})),
+        (
+            "broken",
+            json!({"system_role": "ROLE-BROKEN: never answers."}),
+        ),
     ] {
         let created = reqwest::Client::new()
             .post(format!("{base}/v1/agents"))
@@ -238,7 +250,12 @@ async fn the_ui_shows_a_delegated_tasks_thread_with_the_sub_agents_tool_card() {
         "{report:#}\nscreenshots in {}",
         out.display()
     );
-    for shot in ["threads-1-collapsed", "threads-2-open", "threads-3-group"] {
+    for shot in [
+        "threads-1-collapsed",
+        "threads-2-open",
+        "threads-3-group",
+        "threads-4-failure",
+    ] {
         assert!(out.join(format!("{shot}.png")).exists(), "{shot}.png");
     }
 }

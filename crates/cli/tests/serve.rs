@@ -1066,11 +1066,47 @@ async fn the_readme_main_command_serves_the_shipped_cassette_offline() {
     let http = reqwest::Client::new();
     let page = http.get(format!("{base}/")).send().await.unwrap();
     assert!(page.text().await.unwrap().contains("<title>rein</title>"));
-    let created: Value = serde_json::from_slice(
+    let ask = |input: &'static str| {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            let created: Value = serde_json::from_slice(
+                &http
+                    .post(format!("{base}/v1/operations"))
+                    .header("content-type", "application/json")
+                    .body(json!({ "input": input }).to_string())
+                    .send()
+                    .await
+                    .unwrap()
+                    .bytes()
+                    .await
+                    .unwrap(),
+            )
+            .unwrap();
+            let op = created["operation_id"].as_str().unwrap().to_owned();
+            // The log of an ended operation, whole (the stream ends with the operation).
+            let log = http
+                .get(format!("{base}/v1/operations/{op}/events?live=false"))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            (op, log)
+        }
+    };
+    // The demo answers its question every time it is asked, not only the first.
+    for _ in 0..3 {
+        let (_, body) = ask("What is 17 * 23?").await;
+        assert!(body.contains("\"type\":\"done\""), "{body}");
+        assert!(body.contains("391"), "{body}");
+    }
+    // A question it does not hold fails visibly, saying why.
+    let (op, body) = ask("What is 2 + 2?").await;
+    assert!(body.contains("is not in the cassette"), "{body}");
+    let detail: Value = serde_json::from_slice(
         &http
-            .post(format!("{base}/v1/operations"))
-            .header("content-type", "application/json")
-            .body(json!({"input": "What is 17 * 23?"}).to_string())
+            .get(format!("{base}/v1/operations/{op}"))
             .send()
             .await
             .unwrap()
@@ -1079,17 +1115,7 @@ async fn the_readme_main_command_serves_the_shipped_cassette_offline() {
             .unwrap(),
     )
     .unwrap();
-    let op = created["operation_id"].as_str().unwrap();
-    let body = http
-        .get(format!("{base}/v1/operations/{op}/events?live=false"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(body.contains("\"type\":\"done\""), "{body}");
-    assert!(body.contains("391"), "{body}");
+    assert_eq!(detail["operation"]["status"], "error", "{detail}");
     assert!(dir.join("rein.db").exists(), "the embedded SQLite file");
 }
 

@@ -1,7 +1,9 @@
 //! Record and replay. [`RecordingTransport`] tees every exchange (request path and body, raw
 //! response status, headers and bytes) into a JSONL cassette; [`ReplayTransport`] serves a
-//! cassette offline, matching requests in order and failing loudly on the first mismatch.
-//! Credentials are never written: request headers are not recorded.
+//! cassette offline, matching each request by its content (method, path and body) against
+//! every recorded exchange, as often as it is asked, and failing loudly, with where the nearest
+//! recorded request differs, when the cassette holds no such request. Credentials are never
+//! written: request headers are not recorded.
 
 use crate::error::{ErrorKind, ModelError};
 use crate::transport::{HttpCall, HttpResponse, Method, Transport};
@@ -9,9 +11,8 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// The recorded request.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -144,10 +145,10 @@ async fn append(path: &Path, exchange: &Exchange) -> Result<(), ModelError> {
     f.flush().await.map_err(|e| io(path, e))
 }
 
-/// Serves a cassette, in order.
+/// Serves a cassette by request content, any number of times.
 pub struct ReplayTransport {
-    exchanges: Mutex<VecDeque<Exchange>>,
-    served: Mutex<usize>,
+    exchanges: Vec<Exchange>,
+    served: std::sync::atomic::AtomicUsize,
     piece: usize,
 }
 
@@ -155,8 +156,8 @@ impl ReplayTransport {
     /// A replay of `exchanges`.
     pub fn new(exchanges: Vec<Exchange>) -> Self {
         Self {
-            exchanges: Mutex::new(exchanges.into()),
-            served: Mutex::new(0),
+            exchanges,
+            served: std::sync::atomic::AtomicUsize::new(0),
             piece: 64,
         }
     }
@@ -186,13 +187,50 @@ impl ReplayTransport {
         Self::from_jsonl(&text)
     }
 
-    /// Exchanges not yet served.
-    pub fn remaining(&self) -> usize {
-        self.exchanges
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .len()
+    /// Requests served so far.
+    pub fn served(&self) -> usize {
+        self.served.load(std::sync::atomic::Ordering::SeqCst)
     }
+
+    /// Why `call` (the `n`th request) is not in the cassette: where the nearest recorded
+    /// request to the same path differs (the one that agrees longest, in the order JSON is
+    /// compared), or which paths the cassette holds.
+    fn not_held(&self, call: &HttpCall, n: usize) -> ModelError {
+        let same_path: Vec<&Exchange> = self
+            .exchanges
+            .iter()
+            .filter(|e| e.request.method == call.method && e.request.path == call.path)
+            .collect();
+        if same_path.is_empty() {
+            let mut held: Vec<String> = self
+                .exchanges
+                .iter()
+                .map(|e| format!("{:?} {}", e.request.method, e.request.path))
+                .collect();
+            held.dedup();
+            return mismatch(format!(
+                "request {n} ({:?} {}) is not in the cassette, which holds only {}",
+                call.method,
+                call.path,
+                held.join(", ")
+            ));
+        }
+        let nearest = same_path
+            .iter()
+            .filter_map(|e| first_difference(&e.request.body, &call.body, "body".into()))
+            .max_by_key(|d| agreed_before(d))
+            .unwrap_or_default();
+        mismatch(format!(
+            "request {n} to {} is not in the cassette (a replay answers only the requests it recorded); the nearest recorded request differs at {nearest}",
+            call.path
+        ))
+    }
+}
+
+/// How far into the body a difference at `d` (`body.messages[2].content: …`) lies: the
+/// length of its location, a proxy for how much of the request agreed before it.
+fn agreed_before(d: &str) -> usize {
+    d.split(':').next().map_or(0, str::len)
 }
 
 /// The first JSON path at which two values differ.
@@ -229,44 +267,31 @@ fn mismatch(msg: String) -> ModelError {
 
 impl Transport for ReplayTransport {
     fn send(&self, call: HttpCall) -> BoxFuture<'static, Result<HttpResponse, ModelError>> {
-        let next = self
+        let n = self
+            .served
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1;
+        let found = self
             .exchanges
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .pop_front();
-        let n = {
-            let mut served = self.served.lock().unwrap_or_else(|p| p.into_inner());
-            *served += 1;
-            *served
-        };
+            .iter()
+            .find(|e| {
+                e.request.method == call.method
+                    && e.request.path == call.path
+                    && first_difference(&e.request.body, &call.body, String::new()).is_none()
+            })
+            .map(|e| e.response.clone());
+        let result = found.ok_or_else(|| self.not_held(&call, n));
         let piece = self.piece;
         async move {
-            let Some(ex) = next else {
-                return Err(mismatch(format!(
-                    "request {n} ({}) has no recorded exchange: the cassette is exhausted",
-                    call.path
-                )));
-            };
-            if ex.request.method != call.method || ex.request.path != call.path {
-                return Err(mismatch(format!(
-                    "request {n}: recorded {:?} {}, now {:?} {}",
-                    ex.request.method, ex.request.path, call.method, call.path
-                )));
-            }
-            if let Some(d) = first_difference(&ex.request.body, &call.body, "body".into()) {
-                return Err(mismatch(format!(
-                    "request {n} to {} differs from the cassette at {d}",
-                    call.path
-                )));
-            }
-            let bytes = Bytes::from(ex.response.body.into_bytes());
+            let response = result?;
+            let bytes = Bytes::from(response.body.into_bytes());
             let pieces: Vec<Result<Bytes, ModelError>> = (0..bytes.len())
                 .step_by(piece.max(1))
                 .map(|i| Ok(bytes.slice(i..(i + piece).min(bytes.len()))))
                 .collect();
             Ok(HttpResponse {
-                status: ex.response.status,
-                headers: ex.response.headers,
+                status: response.status,
+                headers: response.headers,
                 body: futures::stream::iter(pieces).boxed(),
             })
         }

@@ -1,6 +1,7 @@
 // Drives the web UI in headless Chromium through a delegation: the parent's answer, the
 // thread of the delegated task under the call that spawned it (collapsed, then opened), the
-// sub-agent's own tool card and cost. Screenshots go to OUT.
+// sub-agent's own tool card and cost; a group's turns; a failed run's reason in the
+// conversation. Screenshots go to OUT.
 // Usage: node threads.cjs BASE_URL OUT_DIR   (REIN_PLAYWRIGHT: path of playwright-core,
 // REIN_CHROMIUM: the browser executable)
 "use strict";
@@ -56,6 +57,17 @@ async function main() {
     const words = await page.textContent("#messages");
     if (!words.includes("ann waves") || !words.includes("bob waves back")) throw new Error("turns: " + words);
     await shot("threads-3-group");
+
+    // A run that fails says why in the conversation.
+    await page.click("#new-chat");
+    await page.selectOption("#agent-select", "broken");
+    await page.fill("#input", "This will fail.");
+    await page.click("#send");
+    await page.waitForSelector("#op-status.error", { timeout: 20000 });
+    await page.waitForSelector(".msg.failure");
+    const failure = await page.textContent(".msg.failure");
+    if (!failure.includes("The run failed") || !failure.includes("quota exceeded for this demo")) throw new Error("failure: " + failure);
+    await shot("threads-4-failure");
     console.log(JSON.stringify({ ok: true }));
   } catch (e) {
     await shot("threads-failure").catch(() => {});
