@@ -280,6 +280,28 @@ pub async fn command(store: &SqlStore, command: AgentCommand, json: bool) -> any
     Ok(())
 }
 
+/// `rein models --remote PROVIDER`: what the provider itself lists (its `/models`, Ollama's
+/// `/api/tags`), with its key from the configuration or environment.
+pub async fn remote_models(config: &Config, provider: &str, json: bool) -> anyhow::Result<()> {
+    let registry = config.registry()?;
+    let provider = rein_model::Provider::new(
+        registry.provider_with_key(provider)?,
+        std::sync::Arc::new(rein_model::ReqwestTransport::new(
+            rein_model::transport::Timeouts::default(),
+        )?),
+    );
+    let mut ids = rein_model::ModelProvider::list_models(&provider).await?;
+    ids.sort();
+    for id in ids {
+        if json {
+            println!("{}", serde_json::json!({ "id": id }));
+        } else {
+            println!("{id}");
+        }
+    }
+    Ok(())
+}
+
 /// `rein models`.
 pub fn models(config: &Config, json: bool) -> anyhow::Result<()> {
     let catalog = Catalog::builtin()?;

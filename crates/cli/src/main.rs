@@ -88,8 +88,13 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: groups::GroupCommand,
     },
-    /// List the catalogued models (context window, capabilities, prices).
-    Models,
+    /// List the catalogued models (context window, capabilities, prices), or with `--remote`
+    /// what a provider itself serves.
+    Models {
+        /// Ask this provider (`openai`, `anthropic`, `google`, `ollama`, ...) for its models.
+        #[arg(long, value_name = "PROVIDER")]
+        remote: Option<String>,
+    },
     /// Show the effective configuration.
     Config {
         #[command(subcommand)]
@@ -370,13 +375,16 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         config::show(&ctx.config, &target, model.as_deref(), &cli.mcp, cli.json)?;
         return Ok(exit::DONE);
     }
-    if let Command::Models = &cli.command {
-        agents::models(&ctx.config, cli.json)?;
+    if let Command::Models { remote } = &cli.command {
+        match remote {
+            Some(provider) => agents::remote_models(&ctx.config, provider, cli.json).await?,
+            None => agents::models(&ctx.config, cli.json)?,
+        }
         return Ok(exit::DONE);
     }
     let store = Arc::new(SqlStore::open(&target, Synchronous::Normal).await?);
     match cli.command {
-        Command::Config { .. } | Command::Models => Ok(exit::DONE),
+        Command::Config { .. } | Command::Models { .. } => Ok(exit::DONE),
         Command::Agent { command } => {
             agents::command(&store, command, cli.json).await?;
             Ok(exit::DONE)

@@ -325,7 +325,7 @@ pub async fn dispatch(r: &Remote, command: Command, json: bool) -> anyhow::Resul
                 eprintln!("deleted agent {name}");
             }
         },
-        Command::Models => {
+        Command::Models { remote: None } => {
             let v = r.call(Method::GET, "/v1/models", None).await?;
             for m in v["models"].as_array().into_iter().flatten() {
                 if json {

@@ -1545,3 +1545,29 @@ async fn a_group_run_from_the_cli_prints_each_members_turn() {
     assert_eq!(code, 1);
     assert!(err.contains("no group `nope`"), "{err}");
 }
+
+/// `rein models --remote`: what the provider itself serves (its `/models`); `google` is an
+/// alias of Gemini, so a Gemini model can be addressed either way.
+#[tokio::test]
+async fn models_remote_lists_what_the_provider_serves() {
+    let e = env(vec![Canned::json(
+        200,
+        &serde_json::json!({"object": "list", "data": [{"id": "gpt-b"}, {"id": "gpt-a"}]}),
+    )])
+    .await;
+    let (code, out, err) = e.rein(&["models", "--remote", "openai"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "gpt-a\ngpt-b\n");
+    let seen = e.server.requests();
+    assert_eq!(seen[0].method, "GET");
+    assert_eq!(seen[0].path, "/v1/models");
+    let mut no_key = e.cmd(&["models", "--remote", "anthropic"]);
+    no_key.env_remove("ANTHROPIC_API_KEY");
+    let out = no_key.output().await.unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("set ANTHROPIC_API_KEY"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

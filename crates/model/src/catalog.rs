@@ -145,6 +145,7 @@ impl Catalog {
 
     /// The entry for `provider/model`; `None` (with a warning, once) when it is missing.
     pub fn lookup(&self, provider: &str, model: &str) -> Option<Arc<ModelInfo>> {
+        let provider = crate::registry::canonical(provider);
         let key = format!("{provider}/{model}");
         if let Some(m) = self.models.get(&key) {
             return Some(Arc::clone(m));

@@ -231,8 +231,9 @@ impl Inner {
         let protocol = self.config.protocol;
         if !(200..300).contains(&resp.status) {
             let body = read_all(&mut resp).await.unwrap_or_default();
+            let error = protocol.http_error(resp.status, &resp.headers, &body);
             return Attempt::Failed {
-                error: protocol.http_error(resp.status, &resp.headers, &body),
+                error: where_not_found(error, resp.status, protocol, call),
                 produced: false,
             };
         }
@@ -617,15 +618,33 @@ impl ModelProvider for Provider {
     }
 }
 
+/// A 404 says which URL was called and the other base-URL form to try (with or without the
+/// version segment): the usual cause is a base URL given in the other convention.
+fn where_not_found(
+    mut error: ModelError,
+    status: u16,
+    protocol: Protocol,
+    call: &HttpCall,
+) -> ModelError {
+    if status == 404 {
+        error.message = format!(
+            "{} (at {}; if the base URL is wrong, try {})",
+            error.message,
+            call.url(),
+            protocol.other_base_url(&call.base_url)
+        );
+    }
+    error
+}
+
 impl Inner {
     async fn json(&self, call: HttpCall) -> Result<Value, ModelError> {
-        let mut resp = self.transport.send(call).await?;
+        let mut resp = self.transport.send(call.clone()).await?;
         let body = read_all(&mut resp).await?;
         if !(200..300).contains(&resp.status) {
-            return Err(self
-                .config
-                .protocol
-                .http_error(resp.status, &resp.headers, &body));
+            let protocol = self.config.protocol;
+            let error = protocol.http_error(resp.status, &resp.headers, &body);
+            return Err(where_not_found(error, resp.status, protocol, &call));
         }
         serde_json::from_slice(&body).map_err(|e| {
             ModelError::new(

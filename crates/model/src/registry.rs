@@ -44,6 +44,18 @@ pub struct ProviderPreset {
     /// Deviations.
     #[serde(default)]
     pub quirks: Quirks,
+    /// Headers every request carries (OpenRouter's app attribution), under the user's.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+}
+
+/// The provider id an alias stands for: `google` is Gemini (the id LobeHub and Google's own
+/// tools use; `GOOGLE_API_KEY` or `GEMINI_API_KEY`); every other id is its own.
+pub fn canonical(id: &str) -> &str {
+    match id {
+        "google" => "gemini",
+        other => other,
+    }
 }
 
 /// User configuration for one provider (every field optional).
@@ -177,13 +189,16 @@ impl Registry {
         Ok(config)
     }
 
-    /// The configuration of provider `id`.
+    /// The configuration of provider `id` (or an alias of one: [`canonical`]).
     pub fn provider(&self, id: &str) -> Result<ProviderConfig, ModelError> {
+        let given = id;
+        let id = canonical(id);
         let preset = self.presets.get(id);
         let over = self.overrides.get(id).cloned().unwrap_or_default();
         let env = &self.env;
         // The environment overrides the configuration file, which overrides the presets.
-        let mut base = env(&env_name(id, "BASE_URL"))
+        let mut base = env(&env_name(given, "BASE_URL"))
+            .or_else(|| env(&env_name(id, "BASE_URL")))
             .or_else(|| (id == "ollama").then(|| env("OLLAMA_HOST")).flatten())
             .or_else(|| over.base_url.clone())
             .or_else(|| preset.map(|p| p.base_url.clone()).filter(|b| !b.is_empty()));
@@ -208,19 +223,23 @@ impl Registry {
                 },
             ));
         };
-        let api_key = env(&env_name(id, "API_KEY"))
+        let api_key = env(&env_name(given, "API_KEY"))
+            .or_else(|| env(&env_name(id, "API_KEY")))
             .or_else(|| preset.and_then(|p| p.api_key_env.as_deref()).and_then(env))
             .or_else(|| (id == "gemini").then(|| env("GOOGLE_API_KEY")).flatten())
             .or_else(|| over.api_key.clone());
+        let protocol = over
+            .protocol
+            .or(preset.map(|p| p.protocol))
+            .unwrap_or(Protocol::OpenaiChat);
+        let mut headers = preset.map(|p| p.headers.clone()).unwrap_or_default();
+        headers.extend(over.headers);
         Ok(ProviderConfig {
             id: id.to_owned(),
-            protocol: over
-                .protocol
-                .or(preset.map(|p| p.protocol))
-                .unwrap_or(Protocol::OpenaiChat),
-            base_url,
+            protocol,
+            base_url: protocol.base_url(&base_url),
             api_key,
-            headers: over.headers,
+            headers,
             quirks: over
                 .quirks
                 .or(preset.map(|p| p.quirks.clone()))

@@ -49,6 +49,57 @@ pub struct WireRequest {
 }
 
 impl Protocol {
+    /// The base URL its requests go under, from either form people give: the SDKs'
+    /// conventions (`ANTHROPIC_BASE_URL=https://api.anthropic.com`, a Gemini host without a
+    /// version, an OpenAI-compatible server's bare address) or the versioned one. Anthropic
+    /// gains `/v1` unless it ends so; Gemini `/v1beta` unless it ends in a version; OpenAI
+    /// Chat and Responses `/v1` only when the URL has no path at all (a path may be a
+    /// provider's own prefix, such as `/api/v3` or `/compatible-mode/v1`); Ollama loses a
+    /// trailing `/api` or `/v1` (its native API is under the root).
+    pub fn base_url(self, given: &str) -> String {
+        let base = given.trim_end_matches('/');
+        let path = base
+            .split_once("://")
+            .map_or(base, |(_, rest)| rest)
+            .split_once('/')
+            .map_or("", |(_, p)| p);
+        match self {
+            Protocol::Anthropic if !base.ends_with("/v1") => format!("{base}/v1"),
+            Protocol::Gemini
+                if !["/v1", "/v1beta", "/v1alpha"]
+                    .iter()
+                    .any(|v| base.ends_with(v)) =>
+            {
+                format!("{base}/v1beta")
+            }
+            Protocol::OpenaiChat | Protocol::OpenaiResponses if path.is_empty() => {
+                format!("{base}/v1")
+            }
+            Protocol::Ollama => base
+                .strip_suffix("/api")
+                .or_else(|| base.strip_suffix("/v1"))
+                .unwrap_or(base)
+                .to_owned(),
+            _ => base.to_owned(),
+        }
+    }
+
+    /// The other form of `base` to suggest when an endpoint under it is not found: without
+    /// its version segment, or with the protocol's.
+    pub fn other_base_url(self, base: &str) -> String {
+        let base = base.trim_end_matches('/');
+        for v in ["/v1beta", "/v1alpha", "/v1"] {
+            if let Some(stripped) = base.strip_suffix(v) {
+                return stripped.to_owned();
+            }
+        }
+        match self {
+            Protocol::Gemini => format!("{base}/v1beta"),
+            Protocol::Ollama => base.to_owned(),
+            _ => format!("{base}/v1"),
+        }
+    }
+
     /// The framing of its streamed responses.
     pub fn framing(self) -> Framing {
         match self {
