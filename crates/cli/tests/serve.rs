@@ -2415,3 +2415,122 @@ async fn a_server_killed_mid_delegation_resumes_the_tree_on_restart() {
         "no model call was repeated: root, sub-agent twice, root"
     );
 }
+
+/// The official `openai` Python SDK (installed by `scripts/test` into `.pyclients/`) against
+/// `/v1/chat/completions` with a bearer token: a completion and a streamed one from an agent
+/// that used a tool (usage of the whole operation, tool activity as reasoning), the model
+/// list, and an operation stopped by its budget coming back as an error naming why.
+#[tokio::test]
+async fn the_openai_sdk_talks_to_a_rein_agent() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let python = root.join(".pyclients/venv/bin/python");
+    if !python.exists() {
+        rein_testkit::skip(
+            "the OpenAI SDK test",
+            &format!(
+                "no {} (scripts/test installs the openai SDK there)",
+                python.display()
+            ),
+        );
+        return;
+    }
+    let e = env(Vec::new()).await;
+    let answer = || Canned::openai_text("17 × 23 = 391.");
+    e.model.route(
+        "ROLE-CALC",
+        vec![calc("c1", "17*23"), answer(), calc("c2", "17*23"), answer()],
+    );
+    e.model
+        .route("ROLE-TIGHT", vec![calc("t1", "1+1"), calc("t2", "1+1")]);
+    let rein = e.start(&[]).await;
+    let token = e.token("alice").await;
+    e.create_agents(
+        &rein,
+        &token,
+        &[
+            (
+                "calc",
+                json!({"system_role": "ROLE-CALC: you calculate.", "tools": ["calculator"]}),
+            ),
+            (
+                "tight",
+                json!({"system_role": "ROLE-TIGHT: you calculate.", "cost_limit": 0.000001}),
+            ),
+        ],
+    )
+    .await;
+    let run = Command::new(&python)
+        .arg(root.join("crates/cli/tests/clients/openai_sdk.py"))
+        .arg(&rein.base)
+        .arg(&token)
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let report: Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap_or_else(|_| {
+            panic!(
+                "no report from the SDK script:\n{stdout}\n{}",
+                String::from_utf8_lossy(&run.stderr)
+            )
+        });
+    let whole = &report["whole"];
+    assert!(
+        whole["content"].as_str().unwrap().contains("391"),
+        "{report:#}"
+    );
+    assert_eq!(whole["finish_reason"], "stop");
+    // Two model calls (the tool call, the answer), 120 tokens each.
+    assert_eq!(whole["usage"]["total_tokens"], 240, "{report:#}");
+    assert!(whole["id"].as_str().unwrap().starts_with("chatcmpl-"));
+    let streamed = &report["streamed"];
+    assert!(
+        streamed["content"].as_str().unwrap().contains("391"),
+        "{report:#}"
+    );
+    assert!(
+        streamed["reasoning"]
+            .as_str()
+            .unwrap()
+            .contains("calculator/evaluate"),
+        "{report:#}"
+    );
+    assert_eq!(streamed["usage"]["total_tokens"], 240, "{report:#}");
+    assert_eq!(streamed["finish_reason"], "stop");
+    assert!(
+        report["models"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("agent/calc")),
+        "{report:#}"
+    );
+    assert_eq!(report["budget"]["status"], 409, "{report:#}");
+    assert!(
+        report["budget"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cost_limit_exceeded"),
+        "{report:#}"
+    );
+    assert!(
+        report["budget_streamed"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cost_limit_exceeded"),
+        "{report:#}"
+    );
+    // The client's system message joined the agent's role; each request was an operation.
+    let requests = e.model.requests();
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.system_text().contains("ROLE-CALC")
+                && r.system_text().contains("Answer briefly.")),
+        "the client's instructions reach the model"
+    );
+    let ops = e
+        .call(&rein, "GET", "/v1/operations", Some(&token), None)
+        .await
+        .1;
+    assert_eq!(ops.as_array().unwrap().len(), 4, "{ops:#}");
+}

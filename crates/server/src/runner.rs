@@ -23,6 +23,30 @@ pub enum Job {
     Decide(Vec<(String, Decision)>),
 }
 
+/// How a run started with [`Runner::spawn`] ended, once it has: its end, or why it failed.
+#[derive(Debug)]
+pub struct Ended(tokio::sync::oneshot::Receiver<Result<RunEnd, String>>);
+
+impl Ended {
+    /// Wait for the run to end (`None` if the run's task was dropped without saying).
+    pub async fn wait(self) -> Option<Result<RunEnd, String>> {
+        self.0.await.ok()
+    }
+}
+
+/// Tees a run's live events to the hub and to one more sink (a request waiting on them).
+struct Tee(
+    Arc<dyn rein_core::engine::EventSink>,
+    Arc<dyn rein_core::engine::EventSink>,
+);
+
+impl rein_core::engine::EventSink for Tee {
+    fn publish(&self, event: &rein_core::AgentEvent) {
+        self.0.publish(event);
+        self.1.publish(event);
+    }
+}
+
 /// Builds drivers and runs operations in the background.
 pub struct Runner {
     store: Arc<SqlStore>,
@@ -78,11 +102,22 @@ impl Runner {
     /// A driver of this process: each operation it runs gets the model, tools and scope of
     /// its stored spec; its events go to the hub.
     pub fn driver(&self) -> Driver {
+        self.driver_with(None)
+    }
+
+    /// [`Runner::driver`], its live events also handed to `also` (a request streaming them).
+    pub fn driver_with(&self, also: Option<Arc<dyn rein_core::engine::EventSink>>) -> Driver {
         let hub = Arc::clone(&self.hub);
         let observer = self.observer.clone();
+        let to_hub: Arc<dyn rein_core::engine::EventSink> =
+            Arc::new(HubSink(Arc::clone(&self.hub)));
+        let sink = match also {
+            Some(also) => Arc::new(Tee(to_hub, also)),
+            None => to_hub,
+        };
         self.host
             .driver()
-            .with_sink(Arc::new(HubSink(Arc::clone(&self.hub))))
+            .with_sink(sink)
             .with_commit_hook(Arc::new(move |id, events| {
                 if let Some(o) = &observer {
                     o(id, events);
@@ -125,7 +160,7 @@ impl Runner {
         owner: String,
         driver: Driver,
         job: Job,
-    ) -> Result<(), ApiError> {
+    ) -> Result<Ended, ApiError> {
         if self.is_running(id) {
             return Err(ApiError::conflict(format!(
                 "operation {id} is already running"
@@ -148,6 +183,7 @@ impl Runner {
             active.insert(id, owner);
         }
         let me = Arc::clone(self);
+        let (ended, on_end) = tokio::sync::oneshot::channel();
         tokio::spawn(async move {
             let renew = {
                 let me = Arc::clone(&me);
@@ -190,6 +226,11 @@ impl Runner {
                 }
             };
             renew.abort();
+            // Whoever waits on the run (a request answering with it) learns how it ended.
+            let _ = ended.send(match &end {
+                Ok(e) => Ok(e.clone()),
+                Err(e) => Err(e.to_string()),
+            });
             match end {
                 Ok(end) => {
                     tracing::info!(operation = %id, ?end, "run ended");
@@ -214,7 +255,7 @@ impl Runner {
             // Streams re-check the log (and end when the operation did).
             me.hub.send(id, || Signal::Wake);
         });
-        Ok(())
+        Ok(Ended(on_end))
     }
 
     /// Every half lease, resume what a dead process left (see [`Runner::recover`]).
@@ -309,7 +350,7 @@ impl Runner {
             };
             let owner = op.owner.clone().unwrap_or_default();
             match self.spawn(op.id, owner, driver, job).await {
-                Ok(()) => {
+                Ok(_) => {
                     tracing::info!(operation = %op.id, ?status, "recovering operation");
                     n += 1;
                 }

@@ -35,6 +35,9 @@ pub struct StartOptions {
     pub topic_id: Option<String>,
     /// Images and files sent with the prompt (see [`crate::attachment`]).
     pub attachments: Vec<rein_core::message::ContentPart>,
+    /// Earlier turns the caller holds (an OpenAI-style client sends its conversation whole),
+    /// put before the prompt, after the topic's own history.
+    pub history: Vec<rein_core::Message>,
     /// What started it.
     pub trigger: Option<Trigger>,
     /// Claim a running slot and the lease for a process as the operation is created (a

@@ -34,11 +34,12 @@ impl Driver {
             .topic_id
             .clone()
             .unwrap_or_else(|| format!("topic_{id}"));
-        let history = if opts.topic_id.is_some() {
+        let mut history = if opts.topic_id.is_some() {
             rein_core::message::model_view(self.store.topic_messages(&topic_id).await?)
         } else {
             Vec::new()
         };
+        history.extend(opts.history.iter().cloned());
         let mut user = Message::user(prompt);
         user.content.extend(opts.attachments.iter().cloned());
         let manifests = self.offered_tools(&spec).await?;

@@ -4,6 +4,7 @@ pub mod agents;
 pub mod events;
 pub mod groups;
 pub mod models;
+pub mod openai;
 pub mod operations;
 pub mod tasks;
 pub mod topics;
