@@ -87,6 +87,12 @@ impl Hub {
         });
     }
 
+    /// Event streams listening now, over every operation.
+    pub fn streams(&self) -> usize {
+        let map = self.channels.lock().unwrap_or_else(|p| p.into_inner());
+        map.values().map(broadcast::Sender::receiver_count).sum()
+    }
+
     /// Whether anyone listens to the operation.
     pub fn has_subscribers(&self, id: OperationId) -> bool {
         let map = self.channels.lock().unwrap_or_else(|p| p.into_inner());

@@ -13,6 +13,7 @@ pub mod auth;
 pub mod commit_notices;
 pub mod error;
 pub mod hub;
+pub mod metrics;
 pub mod openapi;
 pub mod origin;
 pub mod routes;
@@ -137,6 +138,7 @@ pub fn router(app: AppState) -> Router {
     let (routes, _, _) = api().finish();
     routes
         .route("/", get(ui::index))
+        .route("/metrics", get(metrics::scrape))
         .route("/v1/openapi.json", get(ui::openapi))
         .fallback(error::no_route)
         .method_not_allowed_fallback(error::wrong_method)

@@ -34,16 +34,14 @@ impl Ended {
     }
 }
 
-/// Tees a run's live events to the hub and to one more sink (a request waiting on them).
-struct Tee(
-    Arc<dyn rein_core::engine::EventSink>,
-    Arc<dyn rein_core::engine::EventSink>,
-);
+/// Hands a run's live events to several sinks: the hub, the metrics, a request waiting on them.
+struct Tee(Vec<Arc<dyn rein_core::engine::EventSink>>);
 
 impl rein_core::engine::EventSink for Tee {
     fn publish(&self, event: &rein_core::AgentEvent) {
-        self.0.publish(event);
-        self.1.publish(event);
+        for sink in &self.0 {
+            sink.publish(event);
+        }
     }
 }
 
@@ -60,6 +58,8 @@ pub struct Runner {
     pub limits: RunLimits,
     /// Also told about every commit (the load benchmark times deliveries against it).
     pub observer: Option<rein_operation::CommitHook>,
+    /// What this server's runs did, for `/metrics`.
+    pub metrics: Arc<crate::metrics::Metrics>,
     active: Mutex<HashMap<OperationId, String>>,
     /// This process's name in operation leases.
     pub node: String,
@@ -83,6 +83,7 @@ impl Runner {
                 total: None,
             },
             observer: None,
+            metrics: Arc::default(),
             active: Mutex::new(HashMap::new()),
             lease: DEFAULT_LEASE,
             node: format!(
@@ -109,12 +110,12 @@ impl Runner {
     pub fn driver_with(&self, also: Option<Arc<dyn rein_core::engine::EventSink>>) -> Driver {
         let hub = Arc::clone(&self.hub);
         let observer = self.observer.clone();
-        let to_hub: Arc<dyn rein_core::engine::EventSink> =
-            Arc::new(HubSink(Arc::clone(&self.hub)));
-        let sink = match also {
-            Some(also) => Arc::new(Tee(to_hub, also)),
-            None => to_hub,
-        };
+        let mut sinks: Vec<Arc<dyn rein_core::engine::EventSink>> = vec![
+            Arc::new(HubSink(Arc::clone(&self.hub))),
+            Arc::new(crate::metrics::MetricsSink(Arc::clone(&self.metrics))),
+        ];
+        sinks.extend(also);
+        let sink = Arc::new(Tee(sinks));
         self.host
             .driver()
             .with_sink(sink)

@@ -22,7 +22,7 @@ mod tasks;
 pub use accounts::{Accounts, AgentRecord, ApiToken, GroupRecord, TopicRecord, User};
 pub use error::StoreError;
 pub use records::*;
-pub use sql::{CommitNotices, SqlStore, Synchronous, redact};
+pub use sql::{CommitNotices, Counts, SqlStore, Synchronous, redact};
 pub use tasks::{Delivery, DeliveryStatus, TaskRow, TaskRun, Tasks};
 
 use futures::future::BoxFuture;

@@ -20,6 +20,7 @@ mod tool_executions;
 mod writer;
 
 pub use notices::CommitNotices;
+pub use operations::Counts;
 
 use crate::Store;
 use crate::error::StoreError;

@@ -206,3 +206,45 @@ pub(super) async fn request_cancel(store: &SqlStore, id: OperationId) -> Result<
             .rows_affected();
     Ok(n > 0)
 }
+
+/// Rows by state, for a metrics scrape: operations by status, task fires by status and skip
+/// reason (its code, the text before any `:`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// `(status, operations)`.
+    pub operations: Vec<(String, u64)>,
+    /// `(status, reason code or empty, fires)`.
+    pub fires: Vec<(String, String, u64)>,
+}
+
+impl SqlStore {
+    /// Operations by status and task fires by status and reason, counted in the database.
+    pub async fn counts(&self) -> Result<Counts, StoreError> {
+        let rows = sqlx::query("SELECT status, COUNT(*) AS n FROM operations GROUP BY status")
+            .fetch_all(&self.pool)
+            .await?;
+        let mut counts = Counts::default();
+        for r in &rows {
+            counts
+                .operations
+                .push((r.try_get("status")?, u64_of(r.try_get::<i64, _>("n")?)));
+        }
+        let rows = sqlx::query(
+            "SELECT status, reason, COUNT(*) AS n FROM task_deliveries GROUP BY status, reason",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let mut fires: std::collections::BTreeMap<(String, String), u64> = Default::default();
+        for r in &rows {
+            let reason: Option<String> = r.try_get("reason")?;
+            let code = reason
+                .as_deref()
+                .map(|r| r.split(':').next().unwrap_or(r).trim().to_owned())
+                .unwrap_or_default();
+            *fires.entry((r.try_get("status")?, code)).or_default() +=
+                u64_of(r.try_get::<i64, _>("n")?);
+        }
+        counts.fires = fires.into_iter().map(|((s, c), n)| (s, c, n)).collect();
+        Ok(counts)
+    }
+}
