@@ -9,6 +9,7 @@ mod output;
 mod remote;
 mod serve;
 mod tasks;
+mod telemetry;
 mod test_tools;
 
 use anyhow::{Context, anyhow};
@@ -580,17 +581,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // Logs go to stderr: always for the server, for other commands only when REIN_LOG asks.
     let serving = matches!(cli.command, Command::Serve(_));
-    if let Some(filter) = std::env::var("REIN_LOG")
-        .ok()
-        .filter(|f| !f.is_empty())
-        .or_else(|| serving.then(|| "info".to_owned()))
-    {
-        tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-            .with_writer(std::io::stderr)
-            .with_ansi(std::io::stderr().is_terminal())
-            .init();
-    }
+    let telemetry = telemetry::init(
+        std::env::var("REIN_LOG")
+            .ok()
+            .filter(|f| !f.is_empty())
+            .or_else(|| serving.then(|| "info".to_owned())),
+    );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -602,11 +598,13 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::ERROR);
         }
     };
-    match runtime.block_on(run(cli)) {
+    let code = match runtime.block_on(run(cli)) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(exit::ERROR)
         }
-    }
+    };
+    telemetry.shutdown();
+    code
 }

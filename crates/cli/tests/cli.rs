@@ -1571,3 +1571,113 @@ async fn models_remote_lists_what_the_provider_serves() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// With `OTEL_EXPORTER_OTLP_ENDPOINT` set, a run's spans reach an OTLP/HTTP receiver (a local
+/// server taking the JSON export): the operation, its steps, each model call and tool call,
+/// nested in that order, with OpenTelemetry's GenAI attributes and the operation id.
+#[tokio::test]
+async fn traces_reach_an_otlp_receiver_with_genai_attributes() {
+    let e = env(vec![
+        calc("c1", "17*23"),
+        Canned::openai_text("17 × 23 = 391."),
+    ])
+    .await;
+    let receiver = serve(
+        (0..20)
+            .map(|_| Canned::json(200, &serde_json::json!({})))
+            .collect(),
+        5,
+    )
+    .await;
+    let mut cmd = e.cmd(&["run", "--approval", "auto-run", "What is 17*23?"]);
+    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.base);
+    let out = cmd.output().await.unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let op = op_id(&String::from_utf8_lossy(&out.stderr));
+
+    let mut spans: Vec<serde_json::Value> = Vec::new();
+    for r in receiver.requests() {
+        assert_eq!(r.path, "/v1/traces");
+        for rs in r.body["resourceSpans"].as_array().into_iter().flatten() {
+            let service = rs["resource"]["attributes"].to_string();
+            assert!(
+                service.contains("service.name") && service.contains("rein"),
+                "{service}"
+            );
+            for ss in rs["scopeSpans"].as_array().into_iter().flatten() {
+                spans.extend(ss["spans"].as_array().into_iter().flatten().cloned());
+            }
+        }
+    }
+    let attr = |s: &serde_json::Value, key: &str| -> String {
+        s["attributes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|a| a["key"] == key)
+            .map(|a| {
+                let v = &a["value"];
+                v["stringValue"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .or_else(|| v["intValue"].as_str().map(str::to_owned))
+                    .unwrap_or_else(|| v["intValue"].to_string())
+            })
+            .unwrap_or_default()
+    };
+    let named = |prefix: &str| -> Vec<&serde_json::Value> {
+        spans
+            .iter()
+            .filter(|s| s["name"].as_str().unwrap_or_default().starts_with(prefix))
+            .collect()
+    };
+    let agent = named("invoke_agent");
+    assert_eq!(agent.len(), 1, "{spans:#?}");
+    assert_eq!(attr(agent[0], "gen_ai.operation.name"), "invoke_agent");
+    assert_eq!(attr(agent[0], "rein.operation.id"), op.to_string());
+    let steps = named("step ");
+    assert!(steps.len() >= 3, "{spans:#?}");
+    assert!(
+        steps
+            .iter()
+            .all(|s| s["parentSpanId"] == agent[0]["spanId"])
+    );
+    let chats = named("chat gpt-4o-mini");
+    assert_eq!(chats.len(), 2, "{spans:#?}");
+    for c in &chats {
+        assert_eq!(attr(c, "gen_ai.operation.name"), "chat");
+        assert_eq!(attr(c, "gen_ai.request.model"), "gpt-4o-mini");
+        assert_eq!(attr(c, "gen_ai.provider.name"), "openai");
+        assert_eq!(attr(c, "gen_ai.usage.input_tokens"), "100");
+        assert_eq!(attr(c, "gen_ai.usage.output_tokens"), "20");
+        assert!(
+            steps.iter().any(|s| s["spanId"] == c["parentSpanId"]),
+            "a model call sits in a step"
+        );
+    }
+    assert!(
+        chats
+            .iter()
+            .any(|c| attr(c, "gen_ai.response.finish_reasons") == "tool_use"
+                || attr(c, "gen_ai.response.finish_reasons") == "tool_calls"),
+        "{chats:#?}"
+    );
+    let tools = named("execute_tool calculator/evaluate");
+    assert_eq!(tools.len(), 1, "{spans:#?}");
+    assert_eq!(attr(tools[0], "gen_ai.tool.name"), "calculator/evaluate");
+    assert_eq!(attr(tools[0], "gen_ai.tool.call.id"), "c1");
+    assert!(
+        steps
+            .iter()
+            .any(|s| s["spanId"] == tools[0]["parentSpanId"])
+    );
+    assert!(
+        spans.iter().all(|s| s["traceId"] == agent[0]["traceId"]),
+        "one trace"
+    );
+}

@@ -23,6 +23,7 @@ use rein_tools::documents::{Embedder, RECALL_WINDOW, embed_one};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// Calls one provider for the engine.
 pub struct ModelPort {
@@ -208,6 +209,25 @@ impl LlmPort for ModelPort {
         req: LlmRequest<'a>,
         on_progress: &'a (dyn Fn(LlmProgress) + Send + Sync),
     ) -> BoxFuture<'a, Result<LlmOutput, PortError>> {
+        // A span per model call, with OpenTelemetry's GenAI attribute names (the binary decides
+        // whether spans are exported).
+        let requested = req
+            .model
+            .as_ref()
+            .map(|m| m.model.to_string())
+            .unwrap_or_default();
+        let span = tracing::info_span!(
+            "chat",
+            otel.name = %format!("chat {requested}"),
+            gen_ai.operation.name = "chat",
+            gen_ai.provider.name = %self.provider_id,
+            gen_ai.request.model = %requested,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            gen_ai.response.finish_reasons = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            rein.operation.id = %req.state.operation_id,
+        );
         async move {
             // A conversation edited while the operation ran must not get an answer attached to
             // a message that no longer exists.
@@ -227,6 +247,7 @@ impl LlmPort for ModelPort {
                 .model
                 .map(|m| m.model.to_string())
                 .ok_or_else(|| PortError::new("config", "the operation has no model"))?;
+            let here = tracing::Span::current();
             let memories = self.relevant_memories(&req).await;
             let (messages, tools) = self.assemble(&req, &model, memories);
             let mut chat = ChatRequest::new(model.clone(), messages);
@@ -277,6 +298,14 @@ impl LlmPort for ModelPort {
             }
             let r = collector.finish();
             let usage = r.usage.unwrap_or_default();
+            here.record("gen_ai.usage.input_tokens", usage.input);
+            here.record("gen_ai.usage.output_tokens", usage.output);
+            if let Some(stop) = &r.stop_reason {
+                here.record("gen_ai.response.finish_reasons", stop.as_str());
+            }
+            if let Some(e) = &r.error {
+                here.record("error.type", e.kind.as_str());
+            }
             let cost = self
                 .catalog
                 .cost(&self.provider_id, &model, &usage)
@@ -335,6 +364,7 @@ impl LlmPort for ModelPort {
                 elapsed_ms: 0,
             })
         }
+        .instrument(span)
         .boxed()
     }
 }

@@ -20,6 +20,7 @@ use rein_tools::documents::{Documents, Embedder, Memory, Notes};
 use rein_tools::{BuiltinConfig, Tool, ToolContext, ToolError, ToolRegistry};
 use std::path::PathBuf;
 use std::sync::Arc;
+use tracing::Instrument;
 
 /// The owner of an operation's memories and notes: its user and agent.
 pub fn document_scope(state: &AgentState) -> String {
@@ -199,6 +200,14 @@ impl ToolPort for ToolHost {
         call: &'a ToolCall,
         state: &'a AgentState,
     ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
+        let span = tracing::info_span!(
+            "execute_tool",
+            otel.name = %format!("execute_tool {}", call.key()),
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %call.key(),
+            gen_ai.tool.call.id = %call.id,
+            rein.operation.id = %state.operation_id,
+        );
         async move {
             let Some(tool) = self.registry.get(&call.identifier) else {
                 return Ok(ToolOutput::failed(format!("Tool `{}` is not installed.", call.identifier)));
@@ -290,6 +299,7 @@ impl ToolPort for ToolHost {
             }
             Ok(recorded(out, exec))
         }
+        .instrument(span)
         .boxed()
     }
 }

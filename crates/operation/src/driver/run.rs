@@ -10,6 +10,7 @@ use rein_core::state::Status;
 use rein_core::{AgentRuntime, AgentState, OperationId};
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument;
 
 impl Driver {
     /// Step an operation from its stored state until it parks, ends or has nothing to do.
@@ -79,6 +80,20 @@ impl Driver {
         run: &mut Loaded,
         mut state: AgentState,
     ) -> Result<RunEnd, DriverError> {
+        // A span per run of the operation (its sub-agents' nest under it), with OpenTelemetry's
+        // GenAI attribute names.
+        let agent = run.spec.agent.as_ref().map_or("rein", |a| a.name.as_str());
+        let span = tracing::info_span!(
+            "invoke_agent",
+            otel.name = %format!("invoke_agent {agent}"),
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.agent.name = agent,
+            rein.operation.id = %run.id,
+            rein.parent.id = tracing::field::Empty,
+        );
+        if let Some(d) = &run.spec.delegation {
+            span.record("rein.parent.id", tracing::field::display(d.parent));
+        }
         let interrupt = runtime.interrupt_handle();
         let watcher = self.watch_cancel(run.id);
         let cancel = self.cancel.clone();
@@ -107,12 +122,21 @@ impl Driver {
                 };
                 // A step re-run after a crash writes the same assistant message.
                 state.pending_assistant_message_id = Some(derived_message_id(run.id, run.seq + 1));
-                let r = runtime.step(state, Some(ctx)).await;
+                let step = run.seq + 1;
+                let r = runtime
+                    .step(state, Some(ctx))
+                    .instrument(tracing::info_span!(
+                        "step",
+                        otel.name = %format!("step {step}"),
+                        rein.step = step,
+                    ))
+                    .await;
                 self.commit(run, r).await?;
                 Self::record_spending(run);
                 state = run.committed.clone();
             }
         }
+        .instrument(span)
         .await;
         watcher.abort();
         forward.abort();
