@@ -102,6 +102,7 @@ pub async fn host(
             .collect(),
     });
     Ok(Host {
+        working_directory: None,
         agents: Some(agents),
         store,
         models,

@@ -39,6 +39,11 @@ pub struct ServeArgs {
     /// this one restarted) resume its operations once it has run out.
     #[arg(long, default_value_t = 30, env = "REIN_LEASE_SECS")]
     lease_secs: u64,
+    /// Directory the file and shell tools of the API's operations work in (none by default:
+    /// then they have no file or shell access). The shell still needs approval and the
+    /// command guard applies.
+    #[arg(long, value_name = "DIR")]
+    workdir: Option<std::path::PathBuf>,
 }
 
 /// `rein token` subcommands.
@@ -295,7 +300,15 @@ pub async fn serve(
         AuthMode::Tokens
     };
     let hub = Arc::new(Hub::default());
-    let host = crate::host::host(Arc::clone(&store), ctx, args.model.as_deref()).await?;
+    let mut host = crate::host::host(Arc::clone(&store), ctx, args.model.as_deref()).await?;
+    if let Some(dir) = &args.workdir {
+        let dir =
+            std::fs::canonicalize(dir).map_err(|e| anyhow!("--workdir {}: {e}", dir.display()))?;
+        if !dir.is_dir() {
+            anyhow::bail!("--workdir {}: not a directory", dir.display());
+        }
+        host.working_directory = Some(dir.to_string_lossy().into_owned());
+    }
     let mut runner = Runner::new(Arc::clone(&store), Arc::clone(&hub), host);
     runner.limits = rein_store::RunLimits {
         per_owner: Some(args.max_running.max(1) as u64),

@@ -41,7 +41,8 @@ fn prerequisites() -> Result<(PathBuf, PathBuf), String> {
 /// `rein serve --no-auth` on a fresh database in `dir`, its models at `model` (the scripted
 /// server), with the test tools; the process (killed when dropped) and its address.
 async fn serve_ui(dir: &Path, model: &str) -> (tokio::process::Child, String) {
-    let mut server = Command::new(env!("CARGO_BIN_EXE_rein"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rein"));
+    cmd.env_clear()
         .args(["--db", &dir.join("rein.db").to_string_lossy()])
         .args([
             "serve",
@@ -51,13 +52,20 @@ async fn serve_ui(dir: &Path, model: &str) -> (tokio::process::Child, String) {
             "--heartbeat-secs",
             "1",
         ])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("REIN_HOME", dir)
         .env("OPENAI_BASE_URL", format!("{model}/v1"))
         .env("OPENAI_API_KEY", "sk-test")
         .env("REIN_TEST_TOOLS", "1")
-        .env("REIN_TEST_LEDGER", dir.join("ledger.txt"))
+        .env("REIN_TEST_LEDGER", dir.join("ledger.txt"));
+    listening(cmd, dir).await
+}
+
+/// Start `cmd` (a `rein serve` on loopback port 0, its environment cleared by the caller) with
+/// `PATH` and `dir` as its home; the process (killed when dropped) and the address it listens
+/// on.
+async fn listening(mut cmd: Command, dir: &Path) -> (tokio::process::Child, String) {
+    let mut server = cmd
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("REIN_HOME", dir)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
@@ -256,6 +264,41 @@ async fn the_ui_shows_a_delegated_tasks_thread_with_the_sub_agents_tool_card() {
         "threads-3-group",
         "threads-4-failure",
     ] {
+        assert!(out.join(format!("{shot}.png")).exists(), "{shot}.png");
+    }
+}
+
+/// The README's main command in Chromium: the demo answers its question three times in a row
+/// (each a new conversation), reads a file of its working directory, and runs a shell command
+/// once it is approved.
+#[tokio::test]
+async fn the_readme_demo_answers_again_and_again_and_asks_before_the_shell() {
+    let (chromium, playwright) = match prerequisites() {
+        Ok(p) => p,
+        Err(missing) => {
+            rein_testkit::skip("the README demo in Chromium", &missing);
+            return;
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("rein-ui-demo-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cli = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // As in the README, with a random port and a throwaway home.
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rein"));
+    cmd.env_clear()
+        .arg("--replay")
+        .arg(cli.join("cassettes/demo.jsonl"))
+        .args(["serve", "--no-auth", "--addr", "127.0.0.1:0", "--workdir"])
+        .arg(cli.join("cassettes/demo"));
+    let (_server, base) = listening(cmd, &dir).await;
+    let (report, out) = run_script("demo.cjs", &base, &chromium, &playwright).await;
+    assert_eq!(
+        report["ok"],
+        true,
+        "{report:#}\nscreenshots in {}",
+        out.display()
+    );
+    for shot in ["demo-1-answers", "demo-2-approval", "demo-3-shell"] {
         assert!(out.join(format!("{shot}.png")).exists(), "{shot}.png");
     }
 }

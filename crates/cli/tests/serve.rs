@@ -1046,7 +1046,8 @@ async fn the_readme_main_command_serves_the_shipped_cassette_offline() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rein"))
         .arg("--replay")
         .arg(&cassette)
-        .args(["serve", "--no-auth", "--addr", "127.0.0.1:0"])
+        .args(["serve", "--no-auth", "--addr", "127.0.0.1:0", "--workdir"])
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cassettes/demo"))
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("REIN_HOME", &dir)
@@ -1100,6 +1101,70 @@ async fn the_readme_main_command_serves_the_shipped_cassette_offline() {
         let (_, body) = ask("What is 17 * 23?").await;
         assert!(body.contains("\"type\":\"done\""), "{body}");
         assert!(body.contains("391"), "{body}");
+    }
+    // A file read in the working directory.
+    let (_, body) = ask("What does notes.txt say?").await;
+    assert!(body.contains("files__read"), "{body}");
+    assert!(body.contains("replayed from a cassette"), "{body}");
+    // A shell command waits for approval, then runs, as often as it is asked.
+    for _ in 0..2 {
+        let created: Value = serde_json::from_slice(
+            &http
+                .post(format!("{base}/v1/operations"))
+                .header("content-type", "application/json")
+                .body(json!({"input": "Say hello from the shell."}).to_string())
+                .send()
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap(),
+        )
+        .unwrap();
+        let op = created["operation_id"].as_str().unwrap().to_owned();
+        let get = || async {
+            serde_json::from_slice::<Value>(
+                &http
+                    .get(format!("{base}/v1/operations/{op}"))
+                    .send()
+                    .await
+                    .unwrap()
+                    .bytes()
+                    .await
+                    .unwrap(),
+            )
+            .unwrap()
+        };
+        let mut detail = get().await;
+        for _ in 0..200 {
+            if detail["operation"]["status"] == "waiting_for_human" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            detail = get().await;
+        }
+        assert_eq!(detail["pending"][0]["call"]["api"], "run", "{detail:#}");
+        let decided = http
+            .post(format!("{base}/v1/operations/{op}/interventions"))
+            .header("content-type", "application/json")
+            .body(
+                json!({"decisions": [{"tool_call_id": detail["pending"][0]["call"]["id"], "decision": "approve"}]})
+                    .to_string(),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(decided.status().as_u16(), 202);
+        let log = http
+            .get(format!("{base}/v1/operations/{op}/events?live=false"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(log.contains("\"type\":\"done\""), "{log}");
+        assert!(log.contains("The shell says: hello from rein"), "{log}");
     }
     // A question it does not hold fails visibly, saying why.
     let (op, body) = ask("What is 2 + 2?").await;

@@ -84,6 +84,10 @@ pub struct Host {
     pub embedder: Option<(Arc<dyn ModelProvider>, ModelRef)>,
     /// Where operations find the agents they may delegate to (none: they cannot delegate).
     pub agents: Option<Arc<dyn crate::AgentDirectory>>,
+    /// Directory the file and shell tools of new operations work in when the request names
+    /// none (`rein serve --workdir`); without one, a server's operations have no file or shell
+    /// access.
+    pub working_directory: Option<String>,
 }
 
 impl Host {
@@ -104,6 +108,7 @@ impl Host {
             tools: Vec::new(),
             embedder: None,
             agents: None,
+            working_directory: None,
         }
     }
 
@@ -137,6 +142,7 @@ impl Host {
         let base = OperationSpec {
             model: Some(self.default_model.clone()),
             context: self.context.clone(),
+            working_directory: self.working_directory.clone(),
             ..Default::default()
         };
         profile.spec(&base, origin)
