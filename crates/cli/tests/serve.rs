@@ -2662,3 +2662,77 @@ async fn metrics_count_what_the_server_ran() {
         "{text}"
     );
 }
+
+/// Traces from the server: a task run's trace starts at a `task_run` span (task id, trigger)
+/// and its operation's spans nest in it, exported while the server runs.
+#[tokio::test]
+async fn a_task_runs_trace_starts_at_the_task() {
+    let e = env(vec![Canned::openai_text("hi")]).await;
+    let receiver = serve((0..50).map(|_| Canned::json(200, &json!({}))).collect(), 7).await;
+    let rein = e
+        .start(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.base.as_str()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ])
+        .await;
+    let alice = e.token("alice").await;
+    let (status, task) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/tasks",
+            Some(&alice),
+            Some(json!({"title": "greet", "instruction": "say hi"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{task}");
+    let task = task["id"].as_str().unwrap().to_owned();
+    let (status, run) = e
+        .call(
+            &rein,
+            "POST",
+            &format!("/v1/tasks/{task}/run"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(status, 202, "{run}");
+    let op = run["operation_id"].as_str().unwrap().to_owned();
+    wait_status(&e, &rein, &op, &alice, "done").await;
+    // Spans are exported in batches: wait for both to arrive.
+    let spans = |receiver: &Server| -> Vec<Value> {
+        receiver
+            .requests()
+            .iter()
+            .flat_map(|r| {
+                r.body["resourceSpans"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .flat_map(|rs| rs["scopeSpans"].as_array().cloned().unwrap_or_default())
+            .flat_map(|ss| ss["spans"].as_array().cloned().unwrap_or_default())
+            .collect()
+    };
+    let mut found = Vec::new();
+    for _ in 0..200 {
+        found = spans(&receiver);
+        let names: Vec<&str> = found.iter().filter_map(|s| s["name"].as_str()).collect();
+        if names.contains(&"task_run greet") && names.contains(&"invoke_agent rein") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let by_name = |n: &str| found.iter().find(|s| s["name"] == n).cloned();
+    let task_span = by_name("task_run greet").expect("a task_run span");
+    let agent_span = by_name("invoke_agent rein").expect("an invoke_agent span");
+    assert_eq!(
+        agent_span["parentSpanId"], task_span["spanId"],
+        "{found:#?}"
+    );
+    assert_eq!(agent_span["traceId"], task_span["traceId"]);
+    assert!(
+        task_span["attributes"].to_string().contains(&task),
+        "{task_span:#}"
+    );
+}

@@ -138,10 +138,23 @@ impl Inner {
         {
             obj.remove("stream_options");
         }
+        let path = match &q.api_version {
+            // Azure's deployment scheme: the deployment is in the path, not the body.
+            Some(v) => {
+                if let Some(obj) = body.as_object_mut() {
+                    obj.remove("model");
+                }
+                format!(
+                    "/openai/deployments/{}{}?api-version={v}",
+                    req.model, wire.path
+                )
+            }
+            None => wire.path,
+        };
         HttpCall {
             method: Method::Post,
             base_url: self.config.base_url.clone(),
-            path: wire.path,
+            path,
             headers: self.headers(),
             body,
         }

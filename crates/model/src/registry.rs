@@ -26,6 +26,12 @@ pub struct Quirks {
     /// Header carrying the key instead of `Authorization: Bearer` (`api-key` for Azure).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub auth_header: Option<String>,
+    /// Azure OpenAI's deployment scheme: requests go to
+    /// `/openai/deployments/<model>/…?api-version=<this>` under the resource's endpoint (the
+    /// model id names the deployment). Set from `AZURE_API_VERSION`; without it the base URL is
+    /// used as an OpenAI-compatible one (Azure's `/openai/v1` API).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
 }
 
 /// One provider preset or configuration entry.
@@ -232,18 +238,28 @@ impl Registry {
             .protocol
             .or(preset.map(|p| p.protocol))
             .unwrap_or(Protocol::OpenaiChat);
+        let mut quirks = over
+            .quirks
+            .clone()
+            .or(preset.map(|p| p.quirks.clone()))
+            .unwrap_or_default();
+        if let Some(v) = env(&env_name(id, "API_VERSION")) {
+            quirks.api_version = Some(v);
+        }
         let mut headers = preset.map(|p| p.headers.clone()).unwrap_or_default();
         headers.extend(over.headers);
         Ok(ProviderConfig {
             id: id.to_owned(),
             protocol,
-            base_url: protocol.base_url(&base_url),
+            // Azure's deployment scheme builds its own path under the resource's endpoint.
+            base_url: if quirks.api_version.is_some() {
+                base_url.trim_end_matches('/').to_owned()
+            } else {
+                protocol.base_url(&base_url)
+            },
             api_key,
             headers,
-            quirks: over
-                .quirks
-                .or(preset.map(|p| p.quirks.clone()))
-                .unwrap_or_default(),
+            quirks,
         })
     }
 }

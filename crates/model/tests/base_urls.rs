@@ -147,3 +147,59 @@ async fn a_404_names_the_url_called_and_the_other_base_url_form() {
     assert!(e.message.contains(&called), "{e}");
     assert!(e.message.contains(&format!("try {other}")), "{e}");
 }
+
+#[tokio::test]
+async fn azure_takes_its_deployment_scheme_or_its_v1_api() {
+    let server = serve(
+        vec![Canned::openai_text("ok"), Canned::openai_text("ok")],
+        1,
+    )
+    .await;
+    let reg = registry(&[
+        ("AZURE_BASE_URL", format!("{}/", server.base)),
+        ("AZURE_API_VERSION", "2024-10-21".into()),
+        ("AZURE_OPENAI_API_KEY", "az-key".into()),
+    ]);
+    let p = Provider::new(
+        reg.provider_with_key("azure").unwrap(),
+        Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
+    );
+    let _ = collect(p.chat(ChatRequest::new(
+        "my-deployment",
+        vec![Arc::new(Message::user("hi"))],
+    )))
+    .await;
+    let seen = server.requests();
+    assert_eq!(
+        seen[0].path,
+        "/openai/deployments/my-deployment/chat/completions?api-version=2024-10-21"
+    );
+    assert!(
+        seen[0]
+            .headers
+            .iter()
+            .any(|(k, v)| k == "api-key" && v == "az-key")
+    );
+    assert!(
+        seen[0].body.get("model").is_none(),
+        "the deployment is in the path"
+    );
+
+    // Without a version: the resource's OpenAI-compatible v1 API, model in the body.
+    let reg = registry(&[
+        ("AZURE_BASE_URL", format!("{}/openai/v1", server.base)),
+        ("AZURE_OPENAI_API_KEY", "az-key".into()),
+    ]);
+    let p = Provider::new(
+        reg.provider_with_key("azure").unwrap(),
+        Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
+    );
+    let _ = collect(p.chat(ChatRequest::new(
+        "my-deployment",
+        vec![Arc::new(Message::user("hi"))],
+    )))
+    .await;
+    let seen = server.requests();
+    assert_eq!(seen[1].path, "/openai/v1/chat/completions");
+    assert_eq!(seen[1].body["model"], "my-deployment");
+}

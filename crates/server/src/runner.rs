@@ -185,7 +185,9 @@ impl Runner {
         }
         let me = Arc::clone(self);
         let (ended, on_end) = tokio::sync::oneshot::channel();
-        tokio::spawn(async move {
+        // The run's spans nest under the caller's (a task run's), across the spawn.
+        let caller = tracing::Span::current();
+        let run = async move {
             let renew = {
                 let me = Arc::clone(&me);
                 tokio::spawn(async move {
@@ -255,7 +257,8 @@ impl Runner {
                 .remove(&id);
             // Streams re-check the log (and end when the operation did).
             me.hub.send(id, || Signal::Wake);
-        });
+        };
+        tokio::spawn(tracing::Instrument::instrument(run, caller));
         Ok(Ended(on_end))
     }
 

@@ -15,6 +15,7 @@ use rein_store::{Accounts, SqlStore, Store, Trigger};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// Starts task runs as operations of the task's owner.
 pub struct ServerLauncher {
@@ -100,7 +101,14 @@ impl Launcher for ServerLauncher {
         task: &'a Task,
         trigger: &'a str,
     ) -> BoxFuture<'a, Result<String, LaunchError>> {
-        self.start(task, trigger).boxed()
+        // A task run's trace starts here: its operation's spans nest under it.
+        let span = tracing::info_span!(
+            "task_run",
+            otel.name = %format!("task_run {}", task.title),
+            rein.task.id = %task.id,
+            rein.task.trigger = trigger,
+        );
+        self.start(task, trigger).instrument(span).boxed()
     }
 
     fn state<'a>(&'a self, operation_id: &'a str) -> BoxFuture<'a, Result<RunState, String>> {
