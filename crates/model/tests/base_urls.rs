@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use rein_core::Message;
-use rein_model::registry::Registry;
+use rein_model::registry::{ProviderConfig, Registry};
 use rein_model::testing::{Canned, serve};
 use rein_model::transport::Timeouts;
 use rein_model::{ChatRequest, ErrorKind, ModelProvider, Provider, ReqwestTransport, collect};
@@ -21,6 +21,15 @@ fn registry(vars: &[(&str, String)]) -> Registry {
         Box::new(move |k| vars.get(k).cloned()),
     )
     .unwrap()
+}
+
+/// One chat request through a provider made of `config`; the server records what was sent.
+async fn chat_once(config: ProviderConfig, model: &str) -> rein_model::ModelResponse {
+    let p = Provider::new(
+        config,
+        Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
+    );
+    collect(p.chat(ChatRequest::new(model, vec![Arc::new(Message::user("hi"))]))).await
 }
 
 #[tokio::test]
@@ -43,12 +52,7 @@ async fn every_base_url_form_reaches_each_protocols_endpoint() {
             let var = format!("{}_BASE_URL", provider.to_uppercase().replace('-', "_"));
             let reg = registry(&[(var.as_str(), format!("{}{form}", server.base))]);
             let config = reg.provider(provider).unwrap();
-            let p = Provider::new(
-                config,
-                Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
-            );
-            let _ =
-                collect(p.chat(ChatRequest::new("m", vec![Arc::new(Message::user("hi"))]))).await;
+            chat_once(config, "m").await;
             let seen = server.requests();
             assert_eq!(seen.len(), 1, "{provider} with {form:?}");
             assert_eq!(seen[0].path, want, "{provider} with base {form:?}");
@@ -57,11 +61,7 @@ async fn every_base_url_form_reaches_each_protocols_endpoint() {
     // An OpenAI-compatible base with a path of its own is kept as given.
     let server = serve(vec![Canned::openai_text("ok")], 1).await;
     let reg = registry(&[("MYLAB_BASE_URL", format!("{}/api/v3", server.base))]);
-    let p = Provider::new(
-        reg.provider("mylab").unwrap(),
-        Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
-    );
-    let _ = collect(p.chat(ChatRequest::new("m", vec![Arc::new(Message::user("hi"))]))).await;
+    chat_once(reg.provider("mylab").unwrap(), "m").await;
     assert_eq!(server.requests()[0].path, "/api/v3/chat/completions");
 }
 
@@ -76,15 +76,7 @@ async fn google_is_gemini_with_googles_key_and_openrouter_names_the_app() {
     assert_eq!(config.id, "gemini");
     assert_eq!(config.api_key.as_deref(), Some("g-key"));
     assert!(config.base_url.ends_with("/v1beta"), "{}", config.base_url);
-    let p = Provider::new(
-        config,
-        Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
-    );
-    let _ = collect(p.chat(ChatRequest::new(
-        "gemini-2.0-flash",
-        vec![Arc::new(Message::user("hi"))],
-    )))
-    .await;
+    chat_once(config, "gemini-2.0-flash").await;
     let seen = server.requests();
     assert_eq!(
         seen[0].path,
@@ -107,11 +99,7 @@ async fn google_is_gemini_with_googles_key_and_openrouter_names_the_app() {
         ("OPENROUTER_API_KEY", "or-key".into()),
         ("OPENROUTER_BASE_URL", format!("{}/api/v1", server.base)),
     ]);
-    let p = Provider::new(
-        reg.provider("openrouter").unwrap(),
-        Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
-    );
-    let _ = collect(p.chat(ChatRequest::new("m", vec![Arc::new(Message::user("hi"))]))).await;
+    chat_once(reg.provider("openrouter").unwrap(), "m").await;
     let seen = server.requests();
     assert!(
         seen[0]
@@ -135,11 +123,7 @@ async fn a_404_names_the_url_called_and_the_other_base_url_form() {
     .await;
     // A proxy path the registry keeps as given: the hint offers the versioned form.
     let reg = registry(&[("MYLAB_BASE_URL", format!("{}/proxy", server.base))]);
-    let p = Provider::new(
-        reg.provider("mylab").unwrap(),
-        Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
-    );
-    let r = collect(p.chat(ChatRequest::new("m", vec![Arc::new(Message::user("hi"))]))).await;
+    let r = chat_once(reg.provider("mylab").unwrap(), "m").await;
     let e = r.error.unwrap();
     assert_eq!(e.kind, ErrorKind::NotFound);
     let called = format!("{}/proxy/chat/completions", server.base);
@@ -160,15 +144,7 @@ async fn azure_takes_its_deployment_scheme_or_its_v1_api() {
         ("AZURE_API_VERSION", "2024-10-21".into()),
         ("AZURE_OPENAI_API_KEY", "az-key".into()),
     ]);
-    let p = Provider::new(
-        reg.provider_with_key("azure").unwrap(),
-        Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
-    );
-    let _ = collect(p.chat(ChatRequest::new(
-        "my-deployment",
-        vec![Arc::new(Message::user("hi"))],
-    )))
-    .await;
+    chat_once(reg.provider_with_key("azure").unwrap(), "my-deployment").await;
     let seen = server.requests();
     assert_eq!(
         seen[0].path,
@@ -190,15 +166,7 @@ async fn azure_takes_its_deployment_scheme_or_its_v1_api() {
         ("AZURE_BASE_URL", format!("{}/openai/v1", server.base)),
         ("AZURE_OPENAI_API_KEY", "az-key".into()),
     ]);
-    let p = Provider::new(
-        reg.provider_with_key("azure").unwrap(),
-        Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
-    );
-    let _ = collect(p.chat(ChatRequest::new(
-        "my-deployment",
-        vec![Arc::new(Message::user("hi"))],
-    )))
-    .await;
+    chat_once(reg.provider_with_key("azure").unwrap(), "my-deployment").await;
     let seen = server.requests();
     assert_eq!(seen[1].path, "/openai/v1/chat/completions");
     assert_eq!(seen[1].body["model"], "my-deployment");
