@@ -16,7 +16,7 @@ use crate::routes::Body;
 use crate::runner::{Ended, Job};
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::sse::{Event, Sse};
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use rein_core::event::{EventKind, StreamChunk};
 use rein_core::intervention::ApprovalMode;
@@ -117,13 +117,14 @@ pub struct ChatCompletion {
 }
 
 type Chunks = futures::stream::BoxStream<'static, Result<Event, Infallible>>;
+type KeptAlive = axum::response::sse::KeepAliveStream<Chunks>;
 
 /// A completion, or its chunks.
 pub enum Completion {
     /// `stream: false`.
     Whole(ChatCompletion),
     /// `stream: true`.
-    Chunks(Sse<Chunks>),
+    Chunks(Sse<KeptAlive>),
 }
 
 impl IntoResponse for Completion {
@@ -319,7 +320,10 @@ pub async fn completions(
             rx,
             ended,
         );
-        return Ok(Completion::Chunks(Sse::new(chunks)));
+        // Comments keep a quiet stream (a long tool call) from looking dead to proxies; SSE
+        // clients skip them.
+        let keep_alive = KeepAlive::new().interval(app.config.heartbeat).text("");
+        return Ok(Completion::Chunks(Sse::new(chunks).keep_alive(keep_alive)));
     }
     let end = ended.wait().await;
     let record = app
