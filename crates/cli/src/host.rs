@@ -76,7 +76,11 @@ pub async fn host(
         }
         None => None,
     };
+    // The crash tests' ledger tool exists only in builds with the `test-hooks` feature.
+    #[cfg(feature = "test-hooks")]
     let mut tools = crate::test_tools::tools();
+    #[cfg(not(feature = "test-hooks"))]
+    let mut tools: Vec<Arc<dyn rein_tools::Tool>> = Vec::new();
     for spec in &ctx.mcp {
         tools.push(rein_tools::mcp::McpServer::connect(mcp_config(spec)?).await?);
     }

@@ -10,6 +10,7 @@ mod remote;
 mod serve;
 mod tasks;
 mod telemetry;
+#[cfg(feature = "test-hooks")]
 mod test_tools;
 
 use anyhow::{Context, anyhow};

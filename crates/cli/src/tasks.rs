@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use rein_operation::{AgentProfile, RunEnd, SpecOrigin, StartOptions};
-use rein_scheduler::brief::{brief_of, last_answer};
+use rein_scheduler::brief::brief_of;
 use rein_scheduler::input::{apply_edit, check_agent, new_task, view};
 use rein_scheduler::{
     Automation, LaunchError, Launcher, RunState, SystemClock, Task, TaskInput, TaskService,
@@ -386,7 +386,7 @@ pub async fn command(
                     let answer = store
                         .load_operation(op_id)
                         .await?
-                        .and_then(|o| last_answer(&o.state))
+                        .and_then(|o| o.state.final_answer())
                         .map(|a| brief_of(&a));
                     (
                         serde_json::to_value(reason)?

@@ -1,6 +1,8 @@
-//! Test support for the crash tests: with `REIN_TEST_TOOLS=1`, a `ledger` tool (effect
-//! at-most-once) appends each call's `entry` to the file named by `REIN_TEST_LEDGER`, so a test
-//! can count how often a side effect really happened. Not registered in normal use.
+//! Test support for the crash tests, compiled only with the `test-hooks` feature (the crate's
+//! own tests turn it on; a plain or release build has no such module): with
+//! `REIN_TEST_TOOLS=1`, a `ledger` tool (effect at-most-once) appends each call's `entry` to the
+//! file named by `REIN_TEST_LEDGER`, so a test can count how often a side effect really
+//! happened.
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -61,7 +63,7 @@ impl Tool for Ledger {
 /// The test tools, when `REIN_TEST_TOOLS=1` in a build with the `test-hooks` feature (the
 /// crash tests'); none, and no variable read, in any other build.
 pub fn tools() -> Vec<Arc<dyn Tool>> {
-    if cfg!(feature = "test-hooks") && std::env::var("REIN_TEST_TOOLS").is_ok_and(|v| v == "1") {
+    if std::env::var("REIN_TEST_TOOLS").is_ok_and(|v| v == "1") {
         vec![Arc::new(Ledger)]
     } else {
         Vec::new()

@@ -1135,14 +1135,11 @@ async fn the_readme_main_command_serves_the_shipped_cassette_offline() {
             )
             .unwrap()
         };
-        let mut detail = get().await;
-        for _ in 0..200 {
-            if detail["operation"]["status"] == "waiting_for_human" {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            detail = get().await;
-        }
+        let detail = eventually("the shell call asking for approval", || async {
+            let d = get().await;
+            (d["operation"]["status"] == "waiting_for_human").then_some(d)
+        })
+        .await;
         assert_eq!(detail["pending"][0]["call"]["api"], "run", "{detail:#}");
         let decided = http
             .post(format!("{base}/v1/operations/{op}/interventions"))
@@ -1723,9 +1720,28 @@ fn shell_call(id: &str) -> Canned {
     Canned::openai_tools(&[(id, "shell__run", &json!({"command": "echo hi"}).to_string())])
 }
 
+/// Poll `probe` every 50 ms until it gives `Some`; when 20 s pass first, the test fails
+/// naming `what` (a deadline for a loaded machine, never a fixed wait).
+async fn eventually<T, F>(what: &str, mut probe: impl FnMut() -> F) -> T
+where
+    F: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(v) = probe().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what} did not happen within 20 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Wait until the operation's status is `status`.
 async fn wait_status(e: &Env, rein: &Rein, op: &str, token: &str, status: &str) -> Value {
-    for _ in 0..200 {
+    eventually(&format!("operation {op} reaching {status}"), || async {
         let (_, detail) = e
             .call(
                 rein,
@@ -1735,12 +1751,9 @@ async fn wait_status(e: &Env, rein: &Rein, op: &str, token: &str, status: &str) 
                 None,
             )
             .await;
-        if detail["operation"]["status"] == status {
-            return detail;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("operation {op} never reached {status}");
+        (detail["operation"]["status"] == status).then_some(detail)
+    })
+    .await
 }
 
 async fn approve_all(e: &Env, rein: &Rein, op: &str, token: &str, detail: &Value) {
@@ -2232,14 +2245,9 @@ async fn a_sub_agents_approval_is_decided_on_the_root_and_the_tree_completes() {
             json!({"input": "Book the payment.", "agent": "boss"}),
         )
         .await;
-    let detail = wait_status(&e, &rein, &root, &token, "waiting_for_sub_agents").await;
-    let mut detail = detail;
-    for _ in 0..200 {
-        if detail["pending"].as_array().is_some_and(|p| !p.is_empty()) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        detail = e
+    wait_status(&e, &rein, &root, &token, "waiting_for_sub_agents").await;
+    let detail = eventually("the sub-agent's approval showing on the root", || async {
+        let (_, d) = e
             .call(
                 &rein,
                 "GET",
@@ -2247,9 +2255,13 @@ async fn a_sub_agents_approval_is_decided_on_the_root_and_the_tree_completes() {
                 Some(&token),
                 None,
             )
-            .await
-            .1;
-    }
+            .await;
+        d["pending"]
+            .as_array()
+            .is_some_and(|p| !p.is_empty())
+            .then_some(d)
+    })
+    .await;
     let pending = detail["pending"].as_array().unwrap();
     assert_eq!(pending.len(), 1, "{detail:#}");
     let child = pending[0]["operation_id"].as_str().unwrap().to_owned();
@@ -2714,15 +2726,12 @@ async fn a_task_runs_trace_starts_at_the_task() {
             .flat_map(|ss| ss["spans"].as_array().cloned().unwrap_or_default())
             .collect()
     };
-    let mut found = Vec::new();
-    for _ in 0..200 {
-        found = spans(&receiver);
+    let found = eventually("the task_run and invoke_agent spans exported", || async {
+        let found = spans(&receiver);
         let names: Vec<&str> = found.iter().filter_map(|s| s["name"].as_str()).collect();
-        if names.contains(&"task_run greet") && names.contains(&"invoke_agent rein") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        (names.contains(&"task_run greet") && names.contains(&"invoke_agent rein")).then_some(found)
+    })
+    .await;
     let by_name = |n: &str| found.iter().find(|s| s["name"] == n).cloned();
     let task_span = by_name("task_run greet").expect("a task_run span");
     let agent_span = by_name("invoke_agent rein").expect("an invoke_agent span");

@@ -544,6 +544,16 @@ impl AgentState {
         }
     }
 
+    /// What the operation answered: its last assistant message with text (`None` before it
+    /// said anything).
+    pub fn final_answer(&self) -> Option<String> {
+        self.messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant && !m.text_content().trim().is_empty())
+            .map(|m| m.text_content())
+    }
+
     /// Builder: add a manifest.
     pub fn with_tool(mut self, manifest: ToolManifest) -> Self {
         Arc::make_mut(&mut self.tool_manifests)

@@ -5,15 +5,15 @@ use rein_core::OperationId;
 use rein_store::StoreError;
 use rein_store::{Intervention, InterventionStatus, OperationFilter, OperationRecord, Store};
 
-/// Every operation under `root` (not `root` itself), parents before their sub-agents, each
+/// Every operation under `root` (not `root` itself), each parent before its sub-agents, each
 /// operation's sub-agents oldest first.
 pub async fn descendants(
     store: &dyn Store,
     root: OperationId,
 ) -> Result<Vec<OperationRecord>, StoreError> {
     let mut out = Vec::new();
-    let mut queue = vec![root];
-    while let Some(parent) = queue.pop() {
+    let mut parents = vec![root];
+    while let Some(parent) = parents.pop() {
         let mut children = store
             .list_operations(&OperationFilter {
                 parent: Some(parent),
@@ -23,9 +23,7 @@ pub async fn descendants(
             .await?;
         // Listed newest first; a tree reads oldest first.
         children.reverse();
-        for c in children.iter().rev() {
-            queue.push(c.id);
-        }
+        parents.extend(children.iter().map(|c| c.id));
         out.extend(children);
     }
     Ok(out)

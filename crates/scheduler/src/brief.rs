@@ -1,20 +1,8 @@
 //! A run's brief: what a task run produced, short enough for a list of runs (its answer when
 //! short, else its opening sentences, marked as cut). The full answer stays in the run's topic.
 
-use rein_core::message::Role;
-
 /// Briefs longer than this are cut (the full answer stays in the run's topic).
 pub const BRIEF_CHARS: usize = 280;
-
-/// The operation's answer: the text of its last assistant message that has any.
-pub fn last_answer(state: &rein_core::AgentState) -> Option<String> {
-    state
-        .messages
-        .iter()
-        .rev()
-        .find(|m| m.role == Role::Assistant && !m.text_content().trim().is_empty())
-        .map(|m| m.text_content())
-}
 
 /// A run's brief: its answer when short; otherwise its opening sentences up to
 /// [`BRIEF_CHARS`], cut at a sentence (or word) boundary and marked as cut.

@@ -67,6 +67,8 @@ pub struct Metrics {
     calls: Mutex<HashMap<rein_core::MessageId, (String, Instant)>>,
     /// Tool calls announced and not yet answered, by call id: their `identifier/api`.
     tools: Mutex<HashMap<String, String>>,
+    /// One scrape at a time sets the database gauges and encodes them.
+    scrape: Mutex<()>,
 }
 
 impl Default for Metrics {
@@ -137,6 +139,7 @@ impl Default for Metrics {
             streams,
             calls: Mutex::default(),
             tools: Mutex::default(),
+            scrape: Mutex::default(),
         }
     }
 }
@@ -225,6 +228,7 @@ impl Metrics {
         counts: &rein_store::Counts,
         streams: usize,
     ) -> Result<String, std::fmt::Error> {
+        let _one = self.scrape.lock().unwrap_or_else(|p| p.into_inner());
         self.operations.clear();
         for (status, n) in &counts.operations {
             self.operations

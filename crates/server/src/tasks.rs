@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 use rein_core::OperationId;
 use rein_core::state::Status;
 use rein_operation::{AgentProfile, SpecError, SpecOrigin, StartOptions};
-use rein_scheduler::brief::{brief_of, last_answer};
+use rein_scheduler::brief::brief_of;
 use rein_scheduler::{Dispatcher, LaunchError, Launcher, RunState, Task};
 use rein_store::{Accounts, SqlStore, Store, Trigger};
 use std::sync::Arc;
@@ -154,7 +154,7 @@ impl Launcher for ServerLauncher {
                         .and_then(|r| serde_json::to_value(r).ok())
                         .and_then(|v| v.as_str().map(str::to_owned))
                         .unwrap_or_else(|| format!("{status:?}").to_lowercase());
-                    let answer = last_answer(&op.state);
+                    let answer = op.state.final_answer();
                     let brief = answer.map(|a| brief_of(&a));
                     RunState::Ended {
                         outcome,

@@ -15,7 +15,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use rein_core::engine::SubAgentEnd;
 use rein_core::state::{Budget, BudgetPolicy, Status};
-use rein_core::{AgentRuntime, OperationId, Role, ToolCall, Usd};
+use rein_core::{AgentRuntime, OperationId, ToolCall, Usd};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -100,12 +100,7 @@ impl TreeLedger {
 
 /// How a sub-agent ended, from its final state.
 fn end_of_child(state: &rein_core::AgentState) -> SubAgentEnd {
-    let answer = state
-        .messages
-        .iter()
-        .rev()
-        .find(|m| m.role == Role::Assistant && !m.text_content().trim().is_empty())
-        .map(|m| m.text_content());
+    let answer = state.final_answer();
     SubAgentEnd {
         operation_id: state.operation_id,
         status: state.status,

@@ -45,13 +45,9 @@ pub fn sub_agent_id(parent: OperationId, tool_call_id: &str, n: usize) -> Operat
         }
         h
     };
-    let mixed = parent.as_uuid().as_u128()
-        ^ ((u128::from(fnv(0xcbf2_9ce4_8422_2325)) << 64) | u128::from(fnv(0x6c62_272e_07bb_0142)));
-    let mut bytes = mixed.to_be_bytes();
-    // Version 8 (custom), RFC 4122 variant.
-    bytes[6] = (bytes[6] & 0x0f) | 0x80;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    OperationId(uuid::Uuid::from_bytes(bytes))
+    let salt =
+        (u128::from(fnv(0xcbf2_9ce4_8422_2325)) << 64) | u128::from(fnv(0x6c62_272e_07bb_0142));
+    OperationId(super::derived_uuid(parent, salt))
 }
 
 /// The stricter of two approval modes: no human anywhere wins, then asking more.

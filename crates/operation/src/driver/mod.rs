@@ -170,14 +170,20 @@ pub struct Driver {
 /// A message id derived from the operation and commit index: a step re-run after a crash
 /// writes the same assistant message instead of a second one.
 pub fn derived_message_id(op: OperationId, step_index: u64) -> MessageId {
-    let op = op.as_uuid().as_u128();
-    let mixed =
-        op ^ (u128::from(step_index).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835));
-    let mut bytes = mixed.to_be_bytes();
+    MessageId(derived_uuid(
+        op,
+        u128::from(step_index).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835),
+    ))
+}
+
+/// A UUID (version 8) derived from `op` and `salt`: the same inputs give the same id in every
+/// process, so what a re-run step creates is what it created before.
+pub(crate) fn derived_uuid(op: OperationId, salt: u128) -> uuid::Uuid {
+    let mut bytes = (op.as_uuid().as_u128() ^ salt).to_be_bytes();
     // Version 8 (custom), RFC 4122 variant.
     bytes[6] = (bytes[6] & 0x0f) | 0x80;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    MessageId(uuid::Uuid::from_bytes(bytes))
+    uuid::Uuid::from_bytes(bytes)
 }
 
 fn end_of(state: &AgentState) -> RunEnd {

@@ -21,7 +21,7 @@ use axum::response::{IntoResponse, Response};
 use rein_core::event::{EventKind, StreamChunk};
 use rein_core::intervention::ApprovalMode;
 use rein_core::state::Status;
-use rein_core::{AgentEvent, Message, OperationId, Role};
+use rein_core::{AgentEvent, Message, OperationId};
 use rein_operation::{AgentProfile, RunEnd, SpecOrigin, StartOptions};
 use rein_store::{Store, Trigger};
 use schemars::JsonSchema;
@@ -355,21 +355,14 @@ pub async fn completions(
     }))
 }
 
-/// The operation's final answer: its last assistant text.
+/// The operation's final answer.
 async fn answer_of(app: &AppState, id: OperationId) -> Result<String, ApiError> {
     let op = app
         .store
         .load_operation(id)
         .await?
         .ok_or_else(|| ApiError::internal(format!("operation {id} vanished")))?;
-    Ok(op
-        .state
-        .messages
-        .iter()
-        .rev()
-        .find(|m| m.role == Role::Assistant && !m.text_content().trim().is_empty())
-        .map(|m| m.text_content())
-        .unwrap_or_default())
+    Ok(op.state.final_answer().unwrap_or_default())
 }
 
 /// The chunks of operation `id` as it runs: its answer's text as `content`, tool activity (its
