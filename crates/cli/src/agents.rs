@@ -47,6 +47,13 @@ pub struct AgentFlags {
     /// Seconds a requested approval stays valid; after that the operation ends (timeout).
     #[arg(long, value_name = "SECS")]
     pub approval_timeout: Option<u64>,
+    /// How tools are offered: auto (listed for activation when their schemas would cost more
+    /// than 6,000 tokens), all, or progressive.
+    #[arg(long, value_parser = ["auto", "all", "progressive"])]
+    pub tools_disclosure: Option<String>,
+    /// Admit this skill from the first call on (repeatable, or comma separated).
+    #[arg(long = "skill", value_name = "NAME", value_delimiter = ',')]
+    pub skills: Vec<String>,
 }
 
 impl AgentFlags {
@@ -68,6 +75,8 @@ impl AgentFlags {
                 _ => BudgetPolicy::Stop,
             }),
             approval_timeout_secs: self.approval_timeout,
+            tools_disclosure: self.tools_disclosure,
+            skills: (!self.skills.is_empty()).then_some(self.skills),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! `rein chat`: a conversation on one topic, a turn per line. Lines starting with `/` are
 //! commands: `/approve`, `/reject [reason]`, `/cancel`, `/model provider/model`, `/history`,
-//! `/help`, `/exit`. Works the same with a terminal or with lines piped in.
+//! `/skill NAME`, `/help`, `/exit`. Works the same with a terminal or with lines piped in.
+//! Skills admitted in one turn (by `/skill` or by the model) stay admitted in the next.
 
 use crate::{Context_, agents, exit, finish};
 use anyhow::bail;
@@ -32,8 +33,7 @@ pub struct ChatArgs {
     approval: Option<String>,
 }
 
-const HELP: &str =
-    "commands: /approve, /reject [reason], /cancel, /model provider/model, /history, /help, /exit";
+const HELP: &str = "commands: /approve, /reject [reason], /cancel, /model provider/model, /skill NAME, /history, /help, /exit";
 
 fn text(m: &rein_core::Message) -> String {
     m.text_content()
@@ -130,6 +130,39 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, ctx: &Context_) -> anyho
                     }
                 }
                 "model" => eprintln!("model: {model}"),
+                "skill" if !rest.trim().is_empty() => {
+                    let name = rest.trim().to_owned();
+                    if host.skills.get(&name).is_none() {
+                        eprintln!("no skill `{name}` (see `rein skill list`)");
+                    } else {
+                        let mut skills = over.skills.clone().unwrap_or_default();
+                        if !skills.contains(&name) {
+                            skills.push(name.clone());
+                        }
+                        let with = AgentProfile {
+                            skills: Some(skills),
+                            ..over.clone()
+                        };
+                        match spec_of(with.clone()).await {
+                            Ok(s) => {
+                                spec = s;
+                                over = with;
+                                eprintln!("skill {name} is admitted from the next turn on");
+                            }
+                            Err(e) => eprintln!("error: {e:#}"),
+                        }
+                    }
+                }
+                "skill" => {
+                    let active = over.skills.clone().unwrap_or_default();
+                    let names: Vec<&str> =
+                        host.skills.skills().iter().map(|s| s.name.as_str()).collect();
+                    eprintln!(
+                        "active: {}; available: {}",
+                        if active.is_empty() { "none".into() } else { active.join(", ") },
+                        if names.is_empty() { "none".into() } else { names.join(", ") }
+                    );
+                }
                 "approve" | "reject" | "cancel" => match parked {
                     None => eprintln!("nothing is waiting for a decision"),
                     Some(op) => {
@@ -177,6 +210,20 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, ctx: &Context_) -> anyho
         }
         if let (Some(end), Some(op)) = (end, id) {
             parked = None;
+            // The next turn is a new operation: it starts with the skills this one admitted.
+            if let Some(done) = store.load_operation(op).await? {
+                let mut skills = over.skills.clone().unwrap_or_default();
+                let before = skills.len();
+                for s in &done.state.activated_skills {
+                    if !skills.contains(&s.name) {
+                        skills.push(s.name.clone());
+                    }
+                }
+                if skills.len() != before {
+                    over.skills = Some(skills);
+                    spec = spec_of(over.clone()).await?;
+                }
+            }
             if let RunEnd::WaitingForHuman { pending } = &end {
                 for c in pending {
                     eprintln!(

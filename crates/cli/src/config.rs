@@ -1,5 +1,5 @@
 //! The configuration file (`$REIN_CONFIG`, else `~/.config/rein/config.toml`): providers,
-//! the default model, MCP servers and agents. The environment overrides it, flags override
+//! the default model, MCP servers, agents and skill directories. The environment overrides it, flags override
 //! both. A missing file is an empty configuration; a malformed one is an error naming the file
 //! and the problem.
 
@@ -23,6 +23,9 @@ pub struct FileConfig {
     pub mcp: BTreeMap<String, String>,
     /// Agents by name (an agent stored in the database with the same name wins).
     pub agents: BTreeMap<String, AgentProfile>,
+    /// More directories of skills (searched after the project's `.rein/skills`, before
+    /// `$REIN_HOME/skills`).
+    pub skill_dirs: Vec<PathBuf>,
 }
 
 /// The configuration in effect.

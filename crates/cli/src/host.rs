@@ -125,6 +125,7 @@ pub async fn host(
         },
         tools,
         embedder,
+        skills: Arc::new(crate::skills::catalog(&ctx.config)?),
     })
 }
 

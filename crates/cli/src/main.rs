@@ -8,6 +8,7 @@ mod host;
 mod output;
 mod remote;
 mod serve;
+mod skills;
 mod tasks;
 mod telemetry;
 #[cfg(feature = "test-hooks")]
@@ -89,6 +90,11 @@ pub(crate) enum Command {
     Group {
         #[command(subcommand)]
         command: groups::GroupCommand,
+    },
+    /// Manage skills (Agent Skills folders: a SKILL.md with instructions, and resources).
+    Skill {
+        #[command(subcommand)]
+        command: skills::SkillCommand,
     },
     /// List the catalogued models (context window, capabilities, prices), or with `--remote`
     /// what a provider itself serves.
@@ -176,6 +182,11 @@ pub(crate) enum OpCommand {
         /// Also its sub-agents (and theirs), with their status, cost and pending approvals.
         #[arg(long)]
         tree: bool,
+        /// Instead, what the model call of this step admitted: tokens per item (system role,
+        /// memories, knowledge, skills, tool list and schemas, history, summary) and what each
+        /// context processor changed.
+        #[arg(long, value_name = "STEP", conflicts_with = "tree")]
+        context: Option<u32>,
     },
     /// Print an operation's events.
     Events {
@@ -194,7 +205,7 @@ pub(crate) enum OpCommand {
     Cancel { id: String },
 }
 
-fn data_dir() -> anyhow::Result<PathBuf> {
+pub(crate) fn data_dir() -> anyhow::Result<PathBuf> {
     let dir = match std::env::var_os("REIN_HOME") {
         Some(d) => PathBuf::from(d),
         None => PathBuf::from(
@@ -395,6 +406,10 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             groups::command(&store, command, cli.json).await?;
             Ok(exit::DONE)
         }
+        Command::Skill { command } => {
+            skills::command(command, &ctx.config, cli.json)?;
+            Ok(exit::DONE)
+        }
         Command::Chat(a) => chat::chat(store, a, &ctx).await,
         Command::Task { command } => tasks::command(store, command, &ctx).await,
         Command::Worker(a) => {
@@ -511,7 +526,22 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 }
                 Ok(exit::DONE)
             }
-            OpCommand::Show { id, tree } => {
+            OpCommand::Show {
+                id,
+                context: Some(step),
+                ..
+            } => {
+                let id = parse_id(&id)?;
+                store
+                    .operation(id)
+                    .await?
+                    .ok_or_else(|| anyhow!("no operation {id}"))?;
+                let calls =
+                    rein_operation::context_report::call_contexts(&*store, id, Some(step)).await?;
+                output::call_contexts(&calls, step, cli.json)?;
+                Ok(exit::DONE)
+            }
+            OpCommand::Show { id, tree, .. } => {
                 let id = parse_id(&id)?;
                 let op = store
                     .load_operation(id)

@@ -323,3 +323,42 @@ pub fn turns(state: &rein_core::AgentState) {
         }
     }
 }
+
+/// What the model calls of one step admitted (`rein op show ID --context STEP`).
+pub fn call_contexts(
+    calls: &[rein_operation::context_report::CallContext],
+    step: u32,
+    json: bool,
+) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(calls)?);
+        return Ok(());
+    }
+    if calls.is_empty() {
+        anyhow::bail!(
+            "step {step} made no model call with a context report (see the steps in `rein op show`)"
+        );
+    }
+    for c in calls {
+        println!(
+            "step {} · model call for message {}",
+            c.step, c.assistant_message_id
+        );
+        println!("  {:<14} {:>8} {:>6}", "admitted", "tokens", "count");
+        for i in &c.report.items {
+            println!("  {:<14} {:>8} {:>6}", i.item, i.tokens, i.count);
+        }
+        println!("  {:<14} {:>8}", "total", c.report.total_tokens);
+        println!("  processors (messages before → after, added or rewritten, tokens)");
+        for p in &c.report.processors {
+            if p.changed == 0 && p.tokens_delta == 0 && p.messages_before == p.messages_after {
+                continue;
+            }
+            println!(
+                "  {:<20} {:>4} → {:<4} {:>3} changed {:>+8}",
+                p.processor, p.messages_before, p.messages_after, p.changed, p.tokens_delta
+            );
+        }
+    }
+    Ok(())
+}

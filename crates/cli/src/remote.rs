@@ -178,7 +178,23 @@ pub async fn dispatch(r: &Remote, command: Command, json: bool) -> anyhow::Resul
                     }
                 }
             }
-            OpCommand::Show { id, tree } => {
+            OpCommand::Show {
+                id,
+                context: Some(step),
+                ..
+            } => {
+                let v = r
+                    .call(
+                        Method::GET,
+                        &format!("/v1/operations/{id}/context?step={step}"),
+                        None,
+                    )
+                    .await?;
+                let calls: Vec<rein_operation::context_report::CallContext> =
+                    serde_json::from_value(v)?;
+                crate::output::call_contexts(&calls, step, json)?;
+            }
+            OpCommand::Show { id, tree, .. } => {
                 let v = r
                     .call(Method::GET, &format!("/v1/operations/{id}"), None)
                     .await?;

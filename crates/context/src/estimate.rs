@@ -133,6 +133,32 @@ impl TiktokenEstimator {
         }
     }
 
+    /// Tokens of one message as [`TokenEstimator::messages`] counts it (scaled, remembered).
+    pub fn message_tokens(&self, m: &Arc<Message>) -> u64 {
+        if vocabulary(self.encoding).is_none() {
+            return HeuristicEstimator.messages(std::slice::from_ref(m));
+        }
+        self.scale(self.messages.count(m, |m| self.message(m)))
+    }
+
+    /// Tokens of every API of one tool, as [`TokenEstimator::tools`] counts it (scaled,
+    /// remembered).
+    pub fn manifest_tokens(&self, m: &Arc<ToolManifest>) -> u64 {
+        self.scale(self.tools.count(m, |m| self.manifest(m)))
+    }
+
+    /// Tokens of one tool API offered to the model, counted as [`TokenEstimator::tools`]
+    /// counts each API (scaled).
+    pub fn function_tokens(&self, identifier: &str, api: &rein_core::tool::ToolApi) -> u64 {
+        self.scale(
+            PER_TOOL
+                + self.text(identifier)
+                + self.text(&api.name)
+                + self.text(&api.description)
+                + self.text(&api.parameters.to_string()),
+        )
+    }
+
     fn scale(&self, tokens: u64) -> u64 {
         (tokens as f64 * self.factor).ceil() as u64
     }

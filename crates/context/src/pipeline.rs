@@ -24,6 +24,29 @@ pub struct AgentFacts {
     pub max_tool_result_chars: Option<usize>,
     /// Attached text files are inlined up to this many characters each; `None` inlines whole.
     pub max_file_chars: Option<usize>,
+    /// Instructions of the tools whose schemas this call offers (manifest system roles), by
+    /// tool identifier.
+    pub tool_roles: Vec<(String, String)>,
+    /// Skills admitted into the operation: their instructions go into every call.
+    pub active_skills: Vec<SkillText>,
+}
+
+/// An active skill's instructions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkillText {
+    /// Its name.
+    pub name: String,
+    /// Its `SKILL.md` body.
+    pub body: String,
+}
+
+/// A skill the model could activate: listed by name and description, body not sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkillBrief {
+    /// The name to pass to `skills.activate`.
+    pub name: String,
+    /// When to use it.
+    pub description: String,
 }
 
 /// One retrieved piece of knowledge.
@@ -79,6 +102,8 @@ pub struct StepFacts {
     pub force_finish: bool,
     /// Tools available but not active (progressive disclosure).
     pub inactive_tools: Vec<ToolBrief>,
+    /// Skills available but not active.
+    pub available_skills: Vec<SkillBrief>,
     /// The agent's plan (`todo` tool).
     pub todos: Vec<rein_core::state::TodoItem>,
 }
@@ -152,9 +177,9 @@ impl Pipeline {
     }
 
     /// rein's order: truncation first (later processors see only kept messages), then
-    /// placeholder filter, system role, memory, knowledge, group relabeling, attachments, tool
-    /// result limits, tool-call pairing, summary placement, tool disclosure, the plan,
-    /// force-finish, and cleanup last.
+    /// placeholder filter, system role, memory, knowledge, skills, group relabeling,
+    /// attachments, tool result limits, tool-call pairing, summary placement, tool disclosure,
+    /// the plan, force-finish, and cleanup last.
     pub fn standard() -> Self {
         use processors::*;
         Self::new(vec![
@@ -163,6 +188,7 @@ impl Pipeline {
             Box::new(system_role::SystemRole),
             Box::new(inject::MemoryInjection),
             Box::new(inject::KnowledgeInjection),
+            Box::new(skills::Skills),
             Box::new(group::GroupRelabel),
             Box::new(attachments::Attachments),
             Box::new(tool_results::ToolResultLimit),
@@ -199,6 +225,16 @@ impl Pipeline {
 
     /// Run every processor over `input`.
     pub fn run(&self, input: &ContextInput<'_>) -> ContextOutput {
+        self.run_observed(input, |_, _| {})
+    }
+
+    /// Run every processor over `input`, showing `observe` each one's name and the draft it
+    /// left (see [`crate::report`]).
+    pub fn run_observed(
+        &self,
+        input: &ContextInput<'_>,
+        mut observe: impl FnMut(&'static str, &Draft),
+    ) -> ContextOutput {
         let mut draft = Draft {
             messages: input.messages.to_vec(),
             tools_enabled: true,
@@ -206,6 +242,7 @@ impl Pipeline {
         let mut trace = Vec::with_capacity(self.processors.len());
         for p in &self.processors {
             p.process(input, &mut draft);
+            observe(p.name(), &draft);
             trace.push(TraceEntry {
                 processor: p.name(),
                 messages: draft.messages.len(),

@@ -78,6 +78,14 @@ pub enum EventKind {
         /// The delta.
         chunk: StreamChunk,
     },
+    /// What the model call was sent, by admitted item and by context processor (emitted once
+    /// the call has returned, for the inspector and `rein op show --context`).
+    ContextReport {
+        /// Assistant message being written.
+        assistant_message_id: MessageId,
+        /// The accounting.
+        report: ContextReport,
+    },
     /// The model call finished.
     LlmResult {
         /// Assistant message written.
@@ -231,6 +239,49 @@ pub enum EventKind {
         /// What went wrong.
         message: String,
     },
+}
+
+/// What one model call was sent: estimated tokens per admitted item, and what each context
+/// processor changed. The items sum to `total_tokens`, the estimate of the whole request.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextReport {
+    /// Admitted items in a fixed order (`system_role`, `memories`, `knowledge`, `skills`,
+    /// `tool_list`, `plan`, `summary`, `history`, `force_finish`, `tool_schemas`), empty ones
+    /// left out.
+    pub items: Vec<AdmittedItem>,
+    /// Each processor's effect, in pipeline order.
+    pub processors: Vec<ProcessorEffect>,
+    /// Estimated tokens of the whole request (messages and tool schemas).
+    pub total_tokens: u64,
+}
+
+/// One kind of content a call admitted and what it cost.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdmittedItem {
+    /// Which (see [`ContextReport::items`]).
+    pub item: String,
+    /// Estimated tokens.
+    pub tokens: u64,
+    /// Messages (or, for `tool_schemas`, functions) it took.
+    pub count: u32,
+}
+
+/// What one context processor did to the draft.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessorEffect {
+    /// The processor.
+    pub processor: String,
+    /// Messages before it ran.
+    pub messages_before: u32,
+    /// Messages after it ran.
+    pub messages_after: u32,
+    /// Messages it added or rewrote.
+    pub changed: u32,
+    /// Estimated tokens it added (negative: removed).
+    pub tokens_delta: i64,
 }
 
 /// An event with its position in the operation's log.

@@ -133,6 +133,55 @@ pub struct GroupSpec {
     pub max_rounds: u32,
 }
 
+/// How the tools an operation may call are offered to the model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolDisclosure {
+    /// Progressive when the offered schemas would cost more than
+    /// [`AUTO_DISCLOSURE_TOKENS`], every schema otherwise.
+    #[default]
+    Auto,
+    /// Every allowed tool's schema, every call.
+    All,
+    /// Tools listed by name and one line; the model activates what it needs
+    /// (`tools.activate_tools`) and their schemas are sent from the next call on.
+    Progressive,
+}
+
+/// Above this many estimated tokens of tool schemas, `auto` disclosure lists tools instead of
+/// sending their schemas. The built-in tools cost about 2,000; a few MCP servers more cross it.
+pub const AUTO_DISCLOSURE_TOKENS: u64 = 6_000;
+
+impl ToolDisclosure {
+    /// Parse `auto`, `all` or `progressive`.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "auto" => Some(Self::Auto),
+            "all" => Some(Self::All),
+            "progressive" => Some(Self::Progressive),
+            _ => None,
+        }
+    }
+
+    /// Its name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::All => "all",
+            Self::Progressive => "progressive",
+        }
+    }
+
+    /// Whether schemas costing `schema_tokens` are listed rather than sent.
+    pub fn progressive(self, schema_tokens: u64) -> bool {
+        match self {
+            Self::All => false,
+            Self::Progressive => true,
+            Self::Auto => schema_tokens > AUTO_DISCLOSURE_TOKENS,
+        }
+    }
+}
+
 /// What one operation may do.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -155,10 +204,11 @@ pub struct OperationSpec {
     /// Seconds a requested approval stays valid; after that the operation ends (`timeout`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval_timeout_secs: Option<u64>,
-    /// Progressive tool disclosure: `Some(always)` offers full schemas only for the tools
-    /// named in `always` and those the model activated; the others are listed by name.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub progressive_tools: Option<Vec<String>>,
+    /// Whether tools are offered with full schemas or listed for activation.
+    pub tools_disclosure: ToolDisclosure,
+    /// Skills admitted from the first call on (by name).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<String>,
     /// The model that writes compression summaries (the operation's model when `None`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compression_model: Option<ModelRef>,

@@ -471,6 +471,9 @@ pub struct AgentState {
     /// Tools activated during the operation.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub activated_tools: Vec<ActivatedTool>,
+    /// Skills admitted into the calls, in activation order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub activated_skills: Vec<crate::tool::ActivatedSkill>,
     /// The agent's plan, as last written with the `todo` tool.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub todos: Vec<TodoItem>,
@@ -530,6 +533,7 @@ impl AgentState {
             sub_agents: Vec::new(),
             tool_manifests: Arc::default(),
             activated_tools: Vec::new(),
+            activated_skills: Vec::new(),
             todos: Vec::new(),
             intervention: UserInterventionConfig::default(),
             security_blacklist: None,

@@ -141,6 +141,9 @@ pub struct ToolExecution {
 
 /// Identifier of the meta-tool that activates tools under progressive disclosure.
 pub const ACTIVATE_TOOLS: &str = "tools";
+/// Identifier of the meta-tool that activates skills: like [`ACTIVATE_TOOLS`], always offered
+/// in full, since it is how the listed skills are reached.
+pub const ACTIVATE_SKILLS: &str = "skills";
 
 /// Whether the model is sent `identifier`'s full schemas. Without progressive disclosure
 /// (`always` is `None`) every tool but the meta-tool is; with it, only the tools in `always`,
@@ -154,6 +157,7 @@ pub fn schemas_offered(
         None => identifier != ACTIVATE_TOOLS,
         Some(always) => {
             identifier == ACTIVATE_TOOLS
+                || identifier == ACTIVATE_SKILLS
                 || always.iter().any(|a| a == identifier)
                 || activated.iter().any(|a| a.identifier == identifier)
         }
@@ -168,6 +172,27 @@ pub struct ActivatedTool {
     /// Step at which it was activated.
     pub activated_at_step: u32,
     /// Why: `discovery`, `mention`, `device`.
+    pub source: String,
+}
+
+/// A skill admitted into an operation's calls: its instructions, as read when it was activated
+/// (kept in the state, so a resumed operation admits the same text in any process).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActivatedSkill {
+    /// The skill's name.
+    pub name: String,
+    /// The Markdown body of its `SKILL.md`, front matter removed.
+    pub body: String,
+    /// The folder it was read from; its resource files are readable there (read-only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<String>,
+    /// Tools the skill asks to use without approval (`identifier` or `identifier/api`); they
+    /// never widen the operation's allow-list.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_tools: Vec<String>,
+    /// Step at which it was activated (0: from the start).
+    pub activated_at_step: u32,
+    /// Why: `model` (the `skills` tool), `spec` (the agent or request named it), `user`.
     pub source: String,
 }
 

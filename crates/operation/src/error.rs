@@ -33,6 +33,9 @@ pub enum DriverError {
         "topic id {0:?} is not valid: use 1 to 128 ASCII letters, digits, '-', '_', '.' or ':'"
     )]
     InvalidTopic(String),
+    /// Skills named for an operation that this process does not have; nothing was written.
+    #[error("no skill named {}; `rein skill list` shows the available ones", .0.join(", "))]
+    UnknownSkills(Vec<String>),
 }
 
 /// The topic id rule as a regular expression (for API documents); [`check_topic_id`] applies it.

@@ -88,6 +88,8 @@ pub struct Host {
     /// none (`rein serve --workdir`); without one, a server's operations have no file or shell
     /// access.
     pub working_directory: Option<String>,
+    /// Skills operations may activate.
+    pub skills: Arc<rein_tools::skills::SkillCatalog>,
 }
 
 impl Host {
@@ -109,6 +111,7 @@ impl Host {
             embedder: None,
             agents: None,
             working_directory: None,
+            skills: Arc::default(),
         }
     }
 
@@ -129,7 +132,7 @@ impl Host {
         if let Some(agents) = &self.agents {
             d = d.with_agents(Arc::clone(agents));
         }
-        d
+        d.with_skills(Arc::clone(&self.skills))
     }
 
     /// The spec of a new operation run with `profile` (an agent's settings merged with the

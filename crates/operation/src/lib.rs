@@ -11,11 +11,14 @@
 //! decisions, cancellation and crash recovery all continue from what is on disk. Delegation
 //! makes operation trees: sub-agents created in the commit that parks their parent, with specs
 //! never wider than its, run by the parent's run within what it has left to spend; a group is a
-//! supervisor whose turns are sub-agents ([`GroupProfile`]).
+//! supervisor whose turns are sub-agents ([`GroupProfile`]). Each model call records what it
+//! admitted ([`context_report`]): the skills, tool listing and instructions it carried and
+//! what every context processor changed.
 
 mod activity;
 mod agents;
 pub mod attachment;
+pub mod context_report;
 mod driver;
 mod embedder;
 mod error;
@@ -39,6 +42,6 @@ pub use models::{ModelSource, ModelUnavailable, RegistryModels, SingleProvider};
 pub use profile::{AgentProfile, ProfileError, SpecOrigin};
 pub use rein_context::{FORCE_FINISH_PROMPT, Pipeline};
 pub use rein_core::spec::{AgentRef, ContextSettings, OperationSpec};
-pub use rein_tools::{BuiltinConfig, Tool, ToolContext};
+pub use rein_tools::{BuiltinConfig, Tool, ToolContext, skills};
 pub use summarizer::{ModelSummarizer, SUMMARY_INSTRUCTIONS};
 pub use tools::ToolHost;

@@ -5,7 +5,11 @@
 use futures::FutureExt;
 use futures::StreamExt;
 use futures::future::BoxFuture;
-use rein_context::{AgentFacts, ContextInput, ModelFacts, Pipeline, StepFacts, ToolBrief};
+use rein_context::{
+    AgentFacts, ContextInput, ModelFacts, Pipeline, SkillBrief, SkillText, StepFacts,
+    TiktokenEstimator, ToolBrief,
+};
+use rein_core::event::ContextReport;
 use rein_core::Usd;
 use rein_core::document::{DocumentKind, Embedding, rank_hybrid};
 use rein_core::engine::ports::{
@@ -45,6 +49,10 @@ pub struct ModelPort {
     /// in `always` and those the model activated with `activate_tools`; the others are listed
     /// by name and one line. `None` offers every tool.
     pub progressive_tools: Option<Vec<String>>,
+    /// Skills the operation may activate (listed while inactive).
+    pub skills: Arc<rein_tools::skills::SkillCatalog>,
+    /// Counts what each call admits (the operation's model's estimator).
+    pub estimator: TiktokenEstimator,
     /// Embeds the request to find memories by meaning; keywords only without one.
     pub embedder: Option<Arc<dyn Embedder>>,
     /// The last query embedded: every step of an operation asks with the same user message.
@@ -107,26 +115,18 @@ impl ModelPort {
         e
     }
 
-    /// The messages and tools this call sends, through the context pipeline.
+    /// The messages and tools this call sends, through the context pipeline, and what they
+    /// admitted.
     fn assemble(
         &self,
         req: &LlmRequest<'_>,
         model: &str,
         memories: Vec<String>,
-    ) -> (Vec<Arc<Message>>, Vec<ToolSpec>) {
+    ) -> (Vec<Arc<Message>>, Vec<ToolSpec>, ContextReport) {
         let vision = self
             .catalog
             .lookup(&self.provider_id, model)
             .is_none_or(|m| m.capabilities.vision);
-        let agent = AgentFacts {
-            // Messages other agents wrote (a group's) are relabelled against it.
-            name: req.state.metadata.agent_id.clone(),
-            max_tool_result_chars: self.context.max_tool_result_chars,
-            max_file_chars: self.context.max_file_chars,
-            history_limit: self.context.history_limit,
-            memories,
-            ..Default::default()
-        };
         let model_facts = ModelFacts {
             id: format!("{}/{model}", self.provider_id),
             vision,
@@ -141,6 +141,53 @@ impl ModelPort {
                 .allowed_tools
                 .as_ref()
                 .is_none_or(|l| key_listed(l, &m.identifier, api))
+        };
+        let offers = |m: &rein_core::tool::ToolManifest| {
+            active(&m.identifier) && m.apis.iter().any(|a| allowed(m, &a.name))
+        };
+        let agent = AgentFacts {
+            // Messages other agents wrote (a group's) are relabelled against it.
+            name: req.state.metadata.agent_id.clone(),
+            max_tool_result_chars: self.context.max_tool_result_chars,
+            max_file_chars: self.context.max_file_chars,
+            history_limit: self.context.history_limit,
+            memories,
+            tool_roles: req
+                .state
+                .tool_manifests
+                .values()
+                .filter(|m| offers(m))
+                .filter_map(|m| Some((m.identifier.clone(), m.system_role.clone()?)))
+                .collect(),
+            active_skills: req
+                .state
+                .activated_skills
+                .iter()
+                .map(|s| SkillText {
+                    name: s.name.clone(),
+                    body: s.body.clone(),
+                })
+                .collect(),
+            ..Default::default()
+        };
+        // Skills are listed only where the model can activate them.
+        let can_activate = req
+            .state
+            .tool_manifests
+            .get(rein_tools::skills::IDENTIFIER)
+            .is_some_and(|m| allowed(m, rein_tools::skills::API));
+        let available_skills = if can_activate {
+            self.skills
+                .skills()
+                .iter()
+                .filter(|s| !req.state.activated_skills.iter().any(|a| a.name == s.name))
+                .map(|s| SkillBrief {
+                    name: s.name.clone(),
+                    description: s.description.clone(),
+                })
+                .collect()
+        } else {
+            Vec::new()
         };
         let inactive_tools = match always {
             None => Vec::new(),
@@ -174,20 +221,27 @@ impl ModelPort {
                 .then(|| std::env::consts::OS.to_owned()),
             force_finish: req.force_finish,
             inactive_tools,
+            available_skills,
             todos: req.state.todos.clone(),
         };
-        let out = self.pipeline.run(&ContextInput {
+        let input = ContextInput {
             messages: &req.state.messages,
             agent: &agent,
             model: &model_facts,
             step: &step,
-        });
+        };
+        let (out, mut report) = rein_context::report::explain(&self.pipeline, &input, &self.estimator);
         let mut tools = Vec::new();
+        let (mut schema_tokens, mut functions) = (0, 0);
         if out.tools_enabled {
             for m in req.state.tool_manifests.values() {
                 if !active(&m.identifier) {
                     continue;
                 }
+                let (t, n) =
+                    rein_context::report::schema_tokens(&self.estimator, m, |api| allowed(m, api));
+                schema_tokens += t;
+                functions += n;
                 for api in &m.apis {
                     if allowed(m, &api.name) {
                         tools.push(ToolSpec {
@@ -199,7 +253,8 @@ impl ModelPort {
                 }
             }
         }
-        (out.messages, tools)
+        rein_context::report::admit_tool_schemas(&mut report, schema_tokens, functions);
+        (out.messages, tools, report)
     }
 }
 
@@ -249,7 +304,7 @@ impl LlmPort for ModelPort {
                 .ok_or_else(|| PortError::new("config", "the operation has no model"))?;
             let here = tracing::Span::current();
             let memories = self.relevant_memories(&req).await;
-            let (messages, tools) = self.assemble(&req, &model, memories);
+            let (messages, tools, report) = self.assemble(&req, &model, memories);
             let mut chat = ChatRequest::new(model.clone(), messages);
             chat.tools = tools;
             chat.cancel = self.cancel.child_token();
@@ -362,6 +417,7 @@ impl LlmPort for ModelPort {
                 cost,
                 stop_reason: r.stop_reason.map(|s| s.as_str().to_owned()),
                 elapsed_ms: 0,
+                context: Some(report),
             })
         }
         .instrument(span)

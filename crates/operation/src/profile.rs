@@ -5,7 +5,7 @@
 
 use rein_core::Usd;
 use rein_core::intervention::ApprovalMode;
-use rein_core::spec::{AgentRef, OperationSpec};
+use rein_core::spec::{AgentRef, OperationSpec, ToolDisclosure};
 use rein_core::state::{Budget, BudgetPolicy, ModelRef};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -55,6 +55,24 @@ pub struct AgentProfile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub approval_timeout_secs: Option<u64>,
+    /// How tools are offered: `auto` (default: listed for activation when their schemas would
+    /// cost more than 6,000 tokens), `all` or `progressive`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "disclosure_schema")]
+    pub tools_disclosure: Option<String>,
+    /// Skills admitted from the first call on, by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skills: Option<Vec<String>>,
+}
+
+/// The schema of an optional disclosure name.
+pub fn disclosure_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "string", "nullable": true, "enum": ["auto", "all", "progressive", null]})
+}
+
+/// Parse a disclosure name.
+pub fn tools_disclosure(name: &str) -> Result<ToolDisclosure, ProfileError> {
+    ToolDisclosure::parse(name).ok_or_else(|| ProfileError::Disclosure(name.to_owned()))
 }
 
 /// A model address as [`model_ref`] accepts it: `provider/model`, both parts non-empty.
@@ -72,6 +90,9 @@ pub enum ProfileError {
     /// An unknown approval mode.
     #[error("approval `{0}`: use manual, auto-run, allow-list or headless")]
     Approval(String),
+    /// An unknown tool disclosure.
+    #[error("tools_disclosure `{0}`: use auto, all or progressive")]
+    Disclosure(String),
     /// A model that is not `provider/model`.
     #[error("model `{model}`: {reason}")]
     Model {
@@ -200,6 +221,11 @@ impl AgentProfile {
             tool_call_cost_limit: over.tool_call_cost_limit.or(self.tool_call_cost_limit),
             budget_policy: over.budget_policy.or(self.budget_policy),
             approval_timeout_secs: over.approval_timeout_secs.or(self.approval_timeout_secs),
+            tools_disclosure: over
+                .tools_disclosure
+                .clone()
+                .or_else(|| self.tools_disclosure.clone()),
+            skills: over.skills.clone().or_else(|| self.skills.clone()),
         }
     }
 
@@ -210,6 +236,9 @@ impl AgentProfile {
         }
         if let Some(m) = &self.model {
             model_ref(m)?;
+        }
+        if let Some(d) = &self.tools_disclosure {
+            tools_disclosure(d)?;
         }
         if self.max_steps == Some(0) {
             return Err(ProfileError::Limit {
@@ -263,6 +292,11 @@ impl AgentProfile {
             max_steps: self.max_steps.or(base.max_steps),
             budget: self.budget()?,
             approval_timeout_secs: self.approval_timeout_secs.or(base.approval_timeout_secs),
+            tools_disclosure: match &self.tools_disclosure {
+                Some(d) => tools_disclosure(d)?,
+                None => base.tools_disclosure,
+            },
+            skills: self.skills.clone().unwrap_or_else(|| base.skills.clone()),
             owner: origin.owner,
             agent: origin.agent,
             working_directory: origin

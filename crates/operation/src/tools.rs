@@ -126,6 +126,21 @@ impl ToolHost {
         Ok(())
     }
 
+    /// Offer `skills.activate` over `catalog` (when it has skills). Like the built-ins, it is
+    /// not recorded as a tool a continuing process must have.
+    pub fn set_skills(
+        &mut self,
+        catalog: Arc<rein_tools::skills::SkillCatalog>,
+    ) -> Result<(), ToolError> {
+        if catalog.is_empty() {
+            return Ok(());
+        }
+        self.registry
+            .register(Arc::new(rein_tools::skills::ActivateSkill::new(catalog)))?;
+        self.map = manifest_map(&self.registry);
+        Ok(())
+    }
+
     /// Add a tool.
     pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), ToolError> {
         let id = tool.manifest().identifier;
@@ -276,6 +291,11 @@ impl ToolPort for ToolHost {
                     .cloned()
                     .collect(),
                 scope: document_scope(state),
+                skill_dirs: state
+                    .activated_skills
+                    .iter()
+                    .filter_map(|s| Some((s.name.clone(), PathBuf::from(s.dir.as_ref()?))))
+                    .collect(),
             };
             let mut out = match tool.call(&cx, &call.api, args).await {
                 Ok(out) => out,

@@ -996,7 +996,7 @@ async fn progressive_disclosure_lists_tools_until_the_model_activates_them() {
     let d = driver(&e, false).with_tool(Arc::new(Blob));
     let opts = StartOptions {
         spec: rein_operation::OperationSpec {
-            progressive_tools: Some(vec!["calculator".into()]),
+            tools_disclosure: rein_core::spec::ToolDisclosure::Progressive,
             ..Default::default()
         },
         ..Default::default()
@@ -1021,12 +1021,10 @@ async fn progressive_disclosure_lists_tools_until_the_model_activates_them() {
             .unwrap()
             .to_owned()
     };
-    assert_eq!(
-        offered(0),
-        ["calculator__evaluate", "tools__activate_tools"]
-    );
+    assert_eq!(offered(0), ["tools__activate_tools"]);
     for listed in [
         "- blob:",
+        "- calculator:",
         "- files:",
         "- shell:",
         "- web:",

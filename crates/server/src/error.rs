@@ -140,6 +140,12 @@ impl From<rein_operation::DriverError> for ApiError {
                 ApiError::new(StatusCode::CONFLICT, "missing_tools", e.to_string())
             }
             e @ E::InvalidTopic(_) => ApiError::bad_request(e.to_string()),
+            // Well-formed, naming skills the server does not have.
+            e @ E::UnknownSkills(_) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "skill_missing",
+                e.to_string(),
+            ),
         }
     }
 }

@@ -27,7 +27,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
 use rein_store::SqlStore;
 use routes::tasks as tasks_api;
-use routes::{agents, groups, models, openai, operations, topics};
+use routes::{agents, groups, models, openai, operations, skills, topics};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -129,6 +129,7 @@ pub fn api() -> api::Api {
         .merge(groups::api())
         .merge(topics::api())
         .merge(models::api())
+        .merge(skills::api())
         .merge(openai::api())
         .merge(tasks_api::api())
 }

@@ -162,7 +162,12 @@ impl Tool for Files {
         args: Value,
     ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
         async move {
-            let wd = cx.working_directory.clone();
+            let mut args = args;
+            let wd = match skill_root(cx, api, &mut args) {
+                Ok(Some(dir)) => Some(dir),
+                Ok(None) => cx.working_directory.clone(),
+                Err(refusal) => return Ok(ToolOutput::failed(refusal)),
+            };
             let key = format!("files/{api}");
             // Every filesystem call runs on the blocking pool under a time limit.
             let run =
@@ -221,6 +226,37 @@ impl Tool for Files {
         }
         .boxed()
     }
+}
+
+/// The prefix that addresses an active skill's files: `skill://NAME/FILE`.
+const SKILL_PREFIX: &str = "skill://";
+
+/// For a `path` naming `skill://NAME/…`: the skill's folder, with `path` rewritten relative to
+/// it (confinement then applies there as it does to the working directory). Skill files are
+/// read-only, and only an active skill's are reachable.
+fn skill_root(
+    cx: &ToolContext,
+    api: &str,
+    args: &mut Value,
+) -> Result<Option<std::path::PathBuf>, String> {
+    let Some(path) = args.get("path").and_then(Value::as_str) else {
+        return Ok(None);
+    };
+    let Some(rest) = path.strip_prefix(SKILL_PREFIX) else {
+        return Ok(None);
+    };
+    if !matches!(api, "read" | "list" | "grep") {
+        return Err(format!("`{path}` is a skill's file: skill files are read-only"));
+    }
+    let (name, file) = rest.split_once('/').unwrap_or((rest, ""));
+    let Some((_, dir)) = cx.skill_dirs.iter().find(|(n, _)| n == name) else {
+        return Err(format!(
+            "no active skill named `{name}` (activate it with skills.activate first)"
+        ));
+    };
+    let file = if file.is_empty() { "." } else { file };
+    args["path"] = Value::String(file.to_owned());
+    Ok(Some(dir.clone()))
 }
 
 fn read(

@@ -6,7 +6,8 @@
 //! (confined to the operation's working directory), `shell` (timeout, capped output, approval
 //! required), `web` (`fetch`, refusing private and loopback targets), `todo` (the agent's
 //! plan, kept in the operation's state) and `tools`
-//! (`activate_tools`, for progressive disclosure); and [`mcp`], which turns an MCP server's
+//! (`activate_tools`, for progressive disclosure); [`skills`] (discovery of Agent Skills
+//! folders and `skills.activate`); and [`mcp`], which turns an MCP server's
 //! tools into one more tool.
 
 /// Parse a tool call's arguments into `$t`, or make the enclosing `call` return a failed
@@ -35,6 +36,7 @@ mod fsguard;
 pub mod mcp;
 mod path;
 pub mod shell;
+pub mod skills;
 pub mod todo;
 pub mod web;
 
@@ -59,6 +61,9 @@ pub struct ToolContext {
     pub available_tools: Vec<String>,
     /// Owner of memories and notes: `user:<id>/agent:<id>`.
     pub scope: String,
+    /// Folders of the operation's active skills, by name: `files` reads `skill://NAME/…`
+    /// there, read-only.
+    pub skill_dirs: Vec<(String, PathBuf)>,
 }
 
 /// A tool implementation.

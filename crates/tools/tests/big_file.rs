@@ -16,6 +16,7 @@ async fn files(dir: &Path, api: &str, args: Value) -> (bool, String, Duration) {
         idempotency_key: "k".into(),
         available_tools: Vec::new(),
         scope: "user:test/agent:test".into(),
+        skill_dirs: Vec::new(),
     };
     let started = Instant::now();
     let out = tokio::time::timeout(

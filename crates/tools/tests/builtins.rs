@@ -29,6 +29,7 @@ fn cx(dir: &std::path::Path) -> ToolContext {
         idempotency_key: "k".into(),
         available_tools: Vec::new(),
         scope: "user:test/agent:test".into(),
+        skill_dirs: Vec::new(),
     }
 }
 

@@ -23,6 +23,7 @@ fn cx(dir: &Path) -> ToolContext {
         idempotency_key: "k".into(),
         available_tools: Vec::new(),
         scope: "user:test/agent:test".into(),
+        skill_dirs: Vec::new(),
     }
 }
 

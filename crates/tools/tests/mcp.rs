@@ -39,6 +39,7 @@ fn cx(dir: Option<PathBuf>) -> ToolContext {
         idempotency_key: "k".into(),
         available_tools: Vec::new(),
         scope: "user:test/agent:test".into(),
+        skill_dirs: Vec::new(),
     }
 }
 

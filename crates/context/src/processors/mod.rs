@@ -12,6 +12,7 @@ pub mod inject;
 pub mod pairing;
 pub mod placeholder;
 pub mod plan;
+pub mod skills;
 pub mod summary;
 pub mod system_role;
 pub mod tool_results;

@@ -1,6 +1,7 @@
 //! `system_role`: one system message in the head system block (after any stored system
 //! messages, which are the agent's own instructions): the agent's role, its name, the date, the
-//! model's identity and workspace facts. The date is given to the day, not the second: the
+//! model's identity, workspace facts, and the instructions of the tools this call offers
+//! (their manifests' system roles). The date is given to the day, not the second: the
 //! head of the prompt stays byte-identical within a day, so provider prompt caches keep hitting.
 
 use super::leading_system;
@@ -39,6 +40,12 @@ impl Processor for SystemRole {
         }
         if let Some(os) = &input.step.os {
             let _ = writeln!(text, "Operating system: {os}");
+        }
+        for (tool, role) in &input.agent.tool_roles {
+            let role = role.trim();
+            if !role.is_empty() {
+                let _ = write!(text, "\n<tool name=\"{tool}\">\n{role}\n</tool>\n");
+            }
         }
         let text = text.trim_end();
         if text.is_empty() {

@@ -77,6 +77,8 @@ pub struct LlmOutput {
     pub stop_reason: Option<String>,
     /// Wall time of the call.
     pub elapsed_ms: u64,
+    /// What the request admitted, when the port accounts for it.
+    pub context: Option<crate::event::ContextReport>,
 }
 
 /// What a model call reports while it runs.
@@ -120,6 +122,8 @@ pub struct ToolOutput {
     pub follow_up: Option<ToolFollowUp>,
     /// Tool identifiers to activate from the next step on (progressive disclosure).
     pub activate: Vec<String>,
+    /// Skills to admit from the next model call on.
+    pub activate_skills: Vec<crate::tool::ActivatedSkill>,
     /// A new plan replacing the operation's (the `todo` tool).
     pub todos: Option<Vec<crate::state::TodoItem>>,
     /// The host's record of this execution, committed with the step.

@@ -342,7 +342,27 @@ impl InterventionChecker {
             });
         }
 
-        // 9. Allow-list mode.
+        // 9. A tool an active skill asks for (its `allowed-tools`) runs unasked. It never widens
+        // the scope: calls outside the operation's allow-list are refused before any
+        // intervention, and the global audits and dynamic configs above have already decided.
+        if let Some(skill) = state
+            .activated_skills
+            .iter()
+            .find(|s| super::key_listed(&s.allowed_tools, &call.identifier, &call.api))
+        {
+            return execute(&|| {
+                (
+                    format!("skill:{}", skill.name),
+                    format!(
+                        "the active skill `{}` allows {} without approval",
+                        skill.name,
+                        call.key()
+                    ),
+                )
+            });
+        }
+
+        // 10. Allow-list mode.
         if allow_list {
             return if listed {
                 execute(&|| {
@@ -361,7 +381,7 @@ impl InterventionChecker {
             };
         }
 
-        // 10. Manual mode: only `never` runs unasked.
+        // 11. Manual mode: only `never` runs unasked.
         if stat == InterventionPolicy::Never {
             execute(&|| {
                 (
@@ -488,6 +508,37 @@ mod tests {
         assert_eq!(
             (d.action, d.matched_rule.as_deref()),
             (Action::RequireApproval, Some("allow_list"))
+        );
+    }
+
+    #[test]
+    fn an_active_skill_lifts_approval_for_its_tools_but_not_the_guard() {
+        let mut s = state(ApprovalMode::Manual);
+        s.activated_skills.push(crate::tool::ActivatedSkill {
+            name: "release".into(),
+            body: String::new(),
+            dir: None,
+            allowed_tools: vec!["shell/run".into(), "fs".into()],
+            activated_at_step: 1,
+            source: "model".into(),
+        });
+        let checker = InterventionChecker::new();
+        let ls = call("shell", "run", json!({"command": "ls"}));
+        let d = checker.explain(&ls, &s);
+        assert_eq!(
+            (d.action, d.matched_rule.as_deref()),
+            (Action::Execute, Some("skill:release"))
+        );
+        // The command guard still asks, whatever the skill says.
+        let rm = call("shell", "run", json!({"command": "rm -rf ~"}));
+        assert_ne!(checker.check(&rm, &s), Action::Execute);
+        // A dynamic audit that fires (a path outside the working directory) still asks.
+        let outside = call("fs", "read", json!({"path": "/etc/hosts"}));
+        assert_eq!(checker.check(&outside, &s), Action::RequireApproval);
+        // Tools the skill does not name keep their policy.
+        assert_eq!(
+            checker.check(&call("git", "run", json!({})), &s),
+            Action::RequireApproval
         );
     }
 

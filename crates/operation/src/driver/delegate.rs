@@ -264,7 +264,9 @@ impl Delegator {
                 asked.approval_timeout_secs,
                 parent.approval_timeout_secs,
             ),
-            progressive_tools: parent.progressive_tools.clone(),
+            tools_disclosure: parent.tools_disclosure,
+            // A sub-agent starts without its parent's skills; it can activate its own.
+            skills: Vec::new(),
             compression_model: parent.compression_model.clone(),
             context: parent.context.clone(),
             mcp_servers: parent.mcp_servers.clone(),

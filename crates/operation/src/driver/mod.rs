@@ -158,6 +158,8 @@ pub struct Driver {
     on_commit: Option<CommitHook>,
     /// Where delegation finds agents by name; without it, operations cannot delegate.
     agents: Option<Arc<dyn crate::AgentDirectory>>,
+    /// Skills operations may activate (listed in every call by name and description).
+    skills: Arc<rein_tools::skills::SkillCatalog>,
     /// Token estimators by vocabulary and factor (bits), shared by every run.
     estimators: std::sync::Mutex<
         Vec<(
@@ -262,6 +264,7 @@ impl Driver {
             embedder: None,
             on_commit: None,
             agents: None,
+            skills: Arc::default(),
             estimators: Default::default(),
         }
     }
@@ -286,6 +289,18 @@ impl Driver {
     /// Builder: operations may delegate to sub-agents, named ones found in `agents`.
     pub fn with_agents(mut self, agents: Arc<dyn crate::AgentDirectory>) -> Self {
         self.agents = Some(agents);
+        self
+    }
+
+    /// Builder: operations may activate the skills of `catalog` (`skills.activate`, or named
+    /// in their spec).
+    pub fn with_skills(mut self, catalog: Arc<rein_tools::skills::SkillCatalog>) -> Self {
+        if let Some(host) = Arc::get_mut(&mut self.tools)
+            && let Err(e) = host.set_skills(Arc::clone(&catalog))
+        {
+            tracing::error!(error = %e, "skills tool not registered");
+        }
+        self.skills = catalog;
         self
     }
 

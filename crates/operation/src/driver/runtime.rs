@@ -12,6 +12,7 @@ use rein_core::engine::{EventSink, RuntimeConfig};
 use rein_core::instruction::InstructionKind;
 use rein_core::spec::OperationSpec;
 use rein_core::state::ModelRef;
+use rein_core::tool::ToolManifestMap;
 use rein_core::{AgentRuntime, GeneralChatAgent, GeneralChatAgentConfig, OperationId};
 use std::sync::Arc;
 
@@ -49,23 +50,26 @@ impl Driver {
         e
     }
 
-    /// The brain of an operation: this driver's tuning with the spec's scope.
+    /// The brain of an operation: this driver's tuning with the spec's scope, and (given the
+    /// tools it is offered) whether they are disclosed progressively.
     fn brain(
         &self,
         spec: &OperationSpec,
         model: &ModelRef,
-    ) -> (GeneralChatAgentConfig, Arc<dyn TokenEstimator>) {
+        offered: Option<&ToolManifestMap>,
+    ) -> (GeneralChatAgentConfig, TiktokenEstimator) {
+        let estimator = self.estimator(model);
         let mut agent = self.agent.clone();
         agent.allowed_tools = spec.allowed_tools.clone();
-        // One setting decides both what the model is sent and what the agent counts.
-        agent.progressive_tools = spec.progressive_tools.clone();
+        // One decision sets both what the model is sent and what the agent counts.
+        agent.progressive_tools = offered.and_then(|m| progressive(spec, m, &estimator));
         if self.window_from_catalog
             && let Some(info) = self.catalog.lookup(&model.provider, &model.model)
         {
             agent.compression.window_tokens = info.context_window;
             agent.compression.max_output_tokens = Some(info.max_output);
         }
-        (agent, Arc::new(self.estimator(model)))
+        (agent, estimator)
     }
 
     /// The runtime of a run that steps the operation: its model, its tools (this process must
@@ -84,7 +88,11 @@ impl Driver {
             run.committed.step_count + 1,
         );
         let sink: Arc<dyn EventSink> = sink;
-        Ok((self.runtime_with(&run.spec, providers, Some(sink)), writer))
+        let offered = &run.committed.tool_manifests;
+        Ok((
+            self.runtime_with(&run.spec, offered, providers, Some(sink)),
+            writer,
+        ))
     }
 
     /// Refuse an operation this process cannot run: an MCP server or custom tool the spec
@@ -132,6 +140,7 @@ impl Driver {
     fn runtime_with(
         &self,
         spec: &OperationSpec,
+        offered: &ToolManifestMap,
         providers: Providers,
         sink: Option<Arc<dyn EventSink>>,
     ) -> AgentRuntime {
@@ -141,6 +150,7 @@ impl Driver {
             summary_model,
             summary_provider,
         } = providers;
+        let (agent, estimator) = self.brain(spec, &model, Some(offered));
         let port = ModelPort {
             provider,
             provider_id: model.provider.to_string(),
@@ -149,10 +159,13 @@ impl Driver {
             cancel: self.cancel.clone(),
             pipeline: Arc::clone(&self.pipeline),
             context: spec.context.clone(),
-            progressive_tools: spec.progressive_tools.clone(),
+            progressive_tools: agent.progressive_tools.clone(),
+            skills: Arc::clone(&self.skills),
+            estimator: estimator.clone(),
             embedder: self.embedder.clone(),
             query_memo: Default::default(),
         };
+        let estimator: Arc<dyn TokenEstimator> = Arc::new(estimator);
         let summarizer = crate::ModelSummarizer {
             provider: summary_provider,
             provider_id: summary_model.provider.to_string(),
@@ -160,7 +173,6 @@ impl Driver {
             catalog: Arc::clone(&self.catalog),
             cancel: self.cancel.clone(),
         };
-        let (agent, estimator) = self.brain(spec, &model);
         let delegator: Arc<dyn rein_core::engine::Executor> =
             Arc::new(super::delegate::Delegator {
                 agents: self.agents.clone(),
@@ -198,7 +210,9 @@ impl Driver {
             .model
             .clone()
             .unwrap_or_else(|| self.default_model.clone());
-        let (agent, estimator) = self.brain(spec, &model);
+        // It calls no model: what the model would be offered does not matter.
+        let (agent, estimator) = self.brain(spec, &model, None);
+        let estimator: Arc<dyn TokenEstimator> = Arc::new(estimator);
         let config = RuntimeConfig {
             estimator: Arc::clone(&estimator),
             sink: self.sink.clone(),
@@ -210,4 +224,35 @@ impl Driver {
         };
         AgentRuntime::new(brain, config)
     }
+}
+
+/// Whether `spec`'s operation lists its tools instead of sending their schemas (`Some` with the
+/// tools always sent in full, beyond the activation tools: none), given the tools it is
+/// offered. `auto` weighs the schemas the allow-list lets through; the same spec and tools
+/// give the same answer in every process.
+fn progressive(
+    spec: &OperationSpec,
+    offered: &ToolManifestMap,
+    estimator: &TiktokenEstimator,
+) -> Option<Vec<String>> {
+    let tokens = || -> u64 {
+        offered
+            .values()
+            .filter(|m| {
+                m.identifier != rein_core::tool::ACTIVATE_TOOLS
+                    && m.identifier != rein_core::tool::ACTIVATE_SKILLS
+            })
+            .map(|m| {
+                rein_context::report::schema_tokens(estimator, m, |api| {
+                    spec.allows(&m.identifier, api)
+                })
+                .0
+            })
+            .sum()
+    };
+    let listed = match spec.tools_disclosure {
+        rein_core::spec::ToolDisclosure::Auto => spec.tools_disclosure.progressive(tokens()),
+        d => d.progressive(0),
+    };
+    listed.then(Vec::new)
 }

@@ -43,7 +43,9 @@ impl Driver {
         let mut user = Message::user(prompt);
         user.content.extend(opts.attachments.iter().cloned());
         let manifests = self.offered_tools(&spec).await?;
-        let state = first_state(id, &spec, &topic_id, history, user, manifests);
+        let skills = self.spec_skills(&spec)?;
+        let mut state = first_state(id, &spec, &topic_id, history, user, manifests);
+        state.activated_skills = skills;
         let next = initial_context(&state);
         let op = NewOperation {
             state,
@@ -59,6 +61,28 @@ impl Driver {
         };
         self.store.create_operation(&op).await?;
         Ok(id)
+    }
+
+    /// The skills `spec` names, as admitted from the first call on; refused when this process
+    /// lacks any of them.
+    fn spec_skills(
+        &self,
+        spec: &OperationSpec,
+    ) -> Result<Vec<rein_core::tool::ActivatedSkill>, DriverError> {
+        let mut out: Vec<rein_core::tool::ActivatedSkill> = Vec::new();
+        let mut missing = Vec::new();
+        for name in &spec.skills {
+            match self.skills.get(name) {
+                Some(s) if !out.iter().any(|a| &a.name == name) => out.push(s.activated(0, "spec")),
+                Some(_) => {}
+                None => missing.push(name.clone()),
+            }
+        }
+        if missing.is_empty() {
+            Ok(out)
+        } else {
+            Err(DriverError::UnknownSkills(missing))
+        }
     }
 
     /// The tools an operation with `spec` is offered: this process's, plus the delegation tool

@@ -6,6 +6,7 @@ pub mod groups;
 pub mod models;
 pub mod openai;
 pub mod operations;
+pub mod skills;
 pub mod tasks;
 pub mod topics;
 
@@ -175,6 +176,22 @@ path_param!(
     AgentPath,
     check: |s| check_name(s).map_err(ApiError::from),
     schema: json!({"type": "string", "pattern": rein_operation::profile::AGENT_NAME_PATTERN})
+);
+
+path_param!(
+    /// `{name}` of a skill: 1 to 64 lowercase letters, digits and single inner hyphens.
+    SkillPath,
+    check: |s| {
+        if rein_operation::skills::valid_name(s) {
+            Ok(())
+        } else {
+            let shown: String = s.chars().take(40).collect();
+            Err(ApiError::bad_request(format!(
+                "{shown:?} is not a skill name (lowercase letters, digits and single hyphens)"
+            )))
+        }
+    },
+    schema: json!({"type": "string", "pattern": rein_operation::skills::NAME_PATTERN, "maxLength": rein_operation::skills::NAME_MAX})
 );
 
 path_param!(

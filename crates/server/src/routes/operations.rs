@@ -71,6 +71,23 @@ pub struct CreateOperation {
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub approval_timeout_secs: Option<u64>,
+    /// How tools are offered: `auto` (default), `all` or `progressive`.
+    #[serde(default)]
+    #[schemars(schema_with = "rein_operation::profile::disclosure_schema")]
+    pub tools_disclosure: Option<String>,
+    /// Skills admitted from the first call on (the server's, see `GET /v1/skills`); an
+    /// unknown one is refused (422 `skill_missing`).
+    #[serde(default)]
+    pub skills: Option<Vec<String>>,
+}
+
+/// `GET /v1/operations/{id}/context` query.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContextQuery {
+    /// Only the call made at this step.
+    #[serde(default)]
+    pub step: Option<u32>,
 }
 
 /// `202` answer: the operation is committed and will run.
@@ -197,6 +214,8 @@ pub async fn create(
         tool_call_cost_limit: req.tool_call_cost_limit,
         budget_policy: req.budget_policy,
         approval_timeout_secs: req.approval_timeout_secs,
+        tools_disclosure: req.tools_disclosure.clone(),
+        skills: req.skills.clone(),
         ..Default::default()
     };
     let origin = SpecOrigin {
@@ -279,6 +298,20 @@ pub async fn show(
         sub_agents,
         usage,
     }))
+}
+
+/// `GET /v1/operations/{id}/context`: what each model call admitted (tokens per item, each
+/// context processor's effect), in order.
+pub async fn context(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    OperationPath(id): OperationPath,
+    Params(q): Params<ContextQuery>,
+) -> Result<Json<Vec<rein_operation::context_report::CallContext>>, ApiError> {
+    let record = owned_record(&app, &user, &id).await?;
+    let calls =
+        rein_operation::context_report::call_contexts(&*app.store, record.id, q.step).await?;
+    Ok(Json(calls))
 }
 
 /// `POST /v1/operations/{id}/cancel`: a running operation stops at its next boundary
@@ -438,6 +471,12 @@ pub fn api() -> Api {
             "/v1/operations/{id}",
             "An operation, its spec, step timeline and pending decisions",
             show,
+        )
+        .route(
+            Method::Get,
+            "/v1/operations/{id}/context",
+            "What each model call admitted: tokens per item and each context processor's effect",
+            context,
         )
         .route(
             Method::Post,

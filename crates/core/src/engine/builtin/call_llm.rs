@@ -131,6 +131,12 @@ impl PayloadExecutor for CallLlmExecutor {
             message.usage = Some(out.usage);
             message.created_at = Utc::now();
 
+            if let Some(report) = out.context.take() {
+                cx.emit(EventKind::ContextReport {
+                    assistant_message_id: assistant_id,
+                    report,
+                });
+            }
             cx.emit(EventKind::LlmResult {
                 assistant_message_id: assistant_id,
                 content: out.content.clone(),

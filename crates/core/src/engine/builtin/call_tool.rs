@@ -91,6 +91,13 @@ impl PayloadExecutor for CallToolExecutor {
                         });
                     }
                 }
+                for skill in &output.activate_skills {
+                    if !state.activated_skills.iter().any(|s| s.name == skill.name) {
+                        let mut skill = skill.clone();
+                        skill.activated_at_step = state.step_count;
+                        state.activated_skills.push(skill);
+                    }
+                }
             }
             let key = call.key();
             state.usage.record_tool(&key, output.success, ms);

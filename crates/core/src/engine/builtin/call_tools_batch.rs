@@ -106,6 +106,11 @@ impl PayloadExecutor for CallToolsBatchExecutor {
                                 merged.activated_tools.push(t.clone());
                             }
                         }
+                        for k in &copy.activated_skills {
+                            if !merged.activated_skills.iter().any(|s| s.name == k.name) {
+                                merged.activated_skills.push(k.clone());
+                            }
+                        }
                         if let Some(RuntimeContext {
                             phase: Phase::ToolResult(p),
                             ..
