@@ -1,14 +1,17 @@
-//! What a call admitted: the pipeline run with every processor's draft observed, each message
-//! of the request attributed to the item it carries (the agent's instructions, memories,
-//! knowledge, skills, the tool listing, the plan, the compression summary, the conversation),
-//! and the token cost of each. Items sum to the request's total by construction: every message
-//! sent is attributed to exactly one item and the tool schemas are one more.
+//! What a call admitted: the pipeline run with every processor's draft observed, the tokens
+//! each processor added or removed, and those deltas summed per item (the agent's
+//! instructions, memories, knowledge, skills, the tool listing, the plan, the compression
+//! summary, the conversation). The transcript's own messages open the account (its system
+//! messages are the agent's instructions, its summaries the summary, the rest history), and
+//! every processor's delta goes to the item it works on, so the items sum to the tokens of the
+//! messages sent exactly, whatever a later processor merges or cuts; the tool schemas are one
+//! more item.
 
 use crate::estimate::TiktokenEstimator;
 use crate::pipeline::{ContextInput, ContextOutput, Pipeline};
 use rein_core::event::{AdmittedItem, ContextReport, ProcessorEffect};
 use rein_core::message::{Message, MessageKind, Role};
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// Items in the order a report lists them.
@@ -25,9 +28,8 @@ const ITEMS: [&str; 10] = [
     "tool_schemas",
 ];
 
-/// The item a message added by `processor` carries; processors that only rewrite the
-/// conversation (truncation, attachments, result limits, pairing, relabeling, cleanup) leave
-/// it history.
+/// The item `processor` works on; processors that only rewrite the conversation (truncation,
+/// attachments, result limits, pairing, relabeling, cleanup) work on history.
 fn item_of(processor: &str) -> &'static str {
     match processor {
         "system_role" => "system_role",
@@ -36,6 +38,7 @@ fn item_of(processor: &str) -> &'static str {
         "skills" => "skills",
         "tool_disclosure" => "tool_list",
         "plan" => "plan",
+        "summary_placement" => "summary",
         "force_finish" => "force_finish",
         _ => "history",
     }
@@ -49,64 +52,60 @@ pub fn explain(
     input: &ContextInput<'_>,
     estimator: &TiktokenEstimator,
 ) -> (ContextOutput, ContextReport) {
-    // Drafts are kept alive until the end, so no message's address is reused by a later one.
-    let mut drafts: Vec<Vec<Arc<Message>>> = vec![input.messages.to_vec()];
-    let mut names: Vec<&'static str> = Vec::new();
-    let output = pipeline.run_observed(input, |name, draft| {
-        names.push(name);
-        drafts.push(draft.messages.clone());
-    });
+    let tokens =
+        |ms: &[Arc<Message>]| -> u64 { ms.iter().map(|m| estimator.message_tokens(m)).sum() };
     let key = |m: &Arc<Message>| Arc::as_ptr(m) as usize;
-    let tokens = |ms: &[Arc<Message>]| -> u64 { ms.iter().map(|m| estimator.message_tokens(m)).sum() };
-    // Where each message first appeared: 0 the transcript, i the i-th processor.
-    let mut origin: HashMap<usize, usize> = HashMap::new();
-    let mut processors = Vec::with_capacity(names.len());
-    for (i, draft) in drafts.iter().enumerate() {
-        let mut changed = 0u32;
-        for m in draft {
-            if let std::collections::hash_map::Entry::Vacant(e) = origin.entry(key(m)) {
-                e.insert(i);
-                changed += 1;
-            }
+    let mut items: Vec<(&'static str, i64, i64)> = ITEMS.iter().map(|i| (*i, 0, 0)).collect();
+    let mut add = |item: &str, tokens: i64, count: i64| {
+        if let Some(e) = items.iter_mut().find(|(i, _, _)| *i == item) {
+            e.1 += tokens;
+            e.2 += count;
         }
-        if i > 0 {
-            let before = &drafts[i - 1];
-            processors.push(ProcessorEffect {
-                processor: names[i - 1].to_owned(),
-                messages_before: before.len() as u32,
-                messages_after: draft.len() as u32,
-                changed,
-                tokens_delta: tokens(draft) as i64 - tokens(before) as i64,
-            });
-        }
-    }
-    let mut sums: HashMap<&'static str, (u64, u32)> = HashMap::new();
-    for m in &output.messages {
+    };
+    for m in input.messages {
         let item = if m.kind == MessageKind::CompressionSummary {
             "summary"
+        } else if m.role == Role::System {
+            // The stored instructions (the agent's system role).
+            "system_role"
         } else {
-            match origin.get(&key(m)).copied().unwrap_or(0) {
-                // The stored instructions (the agent's system role) are the transcript's
-                // system messages.
-                0 if m.role == Role::System => "system_role",
-                0 => "history",
-                i => item_of(names[i - 1]),
-            }
+            "history"
         };
-        let e = sums.entry(item).or_default();
-        e.0 += estimator.message_tokens(m);
-        e.1 += 1;
+        add(item, estimator.message_tokens(m) as i64, 1);
     }
+    // The previous draft is kept alive while the next is compared with it, so no message's
+    // address can be reused by a new one in between.
+    let mut previous: Vec<Arc<Message>> = input.messages.to_vec();
+    let mut previous_tokens = tokens(&previous);
+    let mut processors = Vec::new();
+    let output = pipeline.run_observed(input, |name, draft| {
+        let before: HashSet<usize> = previous.iter().map(key).collect();
+        let changed = draft.messages.iter().filter(|m| !before.contains(&key(m))).count();
+        let now = tokens(&draft.messages);
+        let delta = now as i64 - previous_tokens as i64;
+        let added = draft.messages.len() as i64 - previous.len() as i64;
+        add(item_of(name), delta, added);
+        processors.push(ProcessorEffect {
+            processor: name.to_owned(),
+            messages_before: previous.len() as u32,
+            messages_after: draft.messages.len() as u32,
+            changed: changed as u32,
+            tokens_delta: delta,
+        });
+        previous = draft.messages.clone();
+        previous_tokens = now;
+    });
     let mut report = ContextReport {
         processors,
         ..Default::default()
     };
-    for item in ITEMS {
-        if let Some((tokens, count)) = sums.get(item) {
+    for (item, tokens, count) in items {
+        if tokens != 0 || count > 0 {
+            let tokens = tokens.max(0) as u64;
             report.items.push(AdmittedItem {
                 item: item.to_owned(),
-                tokens: *tokens,
-                count: *count,
+                tokens,
+                count: count.max(0) as u32,
             });
             report.total_tokens += tokens;
         }

@@ -84,10 +84,14 @@ impl Tool for ActivateSkill {
                 skill.name
             );
             if !skill.resources.is_empty() {
+                let paths: Vec<String> = skill
+                    .resources
+                    .iter()
+                    .map(|r| format!("skill://{}/{r}", skill.name))
+                    .collect();
                 text.push_str(&format!(
-                    " Its files (read-only, with files.read, files.list or files.grep and the path `skill://{}/FILE`): {}.",
-                    skill.name,
-                    skill.resources.join(", ")
+                    " Its files, read-only through files.read, files.list and files.grep: {}.",
+                    paths.join(", ")
                 ));
             }
             let mut out = ToolOutput::ok(text);
