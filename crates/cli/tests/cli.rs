@@ -1681,3 +1681,187 @@ async fn traces_reach_an_otlp_receiver_with_genai_attributes() {
         "one trace"
     );
 }
+
+/// A skill folder with a resource file.
+fn write_skill(root: &std::path::Path, name: &str, body: &str) {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        format!("---\nname: {name}\ndescription: Use for {name} work.\n---\n{body}\n"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("reference.md"), format!("{name} reference")).unwrap();
+}
+
+#[tokio::test]
+async fn a_project_skill_is_activated_survives_a_kill_and_is_explained_per_step() {
+    let e = env(vec![
+        Canned::openai_tools(&[("s1", "skills__activate", r#"{"name":"pdf-tools"}"#)]),
+        Canned::openai_tools(&[(
+            "r1",
+            "files__read",
+            r#"{"path":"skill://pdf-tools/reference.md"}"#,
+        )]),
+        Canned::openai_text("Summarized."),
+    ])
+    .await;
+    let project = e.dir.join("project");
+    let skills = project.join(".rein/skills");
+    write_skill(&skills, "pdf-tools", "BODY: use pdftotext -layout.");
+    write_skill(&skills, "changelog", "BODY: group by kind.");
+    std::fs::create_dir_all(skills.join("broken")).unwrap();
+    std::fs::write(
+        skills.join("broken/SKILL.md"),
+        "---\nname: broken\ndescription: [unclosed\n---\n",
+    )
+    .unwrap();
+    let in_project = |args: &[&str]| {
+        let mut c = e.cmd(args);
+        c.current_dir(&project);
+        c
+    };
+    // The malformed skill is reported with its file and line; the others load.
+    let out = in_project(&["skill", "list"]).output().await.unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{listed}");
+    assert!(listed.contains("pdf-tools") && listed.contains("changelog"), "{listed}");
+    assert!(
+        listed.contains("left out:") && listed.contains("broken/SKILL.md:3:"),
+        "{listed}"
+    );
+    // Killed right after the commit that recorded the activation.
+    let mut run = in_project(&["run", "--approval", "auto-run", "Summarize report.pdf"]);
+    run.env("REIN_TEST_PAUSE_AT", "commit:2");
+    let mut child = run.spawn().unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let paused = async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.starts_with("REIN_TEST_PAUSED") {
+                return;
+            }
+            seen.push(line);
+        }
+        panic!("the run exited before pausing: {seen:?}");
+    };
+    tokio::time::timeout(Duration::from_secs(60), paused)
+        .await
+        .expect("pause point reached");
+    child.kill().await.unwrap();
+    let store = e.store().await;
+    let id = store
+        .list_operations(&rein_store::OperationFilter::default())
+        .await
+        .unwrap()[0]
+        .id;
+    let op = store.load_operation(id).await.unwrap().unwrap();
+    assert_eq!(op.state.activated_skills[0].name, "pdf-tools");
+    assert_eq!(e.server.requests().len(), 1);
+    // Resumed by another process, in a directory without the project's skills: the activation
+    // is state, so the body is still admitted and the skill's files still readable.
+    let (code, _, err) = e.rein(&["op", "resume", &id.to_string()]).await;
+    assert_eq!(code, 0, "{err}");
+    let requests = e.server.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(!requests[0].system_text().contains("BODY:"));
+    assert!(requests[0].system_text().contains("- pdf-tools: Use for pdf-tools work."));
+    for r in &requests[1..] {
+        assert!(r.system_text().contains("BODY: use pdftotext -layout."));
+    }
+    let read = requests[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["tool_call_id"] == "r1")
+        .unwrap()["content"]
+        .to_string();
+    assert!(read.contains("pdf-tools reference"), "{read}");
+    assert_consistent(&store, id).await;
+    // What the first call admitted, by item and by processor.
+    let (code, shown, err) = e
+        .rein(&["op", "show", &id.to_string(), "--context", "1"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    for expected in ["skills", "tool_schemas", "history", "total", "skills "] {
+        assert!(shown.contains(expected), "{expected} in {shown}");
+    }
+    let (_, json, _) = e
+        .rein(&["--json", "op", "show", &id.to_string(), "--context", "1"])
+        .await;
+    let calls: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    let report = &calls[0]["report"];
+    let sum: u64 = report["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, report["total_tokens"].as_u64().unwrap());
+    let (code, _, err) = e
+        .rein(&["op", "show", &id.to_string(), "--context", "99"])
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("step 99 made no model call"), "{err}");
+}
+
+#[tokio::test]
+async fn skills_are_installed_removed_and_named_on_the_command_line() {
+    let e = env(vec![
+        Canned::openai_text("First."),
+        Canned::openai_text("Second."),
+    ])
+    .await;
+    let source = e.dir.join("src-skills");
+    write_skill(&source, "notes", "BODY: keep notes short.");
+    let (code, _, err) = e
+        .rein(&["skill", "add", source.join("notes").to_str().unwrap()])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(e.dir.join("skills/notes/reference.md").is_file());
+    let (code, _, err) = e
+        .rein(&["skill", "add", source.join("notes").to_str().unwrap()])
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("already installed") && err.contains("--force"), "{err}");
+    let (code, shown, _) = e.rein(&["skill", "show", "notes"]).await;
+    assert_eq!(code, 0);
+    assert!(shown.contains("BODY: keep notes short.") && shown.contains("reference.md"));
+    let (code, _, err) = e.rein(&["skill", "add", e.dir.to_str().unwrap()]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("SKILL.md") && err.contains("cannot be read"), "{err}");
+    // Named on the command line: admitted from the first call; progressive disclosure lists
+    // the built-ins instead of sending their schemas.
+    let (code, _, err) = e
+        .rein(&[
+            "run",
+            "--skill",
+            "notes",
+            "--tools-disclosure",
+            "progressive",
+            "Take a note",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let first = &e.server.requests()[0];
+    assert!(first.system_text().contains("BODY: keep notes short."));
+    assert_eq!(
+        first.offered_tools(),
+        ["skills__activate", "tools__activate_tools"]
+    );
+    let (code, _, err) = e.rein(&["run", "--skill", "nope", "x"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no skill named nope"), "{err}");
+    // The default (`auto`) sends the built-ins' schemas: they cost less than the threshold.
+    let (code, _, err) = e.rein(&["run", "Again"]).await;
+    assert_eq!(code, 0, "{err}");
+    let second = e.server.requests().pop().unwrap();
+    assert!(second.offered_tools().contains(&"files__read".to_owned()));
+    assert!(second.system_text().contains("- notes: Use for notes work."));
+    let (code, _, err) = e.rein(&["skill", "remove", "notes"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(!e.dir.join("skills/notes").exists());
+    let (code, _, err) = e.rein(&["skill", "remove", "notes"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no skill `notes`"), "{err}");
+}

@@ -65,7 +65,9 @@ impl Skill {
             description: front.description,
             allowed_tools: front.allowed_tools,
             body,
-            dir: dir.to_path_buf(),
+            // Absolute: an activation records it, and another process (in another directory)
+            // reads the skill's files there.
+            dir: dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()),
             resources: resources(dir),
         })
     }
