@@ -155,12 +155,24 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, ctx: &Context_) -> anyho
                 }
                 "skill" => {
                     let active = over.skills.clone().unwrap_or_default();
-                    let names: Vec<&str> =
-                        host.skills.skills().iter().map(|s| s.name.as_str()).collect();
+                    let names: Vec<&str> = host
+                        .skills
+                        .skills()
+                        .iter()
+                        .map(|s| s.name.as_str())
+                        .collect();
                     eprintln!(
                         "active: {}; available: {}",
-                        if active.is_empty() { "none".into() } else { active.join(", ") },
-                        if names.is_empty() { "none".into() } else { names.join(", ") }
+                        if active.is_empty() {
+                            "none".into()
+                        } else {
+                            active.join(", ")
+                        },
+                        if names.is_empty() {
+                            "none".into()
+                        } else {
+                            names.join(", ")
+                        }
                     );
                 }
                 "approve" | "reject" | "cancel" => match parked {

@@ -302,3 +302,46 @@ async fn the_readme_demo_answers_again_and_again_and_asks_before_the_shell() {
         assert!(out.join(format!("{shot}.png")).exists(), "{shot}.png");
     }
 }
+
+/// The skills picker sends the chosen skill with the message, and the inspector shows what
+/// the model call admitted.
+#[tokio::test]
+async fn the_ui_admits_a_picked_skill_and_the_inspector_explains_the_call() {
+    let (chromium, playwright) = match prerequisites() {
+        Ok(p) => p,
+        Err(missing) => {
+            rein_testkit::skip(
+                "the web UI's skills and context report in Chromium",
+                &missing,
+            );
+            return;
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("rein-ui-skills-{}", OperationId::new()));
+    let skill = dir.join("skills/pdf-tools");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: pdf-tools\ndescription: Read PDF files.\n---\nSKILL-BODY: read page by page.\n",
+    )
+    .unwrap();
+    let model = serve(vec![Canned::openai_text("Read with the skill.")], 5).await;
+    let (_server, base) = serve_ui(&dir, &model.base).await;
+    let (report, out) = run_script("skills.cjs", &base, &chromium, &playwright).await;
+    assert_eq!(
+        report["ok"],
+        true,
+        "{report:#}\nscreenshots in {}",
+        out.display()
+    );
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1);
+    assert!(
+        requests[0]
+            .system_text()
+            .contains("SKILL-BODY: read page by page.")
+    );
+    for shot in ["skills-1-picker", "skills-2-inspector"] {
+        assert!(out.join(format!("{shot}.png")).exists(), "{shot}.png");
+    }
+}

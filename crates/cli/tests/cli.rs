@@ -1725,7 +1725,10 @@ async fn a_project_skill_is_activated_survives_a_kill_and_is_explained_per_step(
     let out = in_project(&["skill", "list"]).output().await.unwrap();
     let listed = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{listed}");
-    assert!(listed.contains("pdf-tools") && listed.contains("changelog"), "{listed}");
+    assert!(
+        listed.contains("pdf-tools") && listed.contains("changelog"),
+        "{listed}"
+    );
     assert!(
         listed.contains("left out:") && listed.contains("broken/SKILL.md:3:"),
         "{listed}"
@@ -1765,7 +1768,11 @@ async fn a_project_skill_is_activated_survives_a_kill_and_is_explained_per_step(
     let requests = e.server.requests();
     assert_eq!(requests.len(), 3);
     assert!(!requests[0].system_text().contains("BODY:"));
-    assert!(requests[0].system_text().contains("- pdf-tools: Use for pdf-tools work."));
+    assert!(
+        requests[0]
+            .system_text()
+            .contains("- pdf-tools: Use for pdf-tools work.")
+    );
     for r in &requests[1..] {
         assert!(r.system_text().contains("BODY: use pdftotext -layout."));
     }
@@ -1823,13 +1830,19 @@ async fn skills_are_installed_removed_and_named_on_the_command_line() {
         .rein(&["skill", "add", source.join("notes").to_str().unwrap()])
         .await;
     assert_eq!(code, 1);
-    assert!(err.contains("already installed") && err.contains("--force"), "{err}");
+    assert!(
+        err.contains("already installed") && err.contains("--force"),
+        "{err}"
+    );
     let (code, shown, _) = e.rein(&["skill", "show", "notes"]).await;
     assert_eq!(code, 0);
     assert!(shown.contains("BODY: keep notes short.") && shown.contains("reference.md"));
     let (code, _, err) = e.rein(&["skill", "add", e.dir.to_str().unwrap()]).await;
     assert_eq!(code, 1);
-    assert!(err.contains("SKILL.md") && err.contains("cannot be read"), "{err}");
+    assert!(
+        err.contains("SKILL.md") && err.contains("cannot be read"),
+        "{err}"
+    );
     // Named on the command line: admitted from the first call; progressive disclosure lists
     // the built-ins instead of sending their schemas.
     let (code, _, err) = e
@@ -1857,7 +1870,11 @@ async fn skills_are_installed_removed_and_named_on_the_command_line() {
     assert_eq!(code, 0, "{err}");
     let second = e.server.requests().pop().unwrap();
     assert!(second.offered_tools().contains(&"files__read".to_owned()));
-    assert!(second.system_text().contains("- notes: Use for notes work."));
+    assert!(
+        second
+            .system_text()
+            .contains("- notes: Use for notes work.")
+    );
     let (code, _, err) = e.rein(&["skill", "remove", "notes"]).await;
     assert_eq!(code, 0, "{err}");
     assert!(!e.dir.join("skills/notes").exists());

@@ -2745,3 +2745,134 @@ async fn a_task_runs_trace_starts_at_the_task() {
         "{task_span:#}"
     );
 }
+
+#[tokio::test]
+async fn skills_disclosure_and_context_reports_through_the_api() {
+    let e = env(vec![
+        Canned::openai_text("From the request."),
+        Canned::openai_text("From the agent."),
+    ])
+    .await;
+    let skills = e.dir.join("skills");
+    std::fs::create_dir_all(skills.join("pdf-tools")).unwrap();
+    std::fs::write(
+        skills.join("pdf-tools/SKILL.md"),
+        "---\nname: pdf-tools\ndescription: Read PDFs.\nallowed-tools: files/read\n---\nSKILL-BODY: use -layout.\n",
+    )
+    .unwrap();
+    std::fs::write(skills.join("pdf-tools/notes.md"), "n").unwrap();
+    std::fs::create_dir_all(skills.join("broken")).unwrap();
+    std::fs::write(skills.join("broken/SKILL.md"), "no front matter\n").unwrap();
+    let rein = e.start(&[]).await;
+    let token = e.token("alice").await;
+    let (status, list) = e.call(&rein, "GET", "/v1/skills", Some(&token), None).await;
+    assert_eq!(status, 200, "{list}");
+    assert_eq!(list["skills"][0]["name"], "pdf-tools");
+    assert_eq!(list["skills"][0]["allowed_tools"], json!(["files/read"]));
+    assert_eq!(list["skills"][0]["resources"], json!(["notes.md"]));
+    assert_eq!(list["problems"][0]["line"], 1);
+    assert!(
+        list["problems"][0]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("broken/SKILL.md")
+    );
+    let (status, one) = e
+        .call(&rein, "GET", "/v1/skills/pdf-tools", Some(&token), None)
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(one["body"], "SKILL-BODY: use -layout.");
+    let (status, _) = e
+        .call(&rein, "GET", "/v1/skills/nope", Some(&token), None)
+        .await;
+    assert_eq!(status, 404);
+    let (status, _) = e
+        .call(&rein, "GET", "/v1/skills/Not_A_Name", Some(&token), None)
+        .await;
+    assert_eq!(status, 400);
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/operations",
+            Some(&token),
+            Some(json!({"input": "x", "skills": ["nope"]})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["code"], "skill_missing", "{body}");
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/operations",
+            Some(&token),
+            Some(json!({"input": "x", "tools_disclosure": "sometimes"})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let op = e
+        .create_operation(
+            &rein,
+            &token,
+            json!({"input": "Read it", "skills": ["pdf-tools"], "tools_disclosure": "progressive"}),
+        )
+        .await;
+    wait_status(&e, &rein, &op, &token, "done").await;
+    let first = &e.model.requests()[0];
+    assert!(first.system_text().contains("SKILL-BODY: use -layout."));
+    assert_eq!(
+        first.offered_tools(),
+        ["skills__activate", "tools__activate_tools"]
+    );
+    let (status, calls) = e
+        .call(
+            &rein,
+            "GET",
+            &format!("/v1/operations/{op}/context?step=1"),
+            Some(&token),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{calls}");
+    let report = &calls[0]["report"];
+    let items: Vec<&str> = report["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["item"].as_str().unwrap())
+        .collect();
+    assert!(
+        items.contains(&"skills") && items.contains(&"tool_list"),
+        "{items:?}"
+    );
+    // Another user sees neither the operation nor its report.
+    let bob = e.token("bob").await;
+    let (status, _) = e
+        .call(
+            &rein,
+            "GET",
+            &format!("/v1/operations/{op}/context"),
+            Some(&bob),
+            None,
+        )
+        .await;
+    assert_eq!(status, 404);
+    // An agent's skills and disclosure.
+    e.create_agents(
+        &rein,
+        &token,
+        &[(
+            "reader",
+            json!({"skills": ["pdf-tools"], "tools_disclosure": "all"}),
+        )],
+    )
+    .await;
+    let op = e
+        .create_operation(&rein, &token, json!({"input": "Again", "agent": "reader"}))
+        .await;
+    wait_status(&e, &rein, &op, &token, "done").await;
+    let second = e.model.requests().pop().unwrap();
+    assert!(second.system_text().contains("SKILL-BODY"));
+    assert!(second.offered_tools().contains(&"files__read".to_owned()));
+}

@@ -52,8 +52,6 @@ pub fn explain(
     input: &ContextInput<'_>,
     estimator: &TiktokenEstimator,
 ) -> (ContextOutput, ContextReport) {
-    let tokens =
-        |ms: &[Arc<Message>]| -> u64 { ms.iter().map(|m| estimator.message_tokens(m)).sum() };
     let key = |m: &Arc<Message>| Arc::as_ptr(m) as usize;
     let mut items: Vec<(&'static str, i64, i64)> = ITEMS.iter().map(|i| (*i, 0, 0)).collect();
     let mut add = |item: &str, tokens: i64, count: i64| {
@@ -74,26 +72,48 @@ pub fn explain(
         add(item, estimator.message_tokens(m) as i64, 1);
     }
     // The previous draft is kept alive while the next is compared with it, so no message's
-    // address can be reused by a new one in between.
+    // address can be reused by a new one in between. Most processors change nothing: a
+    // pointer comparison settles those; only a changed draft is diffed and counted, and only
+    // its added and removed messages are counted.
     let mut previous: Vec<Arc<Message>> = input.messages.to_vec();
-    let mut previous_tokens = tokens(&previous);
     let mut processors = Vec::new();
     let output = pipeline.run_observed(input, |name, draft| {
-        let before: HashSet<usize> = previous.iter().map(key).collect();
-        let changed = draft.messages.iter().filter(|m| !before.contains(&key(m))).count();
-        let now = tokens(&draft.messages);
-        let delta = now as i64 - previous_tokens as i64;
-        let added = draft.messages.len() as i64 - previous.len() as i64;
-        add(item_of(name), delta, added);
+        let now = &draft.messages;
+        let same = now.len() == previous.len()
+            && now.iter().zip(&previous).all(|(a, b)| Arc::ptr_eq(a, b));
+        let (changed, delta) = if same {
+            (0, 0)
+        } else {
+            let before: HashSet<usize> = previous.iter().map(key).collect();
+            let after: HashSet<usize> = now.iter().map(key).collect();
+            let added: Vec<&Arc<Message>> =
+                now.iter().filter(|m| !before.contains(&key(m))).collect();
+            let gained: u64 = added.iter().map(|m| estimator.message_tokens(m)).sum();
+            let lost: u64 = previous
+                .iter()
+                .filter(|m| !after.contains(&key(m)))
+                .map(|m| estimator.message_tokens(m))
+                .sum();
+            (added.len(), gained as i64 - lost as i64)
+        };
+        // Counts are of messages before cleanup merges adjacent system messages: a merge
+        // removes no content.
+        let count = if name == "cleanup" {
+            0
+        } else {
+            now.len() as i64 - previous.len() as i64
+        };
+        add(item_of(name), delta, count);
         processors.push(ProcessorEffect {
             processor: name.to_owned(),
             messages_before: previous.len() as u32,
-            messages_after: draft.messages.len() as u32,
+            messages_after: now.len() as u32,
             changed: changed as u32,
             tokens_delta: delta,
         });
-        previous = draft.messages.clone();
-        previous_tokens = now;
+        if !same {
+            previous = now.clone();
+        }
     });
     let mut report = ContextReport {
         processors,

@@ -264,7 +264,8 @@ pub struct AdmittedItem {
     pub item: String,
     /// Estimated tokens.
     pub tokens: u64,
-    /// Messages (or, for `tool_schemas`, functions) it took.
+    /// Messages (or, for `tool_schemas`, functions) it took, counted before adjacent system
+    /// messages are merged into one.
     pub count: u32,
 }
 

@@ -149,7 +149,7 @@ pub enum ToolDisclosure {
 }
 
 /// Above this many estimated tokens of tool schemas, `auto` disclosure lists tools instead of
-/// sending their schemas. The built-in tools cost about 2,000; a few MCP servers more cross it.
+/// sending their schemas. The built-in tools cost about 1,500; a few MCP servers more cross it.
 pub const AUTO_DISCLOSURE_TOKENS: u64 = 6_000;
 
 impl ToolDisclosure {

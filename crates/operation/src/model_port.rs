@@ -9,12 +9,12 @@ use rein_context::{
     AgentFacts, ContextInput, ModelFacts, Pipeline, SkillBrief, SkillText, StepFacts,
     TiktokenEstimator, ToolBrief,
 };
-use rein_core::event::ContextReport;
 use rein_core::Usd;
 use rein_core::document::{DocumentKind, Embedding, rank_hybrid};
 use rein_core::engine::ports::{
     LlmOutput, LlmPort, LlmProgress, LlmRequest, PortError, RawToolCall,
 };
+use rein_core::event::ContextReport;
 use rein_core::event::StreamChunk;
 use rein_core::intervention::key_listed;
 use rein_core::message::Message;
@@ -230,7 +230,8 @@ impl ModelPort {
             model: &model_facts,
             step: &step,
         };
-        let (out, mut report) = rein_context::report::explain(&self.pipeline, &input, &self.estimator);
+        let (out, mut report) =
+            rein_context::report::explain(&self.pipeline, &input, &self.estimator);
         let mut tools = Vec::new();
         let (mut schema_tokens, mut functions) = (0, 0);
         if out.tools_enabled {

@@ -62,7 +62,23 @@ pub struct AgentProfile {
     pub tools_disclosure: Option<String>,
     /// Skills admitted from the first call on, by name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "skills_schema")]
     pub skills: Option<Vec<String>>,
+}
+
+/// The schema of an optional list of skill names (each as [`rein_tools::skills::valid_name`]
+/// accepts it).
+pub fn skills_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "array",
+        "nullable": true,
+        "items": {
+            "type": "string",
+            "pattern": rein_tools::skills::NAME_PATTERN,
+            "minLength": 1,
+            "maxLength": rein_tools::skills::NAME_MAX,
+        }
+    })
 }
 
 /// The schema of an optional disclosure name.
@@ -90,6 +106,9 @@ pub enum ProfileError {
     /// An unknown approval mode.
     #[error("approval `{0}`: use manual, auto-run, allow-list or headless")]
     Approval(String),
+    /// A skill name that cannot be one.
+    #[error("skill `{0}`: use 1-64 lowercase letters, digits and single hyphens")]
+    Skill(String),
     /// An unknown tool disclosure.
     #[error("tools_disclosure `{0}`: use auto, all or progressive")]
     Disclosure(String),
@@ -239,6 +258,14 @@ impl AgentProfile {
         }
         if let Some(d) = &self.tools_disclosure {
             tools_disclosure(d)?;
+        }
+        if let Some(bad) = self
+            .skills
+            .iter()
+            .flatten()
+            .find(|s| !rein_tools::skills::valid_name(s))
+        {
+            return Err(ProfileError::Skill(bad.clone()));
         }
         if self.max_steps == Some(0) {
             return Err(ProfileError::Limit {

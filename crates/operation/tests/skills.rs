@@ -4,11 +4,11 @@
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use rein_core::OperationId;
 use rein_core::engine::ports::{PortError, ToolOutput};
 use rein_core::spec::{AgentRef, ToolDisclosure};
 use rein_core::state::ModelRef;
 use rein_core::tool::{Effect, ToolApi, ToolKind, ToolManifest};
-use rein_core::OperationId;
 use rein_model::registry::{ProviderConfig, Quirks};
 use rein_model::testing::{Canned, Recorded, Server, serve};
 use rein_model::transport::Timeouts;
@@ -163,11 +163,18 @@ async fn a_skill_is_listed_until_activated_then_its_body_and_files_are_admitted(
         "{first}"
     );
     assert!(!first.contains(BODY_MARKER), "{first}");
-    assert!(requests[0].offered_tools().contains(&"skills__activate".to_owned()));
+    assert!(
+        requests[0]
+            .offered_tools()
+            .contains(&"skills__activate".to_owned())
+    );
     // From the next call on: the body, and the skill is no longer listed.
     let second = requests[1].system_text();
     assert!(second.contains(BODY_MARKER), "{second}");
-    assert!(second.contains("<skill name=\\\"pdf-tools\\\">"), "{second}");
+    assert!(
+        second.contains("<skill name=\\\"pdf-tools\\\">"),
+        "{second}"
+    );
     assert!(!second.contains("- pdf-tools:"), "{second}");
     assert!(tool_result(&requests[1], "s1").contains("skill://pdf-tools/reference.md"));
     // Its resource file is readable, and read-only.
@@ -203,7 +210,13 @@ async fn a_skill_named_by_the_spec_is_admitted_from_the_first_call_and_kept_by_s
     };
     let err = d.start("x", &unknown).await.unwrap_err();
     assert!(err.to_string().contains("no skill named nope"), "{err}");
-    assert!(e.store.list_operations(&Default::default()).await.unwrap().is_empty());
+    assert!(
+        e.store
+            .list_operations(&Default::default())
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let opts = StartOptions {
         spec: OperationSpec {
             skills: vec!["pdf-tools".into()],
@@ -296,7 +309,13 @@ async fn sixty_more_tools_are_listed_until_activated_and_all_sends_everything() 
     let d = with_sixty(driver(&e));
     // `auto` (the default): 60 schemas cost more than the threshold.
     let id = d
-        .start("Any flaky builds?", &StartOptions { spec: spec(&e), ..Default::default() })
+        .start(
+            "Any flaky builds?",
+            &StartOptions {
+                spec: spec(&e),
+                ..Default::default()
+            },
+        )
         .await
         .unwrap();
     assert!(matches!(d.run(id).await.unwrap(), RunEnd::Done { .. }));
@@ -312,7 +331,11 @@ async fn sixty_more_tools_are_listed_until_activated_and_all_sends_everything() 
     assert!(after.contains(&"ext07__run".to_owned()), "{after:?}");
     assert!(!after.contains(&"ext08__run".to_owned()), "{after:?}");
     let system = requests[1].system_text();
-    assert!(system.contains("<tool name=\\\"ext07\\\">") && system.contains("Use ext07 only for project 7."), "{system}");
+    assert!(
+        system.contains("<tool name=\\\"ext07\\\">")
+            && system.contains("Use ext07 only for project 7."),
+        "{system}"
+    );
     assert!(!system.contains("- ext07:"), "{system}");
     assert_eq!(tool_result(&requests[2], "x1"), "no results");
     let op = e.store.load_operation(id).await.unwrap().unwrap();
@@ -330,7 +353,9 @@ async fn sixty_more_tools_are_listed_until_activated_and_all_sends_everything() 
     assert!(matches!(d.run(id).await.unwrap(), RunEnd::Done { .. }));
     let last = e.server.requests().pop().unwrap();
     let offered = last.offered_tools();
-    assert!(offered.contains(&"ext00__run".to_owned()) && offered.contains(&"ext59__run".to_owned()));
+    assert!(
+        offered.contains(&"ext00__run".to_owned()) && offered.contains(&"ext59__run".to_owned())
+    );
     assert!(offered.contains(&"files__read".to_owned()));
     assert!(!offered.contains(&"tools__activate_tools".to_owned()));
     assert!(!last.system_text().contains("More tools are available"));
@@ -371,7 +396,11 @@ fn request_tokens(r: &Recorded) -> u64 {
 #[tokio::test]
 async fn each_call_reports_what_it_admitted_summing_to_the_request() {
     let e = env(vec![
-        Canned::openai_tools(&[("a1", "tools__activate_tools", r#"{"tools":["ext03","ext04"]}"#)]),
+        Canned::openai_tools(&[(
+            "a1",
+            "tools__activate_tools",
+            r#"{"tools":["ext03","ext04"]}"#,
+        )]),
         Canned::openai_tools(&[("s1", "skills__activate", r#"{"name":"release-notes"}"#)]),
         Canned::openai_text("Notes written."),
     ])
@@ -391,14 +420,32 @@ async fn each_call_reports_what_it_admitted_summing_to_the_request() {
     assert_eq!(calls.len(), requests.len());
     for (call, request) in calls.iter().zip(&requests) {
         let r = &call.report;
-        assert_eq!(r.items.iter().map(|i| i.tokens).sum::<u64>(), r.total_tokens);
+        assert_eq!(
+            r.items.iter().map(|i| i.tokens).sum::<u64>(),
+            r.total_tokens
+        );
         let sent = request_tokens(request);
         let off = (r.total_tokens as f64 - sent as f64).abs() / sent as f64;
-        assert!(off <= 0.02, "step {}: report {} vs request {sent}", call.step, r.total_tokens);
+        assert!(
+            off <= 0.02,
+            "step {}: report {} vs request {sent}",
+            call.step,
+            r.total_tokens
+        );
         let item = |name: &str| r.items.iter().find(|i| i.item == name).map(|i| i.tokens);
-        assert!(item("system_role").is_some() && item("history").is_some(), "{r:?}");
-        assert!(item("tool_list").is_some() && item("tool_schemas").is_some(), "{r:?}");
-        let skills = r.processors.iter().find(|p| p.processor == "skills").unwrap();
+        assert!(
+            item("system_role").is_some() && item("history").is_some(),
+            "{r:?}"
+        );
+        assert!(
+            item("tool_list").is_some() && item("tool_schemas").is_some(),
+            "{r:?}"
+        );
+        let skills = r
+            .processors
+            .iter()
+            .find(|p| p.processor == "skills")
+            .unwrap();
         assert!(skills.changed >= 1 && skills.tokens_delta > 0, "{skills:?}");
     }
     // Activating two tools and a skill costs their schemas and body, and nothing else grows
@@ -406,14 +453,19 @@ async fn each_call_reports_what_it_admitted_summing_to_the_request() {
     let first = &calls[0].report;
     let last = &calls[2].report;
     let tokens = |r: &rein_core::event::ContextReport, name: &str| {
-        r.items.iter().find(|i| i.item == name).map_or(0, |i| i.tokens)
+        r.items
+            .iter()
+            .find(|i| i.item == name)
+            .map_or(0, |i| i.tokens)
     };
     assert!(tokens(last, "tool_schemas") > tokens(first, "tool_schemas"));
     assert!(tokens(last, "tool_list") < tokens(first, "tool_list"));
     assert!(tokens(last, "skills") > tokens(first, "skills"));
     assert_eq!(calls[0].step, 1);
     // The same report through the step filter.
-    let one = call_contexts(&*e.store, id, Some(calls[1].step)).await.unwrap();
+    let one = call_contexts(&*e.store, id, Some(calls[1].step))
+        .await
+        .unwrap();
     assert_eq!(one, vec![calls[1].clone()]);
     // The role is not a conversation message.
     assert_eq!(requests[0].body["messages"][0]["role"], "system");

@@ -246,7 +246,9 @@ fn skill_root(
         return Ok(None);
     };
     if !matches!(api, "read" | "list" | "grep") {
-        return Err(format!("`{path}` is a skill's file: skill files are read-only"));
+        return Err(format!(
+            "`{path}` is a skill's file: skill files are read-only"
+        ));
     }
     let (name, file) = rest.split_once('/').unwrap_or((rest, ""));
     let Some((_, dir)) = cx.skill_dirs.iter().find(|(n, _)| n == name) else {

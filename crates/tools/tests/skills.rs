@@ -26,19 +26,42 @@ fn skill(root: &Path, folder: &str, front: &str, body: &str) {
 #[test]
 fn discovery_keeps_the_first_of_a_name_and_reports_the_rest_with_their_line() {
     let (project, home) = (temp(), temp());
-    skill(&project, "deploy", "name: deploy\ndescription: Project deploys.", "project");
-    skill(&home, "deploy", "name: deploy\ndescription: Home deploys.", "home");
-    skill(&home, "notes", "name: notes\ndescription: Take notes.\nallowed-tools: [files/read, todo]", "n");
+    skill(
+        &project,
+        "deploy",
+        "name: deploy\ndescription: Project deploys.",
+        "project",
+    );
+    skill(
+        &home,
+        "deploy",
+        "name: deploy\ndescription: Home deploys.",
+        "home",
+    );
+    skill(
+        &home,
+        "notes",
+        "name: notes\ndescription: Take notes.\nallowed-tools: [files/read, todo]",
+        "n",
+    );
     skill(&home, "misnamed", "name: other\ndescription: d", "b");
     skill(&home, "upper", "description: d\nname: Upper", "b");
-    skill(&home, "tabs", "name: tabs\ndescription: d\n\tbad: indent", "b");
+    skill(
+        &home,
+        "tabs",
+        "name: tabs\ndescription: d\n\tbad: indent",
+        "b",
+    );
     std::fs::create_dir_all(home.join("no-skill-here")).unwrap();
     let missing = home.join("does-not-exist");
     let c = SkillCatalog::discover(&[project.clone(), missing, home.clone()]);
     let names: Vec<&str> = c.skills().iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["deploy", "notes"]);
     assert_eq!(c.get("deploy").unwrap().body, "project");
-    assert_eq!(c.get("notes").unwrap().allowed_tools, ["files/read", "todo"]);
+    assert_eq!(
+        c.get("notes").unwrap().allowed_tools,
+        ["files/read", "todo"]
+    );
     let mut problems: Vec<(String, Option<usize>)> = c
         .problems()
         .iter()
@@ -57,8 +80,16 @@ fn discovery_keeps_the_first_of_a_name_and_reports_the_rest_with_their_line() {
             ("upper".to_owned(), Some(3)),
         ]
     );
-    let shown = c.problems().iter().find(|p| p.line == Some(2)).unwrap().to_string();
-    assert!(shown.contains("misnamed/SKILL.md:2:") && shown.contains("folder name"), "{shown}");
+    let shown = c
+        .problems()
+        .iter()
+        .find(|p| p.line == Some(2))
+        .unwrap()
+        .to_string();
+    assert!(
+        shown.contains("misnamed/SKILL.md:2:") && shown.contains("folder name"),
+        "{shown}"
+    );
 }
 
 #[tokio::test]
@@ -87,11 +118,26 @@ async fn files_read_an_active_skills_folder_only_and_never_write_it() {
     let (ok, text) = call("read", json!({"path": "skill://guide/ref.md"})).await;
     assert!(ok && text.trim_end() == "reference text", "{text}");
     let (ok, listing) = call("list", json!({"path": "skill://guide"})).await;
-    assert!(ok && listing.contains("ref.md") && listing.contains("SKILL.md"), "{listing}");
+    assert!(
+        ok && listing.contains("ref.md") && listing.contains("SKILL.md"),
+        "{listing}"
+    );
     for (api, args, why) in [
-        ("read", json!({"path": "skill://guide/../secret.txt"}), "outside"),
-        ("read", json!({"path": "skill://other/ref.md"}), "no active skill named `other`"),
-        ("write", json!({"path": "skill://guide/ref.md", "content": "x"}), "read-only"),
+        (
+            "read",
+            json!({"path": "skill://guide/../secret.txt"}),
+            "outside",
+        ),
+        (
+            "read",
+            json!({"path": "skill://other/ref.md"}),
+            "no active skill named `other`",
+        ),
+        (
+            "write",
+            json!({"path": "skill://guide/ref.md", "content": "x"}),
+            "read-only",
+        ),
         (
             "edit",
             json!({"path": "skill://guide/ref.md", "old_text": "reference", "new_text": "x"}),
@@ -101,5 +147,8 @@ async fn files_read_an_active_skills_folder_only_and_never_write_it() {
         let (ok, text) = call(api, args.clone()).await;
         assert!(!ok && text.contains(why), "{api} {args}: {text}");
     }
-    assert_eq!(std::fs::read_to_string(skills.join("guide/ref.md")).unwrap(), "reference text");
+    assert_eq!(
+        std::fs::read_to_string(skills.join("guide/ref.md")).unwrap(),
+        "reference text"
+    );
 }

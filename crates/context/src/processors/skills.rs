@@ -67,11 +67,7 @@ impl Processor for Skills {
             at += 1;
         }
         for s in &input.agent.active_skills {
-            let text = format!(
-                "<skill name=\"{}\">\n{}\n</skill>",
-                s.name,
-                s.body.trim()
-            );
+            let text = format!("<skill name=\"{}\">\n{}\n</skill>", s.name, s.body.trim());
             draft.messages.insert(at, Arc::new(Message::system(text)));
             at += 1;
         }

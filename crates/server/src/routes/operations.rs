@@ -78,6 +78,7 @@ pub struct CreateOperation {
     /// Skills admitted from the first call on (the server's, see `GET /v1/skills`); an
     /// unknown one is refused (422 `skill_missing`).
     #[serde(default)]
+    #[schemars(schema_with = "rein_operation::profile::skills_schema")]
     pub skills: Option<Vec<String>>,
 }
 

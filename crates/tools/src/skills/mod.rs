@@ -93,7 +93,12 @@ fn resources(dir: &Path) -> Vec<String> {
         .filter_map(Result::ok)
         .filter(|e| e.file_type().is_file())
         .filter_map(|e| {
-            let rel = e.path().strip_prefix(dir).ok()?.to_str()?.replace('\\', "/");
+            let rel = e
+                .path()
+                .strip_prefix(dir)
+                .ok()?
+                .to_str()?
+                .replace('\\', "/");
             (rel != SKILL_FILE && !rel.split('/').any(|c| c.starts_with('.'))).then_some(rel)
         })
         .take(MAX_RESOURCES)

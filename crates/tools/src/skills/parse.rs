@@ -163,6 +163,11 @@ mod tests {
         assert_eq!(parse_skill_md("# no front matter").expect_err("none").0, 1);
         assert_eq!(parse_skill_md("---\nname: a\n").expect_err("open").0, 1);
         let no_description = "---\nname: a\n---\n";
-        assert!(parse_skill_md(no_description).expect_err("desc").1.contains("description"));
+        assert!(
+            parse_skill_md(no_description)
+                .expect_err("desc")
+                .1
+                .contains("description")
+        );
     }
 }

@@ -45,7 +45,9 @@ pub fn manifest() -> ToolManifest {
         system_role: None,
         apis: vec![ToolApi {
             name: API.into(),
-            description: "Activate a listed skill by name; its instructions apply from your next step on.".into(),
+            description:
+                "Activate a listed skill by name; its instructions apply from your next step on."
+                    .into(),
             parameters: crate::parameters_of::<ActivateArgs>(),
             intervention: None,
             cost: None,
@@ -72,11 +74,20 @@ impl Tool for ActivateSkill {
         async move {
             let args = tool_args!("skills/activate", args, ActivateArgs);
             let Some(skill) = self.catalog.get(args.name.trim()) else {
-                let known: Vec<&str> = self.catalog.skills().iter().map(|s| s.name.as_str()).collect();
+                let known: Vec<&str> = self
+                    .catalog
+                    .skills()
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect();
                 return Ok(ToolOutput::failed(format!(
                     "No skill named `{}`. Available: {}.",
                     args.name,
-                    if known.is_empty() { "none".into() } else { known.join(", ") }
+                    if known.is_empty() {
+                        "none".into()
+                    } else {
+                        known.join(", ")
+                    }
                 )));
             };
             let mut text = format!(
