@@ -86,9 +86,10 @@ fn main() {
         working_directory: Some("/srv/work".into()),
         ..Default::default()
     };
+    let estimator = rein_context::TiktokenEstimator::default();
     println!(
-        "{:>9}  {:>12}  {:>12}  {:>12}  {:>10}",
-        "messages", "ms/run", "ns/message", "allocs/run", "allocs/msg"
+        "{:>9}  {:>12}  {:>12}  {:>12}  {:>10}  {:>16}",
+        "messages", "ms/run", "ns/message", "allocs/run", "allocs/msg", "ms/run+report"
     );
     for len in [1_000usize, 10_000, 100_000] {
         let messages = history(len);
@@ -108,13 +109,26 @@ fn main() {
         let elapsed = start.elapsed();
         let allocs = (ALLOCATIONS.load(Ordering::Relaxed) - allocs_before) as f64 / runs as f64;
         let per_run = elapsed.as_secs_f64() / runs as f64;
+        // The same run with the context report the model port makes for every call (token
+        // counts remembered per message, as across the steps of an operation).
+        black_box(rein_context::report::explain(&pipeline, &input, &estimator));
+        let start = Instant::now();
+        for _ in 0..runs {
+            black_box(rein_context::report::explain(
+                &pipeline,
+                black_box(&input),
+                &estimator,
+            ));
+        }
+        let reported = start.elapsed().as_secs_f64() / runs as f64;
         println!(
-            "{:>9}  {:>12.3}  {:>12.1}  {:>12.0}  {:>10.3}",
+            "{:>9}  {:>12.3}  {:>12.1}  {:>12.0}  {:>10.3}  {:>16.3}",
             messages.len(),
             per_run * 1e3,
             per_run * 1e9 / messages.len() as f64,
             allocs,
-            allocs / messages.len() as f64
+            allocs / messages.len() as f64,
+            reported * 1e3
         );
     }
 }

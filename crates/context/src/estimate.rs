@@ -48,6 +48,9 @@ fn vocabulary(encoding: Encoding) -> Option<&'static CoreBPE> {
 /// recomputed once rather than kept forever).
 const MEMO_LIMIT: usize = 4096;
 
+/// Past this many remembered text counts they are all forgotten.
+const CONTENT_MEMO_LIMIT: usize = 16_384;
+
 /// Unscaled counts by the address of the `Arc` they were counted from (kept alive here).
 struct Memo<T> {
     entries: Mutex<HashMap<usize, (Arc<T>, u64)>>,
@@ -62,6 +65,16 @@ impl<T> Default for Memo<T> {
 }
 
 impl<T> Memo<T> {
+    /// The remembered count of `item`, if any.
+    fn get(&self, item: &Arc<T>) -> Option<u64> {
+        let key = Arc::as_ptr(item) as usize;
+        self.entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+            .map(|(_, n)| *n)
+    }
+
     fn count(&self, item: &Arc<T>, measure: impl FnOnce(&T) -> u64) -> u64 {
         let key = Arc::as_ptr(item) as usize;
         if let Some((_, n)) = self
@@ -90,6 +103,8 @@ pub struct TiktokenEstimator {
     factor: f64,
     messages: Arc<Memo<Message>>,
     tools: Arc<Memo<ToolManifest>>,
+    /// Counts of long texts by a hash of their content (see `transient_message_tokens`).
+    texts: Arc<Mutex<HashMap<u64, u64>>>,
 }
 
 impl std::fmt::Debug for TiktokenEstimator {
@@ -120,6 +135,7 @@ impl TiktokenEstimator {
             },
             messages: Arc::default(),
             tools: Arc::default(),
+            texts: Arc::default(),
         }
     }
 
@@ -133,12 +149,43 @@ impl TiktokenEstimator {
         }
     }
 
-    /// Tokens of one message as [`TokenEstimator::messages`] counts it (scaled, remembered).
+    /// Tokens of one message as [`TokenEstimator::messages`] counts it (scaled). A count
+    /// remembered by the message's address is used, but none is added there: a message made for
+    /// one request (by a context processor) would crowd out the transcript's. Its texts are
+    /// remembered by content instead (the system block a processor rebuilds for every call is
+    /// the same text call after call).
     pub fn message_tokens(&self, m: &Arc<Message>) -> u64 {
         if vocabulary(self.encoding).is_none() {
             return HeuristicEstimator.messages(std::slice::from_ref(m));
         }
-        self.scale(self.messages.count(m, |m| self.message(m)))
+        match self.messages.get(m) {
+            Some(n) => self.scale(n),
+            None => self.scale(self.message_with(m, |t| self.text_by_content(t))),
+        }
+    }
+
+    /// Tokens of `text`, remembered by a hash of its content (hashing costs a fraction of
+    /// encoding, even for a short text).
+    fn text_by_content(&self, text: &str) -> u64 {
+        if text.is_empty() {
+            return 0;
+        }
+        let key = {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            text.hash(&mut h);
+            h.finish()
+        };
+        if let Some(n) = self.texts.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return *n;
+        }
+        let n = self.text(text);
+        let mut texts = self.texts.lock().unwrap_or_else(|p| p.into_inner());
+        if texts.len() >= CONTENT_MEMO_LIMIT {
+            texts.clear();
+        }
+        texts.insert(key, n);
+        n
     }
 
     /// Tokens of every API of one tool, as [`TokenEstimator::tools`] counts it (scaled,
@@ -164,25 +211,27 @@ impl TiktokenEstimator {
     }
 
     fn message(&self, m: &Message) -> u64 {
+        self.message_with(m, |t| self.text(t))
+    }
+
+    /// `message` with every text in it counted by `count`.
+    fn message_with(&self, m: &Message, count: impl Fn(&str) -> u64) -> u64 {
         let mut n = PER_MESSAGE;
         for p in &m.content {
             n += match p {
-                ContentPart::Text { text } => self.text(text),
+                ContentPart::Text { text } => count(text),
                 ContentPart::Image { .. } => IMAGE_TOKENS,
                 // Counted whole: conservative where the pipeline later cuts a long file.
                 ContentPart::File { name, text, .. } => {
-                    self.text(name) + text.as_deref().map_or(0, |t| self.text(t)) + FILE_WRAPPER
+                    count(name) + text.as_deref().map_or(0, &count) + FILE_WRAPPER
                 }
             };
         }
         for c in &m.tool_calls {
-            n += PER_MESSAGE
-                + self.text(&c.identifier)
-                + self.text(&c.api)
-                + self.text(&c.arguments);
+            n += PER_MESSAGE + count(&c.identifier) + count(&c.api) + count(&c.arguments);
         }
         if let Some(r) = &m.reasoning {
-            n += self.text(&r.text);
+            n += count(&r.text);
         }
         n
     }

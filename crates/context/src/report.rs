@@ -12,7 +12,35 @@ use crate::pipeline::{ContextInput, ContextOutput, Pipeline};
 use rein_core::event::{AdmittedItem, ContextReport, ProcessorEffect};
 use rein_core::message::{Message, MessageKind, Role};
 use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
+
+/// Message addresses, hashed by a multiply (they are distinct pointers: no need for SipHash's
+/// resistance, and it is the diff's main cost).
+type Addresses = HashSet<usize, BuildHasherDefault<AddressHasher>>;
+
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(26);
+    }
+}
+
+fn addresses(messages: &[Arc<Message>]) -> Addresses {
+    let mut set = Addresses::with_capacity_and_hasher(messages.len(), Default::default());
+    set.extend(messages.iter().map(|m| Arc::as_ptr(m) as usize));
+    set
+}
 
 /// Items in the order a report lists them.
 const ITEMS: [&str; 10] = [
@@ -73,9 +101,10 @@ pub fn explain(
     }
     // The previous draft is kept alive while the next is compared with it, so no message's
     // address can be reused by a new one in between. Most processors change nothing: a
-    // pointer comparison settles those; only a changed draft is diffed and counted, and only
-    // its added and removed messages are counted.
+    // pointer comparison settles those; only a changed draft is diffed (its address set
+    // becomes the next comparison's), and only its added and removed messages are counted.
     let mut previous: Vec<Arc<Message>> = input.messages.to_vec();
+    let mut previous_set: Option<Addresses> = None;
     let mut processors = Vec::new();
     let output = pipeline.run_observed(input, |name, draft| {
         let now = &draft.messages;
@@ -84,17 +113,21 @@ pub fn explain(
         let (changed, delta) = if same {
             (0, 0)
         } else {
-            let before: HashSet<usize> = previous.iter().map(key).collect();
-            let after: HashSet<usize> = now.iter().map(key).collect();
-            let added: Vec<&Arc<Message>> =
-                now.iter().filter(|m| !before.contains(&key(m))).collect();
-            let gained: u64 = added.iter().map(|m| estimator.message_tokens(m)).sum();
+            let before = previous_set.take().unwrap_or_else(|| addresses(&previous));
+            let after = addresses(now);
+            let mut changed = 0;
+            let mut gained = 0;
+            for m in now.iter().filter(|m| !before.contains(&key(m))) {
+                changed += 1;
+                gained += estimator.message_tokens(m);
+            }
             let lost: u64 = previous
                 .iter()
                 .filter(|m| !after.contains(&key(m)))
                 .map(|m| estimator.message_tokens(m))
                 .sum();
-            (added.len(), gained as i64 - lost as i64)
+            previous_set = Some(after);
+            (changed, gained as i64 - lost as i64)
         };
         // Counts are of messages before cleanup merges adjacent system messages: a merge
         // removes no content.

@@ -2,20 +2,19 @@
 //! server on loopback, a SQLite file, skills read from folders on disk.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use futures::FutureExt;
-use futures::future::BoxFuture;
+#[path = "common/ext.rs"]
+mod ext;
+
 use rein_core::OperationId;
-use rein_core::engine::ports::{PortError, ToolOutput};
 use rein_core::spec::{AgentRef, ToolDisclosure};
 use rein_core::state::ModelRef;
-use rein_core::tool::{Effect, ToolApi, ToolKind, ToolManifest};
 use rein_model::registry::{ProviderConfig, Quirks};
 use rein_model::testing::{Canned, Recorded, Server, serve};
 use rein_model::transport::Timeouts;
 use rein_model::{Catalog, Protocol, Provider, ReqwestTransport};
 use rein_operation::context_report::call_contexts;
 use rein_operation::skills::SkillCatalog;
-use rein_operation::{Driver, OperationSpec, RunEnd, StartOptions, Tool, ToolContext};
+use rein_operation::{Driver, OperationSpec, RunEnd, StartOptions};
 use rein_store::{SqlStore, Store, Synchronous};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -246,53 +245,9 @@ async fn a_skill_named_by_the_spec_is_admitted_from_the_first_call_and_kept_by_s
     assert!(!requests[1].system_text().contains("- release-notes:"));
 }
 
-/// An MCP-like tool: one API with a realistic schema and instructions of its own.
-struct Ext(usize);
-
-impl Tool for Ext {
-    fn manifest(&self) -> ToolManifest {
-        ToolManifest {
-            identifier: format!("ext{:02}", self.0),
-            kind: ToolKind::Mcp,
-            title: format!("External {}", self.0),
-            description: format!("External service number {} (issues, builds, deploys).", self.0),
-            system_role: Some(format!("Use ext{:02} only for project {}.", self.0, self.0)),
-            apis: vec![ToolApi {
-                name: "run".into(),
-                description: "Query the external service: filter by state, label and assignee, sort and page through results.".into(),
-                parameters: serde_json::json!({
-                    "type": "object",
-                    "properties": {
-                        "query": {"type": "string", "description": "Free-text search over titles and bodies"},
-                        "state": {"type": "string", "enum": ["open", "closed", "all"], "description": "Which items"},
-                        "labels": {"type": "array", "items": {"type": "string"}, "description": "Only items with all of these labels"},
-                        "assignee": {"type": "string", "description": "Login of the assignee"},
-                        "page": {"type": "integer", "minimum": 1, "description": "Page number, 1-based"}
-                    },
-                    "required": ["query"]
-                }),
-                intervention: None,
-                cost: None,
-            }],
-            intervention: None,
-        }
-    }
-    fn effect(&self, _: &str) -> Effect {
-        Effect::Pure
-    }
-    fn call<'a>(
-        &'a self,
-        _: &'a ToolContext,
-        _: &'a str,
-        _: serde_json::Value,
-    ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
-        async move { Ok(ToolOutput::ok("no results")) }.boxed()
-    }
-}
-
 fn with_sixty(mut d: Driver) -> Driver {
     for i in 0..60 {
-        d = d.with_tool(Arc::new(Ext(i)));
+        d = d.with_tool(Arc::new(ext::Ext(i)));
     }
     d
 }
