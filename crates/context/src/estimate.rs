@@ -176,7 +176,12 @@ impl TiktokenEstimator {
             text.hash(&mut h);
             h.finish()
         };
-        if let Some(n) = self.texts.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        if let Some(n) = self
+            .texts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
             return *n;
         }
         let n = self.text(text);
