@@ -8,21 +8,19 @@
 //! `cargo bench -p rein-operation --bench disclosure`
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../tests/common/ext.rs"]
-mod ext;
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::ext;
 
 use rein_core::OperationId;
 use rein_core::event::ContextReport;
 use rein_core::spec::ToolDisclosure;
-use rein_core::state::ModelRef;
-use rein_model::registry::{ProviderConfig, Quirks};
+use rein_model::Catalog;
 use rein_model::testing::{Canned, serve};
-use rein_model::transport::Timeouts;
-use rein_model::{Catalog, Protocol, Provider, ReqwestTransport};
 use rein_operation::context_report::call_contexts;
 use rein_operation::skills::SkillCatalog;
 use rein_operation::{Driver, OperationSpec, RunEnd, StartOptions};
-use rein_store::{SqlStore, Synchronous};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -65,34 +63,11 @@ async fn reports(dir: &Path, disclosure: ToolDisclosure, progressive: bool) -> V
         1,
     )
     .await;
-    let store = Arc::new(
-        SqlStore::open(
-            dir.join(format!("{}.db", disclosure.as_str()))
-                .to_str()
-                .unwrap(),
-            Synchronous::Normal,
-        )
-        .await
-        .unwrap(),
-    );
-    let provider = Provider::new(
-        ProviderConfig {
-            id: "openai".into(),
-            protocol: Protocol::OpenaiChat,
-            base_url: format!("{}/v1", server.base),
-            api_key: Some("k".into()),
-            headers: Default::default(),
-            quirks: Quirks::default(),
-        },
-        Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
-    );
+    let (store_dir, store) = common::temp_store("rein-bench-disclosure").await;
     let mut d = Driver::new(
         store.clone(),
-        Arc::new(provider),
-        ModelRef {
-            provider: "openai".into(),
-            model: "gpt-4o-mini".into(),
-        },
+        Arc::new(common::openai_provider(&server.base)),
+        common::gpt_4o_mini(),
         Arc::new(Catalog::builtin().unwrap()),
     )
     .with_skills(Arc::new(skills(&dir.join("skills"))));
@@ -113,12 +88,14 @@ async fn reports(dir: &Path, disclosure: ToolDisclosure, progressive: bool) -> V
         .unwrap();
     let end = d.run(id).await.unwrap();
     assert!(matches!(end, RunEnd::Done { .. }), "{end:?}");
-    call_contexts(&*store, id, None)
+    let reports = call_contexts(&*store, id, None)
         .await
         .unwrap()
         .into_iter()
         .map(|c| c.report)
-        .collect()
+        .collect();
+    let _ = std::fs::remove_dir_all(store_dir);
+    reports
 }
 
 fn item(r: &ContextReport, name: &str) -> u64 {

@@ -2,6 +2,8 @@
 //! every path an operation can take.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use rein_core::engine::ports::{PortError, ToolOutput};
@@ -10,14 +12,12 @@ use rein_core::intervention::{ApprovalMode, InterventionConfig, InterventionPoli
 use rein_core::state::{Budget, FinishReason, ModelRef, Status};
 use rein_core::tool::ToolManifest;
 use rein_core::{OperationId, Role, ToolStatus, Usd};
-use rein_model::registry::{ProviderConfig, Quirks};
 use rein_model::testing::{Canned, Server, serve};
-use rein_model::transport::Timeouts;
-use rein_model::{Catalog, Protocol, Provider, ReqwestTransport, RetryPolicy};
+use rein_model::{Catalog, Provider, RetryPolicy};
 use rein_operation::{
     Decision, Driver, FORCE_FINISH_PROMPT, RunEnd, StartOptions, Tool, ToolContext,
 };
-use rein_store::{Effect, ExecStatus, InterventionStatus, SqlStore, Store, Synchronous};
+use rein_store::{Effect, ExecStatus, InterventionStatus, SqlStore, Store};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -65,13 +65,7 @@ struct Env {
 }
 
 async fn env(responses: Vec<Canned>) -> Env {
-    let dir = std::env::temp_dir().join(format!("rein-driver-{}", OperationId::new()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let store = Arc::new(
-        SqlStore::open(dir.join("rein.db").to_str().unwrap(), Synchronous::Normal)
-            .await
-            .unwrap(),
-    );
+    let (_, store) = common::temp_store("rein-driver").await;
     Env {
         server: serve(responses, 7).await,
         store,
@@ -81,18 +75,7 @@ async fn env(responses: Vec<Canned>) -> Env {
 
 /// An OpenAI-protocol provider pointed at the scripted server.
 fn openai_provider(e: &Env) -> Provider {
-    let config = ProviderConfig {
-        id: "openai".into(),
-        protocol: Protocol::OpenaiChat,
-        base_url: format!("{}/v1", e.server.base),
-        api_key: Some("k".into()),
-        headers: Default::default(),
-        quirks: Quirks::default(),
-    };
-    Provider::new(
-        config,
-        Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
-    )
+    common::openai_provider(&e.server.base)
 }
 
 fn driver(e: &Env, block: bool) -> Driver {

@@ -2,20 +2,17 @@
 //! server on loopback, a SQLite file, skills read from folders on disk.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "common/ext.rs"]
-mod ext;
+mod common;
 
-use rein_core::OperationId;
+use common::ext;
+
 use rein_core::spec::{AgentRef, ToolDisclosure};
-use rein_core::state::ModelRef;
-use rein_model::registry::{ProviderConfig, Quirks};
+use rein_model::Catalog;
 use rein_model::testing::{Canned, Recorded, Server, serve};
-use rein_model::transport::Timeouts;
-use rein_model::{Catalog, Protocol, Provider, ReqwestTransport};
 use rein_operation::context_report::call_contexts;
 use rein_operation::skills::SkillCatalog;
 use rein_operation::{Driver, OperationSpec, RunEnd, StartOptions};
-use rein_store::{SqlStore, Store, Synchronous};
+use rein_store::{SqlStore, Store};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -31,13 +28,7 @@ struct Env {
 }
 
 async fn env(responses: Vec<Canned>) -> Env {
-    let dir = std::env::temp_dir().join(format!("rein-skills-{}", OperationId::new()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let store = Arc::new(
-        SqlStore::open(dir.join("rein.db").to_str().unwrap(), Synchronous::Normal)
-            .await
-            .unwrap(),
-    );
+    let (dir, store) = common::temp_store("rein-skills").await;
     Env {
         server: serve(responses, 11).await,
         store,
@@ -72,25 +63,10 @@ fn skills(dir: &Path) -> SkillCatalog {
 }
 
 fn driver(e: &Env) -> Driver {
-    let config = ProviderConfig {
-        id: "openai".into(),
-        protocol: Protocol::OpenaiChat,
-        base_url: format!("{}/v1", e.server.base),
-        api_key: Some("k".into()),
-        headers: Default::default(),
-        quirks: Quirks::default(),
-    };
-    let provider = Provider::new(
-        config,
-        Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
-    );
     Driver::new(
         e.store.clone(),
-        Arc::new(provider),
-        ModelRef {
-            provider: "openai".into(),
-            model: "gpt-4o-mini".into(),
-        },
+        Arc::new(common::openai_provider(&e.server.base)),
+        common::gpt_4o_mini(),
         Arc::new(Catalog::builtin().unwrap()),
     )
 }

@@ -4,23 +4,23 @@
 //! file.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use rein_core::engine::ports::{PortError, ToolOutput};
 use rein_core::event::EventKind;
 use rein_core::intervention::{ApprovalMode, InterventionConfig, InterventionPolicy};
-use rein_core::state::{Budget, BudgetPolicy, FinishReason, ModelRef, Status};
+use rein_core::state::{Budget, BudgetPolicy, FinishReason, Status};
 use rein_core::tool::ToolManifest;
 use rein_core::{OperationId, Role, Usd};
-use rein_model::registry::{ProviderConfig, Quirks};
+use rein_model::Catalog;
 use rein_model::testing::{Canned, Server, serve};
-use rein_model::transport::Timeouts;
-use rein_model::{Catalog, Protocol, Provider, ReqwestTransport};
 use rein_operation::{
     AgentProfile, Decision, Driver, OperationSpec, RunEnd, StartOptions, StoredAgents, Tool,
     ToolContext,
 };
-use rein_store::{Accounts, AgentRecord, Effect, SqlStore, Store, Synchronous, Trigger};
+use rein_store::{Accounts, AgentRecord, Effect, SqlStore, Store, Trigger};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -66,13 +66,7 @@ const RESEARCHER: &str = "ROLE-RESEARCHER: you find facts.";
 const WRITER: &str = "ROLE-WRITER: you write prose.";
 
 async fn env() -> Env {
-    let dir = std::env::temp_dir().join(format!("rein-subagents-{}", OperationId::new()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let store = Arc::new(
-        SqlStore::open(dir.join("rein.db").to_str().unwrap(), Synchronous::Normal)
-            .await
-            .unwrap(),
-    );
+    let (_, store) = common::temp_store("rein-subagents").await;
     let local = store.create_user("local").await.unwrap().id;
     for (name, role, tools) in [
         (
@@ -108,26 +102,10 @@ async fn env() -> Env {
 }
 
 fn driver(e: &Env, policy: InterventionPolicy) -> Driver {
-    let config = ProviderConfig {
-        id: "openai".into(),
-        protocol: Protocol::OpenaiChat,
-        base_url: format!("{}/v1", e.server.base),
-        api_key: Some("k".into()),
-        headers: Default::default(),
-        quirks: Quirks::default(),
-    };
-    let provider = Provider::new(
-        config,
-        Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
-    );
-    let model = ModelRef {
-        provider: "openai".into(),
-        model: "gpt-4o-mini".into(),
-    };
     Driver::new(
         e.store.clone(),
-        Arc::new(provider),
-        model,
+        Arc::new(common::openai_provider(&e.server.base)),
+        common::gpt_4o_mini(),
         Arc::new(Catalog::builtin().unwrap()),
     )
     .with_tool(Arc::new(Ledger {

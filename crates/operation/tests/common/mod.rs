@@ -1,0 +1,49 @@
+//! What the driver tests and benches share: a SQLite store in a fresh temporary folder, an
+//! OpenAI-protocol provider pointed at a scripted server, and an MCP-like tool ([`ext`]).
+#![allow(dead_code)]
+
+pub mod ext;
+
+use rein_core::OperationId;
+use rein_core::state::ModelRef;
+use rein_model::registry::{ProviderConfig, Quirks};
+use rein_model::transport::Timeouts;
+use rein_model::{Protocol, Provider, ReqwestTransport};
+use rein_store::{SqlStore, Synchronous};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A new folder under the system's temporary directory (`PREFIX-<id>`) and a SQLite store
+/// (`rein.db`, synchronous NORMAL) in it.
+pub async fn temp_store(prefix: &str) -> (PathBuf, Arc<SqlStore>) {
+    let dir = std::env::temp_dir().join(format!("{prefix}-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = SqlStore::open(dir.join("rein.db").to_str().unwrap(), Synchronous::Normal)
+        .await
+        .unwrap();
+    (dir, Arc::new(store))
+}
+
+/// The provider `openai` (OpenAI Chat protocol, a dummy key) at `base` (a scripted server).
+pub fn openai_provider(base: &str) -> Provider {
+    let config = ProviderConfig {
+        id: "openai".into(),
+        protocol: Protocol::OpenaiChat,
+        base_url: format!("{base}/v1"),
+        api_key: Some("k".into()),
+        headers: Default::default(),
+        quirks: Quirks::default(),
+    };
+    Provider::new(
+        config,
+        Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
+    )
+}
+
+/// `openai/gpt-4o-mini`, the model the tests run (priced in the built-in catalog).
+pub fn gpt_4o_mini() -> ModelRef {
+    ModelRef {
+        provider: "openai".into(),
+        model: "gpt-4o-mini".into(),
+    }
+}
