@@ -1,0 +1,577 @@
+//! Every native protocol through `rein run`, as a user runs it: the local provider server
+//! answers in each protocol's wire format with a parallel batch of two calculator calls (after
+//! the model's reasoning, where the protocol has it), then a shell call that needs approval
+//! (so the run parks and `rein approve` continues it from another process), then an answer.
+//! Each test asserts the requests that follow a tool result: every result paired with its
+//! call's id, in call order, and what the protocol requires to be sent back unchanged (Gemini's
+//! thought signature, Anthropic's thinking block with its signature); and the usage and cost
+//! recorded on the operation.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use rein_core::OperationId;
+use rein_model::testing::{Canned, Recorded, Server, serve};
+use rein_store::{SqlStore, Store, Synchronous};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::Stdio;
+use tokio::process::Command;
+
+/// Gemini's signature of the reasoning behind its first function call.
+const THOUGHT_SIGNATURE: &str = "c2lnbmF0dXJlLW9mLXRoZS10aG91Z2h0LWJlaGluZC1jYWxsLTE=";
+/// Anthropic's signature of its thinking block.
+const THINKING_SIGNATURE: &str = "EqQCCkgIARACGAIiQL9d+ZbXy0n2kRcVc3aXlU5mY1q2V6o8bQ==";
+const THINKING: &str = "Two products first, then the listing.";
+
+struct Env {
+    dir: PathBuf,
+    server: Server,
+    /// `PROVIDER_BASE_URL`-style variables pointing the protocol's provider at the server.
+    vars: Vec<(String, String)>,
+}
+
+async fn env(responses: Vec<Canned>, vars: &[(&str, &str)]) -> Env {
+    let dir = std::env::temp_dir().join(format!("rein-protocols-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let server = serve(responses, 9).await;
+    let vars = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.replace("{base}", &server.base)))
+        .collect();
+    Env { dir, server, vars }
+}
+
+impl Env {
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_rein"));
+        c.args(["--db", &self.dir.join("rein.db").to_string_lossy()])
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("REIN_HOME", &self.dir)
+            .current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in &self.vars {
+            c.env(k, v);
+        }
+        c
+    }
+
+    async fn rein(&self, args: &[&str]) -> (i32, String, String) {
+        let out = self.cmd(args).output().await.unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
+/// Run `model` through the three turns; the requests the server received, and the
+/// operation's recorded tokens and whether it was charged.
+async fn three_turns(e: &Env, model: &str) -> (Vec<Recorded>, u64, bool) {
+    let (code, _, err) = e
+        .rein(&["run", "--model", model, "Multiply, then list the files."])
+        .await;
+    assert_eq!(code, 3, "parks on the shell call: {err}");
+    let store = SqlStore::open(
+        &e.dir.join("rein.db").to_string_lossy(),
+        Synchronous::Normal,
+    )
+    .await
+    .unwrap();
+    let id = store.list_operations(&Default::default()).await.unwrap()[0].id;
+    // Another process continues it.
+    let (code, out, err) = e.rein(&["approve", &id.to_string(), "--all"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("42 and 5; the folder has rein.db."), "{out}");
+    let requests = e.server.requests();
+    assert_eq!(requests.len(), 3, "three model calls");
+    let record = store.operation(id).await.unwrap().unwrap();
+    let op = store.load_operation(id).await.unwrap().unwrap();
+    assert_eq!(op.state.usage.llm.calls, 3);
+    (requests, record.total_tokens, !record.cost.is_zero())
+}
+
+/// What each turn's tools return, in call order.
+const RESULTS: [&str; 2] = ["42", "5"];
+
+// ---- OpenAI Chat (and an OpenAI-compatible preset) ----------------------------------------
+
+fn chat_turns() -> Vec<Canned> {
+    vec![
+        Canned::openai_tools(&[
+            ("call_a", "calculator__evaluate", r#"{"expression":"6*7"}"#),
+            ("call_b", "calculator__evaluate", r#"{"expression":"2+3"}"#),
+        ]),
+        Canned::openai_tools(&[("call_c", "shell__run", r#"{"command":"ls"}"#)]),
+        Canned::openai_text("42 and 5; the folder has rein.db."),
+    ]
+}
+
+/// The chat messages after the user's: each assistant turn's calls, then one tool message per
+/// call with its id, in order.
+fn assert_chat_pairing(requests: &[Recorded]) {
+    let after_user = |r: &Recorded| -> Vec<Value> {
+        let messages = r.body["messages"].as_array().unwrap();
+        let user = messages.iter().position(|m| m["role"] == "user").unwrap();
+        messages[user + 1..].to_vec()
+    };
+    let second = after_user(&requests[1]);
+    let calls: Vec<&str> = second[0]["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(calls, ["call_a", "call_b"]);
+    assert_eq!(
+        second[1..],
+        [
+            json!({"role": "tool", "tool_call_id": "call_a", "content": RESULTS[0]}),
+            json!({"role": "tool", "tool_call_id": "call_b", "content": RESULTS[1]}),
+        ]
+    );
+    let third = after_user(&requests[2]);
+    assert_eq!(third[..3], second[..]);
+    assert_eq!(third[3]["tool_calls"][0]["id"], "call_c");
+    assert_eq!(third[4]["tool_call_id"], "call_c");
+    assert!(third[4]["content"].as_str().unwrap().contains("rein.db"));
+}
+
+#[tokio::test]
+async fn openai_chat_pairs_every_result_with_its_call() {
+    let e = env(
+        chat_turns(),
+        &[("OPENAI_BASE_URL", "{base}/v1"), ("OPENAI_API_KEY", "k")],
+    )
+    .await;
+    let (requests, tokens, cost) = three_turns(&e, "openai/gpt-4o-mini").await;
+    assert!(requests.iter().all(|r| r.path == "/v1/chat/completions"));
+    assert_chat_pairing(&requests);
+    assert_eq!(tokens, 3 * 120);
+    assert!(cost, "priced from the catalog");
+}
+
+#[tokio::test]
+async fn an_openai_compatible_preset_speaks_the_same_protocol() {
+    let e = env(
+        chat_turns(),
+        &[
+            ("DEEPSEEK_BASE_URL", "{base}/v1"),
+            ("DEEPSEEK_API_KEY", "k"),
+        ],
+    )
+    .await;
+    let (requests, tokens, cost) = three_turns(&e, "deepseek/deepseek-chat").await;
+    assert!(
+        requests[0]
+            .headers
+            .iter()
+            .any(|(k, v)| k == "authorization" && v == "Bearer k")
+    );
+    assert_chat_pairing(&requests);
+    assert_eq!(tokens, 3 * 120);
+    assert!(cost);
+}
+
+// ---- Anthropic ----------------------------------------------------------------------------
+
+/// An Anthropic Messages stream of `blocks`: `{"thinking", "signature"}`, `{"text"}` or
+/// `{"id", "name", "input"}` (tool use).
+fn anthropic(blocks: &[Value], stop: &str) -> Canned {
+    let mut body = String::new();
+    let mut ev = |data: Value| {
+        body.push_str(&format!(
+            "event: {}\ndata: {data}\n\n",
+            data["type"].as_str().unwrap()
+        ))
+    };
+    ev(
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": [], "usage": {"input_tokens": 90, "output_tokens": 1}}}),
+    );
+    for (i, b) in blocks.iter().enumerate() {
+        if let Some(thinking) = b.get("thinking") {
+            ev(
+                json!({"type": "content_block_start", "index": i, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+            );
+            ev(
+                json!({"type": "content_block_delta", "index": i, "delta": {"type": "thinking_delta", "thinking": thinking}}),
+            );
+            ev(
+                json!({"type": "content_block_delta", "index": i, "delta": {"type": "signature_delta", "signature": b["signature"]}}),
+            );
+        } else if let Some(text) = b.get("text") {
+            ev(
+                json!({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}),
+            );
+            ev(
+                json!({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": text}}),
+            );
+        } else {
+            ev(
+                json!({"type": "content_block_start", "index": i, "content_block": {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}}),
+            );
+            ev(
+                json!({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": b["input"].to_string()}}),
+            );
+        }
+        ev(json!({"type": "content_block_stop", "index": i}));
+    }
+    ev(
+        json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 30}}),
+    );
+    ev(json!({"type": "message_stop"}));
+    stream(body, "text/event-stream")
+}
+
+fn stream(body: String, content_type: &str) -> Canned {
+    Canned {
+        status: 200,
+        headers: vec![("content-type".into(), content_type.into())],
+        body: body.into_bytes(),
+        max_piece: 7,
+        stall_after: None,
+    }
+}
+
+#[tokio::test]
+async fn anthropic_sends_the_signed_thinking_back_before_the_tool_uses() {
+    let e = env(
+        vec![
+            anthropic(
+                &[
+                    json!({"thinking": THINKING, "signature": THINKING_SIGNATURE}),
+                    json!({"id": "toolu_a", "name": "calculator__evaluate", "input": {"expression": "6*7"}}),
+                    json!({"id": "toolu_b", "name": "calculator__evaluate", "input": {"expression": "2+3"}}),
+                ],
+                "tool_use",
+            ),
+            anthropic(
+                &[json!({"id": "toolu_c", "name": "shell__run", "input": {"command": "ls"}})],
+                "tool_use",
+            ),
+            anthropic(&[json!({"text": "42 and 5; the folder has rein.db."})], "end_turn"),
+        ],
+        &[("ANTHROPIC_BASE_URL", "{base}/v1"), ("ANTHROPIC_API_KEY", "k")],
+    )
+    .await;
+    let (requests, tokens, cost) = three_turns(&e, "anthropic/claude-sonnet-4-5").await;
+    let second = requests[1].body["messages"].as_array().unwrap();
+    assert_eq!(
+        second[1],
+        json!({"role": "assistant", "content": [
+            {"type": "thinking", "thinking": THINKING, "signature": THINKING_SIGNATURE},
+            {"type": "tool_use", "id": "toolu_a", "name": "calculator__evaluate", "input": {"expression": "6*7"}},
+            {"type": "tool_use", "id": "toolu_b", "name": "calculator__evaluate", "input": {"expression": "2+3"}},
+        ]})
+    );
+    assert_eq!(
+        second[2],
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_a", "content": RESULTS[0]},
+            {"type": "tool_result", "tool_use_id": "toolu_b", "content": RESULTS[1]},
+        ]})
+    );
+    let third = requests[2].body["messages"].as_array().unwrap();
+    assert_eq!(
+        third[1..3],
+        second[1..3],
+        "the history is sent back unchanged"
+    );
+    assert_eq!(third[4]["content"][0]["tool_use_id"], "toolu_c");
+    assert_eq!(tokens, 3 * 120);
+    assert!(cost);
+}
+
+// ---- Gemini -------------------------------------------------------------------------------
+
+/// A Gemini `streamGenerateContent?alt=sse` stream: one chunk per part, usage on each, the
+/// finish reason on the last.
+fn gemini(parts: &[Value]) -> Canned {
+    let mut body = String::new();
+    for (i, part) in parts.iter().enumerate() {
+        let mut candidate = json!({"content": {"parts": [part], "role": "model"}, "index": 0});
+        if i + 1 == parts.len() {
+            candidate["finishReason"] = json!("STOP");
+        }
+        let chunk = json!({
+            "candidates": [candidate],
+            "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 20, "totalTokenCount": 120},
+            "modelVersion": "gemini-2.5-flash",
+        });
+        body.push_str(&format!("data: {chunk}\r\n\r\n"));
+    }
+    stream(body, "text/event-stream")
+}
+
+#[tokio::test]
+async fn gemini_sends_the_thought_signature_back_on_its_call() {
+    let call = |expr: &str| json!({"name": "calculator__evaluate", "args": {"expression": expr}});
+    let e = env(
+        vec![
+            gemini(&[
+                json!({"text": "Two products first.", "thought": true}),
+                json!({"functionCall": call("6*7"), "thoughtSignature": THOUGHT_SIGNATURE}),
+                json!({"functionCall": call("2+3")}),
+            ]),
+            gemini(&[json!({"functionCall": {"name": "shell__run", "args": {"command": "ls"}}})]),
+            gemini(&[json!({"text": "42 and 5; the folder has rein.db."})]),
+        ],
+        &[
+            ("GEMINI_BASE_URL", "{base}/v1beta"),
+            ("GEMINI_API_KEY", "k"),
+        ],
+    )
+    .await;
+    let (requests, tokens, cost) = three_turns(&e, "gemini/gemini-2.5-flash").await;
+    assert!(
+        requests[0]
+            .path
+            .ends_with("/models/gemini-2.5-flash:streamGenerateContent?alt=sse"),
+        "{}",
+        requests[0].path
+    );
+    let contents = requests[1].body["contents"].as_array().unwrap();
+    // The model's turn as it was sent: the signature on the call it came with, unchanged.
+    let model_parts: Vec<&Value> = contents[1]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p.get("functionCall").is_some())
+        .collect();
+    assert_eq!(
+        model_parts,
+        [
+            &json!({"functionCall": call("6*7"), "thoughtSignature": THOUGHT_SIGNATURE}),
+            &json!({"functionCall": call("2+3")}),
+        ]
+    );
+    // One function response per call, in call order (Gemini pairs them by position and name).
+    assert_eq!(
+        contents[2],
+        json!({"role": "user", "parts": [
+            {"functionResponse": {"name": "calculator__evaluate", "response": {"content": RESULTS[0]}}},
+            {"functionResponse": {"name": "calculator__evaluate", "response": {"content": RESULTS[1]}}},
+        ]})
+    );
+    let third = requests[2].body["contents"].as_array().unwrap();
+    assert_eq!(third[1..3], contents[1..3]);
+    assert_eq!(
+        third[4]["parts"][0]["functionResponse"]["name"],
+        "shell__run"
+    );
+    assert_eq!(tokens, 3 * 120);
+    assert!(cost);
+}
+
+// ---- Ollama -------------------------------------------------------------------------------
+
+/// An Ollama `/api/chat` NDJSON stream: thinking, then text or tool calls, then the done line
+/// with its counts.
+fn ollama(thinking: Option<&str>, text: &str, calls: &[Value]) -> Canned {
+    let mut lines = Vec::new();
+    let line = |message: Value, done: bool| {
+        let mut l = json!({"model": "qwen3:8b", "created_at": "2026-12-01T10:00:00Z", "message": message, "done": done});
+        if done {
+            l["done_reason"] = json!("stop");
+            l["prompt_eval_count"] = json!(100);
+            l["eval_count"] = json!(20);
+        }
+        l.to_string()
+    };
+    if let Some(t) = thinking {
+        lines.push(line(
+            json!({"role": "assistant", "content": "", "thinking": t}),
+            false,
+        ));
+    }
+    if !text.is_empty() {
+        lines.push(line(json!({"role": "assistant", "content": text}), false));
+    }
+    if !calls.is_empty() {
+        lines.push(line(
+            json!({"role": "assistant", "content": "", "tool_calls": calls}),
+            false,
+        ));
+    }
+    lines.push(line(json!({"role": "assistant", "content": ""}), true));
+    stream(lines.join("\n") + "\n", "application/x-ndjson")
+}
+
+#[tokio::test]
+async fn ollama_pairs_results_by_tool_name_in_call_order() {
+    let call = |expr: &str| json!({"function": {"name": "calculator__evaluate", "arguments": {"expression": expr}}});
+    let e = env(
+        vec![
+            ollama(Some(THINKING), "", &[call("6*7"), call("2+3")]),
+            ollama(
+                None,
+                "",
+                &[json!({"function": {"name": "shell__run", "arguments": {"command": "ls"}}})],
+            ),
+            ollama(None, "42 and 5; the folder has rein.db.", &[]),
+        ],
+        &[("OLLAMA_HOST", "{base}")],
+    )
+    .await;
+    let (requests, tokens, cost) = three_turns(&e, "ollama/qwen3:8b").await;
+    assert!(requests.iter().all(|r| r.path == "/api/chat"));
+    let messages = requests[1].body["messages"].as_array().unwrap();
+    let user = messages.iter().position(|m| m["role"] == "user").unwrap();
+    let turn = &messages[user + 1];
+    assert_eq!(
+        turn["thinking"], THINKING,
+        "the thinking goes back with its turn"
+    );
+    let sent: Vec<&Value> = turn["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["function"]["arguments"])
+        .collect();
+    assert_eq!(
+        sent,
+        [&json!({"expression": "6*7"}), &json!({"expression": "2+3"})]
+    );
+    assert_eq!(
+        messages[user + 2..],
+        [
+            json!({"role": "tool", "tool_name": "calculator__evaluate", "content": RESULTS[0]}),
+            json!({"role": "tool", "tool_name": "calculator__evaluate", "content": RESULTS[1]}),
+        ]
+    );
+    let third = requests[2].body["messages"].as_array().unwrap();
+    assert_eq!(third[user + 1..user + 4], messages[user + 1..]);
+    assert_eq!(third[user + 5]["tool_name"], "shell__run");
+    assert_eq!(tokens, 3 * 120);
+    assert!(!cost, "a local model costs nothing");
+}
+
+// ---- OpenAI Responses ---------------------------------------------------------------------
+
+/// An OpenAI Responses stream: a reasoning summary, then `calls` (`call_id`, name,
+/// arguments) as function-call items with their arguments streamed, or a text message; then
+/// `response.completed` with usage.
+fn responses(summary: Option<&str>, text: &str, calls: &[(&str, &str, &str)]) -> Canned {
+    let mut seq = 0;
+    let mut body = String::new();
+    let mut ev = |mut data: Value| {
+        data["sequence_number"] = json!(seq);
+        seq += 1;
+        body.push_str(&format!(
+            "event: {}\ndata: {data}\n\n",
+            data["type"].as_str().unwrap()
+        ));
+    };
+    let response = |status: &str, output: Value, usage: Value| json!({"id": "resp_1", "object": "response", "status": status, "model": "o4-mini", "output": output, "usage": usage});
+    ev(
+        json!({"type": "response.created", "response": response("in_progress", json!([]), Value::Null)}),
+    );
+    let mut output = Vec::new();
+    if let Some(s) = summary {
+        let item = json!({"id": "rs_1", "type": "reasoning", "summary": [{"type": "summary_text", "text": s}]});
+        ev(
+            json!({"type": "response.output_item.added", "output_index": output.len(), "item": {"id": "rs_1", "type": "reasoning", "summary": []}}),
+        );
+        ev(
+            json!({"type": "response.reasoning_summary_text.delta", "item_id": "rs_1", "output_index": output.len(), "summary_index": 0, "delta": s}),
+        );
+        ev(
+            json!({"type": "response.output_item.done", "output_index": output.len(), "item": item}),
+        );
+        output.push(item);
+    }
+    if !text.is_empty() {
+        let item = json!({"id": "msg_1", "type": "message", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": text, "annotations": []}]});
+        ev(
+            json!({"type": "response.output_item.added", "output_index": output.len(), "item": {"id": "msg_1", "type": "message", "role": "assistant", "status": "in_progress", "content": []}}),
+        );
+        ev(
+            json!({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": output.len(), "content_index": 0, "delta": text}),
+        );
+        ev(
+            json!({"type": "response.output_item.done", "output_index": output.len(), "item": item}),
+        );
+        output.push(item);
+    }
+    for (n, (call_id, name, args)) in calls.iter().enumerate() {
+        let id = format!("fc_{n}");
+        let added = json!({"id": id, "type": "function_call", "status": "in_progress", "arguments": "", "call_id": call_id, "name": name});
+        ev(
+            json!({"type": "response.output_item.added", "output_index": output.len(), "item": added}),
+        );
+        let (head, tail) = args.split_at(args.len() / 2);
+        for delta in [head, tail] {
+            ev(
+                json!({"type": "response.function_call_arguments.delta", "item_id": id, "output_index": output.len(), "delta": delta}),
+            );
+        }
+        ev(
+            json!({"type": "response.function_call_arguments.done", "item_id": id, "output_index": output.len(), "arguments": args}),
+        );
+        let done = json!({"id": id, "type": "function_call", "status": "completed", "arguments": args, "call_id": call_id, "name": name});
+        ev(
+            json!({"type": "response.output_item.done", "output_index": output.len(), "item": done}),
+        );
+        output.push(done);
+    }
+    let usage = json!({"input_tokens": 100, "output_tokens": 20, "total_tokens": 120});
+    ev(
+        json!({"type": "response.completed", "response": response("completed", json!(output), usage)}),
+    );
+    stream(body, "text/event-stream")
+}
+
+#[tokio::test]
+async fn openai_responses_pairs_each_output_with_its_call_id() {
+    let e = env(
+        vec![
+            responses(
+                Some("Two products first."),
+                "",
+                &[
+                    ("call_a", "calculator__evaluate", r#"{"expression":"6*7"}"#),
+                    ("call_b", "calculator__evaluate", r#"{"expression":"2+3"}"#),
+                ],
+            ),
+            responses(None, "", &[("call_c", "shell__run", r#"{"command":"ls"}"#)]),
+            responses(None, "42 and 5; the folder has rein.db.", &[]),
+        ],
+        &[
+            ("OPENAI_RESPONSES_BASE_URL", "{base}/v1"),
+            ("OPENAI_API_KEY", "k"),
+        ],
+    )
+    .await;
+    let (requests, tokens, _) = three_turns(&e, "openai-responses/o4-mini").await;
+    assert!(requests.iter().all(|r| r.path == "/v1/responses"));
+    // The calls and their outputs (the reasoning item is not sent back yet: rein stores no
+    // encrypted reasoning, and with `store: false` an item without it would be refused).
+    let calls = |r: &Recorded| -> Vec<Value> {
+        r.body["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["type"] == "function_call" || i["type"] == "function_call_output")
+            .cloned()
+            .collect()
+    };
+    let second = calls(&requests[1]);
+    assert_eq!(
+        second,
+        [
+            json!({"type": "function_call", "call_id": "call_a", "name": "calculator__evaluate", "arguments": r#"{"expression":"6*7"}"#}),
+            json!({"type": "function_call", "call_id": "call_b", "name": "calculator__evaluate", "arguments": r#"{"expression":"2+3"}"#}),
+            json!({"type": "function_call_output", "call_id": "call_a", "output": RESULTS[0]}),
+            json!({"type": "function_call_output", "call_id": "call_b", "output": RESULTS[1]}),
+        ]
+    );
+    let third = calls(&requests[2]);
+    assert_eq!(third[..4], second[..]);
+    assert_eq!(third[4]["call_id"], "call_c");
+    assert_eq!(third[5]["call_id"], "call_c");
+    assert!(third[5]["output"].as_str().unwrap().contains("rein.db"));
+    assert_eq!(tokens, 3 * 120);
+}
