@@ -4,8 +4,8 @@
 //! (so the run parks and `rein approve` continues it from another process), then an answer.
 //! Each test asserts the requests that follow a tool result: every result paired with its
 //! call's id, in call order, and what the protocol requires to be sent back unchanged (Gemini's
-//! thought signature, Anthropic's thinking block with its signature); and the usage and cost
-//! recorded on the operation.
+//! thought signature, Anthropic's thinking block with its signature, the Responses reasoning
+//! item with its encrypted content); and the usage and cost recorded on the operation.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use rein_core::OperationId;
@@ -451,9 +451,13 @@ async fn ollama_pairs_results_by_tool_name_in_call_order() {
 
 // ---- OpenAI Responses ---------------------------------------------------------------------
 
-/// An OpenAI Responses stream: a reasoning summary, then `calls` (`call_id`, name,
-/// arguments) as function-call items with their arguments streamed, or a text message; then
-/// `response.completed` with usage.
+/// Encrypted content of the Responses reasoning item (what `include:
+/// ["reasoning.encrypted_content"]` returns).
+const ENCRYPTED_REASONING: &str = "Z0FBQUFBQm8tZW5jcnlwdGVkLXJlYXNvbmluZy1mb3ItdGhlLWJhdGNo";
+
+/// An OpenAI Responses stream: a reasoning item (its summary and encrypted content), then
+/// `calls` (`call_id`, name, arguments) as function-call items with their arguments streamed,
+/// or a text message; then `response.completed` with usage.
 fn responses(summary: Option<&str>, text: &str, calls: &[(&str, &str, &str)]) -> Canned {
     let mut seq = 0;
     let mut body = String::new();
@@ -471,7 +475,7 @@ fn responses(summary: Option<&str>, text: &str, calls: &[(&str, &str, &str)]) ->
     );
     let mut output = Vec::new();
     if let Some(s) = summary {
-        let item = json!({"id": "rs_1", "type": "reasoning", "summary": [{"type": "summary_text", "text": s}]});
+        let item = json!({"id": "rs_1", "type": "reasoning", "summary": [{"type": "summary_text", "text": s}], "encrypted_content": ENCRYPTED_REASONING});
         ev(
             json!({"type": "response.output_item.added", "output_index": output.len(), "item": {"id": "rs_1", "type": "reasoning", "summary": []}}),
         );
@@ -525,7 +529,7 @@ fn responses(summary: Option<&str>, text: &str, calls: &[(&str, &str, &str)]) ->
 }
 
 #[tokio::test]
-async fn openai_responses_pairs_each_output_with_its_call_id() {
+async fn openai_responses_sends_the_encrypted_reasoning_back_and_pairs_outputs_by_call_id() {
     let e = env(
         vec![
             responses(
@@ -545,33 +549,35 @@ async fn openai_responses_pairs_each_output_with_its_call_id() {
         ],
     )
     .await;
-    let (requests, tokens, _) = three_turns(&e, "openai-responses/o4-mini").await;
+    let (requests, tokens, cost) = three_turns(&e, "openai-responses/o4-mini").await;
     assert!(requests.iter().all(|r| r.path == "/v1/responses"));
-    // The calls and their outputs (the reasoning item is not sent back yet: rein stores no
-    // encrypted reasoning, and with `store: false` an item without it would be refused).
-    let calls = |r: &Recorded| -> Vec<Value> {
-        r.body["input"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|i| i["type"] == "function_call" || i["type"] == "function_call_output")
-            .cloned()
-            .collect()
+    // o4-mini reasons (the catalog says so): its reasoning is asked for in encrypted form.
+    for r in &requests {
+        assert_eq!(r.body["store"], false);
+        assert_eq!(r.body["include"], json!(["reasoning.encrypted_content"]));
+    }
+    // After the user's message: the reasoning item as it came, the calls, their outputs.
+    let after_user = |r: &Recorded| -> Vec<Value> {
+        let input = r.body["input"].as_array().unwrap();
+        let user = input.iter().position(|i| i["role"] == "user").unwrap();
+        input[user + 1..].to_vec()
     };
-    let second = calls(&requests[1]);
+    let second = after_user(&requests[1]);
     assert_eq!(
         second,
         [
+            json!({"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Two products first."}], "encrypted_content": ENCRYPTED_REASONING}),
             json!({"type": "function_call", "call_id": "call_a", "name": "calculator__evaluate", "arguments": r#"{"expression":"6*7"}"#}),
             json!({"type": "function_call", "call_id": "call_b", "name": "calculator__evaluate", "arguments": r#"{"expression":"2+3"}"#}),
             json!({"type": "function_call_output", "call_id": "call_a", "output": RESULTS[0]}),
             json!({"type": "function_call_output", "call_id": "call_b", "output": RESULTS[1]}),
         ]
     );
-    let third = calls(&requests[2]);
-    assert_eq!(third[..4], second[..]);
-    assert_eq!(third[4]["call_id"], "call_c");
+    let third = after_user(&requests[2]);
+    assert_eq!(third[..5], second[..]);
     assert_eq!(third[5]["call_id"], "call_c");
-    assert!(third[5]["output"].as_str().unwrap().contains("rein.db"));
+    assert_eq!(third[6]["call_id"], "call_c");
+    assert!(third[6]["output"].as_str().unwrap().contains("rein.db"));
     assert_eq!(tokens, 3 * 120);
+    assert!(cost, "priced as OpenAI's model");
 }

@@ -113,6 +113,21 @@ pub struct Reasoning {
     /// Redacted (encrypted) reasoning blocks to round-trip.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redacted: Vec<String>,
+    /// OpenAI Responses: the reasoning item as it came (its id and encrypted content), sent back
+    /// unchanged before the turn's output, so a stateless conversation keeps the reasoning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted: Option<EncryptedReasoning>,
+}
+
+/// A reasoning item the provider keeps only in encrypted form (OpenAI Responses with
+/// `store: false`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+pub struct EncryptedReasoning {
+    /// The item's id (`rs_…`).
+    pub id: String,
+    /// Its encrypted content.
+    pub content: String,
 }
 
 /// A tool call the model asked for. Its strings are shared (`Arc<str>`): a call is copied into

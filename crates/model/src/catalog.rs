@@ -145,7 +145,11 @@ impl Catalog {
 
     /// The entry for `provider/model`; `None` (with a warning, once) when it is missing.
     pub fn lookup(&self, provider: &str, model: &str) -> Option<Arc<ModelInfo>> {
-        let provider = crate::registry::canonical(provider);
+        let provider = match crate::registry::canonical(provider) {
+            // OpenAI's models behind its other protocol: the same models, the same prices.
+            "openai-responses" => "openai",
+            other => other,
+        };
         let key = format!("{provider}/{model}");
         if let Some(m) = self.models.get(&key) {
             return Some(Arc::clone(m));

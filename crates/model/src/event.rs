@@ -77,6 +77,13 @@ pub enum ModelEvent {
         /// The signature.
         signature: String,
     },
+    /// A reasoning item in encrypted form (OpenAI Responses); send back unchanged.
+    EncryptedReasoning {
+        /// The item's id.
+        id: String,
+        /// Its encrypted content.
+        content: String,
+    },
     /// Encrypted reasoning; send back unchanged.
     RedactedReasoning {
         /// Opaque data.

@@ -99,6 +99,10 @@ pub struct ChatRequest {
     pub max_tokens: Option<u32>,
     /// Reasoning settings.
     pub reasoning: Option<ReasoningConfig>,
+    /// The model reasons (the catalog says so): ask for its reasoning in a form that can be
+    /// sent back on the next request (OpenAI Responses: `include` the encrypted content, which
+    /// models that do not reason refuse).
+    pub replay_reasoning: bool,
     /// Answer shape.
     pub response_format: ResponseFormat,
     /// Stop sequences.

@@ -41,6 +41,9 @@ pub struct ModelResponse {
     pub reasoning_signature: Option<String>,
     /// Encrypted reasoning blocks.
     pub redacted_reasoning: Vec<String>,
+    /// Reasoning item in encrypted form (OpenAI Responses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted_reasoning: Option<rein_core::message::EncryptedReasoning>,
     /// Refusal text.
     pub refusal: Option<String>,
     /// Tool calls, by index.
@@ -111,6 +114,12 @@ impl Collector {
                 append(&mut r.reasoning_signature, signature)
             }
             ModelEvent::RedactedReasoning { data } => r.redacted_reasoning.push(data.clone()),
+            ModelEvent::EncryptedReasoning { id, content } => {
+                r.encrypted_reasoning = Some(rein_core::message::EncryptedReasoning {
+                    id: id.clone(),
+                    content: content.clone(),
+                });
+            }
             ModelEvent::RefusalDelta { text } => append(&mut r.refusal, text),
             ModelEvent::ToolCallStart {
                 index,

@@ -23,6 +23,10 @@ fn conversation() -> ChatRequest {
         text: "The user wants weather.".into(),
         signature: Some("EqQBsig==".into()),
         redacted: vec![],
+        encrypted: Some(rein_core::message::EncryptedReasoning {
+            id: "rs_1".into(),
+            content: "ZW5jcnlwdGVkLXJlYXNvbmluZw==".into(),
+        }),
     });
     assistant.tool_calls = vec![call.clone()];
     let result = Message::tool_result(
@@ -79,4 +83,31 @@ fn gemini_request() {
 #[test]
 fn ollama_request() {
     insta::assert_json_snapshot!(snapshot(Protocol::Ollama));
+}
+
+#[test]
+fn responses_asks_for_encrypted_reasoning_only_where_the_model_reasons() {
+    let mut req = conversation();
+    req.reasoning = None;
+    let body = |req: &ChatRequest| Protocol::OpenaiResponses.build(req, true).body;
+    // Models that do not reason refuse the include ("Encrypted content is not supported").
+    assert!(body(&req).get("include").is_none());
+    req.replay_reasoning = true;
+    assert_eq!(
+        body(&req)["include"],
+        json!(["reasoning.encrypted_content"])
+    );
+    // A turn without encrypted reasoning sends no reasoning item (it could not be resolved).
+    let mut plain = (*req.messages[2]).clone();
+    plain.reasoning.as_mut().unwrap().encrypted = None;
+    req.messages[2] = Arc::new(plain);
+    let input = body(&req)["input"].clone();
+    assert!(
+        !input
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["type"] == "reasoning"),
+        "{input}"
+    );
 }

@@ -308,6 +308,10 @@ impl LlmPort for ModelPort {
             let (messages, tools, report) = self.assemble(&req, &model, memories);
             let mut chat = ChatRequest::new(model.clone(), messages);
             chat.tools = tools;
+            chat.replay_reasoning = self
+                .catalog
+                .lookup(&self.provider_id, &model)
+                .is_some_and(|m| m.capabilities.reasoning);
             chat.cancel = self.cancel.child_token();
             let mut stream = self.provider.chat(chat);
             let mut collector = rein_model::Collector::new();
@@ -368,11 +372,13 @@ impl LlmPort for ModelPort {
                 .unwrap_or(Usd::ZERO);
             let reasoning = (r.reasoning.is_some()
                 || r.reasoning_signature.is_some()
-                || !r.redacted_reasoning.is_empty())
+                || !r.redacted_reasoning.is_empty()
+                || r.encrypted_reasoning.is_some())
             .then(|| Reasoning {
                 text: r.reasoning.clone().unwrap_or_default(),
                 signature: r.reasoning_signature.clone(),
                 redacted: r.redacted_reasoning.clone(),
+                encrypted: r.encrypted_reasoning.clone(),
             });
             if let Some(e) = &r.error {
                 if e.kind == ErrorKind::Cancelled {

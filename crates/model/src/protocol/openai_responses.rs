@@ -1,6 +1,8 @@
 //! OpenAI Responses: typed events ending at `response.completed` / `.incomplete` / `.failed`
 //! (no `[DONE]`); function calls are items whose `call_id` (not the `fc_` item id) is echoed
-//! back; `completed` alone does not tell a tool turn from a final answer.
+//! back; `completed` alone does not tell a tool turn from a final answer. Requests are
+//! stateless (`store: false`): a reasoning model is asked for its reasoning items' encrypted
+//! content, and each item goes back, unchanged, before the output of its turn.
 
 use super::{
     StreamParser, WireRequest, interrupted, malformed, stream_error, system_text, wire_name,
@@ -38,6 +40,17 @@ pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
                 input.push(json!({"role": "user", "content": content}));
             }
             Role::Assistant => {
+                // The turn's reasoning goes back first, as it came; without its encrypted
+                // content an item could not be resolved (`store: false` keeps nothing).
+                if let Some(e) = m.reasoning.as_ref().and_then(|r| r.encrypted.as_ref()) {
+                    let text = m.reasoning.as_ref().map_or("", |r| r.text.as_str());
+                    let summary: Vec<Value> = if text.is_empty() {
+                        Vec::new()
+                    } else {
+                        vec![json!({"type": "summary_text", "text": text})]
+                    };
+                    input.push(json!({"type": "reasoning", "id": e.id, "summary": summary, "encrypted_content": e.content}));
+                }
                 let text = m.text_content();
                 if !text.is_empty() {
                     input.push(json!({"role": "assistant", "content": [{"type": "output_text", "text": text}]}));
@@ -54,6 +67,9 @@ pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
         }
     }
     let mut body = json!({"model": req.model, "input": input, "store": false});
+    if req.replay_reasoning || req.reasoning.is_some() {
+        body["include"] = json!(["reasoning.encrypted_content"]);
+    }
     if let Some(system) = system_text(req) {
         body["instructions"] = json!(system);
     }
@@ -143,6 +159,8 @@ struct Item<'a> {
     name: Option<Cow<'a, str>>,
     #[serde(borrow)]
     arguments: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    encrypted_content: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -278,6 +296,9 @@ impl Parser {
                 }
             }
             "response.output_item.done" => {
+                if let Some(item) = e.item.as_ref().filter(|i| i.kind == "reasoning") {
+                    encrypted(item.id.as_deref(), item.encrypted_content.as_deref(), out);
+                }
                 if let Some(item) = e.item.filter(|i| i.kind == "function_call") {
                     let known = item
                         .id
@@ -445,6 +466,8 @@ impl Parser {
                 for t in text_of(item, "summary") {
                     out.push(ModelEvent::ReasoningDelta { text: t });
                 }
+                let field = |k: &str| item.get(k).and_then(|v| v.as_str());
+                encrypted(field("id"), field("encrypted_content"), out);
             }
             Some("function_call") => {
                 if let Ok(i) = serde_json::from_value::<ItemOwned>(item.clone()) {
@@ -454,6 +477,7 @@ impl Parser {
                         call_id: i.call_id.as_deref().map(Cow::Borrowed),
                         name: i.name.as_deref().map(Cow::Borrowed),
                         arguments: None,
+                        encrypted_content: None,
                     };
                     let index = self.start_call(&borrowed, out);
                     if let Some(a) = i.arguments.filter(|a| !a.is_empty()) {
@@ -467,6 +491,16 @@ impl Parser {
             }
             _ => {}
         }
+    }
+}
+
+/// A reasoning item's encrypted form, when it came with one.
+fn encrypted(id: Option<&str>, content: Option<&str>, out: &mut Vec<ModelEvent>) {
+    if let (Some(id), Some(content)) = (id, content.filter(|c| !c.is_empty())) {
+        out.push(ModelEvent::EncryptedReasoning {
+            id: id.to_owned(),
+            content: content.to_owned(),
+        });
     }
 }
 
