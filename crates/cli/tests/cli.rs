@@ -175,12 +175,16 @@ async fn run_streams_the_answer_and_json_events_are_gapless() {
     let shown: serde_json::Value = serde_json::from_str(shown.trim()).unwrap();
     assert_eq!(shown["operation"]["status"], "done");
     let (_, later, _) = e.rein(&["op", "events", &id, "--after", "3"]).await;
-    assert!(later.lines().all(|l| {
-        serde_json::from_str::<serde_json::Value>(l).unwrap()["seq"]
-            .as_u64()
-            .unwrap()
-            > 3
-    }));
+    let later: Vec<u64> = later
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["seq"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    // Exactly the events after 3, none before and none missing.
+    assert_eq!(later, (4..events.len() as u64).collect::<Vec<_>>());
 }
 
 #[tokio::test]
@@ -914,6 +918,15 @@ system_role = "Be terse."
     );
     let body = &e.server.requests()[0].body;
     assert_eq!(body["model"], "gpt-4o");
+    // The file's agent brought its role.
+    assert_eq!(body["messages"][0]["role"], "system");
+    assert!(
+        body["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("Be terse."),
+        "{body}"
+    );
     let out = with_config(&["--json", "config", "show", "--model", "anthropic/claude-x"])
         .output()
         .await
@@ -1015,17 +1028,23 @@ async fn tasks_are_validated_listed_run_here_and_show_their_next_times_and_histo
     let (code, _, err) = e.rein(&["task", "edit", &id, "--cron", "0 25 * * *"]).await;
     assert_eq!(code, 1);
     assert!(err.contains("invalid cron pattern `0 25 * * *`"), "{err}");
+    let (_, unchanged, _) = e.rein(&["--json", "task", "show", &id]).await;
+    let unchanged: serde_json::Value = serde_json::from_str(unchanged.trim()).unwrap();
+    assert_eq!(unchanged["automation"]["pattern"], "0 9 * * 1-5");
     let (code, out, err) = e
-        .rein(&["--json", "task", "edit", &id, "--cron", "0 9 * * 1-5"])
+        .rein(&["--json", "task", "edit", &id, "--cron", "30 7 * * 1-5"])
         .await;
     assert_eq!(code, 0, "{err}");
     let edited: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(edited["automation"]["pattern"], "30 7 * * 1-5");
     assert_eq!(edited["automation"]["tz"], "Europe/Berlin");
     let (_, listed, _) = e.rein(&["task", "list"]).await;
     assert!(
-        listed.contains(&id) && listed.contains("cron \"0 9 * * 1-5\" Europe/Berlin"),
+        listed.contains(&id) && listed.contains("cron \"30 7 * * 1-5\" Europe/Berlin"),
         "{listed}"
     );
+    let (_, next, _) = e.rein(&["task", "next", &id, "--count", "1"]).await;
+    assert!(next.contains(" 07:30:00 CE"), "{next}");
     let (code, _, _) = e.rein(&["task", "pause", &id]).await;
     assert_eq!(code, 0);
     let (_, shown, _) = e.rein(&["--json", "task", "show", &id]).await;

@@ -44,7 +44,7 @@ fn runner(store: &Arc<SqlStore>, model: &str) -> Arc<Runner> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_orphaned_operation_is_resumed_by_one_process_only() {
+async fn an_orphaned_operation_is_resumed_by_one_of_two_runners_sharing_a_database() {
     let dir = std::env::temp_dir().join(format!("rein-lease-{}", OperationId::new()));
     std::fs::create_dir_all(&dir).unwrap();
     let store = Arc::new(
