@@ -467,19 +467,35 @@ async fn killed_after_the_tool_result_was_committed() {
     assert_eq!(e.ledger_lines(), 1, "never twice");
 }
 
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
 #[tokio::test]
 async fn killed_during_the_model_stream() {
     let mut stalled = Canned::openai_text("This answer will be cut off halfway through");
-    stalled.stall_after = Some(stalled.body.len() / 2);
+    // The stream stalls right after the event carrying the text, before its end.
+    let text_at = find(&stalled.body, b"halfway through").unwrap();
+    let event_end = text_at + find(&stalled.body[text_at..], b"\n\n").unwrap() + 2;
+    assert!(event_end < stalled.body.len());
+    stalled.stall_after = Some(event_end);
     let e = env(vec![stalled, Canned::openai_text("A complete answer.")]).await;
     let mut child = e.cmd(&["run", "tell me"]).spawn().unwrap();
-    for _ in 0..600 {
-        if !e.server.requests().is_empty() {
-            break;
+    // Killed once the streamed part has reached the CLI (it prints the answer as it streams),
+    // with the rest of the response still to come.
+    let mut stdout = child.stdout.take().unwrap();
+    let streamed = async {
+        use tokio::io::AsyncReadExt;
+        let (mut seen, mut buf) = (Vec::new(), [0u8; 256]);
+        while !String::from_utf8_lossy(&seen).contains("cut off halfway") {
+            let n = stdout.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the run ended before the answer streamed");
+            seen.extend_from_slice(&buf[..n]);
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    tokio::time::timeout(Duration::from_secs(60), streamed)
+        .await
+        .expect("the first part of the answer streamed within 60 s");
     child.kill().await.unwrap();
     let id = e
         .store()

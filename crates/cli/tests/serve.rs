@@ -36,16 +36,15 @@ impl Rein {
     }
 
     async fn wait_for(&self, needle: &str) {
-        for _ in 0..200 {
-            if self.saw(needle) {
-                return;
-            }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while !self.saw(needle) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "`{needle}` did not appear within 20 s in:\n{}",
+                self.stderr.lock().unwrap().join("\n")
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        panic!(
-            "`{needle}` never appeared in:\n{}",
-            self.stderr.lock().unwrap().join("\n")
-        );
     }
 }
 
@@ -881,21 +880,7 @@ async fn the_cli_drives_a_server_with_server_and_rein_token() {
         )
         .await;
     let op = created["operation_id"].as_str().unwrap().to_owned();
-    for _ in 0..200 {
-        let (_, d) = e
-            .call(
-                &rein,
-                "GET",
-                &format!("/v1/operations/{op}"),
-                Some(&alice),
-                None,
-            )
-            .await;
-        if d["operation"]["status"] == "waiting_for_human" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    wait_status(&e, &rein, &op, &alice, "waiting_for_human").await;
     let remote = |args: &[&str], token: Option<&str>| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_rein"));
         c.args(["--server", &rein.base]).args(args);
@@ -1351,20 +1336,16 @@ async fn a_heartbeat_task_runs_on_its_own_up_to_its_cap_and_keeps_its_history() 
         .call(&rein, "GET", &format!("/v1/tasks/{id}"), Some(&bob), None)
         .await;
     assert_eq!(status, 404, "another user's task is not there");
-    let mut done = Value::Null;
-    for _ in 0..300 {
+    let done = eventually("the task completing after two finished runs", || async {
         let (_, d) = e
             .call(&rein, "GET", &format!("/v1/tasks/{id}"), Some(&alice), None)
             .await;
         let finished = d["runs"].as_array().map_or(0, |r| {
             r.iter().filter(|r| r["finished_at"].is_string()).count()
         });
-        if d["task"]["status"] == "completed" && finished == 2 {
-            done = d;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        (d["task"]["status"] == "completed" && finished == 2).then_some(d)
+    })
+    .await;
     assert_eq!(done["task"]["executions"], 2, "{done:#}");
     let (_, history) = e
         .call(
@@ -1479,15 +1460,12 @@ async fn rein_worker_dispatches_due_tasks_without_the_http_api() {
     let first = lines.next_line().await.unwrap().unwrap_or_default();
     assert!(first.contains("rein: worker"), "{first}");
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    let mut history = String::new();
-    for _ in 0..200 {
+    let history = eventually("the worker's run in the task history", || async {
         let out = e.command(&["task", "history", &id]).output().await.unwrap();
-        history = String::from_utf8_lossy(&out.stdout).into_owned();
-        if history.contains("completed") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        let history = String::from_utf8_lossy(&out.stdout).into_owned();
+        history.contains("completed").then_some(history)
+    })
+    .await;
     assert!(
         history.contains("heartbeat") && history.contains("Worker ran it."),
         "{history}"
@@ -1967,7 +1945,7 @@ async fn wait_detail(
     what: &str,
     check: impl Fn(&Value) -> bool,
 ) -> Value {
-    for _ in 0..300 {
+    eventually(&format!("operation {op} getting {what}"), || async {
         let (_, detail) = e
             .call(
                 rein,
@@ -1977,12 +1955,9 @@ async fn wait_detail(
                 None,
             )
             .await;
-        if check(&detail) {
-            return detail;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("operation {op} never got {what}");
+        check(&detail).then_some(detail)
+    })
+    .await
 }
 
 #[tokio::test]
@@ -2030,13 +2005,10 @@ async fn a_restart_without_some_keys_serves_at_once_and_resumes_what_it_can() {
         ops.push(created["operation_id"].as_str().unwrap().to_owned());
     }
     // All three are in flight, each in the middle of its model call.
-    for _ in 0..200 {
-        if e.model.requests().len() == 3 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert_eq!(e.model.requests().len(), 3);
+    eventually("the three model calls reaching the model", || async {
+        (e.model.requests().len() == 3).then_some(())
+    })
+    .await;
     let mut first = first;
     first.child.kill().await.unwrap();
 

@@ -150,14 +150,15 @@ async fn three_dispatchers_on_one_postgres_run_each_due_second_once() {
             .filter(|d| d.status != DeliveryStatus::Dispatched)
             .collect::<Vec<_>>()
     );
-    let workers: std::collections::HashSet<_> = deliveries
+    // Every delivery was dispatched by a live node (which ones depends on which dispatcher the
+    // executor polls first, so no share is asserted), the dead node's included.
+    let workers: std::collections::BTreeSet<_> = deliveries
         .iter()
-        .filter_map(|d| d.claimed_by.clone())
+        .filter_map(|d| d.claimed_by.as_deref())
         .collect();
-    assert!(workers.len() >= 2, "the work was shared: {workers:?}");
     assert!(
-        !workers.contains("dead"),
-        "the dead node's claims were taken over"
+        workers.iter().all(|w| ["n1", "n2", "n3"].contains(w)),
+        "only live nodes dispatched, the dead node's claims were taken over: {workers:?}"
     );
     scratch.drop().await;
 }
