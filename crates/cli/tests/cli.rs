@@ -1917,3 +1917,59 @@ async fn skills_are_installed_removed_and_named_on_the_command_line() {
     assert_eq!(code, 1);
     assert!(err.contains("no skill `notes`"), "{err}");
 }
+
+/// Whether `needle` occurs in the file at `path`.
+fn file_contains(path: &std::path::Path, needle: &[u8]) -> bool {
+    find(&std::fs::read(path).unwrap(), needle).is_some()
+}
+
+#[tokio::test]
+async fn a_build_without_test_hooks_has_no_crash_points_and_no_ledger_tool() {
+    // scripts/test builds it (`cargo build -p rein-cli --bin rein`, no dev-dependencies, so no
+    // `test-hooks`: what a production build is) and names it here.
+    let Some(plain) = std::env::var_os("REIN_PLAIN_BIN").map(PathBuf::from) else {
+        rein_testkit::skip(
+            "the production build's test hooks",
+            "REIN_PLAIN_BIN is not set (scripts/test builds rein without test hooks and sets it)",
+        );
+        return;
+    };
+    // The check can fail: the test build has both hooks.
+    let hooked = PathBuf::from(env!("CARGO_BIN_EXE_rein"));
+    assert!(file_contains(&hooked, b"REIN_TEST_PAUSE_AT"));
+    assert!(file_contains(&hooked, b"REIN_TEST_LEDGER"));
+    assert!(!file_contains(&plain, b"REIN_TEST_PAUSE_AT"));
+    assert!(!file_contains(&plain, b"REIN_TEST_LEDGER"));
+    // And it ignores the variables: no pause at the first commit, no ledger tool offered.
+    let e = env(vec![Canned::openai_text("No ledger here.")]).await;
+    let mut plain_cmd = Command::new(&plain);
+    plain_cmd
+        .args(["--db", &e.db(), "run", "Append to the ledger."])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("REIN_HOME", &e.dir)
+        .env("OPENAI_BASE_URL", format!("{}/v1", e.server.base))
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("REIN_TEST_TOOLS", "1")
+        .env("REIN_TEST_LEDGER", e.ledger())
+        .env("REIN_TEST_PAUSE_AT", "commit:1")
+        .stdin(Stdio::null());
+    let out = tokio::time::timeout(Duration::from_secs(60), plain_cmd.output())
+        .await
+        .expect("it never pauses")
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("REIN_TEST_PAUSED"));
+    let offered = e.server.requests()[0].offered_tools();
+    assert!(
+        !offered.iter().any(|t| t.starts_with("ledger")),
+        "{offered:?}"
+    );
+    assert!(offered.contains(&"calculator__evaluate".to_owned()));
+    assert!(!e.ledger().exists());
+}

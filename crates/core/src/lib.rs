@@ -23,6 +23,7 @@ pub mod message;
 pub mod phase;
 pub mod spec;
 pub mod state;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod tool;
 pub mod usage;
