@@ -1973,3 +1973,150 @@ async fn a_build_without_test_hooks_has_no_crash_points_and_no_ledger_tool() {
     assert!(offered.contains(&"calculator__evaluate".to_owned()));
     assert!(!e.ledger().exists());
 }
+
+/// `rein` with `args` on a pseudo-terminal (util-linux `script`), its output merged: the
+/// child, its stdin (what is typed) and its output as it comes.
+fn on_a_terminal(e: &Env, args: &str) -> tokio::process::Child {
+    let line = format!("{} --db {} {args}", env!("CARGO_BIN_EXE_rein"), e.db());
+    let mut c = Command::new("script");
+    c.args(["-qefc", &line, "/dev/null"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("TERM", "dumb")
+        .env("REIN_HOME", &e.dir)
+        .env("OPENAI_BASE_URL", format!("{}/v1", e.server.base))
+        .env("OPENAI_API_KEY", "sk-test")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    c.spawn().unwrap()
+}
+
+/// Read `out` until `needle` has appeared `times` times in all that was read (kept in `seen`).
+async fn read_until(
+    out: &mut tokio::process::ChildStdout,
+    seen: &mut String,
+    needle: &str,
+    times: usize,
+) {
+    use tokio::io::AsyncReadExt;
+    let wait = async {
+        let mut buf = [0u8; 512];
+        while seen.matches(needle).count() < times {
+            let n = out.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the terminal closed before `{needle}`:\n{seen}");
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    };
+    if tokio::time::timeout(Duration::from_secs(60), wait)
+        .await
+        .is_err()
+    {
+        panic!("`{needle}` did not appear within 60 s:\n{seen}");
+    }
+}
+
+#[tokio::test]
+async fn on_a_terminal_rein_run_asks_inline_and_takes_yes_and_no_with_a_reason() {
+    if which("script").is_none() {
+        rein_testkit::skip(
+            "the terminal approval prompt",
+            "util-linux `script` is not installed",
+        );
+        return;
+    }
+    let e = env(vec![
+        calc("c1", "2+2"),
+        calc("c2", "3+3"),
+        Canned::openai_text("4, and 3+3 by hand."),
+    ])
+    .await;
+    let mut child = on_a_terminal(&e, "run --approval allow-list 'Add twice.'");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut seen = String::new();
+    use tokio::io::AsyncWriteExt;
+    read_until(&mut out, &mut seen, "approve calculator/evaluate", 1).await;
+    assert!(seen.contains("[y]es / [n]o / [a]lways"), "{seen}");
+    stdin.write_all(b"y\n").await.unwrap();
+    read_until(&mut out, &mut seen, "approve calculator/evaluate", 2).await;
+    stdin.write_all(b"n\n").await.unwrap();
+    read_until(&mut out, &mut seen, "reason (optional):", 1).await;
+    stdin.write_all(b"do it by hand\n").await.unwrap();
+    read_until(&mut out, &mut seen, "4, and 3+3 by hand.", 1).await;
+    let status = tokio::time::timeout(Duration::from_secs(60), child.wait())
+        .await
+        .expect("rein ends after the answer")
+        .unwrap();
+    assert!(status.success(), "{seen}");
+    let requests = e.server.requests();
+    assert_eq!(requests.len(), 3);
+    let results: Vec<String> = requests[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(results[0], "4");
+    assert!(results[1].contains("do it by hand"), "{results:?}");
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| PathBuf::from(d).join(program))
+        .find(|p| p.is_file())
+}
+
+#[tokio::test]
+async fn op_cancel_from_another_process_stops_a_running_operation_and_keeps_its_partial_answer() {
+    let mut stalled = Canned::openai_text("A partial answer that never finishes");
+    let text_at = find(&stalled.body, b"never finishes").unwrap();
+    stalled.stall_after = Some(text_at + find(&stalled.body[text_at..], b"\n\n").unwrap() + 2);
+    let e = env(vec![stalled]).await;
+    let mut child = e.cmd(&["run", "tell me"]).spawn().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let streamed = async {
+        use tokio::io::AsyncReadExt;
+        let (mut seen, mut buf) = (Vec::new(), [0u8; 256]);
+        while !String::from_utf8_lossy(&seen).contains("never finishes") {
+            let n = stdout.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the run ended before the answer streamed");
+            seen.extend_from_slice(&buf[..n]);
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), streamed)
+        .await
+        .expect("the answer started streaming within 60 s");
+    let store = e.store().await;
+    let id = store
+        .list_operations(&rein_store::OperationFilter::default())
+        .await
+        .unwrap()[0]
+        .id;
+    let (code, _, err) = e.rein(&["op", "cancel", &id.to_string()]).await;
+    assert_eq!(code, 4, "{err}");
+    assert!(err.contains("cancellation requested"), "{err}");
+    // The running process stops at once (the model stream is cancelled), not when it ends.
+    let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        .await
+        .expect("the running process stopped within 20 s")
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let op = store.load_operation(id).await.unwrap().unwrap();
+    assert_eq!(op.record.status, rein_core::state::Status::Interrupted);
+    assert_eq!(
+        op.state.messages.last().unwrap().text_content(),
+        "A partial answer that never finishes",
+        "the partial answer is kept"
+    );
+    assert_consistent(&store, id).await;
+}

@@ -201,8 +201,15 @@ impl Driver {
             reason: "cancellation requested".into(),
             can_resume: false,
         };
-        if run.committed.status == Status::Running {
-            // Another process runs it; it sees the request within a moment.
+        // Another process runs it (its first step, before any commit, shows only on the
+        // record, which a running process marks as it starts): it sees the request within a
+        // moment and stops at its next boundary, keeping what it has.
+        let record_running = self
+            .store
+            .operation(id)
+            .await?
+            .is_some_and(|r| r.status == Status::Running);
+        if run.committed.status == Status::Running || record_running {
             return Ok(requested);
         }
         if !run.committed.sub_agents.is_empty() {
