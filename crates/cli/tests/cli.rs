@@ -2120,3 +2120,127 @@ async fn op_cancel_from_another_process_stops_a_running_operation_and_keeps_its_
     );
     assert_consistent(&store, id).await;
 }
+
+#[tokio::test]
+async fn a_recorded_run_replays_offline_with_the_same_answer() {
+    let e = env(vec![
+        calc("c1", "17*23"),
+        Canned::openai_text("17 × 23 = 391."),
+    ])
+    .await;
+    let cassette = e.dir.join("recorded.jsonl");
+    let cassette = cassette.to_str().unwrap();
+    let (code, out, err) = e
+        .rein(&["--record", cassette, "run", "What is 17*23?"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("17 × 23 = 391."), "{out}");
+    let recorded = std::fs::read_to_string(cassette).unwrap();
+    assert_eq!(recorded.lines().count(), 2, "one entry per model call");
+    // Replayed into another database with no provider reachable: the same calls, the same
+    // answer, and no request reaches the network.
+    let other = e.dir.join("replayed.db");
+    let mut replay = e.cmd(&[
+        "--db",
+        other.to_str().unwrap(),
+        "--replay",
+        cassette,
+        "run",
+        "What is 17*23?",
+    ]);
+    replay.env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1");
+    let out = replay.output().await.unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("17 × 23 = 391."), "{stdout}");
+    assert!(stderr.contains("← succeeded: 391"), "{stderr}");
+    assert_eq!(e.server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn chat_rejects_with_a_reason_and_cancels_a_parked_turn() {
+    let e = env(vec![
+        calc("c1", "2+2"),
+        Canned::openai_text("By hand then: 4."),
+        calc("c2", "3+3"),
+    ])
+    .await;
+    let (code, out, err) = piped(
+        &e,
+        &["chat", "--approval", "allow-list"],
+        "Compute 2+2.\n/reject do it by hand\nCompute 3+3.\n/cancel\n/exit\n",
+    )
+    .await;
+    assert!(out.contains("By hand then: 4."), "{out}");
+    let requests = e.server.requests();
+    assert_eq!(requests.len(), 3, "nothing is asked after the cancel");
+    let rejected = requests[1].body["messages"].to_string();
+    assert!(rejected.contains("do it by hand"), "{rejected}");
+    // The second turn was parked, then cancelled: it ends, and its call never ran.
+    assert!(err.contains("cancelled on request"), "{err}");
+    assert_eq!(code, 1, "the last turn did not complete: {err}");
+    let store = e.store().await;
+    let ops = store
+        .list_operations(&rein_store::OperationFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(ops.len(), 2);
+    // Newest first.
+    let cancelled = store.load_operation(ops[0].id).await.unwrap().unwrap();
+    assert!(
+        cancelled.record.status.is_terminal(),
+        "{:?}",
+        cancelled.record.status
+    );
+    assert!(
+        store
+            .tool_execution(ops[0].id, "c2")
+            .await
+            .unwrap()
+            .is_none(),
+        "the cancelled call never ran"
+    );
+}
+
+#[tokio::test]
+async fn task_resume_reactivates_a_paused_task_and_refuses_an_unknown_one() {
+    let e = env(Vec::new()).await;
+    let (code, out, err) = e
+        .rein(&[
+            "--json",
+            "task",
+            "create",
+            "--title",
+            "hourly",
+            "--instruction",
+            "Check.",
+            "--every",
+            "1h",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let task: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let id = task["id"].as_str().unwrap().to_owned();
+    let show = |id: String| {
+        let e = &e;
+        async move {
+            let (_, shown, _) = e.rein(&["--json", "task", "show", &id]).await;
+            serde_json::from_str::<serde_json::Value>(shown.trim()).unwrap()
+        }
+    };
+    let (code, _, err) = e.rein(&["task", "pause", &id]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(show(id.clone()).await["status"], "paused");
+    let (code, _, err) = e.rein(&["task", "resume", &id]).await;
+    assert_eq!(code, 0, "{err}");
+    let resumed = show(id.clone()).await;
+    assert_eq!(resumed["status"], "active", "{resumed:#}");
+    let (code, _, err) = e
+        .rein(&["task", "resume", "task_00000000000000000000000000000000"])
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no task"), "{err}");
+}
