@@ -2848,3 +2848,87 @@ async fn skills_disclosure_and_context_reports_through_the_api() {
     assert!(second.system_text().contains("SKILL-BODY"));
     assert!(second.offered_tools().contains(&"files__read".to_owned()));
 }
+
+#[tokio::test]
+async fn post_resume_continues_an_interrupted_operation_and_refuses_a_finished_one() {
+    // 120 tokens per call against a limit of 100 with policy `interrupt`: each model call
+    // interrupts the operation, resumably.
+    let e = env(vec![calc("c1", "6*7"), Canned::openai_text("42.")]).await;
+    let rein = e.start(&[]).await;
+    let alice = e.token("alice").await;
+    let op = e
+        .create_operation(
+            &rein,
+            &alice,
+            json!({"input": "6*7?", "token_limit": 100, "budget_policy": "interrupt"}),
+        )
+        .await;
+    wait_status(&e, &rein, &op, &alice, "interrupted").await;
+    assert_eq!(e.model.requests().len(), 1);
+    let bob = e.token("bob").await;
+    let (status, _) = e
+        .call(
+            &rein,
+            "POST",
+            &format!("/v1/operations/{op}/resume"),
+            Some(&bob),
+            None,
+        )
+        .await;
+    assert_eq!(status, 404, "another user cannot resume it");
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            &format!("/v1/operations/{op}/resume"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    // One more model call, then the budget interrupts it again. The call the budget stopped
+    // before it ran is settled, not run behind the user's back: the model reads that it was
+    // interrupted.
+    eventually("the resumed operation's second model call", || async {
+        (e.model.requests().len() == 2).then_some(())
+    })
+    .await;
+    let detail = wait_status(&e, &rein, &op, &alice, "interrupted").await;
+    let second = e.model.requests()[1].body["messages"].clone();
+    let result = second
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["tool_call_id"] == "c1")
+        .unwrap_or_else(|| panic!("the call is answered: {second}"));
+    assert!(
+        result["content"].as_str().unwrap().contains("interrupted"),
+        "{result}"
+    );
+    assert_eq!(detail["operation"]["total_tokens"], 240, "{detail:#}");
+    // Cancelled, it can no longer be resumed.
+    let (status, _) = e
+        .call(
+            &rein,
+            "POST",
+            &format!("/v1/operations/{op}/cancel"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(status, 202);
+    wait_detail(&e, &rein, &op, &alice, "a terminal status", |d| {
+        d["operation"]["status"] != "interrupted" || d["operation"]["finish_reason"].is_string()
+    })
+    .await;
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            &format!("/v1/operations/{op}/resume"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+}
