@@ -19,13 +19,60 @@ pub struct FileConfig {
     pub default_model: Option<String>,
     /// Per provider: `base_url`, `api_key`, `protocol`, `headers`, `quirks`.
     pub providers: BTreeMap<String, ProviderOverride>,
-    /// MCP servers by name: a command line (stdio) or an http(s) URL.
-    pub mcp: BTreeMap<String, String>,
+    /// MCP servers by name: a command line (stdio) or an http(s) URL, or a table with `url`
+    /// and `headers` (sent with every request: `Authorization`, ...).
+    pub mcp: BTreeMap<String, McpEntry>,
     /// Agents by name (an agent stored in the database with the same name wins).
     pub agents: BTreeMap<String, AgentProfile>,
     /// More directories of skills (searched after the project's `.rein/skills`, before
     /// `$REIN_HOME/skills`).
     pub skill_dirs: Vec<PathBuf>,
+}
+
+/// One MCP server of the file.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum McpEntry {
+    /// `NAME = "command args"` (stdio) or `NAME = "https://…"` (Streamable HTTP).
+    Line(String),
+    /// `[mcp.NAME]` with `url` and `headers`.
+    Http {
+        /// The endpoint.
+        url: String,
+        /// Headers sent with every request.
+        #[serde(default)]
+        headers: BTreeMap<String, String>,
+    },
+}
+
+impl McpEntry {
+    /// The server `name` this entry describes.
+    pub fn server(&self, name: &str) -> anyhow::Result<rein_tools::mcp::McpServerConfig> {
+        match self {
+            McpEntry::Line(line) => crate::host::mcp_config(&format!("{name}={line}")),
+            McpEntry::Http { url, headers } => {
+                let mut c = rein_tools::mcp::McpServerConfig::http(name, url);
+                if let rein_tools::mcp::McpTransport::Http { headers: h, .. } = &mut c.transport {
+                    h.clone_from(headers);
+                }
+                Ok(c)
+            }
+        }
+    }
+
+    /// How `rein config show` names it: a URL without its query (it may carry credentials),
+    /// headers masked.
+    fn shown(&self) -> serde_json::Value {
+        let address = |u: &str| u.split('?').next().unwrap_or(u).to_owned();
+        match self {
+            McpEntry::Line(l) if l.starts_with("http") => serde_json::json!(address(l)),
+            McpEntry::Line(l) => serde_json::json!(l),
+            McpEntry::Http { url, headers } => serde_json::json!({
+                "url": address(url),
+                "headers": headers.iter().map(|(k, v)| (k.clone(), mask(v))).collect::<BTreeMap<_, _>>(),
+            }),
+        }
+    }
 }
 
 /// The configuration in effect.
@@ -104,20 +151,25 @@ impl Config {
         (DEFAULT_MODEL.to_owned(), "built-in default")
     }
 
-    /// MCP server specs (`NAME=COMMAND`): the file's, then the flags' (a flag replaces a
+    /// MCP servers by name: the file's, then the flags' (`NAME=COMMAND`; a flag replaces a
     /// server of the same name).
-    pub fn mcp(&self, flags: &[String]) -> Vec<String> {
-        let flagged: Vec<&str> = flags
+    pub fn mcp(&self, flags: &[String]) -> anyhow::Result<Vec<(String, McpEntry)>> {
+        let flagged = flags
             .iter()
-            .filter_map(|f| f.split_once('=').map(|(n, _)| n.trim()))
-            .collect();
-        self.file
+            .map(|f| match f.split_once('=') {
+                Some((n, line)) => Ok((n.trim().to_owned(), McpEntry::Line(line.to_owned()))),
+                None => Err(anyhow!("--mcp `{f}`: expected NAME=COMMAND")),
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let mut servers: Vec<(String, McpEntry)> = self
+            .file
             .mcp
             .iter()
-            .filter(|(name, _)| !flagged.contains(&name.as_str()))
-            .map(|(name, cmd)| format!("{name}={cmd}"))
-            .chain(flags.iter().cloned())
-            .collect()
+            .filter(|(name, _)| !flagged.iter().any(|(n, _)| n == *name))
+            .map(|(name, entry)| (name.clone(), entry.clone()))
+            .collect();
+        servers.extend(flagged);
+        Ok(servers)
     }
 }
 
@@ -195,16 +247,10 @@ pub fn show(
             }),
         );
     }
-    let mcp: Vec<String> = config
-        .mcp(mcp_flags)
+    let mcp: BTreeMap<String, serde_json::Value> = config
+        .mcp(mcp_flags)?
         .into_iter()
-        .map(|s| match s.split_once('=') {
-            // URLs may carry credentials in their query; show the address only.
-            Some((n, u)) if u.starts_with("http") => {
-                format!("{n}={}", u.split('?').next().unwrap_or(u))
-            }
-            _ => s,
-        })
+        .map(|(name, entry)| (name, entry.shown()))
         .collect();
     let effective = serde_json::json!({
         "config_file": config.path.as_ref().map(|p| p.display().to_string()),
@@ -248,6 +294,9 @@ api_key = "lab-secret-key-123"
 [mcp]
 fs = "npx -y @modelcontextprotocol/server-filesystem ."
 remote = "https://mcp.example/mcp"
+[mcp.issues]
+url = "http://127.0.0.1:3001/mcp?token=x"
+headers = { Authorization = "Bearer secret-token-123" }
 [agents.helper]
 model = "openai/gpt-4o"
 approval = "auto-run"
@@ -259,10 +308,24 @@ approval = "auto-run"
             loaded: true,
             file,
         };
-        assert_eq!(
-            c.mcp(&["fs=node other.js".into()]),
-            ["remote=https://mcp.example/mcp", "fs=node other.js"]
-        );
+        let line = |s: &str| McpEntry::Line(s.into());
+        let servers = c.mcp(&["fs=node other.js".into()]).unwrap();
+        assert!(c.mcp(&["fs".into()]).is_err());
+        let names: Vec<&str> = servers.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["issues", "remote", "fs"]);
+        assert_eq!(servers[1].1, line("https://mcp.example/mcp"));
+        assert_eq!(servers[2].1, line("node other.js"));
+        let issues = servers[0].1.server("issues").unwrap();
+        match issues.transport {
+            rein_tools::mcp::McpTransport::Http { url, headers } => {
+                assert_eq!(url, "http://127.0.0.1:3001/mcp?token=x");
+                assert_eq!(headers["Authorization"], "Bearer secret-token-123");
+            }
+            other => panic!("{other:?}"),
+        }
+        let shown = servers[0].1.shown();
+        assert_eq!(shown["url"], "http://127.0.0.1:3001/mcp");
+        assert!(!shown.to_string().contains("secret-token"), "{shown}");
         assert_eq!(
             c.registry().unwrap().provider("mylab").unwrap().base_url,
             "http://lab:9000/v1"

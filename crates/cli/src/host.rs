@@ -81,8 +81,8 @@ pub async fn host(
     let mut tools = crate::test_tools::tools();
     #[cfg(not(feature = "test-hooks"))]
     let mut tools: Vec<Arc<dyn rein_tools::Tool>> = Vec::new();
-    for spec in &ctx.mcp {
-        tools.push(rein_tools::mcp::McpServer::connect(mcp_config(spec)?).await?);
+    for (name, entry) in ctx.config.mcp(&ctx.mcp)? {
+        tools.push(rein_tools::mcp::McpServer::connect(entry.server(&name)?).await?);
     }
     let models = Arc::new(RegistryModels::new(
         registry,

@@ -373,7 +373,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
     let ctx = Context_ {
         cli_replay: cli.replay.clone(),
         cli_record: cli.record.clone(),
-        mcp: config.mcp(&cli.mcp),
+        mcp: cli.mcp.clone(),
         json: cli.json,
         config,
     };

@@ -2244,3 +2244,125 @@ async fn task_resume_reactivates_a_paused_task_and_refuses_an_unknown_one() {
     assert_eq!(code, 1);
     assert!(err.contains("no task"), "{err}");
 }
+
+/// A TCP proxy to `upstream` that keeps the head of the first HTTP request on each connection.
+async fn recording_proxy(
+    upstream: String,
+) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use tokio::io::AsyncReadExt;
+    use tokio::io::AsyncWriteExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&heads);
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            let (seen, upstream) = (std::sync::Arc::clone(&seen), upstream.clone());
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while find(&head, b"\r\n\r\n").is_none() {
+                    match client.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                seen.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&head).into_owned());
+                let Ok(mut server) = tokio::net::TcpStream::connect(&upstream).await else {
+                    return;
+                };
+                if server.write_all(&head).await.is_ok() {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                }
+            });
+        }
+    });
+    (addr, heads)
+}
+
+#[tokio::test]
+async fn an_mcp_server_over_http_gets_the_configured_headers() {
+    let Some(script) = everything_server() else {
+        return;
+    };
+    // The reference server in its Streamable HTTP mode, on a port of its own.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = Command::new("node")
+        .args([script.as_str(), "streamableHttp"])
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let listening = async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains("listening on port") {
+                return;
+            }
+        }
+        panic!("the MCP server exited before listening");
+    };
+    tokio::time::timeout(Duration::from_secs(60), listening)
+        .await
+        .expect("the MCP server listens within 60 s");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let (proxy, heads) = recording_proxy(format!("127.0.0.1:{port}")).await;
+    let e = env(vec![
+        Canned::openai_tools(&[("m1", "issues__echo", r#"{"message":"over http"}"#)]),
+        Canned::openai_text("Echoed."),
+    ])
+    .await;
+    let config = e.dir.join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[mcp.issues]\nurl = \"http://{proxy}/mcp\"\nheaders = {{ Authorization = \"Bearer issues-token-42\", X-Team = \"core\" }}\n"
+        ),
+    )
+    .unwrap();
+    let mut cmd = e.cmd(&["run", "--approval", "auto-run", "Echo over http."]);
+    cmd.env("REIN_CONFIG", &config);
+    let out = cmd.output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let requests = e.server.requests();
+    assert!(
+        requests[0]
+            .offered_tools()
+            .contains(&"issues__echo".to_owned())
+    );
+    let result = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["tool_call_id"] == "m1")
+        .unwrap()["content"]
+        .to_string();
+    assert!(result.contains("over http"), "{result}");
+    // Every connection's first request carried both headers.
+    let heads = heads.lock().unwrap().clone();
+    assert!(!heads.is_empty());
+    for head in &heads {
+        let head = head.to_ascii_lowercase();
+        assert!(
+            head.contains("authorization: bearer issues-token-42") && head.contains("x-team: core"),
+            "{head}"
+        );
+    }
+    // `rein config show` names the server without its secrets.
+    let mut show = e.cmd(&["--json", "config", "show"]);
+    show.env("REIN_CONFIG", &config);
+    let shown = String::from_utf8_lossy(&show.output().await.unwrap().stdout).into_owned();
+    assert!(
+        shown.contains("/mcp") && !shown.contains("issues-token-42"),
+        "{shown}"
+    );
+}

@@ -2932,3 +2932,53 @@ async fn post_resume_continues_an_interrupted_operation_and_refuses_a_finished_o
         .await;
     assert_eq!(status, 409, "{body}");
 }
+
+#[tokio::test]
+async fn rein_serve_with_an_mcp_server_offers_its_tools_to_api_operations() {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(
+        "../../.mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    );
+    if !script.is_file() {
+        rein_testkit::skip(
+            "rein serve --mcp",
+            &format!(
+                "{} is missing; scripts/test installs it with npm",
+                script.display()
+            ),
+        );
+        return;
+    }
+    let e = env(vec![
+        Canned::openai_tools(&[("m1", "everything__echo", r#"{"message":"from the server"}"#)]),
+        Canned::openai_text("Echoed."),
+    ])
+    .await;
+    let mcp = format!("everything=node {}", script.display());
+    let rein = e.start_with(&["--mcp", &mcp], &[]).await;
+    let alice = e.token("alice").await;
+    let op = e
+        .create_operation(
+            &rein,
+            &alice,
+            json!({"input": "Echo.", "approval": "auto-run"}),
+        )
+        .await;
+    let detail = wait_status(&e, &rein, &op, &alice, "done").await;
+    // The spec records the server: a process without it would refuse to continue.
+    let recorded = detail["spec"]["mcp_servers"].as_array().unwrap();
+    assert!(recorded.contains(&json!("everything")), "{recorded:?}");
+    let requests = e.model.requests();
+    assert!(
+        requests[0]
+            .offered_tools()
+            .contains(&"everything__echo".to_owned())
+    );
+    let result = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["tool_call_id"] == "m1")
+        .unwrap()["content"]
+        .to_string();
+    assert!(result.contains("from the server"), "{result}");
+}
