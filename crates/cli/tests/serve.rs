@@ -2982,3 +2982,191 @@ async fn rein_serve_with_an_mcp_server_offers_its_tools_to_api_operations() {
         .to_string();
     assert!(result.contains("from the server"), "{result}");
 }
+
+/// `rein worker` on `db` with `extra` environment; its stderr lines go to `lines` as they come.
+fn worker_on(
+    e: &Env,
+    db: &str,
+    extra: &[(&str, &str)],
+) -> (
+    tokio::process::Child,
+    tokio::io::Lines<BufReader<tokio::process::ChildStderr>>,
+) {
+    let mut c = e.command_on(db, &["worker", "--lease-secs", "2"]);
+    for (k, v) in extra {
+        c.env(k, v);
+    }
+    let mut child = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    (child, lines)
+}
+
+#[tokio::test]
+async fn a_killed_workers_operation_is_taken_over_once_by_another_process_on_postgres() {
+    let Some(scratch) = rein_testkit::postgres_scratch(
+        "a_killed_workers_operation_is_taken_over_once_by_another_process_on_postgres",
+        "rein_takeover",
+    )
+    .await
+    else {
+        return;
+    };
+    let db = scratch.url.clone();
+    let e = env(vec![
+        ledger("l1", "appended once"),
+        Canned::openai_text("Appended once."),
+    ])
+    .await;
+    let out = e
+        .command_on(
+            &db,
+            &[
+                "--json",
+                "task",
+                "create",
+                "--title",
+                "once",
+                "--instruction",
+                "Append to the ledger.",
+                "--every",
+                "1s",
+                "--max-executions",
+                "1",
+            ],
+        )
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The first worker runs the task's operation and is killed right after the commit that
+    // recorded the ledger call's result (its second commit), holding a 2 s lease.
+    let (mut first, mut lines) = worker_on(&e, &db, &[("REIN_TEST_PAUSE_AT", "commit:2")]);
+    let paused = async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.starts_with("REIN_TEST_PAUSED") {
+                return;
+            }
+        }
+        panic!("the first worker exited before pausing");
+    };
+    tokio::time::timeout(Duration::from_secs(60), paused)
+        .await
+        .expect("the first worker reached its second commit");
+    first.kill().await.unwrap();
+    assert_eq!(e.ledger_lines(), 1);
+    assert_eq!(e.model.requests().len(), 1);
+    use rein_store::Store;
+    let store = rein_store::SqlStore::open(&db, rein_store::Synchronous::Normal)
+        .await
+        .unwrap();
+    let id = store
+        .list_operations(&rein_store::OperationFilter::default())
+        .await
+        .unwrap()[0]
+        .id;
+    // Another worker and a server share the database; one of them takes the operation over
+    // once the dead worker's lease has run out, and finishes it.
+    let (_second, mut second_lines) = worker_on(&e, &db, &[]);
+    tokio::spawn(async move { while let Ok(Some(_)) = second_lines.next_line().await {} });
+    let _server = e.start_on(&db, &["--lease-secs", "2"], &[]).await;
+    eventually("the operation finishing in another process", || async {
+        let status = store.operation_status(id).await.unwrap();
+        status.is_some_and(|s| s.is_terminal()).then_some(())
+    })
+    .await;
+    let op = store.load_operation(id).await.unwrap().unwrap();
+    assert_eq!(op.record.status, rein_core::state::Status::Done);
+    assert_eq!(
+        op.state.messages.last().unwrap().text_content(),
+        "Appended once."
+    );
+    // Exactly once: the effect happened once, the model was asked once more, and the log has
+    // every commit once.
+    assert_eq!(e.ledger_lines(), 1, "the ledger call never ran twice");
+    assert_eq!(e.model.requests().len(), 2);
+    let seqs: Vec<u64> = store
+        .events(id, None)
+        .await
+        .unwrap()
+        .iter()
+        .map(|ev| ev.seq)
+        .collect();
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
+    drop(store);
+    scratch.drop().await;
+}
+
+#[tokio::test]
+async fn the_running_limit_holds_across_two_servers_on_postgres() {
+    let Some(scratch) = rein_testkit::postgres_scratch(
+        "the_running_limit_holds_across_two_servers_on_postgres",
+        "rein_admit_two",
+    )
+    .await
+    else {
+        return;
+    };
+    let db = scratch.url.clone();
+    // The model never finishes its answers, so accepted operations keep running.
+    let stalled = || {
+        let mut c = Canned::openai_text("thinking very hard about it");
+        c.stall_after = Some(60);
+        c
+    };
+    let e = env((0..6).map(|_| stalled()).collect()).await;
+    let out = e
+        .command_on(&db, &["token", "create", "--user", "alice"])
+        .output()
+        .await
+        .unwrap();
+    let alice = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let a = e.start_on(&db, &["--max-running", "4"], &[]).await;
+    let b = e.start_on(&db, &["--max-running", "4"], &[]).await;
+    let mut requests = Vec::new();
+    for i in 0..40 {
+        let base = if i % 2 == 0 { &a.base } else { &b.base };
+        let (http, url, token) = (
+            e.http.clone(),
+            format!("{base}/v1/operations"),
+            alice.clone(),
+        );
+        requests.push(tokio::spawn(async move {
+            http.post(url)
+                .header("authorization", format!("Bearer {token}"))
+                .header("content-type", "application/json")
+                .body(json!({"input": "think"}).to_string())
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }));
+    }
+    let mut statuses = Vec::new();
+    for r in requests {
+        statuses.push(r.await.unwrap());
+    }
+    let accepted = statuses.iter().filter(|s| **s == 202).count();
+    let refused = statuses.iter().filter(|s| **s == 429).count();
+    assert_eq!((accepted, refused), (4, 36), "{statuses:?}");
+    let (_, listed) = e
+        .call(&b, "GET", "/v1/operations", Some(&alice), None)
+        .await;
+    assert_eq!(
+        listed.as_array().unwrap().len(),
+        4,
+        "a refused request writes nothing"
+    );
+    drop((a, b));
+    scratch.drop().await;
+}
