@@ -381,6 +381,21 @@ async fn create_stream_approve_and_resume_the_stream_with_last_event_id() {
         )
         .await;
     assert_eq!(status, 202, "{body}");
+    // Once the decision is recorded, a second one is refused for that reason (not because the
+    // operation happens to be running by then).
+    eventually("the approval recorded", || async {
+        let (_, list) = e
+            .call(
+                &rein,
+                "GET",
+                &format!("/v1/operations/{op}/interventions"),
+                Some(&alice),
+                None,
+            )
+            .await;
+        (list[0]["status"] != "pending").then_some(())
+    })
+    .await;
     let (status, body) = e
         .call(
             &rein,
@@ -392,6 +407,7 @@ async fn create_stream_approve_and_resume_the_stream_with_last_event_id() {
         .await;
     assert_eq!(status, 409, "decisions are single-use: {body}");
     assert_eq!(body["error"]["code"], "conflict");
+    assert_eq!(body["error"]["message"], "tool call l1 was already decided");
 
     // Reconnect from the last event seen: the rest, once each, then the stream ends.
     let last = seen.last().unwrap().id;
@@ -3169,4 +3185,70 @@ async fn the_running_limit_holds_across_two_servers_on_postgres() {
     );
     drop((a, b));
     scratch.drop().await;
+}
+
+#[tokio::test]
+async fn a_live_preview_carries_the_streamed_text_before_the_step_commits() {
+    // The model streams its text, then stalls before finishing: the step cannot commit.
+    let mut stalled = Canned::openai_text("Previewed before any commit");
+    let body = String::from_utf8_lossy(&stalled.body).into_owned();
+    let text_at = body.find("before any commit").unwrap();
+    stalled.stall_after = Some(text_at + body[text_at..].find("\n\n").unwrap() + 2);
+    let e = env(vec![stalled]).await;
+    let rein = e.start(&[]).await;
+    let alice = e.token("alice").await;
+    let op = e
+        .create_operation(&rein, &alice, json!({"input": "say it"}))
+        .await;
+    let mut stream = e.events(&rein, &op, &alice, None).await;
+    let mut committed = Vec::new();
+    let preview = loop {
+        let m = stream
+            .next()
+            .await
+            .expect("the stream stays open while the step runs");
+        if m.id.is_some() {
+            committed.push(m);
+            continue;
+        }
+        assert_eq!(m.event.as_deref(), Some("live"));
+        if m.data["type"] == "llm_stream" {
+            break m;
+        }
+    };
+    assert_eq!(
+        preview.data["chunk"]["text"], "Previewed before any commit",
+        "{:?}",
+        preview.data
+    );
+    // Nothing of the step is committed: its model call has not ended.
+    assert!(
+        committed
+            .iter()
+            .all(|m| m.data["type"] != "llm_result" && m.data["type"] != "llm_stream"),
+        "{committed:?}"
+    );
+    let (_, steps) = e
+        .call(
+            &rein,
+            "GET",
+            &format!("/v1/operations/{op}"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert!(
+        steps["steps"].as_array().unwrap().is_empty(),
+        "no step committed yet: {steps:#}"
+    );
+    let (status, _) = e
+        .call(
+            &rein,
+            "POST",
+            &format!("/v1/operations/{op}/cancel"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(status, 202);
 }
