@@ -351,6 +351,7 @@ async fn suite(store: &SqlStore) {
     accounts(store).await;
     concurrent_commits(store).await;
     admission(store).await;
+    leases(store).await;
     tasks(store).await;
     sub_agents(store).await;
 }
@@ -756,6 +757,71 @@ async fn admission(store: &SqlStore) {
         for node in ["node-a", "node-b"] {
             store.release_operation(*id, node).await.unwrap();
         }
+    }
+}
+
+/// The lease statements compare instants, whatever their text looks like: a microsecond
+/// either side of the deadline, across a second, a day and a year boundary, on both backends.
+async fn leases(store: &SqlStore) {
+    use chrono::TimeZone;
+    let id = new_op().state.operation_id;
+    let mut op = new_op();
+    op.state.operation_id = id;
+    store.create_operation(&op).await.unwrap();
+    let us = chrono::Duration::microseconds(1);
+    for until in [
+        Utc.with_ymd_and_hms(2026, 12, 31, 23, 59, 59).unwrap() + us * 999_999,
+        Utc.with_ymd_and_hms(2027, 1, 1, 0, 0, 0).unwrap(),
+        Utc.with_ymd_and_hms(2026, 6, 30, 9, 59, 59).unwrap() + us * 500_000,
+    ] {
+        let start = until - chrono::Duration::seconds(30);
+        assert!(
+            store
+                .lease_operation(id, "node-a", until, start)
+                .await
+                .unwrap()
+        );
+        // The holder renews at any time; another process only once the lease has run out.
+        assert!(
+            store
+                .lease_operation(id, "node-a", until, until - us)
+                .await
+                .unwrap()
+        );
+        for (now, takes) in [(until - us, false), (until, false), (until + us, true)] {
+            assert_eq!(
+                store
+                    .lease_operation(id, "node-b", until + chrono::Duration::seconds(30), now)
+                    .await
+                    .unwrap(),
+                takes,
+                "node-b at {now} against a lease until {until}"
+            );
+        }
+        store.release_operation(id, "node-b").await.unwrap();
+        // A claim (with its running slot) follows the same rule.
+        assert!(
+            store
+                .lease_operation(id, "node-a", until, start)
+                .await
+                .unwrap()
+        );
+        let mut claim = rein_store::Admission {
+            node: "node-b".into(),
+            limits: rein_store::RunLimits::default(),
+            now: until - us,
+            until: until + chrono::Duration::seconds(30),
+        };
+        assert_eq!(
+            store.claim_operation(id, &claim).await.unwrap(),
+            rein_store::Claim::Busy
+        );
+        claim.now = until + us;
+        assert_eq!(
+            store.claim_operation(id, &claim).await.unwrap(),
+            rein_store::Claim::Claimed
+        );
+        store.release_operation(id, "node-b").await.unwrap();
     }
 }
 
