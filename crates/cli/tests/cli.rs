@@ -473,29 +473,13 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 
 #[tokio::test]
 async fn killed_during_the_model_stream() {
-    let mut stalled = Canned::openai_text("This answer will be cut off halfway through");
-    // The stream stalls right after the event carrying the text, before its end.
-    let text_at = find(&stalled.body, b"halfway through").unwrap();
-    let event_end = text_at + find(&stalled.body[text_at..], b"\n\n").unwrap() + 2;
-    assert!(event_end < stalled.body.len());
-    stalled.stall_after = Some(event_end);
+    let stalled = Canned::openai_text_then_stall("This answer will be cut off halfway through");
     let e = env(vec![stalled, Canned::openai_text("A complete answer.")]).await;
     let mut child = e.cmd(&["run", "tell me"]).spawn().unwrap();
     // Killed once the streamed part has reached the CLI (it prints the answer as it streams),
     // with the rest of the response still to come.
     let mut stdout = child.stdout.take().unwrap();
-    let streamed = async {
-        use tokio::io::AsyncReadExt;
-        let (mut seen, mut buf) = (Vec::new(), [0u8; 256]);
-        while !String::from_utf8_lossy(&seen).contains("cut off halfway") {
-            let n = stdout.read(&mut buf).await.unwrap();
-            assert!(n > 0, "the run ended before the answer streamed");
-            seen.extend_from_slice(&buf[..n]);
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(60), streamed)
-        .await
-        .expect("the first part of the answer streamed within 60 s");
+    read_until(&mut stdout, &mut String::new(), "cut off halfway", 1).await;
     child.kill().await.unwrap();
     let id = e
         .store()
@@ -620,21 +604,7 @@ async fn a_tool_round_trip_over_the_anthropic_protocol() {
 
 /// The installed server-everything entry script, or `None` (with a note) when it is missing.
 fn everything_server() -> Option<String> {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(
-        "../../.mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-    );
-    if script.is_file() {
-        Some(script.to_string_lossy().into_owned())
-    } else {
-        rein_testkit::skip(
-            "rein run with an MCP server",
-            &format!(
-                "{} is missing; scripts/test installs it with npm",
-                script.display()
-            ),
-        );
-        None
-    }
+    rein_testkit::mcp_server("rein run with an MCP server", "server-everything")
 }
 
 #[tokio::test]
@@ -1993,7 +1963,8 @@ fn on_a_terminal(e: &Env, args: &str) -> tokio::process::Child {
     c.spawn().unwrap()
 }
 
-/// Read `out` until `needle` has appeared `times` times in all that was read (kept in `seen`).
+/// Read `out` until `needle` has appeared `times` times in all that was read (kept in `seen`),
+/// within 60 s.
 async fn read_until(
     out: &mut tokio::process::ChildStdout,
     seen: &mut String,
@@ -2073,24 +2044,11 @@ fn which(program: &str) -> Option<PathBuf> {
 
 #[tokio::test]
 async fn op_cancel_from_another_process_stops_a_running_operation_and_keeps_its_partial_answer() {
-    let mut stalled = Canned::openai_text("A partial answer that never finishes");
-    let text_at = find(&stalled.body, b"never finishes").unwrap();
-    stalled.stall_after = Some(text_at + find(&stalled.body[text_at..], b"\n\n").unwrap() + 2);
+    let stalled = Canned::openai_text_then_stall("A partial answer that never finishes");
     let e = env(vec![stalled]).await;
     let mut child = e.cmd(&["run", "tell me"]).spawn().unwrap();
     let mut stdout = child.stdout.take().unwrap();
-    let streamed = async {
-        use tokio::io::AsyncReadExt;
-        let (mut seen, mut buf) = (Vec::new(), [0u8; 256]);
-        while !String::from_utf8_lossy(&seen).contains("never finishes") {
-            let n = stdout.read(&mut buf).await.unwrap();
-            assert!(n > 0, "the run ended before the answer streamed");
-            seen.extend_from_slice(&buf[..n]);
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(60), streamed)
-        .await
-        .expect("the answer started streaming within 60 s");
+    read_until(&mut stdout, &mut String::new(), "never finishes", 1).await;
     let store = e.store().await;
     let id = store
         .list_operations(&rein_store::OperationFilter::default())

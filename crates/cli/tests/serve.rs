@@ -1440,29 +1440,7 @@ async fn a_heartbeat_task_runs_on_its_own_up_to_its_cap_and_keeps_its_history() 
 #[tokio::test]
 async fn rein_worker_dispatches_due_tasks_without_the_http_api() {
     let e = env(vec![Canned::openai_text("Worker ran it.")]).await;
-    let out = e
-        .command(&[
-            "--json",
-            "task",
-            "create",
-            "--title",
-            "beat",
-            "--instruction",
-            "Say something.",
-            "--every",
-            "1s",
-            "--max-executions",
-            "1",
-        ])
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let task: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let task = once_a_second_task(&e, &e.db(), "beat", "Say something.").await;
     let id = task["id"].as_str().unwrap().to_owned();
     let mut worker = e
         .command(&["worker"])
@@ -2951,25 +2929,15 @@ async fn post_resume_continues_an_interrupted_operation_and_refuses_a_finished_o
 
 #[tokio::test]
 async fn rein_serve_with_an_mcp_server_offers_its_tools_to_api_operations() {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(
-        "../../.mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-    );
-    if !script.is_file() {
-        rein_testkit::skip(
-            "rein serve --mcp",
-            &format!(
-                "{} is missing; scripts/test installs it with npm",
-                script.display()
-            ),
-        );
+    let Some(script) = rein_testkit::mcp_server("rein serve --mcp", "server-everything") else {
         return;
-    }
+    };
     let e = env(vec![
         Canned::openai_tools(&[("m1", "everything__echo", r#"{"message":"from the server"}"#)]),
         Canned::openai_text("Echoed."),
     ])
     .await;
-    let mcp = format!("everything=node {}", script.display());
+    let mcp = format!("everything=node {script}");
     let rein = e.start_with(&["--mcp", &mcp], &[]).await;
     let alice = e.token("alice").await;
     let op = e
@@ -2997,6 +2965,36 @@ async fn rein_serve_with_an_mcp_server_offers_its_tools_to_api_operations() {
         .unwrap()["content"]
         .to_string();
     assert!(result.contains("from the server"), "{result}");
+}
+
+/// A task created with `rein task create` on `db`: due every second, run once.
+async fn once_a_second_task(e: &Env, db: &str, title: &str, instruction: &str) -> Value {
+    let out = e
+        .command_on(
+            db,
+            &[
+                "--json",
+                "task",
+                "create",
+                "--title",
+                title,
+                "--instruction",
+                instruction,
+                "--every",
+                "1s",
+                "--max-executions",
+                "1",
+            ],
+        )
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// `rein worker` on `db` with `extra` environment; its stderr lines go to `lines` as they come.
@@ -3039,31 +3037,7 @@ async fn a_killed_workers_operation_is_taken_over_once_by_another_process_on_pos
         Canned::openai_text("Appended once."),
     ])
     .await;
-    let out = e
-        .command_on(
-            &db,
-            &[
-                "--json",
-                "task",
-                "create",
-                "--title",
-                "once",
-                "--instruction",
-                "Append to the ledger.",
-                "--every",
-                "1s",
-                "--max-executions",
-                "1",
-            ],
-        )
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    once_a_second_task(&e, &db, "once", "Append to the ledger.").await;
     // The first worker runs the task's operation and is killed right after the commit that
     // recorded the ledger call's result (its second commit), holding a 2 s lease.
     let (mut first, mut lines) = worker_on(&e, &db, &[("REIN_TEST_PAUSE_AT", "commit:2")]);
@@ -3190,11 +3164,10 @@ async fn the_running_limit_holds_across_two_servers_on_postgres() {
 #[tokio::test]
 async fn a_live_preview_carries_the_streamed_text_before_the_step_commits() {
     // The model streams its text, then stalls before finishing: the step cannot commit.
-    let mut stalled = Canned::openai_text("Previewed before any commit");
-    let body = String::from_utf8_lossy(&stalled.body).into_owned();
-    let text_at = body.find("before any commit").unwrap();
-    stalled.stall_after = Some(text_at + body[text_at..].find("\n\n").unwrap() + 2);
-    let e = env(vec![stalled]).await;
+    let e = env(vec![Canned::openai_text_then_stall(
+        "Previewed before any commit",
+    )])
+    .await;
     let rein = e.start(&[]).await;
     let alice = e.token("alice").await;
     let op = e

@@ -55,6 +55,18 @@ impl Canned {
         Self::openai_stream(&[serde_json::json!({"content": text})], "stop")
     }
 
+    /// An OpenAI Chat Completions stream whose `text` arrives whole, after which the stream
+    /// stalls (30 s) before its end: a model call that is under way and cannot finish yet.
+    pub fn openai_text_then_stall(text: &str) -> Self {
+        let mut c = Self::openai_text(text);
+        let body = String::from_utf8_lossy(&c.body).into_owned();
+        let event_end = body
+            .find(&serde_json::to_string(text).unwrap_or_default())
+            .and_then(|at| body[at..].find("\n\n").map(|end| at + end + 2));
+        c.stall_after = event_end;
+        c
+    }
+
     /// An OpenAI Chat Completions stream asking for tool calls `(id, name, arguments)`.
     pub fn openai_tools(calls: &[(&str, &str, &str)]) -> Self {
         let tool_calls: Vec<serde_json::Value> = calls

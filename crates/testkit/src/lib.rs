@@ -104,6 +104,32 @@ async fn admin(url: &str, sql: &str) {
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
 }
 
+/// The entry script of the npm MCP reference server `package` (`server-everything`,
+/// `server-filesystem`) that scripts/test installs into the workspace's `.mcp-servers/` (or
+/// `$REIN_MCP_SERVERS`), or `None` after reporting `test` as skipped (a failure under CI).
+pub fn mcp_server(test: &str, package: &str) -> Option<String> {
+    let root = std::env::var_os("REIN_MCP_SERVERS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.mcp-servers")
+        });
+    let script = root.join(format!(
+        "node_modules/@modelcontextprotocol/{package}/dist/index.js"
+    ));
+    if script.is_file() {
+        Some(script.to_string_lossy().into_owned())
+    } else {
+        skip(
+            test,
+            &format!(
+                "{} is missing; scripts/test installs it (npm install --prefix .mcp-servers @modelcontextprotocol/{package})",
+                script.display()
+            ),
+        );
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::ci_value;

@@ -12,24 +12,7 @@ use std::time::Duration;
 
 /// The entry script of an installed reference server, or why it is missing.
 fn server(package: &str) -> Option<String> {
-    let root = std::env::var_os("REIN_MCP_SERVERS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.mcp-servers"));
-    let script = root.join(format!(
-        "node_modules/@modelcontextprotocol/{package}/dist/index.js"
-    ));
-    if script.is_file() {
-        Some(script.to_string_lossy().into_owned())
-    } else {
-        rein_testkit::skip(
-            &format!("MCP against {package}"),
-            &format!(
-                "{} is missing; scripts/test installs it (npm install --prefix .mcp-servers @modelcontextprotocol/{package})",
-                script.display()
-            ),
-        );
-        None
-    }
+    rein_testkit::mcp_server(&format!("MCP against {package}"), package)
 }
 
 fn cx(dir: Option<PathBuf>) -> ToolContext {
