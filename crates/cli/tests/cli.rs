@@ -14,12 +14,15 @@ use tokio::process::Command;
 struct Env {
     dir: PathBuf,
     server: Server,
+    /// The database the test's `rein` processes share (SQLite, or PostgreSQL in the matrix).
+    db: rein_testkit::E2eDatabase,
 }
 
 async fn env(responses: Vec<Canned>) -> Env {
     let dir = std::env::temp_dir().join(format!("rein-cli-{}", OperationId::new()));
     std::fs::create_dir_all(&dir).unwrap();
     Env {
+        db: rein_testkit::E2eDatabase::new(&dir).await,
         dir,
         server: serve(responses, 3).await,
     }
@@ -27,7 +30,7 @@ async fn env(responses: Vec<Canned>) -> Env {
 
 impl Env {
     fn db(&self) -> String {
-        self.dir.join("rein.db").to_string_lossy().into_owned()
+        self.db.url.clone()
     }
 
     fn ledger(&self) -> PathBuf {
@@ -1947,7 +1950,7 @@ async fn a_build_without_test_hooks_has_no_crash_points_and_no_ledger_tool() {
 /// `rein` with `args` on a pseudo-terminal (util-linux `script`), its output merged: the
 /// child, its stdin (what is typed) and its output as it comes.
 fn on_a_terminal(e: &Env, args: &str) -> tokio::process::Child {
-    let line = format!("{} --db {} {args}", env!("CARGO_BIN_EXE_rein"), e.db());
+    let line = format!("{} --db '{}' {args}", env!("CARGO_BIN_EXE_rein"), e.db());
     let mut c = Command::new("script");
     c.args(["-qefc", &line, "/dev/null"])
         .env_clear()

@@ -17,6 +17,8 @@ struct Env {
     dir: PathBuf,
     model: Server,
     http: reqwest::Client,
+    /// The database the test's `rein` processes share (SQLite, or PostgreSQL in the matrix).
+    db: rein_testkit::E2eDatabase,
 }
 
 /// A running `rein serve`.
@@ -51,7 +53,9 @@ impl Rein {
 async fn env(responses: Vec<Canned>) -> Env {
     let dir = std::env::temp_dir().join(format!("rein-serve-{}", OperationId::new()));
     std::fs::create_dir_all(&dir).unwrap();
+    let db = rein_testkit::E2eDatabase::new(&dir).await;
     Env {
+        db,
         dir,
         model: serve(responses, 3).await,
         // No pooled connections: a server that refused an oversized body closes that
@@ -65,7 +69,7 @@ async fn env(responses: Vec<Canned>) -> Env {
 
 impl Env {
     fn db(&self) -> String {
-        self.dir.join("rein.db").to_string_lossy().into_owned()
+        self.db.url.clone()
     }
 
     fn command(&self, args: &[&str]) -> Command {

@@ -130,6 +130,56 @@ pub fn mcp_server(test: &str, package: &str) -> Option<String> {
     }
 }
 
+/// The database an end-to-end test's `rein` processes share: a SQLite file in the test's
+/// folder, or with `REIN_E2E_DATABASE=postgres` (the matrix scripts/test runs) a scratch schema
+/// on the test PostgreSQL, dropped when this is.
+pub struct E2eDatabase {
+    /// What `--db` takes.
+    pub url: String,
+    scratch: Option<Scratch>,
+}
+
+impl E2eDatabase {
+    /// The database for a test working in `dir`. Panics when PostgreSQL is asked for and
+    /// `REIN_TEST_DATABASE_URL` names none (the matrix must not pass by running on SQLite).
+    pub async fn new(dir: &std::path::Path) -> Self {
+        match std::env::var("REIN_E2E_DATABASE").as_deref() {
+            Ok("postgres") => {
+                let scratch = postgres_scratch("an end-to-end test on PostgreSQL", "rein_e2e")
+                    .await
+                    .unwrap_or_else(|| {
+                        panic!("REIN_E2E_DATABASE=postgres needs REIN_TEST_DATABASE_URL")
+                    });
+                Self {
+                    url: scratch.url.clone(),
+                    scratch: Some(scratch),
+                }
+            }
+            _ => Self {
+                url: dir.join("rein.db").to_string_lossy().into_owned(),
+                scratch: None,
+            },
+        }
+    }
+}
+
+impl Drop for E2eDatabase {
+    fn drop(&mut self) {
+        if let Some(scratch) = self.scratch.take() {
+            // Dropped on a runtime's thread: drop the schema from a thread of its own.
+            let _ = std::thread::spawn(move || {
+                if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    rt.block_on(scratch.drop());
+                }
+            })
+            .join();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::ci_value;

@@ -120,6 +120,12 @@ impl Driver {
                 let Some(ctx) = run.next.take() else {
                     return Ok(end_of(&state));
                 };
+                // A cancellation that arrived during the last step (it cut the model call short)
+                // interrupts before the next one, whether or not the forwarding task has run
+                // yet: the partial answer must not be finished as if complete.
+                if self.cancel.is_cancelled() {
+                    runtime.interrupt_handle().interrupt("cancelled on request");
+                }
                 // A step re-run after a crash writes the same assistant message.
                 state.pending_assistant_message_id = Some(derived_message_id(run.id, run.seq + 1));
                 let step = run.seq + 1;
