@@ -1784,13 +1784,7 @@ async fn a_project_skill_is_activated_survives_a_kill_and_is_explained_per_step(
     for r in &requests[1..] {
         assert!(r.system_text().contains("BODY: use pdftotext -layout."));
     }
-    let read = requests[2].body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["tool_call_id"] == "r1")
-        .unwrap()["content"]
-        .to_string();
+    let read = requests[2].tool_result("r1");
     assert!(read.contains("pdf-tools reference"), "{read}");
     assert_consistent(&store, id).await;
     // What the first call admitted, by item and by processor.
@@ -2300,13 +2294,7 @@ async fn an_mcp_server_over_http_gets_the_configured_headers() {
             .offered_tools()
             .contains(&"issues__echo".to_owned())
     );
-    let result = requests[1].body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["tool_call_id"] == "m1")
-        .unwrap()["content"]
-        .to_string();
+    let result = requests[1].tool_result("m1");
     assert!(result.contains("over http"), "{result}");
     // Every connection's first request carried both headers.
     let heads = heads.lock().unwrap().clone();

@@ -2892,17 +2892,8 @@ async fn post_resume_continues_an_interrupted_operation_and_refuses_a_finished_o
     })
     .await;
     let detail = wait_status(&e, &rein, &op, &alice, "interrupted").await;
-    let second = e.model.requests()[1].body["messages"].clone();
-    let result = second
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["tool_call_id"] == "c1")
-        .unwrap_or_else(|| panic!("the call is answered: {second}"));
-    assert!(
-        result["content"].as_str().unwrap().contains("interrupted"),
-        "{result}"
-    );
+    let result = e.model.requests()[1].tool_result("c1");
+    assert!(result.contains("interrupted"), "{result}");
     assert_eq!(detail["operation"]["total_tokens"], 240, "{detail:#}");
     // Cancelled, it can no longer be resumed.
     let (status, _) = e
@@ -2961,13 +2952,7 @@ async fn rein_serve_with_an_mcp_server_offers_its_tools_to_api_operations() {
             .offered_tools()
             .contains(&"everything__echo".to_owned())
     );
-    let result = requests[1].body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["tool_call_id"] == "m1")
-        .unwrap()["content"]
-        .to_string();
+    let result = requests[1].tool_result("m1");
     assert!(result.contains("from the server"), "{result}");
 }
 

@@ -132,6 +132,18 @@ impl Recorded {
         names
     }
 
+    /// The text of the OpenAI Chat tool message answering `call_id` in this request, or a
+    /// panic naming the call and showing the messages.
+    pub fn tool_result(&self, call_id: &str) -> String {
+        let messages = &self.body["messages"];
+        messages
+            .as_array()
+            .and_then(|a| a.iter().find(|m| m["tool_call_id"] == call_id))
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_else(|| panic!("no result for call {call_id} in {messages}"))
+            .to_owned()
+    }
+
     /// The system messages of a chat request, as JSON text, one per line.
     pub fn system_text(&self) -> String {
         self.body["messages"]

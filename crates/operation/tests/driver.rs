@@ -1023,15 +1023,7 @@ async fn progressive_disclosure_lists_tools_until_the_model_activates_them() {
     assert!(!offered(1).iter().any(|n| n.starts_with("files__")));
     assert!(!head(1).contains("- blob:") && head(1).contains("- files:"));
     // The activation result tells the model what was not found.
-    let result = requests[1].body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["tool_call_id"] == "t1")
-        .unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let result = requests[1].tool_result("t1");
     assert!(
         result.contains("Activated: blob") && result.contains("Not found: nope"),
         "{result}"
@@ -1133,15 +1125,7 @@ async fn memories_and_notes_outlive_the_operation_and_memories_return_when_relev
         "{}",
         system(2)
     );
-    let listed = requests[3].body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["tool_call_id"] == "n2")
-        .unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let listed = requests[3].tool_result("n2");
     assert!(listed.contains(": Trip ideas"), "{listed}");
     // Stored per user and agent in the store.
     let notes = e
@@ -1263,15 +1247,7 @@ async fn with_an_embedding_model_memories_are_found_by_meaning_not_only_by_words
         assert!(!system.contains("rail travel"), "{system}");
     }
     assert_eq!(requests[8].body["input"][0], "allergies");
-    let recalled = requests[9].body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["tool_call_id"] == "r1")
-        .unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let recalled = requests[9].tool_result("r1");
     assert_eq!(recalled, "Nothing remembered matches.");
     let stored = e
         .store

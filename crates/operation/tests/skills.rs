@@ -78,16 +78,6 @@ fn spec(e: &Env) -> OperationSpec {
     }
 }
 
-fn tool_result(r: &Recorded, call_id: &str) -> String {
-    r.body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["tool_call_id"] == call_id)
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        .unwrap_or_default()
-}
-
 #[tokio::test]
 async fn a_skill_is_listed_until_activated_then_its_body_and_files_are_admitted() {
     let e = env(vec![
@@ -151,10 +141,14 @@ async fn a_skill_is_listed_until_activated_then_its_body_and_files_are_admitted(
         "{second}"
     );
     assert!(!second.contains("- pdf-tools:"), "{second}");
-    assert!(tool_result(&requests[1], "s1").contains("skill://pdf-tools/reference.md"));
+    assert!(
+        requests[1]
+            .tool_result("s1")
+            .contains("skill://pdf-tools/reference.md")
+    );
     // Its resource file is readable, and read-only.
-    assert_eq!(tool_result(&requests[2], "r1").trim_end(), RESOURCE_MARKER);
-    let refused = tool_result(&requests[3], "w1");
+    assert_eq!(requests[2].tool_result("r1").trim_end(), RESOURCE_MARKER);
+    let refused = requests[3].tool_result("w1");
     assert!(refused.contains("read-only"), "{refused}");
     let on_disk = std::fs::read_to_string(e.dir.join("skills/pdf-tools/reference.md")).unwrap();
     assert_eq!(on_disk, RESOURCE_MARKER);
@@ -268,7 +262,7 @@ async fn sixty_more_tools_are_listed_until_activated_and_all_sends_everything() 
         "{system}"
     );
     assert!(!system.contains("- ext07:"), "{system}");
-    assert_eq!(tool_result(&requests[2], "x1"), "no results");
+    assert_eq!(requests[2].tool_result("x1"), "no results");
     let op = e.store.load_operation(id).await.unwrap().unwrap();
     assert_eq!(op.state.activated_tools[0].identifier, "ext07");
 
