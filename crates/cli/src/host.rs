@@ -125,7 +125,12 @@ pub async fn host(
         },
         tools,
         embedder,
-        skills: Arc::new(crate::skills::catalog(&ctx.config)?),
+        // Nor with any skills installed: a cassette's requests list none.
+        skills: if cassette {
+            Arc::default()
+        } else {
+            Arc::new(crate::skills::catalog(&ctx.config)?)
+        },
     })
 }
 
