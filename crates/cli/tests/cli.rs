@@ -503,6 +503,8 @@ async fn killed_during_the_model_stream() {
 #[tokio::test]
 async fn the_readme_command_replays_the_shipped_cassette_offline() {
     let e = env(vec![]).await;
+    // An installed skill changes nothing: a cassette's requests list none.
+    write_skill(&e.dir.join("skills"), "notes", "BODY: irrelevant here.");
     let cassette = concat!(env!("CARGO_MANIFEST_DIR"), "/cassettes/demo.jsonl");
     let mut cmd = e.cmd(&["--replay", cassette, "run", "What is 17 * 23?"]);
     cmd.env_remove("OPENAI_API_KEY")
