@@ -43,6 +43,7 @@ fn prerequisites() -> Result<(PathBuf, PathBuf), String> {
 async fn serve_ui(dir: &Path, model: &str) -> (tokio::process::Child, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rein"));
     cmd.env_clear()
+        .envs(rein_testkit::coverage_env())
         .args(["--db", &dir.join("rein.db").to_string_lossy()])
         .args([
             "serve",
@@ -286,6 +287,7 @@ async fn the_readme_demo_answers_again_and_again_and_asks_before_the_shell() {
     // As in the README, with a random port and a throwaway home.
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rein"));
     cmd.env_clear()
+        .envs(rein_testkit::coverage_env())
         .arg("--replay")
         .arg(cli.join("cassettes/demo.jsonl"))
         .args(["serve", "--no-auth", "--addr", "127.0.0.1:0", "--workdir"])

@@ -44,6 +44,7 @@ impl Env {
         }
         c.args(args);
         c.env_clear()
+            .envs(rein_testkit::coverage_env())
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("REIN_HOME", &self.dir)
             .env("OPENAI_BASE_URL", format!("{}/v1", self.server.base))
@@ -1915,6 +1916,7 @@ async fn a_build_without_test_hooks_has_no_crash_points_and_no_ledger_tool() {
     plain_cmd
         .args(["--db", &e.db(), "run", "Append to the ledger."])
         .env_clear()
+        .envs(rein_testkit::coverage_env())
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("REIN_HOME", &e.dir)
         .env("OPENAI_BASE_URL", format!("{}/v1", e.server.base))
@@ -1950,6 +1952,7 @@ fn on_a_terminal(e: &Env, args: &str) -> tokio::process::Child {
     let mut c = Command::new("script");
     c.args(["-qefc", &line, "/dev/null"])
         .env_clear()
+        .envs(rein_testkit::coverage_env())
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("TERM", "dumb")
         .env("REIN_HOME", &e.dir)

@@ -115,6 +115,7 @@ impl Sandbox {
         };
         c.args(["--db", &db]).args(args);
         c.env_clear()
+            .envs(rein_testkit::coverage_env())
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .env("HOME", &self.home)
             .env("REIN_HOME", &self.dir)

@@ -46,6 +46,7 @@ impl Env {
         c.args(["--db", &self.dir.join("rein.db").to_string_lossy()])
             .args(args)
             .env_clear()
+            .envs(rein_testkit::coverage_env())
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("REIN_HOME", &self.dir)
             .current_dir(&self.dir)

@@ -81,6 +81,7 @@ impl Env {
         let mut c = Command::new(env!("CARGO_BIN_EXE_rein"));
         c.args(["--db", db]).args(args);
         c.env_clear()
+            .envs(rein_testkit::coverage_env())
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("REIN_HOME", &self.dir)
             .env("OPENAI_BASE_URL", format!("{}/v1", self.model.base))
@@ -905,6 +906,7 @@ async fn the_cli_drives_a_server_with_server_and_rein_token() {
         let mut c = Command::new(env!("CARGO_BIN_EXE_rein"));
         c.args(["--server", &rein.base]).args(args);
         c.env_clear()
+            .envs(rein_testkit::coverage_env())
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("REIN_HOME", &e.dir);
         if let Some(t) = token {
@@ -1054,6 +1056,7 @@ async fn the_readme_main_command_serves_the_shipped_cassette_offline() {
         .args(["serve", "--no-auth", "--addr", "127.0.0.1:0", "--workdir"])
         .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cassettes/demo"))
         .env_clear()
+        .envs(rein_testkit::coverage_env())
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("REIN_HOME", &dir)
         .stdout(Stdio::null())

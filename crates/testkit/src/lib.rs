@@ -130,6 +130,16 @@ pub fn mcp_server(test: &str, package: &str) -> Option<String> {
     }
 }
 
+/// What an instrumented build (`cargo llvm-cov`, see scripts/coverage) needs a child process
+/// to keep when a test clears its environment: where to write its profile, so the code the
+/// `rein` processes run is counted too. Empty in a plain run.
+pub fn coverage_env() -> Vec<(String, String)> {
+    ["LLVM_PROFILE_FILE"]
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| ((*k).to_owned(), v)))
+        .collect()
+}
+
 /// The database an end-to-end test's `rein` processes share: a SQLite file in the test's
 /// folder, or with `REIN_E2E_DATABASE=postgres` (the matrix scripts/test runs) a scratch schema
 /// on the test PostgreSQL, dropped when this is.
