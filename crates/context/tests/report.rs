@@ -118,3 +118,57 @@ fn every_item_is_accounted_for_and_the_items_sum_to_the_messages_sent() {
     let (_, again) = explain(&Pipeline::standard(), &input, &estimator);
     assert_eq!(again.total_tokens, before);
 }
+
+#[test]
+fn a_large_skill_catalog_is_listed_within_its_budget() {
+    use rein_context::processors::skills::LISTING_BUDGET_CHARS;
+    let skills: Vec<SkillBrief> = (0..1000)
+        .map(|i| SkillBrief {
+            name: format!("skill-{i:03}"),
+            description: format!(
+                "Procedures for area {i}: reviews, checklists and incident notes."
+            ),
+        })
+        .collect();
+    let mut step = step();
+    step.available_skills = skills;
+    let messages = vec![user("hi")];
+    let agent = AgentFacts::default();
+    let model = ModelFacts::default();
+    let input = ContextInput {
+        messages: &messages,
+        agent: &agent,
+        model: &model,
+        step: &step,
+    };
+    let out = Pipeline::standard().run(&input);
+    let listing = out.messages[0].text_content();
+    // Described while the budget lasts, then named, then counted: never the whole catalog.
+    assert!(
+        listing.contains("- skill-000: Procedures for area 0"),
+        "{listing}"
+    );
+    assert!(listing.contains("Also: skill-"), "{listing}");
+    assert!(listing.contains("more not listed."), "{listing}");
+    assert!(!listing.contains("skill-999"), "{listing}");
+    assert!(
+        listing.len() < 2 * LISTING_BUDGET_CHARS + 400,
+        "{}",
+        listing.len()
+    );
+    let described = listing
+        .lines()
+        .filter(|l| l.starts_with("- skill-"))
+        .count();
+    let named = listing
+        .lines()
+        .find_map(|l| l.strip_prefix("Also: "))
+        .map_or(0, |l| l.split(", ").count());
+    let counted: usize = listing
+        .lines()
+        .find_map(|l| l.strip_prefix("And "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert_eq!(described + named + counted, 1000);
+}
