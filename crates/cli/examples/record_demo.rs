@@ -50,9 +50,10 @@ async fn json_of(r: reqwest::Response) -> Value {
     serde_json::from_slice(&r.bytes().await.unwrap()).unwrap()
 }
 
-/// Wait until operation `op` is `status`.
-async fn until(http: &reqwest::Client, base: &str, op: &str, status: &str) -> Value {
-    for _ in 0..200 {
+/// Wait (30 s at most, then fail saying so) until operation `op` is in one of `statuses`.
+async fn until(http: &reqwest::Client, base: &str, op: &str, statuses: &[&str]) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
         let d = json_of(
             http.get(format!("{base}/v1/operations/{op}"))
                 .send()
@@ -60,12 +61,15 @@ async fn until(http: &reqwest::Client, base: &str, op: &str, status: &str) -> Va
                 .unwrap(),
         )
         .await;
-        if d["operation"]["status"] == status {
+        if statuses.iter().any(|s| d["operation"]["status"] == *s) {
             return d;
         }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "operation {op} was not {statuses:?} within 30 s: {d}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("operation {op} never reached {status}");
 }
 
 #[tokio::main]
@@ -117,35 +121,22 @@ async fn main() {
         .await;
         let op = created["operation_id"].as_str().unwrap().to_owned();
         // The shell asks first: approve it, as the demo's user does.
-        for _ in 0..200 {
-            let d = json_of(
-                http.get(format!("{base}/v1/operations/{op}"))
-                    .send()
-                    .await
-                    .unwrap(),
-            )
-            .await;
-            match d["operation"]["status"].as_str() {
-                Some("waiting_for_human") => {
-                    let decisions: Vec<Value> = d["pending"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .map(|p| json!({"tool_call_id": p["call"]["id"], "decision": "approve"}))
-                        .collect();
-                    http.post(format!("{base}/v1/operations/{op}/interventions"))
-                        .header("content-type", "application/json")
-                        .body(json!({ "decisions": decisions }).to_string())
-                        .send()
-                        .await
-                        .unwrap();
-                    break;
-                }
-                Some("done") => break,
-                _ => tokio::time::sleep(Duration::from_millis(50)).await,
-            }
+        let d = until(&http, &base, &op, &["waiting_for_human", "done"]).await;
+        if d["operation"]["status"] == "waiting_for_human" {
+            let decisions: Vec<Value> = d["pending"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| json!({"tool_call_id": p["call"]["id"], "decision": "approve"}))
+                .collect();
+            http.post(format!("{base}/v1/operations/{op}/interventions"))
+                .header("content-type", "application/json")
+                .body(json!({ "decisions": decisions }).to_string())
+                .send()
+                .await
+                .unwrap();
         }
-        until(&http, &base, &op, "done").await;
+        until(&http, &base, &op, &["done"]).await;
     }
     drop(server);
     // Merge: the new exchanges replace any recorded for the same request.

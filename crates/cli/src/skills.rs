@@ -162,13 +162,9 @@ fn first_line(text: &str) -> &str {
 }
 
 fn summary(s: &Skill) -> serde_json::Value {
-    serde_json::json!({
-        "name": s.name,
-        "description": s.description,
-        "allowed_tools": s.allowed_tools,
-        "resources": s.resources,
-        "dir": s.dir.display().to_string(),
-    })
+    let mut v = serde_json::to_value(s.summary()).unwrap_or_default();
+    v["dir"] = s.dir.display().to_string().into();
+    v
 }
 
 /// Copy `from` into a new directory `to` (regular files and folders; links are not followed).

@@ -9,22 +9,9 @@ use crate::error::ApiError;
 use crate::routes::SkillPath;
 use axum::Json;
 use axum::extract::State;
-use rein_operation::skills::Skill;
+use rein_operation::skills::SkillSummary;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-
-/// A skill as listed.
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-pub struct SkillSummary {
-    /// Its name (what `skills` on agents and operations take).
-    pub name: String,
-    /// When to use it.
-    pub description: String,
-    /// Tools it asks to use without approval (within an operation's allowed tools only).
-    pub allowed_tools: Vec<String>,
-    /// Its resource files, relative to its folder.
-    pub resources: Vec<String>,
-}
 
 /// A skill with its instructions.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -56,20 +43,11 @@ pub struct SkillList {
     pub problems: Vec<SkillProblemOut>,
 }
 
-fn summary(s: &Skill) -> SkillSummary {
-    SkillSummary {
-        name: s.name.clone(),
-        description: s.description.clone(),
-        allowed_tools: s.allowed_tools.clone(),
-        resources: s.resources.clone(),
-    }
-}
-
 /// `GET /v1/skills`.
 pub async fn list(State(app): State<AppState>, Caller(_): Caller) -> Json<SkillList> {
     let catalog = &app.runner.host.skills;
     Json(SkillList {
-        skills: catalog.skills().iter().map(summary).collect(),
+        skills: catalog.skills().iter().map(|s| s.summary()).collect(),
         problems: catalog
             .problems()
             .iter()
@@ -96,7 +74,7 @@ pub async fn show(
         .get(&name)
         .ok_or_else(|| ApiError::not_found(format!("no skill `{name}`")))?;
     Ok(Json(SkillDetail {
-        skill: summary(s),
+        skill: s.summary(),
         body: s.body.clone(),
     }))
 }

@@ -107,6 +107,34 @@ fn resources(dir: &Path) -> Vec<String> {
     out
 }
 
+/// What a listing shows of a skill (the CLI's `rein skill list --json`, `GET /v1/skills`):
+/// everything but its body and where it lives.
+#[derive(
+    Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+pub struct SkillSummary {
+    /// Its name (what `skills` on agents and operations take).
+    pub name: String,
+    /// When to use it.
+    pub description: String,
+    /// Tools it asks to use without approval (within an operation's allowed tools only).
+    pub allowed_tools: Vec<String>,
+    /// Its resource files, relative to its folder.
+    pub resources: Vec<String>,
+}
+
+impl Skill {
+    /// Its listing.
+    pub fn summary(&self) -> SkillSummary {
+        SkillSummary {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            allowed_tools: self.allowed_tools.clone(),
+            resources: self.resources.clone(),
+        }
+    }
+}
+
 /// A skill that was left out, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SkillProblem {
