@@ -49,10 +49,112 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "sub-agents (operation roots and depths, threads) and groups",
         include_str!("../migrations/0010_sub_agents.sql"),
     ),
+    (
+        11,
+        "instants compared by statements as integer microseconds",
+        include_str!("../migrations/0011_instants.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.
 const SPLIT_STATES: i64 = 9;
+
+/// The migration after whose SQL [`convert_instants`] runs, in the same transaction.
+const INSTANTS: i64 = 11;
+
+/// Convert migration 11's instants from RFC 3339 text into integer microseconds, then finish
+/// the migration (drop the text columns, rename the new ones). A value that does not parse
+/// fails the migration, naming the row, and nothing is changed.
+async fn convert_instants(tx: &mut sqlx::AnyConnection) -> Result<(), StoreError> {
+    use sqlx::Row;
+    let fail = |what: String| StoreError::Migration {
+        version: INSTANTS,
+        message: what,
+    };
+    let micros = |text: Option<String>, what: &str| -> Result<Option<i64>, StoreError> {
+        text.map(|t| {
+            chrono::DateTime::parse_from_rfc3339(&t)
+                .map(|t| t.timestamp_micros())
+                .map_err(|e| fail(format!("{what} {t:?}: {e}")))
+        })
+        .transpose()
+    };
+    let mut after = String::new();
+    loop {
+        let rows: Vec<(String, Option<String>, Option<String>)> = sqlx::query_as(
+            "SELECT id, lease_until, recovery_retry_at FROM operations \
+             WHERE id > $1 AND (lease_until IS NOT NULL OR recovery_retry_at IS NOT NULL) \
+             ORDER BY id LIMIT 200",
+        )
+        .bind(&after)
+        .fetch_all(&mut *tx)
+        .await?;
+        let Some((last, _, _)) = rows.last() else {
+            break;
+        };
+        after = last.clone();
+        for (id, lease, retry) in rows {
+            sqlx::query(
+                "UPDATE operations SET lease_until_us = $1, recovery_retry_at_us = $2 WHERE id = $3",
+            )
+            .bind(micros(lease, &format!("operation {id} lease_until"))?)
+            .bind(micros(retry, &format!("operation {id} recovery_retry_at"))?)
+            .bind(&id)
+            .execute(&mut *tx)
+            .await?;
+        }
+    }
+    let mut offset = 0_i64;
+    loop {
+        let rows = sqlx::query(
+            "SELECT task_id, due_at, kind, generation, status, claimed_by, lease_until, reason, \
+             operation_id, created_at FROM task_deliveries ORDER BY task_id, due_at, kind \
+             LIMIT 200 OFFSET $1",
+        )
+        .bind(offset)
+        .fetch_all(&mut *tx)
+        .await?;
+        if rows.is_empty() {
+            break;
+        }
+        offset += i64::try_from(rows.len()).unwrap_or(i64::MAX);
+        for row in rows {
+            let task: String = row.try_get("task_id")?;
+            let due = micros(
+                row.try_get("due_at")?,
+                &format!("task {task} delivery due_at"),
+            )?;
+            let lease = micros(
+                row.try_get("lease_until")?,
+                &format!("task {task} delivery lease_until"),
+            )?;
+            sqlx::query(
+                "INSERT INTO task_deliveries_v11 (task_id, due_at, kind, generation, status, \
+                 claimed_by, lease_until, reason, operation_id, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            )
+            .bind(&task)
+            .bind(due)
+            .bind(row.try_get::<String, _>("kind")?)
+            .bind(row.try_get::<String, _>("generation")?)
+            .bind(row.try_get::<String, _>("status")?)
+            .bind(row.try_get::<Option<String>, _>("claimed_by")?)
+            .bind(lease)
+            .bind(row.try_get::<Option<String>, _>("reason")?)
+            .bind(row.try_get::<Option<String>, _>("operation_id")?)
+            .bind(row.try_get::<String, _>("created_at")?)
+            .execute(&mut *tx)
+            .await?;
+        }
+    }
+    for stmt in statements(include_str!("../migrations/0011_instants_finish.sql")) {
+        sqlx::query(sqlx::AssertSqlSafe(stmt))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| fail(e.to_string()))?;
+    }
+    Ok(())
+}
 
 /// Move each operation's message id list (`message_ids`) and tool manifests out of its stored
 /// state into `operation_messages` and `operation_setup` (migration 9). Rows are
@@ -143,6 +245,9 @@ pub async fn migrate(pool: &AnyPool) -> Result<(), StoreError> {
         }
         if *version == SPLIT_STATES {
             split_states(&mut tx).await?;
+        }
+        if *version == INSTANTS {
+            convert_instants(&mut tx).await?;
         }
         sqlx::query(
             "INSERT INTO rein_schema (version, description, applied_at) VALUES ($1, $2, $3)",

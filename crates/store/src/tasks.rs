@@ -4,7 +4,7 @@
 //! worker's lease releases.
 
 use crate::StoreError;
-use crate::sql::{SqlStore, parse_ts, ts};
+use crate::sql::{SqlStore, from_micros, micros, parse_ts, ts};
 use chrono::{DateTime, Utc};
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -204,12 +204,15 @@ fn task_from(row: &AnyRow) -> Result<TaskRow, StoreError> {
 fn delivery_from(row: &AnyRow) -> Result<Delivery, StoreError> {
     Ok(Delivery {
         task_id: row.try_get("task_id")?,
-        due_at: parse_ts(&row.try_get::<String, _>("due_at")?, "delivery due_at")?,
+        due_at: from_micros(row.try_get("due_at")?, "delivery due_at")?,
         kind: row.try_get("kind")?,
         generation: row.try_get("generation")?,
         status: DeliveryStatus::parse(&row.try_get::<String, _>("status")?)?,
         claimed_by: row.try_get("claimed_by")?,
-        lease_until: opt_ts(row, "lease_until")?,
+        lease_until: row
+            .try_get::<Option<i64>, _>("lease_until")?
+            .map(|us| from_micros(us, "delivery lease_until"))
+            .transpose()?,
         reason: row.try_get("reason")?,
         operation_id: row.try_get("operation_id")?,
         created_at: parse_ts(
@@ -295,7 +298,7 @@ impl Tasks for SqlStore {
                  WHERE task_id = $1 AND due_at = $2 AND kind = $3 AND status = 'claimed' AND claimed_by = $4",
             )
             .bind(&d.task_id)
-            .bind(ts(d.due_at))
+            .bind(micros(d.due_at))
             .bind(&d.kind)
             .bind(worker)
             .execute(&self.pool)
@@ -361,12 +364,12 @@ impl Tasks for SqlStore {
                  ON CONFLICT (task_id, due_at, kind) DO NOTHING"
             )))
             .bind(&d.task_id)
-            .bind(ts(d.due_at))
+            .bind(micros(d.due_at))
             .bind(&d.kind)
             .bind(&d.generation)
             .bind(d.status.as_str())
             .bind(d.claimed_by.clone())
-            .bind(d.lease_until.map(ts))
+            .bind(d.lease_until.map(micros))
             .bind(d.reason.clone())
             .bind(d.operation_id.clone())
             .bind(ts(d.created_at))
@@ -395,7 +398,7 @@ impl Tasks for SqlStore {
                  WHERE (status = 'pending' AND due_at <= $1) OR (status = 'claimed' AND lease_until < $1) \
                  ORDER BY due_at, task_id LIMIT $2{lock}"
             )))
-            .bind(ts(now))
+            .bind(micros(now))
             .bind(i64::from(limit))
             .fetch_all(&mut *tx)
             .await?;
@@ -407,9 +410,9 @@ impl Tasks for SqlStore {
                      WHERE task_id = $3 AND due_at = $4 AND kind = $5",
                 )
                 .bind(worker)
-                .bind(ts(lease_until))
+                .bind(micros(lease_until))
                 .bind(&d.task_id)
-                .bind(ts(d.due_at))
+                .bind(micros(d.due_at))
                 .bind(&d.kind)
                 .execute(&mut *tx)
                 .await?;
@@ -441,7 +444,7 @@ impl Tasks for SqlStore {
             .bind(reason)
             .bind(operation_id)
             .bind(&d.task_id)
-            .bind(ts(d.due_at))
+            .bind(micros(d.due_at))
             .bind(&d.kind)
             .bind(worker)
             .execute(&self.pool)

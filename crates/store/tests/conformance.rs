@@ -760,8 +760,9 @@ async fn admission(store: &SqlStore) {
     }
 }
 
-/// The lease statements compare instants, whatever their text looks like: a microsecond
-/// either side of the deadline, across a second, a day and a year boundary, on both backends.
+/// The lease statements compare instants, not text: a microsecond either side of the deadline,
+/// across a second, a day and a year boundary, at the Unix epoch (negative instants before it)
+/// and across year 10,000, where RFC 3339 text ("+10000-…" < "9999-…") orders wrongly.
 async fn leases(store: &SqlStore) {
     use chrono::TimeZone;
     let id = new_op().state.operation_id;
@@ -773,6 +774,8 @@ async fn leases(store: &SqlStore) {
         Utc.with_ymd_and_hms(2026, 12, 31, 23, 59, 59).unwrap() + us * 999_999,
         Utc.with_ymd_and_hms(2027, 1, 1, 0, 0, 0).unwrap(),
         Utc.with_ymd_and_hms(2026, 6, 30, 9, 59, 59).unwrap() + us * 500_000,
+        Utc.with_ymd_and_hms(1970, 1, 1, 0, 0, 0).unwrap(),
+        Utc.with_ymd_and_hms(10000, 1, 1, 0, 0, 0).unwrap(),
     ] {
         let start = until - chrono::Duration::seconds(30);
         assert!(

@@ -1,8 +1,13 @@
-//! Upgrading a database written before migration 9, whose operations kept their message id
-//! list and tool manifests inside the stored state and their spec in the operations row:
-//! opening it moves them out (the message order into `operation_messages`, the spec and the
-//! manifests into `operation_setup`), and the operation loads exactly as it was, with its spec,
-//! and keeps committing. On SQLite and on PostgreSQL.
+//! Upgrading databases written by earlier builds, on SQLite and on PostgreSQL.
+//!
+//! Before migration 9 operations kept their message id list and tool manifests inside the
+//! stored state and their spec in the operations row: opening it moves them out (the message
+//! order into `operation_messages`, the spec and the manifests into `operation_setup`), and the
+//! operation loads exactly as it was, with its spec, and keeps committing.
+//!
+//! Before migration 11 leases, recovery retries and task deliveries' due times were RFC 3339
+//! text: opening converts them to integer microseconds, every instant read back as it was and
+//! every lease still deciding at the same microsecond.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -121,5 +126,158 @@ async fn postgres_databases_from_before_migration_9_upgrade_in_place() {
         return;
     };
     upgrade(&scratch.url, &scratch.url).await;
+    scratch.drop().await;
+}
+
+/// The pre-11 layout: instants as RFC 3339 text (migrations 5, 6 and 8 as they were).
+const BEFORE_11: &[&str] = &[
+    "DROP INDEX IF EXISTS operations_by_lease",
+    "ALTER TABLE operations DROP COLUMN lease_until",
+    "ALTER TABLE operations DROP COLUMN recovery_retry_at",
+    "ALTER TABLE operations ADD COLUMN lease_until TEXT",
+    "ALTER TABLE operations ADD COLUMN recovery_retry_at TEXT",
+    "CREATE INDEX operations_by_lease ON operations (lease_until)",
+    "DROP TABLE task_deliveries",
+    "CREATE TABLE task_deliveries (task_id TEXT NOT NULL, due_at TEXT NOT NULL, kind TEXT NOT NULL, \
+     generation TEXT NOT NULL, status TEXT NOT NULL, claimed_by TEXT, lease_until TEXT, reason TEXT, \
+     operation_id TEXT, created_at TEXT NOT NULL, PRIMARY KEY (task_id, due_at, kind))",
+    "CREATE INDEX task_deliveries_due ON task_deliveries (status, due_at)",
+    "DELETE FROM rein_schema WHERE version = 11",
+];
+
+fn text(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+async fn upgrade_instants(url: &str, store_target: &str) {
+    use chrono::TimeZone;
+    let us = chrono::Duration::microseconds(1);
+    let lease = chrono::Utc.with_ymd_and_hms(2026, 12, 1, 9, 0, 0).unwrap() + us * 250_001;
+    let retry = lease + chrono::Duration::seconds(90);
+    let due = chrono::Utc.with_ymd_and_hms(2026, 12, 1, 8, 0, 0).unwrap() + us * 7;
+    let created = chrono::Utc.with_ymd_and_hms(2026, 11, 30, 0, 0, 0).unwrap();
+
+    let store = SqlStore::open(store_target, Synchronous::Normal)
+        .await
+        .unwrap();
+    let (id, _) = operation(&store).await;
+    store.close().await;
+
+    // Write the instants as the earlier build did: text.
+    sqlx::any::install_default_drivers();
+    let mut conn = sqlx::AnyConnection::connect(url).await.unwrap();
+    for stmt in BEFORE_11 {
+        sqlx::query(*stmt).execute(&mut conn).await.unwrap();
+    }
+    sqlx::query(
+        "UPDATE operations SET lease_owner = 'node-a', lease_until = $1, recovery_error = 'no key', \
+         recovery_attempts = 2, recovery_retry_at = $2 WHERE id = $3",
+    )
+    .bind(text(lease))
+    .bind(text(retry))
+    .bind(id.to_string())
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    for (kind, status, owner, until) in [
+        ("schedule", "pending", None, None),
+        ("heartbeat", "claimed", Some("node-a"), Some(text(lease))),
+    ] {
+        sqlx::query(
+            "INSERT INTO task_deliveries (task_id, due_at, kind, generation, status, claimed_by, \
+             lease_until, reason, operation_id, created_at) VALUES ('t1', $1, $2, 'g1', $3, $4, $5, NULL, NULL, $6)",
+        )
+        .bind(text(due))
+        .bind(kind)
+        .bind(status)
+        .bind(owner)
+        .bind(until)
+        .bind(text(created))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    }
+    conn.close().await.unwrap();
+
+    let store = SqlStore::open(store_target, Synchronous::Normal)
+        .await
+        .unwrap();
+    let record = store.operation(id).await.unwrap().unwrap();
+    let note = record.recovery.expect("the recovery note survives");
+    assert_eq!(
+        note.retry_at,
+        Some(retry),
+        "the retry instant converts exactly"
+    );
+    assert_eq!(note.attempts, 2);
+    // node-a's lease still decides at the same microsecond.
+    for (now, takes) in [(lease, false), (lease + us, true)] {
+        assert_eq!(
+            store
+                .lease_operation(id, "node-b", lease + chrono::Duration::seconds(30), now)
+                .await
+                .unwrap(),
+            takes,
+            "node-b at {now} against the converted lease until {lease}"
+        );
+    }
+    let mut deliveries = store.deliveries("t1", 10).await.unwrap();
+    deliveries.sort_by(|a, b| a.kind.cmp(&b.kind));
+    assert_eq!(deliveries.len(), 2);
+    assert_eq!(deliveries[0].kind, "heartbeat");
+    assert_eq!(deliveries[0].lease_until, Some(lease));
+    assert!(
+        deliveries
+            .iter()
+            .all(|d| d.due_at == due && d.created_at == created)
+    );
+    // Claims compare the converted due time and lease as instants.
+    assert!(
+        store
+            .claim_deliveries(due - us, "node-b", retry, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let claimed = store
+        .claim_deliveries(due, "node-b", retry, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        claimed.len(),
+        1,
+        "the pending delivery is due at exactly its instant"
+    );
+    assert_eq!(claimed[0].kind, "schedule");
+    let claimed = store
+        .claim_deliveries(lease + us, "node-c", retry, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        claimed.iter().map(|d| d.kind.as_str()).collect::<Vec<_>>(),
+        ["heartbeat"],
+        "node-a's claim is taken over a microsecond after its converted lease"
+    );
+    store.close().await;
+}
+
+#[tokio::test]
+async fn sqlite_databases_from_before_migration_11_convert_their_instants() {
+    let dir = std::env::temp_dir().join(format!("rein-upgrade-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("rein.db");
+    let path = path.to_str().unwrap();
+    upgrade_instants(&format!("sqlite://{path}"), path).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn postgres_databases_from_before_migration_11_convert_their_instants() {
+    let Some(scratch) =
+        rein_testkit::postgres_scratch("postgres_upgrade_instants", "rein_upgrade_instants").await
+    else {
+        return;
+    };
+    upgrade_instants(&scratch.url, &scratch.url).await;
     scratch.drop().await;
 }

@@ -159,7 +159,7 @@ pub(super) async fn create_operation(
                 "UPDATE operations SET lease_owner = $1, lease_until = $2 WHERE id = $3",
             )
             .arg(adm.node.as_str())
-            .arg(ts(adm.until))
+            .arg(micros(adm.until))
             .arg(id.as_str()),
         );
     }

@@ -33,7 +33,7 @@ pub(super) async fn admit(
             }
         };
         let mut q = sqlx::query_scalar::<_, i64>(sql)
-            .bind(ts(now))
+            .bind(micros(now))
             .bind(id.to_owned());
         if let Some(o) = owner {
             q = q.bind(o.to_owned());
@@ -73,9 +73,9 @@ pub(super) async fn lease_operation(
          WHERE id = $3 AND (lease_owner IS NULL OR lease_owner = $1 OR lease_until < $4)",
     )
     .bind(owner)
-    .bind(ts(until))
+    .bind(micros(until))
     .bind(id.to_string())
-    .bind(ts(now))
+    .bind(micros(now))
     .execute(&store.pool)
     .await?
     .rows_affected();
@@ -89,7 +89,7 @@ pub(super) async fn claim_operation(
 ) -> Result<crate::Claim, StoreError> {
     let mut tx = store.begin_write().await?;
     let key = id.to_string();
-    let row: Option<(Option<String>, Option<String>, Option<String>)> =
+    let row: Option<(Option<String>, Option<i64>, Option<String>)> =
         sqlx::query_as("SELECT lease_owner, lease_until, owner FROM operations WHERE id = $1")
             .bind(&key)
             .fetch_optional(&mut *tx)
@@ -97,7 +97,7 @@ pub(super) async fn claim_operation(
     let Some((holder, until, owner)) = row else {
         return Err(StoreError::OperationNotFound(key));
     };
-    let live = until.is_some_and(|u| u > ts(admission.now));
+    let live = until.is_some_and(|u| u > micros(admission.now));
     if live && holder.as_deref().is_some_and(|h| h != admission.node) {
         return Ok(crate::Claim::Busy);
     }
@@ -112,7 +112,7 @@ pub(super) async fn claim_operation(
     .await?;
     sqlx::query("UPDATE operations SET lease_owner = $1, lease_until = $2 WHERE id = $3")
         .bind(&admission.node)
-        .bind(ts(admission.until))
+        .bind(micros(admission.until))
         .bind(&key)
         .execute(&mut *tx)
         .await?;

@@ -64,6 +64,17 @@ pub(crate) fn ts(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
+/// An instant as statements compare it: microseconds since the Unix epoch (migration 11).
+pub(crate) fn micros(t: DateTime<Utc>) -> i64 {
+    t.timestamp_micros()
+}
+
+/// Read back an instant stored by [`micros`].
+pub(crate) fn from_micros(us: i64, what: &str) -> Result<DateTime<Utc>, StoreError> {
+    DateTime::from_timestamp_micros(us)
+        .ok_or_else(|| StoreError::corrupt(what, format!("{us} µs is out of range")))
+}
+
 pub(crate) fn parse_ts(s: &str, what: &str) -> Result<DateTime<Utc>, StoreError> {
     DateTime::parse_from_rfc3339(s)
         .map(|t| t.with_timezone(&Utc))

@@ -50,8 +50,9 @@ pub(super) fn record(row: &AnyRow) -> Result<OperationRecord, StoreError> {
             Some(reason) => Some(crate::RecoveryNote {
                 reason,
                 attempts: n("recovery_attempts")?,
-                retry_at: o("recovery_retry_at")?
-                    .map(|t| parse_ts(&t, "recovery_retry_at"))
+                retry_at: row
+                    .try_get::<Option<i64>, _>("recovery_retry_at")?
+                    .map(|us| from_micros(us, "recovery_retry_at"))
                     .transpose()?,
             }),
         },
@@ -178,7 +179,7 @@ pub(super) async fn note_recovery_failure(
          recovery_retry_at = $2 WHERE id = $3",
     )
     .bind(reason)
-    .bind(ts(retry_at))
+    .bind(micros(retry_at))
     .bind(id.to_string())
     .execute(&store.pool)
     .await?;
