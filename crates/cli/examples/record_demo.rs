@@ -1,8 +1,10 @@
-//! Records the demo cassette's tool exchanges (a file read in the demo folder, an
-//! approval-gated shell command) by driving `rein serve --record` against scripted model turns
-//! in OpenAI's wire format, and merges them into `cassettes/demo.jsonl` (replacing exchanges
-//! with the same request). Run it when the requests rein sends change (a tool's description,
-//! the system role), after building the binary:
+//! Records the demo cassette's exchanges by driving `rein serve --record` against model turns
+//! in OpenAI's wire format: the calculator question's turns are the ones the cassette already
+//! holds (recorded from a model), replayed against the requests rein sends now; the file read
+//! in the demo folder and the approval-gated shell command are scripted. The new exchanges
+//! replace every earlier one of the same questions in `cassettes/demo.jsonl`. Run it when the
+//! requests rein sends change (a tool added or described differently, the system role), after
+//! building the binary:
 //!
 //! ```sh
 //! cargo build -p rein-cli && cargo run -p rein-cli --example record_demo -- target/debug/rein
@@ -16,9 +18,50 @@ use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-/// The demo's questions, with the model's scripted turns for each.
-fn script() -> Vec<(&'static str, Vec<Canned>)> {
+/// The question whose model turns were recorded from a model (kept as recorded).
+const RECORDED: &str = "What is 17 * 23?";
+
+/// The first user message of a cassette exchange's request.
+fn question_of(exchange: &Value) -> Option<&str> {
+    exchange["request"]["body"]["messages"]
+        .as_array()?
+        .iter()
+        .find(|m| m["role"] == "user")?["content"]
+        .as_str()
+}
+
+/// The responses the cassette holds for `question`, in the order they were recorded.
+fn recorded_turns(cassette: &[Value], question: &str) -> Vec<Canned> {
+    cassette
+        .iter()
+        .filter(|e| question_of(e) == Some(question))
+        .map(|e| {
+            let r = &e["response"];
+            Canned {
+                status: r["status"]
+                    .as_u64()
+                    .and_then(|s| u16::try_from(s).ok())
+                    .unwrap(),
+                // The scripted server frames the body itself.
+                headers: vec![("content-type".into(), "text/event-stream".into())],
+                body: r["body"].as_str().unwrap().as_bytes().to_vec(),
+                max_piece: 7,
+                stall_after: None,
+            }
+        })
+        .collect()
+}
+
+/// The demo's questions, with the model's turns for each.
+fn script(cassette: &[Value]) -> Vec<(&'static str, Vec<Canned>)> {
+    let recorded = recorded_turns(cassette, RECORDED);
+    assert_eq!(
+        recorded.len(),
+        2,
+        "the cassette holds the two recorded turns of {RECORDED:?}"
+    );
     vec![
+        (RECORDED, recorded),
         (
             "What does notes.txt say?",
             vec![
@@ -82,7 +125,14 @@ async fn main() {
     let home = std::env::temp_dir().join(format!("rein-record-demo-{}", std::process::id()));
     std::fs::create_dir_all(&home).unwrap();
     let recorded: PathBuf = home.join("recorded.jsonl");
-    let turns: Vec<Canned> = script().into_iter().flat_map(|(_, t)| t).collect();
+    let old: Vec<Value> = std::fs::read_to_string(&cassette)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .collect();
+    let script = script(&old);
+    let turns: Vec<Canned> = script.iter().flat_map(|(_, t)| t.clone()).collect();
     let model = serve(turns, 1).await;
     let mut server = tokio::process::Command::new(&rein)
         .arg("--record")
@@ -109,7 +159,7 @@ async fn main() {
     };
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     let http = reqwest::Client::new();
-    for (question, _) in script() {
+    for (question, _) in &script {
         let created = json_of(
             http.post(format!("{base}/v1/operations"))
                 .header("content-type", "application/json")
@@ -139,18 +189,16 @@ async fn main() {
         until(&http, &base, &op, &["done"]).await;
     }
     drop(server);
-    // Merge: the new exchanges replace any recorded for the same request.
+    // Merge: the new exchanges replace every earlier one of the same questions.
     let new: Vec<Value> = std::fs::read_to_string(&recorded)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let mut kept: Vec<Value> = std::fs::read_to_string(&cassette)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|old| !new.iter().any(|n| n["request"] == old["request"]))
+    let asked: Vec<&str> = script.iter().map(|(q, _)| *q).collect();
+    let mut kept: Vec<Value> = old
+        .into_iter()
+        .filter(|e| !question_of(e).is_some_and(|q| asked.contains(&q)))
         .collect();
     kept.extend(new);
     let text: String = kept.iter().map(|e| format!("{e}\n")).collect();

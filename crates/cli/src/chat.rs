@@ -1,12 +1,15 @@
 //! `rein chat`: a conversation on one topic, a turn per line. Lines starting with `/` are
 //! commands: `/approve`, `/reject [reason]`, `/cancel`, `/model provider/model`, `/history`,
-//! `/skill NAME`, `/help`, `/exit`. Works the same with a terminal or with lines piped in.
+//! `/skill NAME`, `/help`, `/exit`. While the agent waits for an answer to its question
+//! (`ask_user`), a plain line answers it and `/reject` declines. Works the same with a terminal
+//! or with lines piped in.
 //! Skills admitted in one turn (by `/skill` or by the model) stay admitted in the next.
 
 use crate::{Context_, agents, exit, finish};
 use anyhow::bail;
 use rein_core::OperationId;
 use rein_core::message::Role;
+use rein_core::question::{Answer, Question};
 use rein_operation::{AgentProfile, Decision, RunEnd, SpecOrigin, StartOptions};
 use rein_store::{SqlStore, Store};
 use std::io::Write;
@@ -92,6 +95,8 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, ctx: &Context_) -> anyho
     }
     let drv = crate::host::printing_driver(&host, ctx.json);
     let mut parked: Option<OperationId> = None;
+    // The open question of the parked operation (its call id), answered by a plain line.
+    let mut question: Option<String> = None;
     let mut code = exit::DONE;
     eprintln!("rein chat · {model} · {HELP}");
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
@@ -196,20 +201,46 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, ctx: &Context_) -> anyho
                             }
                             _ => drv.cancel(op).await,
                         };
-                        end = Some(r?);
-                        id = Some(op);
+                        match r {
+                            Ok(e) => {
+                                end = Some(e);
+                                id = Some(op);
+                            }
+                            // A decision that does not fit (approving a question): say why.
+                            Err(
+                                e @ (rein_operation::DriverError::Decision(_)
+                                | rein_operation::DriverError::Refused(_)),
+                            ) => eprintln!("{e}"),
+                            Err(e) => return Err(e.into()),
+                        }
                     }
                 },
                 other => eprintln!("unknown command /{other}; {HELP}"),
             }
-        } else {
-            if let Some(op) = parked {
+        } else if let Some(op) = parked {
+            // A plain line answers the open question; anything else waits for a command.
+            let Some(call) = question.clone() else {
                 eprintln!(
                     "operation {op} waits for a decision: /approve, /reject [reason] or /cancel"
                 );
                 prompt();
                 continue;
+            };
+            let answer = Decision::Answer(Answer::Text(line.to_owned()));
+            match drv.decide(op, Some(&[call]), answer, Some("cli")).await {
+                Ok(e) => {
+                    end = Some(e);
+                    id = Some(op);
+                }
+                // An answer that does not fit: say why and keep asking.
+                Err(rein_operation::DriverError::Decision(e)) => {
+                    eprintln!("{e}");
+                    prompt();
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
             }
+        } else {
             let opts = StartOptions {
                 spec: spec.clone(),
                 topic_id: topic.clone(),
@@ -237,12 +268,23 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, ctx: &Context_) -> anyho
                 }
             }
             if let RunEnd::WaitingForHuman { pending } = &end {
+                question = None;
                 for c in pending {
-                    eprintln!(
-                        "approve {}({})? /approve or /reject [reason]",
-                        c.key(),
-                        c.arguments
-                    );
+                    match Question::of_call(c).and_then(Result::ok) {
+                        Some(q) => {
+                            eprintln!("? {}", q.question);
+                            for o in &q.options {
+                                eprintln!("  {} — {}", o.key, o.label);
+                            }
+                            eprintln!("answer by typing it, or /reject [reason] to decline");
+                            question.get_or_insert_with(|| c.id.to_string());
+                        }
+                        None => eprintln!(
+                            "approve {}({})? /approve or /reject [reason]",
+                            c.key(),
+                            c.arguments
+                        ),
+                    }
                 }
                 parked = Some(op);
             } else {

@@ -6,6 +6,7 @@ mod config;
 mod groups;
 mod host;
 mod output;
+mod prompt;
 mod remote;
 mod serve;
 mod skills;
@@ -20,7 +21,6 @@ use rein_core::OperationId;
 use rein_core::state::Status;
 use rein_operation::{Decision, Driver, RunEnd, SpecOrigin, StartOptions};
 use rein_store::{SqlStore, Store, Synchronous};
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -124,7 +124,21 @@ pub(crate) enum Command {
         #[arg(long)]
         all: bool,
     },
-    /// Reject pending tool calls of a parked operation.
+    /// Answer a question the agent asked (`ask_user`) and continue the operation.
+    Answer {
+        /// Operation id.
+        id: String,
+        /// The answer (free text, or an option's key or label).
+        #[arg(required_unless_present = "option", conflicts_with = "option")]
+        text: Option<String>,
+        /// The question's tool call id (default: the one open question).
+        #[arg(long = "call")]
+        call: Option<String>,
+        /// Choose the option with this key.
+        #[arg(long)]
+        option: Option<String>,
+    },
+    /// Reject pending tool calls of a parked operation (for a question: decline to answer).
     Reject {
         /// Operation id.
         id: String,
@@ -251,51 +265,6 @@ async fn op_driver(store: &Arc<SqlStore>, ctx: &Context_) -> anyhow::Result<Driv
     Ok(host::printing_driver(&host, ctx.json))
 }
 
-/// Ask on the terminal for each pending call; `None` when stdin is not a terminal.
-async fn ask(driver: &Driver, id: OperationId, mut end: RunEnd) -> anyhow::Result<RunEnd> {
-    let mut always: Vec<String> = Vec::new();
-    while let RunEnd::WaitingForHuman { pending } = &end {
-        if !std::io::stdin().is_terminal() {
-            return Ok(end);
-        }
-        let Some(call) = pending.first().cloned() else {
-            return Ok(end);
-        };
-        let key = call.key();
-        let decision = if always.contains(&key) {
-            Decision::Approve
-        } else {
-            eprint!(
-                "\napprove {key}({})? [y]es / [n]o / [a]lways for this tool: ",
-                call.arguments
-            );
-            let mut line = String::new();
-            std::io::stdin().read_line(&mut line)?;
-            match line.trim().to_ascii_lowercase().as_str() {
-                "y" | "yes" => Decision::Approve,
-                "a" | "always" => {
-                    always.push(key);
-                    Decision::Approve
-                }
-                _ => {
-                    eprint!("reason (optional): ");
-                    let mut reason = String::new();
-                    std::io::stdin().read_line(&mut reason)?;
-                    let reason = Some(reason.trim().to_owned()).filter(|r| !r.is_empty());
-                    Decision::Reject {
-                        reason,
-                        halt: false,
-                    }
-                }
-            }
-        };
-        end = driver
-            .decide(id, Some(&[call.id.to_string()]), decision, Some("cli"))
-            .await?;
-    }
-    Ok(end)
-}
-
 pub(crate) async fn finish(store: &SqlStore, id: OperationId, end: &RunEnd) -> anyhow::Result<u8> {
     // A group's answer is its members' turns.
     if let Some(op) = store.load_operation(id).await?
@@ -335,11 +304,37 @@ pub(crate) async fn finish(store: &SqlStore, id: OperationId, end: &RunEnd) -> a
             }
         }
         RunEnd::WaitingForHuman { pending } => {
-            eprintln!("\nwaiting for approval · {summary}");
+            eprintln!("\nwaiting for a person · {summary}");
+            let mut questions = false;
             for c in pending {
-                eprintln!("  pending {} {}({})", c.id, c.key(), c.arguments);
+                match rein_core::question::Question::of_call(c).and_then(Result::ok) {
+                    Some(q) => {
+                        questions = true;
+                        let options: Vec<String> = q
+                            .options
+                            .iter()
+                            .map(|o| format!("{} ({})", o.key, o.label))
+                            .collect();
+                        let options = if options.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" [{}]", options.join(", "))
+                        };
+                        eprintln!("  question {}: {}{options}", c.id, q.question);
+                    }
+                    None => eprintln!("  pending {} {}({})", c.id, c.key(), c.arguments),
+                }
             }
-            eprintln!("continue with: rein approve {id}   or: rein reject {id} --reason \"...\"");
+            if questions {
+                eprintln!(
+                    "answer with: rein answer {id} \"...\"   or: rein answer {id} --option KEY"
+                );
+            }
+            if pending.iter().any(|c| !rein_core::engine::is_question(c)) {
+                eprintln!(
+                    "continue with: rein approve {id}   or: rein reject {id} --reason \"...\""
+                );
+            }
             exit::WAITING
         }
         RunEnd::WaitingForSubAgents { children } => {
@@ -461,7 +456,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 }
             });
             let end = driver.run(id).await?;
-            let end = ask(&driver, id, end).await?;
+            let end = prompt::ask(&driver, id, end).await?;
             finish(&store, id, &end).await
         }
         Command::Approve { id, calls, all } => {
@@ -471,7 +466,27 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             let end = driver
                 .decide(id, calls.as_deref(), Decision::Approve, Some("cli"))
                 .await?;
-            let end = ask(&driver, id, end).await?;
+            let end = prompt::ask(&driver, id, end).await?;
+            finish(&store, id, &end).await
+        }
+        Command::Answer {
+            id,
+            text,
+            call,
+            option,
+        } => {
+            let id = parse_id(&id)?;
+            let driver = op_driver(&store, &ctx).await?;
+            let answer = match (text, option) {
+                (_, Some(key)) => rein_core::question::Answer::Option(key),
+                (Some(text), None) => rein_core::question::Answer::Text(text),
+                (None, None) => return Err(anyhow!("give the answer, or --option KEY")),
+            };
+            let calls = call.map(|c| vec![c]);
+            let end = driver
+                .decide(id, calls.as_deref(), Decision::Answer(answer), Some("cli"))
+                .await?;
+            let end = prompt::ask(&driver, id, end).await?;
             finish(&store, id, &end).await
         }
         Command::Reject {
@@ -595,7 +610,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                 let id = parse_id(&id)?;
                 let driver = op_driver(&store, &ctx).await?;
                 let end = driver.resume(id).await?;
-                let end = ask(&driver, id, end).await?;
+                let end = prompt::ask(&driver, id, end).await?;
                 finish(&store, id, &end).await
             }
             OpCommand::Cancel { id } => {

@@ -177,6 +177,11 @@ impl Launcher for Local<'_> {
                     other => LaunchError::Failed(other.to_string()),
                 })?;
             let d = crate::host::printing_driver(&host, self.ctx.json);
+            // A task's run is unattended wherever it runs: its agent's questions are not asked.
+            let spec = rein_operation::OperationSpec {
+                unattended: true,
+                ..spec
+            };
             let opts = StartOptions {
                 spec,
                 trigger: Some(Trigger::Api),

@@ -2010,10 +2010,12 @@ async fn on_a_terminal_rein_run_asks_inline_and_takes_yes_and_no_with_a_reason()
     let mut out = child.stdout.take().unwrap();
     let mut seen = String::new();
     use tokio::io::AsyncWriteExt;
-    read_until(&mut out, &mut seen, "approve calculator/evaluate", 1).await;
-    assert!(seen.contains("[y]es / [n]o / [a]lways"), "{seen}");
+    // Wait for the whole prompt: its start can arrive in one read and its end in the next.
+    let prompt = "[y]es / [n]o / [a]lways for this tool:";
+    read_until(&mut out, &mut seen, prompt, 1).await;
+    assert!(seen.contains("approve calculator/evaluate({"), "{seen}");
     stdin.write_all(b"y\n").await.unwrap();
-    read_until(&mut out, &mut seen, "approve calculator/evaluate", 2).await;
+    read_until(&mut out, &mut seen, prompt, 2).await;
     stdin.write_all(b"n\n").await.unwrap();
     read_until(&mut out, &mut seen, "reason (optional):", 1).await;
     stdin.write_all(b"do it by hand\n").await.unwrap();
@@ -2034,6 +2036,123 @@ async fn on_a_terminal_rein_run_asks_inline_and_takes_yes_and_no_with_a_reason()
         .collect();
     assert_eq!(results[0], "4");
     assert!(results[1].contains("do it by hand"), "{results:?}");
+}
+
+fn ask_deploy(id: &str) -> Canned {
+    let question = serde_json::json!({
+        "question": "Deploy to production now?",
+        "options": [{"key": "yes", "label": "Deploy"}, {"key": "no", "label": "Wait"}]
+    });
+    Canned::openai_tools(&[(id, "ask_user__ask", &question.to_string())])
+}
+
+#[tokio::test]
+async fn a_task_run_never_parks_on_a_question_even_on_a_terminal_in_manual_mode() {
+    let e = env(vec![
+        ask_deploy("q1"),
+        Canned::openai_text("Not deploying unattended."),
+    ])
+    .await;
+    let (code, out, err) = e
+        .rein(&[
+            "task",
+            "create",
+            "--title",
+            "nightly",
+            "--instruction",
+            "Ship it if I agree.",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let task = out.split_whitespace().next().unwrap().to_owned();
+    let (code, out, err) = e.rein(&["task", "run", &task]).await;
+    assert_eq!(code, 0, "a task run completes: {err}");
+    assert!(out.contains("Not deploying unattended."), "{out}");
+    assert_eq!(
+        e.server.requests()[1].tool_result("q1"),
+        "Nobody answered (no person is available in this run). Continue with your best judgement and say which assumption you made."
+    );
+}
+
+#[tokio::test]
+async fn on_a_terminal_rein_run_asks_the_agents_question_until_the_answer_fits() {
+    if which("script").is_none() {
+        rein_testkit::skip(
+            "the terminal question prompt",
+            "util-linux `script` is not installed",
+        );
+        return;
+    }
+    let e = env(vec![
+        ask_deploy("q1"),
+        Canned::openai_text("Holding the release."),
+    ])
+    .await;
+    // Auto-run runs calls unasked, but a question still waits for the person.
+    let mut child = on_a_terminal(&e, "run --approval auto-run 'Ship it if I agree.'");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut seen = String::new();
+    use tokio::io::AsyncWriteExt;
+    read_until(&mut out, &mut seen, "choose 1-2 or type a key", 1).await;
+    assert!(seen.contains("? Deploy to production now?"), "{seen}");
+    assert!(seen.contains("2) no — Wait"), "{seen}");
+    stdin.write_all(b"later\n").await.unwrap();
+    read_until(
+        &mut out,
+        &mut seen,
+        "`later` is not one of the options: yes, no",
+        1,
+    )
+    .await;
+    read_until(&mut out, &mut seen, "choose 1-2 or type a key", 2).await;
+    stdin.write_all(b"2\n").await.unwrap();
+    read_until(&mut out, &mut seen, "Holding the release.", 1).await;
+    let status = tokio::time::timeout(Duration::from_secs(60), child.wait())
+        .await
+        .expect("rein ends after the answer")
+        .unwrap();
+    assert!(status.success(), "{seen}");
+    let requests = e.server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].tool_result("q1"), "The user chose `no` (Wait).");
+}
+
+#[tokio::test]
+async fn without_a_terminal_a_question_parks_and_rein_answer_continues_it_once() {
+    let e = env(vec![ask_deploy("q1"), Canned::openai_text("Deploying.")]).await;
+    let (code, _, err) = e.rein(&["run", "Ship it if I agree."]).await;
+    assert_eq!(code, 3, "waiting-for-human exit code: {err}");
+    assert!(
+        err.contains("question q1: Deploy to production now? [yes (Deploy), no (Wait)]"),
+        "{err}"
+    );
+    let op = op_id(&err);
+    let id = op.to_string();
+    assert!(err.contains(&format!("rein answer {id}")), "{err}");
+    // Approving a question, or an answer that is not an option, is refused; nothing changes.
+    let (code, _, err) = e.rein(&["approve", &id, "--call", "q1"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("is a question: answer it"), "{err}");
+    let (code, _, err) = e.rein(&["answer", &id, "--option", "maybe"]).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("`maybe` is not one of the options: yes, no"),
+        "{err}"
+    );
+    assert_eq!(e.server.requests().len(), 1);
+
+    let (code, out, err) = e.rein(&["answer", &id, "Deploy"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Deploying."), "{out}");
+    assert_eq!(
+        e.server.requests()[1].tool_result("q1"),
+        "The user chose `yes` (Deploy)."
+    );
+    let (code, _, err) = e.rein(&["answer", &id, "--option", "no"]).await;
+    assert_eq!(code, 1, "a question is answered once");
+    assert!(err.contains("not waiting for a decision"), "{err}");
+    assert_consistent(&e.store().await, op).await;
 }
 
 fn which(program: &str) -> Option<PathBuf> {

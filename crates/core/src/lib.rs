@@ -6,7 +6,8 @@
 //! that executes instructions ([`AgentRuntime::step`], the executor table, budgets, tool-batch
 //! merging, the end of a delegation: [`AgentRuntime::sub_agents_ended`]), intervention
 //! policy ([`InterventionChecker`] with the default security blacklist and the shell guard,
-//! which reads commands on a bash syntax tree), and what one operation may do
+//! which reads commands on a bash syntax tree), questions an agent asks a person
+//! ([`question::Question`]: the `ask_user` call, its answers), and what one operation may do
 //! ([`spec::OperationSpec`]).
 //!
 //! Everything here is synchronous logic or runtime-agnostic futures: no async runtime, no
@@ -21,6 +22,7 @@ pub mod instruction;
 pub mod intervention;
 pub mod message;
 pub mod phase;
+pub mod question;
 pub mod spec;
 pub mod state;
 #[cfg(any(test, feature = "testing"))]

@@ -196,6 +196,10 @@ pub struct OperationSpec {
     pub allowed_tools: Option<Vec<String>>,
     /// How calls are approved.
     pub approval: ApprovalMode,
+    /// Nobody watches this run (a task's): the agent's questions are not asked (the tool says
+    /// nobody is available); approvals still follow `approval`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unattended: bool,
     /// Step limit (then a final answer is forced).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<u32>,

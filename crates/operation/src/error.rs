@@ -14,6 +14,10 @@ pub enum DriverError {
     /// The request does not fit the operation's state.
     #[error("{0}")]
     Refused(String),
+    /// A decision that does not fit its call (approving a question, answering a call that asks
+    /// nothing, an answer that is not one of the options); nothing was written.
+    #[error(transparent)]
+    Decision(#[from] rein_core::engine::DecisionError),
     /// The operation's model cannot be reached from this process (unknown provider, missing
     /// API key); nothing was changed.
     #[error(transparent)]

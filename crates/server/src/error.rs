@@ -140,6 +140,24 @@ impl From<rein_operation::DriverError> for ApiError {
                 ApiError::new(StatusCode::CONFLICT, "missing_tools", e.to_string())
             }
             e @ E::InvalidTopic(_) => ApiError::bad_request(e.to_string()),
+            // A decision that does not fit its call: not-waiting and unknown calls are the
+            // operation's state (409); the rest is what the request said (422).
+            E::Decision(d) => {
+                use rein_core::engine::DecisionError as D;
+                match d {
+                    D::NotWaiting(_) | D::UnknownToolCall(_) | D::SubAgentRunning(_) => {
+                        ApiError::conflict(d.to_string())
+                    }
+                    D::NoQuestion(_)
+                    | D::QuestionNeedsAnswer(_)
+                    | D::NotAQuestion(_)
+                    | D::BadAnswer { .. } => ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "decision_does_not_fit",
+                        d.to_string(),
+                    ),
+                }
+            }
             // Well-formed, naming skills the server does not have.
             e @ E::UnknownSkills(_) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,

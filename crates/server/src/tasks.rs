@@ -52,6 +52,11 @@ impl ServerLauncher {
                 SpecError::AgentMissing(name) => LaunchError::AgentMissing(name),
                 other => failed(other),
             })?;
+        // Nobody watches a task's run: its agent's questions are not asked.
+        let spec = rein_operation::OperationSpec {
+            unattended: true,
+            ..spec
+        };
         let opts = StartOptions {
             spec,
             trigger: Some(match trigger {

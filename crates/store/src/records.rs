@@ -183,6 +183,8 @@ pub enum InterventionStatus {
     Aborted,
     /// Nobody decided in time.
     Expired,
+    /// A question (`ask_user`) was answered; `reason` holds the answer as given.
+    Answered,
 }
 
 /// A pending (or decided) approval.
@@ -196,7 +198,7 @@ pub struct Intervention {
     pub owner: Option<String>,
     /// Status.
     pub status: InterventionStatus,
-    /// Rejection reason.
+    /// Why it was rejected, aborted or expired; for an answered question, the answer.
     pub reason: Option<String>,
     /// Who decided.
     pub decided_by: Option<String>,

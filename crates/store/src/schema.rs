@@ -232,6 +232,10 @@ pub async fn migrate(pool: &AnyPool) -> Result<(), StoreError> {
                 .fetch_optional(&mut *tx)
                 .await?;
         if applied.is_some() {
+            // End the transaction now: a dropped one is rolled back only when its connection
+            // is next used, and until then it holds a lock on `rein_schema` (on PostgreSQL a
+            // `DROP SCHEMA` or a migration in another process waits for it).
+            tx.rollback().await?;
             continue;
         }
         for stmt in statements(sql) {

@@ -5,7 +5,8 @@
 //! against its schema before the tool sees them, and the built-in tools: `calculator`, `files`
 //! (confined to the operation's working directory), `shell` (timeout, capped output, approval
 //! required), `web` (`fetch`, refusing private and loopback targets), `todo` (the agent's
-//! plan, kept in the operation's state) and `tools`
+//! plan, kept in the operation's state), `ask_user` (a question for the person; the brain parks
+//! it until answered, so the tool runs only in headless runs) and `tools`
 //! (`activate_tools`, for progressive disclosure); [`skills`] (discovery of Agent Skills
 //! folders and `skills.activate`); and [`mcp`], which turns an MCP server's
 //! tools into one more tool.
@@ -29,6 +30,7 @@ macro_rules! tool_args {
 
 pub mod activate;
 pub mod agents;
+pub mod ask_user;
 pub mod calculator;
 pub mod documents;
 pub mod files;
@@ -128,6 +130,7 @@ impl ToolRegistry {
         r.register(Arc::new(shell::Shell::new(config.shell.clone())))?;
         r.register(Arc::new(web::Web::new(config.web.clone())))?;
         r.register(Arc::new(todo::Todo))?;
+        r.register(Arc::new(ask_user::AskUser))?;
         r.register(Arc::new(activate::ActivateTools))?;
         Ok(r)
     }

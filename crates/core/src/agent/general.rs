@@ -8,7 +8,7 @@ use crate::instruction::{
     BlockedReason, CallLlmPayload, CallToolPayload, CallToolsBatchPayload, CompressContextPayload,
     ExecSubAgentsPayload, Instruction, ResolveAbortedToolsPayload, ResolveBlockedToolsPayload,
 };
-use crate::intervention::{Action, InterventionChecker, key_listed};
+use crate::intervention::{Action, ApprovalMode, InterventionChecker, key_listed};
 use crate::message::{Role, ToolCall, ToolStatus};
 use crate::phase::{LlmResultPayload, Phase, RuntimeContext};
 use crate::state::{AgentState, FinishReason, ModelRef, Status};
@@ -322,7 +322,20 @@ impl GeneralChatAgent {
         let mut execute = Vec::new();
         let mut approve = Vec::new();
         let mut refuse = Vec::new();
+        let nobody = state.intervention.approval_mode == ApprovalMode::Headless
+            || state.intervention.unattended;
         for call in allowed {
+            // A question waits for a person in every mode that has one (nothing else can
+            // answer it); in a headless or unattended run the tool itself says nobody is there.
+            // Arguments that do not fit run too: the tool's validation tells the model why.
+            if let Some(question) = crate::question::Question::of_call(&call) {
+                if nobody || question.is_err() {
+                    execute.push(call);
+                } else {
+                    approve.push(call);
+                }
+                continue;
+            }
             match self.checker.check(&call, state) {
                 Action::Execute => execute.push(call),
                 Action::RequireApproval => approve.push(call),

@@ -7,6 +7,7 @@ use crate::phase::{
     HumanAbortPayload, HumanApprovedToolPayload, HumanResponsePayload, Phase, RuntimeContext,
     ToolResultPayload,
 };
+use crate::question::{Answer, Question};
 use crate::state::{AgentState, Interruption, Status};
 use chrono::Utc;
 
@@ -25,6 +26,26 @@ pub enum DecisionError {
     /// No question is open.
     #[error("no open {0} question")]
     NoQuestion(&'static str),
+    /// A question (`ask_user`) is answered, not approved.
+    #[error("tool call `{0}` is a question: answer it (approving would leave it unanswered)")]
+    QuestionNeedsAnswer(String),
+    /// An answer was given for a call that asks nothing.
+    #[error("tool call `{0}` is not a question; approve or reject it")]
+    NotAQuestion(String),
+    /// The answer does not fit the question.
+    #[error("answer to `{call}` does not fit: {error}")]
+    BadAnswer {
+        /// The call.
+        call: String,
+        /// What is wrong with the answer.
+        error: crate::question::AnswerError,
+    },
+}
+
+/// The question a pending call asks, if it is one (arguments that do not parse are not a
+/// question a person can answer: the call is rejected or aborted like any other).
+fn question_of(call: &ToolCall) -> Option<Question> {
+    Question::of_call(call).and_then(Result::ok)
 }
 
 fn take_pending(state: &mut AgentState, tool_call_id: &str) -> Result<ToolCall, DecisionError> {
@@ -46,6 +67,9 @@ pub fn approve_tool_call(
     tool_call_id: &str,
 ) -> Result<(AgentState, RuntimeContext), DecisionError> {
     let call = take_pending(&mut state, tool_call_id)?;
+    if question_of(&call).is_some() {
+        return Err(DecisionError::QuestionNeedsAnswer(tool_call_id.to_owned()));
+    }
     let tool_message_id = state.tool_message_mut(&call.id).map(|m| {
         m.tool_status = Some(ToolStatus::Approved);
         m.id
@@ -104,6 +128,71 @@ pub fn reject_tool_call(
         follow_up: None,
     }));
     Ok((state, Some(ctx)))
+}
+
+/// Answer a pending question (`ask_user`): the answer, checked against the question, becomes
+/// the call's result and the model reads it (once no other call is pending).
+pub fn answer_tool_call(
+    mut state: AgentState,
+    tool_call_id: &str,
+    answer: &Answer,
+) -> Result<(AgentState, RuntimeContext), DecisionError> {
+    let call = take_pending(&mut state, tool_call_id)?;
+    let question =
+        question_of(&call).ok_or_else(|| DecisionError::NotAQuestion(tool_call_id.to_owned()))?;
+    let content = question
+        .answered(answer)
+        .map_err(|error| DecisionError::BadAnswer {
+            call: tool_call_id.to_owned(),
+            error,
+        })?;
+    Ok(settle_question(state, call, content))
+}
+
+/// Settle a pending question nobody answered in time (`why`: "the question expired at …"):
+/// the default, when it has one, or a note that nobody answered, is the call's result.
+pub fn expire_question(
+    mut state: AgentState,
+    tool_call_id: &str,
+    why: &str,
+) -> Result<(AgentState, RuntimeContext), DecisionError> {
+    let call = take_pending(&mut state, tool_call_id)?;
+    let question =
+        question_of(&call).ok_or_else(|| DecisionError::NotAQuestion(tool_call_id.to_owned()))?;
+    let content = question.unanswered(why);
+    Ok(settle_question(state, call, content))
+}
+
+fn settle_question(
+    mut state: AgentState,
+    call: ToolCall,
+    content: String,
+) -> (AgentState, RuntimeContext) {
+    let parent = state.pending_parent_message_id;
+    let msg_id = write_tool_message(
+        &mut state,
+        &call,
+        parent,
+        None,
+        ToolStatus::Succeeded,
+        &content,
+    );
+    state.status = Status::Running;
+    let ctx = RuntimeContext::new(Phase::ToolResult(ToolResultPayload {
+        parent_message_id: parent,
+        tool_message_id: msg_id,
+        tool_call: call,
+        status: ToolStatus::Succeeded,
+        content,
+        execution_ms: 0,
+        follow_up: None,
+    }));
+    (state, ctx)
+}
+
+/// Whether a pending call is a question a person answers (`ask_user`).
+pub fn is_question(call: &ToolCall) -> bool {
+    question_of(call).is_some()
 }
 
 /// Abort everything pending: the next step settles the calls as aborted and finishes.

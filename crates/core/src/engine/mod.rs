@@ -10,7 +10,8 @@ mod sub_agents;
 
 pub use executor::{ExecContext, ExecError, ExecOutput, Executor, ExecutorTable};
 pub use human::{
-    DecisionError, abort_pending, answer_prompt, answer_select, approve_tool_call, reject_tool_call,
+    DecisionError, abort_pending, answer_prompt, answer_select, answer_tool_call,
+    approve_tool_call, expire_question, is_question, reject_tool_call,
 };
 pub use ports::{
     EventSink, LlmOutput, LlmPort, LlmProgress, LlmRequest, PortError, RawToolCall, Summarizer,

@@ -124,6 +124,10 @@ pub struct UserInterventionConfig {
     /// `identifier/api` keys (or bare identifiers) that run without asking in allow-list mode.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allow_list: Vec<String>,
+    /// Nobody watches the run (a task's): questions are answered "nobody is available"
+    /// instead of parking, whatever the approval mode.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unattended: bool,
 }
 
 impl UserInterventionConfig {

@@ -40,7 +40,17 @@ impl Driver {
         let interventions = r
             .approvals
             .into_iter()
-            .map(|call| Intervention {
+            .map(|call| {
+                // A question's own expiry wins over the approval timeout.
+                let expires_at = rein_core::question::Question::of_call(&call)
+                    .and_then(Result::ok)
+                    .and_then(|q| q.expires_in_secs)
+                    .and_then(|secs| chrono::Duration::try_seconds(i64::try_from(secs).ok()?))
+                    .map(|d| Utc::now() + d)
+                    .or(expires_at);
+                (call, expires_at)
+            })
+            .map(|(call, expires_at)| Intervention {
                 operation_id: run.id,
                 call,
                 owner: None,

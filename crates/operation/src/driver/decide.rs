@@ -7,10 +7,35 @@ use super::{Decision, Driver, RunEnd, derived_message_id, end_of};
 use crate::error::DriverError;
 use rein_core::AgentRuntime;
 use rein_core::OperationId;
-use rein_core::engine::{StepResult, abort_pending, approve_tool_call, reject_tool_call};
+use rein_core::engine::{
+    StepResult, abort_pending, answer_tool_call, approve_tool_call, is_question, reject_tool_call,
+};
+use rein_core::question::Answer;
 use rein_core::state::Status;
 use rein_store::InterventionStatus;
 use std::collections::HashSet;
+
+/// The state after `decision` on the pending call `call`, and the context the next step runs
+/// in (`None`: the operation stopped for good).
+fn apply(
+    decision: &Decision,
+    state: rein_core::AgentState,
+    call: &str,
+) -> Result<(rein_core::AgentState, Option<rein_core::RuntimeContext>), DriverError> {
+    Ok(match decision {
+        Decision::Approve => {
+            let (s, c) = approve_tool_call(state, call)?;
+            (s, Some(c))
+        }
+        Decision::Reject { reason, halt } => {
+            reject_tool_call(state, call, reason.as_deref(), *halt)?
+        }
+        Decision::Answer(answer) => {
+            let (s, c) = answer_tool_call(state, call, answer)?;
+            (s, Some(c))
+        }
+    })
+}
 
 /// Refuses a decision on an operation that is not waiting for one.
 fn not_waiting(run: &Loaded) -> DriverError {
@@ -60,9 +85,44 @@ impl Driver {
             .iter()
             .map(|c| c.id.to_string())
             .collect();
-        let targets: Vec<String> = match calls {
-            Some(c) => c.to_vec(),
-            None => pending.clone(),
+        let targets: Vec<String> = match (calls, &decision) {
+            (Some(c), _) => c.to_vec(),
+            // An answer without a call goes to the one open question.
+            (None, Decision::Answer(_)) => {
+                let questions: Vec<String> = run
+                    .committed
+                    .pending_tool_calls
+                    .iter()
+                    .filter(|c| is_question(c))
+                    .map(|c| c.id.to_string())
+                    .collect();
+                if questions.len() != 1 {
+                    return Err(DriverError::Refused(format!(
+                        "operation {id} has {} open questions; name the call to answer ({})",
+                        questions.len(),
+                        questions.join(", ")
+                    )));
+                }
+                questions
+            }
+            // Approving everything approves the calls that are not questions.
+            (None, Decision::Approve) => {
+                let calls: Vec<String> = run
+                    .committed
+                    .pending_tool_calls
+                    .iter()
+                    .filter(|c| !is_question(c))
+                    .map(|c| c.id.to_string())
+                    .collect();
+                if calls.is_empty() {
+                    return Err(DriverError::Refused(format!(
+                        "operation {id} waits only for answers to questions ({}); answer them",
+                        pending.join(", ")
+                    )));
+                }
+                calls
+            }
+            (None, _) => pending.clone(),
         };
         if let Some(unknown) = targets.iter().find(|t| !pending.contains(t)) {
             let known: HashSet<&str> = run
@@ -85,24 +145,21 @@ impl Driver {
         let (status, reason) = match &decision {
             Decision::Approve => (InterventionStatus::Approved, None),
             Decision::Reject { reason, .. } => (InterventionStatus::Rejected, reason.as_deref()),
+            Decision::Answer(Answer::Text(t) | Answer::Option(t)) => {
+                (InterventionStatus::Answered, Some(t.as_str()))
+            }
         };
+        // Every target must take this decision (a question is answered, not approved; an
+        // answer must fit) before anything is written.
         for call in &targets {
+            apply(&decision, run.committed.clone(), call)?;
+        }
+        for call in &targets {
+            let (mut decided, ctx) = apply(&decision, run.committed.clone(), call)?;
             // Single-use: a concurrent second decision fails here.
             self.store
                 .decide_intervention(id, call, status, by, reason)
                 .await?;
-            let state = run.committed.clone();
-            let (mut decided, ctx) = match &decision {
-                Decision::Approve => {
-                    let (s, c) = approve_tool_call(state, call)
-                        .map_err(|e| DriverError::Refused(e.to_string()))?;
-                    (s, Some(c))
-                }
-                Decision::Reject { reason, halt } => {
-                    reject_tool_call(state, call, reason.as_deref(), *halt)
-                        .map_err(|e| DriverError::Refused(e.to_string()))?
-                }
-            };
             let r = match ctx {
                 Some(ctx) => {
                     decided.pending_assistant_message_id =

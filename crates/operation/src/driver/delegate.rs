@@ -258,6 +258,8 @@ impl Delegator {
             system_role: asked.system_role.clone(),
             allowed_tools,
             approval: stricter(parent.approval, asked.approval),
+            // Nobody watches a sub-agent of an unattended run either.
+            unattended: parent.unattended,
             max_steps: min_opt(asked.max_steps, parent.max_steps),
             budget,
             approval_timeout_secs: min_opt(

@@ -130,6 +130,8 @@ pub enum Decision {
         /// Stop the operation for good.
         halt: bool,
     },
+    /// Answer a question (`ask_user`); the answer becomes the call's result.
+    Answer(rein_core::question::Answer),
 }
 
 /// Called after every step that was written, with the operation's id and the events the

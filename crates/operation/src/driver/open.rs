@@ -1,12 +1,13 @@
 //! Opening an operation: load it once, then the checks every entry point (run, resume, decide,
 //! abort, cancel) needs before it may step it. An approval nobody gave in time ends it
-//! (`timeout`); a message its conversation depends on that was deleted fails it. Both settle
+//! (`timeout`); a question nobody answered in time takes its default and the operation runs on;
+//! a message its conversation depends on that was deleted fails it. Both settle
 //! through one commit, so the caller gets where the operation ended instead of a loaded run.
 
 use super::{Driver, RunEnd, end_of};
 use crate::error::DriverError;
 use chrono::Utc;
-use rein_core::engine::StepResult;
+use rein_core::engine::{StepResult, expire_question, is_question};
 use rein_core::event::EventKind;
 use rein_core::phase::RuntimeContext;
 use rein_core::spec::OperationSpec;
@@ -94,7 +95,8 @@ impl Driver {
     }
 
     /// An approval that nobody gave in time ends the operation visibly (`timeout`), its
-    /// pending calls settled as aborted.
+    /// pending calls settled as aborted. A question nobody answered in time is answered by
+    /// its default (or a note that nobody answered) and the operation continues from there.
     async fn expire_if_due(&self, run: &mut Loaded) -> Result<Option<RunEnd>, DriverError> {
         if run.committed.status != Status::WaitingForHuman {
             return Ok(None);
@@ -107,32 +109,71 @@ impl Driver {
             .into_iter()
             .filter(|i| i.status == InterventionStatus::Pending)
             .collect();
-        let Some(deadline) = pending
+        let expired = |i: &&Intervention| i.expires_at.is_some_and(|t| t <= now);
+        let (questions, approvals): (Vec<&Intervention>, Vec<&Intervention>) = pending
             .iter()
-            .filter_map(|i| i.expires_at)
-            .filter(|t| *t <= now)
-            .min()
-        else {
+            .filter(expired)
+            .partition(|i| is_question(&i.call));
+        if let Some(deadline) = approvals.iter().filter_map(|i| i.expires_at).min() {
+            for i in &pending {
+                // A concurrent decision may have landed first; it keeps its outcome.
+                let _ = self
+                    .store
+                    .decide_intervention(
+                        run.id,
+                        &i.call.id,
+                        InterventionStatus::Expired,
+                        None,
+                        Some("approval expired"),
+                    )
+                    .await;
+            }
+            let runtime = self.settling_runtime(&run.spec);
+            let reason = format!("approval expired at {}", deadline.to_rfc3339());
+            let interrupted =
+                runtime.interrupt_finishing(run.committed.clone(), reason, FinishReason::Timeout);
+            return self.settle(&runtime, run, interrupted).await.map(Some);
+        }
+        if questions.is_empty() {
             return Ok(None);
-        };
-        for i in &pending {
-            // A concurrent decision may have landed first; it keeps its outcome.
-            let _ = self
+        }
+        let mut state = run.committed.clone();
+        let mut next = None;
+        for i in questions {
+            let why = match i.expires_at {
+                Some(t) => format!("the question expired at {}", t.to_rfc3339()),
+                None => "the question expired".to_owned(),
+            };
+            // Single-use like an answer: one that landed first keeps its outcome.
+            if self
                 .store
                 .decide_intervention(
                     run.id,
                     &i.call.id,
                     InterventionStatus::Expired,
                     None,
-                    Some("approval expired"),
+                    Some(&why),
                 )
-                .await;
+                .await
+                .is_err()
+            {
+                continue;
+            }
+            let (s, ctx) = expire_question(state, &i.call.id, &why)?;
+            state = s;
+            next = Some(ctx);
         }
-        let runtime = self.settling_runtime(&run.spec);
-        let reason = format!("approval expired at {}", deadline.to_rfc3339());
-        let interrupted =
-            runtime.interrupt_finishing(run.committed.clone(), reason, FinishReason::Timeout);
-        self.settle(&runtime, run, interrupted).await.map(Some)
+        if next.is_none() {
+            return Ok(None);
+        }
+        // The answers are committed as a decision would be; the operation then runs on (the
+        // brain parks it again if other calls still wait for a person).
+        state.pending_assistant_message_id = Some(super::derived_message_id(run.id, run.seq + 1));
+        let (runtime, _activity) = self.running_runtime(run)?;
+        let r = runtime.step(state, next).await;
+        self.commit(run, r).await?;
+        let state = run.committed.clone();
+        self.drive(&runtime, run, state).await.map(Some)
     }
 
     /// A message the conversation depends on was deleted while the operation was in flight:

@@ -149,6 +149,7 @@ pub(super) fn first_state(
     state.max_steps = spec.max_steps;
     state.budget = spec.budget.clone();
     state.intervention.approval_mode = spec.approval;
+    state.intervention.unattended = spec.unattended;
     state.metadata.working_directory = spec.working_directory.clone();
     state.metadata.topic_id = Some(topic_id.to_owned());
     if let Some(owner) = &spec.owner {

@@ -135,13 +135,14 @@ pub struct OperationDetail {
     pub usage: serde_json::Value,
 }
 
-/// One decision in `POST /v1/operations/{id}/interventions`.
+/// One decision in `POST /v1/operations/{id}/interventions`: one shape for approvals and
+/// questions (`ask_user` calls are answered or declined, never approved).
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DecisionIn {
     /// The pending call.
     pub tool_call_id: String,
-    /// `approve` or `reject`.
+    /// `approve`, `reject`, `answer` or `select`.
     pub decision: DecisionKind,
     /// Why (rejections; the model reads it).
     #[serde(default)]
@@ -149,16 +150,83 @@ pub struct DecisionIn {
     /// Stop the operation for good (rejections).
     #[serde(default)]
     pub halt: bool,
+    /// The answer to a question (`answer`).
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 20000))]
+    pub text: Option<String>,
+    /// The key of the chosen option (`select`).
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 100))]
+    pub option: Option<String>,
 }
 
-/// Approve or reject.
+/// What a person decides about a pending call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DecisionKind {
     /// Run the call.
     Approve,
-    /// Do not run it.
+    /// Do not run it (a question: decline to answer).
     Reject,
+    /// Answer a question with `text`.
+    Answer,
+    /// Answer a question with one of its options (`option`).
+    Select,
+}
+
+impl DecisionIn {
+    /// The driver's decision, after checking it fits the pending call it names: a question is
+    /// answered (with text, or an option it has) or declined, never approved; only a question
+    /// is answered; a question past its expiry has taken its default.
+    fn decision_for(self, pending: &rein_store::Intervention) -> Result<Decision, ApiError> {
+        use rein_core::question::{Answer, Question};
+        let unfit = |m: String| {
+            ApiError::new(
+                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                "decision_does_not_fit",
+                m,
+            )
+        };
+        let id = &self.tool_call_id;
+        let question = Question::of_call(&pending.call).and_then(Result::ok);
+        let answer = match (self.decision, self.text, self.option) {
+            (DecisionKind::Approve, _, _) if question.is_some() => {
+                return Err(unfit(format!(
+                    "tool call {id} is a question: answer it (`answer` with `text`, `select` with `option`) or `reject` it"
+                )));
+            }
+            (DecisionKind::Approve, _, _) => return Ok(Decision::Approve),
+            (DecisionKind::Reject, _, _) => {
+                return Ok(Decision::Reject {
+                    reason: self.reason,
+                    halt: self.halt,
+                });
+            }
+            (DecisionKind::Answer, Some(text), _) => Answer::Text(text),
+            (DecisionKind::Select, _, Some(key)) => Answer::Option(key),
+            (DecisionKind::Answer, None, _) => {
+                return Err(unfit(format!("`answer` for tool call {id} needs `text`")));
+            }
+            (DecisionKind::Select, _, None) => {
+                return Err(unfit(format!("`select` for tool call {id} needs `option`")));
+            }
+        };
+        let Some(question) = question else {
+            return Err(unfit(format!(
+                "tool call {id} is not a question; approve or reject it"
+            )));
+        };
+        if let Some(at) = pending.expires_at.filter(|t| *t <= chrono::Utc::now()) {
+            return Err(ApiError::conflict(format!(
+                "the question of tool call {id} expired at {}; its default applies",
+                at.to_rfc3339()
+            )));
+        }
+        question
+            .answered(&answer)
+            .map_err(|e| unfit(format!("answer to tool call {id} does not fit: {e}")))?;
+        Ok(Decision::Answer(answer))
+    }
 }
 
 /// `POST /v1/operations/{id}/interventions` body.
@@ -397,8 +465,9 @@ pub async fn decide(
     // A sub-agent's approvals are decided through the operation at the top of its tree.
     let known = rein_operation::tree::interventions(&*app.store, op.id).await?;
     let mut seen = std::collections::HashSet::new();
-    for d in &body.decisions {
-        if !seen.insert(d.tool_call_id.as_str()) {
+    let mut decisions = Vec::with_capacity(body.decisions.len());
+    for d in body.decisions {
+        if !seen.insert(d.tool_call_id.clone()) {
             return Err(ApiError::bad_request(format!(
                 "tool call {} is decided twice in this request",
                 d.tool_call_id
@@ -407,7 +476,7 @@ pub async fn decide(
         match known.iter().find(|i| *i.call.id == *d.tool_call_id) {
             None => {
                 return Err(ApiError::not_found(format!(
-                    "operation {id} has no approval request for tool call {}",
+                    "operation {id} has no approval request or question for tool call {}",
                     d.tool_call_id
                 )));
             }
@@ -417,7 +486,10 @@ pub async fn decide(
                     d.tool_call_id
                 )));
             }
-            Some(_) => {}
+            Some(i) => {
+                let call = d.tool_call_id.clone();
+                decisions.push((call, d.decision_for(i)?));
+            }
         }
     }
     if !matches!(
@@ -429,20 +501,6 @@ pub async fn decide(
             status_name(op.status)
         )));
     }
-    let decisions = body
-        .decisions
-        .into_iter()
-        .map(|d| {
-            let decision = match d.decision {
-                DecisionKind::Approve => Decision::Approve,
-                DecisionKind::Reject => Decision::Reject {
-                    reason: d.reason,
-                    halt: d.halt,
-                },
-            };
-            (d.tool_call_id, decision)
-        })
-        .collect();
     app.runner
         .spawn(op.id, user.id, app.runner.driver(), Job::Decide(decisions))
         .await?;
