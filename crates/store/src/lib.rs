@@ -10,9 +10,12 @@
 //! (step commits notify other processes: [`CommitNotices`]) with the same portable SQL; one
 //! conformance suite runs against both. A commit writes what the step changed
 //! ([`StateChanges`]): the compact state, new or changed messages, their order from the first
-//! changed position, the tool manifests only when they change.
+//! changed position, the tool manifests only when they change. Beside operations: accounts,
+//! tasks with their deliveries and runs ([`Tasks`]), and briefs with their hooks and hook
+//! outbox ([`Briefs`]).
 
 mod accounts;
+mod briefs;
 mod error;
 mod records;
 mod schema;
@@ -20,6 +23,10 @@ mod sql;
 mod tasks;
 
 pub use accounts::{Accounts, AgentRecord, ApiToken, GroupRecord, TopicRecord, User};
+pub use briefs::{
+    Artifact, Brief, BriefAction, BriefFilter, BriefHook, BriefKind, BriefNotice, BriefPriority,
+    Briefs, Resolution,
+};
 pub use error::StoreError;
 pub use records::*;
 pub use sql::{CommitNotices, Counts, SqlStore, Synchronous, redact};

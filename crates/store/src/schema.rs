@@ -54,6 +54,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "instants compared by statements as integer microseconds",
         include_str!("../migrations/0011_instants.sql"),
     ),
+    (
+        12,
+        "briefs, brief hooks and their deliveries",
+        include_str!("../migrations/0012_briefs.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

@@ -354,6 +354,166 @@ async fn suite(store: &SqlStore) {
     leases(store).await;
     tasks(store).await;
     sub_agents(store).await;
+    briefs(store).await;
+}
+
+/// Briefs: newest first per owner, unresolved filter, read once, resolved once; hooks; the
+/// hook outbox claimed by one process at a time, retried, delivered once.
+async fn briefs(store: &SqlStore) {
+    use chrono::SubsecRound;
+    // The store keeps microseconds.
+    let t0 = Utc::now().trunc_subsecs(6);
+    let owner = format!("brief-owner-{}", OperationId::new());
+    let brief = |id: &str, minutes: i64, priority: BriefPriority| Brief {
+        id: format!("{owner}-{id}"),
+        owner: owner.clone(),
+        task_id: Some(format!("{owner}-task")),
+        operation_id: None,
+        agent: None,
+        kind: BriefKind::Decision,
+        priority,
+        title: format!("title {id}"),
+        summary: "summary".into(),
+        artifacts: vec![Artifact {
+            kind: "operation".into(),
+            reference: "op-1".into(),
+            title: None,
+        }],
+        actions: vec![BriefAction {
+            key: "approve".into(),
+            label: "Approve".into(),
+        }],
+        read_at: None,
+        resolution: None,
+        created_at: t0 + chrono::Duration::minutes(minutes),
+    };
+    let urgent = brief("b1", 0, BriefPriority::Urgent);
+    store.add_brief(&urgent, Some(t0)).await.unwrap();
+    store
+        .add_brief(&brief("b2", 1, BriefPriority::Info), None)
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.add_brief(&urgent, None).await,
+        Err(StoreError::Conflict(_))
+    ));
+    let mine = BriefFilter {
+        owner: Some(owner.clone()),
+        ..Default::default()
+    };
+    let listed = store.list_briefs(&mine).await.unwrap();
+    assert_eq!(
+        listed.iter().map(|b| b.title.as_str()).collect::<Vec<_>>(),
+        ["title b2", "title b1"],
+        "newest first"
+    );
+    assert_eq!(listed[1], urgent, "read back as written");
+    assert!(listed[1].holds_task());
+    let others = BriefFilter {
+        owner: Some("someone-else".into()),
+        ..Default::default()
+    };
+    assert!(store.list_briefs(&others).await.unwrap().is_empty());
+
+    assert!(store.mark_brief_read(&urgent.id, t0).await.unwrap());
+    let later = t0 + chrono::Duration::minutes(5);
+    assert!(store.mark_brief_read(&urgent.id, later).await.unwrap());
+    let read = store.get_brief(&urgent.id).await.unwrap().unwrap();
+    assert_eq!(
+        read.read_at.map(|t| t.timestamp_micros()),
+        Some(t0.timestamp_micros()),
+        "read once"
+    );
+    assert!(!store.mark_brief_read("no-such-brief", t0).await.unwrap());
+
+    let resolution = Resolution {
+        action: "approve".into(),
+        comment: Some("go".into()),
+        by: Some(owner.clone()),
+        at: later,
+    };
+    assert!(store.resolve_brief(&urgent.id, &resolution).await.unwrap());
+    assert!(
+        !store.resolve_brief(&urgent.id, &resolution).await.unwrap(),
+        "resolved once"
+    );
+    let resolved = store.get_brief(&urgent.id).await.unwrap().unwrap();
+    assert_eq!(
+        resolved.resolution.as_ref().map(|r| r.comment.clone()),
+        Some(Some("go".into()))
+    );
+    assert!(!resolved.holds_task());
+    let open = BriefFilter {
+        owner: Some(owner.clone()),
+        unresolved: true,
+        ..Default::default()
+    };
+    assert_eq!(store.list_briefs(&open).await.unwrap().len(), 1);
+
+    // Hooks.
+    let hook = BriefHook {
+        owner: owner.clone(),
+        url: "http://127.0.0.1:9/hook".into(),
+        secret: "s3cret".into(),
+        created_at: t0,
+    };
+    store.set_brief_hook(&hook).await.unwrap();
+    let moved = BriefHook {
+        url: "http://127.0.0.1:9/other".into(),
+        ..hook.clone()
+    };
+    store.set_brief_hook(&moved).await.unwrap();
+    assert_eq!(
+        store.brief_hook(&owner).await.unwrap().unwrap().url,
+        moved.url
+    );
+    assert!(store.delete_brief_hook(&owner).await.unwrap());
+    assert!(store.brief_hook(&owner).await.unwrap().is_none());
+
+    // The outbox: one claim at a time, retried after a failure, delivered once.
+    let lease = t0 + chrono::Duration::seconds(30);
+    let mine = |n: &[BriefNotice]| n.iter().filter(|n| n.owner == owner).count();
+    let first = store.claim_brief_notices(t0, lease, 100).await.unwrap();
+    assert_eq!(mine(&first), 1);
+    let notice = first.iter().find(|n| n.owner == owner).unwrap();
+    assert_eq!(
+        (notice.brief_id.as_str(), notice.attempts),
+        (urgent.id.as_str(), 1)
+    );
+    assert_eq!(
+        mine(&store.claim_brief_notices(t0, lease, 100).await.unwrap()),
+        0,
+        "claimed"
+    );
+    let retry = t0 + chrono::Duration::seconds(2);
+    store
+        .settle_brief_notice(&urgent.id, None, Some("HTTP 500"), Some(retry))
+        .await
+        .unwrap();
+    assert_eq!(
+        mine(
+            &store
+                .claim_brief_notices(retry - chrono::Duration::microseconds(1), lease, 100)
+                .await
+                .unwrap()
+        ),
+        0
+    );
+    let second = store.claim_brief_notices(retry, lease, 100).await.unwrap();
+    assert_eq!(
+        second.iter().find(|n| n.owner == owner).map(|n| n.attempts),
+        Some(2)
+    );
+    store
+        .settle_brief_notice(&urgent.id, Some(retry), None, None)
+        .await
+        .unwrap();
+    let far = t0 + chrono::Duration::days(365);
+    assert_eq!(
+        mine(&store.claim_brief_notices(far, far, 100).await.unwrap()),
+        0,
+        "delivered once"
+    );
 }
 
 /// Memories and notes: upsert, scope isolation, newest first, delete.
