@@ -188,7 +188,7 @@ impl Launcher for Local<'_> {
                 ..Default::default()
             };
             let id = d
-                .start(&task.instruction, &opts)
+                .start(&task.prompt(), &opts)
                 .await
                 .map_err(|e| LaunchError::Failed(e.to_string()))?;
             *self.started.lock().unwrap_or_else(|p| p.into_inner()) = Some(d);

@@ -7,14 +7,15 @@
 //! `(task, due time, kind)` is planned once (the store's key) and claimed by one dispatcher at
 //! a time (leases); a run starts only if, when its delivery is claimed, the task exists, is
 //! active, still has that automation, has the delivery's generation, is under its cap, has no
-//! unresolved decision, and its overlap policy allows it.
+//! unresolved decision (a run parked on a person, or an urgent decision brief: `human_waiting`),
+//! and its overlap policy allows it. A run that ends gives its brief (see [`crate::briefing`]).
 
 use crate::clock::Clock;
 use crate::schedule::Schedule;
 use crate::task::{Automation, CatchUp, Overlap, Task, TaskError, TaskStatus};
 use chrono::{DateTime, Duration, Utc};
 use futures::future::BoxFuture;
-use rein_store::{Delivery, DeliveryStatus, TaskRun, Tasks};
+use rein_store::{BriefFilter, Delivery, DeliveryStatus, TaskRun, TaskStore};
 use std::sync::Arc;
 
 /// Where a run started by the dispatcher is.
@@ -88,7 +89,7 @@ pub struct Tick {
 
 /// One dispatcher (several may share a PostgreSQL store).
 pub struct Dispatcher {
-    store: Arc<dyn Tasks>,
+    store: Arc<dyn TaskStore>,
     clock: Arc<dyn Clock>,
     launcher: Arc<dyn Launcher>,
     /// This dispatcher's name in claims.
@@ -102,7 +103,7 @@ pub struct Dispatcher {
 impl Dispatcher {
     /// A dispatcher named `worker`.
     pub fn new(
-        store: Arc<dyn Tasks>,
+        store: Arc<dyn TaskStore>,
         clock: Arc<dyn Clock>,
         launcher: Arc<dyn Launcher>,
         worker: impl Into<String>,
@@ -273,6 +274,26 @@ impl Dispatcher {
         if let Err(e @ LaunchError::AgentMissing(_)) = self.launcher.ready(task).await {
             return Ok(Verdict::Skip(e.to_string()));
         }
+        // An urgent decision nobody resolved holds the task's fires (errors do not: they ask
+        // for a retry, and the schedule carries on).
+        let open = BriefFilter {
+            task_id: Some(task.id.clone()),
+            unresolved: true,
+            limit: 50,
+            ..Default::default()
+        };
+        if let Some(b) = self
+            .store
+            .list_briefs(&open)
+            .await?
+            .into_iter()
+            .find(|b| b.holds_task())
+        {
+            return Ok(Verdict::Skip(format!(
+                "human_waiting: brief {} ({}) waits for a decision",
+                b.id, b.title
+            )));
+        }
         let mut running = false;
         for run in self.store.runs(&task.id, 50).await? {
             if run.finished_at.is_some() {
@@ -382,6 +403,7 @@ impl Dispatcher {
                     };
                     match self.launcher.launch(&task, &d.kind).await {
                         Ok(op) => {
+                            self.took_feedback(&task, &op).await?;
                             self.store
                                 .add_run(&TaskRun {
                                     operation_id: op.clone(),
@@ -456,6 +478,28 @@ impl Dispatcher {
                 continue;
             };
             let now = self.clock.now();
+            // The brief first: its id is the run's, so after a crash between the two the
+            // next reap writes it again harmlessly, and a recorded end always has its brief.
+            if let Some(task) = self.load(&run.task_id).await?
+                && let Some(b) = crate::briefing::brief_for_run(
+                    &task,
+                    &run,
+                    &outcome,
+                    success,
+                    brief.as_deref(),
+                    now,
+                )
+            {
+                let notify = if b.priority == rein_store::BriefPriority::Urgent {
+                    self.store.brief_hook(&b.owner).await?.map(|_| now)
+                } else {
+                    None
+                };
+                match self.store.add_brief(&b, notify).await {
+                    Ok(()) | Err(rein_store::StoreError::Conflict(_)) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
             self.store
                 .finish_run(&run.operation_id, now, &outcome, brief.as_deref(), cost)
                 .await?;
@@ -505,6 +549,17 @@ impl Dispatcher {
             }
         }
         Ok(ended)
+    }
+
+    /// The feedback a run's prompt carried (see [`Task::prompt`]) is taken by it.
+    async fn took_feedback(&self, task: &Task, op: &str) -> Result<(), TaskError> {
+        if task.feedback.iter().all(|f| f.taken_by.is_some()) {
+            return Ok(());
+        }
+        let started = self.clock.now();
+        self.update(&task.id, |t| t.take_feedback(op, started))
+            .await?;
+        Ok(())
     }
 
     /// Cancel a heartbeat run that went over its task's per-run timeout.

@@ -2,10 +2,12 @@
 //! automation, policies, counters), the schedules a task can have (a cron pattern read in an
 //! IANA time zone, or a heartbeat interval) with their validation and daylight-saving rule, the
 //! dispatcher that turns due fires into durable deliveries and rechecks the task before each
-//! run, what people send to create or change a task and its validation ([`TaskInput`]), and
-//! the clock it reads, injectable so tests drive time without sleeping.
+//! run, what people send to create or change a task and its validation ([`TaskInput`]), the
+//! briefs its runs give and what resolving one does ([`briefing`]), and the clock it reads,
+//! injectable so tests drive time without sleeping.
 
 pub mod brief;
+pub mod briefing;
 pub mod clock;
 pub mod dispatcher;
 pub mod input;
@@ -18,4 +20,4 @@ pub use dispatcher::{Dispatcher, LaunchError, Launcher, RunState, Tick};
 pub use input::TaskInput;
 pub use schedule::{Schedule, ScheduleError, parse_interval};
 pub use service::{NewTask, TaskService};
-pub use task::{Automation, CatchUp, Overlap, ReviewState, Task, TaskError, TaskStatus};
+pub use task::{Automation, CatchUp, Feedback, Overlap, ReviewState, Task, TaskError, TaskStatus};

@@ -1,12 +1,15 @@
-//! What people do to tasks: create, change the automation, pause, resume, run now, delete.
+//! What people do to tasks: create, change the automation, pause, resume, run now, delete;
+//! and to the briefs their runs give: list, open (read), resolve (which acts on the task).
 //! Every change to the automation issues a new generation token before anything new is
 //! planned, so a fire planned under the old automation that arrives late is skipped.
 
+use crate::briefing::Resolve;
 use crate::clock::Clock;
 use crate::dispatcher::Launcher;
+use crate::task::Feedback;
 use crate::task::{Automation, CatchUp, Overlap, Task, TaskError, TaskStatus, new_generation};
 use chrono::{DateTime, Duration, Utc};
-use rein_store::{Delivery, DeliveryStatus, TaskRun, Tasks};
+use rein_store::{Brief, BriefFilter, Delivery, DeliveryStatus, Resolution, TaskRun, TaskStore};
 use std::sync::Arc;
 
 /// A new task's fields.
@@ -32,13 +35,13 @@ pub struct NewTask {
 
 /// Task operations over a store.
 pub struct TaskService {
-    store: Arc<dyn Tasks>,
+    store: Arc<dyn TaskStore>,
     clock: Arc<dyn Clock>,
 }
 
 impl TaskService {
     /// Operations on `store`.
-    pub fn new(store: Arc<dyn Tasks>, clock: Arc<dyn Clock>) -> Self {
+    pub fn new(store: Arc<dyn TaskStore>, clock: Arc<dyn Clock>) -> Self {
         Self { store, clock }
     }
 
@@ -159,6 +162,7 @@ impl TaskService {
             consecutive_failures: 0,
             generation: new_generation(),
             planned_until: Some(now),
+            feedback: Vec::new(),
             created_at: now,
             updated_at: now,
         };
@@ -224,7 +228,11 @@ impl TaskService {
     /// operation id.
     pub async fn run_now(&self, id: &str, launcher: &dyn Launcher) -> Result<String, TaskError> {
         let task = self.get(id).await?;
+        let started = self.clock.now();
         let op = launcher.launch(&task, "manual").await?;
+        // The feedback its prompt carried is taken by it.
+        self.edit_body(id, |t| t.take_feedback(&op, started))
+            .await?;
         self.store
             .add_run(&TaskRun {
                 operation_id: op.clone(),
@@ -239,6 +247,121 @@ impl TaskService {
             })
             .await?;
         Ok(op)
+    }
+
+    /// `owner`'s briefs, newest first (`unresolved`: only those still waiting).
+    pub async fn briefs(
+        &self,
+        owner: &str,
+        task: Option<&str>,
+        unresolved: bool,
+        limit: u32,
+    ) -> Result<Vec<Brief>, TaskError> {
+        Ok(self
+            .store
+            .list_briefs(&BriefFilter {
+                owner: Some(owner.to_owned()),
+                task_id: task.map(str::to_owned),
+                unresolved,
+                limit,
+            })
+            .await?)
+    }
+
+    /// One of `owner`'s briefs, marked read.
+    pub async fn open_brief(&self, owner: &str, id: &str) -> Result<Brief, TaskError> {
+        let brief = self.owned_brief(owner, id).await?;
+        if brief.read_at.is_none() {
+            self.store.mark_brief_read(id, self.clock.now()).await?;
+            return self.owned_brief(owner, id).await;
+        }
+        Ok(brief)
+    }
+
+    async fn owned_brief(&self, owner: &str, id: &str) -> Result<Brief, TaskError> {
+        self.store
+            .get_brief(id)
+            .await?
+            .filter(|b| b.owner == owner)
+            .ok_or_else(|| TaskError::BriefNotFound(id.to_owned()))
+    }
+
+    /// Resolve one of `owner`'s briefs with an action it offers, once, then act on its task
+    /// (see [`crate::briefing`]): returns the brief as resolved and the run `retry` started.
+    pub async fn resolve_brief(
+        &self,
+        owner: &str,
+        id: &str,
+        action: &str,
+        comment: Option<&str>,
+        launcher: &dyn Launcher,
+    ) -> Result<(Brief, Option<String>), TaskError> {
+        let brief = self.owned_brief(owner, id).await?;
+        if brief.resolution.is_some() {
+            return Err(TaskError::BriefResolved(id.to_owned()));
+        }
+        let act = crate::briefing::resolution_of(&brief, action, comment)?;
+        let now = self.clock.now();
+        let resolution = Resolution {
+            action: action.to_owned(),
+            comment: comment
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(str::to_owned),
+            by: Some(owner.to_owned()),
+            at: now,
+        };
+        // Recorded first: of two people resolving at once, one acts.
+        if !self.store.resolve_brief(id, &resolution).await? {
+            return Err(TaskError::BriefResolved(id.to_owned()));
+        }
+        let task = brief.task_id.clone().unwrap_or_default();
+        let started = match act {
+            Resolve::Recorded => None,
+            Resolve::Retry => Some(self.run_now(&task, launcher).await?),
+            Resolve::Approve => {
+                self.edit_body(&task, crate::briefing::approve).await?;
+                None
+            }
+            Resolve::Feedback(comment) => {
+                let brief_id = id.to_owned();
+                self.edit_body(&task, move |t| {
+                    t.feedback.push(Feedback {
+                        comment: comment.clone(),
+                        brief_id: brief_id.clone(),
+                        at: now,
+                        taken_by: None,
+                    });
+                    true
+                })
+                .await?;
+                None
+            }
+        };
+        Ok((self.owned_brief(owner, id).await?, started))
+    }
+
+    /// Change a task's body (retried on a concurrent edit); `change` says whether it changed.
+    async fn edit_body(
+        &self,
+        id: &str,
+        change: impl Fn(&mut Task) -> bool,
+    ) -> Result<(), TaskError> {
+        for _ in 0..16 {
+            let mut task = self.get(id).await?;
+            let expected = task.updated_at;
+            if !change(&mut task) {
+                return Ok(());
+            }
+            match self.write(task, Some(expected)).await {
+                Ok(_) => return Ok(()),
+                Err(TaskError::Invalid(_)) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(TaskError::Invalid(format!(
+            "task {id} keeps changing; try again"
+        )))
     }
 
     /// Delete (its deliveries still due are skipped as "deleted").

@@ -179,12 +179,84 @@ pub struct Task {
     /// Due times up to here have been planned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planned_until: Option<DateTime<Utc>>,
+    /// What people replied to its briefs: given to the next run's prompt, then kept (marked
+    /// with that run) up to [`FEEDBACK_KEPT`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub feedback: Vec<Feedback>,
     /// Created.
     #[serde(skip, default = "Utc::now")]
     pub created_at: DateTime<Utc>,
     /// Last change (the optimistic-concurrency token).
     #[serde(skip, default = "Utc::now")]
     pub updated_at: DateTime<Utc>,
+}
+
+/// Feedback already given to a run that is kept for the record.
+pub const FEEDBACK_KEPT: usize = 20;
+
+/// A person's reply to one of the task's briefs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Feedback {
+    /// What they said.
+    pub comment: String,
+    /// The brief they replied to.
+    pub brief_id: String,
+    /// When.
+    pub at: DateTime<Utc>,
+    /// The run whose prompt carried it; `None` until one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taken_by: Option<String>,
+}
+
+impl Task {
+    /// The prompt of its next run: the instruction, then the feedback no run has taken yet.
+    pub fn prompt(&self) -> String {
+        let open: Vec<&str> = self
+            .feedback
+            .iter()
+            .filter(|f| f.taken_by.is_none())
+            .map(|f| f.comment.as_str())
+            .collect();
+        if open.is_empty() {
+            return self.instruction.clone();
+        }
+        let mut p = self.instruction.clone();
+        p.push_str("\n\nFeedback from the person on earlier runs (take it into account):");
+        for c in open {
+            p.push_str("\n- ");
+            p.push_str(c);
+        }
+        p
+    }
+
+    /// Mark the feedback a run's prompt carried (what was open when it started) as taken by
+    /// `run`; keep the last [`FEEDBACK_KEPT`] taken ones.
+    pub fn take_feedback(&mut self, run: &str, started: DateTime<Utc>) -> bool {
+        let mut changed = false;
+        for f in &mut self.feedback {
+            if f.taken_by.is_none() && f.at <= started {
+                f.taken_by = Some(run.to_owned());
+                changed = true;
+            }
+        }
+        let taken = self
+            .feedback
+            .iter()
+            .filter(|f| f.taken_by.is_some())
+            .count();
+        if taken > FEEDBACK_KEPT {
+            let mut drop = taken - FEEDBACK_KEPT;
+            self.feedback.retain(|f| {
+                if drop > 0 && f.taken_by.is_some() {
+                    drop -= 1;
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+        changed
+    }
 }
 
 /// Why a task could not be read or written.
@@ -216,6 +288,16 @@ pub enum TaskError {
     /// A run could not start.
     #[error("the run could not start: {0}")]
     Launch(#[from] crate::dispatcher::LaunchError),
+    /// No such brief (for this user).
+    #[error("no brief {0}")]
+    BriefNotFound(String),
+    /// The brief was already resolved (resolving is single-use).
+    #[error("brief {0} was already resolved")]
+    BriefResolved(String),
+    /// The resolution does not fit the brief (an action it does not offer, feedback without
+    /// a comment).
+    #[error("{0}")]
+    BadResolution(String),
 }
 
 impl TaskError {

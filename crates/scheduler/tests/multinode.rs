@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 use rein_scheduler::{
     Automation, Clock, Dispatcher, Launcher, ManualClock, NewTask, RunState, Task, TaskService,
 };
-use rein_store::{DeliveryStatus, SqlStore, Synchronous, Tasks};
+use rein_store::{DeliveryStatus, SqlStore, Synchronous, TaskStore};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -51,7 +51,7 @@ async fn three_dispatchers_on_one_postgres_run_each_due_second_once() {
     let scoped = scratch.url.clone();
     let mut stores = Vec::new();
     for _ in 0..4 {
-        let s: Arc<dyn Tasks> =
+        let s: Arc<dyn TaskStore> =
             Arc::new(SqlStore::open(&scoped, Synchronous::Normal).await.unwrap());
         stores.push(s);
     }

@@ -13,7 +13,7 @@ use rein_scheduler::{
     Automation, Dispatcher, Launcher, ManualClock, NewTask, Overlap, RunState, Task, TaskService,
     TaskStatus,
 };
-use rein_store::{Delivery, DeliveryStatus, SqlStore, Synchronous, Tasks};
+use rein_store::{Delivery, DeliveryStatus, SqlStore, Synchronous, TaskStore, Tasks};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
@@ -141,7 +141,7 @@ async fn simulate(seed: u64) {
         launches: Mutex::default(),
         next: Mutex::new(0),
     });
-    let tasks: Arc<dyn Tasks> = store.clone();
+    let tasks: Arc<dyn TaskStore> = store.clone();
     let service = TaskService::new(Arc::clone(&tasks), clock.clone());
     let dispatchers = [
         Dispatcher::new(Arc::clone(&tasks), clock.clone(), launcher.clone(), "a"),
@@ -359,7 +359,7 @@ async fn the_cap_completes_the_schedule_and_failures_pause_the_task() {
             async move { Ok(()) }.boxed()
         }
     }
-    let tasks: Arc<dyn Tasks> = store.clone();
+    let tasks: Arc<dyn TaskStore> = store.clone();
     let ok = Arc::new(Always(true));
     let service = TaskService::new(Arc::clone(&tasks), clock.clone());
     let capped = service
@@ -459,7 +459,7 @@ async fn a_fire_whose_agent_is_gone_is_skipped_as_agent_missing_and_not_counted(
             async move { Ok(()) }.boxed()
         }
     }
-    let tasks: Arc<dyn Tasks> = store.clone();
+    let tasks: Arc<dyn TaskStore> = store.clone();
     let service = TaskService::new(Arc::clone(&tasks), clock.clone());
     let task = service
         .create(

@@ -227,6 +227,11 @@ impl From<rein_scheduler::TaskError> for ApiError {
                 ApiError::unprocessable(format!("the run could not start: {m}"))
             }
             e @ E::Corrupt { .. } => ApiError::internal(e.to_string()),
+            e @ E::BriefNotFound(_) => ApiError::not_found(e.to_string()),
+            e @ E::BriefResolved(_) => ApiError::conflict(e.to_string()),
+            E::BadResolution(m) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_resolution", m)
+            }
         }
     }
 }

@@ -70,7 +70,7 @@ impl ServerLauncher {
         };
         let driver = self.runner.driver();
         let id = driver
-            .start(&task.instruction, &opts)
+            .start(&task.prompt(), &opts)
             .await
             .map_err(|e| match e {
                 rein_operation::DriverError::Store(

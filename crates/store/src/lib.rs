@@ -32,6 +32,12 @@ pub use records::*;
 pub use sql::{CommitNotices, Counts, SqlStore, Synchronous, redact};
 pub use tasks::{Delivery, DeliveryStatus, TaskRow, TaskRun, Tasks};
 
+/// What the scheduler needs of a store: tasks with their deliveries and runs, and the briefs
+/// their runs give.
+pub trait TaskStore: Tasks + Briefs {}
+
+impl<T: Tasks + Briefs + ?Sized> TaskStore for T {}
+
 use futures::future::BoxFuture;
 use rein_core::document::{Document, DocumentKind};
 use rein_core::{AgentEvent, Message, MessageId, OperationId};

@@ -1,0 +1,281 @@
+//! Briefs from task runs, and what resolving one does.
+//!
+//! When a run ends, [`brief_for_run`] decides by rule whether it asks for attention: a failed
+//! run always gives an urgent error brief (retry or acknowledge); a scheduled run that produced
+//! something gives a result brief (feedback, acknowledge, and approve when the task waits for
+//! review); a run with nothing to say (empty or no words) gives none; any other run with
+//! output gives an informational result brief. Each brief's id is derived from its run, so the
+//! dispatcher can write it before it records the run's end and a retry after a crash writes
+//! nothing twice.
+//!
+//! Resolving ([`Resolve`]) checks the action is one the brief offers, records it once, and acts:
+//! `retry` starts a run of the task, `approve` completes a task that waits for review,
+//! `feedback` keeps the comment for the task's next run's prompt, `acknowledge` (and an
+//! agent's own actions) only record.
+
+use crate::task::{ReviewState, Task, TaskError, TaskStatus};
+use chrono::{DateTime, Utc};
+use rein_store::{Artifact, Brief, BriefAction, BriefKind, BriefPriority, TaskRun};
+
+/// The standard actions.
+pub mod action {
+    /// Run the task again.
+    pub const RETRY: &str = "retry";
+    /// Accept the result (completes a task waiting for review).
+    pub const APPROVE: &str = "approve";
+    /// Tell the next run something.
+    pub const FEEDBACK: &str = "feedback";
+    /// Seen; nothing to do.
+    pub const ACKNOWLEDGE: &str = "acknowledge";
+}
+
+fn offer(key: &str, label: &str) -> BriefAction {
+    BriefAction {
+        key: key.into(),
+        label: label.into(),
+    }
+}
+
+/// The id of the brief a run gives (one per run).
+pub fn run_brief_id(operation_id: &str) -> String {
+    format!("brief-{operation_id}")
+}
+
+/// Whether a run's output says nothing a person needs to read.
+fn trivial(summary: Option<&str>) -> bool {
+    summary.is_none_or(|s| !s.chars().any(char::is_alphanumeric))
+}
+
+/// The brief a run that ended gives, by rule (see the module).
+pub fn brief_for_run(
+    task: &Task,
+    run: &TaskRun,
+    outcome: &str,
+    success: bool,
+    summary: Option<&str>,
+    now: DateTime<Utc>,
+) -> Option<Brief> {
+    let (kind, priority, title, text, actions) = if !success {
+        (
+            BriefKind::Error,
+            BriefPriority::Urgent,
+            format!("{} failed ({outcome})", task.title),
+            summary
+                .filter(|s| !s.trim().is_empty())
+                .map(str::to_owned)
+                .unwrap_or_else(|| format!("The run ended with `{outcome}` and no answer.")),
+            vec![
+                offer(action::RETRY, "Run it again"),
+                offer(action::ACKNOWLEDGE, "Acknowledge"),
+            ],
+        )
+    } else if trivial(summary) {
+        return None;
+    } else {
+        let mut actions = Vec::new();
+        if task.review == ReviewState::Pending {
+            actions.push(offer(action::APPROVE, "Approve the result"));
+        }
+        actions.push(offer(action::FEEDBACK, "Reply for the next run"));
+        actions.push(offer(action::ACKNOWLEDGE, "Acknowledge"));
+        let priority = if run.trigger == "schedule" {
+            BriefPriority::Normal
+        } else {
+            BriefPriority::Info
+        };
+        (
+            BriefKind::Result,
+            priority,
+            format!("{}: result", task.title),
+            summary.unwrap_or_default().to_owned(),
+            actions,
+        )
+    };
+    Some(Brief {
+        id: run_brief_id(&run.operation_id),
+        owner: task.owner.clone(),
+        task_id: Some(task.id.clone()),
+        operation_id: Some(run.operation_id.clone()),
+        agent: task.agent.clone(),
+        kind,
+        priority,
+        title,
+        summary: text,
+        artifacts: vec![Artifact {
+            kind: "operation".into(),
+            reference: run.operation_id.clone(),
+            title: Some(format!("the run ({outcome})")),
+        }],
+        actions,
+        read_at: None,
+        resolution: None,
+        created_at: now,
+    })
+}
+
+/// What resolving a brief asks of its task, once the resolution is recorded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Resolve {
+    /// Nothing beyond the record.
+    Recorded,
+    /// Start a run of the task now.
+    Retry,
+    /// The task's result is approved: it completes if it waited for review.
+    Approve,
+    /// Keep the comment for the next run.
+    Feedback(String),
+}
+
+/// Check `action` (and its comment) against what `brief` offers, and say what it asks.
+pub fn resolution_of(
+    brief: &Brief,
+    action: &str,
+    comment: Option<&str>,
+) -> Result<Resolve, TaskError> {
+    if !brief.actions.iter().any(|a| a.key == action) {
+        let offered: Vec<&str> = brief.actions.iter().map(|a| a.key.as_str()).collect();
+        return Err(TaskError::BadResolution(format!(
+            "brief {} offers {}; not `{action}`",
+            brief.id,
+            offered.join(", ")
+        )));
+    }
+    Ok(match action {
+        action::RETRY if brief.task_id.is_some() => Resolve::Retry,
+        action::APPROVE if brief.task_id.is_some() => Resolve::Approve,
+        action::FEEDBACK => match comment.map(str::trim).filter(|c| !c.is_empty()) {
+            Some(c) if brief.task_id.is_some() => Resolve::Feedback(c.to_owned()),
+            Some(_) => Resolve::Recorded,
+            None => {
+                return Err(TaskError::BadResolution(
+                    "feedback needs a comment (what the next run should know)".into(),
+                ));
+            }
+        },
+        _ => Resolve::Recorded,
+    })
+}
+
+/// Apply an approval to a task: a task waiting for review is approved and completes.
+pub fn approve(task: &mut Task) -> bool {
+    if task.review != ReviewState::Pending {
+        return false;
+    }
+    task.review = ReviewState::Approved;
+    if matches!(task.status, TaskStatus::Active | TaskStatus::Paused) {
+        task.status = TaskStatus::Completed;
+        task.status_reason = Some("its result was approved".into());
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task() -> Task {
+        let mut t: Task = serde_json::from_value(
+            serde_json::json!({"title": "Nightly report", "instruction": "Report."}),
+        )
+        .unwrap();
+        t.id = "t1".into();
+        t.owner = "u".into();
+        t
+    }
+
+    fn run(trigger: &str) -> TaskRun {
+        TaskRun {
+            operation_id: "op1".into(),
+            task_id: "t1".into(),
+            trigger: trigger.into(),
+            due_at: None,
+            started_at: Utc::now(),
+            finished_at: None,
+            outcome: None,
+            brief: None,
+            cost: rein_core::Usd::ZERO,
+        }
+    }
+
+    #[test]
+    fn the_rules_give_one_brief_per_run_by_what_it_produced() {
+        let now = Utc::now();
+        let t = task();
+        let failed = brief_for_run(&t, &run("heartbeat"), "error", false, None, now).unwrap();
+        assert_eq!(
+            (failed.kind, failed.priority),
+            (BriefKind::Error, BriefPriority::Urgent)
+        );
+        assert_eq!(failed.id, "brief-op1");
+        assert!(failed.summary.contains("`error`"));
+        assert!(!failed.holds_task(), "an error does not hold the schedule");
+        let keys = |b: &Brief| b.actions.iter().map(|a| a.key.clone()).collect::<Vec<_>>();
+        assert_eq!(keys(&failed), ["retry", "acknowledge"]);
+
+        let result = brief_for_run(
+            &t,
+            &run("schedule"),
+            "completed",
+            true,
+            Some("3 new items."),
+            now,
+        )
+        .unwrap();
+        assert_eq!(
+            (result.kind, result.priority),
+            (BriefKind::Result, BriefPriority::Normal)
+        );
+        assert_eq!(keys(&result), ["feedback", "acknowledge"]);
+        let waiting = Task {
+            review: ReviewState::Pending,
+            ..task()
+        };
+        let result = brief_for_run(
+            &waiting,
+            &run("schedule"),
+            "completed",
+            true,
+            Some("Done."),
+            now,
+        )
+        .unwrap();
+        assert_eq!(keys(&result)[0], "approve");
+
+        for nothing in [None, Some(""), Some(" … ")] {
+            assert!(brief_for_run(&t, &run("schedule"), "completed", true, nothing, now).is_none());
+        }
+        let manual =
+            brief_for_run(&t, &run("manual"), "completed", true, Some("Fine."), now).unwrap();
+        assert_eq!(manual.priority, BriefPriority::Info);
+    }
+
+    #[test]
+    fn resolving_takes_only_offered_actions_and_feedback_needs_words() {
+        let b = brief_for_run(
+            &task(),
+            &run("schedule"),
+            "completed",
+            true,
+            Some("x"),
+            Utc::now(),
+        )
+        .unwrap();
+        assert!(resolution_of(&b, "retry", None).is_err(), "not offered");
+        assert!(resolution_of(&b, "feedback", Some("  ")).is_err());
+        assert_eq!(
+            resolution_of(&b, "feedback", Some(" shorter please ")).unwrap(),
+            Resolve::Feedback("shorter please".into())
+        );
+        assert_eq!(
+            resolution_of(&b, "acknowledge", None).unwrap(),
+            Resolve::Recorded
+        );
+        let mut waiting = Task {
+            review: ReviewState::Pending,
+            ..task()
+        };
+        assert!(approve(&mut waiting));
+        assert_eq!(waiting.status, TaskStatus::Completed);
+        assert!(!approve(&mut waiting), "approved once");
+    }
+}

@@ -1,0 +1,296 @@
+//! Briefs from task runs through the dispatcher, on a real store and a manual clock: a failed
+//! heartbeat run gives an urgent error brief and `retry` runs the task again; an unresolved
+//! urgent decision holds a schedule's fires (`human_waiting`) until it is resolved; `feedback`
+//! reaches the next run's prompt, and only that run's.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use chrono::{DateTime, Duration, Utc};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rein_scheduler::{
+    Automation, Dispatcher, Launcher, ManualClock, NewTask, RunState, Task, TaskError, TaskService,
+};
+use rein_store::{
+    Brief, BriefKind, BriefPriority, Briefs, DeliveryStatus, SqlStore, Synchronous, TaskStore,
+    Tasks,
+};
+use std::sync::{Arc, Mutex};
+
+/// Runs that end at once, succeeding or not; every launch's prompt and trigger kept.
+struct Instant {
+    success: Mutex<bool>,
+    launches: Mutex<Vec<(String, String)>>,
+}
+
+impl Instant {
+    fn new(success: bool) -> Arc<Self> {
+        Arc::new(Self {
+            success: Mutex::new(success),
+            launches: Mutex::default(),
+        })
+    }
+    fn launches(&self) -> Vec<(String, String)> {
+        self.launches.lock().unwrap().clone()
+    }
+}
+
+impl Launcher for Instant {
+    fn launch<'a>(
+        &'a self,
+        task: &'a Task,
+        trigger: &'a str,
+    ) -> BoxFuture<'a, Result<String, rein_scheduler::LaunchError>> {
+        async move {
+            let mut l = self.launches.lock().unwrap();
+            l.push((task.prompt(), trigger.to_owned()));
+            Ok(format!("op{}", l.len()))
+        }
+        .boxed()
+    }
+    fn state<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<RunState, String>> {
+        async move {
+            let success = *self.success.lock().unwrap();
+            Ok(RunState::Ended {
+                outcome: if success { "completed" } else { "error" }.into(),
+                success,
+                brief: Some(
+                    if success {
+                        "3 new items."
+                    } else {
+                        "The feed timed out."
+                    }
+                    .into(),
+                ),
+                cost: rein_core::Usd::ZERO,
+            })
+        }
+        .boxed()
+    }
+    fn cancel<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        async move { Ok(()) }.boxed()
+    }
+}
+
+struct Env {
+    store: Arc<SqlStore>,
+    clock: Arc<ManualClock>,
+    service: TaskService,
+}
+
+async fn env(start: &str) -> Env {
+    let dir = std::env::temp_dir().join(format!("rein-briefs-{}", rein_core::OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = Arc::new(
+        SqlStore::open(dir.join("rein.db").to_str().unwrap(), Synchronous::Normal)
+            .await
+            .unwrap(),
+    );
+    let start: DateTime<Utc> = start.parse().unwrap();
+    let clock = Arc::new(ManualClock::new(start));
+    let tasks: Arc<dyn TaskStore> = store.clone();
+    Env {
+        service: TaskService::new(tasks, clock.clone()),
+        store,
+        clock,
+    }
+}
+
+impl Env {
+    fn dispatcher(&self, launcher: Arc<Instant>) -> Dispatcher {
+        Dispatcher::new(self.store.clone(), self.clock.clone(), launcher, "w")
+    }
+    async fn task(&self, automation: Automation) -> Task {
+        self.service
+            .create(
+                "alice",
+                NewTask {
+                    title: "Feed watch".into(),
+                    instruction: "Summarize the feed.".into(),
+                    automation,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap()
+    }
+    async fn briefs(&self, task: &str) -> Vec<Brief> {
+        self.service
+            .briefs("alice", Some(task), false, 100)
+            .await
+            .unwrap()
+    }
+}
+
+#[tokio::test]
+async fn a_failed_heartbeat_run_gives_an_urgent_error_brief_and_retry_runs_it_again() {
+    let e = env("2026-06-01T00:00:00Z").await;
+    let task = e
+        .task(Automation::Heartbeat {
+            every_secs: 3600,
+            timeout_secs: None,
+        })
+        .await;
+    let launcher = Instant::new(false);
+    let d = e.dispatcher(launcher.clone());
+    e.clock.advance(Duration::hours(1));
+    d.tick().await.unwrap(); // the first beat runs
+    d.tick().await.unwrap(); // its end is reaped
+    let briefs = e.briefs(&task.id).await;
+    assert_eq!(briefs.len(), 1, "{briefs:?}");
+    let b = &briefs[0];
+    assert_eq!(
+        (b.kind, b.priority),
+        (BriefKind::Error, BriefPriority::Urgent)
+    );
+    assert_eq!(b.title, "Feed watch failed (error)");
+    assert_eq!(b.summary, "The feed timed out.");
+    assert_eq!(b.operation_id.as_deref(), Some("op1"));
+    // Reaping again writes nothing twice.
+    d.tick().await.unwrap();
+    assert_eq!(e.briefs(&task.id).await.len(), 1);
+
+    // Only offered actions; someone else's brief is not found.
+    let err = e
+        .service
+        .resolve_brief("alice", &b.id, "approve", None, &*launcher)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, TaskError::BadResolution(_)), "{err:?}");
+    let err = e
+        .service
+        .resolve_brief("mallory", &b.id, "retry", None, &*launcher)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, TaskError::BriefNotFound(_)), "{err:?}");
+
+    let (resolved, started) = e
+        .service
+        .resolve_brief("alice", &b.id, "retry", Some("try again"), &*launcher)
+        .await
+        .unwrap();
+    assert_eq!(started.as_deref(), Some("op2"), "retry ran the task");
+    assert_eq!(launcher.launches()[1].1, "manual");
+    let r = resolved.resolution.unwrap();
+    assert_eq!(
+        (r.action.as_str(), r.comment.as_deref()),
+        ("retry", Some("try again"))
+    );
+    assert!(resolved.read_at.is_some(), "resolving reads it");
+    let again = e
+        .service
+        .resolve_brief("alice", &b.id, "retry", None, &*launcher)
+        .await
+        .unwrap_err();
+    assert!(matches!(again, TaskError::BriefResolved(_)), "{again:?}");
+    assert_eq!(launcher.launches().len(), 2, "resolved once, run once");
+}
+
+#[tokio::test]
+async fn an_unresolved_urgent_decision_holds_a_schedule_until_it_is_resolved() {
+    let e = env("2026-06-01T08:59:00Z").await;
+    let task = e
+        .task(Automation::Schedule {
+            pattern: "0 * * * *".into(),
+            tz: "UTC".into(),
+        })
+        .await;
+    let decision = Brief {
+        id: "decide-1".into(),
+        owner: "alice".into(),
+        task_id: Some(task.id.clone()),
+        operation_id: None,
+        agent: None,
+        kind: BriefKind::Decision,
+        priority: BriefPriority::Urgent,
+        title: "Which feed?".into(),
+        summary: "Two feeds conflict.".into(),
+        artifacts: Vec::new(),
+        actions: vec![rein_store::BriefAction {
+            key: "acknowledge".into(),
+            label: "Acknowledge".into(),
+        }],
+        read_at: None,
+        resolution: None,
+        created_at: rein_scheduler::Clock::now(&*e.clock),
+    };
+    e.store.add_brief(&decision, None).await.unwrap();
+    let launcher = Instant::new(true);
+    let d = e.dispatcher(launcher.clone());
+    e.clock.advance(Duration::minutes(1)); // 09:00 is due
+    d.tick().await.unwrap();
+    assert!(launcher.launches().is_empty(), "held");
+    let fires = e.store.deliveries(&task.id, 10).await.unwrap();
+    let skipped = fires
+        .iter()
+        .find(|f| f.status == DeliveryStatus::Skipped)
+        .expect("the fire is skipped");
+    let reason = skipped.reason.as_deref().unwrap();
+    assert!(
+        reason.starts_with("human_waiting: brief decide-1 (Which feed?)"),
+        "{reason}"
+    );
+
+    e.service
+        .resolve_brief("alice", "decide-1", "acknowledge", None, &*launcher)
+        .await
+        .unwrap();
+    e.clock.advance(Duration::hours(1)); // 10:00
+    d.tick().await.unwrap();
+    assert_eq!(launcher.launches().len(), 1, "runs again once resolved");
+}
+
+#[tokio::test]
+async fn feedback_reaches_the_next_runs_prompt_and_only_that_run() {
+    let e = env("2026-06-01T08:59:00Z").await;
+    let task = e
+        .task(Automation::Schedule {
+            pattern: "0 * * * *".into(),
+            tz: "UTC".into(),
+        })
+        .await;
+    let launcher = Instant::new(true);
+    let d = e.dispatcher(launcher.clone());
+    e.clock.advance(Duration::minutes(1));
+    d.tick().await.unwrap();
+    d.tick().await.unwrap();
+    let result = e.briefs(&task.id).await.remove(0);
+    assert_eq!(
+        (result.kind, result.priority),
+        (BriefKind::Result, BriefPriority::Normal)
+    );
+    assert_eq!(result.summary, "3 new items.");
+    let err = e
+        .service
+        .resolve_brief("alice", &result.id, "feedback", Some(" "), &*launcher)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, TaskError::BadResolution(_)), "{err:?}");
+    e.service
+        .resolve_brief(
+            "alice",
+            &result.id,
+            "feedback",
+            Some("Only the top 3, please."),
+            &*launcher,
+        )
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        e.clock.advance(Duration::hours(1));
+        d.tick().await.unwrap();
+        d.tick().await.unwrap();
+    }
+    let prompts: Vec<String> = launcher.launches().into_iter().map(|(p, _)| p).collect();
+    assert_eq!(prompts.len(), 3);
+    assert_eq!(prompts[0], "Summarize the feed.");
+    assert_eq!(
+        prompts[1],
+        "Summarize the feed.\n\nFeedback from the person on earlier runs (take it into account):\n- Only the top 3, please."
+    );
+    assert_eq!(
+        prompts[2], "Summarize the feed.",
+        "taken by the run that got it"
+    );
+    let t = e.service.get(&task.id).await.unwrap();
+    assert_eq!(t.feedback[0].taken_by.as_deref(), Some("op2"));
+}
