@@ -44,6 +44,10 @@ pub struct ServeArgs {
     /// command guard applies.
     #[arg(long, value_name = "DIR")]
     workdir: Option<std::path::PathBuf>,
+    /// Let users' brief hooks post to loopback and private addresses (refused by default, so
+    /// a user cannot make the server call its own network).
+    #[arg(long)]
+    allow_private_hooks: bool,
 }
 
 /// `rein token` subcommands.
@@ -165,6 +169,16 @@ pub struct WorkerArgs {
     lease_secs: u64,
 }
 
+/// Post urgent briefs to their owners' hooks in the background (every server and worker
+/// does; the outbox's claims keep each delivery to one of them).
+fn spawn_brief_hooks(app: &App) {
+    tokio::spawn(rein_server::brief_hooks::delivery_loop(
+        Arc::clone(&app.store),
+        std::time::Duration::from_secs(1),
+        app.shutdown.clone(),
+    ));
+}
+
 /// Streams and the dispatcher follow what other processes on the same PostgreSQL commit: the
 /// returned handle wakes the dispatcher.
 fn follow_other_processes(app: &App) -> Arc<tokio::sync::Notify> {
@@ -205,6 +219,7 @@ pub async fn worker(
     let name = worker_name("worker");
     eprintln!("rein: worker {name} dispatching");
     tokio::spawn(Arc::clone(&runner).recovery_loop(app.shutdown.clone()));
+    spawn_brief_hooks(&app);
     let wake = follow_other_processes(&app);
     let stop = app.shutdown.clone();
     let signal = tokio::spawn(async move {
@@ -328,10 +343,12 @@ pub async fn serve(
         ServerConfig {
             heartbeat: std::time::Duration::from_secs(args.heartbeat_secs.max(1)),
             stream_poll: std::time::Duration::from_secs(args.stream_poll_secs.max(1)),
+            private_hooks: args.allow_private_hooks,
             ..Default::default()
         },
     ));
     tokio::spawn(Arc::clone(&runner).recovery_loop(app.shutdown.clone()));
+    spawn_brief_hooks(&app);
     let wake = follow_other_processes(&app);
     // Due tasks are dispatched by this process too.
     tokio::spawn(rein_server::tasks::dispatch_loop(

@@ -1419,6 +1419,254 @@ async fn the_running_limit_holds_under_concurrency_on_postgres() {
     scratch.drop().await;
 }
 
+/// One request a hook receiver got: its `X-Rein-Signature` header, its body, and the status
+/// it was answered with.
+#[derive(Clone, Debug)]
+struct HookHit {
+    signature: String,
+    body: serde_json::Value,
+    status: u16,
+}
+
+/// A local HTTP receiver for brief hooks: it answers the first request 500 and the rest 200,
+/// keeping every request.
+async fn hook_receiver() -> (String, std::sync::Arc<std::sync::Mutex<Vec<HookHit>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let hits = std::sync::Arc::new(std::sync::Mutex::new(Vec::<HookHit>::new()));
+    let kept = hits.clone();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 4096];
+            // Headers, then as many body bytes as Content-Length says.
+            let (head, body) = loop {
+                let n = sock.read(&mut chunk).await.unwrap_or(0);
+                if n == 0 {
+                    break (String::new(), Vec::new());
+                }
+                buf.extend_from_slice(&chunk[..n]);
+                if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&buf[..i]).to_string();
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| {
+                            let (k, v) = l.split_once(':')?;
+                            k.eq_ignore_ascii_case("content-length")
+                                .then(|| v.trim().parse().ok())?
+                        })
+                        .unwrap_or(0);
+                    let mut body = buf[i + 4..].to_vec();
+                    while body.len() < len {
+                        let n = sock.read(&mut chunk).await.unwrap_or(0);
+                        if n == 0 {
+                            break;
+                        }
+                        body.extend_from_slice(&chunk[..n]);
+                    }
+                    break (head, body);
+                }
+            };
+            if head.is_empty() {
+                continue;
+            }
+            let signature = head
+                .lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.eq_ignore_ascii_case("x-rein-signature")
+                        .then(|| v.trim().to_owned())
+                })
+                .unwrap_or_default();
+            let status = {
+                let mut h = kept.lock().unwrap();
+                let status = if h.is_empty() { 500 } else { 200 };
+                h.push(HookHit {
+                    signature,
+                    body: serde_json::from_slice(&body).unwrap_or_default(),
+                    status,
+                });
+                status
+            };
+            let reply =
+                format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            let _ = sock.write_all(reply.as_bytes()).await;
+        }
+    });
+    (url, hits)
+}
+
+#[tokio::test]
+async fn a_failed_heartbeat_run_raises_an_urgent_brief_posted_once_to_the_hook_and_retry_runs_it() {
+    let refused = json!({"error": {"message": "model refused", "type": "invalid_request_error"}});
+    let e = env(vec![
+        Canned::json(400, &refused),
+        Canned::json(400, &refused),
+    ])
+    .await;
+    let alice = e.token("alice").await;
+    let rein = e.start_with(&["--allow-private-hooks"], &[]).await;
+    let (url, hits) = hook_receiver().await;
+    let secret = "a-secret-of-24-characters";
+    let (status, body) = e
+        .call(
+            &rein,
+            "PUT",
+            "/v1/brief-hook",
+            Some(&alice),
+            Some(json!({"url": url, "secret": "short"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (422, Some("invalid_hook")),
+        "{body}"
+    );
+    let (status, body) = e
+        .call(
+            &rein,
+            "PUT",
+            "/v1/brief-hook",
+            Some(&alice),
+            Some(json!({"url": url, "secret": secret})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+
+    let (status, task) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/tasks",
+            Some(&alice),
+            Some(json!({"title": "Queue watch", "instruction": "Check the queue.", "every": "1s", "max_executions": 1})),
+        )
+        .await;
+    assert_eq!(status, 201, "{task}");
+    let task_id = task["id"].as_str().unwrap().to_owned();
+    let list = eventually("an urgent error brief", || async {
+        let (_, l) = e
+            .call(
+                &rein,
+                "GET",
+                "/v1/briefs?unresolved=true",
+                Some(&alice),
+                None,
+            )
+            .await;
+        (l["briefs"].as_array().is_some_and(|b| !b.is_empty())).then_some(l)
+    })
+    .await;
+    assert_eq!(list["unread"], 1, "{list:#}");
+    let brief = &list["briefs"][0];
+    assert_eq!(brief["kind"], "error");
+    assert_eq!(brief["priority"], "urgent");
+    assert_eq!(brief["task_id"], task_id);
+    assert_eq!(brief["title"], "Queue watch failed (error)");
+    let id = brief["id"].as_str().unwrap().to_owned();
+
+    // The hook: refused once (500), delivered on the retry, signed over the exact body.
+    let delivered = eventually("the brief delivered to the hook", || async {
+        let h = hits.lock().unwrap().clone();
+        h.iter().any(|x| x.status == 200).then_some(h)
+    })
+    .await;
+    assert_eq!(delivered[0].status, 500);
+    assert_eq!(delivered[1].body["brief"]["id"], id.as_str());
+    let body = serde_json::to_vec(&delivered[1].body).unwrap();
+    assert_eq!(
+        delivered[1].signature,
+        rein_server::brief_hooks::signature(secret, &body)
+    );
+
+    // Opening reads it; resolving takes an offered action, once, and retry runs the task.
+    let (_, opened) = e
+        .call(
+            &rein,
+            "GET",
+            &format!("/v1/briefs/{id}"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert!(opened["read_at"].is_string(), "{opened}");
+    let bob = e.token("bob").await;
+    let (status, _) = e
+        .call(&rein, "GET", &format!("/v1/briefs/{id}"), Some(&bob), None)
+        .await;
+    assert_eq!(status, 404, "another user's brief is not there");
+    let resolve = format!("/v1/briefs/{id}/resolve");
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            &resolve,
+            Some(&alice),
+            Some(json!({"action": "approve"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (422, Some("invalid_resolution")),
+        "{body}"
+    );
+    let (status, done) = e
+        .call(
+            &rein,
+            "POST",
+            &resolve,
+            Some(&alice),
+            Some(json!({"action": "retry", "comment": "once more"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["brief"]["resolution"]["action"], "retry");
+    let retried = done["operation_id"]
+        .as_str()
+        .expect("retry started a run")
+        .to_owned();
+    let (status, _) = e
+        .call(
+            &rein,
+            "POST",
+            &resolve,
+            Some(&alice),
+            Some(json!({"action": "retry"})),
+        )
+        .await;
+    assert_eq!(status, 409, "resolved once");
+
+    // The retried run failed too: its own urgent brief, delivered once as well; the first
+    // was not delivered again meanwhile.
+    let second = format!("brief-{retried}");
+    eventually("the retried run's brief delivered", || async {
+        let h = hits.lock().unwrap().clone();
+        h.iter()
+            .any(|x| x.status == 200 && x.body["brief"]["id"] == second.as_str())
+            .then_some(())
+    })
+    .await;
+    let h = hits.lock().unwrap().clone();
+    let times = |b: &str| {
+        h.iter()
+            .filter(|x| x.status == 200 && x.body["brief"]["id"] == b)
+            .count()
+    };
+    assert_eq!((times(&id), times(&second)), (1, 1), "{h:?}");
+    let (_, list) = e
+        .call(
+            &rein,
+            "GET",
+            "/v1/briefs?unresolved=true",
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(list["briefs"].as_array().unwrap().len(), 1);
+    assert_eq!(list["unread"], 1);
+}
+
 #[tokio::test]
 async fn a_heartbeat_task_runs_on_its_own_up_to_its_cap_and_keeps_its_history() {
     let e = env(vec![

@@ -42,6 +42,6 @@ pub use models::{ModelSource, ModelUnavailable, RegistryModels, SingleProvider};
 pub use profile::{AgentProfile, ProfileError, SpecOrigin};
 pub use rein_context::{FORCE_FINISH_PROMPT, Pipeline};
 pub use rein_core::spec::{AgentRef, ContextSettings, OperationSpec};
-pub use rein_tools::{BuiltinConfig, Tool, ToolContext, skills};
+pub use rein_tools::{BuiltinConfig, Tool, ToolContext, skills, web};
 pub use summarizer::{ModelSummarizer, SUMMARY_INSTRUCTIONS};
 pub use tools::ToolHost;

@@ -11,6 +11,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod brief_hooks;
 pub mod commit_notices;
 pub mod error;
 pub mod hub;
@@ -27,7 +28,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
 use rein_store::SqlStore;
 use routes::tasks as tasks_api;
-use routes::{agents, groups, models, openai, operations, skills, topics};
+use routes::{agents, briefs, groups, models, openai, operations, skills, topics};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -47,6 +48,8 @@ pub struct ServerConfig {
     /// How long an event stream waits before re-reading the log when nothing woke it (the
     /// fallback for commits made by other processes).
     pub stream_poll: Duration,
+    /// Brief hooks may post to loopback and private addresses (`--allow-private-hooks`).
+    pub private_hooks: bool,
 }
 
 impl Default for ServerConfig {
@@ -55,6 +58,7 @@ impl Default for ServerConfig {
             heartbeat: Duration::from_secs(15),
             body_limit: 1024 * 1024,
             stream_poll: Duration::from_secs(1),
+            private_hooks: false,
         }
     }
 }
@@ -132,6 +136,7 @@ pub fn api() -> api::Api {
         .merge(skills::api())
         .merge(openai::api())
         .merge(tasks_api::api())
+        .merge(briefs::api())
 }
 
 /// Every route.

@@ -1,6 +1,7 @@
 //! The `/v1` endpoints, with extractors that turn malformed input into the API's error shape.
 
 pub mod agents;
+pub mod briefs;
 pub mod events;
 pub mod groups;
 pub mod models;
@@ -199,6 +200,20 @@ path_param!(
     TopicPath,
     check: |s| rein_operation::check_topic_id(s).map_err(ApiError::from),
     schema: json!({"type": "string", "pattern": rein_operation::TOPIC_ID_PATTERN})
+);
+
+path_param!(
+    /// `{id}` of a brief: `brief-` and a UUID.
+    BriefPath,
+    check: |s| {
+        if rein_scheduler::briefing::valid_brief_id(s) {
+            Ok(())
+        } else {
+            let shown: String = s.chars().take(50).collect();
+            Err(ApiError::bad_request(format!("{shown:?} is not a brief id (brief- and a UUID)")))
+        }
+    },
+    schema: json!({"type": "string", "pattern": rein_scheduler::briefing::BRIEF_ID_PATTERN})
 );
 
 /// Task ids are `task_` and 32 lowercase hex digits; anything else is a 400 naming it.
