@@ -1,6 +1,7 @@
 //! The `rein` command line.
 
 mod agents;
+mod briefs;
 mod chat;
 mod config;
 mod groups;
@@ -90,6 +91,11 @@ pub(crate) enum Command {
     Group {
         #[command(subcommand)]
         command: groups::GroupCommand,
+    },
+    /// Briefs: what task runs and agents report for your attention; resolve them.
+    Brief {
+        #[command(subcommand)]
+        command: briefs::BriefCommand,
     },
     /// Manage skills (Agent Skills folders: a SKILL.md with instructions, and resources).
     Skill {
@@ -401,6 +407,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             groups::command(&store, command, cli.json).await?;
             Ok(exit::DONE)
         }
+        Command::Brief { command } => briefs::command(store, command, &ctx).await,
         Command::Skill { command } => {
             skills::command(command, &ctx.config, cli.json)?;
             Ok(exit::DONE)

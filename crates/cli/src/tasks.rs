@@ -7,8 +7,7 @@ use anyhow::{anyhow, bail};
 use chrono::{DateTime, Utc};
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use rein_operation::{AgentProfile, RunEnd, SpecOrigin, StartOptions};
-use rein_scheduler::brief::brief_of;
+use rein_operation::{AgentProfile, SpecOrigin, StartOptions};
 use rein_scheduler::input::{apply_edit, check_agent, new_task, view};
 use rein_scheduler::{
     Automation, LaunchError, Launcher, RunState, SystemClock, Task, TaskInput, TaskService,
@@ -136,7 +135,7 @@ pub enum TaskCommand {
 }
 
 /// Starts a manual run in this process.
-struct Local<'a> {
+pub(crate) struct Local<'a> {
     store: Arc<SqlStore>,
     ctx: &'a Context_,
     /// The local user, whose agents tasks run.
@@ -223,6 +222,52 @@ fn describe(t: &Task) -> String {
         Automation::Schedule { pattern, tz } => format!("cron \"{pattern}\" {tz}"),
         Automation::Heartbeat { every_secs, .. } => format!("every {every_secs}s"),
     }
+}
+
+/// A launcher that runs a task's runs in this process, as the local user.
+pub(crate) fn launcher<'a>(store: &Arc<SqlStore>, ctx: &'a Context_, user: &str) -> Local<'a> {
+    Local {
+        store: Arc::clone(store),
+        ctx,
+        user: user.to_owned(),
+        started: std::sync::Mutex::new(None),
+    }
+}
+
+/// Run to its end the run `op` of task `id` that `local` started, record its brief and its
+/// end as the dispatcher does, and print how it ended.
+pub(crate) async fn finish_local_run(
+    store: &Arc<SqlStore>,
+    tasks: &TaskService,
+    local: &Local<'_>,
+    id: &str,
+    op: &str,
+) -> anyhow::Result<u8> {
+    let d = local
+        .started
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+        .ok_or_else(|| anyhow!("the run did not start"))?;
+    let op_id = crate::parse_id(op)?;
+    let end = d.run(op_id).await?;
+    if let Some(stored) = store.load_operation(op_id).await?
+        && let RunState::Ended {
+            outcome,
+            success,
+            brief,
+            cost,
+        } = RunState::of(&stored)
+    {
+        let ended = rein_scheduler::briefing::Ended {
+            outcome: &outcome,
+            success,
+            summary: brief.as_deref(),
+            cost,
+        };
+        tasks.end_run(id, op, &ended).await?;
+    }
+    finish(store, op_id, &end).await
 }
 
 /// `rein task …`.
@@ -371,52 +416,9 @@ pub async fn command(
         }
         TaskCommand::Run { id } => {
             mine(tasks.get(&id).await?)?;
-            let local = Local {
-                store: Arc::clone(&store),
-                ctx,
-                user: user.id.clone(),
-                started: std::sync::Mutex::new(None),
-            };
+            let local = launcher(&store, ctx, &user.id);
             let op = tasks.run_now(&id, &local).await?;
-            let d = local
-                .started
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .take()
-                .ok_or_else(|| anyhow!("the run did not start"))?;
-            let op_id = crate::parse_id(&op)?;
-            let end = d.run(op_id).await?;
-            let (outcome, brief) = match &end {
-                RunEnd::Done { reason, .. } => {
-                    let answer = store
-                        .load_operation(op_id)
-                        .await?
-                        .and_then(|o| o.state.final_answer())
-                        .map(|a| brief_of(&a));
-                    (
-                        serde_json::to_value(reason)?
-                            .as_str()
-                            .unwrap_or("done")
-                            .to_owned(),
-                        answer,
-                    )
-                }
-                RunEnd::WaitingForHuman { .. } => ("waiting_for_human".to_owned(), None),
-                RunEnd::WaitingForSubAgents { .. } => ("waiting_for_sub_agents".to_owned(), None),
-                RunEnd::Interrupted { .. } => ("interrupted".to_owned(), None),
-                RunEnd::Error { .. } => ("error".to_owned(), None),
-            };
-            if !matches!(end, RunEnd::WaitingForHuman { .. }) {
-                let cost = store
-                    .operation(op_id)
-                    .await?
-                    .map(|r| r.cost)
-                    .unwrap_or_default();
-                store
-                    .finish_run(&op, Utc::now(), &outcome, brief.as_deref(), cost)
-                    .await?;
-            }
-            return finish(&store, op_id, &end).await;
+            return finish_local_run(&store, &tasks, &local, &id, &op).await;
         }
     }
     Ok(crate::exit::DONE)

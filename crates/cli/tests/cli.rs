@@ -2075,6 +2075,82 @@ async fn a_task_run_never_parks_on_a_question_even_on_a_terminal_in_manual_mode(
 }
 
 #[tokio::test]
+async fn a_task_runs_brief_is_listed_read_and_its_feedback_reaches_the_next_run() {
+    let e = env(vec![
+        Canned::openai_text("3 new items in the queue."),
+        Canned::openai_text("Top 3 only."),
+    ])
+    .await;
+    let (code, out, err) = e
+        .rein(&[
+            "task",
+            "create",
+            "--title",
+            "Queue watch",
+            "--instruction",
+            "Check the queue.",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let task = out.split_whitespace().next().unwrap().to_owned();
+    let (code, _, err) = e.rein(&["task", "run", &task]).await;
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = e.rein(&["brief", "list"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("info   result   unread"), "{out}");
+    assert!(out.contains("Queue watch: result"), "{out}");
+    let id = out.split_whitespace().next().unwrap().to_owned();
+    let (code, out, _) = e.rein(&["brief", "show", &id]).await;
+    assert_eq!(code, 0);
+    assert!(out.contains("3 new items in the queue."), "{out}");
+    assert!(out.contains("resolve with: rein brief resolve"), "{out}");
+    let (_, out, _) = e.rein(&["brief", "list"]).await;
+    assert!(out.contains(" read "), "opened: {out}");
+
+    let (code, _, err) = e.rein(&["brief", "resolve", &id, "retry"]).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("offers feedback, acknowledge; not `retry`"),
+        "{err}"
+    );
+    let (code, _, err) = e
+        .rein(&[
+            "brief",
+            "resolve",
+            &id,
+            "feedback",
+            "--comment",
+            "Only the top 3.",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = e.rein(&["brief", "resolve", &id, "acknowledge"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("was already resolved"), "{err}");
+    let (code, out, _) = e.rein(&["brief", "list"]).await;
+    assert_eq!(code, 0);
+    assert!(!out.contains(&id), "resolved briefs are not listed: {out}");
+
+    let (code, _, err) = e.rein(&["task", "run", &task]).await;
+    assert_eq!(code, 0, "{err}");
+    let asked = |n: usize| {
+        e.server.requests()[n].body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(asked(0), "Check the queue.");
+    assert_eq!(
+        asked(1),
+        "Check the queue.\n\nFeedback from the person on earlier runs (take it into account):\n- Only the top 3."
+    );
+}
+
+#[tokio::test]
 async fn on_a_terminal_rein_run_asks_the_agents_question_until_the_answer_fits() {
     if which("script").is_none() {
         rein_testkit::skip(

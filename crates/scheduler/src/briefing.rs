@@ -15,7 +15,7 @@
 
 use crate::task::{ReviewState, Task, TaskError, TaskStatus};
 use chrono::{DateTime, Utc};
-use rein_store::{Artifact, Brief, BriefAction, BriefKind, BriefPriority, TaskRun};
+use rein_store::{Artifact, Brief, BriefAction, BriefKind, BriefPriority, TaskRun, TaskStore};
 
 /// The standard actions.
 pub mod action {
@@ -128,6 +128,49 @@ pub fn brief_for_run(
         resolution: None,
         created_at: now,
     })
+}
+
+/// How a run ended, as its end is recorded.
+#[derive(Clone, Copy, Debug)]
+pub struct Ended<'a> {
+    /// `completed`, `error`, `cancelled`, …
+    pub outcome: &'a str,
+    /// Whether that counts as a success.
+    pub success: bool,
+    /// A short account of its answer.
+    pub summary: Option<&'a str>,
+    /// What it cost.
+    pub cost: rein_core::Usd,
+}
+
+/// Record that `run` (of `task`, when it still exists) ended: its brief first, when the rules
+/// give one (queued for the owner's hook when urgent), then the end. The brief's id is the
+/// run's, so after a crash between the two the next attempt writes it again harmlessly and a
+/// recorded end always has its brief.
+pub async fn record_run_end(
+    store: &dyn TaskStore,
+    task: Option<&Task>,
+    run: &TaskRun,
+    end: &Ended<'_>,
+    now: DateTime<Utc>,
+) -> Result<(), TaskError> {
+    if let Some(b) =
+        task.and_then(|t| brief_for_run(t, run, end.outcome, end.success, end.summary, now))
+    {
+        let notify = if b.priority == BriefPriority::Urgent {
+            store.brief_hook(&b.owner).await?.map(|_| now)
+        } else {
+            None
+        };
+        match store.add_brief(&b, notify).await {
+            Ok(()) | Err(rein_store::StoreError::Conflict(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    store
+        .finish_run(&run.operation_id, now, end.outcome, end.summary, end.cost)
+        .await?;
+    Ok(())
 }
 
 /// What resolving a brief asks of its task, once the resolution is recorded.

@@ -38,6 +38,34 @@ pub enum RunState {
     },
 }
 
+impl RunState {
+    /// Where a run stands by its stored operation: parked on a person, still going (sub-agents
+    /// or an async tool working for it count), or ended (interrupted, done or failed) with its
+    /// outcome (the finish reason, else the status), whether that is a success, a short
+    /// account of its answer and its cost.
+    pub fn of(op: &rein_store::StoredOperation) -> Self {
+        use rein_core::state::Status;
+        match op.record.status {
+            Status::WaitingForHuman => RunState::WaitingForHuman,
+            Status::Idle
+            | Status::Running
+            | Status::WaitingForSubAgents
+            | Status::WaitingForAsyncTool => RunState::Running,
+            status => RunState::Ended {
+                outcome: op
+                    .record
+                    .finish_reason
+                    .and_then(|r| serde_json::to_value(r).ok())
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_else(|| format!("{status:?}").to_lowercase()),
+                success: op.record.finish_reason.is_some_and(|r| r.is_success()),
+                brief: op.state.final_answer().map(|a| crate::brief::brief_of(&a)),
+                cost: op.record.cost,
+            },
+        }
+    }
+}
+
 /// Why a run cannot start.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LaunchError {
@@ -478,31 +506,20 @@ impl Dispatcher {
                 continue;
             };
             let now = self.clock.now();
-            // The brief first: its id is the run's, so after a crash between the two the
-            // next reap writes it again harmlessly, and a recorded end always has its brief.
-            if let Some(task) = self.load(&run.task_id).await?
-                && let Some(b) = crate::briefing::brief_for_run(
-                    &task,
-                    &run,
-                    &outcome,
+            let task = self.load(&run.task_id).await?;
+            crate::briefing::record_run_end(
+                &*self.store,
+                task.as_ref(),
+                &run,
+                &crate::briefing::Ended {
+                    outcome: &outcome,
                     success,
-                    brief.as_deref(),
-                    now,
-                )
-            {
-                let notify = if b.priority == rein_store::BriefPriority::Urgent {
-                    self.store.brief_hook(&b.owner).await?.map(|_| now)
-                } else {
-                    None
-                };
-                match self.store.add_brief(&b, notify).await {
-                    Ok(()) | Err(rein_store::StoreError::Conflict(_)) => {}
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            self.store
-                .finish_run(&run.operation_id, now, &outcome, brief.as_deref(), cost)
-                .await?;
+                    summary: brief.as_deref(),
+                    cost,
+                },
+                now,
+            )
+            .await?;
             ended += 1;
             let updated = self
                 .update(&run.task_id, |t| {

@@ -249,6 +249,32 @@ impl TaskService {
         Ok(op)
     }
 
+    /// Record the end of the run `operation_id` started by [`TaskService::run_now`] (in this
+    /// process, outside the dispatcher): its brief and its end, as the dispatcher does.
+    pub async fn end_run(
+        &self,
+        task_id: &str,
+        operation_id: &str,
+        end: &crate::briefing::Ended<'_>,
+    ) -> Result<(), TaskError> {
+        let Some(run) = self
+            .store
+            .runs(task_id, 200)
+            .await?
+            .into_iter()
+            .find(|r| r.operation_id == operation_id)
+        else {
+            return Ok(());
+        };
+        let task = match self.get(task_id).await {
+            Ok(t) => Some(t),
+            Err(TaskError::NotFound(_)) => None,
+            Err(e) => return Err(e),
+        };
+        crate::briefing::record_run_end(&*self.store, task.as_ref(), &run, end, self.clock.now())
+            .await
+    }
+
     /// `owner`'s briefs, newest first (`unresolved`: only those still waiting).
     pub async fn briefs(
         &self,

@@ -9,7 +9,6 @@ use futures::future::BoxFuture;
 use rein_core::OperationId;
 use rein_core::state::Status;
 use rein_operation::{AgentProfile, SpecError, SpecOrigin, StartOptions};
-use rein_scheduler::brief::brief_of;
 use rein_scheduler::{Dispatcher, LaunchError, Launcher, RunState, Task};
 use rein_store::{Accounts, SqlStore, Store, Trigger};
 use std::sync::Arc;
@@ -144,31 +143,7 @@ impl Launcher for ServerLauncher {
                 .await
                 .map_err(|e| e.to_string())?
                 .ok_or_else(|| format!("no operation {operation_id}"))?;
-            Ok(match op.record.status {
-                Status::WaitingForHuman => RunState::WaitingForHuman,
-                Status::Idle
-                | Status::Running
-                | Status::WaitingForSubAgents
-                | Status::WaitingForAsyncTool => RunState::Running,
-                // Interrupted, done or failed: the run is over.
-                status => {
-                    let success = op.record.finish_reason.is_some_and(|r| r.is_success());
-                    let outcome = op
-                        .record
-                        .finish_reason
-                        .and_then(|r| serde_json::to_value(r).ok())
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_else(|| format!("{status:?}").to_lowercase());
-                    let answer = op.state.final_answer();
-                    let brief = answer.map(|a| brief_of(&a));
-                    RunState::Ended {
-                        outcome,
-                        success,
-                        brief,
-                        cost: op.record.cost,
-                    }
-                }
-            })
+            Ok(RunState::of(&op))
         }
         .boxed()
     }
