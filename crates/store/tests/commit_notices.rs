@@ -1,5 +1,6 @@
 //! Commit notices on PostgreSQL: a process listening hears of every step another process
-//! commits (only once the commit is durable), never of its own; SQLite offers none.
+//! commits (only once the commit is durable), never of its own nor of a deployment in another
+//! schema of the same database; SQLite offers none.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -49,6 +50,18 @@ async fn other_processes_hear_of_each_commit_and_not_of_their_own() {
         .unwrap()
         .expect("PostgreSQL listens");
 
+    // A deployment in another schema of the same database is not heard: its commit comes
+    // first, yet B's next notice is A's.
+    let other_schema =
+        rein_testkit::postgres_scratch("postgres_commit_notices", "rein_notices_other")
+            .await
+            .expect("the same database");
+    let c = SqlStore::open(&other_schema.url, Synchronous::Normal)
+        .await
+        .unwrap();
+    let elsewhere = operation(&c).await;
+    commit(&c, &elsewhere).await;
+
     // B's own commit is not reported to B; A's commits are, in order.
     let own = operation(&b).await;
     commit(&b, &own).await;
@@ -68,8 +81,10 @@ async fn other_processes_hear_of_each_commit_and_not_of_their_own() {
 
     a.close().await;
     b.close().await;
+    c.close().await;
     drop(heard_by_b);
     scratch.drop().await;
+    other_schema.drop().await;
 }
 
 #[tokio::test]

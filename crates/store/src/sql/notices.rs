@@ -1,6 +1,8 @@
 //! Commit notices across processes, on PostgreSQL: every step commit sends
-//! `pg_notify('rein_commits', '<store instance> <operation id>')` inside its own transaction, so
-//! the notice is delivered exactly when the commit is. A process serving event streams listens
+//! `pg_notify(channel, '<store instance> <operation id>')` inside its own transaction, so
+//! the notice is delivered exactly when the commit is. The channel names the store's schema
+//! (`rein_commits_` and the MD5 of `current_schema()`, which fits PostgreSQL's 63-byte channel
+//! names): deployments in other schemas of the same database do not hear each other. A process serving event streams listens
 //! ([`SqlStore::commit_notices`]) and learns of commits made by other processes at once instead
 //! of at its next poll. Its own commits are skipped: it already hands them to its streams.
 //! SQLite has one process writing per file and keeps the in-process hub.
@@ -9,15 +11,14 @@ use super::statement::Statement;
 use super::*;
 use sqlx::postgres::PgListener;
 
-/// The notification channel.
-const CHANNEL: &str = "rein_commits";
+/// The notification channel of the schema a statement runs in.
+const CHANNEL: &str = "'rein_commits_' || md5(current_schema())";
 
 /// The notice of a commit of `operation` (PostgreSQL only; delivered when the transaction
 /// it runs in commits).
 pub(super) fn notify(store: &SqlStore, operation: &str) -> Option<Statement> {
     store.postgres.then(|| {
-        Statement::new("SELECT pg_notify($1, $2)")
-            .arg(CHANNEL)
+        Statement::new("SELECT pg_notify('rein_commits_' || md5(current_schema()), $1)")
             .arg(format!("{} {operation}", store.instance))
     })
 }
@@ -61,7 +62,10 @@ impl SqlStore {
                 target: redact(url),
                 message: e.to_string(),
             })?;
-        listener.listen(CHANNEL).await?;
+        let channel: String = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT {CHANNEL}")))
+            .fetch_one(&self.pool)
+            .await?;
+        listener.listen(&channel).await?;
         Ok(Some(CommitNotices {
             listener,
             instance: Arc::clone(&self.instance),
