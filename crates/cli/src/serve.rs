@@ -167,6 +167,9 @@ pub struct WorkerArgs {
     /// Seconds an operation's lease lasts without renewal.
     #[arg(long, default_value_t = 30, env = "REIN_LEASE_SECS")]
     lease_secs: u64,
+    /// Let users' brief hooks post to loopback and private addresses.
+    #[arg(long)]
+    allow_private_hooks: bool,
 }
 
 /// Post urgent briefs to their owners' hooks in the background (every server and worker
@@ -175,6 +178,7 @@ fn spawn_brief_hooks(app: &App) {
     tokio::spawn(rein_server::brief_hooks::delivery_loop(
         Arc::clone(&app.store),
         std::time::Duration::from_secs(1),
+        app.config.private_hooks,
         app.shutdown.clone(),
     ));
 }
@@ -213,7 +217,10 @@ pub async fn worker(
         Arc::clone(&runner),
         hub,
         AuthMode::Tokens,
-        ServerConfig::default(),
+        ServerConfig {
+            private_hooks: args.allow_private_hooks,
+            ..Default::default()
+        },
     );
     spawn_recovery(Arc::clone(&runner));
     let name = worker_name("worker");

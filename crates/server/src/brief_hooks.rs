@@ -102,10 +102,12 @@ async fn post(http: &reqwest::Client, hook: &BriefHook, brief: &Brief) -> Result
     }
 }
 
-/// Deliver what is due once: every claimed notice is posted and settled.
+/// Deliver what is due once: every claimed notice is posted and settled. The hook is checked
+/// again before each attempt (its name may resolve elsewhere by now).
 pub async fn deliver_due(
     store: &SqlStore,
     http: &reqwest::Client,
+    allow_private: bool,
 ) -> Result<usize, rein_store::StoreError> {
     let now = chrono::Utc::now();
     let until = now + chrono::Duration::from_std(CLAIM).unwrap_or_default();
@@ -115,7 +117,10 @@ pub async fn deliver_due(
         let brief = store.get_brief(&n.brief_id).await?;
         let hook = store.brief_hook(&n.owner).await?;
         let outcome = match (&brief, &hook) {
-            (Some(b), Some(h)) => post(http, h, b).await,
+            (Some(b), Some(h)) => match check_hook(&h.url, &h.secret, allow_private).await {
+                Ok(()) => post(http, h, b).await,
+                Err(e) => Err(e.to_string()),
+            },
             (None, _) => Err("the brief was deleted".into()),
             (_, None) => Err("the user has no hook any more".into()),
         };
@@ -143,7 +148,12 @@ pub async fn deliver_due(
 }
 
 /// Deliver urgent briefs to their hooks until `stop`, looking every `every`.
-pub async fn delivery_loop(store: Arc<SqlStore>, every: Duration, stop: CancellationToken) {
+pub async fn delivery_loop(
+    store: Arc<SqlStore>,
+    every: Duration,
+    allow_private: bool,
+    stop: CancellationToken,
+) {
     let http = match reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
         .redirect(reqwest::redirect::Policy::none())
@@ -156,7 +166,7 @@ pub async fn delivery_loop(store: Arc<SqlStore>, every: Duration, stop: Cancella
         }
     };
     loop {
-        if let Err(e) = deliver_due(&store, &http).await {
+        if let Err(e) = deliver_due(&store, &http, allow_private).await {
             tracing::warn!(error = %e, "brief hook deliveries failed");
         }
         tokio::select! {
