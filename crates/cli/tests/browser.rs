@@ -347,3 +347,74 @@ async fn the_ui_admits_a_picked_skill_and_the_inspector_explains_the_call() {
         assert!(out.join(format!("{shot}.png")).exists(), "{shot}.png");
     }
 }
+
+/// The inbox: a failed heartbeat run's urgent brief is counted, listed and resolved in the UI;
+/// then the agent's question in a conversation is answered with one of its options, and the
+/// answer reaches the model as the call's result.
+#[tokio::test]
+async fn the_ui_inbox_resolves_an_urgent_brief_and_a_question_is_answered_by_an_option() {
+    let (chromium, playwright) = match prerequisites() {
+        Ok(p) => p,
+        Err(missing) => {
+            rein_testkit::skip("the web UI's inbox in Chromium", &missing);
+            return;
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("rein-ui-inbox-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let question = json!({
+        "question": "Deploy to production now?",
+        "options": [{"key": "yes", "label": "Deploy"}, {"key": "no", "label": "Wait"}]
+    });
+    let model = serve(
+        vec![
+            Canned::json(400, &json!({"error": {"message": "model refused"}})),
+            Canned::openai_tools(&[("q1", "ask_user__ask", &question.to_string())]),
+            Canned::openai_text("Holding the release."),
+        ],
+        3,
+    )
+    .await;
+    let (_server, base) = serve_ui(&dir, &model.base).await;
+    let http = reqwest::Client::new();
+    let created = http
+        .post(format!("{base}/v1/tasks"))
+        .header("content-type", "application/json")
+        .body(json!({"title": "Queue watch", "instruction": "Check the queue.", "every": "1s", "max_executions": 1}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status().as_u16(), 201);
+    // The run fails and its brief is written before the browser opens (the model's answers
+    // are taken in order).
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let body = http
+            .get(format!("{base}/v1/briefs?unresolved=true"))
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        let list: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        if list["unread"] == 1 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no urgent brief within 30 s: {list}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let (report, out) = run_script("inbox.cjs", &base, &chromium, &playwright).await;
+    assert_eq!(
+        report["ok"],
+        true,
+        "{report:#}\nscreenshots in {}",
+        out.display()
+    );
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[2].tool_result("q1"), "The user chose `no` (Wait).");
+}

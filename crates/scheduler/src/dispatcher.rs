@@ -42,7 +42,7 @@ impl RunState {
     /// Where a run stands by its stored operation: parked on a person, still going (sub-agents
     /// or an async tool working for it count), or ended (interrupted, done or failed) with its
     /// outcome (the finish reason, else the status), whether that is a success, a short
-    /// account of its answer and its cost.
+    /// account of its answer (of its error, when it failed without one) and its cost.
     pub fn of(op: &rein_store::StoredOperation) -> Self {
         use rein_core::state::Status;
         match op.record.status {
@@ -51,17 +51,25 @@ impl RunState {
             | Status::Running
             | Status::WaitingForSubAgents
             | Status::WaitingForAsyncTool => RunState::Running,
-            status => RunState::Ended {
-                outcome: op
-                    .record
-                    .finish_reason
-                    .and_then(|r| serde_json::to_value(r).ok())
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_else(|| format!("{status:?}").to_lowercase()),
-                success: op.record.finish_reason.is_some_and(|r| r.is_success()),
-                brief: op.state.final_answer().map(|a| crate::brief::brief_of(&a)),
-                cost: op.record.cost,
-            },
+            status => {
+                let success = op.record.finish_reason.is_some_and(|r| r.is_success());
+                // A failed run without an answer is told by its error.
+                let told = op
+                    .state
+                    .final_answer()
+                    .or_else(|| op.record.error.clone().filter(|_| !success));
+                RunState::Ended {
+                    outcome: op
+                        .record
+                        .finish_reason
+                        .and_then(|r| serde_json::to_value(r).ok())
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_else(|| format!("{status:?}").to_lowercase()),
+                    success,
+                    brief: told.map(|a| crate::brief::brief_of(&a)),
+                    cost: op.record.cost,
+                }
+            }
         }
     }
 }
