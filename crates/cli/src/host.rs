@@ -96,7 +96,7 @@ pub async fn host(
     let local = crate::agents::local_user(&store).await?;
     let agents = Arc::new(rein_operation::StoredAgents {
         accounts: Arc::clone(&store) as Arc<dyn rein_store::Accounts>,
-        local_user: Some(local.id),
+        local_user: Some(local.id.clone()),
         fixed: ctx
             .config
             .file
@@ -108,6 +108,7 @@ pub async fn host(
     Ok(Host {
         working_directory: None,
         agents: Some(agents),
+        brief_owner: Some(local.id),
         store,
         models,
         catalog,

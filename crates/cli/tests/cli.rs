@@ -2151,6 +2151,68 @@ async fn a_task_runs_brief_is_listed_read_and_its_feedback_reaches_the_next_run(
 }
 
 #[tokio::test]
+async fn an_agent_raises_an_urgent_decision_brief_for_its_task_and_the_person_resolves_it() {
+    let raise = serde_json::json!({
+        "kind": "decision",
+        "priority": "urgent",
+        "title": "Two feeds disagree",
+        "summary": "Feed A says 3 items, feed B says 5. Which one counts?",
+        "actions": [{"key": "feed-a", "label": "Trust feed A"}, {"key": "feed-b", "label": "Trust feed B"}]
+    });
+    let e = env(vec![
+        Canned::openai_tools(&[("b1", "brief__create", &raise.to_string())]),
+        Canned::openai_text("Raised a decision; waiting for it."),
+    ])
+    .await;
+    let (code, out, err) = e
+        .rein(&[
+            "task",
+            "create",
+            "--title",
+            "Feeds",
+            "--instruction",
+            "Compare the feeds.",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let task = out.split_whitespace().next().unwrap().to_owned();
+    let (code, _, err) = e.rein(&["task", "run", &task]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        e.server.requests()[1]
+            .tool_result("b1")
+            .ends_with("is in the person's inbox; they resolve it when they can."),
+        "{}",
+        e.server.requests()[1].tool_result("b1")
+    );
+    let (_, out, _) = e.rein(&["--json", "brief", "list", "--task", &task]).await;
+    let briefs: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The agent's decision; the run itself gave an informational result brief too.
+    let decision = briefs
+        .iter()
+        .find(|b| b["kind"] == "decision")
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(decision["priority"], "urgent");
+    assert_eq!(decision["task_id"], task.as_str());
+    let keys: Vec<&str> = decision["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["feed-a", "feed-b", "acknowledge"]);
+    let id = decision["id"].as_str().unwrap();
+    let (code, out, err) = e
+        .rein(&["brief", "resolve", id, "feed-b", "--comment", "B is newer"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("resolved: feed-b"), "{out}");
+}
+
+#[tokio::test]
 async fn on_a_terminal_rein_run_asks_the_agents_question_until_the_answer_fits() {
     if which("script").is_none() {
         rein_testkit::skip(

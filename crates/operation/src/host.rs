@@ -90,6 +90,8 @@ pub struct Host {
     pub working_directory: Option<String>,
     /// Skills operations may activate.
     pub skills: Arc<rein_tools::skills::SkillCatalog>,
+    /// Who gets the briefs of operations without an owner (the CLI's local user).
+    pub brief_owner: Option<String>,
 }
 
 impl Host {
@@ -112,6 +114,7 @@ impl Host {
             agents: None,
             working_directory: None,
             skills: Arc::default(),
+            brief_owner: None,
         }
     }
 
@@ -131,6 +134,9 @@ impl Host {
         }
         if let Some(agents) = &self.agents {
             d = d.with_agents(Arc::clone(agents));
+        }
+        if let Some(owner) = &self.brief_owner {
+            d = d.with_brief_owner(owner.clone());
         }
         d.with_skills(Arc::clone(&self.skills))
     }

@@ -85,6 +85,101 @@ impl Documents for StoreDocuments {
     }
 }
 
+/// The store as where `brief.create` keeps briefs: the owner is the operation's user (or, for
+/// an operation without one, `fallback_owner`: the CLI's local user); the brief links the
+/// operation at the top of the tree and the task whose run that is; urgent ones are queued for
+/// the owner's hook.
+pub struct StoreBriefs {
+    store: Arc<dyn Store>,
+    fallback_owner: Option<String>,
+}
+
+impl rein_tools::brief::BriefSink for StoreBriefs {
+    fn raise<'a>(
+        &'a self,
+        cx: &'a ToolContext,
+        draft: rein_tools::brief::BriefDraft,
+    ) -> BoxFuture<'a, Result<String, String>> {
+        use rein_store::{BriefAction, BriefKind, BriefPriority};
+        use rein_tools::brief::{DraftKind, DraftPriority};
+        async move {
+            let fail = |e: rein_store::StoreError| e.to_string();
+            let record = self
+                .store
+                .operation(cx.operation_id)
+                .await
+                .map_err(fail)?
+                .ok_or("the operation is not in the store")?;
+            let owner = record
+                .owner
+                .clone()
+                .or_else(|| self.fallback_owner.clone())
+                .ok_or("nobody to brief: this run has no owner")?;
+            let root = record
+                .root_operation
+                .clone()
+                .unwrap_or_else(|| cx.operation_id.to_string());
+            let task_id = self.store.task_of_run(&root).await.map_err(fail)?;
+            let priority = match draft.priority {
+                DraftPriority::Urgent => BriefPriority::Urgent,
+                DraftPriority::Normal => BriefPriority::Normal,
+                DraftPriority::Info => BriefPriority::Info,
+            };
+            let mut actions: Vec<BriefAction> = draft
+                .actions
+                .into_iter()
+                .map(|a| BriefAction {
+                    key: a.key,
+                    label: a.label,
+                })
+                .collect();
+            if !actions.iter().any(|a| a.key == "acknowledge") {
+                actions.push(BriefAction {
+                    key: "acknowledge".into(),
+                    label: "Acknowledge".into(),
+                });
+            }
+            let now = chrono::Utc::now();
+            let brief = rein_store::Brief {
+                id: rein_store::new_brief_id(),
+                owner,
+                task_id,
+                operation_id: Some(root),
+                agent: record.agent.clone(),
+                kind: match draft.kind {
+                    DraftKind::Decision => BriefKind::Decision,
+                    DraftKind::Insight => BriefKind::Insight,
+                    DraftKind::Result => BriefKind::Result,
+                },
+                priority,
+                title: draft.title,
+                summary: draft.summary,
+                artifacts: vec![rein_store::Artifact {
+                    kind: "operation".into(),
+                    reference: cx.operation_id.to_string(),
+                    title: None,
+                }],
+                actions,
+                read_at: None,
+                resolution: None,
+                created_at: now,
+            };
+            let notify = if priority == BriefPriority::Urgent {
+                self.store
+                    .brief_hook(&brief.owner)
+                    .await
+                    .map_err(fail)?
+                    .map(|_| now)
+            } else {
+                None
+            };
+            self.store.add_brief(&brief, notify).await.map_err(fail)?;
+            Ok(brief.id)
+        }
+        .boxed()
+    }
+}
+
 /// Tools by identifier, executing through the store.
 pub struct ToolHost {
     registry: ToolRegistry,
@@ -108,6 +203,12 @@ impl ToolHost {
         // Runs delegation calls; its manifest is offered per operation (see
         // `Driver::offered_tools`), listing the agents that operation may delegate to.
         registry.register(Arc::new(rein_tools::agents::Agents))?;
+        registry.register(Arc::new(rein_tools::brief::BriefTool::new(Arc::new(
+            StoreBriefs {
+                store: Arc::clone(&store),
+                fallback_owner: None,
+            },
+        ))))?;
         let map = manifest_map(&registry);
         Ok(Self {
             registry,
@@ -137,6 +238,19 @@ impl ToolHost {
         }
         self.registry
             .register(Arc::new(rein_tools::skills::ActivateSkill::new(catalog)))?;
+        self.map = manifest_map(&self.registry);
+        Ok(())
+    }
+
+    /// Briefs raised by operations without an owner go to `owner` (the CLI's local user).
+    pub fn set_brief_owner(&mut self, owner: String) -> Result<(), ToolError> {
+        self.registry
+            .register(Arc::new(rein_tools::brief::BriefTool::new(Arc::new(
+                StoreBriefs {
+                    store: Arc::clone(&self.store),
+                    fallback_owner: Some(owner),
+                },
+            ))))?;
         self.map = manifest_map(&self.registry);
         Ok(())
     }

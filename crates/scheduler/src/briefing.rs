@@ -36,26 +36,9 @@ fn offer(key: &str, label: &str) -> BriefAction {
     }
 }
 
-/// What every brief id looks like: `brief-` and a UUID (a run's brief carries its
-/// operation's, so each run gives at most one).
-pub const BRIEF_ID_PATTERN: &str =
-    "^brief-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
-
-/// Whether `id` is a brief id ([`BRIEF_ID_PATTERN`]).
-pub fn valid_brief_id(id: &str) -> bool {
-    id.strip_prefix("brief-").is_some_and(|u| {
-        u.len() == 36 && uuid::Uuid::try_parse(u).is_ok() && u == u.to_ascii_lowercase()
-    })
-}
-
 /// The id of the brief a run gives (one per run).
 pub fn run_brief_id(operation_id: &str) -> String {
     format!("brief-{operation_id}")
-}
-
-/// A fresh brief id (one an agent or a person raises).
-pub fn new_brief_id() -> String {
-    format!("brief-{}", uuid::Uuid::now_v7())
 }
 
 /// Whether a run's output says nothing a person needs to read.

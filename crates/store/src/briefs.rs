@@ -12,6 +12,23 @@ use serde::{Deserialize, Serialize};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
+/// What every brief id looks like: `brief-` and a UUID (a run's brief carries its
+/// operation's, so each run gives at most one).
+pub const BRIEF_ID_PATTERN: &str =
+    "^brief-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
+
+/// Whether `id` is a brief id ([`BRIEF_ID_PATTERN`]).
+pub fn valid_brief_id(id: &str) -> bool {
+    id.strip_prefix("brief-").is_some_and(|u| {
+        u.len() == 36 && uuid::Uuid::try_parse(u).is_ok() && u == u.to_ascii_lowercase()
+    })
+}
+
+/// A fresh brief id (one an agent or a person raises).
+pub fn new_brief_id() -> String {
+    format!("brief-{}", uuid::Uuid::now_v7())
+}
+
 /// What a brief reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -197,6 +214,11 @@ pub trait Briefs: Send + Sync {
         &'a self,
         owner: &'a str,
     ) -> BoxFuture<'a, Result<Option<BriefHook>, StoreError>>;
+    /// The task whose run `operation_id` is, if it is one.
+    fn task_of_run<'a>(
+        &'a self,
+        operation_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, StoreError>>;
     /// Remove a user's hook; whether there was one.
     fn delete_brief_hook<'a>(&'a self, owner: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
     /// Claim hook deliveries due by `now` (undelivered, next attempt reached) until `until`:
@@ -439,6 +461,21 @@ impl Briefs for SqlStore {
                 })
             })
             .transpose()
+        }
+        .boxed()
+    }
+
+    fn task_of_run<'a>(
+        &'a self,
+        operation_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        async move {
+            Ok(
+                sqlx::query_scalar("SELECT task_id FROM task_runs WHERE operation_id = $1")
+                    .bind(operation_id)
+                    .fetch_optional(&self.pool)
+                    .await?,
+            )
         }
         .boxed()
     }

@@ -24,8 +24,8 @@ mod tasks;
 
 pub use accounts::{Accounts, AgentRecord, ApiToken, GroupRecord, TopicRecord, User};
 pub use briefs::{
-    Artifact, Brief, BriefAction, BriefFilter, BriefHook, BriefKind, BriefNotice, BriefPriority,
-    Briefs, Resolution,
+    Artifact, BRIEF_ID_PATTERN, Brief, BriefAction, BriefFilter, BriefHook, BriefKind, BriefNotice,
+    BriefPriority, Briefs, Resolution, new_brief_id, valid_brief_id,
 };
 pub use error::StoreError;
 pub use records::*;
@@ -42,8 +42,9 @@ use futures::future::BoxFuture;
 use rein_core::document::{Document, DocumentKind};
 use rein_core::{AgentEvent, Message, MessageId, OperationId};
 
-/// Durable storage for operations. Every method is one transaction.
-pub trait Store: Send + Sync {
+/// Durable storage for operations (and the briefs they raise). Every method is one
+/// transaction.
+pub trait Store: Briefs + Send + Sync {
     /// Persist a new operation with its first messages, before anything runs.
     fn create_operation<'a>(
         &'a self,

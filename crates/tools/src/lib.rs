@@ -7,8 +7,9 @@
 //! required), `web` (`fetch`, refusing private and loopback targets), `todo` (the agent's
 //! plan, kept in the operation's state), `ask_user` (a question for the person; the brain parks
 //! it until answered, so the tool runs only in headless runs) and `tools`
-//! (`activate_tools`, for progressive disclosure); [`skills`] (discovery of Agent Skills
-//! folders and `skills.activate`); and [`mcp`], which turns an MCP server's
+//! (`activate_tools`, for progressive disclosure); [`brief`] (`brief.create`, the agent's
+//! reports to the person's inbox, kept through a [`brief::BriefSink`]); [`skills`] (discovery
+//! of Agent Skills folders and `skills.activate`); and [`mcp`], which turns an MCP server's
 //! tools into one more tool.
 
 /// Parse a tool call's arguments into `$t`, or make the enclosing `call` return a failed
@@ -31,6 +32,7 @@ macro_rules! tool_args {
 pub mod activate;
 pub mod agents;
 pub mod ask_user;
+pub mod brief;
 pub mod calculator;
 pub mod documents;
 pub mod files;

@@ -282,6 +282,16 @@ impl Driver {
         self
     }
 
+    /// Builder: briefs raised by operations without an owner go to `owner`.
+    pub fn with_brief_owner(mut self, owner: String) -> Self {
+        if let Some(host) = Arc::get_mut(&mut self.tools)
+            && let Err(e) = host.set_brief_owner(owner)
+        {
+            tracing::error!(error = %e, "brief tool not registered");
+        }
+        self
+    }
+
     /// Builder: a hook called after every committed step.
     pub fn with_commit_hook(mut self, hook: CommitHook) -> Self {
         self.on_commit = Some(hook);

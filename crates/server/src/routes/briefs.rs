@@ -21,9 +21,9 @@ pub struct BriefQuery {
     /// Only the briefs still waiting for a resolution.
     #[serde(default)]
     pub unresolved: bool,
-    /// Only one task's.
+    /// Only one task's (`task_` and 32 hex digits).
     #[serde(default)]
-    #[schemars(length(max = 64))]
+    #[schemars(regex(pattern = r"^task_[0-9a-f]{32}$"))]
     pub task: Option<String>,
     /// At most this many (default 100).
     #[serde(default)]
@@ -71,7 +71,7 @@ pub struct HookIn {
     #[schemars(length(min = 1, max = 2048))]
     pub url: String,
     /// The HMAC-SHA256 key of the `X-Rein-Signature` header (16 to 256 characters).
-    #[schemars(length(min = 1, max = 256))]
+    #[schemars(length(min = 16, max = 256))]
     pub secret: String,
 }
 
@@ -90,7 +90,16 @@ pub async fn list(
     Caller(user): Caller,
     Params(q): Params<BriefQuery>,
 ) -> Result<Json<BriefList>, ApiError> {
-    let limit = q.limit.unwrap_or(100).clamp(1, 500);
+    // What the document promises is checked, not clamped (the fuzz gate holds it to that).
+    if let Some(t) = &q.task {
+        crate::routes::check_task_id(t)?;
+    }
+    let limit = q.limit.unwrap_or(100);
+    if !(1..=500).contains(&limit) {
+        return Err(ApiError::bad_request(format!(
+            "limit {limit} is out of range (1 to 500)"
+        )));
+    }
     let briefs = app
         .tasks
         .briefs(&user.id, q.task.as_deref(), q.unresolved, limit)

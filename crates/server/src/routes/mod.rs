@@ -206,18 +206,18 @@ path_param!(
     /// `{id}` of a brief: `brief-` and a UUID.
     BriefPath,
     check: |s| {
-        if rein_scheduler::briefing::valid_brief_id(s) {
+        if rein_store::valid_brief_id(s) {
             Ok(())
         } else {
             let shown: String = s.chars().take(50).collect();
             Err(ApiError::bad_request(format!("{shown:?} is not a brief id (brief- and a UUID)")))
         }
     },
-    schema: json!({"type": "string", "pattern": rein_scheduler::briefing::BRIEF_ID_PATTERN})
+    schema: json!({"type": "string", "pattern": rein_store::BRIEF_ID_PATTERN})
 );
 
 /// Task ids are `task_` and 32 lowercase hex digits; anything else is a 400 naming it.
-fn check_task_id(id: &str) -> Result<(), ApiError> {
+pub(crate) fn check_task_id(id: &str) -> Result<(), ApiError> {
     let ok = id.strip_prefix("task_").is_some_and(|hex| {
         hex.len() == 32 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
     });
