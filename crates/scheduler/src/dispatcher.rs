@@ -175,30 +175,13 @@ impl Dispatcher {
             .transpose()
     }
 
-    /// Apply `change` to task `id` with optimistic concurrency (re-read and retry on a
-    /// conflicting write). Returns the task as written, or `None` when it is gone or `change`
-    /// declined.
+    /// Apply `change` to task `id` (see [`crate::task::update_task`]).
     async fn update(
         &self,
         id: &str,
         change: impl Fn(&mut Task) -> bool,
     ) -> Result<Option<Task>, TaskError> {
-        for _ in 0..16 {
-            let Some(mut task) = self.load(id).await? else {
-                return Ok(None);
-            };
-            let expected = task.updated_at;
-            if !change(&mut task) {
-                return Ok(None);
-            }
-            task.updated_at = self.clock.now().max(expected + Duration::microseconds(1));
-            if self.store.replace_task(&task.to_row()?, expected).await? {
-                return Ok(Some(task));
-            }
-        }
-        Err(TaskError::Invalid(format!(
-            "task {id} keeps changing under the dispatcher; try again"
-        )))
+        crate::task::update_task(&*self.store, id, self.clock.now(), change).await
     }
 
     fn delivery(&self, task: &Task, kind: &str, due: DateTime<Utc>) -> Delivery {

@@ -373,21 +373,9 @@ impl TaskService {
         id: &str,
         change: impl Fn(&mut Task) -> bool,
     ) -> Result<(), TaskError> {
-        for _ in 0..16 {
-            let mut task = self.get(id).await?;
-            let expected = task.updated_at;
-            if !change(&mut task) {
-                return Ok(());
-            }
-            match self.write(task, Some(expected)).await {
-                Ok(_) => return Ok(()),
-                Err(TaskError::Invalid(_)) => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        Err(TaskError::Invalid(format!(
-            "task {id} keeps changing; try again"
-        )))
+        self.get(id).await?;
+        crate::task::update_task(&*self.store, id, self.clock.now(), change).await?;
+        Ok(())
     }
 
     /// Delete (its deliveries still due are skipped as "deleted").

@@ -191,6 +191,34 @@ pub struct Task {
     pub updated_at: DateTime<Utc>,
 }
 
+/// Apply `change` to task `id` in `store` with optimistic concurrency: re-read and retry when
+/// another writer got there first. The task as written, or `None` when it is gone or `change`
+/// declined (returned `false`). `now` stamps the write (never before the one it replaces).
+pub async fn update_task(
+    store: &dyn rein_store::Tasks,
+    id: &str,
+    now: DateTime<Utc>,
+    change: impl Fn(&mut Task) -> bool,
+) -> Result<Option<Task>, TaskError> {
+    for _ in 0..16 {
+        let Some(row) = store.get_task(id).await? else {
+            return Ok(None);
+        };
+        let mut task = Task::from_row(row)?;
+        let expected = task.updated_at;
+        if !change(&mut task) {
+            return Ok(None);
+        }
+        task.updated_at = now.max(expected + chrono::Duration::microseconds(1));
+        if store.replace_task(&task.to_row()?, expected).await? {
+            return Ok(Some(task));
+        }
+    }
+    Err(TaskError::Invalid(format!(
+        "task {id} keeps changing; try again"
+    )))
+}
+
 /// Feedback already given to a run that is kept for the record.
 pub const FEEDBACK_KEPT: usize = 20;
 
