@@ -257,6 +257,7 @@ pub(crate) async fn finish_local_run(
             success,
             brief,
             cost,
+            answer,
         } = RunState::of(&stored)
     {
         let ended = rein_scheduler::briefing::Ended {
@@ -264,6 +265,7 @@ pub(crate) async fn finish_local_run(
             success,
             summary: brief.as_deref(),
             cost,
+            answer: answer.as_deref(),
         };
         tasks.end_run(id, op, &ended).await?;
     }

@@ -2075,7 +2075,7 @@ async fn a_task_run_never_parks_on_a_question_even_on_a_terminal_in_manual_mode(
 }
 
 #[tokio::test]
-async fn a_task_runs_brief_is_listed_read_and_its_feedback_reaches_the_next_run() {
+async fn a_task_runs_brief_is_listed_read_and_its_handoff_and_feedback_reach_the_next_run() {
     let e = env(vec![
         Canned::openai_text("3 new items in the queue."),
         Canned::openai_text("Top 3 only."),
@@ -2144,9 +2144,15 @@ async fn a_task_runs_brief_is_listed_read_and_its_feedback_reaches_the_next_run(
             .join("\n")
     };
     assert_eq!(asked(0), "Check the queue.");
-    assert_eq!(
-        asked(1),
-        "Check the queue.\n\nFeedback from the person on earlier runs (take it into account):\n- Only the top 3."
+    // The second run builds on the first: its handoff, then the feedback.
+    let second = asked(1);
+    assert!(
+        second.starts_with("Check the queue.\n\nHandoffs from the previous runs")
+            && second.contains(": 3 new items in the queue.")
+            && second.ends_with(
+                "\n\nFeedback from the person on earlier runs (take it into account):\n- Only the top 3."
+            ),
+        "{second}"
     );
 }
 

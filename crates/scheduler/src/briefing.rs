@@ -124,10 +124,12 @@ pub struct Ended<'a> {
     pub summary: Option<&'a str>,
     /// What it cost.
     pub cost: rein_core::Usd,
+    /// Its whole answer (its handoff is taken from it).
+    pub answer: Option<&'a str>,
 }
 
 /// Record that `run` (of `task`, when it still exists) ended: its brief first, when the rules
-/// give one (queued for the owner's hook when urgent), then the end. The brief's id is the
+/// give one (queued for the owner's hook when urgent), its handoff, then the end. The brief's id is the
 /// run's, so after a crash between the two the next attempt writes it again harmlessly and a
 /// recorded end always has its brief.
 pub async fn record_run_end(
@@ -149,6 +151,13 @@ pub async fn record_run_end(
             Ok(()) | Err(rein_store::StoreError::Conflict(_)) => {}
             Err(e) => return Err(e.into()),
         }
+    }
+    // The handoff, on the run and on the task, before the end: a crash in between hands it
+    // over again (once per run).
+    if let (Some(task), Some(answer)) = (task, end.answer.filter(|a| !a.trim().is_empty())) {
+        let h = crate::handoff::extract(task, &run.operation_id, answer);
+        store.set_run_handoff(&run.operation_id, &h).await?;
+        crate::task::update_task(store, &task.id, now, |t| crate::handoff::keep(t, &h)).await?;
     }
     store
         .finish_run(&run.operation_id, now, end.outcome, end.summary, end.cost)
@@ -237,6 +246,7 @@ mod tests {
             outcome: None,
             brief: None,
             cost: rein_core::Usd::ZERO,
+            handoff: None,
         }
     }
 

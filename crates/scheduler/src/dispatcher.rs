@@ -35,6 +35,8 @@ pub enum RunState {
         brief: Option<String>,
         /// What it cost.
         cost: rein_core::Usd,
+        /// Its whole answer (the handoff is taken from it).
+        answer: Option<String>,
     },
 }
 
@@ -66,8 +68,9 @@ impl RunState {
                         .and_then(|v| v.as_str().map(str::to_owned))
                         .unwrap_or_else(|| format!("{status:?}").to_lowercase()),
                     success,
-                    brief: told.map(|a| crate::brief::brief_of(&a)),
+                    brief: told.as_deref().map(crate::brief::brief_of),
                     cost: op.record.cost,
+                    answer: op.state.final_answer(),
                 }
             }
         }
@@ -434,6 +437,7 @@ impl Dispatcher {
                                     outcome: None,
                                     brief: None,
                                     cost: rein_core::Usd::ZERO,
+                                    handoff: None,
                                 })
                                 .await?;
                             self.store
@@ -489,6 +493,7 @@ impl Dispatcher {
                 success,
                 brief,
                 cost,
+                answer,
             } = state
             else {
                 if state == RunState::Running && run.trigger == "heartbeat" {
@@ -507,6 +512,7 @@ impl Dispatcher {
                     success,
                     summary: brief.as_deref(),
                     cost,
+                    answer: answer.as_deref(),
                 },
                 now,
             )

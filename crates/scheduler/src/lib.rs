@@ -3,13 +3,15 @@
 //! IANA time zone, or a heartbeat interval) with their validation and daylight-saving rule, the
 //! dispatcher that turns due fires into durable deliveries and rechecks the task before each
 //! run, what people send to create or change a task and its validation ([`TaskInput`]), the
-//! briefs its runs give and what resolving one does ([`briefing`]), and the clock it reads,
+//! briefs its runs give and what resolving one does ([`briefing`]), what each run hands to
+//! the next ([`handoff`]), and the clock it reads,
 //! injectable so tests drive time without sleeping.
 
 pub mod brief;
 pub mod briefing;
 pub mod clock;
 pub mod dispatcher;
+pub mod handoff;
 pub mod input;
 pub mod schedule;
 pub mod service;

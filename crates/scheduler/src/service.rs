@@ -163,6 +163,7 @@ impl TaskService {
             generation: new_generation(),
             planned_until: Some(now),
             feedback: Vec::new(),
+            handoffs: Vec::new(),
             created_at: now,
             updated_at: now,
         };
@@ -244,6 +245,7 @@ impl TaskService {
                 outcome: None,
                 brief: None,
                 cost: rein_core::Usd::ZERO,
+                handoff: None,
             })
             .await?;
         Ok(op)

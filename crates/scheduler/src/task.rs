@@ -183,6 +183,9 @@ pub struct Task {
     /// with that run) up to [`FEEDBACK_KEPT`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub feedback: Vec<Feedback>,
+    /// What its last runs handed on (see [`crate::handoff`]); the next run's prompt has them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub handoffs: Vec<rein_store::Handoff>,
     /// Created.
     #[serde(skip, default = "Utc::now")]
     pub created_at: DateTime<Utc>,
@@ -237,7 +240,8 @@ pub struct Feedback {
 }
 
 impl Task {
-    /// The prompt of its next run: the instruction, then the feedback no run has taken yet.
+    /// The prompt of its next run: the instruction, the last runs' handoffs, then the
+    /// feedback no run has taken yet.
     pub fn prompt(&self) -> String {
         let open: Vec<&str> = self
             .feedback
@@ -245,10 +249,11 @@ impl Task {
             .filter(|f| f.taken_by.is_none())
             .map(|f| f.comment.as_str())
             .collect();
-        if open.is_empty() {
-            return self.instruction.clone();
-        }
         let mut p = self.instruction.clone();
+        p.push_str(&crate::handoff::prompt_part(&self.handoffs));
+        if open.is_empty() {
+            return p;
+        }
         p.push_str("\n\nFeedback from the person on earlier runs (take it into account):");
         for c in open {
             p.push_str("\n- ");

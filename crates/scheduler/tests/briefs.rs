@@ -1,7 +1,7 @@
 //! Briefs from task runs through the dispatcher, on a real store and a manual clock: a failed
 //! heartbeat run gives an urgent error brief and `retry` runs the task again; an unresolved
 //! urgent decision holds a schedule's fires (`human_waiting`) until it is resolved; `feedback`
-//! reaches the next run's prompt, and only that run's.
+//! reaches the next run's prompt, and only that run's, with the handoffs of the runs before.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use chrono::{DateTime, Duration, Utc};
@@ -62,6 +62,9 @@ impl Launcher for Instant {
                     .into(),
                 ),
                 cost: rein_core::Usd::ZERO,
+                answer: success.then(|| {
+                    "3 new items.\n- item 7 is new\n- item 9 changed\nNext run: start with item 9.".into()
+                }),
             })
         }
         .boxed()
@@ -283,14 +286,36 @@ async fn feedback_reaches_the_next_runs_prompt_and_only_that_run() {
     let prompts: Vec<String> = launcher.launches().into_iter().map(|(p, _)| p).collect();
     assert_eq!(prompts.len(), 3);
     assert_eq!(prompts[0], "Summarize the feed.");
+    // The second run gets the first run's handoff and the feedback; the third the handoffs
+    // of both, and no feedback (the second run took it).
+    let handoff = |op: &str| {
+        format!(
+            "\n- Feed watch: run {op}: 3 new items. Next run: start with item 9.\n  - item 7 is new\n  - item 9 changed\n  Next: Next run: start with item 9."
+        )
+    };
+    let handoffs = "\n\nHandoffs from the previous runs (oldest first; build on them):";
+    let feedback = "\n\nFeedback from the person on earlier runs (take it into account):\n- Only the top 3, please.";
     assert_eq!(
         prompts[1],
-        "Summarize the feed.\n\nFeedback from the person on earlier runs (take it into account):\n- Only the top 3, please."
+        format!("Summarize the feed.{handoffs}{}{feedback}", handoff("op1"))
     );
     assert_eq!(
-        prompts[2], "Summarize the feed.",
-        "taken by the run that got it"
+        prompts[2],
+        format!(
+            "Summarize the feed.{handoffs}{}{}",
+            handoff("op1"),
+            handoff("op2")
+        ),
+        "the feedback was taken by the run that got it"
     );
+    let runs = e.store.runs(&task.id, 10).await.unwrap();
+    let first = runs.iter().find(|r| r.operation_id == "op1").unwrap();
+    let h = first
+        .handoff
+        .as_ref()
+        .expect("the handoff is kept on the run");
+    assert_eq!(h.findings, ["item 7 is new", "item 9 changed"]);
+    assert_eq!(h.written_by, "extractive");
     let t = e.service.get(&task.id).await.unwrap();
     assert_eq!(t.feedback[0].taken_by.as_deref(), Some("op2"));
 }

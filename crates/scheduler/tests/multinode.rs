@@ -35,6 +35,7 @@ impl Launcher for Instant {
                 success: true,
                 brief: None,
                 cost: rein_core::Usd::ZERO,
+                answer: None,
             })
         }
         .boxed()

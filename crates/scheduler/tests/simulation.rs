@@ -93,6 +93,7 @@ impl Launcher for FakeLauncher {
                     success: run.success,
                     brief: Some(format!("brief of {operation_id}")),
                     cost: rein_core::Usd::ZERO,
+                    answer: Some(format!("answer of {operation_id}")),
                 }
             })
         }
@@ -351,6 +352,7 @@ async fn the_cap_completes_the_schedule_and_failures_pause_the_task() {
                     success,
                     brief: None,
                     cost: rein_core::Usd::ZERO,
+                    answer: None,
                 })
             }
             .boxed()

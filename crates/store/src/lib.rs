@@ -30,7 +30,7 @@ pub use briefs::{
 pub use error::StoreError;
 pub use records::*;
 pub use sql::{CommitNotices, Counts, SqlStore, Synchronous, redact};
-pub use tasks::{Delivery, DeliveryStatus, TaskRow, TaskRun, Tasks};
+pub use tasks::{Delivery, DeliveryStatus, Handoff, TaskRow, TaskRun, Tasks};
 
 /// What the scheduler needs of a store: tasks with their deliveries and runs, and the briefs
 /// their runs give.

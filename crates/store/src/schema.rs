@@ -59,6 +59,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "briefs, brief hooks and their deliveries",
         include_str!("../migrations/0012_briefs.sql"),
     ),
+    (
+        13,
+        "task run handoffs",
+        include_str!("../migrations/0013_run_handoffs.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

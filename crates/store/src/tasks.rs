@@ -87,6 +87,25 @@ pub struct Delivery {
     pub created_at: DateTime<Utc>,
 }
 
+/// What a run hands to the next run of its task.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Handoff {
+    /// The run (its operation).
+    pub run: String,
+    /// One line.
+    pub title: String,
+    /// What it did and found, in a few sentences.
+    pub summary: String,
+    /// The points worth carrying over.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<String>,
+    /// What the next run should do first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_action: Option<String>,
+    /// How it was written: `extractive` (from the run's answer) or `model`.
+    pub written_by: String,
+}
+
 /// One run of a task.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskRun {
@@ -109,6 +128,9 @@ pub struct TaskRun {
     /// What it cost.
     #[serde(default)]
     pub cost: rein_core::Usd,
+    /// What it handed to the next run, once it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<Handoff>,
 }
 
 /// Tasks, deliveries and runs. Every method is one transaction.
@@ -174,6 +196,12 @@ pub trait Tasks: Send + Sync {
         brief: Option<&'a str>,
         cost: rein_core::Usd,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Keep what run `operation_id` hands to the next.
+    fn set_run_handoff<'a>(
+        &'a self,
+        operation_id: &'a str,
+        handoff: &'a Handoff,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
     /// Runs not finished yet, of every task, oldest first (the dispatcher watches them).
     fn open_runs(&self, limit: u32) -> BoxFuture<'_, Result<Vec<TaskRun>, StoreError>>;
     /// A task's runs, newest first.
@@ -237,10 +265,14 @@ fn run_from(row: &AnyRow) -> Result<TaskRun, StoreError> {
                 .and_then(|n| u64::try_from(n).ok())
                 .unwrap_or(0),
         ),
+        handoff: row
+            .try_get::<Option<String>, _>("handoff")?
+            .map(|t| serde_json::from_str(&t).map_err(|e| StoreError::corrupt("run handoff", e)))
+            .transpose()?,
     })
 }
 
-const RUN_COLUMNS: &str = "operation_id, task_id, trigger_kind, due_at, started_at, finished_at, outcome, brief, cost_nanos";
+const RUN_COLUMNS: &str = "operation_id, task_id, trigger_kind, due_at, started_at, finished_at, outcome, brief, cost_nanos, handoff";
 
 const DELIVERY_COLUMNS: &str = "task_id, due_at, kind, generation, status, claimed_by, lease_until, reason, operation_id, created_at";
 
@@ -515,6 +547,24 @@ impl Tasks for SqlStore {
             .bind(operation_id)
             .execute(&self.pool)
             .await?;
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn set_run_handoff<'a>(
+        &'a self,
+        operation_id: &'a str,
+        handoff: &'a Handoff,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        async move {
+            let text = serde_json::to_string(handoff)
+                .map_err(|e| StoreError::corrupt("run handoff", e))?;
+            sqlx::query("UPDATE task_runs SET handoff = $1 WHERE operation_id = $2")
+                .bind(text)
+                .bind(operation_id)
+                .execute(&self.pool)
+                .await?;
             Ok(())
         }
         .boxed()

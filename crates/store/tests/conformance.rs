@@ -1178,6 +1178,7 @@ async fn tasks(store: &SqlStore) {
         outcome: None,
         brief: None,
         cost: rein_core::Usd::ZERO,
+        handoff: None,
     };
     store.add_run(&run).await.unwrap();
     store
