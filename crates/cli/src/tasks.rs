@@ -57,6 +57,13 @@ pub struct TaskFlags {
     /// Review state: none, pending, approved or changes_requested.
     #[arg(long)]
     review: Option<String>,
+    /// A task that must complete before this one runs (repeatable; on edit it replaces the
+    /// list).
+    #[arg(long = "after", value_name = "TASK_ID")]
+    after: Vec<String>,
+    /// Drop every dependency (edit).
+    #[arg(long, conflicts_with = "after")]
+    no_deps: bool,
 }
 
 impl TaskFlags {
@@ -76,6 +83,11 @@ impl TaskFlags {
             failure_threshold: self.failure_threshold,
             review: self.review,
             status: None,
+            depends_on: if self.no_deps {
+                Some(Vec::new())
+            } else {
+                (!self.after.is_empty()).then_some(self.after)
+            },
         }
     }
 }

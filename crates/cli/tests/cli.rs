@@ -2219,6 +2219,50 @@ async fn an_agent_raises_an_urgent_decision_brief_for_its_task_and_the_person_re
 }
 
 #[tokio::test]
+async fn a_task_after_another_waits_for_it_and_a_cycle_is_refused_by_name() {
+    let e = env(vec![]).await;
+    let create = |title: &'static str, after: Option<String>| {
+        let e = &e;
+        async move {
+            let mut args = vec![
+                "task",
+                "create",
+                "--title",
+                title,
+                "--instruction",
+                "Do it.",
+            ];
+            let after = after.unwrap_or_default();
+            if !after.is_empty() {
+                args.extend(["--after", after.as_str()]);
+            }
+            let (code, out, err) = e.rein(&args).await;
+            assert_eq!(code, 0, "{err}");
+            out.split_whitespace().next().unwrap().to_owned()
+        }
+    };
+    let a = create("Collect", None).await;
+    let b = create("Report", Some(a.clone())).await;
+    let (code, _, err) = e.rein(&["task", "run", &b]).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains(&format!(
+            "blocked: waits for task {a} (Collect), which is active"
+        )),
+        "{err}"
+    );
+    assert!(e.server.requests().is_empty(), "nothing ran");
+    let (code, _, err) = e.rein(&["task", "edit", &a, "--after", &b]).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains(&format!(
+            "depends_on would make a cycle: {a} (Collect) → {b} (Report) → {a} (Collect)"
+        )),
+        "{err}"
+    );
+}
+
+#[tokio::test]
 async fn on_a_terminal_rein_run_asks_the_agents_question_until_the_answer_fits() {
     if which("script").is_none() {
         rein_testkit::skip(

@@ -165,7 +165,7 @@ impl Dispatcher {
         };
         t.planned = self.plan().await?;
         let (started, skipped) = self.dispatch().await?;
-        t.started = started;
+        t.started = started + self.unblock().await?;
         t.skipped = skipped;
         Ok(t)
     }
@@ -295,6 +295,9 @@ impl Dispatcher {
         }
         if let Err(e @ LaunchError::AgentMissing(_)) = self.launcher.ready(task).await {
             return Ok(Verdict::Skip(e.to_string()));
+        }
+        if let Some(why) = crate::deps::blocker(&*self.store, task).await? {
+            return Ok(Verdict::Skip(why));
         }
         // An urgent decision nobody resolved holds the task's fires (errors do not: they ask
         // for a retry, and the schedule carries on).
@@ -563,6 +566,61 @@ impl Dispatcher {
             }
         }
         Ok(ended)
+    }
+
+    /// Start, once, each active task whose dependencies have all completed since they were
+    /// set (trigger `dependency`). The task is marked first, so a crash cannot start it twice.
+    async fn unblock(&self) -> Result<usize, TaskError> {
+        let mut started = 0;
+        for row in self.store.list_tasks(None).await? {
+            let Ok(task) = Task::from_row(row) else {
+                continue;
+            };
+            if task.depends_on.is_empty()
+                || task.unblocked
+                || task.status != TaskStatus::Active
+                || crate::deps::blocker(&*self.store, &task).await?.is_some()
+            {
+                continue;
+            }
+            let deps = task.depends_on.clone();
+            let Some(task) = self
+                .update(&task.id, |t| {
+                    if t.unblocked || t.depends_on != deps || t.status != TaskStatus::Active {
+                        return false;
+                    }
+                    t.unblocked = true;
+                    true
+                })
+                .await?
+            else {
+                continue;
+            };
+            match self.launcher.launch(&task, "dependency").await {
+                Ok(op) => {
+                    self.took_feedback(&task, &op).await?;
+                    self.store
+                        .add_run(&TaskRun {
+                            operation_id: op,
+                            task_id: task.id.clone(),
+                            trigger: "dependency".into(),
+                            due_at: None,
+                            started_at: self.clock.now(),
+                            finished_at: None,
+                            outcome: None,
+                            brief: None,
+                            cost: rein_core::Usd::ZERO,
+                            handoff: None,
+                        })
+                        .await?;
+                    started += 1;
+                }
+                Err(e) => {
+                    tracing::warn!(task = %task.id, error = %e, "a task whose dependencies completed could not start");
+                }
+            }
+        }
+        Ok(started)
     }
 
     /// The feedback a run's prompt carried (see [`Task::prompt`]) is taken by it.

@@ -53,6 +53,11 @@ pub struct TaskInput {
     #[serde(default)]
     #[schemars(schema_with = "status_schema")]
     pub status: Option<String>,
+    /// Tasks of yours that must complete before this one runs (replaces the list on a patch;
+    /// `[]` clears it). A cycle is refused.
+    #[serde(default)]
+    #[schemars(length(max = 50))]
+    pub depends_on: Option<Vec<String>>,
 }
 
 /// An optional string naming one of `T`'s values, as `T` serializes them (the field is a
@@ -209,6 +214,7 @@ pub fn new_task(b: &TaskInput) -> Result<NewTask, TaskError> {
         overlap: overlap.unwrap_or_default(),
         catch_up: catch_up.unwrap_or_default(),
         failure_threshold: b.failure_threshold,
+        depends_on: b.depends_on.clone().unwrap_or_default(),
     })
 }
 
@@ -274,6 +280,9 @@ pub async fn apply_edit(
             if let Some(v) = status {
                 t.status = v;
                 t.status_reason = None;
+            }
+            if let Some(v) = &b.depends_on {
+                t.depends_on = v.clone();
             }
         })
         .await?;

@@ -31,6 +31,8 @@ pub struct NewTask {
     pub catch_up: CatchUp,
     /// Consecutive failures that pause it (default 3).
     pub failure_threshold: Option<u32>,
+    /// Tasks that must complete first.
+    pub depends_on: Vec<String>,
 }
 
 /// Task operations over a store.
@@ -61,6 +63,7 @@ impl TaskService {
         let mut task = self.get(id).await?;
         let expected = task.updated_at;
         let (automation, generation) = (task.automation.clone(), task.generation.clone());
+        let deps = task.depends_on.clone();
         change(&mut task);
         if task.automation != automation || task.generation != generation {
             return Err(TaskError::Invalid(
@@ -68,7 +71,21 @@ impl TaskService {
             ));
         }
         task.validate()?;
+        if task.depends_on != deps {
+            self.check_deps(&task).await?;
+            // New dependencies start it again once they have completed.
+            task.unblocked = false;
+        }
         self.write(task, Some(expected)).await
+    }
+
+    /// Refuse dependencies that are not the owner's tasks or would make a cycle.
+    async fn check_deps(&self, task: &Task) -> Result<(), TaskError> {
+        if task.depends_on.is_empty() {
+            return Ok(());
+        }
+        let all = self.list(Some(&task.owner)).await?;
+        crate::deps::check(task, &all)
     }
 
     /// The next `count` due times of the task's automation.
@@ -164,10 +181,13 @@ impl TaskService {
             planned_until: Some(now),
             feedback: Vec::new(),
             handoffs: Vec::new(),
+            depends_on: new.depends_on,
+            unblocked: false,
             created_at: now,
             updated_at: now,
         };
         task.validate()?;
+        self.check_deps(&task).await?;
         let task = self.write(task, None).await?;
         self.first_beat(&task).await?;
         Ok(task)
@@ -229,6 +249,9 @@ impl TaskService {
     /// operation id.
     pub async fn run_now(&self, id: &str, launcher: &dyn Launcher) -> Result<String, TaskError> {
         let task = self.get(id).await?;
+        if let Some(why) = crate::deps::blocker(&*self.store, &task).await? {
+            return Err(TaskError::Invalid(why));
+        }
         let started = self.clock.now();
         let op = launcher.launch(&task, "manual").await?;
         // The feedback its prompt carried is taken by it.

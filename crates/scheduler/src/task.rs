@@ -183,6 +183,13 @@ pub struct Task {
     /// with that run) up to [`FEEDBACK_KEPT`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub feedback: Vec<Feedback>,
+    /// Tasks that must complete before it runs (see [`crate::deps`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<String>,
+    /// Whether the run its completed dependencies start has been started (reset when they
+    /// change).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unblocked: bool,
     /// What its last runs handed on (see [`crate::handoff`]); the next run's prompt has them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub handoffs: Vec<rein_store::Handoff>,

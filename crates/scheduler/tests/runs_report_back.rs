@@ -1,7 +1,9 @@
-//! Briefs from task runs through the dispatcher, on a real store and a manual clock: a failed
-//! heartbeat run gives an urgent error brief and `retry` runs the task again; an unresolved
-//! urgent decision holds a schedule's fires (`human_waiting`) until it is resolved; `feedback`
-//! reaches the next run's prompt, and only that run's, with the handoffs of the runs before.
+//! What task runs report back and what waits on it, through the dispatcher on a real store and
+//! a manual clock: a failed heartbeat run gives an urgent error brief and `retry` runs the task
+//! again; an unresolved urgent decision holds a schedule's fires (`human_waiting`) until it is
+//! resolved; `feedback` reaches the next run's prompt, and only that run's, with the handoffs
+//! of the runs before; a task that depends on another runs only once that one completed, and a
+//! cycle is refused.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use chrono::{DateTime, Duration, Utc};
@@ -318,4 +320,82 @@ async fn feedback_reaches_the_next_runs_prompt_and_only_that_run() {
     assert_eq!(h.written_by, "extractive");
     let t = e.service.get(&task.id).await.unwrap();
     assert_eq!(t.feedback[0].taken_by.as_deref(), Some("op2"));
+}
+
+#[tokio::test]
+async fn a_dependent_task_runs_only_after_its_dependency_completes_and_cycles_are_refused() {
+    let e = env("2026-06-01T00:00:00Z").await;
+    let a = e
+        .service
+        .create(
+            "alice",
+            NewTask {
+                title: "Feed watch".into(),
+                instruction: "Summarize the feed.".into(),
+                automation: Automation::Heartbeat {
+                    every_secs: 60,
+                    timeout_secs: None,
+                },
+                max_executions: Some(1),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let b = e
+        .service
+        .create(
+            "alice",
+            NewTask {
+                title: "Report".into(),
+                instruction: "Write the report.".into(),
+                depends_on: vec![a.id.clone()],
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let launcher = Instant::new(true);
+    let d = e.dispatcher(launcher.clone());
+    // B cannot be run by hand while A has not completed.
+    let err = e.service.run_now(&b.id, &*launcher).await.unwrap_err();
+    assert!(
+        err.to_string().starts_with(&format!(
+            "blocked: waits for task {} (Feed watch), which is active",
+            a.id
+        )),
+        "{err}"
+    );
+    // A's one run starts (reaching its cap completes A), but B waits for that run to end.
+    e.clock.advance(Duration::minutes(1));
+    d.tick().await.unwrap();
+    let triggers = |l: &Instant| l.launches().into_iter().map(|(_, t)| t).collect::<Vec<_>>();
+    assert_eq!(triggers(&launcher), ["heartbeat"]);
+    // Its end is reaped, then B starts once.
+    d.tick().await.unwrap();
+    assert_eq!(triggers(&launcher), ["heartbeat", "dependency"]);
+    for _ in 0..3 {
+        e.clock.advance(Duration::minutes(1));
+        d.tick().await.unwrap();
+    }
+    assert_eq!(
+        triggers(&launcher),
+        ["heartbeat", "dependency"],
+        "started once, not on every tick"
+    );
+
+    // A cycle is refused, naming it; nothing changes.
+    let err = e
+        .service
+        .edit(&a.id, |t| t.depends_on = vec![b.id.clone()])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "depends_on would make a cycle: {} (Feed watch) → {} (Report) → {} (Feed watch)",
+            a.id, b.id, a.id
+        )
+    );
+    assert!(e.service.get(&a.id).await.unwrap().depends_on.is_empty());
 }
