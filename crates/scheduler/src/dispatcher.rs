@@ -430,18 +430,13 @@ impl Dispatcher {
                         Ok(op) => {
                             self.took_feedback(&task, &op).await?;
                             self.store
-                                .add_run(&TaskRun {
-                                    operation_id: op.clone(),
-                                    task_id: task.id.clone(),
-                                    trigger: d.kind.clone(),
-                                    due_at: Some(d.due_at),
-                                    started_at: self.clock.now(),
-                                    finished_at: None,
-                                    outcome: None,
-                                    brief: None,
-                                    cost: rein_core::Usd::ZERO,
-                                    handoff: None,
-                                })
+                                .add_run(&TaskRun::started(
+                                    op.clone(),
+                                    task.id.clone(),
+                                    &d.kind,
+                                    Some(d.due_at),
+                                    self.clock.now(),
+                                ))
                                 .await?;
                             self.store
                                 .settle_delivery(
@@ -600,18 +595,13 @@ impl Dispatcher {
                 Ok(op) => {
                     self.took_feedback(&task, &op).await?;
                     self.store
-                        .add_run(&TaskRun {
-                            operation_id: op,
-                            task_id: task.id.clone(),
-                            trigger: "dependency".into(),
-                            due_at: None,
-                            started_at: self.clock.now(),
-                            finished_at: None,
-                            outcome: None,
-                            brief: None,
-                            cost: rein_core::Usd::ZERO,
-                            handoff: None,
-                        })
+                        .add_run(&TaskRun::started(
+                            op,
+                            task.id.clone(),
+                            "dependency",
+                            None,
+                            self.clock.now(),
+                        ))
                         .await?;
                     started += 1;
                 }

@@ -258,18 +258,13 @@ impl TaskService {
         self.edit_body(id, |t| t.take_feedback(&op, started))
             .await?;
         self.store
-            .add_run(&TaskRun {
-                operation_id: op.clone(),
-                task_id: task.id.clone(),
-                trigger: "manual".into(),
-                due_at: None,
-                started_at: self.clock.now(),
-                finished_at: None,
-                outcome: None,
-                brief: None,
-                cost: rein_core::Usd::ZERO,
-                handoff: None,
-            })
+            .add_run(&TaskRun::started(
+                op.clone(),
+                task.id.clone(),
+                "manual",
+                None,
+                self.clock.now(),
+            ))
             .await?;
         Ok(op)
     }

@@ -133,6 +133,30 @@ pub struct TaskRun {
     pub handoff: Option<Handoff>,
 }
 
+impl TaskRun {
+    /// A run of `task_id` that operation `operation_id` started at `at`, answering `due_at`.
+    pub fn started(
+        operation_id: String,
+        task_id: String,
+        trigger: &str,
+        due_at: Option<DateTime<Utc>>,
+        at: DateTime<Utc>,
+    ) -> Self {
+        Self {
+            operation_id,
+            task_id,
+            trigger: trigger.to_owned(),
+            due_at,
+            started_at: at,
+            finished_at: None,
+            outcome: None,
+            brief: None,
+            cost: rein_core::Usd::ZERO,
+            handoff: None,
+        }
+    }
+}
+
 /// Tasks, deliveries and runs. Every method is one transaction.
 pub trait Tasks: Send + Sync {
     /// Insert or replace a task.
