@@ -386,6 +386,9 @@ impl Runner {
                 self.store
                     .list_operations(&OperationFilter {
                         status: Some(status),
+                        // What this process leased it runs or is about to (an operation the
+                        // API created claimed, in the instant before it is spawned).
+                        not_leased_by: Some(self.node.clone()),
                         limit: 10_000,
                         ..Default::default()
                     })

@@ -153,6 +153,9 @@ pub struct OperationFilter {
     pub agent: Option<String>,
     /// Only the sub-agents of this operation.
     pub parent: Option<OperationId>,
+    /// Leave out operations whose lease this process (node) holds: a server's recovery must
+    /// not take up an operation it created claimed and is about to run.
+    pub not_leased_by: Option<String>,
     /// At most this many.
     pub limit: u32,
 }
@@ -164,6 +167,7 @@ impl Default for OperationFilter {
             owner: None,
             agent: None,
             parent: None,
+            not_leased_by: None,
             limit: 100,
         }
     }

@@ -962,6 +962,30 @@ async fn leases(store: &SqlStore) {
             );
         }
         store.release_operation(id, "node-b").await.unwrap();
+        // A process's recovery leaves out what it leased itself (and only that).
+        store
+            .lease_operation(id, "node-a", until, start)
+            .await
+            .unwrap();
+        let listed = |node: &str| {
+            let filter = OperationFilter {
+                not_leased_by: Some(node.into()),
+                limit: 10_000,
+                ..Default::default()
+            };
+            async move {
+                store
+                    .list_operations(&filter)
+                    .await
+                    .unwrap()
+                    .iter()
+                    .any(|r| r.id == id)
+            }
+        };
+        assert!(!listed("node-a").await, "leased by node-a");
+        assert!(listed("node-b").await);
+        store.release_operation(id, "node-a").await.unwrap();
+        assert!(listed("node-a").await, "released");
         // A claim (with its running slot) follows the same rule.
         assert!(
             store

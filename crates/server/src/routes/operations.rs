@@ -340,8 +340,8 @@ pub async fn list(
             status: q.status,
             owner: Some(user.id),
             agent: q.agent,
-            parent: None,
             limit: q.limit.unwrap_or(100).min(1000),
+            ..Default::default()
         })
         .await?;
     Ok(Json(ops))

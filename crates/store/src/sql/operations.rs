@@ -110,6 +110,13 @@ pub(super) async fn list_operations(
         binds.push(parent.to_string());
         conditions.push(format!("parent_operation = ${}", binds.len()));
     }
+    if let Some(node) = &filter.not_leased_by {
+        binds.push(node.clone());
+        conditions.push(format!(
+            "(lease_owner IS NULL OR lease_owner <> ${})",
+            binds.len()
+        ));
+    }
     let filter_sql = if conditions.is_empty() {
         String::new()
     } else {
