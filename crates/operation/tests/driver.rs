@@ -702,13 +702,7 @@ async fn an_expired_approval_ends_the_operation_visibly() {
     ));
     let iv = e.store.interventions(id).await.unwrap();
     let expires_at = iv[0].expires_at.expect("the request carries its deadline");
-    // Wait for the recorded deadline itself, not a guess at it.
-    while chrono::Utc::now() <= expires_at {
-        let left = (expires_at - chrono::Utc::now())
-            .to_std()
-            .unwrap_or_default();
-        tokio::time::sleep(left + Duration::from_millis(5)).await;
-    }
+    common::wait_past(expires_at).await;
     // A late approval finds the deadline passed: the operation ends, the tool never runs.
     let end = driver(&e, false)
         .decide(id, None, Decision::Approve, Some("late"))

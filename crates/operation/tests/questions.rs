@@ -15,7 +15,6 @@ use rein_model::testing::{Canned, Server, serve};
 use rein_operation::{Decision, Driver, DriverError, OperationSpec, RunEnd, StartOptions};
 use rein_store::{InterventionStatus, SqlStore, Store};
 use std::sync::Arc;
-use std::time::Duration;
 
 fn ask(args: serde_json::Value) -> Canned {
     Canned::openai_tools(&[("q1", "ask_user__ask", &args.to_string())])
@@ -252,13 +251,7 @@ async fn an_expired_question_takes_its_default_and_the_operation_runs_on() {
     ));
     let iv = store.interventions(id).await.unwrap();
     let expires_at = iv[0].expires_at.expect("the question carries its expiry");
-    // Wait for the recorded expiry itself, not a guess at it.
-    while chrono::Utc::now() <= expires_at {
-        let left = (expires_at - chrono::Utc::now())
-            .to_std()
-            .unwrap_or_default();
-        tokio::time::sleep(left + Duration::from_millis(5)).await;
-    }
+    common::wait_past(expires_at).await;
     // A late answer finds the question expired: the default answered it, the model went on.
     let end = driver(&server, &store)
         .decide(

@@ -47,3 +47,12 @@ pub fn gpt_4o_mini() -> ModelRef {
         model: "gpt-4o-mini".into(),
     }
 }
+
+/// Return once the wall clock has passed `t` (a recorded deadline or expiry): the wait is on
+/// the instant the store recorded, not a guess at it.
+pub async fn wait_past(t: chrono::DateTime<chrono::Utc>) {
+    while chrono::Utc::now() <= t {
+        let left = (t - chrono::Utc::now()).to_std().unwrap_or_default();
+        tokio::time::sleep(left + std::time::Duration::from_millis(5)).await;
+    }
+}
