@@ -1,6 +1,9 @@
 //! `rein chat`: a conversation on one topic, a turn per line. Lines starting with `/` are
 //! commands: `/approve`, `/reject [reason]`, `/cancel`, `/model provider/model`, `/history`,
-//! `/skill NAME`, `/help`, `/exit`. While the agent waits for an answer to its question
+//! `/regenerate` (another answer to the last message), `/edit TEXT` (replace the last message
+//! you wrote), `/branch [N]` (list the branch points, or show alternative N of the last one),
+//! `/skill NAME`, `/help`, `/exit`. Regenerating and editing add sibling branches; nothing is
+//! overwritten. While the agent waits for an answer to its question
 //! (`ask_user`), a plain line answers it and `/reject` declines. Works the same with a terminal
 //! or with lines piped in.
 //! Skills admitted in one turn (by `/skill` or by the model) stay admitted in the next.
@@ -10,8 +13,9 @@ use anyhow::bail;
 use rein_core::OperationId;
 use rein_core::message::Role;
 use rein_core::question::{Answer, Question};
-use rein_operation::{AgentProfile, Decision, RunEnd, SpecOrigin, StartOptions};
-use rein_store::{SqlStore, Store};
+use rein_operation::topic::TopicTree;
+use rein_operation::{AgentProfile, Decision, RunEnd, SpecOrigin, StartOptions, Turn};
+use rein_store::{SqlStore, Store, Topics};
 use std::io::Write;
 use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -36,21 +40,75 @@ pub struct ChatArgs {
     approval: Option<String>,
 }
 
-const HELP: &str = "commands: /approve, /reject [reason], /cancel, /model provider/model, /skill NAME, /history, /help, /exit";
+const HELP: &str = "commands: /approve, /reject [reason], /cancel, /model provider/model, /skill NAME, /history, /regenerate, /edit TEXT, /branch [N], /help, /exit";
 
 fn text(m: &rein_core::Message) -> String {
     m.text_content()
 }
 
+/// The topic's tree, if it has one yet.
+async fn tree_of(store: &SqlStore, topic: Option<&str>) -> anyhow::Result<Option<TopicTree>> {
+    match topic {
+        Some(t) => Ok(rein_operation::topic::tree(store, t).await?),
+        None => Ok(None),
+    }
+}
+
+/// The active branch as it reads (see [`crate::topics::print_path`]).
 async fn history(store: &SqlStore, topic: &str) -> anyhow::Result<()> {
-    for m in rein_core::message::model_view(store.topic_messages(topic).await?) {
-        match m.role {
-            Role::User => eprintln!("you> {}", text(&m)),
-            Role::Assistant if !text(&m).is_empty() => println!("{}\n", text(&m)),
-            _ => {}
-        }
+    if let Some(tree) = tree_of(store, Some(topic)).await? {
+        crate::topics::print_path(&tree);
     }
     Ok(())
+}
+
+/// The last message of the active path with the `role`.
+fn last_of(tree: &TopicTree, role: Role) -> Option<rein_core::MessageId> {
+    tree.path()
+        .iter()
+        .rev()
+        .find(|m| m.role == role && m.kind == rein_core::message::MessageKind::Normal)
+        .map(|m| m.id)
+}
+
+/// `/branch [N]`: without N, list the branch points of the active path; with N, show
+/// alternative N of the last one.
+async fn branch(store: &SqlStore, topic: Option<&str>, arg: &str) -> anyhow::Result<()> {
+    let Some(tree) = tree_of(store, topic).await? else {
+        eprintln!("(nothing yet)");
+        return Ok(());
+    };
+    let Some(last) = tree.branches.last() else {
+        eprintln!("no branches yet: /regenerate or /edit TEXT make one");
+        return Ok(());
+    };
+    if arg.is_empty() {
+        for b in &tree.branches {
+            let start: String = tree
+                .messages
+                .iter()
+                .find(|m| m.id == b.message)
+                .map(|m| text(m).chars().take(50).collect())
+                .unwrap_or_default();
+            eprintln!("[{}/{}] {start}", b.index, b.alternatives.len());
+        }
+        eprintln!("/branch N shows alternative N of the last one");
+        return Ok(());
+    }
+    let chosen = arg
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_sub(1))
+        .and_then(|i| last.alternatives.get(i));
+    let (Some(&message), Some(topic)) = (chosen, topic) else {
+        eprintln!(
+            "choose 1 to {} (the last branch point's alternatives)",
+            last.alternatives.len()
+        );
+        return Ok(());
+    };
+    store.set_active_message(topic, message).await?;
+    history(store, topic).await
 }
 
 fn prompt() {
@@ -109,6 +167,8 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, ctx: &Context_) -> anyho
         }
         let mut end = None;
         let mut id = None;
+        // A turn to start: a plain line, or a regeneration or an edit.
+        let mut begin: Option<(String, Turn)> = None;
         if let Some(cmd) = line.strip_prefix('/') {
             let (name, rest) = cmd.split_once(' ').unwrap_or((cmd, ""));
             match name {
@@ -118,6 +178,27 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, ctx: &Context_) -> anyho
                     Some(t) => history(&store, t).await?,
                     None => eprintln!("(nothing yet)"),
                 },
+                "branch" => branch(&store, topic.as_deref(), rest.trim()).await?,
+                "regenerate" | "edit" if parked.is_some() => {
+                    eprintln!("the last turn waits for a decision: /approve, /reject or /cancel");
+                }
+                "regenerate" => match tree_of(&store, topic.as_deref()).await? {
+                    Some(tree) => match tree.path().last() {
+                        Some(m) => begin = Some((String::new(), Turn::Regenerate(m.id))),
+                        None => eprintln!("(nothing to regenerate yet)"),
+                    },
+                    None => eprintln!("(nothing to regenerate yet)"),
+                },
+                "edit" if !rest.trim().is_empty() => {
+                    match tree_of(&store, topic.as_deref())
+                        .await?
+                        .and_then(|t| last_of(&t, Role::User))
+                    {
+                        Some(m) => begin = Some((rest.trim().to_owned(), Turn::Edit(m))),
+                        None => eprintln!("(no message of yours to edit yet)"),
+                    }
+                }
+                "edit" => eprintln!("/edit TEXT replaces your last message with TEXT"),
                 "model" if !rest.trim().is_empty() => {
                     let next = rest.trim().to_owned();
                     let switched = AgentProfile {
@@ -241,12 +322,16 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, ctx: &Context_) -> anyho
                 Err(e) => return Err(e.into()),
             }
         } else {
+            begin = Some((line.to_owned(), Turn::Continue));
+        }
+        if let Some((prompt, turn)) = begin {
             let opts = StartOptions {
                 spec: spec.clone(),
                 topic_id: topic.clone(),
+                turn,
                 ..Default::default()
             };
-            let op = drv.start(line, &opts).await?;
+            let op = drv.start(&prompt, &opts).await?;
             topic.get_or_insert_with(|| format!("topic_{op}"));
             end = Some(drv.run(op).await?);
             id = Some(op);

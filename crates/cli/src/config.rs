@@ -17,6 +17,10 @@ use std::path::PathBuf;
 pub struct FileConfig {
     /// `provider/model` used when neither a flag nor `REIN_MODEL` names one.
     pub default_model: Option<String>,
+    /// `provider/model` that titles each conversation after its first exchange
+    /// (`REIN_TITLE_MODEL` wins); without one, a conversation is titled by the start of its
+    /// first message.
+    pub title_model: Option<String>,
     /// Per provider: `base_url`, `api_key`, `protocol`, `headers`, `quirks`.
     pub providers: BTreeMap<String, ProviderOverride>,
     /// MCP servers by name: a command line (stdio) or an http(s) URL, or a table with `url`

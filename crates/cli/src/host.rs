@@ -105,7 +105,18 @@ pub async fn host(
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
     });
+    // A cassette replays exactly the requests it recorded: no titling call.
+    let title_model = std::env::var("REIN_TITLE_MODEL")
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+        .or_else(|| ctx.config.file.title_model.clone())
+        .filter(|_| !cassette)
+        .map(|m| {
+            rein_operation::profile::model_ref(&m).map_err(|e| anyhow!("title model {m:?}: {e}"))
+        })
+        .transpose()?;
     Ok(Host {
+        title_model,
         working_directory: None,
         agents: Some(agents),
         brief_owner: Some(local.id),

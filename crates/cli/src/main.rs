@@ -15,6 +15,7 @@ mod tasks;
 mod telemetry;
 #[cfg(feature = "test-hooks")]
 mod test_tools;
+mod topics;
 
 use anyhow::{Context, anyhow};
 use clap::{Parser, Subcommand};
@@ -91,6 +92,11 @@ pub(crate) enum Command {
     Group {
         #[command(subcommand)]
         command: groups::GroupCommand,
+    },
+    /// Conversations: list, search, show (with versions), rename, delete.
+    Topic {
+        #[command(subcommand)]
+        command: topics::TopicCommand,
     },
     /// Briefs: what task runs and agents report for your attention; resolve them.
     Brief {
@@ -408,6 +414,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             Ok(exit::DONE)
         }
         Command::Brief { command } => briefs::command(store, command, &ctx).await,
+        Command::Topic { command } => topics::command(store, command, &ctx).await,
         Command::Skill { command } => {
             skills::command(command, &ctx.config, cli.json)?;
             Ok(exit::DONE)

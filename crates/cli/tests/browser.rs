@@ -418,3 +418,67 @@ async fn the_ui_inbox_resolves_an_urgent_brief_and_a_question_is_answered_by_an_
     assert_eq!(requests.len(), 3);
     assert_eq!(requests[2].tool_result("q1"), "The user chose `no` (Wait).");
 }
+
+#[tokio::test]
+async fn the_ui_renders_markdown_safely_switches_versions_and_manages_conversations() {
+    let (chromium, playwright) = match prerequisites() {
+        Ok(p) => p,
+        Err(missing) => {
+            rein_testkit::skip("the web UI's conversation tree in Chromium", &missing);
+            return;
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("rein-ui-tree-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let answer = "# Plan\n\nHere is **bold**, *italic* and `code`.\n\n```rust\nfn main() {\n    let x = 42; // the answer\n}\n```\n\n| Name | Value |\n|------|-------|\n| a | 1 |\n\n<img src=x onerror=\"window.__pwned=1\"> and [click](javascript:window.__pwned=2) and https://example.com/docs.";
+    let model = serve(
+        vec![
+            Canned::openai_text(answer),
+            Canned::openai_text("Second take."),
+            Canned::openai_text("Edited answer."),
+        ],
+        3,
+    )
+    .await;
+    let (_server, base) = serve_ui(&dir, &model.base).await;
+    let (report, out) = run_script("conversation.cjs", &base, &chromium, &playwright).await;
+    assert_eq!(
+        report["ok"],
+        true,
+        "{report:#}\nscreenshots in {}",
+        out.display()
+    );
+    // What the model saw: the regeneration without the first answer, the edit without the
+    // question it replaced.
+    let conversation = |i: usize| -> Vec<String> {
+        model.requests()[i].body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] != "system")
+            .map(|m| m["content"].as_str().unwrap_or("").to_owned())
+            .collect()
+    };
+    assert_eq!(conversation(1), ["Show me a plan"]);
+    assert_eq!(conversation(2), ["Show me the edited plan"]);
+    // Deleted with its operations' records kept.
+    let http = reqwest::Client::new();
+    let body = http
+        .get(format!("{base}/v1/operations"))
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let ops: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let ops = ops.as_array().unwrap();
+    assert_eq!(ops.len(), 3, "{ops:?}");
+    let topic = ops[0]["topic_id"].as_str().unwrap();
+    let tree = http
+        .get(format!("{base}/v1/topics/{topic}/tree"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(tree.status().as_u16(), 404);
+}

@@ -768,6 +768,96 @@ async fn chat_keeps_one_topic_switches_models_and_takes_decisions() {
     assert!(out.contains("Four."), "{out}");
 }
 
+/// `rein chat`'s `/regenerate`, `/edit` and `/branch`: each regeneration or edit is a sibling
+/// branch the model sees alone, and switching back shows the earlier branch.
+#[tokio::test]
+async fn chat_regenerates_edits_and_switches_branches() {
+    let e = env(vec![
+        Canned::openai_text("one"),
+        Canned::openai_text("two"),
+        Canned::openai_text("two, again"),
+        Canned::openai_text("three"),
+    ])
+    .await;
+    let (code, out, err) = piped(
+        &e,
+        &["chat"],
+        "first\nsecond\n/regenerate\n/edit second, edited\n/branch\n/branch 1\n/branch 9\n/exit\n",
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("two, again") && out.contains("three"), "{out}");
+    let turns = |i: usize| -> Vec<String> {
+        e.server.requests()[i].body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] != "system")
+            .map(|m| m["content"].as_str().unwrap_or("").to_owned())
+            .collect()
+    };
+    assert_eq!(
+        turns(2),
+        ["first", "one", "second"],
+        "the old answer is not shown again"
+    );
+    assert_eq!(
+        turns(3),
+        ["first", "one", "second, edited"],
+        "nor the edited message"
+    );
+    assert!(
+        err.contains("[2/2] second, edited"),
+        "the branch point is listed: {err}"
+    );
+    // `/branch 1` shows the first "second" again, with the newest answer under it.
+    let after = err.split("/branch N shows").nth(1).unwrap();
+    assert!(after.contains("you> [1/2] second\n"), "{after}");
+    assert!(out.contains("[2/2] two, again"), "{out}");
+    assert!(after.contains("choose 1 to 2"), "{after}");
+
+    // `rein topic`: found by what it says, shown with its versions, renamed, deleted.
+    let topic = err
+        .lines()
+        .find_map(|l| l.strip_prefix("topic: "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+    let (code, listed, _) = e.rein(&["topic", "list", "--search", "EDITED"]).await;
+    assert_eq!(code, 0);
+    assert!(
+        listed.contains(&topic) && listed.contains("first"),
+        "{listed}"
+    );
+    let (_, listed, _) = e.rein(&["topic", "list", "--search", "nowhere"]).await;
+    assert!(listed.trim().is_empty(), "{listed}");
+    let (code, shown, shown_err) = e.rein(&["topic", "show", &topic]).await;
+    assert_eq!(code, 0, "{shown_err}");
+    assert!(
+        shown_err.contains("you> [1/2] second") && shown.contains("[2/2] two, again"),
+        "{shown}{shown_err}"
+    );
+    let (code, _, _) = e.rein(&["topic", "rename", &topic, "Counting"]).await;
+    assert_eq!(code, 0);
+    let (_, listed, _) = e.rein(&["topic", "list"]).await;
+    assert!(listed.contains("Counting"), "{listed}");
+    let (code, _, said) = e.rein(&["topic", "delete", &topic]).await;
+    assert_eq!(code, 0, "{said}");
+    assert!(
+        said.contains("7 messages; 4 operations' records kept"),
+        "{said}"
+    );
+    let (code, _, said) = e.rein(&["topic", "show", &topic]).await;
+    assert_eq!(code, 1);
+    assert!(said.contains(&format!("no topic {topic}")), "{said}");
+    let (_, ops, _) = e.rein(&["op", "list"]).await;
+    assert_eq!(
+        ops.lines().filter(|l| !l.trim().is_empty()).count(),
+        4,
+        "{ops}"
+    );
+}
+
 #[tokio::test]
 async fn agents_shape_runs_and_models_are_listed() {
     let e = env(vec![calc("c1", "6*7"), Canned::openai_text("42.")]).await;

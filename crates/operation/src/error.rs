@@ -37,6 +37,10 @@ pub enum DriverError {
         "topic id {0:?} is not valid: use 1 to 128 ASCII letters, digits, '-', '_', '.' or ':'"
     )]
     InvalidTopic(String),
+    /// An edit or a regeneration that does not fit the topic's conversation; nothing was
+    /// written.
+    #[error(transparent)]
+    Branch(#[from] crate::driver::BranchError),
     /// Skills named for an operation that this process does not have; nothing was written.
     #[error("no skill named {}; `rein skill list` shows the available ones", .0.join(", "))]
     UnknownSkills(Vec<String>),

@@ -92,6 +92,8 @@ pub struct Host {
     pub skills: Arc<rein_tools::skills::SkillCatalog>,
     /// Who gets the briefs of operations without an owner (the CLI's local user).
     pub brief_owner: Option<String>,
+    /// The model that titles topics after their first exchange (none: the prompt's start).
+    pub title_model: Option<ModelRef>,
 }
 
 impl Host {
@@ -115,6 +117,7 @@ impl Host {
             working_directory: None,
             skills: Arc::default(),
             brief_owner: None,
+            title_model: None,
         }
     }
 
@@ -137,6 +140,9 @@ impl Host {
         }
         if let Some(owner) = &self.brief_owner {
             d = d.with_brief_owner(owner.clone());
+        }
+        if let Some(model) = &self.title_model {
+            d = d.with_title_model(model.clone());
         }
         d.with_skills(Arc::clone(&self.skills))
     }

@@ -29,10 +29,14 @@ pub mod models;
 pub mod profile;
 mod summarizer;
 mod tools;
+pub mod topic;
 pub mod tree;
 
 pub use agents::{AgentDirectory, StoredAgents};
-pub use driver::{CommitHook, Decision, Driver, RunEnd, StartOptions, derived_message_id};
+pub use driver::{
+    BranchError, CommitHook, Decision, Driver, RunEnd, StartOptions, TITLE_INSTRUCTIONS, Turn,
+    derived_message_id,
+};
 pub use embedder::ProviderEmbedder;
 pub use error::{DriverError, TOPIC_ID_PATTERN, check_topic_id};
 pub use group::GroupProfile;

@@ -110,6 +110,7 @@ impl From<rein_store::StoreError> for ApiError {
                 ApiError::conflict(format!("tool call {id} was already decided"))
             }
             E::Conflict(what) => ApiError::conflict(format!("{what} already exists")),
+            E::InUse(what) => ApiError::conflict(what),
             e @ E::AtCapacity { .. } => {
                 let mut err = ApiError::new(
                     StatusCode::TOO_MANY_REQUESTS,
@@ -155,6 +156,22 @@ impl From<rein_operation::DriverError> for ApiError {
                         StatusCode::UNPROCESSABLE_ENTITY,
                         "decision_does_not_fit",
                         d.to_string(),
+                    ),
+                }
+            }
+            E::Branch(b) => {
+                use rein_operation::BranchError as B;
+                match b {
+                    B::UnknownTopic(_) | B::UnknownMessage { .. } => {
+                        ApiError::not_found(b.to_string())
+                    }
+                    B::NoTopic
+                    | B::NotAUserMessage(_)
+                    | B::NoPrompt(_)
+                    | B::PromptWithRegenerate(_) => ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "branch_does_not_fit",
+                        b.to_string(),
                     ),
                 }
             }

@@ -73,19 +73,6 @@ pub struct GroupRecord {
     pub updated_at: DateTime<Utc>,
 }
 
-/// A conversation as listed.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct TopicRecord {
-    /// Id.
-    pub id: String,
-    /// Agent it was started with.
-    pub agent: Option<String>,
-    /// Title (the start of its first user message).
-    pub title: Option<String>,
-    /// Created.
-    pub created_at: DateTime<Utc>,
-}
-
 /// Users, tokens and agents. Every method is one transaction.
 pub trait Accounts: Send + Sync {
     /// Create a user; [`StoreError::Conflict`] when the name is taken.
@@ -155,18 +142,6 @@ pub trait Accounts: Send + Sync {
         owner: &'a str,
         name: &'a str,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
-    /// A user's conversations, newest first.
-    fn list_topics<'a>(
-        &'a self,
-        owner: &'a str,
-        limit: u32,
-    ) -> BoxFuture<'a, Result<Vec<TopicRecord>, StoreError>>;
-    /// Who a topic belongs to: `None` when there is no such topic, `Some(None)` for a topic of
-    /// the local CLI.
-    fn topic_owner<'a>(
-        &'a self,
-        topic_id: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Option<String>>, StoreError>>;
 }
 
 fn user_from(row: &AnyRow) -> Result<User, StoreError> {
@@ -529,48 +504,5 @@ impl Accounts for SqlStore {
         name: &'a str,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         self.delete_named(Named::Groups, owner, name).boxed()
-    }
-
-    fn list_topics<'a>(
-        &'a self,
-        owner: &'a str,
-        limit: u32,
-    ) -> BoxFuture<'a, Result<Vec<TopicRecord>, StoreError>> {
-        async move {
-            sqlx::query(
-                "SELECT id, agent, title, created_at FROM topics WHERE owner = $1 ORDER BY created_at DESC, id DESC LIMIT $2",
-            )
-            .bind(owner)
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(|r| {
-                Ok(TopicRecord {
-                    id: r.try_get("id")?,
-                    agent: r.try_get("agent")?,
-                    title: r.try_get("title")?,
-                    created_at: parse_ts(&r.try_get::<String, _>("created_at")?, "topic created_at")?,
-                })
-            })
-            .collect()
-        }
-        .boxed()
-    }
-
-    fn topic_owner<'a>(
-        &'a self,
-        topic_id: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Option<String>>, StoreError>> {
-        async move {
-            let row = sqlx::query("SELECT owner FROM topics WHERE id = $1")
-                .bind(topic_id)
-                .fetch_optional(&self.pool)
-                .await?;
-            row.map(|r| r.try_get::<Option<String>, _>("owner"))
-                .transpose()
-                .map_err(StoreError::from)
-        }
-        .boxed()
     }
 }

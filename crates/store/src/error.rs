@@ -51,6 +51,10 @@ pub enum StoreError {
     /// A record with that key already exists.
     #[error("{0} already exists")]
     Conflict(String),
+    /// The change would pull a record from under something still using it (a topic whose
+    /// operations still run); nothing was written.
+    #[error("{0}")]
+    InUse(String),
     /// Running one more operation would cross a limit; nothing was written.
     #[error("{} operations are running {}, the limit", .limit, .scope)]
     AtCapacity {

@@ -12,7 +12,8 @@
 //! ([`StateChanges`]): the compact state, new or changed messages, their order from the first
 //! changed position, the tool manifests only when they change. Beside operations: accounts,
 //! tasks with their deliveries and runs ([`Tasks`]), and briefs with their hooks and hook
-//! outbox ([`Briefs`]).
+//! outbox ([`Briefs`]), and topics: conversations created, renamed, searched and deleted, each
+//! with the message its active branch runs through ([`Topics`]).
 
 mod accounts;
 mod briefs;
@@ -21,8 +22,9 @@ mod records;
 mod schema;
 mod sql;
 mod tasks;
+mod topics;
 
-pub use accounts::{Accounts, AgentRecord, ApiToken, GroupRecord, TopicRecord, User};
+pub use accounts::{Accounts, AgentRecord, ApiToken, GroupRecord, User};
 pub use briefs::{
     Artifact, BRIEF_ID_PATTERN, Brief, BriefAction, BriefFilter, BriefHook, BriefKind, BriefNotice,
     BriefPriority, Briefs, Resolution, new_brief_id, valid_brief_id,
@@ -31,6 +33,10 @@ pub use error::StoreError;
 pub use records::*;
 pub use sql::{CommitNotices, Counts, SqlStore, Synchronous, redact};
 pub use tasks::{Delivery, DeliveryStatus, Handoff, TaskRow, TaskRun, Tasks};
+pub use topics::{
+    DeletedTopic, NewTopic, OperationRecords, StoredConversation, TitleSource, TopicFilter,
+    TopicRecord, Topics, new_topic_id,
+};
 
 /// What the scheduler needs of a store: tasks with their deliveries and runs, and the briefs
 /// their runs give.
@@ -44,7 +50,7 @@ use rein_core::{AgentEvent, Message, MessageId, OperationId};
 
 /// Durable storage for operations (and the briefs they raise). Every method is one
 /// transaction.
-pub trait Store: Briefs + Send + Sync {
+pub trait Store: Briefs + Topics + Send + Sync {
     /// Persist a new operation with its first messages, before anything runs.
     fn create_operation<'a>(
         &'a self,

@@ -64,6 +64,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "task run handoffs",
         include_str!("../migrations/0013_run_handoffs.sql"),
     ),
+    (
+        14,
+        "topics' active branch and title source",
+        include_str!("../migrations/0014_topic_tree.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

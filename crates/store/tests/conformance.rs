@@ -785,11 +785,233 @@ async fn accounts(store: &SqlStore) {
         Some(Some(alice.id.clone()))
     );
     assert_eq!(store.topic_owner("no-such-topic").await.unwrap(), None);
-    let topics = store.list_topics(&alice.id, 10).await.unwrap();
+    let of = |owner: &str| TopicFilter {
+        owner: Some(owner.to_owned()),
+        limit: 10,
+        ..Default::default()
+    };
+    let topics = store.list_topics(&of(&alice.id)).await.unwrap();
     assert_eq!(topics.len(), 1);
     assert_eq!(topics[0].id, owned.topic_id);
     assert_eq!(topics[0].title.as_deref(), Some("hello"));
-    assert!(store.list_topics(&bob.id, 10).await.unwrap().is_empty());
+    assert!(store.list_topics(&of(&bob.id)).await.unwrap().is_empty());
+    topics_and_branches(store, &alice.id, &bob.id).await;
+}
+
+/// Topics: created empty (titled by the first prompt), searched by title and by what their
+/// messages say (not by the JSON they are stored in), renamed (a model's title never replaces
+/// a person's), their active branch switched, deleted with their operations' records kept or
+/// removed, and refused while an operation in them still runs.
+async fn topics_and_branches(store: &SqlStore, alice: &str, bob: &str) {
+    let id = format!("topic-{}", OperationId::new());
+    let made = store
+        .create_topic(&NewTopic {
+            id: id.clone(),
+            owner: Some(alice.to_owned()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        (made.title.clone(), made.title_source),
+        (None, TitleSource::Prompt)
+    );
+    assert!(matches!(
+        store
+            .create_topic(&NewTopic {
+                id: id.clone(),
+                ..Default::default()
+            })
+            .await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert_eq!(store.topic(&id).await.unwrap(), Some(made));
+
+    let mut op = new_op();
+    op.topic_id = id.clone();
+    op.owner = Some(alice.to_owned());
+    let user = Message::user("Plan the trip to Rome\nwith details");
+    op.state = AgentState::new(op.state.operation_id)
+        .with_message(Message::system("be brief"))
+        .with_message(user.clone());
+    store.create_operation(&op).await.unwrap();
+    let topic = store.topic(&id).await.unwrap().unwrap();
+    assert_eq!(topic.title.as_deref(), Some("Plan the trip to Rome"));
+    let mut done = op.state.clone();
+    let answer = Message::assistant("Rome it is, with 100% certainty");
+    done.push_message(answer.clone());
+    done.status = Status::Running;
+    done.step_count = 1;
+    let commit = StepCommit {
+        operation_id: done.operation_id,
+        step_index: 1,
+        topic_id: id.clone(),
+        changes: StateChanges::between(&op.state, &done),
+        state: done.clone(),
+        next_context: None,
+        instructions: vec!["call_llm".into()],
+        events: Vec::new(),
+        tool_executions: Vec::new(),
+        interventions: Vec::new(),
+        thread_id: None,
+        children: Vec::new(),
+    };
+    store.commit_step(&commit).await.unwrap();
+    let conv = store.conversation(&id).await.unwrap().unwrap();
+    assert_eq!(conv.messages.len(), 3);
+    assert_eq!(conv.active_message, Some(user.id), "the operation's prompt");
+    assert!(store.conversation("no-such-topic").await.unwrap().is_none());
+
+    let search = |q: &str, owner: &str| TopicFilter {
+        owner: Some(owner.to_owned()),
+        search: Some(q.to_owned()),
+        limit: 10,
+    };
+    let found = |q: &'static str| {
+        let id = id.clone();
+        let filter = search(q, alice);
+        async move {
+            store
+                .list_topics(&filter)
+                .await
+                .unwrap()
+                .iter()
+                .any(|t| t.id == id)
+        }
+    };
+    assert!(found("ROME").await, "titles, case-insensitive");
+    assert!(found("certainty").await, "what a message says");
+    assert!(found("100%").await, "LIKE wildcards are text");
+    assert!(!found("100_").await, "an underscore matches only itself");
+    assert!(!found("role").await, "not the JSON messages are stored in");
+    assert!(!found("nowhere").await);
+    assert!(
+        store
+            .list_topics(&search("rome", bob))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    assert!(
+        store
+            .set_topic_title(&id, "Model title", TitleSource::Model)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .set_topic_title(&id, "Mine", TitleSource::User)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .set_topic_title(&id, "Model again", TitleSource::Model)
+            .await
+            .unwrap()
+    );
+    let topic = store.topic(&id).await.unwrap().unwrap();
+    assert_eq!(
+        (topic.title.as_deref(), topic.title_source),
+        (Some("Mine"), TitleSource::User)
+    );
+
+    assert!(
+        !store
+            .set_active_message(&id, Message::user("elsewhere").id)
+            .await
+            .unwrap()
+    );
+    assert!(store.set_active_message(&id, answer.id).await.unwrap());
+    assert_eq!(
+        store
+            .conversation(&id)
+            .await
+            .unwrap()
+            .unwrap()
+            .active_message,
+        Some(answer.id)
+    );
+
+    // Still running: refused, nothing deleted.
+    let refused = store.delete_topic(&id, OperationRecords::Keep).await;
+    assert!(
+        matches!(&refused, Err(StoreError::InUse(m)) if m.contains("running")),
+        "{refused:?}"
+    );
+    assert!(store.topic(&id).await.unwrap().is_some());
+    let mut finished = done.clone();
+    finished.status = Status::Done;
+    finished.step_count = 2;
+    store
+        .commit_step(&StepCommit {
+            step_index: 2,
+            changes: StateChanges::between(&done, &finished),
+            state: finished.clone(),
+            ..commit.clone()
+        })
+        .await
+        .unwrap();
+    let deleted = store
+        .delete_topic(&id, OperationRecords::Keep)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        deleted,
+        DeletedTopic {
+            messages: 3,
+            operations: 1,
+            operation_records: OperationRecords::Keep
+        }
+    );
+    assert!(store.topic(&id).await.unwrap().is_none());
+    assert!(store.topic_messages(&id).await.unwrap().is_empty());
+    assert!(
+        store
+            .operation(op.state.operation_id)
+            .await
+            .unwrap()
+            .is_some(),
+        "the record is kept"
+    );
+    assert_eq!(
+        store
+            .delete_topic(&id, OperationRecords::Keep)
+            .await
+            .unwrap(),
+        None
+    );
+
+    // Deleted with its records: nothing of the operation is left.
+    let mut gone = new_op();
+    gone.owner = Some(alice.to_owned());
+    store.create_operation(&gone).await.unwrap();
+    let mut ended = gone.state.clone();
+    ended.status = Status::Error;
+    ended.step_count = 1;
+    store
+        .commit_step(&StepCommit {
+            operation_id: ended.operation_id,
+            step_index: 1,
+            topic_id: gone.topic_id.clone(),
+            changes: StateChanges::between(&gone.state, &ended),
+            state: ended,
+            ..commit
+        })
+        .await
+        .unwrap();
+    let deleted = store
+        .delete_topic(&gone.topic_id, OperationRecords::Delete)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((deleted.messages, deleted.operations), (1, 1));
+    let gid = gone.state.operation_id;
+    assert!(store.operation(gid).await.unwrap().is_none());
+    assert!(store.load_operation(gid).await.unwrap().is_none());
+    assert!(store.steps(gid).await.unwrap().is_empty());
 }
 
 /// Running limits hold under concurrency: 50 operations of one owner created at once against a

@@ -300,7 +300,7 @@ impl Delegator {
         } else {
             (Vec::new(), Message::user(task.instruction.clone()))
         };
-        let first = super::start::first_state(id, &spec, &topic, history, ask, manifests);
+        let first = super::start::first_state(id, &spec, &topic, history, Some(ask), manifests);
         Ok(SubAgentSpawn {
             run: SubAgentRun {
                 operation_id: id,

@@ -13,6 +13,11 @@ mod open;
 mod run;
 mod runtime;
 mod start;
+mod title;
+mod turn;
+
+pub use title::TITLE_INSTRUCTIONS;
+pub use turn::{BranchError, Turn};
 
 use crate::models::{ModelSource, SingleProvider};
 use crate::tools::ToolHost;
@@ -33,6 +38,9 @@ pub struct StartOptions {
     pub spec: OperationSpec,
     /// Conversation to continue; a new one otherwise.
     pub topic_id: Option<String>,
+    /// Where the prompt goes in the conversation's message tree (after its active branch,
+    /// an edit, a regeneration).
+    pub turn: Turn,
     /// Images and files sent with the prompt (see [`crate::attachment`]).
     pub attachments: Vec<rein_core::message::ContentPart>,
     /// Earlier turns the caller holds (an OpenAI-style client sends its conversation whole),
@@ -162,6 +170,8 @@ pub struct Driver {
     agents: Option<Arc<dyn crate::AgentDirectory>>,
     /// Skills operations may activate (listed in every call by name and description).
     skills: Arc<rein_tools::skills::SkillCatalog>,
+    /// The model that titles a topic after its first exchange (none: the prompt's start).
+    title_model: Option<ModelRef>,
     /// Token estimators by vocabulary and factor (bits), shared by every run.
     estimators: std::sync::Mutex<
         Vec<(
@@ -267,6 +277,7 @@ impl Driver {
             on_commit: None,
             agents: None,
             skills: Arc::default(),
+            title_model: None,
             estimators: Default::default(),
         }
     }
@@ -319,6 +330,13 @@ impl Driver {
     /// Builder: live event sink (events are also committed).
     pub fn with_sink(mut self, sink: Arc<dyn EventSink>) -> Self {
         self.sink = Some(sink);
+        self
+    }
+
+    /// Builder: title each topic with `model` once its first exchange has ended well (see
+    /// [`TITLE_INSTRUCTIONS`]); without it a topic keeps the start of its first message.
+    pub fn with_title_model(mut self, model: ModelRef) -> Self {
+        self.title_model = Some(model);
         self
     }
 

@@ -146,6 +146,9 @@ impl Driver {
         .await;
         watcher.abort();
         forward.abort();
+        if matches!(result, Ok(RunEnd::Done { .. })) && run.spec.delegation.is_none() {
+            self.title_topic(&run.committed).await;
+        }
         result
     }
 

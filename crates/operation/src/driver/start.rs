@@ -34,14 +34,15 @@ impl Driver {
             .topic_id
             .clone()
             .unwrap_or_else(|| format!("topic_{id}"));
-        let mut history = if opts.topic_id.is_some() {
-            rein_core::message::model_view(self.store.topic_messages(&topic_id).await?)
-        } else {
-            Vec::new()
-        };
+        let start =
+            super::turn::resolve(&*self.store, opts.topic_id.as_deref(), opts.turn, prompt).await?;
+        let mut history = start.history;
         history.extend(opts.history.iter().cloned());
-        let mut user = Message::user(prompt);
-        user.content.extend(opts.attachments.iter().cloned());
+        let user = start.prompt.then(|| {
+            let mut user = Message::user(prompt);
+            user.content.extend(opts.attachments.iter().cloned());
+            user
+        });
         let manifests = self.offered_tools(&spec).await?;
         let skills = self.spec_skills(&spec)?;
         let mut state = first_state(id, &spec, &topic_id, history, user, manifests);
@@ -124,15 +125,17 @@ impl Driver {
     }
 }
 
-/// The first state of operation `id`: its system role, `history` (a continued topic's),
-/// the `user` message, and what the spec sets (model, limits, approval, where it runs and
-/// for whom). The spec names its model (a started operation's always does).
+/// The first state of operation `id`: its system role, `history` (the branch of its topic it
+/// continues), the `user` message (none when it answers the last of `history` again), and what
+/// the spec sets (model, limits, approval, where it runs and for whom). The spec names its
+/// model (a started operation's always does). The prompt hangs from the last message of the
+/// conversation, never from a system message (each operation has its own).
 pub(super) fn first_state(
     id: OperationId,
     spec: &OperationSpec,
     topic_id: &str,
     history: Vec<Message>,
-    mut user: Message,
+    user: Option<Message>,
     manifests: Arc<ToolManifestMap>,
 ) -> AgentState {
     let mut state = AgentState::new(id);
@@ -142,8 +145,15 @@ pub(super) fn first_state(
     for m in history {
         state.push_message(m);
     }
-    user.parent_id = state.messages.last().map(|m| m.id);
-    state.push_message(user);
+    if let Some(mut user) = user {
+        user.parent_id = state
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role != rein_core::Role::System)
+            .map(|m| m.id);
+        state.push_message(user);
+    }
     state.tool_manifests = manifests;
     state.model = spec.model.clone();
     state.max_steps = spec.max_steps;

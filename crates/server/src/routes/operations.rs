@@ -11,10 +11,10 @@ use axum::Json;
 use axum::extract::State;
 use rein_core::spec::OperationSpec;
 use rein_core::state::{BudgetPolicy, Status};
-use rein_operation::{AgentProfile, Decision, SpecOrigin, StartOptions};
+use rein_operation::{AgentProfile, Decision, SpecOrigin, StartOptions, Turn};
 use rein_store::{
-    Accounts, Intervention, InterventionStatus, OperationFilter, OperationRecord, StepRecord,
-    Store, Trigger,
+    Intervention, InterventionStatus, OperationFilter, OperationRecord, StepRecord, Store, Topics,
+    Trigger,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -23,9 +23,21 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateOperation {
-    /// The user's request (not blank).
+    /// The user's request (not blank); required unless `regenerate`, which takes none
+    /// (422 `input_missing` / `branch_does_not_fit`).
+    #[serde(default)]
     #[schemars(pattern(r"\S"))]
-    pub input: String,
+    pub input: Option<String>,
+    /// Edit this user message of `topic`: `input` is its new text, a sibling of it that starts
+    /// a new branch (the old one is kept).
+    #[serde(default)]
+    #[schemars(regex(pattern = crate::routes::topics::MESSAGE_ID_PATTERN))]
+    pub edit: Option<String>,
+    /// Answer again the user message of `topic` this message is or answers: the new answer
+    /// is a sibling of the old one (kept). Not with `edit`.
+    #[serde(default)]
+    #[schemars(regex(pattern = crate::routes::topics::MESSAGE_ID_PATTERN))]
+    pub regenerate: Option<String>,
     /// Run as this agent of yours (its model, system role, tools and limits).
     #[serde(default)]
     pub agent: Option<String>,
@@ -261,8 +273,25 @@ pub async fn create(
     Caller(user): Caller,
     Body(req): Body<CreateOperation>,
 ) -> Result<Reply<202, Created>, ApiError> {
-    if req.input.trim().is_empty() {
-        return Err(ApiError::bad_request("input is empty"));
+    let turn = match (&req.edit, &req.regenerate) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::new(
+                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                "branch_does_not_fit",
+                "edit a message or regenerate an answer, not both",
+            ));
+        }
+        (Some(m), None) => Turn::Edit(crate::routes::topics::message_id("edit", m)?),
+        (None, Some(m)) => Turn::Regenerate(crate::routes::topics::message_id("regenerate", m)?),
+        (None, None) => Turn::Continue,
+    };
+    let input = req.input.clone().unwrap_or_default();
+    if input.trim().is_empty() && !matches!(turn, Turn::Regenerate(_)) {
+        return Err(ApiError::new(
+            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            "input_missing",
+            "input is missing or blank: say what to do (only `regenerate` takes none)",
+        ));
     }
     if let Some(topic) = &req.topic {
         rein_operation::check_topic_id(topic)?;
@@ -314,12 +343,13 @@ pub async fn create(
     let opts = StartOptions {
         spec,
         topic_id: req.topic.clone(),
+        turn,
         trigger: Some(Trigger::Api),
         admission: Some(app.runner.admission()),
         ..Default::default()
     };
     let driver = app.runner.driver();
-    let id = driver.start(&req.input, &opts).await?;
+    let id = driver.start(&input, &opts).await?;
     let topic_id = req.topic.clone().unwrap_or_else(|| format!("topic_{id}"));
     app.runner.spawn(id, user.id, driver, Job::Run).await?;
     Ok(Reply(Created {

@@ -1,24 +1,141 @@
-//! `/v1/topics`: a user's conversations and their message trees (every message keeps its
-//! parent id, so edits and retries show as branches).
+//! `/v1/topics`: a user's conversations (created, listed and searched, renamed, deleted with
+//! their operations' records kept or removed), their message trees with the active branch, and
+//! the threads of their sub-agents. Editing a message or regenerating an answer is
+//! `POST /v1/operations` with `edit` or `regenerate`: each starts a sibling branch.
 
 use crate::AppState;
-use crate::api::{Api, Method};
+use crate::api::{Api, Method, Reply};
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::routes::TopicPath;
+use crate::routes::{Body, Params, TopicPath};
 use axum::Json;
 use axum::extract::State;
-use rein_core::Message;
-use rein_store::{Accounts, OperationRecord, Store, Thread, TopicRecord};
+use rein_core::{Message, MessageId};
+use rein_operation::topic::TopicTree;
+use rein_store::{
+    DeletedTopic, NewTopic, OperationRecord, OperationRecords, Store, Thread, TitleSource,
+    TopicFilter, TopicRecord, Topics,
+};
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-/// `GET /v1/topics`: newest first.
+/// What a message id looks like in a body: a UUID.
+pub(crate) const MESSAGE_ID_PATTERN: &str =
+    "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
+
+/// A message id from a body field named `field`; anything else is a 400 naming it.
+pub(crate) fn message_id(field: &str, s: &str) -> Result<MessageId, ApiError> {
+    s.parse::<MessageId>().map_err(|_| {
+        let shown: String = s.chars().take(40).collect();
+        ApiError::bad_request(format!("{field}: {shown:?} is not a message id (a UUID)"))
+    })
+}
+
+/// `GET /v1/topics` query.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TopicQuery {
+    /// Only topics whose title or messages contain this text (case-insensitive for ASCII).
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 200))]
+    pub search: Option<String>,
+    /// At most this many, newest first (default 200).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 500))]
+    pub limit: Option<u32>,
+}
+
+/// `POST /v1/topics` body.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TopicIn {
+    /// Its id (`topic_` and a new UUID when absent); 409 when taken.
+    #[serde(default)]
+    #[schemars(pattern(rein_operation::TOPIC_ID_PATTERN))]
+    pub id: Option<String>,
+    /// A title (otherwise the start of its first message, or what the title model proposes).
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 200), pattern(r"\S"))]
+    pub title: Option<String>,
+    /// The agent of yours it is for (422 `agent_missing` when you have none by that name).
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 64))]
+    pub agent: Option<String>,
+}
+
+/// `PATCH /v1/topics/{id}` body.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RenameIn {
+    /// The new title; a title model never replaces it.
+    #[schemars(length(min = 1, max = 200), pattern(r"\S"))]
+    pub title: String,
+}
+
+/// `DELETE /v1/topics/{id}` query.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteQuery {
+    /// `keep` (default): the operations that ran in it keep their records (status, cost,
+    /// steps and events, which hold the text the model streamed); `delete`: those go too.
+    #[serde(default)]
+    pub operations: Option<OperationRecords>,
+}
+
+/// `PUT /v1/topics/{id}/active` body.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ActiveIn {
+    /// Show the branch through this message (usually one of a message's `alternatives`);
+    /// the newest message under it ends the active path.
+    #[schemars(regex(pattern = MESSAGE_ID_PATTERN))]
+    pub message: String,
+}
+
+/// `GET /v1/topics`: newest first, optionally only those matching `search`.
 pub async fn list(
     State(app): State<AppState>,
     Caller(user): Caller,
+    Params(q): Params<TopicQuery>,
 ) -> Result<Json<Vec<TopicRecord>>, ApiError> {
-    Ok(Json(app.store.list_topics(&user.id, 200).await?))
+    let filter = TopicFilter {
+        owner: Some(user.id),
+        search: q.search,
+        limit: q.limit.unwrap_or(200),
+    };
+    Ok(Json(app.store.list_topics(&filter).await?))
+}
+
+/// `POST /v1/topics`: an empty conversation to start operations in.
+pub async fn create(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    Body(req): Body<TopicIn>,
+) -> Result<Reply<201, TopicRecord>, ApiError> {
+    let id = match req.id {
+        Some(id) => {
+            rein_operation::check_topic_id(&id)?;
+            id
+        }
+        None => rein_store::new_topic_id(),
+    };
+    if let Some(agent) = &req.agent
+        && rein_operation::stored_agent(&*app.store, &user.id, agent)
+            .await?
+            .is_none()
+    {
+        return Err(rein_operation::SpecError::AgentMissing(agent.clone()).into());
+    }
+    let topic = app
+        .store
+        .create_topic(&NewTopic {
+            id,
+            owner: Some(user.id),
+            agent: req.agent,
+            title: req.title.map(|t| t.trim().to_owned()),
+        })
+        .await?;
+    Ok(Reply(topic))
 }
 
 /// Refuses a topic that is not the caller's (as if it did not exist).
@@ -27,6 +144,71 @@ async fn owned(app: &AppState, user: &str, id: &str) -> Result<(), ApiError> {
         Some(Some(owner)) if owner == user => Ok(()),
         _ => Err(ApiError::not_found(format!("no topic {id}"))),
     }
+}
+
+/// `PATCH /v1/topics/{id}`: rename.
+pub async fn rename(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    TopicPath(id): TopicPath,
+    Body(req): Body<RenameIn>,
+) -> Result<Json<TopicRecord>, ApiError> {
+    owned(&app, &user.id, &id).await?;
+    app.store
+        .set_topic_title(&id, req.title.trim(), TitleSource::User)
+        .await?;
+    let topic = app.store.topic(&id).await?;
+    topic
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found(format!("no topic {id}")))
+}
+
+/// `DELETE /v1/topics/{id}`: the conversation and its threads go; the operations' records are
+/// kept or deleted as asked; 409 while an operation in it still runs or waits.
+pub async fn delete(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    TopicPath(id): TopicPath,
+    Params(q): Params<DeleteQuery>,
+) -> Result<Json<DeletedTopic>, ApiError> {
+    owned(&app, &user.id, &id).await?;
+    let records = q.operations.unwrap_or_default();
+    app.store
+        .delete_topic(&id, records)
+        .await?
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found(format!("no topic {id}")))
+}
+
+/// `GET /v1/topics/{id}/tree`: every message with its parent, the active path and the
+/// messages on it that have alternatives.
+pub async fn tree(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    TopicPath(id): TopicPath,
+) -> Result<Json<TopicTree>, ApiError> {
+    owned(&app, &user.id, &id).await?;
+    rein_operation::topic::tree(&*app.store, &id)
+        .await?
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found(format!("no topic {id}")))
+}
+
+/// `PUT /v1/topics/{id}/active`: show the branch through a message; answers the tree.
+pub async fn activate(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    TopicPath(id): TopicPath,
+    Body(req): Body<ActiveIn>,
+) -> Result<Json<TopicTree>, ApiError> {
+    owned(&app, &user.id, &id).await?;
+    let message = message_id("message", &req.message)?;
+    if !app.store.set_active_message(&id, message).await? {
+        return Err(ApiError::not_found(format!(
+            "topic {id} has no message {message}"
+        )));
+    }
+    tree(State(app), Caller(user), TopicPath(id)).await
 }
 
 /// `GET /v1/topics/{id}/messages`: the conversation's own messages (not its sub-agents'
@@ -82,8 +264,38 @@ pub fn api() -> Api {
         .route(
             Method::Get,
             "/v1/topics",
-            "Your conversations, newest first",
+            "Your conversations, newest first; `search` finds them by title and content",
             list,
+        )
+        .route(
+            Method::Post,
+            "/v1/topics",
+            "Create an empty conversation",
+            create,
+        )
+        .route(
+            Method::Patch,
+            "/v1/topics/{id}",
+            "Rename a conversation",
+            rename,
+        )
+        .route(
+            Method::Delete,
+            "/v1/topics/{id}",
+            "Delete a conversation (its operations' records kept unless `operations=delete`)",
+            delete,
+        )
+        .route(
+            Method::Get,
+            "/v1/topics/{id}/tree",
+            "A conversation's message tree, active path and branch points",
+            tree,
+        )
+        .route(
+            Method::Put,
+            "/v1/topics/{id}/active",
+            "Show the branch through a message",
+            activate,
         )
         .route(
             Method::Get,

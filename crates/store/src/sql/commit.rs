@@ -178,15 +178,35 @@ fn new_operation(op: &NewOperation) -> Result<Vec<Statement>, StoreError> {
         .messages
         .iter()
         .find(|m| m.role == rein_core::Role::User)
-        .map(|m| m.text_content().chars().take(80).collect::<String>());
+        .and_then(|m| rein_core::conversation::title_from(&m.text_content()));
     let mut statements = vec![
         Statement::new("INSERT INTO topics (id, agent, title, created_at, owner) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING")
             .arg(op.topic_id.as_str())
             .arg(op.agent.clone())
-            .arg(title)
+            .arg(title.clone())
             .arg(ts(Utc::now()))
             .arg(op.owner.clone()),
     ];
+    if op.thread.is_none() {
+        // The conversation's active branch now runs through this operation's last message
+        // (its prompt, or the message it regenerates an answer to); a topic created empty
+        // takes its title from the prompt.
+        let last = op
+            .state
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role != rein_core::Role::System)
+            .map(|m| m.id.to_string());
+        statements.push(
+            Statement::new(
+                "UPDATE topics SET active_message = COALESCE($1, active_message), title = COALESCE(title, $2) WHERE id = $3",
+            )
+            .arg(last)
+            .arg(title)
+            .arg(op.topic_id.as_str()),
+        );
+    }
     let thread = op.thread.as_ref().map(|_| id.as_str());
     statements.extend(upsert_messages(&op.topic_id, thread, &op.state.messages)?);
     let everything = StateChanges {
