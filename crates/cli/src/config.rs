@@ -17,10 +17,11 @@ use std::path::PathBuf;
 pub struct FileConfig {
     /// `provider/model` used when neither a flag nor `REIN_MODEL` names one.
     pub default_model: Option<String>,
-    /// `provider/model` that titles each conversation after its first exchange
-    /// (`REIN_TITLE_MODEL` wins); without one, a conversation is titled by the start of its
-    /// first message.
-    pub title_model: Option<String>,
+    /// `provider/model` for rein's own small jobs (`REIN_SYSTEM_MODEL` wins): it titles each
+    /// conversation after its first exchange, writes task runs' handoffs and judges whether a
+    /// run needs a person. Without one: the start of the first message, extracted handoffs,
+    /// rules.
+    pub system_model: Option<String>,
     /// Per provider: `base_url`, `api_key`, `protocol`, `headers`, `quirks`.
     pub providers: BTreeMap<String, ProviderOverride>,
     /// MCP servers by name: a command line (stdio) or an http(s) URL, or a table with `url`

@@ -106,17 +106,17 @@ pub async fn host(
             .collect(),
     });
     // A cassette replays exactly the requests it recorded: no titling call.
-    let title_model = std::env::var("REIN_TITLE_MODEL")
+    let system_model = std::env::var("REIN_SYSTEM_MODEL")
         .ok()
         .filter(|s| !s.trim().is_empty())
-        .or_else(|| ctx.config.file.title_model.clone())
+        .or_else(|| ctx.config.file.system_model.clone())
         .filter(|_| !cassette)
         .map(|m| {
             rein_operation::profile::model_ref(&m).map_err(|e| anyhow!("title model {m:?}: {e}"))
         })
         .transpose()?;
     Ok(Host {
-        title_model,
+        system_model,
         working_directory: None,
         agents: Some(agents),
         brief_owner: Some(local.id),

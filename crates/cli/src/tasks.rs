@@ -64,6 +64,10 @@ pub struct TaskFlags {
     /// Drop every dependency (edit).
     #[arg(long, conflicts_with = "after")]
     no_deps: bool,
+    /// What runs do with their agent's questions: decline (default) or brief (also an urgent
+    /// decision brief for you, answered with `rein brief resolve`).
+    #[arg(long, value_parser = ["decline", "brief"])]
+    questions: Option<String>,
 }
 
 impl TaskFlags {
@@ -82,6 +86,7 @@ impl TaskFlags {
             catch_up: self.catch_up,
             failure_threshold: self.failure_threshold,
             review: self.review,
+            questions: self.questions,
             status: None,
             depends_on: if self.no_deps {
                 Some(Vec::new())
@@ -153,6 +158,8 @@ pub(crate) struct Local<'a> {
     /// The local user, whose agents tasks run.
     user: String,
     started: std::sync::Mutex<Option<rein_operation::Driver>>,
+    /// The host of the last launch: its system model reads the run when it ends.
+    host: std::sync::Mutex<Option<rein_operation::Host>>,
 }
 
 impl Launcher for Local<'_> {
@@ -191,6 +198,7 @@ impl Launcher for Local<'_> {
             // A task's run is unattended wherever it runs: its agent's questions are not asked.
             let spec = rein_operation::OperationSpec {
                 unattended: true,
+                question_briefs: task.questions == rein_scheduler::Questions::Brief,
                 ..spec
             };
             let opts = StartOptions {
@@ -203,6 +211,7 @@ impl Launcher for Local<'_> {
                 .await
                 .map_err(|e| LaunchError::Failed(e.to_string()))?;
             *self.started.lock().unwrap_or_else(|p| p.into_inner()) = Some(d);
+            *self.host.lock().unwrap_or_else(|p| p.into_inner()) = Some(host);
             Ok(id.to_string())
         }
         .boxed()
@@ -214,6 +223,29 @@ impl Launcher for Local<'_> {
 
     fn cancel<'b>(&'b self, _: &'b str) -> BoxFuture<'b, Result<(), String>> {
         async move { Ok(()) }.boxed()
+    }
+
+    fn read_run<'b>(
+        &'b self,
+        instructions: &'b str,
+        input: String,
+        schema: serde_json::Value,
+    ) -> BoxFuture<'b, Result<Option<serde_json::Value>, String>> {
+        async move {
+            let host = self.host.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let Some(driver) = host
+                .filter(|h| h.system_model.is_some())
+                .map(|h| h.driver())
+            else {
+                return Ok(None);
+            };
+            driver
+                .ask_system_model_json(instructions, input, "run_reading", schema)
+                .await
+                .map(Some)
+                .map_err(|e| e.to_string())
+        }
+        .boxed()
     }
 }
 
@@ -243,6 +275,7 @@ pub(crate) fn launcher<'a>(store: &Arc<SqlStore>, ctx: &'a Context_, user: &str)
         ctx,
         user: user.to_owned(),
         started: std::sync::Mutex::new(None),
+        host: std::sync::Mutex::new(None),
     }
 }
 
@@ -272,12 +305,18 @@ pub(crate) async fn finish_local_run(
             answer,
         } = RunState::of(&stored)
     {
+        let task = tasks.get(id).await.ok();
+        let reading = match (&task, answer.as_deref().filter(|a| !a.trim().is_empty())) {
+            (Some(t), Some(a)) => rein_scheduler::reading::read(local, t, op, &outcome, a).await,
+            _ => None,
+        };
         let ended = rein_scheduler::briefing::Ended {
             outcome: &outcome,
             success,
             summary: brief.as_deref(),
             cost,
             answer: answer.as_deref(),
+            reading: reading.as_ref(),
         };
         tasks.end_run(id, op, &ended).await?;
     }

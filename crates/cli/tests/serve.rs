@@ -3870,3 +3870,152 @@ async fn topics_are_created_searched_branched_and_deleted_through_the_api() {
     let (status, _) = call("GET", format!("/v1/operations/{note}"), &alice, None).await;
     assert_eq!(status, 404, "the record went too");
 }
+
+/// With a system model, a run is read when it ends (one request with a JSON schema): its handoff
+/// is the model's, and the model judges a heartbeat run's output: here an urgent decision, which
+/// holds the next fires (`human_waiting`) until feedback resolves it; the next run's prompt has
+/// the model's handoff and the feedback; a run the model finds routine gives no brief.
+#[tokio::test]
+async fn the_system_model_writes_handoffs_and_judges_what_a_run_needs() {
+    let reading = |attention: Value| {
+        Canned::openai_text(
+            &json!({
+                "handoff": {
+                    "title": "Queue: job 7 stuck",
+                    "summary": "Job 7 has been stuck for an hour; the rest is moving.",
+                    "key_findings": ["job 7 stuck since 09:00"],
+                    "next_action": "Check job 7 first"
+                },
+                "attention": attention
+            })
+            .to_string(),
+        )
+    };
+    let e = env(vec![
+        Canned::openai_text("Job 7 is stuck. Everything else moves."),
+        reading(json!({"needed": true, "kind": "decision", "priority": "urgent",
+            "title": "Restart job 7?", "summary": "It has been stuck for an hour; restarting loses its progress."})),
+        Canned::openai_text("Restarted job 7; the queue is moving."),
+        reading(json!({"needed": false, "kind": "result", "priority": "info", "title": "-", "summary": "-"})),
+    ])
+    .await;
+    let alice = e.token("alice").await;
+    let rein = e
+        .start(&[("REIN_SYSTEM_MODEL", "openai/gpt-4o-mini")])
+        .await;
+    let (status, task) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/tasks",
+            Some(&alice),
+            Some(json!({"title": "Queue watch", "instruction": "Check the queue.", "every": "1s", "max_executions": 2, "questions": "brief"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{task}");
+    assert_eq!(task["questions"], "brief", "{task}");
+    let task_id = task["id"].as_str().unwrap().to_owned();
+    let brief = eventually("the model's decision brief", || async {
+        let (_, l) = e
+            .call(
+                &rein,
+                "GET",
+                "/v1/briefs?unresolved=true",
+                Some(&alice),
+                None,
+            )
+            .await;
+        l["briefs"].as_array().and_then(|b| b.first().cloned())
+    })
+    .await;
+    assert_eq!(
+        (
+            brief["kind"].as_str(),
+            brief["priority"].as_str(),
+            brief["title"].as_str()
+        ),
+        (Some("decision"), Some("urgent"), Some("Restart job 7?")),
+        "{brief:#}"
+    );
+    let asked = &e.model.requests()[1].body;
+    assert_eq!(asked["response_format"]["type"], "json_schema", "{asked:#}");
+    assert_eq!(
+        asked["response_format"]["json_schema"]["name"],
+        "run_reading"
+    );
+    assert!(asked["messages"].to_string().contains("Job 7 is stuck."));
+
+    // The urgent decision holds the heartbeat.
+    let history_path = format!("/v1/tasks/{task_id}/history");
+    eventually("a fire skipped while the decision waits", || async {
+        let (_, h) = e
+            .call(&rein, "GET", &history_path, Some(&alice), None)
+            .await;
+        h.to_string().contains("human_waiting").then_some(())
+    })
+    .await;
+    assert_eq!(e.model.requests().len(), 2, "no run while it waits");
+    let (_, history) = e
+        .call(&rein, "GET", &history_path, Some(&alice), None)
+        .await;
+    let handoff = &history["runs"][0]["handoff"];
+    assert_eq!(
+        (handoff["written_by"].as_str(), handoff["title"].as_str()),
+        (Some("model"), Some("Queue: job 7 stuck")),
+        "{history:#}"
+    );
+
+    let id = brief["id"].as_str().unwrap();
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            &format!("/v1/briefs/{id}/resolve"),
+            Some(&alice),
+            Some(json!({"action": "feedback", "comment": "Restart it."})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let done = eventually("the second run recorded and read", || async {
+        let (_, d) = e
+            .call(
+                &rein,
+                "GET",
+                &format!("/v1/tasks/{task_id}"),
+                Some(&alice),
+                None,
+            )
+            .await;
+        let finished = d["runs"].as_array().map_or(0, |r| {
+            r.iter().filter(|r| r["finished_at"].is_string()).count()
+        });
+        (d["task"]["status"] == "completed" && finished == 2).then_some(d)
+    })
+    .await;
+    assert_eq!(done["task"]["executions"], 2, "{done:#}");
+    let second = e.model.requests()[2].body["messages"].to_string();
+    assert!(
+        second.contains("Queue: job 7 stuck")
+            && second.contains("Check job 7 first")
+            && second.contains("Restart it."),
+        "the next run builds on the handoff and the feedback: {second}"
+    );
+    // Read again (4 requests), and found routine: no brief for it.
+    let (_, history) = e
+        .call(&rein, "GET", &history_path, Some(&alice), None)
+        .await;
+    assert_eq!(e.model.requests().len(), 4);
+    let briefs: Vec<&Value> = history["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["brief"].is_string())
+        .collect();
+    assert_eq!(
+        briefs.len(),
+        2,
+        "both runs' short accounts are kept: {history:#}"
+    );
+    let (_, all) = e.call(&rein, "GET", "/v1/briefs", Some(&alice), None).await;
+    assert_eq!(all["briefs"].as_array().unwrap().len(), 1, "{all:#}");
+}

@@ -200,6 +200,11 @@ pub struct OperationSpec {
     /// nobody is available); approvals still follow `approval`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub unattended: bool,
+    /// With `unattended`: a question the agent asks becomes an urgent decision brief for the
+    /// person it works for (their answer reaches a later run of the task) instead of only
+    /// being declined; the tool says so and the model continues either way.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub question_briefs: bool,
     /// Step limit (then a final answer is forced).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<u32>,

@@ -92,8 +92,9 @@ pub struct Host {
     pub skills: Arc<rein_tools::skills::SkillCatalog>,
     /// Who gets the briefs of operations without an owner (the CLI's local user).
     pub brief_owner: Option<String>,
-    /// The model that titles topics after their first exchange (none: the prompt's start).
-    pub title_model: Option<ModelRef>,
+    /// The model for rein's own small jobs: conversation titles, task run handoffs and
+    /// judgements (none: the prompt's start, extracted handoffs, rules).
+    pub system_model: Option<ModelRef>,
 }
 
 impl Host {
@@ -117,7 +118,7 @@ impl Host {
             working_directory: None,
             skills: Arc::default(),
             brief_owner: None,
-            title_model: None,
+            system_model: None,
         }
     }
 
@@ -141,8 +142,8 @@ impl Host {
         if let Some(owner) = &self.brief_owner {
             d = d.with_brief_owner(owner.clone());
         }
-        if let Some(model) = &self.title_model {
-            d = d.with_title_model(model.clone());
+        if let Some(model) = &self.system_model {
+            d = d.with_system_model(model.clone());
         }
         d.with_skills(Arc::clone(&self.skills))
     }

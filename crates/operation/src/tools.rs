@@ -180,6 +180,18 @@ impl rein_tools::brief::BriefSink for StoreBriefs {
     }
 }
 
+/// The tools that raise briefs through `sink`: `brief.create`, and `ask_user` (an unattended
+/// run's questions, when its spec says so).
+fn register_briefs(
+    registry: &mut rein_tools::ToolRegistry,
+    sink: Arc<dyn rein_tools::brief::BriefSink>,
+) -> Result<(), ToolError> {
+    registry.register(Arc::new(rein_tools::brief::BriefTool::new(Arc::clone(
+        &sink,
+    ))))?;
+    registry.register(Arc::new(rein_tools::ask_user::AskUser::with_briefs(sink)))
+}
+
 /// Tools by identifier, executing through the store.
 pub struct ToolHost {
     registry: ToolRegistry,
@@ -203,12 +215,13 @@ impl ToolHost {
         // Runs delegation calls; its manifest is offered per operation (see
         // `Driver::offered_tools`), listing the agents that operation may delegate to.
         registry.register(Arc::new(rein_tools::agents::Agents))?;
-        registry.register(Arc::new(rein_tools::brief::BriefTool::new(Arc::new(
-            StoreBriefs {
+        register_briefs(
+            &mut registry,
+            Arc::new(StoreBriefs {
                 store: Arc::clone(&store),
                 fallback_owner: None,
-            },
-        ))))?;
+            }),
+        )?;
         let map = manifest_map(&registry);
         Ok(Self {
             registry,
@@ -244,13 +257,13 @@ impl ToolHost {
 
     /// Briefs raised by operations without an owner go to `owner` (the CLI's local user).
     pub fn set_brief_owner(&mut self, owner: String) -> Result<(), ToolError> {
-        self.registry
-            .register(Arc::new(rein_tools::brief::BriefTool::new(Arc::new(
-                StoreBriefs {
-                    store: Arc::clone(&self.store),
-                    fallback_owner: Some(owner),
-                },
-            ))))?;
+        register_briefs(
+            &mut self.registry,
+            Arc::new(StoreBriefs {
+                store: Arc::clone(&self.store),
+                fallback_owner: Some(owner),
+            }),
+        )?;
         self.map = manifest_map(&self.registry);
         Ok(())
     }
@@ -405,6 +418,7 @@ impl ToolPort for ToolHost {
                     .cloned()
                     .collect(),
                 scope: document_scope(state),
+                question_briefs: state.intervention.question_briefs,
                 skill_dirs: state
                     .activated_skills
                     .iter()

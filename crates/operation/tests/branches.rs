@@ -82,7 +82,7 @@ async fn regenerations_and_edits_are_sibling_branches_and_the_model_sees_the_bra
     )
     .await;
     let (_, store) = common::temp_store("rein-branches").await;
-    let d = driver(&server, &store).with_title_model(common::gpt_4o_mini());
+    let d = driver(&server, &store).with_system_model(common::gpt_4o_mini());
     let topic = "counting";
     turn(&d, topic, "first", Turn::Continue).await.unwrap();
     let titled = store.topic(topic).await.unwrap().unwrap();

@@ -13,7 +13,7 @@ use rein_core::state::{FinishReason, Status};
 use rein_model::Catalog;
 use rein_model::testing::{Canned, Server, serve};
 use rein_operation::{Decision, Driver, DriverError, OperationSpec, RunEnd, StartOptions};
-use rein_store::{InterventionStatus, SqlStore, Store};
+use rein_store::{Briefs, InterventionStatus, SqlStore, Store};
 use std::sync::Arc;
 
 fn ask(args: serde_json::Value) -> Canned {
@@ -235,6 +235,80 @@ async fn a_headless_run_never_parks_on_a_question() {
     assert_eq!(
         server.requests()[1].tool_result("q1"),
         "Nobody answered (no person is available in this run); the default `no` (Wait) applies."
+    );
+}
+
+/// An unattended run whose spec asks for it raises its agent's question as an urgent decision
+/// brief (the options as its actions) for the person it works for, says so in the call's
+/// result, and runs on; without the setting it only declines.
+#[tokio::test]
+async fn an_unattended_question_becomes_an_urgent_decision_brief_when_asked_for() {
+    let (server, store) = setup(vec![
+        ask(deploy_question()),
+        Canned::openai_text("Waiting for the decision; not deploying."),
+        ask(deploy_question()),
+        Canned::openai_text("Not deploying."),
+    ])
+    .await;
+    let d = driver(&server, &store).with_brief_owner("usr_me".into());
+    let unattended = |question_briefs: bool| StartOptions {
+        spec: OperationSpec {
+            unattended: true,
+            question_briefs,
+            approval: ApprovalMode::AutoRun,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let id = d.start("nightly", &unattended(true)).await.unwrap();
+    assert!(matches!(d.run(id).await.unwrap(), RunEnd::Done { .. }));
+    let briefs = store
+        .list_briefs(&rein_store::BriefFilter {
+            owner: Some("usr_me".into()),
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(briefs.len(), 1, "{briefs:?}");
+    let b = &briefs[0];
+    assert_eq!(
+        (b.kind, b.priority, b.title.as_str()),
+        (
+            rein_store::BriefKind::Decision,
+            rein_store::BriefPriority::Urgent,
+            "Deploy to production now?"
+        )
+    );
+    let keys: Vec<&str> = b.actions.iter().map(|a| a.key.as_str()).collect();
+    assert_eq!(keys, ["yes", "no", "acknowledge"]);
+    assert!(
+        b.summary.contains("Deploy (yes), Wait (no)"),
+        "{}",
+        b.summary
+    );
+    let result = server.requests()[1].tool_result("q1");
+    assert!(
+        result.starts_with(
+            "Nobody answered (no person is available in this run); the default `no` (Wait) applies."
+        ) && result.contains(&b.id),
+        "{result}"
+    );
+
+    let again = d.start("nightly", &unattended(false)).await.unwrap();
+    assert!(matches!(d.run(again).await.unwrap(), RunEnd::Done { .. }));
+    assert_eq!(
+        store
+            .list_briefs(&rein_store::BriefFilter {
+                owner: Some("usr_me".into()),
+                limit: 10,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .len(),
+        1,
+        "declined only"
     );
 }
 

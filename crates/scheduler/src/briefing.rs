@@ -1,18 +1,21 @@
 //! Briefs from task runs, and what resolving one does.
 //!
-//! When a run ends, [`brief_for_run`] decides by rule whether it asks for attention: a failed
-//! run always gives an urgent error brief (retry or acknowledge); a scheduled run that produced
-//! something gives a result brief (feedback, acknowledge, and approve when the task waits for
-//! review); a run with nothing to say (empty or no words) gives none; any other run with
-//! output gives an informational result brief. Each brief's id is derived from its run, so the
+//! When a run ends, [`brief_for_run`] decides whether it asks for attention: a failed run
+//! always gives an urgent error brief (retry or acknowledge); a run with nothing to say (empty
+//! or no words) gives none; a scheduled run that produced something gives a result brief
+//! (feedback, acknowledge, and approve when the task waits for review); any other run with
+//! output is judged by the system model when it read the run ([`crate::reading`]: no brief,
+//! or one of the kind, priority and words it chose), else gives an informational result brief. Each brief's id is derived from its run, so the
 //! dispatcher can write it before it records the run's end and a retry after a crash writes
 //! nothing twice.
 //!
 //! Resolving ([`Resolve`]) checks the action is one the brief offers, records it once, and acts:
 //! `retry` starts a run of the task, `approve` completes a task that waits for review,
-//! `feedback` keeps the comment for the task's next run's prompt, `acknowledge` (and an
-//! agent's own actions) only record.
+//! `feedback` keeps the comment for the task's next run's prompt, `acknowledge` only records,
+//! and any other action the brief offered (a question's options, an agent's own choices) is
+//! passed to the task's next run as what the person chose.
 
+use crate::reading::Attention;
 use crate::task::{ReviewState, Task, TaskError, TaskStatus};
 use chrono::{DateTime, Utc};
 use rein_store::{Artifact, Brief, BriefAction, BriefKind, BriefPriority, TaskRun, TaskStore};
@@ -46,13 +49,16 @@ fn trivial(summary: Option<&str>) -> bool {
     summary.is_none_or(|s| !s.chars().any(char::is_alphanumeric))
 }
 
-/// The brief a run that ended gives, by rule (see the module).
+/// The brief a run that ended gives (see the module). `judged` is the system model's
+/// judgement when it read the run (`Some(None)`: nothing for a person); it decides only the
+/// runs the rules leave open.
 pub fn brief_for_run(
     task: &Task,
     run: &TaskRun,
     outcome: &str,
     success: bool,
     summary: Option<&str>,
+    judged: Option<Option<&Attention>>,
     now: DateTime<Utc>,
 ) -> Option<Brief> {
     let (kind, priority, title, text, actions) = if !success {
@@ -71,6 +77,23 @@ pub fn brief_for_run(
         )
     } else if trivial(summary) {
         return None;
+    } else if run.trigger != "schedule"
+        && let Some(judged) = judged
+    {
+        let a = judged?;
+        let mut actions = Vec::new();
+        if task.review == ReviewState::Pending {
+            actions.push(offer(action::APPROVE, "Approve the result"));
+        }
+        actions.push(offer(action::FEEDBACK, "Reply for the next run"));
+        actions.push(offer(action::ACKNOWLEDGE, "Acknowledge"));
+        (
+            a.kind,
+            a.priority,
+            a.title.clone(),
+            a.summary.clone(),
+            actions,
+        )
     } else {
         let mut actions = Vec::new();
         if task.review == ReviewState::Pending {
@@ -126,6 +149,8 @@ pub struct Ended<'a> {
     pub cost: rein_core::Usd,
     /// Its whole answer (its handoff is taken from it).
     pub answer: Option<&'a str>,
+    /// What the system model read from it (its handoff, whether it needs a person).
+    pub reading: Option<&'a crate::reading::RunReading>,
 }
 
 /// Record that `run` (of `task`, when it still exists) ended: its brief first, when the rules
@@ -139,8 +164,9 @@ pub async fn record_run_end(
     end: &Ended<'_>,
     now: DateTime<Utc>,
 ) -> Result<(), TaskError> {
+    let judged = end.reading.map(|r| r.attention.as_ref());
     if let Some(b) =
-        task.and_then(|t| brief_for_run(t, run, end.outcome, end.success, end.summary, now))
+        task.and_then(|t| brief_for_run(t, run, end.outcome, end.success, end.summary, judged, now))
     {
         let notify = if b.priority == BriefPriority::Urgent {
             store.brief_hook(&b.owner).await?.map(|_| now)
@@ -155,7 +181,10 @@ pub async fn record_run_end(
     // The handoff, on the run and on the task, before the end: a crash in between hands it
     // over again (once per run).
     if let (Some(task), Some(answer)) = (task, end.answer.filter(|a| !a.trim().is_empty())) {
-        let h = crate::handoff::extract(task, &run.operation_id, answer);
+        let h = match end.reading {
+            Some(r) => r.handoff.clone(),
+            None => crate::handoff::extract(task, &run.operation_id, answer),
+        };
         store.set_run_handoff(&run.operation_id, &h).await?;
         crate::task::update_task(store, &task.id, now, |t| crate::handoff::keep(t, &h)).await?;
     }
@@ -204,6 +233,21 @@ pub fn resolution_of(
                 ));
             }
         },
+        action::ACKNOWLEDGE => Resolve::Recorded,
+        // A choice the brief offered (an agent's question, a decision it raised): the next
+        // run of the task reads what was chosen, with the comment.
+        key if brief.task_id.is_some() => {
+            let label = brief
+                .actions
+                .iter()
+                .find(|a| a.key == key)
+                .map_or(key, |a| a.label.as_str());
+            let mut said = format!("On \"{}\" the person chose `{key}` ({label}).", brief.title);
+            if let Some(c) = comment.map(str::trim).filter(|c| !c.is_empty()) {
+                said.push_str(&format!(" They said: {c}"));
+            }
+            Resolve::Feedback(said)
+        }
         _ => Resolve::Recorded,
     })
 }
@@ -254,7 +298,7 @@ mod tests {
     fn the_rules_give_one_brief_per_run_by_what_it_produced() {
         let now = Utc::now();
         let t = task();
-        let failed = brief_for_run(&t, &run("heartbeat"), "error", false, None, now).unwrap();
+        let failed = brief_for_run(&t, &run("heartbeat"), "error", false, None, None, now).unwrap();
         assert_eq!(
             (failed.kind, failed.priority),
             (BriefKind::Error, BriefPriority::Urgent)
@@ -271,6 +315,7 @@ mod tests {
             "completed",
             true,
             Some("3 new items."),
+            None,
             now,
         )
         .unwrap();
@@ -289,17 +334,68 @@ mod tests {
             "completed",
             true,
             Some("Done."),
+            None,
             now,
         )
         .unwrap();
         assert_eq!(keys(&result)[0], "approve");
 
         for nothing in [None, Some(""), Some(" … ")] {
-            assert!(brief_for_run(&t, &run("schedule"), "completed", true, nothing, now).is_none());
+            assert!(
+                brief_for_run(&t, &run("schedule"), "completed", true, nothing, None, now)
+                    .is_none()
+            );
         }
-        let manual =
-            brief_for_run(&t, &run("manual"), "completed", true, Some("Fine."), now).unwrap();
+        let manual = brief_for_run(
+            &t,
+            &run("manual"),
+            "completed",
+            true,
+            Some("Fine."),
+            None,
+            now,
+        )
+        .unwrap();
         assert_eq!(manual.priority, BriefPriority::Info);
+
+        // The system model's judgement decides what the rules leave open, and only that.
+        let decide = Attention {
+            kind: BriefKind::Decision,
+            priority: BriefPriority::Urgent,
+            title: "Restart job 7?".into(),
+            summary: "Stuck for an hour.".into(),
+        };
+        let judged = |trigger: &str, success: bool, said: Option<&Attention>| {
+            brief_for_run(
+                &t,
+                &run(trigger),
+                "completed",
+                success,
+                Some("Job 7 stuck."),
+                Some(said),
+                now,
+            )
+        };
+        let b = judged("heartbeat", true, Some(&decide)).unwrap();
+        assert_eq!(
+            (b.kind, b.priority, b.title.as_str()),
+            (BriefKind::Decision, BriefPriority::Urgent, "Restart job 7?")
+        );
+        assert!(b.holds_task(), "an urgent decision holds the schedule");
+        assert!(
+            judged("manual", true, None).is_none(),
+            "nothing for a person"
+        );
+        assert_eq!(
+            judged("schedule", true, None).unwrap().kind,
+            BriefKind::Result,
+            "the schedule rule"
+        );
+        assert_eq!(
+            judged("heartbeat", false, None).unwrap().kind,
+            BriefKind::Error,
+            "the error rule"
+        );
     }
 
     #[test]
@@ -310,6 +406,7 @@ mod tests {
             "completed",
             true,
             Some("x"),
+            None,
             Utc::now(),
         )
         .unwrap();
@@ -330,5 +427,25 @@ mod tests {
         assert!(approve(&mut waiting));
         assert_eq!(waiting.status, TaskStatus::Completed);
         assert!(!approve(&mut waiting), "approved once");
+
+        // A choice the brief offered (a question's option) reaches the next run as feedback;
+        // on a brief of no task it is only recorded.
+        let mut asked = b.clone();
+        asked.title = "Deploy to production now?".into();
+        asked.actions = vec![
+            offer("yes", "Deploy"),
+            offer(action::ACKNOWLEDGE, "Acknowledge"),
+        ];
+        assert_eq!(
+            resolution_of(&asked, "yes", Some(" after 6 pm ")).unwrap(),
+            Resolve::Feedback(
+                "On \"Deploy to production now?\" the person chose `yes` (Deploy). They said: after 6 pm".into()
+            )
+        );
+        asked.task_id = None;
+        assert_eq!(
+            resolution_of(&asked, "yes", None).unwrap(),
+            Resolve::Recorded
+        );
     }
 }

@@ -108,6 +108,17 @@ pub trait Launcher: Send + Sync {
     fn state<'a>(&'a self, operation_id: &'a str) -> BoxFuture<'a, Result<RunState, String>>;
     /// Stop a run that went over its time (a heartbeat's per-run timeout).
     fn cancel<'a>(&'a self, operation_id: &'a str) -> BoxFuture<'a, Result<(), String>>;
+    /// Ask the system model to read a run that ended ([`crate::reading`]): `instructions`,
+    /// `input`, an answer as JSON matching `schema`. `None` without a system model (the
+    /// default): handoffs are then extracted and briefs follow the rules.
+    fn read_run<'a>(
+        &'a self,
+        _instructions: &'a str,
+        _input: String,
+        _schema: serde_json::Value,
+    ) -> BoxFuture<'a, Result<Option<serde_json::Value>, String>> {
+        Box::pin(async { Ok(None) })
+    }
 }
 
 /// Fires this late are "missed" (the catch-up policy decides).
@@ -202,7 +213,8 @@ impl Dispatcher {
         }
     }
 
-    /// Plan the schedule fires due by now (heartbeats are planned when a run ends).
+    /// Plan the schedule fires due by now (heartbeats are planned when a run ends, or when a
+    /// beat is skipped: [`Dispatcher::beat_on`]).
     async fn plan(&self) -> Result<usize, TaskError> {
         let now = self.clock.now();
         let mut planned = 0;
@@ -349,6 +361,35 @@ impl Dispatcher {
         Ok(Verdict::Run)
     }
 
+    /// A skipped heartbeat fire keeps its chain beating: the next beat is due one interval
+    /// after the skipped one (while the task is active, the heartbeat unchanged and no
+    /// heartbeat run is still open, whose end continues it), so a heartbeat held by a decision
+    /// runs again once the decision is made. Added before the
+    /// fire is settled and keyed by its due time, so a retry after a crash adds nothing twice.
+    async fn beat_on(&self, d: &Delivery, task: &Task) -> Result<(), TaskError> {
+        let (Automation::Heartbeat { every_secs, .. }, TaskStatus::Active) =
+            (&task.automation, task.status)
+        else {
+            return Ok(());
+        };
+        if d.kind != "heartbeat" || d.generation != task.generation {
+            return Ok(());
+        }
+        // A heartbeat run still open (parked on a person) continues the chain when it ends.
+        let open = self.store.runs(&task.id, 50).await?;
+        if open
+            .iter()
+            .any(|r| r.finished_at.is_none() && r.trigger == "heartbeat")
+        {
+            return Ok(());
+        }
+        let next = d.due_at + Duration::seconds(i64::try_from(*every_secs).unwrap_or(i64::MAX / 2));
+        self.store
+            .add_delivery(&self.delivery(task, "heartbeat", next))
+            .await?;
+        Ok(())
+    }
+
     /// Claim due deliveries and start or skip each.
     async fn dispatch(&self) -> Result<(usize, usize), TaskError> {
         let now = self.clock.now();
@@ -380,6 +421,9 @@ impl Dispatcher {
                 }
                 Verdict::Skip(reason) => {
                     skipped += 1;
+                    if let Some(t) = &task {
+                        self.beat_on(&d, t).await?;
+                    }
                     self.store
                         .settle_delivery(
                             &d,
@@ -499,8 +543,14 @@ impl Dispatcher {
                 }
                 continue;
             };
-            let now = self.clock.now();
             let task = self.load(&run.task_id).await?;
+            let reading = match (&task, answer.as_deref().filter(|a| !a.trim().is_empty())) {
+                (Some(t), Some(a)) => {
+                    crate::reading::read(&*self.launcher, t, &run.operation_id, &outcome, a).await
+                }
+                _ => None,
+            };
+            let now = self.clock.now();
             crate::briefing::record_run_end(
                 &*self.store,
                 task.as_ref(),
@@ -511,6 +561,7 @@ impl Dispatcher {
                     summary: brief.as_deref(),
                     cost,
                     answer: answer.as_deref(),
+                    reading: reading.as_ref(),
                 },
                 now,
             )

@@ -5,7 +5,9 @@
 
 use crate::schedule::{Schedule, parse_interval};
 use crate::service::{NewTask, TaskService};
-use crate::task::{Automation, CatchUp, Overlap, ReviewState, Task, TaskError, TaskStatus};
+use crate::task::{
+    Automation, CatchUp, Overlap, Questions, ReviewState, Task, TaskError, TaskStatus,
+};
 use rein_store::Accounts;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -58,6 +60,16 @@ pub struct TaskInput {
     #[serde(default)]
     #[schemars(length(max = 50))]
     pub depends_on: Option<Vec<String>>,
+    /// What its runs do with a question their agent asks: `decline` (default: the agent is
+    /// told nobody is available) or `brief` (also an urgent decision brief for you; it holds
+    /// the next runs until answered, and your answer reaches the next run).
+    #[serde(default)]
+    #[schemars(schema_with = "questions_schema")]
+    pub questions: Option<String>,
+}
+
+fn questions_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    names_of::<Questions>(g)
 }
 
 /// An optional string naming one of `T`'s values, as `T` serializes them (the field is a
@@ -108,6 +120,14 @@ impl JsonSchema for NewTaskInput {
         schema.insert("required".into(), json!(["title", "instruction"]));
         schema
     }
+}
+
+/// What a body says about questions, if anything.
+fn questions(b: &TaskInput) -> Result<Option<Questions>, TaskError> {
+    b.questions
+        .as_deref()
+        .map(|q| enum_of::<Questions>("questions", q, "decline or brief"))
+        .transpose()
 }
 
 /// The overlap and catch-up policies a body names, if any.
@@ -215,6 +235,7 @@ pub fn new_task(b: &TaskInput) -> Result<NewTask, TaskError> {
         catch_up: catch_up.unwrap_or_default(),
         failure_threshold: b.failure_threshold,
         depends_on: b.depends_on.clone().unwrap_or_default(),
+        questions: questions(b)?.unwrap_or_default(),
     })
 }
 
@@ -225,6 +246,7 @@ pub async fn apply_edit(
     b: &TaskInput,
 ) -> Result<Task, TaskError> {
     let (overlap, catch_up) = policies(b)?;
+    let asked = questions(b)?;
     // A new pattern keeps the task's zone, and a new zone keeps its pattern.
     let mut wanted = b.clone();
     if let Automation::Schedule { pattern, tz } = &current.automation {
@@ -283,6 +305,9 @@ pub async fn apply_edit(
             }
             if let Some(v) = &b.depends_on {
                 t.depends_on = v.clone();
+            }
+            if let Some(v) = asked {
+                t.questions = v;
             }
         })
         .await?;

@@ -14,6 +14,7 @@ pub mod deps;
 pub mod dispatcher;
 pub mod handoff;
 pub mod input;
+pub mod reading;
 pub mod schedule;
 pub mod service;
 pub mod task;
@@ -23,4 +24,6 @@ pub use dispatcher::{Dispatcher, LaunchError, Launcher, RunState, Tick};
 pub use input::TaskInput;
 pub use schedule::{Schedule, ScheduleError, parse_interval};
 pub use service::{NewTask, TaskService};
-pub use task::{Automation, CatchUp, Feedback, Overlap, ReviewState, Task, TaskError, TaskStatus};
+pub use task::{
+    Automation, CatchUp, Feedback, Overlap, Questions, ReviewState, Task, TaskError, TaskStatus,
+};

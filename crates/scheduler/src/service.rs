@@ -33,6 +33,8 @@ pub struct NewTask {
     pub failure_threshold: Option<u32>,
     /// Tasks that must complete first.
     pub depends_on: Vec<String>,
+    /// What its runs do with their agent's questions.
+    pub questions: crate::task::Questions,
 }
 
 /// Task operations over a store.
@@ -182,6 +184,7 @@ impl TaskService {
             feedback: Vec::new(),
             handoffs: Vec::new(),
             depends_on: new.depends_on,
+            questions: new.questions,
             unblocked: false,
             created_at: now,
             updated_at: now,

@@ -119,6 +119,28 @@ pub enum CatchUp {
     RunOnce,
 }
 
+/// What a task's runs do with a question their agent asks (nobody watches a run).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Questions {
+    /// The question tool says nobody is available (with the question's default, if any) and
+    /// the model continues.
+    #[default]
+    Decline,
+    /// The same, and the question goes to the owner as an urgent decision brief (its options
+    /// as the brief's actions): it holds the next runs until answered, and the answer reaches
+    /// the next run's prompt.
+    Brief,
+}
+
+impl Questions {
+    fn is_decline(&self) -> bool {
+        *self == Questions::Decline
+    }
+}
+
 /// Consecutive failed runs that pause a task unless configured otherwise.
 pub const DEFAULT_FAILURE_THRESHOLD: u32 = 3;
 
@@ -186,6 +208,9 @@ pub struct Task {
     /// Tasks that must complete before it runs (see [`crate::deps`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub depends_on: Vec<String>,
+    /// What its runs do with their agent's questions.
+    #[serde(default, skip_serializing_if = "Questions::is_decline")]
+    pub questions: Questions,
     /// Whether the run its completed dependencies start has been started (reset when they
     /// change).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

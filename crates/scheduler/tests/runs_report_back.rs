@@ -244,6 +244,72 @@ async fn an_unresolved_urgent_decision_holds_a_schedule_until_it_is_resolved() {
     assert_eq!(launcher.launches().len(), 1, "runs again once resolved");
 }
 
+/// A heartbeat held by an urgent decision keeps beating (each beat skipped, the next one
+/// planned an interval later) and runs at the first beat after the decision is made.
+#[tokio::test]
+async fn a_held_heartbeat_keeps_beating_and_runs_once_the_decision_is_made() {
+    let e = env("2026-06-01T08:59:00Z").await;
+    let task = e
+        .task(Automation::Heartbeat {
+            every_secs: 60,
+            timeout_secs: None,
+        })
+        .await;
+    let decision = Brief {
+        id: "decide-2".into(),
+        owner: "alice".into(),
+        task_id: Some(task.id.clone()),
+        operation_id: None,
+        agent: None,
+        kind: BriefKind::Decision,
+        priority: BriefPriority::Urgent,
+        title: "Restart job 7?".into(),
+        summary: "Stuck for an hour.".into(),
+        artifacts: Vec::new(),
+        actions: vec![rein_store::BriefAction {
+            key: "yes".into(),
+            label: "Restart it".into(),
+        }],
+        read_at: None,
+        resolution: None,
+        created_at: rein_scheduler::Clock::now(&*e.clock),
+    };
+    e.store.add_brief(&decision, None).await.unwrap();
+    let launcher = Instant::new(true);
+    let d = e.dispatcher(launcher.clone());
+    for _ in 0..3 {
+        d.tick().await.unwrap();
+        e.clock.advance(Duration::seconds(60));
+    }
+    assert!(launcher.launches().is_empty(), "held");
+    let fires = e.store.deliveries(&task.id, 10).await.unwrap();
+    let held = fires
+        .iter()
+        .filter(|f| {
+            f.status == DeliveryStatus::Skipped
+                && f.reason
+                    .as_deref()
+                    .is_some_and(|r| r.starts_with("human_waiting"))
+        })
+        .count();
+    // The first beat is due one interval after the task was made (09:00), then 09:01.
+    assert_eq!(held, 2, "every beat skipped, the chain kept: {fires:?}");
+    e.service
+        .resolve_brief("alice", "decide-2", "yes", None, &*launcher)
+        .await
+        .unwrap();
+    d.tick().await.unwrap();
+    let launches = launcher.launches();
+    assert_eq!(launches.len(), 1, "the next beat runs");
+    assert!(
+        launches[0]
+            .0
+            .contains("the person chose `yes` (Restart it)"),
+        "the choice reaches the run: {}",
+        launches[0].0
+    );
+}
+
 #[tokio::test]
 async fn feedback_reaches_the_next_runs_prompt_and_only_that_run() {
     let e = env("2026-06-01T08:59:00Z").await;

@@ -488,9 +488,19 @@ async fn a_fire_whose_agent_is_gone_is_skipped_as_agent_missing_and_not_counted(
     assert_eq!(launcher.0.load(std::sync::atomic::Ordering::SeqCst), 0);
     let t = service.get(&task.id).await.unwrap();
     assert_eq!(t.executions, 0, "a skipped fire is not counted");
-    let skipped = store.deliveries(&task.id, 10).await.unwrap();
+    let fires = store.deliveries(&task.id, 10).await.unwrap();
+    let skipped = fires
+        .iter()
+        .find(|f| f.status == rein_store::DeliveryStatus::Skipped)
+        .unwrap();
     assert_eq!(
-        skipped[0].reason.as_deref(),
+        skipped.reason.as_deref(),
         Some("agent_missing: the task's agent `deleted-agent` no longer exists")
+    );
+    assert!(
+        fires
+            .iter()
+            .any(|f| f.status == rein_store::DeliveryStatus::Pending && f.due_at > skipped.due_at),
+        "the heartbeat keeps beating: {fires:?}"
     );
 }

@@ -54,6 +54,7 @@ impl ServerLauncher {
         // Nobody watches a task's run: its agent's questions are not asked.
         let spec = rein_operation::OperationSpec {
             unattended: true,
+            question_briefs: task.questions == rein_scheduler::Questions::Brief,
             ..spec
         };
         let opts = StartOptions {
@@ -158,6 +159,26 @@ impl Launcher for ServerLauncher {
                 .cancel(id)
                 .await
                 .map(|_| ())
+                .map_err(|e| e.to_string())
+        }
+        .boxed()
+    }
+
+    fn read_run<'a>(
+        &'a self,
+        instructions: &'a str,
+        input: String,
+        schema: serde_json::Value,
+    ) -> BoxFuture<'a, Result<Option<serde_json::Value>, String>> {
+        async move {
+            let driver = self.runner.driver();
+            if !driver.has_system_model() {
+                return Ok(None);
+            }
+            driver
+                .ask_system_model_json(instructions, input, "run_reading", schema)
+                .await
+                .map(Some)
                 .map_err(|e| e.to_string())
         }
         .boxed()

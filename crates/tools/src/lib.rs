@@ -68,6 +68,9 @@ pub struct ToolContext {
     /// Folders of the operation's active skills, by name: `files` reads `skill://NAME/…`
     /// there, read-only.
     pub skill_dirs: Vec<(String, PathBuf)>,
+    /// Nobody watches the run and its questions are to be raised as urgent decision briefs
+    /// (the question tool's behaviour, from the operation's spec).
+    pub question_briefs: bool,
 }
 
 /// A tool implementation.
@@ -132,7 +135,7 @@ impl ToolRegistry {
         r.register(Arc::new(shell::Shell::new(config.shell.clone())))?;
         r.register(Arc::new(web::Web::new(config.web.clone())))?;
         r.register(Arc::new(todo::Todo))?;
-        r.register(Arc::new(ask_user::AskUser))?;
+        r.register(Arc::new(ask_user::AskUser::default()))?;
         r.register(Arc::new(activate::ActivateTools))?;
         Ok(r)
     }

@@ -17,6 +17,7 @@ async fn files(dir: &Path, api: &str, args: Value) -> (bool, String, Duration) {
         available_tools: Vec::new(),
         scope: "user:test/agent:test".into(),
         skill_dirs: Vec::new(),
+        question_briefs: false,
     };
     let started = Instant::now();
     let out = tokio::time::timeout(

@@ -30,6 +30,7 @@ fn cx(dir: &std::path::Path) -> ToolContext {
         available_tools: Vec::new(),
         scope: "user:test/agent:test".into(),
         skill_dirs: Vec::new(),
+        question_briefs: false,
     }
 }
 

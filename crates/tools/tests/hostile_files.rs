@@ -24,6 +24,7 @@ fn cx(dir: &Path) -> ToolContext {
         available_tools: Vec::new(),
         scope: "user:test/agent:test".into(),
         skill_dirs: Vec::new(),
+        question_briefs: false,
     }
 }
 

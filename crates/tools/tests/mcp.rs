@@ -23,6 +23,7 @@ fn cx(dir: Option<PathBuf>) -> ToolContext {
         available_tools: Vec::new(),
         scope: "user:test/agent:test".into(),
         skill_dirs: Vec::new(),
+        question_briefs: false,
     }
 }
 

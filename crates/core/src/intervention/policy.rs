@@ -128,6 +128,10 @@ pub struct UserInterventionConfig {
     /// instead of parking, whatever the approval mode.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub unattended: bool,
+    /// With `unattended`: the question tool raises each question as an urgent decision brief
+    /// for the person instead of only declining it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub question_briefs: bool,
 }
 
 impl UserInterventionConfig {

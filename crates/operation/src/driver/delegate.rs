@@ -260,6 +260,7 @@ impl Delegator {
             approval: stricter(parent.approval, asked.approval),
             // Nobody watches a sub-agent of an unattended run either.
             unattended: parent.unattended,
+            question_briefs: parent.question_briefs,
             max_steps: min_opt(asked.max_steps, parent.max_steps),
             budget,
             approval_timeout_secs: min_opt(

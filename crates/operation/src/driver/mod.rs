@@ -13,9 +13,11 @@ mod open;
 mod run;
 mod runtime;
 mod start;
+mod system_model;
 mod title;
 mod turn;
 
+pub use system_model::SystemModelError;
 pub use title::TITLE_INSTRUCTIONS;
 pub use turn::{BranchError, Turn};
 
@@ -170,8 +172,8 @@ pub struct Driver {
     agents: Option<Arc<dyn crate::AgentDirectory>>,
     /// Skills operations may activate (listed in every call by name and description).
     skills: Arc<rein_tools::skills::SkillCatalog>,
-    /// The model that titles a topic after its first exchange (none: the prompt's start).
-    title_model: Option<ModelRef>,
+    /// The model for rein's own small jobs (titles, task run readings); none: rules only.
+    system_model: Option<ModelRef>,
     /// Token estimators by vocabulary and factor (bits), shared by every run.
     estimators: std::sync::Mutex<
         Vec<(
@@ -277,7 +279,7 @@ impl Driver {
             on_commit: None,
             agents: None,
             skills: Arc::default(),
-            title_model: None,
+            system_model: None,
             estimators: Default::default(),
         }
     }
@@ -333,10 +335,11 @@ impl Driver {
         self
     }
 
-    /// Builder: title each topic with `model` once its first exchange has ended well (see
-    /// [`TITLE_INSTRUCTIONS`]); without it a topic keeps the start of its first message.
-    pub fn with_title_model(mut self, model: ModelRef) -> Self {
-        self.title_model = Some(model);
+    /// Builder: the system model, for rein's own small jobs: it titles each topic once its
+    /// first exchange has ended well (see [`TITLE_INSTRUCTIONS`]; without it a topic keeps the
+    /// start of its first message) and reads task runs ([`Driver::ask_system_model_json`]).
+    pub fn with_system_model(mut self, model: ModelRef) -> Self {
+        self.system_model = Some(model);
         self
     }
 

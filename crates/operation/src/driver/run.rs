@@ -146,7 +146,12 @@ impl Driver {
         .await;
         watcher.abort();
         forward.abort();
-        if matches!(result, Ok(RunEnd::Done { .. })) && run.spec.delegation.is_none() {
+        // A conversation someone has is titled; a task's run (unattended, a topic per run)
+        // and a sub-agent's thread are not.
+        if matches!(result, Ok(RunEnd::Done { .. }))
+            && run.spec.delegation.is_none()
+            && !run.spec.unattended
+        {
             self.title_topic(&run.committed).await;
         }
         result

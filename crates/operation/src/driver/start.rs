@@ -160,6 +160,7 @@ pub(super) fn first_state(
     state.budget = spec.budget.clone();
     state.intervention.approval_mode = spec.approval;
     state.intervention.unattended = spec.unattended;
+    state.intervention.question_briefs = spec.unattended && spec.question_briefs;
     state.metadata.working_directory = spec.working_directory.clone();
     state.metadata.topic_id = Some(topic_id.to_owned());
     if let Some(owner) = &spec.owner {

@@ -1,15 +1,12 @@
-//! A topic's title proposed by a model once its first exchange has ended well (when the host
-//! names a title model): it replaces the title made from the prompt, never one a person chose.
+//! A topic's title proposed by the system model once its first exchange has ended well (when
+//! the host names one): it replaces the title made from the prompt, never one a person chose.
 //! Best effort: a failure leaves the prompt's title and is logged, it never fails the run.
 
 use super::Driver;
-use futures::StreamExt;
-use rein_core::message::{Message, Role};
+use rein_core::message::Role;
 use rein_core::{AgentState, conversation::title_from};
-use rein_model::ChatRequest;
 use rein_store::TitleSource;
 use std::fmt::Write;
-use std::sync::Arc;
 
 /// The instructions the titling model gets.
 pub const TITLE_INSTRUCTIONS: &str = "You name conversations. Reply with a title of at most six words that says what the conversation below is about, in the language of the user's message. No quotes, no punctuation at the end, nothing else.";
@@ -18,10 +15,10 @@ pub const TITLE_INSTRUCTIONS: &str = "You name conversations. Reply with a title
 const EXCERPT_CHARS: usize = 2_000;
 
 impl Driver {
-    /// Title `state`'s topic from its first exchange, if the host names a title model and the
+    /// Title `state`'s topic from its first exchange, if the host names a system model and the
     /// topic's title still comes from the prompt.
     pub(super) async fn title_topic(&self, state: &AgentState) {
-        let (Some(model), Some(topic)) = (&self.title_model, state.metadata.topic_id.as_deref())
+        let (true, Some(topic)) = (self.has_system_model(), state.metadata.topic_id.as_deref())
         else {
             return;
         };
@@ -45,41 +42,25 @@ impl Driver {
                 let _ = writeln!(exchange, "{who}: {text}");
             }
         }
-        let provider = match self.models.provider(model) {
-            Ok(p) => p,
+        let reply = match self
+            .ask_system_model(
+                TITLE_INSTRUCTIONS,
+                format!("<conversation>\n{exchange}</conversation>"),
+                rein_model::request::ResponseFormat::Text,
+            )
+            .await
+        {
+            Ok(text) => text,
             Err(e) => {
-                tracing::warn!(topic, error = %e, "the title model is not available");
+                tracing::warn!(topic, error = %e, "no title from the system model; the prompt's title stays");
                 return;
             }
         };
-        let mut req = ChatRequest::new(
-            model.model.to_string(),
-            vec![
-                Arc::new(Message::system(TITLE_INSTRUCTIONS)),
-                Arc::new(Message::user(format!(
-                    "<conversation>\n{exchange}</conversation>"
-                ))),
-            ],
-        );
-        req.cancel = self.cancel.child_token();
-        let mut stream = provider.chat(req);
-        let mut collector = rein_model::Collector::new();
-        while let Some(event) = stream.next().await {
-            collector.push(&event);
-        }
-        let reply = collector.finish();
-        if let Some(e) = reply.error {
-            tracing::warn!(topic, error = %e, "the title model failed; the prompt's title stays");
-            return;
-        }
-        let proposed = reply
-            .text
-            .trim()
-            .trim_matches(|c| matches!(c, '"' | '\'' | '*'));
+        let proposed = reply.trim().trim_matches(|c| matches!(c, '"' | '\'' | '*'));
         let Some(title) = title_from(proposed) else {
             tracing::warn!(
                 topic,
-                "the title model proposed nothing; the prompt's title stays"
+                "the system model proposed no title; the prompt's title stays"
             );
             return;
         };
