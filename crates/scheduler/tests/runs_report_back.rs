@@ -104,6 +104,28 @@ impl Env {
     fn dispatcher(&self, launcher: Arc<Instant>) -> Dispatcher {
         Dispatcher::new(self.store.clone(), self.clock.clone(), launcher, "w")
     }
+    /// An urgent decision brief of alice's on `task` offering one action.
+    fn urgent_decision(&self, task: &str, id: &str, title: &str, action: (&str, &str)) -> Brief {
+        Brief {
+            id: id.into(),
+            owner: "alice".into(),
+            task_id: Some(task.to_owned()),
+            operation_id: None,
+            agent: None,
+            kind: BriefKind::Decision,
+            priority: BriefPriority::Urgent,
+            title: title.into(),
+            summary: "Only you can decide.".into(),
+            artifacts: Vec::new(),
+            actions: vec![rein_store::BriefAction {
+                key: action.0.into(),
+                label: action.1.into(),
+            }],
+            read_at: None,
+            resolution: None,
+            created_at: rein_scheduler::Clock::now(&*self.clock),
+        }
+    }
     async fn task(&self, automation: Automation) -> Task {
         self.service
             .create(
@@ -199,25 +221,12 @@ async fn an_unresolved_urgent_decision_holds_a_schedule_until_it_is_resolved() {
             tz: "UTC".into(),
         })
         .await;
-    let decision = Brief {
-        id: "decide-1".into(),
-        owner: "alice".into(),
-        task_id: Some(task.id.clone()),
-        operation_id: None,
-        agent: None,
-        kind: BriefKind::Decision,
-        priority: BriefPriority::Urgent,
-        title: "Which feed?".into(),
-        summary: "Two feeds conflict.".into(),
-        artifacts: Vec::new(),
-        actions: vec![rein_store::BriefAction {
-            key: "acknowledge".into(),
-            label: "Acknowledge".into(),
-        }],
-        read_at: None,
-        resolution: None,
-        created_at: rein_scheduler::Clock::now(&*e.clock),
-    };
+    let decision = e.urgent_decision(
+        &task.id,
+        "decide-1",
+        "Which feed?",
+        ("acknowledge", "Acknowledge"),
+    );
     e.store.add_brief(&decision, None).await.unwrap();
     let launcher = Instant::new(true);
     let d = e.dispatcher(launcher.clone());
@@ -255,25 +264,12 @@ async fn a_held_heartbeat_keeps_beating_and_runs_once_the_decision_is_made() {
             timeout_secs: None,
         })
         .await;
-    let decision = Brief {
-        id: "decide-2".into(),
-        owner: "alice".into(),
-        task_id: Some(task.id.clone()),
-        operation_id: None,
-        agent: None,
-        kind: BriefKind::Decision,
-        priority: BriefPriority::Urgent,
-        title: "Restart job 7?".into(),
-        summary: "Stuck for an hour.".into(),
-        artifacts: Vec::new(),
-        actions: vec![rein_store::BriefAction {
-            key: "yes".into(),
-            label: "Restart it".into(),
-        }],
-        read_at: None,
-        resolution: None,
-        created_at: rein_scheduler::Clock::now(&*e.clock),
-    };
+    let decision = e.urgent_decision(
+        &task.id,
+        "decide-2",
+        "Restart job 7?",
+        ("yes", "Restart it"),
+    );
     e.store.add_brief(&decision, None).await.unwrap();
     let launcher = Instant::new(true);
     let d = e.dispatcher(launcher.clone());

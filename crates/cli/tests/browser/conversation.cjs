@@ -5,107 +5,78 @@
 // Usage: node conversation.cjs BASE_URL OUT_DIR   (REIN_PLAYWRIGHT: path of playwright-core,
 // REIN_CHROMIUM: the browser executable)
 "use strict";
-const { chromium } = require(process.env.REIN_PLAYWRIGHT);
-const [base, out] = process.argv.slice(2);
+const { run } = require("./harness.cjs");
 
-async function main() {
-  const browser = await chromium.launch({
-    executablePath: process.env.REIN_CHROMIUM,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu"],
-  });
-  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  const logs = [];
-  // Answers to the dialogs to come, in order: a string fills a prompt, true accepts, false dismisses.
-  const answers = [];
-  page.on("console", (m) => logs.push(m.type() + ": " + m.text()));
-  page.on("pageerror", (e) => logs.push("pageerror: " + e.message));
-  page.on("dialog", (d) => {
-    const a = answers.shift();
-    logs.push("dialog: " + d.message() + " -> " + JSON.stringify(a));
-    if (typeof a === "string") d.accept(a); else if (a === true) d.accept(); else d.dismiss();
-  });
-  const shot = (name) => page.screenshot({ path: `${out}/${name}.png`, fullPage: true });
+run("conversation", { viewport: { width: 1400, height: 900 } }, async ({ page, base, shot, dialogs }) => {
   const says = (text) => page.waitForFunction((t) => document.getElementById("messages").textContent.includes(t), text, { timeout: 20000 });
-  const pos = (sel) => page.$eval(sel, (e) => e.textContent);
-  try {
-    await page.goto(base);
-    await page.waitForSelector("#app:not([hidden])");
-    await page.fill("#input", "Show me a plan");
-    await page.click("#send");
-    await page.waitForSelector("#op-status.done", { timeout: 20000 });
-    await page.waitForSelector(".msg.assistant .md pre code .tok-k");
-    const facts = await page.evaluate(() => {
-      const box = document.getElementById("messages");
-      return {
-        h1: (box.querySelector(".md h1") || {}).textContent,
-        strong: (box.querySelector(".md strong") || {}).textContent,
-        th: [...box.querySelectorAll(".md table th")].map((t) => t.textContent),
-        keywords: [...box.querySelectorAll(".md pre .tok-k")].map((t) => t.textContent),
-        comment: (box.querySelector(".md pre .tok-c") || {}).textContent,
-        images: box.querySelectorAll("img").length,
-        scriptLinks: box.querySelectorAll('a[href^="javascript"]').length,
-        links: [...box.querySelectorAll(".md a")].map((a) => a.getAttribute("href")),
-        literal: box.textContent.includes('<img src=x onerror="window.__pwned=1">'),
-        pwned: window.__pwned,
-      };
-    });
-    const want = (ok, what) => { if (!ok) throw new Error(what + ": " + JSON.stringify(facts)); };
-    want(facts.h1 === "Plan" && facts.strong === "bold", "heading and emphasis");
-    want(facts.th.join(",") === "Name,Value", "table");
-    want(facts.keywords.includes("fn") && facts.keywords.includes("let") && facts.comment === "// the answer", "highlighting");
-    want(facts.images === 0 && facts.scriptLinks === 0 && facts.literal && facts.pwned === undefined, "raw HTML stays text");
-    want(facts.links.length === 1 && facts.links[0] === "https://example.com/docs", "only safe links");
-    await shot("conversation-1-markdown");
+  await page.goto(base);
+  await page.waitForSelector("#app:not([hidden])");
+  await page.fill("#input", "Show me a plan");
+  await page.click("#send");
+  await page.waitForSelector("#op-status.done", { timeout: 20000 });
+  await page.waitForSelector(".msg.assistant .md pre code .tok-k");
+  const facts = await page.evaluate(() => {
+    const box = document.getElementById("messages");
+    return {
+      h1: (box.querySelector(".md h1") || {}).textContent,
+      strong: (box.querySelector(".md strong") || {}).textContent,
+      th: [...box.querySelectorAll(".md table th")].map((t) => t.textContent),
+      keywords: [...box.querySelectorAll(".md pre .tok-k")].map((t) => t.textContent),
+      comment: (box.querySelector(".md pre .tok-c") || {}).textContent,
+      images: box.querySelectorAll("img").length,
+      scriptLinks: box.querySelectorAll('a[href^="javascript"]').length,
+      links: [...box.querySelectorAll(".md a")].map((a) => a.getAttribute("href")),
+      literal: box.textContent.includes('<img src=x onerror="window.__pwned=1">'),
+      pwned: window.__pwned,
+    };
+  });
+  const want = (ok, what) => { if (!ok) throw new Error(what + ": " + JSON.stringify(facts)); };
+  want(facts.h1 === "Plan" && facts.strong === "bold", "heading and emphasis");
+  want(facts.th.join(",") === "Name,Value", "table");
+  want(facts.keywords.includes("fn") && facts.keywords.includes("let") && facts.comment === "// the answer", "highlighting");
+  want(facts.images === 0 && facts.scriptLinks === 0 && facts.literal && facts.pwned === undefined, "raw HTML stays text");
+  want(facts.links.length === 1 && facts.links[0] === "https://example.com/docs", "only safe links");
+  await shot("conversation-1-markdown");
 
-    // Regenerate: a second version beside the first.
-    await page.click(".msg.assistant .regenerate");
-    await says("Second take.");
-    await page.waitForSelector("#op-status.done", { timeout: 20000 });
-    await page.waitForFunction(() => (document.querySelector(".msg.assistant .branch .pos") || {}).textContent === "2 / 2");
-    if ((await page.$$(".msg.assistant")).length !== 1) throw new Error("one answer shows at a time");
-    await page.click(".msg.assistant .branch .prev");
-    await page.waitForFunction(() => (document.querySelector(".msg.assistant .branch .pos") || {}).textContent === "1 / 2");
-    await page.waitForSelector(".msg.assistant .md h1");
-    await shot("conversation-2-versions");
+  // Regenerate: a second version beside the first.
+  await page.click(".msg.assistant .regenerate");
+  await says("Second take.");
+  await page.waitForSelector("#op-status.done", { timeout: 20000 });
+  await page.waitForFunction(() => (document.querySelector(".msg.assistant .branch .pos") || {}).textContent === "2 / 2");
+  if ((await page.$$(".msg.assistant")).length !== 1) throw new Error("one answer shows at a time");
+  await page.click(".msg.assistant .branch .prev");
+  await page.waitForFunction(() => (document.querySelector(".msg.assistant .branch .pos") || {}).textContent === "1 / 2");
+  await page.waitForSelector(".msg.assistant .md h1");
+  await shot("conversation-2-versions");
 
-    // Edit the question: a new version of it, answered.
-    await page.click(".msg.user .edit");
-    await page.fill(".msg.user .edit-text", "Show me the edited plan");
-    await page.click(".msg.user .save");
-    await says("Edited answer.");
-    await page.waitForSelector("#op-status.done", { timeout: 20000 });
-    await page.waitForFunction(() => (document.querySelector(".msg.user .branch .pos") || {}).textContent === "2 / 2");
-    const shown = await page.$eval("#messages", (b) => b.textContent);
-    if (shown.includes("Second take.") || !shown.includes("Show me the edited plan")) throw new Error("edited branch: " + shown);
-    await shot("conversation-3-edited");
+  // Edit the question: a new version of it, answered.
+  await page.click(".msg.user .edit");
+  await page.fill(".msg.user .edit-text", "Show me the edited plan");
+  await page.click(".msg.user .save");
+  await says("Edited answer.");
+  await page.waitForSelector("#op-status.done", { timeout: 20000 });
+  await page.waitForFunction(() => (document.querySelector(".msg.user .branch .pos") || {}).textContent === "2 / 2");
+  const shown = await page.$eval("#messages", (b) => b.textContent);
+  if (shown.includes("Second take.") || !shown.includes("Show me the edited plan")) throw new Error("edited branch: " + shown);
+  await shot("conversation-3-edited");
 
-    // Rename, search, delete.
-    const item = "#topics li[data-topic]";
-    answers.push("Plan demo");
-    await page.hover(item);
-    await page.click(item + " .rename");
-    await page.waitForFunction(() => (document.querySelector("#topics li .title") || {}).textContent === "Plan demo");
-    await page.fill("#topic-search", "edited plan");
-    await page.waitForFunction(() => document.querySelectorAll("#topics li").length === 1 && document.querySelector("#topics li .title").textContent === "Plan demo");
-    await page.fill("#topic-search", "nothing says this");
-    await page.waitForFunction(() => document.querySelectorAll("#topics li").length === 0);
-    await page.fill("#topic-search", "");
-    await page.waitForFunction(() => document.querySelectorAll("#topics li").length === 1);
-    await shot("conversation-4-renamed");
-    answers.push(true, false);
-    await page.hover(item);
-    await page.click(item + " .delete");
-    await page.waitForFunction(() => document.querySelectorAll("#topics li").length === 0);
-    await page.waitForSelector("#messages .empty");
-    await shot("conversation-5-deleted");
-    console.log(JSON.stringify({ ok: true, logs }));
-  } catch (e) {
-    await shot("conversation-failure").catch(() => {});
-    console.log(JSON.stringify({ ok: false, error: String(e && e.stack || e), logs }));
-    process.exitCode = 1;
-  } finally {
-    await browser.close();
-  }
-}
-main();
+  // Rename, search, delete.
+  const item = "#topics li[data-topic]";
+  dialogs.push("Plan demo");
+  await page.hover(item);
+  await page.click(item + " .rename");
+  await page.waitForFunction(() => (document.querySelector("#topics li .title") || {}).textContent === "Plan demo");
+  await page.fill("#topic-search", "edited plan");
+  await page.waitForFunction(() => document.querySelectorAll("#topics li").length === 1 && document.querySelector("#topics li .title").textContent === "Plan demo");
+  await page.fill("#topic-search", "nothing says this");
+  await page.waitForFunction(() => document.querySelectorAll("#topics li").length === 0);
+  await page.fill("#topic-search", "");
+  await page.waitForFunction(() => document.querySelectorAll("#topics li").length === 1);
+  await shot("conversation-4-renamed");
+  dialogs.push(true, false);
+  await page.hover(item);
+  await page.click(item + " .delete");
+  await page.waitForFunction(() => document.querySelectorAll("#topics li").length === 0);
+  await page.waitForSelector("#messages .empty");
+  await shot("conversation-5-deleted");
+});

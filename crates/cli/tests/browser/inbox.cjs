@@ -4,57 +4,35 @@
 // Usage: node inbox.cjs BASE_URL OUT_DIR   (REIN_PLAYWRIGHT: path of playwright-core,
 // REIN_CHROMIUM: the browser executable)
 "use strict";
-const { chromium } = require(process.env.REIN_PLAYWRIGHT);
-const [base, out] = process.argv.slice(2);
+const { run } = require("./harness.cjs");
 
-async function main() {
-  const browser = await chromium.launch({
-    executablePath: process.env.REIN_CHROMIUM,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu"],
-  });
-  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  const logs = [];
-  page.on("console", (m) => logs.push(m.type() + ": " + m.text()));
-  page.on("pageerror", (e) => logs.push("pageerror: " + e.message));
-  page.on("dialog", (d) => { logs.push("dialog: " + d.message()); d.dismiss(); });
-  const shot = (name) => page.screenshot({ path: `${out}/${name}.png`, fullPage: true });
-  try {
-    await page.goto(base);
-    await page.waitForSelector("#app:not([hidden])");
-    await page.waitForFunction(() => document.getElementById("inbox-count").textContent === "1");
-    await page.click("#inbox");
-    const card = await page.waitForSelector(".brief.urgent.unread");
-    const text = await card.textContent();
-    if (!text.includes("Queue watch failed (error)") || !text.includes("urgent") || !text.includes("model refused")) throw new Error("card: " + text);
-    await shot("inbox-1-urgent");
-    await page.click('.brief.urgent button[data-action="acknowledge"]');
-    await page.waitForSelector(".brief", { state: "detached" });
-    await page.waitForFunction(() => document.getElementById("inbox-count").textContent === "");
-    await page.check("#ib-all");
-    const resolved = await page.waitForSelector(".brief .resolved");
-    if (!(await resolved.textContent()).includes("resolved: acknowledge")) throw new Error("resolved: " + (await resolved.textContent()));
-    await shot("inbox-2-resolved");
+run("inbox", { viewport: { width: 1400, height: 900 } }, async ({ page, base, shot }) => {
+  await page.goto(base);
+  await page.waitForSelector("#app:not([hidden])");
+  await page.waitForFunction(() => document.getElementById("inbox-count").textContent === "1");
+  await page.click("#inbox");
+  const card = await page.waitForSelector(".brief.urgent.unread");
+  const text = await card.textContent();
+  if (!text.includes("Queue watch failed (error)") || !text.includes("urgent") || !text.includes("model refused")) throw new Error("card: " + text);
+  await shot("inbox-1-urgent");
+  await page.click('.brief.urgent button[data-action="acknowledge"]');
+  await page.waitForSelector(".brief", { state: "detached" });
+  await page.waitForFunction(() => document.getElementById("inbox-count").textContent === "");
+  await page.check("#ib-all");
+  const resolved = await page.waitForSelector(".brief .resolved");
+  if (!(await resolved.textContent()).includes("resolved: acknowledge")) throw new Error("resolved: " + (await resolved.textContent()));
+  await shot("inbox-2-resolved");
 
-    // A question in a conversation, answered with one of its options.
-    await page.click("#new-chat");
-    await page.fill("#input", "Ship it if I agree.");
-    await page.click("#send");
-    const q = await page.waitForSelector(".approval.question", { timeout: 20000 });
-    const asked = await q.textContent();
-    if (!asked.includes("Deploy to production now?")) throw new Error("question: " + asked);
-    await shot("inbox-3-question");
-    await page.click('.approval.question button[data-key="no"]');
-    await page.waitForSelector("#op-status.done", { timeout: 20000 });
-    await page.waitForFunction(() => document.getElementById("messages").textContent.includes("Holding the release."));
-    await shot("inbox-4-answered");
-    console.log(JSON.stringify({ ok: true, logs }));
-  } catch (e) {
-    await shot("inbox-failure").catch(() => {});
-    console.log(JSON.stringify({ ok: false, error: String(e && e.stack || e), logs }));
-    process.exitCode = 1;
-  } finally {
-    await browser.close();
-  }
-}
-main();
+  // A question in a conversation, answered with one of its options.
+  await page.click("#new-chat");
+  await page.fill("#input", "Ship it if I agree.");
+  await page.click("#send");
+  const q = await page.waitForSelector(".approval.question", { timeout: 20000 });
+  const asked = await q.textContent();
+  if (!asked.includes("Deploy to production now?")) throw new Error("question: " + asked);
+  await shot("inbox-3-question");
+  await page.click('.approval.question button[data-key="no"]');
+  await page.waitForSelector("#op-status.done", { timeout: 20000 });
+  await page.waitForFunction(() => document.getElementById("messages").textContent.includes("Holding the release."));
+  await shot("inbox-4-answered");
+});

@@ -3,19 +3,9 @@
 // Usage: node ui.cjs BASE_URL OUT_DIR   (REIN_PLAYWRIGHT: path of playwright-core,
 // REIN_CHROMIUM: the browser executable)
 "use strict";
-const { chromium } = require(process.env.REIN_PLAYWRIGHT);
-const [base, out] = process.argv.slice(2);
+const { run } = require("./harness.cjs");
 
-async function main() {
-  const browser = await chromium.launch({
-    executablePath: process.env.REIN_CHROMIUM,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu"],
-  });
-  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  const logs = [];
-  page.on("console", (m) => logs.push(m.type() + ": " + m.text()));
-  page.on("pageerror", (e) => logs.push("pageerror: " + e.message));
+run("ui", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot }) => {
   // Whether a live (streaming) preview bubble was ever added, read from the mutation records
   // themselves: the bubble may be added and removed before any later look at the page.
   const watchLive = () =>
@@ -27,68 +17,58 @@ async function main() {
             if (n.nodeType === 1 && (n.matches(".msg.live") || n.querySelector(".msg.live"))) window.sawLive = true;
       }).observe(document.getElementById("messages"), { childList: true, subtree: true });
     });
-  const shot = (name) => page.screenshot({ path: `${out}/${name}.png`, fullPage: true });
-  try {
-    await page.goto(base);
-    await page.waitForSelector("#app:not([hidden])");
-    await page.selectOption("#agent-select", "careful");
-    await watchLive();
-    await page.fill("#input", "Append paid to the ledger.");
-    await page.click("#send");
-    await page.waitForSelector(".approval .approve", { timeout: 20000 });
-    await page.waitForSelector("#op-status.waiting_for_human");
-    await shot("1-approval-requested");
+  await page.goto(base);
+  await page.waitForSelector("#app:not([hidden])");
+  await page.selectOption("#agent-select", "careful");
+  await watchLive();
+  await page.fill("#input", "Append paid to the ledger.");
+  await page.click("#send");
+  await page.waitForSelector(".approval .approve", { timeout: 20000 });
+  await page.waitForSelector("#op-status.waiting_for_human");
+  await shot("1-approval-requested");
 
-    // Reload mid-operation: the conversation, the status and the approval come back.
-    await page.reload();
-    await page.waitForSelector(".approval .approve", { timeout: 20000 });
-    const restored = await page.textContent("#messages");
-    if (!restored.includes("Append paid to the ledger.")) throw new Error("transcript not restored: " + restored);
-    await page.waitForSelector('.tool[data-call="l1"] .status.pending');
-    await shot("2-restored-after-reload");
+  // Reload mid-operation: the conversation, the status and the approval come back.
+  await page.reload();
+  await page.waitForSelector(".approval .approve", { timeout: 20000 });
+  const restored = await page.textContent("#messages");
+  if (!restored.includes("Append paid to the ledger.")) throw new Error("transcript not restored: " + restored);
+  await page.waitForSelector('.tool[data-call="l1"] .status.pending');
+  await shot("2-restored-after-reload");
 
-    await watchLive();
-    // Approve only once the page's event stream is subscribed, so the step's live preview
-    // reaches it whatever the timing.
-    await page.waitForSelector('#messages[data-stream="open"]');
-    await page.click(".approval .approve");
-    await page.waitForSelector("#op-status.done", { timeout: 20000 });
-    await page.waitForFunction(() => document.getElementById("messages").textContent.includes("Appended."));
-    const status = await page.textContent('.tool[data-call="l1"] .status');
-    if (status !== "succeeded") throw new Error("tool card status: " + status);
-    const sawLive = await page.evaluate(() => window.sawLive);
-    await shot("3-done");
+  await watchLive();
+  // Approve only once the page's event stream is subscribed, so the step's live preview
+  // reaches it whatever the timing.
+  await page.waitForSelector('#messages[data-stream="open"]');
+  await page.click(".approval .approve");
+  await page.waitForSelector("#op-status.done", { timeout: 20000 });
+  await page.waitForFunction(() => document.getElementById("messages").textContent.includes("Appended."));
+  const status = await page.textContent('.tool[data-call="l1"] .status');
+  if (status !== "succeeded") throw new Error("tool card status: " + status);
+  const sawLive = await page.evaluate(() => window.sawLive);
+  await shot("3-done");
 
-    await page.click("#inspect");
-    await page.waitForFunction(() => document.querySelectorAll("#timeline tr").length >= 4);
-    const timeline = await page.textContent("#timeline");
-    if (!timeline.includes("call_llm")) throw new Error("timeline: " + timeline);
-    // Per-step tokens come from the event log (each scripted model call reports 120).
-    await page.waitForFunction(() => [...document.querySelectorAll("#timeline td.tokens")].some((td) => td.textContent === "120"));
-    await shot("4-inspector");
+  await page.click("#inspect");
+  await page.waitForFunction(() => document.querySelectorAll("#timeline tr").length >= 4);
+  const timeline = await page.textContent("#timeline");
+  if (!timeline.includes("call_llm")) throw new Error("timeline: " + timeline);
+  // Per-step tokens come from the event log (each scripted model call reports 120).
+  await page.waitForFunction(() => [...document.querySelectorAll("#timeline td.tokens")].some((td) => td.textContent === "120"));
+  await shot("4-inspector");
 
-    // A task, run now from its page: the run shows with its outcome and brief.
-    await page.click("#new-task");
-    await page.fill("#t-title", "Morning check");
-    await page.fill("#t-instruction", "Check the ledger.");
-    await page.click('#task-form button[value="save"]');
-    await page.waitForSelector("#task-view:not([hidden]) #tv-title");
-    await page.click("#tv-run");
-    let runs = "";
-    for (let i = 0; i < 40 && !runs.includes("completed"); i++) {
-      await page.waitForTimeout(250);
-      await page.click("#tasks li[data-task]");
-      runs = await page.textContent("#task-runs");
-    }
-    if (!runs.includes("completed") || !runs.includes("Checked.")) throw new Error("task runs: " + runs);
-    await shot("5-task");
-    console.log(JSON.stringify({ ok: true, sawLive }));
-  } catch (e) {
-    await shot("failure").catch(() => {});
-    console.log(JSON.stringify({ ok: false, error: String(e && e.message || e), logs }));
-    process.exitCode = 1;
-  } finally {
-    await browser.close();
+  // A task, run now from its page: the run shows with its outcome and brief.
+  await page.click("#new-task");
+  await page.fill("#t-title", "Morning check");
+  await page.fill("#t-instruction", "Check the ledger.");
+  await page.click('#task-form button[value="save"]');
+  await page.waitForSelector("#task-view:not([hidden]) #tv-title");
+  await page.click("#tv-run");
+  let runs = "";
+  for (let i = 0; i < 40 && !runs.includes("completed"); i++) {
+    await page.waitForTimeout(250);
+    await page.click("#tasks li[data-task]");
+    runs = await page.textContent("#task-runs");
   }
-}
-main();
+  if (!runs.includes("completed") || !runs.includes("Checked.")) throw new Error("task runs: " + runs);
+  await shot("5-task");
+  return { sawLive };
+});
