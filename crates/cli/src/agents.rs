@@ -54,6 +54,10 @@ pub struct AgentFlags {
     /// Admit this skill from the first call on (repeatable, or comma separated).
     #[arg(long = "skill", value_name = "NAME", value_delimiter = ',')]
     pub skills: Vec<String>,
+    /// What the agent's shell commands may touch: read-only or workspace-write (it can only
+    /// narrow the process's `--sandbox`).
+    #[arg(long = "shell-sandbox", value_name = "MODE", value_parser = ["read-only", "workspace-write", "off"])]
+    pub sandbox: Option<String>,
 }
 
 impl AgentFlags {
@@ -77,6 +81,7 @@ impl AgentFlags {
             approval_timeout_secs: self.approval_timeout,
             tools_disclosure: self.tools_disclosure,
             skills: (!self.skills.is_empty()).then_some(self.skills),
+            sandbox: self.sandbox,
         }
     }
 }

@@ -116,6 +116,7 @@ pub async fn host(
         })
         .transpose()?;
     Ok(Host {
+        sandbox: ctx.sandbox,
         system_model,
         working_directory: None,
         agents: Some(agents),

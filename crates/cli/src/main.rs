@@ -59,6 +59,13 @@ struct Cli {
     /// agent, models); the token is read from $REIN_TOKEN.
     #[arg(long, global = true, value_name = "URL", env = "REIN_SERVER")]
     server: Option<String>,
+    /// What shell commands may touch: workspace-write (the working directory and a private
+    /// temporary directory), read-only, or off (unconfined). Agents can narrow it, never widen it.
+    #[arg(long, global = true, env = "REIN_SANDBOX", default_value = "workspace-write", value_parser = ["workspace-write", "read-only", "off"])]
+    sandbox: String,
+    /// Let sandboxed shell commands use the network.
+    #[arg(long, global = true)]
+    network: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -264,6 +271,8 @@ pub(crate) fn parse_id(id: &str) -> anyhow::Result<OperationId> {
 }
 
 pub(crate) struct Context_ {
+    /// The shell's sandbox of this process's operations.
+    sandbox: rein_core::spec::Sandbox,
     cli_replay: Option<PathBuf>,
     cli_record: Option<PathBuf>,
     json: bool,
@@ -378,6 +387,10 @@ pub(crate) async fn finish(store: &SqlStore, id: OperationId, end: &RunEnd) -> a
 async fn run(cli: Cli) -> anyhow::Result<u8> {
     let config = config::load()?;
     let ctx = Context_ {
+        sandbox: rein_core::spec::Sandbox {
+            mode: cli.sandbox.parse().map_err(|e: String| anyhow!(e))?,
+            network: cli.network,
+        },
         cli_replay: cli.replay.clone(),
         cli_record: cli.record.clone(),
         mcp: cli.mcp.clone(),

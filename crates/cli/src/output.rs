@@ -245,6 +245,16 @@ pub fn show(op: &StoredOperation, steps: &[StepRecord], pending: &[rein_store::I
         Some(t) => t.join(", "),
     };
     println!("  tools      {tools}");
+    let sb = op.spec.sandbox;
+    println!(
+        "  sandbox    {}{}",
+        sb.mode.name(),
+        match (sb.mode, sb.network) {
+            (rein_core::spec::SandboxMode::Off, _) => "",
+            (_, true) => ", network allowed",
+            (_, false) => ", no network",
+        }
+    );
     println!(
         "  model      {}/{}",
         r.provider.as_deref().unwrap_or("?"),

@@ -224,6 +224,10 @@ pub async fn worker(
     );
     spawn_recovery(Arc::clone(&runner));
     let name = worker_name("worker");
+    eprintln!(
+        "rein: {}",
+        rein_tools::sandbox::Mechanism::detect().describe(runner.host.sandbox)
+    );
     eprintln!("rein: worker {name} dispatching");
     tokio::spawn(Arc::clone(&runner).recovery_loop(app.shutdown.clone()));
     spawn_brief_hooks(&app);
@@ -367,6 +371,10 @@ pub async fn serve(
     // Recovery runs in the background: the server serves at once, and an operation that
     // cannot be resumed here is left resumable with its reason.
     spawn_recovery(Arc::clone(&runner));
+    eprintln!(
+        "rein: {}",
+        rein_tools::sandbox::Mechanism::detect().describe(runner.host.sandbox)
+    );
     // Tests and scripts read this line to find the port.
     eprintln!("rein: listening on http://{local}");
     tracing::info!(%local, "listening");

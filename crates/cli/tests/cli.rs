@@ -2717,3 +2717,68 @@ async fn an_mcp_server_over_http_gets_the_configured_headers() {
         "{shown}"
     );
 }
+
+/// The shell's sandbox is the operation's, written into its spec: a process approving the
+/// call later (with its own, looser default) still runs it confined; `op show` says how; only
+/// an operation started unconfined (`--sandbox off`) writes outside its rules.
+#[tokio::test]
+async fn the_sandbox_travels_with_the_operation_to_the_process_that_approves_it() {
+    if let rein_tools::sandbox::Mechanism::Unavailable(why) =
+        rein_tools::sandbox::Mechanism::detect()
+    {
+        rein_testkit::skip("the_sandbox_travels_with_the_operation", why);
+        return;
+    }
+    let write = |id: &str| {
+        Canned::openai_tools(&[(
+            id,
+            "shell__run",
+            &serde_json::json!({"command": "echo made > made.txt"}).to_string(),
+        )])
+    };
+    let e = env(vec![
+        write("s1"),
+        Canned::openai_text("It could not write."),
+        write("s2"),
+        Canned::openai_text("It wrote."),
+    ])
+    .await;
+    let work = e.dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let run_in = |args: &[&str]| {
+        let mut c = e.cmd(args);
+        c.current_dir(&work);
+        async move {
+            let out = c.output().await.unwrap();
+            (
+                out.status.code().unwrap_or(-1),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        }
+    };
+    let (code, _, err) = run_in(&["--sandbox", "read-only", "run", "make a file"]).await;
+    assert_eq!(code, 3, "parked for approval: {err}");
+    let id = op_id(&err).to_string();
+    let (_, shown, _) = e.rein(&["op", "show", &id]).await;
+    assert!(
+        shown.contains("sandbox    read-only, no network"),
+        "{shown}"
+    );
+    // This process's default is workspace-write; the operation's spec says read-only.
+    let (code, _, err) = run_in(&["approve", &id, "--all"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(!work.join("made.txt").exists(), "nothing was written");
+    let result = e.server.requests()[1].tool_result("s1");
+    assert!(result.contains("Permission denied"), "{result}");
+
+    let (code, _, err) = run_in(&["--sandbox", "off", "run", "make a file"]).await;
+    assert_eq!(code, 3, "{err}");
+    let id = op_id(&err).to_string();
+    let (code, _, err) = run_in(&["approve", &id, "--all"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("made.txt")).unwrap(),
+        "made\n"
+    );
+}

@@ -3691,8 +3691,8 @@ async fn topics_are_created_searched_branched_and_deleted_through_the_api() {
         (json!({"regenerate": answer}), 422, "branch_does_not_fit"),
         (
             json!({"topic": "trip", "edit": "00000000-0000-4000-8000-000000000000", "input": "x"}),
-            404,
-            "not_found",
+            422,
+            "message_missing",
         ),
     ] {
         let (got, reply) = call("POST", "/v1/operations".into(), &alice, Some(body.clone())).await;
@@ -3742,14 +3742,17 @@ async fn topics_are_created_searched_branched_and_deleted_through_the_api() {
         ["Capital of France?", "Paris, France."],
         "the newest answer under it"
     );
-    let (status, _) = call(
+    let (status, body) = call(
         "PUT",
         "/v1/topics/trip/active".into(),
         &alice,
         Some(json!({"message": "00000000-0000-4000-8000-000000000000"})),
     )
     .await;
-    assert_eq!(status, 404);
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (422, Some("message_missing"))
+    );
     let requests = e.model.requests();
     let seen = |i: usize| requests[i].body["messages"].to_string();
     assert!(

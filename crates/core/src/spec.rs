@@ -103,6 +103,58 @@ pub struct Delegation {
     pub parent_budget: Budget,
 }
 
+/// What the shell's commands may touch, enforced by the operating system (the second wall,
+/// behind the command guard).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Unconfined: the process's own rights.
+    Off,
+    /// Read anything; write nowhere but a private temporary directory.
+    ReadOnly,
+    /// Read anything; write in the working directory and a private temporary directory.
+    #[default]
+    WorkspaceWrite,
+}
+
+impl SandboxMode {
+    /// Its name as written in flags and specs.
+    pub fn name(self) -> &'static str {
+        match self {
+            SandboxMode::Off => "off",
+            SandboxMode::ReadOnly => "read-only",
+            SandboxMode::WorkspaceWrite => "workspace-write",
+        }
+    }
+}
+
+impl std::str::FromStr for SandboxMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "off" => Ok(SandboxMode::Off),
+            "read-only" => Ok(SandboxMode::ReadOnly),
+            "workspace-write" => Ok(SandboxMode::WorkspaceWrite),
+            other => Err(format!(
+                "sandbox `{other}`: use off, read-only or workspace-write"
+            )),
+        }
+    }
+}
+
+/// The shell's sandbox: what its commands may write, and whether they may use the network.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(default)]
+pub struct Sandbox {
+    /// What commands may write.
+    pub mode: SandboxMode,
+    /// Whether commands may open network sockets (IPv4, IPv6); in `off` always.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub network: bool,
+}
+
 /// How a group's supervisor picks who speaks next.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
@@ -230,6 +282,9 @@ pub struct OperationSpec {
     /// Directory the file and shell tools are confined to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub working_directory: Option<String>,
+    /// What the shell's commands may touch (workspace-write without network by default).
+    #[serde(default)]
+    pub sandbox: Sandbox,
     /// The user it belongs to (a server's user id; `None` for the local CLI).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,

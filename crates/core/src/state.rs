@@ -262,6 +262,9 @@ pub struct Metadata {
     /// Directory the operation's file and shell tools are scoped to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub working_directory: Option<String>,
+    /// The shell's sandbox (from the spec).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::spec::Sandbox>,
     /// Agent that runs the operation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,

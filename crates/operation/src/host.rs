@@ -92,6 +92,9 @@ pub struct Host {
     pub skills: Arc<rein_tools::skills::SkillCatalog>,
     /// Who gets the briefs of operations without an owner (the CLI's local user).
     pub brief_owner: Option<String>,
+    /// What the shell's commands may touch in this process's operations (an agent's profile
+    /// can only narrow it).
+    pub sandbox: rein_core::spec::Sandbox,
     /// The model for rein's own small jobs: conversation titles, task run handoffs and
     /// judgements (none: the prompt's start, extracted handoffs, rules).
     pub system_model: Option<ModelRef>,
@@ -119,6 +122,7 @@ impl Host {
             skills: Arc::default(),
             brief_owner: None,
             system_model: None,
+            sandbox: Default::default(),
         }
     }
 
@@ -159,6 +163,7 @@ impl Host {
             model: Some(self.default_model.clone()),
             context: self.context.clone(),
             working_directory: self.working_directory.clone(),
+            sandbox: self.sandbox,
             ..Default::default()
         };
         profile.spec(&base, origin)

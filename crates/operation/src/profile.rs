@@ -5,7 +5,7 @@
 
 use rein_core::Usd;
 use rein_core::intervention::ApprovalMode;
-use rein_core::spec::{AgentRef, OperationSpec, ToolDisclosure};
+use rein_core::spec::{AgentRef, OperationSpec, Sandbox, SandboxMode, ToolDisclosure};
 use rein_core::state::{Budget, BudgetPolicy, ModelRef};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -64,6 +64,29 @@ pub struct AgentProfile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "skills_schema")]
     pub skills: Option<Vec<String>>,
+    /// What the shell's commands may touch: `read-only`, `workspace-write` or `off`. It can
+    /// only narrow the host's sandbox (`rein --sandbox`, `rein serve --sandbox`), never widen it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "sandbox_schema")]
+    pub sandbox: Option<String>,
+}
+
+/// The schema of an optional sandbox mode.
+pub fn sandbox_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": ["string", "null"],
+        "enum": ["off", "read-only", "workspace-write", null]
+    })
+}
+
+/// The stricter of two sandbox modes (`read-only` < `workspace-write` < `off`).
+fn stricter(a: SandboxMode, b: SandboxMode) -> SandboxMode {
+    let rank = |m: SandboxMode| match m {
+        SandboxMode::ReadOnly => 0,
+        SandboxMode::WorkspaceWrite => 1,
+        SandboxMode::Off => 2,
+    };
+    if rank(a) <= rank(b) { a } else { b }
 }
 
 /// The schema of an optional list of skill names (each as [`rein_tools::skills::valid_name`]
@@ -120,6 +143,9 @@ pub enum ProfileError {
         /// Why it is refused.
         reason: String,
     },
+    /// An unknown sandbox mode.
+    #[error("{0}")]
+    Sandbox(String),
     /// A limit out of range.
     #[error("{field} must be {requirement}")]
     Limit {
@@ -245,6 +271,7 @@ impl AgentProfile {
                 .clone()
                 .or_else(|| self.tools_disclosure.clone()),
             skills: over.skills.clone().or_else(|| self.skills.clone()),
+            sandbox: over.sandbox.clone().or_else(|| self.sandbox.clone()),
         }
     }
 
@@ -258,6 +285,9 @@ impl AgentProfile {
         }
         if let Some(d) = &self.tools_disclosure {
             tools_disclosure(d)?;
+        }
+        if let Some(s) = &self.sandbox {
+            s.parse::<SandboxMode>().map_err(ProfileError::Sandbox)?;
         }
         if let Some(bad) = self
             .skills
@@ -324,6 +354,13 @@ impl AgentProfile {
                 None => base.tools_disclosure,
             },
             skills: self.skills.clone().unwrap_or_else(|| base.skills.clone()),
+            sandbox: match &self.sandbox {
+                Some(s) => Sandbox {
+                    mode: stricter(base.sandbox.mode, s.parse().map_err(ProfileError::Sandbox)?),
+                    ..base.sandbox
+                },
+                None => base.sandbox,
+            },
             owner: origin.owner,
             agent: origin.agent,
             working_directory: origin

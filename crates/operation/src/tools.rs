@@ -419,6 +419,7 @@ impl ToolPort for ToolHost {
                     .collect(),
                 scope: document_scope(state),
                 question_briefs: state.intervention.question_briefs,
+                sandbox: state.metadata.sandbox.unwrap_or_default(),
                 skill_dirs: state
                     .activated_skills
                     .iter()

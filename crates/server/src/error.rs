@@ -162,9 +162,14 @@ impl From<rein_operation::DriverError> for ApiError {
             E::Branch(b) => {
                 use rein_operation::BranchError as B;
                 match b {
-                    B::UnknownTopic(_) | B::UnknownMessage { .. } => {
-                        ApiError::not_found(b.to_string())
-                    }
+                    B::UnknownTopic(_) => ApiError::not_found(b.to_string()),
+                    // The body names a message the conversation does not have: well-formed,
+                    // the thing it refers to is missing (the route exists).
+                    B::UnknownMessage { .. } => ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "message_missing",
+                        b.to_string(),
+                    ),
                     B::NoTopic
                     | B::NotAUserMessage(_)
                     | B::NoPrompt(_)

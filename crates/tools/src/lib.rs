@@ -39,6 +39,7 @@ pub mod files;
 mod fsguard;
 pub mod mcp;
 mod path;
+pub mod sandbox;
 pub mod shell;
 pub mod skills;
 pub mod todo;
@@ -71,6 +72,8 @@ pub struct ToolContext {
     /// Nobody watches the run and its questions are to be raised as urgent decision briefs
     /// (the question tool's behaviour, from the operation's spec).
     pub question_briefs: bool,
+    /// What the shell's commands may touch ([`sandbox`]).
+    pub sandbox: rein_core::spec::Sandbox,
 }
 
 /// A tool implementation.

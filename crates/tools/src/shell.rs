@@ -1,6 +1,7 @@
 //! `shell`: run a command with `sh -c` in the working directory, with a timeout and capped
 //! output (the head and the tail are kept). Approval is required by default, and the security
-//! blacklist applies to its `command` argument.
+//! blacklist applies to its `command` argument; the command runs confined by the operation's
+//! sandbox ([`crate::sandbox`]), with a private temporary directory (`TMPDIR`) removed after it.
 
 use crate::{Tool, ToolContext};
 use futures::FutureExt;
@@ -31,6 +32,40 @@ impl Default for ShellConfig {
             max_timeout: Duration::from_secs(600),
             max_output: 16 * 1024,
         }
+    }
+}
+
+/// A command's own temporary directory (`rein-shell-PID-N` under the system's, mode 0700),
+/// removed with everything in it when dropped.
+struct PrivateTmp(std::path::PathBuf);
+
+impl PrivateTmp {
+    fn new() -> std::io::Result<Self> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("rein-shell-{}-{n}", std::process::id()));
+        let mut b = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+        b.create(&dir)?;
+        Ok(Self(dir))
+    }
+}
+
+impl Drop for PrivateTmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Have `cmd`'s process enter `c` before it runs the command.
+#[cfg(unix)]
+#[allow(unsafe_code)] // the one way to act in the child between fork and exec
+fn confine(cmd: &mut tokio::process::Command, mut c: crate::sandbox::Confinement) {
+    // SAFETY: `enter` only makes system calls (no allocation, no locks), which is what may
+    // run in the child between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || c.enter());
     }
 }
 
@@ -142,10 +177,25 @@ impl Tool for Shell {
                 .timeout_secs
                 .map_or(self.config.default_timeout, Duration::from_secs)
                 .min(self.config.max_timeout);
+            let tmp = match PrivateTmp::new() {
+                Ok(t) => t,
+                Err(e) => {
+                    return Ok(ToolOutput::failed(format!(
+                        "cannot make the command's temporary directory: {e}; nothing was run"
+                    )));
+                }
+            };
+            let confinement = match crate::sandbox::prepare(cx.sandbox, wd, &tmp.0) {
+                Ok(c) => c,
+                Err(e) => return Ok(ToolOutput::failed(e.to_string())),
+            };
             let mut cmd = tokio::process::Command::new("sh");
             cmd.arg("-c")
                 .arg(command)
                 .current_dir(wd)
+                .env("TMPDIR", &tmp.0)
+                .env("TMP", &tmp.0)
+                .env("TEMP", &tmp.0)
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -153,8 +203,18 @@ impl Tool for Shell {
             // Its own process group, so a timeout kills everything the command started.
             #[cfg(unix)]
             cmd.process_group(0);
+            #[cfg(unix)]
+            if let Some(c) = confinement {
+                confine(&mut cmd, c);
+            }
             let mut child = match cmd.spawn() {
                 Ok(c) => c,
+                Err(e) if cx.sandbox.mode != rein_core::spec::SandboxMode::Off => {
+                    return Ok(ToolOutput::failed(format!(
+                        "cannot start the shell in its sandbox ({}): {e}; nothing was run",
+                        cx.sandbox.mode.name()
+                    )));
+                }
                 Err(e) => return Ok(ToolOutput::failed(format!("cannot start the shell: {e}"))),
             };
             let pid = child.id();

@@ -18,6 +18,7 @@ async fn files(dir: &Path, api: &str, args: Value) -> (bool, String, Duration) {
         scope: "user:test/agent:test".into(),
         skill_dirs: Vec::new(),
         question_briefs: false,
+        sandbox: Default::default(),
     };
     let started = Instant::now();
     let out = tokio::time::timeout(

@@ -31,6 +31,7 @@ fn cx(dir: &std::path::Path) -> ToolContext {
         scope: "user:test/agent:test".into(),
         skill_dirs: Vec::new(),
         question_briefs: false,
+        sandbox: Default::default(),
     }
 }
 

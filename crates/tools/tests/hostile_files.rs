@@ -25,6 +25,7 @@ fn cx(dir: &Path) -> ToolContext {
         scope: "user:test/agent:test".into(),
         skill_dirs: Vec::new(),
         question_briefs: false,
+        sandbox: Default::default(),
     }
 }
 

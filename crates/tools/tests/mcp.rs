@@ -24,6 +24,7 @@ fn cx(dir: Option<PathBuf>) -> ToolContext {
         scope: "user:test/agent:test".into(),
         skill_dirs: Vec::new(),
         question_briefs: false,
+        sandbox: Default::default(),
     }
 }
 

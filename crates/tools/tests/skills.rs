@@ -107,6 +107,7 @@ async fn files_read_an_active_skills_folder_only_and_never_write_it() {
         scope: "user:test/agent:test".into(),
         skill_dirs: vec![("guide".into(), skills.join("guide"))],
         question_briefs: false,
+        sandbox: Default::default(),
     };
     let files = reg.get("files").unwrap();
     let call = |api: &'static str, args: serde_json::Value| {

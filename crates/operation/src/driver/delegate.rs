@@ -274,6 +274,8 @@ impl Delegator {
             context: parent.context.clone(),
             mcp_servers: parent.mcp_servers.clone(),
             working_directory: parent.working_directory.clone(),
+            // A sub-agent's commands are confined as its parent's.
+            sandbox: parent.sandbox,
             owner: parent.owner.clone(),
             agent: asked.agent.clone(),
             sub_agents: parent.sub_agents.clone(),

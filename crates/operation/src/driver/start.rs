@@ -162,6 +162,7 @@ pub(super) fn first_state(
     state.intervention.unattended = spec.unattended;
     state.intervention.question_briefs = spec.unattended && spec.question_briefs;
     state.metadata.working_directory = spec.working_directory.clone();
+    state.metadata.sandbox = Some(spec.sandbox);
     state.metadata.topic_id = Some(topic_id.to_owned());
     if let Some(owner) = &spec.owner {
         // The memory and notes tools scope documents by it.

@@ -159,10 +159,10 @@ macro_rules! path_param {
 }
 
 path_param!(
-    /// `{id}` of an operation: a UUID.
+    /// `{id}` of an operation: a UUID (hyphenated).
     OperationPath,
     check: |s| operation_id(s).map(|_| ()),
-    schema: json!({"type": "string", "format": "uuid"})
+    schema: json!({"type": "string", "format": "uuid", "pattern": UUID_PATTERN})
 );
 
 path_param!(
@@ -231,9 +231,53 @@ pub(crate) fn check_task_id(id: &str) -> Result<(), ApiError> {
     }
 }
 
+/// A UUID as ids are written in paths and bodies: hyphenated, either case.
+pub(crate) const UUID_PATTERN: &str =
+    "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
+
+/// Whether `s` is a UUID in the form of [`UUID_PATTERN`] (the parser alone would also take
+/// the braced, URN and 32-digit forms the document does not allow).
+pub(crate) fn hyphenated_uuid(s: &str) -> bool {
+    s.len() == 36
+        && s.char_indices().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => c == '-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
+/// Whether `s` says something by the document's `\S` pattern (ECMAScript's white space, which
+/// counts U+FEFF and not U+0085, unlike Rust's).
+pub(crate) fn says_something(s: &str) -> bool {
+    s.chars().any(|c| !ecma_space(c))
+}
+
+/// `s` without the white space ECMAScript's `\s` matches at either end.
+pub(crate) fn ecma_trim(s: &str) -> &str {
+    s.trim_matches(ecma_space)
+}
+
+fn ecma_space(c: char) -> bool {
+    matches!(
+        c,
+        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202f}'
+                | '\u{205f}'
+                | '\u{3000}'
+                | '\u{feff}'
+    )
+}
+
 /// An operation id by its format (a UUID); anything else is a 400 naming it.
 pub fn operation_id(id: &str) -> Result<OperationId, ApiError> {
-    id.parse().map_err(|_| {
+    let parsed = if hyphenated_uuid(id) {
+        id.parse().ok()
+    } else {
+        None
+    };
+    parsed.ok_or_else(|| {
         let shown: String = id.chars().take(40).collect();
         ApiError::bad_request(format!("{shown:?} is not an operation id (a UUID)"))
     })

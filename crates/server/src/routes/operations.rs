@@ -285,8 +285,17 @@ pub async fn create(
         (None, Some(m)) => Turn::Regenerate(crate::routes::topics::message_id("regenerate", m)?),
         (None, None) => Turn::Continue,
     };
+    // A blank input breaks the document's pattern (400); a missing one is well-formed, but
+    // only a regeneration goes without (422).
+    if req
+        .input
+        .as_deref()
+        .is_some_and(|i| !crate::routes::says_something(i))
+    {
+        return Err(ApiError::bad_request("input is empty"));
+    }
     let input = req.input.clone().unwrap_or_default();
-    if input.trim().is_empty() && !matches!(turn, Turn::Regenerate(_)) {
+    if input.is_empty() && !matches!(turn, Turn::Regenerate(_)) {
         return Err(ApiError::new(
             axum::http::StatusCode::UNPROCESSABLE_ENTITY,
             "input_missing",

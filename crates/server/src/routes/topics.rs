@@ -20,12 +20,16 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// What a message id looks like in a body: a UUID.
-pub(crate) const MESSAGE_ID_PATTERN: &str =
-    "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
+pub(crate) const MESSAGE_ID_PATTERN: &str = crate::routes::UUID_PATTERN;
 
 /// A message id from a body field named `field`; anything else is a 400 naming it.
 pub(crate) fn message_id(field: &str, s: &str) -> Result<MessageId, ApiError> {
-    s.parse::<MessageId>().map_err(|_| {
+    let parsed = if crate::routes::hyphenated_uuid(s) {
+        s.parse::<MessageId>().ok()
+    } else {
+        None
+    };
+    parsed.ok_or_else(|| {
         let shown: String = s.chars().take(40).collect();
         ApiError::bad_request(format!("{field}: {shown:?} is not a message id (a UUID)"))
     })
@@ -98,6 +102,19 @@ pub async fn list(
     Caller(user): Caller,
     Params(q): Params<TopicQuery>,
 ) -> Result<Json<Vec<TopicRecord>>, ApiError> {
+    if q.search.as_deref().is_some_and(str::is_empty) {
+        return Err(ApiError::bad_request("search is empty"));
+    }
+    if let Some(l) = q.limit
+        && !(1..=500).contains(&l)
+    {
+        return Err(ApiError::bad_request(format!("limit {l}: use 1 to 500")));
+    }
+    if q.search.as_ref().is_some_and(|s| s.chars().count() > 200) {
+        return Err(ApiError::bad_request(
+            "search is longer than 200 characters",
+        ));
+    }
     let filter = TopicFilter {
         owner: Some(user.id),
         search: q.search,
@@ -120,22 +137,41 @@ pub async fn create(
         None => rein_store::new_topic_id(),
     };
     if let Some(agent) = &req.agent
+        && !(1..=64).contains(&agent.chars().count())
+    {
+        return Err(ApiError::bad_request("agent: use 1 to 64 characters"));
+    }
+    if let Some(agent) = &req.agent
         && rein_operation::stored_agent(&*app.store, &user.id, agent)
             .await?
             .is_none()
     {
         return Err(rein_operation::SpecError::AgentMissing(agent.clone()).into());
     }
+    let title = req.title.as_deref().map(title_of).transpose()?;
     let topic = app
         .store
         .create_topic(&NewTopic {
             id,
             owner: Some(user.id),
             agent: req.agent,
-            title: req.title.map(|t| t.trim().to_owned()),
+            title,
         })
         .await?;
     Ok(Reply(topic))
+}
+
+/// A title as given, without the white space around it; a blank one (by the document's
+/// `\S` pattern) is a 400.
+fn title_of(given: &str) -> Result<String, ApiError> {
+    if given.chars().count() > 200 {
+        return Err(ApiError::bad_request("title is longer than 200 characters"));
+    }
+    if crate::routes::says_something(given) {
+        Ok(crate::routes::ecma_trim(given).to_owned())
+    } else {
+        Err(ApiError::bad_request("title is blank"))
+    }
 }
 
 /// Refuses a topic that is not the caller's (as if it did not exist).
@@ -154,8 +190,9 @@ pub async fn rename(
     Body(req): Body<RenameIn>,
 ) -> Result<Json<TopicRecord>, ApiError> {
     owned(&app, &user.id, &id).await?;
+    let title = title_of(&req.title)?;
     app.store
-        .set_topic_title(&id, req.title.trim(), TitleSource::User)
+        .set_topic_title(&id, &title, TitleSource::User)
         .await?;
     let topic = app.store.topic(&id).await?;
     topic
@@ -204,9 +241,12 @@ pub async fn activate(
     owned(&app, &user.id, &id).await?;
     let message = message_id("message", &req.message)?;
     if !app.store.set_active_message(&id, message).await? {
-        return Err(ApiError::not_found(format!(
-            "topic {id} has no message {message}"
-        )));
+        // Well-formed, naming a message the conversation does not have.
+        return Err(ApiError::new(
+            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            "message_missing",
+            format!("topic {id} has no message {message}"),
+        ));
     }
     tree(State(app), Caller(user), TopicPath(id)).await
 }
