@@ -224,11 +224,11 @@ pub async fn worker(
     );
     spawn_recovery(Arc::clone(&runner));
     let name = worker_name("worker");
+    eprintln!("rein: worker {name} dispatching");
     eprintln!(
         "rein: {}",
         rein_tools::sandbox::Mechanism::detect().describe(runner.host.sandbox)
     );
-    eprintln!("rein: worker {name} dispatching");
     tokio::spawn(Arc::clone(&runner).recovery_loop(app.shutdown.clone()));
     spawn_brief_hooks(&app);
     let wake = follow_other_processes(&app);

@@ -4,6 +4,8 @@
 //! the tests run as root, as `nobody` through `setpriv`), so a command that got through could
 //! only harm the test's own directory; the test asserts that none ever ran: in auto-run the
 //! operation parks for a human (exit 3), in headless the call is refused and the model told so.
+//! The OS sandbox (the second wall) is off here (`--sandbox off`): these tests hold the first
+//! wall, the guard, on its own; `crates/tools/tests/sandbox.rs` holds the second.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use rein_core::OperationId;
@@ -113,7 +115,7 @@ impl Sandbox {
             }
             None => Command::new(&self.bin),
         };
-        c.args(["--db", &db]).args(args);
+        c.args(["--db", &db, "--sandbox", "off"]).args(args);
         c.env_clear()
             .envs(rein_testkit::coverage_env())
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")

@@ -45,6 +45,10 @@ impl rein_core::engine::EventSink for Tee {
     }
 }
 
+/// How long a new run of an operation waits for this process's previous run of it to finish
+/// its last writes (the lease release after it parked) before the request is a 409.
+pub const FINISHING: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Builds drivers and runs operations in the background.
 pub struct Runner {
     store: Arc<SqlStore>,
@@ -152,7 +156,8 @@ impl Runner {
         }
     }
 
-    /// Run `job` for operation `id` in the background; 409 when it already runs here or
+    /// Run `job` for operation `id` in the background; 409 when it still runs here after
+    /// [`FINISHING`] or
     /// another process holds its lease. The lease is renewed while the run goes on and
     /// released when it ends, so a process that dies leaves it to run out.
     pub async fn spawn(
@@ -162,6 +167,12 @@ impl Runner {
         driver: Driver,
         job: Job,
     ) -> Result<Ended, ApiError> {
+        // A run that has just parked (a decision arriving as soon as its approval is visible)
+        // is still releasing its lease: let it finish rather than refuse the decision.
+        let deadline = tokio::time::Instant::now() + FINISHING;
+        while self.is_running(id) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
         if self.is_running(id) {
             return Err(ApiError::conflict(format!(
                 "operation {id} is already running"
