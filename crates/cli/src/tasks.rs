@@ -233,16 +233,12 @@ impl Launcher for Local<'_> {
     ) -> BoxFuture<'b, Result<Option<serde_json::Value>, String>> {
         async move {
             let host = self.host.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            let Some(driver) = host
-                .filter(|h| h.system_model.is_some())
-                .map(|h| h.driver())
-            else {
+            let Some(host) = host else {
                 return Ok(None);
             };
-            driver
+            host.driver()
                 .ask_system_model_json(instructions, input, "run_reading", schema)
                 .await
-                .map(Some)
                 .map_err(|e| e.to_string())
         }
         .boxed()

@@ -450,15 +450,7 @@ async fn the_ui_renders_markdown_safely_switches_versions_and_manages_conversati
     );
     // What the model saw: the regeneration without the first answer, the edit without the
     // question it replaced.
-    let conversation = |i: usize| -> Vec<String> {
-        model.requests()[i].body["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|m| m["role"] != "system")
-            .map(|m| m["content"].as_str().unwrap_or("").to_owned())
-            .collect()
-    };
+    let conversation = |i: usize| model.requests()[i].conversation_texts();
     assert_eq!(conversation(1), ["Show me a plan"]);
     assert_eq!(conversation(2), ["Show me the edited plan"]);
     // Deleted with its operations' records kept.

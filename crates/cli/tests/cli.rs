@@ -787,15 +787,7 @@ async fn chat_regenerates_edits_and_switches_branches() {
     .await;
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("two, again") && out.contains("three"), "{out}");
-    let turns = |i: usize| -> Vec<String> {
-        e.server.requests()[i].body["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|m| m["role"] != "system")
-            .map(|m| m["content"].as_str().unwrap_or("").to_owned())
-            .collect()
-    };
+    let turns = |i: usize| e.server.requests()[i].conversation_texts();
     assert_eq!(
         turns(2),
         ["first", "one", "second"],

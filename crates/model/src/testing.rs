@@ -144,6 +144,30 @@ impl Recorded {
             .to_owned()
     }
 
+    /// The conversation an OpenAI Chat request carried, without its system messages: each
+    /// message's role and text (empty when its content is not text).
+    pub fn conversation(&self) -> Vec<(String, String)> {
+        self.body["messages"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter(|m| m["role"] != "system")
+                    .map(|m| {
+                        (
+                            m["role"].as_str().unwrap_or_default().to_owned(),
+                            m["content"].as_str().unwrap_or_default().to_owned(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The texts of [`Recorded::conversation`], in order.
+    pub fn conversation_texts(&self) -> Vec<String> {
+        self.conversation().into_iter().map(|(_, t)| t).collect()
+    }
+
     /// The system messages of a chat request, as JSON text, one per line.
     pub fn system_text(&self) -> String {
         self.body["messages"]

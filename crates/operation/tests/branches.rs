@@ -7,36 +7,18 @@
 mod common;
 
 use rein_core::MessageId;
-use rein_model::Catalog;
-use rein_model::testing::{Canned, Recorded, Server, serve};
+use rein_model::testing::{Canned, Recorded, serve};
 use rein_operation::topic::{TopicTree, tree};
 use rein_operation::{BranchError, Driver, DriverError, RunEnd, StartOptions, Turn};
-use rein_store::{SqlStore, Store, TitleSource, Topics};
-use std::sync::Arc;
+use rein_store::{Store, TitleSource, Topics};
 
-fn driver(server: &Server, store: &Arc<SqlStore>) -> Driver {
-    Driver::new(
-        store.clone(),
-        Arc::new(common::openai_provider(&server.base)),
-        common::gpt_4o_mini(),
-        Arc::new(Catalog::builtin().unwrap()),
-    )
-}
+use common::driver;
 
 /// The conversation a chat request carried, without system messages: `role: text`.
 fn turns(r: &Recorded) -> Vec<String> {
-    r.body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] != "system")
-        .map(|m| {
-            format!(
-                "{}: {}",
-                m["role"].as_str().unwrap(),
-                m["content"].as_str().unwrap_or("")
-            )
-        })
+    r.conversation()
+        .into_iter()
+        .map(|(role, text)| format!("{role}: {text}"))
         .collect()
 }
 

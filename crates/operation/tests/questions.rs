@@ -10,9 +10,8 @@ use rein_core::engine::DecisionError;
 use rein_core::intervention::ApprovalMode;
 use rein_core::question::Answer;
 use rein_core::state::{FinishReason, Status};
-use rein_model::Catalog;
 use rein_model::testing::{Canned, Server, serve};
-use rein_operation::{Decision, Driver, DriverError, OperationSpec, RunEnd, StartOptions};
+use rein_operation::{Decision, DriverError, OperationSpec, RunEnd, StartOptions};
 use rein_store::{Briefs, InterventionStatus, SqlStore, Store};
 use std::sync::Arc;
 
@@ -33,14 +32,7 @@ async fn setup(responses: Vec<Canned>) -> (Server, Arc<SqlStore>) {
     (serve(responses, 3).await, store)
 }
 
-fn driver(server: &Server, store: &Arc<SqlStore>) -> Driver {
-    Driver::new(
-        store.clone(),
-        Arc::new(common::openai_provider(&server.base)),
-        common::gpt_4o_mini(),
-        Arc::new(Catalog::builtin().unwrap()),
-    )
-}
+use common::driver;
 
 fn spec(approval: ApprovalMode) -> StartOptions {
     StartOptions {

@@ -171,14 +171,10 @@ impl Launcher for ServerLauncher {
         schema: serde_json::Value,
     ) -> BoxFuture<'a, Result<Option<serde_json::Value>, String>> {
         async move {
-            let driver = self.runner.driver();
-            if !driver.has_system_model() {
-                return Ok(None);
-            }
-            driver
+            self.runner
+                .driver()
                 .ask_system_model_json(instructions, input, "run_reading", schema)
                 .await
-                .map(Some)
                 .map_err(|e| e.to_string())
         }
         .boxed()

@@ -67,14 +67,18 @@ impl Driver {
     }
 
     /// Ask the system model for a JSON object matching `schema` (named `name`, strict where the
-    /// provider supports it).
+    /// provider supports it); `None` when no system model is configured (the caller then
+    /// falls back to its rules).
     pub async fn ask_system_model_json(
         &self,
         instructions: &str,
         input: String,
         name: &str,
         schema: serde_json::Value,
-    ) -> Result<serde_json::Value, SystemModelError> {
+    ) -> Result<Option<serde_json::Value>, SystemModelError> {
+        if !self.has_system_model() {
+            return Ok(None);
+        }
         let text = self
             .ask_system_model(
                 instructions,
@@ -94,7 +98,7 @@ impl Driver {
             .and_then(|b| b.strip_suffix("```"))
             .unwrap_or(body)
             .trim();
-        serde_json::from_str(body).map_err(|e| {
+        serde_json::from_str(body).map(Some).map_err(|e| {
             let shown: String = text.chars().take(200).collect();
             SystemModelError::NotJson(format!("{e} in {shown:?}"))
         })

@@ -40,6 +40,19 @@ pub fn openai_provider(base: &str) -> Provider {
     )
 }
 
+/// A driver over `store` whose model is `openai/gpt-4o-mini` at the scripted `server`.
+pub fn driver(
+    server: &rein_model::testing::Server,
+    store: &Arc<SqlStore>,
+) -> rein_operation::Driver {
+    rein_operation::Driver::new(
+        store.clone(),
+        Arc::new(openai_provider(&server.base)),
+        gpt_4o_mini(),
+        Arc::new(rein_model::Catalog::builtin().unwrap()),
+    )
+}
+
 /// `openai/gpt-4o-mini`, the model the tests run (priced in the built-in catalog).
 pub fn gpt_4o_mini() -> ModelRef {
     ModelRef {
