@@ -7,8 +7,9 @@
 //! merging, the end of a delegation: [`AgentRuntime::sub_agents_ended`]), intervention
 //! policy ([`InterventionChecker`] with the default security blacklist and the shell guard,
 //! which reads commands on a bash syntax tree), questions an agent asks a person
-//! ([`question::Question`]: the `ask_user` call, its answers), and what one operation may do
-//! ([`spec::OperationSpec`]).
+//! ([`question::Question`]: the `ask_user` call, its answers), a conversation's message tree
+//! with its branches and active path ([`conversation::Conversation`]), and what one operation
+//! may do ([`spec::OperationSpec`], its shell sandbox included).
 //!
 //! Everything here is synchronous logic or runtime-agnostic futures: no async runtime, no
 //! HTTP, no SQL. IO reaches the engine through the ports in [`engine::ports`].

@@ -13,7 +13,10 @@
 //! never wider than its, run by the parent's run within what it has left to spend; a group is a
 //! supervisor whose turns are sub-agents ([`GroupProfile`]). Each model call records what it
 //! admitted ([`context_report`]): the skills, tool listing and instructions it carried and
-//! what every context processor changed.
+//! what every context processor changed. Where a new prompt goes in its topic's tree is a
+//! [`Turn`] (continue, edit, regenerate); a topic as people see it is a
+//! [`topic::TopicTree`]; the system model ([`Driver::with_system_model`]) titles topics and
+//! reads task runs.
 
 mod activity;
 mod agents;

@@ -4,7 +4,8 @@
 //! dispatcher that turns due fires into durable deliveries and rechecks the task before each
 //! run, what people send to create or change a task and its validation ([`TaskInput`]), the
 //! briefs its runs give and what resolving one does ([`briefing`]), what each run hands to
-//! the next ([`handoff`]), dependencies between tasks ([`deps`]), and the clock it reads,
+//! the next ([`handoff`]), what the system model reads from a run that ended ([`reading`]),
+//! dependencies between tasks ([`deps`]), and the clock it reads,
 //! injectable so tests drive time without sleeping.
 
 pub mod brief;

@@ -4,9 +4,11 @@
 //! class per API, the call itself), a [`ToolRegistry`] that validates every call's arguments
 //! against its schema before the tool sees them, and the built-in tools: `calculator`, `files`
 //! (confined to the operation's working directory), `shell` (timeout, capped output, approval
-//! required), `web` (`fetch`, refusing private and loopback targets), `todo` (the agent's
-//! plan, kept in the operation's state), `ask_user` (a question for the person; the brain parks
-//! it until answered, so the tool runs only in headless runs) and `tools`
+//! required, each command confined by the OS [`sandbox`]: Landlock and seccomp), `web`
+//! (`fetch`, refusing private and loopback targets), `todo` (the agent's plan, kept in the
+//! operation's state), `ask_user` (a question for the person; the brain parks it until
+//! answered, so the tool runs only in headless runs, where it may also raise it as a decision
+//! brief) and `tools`
 //! (`activate_tools`, for progressive disclosure); [`brief`] (`brief.create`, the agent's
 //! reports to the person's inbox, kept through a [`brief::BriefSink`]); [`skills`] (discovery
 //! of Agent Skills folders and `skills.activate`); and [`mcp`], which turns an MCP server's
