@@ -61,6 +61,11 @@ impl Conversation {
         &self.messages
     }
 
+    /// The messages, oldest first, without the index.
+    pub fn into_messages(self) -> Vec<Message> {
+        self.messages
+    }
+
     /// The message with `id`.
     pub fn get(&self, id: MessageId) -> Option<&Message> {
         self.by_id.get(&id).map(|&i| &self.messages[i])

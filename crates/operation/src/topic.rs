@@ -27,9 +27,11 @@ pub struct TopicTree {
 impl TopicTree {
     /// The messages of the active path, root first.
     pub fn path(&self) -> Vec<&Message> {
+        let by_id: std::collections::HashMap<MessageId, &Message> =
+            self.messages.iter().map(|m| (m.id, m)).collect();
         self.active_path
             .iter()
-            .filter_map(|id| self.messages.iter().find(|m| m.id == *id))
+            .filter_map(|id| by_id.get(id).copied())
             .collect()
     }
 }
@@ -52,7 +54,7 @@ pub async fn tree(store: &dyn Store, id: &str) -> Result<Option<TopicTree>, Stor
     let branches = conv.branches(&path);
     Ok(Some(TopicTree {
         topic,
-        messages: conv.messages().to_vec(),
+        messages: conv.into_messages(),
         active_path,
         branches,
     }))

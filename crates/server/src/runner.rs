@@ -65,6 +65,8 @@ pub struct Runner {
     /// What this server's runs did, for `/metrics`.
     pub metrics: Arc<crate::metrics::Metrics>,
     active: Mutex<HashMap<OperationId, String>>,
+    /// Woken each time a run leaves `active`.
+    finished: tokio::sync::Notify,
     /// This process's name in operation leases.
     pub node: String,
     /// How long a run's lease lasts without renewal (renewed every third of it); a process
@@ -89,6 +91,7 @@ impl Runner {
             observer: None,
             metrics: Arc::default(),
             active: Mutex::new(HashMap::new()),
+            finished: tokio::sync::Notify::new(),
             lease: DEFAULT_LEASE,
             node: format!(
                 "{}:{}:{}",
@@ -170,8 +173,14 @@ impl Runner {
         // A run that has just parked (a decision arriving as soon as its approval is visible)
         // is still releasing its lease: let it finish rather than refuse the decision.
         let deadline = tokio::time::Instant::now() + FINISHING;
-        while self.is_running(id) && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        loop {
+            // Registered before the check, so a run that ends in between still wakes it.
+            let ended = self.finished.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            if !self.is_running(id) || tokio::time::timeout_at(deadline, ended).await.is_err() {
+                break;
+            }
         }
         if self.is_running(id) {
             return Err(ApiError::conflict(format!(
@@ -266,6 +275,7 @@ impl Runner {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .remove(&id);
+            me.finished.notify_waiters();
             // Streams re-check the log (and end when the operation did).
             me.hub.send(id, || Signal::Wake);
         };

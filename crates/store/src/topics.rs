@@ -196,28 +196,6 @@ fn contains_pattern(text: &str) -> String {
     out
 }
 
-impl SqlStore {
-    /// Whether a message of `topic`'s own conversation says `needle` (lower-cased) in its text:
-    /// the `LIKE` over the stored JSON finds candidates, the parsed text decides.
-    async fn says(&self, topic: &str, pattern: &str, needle: &str) -> Result<bool, StoreError> {
-        let rows = sqlx::query(
-            "SELECT body FROM messages WHERE topic_id = $1 AND thread_id IS NULL \
-             AND LOWER(body) LIKE $2 ESCAPE '\\'",
-        )
-        .bind(topic)
-        .bind(pattern)
-        .fetch_all(&self.pool)
-        .await?;
-        for r in rows {
-            let m: Message = from_json(&r.try_get::<String, _>("body")?, "message")?;
-            if m.text_content().to_lowercase().contains(needle) {
-                return Ok(true);
-            }
-        }
-        Ok(false)
-    }
-}
-
 impl Topics for SqlStore {
     fn create_topic<'a>(
         &'a self,
@@ -296,18 +274,37 @@ impl Topics for SqlStore {
             };
             let needle = search.to_lowercase();
             let pattern = contains_pattern(search);
-            // Candidates by title, or by a message whose stored JSON contains the text; a
-            // candidate found only through its JSON is kept when a message's text says it.
+            // Candidates: by title, or by a message whose stored JSON contains the text. Then
+            // the messages that might say it, parsed once: a candidate found only through its
+            // JSON (a key such as `role`) is kept when a message's text says it.
+            let owner_arg = filter.owner.clone().unwrap_or_default();
             let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SELECT {COLUMNS}, (LOWER(COALESCE(title, '')) LIKE $2 ESCAPE '\\') AS by_title \
-                 FROM topics t WHERE {owner} AND (LOWER(COALESCE(title, '')) LIKE $2 ESCAPE '\\' \
+                "SELECT {COLUMNS} FROM topics t WHERE {owner} \
+                 AND (LOWER(COALESCE(title, '')) LIKE $2 ESCAPE '\\' \
                  OR EXISTS (SELECT 1 FROM messages m WHERE m.topic_id = t.id AND m.thread_id IS NULL \
                  AND LOWER(m.body) LIKE $2 ESCAPE '\\')) ORDER BY created_at DESC, id DESC"
             )))
-            .bind(filter.owner.clone().unwrap_or_default())
+            .bind(&owner_arg)
             .bind(&pattern)
             .fetch_all(&self.pool)
             .await?;
+            let bodies: Vec<(String, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                "SELECT m.topic_id, m.body FROM messages m JOIN topics t ON t.id = m.topic_id \
+                 WHERE {owner} AND m.thread_id IS NULL AND LOWER(m.body) LIKE $2 ESCAPE '\\'"
+            )))
+            .bind(&owner_arg)
+            .bind(&pattern)
+            .fetch_all(&self.pool)
+            .await?;
+            let mut said = std::collections::HashSet::new();
+            for (topic, body) in bodies {
+                if !said.contains(&topic) {
+                    let m: Message = from_json(&body, "message")?;
+                    if m.text_content().to_lowercase().contains(&needle) {
+                        said.insert(topic);
+                    }
+                }
+            }
             let mut out = Vec::new();
             for r in &rows {
                 if out.len() >= filter.limit as usize {
@@ -318,7 +315,7 @@ impl Topics for SqlStore {
                     .title
                     .as_deref()
                     .is_some_and(|t| t.to_lowercase().contains(&needle));
-                if by_title || self.says(&topic.id, &pattern, &needle).await? {
+                if by_title || said.contains(&topic.id) {
                     out.push(topic);
                 }
             }

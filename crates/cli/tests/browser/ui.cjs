@@ -62,8 +62,11 @@ run("ui", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot 
   await page.click('#task-form button[value="save"]');
   await page.waitForSelector("#task-view:not([hidden]) #tv-title");
   await page.click("#tv-run");
+  // The page shows the runs it was opened with: open it again, every quarter second, until
+  // it shows the run completed (30 s at most).
   let runs = "";
-  for (let i = 0; i < 40 && !runs.includes("completed"); i++) {
+  const deadline = Date.now() + 30000;
+  while (!runs.includes("completed") && Date.now() < deadline) {
     await page.waitForTimeout(250);
     await page.click("#tasks li[data-task]");
     runs = await page.textContent("#task-runs");
