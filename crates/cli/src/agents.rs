@@ -58,6 +58,14 @@ pub struct AgentFlags {
     /// narrow the process's `--sandbox`).
     #[arg(long = "shell-sandbox", value_name = "MODE", value_parser = ["read-only", "workspace-write", "off"])]
     pub sandbox: Option<String>,
+    /// Where it runs: local (rein's own brain and tools), or external:claude-code,
+    /// external:codex, external:jsonl (an external agent CLI rein starts, bounds and records).
+    #[arg(long, value_name = "SURFACE")]
+    pub surface: Option<String>,
+    /// Wall-clock seconds one run of an external agent may take (its processes are then
+    /// stopped).
+    #[arg(long = "time-limit", value_name = "SECS")]
+    pub time_limit: Option<u64>,
 }
 
 impl AgentFlags {
@@ -82,6 +90,8 @@ impl AgentFlags {
             tools_disclosure: self.tools_disclosure,
             skills: (!self.skills.is_empty()).then_some(self.skills),
             sandbox: self.sandbox,
+            surface: self.surface,
+            time_limit_secs: self.time_limit,
         }
     }
 }

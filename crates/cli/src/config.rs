@@ -32,6 +32,21 @@ pub struct FileConfig {
     /// More directories of skills (searched after the project's `.rein/skills`, before
     /// `$REIN_HOME/skills`).
     pub skill_dirs: Vec<PathBuf>,
+    /// External agent CLIs by kind (`claude-code`, `codex`, `jsonl`): `command` and `args`.
+    /// `rein run` may start Claude Code and Codex from `PATH` without an entry; `rein serve`
+    /// starts only those named here (or in `REIN_EXTERNAL_<KIND>`).
+    pub external: BTreeMap<String, ExternalEntry>,
+}
+
+/// How one external agent is started.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExternalEntry {
+    /// The program (on `PATH`, or a path).
+    pub command: String,
+    /// Arguments before rein's own.
+    #[serde(default)]
+    pub args: Vec<String>,
 }
 
 /// One MCP server of the file.
@@ -154,6 +169,41 @@ impl Config {
             return (m.clone(), "config file");
         }
         (DEFAULT_MODEL.to_owned(), "built-in default")
+    }
+
+    /// The external agents this process may start: the file's entries, each program replaced by
+    /// `REIN_EXTERNAL_<KIND>` when set; with `defaults`, Claude Code and Codex from `PATH` where
+    /// neither names them (the CLI's own runs; a server starts only what is configured).
+    pub fn external_agents(
+        &self,
+        defaults: bool,
+    ) -> anyhow::Result<rein_operation::external::ExternalAgents> {
+        use rein_core::spec::ExternalKind;
+        use rein_operation::external::{ExternalAgents, ExternalCommand, env_var};
+        let mut agents = if defaults {
+            ExternalAgents::defaults()
+        } else {
+            ExternalAgents::none()
+        };
+        for (name, entry) in &self.file.external {
+            let kind = ExternalKind::parse(name).ok_or_else(|| {
+                anyhow!("configuration: [external.{name}]: use claude-code, codex or jsonl")
+            })?;
+            agents.set(
+                kind,
+                ExternalCommand {
+                    program: entry.command.clone(),
+                    args: entry.args.clone(),
+                },
+            );
+        }
+        for kind in ExternalKind::ALL {
+            if let Some(program) = env(&env_var(kind)) {
+                let args = agents.get(kind).map(|c| c.args.clone()).unwrap_or_default();
+                agents.set(kind, ExternalCommand { program, args });
+            }
+        }
+        Ok(agents)
     }
 
     /// MCP servers by name: the file's, then the flags' (`NAME=COMMAND`; a flag replaces a

@@ -116,6 +116,10 @@ pub async fn host(
         })
         .transpose()?;
     Ok(Host {
+        surfaces: rein_operation::surface::Surfaces {
+            own: rein_core::spec::Surface::Local,
+            external: ctx.config.external_agents(true)?,
+        },
         sandbox: ctx.sandbox,
         system_model,
         working_directory: None,
@@ -144,6 +148,15 @@ pub async fn host(
         } else {
             Arc::new(crate::skills::catalog(&ctx.config)?)
         },
+    })
+}
+
+/// What a server (or worker) runs operations on: its own surface, and only the external agents
+/// its configuration names (they run with the server's rights, outside rein's approvals).
+pub fn server_surfaces(ctx: &Context_) -> anyhow::Result<rein_operation::surface::Surfaces> {
+    Ok(rein_operation::surface::Surfaces {
+        own: rein_core::spec::Surface::Server,
+        external: ctx.config.external_agents(false)?,
     })
 }
 

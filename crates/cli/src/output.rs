@@ -245,6 +245,7 @@ pub fn show(op: &StoredOperation, steps: &[StepRecord], pending: &[rein_store::I
         Some(t) => t.join(", "),
     };
     println!("  tools      {tools}");
+    println!("  surface    {}", op.spec.surface);
     let sb = op.spec.sandbox;
     println!(
         "  sandbox    {}{}",

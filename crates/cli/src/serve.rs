@@ -204,7 +204,8 @@ pub async fn worker(
     ctx: &crate::Context_,
 ) -> anyhow::Result<()> {
     let hub = Arc::new(Hub::default());
-    let host = crate::host::host(Arc::clone(&store), ctx, args.model.as_deref()).await?;
+    let mut host = crate::host::host(Arc::clone(&store), ctx, args.model.as_deref()).await?;
+    host.surfaces = crate::host::server_surfaces(ctx)?;
     let mut runner = Runner::new(Arc::clone(&store), Arc::clone(&hub), host);
     runner.limits = rein_store::RunLimits {
         per_owner: Some(args.max_running.max(1) as u64),
@@ -327,6 +328,7 @@ pub async fn serve(
     };
     let hub = Arc::new(Hub::default());
     let mut host = crate::host::host(Arc::clone(&store), ctx, args.model.as_deref()).await?;
+    host.surfaces = crate::host::server_surfaces(ctx)?;
     if let Some(dir) = &args.workdir {
         let dir =
             std::fs::canonicalize(dir).map_err(|e| anyhow!("--workdir {}: {e}", dir.display()))?;

@@ -2774,3 +2774,91 @@ async fn the_sandbox_travels_with_the_operation_to_the_process_that_approves_it(
         "made\n"
     );
 }
+
+/// The fake agent CLI and its fixtures (see `rein-operation`'s external agent tests).
+fn fake_agent(rel: &str) -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../operation/tests/fixtures/external")
+        .join(rel)
+        .display()
+        .to_string()
+}
+
+#[tokio::test]
+async fn an_external_agent_runs_from_the_command_line_and_is_shown_where_it_ran() {
+    let e = env(Vec::new()).await;
+    let work = e.dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let log = e.dir.join("agent.log");
+    let with_fake = |args: &[&str]| {
+        let mut c = e.cmd(args);
+        c.current_dir(&work)
+            .env("REIN_EXTERNAL_CLAUDE_CODE", fake_agent("fake-agent"))
+            .env("FAKE_AGENT_LOG", &log)
+            .env("FAKE_AGENT_FIXTURE", fake_agent("claude-code/run.jsonl"));
+        async move {
+            let out = c.output().await.unwrap();
+            (
+                out.status.code().unwrap_or(-1),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        }
+    };
+    let (code, out, err) = with_fake(&[
+        "run",
+        "--surface",
+        "external:claude-code",
+        "What files are here?",
+    ])
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("There are two files: notes.md and plan.txt."),
+        "{out}"
+    );
+    assert!(
+        err.contains("claude-code/Bash"),
+        "the observed calls are shown: {err}"
+    );
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains(&format!("cwd: {}", work.canonicalize().unwrap().display())),
+        "it ran in the working directory: {logged}"
+    );
+    let id = op_id(&err).to_string();
+    let (_, shown, _) = e.rein(&["op", "show", &id]).await;
+    assert!(shown.contains("surface    external:claude-code"), "{shown}");
+    assert!(shown.contains("0.021300"), "the cost it reported: {shown}");
+
+    // A kind nobody enabled, a missing program and a device are refused by name; nothing runs.
+    let (code, _, err) = e.rein(&["run", "--surface", "external:jsonl", "hi"]).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("external agent `jsonl` is not enabled"),
+        "{err}"
+    );
+    let mut c = e.cmd(&["run", "--surface", "external:codex", "hi"]);
+    c.env("REIN_EXTERNAL_CODEX", "/nonexistent/codex");
+    let out = c.output().await.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        err.contains("program `/nonexistent/codex` was not found"),
+        "{err}"
+    );
+    let (code, _, err) = e.rein(&["run", "--surface", "device:laptop", "hi"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("device:laptop"), "{err}");
+    let (code, _, err) = e.rein(&["run", "--surface", "cloud", "hi"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("surface `cloud`"), "{err}");
+    let (_, list, _) = e.rein(&["op", "list"]).await;
+    assert_eq!(
+        list.lines()
+            .filter(|l| l.contains(" done ") || l.contains("error"))
+            .count(),
+        1,
+        "{list}"
+    );
+}

@@ -4022,3 +4022,68 @@ async fn the_system_model_writes_handoffs_and_judges_what_a_run_needs() {
     let (_, all) = e.call(&rein, "GET", "/v1/briefs", Some(&alice), None).await;
     assert_eq!(all["briefs"].as_array().unwrap().len(), 1, "{all:#}");
 }
+
+#[tokio::test]
+async fn a_server_runs_only_the_external_agents_it_enables() {
+    let e = env(Vec::new()).await;
+    let work = e.dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../operation/tests/fixtures/external");
+    let (agent, fixture) = (
+        fixtures.join("fake-agent").display().to_string(),
+        fixtures.join("claude-code/run.jsonl").display().to_string(),
+    );
+    let log = e.dir.join("agent.log").display().to_string();
+    let rein = e
+        .start_with(
+            &["--workdir", &work.display().to_string()],
+            &[
+                ("REIN_EXTERNAL_CLAUDE_CODE", &agent),
+                ("FAKE_AGENT_LOG", &log),
+                ("FAKE_AGENT_FIXTURE", &fixture),
+            ],
+        )
+        .await;
+    let token = e.token("alice").await;
+    let op = e
+        .create_operation(
+            &rein,
+            &token,
+            json!({"input": "What files are here?", "surface": "external:claude-code"}),
+        )
+        .await;
+    let detail = wait_status(&e, &rein, &op, &token, "done").await;
+    assert_eq!(detail["spec"]["surface"], "external:claude-code");
+    assert_eq!(detail["operation"]["step_count"], 3);
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains(&format!("cwd: {}", work.canonicalize().unwrap().display())),
+        "{logged}"
+    );
+    // Not enabled on this server (Codex would be found on a person's PATH by `rein run`, not
+    // here), and devices are not served: a well-formed request the server cannot honour.
+    for surface in ["external:codex", "device:laptop"] {
+        let (status, body) = e
+            .call(
+                &rein,
+                "POST",
+                "/v1/operations",
+                Some(&token),
+                Some(json!({"input": "hi", "surface": surface})),
+            )
+            .await;
+        assert_eq!(status, 422, "{surface}: {body}");
+        assert_eq!(body["error"]["code"], "surface_unavailable", "{body}");
+    }
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/operations",
+            Some(&token),
+            Some(json!({"input": "hi", "surface": "moon"})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+}

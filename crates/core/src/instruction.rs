@@ -287,6 +287,9 @@ pub enum InstructionKind {
     CompressContext,
     /// `finish`
     Finish,
+    /// `external_turn`: what an external agent CLI reported for one of its model turns (its
+    /// text and the tool calls it ran itself), recorded rather than executed by rein.
+    ExternalTurn,
 }
 
 impl InstructionKind {
@@ -305,6 +308,7 @@ impl InstructionKind {
             Self::RequestHumanApprove => "request_human_approve",
             Self::CompressContext => "compress_context",
             Self::Finish => "finish",
+            Self::ExternalTurn => "external_turn",
         }
     }
 }

@@ -271,8 +271,22 @@ pub struct Message {
     /// Tokens this message cost to produce (assistant only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<TokenUsage>,
+    /// For an external agent's answer: the agent's own session it came from, so the next turn
+    /// of the conversation resumes that session instead of starting over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_session: Option<ExternalSession>,
     /// When it was created.
     pub created_at: DateTime<Utc>,
+}
+
+/// An external agent CLI's session (`claude --resume ID`, `codex exec resume ID`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+pub struct ExternalSession {
+    /// The agent kind's name (`claude-code`, `codex`, `jsonl`).
+    pub kind: String,
+    /// The session id the CLI reported.
+    pub id: String,
 }
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
@@ -296,6 +310,7 @@ impl Message {
             summarizes: Vec::new(),
             author: None,
             usage: None,
+            external_session: None,
             created_at: Utc::now(),
         }
     }

@@ -155,6 +155,119 @@ pub struct Sandbox {
     pub network: bool,
 }
 
+/// An agent CLI rein can drive as an operation's brain and executor (see [`Surface::External`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ExternalKind {
+    /// Claude Code (`claude -p --output-format stream-json`).
+    ClaudeCode,
+    /// OpenAI Codex (`codex exec --json`).
+    Codex,
+    /// Any program speaking rein's generic JSON-lines format (see `docs/surfaces.md`).
+    Jsonl,
+}
+
+impl ExternalKind {
+    /// Every kind, in the order help texts list them.
+    pub const ALL: [ExternalKind; 3] = [Self::ClaudeCode, Self::Codex, Self::Jsonl];
+
+    /// Its name, as in `external:NAME`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ClaudeCode => "claude-code",
+            Self::Codex => "codex",
+            Self::Jsonl => "jsonl",
+        }
+    }
+
+    /// The kind named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// The longest device name (see [`Surface::Device`]).
+pub const DEVICE_NAME_MAX: usize = 64;
+
+/// Where an operation's work runs: the one answer every process continuing it reads from its
+/// spec (a sub-agent runs where its parent runs). Written `local`, `server`, `device:NAME` or
+/// `external:KIND`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Surface {
+    /// In the process that started it (the CLI): rein's brain, tools on this machine.
+    #[default]
+    Local,
+    /// In a rein server (or one of its workers): rein's brain, tools in the server's working
+    /// directory.
+    Server,
+    /// rein's brain on the server, the tools on a device that joined with `rein connect`.
+    Device(String),
+    /// An external agent CLI is the brain and the executor; rein spawns it, bounds it and
+    /// records what it reports.
+    External(ExternalKind),
+}
+
+/// A surface that is none of the forms [`Surface`] reads (it holds the text).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "surface `{0}`: use local, server, device:NAME (1-64 letters, digits, `-`, `_`, `.`) or external:claude-code|codex|jsonl"
+)]
+pub struct SurfaceParseError(pub String);
+
+/// Whether `name` can name a device: 1-64 ASCII letters, digits, `-`, `_` or `.`.
+pub fn valid_device_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= DEVICE_NAME_MAX
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+impl std::str::FromStr for Surface {
+    type Err = SurfaceParseError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || SurfaceParseError(s.to_owned());
+        match s.split_once(':') {
+            None if s == "local" => Ok(Surface::Local),
+            None if s == "server" => Ok(Surface::Server),
+            Some(("device", name)) if valid_device_name(name) => {
+                Ok(Surface::Device(name.to_owned()))
+            }
+            Some(("external", kind)) => ExternalKind::parse(kind)
+                .map(Surface::External)
+                .ok_or_else(bad),
+            _ => Err(bad()),
+        }
+    }
+}
+
+impl std::fmt::Display for Surface {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Surface::Local => f.write_str("local"),
+            Surface::Server => f.write_str("server"),
+            Surface::Device(name) => write!(f, "device:{name}"),
+            Surface::External(kind) => write!(f, "external:{}", kind.name()),
+        }
+    }
+}
+
+impl Serialize for Surface {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Surface {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// The pattern of a surface as [`Surface`] parses it (for request schemas).
+pub const SURFACE_PATTERN: &str =
+    "^(local|server|device:[A-Za-z0-9._-]{1,64}|external:(claude-code|codex|jsonl))$";
+
 /// How a group's supervisor picks who speaks next.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
@@ -285,6 +398,13 @@ pub struct OperationSpec {
     /// What the shell's commands may touch (workspace-write without network by default).
     #[serde(default)]
     pub sandbox: Sandbox,
+    /// Where its work runs (chosen once, by `rein_operation::surface::route`).
+    #[serde(default, skip_serializing_if = "is_local")]
+    pub surface: Surface,
+    /// Wall-clock seconds one run of an external agent may take before its processes are
+    /// stopped (`timeout`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_limit_secs: Option<u64>,
     /// The user it belongs to (a server's user id; `None` for the local CLI).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
@@ -299,6 +419,10 @@ pub struct OperationSpec {
     /// Set for a group conversation's supervisor.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<GroupSpec>,
+}
+
+fn is_local(s: &Surface) -> bool {
+    *s == Surface::Local
 }
 
 impl OperationSpec {
@@ -346,5 +470,45 @@ mod tests {
         assert!(some.allows("calculator", "evaluate"));
         assert!(some.allows("files", "read"));
         assert!(!some.allows("files", "write"));
+    }
+
+    #[test]
+    fn surfaces_read_back_as_written_and_bad_ones_are_named() {
+        let re = regex::Regex::new(SURFACE_PATTERN).ok();
+        let pattern = |t: &str| re.as_ref().is_some_and(|r| r.is_match(t));
+        for text in [
+            "local",
+            "server",
+            "device:laptop-1",
+            "device:a.b_c",
+            "external:claude-code",
+            "external:codex",
+            "external:jsonl",
+        ] {
+            let s: Surface = text.parse().unwrap_or_default();
+            assert_eq!(s.to_string(), text);
+            let json = serde_json::to_string(&s).unwrap_or_default();
+            assert_eq!(serde_json::from_str::<Surface>(&json).ok(), Some(s));
+            assert!(pattern(text), "{text}");
+        }
+        let long = format!("device:{}", "d".repeat(65));
+        for text in [
+            "",
+            "cloud",
+            "device:",
+            "device:a b",
+            "external:gemini",
+            "external",
+            long.as_str(),
+        ] {
+            let err = text.parse::<Surface>().unwrap_err().to_string();
+            assert!(err.contains(&format!("`{text}`")), "{err}");
+            assert!(!pattern(text), "{text}");
+        }
+        // A spec without a surface is local, and a local one is not written.
+        let spec: OperationSpec = serde_json::from_str("{}").unwrap_or_default();
+        assert_eq!(spec.surface, Surface::Local);
+        let json = serde_json::to_value(&spec).unwrap_or_default();
+        assert!(json.get("surface").is_none());
     }
 }

@@ -72,6 +72,9 @@ pub enum FinishReason {
     CostLimitExceeded,
     /// A token budget with policy `stop` was exceeded.
     TokenLimitExceeded,
+    /// An external agent took more steps than the step limit and was stopped (it cannot be
+    /// made to answer early the way rein's own brain is).
+    StepLimitExceeded,
     /// The same tool call with the same arguments repeated too often.
     LoopDetected,
     /// The model kept naming tools that do not exist.

@@ -41,6 +41,10 @@ pub enum DriverError {
     /// written.
     #[error(transparent)]
     Branch(#[from] crate::driver::BranchError),
+    /// The operation's external agent cannot run in this process (not enabled here); nothing
+    /// was written.
+    #[error(transparent)]
+    External(#[from] crate::external::ExternalError),
     /// Skills named for an operation that this process does not have; nothing was written.
     #[error("no skill named {}; `rein skill list` shows the available ones", .0.join(", "))]
     UnknownSkills(Vec<String>),

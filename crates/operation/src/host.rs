@@ -98,6 +98,8 @@ pub struct Host {
     /// The model for rein's own small jobs: conversation titles, task run handoffs and
     /// judgements (none: the prompt's start, extracted handoffs, rules).
     pub system_model: Option<ModelRef>,
+    /// Where this host runs operations: its own surface and the external agents it may start.
+    pub surfaces: crate::surface::Surfaces,
 }
 
 impl Host {
@@ -123,6 +125,7 @@ impl Host {
             brief_owner: None,
             system_model: None,
             sandbox: Default::default(),
+            surfaces: Default::default(),
         }
     }
 
@@ -150,6 +153,7 @@ impl Host {
             d = d.with_system_model(model.clone());
         }
         d.with_skills(Arc::clone(&self.skills))
+            .with_external(self.surfaces.external.clone())
     }
 
     /// The spec of a new operation run with `profile` (an agent's settings merged with the
@@ -166,7 +170,22 @@ impl Host {
             sandbox: self.sandbox,
             ..Default::default()
         };
-        profile.spec(&base, origin)
+        let mut spec = profile.spec(&base, origin)?;
+        let asked = profile.asked_surface()?;
+        spec.surface = crate::surface::route(
+            crate::surface::RouteRequest {
+                asked: asked.as_ref(),
+                parent: None,
+            },
+            &self.surfaces,
+        )?;
+        if matches!(spec.surface, rein_core::spec::Surface::External(_))
+            && self.surfaces.own == rein_core::spec::Surface::Server
+            && spec.working_directory.is_none()
+        {
+            return Err(crate::surface::SurfaceError::NeedsWorkdir.into());
+        }
+        Ok(spec)
     }
 
     /// The spec of a new operation run as the stored agent `agent` of user `agents_of` (or as

@@ -15,7 +15,9 @@
 //! admitted ([`context_report`]): the skills, tool listing and instructions it carried and
 //! what every context processor changed. Where a new prompt goes in its topic's tree is a
 //! [`Turn`] (continue, edit, regenerate); a topic as people see it is a
-//! [`topic::TopicTree`]; the system model ([`Driver::with_system_model`]) titles topics and
+//! [`topic::TopicTree`]. Where an operation's work runs is chosen once ([`surface::route`]): rein's
+//! own brain and tools, or an external agent CLI ([`external`]) bounded and recorded like any
+//! other operation. The system model ([`Driver::with_system_model`]) titles topics and
 //! reads task runs.
 
 mod activity;
@@ -25,12 +27,14 @@ pub mod context_report;
 mod driver;
 mod embedder;
 mod error;
+pub mod external;
 pub mod group;
 mod host;
 mod model_port;
 pub mod models;
 pub mod profile;
 mod summarizer;
+pub mod surface;
 mod tools;
 pub mod topic;
 pub mod tree;

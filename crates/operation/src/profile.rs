@@ -69,6 +69,23 @@ pub struct AgentProfile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "sandbox_schema")]
     pub sandbox: Option<String>,
+    /// Where it runs: `local`/`server` (rein's own brain and tools), `device:NAME` or
+    /// `external:claude-code|codex|jsonl` (an external agent CLI the host has enabled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "surface_schema")]
+    pub surface: Option<String>,
+    /// Wall-clock seconds one run of an external agent may take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub time_limit_secs: Option<u64>,
+}
+
+/// The schema of an optional surface (see [`rein_core::spec::Surface`]).
+pub fn surface_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": ["string", "null"],
+        "pattern": rein_core::spec::SURFACE_PATTERN
+    })
 }
 
 /// The schema of an optional sandbox mode.
@@ -146,6 +163,12 @@ pub enum ProfileError {
     /// An unknown sandbox mode.
     #[error("{0}")]
     Sandbox(String),
+    /// A surface that is not one.
+    #[error(transparent)]
+    Surface(#[from] rein_core::spec::SurfaceParseError),
+    /// A surface this host cannot run the operation on.
+    #[error(transparent)]
+    Route(#[from] crate::surface::SurfaceError),
     /// A limit out of range.
     #[error("{field} must be {requirement}")]
     Limit {
@@ -272,6 +295,8 @@ impl AgentProfile {
                 .or_else(|| self.tools_disclosure.clone()),
             skills: over.skills.clone().or_else(|| self.skills.clone()),
             sandbox: over.sandbox.clone().or_else(|| self.sandbox.clone()),
+            surface: over.surface.clone().or_else(|| self.surface.clone()),
+            time_limit_secs: over.time_limit_secs.or(self.time_limit_secs),
         }
     }
 
@@ -303,6 +328,13 @@ impl AgentProfile {
                 requirement: "at least 1",
             });
         }
+        self.asked_surface()?;
+        if self.time_limit_secs == Some(0) {
+            return Err(ProfileError::Limit {
+                field: "time_limit_secs",
+                requirement: "at least 1",
+            });
+        }
         if self.approval_timeout_secs == Some(0) {
             return Err(ProfileError::Limit {
                 field: "approval_timeout_secs",
@@ -311,6 +343,11 @@ impl AgentProfile {
         }
         self.budget()?;
         Ok(())
+    }
+
+    /// The surface these settings ask for, if any.
+    pub fn asked_surface(&self) -> Result<Option<rein_core::spec::Surface>, ProfileError> {
+        Ok(self.surface.as_deref().map(str::parse).transpose()?)
     }
 
     /// The budget these settings give (limits and the policy for crossing them).
@@ -361,6 +398,7 @@ impl AgentProfile {
                 },
                 None => base.sandbox,
             },
+            time_limit_secs: self.time_limit_secs.or(base.time_limit_secs),
             owner: origin.owner,
             agent: origin.agent,
             working_directory: origin

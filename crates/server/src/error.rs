@@ -180,6 +180,7 @@ impl From<rein_operation::DriverError> for ApiError {
                     ),
                 }
             }
+            E::External(x) => surface_unavailable(x.into()),
             // Well-formed, naming skills the server does not have.
             e @ E::UnknownSkills(_) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
@@ -214,8 +215,22 @@ impl From<rein_operation::SpecError> for ApiError {
 
 impl From<rein_operation::ProfileError> for ApiError {
     fn from(e: rein_operation::ProfileError) -> Self {
-        ApiError::bad_request(e.to_string())
+        match e {
+            // A surface that is well-formed but not one this server offers.
+            rein_operation::ProfileError::Route(r) => surface_unavailable(r),
+            e => ApiError::bad_request(e.to_string()),
+        }
     }
+}
+
+fn surface_unavailable(e: rein_operation::surface::SurfaceError) -> ApiError {
+    use rein_operation::external::ExternalError;
+    use rein_operation::surface::SurfaceError as S;
+    let code = match &e {
+        S::External(ExternalError::Missing { .. }) => "external_missing",
+        _ => "surface_unavailable",
+    };
+    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, e.to_string())
 }
 
 impl From<rein_scheduler::TaskError> for ApiError {

@@ -276,6 +276,9 @@ impl Delegator {
             working_directory: parent.working_directory.clone(),
             // A sub-agent's commands are confined as its parent's.
             sandbox: parent.sandbox,
+            // And it runs where its parent runs, whatever its own profile says.
+            surface: crate::surface::of_sub_agent(&parent.surface),
+            time_limit_secs: min_opt(asked.time_limit_secs, parent.time_limit_secs),
             owner: parent.owner.clone(),
             agent: asked.agent.clone(),
             sub_agents: parent.sub_agents.clone(),

@@ -9,6 +9,7 @@ mod children;
 mod commit;
 mod decide;
 mod delegate;
+mod external;
 mod open;
 mod run;
 mod runtime;
@@ -174,6 +175,8 @@ pub struct Driver {
     skills: Arc<rein_tools::skills::SkillCatalog>,
     /// The model for rein's own small jobs (titles, task run readings); none: rules only.
     system_model: Option<ModelRef>,
+    /// The external agent CLIs this process may start (`external:KIND` operations).
+    external: crate::external::ExternalAgents,
     /// Token estimators by vocabulary and factor (bits), shared by every run.
     estimators: std::sync::Mutex<
         Vec<(
@@ -280,6 +283,7 @@ impl Driver {
             agents: None,
             skills: Arc::default(),
             system_model: None,
+            external: crate::external::ExternalAgents::none(),
             estimators: Default::default(),
         }
     }
@@ -292,6 +296,12 @@ impl Driver {
         {
             tracing::error!(error = %e, "tool not registered");
         }
+        self
+    }
+
+    /// Builder: operations on `external:KIND` surfaces start these programs.
+    pub fn with_external(mut self, external: crate::external::ExternalAgents) -> Self {
+        self.external = external;
         self
     }
 

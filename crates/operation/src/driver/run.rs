@@ -6,6 +6,7 @@ use super::open::{Loaded, Opened};
 use super::{Driver, RunEnd, derived_message_id, end_of};
 use crate::error::DriverError;
 use rein_core::engine::initial_context;
+use rein_core::spec::Surface;
 use rein_core::state::Status;
 use rein_core::{AgentRuntime, AgentState, OperationId};
 use std::sync::Arc;
@@ -19,6 +20,9 @@ impl Driver {
             Opened::Ready(run) => run,
             Opened::Ended(end) => return Ok(end),
         };
+        if let Surface::External(kind) = run.spec.surface {
+            return self.drive_external(&mut run, kind).await;
+        }
         if run.cancel_requested && !run.committed.status.is_terminal() {
             return self.cancel_tree(&mut run, "cancelled on request").await;
         }
@@ -44,6 +48,9 @@ impl Driver {
     /// [`Driver::resume`] of an opened operation. An interrupted parent goes back to waiting
     /// for its sub-agents, which are resumed with it.
     pub(super) async fn resume_loaded(&self, run: &mut Loaded) -> Result<RunEnd, DriverError> {
+        if let Surface::External(kind) = run.spec.surface {
+            return self.drive_external(run, kind).await;
+        }
         if run.cancel_requested && !run.committed.status.is_terminal() {
             return self.cancel_tree(run, "cancelled on request").await;
         }
@@ -159,7 +166,7 @@ impl Driver {
 
     /// Watch the store for a cancellation requested by another process. It reads the
     /// operation's record only (one row, no state or messages).
-    fn watch_cancel(&self, id: OperationId) -> tokio::task::JoinHandle<()> {
+    pub(super) fn watch_cancel(&self, id: OperationId) -> tokio::task::JoinHandle<()> {
         let (store, cancel) = (Arc::clone(&self.store), self.cancel.clone());
         tokio::spawn(async move {
             loop {

@@ -102,6 +102,15 @@ impl Driver {
         id: OperationId,
         spec: &OperationSpec,
     ) -> Result<(), DriverError> {
+        // An external agent is its own model and tools: what it needs is its program.
+        if let rein_core::spec::Surface::External(kind) = spec.surface {
+            let command = self
+                .external
+                .get(kind)
+                .ok_or(crate::external::ExternalError::NotEnabled(kind.name()))?;
+            crate::external::resolve_program(kind, &command.program)?;
+            return Ok(());
+        }
         self.providers(id, spec).map(|_| ())
     }
 

@@ -47,6 +47,14 @@ impl Driver {
         let skills = self.spec_skills(&spec)?;
         let mut state = first_state(id, &spec, &topic_id, history, user, manifests);
         state.activated_skills = skills;
+        if matches!(spec.surface, rein_core::spec::Surface::External(_))
+            && opts.turn != super::Turn::Continue
+        {
+            state.metadata.extra.insert(
+                super::external::FRESH_SESSION.into(),
+                serde_json::json!(true),
+            );
+        }
         let next = initial_context(&state);
         let op = NewOperation {
             state,

@@ -69,3 +69,13 @@ pub async fn wait_past(t: chrono::DateTime<chrono::Utc>) {
         tokio::time::sleep(left + std::time::Duration::from_millis(5)).await;
     }
 }
+
+/// A driver over `store` for operations that never call a model (its provider points nowhere).
+pub fn driver_without_model(store: &Arc<SqlStore>) -> rein_operation::Driver {
+    rein_operation::Driver::new(
+        store.clone(),
+        Arc::new(openai_provider("http://127.0.0.1:9")),
+        gpt_4o_mini(),
+        Arc::new(rein_model::Catalog::builtin().unwrap()),
+    )
+}

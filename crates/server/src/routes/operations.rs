@@ -92,6 +92,16 @@ pub struct CreateOperation {
     #[serde(default)]
     #[schemars(schema_with = "rein_operation::profile::skills_schema")]
     pub skills: Option<Vec<String>>,
+    /// Where it runs, over the agent's: `server` (default) or `external:claude-code`,
+    /// `external:codex`, `external:jsonl` when the server enables that agent (otherwise 422
+    /// `surface_unavailable`; a missing program: 422 `external_missing`).
+    #[serde(default)]
+    #[schemars(schema_with = "rein_operation::profile::surface_schema")]
+    pub surface: Option<String>,
+    /// Wall-clock seconds an external agent's run may take.
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub time_limit_secs: Option<u64>,
 }
 
 /// `GET /v1/operations/{id}/context` query.
@@ -323,6 +333,8 @@ pub async fn create(
         approval_timeout_secs: req.approval_timeout_secs,
         tools_disclosure: req.tools_disclosure.clone(),
         skills: req.skills.clone(),
+        surface: req.surface.clone(),
+        time_limit_secs: req.time_limit_secs,
         ..Default::default()
     };
     let origin = SpecOrigin {

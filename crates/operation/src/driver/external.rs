@@ -1,0 +1,637 @@
+//! Running an operation on an external agent CLI (`external:KIND`): the CLI is the brain and
+//! the executor; rein starts it in the operation's working directory, records each of its model
+//! turns as a committed step (its text, reasoning, the tool calls it ran and their results,
+//! usage and cost), and bounds it: the step, token, cost and wall-time limits stop its process
+//! group, and so does a cancellation. A run is started at most once: the commit that marks it
+//! running comes before the process, and a process that died while its agent ran leaves an
+//! operation that is settled as failed (what the agent did after the last commit is unknown),
+//! never started again.
+
+use super::open::Loaded;
+use super::{Driver, RunEnd, derived_message_id, end_of};
+use crate::error::DriverError;
+use crate::external::transcript::{ObservedStep, Transcript};
+use crate::external::{self, ExternalError, Invocation};
+use rein_core::engine::StepResult;
+use rein_core::event::{Amount, EventKind, StreamChunk};
+use rein_core::instruction::InstructionKind;
+use rein_core::message::{ExternalSession, Role, ToolStatus};
+use rein_core::spec::ExternalKind;
+use rein_core::state::{BudgetKind, BudgetPolicy, Finish, FinishReason, StateError, Status};
+use rein_core::usage::TokenUsage;
+use rein_core::{AgentEvent, AgentState, Message, OperationId, ToolCall, Usd};
+use std::time::{Duration, Instant};
+
+/// How long a CLI may linger after its output has ended before it is stopped.
+const EXIT_GRACE: Duration = Duration::from_secs(5);
+
+/// Why a run was stopped before the agent finished.
+enum Stop {
+    /// Another process settled the operation meanwhile.
+    Settled,
+    Cancelled,
+    Time(u64),
+    Steps(u32),
+    Budget(BudgetKind, Amount, Amount),
+}
+
+impl Driver {
+    /// Run operation `run` on the external agent `kind` (see the module's documentation).
+    pub(super) async fn drive_external(
+        &self,
+        run: &mut Loaded,
+        kind: ExternalKind,
+    ) -> Result<RunEnd, DriverError> {
+        match run.committed.status {
+            s if s.is_terminal() => return Ok(end_of(&run.committed)),
+            Status::Running => {
+                let msg = "the process running the external agent stopped before the agent finished; what it did after the last recorded step is unknown, so it is not started again (send a new message to continue its session)";
+                return self
+                    .end_external(run, Err(("external_interrupted", msg.into())))
+                    .await;
+            }
+            Status::Interrupted => return self.settle_cancel(run, "cancelled on request").await,
+            _ => {}
+        }
+        if run.cancel_requested {
+            return self.settle_cancel(run, "cancelled on request").await;
+        }
+        let command = self
+            .external
+            .get(kind)
+            .cloned()
+            .ok_or(DriverError::External(ExternalError::NotEnabled(
+                kind.name(),
+            )))?;
+        let program = match external::resolve_program(kind, &command.program) {
+            Ok(p) => p,
+            Err(e) => {
+                return self
+                    .end_external(run, Err(("external_missing", e.to_string())))
+                    .await;
+            }
+        };
+        let inv = invocation(&run.committed, kind);
+        let (args, input) = external::invocation_args(kind, &inv);
+        let args: Vec<String> = command.args.iter().cloned().chain(args).collect();
+        let dir = match &run.spec.working_directory {
+            Some(d) => std::path::PathBuf::from(d),
+            None => std::env::current_dir().map_err(|e| DriverError::Refused(e.to_string()))?,
+        };
+        let mut env = Vec::new();
+        if let (ExternalKind::Jsonl, Some(id)) = (kind, &inv.resume) {
+            env.push((external::jsonl::SESSION_ENV, id.clone()));
+        }
+        // Marked running before the process starts: a crash from here on never starts it twice.
+        let mut started = run.committed.clone();
+        started.status = Status::Running;
+        self.commit(run, external_step(started, Vec::new())).await?;
+        let mut proc = match external::process::spawn(&program, &args, &dir, &env, input) {
+            Ok(p) => p,
+            Err(e) => {
+                let msg = format!(
+                    "external agent `{}`: cannot start {}: {e}",
+                    kind.name(),
+                    program.display()
+                );
+                return self.end_external(run, Err(("external_failed", msg))).await;
+            }
+        };
+        let began = Instant::now();
+        let deadline = run
+            .spec
+            .time_limit_secs
+            .map(|s| began + Duration::from_secs(s));
+        let watcher = self.watch_cancel(run.id);
+        let mut reader = external::reader(kind);
+        let mut transcript = Transcript::default();
+        let mut warned: Vec<BudgetKind> = Vec::new();
+        let stop = 'read: loop {
+            let line = tokio::select! {
+                line = proc.lines.next_line() => line,
+                () = self.cancel.cancelled() => break 'read Some(Stop::Cancelled),
+                () = sleep_until(deadline) => {
+                    break 'read Some(Stop::Time(run.spec.time_limit_secs.unwrap_or_default()))
+                }
+            };
+            let observed = match line {
+                Ok(Some(line)) => reader.line(&line),
+                Ok(None) | Err(_) => break None,
+            };
+            for o in observed {
+                if let Some(step) = transcript.push(o) {
+                    self.record_external(run, kind, &transcript, step).await?;
+                    if run.committed.status.is_terminal() {
+                        break 'read Some(Stop::Settled);
+                    }
+                    if let Some(stop) = self.over_limit(run, &mut warned).await? {
+                        break 'read Some(stop);
+                    }
+                }
+                // A step begun past the limit is the one too many.
+                if let Some(max) = run.spec.max_steps
+                    && run.committed.step_count >= max
+                    && transcript.has_open()
+                {
+                    break 'read Some(Stop::Steps(max));
+                }
+            }
+        };
+        watcher.abort();
+        if let Some(stop) = stop {
+            proc.kill().await;
+            let _ = proc.finish(EXIT_GRACE).await;
+            if matches!(stop, Stop::Settled) {
+                return Ok(end_of(&run.committed));
+            }
+            if let Some(step) = transcript.close() {
+                self.record_external(run, kind, &transcript, step).await?;
+            }
+            let (reason, detail) = match stop {
+                Stop::Settled => return Ok(end_of(&run.committed)),
+                Stop::Cancelled => return self.settle_cancel(run, "cancelled on request").await,
+                Stop::Time(s) => (
+                    FinishReason::Timeout,
+                    format!("the external agent was stopped after its time limit of {s} s"),
+                ),
+                Stop::Steps(n) => (
+                    FinishReason::StepLimitExceeded,
+                    format!("the external agent was stopped after {n} steps, its limit"),
+                ),
+                Stop::Budget(kind, limit, actual) => {
+                    let reason = if kind == BudgetKind::Tokens {
+                        FinishReason::TokenLimitExceeded
+                    } else {
+                        FinishReason::CostLimitExceeded
+                    };
+                    let detail = format!(
+                        "the external agent was stopped: {} limit {} reached ({})",
+                        budget_name(kind),
+                        amount(limit),
+                        amount(actual)
+                    );
+                    let event = EventKind::BudgetExceeded {
+                        budget: kind,
+                        limit,
+                        actual,
+                        policy: BudgetPolicy::Stop,
+                    };
+                    return self
+                        .end_external_with(run, Ok((reason, detail)), vec![event])
+                        .await;
+                }
+            };
+            return self.end_external(run, Ok((reason, detail))).await;
+        }
+        for o in reader.end() {
+            if let Some(step) = transcript.push(o) {
+                self.record_external(run, kind, &transcript, step).await?;
+            }
+        }
+        // A final answer the CLI only gave in its closing line is the last step's text.
+        if !transcript.answered
+            && let Some(text) = transcript.result.take().filter(|t| !t.is_empty())
+        {
+            transcript.push(external::Observed::Turn);
+            transcript.push(external::Observed::Text(text));
+        }
+        if let Some(step) = transcript.close() {
+            self.record_external(run, kind, &transcript, step).await?;
+        }
+        let (code, stderr) = proc.finish(EXIT_GRACE).await;
+        self.reconcile_totals(run, kind, &transcript);
+        let outcome = match (transcript.failure.take(), code) {
+            (Some(failure), _) => Err(("external_failed", failure)),
+            (None, Some(0)) => Ok((FinishReason::Completed, String::new())),
+            (None, code) => {
+                let how = code.map_or_else(
+                    || "was killed by a signal".to_owned(),
+                    |c| format!("exited with status {c}"),
+                );
+                let said = if stderr.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {stderr}")
+                };
+                Err((
+                    "external_failed",
+                    format!("external agent `{}` {how}{said}", kind.name()),
+                ))
+            }
+        };
+        self.end_external(run, outcome).await
+    }
+
+    /// Commit one observed step of the agent.
+    async fn record_external(
+        &self,
+        run: &mut Loaded,
+        kind: ExternalKind,
+        transcript: &Transcript,
+        step: ObservedStep,
+    ) -> Result<(), DriverError> {
+        let mut state = run.committed.clone();
+        let model = transcript.model.as_deref();
+        let cost = step
+            .cost
+            .or_else(|| self.estimated_cost(kind, model, &step.tokens));
+        let session = transcript.session.clone().map(|id| ExternalSession {
+            kind: kind.name().to_owned(),
+            id,
+        });
+        let events = record(&mut state, run.seq + 1, kind, model, session, step, cost);
+        self.publish(&events);
+        self.commit(run, external_step(state, events)).await?;
+        Ok(())
+    }
+
+    /// What the catalog says `tokens` of `model` cost, for the kinds whose provider is known.
+    fn estimated_cost(
+        &self,
+        kind: ExternalKind,
+        model: Option<&str>,
+        tokens: &TokenUsage,
+    ) -> Option<Usd> {
+        let provider = match kind {
+            ExternalKind::ClaudeCode => "anthropic",
+            ExternalKind::Codex => "openai",
+            ExternalKind::Jsonl => return None,
+        };
+        self.catalog.cost(provider, model?, tokens)
+    }
+
+    /// The CLI's own totals, where it reported them, replace what the turns added up to (rein
+    /// only adds what they exceed: an estimate already counted is not taken back).
+    fn reconcile_totals(&self, run: &mut Loaded, kind: ExternalKind, t: &Transcript) {
+        let key = model_key(kind, t.model.as_deref());
+        let state = &mut run.committed;
+        if let Some(tokens) = &t.totals.0 {
+            let counted = state.usage.llm.tokens;
+            let extra = TokenUsage {
+                input: tokens.input.saturating_sub(counted.input),
+                output: tokens.output.saturating_sub(counted.output),
+                total: tokens.total.saturating_sub(counted.total),
+                cached_read: tokens.cached_read.saturating_sub(counted.cached_read),
+                cache_write: tokens.cache_write.saturating_sub(counted.cache_write),
+                reasoning: 0,
+            };
+            if extra != TokenUsage::default() {
+                state.usage.record_llm(&key, &extra, 0);
+                state.usage.llm.calls = state.usage.llm.calls.saturating_sub(1);
+            }
+        }
+        if let Some(cost) = t.totals.1
+            && cost > state.cost.total
+        {
+            state
+                .cost
+                .record_llm(&key, cost.saturating_sub(state.cost.total));
+        }
+    }
+
+    /// A limit the run has crossed (a `warn` policy only reports it, once per limit).
+    async fn over_limit(
+        &self,
+        run: &mut Loaded,
+        warned: &mut Vec<BudgetKind>,
+    ) -> Result<Option<Stop>, DriverError> {
+        let state = &run.committed;
+        let b = &run.spec.budget;
+        let tokens = state
+            .usage
+            .llm
+            .tokens
+            .total
+            .max(state.usage.llm.tokens.input + state.usage.llm.tokens.output);
+        let mut crossed = None;
+        if let Some(max) = b.max_tokens
+            && tokens > max
+        {
+            crossed = Some((
+                BudgetKind::Tokens,
+                Amount::Tokens(max),
+                Amount::Tokens(tokens),
+            ));
+        } else if let Some(max) = b.max_cost
+            && state.cost.total > max
+        {
+            crossed = Some((
+                BudgetKind::Cost,
+                Amount::Usd(max),
+                Amount::Usd(state.cost.total),
+            ));
+        }
+        let Some((kind, limit, actual)) = crossed else {
+            return Ok(None);
+        };
+        if b.on_exceeded != BudgetPolicy::Warn {
+            return Ok(Some(Stop::Budget(kind, limit, actual)));
+        }
+        if !warned.contains(&kind) {
+            warned.push(kind);
+            let mut state = run.committed.clone();
+            let events = emit(
+                &mut state,
+                vec![EventKind::BudgetExceeded {
+                    budget: kind,
+                    limit,
+                    actual,
+                    policy: BudgetPolicy::Warn,
+                }],
+            );
+            self.publish(&events);
+            self.commit(run, external_step(state, events)).await?;
+        }
+        Ok(None)
+    }
+
+    /// End the run: finished for `reason`, or failed with `code`.
+    async fn end_external(
+        &self,
+        run: &mut Loaded,
+        outcome: Result<(FinishReason, String), (&'static str, String)>,
+    ) -> Result<RunEnd, DriverError> {
+        self.end_external_with(run, outcome, Vec::new()).await
+    }
+
+    async fn end_external_with(
+        &self,
+        run: &mut Loaded,
+        outcome: Result<(FinishReason, String), (&'static str, String)>,
+        mut kinds: Vec<EventKind>,
+    ) -> Result<RunEnd, DriverError> {
+        let mut state = run.committed.clone();
+        match outcome {
+            Ok((reason, detail)) => {
+                let detail = (!detail.is_empty()).then_some(detail);
+                state.status = Status::Done;
+                state.finish = Some(Finish {
+                    reason,
+                    detail: detail.clone(),
+                });
+                kinds.push(EventKind::Done {
+                    reason,
+                    reason_detail: detail,
+                });
+            }
+            Err((code, message)) => {
+                state.status = Status::Error;
+                state.error = Some(StateError {
+                    code: code.to_owned(),
+                    message: message.clone(),
+                });
+                kinds.push(EventKind::Error {
+                    code: code.to_owned(),
+                    message,
+                });
+            }
+        }
+        let events = emit(&mut state, kinds);
+        self.publish(&events);
+        self.commit(run, external_step(state, events)).await?;
+        Ok(end_of(&run.committed))
+    }
+
+    fn publish(&self, events: &[AgentEvent]) {
+        if let Some(sink) = &self.sink {
+            for e in events {
+                sink.publish(e);
+            }
+        }
+    }
+}
+
+/// A commit of what the external agent did (or of its start and end).
+fn external_step(state: AgentState, events: Vec<AgentEvent>) -> StepResult {
+    let mut r = StepResult::transition(state, events, None);
+    r.instructions = vec![InstructionKind::ExternalTurn];
+    r
+}
+
+/// Sleep until `deadline`; forever without one.
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn budget_name(kind: BudgetKind) -> &'static str {
+    match kind {
+        BudgetKind::Tokens => "token",
+        _ => "cost",
+    }
+}
+
+fn amount(a: Amount) -> String {
+    match a {
+        Amount::Tokens(n) => format!("{n} tokens"),
+        Amount::Usd(u) => format!("${:.4}", u.dollars()),
+    }
+}
+
+/// The key usage is recorded under: `KIND/MODEL`.
+fn model_key(kind: ExternalKind, model: Option<&str>) -> String {
+    format!("{}/{}", kind.name(), model.unwrap_or("unknown"))
+}
+
+/// Stamp `kinds` as the state's next events, in the step it is in.
+fn emit(state: &mut AgentState, kinds: Vec<EventKind>) -> Vec<AgentEvent> {
+    kinds
+        .into_iter()
+        .map(|kind| {
+            let e = AgentEvent {
+                operation_id: state.operation_id,
+                step: state.step_count.max(1),
+                seq: state.next_event_seq,
+                kind,
+            };
+            state.next_event_seq += 1;
+            e
+        })
+        .collect()
+}
+
+/// Write one observed step into `state` (commit number `commit`): the assistant message with
+/// the calls it made, a tool message per call, usage and cost; returns its events.
+fn record(
+    state: &mut AgentState,
+    commit: u64,
+    kind: ExternalKind,
+    model: Option<&str>,
+    session: Option<ExternalSession>,
+    step: ObservedStep,
+    cost: Option<Usd>,
+) -> Vec<AgentEvent> {
+    state.step_count += 1;
+    let key = model_key(kind, model);
+    let op: OperationId = state.operation_id;
+    let calls: Vec<ToolCall> = step
+        .calls
+        .iter()
+        .map(|c| {
+            ToolCall::new(
+                c.id.as_str(),
+                kind.name(),
+                c.name.as_str(),
+                c.arguments.to_string(),
+            )
+        })
+        .collect();
+    let mut assistant = Message::assistant(step.text.clone());
+    assistant.id = derived_message_id(op, commit);
+    assistant.parent_id = state
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role != Role::System)
+        .map(|m| m.id);
+    assistant.tool_calls = calls.clone();
+    assistant.model = Some(key.clone());
+    assistant.usage = Some(step.tokens);
+    assistant.external_session = session;
+    if !step.reasoning.is_empty() {
+        assistant.reasoning = Some(rein_core::message::Reasoning {
+            text: step.reasoning.clone(),
+            ..Default::default()
+        });
+    }
+    let id = assistant.id;
+    let mut kinds = vec![
+        EventKind::StepStart {
+            phase: "external".into(),
+        },
+        EventKind::LlmStart {
+            assistant_message_id: id,
+            model: Some(key.clone()),
+        },
+    ];
+    if !step.reasoning.is_empty() {
+        kinds.push(EventKind::LlmStream {
+            assistant_message_id: id,
+            chunk: StreamChunk::Reasoning {
+                text: step.reasoning,
+            },
+        });
+    }
+    if !step.text.is_empty() {
+        kinds.push(EventKind::LlmStream {
+            assistant_message_id: id,
+            chunk: StreamChunk::Text {
+                text: step.text.clone(),
+            },
+        });
+    }
+    kinds.push(EventKind::LlmResult {
+        assistant_message_id: id,
+        content: step.text,
+        tool_calls: calls.clone(),
+        usage: step.tokens,
+        cost: cost.unwrap_or_default(),
+    });
+    state.usage.record_llm(&key, &step.tokens, 0);
+    if let Some(c) = cost {
+        state.cost.record_llm(&key, c);
+    }
+    state.push_message(assistant);
+    if !calls.is_empty() {
+        kinds.push(EventKind::ToolPending {
+            tool_calls: calls.clone(),
+        });
+    }
+    for (call, observed) in calls.iter().zip(step.calls) {
+        let (status, content) = match observed.outcome {
+            Some((content, false)) => (ToolStatus::Succeeded, content),
+            Some((content, true)) => (ToolStatus::Failed, content),
+            None => (
+                ToolStatus::Aborted,
+                "the external agent reported no result for this call".to_owned(),
+            ),
+        };
+        let message = Message::tool_result(call, Some(id), status, content.clone());
+        state.usage.record_tool(
+            &format!("{}/{}", kind.name(), call.api),
+            status == ToolStatus::Succeeded,
+            0,
+        );
+        kinds.push(EventKind::ToolResult {
+            tool_call_id: call.id.clone(),
+            tool_message_id: message.id,
+            status,
+            content,
+            duration_ms: 0,
+        });
+        state.push_message(message);
+    }
+    kinds.push(EventKind::StepComplete {
+        status: Status::Running,
+        instructions: vec![InstructionKind::ExternalTurn],
+    });
+    emit(state, kinds)
+}
+
+/// What this run asks the agent: the prompt (the last user message), the session to resume
+/// (the one the answer it follows came from, unless the turn was edited or regenerated), and,
+/// for a new session, the instructions and the conversation so far.
+fn invocation(state: &AgentState, kind: ExternalKind) -> Invocation {
+    let Some(at) = state.messages.iter().rposition(|m| m.role == Role::User) else {
+        return Invocation::default();
+    };
+    let prompt_msg = &state.messages[at];
+    let prompt = prompt_msg.text_content();
+    let fresh = state
+        .metadata
+        .extra
+        .get(FRESH_SESSION)
+        .is_some_and(|v| v == true);
+    let resume = (!fresh)
+        .then(|| {
+            let parent = prompt_msg.parent_id?;
+            let answer = state.messages.iter().find(|m| m.id == parent)?;
+            let s = answer.external_session.as_ref()?;
+            (s.kind == kind.name()).then(|| s.id.clone())
+        })
+        .flatten();
+    let system_role = state
+        .messages
+        .iter()
+        .find(|m| m.role == Role::System)
+        .map(|m| m.text_content());
+    if resume.is_some() {
+        return Invocation {
+            prompt,
+            resume,
+            system_role: None,
+        };
+    }
+    let earlier: Vec<(String, String)> = state.messages[..at]
+        .iter()
+        .filter(|m| matches!(m.role, Role::User | Role::Assistant))
+        .map(|m| {
+            (
+                if m.role == Role::User {
+                    "user"
+                } else {
+                    "assistant"
+                }
+                .to_owned(),
+                m.text_content(),
+            )
+        })
+        .filter(|(_, t)| !t.trim().is_empty())
+        .collect();
+    let prompt = if earlier.is_empty() {
+        prompt
+    } else {
+        external::framed_prompt(None, &earlier, &prompt)
+    };
+    Invocation {
+        prompt,
+        resume: None,
+        system_role,
+    }
+}
+
+/// Set in a state's metadata when its prompt is an edit or a regeneration: the agent's session
+/// went on past that point, so a new one is started with the branch's conversation.
+pub(super) const FRESH_SESSION: &str = "external_fresh_session";

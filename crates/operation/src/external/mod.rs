@@ -1,0 +1,209 @@
+//! External agent CLIs as an operation's brain and executor (`external:KIND` surfaces): which
+//! programs this host may start ([`ExternalAgents`]), how each kind is invoked and how its event
+//! stream reads ([`claude_code`], [`codex`], [`jsonl`], each turning lines into [`Observed`]
+//! facts), how those facts group into recorded steps ([`transcript`]) and how the process is
+//! started and stopped as a group ([`process`]). The driver runs it (`driver/external.rs`).
+
+pub mod claude_code;
+pub mod codex;
+pub mod jsonl;
+mod observed;
+pub(crate) mod process;
+pub mod transcript;
+
+pub use observed::Observed;
+
+use rein_core::spec::ExternalKind;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// How to start one kind of external agent: the program and the arguments put before the
+/// kind's own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExternalCommand {
+    /// A program on `PATH` or a path to one.
+    pub program: String,
+    /// Arguments before the ones rein adds.
+    pub args: Vec<String>,
+}
+
+impl ExternalCommand {
+    /// `program` with no arguments of its own.
+    pub fn new(program: impl Into<String>) -> Self {
+        Self {
+            program: program.into(),
+            args: Vec::new(),
+        }
+    }
+}
+
+/// The external agents this host may run, by kind. A kind not listed is refused when an
+/// operation asks for it (a server lists only what its configuration names: an external agent
+/// runs with the server's rights, outside rein's approvals).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExternalAgents {
+    commands: BTreeMap<ExternalKind, ExternalCommand>,
+}
+
+impl ExternalAgents {
+    /// None.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Claude Code as `claude` and Codex as `codex` from `PATH` (what a person's own CLI may
+    /// start); the generic JSON-lines kind needs its program named.
+    pub fn defaults() -> Self {
+        let mut a = Self::none();
+        a.set(ExternalKind::ClaudeCode, ExternalCommand::new("claude"));
+        a.set(ExternalKind::Codex, ExternalCommand::new("codex"));
+        a
+    }
+
+    /// Run `kind` with `command`.
+    pub fn set(&mut self, kind: ExternalKind, command: ExternalCommand) {
+        self.commands.insert(kind, command);
+    }
+
+    /// How `kind` is started here, if it may be.
+    pub fn get(&self, kind: ExternalKind) -> Option<&ExternalCommand> {
+        self.commands.get(&kind)
+    }
+
+    /// The kinds this host may run.
+    pub fn kinds(&self) -> impl Iterator<Item = ExternalKind> + '_ {
+        self.commands.keys().copied()
+    }
+}
+
+/// Why an external agent cannot run.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ExternalError {
+    /// This host does not run that kind.
+    #[error(
+        "external agent `{0}` is not enabled here (configure it under [external.{0}] in the configuration file, or REIN_EXTERNAL_{env})",
+        env = env_suffix(.0)
+    )]
+    NotEnabled(&'static str),
+    /// Its program is not installed.
+    #[error("external agent `{kind}`: program `{program}` was not found{where_}", where_ = if .program.contains('/') { String::new() } else { " on PATH".to_owned() })]
+    Missing {
+        /// The kind.
+        kind: &'static str,
+        /// The program as configured.
+        program: String,
+    },
+}
+
+fn env_suffix(kind: &str) -> String {
+    kind.replace('-', "_").to_ascii_uppercase()
+}
+
+/// The environment variable that names `kind`'s program (`REIN_EXTERNAL_CLAUDE_CODE`, ...).
+pub fn env_var(kind: ExternalKind) -> String {
+    format!("REIN_EXTERNAL_{}", env_suffix(kind.name()))
+}
+
+/// The file `program` runs: itself when it holds a `/`, else the first executable of that name
+/// on `PATH`.
+pub fn resolve_program(kind: ExternalKind, program: &str) -> Result<PathBuf, ExternalError> {
+    let missing = || ExternalError::Missing {
+        kind: kind.name(),
+        program: program.to_owned(),
+    };
+    if program.is_empty() {
+        return Err(missing());
+    }
+    if program.contains('/') {
+        let p = Path::new(program);
+        return if is_executable(p) {
+            Ok(p.to_path_buf())
+        } else {
+            Err(missing())
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| is_executable(p))
+        .ok_or_else(missing)
+}
+
+fn is_executable(p: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        p.is_file()
+    }
+}
+
+/// What one run of an external agent is asked: the prompt, the session to continue, and the
+/// system role when a new session starts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Invocation {
+    /// What it is asked (sent on its standard input).
+    pub prompt: String,
+    /// The session a later turn resumes.
+    pub resume: Option<String>,
+    /// Instructions for a new session (Claude Code appends them to its own; the others read
+    /// them before the prompt).
+    pub system_role: Option<String>,
+}
+
+/// The arguments and standard input of one run of `kind` (after the configured arguments).
+pub fn invocation_args(kind: ExternalKind, inv: &Invocation) -> (Vec<String>, String) {
+    match kind {
+        ExternalKind::ClaudeCode => claude_code::args(inv),
+        ExternalKind::Codex => codex::args(inv),
+        ExternalKind::Jsonl => jsonl::args(inv),
+    }
+}
+
+/// Reads one kind's output, line by line, into [`Observed`] facts.
+pub trait StreamReader: Send {
+    /// The facts one line of standard output states (none for lines it does not know, so a
+    /// newer CLI's additions are skipped rather than fatal).
+    fn line(&mut self, line: &str) -> Vec<Observed>;
+    /// What is left to say once the stream has ended.
+    fn end(&mut self) -> Vec<Observed> {
+        Vec::new()
+    }
+}
+
+/// A reader for `kind`'s stream.
+pub fn reader(kind: ExternalKind) -> Box<dyn StreamReader> {
+    match kind {
+        ExternalKind::ClaudeCode => Box::new(claude_code::Reader::default()),
+        ExternalKind::Codex => Box::new(codex::Reader),
+        ExternalKind::Jsonl => Box::new(jsonl::Reader),
+    }
+}
+
+/// A prompt that carries what a new session cannot know: the instructions (for kinds without a
+/// flag for them) and the conversation so far (when a topic that began elsewhere moves to an
+/// external agent, or a turn is edited or regenerated).
+pub fn framed_prompt(
+    system_role: Option<&str>,
+    earlier: &[(String, String)],
+    prompt: &str,
+) -> String {
+    let mut out = String::new();
+    if let Some(role) = system_role.filter(|r| !r.trim().is_empty()) {
+        out.push_str("Instructions:\n");
+        out.push_str(role.trim());
+        out.push_str("\n\n");
+    }
+    if !earlier.is_empty() {
+        out.push_str("The conversation so far:\n");
+        for (who, text) in earlier {
+            out.push_str(&format!("[{who}] {}\n", text.trim()));
+        }
+        out.push_str("\nNow:\n");
+    }
+    out.push_str(prompt);
+    out
+}

@@ -1,0 +1,150 @@
+//! The one routing decision: where an operation's work runs ([`Surface`]), chosen once when it
+//! is created and written in its spec, so every process that continues it runs it there. A
+//! sub-agent runs where its parent runs; otherwise the request (merged over the agent's
+//! profile) chooses, and this host's own surface is the default. A surface this host cannot
+//! offer is refused before anything is written.
+
+use crate::external::{ExternalAgents, ExternalError};
+use rein_core::spec::Surface;
+
+/// What one operation's surface is chosen from.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RouteRequest<'a> {
+    /// What the request (or the agent's profile under it) asks for.
+    pub asked: Option<&'a Surface>,
+    /// The delegating operation's surface, for a sub-agent.
+    pub parent: Option<&'a Surface>,
+}
+
+/// What this host can run operations on.
+#[derive(Clone, Debug, Default)]
+pub struct Surfaces {
+    /// Its own: `local` for the CLI, `server` for `rein serve` and its workers.
+    pub own: Surface,
+    /// The external agents it may start.
+    pub external: ExternalAgents,
+}
+
+/// Why an operation cannot run where it asked to.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SurfaceError {
+    /// A sub-agent asked to run elsewhere than its parent.
+    #[error("a sub-agent runs where its parent runs ({parent}), not on {asked}")]
+    LeavesParent {
+        /// The parent's surface.
+        parent: String,
+        /// What was asked.
+        asked: String,
+    },
+    /// Devices are not served by this build.
+    #[error(
+        "surface `{0}`: running tools on a connected device is not available in this version of rein"
+    )]
+    NoDevices(String),
+    /// The external agent cannot be started here.
+    #[error(transparent)]
+    External(#[from] ExternalError),
+    /// An external agent on a server without a working directory: it would work in whatever
+    /// directory the server was started from.
+    #[error(
+        "an external agent on a server needs a working directory (start it with `rein serve --workdir DIR`)"
+    )]
+    NeedsWorkdir,
+}
+
+/// Choose the surface of one operation.
+pub fn route(req: RouteRequest<'_>, host: &Surfaces) -> Result<Surface, SurfaceError> {
+    if let Some(parent) = req.parent {
+        return match req.asked {
+            Some(asked) if !same_place(asked, parent) => Err(SurfaceError::LeavesParent {
+                parent: parent.to_string(),
+                asked: asked.to_string(),
+            }),
+            _ => Ok(of_sub_agent(parent)),
+        };
+    }
+    match req.asked {
+        // `local` and `server` both name rein's own brain and tools in the process running
+        // the operation; the spec records which kind of process that is.
+        None | Some(Surface::Local | Surface::Server) => Ok(host.own.clone()),
+        Some(d @ Surface::Device(_)) => Err(SurfaceError::NoDevices(d.to_string())),
+        Some(Surface::External(kind)) => match host.external.get(*kind) {
+            Some(_) => Ok(Surface::External(*kind)),
+            None => Err(ExternalError::NotEnabled(kind.name()).into()),
+        },
+    }
+}
+
+/// Where a sub-agent of an operation on `parent` runs: there (its own profile does not move
+/// it; delegation never takes work to another machine or agent).
+pub fn of_sub_agent(parent: &Surface) -> Surface {
+    parent.clone()
+}
+
+/// Whether `a` runs where `b` does (rein's own surfaces are one place).
+fn same_place(a: &Surface, b: &Surface) -> bool {
+    let own = |s: &Surface| matches!(s, Surface::Local | Surface::Server);
+    a == b || (own(a) && own(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::external::ExternalCommand;
+    use rein_core::spec::ExternalKind;
+
+    fn host(own: Surface) -> Surfaces {
+        let mut external = ExternalAgents::none();
+        external.set(ExternalKind::Codex, ExternalCommand::new("codex"));
+        Surfaces { own, external }
+    }
+
+    /// Every combination of what is asked, the parent's surface and the host's own: a child is
+    /// where its parent is, the rest is what was asked when the host offers it.
+    #[test]
+    fn every_request_routes_by_the_rules() {
+        let surfaces: Vec<Surface> = [
+            "local",
+            "server",
+            "device:laptop",
+            "external:claude-code",
+            "external:codex",
+        ]
+        .iter()
+        .filter_map(|s| s.parse().ok())
+        .collect();
+        let options: Vec<Option<&Surface>> = std::iter::once(None)
+            .chain(surfaces.iter().map(Some))
+            .collect();
+        for own in [Surface::Local, Surface::Server] {
+            let h = host(own.clone());
+            for &asked in &options {
+                for &parent in &options {
+                    let got = route(RouteRequest { asked, parent }, &h);
+                    match (parent, asked) {
+                        (Some(p), Some(a)) if !same_place(a, p) => {
+                            assert!(matches!(got, Err(SurfaceError::LeavesParent { .. })))
+                        }
+                        (Some(p), _) => assert_eq!(got.as_ref(), Ok(p)),
+                        (None, None | Some(Surface::Local | Surface::Server)) => {
+                            assert_eq!(got.as_ref(), Ok(&own))
+                        }
+                        (None, Some(Surface::Device(_))) => {
+                            assert!(matches!(got, Err(SurfaceError::NoDevices(_))))
+                        }
+                        (None, Some(Surface::External(ExternalKind::Codex))) => {
+                            assert_eq!(got, Ok(Surface::External(ExternalKind::Codex)))
+                        }
+                        (None, Some(Surface::External(k))) => {
+                            let err = got.err().map(|e| e.to_string()).unwrap_or_default();
+                            assert!(
+                                err.contains(k.name()) && err.contains("not enabled"),
+                                "{err}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
