@@ -119,7 +119,9 @@ pub async fn host(
         surfaces: rein_operation::surface::Surfaces {
             own: rein_core::spec::Surface::Local,
             external: ctx.config.external_agents(true)?,
+            devices: false,
         },
+        devices: None,
         sandbox: ctx.sandbox,
         system_model,
         working_directory: None,
@@ -151,12 +153,22 @@ pub async fn host(
     })
 }
 
-/// What a server (or worker) runs operations on: its own surface, and only the external agents
-/// its configuration names (they run with the server's rights, outside rein's approvals).
-pub fn server_surfaces(ctx: &Context_) -> anyhow::Result<rein_operation::surface::Surfaces> {
+/// Make `host` a server's (or worker's): operations run on its own surface, on the devices its
+/// store knows, or on the external agents its configuration names (only those: they run with
+/// the server's rights, outside rein's approvals).
+pub fn serve_from(host: &mut Host, store: &Arc<SqlStore>, ctx: &Context_) -> anyhow::Result<()> {
+    host.surfaces = server_surfaces(ctx)?;
+    host.devices = Some(Arc::new(rein_operation::devices::StoredDevices(
+        Arc::clone(store) as Arc<dyn rein_store::Devices>,
+    )));
+    Ok(())
+}
+
+fn server_surfaces(ctx: &Context_) -> anyhow::Result<rein_operation::surface::Surfaces> {
     Ok(rein_operation::surface::Surfaces {
         own: rein_core::spec::Surface::Server,
         external: ctx.config.external_agents(false)?,
+        devices: true,
     })
 }
 

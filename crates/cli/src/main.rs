@@ -4,6 +4,7 @@ mod agents;
 mod briefs;
 mod chat;
 mod config;
+mod connect;
 mod groups;
 mod host;
 mod output;
@@ -17,7 +18,7 @@ mod telemetry;
 mod test_tools;
 mod topics;
 
-use anyhow::{Context, anyhow};
+use anyhow::{Context, anyhow, bail};
 use clap::{Parser, Subcommand};
 use rein_core::OperationId;
 use rein_core::state::Status;
@@ -78,6 +79,14 @@ pub(crate) enum Command {
     Chat(chat::ChatArgs),
     /// Serve the HTTP API and the web UI.
     Serve(serve::ServeArgs),
+    /// Join a `rein serve` (`--server URL`, a device token in REIN_TOKEN) as a device: its
+    /// operations on `device:NAME` run their file and shell tools here.
+    Connect(connect::ConnectArgs),
+    /// A server's devices (`--server URL`): list, revoke.
+    Device {
+        #[command(subcommand)]
+        command: DeviceCommand,
+    },
     /// Manage API tokens for `rein serve`.
     Token {
         #[command(subcommand)]
@@ -198,6 +207,18 @@ enum ConfigCommand {
         /// As if `--model` were given.
         #[arg(long)]
         model: Option<String>,
+    },
+}
+
+/// `rein device …` (against `--server URL`).
+#[derive(Subcommand)]
+pub(crate) enum DeviceCommand {
+    /// Your devices: connected or not, their tools and directory.
+    List,
+    /// Revoke a device: its tokens stop working and its connection closes.
+    Revoke {
+        /// The device's name.
+        name: String,
     },
 }
 
@@ -358,6 +379,13 @@ pub(crate) async fn finish(store: &SqlStore, id: OperationId, end: &RunEnd) -> a
             }
             exit::WAITING
         }
+        RunEnd::WaitingForAsyncTool { calls } => {
+            eprintln!(
+                "\nwaiting for {} call(s) a device runs · {summary}",
+                calls.len()
+            );
+            exit::WAITING
+        }
         RunEnd::WaitingForSubAgents { children } => {
             eprintln!(
                 "\nwaiting for {} sub-agent(s) another process runs · {summary}",
@@ -398,7 +426,13 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         config,
     };
     if let Some(server) = &cli.server {
+        if let Command::Connect(args) = cli.command {
+            return connect::connect(server, args, &ctx).await;
+        }
         return remote::dispatch(&remote::Remote::new(server)?, cli.command, cli.json).await;
+    }
+    if matches!(cli.command, Command::Connect(_) | Command::Device { .. }) {
+        bail!("this command talks to a rein server: give --server URL (or REIN_SERVER)");
     }
     let target = db_target(cli.db.as_deref())?;
     if let Command::Config {
@@ -417,7 +451,10 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
     }
     let store = Arc::new(SqlStore::open(&target, Synchronous::Normal).await?);
     match cli.command {
-        Command::Config { .. } | Command::Models { .. } => Ok(exit::DONE),
+        Command::Config { .. }
+        | Command::Models { .. }
+        | Command::Connect(_)
+        | Command::Device { .. } => Ok(exit::DONE),
         Command::Agent { command } => {
             agents::command(&store, command, cli.json).await?;
             Ok(exit::DONE)

@@ -150,6 +150,40 @@ fn agent_body(flags: AgentFlags, base: AgentProfile) -> anyhow::Result<Value> {
 pub async fn dispatch(r: &Remote, command: Command, json: bool) -> anyhow::Result<u8> {
     use reqwest::Method;
     match command {
+        Command::Device { command } => match command {
+            crate::DeviceCommand::List => {
+                let v = r.call(Method::GET, "/v1/devices", None).await?;
+                for d in v["devices"].as_array().into_iter().flatten() {
+                    if json {
+                        println!("{d}");
+                    } else {
+                        let tools: Vec<&str> = d["tools"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|t| t.as_str())
+                            .collect();
+                        println!(
+                            "{:<20} {:<13} {:<30} {}  last seen {}",
+                            d["name"].as_str().unwrap_or_default(),
+                            if d["connected"] == true {
+                                "connected"
+                            } else {
+                                "offline"
+                            },
+                            tools.join(","),
+                            d["workdir"].as_str().unwrap_or("-"),
+                            d["last_seen"].as_str().unwrap_or_default()
+                        );
+                    }
+                }
+            }
+            crate::DeviceCommand::Revoke { name } => {
+                r.call(Method::DELETE, &format!("/v1/devices/{name}"), None)
+                    .await?;
+                eprintln!("revoked device {name}");
+            }
+        },
         Command::Op { command } => match command {
             OpCommand::List { status } => {
                 let path = match status {

@@ -39,6 +39,9 @@ pub struct ServeArgs {
     /// this one restarted) resume its operations once it has run out.
     #[arg(long, default_value_t = 30, env = "REIN_LEASE_SECS")]
     lease_secs: u64,
+    /// Seconds a call waits for a device that is not connected before it fails.
+    #[arg(long = "device-timeout", default_value_t = 300, value_name = "SECS")]
+    device_timeout_secs: u64,
     /// Directory the file and shell tools of the API's operations work in (none by default:
     /// then they have no file or shell access). The shell still needs approval and the
     /// command guard applies.
@@ -61,6 +64,10 @@ pub enum TokenCommand {
         /// What the token is for.
         #[arg(long)]
         label: Option<String>,
+        /// A device token: it connects the device of this name (`rein connect`) and
+        /// authenticates nothing else.
+        #[arg(long, value_name = "NAME")]
+        device: Option<String>,
     },
     /// List a user's tokens (never the tokens themselves).
     List {
@@ -91,15 +98,26 @@ async fn user(store: &SqlStore, name: &str, create: bool) -> anyhow::Result<User
 /// `rein token …`.
 pub async fn token(store: &SqlStore, command: TokenCommand, json: bool) -> anyhow::Result<()> {
     match command {
-        TokenCommand::Create { user: name, label } => {
+        TokenCommand::Create {
+            user: name,
+            label,
+            device,
+        } => {
             if name.trim().is_empty() {
                 bail!("--user is empty");
             }
+            if let Some(d) = &device
+                && !rein_core::spec::valid_device_name(d)
+            {
+                bail!("--device `{d}`: use 1-64 letters, digits, `-`, `_` or `.`");
+            }
             let u = user(store, &name, true).await?;
             let token = rein_server::new_token().context("cannot generate a token")?;
-            let record = store
-                .add_token(&u.id, &rein_server::hash_token(&token), label.as_deref())
-                .await?;
+            let hash = rein_server::hash_token(&token);
+            let record = match &device {
+                Some(d) => rein_store::Devices::add_device_token(store, &u.id, &hash, d).await?,
+                None => store.add_token(&u.id, &hash, label.as_deref()).await?,
+            };
             if json {
                 println!(
                     "{}",
@@ -107,10 +125,16 @@ pub async fn token(store: &SqlStore, command: TokenCommand, json: bool) -> anyho
                 );
             } else {
                 println!("{token}");
-                eprintln!(
-                    "token {} for user {} (shown once; use it as `Authorization: Bearer …` or REIN_TOKEN)",
-                    record.id, u.name
-                );
+                match &device {
+                    Some(d) => eprintln!(
+                        "device token {} for device {d} of user {} (shown once; `REIN_TOKEN=… rein connect --server URL --name {d}`)",
+                        record.id, u.name
+                    ),
+                    None => eprintln!(
+                        "token {} for user {} (shown once; use it as `Authorization: Bearer …` or REIN_TOKEN)",
+                        record.id, u.name
+                    ),
+                }
             }
         }
         TokenCommand::List { user: name } => {
@@ -205,7 +229,7 @@ pub async fn worker(
 ) -> anyhow::Result<()> {
     let hub = Arc::new(Hub::default());
     let mut host = crate::host::host(Arc::clone(&store), ctx, args.model.as_deref()).await?;
-    host.surfaces = crate::host::server_surfaces(ctx)?;
+    crate::host::serve_from(&mut host, &store, ctx)?;
     let mut runner = Runner::new(Arc::clone(&store), Arc::clone(&hub), host);
     runner.limits = rein_store::RunLimits {
         per_owner: Some(args.max_running.max(1) as u64),
@@ -328,7 +352,7 @@ pub async fn serve(
     };
     let hub = Arc::new(Hub::default());
     let mut host = crate::host::host(Arc::clone(&store), ctx, args.model.as_deref()).await?;
-    host.surfaces = crate::host::server_surfaces(ctx)?;
+    crate::host::serve_from(&mut host, &store, ctx)?;
     if let Some(dir) = &args.workdir {
         let dir =
             std::fs::canonicalize(dir).map_err(|e| anyhow!("--workdir {}: {e}", dir.display()))?;
@@ -348,7 +372,7 @@ pub async fn serve(
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr()?;
-    let app = Arc::new(App::new(
+    let mut app = App::new(
         store,
         Arc::clone(&runner),
         hub,
@@ -359,8 +383,13 @@ pub async fn serve(
             private_hooks: args.allow_private_hooks,
             ..Default::default()
         },
+    );
+    app.devices = Arc::new(rein_server::devices::DeviceGateway::new(
+        std::time::Duration::from_secs(args.device_timeout_secs.max(1)),
     ));
+    let app = Arc::new(app);
     tokio::spawn(Arc::clone(&runner).recovery_loop(app.shutdown.clone()));
+    rein_server::devices::dispatch::spawn(&app, app.shutdown.clone());
     spawn_brief_hooks(&app);
     let wake = follow_other_processes(&app);
     // Due tasks are dispatched by this process too.

@@ -474,3 +474,95 @@ async fn the_ui_renders_markdown_safely_switches_versions_and_manages_conversati
         .unwrap();
     assert_eq!(tree.status().as_u16(), 404);
 }
+
+#[tokio::test]
+async fn the_ui_lists_a_connected_device_runs_a_conversation_on_it_and_revokes_it() {
+    let (chromium, playwright) = match prerequisites() {
+        Ok(p) => p,
+        Err(missing) => {
+            rein_testkit::skip("the web UI's devices in Chromium", &missing);
+            return;
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("rein-ui-devices-{}", OperationId::new()));
+    let laptop = dir.join("laptop");
+    std::fs::create_dir_all(&laptop).unwrap();
+    let write = json!({"path": "note.txt", "content": "from the browser"}).to_string();
+    let model = serve(
+        vec![
+            Canned::openai_tools(&[("w1", "files__write", &write)]),
+            Canned::openai_text("Done on the laptop."),
+        ],
+        3,
+    )
+    .await;
+    let (_server, base) = serve_ui(&dir, &model.base).await;
+    let rein = |args: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_rein"));
+        c.env_clear()
+            .envs(rein_testkit::coverage_env())
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("REIN_HOME", &dir)
+            .args(["--db", &dir.join("rein.db").to_string_lossy()])
+            .args(args);
+        c
+    };
+    let out = rein(&["token", "create", "--user", "local", "--device", "laptop"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let _device = rein(&[
+        "--server",
+        &base,
+        "connect",
+        "--name",
+        "laptop",
+        "--workdir",
+        &laptop.to_string_lossy(),
+    ])
+    .env("REIN_TOKEN", token)
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .kill_on_drop(true)
+    .spawn()
+    .unwrap();
+    let http = reqwest::Client::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let body = http
+            .get(format!("{base}/v1/devices"))
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        let list: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        if list["devices"][0]["connected"] == true {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the device did not connect within 30 s: {list}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let (report, out) = run_script("devices.cjs", &base, &chromium, &playwright).await;
+    assert_eq!(
+        report["ok"],
+        true,
+        "{report:#}\nscreenshots in {}",
+        out.display()
+    );
+    assert_eq!(
+        std::fs::read_to_string(laptop.join("note.txt")).unwrap(),
+        "from the browser"
+    );
+}

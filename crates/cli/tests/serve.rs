@@ -3397,6 +3397,9 @@ async fn a_killed_workers_operation_is_taken_over_once_by_another_process_on_pos
         .await
         .expect("the first worker reached its second commit");
     first.kill().await.unwrap();
+    // Its lease was renewed at the latest as it died, for 2 s: past this instant it has run
+    // out, and the processes below take the operation up in their first sweep, at start.
+    let lapsed = tokio::time::Instant::now() + Duration::from_millis(2_100);
     assert_eq!(e.ledger_lines(), 1);
     assert_eq!(e.model.requests().len(), 1);
     use rein_store::Store;
@@ -3411,10 +3414,12 @@ async fn a_killed_workers_operation_is_taken_over_once_by_another_process_on_pos
     // Another worker and a server share the database; one of them takes the operation over
     // once the dead worker's lease has run out, and finishes it.
     // Their own leases are long enough that a loaded machine never lets the winner's lapse
-    // mid-run (which would hand the operation over once more); they sweep every 5 s.
-    let (_second, mut second_lines) = worker_on(&e, &db, 10, &[]);
+    // mid-run (which would hand the operation over once more: a 10 s lease was seen to lapse
+    // on a two-core machine busy compiling beside the suite).
+    tokio::time::sleep_until(lapsed).await;
+    let (_second, mut second_lines) = worker_on(&e, &db, 60, &[]);
     tokio::spawn(async move { while let Ok(Some(_)) = second_lines.next_line().await {} });
-    let _server = e.start_on(&db, &["--lease-secs", "10"], &[]).await;
+    let _server = e.start_on(&db, &["--lease-secs", "60"], &[]).await;
     eventually("the operation finishing in another process", || async {
         let status = store.operation_status(id).await.unwrap();
         status.is_some_and(|s| s.is_terminal()).then_some(())
@@ -4062,8 +4067,11 @@ async fn a_server_runs_only_the_external_agents_it_enables() {
         "{logged}"
     );
     // Not enabled on this server (Codex would be found on a person's PATH by `rein run`, not
-    // here), and devices are not served: a well-formed request the server cannot honour.
-    for surface in ["external:codex", "device:laptop"] {
+    // here), and a device nobody connected: well-formed requests the server cannot honour.
+    for (surface, code) in [
+        ("external:codex", "surface_unavailable"),
+        ("device:laptop", "device_missing"),
+    ] {
         let (status, body) = e
             .call(
                 &rein,
@@ -4074,7 +4082,7 @@ async fn a_server_runs_only_the_external_agents_it_enables() {
             )
             .await;
         assert_eq!(status, 422, "{surface}: {body}");
-        assert_eq!(body["error"]["code"], "surface_unavailable", "{body}");
+        assert_eq!(body["error"]["code"], code, "{body}");
     }
     let (status, body) = e
         .call(
@@ -4086,4 +4094,169 @@ async fn a_server_runs_only_the_external_agents_it_enables() {
         )
         .await;
     assert_eq!(status, 400, "{body}");
+}
+
+#[tokio::test]
+async fn an_operation_on_a_device_runs_its_tools_there_and_a_dropped_connection_repeats_nothing() {
+    let e = env(vec![
+        Canned::openai_tools(&[(
+            "c1",
+            "shell__run",
+            &json!({"command": "echo ran >> count.txt && pwd"}).to_string(),
+        )]),
+        Canned::openai_tools(&[(
+            "c2",
+            "files__write",
+            &json!({"path": "note.txt", "content": "written on the device"}).to_string(),
+        )]),
+        Canned::openai_text("Done on the laptop."),
+    ])
+    .await;
+    let (server_dir, laptop) = (e.dir.join("server"), e.dir.join("laptop"));
+    std::fs::create_dir_all(&server_dir).unwrap();
+    std::fs::create_dir_all(&laptop).unwrap();
+    let rein = e
+        .start_with(
+            &[
+                "--sandbox",
+                "off",
+                "--workdir",
+                &server_dir.display().to_string(),
+            ],
+            &[],
+        )
+        .await;
+    let token = e.token("alice").await;
+    // An operation on a device nobody connected is refused before anything runs.
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/operations",
+            Some(&token),
+            Some(json!({"input": "hi", "surface": "device:laptop"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["code"], "device_missing");
+
+    let out = e
+        .command(&["token", "create", "--user", "alice", "--device", "laptop"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let device_token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    // A device token is no API token.
+    let (status, _) = e
+        .call(&rein, "GET", "/v1/operations", Some(&device_token), None)
+        .await;
+    assert_eq!(status, 401);
+
+    let mut device = e.command(&[
+        "--server",
+        &rein.base,
+        "--sandbox",
+        "off",
+        "connect",
+        "--name",
+        "laptop",
+        "--workdir",
+        &laptop.display().to_string(),
+    ]);
+    let mut device = device
+        .env("REIN_TOKEN", &device_token)
+        .env("REIN_TEST_DEVICE_DROP", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let device_log = Arc::new(Mutex::new(Vec::new()));
+    {
+        let mut lines = BufReader::new(device.stderr.take().unwrap()).lines();
+        let sink = Arc::clone(&device_log);
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                sink.lock().unwrap().push(line);
+            }
+        });
+    }
+    eventually("the device connected", || async {
+        let (_, v) = e
+            .call(&rein, "GET", "/v1/devices", Some(&token), None)
+            .await;
+        (v["devices"][0]["connected"] == true).then_some(())
+    })
+    .await;
+    let (_, v) = e
+        .call(&rein, "GET", "/v1/devices", Some(&token), None)
+        .await;
+    assert_eq!(v["devices"][0]["name"], "laptop");
+    assert_eq!(v["devices"][0]["tools"], json!(["files", "shell"]));
+    // Another user sees no device.
+    let bob = e.token("bob").await;
+    let (_, v) = e.call(&rein, "GET", "/v1/devices", Some(&bob), None).await;
+    assert_eq!(v["devices"], json!([]), "{v}");
+    let (status, _) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/operations",
+            Some(&bob),
+            Some(json!({"input": "hi", "surface": "device:laptop"})),
+        )
+        .await;
+    assert_eq!(status, 422);
+
+    let op = e
+        .create_operation(
+            &rein,
+            &token,
+            json!({"input": "Leave a note.", "surface": "device:laptop", "approval": "auto-run"}),
+        )
+        .await;
+    let detail = wait_status(&e, &rein, &op, &token, "done").await;
+    assert_eq!(detail["spec"]["surface"], "device:laptop");
+    let log = device_log.lock().unwrap().join("\n");
+    assert!(
+        log.contains("reconnecting"),
+        "the connection dropped mid-call: {log}"
+    );
+    // The command ran once, on the device, in its directory; the server's is untouched.
+    assert_eq!(
+        std::fs::read_to_string(laptop.join("count.txt")).unwrap(),
+        "ran\n",
+        "{log}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(laptop.join("note.txt")).unwrap(),
+        "written on the device"
+    );
+    assert!(std::fs::read_dir(&server_dir).unwrap().next().is_none());
+    let shell = e.model.requests()[1].tool_result("c1");
+    assert!(
+        shell.contains(&laptop.canonicalize().unwrap().display().to_string()),
+        "{shell}"
+    );
+
+    // Revoked: its connection closes and the device stops.
+    let (status, _) = e
+        .call(&rein, "DELETE", "/v1/devices/laptop", Some(&token), None)
+        .await;
+    assert_eq!(status, 204);
+    let exit = tokio::time::timeout(Duration::from_secs(20), device.wait())
+        .await
+        .expect("a revoked device stops")
+        .unwrap();
+    assert!(!exit.success());
+    let (_, v) = e
+        .call(&rein, "GET", "/v1/devices", Some(&token), None)
+        .await;
+    assert_eq!(v["devices"], json!([]));
 }

@@ -462,6 +462,11 @@ pub struct AgentState {
     /// Set while interrupted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interruption: Option<Interruption>,
+    /// Tool calls whose results come from outside any step (a connected device runs them), by
+    /// call id, in call order: their tool messages stay `pending` and the operation waits
+    /// (`waiting_for_async_tool`) until each is answered (`AgentRuntime::complete_async_tool`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub async_calls: Vec<String>,
     /// Tasks tool calls delegated in the current turn, not started yet: the next instruction
     /// after the turn's tools have run starts them (`exec_sub_agents`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -536,6 +541,7 @@ impl AgentState {
             pending_assistant_message_id: None,
             interruption: None,
             delegated: Vec::new(),
+            async_calls: Vec::new(),
             sub_agents: Vec::new(),
             tool_manifests: Arc::default(),
             activated_tools: Vec::new(),

@@ -45,6 +45,9 @@ pub enum DriverError {
     /// was written.
     #[error(transparent)]
     External(#[from] crate::external::ExternalError),
+    /// The operation targets a device its owner does not have; nothing was written.
+    #[error("no device `{0}`: connect it with `rein connect --name {0}` first")]
+    UnknownDevice(String),
     /// Skills named for an operation that this process does not have; nothing was written.
     #[error("no skill named {}; `rein skill list` shows the available ones", .0.join(", "))]
     UnknownSkills(Vec<String>),

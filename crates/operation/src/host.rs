@@ -100,6 +100,8 @@ pub struct Host {
     pub system_model: Option<ModelRef>,
     /// Where this host runs operations: its own surface and the external agents it may start.
     pub surfaces: crate::surface::Surfaces,
+    /// The devices operations may run on (`rein serve`'s gateway).
+    pub devices: Option<Arc<dyn crate::devices::DeviceDirectory>>,
 }
 
 impl Host {
@@ -126,6 +128,7 @@ impl Host {
             system_model: None,
             sandbox: Default::default(),
             surfaces: Default::default(),
+            devices: None,
         }
     }
 
@@ -151,6 +154,9 @@ impl Host {
         }
         if let Some(model) = &self.system_model {
             d = d.with_system_model(model.clone());
+        }
+        if let Some(devices) = &self.devices {
+            d = d.with_devices(Arc::clone(devices));
         }
         d.with_skills(Arc::clone(&self.skills))
             .with_external(self.surfaces.external.clone())

@@ -24,6 +24,7 @@ mod activity;
 mod agents;
 pub mod attachment;
 pub mod context_report;
+pub mod devices;
 mod driver;
 mod embedder;
 mod error;

@@ -23,6 +23,8 @@ pub struct Surfaces {
     pub own: Surface,
     /// The external agents it may start.
     pub external: ExternalAgents,
+    /// Whether devices connect to it (`rein serve`): operations may target them.
+    pub devices: bool,
 }
 
 /// Why an operation cannot run where it asked to.
@@ -36,10 +38,8 @@ pub enum SurfaceError {
         /// What was asked.
         asked: String,
     },
-    /// Devices are not served by this build.
-    #[error(
-        "surface `{0}`: running tools on a connected device is not available in this version of rein"
-    )]
+    /// This host has no device gateway (devices connect to `rein serve`).
+    #[error("surface `{0}`: devices connect to a rein server (`rein connect`); run this on one")]
     NoDevices(String),
     /// The external agent cannot be started here.
     #[error(transparent)]
@@ -67,7 +67,10 @@ pub fn route(req: RouteRequest<'_>, host: &Surfaces) -> Result<Surface, SurfaceE
         // `local` and `server` both name rein's own brain and tools in the process running
         // the operation; the spec records which kind of process that is.
         None | Some(Surface::Local | Surface::Server) => Ok(host.own.clone()),
-        Some(d @ Surface::Device(_)) => Err(SurfaceError::NoDevices(d.to_string())),
+        Some(d @ Surface::Device(_)) if !host.devices => {
+            Err(SurfaceError::NoDevices(d.to_string()))
+        }
+        Some(d @ Surface::Device(_)) => Ok(d.clone()),
         Some(Surface::External(kind)) => match host.external.get(*kind) {
             Some(_) => Ok(Surface::External(*kind)),
             None => Err(ExternalError::NotEnabled(kind.name()).into()),
@@ -96,7 +99,12 @@ mod tests {
     fn host(own: Surface) -> Surfaces {
         let mut external = ExternalAgents::none();
         external.set(ExternalKind::Codex, ExternalCommand::new("codex"));
-        Surfaces { own, external }
+        let devices = own == Surface::Server;
+        Surfaces {
+            own,
+            external,
+            devices,
+        }
     }
 
     /// Every combination of what is asked, the parent's surface and the host's own: a child is
@@ -128,6 +136,9 @@ mod tests {
                         (Some(p), _) => assert_eq!(got.as_ref(), Ok(p)),
                         (None, None | Some(Surface::Local | Surface::Server)) => {
                             assert_eq!(got.as_ref(), Ok(&own))
+                        }
+                        (None, Some(d @ Surface::Device(_))) if own == Surface::Server => {
+                            assert_eq!(got.as_ref(), Ok(d))
                         }
                         (None, Some(Surface::Device(_))) => {
                             assert!(matches!(got, Err(SurfaceError::NoDevices(_))))

@@ -351,6 +351,15 @@ impl ToolPort for ToolHost {
             rein.operation.id = %state.operation_id,
         );
         async move {
+            // A device's tool runs on the device: the gateway sends the call once this step is
+            // committed, and its answer completes it.
+            if state
+                .tool_manifests
+                .get(&*call.identifier)
+                .is_some_and(|m| m.kind == rein_core::tool::ToolKind::Device)
+            {
+                return Ok(ToolOutput::deferred("Sent to the device; waiting for its answer."));
+            }
             let Some(tool) = self.registry.get(&call.identifier) else {
                 return Ok(ToolOutput::failed(format!("Tool `{}` is not installed.", call.identifier)));
             };

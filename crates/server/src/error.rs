@@ -181,6 +181,12 @@ impl From<rein_operation::DriverError> for ApiError {
                 }
             }
             E::External(x) => surface_unavailable(x.into()),
+            // Well-formed, naming a device the caller does not have.
+            e @ E::UnknownDevice(_) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "device_missing",
+                e.to_string(),
+            ),
             // Well-formed, naming skills the server does not have.
             e @ E::UnknownSkills(_) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,

@@ -13,6 +13,7 @@ pub mod api;
 pub mod auth;
 pub mod brief_hooks;
 pub mod commit_notices;
+pub mod devices;
 pub mod error;
 pub mod hub;
 pub mod metrics;
@@ -28,7 +29,9 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
 use rein_store::SqlStore;
 use routes::tasks as tasks_api;
-use routes::{agents, briefs, groups, models, openai, operations, skills, topics};
+use routes::{
+    agents, briefs, devices as devices_api, groups, models, openai, operations, skills, topics,
+};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -81,6 +84,8 @@ pub struct App {
     pub tasks: Arc<rein_scheduler::TaskService>,
     /// Starts task runs (manual ones from the API, due ones from the dispatcher).
     pub launcher: Arc<dyn rein_scheduler::Launcher>,
+    /// Connected devices and what was sent to them.
+    pub devices: Arc<devices::DeviceGateway>,
 }
 
 impl App {
@@ -109,6 +114,7 @@ impl App {
             shutdown: CancellationToken::new(),
             tasks,
             launcher,
+            devices: Arc::default(),
         }
     }
 
@@ -137,6 +143,7 @@ pub fn api() -> api::Api {
         .merge(openai::api())
         .merge(tasks_api::api())
         .merge(briefs::api())
+        .merge(devices_api::api())
 }
 
 /// Every route.
@@ -146,6 +153,8 @@ pub fn router(app: AppState) -> Router {
     routes
         .route("/", get(ui::index))
         .route("/metrics", get(metrics::scrape))
+        // A WebSocket, not a JSON route: documented in docs/surfaces.md.
+        .route("/v1/devices/connect", get(devices::session::connect))
         .route("/v1/openapi.json", get(ui::openapi))
         .fallback(error::no_route)
         .method_not_allowed_fallback(error::wrong_method)

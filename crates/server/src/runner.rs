@@ -21,6 +21,13 @@ pub enum Job {
     Resume,
     /// Record these decisions in order, then continue.
     Decide(Vec<(String, Decision)>),
+    /// Record a device's answer of an async call, then continue if nothing else is awaited.
+    CompleteAsync {
+        /// The call.
+        call_id: String,
+        /// Its result.
+        output: Box<rein_core::engine::ports::ToolOutput>,
+    },
 }
 
 /// How a run started with [`Runner::spawn`] ended, once it has: its end, or why it failed.
@@ -233,6 +240,9 @@ impl Runner {
             let end = match job {
                 Job::Run => driver.run(id).await,
                 Job::Resume => driver.resume(id).await,
+                Job::CompleteAsync { call_id, output } => {
+                    driver.complete_async_tool(id, &call_id, *output).await
+                }
                 Job::Decide(decisions) => {
                     let mut end = Ok(RunEnd::WaitingForHuman {
                         pending: Vec::new(),

@@ -26,6 +26,9 @@ pub struct User {
 pub struct ApiToken {
     /// Id (shown in listings, used to revoke).
     pub id: String,
+    /// For a device token: the device it connects (it authenticates nothing else).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
     /// Owner.
     pub user_id: String,
     /// What it is for.
@@ -87,7 +90,8 @@ pub trait Accounts: Send + Sync {
         token_hash: &'a str,
         label: Option<&'a str>,
     ) -> BoxFuture<'a, Result<ApiToken, StoreError>>;
-    /// The user a (not revoked) token hash belongs to; records the use.
+    /// The user a (not revoked) API token hash belongs to; records the use. A device token
+    /// is no API token ([`crate::Devices::device_for_token`]).
     fn user_for_token<'a>(
         &'a self,
         token_hash: &'a str,
@@ -161,6 +165,7 @@ fn opt_ts(row: &AnyRow, col: &str) -> Result<Option<DateTime<Utc>>, StoreError> 
 fn token_from(row: &AnyRow) -> Result<ApiToken, StoreError> {
     Ok(ApiToken {
         id: row.try_get("id")?,
+        device: row.try_get("device")?,
         user_id: row.try_get("user_id")?,
         label: row.try_get("label")?,
         created_at: parse_ts(&row.try_get::<String, _>("created_at")?, "token created_at")?,
@@ -295,11 +300,11 @@ fn named_from(row: &AnyRow, kind: Named) -> Result<AgentRecord, StoreError> {
 }
 
 /// Now, at the precision timestamps are stored with, so a returned record equals a reloaded one.
-fn now() -> DateTime<Utc> {
+pub(crate) fn now() -> DateTime<Utc> {
     Utc::now().trunc_subsecs(6)
 }
 
-fn new_id(prefix: &str) -> String {
+pub(crate) fn new_id(prefix: &str) -> String {
     format!("{prefix}_{}", uuid::Uuid::now_v7().simple())
 }
 
@@ -353,6 +358,7 @@ impl Accounts for SqlStore {
         async move {
             let token = ApiToken {
                 id: new_id("tok"),
+                device: None,
                 user_id: user_id.to_owned(),
                 label: label.map(str::to_owned),
                 created_at: now(),
@@ -381,7 +387,8 @@ impl Accounts for SqlStore {
         async move {
             let row = sqlx::query(
                 "SELECT u.id AS id, u.name AS name, u.created_at AS created_at FROM api_tokens t \
-                 JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1 AND t.revoked_at IS NULL",
+                 JOIN users u ON u.id = t.user_id \
+                 WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND t.device IS NULL",
             )
             .bind(token_hash)
             .fetch_optional(&self.pool)
@@ -405,7 +412,7 @@ impl Accounts for SqlStore {
     ) -> BoxFuture<'a, Result<Vec<ApiToken>, StoreError>> {
         async move {
             sqlx::query(
-                "SELECT id, user_id, label, created_at, last_used_at, revoked_at FROM api_tokens \
+                "SELECT id, device, user_id, label, created_at, last_used_at, revoked_at FROM api_tokens \
                  WHERE user_id = $1 ORDER BY created_at DESC, id DESC",
             )
             .bind(user_id)

@@ -17,6 +17,7 @@
 
 mod accounts;
 mod briefs;
+mod devices;
 mod error;
 mod records;
 mod schema;
@@ -29,6 +30,7 @@ pub use briefs::{
     Artifact, BRIEF_ID_PATTERN, Brief, BriefAction, BriefFilter, BriefHook, BriefKind, BriefNotice,
     BriefPriority, Briefs, Resolution, new_brief_id, valid_brief_id,
 };
+pub use devices::{DeviceRecord, Devices};
 pub use error::StoreError;
 pub use records::*;
 pub use sql::{CommitNotices, Counts, SqlStore, Synchronous, redact};

@@ -69,6 +69,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "topics' active branch and title source",
         include_str!("../migrations/0014_topic_tree.sql"),
     ),
+    (
+        15,
+        "devices and device tokens",
+        include_str!("../migrations/0015_devices.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

@@ -714,6 +714,51 @@ async fn accounts(store: &SqlStore) {
         "revoked"
     );
 
+    // Device tokens connect their device and are no API tokens; devices are per user.
+    let device_hash = format!("device-{suffix}");
+    store
+        .add_device_token(&alice.id, &device_hash, "laptop")
+        .await
+        .unwrap();
+    assert!(store.user_for_token(&device_hash).await.unwrap().is_none());
+    assert!(store.device_for_token(&hash).await.unwrap().is_none());
+    let (owner, device) = store.device_for_token(&device_hash).await.unwrap().unwrap();
+    assert_eq!(
+        (owner.id.as_str(), device.as_str()),
+        (alice.id.as_str(), "laptop")
+    );
+    let seen = Utc::now();
+    let mut laptop = DeviceRecord {
+        owner: alice.id.clone(),
+        name: "laptop".into(),
+        tools: vec![rein_core::testing::manifest("files", &["read"])],
+        workdir: Some("/home/alice".into()),
+        platform: Some("linux-x86_64".into()),
+        last_seen: seen,
+        created_at: seen,
+    };
+    store.put_device(&laptop).await.unwrap();
+    laptop
+        .tools
+        .push(rein_core::testing::manifest("shell", &["run"]));
+    store.put_device(&laptop).await.unwrap();
+    let back = store.device(&alice.id, "laptop").await.unwrap().unwrap();
+    assert_eq!(back.tools.len(), 2, "a reconnect refreshes what it offers");
+    assert_eq!(back.workdir.as_deref(), Some("/home/alice"));
+    assert!(store.device(&bob.id, "laptop").await.unwrap().is_none());
+    assert!(store.list_devices(&bob.id).await.unwrap().is_empty());
+    assert_eq!(store.list_devices(&alice.id).await.unwrap().len(), 1);
+    assert!(!store.revoke_device(&bob.id, "laptop").await.unwrap());
+    assert!(store.revoke_device(&alice.id, "laptop").await.unwrap());
+    assert!(
+        store
+            .device_for_token(&device_hash)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(store.list_devices(&alice.id).await.unwrap().is_empty());
+
     let now = Utc::now();
     let agent = |owner: &str, config: serde_json::Value| AgentRecord {
         owner: owner.into(),
@@ -1105,6 +1150,35 @@ async fn admission(store: &SqlStore) {
             .unwrap(),
         Claim::Claimed
     );
+    // Processes taking over a lapsed lease at the same instant: exactly one gets it (on
+    // PostgreSQL the claim reads the row locked; a plain read let two of them see it lapsed).
+    let later = now + chrono::Duration::seconds(200);
+    let contested = accepted[3];
+    let racers: Vec<_> = (0..8)
+        .map(|n| {
+            let store = Arc::clone(&store);
+            let racer = Admission {
+                node: format!("racer-{n}"),
+                now: later,
+                until: later + chrono::Duration::seconds(60),
+                limits: RunLimits::default(),
+            };
+            tokio::spawn(async move { store.claim_operation(contested, &racer).await })
+        })
+        .collect();
+    let mut claimed = 0;
+    for r in racers {
+        if r.await.unwrap().unwrap() == Claim::Claimed {
+            claimed += 1;
+        }
+    }
+    assert_eq!(claimed, 1, "one process takes a lapsed lease over");
+    for n in 0..8 {
+        store
+            .release_operation(contested, &format!("racer-{n}"))
+            .await
+            .unwrap();
+    }
     // Recovery notes.
     let retry = now + chrono::Duration::seconds(30);
     store

@@ -413,13 +413,15 @@ impl GeneralChatAgent {
         let Some(turn) = state.current_tool_turn() else {
             return (None, Vec::new());
         };
-        // A delegating call's result is pending on its sub-agents, not on a human.
+        // A delegating call's result is pending on its sub-agents, an async call's on its
+        // device, not on a human.
         let delegating = |id: &str| {
             state
                 .delegated
                 .iter()
                 .any(|t| t.tool_call_id.as_deref() == Some(id))
                 || state.sub_agents.iter().any(|r| r.tool_call_id == id)
+                || state.async_calls.iter().any(|c| c == id)
         };
         let pending = state
             .messages

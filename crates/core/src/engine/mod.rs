@@ -23,7 +23,7 @@ use crate::agent::{Agent, HeuristicEstimator, TokenEstimator};
 use crate::event::{AgentEvent, EventKind};
 use crate::instruction::BlockedReason;
 use crate::instruction::{CallToolPayload, Instruction, InstructionKind};
-use crate::message::Role;
+use crate::message::{Role, ToolStatus};
 use crate::phase::{Phase, RuntimeContext, UserInputPayload};
 use crate::state::{AgentState, Interruption, StateError, Status, ToolRepeat};
 use builtin::{
@@ -298,6 +298,19 @@ impl AgentRuntime {
         if state.status.is_terminal() || state.status.is_parked() {
             return StepResult::transition(state, Vec::new(), None);
         }
+        // The brain sees a turn's results only once every async call of it has answered (an
+        // approved call still runs: it may be one more of them).
+        if state.status == Status::Running
+            && !state.async_calls.is_empty()
+            && !matches!(
+                context.as_ref().map(|c| &c.phase),
+                Some(Phase::HumanApprovedTool(_))
+            )
+        {
+            let mut st = state;
+            st.status = Status::WaitingForAsyncTool;
+            return StepResult::transition(st, Vec::new(), None);
+        }
         let mut st = state.clone();
         // A cloned Vec has no spare capacity; a step appends a few messages.
         st.messages.reserve(4);
@@ -423,6 +436,10 @@ impl AgentRuntime {
                 break;
             }
         }
+        // Calls a device runs answer later: the operation waits for them.
+        if st.status == Status::Running && !st.async_calls.is_empty() {
+            st.status = Status::WaitingForAsyncTool;
+        }
         // Executors cannot change the step count; a finishing step does not count.
         st.step_count = if finished { step_index - 1 } else { step_index };
         if st.status.is_blocked() || st.status.is_terminal() {
@@ -498,6 +515,72 @@ impl AgentRuntime {
                 return all;
             }
         }
+    }
+
+    /// Answer async call `tool_call_id` (run on a device) with `output`: its tool message gets
+    /// the result, and once no async call is left an operation that waited for them runs on
+    /// (the brain then sees the turn's results). One waiting for a human as well stays so.
+    pub fn complete_async_tool(
+        &self,
+        mut state: AgentState,
+        tool_call_id: &str,
+        output: &ToolOutput,
+    ) -> Result<StepResult, DecisionError> {
+        let Some(pos) = state.async_calls.iter().position(|c| c == tool_call_id) else {
+            return Err(DecisionError::UnknownToolCall(tool_call_id.to_owned()));
+        };
+        let call = state
+            .messages
+            .iter()
+            .flat_map(|m| m.tool_calls.iter())
+            .find(|c| &*c.id == tool_call_id)
+            .cloned()
+            .ok_or_else(|| DecisionError::UnknownToolCall(tool_call_id.to_owned()))?;
+        state.async_calls.remove(pos);
+        let emitter = Emitter::new(
+            state.operation_id,
+            state.step_count,
+            state.next_event_seq,
+            self.sink.clone(),
+        );
+        let status = if output.success {
+            ToolStatus::Succeeded
+        } else {
+            ToolStatus::Failed
+        };
+        let parent = state
+            .messages
+            .iter()
+            .find(|m| m.tool_calls.iter().any(|c| &*c.id == tool_call_id))
+            .map(|m| m.id);
+        let id =
+            builtin::write_tool_message(&mut state, &call, parent, None, status, &output.content);
+        let key = call.key();
+        state.usage.record_tool(&key, output.success, 0);
+        state.cost.record_tool(&key, output.cost);
+        emitter.emit(EventKind::ToolResult {
+            tool_call_id: call.id.clone(),
+            tool_message_id: id,
+            status,
+            content: output.content.clone(),
+            duration_ms: 0,
+        });
+        let next = (state.async_calls.is_empty() && state.status == Status::WaitingForAsyncTool)
+            .then(|| {
+                state.status = Status::Running;
+                RuntimeContext::new(Phase::ToolResult(crate::phase::ToolResultPayload {
+                    parent_message_id: parent,
+                    tool_message_id: id,
+                    tool_call: call,
+                    status,
+                    content: output.content.clone(),
+                    execution_ms: 0,
+                    follow_up: None,
+                }))
+            });
+        state.next_event_seq = emitter.next_seq();
+        state.updated_at = Utc::now();
+        Ok(StepResult::transition(state, emitter.take(), next))
     }
 
     /// Interrupt an operation from outside a step.

@@ -128,6 +128,9 @@ pub struct ToolOutput {
     pub todos: Option<Vec<crate::state::TodoItem>>,
     /// The host's record of this execution, committed with the step.
     pub execution: Option<crate::tool::ToolExecution>,
+    /// The call runs elsewhere (a connected device) and answers later: its tool message stays
+    /// `pending` with `content` as a note, and the operation waits for the answer.
+    pub deferred: bool,
 }
 
 impl ToolOutput {
@@ -136,6 +139,16 @@ impl ToolOutput {
         Self {
             content: content.into(),
             success: true,
+            ..Default::default()
+        }
+    }
+
+    /// A call sent elsewhere; its result comes later (see [`ToolOutput::deferred`]).
+    pub fn deferred(note: impl Into<String>) -> Self {
+        Self {
+            content: note.into(),
+            success: true,
+            deferred: true,
             ..Default::default()
         }
     }

@@ -5,6 +5,7 @@
 //! everything that decides what the operation may do is its spec, read back on every path, so
 //! a process continuing it offers exactly the model, tools and role it started with.
 
+mod async_tool;
 mod children;
 mod commit;
 mod decide;
@@ -109,6 +110,11 @@ pub enum RunEnd {
         /// Calls awaiting a decision.
         pending: Vec<ToolCall>,
     },
+    /// Waiting for calls a device runs (see [`Driver::complete_async_tool`]).
+    WaitingForAsyncTool {
+        /// Their call ids.
+        calls: Vec<String>,
+    },
     /// Waiting for sub-agents that are neither parked on a human nor interrupted (another
     /// process runs them).
     WaitingForSubAgents {
@@ -177,6 +183,8 @@ pub struct Driver {
     system_model: Option<ModelRef>,
     /// The external agent CLIs this process may start (`external:KIND` operations).
     external: crate::external::ExternalAgents,
+    /// Where operations on `device:NAME` find the device's tools (none: no devices here).
+    devices: Option<Arc<dyn crate::devices::DeviceDirectory>>,
     /// Token estimators by vocabulary and factor (bits), shared by every run.
     estimators: std::sync::Mutex<
         Vec<(
@@ -217,8 +225,11 @@ fn end_of(state: &AgentState) -> RunEnd {
         Status::WaitingForSubAgents => RunEnd::WaitingForSubAgents {
             children: state.sub_agents.iter().map(|r| r.operation_id).collect(),
         },
-        Status::WaitingForHuman | Status::WaitingForAsyncTool => RunEnd::WaitingForHuman {
+        Status::WaitingForHuman => RunEnd::WaitingForHuman {
             pending: state.pending_tool_calls.clone(),
+        },
+        Status::WaitingForAsyncTool => RunEnd::WaitingForAsyncTool {
+            calls: state.async_calls.clone(),
         },
         Status::Interrupted => {
             let i = state.interruption.as_ref();
@@ -284,6 +295,7 @@ impl Driver {
             skills: Arc::default(),
             system_model: None,
             external: crate::external::ExternalAgents::none(),
+            devices: None,
             estimators: Default::default(),
         }
     }
@@ -302,6 +314,12 @@ impl Driver {
     /// Builder: operations on `external:KIND` surfaces start these programs.
     pub fn with_external(mut self, external: crate::external::ExternalAgents) -> Self {
         self.external = external;
+        self
+    }
+
+    /// Builder: operations may run on the devices `directory` knows.
+    pub fn with_devices(mut self, directory: Arc<dyn crate::devices::DeviceDirectory>) -> Self {
+        self.devices = Some(directory);
         self
     }
 

@@ -102,6 +102,14 @@ impl Driver {
         spec: &OperationSpec,
     ) -> Result<Arc<ToolManifestMap>, DriverError> {
         let mut map = self.tools.manifests();
+        if let rein_core::spec::Surface::Device(name) = &spec.surface {
+            let offered = match &self.devices {
+                Some(d) => d.tools(spec.owner.as_deref(), name).await?,
+                None => None,
+            };
+            let offered = offered.ok_or_else(|| DriverError::UnknownDevice(name.clone()))?;
+            map = Arc::new(crate::devices::device_manifests(&map, offered));
+        }
         let Some(directory) = &self.agents else {
             return Ok(map);
         };

@@ -2,6 +2,7 @@
 
 pub mod agents;
 pub mod briefs;
+pub mod devices;
 pub mod events;
 pub mod groups;
 pub mod models;
@@ -345,3 +346,19 @@ pub async fn owned_operation(
     }
     Ok(op)
 }
+
+path_param!(
+    /// `{name}` of a device: 1 to 64 ASCII letters, digits, `-`, `_` or `.`.
+    DevicePath,
+    check: |s| {
+        if rein_core::spec::valid_device_name(s) {
+            Ok(())
+        } else {
+            let shown: String = s.chars().take(40).collect();
+            Err(ApiError::bad_request(format!(
+                "{shown:?} is not a device name (1-64 letters, digits, `-`, `_`, `.`)"
+            )))
+        }
+    },
+    schema: json!({"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$"})
+);

@@ -89,11 +89,18 @@ pub(super) async fn claim_operation(
 ) -> Result<crate::Claim, StoreError> {
     let mut tx = store.begin_write().await?;
     let key = id.to_string();
-    let row: Option<(Option<String>, Option<i64>, Option<String>)> =
-        sqlx::query_as("SELECT lease_owner, lease_until, owner FROM operations WHERE id = $1")
-            .bind(&key)
-            .fetch_optional(&mut *tx)
-            .await?;
+    // Two processes claiming at once must not both see the old lease as run out: SQLite's
+    // write transaction already runs alone; PostgreSQL's reads lock the row until the claim
+    // commits (the second reader then sees the first's lease).
+    let read = if store.postgres {
+        "SELECT lease_owner, lease_until, owner FROM operations WHERE id = $1 FOR UPDATE"
+    } else {
+        "SELECT lease_owner, lease_until, owner FROM operations WHERE id = $1"
+    };
+    let row: Option<(Option<String>, Option<i64>, Option<String>)> = sqlx::query_as(read)
+        .bind(&key)
+        .fetch_optional(&mut *tx)
+        .await?;
     let Some((holder, until, owner)) = row else {
         return Err(StoreError::OperationNotFound(key));
     };

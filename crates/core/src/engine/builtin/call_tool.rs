@@ -65,7 +65,12 @@ impl PayloadExecutor for CallToolExecutor {
                 }
             };
             let ms = elapsed_ms(started);
+            if output.deferred && !state.async_calls.iter().any(|c| **c == *call.id) {
+                state.async_calls.push(call.id.to_string());
+            }
             let status = match (output.success, &output.follow_up) {
+                // Answered once it reports back (a device).
+                _ if output.deferred => ToolStatus::Pending,
                 // Answered once the sub-agents it delegated to have ended.
                 (true, Some(_)) => ToolStatus::Pending,
                 (true, None) => ToolStatus::Succeeded,
@@ -100,7 +105,10 @@ impl PayloadExecutor for CallToolExecutor {
                 }
             }
             let key = call.key();
-            state.usage.record_tool(&key, output.success, ms);
+            // A deferred call is counted when it answers.
+            if !output.deferred {
+                state.usage.record_tool(&key, output.success, ms);
+            }
             state.cost.record_tool(&key, output.cost);
             let mut result = settle(
                 state,

@@ -93,6 +93,11 @@ impl PayloadExecutor for CallToolsBatchExecutor {
                         if copy.todos != base_todos {
                             merged.todos = copy.todos.clone();
                         }
+                        for id in &copy.async_calls {
+                            if !merged.async_calls.contains(id) {
+                                merged.async_calls.push(id.clone());
+                            }
+                        }
                         // Tasks the call delegated, in call order.
                         merged
                             .delegated

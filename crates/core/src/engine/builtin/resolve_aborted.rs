@@ -50,6 +50,8 @@ impl PayloadExecutor for ResolveAbortedToolsExecutor {
             state
                 .pending_tool_calls
                 .retain(|c| !settled.contains(c.id.as_ref()));
+            // An answer arriving later for a settled call is refused.
+            state.async_calls.retain(|c| !settled.contains(c.as_str()));
             Ok(ExecOutput::new(None))
         }
         .boxed()

@@ -1,0 +1,498 @@
+//! `rein connect`: this machine joins a `rein serve` as a device. It holds a WebSocket to the
+//! server (reconnecting with backoff), announces the tools it runs (`files`, `shell`, and the
+//! MCP servers configured here) confined to its working directory, and runs the calls the
+//! server sends: each checked again here (its arguments, the command guard, the sandbox), each
+//! recorded in a ledger before it runs, so a call that arrives twice (a reconnect) is answered
+//! from the ledger and never run twice, and a result the server has not confirmed is sent
+//! again after a reconnect. `--daemon` detaches it, logging to a file.
+
+use anyhow::{Context, anyhow, bail};
+use futures::{SinkExt, StreamExt};
+use rein_core::spec::{Sandbox, SandboxMode};
+use rein_server::devices::protocol::{DeviceCall, DeviceMessage, ServerMessage};
+use rein_tools::{ToolContext, ToolRegistry};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+/// `rein connect` options (the server is the global `--server URL`; the device token is
+/// `$REIN_TOKEN`).
+#[derive(clap::Args)]
+pub struct ConnectArgs {
+    /// This device's name (the one its token was created for: `rein token create --device`).
+    #[arg(long)]
+    pub name: String,
+    /// The directory its tools work in (default: the current one).
+    #[arg(long)]
+    pub workdir: Option<PathBuf>,
+    /// Run in the background, logging to `--log` (default `$REIN_HOME/devices/NAME.log`).
+    #[arg(long)]
+    pub daemon: bool,
+    /// Where `--daemon` logs.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+}
+
+/// How a connection ended.
+enum Ended {
+    /// The server refused this device (revoked, wrong name): do not come back.
+    Refused(String),
+    /// The connection dropped: come back.
+    Lost(String),
+}
+
+/// `rein connect`.
+pub async fn connect(server: &str, args: ConnectArgs, ctx: &crate::Context_) -> anyhow::Result<u8> {
+    if !rein_core::spec::valid_device_name(&args.name) {
+        bail!(
+            "--name `{}`: use 1-64 letters, digits, `-`, `_` or `.`",
+            args.name
+        );
+    }
+    let token = std::env::var("REIN_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            anyhow!(
+                "set REIN_TOKEN to a device token (`rein token create --user NAME --device {}`)",
+                args.name
+            )
+        })?;
+    let url = socket_url(server)?;
+    let workdir = match &args.workdir {
+        Some(d) => d.clone(),
+        None => std::env::current_dir()?,
+    };
+    let workdir = std::fs::canonicalize(&workdir)
+        .with_context(|| format!("--workdir {}", workdir.display()))?;
+    if !workdir.is_dir() {
+        bail!("--workdir {}: not a directory", workdir.display());
+    }
+    let home = crate::data_dir()?.join("devices");
+    std::fs::create_dir_all(&home)?;
+    if args.daemon {
+        return daemonize(&args, &home);
+    }
+    let mut tools = ToolRegistry::new();
+    tools.register(Arc::new(rein_tools::files::Files))?;
+    tools.register(Arc::new(rein_tools::shell::Shell::new(Default::default())))?;
+    for (name, entry) in ctx.config.mcp(&ctx.mcp)? {
+        tools.register(rein_tools::mcp::McpServer::connect(entry.server(&name)?).await?)?;
+    }
+    let device = Device {
+        name: args.name.clone(),
+        tools,
+        workdir,
+        sandbox: ctx.sandbox,
+        ledger: Ledger::open(&home.join(format!("{}.ledger", args.name)))?,
+    };
+    eprintln!(
+        "rein: {}",
+        rein_tools::sandbox::Mechanism::detect().describe(device.sandbox)
+    );
+    let mut backoff = Duration::from_secs(1);
+    let mut device = device;
+    loop {
+        match device.session(&url, &token).await {
+            Ok(Ended::Refused(reason)) => bail!("the server refused this device: {reason}"),
+            Ok(Ended::Lost(why)) | Err(ConnectError::Lost(why)) => {
+                eprintln!(
+                    "rein: connection lost ({why}); reconnecting in {} s",
+                    backoff.as_secs()
+                );
+            }
+            Err(ConnectError::Fatal(e)) => return Err(e),
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(30));
+    }
+}
+
+/// `ws://` or `wss://` for the server's `http://` or `https://` URL.
+fn socket_url(server: &str) -> anyhow::Result<String> {
+    let base = server.trim_end_matches('/');
+    let rest = if let Some(r) = base.strip_prefix("https://") {
+        format!("wss://{r}")
+    } else if let Some(r) = base.strip_prefix("http://") {
+        format!("ws://{r}")
+    } else {
+        bail!("--server `{server}` is not an http:// or https:// URL");
+    };
+    Ok(format!("{rest}/v1/devices/connect"))
+}
+
+/// Start this command again in the background (without `--daemon`), its output to the log.
+fn daemonize(args: &ConnectArgs, home: &Path) -> anyhow::Result<u8> {
+    let log_path = args
+        .log
+        .clone()
+        .unwrap_or_else(|| home.join(format!("{}.log", args.name)));
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .with_context(|| format!("cannot open the log {}", log_path.display()))?;
+    let argv: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--daemon")
+        .collect();
+    let mut cmd = std::process::Command::new(std::env::current_exe()?);
+    cmd.args(argv)
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let child = cmd.spawn().context("cannot start the background process")?;
+    let pid_file = home.join(format!("{}.pid", args.name));
+    std::fs::write(&pid_file, format!("{}\n", child.id()))?;
+    eprintln!(
+        "rein: device {} connecting in the background (pid {}), logging to {}",
+        args.name,
+        child.id(),
+        log_path.display()
+    );
+    Ok(crate::exit::DONE)
+}
+
+/// Why a session could not go on.
+enum ConnectError {
+    /// Try again.
+    Lost(String),
+    /// Stop (a token the server does not take).
+    Fatal(anyhow::Error),
+}
+
+/// What this device is and keeps.
+struct Device {
+    name: String,
+    tools: ToolRegistry,
+    workdir: PathBuf,
+    sandbox: Sandbox,
+    ledger: Ledger,
+}
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn send(ws: &mut Socket, m: &DeviceMessage) -> Result<(), ConnectError> {
+    let text = serde_json::to_string(m).map_err(|e| ConnectError::Fatal(e.into()))?;
+    ws.send(Message::text(text))
+        .await
+        .map_err(|e| ConnectError::Lost(e.to_string()))
+}
+
+impl Device {
+    /// One connection, until it ends.
+    async fn session(&mut self, url: &str, token: &str) -> Result<Ended, ConnectError> {
+        let mut request = url
+            .into_client_request()
+            .map_err(|e| ConnectError::Fatal(anyhow!("{url}: {e}")))?;
+        let bearer = format!("Bearer {token}")
+            .parse()
+            .map_err(|_| ConnectError::Fatal(anyhow!("REIN_TOKEN is not a valid header value")))?;
+        request.headers_mut().insert("authorization", bearer);
+        let (mut ws, _) = match tokio_tungstenite::connect_async(request).await {
+            Ok(c) => c,
+            Err(tokio_tungstenite::tungstenite::Error::Http(resp))
+                if resp.status().as_u16() == 401 =>
+            {
+                return Err(ConnectError::Fatal(anyhow!(
+                    "the server does not take this token (a device token from `rein token create --device {}`, not revoked)",
+                    self.name
+                )));
+            }
+            Err(e) => return Err(ConnectError::Lost(e.to_string())),
+        };
+        let hello = DeviceMessage::Hello {
+            name: self.name.clone(),
+            tools: self.tools.manifests(),
+            workdir: Some(self.workdir.display().to_string()),
+            platform: Some(format!(
+                "{}-{}",
+                std::env::consts::OS,
+                std::env::consts::ARCH
+            )),
+        };
+        send(&mut ws, &hello).await?;
+        let mut welcomed = false;
+        while let Some(frame) = ws.next().await {
+            let text = match frame {
+                Ok(Message::Text(t)) => t,
+                Ok(Message::Close(_)) => break,
+                Ok(_) => continue,
+                Err(e) => return Ok(Ended::Lost(e.to_string())),
+            };
+            let Ok(message) = serde_json::from_str::<ServerMessage>(text.as_str()) else {
+                continue;
+            };
+            match message {
+                ServerMessage::Welcome { .. } => {
+                    if !welcomed {
+                        welcomed = true;
+                        eprintln!("rein: device {} connected to {url}", self.name);
+                        // What the server may not have recorded before the last connection
+                        // dropped.
+                        for m in self.ledger.unsettled() {
+                            send(&mut ws, &m).await?;
+                        }
+                    }
+                }
+                ServerMessage::Refused { reason } => return Ok(Ended::Refused(reason)),
+                ServerMessage::Settled { call_id } => self.ledger.settle(&call_id),
+                ServerMessage::Call(call) => {
+                    let answer = match self.ledger.outcome(&call.call_id) {
+                        Some(known) => known,
+                        None => {
+                            self.ledger
+                                .start(&call)
+                                .map_err(|e| ConnectError::Fatal(e.into()))?;
+                            send(
+                                &mut ws,
+                                &DeviceMessage::Ack {
+                                    call_id: call.call_id.clone(),
+                                },
+                            )
+                            .await?;
+                            let (success, content) = self.run(&call).await;
+                            self.ledger
+                                .finish(&call, success, &content)
+                                .map_err(|e| ConnectError::Fatal(e.into()))?;
+                            if drop_for_test() {
+                                return Ok(Ended::Lost("dropped for a test".into()));
+                            }
+                            DeviceMessage::Result {
+                                operation_id: call.operation_id,
+                                call_id: call.call_id.clone(),
+                                success,
+                                content,
+                            }
+                        }
+                    };
+                    send(&mut ws, &answer).await?;
+                }
+            }
+        }
+        Ok(Ended::Lost("the server closed the connection".into()))
+    }
+
+    /// Run one call here: checked again (its tool, its arguments, the command guard: a
+    /// command the guard flags runs only when a person approved it), in the stricter of this
+    /// device's sandbox and the operation's.
+    async fn run(&self, call: &DeviceCall) -> (bool, String) {
+        let Some(tool) = self.tools.get(&call.tool) else {
+            return (false, format!("This device has no tool `{}`.", call.tool));
+        };
+        let args: serde_json::Value = match serde_json::from_str(&call.arguments) {
+            Ok(a) => a,
+            Err(e) => return (false, format!("The arguments are not JSON: {e}")),
+        };
+        if let Err(e) = self.tools.validate(&call.tool, &call.api, &args) {
+            return (
+                false,
+                format!("Invalid arguments for `{}/{}`: {e}", call.tool, call.api),
+            );
+        }
+        let rules = rein_core::intervention::default_security_blacklist();
+        if let Some(rule) = rein_core::intervention::blacklist_match(rules, &args)
+            && !call.approved
+        {
+            return (
+                false,
+                format!(
+                    "Refused on the device: the command guard flags it ({}); it runs only after a person approves it.",
+                    rule.id
+                ),
+            );
+        }
+        let cx = ToolContext {
+            operation_id: call.operation_id,
+            working_directory: Some(self.workdir.clone()),
+            idempotency_key: format!("{}:{}", call.operation_id, call.call_id),
+            available_tools: self
+                .tools
+                .manifests()
+                .into_iter()
+                .map(|m| m.identifier)
+                .collect(),
+            scope: format!("device:{}", self.name),
+            skill_dirs: Vec::new(),
+            question_briefs: false,
+            sandbox: stricter(self.sandbox, call.sandbox),
+        };
+        match Arc::clone(tool).call(&cx, &call.api, args).await {
+            Ok(out) => (out.success, out.content),
+            Err(e) => (false, format!("Tool `{}` failed: {}", call.tool, e.message)),
+        }
+    }
+}
+
+/// The stricter of two sandboxes: the narrower mode, network only when both allow it.
+fn stricter(a: Sandbox, b: Sandbox) -> Sandbox {
+    let rank = |m: SandboxMode| match m {
+        SandboxMode::ReadOnly => 0,
+        SandboxMode::WorkspaceWrite => 1,
+        SandboxMode::Off => 2,
+    };
+    let mode = if rank(a.mode) <= rank(b.mode) {
+        a.mode
+    } else {
+        b.mode
+    };
+    Sandbox {
+        mode,
+        network: (a.network || a.mode == SandboxMode::Off)
+            && (b.network || b.mode == SandboxMode::Off),
+    }
+}
+
+/// Test support: with `REIN_TEST_DEVICE_DROP=1`, the first call's connection drops after the
+/// call ran and its result was recorded, before the result is sent (only in builds with the
+/// `test-hooks` feature).
+fn drop_for_test() -> bool {
+    #[cfg(feature = "test-hooks")]
+    {
+        static DROPPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        std::env::var("REIN_TEST_DEVICE_DROP").is_ok_and(|v| v == "1")
+            && !DROPPED.swap(true, std::sync::atomic::Ordering::SeqCst)
+    }
+    #[cfg(not(feature = "test-hooks"))]
+    {
+        false
+    }
+}
+
+/// What this device did with each call, on disk: a line when a call starts (written before
+/// it runs), one when it ends (with its result), one when the server recorded the result.
+struct Ledger {
+    file: std::fs::File,
+    calls: HashMap<String, Entry>,
+}
+
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+struct Entry {
+    call: String,
+    operation: rein_core::OperationId,
+    state: LedgerState,
+    #[serde(default)]
+    success: bool,
+    #[serde(default)]
+    content: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum LedgerState {
+    Started,
+    Done,
+    Settled,
+}
+
+impl Ledger {
+    /// Read the ledger at `path` (created when missing), keeping what is not settled.
+    fn open(path: &Path) -> anyhow::Result<Self> {
+        let mut calls: HashMap<String, Entry> = HashMap::new();
+        if let Ok(text) = std::fs::read_to_string(path) {
+            for line in text.lines() {
+                if let Ok(e) = serde_json::from_str::<Entry>(line) {
+                    calls.insert(e.call.clone(), e);
+                }
+            }
+        }
+        calls.retain(|_, e| e.state != LedgerState::Settled);
+        // Rewritten without what was settled, so it does not grow without end.
+        let tmp = path.with_extension("ledger.tmp");
+        {
+            let mut f = std::fs::File::create(&tmp)?;
+            for e in calls.values() {
+                writeln!(f, "{}", serde_json::to_string(e)?)?;
+            }
+            f.sync_all()?;
+        }
+        std::fs::rename(&tmp, path)?;
+        let file = std::fs::OpenOptions::new().append(true).open(path)?;
+        Ok(Self { file, calls })
+    }
+
+    fn write(&mut self, e: Entry) -> std::io::Result<()> {
+        let line = serde_json::to_string(&e).map_err(std::io::Error::other)?;
+        writeln!(self.file, "{line}")?;
+        self.file.sync_data()?;
+        self.calls.insert(e.call.clone(), e);
+        Ok(())
+    }
+
+    /// The answer to a call seen before: its recorded result, or, for one that started and
+    /// never finished (this device stopped while it ran), that its outcome is unknown.
+    fn outcome(&mut self, call_id: &str) -> Option<DeviceMessage> {
+        let e = self.calls.get(call_id)?.clone();
+        let (success, content) = match e.state {
+            LedgerState::Started => {
+                let content = "Interrupted: this device stopped while the call ran; whether it took effect is unknown.".to_owned();
+                let done = Entry {
+                    state: LedgerState::Done,
+                    success: false,
+                    content: content.clone(),
+                    ..e.clone()
+                };
+                let _ = self.write(done);
+                (false, content)
+            }
+            _ => (e.success, e.content.clone()),
+        };
+        Some(DeviceMessage::Result {
+            operation_id: e.operation,
+            call_id: e.call,
+            success,
+            content,
+        })
+    }
+
+    fn start(&mut self, call: &DeviceCall) -> std::io::Result<()> {
+        self.write(Entry {
+            call: call.call_id.clone(),
+            operation: call.operation_id,
+            state: LedgerState::Started,
+            success: false,
+            content: String::new(),
+        })
+    }
+
+    fn finish(&mut self, call: &DeviceCall, success: bool, content: &str) -> std::io::Result<()> {
+        self.write(Entry {
+            call: call.call_id.clone(),
+            operation: call.operation_id,
+            state: LedgerState::Done,
+            success,
+            content: content.to_owned(),
+        })
+    }
+
+    fn settle(&mut self, call_id: &str) {
+        if let Some(e) = self.calls.get(call_id).cloned() {
+            let _ = self.write(Entry {
+                state: LedgerState::Settled,
+                ..e
+            });
+            self.calls.remove(call_id);
+        }
+    }
+
+    /// Results the server has not confirmed.
+    fn unsettled(&self) -> Vec<DeviceMessage> {
+        self.calls
+            .values()
+            .filter(|e| e.state == LedgerState::Done)
+            .map(|e| DeviceMessage::Result {
+                operation_id: e.operation,
+                call_id: e.call.clone(),
+                success: e.success,
+                content: e.content.clone(),
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,254 @@
+//! Devices: machines that joined a server with `rein connect`. Each belongs to one user and is
+//! reached through a device token (an API token bound to the device's name, which authenticates
+//! that device's connection and nothing else). A device's record keeps the tools it announced
+//! when it last connected, so an operation can target it, and its calls wait, while it is away.
+
+use crate::StoreError;
+use crate::accounts::{ApiToken, User, new_id, now};
+use crate::sql::{SqlStore, parse_ts, ts};
+use chrono::{DateTime, Utc};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rein_core::tool::ToolManifest;
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+/// A device as last seen.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeviceRecord {
+    /// Its user's id.
+    pub owner: String,
+    /// Its name, unique per user.
+    pub name: String,
+    /// The tools it offers (their manifests, as it announced them).
+    pub tools: Vec<ToolManifest>,
+    /// The directory its tools work in.
+    pub workdir: Option<String>,
+    /// Its operating system and architecture.
+    pub platform: Option<String>,
+    /// When it last connected or answered.
+    pub last_seen: DateTime<Utc>,
+    /// When it first connected.
+    pub created_at: DateTime<Utc>,
+}
+
+/// Devices and their tokens. Every method is one transaction.
+pub trait Devices: Send + Sync {
+    /// Store a device token's hash: it connects device `device` of `user_id`.
+    fn add_device_token<'a>(
+        &'a self,
+        user_id: &'a str,
+        token_hash: &'a str,
+        device: &'a str,
+    ) -> BoxFuture<'a, Result<ApiToken, StoreError>>;
+    /// The user and device a (not revoked) device token hash connects; records the use.
+    fn device_for_token<'a>(
+        &'a self,
+        token_hash: &'a str,
+    ) -> BoxFuture<'a, Result<Option<(User, String)>, StoreError>>;
+    /// Record a device as it connects (its tools, directory and platform), or refresh it.
+    fn put_device<'a>(&'a self, device: &'a DeviceRecord) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// One device of a user.
+    fn device<'a>(
+        &'a self,
+        owner: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<DeviceRecord>, StoreError>>;
+    /// A user's devices by name.
+    fn list_devices<'a>(
+        &'a self,
+        owner: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<DeviceRecord>, StoreError>>;
+    /// Forget a device and revoke its tokens; whether it was known.
+    fn revoke_device<'a>(
+        &'a self,
+        owner: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+}
+
+fn device_from(row: &AnyRow) -> Result<DeviceRecord, StoreError> {
+    let tools: String = row.try_get("tools")?;
+    Ok(DeviceRecord {
+        owner: row.try_get("owner")?,
+        name: row.try_get("name")?,
+        tools: serde_json::from_str(&tools).map_err(|e| StoreError::corrupt("device tools", e))?,
+        workdir: row.try_get("workdir")?,
+        platform: row.try_get("platform")?,
+        last_seen: parse_ts(&row.try_get::<String, _>("last_seen")?, "device last_seen")?,
+        created_at: parse_ts(
+            &row.try_get::<String, _>("created_at")?,
+            "device created_at",
+        )?,
+    })
+}
+
+/// The columns of a device row, in [`device_from`]'s order.
+macro_rules! columns {
+    () => {
+        "owner, name, tools, workdir, platform, last_seen, created_at"
+    };
+}
+
+impl Devices for SqlStore {
+    fn add_device_token<'a>(
+        &'a self,
+        user_id: &'a str,
+        token_hash: &'a str,
+        device: &'a str,
+    ) -> BoxFuture<'a, Result<ApiToken, StoreError>> {
+        async move {
+            let token = ApiToken {
+                id: new_id("tok"),
+                device: Some(device.to_owned()),
+                user_id: user_id.to_owned(),
+                label: Some(format!("device {device}")),
+                created_at: now(),
+                last_used_at: None,
+                revoked_at: None,
+            };
+            sqlx::query(
+                "INSERT INTO api_tokens (id, user_id, token_hash, label, created_at, device) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(&token.id)
+            .bind(user_id)
+            .bind(token_hash)
+            .bind(token.label.clone())
+            .bind(ts(token.created_at))
+            .bind(device)
+            .execute(&self.pool)
+            .await?;
+            Ok(token)
+        }
+        .boxed()
+    }
+
+    fn device_for_token<'a>(
+        &'a self,
+        token_hash: &'a str,
+    ) -> BoxFuture<'a, Result<Option<(User, String)>, StoreError>> {
+        async move {
+            let row = sqlx::query(
+                "SELECT u.id AS id, u.name AS name, u.created_at AS created_at, t.device AS device \
+                 FROM api_tokens t JOIN users u ON u.id = t.user_id \
+                 WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND t.device IS NOT NULL",
+            )
+            .bind(token_hash)
+            .fetch_optional(&self.pool)
+            .await?;
+            let Some(row) = row else {
+                return Ok(None);
+            };
+            sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE token_hash = $2")
+                .bind(ts(Utc::now()))
+                .bind(token_hash)
+                .execute(&self.pool)
+                .await?;
+            let user = User {
+                id: row.try_get("id")?,
+                name: row.try_get("name")?,
+                created_at: parse_ts(&row.try_get::<String, _>("created_at")?, "user created_at")?,
+            };
+            Ok(Some((user, row.try_get("device")?)))
+        }
+        .boxed()
+    }
+
+    fn put_device<'a>(&'a self, d: &'a DeviceRecord) -> BoxFuture<'a, Result<(), StoreError>> {
+        async move {
+            let tools = serde_json::to_string(&d.tools)
+                .map_err(|e| StoreError::corrupt("device tools", e))?;
+            sqlx::query(concat!(
+                "INSERT INTO devices (",
+                columns!(),
+                ") VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (owner, name) DO UPDATE SET \
+                 tools = excluded.tools, workdir = excluded.workdir, \
+                 platform = excluded.platform, last_seen = excluded.last_seen"
+            ))
+            .bind(&d.owner)
+            .bind(&d.name)
+            .bind(tools)
+            .bind(d.workdir.clone())
+            .bind(d.platform.clone())
+            .bind(ts(d.last_seen))
+            .bind(ts(d.created_at))
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn device<'a>(
+        &'a self,
+        owner: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<DeviceRecord>, StoreError>> {
+        async move {
+            sqlx::query(concat!(
+                "SELECT ",
+                columns!(),
+                " FROM devices WHERE owner = $1 AND name = $2"
+            ))
+            .bind(owner)
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(device_from)
+            .transpose()
+        }
+        .boxed()
+    }
+
+    fn list_devices<'a>(
+        &'a self,
+        owner: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<DeviceRecord>, StoreError>> {
+        async move {
+            sqlx::query(concat!(
+                "SELECT ",
+                columns!(),
+                " FROM devices WHERE owner = $1 ORDER BY name"
+            ))
+            .bind(owner)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(device_from)
+            .collect()
+        }
+        .boxed()
+    }
+
+    fn revoke_device<'a>(
+        &'a self,
+        owner: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        async move {
+            let mut tx = self.pool.begin().await?;
+            let revoked = sqlx::query(
+                "UPDATE api_tokens SET revoked_at = $1 WHERE user_id = $2 AND device = $3 \
+                 AND revoked_at IS NULL",
+            )
+            .bind(ts(Utc::now()))
+            .bind(owner)
+            .bind(name)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            let forgotten = sqlx::query("DELETE FROM devices WHERE owner = $1 AND name = $2")
+                .bind(owner)
+                .bind(name)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            tx.commit().await?;
+            Ok(revoked + forgotten > 0)
+        }
+        .boxed()
+    }
+}
