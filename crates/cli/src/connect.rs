@@ -23,9 +23,10 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 /// `$REIN_TOKEN`).
 #[derive(clap::Args)]
 pub struct ConnectArgs {
-    /// This device's name (the one its token was created for: `rein token create --device`).
+    /// This device's name: the one its token was created for (`rein token create --device`);
+    /// this machine's host name when omitted.
     #[arg(long)]
-    pub name: String,
+    pub name: Option<String>,
     /// The directory its tools work in (default: the current one).
     #[arg(long)]
     pub workdir: Option<PathBuf>,
@@ -47,19 +48,20 @@ enum Ended {
 
 /// `rein connect`.
 pub async fn connect(server: &str, args: ConnectArgs, ctx: &crate::Context_) -> anyhow::Result<u8> {
-    if !rein_core::spec::valid_device_name(&args.name) {
-        bail!(
-            "--name `{}`: use 1-64 letters, digits, `-`, `_` or `.`",
-            args.name
-        );
+    let name = match &args.name {
+        Some(n) => n.clone(),
+        None => host_name()
+            .ok_or_else(|| anyhow!("this machine's host name cannot name a device: give --name"))?,
+    };
+    if !rein_core::spec::valid_device_name(&name) {
+        bail!("--name `{name}`: use 1-64 letters, digits, `-`, `_` or `.`");
     }
     let token = std::env::var("REIN_TOKEN")
         .ok()
         .filter(|t| !t.is_empty())
         .ok_or_else(|| {
             anyhow!(
-                "set REIN_TOKEN to a device token (`rein token create --user NAME --device {}`)",
-                args.name
+                "set REIN_TOKEN to a device token (`rein token create --user NAME --device {name}`)"
             )
         })?;
     let url = socket_url(server)?;
@@ -75,7 +77,7 @@ pub async fn connect(server: &str, args: ConnectArgs, ctx: &crate::Context_) -> 
     let home = crate::data_dir()?.join("devices");
     std::fs::create_dir_all(&home)?;
     if args.daemon {
-        return daemonize(&args, &home);
+        return daemonize(&args, &name, &home);
     }
     let mut tools = ToolRegistry::new();
     tools.register(Arc::new(rein_tools::files::Files))?;
@@ -84,11 +86,11 @@ pub async fn connect(server: &str, args: ConnectArgs, ctx: &crate::Context_) -> 
         tools.register(rein_tools::mcp::McpServer::connect(entry.server(&name)?).await?)?;
     }
     let device = Device {
-        name: args.name.clone(),
+        name: name.clone(),
         tools,
         workdir,
         sandbox: ctx.sandbox,
-        ledger: Ledger::open(&home.join(format!("{}.ledger", args.name)))?,
+        ledger: Ledger::open(&home.join(format!("{name}.ledger")))?,
     };
     eprintln!(
         "rein: {}",
@@ -112,6 +114,15 @@ pub async fn connect(server: &str, args: ConnectArgs, ctx: &crate::Context_) -> 
     }
 }
 
+/// This machine's host name, if it can name a device.
+fn host_name() -> Option<String> {
+    let name = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())?;
+    let name = name.trim().to_owned();
+    rein_core::spec::valid_device_name(&name).then_some(name)
+}
+
 /// `ws://` or `wss://` for the server's `http://` or `https://` URL.
 fn socket_url(server: &str) -> anyhow::Result<String> {
     let base = server.trim_end_matches('/');
@@ -126,11 +137,11 @@ fn socket_url(server: &str) -> anyhow::Result<String> {
 }
 
 /// Start this command again in the background (without `--daemon`), its output to the log.
-fn daemonize(args: &ConnectArgs, home: &Path) -> anyhow::Result<u8> {
+fn daemonize(args: &ConnectArgs, name: &str, home: &Path) -> anyhow::Result<u8> {
     let log_path = args
         .log
         .clone()
-        .unwrap_or_else(|| home.join(format!("{}.log", args.name)));
+        .unwrap_or_else(|| home.join(format!("{name}.log")));
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -148,11 +159,10 @@ fn daemonize(args: &ConnectArgs, home: &Path) -> anyhow::Result<u8> {
     #[cfg(unix)]
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     let child = cmd.spawn().context("cannot start the background process")?;
-    let pid_file = home.join(format!("{}.pid", args.name));
+    let pid_file = home.join(format!("{name}.pid"));
     std::fs::write(&pid_file, format!("{}\n", child.id()))?;
     eprintln!(
-        "rein: device {} connecting in the background (pid {}), logging to {}",
-        args.name,
+        "rein: device {name} connecting in the background (pid {}), logging to {}",
         child.id(),
         log_path.display()
     );
@@ -494,5 +504,97 @@ impl Ledger {
                 content: e.content.clone(),
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn device(dir: &Path) -> Device {
+        let mut tools = ToolRegistry::new();
+        tools
+            .register(Arc::new(rein_tools::shell::Shell::new(Default::default())))
+            .unwrap();
+        Device {
+            name: "laptop".into(),
+            tools,
+            workdir: dir.to_path_buf(),
+            sandbox: Sandbox {
+                mode: SandboxMode::Off,
+                network: false,
+            },
+            ledger: Ledger::open(&dir.join("ledger")).unwrap(),
+        }
+    }
+
+    fn call(command: &str, approved: bool) -> DeviceCall {
+        DeviceCall {
+            operation_id: rein_core::OperationId::new(),
+            call_id: "c1".into(),
+            tool: "shell".into(),
+            api: "run".into(),
+            arguments: serde_json::json!({ "command": command }).to_string(),
+            approved,
+            sandbox: Sandbox {
+                mode: SandboxMode::Off,
+                network: false,
+            },
+        }
+    }
+
+    #[tokio::test]
+    async fn the_device_checks_again_what_the_server_sent() {
+        let dir =
+            std::env::temp_dir().join(format!("rein-device-{}", rein_core::OperationId::new()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let d = device(&dir);
+        // A command the guard flags runs only when a person approved it.
+        let (ok, said) = d.run(&call("sudo rm -rf /", false)).await;
+        assert!(!ok && said.contains("command guard"), "{said}");
+        // A tool it does not offer, arguments that do not fit.
+        let mut other = call("ls", false);
+        other.tool = "files".into();
+        let (ok, said) = d.run(&other).await;
+        assert!(!ok && said.contains("no tool `files`"), "{said}");
+        let mut bad = call("ls", false);
+        bad.arguments = r#"{"command": 7}"#.into();
+        let (ok, said) = d.run(&bad).await;
+        assert!(!ok && said.contains("Invalid arguments"), "{said}");
+        // An ordinary command runs in the working directory.
+        let (ok, said) = d.run(&call("pwd", false)).await;
+        assert!(ok, "{said}");
+        assert!(said.contains(&dir.display().to_string()), "{said}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_ledger_answers_a_call_it_has_seen_and_forgets_it_once_settled() {
+        let dir =
+            std::env::temp_dir().join(format!("rein-ledger-{}", rein_core::OperationId::new()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("ledger");
+        let c = call("ls", false);
+        {
+            let mut l = Ledger::open(&path).unwrap();
+            assert!(l.outcome("c1").is_none());
+            l.start(&c).unwrap();
+        }
+        // The device stopped while it ran: after a restart the call is answered as
+        // interrupted, never run again, and the answer is kept until the server settles it.
+        let mut l = Ledger::open(&path).unwrap();
+        let Some(DeviceMessage::Result {
+            success, content, ..
+        }) = l.outcome("c1")
+        else {
+            panic!("no answer")
+        };
+        assert!(!success && content.starts_with("Interrupted"), "{content}");
+        assert_eq!(l.unsettled().len(), 1);
+        l.settle("c1");
+        drop(l);
+        let l = Ledger::open(&path).unwrap();
+        assert!(l.unsettled().is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -83,6 +83,28 @@ async fn listening(mut cmd: Command, dir: &Path) -> (tokio::process::Child, Stri
     (server, base)
 }
 
+/// GET `url` (JSON) until `done` holds for the answer, for at most 30 s (`what` names it).
+async fn get_until(
+    http: &reqwest::Client,
+    url: &str,
+    what: &str,
+    done: impl Fn(&serde_json::Value) -> bool,
+) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let body = http.get(url).send().await.unwrap().bytes().await.unwrap();
+        let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        if done(&answer) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no {what} within 30 s: {answer}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 /// Run `tests/browser/SCRIPT` against `base` in Chromium; its JSON report (the last line it
 /// prints) and the folder its screenshots went to.
 async fn run_script(
@@ -387,26 +409,13 @@ async fn the_ui_inbox_resolves_an_urgent_brief_and_a_question_is_answered_by_an_
     assert_eq!(created.status().as_u16(), 201);
     // The run fails and its brief is written before the browser opens (the model's answers
     // are taken in order).
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let body = http
-            .get(format!("{base}/v1/briefs?unresolved=true"))
-            .send()
-            .await
-            .unwrap()
-            .bytes()
-            .await
-            .unwrap();
-        let list: serde_json::Value = serde_json::from_slice(&body).unwrap();
-        if list["unread"] == 1 {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no urgent brief within 30 s: {list}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    get_until(
+        &http,
+        &format!("{base}/v1/briefs?unresolved=true"),
+        "an urgent brief",
+        |list| list["unread"] == 1,
+    )
+    .await;
     let (report, out) = run_script("inbox.cjs", &base, &chromium, &playwright).await;
     assert_eq!(
         report["ok"],
@@ -534,26 +543,13 @@ async fn the_ui_lists_a_connected_device_runs_a_conversation_on_it_and_revokes_i
     .spawn()
     .unwrap();
     let http = reqwest::Client::new();
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let body = http
-            .get(format!("{base}/v1/devices"))
-            .send()
-            .await
-            .unwrap()
-            .bytes()
-            .await
-            .unwrap();
-        let list: serde_json::Value = serde_json::from_slice(&body).unwrap();
-        if list["devices"][0]["connected"] == true {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the device did not connect within 30 s: {list}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    get_until(
+        &http,
+        &format!("{base}/v1/devices"),
+        "the device connected",
+        |list| list["devices"][0]["connected"] == true,
+    )
+    .await;
     let (report, out) = run_script("devices.cjs", &base, &chromium, &playwright).await;
     assert_eq!(
         report["ok"],

@@ -92,11 +92,17 @@ impl Env {
     }
 
     async fn token(&self, user: &str) -> String {
-        let out = self
-            .command(&["token", "create", "--user", user])
-            .output()
+        self.token_with(&["token", "create", "--user", user]).await
+    }
+
+    /// A device token of `user` for device `device`.
+    async fn device_token(&self, user: &str, device: &str) -> String {
+        self.token_with(&["token", "create", "--user", user, "--device", device])
             .await
-            .unwrap();
+    }
+
+    async fn token_with(&self, args: &[&str]) -> String {
+        let out = self.command(args).output().await.unwrap();
         assert!(
             out.status.success(),
             "{}",
@@ -2086,6 +2092,15 @@ async fn wait_status(e: &Env, rein: &Rein, op: &str, token: &str, status: &str) 
         (detail["operation"]["status"] == status).then_some(detail)
     })
     .await
+}
+
+/// Wait until the caller's first device is connected (or, with `connected` false, is not).
+async fn device_connected(e: &Env, rein: &Rein, token: &str, connected: bool) {
+    eventually(&format!("the device connected: {connected}"), || async {
+        let (_, v) = e.call(rein, "GET", "/v1/devices", Some(token), None).await;
+        (v["devices"][0]["connected"] == connected).then_some(())
+    })
+    .await;
 }
 
 async fn approve_all(e: &Env, rein: &Rein, op: &str, token: &str, detail: &Value) {
@@ -4109,6 +4124,11 @@ async fn an_operation_on_a_device_runs_its_tools_there_and_a_dropped_connection_
             "files__write",
             &json!({"path": "note.txt", "content": "written on the device"}).to_string(),
         )]),
+        Canned::openai_tools(&[(
+            "c3",
+            "files__read",
+            &json!({"path": "note.txt"}).to_string(),
+        )]),
         Canned::openai_text("Done on the laptop."),
     ])
     .await;
@@ -4140,17 +4160,7 @@ async fn an_operation_on_a_device_runs_its_tools_there_and_a_dropped_connection_
     assert_eq!(status, 422, "{body}");
     assert_eq!(body["error"]["code"], "device_missing");
 
-    let out = e
-        .command(&["token", "create", "--user", "alice", "--device", "laptop"])
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let device_token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let device_token = e.device_token("alice", "laptop").await;
     // A device token is no API token.
     let (status, _) = e
         .call(&rein, "GET", "/v1/operations", Some(&device_token), None)
@@ -4187,13 +4197,7 @@ async fn an_operation_on_a_device_runs_its_tools_there_and_a_dropped_connection_
             }
         });
     }
-    eventually("the device connected", || async {
-        let (_, v) = e
-            .call(&rein, "GET", "/v1/devices", Some(&token), None)
-            .await;
-        (v["devices"][0]["connected"] == true).then_some(())
-    })
-    .await;
+    device_connected(&e, &rein, &token, true).await;
     let (_, v) = e
         .call(&rein, "GET", "/v1/devices", Some(&token), None)
         .await;
@@ -4244,6 +4248,8 @@ async fn an_operation_on_a_device_runs_its_tools_there_and_a_dropped_connection_
         shell.contains(&laptop.canonicalize().unwrap().display().to_string()),
         "{shell}"
     );
+    let read = e.model.requests()[3].tool_result("c3");
+    assert!(read.contains("written on the device"), "{read}");
 
     // Revoked: its connection closes and the device stops.
     let (status, _) = e
@@ -4259,4 +4265,80 @@ async fn an_operation_on_a_device_runs_its_tools_there_and_a_dropped_connection_
         .call(&rein, "GET", "/v1/devices", Some(&token), None)
         .await;
     assert_eq!(v["devices"], json!([]));
+}
+
+#[tokio::test]
+async fn a_call_for_a_device_that_stays_away_fails_visibly_after_the_device_timeout() {
+    let e = env(vec![
+        Canned::openai_tools(&[(
+            "c1",
+            "shell__run",
+            &json!({"command": "echo should not run > ran.txt"}).to_string(),
+        )]),
+        Canned::openai_text("The laptop is away."),
+    ])
+    .await;
+    let laptop = e.dir.join("laptop");
+    std::fs::create_dir_all(&laptop).unwrap();
+    let rein = e
+        .start_with(&["--sandbox", "off", "--device-timeout", "1"], &[])
+        .await;
+    let token = e.token("alice").await;
+    let device_token = e.device_token("alice", "laptop").await;
+    // Joined in the background: it detaches, writes its pid and logs to a file.
+    let log = e.dir.join("laptop.log");
+    let out = e
+        .command(&[
+            "--server",
+            &rein.base,
+            "connect",
+            "--name",
+            "laptop",
+            "--workdir",
+            &laptop.display().to_string(),
+            "--daemon",
+            "--log",
+            &log.display().to_string(),
+        ])
+        .env("REIN_TOKEN", &device_token)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pid: u32 = std::fs::read_to_string(e.dir.join("devices/laptop.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    device_connected(&e, &rein, &token, true).await;
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    device_connected(&e, &rein, &token, false).await;
+    let op = e
+        .create_operation(
+            &rein,
+            &token,
+            json!({"input": "Run it.", "surface": "device:laptop", "approval": "auto-run"}),
+        )
+        .await;
+    wait_status(&e, &rein, &op, &token, "done").await;
+    let result = e.model.requests()[1].tool_result("c1");
+    assert!(
+        result.contains("Device `laptop` is offline: the call was not run"),
+        "{result}"
+    );
+    assert!(!laptop.join("ran.txt").exists());
+    assert!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("device laptop connected"),
+        "the log holds what it said"
+    );
 }

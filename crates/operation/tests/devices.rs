@@ -217,3 +217,27 @@ async fn an_unknown_device_is_refused_and_a_late_answer_after_a_cancel_changes_n
     let after = store.load_operation(id).await.unwrap().unwrap();
     assert_eq!(after.record.commit_seq, before, "nothing was written");
 }
+
+#[tokio::test]
+async fn approval_is_decided_on_the_server_before_a_call_goes_to_the_device() {
+    let ls = serde_json::json!({"command": "ls"}).to_string();
+    let server = serve(vec![Canned::openai_tools(&[("w1", "shell__run", &ls)])], 3).await;
+    let (store, d) = setup(&server).await;
+    let mut manual = on_laptop(HELPER);
+    manual.spec.approval = ApprovalMode::Manual;
+    let id = d.start("List the files.", &manual).await.unwrap();
+    let end = d.run(id).await.unwrap();
+    // Parked for a person: nothing is awaited from the device yet.
+    assert!(matches!(end, RunEnd::WaitingForHuman { .. }), "{end:?}");
+    let op = store.load_operation(id).await.unwrap().unwrap();
+    assert!(op.state.async_calls.is_empty());
+    // Approved, it is deferred to the device.
+    let end = d
+        .decide(id, None, rein_operation::Decision::Approve, None)
+        .await
+        .unwrap();
+    assert!(
+        matches!(&end, RunEnd::WaitingForAsyncTool { calls } if calls == &["w1".to_owned()]),
+        "{end:?}"
+    );
+}

@@ -111,6 +111,25 @@ impl Setup {
             .collect()
     }
 
+    /// A generic agent that says nothing and waits, running in a task: its operation, the
+    /// task, and the pid of the child it started.
+    async fn quiet_agent_running(
+        &self,
+    ) -> (
+        OperationId,
+        tokio::task::JoinHandle<Result<RunEnd, DriverError>>,
+        u32,
+    ) {
+        let d = Arc::new(self.driver(ExternalKind::Jsonl, "jsonl/quiet.jsonl", None));
+        let opts = StartOptions {
+            spec: self.spec(ExternalKind::Jsonl),
+            ..Default::default()
+        };
+        let id = d.start("Wait.", &opts).await.unwrap();
+        let running = tokio::spawn(async move { d.run(id).await });
+        (id, running, self.sleeper().await)
+    }
+
     /// The pid of the child the fake agent started to outlive it, once it is written.
     async fn sleeper(&self) -> u32 {
         let path = PathBuf::from(format!("{}.sleeper", self.log.display()));
@@ -563,17 +582,7 @@ async fn the_step_limit_stops_the_agent_at_the_step_past_it() {
 #[tokio::test]
 async fn a_cancel_from_another_process_stops_the_agent() {
     let s = setup("ext-cancel").await;
-    let d = Arc::new(s.driver(ExternalKind::Jsonl, "jsonl/quiet.jsonl", None));
-    let opts = StartOptions {
-        spec: s.spec(ExternalKind::Jsonl),
-        ..Default::default()
-    };
-    let id = d.start("Wait.", &opts).await.unwrap();
-    let running = tokio::spawn({
-        let d = Arc::clone(&d);
-        async move { d.run(id).await }
-    });
-    let sleeper = s.sleeper().await;
+    let (id, running, sleeper) = s.quiet_agent_running().await;
     // What `rein op cancel` does from another process: the request is on the record.
     assert!(s.store.request_cancel(id).await.unwrap());
     let end = tokio::time::timeout(Duration::from_secs(30), running)
@@ -597,17 +606,7 @@ async fn a_cancel_from_another_process_stops_the_agent() {
 #[tokio::test]
 async fn a_run_whose_process_died_is_settled_and_never_started_twice() {
     let s = setup("ext-crash").await;
-    let d = Arc::new(s.driver(ExternalKind::Jsonl, "jsonl/quiet.jsonl", None));
-    let opts = StartOptions {
-        spec: s.spec(ExternalKind::Jsonl),
-        ..Default::default()
-    };
-    let id = d.start("Wait.", &opts).await.unwrap();
-    let running = tokio::spawn({
-        let d = Arc::clone(&d);
-        async move { d.run(id).await }
-    });
-    let sleeper = s.sleeper().await;
+    let (id, running, sleeper) = s.quiet_agent_running().await;
     // The process running it goes away (its agent with it).
     running.abort();
     let _ = running.await;

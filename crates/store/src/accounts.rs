@@ -148,7 +148,49 @@ pub trait Accounts: Send + Sync {
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
 }
 
-fn user_from(row: &AnyRow) -> Result<User, StoreError> {
+/// Store a new token's hash (`device`: a device token for that device).
+pub(crate) async fn insert_token(
+    store: &SqlStore,
+    user_id: &str,
+    token_hash: &str,
+    label: Option<String>,
+    device: Option<&str>,
+) -> Result<ApiToken, StoreError> {
+    let token = ApiToken {
+        id: new_id("tok"),
+        device: device.map(str::to_owned),
+        user_id: user_id.to_owned(),
+        label,
+        created_at: now(),
+        last_used_at: None,
+        revoked_at: None,
+    };
+    sqlx::query(
+        "INSERT INTO api_tokens (id, user_id, token_hash, label, created_at, device) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(&token.id)
+    .bind(user_id)
+    .bind(token_hash)
+    .bind(token.label.clone())
+    .bind(ts(token.created_at))
+    .bind(device)
+    .execute(&store.pool)
+    .await?;
+    Ok(token)
+}
+
+/// Note that the token with this hash authenticated something now.
+pub(crate) async fn record_use(store: &SqlStore, token_hash: &str) -> Result<(), StoreError> {
+    sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE token_hash = $2")
+        .bind(ts(Utc::now()))
+        .bind(token_hash)
+        .execute(&store.pool)
+        .await?;
+    Ok(())
+}
+
+pub(crate) fn user_from(row: &AnyRow) -> Result<User, StoreError> {
     Ok(User {
         id: row.try_get("id")?,
         name: row.try_get("name")?,
@@ -300,11 +342,11 @@ fn named_from(row: &AnyRow, kind: Named) -> Result<AgentRecord, StoreError> {
 }
 
 /// Now, at the precision timestamps are stored with, so a returned record equals a reloaded one.
-pub(crate) fn now() -> DateTime<Utc> {
+fn now() -> DateTime<Utc> {
     Utc::now().trunc_subsecs(6)
 }
 
-pub(crate) fn new_id(prefix: &str) -> String {
+fn new_id(prefix: &str) -> String {
     format!("{prefix}_{}", uuid::Uuid::now_v7().simple())
 }
 
@@ -355,29 +397,7 @@ impl Accounts for SqlStore {
         token_hash: &'a str,
         label: Option<&'a str>,
     ) -> BoxFuture<'a, Result<ApiToken, StoreError>> {
-        async move {
-            let token = ApiToken {
-                id: new_id("tok"),
-                device: None,
-                user_id: user_id.to_owned(),
-                label: label.map(str::to_owned),
-                created_at: now(),
-                last_used_at: None,
-                revoked_at: None,
-            };
-            sqlx::query(
-                "INSERT INTO api_tokens (id, user_id, token_hash, label, created_at) VALUES ($1, $2, $3, $4, $5)",
-            )
-            .bind(&token.id)
-            .bind(user_id)
-            .bind(token_hash)
-            .bind(token.label.clone())
-            .bind(ts(token.created_at))
-            .execute(&self.pool)
-            .await?;
-            Ok(token)
-        }
-        .boxed()
+        insert_token(self, user_id, token_hash, label.map(str::to_owned), None).boxed()
     }
 
     fn user_for_token<'a>(
@@ -396,11 +416,7 @@ impl Accounts for SqlStore {
             let Some(row) = row else {
                 return Ok(None);
             };
-            sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE token_hash = $2")
-                .bind(ts(Utc::now()))
-                .bind(token_hash)
-                .execute(&self.pool)
-                .await?;
+            record_use(self, token_hash).await?;
             user_from(&row).map(Some)
         }
         .boxed()

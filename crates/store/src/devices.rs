@@ -4,7 +4,7 @@
 //! when it last connected, so an operation can target it, and its calls wait, while it is away.
 
 use crate::StoreError;
-use crate::accounts::{ApiToken, User, new_id, now};
+use crate::accounts::{ApiToken, User, insert_token, record_use, user_from};
 use crate::sql::{SqlStore, parse_ts, ts};
 use chrono::{DateTime, Utc};
 use futures::FutureExt;
@@ -98,31 +98,8 @@ impl Devices for SqlStore {
         token_hash: &'a str,
         device: &'a str,
     ) -> BoxFuture<'a, Result<ApiToken, StoreError>> {
-        async move {
-            let token = ApiToken {
-                id: new_id("tok"),
-                device: Some(device.to_owned()),
-                user_id: user_id.to_owned(),
-                label: Some(format!("device {device}")),
-                created_at: now(),
-                last_used_at: None,
-                revoked_at: None,
-            };
-            sqlx::query(
-                "INSERT INTO api_tokens (id, user_id, token_hash, label, created_at, device) \
-                 VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .bind(&token.id)
-            .bind(user_id)
-            .bind(token_hash)
-            .bind(token.label.clone())
-            .bind(ts(token.created_at))
-            .bind(device)
-            .execute(&self.pool)
-            .await?;
-            Ok(token)
-        }
-        .boxed()
+        let label = Some(format!("device {device}"));
+        insert_token(self, user_id, token_hash, label, Some(device)).boxed()
     }
 
     fn device_for_token<'a>(
@@ -141,17 +118,8 @@ impl Devices for SqlStore {
             let Some(row) = row else {
                 return Ok(None);
             };
-            sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE token_hash = $2")
-                .bind(ts(Utc::now()))
-                .bind(token_hash)
-                .execute(&self.pool)
-                .await?;
-            let user = User {
-                id: row.try_get("id")?,
-                name: row.try_get("name")?,
-                created_at: parse_ts(&row.try_get::<String, _>("created_at")?, "user created_at")?,
-            };
-            Ok(Some((user, row.try_get("device")?)))
+            record_use(self, token_hash).await?;
+            Ok(Some((user_from(&row)?, row.try_get("device")?)))
         }
         .boxed()
     }

@@ -116,8 +116,9 @@ pub async fn dispatch_once(app: &AppState) -> Result<(), rein_store::StoreError>
 
 /// Record `output` as the result of `call_id` of operation `id` and run the operation on (in
 /// the runner, under its lease); whether the answer was taken (recorded now, or not awaited any
-/// more: answered before, settled by a cancellation). An operation running elsewhere for a
-/// moment is waited for.
+/// more: answered before, settled by a cancellation). An operation running for a moment, or a
+/// user at their running limit, is waited for (up to about 30 s; past that the device sends
+/// the answer again when it next connects).
 pub async fn complete(
     app: &AppState,
     id: OperationId,
@@ -125,7 +126,7 @@ pub async fn complete(
     call_id: &str,
     output: ToolOutput,
 ) -> bool {
-    for _ in 0..20 {
+    for _ in 0..120 {
         let job = Job::CompleteAsync {
             call_id: call_id.to_owned(),
             output: Box::new(output.clone()),
@@ -142,7 +143,12 @@ pub async fn complete(
                 app.devices.forget(call_id);
                 return true;
             }
-            Err(e) if e.status == axum::http::StatusCode::CONFLICT => {
+            Err(e)
+                if matches!(
+                    e.status,
+                    axum::http::StatusCode::CONFLICT | axum::http::StatusCode::TOO_MANY_REQUESTS
+                ) =>
+            {
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
             Err(e) => {
