@@ -88,6 +88,7 @@ pub async fn connect(server: &str, args: ConnectArgs, ctx: &crate::Context_) -> 
     let device = Device {
         name: name.clone(),
         tools,
+        external: ctx.config.external_agents(true)?,
         workdir,
         sandbox: ctx.sandbox,
         ledger: Ledger::open(&home.join(format!("{name}.ledger")))?,
@@ -181,6 +182,8 @@ enum ConnectError {
 struct Device {
     name: String,
     tools: ToolRegistry,
+    /// The external agents it runs for `external:KIND@NAME` operations.
+    external: rein_operation::external::ExternalAgents,
     workdir: PathBuf,
     sandbox: Sandbox,
     ledger: Ledger,
@@ -229,8 +232,43 @@ impl Device {
             )),
         };
         send(&mut ws, &hello).await?;
+        // What the agents this device runs print, sent as it comes.
+        let (out, mut outgoing) = tokio::sync::mpsc::unbounded_channel::<DeviceMessage>();
+        let mut agents: HashMap<rein_core::OperationId, Arc<tokio::sync::Notify>> = HashMap::new();
+        let ended = self
+            .frames(&mut ws, url, &out, &mut outgoing, &mut agents)
+            .await;
+        // Agents are not left running without a connection to report to.
+        for stop in agents.values() {
+            stop.notify_one();
+        }
+        ended
+    }
+
+    /// Serve one connection's frames until it ends.
+    async fn frames(
+        &mut self,
+        ws: &mut Socket,
+        url: &str,
+        out: &tokio::sync::mpsc::UnboundedSender<DeviceMessage>,
+        outgoing: &mut tokio::sync::mpsc::UnboundedReceiver<DeviceMessage>,
+        agents: &mut HashMap<rein_core::OperationId, Arc<tokio::sync::Notify>>,
+    ) -> Result<Ended, ConnectError> {
         let mut welcomed = false;
-        while let Some(frame) = ws.next().await {
+        loop {
+            let frame = tokio::select! {
+                m = outgoing.recv() => {
+                    if let Some(m) = m {
+                        if let DeviceMessage::AgentEnded { operation_id, .. } = &m {
+                            agents.remove(operation_id);
+                        }
+                        send(ws, &m).await?;
+                    }
+                    continue;
+                }
+                frame = ws.next() => frame,
+            };
+            let Some(frame) = frame else { break };
             let text = match frame {
                 Ok(Message::Text(t)) => t,
                 Ok(Message::Close(_)) => break,
@@ -248,7 +286,7 @@ impl Device {
                         // What the server may not have recorded before the last connection
                         // dropped.
                         for m in self.ledger.unsettled() {
-                            send(&mut ws, &m).await?;
+                            send(ws, &m).await?;
                         }
                     }
                 }
@@ -262,7 +300,7 @@ impl Device {
                                 .start(&call)
                                 .map_err(|e| ConnectError::Fatal(e.into()))?;
                             send(
-                                &mut ws,
+                                ws,
                                 &DeviceMessage::Ack {
                                     call_id: call.call_id.clone(),
                                 },
@@ -283,11 +321,108 @@ impl Device {
                             }
                         }
                     };
-                    send(&mut ws, &answer).await?;
+                    send(ws, &answer).await?;
+                }
+                ServerMessage::RunAgent(start) => {
+                    let op = start.operation_id;
+                    agents.insert(op, self.start_agent(start, out.clone()));
+                }
+                ServerMessage::StopAgent { operation_id } => {
+                    if let Some(stop) = agents.get(&operation_id) {
+                        stop.notify_one();
+                    }
                 }
             }
         }
         Ok(Ended::Lost("the server closed the connection".into()))
+    }
+
+    /// Start the external agent the server asks for, if this device runs that kind (its own
+    /// configuration says which, as for `rein run`): in its working directory, its output
+    /// streamed through `out` until it ends or is stopped. Returns what stops it.
+    fn start_agent(
+        &self,
+        start: rein_server::devices::protocol::AgentStart,
+        out: tokio::sync::mpsc::UnboundedSender<DeviceMessage>,
+    ) -> Arc<tokio::sync::Notify> {
+        use rein_operation::external::{self, AgentRun};
+        let stop = Arc::new(tokio::sync::Notify::new());
+        let op = start.operation_id;
+        let refuse = |why: String| {
+            let _ = out.send(DeviceMessage::AgentEnded {
+                operation_id: op,
+                code: None,
+                stderr: String::new(),
+                refused: Some(why),
+            });
+        };
+        let Some(kind) = rein_core::spec::ExternalKind::parse(&start.kind) else {
+            refuse(format!("no agent kind `{}`", start.kind));
+            return stop;
+        };
+        let Some(command) = self.external.get(kind) else {
+            refuse(format!(
+                "device `{}` does not run {} (enable it there: [external.{}] or {})",
+                self.name,
+                kind.name(),
+                kind.name(),
+                external::env_var(kind)
+            ));
+            return stop;
+        };
+        let program = match external::resolve_program(kind, &command.program) {
+            Ok(p) => p,
+            Err(e) => {
+                refuse(format!("on device `{}`: {e}", self.name));
+                return stop;
+            }
+        };
+        let args: Vec<String> = command.args.iter().cloned().chain(start.args).collect();
+        let env: Vec<(&str, String)> = start
+            .session
+            .map(|s| (external::jsonl::SESSION_ENV, s))
+            .into_iter()
+            .collect();
+        let mut proc =
+            match external::process::spawn(&program, &args, &self.workdir, &env, start.input) {
+                Ok(p) => p,
+                Err(e) => {
+                    refuse(format!(
+                        "on device `{}`: cannot start {}: {e}",
+                        self.name,
+                        program.display()
+                    ));
+                    return stop;
+                }
+            };
+        let stopped = Arc::clone(&stop);
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    line = proc.next_line() => match line {
+                        Some(line) => {
+                            let _ = out.send(DeviceMessage::AgentLine { operation_id: op, line });
+                        }
+                        None => break,
+                    },
+                    () = stopped.notified() => {
+                        proc.stop().await;
+                        break;
+                    }
+                }
+            }
+            let (code, stderr) = match Box::new(proc).finish(Duration::from_secs(5)).await {
+                Ok(end) => end,
+                Err(why) => (None, why),
+            };
+            let _ = out.send(DeviceMessage::AgentEnded {
+                operation_id: op,
+                code,
+                stderr,
+                refused: None,
+            });
+        });
+        stop
     }
 
     /// Run one call here: checked again (its tool, its arguments, the command guard: a
@@ -519,6 +654,7 @@ mod tests {
         Device {
             name: "laptop".into(),
             tools,
+            external: rein_operation::external::ExternalAgents::none(),
             workdir: dir.to_path_buf(),
             sandbox: Sandbox {
                 mode: SandboxMode::Off,

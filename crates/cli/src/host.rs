@@ -122,6 +122,7 @@ pub async fn host(
             devices: false,
         },
         devices: None,
+        remote_agents: None,
         sandbox: ctx.sandbox,
         system_model,
         working_directory: None,

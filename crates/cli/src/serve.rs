@@ -361,6 +361,12 @@ pub async fn serve(
         }
         host.working_directory = Some(dir.to_string_lossy().into_owned());
     }
+    let gateway = Arc::new(rein_server::devices::DeviceGateway::new(
+        std::time::Duration::from_secs(args.device_timeout_secs.max(1)),
+    ));
+    host.remote_agents = Some(Arc::new(rein_server::devices::agents::GatewayAgents(
+        Arc::clone(&gateway),
+    )));
     let mut runner = Runner::new(Arc::clone(&store), Arc::clone(&hub), host);
     runner.limits = rein_store::RunLimits {
         per_owner: Some(args.max_running.max(1) as u64),
@@ -384,9 +390,7 @@ pub async fn serve(
             ..Default::default()
         },
     );
-    app.devices = Arc::new(rein_server::devices::DeviceGateway::new(
-        std::time::Duration::from_secs(args.device_timeout_secs.max(1)),
-    ));
+    app.devices = gateway;
     let app = Arc::new(app);
     tokio::spawn(Arc::clone(&runner).recovery_loop(app.shutdown.clone()));
     rein_server::devices::dispatch::spawn(&app, app.shutdown.clone());

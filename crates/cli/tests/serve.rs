@@ -4342,3 +4342,113 @@ async fn a_call_for_a_device_that_stays_away_fails_visibly_after_the_device_time
         "the log holds what it said"
     );
 }
+
+#[tokio::test]
+async fn an_external_agent_runs_on_a_device_that_enables_it() {
+    let e = env(Vec::new()).await;
+    let laptop = e.dir.join("laptop");
+    std::fs::create_dir_all(&laptop).unwrap();
+    let rein = e.start(&[]).await;
+    let token = e.token("alice").await;
+    let device_token = e.device_token("alice", "laptop").await;
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../operation/tests/fixtures/external");
+    let log = e.dir.join("agent.log");
+    let quiet_log = e.dir.join("quiet.log");
+    // The laptop runs Claude Code (here the fake one, from its environment) and a generic
+    // agent that says nothing and waits (from its configuration file); its Codex is missing.
+    let config = e.dir.join("device.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[external.jsonl]\ncommand = {:?}\nargs = [\"--fake-log\", {:?}, \"--fake-fixture\", {:?}]\n",
+            fixtures.join("fake-agent").display().to_string(),
+            quiet_log.display().to_string(),
+            fixtures.join("jsonl/quiet.jsonl").display().to_string(),
+        ),
+    )
+    .unwrap();
+    let _device = e
+        .command(&[
+            "--server",
+            &rein.base,
+            "connect",
+            "--name",
+            "laptop",
+            "--workdir",
+            &laptop.display().to_string(),
+        ])
+        .env("REIN_TOKEN", &device_token)
+        .env("REIN_CONFIG", &config)
+        .env("REIN_EXTERNAL_CLAUDE_CODE", fixtures.join("fake-agent"))
+        .env("REIN_EXTERNAL_CODEX", "/nonexistent/codex")
+        .env("FAKE_AGENT_LOG", &log)
+        .env("FAKE_AGENT_FIXTURE", fixtures.join("claude-code/run.jsonl"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    device_connected(&e, &rein, &token, true).await;
+    let op = e
+        .create_operation(
+            &rein,
+            &token,
+            json!({"input": "What files are here?", "surface": "external:claude-code@laptop"}),
+        )
+        .await;
+    let detail = wait_status(&e, &rein, &op, &token, "done").await;
+    assert_eq!(detail["spec"]["surface"], "external:claude-code@laptop");
+    assert_eq!(detail["operation"]["step_count"], 3);
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains(&format!(
+            "cwd: {}",
+            laptop.canonicalize().unwrap().display()
+        )),
+        "it ran in the device's directory: {logged}"
+    );
+    // Its limits reach the device: the agent's processes there are stopped.
+    let slow = e
+        .create_operation(
+            &rein,
+            &token,
+            json!({"input": "Wait.", "surface": "external:jsonl@laptop", "time_limit_secs": 1}),
+        )
+        .await;
+    let detail = wait_status(&e, &rein, &slow, &token, "done").await;
+    assert_eq!(
+        detail["operation"]["finish_reason"], "timeout",
+        "{detail:#}"
+    );
+    let sleeper: u32 = std::fs::read_to_string(format!("{}.sleeper", quiet_log.display()))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    eventually("the agent's child on the device stopped", || async {
+        let stat = std::fs::read_to_string(format!("/proc/{sleeper}/stat")).ok();
+        stat.is_none_or(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        })
+        .then_some(())
+    })
+    .await;
+    // What the device cannot start fails visibly, naming why.
+    let missing = e
+        .create_operation(
+            &rein,
+            &token,
+            json!({"input": "hi", "surface": "external:codex@laptop"}),
+        )
+        .await;
+    let detail = wait_status(&e, &rein, &missing, &token, "error").await;
+    let said = detail["operation"]["error"].to_string();
+    assert!(
+        said.contains("on device `laptop`") && said.contains("`/nonexistent/codex` was not found"),
+        "{detail:#}"
+    );
+}

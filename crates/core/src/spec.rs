@@ -204,12 +204,38 @@ pub enum Surface {
     /// An external agent CLI is the brain and the executor; rein spawns it, bounds it and
     /// records what it reports.
     External(ExternalKind),
+    /// An external agent CLI run on a connected device (`external:KIND@NAME`): the device
+    /// starts it in its directory and streams what it reports; rein bounds and records it.
+    ExternalOnDevice {
+        /// The agent.
+        kind: ExternalKind,
+        /// The device.
+        device: String,
+    },
+}
+
+impl Surface {
+    /// The external agent it runs, if it is one.
+    pub fn external_kind(&self) -> Option<ExternalKind> {
+        match self {
+            Surface::External(k) | Surface::ExternalOnDevice { kind: k, .. } => Some(*k),
+            _ => None,
+        }
+    }
+
+    /// The device it runs on, if any.
+    pub fn device(&self) -> Option<&str> {
+        match self {
+            Surface::Device(d) | Surface::ExternalOnDevice { device: d, .. } => Some(d),
+            _ => None,
+        }
+    }
 }
 
 /// A surface that is none of the forms [`Surface`] reads (it holds the text).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "surface `{0}`: use local, server, device:NAME (1-64 letters, digits, `-`, `_`, `.`) or external:claude-code|codex|jsonl"
+    "surface `{0}`: use local, server, device:NAME (1-64 letters, digits, `-`, `_`, `.`) or external:claude-code|codex|jsonl, optionally @NAME (on a device)"
 )]
 pub struct SurfaceParseError(pub String);
 
@@ -232,9 +258,18 @@ impl std::str::FromStr for Surface {
             Some(("device", name)) if valid_device_name(name) => {
                 Ok(Surface::Device(name.to_owned()))
             }
-            Some(("external", kind)) => ExternalKind::parse(kind)
-                .map(Surface::External)
-                .ok_or_else(bad),
+            Some(("external", rest)) => match rest.split_once('@') {
+                None => ExternalKind::parse(rest)
+                    .map(Surface::External)
+                    .ok_or_else(bad),
+                Some((kind, device)) if valid_device_name(device) => ExternalKind::parse(kind)
+                    .map(|kind| Surface::ExternalOnDevice {
+                        kind,
+                        device: device.to_owned(),
+                    })
+                    .ok_or_else(bad),
+                Some(_) => Err(bad()),
+            },
             _ => Err(bad()),
         }
     }
@@ -247,6 +282,9 @@ impl std::fmt::Display for Surface {
             Surface::Server => f.write_str("server"),
             Surface::Device(name) => write!(f, "device:{name}"),
             Surface::External(kind) => write!(f, "external:{}", kind.name()),
+            Surface::ExternalOnDevice { kind, device } => {
+                write!(f, "external:{}@{device}", kind.name())
+            }
         }
     }
 }
@@ -265,8 +303,7 @@ impl<'de> Deserialize<'de> for Surface {
 }
 
 /// The pattern of a surface as [`Surface`] parses it (for request schemas).
-pub const SURFACE_PATTERN: &str =
-    "^(local|server|device:[A-Za-z0-9._-]{1,64}|external:(claude-code|codex|jsonl))$";
+pub const SURFACE_PATTERN: &str = "^(local|server|device:[A-Za-z0-9._-]{1,64}|external:(claude-code|codex|jsonl)(@[A-Za-z0-9._-]{1,64})?)$";
 
 /// How a group's supervisor picks who speaks next.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -484,6 +521,7 @@ mod tests {
             "external:claude-code",
             "external:codex",
             "external:jsonl",
+            "external:codex@laptop-1",
         ] {
             let s: Surface = text.parse().unwrap_or_default();
             assert_eq!(s.to_string(), text);
@@ -499,6 +537,8 @@ mod tests {
             "device:a b",
             "external:gemini",
             "external",
+            "external:codex@",
+            "external:codex@a b",
             long.as_str(),
         ] {
             let err = text.parse::<Surface>().unwrap_err().to_string();

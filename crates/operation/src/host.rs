@@ -102,6 +102,8 @@ pub struct Host {
     pub surfaces: crate::surface::Surfaces,
     /// The devices operations may run on (`rein serve`'s gateway).
     pub devices: Option<Arc<dyn crate::devices::DeviceDirectory>>,
+    /// Starts external agents on devices (`rein serve`'s gateway).
+    pub remote_agents: Option<Arc<dyn crate::external::RemoteAgents>>,
 }
 
 impl Host {
@@ -129,6 +131,7 @@ impl Host {
             sandbox: Default::default(),
             surfaces: Default::default(),
             devices: None,
+            remote_agents: None,
         }
     }
 
@@ -157,6 +160,9 @@ impl Host {
         }
         if let Some(devices) = &self.devices {
             d = d.with_devices(Arc::clone(devices));
+        }
+        if let Some(remote) = &self.remote_agents {
+            d = d.with_remote_agents(Arc::clone(remote));
         }
         d.with_skills(Arc::clone(&self.skills))
             .with_external(self.surfaces.external.clone())

@@ -67,10 +67,11 @@ pub fn route(req: RouteRequest<'_>, host: &Surfaces) -> Result<Surface, SurfaceE
         // `local` and `server` both name rein's own brain and tools in the process running
         // the operation; the spec records which kind of process that is.
         None | Some(Surface::Local | Surface::Server) => Ok(host.own.clone()),
-        Some(d @ Surface::Device(_)) if !host.devices => {
+        Some(d @ (Surface::Device(_) | Surface::ExternalOnDevice { .. })) if !host.devices => {
             Err(SurfaceError::NoDevices(d.to_string()))
         }
-        Some(d @ Surface::Device(_)) => Ok(d.clone()),
+        // Whether the device runs that agent is the device's to say, when it is asked.
+        Some(d @ (Surface::Device(_) | Surface::ExternalOnDevice { .. })) => Ok(d.clone()),
         Some(Surface::External(kind)) => match host.external.get(*kind) {
             Some(_) => Ok(Surface::External(*kind)),
             None => Err(ExternalError::NotEnabled(kind.name()).into()),
@@ -117,6 +118,7 @@ mod tests {
             "device:laptop",
             "external:claude-code",
             "external:codex",
+            "external:jsonl@laptop",
         ]
         .iter()
         .filter_map(|s| s.parse().ok())
@@ -137,10 +139,11 @@ mod tests {
                         (None, None | Some(Surface::Local | Surface::Server)) => {
                             assert_eq!(got.as_ref(), Ok(&own))
                         }
-                        (None, Some(d @ Surface::Device(_))) if own == Surface::Server => {
-                            assert_eq!(got.as_ref(), Ok(d))
-                        }
-                        (None, Some(Surface::Device(_))) => {
+                        (
+                            None,
+                            Some(d @ (Surface::Device(_) | Surface::ExternalOnDevice { .. })),
+                        ) if own == Surface::Server => assert_eq!(got.as_ref(), Ok(d)),
+                        (None, Some(Surface::Device(_) | Surface::ExternalOnDevice { .. })) => {
                             assert!(matches!(got, Err(SurfaceError::NoDevices(_))))
                         }
                         (None, Some(Surface::External(ExternalKind::Codex))) => {

@@ -16,7 +16,7 @@ use rein_core::engine::StepResult;
 use rein_core::event::{Amount, EventKind, StreamChunk};
 use rein_core::instruction::InstructionKind;
 use rein_core::message::{ExternalSession, Role, ToolStatus};
-use rein_core::spec::ExternalKind;
+use rein_core::spec::{ExternalKind, Surface};
 use rein_core::state::{BudgetKind, BudgetPolicy, Finish, FinishReason, StateError, Status};
 use rein_core::usage::TokenUsage;
 use rein_core::{AgentEvent, AgentState, Message, OperationId, ToolCall, Usd};
@@ -56,46 +56,69 @@ impl Driver {
         if run.cancel_requested {
             return self.settle_cancel(run, "cancelled on request").await;
         }
-        let command = self
-            .external
-            .get(kind)
-            .cloned()
-            .ok_or(DriverError::External(ExternalError::NotEnabled(
-                kind.name(),
-            )))?;
-        let program = match external::resolve_program(kind, &command.program) {
-            Ok(p) => p,
-            Err(e) => {
-                return self
-                    .end_external(run, Err(("external_missing", e.to_string())))
-                    .await;
-            }
-        };
         let inv = invocation(&run.committed, kind);
         let (args, input) = external::invocation_args(kind, &inv);
-        let args: Vec<String> = command.args.iter().cloned().chain(args).collect();
-        let dir = match &run.spec.working_directory {
-            Some(d) => std::path::PathBuf::from(d),
-            None => std::env::current_dir().map_err(|e| DriverError::Refused(e.to_string()))?,
+        let session = inv.resume.clone().filter(|_| kind == ExternalKind::Jsonl);
+        let launch = match &run.spec.surface {
+            Surface::ExternalOnDevice { device, .. } => {
+                let remote = self.remote_agents.clone().ok_or_else(|| {
+                    DriverError::Refused(format!(
+                        "operation {} runs an agent on device `{device}`: only a rein server with devices runs it",
+                        run.id
+                    ))
+                })?;
+                Launch::Device(
+                    remote,
+                    external::RemoteStart {
+                        owner: run.spec.owner.clone().unwrap_or_default(),
+                        device: device.clone(),
+                        operation_id: run.id,
+                        kind,
+                        args,
+                        input,
+                        session,
+                    },
+                )
+            }
+            _ => {
+                let command = self
+                    .external
+                    .get(kind)
+                    .cloned()
+                    .ok_or(DriverError::External(ExternalError::NotEnabled(
+                        kind.name(),
+                    )))?;
+                let program = match external::resolve_program(kind, &command.program) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        return self
+                            .end_external(run, Err(("external_missing", e.to_string())))
+                            .await;
+                    }
+                };
+                let dir = match &run.spec.working_directory {
+                    Some(d) => std::path::PathBuf::from(d),
+                    None => {
+                        std::env::current_dir().map_err(|e| DriverError::Refused(e.to_string()))?
+                    }
+                };
+                let args = command.args.iter().cloned().chain(args).collect();
+                Launch::Local {
+                    program,
+                    args,
+                    dir,
+                    session,
+                    input,
+                }
+            }
         };
-        let mut env = Vec::new();
-        if let (ExternalKind::Jsonl, Some(id)) = (kind, &inv.resume) {
-            env.push((external::jsonl::SESSION_ENV, id.clone()));
-        }
         // Marked running before the process starts: a crash from here on never starts it twice.
         let mut started = run.committed.clone();
         started.status = Status::Running;
         self.commit(run, external_step(started, Vec::new())).await?;
-        let mut proc = match external::process::spawn(&program, &args, &dir, &env, input) {
+        let mut proc = match launch.start(kind) {
             Ok(p) => p,
-            Err(e) => {
-                let msg = format!(
-                    "external agent `{}`: cannot start {}: {e}",
-                    kind.name(),
-                    program.display()
-                );
-                return self.end_external(run, Err(("external_failed", msg))).await;
-            }
+            Err(msg) => return self.end_external(run, Err(("external_failed", msg))).await,
         };
         let began = Instant::now();
         let deadline = run
@@ -108,15 +131,15 @@ impl Driver {
         let mut warned: Vec<BudgetKind> = Vec::new();
         let stop = 'read: loop {
             let line = tokio::select! {
-                line = proc.lines.next_line() => line,
+                line = proc.next_line() => line,
                 () = self.cancel.cancelled() => break 'read Some(Stop::Cancelled),
                 () = sleep_until(deadline) => {
                     break 'read Some(Stop::Time(run.spec.time_limit_secs.unwrap_or_default()))
                 }
             };
             let observed = match line {
-                Ok(Some(line)) => reader.line(&line),
-                Ok(None) | Err(_) => break None,
+                Some(line) => reader.line(&line),
+                None => break None,
             };
             for o in observed {
                 if let Some(step) = transcript.push(o) {
@@ -139,7 +162,7 @@ impl Driver {
         };
         watcher.abort();
         if let Some(stop) = stop {
-            proc.kill().await;
+            proc.stop().await;
             let _ = proc.finish(EXIT_GRACE).await;
             if matches!(stop, Stop::Settled) {
                 return Ok(end_of(&run.committed));
@@ -198,8 +221,15 @@ impl Driver {
         if let Some(step) = transcript.close() {
             self.record_external(run, kind, &transcript, step).await?;
         }
-        let (code, stderr) = proc.finish(EXIT_GRACE).await;
+        let ended = proc.finish(EXIT_GRACE).await;
         self.reconcile_totals(run, kind, &transcript);
+        let (code, stderr) = match ended {
+            Ok(ended) => ended,
+            Err(why) => {
+                let msg = format!("external agent `{}`: {why}", kind.name());
+                return self.end_external(run, Err(("external_failed", msg))).await;
+            }
+        };
         let outcome = match (transcript.failure.take(), code) {
             (Some(failure), _) => Err(("external_failed", failure)),
             (None, Some(0)) => Ok((FinishReason::Completed, String::new())),
@@ -397,6 +427,53 @@ impl Driver {
             for e in events {
                 sink.publish(e);
             }
+        }
+    }
+}
+
+/// Where an agent is started, with what.
+enum Launch {
+    /// Here, as a process group.
+    Local {
+        program: std::path::PathBuf,
+        args: Vec<String>,
+        dir: std::path::PathBuf,
+        session: Option<String>,
+        input: String,
+    },
+    /// On a device, through the server's gateway.
+    Device(
+        std::sync::Arc<dyn external::RemoteAgents>,
+        external::RemoteStart,
+    ),
+}
+
+impl Launch {
+    /// Start it; why it could not start otherwise.
+    fn start(self, kind: ExternalKind) -> Result<Box<dyn external::AgentRun>, String> {
+        match self {
+            Launch::Local {
+                program,
+                args,
+                dir,
+                session,
+                input,
+            } => {
+                let env: Vec<(&str, String)> = session
+                    .map(|id| (external::jsonl::SESSION_ENV, id))
+                    .into_iter()
+                    .collect();
+                external::process::spawn(&program, &args, &dir, &env, input)
+                    .map(|p| Box::new(p) as Box<dyn external::AgentRun>)
+                    .map_err(|e| {
+                        format!(
+                            "external agent `{}`: cannot start {}: {e}",
+                            kind.name(),
+                            program.display()
+                        )
+                    })
+            }
+            Launch::Device(remote, start) => remote.start(start),
         }
     }
 }

@@ -185,6 +185,8 @@ pub struct Driver {
     external: crate::external::ExternalAgents,
     /// Where operations on `device:NAME` find the device's tools (none: no devices here).
     devices: Option<Arc<dyn crate::devices::DeviceDirectory>>,
+    /// Starts external agents on devices (`external:KIND@NAME`; a server's gateway).
+    remote_agents: Option<Arc<dyn crate::external::RemoteAgents>>,
     /// Token estimators by vocabulary and factor (bits), shared by every run.
     estimators: std::sync::Mutex<
         Vec<(
@@ -296,6 +298,7 @@ impl Driver {
             system_model: None,
             external: crate::external::ExternalAgents::none(),
             devices: None,
+            remote_agents: None,
             estimators: Default::default(),
         }
     }
@@ -320,6 +323,12 @@ impl Driver {
     /// Builder: operations may run on the devices `directory` knows.
     pub fn with_devices(mut self, directory: Arc<dyn crate::devices::DeviceDirectory>) -> Self {
         self.devices = Some(directory);
+        self
+    }
+
+    /// Builder: external agents on devices are started through `remote`.
+    pub fn with_remote_agents(mut self, remote: Arc<dyn crate::external::RemoteAgents>) -> Self {
+        self.remote_agents = Some(remote);
         self
     }
 

@@ -6,7 +6,6 @@ use super::open::{Loaded, Opened};
 use super::{Driver, RunEnd, derived_message_id, end_of};
 use crate::error::DriverError;
 use rein_core::engine::initial_context;
-use rein_core::spec::Surface;
 use rein_core::state::Status;
 use rein_core::{AgentRuntime, AgentState, OperationId};
 use std::sync::Arc;
@@ -20,7 +19,7 @@ impl Driver {
             Opened::Ready(run) => run,
             Opened::Ended(end) => return Ok(end),
         };
-        if let Surface::External(kind) = run.spec.surface {
+        if let Some(kind) = run.spec.surface.external_kind() {
             return self.drive_external(&mut run, kind).await;
         }
         if run.cancel_requested && !run.committed.status.is_terminal() {
@@ -48,7 +47,7 @@ impl Driver {
     /// [`Driver::resume`] of an opened operation. An interrupted parent goes back to waiting
     /// for its sub-agents, which are resumed with it.
     pub(super) async fn resume_loaded(&self, run: &mut Loaded) -> Result<RunEnd, DriverError> {
-        if let Surface::External(kind) = run.spec.surface {
+        if let Some(kind) = run.spec.surface.external_kind() {
             return self.drive_external(run, kind).await;
         }
         if run.cancel_requested && !run.committed.status.is_terminal() {

@@ -103,13 +103,18 @@ impl Driver {
         spec: &OperationSpec,
     ) -> Result<(), DriverError> {
         // An external agent is its own model and tools: what it needs is its program.
-        if let rein_core::spec::Surface::External(kind) = spec.surface {
-            let command = self
-                .external
-                .get(kind)
-                .ok_or(crate::external::ExternalError::NotEnabled(kind.name()))?;
-            crate::external::resolve_program(kind, &command.program)?;
-            return Ok(());
+        match &spec.surface {
+            rein_core::spec::Surface::External(kind) => {
+                let command = self
+                    .external
+                    .get(*kind)
+                    .ok_or(crate::external::ExternalError::NotEnabled(kind.name()))?;
+                crate::external::resolve_program(*kind, &command.program)?;
+                return Ok(());
+            }
+            // The device checks that it runs the agent when asked to.
+            rein_core::spec::Surface::ExternalOnDevice { .. } => return Ok(()),
+            _ => {}
         }
         self.providers(id, spec).map(|_| ())
     }

@@ -47,9 +47,7 @@ impl Driver {
         let skills = self.spec_skills(&spec)?;
         let mut state = first_state(id, &spec, &topic_id, history, user, manifests);
         state.activated_skills = skills;
-        if matches!(spec.surface, rein_core::spec::Surface::External(_))
-            && opts.turn != super::Turn::Continue
-        {
+        if spec.surface.external_kind().is_some() && opts.turn != super::Turn::Continue {
             state.metadata.extra.insert(
                 super::external::FRESH_SESSION.into(),
                 serde_json::json!(true),
@@ -102,13 +100,15 @@ impl Driver {
         spec: &OperationSpec,
     ) -> Result<Arc<ToolManifestMap>, DriverError> {
         let mut map = self.tools.manifests();
-        if let rein_core::spec::Surface::Device(name) = &spec.surface {
+        if let Some(name) = spec.surface.device() {
             let offered = match &self.devices {
                 Some(d) => d.tools(spec.owner.as_deref(), name).await?,
                 None => None,
             };
-            let offered = offered.ok_or_else(|| DriverError::UnknownDevice(name.clone()))?;
-            map = Arc::new(crate::devices::device_manifests(&map, offered));
+            let offered = offered.ok_or_else(|| DriverError::UnknownDevice(name.to_owned()))?;
+            if matches!(spec.surface, rein_core::spec::Surface::Device(_)) {
+                map = Arc::new(crate::devices::device_manifests(&map, offered));
+            }
         }
         let Some(directory) = &self.agents else {
             return Ok(map);

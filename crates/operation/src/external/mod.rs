@@ -8,7 +8,7 @@ pub mod claude_code;
 pub mod codex;
 pub mod jsonl;
 mod observed;
-pub(crate) mod process;
+pub mod process;
 pub mod transcript;
 
 pub use observed::Observed;
@@ -139,6 +139,45 @@ fn is_executable(p: &Path) -> bool {
     {
         p.is_file()
     }
+}
+
+/// A running external agent, wherever it runs: what it prints, line by line, and how to stop it.
+pub trait AgentRun: Send {
+    /// Its next line of output (`None`: the output ended).
+    fn next_line(&mut self) -> futures::future::BoxFuture<'_, Option<String>>;
+    /// Stop it and everything it started.
+    fn stop(&mut self) -> futures::future::BoxFuture<'_, ()>;
+    /// Once its output ended: its exit code (`None`: killed by a signal) and the end of its
+    /// standard error, or why its end is unknown (a device's connection dropped, it refused).
+    fn finish(
+        self: Box<Self>,
+        grace: std::time::Duration,
+    ) -> futures::future::BoxFuture<'static, Result<(Option<i32>, String), String>>;
+}
+
+/// One run of an external agent on a device, as the driver asks for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RemoteStart {
+    /// The operation's owner.
+    pub owner: String,
+    /// The device.
+    pub device: String,
+    /// The operation.
+    pub operation_id: rein_core::OperationId,
+    /// The agent.
+    pub kind: ExternalKind,
+    /// The arguments of the kind (the device puts its configured ones first).
+    pub args: Vec<String>,
+    /// Its standard input (the prompt).
+    pub input: String,
+    /// The session a generic agent resumes (`REIN_EXTERNAL_SESSION`).
+    pub session: Option<String>,
+}
+
+/// Starts external agents on devices (a server's device gateway).
+pub trait RemoteAgents: Send + Sync {
+    /// Ask the device to start the agent; why it cannot when it cannot (not connected).
+    fn start(&self, run: RemoteStart) -> Result<Box<dyn AgentRun>, String>;
 }
 
 /// What one run of an external agent is asked: the prompt, the session to continue, and the

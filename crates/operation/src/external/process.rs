@@ -10,15 +10,14 @@ use tokio::process::{Child, ChildStdout};
 const STDERR_TAIL: usize = 4 * 1024;
 
 /// A running external agent.
-pub(crate) struct Running {
+pub struct Running {
     child: Child,
-    /// Its standard output, line by line.
-    pub lines: Lines<BufReader<ChildStdout>>,
+    lines: Lines<BufReader<ChildStdout>>,
     stderr: tokio::task::JoinHandle<String>,
 }
 
 /// Start `program args…` in `dir` with `env` added, `input` on its standard input.
-pub(crate) fn spawn(
+pub fn spawn(
     program: &Path,
     args: &[String],
     dir: &Path,
@@ -105,5 +104,22 @@ impl Running {
             .and_then(Result::ok)
             .unwrap_or_default();
         (status.and_then(|s| s.code()), stderr)
+    }
+}
+
+impl super::AgentRun for Running {
+    fn next_line(&mut self) -> futures::future::BoxFuture<'_, Option<String>> {
+        Box::pin(async move { self.lines.next_line().await.ok().flatten() })
+    }
+
+    fn stop(&mut self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(self.kill())
+    }
+
+    fn finish(
+        self: Box<Self>,
+        grace: std::time::Duration,
+    ) -> futures::future::BoxFuture<'static, Result<(Option<i32>, String), String>> {
+        Box::pin(async move { Ok(Running::finish(*self, grace).await) })
     }
 }

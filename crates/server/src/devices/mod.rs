@@ -10,6 +10,7 @@
 //! it has seen from the ledger (its result, or "interrupted" when it stopped mid-call), never
 //! running it twice; its results are sent again until the server says `settled`.
 
+pub mod agents;
 pub mod dispatch;
 pub mod protocol;
 pub mod session;
@@ -34,9 +35,18 @@ struct Connection {
     sent: HashSet<String>,
 }
 
+/// An external agent running on a device: whose, where, and its reader.
+struct RunningAgent {
+    owner: String,
+    device: String,
+    tx: mpsc::UnboundedSender<agents::AgentFrame>,
+}
+
 /// The devices connected to this server, and what was sent to them.
 pub struct DeviceGateway {
     connections: Mutex<HashMap<(String, String), Connection>>,
+    /// The external agents running on devices, by operation.
+    agents: Mutex<HashMap<rein_core::OperationId, RunningAgent>>,
     /// Calls a device took (acknowledged), by call id: one that is never answered was maybe
     /// run, and says so when it fails.
     taken: Mutex<HashSet<String>>,
@@ -58,6 +68,7 @@ impl DeviceGateway {
     pub fn new(offline_timeout: Duration) -> Self {
         Self {
             connections: Mutex::default(),
+            agents: Mutex::default(),
             taken: Mutex::default(),
             epochs: AtomicU64::new(1),
             wake: Notify::new(),
@@ -90,12 +101,80 @@ impl DeviceGateway {
         epoch
     }
 
-    /// Forget connection `epoch` of the device (a newer one stays).
+    /// Forget connection `epoch` of the device (a newer one stays); the agents it ran lose
+    /// their device.
     pub(crate) fn disconnect(&self, owner: &str, name: &str, epoch: u64) {
         let mut c = self.connections();
         let key = (owner.to_owned(), name.to_owned());
         if c.get(&key).is_some_and(|conn| conn.epoch == epoch) {
             c.remove(&key);
+            drop(c);
+            let mut agents = self.agents.lock().unwrap_or_else(|p| p.into_inner());
+            agents.retain(|_, a| {
+                let lost = a.owner == owner && a.device == name;
+                if lost {
+                    let _ = a.tx.send(agents::AgentFrame::Lost);
+                }
+                !lost
+            });
+        }
+    }
+
+    pub(crate) fn register_agent(
+        &self,
+        op: rein_core::OperationId,
+        owner: &str,
+        device: &str,
+        tx: mpsc::UnboundedSender<agents::AgentFrame>,
+    ) {
+        self.agents
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(
+                op,
+                RunningAgent {
+                    owner: owner.to_owned(),
+                    device: device.to_owned(),
+                    tx,
+                },
+            );
+    }
+
+    pub(crate) fn forget_agent(&self, op: rein_core::OperationId) {
+        self.agents
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&op);
+    }
+
+    /// Hand what device `name` of `owner` reported about the agent of `op` to its reader
+    /// (nothing when that device runs no agent for it).
+    pub(crate) fn agent_frame(
+        &self,
+        owner: &str,
+        name: &str,
+        op: rein_core::OperationId,
+        frame: agents::AgentFrame,
+    ) {
+        let agents = self.agents.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(a) = agents.get(&op)
+            && a.owner == owner
+            && a.device == name
+        {
+            let _ = a.tx.send(frame);
+        }
+    }
+
+    /// Send `message` to the device if it is connected; whether it was.
+    pub(crate) fn send_if_connected(
+        &self,
+        owner: &str,
+        name: &str,
+        message: ServerMessage,
+    ) -> bool {
+        match self.connections().get(&(owner.to_owned(), name.to_owned())) {
+            Some(conn) => conn.tx.send(message).is_ok(),
+            None => false,
         }
     }
 

@@ -30,6 +30,27 @@ pub enum DeviceMessage {
         /// The call.
         call_id: String,
     },
+    /// A line an agent it runs (`run_agent`) printed.
+    AgentLine {
+        /// The operation.
+        operation_id: OperationId,
+        /// The line, as printed.
+        line: String,
+    },
+    /// An agent it runs ended (or never started: `refused` says why).
+    AgentEnded {
+        /// The operation.
+        operation_id: OperationId,
+        /// Its exit code (`None`: killed by a signal, or it never started).
+        #[serde(default)]
+        code: Option<i32>,
+        /// The end of its standard error.
+        #[serde(default)]
+        stderr: String,
+        /// Why the device did not start it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        refused: Option<String>,
+    },
     /// The outcome of a call.
     Result {
         /// The operation that made it.
@@ -54,6 +75,13 @@ pub enum ServerMessage {
     },
     /// Run a call.
     Call(DeviceCall),
+    /// Start an external agent for an operation (`external:KIND@NAME`).
+    RunAgent(AgentStart),
+    /// Stop the agent of an operation (a limit, a cancel).
+    StopAgent {
+        /// The operation.
+        operation_id: OperationId,
+    },
     /// The result of `call_id` is recorded: the device may forget it.
     Settled {
         /// The call.
@@ -84,4 +112,20 @@ pub struct DeviceCall {
     pub approved: bool,
     /// The operation's sandbox for shell commands (the device's own may be stricter).
     pub sandbox: Sandbox,
+}
+
+/// An external agent for a device to start in its directory and stream.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentStart {
+    /// The operation it works for.
+    pub operation_id: OperationId,
+    /// The kind (`claude-code`, `codex`, `jsonl`): the device runs it only if it enables it.
+    pub kind: String,
+    /// The kind's arguments (after the device's own configured ones).
+    pub args: Vec<String>,
+    /// Its standard input (the prompt).
+    pub input: String,
+    /// The session a generic agent resumes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
 }

@@ -124,6 +124,20 @@ async fn session(app: AppState, user: User, device: String, mut socket: WebSocke
                             answer(&app, &owner, &device, operation_id, &call_id, success, content).await;
                         });
                     }
+                    Ok(DeviceMessage::AgentLine { operation_id, line }) => app.devices.agent_frame(
+                        &user.id,
+                        &device,
+                        operation_id,
+                        super::agents::AgentFrame::Line(line),
+                    ),
+                    Ok(DeviceMessage::AgentEnded { operation_id, code, stderr, refused }) => {
+                        app.devices.agent_frame(
+                            &user.id,
+                            &device,
+                            operation_id,
+                            super::agents::AgentFrame::Ended { code, stderr, refused },
+                        )
+                    }
                     Ok(DeviceMessage::Hello { .. }) => {}
                     Err(e) => tracing::info!(device = %device, error = %e, "device sent a frame that is not a message"),
                 }
