@@ -4452,3 +4452,175 @@ async fn an_external_agent_runs_on_a_device_that_enables_it() {
         "{detail:#}"
     );
 }
+
+/// A raw device connection: what `rein connect` would open, driven frame by frame.
+async fn raw_device(
+    rein: &Rein,
+    token: &str,
+) -> Result<
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+    tokio_tungstenite::tungstenite::Error,
+> {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let url = format!(
+        "{}/v1/devices/connect",
+        rein.base.replace("http://", "ws://")
+    );
+    let mut request = url.into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    tokio_tungstenite::connect_async(request)
+        .await
+        .map(|(ws, _)| ws)
+}
+
+/// The next text frame as JSON (`None` when the connection ends).
+async fn frame(
+    ws: &mut tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >,
+) -> Option<Value> {
+    use futures::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    loop {
+        match tokio::time::timeout(Duration::from_secs(20), ws.next())
+            .await
+            .ok()??
+        {
+            Ok(Message::Text(t)) => return serde_json::from_str(t.as_str()).ok(),
+            Ok(Message::Close(_)) | Err(_) => return None,
+            Ok(_) => continue,
+        }
+    }
+}
+
+async fn say(
+    ws: &mut tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >,
+    v: Value,
+) {
+    use futures::SinkExt;
+    ws.send(tokio_tungstenite::tungstenite::Message::text(v.to_string()))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn the_device_gateway_refuses_what_a_device_may_not_do() {
+    let e = env(vec![
+        Canned::openai_tools(&[(
+            "c1",
+            "shell__run",
+            &json!({"command": "echo hi"}).to_string(),
+        )]),
+        Canned::openai_text("Done."),
+    ])
+    .await;
+    let rein = e.start_with(&["--sandbox", "off"], &[]).await;
+    let alice = e.token("alice").await;
+    let laptop = e.device_token("alice", "laptop").await;
+    let mallory = e.device_token("mallory", "laptop").await;
+    // An API token connects no device.
+    let refused = raw_device(&rein, &alice).await.unwrap_err().to_string();
+    assert!(refused.contains("401"), "{refused}");
+    // A device token connects its own name only, and must say hello first.
+    let mut ws = raw_device(&rein, &laptop).await.unwrap();
+    say(
+        &mut ws,
+        json!({"type": "hello", "name": "desktop", "tools": []}),
+    )
+    .await;
+    let f = frame(&mut ws).await.unwrap();
+    assert_eq!(f["type"], "refused");
+    assert!(
+        f["reason"]
+            .as_str()
+            .unwrap()
+            .contains("`laptop`, not `desktop`"),
+        "{f}"
+    );
+    let mut ws = raw_device(&rein, &laptop).await.unwrap();
+    say(&mut ws, json!({"type": "ack", "call_id": "x"})).await;
+    assert_eq!(frame(&mut ws).await.unwrap()["type"], "refused");
+
+    // Alice's laptop connects, offering the shell; an operation calls it.
+    let shell = json!([{"identifier": "shell", "apis": [{"name": "run"}]}]);
+    let mut ws = raw_device(&rein, &laptop).await.unwrap();
+    say(
+        &mut ws,
+        json!({"type": "hello", "name": "laptop", "tools": shell}),
+    )
+    .await;
+    assert_eq!(frame(&mut ws).await.unwrap()["type"], "welcome");
+    let op = e
+        .create_operation(
+            &rein,
+            &alice,
+            json!({"input": "Say hi.", "surface": "device:laptop", "approval": "auto-run"}),
+        )
+        .await;
+    let call = frame(&mut ws).await.unwrap();
+    assert_eq!(
+        (call["type"].as_str(), call["call_id"].as_str()),
+        (Some("call"), Some("c1"))
+    );
+    assert_eq!(call["operation_id"], op.as_str());
+    assert_eq!(call["approved"], false);
+
+    // Mallory's device (same name, another user) cannot answer Alice's call.
+    let mut other = raw_device(&rein, &mallory).await.unwrap();
+    say(
+        &mut other,
+        json!({"type": "hello", "name": "laptop", "tools": []}),
+    )
+    .await;
+    assert_eq!(frame(&mut other).await.unwrap()["type"], "welcome");
+    say(
+        &mut other,
+        json!({"type": "result", "operation_id": op, "call_id": "c1", "success": true, "content": "forged"}),
+    )
+    .await;
+    let f = frame(&mut other).await.unwrap();
+    assert_eq!(
+        (f["type"].as_str(), f["call_id"].as_str()),
+        (Some("settled"), Some("c1"))
+    );
+    // Noise is skipped; the connection stays.
+    use futures::SinkExt;
+    ws.send(tokio_tungstenite::tungstenite::Message::text("not json"))
+        .await
+        .unwrap();
+    let (_, detail) = e
+        .call(
+            &rein,
+            "GET",
+            &format!("/v1/operations/{op}"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(
+        detail["operation"]["status"], "waiting_for_async_tool",
+        "{detail:#}"
+    );
+
+    // Alice's own answer completes it (and is settled once recorded).
+    say(&mut ws, json!({"type": "ack", "call_id": "c1"})).await;
+    say(
+        &mut ws,
+        json!({"type": "result", "operation_id": op, "call_id": "c1", "success": true, "content": "hi from the laptop"}),
+    )
+    .await;
+    let f = frame(&mut ws).await.unwrap();
+    assert_eq!(
+        (f["type"].as_str(), f["call_id"].as_str()),
+        (Some("settled"), Some("c1"))
+    );
+    wait_status(&e, &rein, &op, &alice, "done").await;
+    assert_eq!(
+        e.model.requests()[1].tool_result("c1"),
+        "hi from the laptop"
+    );
+}

@@ -8,18 +8,19 @@
 //! never started again.
 
 use super::open::Loaded;
-use super::{Driver, RunEnd, derived_message_id, end_of};
+use super::{Driver, RunEnd, end_of};
 use crate::error::DriverError;
+use crate::external::record::emit;
 use crate::external::transcript::{ObservedStep, Transcript};
-use crate::external::{self, ExternalError, Invocation};
+use crate::external::{self, ExternalError};
 use rein_core::engine::StepResult;
-use rein_core::event::{Amount, EventKind, StreamChunk};
+use rein_core::event::{Amount, EventKind};
 use rein_core::instruction::InstructionKind;
-use rein_core::message::{ExternalSession, Role, ToolStatus};
+use rein_core::message::ExternalSession;
 use rein_core::spec::{ExternalKind, Surface};
 use rein_core::state::{BudgetKind, BudgetPolicy, Finish, FinishReason, StateError, Status};
 use rein_core::usage::TokenUsage;
-use rein_core::{AgentEvent, AgentState, Message, OperationId, ToolCall, Usd};
+use rein_core::{AgentEvent, AgentState, Usd};
 use std::time::{Duration, Instant};
 
 /// How long a CLI may linger after its output has ended before it is stopped.
@@ -56,7 +57,7 @@ impl Driver {
         if run.cancel_requested {
             return self.settle_cancel(run, "cancelled on request").await;
         }
-        let inv = invocation(&run.committed, kind);
+        let inv = external::invocation::invocation(&run.committed, kind);
         let (args, input) = external::invocation_args(kind, &inv);
         let session = inv.resume.clone().filter(|_| kind == ExternalKind::Jsonl);
         let launch = match &run.spec.surface {
@@ -269,7 +270,8 @@ impl Driver {
             kind: kind.name().to_owned(),
             id,
         });
-        let events = record(&mut state, run.seq + 1, kind, model, session, step, cost);
+        let events =
+            external::record::record(&mut state, run.seq + 1, kind, model, session, step, cost);
         self.publish(&events);
         self.commit(run, external_step(state, events)).await?;
         Ok(())
@@ -293,7 +295,7 @@ impl Driver {
     /// The CLI's own totals, where it reported them, replace what the turns added up to (rein
     /// only adds what they exceed: an estimate already counted is not taken back).
     fn reconcile_totals(&self, run: &mut Loaded, kind: ExternalKind, t: &Transcript) {
-        let key = model_key(kind, t.model.as_deref());
+        let key = external::record::model_key(kind, t.model.as_deref());
         let state = &mut run.committed;
         if let Some(tokens) = &t.totals.0 {
             let counted = state.usage.llm.tokens;
@@ -419,6 +421,10 @@ impl Driver {
         let events = emit(&mut state, kinds);
         self.publish(&events);
         self.commit(run, external_step(state, events)).await?;
+        // A conversation someone has is titled, as after rein's own answers.
+        if run.committed.status == Status::Done && !run.spec.unattended {
+            self.title_topic(&run.committed).await;
+        }
         Ok(end_of(&run.committed))
     }
 
@@ -506,209 +512,3 @@ fn amount(a: Amount) -> String {
         Amount::Usd(u) => format!("${:.4}", u.dollars()),
     }
 }
-
-/// The key usage is recorded under: `KIND/MODEL`.
-fn model_key(kind: ExternalKind, model: Option<&str>) -> String {
-    format!("{}/{}", kind.name(), model.unwrap_or("unknown"))
-}
-
-/// Stamp `kinds` as the state's next events, in the step it is in.
-fn emit(state: &mut AgentState, kinds: Vec<EventKind>) -> Vec<AgentEvent> {
-    kinds
-        .into_iter()
-        .map(|kind| {
-            let e = AgentEvent {
-                operation_id: state.operation_id,
-                step: state.step_count.max(1),
-                seq: state.next_event_seq,
-                kind,
-            };
-            state.next_event_seq += 1;
-            e
-        })
-        .collect()
-}
-
-/// Write one observed step into `state` (commit number `commit`): the assistant message with
-/// the calls it made, a tool message per call, usage and cost; returns its events.
-fn record(
-    state: &mut AgentState,
-    commit: u64,
-    kind: ExternalKind,
-    model: Option<&str>,
-    session: Option<ExternalSession>,
-    step: ObservedStep,
-    cost: Option<Usd>,
-) -> Vec<AgentEvent> {
-    state.step_count += 1;
-    let key = model_key(kind, model);
-    let op: OperationId = state.operation_id;
-    let calls: Vec<ToolCall> = step
-        .calls
-        .iter()
-        .map(|c| {
-            ToolCall::new(
-                c.id.as_str(),
-                kind.name(),
-                c.name.as_str(),
-                c.arguments.to_string(),
-            )
-        })
-        .collect();
-    let mut assistant = Message::assistant(step.text.clone());
-    assistant.id = derived_message_id(op, commit);
-    assistant.parent_id = state
-        .messages
-        .iter()
-        .rev()
-        .find(|m| m.role != Role::System)
-        .map(|m| m.id);
-    assistant.tool_calls = calls.clone();
-    assistant.model = Some(key.clone());
-    assistant.usage = Some(step.tokens);
-    assistant.external_session = session;
-    if !step.reasoning.is_empty() {
-        assistant.reasoning = Some(rein_core::message::Reasoning {
-            text: step.reasoning.clone(),
-            ..Default::default()
-        });
-    }
-    let id = assistant.id;
-    let mut kinds = vec![
-        EventKind::StepStart {
-            phase: "external".into(),
-        },
-        EventKind::LlmStart {
-            assistant_message_id: id,
-            model: Some(key.clone()),
-        },
-    ];
-    if !step.reasoning.is_empty() {
-        kinds.push(EventKind::LlmStream {
-            assistant_message_id: id,
-            chunk: StreamChunk::Reasoning {
-                text: step.reasoning,
-            },
-        });
-    }
-    if !step.text.is_empty() {
-        kinds.push(EventKind::LlmStream {
-            assistant_message_id: id,
-            chunk: StreamChunk::Text {
-                text: step.text.clone(),
-            },
-        });
-    }
-    kinds.push(EventKind::LlmResult {
-        assistant_message_id: id,
-        content: step.text,
-        tool_calls: calls.clone(),
-        usage: step.tokens,
-        cost: cost.unwrap_or_default(),
-    });
-    state.usage.record_llm(&key, &step.tokens, 0);
-    if let Some(c) = cost {
-        state.cost.record_llm(&key, c);
-    }
-    state.push_message(assistant);
-    if !calls.is_empty() {
-        kinds.push(EventKind::ToolPending {
-            tool_calls: calls.clone(),
-        });
-    }
-    for (call, observed) in calls.iter().zip(step.calls) {
-        let (status, content) = match observed.outcome {
-            Some((content, false)) => (ToolStatus::Succeeded, content),
-            Some((content, true)) => (ToolStatus::Failed, content),
-            None => (
-                ToolStatus::Aborted,
-                "the external agent reported no result for this call".to_owned(),
-            ),
-        };
-        let message = Message::tool_result(call, Some(id), status, content.clone());
-        state.usage.record_tool(
-            &format!("{}/{}", kind.name(), call.api),
-            status == ToolStatus::Succeeded,
-            0,
-        );
-        kinds.push(EventKind::ToolResult {
-            tool_call_id: call.id.clone(),
-            tool_message_id: message.id,
-            status,
-            content,
-            duration_ms: 0,
-        });
-        state.push_message(message);
-    }
-    kinds.push(EventKind::StepComplete {
-        status: Status::Running,
-        instructions: vec![InstructionKind::ExternalTurn],
-    });
-    emit(state, kinds)
-}
-
-/// What this run asks the agent: the prompt (the last user message), the session to resume
-/// (the one the answer it follows came from, unless the turn was edited or regenerated), and,
-/// for a new session, the instructions and the conversation so far.
-fn invocation(state: &AgentState, kind: ExternalKind) -> Invocation {
-    let Some(at) = state.messages.iter().rposition(|m| m.role == Role::User) else {
-        return Invocation::default();
-    };
-    let prompt_msg = &state.messages[at];
-    let prompt = prompt_msg.text_content();
-    let fresh = state
-        .metadata
-        .extra
-        .get(FRESH_SESSION)
-        .is_some_and(|v| v == true);
-    let resume = (!fresh)
-        .then(|| {
-            let parent = prompt_msg.parent_id?;
-            let answer = state.messages.iter().find(|m| m.id == parent)?;
-            let s = answer.external_session.as_ref()?;
-            (s.kind == kind.name()).then(|| s.id.clone())
-        })
-        .flatten();
-    let system_role = state
-        .messages
-        .iter()
-        .find(|m| m.role == Role::System)
-        .map(|m| m.text_content());
-    if resume.is_some() {
-        return Invocation {
-            prompt,
-            resume,
-            system_role: None,
-        };
-    }
-    let earlier: Vec<(String, String)> = state.messages[..at]
-        .iter()
-        .filter(|m| matches!(m.role, Role::User | Role::Assistant))
-        .map(|m| {
-            (
-                if m.role == Role::User {
-                    "user"
-                } else {
-                    "assistant"
-                }
-                .to_owned(),
-                m.text_content(),
-            )
-        })
-        .filter(|(_, t)| !t.trim().is_empty())
-        .collect();
-    let prompt = if earlier.is_empty() {
-        prompt
-    } else {
-        external::framed_prompt(None, &earlier, &prompt)
-    };
-    Invocation {
-        prompt,
-        resume: None,
-        system_role,
-    }
-}
-
-/// Set in a state's metadata when its prompt is an edit or a regeneration: the agent's session
-/// went on past that point, so a new one is started with the branch's conversation.
-pub(super) const FRESH_SESSION: &str = "external_fresh_session";

@@ -49,7 +49,7 @@ impl Driver {
         state.activated_skills = skills;
         if spec.surface.external_kind().is_some() && opts.turn != super::Turn::Continue {
             state.metadata.extra.insert(
-                super::external::FRESH_SESSION.into(),
+                crate::external::invocation::FRESH_SESSION.into(),
                 serde_json::json!(true),
             );
         }

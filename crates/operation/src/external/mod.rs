@@ -1,14 +1,18 @@
 //! External agent CLIs as an operation's brain and executor (`external:KIND` surfaces): which
 //! programs this host may start ([`ExternalAgents`]), how each kind is invoked and how its event
 //! stream reads ([`claude_code`], [`codex`], [`jsonl`], each turning lines into [`Observed`]
-//! facts), how those facts group into recorded steps ([`transcript`]) and how the process is
-//! started and stopped as a group ([`process`]). The driver runs it (`driver/external.rs`).
+//! facts), what a run is asked (`invocation`: the prompt, the session to resume), how the facts
+//! group into steps ([`transcript`]) and are written into the state (`record`), how the
+//! process is started and stopped as a group ([`process`]), and how a device runs one instead
+//! ([`RemoteAgents`], [`AgentRun`]). The driver runs it (`driver/external.rs`).
 
 pub mod claude_code;
 pub mod codex;
+pub(crate) mod invocation;
 pub mod jsonl;
 mod observed;
 pub mod process;
+pub(crate) mod record;
 pub mod transcript;
 
 pub use observed::Observed;

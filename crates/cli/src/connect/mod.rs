@@ -6,13 +6,16 @@
 //! from the ledger and never run twice, and a result the server has not confirmed is sent
 //! again after a reconnect. `--daemon` detaches it, logging to a file.
 
+mod ledger;
+mod work;
+
 use anyhow::{Context, anyhow, bail};
 use futures::{SinkExt, StreamExt};
-use rein_core::spec::{Sandbox, SandboxMode};
-use rein_server::devices::protocol::{DeviceCall, DeviceMessage, ServerMessage};
-use rein_tools::{ToolContext, ToolRegistry};
+use ledger::Ledger;
+use rein_core::spec::Sandbox;
+use rein_server::devices::protocol::{DeviceMessage, ServerMessage};
+use rein_tools::ToolRegistry;
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -336,163 +339,6 @@ impl Device {
         }
         Ok(Ended::Lost("the server closed the connection".into()))
     }
-
-    /// Start the external agent the server asks for, if this device runs that kind (its own
-    /// configuration says which, as for `rein run`): in its working directory, its output
-    /// streamed through `out` until it ends or is stopped. Returns what stops it.
-    fn start_agent(
-        &self,
-        start: rein_server::devices::protocol::AgentStart,
-        out: tokio::sync::mpsc::UnboundedSender<DeviceMessage>,
-    ) -> Arc<tokio::sync::Notify> {
-        use rein_operation::external::{self, AgentRun};
-        let stop = Arc::new(tokio::sync::Notify::new());
-        let op = start.operation_id;
-        let refuse = |why: String| {
-            let _ = out.send(DeviceMessage::AgentEnded {
-                operation_id: op,
-                code: None,
-                stderr: String::new(),
-                refused: Some(why),
-            });
-        };
-        let Some(kind) = rein_core::spec::ExternalKind::parse(&start.kind) else {
-            refuse(format!("no agent kind `{}`", start.kind));
-            return stop;
-        };
-        let Some(command) = self.external.get(kind) else {
-            refuse(format!(
-                "device `{}` does not run {} (enable it there: [external.{}] or {})",
-                self.name,
-                kind.name(),
-                kind.name(),
-                external::env_var(kind)
-            ));
-            return stop;
-        };
-        let program = match external::resolve_program(kind, &command.program) {
-            Ok(p) => p,
-            Err(e) => {
-                refuse(format!("on device `{}`: {e}", self.name));
-                return stop;
-            }
-        };
-        let args: Vec<String> = command.args.iter().cloned().chain(start.args).collect();
-        let env: Vec<(&str, String)> = start
-            .session
-            .map(|s| (external::jsonl::SESSION_ENV, s))
-            .into_iter()
-            .collect();
-        let mut proc =
-            match external::process::spawn(&program, &args, &self.workdir, &env, start.input) {
-                Ok(p) => p,
-                Err(e) => {
-                    refuse(format!(
-                        "on device `{}`: cannot start {}: {e}",
-                        self.name,
-                        program.display()
-                    ));
-                    return stop;
-                }
-            };
-        let stopped = Arc::clone(&stop);
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    line = proc.next_line() => match line {
-                        Some(line) => {
-                            let _ = out.send(DeviceMessage::AgentLine { operation_id: op, line });
-                        }
-                        None => break,
-                    },
-                    () = stopped.notified() => {
-                        proc.stop().await;
-                        break;
-                    }
-                }
-            }
-            let (code, stderr) = match Box::new(proc).finish(Duration::from_secs(5)).await {
-                Ok(end) => end,
-                Err(why) => (None, why),
-            };
-            let _ = out.send(DeviceMessage::AgentEnded {
-                operation_id: op,
-                code,
-                stderr,
-                refused: None,
-            });
-        });
-        stop
-    }
-
-    /// Run one call here: checked again (its tool, its arguments, the command guard: a
-    /// command the guard flags runs only when a person approved it), in the stricter of this
-    /// device's sandbox and the operation's.
-    async fn run(&self, call: &DeviceCall) -> (bool, String) {
-        let Some(tool) = self.tools.get(&call.tool) else {
-            return (false, format!("This device has no tool `{}`.", call.tool));
-        };
-        let args: serde_json::Value = match serde_json::from_str(&call.arguments) {
-            Ok(a) => a,
-            Err(e) => return (false, format!("The arguments are not JSON: {e}")),
-        };
-        if let Err(e) = self.tools.validate(&call.tool, &call.api, &args) {
-            return (
-                false,
-                format!("Invalid arguments for `{}/{}`: {e}", call.tool, call.api),
-            );
-        }
-        let rules = rein_core::intervention::default_security_blacklist();
-        if let Some(rule) = rein_core::intervention::blacklist_match(rules, &args)
-            && !call.approved
-        {
-            return (
-                false,
-                format!(
-                    "Refused on the device: the command guard flags it ({}); it runs only after a person approves it.",
-                    rule.id
-                ),
-            );
-        }
-        let cx = ToolContext {
-            operation_id: call.operation_id,
-            working_directory: Some(self.workdir.clone()),
-            idempotency_key: format!("{}:{}", call.operation_id, call.call_id),
-            available_tools: self
-                .tools
-                .manifests()
-                .into_iter()
-                .map(|m| m.identifier)
-                .collect(),
-            scope: format!("device:{}", self.name),
-            skill_dirs: Vec::new(),
-            question_briefs: false,
-            sandbox: stricter(self.sandbox, call.sandbox),
-        };
-        match Arc::clone(tool).call(&cx, &call.api, args).await {
-            Ok(out) => (out.success, out.content),
-            Err(e) => (false, format!("Tool `{}` failed: {}", call.tool, e.message)),
-        }
-    }
-}
-
-/// The stricter of two sandboxes: the narrower mode, network only when both allow it.
-fn stricter(a: Sandbox, b: Sandbox) -> Sandbox {
-    let rank = |m: SandboxMode| match m {
-        SandboxMode::ReadOnly => 0,
-        SandboxMode::WorkspaceWrite => 1,
-        SandboxMode::Off => 2,
-    };
-    let mode = if rank(a.mode) <= rank(b.mode) {
-        a.mode
-    } else {
-        b.mode
-    };
-    Sandbox {
-        mode,
-        network: (a.network || a.mode == SandboxMode::Off)
-            && (b.network || b.mode == SandboxMode::Off),
-    }
 }
 
 /// Test support: with `REIN_TEST_DEVICE_DROP=1`, the first call's connection drops after the
@@ -511,140 +357,11 @@ fn drop_for_test() -> bool {
     }
 }
 
-/// What this device did with each call, on disk: a line when a call starts (written before
-/// it runs), one when it ends (with its result), one when the server recorded the result.
-struct Ledger {
-    file: std::fs::File,
-    calls: HashMap<String, Entry>,
-}
-
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-struct Entry {
-    call: String,
-    operation: rein_core::OperationId,
-    state: LedgerState,
-    #[serde(default)]
-    success: bool,
-    #[serde(default)]
-    content: String,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum LedgerState {
-    Started,
-    Done,
-    Settled,
-}
-
-impl Ledger {
-    /// Read the ledger at `path` (created when missing), keeping what is not settled.
-    fn open(path: &Path) -> anyhow::Result<Self> {
-        let mut calls: HashMap<String, Entry> = HashMap::new();
-        if let Ok(text) = std::fs::read_to_string(path) {
-            for line in text.lines() {
-                if let Ok(e) = serde_json::from_str::<Entry>(line) {
-                    calls.insert(e.call.clone(), e);
-                }
-            }
-        }
-        calls.retain(|_, e| e.state != LedgerState::Settled);
-        // Rewritten without what was settled, so it does not grow without end.
-        let tmp = path.with_extension("ledger.tmp");
-        {
-            let mut f = std::fs::File::create(&tmp)?;
-            for e in calls.values() {
-                writeln!(f, "{}", serde_json::to_string(e)?)?;
-            }
-            f.sync_all()?;
-        }
-        std::fs::rename(&tmp, path)?;
-        let file = std::fs::OpenOptions::new().append(true).open(path)?;
-        Ok(Self { file, calls })
-    }
-
-    fn write(&mut self, e: Entry) -> std::io::Result<()> {
-        let line = serde_json::to_string(&e).map_err(std::io::Error::other)?;
-        writeln!(self.file, "{line}")?;
-        self.file.sync_data()?;
-        self.calls.insert(e.call.clone(), e);
-        Ok(())
-    }
-
-    /// The answer to a call seen before: its recorded result, or, for one that started and
-    /// never finished (this device stopped while it ran), that its outcome is unknown.
-    fn outcome(&mut self, call_id: &str) -> Option<DeviceMessage> {
-        let e = self.calls.get(call_id)?.clone();
-        let (success, content) = match e.state {
-            LedgerState::Started => {
-                let content = "Interrupted: this device stopped while the call ran; whether it took effect is unknown.".to_owned();
-                let done = Entry {
-                    state: LedgerState::Done,
-                    success: false,
-                    content: content.clone(),
-                    ..e.clone()
-                };
-                let _ = self.write(done);
-                (false, content)
-            }
-            _ => (e.success, e.content.clone()),
-        };
-        Some(DeviceMessage::Result {
-            operation_id: e.operation,
-            call_id: e.call,
-            success,
-            content,
-        })
-    }
-
-    fn start(&mut self, call: &DeviceCall) -> std::io::Result<()> {
-        self.write(Entry {
-            call: call.call_id.clone(),
-            operation: call.operation_id,
-            state: LedgerState::Started,
-            success: false,
-            content: String::new(),
-        })
-    }
-
-    fn finish(&mut self, call: &DeviceCall, success: bool, content: &str) -> std::io::Result<()> {
-        self.write(Entry {
-            call: call.call_id.clone(),
-            operation: call.operation_id,
-            state: LedgerState::Done,
-            success,
-            content: content.to_owned(),
-        })
-    }
-
-    fn settle(&mut self, call_id: &str) {
-        if let Some(e) = self.calls.get(call_id).cloned() {
-            let _ = self.write(Entry {
-                state: LedgerState::Settled,
-                ..e
-            });
-            self.calls.remove(call_id);
-        }
-    }
-
-    /// Results the server has not confirmed.
-    fn unsettled(&self) -> Vec<DeviceMessage> {
-        self.calls
-            .values()
-            .filter(|e| e.state == LedgerState::Done)
-            .map(|e| DeviceMessage::Result {
-                operation_id: e.operation,
-                call_id: e.call.clone(),
-                success: e.success,
-                content: e.content.clone(),
-            })
-            .collect()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rein_core::spec::{Sandbox, SandboxMode};
+    use rein_server::devices::protocol::DeviceCall;
 
     fn device(dir: &Path) -> Device {
         let mut tools = ToolRegistry::new();
