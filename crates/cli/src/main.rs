@@ -7,6 +7,7 @@ mod config;
 mod connect;
 mod groups;
 mod host;
+mod knowledge;
 mod output;
 mod prompt;
 mod remote;
@@ -108,6 +109,11 @@ pub(crate) enum Command {
     Group {
         #[command(subcommand)]
         command: groups::GroupCommand,
+    },
+    /// Knowledge bases: add files and folders, search them.
+    Kb {
+        #[command(subcommand)]
+        command: knowledge::KbCommand,
     },
     /// Conversations: list, search, show (with versions), rename, delete.
     Topic {
@@ -465,6 +471,10 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         Command::Brief { command } => briefs::command(store, command, &ctx).await,
         Command::Topic { command } => topics::command(store, command, &ctx).await,
+        Command::Kb { command } => {
+            knowledge::command(&store, command, cli.json).await?;
+            Ok(exit::DONE)
+        }
         Command::Skill { command } => {
             skills::command(command, &ctx.config, cli.json)?;
             Ok(exit::DONE)

@@ -2862,3 +2862,66 @@ async fn an_external_agent_runs_from_the_command_line_and_is_shown_where_it_ran(
         "{list}"
     );
 }
+
+#[tokio::test]
+async fn a_folder_added_to_a_knowledge_base_is_searched_with_its_lines_and_headings() {
+    let e = env(Vec::new()).await;
+    let docs = e.dir.join("docs");
+    std::fs::create_dir_all(docs.join(".git")).unwrap();
+    std::fs::write(
+        docs.join("guide.md"),
+        "# Guide\n\nIntro.\n\n## Install\n\nRun cargo install rein-cli to get the binary.\n\n## Upgrade\n\nMigrations run when the server starts.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        docs.join("notes.txt"),
+        "Backups go to the nightly bucket.\n",
+    )
+    .unwrap();
+    std::fs::write(docs.join("logo.png"), b"\x89PNG\r\n\x1a\n\0\0\0").unwrap();
+    std::fs::write(docs.join(".git/config"), "not indexed").unwrap();
+    let (code, _, err) = e.rein(&["kb", "create", "manuals"]).await;
+    assert_eq!(code, 0, "{err}");
+    let docs_arg = docs.display().to_string();
+    let (code, _, err) = e.rein(&["kb", "add", "manuals", &docs_arg]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("logo.png: a binary file"), "{err}");
+    assert!(err.contains("2 file(s) indexed"), "{err}");
+    assert!(!err.contains(".git"), "hidden folders are left out: {err}");
+
+    let (code, out, err) = e
+        .rein(&["kb", "search", "manuals", "how do I install it?"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let first = out.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with(&format!("[{}:5-7]", docs.join("guide.md").display()))
+            && first.ends_with("(Guide › Install)"),
+        "{out}"
+    );
+    assert!(out.contains("cargo install rein-cli"), "{out}");
+
+    // Unchanged files are left alone; a changed one replaces its chunks.
+    let (_, _, err) = e.rein(&["kb", "add", "manuals", &docs_arg]).await;
+    assert!(
+        err.contains("0 file(s) indexed (0 chunks), 3 unchanged"),
+        "{err}"
+    );
+    std::fs::write(
+        docs.join("notes.txt"),
+        "Backups moved to the weekly bucket.\n",
+    )
+    .unwrap();
+    let (_, _, err) = e.rein(&["kb", "add", "manuals", &docs_arg]).await;
+    assert!(
+        err.contains("1 file(s) indexed (1 chunks), 2 unchanged"),
+        "{err}"
+    );
+    let (_, out, _) = e.rein(&["kb", "search", "manuals", "nightly"]).await;
+    assert!(out.is_empty(), "the old text is gone: {out}");
+    let (_, out, _) = e.rein(&["kb", "show", "manuals"]).await;
+    assert!(out.contains("logo.png  skipped: a binary file"), "{out}");
+    let (code, _, err) = e.rein(&["kb", "search", "nothing-here", "x"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no knowledge base `nothing-here`"), "{err}");
+}

@@ -2094,6 +2094,34 @@ async fn wait_status(e: &Env, rein: &Rein, op: &str, token: &str, status: &str) 
     .await
 }
 
+/// Run the fake Claude Code (its `run.jsonl` fixture) on `surface`: it ends done after its three
+/// model turns, and its log shows it ran in `dir`.
+async fn fake_claude_ran(
+    e: &Env,
+    rein: &Rein,
+    token: &str,
+    surface: &str,
+    dir: &std::path::Path,
+    log: &std::path::Path,
+) {
+    let op = e
+        .create_operation(
+            rein,
+            token,
+            json!({"input": "What files are here?", "surface": surface}),
+        )
+        .await;
+    let detail = wait_status(e, rein, &op, token, "done").await;
+    assert_eq!(detail["spec"]["surface"], surface);
+    assert_eq!(detail["operation"]["step_count"], 3);
+    let logged = std::fs::read_to_string(log).unwrap();
+    assert!(
+        logged.contains(&format!("cwd: {}", dir.canonicalize().unwrap().display())),
+        "it ran in {}: {logged}",
+        dir.display()
+    );
+}
+
 /// Wait until the caller's first device is connected (or, with `connected` false, is not).
 async fn device_connected(e: &Env, rein: &Rein, token: &str, connected: bool) {
     eventually(&format!("the device connected: {connected}"), || async {
@@ -4066,21 +4094,15 @@ async fn a_server_runs_only_the_external_agents_it_enables() {
         )
         .await;
     let token = e.token("alice").await;
-    let op = e
-        .create_operation(
-            &rein,
-            &token,
-            json!({"input": "What files are here?", "surface": "external:claude-code"}),
-        )
-        .await;
-    let detail = wait_status(&e, &rein, &op, &token, "done").await;
-    assert_eq!(detail["spec"]["surface"], "external:claude-code");
-    assert_eq!(detail["operation"]["step_count"], 3);
-    let logged = std::fs::read_to_string(&log).unwrap();
-    assert!(
-        logged.contains(&format!("cwd: {}", work.canonicalize().unwrap().display())),
-        "{logged}"
-    );
+    fake_claude_ran(
+        &e,
+        &rein,
+        &token,
+        "external:claude-code",
+        &work,
+        std::path::Path::new(&log),
+    )
+    .await;
     // Not enabled on this server (Codex would be found on a person's PATH by `rein run`, not
     // here), and a device nobody connected: well-formed requests the server cannot honour.
     for (surface, code) in [
@@ -4391,24 +4413,15 @@ async fn an_external_agent_runs_on_a_device_that_enables_it() {
         .spawn()
         .unwrap();
     device_connected(&e, &rein, &token, true).await;
-    let op = e
-        .create_operation(
-            &rein,
-            &token,
-            json!({"input": "What files are here?", "surface": "external:claude-code@laptop"}),
-        )
-        .await;
-    let detail = wait_status(&e, &rein, &op, &token, "done").await;
-    assert_eq!(detail["spec"]["surface"], "external:claude-code@laptop");
-    assert_eq!(detail["operation"]["step_count"], 3);
-    let logged = std::fs::read_to_string(&log).unwrap();
-    assert!(
-        logged.contains(&format!(
-            "cwd: {}",
-            laptop.canonicalize().unwrap().display()
-        )),
-        "it ran in the device's directory: {logged}"
-    );
+    fake_claude_ran(
+        &e,
+        &rein,
+        &token,
+        "external:claude-code@laptop",
+        &laptop,
+        &log,
+    )
+    .await;
     // Its limits reach the device: the agent's processes there are stopped.
     let slow = e
         .create_operation(

@@ -178,6 +178,19 @@ async fn assert_gone(pid: u32) {
     }
 }
 
+fn assert_completed(end: &RunEnd) {
+    assert!(
+        matches!(
+            end,
+            RunEnd::Done {
+                reason: FinishReason::Completed,
+                ..
+            }
+        ),
+        "{end:?}"
+    );
+}
+
 async fn run(d: &Driver, prompt: &str, opts: &StartOptions) -> (OperationId, RunEnd) {
     let id = d.start(prompt, opts).await.unwrap();
     let end = d.run(id).await.unwrap();
@@ -200,16 +213,7 @@ async fn a_claude_code_run_becomes_steps_messages_and_events_and_its_next_turn_r
         ..Default::default()
     };
     let (id, end) = run(&d, "What files are here?", &opts).await;
-    assert!(
-        matches!(
-            end,
-            RunEnd::Done {
-                reason: FinishReason::Completed,
-                ..
-            }
-        ),
-        "{end:?}"
-    );
+    assert_completed(&end);
     let calls = s.invocations();
     let (args, cwd, _, stdin) = &calls[0];
     for flag in [
@@ -365,16 +369,7 @@ async fn a_codex_run_maps_its_items_and_the_next_turn_resumes_its_thread() {
         ..Default::default()
     };
     let (id, end) = run(&d, "Fix the failing test.", &opts).await;
-    assert!(
-        matches!(
-            end,
-            RunEnd::Done {
-                reason: FinishReason::Completed,
-                ..
-            }
-        ),
-        "{end:?}"
-    );
+    assert_completed(&end);
     let (args, _, _, stdin) = &s.invocations()[0];
     assert_eq!(args[..3], ["exec", "--json", "--skip-git-repo-check"]);
     assert_eq!(args.last().map(String::as_str), Some("-"));

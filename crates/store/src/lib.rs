@@ -12,13 +12,16 @@
 //! ([`StateChanges`]): the compact state, new or changed messages, their order from the first
 //! changed position, the tool manifests only when they change. Beside operations: accounts,
 //! tasks with their deliveries and runs ([`Tasks`]), and briefs with their hooks and hook
-//! outbox ([`Briefs`]), and topics: conversations created, renamed, searched and deleted, each
-//! with the message its active branch runs through ([`Topics`]).
+//! outbox ([`Briefs`]), topics: conversations created, renamed, searched and deleted, each
+//! with the message its active branch runs through ([`Topics`]), devices and their tokens
+//! ([`Devices`]), and knowledge bases: files written whole as chunks, searched by full text
+//! with each backend's own index, FTS5 or `tsvector` ([`Knowledge`]).
 
 mod accounts;
 mod briefs;
 mod devices;
 mod error;
+mod knowledge;
 mod records;
 mod schema;
 mod sql;
@@ -32,6 +35,7 @@ pub use briefs::{
 };
 pub use devices::{DeviceRecord, Devices};
 pub use error::StoreError;
+pub use knowledge::{ChunkHit, Knowledge, KnowledgeBase, KnowledgeFile, NewChunk};
 pub use records::*;
 pub use sql::{CommitNotices, Counts, SqlStore, Synchronous, redact};
 pub use tasks::{Delivery, DeliveryStatus, Handoff, TaskRow, TaskRun, Tasks};

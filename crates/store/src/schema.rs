@@ -5,6 +5,14 @@
 use crate::error::StoreError;
 use sqlx::AnyPool;
 
+/// What a migration does differently per backend, after its shared SQL and in the same
+/// transaction: `(version, SQLite's, PostgreSQL's)`.
+const PER_BACKEND: &[(i64, &str, &str)] = &[(
+    16,
+    include_str!("../migrations/0016_knowledge_sqlite.sql"),
+    include_str!("../migrations/0016_knowledge_postgres.sql"),
+)];
+
 /// `(version, description, sql)`, applied in order.
 const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "initial", include_str!("../migrations/0001_initial.sql")),
@@ -73,6 +81,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         15,
         "devices and device tokens",
         include_str!("../migrations/0015_devices.sql"),
+    ),
+    (
+        16,
+        "knowledge bases, their files and chunks",
+        include_str!("../migrations/0016_knowledge.sql"),
     ),
 ];
 
@@ -239,8 +252,8 @@ fn statements(sql: &str) -> impl Iterator<Item = String> + '_ {
         .filter(|s| !s.trim().is_empty())
 }
 
-/// Bring the schema up to date.
-pub async fn migrate(pool: &AnyPool) -> Result<(), StoreError> {
+/// Bring the schema up to date (`postgres`: the backend is PostgreSQL, else SQLite).
+pub async fn migrate(pool: &AnyPool, postgres: bool) -> Result<(), StoreError> {
     sqlx::query("CREATE TABLE IF NOT EXISTS rein_schema (version BIGINT PRIMARY KEY, description TEXT NOT NULL, applied_at TEXT NOT NULL)")
         .execute(pool)
         .await?;
@@ -259,6 +272,19 @@ pub async fn migrate(pool: &AnyPool) -> Result<(), StoreError> {
             continue;
         }
         for stmt in statements(sql) {
+            sqlx::query(sqlx::AssertSqlSafe(stmt))
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| StoreError::Migration {
+                    version: *version,
+                    message: e.to_string(),
+                })?;
+        }
+        let own = PER_BACKEND
+            .iter()
+            .filter(|(v, ..)| v == version)
+            .map(|(_, sqlite, pg)| if postgres { *pg } else { *sqlite });
+        for stmt in own.flat_map(statements) {
             sqlx::query(sqlx::AssertSqlSafe(stmt))
                 .execute(&mut *tx)
                 .await

@@ -348,6 +348,7 @@ async fn suite(store: &SqlStore) {
             .is_none()
     );
     documents(store).await;
+    knowledge(store).await;
     accounts(store).await;
     concurrent_commits(store).await;
     admission(store).await;
@@ -517,6 +518,131 @@ async fn briefs(store: &SqlStore) {
 }
 
 /// Memories and notes: upsert, scope isolation, newest first, delete.
+/// Knowledge bases: per user, files written whole (chunks replaced, skipped files kept with
+/// their reason), searched by full text with the best match first, nothing of a removed file
+/// or base found again.
+async fn knowledge(store: &SqlStore) {
+    let owner = format!("kb-{}", OperationId::new());
+    let kb = store
+        .create_knowledge_base(Some(&owner), "manuals")
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.create_knowledge_base(Some(&owner), "manuals").await,
+        Err(StoreError::Conflict(_))
+    ));
+    // The same name for another user (or the local CLI) is another base.
+    let local = store.create_knowledge_base(None, "manuals").await;
+    let chunk = |heading: &str, line: u64, text: &str| NewChunk {
+        headings: vec![heading.to_owned()],
+        line_start: line,
+        line_end: line + 1,
+        text: text.to_owned(),
+    };
+    let install = [
+        chunk("Install", 1, "Install rein with cargo install rein-cli."),
+        chunk(
+            "Upgrade",
+            5,
+            "Upgrading keeps the database; migrations run at start.",
+        ),
+    ];
+    store
+        .put_knowledge_file(&kb.id, "guide.md", "h1", &install, None)
+        .await
+        .unwrap();
+    store
+        .put_knowledge_file(&kb.id, "logo.png", "h2", &[], Some("a binary file"))
+        .await
+        .unwrap();
+    let files = store.knowledge_files(&kb.id).await.unwrap();
+    assert_eq!(files.len(), 2);
+    assert_eq!((files[0].path.as_str(), files[0].chunks), ("guide.md", 2));
+    assert_eq!(files[1].skipped.as_deref(), Some("a binary file"));
+    let hits = store
+        .search_knowledge(&kb.id, "how do I install rein?", 5)
+        .await
+        .unwrap();
+    assert_eq!(hits[0].text, install[0].text, "{hits:?}");
+    assert_eq!(
+        (hits[0].line_start, hits[0].headings[0].as_str()),
+        (1, "Install")
+    );
+    let hits = store
+        .search_knowledge(&kb.id, "migrations database", 5)
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].ordinal, 1);
+    // Nothing in the query the index knows, or only punctuation: no hits, no error.
+    assert!(
+        store
+            .search_knowledge(&kb.id, "\"*OR)", 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // A changed file replaces its chunks.
+    store
+        .put_knowledge_file(
+            &kb.id,
+            "guide.md",
+            "h3",
+            &[chunk("Use", 1, "Ask it things.")],
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(
+        store
+            .search_knowledge(&kb.id, "install", 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store
+            .knowledge_file(&kb.id, "guide.md")
+            .await
+            .unwrap()
+            .unwrap()
+            .content_hash,
+        "h3"
+    );
+    assert!(
+        store
+            .remove_knowledge_file(&kb.id, "guide.md")
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .search_knowledge(&kb.id, "ask things", 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store
+            .list_knowledge_bases(Some(&owner))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(store.delete_knowledge_base(&kb.id).await.unwrap());
+    assert!(
+        store
+            .knowledge_base(Some(&owner), "manuals")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    if let Ok(local) = local {
+        store.delete_knowledge_base(&local.id).await.unwrap();
+    }
+}
+
 async fn documents(store: &SqlStore) {
     use rein_core::document::{Document, DocumentKind};
     let t0 = Utc::now();

@@ -208,7 +208,7 @@ impl SqlStore {
                 target: shown.clone(),
                 message: e.to_string(),
             })?;
-        migrate(&pool).await?;
+        migrate(&pool, postgres).await?;
         // Started after the migrations, so it never sees an older schema.
         let writer = if postgres {
             None

@@ -1,0 +1,484 @@
+//! Knowledge bases: files cut into chunks, searched by full text (SQLite's FTS5 with BM25,
+//! PostgreSQL's `tsvector` with `ts_rank`). A file is written whole: its chunks are replaced in
+//! the transaction that records its content hash (or why it was skipped), so a search never
+//! sees half a file, and adding a file whose hash is unchanged needs no write at all.
+
+use crate::StoreError;
+use crate::sql::{SqlStore, parse_ts, ts};
+use chrono::{DateTime, SubsecRound, Utc};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+/// A knowledge base.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KnowledgeBase {
+    /// Id (`kb_` and a UUID).
+    pub id: String,
+    /// Its user (`None`: the local CLI's).
+    pub owner: Option<String>,
+    /// Name, unique per user.
+    pub name: String,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+}
+
+/// A file of a knowledge base.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KnowledgeFile {
+    /// Its path as added.
+    pub path: String,
+    /// The hash of the content indexed (or skipped).
+    pub content_hash: String,
+    /// How many chunks it has.
+    pub chunks: u64,
+    /// Why it is not indexed.
+    pub skipped: Option<String>,
+    /// When it was last written.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A chunk to store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewChunk {
+    /// The headings it sits under.
+    pub headings: Vec<String>,
+    /// Its first line in the file (1-based).
+    pub line_start: u64,
+    /// Its last line.
+    pub line_end: u64,
+    /// Its text.
+    pub text: String,
+}
+
+/// A chunk a search found, with where it is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChunkHit {
+    /// The file.
+    pub path: String,
+    /// Its position among the file's chunks.
+    pub ordinal: u64,
+    /// The headings it sits under.
+    pub headings: Vec<String>,
+    /// Its first line (1-based).
+    pub line_start: u64,
+    /// Its last line.
+    pub line_end: u64,
+    /// Its text.
+    pub text: String,
+    /// How well it matches (higher is better; comparable within one search).
+    pub score: f64,
+}
+
+/// Knowledge bases, their files and chunks. Every method is one transaction.
+pub trait Knowledge: Send + Sync {
+    /// Create a knowledge base; [`StoreError::Conflict`] when the user has one of that name.
+    fn create_knowledge_base<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<KnowledgeBase, StoreError>>;
+    /// A user's knowledge base by name.
+    fn knowledge_base<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<KnowledgeBase>, StoreError>>;
+    /// A user's knowledge bases by name.
+    fn list_knowledge_bases<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<KnowledgeBase>, StoreError>>;
+    /// Delete a knowledge base with its files and chunks; whether it existed.
+    fn delete_knowledge_base<'a>(&'a self, kb: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// A file of a knowledge base.
+    fn knowledge_file<'a>(
+        &'a self,
+        kb: &'a str,
+        path: &'a str,
+    ) -> BoxFuture<'a, Result<Option<KnowledgeFile>, StoreError>>;
+    /// The files of a knowledge base by path.
+    fn knowledge_files<'a>(
+        &'a self,
+        kb: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<KnowledgeFile>, StoreError>>;
+    /// Write a file whole: its hash and chunks (replacing what it had), or why it is skipped.
+    fn put_knowledge_file<'a>(
+        &'a self,
+        kb: &'a str,
+        path: &'a str,
+        content_hash: &'a str,
+        chunks: &'a [NewChunk],
+        skipped: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Remove a file and its chunks; whether it was there.
+    fn remove_knowledge_file<'a>(
+        &'a self,
+        kb: &'a str,
+        path: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// The chunks of `kb` that match `query` best, at most `limit`.
+    fn search_knowledge<'a>(
+        &'a self,
+        kb: &'a str,
+        query: &'a str,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<ChunkHit>, StoreError>>;
+}
+
+/// The words of a query, as the full-text index sees them (at most 32).
+fn terms(query: &str) -> Vec<String> {
+    query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|t| !t.is_empty())
+        .map(str::to_lowercase)
+        .take(32)
+        .collect()
+}
+
+fn kb_from(row: &AnyRow) -> Result<KnowledgeBase, StoreError> {
+    Ok(KnowledgeBase {
+        id: row.try_get("id")?,
+        owner: row.try_get("owner")?,
+        name: row.try_get("name")?,
+        created_at: parse_ts(&row.try_get::<String, _>("created_at")?, "kb created_at")?,
+    })
+}
+
+fn file_from(row: &AnyRow) -> Result<KnowledgeFile, StoreError> {
+    Ok(KnowledgeFile {
+        path: row.try_get("path")?,
+        content_hash: row.try_get("content_hash")?,
+        chunks: u64::try_from(row.try_get::<i64, _>("chunks")?).unwrap_or_default(),
+        skipped: row.try_get("skipped")?,
+        updated_at: parse_ts(&row.try_get::<String, _>("updated_at")?, "file updated_at")?,
+    })
+}
+
+fn hit_from(row: &AnyRow) -> Result<ChunkHit, StoreError> {
+    let n = |col: &str| -> Result<u64, StoreError> {
+        Ok(u64::try_from(row.try_get::<i64, _>(col)?).unwrap_or_default())
+    };
+    let headings: String = row.try_get("headings")?;
+    Ok(ChunkHit {
+        path: row.try_get("path")?,
+        ordinal: n("ordinal")?,
+        headings: serde_json::from_str(&headings)
+            .map_err(|e| StoreError::corrupt("chunk headings", e))?,
+        line_start: n("line_start")?,
+        line_end: n("line_end")?,
+        text: row.try_get("text")?,
+        score: row.try_get("score")?,
+    })
+}
+
+fn int(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+impl Knowledge for SqlStore {
+    fn create_knowledge_base<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<KnowledgeBase, StoreError>> {
+        async move {
+            if self.knowledge_base(owner, name).await?.is_some() {
+                return Err(StoreError::Conflict(format!("knowledge base `{name}`")));
+            }
+            let kb = KnowledgeBase {
+                id: format!("kb_{}", uuid::Uuid::now_v7().simple()),
+                owner: owner.map(str::to_owned),
+                name: name.to_owned(),
+                created_at: Utc::now().trunc_subsecs(6),
+            };
+            sqlx::query(
+                "INSERT INTO knowledge_bases (id, owner, name, created_at) VALUES ($1, $2, $3, $4)",
+            )
+            .bind(&kb.id)
+            .bind(kb.owner.clone())
+            .bind(&kb.name)
+            .bind(ts(kb.created_at))
+            .execute(&self.pool)
+            .await
+            .map_err(|e| match e {
+                // Another writer took the name between the check and the insert.
+                sqlx::Error::Database(d) if d.is_unique_violation() => {
+                    StoreError::Conflict(format!("knowledge base `{name}`"))
+                }
+                e => e.into(),
+            })?;
+            Ok(kb)
+        }
+        .boxed()
+    }
+
+    fn knowledge_base<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<KnowledgeBase>, StoreError>> {
+        async move {
+            sqlx::query(
+                "SELECT id, owner, name, created_at FROM knowledge_bases \
+                 WHERE COALESCE(owner, '') = $1 AND name = $2",
+            )
+            .bind(owner.unwrap_or_default())
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(kb_from)
+            .transpose()
+        }
+        .boxed()
+    }
+
+    fn list_knowledge_bases<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<KnowledgeBase>, StoreError>> {
+        async move {
+            sqlx::query(
+                "SELECT id, owner, name, created_at FROM knowledge_bases \
+                 WHERE COALESCE(owner, '') = $1 ORDER BY name",
+            )
+            .bind(owner.unwrap_or_default())
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(kb_from)
+            .collect()
+        }
+        .boxed()
+    }
+
+    fn delete_knowledge_base<'a>(&'a self, kb: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        async move {
+            let mut tx = self.pool.begin().await?;
+            if !self.is_postgres() {
+                sqlx::query("DELETE FROM knowledge_fts WHERE kb_id = $1")
+                    .bind(kb)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            for stmt in [
+                "DELETE FROM knowledge_chunks WHERE kb_id = $1",
+                "DELETE FROM knowledge_files WHERE kb_id = $1",
+            ] {
+                sqlx::query(stmt).bind(kb).execute(&mut *tx).await?;
+            }
+            let n = sqlx::query("DELETE FROM knowledge_bases WHERE id = $1")
+                .bind(kb)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            tx.commit().await?;
+            Ok(n > 0)
+        }
+        .boxed()
+    }
+
+    fn knowledge_file<'a>(
+        &'a self,
+        kb: &'a str,
+        path: &'a str,
+    ) -> BoxFuture<'a, Result<Option<KnowledgeFile>, StoreError>> {
+        async move {
+            sqlx::query(
+                "SELECT path, content_hash, chunks, skipped, updated_at FROM knowledge_files \
+                 WHERE kb_id = $1 AND path = $2",
+            )
+            .bind(kb)
+            .bind(path)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(file_from)
+            .transpose()
+        }
+        .boxed()
+    }
+
+    fn knowledge_files<'a>(
+        &'a self,
+        kb: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<KnowledgeFile>, StoreError>> {
+        async move {
+            sqlx::query(
+                "SELECT path, content_hash, chunks, skipped, updated_at FROM knowledge_files \
+                 WHERE kb_id = $1 ORDER BY path",
+            )
+            .bind(kb)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(file_from)
+            .collect()
+        }
+        .boxed()
+    }
+
+    fn put_knowledge_file<'a>(
+        &'a self,
+        kb: &'a str,
+        path: &'a str,
+        content_hash: &'a str,
+        chunks: &'a [NewChunk],
+        skipped: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        async move {
+            let mut tx = self.pool.begin().await?;
+            remove_chunks(&mut tx, self.is_postgres(), kb, path).await?;
+            sqlx::query("DELETE FROM knowledge_files WHERE kb_id = $1 AND path = $2")
+                .bind(kb)
+                .bind(path)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(
+                "INSERT INTO knowledge_files (kb_id, path, content_hash, chunks, skipped, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(kb)
+            .bind(path)
+            .bind(content_hash)
+            .bind(int(chunks.len() as u64))
+            .bind(skipped)
+            .bind(ts(Utc::now()))
+            .execute(&mut *tx)
+            .await?;
+            for (ordinal, c) in chunks.iter().enumerate() {
+                let headings = serde_json::to_string(&c.headings)
+                    .map_err(|e| StoreError::corrupt("chunk headings", e))?;
+                sqlx::query(
+                    "INSERT INTO knowledge_chunks (kb_id, path, ordinal, headings, line_start, \
+                     line_end, text) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                )
+                .bind(kb)
+                .bind(path)
+                .bind(int(ordinal as u64))
+                .bind(headings)
+                .bind(int(c.line_start))
+                .bind(int(c.line_end))
+                .bind(&c.text)
+                .execute(&mut *tx)
+                .await?;
+                if !self.is_postgres() {
+                    sqlx::query(
+                        "INSERT INTO knowledge_fts (text, kb_id, path, ordinal) VALUES ($1, $2, $3, $4)",
+                    )
+                    .bind(&c.text)
+                    .bind(kb)
+                    .bind(path)
+                    .bind(int(ordinal as u64))
+                    .execute(&mut *tx)
+                    .await?;
+                }
+            }
+            tx.commit().await?;
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn remove_knowledge_file<'a>(
+        &'a self,
+        kb: &'a str,
+        path: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        async move {
+            let mut tx = self.pool.begin().await?;
+            remove_chunks(&mut tx, self.is_postgres(), kb, path).await?;
+            let n = sqlx::query("DELETE FROM knowledge_files WHERE kb_id = $1 AND path = $2")
+                .bind(kb)
+                .bind(path)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            tx.commit().await?;
+            Ok(n > 0)
+        }
+        .boxed()
+    }
+
+    fn search_knowledge<'a>(
+        &'a self,
+        kb: &'a str,
+        query: &'a str,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<ChunkHit>, StoreError>> {
+        async move {
+            let terms = terms(query);
+            if terms.is_empty() {
+                return Ok(Vec::new());
+            }
+            let rows = if self.is_postgres() {
+                sqlx::query(
+                    "SELECT path, ordinal, headings, line_start, line_end, text, \
+                     CAST(ts_rank(tsv, to_tsquery('simple', $1)) AS DOUBLE PRECISION) AS score \
+                     FROM knowledge_chunks WHERE kb_id = $2 AND tsv @@ to_tsquery('simple', $1) \
+                     ORDER BY score DESC, path, ordinal LIMIT $3",
+                )
+                .bind(terms.join(" | "))
+                .bind(kb)
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?
+            } else {
+                let quoted: Vec<String> = terms.iter().map(|t| format!("\"{t}\"")).collect();
+                sqlx::query(
+                    "SELECT c.path AS path, c.ordinal AS ordinal, c.headings AS headings, \
+                     c.line_start AS line_start, c.line_end AS line_end, c.text AS text, \
+                     -bm25(knowledge_fts) AS score FROM knowledge_fts \
+                     JOIN knowledge_chunks c ON c.kb_id = knowledge_fts.kb_id \
+                     AND c.path = knowledge_fts.path AND c.ordinal = knowledge_fts.ordinal \
+                     WHERE knowledge_fts MATCH $1 AND knowledge_fts.kb_id = $2 \
+                     ORDER BY bm25(knowledge_fts), c.path, c.ordinal LIMIT $3",
+                )
+                .bind(quoted.join(" OR "))
+                .bind(kb)
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?
+            };
+            rows.iter().map(hit_from).collect()
+        }
+        .boxed()
+    }
+}
+
+/// Delete a file's chunks (and, on SQLite, their full-text rows).
+async fn remove_chunks(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    postgres: bool,
+    kb: &str,
+    path: &str,
+) -> Result<(), StoreError> {
+    if !postgres {
+        sqlx::query("DELETE FROM knowledge_fts WHERE kb_id = $1 AND path = $2")
+            .bind(kb)
+            .bind(path)
+            .execute(&mut **tx)
+            .await?;
+    }
+    sqlx::query("DELETE FROM knowledge_chunks WHERE kb_id = $1 AND path = $2")
+        .bind(kb)
+        .bind(path)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_query_becomes_its_words() {
+        assert_eq!(
+            super::terms("How do I \"install\" rein-cli? OR NOT*"),
+            ["how", "do", "i", "install", "rein", "cli", "or", "not"]
+        );
+        assert!(super::terms("?!* ").is_empty());
+    }
+}
