@@ -271,20 +271,12 @@ pub async fn migrate(pool: &AnyPool, postgres: bool) -> Result<(), StoreError> {
             tx.rollback().await?;
             continue;
         }
-        for stmt in statements(sql) {
-            sqlx::query(sqlx::AssertSqlSafe(stmt))
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| StoreError::Migration {
-                    version: *version,
-                    message: e.to_string(),
-                })?;
-        }
+        // The shared SQL, then what this backend does its own way.
         let own = PER_BACKEND
             .iter()
             .filter(|(v, ..)| v == version)
             .map(|(_, sqlite, pg)| if postgres { *pg } else { *sqlite });
-        for stmt in own.flat_map(statements) {
+        for stmt in statements(sql).chain(own.flat_map(statements)) {
             sqlx::query(sqlx::AssertSqlSafe(stmt))
                 .execute(&mut *tx)
                 .await
