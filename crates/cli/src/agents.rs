@@ -66,6 +66,10 @@ pub struct AgentFlags {
     /// stopped).
     #[arg(long = "time-limit", value_name = "SECS")]
     pub time_limit: Option<u64>,
+    /// A knowledge base it searches (repeatable, or comma separated): `knowledge.search`, and
+    /// its best chunks for your message in each call.
+    #[arg(long = "knowledge", value_name = "NAME", value_delimiter = ',')]
+    pub knowledge: Vec<String>,
 }
 
 impl AgentFlags {
@@ -92,6 +96,7 @@ impl AgentFlags {
             sandbox: self.sandbox,
             surface: self.surface,
             time_limit_secs: self.time_limit,
+            knowledge: (!self.knowledge.is_empty()).then_some(self.knowledge),
         }
     }
 }

@@ -138,6 +138,7 @@ pub async fn host(
                 date: false,
                 workspace: false,
                 memories: false,
+                knowledge: false,
                 ..ContextSettings::default()
             }
         } else {

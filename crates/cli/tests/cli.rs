@@ -2925,3 +2925,60 @@ async fn a_folder_added_to_a_knowledge_base_is_searched_with_its_lines_and_headi
     assert_eq!(code, 1);
     assert!(err.contains("no knowledge base `nothing-here`"), "{err}");
 }
+
+#[tokio::test]
+async fn an_operation_with_a_knowledge_base_gets_its_best_chunks_and_searches_it_with_citations() {
+    let e = env(vec![
+        Canned::openai_tools(&[(
+            "k1",
+            "knowledge__search",
+            &serde_json::json!({"query": "install"}).to_string(),
+        )]),
+        Canned::openai_text("Run cargo install rein-cli."),
+        Canned::openai_text("hello"),
+    ])
+    .await;
+    let docs = e.dir.join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(
+        docs.join("guide.md"),
+        "# Guide\n\nIntro.\n\n## Install\n\nRun cargo install rein-cli to get the binary.\n\n## Upgrade\n\nMigrations run when the server starts.\n",
+    )
+    .unwrap();
+    let guide = docs.join("guide.md").display().to_string();
+    assert_eq!(e.rein(&["kb", "create", "manuals"]).await.0, 0);
+    let (code, _, err) = e
+        .rein(&["kb", "add", "manuals", &docs.display().to_string()])
+        .await;
+    assert_eq!(code, 0, "{err}");
+
+    let (code, out, err) = e
+        .rein(&["run", "--knowledge", "manuals", "How do I install it?"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Run cargo install rein-cli."), "{out}");
+    let requests = e.server.requests();
+    // The best chunk for the message goes into the call, with where it is.
+    let first = requests[0].body.to_string();
+    assert!(
+        first.contains(&format!("{guide}:5-7")) && first.contains("to get the binary"),
+        "{first}"
+    );
+    assert!(first.contains("knowledge__search"), "the tool is offered");
+    // The search answers with the chunk and its citation.
+    let found = requests[1].tool_result("k1");
+    assert!(
+        found.starts_with(&format!("[{guide}:5-7] (Guide › Install) from manuals")),
+        "{found}"
+    );
+    // Without knowledge bases, neither the tool nor any material.
+    let (code, _, err) = e.rein(&["run", "hi"]).await;
+    assert_eq!(code, 0, "{err}");
+    let plain = e.server.requests()[2].body.to_string();
+    assert!(!plain.contains("knowledge__search") && !plain.contains("Reference material"));
+    // A base the user does not have is refused before anything runs.
+    let (code, _, err) = e.rein(&["run", "--knowledge", "nope", "hi"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no knowledge base named nope"), "{err}");
+    assert_eq!(e.server.requests().len(), 3);
+}

@@ -21,6 +21,8 @@ pub struct ContextSettings {
     /// Inject the user's memories relevant to the request. Off for cassettes (the request
     /// must not depend on what the local store remembers).
     pub memories: bool,
+    /// Inject the best chunks of the operation's knowledge bases for the user's message.
+    pub knowledge: bool,
     /// Tool results longer than this keep their head and tail.
     pub max_tool_result_chars: Option<usize>,
     /// Attached text files are inlined up to this many characters each.
@@ -38,6 +40,7 @@ impl Default for ContextSettings {
             date: true,
             workspace: true,
             memories: true,
+            knowledge: true,
             max_tool_result_chars: Some(64 * 1024),
             max_file_chars: Some(32 * 1024),
             history_limit: None,
@@ -438,6 +441,10 @@ pub struct OperationSpec {
     /// Where its work runs (chosen once, by `rein_operation::surface::route`).
     #[serde(default, skip_serializing_if = "is_local")]
     pub surface: Surface,
+    /// Knowledge bases it may search (`knowledge.search`), and whose best chunks for the
+    /// user's message go into each model call, by name (its owner's).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub knowledge: Vec<String>,
     /// Wall-clock seconds one run of an external agent may take before its processes are
     /// stopped (`timeout`).
     #[serde(skip_serializing_if = "Option::is_none")]

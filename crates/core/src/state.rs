@@ -274,6 +274,9 @@ pub struct Metadata {
     /// Conversation the operation belongs to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub topic_id: Option<String>,
+    /// The knowledge bases it may search (from the spec), by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub knowledge: Vec<String>,
     /// Anything else the host wants to carry.
     #[serde(flatten)]
     pub extra: BTreeMap<String, serde_json::Value>,

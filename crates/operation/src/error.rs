@@ -48,6 +48,10 @@ pub enum DriverError {
     /// The operation targets a device its owner does not have; nothing was written.
     #[error("no device `{0}`: connect it with `rein connect --name {0}` first")]
     UnknownDevice(String),
+    /// Knowledge bases named for an operation that its owner does not have; nothing was
+    /// written.
+    #[error("no knowledge base named {}; `rein kb list` shows yours", .0.join(", "))]
+    UnknownKnowledge(Vec<String>),
     /// Skills named for an operation that this process does not have; nothing was written.
     #[error("no skill named {}; `rein skill list` shows the available ones", .0.join(", "))]
     UnknownSkills(Vec<String>),

@@ -18,7 +18,8 @@
 //! [`topic::TopicTree`]. Where an operation's work runs is chosen once ([`surface::route`]): rein's
 //! own brain and tools, or an external agent CLI ([`external`]) bounded and recorded like any
 //! other operation. The system model ([`Driver::with_system_model`]) titles topics and
-//! reads task runs.
+//! reads task runs. An operation's knowledge bases ([`knowledge`]) are searched by its tool and
+//! feed each call the best chunks for the user's message.
 
 mod activity;
 mod agents;
@@ -31,6 +32,7 @@ mod error;
 pub mod external;
 pub mod group;
 mod host;
+pub mod knowledge;
 mod model_port;
 pub mod models;
 pub mod profile;

@@ -59,6 +59,9 @@ pub struct ModelPort {
     pub query_memo: Mutex<Option<(String, Option<Embedding>)>>,
 }
 
+/// How much of the knowledge bases goes into one call (about 1,500 tokens).
+pub const KNOWLEDGE_BUDGET_CHARS: usize = 6_000;
+
 impl ModelPort {
     /// Memories relevant to the latest user message (by words, and by meaning with an
     /// embedder), at most five.
@@ -99,6 +102,50 @@ impl ModelPort {
             .collect()
     }
 
+    /// The best chunks of the operation's knowledge bases for the latest user message, within
+    /// [`KNOWLEDGE_BUDGET_CHARS`] (best first), each with the file and lines to cite.
+    async fn relevant_knowledge(&self, req: &LlmRequest<'_>) -> Vec<rein_context::KnowledgeChunk> {
+        let names = &req.state.metadata.knowledge;
+        if !self.context.knowledge || names.is_empty() {
+            return Vec::new();
+        }
+        let Some(query) = req
+            .state
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == rein_core::Role::User)
+            .map(|m| m.text_content())
+        else {
+            return Vec::new();
+        };
+        let owner = crate::tools::owner_of(req.state);
+        let hits = match crate::knowledge::search(&*self.store, owner.as_deref(), names, &query, 8)
+            .await
+        {
+            Ok(h) => h,
+            Err(e) => {
+                // Knowledge enriches a request; failing to read it must not fail it.
+                tracing::warn!(error = %e, "knowledge could not be searched");
+                return Vec::new();
+            }
+        };
+        let mut left = KNOWLEDGE_BUDGET_CHARS;
+        let mut out = Vec::new();
+        for (_, hit) in hits {
+            let size = hit.text.len();
+            if size > left {
+                break;
+            }
+            left -= size;
+            out.push(rein_context::KnowledgeChunk {
+                source: crate::knowledge::citation(&hit),
+                text: hit.text,
+            });
+        }
+        out
+    }
+
     async fn query_embedding(&self, query: &str) -> Option<Embedding> {
         let embedder = self.embedder.as_deref()?;
         let memo = |m: &Mutex<Option<(String, Option<Embedding>)>>| {
@@ -122,6 +169,7 @@ impl ModelPort {
         req: &LlmRequest<'_>,
         model: &str,
         memories: Vec<String>,
+        knowledge: Vec<rein_context::KnowledgeChunk>,
     ) -> (Vec<Arc<Message>>, Vec<ToolSpec>, ContextReport) {
         let vision = self
             .catalog
@@ -168,6 +216,7 @@ impl ModelPort {
                     body: s.body.clone(),
                 })
                 .collect(),
+            knowledge,
             ..Default::default()
         };
         // Skills are listed only where the model can activate them.
@@ -305,7 +354,8 @@ impl LlmPort for ModelPort {
                 .ok_or_else(|| PortError::new("config", "the operation has no model"))?;
             let here = tracing::Span::current();
             let memories = self.relevant_memories(&req).await;
-            let (messages, tools, report) = self.assemble(&req, &model, memories);
+            let knowledge = self.relevant_knowledge(&req).await;
+            let (messages, tools, report) = self.assemble(&req, &model, memories, knowledge);
             let mut chat = ChatRequest::new(model.clone(), messages);
             chat.tools = tools;
             chat.replay_reasoning = self

@@ -78,6 +78,10 @@ pub struct AgentProfile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub time_limit_secs: Option<u64>,
+    /// Knowledge bases it searches (by name): `knowledge.search`, and their best chunks for
+    /// the user's message in each call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knowledge: Option<Vec<String>>,
 }
 
 /// The schema of an optional surface (see [`rein_core::spec::Surface`]).
@@ -297,6 +301,7 @@ impl AgentProfile {
             sandbox: over.sandbox.clone().or_else(|| self.sandbox.clone()),
             surface: over.surface.clone().or_else(|| self.surface.clone()),
             time_limit_secs: over.time_limit_secs.or(self.time_limit_secs),
+            knowledge: over.knowledge.clone().or_else(|| self.knowledge.clone()),
         }
     }
 
@@ -399,6 +404,10 @@ impl AgentProfile {
                 None => base.sandbox,
             },
             time_limit_secs: self.time_limit_secs.or(base.time_limit_secs),
+            knowledge: self
+                .knowledge
+                .clone()
+                .unwrap_or_else(|| base.knowledge.clone()),
             owner: origin.owner,
             agent: origin.agent,
             working_directory: origin

@@ -34,6 +34,16 @@ pub fn document_scope(state: &AgentState) -> String {
     format!("user:{user}/agent:{agent}")
 }
 
+/// The user an operation belongs to (`None`: the local CLI's).
+pub fn owner_of(state: &AgentState) -> Option<String> {
+    state
+        .metadata
+        .extra
+        .get("user_id")
+        .and_then(|v| v.as_str())
+        .map(str::to_owned)
+}
+
 /// The store as the memory and notes tools' document store.
 pub struct StoreDocuments(pub Arc<dyn Store>);
 
@@ -215,6 +225,10 @@ impl ToolHost {
         // Runs delegation calls; its manifest is offered per operation (see
         // `Driver::offered_tools`), listing the agents that operation may delegate to.
         registry.register(Arc::new(rein_tools::agents::Agents))?;
+        // Offered only to operations with knowledge bases (see `Driver::offered_tools`).
+        registry.register(Arc::new(crate::knowledge::KnowledgeTool {
+            store: Arc::clone(&store),
+        }))?;
         register_briefs(
             &mut registry,
             Arc::new(StoreBriefs {
@@ -427,6 +441,8 @@ impl ToolPort for ToolHost {
                     .cloned()
                     .collect(),
                 scope: document_scope(state),
+                knowledge: state.metadata.knowledge.clone(),
+                owner: owner_of(state),
                 question_briefs: state.intervention.question_briefs,
                 sandbox: state.metadata.sandbox.unwrap_or_default(),
                 skill_dirs: state

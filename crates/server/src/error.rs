@@ -187,6 +187,12 @@ impl From<rein_operation::DriverError> for ApiError {
                 "device_missing",
                 e.to_string(),
             ),
+            // Well-formed, naming knowledge bases the caller does not have.
+            e @ E::UnknownKnowledge(_) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "knowledge_missing",
+                e.to_string(),
+            ),
             // Well-formed, naming skills the server does not have.
             e @ E::UnknownSkills(_) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,

@@ -56,7 +56,7 @@ use rein_core::{AgentEvent, Message, MessageId, OperationId};
 
 /// Durable storage for operations (and the briefs they raise). Every method is one
 /// transaction.
-pub trait Store: Briefs + Topics + Send + Sync {
+pub trait Store: Briefs + Topics + Knowledge + Send + Sync {
     /// Persist a new operation with its first messages, before anything runs.
     fn create_operation<'a>(
         &'a self,

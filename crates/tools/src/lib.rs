@@ -78,6 +78,10 @@ pub struct ToolContext {
     pub question_briefs: bool,
     /// What the shell's commands may touch ([`sandbox`]).
     pub sandbox: rein_core::spec::Sandbox,
+    /// The knowledge bases the operation may search, by name.
+    pub knowledge: Vec<String>,
+    /// The user the operation belongs to (`None`: the local CLI's).
+    pub owner: Option<String>,
 }
 
 /// A tool implementation.

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 async fn files(dir: &Path, api: &str, args: Value) -> (bool, String, Duration) {
     let reg = ToolRegistry::with_builtins(&BuiltinConfig::default()).unwrap();
     let cx = ToolContext {
+        knowledge: Vec::new(),
+        owner: None,
         operation_id: OperationId::new(),
         working_directory: Some(dir.to_path_buf()),
         idempotency_key: "k".into(),

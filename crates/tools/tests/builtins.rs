@@ -24,6 +24,8 @@ fn workdir() -> PathBuf {
 
 fn cx(dir: &std::path::Path) -> ToolContext {
     ToolContext {
+        knowledge: Vec::new(),
+        owner: None,
         operation_id: OperationId::new(),
         working_directory: Some(dir.to_path_buf()),
         idempotency_key: "k".into(),
@@ -202,6 +204,8 @@ async fn files_refuse_every_way_out_of_the_working_directory() {
         assert!(msg.contains(want), "{api} {args}: {msg}");
     }
     let none = ToolContext {
+        knowledge: Vec::new(),
+        owner: None,
         working_directory: None,
         ..cx.clone()
     };

@@ -18,6 +18,8 @@ fn workdir() -> PathBuf {
 
 fn cx(dir: &Path) -> ToolContext {
     ToolContext {
+        knowledge: Vec::new(),
+        owner: None,
         operation_id: OperationId::new(),
         working_directory: Some(dir.to_path_buf()),
         idempotency_key: "k".into(),

@@ -17,6 +17,8 @@ fn server(package: &str) -> Option<String> {
 
 fn cx(dir: Option<PathBuf>) -> ToolContext {
     ToolContext {
+        knowledge: Vec::new(),
+        owner: None,
         operation_id: rein_core::OperationId::new(),
         working_directory: dir,
         idempotency_key: "k".into(),

@@ -33,6 +33,8 @@ fn landlock(test: &str) -> bool {
 async fn run(workdir: &Path, sandbox: Sandbox, command: &str) -> (bool, String) {
     let reg = ToolRegistry::with_builtins(&BuiltinConfig::default()).unwrap();
     let cx = ToolContext {
+        knowledge: Vec::new(),
+        owner: None,
         operation_id: OperationId::new(),
         working_directory: Some(workdir.to_path_buf()),
         idempotency_key: "k".into(),

@@ -127,6 +127,8 @@ impl Device {
             );
         }
         let cx = ToolContext {
+            knowledge: Vec::new(),
+            owner: None,
             operation_id: call.operation_id,
             working_directory: Some(self.workdir.clone()),
             idempotency_key: format!("{}:{}", call.operation_id, call.call_id),

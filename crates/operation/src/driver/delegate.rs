@@ -279,6 +279,8 @@ impl Delegator {
             // And it runs where its parent runs, whatever its own profile says.
             surface: crate::surface::of_sub_agent(&parent.surface),
             time_limit_secs: min_opt(asked.time_limit_secs, parent.time_limit_secs),
+            // It searches what its parent may (its tools are its parent's too).
+            knowledge: parent.knowledge.clone(),
             owner: parent.owner.clone(),
             agent: asked.agent.clone(),
             sub_agents: parent.sub_agents.clone(),

@@ -70,6 +70,22 @@ impl Driver {
         Ok(id)
     }
 
+    /// The knowledge bases `spec` names that its owner does not have.
+    async fn missing_knowledge(&self, spec: &OperationSpec) -> Result<Vec<String>, DriverError> {
+        let mut missing = Vec::new();
+        for name in &spec.knowledge {
+            if self
+                .store
+                .knowledge_base(spec.owner.as_deref(), name)
+                .await?
+                .is_none()
+            {
+                missing.push(name.clone());
+            }
+        }
+        Ok(missing)
+    }
+
     /// The skills `spec` names, as admitted from the first call on; refused when this process
     /// lacks any of them.
     fn spec_skills(
@@ -100,6 +116,14 @@ impl Driver {
         spec: &OperationSpec,
     ) -> Result<Arc<ToolManifestMap>, DriverError> {
         let mut map = self.tools.manifests();
+        if spec.knowledge.is_empty() {
+            Arc::make_mut(&mut map).remove(crate::knowledge::IDENTIFIER);
+        } else {
+            let missing = self.missing_knowledge(spec).await?;
+            if !missing.is_empty() {
+                return Err(DriverError::UnknownKnowledge(missing));
+            }
+        }
         if let Some(name) = spec.surface.device() {
             let offered = match &self.devices {
                 Some(d) => d.tools(spec.owner.as_deref(), name).await?,
@@ -180,6 +204,7 @@ pub(super) fn first_state(
     state.metadata.working_directory = spec.working_directory.clone();
     state.metadata.sandbox = Some(spec.sandbox);
     state.metadata.topic_id = Some(topic_id.to_owned());
+    state.metadata.knowledge = spec.knowledge.clone();
     if let Some(owner) = &spec.owner {
         // The memory and notes tools scope documents by it.
         state

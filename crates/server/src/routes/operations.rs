@@ -102,6 +102,10 @@ pub struct CreateOperation {
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub time_limit_secs: Option<u64>,
+    /// Your knowledge bases it searches, by name, over the agent's (an unknown one: 422
+    /// `knowledge_missing`).
+    #[serde(default)]
+    pub knowledge: Option<Vec<String>>,
 }
 
 /// `GET /v1/operations/{id}/context` query.
@@ -335,6 +339,7 @@ pub async fn create(
         skills: req.skills.clone(),
         surface: req.surface.clone(),
         time_limit_secs: req.time_limit_secs,
+        knowledge: req.knowledge.clone(),
         ..Default::default()
     };
     let origin = SpecOrigin {

@@ -1,0 +1,152 @@
+//! What an operation knows from its knowledge bases (`spec.knowledge`): the `knowledge` tool
+//! (`knowledge.search`: the chunks that match a query best, each with the file and lines to
+//! cite) and the retrieval that puts the best chunks for the user's message into each model
+//! call (the context pipeline's knowledge processor; token-budgeted). Both search the store's
+//! full-text index of the operation's owner's bases.
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rein_core::engine::ports::{PortError, ToolOutput};
+use rein_core::tool::{ToolApi, ToolKind, ToolManifest};
+use rein_store::{ChunkHit, Store};
+use rein_tools::{Tool, ToolContext};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use std::sync::Arc;
+
+/// The tool's identifier.
+pub const IDENTIFIER: &str = "knowledge";
+
+/// `knowledge.search` arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    /// What to look for (words of the question).
+    query: String,
+    /// One of the attached knowledge bases by name (all of them when left out).
+    #[serde(default)]
+    knowledge_base: Option<String>,
+    /// How many chunks (1 to 20, default 5).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 20))]
+    top_k: Option<u32>,
+}
+
+/// `knowledge`: search the operation's knowledge bases.
+pub struct KnowledgeTool {
+    /// Where the bases are.
+    pub store: Arc<dyn Store>,
+}
+
+/// Where a chunk is, as the model cites it: `path:start-end`.
+pub fn citation(hit: &ChunkHit) -> String {
+    if hit.line_start == hit.line_end {
+        format!("{}:{}", hit.path, hit.line_start)
+    } else {
+        format!("{}:{}-{}", hit.path, hit.line_start, hit.line_end)
+    }
+}
+
+/// The best chunks of the bases `names` of `owner` for `query`, best first, at most `limit`
+/// (a base that does not exist is passed over).
+pub async fn search(
+    store: &dyn Store,
+    owner: Option<&str>,
+    names: &[String],
+    query: &str,
+    limit: u32,
+) -> Result<Vec<(String, ChunkHit)>, rein_store::StoreError> {
+    let mut hits: Vec<(String, ChunkHit)> = Vec::new();
+    for name in names {
+        if let Some(kb) = store.knowledge_base(owner, name).await? {
+            for hit in store.search_knowledge(&kb.id, query, limit).await? {
+                hits.push((name.clone(), hit));
+            }
+        }
+    }
+    // Scores of one search are comparable; across bases they are close enough to merge.
+    hits.sort_by(|a, b| b.1.score.total_cmp(&a.1.score));
+    hits.truncate(limit as usize);
+    Ok(hits)
+}
+
+impl Tool for KnowledgeTool {
+    fn manifest(&self) -> ToolManifest {
+        ToolManifest {
+            identifier: IDENTIFIER.into(),
+            kind: ToolKind::Builtin,
+            title: "Knowledge".into(),
+            description: "Search the documents attached to this agent.".into(),
+            system_role: Some(
+                "When you use what `knowledge.search` returned, cite it as [path:lines] exactly as given.".into(),
+            ),
+            apis: vec![ToolApi {
+                name: "search".into(),
+                description: "Find the passages of the attached documents that match a query, each with its file and lines.".into(),
+                parameters: rein_tools::parameters_of::<SearchArgs>(),
+                intervention: None,
+                cost: None,
+            }],
+            intervention: None,
+        }
+    }
+
+    fn effect(&self, _: &str) -> rein_core::tool::Effect {
+        rein_core::tool::Effect::Pure
+    }
+
+    fn call<'a>(
+        &'a self,
+        cx: &'a ToolContext,
+        _api: &'a str,
+        args: serde_json::Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
+        async move {
+            let args: SearchArgs = match serde_json::from_value(args) {
+                Ok(a) => a,
+                Err(e) => return Ok(ToolOutput::failed(format!("Invalid arguments: {e}"))),
+            };
+            if cx.knowledge.is_empty() {
+                return Ok(ToolOutput::failed(
+                    "No knowledge base is attached to this agent.",
+                ));
+            }
+            let names: Vec<String> = match &args.knowledge_base {
+                Some(n) if cx.knowledge.contains(n) => vec![n.clone()],
+                Some(n) => {
+                    return Ok(ToolOutput::failed(format!(
+                        "`{n}` is not attached; use one of: {}",
+                        cx.knowledge.join(", ")
+                    )));
+                }
+                None => cx.knowledge.clone(),
+            };
+            let k = args.top_k.unwrap_or(5).clamp(1, 20);
+            let hits = search(&*self.store, cx.owner.as_deref(), &names, &args.query, k)
+                .await
+                .map_err(|e| PortError::new("store_error", e.to_string()))?;
+            if hits.is_empty() {
+                return Ok(ToolOutput::ok(format!(
+                    "Nothing in {} matches `{}`.",
+                    names.join(", "),
+                    args.query
+                )));
+            }
+            let mut out = String::new();
+            for (base, hit) in &hits {
+                let under = if hit.headings.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", hit.headings.join(" › "))
+                };
+                out.push_str(&format!(
+                    "[{}]{under} from {base}\n{}\n\n",
+                    citation(hit),
+                    hit.text.trim()
+                ));
+            }
+            Ok(ToolOutput::ok(out.trim_end().to_owned()))
+        }
+        .boxed()
+    }
+}
