@@ -41,6 +41,12 @@ pub enum KbCommand {
         /// What consecutive chunks of a section share, in estimated tokens.
         #[arg(long, default_value_t = 40)]
         overlap_tokens: usize,
+        /// Only files whose path under a given folder matches (repeatable; `**/*.md`).
+        #[arg(long, value_name = "GLOB")]
+        include: Vec<String>,
+        /// Leave out files whose path under a given folder matches (repeatable).
+        #[arg(long, value_name = "GLOB")]
+        exclude: Vec<String>,
     },
     /// Remove a file from a knowledge base.
     Remove {
@@ -117,15 +123,21 @@ pub async fn command(store: &SqlStore, command: KbCommand, json: bool) -> anyhow
             paths,
             chunk_tokens,
             overlap_tokens,
+            include,
+            exclude,
         } => {
             let kb = base(store, &name).await?;
             let opts = ChunkOptions {
                 max_tokens: chunk_tokens.max(1),
                 overlap_tokens,
             };
+            let filter = Filter {
+                include: globs("--include", &include)?,
+                exclude: globs("--exclude", &exclude)?,
+            };
             let mut files = Vec::new();
             for p in &paths {
-                collect(p, &mut files)?;
+                collect(p, &filter, &mut files)?;
             }
             let (mut added, mut unchanged, mut skipped, mut chunks) = (0, 0, 0, 0);
             for file in files {
@@ -179,8 +191,35 @@ pub async fn command(store: &SqlStore, command: KbCommand, json: bool) -> anyhow
     Ok(())
 }
 
-/// The files under `path` (itself when a file), hidden entries left out, in a stable order.
-fn collect(path: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+/// Which files of a folder are added: those its `include` globs match (all without any), less
+/// those its `exclude` globs match, by their path under the folder.
+struct Filter {
+    include: Option<globset::GlobSet>,
+    exclude: Option<globset::GlobSet>,
+}
+
+impl Filter {
+    fn admits(&self, relative: &Path) -> bool {
+        self.include.as_ref().is_none_or(|s| s.is_match(relative))
+            && !self.exclude.as_ref().is_some_and(|s| s.is_match(relative))
+    }
+}
+
+/// `patterns` as one set (`None` when there are none); a bad one is named.
+fn globs(flag: &str, patterns: &[String]) -> anyhow::Result<Option<globset::GlobSet>> {
+    if patterns.is_empty() {
+        return Ok(None);
+    }
+    let mut set = globset::GlobSetBuilder::new();
+    for p in patterns {
+        set.add(globset::Glob::new(p).map_err(|e| anyhow!("{flag} `{p}`: {e}"))?);
+    }
+    Ok(Some(set.build()?))
+}
+
+/// The files under `path` (itself when a file) that `filter` admits, hidden entries left out,
+/// in a stable order.
+fn collect(path: &Path, filter: &Filter, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
     if !path.exists() {
         bail!("{}: no such file or folder", path.display());
     }
@@ -190,7 +229,9 @@ fn collect(path: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
         .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'))
     {
         let entry = entry?;
-        if entry.file_type().is_file() {
+        let relative = entry.path().strip_prefix(path).unwrap_or(entry.path());
+        // A file named on its own is taken as asked.
+        if entry.file_type().is_file() && (entry.depth() == 0 || filter.admits(relative)) {
             out.push(entry.into_path());
         }
     }

@@ -2924,6 +2924,30 @@ async fn a_folder_added_to_a_knowledge_base_is_searched_with_its_lines_and_headi
     let (code, _, err) = e.rein(&["kb", "search", "nothing-here", "x"]).await;
     assert_eq!(code, 1);
     assert!(err.contains("no knowledge base `nothing-here`"), "{err}");
+    // Globs choose the files of a folder by their path under it.
+    assert_eq!(e.rein(&["kb", "create", "md-only"]).await.0, 0);
+    let (code, _, err) = e
+        .rein(&[
+            "kb",
+            "add",
+            "md-only",
+            &docs_arg,
+            "--include",
+            "**/*.md",
+            "--exclude",
+            "notes*",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("1 file(s) indexed") && err.contains("0 skipped"),
+        "{err}"
+    );
+    let (code, _, err) = e
+        .rein(&["kb", "add", "md-only", &docs_arg, "--include", "[oops"])
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("--include `[oops`"), "{err}");
 }
 
 #[tokio::test]
