@@ -62,6 +62,16 @@ pub struct ModelPort {
 /// How much of the knowledge bases goes into one call (about 1,500 tokens).
 pub const KNOWLEDGE_BUDGET_CHARS: usize = 6_000;
 
+/// What the user said last: what memories and knowledge are looked up for.
+fn latest_user_text(state: &rein_core::AgentState) -> Option<String> {
+    state
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == rein_core::Role::User)
+        .map(|m| m.text_content())
+}
+
 impl ModelPort {
     /// Memories relevant to the latest user message (by words, and by meaning with an
     /// embedder), at most five.
@@ -69,14 +79,7 @@ impl ModelPort {
         if !self.context.memories {
             return Vec::new();
         }
-        let Some(query) = req
-            .state
-            .messages
-            .iter()
-            .rev()
-            .find(|m| m.role == rein_core::Role::User)
-            .map(|m| m.text_content())
-        else {
+        let Some(query) = latest_user_text(req.state) else {
             return Vec::new();
         };
         let scope = crate::tools::document_scope(req.state);
@@ -109,14 +112,7 @@ impl ModelPort {
         if !self.context.knowledge || names.is_empty() {
             return Vec::new();
         }
-        let Some(query) = req
-            .state
-            .messages
-            .iter()
-            .rev()
-            .find(|m| m.role == rein_core::Role::User)
-            .map(|m| m.text_content())
-        else {
+        let Some(query) = latest_user_text(req.state) else {
             return Vec::new();
         };
         let owner = crate::tools::owner_of(req.state);
