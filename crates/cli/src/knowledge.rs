@@ -83,6 +83,10 @@ async fn base(store: &SqlStore, name: &str) -> anyhow::Result<KnowledgeBase> {
 pub async fn command(store: &SqlStore, command: KbCommand, json: bool) -> anyhow::Result<()> {
     match command {
         KbCommand::Create { name } => {
+            // Names follow the agents' rule: they are typed, listed and passed in flags.
+            rein_operation::profile::check_name(&name).map_err(|_| {
+                anyhow!("knowledge base name `{name}`: use 1-64 letters, digits, `-` or `_`")
+            })?;
             let kb = store.create_knowledge_base(None, &name).await?;
             eprintln!("knowledge base {} created", kb.name);
         }

@@ -1990,8 +1990,10 @@ async fn a_build_without_test_hooks_has_no_crash_points_and_no_ledger_tool() {
     let hooked = PathBuf::from(env!("CARGO_BIN_EXE_rein"));
     assert!(file_contains(&hooked, b"REIN_TEST_PAUSE_AT"));
     assert!(file_contains(&hooked, b"REIN_TEST_LEDGER"));
+    assert!(file_contains(&hooked, b"REIN_TEST_DEVICE_DROP"));
     assert!(!file_contains(&plain, b"REIN_TEST_PAUSE_AT"));
     assert!(!file_contains(&plain, b"REIN_TEST_LEDGER"));
+    assert!(!file_contains(&plain, b"REIN_TEST_DEVICE_DROP"));
     // And it ignores the variables: no pause at the first commit, no ledger tool offered.
     let e = env(vec![Canned::openai_text("No ledger here.")]).await;
     let mut plain_cmd = Command::new(&plain);
@@ -2882,6 +2884,12 @@ async fn a_folder_added_to_a_knowledge_base_is_searched_with_its_lines_and_headi
     std::fs::write(docs.join(".git/config"), "not indexed").unwrap();
     let (code, _, err) = e.rein(&["kb", "create", "manuals"]).await;
     assert_eq!(code, 0, "{err}");
+    let (code, _, err) = e.rein(&["kb", "create", "no good"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("knowledge base name `no good`"), "{err}");
+    let (code, _, err) = e.rein(&["kb", "create", "manuals"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("already exists"), "{err}");
     let docs_arg = docs.display().to_string();
     let (code, _, err) = e.rein(&["kb", "add", "manuals", &docs_arg]).await;
     assert_eq!(code, 0, "{err}");

@@ -95,6 +95,28 @@ impl Env {
         self.token_with(&["token", "create", "--user", user]).await
     }
 
+    /// `rein connect` as device `laptop` working in `dir`, with device token `token` and
+    /// `extra` arguments; quiet, and stopped with the test.
+    fn laptop(&self, rein: &Rein, dir: &std::path::Path, token: &str, extra: &[&str]) -> Command {
+        let dir = dir.display().to_string();
+        let mut c = self.command(&[
+            "--server",
+            &rein.base,
+            "connect",
+            "--name",
+            "laptop",
+            "--workdir",
+            &dir,
+        ]);
+        c.args(extra)
+            .env("REIN_TOKEN", token)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true);
+        c
+    }
+
     /// A device token of `user` for device `device`.
     async fn device_token(&self, user: &str, device: &str) -> String {
         self.token_with(&["token", "create", "--user", user, "--device", device])
@@ -3440,9 +3462,6 @@ async fn a_killed_workers_operation_is_taken_over_once_by_another_process_on_pos
         .await
         .expect("the first worker reached its second commit");
     first.kill().await.unwrap();
-    // Its lease was renewed at the latest as it died, for 2 s: past this instant it has run
-    // out, and the processes below take the operation up in their first sweep, at start.
-    let lapsed = tokio::time::Instant::now() + Duration::from_millis(2_100);
     assert_eq!(e.ledger_lines(), 1);
     assert_eq!(e.model.requests().len(), 1);
     use rein_store::Store;
@@ -3459,7 +3478,22 @@ async fn a_killed_workers_operation_is_taken_over_once_by_another_process_on_pos
     // Their own leases are long enough that a loaded machine never lets the winner's lapse
     // mid-run (which would hand the operation over once more: a 10 s lease was seen to lapse
     // on a two-core machine busy compiling beside the suite).
-    tokio::time::sleep_until(lapsed).await;
+    // The dead worker's lease runs out within 2 s; the processes below take the operation up
+    // in their first sweep, at start, so they start once it has: a probe claim that expires
+    // at once succeeds only then.
+    eventually("the dead worker's lease running out", || async {
+        let now = chrono::Utc::now();
+        let probe = rein_store::Admission {
+            node: "lease-probe".into(),
+            now,
+            until: now,
+            limits: Default::default(),
+        };
+        let claimed = store.claim_operation(id, &probe).await.unwrap();
+        store.release_operation(id, "lease-probe").await.unwrap();
+        (claimed == rein_store::Claim::Claimed).then_some(())
+    })
+    .await;
     let (_second, mut second_lines) = worker_on(&e, &db, 60, &[]);
     tokio::spawn(async move { while let Ok(Some(_)) = second_lines.next_line().await {} });
     let _server = e.start_on(&db, &["--lease-secs", "60"], &[]).await;
@@ -4189,24 +4223,10 @@ async fn an_operation_on_a_device_runs_its_tools_there_and_a_dropped_connection_
         .await;
     assert_eq!(status, 401);
 
-    let mut device = e.command(&[
-        "--server",
-        &rein.base,
-        "--sandbox",
-        "off",
-        "connect",
-        "--name",
-        "laptop",
-        "--workdir",
-        &laptop.display().to_string(),
-    ]);
-    let mut device = device
-        .env("REIN_TOKEN", &device_token)
+    let mut device = e
+        .laptop(&rein, &laptop, &device_token, &["--sandbox", "off"])
         .env("REIN_TEST_DEVICE_DROP", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
         .unwrap();
     let device_log = Arc::new(Mutex::new(Vec::new()));
@@ -4310,19 +4330,12 @@ async fn a_call_for_a_device_that_stays_away_fails_visibly_after_the_device_time
     // Joined in the background: it detaches, writes its pid and logs to a file.
     let log = e.dir.join("laptop.log");
     let out = e
-        .command(&[
-            "--server",
-            &rein.base,
-            "connect",
-            "--name",
-            "laptop",
-            "--workdir",
-            &laptop.display().to_string(),
-            "--daemon",
-            "--log",
-            &log.display().to_string(),
-        ])
-        .env("REIN_TOKEN", &device_token)
+        .laptop(
+            &rein,
+            &laptop,
+            &device_token,
+            &["--daemon", "--log", &log.display().to_string()],
+        )
         .output()
         .await
         .unwrap();
@@ -4391,25 +4404,12 @@ async fn an_external_agent_runs_on_a_device_that_enables_it() {
     )
     .unwrap();
     let _device = e
-        .command(&[
-            "--server",
-            &rein.base,
-            "connect",
-            "--name",
-            "laptop",
-            "--workdir",
-            &laptop.display().to_string(),
-        ])
-        .env("REIN_TOKEN", &device_token)
+        .laptop(&rein, &laptop, &device_token, &[])
         .env("REIN_CONFIG", &config)
         .env("REIN_EXTERNAL_CLAUDE_CODE", fixtures.join("fake-agent"))
         .env("REIN_EXTERNAL_CODEX", "/nonexistent/codex")
         .env("FAKE_AGENT_LOG", &log)
         .env("FAKE_AGENT_FIXTURE", fixtures.join("claude-code/run.jsonl"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
         .spawn()
         .unwrap();
     device_connected(&e, &rein, &token, true).await;

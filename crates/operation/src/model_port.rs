@@ -57,6 +57,9 @@ pub struct ModelPort {
     pub embedder: Option<Arc<dyn Embedder>>,
     /// The last query embedded: every step of an operation asks with the same user message.
     pub query_memo: Mutex<Option<(String, Option<Embedding>)>>,
+    /// The knowledge found for the last user message: every step of a turn asks with it, and
+    /// the bases do not change within a run.
+    pub knowledge_memo: Mutex<Option<(String, Vec<rein_context::KnowledgeChunk>)>>,
 }
 
 /// How much of the knowledge bases goes into one call (about 1,500 tokens).
@@ -115,6 +118,15 @@ impl ModelPort {
         let Some(query) = latest_user_text(req.state) else {
             return Vec::new();
         };
+        if let Some((q, chunks)) = self
+            .knowledge_memo
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            && *q == query
+        {
+            return chunks.clone();
+        }
         let owner = crate::tools::owner_of(req.state);
         let hits = match crate::knowledge::search(&*self.store, owner.as_deref(), names, &query, 8)
             .await
@@ -139,6 +151,10 @@ impl ModelPort {
                 text: hit.text,
             });
         }
+        *self
+            .knowledge_memo
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some((query, out.clone()));
         out
     }
 

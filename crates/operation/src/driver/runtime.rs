@@ -178,6 +178,7 @@ impl Driver {
             estimator: estimator.clone(),
             embedder: self.embedder.clone(),
             query_memo: Default::default(),
+            knowledge_memo: Default::default(),
         };
         let estimator: Arc<dyn TokenEstimator> = Arc::new(estimator);
         let summarizer = crate::ModelSummarizer {
