@@ -35,13 +35,9 @@ pub fn mcp_config(spec: &str) -> anyhow::Result<rein_tools::mcp::McpServerConfig
     ))
 }
 
-/// This process's host: `model` is the default model (a flag's, else the configuration's).
-pub async fn host(
-    store: Arc<SqlStore>,
-    ctx: &Context_,
-    model: Option<&str>,
-) -> anyhow::Result<Host> {
-    let registry = ctx.config.registry()?;
+/// The models this process may call (the configured providers, through the cassette when
+/// `--replay`/`--record` name one) and the catalog of their prices.
+pub fn models(ctx: &Context_) -> anyhow::Result<(Arc<RegistryModels>, Arc<Catalog>)> {
     let transport: Arc<dyn Transport> = match &ctx.cli_replay {
         Some(path) => Arc::new(ReplayTransport::from_file(path)?),
         None => Arc::new(ReqwestTransport::new(Timeouts::default())?),
@@ -50,8 +46,26 @@ pub async fn host(
         Some(path) => Arc::new(RecordingTransport::new(transport, path)),
         None => transport,
     };
-    let cassette = ctx.cli_replay.is_some() || ctx.cli_record.is_some();
     let catalog = Arc::new(Catalog::builtin()?);
+    let models = Arc::new(RegistryModels::new(
+        ctx.config.registry()?,
+        transport,
+        Arc::clone(&catalog),
+        // A cassette answers without keys.
+        ctx.cli_replay.is_none(),
+    ));
+    Ok((models, catalog))
+}
+
+/// This process's host: `model` is the default model (a flag's, else the configuration's).
+pub async fn host(
+    store: Arc<SqlStore>,
+    ctx: &Context_,
+    model: Option<&str>,
+) -> anyhow::Result<Host> {
+    let registry = ctx.config.registry()?;
+    let cassette = ctx.cli_replay.is_some() || ctx.cli_record.is_some();
+    let (models, catalog) = models(ctx)?;
     let (default, _) = ctx.config.model(model);
     let default_model = rein_operation::profile::model_ref(&default)?;
     let embedder = match std::env::var("REIN_EMBED_MODEL")
@@ -84,13 +98,6 @@ pub async fn host(
     for (name, entry) in ctx.config.mcp(&ctx.mcp)? {
         tools.push(rein_tools::mcp::McpServer::connect(entry.server(&name)?).await?);
     }
-    let models = Arc::new(RegistryModels::new(
-        registry,
-        transport,
-        Arc::clone(&catalog),
-        // A cassette answers without keys.
-        ctx.cli_replay.is_none(),
-    ));
     // Sub-agents: the local user's stored agents (a server's operations: their owner's), and
     // the configuration file's under the names the store does not have.
     let local = crate::agents::local_user(&store).await?;

@@ -1,23 +1,43 @@
-//! `rein kb …`: this machine's knowledge bases. Files (a folder, recursively) are read, cut into
-//! chunks by structure and size (`rein_tools::knowledge`) and indexed for full-text search; a
-//! file whose content is unchanged is left as it is, a changed one replaces its chunks, one that
-//! cannot be read is recorded as skipped with the reason. Search answers with the chunks and
-//! where they are (`path:line`).
+//! `rein kb …`: this machine's knowledge bases. Adding files (a folder, recursively) records an
+//! ingestion job and runs it here (`rein_operation::knowledge::ingest`): a file whose content
+//! is unchanged is left as it is, a changed one replaces its chunks, one that cannot be read is
+//! recorded as skipped with the reason, and the chunks are embedded when the base has an
+//! embedding model. A job stopped part way (killed, crashed) is finished by `rein kb resume`
+//! or the next `rein kb add` to that base. Search answers with the chunks and where they are
+//! (`path:line`), by full text and meaning fused, and says when it was full text only.
 
 use anyhow::{anyhow, bail};
-use rein_store::{Knowledge, KnowledgeBase, NewChunk, SqlStore};
-use rein_tools::knowledge::{ChunkOptions, Parsed, chunk, parse};
-use sha2::{Digest, Sha256};
+use rein_operation::ModelSource;
+use rein_operation::knowledge::ingest::{self, Progress};
+use rein_operation::knowledge::retrieve;
+use rein_store::{IngestState, Knowledge, KnowledgeBase, KnowledgeJobs, NewJobFile, SqlStore};
 use std::path::{Path, PathBuf};
-
-/// Files larger than this are skipped (say so, rather than index a dump).
-const MAX_FILE: u64 = 10 * 1024 * 1024;
 
 /// `rein kb` subcommands.
 #[derive(clap::Subcommand)]
 pub enum KbCommand {
     /// Create a knowledge base.
     Create {
+        /// Its name.
+        name: String,
+        /// Embed its chunks with this model (`provider/model`) for search by meaning; without
+        /// one, search is by full text only.
+        #[arg(long, value_name = "MODEL")]
+        embed_model: Option<String>,
+    },
+    /// Change a knowledge base's embedding model; its chunks are embedded again with it.
+    Set {
+        /// Its name.
+        name: String,
+        /// The model (`provider/model`).
+        #[arg(long, value_name = "MODEL", conflicts_with = "no_embed_model")]
+        embed_model: Option<String>,
+        /// Search by full text only (the vectors are deleted).
+        #[arg(long)]
+        no_embed_model: bool,
+    },
+    /// Finish the ingestion jobs of a knowledge base that stopped part way.
+    Resume {
         /// Its name.
         name: String,
     },
@@ -79,16 +99,58 @@ async fn base(store: &SqlStore, name: &str) -> anyhow::Result<KnowledgeBase> {
         .ok_or_else(|| anyhow!("no knowledge base `{name}` (`rein kb create {name}`)"))
 }
 
-/// `rein kb …`.
-pub async fn command(store: &SqlStore, command: KbCommand, json: bool) -> anyhow::Result<()> {
+/// `rein kb …`; `models` embeds for bases with an embedding model.
+pub async fn command(
+    store: &SqlStore,
+    models: &dyn ModelSource,
+    command: KbCommand,
+    json: bool,
+) -> anyhow::Result<()> {
     match command {
-        KbCommand::Create { name } => {
+        KbCommand::Create { name, embed_model } => {
             // Names follow the agents' rule: they are typed, listed and passed in flags.
             rein_operation::profile::check_name(&name).map_err(|_| {
                 anyhow!("knowledge base name `{name}`: use 1-64 letters, digits, `-` or `_`")
             })?;
+            if let Some(m) = &embed_model {
+                check_model(models, m)?;
+            }
             let kb = store.create_knowledge_base(None, &name).await?;
+            if let Some(m) = &embed_model {
+                store.set_embed_model(&kb.id, Some(m)).await?;
+            }
             eprintln!("knowledge base {} created", kb.name);
+        }
+        KbCommand::Set {
+            name,
+            embed_model,
+            no_embed_model,
+        } => {
+            let kb = base(store, &name).await?;
+            if embed_model.is_none() && !no_embed_model {
+                bail!("give --embed-model MODEL or --no-embed-model");
+            }
+            if let Some(m) = &embed_model {
+                check_model(models, m)?;
+            }
+            store
+                .set_embed_model(&kb.id, embed_model.as_deref())
+                .await?;
+            match &embed_model {
+                Some(m) => {
+                    eprintln!("knowledge base {name} embeds with {m}");
+                    // A job of no files: its embedding phase embeds every chunk again.
+                    let job = store.create_ingest_job(&kb.id, 400, 40, &[]).await?;
+                    run_job(store, models, &job.id).await?;
+                }
+                None => eprintln!("knowledge base {name} is searched by full text only"),
+            }
+        }
+        KbCommand::Resume { name } => {
+            let kb = base(store, &name).await?;
+            if resume(store, models, &kb).await? == 0 {
+                eprintln!("nothing to resume in {name}");
+            }
         }
         KbCommand::List => {
             for kb in store.list_knowledge_bases(None).await? {
@@ -97,20 +159,42 @@ pub async fn command(store: &SqlStore, command: KbCommand, json: bool) -> anyhow
                 if json {
                     println!(
                         "{}",
-                        serde_json::json!({"name": kb.name, "files": files.len(), "chunks": chunks})
+                        serde_json::json!({"name": kb.name, "files": files.len(), "chunks": chunks, "embed_model": kb.embed_model})
                     );
                 } else {
                     println!(
-                        "{:<24} {:>5} files {:>7} chunks",
+                        "{:<24} {:>5} files {:>7} chunks  {}",
                         kb.name,
                         files.len(),
-                        chunks
+                        chunks,
+                        kb.embed_model.as_deref().unwrap_or("full text only")
                     );
                 }
             }
         }
         KbCommand::Show { name } => {
             let kb = base(store, &name).await?;
+            if !json {
+                match &kb.embed_model {
+                    Some(m) => {
+                        let (done, all) = store.embedding_counts(&kb.id, m).await?;
+                        println!("embedding model: {m} ({done} of {all} chunks embedded)");
+                    }
+                    None => println!("embedding model: none (full-text search only)"),
+                }
+                for job in store.ingest_jobs(&kb.id, false).await? {
+                    if job.state != IngestState::Done {
+                        println!(
+                            "job {}: {:?}, {} of {} files{}",
+                            job.id,
+                            job.state,
+                            job.files_done,
+                            job.files,
+                            job.error.map(|e| format!(": {e}")).unwrap_or_default()
+                        );
+                    }
+                }
+            }
             for f in store.knowledge_files(&kb.id).await? {
                 if json {
                     println!("{}", serde_json::to_string(&f)?);
@@ -131,10 +215,6 @@ pub async fn command(store: &SqlStore, command: KbCommand, json: bool) -> anyhow
             exclude,
         } => {
             let kb = base(store, &name).await?;
-            let opts = ChunkOptions {
-                max_tokens: chunk_tokens.max(1),
-                overlap_tokens,
-            };
             let filter = Filter {
                 include: globs("--include", &include)?,
                 exclude: globs("--exclude", &exclude)?,
@@ -143,23 +223,31 @@ pub async fn command(store: &SqlStore, command: KbCommand, json: bool) -> anyhow
             for p in &paths {
                 collect(p, &filter, &mut files)?;
             }
-            let (mut added, mut unchanged, mut skipped, mut chunks) = (0, 0, 0, 0);
-            for file in files {
-                match add(store, &kb, &file, &opts).await? {
-                    Added::Chunks(n) => {
-                        added += 1;
-                        chunks += n;
-                    }
-                    Added::Unchanged => unchanged += 1,
-                    Added::Skipped(why) => {
-                        skipped += 1;
-                        eprintln!("skipped {}: {why}", file.display());
-                    }
-                }
-            }
-            eprintln!(
-                "{added} file(s) indexed ({chunks} chunks), {unchanged} unchanged, {skipped} skipped"
-            );
+            // What an earlier `add` left unfinished goes first: its files were asked for before.
+            resume(store, models, &kb).await?;
+            let entries: Vec<NewJobFile> = files
+                .iter()
+                .map(|f| NewJobFile {
+                    path: f.display().to_string(),
+                    // Read by absolute path, so a resumed job finds it from anywhere.
+                    source: Some(
+                        std::path::absolute(f)
+                            .unwrap_or_else(|_| f.clone())
+                            .display()
+                            .to_string(),
+                    ),
+                    content: None,
+                })
+                .collect();
+            let job = store
+                .create_ingest_job(
+                    &kb.id,
+                    chunk_tokens.max(1) as u64,
+                    overlap_tokens as u64,
+                    &entries,
+                )
+                .await?;
+            run_job(store, models, &job.id).await?;
         }
         KbCommand::Remove { name, path } => {
             let kb = base(store, &name).await?;
@@ -169,8 +257,20 @@ pub async fn command(store: &SqlStore, command: KbCommand, json: bool) -> anyhow
             eprintln!("removed {path}");
         }
         KbCommand::Search { name, query, top } => {
-            let kb = base(store, &name).await?;
-            for hit in store.search_knowledge(&kb.id, &query, top.max(1)).await? {
+            base(store, &name).await?;
+            let found = retrieve::search(
+                store,
+                Some(models),
+                None,
+                std::slice::from_ref(&name),
+                &query,
+                top.max(1),
+            )
+            .await?;
+            for (base, why) in &found.full_text_only {
+                eprintln!("{base}: full-text search only ({why})");
+            }
+            for (_, hit) in found.hits {
                 if json {
                     println!("{}", serde_json::to_string(&hit)?);
                 } else {
@@ -193,6 +293,91 @@ pub async fn command(store: &SqlStore, command: KbCommand, json: bool) -> anyhow
         }
     }
     Ok(())
+}
+
+/// Refuse an embedding model no configured provider serves, naming it.
+fn check_model(models: &dyn ModelSource, model: &str) -> anyhow::Result<()> {
+    let r = rein_operation::profile::model_ref(model).map_err(|e| anyhow!("--embed-model: {e}"))?;
+    models
+        .provider(&r)
+        .map_err(|e| anyhow!("--embed-model {model}: {e}"))?;
+    Ok(())
+}
+
+/// Finish `kb`'s unfinished jobs; how many there were.
+async fn resume(
+    store: &SqlStore,
+    models: &dyn ModelSource,
+    kb: &KnowledgeBase,
+) -> anyhow::Result<usize> {
+    let mut jobs = store.ingest_jobs(&kb.id, true).await?;
+    jobs.reverse();
+    for job in &jobs {
+        eprintln!(
+            "resuming job {} ({} of {} files done)",
+            job.id, job.files_done, job.files
+        );
+        run_job(store, models, &job.id).await?;
+    }
+    Ok(jobs.len())
+}
+
+/// Run a job here, reporting each file and the embedding progress on stderr; a failed job is
+/// an error naming why.
+async fn run_job(store: &SqlStore, models: &dyn ModelSource, id: &str) -> anyhow::Result<()> {
+    let progress = |p: Progress| match p {
+        Progress::File {
+            path,
+            outcome,
+            done,
+            total,
+        } => {
+            eprintln!("[{done}/{total}] {path}: {outcome}");
+            kill_for_test(done);
+        }
+        Progress::Embedded { done, total } => eprintln!("embedded {done} of {total} chunks"),
+    };
+    let job = ingest::run(store, Some(models), id, &progress).await?;
+    let files = store.job_files(id).await?;
+    let count = |prefix: &str| {
+        files
+            .iter()
+            .filter(|f| f.outcome.as_deref().is_some_and(|o| o.starts_with(prefix)))
+            .count()
+    };
+    let chunks: Vec<u64> = files
+        .iter()
+        .filter_map(|f| f.outcome.as_deref()?.strip_suffix(" chunks")?.parse().ok())
+        .collect();
+    if !files.is_empty() {
+        eprintln!(
+            "{} file(s) indexed ({} chunks), {} unchanged, {} skipped",
+            chunks.len(),
+            chunks.iter().sum::<u64>(),
+            count("unchanged"),
+            count("skipped")
+        );
+    }
+    if job.state == IngestState::Failed {
+        bail!(
+            "ingestion job {id} failed: {} (the chunks are searchable by full text; `rein kb resume` tries again)",
+            job.error.unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+/// Test support: with `REIN_TEST_KB_KILL_AFTER=N`, the process dies (SIGKILL, as a crash) once
+/// the job has handled N files (only in builds with the `test-hooks` feature).
+fn kill_for_test(done: u64) {
+    #[cfg(feature = "test-hooks")]
+    if std::env::var("REIN_TEST_KB_KILL_AFTER").is_ok_and(|v| v == done.to_string()) {
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &std::process::id().to_string()])
+            .status();
+    }
+    #[cfg(not(feature = "test-hooks"))]
+    let _ = done;
 }
 
 /// Which files of a folder are added: those its `include` globs match (all without any), less
@@ -240,63 +425,4 @@ fn collect(path: &Path, filter: &Filter, out: &mut Vec<PathBuf>) -> anyhow::Resu
         }
     }
     Ok(())
-}
-
-enum Added {
-    Chunks(usize),
-    Unchanged,
-    Skipped(String),
-}
-
-/// Index one file, unless its content is what was indexed before.
-async fn add(
-    store: &SqlStore,
-    kb: &KnowledgeBase,
-    file: &Path,
-    opts: &ChunkOptions,
-) -> anyhow::Result<Added> {
-    let shown = file.display().to_string();
-    let size = std::fs::metadata(file)?.len();
-    if size > MAX_FILE {
-        let why = format!("larger than {} MiB", MAX_FILE / (1024 * 1024));
-        store
-            .put_knowledge_file(&kb.id, &shown, &format!("size:{size}"), &[], Some(&why))
-            .await?;
-        return Ok(Added::Skipped(why));
-    }
-    let bytes = std::fs::read(file)?;
-    let hash: String = Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    if store
-        .knowledge_file(&kb.id, &shown)
-        .await?
-        .is_some_and(|f| f.content_hash == hash)
-    {
-        return Ok(Added::Unchanged);
-    }
-    match parse(file, &bytes) {
-        Parsed::Skipped { reason } => {
-            store
-                .put_knowledge_file(&kb.id, &shown, &hash, &[], Some(&reason))
-                .await?;
-            Ok(Added::Skipped(reason))
-        }
-        Parsed::Text { text, format } => {
-            let chunks: Vec<NewChunk> = chunk(&text, format, opts)
-                .into_iter()
-                .map(|c| NewChunk {
-                    headings: c.headings,
-                    line_start: c.line_start as u64,
-                    line_end: c.line_end as u64,
-                    text: c.text,
-                })
-                .collect();
-            store
-                .put_knowledge_file(&kb.id, &shown, &hash, &chunks, None)
-                .await?;
-            Ok(Added::Chunks(chunks.len()))
-        }
-    }
 }

@@ -472,7 +472,8 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Brief { command } => briefs::command(store, command, &ctx).await,
         Command::Topic { command } => topics::command(store, command, &ctx).await,
         Command::Kb { command } => {
-            knowledge::command(&store, command, cli.json).await?;
+            let (models, _) = host::models(&ctx)?;
+            knowledge::command(&store, &*models, command, cli.json).await?;
             Ok(exit::DONE)
         }
         Command::Skill { command } => {

@@ -4,7 +4,7 @@
 
 use rein_core::OperationId;
 use rein_model::testing::{Canned, Server, serve};
-use rein_store::{SqlStore, Store, Synchronous};
+use rein_store::{Knowledge, SqlStore, Store, Synchronous};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
@@ -2893,7 +2893,7 @@ async fn a_folder_added_to_a_knowledge_base_is_searched_with_its_lines_and_headi
     let docs_arg = docs.display().to_string();
     let (code, _, err) = e.rein(&["kb", "add", "manuals", &docs_arg]).await;
     assert_eq!(code, 0, "{err}");
-    assert!(err.contains("logo.png: a binary file"), "{err}");
+    assert!(err.contains("logo.png: skipped: a binary file"), "{err}");
     assert!(err.contains("2 file(s) indexed"), "{err}");
     assert!(!err.contains(".git"), "hidden folders are left out: {err}");
 
@@ -3013,4 +3013,179 @@ async fn an_operation_with_a_knowledge_base_gets_its_best_chunks_and_searches_it
     assert_eq!(code, 1);
     assert!(err.contains("no knowledge base named nope"), "{err}");
     assert_eq!(e.server.requests().len(), 3);
+}
+
+/// An OpenAI embeddings response with `vectors`, in order.
+fn embeddings(vectors: &[&[f32]]) -> Canned {
+    let data: Vec<serde_json::Value> = vectors
+        .iter()
+        .enumerate()
+        .map(|(i, v)| serde_json::json!({"object": "embedding", "index": i, "embedding": v}))
+        .collect();
+    Canned::json(
+        200,
+        &serde_json::json!({
+            "object": "list",
+            "data": data,
+            "model": "text-embedding-3-small",
+            "usage": {"prompt_tokens": 6, "total_tokens": 6}
+        }),
+    )
+}
+
+#[tokio::test]
+async fn an_ingestion_killed_part_way_is_resumed_without_duplicates() {
+    let e = env(Vec::new()).await;
+    let docs = e.dir.join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    for i in 0..5 {
+        std::fs::write(
+            docs.join(format!("f{i}.md")),
+            format!("# Part {i}\n\nThe marker word{i} is only here.\n"),
+        )
+        .unwrap();
+    }
+    let docs_arg = docs.display().to_string();
+    assert_eq!(e.rein(&["kb", "create", "manuals"]).await.0, 0);
+    // Killed (SIGKILL) right after the second file was written.
+    let out = e
+        .cmd(&["kb", "add", "manuals", &docs_arg])
+        .env("REIN_TEST_KB_KILL_AFTER", "2")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), None, "killed by a signal");
+    let (_, show, _) = e.rein(&["kb", "show", "manuals"]).await;
+    assert!(show.contains("Running, 2 of 5 files"), "{show}");
+    assert_eq!(show.matches(" chunks\n").count(), 2, "{show}");
+
+    let (code, _, err) = e.rein(&["kb", "resume", "manuals"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("resuming job") && err.contains("(2 of 5 files done)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("[5/5]") && !err.contains("[1/5]"),
+        "only the rest: {err}"
+    );
+    assert!(err.contains("5 file(s) indexed (5 chunks)"), "{err}");
+    let (_, show, _) = e.rein(&["kb", "show", "manuals"]).await;
+    assert!(!show.contains("Running"), "{show}");
+    // One chunk per file, each found once.
+    let store = e.store().await;
+    let kb = store
+        .knowledge_base(None, "manuals")
+        .await
+        .unwrap()
+        .unwrap();
+    let files = store.knowledge_files(&kb.id).await.unwrap();
+    assert_eq!(files.iter().map(|f| f.chunks).sum::<u64>(), 5);
+    for i in 0..5 {
+        let hits = store
+            .search_knowledge(&kb.id, &format!("word{i}"), 10)
+            .await
+            .unwrap();
+        assert_eq!(hits.len(), 1, "word{i}: {hits:?}");
+    }
+    let (_, _, err) = e.rein(&["kb", "resume", "manuals"]).await;
+    assert!(err.contains("nothing to resume"), "{err}");
+}
+
+#[tokio::test]
+async fn a_base_with_an_embedding_model_is_searched_by_meaning_and_by_words() {
+    let e = env(vec![
+        // Ingestion: both chunks in one batch, in file order.
+        embeddings(&[&[1.0, 0.0], &[0.0, 1.0]]),
+        // The query.
+        embeddings(&[&[0.9, 0.1]]),
+    ])
+    .await;
+    let docs = e.dir.join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(docs.join("a.md"), "# Cats\n\nFelines purr when content.\n").unwrap();
+    std::fs::write(docs.join("b.md"), "# Dogs\n\nCanines bark at strangers.\n").unwrap();
+    let docs_arg = docs.display().to_string();
+    let (code, _, err) = e
+        .rein(&[
+            "kb",
+            "create",
+            "pets",
+            "--embed-model",
+            "openai/text-embedding-3-small",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = e
+        .rein(&["kb", "create", "x", "--embed-model", "nowhere/model"])
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("--embed-model nowhere/model"), "{err}");
+    let (code, _, err) = e.rein(&["kb", "add", "pets", &docs_arg]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("embedded 2 of 2 chunks"), "{err}");
+    let batch = &e.server.requests()[0];
+    assert!(batch.path.ends_with("/embeddings"), "{}", batch.path);
+    assert_eq!(
+        batch.body["input"].as_array().unwrap().len(),
+        2,
+        "one batch"
+    );
+    // No word of the query is in either file: only meaning finds the cats.
+    let (code, out, err) = e.rein(&["kb", "search", "pets", "kitty"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("full-text"), "{err}");
+    let first = out.lines().next().unwrap_or_default();
+    assert!(
+        first.contains("a.md:1-3") && first.contains("(Cats)"),
+        "{out}"
+    );
+    let (_, show, _) = e.rein(&["kb", "show", "pets"]).await;
+    assert!(
+        show.contains("openai/text-embedding-3-small (2 of 2 chunks embedded)"),
+        "{show}"
+    );
+
+    // A new model embeds everything again; when it fails the job says so and words still work.
+    let (code, _, err) = e
+        .rein(&[
+            "kb",
+            "set",
+            "pets",
+            "--embed-model",
+            "openai/text-embedding-3-large",
+        ])
+        .await;
+    assert_eq!(code, 1, "the embeddings endpoint fails (nothing is queued)");
+    assert!(
+        err.contains("failed") && err.contains("rein kb resume"),
+        "{err}"
+    );
+    let (_, show, _) = e.rein(&["kb", "show", "pets"]).await;
+    assert!(
+        show.contains("(0 of 2 chunks embedded)") && show.contains("Failed"),
+        "{show}"
+    );
+    let (code, out, err) = e.rein(&["kb", "search", "pets", "purr"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("pets: full-text search only (the query could not be embedded"),
+        "{err}"
+    );
+    assert!(out.contains("a.md:1-3"), "{out}");
+    e.server.push(embeddings(&[&[1.0, 0.0], &[0.0, 1.0]]));
+    let (code, _, err) = e.rein(&["kb", "resume", "pets"]).await;
+    assert_eq!(code, 0, "{err}");
+    let (_, show, _) = e.rein(&["kb", "show", "pets"]).await;
+    assert!(show.contains("(2 of 2 chunks embedded)"), "{show}");
+
+    // Without a model, search says it is by words only.
+    let (code, _, err) = e.rein(&["kb", "set", "pets", "--no-embed-model"]).await;
+    assert_eq!(code, 0, "{err}");
+    let (_, out, err) = e.rein(&["kb", "search", "pets", "bark"]).await;
+    assert!(
+        err.contains("pets: full-text search only (it has no embedding model)"),
+        "{err}"
+    );
+    assert!(out.contains("b.md:1-3"), "{out}");
 }

@@ -37,8 +37,10 @@ pub struct ModelPort {
     pub provider_id: String,
     /// Catalog for prices and capabilities.
     pub catalog: Arc<Catalog>,
-    /// Store for the parent-message preflight.
+    /// Store for the parent-message preflight and knowledge retrieval.
     pub store: Arc<dyn Store>,
+    /// Embeds the user's message for knowledge bases with an embedding model.
+    pub models: Arc<dyn crate::models::ModelSource>,
     /// Cancels the model call (and any backoff) when the operation is cancelled.
     pub cancel: CancellationToken,
     /// The context pipeline every request goes through.
@@ -128,10 +130,17 @@ impl ModelPort {
             return chunks.clone();
         }
         let owner = crate::tools::owner_of(req.state);
-        let hits = match crate::knowledge::search(&*self.store, owner.as_deref(), names, &query, 8)
-            .await
+        let hits = match crate::knowledge::retrieve::search(
+            &*self.store,
+            Some(&*self.models),
+            owner.as_deref(),
+            names,
+            &query,
+            8,
+        )
+        .await
         {
-            Ok(h) => h,
+            Ok(found) => found.hits,
             Err(e) => {
                 // Knowledge enriches a request; failing to read it must not fail it.
                 tracing::warn!(error = %e, "knowledge could not be searched");

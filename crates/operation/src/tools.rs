@@ -216,8 +216,12 @@ pub struct ToolHost {
 }
 
 impl ToolHost {
-    /// A host with the built-in tools.
-    pub fn new(store: Arc<dyn Store>, config: &BuiltinConfig) -> Result<Self, ToolError> {
+    /// A host with the built-in tools; the knowledge tool embeds queries with `models`.
+    pub fn new(
+        store: Arc<dyn Store>,
+        models: Option<Arc<dyn crate::models::ModelSource>>,
+        config: &BuiltinConfig,
+    ) -> Result<Self, ToolError> {
         let mut registry = ToolRegistry::with_builtins(config)?;
         let docs: Arc<dyn Documents> = Arc::new(StoreDocuments(Arc::clone(&store)));
         registry.register(Arc::new(Memory::new(Arc::clone(&docs))))?;
@@ -228,6 +232,7 @@ impl ToolHost {
         // Offered only to operations with knowledge bases (see `Driver::offered_tools`).
         registry.register(Arc::new(crate::knowledge::KnowledgeTool {
             store: Arc::clone(&store),
+            models,
         }))?;
         register_briefs(
             &mut registry,

@@ -48,6 +48,9 @@ pub enum StoreError {
     /// The intervention was already decided (decisions are single-use).
     #[error("tool call {0} was already decided")]
     AlreadyDecided(String),
+    /// No such record (`what` names it: "knowledge base kb_…").
+    #[error("no {0}")]
+    NotFound(String),
     /// A record with that key already exists.
     #[error("{0} already exists")]
     Conflict(String),

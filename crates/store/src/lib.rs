@@ -15,7 +15,8 @@
 //! outbox ([`Briefs`]), topics: conversations created, renamed, searched and deleted, each
 //! with the message its active branch runs through ([`Topics`]), devices and their tokens
 //! ([`Devices`]), and knowledge bases: files written whole as chunks, searched by full text
-//! with each backend's own index, FTS5 or `tsvector` ([`Knowledge`]).
+//! with each backend's own index, FTS5 or `tsvector`, and by their embedding model's vectors in
+//! an in-process index ([`Knowledge`]), filled by durable ingestion jobs ([`KnowledgeJobs`]).
 
 mod accounts;
 mod briefs;
@@ -35,7 +36,10 @@ pub use briefs::{
 };
 pub use devices::{DeviceRecord, Devices};
 pub use error::StoreError;
-pub use knowledge::{ChunkHit, Knowledge, KnowledgeBase, KnowledgeFile, NewChunk};
+pub use knowledge::{
+    ChunkHit, IngestJob, IngestState, JobFile, Knowledge, KnowledgeBase, KnowledgeFile,
+    KnowledgeJobs, NewChunk, NewJobFile, PendingChunk,
+};
 pub use records::*;
 pub use sql::{CommitNotices, Counts, SqlStore, Synchronous, redact};
 pub use tasks::{Delivery, DeliveryStatus, Handoff, TaskRow, TaskRun, Tasks};
@@ -56,7 +60,7 @@ use rein_core::{AgentEvent, Message, MessageId, OperationId};
 
 /// Durable storage for operations (and the briefs they raise). Every method is one
 /// transaction.
-pub trait Store: Briefs + Topics + Knowledge + Send + Sync {
+pub trait Store: Briefs + Topics + Knowledge + KnowledgeJobs + Send + Sync {
     /// Persist a new operation with its first messages, before anything runs.
     fn create_operation<'a>(
         &'a self,

@@ -7,11 +7,18 @@ use sqlx::AnyPool;
 
 /// What a migration does differently per backend, after its shared SQL and in the same
 /// transaction: `(version, SQLite's, PostgreSQL's)`.
-const PER_BACKEND: &[(i64, &str, &str)] = &[(
-    16,
-    include_str!("../migrations/0016_knowledge_sqlite.sql"),
-    include_str!("../migrations/0016_knowledge_postgres.sql"),
-)];
+const PER_BACKEND: &[(i64, &str, &str)] = &[
+    (
+        16,
+        include_str!("../migrations/0016_knowledge_sqlite.sql"),
+        include_str!("../migrations/0016_knowledge_postgres.sql"),
+    ),
+    (
+        17,
+        include_str!("../migrations/0017_knowledge_ingestion_sqlite.sql"),
+        include_str!("../migrations/0017_knowledge_ingestion_postgres.sql"),
+    ),
+];
 
 /// `(version, description, sql)`, applied in order.
 const MIGRATIONS: &[(i64, &str, &str)] = &[
@@ -86,6 +93,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         16,
         "knowledge bases, their files and chunks",
         include_str!("../migrations/0016_knowledge.sql"),
+    ),
+    (
+        17,
+        "knowledge embeddings and ingestion jobs",
+        include_str!("../migrations/0017_knowledge_ingestion.sql"),
     ),
 ];
 

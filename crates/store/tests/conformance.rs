@@ -548,11 +548,11 @@ async fn knowledge(store: &SqlStore) {
         ),
     ];
     store
-        .put_knowledge_file(&kb.id, "guide.md", "h1", &install, None)
+        .put_knowledge_file(&kb.id, "guide.md", "h1", &install, None, None)
         .await
         .unwrap();
     store
-        .put_knowledge_file(&kb.id, "logo.png", "h2", &[], Some("a binary file"))
+        .put_knowledge_file(&kb.id, "logo.png", "h2", &[], Some("a binary file"), None)
         .await
         .unwrap();
     let files = store.knowledge_files(&kb.id).await.unwrap();
@@ -589,6 +589,7 @@ async fn knowledge(store: &SqlStore) {
             "guide.md",
             "h3",
             &[chunk("Use", 1, "Ask it things.")],
+            None,
             None,
         )
         .await
@@ -749,6 +750,197 @@ async fn documents(store: &SqlStore) {
     );
 }
 
+/// Vectors and ingestion jobs, with `other` a second store on the same database (another
+/// process): its vector index follows what `store` writes.
+async fn knowledge_vectors_and_jobs(store: &SqlStore, other: &SqlStore) {
+    let kb = store
+        .create_knowledge_base(None, &format!("vectors-{}", OperationId::new()))
+        .await
+        .unwrap();
+    let chunk = |line: u64, text: &str| NewChunk {
+        headings: Vec::new(),
+        line_start: line,
+        line_end: line,
+        text: text.to_owned(),
+    };
+    // A job records its files first; writing a file marks its entry done in the same commit.
+    let entries = [
+        NewJobFile {
+            path: "a.md".into(),
+            source: Some("/docs/a.md".into()),
+            content: None,
+        },
+        NewJobFile {
+            path: "b.md".into(),
+            source: None,
+            content: Some(b"uploaded".to_vec()),
+        },
+    ];
+    let job = store
+        .create_ingest_job(&kb.id, 300, 30, &entries)
+        .await
+        .unwrap();
+    assert_eq!(
+        (job.state, job.files, job.files_done, job.chunk_tokens),
+        (IngestState::Running, 2, 0, 300)
+    );
+    store
+        .put_knowledge_file(
+            &kb.id,
+            "a.md",
+            "ha",
+            &[chunk(1, "north"), chunk(2, "east")],
+            None,
+            Some((&job.id, 0)),
+        )
+        .await
+        .unwrap();
+    let pending = store.pending_job_files(&job.id).await.unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(
+        (pending[0].seq, pending[0].content.as_deref()),
+        (1, Some(&b"uploaded"[..]))
+    );
+    store
+        .put_knowledge_file(
+            &kb.id,
+            "b.md",
+            "hb",
+            &[chunk(1, "south")],
+            None,
+            Some((&job.id, 1)),
+        )
+        .await
+        .unwrap();
+    assert!(store.pending_job_files(&job.id).await.unwrap().is_empty());
+    let outcomes: Vec<Option<String>> = store
+        .job_files(&job.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|f| f.outcome)
+        .collect();
+    assert_eq!(outcomes, [Some("2 chunks".into()), Some("1 chunks".into())]);
+    store
+        .set_ingest_state(&job.id, IngestState::Done, None)
+        .await
+        .unwrap();
+    assert_eq!(store.ingest_jobs(&kb.id, true).await.unwrap().len(), 0);
+    assert_eq!(store.ingest_jobs(&kb.id, false).await.unwrap().len(), 1);
+
+    // Without a model nothing is pending; with one, every chunk is, until it has a vector.
+    store.set_embed_model(&kb.id, Some("p/e1")).await.unwrap();
+    let pending = store.pending_embeddings(&kb.id, "p/e1", 10).await.unwrap();
+    assert_eq!(pending.len(), 3);
+    let axis = |i: usize| {
+        let mut v = vec![0.0f32; 3];
+        v[i] = 2.0;
+        v
+    };
+    let vectors: Vec<(PendingChunk, Vec<f32>)> = pending
+        .iter()
+        .cloned()
+        .enumerate()
+        .map(|(i, c)| (c, axis(i)))
+        .collect();
+    assert_eq!(
+        store
+            .put_knowledge_vectors(&kb.id, "p/e1", &vectors)
+            .await
+            .unwrap(),
+        3
+    );
+    assert_eq!(
+        store.embedding_counts(&kb.id, "p/e1").await.unwrap(),
+        (3, 3)
+    );
+    assert!(
+        store
+            .pending_embeddings(&kb.id, "p/e1", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // The nearest chunk by cosine, from this process and another one.
+    for s in [store, other] {
+        let hits = s
+            .search_knowledge_vectors(&kb.id, "p/e1", &[0.1, 0.9, 0.0], 2)
+            .await
+            .unwrap();
+        assert_eq!(hits.len(), 2);
+        assert_eq!(
+            (hits[0].path.as_str(), hits[0].text.as_str()),
+            ("a.md", "east")
+        );
+        assert!(
+            hits[0].score > 0.9 && hits[0].score > hits[1].score,
+            "{hits:?}"
+        );
+    }
+    // A rewritten file drops its vectors, everywhere: the other process's index is stale.
+    store
+        .put_knowledge_file(&kb.id, "a.md", "ha2", &[chunk(1, "west")], None, None)
+        .await
+        .unwrap();
+    let hits = other
+        .search_knowledge_vectors(&kb.id, "p/e1", &[0.1, 0.9, 0.0], 5)
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1, "only b.md's vector is left: {hits:?}");
+    assert_eq!(hits[0].path, "b.md");
+    // A vector made from content that has since changed is not stored.
+    let stale = vec![(
+        PendingChunk {
+            path: "a.md".into(),
+            ordinal: 0,
+            content_hash: "ha".into(),
+            text: "north".into(),
+        },
+        axis(0),
+    )];
+    assert_eq!(
+        store
+            .put_knowledge_vectors(&kb.id, "p/e1", &stale)
+            .await
+            .unwrap(),
+        0
+    );
+    // Nor one of a model the base no longer has; changing the model drops every vector.
+    store.set_embed_model(&kb.id, Some("p/e2")).await.unwrap();
+    assert_eq!(
+        store.embedding_counts(&kb.id, "p/e1").await.unwrap(),
+        (0, 2)
+    );
+    assert_eq!(
+        store
+            .put_knowledge_vectors(&kb.id, "p/e1", &vectors)
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        store
+            .pending_embeddings(&kb.id, "p/e2", 10)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    assert!(
+        other
+            .search_knowledge_vectors(&kb.id, "p/e1", &[0.0, 1.0, 0.0], 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(matches!(
+        store.set_embed_model("kb_missing", None).await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(store.delete_knowledge_base(&kb.id).await.unwrap());
+    assert!(store.ingest_job(&job.id).await.unwrap().is_none());
+}
+
 #[tokio::test]
 async fn sqlite_conformance() {
     let dir = std::env::temp_dir().join(format!("rein-store-{}", OperationId::new()));
@@ -758,6 +950,11 @@ async fn sqlite_conformance() {
         .unwrap();
     assert!(!store.is_postgres());
     suite(&store).await;
+    let other = SqlStore::open(dir.join("rein.db").to_str().unwrap(), Synchronous::Normal)
+        .await
+        .unwrap();
+    knowledge_vectors_and_jobs(&store, &other).await;
+    other.close().await;
     // Reopening runs no migration twice and finds the data.
     store.close().await;
     let again = SqlStore::open(dir.join("rein.db").to_str().unwrap(), Synchronous::Full)
@@ -782,6 +979,9 @@ async fn postgres_conformance() {
     let store = SqlStore::open(&scoped, Synchronous::Normal).await.unwrap();
     assert!(store.is_postgres());
     suite(&store).await;
+    let other = SqlStore::open(&scoped, Synchronous::Normal).await.unwrap();
+    knowledge_vectors_and_jobs(&store, &other).await;
+    other.close().await;
     store.close().await;
     scratch.drop().await;
 }

@@ -276,7 +276,11 @@ impl Driver {
         default_model: ModelRef,
         catalog: Arc<Catalog>,
     ) -> Self {
-        let tools = match ToolHost::new(Arc::clone(&store), &rein_tools::BuiltinConfig::default()) {
+        let tools = match ToolHost::new(
+            Arc::clone(&store),
+            Some(Arc::clone(&models)),
+            &rein_tools::BuiltinConfig::default(),
+        ) {
             Ok(host) => Arc::new(host),
             Err(e) => unreachable_builtins(e),
         };

@@ -170,6 +170,7 @@ impl Driver {
             provider_id: model.provider.to_string(),
             catalog: Arc::clone(&self.catalog),
             store: Arc::clone(&self.store),
+            models: Arc::clone(&self.models),
             cancel: self.cancel.clone(),
             pipeline: Arc::clone(&self.pipeline),
             context: spec.context.clone(),

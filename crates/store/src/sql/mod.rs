@@ -58,6 +58,8 @@ pub struct SqlStore {
     instance: Arc<str>,
     /// SQLite: the thread step commits run on.
     writer: Option<Arc<writer::Writer>>,
+    /// Knowledge bases' vector indexes this process has loaded.
+    pub(crate) vector_indexes: Arc<crate::knowledge::index::Indexes>,
 }
 
 pub(crate) fn ts(t: DateTime<Utc>) -> String {
@@ -221,6 +223,7 @@ impl SqlStore {
             listen_url: postgres.then(|| Arc::from(target)),
             instance: Arc::from(uuid::Uuid::now_v7().simple().to_string()),
             writer,
+            vector_indexes: Arc::default(),
         })
     }
 

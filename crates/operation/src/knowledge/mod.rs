@@ -1,8 +1,11 @@
 //! What an operation knows from its knowledge bases (`spec.knowledge`): the `knowledge` tool
 //! (`knowledge.search`: the chunks that match a query best, each with the file and lines to
 //! cite) and the retrieval that puts the best chunks for the user's message into each model
-//! call (the context pipeline's knowledge processor; token-budgeted). Both search the store's
-//! full-text index of the operation's owner's bases.
+//! call (the context pipeline's knowledge processor; token-budgeted). Both search the
+//! operation's owner's bases by full text and meaning ([`retrieve`]); [`ingest`] fills them.
+
+pub mod ingest;
+pub mod retrieve;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -36,6 +39,8 @@ struct SearchArgs {
 pub struct KnowledgeTool {
     /// Where the bases are.
     pub store: Arc<dyn Store>,
+    /// Embeds queries for bases with an embedding model (none: full text only).
+    pub models: Option<Arc<dyn crate::models::ModelSource>>,
 }
 
 /// Where a chunk is, as the model cites it: `path:start-end`.
@@ -45,29 +50,6 @@ pub fn citation(hit: &ChunkHit) -> String {
     } else {
         format!("{}:{}-{}", hit.path, hit.line_start, hit.line_end)
     }
-}
-
-/// The best chunks of the bases `names` of `owner` for `query`, best first, at most `limit`
-/// (a base that does not exist is passed over).
-pub async fn search(
-    store: &dyn Store,
-    owner: Option<&str>,
-    names: &[String],
-    query: &str,
-    limit: u32,
-) -> Result<Vec<(String, ChunkHit)>, rein_store::StoreError> {
-    let mut hits: Vec<(String, ChunkHit)> = Vec::new();
-    for name in names {
-        if let Some(kb) = store.knowledge_base(owner, name).await? {
-            for hit in store.search_knowledge(&kb.id, query, limit).await? {
-                hits.push((name.clone(), hit));
-            }
-        }
-    }
-    // Scores of one search are comparable; across bases they are close enough to merge.
-    hits.sort_by(|a, b| b.1.score.total_cmp(&a.1.score));
-    hits.truncate(limit as usize);
-    Ok(hits)
 }
 
 impl Tool for KnowledgeTool {
@@ -122,10 +104,17 @@ impl Tool for KnowledgeTool {
                 None => cx.knowledge.clone(),
             };
             let k = args.top_k.unwrap_or(5).clamp(1, 20);
-            let hits = search(&*self.store, cx.owner.as_deref(), &names, &args.query, k)
-                .await
-                .map_err(|e| PortError::new("store_error", e.to_string()))?;
-            if hits.is_empty() {
+            let found = retrieve::search(
+                &*self.store,
+                self.models.as_deref(),
+                cx.owner.as_deref(),
+                &names,
+                &args.query,
+                k,
+            )
+            .await
+            .map_err(|e| PortError::new("store_error", e.to_string()))?;
+            if found.hits.is_empty() {
                 return Ok(ToolOutput::ok(format!(
                     "Nothing in {} matches `{}`.",
                     names.join(", "),
@@ -133,7 +122,7 @@ impl Tool for KnowledgeTool {
                 )));
             }
             let mut out = String::new();
-            for (base, hit) in &hits {
+            for (base, hit) in &found.hits {
                 let under = if hit.headings.is_empty() {
                     String::new()
                 } else {

@@ -1,7 +1,15 @@
 //! Knowledge bases: files cut into chunks, searched by full text (SQLite's FTS5 with BM25,
-//! PostgreSQL's `tsvector` with `ts_rank`). A file is written whole: its chunks are replaced in
-//! the transaction that records its content hash (or why it was skipped), so a search never
-//! sees half a file, and adding a file whose hash is unchanged needs no write at all.
+//! PostgreSQL's `tsvector` with `ts_rank`) and by meaning (each base's embedding model's
+//! vectors, in the in-process [`index`]). A file is written whole: its chunks are replaced in
+//! the transaction that records its content hash (or why it was skipped) and marks its
+//! ingestion job's entry done, so a search never sees half a file, a resumed job never writes
+//! a file twice, and adding a file whose hash is unchanged needs no write at all. A chunk's
+//! vector is written only while the file still has the content it was embedded from.
+
+pub(crate) mod index;
+mod jobs;
+
+pub use jobs::{IngestJob, IngestState, JobFile, KnowledgeJobs, NewJobFile};
 
 use crate::StoreError;
 use crate::sql::{SqlStore, parse_ts, ts};
@@ -21,6 +29,9 @@ pub struct KnowledgeBase {
     pub owner: Option<String>,
     /// Name, unique per user.
     pub name: String,
+    /// The model its chunks are embedded with (`provider/model`); `None`: full-text search
+    /// only.
+    pub embed_model: Option<String>,
     /// Created.
     pub created_at: DateTime<Utc>,
 }
@@ -72,6 +83,19 @@ pub struct ChunkHit {
     pub score: f64,
 }
 
+/// A chunk that has no vector for its base's embedding model yet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingChunk {
+    /// The file.
+    pub path: String,
+    /// Its position among the file's chunks.
+    pub ordinal: u64,
+    /// The hash of the file content it was cut from.
+    pub content_hash: String,
+    /// Its text (what is embedded).
+    pub text: String,
+}
+
 /// Knowledge bases, their files and chunks. Every method is one transaction.
 pub trait Knowledge: Send + Sync {
     /// Create a knowledge base; [`StoreError::Conflict`] when the user has one of that name.
@@ -85,6 +109,11 @@ pub trait Knowledge: Send + Sync {
         &'a self,
         owner: Option<&'a str>,
         name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<KnowledgeBase>, StoreError>>;
+    /// A knowledge base by id.
+    fn knowledge_base_by_id<'a>(
+        &'a self,
+        id: &'a str,
     ) -> BoxFuture<'a, Result<Option<KnowledgeBase>, StoreError>>;
     /// A user's knowledge bases by name.
     fn list_knowledge_bases<'a>(
@@ -104,7 +133,8 @@ pub trait Knowledge: Send + Sync {
         &'a self,
         kb: &'a str,
     ) -> BoxFuture<'a, Result<Vec<KnowledgeFile>, StoreError>>;
-    /// Write a file whole: its hash and chunks (replacing what it had), or why it is skipped.
+    /// Write a file whole: its hash and chunks (replacing what it had, vectors included), or
+    /// why it is skipped; and mark `job_file` (an ingestion job's entry) done with it.
     fn put_knowledge_file<'a>(
         &'a self,
         kb: &'a str,
@@ -112,6 +142,7 @@ pub trait Knowledge: Send + Sync {
         content_hash: &'a str,
         chunks: &'a [NewChunk],
         skipped: Option<&'a str>,
+        job_file: Option<(&'a str, u64)>,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
     /// Remove a file and its chunks; whether it was there.
     fn remove_knowledge_file<'a>(
@@ -124,6 +155,43 @@ pub trait Knowledge: Send + Sync {
         &'a self,
         kb: &'a str,
         query: &'a str,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<ChunkHit>, StoreError>>;
+    /// Set (or clear) the embedding model of `kb`: the vectors of any other model are deleted,
+    /// so every chunk is embedded again. Setting the model it has changes nothing.
+    fn set_embed_model<'a>(
+        &'a self,
+        kb: &'a str,
+        model: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Up to `limit` chunks of `kb` without a vector of `model`, in file order.
+    fn pending_embeddings<'a>(
+        &'a self,
+        kb: &'a str,
+        model: &'a str,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<PendingChunk>, StoreError>>;
+    /// Store the vectors of `model` for chunks (one transaction); a chunk whose file changed
+    /// since it was read (another content hash) is passed over. How many were stored.
+    fn put_knowledge_vectors<'a>(
+        &'a self,
+        kb: &'a str,
+        model: &'a str,
+        vectors: &'a [(PendingChunk, Vec<f32>)],
+    ) -> BoxFuture<'a, Result<u64, StoreError>>;
+    /// `(embedded, chunks)`: how many of `kb`'s chunks have a vector of `model`, of all.
+    fn embedding_counts<'a>(
+        &'a self,
+        kb: &'a str,
+        model: &'a str,
+    ) -> BoxFuture<'a, Result<(u64, u64), StoreError>>;
+    /// The chunks of `kb` whose `model` vectors are closest to `query` (cosine similarity as
+    /// the score), at most `limit`.
+    fn search_knowledge_vectors<'a>(
+        &'a self,
+        kb: &'a str,
+        model: &'a str,
+        query: &'a [f32],
         limit: u32,
     ) -> BoxFuture<'a, Result<Vec<ChunkHit>, StoreError>>;
 }
@@ -143,6 +211,7 @@ fn kb_from(row: &AnyRow) -> Result<KnowledgeBase, StoreError> {
         id: row.try_get("id")?,
         owner: row.try_get("owner")?,
         name: row.try_get("name")?,
+        embed_model: row.try_get("embed_model")?,
         created_at: parse_ts(&row.try_get::<String, _>("created_at")?, "kb created_at")?,
     })
 }
@@ -192,6 +261,7 @@ impl Knowledge for SqlStore {
                 id: format!("kb_{}", uuid::Uuid::now_v7().simple()),
                 owner: owner.map(str::to_owned),
                 name: name.to_owned(),
+                embed_model: None,
                 created_at: Utc::now().trunc_subsecs(6),
             };
             sqlx::query(
@@ -222,11 +292,29 @@ impl Knowledge for SqlStore {
     ) -> BoxFuture<'a, Result<Option<KnowledgeBase>, StoreError>> {
         async move {
             sqlx::query(
-                "SELECT id, owner, name, created_at FROM knowledge_bases \
+                "SELECT id, owner, name, embed_model, created_at FROM knowledge_bases \
                  WHERE COALESCE(owner, '') = $1 AND name = $2",
             )
             .bind(owner.unwrap_or_default())
             .bind(name)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(kb_from)
+            .transpose()
+        }
+        .boxed()
+    }
+
+    fn knowledge_base_by_id<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<KnowledgeBase>, StoreError>> {
+        async move {
+            sqlx::query(
+                "SELECT id, owner, name, embed_model, created_at FROM knowledge_bases WHERE id = $1",
+            )
+            .bind(id)
             .fetch_optional(&self.pool)
             .await?
             .as_ref()
@@ -242,7 +330,7 @@ impl Knowledge for SqlStore {
     ) -> BoxFuture<'a, Result<Vec<KnowledgeBase>, StoreError>> {
         async move {
             sqlx::query(
-                "SELECT id, owner, name, created_at FROM knowledge_bases \
+                "SELECT id, owner, name, embed_model, created_at FROM knowledge_bases \
                  WHERE COALESCE(owner, '') = $1 ORDER BY name",
             )
             .bind(owner.unwrap_or_default())
@@ -257,7 +345,7 @@ impl Knowledge for SqlStore {
 
     fn delete_knowledge_base<'a>(&'a self, kb: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
         async move {
-            let mut tx = self.pool.begin().await?;
+            let mut tx = self.begin_write().await?;
             if !self.is_postgres() {
                 sqlx::query("DELETE FROM knowledge_fts WHERE kb_id = $1")
                     .bind(kb)
@@ -265,8 +353,12 @@ impl Knowledge for SqlStore {
                     .await?;
             }
             for stmt in [
+                "DELETE FROM knowledge_vectors WHERE kb_id = $1",
                 "DELETE FROM knowledge_chunks WHERE kb_id = $1",
                 "DELETE FROM knowledge_files WHERE kb_id = $1",
+                "DELETE FROM knowledge_job_files WHERE job_id IN \
+                 (SELECT id FROM knowledge_jobs WHERE kb_id = $1)",
+                "DELETE FROM knowledge_jobs WHERE kb_id = $1",
             ] {
                 sqlx::query(stmt).bind(kb).execute(&mut *tx).await?;
             }
@@ -276,6 +368,7 @@ impl Knowledge for SqlStore {
                 .await?
                 .rows_affected();
             tx.commit().await?;
+            self.vector_indexes.forget(kb);
             Ok(n > 0)
         }
         .boxed()
@@ -328,9 +421,10 @@ impl Knowledge for SqlStore {
         content_hash: &'a str,
         chunks: &'a [NewChunk],
         skipped: Option<&'a str>,
+        job_file: Option<(&'a str, u64)>,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         async move {
-            let mut tx = self.pool.begin().await?;
+            let mut tx = self.begin_write().await?;
             remove_chunks(&mut tx, self.is_postgres(), kb, path).await?;
             sqlx::query("DELETE FROM knowledge_files WHERE kb_id = $1 AND path = $2")
                 .bind(kb)
@@ -377,6 +471,14 @@ impl Knowledge for SqlStore {
                     .await?;
                 }
             }
+            if let Some((job, seq)) = job_file {
+                let outcome = match skipped {
+                    Some(why) => format!("skipped: {why}"),
+                    None => format!("{} chunks", chunks.len()),
+                };
+                jobs::finish_file(&mut tx, job, seq, &outcome).await?;
+            }
+            bump(&mut tx, kb).await?;
             tx.commit().await?;
             Ok(())
         }
@@ -389,7 +491,7 @@ impl Knowledge for SqlStore {
         path: &'a str,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         async move {
-            let mut tx = self.pool.begin().await?;
+            let mut tx = self.begin_write().await?;
             remove_chunks(&mut tx, self.is_postgres(), kb, path).await?;
             let n = sqlx::query("DELETE FROM knowledge_files WHERE kb_id = $1 AND path = $2")
                 .bind(kb)
@@ -397,6 +499,7 @@ impl Knowledge for SqlStore {
                 .execute(&mut *tx)
                 .await?
                 .rows_affected();
+            bump(&mut tx, kb).await?;
             tx.commit().await?;
             Ok(n > 0)
         }
@@ -447,9 +550,238 @@ impl Knowledge for SqlStore {
         }
         .boxed()
     }
+
+    fn set_embed_model<'a>(
+        &'a self,
+        kb: &'a str,
+        model: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        async move {
+            let mut tx = self.begin_write().await?;
+            let current: Option<Option<String>> =
+                sqlx::query_scalar("SELECT embed_model FROM knowledge_bases WHERE id = $1")
+                    .bind(kb)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            let Some(current) = current else {
+                return Err(StoreError::NotFound(format!("knowledge base {kb}")));
+            };
+            if current.as_deref() == model {
+                return Ok(());
+            }
+            sqlx::query("UPDATE knowledge_bases SET embed_model = $1 WHERE id = $2")
+                .bind(model)
+                .bind(kb)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query("DELETE FROM knowledge_vectors WHERE kb_id = $1")
+                .bind(kb)
+                .execute(&mut *tx)
+                .await?;
+            bump(&mut tx, kb).await?;
+            tx.commit().await?;
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn pending_embeddings<'a>(
+        &'a self,
+        kb: &'a str,
+        model: &'a str,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<PendingChunk>, StoreError>> {
+        async move {
+            let rows = sqlx::query(
+                "SELECT c.path AS path, c.ordinal AS ordinal, f.content_hash AS content_hash, \
+                 c.text AS text FROM knowledge_chunks c \
+                 JOIN knowledge_files f ON f.kb_id = c.kb_id AND f.path = c.path \
+                 LEFT JOIN knowledge_vectors v ON v.kb_id = c.kb_id AND v.path = c.path \
+                 AND v.ordinal = c.ordinal AND v.model = $2 \
+                 WHERE c.kb_id = $1 AND v.kb_id IS NULL ORDER BY c.path, c.ordinal LIMIT $3",
+            )
+            .bind(kb)
+            .bind(model)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?;
+            rows.iter()
+                .map(|row| {
+                    Ok(PendingChunk {
+                        path: row.try_get("path")?,
+                        ordinal: u64::try_from(row.try_get::<i64, _>("ordinal")?)
+                            .unwrap_or_default(),
+                        content_hash: row.try_get("content_hash")?,
+                        text: row.try_get("text")?,
+                    })
+                })
+                .collect()
+        }
+        .boxed()
+    }
+
+    fn put_knowledge_vectors<'a>(
+        &'a self,
+        kb: &'a str,
+        model: &'a str,
+        vectors: &'a [(PendingChunk, Vec<f32>)],
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
+        async move {
+            let mut tx = self.begin_write().await?;
+            // The base's model may have changed since the chunks were read.
+            let current: Option<Option<String>> =
+                sqlx::query_scalar("SELECT embed_model FROM knowledge_bases WHERE id = $1")
+                    .bind(kb)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            if current.flatten().as_deref() != Some(model) {
+                return Ok(0);
+            }
+            let mut stored = 0;
+            for (chunk, vector) in vectors {
+                let n = sqlx::query(
+                    "INSERT INTO knowledge_vectors (kb_id, path, ordinal, model, vector) \
+                     SELECT $1, $2, $3, $4, $5 FROM knowledge_files f \
+                     WHERE f.kb_id = $1 AND f.path = $2 AND f.content_hash = $6 \
+                     ON CONFLICT (kb_id, path, ordinal) DO UPDATE SET model = excluded.model, \
+                     vector = excluded.vector",
+                )
+                .bind(kb)
+                .bind(&chunk.path)
+                .bind(int(chunk.ordinal))
+                .bind(model)
+                .bind(index::encode(&index::unit(vector.clone())))
+                .bind(&chunk.content_hash)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+                stored += n;
+            }
+            if stored > 0 {
+                bump(&mut tx, kb).await?;
+            }
+            tx.commit().await?;
+            Ok(stored)
+        }
+        .boxed()
+    }
+
+    fn embedding_counts<'a>(
+        &'a self,
+        kb: &'a str,
+        model: &'a str,
+    ) -> BoxFuture<'a, Result<(u64, u64), StoreError>> {
+        async move {
+            let embedded: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM knowledge_vectors WHERE kb_id = $1 AND model = $2",
+            )
+            .bind(kb)
+            .bind(model)
+            .fetch_one(&self.pool)
+            .await?;
+            let all: i64 =
+                sqlx::query_scalar("SELECT COUNT(*) FROM knowledge_chunks WHERE kb_id = $1")
+                    .bind(kb)
+                    .fetch_one(&self.pool)
+                    .await?;
+            Ok((
+                u64::try_from(embedded).unwrap_or_default(),
+                u64::try_from(all).unwrap_or_default(),
+            ))
+        }
+        .boxed()
+    }
+
+    fn search_knowledge_vectors<'a>(
+        &'a self,
+        kb: &'a str,
+        model: &'a str,
+        query: &'a [f32],
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<ChunkHit>, StoreError>> {
+        async move {
+            let generation: Option<i64> =
+                sqlx::query_scalar("SELECT generation FROM knowledge_bases WHERE id = $1")
+                    .bind(kb)
+                    .fetch_optional(&self.pool)
+                    .await?;
+            let Some(generation) = generation else {
+                return Ok(Vec::new());
+            };
+            let index = match self.vector_indexes.current(kb, generation, model) {
+                Some(i) => i,
+                None => {
+                    // Read in one transaction with the generation, so the index is exactly
+                    // that generation's (a write in between would bump it past).
+                    let mut tx = self.pool.begin().await?;
+                    let generation: i64 =
+                        sqlx::query_scalar("SELECT generation FROM knowledge_bases WHERE id = $1")
+                            .bind(kb)
+                            .fetch_one(&mut *tx)
+                            .await?;
+                    let rows = sqlx::query(
+                        "SELECT path, ordinal, vector FROM knowledge_vectors \
+                         WHERE kb_id = $1 AND model = $2",
+                    )
+                    .bind(kb)
+                    .bind(model)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                    tx.commit().await?;
+                    let mut keyed = Vec::with_capacity(rows.len());
+                    for row in rows {
+                        let ordinal: i64 = row.try_get("ordinal")?;
+                        keyed.push((
+                            (
+                                row.try_get::<String, _>("path")?,
+                                u64::try_from(ordinal).unwrap_or_default(),
+                            ),
+                            row.try_get::<Vec<u8>, _>("vector")?,
+                        ));
+                    }
+                    let built = std::sync::Arc::new(index::FlatIndex::build(
+                        generation,
+                        model.to_owned(),
+                        keyed,
+                    ));
+                    self.vector_indexes.keep(kb, std::sync::Arc::clone(&built));
+                    built
+                }
+            };
+            let mut hits = Vec::new();
+            for ((path, ordinal), score) in index.search(query, limit as usize) {
+                let row = sqlx::query(
+                    "SELECT path, ordinal, headings, line_start, line_end, text, \
+                     CAST($4 AS DOUBLE PRECISION) AS score FROM knowledge_chunks \
+                     WHERE kb_id = $1 AND path = $2 AND ordinal = $3",
+                )
+                .bind(kb)
+                .bind(&path)
+                .bind(int(ordinal))
+                .bind(f64::from(score))
+                .fetch_optional(&self.pool)
+                .await?;
+                // A chunk removed since the index was read is passed over.
+                if let Some(row) = row {
+                    hits.push(hit_from(&row)?);
+                }
+            }
+            Ok(hits)
+        }
+        .boxed()
+    }
 }
 
-/// Delete a file's chunks (and, on SQLite, their full-text rows).
+/// Tell every process's vector index of `kb` that it is stale.
+async fn bump(tx: &mut sqlx::Transaction<'_, sqlx::Any>, kb: &str) -> Result<(), StoreError> {
+    sqlx::query("UPDATE knowledge_bases SET generation = generation + 1 WHERE id = $1")
+        .bind(kb)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// Delete a file's chunks and their vectors (and, on SQLite, their full-text rows).
 async fn remove_chunks(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     postgres: bool,
@@ -463,11 +795,16 @@ async fn remove_chunks(
             .execute(&mut **tx)
             .await?;
     }
-    sqlx::query("DELETE FROM knowledge_chunks WHERE kb_id = $1 AND path = $2")
-        .bind(kb)
-        .bind(path)
-        .execute(&mut **tx)
-        .await?;
+    for stmt in [
+        "DELETE FROM knowledge_vectors WHERE kb_id = $1 AND path = $2",
+        "DELETE FROM knowledge_chunks WHERE kb_id = $1 AND path = $2",
+    ] {
+        sqlx::query(stmt)
+            .bind(kb)
+            .bind(path)
+            .execute(&mut **tx)
+            .await?;
+    }
     Ok(())
 }
 
