@@ -2964,7 +2964,7 @@ async fn an_operation_with_a_knowledge_base_gets_its_best_chunks_and_searches_it
         Canned::openai_tools(&[(
             "k1",
             "knowledge__search",
-            &serde_json::json!({"query": "install"}).to_string(),
+            &serde_json::json!({"query": "nightly backups"}).to_string(),
         )]),
         Canned::openai_text("Run cargo install rein-cli."),
         Canned::openai_text("hello"),
@@ -2977,15 +2977,35 @@ async fn an_operation_with_a_knowledge_base_gets_its_best_chunks_and_searches_it
         "# Guide\n\nIntro.\n\n## Install\n\nRun cargo install rein-cli to get the binary.\n\n## Upgrade\n\nMigrations run when the server starts.\n",
     )
     .unwrap();
+    std::fs::write(
+        docs.join("ops.pdf"),
+        rein_testkit::pdf(&[
+            "Backups run nightly to the cold bucket.",
+            "Restores take an hour.",
+        ]),
+    )
+    .unwrap();
+    std::fs::write(docs.join("logo.png"), b"\x89PNG\r\n\x1a\n\0\0\0").unwrap();
     let guide = docs.join("guide.md").display().to_string();
+    let pdf = docs.join("ops.pdf").display().to_string();
     assert_eq!(e.rein(&["kb", "create", "manuals"]).await.0, 0);
     let (code, _, err) = e
         .rein(&["kb", "add", "manuals", &docs.display().to_string()])
         .await;
     assert_eq!(code, 0, "{err}");
+    assert!(err.contains("logo.png: skipped: a binary file"), "{err}");
+    assert!(
+        err.contains("ops.pdf: 2 chunks"),
+        "one chunk per page: {err}"
+    );
+    // The base is attached to an agent; asking it is enough.
+    let (code, _, err) = e
+        .rein(&["agent", "create", "helper", "--knowledge", "manuals"])
+        .await;
+    assert_eq!(code, 0, "{err}");
 
     let (code, out, err) = e
-        .rein(&["run", "--knowledge", "manuals", "How do I install it?"])
+        .rein(&["run", "--agent", "helper", "How do I install it?"])
         .await;
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("Run cargo install rein-cli."), "{out}");
@@ -2997,12 +3017,13 @@ async fn an_operation_with_a_knowledge_base_gets_its_best_chunks_and_searches_it
         "{first}"
     );
     assert!(first.contains("knowledge__search"), "the tool is offered");
-    // The search answers with the chunk and its citation.
+    // The search answers with the PDF's page and its citation.
     let found = requests[1].tool_result("k1");
     assert!(
-        found.starts_with(&format!("[{guide}:5-7] (Guide › Install) from manuals")),
+        found.starts_with(&format!("[{pdf}:1-3] (Page 1) from manuals")),
         "{found}"
     );
+    assert!(found.contains("Backups run nightly"), "{found}");
     // Without knowledge bases, neither the tool nor any material.
     let (code, _, err) = e.rein(&["run", "hi"]).await;
     assert_eq!(code, 0, "{err}");

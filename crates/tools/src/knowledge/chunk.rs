@@ -69,6 +69,8 @@ fn fence(line: &str) -> bool {
 /// The blocks of `lines` and the heading path of each section.
 fn blocks(lines: &[&str], format: Format) -> (Vec<Block>, Vec<Vec<String>>) {
     let mut sections: Vec<Vec<String>> = vec![Vec::new()];
+    // The level of each heading of the current section's path.
+    let mut levels: Vec<usize> = Vec::new();
     let mut out: Vec<Block> = Vec::new();
     let mut open: Option<usize> = None;
     let mut in_fence = false;
@@ -103,8 +105,14 @@ fn blocks(lines: &[&str], format: Format) -> (Vec<Block>, Vec<Vec<String>>) {
             && let Some((level, title)) = heading(line)
         {
             close(&mut open, i.saturating_sub(1), section, &mut out);
+            // A heading closes the sections of its level and deeper, whatever levels the
+            // document skipped (a page of `##` headings is a list of siblings).
             let mut path = sections[section].clone();
-            path.truncate(level - 1);
+            while levels.last().is_some_and(|l| *l >= level) {
+                levels.pop();
+                path.pop();
+            }
+            levels.push(level);
             path.push(title.to_owned());
             sections.push(path);
             // The heading opens its section's first block.

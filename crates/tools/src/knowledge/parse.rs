@@ -1,6 +1,8 @@
 //! What a file added to a knowledge base holds: its text and how it is structured (Markdown,
 //! plain text, source code), or why it is skipped (binary, empty, not valid UTF-8, a format not
-//! read yet), said so a person can act on it.
+//! read), said so a person can act on it. HTML becomes Markdown (headings kept, scripts and
+//! styles dropped); a PDF becomes its pages' text, each under a `Page N` heading, so a chunk's
+//! heading path says which page it is from (its lines are those of the extracted text).
 
 use std::path::Path;
 
@@ -63,10 +65,10 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Parsed {
         .map(str::to_ascii_lowercase)
         .unwrap_or_default();
     if ext == "pdf" || bytes.starts_with(b"%PDF-") {
-        return skip("a PDF: not read yet".into());
+        return pdf(bytes);
     }
     if matches!(ext.as_str(), "html" | "htm" | "xhtml") {
-        return skip("HTML: not read yet".into());
+        return html(bytes);
     }
     // A NUL early on is what text files do not have.
     if bytes[..bytes.len().min(8192)].contains(&0) {
@@ -99,6 +101,73 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Parsed {
         return skip("empty".into());
     }
     Parsed::Text { text, format }
+}
+
+/// A PDF's text, page by page under `## Page N` headings.
+fn pdf(bytes: &[u8]) -> Parsed {
+    let skip = |reason: String| Parsed::Skipped { reason };
+    // A hostile or broken file must cost a skip, never the process: the parser's own checks
+    // are trusted first, and a panic deep in it is caught as one more way to be unreadable.
+    let read = std::panic::catch_unwind(|| -> Result<Vec<(u32, String)>, String> {
+        let doc = lopdf::Document::load_mem(bytes).map_err(|e| e.to_string())?;
+        if doc.is_encrypted() {
+            return Err("it is encrypted".into());
+        }
+        Ok(doc
+            .get_pages()
+            .into_keys()
+            .filter_map(|n| doc.extract_text(&[n]).ok().map(|t| (n, t)))
+            .collect())
+    });
+    let pages = match read {
+        Ok(Ok(pages)) => pages,
+        Ok(Err(e)) => return skip(format!("a PDF that could not be read ({e})")),
+        Err(_) => return skip("a PDF that could not be read (its structure is broken)".into()),
+    };
+    let mut text = String::new();
+    for (n, page) in pages {
+        let page = page.replace("\r\n", "\n").replace('\r', "\n");
+        if page.trim().is_empty() {
+            continue;
+        }
+        text.push_str(&format!("## Page {n}\n\n"));
+        for line in page.lines() {
+            // The page's own lines never open a section.
+            if line.trim_start().starts_with('#') {
+                text.push('\\');
+            }
+            text.push_str(line.trim_end());
+            text.push('\n');
+        }
+        text.push('\n');
+    }
+    if text.trim().is_empty() {
+        return skip("a PDF without text (scanned pages need OCR, which rein does not do)".into());
+    }
+    Parsed::Text {
+        text,
+        format: Format::Markdown,
+    }
+}
+
+/// An HTML page as Markdown (what a reader sees: scripts, styles and the head left out).
+fn html(bytes: &[u8]) -> Parsed {
+    let skip = |reason: String| Parsed::Skipped { reason };
+    let source = match std::str::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => return skip(format!("not valid UTF-8 (at byte {})", e.valid_up_to())),
+    };
+    let converter = htmd::HtmlToMarkdown::builder()
+        .skip_tags(vec!["script", "style", "head", "noscript", "template"])
+        .build();
+    match converter.convert(source) {
+        Ok(md) if md.trim().is_empty() => skip("an HTML page without text".into()),
+        Ok(md) => Parsed::Text {
+            text: md.replace("\r\n", "\n"),
+            format: Format::Markdown,
+        },
+        Err(e) => skip(format!("HTML that could not be read ({e})")),
+    }
 }
 
 #[cfg(test)]
@@ -143,8 +212,17 @@ mod tests {
             reason("logo.png", b"\x89PNG\r\n\x1a\n\0\0"),
             "a binary file"
         );
-        assert_eq!(reason("paper.pdf", b"%PDF-1.7 ..."), "a PDF: not read yet");
-        assert_eq!(reason("page.html", b"<p>x</p>"), "HTML: not read yet");
+        assert!(
+            reason("paper.pdf", b"%PDF-1.7 ...").starts_with("a PDF that could not be read ("),
+            "a truncated PDF"
+        );
+        assert_eq!(
+            reason(
+                "page.html",
+                b"<html><head><title>T</title></head><body><script>x()</script></body></html>"
+            ),
+            "an HTML page without text"
+        );
         assert_eq!(reason("notes.txt", b"  \n\t"), "empty");
         assert_eq!(reason("data.bin", b"abc"), "`.bin` files are not read");
         assert_eq!(
@@ -154,6 +232,53 @@ mod tests {
         assert_eq!(
             reason("run", b"#!/bin/sh"),
             "no extension to tell what it holds"
+        );
+    }
+
+    #[test]
+    fn a_pdf_is_read_page_by_page_under_page_headings() {
+        let bytes = rein_testkit::pdf(&["Install rein with cargo.", "# Not a heading"]);
+        let Parsed::Text { text, format } = parse(Path::new("manual.pdf"), &bytes) else {
+            panic!("the PDF was not read");
+        };
+        assert_eq!(format, Format::Markdown);
+        assert!(
+            text.starts_with("## Page 1\n\nInstall rein with cargo."),
+            "{text}"
+        );
+        assert!(text.contains("## Page 2\n\n\\# Not a heading"), "{text}");
+        let chunks = crate::knowledge::chunk(&text, format, &Default::default());
+        assert_eq!(chunks[1].headings, ["Page 2"]);
+        // Cut anywhere, a PDF is skipped with a reason, never a panic.
+        for cut in (0..bytes.len()).step_by(7) {
+            match parse(Path::new("manual.pdf"), &bytes[..cut]) {
+                Parsed::Skipped { reason } => assert!(reason.starts_with("a PDF"), "{reason}"),
+                Parsed::Text { .. } => {}
+            }
+        }
+    }
+
+    #[test]
+    fn html_becomes_markdown_with_its_headings() {
+        let page = b"<html><head><style>p{}</style></head><body><h1>Guide</h1>\
+            <p>Run <code>rein serve</code>.</p><h2>Upgrade</h2><p>Migrations run.</p>\
+            <script>track()</script></body></html>";
+        let Parsed::Text { text, format } = parse(Path::new("guide.html"), page) else {
+            panic!("the page was not read");
+        };
+        assert_eq!(format, Format::Markdown);
+        assert!(
+            text.contains("# Guide") && text.contains("## Upgrade"),
+            "{text}"
+        );
+        assert!(
+            text.contains("`rein serve`") && !text.contains("track()"),
+            "{text}"
+        );
+        let chunks = crate::knowledge::chunk(&text, format, &Default::default());
+        assert!(
+            chunks.iter().any(|c| c.headings == ["Guide", "Upgrade"]),
+            "{chunks:?}"
         );
     }
 }
