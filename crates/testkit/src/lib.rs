@@ -199,25 +199,6 @@ impl Drop for E2eDatabase {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::ci_value;
-
-    #[test]
-    fn ci_is_on_for_any_value_but_false_zero_or_empty() {
-        for (v, ci) in [
-            (Some("true"), true),
-            (Some("1"), true),
-            (Some("false"), false),
-            (Some("0"), false),
-            (Some(" "), false),
-            (None, false),
-        ] {
-            assert_eq!(ci_value(v), ci, "{v:?}");
-        }
-    }
-}
-
 /// A small, valid PDF whose page `i` shows `pages[i]` as one line of Helvetica (WinAnsi
 /// encoding): what a knowledge base's PDF reader is tested with, built here rather than
 /// checked in as an opaque binary.
@@ -272,4 +253,23 @@ pub fn pdf(pages: &[&str]) -> Vec<u8> {
         .as_bytes(),
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ci_value;
+
+    #[test]
+    fn ci_is_on_for_any_value_but_false_zero_or_empty() {
+        for (v, ci) in [
+            (Some("true"), true),
+            (Some("1"), true),
+            (Some("false"), false),
+            (Some("0"), false),
+            (Some(" "), false),
+            (None, false),
+        ] {
+            assert_eq!(ci_value(v), ci, "{v:?}");
+        }
+    }
 }
