@@ -395,6 +395,10 @@ pub async fn serve(
     tokio::spawn(Arc::clone(&runner).recovery_loop(app.shutdown.clone()));
     rein_server::devices::dispatch::spawn(&app, app.shutdown.clone());
     spawn_brief_hooks(&app);
+    tokio::spawn(rein_server::knowledge::ingest_loop(
+        Arc::clone(&app),
+        std::time::Duration::from_secs(2),
+    ));
     let wake = follow_other_processes(&app);
     // Due tasks are dispatched by this process too.
     tokio::spawn(rein_server::tasks::dispatch_loop(

@@ -4637,3 +4637,236 @@ async fn the_device_gateway_refuses_what_a_device_may_not_do() {
         "hi from the laptop"
     );
 }
+
+/// A multipart/form-data body of `files` (`name`, bytes): its content type and bytes.
+fn multipart(files: &[(&str, &[u8])]) -> (String, Vec<u8>) {
+    let boundary = "rein-test-boundary-7MA4YWxkTrZu0gW";
+    let mut body = Vec::new();
+    for (name, bytes) in files {
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"{name}\"\r\n\
+                 Content-Type: application/octet-stream\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+#[tokio::test]
+async fn knowledge_bases_are_uploaded_ingested_in_the_background_and_searched() {
+    let e = env(Vec::new()).await;
+    let rein = e.start(&[]).await;
+    let alice = e.token("alice").await;
+    let bob = e.token("bob").await;
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/knowledge",
+            Some(&alice),
+            Some(json!({"name": "manuals"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["embed_model"], Value::Null);
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/knowledge",
+            Some(&alice),
+            Some(json!({"name": "manuals"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("conflict")),
+        "{body}"
+    );
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/knowledge",
+            Some(&alice),
+            Some(json!({"name": "x", "embed_model": "nowhere/model"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nowhere/model"),
+        "{body}"
+    );
+
+    let upload = |files: Vec<(&'static str, Vec<u8>)>, token: String| {
+        let http = e.http.clone();
+        let url = format!("{}/v1/knowledge/manuals/files", rein.base);
+        async move {
+            let borrowed: Vec<(&str, &[u8])> =
+                files.iter().map(|(n, b)| (*n, b.as_slice())).collect();
+            let (content_type, body) = multipart(&borrowed);
+            let resp = http
+                .post(url)
+                .header("authorization", format!("Bearer {token}"))
+                .header("content-type", content_type)
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            let status = resp.status().as_u16();
+            let bytes = resp.bytes().await.unwrap();
+            (
+                status,
+                serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null),
+            )
+        }
+    };
+    let guide =
+        b"# Guide\n\nIntro.\n\n## Install\n\nRun cargo install rein-cli to get the binary.\n"
+            .to_vec();
+    let pdf = rein_testkit::pdf(&["Backups run nightly to the cold bucket."]);
+    let (status, job) = upload(
+        vec![
+            ("docs/guide.md", guide),
+            ("ops.pdf", pdf),
+            ("logo.png", b"\x89PNG\r\n\x1a\n\0\0\0".to_vec()),
+        ],
+        alice.clone(),
+    )
+    .await;
+    assert_eq!(status, 202, "{job}");
+    assert_eq!(job["files"], 3);
+    let id = job["id"].as_str().unwrap().to_owned();
+    let done = eventually("the ingestion job ending", || async {
+        let (_, j) = e
+            .call(
+                &rein,
+                "GET",
+                &format!("/v1/knowledge-jobs/{id}"),
+                Some(&alice),
+                None,
+            )
+            .await;
+        (j["state"] == "done").then_some(j)
+    })
+    .await;
+    assert_eq!(done["files_done"], 3, "{done}");
+    let (status, base) = e
+        .call(&rein, "GET", "/v1/knowledge/manuals", Some(&alice), None)
+        .await;
+    assert_eq!(status, 200, "{base}");
+    assert_eq!(
+        (base["files"].as_u64(), base["chunks"].as_u64()),
+        (Some(3), Some(3)),
+        "{base}"
+    );
+    let skipped: Vec<&Value> = base["file_list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| !f["skipped"].is_null())
+        .collect();
+    assert_eq!(skipped.len(), 1, "{base}");
+    assert_eq!(
+        (skipped[0]["path"].as_str(), skipped[0]["skipped"].as_str()),
+        (Some("logo.png"), Some("a binary file"))
+    );
+
+    // A file over 10 MiB refuses the whole upload; nothing is recorded.
+    let (status, body) = upload(
+        vec![
+            ("small.md", b"# Small\n\nfine\n".to_vec()),
+            ("huge.txt", vec![b'a'; 10 * 1024 * 1024 + 1]),
+        ],
+        alice.clone(),
+    )
+    .await;
+    assert_eq!(status, 413, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`huge.txt` is larger than 10 MiB"),
+        "{body}"
+    );
+    for (name, want) in [("../escape.md", 400), ("", 400)] {
+        let (status, body) = upload(vec![(name, b"x".to_vec())], alice.clone()).await;
+        assert_eq!(status, want, "{name:?}: {body}");
+    }
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/knowledge/manuals/files",
+            Some(&alice),
+            Some(json!({"path": "x"})),
+        )
+        .await;
+    assert_eq!(status, 415, "{body}");
+    let (_, base) = e
+        .call(&rein, "GET", "/v1/knowledge/manuals", Some(&alice), None)
+        .await;
+    assert_eq!(base["files"], 3, "nothing was added: {base}");
+    assert!(base["jobs"].as_array().unwrap().is_empty(), "{base}");
+
+    // Search by words (no embedding model: it says so), with citations.
+    let (status, found) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/knowledge/manuals/search",
+            Some(&alice),
+            Some(json!({"query": "how do I install it", "top_k": 3})),
+        )
+        .await;
+    assert_eq!(status, 200, "{found}");
+    assert_eq!(found["hits"][0]["citation"], "docs/guide.md:5-7", "{found}");
+    assert_eq!(found["hits"][0]["headings"], json!(["Guide", "Install"]));
+    assert_eq!(found["full_text_only"], "it has no embedding model");
+    let (_, found) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/knowledge/manuals/search",
+            Some(&alice),
+            Some(json!({"query": "nightly backups"})),
+        )
+        .await;
+    assert_eq!(found["hits"][0]["citation"], "ops.pdf:1-3", "{found}");
+
+    // Another user sees none of it.
+    let (status, _) = e
+        .call(&rein, "GET", "/v1/knowledge/manuals", Some(&bob), None)
+        .await;
+    assert_eq!(status, 404);
+    let (status, _) = e
+        .call(
+            &rein,
+            "GET",
+            &format!("/v1/knowledge-jobs/{id}"),
+            Some(&bob),
+            None,
+        )
+        .await;
+    assert_eq!(status, 404);
+    let (_, list) = e
+        .call(&rein, "GET", "/v1/knowledge", Some(&bob), None)
+        .await;
+    assert_eq!(list["bases"], json!([]));
+    let (status, _) = e
+        .call(&rein, "DELETE", "/v1/knowledge/manuals", Some(&alice), None)
+        .await;
+    assert_eq!(status, 204);
+    let (_, list) = e
+        .call(&rein, "GET", "/v1/knowledge", Some(&alice), None)
+        .await;
+    assert_eq!(list["bases"], json!([]));
+}

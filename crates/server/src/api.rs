@@ -190,12 +190,38 @@ impl Api {
     }
 
     /// Route `method path` to `handler` and document it from the handler's types.
-    pub fn route<H, T, Args>(
+    pub fn route<H, T, Args>(self, method: Method, path: &str, summary: &str, handler: H) -> Self
+    where
+        H: Handler<T, AppState> + Documented<Args>,
+        T: 'static,
+    {
+        self.add(method, path, summary, handler, None)
+    }
+
+    /// [`Api::route`] for a route whose body may be larger than the server's default limit
+    /// (uploads): up to `limit` bytes.
+    pub fn route_with_body_limit<H, T, Args>(
+        self,
+        method: Method,
+        path: &str,
+        summary: &str,
+        limit: usize,
+        handler: H,
+    ) -> Self
+    where
+        H: Handler<T, AppState> + Documented<Args>,
+        T: 'static,
+    {
+        self.add(method, path, summary, handler, Some(limit))
+    }
+
+    fn add<H, T, Args>(
         mut self,
         method: Method,
         path: &str,
         summary: &str,
         handler: H,
+        body_limit: Option<usize>,
     ) -> Self
     where
         H: Handler<T, AppState> + Documented<Args>,
@@ -212,7 +238,12 @@ impl Api {
             .entry(path.to_owned())
             .or_insert_with(|| json!({}));
         entry[verb] = operation_object(summary, doc);
-        self.router = self.router.route(path, on(filter, handler));
+        let mut route = on(filter, handler);
+        if let Some(limit) = body_limit {
+            // Inside the router's default limit, so this one is what the extractors see.
+            route = route.layer(axum::extract::DefaultBodyLimit::max(limit));
+        }
+        self.router = self.router.route(path, route);
         self
     }
 

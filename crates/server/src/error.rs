@@ -110,6 +110,7 @@ impl From<rein_store::StoreError> for ApiError {
                 ApiError::conflict(format!("tool call {id} was already decided"))
             }
             E::Conflict(what) => ApiError::conflict(format!("{what} already exists")),
+            E::NotFound(what) => ApiError::not_found(format!("no {what}")),
             E::InUse(what) => ApiError::conflict(what),
             e @ E::AtCapacity { .. } => {
                 let mut err = ApiError::new(

@@ -16,6 +16,7 @@ pub mod commit_notices;
 pub mod devices;
 pub mod error;
 pub mod hub;
+pub mod knowledge;
 pub mod metrics;
 pub mod openapi;
 pub mod origin;
@@ -86,6 +87,8 @@ pub struct App {
     pub launcher: Arc<dyn rein_scheduler::Launcher>,
     /// Connected devices and what was sent to them.
     pub devices: Arc<devices::DeviceGateway>,
+    /// Wakes the knowledge ingester ([`knowledge::ingest_loop`]) when an upload recorded a job.
+    pub ingest: Arc<tokio::sync::Notify>,
 }
 
 impl App {
@@ -115,6 +118,7 @@ impl App {
             tasks,
             launcher,
             devices: Arc::default(),
+            ingest: Arc::default(),
         }
     }
 
@@ -144,6 +148,7 @@ pub fn api() -> api::Api {
         .merge(tasks_api::api())
         .merge(briefs::api())
         .merge(devices_api::api())
+        .merge(routes::knowledge::api())
 }
 
 /// Every route.

@@ -5,6 +5,7 @@ pub mod briefs;
 pub mod devices;
 pub mod events;
 pub mod groups;
+pub mod knowledge;
 pub mod models;
 pub mod openai;
 pub mod operations;
@@ -361,4 +362,34 @@ path_param!(
         }
     },
     schema: json!({"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$"})
+);
+
+path_param!(
+    /// `{name}` of a knowledge base: 1 to 64 ASCII letters, digits, `-` or `_`.
+    KnowledgePath,
+    check: |s| {
+        check_name(s).map_err(|_| {
+            let shown: String = s.chars().take(40).collect();
+            ApiError::bad_request(format!(
+                "{shown:?} is not a knowledge base name (1-64 letters, digits, `-`, `_`)"
+            ))
+        })
+    },
+    schema: json!({"type": "string", "pattern": rein_operation::profile::AGENT_NAME_PATTERN})
+);
+
+path_param!(
+    /// `{id}` of an ingestion job: `kj_` and 32 lowercase hex digits.
+    KnowledgeJobPath,
+    check: |s| {
+        let ok = s
+            .strip_prefix("kj_")
+            .is_some_and(|h| h.len() == 32 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+        if ok {
+            Ok(())
+        } else {
+            Err(ApiError::bad_request("not an ingestion job id (`kj_` and 32 hex digits)"))
+        }
+    },
+    schema: json!({"type": "string", "pattern": "^kj_[0-9a-f]{32}$"})
 );

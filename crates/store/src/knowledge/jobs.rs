@@ -100,6 +100,12 @@ pub trait KnowledgeJobs: Send + Sync {
         kb: &'a str,
         unfinished_only: bool,
     ) -> BoxFuture<'a, Result<Vec<IngestJob>, StoreError>>;
+    /// Jobs of any base still running (recorded, or stopped with their process), oldest first,
+    /// at most `limit`: what a server's ingester picks up.
+    fn running_ingest_jobs<'a>(
+        &'a self,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<IngestJob>, StoreError>>;
     /// The files of a job still to do, in order (with their content).
     fn pending_job_files<'a>(
         &'a self,
@@ -259,6 +265,25 @@ impl KnowledgeJobs for SqlStore {
             )))
             .bind(kb)
             .bind(i64::from(unfinished_only))
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(job_from)
+            .collect()
+        }
+        .boxed()
+    }
+
+    fn running_ingest_jobs<'a>(
+        &'a self,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<Vec<IngestJob>, StoreError>> {
+        async move {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT {JOB_COLUMNS} FROM knowledge_jobs j WHERE j.state = 'running' \
+                 ORDER BY j.id LIMIT $1"
+            )))
+            .bind(i64::from(limit))
             .fetch_all(&self.pool)
             .await?
             .iter()

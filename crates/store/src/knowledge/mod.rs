@@ -21,7 +21,7 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 /// A knowledge base.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KnowledgeBase {
     /// Id (`kb_` and a UUID).
     pub id: String,
@@ -37,7 +37,7 @@ pub struct KnowledgeBase {
 }
 
 /// A file of a knowledge base.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KnowledgeFile {
     /// Its path as added.
     pub path: String,
@@ -65,7 +65,7 @@ pub struct NewChunk {
 }
 
 /// A chunk a search found, with where it is.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ChunkHit {
     /// The file.
     pub path: String,

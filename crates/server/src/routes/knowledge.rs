@@ -1,0 +1,441 @@
+//! `/v1/knowledge`: the caller's knowledge bases. Create one (optionally with an embedding
+//! model), upload files to it (multipart; each file at most 10 MiB, a request at most
+//! [`UPLOAD_LIMIT`]; a file over the limit refuses the whole upload and nothing is recorded),
+//! follow the ingestion job the upload recorded (`/v1/knowledge-jobs/{id}`, run by the
+//! server's ingester, [`crate::knowledge`]), search it, delete it. Operations name bases in
+//! `knowledge` (or through their agent) and search them with `knowledge.search`.
+
+use crate::AppState;
+use crate::api::{Api, Input, Method, NoContent, OperationDoc, Reply};
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::routes::{Body, KnowledgeJobPath, KnowledgePath};
+use axum::Json;
+use axum::extract::{FromRequest, Request, State};
+use axum::http::StatusCode;
+use rein_operation::knowledge::ingest::MAX_FILE_BYTES;
+use rein_operation::knowledge::retrieve;
+use rein_store::{
+    IngestJob, Knowledge, KnowledgeBase, KnowledgeFile, KnowledgeJobs, NewJobFile, User,
+};
+use schemars::JsonSchema;
+use schemars::generate::SchemaGenerator;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// The most one upload request may carry.
+pub const UPLOAD_LIMIT: usize = 64 * 1024 * 1024;
+
+/// `POST /v1/knowledge` body.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateBase {
+    /// Its name (1-64 letters, digits, `-`, `_`), unique among yours.
+    #[schemars(regex(pattern = rein_operation::profile::AGENT_NAME_PATTERN))]
+    pub name: String,
+    /// Embed its chunks with this model (`provider/model`) so search finds meaning as well as
+    /// words; without one, search is by full text only.
+    #[serde(default)]
+    pub embed_model: Option<String>,
+}
+
+/// A knowledge base as listed.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct BaseOut {
+    /// Its name.
+    pub name: String,
+    /// Its embedding model (none: full-text search only).
+    pub embed_model: Option<String>,
+    /// Files recorded (skipped ones included).
+    pub files: u64,
+    /// Chunks searchable.
+    pub chunks: u64,
+    /// Created.
+    pub created_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// `GET /v1/knowledge` answer.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct BaseList {
+    /// By name.
+    pub bases: Vec<BaseOut>,
+}
+
+/// `GET /v1/knowledge/{name}` answer.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct BaseDetail {
+    /// The base.
+    #[serde(flatten)]
+    pub base: BaseOut,
+    /// Chunks with a vector of the embedding model (when it has one).
+    pub embedded: Option<u64>,
+    /// Its files: chunks, or why each was skipped.
+    pub file_list: Vec<KnowledgeFile>,
+    /// Ingestion jobs not done yet (running, or failed with why).
+    pub jobs: Vec<IngestJob>,
+}
+
+/// `POST /v1/knowledge/{name}/search` body.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchBody {
+    /// What to look for.
+    #[schemars(length(min = 1, max = 2000))]
+    pub query: String,
+    /// How many chunks (1 to 50, default 5).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 50))]
+    pub top_k: Option<u32>,
+}
+
+/// A chunk found, with where it is.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct HitOut {
+    /// `path:line` or `path:first-last`, as answers cite it.
+    pub citation: String,
+    /// The file.
+    pub path: String,
+    /// The headings it sits under.
+    pub headings: Vec<String>,
+    /// First line (1-based).
+    pub line_start: u64,
+    /// Last line.
+    pub line_end: u64,
+    /// Its text.
+    pub text: String,
+    /// Fused score (reciprocal rank; higher is better).
+    pub score: f64,
+}
+
+/// `POST /v1/knowledge/{name}/search` answer.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct SearchOut {
+    /// Best first.
+    pub hits: Vec<HitOut>,
+    /// Set when the search was by full text only, saying why (no embedding model, or the
+    /// query could not be embedded).
+    pub full_text_only: Option<String>,
+}
+
+/// Files of a multipart upload: every part with a file name (its path in the base).
+pub struct Upload(pub Vec<(String, Vec<u8>)>);
+
+impl FromRequest<AppState> for Upload {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let mut form = axum::extract::Multipart::from_request(req, state)
+            .await
+            .map_err(|r| {
+                ApiError::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "unsupported_media_type",
+                    format!("send the files as multipart/form-data: {}", r.body_text()),
+                )
+            })?;
+        let too_large = || {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                format!(
+                    "the upload is larger than {} MiB; nothing was added",
+                    UPLOAD_LIMIT / (1024 * 1024)
+                ),
+            )
+        };
+        let mut files = Vec::new();
+        loop {
+            let field = match form.next_field().await {
+                Ok(Some(f)) => f,
+                Ok(None) => break,
+                Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => return Err(too_large()),
+                Err(e) => return Err(ApiError::bad_request(e.body_text())),
+            };
+            let Some(name) = field.file_name().map(str::to_owned) else {
+                continue;
+            };
+            let path = check_path(&name)?;
+            let bytes = field.bytes().await.map_err(|e| {
+                if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    too_large()
+                } else {
+                    ApiError::bad_request(e.body_text())
+                }
+            })?;
+            if bytes.len() as u64 > MAX_FILE_BYTES {
+                return Err(ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "payload_too_large",
+                    format!(
+                        "`{path}` is larger than {} MiB; nothing was added",
+                        MAX_FILE_BYTES / (1024 * 1024)
+                    ),
+                ));
+            }
+            files.push((path, bytes.to_vec()));
+        }
+        if files.is_empty() {
+            return Err(ApiError::bad_request(
+                "no files: send each as a multipart part with a filename",
+            ));
+        }
+        Ok(Upload(files))
+    }
+}
+
+impl Input for Upload {
+    fn document(doc: &mut OperationDoc, _g: &mut SchemaGenerator) {
+        doc.body = Some(json!({
+            "required": true,
+            "content": {"multipart/form-data": {"schema": {
+                "type": "object",
+                "properties": {"files": {"type": "array", "items": {"type": "string", "format": "binary"}}}
+            }}}
+        }));
+        doc.error(400, "No files, or a file name that is not a relative path");
+        doc.error(
+            413,
+            "A file is larger than 10 MiB, or the upload than 64 MiB",
+        );
+        doc.error(415, "The body is not multipart/form-data");
+    }
+}
+
+/// A file name as a path in the base: relative, `/`-separated, no `..`, at most 512 bytes.
+fn check_path(name: &str) -> Result<String, ApiError> {
+    let path = name.replace('\\', "/");
+    let path = path.trim_start_matches('/');
+    let bad = path.is_empty()
+        || path.len() > 512
+        || path.chars().any(char::is_control)
+        || path
+            .split('/')
+            .any(|s| s.is_empty() || s == "." || s == "..");
+    if bad {
+        let shown: String = name.chars().take(60).collect();
+        return Err(ApiError::bad_request(format!(
+            "file name {shown:?}: give a relative path (no `..`, at most 512 bytes)"
+        )));
+    }
+    Ok(path.to_owned())
+}
+
+async fn owned_base(app: &AppState, user: &User, name: &str) -> Result<KnowledgeBase, ApiError> {
+    app.store
+        .knowledge_base(Some(&user.id), name)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no knowledge base `{name}`")))
+}
+
+async fn base_out(app: &AppState, kb: &KnowledgeBase) -> Result<BaseOut, ApiError> {
+    let files = app.store.knowledge_files(&kb.id).await?;
+    Ok(BaseOut {
+        name: kb.name.clone(),
+        embed_model: kb.embed_model.clone(),
+        files: files.len() as u64,
+        chunks: files.iter().map(|f| f.chunks).sum(),
+        created_at: kb.created_at,
+    })
+}
+
+/// Refuse an embedding model this server has no provider for, naming it.
+fn check_model(app: &AppState, model: &str) -> Result<(), ApiError> {
+    let r = rein_operation::profile::model_ref(model)
+        .map_err(|e| ApiError::bad_request(format!("embed_model: {e}")))?;
+    app.runner
+        .host
+        .models
+        .provider(&r)
+        .map_err(|e| ApiError::unprocessable(format!("embed_model {model}: {e}")))?;
+    Ok(())
+}
+
+/// `GET /v1/knowledge`.
+pub async fn list(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+) -> Result<Json<BaseList>, ApiError> {
+    let mut bases = Vec::new();
+    for kb in app.store.list_knowledge_bases(Some(&user.id)).await? {
+        bases.push(base_out(&app, &kb).await?);
+    }
+    Ok(Json(BaseList { bases }))
+}
+
+/// `POST /v1/knowledge`.
+pub async fn create(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    Body(body): Body<CreateBase>,
+) -> Result<Reply<201, BaseOut>, ApiError> {
+    rein_operation::profile::check_name(&body.name).map_err(|_| {
+        ApiError::bad_request(format!(
+            "name `{}`: use 1-64 letters, digits, `-` or `_`",
+            body.name
+        ))
+    })?;
+    if let Some(m) = &body.embed_model {
+        check_model(&app, m)?;
+    }
+    let kb = app
+        .store
+        .create_knowledge_base(Some(&user.id), &body.name)
+        .await?;
+    if let Some(m) = &body.embed_model {
+        app.store.set_embed_model(&kb.id, Some(m)).await?;
+    }
+    let kb = owned_base(&app, &user, &body.name).await?;
+    Ok(Reply(base_out(&app, &kb).await?))
+}
+
+/// `GET /v1/knowledge/{name}`.
+pub async fn show(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    KnowledgePath(name): KnowledgePath,
+) -> Result<Json<BaseDetail>, ApiError> {
+    let kb = owned_base(&app, &user, &name).await?;
+    let embedded = match &kb.embed_model {
+        Some(m) => Some(app.store.embedding_counts(&kb.id, m).await?.0),
+        None => None,
+    };
+    Ok(Json(BaseDetail {
+        base: base_out(&app, &kb).await?,
+        embedded,
+        file_list: app.store.knowledge_files(&kb.id).await?,
+        jobs: app.store.ingest_jobs(&kb.id, true).await?,
+    }))
+}
+
+/// `DELETE /v1/knowledge/{name}`.
+pub async fn delete(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    KnowledgePath(name): KnowledgePath,
+) -> Result<NoContent, ApiError> {
+    let kb = owned_base(&app, &user, &name).await?;
+    app.store.delete_knowledge_base(&kb.id).await?;
+    Ok(NoContent)
+}
+
+/// `POST /v1/knowledge/{name}/files`.
+pub async fn upload(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    KnowledgePath(name): KnowledgePath,
+    Upload(files): Upload,
+) -> Result<Reply<202, IngestJob>, ApiError> {
+    let kb = owned_base(&app, &user, &name).await?;
+    let entries: Vec<NewJobFile> = files
+        .into_iter()
+        .map(|(path, bytes)| NewJobFile {
+            path,
+            source: None,
+            content: Some(bytes),
+        })
+        .collect();
+    let job = app
+        .store
+        .create_ingest_job(&kb.id, 400, 40, &entries)
+        .await?;
+    app.ingest.notify_one();
+    Ok(Reply(job))
+}
+
+/// `GET /v1/knowledge-jobs/{id}`.
+pub async fn job(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    KnowledgeJobPath(id): KnowledgeJobPath,
+) -> Result<Json<IngestJob>, ApiError> {
+    let missing = || ApiError::not_found(format!("no ingestion job {id}"));
+    let job = app.store.ingest_job(&id).await?.ok_or_else(missing)?;
+    let kb = app
+        .store
+        .knowledge_base_by_id(&job.kb_id)
+        .await?
+        .ok_or_else(missing)?;
+    if kb.owner.as_deref() != Some(user.id.as_str()) {
+        return Err(missing());
+    }
+    Ok(Json(job))
+}
+
+/// `POST /v1/knowledge/{name}/search`.
+pub async fn search(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    KnowledgePath(name): KnowledgePath,
+    Body(body): Body<SearchBody>,
+) -> Result<Json<SearchOut>, ApiError> {
+    owned_base(&app, &user, &name).await?;
+    let top = body.top_k.unwrap_or(5).clamp(1, 50);
+    let found = retrieve::search(
+        &*app.store,
+        Some(&*app.runner.host.models),
+        Some(&user.id),
+        std::slice::from_ref(&name),
+        &body.query,
+        top,
+    )
+    .await?;
+    Ok(Json(SearchOut {
+        full_text_only: found.full_text_only.into_iter().next().map(|(_, why)| why),
+        hits: found
+            .hits
+            .into_iter()
+            .map(|(_, h)| HitOut {
+                citation: rein_operation::knowledge::citation(&h),
+                path: h.path,
+                headings: h.headings,
+                line_start: h.line_start,
+                line_end: h.line_end,
+                text: h.text,
+                score: h.score,
+            })
+            .collect(),
+    }))
+}
+
+/// The knowledge routes and their documents.
+pub fn api() -> Api {
+    Api::new()
+        .route(Method::Get, "/v1/knowledge", "Your knowledge bases", list)
+        .route(
+            Method::Post,
+            "/v1/knowledge",
+            "Create a knowledge base (optionally with an embedding model)",
+            create,
+        )
+        .route(
+            Method::Get,
+            "/v1/knowledge/{name}",
+            "A knowledge base: its files (chunks or why skipped) and unfinished ingestion jobs",
+            show,
+        )
+        .route(
+            Method::Delete,
+            "/v1/knowledge/{name}",
+            "Delete a knowledge base with everything in it",
+            delete,
+        )
+        .route_with_body_limit(
+            Method::Post,
+            "/v1/knowledge/{name}/files",
+            "Upload files (multipart): recorded as an ingestion job the server runs in the background",
+            UPLOAD_LIMIT,
+            upload,
+        )
+        .route(
+            Method::Post,
+            "/v1/knowledge/{name}/search",
+            "Search a knowledge base by full text and meaning, with citations",
+            search,
+        )
+        .route(
+            Method::Get,
+            "/v1/knowledge-jobs/{id}",
+            "An ingestion job: how many files are done, and whether it ended",
+            job,
+        )
+}
