@@ -8,6 +8,7 @@ mod connect;
 mod groups;
 mod host;
 mod knowledge;
+mod memory;
 mod output;
 mod prompt;
 mod remote;
@@ -114,6 +115,11 @@ pub(crate) enum Command {
     Kb {
         #[command(subcommand)]
         command: knowledge::KbCommand,
+    },
+    /// What rein learnt about you from conversations: list, show, edit, forget; turn it off.
+    Memory {
+        #[command(subcommand)]
+        command: memory::MemoryCommand,
     },
     /// Conversations: list, search, show (with versions), rename, delete.
     Topic {
@@ -476,6 +482,11 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             knowledge::command(&store, &*models, command, cli.json).await?;
             Ok(exit::DONE)
         }
+        Command::Memory { command } => {
+            let host = host::host(Arc::clone(&store), &ctx, None).await?;
+            memory::command(&store, &host, command, cli.json).await?;
+            Ok(exit::DONE)
+        }
         Command::Skill { command } => {
             skills::command(command, &ctx.config, cli.json)?;
             Ok(exit::DONE)
@@ -532,6 +543,13 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             });
             let end = driver.run(id).await?;
             let end = prompt::ask(&driver, id, end).await?;
+            // Learning from the conversation comes after the answer is out; a failure is
+            // retried by the next run, never the run's failure.
+            if matches!(end, RunEnd::Done { .. })
+                && let Err(e) = memory::extract(&host, false).await
+            {
+                tracing::warn!(error = %e, "memory extraction could not run");
+            }
             finish(&store, id, &end).await
         }
         Command::Approve { id, calls, all } => {

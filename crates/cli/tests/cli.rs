@@ -3210,3 +3210,189 @@ async fn a_base_with_an_embedding_model_is_searched_by_meaning_and_by_words() {
     );
     assert!(out.contains("b.md:1-3"), "{out}");
 }
+
+/// The extractor's answer: `memories` as `(category, subject, text)`.
+fn memories(items: &[(&str, &str, &str)]) -> Canned {
+    let list: Vec<serde_json::Value> = items
+        .iter()
+        .map(|(c, s, t)| {
+            serde_json::json!({"category": c, "subject": s, "text": t, "message_id": "m-unknown"})
+        })
+        .collect();
+    Canned::openai_text(&serde_json::json!({ "memories": list }).to_string())
+}
+
+#[tokio::test]
+async fn memories_are_learnt_merged_replaced_forgotten_and_turned_off() {
+    let e = env(Vec::new()).await;
+    // Titles and extractions each get their own script, whatever order they come in.
+    e.server.route(
+        "You name conversations",
+        (0..6).map(|_| Canned::openai_text("A title")).collect(),
+    );
+    e.server.route(
+        "You keep a memory of durable facts",
+        vec![
+            memories(&[
+                ("fact", "home city", "The user lives in Lyon."),
+                ("preference", "Indentation", "The user prefers tabs."),
+            ]),
+            // The same fact again, in other case and punctuation: merged.
+            memories(&[("fact", "home city", "the user lives in Lyon")]),
+            // A contradiction: replaces it.
+            memories(&[("fact", "Home City", "The user lives in Paris.")]),
+            // Forgotten: not learnt again.
+            memories(&[("fact", "home city", "The user lives in Paris.")]),
+        ],
+    );
+    let run = |prompt: &'static str| {
+        let mut c = e.cmd(&["run", prompt]);
+        c.env("REIN_SYSTEM_MODEL", "openai/gpt-4o-mini");
+        async move {
+            let out = c.output().await.unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        }
+    };
+    let extractions = || {
+        e.server
+            .requests()
+            .iter()
+            .filter(|r| {
+                r.system_text()
+                    .contains("You keep a memory of durable facts")
+            })
+            .count()
+    };
+    let e = &e;
+    let list = |history: bool| async move {
+        let args: &[&str] = if history {
+            &["memory", "list", "--history"]
+        } else {
+            &["memory", "list"]
+        };
+        let (code, out, err) = e.rein(args).await;
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+
+    e.server.push(Canned::openai_text("Noted."));
+    let err = run("I live in Lyon and I prefer tabs.").await;
+    assert!(
+        err.contains("memory: 2 new, 0 replaced, 0 already known"),
+        "{err}"
+    );
+    assert_eq!(extractions(), 1);
+    let first = e
+        .server
+        .requests()
+        .into_iter()
+        .find(|r| r.system_text().contains("You keep a memory"))
+        .unwrap();
+    assert!(
+        first
+            .body
+            .to_string()
+            .contains("I live in Lyon and I prefer tabs."),
+        "the conversation is read"
+    );
+    let out = list(false).await;
+    assert!(
+        out.contains("[fact] home city: The user lives in Lyon."),
+        "{out}"
+    );
+    assert!(
+        out.contains("[preference] indentation: The user prefers tabs."),
+        "{out}"
+    );
+
+    // The next conversation is told, and the same fact learnt again is merged.
+    e.server.push(Canned::openai_text("Hello."));
+    let err = run("Which city do I live in?").await;
+    assert!(err.contains("0 new, 0 replaced, 1 already known"), "{err}");
+    let asked = e
+        .server
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| {
+            r.body.to_string().contains("Which city do I live in?")
+                && !r.system_text().contains("You keep a memory")
+                && !r.system_text().contains("You name")
+        })
+        .unwrap();
+    assert!(
+        asked.body.to_string().contains("The user lives in Lyon."),
+        "{}",
+        asked.body
+    );
+    assert_eq!(list(false).await.lines().count(), 2);
+
+    // A contradiction replaces the older fact, which stays as history.
+    e.server.push(Canned::openai_text("Enjoy Paris."));
+    let err = run("I moved to Paris last week.").await;
+    assert!(err.contains("0 new, 1 replaced"), "{err}");
+    let out = list(false).await;
+    assert!(
+        out.contains("The user lives in Paris.") && !out.contains("Lyon"),
+        "{out}"
+    );
+    let out = list(true).await;
+    assert!(out.contains("The user lives in Lyon.  (replaced)"), "{out}");
+    let paris = list(false)
+        .await
+        .lines()
+        .find(|l| l.contains("Paris"))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+    let (code, show, err) = e.rein(&["memory", "show", &paris]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(show.contains("replaced: The user lives in Lyon."), "{show}");
+
+    // Forgotten: gone with its history, never injected, never learnt again.
+    let (code, _, err) = e.rein(&["memory", "forget", &paris]).await;
+    assert_eq!(code, 0, "{err}");
+    let out = list(true).await;
+    assert!(!out.contains("Paris") && !out.contains("Lyon"), "{out}");
+    e.server.push(Canned::openai_text("Sure."));
+    run("Remember: I live in Paris.").await;
+    assert_eq!(extractions(), 4);
+    assert!(!list(true).await.contains("Paris"));
+    e.server.push(Canned::openai_text("Right."));
+    run("Where do I live?").await;
+    let asked = e
+        .server
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| {
+            r.body.to_string().contains("Where do I live?")
+                && !r.system_text().contains("You keep a memory")
+                && !r.system_text().contains("You name")
+        })
+        .unwrap();
+    assert!(
+        !asked.body.to_string().contains("lives in Paris"),
+        "{}",
+        asked.body
+    );
+
+    // Off: conversations are no longer read.
+    let before = extractions();
+    let (code, _, err) = e.rein(&["memory", "off"]).await;
+    assert_eq!(code, 0, "{err}");
+    e.server.push(Canned::openai_text("Ok."));
+    run("I now live in Rome.").await;
+    assert_eq!(extractions(), before, "no extraction while off");
+    let (_, _, err) = e.rein(&["memory", "list"]).await;
+    assert!(err.contains("learning is off"), "{err}");
+    let (code, _, err) = e.rein(&["memory", "forget", "mem_nope"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no memory mem_nope"), "{err}");
+}

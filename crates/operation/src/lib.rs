@@ -33,6 +33,7 @@ pub mod external;
 pub mod group;
 mod host;
 pub mod knowledge;
+pub mod memories;
 mod model_port;
 pub mod models;
 pub mod profile;

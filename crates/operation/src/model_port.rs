@@ -88,11 +88,30 @@ impl ModelPort {
             return Vec::new();
         };
         let scope = crate::tools::document_scope(req.state);
-        let all = match self
-            .store
-            .list_documents(DocumentKind::Memory, &scope, RECALL_WINDOW)
-            .await
-        {
+        let owner = crate::tools::owner_of(req.state);
+        // What the agent was told to remember, and what was learnt from the user's
+        // conversations (every agent of the user's; forgotten ones are never listed).
+        let read = async {
+            let mut all = self
+                .store
+                .list_documents(DocumentKind::Memory, &scope, RECALL_WINDOW)
+                .await?;
+            let learnt = self.store.list_memories(owner.as_deref(), false).await?;
+            all.extend(learnt.into_iter().take(RECALL_WINDOW).map(|m| {
+                rein_core::document::Document {
+                    kind: DocumentKind::Memory,
+                    scope: scope.clone(),
+                    id: m.id,
+                    title: String::new(),
+                    body: m.text,
+                    created_at: m.created_at,
+                    updated_at: m.updated_at,
+                    embedding: m.embedding,
+                }
+            }));
+            Ok::<_, rein_store::StoreError>(all)
+        };
+        let all = match read.await {
             Ok(all) => all,
             Err(e) => {
                 // Memories enrich a request; failing to read them must not fail it.

@@ -16,13 +16,16 @@
 //! with the message its active branch runs through ([`Topics`]), devices and their tokens
 //! ([`Devices`]), and knowledge bases: files written whole as chunks, searched by full text
 //! with each backend's own index, FTS5 or `tsvector`, and by their embedding model's vectors in
-//! an in-process index ([`Knowledge`]), filled by durable ingestion jobs ([`KnowledgeJobs`]).
+//! an in-process index ([`Knowledge`]), filled by durable ingestion jobs ([`KnowledgeJobs`]),
+//! and the memories models extract from finished conversations, with their history and queue
+//! ([`Memories`]).
 
 mod accounts;
 mod briefs;
 mod devices;
 mod error;
 mod knowledge;
+mod memories;
 mod records;
 mod schema;
 mod sql;
@@ -39,6 +42,9 @@ pub use error::StoreError;
 pub use knowledge::{
     ChunkHit, IngestJob, IngestState, JobFile, Knowledge, KnowledgeBase, KnowledgeFile,
     KnowledgeJobs, NewChunk, NewJobFile, PendingChunk,
+};
+pub use memories::{
+    Applied, ExtractionTask, Memories, MemoryCategory, MemoryRecord, NewMemory, text_key,
 };
 pub use records::*;
 pub use sql::{CommitNotices, Counts, SqlStore, Synchronous, redact};
@@ -60,7 +66,7 @@ use rein_core::{AgentEvent, Message, MessageId, OperationId};
 
 /// Durable storage for operations (and the briefs they raise). Every method is one
 /// transaction.
-pub trait Store: Briefs + Topics + Knowledge + KnowledgeJobs + Send + Sync {
+pub trait Store: Briefs + Topics + Knowledge + KnowledgeJobs + Memories + Send + Sync {
     /// Persist a new operation with its first messages, before anything runs.
     fn create_operation<'a>(
         &'a self,

@@ -18,6 +18,11 @@ const PER_BACKEND: &[(i64, &str, &str)] = &[
         include_str!("../migrations/0017_knowledge_ingestion_sqlite.sql"),
         include_str!("../migrations/0017_knowledge_ingestion_postgres.sql"),
     ),
+    (
+        18,
+        include_str!("../migrations/0018_memories_sqlite.sql"),
+        include_str!("../migrations/0018_memories_postgres.sql"),
+    ),
 ];
 
 /// `(version, description, sql)`, applied in order.
@@ -98,6 +103,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         17,
         "knowledge embeddings and ingestion jobs",
         include_str!("../migrations/0017_knowledge_ingestion.sql"),
+    ),
+    (
+        18,
+        "memories extracted from conversations",
+        include_str!("../migrations/0018_memories.sql"),
     ),
 ];
 

@@ -19,7 +19,7 @@ mod system_model;
 mod title;
 mod turn;
 
-pub use system_model::SystemModelError;
+pub use system_model::{SystemModelError, ask_json};
 pub use title::TITLE_INSTRUCTIONS;
 pub use turn::{BranchError, Turn};
 

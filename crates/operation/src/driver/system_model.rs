@@ -44,26 +44,15 @@ impl Driver {
             .system_model
             .as_ref()
             .ok_or(SystemModelError::NotConfigured)?;
-        let provider = self.models.provider(model)?;
-        let mut req = ChatRequest::new(
-            model.model.to_string(),
-            vec![
-                Arc::new(Message::system(instructions)),
-                Arc::new(Message::user(input)),
-            ],
-        );
-        req.response_format = format;
-        req.cancel = self.cancel.child_token();
-        let mut stream = provider.chat(req);
-        let mut collector = rein_model::Collector::new();
-        while let Some(event) = stream.next().await {
-            collector.push(&event);
-        }
-        let reply = collector.finish();
-        match reply.error {
-            Some(e) => Err(e.into()),
-            None => Ok(reply.text),
-        }
+        ask(
+            &*self.models,
+            model,
+            self.cancel.child_token(),
+            instructions,
+            input,
+            format,
+        )
+        .await
     }
 
     /// Ask the system model for a JSON object matching `schema` (named `name`, strict where the
@@ -76,31 +65,88 @@ impl Driver {
         name: &str,
         schema: serde_json::Value,
     ) -> Result<Option<serde_json::Value>, SystemModelError> {
-        if !self.has_system_model() {
+        let Some(model) = self.system_model.as_ref() else {
             return Ok(None);
-        }
-        let text = self
-            .ask_system_model(
-                instructions,
-                input,
-                ResponseFormat::JsonSchema {
-                    name: name.to_owned(),
-                    schema,
-                    strict: true,
-                },
-            )
-            .await?;
-        // Some models wrap JSON in a code fence even when asked not to.
-        let body = text.trim();
-        let body = body
-            .strip_prefix("```json")
-            .or_else(|| body.strip_prefix("```"))
-            .and_then(|b| b.strip_suffix("```"))
-            .unwrap_or(body)
-            .trim();
-        serde_json::from_str(body).map(Some).map_err(|e| {
-            let shown: String = text.chars().take(200).collect();
-            SystemModelError::NotJson(format!("{e} in {shown:?}"))
-        })
+        };
+        ask_json(
+            &*self.models,
+            model,
+            self.cancel.child_token(),
+            instructions,
+            input,
+            name,
+            schema,
+        )
+        .await
+        .map(Some)
     }
+}
+
+/// Ask `model`: `instructions` as the system message, `input` as the user's; the answer's text.
+pub async fn ask(
+    models: &dyn crate::models::ModelSource,
+    model: &rein_core::state::ModelRef,
+    cancel: tokio_util::sync::CancellationToken,
+    instructions: &str,
+    input: String,
+    format: ResponseFormat,
+) -> Result<String, SystemModelError> {
+    let provider = models.provider(model)?;
+    let mut req = ChatRequest::new(
+        model.model.to_string(),
+        vec![
+            Arc::new(Message::system(instructions)),
+            Arc::new(Message::user(input)),
+        ],
+    );
+    req.response_format = format;
+    req.cancel = cancel;
+    let mut stream = provider.chat(req);
+    let mut collector = rein_model::Collector::new();
+    while let Some(event) = stream.next().await {
+        collector.push(&event);
+    }
+    let reply = collector.finish();
+    match reply.error {
+        Some(e) => Err(e.into()),
+        None => Ok(reply.text),
+    }
+}
+
+/// Ask `model` for a JSON object matching `schema` (named `name`, strict where the provider
+/// supports it).
+pub async fn ask_json(
+    models: &dyn crate::models::ModelSource,
+    model: &rein_core::state::ModelRef,
+    cancel: tokio_util::sync::CancellationToken,
+    instructions: &str,
+    input: String,
+    name: &str,
+    schema: serde_json::Value,
+) -> Result<serde_json::Value, SystemModelError> {
+    let text = ask(
+        models,
+        model,
+        cancel,
+        instructions,
+        input,
+        ResponseFormat::JsonSchema {
+            name: name.to_owned(),
+            schema,
+            strict: true,
+        },
+    )
+    .await?;
+    // Some models wrap JSON in a code fence even when asked not to.
+    let body = text.trim();
+    let body = body
+        .strip_prefix("```json")
+        .or_else(|| body.strip_prefix("```"))
+        .and_then(|b| b.strip_suffix("```"))
+        .unwrap_or(body)
+        .trim();
+    serde_json::from_str(body).map_err(|e| {
+        let shown: String = text.chars().take(200).collect();
+        SystemModelError::NotJson(format!("{e} in {shown:?}"))
+    })
 }

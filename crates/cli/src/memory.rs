@@ -1,0 +1,178 @@
+//! `rein memory …`: what rein learnt about you from your conversations (extracted after each
+//! `rein run` by `rein_operation::memories`, and by `rein serve` for its users): list it with
+//! its history, correct it, forget it (for good: the same fact is not learnt again), or turn
+//! learning off.
+
+use anyhow::bail;
+use rein_operation::Host;
+use rein_operation::memories::Extractor;
+use rein_store::{Memories, MemoryRecord, SqlStore};
+
+/// `rein memory` subcommands.
+#[derive(clap::Subcommand)]
+pub enum MemoryCommand {
+    /// List what is remembered, newest first.
+    List {
+        /// Also the memories later ones replaced.
+        #[arg(long)]
+        history: bool,
+    },
+    /// Show a memory: where it came from and what it replaced.
+    Show {
+        /// Its id (`mem_…`).
+        id: String,
+    },
+    /// Correct a memory's text.
+    Edit {
+        /// Its id.
+        id: String,
+        /// The new text.
+        text: String,
+    },
+    /// Forget a memory and its history; the same fact is not learnt again.
+    Forget {
+        /// Its id.
+        id: String,
+    },
+    /// Stop learning from conversations (what is remembered stays until forgotten).
+    Off,
+    /// Learn from conversations again.
+    On,
+    /// Read the conversations waiting for it now (`rein run` does after each answer).
+    Extract,
+}
+
+fn line(m: &MemoryRecord) -> String {
+    let replaced = if m.superseded_by.is_some() {
+        "  (replaced)"
+    } else {
+        ""
+    };
+    let category = serde_json::to_value(m.category)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    format!("{}  [{category}] {}: {}{replaced}", m.id, m.subject, m.text)
+}
+
+/// `rein memory …`.
+pub async fn command(
+    store: &SqlStore,
+    host: &Host,
+    command: MemoryCommand,
+    json: bool,
+) -> anyhow::Result<()> {
+    match command {
+        MemoryCommand::List { history } => {
+            if !store.memory_extraction(None).await? && !json {
+                eprintln!("(learning is off: `rein memory on` turns it back on)");
+            }
+            for m in store.list_memories(None, history).await? {
+                if json {
+                    println!("{}", serde_json::to_string(&m)?);
+                } else {
+                    println!("{}", line(&m));
+                }
+            }
+        }
+        MemoryCommand::Show { id } => {
+            let Some((m, history)) = store.memory(None, &id).await? else {
+                bail!("no memory {id}");
+            };
+            if json {
+                println!("{}", serde_json::json!({"memory": m, "history": history}));
+            } else {
+                println!("{}", line(&m));
+                println!(
+                    "from operation {} (message {}), {}",
+                    m.source_operation.as_deref().unwrap_or("-"),
+                    m.source_message.as_deref().unwrap_or("-"),
+                    m.created_at.format("%Y-%m-%d %H:%M")
+                );
+                for h in history {
+                    println!(
+                        "  replaced: {} ({})",
+                        h.text,
+                        h.created_at.format("%Y-%m-%d")
+                    );
+                }
+            }
+        }
+        MemoryCommand::Edit { id, text } => {
+            if text.trim().is_empty() {
+                bail!("give the memory's new text (to remove it: `rein memory forget {id}`)");
+            }
+            let embedder = embedder(host);
+            let embedding =
+                rein_tools::documents::embed_one(embedder.as_deref(), text.trim()).await;
+            if !store
+                .edit_memory(None, &id, &text, embedding.as_ref())
+                .await?
+            {
+                bail!("no current memory {id} (`rein memory list`)");
+            }
+            eprintln!("memory {id} changed");
+        }
+        MemoryCommand::Forget { id } => {
+            if !store.forget_memory(None, &id).await? {
+                bail!("no memory {id} (`rein memory list`)");
+            }
+            eprintln!("memory {id} forgotten");
+        }
+        MemoryCommand::Off => {
+            store.set_memory_extraction(None, false).await?;
+            eprintln!("rein no longer learns from your conversations");
+        }
+        MemoryCommand::On => {
+            store.set_memory_extraction(None, true).await?;
+            eprintln!("rein learns from your conversations again");
+        }
+        MemoryCommand::Extract => extract(host, true).await?,
+    }
+    Ok(())
+}
+
+/// The embedder memories are stored with (the host's, as the memory tool's).
+fn embedder(host: &Host) -> Option<Box<dyn rein_tools::documents::Embedder>> {
+    host.embedder.as_ref().map(|(provider, model)| {
+        Box::new(rein_operation::ProviderEmbedder::new(
+            std::sync::Arc::clone(provider),
+            model.clone(),
+        )) as Box<dyn rein_tools::documents::Embedder>
+    })
+}
+
+/// Read the conversations waiting for extraction with the host's system model, saying what
+/// was learnt when `verbose` or when something was. Without a system model (`system_model`,
+/// `REIN_SYSTEM_MODEL`) nothing is read: learning is one of rein's own jobs, done by the model
+/// chosen for them.
+pub async fn extract(host: &Host, verbose: bool) -> anyhow::Result<()> {
+    let Some(model) = host.system_model.clone() else {
+        if verbose {
+            bail!("no system model to learn with: set system_model (or REIN_SYSTEM_MODEL)");
+        }
+        return Ok(());
+    };
+    let embedder = embedder(host);
+    let extractor = Extractor {
+        store: &*host.store,
+        models: &*host.models,
+        model: &model,
+        embedder: embedder.as_deref(),
+        cancel: tokio_util::sync::CancellationToken::new(),
+    };
+    for done in extractor.run_pending(20).await? {
+        match done.outcome {
+            Ok(a) if a.added + a.replaced + a.merged > 0 || verbose => eprintln!(
+                "memory: {} new, {} replaced, {} already known (from {})",
+                a.added, a.replaced, a.merged, done.operation_id
+            ),
+            Ok(_) => {}
+            Err(e) => eprintln!(
+                "memory: nothing learnt from {} yet ({e}); it is tried again later",
+                done.operation_id
+            ),
+        }
+    }
+    Ok(())
+}
