@@ -399,6 +399,10 @@ pub async fn serve(
         Arc::clone(&app),
         std::time::Duration::from_secs(2),
     ));
+    tokio::spawn(rein_server::memories::extraction_loop(
+        Arc::clone(&app),
+        std::time::Duration::from_secs(2),
+    ));
     let wake = follow_other_processes(&app);
     // Due tasks are dispatched by this process too.
     tokio::spawn(rein_server::tasks::dispatch_loop(

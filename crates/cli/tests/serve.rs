@@ -4870,3 +4870,121 @@ async fn knowledge_bases_are_uploaded_ingested_in_the_background_and_searched() 
         .await;
     assert_eq!(list["bases"], json!([]));
 }
+
+#[tokio::test]
+async fn the_server_learns_memories_from_conversations_and_users_manage_them() {
+    let e = env(vec![Canned::openai_text("Noted.")]).await;
+    e.model.route(
+        "You name conversations",
+        (0..4).map(|_| Canned::openai_text("A title")).collect(),
+    );
+    e.model.route(
+        "You keep a memory of durable facts",
+        vec![Canned::openai_text(
+            &json!({"memories": [
+                {"category": "project", "subject": "current project", "text": "The user is writing a compiler.", "message_id": "x"}
+            ]})
+            .to_string(),
+        )],
+    );
+    let rein = e
+        .start(&[("REIN_SYSTEM_MODEL", "openai/gpt-4o-mini")])
+        .await;
+    let alice = e.token("alice").await;
+    let bob = e.token("bob").await;
+    let op = e
+        .create_operation(
+            &rein,
+            &alice,
+            json!({"input": "I am writing a compiler in Rust."}),
+        )
+        .await;
+    wait_status(&e, &rein, &op, &alice, "done").await;
+    let list = eventually("the memory being learnt", || async {
+        let (_, list) = e
+            .call(&rein, "GET", "/v1/memories", Some(&alice), None)
+            .await;
+        (list["memories"].as_array().is_some_and(|m| !m.is_empty())).then_some(list)
+    })
+    .await;
+    assert_eq!(list["extraction"], true);
+    let memory = &list["memories"][0];
+    assert_eq!(memory["text"], "The user is writing a compiler.", "{list}");
+    assert_eq!(memory["category"], "project");
+    assert_eq!(memory["source_operation"], op.as_str());
+    let id = memory["id"].as_str().unwrap().to_owned();
+    // Per user: bob sees nothing, and cannot touch it.
+    let (_, theirs) = e.call(&rein, "GET", "/v1/memories", Some(&bob), None).await;
+    assert_eq!(theirs["memories"], json!([]));
+    let (status, _) = e
+        .call(
+            &rein,
+            "DELETE",
+            &format!("/v1/memories/{id}"),
+            Some(&bob),
+            None,
+        )
+        .await;
+    assert_eq!(status, 404);
+    let (status, edited) = e
+        .call(
+            &rein,
+            "PATCH",
+            &format!("/v1/memories/{id}"),
+            Some(&alice),
+            Some(json!({"text": "The user is writing a Rust compiler."})),
+        )
+        .await;
+    assert_eq!(status, 200, "{edited}");
+    assert_eq!(
+        edited["memory"]["text"],
+        "The user is writing a Rust compiler."
+    );
+    let (status, body) = e
+        .call(
+            &rein,
+            "PATCH",
+            &format!("/v1/memories/{id}"),
+            Some(&alice),
+            Some(json!({"text": " "})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = e
+        .call(&rein, "GET", "/v1/memories/not-an-id", Some(&alice), None)
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let (status, off) = e
+        .call(
+            &rein,
+            "PUT",
+            "/v1/memories/settings",
+            Some(&alice),
+            Some(json!({"extraction": false})),
+        )
+        .await;
+    assert_eq!((status, &off["extraction"]), (200, &json!(false)), "{off}");
+    let (status, _) = e
+        .call(
+            &rein,
+            "DELETE",
+            &format!("/v1/memories/{id}"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(status, 204);
+    let (_, list) = e
+        .call(
+            &rein,
+            "GET",
+            "/v1/memories?history=true",
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (list["memories"].clone(), list["extraction"].clone()),
+        (json!([]), json!(false))
+    );
+}

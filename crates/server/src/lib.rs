@@ -17,6 +17,7 @@ pub mod devices;
 pub mod error;
 pub mod hub;
 pub mod knowledge;
+pub mod memories;
 pub mod metrics;
 pub mod openapi;
 pub mod origin;
@@ -149,6 +150,7 @@ pub fn api() -> api::Api {
         .merge(briefs::api())
         .merge(devices_api::api())
         .merge(routes::knowledge::api())
+        .merge(routes::memories::api())
 }
 
 /// Every route.

@@ -6,6 +6,7 @@ pub mod devices;
 pub mod events;
 pub mod groups;
 pub mod knowledge;
+pub mod memories;
 pub mod models;
 pub mod openai;
 pub mod operations;
@@ -392,4 +393,20 @@ path_param!(
         }
     },
     schema: json!({"type": "string", "pattern": "^kj_[0-9a-f]{32}$"})
+);
+
+path_param!(
+    /// `{id}` of a memory: `mem_` and 32 lowercase hex digits.
+    MemoryPath,
+    check: |s| {
+        let ok = s
+            .strip_prefix("mem_")
+            .is_some_and(|h| h.len() == 32 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+        if ok {
+            Ok(())
+        } else {
+            Err(ApiError::bad_request("not a memory id (`mem_` and 32 hex digits)"))
+        }
+    },
+    schema: json!({"type": "string", "pattern": "^mem_[0-9a-f]{32}$"})
 );
