@@ -562,3 +562,47 @@ async fn the_ui_lists_a_connected_device_runs_a_conversation_on_it_and_revokes_i
         "from the browser"
     );
 }
+
+#[tokio::test]
+async fn the_ui_uploads_to_a_knowledge_base_attaches_it_and_opens_a_citation() {
+    let (chromium, playwright) = match prerequisites() {
+        Ok(p) => p,
+        Err(missing) => {
+            rein_testkit::skip("the web UI's knowledge bases in Chromium", &missing);
+            return;
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("rein-ui-knowledge-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = serve(
+        vec![Canned::openai_text("Install it with cargo [guide.md:3-5].")],
+        3,
+    )
+    .await;
+    let (_server, base) = serve_ui(&dir, &model.base).await;
+    let (report, out) = run_script("knowledge.cjs", &base, &chromium, &playwright).await;
+    assert_eq!(
+        report["ok"],
+        true,
+        "{report:#}\nscreenshots in {}",
+        out.display()
+    );
+    let http = reqwest::Client::new();
+    // The agent was saved with the base, and the answer's request carried its chunk.
+    get_until(
+        &http,
+        &format!("{base}/v1/agents/helper"),
+        "the agent saved with its knowledge",
+        |a| a["config"]["knowledge"] == json!(["manuals"]),
+    )
+    .await;
+    get_until(
+        &http,
+        &format!("{base}/v1/memories"),
+        "learning turned off",
+        |m| m["extraction"] == false,
+    )
+    .await;
+    let asked = model.requests()[0].body.to_string();
+    assert!(asked.contains("Run cargo install rein-cli"), "{asked}");
+}

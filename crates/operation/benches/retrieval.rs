@@ -14,7 +14,7 @@
 //! only by paraphrased queries. Half the queries repeat a chunk's rarest words (what full-text
 //! search is good at); half say the same concepts with the other forms (what only meaning
 //! finds). The embedding is a deterministic stand-in used only by this bench: a hashed,
-//! rarity-weighted bag of concepts in 256 dimensions, which knows both forms of a concept the
+//! rarity-weighted bag of concepts in 384 dimensions, which knows both forms of a concept the
 //! way a real model knows synonyms. Its figures show what fusion does with two rankings of
 //! different strengths, not how good any real embedding model is.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -35,7 +35,7 @@ use std::time::Instant;
 const SECTIONS_PER_FILE: usize = 10;
 const WORDS_PER_SECTION: usize = 48;
 const QUERIES: usize = 200;
-const DIMS: usize = 256;
+const DIMS: usize = 384;
 const MODEL: &str = "bench/concepts";
 
 /// splitmix64: a small deterministic generator (the corpus is the same on every run).
@@ -102,7 +102,8 @@ impl Lexicon {
         for word in text.split(|c: char| !c.is_alphanumeric()) {
             if let Some(&c) = self.by_word.get(&word.to_lowercase()) {
                 let h = (c as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-                let weight = ((self.concepts as f32) / (c as f32 + 1.0)).ln().max(0.1);
+                // Rare concepts (high ids) say the most, as inverse document frequency would.
+                let weight = (c as f32 + 2.0).ln();
                 let sign = if h >> 63 == 0 { 1.0 } else { -1.0 };
                 v[(h >> 20) as usize % DIMS] += sign * weight;
             }

@@ -830,8 +830,18 @@ async fn knowledge_vectors_and_jobs(store: &SqlStore, other: &SqlStore) {
 
     // Without a model nothing is pending; with one, every chunk is, until it has a vector.
     store.set_embed_model(&kb.id, Some("p/e1")).await.unwrap();
-    let pending = store.pending_embeddings(&kb.id, "p/e1", 10).await.unwrap();
+    let pending = store
+        .pending_embeddings(&kb.id, "p/e1", None, 10)
+        .await
+        .unwrap();
     assert_eq!(pending.len(), 3);
+    // Walking on from a chunk reads what follows it.
+    let rest = store
+        .pending_embeddings(&kb.id, "p/e1", Some(("a.md", 0)), 10)
+        .await
+        .unwrap();
+    let keys: Vec<(&str, u64)> = rest.iter().map(|c| (c.path.as_str(), c.ordinal)).collect();
+    assert_eq!(keys, [("a.md", 1), ("b.md", 0)]);
     let axis = |i: usize| {
         let mut v = vec![0.0f32; 3];
         v[i] = 2.0;
@@ -856,7 +866,7 @@ async fn knowledge_vectors_and_jobs(store: &SqlStore, other: &SqlStore) {
     );
     assert!(
         store
-            .pending_embeddings(&kb.id, "p/e1", 10)
+            .pending_embeddings(&kb.id, "p/e1", None, 10)
             .await
             .unwrap()
             .is_empty()
@@ -920,7 +930,7 @@ async fn knowledge_vectors_and_jobs(store: &SqlStore, other: &SqlStore) {
     );
     assert_eq!(
         store
-            .pending_embeddings(&kb.id, "p/e2", 10)
+            .pending_embeddings(&kb.id, "p/e2", None, 10)
             .await
             .unwrap()
             .len(),

@@ -209,14 +209,31 @@ async fn embed_pending(
     progress: &(dyn Fn(Progress) + Send + Sync),
 ) -> Result<(), String> {
     let store_err = |e: StoreError| e.to_string();
+    // Passes over the base in chunk order, each reading every chunk once; another pass only
+    // when this one stored something (chunks written behind it meanwhile are caught then).
+    let mut after: Option<(String, u64)> = None;
+    let mut stored_in_pass = 0;
+    // Counted once; progress then adds what each batch stored.
+    let (mut done, total) = store.embedding_counts(kb, model).await.map_err(store_err)?;
     loop {
         let batch = store
-            .pending_embeddings(kb, model, EMBED_BATCH)
+            .pending_embeddings(
+                kb,
+                model,
+                after.as_ref().map(|(p, o)| (p.as_str(), *o)),
+                EMBED_BATCH,
+            )
             .await
             .map_err(store_err)?;
-        if batch.is_empty() {
-            return Ok(());
-        }
+        let Some(last) = batch.last() else {
+            if after.is_none() || stored_in_pass == 0 {
+                return Ok(());
+            }
+            after = None;
+            stored_in_pass = 0;
+            continue;
+        };
+        after = Some((last.path.clone(), last.ordinal));
         let texts: Vec<String> = batch.iter().map(|c| c.text.clone()).collect();
         let vectors = embed_with_retries(embedder, &texts).await?;
         let pairs: Vec<_> = batch.into_iter().zip(vectors).collect();
@@ -224,6 +241,7 @@ async fn embed_pending(
             .put_knowledge_vectors(kb, model, &pairs)
             .await
             .map_err(store_err)?;
+        stored_in_pass += stored;
         if stored == 0 {
             // Every chunk of the batch changed under it, or the base's model did.
             let still = store
@@ -235,7 +253,7 @@ async fn embed_pending(
                 return Ok(());
             }
         }
-        let (done, total) = store.embedding_counts(kb, model).await.map_err(store_err)?;
+        done += stored;
         progress(Progress::Embedded { done, total });
     }
 }

@@ -9,7 +9,7 @@ use crate::AppState;
 use crate::api::{Api, Input, Method, NoContent, OperationDoc, Reply};
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::routes::{Body, KnowledgeJobPath, KnowledgePath};
+use crate::routes::{Body, KnowledgeJobPath, KnowledgePath, Params};
 use axum::Json;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::StatusCode;
@@ -115,6 +115,26 @@ pub struct SearchOut {
     /// Set when the search was by full text only, saying why (no embedding model, or the
     /// query could not be embedded).
     pub full_text_only: Option<String>,
+}
+
+/// `GET /v1/knowledge-chunks` query: a citation.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChunkQuery {
+    /// The cited file.
+    pub path: String,
+    /// The cited line (the first of a range).
+    pub line: u64,
+}
+
+/// `GET /v1/knowledge-chunks` answer: the chunk a citation points at.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ChunkOut {
+    /// The knowledge base it is in.
+    pub base: String,
+    /// The chunk.
+    #[serde(flatten)]
+    pub hit: HitOut,
 }
 
 /// Files of a multipart upload: every part with a file name (its path in the base).
@@ -361,6 +381,35 @@ pub async fn job(
     Ok(Json(job))
 }
 
+/// `GET /v1/knowledge-chunks?path=…&line=…`: what a citation in an answer points at, from the
+/// caller's bases (the first that has it).
+pub async fn chunk(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    Params(q): Params<ChunkQuery>,
+) -> Result<Json<ChunkOut>, ApiError> {
+    for kb in app.store.list_knowledge_bases(Some(&user.id)).await? {
+        if let Some(h) = app.store.chunk_at(&kb.id, &q.path, q.line).await? {
+            return Ok(Json(ChunkOut {
+                base: kb.name,
+                hit: HitOut {
+                    citation: rein_operation::knowledge::citation(&h),
+                    path: h.path,
+                    headings: h.headings,
+                    line_start: h.line_start,
+                    line_end: h.line_end,
+                    text: h.text,
+                    score: h.score,
+                },
+            }));
+        }
+    }
+    Err(ApiError::not_found(format!(
+        "no knowledge base of yours has {}:{}",
+        q.path, q.line
+    )))
+}
+
 /// `POST /v1/knowledge/{name}/search`.
 pub async fn search(
     State(app): State<AppState>,
@@ -431,6 +480,12 @@ pub fn api() -> Api {
             "/v1/knowledge/{name}/search",
             "Search a knowledge base by full text and meaning, with citations",
             search,
+        )
+        .route(
+            Method::Get,
+            "/v1/knowledge-chunks",
+            "The chunk a citation `[path:line]` points at, from your knowledge bases",
+            chunk,
         )
         .route(
             Method::Get,

@@ -157,6 +157,14 @@ pub trait Knowledge: Send + Sync {
         query: &'a str,
         limit: u32,
     ) -> BoxFuture<'a, Result<Vec<ChunkHit>, StoreError>>;
+    /// The chunk of `kb`'s file `path` that holds line `line` (the first, where chunks
+    /// overlap): what a citation `[path:line]` points at.
+    fn chunk_at<'a>(
+        &'a self,
+        kb: &'a str,
+        path: &'a str,
+        line: u64,
+    ) -> BoxFuture<'a, Result<Option<ChunkHit>, StoreError>>;
     /// Set (or clear) the embedding model of `kb`: the vectors of any other model are deleted,
     /// so every chunk is embedded again. Setting the model it has changes nothing.
     fn set_embed_model<'a>(
@@ -164,11 +172,14 @@ pub trait Knowledge: Send + Sync {
         kb: &'a str,
         model: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
-    /// Up to `limit` chunks of `kb` without a vector of `model`, in file order.
+    /// Up to `limit` chunks of `kb` without a vector of `model`, in file order, after the
+    /// chunk `after` (`(path, ordinal)`; `None`: from the start). Walking with the last one
+    /// returned reads each chunk once however large the base.
     fn pending_embeddings<'a>(
         &'a self,
         kb: &'a str,
         model: &'a str,
+        after: Option<(&'a str, u64)>,
         limit: u32,
     ) -> BoxFuture<'a, Result<Vec<PendingChunk>, StoreError>>;
     /// Store the vectors of `model` for chunks (one transaction); a chunk whose file changed
@@ -443,32 +454,43 @@ impl Knowledge for SqlStore {
             .bind(ts(Utc::now()))
             .execute(&mut *tx)
             .await?;
-            for (ordinal, c) in chunks.iter().enumerate() {
-                let headings = serde_json::to_string(&c.headings)
-                    .map_err(|e| StoreError::corrupt("chunk headings", e))?;
-                sqlx::query(
+            // Many rows per statement: a file's chunks are written in a few round trips.
+            let per = crate::sql::ROWS_PER_STATEMENT / 2;
+            for (batch_no, batch) in chunks.chunks(per).enumerate() {
+                let first = batch_no * per;
+                let sql = format!(
                     "INSERT INTO knowledge_chunks (kb_id, path, ordinal, headings, line_start, \
-                     line_end, text) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                )
-                .bind(kb)
-                .bind(path)
-                .bind(int(ordinal as u64))
-                .bind(headings)
-                .bind(int(c.line_start))
-                .bind(int(c.line_end))
-                .bind(&c.text)
-                .execute(&mut *tx)
-                .await?;
+                     line_end, text) VALUES {}",
+                    crate::sql::placeholders(batch.len(), 7)
+                );
+                let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+                for (i, c) in batch.iter().enumerate() {
+                    let headings = serde_json::to_string(&c.headings)
+                        .map_err(|e| StoreError::corrupt("chunk headings", e))?;
+                    q = q
+                        .bind(kb)
+                        .bind(path)
+                        .bind(int((first + i) as u64))
+                        .bind(headings)
+                        .bind(int(c.line_start))
+                        .bind(int(c.line_end))
+                        .bind(&c.text);
+                }
+                q.execute(&mut *tx).await?;
                 if !self.is_postgres() {
-                    sqlx::query(
-                        "INSERT INTO knowledge_fts (text, kb_id, path, ordinal) VALUES ($1, $2, $3, $4)",
-                    )
-                    .bind(&c.text)
-                    .bind(kb)
-                    .bind(path)
-                    .bind(int(ordinal as u64))
-                    .execute(&mut *tx)
-                    .await?;
+                    let sql = format!(
+                        "INSERT INTO knowledge_fts (text, kb_id, path, ordinal) VALUES {}",
+                        crate::sql::placeholders(batch.len(), 4)
+                    );
+                    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+                    for (i, c) in batch.iter().enumerate() {
+                        q = q
+                            .bind(&c.text)
+                            .bind(kb)
+                            .bind(path)
+                            .bind(int((first + i) as u64));
+                    }
+                    q.execute(&mut *tx).await?;
                 }
             }
             if let Some((job, seq)) = job_file {
@@ -551,6 +573,31 @@ impl Knowledge for SqlStore {
         .boxed()
     }
 
+    fn chunk_at<'a>(
+        &'a self,
+        kb: &'a str,
+        path: &'a str,
+        line: u64,
+    ) -> BoxFuture<'a, Result<Option<ChunkHit>, StoreError>> {
+        async move {
+            sqlx::query(
+                "SELECT path, ordinal, headings, line_start, line_end, text, \
+                 CAST(0 AS DOUBLE PRECISION) AS score FROM knowledge_chunks \
+                 WHERE kb_id = $1 AND path = $2 AND line_start <= $3 AND line_end >= $3 \
+                 ORDER BY ordinal LIMIT 1",
+            )
+            .bind(kb)
+            .bind(path)
+            .bind(int(line))
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(hit_from)
+            .transpose()
+        }
+        .boxed()
+    }
+
     fn set_embed_model<'a>(
         &'a self,
         kb: &'a str,
@@ -589,19 +636,24 @@ impl Knowledge for SqlStore {
         &'a self,
         kb: &'a str,
         model: &'a str,
+        after: Option<(&'a str, u64)>,
         limit: u32,
     ) -> BoxFuture<'a, Result<Vec<PendingChunk>, StoreError>> {
         async move {
+            let (after_path, after_ordinal) = after.map_or(("", -1), |(p, o)| (p, int(o)));
             let rows = sqlx::query(
                 "SELECT c.path AS path, c.ordinal AS ordinal, f.content_hash AS content_hash, \
                  c.text AS text FROM knowledge_chunks c \
                  JOIN knowledge_files f ON f.kb_id = c.kb_id AND f.path = c.path \
                  LEFT JOIN knowledge_vectors v ON v.kb_id = c.kb_id AND v.path = c.path \
                  AND v.ordinal = c.ordinal AND v.model = $2 \
-                 WHERE c.kb_id = $1 AND v.kb_id IS NULL ORDER BY c.path, c.ordinal LIMIT $3",
+                 WHERE c.kb_id = $1 AND (c.path > $3 OR (c.path = $3 AND c.ordinal > $4)) \
+                 AND v.kb_id IS NULL ORDER BY c.path, c.ordinal LIMIT $5",
             )
             .bind(kb)
             .bind(model)
+            .bind(after_path)
+            .bind(after_ordinal)
             .bind(i64::from(limit))
             .fetch_all(&self.pool)
             .await?;
@@ -748,24 +800,50 @@ impl Knowledge for SqlStore {
                     built
                 }
             };
-            let mut hits = Vec::new();
-            for ((path, ordinal), score) in index.search(query, limit as usize) {
-                let row = sqlx::query(
-                    "SELECT path, ordinal, headings, line_start, line_end, text, \
-                     CAST($4 AS DOUBLE PRECISION) AS score FROM knowledge_chunks \
-                     WHERE kb_id = $1 AND path = $2 AND ordinal = $3",
-                )
-                .bind(kb)
-                .bind(&path)
-                .bind(int(ordinal))
-                .bind(f64::from(score))
-                .fetch_optional(&self.pool)
-                .await?;
-                // A chunk removed since the index was read is passed over.
-                if let Some(row) = row {
-                    hits.push(hit_from(&row)?);
-                }
+            let found = index.search(
+                query,
+                (limit as usize).min(crate::sql::ROWS_PER_STATEMENT / 2),
+            );
+            if found.is_empty() {
+                return Ok(Vec::new());
             }
+            // One statement for every hit: `(path = $2k AND ordinal = $2k+1) OR …`.
+            let mut sql = String::from(
+                "SELECT path, ordinal, headings, line_start, line_end, text, \
+                 CAST(0 AS DOUBLE PRECISION) AS score FROM knowledge_chunks \
+                 WHERE kb_id = $1 AND (",
+            );
+            for i in 0..found.len() {
+                if i > 0 {
+                    sql.push_str(" OR ");
+                }
+                sql.push_str(&format!(
+                    "(path = ${} AND ordinal = ${})",
+                    2 * i + 2,
+                    2 * i + 3
+                ));
+            }
+            sql.push(')');
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(kb);
+            for ((path, ordinal), _) in &found {
+                q = q.bind(path).bind(int(*ordinal));
+            }
+            let mut rows: std::collections::HashMap<(String, u64), ChunkHit> = q
+                .fetch_all(&self.pool)
+                .await?
+                .iter()
+                .map(|r| hit_from(r).map(|h| ((h.path.clone(), h.ordinal), h)))
+                .collect::<Result<_, StoreError>>()?;
+            // In the index's order; a chunk removed since the index was read is passed over.
+            let hits = found
+                .into_iter()
+                .filter_map(|(key, score)| {
+                    rows.remove(&key).map(|h| ChunkHit {
+                        score: f64::from(score),
+                        ..h
+                    })
+                })
+                .collect();
             Ok(hits)
         }
         .boxed()

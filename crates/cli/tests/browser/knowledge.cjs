@@ -1,0 +1,54 @@
+// Drives the web UI in headless Chromium: a knowledge base is created and a file uploaded to
+// it (the ingestion's progress is followed until the file's chunks are listed), an agent gets
+// the base attached in its editor, an answer's citation opens the cited passage, and learning
+// memories is turned off in the memories panel. Screenshots go to OUT.
+// Usage: node knowledge.cjs BASE_URL OUT_DIR   (REIN_PLAYWRIGHT: path of playwright-core,
+// REIN_CHROMIUM: the browser executable)
+"use strict";
+const { run } = require("./harness.cjs");
+
+run("knowledge", { viewport: { width: 1400, height: 900 } }, async ({ page, base, shot, dialogs }) => {
+  await page.goto(base);
+  await page.waitForSelector("#app:not([hidden])");
+  await page.waitForFunction(() => document.getElementById("kbs").textContent.includes("None yet"));
+  dialogs.push("manuals");
+  await page.click("#new-kb");
+  await page.waitForSelector("#kb-view[open]");
+  await page.setInputFiles("#kv-files-input", [{
+    name: "guide.md",
+    mimeType: "text/markdown",
+    buffer: Buffer.from("# Guide\n\n## Install\n\nRun cargo install rein-cli to get the binary.\n"),
+  }]);
+  await page.waitForFunction(() => /guide\.md — \d+ chunks/.test(document.getElementById("kv-files").textContent), null, { timeout: 20000 });
+  await shot("knowledge-1-ingested");
+  await page.click("#kb-view form button:not(.danger)");
+  await page.waitForFunction(() => document.getElementById("kbs").textContent.includes("manuals"));
+
+  await page.click("#new-agent");
+  await page.fill("#a-name", "helper");
+  await page.fill("#a-knowledge", "manuals");
+  await page.click("#a-save");
+  await page.waitForFunction(() => document.getElementById("agents").textContent.includes("helper"));
+
+  await page.click("#new-chat");
+  await page.selectOption("#agent-select", "helper");
+  await page.fill("#input", "How do I install it?");
+  await page.click("#send");
+  await page.waitForSelector("#op-status.done", { timeout: 30000 });
+  const cite = await page.waitForSelector("#messages a.cite");
+  if ((await cite.textContent()) !== "[guide.md:3-5]") throw new Error("citation: " + (await cite.textContent()));
+  await cite.click();
+  await page.waitForSelector("#chunk-view[open]");
+  const passage = await page.textContent("#cv-text");
+  if (!passage.includes("cargo install rein-cli")) throw new Error("passage: " + passage);
+  const where = await page.textContent("#cv-where");
+  if (!where.includes("manuals") || !where.includes("Guide › Install")) throw new Error("where: " + where);
+  await shot("knowledge-2-citation");
+  await page.click("#chunk-view form button");
+
+  await page.click("#memories-open");
+  await page.waitForSelector("#memories-view[open]");
+  if (!(await page.isChecked("#mv-learn"))) throw new Error("learning should start on");
+  await page.uncheck("#mv-learn");
+  await shot("knowledge-3-memories");
+});
