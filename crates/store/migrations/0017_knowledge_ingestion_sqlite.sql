@@ -18,3 +18,9 @@ CREATE TABLE IF NOT EXISTS knowledge_job_files (
     outcome TEXT,
     PRIMARY KEY (job_id, seq)
 );
+-- Each chunk names its full-text row (an explicit FTS5 rowid, stable across VACUUM), so a
+-- file's rows are deleted by key instead of by scanning the index's unindexed columns.
+ALTER TABLE knowledge_chunks ADD COLUMN fts_rowid BIGINT;
+DELETE FROM knowledge_fts;
+INSERT INTO knowledge_fts (rowid, text, kb_id, path, ordinal) SELECT rowid, text, kb_id, path, ordinal FROM knowledge_chunks;
+UPDATE knowledge_chunks SET fts_rowid = rowid;

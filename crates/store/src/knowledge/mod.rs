@@ -358,10 +358,13 @@ impl Knowledge for SqlStore {
         async move {
             let mut tx = self.begin_write().await?;
             if !self.is_postgres() {
-                sqlx::query("DELETE FROM knowledge_fts WHERE kb_id = $1")
-                    .bind(kb)
-                    .execute(&mut *tx)
-                    .await?;
+                sqlx::query(
+                    "DELETE FROM knowledge_fts WHERE rowid IN \
+                     (SELECT fts_rowid FROM knowledge_chunks WHERE kb_id = $1)",
+                )
+                .bind(kb)
+                .execute(&mut *tx)
+                .await?;
             }
             for stmt in [
                 "DELETE FROM knowledge_vectors WHERE kb_id = $1",
@@ -454,14 +457,25 @@ impl Knowledge for SqlStore {
             .bind(ts(Utc::now()))
             .execute(&mut *tx)
             .await?;
-            // Many rows per statement: a file's chunks are written in a few round trips.
+            // Many rows per statement: a file's chunks are written in a few round trips. On
+            // SQLite each chunk takes the next full-text rowids (the write lock is held).
+            let mut next_fts: i64 = if self.is_postgres() {
+                0
+            } else {
+                sqlx::query_scalar::<_, i64>("SELECT COALESCE(MAX(rowid), 0) FROM knowledge_fts")
+                    .fetch_one(&mut *tx)
+                    .await?
+                    + 1
+            };
             let per = crate::sql::ROWS_PER_STATEMENT / 2;
             for (batch_no, batch) in chunks.chunks(per).enumerate() {
                 let first = batch_no * per;
+                let columns = if self.is_postgres() { 7 } else { 8 };
                 let sql = format!(
                     "INSERT INTO knowledge_chunks (kb_id, path, ordinal, headings, line_start, \
-                     line_end, text) VALUES {}",
-                    crate::sql::placeholders(batch.len(), 7)
+                     line_end, text{}) VALUES {}",
+                    if self.is_postgres() { "" } else { ", fts_rowid" },
+                    crate::sql::placeholders(batch.len(), columns)
                 );
                 let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
                 for (i, c) in batch.iter().enumerate() {
@@ -475,22 +489,27 @@ impl Knowledge for SqlStore {
                         .bind(int(c.line_start))
                         .bind(int(c.line_end))
                         .bind(&c.text);
+                    if !self.is_postgres() {
+                        q = q.bind(next_fts + i as i64);
+                    }
                 }
                 q.execute(&mut *tx).await?;
                 if !self.is_postgres() {
                     let sql = format!(
-                        "INSERT INTO knowledge_fts (text, kb_id, path, ordinal) VALUES {}",
-                        crate::sql::placeholders(batch.len(), 4)
+                        "INSERT INTO knowledge_fts (rowid, text, kb_id, path, ordinal) VALUES {}",
+                        crate::sql::placeholders(batch.len(), 5)
                     );
                     let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
                     for (i, c) in batch.iter().enumerate() {
                         q = q
+                            .bind(next_fts + i as i64)
                             .bind(&c.text)
                             .bind(kb)
                             .bind(path)
                             .bind(int((first + i) as u64));
                     }
                     q.execute(&mut *tx).await?;
+                    next_fts += batch.len() as i64;
                 }
             }
             if let Some((job, seq)) = job_file {
@@ -867,11 +886,14 @@ async fn remove_chunks(
     path: &str,
 ) -> Result<(), StoreError> {
     if !postgres {
-        sqlx::query("DELETE FROM knowledge_fts WHERE kb_id = $1 AND path = $2")
-            .bind(kb)
-            .bind(path)
-            .execute(&mut **tx)
-            .await?;
+        sqlx::query(
+            "DELETE FROM knowledge_fts WHERE rowid IN (SELECT fts_rowid FROM knowledge_chunks \
+             WHERE kb_id = $1 AND path = $2)",
+        )
+        .bind(kb)
+        .bind(path)
+        .execute(&mut **tx)
+        .await?;
     }
     for stmt in [
         "DELETE FROM knowledge_vectors WHERE kb_id = $1 AND path = $2",
