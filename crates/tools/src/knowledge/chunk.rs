@@ -227,6 +227,23 @@ mod tests {
     const GUIDE: &str = "# Guide\n\nIntro paragraph.\n\n## Install\n\nRun the installer.\n\n```sh\ncargo install rein\n\nrein --help\n```\n\n## Use\n\nAsk it things.\n";
 
     #[test]
+    fn a_heading_closes_its_level_whatever_levels_were_skipped() {
+        let text = "## A\n\na\n\n#### A1\n\na1\n\n## B\n\nb\n\n# C\n\n### C1\n\nc1\n";
+        let heads: Vec<Vec<String>> = chunk(text, Format::Markdown, &ChunkOptions::default())
+            .into_iter()
+            .map(|c| c.headings)
+            .collect();
+        let want: Vec<Vec<&str>> = vec![
+            vec!["A"],
+            vec!["A", "A1"],
+            vec!["B"],
+            vec!["C"],
+            vec!["C", "C1"],
+        ];
+        assert_eq!(heads, want);
+    }
+
+    #[test]
     fn sections_stay_apart_code_blocks_stay_whole_and_lines_are_kept() {
         let chunks = chunk(GUIDE, Format::Markdown, &ChunkOptions::default());
         let heads: Vec<Vec<String>> = chunks.iter().map(|c| c.headings.clone()).collect();
