@@ -3036,24 +3036,6 @@ async fn an_operation_with_a_knowledge_base_gets_its_best_chunks_and_searches_it
     assert_eq!(e.server.requests().len(), 3);
 }
 
-/// An OpenAI embeddings response with `vectors`, in order.
-fn embeddings(vectors: &[&[f32]]) -> Canned {
-    let data: Vec<serde_json::Value> = vectors
-        .iter()
-        .enumerate()
-        .map(|(i, v)| serde_json::json!({"object": "embedding", "index": i, "embedding": v}))
-        .collect();
-    Canned::json(
-        200,
-        &serde_json::json!({
-            "object": "list",
-            "data": data,
-            "model": "text-embedding-3-small",
-            "usage": {"prompt_tokens": 6, "total_tokens": 6}
-        }),
-    )
-}
-
 #[tokio::test]
 async fn an_ingestion_killed_part_way_is_resumed_without_duplicates() {
     let e = env(Vec::new()).await;
@@ -3117,9 +3099,9 @@ async fn an_ingestion_killed_part_way_is_resumed_without_duplicates() {
 async fn a_base_with_an_embedding_model_is_searched_by_meaning_and_by_words() {
     let e = env(vec![
         // Ingestion: both chunks in one batch, in file order.
-        embeddings(&[&[1.0, 0.0], &[0.0, 1.0]]),
+        Canned::openai_embeddings(&[&[1.0, 0.0], &[0.0, 1.0]]),
         // The query.
-        embeddings(&[&[0.9, 0.1]]),
+        Canned::openai_embeddings(&[&[0.9, 0.1]]),
     ])
     .await;
     let docs = e.dir.join("docs");
@@ -3194,7 +3176,8 @@ async fn a_base_with_an_embedding_model_is_searched_by_meaning_and_by_words() {
         "{err}"
     );
     assert!(out.contains("a.md:1-3"), "{out}");
-    e.server.push(embeddings(&[&[1.0, 0.0], &[0.0, 1.0]]));
+    e.server
+        .push(Canned::openai_embeddings(&[&[1.0, 0.0], &[0.0, 1.0]]));
     let (code, _, err) = e.rein(&["kb", "resume", "pets"]).await;
     assert_eq!(code, 0, "{err}");
     let (_, show, _) = e.rein(&["kb", "show", "pets"]).await;
@@ -3270,6 +3253,19 @@ async fn memories_are_learnt_merged_replaced_forgotten_and_turned_off() {
             .count()
     };
     let e = &e;
+    // The conversation's own request with `prompt` (not a title's, not an extraction's).
+    let asked_with = |prompt: &str| {
+        e.server
+            .requests()
+            .into_iter()
+            .rev()
+            .find(|r| {
+                r.body.to_string().contains(prompt)
+                    && !r.system_text().contains("You keep a memory")
+                    && !r.system_text().contains("You name")
+            })
+            .unwrap()
+    };
     let list = |history: bool| async move {
         let args: &[&str] = if history {
             &["memory", "list", "--history"]
@@ -3315,17 +3311,7 @@ async fn memories_are_learnt_merged_replaced_forgotten_and_turned_off() {
     e.server.push(Canned::openai_text("Hello."));
     let err = run("Which city do I live in?").await;
     assert!(err.contains("0 new, 0 replaced, 1 already known"), "{err}");
-    let asked = e
-        .server
-        .requests()
-        .into_iter()
-        .rev()
-        .find(|r| {
-            r.body.to_string().contains("Which city do I live in?")
-                && !r.system_text().contains("You keep a memory")
-                && !r.system_text().contains("You name")
-        })
-        .unwrap();
+    let asked = asked_with("Which city do I live in?");
     assert!(
         asked.body.to_string().contains("The user lives in Lyon."),
         "{}",
@@ -3366,17 +3352,7 @@ async fn memories_are_learnt_merged_replaced_forgotten_and_turned_off() {
     assert!(!list(true).await.contains("Paris"));
     e.server.push(Canned::openai_text("Right."));
     run("Where do I live?").await;
-    let asked = e
-        .server
-        .requests()
-        .into_iter()
-        .rev()
-        .find(|r| {
-            r.body.to_string().contains("Where do I live?")
-                && !r.system_text().contains("You keep a memory")
-                && !r.system_text().contains("You name")
-        })
-        .unwrap();
+    let asked = asked_with("Where do I live?");
     assert!(
         !asked.body.to_string().contains("lives in Paris"),
         "{}",

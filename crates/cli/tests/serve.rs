@@ -4797,6 +4797,22 @@ async fn knowledge_bases_are_uploaded_ingested_in_the_background_and_searched() 
             .contains("`huge.txt` is larger than 10 MiB"),
         "{body}"
     );
+    let (content_type, form) = multipart(&[("x.md", b"# X\n\nx\n")]);
+    let resp = e
+        .http
+        .post(format!(
+            "{}/v1/knowledge/manuals/files?chunk_tokens=10&overlap_tokens=10",
+            rein.base
+        ))
+        .header("authorization", format!("Bearer {alice}"))
+        .header("content-type", content_type)
+        .body(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 400);
+    let body = resp.text().await.unwrap();
+    assert!(body.contains("overlap_tokens"), "{body}");
     for (name, want) in [("../escape.md", 400), ("", 400)] {
         let (status, body) = upload(vec![(name, b"x".to_vec())], alice.clone()).await;
         assert_eq!(status, want, "{name:?}: {body}");

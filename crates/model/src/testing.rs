@@ -50,6 +50,24 @@ impl Canned {
         }
     }
 
+    /// An OpenAI embeddings response with `vectors`, one per input, in order.
+    pub fn openai_embeddings(vectors: &[&[f32]]) -> Self {
+        let data: Vec<serde_json::Value> = vectors
+            .iter()
+            .enumerate()
+            .map(|(i, v)| serde_json::json!({"object": "embedding", "index": i, "embedding": v}))
+            .collect();
+        Self::json(
+            200,
+            &serde_json::json!({
+                "object": "list",
+                "data": data,
+                "model": "text-embedding-3-small",
+                "usage": {"prompt_tokens": 6, "total_tokens": 6}
+            }),
+        )
+    }
+
     /// An OpenAI Chat Completions stream answering with `text`.
     pub fn openai_text(text: &str) -> Self {
         Self::openai_stream(&[serde_json::json!({"content": text})], "stop")

@@ -1135,24 +1135,6 @@ async fn memories_and_notes_outlive_the_operation_and_memories_return_when_relev
     assert_eq!(notes[0].body, "Lyon in May");
 }
 
-/// An OpenAI embeddings response with one vector per input.
-fn embeddings(vectors: &[&[f32]]) -> Canned {
-    let data: Vec<serde_json::Value> = vectors
-        .iter()
-        .enumerate()
-        .map(|(i, v)| serde_json::json!({"object": "embedding", "index": i, "embedding": v}))
-        .collect();
-    Canned::json(
-        200,
-        &serde_json::json!({
-            "object": "list",
-            "data": data,
-            "model": "text-embedding-3-small",
-            "usage": {"prompt_tokens": 6, "total_tokens": 6}
-        }),
-    )
-}
-
 #[tokio::test]
 async fn with_an_embedding_model_memories_are_found_by_meaning_not_only_by_words() {
     let e = env(vec![
@@ -1163,17 +1145,17 @@ async fn with_an_embedding_model_memories_are_found_by_meaning_not_only_by_words
         )]),
         // The fact's embedding, made as it is stored; then the first request's, now that
         // there is a memory to compare it with.
-        embeddings(&[&[0.9, 0.1, 0.0]]),
-        embeddings(&[&[0.8, 0.2, 0.0]]),
+        Canned::openai_embeddings(&[&[0.9, 0.1, 0.0]]),
+        Canned::openai_embeddings(&[&[0.8, 0.2, 0.0]]),
         Canned::openai_text("Noted."),
         // The second request's embedding (close to the fact's), then the answer.
-        embeddings(&[&[1.0, 0.0, 0.05]]),
+        Canned::openai_embeddings(&[&[1.0, 0.0, 0.05]]),
         Canned::openai_text("A TGV, then."),
         // The third request's embedding, unrelated; then a recall by the tool, whose query
         // is embedded too, nowhere near the fact either.
-        embeddings(&[&[0.0, 1.0, 0.0]]),
+        Canned::openai_embeddings(&[&[0.0, 1.0, 0.0]]),
         Canned::openai_tools(&[("r1", "memory__recall", r#"{"query":"allergies"}"#)]),
-        embeddings(&[&[0.0, 0.0, 1.0]]),
+        Canned::openai_embeddings(&[&[0.0, 0.0, 1.0]]),
         Canned::openai_text("Nothing on allergies."),
     ])
     .await;

@@ -80,8 +80,8 @@ pub async fn search(
         let Some(kb) = store.knowledge_base(owner, name).await? else {
             continue;
         };
-        let full_text = store.search_knowledge(&kb.id, query, depth).await?;
         let Some(model) = kb.embed_model.as_deref() else {
+            let full_text = store.search_knowledge(&kb.id, query, depth).await?;
             out.full_text_only
                 .push((name.clone(), "it has no embedding model".into()));
             out.hits
@@ -95,19 +95,30 @@ pub async fn search(
             };
             vectors.insert(model.to_owned(), v);
         }
-        let by_meaning = match &vectors[model] {
-            Ok(v) => {
-                store
+        // Both rankings at once: the full-text one runs on the database's side while the
+        // vector index scores on this one.
+        let by_meaning = async {
+            match &vectors[model] {
+                Ok(v) => store
                     .search_knowledge_vectors(&kb.id, model, v, depth)
-                    .await?
+                    .await
+                    .map(Some),
+                Err(_) => Ok(None),
             }
-            Err(why) => {
+        };
+        let (full_text, by_meaning) =
+            futures::future::join(store.search_knowledge(&kb.id, query, depth), by_meaning).await;
+        let (full_text, by_meaning) = (full_text?, by_meaning?);
+        let by_meaning = match (by_meaning, &vectors[model]) {
+            (Some(hits), _) => hits,
+            (None, Err(why)) => {
                 out.full_text_only.push((
                     name.clone(),
                     format!("the query could not be embedded: {why}"),
                 ));
                 Vec::new()
             }
+            (None, Ok(_)) => Vec::new(),
         };
         out.hits.extend(
             fuse(&[full_text, by_meaning])

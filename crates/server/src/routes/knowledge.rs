@@ -117,6 +117,20 @@ pub struct SearchOut {
     pub full_text_only: Option<String>,
 }
 
+/// `POST /v1/knowledge/{name}/files` query: how the files are cut.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UploadQuery {
+    /// The most a chunk holds, in estimated tokens (default 400).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 8000))]
+    pub chunk_tokens: Option<u64>,
+    /// What consecutive chunks of a section share, in estimated tokens (default 40).
+    #[serde(default)]
+    #[schemars(range(max = 4000))]
+    pub overlap_tokens: Option<u64>,
+}
+
 /// `GET /v1/knowledge-chunks` query: a citation.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -343,8 +357,16 @@ pub async fn upload(
     State(app): State<AppState>,
     Caller(user): Caller,
     KnowledgePath(name): KnowledgePath,
+    Params(cut): Params<UploadQuery>,
     Upload(files): Upload,
 ) -> Result<Reply<202, IngestJob>, ApiError> {
+    let chunk_tokens = cut.chunk_tokens.unwrap_or(400);
+    let overlap_tokens = cut.overlap_tokens.unwrap_or(40);
+    if !(1..=8000).contains(&chunk_tokens) || overlap_tokens >= chunk_tokens {
+        return Err(ApiError::bad_request(
+            "chunk_tokens: 1 to 8000, and overlap_tokens less than it",
+        ));
+    }
     let kb = owned_base(&app, &user, &name).await?;
     let entries: Vec<NewJobFile> = files
         .into_iter()
@@ -356,7 +378,7 @@ pub async fn upload(
         .collect();
     let job = app
         .store
-        .create_ingest_job(&kb.id, 400, 40, &entries)
+        .create_ingest_job(&kb.id, chunk_tokens, overlap_tokens, &entries)
         .await?;
     app.ingest.notify_one();
     Ok(Reply(job))

@@ -826,22 +826,16 @@ impl Knowledge for SqlStore {
             if found.is_empty() {
                 return Ok(Vec::new());
             }
-            // One statement for every hit; each term names the whole primary key, so both
-            // planners look each chunk up by it (SQLite's OR optimisation needs that).
-            let mut sql = String::from(
+            // One statement for every hit, by its primary key as a row value.
+            let keys: Vec<String> = (0..found.len())
+                .map(|i| format!("($1, ${}, ${})", 2 * i + 2, 2 * i + 3))
+                .collect();
+            let sql = format!(
                 "SELECT path, ordinal, headings, line_start, line_end, text, \
-                 CAST(0 AS DOUBLE PRECISION) AS score FROM knowledge_chunks WHERE ",
+                 CAST(0 AS DOUBLE PRECISION) AS score FROM knowledge_chunks \
+                 WHERE (kb_id, path, ordinal) IN (VALUES {})",
+                keys.join(", ")
             );
-            for i in 0..found.len() {
-                if i > 0 {
-                    sql.push_str(" OR ");
-                }
-                sql.push_str(&format!(
-                    "(kb_id = $1 AND path = ${} AND ordinal = ${})",
-                    2 * i + 2,
-                    2 * i + 3
-                ));
-            }
             let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(kb);
             for ((path, ordinal), _) in &found {
                 q = q.bind(path).bind(int(*ordinal));
