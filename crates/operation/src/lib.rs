@@ -18,8 +18,10 @@
 //! [`topic::TopicTree`]. Where an operation's work runs is chosen once ([`surface::route`]): rein's
 //! own brain and tools, or an external agent CLI ([`external`]) bounded and recorded like any
 //! other operation. The system model ([`Driver::with_system_model`]) titles topics and
-//! reads task runs. An operation's knowledge bases ([`knowledge`]) are searched by its tool and
-//! feed each call the best chunks for the user's message.
+//! reads task runs and learns memories about the user from finished conversations
+//! ([`memories`]). An operation's knowledge bases ([`knowledge`]) are searched by its tool and
+//! feed each call the best chunks for the user's message, by full text and meaning fused
+//! ([`knowledge::retrieve`]); durable ingestion jobs fill them ([`knowledge::ingest`]).
 
 mod activity;
 mod agents;

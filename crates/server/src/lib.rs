@@ -1,7 +1,8 @@
 //! rein-server: `rein serve`. It owns the HTTP API under `/v1` (operations, their SSE event
 //! streams replayed from the durable log, approvals of whole operation trees, agents, groups,
-//! topics and their sub-agents' threads, models, tasks run by a dispatcher loop, and the
-//! OpenAI-compatible `/v1/chat/completions`) as one route table (`api`) from which both the
+//! topics and their sub-agents' threads, models, tasks run by a dispatcher loop, knowledge
+//! bases with uploads ingested in the background (`knowledge`), memories learnt from
+//! conversations (`memories`), and the OpenAI-compatible `/v1/chat/completions`) as one route table (`api`) from which both the
 //! router and the OpenAPI document come, Prometheus metrics at `/metrics`, bearer-token auth with per-user isolation (another user's things are 404)
 //! and, without tokens, the Host/Origin guard that keeps browser pages out (`origin`), running
 //! operations in the background under the store's admission limits, crash recovery in the
