@@ -4801,7 +4801,7 @@ async fn knowledge_bases_are_uploaded_ingested_in_the_background_and_searched() 
     let resp = e
         .http
         .post(format!(
-            "{}/v1/knowledge/manuals/files?chunk_tokens=10&overlap_tokens=10",
+            "{}/v1/knowledge/manuals/files?chunk_tokens=0&overlap_tokens=10",
             rein.base
         ))
         .header("authorization", format!("Bearer {alice}"))
@@ -4812,7 +4812,7 @@ async fn knowledge_bases_are_uploaded_ingested_in_the_background_and_searched() 
         .unwrap();
     assert_eq!(resp.status().as_u16(), 400);
     let body = resp.text().await.unwrap();
-    assert!(body.contains("overlap_tokens"), "{body}");
+    assert!(body.contains("chunk_tokens: 1 to 8000"), "{body}");
     for (name, want) in [("../escape.md", 400), ("", 400)] {
         let (status, body) = upload(vec![(name, b"x".to_vec())], alice.clone()).await;
         assert_eq!(status, want, "{name:?}: {body}");

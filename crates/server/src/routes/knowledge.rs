@@ -36,6 +36,7 @@ pub struct CreateBase {
     /// Embed its chunks with this model (`provider/model`) so search finds meaning as well as
     /// words; without one, search is by full text only.
     #[serde(default)]
+    #[schemars(pattern(rein_operation::profile::MODEL_PATTERN))]
     pub embed_model: Option<String>,
 }
 
@@ -151,7 +152,8 @@ pub struct ChunkOut {
     pub hit: HitOut,
 }
 
-/// Files of a multipart upload: every part with a file name (its path in the base).
+/// Files of a multipart upload: parts named `files`, each with a filename (its path in the
+/// base); any other part is refused.
 pub struct Upload(pub Vec<(String, Vec<u8>)>);
 
 impl FromRequest<AppState> for Upload {
@@ -185,8 +187,16 @@ impl FromRequest<AppState> for Upload {
                 Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => return Err(too_large()),
                 Err(e) => return Err(ApiError::bad_request(e.body_text())),
             };
+            if field.name() != Some("files") {
+                let shown: String = field.name().unwrap_or_default().chars().take(40).collect();
+                return Err(ApiError::bad_request(format!(
+                    "unexpected part {shown:?}: send each file as a part named `files`"
+                )));
+            }
             let Some(name) = field.file_name().map(str::to_owned) else {
-                continue;
+                return Err(ApiError::bad_request(
+                    "a `files` part without a filename: the filename is its path in the base",
+                ));
             };
             let path = check_path(&name)?;
             let bytes = field.bytes().await.map_err(|e| {
@@ -223,7 +233,9 @@ impl Input for Upload {
             "required": true,
             "content": {"multipart/form-data": {"schema": {
                 "type": "object",
-                "properties": {"files": {"type": "array", "items": {"type": "string", "format": "binary"}}}
+                "additionalProperties": false,
+                "required": ["files"],
+                "properties": {"files": {"type": "array", "minItems": 1, "items": {"type": "string", "format": "binary"}}}
             }}}
         }));
         doc.error(400, "No files, or a file name that is not a relative path");
@@ -362,11 +374,13 @@ pub async fn upload(
 ) -> Result<Reply<202, IngestJob>, ApiError> {
     let chunk_tokens = cut.chunk_tokens.unwrap_or(400);
     let overlap_tokens = cut.overlap_tokens.unwrap_or(40);
-    if !(1..=8000).contains(&chunk_tokens) || overlap_tokens >= chunk_tokens {
+    if !(1..=8000).contains(&chunk_tokens) || overlap_tokens > 4000 {
         return Err(ApiError::bad_request(
-            "chunk_tokens: 1 to 8000, and overlap_tokens less than it",
+            "chunk_tokens: 1 to 8000; overlap_tokens: at most 4000",
         ));
     }
+    // An overlap as large as the chunk would repeat whole chunks: it is cut to less.
+    let overlap_tokens = overlap_tokens.min(chunk_tokens / 2);
     let kb = owned_base(&app, &user, &name).await?;
     let entries: Vec<NewJobFile> = files
         .into_iter()
@@ -439,8 +453,15 @@ pub async fn search(
     KnowledgePath(name): KnowledgePath,
     Body(body): Body<SearchBody>,
 ) -> Result<Json<SearchOut>, ApiError> {
+    let length = body.query.chars().count();
+    if length == 0 || length > 2000 {
+        return Err(ApiError::bad_request("query: 1 to 2000 characters"));
+    }
     owned_base(&app, &user, &name).await?;
-    let top = body.top_k.unwrap_or(5).clamp(1, 50);
+    let top = body.top_k.unwrap_or(5);
+    if !(1..=50).contains(&top) {
+        return Err(ApiError::bad_request("top_k: 1 to 50"));
+    }
     let found = retrieve::search(
         &*app.store,
         Some(&*app.runner.host.models),

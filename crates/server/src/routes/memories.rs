@@ -45,8 +45,8 @@ pub struct MemoryDetail {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EditMemory {
-    /// The corrected text.
-    #[schemars(length(min = 1, max = 500))]
+    /// The corrected text (not only blanks).
+    #[schemars(length(min = 1, max = 500), pattern(r"\S"))]
     pub text: String,
 }
 
