@@ -1991,9 +1991,11 @@ async fn a_build_without_test_hooks_has_no_crash_points_and_no_ledger_tool() {
     assert!(file_contains(&hooked, b"REIN_TEST_PAUSE_AT"));
     assert!(file_contains(&hooked, b"REIN_TEST_LEDGER"));
     assert!(file_contains(&hooked, b"REIN_TEST_DEVICE_DROP"));
+    assert!(file_contains(&hooked, b"REIN_TEST_KB_KILL_AFTER"));
     assert!(!file_contains(&plain, b"REIN_TEST_PAUSE_AT"));
     assert!(!file_contains(&plain, b"REIN_TEST_LEDGER"));
     assert!(!file_contains(&plain, b"REIN_TEST_DEVICE_DROP"));
+    assert!(!file_contains(&plain, b"REIN_TEST_KB_KILL_AFTER"));
     // And it ignores the variables: no pause at the first commit, no ledger tool offered.
     let e = env(vec![Canned::openai_text("No ledger here.")]).await;
     let mut plain_cmd = Command::new(&plain);

@@ -519,19 +519,42 @@ impl Memories for SqlStore {
         id: &'a str,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         async move {
-            let Some((memory, history)) = self.memory(owner, id).await? else {
-                return Ok(false);
-            };
+            // One write transaction: an extraction cannot add to the chain while it is erased.
             let mut tx = self.begin_write().await?;
-            for m in std::iter::once(&memory).chain(&history) {
+            let mut at: Vec<String> = sqlx::query_scalar(
+                "SELECT id FROM memories WHERE COALESCE(owner, '') = $1 AND id = $2 \
+                 AND forgotten = 0",
+            )
+            .bind(owner.unwrap_or_default())
+            .bind(id)
+            .fetch_all(&mut *tx)
+            .await?;
+            if at.is_empty() {
+                return Ok(false);
+            }
+            let now = ts(Utc::now());
+            // The memory, then the ones it replaced, back along the chain.
+            let mut seen = 0;
+            while let Some(m) = at.pop() {
+                seen += 1;
+                if seen > 1000 {
+                    break;
+                }
                 sqlx::query(
                     "UPDATE memories SET forgotten = 1, text = '', subject = '', embedding = NULL, \
                      source_message = NULL, updated_at = $1 WHERE id = $2",
                 )
-                .bind(ts(Utc::now()))
-                .bind(&m.id)
+                .bind(&now)
+                .bind(&m)
                 .execute(&mut *tx)
                 .await?;
+                let older: Vec<String> = sqlx::query_scalar(
+                    "SELECT id FROM memories WHERE superseded_by = $1 AND forgotten = 0",
+                )
+                .bind(&m)
+                .fetch_all(&mut *tx)
+                .await?;
+                at.extend(older);
             }
             tx.commit().await?;
             Ok(true)

@@ -301,31 +301,6 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "a timing probe: cargo test --release -p rein-store --lib -- --ignored index_speed"]
-    fn index_speed() {
-        let (n, d) = (100_000, 384);
-        let rows = (0..n).map(|i| {
-            let v: Vec<f32> = (0..d)
-                .map(|j| {
-                    if (i * 7 + j * 13) % 8 == 0 {
-                        (((i * 31 + j * 17) % 97) as f32) - 48.0
-                    } else {
-                        0.0
-                    }
-                })
-                .collect();
-            (key(i), encode(&v))
-        });
-        let index = FlatIndex::build(1, "m".into(), rows);
-        let q: Vec<f32> = (0..d).map(|j| (j % 7) as f32).collect();
-        for _ in 0..3 {
-            let t = std::time::Instant::now();
-            let hits = index.search(&q, 40);
-            eprintln!("{} hits in {:?}", hits.len(), t.elapsed());
-        }
-    }
-
-    #[test]
     fn other_dimensions_and_stale_generations_are_left_out() {
         let index = FlatIndex::build(
             3,
