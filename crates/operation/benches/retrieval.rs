@@ -243,7 +243,14 @@ impl Mode {
     }
 }
 
-async fn run(store: &SqlStore, backend: &str, chunks: usize) {
+/// Ingest `chunks` chunks into a new base of `store` and measure its queries; on PostgreSQL
+/// with pgvector, `pgvector_also_in_process` (its URL) measures the in-process index too.
+async fn run(
+    store: &SqlStore,
+    backend: &str,
+    chunks: usize,
+    pgvector_also_in_process: Option<String>,
+) {
     let lex = Arc::new(Lexicon::new(20_000));
     let models = Models(Arc::new(BenchEmbedder(Arc::clone(&lex))));
     let mut rng = Rng(42);
@@ -271,44 +278,69 @@ async fn run(store: &SqlStore, backend: &str, chunks: usize) {
     let (embedded, total) = store.embedding_counts(&kb.id, MODEL).await.unwrap();
     assert_eq!(embedded, total);
 
-    // The first vector search loads the index.
+    println!(
+        "{backend}, {total} chunks: ingestion {:.0} chunks/s ({ingest_secs:.1} s, {files} files)",
+        total as f64 / ingest_secs
+    );
+    queries_on(store, &models, &lex, &kb.id, &name, &queries).await;
+    if let Some(url) = &pgvector_also_in_process {
+        // The same base, its vectors searched by this process's index instead of pgvector.
+        let in_process = SqlStore::open(url, Synchronous::Normal)
+            .await
+            .unwrap()
+            .with_in_process_vector_search();
+        queries_on(&in_process, &models, &lex, &kb.id, &name, &queries).await;
+        in_process.close().await;
+    }
+    store.delete_knowledge_base(&kb.id).await.unwrap();
+}
+
+/// Every query in each mode against the base `kb` (named `name`) of `store`.
+async fn queries_on(
+    store: &SqlStore,
+    models: &Models,
+    lex: &Lexicon,
+    kb: &str,
+    name: &str,
+    queries: &[Query],
+) {
+    let searched_by = match store.vector_search() {
+        rein_store::VectorSearch::InProcess => "the in-process index".to_owned(),
+        rein_store::VectorSearch::Pgvector(v) => format!("pgvector {v} (HNSW)"),
+    };
+    // The first vector search loads the in-process index.
     let t = Instant::now();
     store
-        .search_knowledge_vectors(&kb.id, MODEL, &lex.embed("warm"), 10)
+        .search_knowledge_vectors(kb, MODEL, &lex.embed("warm"), 10)
         .await
         .unwrap();
     let load_ms = t.elapsed().as_secs_f64() * 1000.0;
-
+    println!("  vectors searched by {searched_by}; first vector search {load_ms:.0} ms");
     let (mut words, mut meaning, mut hybrid) = (Mode::default(), Mode::default(), Mode::default());
-    let names = [name.clone()];
-    for q in &queries {
+    let names = [name.to_owned()];
+    for q in queries {
         let t = Instant::now();
-        let hits = store.search_knowledge(&kb.id, &q.text, 10).await.unwrap();
+        let hits = store.search_knowledge(kb, &q.text, 10).await.unwrap();
         words.micros.push(t.elapsed().as_micros() as u64);
         words.ranks.push(rank(q, &hits));
 
         let t = Instant::now();
         let v = lex.embed(&q.text);
         let hits = store
-            .search_knowledge_vectors(&kb.id, MODEL, &v, 10)
+            .search_knowledge_vectors(kb, MODEL, &v, 10)
             .await
             .unwrap();
         meaning.micros.push(t.elapsed().as_micros() as u64);
         meaning.ranks.push(rank(q, &hits));
 
         let t = Instant::now();
-        let found = retrieve::search(store, Some(&models), None, &names, &q.text, 10)
+        let found = retrieve::search(store, Some(models), None, &names, &q.text, 10)
             .await
             .unwrap();
         hybrid.micros.push(t.elapsed().as_micros() as u64);
         let hits: Vec<_> = found.hits.into_iter().map(|(_, h)| h).collect();
         hybrid.ranks.push(rank(q, &hits));
     }
-    println!(
-        "{backend}, {total} chunks: ingestion {:.0} chunks/s ({ingest_secs:.1} s, {files} files); \
-         vector index load {load_ms:.0} ms",
-        total as f64 / ingest_secs
-    );
     let lexical = |i: usize| !queries[i].paraphrase;
     let para = |i: usize| queries[i].paraphrase;
     for (label, m) in [
@@ -327,7 +359,6 @@ async fn run(store: &SqlStore, backend: &str, chunks: usize) {
             m.percentile(0.99)
         );
     }
-    store.delete_knowledge_base(&kb.id).await.unwrap();
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -346,11 +377,13 @@ async fn main() {
         let store = SqlStore::open(path.to_str().unwrap(), Synchronous::Normal)
             .await
             .unwrap();
-        run(&store, "SQLite", n).await;
+        run(&store, "SQLite", n, None).await;
         store.close().await;
         if let Some(url) = &pg {
             let store = SqlStore::open(url, Synchronous::Normal).await.unwrap();
-            run(&store, "PostgreSQL", n).await;
+            let also = matches!(store.vector_search(), rein_store::VectorSearch::Pgvector(_))
+                .then(|| url.clone());
+            run(&store, "PostgreSQL", n, also).await;
             store.close().await;
         } else {
             println!("(PostgreSQL: set REIN_BENCH_DATABASE_URL to measure it)");

@@ -15,8 +15,9 @@
 //! outbox ([`Briefs`]), topics: conversations created, renamed, searched and deleted, each
 //! with the message its active branch runs through ([`Topics`]), devices and their tokens
 //! ([`Devices`]), and knowledge bases: files written whole as chunks, searched by full text
-//! with each backend's own index, FTS5 or `tsvector`, and by their embedding model's vectors in
-//! an in-process index ([`Knowledge`]), filled by durable ingestion jobs ([`KnowledgeJobs`]),
+//! with each backend's own index, FTS5 or `tsvector`, and by their embedding model's vectors
+//! (pgvector's HNSW index on a PostgreSQL that has it, else an in-process index:
+//! [`VectorSearch`]) ([`Knowledge`]), filled by durable ingestion jobs ([`KnowledgeJobs`]),
 //! and the memories models extract from finished conversations, with their history and queue
 //! ([`Memories`]).
 
@@ -41,7 +42,7 @@ pub use devices::{DeviceRecord, Devices};
 pub use error::StoreError;
 pub use knowledge::{
     ChunkHit, IngestJob, IngestState, JobFile, Knowledge, KnowledgeBase, KnowledgeFile,
-    KnowledgeJobs, NewChunk, NewJobFile, PendingChunk,
+    KnowledgeJobs, NewChunk, NewJobFile, PendingChunk, VectorSearch,
 };
 pub use memories::{
     Applied, ExtractionTask, Memories, MemoryCategory, MemoryRecord, NewMemory, text_key,

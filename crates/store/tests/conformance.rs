@@ -992,8 +992,124 @@ async fn postgres_conformance() {
     let other = SqlStore::open(&scoped, Synchronous::Normal).await.unwrap();
     knowledge_vectors_and_jobs(&store, &other).await;
     other.close().await;
+    if matches!(store.vector_search(), VectorSearch::Pgvector(_)) {
+        // The same through the in-process index, on a database pgvector also writes to.
+        let (a, b) = (
+            SqlStore::open(&scoped, Synchronous::Normal)
+                .await
+                .unwrap()
+                .with_in_process_vector_search(),
+            SqlStore::open(&scoped, Synchronous::Normal)
+                .await
+                .unwrap()
+                .with_in_process_vector_search(),
+        );
+        assert_eq!(a.vector_search(), VectorSearch::InProcess);
+        knowledge_vectors_and_jobs(&a, &b).await;
+        pgvector_fills_in_and_indexes(&scoped, &a).await;
+        a.close().await;
+        b.close().await;
+    } else {
+        rein_testkit::skip(
+            "postgres_conformance (pgvector)",
+            "the test database has no pgvector 0.8+ (.ci/run builds it from Debian's source \
+             package)",
+        );
+    }
     store.close().await;
     scratch.drop().await;
+}
+
+/// Vectors written without pgvector's column (by a store from before the extension) are filled
+/// in when a store opens, each dimension gets its HNSW index, and pgvector then finds them.
+async fn pgvector_fills_in_and_indexes(url: &str, writer: &SqlStore) {
+    use sqlx::Connection;
+    let kb = writer
+        .create_knowledge_base(None, &format!("backfill-{}", OperationId::new()))
+        .await
+        .unwrap();
+    writer.set_embed_model(&kb.id, Some("p/e")).await.unwrap();
+    let chunks = [
+        NewChunk {
+            headings: Vec::new(),
+            line_start: 1,
+            line_end: 1,
+            text: "up".into(),
+        },
+        NewChunk {
+            headings: Vec::new(),
+            line_start: 2,
+            line_end: 2,
+            text: "down".into(),
+        },
+    ];
+    writer
+        .put_knowledge_file(&kb.id, "v.md", "h", &chunks, None, None)
+        .await
+        .unwrap();
+    let pending = writer
+        .pending_embeddings(&kb.id, "p/e", None, 10)
+        .await
+        .unwrap();
+    let vectors: Vec<(PendingChunk, Vec<f32>)> = pending
+        .into_iter()
+        .map(|c| {
+            let v = if c.ordinal == 0 {
+                vec![0.0, 0.0, 0.0, 1.0, 0.0]
+            } else {
+                vec![0.0, 0.0, 0.0, -1.0, 0.2]
+            };
+            (c, v)
+        })
+        .collect();
+    assert_eq!(
+        writer
+            .put_knowledge_vectors(&kb.id, "p/e", &vectors)
+            .await
+            .unwrap(),
+        2
+    );
+    let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+    let indexes: Vec<String> = sqlx::query_scalar(
+        "SELECT indexname::text FROM pg_indexes WHERE schemaname = current_schema() \
+         AND tablename = 'knowledge_vectors' AND indexname LIKE 'knowledge_vectors_hnsw_%' \
+         ORDER BY indexname",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(
+        indexes,
+        ["knowledge_vectors_hnsw_3", "knowledge_vectors_hnsw_5"]
+    );
+    // As an older rein would have left them.
+    sqlx::query("UPDATE knowledge_vectors SET embedding = NULL, dims = NULL WHERE kb_id = $1")
+        .bind(&kb.id)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let _ = conn.close().await;
+    let reopened = SqlStore::open(url, Synchronous::Normal).await.unwrap();
+    assert!(matches!(
+        reopened.vector_search(),
+        VectorSearch::Pgvector(_)
+    ));
+    let hits = reopened
+        .search_knowledge_vectors(&kb.id, "p/e", &[0.0, 0.0, 0.0, 1.0, 0.1], 5)
+        .await
+        .unwrap();
+    let found: Vec<(&str, u64)> = hits.iter().map(|h| (h.path.as_str(), h.ordinal)).collect();
+    assert_eq!(found, [("v.md", 0), ("v.md", 1)]);
+    assert!(hits[0].score > 0.99 && hits[1].score < 0.0, "{hits:?}");
+    // A query of another dimension finds nothing, as in the in-process index.
+    assert!(
+        reopened
+            .search_knowledge_vectors(&kb.id, "p/e", &[1.0, 0.0], 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    reopened.close().await;
 }
 
 #[tokio::test]

@@ -367,6 +367,11 @@ impl KnowledgeJobs for SqlStore {
                     .await?;
             }
             tx.commit().await?;
+            if state == IngestState::Done
+                && let Some(p) = &self.pgvector
+            {
+                p.refresh_statistics(&self.pool).await;
+            }
             Ok(())
         }
         .boxed()

@@ -8,8 +8,10 @@
 
 pub(crate) mod index;
 mod jobs;
+pub(crate) mod pgvector;
 
 pub use jobs::{IngestJob, IngestState, JobFile, KnowledgeJobs, NewJobFile};
+pub use pgvector::VectorSearch;
 
 use crate::StoreError;
 use crate::sql::{SqlStore, parse_ts, ts};
@@ -698,6 +700,14 @@ impl Knowledge for SqlStore {
         vectors: &'a [(PendingChunk, Vec<f32>)],
     ) -> BoxFuture<'a, Result<u64, StoreError>> {
         async move {
+            if let Some(p) = &self.pgvector {
+                // Before the write transaction: creating an index waits for other writers.
+                let dims: std::collections::BTreeSet<usize> =
+                    vectors.iter().map(|(_, v)| v.len()).collect();
+                for d in dims {
+                    p.ensure_index(&self.pool, d).await?;
+                }
+            }
             let mut tx = self.begin_write().await?;
             // The base's model may have changed since the chunks were read.
             let current: Option<Option<String>> =
@@ -709,24 +719,37 @@ impl Knowledge for SqlStore {
                 return Ok(0);
             }
             let mut stored = 0;
+            let upsert = self.pgvector.as_ref().map(|p| p.upsert_sql());
             for (chunk, vector) in vectors {
-                let n = sqlx::query(
-                    "INSERT INTO knowledge_vectors (kb_id, path, ordinal, model, vector) \
-                     SELECT $1, $2, $3, $4, $5 FROM knowledge_files f \
-                     WHERE f.kb_id = $1 AND f.path = $2 AND f.content_hash = $6 \
-                     ON CONFLICT (kb_id, path, ordinal) DO UPDATE SET model = excluded.model, \
-                     vector = excluded.vector",
-                )
-                .bind(kb)
-                .bind(&chunk.path)
-                .bind(int(chunk.ordinal))
-                .bind(model)
-                .bind(index::encode(&index::unit(vector.clone())))
-                .bind(&chunk.content_hash)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-                stored += n;
+                let unit = index::unit(vector.clone());
+                let q = match &upsert {
+                    Some(sql) => {
+                        let (literal, dims) = pgvector::Pgvector::bind_values(&unit);
+                        sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
+                            .bind(kb)
+                            .bind(&chunk.path)
+                            .bind(int(chunk.ordinal))
+                            .bind(model)
+                            .bind(index::encode(&unit))
+                            .bind(&chunk.content_hash)
+                            .bind(literal)
+                            .bind(dims)
+                    }
+                    None => sqlx::query(
+                        "INSERT INTO knowledge_vectors (kb_id, path, ordinal, model, vector) \
+                         SELECT $1, $2, $3, $4, $5 FROM knowledge_files f \
+                         WHERE f.kb_id = $1 AND f.path = $2 AND f.content_hash = $6 \
+                         ON CONFLICT (kb_id, path, ordinal) DO UPDATE SET \
+                         model = excluded.model, vector = excluded.vector",
+                    )
+                    .bind(kb)
+                    .bind(&chunk.path)
+                    .bind(int(chunk.ordinal))
+                    .bind(model)
+                    .bind(index::encode(&unit))
+                    .bind(&chunk.content_hash),
+                };
+                stored += q.execute(&mut *tx).await?.rows_affected();
             }
             if stored > 0 {
                 bump(&mut tx, kb).await?;
@@ -771,6 +794,9 @@ impl Knowledge for SqlStore {
         limit: u32,
     ) -> BoxFuture<'a, Result<Vec<ChunkHit>, StoreError>> {
         async move {
+            if let Some(p) = self.pgvector.as_ref().filter(|p| p.search) {
+                return p.search(&self.pool, kb, model, query, limit).await;
+            }
             let generation: Option<i64> =
                 sqlx::query_scalar("SELECT generation FROM knowledge_bases WHERE id = $1")
                     .bind(kb)

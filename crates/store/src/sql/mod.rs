@@ -60,6 +60,9 @@ pub struct SqlStore {
     writer: Option<Arc<writer::Writer>>,
     /// Knowledge bases' vector indexes this process has loaded.
     pub(crate) vector_indexes: Arc<crate::knowledge::index::Indexes>,
+    /// PostgreSQL with the pgvector extension: vectors are also written in its type, and
+    /// searched there unless told otherwise.
+    pub(crate) pgvector: Option<Arc<crate::knowledge::pgvector::Pgvector>>,
 }
 
 pub(crate) fn ts(t: DateTime<Utc>) -> String {
@@ -211,6 +214,13 @@ impl SqlStore {
                 message: e.to_string(),
             })?;
         migrate(&pool, postgres).await?;
+        let pgvector = if postgres {
+            crate::knowledge::pgvector::Pgvector::detect(&pool)
+                .await?
+                .map(Arc::new)
+        } else {
+            None
+        };
         // Started after the migrations, so it never sees an older schema.
         let writer = if postgres {
             None
@@ -224,6 +234,7 @@ impl SqlStore {
             instance: Arc::from(uuid::Uuid::now_v7().simple().to_string()),
             writer,
             vector_indexes: Arc::default(),
+            pgvector,
         })
     }
 
@@ -239,6 +250,26 @@ impl SqlStore {
         } else {
             self.pool.begin_with("BEGIN IMMEDIATE").await
         }
+    }
+
+    /// Where knowledge vectors are searched: in PostgreSQL by pgvector when the server has it
+    /// (0.8 or later), else in this process.
+    pub fn vector_search(&self) -> crate::VectorSearch {
+        match &self.pgvector {
+            Some(p) if p.search => crate::VectorSearch::Pgvector(p.version.clone()),
+            _ => crate::VectorSearch::InProcess,
+        }
+    }
+
+    /// This store with its vector searches in this process even where pgvector could run
+    /// them (vectors are still written for pgvector, so stores that use it see them): to
+    /// compare the two.
+    #[must_use]
+    pub fn with_in_process_vector_search(mut self) -> Self {
+        if let Some(p) = &self.pgvector {
+            self.pgvector = Some(Arc::new(p.without_search()));
+        }
+        self
     }
 
     /// Whether this is PostgreSQL.
