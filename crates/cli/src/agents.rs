@@ -4,7 +4,7 @@
 use crate::config::Config;
 use anyhow::{anyhow, bail};
 use chrono::Utc;
-use rein_core::spec::{AgentRef, OperationSpec};
+use rein_core::spec::{AgentRef, MemoryScope, OperationSpec};
 use rein_core::state::BudgetPolicy;
 use rein_model::Catalog;
 use rein_operation::profile::check_name;
@@ -70,6 +70,10 @@ pub struct AgentFlags {
     /// its best chunks for your message in each call.
     #[arg(long = "knowledge", value_name = "NAME", value_delimiter = ',')]
     pub knowledge: Vec<String>,
+    /// Which learnt memories it reads and where what your conversations with it teach goes:
+    /// user (those your agents share) or agent (its own, read by it alone).
+    #[arg(long, value_name = "SCOPE", value_parser = ["user", "agent"])]
+    pub memory: Option<String>,
 }
 
 impl AgentFlags {
@@ -97,6 +101,10 @@ impl AgentFlags {
             surface: self.surface,
             time_limit_secs: self.time_limit,
             knowledge: (!self.knowledge.is_empty()).then_some(self.knowledge),
+            memory: self.memory.as_deref().map(|m| match m {
+                "agent" => MemoryScope::Agent,
+                _ => MemoryScope::User,
+            }),
         }
     }
 }

@@ -1,12 +1,13 @@
 //! `rein memory …`: what rein learnt about you from your conversations (extracted after each
 //! `rein run` by `rein_operation::memories`, and by `rein serve` for its users): list it with
 //! its history, correct it, forget it (for good: the same fact is not learnt again), or turn
-//! learning off.
+//! learning off. Memories are shared by your agents, except those of an agent created with
+//! `--memory agent`, which learns into memories only it reads.
 
 use anyhow::bail;
 use rein_operation::Host;
 use rein_operation::memories::Extractor;
-use rein_store::{Memories, MemoryRecord, SqlStore};
+use rein_store::{Memories, MemoryPool, MemoryRecord, SqlStore};
 
 /// `rein memory` subcommands.
 #[derive(clap::Subcommand)]
@@ -16,6 +17,12 @@ pub enum MemoryCommand {
         /// Also the memories later ones replaced.
         #[arg(long)]
         history: bool,
+        /// Only those private to this agent (an agent created with `--memory agent`).
+        #[arg(long, value_name = "AGENT", conflicts_with = "shared")]
+        agent: Option<String>,
+        /// Only those the agents share.
+        #[arg(long)]
+        shared: bool,
     },
     /// Show a memory: where it came from and what it replaced.
     Show {
@@ -52,7 +59,15 @@ fn line(m: &MemoryRecord) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_default();
-    format!("{}  [{category}] {}: {}{replaced}", m.id, m.subject, m.text)
+    let private = m
+        .private_to
+        .as_deref()
+        .map(|a| format!("  (agent {a} only)"))
+        .unwrap_or_default();
+    format!(
+        "{}  [{category}] {}: {}{replaced}{private}",
+        m.id, m.subject, m.text
+    )
 }
 
 /// `rein memory …`.
@@ -63,11 +78,20 @@ pub async fn command(
     json: bool,
 ) -> anyhow::Result<()> {
     match command {
-        MemoryCommand::List { history } => {
+        MemoryCommand::List {
+            history,
+            agent,
+            shared,
+        } => {
             if !store.memory_extraction(None).await? && !json {
                 eprintln!("(learning is off: `rein memory on` turns it back on)");
             }
-            for m in store.list_memories(None, history).await? {
+            let pool = match (&agent, shared) {
+                (Some(a), _) => MemoryPool::PrivateTo(a),
+                (None, true) => MemoryPool::Shared,
+                (None, false) => MemoryPool::All,
+            };
+            for m in store.list_memories(None, pool, history).await? {
                 if json {
                     println!("{}", serde_json::to_string(&m)?);
                 } else {

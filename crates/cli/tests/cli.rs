@@ -3196,6 +3196,104 @@ async fn a_base_with_an_embedding_model_is_searched_by_meaning_and_by_words() {
     assert!(out.contains("b.md:1-3"), "{out}");
 }
 
+/// An agent created with `--memory agent` learns into memories of its own: it reads them and
+/// no other agent does; what the other agents learn (even about the same subject) is theirs and
+/// does not replace its own.
+#[tokio::test]
+async fn an_agent_with_its_own_memories_learns_and_reads_them_alone() {
+    let e = env(Vec::new()).await;
+    e.server.route(
+        "You name conversations",
+        (0..4).map(|_| Canned::openai_text("A title")).collect(),
+    );
+    e.server.route(
+        "You keep a memory of durable facts",
+        vec![
+            memories(&[("fact", "cat name", "The user's cat is called Tom.")]),
+            memories(&[("fact", "cat name", "The user's cat is called Felix.")]),
+            memories(&[]),
+            memories(&[]),
+        ],
+    );
+    let (code, _, err) = e
+        .rein(&["agent", "create", "diary", "--memory", "agent"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let run = |args: &'static [&'static str]| {
+        let mut c = e.cmd(args);
+        c.env("REIN_SYSTEM_MODEL", "openai/gpt-4o-mini");
+        async move {
+            let out = c.output().await.unwrap();
+            let err = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert_eq!(out.status.code(), Some(0), "{err}");
+            err
+        }
+    };
+    let e = &e;
+    let asked_with = |prompt: &str| {
+        e.server
+            .requests()
+            .into_iter()
+            .rev()
+            .find(|r| {
+                r.body.to_string().contains(prompt)
+                    && !r.system_text().contains("You keep a memory")
+                    && !r.system_text().contains("You name")
+            })
+            .unwrap()
+            .body
+            .to_string()
+    };
+    let list = |args: &'static [&'static str]| async move {
+        let (code, out, err) = e.rein(args).await;
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+
+    e.server.push(Canned::openai_text("Noted."));
+    let err = run(&["run", "--agent", "diary", "My cat is Tom."]).await;
+    assert!(err.contains("memory: 1 new, 0 replaced"), "{err}");
+    let out = list(&["memory", "list", "--agent", "diary"]).await;
+    assert!(
+        out.contains("cat name: The user's cat is called Tom.  (agent diary only)"),
+        "{out}"
+    );
+    assert!(list(&["memory", "list", "--shared"]).await.is_empty());
+
+    // Another agent (the default one) does not read it; what it learns about the same subject
+    // is shared and replaces nothing of diary's.
+    e.server.push(Canned::openai_text("Nice."));
+    let err = run(&["run", "My cat is Felix, what is its name?"]).await;
+    assert!(err.contains("memory: 1 new, 0 replaced"), "{err}");
+    assert!(!asked_with("My cat is Felix").contains("called Tom"));
+    let shared = list(&["memory", "list", "--shared"]).await;
+    assert!(
+        shared.contains("called Felix.") && !shared.contains("Tom"),
+        "{shared}"
+    );
+    let all = list(&["memory", "list", "--history"]).await;
+    assert!(
+        all.contains("called Tom.  (agent diary only)") && !all.contains("(replaced)"),
+        "{all}"
+    );
+
+    // Each reads its own.
+    e.server.push(Canned::openai_text("Tom."));
+    run(&["run", "--agent", "diary", "What is my cat called?"]).await;
+    let asked = asked_with("What is my cat called?");
+    assert!(
+        asked.contains("called Tom.") && !asked.contains("called Felix."),
+        "{asked}"
+    );
+    e.server.push(Canned::openai_text("Felix."));
+    run(&["run", "Tell me my cat's name."]).await;
+    let asked = asked_with("Tell me my cat's name.");
+    assert!(
+        asked.contains("called Felix.") && !asked.contains("called Tom."),
+        "{asked}"
+    );
+}
+
 /// The extractor's answer: `memories` as `(category, subject, text)`.
 fn memories(items: &[(&str, &str, &str)]) -> Canned {
     let list: Vec<serde_json::Value> = items

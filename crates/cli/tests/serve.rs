@@ -4896,12 +4896,20 @@ async fn the_server_learns_memories_from_conversations_and_users_manage_them() {
     );
     e.model.route(
         "You keep a memory of durable facts",
-        vec![Canned::openai_text(
-            &json!({"memories": [
-                {"category": "project", "subject": "current project", "text": "The user is writing a compiler.", "message_id": "x"}
-            ]})
-            .to_string(),
-        )],
+        vec![
+            Canned::openai_text(
+                &json!({"memories": [
+                    {"category": "project", "subject": "current project", "text": "The user is writing a compiler.", "message_id": "x"}
+                ]})
+                .to_string(),
+            ),
+            Canned::openai_text(
+                &json!({"memories": [
+                    {"category": "fact", "subject": "mood", "text": "The user felt tired today.", "message_id": "x"}
+                ]})
+                .to_string(),
+            ),
+        ],
     );
     let rein = e
         .start(&[("REIN_SYSTEM_MODEL", "openai/gpt-4o-mini")])
@@ -4928,7 +4936,77 @@ async fn the_server_learns_memories_from_conversations_and_users_manage_them() {
     assert_eq!(memory["text"], "The user is writing a compiler.", "{list}");
     assert_eq!(memory["category"], "project");
     assert_eq!(memory["source_operation"], op.as_str());
+    assert_eq!(memory["private_to"], Value::Null);
     let id = memory["id"].as_str().unwrap().to_owned();
+
+    // An agent that keeps its own memories: what it learns is private to it.
+    e.create_agents(&rein, &alice, &[("journal", json!({"memory": "agent"}))])
+        .await;
+    e.model.push(Canned::openai_text("Rest well."));
+    let op = e
+        .create_operation(
+            &rein,
+            &alice,
+            json!({"input": "I felt tired today.", "agent": "journal"}),
+        )
+        .await;
+    wait_status(&e, &rein, &op, &alice, "done").await;
+    let own = eventually("journal's memory being learnt", || async {
+        let (_, list) = e
+            .call(
+                &rein,
+                "GET",
+                "/v1/memories?agent=journal",
+                Some(&alice),
+                None,
+            )
+            .await;
+        (list["memories"].as_array().is_some_and(|m| !m.is_empty())).then_some(list)
+    })
+    .await;
+    assert_eq!(own["memories"][0]["text"], "The user felt tired today.");
+    assert_eq!(own["memories"][0]["private_to"], "journal");
+    let (_, shared) = e
+        .call(&rein, "GET", "/v1/memories?shared=true", Some(&alice), None)
+        .await;
+    let texts: Vec<&str> = shared["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["text"].as_str())
+        .collect();
+    assert_eq!(texts, ["The user is writing a compiler."]);
+    let (_, all) = e
+        .call(&rein, "GET", "/v1/memories", Some(&alice), None)
+        .await;
+    assert_eq!(all["memories"].as_array().unwrap().len(), 2, "{all}");
+    let (status, both) = e
+        .call(
+            &rein,
+            "GET",
+            "/v1/memories?agent=journal&shared=true",
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{both}");
+    assert_eq!(both["memories"].as_array().unwrap().len(), 2, "{both}");
+    let (_, other) = e
+        .call(&rein, "GET", "/v1/memories?agent=other", Some(&alice), None)
+        .await;
+    assert_eq!(other["memories"], json!([]));
+    let own_id = own["memories"][0]["id"].as_str().unwrap().to_owned();
+    let (status, _) = e
+        .call(
+            &rein,
+            "DELETE",
+            &format!("/v1/memories/{own_id}"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(status, 204);
+
     // Per user: bob sees nothing, and cannot touch it.
     let (_, theirs) = e.call(&rein, "GET", "/v1/memories", Some(&bob), None).await;
     assert_eq!(theirs["memories"], json!([]));

@@ -387,6 +387,26 @@ impl ToolDisclosure {
     }
 }
 
+/// Which of the user's learnt memories an agent reads, and where what its conversations teach
+/// goes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryScope {
+    /// The memories the user's agents share.
+    #[default]
+    User,
+    /// Its own: learnt from its conversations, read by it alone.
+    Agent,
+}
+
+impl MemoryScope {
+    /// Whether this is the default (left out of a serialized spec).
+    pub fn is_user(&self) -> bool {
+        *self == Self::User
+    }
+}
+
 /// What one operation may do.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -445,6 +465,9 @@ pub struct OperationSpec {
     /// user's message go into each model call, by name (its owner's).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub knowledge: Vec<String>,
+    /// Which learnt memories it reads and where what it learns goes.
+    #[serde(skip_serializing_if = "MemoryScope::is_user")]
+    pub memory_scope: MemoryScope,
     /// Wall-clock seconds one run of an external agent may take before its processes are
     /// stopped (`timeout`).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -277,6 +277,9 @@ pub struct Metadata {
     /// The knowledge bases it may search (from the spec), by name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub knowledge: Vec<String>,
+    /// Which learnt memories it reads and is read for (from the spec).
+    #[serde(default, skip_serializing_if = "crate::spec::MemoryScope::is_user")]
+    pub memory_scope: crate::spec::MemoryScope,
     /// Anything else the host wants to carry.
     #[serde(flatten)]
     pub extra: BTreeMap<String, serde_json::Value>,

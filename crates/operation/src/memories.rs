@@ -7,14 +7,18 @@
 //! answer is printed, `rein serve` in a background loop; a failed extraction is retried with
 //! backoff (30 s, 1 min, 2 min, 4 min) and then given up with its error. The queue is the store's
 //! (every finished top-level operation of a user who has not turned extraction off), so an
-//! extraction interrupted by a crash is simply found again.
+//! extraction interrupted by a crash is simply found again. An agent with `memory: agent` learns
+//! into memories of its own, which only it reads ([`private_pool`]).
 
 use crate::driver::ask_json;
 use crate::models::ModelSource;
 use chrono::Utc;
 use rein_core::Role;
+use rein_core::spec::MemoryScope;
 use rein_core::state::ModelRef;
-use rein_store::{Applied, ExtractionTask, MemoryCategory, NewMemory, Store, StoreError};
+use rein_store::{
+    Applied, ExtractionTask, MemoryCategory, MemoryPool, NewMemory, Store, StoreError,
+};
 use rein_tools::documents::{Embedder, embed_one};
 use serde::Deserialize;
 use serde_json::json;
@@ -74,6 +78,15 @@ struct Proposal {
     subject: String,
     text: String,
     message_id: String,
+}
+
+/// The agent whose own memories an operation reads and learns into, if its agent keeps them
+/// apart (`memory: agent`); `None`: the memories the user's agents share.
+pub fn private_pool(metadata: &rein_core::state::Metadata) -> Option<&str> {
+    match metadata.memory_scope {
+        MemoryScope::Agent => metadata.agent_id.as_deref(),
+        MemoryScope::User => None,
+    }
 }
 
 /// What extracts memories in this process: the model that reads conversations (the system
@@ -166,16 +179,17 @@ impl Extractor<'_> {
             turns.push(json!({"id": m.id.to_string(), "role": role, "text": text}));
         }
         turns.reverse();
+        let private_to = private_pool(&op.state.metadata);
         if user_ids.is_empty() {
             return self
                 .store
-                .apply_memories(task, &[])
+                .apply_memories(task, private_to, &[])
                 .await
                 .map_err(|e| e.to_string());
         }
         let known: Vec<serde_json::Value> = self
             .store
-            .list_memories(task.owner.as_deref(), false)
+            .list_memories(task.owner.as_deref(), MemoryPool::of(private_to), false)
             .await
             .map_err(|e| e.to_string())?
             .into_iter()
@@ -212,7 +226,7 @@ impl Extractor<'_> {
             });
         }
         self.store
-            .apply_memories(task, &memories)
+            .apply_memories(task, private_to, &memories)
             .await
             .map_err(|e| e.to_string())
     }

@@ -22,7 +22,7 @@ use rein_core::message::Reasoning;
 use rein_core::spec::ContextSettings;
 use rein_core::tool::mangle;
 use rein_model::{Catalog, ChatRequest, ErrorKind, ModelEvent, ModelProvider, ToolSpec};
-use rein_store::Store;
+use rein_store::{MemoryPool, Store};
 use rein_tools::documents::{Embedder, RECALL_WINDOW, embed_one};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -90,13 +90,18 @@ impl ModelPort {
         let scope = crate::tools::document_scope(req.state);
         let owner = crate::tools::owner_of(req.state);
         // What the agent was told to remember, and what was learnt from the user's
-        // conversations (every agent of the user's; forgotten ones are never listed).
+        // conversations (with the user's agents, or with this agent alone when it keeps its
+        // own; forgotten ones are never listed).
         let read = async {
             let mut all = self
                 .store
                 .list_documents(DocumentKind::Memory, &scope, RECALL_WINDOW)
                 .await?;
-            let learnt = self.store.list_memories(owner.as_deref(), false).await?;
+            let pool = MemoryPool::of(crate::memories::private_pool(&req.state.metadata));
+            let learnt = self
+                .store
+                .list_memories(owner.as_deref(), pool, false)
+                .await?;
             all.extend(learnt.into_iter().take(RECALL_WINDOW).map(|m| {
                 rein_core::document::Document {
                     kind: DocumentKind::Memory,

@@ -5,7 +5,7 @@
 
 use rein_core::Usd;
 use rein_core::intervention::ApprovalMode;
-use rein_core::spec::{AgentRef, OperationSpec, Sandbox, SandboxMode, ToolDisclosure};
+use rein_core::spec::{AgentRef, MemoryScope, OperationSpec, Sandbox, SandboxMode, ToolDisclosure};
 use rein_core::state::{Budget, BudgetPolicy, ModelRef};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -82,6 +82,10 @@ pub struct AgentProfile {
     /// the user's message in each call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub knowledge: Option<Vec<String>>,
+    /// Which learnt memories it reads, and where what its conversations teach goes: `user`
+    /// (default: the memories the user's agents share) or `agent` (its own, read by it alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryScope>,
 }
 
 /// The schema of an optional surface (see [`rein_core::spec::Surface`]).
@@ -302,6 +306,7 @@ impl AgentProfile {
             surface: over.surface.clone().or_else(|| self.surface.clone()),
             time_limit_secs: over.time_limit_secs.or(self.time_limit_secs),
             knowledge: over.knowledge.clone().or_else(|| self.knowledge.clone()),
+            memory: over.memory.or(self.memory),
         }
     }
 
@@ -408,6 +413,7 @@ impl AgentProfile {
                 .knowledge
                 .clone()
                 .unwrap_or_else(|| base.knowledge.clone()),
+            memory_scope: self.memory.unwrap_or(base.memory_scope),
             owner: origin.owner,
             agent: origin.agent,
             working_directory: origin

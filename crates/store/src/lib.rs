@@ -45,7 +45,8 @@ pub use knowledge::{
     KnowledgeJobs, NewChunk, NewJobFile, PendingChunk, VectorSearch,
 };
 pub use memories::{
-    Applied, ExtractionTask, Memories, MemoryCategory, MemoryRecord, NewMemory, text_key,
+    Applied, ExtractionTask, Memories, MemoryCategory, MemoryPool, MemoryRecord, NewMemory,
+    text_key,
 };
 pub use records::*;
 pub use sql::{CommitNotices, Counts, SqlStore, Synchronous, redact};

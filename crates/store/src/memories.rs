@@ -1,9 +1,11 @@
 //! Memories extracted from conversations, per user: what a model proposed about the user (a
-//! fact, a preference, an ongoing project) with the message it came from. Applying proposals
-//! is one transaction with the extraction's queue entry: a proposal whose normalised text a
-//! current memory already has is merged into it (only touched), one about a subject a current
-//! memory has with other words replaces it (the old one stays as history, `superseded_by`), one
-//! the user forgot is dropped. The queue is every finished top-level operation since the
+//! fact, a preference, an ongoing project) with the message it came from. A memory is shared by
+//! the user's agents, or private to the agent whose conversation taught it (an agent with
+//! `memory: agent`): each is a pool of its own. Applying proposals is one transaction with the
+//! extraction's queue entry: a proposal whose normalised text a current memory of its pool
+//! already has is merged into it (only touched), one about a subject a current memory of its
+//! pool has with other words replaces it (the old one stays as history, `superseded_by`), one
+//! the user forgot (in any pool) is dropped. The queue is every finished top-level operation since the
 //! database's memory epoch whose owner has not turned extraction off; a failed extraction is
 //! retried later, then given up with its error. Only conversations count: operations started
 //! by a person (`rein run`, the API), not task runs or sub-agents.
@@ -40,6 +42,8 @@ pub struct MemoryRecord {
     pub owner: Option<String>,
     /// The agent of the conversation it came from.
     pub agent: Option<String>,
+    /// The agent it is private to (`None`: shared by the user's agents).
+    pub private_to: Option<String>,
     /// What it is about.
     pub category: MemoryCategory,
     /// The short subject contradictions are found by ("home city", "editor").
@@ -93,6 +97,33 @@ pub struct Applied {
     pub forgotten: u64,
 }
 
+/// Which of a user's memories.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemoryPool<'a> {
+    /// Every one, shared or private.
+    All,
+    /// Those the user's agents share.
+    Shared,
+    /// Those private to this agent.
+    PrivateTo(&'a str),
+}
+
+impl<'a> MemoryPool<'a> {
+    /// The pool an agent reads and learns into: its own, or the shared one.
+    pub fn of(private_to: Option<&'a str>) -> Self {
+        private_to.map_or(Self::Shared, Self::PrivateTo)
+    }
+
+    /// `(all, private_to)` bound as `$all = 1 OR COALESCE(private_to, '') = $private_to`.
+    fn binds(self) -> (i64, &'a str) {
+        match self {
+            Self::All => (1, ""),
+            Self::Shared => (0, ""),
+            Self::PrivateTo(agent) => (0, agent),
+        }
+    }
+}
+
 /// A finished operation to read for memories.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExtractionTask {
@@ -113,10 +144,12 @@ pub trait Memories: Send + Sync {
         &'a self,
         limit: u32,
     ) -> BoxFuture<'a, Result<Vec<ExtractionTask>, StoreError>>;
-    /// Apply what was extracted from `task`'s operation and mark it done.
+    /// Apply what was extracted from `task`'s operation to the shared memories, or to those
+    /// private to the agent `private_to`, and mark it done.
     fn apply_memories<'a>(
         &'a self,
         task: &'a ExtractionTask,
+        private_to: Option<&'a str>,
         proposals: &'a [NewMemory],
     ) -> BoxFuture<'a, Result<Applied, StoreError>>;
     /// Record a failed extraction: retried at `retry_at`, or given up (`None`).
@@ -137,10 +170,11 @@ pub trait Memories: Send + Sync {
         owner: Option<&'a str>,
         on: bool,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
-    /// `owner`'s current memories, newest first (with `history`, replaced ones too).
+    /// `owner`'s current memories of `pool`, newest first (with `history`, replaced ones too).
     fn list_memories<'a>(
         &'a self,
         owner: Option<&'a str>,
+        pool: MemoryPool<'a>,
         history: bool,
     ) -> BoxFuture<'a, Result<Vec<MemoryRecord>, StoreError>>;
     /// One of `owner`'s memories with the ones it replaced, newest first.
@@ -189,7 +223,7 @@ fn subject_key(subject: &str) -> String {
         .join(" ")
 }
 
-const COLUMNS: &str = "id, owner, agent, category, subject, text, source_operation, \
+const COLUMNS: &str = "id, owner, agent, private_to, category, subject, text, source_operation, \
      source_message, embedding, created_at, updated_at, superseded_by";
 
 fn memory_from(row: &AnyRow) -> Result<MemoryRecord, StoreError> {
@@ -198,6 +232,7 @@ fn memory_from(row: &AnyRow) -> Result<MemoryRecord, StoreError> {
         id: row.try_get("id")?,
         owner: row.try_get("owner")?,
         agent: row.try_get("agent")?,
+        private_to: row.try_get("private_to")?,
         category: crate::sql::enum_from(&row.try_get::<String, _>("category")?, "memory category")?,
         subject: row.try_get("subject")?,
         text: row.try_get("text")?,
@@ -258,28 +293,33 @@ impl Memories for SqlStore {
     fn apply_memories<'a>(
         &'a self,
         task: &'a ExtractionTask,
+        private_to: Option<&'a str>,
         proposals: &'a [NewMemory],
     ) -> BoxFuture<'a, Result<Applied, StoreError>> {
         async move {
             let owner = task.owner.as_deref().unwrap_or_default();
+            let pool = private_to.unwrap_or_default();
             let now = ts(Utc::now());
             let mut applied = Applied::default();
             let mut tx = self.begin_write().await?;
             for p in proposals {
                 let key = text_key(&p.text);
-                let same: Vec<(String, i64, Option<String>)> = sqlx::query_as(
-                    "SELECT id, forgotten, superseded_by FROM memories \
+                let same: Vec<(String, i64, Option<String>, Option<String>)> = sqlx::query_as(
+                    "SELECT id, forgotten, superseded_by, private_to FROM memories \
                      WHERE COALESCE(owner, '') = $1 AND text_key = $2",
                 )
                 .bind(owner)
                 .bind(&key)
                 .fetch_all(&mut *tx)
                 .await?;
-                if same.iter().any(|(_, f, _)| *f != 0) {
+                // Forgotten anywhere is forgotten everywhere.
+                if same.iter().any(|(_, f, ..)| *f != 0) {
                     applied.forgotten += 1;
                     continue;
                 }
-                if let Some((id, ..)) = same.iter().find(|(_, _, by)| by.is_none()) {
+                if let Some((id, ..)) = same.iter().find(|(_, _, by, to)| {
+                    by.is_none() && to.as_deref().unwrap_or_default() == pool
+                }) {
                     sqlx::query("UPDATE memories SET updated_at = $1 WHERE id = $2")
                         .bind(&now)
                         .bind(id)
@@ -298,8 +338,8 @@ impl Memories for SqlStore {
                 sqlx::query(
                     "INSERT INTO memories (id, owner, agent, category, subject, text, text_key, \
                      source_operation, source_message, embedding, created_at, updated_at, \
-                     superseded_by, forgotten) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, NULL, 0)",
+                     superseded_by, forgotten, private_to) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, NULL, 0, $12)",
                 )
                 .bind(&id)
                 .bind(task.owner.as_deref())
@@ -312,18 +352,22 @@ impl Memories for SqlStore {
                 .bind(p.source_message.as_deref())
                 .bind(embedding)
                 .bind(&now)
+                .bind(private_to)
                 .execute(&mut *tx)
                 .await?;
-                // A current memory about the same subject is contradicted: it becomes history.
+                // A current memory of the pool about the same subject is contradicted: it
+                // becomes history.
                 let replaced = sqlx::query(
                     "UPDATE memories SET superseded_by = $1, updated_at = $2 \
                      WHERE COALESCE(owner, '') = $3 AND subject = $4 AND id <> $1 \
+                     AND COALESCE(private_to, '') = $5 \
                      AND superseded_by IS NULL AND forgotten = 0",
                 )
                 .bind(&id)
                 .bind(&now)
                 .bind(owner)
                 .bind(&subject)
+                .bind(pool)
                 .execute(&mut *tx)
                 .await?
                 .rows_affected();
@@ -422,15 +466,21 @@ impl Memories for SqlStore {
     fn list_memories<'a>(
         &'a self,
         owner: Option<&'a str>,
+        pool: MemoryPool<'a>,
         history: bool,
     ) -> BoxFuture<'a, Result<Vec<MemoryRecord>, StoreError>> {
         async move {
+            let (all, private_to) = pool.binds();
             sqlx::query(sqlx::AssertSqlSafe(format!(
                 "SELECT {COLUMNS} FROM memories WHERE COALESCE(owner, '') = $1 AND forgotten = 0 \
-                 AND ($2 = 1 OR superseded_by IS NULL) ORDER BY updated_at DESC, id DESC"
+                 AND ($2 = 1 OR superseded_by IS NULL) \
+                 AND ($3 = 1 OR COALESCE(private_to, '') = $4) \
+                 ORDER BY updated_at DESC, id DESC"
             )))
             .bind(owner.unwrap_or_default())
             .bind(i64::from(history))
+            .bind(all)
+            .bind(private_to)
             .fetch_all(&self.pool)
             .await?
             .iter()

@@ -109,6 +109,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "memories extracted from conversations",
         include_str!("../migrations/0018_memories.sql"),
     ),
+    (
+        19,
+        "memories private to an agent",
+        include_str!("../migrations/0019_agent_memories.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

@@ -10,7 +10,7 @@ use crate::error::ApiError;
 use crate::routes::{Body, MemoryPath, Params};
 use axum::Json;
 use axum::extract::State;
-use rein_store::{Memories, MemoryRecord};
+use rein_store::{Memories, MemoryPool, MemoryRecord};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +21,13 @@ pub struct ListQuery {
     /// Also the memories later ones replaced.
     #[serde(default)]
     pub history: bool,
+    /// Only those private to this agent (one whose `memory` is `agent`).
+    #[serde(default)]
+    #[schemars(pattern(rein_operation::profile::AGENT_NAME_PATTERN))]
+    pub agent: Option<String>,
+    /// Only those the user's agents share (with `agent`: those and the agent's own).
+    #[serde(default)]
+    pub shared: bool,
 }
 
 /// `GET /v1/memories` answer.
@@ -64,9 +71,24 @@ pub async fn list(
     Caller(user): Caller,
     Params(q): Params<ListQuery>,
 ) -> Result<Json<MemoryList>, ApiError> {
+    let pool = match (q.agent.as_deref(), q.shared) {
+        (Some(a), false) => MemoryPool::PrivateTo(a),
+        (None, true) => MemoryPool::Shared,
+        // Both: the shared ones and the agent's own, filtered below.
+        (_, _) => MemoryPool::All,
+    };
     Ok(Json(MemoryList {
         extraction: app.store.memory_extraction(Some(&user.id)).await?,
-        memories: app.store.list_memories(Some(&user.id), q.history).await?,
+        memories: app
+            .store
+            .list_memories(Some(&user.id), pool, q.history)
+            .await?
+            .into_iter()
+            .filter(|m| match (q.agent.as_deref(), q.shared) {
+                (Some(a), true) => m.private_to.as_deref().is_none_or(|p| p == a),
+                _ => true,
+            })
+            .collect(),
     }))
 }
 

@@ -661,34 +661,71 @@ impl Knowledge for SqlStore {
         limit: u32,
     ) -> BoxFuture<'a, Result<Vec<PendingChunk>, StoreError>> {
         async move {
-            let (after_path, after_ordinal) = after.map_or(("", -1), |(p, o)| (p, int(o)));
-            let rows = sqlx::query(
-                "SELECT c.path AS path, c.ordinal AS ordinal, f.content_hash AS content_hash, \
-                 c.text AS text FROM knowledge_chunks c \
-                 JOIN knowledge_files f ON f.kb_id = c.kb_id AND f.path = c.path \
-                 LEFT JOIN knowledge_vectors v ON v.kb_id = c.kb_id AND v.path = c.path \
-                 AND v.ordinal = c.ordinal AND v.model = $2 \
-                 WHERE c.kb_id = $1 AND (c.path > $3 OR (c.path = $3 AND c.ordinal > $4)) \
-                 AND v.kb_id IS NULL ORDER BY c.path, c.ordinal LIMIT $5",
-            )
-            .bind(kb)
-            .bind(model)
-            .bind(after_path)
-            .bind(after_ordinal)
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
-            .await?;
-            rows.iter()
-                .map(|row| {
-                    Ok(PendingChunk {
-                        path: row.try_get("path")?,
-                        ordinal: u64::try_from(row.try_get::<i64, _>("ordinal")?)
-                            .unwrap_or_default(),
-                        content_hash: row.try_get("content_hash")?,
-                        text: row.try_get("text")?,
+            let (mut at_path, mut at_ordinal) =
+                after.map_or((String::new(), -1), |(p, o)| (p.to_owned(), int(o)));
+            // Two range scans of primary keys per window (the next chunks, and which of them
+            // have a vector), not an anti-join: its plan rests on the statistics, which are
+            // stale while a job fills the tables (PostgreSQL without autovacuum never refreshes
+            // them), and the plan they gave probed every vector of the base for every chunk.
+            let window = i64::from(limit.max(16)) * 4;
+            let mut pending = Vec::new();
+            while pending.len() < limit as usize {
+                let rows = sqlx::query(
+                    "SELECT c.path AS path, c.ordinal AS ordinal, f.content_hash AS content_hash, \
+                     c.text AS text FROM knowledge_chunks c \
+                     JOIN knowledge_files f ON f.kb_id = c.kb_id AND f.path = c.path \
+                     WHERE c.kb_id = $1 AND (c.path, c.ordinal) > ($2, $3) \
+                     ORDER BY c.path, c.ordinal LIMIT $4",
+                )
+                .bind(kb)
+                .bind(&at_path)
+                .bind(at_ordinal)
+                .bind(window)
+                .fetch_all(&self.pool)
+                .await?;
+                let chunks = rows
+                    .iter()
+                    .map(|row| {
+                        Ok(PendingChunk {
+                            path: row.try_get("path")?,
+                            ordinal: u64::try_from(row.try_get::<i64, _>("ordinal")?)
+                                .unwrap_or_default(),
+                            content_hash: row.try_get("content_hash")?,
+                            text: row.try_get("text")?,
+                        })
                     })
-                })
-                .collect()
+                    .collect::<Result<Vec<_>, StoreError>>()?;
+                let (Some(first), Some(last)) = (chunks.first(), chunks.last()) else {
+                    break;
+                };
+                let embedded: std::collections::HashSet<(String, i64)> = sqlx::query_as(
+                    "SELECT path, ordinal FROM knowledge_vectors WHERE kb_id = $1 \
+                     AND (path, ordinal) >= ($2, $3) AND (path, ordinal) <= ($4, $5) \
+                     AND model = $6",
+                )
+                .bind(kb)
+                .bind(&first.path)
+                .bind(int(first.ordinal))
+                .bind(&last.path)
+                .bind(int(last.ordinal))
+                .bind(model)
+                .fetch_all(&self.pool)
+                .await?
+                .into_iter()
+                .collect();
+                let full = chunks.len() as i64 == window;
+                (at_path, at_ordinal) = (last.path.clone(), int(last.ordinal));
+                pending.extend(
+                    chunks
+                        .into_iter()
+                        .filter(|c| !embedded.contains(&(c.path.clone(), int(c.ordinal)))),
+                );
+                if !full {
+                    break;
+                }
+            }
+            pending.truncate(limit as usize);
+            Ok(pending)
         }
         .boxed()
     }
