@@ -44,6 +44,18 @@ struct Cli {
     /// Database: a SQLite file path or a postgres:// URL (default: $REIN_DATABASE_URL, else rein.db in $REIN_HOME or ~/.rein).
     #[arg(long, global = true)]
     db: Option<String>,
+    /// Where knowledge vectors are searched: in-process (exact; the default) or pgvector (on
+    /// PostgreSQL with pgvector 0.8+: its HNSW index, approximate; created when missing, which
+    /// needs a superuser).
+    #[arg(
+        long,
+        global = true,
+        env = "REIN_VECTOR_SEARCH",
+        value_name = "WHERE",
+        value_parser = ["in-process", "pgvector"],
+        default_value = "in-process"
+    )]
+    vector_search: String,
     /// Serve model calls from this cassette instead of the network.
     #[arg(long, global = true, value_name = "CASSETTE")]
     replay: Option<PathBuf>,
@@ -461,7 +473,11 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         return Ok(exit::DONE);
     }
-    let store = Arc::new(SqlStore::open(&target, Synchronous::Normal).await?);
+    let mut store = SqlStore::open(&target, Synchronous::Normal).await?;
+    if cli.vector_search == "pgvector" {
+        store.enable_pgvector().await?;
+    }
+    let store = Arc::new(store);
     match cli.command {
         Command::Config { .. }
         | Command::Models { .. }

@@ -3145,6 +3145,31 @@ async fn a_base_with_an_embedding_model_is_searched_by_meaning_and_by_words() {
         first.contains("a.md:1-3") && first.contains("(Cats)"),
         "{out}"
     );
+    // The same search by pgvector on PostgreSQL (scripts/test installs it); SQLite says it
+    // cannot.
+    if e.db().starts_with("postgres") {
+        e.server.push(Canned::openai_embeddings(&[&[0.9, 0.1]]));
+        let (code, out, err) = e
+            .rein(&[
+                "--vector-search",
+                "pgvector",
+                "kb",
+                "search",
+                "pets",
+                "kitty",
+            ])
+            .await;
+        assert_eq!(code, 0, "{err}");
+        let first = out.lines().next().unwrap_or_default();
+        assert!(first.contains("a.md:1-3"), "{out}");
+    } else {
+        let (code, _, err) = e.rein(&["--vector-search", "pgvector", "kb", "list"]).await;
+        assert_eq!(code, 1);
+        assert!(
+            err.contains("pgvector cannot be used: it needs PostgreSQL"),
+            "{err}"
+        );
+    }
     let (_, show, _) = e.rein(&["kb", "show", "pets"]).await;
     assert!(
         show.contains("openai/text-embedding-3-small (2 of 2 chunks embedded)"),

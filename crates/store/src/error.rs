@@ -25,6 +25,9 @@ pub enum StoreError {
     /// A statement on the SQLite commit path failed.
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// pgvector was asked for and cannot be used (SQLite, or a server without it).
+    #[error("pgvector cannot be used: {0}")]
+    Pgvector(String),
     /// The store was closed.
     #[error("the store is closed (its SQLite writer has stopped)")]
     Closed,

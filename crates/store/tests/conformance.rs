@@ -989,46 +989,58 @@ async fn postgres_conformance() {
     let store = SqlStore::open(&scoped, Synchronous::Normal).await.unwrap();
     assert!(store.is_postgres());
     suite(&store).await;
+    assert_eq!(store.vector_search(), VectorSearch::InProcess);
     let other = SqlStore::open(&scoped, Synchronous::Normal).await.unwrap();
     knowledge_vectors_and_jobs(&store, &other).await;
     other.close().await;
-    if matches!(store.vector_search(), VectorSearch::Pgvector(_)) {
-        // The same through the in-process index, on a database pgvector also writes to.
-        let (a, b) = (
-            SqlStore::open(&scoped, Synchronous::Normal)
-                .await
-                .unwrap()
-                .with_in_process_vector_search(),
-            SqlStore::open(&scoped, Synchronous::Normal)
-                .await
-                .unwrap()
-                .with_in_process_vector_search(),
-        );
-        assert_eq!(a.vector_search(), VectorSearch::InProcess);
-        knowledge_vectors_and_jobs(&a, &b).await;
-        pgvector_fills_in_and_indexes(&scoped, &a).await;
-        a.close().await;
-        b.close().await;
-    } else {
-        rein_testkit::skip(
+    // The same searched by pgvector, in both processes.
+    let mut a = SqlStore::open(&scoped, Synchronous::Normal).await.unwrap();
+    match a.enable_pgvector().await {
+        Ok(_) => {
+            let mut b = SqlStore::open(&scoped, Synchronous::Normal).await.unwrap();
+            b.enable_pgvector().await.unwrap();
+            assert!(matches!(a.vector_search(), VectorSearch::Pgvector(_)));
+            knowledge_vectors_and_jobs(&a, &b).await;
+            pgvector_fills_in_and_indexes(&scoped, &store, &a).await;
+            b.close().await;
+        }
+        Err(e) => rein_testkit::skip(
             "postgres_conformance (pgvector)",
-            "the test database has no pgvector 0.8+ (.ci/run builds it from Debian's source \
-             package)",
-        );
+            &format!(
+                "the test database cannot give pgvector 0.8+ ({e}; scripts/test builds it from \
+                 Debian's source package)"
+            ),
+        ),
     }
+    a.close().await;
+    let mut sqlite = SqlStore::open(
+        std::env::temp_dir()
+            .join(format!("rein-pgvector-{}.db", OperationId::new()))
+            .to_str()
+            .unwrap(),
+        Synchronous::Normal,
+    )
+    .await
+    .unwrap();
+    assert!(matches!(
+        sqlite.enable_pgvector().await,
+        Err(StoreError::Pgvector(_))
+    ));
+    sqlite.close().await;
     store.close().await;
     scratch.drop().await;
 }
 
-/// Vectors written without pgvector's column (by a store from before the extension) are filled
-/// in when a store opens, each dimension gets its HNSW index, and pgvector then finds them.
-async fn pgvector_fills_in_and_indexes(url: &str, writer: &SqlStore) {
+/// Once a database has pgvector's columns every store fills them, also one that opened before
+/// and does not search with pgvector (`plain`); vectors written without them (before pgvector
+/// was enabled) are filled in when a store enables it; each dimension gets its HNSW index.
+async fn pgvector_fills_in_and_indexes(url: &str, plain: &SqlStore, searcher: &SqlStore) {
     use sqlx::Connection;
-    let kb = writer
+    let kb = plain
         .create_knowledge_base(None, &format!("backfill-{}", OperationId::new()))
         .await
         .unwrap();
-    writer.set_embed_model(&kb.id, Some("p/e")).await.unwrap();
+    plain.set_embed_model(&kb.id, Some("p/e")).await.unwrap();
     let chunks = [
         NewChunk {
             headings: Vec::new(),
@@ -1043,11 +1055,11 @@ async fn pgvector_fills_in_and_indexes(url: &str, writer: &SqlStore) {
             text: "down".into(),
         },
     ];
-    writer
+    plain
         .put_knowledge_file(&kb.id, "v.md", "h", &chunks, None, None)
         .await
         .unwrap();
-    let pending = writer
+    let pending = plain
         .pending_embeddings(&kb.id, "p/e", None, 10)
         .await
         .unwrap();
@@ -1063,12 +1075,21 @@ async fn pgvector_fills_in_and_indexes(url: &str, writer: &SqlStore) {
         })
         .collect();
     assert_eq!(
-        writer
+        plain
             .put_knowledge_vectors(&kb.id, "p/e", &vectors)
             .await
             .unwrap(),
         2
     );
+    // Written by a store that opened before pgvector's columns existed: filled in at search.
+    let hits = searcher
+        .search_knowledge_vectors(&kb.id, "p/e", &[0.0, 0.0, 0.0, 1.0, 0.1], 5)
+        .await
+        .unwrap();
+    let found: Vec<(&str, u64)> = hits.iter().map(|h| (h.path.as_str(), h.ordinal)).collect();
+    assert_eq!(found, [("v.md", 0), ("v.md", 1)]);
+    assert!(hits[0].score > 0.99 && hits[1].score < 0.0, "{hits:?}");
+    // Each dimension has its HNSW index.
     let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
     let indexes: Vec<String> = sqlx::query_scalar(
         "SELECT indexname::text FROM pg_indexes WHERE schemaname = current_schema() \
@@ -1082,25 +1103,29 @@ async fn pgvector_fills_in_and_indexes(url: &str, writer: &SqlStore) {
         indexes,
         ["knowledge_vectors_hnsw_3", "knowledge_vectors_hnsw_5"]
     );
-    // As an older rein would have left them.
+    // As a rein from before pgvector's columns would have left them; a store enabling pgvector
+    // fills them in at once.
     sqlx::query("UPDATE knowledge_vectors SET embedding = NULL, dims = NULL WHERE kb_id = $1")
         .bind(&kb.id)
         .execute(&mut conn)
         .await
         .unwrap();
+    let mut reopened = SqlStore::open(url, Synchronous::Normal).await.unwrap();
+    reopened.enable_pgvector().await.unwrap();
+    let unfilled: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM knowledge_vectors WHERE kb_id = $1 AND embedding IS NULL",
+    )
+    .bind(&kb.id)
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(unfilled, 0);
     let _ = conn.close().await;
-    let reopened = SqlStore::open(url, Synchronous::Normal).await.unwrap();
-    assert!(matches!(
-        reopened.vector_search(),
-        VectorSearch::Pgvector(_)
-    ));
-    let hits = reopened
+    let again = reopened
         .search_knowledge_vectors(&kb.id, "p/e", &[0.0, 0.0, 0.0, 1.0, 0.1], 5)
         .await
         .unwrap();
-    let found: Vec<(&str, u64)> = hits.iter().map(|h| (h.path.as_str(), h.ordinal)).collect();
-    assert_eq!(found, [("v.md", 0), ("v.md", 1)]);
-    assert!(hits[0].score > 0.99 && hits[1].score < 0.0, "{hits:?}");
+    assert_eq!(again, hits);
     // A query of another dimension finds nothing, as in the in-process index.
     assert!(
         reopened

@@ -1,11 +1,16 @@
-//! Vector search inside PostgreSQL, with the pgvector extension when the server has it (0.8 or
-//! later: its iterative index scans keep a filtered search from coming back short).
+//! Vector search inside PostgreSQL with the pgvector extension (0.8 or later: its iterative
+//! index scans keep a filtered search from coming back short), when asked for
+//! ([`crate::SqlStore::enable_pgvector`]; rein's `--vector-search pgvector`). It is not the
+//! default: on the retrieval bench's 100k chunks its HNSW index found half the answers the
+//! exact in-process [`super::index`] finds, seven times slower, and inserting into the graph cut
+//! ingestion to a third (docs/performance.md).
 //!
-//! At open the store looks for the extension and, when it is missing, tries to create it in
-//! `public` (which needs a superuser; failing that, the in-process [`super::index`] is used and
-//! the log says why). It then adds two derived columns to `knowledge_vectors`: `embedding`, the
-//! same unit vector as the `vector` bytes in pgvector's type, and `dims`, its dimension; rows
-//! written before (by an older rein, or before the extension existed) are filled in then. Each
+//! Enabling it creates the extension in `public` when it is missing (which needs a superuser),
+//! then adds two derived columns to `knowledge_vectors`: `embedding`, the same unit vector as
+//! the `vector` bytes in pgvector's type, and `dims`, its dimension; rows written before are
+//! filled in then. From then on every store that opens the database fills them too, whether it
+//! searches with pgvector or not, and a search first fills in what a store that opened before
+//! wrote without them (found through a partial index of the unfilled rows). Each
 //! dimension a model answers with gets a partial HNSW index over `embedding::vector(dims)` with
 //! cosine distance (pgvector indexes at most 2,000 dimensions: larger vectors are compared
 //! exactly). A search asks for the nearest rows of one base and model, and joins their chunks,
@@ -77,6 +82,18 @@ fn literal(v: &[f32]) -> String {
     out
 }
 
+/// Whether `knowledge_vectors` has pgvector's columns.
+async fn has_columns(pool: &AnyPool) -> Result<bool, sqlx::Error> {
+    let n: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM information_schema.columns \
+         WHERE table_schema = current_schema() AND table_name = 'knowledge_vectors' \
+         AND column_name IN ('embedding', 'dims')",
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok(n == 2)
+}
+
 /// The extension's schema and version, if it is installed.
 async fn installed(pool: &AnyPool) -> Result<Option<(String, String)>, sqlx::Error> {
     sqlx::query_as(
@@ -88,33 +105,51 @@ async fn installed(pool: &AnyPool) -> Result<Option<(String, String)>, sqlx::Err
 }
 
 impl Pgvector {
-    /// pgvector on this database, ready for `knowledge_vectors`, or `None` (with the reason
-    /// logged) when the server does not have it, will not let this user create it, or has a
-    /// version older than 0.8.
-    pub async fn detect(pool: &AnyPool) -> Result<Option<Self>, StoreError> {
+    /// pgvector as this database already has it: the extension (0.8+) and the columns a store
+    /// that searched with it added. A store that does not search with pgvector still fills
+    /// them, so the stores that do find every vector.
+    pub async fn existing(pool: &AnyPool) -> Result<Option<Self>, StoreError> {
+        let Some((schema, version)) = installed(pool).await? else {
+            return Ok(None);
+        };
+        if major_minor(&version).is_none_or(|v| v < MIN_VERSION) || !has_columns(pool).await? {
+            return Ok(None);
+        }
+        Ok(Some(Self {
+            schema: quote(&schema),
+            version,
+            search: false,
+            indexed: Mutex::new(HashSet::new()),
+        }))
+    }
+
+    /// pgvector ready to search `knowledge_vectors`: the extension created when missing (in
+    /// `public`; that needs a superuser), the columns added, vectors written before filled in.
+    /// Refused, saying why, when the server does not have pgvector 0.8 or later or this user
+    /// may not create it.
+    pub async fn enable(pool: &AnyPool) -> Result<Self, StoreError> {
         let mut found = installed(pool).await?;
+        let mut refused = None;
         if found.is_none() {
             if let Err(e) = sqlx::query("CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public")
                 .execute(pool)
                 .await
             {
-                tracing::info!(
-                    error = %e,
-                    "pgvector is not available; knowledge vectors are searched in process"
-                );
+                refused = Some(e.to_string());
             }
             // Another process may have created it meanwhile.
             found = installed(pool).await?;
         }
         let Some((schema, version)) = found else {
-            return Ok(None);
+            return Err(StoreError::Pgvector(format!(
+                "the server has no `vector` extension ({})",
+                refused.unwrap_or_else(|| "CREATE EXTENSION did not create it".into())
+            )));
         };
         if major_minor(&version).is_none_or(|v| v < MIN_VERSION) {
-            tracing::info!(
-                %version,
-                "pgvector is older than 0.8; knowledge vectors are searched in process"
-            );
-            return Ok(None);
+            return Err(StoreError::Pgvector(format!(
+                "the server's pgvector is {version}; rein needs 0.8 or later"
+            )));
         }
         let this = Self {
             schema: quote(&schema),
@@ -123,24 +158,15 @@ impl Pgvector {
             indexed: Mutex::new(HashSet::new()),
         };
         this.add_columns(pool).await?;
-        this.backfill(pool).await?;
+        this.backfill(pool, None).await?;
         tracing::info!(version = %this.version, "knowledge vectors are searched by pgvector");
-        Ok(Some(this))
+        Ok(this)
     }
 
     /// Add `embedding` and `dims` to `knowledge_vectors` unless they are there (looked up
     /// first: `ALTER TABLE` would lock the table on every open).
     async fn add_columns(&self, pool: &AnyPool) -> Result<(), StoreError> {
-        let has = |pool| async move {
-            sqlx::query_scalar::<_, i64>(
-                "SELECT COUNT(*) FROM information_schema.columns \
-                 WHERE table_schema = current_schema() AND table_name = 'knowledge_vectors' \
-                 AND column_name IN ('embedding', 'dims')",
-            )
-            .fetch_one(pool)
-            .await
-        };
-        if has(pool).await? == 2 {
+        if has_columns(pool).await? {
             return Ok(());
         }
         let mut tx = pool.begin().await?;
@@ -158,23 +184,33 @@ impl Pgvector {
         )))
         .execute(&mut *tx)
         .await?;
+        // Rows a store that opened before these columns existed writes without them.
+        sqlx::query(
+            "CREATE INDEX IF NOT EXISTS knowledge_vectors_unfilled \
+             ON knowledge_vectors (kb_id, path, ordinal) WHERE embedding IS NULL",
+        )
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
         Ok(())
     }
 
-    /// Copy the vectors that have no `embedding` yet into it, a batch per transaction.
-    async fn backfill(&self, pool: &AnyPool) -> Result<(), StoreError> {
-        let mut after = (String::new(), String::new(), -1i64);
+    /// Copy the vectors (of base `kb`, or all) that have no `embedding` yet into it, a batch
+    /// per transaction; found through a partial index, so finding none is cheap.
+    async fn backfill(&self, pool: &AnyPool, kb: Option<&str>) -> Result<(), StoreError> {
+        let mut after = (kb.unwrap_or_default().to_owned(), String::new(), -1i64);
         loop {
             let rows: Vec<(String, String, i64, Vec<u8>)> = sqlx::query_as(
                 "SELECT kb_id, path, ordinal, vector FROM knowledge_vectors \
                  WHERE embedding IS NULL AND (kb_id, path, ordinal) > ($1, $2, $3) \
+                 AND ($5 = '' OR kb_id = $5) \
                  ORDER BY kb_id, path, ordinal LIMIT $4",
             )
             .bind(&after.0)
             .bind(&after.1)
             .bind(after.2)
             .bind(BACKFILL_BATCH)
+            .bind(kb.unwrap_or_default())
             .fetch_all(pool)
             .await?;
             let Some(last) = rows.last() else {
@@ -206,21 +242,6 @@ impl Pgvector {
             for dims in dims_seen {
                 self.ensure_index(pool, dims).await?;
             }
-        }
-    }
-
-    /// The same, with searches left to the in-process index.
-    pub fn without_search(&self) -> Self {
-        Self {
-            schema: self.schema.clone(),
-            version: self.version.clone(),
-            search: false,
-            indexed: Mutex::new(
-                self.indexed
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .clone(),
-            ),
         }
     }
 
@@ -305,6 +326,8 @@ impl Pgvector {
         if dims == 0 || limit == 0 {
             return Ok(Vec::new());
         }
+        // What a store that opened before pgvector's columns existed wrote without them.
+        self.backfill(pool, Some(kb)).await?;
         let mut tx = pool.begin().await?;
         // Planned for this base, not generically: with its row count from the statistics the
         // planner picks the HNSW index for a large base and an exact scan of a small one's

@@ -215,7 +215,7 @@ impl SqlStore {
             })?;
         migrate(&pool, postgres).await?;
         let pgvector = if postgres {
-            crate::knowledge::pgvector::Pgvector::detect(&pool)
+            crate::knowledge::pgvector::Pgvector::existing(&pool)
                 .await?
                 .map(Arc::new)
         } else {
@@ -252,8 +252,8 @@ impl SqlStore {
         }
     }
 
-    /// Where knowledge vectors are searched: in PostgreSQL by pgvector when the server has it
-    /// (0.8 or later), else in this process.
+    /// Where knowledge vectors are searched: in this process (the default), or in PostgreSQL
+    /// by pgvector after [`Self::enable_pgvector`].
     pub fn vector_search(&self) -> crate::VectorSearch {
         match &self.pgvector {
             Some(p) if p.search => crate::VectorSearch::Pgvector(p.version.clone()),
@@ -261,15 +261,22 @@ impl SqlStore {
         }
     }
 
-    /// This store with its vector searches in this process even where pgvector could run
-    /// them (vectors are still written for pgvector, so stores that use it see them): to
-    /// compare the two.
-    #[must_use]
-    pub fn with_in_process_vector_search(mut self) -> Self {
-        if let Some(p) = &self.pgvector {
-            self.pgvector = Some(Arc::new(p.without_search()));
+    /// Search knowledge vectors with pgvector (0.8 or later) from now on: the extension is
+    /// created when missing (that needs a superuser), `knowledge_vectors` gets pgvector's
+    /// columns (which every store then fills) and vectors written before are copied in. Its
+    /// version, or why it cannot be (SQLite; a server without pgvector or too old; a user who
+    /// may not create it).
+    pub async fn enable_pgvector(&mut self) -> Result<String, StoreError> {
+        if !self.postgres {
+            return Err(StoreError::Pgvector(
+                "it needs PostgreSQL (this database is SQLite, which uses the in-process index)"
+                    .into(),
+            ));
         }
-        self
+        let p = crate::knowledge::pgvector::Pgvector::enable(&self.pool).await?;
+        let version = p.version.clone();
+        self.pgvector = Some(Arc::new(p));
+        Ok(version)
     }
 
     /// Whether this is PostgreSQL.
