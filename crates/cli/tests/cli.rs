@@ -3221,6 +3221,21 @@ async fn a_base_with_an_embedding_model_is_searched_by_meaning_and_by_words() {
     assert!(out.contains("b.md:1-3"), "{out}");
 }
 
+/// The last request of the conversation itself that carried `prompt` (not a title's, not a
+/// memory extraction's).
+fn conversation_request(e: &Env, prompt: &str) -> rein_model::testing::Recorded {
+    e.server
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| {
+            r.body.to_string().contains(prompt)
+                && !r.system_text().contains("You keep a memory")
+                && !r.system_text().contains("You name")
+        })
+        .unwrap()
+}
+
 /// An agent created with `--memory agent` learns into memories of its own: it reads them and
 /// no other agent does; what the other agents learn (even about the same subject) is theirs and
 /// does not replace its own.
@@ -3255,20 +3270,7 @@ async fn an_agent_with_its_own_memories_learns_and_reads_them_alone() {
         }
     };
     let e = &e;
-    let asked_with = |prompt: &str| {
-        e.server
-            .requests()
-            .into_iter()
-            .rev()
-            .find(|r| {
-                r.body.to_string().contains(prompt)
-                    && !r.system_text().contains("You keep a memory")
-                    && !r.system_text().contains("You name")
-            })
-            .unwrap()
-            .body
-            .to_string()
-    };
+    let asked_with = |prompt: &str| conversation_request(e, prompt).body.to_string();
     let list = |args: &'static [&'static str]| async move {
         let (code, out, err) = e.rein(args).await;
         assert_eq!(code, 0, "{err}");
@@ -3378,19 +3380,7 @@ async fn memories_are_learnt_merged_replaced_forgotten_and_turned_off() {
             .count()
     };
     let e = &e;
-    // The conversation's own request with `prompt` (not a title's, not an extraction's).
-    let asked_with = |prompt: &str| {
-        e.server
-            .requests()
-            .into_iter()
-            .rev()
-            .find(|r| {
-                r.body.to_string().contains(prompt)
-                    && !r.system_text().contains("You keep a memory")
-                    && !r.system_text().contains("You name")
-            })
-            .unwrap()
-    };
+    let asked_with = |prompt: &str| conversation_request(e, prompt);
     let list = |history: bool| async move {
         let args: &[&str] = if history {
             &["memory", "list", "--history"]

@@ -82,6 +82,19 @@ fn literal(v: &[f32]) -> String {
     out
 }
 
+/// A transaction holding the lock that serialises this module's schema changes across
+/// processes (two `... IF NOT EXISTS` at once can still collide).
+async fn ddl_transaction(
+    pool: &AnyPool,
+) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(DDL_LOCK)
+        .execute(&mut *tx)
+        .await?;
+    Ok(tx)
+}
+
 /// Whether `knowledge_vectors` has pgvector's columns.
 async fn has_columns(pool: &AnyPool) -> Result<bool, sqlx::Error> {
     let n: i64 = sqlx::query_scalar(
@@ -169,11 +182,7 @@ impl Pgvector {
         if has_columns(pool).await? {
             return Ok(());
         }
-        let mut tx = pool.begin().await?;
-        sqlx::query("SELECT pg_advisory_xact_lock($1)")
-            .bind(DDL_LOCK)
-            .execute(&mut *tx)
-            .await?;
+        let mut tx = ddl_transaction(pool).await?;
         // Kept in the row (`MAIN`: out of line only when a row could not fit otherwise), the
         // `vector` bytes beside it going out of line first: a search that had to fetch every
         // candidate's vector from the TOAST table was seven times slower.
@@ -259,11 +268,7 @@ impl Pgvector {
         {
             return Ok(());
         }
-        let mut tx = pool.begin().await?;
-        sqlx::query("SELECT pg_advisory_xact_lock($1)")
-            .bind(DDL_LOCK)
-            .execute(&mut *tx)
-            .await?;
+        let mut tx = ddl_transaction(pool).await?;
         sqlx::query(sqlx::AssertSqlSafe(format!(
             "CREATE INDEX IF NOT EXISTS knowledge_vectors_hnsw_{dims} ON knowledge_vectors \
              USING hnsw ((embedding::{s}.vector({dims})) {s}.vector_cosine_ops) \
