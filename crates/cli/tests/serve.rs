@@ -4995,6 +4995,16 @@ async fn the_server_learns_memories_from_conversations_and_users_manage_them() {
         .call(&rein, "GET", "/v1/memories?agent=other", Some(&alice), None)
         .await;
     assert_eq!(other["memories"], json!([]));
+    let (status, body) = e
+        .call(
+            &rein,
+            "GET",
+            "/v1/memories?agent=no.such",
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
     let own_id = own["memories"][0]["id"].as_str().unwrap().to_owned();
     let (status, _) = e
         .call(

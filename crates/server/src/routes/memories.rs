@@ -71,6 +71,10 @@ pub async fn list(
     Caller(user): Caller,
     Params(q): Params<ListQuery>,
 ) -> Result<Json<MemoryList>, ApiError> {
+    if let Some(agent) = q.agent.as_deref() {
+        rein_operation::profile::check_name(agent)
+            .map_err(|e| ApiError::bad_request(format!("agent: {e}")))?;
+    }
     let pool = match (q.agent.as_deref(), q.shared) {
         (Some(a), false) => MemoryPool::PrivateTo(a),
         (None, true) => MemoryPool::Shared,
