@@ -46,13 +46,14 @@ pub(crate) struct Pgvector {
     indexed: Mutex<HashSet<usize>>,
 }
 
-/// Where a PostgreSQL store's vector searches run.
+/// Where a store's knowledge vector searches run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum VectorSearch {
-    /// In this process: [`index`]'s int8 scan of every vector (SQLite, and PostgreSQL without
-    /// pgvector).
+    /// In this process: an exact int8 scan of every vector of the base (the default, on both
+    /// backends).
     InProcess,
-    /// In PostgreSQL, by pgvector (its version).
+    /// In PostgreSQL, by pgvector's HNSW index (its version), after
+    /// [`crate::SqlStore::enable_pgvector`].
     Pgvector(String),
 }
 
