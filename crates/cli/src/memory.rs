@@ -18,9 +18,9 @@ pub enum MemoryCommand {
         #[arg(long)]
         history: bool,
         /// Only those private to this agent (an agent created with `--memory agent`).
-        #[arg(long, value_name = "AGENT", conflicts_with = "shared")]
+        #[arg(long, value_name = "AGENT")]
         agent: Option<String>,
-        /// Only those the agents share.
+        /// Only those the agents share (with `--agent`: those and the agent's own).
         #[arg(long)]
         shared: bool,
     },
@@ -86,11 +86,7 @@ pub async fn command(
             if !store.memory_extraction(None).await? && !json {
                 eprintln!("(learning is off: `rein memory on` turns it back on)");
             }
-            let pool = match (&agent, shared) {
-                (Some(a), _) => MemoryPool::PrivateTo(a),
-                (None, true) => MemoryPool::Shared,
-                (None, false) => MemoryPool::All,
-            };
+            let pool = MemoryPool::select(agent.as_deref(), shared);
             for m in store.list_memories(None, pool, history).await? {
                 if json {
                     println!("{}", serde_json::to_string(&m)?);

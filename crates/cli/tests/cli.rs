@@ -3298,6 +3298,11 @@ async fn an_agent_with_its_own_memories_learns_and_reads_them_alone() {
         shared.contains("called Felix.") && !shared.contains("Tom"),
         "{shared}"
     );
+    let both = list(&["memory", "list", "--agent", "diary", "--shared"]).await;
+    assert!(
+        both.contains("called Tom.") && both.contains("called Felix."),
+        "{both}"
+    );
     let all = list(&["memory", "list", "--history"]).await;
     assert!(
         all.contains("called Tom.  (agent diary only)") && !all.contains("(replaced)"),

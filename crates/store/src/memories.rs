@@ -106,6 +106,8 @@ pub enum MemoryPool<'a> {
     Shared,
     /// Those private to this agent.
     PrivateTo(&'a str),
+    /// Those the user's agents share and those private to this agent.
+    SharedAnd(&'a str),
 }
 
 impl<'a> MemoryPool<'a> {
@@ -114,12 +116,24 @@ impl<'a> MemoryPool<'a> {
         private_to.map_or(Self::Shared, Self::PrivateTo)
     }
 
-    /// `(all, private_to)` bound as `$all = 1 OR COALESCE(private_to, '') = $private_to`.
-    fn binds(self) -> (i64, &'a str) {
+    /// What a listing asks for: one agent's (`agent`), the shared ones (`shared`), both, or
+    /// (neither) all.
+    pub fn select(agent: Option<&'a str>, shared: bool) -> Self {
+        match (agent, shared) {
+            (None, false) => Self::All,
+            (None, true) => Self::Shared,
+            (Some(a), false) => Self::PrivateTo(a),
+            (Some(a), true) => Self::SharedAnd(a),
+        }
+    }
+
+    /// Bound as `($all = 1 OR COALESCE(private_to, '') IN ($a, $b))`.
+    fn binds(self) -> (i64, &'a str, &'a str) {
         match self {
-            Self::All => (1, ""),
-            Self::Shared => (0, ""),
-            Self::PrivateTo(agent) => (0, agent),
+            Self::All => (1, "", ""),
+            Self::Shared => (0, "", ""),
+            Self::PrivateTo(agent) => (0, agent, agent),
+            Self::SharedAnd(agent) => (0, "", agent),
         }
     }
 }
@@ -470,17 +484,18 @@ impl Memories for SqlStore {
         history: bool,
     ) -> BoxFuture<'a, Result<Vec<MemoryRecord>, StoreError>> {
         async move {
-            let (all, private_to) = pool.binds();
+            let (all, a, b) = pool.binds();
             sqlx::query(sqlx::AssertSqlSafe(format!(
                 "SELECT {COLUMNS} FROM memories WHERE COALESCE(owner, '') = $1 AND forgotten = 0 \
                  AND ($2 = 1 OR superseded_by IS NULL) \
-                 AND ($3 = 1 OR COALESCE(private_to, '') = $4) \
+                 AND ($3 = 1 OR COALESCE(private_to, '') IN ($4, $5)) \
                  ORDER BY updated_at DESC, id DESC"
             )))
             .bind(owner.unwrap_or_default())
             .bind(i64::from(history))
             .bind(all)
-            .bind(private_to)
+            .bind(a)
+            .bind(b)
             .fetch_all(&self.pool)
             .await?
             .iter()

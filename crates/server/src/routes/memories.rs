@@ -75,24 +75,16 @@ pub async fn list(
         rein_operation::profile::check_name(agent)
             .map_err(|e| ApiError::bad_request(format!("agent: {e}")))?;
     }
-    let pool = match (q.agent.as_deref(), q.shared) {
-        (Some(a), false) => MemoryPool::PrivateTo(a),
-        (None, true) => MemoryPool::Shared,
-        // Both: the shared ones and the agent's own, filtered below.
-        (_, _) => MemoryPool::All,
-    };
     Ok(Json(MemoryList {
         extraction: app.store.memory_extraction(Some(&user.id)).await?,
         memories: app
             .store
-            .list_memories(Some(&user.id), pool, q.history)
-            .await?
-            .into_iter()
-            .filter(|m| match (q.agent.as_deref(), q.shared) {
-                (Some(a), true) => m.private_to.as_deref().is_none_or(|p| p == a),
-                _ => true,
-            })
-            .collect(),
+            .list_memories(
+                Some(&user.id),
+                MemoryPool::select(q.agent.as_deref(), q.shared),
+                q.history,
+            )
+            .await?,
     }))
 }
 

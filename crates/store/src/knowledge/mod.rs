@@ -756,36 +756,29 @@ impl Knowledge for SqlStore {
                 return Ok(0);
             }
             let mut stored = 0;
-            let upsert = self.pgvector.as_ref().map(|p| p.upsert_sql());
-            for (chunk, vector) in vectors {
-                let unit = index::unit(vector.clone());
-                let q = match &upsert {
-                    Some(sql) => {
-                        let (literal, dims) = pgvector::Pgvector::bind_values(&unit);
-                        sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
-                            .bind(kb)
-                            .bind(&chunk.path)
-                            .bind(int(chunk.ordinal))
-                            .bind(model)
-                            .bind(index::encode(&unit))
-                            .bind(&chunk.content_hash)
-                            .bind(literal)
-                            .bind(dims)
-                    }
-                    None => sqlx::query(
-                        "INSERT INTO knowledge_vectors (kb_id, path, ordinal, model, vector) \
+            // With pgvector's columns the same row also carries the vector in its type.
+            let upsert = match &self.pgvector {
+                Some(p) => p.upsert_sql(),
+                None => "INSERT INTO knowledge_vectors (kb_id, path, ordinal, model, vector) \
                          SELECT $1, $2, $3, $4, $5 FROM knowledge_files f \
                          WHERE f.kb_id = $1 AND f.path = $2 AND f.content_hash = $6 \
                          ON CONFLICT (kb_id, path, ordinal) DO UPDATE SET \
-                         model = excluded.model, vector = excluded.vector",
-                    )
+                         model = excluded.model, vector = excluded.vector"
+                    .to_owned(),
+            };
+            for (chunk, vector) in vectors {
+                let unit = index::unit(vector.clone());
+                let mut q = sqlx::query(sqlx::AssertSqlSafe(upsert.as_str()))
                     .bind(kb)
                     .bind(&chunk.path)
                     .bind(int(chunk.ordinal))
                     .bind(model)
                     .bind(index::encode(&unit))
-                    .bind(&chunk.content_hash),
-                };
+                    .bind(&chunk.content_hash);
+                if self.pgvector.is_some() {
+                    let (literal, dims) = pgvector::Pgvector::bind_values(&unit);
+                    q = q.bind(literal).bind(dims);
+                }
                 stored += q.execute(&mut *tx).await?.rows_affected();
             }
             if stored > 0 {

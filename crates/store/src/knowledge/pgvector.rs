@@ -339,19 +339,16 @@ impl Pgvector {
         // planner picks the HNSW index for a large base and an exact scan of a small one's
         // rows (which the index, shared by every base of this dimension, would have to wade
         // through other bases' rows to find).
-        sqlx::query("SET LOCAL plan_cache_mode = force_custom_plan")
-            .execute(&mut *tx)
-            .await?;
         // The index's candidate list must hold at least `limit` rows, and a scan that finds
         // too few rows of this base and model keeps going (in roughly best-first order; the
-        // rows are sorted again below).
-        sqlx::query("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SET LOCAL hnsw.ef_search = {}",
-            limit.saturating_mul(5).clamp(200, 1_000)
-        )))
+        // rows are sorted again below). All three settings last for this transaction only, set
+        // in one round trip.
+        sqlx::query(
+            "SELECT set_config('plan_cache_mode', 'force_custom_plan', true), \
+             set_config('hnsw.iterative_scan', 'relaxed_order', true), \
+             set_config('hnsw.ef_search', $1, true)",
+        )
+        .bind(limit.saturating_mul(5).clamp(200, 1_000).to_string())
         .execute(&mut *tx)
         .await?;
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
