@@ -10,7 +10,9 @@ use anyhow::{anyhow, bail};
 use rein_operation::ModelSource;
 use rein_operation::knowledge::ingest::{self, Progress};
 use rein_operation::knowledge::retrieve;
-use rein_store::{IngestState, Knowledge, KnowledgeBase, KnowledgeJobs, NewJobFile, SqlStore};
+use rein_store::{
+    FileOutcome, IngestState, Knowledge, KnowledgeBase, KnowledgeJobs, NewJobFile, SqlStore,
+};
 use std::path::{Path, PathBuf};
 
 /// `rein kb` subcommands.
@@ -201,7 +203,7 @@ pub async fn command(
                 } else {
                     match &f.skipped {
                         Some(why) => println!("{}  skipped: {why}", f.path),
-                        None => println!("{}  {} chunks", f.path, f.chunks),
+                        None => println!("{}  {}", f.path, chunk_count(f.chunks)),
                     }
                 }
             }
@@ -257,6 +259,9 @@ pub async fn command(
             eprintln!("removed {path}");
         }
         KbCommand::Search { name, query, top } => {
+            if query.trim().is_empty() {
+                bail!("the query is empty: give the words to look for");
+            }
             base(store, &name).await?;
             let found = retrieve::search(
                 store,
@@ -269,6 +274,9 @@ pub async fn command(
             .await?;
             for (base, why) in &found.full_text_only {
                 eprintln!("{base}: full-text search only ({why})");
+            }
+            if found.hits.is_empty() && !json {
+                eprintln!("no chunk of {name} matches");
             }
             for (_, hit) in found.hits {
                 if json {
@@ -293,6 +301,15 @@ pub async fn command(
         }
     }
     Ok(())
+}
+
+/// `1 chunk`, `3 chunks`.
+fn chunk_count(n: u64) -> String {
+    if n == 1 {
+        "1 chunk".to_owned()
+    } else {
+        format!("{n} chunks")
+    }
 }
 
 /// Refuse an embedding model no configured provider serves, naming it.
@@ -339,23 +356,22 @@ async fn run_job(store: &SqlStore, models: &dyn ModelSource, id: &str) -> anyhow
     };
     let job = ingest::run(store, Some(models), id, &progress).await?;
     let files = store.job_files(id).await?;
-    let count = |prefix: &str| {
-        files
-            .iter()
-            .filter(|f| f.outcome.as_deref().is_some_and(|o| o.starts_with(prefix)))
-            .count()
-    };
-    let chunks: Vec<u64> = files
-        .iter()
-        .filter_map(|f| f.outcome.as_deref()?.strip_suffix(" chunks")?.parse().ok())
-        .collect();
+    let (mut indexed, mut chunks, mut unchanged, mut skipped) = (0, 0, 0, 0);
+    for f in &files {
+        match &f.outcome {
+            Some(FileOutcome::Indexed { chunks: n }) => {
+                indexed += 1;
+                chunks += n;
+            }
+            Some(FileOutcome::Unchanged) => unchanged += 1,
+            Some(FileOutcome::Skipped(_)) => skipped += 1,
+            None => {}
+        }
+    }
     if !files.is_empty() {
         eprintln!(
-            "{} file(s) indexed ({} chunks), {} unchanged, {} skipped",
-            chunks.len(),
-            chunks.iter().sum::<u64>(),
-            count("unchanged"),
-            count("skipped")
+            "{indexed} file(s) indexed ({}), {unchanged} unchanged, {skipped} skipped",
+            chunk_count(chunks)
         );
     }
     if job.state == IngestState::Failed {

@@ -41,8 +41,8 @@ pub use briefs::{
 pub use devices::{DeviceRecord, Devices};
 pub use error::StoreError;
 pub use knowledge::{
-    ChunkHit, IngestJob, IngestState, JobFile, Knowledge, KnowledgeBase, KnowledgeFile,
-    KnowledgeJobs, NewChunk, NewJobFile, PendingChunk, VectorSearch,
+    ChunkHit, FileOutcome, IngestJob, IngestState, JobFile, Knowledge, KnowledgeBase,
+    KnowledgeFile, KnowledgeJobs, NewChunk, NewJobFile, PendingChunk, VectorSearch,
 };
 pub use memories::{
     Applied, ExtractionTask, Memories, MemoryCategory, MemoryPool, MemoryRecord, NewMemory,

@@ -813,14 +813,20 @@ async fn knowledge_vectors_and_jobs(store: &SqlStore, other: &SqlStore) {
         .await
         .unwrap();
     assert!(store.pending_job_files(&job.id).await.unwrap().is_empty());
-    let outcomes: Vec<Option<String>> = store
+    let outcomes: Vec<Option<FileOutcome>> = store
         .job_files(&job.id)
         .await
         .unwrap()
         .into_iter()
         .map(|f| f.outcome)
         .collect();
-    assert_eq!(outcomes, [Some("2 chunks".into()), Some("1 chunks".into())]);
+    assert_eq!(
+        outcomes,
+        [
+            Some(FileOutcome::Indexed { chunks: 2 }),
+            Some(FileOutcome::Indexed { chunks: 1 })
+        ]
+    );
     store
         .set_ingest_state(&job.id, IngestState::Done, None)
         .await

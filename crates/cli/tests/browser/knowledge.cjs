@@ -19,7 +19,7 @@ run("knowledge", { viewport: { width: 1400, height: 900 } }, async ({ page, base
     mimeType: "text/markdown",
     buffer: Buffer.from("# Guide\n\n## Install\n\nRun cargo install rein-cli to get the binary.\n"),
   }]);
-  await page.waitForFunction(() => /guide\.md — \d+ chunks/.test(document.getElementById("kv-files").textContent), null, { timeout: 20000 });
+  await page.waitForFunction(() => /guide\.md — \d+ chunks?/.test(document.getElementById("kv-files").textContent), null, { timeout: 20000 });
   await shot("knowledge-1-ingested");
   await page.click("#kb-view form button:not(.danger)");
   await page.waitForFunction(() => document.getElementById("kbs").textContent.includes("manuals"));
@@ -39,7 +39,10 @@ run("knowledge", { viewport: { width: 1400, height: 900 } }, async ({ page, base
   await page.fill("#input", "How do I install it?");
   await page.click("#send");
   await page.waitForSelector("#op-status.done", { timeout: 30000 });
-  const cite = await page.waitForSelector("#messages a.cite");
+  // A locator, not an element handle: the transcript is drawn again after each step and at the
+  // end (refreshSoon), which can leave a handle on a detached element.
+  const cite = page.locator("#messages a.cite").first();
+  await cite.waitFor();
   if ((await cite.textContent()) !== "[guide.md:3-5]") throw new Error("citation: " + (await cite.textContent()));
   await cite.click();
   await page.waitForSelector("#chunk-view[open]");

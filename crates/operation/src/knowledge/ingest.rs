@@ -9,7 +9,7 @@
 
 use crate::knowledge::retrieve::embedder_for;
 use crate::models::ModelSource;
-use rein_store::{IngestJob, IngestState, JobFile, NewChunk, Store, StoreError};
+use rein_store::{FileOutcome, IngestJob, IngestState, JobFile, NewChunk, Store, StoreError};
 use rein_tools::documents::Embedder;
 use rein_tools::knowledge::{ChunkOptions, Parsed, chunk, parse};
 use sha2::{Digest, Sha256};
@@ -28,12 +28,12 @@ const EMBED_TRIES: u32 = 4;
 /// What a running job reports as it goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Progress {
-    /// A file was handled: `outcome` is "N chunks", "unchanged" or "skipped: why".
+    /// A file was handled.
     File {
         /// Its name in the base.
         path: String,
         /// What happened.
-        outcome: String,
+        outcome: FileOutcome,
         /// Files of the job handled so far.
         done: u64,
         /// Files of the job.
@@ -136,20 +136,20 @@ async fn write_file(
     job: &str,
     file: &JobFile,
     opts: &ChunkOptions,
-) -> Result<String, StoreError> {
+) -> Result<FileOutcome, StoreError> {
     let entry = Some((job, file.seq));
     let bytes = match (&file.content, &file.source) {
         (Some(bytes), _) => bytes.clone(),
         (None, Some(source)) => match read_source(Path::new(source)) {
             Ok(b) => b,
             Err(why) => {
-                let outcome = format!("skipped: {why}");
+                let outcome = FileOutcome::Skipped(why);
                 store.finish_job_file(job, file.seq, &outcome).await?;
                 return Ok(outcome);
             }
         },
         (None, None) => {
-            let outcome = "skipped: its upload is gone".to_owned();
+            let outcome = FileOutcome::Skipped("its upload is gone".to_owned());
             store.finish_job_file(job, file.seq, &outcome).await?;
             return Ok(outcome);
         }
@@ -160,15 +160,17 @@ async fn write_file(
         .await?
         .is_some_and(|f| f.content_hash == hash)
     {
-        store.finish_job_file(job, file.seq, "unchanged").await?;
-        return Ok("unchanged".into());
+        store
+            .finish_job_file(job, file.seq, &FileOutcome::Unchanged)
+            .await?;
+        return Ok(FileOutcome::Unchanged);
     }
     match parse(Path::new(&file.path), &bytes) {
         Parsed::Skipped { reason } => {
             store
                 .put_knowledge_file(kb, &file.path, &hash, &[], Some(&reason), entry)
                 .await?;
-            Ok(format!("skipped: {reason}"))
+            Ok(FileOutcome::Skipped(reason))
         }
         Parsed::Text { text, format } => {
             let chunks: Vec<NewChunk> = chunk(&text, format, opts)
@@ -183,7 +185,9 @@ async fn write_file(
             store
                 .put_knowledge_file(kb, &file.path, &hash, &chunks, None, entry)
                 .await?;
-            Ok(format!("{} chunks", chunks.len()))
+            Ok(FileOutcome::Indexed {
+                chunks: chunks.len() as u64,
+            })
         }
     }
 }

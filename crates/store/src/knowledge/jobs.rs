@@ -63,6 +63,49 @@ pub struct NewJobFile {
     pub content: Option<Vec<u8>>,
 }
 
+/// What ingesting one file of a job did. Stored as its text (`3 chunks`, `unchanged`,
+/// `skipped: why`) and read back from it, so every reader sees the same three cases.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FileOutcome {
+    /// Parsed and written as this many chunks.
+    Indexed {
+        /// How many.
+        chunks: u64,
+    },
+    /// The base already had this content; nothing was written.
+    Unchanged,
+    /// Not indexed, for this reason (a binary file, too large, a broken PDF…).
+    Skipped(String),
+}
+
+impl std::fmt::Display for FileOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Indexed { chunks: 1 } => f.write_str("1 chunk"),
+            Self::Indexed { chunks } => write!(f, "{chunks} chunks"),
+            Self::Unchanged => f.write_str("unchanged"),
+            Self::Skipped(why) => write!(f, "skipped: {why}"),
+        }
+    }
+}
+
+impl FileOutcome {
+    /// The outcome a stored text says (`1 chunks`, as earlier versions wrote it, included).
+    fn parse(text: &str) -> Result<Self, StoreError> {
+        if text == "unchanged" {
+            return Ok(Self::Unchanged);
+        }
+        if let Some(why) = text.strip_prefix("skipped: ") {
+            return Ok(Self::Skipped(why.to_owned()));
+        }
+        text.strip_suffix(" chunks")
+            .or_else(|| text.strip_suffix(" chunk"))
+            .and_then(|n| n.parse().ok())
+            .map(|chunks| Self::Indexed { chunks })
+            .ok_or_else(|| StoreError::corrupt("ingestion outcome", format!("`{text}`")))
+    }
+}
+
 /// A file of a job, with how it went.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JobFile {
@@ -74,8 +117,8 @@ pub struct JobFile {
     pub source: Option<String>,
     /// Its bytes.
     pub content: Option<Vec<u8>>,
-    /// `None`: still to do; else what happened ("3 chunks", "unchanged", "skipped: …").
-    pub outcome: Option<String>,
+    /// `None`: still to do; else what happened.
+    pub outcome: Option<FileOutcome>,
 }
 
 /// Ingestion jobs. Every method is one transaction.
@@ -119,7 +162,7 @@ pub trait KnowledgeJobs: Send + Sync {
         &'a self,
         job: &'a str,
         seq: u64,
-        outcome: &'a str,
+        outcome: &'a FileOutcome,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
     /// Set a job's state (and error; uploaded contents are dropped once it is done).
     fn set_ingest_state<'a>(
@@ -135,10 +178,10 @@ pub(super) async fn finish_file(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     job: &str,
     seq: u64,
-    outcome: &str,
+    outcome: &FileOutcome,
 ) -> Result<(), StoreError> {
     sqlx::query("UPDATE knowledge_job_files SET outcome = $1 WHERE job_id = $2 AND seq = $3")
-        .bind(outcome)
+        .bind(outcome.to_string())
         .bind(job)
         .bind(crate::sql::i64_of(seq))
         .execute(&mut **tx)
@@ -186,7 +229,10 @@ fn file_from(row: &AnyRow, with_content: bool) -> Result<JobFile, StoreError> {
         } else {
             None
         },
-        outcome: row.try_get("outcome")?,
+        outcome: row
+            .try_get::<Option<String>, _>("outcome")?
+            .map(|o| FileOutcome::parse(&o))
+            .transpose()?,
     })
 }
 
@@ -332,7 +378,7 @@ impl KnowledgeJobs for SqlStore {
         &'a self,
         job: &'a str,
         seq: u64,
-        outcome: &'a str,
+        outcome: &'a FileOutcome,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         async move {
             let mut tx = self.begin_write().await?;

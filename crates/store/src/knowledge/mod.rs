@@ -10,7 +10,7 @@ pub(crate) mod index;
 mod jobs;
 pub(crate) mod pgvector;
 
-pub use jobs::{IngestJob, IngestState, JobFile, KnowledgeJobs, NewJobFile};
+pub use jobs::{FileOutcome, IngestJob, IngestState, JobFile, KnowledgeJobs, NewJobFile};
 pub use pgvector::VectorSearch;
 
 use crate::StoreError;
@@ -516,8 +516,10 @@ impl Knowledge for SqlStore {
             }
             if let Some((job, seq)) = job_file {
                 let outcome = match skipped {
-                    Some(why) => format!("skipped: {why}"),
-                    None => format!("{} chunks", chunks.len()),
+                    Some(why) => FileOutcome::Skipped(why.to_owned()),
+                    None => FileOutcome::Indexed {
+                        chunks: chunks.len() as u64,
+                    },
                 };
                 jobs::finish_file(&mut tx, job, seq, &outcome).await?;
             }
