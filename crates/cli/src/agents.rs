@@ -70,6 +70,10 @@ pub struct AgentFlags {
     /// its best chunks for your message in each call.
     #[arg(long = "knowledge", value_name = "NAME", value_delimiter = ',')]
     pub knowledge: Vec<String>,
+    /// The most tokens of the knowledge bases' best chunks each model call carries (default
+    /// 1,500; 0 puts none in: the model searches with `knowledge.search` when it needs to).
+    #[arg(long = "knowledge-tokens", value_name = "TOKENS", value_parser = clap::value_parser!(u32).range(0..=32_000))]
+    pub knowledge_tokens: Option<u32>,
     /// Which learnt memories it reads and where what your conversations with it teach goes:
     /// user (those your agents share) or agent (its own, read by it alone).
     #[arg(long, value_name = "SCOPE", value_parser = ["user", "agent"])]
@@ -101,6 +105,7 @@ impl AgentFlags {
             surface: self.surface,
             time_limit_secs: self.time_limit,
             knowledge: (!self.knowledge.is_empty()).then_some(self.knowledge),
+            knowledge_tokens: self.knowledge_tokens,
             memory: self.memory.as_deref().map(|m| match m {
                 "agent" => MemoryScope::Agent,
                 _ => MemoryScope::User,

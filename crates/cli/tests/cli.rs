@@ -2974,6 +2974,9 @@ async fn an_operation_with_a_knowledge_base_gets_its_best_chunks_and_searches_it
         )]),
         Canned::openai_text("Run cargo install rein-cli."),
         Canned::openai_text("hello"),
+        Canned::openai_text("searched only when needed"),
+        Canned::openai_text("both"),
+        Canned::openai_text("the guide alone"),
     ])
     .await;
     let docs = e.dir.join("docs");
@@ -3040,6 +3043,72 @@ async fn an_operation_with_a_knowledge_base_gets_its_best_chunks_and_searches_it
     assert_eq!(code, 1);
     assert!(err.contains("no knowledge base named nope"), "{err}");
     assert_eq!(e.server.requests().len(), 3);
+
+    // The budget for injected chunks is the agent's or the run's: 0 leaves the base to the
+    // tool alone.
+    let (code, _, err) = e
+        .rein(&[
+            "run",
+            "--agent",
+            "helper",
+            "--knowledge-tokens",
+            "0",
+            "How do I install it?",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let untouched = e.server.requests()[3].body.to_string();
+    assert!(
+        untouched.contains("knowledge__search"),
+        "the tool is still offered"
+    );
+    assert!(
+        !untouched.contains("to get the binary") && !untouched.contains("Reference material"),
+        "{untouched}"
+    );
+    // A budget holds the best chunks that fit, best first, counted in the model's tokens.
+    // Added from a relative path, the citations have a known length: the guide's Install
+    // section is 21 tokens with its citation, the PDF's first page 22.
+    assert_eq!(e.rein(&["kb", "create", "short"]).await.0, 0);
+    let out = e
+        .cmd(&["kb", "add", "short", "docs"])
+        .current_dir(&e.dir)
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let ask = "install the binary, back up nightly";
+    let (code, _, err) = e.rein(&["run", "--knowledge", "short", ask]).await;
+    assert_eq!(code, 0, "{err}");
+    let roomy = e.server.requests()[4].body.to_string();
+    let (install, page_one) = (
+        r#"<source name=\"docs/guide.md:5-7\">"#,
+        r#"<source name=\"docs/ops.pdf:1-3\">"#,
+    );
+    assert!(
+        roomy.contains(install) && roomy.contains(page_one),
+        "the default budget holds both: {roomy}"
+    );
+    let (code, _, err) = e
+        .rein(&[
+            "run",
+            "--knowledge",
+            "short",
+            "--knowledge-tokens",
+            "30",
+            ask,
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let tight = e.server.requests()[5].body.to_string();
+    assert!(
+        tight.contains(install) && !tight.contains(page_one),
+        "{tight}"
+    );
+    let (code, _, err) = e.rein(&["run", "--knowledge-tokens", "40000", "hi"]).await;
+    assert_eq!(code, 2, "refused by the flag's range: {err}");
+    assert!(err.contains("--knowledge-tokens"), "{err}");
+    assert_eq!(e.server.requests().len(), 6);
 }
 
 #[tokio::test]

@@ -4659,7 +4659,11 @@ fn multipart(files: &[(&str, &[u8])]) -> (String, Vec<u8>) {
 
 #[tokio::test]
 async fn knowledge_bases_are_uploaded_ingested_in_the_background_and_searched() {
-    let e = env(Vec::new()).await;
+    let e = env(vec![
+        Canned::openai_text("with the chunks"),
+        Canned::openai_text("without them"),
+    ])
+    .await;
     let rein = e.start(&[]).await;
     let alice = e.token("alice").await;
     let bob = e.token("bob").await;
@@ -4857,6 +4861,48 @@ async fn knowledge_bases_are_uploaded_ingested_in_the_background_and_searched() 
         )
         .await;
     assert_eq!(found["hits"][0]["citation"], "ops.pdf:1-3", "{found}");
+
+    // An operation with the base carries its best chunks, unless its budget for them is 0;
+    // a budget past the bound is refused before anything runs.
+    let ask =
+        json!({"input": "how do I install it", "knowledge": ["manuals"], "approval": "headless"});
+    let op = e.create_operation(&rein, &alice, ask.clone()).await;
+    wait_status(&e, &rein, &op, &alice, "done").await;
+    let mut none = ask.clone();
+    none["knowledge_tokens"] = json!(0);
+    let op = e.create_operation(&rein, &alice, none).await;
+    wait_status(&e, &rein, &op, &alice, "done").await;
+    let requests = e.model.requests();
+    let (with, without) = (requests[0].body.to_string(), requests[1].body.to_string());
+    assert!(
+        with.contains("docs/guide.md:5-7") && with.contains("Reference material"),
+        "{with}"
+    );
+    assert!(!without.contains("Reference material"), "{without}");
+    assert!(
+        without.contains("knowledge__search"),
+        "the tool stays: {without}"
+    );
+    let mut too_much = ask.clone();
+    too_much["knowledge_tokens"] = json!(32_001);
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/operations",
+            Some(&alice),
+            Some(too_much),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("knowledge_tokens"),
+        "{body}"
+    );
+    assert_eq!(e.model.requests().len(), 2);
 
     // Another user sees none of it.
     let (status, _) = e

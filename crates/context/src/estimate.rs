@@ -149,6 +149,12 @@ impl TiktokenEstimator {
         }
     }
 
+    /// Tokens of one text, scaled as every other count here (what a budget in tokens is
+    /// measured with).
+    pub fn text_tokens(&self, text: &str) -> u64 {
+        self.scale(self.text(text))
+    }
+
     /// Tokens of one message as [`TokenEstimator::messages`] counts it (scaled). A count
     /// remembered by the message's address is used, but none is added there: a message made for
     /// one request (by a context processor) would crowd out the transcript's. Its texts are

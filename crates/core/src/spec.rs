@@ -387,6 +387,14 @@ impl ToolDisclosure {
     }
 }
 
+/// How many tokens of its knowledge bases' best chunks an operation's model call carries
+/// unless its spec says otherwise (about four chunks of the default size).
+pub const DEFAULT_KNOWLEDGE_TOKENS: u32 = 1_500;
+
+/// The most [`OperationSpec::knowledge_tokens`] may ask for: past this the chunks would crowd
+/// out the conversation in most models' windows.
+pub const MAX_KNOWLEDGE_TOKENS: u32 = 32_000;
+
 /// Which of the user's learnt memories an agent reads, and where what its conversations teach
 /// goes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -465,6 +473,10 @@ pub struct OperationSpec {
     /// user's message go into each model call, by name (its owner's).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub knowledge: Vec<String>,
+    /// The most tokens of those chunks one model call carries (`None`:
+    /// [`DEFAULT_KNOWLEDGE_TOKENS`]); 0 puts none in, leaving the bases to `knowledge.search`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub knowledge_tokens: Option<u32>,
     /// Which learnt memories it reads and where what it learns goes.
     #[serde(skip_serializing_if = "MemoryScope::is_user")]
     pub memory_scope: MemoryScope,

@@ -277,6 +277,10 @@ pub struct Metadata {
     /// The knowledge bases it may search (from the spec), by name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub knowledge: Vec<String>,
+    /// The most tokens of knowledge chunks a model call carries (from the spec; `None`: the
+    /// default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knowledge_tokens: Option<u32>,
     /// Which learnt memories it reads and is read for (from the spec).
     #[serde(default, skip_serializing_if = "crate::spec::MemoryScope::is_user")]
     pub memory_scope: crate::spec::MemoryScope,

@@ -64,9 +64,6 @@ pub struct ModelPort {
     pub knowledge_memo: Mutex<Option<(String, Vec<rein_context::KnowledgeChunk>)>>,
 }
 
-/// How much of the knowledge bases goes into one call (about 1,500 tokens).
-pub const KNOWLEDGE_BUDGET_CHARS: usize = 6_000;
-
 /// What the user said last: what memories and knowledge are looked up for.
 fn latest_user_text(state: &rein_core::AgentState) -> Option<String> {
     state
@@ -134,11 +131,18 @@ impl ModelPort {
             .collect()
     }
 
-    /// The best chunks of the operation's knowledge bases for the latest user message, within
-    /// [`KNOWLEDGE_BUDGET_CHARS`] (best first), each with the file and lines to cite.
+    /// The best chunks of the operation's knowledge bases for the latest user message, best
+    /// first, as many as its budget holds (`knowledge_tokens`, counted by the operation's
+    /// model's estimator), each with the file and lines to cite.
     async fn relevant_knowledge(&self, req: &LlmRequest<'_>) -> Vec<rein_context::KnowledgeChunk> {
         let names = &req.state.metadata.knowledge;
-        if !self.context.knowledge || names.is_empty() {
+        let budget = u64::from(
+            req.state
+                .metadata
+                .knowledge_tokens
+                .unwrap_or(rein_core::spec::DEFAULT_KNOWLEDGE_TOKENS),
+        );
+        if !self.context.knowledge || names.is_empty() || budget == 0 {
             return Vec::new();
         }
         let Some(query) = latest_user_text(req.state) else {
@@ -160,7 +164,9 @@ impl ModelPort {
             owner.as_deref(),
             names,
             &query,
-            8,
+            // About one candidate per 200 tokens of budget (chunks hold up to 400 by default,
+            // most less): 8 for the default budget.
+            u32::try_from(budget.div_ceil(200).clamp(1, 20)).unwrap_or(20),
         )
         .await
         {
@@ -171,16 +177,19 @@ impl ModelPort {
                 return Vec::new();
             }
         };
-        let mut left = KNOWLEDGE_BUDGET_CHARS;
+        let mut left = budget;
         let mut out = Vec::new();
         for (_, hit) in hits {
-            let size = hit.text.len();
+            let source = crate::knowledge::citation(&hit);
+            let size = self.estimator.text_tokens(&hit.text) + self.estimator.text_tokens(&source);
+            // Best first: a chunk that does not fit ends the list rather than let a worse,
+            // smaller one in ahead of it.
             if size > left {
                 break;
             }
             left -= size;
             out.push(rein_context::KnowledgeChunk {
-                source: crate::knowledge::citation(&hit),
+                source,
                 text: hit.text,
             });
         }

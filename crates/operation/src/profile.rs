@@ -82,6 +82,11 @@ pub struct AgentProfile {
     /// the user's message in each call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub knowledge: Option<Vec<String>>,
+    /// The most tokens of its knowledge bases' best chunks each model call carries (default
+    /// 1,500); 0 puts none in, leaving the bases to the `knowledge.search` tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 32_000))]
+    pub knowledge_tokens: Option<u32>,
     /// Which learnt memories it reads, and where what its conversations teach goes: `user`
     /// (default: the memories the user's agents share) or `agent` (its own, read by it alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -306,6 +311,7 @@ impl AgentProfile {
             surface: over.surface.clone().or_else(|| self.surface.clone()),
             time_limit_secs: over.time_limit_secs.or(self.time_limit_secs),
             knowledge: over.knowledge.clone().or_else(|| self.knowledge.clone()),
+            knowledge_tokens: over.knowledge_tokens.or(self.knowledge_tokens),
             memory: over.memory.or(self.memory),
         }
     }
@@ -349,6 +355,15 @@ impl AgentProfile {
             return Err(ProfileError::Limit {
                 field: "approval_timeout_secs",
                 requirement: "at least 1",
+            });
+        }
+        if self
+            .knowledge_tokens
+            .is_some_and(|t| t > rein_core::spec::MAX_KNOWLEDGE_TOKENS)
+        {
+            return Err(ProfileError::Limit {
+                field: "knowledge_tokens",
+                requirement: "at most 32000",
             });
         }
         self.budget()?;
@@ -413,6 +428,7 @@ impl AgentProfile {
                 .knowledge
                 .clone()
                 .unwrap_or_else(|| base.knowledge.clone()),
+            knowledge_tokens: self.knowledge_tokens.or(base.knowledge_tokens),
             memory_scope: self.memory.unwrap_or(base.memory_scope),
             owner: origin.owner,
             agent: origin.agent,
@@ -452,6 +468,36 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn the_knowledge_budget_is_the_requests_else_the_agents_and_is_bounded() {
+        let agent = AgentProfile {
+            knowledge: Some(vec!["manuals".into()]),
+            knowledge_tokens: Some(800),
+            ..Default::default()
+        };
+        let base = OperationSpec::default();
+        let spec = |p: &AgentProfile| p.spec(&base, SpecOrigin::default());
+        assert_eq!(spec(&agent).unwrap().knowledge_tokens, Some(800));
+        let request = AgentProfile {
+            knowledge_tokens: Some(0),
+            ..Default::default()
+        };
+        assert_eq!(
+            spec(&agent.merged(&request)).unwrap().knowledge_tokens,
+            Some(0)
+        );
+        assert_eq!(
+            spec(&AgentProfile::default()).unwrap().knowledge_tokens,
+            None
+        );
+        let too_much = AgentProfile {
+            knowledge_tokens: Some(rein_core::spec::MAX_KNOWLEDGE_TOKENS + 1),
+            ..Default::default()
+        };
+        let refused = spec(&too_much).unwrap_err().to_string();
+        assert_eq!(refused, "knowledge_tokens must be at most 32000");
+    }
 
     #[test]
     fn a_spec_carries_every_setting_and_the_request_wins() {

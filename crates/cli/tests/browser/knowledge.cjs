@@ -1,6 +1,6 @@
 // Drives the web UI in headless Chromium: a knowledge base is created and a file uploaded to
 // it (the ingestion's progress is followed until the file's chunks are listed), an agent gets
-// the base attached and memories of its own in its editor, an answer's citation opens the cited passage, and learning
+// the base attached, a budget for its chunks and memories of its own in its editor, an answer's citation opens the cited passage, and learning
 // memories is turned off in the memories panel. Screenshots go to OUT.
 // Usage: node knowledge.cjs BASE_URL OUT_DIR   (REIN_PLAYWRIGHT: path of playwright-core,
 // REIN_CHROMIUM: the browser executable)
@@ -27,12 +27,14 @@ run("knowledge", { viewport: { width: 1400, height: 900 } }, async ({ page, base
   await page.click("#new-agent");
   await page.fill("#a-name", "helper");
   await page.fill("#a-knowledge", "manuals");
+  await page.fill("#a-knowledge-tokens", "800");
   await page.selectOption("#a-memory", "agent");
   await page.click("#a-save");
   await page.waitForFunction(() => document.getElementById("agents").textContent.includes("helper"));
   // The editor's memory choice is the agent's `memory` setting.
   const saved = await page.evaluate(() => api("GET", "/v1/agents/helper"));
   if (saved.config.memory !== "agent") throw new Error("agent memory: " + JSON.stringify(saved));
+  if (saved.config.knowledge_tokens !== 800) throw new Error("agent knowledge_tokens: " + JSON.stringify(saved));
 
   await page.click("#new-chat");
   await page.selectOption("#agent-select", "helper");

@@ -281,6 +281,8 @@ impl Delegator {
             time_limit_secs: min_opt(asked.time_limit_secs, parent.time_limit_secs),
             // It searches what its parent may (its tools are its parent's too).
             knowledge: parent.knowledge.clone(),
+            // With its own agent's budget for their chunks, else its parent's.
+            knowledge_tokens: asked.knowledge_tokens.or(parent.knowledge_tokens),
             // It reads the memories its own agent reads (its own pool, or the shared one).
             memory_scope: asked.memory_scope,
             owner: parent.owner.clone(),

@@ -205,6 +205,7 @@ pub(super) fn first_state(
     state.metadata.sandbox = Some(spec.sandbox);
     state.metadata.topic_id = Some(topic_id.to_owned());
     state.metadata.knowledge = spec.knowledge.clone();
+    state.metadata.knowledge_tokens = spec.knowledge_tokens;
     state.metadata.memory_scope = spec.memory_scope;
     if let Some(owner) = &spec.owner {
         // The memory and notes tools scope documents by it.

@@ -106,6 +106,11 @@ pub struct CreateOperation {
     /// `knowledge_missing`).
     #[serde(default)]
     pub knowledge: Option<Vec<String>>,
+    /// The most tokens of their best chunks each model call carries, over the agent's
+    /// (default 1,500; 0: none, the bases are left to `knowledge.search`).
+    #[serde(default)]
+    #[schemars(range(max = 32_000))]
+    pub knowledge_tokens: Option<u32>,
 }
 
 /// `GET /v1/operations/{id}/context` query.
@@ -340,6 +345,7 @@ pub async fn create(
         surface: req.surface.clone(),
         time_limit_secs: req.time_limit_secs,
         knowledge: req.knowledge.clone(),
+        knowledge_tokens: req.knowledge_tokens,
         ..Default::default()
     };
     let origin = SpecOrigin {
