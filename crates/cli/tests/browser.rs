@@ -41,6 +41,15 @@ fn prerequisites() -> Result<(PathBuf, PathBuf), String> {
 /// `rein serve --no-auth` on a fresh database in `dir`, its models at `model` (the scripted
 /// server), with the test tools; the process (killed when dropped) and its address.
 async fn serve_ui(dir: &Path, model: &str) -> (tokio::process::Child, String) {
+    serve_ui_with(dir, model, &[]).await
+}
+
+/// [`serve_ui`] with more environment variables.
+async fn serve_ui_with(
+    dir: &Path,
+    model: &str,
+    envs: &[(&str, &str)],
+) -> (tokio::process::Child, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rein"));
     cmd.env_clear()
         .envs(rein_testkit::coverage_env())
@@ -56,7 +65,8 @@ async fn serve_ui(dir: &Path, model: &str) -> (tokio::process::Child, String) {
         .env("OPENAI_BASE_URL", format!("{model}/v1"))
         .env("OPENAI_API_KEY", "sk-test")
         .env("REIN_TEST_TOOLS", "1")
-        .env("REIN_TEST_LEDGER", dir.join("ledger.txt"));
+        .env("REIN_TEST_LEDGER", dir.join("ledger.txt"))
+        .envs(envs.iter().copied());
     listening(cmd, dir).await
 }
 
@@ -579,7 +589,25 @@ async fn the_ui_uploads_to_a_knowledge_base_attaches_it_and_opens_a_citation() {
         3,
     )
     .await;
-    let (_server, base) = serve_ui(&dir, &model.base).await;
+    // The system model names the conversation and learns one memory from it, which the
+    // script corrects in the memories panel.
+    model.route(
+        "You name conversations",
+        vec![Canned::openai_text("Installing rein")],
+    );
+    model.route(
+        "You keep a memory of durable facts",
+        vec![Canned::openai_text(
+            &json!({"memories": [{"category": "project", "subject": "tool", "text": "The user installs rein.", "message_id": "x"}]})
+                .to_string(),
+        )],
+    );
+    let (_server, base) = serve_ui_with(
+        &dir,
+        &model.base,
+        &[("REIN_SYSTEM_MODEL", "openai/gpt-4o-mini")],
+    )
+    .await;
     let (report, out) = run_script("knowledge.cjs", &base, &chromium, &playwright).await;
     assert_eq!(
         report["ok"],
@@ -599,8 +627,12 @@ async fn the_ui_uploads_to_a_knowledge_base_attaches_it_and_opens_a_citation() {
     get_until(
         &http,
         &format!("{base}/v1/memories"),
-        "learning turned off",
-        |m| m["extraction"] == false,
+        "learning turned off, the memory corrected and private to the agent",
+        |m| {
+            m["extraction"] == false
+                && m["memories"][0]["text"] == "The user installs rein with cargo."
+                && m["memories"][0]["private_to"] == "helper"
+        },
     )
     .await;
     let asked = model.requests()[0].body.to_string();

@@ -1,7 +1,8 @@
 // Drives the web UI in headless Chromium: a knowledge base is created and a file uploaded to
 // it (the ingestion's progress is followed until the file's chunks are listed), an agent gets
-// the base attached, a budget for its chunks and memories of its own in its editor, an answer's citation opens the cited passage, and learning
-// memories is turned off in the memories panel. Screenshots go to OUT.
+// the base attached, a budget for its chunks and memories of its own in its editor, an answer's
+// citation opens the cited passage, and in the memories panel the memory learnt from the
+// conversation is corrected and learning is turned off. Screenshots go to OUT.
 // Usage: node knowledge.cjs BASE_URL OUT_DIR   (REIN_PLAYWRIGHT: path of playwright-core,
 // REIN_CHROMIUM: the browser executable)
 "use strict";
@@ -55,9 +56,19 @@ run("knowledge", { viewport: { width: 1400, height: 900 } }, async ({ page, base
   await shot("knowledge-2-citation");
   await page.click("#chunk-view form button");
 
+  // What the system model learnt from the conversation, private to the agent; corrected here.
   await page.click("#memories-open");
   await page.waitForSelector("#memories-view[open]");
   if (!(await page.isChecked("#mv-learn"))) throw new Error("learning should start on");
+  for (let i = 0; !(await page.textContent("#mv-list")).includes("The user installs rein."); i++) {
+    if (i === 80) throw new Error("no memory learnt: " + (await page.textContent("#mv-list")));
+    await page.waitForTimeout(250);
+    await page.evaluate(() => openMemories());
+  }
+  if (!(await page.textContent("#mv-list")).includes("(helper only)")) throw new Error("not the agent's own: " + (await page.textContent("#mv-list")));
+  dialogs.push("The user installs rein with cargo.");
+  await page.click("#mv-list li.memory button[title='Correct this']");
+  await page.waitForFunction(() => document.getElementById("mv-list").textContent.includes("installs rein with cargo."));
   await page.uncheck("#mv-learn");
   await shot("knowledge-3-memories");
 });
