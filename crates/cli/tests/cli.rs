@@ -3124,50 +3124,112 @@ async fn an_ingestion_killed_part_way_is_resumed_without_duplicates() {
         .unwrap();
     }
     let docs_arg = docs.display().to_string();
-    assert_eq!(e.rein(&["kb", "create", "manuals"]).await.0, 0);
-    // Killed (SIGKILL) right after the second file was written.
+    let store = e.store().await;
+    // Killed (SIGKILL) right after each commit point: the k-th file written with its job
+    // entry (after the 5th, only the job's own end is left).
+    for k in 1..=5u32 {
+        let name = format!("manuals{k}");
+        assert_eq!(e.rein(&["kb", "create", &name]).await.0, 0);
+        let out = e
+            .cmd(&["kb", "add", &name, &docs_arg])
+            .env("REIN_TEST_KB_KILL_AFTER", k.to_string())
+            .output()
+            .await
+            .unwrap();
+        assert_eq!(out.status.code(), None, "k={k}: killed by a signal");
+        let (_, show, _) = e.rein(&["kb", "show", &name]).await;
+        assert!(show.contains(&format!("Running, {k} of 5 files")), "{show}");
+        assert_eq!(show.matches("  1 chunk\n").count(), k as usize, "{show}");
+
+        let (code, _, err) = e.rein(&["kb", "resume", &name]).await;
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            err.contains("resuming job") && err.contains(&format!("({k} of 5 files done)")),
+            "{err}"
+        );
+        for done in 1..=5 {
+            assert_eq!(
+                err.contains(&format!("[{done}/5]")),
+                done > k,
+                "k={k}: only the rest is handled: {err}"
+            );
+        }
+        assert!(err.contains("5 file(s) indexed (5 chunks)"), "{err}");
+        let (_, show, _) = e.rein(&["kb", "show", &name]).await;
+        assert!(!show.contains("Running"), "{show}");
+        // One chunk per file, each found once.
+        let kb = store.knowledge_base(None, &name).await.unwrap().unwrap();
+        let files = store.knowledge_files(&kb.id).await.unwrap();
+        assert_eq!(files.iter().map(|f| f.chunks).sum::<u64>(), 5);
+        for i in 0..5 {
+            let hits = store
+                .search_knowledge(&kb.id, &format!("word{i}"), 10)
+                .await
+                .unwrap();
+            assert_eq!(hits.len(), 1, "k={k}, word{i}: {hits:?}");
+        }
+        let (_, _, err) = e.rein(&["kb", "resume", &name]).await;
+        assert!(err.contains("nothing to resume"), "{err}");
+    }
+}
+
+#[tokio::test]
+async fn an_embedding_killed_between_batches_resumes_with_what_is_left() {
+    // 70 chunks: a batch of 64, then 6. Only the first batch is answered before the kill;
+    // the resumed job asks for the 6 without vectors, never the 64 again.
+    let unit = |i: usize| -> Vec<f32> { vec![1.0, i as f32] };
+    let first: Vec<Vec<f32>> = (0..64).map(unit).collect();
+    let rest: Vec<Vec<f32>> = (64..70).map(unit).collect();
+    let first_refs: Vec<&[f32]> = first.iter().map(Vec::as_slice).collect();
+    let rest_refs: Vec<&[f32]> = rest.iter().map(Vec::as_slice).collect();
+    let e = env(vec![
+        Canned::openai_embeddings(&first_refs),
+        Canned::openai_embeddings(&rest_refs),
+    ])
+    .await;
+    let docs = e.dir.join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    for i in 0..70 {
+        std::fs::write(
+            docs.join(format!("n{i:02}.md")),
+            format!("# Note {i}\n\nThe token note{i} is here.\n"),
+        )
+        .unwrap();
+    }
+    let model = "openai/text-embedding-3-small";
+    let (code, _, err) = e
+        .rein(&["kb", "create", "notes", "--embed-model", model])
+        .await;
+    assert_eq!(code, 0, "{err}");
     let out = e
-        .cmd(&["kb", "add", "manuals", &docs_arg])
-        .env("REIN_TEST_KB_KILL_AFTER", "2")
+        .cmd(&["kb", "add", "notes", &docs.display().to_string()])
+        .env("REIN_TEST_KB_KILL_AFTER_EMBEDDED", "64")
         .output()
         .await
         .unwrap();
     assert_eq!(out.status.code(), None, "killed by a signal");
-    let (_, show, _) = e.rein(&["kb", "show", "manuals"]).await;
-    assert!(show.contains("Running, 2 of 5 files"), "{show}");
-    assert_eq!(show.matches("  1 chunk\n").count(), 2, "{show}");
+    let (_, show, _) = e.rein(&["kb", "show", "notes"]).await;
+    assert!(show.contains("(64 of 70 chunks embedded)"), "{show}");
+    assert!(show.contains("Running, 70 of 70 files"), "{show}");
 
-    let (code, _, err) = e.rein(&["kb", "resume", "manuals"]).await;
+    let (code, _, err) = e.rein(&["kb", "resume", "notes"]).await;
     assert_eq!(code, 0, "{err}");
+    assert!(err.contains("embedded 70 of 70 chunks"), "{err}");
+    let requests = e.server.requests();
+    assert_eq!(requests.len(), 2, "two batches in all");
+    let inputs = |i: usize| requests[i].body["input"].as_array().unwrap().len();
+    assert_eq!((inputs(0), inputs(1)), (64, 6));
+    let (_, show, _) = e.rein(&["kb", "show", "notes"]).await;
     assert!(
-        err.contains("resuming job") && err.contains("(2 of 5 files done)"),
-        "{err}"
+        show.contains("(70 of 70 chunks embedded)") && !show.contains("Running"),
+        "{show}"
     );
-    assert!(
-        err.contains("[5/5]") && !err.contains("[1/5]"),
-        "only the rest: {err}"
-    );
-    assert!(err.contains("5 file(s) indexed (5 chunks)"), "{err}");
-    let (_, show, _) = e.rein(&["kb", "show", "manuals"]).await;
-    assert!(!show.contains("Running"), "{show}");
-    // One chunk per file, each found once.
     let store = e.store().await;
-    let kb = store
-        .knowledge_base(None, "manuals")
-        .await
-        .unwrap()
-        .unwrap();
-    let files = store.knowledge_files(&kb.id).await.unwrap();
-    assert_eq!(files.iter().map(|f| f.chunks).sum::<u64>(), 5);
-    for i in 0..5 {
-        let hits = store
-            .search_knowledge(&kb.id, &format!("word{i}"), 10)
-            .await
-            .unwrap();
-        assert_eq!(hits.len(), 1, "word{i}: {hits:?}");
-    }
-    let (_, _, err) = e.rein(&["kb", "resume", "manuals"]).await;
-    assert!(err.contains("nothing to resume"), "{err}");
+    let kb = store.knowledge_base(None, "notes").await.unwrap().unwrap();
+    assert_eq!(
+        store.embedding_counts(&kb.id, model).await.unwrap(),
+        (70, 70)
+    );
 }
 
 #[tokio::test]
