@@ -350,12 +350,8 @@ async fn run_job(store: &SqlStore, models: &dyn ModelSource, id: &str) -> anyhow
             total,
         } => {
             eprintln!("[{done}/{total}] {path}: {outcome}");
-            kill_for_test("REIN_TEST_KB_KILL_AFTER", done);
         }
-        Progress::Embedded { done, total } => {
-            eprintln!("embedded {done} of {total} chunks");
-            kill_for_test("REIN_TEST_KB_KILL_AFTER_EMBEDDED", done);
-        }
+        Progress::Embedded { done, total } => eprintln!("embedded {done} of {total} chunks"),
     };
     let job = ingest::run(store, Some(models), id, &progress).await?;
     let files = store.job_files(id).await?;
@@ -384,20 +380,6 @@ async fn run_job(store: &SqlStore, models: &dyn ModelSource, id: &str) -> anyhow
         );
     }
     Ok(())
-}
-
-/// Test support: with `REIN_TEST_KB_KILL_AFTER=N` the process dies (SIGKILL, as a crash) once
-/// the job has committed N files, with `REIN_TEST_KB_KILL_AFTER_EMBEDDED=N` once N chunks have
-/// their vectors committed (only in builds with the `test-hooks` feature).
-fn kill_for_test(var: &str, done: u64) {
-    #[cfg(feature = "test-hooks")]
-    if std::env::var(var).is_ok_and(|v| v == done.to_string()) {
-        let _ = std::process::Command::new("kill")
-            .args(["-9", &std::process::id().to_string()])
-            .status();
-    }
-    #[cfg(not(feature = "test-hooks"))]
-    let _ = (var, done);
 }
 
 /// Which files of a folder are added: those its `include` globs match (all without any), less

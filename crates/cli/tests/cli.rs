@@ -393,7 +393,20 @@ async fn bad_input_is_one_clear_line_and_writes_nothing() {
 
 /// Start `rein run` paused at `point`, kill it there with SIGKILL, return the operation id.
 async fn run_and_kill_at(e: &Env, point: &str, prompt: &str) -> OperationId {
-    let mut cmd = e.cmd(&["run", "--approval", "auto-run", prompt]);
+    kill_at(e, &["run", "--approval", "auto-run", prompt], point).await;
+    let store = e.store().await;
+    let ops = store
+        .list_operations(&rein_store::OperationFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(ops.len(), 1);
+    ops[0].id
+}
+
+/// Run `rein ARGS` until it pauses at `point` (`REIN_TEST_PAUSE_AT`), and kill it there with
+/// SIGKILL.
+async fn kill_at(e: &Env, args: &[&str], point: &str) {
+    let mut cmd = e.cmd(args);
     cmd.env("REIN_TEST_PAUSE_AT", point);
     let mut child = cmd.spawn().unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
@@ -409,13 +422,6 @@ async fn run_and_kill_at(e: &Env, point: &str, prompt: &str) -> OperationId {
         .await
         .expect("pause point reached");
     child.kill().await.unwrap(); // SIGKILL
-    let store = e.store().await;
-    let ops = store
-        .list_operations(&rein_store::OperationFilter::default())
-        .await
-        .unwrap();
-    assert_eq!(ops.len(), 1);
-    ops[0].id
 }
 
 async fn resume_and_check(e: &Env, id: OperationId) {
@@ -1991,11 +1997,9 @@ async fn a_build_without_test_hooks_has_no_crash_points_and_no_ledger_tool() {
     assert!(file_contains(&hooked, b"REIN_TEST_PAUSE_AT"));
     assert!(file_contains(&hooked, b"REIN_TEST_LEDGER"));
     assert!(file_contains(&hooked, b"REIN_TEST_DEVICE_DROP"));
-    assert!(file_contains(&hooked, b"REIN_TEST_KB_KILL_AFTER"));
     assert!(!file_contains(&plain, b"REIN_TEST_PAUSE_AT"));
     assert!(!file_contains(&plain, b"REIN_TEST_LEDGER"));
     assert!(!file_contains(&plain, b"REIN_TEST_DEVICE_DROP"));
-    assert!(!file_contains(&plain, b"REIN_TEST_KB_KILL_AFTER"));
     // And it ignores the variables: no pause at the first commit, no ledger tool offered.
     let e = env(vec![Canned::openai_text("No ledger here.")]).await;
     let mut plain_cmd = Command::new(&plain);
@@ -3130,13 +3134,12 @@ async fn an_ingestion_killed_part_way_is_resumed_without_duplicates() {
     for k in 1..=5u32 {
         let name = format!("manuals{k}");
         assert_eq!(e.rein(&["kb", "create", &name]).await.0, 0);
-        let out = e
-            .cmd(&["kb", "add", &name, &docs_arg])
-            .env("REIN_TEST_KB_KILL_AFTER", k.to_string())
-            .output()
-            .await
-            .unwrap();
-        assert_eq!(out.status.code(), None, "k={k}: killed by a signal");
+        kill_at(
+            &e,
+            &["kb", "add", &name, &docs_arg],
+            &format!("ingest:file:{k}"),
+        )
+        .await;
         let (_, show, _) = e.rein(&["kb", "show", &name]).await;
         assert!(show.contains(&format!("Running, {k} of 5 files")), "{show}");
         assert_eq!(show.matches("  1 chunk\n").count(), k as usize, "{show}");
@@ -3201,13 +3204,12 @@ async fn an_embedding_killed_between_batches_resumes_with_what_is_left() {
         .rein(&["kb", "create", "notes", "--embed-model", model])
         .await;
     assert_eq!(code, 0, "{err}");
-    let out = e
-        .cmd(&["kb", "add", "notes", &docs.display().to_string()])
-        .env("REIN_TEST_KB_KILL_AFTER_EMBEDDED", "64")
-        .output()
-        .await
-        .unwrap();
-    assert_eq!(out.status.code(), None, "killed by a signal");
+    kill_at(
+        &e,
+        &["kb", "add", "notes", &docs.display().to_string()],
+        "ingest:embedded:64",
+    )
+    .await;
     let (_, show, _) = e.rein(&["kb", "show", "notes"]).await;
     assert!(show.contains("(64 of 70 chunks embedded)"), "{show}");
     assert!(show.contains("Running, 70 of 70 files"), "{show}");

@@ -4657,6 +4657,107 @@ fn multipart(files: &[(&str, &[u8])]) -> (String, Vec<u8>) {
     (format!("multipart/form-data; boundary={boundary}"), body)
 }
 
+/// `POST /v1/knowledge/{base}/files` with `files` as `token`: the status and the answer.
+async fn upload(
+    e: &Env,
+    rein: &Rein,
+    base: &str,
+    token: &str,
+    files: &[(&str, &[u8])],
+) -> (u16, Value) {
+    let (content_type, body) = multipart(files);
+    let resp = e
+        .http
+        .post(format!("{}/v1/knowledge/{base}/files", rein.base))
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", content_type)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    let bytes = resp.bytes().await.unwrap();
+    (
+        status,
+        serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+#[tokio::test]
+async fn a_server_killed_mid_ingestion_finishes_the_job_on_restart_without_duplicates() {
+    let e = env(Vec::new()).await;
+    let alice = e.token("alice").await;
+    // Stopped dead right after the second of four files was committed.
+    let rein = e.start(&[("REIN_TEST_PAUSE_AT", "ingest:file:2")]).await;
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/knowledge",
+            Some(&alice),
+            Some(json!({"name": "manuals"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let files: Vec<(String, Vec<u8>)> = (0..4)
+        .map(|i| {
+            (
+                format!("f{i}.md"),
+                format!("# Part {i}\n\nThe marker word{i} is only here.\n").into_bytes(),
+            )
+        })
+        .collect();
+    let borrowed: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    let (status, job) = upload(&e, &rein, "manuals", &alice, &borrowed).await;
+    assert_eq!(status, 202, "{job}");
+    let id = job["id"].as_str().unwrap().to_owned();
+    rein.wait_for("REIN_TEST_PAUSED ingest:file:2").await;
+    let mut rein = rein;
+    rein.child.kill().await.unwrap();
+
+    let restarted = e.start(&[]).await;
+    let job_url = format!("/v1/knowledge-jobs/{id}");
+    let done = eventually("the restarted server finishing the job", || async {
+        let (_, j) = e
+            .call(&restarted, "GET", &job_url, Some(&alice), None)
+            .await;
+        (j["state"] == "done").then_some(j)
+    })
+    .await;
+    assert_eq!(done["files_done"], 4, "{done}");
+    let (_, base) = e
+        .call(
+            &restarted,
+            "GET",
+            "/v1/knowledge/manuals",
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (base["files"].as_u64(), base["chunks"].as_u64()),
+        (Some(4), Some(4)),
+        "{base}"
+    );
+    for i in 0..4 {
+        let (_, found) = e
+            .call(
+                &restarted,
+                "POST",
+                "/v1/knowledge/manuals/search",
+                Some(&alice),
+                Some(json!({"query": format!("word{i}")})),
+            )
+            .await;
+        let hits = found["hits"].as_array().unwrap();
+        assert_eq!(hits.len(), 1, "word{i}, each chunk once: {found}");
+        assert_eq!(hits[0]["citation"], format!("f{i}.md:1-3"));
+    }
+}
+
 #[tokio::test]
 async fn knowledge_bases_are_uploaded_ingested_in_the_background_and_searched() {
     let e = env(vec![
@@ -4710,40 +4811,20 @@ async fn knowledge_bases_are_uploaded_ingested_in_the_background_and_searched() 
         "{body}"
     );
 
-    let upload = |files: Vec<(&'static str, Vec<u8>)>, token: String| {
-        let http = e.http.clone();
-        let url = format!("{}/v1/knowledge/manuals/files", rein.base);
-        async move {
-            let borrowed: Vec<(&str, &[u8])> =
-                files.iter().map(|(n, b)| (*n, b.as_slice())).collect();
-            let (content_type, body) = multipart(&borrowed);
-            let resp = http
-                .post(url)
-                .header("authorization", format!("Bearer {token}"))
-                .header("content-type", content_type)
-                .body(body)
-                .send()
-                .await
-                .unwrap();
-            let status = resp.status().as_u16();
-            let bytes = resp.bytes().await.unwrap();
-            (
-                status,
-                serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null),
-            )
-        }
-    };
     let guide =
         b"# Guide\n\nIntro.\n\n## Install\n\nRun cargo install rein-cli to get the binary.\n"
             .to_vec();
     let pdf = rein_testkit::pdf(&["Backups run nightly to the cold bucket."]);
     let (status, job) = upload(
-        vec![
-            ("docs/guide.md", guide),
-            ("ops.pdf", pdf),
-            ("logo.png", b"\x89PNG\r\n\x1a\n\0\0\0".to_vec()),
+        &e,
+        &rein,
+        "manuals",
+        &alice,
+        &[
+            ("docs/guide.md", &guide),
+            ("ops.pdf", &pdf),
+            ("logo.png", b"\x89PNG\r\n\x1a\n\0\0\0"),
         ],
-        alice.clone(),
     )
     .await;
     assert_eq!(status, 202, "{job}");
@@ -4785,12 +4866,13 @@ async fn knowledge_bases_are_uploaded_ingested_in_the_background_and_searched() 
     );
 
     // A file over 10 MiB refuses the whole upload; nothing is recorded.
+    let huge = vec![b'a'; 10 * 1024 * 1024 + 1];
     let (status, body) = upload(
-        vec![
-            ("small.md", b"# Small\n\nfine\n".to_vec()),
-            ("huge.txt", vec![b'a'; 10 * 1024 * 1024 + 1]),
-        ],
-        alice.clone(),
+        &e,
+        &rein,
+        "manuals",
+        &alice,
+        &[("small.md", b"# Small\n\nfine\n"), ("huge.txt", &huge)],
     )
     .await;
     assert_eq!(status, 413, "{body}");
@@ -4818,7 +4900,7 @@ async fn knowledge_bases_are_uploaded_ingested_in_the_background_and_searched() 
     let body = resp.text().await.unwrap();
     assert!(body.contains("chunk_tokens: 1 to 8000"), "{body}");
     for (name, want) in [("../escape.md", 400), ("", 400)] {
-        let (status, body) = upload(vec![(name, b"x".to_vec())], alice.clone()).await;
+        let (status, body) = upload(&e, &rein, "manuals", &alice, &[(name, b"x")]).await;
         assert_eq!(status, want, "{name:?}: {body}");
     }
     let (status, body) = e

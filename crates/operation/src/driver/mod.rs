@@ -58,8 +58,9 @@ pub struct StartOptions {
 }
 
 /// Test support for crash tests: with `REIN_TEST_PAUSE_AT=commit:N` (after the Nth commit
-/// of this process) or `tool:CALL_ID` (a tool execution recorded running, not yet run), the
-/// process announces `REIN_TEST_PAUSED <point>` on stderr and stops there, so a test can kill
+/// of this process), `tool:CALL_ID` (a tool execution recorded running, not yet run),
+/// `ingest:file:N` (an ingestion job's Nth file committed) or `ingest:embedded:N` (N chunks of
+/// the base with vectors, a batch just committed), the process announces `REIN_TEST_PAUSED <point>` on stderr and stops there, so a test can kill
 /// it with SIGKILL at an exact boundary. Only in builds with the `test-hooks` feature (the
 /// crash tests'); elsewhere it does nothing and reads no variable.
 #[cfg(feature = "test-hooks")]
@@ -86,6 +87,15 @@ pub(crate) async fn pause_after_commit() {
 
 #[cfg(not(feature = "test-hooks"))]
 pub(crate) async fn pause_after_commit() {}
+
+/// The `ingest:file:N` and `ingest:embedded:N` crash points (`stage` is `file` or `embedded`).
+#[cfg(feature = "test-hooks")]
+pub(crate) async fn pause_in_ingestion(stage: &str, n: u64) {
+    pause_point(&format!("ingest:{stage}:{n}")).await;
+}
+
+#[cfg(not(feature = "test-hooks"))]
+pub(crate) async fn pause_in_ingestion(_stage: &str, _n: u64) {}
 
 /// The built-in schemas are static and covered by tests; failing to compile them is a bug in
 /// this build, reported loudly rather than hidden.

@@ -101,6 +101,7 @@ pub async fn run(
             done,
             total: job.files,
         });
+        crate::driver::pause_in_ingestion("file", done).await;
     }
     if let Some(model) = kb.embed_model.as_deref() {
         let embedded = match models {
@@ -259,6 +260,7 @@ async fn embed_pending(
         }
         done += stored;
         progress(Progress::Embedded { done, total });
+        crate::driver::pause_in_ingestion("embedded", done).await;
     }
 }
 
