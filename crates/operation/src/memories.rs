@@ -27,6 +27,12 @@ use tokio_util::sync::CancellationToken;
 /// Attempts before an extraction is given up.
 const TRIES: u64 = 5;
 
+/// How long after its attempt number `attempts` (0 for the first) failed an extraction is
+/// tried again: 30 s, 1, 2 and 4 minutes; `None` once it has had its [`TRIES`].
+fn retry_after(attempts: u64) -> Option<chrono::Duration> {
+    (attempts + 1 < TRIES).then(|| chrono::Duration::seconds(30 << attempts.min(8)))
+}
+
 /// The most a conversation shown to the extractor holds, in characters (its end is kept).
 const CONVERSATION_CHARS: usize = 16_000;
 
@@ -121,9 +127,7 @@ impl Extractor<'_> {
             let outcome = match self.extract(&task).await {
                 Ok(applied) => Ok(applied),
                 Err(why) => {
-                    let retry_at = (task.attempts + 1 < TRIES).then(|| {
-                        Utc::now() + chrono::Duration::seconds(30 << task.attempts.min(8))
-                    });
+                    let retry_at = retry_after(task.attempts).map(|wait| Utc::now() + wait);
                     tracing::warn!(
                         operation = %task.operation_id,
                         attempt = task.attempts + 1,
@@ -229,5 +233,19 @@ impl Extractor<'_> {
             .apply_memories(task, private_to, &memories)
             .await
             .map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_failed_extraction_is_tried_five_times_with_doubling_waits() {
+        let waits: Vec<Option<i64>> = (0..6)
+            .map(|a| super::retry_after(a).map(|d| d.num_seconds()))
+            .collect();
+        assert_eq!(
+            waits,
+            [Some(30), Some(60), Some(120), Some(240), None, None]
+        );
     }
 }

@@ -957,6 +957,126 @@ async fn knowledge_vectors_and_jobs(store: &SqlStore, other: &SqlStore) {
     assert!(store.ingest_job(&job.id).await.unwrap().is_none());
 }
 
+/// A finished (`done`) operation of `owner` started from the CLI: what memories are learnt
+/// from.
+async fn finished_conversation(store: &SqlStore, owner: &str) -> String {
+    let mut op = new_op();
+    op.owner = Some(owner.into());
+    let id = op.state.operation_id;
+    store.create_operation(&op).await.unwrap();
+    let mut done = op.state.clone();
+    done.status = Status::Done;
+    done.step_count = 1;
+    done.finish = Some(Finish {
+        reason: FinishReason::Completed,
+        detail: None,
+    });
+    store
+        .commit_step(&StepCommit {
+            thread_id: None,
+            children: Vec::new(),
+            operation_id: id,
+            step_index: 1,
+            topic_id: op.topic_id.clone(),
+            changes: StateChanges::between(&op.state, &done),
+            state: done,
+            next_context: None,
+            instructions: vec!["finish".into()],
+            events: Vec::new(),
+            tool_executions: Vec::new(),
+            interventions: Vec::new(),
+        })
+        .await
+        .unwrap();
+    id.to_string()
+}
+
+/// The extraction queue: a finished conversation waits until it is applied; a failure puts it
+/// back at its retry time with one more attempt counted, or gives it up; a user who turned
+/// learning off has nothing queued; proposals merge with what their pool already says.
+async fn memory_queue(store: &SqlStore) {
+    let owner = "mq-owner";
+    let queued = |op: String| async move {
+        store
+            .pending_extractions(1_000)
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|t| t.operation_id == op)
+    };
+    let first = finished_conversation(store, owner).await;
+    let task = queued(first.clone())
+        .await
+        .expect("a finished conversation is queued");
+    assert_eq!((task.owner.as_deref(), task.attempts), (Some(owner), 0));
+
+    // Failed, due again at once: queued with the attempt counted.
+    let past = Utc::now() - chrono::Duration::seconds(1);
+    store
+        .extraction_failed(&task, "model down", Some(past))
+        .await
+        .unwrap();
+    let task = queued(first.clone()).await.expect("due again");
+    assert_eq!(task.attempts, 1);
+    // Failed, due later: not queued until then.
+    let later = Utc::now() + chrono::Duration::hours(1);
+    store
+        .extraction_failed(&task, "model down", Some(later))
+        .await
+        .unwrap();
+    assert!(queued(first.clone()).await.is_none());
+    // Given up: never queued again.
+    let second = finished_conversation(store, owner).await;
+    let task2 = queued(second.clone()).await.unwrap();
+    store
+        .extraction_failed(&task2, "bad output", None)
+        .await
+        .unwrap();
+    assert!(queued(second).await.is_none());
+
+    // Applied: stored and off the queue; the same text again is merged, not added.
+    let third = finished_conversation(store, owner).await;
+    let task3 = queued(third.clone()).await.unwrap();
+    let proposal = NewMemory {
+        category: MemoryCategory::Preference,
+        subject: "editor".into(),
+        text: "The user edits with Helix.".into(),
+        source_message: None,
+        embedding: None,
+    };
+    let applied = store
+        .apply_memories(&task3, None, std::slice::from_ref(&proposal))
+        .await
+        .unwrap();
+    assert_eq!(applied.added, 1);
+    assert!(queued(third).await.is_none());
+    let fourth = finished_conversation(store, owner).await;
+    let task4 = queued(fourth).await.unwrap();
+    let again = store
+        .apply_memories(&task4, None, std::slice::from_ref(&proposal))
+        .await
+        .unwrap();
+    assert_eq!((again.added, again.merged), (0, 1));
+    let listed = store
+        .list_memories(Some(owner), MemoryPool::All, false)
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+
+    // Learning off: nothing of this user is queued; on again, it is.
+    store
+        .set_memory_extraction(Some(owner), false)
+        .await
+        .unwrap();
+    let fifth = finished_conversation(store, owner).await;
+    assert!(queued(fifth.clone()).await.is_none());
+    store
+        .set_memory_extraction(Some(owner), true)
+        .await
+        .unwrap();
+    assert!(queued(fifth).await.is_some());
+}
+
 #[tokio::test]
 async fn sqlite_conformance() {
     let dir = std::env::temp_dir().join(format!("rein-store-{}", OperationId::new()));
@@ -966,6 +1086,7 @@ async fn sqlite_conformance() {
         .unwrap();
     assert!(!store.is_postgres());
     suite(&store).await;
+    memory_queue(&store).await;
     let other = SqlStore::open(dir.join("rein.db").to_str().unwrap(), Synchronous::Normal)
         .await
         .unwrap();
@@ -995,6 +1116,7 @@ async fn postgres_conformance() {
     let store = SqlStore::open(&scoped, Synchronous::Normal).await.unwrap();
     assert!(store.is_postgres());
     suite(&store).await;
+    memory_queue(&store).await;
     assert_eq!(store.vector_search(), VectorSearch::InProcess);
     let other = SqlStore::open(&scoped, Synchronous::Normal).await.unwrap();
     knowledge_vectors_and_jobs(&store, &other).await;
