@@ -87,7 +87,11 @@ pub async fn command(
                 eprintln!("(learning is off: `rein memory on` turns it back on)");
             }
             let pool = MemoryPool::select(agent.as_deref(), shared);
-            for m in store.list_memories(None, pool, history).await? {
+            let memories = store.list_memories(None, pool, history).await?;
+            if memories.is_empty() && !json {
+                eprintln!("(nothing learnt yet)");
+            }
+            for m in memories {
                 if json {
                     println!("{}", serde_json::to_string(&m)?);
                 } else {
@@ -119,14 +123,11 @@ pub async fn command(
             }
         }
         MemoryCommand::Edit { id, text } => {
-            if text.trim().is_empty() {
-                bail!("give the memory's new text (to remove it: `rein memory forget {id}`)");
-            }
+            let text = rein_operation::memories::corrected_text(&text)?;
             let embedder = embedder(host);
-            let embedding =
-                rein_tools::documents::embed_one(embedder.as_deref(), text.trim()).await;
+            let embedding = rein_tools::documents::embed_one(embedder.as_deref(), text).await;
             if !store
-                .edit_memory(None, &id, &text, embedding.as_ref())
+                .edit_memory(None, &id, text, embedding.as_ref())
                 .await?
             {
                 bail!("no current memory {id} (`rein memory list`)");

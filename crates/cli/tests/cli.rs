@@ -3598,6 +3598,36 @@ async fn memories_are_learnt_merged_replaced_forgotten_and_turned_off() {
     assert_eq!(code, 0, "{err}");
     assert!(show.contains("replaced: The user lives in Lyon."), "{show}");
 
+    // Corrected by hand: trimmed; blank or over a sentence's length is refused.
+    let tabs = list(false)
+        .await
+        .lines()
+        .find(|l| l.contains("tabs"))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+    let (code, _, err) = e
+        .rein(&[
+            "memory",
+            "edit",
+            &tabs,
+            "  The user prefers tabs of width 4.  ",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let out = list(false).await;
+    assert!(
+        out.contains(": The user prefers tabs of width 4.\n"),
+        "trimmed: {out}"
+    );
+    let (code, _, err) = e.rein(&["memory", "edit", &tabs, "  "]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("cannot be empty"), "{err}");
+    let long = "x".repeat(501);
+    let (code, _, err) = e.rein(&["memory", "edit", &tabs, &long]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("at most 500 characters (501 given)"), "{err}");
+
     // Forgotten: gone with its history, never injected, never learnt again.
     let (code, _, err) = e.rein(&["memory", "forget", &paris]).await;
     assert_eq!(code, 0, "{err}");

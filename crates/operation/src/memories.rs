@@ -33,6 +33,33 @@ fn retry_after(attempts: u64) -> Option<chrono::Duration> {
     (attempts + 1 < TRIES).then(|| chrono::Duration::seconds(30 << attempts.min(8)))
 }
 
+/// The most characters a memory's text may have (one sentence).
+pub const MAX_TEXT_CHARS: usize = 500;
+
+/// Why a memory's text, as a person corrected it, is refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MemoryTextError {
+    /// Nothing but blanks.
+    #[error("a memory's text cannot be empty (to remove a memory, forget it)")]
+    Empty,
+    /// Longer than [`MAX_TEXT_CHARS`].
+    #[error("a memory's text is one sentence of at most 500 characters ({0} given)")]
+    TooLong(usize),
+}
+
+/// `text` as a corrected memory is stored: trimmed, not empty, at most [`MAX_TEXT_CHARS`].
+pub fn corrected_text(text: &str) -> Result<&str, MemoryTextError> {
+    let text = text.trim();
+    let chars = text.chars().count();
+    if chars == 0 {
+        Err(MemoryTextError::Empty)
+    } else if chars > MAX_TEXT_CHARS {
+        Err(MemoryTextError::TooLong(chars))
+    } else {
+        Ok(text)
+    }
+}
+
 /// The most a conversation shown to the extractor holds, in characters (its end is kept).
 const CONVERSATION_CHARS: usize = 16_000;
 
@@ -238,6 +265,19 @@ impl Extractor<'_> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_corrected_text_is_trimmed_and_bounded() {
+        use super::{MemoryTextError, corrected_text};
+        assert_eq!(
+            corrected_text("  The user uses Helix. "),
+            Ok("The user uses Helix.")
+        );
+        assert_eq!(corrected_text(" \t\n"), Err(MemoryTextError::Empty));
+        let long = "é".repeat(501);
+        assert_eq!(corrected_text(&long), Err(MemoryTextError::TooLong(501)));
+        assert!(corrected_text(&"é".repeat(500)).is_ok());
+    }
+
     #[test]
     fn a_failed_extraction_is_tried_five_times_with_doubling_waits() {
         let waits: Vec<Option<i64>> = (0..6)

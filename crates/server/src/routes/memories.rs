@@ -109,12 +109,8 @@ pub async fn edit(
     MemoryPath(id): MemoryPath,
     Body(body): Body<EditMemory>,
 ) -> Result<Json<MemoryDetail>, ApiError> {
-    let text = body.text.trim();
-    if text.is_empty() || text.chars().count() > 500 {
-        return Err(ApiError::bad_request(
-            "text: one sentence of 1 to 500 characters (to remove a memory, DELETE it)",
-        ));
-    }
+    let text = rein_operation::memories::corrected_text(&body.text)
+        .map_err(|e| ApiError::bad_request(format!("text: {e}")))?;
     let embedding = match app.runner.host.embedder.as_ref() {
         Some((provider, model)) => {
             let embedder = rein_operation::ProviderEmbedder::new(
