@@ -3587,25 +3587,22 @@ async fn memories_are_learnt_merged_replaced_forgotten_and_turned_off() {
     );
     let out = list(true).await;
     assert!(out.contains("The user lives in Lyon.  (replaced)"), "{out}");
-    let paris = list(false)
-        .await
-        .lines()
-        .find(|l| l.contains("Paris"))
-        .and_then(|l| l.split_whitespace().next())
-        .unwrap()
-        .to_owned();
+    // A listed memory's id, by what it says.
+    let id_of = |listed: String, says: &str| {
+        listed
+            .lines()
+            .find(|l| l.contains(says))
+            .and_then(|l| l.split_whitespace().next())
+            .unwrap()
+            .to_owned()
+    };
+    let paris = id_of(list(false).await, "Paris");
     let (code, show, err) = e.rein(&["memory", "show", &paris]).await;
     assert_eq!(code, 0, "{err}");
     assert!(show.contains("replaced: The user lives in Lyon."), "{show}");
 
     // Corrected by hand: trimmed; blank or over a sentence's length is refused.
-    let tabs = list(false)
-        .await
-        .lines()
-        .find(|l| l.contains("tabs"))
-        .and_then(|l| l.split_whitespace().next())
-        .unwrap()
-        .to_owned();
+    let tabs = id_of(list(false).await, "tabs");
     let (code, _, err) = e
         .rein(&[
             "memory",

@@ -4657,6 +4657,21 @@ fn multipart(files: &[(&str, &[u8])]) -> (String, Vec<u8>) {
     (format!("multipart/form-data; boundary={boundary}"), body)
 }
 
+/// `POST /v1/knowledge` of a base named `name` as `token`, expecting `201`; the answer.
+async fn create_base(e: &Env, rein: &Rein, token: &str, name: &str) -> Value {
+    let (status, body) = e
+        .call(
+            rein,
+            "POST",
+            "/v1/knowledge",
+            Some(token),
+            Some(json!({ "name": name })),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    body
+}
+
 /// `POST /v1/knowledge/{base}/files` with `files` as `token`: the status and the answer.
 async fn upload(
     e: &Env,
@@ -4689,16 +4704,7 @@ async fn a_server_killed_mid_ingestion_finishes_the_job_on_restart_without_dupli
     let alice = e.token("alice").await;
     // Stopped dead right after the second of four files was committed.
     let rein = e.start(&[("REIN_TEST_PAUSE_AT", "ingest:file:2")]).await;
-    let (status, body) = e
-        .call(
-            &rein,
-            "POST",
-            "/v1/knowledge",
-            Some(&alice),
-            Some(json!({"name": "manuals"})),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
+    create_base(&e, &rein, &alice, "manuals").await;
     let files: Vec<(String, Vec<u8>)> = (0..4)
         .map(|i| {
             (
@@ -4768,16 +4774,7 @@ async fn knowledge_bases_are_uploaded_ingested_in_the_background_and_searched() 
     let rein = e.start(&[]).await;
     let alice = e.token("alice").await;
     let bob = e.token("bob").await;
-    let (status, body) = e
-        .call(
-            &rein,
-            "POST",
-            "/v1/knowledge",
-            Some(&alice),
-            Some(json!({"name": "manuals"})),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
+    let body = create_base(&e, &rein, &alice, "manuals").await;
     assert_eq!(body["embed_model"], Value::Null);
     let (status, body) = e
         .call(
