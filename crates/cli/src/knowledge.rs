@@ -259,9 +259,7 @@ pub async fn command(
             eprintln!("removed {path}");
         }
         KbCommand::Search { name, query, top } => {
-            if query.trim().is_empty() {
-                bail!("the query is empty: give the words to look for");
-            }
+            retrieve::checked_query(&query)?;
             base(store, &name).await?;
             let found = retrieve::search(
                 store,

@@ -4940,6 +4940,20 @@ async fn knowledge_bases_are_uploaded_ingested_in_the_background_and_searched() 
         )
         .await;
     assert_eq!(found["hits"][0]["citation"], "ops.pdf:1-3", "{found}");
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/knowledge/manuals/search",
+            Some(&alice),
+            Some(json!({"query": "  "})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        body["error"]["message"],
+        "the query is empty: give the words to look for"
+    );
 
     // An operation with the base carries its best chunks, unless its budget for them is 0;
     // a budget past the bound is refused before anything runs.

@@ -43,7 +43,7 @@ pub enum MemoryTextError {
     #[error("a memory's text cannot be empty (to remove a memory, forget it)")]
     Empty,
     /// Longer than [`MAX_TEXT_CHARS`].
-    #[error("a memory's text is one sentence of at most 500 characters ({0} given)")]
+    #[error("a memory's text is one sentence of at most {MAX_TEXT_CHARS} characters ({0} given)")]
     TooLong(usize),
 }
 

@@ -60,8 +60,9 @@ pub struct StartOptions {
 /// Test support for crash tests: with `REIN_TEST_PAUSE_AT=commit:N` (after the Nth commit
 /// of this process), `tool:CALL_ID` (a tool execution recorded running, not yet run),
 /// `ingest:file:N` (an ingestion job's Nth file committed) or `ingest:embedded:N` (N chunks of
-/// the base with vectors, a batch just committed), the process announces `REIN_TEST_PAUSED <point>` on stderr and stops there, so a test can kill
-/// it with SIGKILL at an exact boundary. Only in builds with the `test-hooks` feature (the
+/// the base with vectors, a batch just committed), the process announces
+/// `REIN_TEST_PAUSED <point>` on stderr and stops there, so a test can kill it with SIGKILL at
+/// an exact boundary. Only in builds with the `test-hooks` feature (the
 /// crash tests'); elsewhere it does nothing and reads no variable.
 #[cfg(feature = "test-hooks")]
 pub(crate) async fn pause_point(point: &str) {

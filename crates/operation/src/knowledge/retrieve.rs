@@ -28,6 +28,32 @@ pub struct Retrieved {
     pub full_text_only: Vec<(String, String)>,
 }
 
+/// The most characters a search query may have.
+pub const MAX_QUERY_CHARS: usize = 2_000;
+
+/// Why a query a person typed is refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum QueryError {
+    /// Nothing but blanks.
+    #[error("the query is empty: give the words to look for")]
+    Empty,
+    /// Longer than [`MAX_QUERY_CHARS`].
+    #[error("the query has {0} characters; at most {MAX_QUERY_CHARS}")]
+    TooLong(usize),
+}
+
+/// `query` if a search may be asked for it: not only blanks, at most [`MAX_QUERY_CHARS`].
+pub fn checked_query(query: &str) -> Result<&str, QueryError> {
+    let chars = query.chars().count();
+    if query.trim().is_empty() {
+        Err(QueryError::Empty)
+    } else if chars > MAX_QUERY_CHARS {
+        Err(QueryError::TooLong(chars))
+    } else {
+        Ok(query)
+    }
+}
+
 /// The embedder for an embedding model named `provider/model`, from `models`.
 pub fn embedder_for(models: &dyn ModelSource, model: &str) -> Result<Arc<dyn Embedder>, String> {
     let model_ref = crate::profile::model_ref(model).map_err(|e| e.to_string())?;
@@ -74,6 +100,10 @@ pub async fn search(
 ) -> Result<Retrieved, StoreError> {
     let depth = limit.saturating_mul(4).max(MIN_DEPTH);
     let mut out = Retrieved::default();
+    // Nothing to look for (a tool call's or a message's blank text): no embedding call.
+    if query.trim().is_empty() {
+        return Ok(out);
+    }
     // One embedding of the query per model, whatever number of bases share it.
     let mut vectors: HashMap<String, Result<Vec<f32>, String>> = HashMap::new();
     for name in names {
@@ -164,6 +194,15 @@ mod tests {
             text: String::new(),
             score: 0.0,
         }
+    }
+
+    #[test]
+    fn a_query_is_words_within_its_bound() {
+        assert_eq!(checked_query("install it"), Ok("install it"));
+        assert_eq!(checked_query(" \t "), Err(QueryError::Empty));
+        let long = "é".repeat(MAX_QUERY_CHARS + 1);
+        assert_eq!(checked_query(&long), Err(QueryError::TooLong(2_001)));
+        assert!(checked_query(&"é".repeat(MAX_QUERY_CHARS)).is_ok());
     }
 
     #[test]

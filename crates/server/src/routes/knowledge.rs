@@ -80,8 +80,8 @@ pub struct BaseDetail {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchBody {
-    /// What to look for.
-    #[schemars(length(min = 1, max = 2000))]
+    /// What to look for (not only blanks).
+    #[schemars(length(min = 1, max = 2000), pattern(r"\S"))]
     pub query: String,
     /// How many chunks (1 to 50, default 5).
     #[serde(default)]
@@ -453,10 +453,7 @@ pub async fn search(
     KnowledgePath(name): KnowledgePath,
     Body(body): Body<SearchBody>,
 ) -> Result<Json<SearchOut>, ApiError> {
-    let length = body.query.chars().count();
-    if length == 0 || length > 2000 {
-        return Err(ApiError::bad_request("query: 1 to 2000 characters"));
-    }
+    retrieve::checked_query(&body.query).map_err(|e| ApiError::bad_request(e.to_string()))?;
     owned_base(&app, &user, &name).await?;
     let top = body.top_k.unwrap_or(5);
     if !(1..=50).contains(&top) {
