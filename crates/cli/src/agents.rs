@@ -26,6 +26,17 @@ pub struct AgentFlags {
     /// Approval mode.
     #[arg(long, value_parser = ["auto-run", "allow-list", "manual", "headless"])]
     pub approval: Option<String>,
+    /// A tool that runs without asking (repeatable, or comma separated; `identifier` or
+    /// `identifier/api`): in manual and allow-list mode, once the blacklist, the command guard
+    /// and the tool's own policy have decided; in allow-list mode every other tool asks.
+    #[arg(long = "allow", value_name = "TOOL", value_delimiter = ',')]
+    pub allow: Vec<String>,
+    /// Your rule for a tool (repeatable): `TOOL=always` (ask every time, in every mode),
+    /// `TOOL=never` (never ask), `TOOL=required`, or `TOOL=RULES` with JSON rules such as
+    /// `shell=[{"match":{"command":"git push*"},"policy":"required"},{"policy":"never"}]`.
+    /// The blacklist and the command guard still decide first.
+    #[arg(long = "tool-rule", value_name = "TOOL=RULE", value_parser = tool_rule)]
+    pub tool_rules: Vec<(String, rein_core::intervention::InterventionConfig)>,
     /// Step limit.
     #[arg(long)]
     pub max_steps: Option<u32>,
@@ -88,6 +99,9 @@ impl AgentFlags {
             system_role: self.system,
             tools: self.tools,
             approval: self.approval,
+            allow: (!self.allow.is_empty()).then_some(self.allow),
+            tool_rules: (!self.tool_rules.is_empty())
+                .then(|| self.tool_rules.into_iter().collect()),
             max_steps: self.max_steps,
             cost_limit: self.cost_limit,
             token_limit: self.token_limit,
@@ -112,6 +126,22 @@ impl AgentFlags {
             }),
         }
     }
+}
+
+/// `TOOL=POLICY` or `TOOL=JSON` (see [`AgentFlags::tool_rules`]).
+fn tool_rule(arg: &str) -> Result<(String, rein_core::intervention::InterventionConfig), String> {
+    let (tool, rule) = arg.split_once('=').ok_or_else(|| {
+        format!("`{arg}`: write TOOL=always, TOOL=never, TOOL=required or TOOL=[rules]")
+    })?;
+    rein_operation::profile::check_tool_key(tool).map_err(|e| e.to_string())?;
+    let value = match rule.trim() {
+        p @ ("always" | "never" | "required") => serde_json::Value::String(p.to_owned()),
+        json => serde_json::from_str(json).map_err(|e| {
+            format!("rule for `{tool}`: not always, never, required or JSON rules ({e})")
+        })?,
+    };
+    let config = serde_json::from_value(value).map_err(|e| format!("rule for `{tool}`: {e}"))?;
+    Ok((tool.to_owned(), config))
 }
 
 /// Who an operation runs as.

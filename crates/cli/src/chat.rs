@@ -38,6 +38,10 @@ pub struct ChatArgs {
     /// Approval mode (default: the agent's, else manual).
     #[arg(long, value_parser = ["auto-run", "allow-list", "manual", "headless"])]
     approval: Option<String>,
+    /// A tool that runs without asking (repeatable, or comma separated; `identifier` or
+    /// `identifier/api`; see `rein run --allow`).
+    #[arg(long = "allow", value_name = "TOOL", value_delimiter = ',')]
+    allow: Vec<String>,
 }
 
 const HELP: &str = "commands: /approve, /reject [reason], /cancel, /model provider/model, /skill NAME, /history, /regenerate, /edit TEXT, /branch [N], /help, /exit";
@@ -122,6 +126,7 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, ctx: &Context_) -> anyho
     let mut over = AgentProfile {
         model: args.model.clone(),
         approval: args.approval.clone(),
+        allow: (!args.allow.is_empty()).then(|| args.allow.clone()),
         ..Default::default()
     };
     let origin = SpecOrigin {

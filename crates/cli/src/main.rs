@@ -5,6 +5,7 @@ mod briefs;
 mod chat;
 mod config;
 mod connect;
+mod grants;
 mod groups;
 mod host;
 mod knowledge;
@@ -101,6 +102,11 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: DeviceCommand,
     },
+    /// What you granted ("always for this tool"): list, revoke.
+    Grant {
+        #[command(subcommand)]
+        command: grants::GrantCommand,
+    },
     /// Manage API tokens for `rein serve`.
     Token {
         #[command(subcommand)]
@@ -175,6 +181,10 @@ pub(crate) enum Command {
         /// Approve every pending call.
         #[arg(long)]
         all: bool,
+        /// Also grant the call's tool from now on, for this operation, topic (conversation) or
+        /// agent (one `--call`; refused for a call the blacklist or the guard flagged).
+        #[arg(long, value_name = "SCOPE", value_parser = grants::scope_parser(), requires = "calls", conflicts_with = "all")]
+        grant: Option<rein_core::intervention::GrantScope>,
     },
     /// Answer a question the agent asked (`ask_user`) and continue the operation.
     Answer {
@@ -371,6 +381,9 @@ pub(crate) async fn finish(store: &SqlStore, id: OperationId, end: &RunEnd) -> a
         }
         RunEnd::WaitingForHuman { pending } => {
             eprintln!("\nwaiting for a person · {summary}");
+            let reasons = rein_operation::tree::pending_approvals(store, id)
+                .await
+                .unwrap_or_default();
             let mut questions = false;
             for c in pending {
                 match rein_core::question::Question::of_call(c).and_then(Result::ok) {
@@ -388,7 +401,16 @@ pub(crate) async fn finish(store: &SqlStore, id: OperationId, end: &RunEnd) -> a
                         };
                         eprintln!("  question {}: {}{options}", c.id, q.question);
                     }
-                    None => eprintln!("  pending {} {}({})", c.id, c.key(), c.arguments),
+                    None => {
+                        eprintln!("  pending {} {}({})", c.id, c.key(), c.arguments);
+                        if let Some(r) = reasons
+                            .iter()
+                            .find(|i| i.call.id == c.id)
+                            .and_then(|i| i.reason.as_ref())
+                        {
+                            eprintln!("{}", output::why(r));
+                        }
+                    }
                 }
             }
             if questions {
@@ -521,6 +543,11 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             serve::token(&store, command, cli.json).await?;
             Ok(exit::DONE)
         }
+        Command::Grant { command } => {
+            let driver = op_driver(&store, &ctx).await?;
+            grants::command(&store, &driver, command, cli.json).await?;
+            Ok(exit::DONE)
+        }
         Command::Run(a) => {
             let host = host::host(Arc::clone(&store), &ctx, None).await?;
             let origin = SpecOrigin {
@@ -568,13 +595,28 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             }
             finish(&store, id, &end).await
         }
-        Command::Approve { id, calls, all } => {
+        Command::Approve {
+            id,
+            calls,
+            all,
+            grant,
+        } => {
             let id = parse_id(&id)?;
             let driver = op_driver(&store, &ctx).await?;
-            let calls = (!all && !calls.is_empty()).then_some(calls);
-            let end = driver
-                .decide(id, calls.as_deref(), Decision::Approve, Some("cli"))
-                .await?;
+            let end = match (grant, calls.as_slice()) {
+                (Some(scope), [call]) => {
+                    let (end, g) = driver.approve_always(id, call, scope, Some("cli")).await?;
+                    eprintln!("granted {} for {} ({})", g.tool, scope.phrase(), g.id);
+                    end
+                }
+                (Some(_), _) => bail!("--grant goes with exactly one --call"),
+                (None, _) => {
+                    let calls = (!all && !calls.is_empty()).then_some(calls);
+                    driver
+                        .decide(id, calls.as_deref(), Decision::Approve, Some("cli"))
+                        .await?
+                }
+            };
             let end = prompt::ask(&driver, id, end).await?;
             finish(&store, id, &end).await
         }

@@ -204,6 +204,15 @@ fn sub_agent_line(kind: &EventKind) {
 }
 
 /// `rein op show`.
+/// Why a pending call asks, indented under it (and that no grant covers it, when so).
+pub fn why(r: &rein_core::intervention::ApprovalReason) -> String {
+    let mut out = format!("             why: {} ({})", r.line(), r.source.as_str());
+    if r.every_time {
+        out.push_str("; asked every time");
+    }
+    out
+}
+
 pub fn show(op: &StoredOperation, steps: &[StepRecord], pending: &[rein_store::Intervention]) {
     let r = &op.record;
     let status = serde_json::to_value(r.status)
@@ -245,6 +254,18 @@ pub fn show(op: &StoredOperation, steps: &[StepRecord], pending: &[rein_store::I
         Some(t) => t.join(", "),
     };
     println!("  tools      {tools}");
+    let approval = serde_json::to_value(op.spec.approval)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    if op.spec.allow.is_empty() {
+        println!("  approval   {approval}");
+    } else {
+        println!(
+            "  approval   {approval}, unasked: {}",
+            op.spec.allow.join(", ")
+        );
+    }
     println!("  surface    {}", op.spec.surface);
     let sb = op.spec.sandbox;
     println!(
@@ -276,6 +297,9 @@ pub fn show(op: &StoredOperation, steps: &[StepRecord], pending: &[rein_store::I
             format!(" (sub-agent {})", i.operation_id)
         };
         println!("  pending    {} {}({}){by}", c.id, c.key(), c.arguments);
+        if let Some(r) = &i.reason {
+            println!("{}", why(r));
+        }
     }
     println!("  timeline");
     for s in steps {

@@ -1,13 +1,25 @@
 //! Deciding on the terminal: while an operation waits for a person and stdin is a terminal,
-//! ask about each pending call (approve, reject, always for this tool) and each question the
-//! agent asked (`ask_user`: a number or key of an option, or free text), then continue it.
+//! ask about each pending call (approve, reject, or approve always: a grant for the
+//! operation, the conversation or the agent, kept in the database) with why it asks, and each
+//! question the agent asked (`ask_user`: a number or key of an option, or free text), then
+//! continue it. A call the blacklist or the guard flagged is asked every time: no "always" is
+//! offered for it.
 
 use anyhow::anyhow;
 use rein_core::OperationId;
 use rein_core::ToolCall;
+use rein_core::intervention::{ApprovalReason, GrantScope};
 use rein_core::question::{Answer, Question};
-use rein_operation::{Decision, Driver, RunEnd};
+use rein_operation::{Decision, Driver, DriverError, RunEnd};
 use std::io::{BufRead, IsTerminal, Write};
+
+/// What a person said about a pending call.
+enum Said {
+    /// Decide it.
+    Decision(Decision),
+    /// Approve it and grant its tool for a scope.
+    Always(GrantScope),
+}
 
 /// Ask on the terminal for each pending call; the end unchanged when stdin is not a terminal.
 pub(crate) async fn ask(
@@ -15,7 +27,6 @@ pub(crate) async fn ask(
     id: OperationId,
     mut end: RunEnd,
 ) -> anyhow::Result<RunEnd> {
-    let mut always: Vec<String> = Vec::new();
     while let RunEnd::WaitingForHuman { pending } = &end {
         if !std::io::stdin().is_terminal() {
             return Ok(end);
@@ -23,13 +34,46 @@ pub(crate) async fn ask(
         let Some(call) = pending.first().cloned() else {
             return Ok(end);
         };
-        let decision = match Question::of_call(&call).and_then(Result::ok) {
-            Some(question) => answer(&question)?,
-            None => approval(&call, &mut always)?,
+        let said = match Question::of_call(&call).and_then(Result::ok) {
+            Some(question) => Said::Decision(answer(&question)?),
+            None => {
+                let reason = driver
+                    .pending(id)
+                    .await?
+                    .into_iter()
+                    .find(|i| i.call.id == call.id)
+                    .and_then(|i| i.reason);
+                approval(&call, reason.as_ref())?
+            }
         };
-        end = driver
-            .decide(id, Some(&[call.id.to_string()]), decision, Some("cli"))
-            .await?;
+        end = match said {
+            Said::Decision(decision) => {
+                driver
+                    .decide(id, Some(&[call.id.to_string()]), decision, Some("cli"))
+                    .await?
+            }
+            Said::Always(scope) => match driver
+                .approve_always(id, &call.id, scope, Some("cli"))
+                .await
+            {
+                Ok((end, grant)) => {
+                    eprintln!(
+                        "granted {} for {} ({}; `rein grant revoke {}` undoes it)",
+                        grant.tool,
+                        scope.phrase(),
+                        grant.id,
+                        grant.id
+                    );
+                    end
+                }
+                // Not for this call (no agent, flagged since): say why and ask again.
+                Err(DriverError::Grant(e)) => {
+                    eprintln!("{e}");
+                    end
+                }
+                Err(e) => return Err(e.into()),
+            },
+        };
     }
     Ok(end)
 }
@@ -43,30 +87,45 @@ fn read_line() -> anyhow::Result<String> {
     Ok(line.trim().to_owned())
 }
 
-fn approval(call: &ToolCall, always: &mut Vec<String>) -> anyhow::Result<Decision> {
+fn approval(call: &ToolCall, reason: Option<&ApprovalReason>) -> anyhow::Result<Said> {
     let key = call.key();
-    if always.contains(&key) {
-        return Ok(Decision::Approve);
+    eprintln!("\napprove {key}({})?", call.arguments);
+    let every_time = reason.is_some_and(|r| r.every_time);
+    if let Some(r) = reason {
+        eprintln!("  why: {}", r.line());
+        if every_time {
+            eprintln!("  asked every time: no grant covers a call this rule flags");
+        }
     }
-    eprint!(
-        "\napprove {key}({})? [y]es / [n]o / [a]lways for this tool: ",
-        call.arguments
-    );
-    Ok(match read_line()?.to_ascii_lowercase().as_str() {
-        "y" | "yes" => Decision::Approve,
-        "a" | "always" => {
-            always.push(key);
-            Decision::Approve
+    if every_time {
+        eprint!("[y]es / [n]o: ");
+    } else {
+        eprint!("[y]es / [n]o / always for this [o]peration, this [c]onversation, this [a]gent: ");
+    }
+    let said = read_line()?.to_ascii_lowercase();
+    let always = |scope| {
+        if every_time {
+            None
+        } else {
+            Some(Said::Always(scope))
         }
-        _ => {
-            eprint!("reason (optional): ");
-            let reason = Some(read_line()?).filter(|r| !r.is_empty());
-            Decision::Reject {
-                reason,
-                halt: false,
-            }
-        }
-    })
+    };
+    let chosen = match said.as_str() {
+        "y" | "yes" => Some(Said::Decision(Decision::Approve)),
+        "o" | "operation" => always(GrantScope::Operation),
+        "c" | "conversation" => always(GrantScope::Topic),
+        "a" | "agent" => always(GrantScope::Agent),
+        _ => None,
+    };
+    if let Some(chosen) = chosen {
+        return Ok(chosen);
+    }
+    eprint!("reason (optional): ");
+    let reason = Some(read_line()?).filter(|r| !r.is_empty());
+    Ok(Said::Decision(Decision::Reject {
+        reason,
+        halt: false,
+    }))
 }
 
 /// Ask until the answer fits: an option's number, key or label, or free text; an empty line

@@ -1,4 +1,4 @@
-//! `--server URL`: the `op`, `approve`, `reject`, `agent` and `models` commands against a
+//! `--server URL`: the `op`, `approve`, `reject`, `grant`, `agent` and `models` commands against a
 //! `rein serve` over its HTTP API (token from `$REIN_TOKEN`) instead of a local database.
 
 use crate::agents::{AgentCommand, AgentFlags};
@@ -275,6 +275,12 @@ pub async fn dispatch(r: &Remote, command: Command, json: bool) -> anyhow::Resul
                             p["call"]["api"].as_str().unwrap_or_default(),
                             p["call"]["arguments"].as_str().unwrap_or_default()
                         );
+                        if let Ok(r) = serde_json::from_value::<
+                            rein_core::intervention::ApprovalReason,
+                        >(p["reason"].clone())
+                        {
+                            println!("{}", crate::output::why(&r));
+                        }
                     }
                     if tree {
                         let records: Vec<rein_store::OperationRecord> =
@@ -301,10 +307,52 @@ pub async fn dispatch(r: &Remote, command: Command, json: bool) -> anyhow::Resul
                 eprintln!("operation {id} is {}", v["status"].as_str().unwrap_or("?"));
             }
         },
-        Command::Approve { id, calls, all } => {
+        Command::Approve {
+            id,
+            calls,
+            all,
+            grant,
+        } => {
             let calls = if all { Vec::new() } else { calls };
-            return r.decide(&id, calls, json!({"decision": "approve"})).await;
+            let mut decision = json!({"decision": "approve"});
+            if let Some(scope) = grant {
+                decision["grant"] = json!(scope);
+            }
+            return r.decide(&id, calls, decision).await;
         }
+        Command::Grant { command } => match command {
+            crate::grants::GrantCommand::List { scope, all } => {
+                let mut path = format!("/v1/grants?revoked={all}");
+                if let Some(s) = scope {
+                    path.push_str(&format!("&scope={s}"));
+                }
+                let v = r.call(Method::GET, &path, None).await?;
+                let grants: Vec<rein_store::GrantRecord> =
+                    serde_json::from_value(v["grants"].clone())?;
+                for g in &grants {
+                    if json {
+                        println!("{}", serde_json::to_string(g)?);
+                    } else {
+                        println!("{}", crate::grants::line(g));
+                    }
+                }
+                if grants.is_empty() && !json {
+                    eprintln!("no grants");
+                }
+            }
+            crate::grants::GrantCommand::Revoke { id } => {
+                if !rein_store::valid_grant_id(&id) {
+                    bail!("`{id}` is not a grant id (grant_ and 32 hex digits)");
+                }
+                let v = r
+                    .call(Method::DELETE, &format!("/v1/grants/{id}"), None)
+                    .await?;
+                eprintln!(
+                    "revoked {id}: {} asks again from its next call",
+                    v["tool"].as_str().unwrap_or("the tool")
+                );
+            }
+        },
         Command::Reject {
             id,
             calls,

@@ -13,6 +13,9 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+#[path = "serve/grants.rs"]
+mod grants;
+
 struct Env {
     dir: PathBuf,
     model: Server,

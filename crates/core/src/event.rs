@@ -140,6 +140,9 @@ pub enum EventKind {
         /// Assistant message owning them.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         parent_message_id: Option<MessageId>,
+        /// Why each call asks, by tool call id (absent for calls parked again).
+        #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+        reasons: std::collections::BTreeMap<String, crate::intervention::ApprovalReason>,
     },
     /// A question waits for an answer.
     HumanPromptRequired {

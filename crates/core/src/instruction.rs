@@ -242,6 +242,10 @@ pub enum Instruction {
         /// The pending tool messages already exist (re-park).
         #[serde(default)]
         skip_create_tool_message: bool,
+        /// Why each call asks, by tool call id (the checker's decision; stored with the
+        /// intervention and shown to whoever decides it).
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        reasons: BTreeMap<String, crate::intervention::ApprovalReason>,
     },
     /// Summarize older context.
     CompressContext {

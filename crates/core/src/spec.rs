@@ -429,6 +429,15 @@ pub struct OperationSpec {
     pub allowed_tools: Option<Vec<String>>,
     /// How calls are approved.
     pub approval: ApprovalMode,
+    /// Tools that run without asking in `manual` and `allow-list` mode (`identifier` or
+    /// `identifier/api`), once the blacklist, the guard and the tool's own `always` have
+    /// decided; in `allow-list` mode every other tool asks.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allow: Vec<String>,
+    /// A person's rules per tool, replacing the tool's own policy (see
+    /// [`crate::intervention::UserInterventionConfig::tool_rules`]).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub tool_rules: std::collections::BTreeMap<String, crate::intervention::InterventionConfig>,
     /// Nobody watches this run (a task's): the agent's questions are not asked (the tool says
     /// nobody is available); approvals still follow `approval`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]

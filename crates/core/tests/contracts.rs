@@ -220,7 +220,8 @@ fn instruction() -> impl Strategy<Value = Instruction> {
                 pending_tool_calls: c,
                 reason: r,
                 parent_message_id: p,
-                skip_create_tool_message: s
+                skip_create_tool_message: s,
+                reasons: Default::default(),
             }),
         (any::<u64>(), option::of(text())).prop_map(|(n, s)| Instruction::CompressContext {
             payload: CompressContextPayload {
@@ -363,12 +364,48 @@ fn event_kind() -> impl Strategy<Value = EventKind> {
                 }
             }
         ),
-        (calls(), option::of(mid())).prop_map(|(pending_tool_calls, parent_message_id)| {
-            EventKind::HumanApproveRequired {
-                pending_tool_calls,
-                parent_message_id,
-            }
-        }),
+        (
+            calls(),
+            option::of(mid()),
+            text(),
+            option::of(text()),
+            0usize..9
+        )
+            .prop_map(
+                |(pending_tool_calls, parent_message_id, explanation, node, source)| {
+                    use rein_core::intervention::{ApprovalReason, ReasonSource};
+                    let sources = [
+                        ReasonSource::Blacklist,
+                        ReasonSource::Guard,
+                        ReasonSource::Audit,
+                        ReasonSource::ToolPolicy,
+                        ReasonSource::Mode,
+                        ReasonSource::AllowList,
+                        ReasonSource::UnknownTool,
+                        ReasonSource::Skill,
+                        ReasonSource::Grant,
+                    ];
+                    let source = sources[source];
+                    let reasons = pending_tool_calls
+                        .iter()
+                        .map(|c| {
+                            let reason = ApprovalReason {
+                                source,
+                                rule: Some(format!("rule:{}", source.as_str())),
+                                explanation: explanation.clone(),
+                                node: node.clone(),
+                                every_time: source.every_time(),
+                            };
+                            (c.id.to_string(), reason)
+                        })
+                        .collect();
+                    EventKind::HumanApproveRequired {
+                        pending_tool_calls,
+                        parent_message_id,
+                        reasons,
+                    }
+                }
+            ),
         (text(), option::of(text()), json_value()).prop_map(|(prompt, reason, metadata)| {
             EventKind::HumanPromptRequired {
                 prompt: HumanPrompt {

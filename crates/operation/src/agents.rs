@@ -24,6 +24,14 @@ pub trait AgentDirectory: Send + Sync {
         owner: Option<&'a str>,
         name: &'a str,
     ) -> BoxFuture<'a, Result<Option<StoredAgent>, StoreError>>;
+    /// Record that what applies to agent `name` of `owner` changed outside its settings (a
+    /// grant made or revoked for it): a stored agent gets a new version; its new version, or
+    /// `None` for an agent that is not stored (or not there).
+    fn note_change<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>>;
 }
 
 /// Agents kept in the store, plus fixed ones (the CLI's configuration file) under the names
@@ -94,6 +102,24 @@ impl AgentDirectory for StoredAgents {
             } else {
                 None
             })
+        }
+        .boxed()
+    }
+
+    fn note_change<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        async move {
+            let Some(user) = self.user(owner) else {
+                return Ok(None);
+            };
+            let Some(record) = self.accounts.get_agent(user, name).await? else {
+                return Ok(None);
+            };
+            // Written again as it is: the store counts the version up.
+            Ok(Some(self.accounts.put_agent(&record).await?))
         }
         .boxed()
     }

@@ -52,6 +52,9 @@ pub enum DriverError {
     /// written.
     #[error("no knowledge base named {}; `rein kb list` shows yours", .0.join(", "))]
     UnknownKnowledge(Vec<String>),
+    /// A grant that cannot be made; nothing was written.
+    #[error(transparent)]
+    Grant(#[from] crate::grants::GrantError),
     /// Skills named for an operation that this process does not have; nothing was written.
     #[error("no skill named {}; `rein skill list` shows the available ones", .0.join(", "))]
     UnknownSkills(Vec<String>),

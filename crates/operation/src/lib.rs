@@ -22,6 +22,8 @@
 //! ([`memories`]). An operation's knowledge bases ([`knowledge`]) are searched by its tool and
 //! feed each call the best chunks for the user's message, by full text and meaning fused
 //! ([`knowledge::retrieve`]); durable ingestion jobs fill them ([`knowledge::ingest`]).
+//! A person's "always for this tool" is a grant ([`grants`]), kept in the store and loaded
+//! before every step, never covering what the blacklist or the command guard flags.
 
 mod activity;
 mod agents;
@@ -32,6 +34,7 @@ mod driver;
 mod embedder;
 mod error;
 pub mod external;
+pub mod grants;
 pub mod group;
 mod host;
 pub mod knowledge;

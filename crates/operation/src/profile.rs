@@ -4,11 +4,12 @@
 //! and task runs alike).
 
 use rein_core::Usd;
-use rein_core::intervention::ApprovalMode;
+use rein_core::intervention::{ApprovalMode, InterventionConfig};
 use rein_core::spec::{AgentRef, MemoryScope, OperationSpec, Sandbox, SandboxMode, ToolDisclosure};
 use rein_core::state::{Budget, BudgetPolicy, ModelRef};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// How an agent works; every field optional (the host's defaults apply).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -28,6 +29,21 @@ pub struct AgentProfile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "approval_schema")]
     pub approval: Option<String>,
+    /// Tools that run without asking (`identifier` or `identifier/api`), in `manual` and
+    /// `allow-list` mode, once the security blacklist, the command guard and the tool's own
+    /// `always` have decided; in `allow-list` mode every other tool asks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "tool_keys_schema")]
+    pub allow: Option<Vec<String>>,
+    /// Your rules per tool (`identifier` or `identifier/api`, the API's key first):
+    /// `"always"` (ask every time, in every mode), `"never"` (never ask), or a list of rules
+    /// `[{"match": {"command": "git push*"}, "policy": "required"}, {"policy": "never"}]`
+    /// (the first whose every argument matcher matches decides; none: ask). They replace the
+    /// tool's own policy, but never what the blacklist or the guard flags, nor a tool whose own
+    /// policy is `always`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "tool_rules_schema")]
+    pub tool_rules: Option<BTreeMap<String, InterventionConfig>>,
     /// Step limit (then a final answer is forced).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
@@ -91,6 +107,65 @@ pub struct AgentProfile {
     /// (default: the memories the user's agents share) or `agent` (its own, read by it alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryScope>,
+}
+
+/// A tool key as [`check_tool_key`] accepts it: `identifier` or `identifier/api`.
+pub const TOOL_KEY_PATTERN: &str = "^[A-Za-z0-9_.:-]{1,64}(/[A-Za-z0-9_.:-]{1,64})?$";
+
+/// Refuse a tool key that cannot name a tool (`identifier` or `identifier/api`).
+pub fn check_tool_key(key: &str) -> Result<(), ProfileError> {
+    let part = |p: &str| {
+        (1..=64).contains(&p.len())
+            && p.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-'))
+    };
+    let ok = match key.split_once('/') {
+        Some((identifier, api)) => part(identifier) && part(api),
+        None => part(key),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(ProfileError::ToolKey(key.chars().take(80).collect()))
+    }
+}
+
+/// The schema of an optional list of tool keys.
+pub fn tool_keys_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": ["array", "null"],
+        "items": {"type": "string", "pattern": TOOL_KEY_PATTERN},
+        "maxItems": 256
+    })
+}
+
+/// The schema of optional tool rules: tool key → a policy or a list of rules.
+pub fn tool_rules_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": ["object", "null"],
+        "maxProperties": 256,
+        "propertyNames": {"pattern": TOOL_KEY_PATTERN},
+        "additionalProperties": {
+            "oneOf": [
+                {"type": "string", "enum": ["never", "required", "always"]},
+                {
+                    "type": "array",
+                    "maxItems": 64,
+                    "items": {
+                        "type": "object",
+                        "required": ["policy"],
+                        "properties": {
+                            "match": {
+                                "type": "object",
+                                "description": "argument name → a wildcard (`git *`), or {\"regex\": \"...\"}"
+                            },
+                            "policy": {"type": "string", "enum": ["never", "required", "always"]}
+                        }
+                    }
+                }
+            ]
+        }
+    })
 }
 
 /// The schema of an optional surface (see [`rein_core::spec::Surface`]).
@@ -182,6 +257,19 @@ pub enum ProfileError {
     /// A surface this host cannot run the operation on.
     #[error(transparent)]
     Route(#[from] crate::surface::SurfaceError),
+    /// A tool key that is not `identifier` or `identifier/api`.
+    #[error(
+        "tool `{0}`: use `identifier` or `identifier/api` (letters, digits, `_`, `.`, `:`, `-`)"
+    )]
+    ToolKey(String),
+    /// A tool rule that cannot be used as given.
+    #[error("tool rule for `{tool}`: {reason}")]
+    ToolRule {
+        /// The tool key.
+        tool: String,
+        /// Why.
+        reason: String,
+    },
     /// A limit out of range.
     #[error("{field} must be {requirement}")]
     Limit {
@@ -295,6 +383,8 @@ impl AgentProfile {
                 .or_else(|| self.system_role.clone()),
             tools: over.tools.clone().or_else(|| self.tools.clone()),
             approval: over.approval.clone().or_else(|| self.approval.clone()),
+            allow: over.allow.clone().or_else(|| self.allow.clone()),
+            tool_rules: over.tool_rules.clone().or_else(|| self.tool_rules.clone()),
             max_steps: over.max_steps.or(self.max_steps),
             cost_limit: over.cost_limit.or(self.cost_limit),
             token_limit: over.token_limit.or(self.token_limit),
@@ -320,6 +410,23 @@ impl AgentProfile {
     pub fn validate(&self) -> Result<(), ProfileError> {
         if let Some(a) = &self.approval {
             approval_mode(a)?;
+        }
+        for key in self.allow.iter().flatten() {
+            check_tool_key(key)?;
+        }
+        for (key, rule) in self.tool_rules.iter().flatten() {
+            check_tool_key(key)?;
+            // A person's rule is a policy or matchers over arguments; the audits a tool's own
+            // manifest may name are not a person's to choose.
+            if let InterventionConfig::Dynamic(d) = rule {
+                return Err(ProfileError::ToolRule {
+                    tool: key.clone(),
+                    reason: format!(
+                        "a dynamic audit (`{}`) is a tool's own policy; use a policy or rules",
+                        d.audit
+                    ),
+                });
+            }
         }
         if let Some(m) = &self.model {
             model_ref(m)?;
@@ -408,6 +515,11 @@ impl AgentProfile {
                 Some(a) => approval_mode(a)?,
                 None => base.approval,
             },
+            allow: self.allow.clone().unwrap_or_else(|| base.allow.clone()),
+            tool_rules: self
+                .tool_rules
+                .clone()
+                .unwrap_or_else(|| base.tool_rules.clone()),
             max_steps: self.max_steps.or(base.max_steps),
             budget: self.budget()?,
             approval_timeout_secs: self.approval_timeout_secs.or(base.approval_timeout_secs),

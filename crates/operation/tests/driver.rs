@@ -3,6 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "driver/grants.rs"]
+mod grants;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;

@@ -122,7 +122,7 @@ async fn a_question_parks_even_in_auto_run_and_only_a_fitting_answer_continues_i
     assert_eq!(requests[1].tool_result("q1"), "The user chose `no` (Wait).");
     let iv = &store.interventions(id).await.unwrap()[0];
     assert_eq!(iv.status, InterventionStatus::Answered);
-    assert_eq!(iv.reason.as_deref(), Some("no"));
+    assert_eq!(iv.outcome.as_deref(), Some("no"));
     assert_eq!(iv.decided_by.as_deref(), Some("alice"));
 
     // A second answer is refused.

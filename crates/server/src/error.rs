@@ -194,6 +194,22 @@ impl From<rein_operation::DriverError> for ApiError {
                 "knowledge_missing",
                 e.to_string(),
             ),
+            E::Grant(g) => {
+                use rein_operation::grants::GrantError as G;
+                match g {
+                    G::NotPending { .. } => ApiError::conflict(g.to_string()),
+                    G::EveryTime { .. } => ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "grant_not_allowed",
+                        g.to_string(),
+                    ),
+                    G::Question(_) | G::NoAgent(_) => ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "grant_does_not_fit",
+                        g.to_string(),
+                    ),
+                }
+            }
             // Well-formed, naming skills the server does not have.
             e @ E::UnknownSkills(_) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,

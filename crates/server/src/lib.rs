@@ -152,6 +152,7 @@ pub fn api() -> api::Api {
         .merge(devices_api::api())
         .merge(routes::knowledge::api())
         .merge(routes::memories::api())
+        .merge(routes::grants::api())
 }
 
 /// Every route.

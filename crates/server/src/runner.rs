@@ -19,8 +19,9 @@ pub enum Job {
     Run,
     /// Continue from the last committed step.
     Resume,
-    /// Record these decisions in order, then continue.
-    Decide(Vec<(String, Decision)>),
+    /// Record these decisions in order (each call's, with who decided when it was not the
+    /// caller: a grant), then continue.
+    Decide(Vec<(String, Decision, Option<String>)>),
     /// Record a device's answer of an async call, then continue if nothing else is awaited.
     CompleteAsync {
         /// The call.
@@ -247,9 +248,14 @@ impl Runner {
                     let mut end = Ok(RunEnd::WaitingForHuman {
                         pending: Vec::new(),
                     });
-                    for (call, decision) in decisions {
+                    for (call, decision, by) in decisions {
                         end = driver
-                            .decide(id, Some(std::slice::from_ref(&call)), decision, None)
+                            .decide(
+                                id,
+                                Some(std::slice::from_ref(&call)),
+                                decision,
+                                by.as_deref(),
+                            )
                             .await;
                         if end.is_err() {
                             break;

@@ -19,12 +19,14 @@
 //! (pgvector's HNSW index on a PostgreSQL that has it, else an in-process index:
 //! [`VectorSearch`]) ([`Knowledge`]), filled by durable ingestion jobs ([`KnowledgeJobs`]),
 //! and the memories models extract from finished conversations, with their history and queue
-//! ([`Memories`]).
+//! ([`Memories`]), and the grants people make ("always for this tool", per operation,
+//! conversation or agent, revocable: [`Grants`]).
 
 mod accounts;
 mod briefs;
 mod devices;
 mod error;
+mod grants;
 mod knowledge;
 mod memories;
 mod records;
@@ -40,6 +42,9 @@ pub use briefs::{
 };
 pub use devices::{DeviceRecord, Devices};
 pub use error::StoreError;
+pub use grants::{
+    GRANT_ID_PATTERN, GrantFilter, GrantRecord, GrantSubject, Grants, NewGrant, valid_grant_id,
+};
 pub use knowledge::{
     ChunkHit, FileOutcome, IngestJob, IngestState, JobFile, Knowledge, KnowledgeBase,
     KnowledgeFile, KnowledgeJobs, NewChunk, NewJobFile, PendingChunk, VectorSearch,
@@ -68,7 +73,9 @@ use rein_core::{AgentEvent, Message, MessageId, OperationId};
 
 /// Durable storage for operations (and the briefs they raise). Every method is one
 /// transaction.
-pub trait Store: Briefs + Topics + Knowledge + KnowledgeJobs + Memories + Send + Sync {
+pub trait Store:
+    Briefs + Topics + Knowledge + KnowledgeJobs + Memories + Grants + Send + Sync
+{
     /// Persist a new operation with its first messages, before anything runs.
     fn create_operation<'a>(
         &'a self,

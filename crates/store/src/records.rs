@@ -187,7 +187,7 @@ pub enum InterventionStatus {
     Aborted,
     /// Nobody decided in time.
     Expired,
-    /// A question (`ask_user`) was answered; `reason` holds the answer as given.
+    /// A question (`ask_user`) was answered; `outcome` holds the answer as given.
     Answered,
 }
 
@@ -202,8 +202,13 @@ pub struct Intervention {
     pub owner: Option<String>,
     /// Status.
     pub status: InterventionStatus,
+    /// Why it asks: what decided (the blacklist, the guard, the mode, the tool's policy, ...),
+    /// the rule, a sentence, and for a shell rule the part of the command it matched. `None`
+    /// for calls parked before reasons were recorded.
+    #[schemars(with = "Option<serde_json::Value>")]
+    pub reason: Option<rein_core::intervention::ApprovalReason>,
     /// Why it was rejected, aborted or expired; for an answered question, the answer.
-    pub reason: Option<String>,
+    pub outcome: Option<String>,
     /// Who decided.
     pub decided_by: Option<String>,
     /// When.

@@ -114,6 +114,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "memories private to an agent",
         include_str!("../migrations/0019_agent_memories.sql"),
     ),
+    (
+        20,
+        "grants, and why a pending call asks",
+        include_str!("../migrations/0020_grants_and_reasons.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

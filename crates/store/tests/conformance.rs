@@ -40,6 +40,166 @@ fn event(op: OperationId, seq: u64, kind: EventKind) -> AgentEvent {
     }
 }
 
+fn guard_reason() -> rein_core::intervention::ApprovalReason {
+    use rein_core::intervention::{ApprovalReason, ReasonSource};
+    ApprovalReason {
+        source: ReasonSource::Guard,
+        rule: Some("security_blacklist:rm_home_dir".into()),
+        explanation: "security_blacklist:rm_home_dir matched".into(),
+        node: Some("`rm -rf ~`".into()),
+        every_time: true,
+    }
+}
+
+/// Grants: made once per owner, scope, target and tool; found for the operations they apply
+/// to (its tree, its topic, its agent) and no other; another owner's are invisible; revoking
+/// stops them at once and keeps the record.
+async fn grants(store: &SqlStore) {
+    use rein_core::intervention::GrantScope;
+    let new = |owner: Option<&str>, scope, target: &str, tool: &str| NewGrant {
+        owner: owner.map(str::to_owned),
+        scope,
+        target: target.to_owned(),
+        tool: tool.to_owned(),
+        operation_id: Some("op-a".into()),
+        tool_call_id: Some("call_1".into()),
+        created_by: Some("alice".into()),
+    };
+    let op = store
+        .create_grant(&new(Some("alice"), GrantScope::Operation, "op-a", "shell"))
+        .await
+        .unwrap();
+    assert!(valid_grant_id(&op.id), "{}", op.id);
+    let again = store
+        .create_grant(&new(Some("alice"), GrantScope::Operation, "op-a", "shell"))
+        .await
+        .unwrap();
+    assert_eq!(again.id, op.id, "granting twice makes one grant");
+    let topic = store
+        .create_grant(&new(Some("alice"), GrantScope::Topic, "t-1", "files/read"))
+        .await
+        .unwrap();
+    let agent = store
+        .create_grant(&new(
+            Some("alice"),
+            GrantScope::Agent,
+            "coder",
+            "calculator",
+        ))
+        .await
+        .unwrap();
+    // The local CLI's grants have no owner.
+    let local = store
+        .create_grant(&new(None, GrantScope::Topic, "t-1", "shell"))
+        .await
+        .unwrap();
+    let subject = |root, topic, agent| GrantSubject {
+        owner: Some("alice"),
+        root,
+        topic,
+        agent,
+    };
+    let ids = |v: Vec<rein_core::intervention::ActiveGrant>| {
+        let mut ids: Vec<String> = v.into_iter().map(|g| g.id).collect();
+        ids.sort();
+        ids
+    };
+    let mut all = vec![op.id.clone(), topic.id.clone(), agent.id.clone()];
+    all.sort();
+    assert_eq!(
+        ids(store
+            .grants_for(&subject("op-a", "t-1", Some("coder")))
+            .await
+            .unwrap()),
+        all
+    );
+    assert_eq!(
+        ids(store
+            .grants_for(&subject("op-b", "t-2", None))
+            .await
+            .unwrap()),
+        Vec::<String>::new(),
+        "another operation, topic and no agent: nothing"
+    );
+    assert_eq!(
+        ids(store
+            .grants_for(&subject("op-b", "t-1", Some("writer")))
+            .await
+            .unwrap()),
+        vec![topic.id.clone()]
+    );
+    let local_subject = GrantSubject {
+        owner: None,
+        root: "op-a",
+        topic: "t-1",
+        agent: Some("coder"),
+    };
+    assert_eq!(
+        ids(store.grants_for(&local_subject).await.unwrap()),
+        vec![local.id.clone()],
+        "owners never see each other's grants"
+    );
+    assert!(store.grant(Some("bob"), &op.id).await.unwrap().is_none());
+    assert!(matches!(
+        store.revoke_grant(Some("bob"), &op.id, Some("bob")).await,
+        Err(StoreError::NotFound(_))
+    ));
+    // Revoke: gone from what applies, kept in the record.
+    let revoked = store
+        .revoke_grant(Some("alice"), &op.id, Some("alice"))
+        .await
+        .unwrap();
+    assert!(revoked.revoked_at.is_some());
+    assert_eq!(revoked.revoked_by.as_deref(), Some("alice"));
+    let twice = store
+        .revoke_grant(Some("alice"), &op.id, Some("mallory"))
+        .await
+        .unwrap();
+    assert_eq!(twice.revoked_by.as_deref(), Some("alice"));
+    assert!(
+        !ids(store
+            .grants_for(&subject("op-a", "t-1", Some("coder")))
+            .await
+            .unwrap())
+        .contains(&op.id)
+    );
+    let listed = store
+        .list_grants(Some("alice"), &GrantFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 2, "active ones only by default");
+    assert_eq!(listed[0].id, agent.id, "newest first");
+    let with_revoked = store
+        .list_grants(
+            Some("alice"),
+            &GrantFilter {
+                include_revoked: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(with_revoked.len(), 3);
+    let topics = store
+        .list_grants(
+            Some("alice"),
+            &GrantFilter {
+                scope: Some(GrantScope::Topic),
+                target: Some("t-1".into()),
+                include_revoked: false,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(topics, vec![topic.clone()]);
+    // A new grant after a revocation is a new grant.
+    let renewed = store
+        .create_grant(&new(Some("alice"), GrantScope::Operation, "op-a", "shell"))
+        .await
+        .unwrap();
+    assert_ne!(renewed.id, op.id);
+}
+
 async fn suite(store: &SqlStore) {
     // Create and load back.
     let op = new_op();
@@ -116,6 +276,7 @@ async fn suite(store: &SqlStore) {
                 EventKind::HumanApproveRequired {
                     pending_tool_calls: vec![call.clone()],
                     parent_message_id: Some(a.id),
+                    reasons: [("call_1".to_owned(), guard_reason())].into(),
                 },
             ),
         ],
@@ -133,7 +294,8 @@ async fn suite(store: &SqlStore) {
             call: call.clone(),
             owner: Some("alice".into()),
             status: InterventionStatus::Pending,
-            reason: None,
+            reason: Some(guard_reason()),
+            outcome: None,
             decided_by: None,
             decided_at: None,
             expires_at: None,
@@ -235,11 +397,13 @@ async fn suite(store: &SqlStore) {
     assert_eq!(
         (
             decided.status,
-            decided.reason.as_deref(),
+            decided.outcome.as_deref(),
             decided.decided_by.as_deref()
         ),
         (InterventionStatus::Rejected, Some("not now"), Some("alice"))
     );
+    // Why it asked is kept through the decision.
+    assert_eq!(decided.reason, Some(guard_reason()));
 
     // Finish, then list by status.
     let mut done = state.clone();
@@ -1086,6 +1250,7 @@ async fn sqlite_conformance() {
         .unwrap();
     assert!(!store.is_postgres());
     suite(&store).await;
+    grants(&store).await;
     memory_queue(&store).await;
     let other = SqlStore::open(dir.join("rein.db").to_str().unwrap(), Synchronous::Normal)
         .await
@@ -1116,6 +1281,7 @@ async fn postgres_conformance() {
     let store = SqlStore::open(&scoped, Synchronous::Normal).await.unwrap();
     assert!(store.is_postgres());
     suite(&store).await;
+    grants(&store).await;
     memory_queue(&store).await;
     assert_eq!(store.vector_search(), VectorSearch::InProcess);
     let other = SqlStore::open(&scoped, Synchronous::Normal).await.unwrap();

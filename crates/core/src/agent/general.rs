@@ -321,6 +321,7 @@ impl GeneralChatAgent {
 
         let mut execute = Vec::new();
         let mut approve = Vec::new();
+        let mut reasons = BTreeMap::new();
         let mut refuse = Vec::new();
         let nobody = state.intervention.approval_mode == ApprovalMode::Headless
             || state.intervention.unattended;
@@ -338,7 +339,12 @@ impl GeneralChatAgent {
             }
             match self.checker.check(&call, state) {
                 Action::Execute => execute.push(call),
-                Action::RequireApproval => approve.push(call),
+                Action::RequireApproval => {
+                    // Whoever decides sees why it asks.
+                    let d = self.checker.explain(&call, state);
+                    reasons.insert(call.id.to_string(), d.approval_reason());
+                    approve.push(call);
+                }
                 Action::Block => {
                     // Say which rule refused it (and on what), so the model can change course.
                     let d = self.checker.explain(&call, state);
@@ -403,6 +409,7 @@ impl GeneralChatAgent {
                 reason: Some("human_intervention_required".into()),
                 parent_message_id: parent,
                 skip_create_tool_message: false,
+                reasons,
             });
         }
         out
@@ -448,6 +455,7 @@ impl GeneralChatAgent {
                 reason: Some("Some tools are still pending approval".into()),
                 parent_message_id: turn,
                 skip_create_tool_message: true,
+                reasons: BTreeMap::new(),
             }];
         }
         if !state.delegated.is_empty() {

@@ -44,6 +44,19 @@ pub struct ExecOutput {
     pub tool_executions: Vec<crate::tool::ToolExecution>,
     /// Sub-agents to create with the step's commit (`exec_sub_agents`).
     pub spawns: Vec<super::SubAgentSpawn>,
+    /// Calls this instruction parked for a person, each with why it asks
+    /// (`request_human_approve`).
+    pub approvals: Vec<Approval>,
+}
+
+/// A call waiting for a person, and why the checker asked (none for a re-park of calls that
+/// were already waiting: their first request keeps its reason).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Approval {
+    /// The call.
+    pub call: crate::ToolCall,
+    /// Why it asks.
+    pub reason: Option<crate::intervention::ApprovalReason>,
 }
 
 impl ExecOutput {

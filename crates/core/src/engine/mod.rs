@@ -8,7 +8,7 @@ mod human;
 pub mod ports;
 mod sub_agents;
 
-pub use executor::{ExecContext, ExecError, ExecOutput, Executor, ExecutorTable};
+pub use executor::{Approval, ExecContext, ExecError, ExecOutput, Executor, ExecutorTable};
 pub use human::{
     DecisionError, abort_pending, answer_prompt, answer_select, answer_tool_call,
     approve_tool_call, expire_question, is_question, reject_tool_call,
@@ -87,8 +87,9 @@ pub struct StepResult {
     pub next_context: Option<RuntimeContext>,
     /// Instruction types the step ran, in order (empty for a transition outside a step).
     pub instructions: Vec<InstructionKind>,
-    /// Tool calls the step asked a human to approve (each becomes an intervention).
-    pub approvals: Vec<crate::ToolCall>,
+    /// Tool calls the step asked a human to approve, with why (each becomes an
+    /// intervention).
+    pub approvals: Vec<Approval>,
     /// The host's records of the tool executions the step ran.
     pub tool_executions: Vec<crate::tool::ToolExecution>,
     /// Sub-agents the step delegated to, to be created with its commit.
@@ -416,10 +417,7 @@ impl AgentRuntime {
             spawns.extend(out.spawns);
             finished |= kind == InstructionKind::Finish;
             executed.push(kind);
-            if kind == InstructionKind::RequestHumanApprove && st.status == Status::WaitingForHuman
-            {
-                approvals = st.pending_tool_calls.clone();
-            }
+            approvals.extend(out.approvals);
             if kind == InstructionKind::CallLlm {
                 st.pending_assistant_message_id = None;
             }

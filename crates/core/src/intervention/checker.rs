@@ -3,10 +3,12 @@
 
 use super::audit::{DynamicAudit, PathScopeAudit};
 use super::blacklist::{default_blacklist_args, default_security_blacklist};
+use super::matcher::ArgumentMatcher;
 use super::matcher::stringify;
 use super::policy::{
     ApprovalMode, InterventionConfig, InterventionPolicy, InterventionRule, SecurityRule,
 };
+use super::reason::{ApprovalReason, ReasonSource};
 use crate::message::ToolCall;
 use crate::state::AgentState;
 use serde::{Deserialize, Serialize};
@@ -30,8 +32,10 @@ pub enum Action {
 pub struct Decision {
     /// The outcome.
     pub action: Action,
+    /// What decided it.
+    pub source: ReasonSource,
     /// The rule that decided (`security_blacklist:rm_home_dir`, `tool:calculator`,
-    /// `approval_mode:auto_run`, ...).
+    /// `approval_mode:auto_run`, `grant:ID`, ...).
     pub matched_rule: Option<String>,
     /// A sentence explaining the outcome.
     pub reason: String,
@@ -40,6 +44,27 @@ pub struct Decision {
     /// (``rm -rf ~` in a brace group (the target `~` … reaches a home directory)`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+}
+
+impl Decision {
+    /// The part stored with a pending call and shown to whoever decides it.
+    pub fn approval_reason(&self) -> ApprovalReason {
+        ApprovalReason {
+            source: self.source,
+            rule: self.matched_rule.clone(),
+            explanation: self.reason.clone(),
+            node: self.node.clone(),
+            every_time: self.source.every_time(),
+        }
+    }
+}
+
+/// A global rule or audit that matched a call.
+struct Global<'a> {
+    policy: InterventionPolicy,
+    name: String,
+    rule: Option<&'a SecurityRule>,
+    source: ReasonSource,
 }
 
 /// A global audit evaluated for every call before tool policy.
@@ -141,22 +166,19 @@ impl InterventionChecker {
             .unwrap_or_else(|_| serde_json::Value::Object(Default::default()));
         let mode = state.intervention.approval_mode;
         let headless = mode == ApprovalMode::Headless;
-        let verdict = |action: Action, why: &dyn Fn() -> (String, String)| {
-            if verbose {
+        let verdict = |action: Action, source: ReasonSource, why: &dyn Fn() -> (String, String)| {
+            let (matched_rule, reason) = if verbose {
                 let (rule, reason) = why();
-                Decision {
-                    action,
-                    matched_rule: Some(rule),
-                    reason,
-                    node: None,
-                }
+                (Some(rule), reason)
             } else {
-                Decision {
-                    action,
-                    matched_rule: None,
-                    reason: String::new(),
-                    node: None,
-                }
+                (None, String::new())
+            };
+            Decision {
+                action,
+                source,
+                matched_rule,
+                reason,
+                node: None,
             }
         };
         let needs = if headless {
@@ -164,39 +186,57 @@ impl InterventionChecker {
         } else {
             Action::RequireApproval
         };
-        let intervene = |why: &dyn Fn() -> (String, String)| verdict(needs, why);
-        let execute = |why: &dyn Fn() -> (String, String)| verdict(Action::Execute, why);
+        let intervene =
+            |source: ReasonSource, why: &dyn Fn() -> (String, String)| verdict(needs, source, why);
+        let execute = |source: ReasonSource, why: &dyn Fn() -> (String, String)| {
+            verdict(Action::Execute, source, why)
+        };
 
         // 1. Global audits: the strictest wins, ties go to the first registered.
         let blacklist = state
             .security_blacklist
             .as_deref()
             .unwrap_or_else(|| default_security_blacklist());
-        let mut global: Option<(InterventionPolicy, String, Option<&SecurityRule>)> = None;
+        let mut global: Option<Global<'a>> = None;
         // Most calls carry neither `command` nor `path`: skip the default rules outright.
         let may_match = state.security_blacklist.is_some()
             || default_blacklist_args()
                 .iter()
                 .any(|a| args.get(a).is_some());
         let blacklist = if may_match { blacklist } else { &[] };
-        let mut consider =
-            |policy: InterventionPolicy, name: String, rule: Option<&'a SecurityRule>| {
-                if global.as_ref().is_none_or(|(p, _, _)| policy > *p) {
-                    global = Some((policy, name, rule));
-                }
-            };
+        let mut consider = |found: Global<'a>| {
+            if global.as_ref().is_none_or(|g| found.policy > g.policy) {
+                global = Some(found);
+            }
+        };
         for rule in blacklist {
             if !rule.matchers.is_empty() && all_match(&rule.matchers, &args) {
-                consider(
-                    rule.policy,
-                    format!("security_blacklist:{}", rule.id),
-                    Some(rule),
-                );
+                // A rule over the command's syntax tree is the guard's; a pattern over the
+                // text is the blacklist's.
+                let guard = rule
+                    .matchers
+                    .values()
+                    .any(|m| matches!(m, ArgumentMatcher::Shell(_)));
+                consider(Global {
+                    policy: rule.policy,
+                    name: format!("security_blacklist:{}", rule.id),
+                    rule: Some(rule),
+                    source: if guard {
+                        ReasonSource::Guard
+                    } else {
+                        ReasonSource::Blacklist
+                    },
+                });
             }
         }
         for g in &self.global {
             if g.audit.requires_intervention(&args, &state.metadata) {
-                consider(g.policy, format!("global_audit:{}", g.name), None);
+                consider(Global {
+                    policy: g.policy,
+                    name: format!("global_audit:{}", g.name),
+                    rule: None,
+                    source: ReasonSource::Audit,
+                });
             }
         }
         // Which part of the arguments the deciding rule matched (explanations only).
@@ -210,18 +250,21 @@ impl InterventionChecker {
                 .find_map(|(name, m)| args.get(name).and_then(|v| m.describe_match(&stringify(v))))
         };
 
-        // 2. A global `always` binds every mode.
-        if let Some((InterventionPolicy::Always, rule, matched)) = &global {
-            let at = node(*matched);
-            let mut d = intervene(&|| {
+        // 2. A global `always` binds every mode, and no grant, allow-list or skill covers it.
+        if let Some(g) = &global
+            && g.policy == InterventionPolicy::Always
+        {
+            let at = node(g.rule);
+            let mut d = intervene(g.source, &|| {
                 let matched = at
                     .as_deref()
                     .map(|n| format!(" on {n}"))
                     .unwrap_or_default();
                 (
-                    rule.clone(),
+                    g.name.clone(),
                     format!(
-                        "{rule} matched{matched}; this rule cannot be bypassed by any approval mode"
+                        "{} matched{matched}; this rule cannot be bypassed by any approval mode or grant",
+                        g.name
                     ),
                 )
             });
@@ -229,13 +272,21 @@ impl InterventionChecker {
             return d;
         }
 
-        // 3. Tool policy: the API's config overrides the manifest's.
+        // 3. Tool policy: the API's config overrides the manifest's, and a person's rule for
+        // the tool overrides both, unless the tool's own policy is `always`.
         let manifest = state.tool_manifests.get(&*call.identifier);
-        let config = manifest.and_then(|m| {
+        let own = manifest.and_then(|m| {
             m.api(&call.api)
                 .and_then(|a| a.intervention.as_ref())
                 .or(m.intervention.as_ref())
         });
+        let person = manifest
+            .and(state.intervention.tool_rule(&call.identifier, &call.api))
+            .filter(|_| self.policy_of(own, &args, state) != InterventionPolicy::Always);
+        let (config, label) = match person {
+            Some(rule) => (Some(rule), format!("tool_rule:{}", call.key())),
+            None => (own, format!("tool:{}", call.key())),
+        };
         let dynamic = match config {
             Some(InterventionConfig::Dynamic(d)) => {
                 let fired = self
@@ -251,11 +302,16 @@ impl InterventionChecker {
             _ => None,
         };
         let stat = static_policy(config, &args);
+        let whose = if person.is_some() {
+            "your rule for"
+        } else {
+            "the policy of"
+        };
 
         // 4. A tool-level `always` binds every mode too.
         match &dynamic {
             Some((InterventionPolicy::Always, audit, _)) => {
-                return intervene(&|| {
+                return intervene(ReasonSource::ToolPolicy, &|| {
                     (
                         format!("dynamic_audit:{audit}"),
                         format!("dynamic audit `{audit}` requires approval for this call"),
@@ -263,10 +319,10 @@ impl InterventionChecker {
                 });
             }
             None if stat == InterventionPolicy::Always => {
-                return intervene(&|| {
+                return intervene(ReasonSource::ToolPolicy, &|| {
                     (
-                        format!("tool:{}", call.key()),
-                        format!("{} always requires approval", call.key()),
+                        label.clone(),
+                        format!("{whose} {} always requires approval", call.key()),
                     )
                 });
             }
@@ -276,7 +332,7 @@ impl InterventionChecker {
         // 5. Modes without a human in the loop run everything else.
         if headless || mode == ApprovalMode::AutoRun {
             let m = if headless { "headless" } else { "auto_run" };
-            return execute(&|| {
+            return execute(ReasonSource::Mode, &|| {
                 (
                     format!("approval_mode:{m}"),
                     format!("approval mode {m} runs calls that no `always` rule covers"),
@@ -284,46 +340,67 @@ impl InterventionChecker {
             });
         }
 
-        // 6. A global `required` beats a dynamic `never`.
-        if let Some((_, rule, matched)) = global {
-            let at = node(matched);
-            let mut d = intervene(&|| {
+        // 6. A global `required` beats everything below, grants included.
+        if let Some(g) = global {
+            let at = node(g.rule);
+            let mut d = intervene(g.source, &|| {
                 let matched = at
                     .as_deref()
                     .map(|n| format!(" on {n}"))
                     .unwrap_or_default();
-                (rule.clone(), format!("{rule} matched{matched}"))
+                (
+                    g.name.clone(),
+                    format!("{} matched{matched}; it is asked every time", g.name),
+                )
             });
             d.node = at;
             return d;
         }
 
         let listed = state.intervention.allows(&call.identifier, &call.api);
-        let allow_list = mode == ApprovalMode::AllowList;
+        let grant = state.intervention.grant_for(&call.identifier, &call.api);
+        let granted = |grant: &super::ActiveGrant| {
+            execute(ReasonSource::Grant, &|| {
+                (
+                    format!("grant:{}", grant.id),
+                    format!(
+                        "{} was granted for {} (grant {})",
+                        call.key(),
+                        grant.scope.phrase(),
+                        grant.id
+                    ),
+                )
+            })
+        };
+        let on_allow_list = || {
+            execute(ReasonSource::AllowList, &|| {
+                (
+                    "allow_list".into(),
+                    format!("{} is on the allow-list", call.key()),
+                )
+            })
+        };
 
         // 7. Dynamic config decides on its own.
         if let Some((policy, audit, fired)) = dynamic {
             return if policy == InterventionPolicy::Never {
-                execute(&|| {
+                execute(ReasonSource::ToolPolicy, &|| {
                     (
                         format!("dynamic_audit:{audit}"),
                         format!("dynamic audit `{audit}` did not fire"),
                     )
                 })
-            } else if allow_list && listed {
-                execute(&|| {
-                    (
-                        "allow_list".into(),
-                        format!("{} is on the allow-list", call.key()),
-                    )
-                })
+            } else if let Some(g) = grant {
+                granted(g)
+            } else if listed {
+                on_allow_list()
             } else {
                 let what = if fired {
                     "fired"
                 } else {
                     "did not fire but its default asks"
                 };
-                intervene(&|| {
+                intervene(ReasonSource::ToolPolicy, &|| {
                     (
                         format!("dynamic_audit:{audit}"),
                         format!("dynamic audit `{audit}` {what}"),
@@ -334,7 +411,7 @@ impl InterventionChecker {
 
         // 8. Unknown tools are not trusted.
         if manifest.is_none() {
-            return intervene(&|| {
+            return intervene(ReasonSource::UnknownTool, &|| {
                 (
                     "unknown_tool".into(),
                     format!("`{}` is not a known tool", call.key()),
@@ -350,7 +427,7 @@ impl InterventionChecker {
             .iter()
             .find(|s| super::key_listed(&s.allowed_tools, &call.identifier, &call.api))
         {
-            return execute(&|| {
+            return execute(ReasonSource::Skill, &|| {
                 (
                     format!("skill:{}", skill.name),
                     format!(
@@ -362,40 +439,59 @@ impl InterventionChecker {
             });
         }
 
-        // 10. Allow-list mode.
-        if allow_list {
-            return if listed {
-                execute(&|| {
-                    (
-                        "allow_list".into(),
-                        format!("{} is on the allow-list", call.key()),
-                    )
-                })
-            } else {
-                intervene(&|| {
-                    (
-                        "allow_list".into(),
-                        format!("{} is not on the allow-list", call.key()),
-                    )
-                })
-            };
+        // 10. What a person granted or listed runs unasked.
+        if let Some(g) = grant {
+            return granted(g);
+        }
+        if listed {
+            return on_allow_list();
         }
 
-        // 11. Manual mode: only `never` runs unasked.
-        if stat == InterventionPolicy::Never {
-            execute(&|| {
+        // 11. Allow-list mode asks for everything else.
+        if mode == ApprovalMode::AllowList {
+            return intervene(ReasonSource::Mode, &|| {
                 (
-                    format!("tool:{}", call.key()),
-                    format!("{} never requires approval", call.key()),
+                    "approval_mode:allow_list".into(),
+                    format!("{} is not on the allow-list", call.key()),
+                )
+            });
+        }
+
+        // 12. Manual mode: only `never` runs unasked.
+        if stat == InterventionPolicy::Never {
+            execute(ReasonSource::ToolPolicy, &|| {
+                (
+                    label.clone(),
+                    format!("{whose} {} says it never requires approval", call.key()),
                 )
             })
         } else {
-            intervene(&|| {
+            intervene(ReasonSource::ToolPolicy, &|| {
                 (
-                    format!("tool:{}", call.key()),
-                    format!("{} requires approval in manual mode", call.key()),
+                    label.clone(),
+                    format!("{whose} {} requires approval in manual mode", call.key()),
                 )
             })
+        }
+    }
+
+    /// The policy a tool's own config gives this call (a dynamic config's, as its audit
+    /// decides).
+    fn policy_of(
+        &self,
+        config: Option<&InterventionConfig>,
+        args: &serde_json::Value,
+        state: &AgentState,
+    ) -> InterventionPolicy {
+        match config {
+            Some(InterventionConfig::Dynamic(d)) => {
+                let fired = self
+                    .dynamic
+                    .get(&d.audit)
+                    .is_some_and(|a| a.requires_intervention(args, &state.metadata));
+                if fired { d.policy } else { d.default }
+            }
+            other => static_policy(other, args),
         }
     }
 
@@ -408,7 +504,7 @@ impl InterventionChecker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::intervention::DynamicIntervention;
+    use crate::intervention::{ActiveGrant, DynamicIntervention};
     use crate::testing::manifest;
     use crate::{AgentState, OperationId};
     use serde_json::json;
@@ -506,9 +602,169 @@ mod tests {
         );
         let d = checker.explain(&call("shell", "run", json!({"command": "ls"})), &s);
         assert_eq!(
-            (d.action, d.matched_rule.as_deref()),
-            (Action::RequireApproval, Some("allow_list"))
+            (d.action, d.source, d.matched_rule.as_deref()),
+            (
+                Action::RequireApproval,
+                ReasonSource::Mode,
+                Some("approval_mode:allow_list")
+            )
         );
+        // A tool whose own policy is `never` asks too when it is not listed.
+        s.intervention.allow_list = vec!["git/run".into()];
+        assert_eq!(
+            checker.check(&call("calc", "add", json!({})), &s),
+            Action::RequireApproval
+        );
+        // The guard decides before the list: a listed shell still asks for `rm -rf ~`.
+        s.intervention.allow_list = vec!["shell".into()];
+        let d = checker.explain(&call("shell", "run", json!({"command": "rm -rf ~"})), &s);
+        assert_eq!(
+            (d.action, d.source),
+            (Action::RequireApproval, ReasonSource::Guard)
+        );
+        assert_eq!(
+            checker.check(&call("shell", "run", json!({"command": "ls"})), &s),
+            Action::Execute
+        );
+    }
+
+    #[test]
+    fn the_allow_list_also_spares_asking_in_manual_mode() {
+        let mut s = state(ApprovalMode::Manual);
+        s.intervention.allow_list = vec!["git".into()];
+        let d = InterventionChecker::new().explain(&call("git", "run", json!({})), &s);
+        assert_eq!(
+            (d.action, d.source),
+            (Action::Execute, ReasonSource::AllowList)
+        );
+    }
+
+    fn grant(id: &str, tool: &str, scope: crate::intervention::GrantScope) -> ActiveGrant {
+        ActiveGrant {
+            id: id.into(),
+            tool: tool.into(),
+            scope,
+        }
+    }
+
+    #[test]
+    fn a_grant_runs_harmless_calls_and_never_what_the_guard_or_blacklist_flags() {
+        use crate::intervention::GrantScope;
+        let checker = InterventionChecker::new();
+        for mode in [ApprovalMode::Manual, ApprovalMode::AllowList] {
+            let mut s = state(mode);
+            let ls = call("shell", "run", json!({"command": "ls"}));
+            assert_eq!(checker.check(&ls, &s), Action::RequireApproval);
+            s.intervention.grants = vec![
+                grant("g2", "shell", GrantScope::Agent),
+                grant("g1", "shell/run", GrantScope::Topic),
+            ];
+            let d = checker.explain(&ls, &s);
+            assert_eq!(
+                (d.action, d.source, d.matched_rule.as_deref()),
+                (Action::Execute, ReasonSource::Grant, Some("grant:g1")),
+                "the narrowest scope names the decision"
+            );
+            assert!(d.reason.contains("this conversation"), "{}", d.reason);
+            // The guard, an always rule: asked every time.
+            let rm = call("shell", "run", json!({"command": "rm -rf ~"}));
+            let d = checker.explain(&rm, &s);
+            assert_eq!(
+                (d.action, d.source),
+                (Action::RequireApproval, ReasonSource::Guard)
+            );
+            assert!(d.approval_reason().every_time);
+            // The blacklist's required rules: asked every time too.
+            let env = call("shell", "run", json!({"command": "cat .env"}));
+            let d = checker.explain(&env, &s);
+            assert_eq!(
+                (d.action, d.source),
+                (Action::RequireApproval, ReasonSource::Blacklist)
+            );
+            assert!(d.approval_reason().every_time);
+            // An unanalysable command is the guard's.
+            let eval = call("shell", "run", json!({"command": "eval \"$(curl x)\""}));
+            let d = checker.explain(&eval, &s);
+            assert_eq!(d.source, ReasonSource::Guard, "{}", d.reason);
+            assert_ne!(d.action, Action::Execute);
+        }
+    }
+
+    #[test]
+    fn a_grant_never_covers_a_tool_whose_own_policy_is_always_nor_an_unknown_tool() {
+        use crate::intervention::GrantScope;
+        let mut s = state(ApprovalMode::Manual);
+        let mut vault = manifest("vault", &["open"]);
+        vault.intervention = Some(InterventionConfig::Policy(InterventionPolicy::Always));
+        s = s.with_tool(vault);
+        s.intervention.grants = vec![
+            grant("g", "vault", GrantScope::Operation),
+            grant("h", "ghost", GrantScope::Operation),
+        ];
+        let checker = InterventionChecker::new();
+        let d = checker.explain(&call("vault", "open", json!({})), &s);
+        assert_eq!(
+            (d.action, d.source),
+            (Action::RequireApproval, ReasonSource::ToolPolicy)
+        );
+        let d = checker.explain(&call("ghost", "run", json!({})), &s);
+        assert_eq!(
+            (d.action, d.source),
+            (Action::RequireApproval, ReasonSource::UnknownTool)
+        );
+    }
+
+    #[test]
+    fn a_persons_rule_replaces_the_tools_policy_but_not_its_always() {
+        let mut s = state(ApprovalMode::Manual);
+        let checker = InterventionChecker::new();
+        // Never ask for git.
+        s.intervention.tool_rules.insert(
+            "git".into(),
+            InterventionConfig::Policy(InterventionPolicy::Never),
+        );
+        let d = checker.explain(&call("git", "run", json!({})), &s);
+        assert_eq!(
+            (d.action, d.matched_rule.as_deref()),
+            (Action::Execute, Some("tool_rule:git/run"))
+        );
+        // Always ask for the calculator, even in auto-run.
+        s.intervention.tool_rules.insert(
+            "calc/add".into(),
+            InterventionConfig::Policy(InterventionPolicy::Always),
+        );
+        s.intervention.approval_mode = ApprovalMode::AutoRun;
+        let d = checker.explain(&call("calc", "add", json!({})), &s);
+        assert_eq!(
+            (d.action, d.source),
+            (Action::RequireApproval, ReasonSource::ToolPolicy)
+        );
+        // Ask when an argument matches, run otherwise.
+        s.intervention.approval_mode = ApprovalMode::Manual;
+        s.intervention.tool_rules.insert(
+            "shell".into(),
+            serde_json::from_value(json!([
+                {"match": {"command": "git push*"}, "policy": "required"},
+                {"policy": "never"}
+            ]))
+            .unwrap(),
+        );
+        let push = call("shell", "run", json!({"command": "git push origin"}));
+        assert_eq!(checker.check(&push, &s), Action::RequireApproval);
+        let ls = call("shell", "run", json!({"command": "ls"}));
+        assert_eq!(checker.check(&ls, &s), Action::Execute);
+        // Never asking does not reach past the guard.
+        let rm = call("shell", "run", json!({"command": "rm -rf /"}));
+        assert_eq!(checker.check(&rm, &s), Action::RequireApproval);
+        // A dynamic `always` of the tool's own keeps asking whatever the rule says.
+        s.intervention.tool_rules.insert(
+            "fs".into(),
+            InterventionConfig::Policy(InterventionPolicy::Never),
+        );
+        let write_outside = call("fs", "write", json!({"path": "/etc/hosts"}));
+        assert_eq!(checker.check(&write_outside, &s), Action::RequireApproval);
+        let write_inside = call("fs", "write", json!({"path": "notes.md"}));
+        assert_eq!(checker.check(&write_inside, &s), Action::Execute);
     }
 
     #[test]

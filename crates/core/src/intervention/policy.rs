@@ -116,14 +116,25 @@ pub enum ApprovalMode {
 }
 
 /// The user's approval settings for an operation.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct UserInterventionConfig {
     /// Mode.
     pub approval_mode: ApprovalMode,
-    /// `identifier/api` keys (or bare identifiers) that run without asking in allow-list mode.
+    /// `identifier/api` keys (or bare identifiers) that run without asking in manual and
+    /// allow-list mode (after the blacklist, the guard and the tool's `always` have decided);
+    /// in allow-list mode everything else asks.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allow_list: Vec<String>,
+    /// A person's rules for tools, by `identifier/api` or `identifier` (the API's key wins):
+    /// they replace the tool's own policy, except that a tool whose own policy is `always`
+    /// keeps asking.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tool_rules: BTreeMap<String, InterventionConfig>,
+    /// Grants in effect, loaded by the host before each step. Never stored with the state: a
+    /// revoked grant stops at the next call, and a path that loads none asks.
+    #[serde(skip)]
+    pub grants: Vec<super::ActiveGrant>,
     /// Nobody watches the run (a task's): questions are answered "nobody is available"
     /// instead of parking, whatever the approval mode.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -138,6 +149,21 @@ impl UserInterventionConfig {
     /// Whether `identifier/api` is on the allow-list.
     pub fn allows(&self, identifier: &str, api: &str) -> bool {
         key_listed(&self.allow_list, identifier, api)
+    }
+
+    /// The grant covering `identifier/api`, if any (the narrowest scope first).
+    pub fn grant_for(&self, identifier: &str, api: &str) -> Option<&super::ActiveGrant> {
+        self.grants
+            .iter()
+            .filter(|g| key_listed(std::slice::from_ref(&g.tool), identifier, api))
+            .min_by_key(|g| g.scope)
+    }
+
+    /// The person's rule for `identifier/api`: the API's key first, then the identifier's.
+    pub fn tool_rule(&self, identifier: &str, api: &str) -> Option<&InterventionConfig> {
+        self.tool_rules
+            .get(&format!("{identifier}/{api}"))
+            .or_else(|| self.tool_rules.get(identifier))
     }
 }
 

@@ -40,22 +40,23 @@ impl Driver {
         let interventions = r
             .approvals
             .into_iter()
-            .map(|call| {
+            .map(|approval| {
                 // A question's own expiry wins over the approval timeout.
-                let expires_at = rein_core::question::Question::of_call(&call)
+                let expires_at = rein_core::question::Question::of_call(&approval.call)
                     .and_then(Result::ok)
                     .and_then(|q| q.expires_in_secs)
                     .and_then(|secs| chrono::Duration::try_seconds(i64::try_from(secs).ok()?))
                     .map(|d| Utc::now() + d)
                     .or(expires_at);
-                (call, expires_at)
+                (approval, expires_at)
             })
-            .map(|(call, expires_at)| Intervention {
+            .map(|(approval, expires_at)| Intervention {
                 operation_id: run.id,
-                call,
+                call: approval.call,
                 owner: None,
                 status: InterventionStatus::Pending,
-                reason: None,
+                reason: approval.reason,
+                outcome: None,
                 decided_by: None,
                 decided_at: None,
                 expires_at,

@@ -164,6 +164,7 @@ impl Driver {
                 Some(ctx) => {
                     decided.pending_assistant_message_id =
                         Some(derived_message_id(id, run.seq + 1));
+                    self.load_grants(&run, &mut decided).await?;
                     runtime.step(decided, Some(ctx)).await
                 }
                 None => StepResult::transition(decided, Vec::new(), None),

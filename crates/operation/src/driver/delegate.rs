@@ -14,12 +14,13 @@ use futures::future::BoxFuture;
 use rein_core::engine::{ExecContext, ExecError, ExecOutput, Executor, SubAgentSpawn};
 use rein_core::event::EventKind;
 use rein_core::instruction::{Instruction, SubAgentTask};
-use rein_core::intervention::{ApprovalMode, key_listed};
+use rein_core::intervention::{ApprovalMode, InterventionConfig, InterventionPolicy, key_listed};
 use rein_core::phase::{Phase, RuntimeContext, SubAgentsResultPayload};
 use rein_core::spec::{Delegation, OperationSpec};
 use rein_core::state::{Budget, Status, SubAgentRun};
 use rein_core::tool::ToolManifestMap;
 use rein_core::{AgentState, Message, OperationId, ToolStatus, Usd};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The executor of `exec_sub_agent` and `exec_sub_agents` for one operation.
@@ -59,6 +60,30 @@ fn stricter(a: ApprovalMode, b: ApprovalMode) -> ApprovalMode {
         ApprovalMode::Headless => 3,
     };
     if rank(a) >= rank(b) { a } else { b }
+}
+
+/// A sub-agent's rules per tool: its parent's, and its agent's own for the tools its parent
+/// has none for, except rules that could lift asking (a `never` anywhere in them).
+fn narrower_rules(
+    parent: &BTreeMap<String, InterventionConfig>,
+    own: &BTreeMap<String, InterventionConfig>,
+) -> BTreeMap<String, InterventionConfig> {
+    let lifts = |c: &InterventionConfig| match c {
+        InterventionConfig::Policy(p) => *p == InterventionPolicy::Never,
+        InterventionConfig::Rules(rules) => {
+            rules.iter().any(|r| r.policy == InterventionPolicy::Never)
+        }
+        InterventionConfig::Dynamic(d) => {
+            d.policy == InterventionPolicy::Never || d.default == InterventionPolicy::Never
+        }
+    };
+    let mut out = parent.clone();
+    for (key, rule) in own {
+        if !out.contains_key(key) && !lifts(rule) {
+            out.insert(key.clone(), rule.clone());
+        }
+    }
+    out
 }
 
 fn min_opt<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
@@ -158,7 +183,7 @@ impl Delegator {
             working_directory: parent.working_directory.clone(),
         };
         // What the agent asks for, before it is narrowed to the parent's.
-        let (asked, profile_tools) = match &task.target_agent_id {
+        let (asked, profile_tools, profile_allow) = match &task.target_agent_id {
             Some(name) => {
                 if parent
                     .sub_agents
@@ -195,7 +220,11 @@ impl Delegator {
                     .profile
                     .spec(&base, origin)
                     .map_err(|e| Refusal(format!("Agent `{name}` has invalid settings: {e}")))?;
-                (spec, found.profile.tools.clone())
+                (
+                    spec,
+                    found.profile.tools.clone(),
+                    found.profile.allow.clone(),
+                )
             }
             None => {
                 let spec = OperationSpec {
@@ -205,7 +234,7 @@ impl Delegator {
                     agent: None,
                     ..parent.clone()
                 };
-                (spec, None)
+                (spec, None, None)
             }
         };
         let model = asked.model.clone().or_else(|| parent.model.clone());
@@ -253,11 +282,20 @@ impl Delegator {
             ),
             on_exceeded: asked.budget.on_exceeded,
         };
+        // What runs unasked: the parent's list, narrowed by the agent's own when it has one.
+        let allow = match &profile_allow {
+            Some(own) => {
+                intersect(&manifests, &[Some(&parent.allow), Some(own)]).unwrap_or_default()
+            }
+            None => parent.allow.clone(),
+        };
         let spec = OperationSpec {
             model,
             system_role: asked.system_role.clone(),
             allowed_tools,
             approval: stricter(parent.approval, asked.approval),
+            allow,
+            tool_rules: narrower_rules(&parent.tool_rules, &asked.tool_rules),
             // Nobody watches a sub-agent of an unattended run either.
             unattended: parent.unattended,
             question_briefs: parent.question_briefs,

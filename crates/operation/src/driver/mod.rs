@@ -11,6 +11,7 @@ mod commit;
 mod decide;
 mod delegate;
 mod external;
+mod grant;
 mod open;
 mod run;
 mod runtime;

@@ -169,6 +169,7 @@ impl Driver {
         // The answers are committed as a decision would be; the operation then runs on (the
         // brain parks it again if other calls still wait for a person).
         state.pending_assistant_message_id = Some(super::derived_message_id(run.id, run.seq + 1));
+        self.load_grants(run, &mut state).await?;
         let (runtime, _activity) = self.running_runtime(run)?;
         let r = runtime.step(state, next).await;
         self.commit(run, r).await?;

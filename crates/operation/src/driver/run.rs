@@ -134,6 +134,8 @@ impl Driver {
                 }
                 // A step re-run after a crash writes the same assistant message.
                 state.pending_assistant_message_id = Some(derived_message_id(run.id, run.seq + 1));
+                // What a person granted counts as of now: a revoked grant stops here.
+                self.load_grants(run, &mut state).await?;
                 let step = run.seq + 1;
                 let r = runtime
                     .step(state, Some(ctx))

@@ -199,6 +199,8 @@ pub(super) fn first_state(
     state.max_steps = spec.max_steps;
     state.budget = spec.budget.clone();
     state.intervention.approval_mode = spec.approval;
+    state.intervention.allow_list = spec.allow.clone();
+    state.intervention.tool_rules = spec.tool_rules.clone();
     state.intervention.unattended = spec.unattended;
     state.intervention.question_briefs = spec.unattended && spec.question_briefs;
     state.metadata.working_directory = spec.working_directory.clone();

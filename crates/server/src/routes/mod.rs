@@ -4,6 +4,7 @@ pub mod agents;
 pub mod briefs;
 pub mod devices;
 pub mod events;
+pub mod grants;
 pub mod groups;
 pub mod knowledge;
 pub mod memories;
@@ -217,6 +218,20 @@ path_param!(
         }
     },
     schema: json!({"type": "string", "pattern": rein_store::BRIEF_ID_PATTERN})
+);
+
+path_param!(
+    /// `{id}` of a grant: `grant_` and 32 lowercase hex digits.
+    GrantPath,
+    check: |s| {
+        if rein_store::valid_grant_id(s) {
+            Ok(())
+        } else {
+            let shown: String = s.chars().take(50).collect();
+            Err(ApiError::bad_request(format!("{shown:?} is not a grant id (grant_ and 32 hex digits)")))
+        }
+    },
+    schema: json!({"type": "string", "pattern": rein_store::GRANT_ID_PATTERN})
 );
 
 /// Task ids are `task_` and 32 lowercase hex digits; anything else is a 400 naming it.

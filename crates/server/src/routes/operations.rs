@@ -57,6 +57,12 @@ pub struct CreateOperation {
     #[serde(default)]
     #[schemars(schema_with = "rein_operation::profile::approval_schema")]
     pub approval: Option<String>,
+    /// Tools that run without asking (`identifier` or `identifier/api`), over the agent's: in
+    /// `manual` and `allow-list` mode, once the blacklist, the guard and the tool's own
+    /// `always` have decided; in `allow-list` mode every other tool asks.
+    #[serde(default)]
+    #[schemars(schema_with = "rein_operation::profile::tool_keys_schema")]
+    pub allow: Option<Vec<String>>,
     /// Step limit.
     #[serde(default)]
     #[schemars(range(min = 1))]
@@ -189,6 +195,12 @@ pub struct DecisionIn {
     #[serde(default)]
     #[schemars(length(min = 1, max = 100))]
     pub option: Option<String>,
+    /// With `approve`: also grant the call's tool from now on, for `operation` (its tree),
+    /// `topic` (its conversation) or `agent` (every operation of its agent, a new version of
+    /// the agent). Pending calls of the tree the grant covers are approved with it. A call
+    /// the blacklist or the guard flagged is asked every time: 422 `grant_not_allowed`.
+    #[serde(default)]
+    pub grant: Option<rein_core::intervention::GrantScope>,
 }
 
 /// What a person decides about a pending call.
@@ -219,6 +231,11 @@ impl DecisionIn {
             )
         };
         let id = &self.tool_call_id;
+        if self.grant.is_some() && self.decision != DecisionKind::Approve {
+            return Err(unfit(format!(
+                "`grant` for tool call {id} goes with `approve` only"
+            )));
+        }
         let question = Question::of_call(&pending.call).and_then(Result::ok);
         let answer = match (self.decision, self.text, self.option) {
             (DecisionKind::Approve, _, _) if question.is_some() => {
@@ -333,6 +350,7 @@ pub async fn create(
     let over = AgentProfile {
         model: req.model.clone(),
         approval: req.approval.clone(),
+        allow: req.allow.clone(),
         max_steps: req.max_steps,
         cost_limit: req.cost_limit,
         token_limit: req.token_limit,
@@ -528,6 +546,7 @@ pub async fn decide(
     let known = rein_operation::tree::interventions(&*app.store, op.id).await?;
     let mut seen = std::collections::HashSet::new();
     let mut decisions = Vec::with_capacity(body.decisions.len());
+    let mut grants = Vec::new();
     for d in body.decisions {
         if !seen.insert(d.tool_call_id.clone()) {
             return Err(ApiError::bad_request(format!(
@@ -550,7 +569,10 @@ pub async fn decide(
             }
             Some(i) => {
                 let call = d.tool_call_id.clone();
-                decisions.push((call, d.decision_for(i)?));
+                if let Some(scope) = d.grant {
+                    grants.push((call.clone(), scope));
+                }
+                decisions.push((call, d.decision_for(i)?, None));
             }
         }
     }
@@ -563,8 +585,24 @@ pub async fn decide(
             status_name(op.status)
         )));
     }
+    // Grants are recorded before anything is decided: a refused one decides nothing.
+    let driver = app.runner.driver();
+    for (call, scope) in grants {
+        let (grant, covered) = driver
+            .grant_call(op.id, &call, scope, Some(&user.name))
+            .await?;
+        for other in covered {
+            if seen.insert(other.clone()) {
+                decisions.push((
+                    other,
+                    Decision::Approve,
+                    Some(format!("grant {}", grant.id)),
+                ));
+            }
+        }
+    }
     app.runner
-        .spawn(op.id, user.id, app.runner.driver(), Job::Decide(decisions))
+        .spawn(op.id, user.id, driver, Job::Decide(decisions))
         .await?;
     Ok(Reply(Accepted {
         operation_id: id,

@@ -14,15 +14,21 @@ pub(super) fn insert_interventions(
         .iter()
         .map(|i| {
             Ok(Statement::new(
-                "INSERT INTO interventions (operation_id, tool_call_id, call, owner, status, reason, decided_by, decided_at, expires_at, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (operation_id, tool_call_id) DO NOTHING",
+                "INSERT INTO interventions (operation_id, tool_call_id, call, owner, status, reason, outcome, decided_by, decided_at, expires_at, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (operation_id, tool_call_id) DO NOTHING",
             )
             .arg(id)
             .arg(i.call.id.to_string())
             .arg(to_json(&i.call, "tool call")?)
             .arg(i.owner.clone())
             .arg(enum_str(&i.status))
-            .arg(i.reason.clone())
+            .arg(
+                i.reason
+                    .as_ref()
+                    .map(|r| to_json(r, "approval reason"))
+                    .transpose()?,
+            )
+            .arg(i.outcome.clone())
             .arg(i.decided_by.clone())
             .arg(i.decided_at.map(ts))
             .arg(i.expires_at.map(ts))
@@ -36,7 +42,7 @@ pub(super) async fn interventions(
     id: OperationId,
 ) -> Result<Vec<Intervention>, StoreError> {
     let rows = sqlx::query(
-        "SELECT call, owner, status, reason, decided_by, decided_at, expires_at, created_at FROM interventions WHERE operation_id = $1 ORDER BY created_at, tool_call_id",
+        "SELECT call, owner, status, reason, outcome, decided_by, decided_at, expires_at, created_at FROM interventions WHERE operation_id = $1 ORDER BY created_at, tool_call_id",
     )
     .bind(id.to_string())
     .fetch_all(&store.pool)
@@ -53,7 +59,11 @@ pub(super) async fn interventions(
                 call: from_json::<ToolCall>(&r.try_get::<String, _>("call")?, "tool call")?,
                 owner: r.try_get("owner")?,
                 status: enum_from(&r.try_get::<String, _>("status")?, "intervention status")?,
-                reason: r.try_get("reason")?,
+                reason: r
+                    .try_get::<Option<String>, _>("reason")?
+                    .map(|j| from_json(&j, "approval reason"))
+                    .transpose()?,
+                outcome: r.try_get("outcome")?,
                 decided_by: r.try_get("decided_by")?,
                 decided_at: opt_ts("decided_at")?,
                 expires_at: opt_ts("expires_at")?,
@@ -86,7 +96,7 @@ pub(super) async fn decide_intervention(
     }
     // The status check in the WHERE clause makes the decision single-use even under races.
     let n = sqlx::query(
-        "UPDATE interventions SET status = $1, decided_by = $2, decided_at = $3, reason = $4 WHERE operation_id = $5 AND tool_call_id = $6 AND status = 'pending'",
+        "UPDATE interventions SET status = $1, decided_by = $2, decided_at = $3, outcome = $4 WHERE operation_id = $5 AND tool_call_id = $6 AND status = 'pending'",
     )
     .bind(enum_str(&status))
     .bind(decided_by)

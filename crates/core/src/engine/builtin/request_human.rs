@@ -25,6 +25,8 @@ pub enum HumanRequest {
         parent_message_id: Option<MessageId>,
         /// The pending tool messages already exist (re-park).
         skip_create_tool_message: bool,
+        /// Why each call asks, by tool call id.
+        reasons: std::collections::BTreeMap<String, crate::intervention::ApprovalReason>,
     },
     /// Answer a free-text question.
     Prompt(HumanPrompt),
@@ -42,11 +44,13 @@ impl PayloadExecutor for RequestHumanExecutor {
                 pending_tool_calls,
                 parent_message_id,
                 skip_create_tool_message,
+                reasons,
                 ..
             } => HumanRequest::Approve {
                 pending_tool_calls,
                 parent_message_id,
                 skip_create_tool_message,
+                reasons,
             },
             Instruction::RequestHumanPrompt {
                 prompt,
@@ -81,11 +85,13 @@ impl PayloadExecutor for RequestHumanExecutor {
         cx: &'a ExecContext<'a>,
     ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
         async move {
+            let mut out = ExecOutput::new(None);
             match request {
                 HumanRequest::Approve {
                     pending_tool_calls,
                     parent_message_id,
                     skip_create_tool_message,
+                    reasons,
                 } => {
                     for call in &pending_tool_calls {
                         let exists = state.tool_message_mut(&call.id).is_some();
@@ -106,9 +112,17 @@ impl PayloadExecutor for RequestHumanExecutor {
                     state.pending_tool_calls = pending_tool_calls.clone();
                     state.pending_parent_message_id = parent_message_id;
                     state.status = Status::WaitingForHuman;
+                    out.approvals = pending_tool_calls
+                        .iter()
+                        .map(|call| crate::engine::Approval {
+                            call: call.clone(),
+                            reason: reasons.get(&*call.id).cloned(),
+                        })
+                        .collect();
                     cx.emit(EventKind::HumanApproveRequired {
                         pending_tool_calls,
                         parent_message_id,
+                        reasons,
                     });
                 }
                 HumanRequest::Prompt(p) => {
@@ -124,7 +138,7 @@ impl PayloadExecutor for RequestHumanExecutor {
                     cx.emit(EventKind::HumanSelectRequired { select: s });
                 }
             }
-            Ok(ExecOutput::new(None))
+            Ok(out)
         }
         .boxed()
     }

@@ -1,0 +1,94 @@
+//! `rein grant list|revoke`: what you granted ("always for this tool" at a prompt, `rein
+//! approve --grant`, the API's and the web UI's "always"), on this machine's database or, with
+//! `--server`, on a server. A revoked grant covers nothing from the next call on.
+
+use rein_core::intervention::GrantScope;
+use rein_store::{GrantFilter, GrantRecord, Grants, SqlStore};
+
+/// `rein grant …`.
+#[derive(clap::Subcommand)]
+pub enum GrantCommand {
+    /// Your grants, newest first.
+    List {
+        /// Only this scope: operation, topic or agent.
+        #[arg(long, value_parser = scope_parser())]
+        scope: Option<GrantScope>,
+        /// Revoked grants too.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Revoke a grant: the tool asks again from its next call on.
+    Revoke {
+        /// The grant's id (`grant_…`).
+        id: String,
+    },
+}
+
+/// A clap parser for a grant scope that lists the scopes in `--help` and its errors.
+pub fn scope_parser() -> impl clap::builder::TypedValueParser<Value = GrantScope> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(GrantScope::ALL.map(GrantScope::as_str))
+        .try_map(|s| s.parse::<GrantScope>())
+}
+
+/// One line for a grant.
+pub fn line(g: &GrantRecord) -> String {
+    let revoked = g
+        .revoked_at
+        .map(|t| format!("  revoked {}", t.format("%Y-%m-%d %H:%M")))
+        .unwrap_or_default();
+    format!(
+        "{}  {} for {} {}  since {}{revoked}",
+        g.id,
+        g.tool,
+        g.scope,
+        g.target,
+        g.created_at.format("%Y-%m-%d %H:%M")
+    )
+}
+
+/// Run a grant command on the local database (the local user's grants have no owner).
+pub async fn command(
+    store: &SqlStore,
+    driver: &rein_operation::Driver,
+    command: GrantCommand,
+    json: bool,
+) -> anyhow::Result<()> {
+    match command {
+        GrantCommand::List { scope, all } => {
+            let grants = store
+                .list_grants(
+                    None,
+                    &GrantFilter {
+                        scope,
+                        target: None,
+                        include_revoked: all,
+                    },
+                )
+                .await?;
+            if json {
+                for g in &grants {
+                    println!("{}", serde_json::to_string(g)?);
+                }
+            } else if grants.is_empty() {
+                eprintln!("no grants: answer `always` at an approval prompt to make one");
+            } else {
+                for g in &grants {
+                    println!("{}", line(g));
+                }
+            }
+        }
+        GrantCommand::Revoke { id } => {
+            if !rein_store::valid_grant_id(&id) {
+                anyhow::bail!("`{id}` is not a grant id (grant_ and 32 hex digits)");
+            }
+            let g = driver.revoke_grant(None, &id, Some("cli")).await?;
+            if json {
+                println!("{}", serde_json::to_string(&g)?);
+            } else {
+                eprintln!("revoked {}: {} asks again from its next call", g.id, g.tool);
+            }
+        }
+    }
+    Ok(())
+}

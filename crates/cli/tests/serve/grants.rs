@@ -1,0 +1,281 @@
+//! Grants and the reasons of pending calls through the HTTP API: every pending call says why it
+//! asks (in `pending[].reason` and the `human_approve_required` event); "approve always" is a
+//! grant the server keeps and applies (a harmless shell call runs unasked after it, a
+//! blacklisted one still asks and cannot be granted); a grant of one conversation does not
+//! apply in another; revoking it takes effect at the next call; another user's grants are
+//! invisible.
+
+use super::*;
+
+fn shell(id: &str, command: &str) -> Canned {
+    Canned::openai_tools(&[(id, "shell__run", &json!({"command": command}).to_string())])
+}
+
+/// The operation's detail once it waits for a person.
+async fn waiting(e: &Env, rein: &Rein, token: &str, body: Value) -> (String, Value) {
+    let op = e.create_operation(rein, token, body).await;
+    let detail = wait_status(e, rein, &op, token, "waiting_for_human").await;
+    (op, detail)
+}
+
+async fn decide(e: &Env, rein: &Rein, token: &str, op: &str, decision: Value) -> (u16, Value) {
+    e.call(
+        rein,
+        "POST",
+        &format!("/v1/operations/{op}/interventions"),
+        Some(token),
+        Some(json!({ "decisions": [decision] })),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn an_always_grant_runs_harmless_calls_unasked_never_blacklisted_ones_and_revokes_at_once() {
+    let e = env(vec![
+        // 1, conversation T: asks (manual mode: the shell's policy), granted for T.
+        shell("s1", "echo one"),
+        Canned::openai_text("one"),
+        // 2, T: runs unasked; then the guard flags `rm -rf ~`.
+        shell("s2", "echo two"),
+        shell("s3", "rm -rf ~"),
+        Canned::openai_text("not that"),
+        // 3, another conversation: asks.
+        shell("s4", "echo three"),
+        // 4, T after revoking: asks again.
+        shell("s5", "echo four"),
+    ])
+    .await;
+    let work = e.dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let alice = e.token("alice").await;
+    let bob = e.token("bob").await;
+    let rein = e
+        .start_with(&["--workdir", &work.display().to_string()], &[])
+        .await;
+
+    let (op1, detail) = waiting(
+        &e,
+        &rein,
+        &alice,
+        json!({"input": "one", "topic": "t-grants"}),
+    )
+    .await;
+    let reason = &detail["pending"][0]["reason"];
+    assert_eq!(reason["source"], "tool_policy", "{detail}");
+    assert_eq!(reason["rule"], "tool:shell/run");
+    assert_eq!(reason["every_time"], false);
+    assert!(
+        reason["explanation"]
+            .as_str()
+            .unwrap()
+            .contains("requires approval in manual mode"),
+        "{reason}"
+    );
+    // The event carries the same reason.
+    let mut seen = Vec::new();
+    e.events(&rein, &op1, &alice, None)
+        .await
+        .until("human_approve_required", &mut seen)
+        .await;
+    assert_eq!(&seen.last().unwrap().data["reasons"]["s1"], reason);
+
+    // `grant` goes with approve only.
+    let (status, body) = decide(
+        &e,
+        &rein,
+        &alice,
+        &op1,
+        json!({"tool_call_id": "s1", "decision": "reject", "grant": "topic"}),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (422, Some("decision_does_not_fit"))
+    );
+    let (status, body) = decide(
+        &e,
+        &rein,
+        &alice,
+        &op1,
+        json!({"tool_call_id": "s1", "decision": "approve", "grant": "topic"}),
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+    wait_status(&e, &rein, &op1, &alice, "done").await;
+    let (_, grants) = e.call(&rein, "GET", "/v1/grants", Some(&alice), None).await;
+    let grant = grants["grants"][0].clone();
+    assert_eq!(
+        (&grant["tool"], &grant["scope"], &grant["target"]),
+        (&json!("shell/run"), &json!("topic"), &json!("t-grants")),
+        "{grants}"
+    );
+    let id = grant["id"].as_str().unwrap().to_owned();
+
+    // 2: the harmless call ran unasked, the blacklisted one asks every time.
+    let (op2, detail) = waiting(
+        &e,
+        &rein,
+        &alice,
+        json!({"input": "two", "topic": "t-grants"}),
+    )
+    .await;
+    assert_eq!(detail["pending"].as_array().unwrap().len(), 1, "{detail}");
+    assert_eq!(detail["pending"][0]["call"]["id"], "s3");
+    let reason = &detail["pending"][0]["reason"];
+    assert_eq!(
+        (&reason["source"], &reason["rule"], &reason["every_time"]),
+        (
+            &json!("guard"),
+            &json!("security_blacklist:rm_home_dir"),
+            &json!(true)
+        ),
+        "{reason}"
+    );
+    assert!(
+        reason["node"].as_str().unwrap().contains("rm -rf ~"),
+        "{reason}"
+    );
+    let (status, body) = decide(
+        &e,
+        &rein,
+        &alice,
+        &op2,
+        json!({"tool_call_id": "s3", "decision": "approve", "grant": "topic"}),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (422, Some("grant_not_allowed")),
+        "{body}"
+    );
+    // Nothing was decided by the refused request.
+    let (_, list) = e
+        .call(
+            &rein,
+            "GET",
+            &format!("/v1/operations/{op2}/interventions"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    let s2 = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["call"]["id"] == "s3")
+        .unwrap();
+    assert_eq!(s2["status"], "pending");
+    let (status, _) = decide(
+        &e,
+        &rein,
+        &alice,
+        &op2,
+        json!({"tool_call_id": "s3", "decision": "reject", "reason": "never"}),
+    )
+    .await;
+    assert_eq!(status, 202);
+    wait_status(&e, &rein, &op2, &alice, "done").await;
+    let requests = e.model.requests();
+    assert!(
+        requests[3]
+            .tool_result("s2")
+            .trim_end()
+            .ends_with("--- stdout ---\ntwo"),
+        "s2 ran under the grant: {}",
+        requests[3].tool_result("s2")
+    );
+
+    // 3: another conversation asks.
+    let (_, detail) = waiting(
+        &e,
+        &rein,
+        &alice,
+        json!({"input": "three", "topic": "t-other"}),
+    )
+    .await;
+    assert_eq!(detail["pending"][0]["call"]["id"], "s4");
+
+    // Another user neither sees nor revokes it.
+    let path = format!("/v1/grants/{id}");
+    let (status, _) = e.call(&rein, "GET", &path, Some(&bob), None).await;
+    assert_eq!(status, 404);
+    let (status, _) = e.call(&rein, "DELETE", &path, Some(&bob), None).await;
+    assert_eq!(status, 404);
+    let (status, body) = e
+        .call(&rein, "GET", "/v1/grants/grant_nope", Some(&alice), None)
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("invalid_request"))
+    );
+
+    // 4: revoked, T asks again at once.
+    let (status, revoked) = e.call(&rein, "DELETE", &path, Some(&alice), None).await;
+    assert_eq!(status, 200, "{revoked}");
+    assert!(revoked["revoked_at"].is_string());
+    let (_, detail) = waiting(
+        &e,
+        &rein,
+        &alice,
+        json!({"input": "four", "topic": "t-grants"}),
+    )
+    .await;
+    assert_eq!(detail["pending"][0]["call"]["id"], "s5");
+    let (_, listed) = e
+        .call(&rein, "GET", "/v1/grants?revoked=true", Some(&alice), None)
+        .await;
+    assert_eq!(listed["grants"].as_array().unwrap().len(), 1);
+    let (_, active) = e.call(&rein, "GET", "/v1/grants", Some(&alice), None).await;
+    assert!(active["grants"].as_array().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn an_allow_list_set_on_the_request_runs_the_calculator_unasked_and_parks_on_the_shell() {
+    let e = env(vec![
+        Canned::openai_tools(&[
+            (
+                "c1",
+                "calculator__evaluate",
+                &json!({"expression": "6*7"}).to_string(),
+            ),
+            (
+                "s1",
+                "shell__run",
+                &json!({"command": "echo hi"}).to_string(),
+            ),
+        ]),
+        Canned::openai_text("42 and hi"),
+    ])
+    .await;
+    let work = e.dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let alice = e.token("alice").await;
+    let rein = e
+        .start_with(&["--workdir", &work.display().to_string()], &[])
+        .await;
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/operations",
+            Some(&alice),
+            Some(json!({"input": "x", "approval": "allow-list", "allow": ["not a tool"]})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let (op, detail) = waiting(
+        &e,
+        &rein,
+        &alice,
+        json!({"input": "sum and greet", "approval": "allow-list", "allow": ["calculator"]}),
+    )
+    .await;
+    assert_eq!(detail["spec"]["allow"], json!(["calculator"]));
+    let pending = detail["pending"].as_array().unwrap();
+    assert_eq!(pending.len(), 1, "{detail}");
+    assert_eq!(pending[0]["call"]["id"], "s1");
+    assert_eq!(pending[0]["reason"]["source"], "mode");
+    assert_eq!(pending[0]["reason"]["rule"], "approval_mode:allow_list");
+    approve_all(&e, &rein, &op, &alice, &detail).await;
+    wait_status(&e, &rein, &op, &alice, "done").await;
+}

@@ -1,0 +1,359 @@
+//! Grants: a person's "always for this tool", kept here (never in a client) and loaded by the
+//! process that runs an operation before each of its steps, so a revoked grant stops at the next
+//! call. A grant names one tool (`identifier` or `identifier/api`) within one scope: the
+//! operation tree it was made in (its root), a conversation, or an agent of its owner. The
+//! checker never lets a grant cover a call the security blacklist, the guard or a global audit
+//! flagged.
+
+use crate::StoreError;
+use crate::sql::{SqlStore, parse_ts, ts};
+use chrono::{DateTime, Utc};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rein_core::intervention::{ActiveGrant, GrantScope};
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+/// The pattern of a grant id (`grant_` and a UUID in hex).
+pub const GRANT_ID_PATTERN: &str = "^grant_[0-9a-f]{32}$";
+
+/// Whether `id` has a grant id's shape (checked before any lookup).
+pub fn valid_grant_id(id: &str) -> bool {
+    id.strip_prefix("grant_").is_some_and(|h| {
+        h.len() == 32
+            && h.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+/// A grant as stored.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct GrantRecord {
+    /// Its id (`grant_…`).
+    pub id: String,
+    /// Its user (`None`: the local CLI's).
+    pub owner: Option<String>,
+    /// Where it applies.
+    pub scope: GrantScope,
+    /// The operation tree's root, the topic or the agent name it applies to.
+    pub target: String,
+    /// `identifier` or `identifier/api`.
+    pub tool: String,
+    /// The operation whose pending call it was made from.
+    pub operation_id: Option<String>,
+    /// That call.
+    pub tool_call_id: Option<String>,
+    /// Who made it (a user name, `cli`).
+    pub created_by: Option<String>,
+    /// When.
+    pub created_at: DateTime<Utc>,
+    /// When it was revoked (a revoked grant covers nothing).
+    pub revoked_at: Option<DateTime<Utc>>,
+    /// Who revoked it.
+    pub revoked_by: Option<String>,
+}
+
+impl GrantRecord {
+    /// The grant as the checker uses it.
+    pub fn active(&self) -> ActiveGrant {
+        ActiveGrant {
+            id: self.id.clone(),
+            tool: self.tool.clone(),
+            scope: self.scope,
+        }
+    }
+}
+
+/// A grant to record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewGrant {
+    /// Its user.
+    pub owner: Option<String>,
+    /// Where it applies.
+    pub scope: GrantScope,
+    /// The root operation, topic or agent name.
+    pub target: String,
+    /// `identifier` or `identifier/api`.
+    pub tool: String,
+    /// The operation whose pending call it was made from.
+    pub operation_id: Option<String>,
+    /// That call.
+    pub tool_call_id: Option<String>,
+    /// Who makes it.
+    pub created_by: Option<String>,
+}
+
+/// What an operation is, for finding the grants that apply to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GrantSubject<'a> {
+    /// Its user.
+    pub owner: Option<&'a str>,
+    /// The root of its operation tree (itself for a top-level operation).
+    pub root: &'a str,
+    /// Its conversation.
+    pub topic: &'a str,
+    /// The agent it runs as.
+    pub agent: Option<&'a str>,
+}
+
+/// Which grants to list.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GrantFilter {
+    /// Only this scope.
+    pub scope: Option<GrantScope>,
+    /// Only this target (with `scope`).
+    pub target: Option<String>,
+    /// Revoked ones too.
+    pub include_revoked: bool,
+}
+
+/// Grants. Every method is one transaction.
+pub trait Grants: Send + Sync {
+    /// Record a grant. An active grant of the same owner, scope, target and tool is returned
+    /// as it is (granting twice makes one grant).
+    fn create_grant<'a>(
+        &'a self,
+        grant: &'a NewGrant,
+    ) -> BoxFuture<'a, Result<GrantRecord, StoreError>>;
+    /// One grant of `owner`.
+    fn grant<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<GrantRecord>, StoreError>>;
+    /// `owner`'s grants, newest first.
+    fn list_grants<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        filter: &'a GrantFilter,
+    ) -> BoxFuture<'a, Result<Vec<GrantRecord>, StoreError>>;
+    /// The active grants that apply to an operation (its tree, its topic, its agent).
+    fn grants_for<'a>(
+        &'a self,
+        subject: &'a GrantSubject<'a>,
+    ) -> BoxFuture<'a, Result<Vec<ActiveGrant>, StoreError>>;
+    /// Revoke `owner`'s grant `id`; the grant as revoked (`NotFound` when `owner` has none
+    /// such; revoking twice keeps the first revocation).
+    fn revoke_grant<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        id: &'a str,
+        by: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<GrantRecord, StoreError>>;
+}
+
+/// The columns of a grant row, in [`grant_from`]'s order.
+macro_rules! columns {
+    () => {
+        "id, owner, scope, target, tool, operation_id, tool_call_id, created_by, created_at, revoked_at, revoked_by"
+    };
+}
+
+fn grant_from(row: &AnyRow) -> Result<GrantRecord, StoreError> {
+    let scope: String = row.try_get("scope")?;
+    Ok(GrantRecord {
+        id: row.try_get("id")?,
+        owner: row.try_get("owner")?,
+        scope: scope
+            .parse()
+            .map_err(|e| StoreError::corrupt("grant scope", e))?,
+        target: row.try_get("target")?,
+        tool: row.try_get("tool")?,
+        operation_id: row.try_get("operation_id")?,
+        tool_call_id: row.try_get("tool_call_id")?,
+        created_by: row.try_get("created_by")?,
+        created_at: parse_ts(&row.try_get::<String, _>("created_at")?, "grant created_at")?,
+        revoked_at: row
+            .try_get::<Option<String>, _>("revoked_at")?
+            .map(|t| parse_ts(&t, "grant revoked_at"))
+            .transpose()?,
+        revoked_by: row.try_get("revoked_by")?,
+    })
+}
+
+/// `owner` compared so that the local CLI's `NULL` owner matches itself.
+macro_rules! owner_is {
+    () => {
+        "COALESCE(owner, '') = COALESCE($1, '')"
+    };
+}
+
+impl Grants for SqlStore {
+    fn create_grant<'a>(
+        &'a self,
+        g: &'a NewGrant,
+    ) -> BoxFuture<'a, Result<GrantRecord, StoreError>> {
+        async move {
+            let mut tx = self.begin_write().await?;
+            let existing = sqlx::query(concat!(
+                "SELECT ",
+                columns!(),
+                " FROM grants WHERE ",
+                owner_is!(),
+                " AND scope = $2 AND target = $3 AND tool = $4 AND revoked_at IS NULL"
+            ))
+            .bind(g.owner.clone())
+            .bind(g.scope.as_str())
+            .bind(&g.target)
+            .bind(&g.tool)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if let Some(row) = existing {
+                tx.commit().await?;
+                return grant_from(&row);
+            }
+            let record = GrantRecord {
+                id: format!("grant_{}", uuid::Uuid::now_v7().simple()),
+                owner: g.owner.clone(),
+                scope: g.scope,
+                target: g.target.clone(),
+                tool: g.tool.clone(),
+                operation_id: g.operation_id.clone(),
+                tool_call_id: g.tool_call_id.clone(),
+                created_by: g.created_by.clone(),
+                // As it reads back (stored to the microsecond).
+                created_at: DateTime::from_timestamp_micros(Utc::now().timestamp_micros())
+                    .unwrap_or_default(),
+                revoked_at: None,
+                revoked_by: None,
+            };
+            sqlx::query(concat!(
+                "INSERT INTO grants (",
+                columns!(),
+                ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, NULL)"
+            ))
+            .bind(&record.id)
+            .bind(record.owner.clone())
+            .bind(record.scope.as_str())
+            .bind(&record.target)
+            .bind(&record.tool)
+            .bind(record.operation_id.clone())
+            .bind(record.tool_call_id.clone())
+            .bind(record.created_by.clone())
+            .bind(ts(record.created_at))
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(record)
+        }
+        .boxed()
+    }
+
+    fn grant<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<GrantRecord>, StoreError>> {
+        async move {
+            sqlx::query(concat!(
+                "SELECT ",
+                columns!(),
+                " FROM grants WHERE ",
+                owner_is!(),
+                " AND id = $2"
+            ))
+            .bind(owner)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(grant_from)
+            .transpose()
+        }
+        .boxed()
+    }
+
+    fn list_grants<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        filter: &'a GrantFilter,
+    ) -> BoxFuture<'a, Result<Vec<GrantRecord>, StoreError>> {
+        async move {
+            sqlx::query(concat!(
+                "SELECT ",
+                columns!(),
+                " FROM grants WHERE ",
+                owner_is!(),
+                " AND ($2 IS NULL OR scope = $2) AND ($3 IS NULL OR target = $3) \
+                 AND ($4 = 1 OR revoked_at IS NULL) ORDER BY created_at DESC, id DESC"
+            ))
+            .bind(owner)
+            .bind(filter.scope.map(GrantScope::as_str))
+            .bind(filter.target.clone())
+            .bind(i64::from(filter.include_revoked))
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(grant_from)
+            .collect()
+        }
+        .boxed()
+    }
+
+    fn grants_for<'a>(
+        &'a self,
+        s: &'a GrantSubject<'a>,
+    ) -> BoxFuture<'a, Result<Vec<ActiveGrant>, StoreError>> {
+        async move {
+            let rows = sqlx::query(concat!(
+                "SELECT ",
+                columns!(),
+                " FROM grants WHERE ",
+                owner_is!(),
+                " AND revoked_at IS NULL AND ((scope = 'operation' AND target = $2) \
+                 OR (scope = 'topic' AND target = $3) OR ($4 IS NOT NULL AND scope = 'agent' AND target = $4)) \
+                 ORDER BY created_at, id"
+            ))
+            .bind(s.owner)
+            .bind(s.root)
+            .bind(s.topic)
+            .bind(s.agent)
+            .fetch_all(&self.pool)
+            .await?;
+            rows.iter()
+                .map(|r| grant_from(r).map(|g| g.active()))
+                .collect()
+        }
+        .boxed()
+    }
+
+    fn revoke_grant<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        id: &'a str,
+        by: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<GrantRecord, StoreError>> {
+        async move {
+            let mut tx = self.begin_write().await?;
+            sqlx::query(concat!(
+                "UPDATE grants SET revoked_at = $3, revoked_by = $4 WHERE ",
+                owner_is!(),
+                " AND id = $2 AND revoked_at IS NULL"
+            ))
+            .bind(owner)
+            .bind(id)
+            .bind(ts(Utc::now()))
+            .bind(by)
+            .execute(&mut *tx)
+            .await?;
+            let row = sqlx::query(concat!(
+                "SELECT ",
+                columns!(),
+                " FROM grants WHERE ",
+                owner_is!(),
+                " AND id = $2"
+            ))
+            .bind(owner)
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            match row {
+                Some(row) => grant_from(&row),
+                None => Err(StoreError::NotFound(format!("grant {id}"))),
+            }
+        }
+        .boxed()
+    }
+}
