@@ -92,7 +92,7 @@ fn approval(call: &ToolCall, reason: Option<&ApprovalReason>) -> anyhow::Result<
     eprintln!("\napprove {key}({})?", call.arguments);
     let every_time = reason.is_some_and(|r| r.every_time);
     if let Some(r) = reason {
-        eprintln!("  why: {}", r.line());
+        eprintln!("  why: {} ({})", r.line(), r.source.as_str());
         if every_time {
             eprintln!("  asked every time: no grant covers a call this rule flags");
         }

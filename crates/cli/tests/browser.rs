@@ -199,6 +199,65 @@ async fn the_ui_streams_approves_after_a_reload_and_shows_the_inspector() {
     eprintln!("screenshots: {}", out.display());
 }
 
+/// Approvals say why they ask; "always" is a grant the server keeps and applies (no card for
+/// the next call of the tool in that conversation), never for a call the guard flags; revoking
+/// it in the Grants dialog makes the tool ask again.
+#[tokio::test]
+async fn the_ui_shows_why_a_call_asks_and_grants_live_on_the_server() {
+    let (chromium, playwright) = match prerequisites() {
+        Ok(p) => p,
+        Err(missing) => {
+            rein_testkit::skip("the web UI's grants in Chromium", &missing);
+            return;
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("rein-ui-grants-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let append = |id: &str, entry: &str| {
+        Canned::openai_tools(&[(id, "ledger__append", &json!({"entry": entry}).to_string())])
+    };
+    let model = serve(
+        vec![
+            append("l1", "one"),
+            Canned::openai_text("Appended one."),
+            append("l2", "two"),
+            Canned::openai_text("Appended two."),
+            Canned::openai_tools(&[(
+                "l3",
+                "ledger__append",
+                &json!({"entry": "three", "command": "rm -rf ~"}).to_string(),
+            )]),
+            Canned::openai_text("Skipped three."),
+            append("l4", "four"),
+            Canned::openai_text("Appended four."),
+        ],
+        3,
+    )
+    .await;
+    let (_server, base) = serve_ui(&dir, &model.base).await;
+    let created = reqwest::Client::new()
+        .post(format!("{base}/v1/agents"))
+        .header("content-type", "application/json")
+        .body(json!({"name": "careful", "config": {"approval": "allow-list"}}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status().as_u16(), 201);
+    let (report, out) = run_script("grants.cjs", &base, &chromium, &playwright).await;
+    assert_eq!(
+        report["ok"],
+        true,
+        "{report:#}\nscreenshots in {}",
+        out.display()
+    );
+    let ledger = std::fs::read_to_string(dir.join("ledger.txt")).unwrap();
+    assert_eq!(
+        ledger.lines().collect::<Vec<_>>(),
+        ["one", "two", "four"],
+        "the granted call ran, the flagged one did not"
+    );
+}
+
 /// A delegated task's thread in the UI: under the call that spawned it, collapsible, with the
 /// sub-agent's tool card, answer, status and cost; then a group conversation started from the
 /// picker, each turn naming its speaker; then a failed run's reason shown in the conversation.

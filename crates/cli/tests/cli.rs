@@ -11,6 +11,9 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
+#[path = "cli/prompt.rs"]
+mod prompt;
+
 struct Env {
     dir: PathBuf,
     server: Server,

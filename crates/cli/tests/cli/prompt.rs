@@ -1,0 +1,183 @@
+//! The terminal prompt on a real terminal (`script` gives `rein` a pseudo-terminal): it says
+//! why each call asks; "always for this operation" is a grant kept in the database, so the next
+//! call of the tool runs without a prompt; a call the guard flags says it is asked every time
+//! and offers no "always"; `rein grant list|revoke` shows and ends the grant.
+
+use super::*;
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A `rein` process on a pseudo-terminal: what it wrote so far, and its keyboard.
+struct Terminal {
+    child: tokio::process::Child,
+    seen: Arc<Mutex<String>>,
+    keys: tokio::process::ChildStdin,
+}
+
+impl Terminal {
+    /// Wait until the terminal shows `needle` after what was already consumed (20 s at most);
+    /// what it showed up to and including it.
+    async fn expect(&mut self, needle: &str) -> String {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            {
+                let mut seen = self.seen.lock().unwrap();
+                if let Some(at) = seen.find(needle) {
+                    let upto: String = seen.drain(..at + needle.len()).collect();
+                    return upto;
+                }
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "`{needle}` did not appear within 20 s; the terminal shows:\n{}",
+                self.seen.lock().unwrap()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn type_line(&mut self, line: &str) {
+        self.keys
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        self.keys.flush().await.unwrap();
+    }
+}
+
+fn on_terminal(e: &Env, args: &[&str]) -> Terminal {
+    let rein = std::iter::once(env!("CARGO_BIN_EXE_rein").to_owned())
+        .chain(["--db".to_owned(), e.db()])
+        .chain(
+            args.iter()
+                .map(|a| format!("'{}'", a.replace('\'', "'\\''"))),
+        )
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut script = e.cmd(&[]);
+    // `e.cmd` prepared `rein`; the same environment runs `script`, which runs it on a pty.
+    let std = script.as_std_mut();
+    let envs: Vec<(std::ffi::OsString, std::ffi::OsString)> = std
+        .get_envs()
+        .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned())))
+        .collect();
+    let mut c = Command::new("script");
+    c.args(["-qfec", &rein, "/dev/null"])
+        .env_clear()
+        .envs(envs)
+        .env("TERM", "dumb")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    let mut child = c.spawn().expect("script (util-linux) runs");
+    let mut out = child.stdout.take().unwrap();
+    let keys = child.stdin.take().unwrap();
+    let seen = Arc::new(Mutex::new(String::new()));
+    let sink = Arc::clone(&seen);
+    tokio::spawn(async move {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = out.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]).replace('\r', ""));
+        }
+    });
+    Terminal { child, seen, keys }
+}
+
+#[tokio::test]
+async fn the_terminal_prompt_says_why_grants_for_the_operation_and_never_for_a_flagged_call() {
+    if which("script").is_none() {
+        rein_testkit::skip(
+            "the terminal prompt on a pty",
+            "no `script` (util-linux) to give rein a terminal",
+        );
+        return;
+    }
+    let e = env(vec![
+        ledger("l1", "one"),
+        ledger("l2", "two"),
+        Canned::openai_tools(&[(
+            "l3",
+            "ledger__append",
+            &serde_json::json!({"entry": "three", "command": "rm -rf ~"}).to_string(),
+        )]),
+        Canned::openai_text("Two appended, one refused."),
+    ])
+    .await;
+    let mut t = on_terminal(
+        &e,
+        &[
+            "run",
+            "--approval",
+            "allow-list",
+            "--allow",
+            "calculator",
+            "append",
+        ],
+    );
+    let first = t.expect("[a]gent: ").await;
+    assert!(first.contains("approve ledger/append("), "{first}");
+    assert!(
+        first.contains(
+            "why: ledger/append is not on the allow-list [approval_mode:allow_list] (mode)"
+        ),
+        "{first}"
+    );
+    t.type_line("o").await;
+    let granted = t.expect("undoes it)").await;
+    assert!(
+        granted.contains("granted ledger/append for this operation (grant_"),
+        "{granted}"
+    );
+    // l2 runs under the grant; l3 asks, every time, with no "always".
+    let flagged = t.expect("[y]es / [n]o: ").await;
+    assert!(
+        flagged.contains("security_blacklist:rm_home_dir"),
+        "{flagged}"
+    );
+    assert!(flagged.contains("asked every time"), "{flagged}");
+    assert!(!flagged.contains("[o]peration"), "{flagged}");
+    t.type_line("n").await;
+    t.expect("reason (optional): ").await;
+    t.type_line("").await;
+    t.expect("Two appended, one refused.").await;
+    let status = tokio::time::timeout(Duration::from_secs(20), t.child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    assert_eq!(
+        std::fs::read_to_string(e.ledger())
+            .unwrap()
+            .lines()
+            .collect::<Vec<_>>(),
+        ["one", "two"]
+    );
+    // The grant is in the database, listed and revoked by the CLI.
+    let (code, out, err) = e.rein(&["grant", "list"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("ledger/append for operation"), "{out}");
+    let id = out.split_whitespace().next().unwrap().to_owned();
+    let (code, _, err) = e.rein(&["grant", "revoke", &id]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("asks again"), "{err}");
+    let (_, out, err) = e.rein(&["grant", "list"]).await;
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("no grants"), "{err}");
+    let (code, _, err) = e.rein(&["grant", "revoke", "grant_x"]).await;
+    assert_ne!(code, 0);
+    assert!(err.contains("not a grant id"), "{err}");
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join(program))
+            .find(|p| p.is_file())
+    })
+}
