@@ -46,6 +46,11 @@ pub struct AgentFlags {
     /// Token limit.
     #[arg(long)]
     pub token_limit: Option<u64>,
+    /// The price of a model (repeatable): `provider/model=INPUT,OUTPUT[,CACHE_READ[,CACHE_WRITE]]`
+    /// in USD per million tokens, over the catalog's (a model it does not price can then run
+    /// under a cost limit).
+    #[arg(long = "price", value_name = "MODEL=IN,OUT", value_parser = price)]
+    pub prices: Vec<(String, rein_core::usage::Prices)>,
     /// Cost limit of any one model call, in USD.
     #[arg(long, value_name = "USD")]
     pub model_call_cost_limit: Option<f64>,
@@ -105,6 +110,7 @@ impl AgentFlags {
             max_steps: self.max_steps,
             cost_limit: self.cost_limit,
             token_limit: self.token_limit,
+            prices: (!self.prices.is_empty()).then(|| self.prices.into_iter().collect()),
             model_call_cost_limit: self.model_call_cost_limit,
             tool_call_cost_limit: self.tool_call_cost_limit,
             budget_policy: self.budget_policy.as_deref().map(|p| match p {
@@ -126,6 +132,38 @@ impl AgentFlags {
             }),
         }
     }
+}
+
+/// `provider/model=INPUT,OUTPUT[,CACHE_READ[,CACHE_WRITE]]` (see [`AgentFlags::prices`]).
+fn price(arg: &str) -> Result<(String, rein_core::usage::Prices), String> {
+    let (model, list) = arg.split_once('=').ok_or_else(|| {
+        format!("`{arg}`: write provider/model=INPUT,OUTPUT (USD per million tokens)")
+    })?;
+    rein_operation::profile::model_ref(model).map_err(|e| e.to_string())?;
+    let numbers = list
+        .split(',')
+        .map(|n| n.trim().parse::<f64>())
+        .collect::<Result<Vec<f64>, _>>()
+        .map_err(|e| format!("price of {model}: {e}"))?;
+    let prices = match numbers.as_slice() {
+        [input, output, rest @ ..] if rest.len() <= 2 => rein_core::usage::Prices {
+            input: *input,
+            output: *output,
+            cache_read: rest.first().copied(),
+            cache_write: rest.get(1).copied(),
+        },
+        _ => {
+            return Err(format!(
+                "price of {model}: give INPUT,OUTPUT and optionally CACHE_READ,CACHE_WRITE"
+            ));
+        }
+    };
+    if !prices.valid() {
+        return Err(format!(
+            "price of {model}: prices are finite, non-negative USD per million tokens"
+        ));
+    }
+    Ok((model.to_owned(), prices))
 }
 
 /// `TOOL=POLICY` or `TOOL=JSON` (see [`AgentFlags::tool_rules`]).
@@ -364,23 +402,67 @@ pub async fn remote_models(config: &Config, provider: &str, json: bool) -> anyho
     );
     let mut ids = rein_model::ModelProvider::list_models(&provider).await?;
     ids.sort();
+    let catalog = Catalog::builtin()?;
+    let provider_id = rein_model::ModelProvider::id(&provider).to_owned();
     for id in ids {
+        let key = format!("{provider_id}/{id}");
+        let priced = config.file.prices.contains_key(&key) || catalog.models().any(|m| m.id == key);
         if json {
-            println!("{}", serde_json::json!({ "id": id }));
-        } else {
+            println!("{}", serde_json::json!({ "id": id, "priced": priced }));
+        } else if priced {
             println!("{id}");
+        } else {
+            println!(
+                "{id}  (unpriced: a cost limit refuses it until [prices.\"{key}\"] is configured)"
+            );
         }
     }
     Ok(())
 }
 
-/// `rein models`.
+/// `rein models`: the catalog, with the configuration file's prices over it (and the models
+/// it prices that the catalog lacks), and the default model marked when nothing prices it.
 pub fn models(config: &Config, json: bool) -> anyhow::Result<()> {
-    let catalog = Catalog::builtin()?;
+    let mut catalog = Catalog::builtin()?;
+    let configured = &config.file.prices;
+    // A configured price replaces the catalog's; a model only configured is listed with the
+    // capabilities an unknown model is assumed to have.
+    let mut listed: Vec<rein_model::catalog::ModelInfo> = Vec::new();
+    for (id, prices) in configured {
+        let info = catalog
+            .models()
+            .find(|m| &m.id == id)
+            .map(|m| (**m).clone())
+            .unwrap_or_else(|| rein_model::catalog::ModelInfo {
+                id: id.clone(),
+                context_window: 0,
+                max_output: 0,
+                capabilities: rein_model::catalog::Capabilities::ASSUMED,
+                prices: *prices,
+                tokenizer: None,
+            });
+        listed.push(rein_model::catalog::ModelInfo {
+            prices: *prices,
+            ..info
+        });
+    }
+    catalog.extend(listed);
     let (default, _) = config.model(None);
+    if !json && !catalog.models().any(|m| m.id == default) {
+        println!(
+            "* {default:<44}  unpriced: a cost limit refuses it until [prices.\"{default}\"] is configured"
+        );
+    }
     for m in catalog.models() {
+        let source = if configured.contains_key(&m.id) {
+            "configured"
+        } else {
+            "catalog"
+        };
         if json {
-            println!("{}", serde_json::to_string(&**m)?);
+            let mut v = serde_json::to_value(&**m)?;
+            v["price_source"] = serde_json::json!(source);
+            println!("{v}");
             continue;
         }
         let c = &m.capabilities;
@@ -395,10 +477,20 @@ pub fn models(config: &Config, json: bool) -> anyhow::Result<()> {
         .map(|(_, n)| *n)
         .collect();
         let mark = if m.id == default { "*" } else { " " };
+        let window = if m.context_window == 0 {
+            "?".to_owned()
+        } else {
+            m.context_window.to_string()
+        };
+        let configured = if source == "configured" {
+            "  (price configured)"
+        } else {
+            ""
+        };
         println!(
-            "{mark} {:<44} {:>8} ctx  ${:>7.2} / ${:>7.2} per Mtok in/out  {}",
+            "{mark} {:<44} {:>8} ctx  ${:>7.2} / ${:>7.2} per Mtok in/out  {}{configured}",
             m.id,
-            m.context_window,
+            window,
             m.prices.input,
             m.prices.output,
             caps.join(",")

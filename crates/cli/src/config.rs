@@ -32,6 +32,11 @@ pub struct FileConfig {
     /// More directories of skills (searched after the project's `.rein/skills`, before
     /// `$REIN_HOME/skills`).
     pub skill_dirs: Vec<PathBuf>,
+    /// Prices of models, by `provider/model`, in USD per million tokens:
+    /// `[prices."openrouter/some-model"]` with `input`, `output` and optionally `cache_read`
+    /// and `cache_write`. Every operation starts with them (over the catalog's), so a model the
+    /// catalog does not know can run under a cost limit.
+    pub prices: BTreeMap<String, rein_core::usage::Prices>,
     /// External agent CLIs by kind (`claude-code`, `codex`, `jsonl`): `command` and `args`.
     /// `rein run` may start Claude Code and Codex from `PATH` without an entry; `rein serve`
     /// starts only those named here (or in `REIN_EXTERNAL_<KIND>`).
@@ -139,6 +144,16 @@ pub fn load() -> anyhow::Result<Config> {
     if let Some(m) = &file.default_model {
         Registry::split(m)
             .map_err(|e| anyhow!("configuration {}: default_model: {e}", p.display()))?;
+    }
+    for (model, prices) in &file.prices {
+        Registry::split(model)
+            .map_err(|e| anyhow!("configuration {}: prices.{model}: {e}", p.display()))?;
+        if !prices.valid() {
+            anyhow::bail!(
+                "configuration {}: prices.{model}: prices are finite, non-negative USD per million tokens",
+                p.display()
+            );
+        }
     }
     Ok(Config {
         path,

@@ -139,6 +139,7 @@ pub async fn host(
         models,
         catalog,
         default_model,
+        prices: ctx.config.file.prices.clone(),
         // A cassette must replay byte for byte on any day, in any checkout, with any memories.
         context: if cassette {
             ContextSettings {

@@ -13,6 +13,8 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+#[path = "serve/budgets.rs"]
+mod budgets;
 #[path = "serve/grants.rs"]
 mod grants;
 

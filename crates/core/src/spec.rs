@@ -452,6 +452,10 @@ pub struct OperationSpec {
     pub max_steps: Option<u32>,
     /// Token and cost limits, per operation and per call, and what crossing one does.
     pub budget: Budget,
+    /// Prices of the models it calls, by `provider/model` (USD per million tokens), over the
+    /// catalog's: the configuration file's, the agent's and the request's.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub prices: std::collections::BTreeMap<String, crate::usage::Prices>,
     /// Seconds a requested approval stays valid; after that the operation ends (`timeout`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval_timeout_secs: Option<u64>,

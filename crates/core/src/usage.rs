@@ -111,6 +111,53 @@ impl<'de> Deserialize<'de> for Usd {
     }
 }
 
+/// What a model costs, in USD per million tokens: from the model catalog, or configured (the
+/// configuration file's `[prices."provider/model"]`, an agent's or a request's `prices`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Prices {
+    /// Uncached input.
+    pub input: f64,
+    /// Output (reasoning included).
+    pub output: f64,
+    /// Input read from the prompt cache (the input price when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read: Option<f64>,
+    /// Input written to the prompt cache (the input price when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<f64>,
+}
+
+impl Prices {
+    /// The cost of `usage` (whose `input` includes cached reads and writes).
+    pub fn cost(&self, usage: &TokenUsage) -> Usd {
+        let fresh = usage
+            .input
+            .saturating_sub(usage.cached_read)
+            .saturating_sub(usage.cache_write);
+        let dollars = (fresh as f64 * self.input
+            + usage.cached_read as f64 * self.cache_read.unwrap_or(self.input)
+            + usage.cache_write as f64 * self.cache_write.unwrap_or(self.input)
+            + usage.output as f64 * self.output)
+            / 1e6;
+        Usd::from_dollars(dollars)
+    }
+
+    /// Whether every price is a finite, non-negative number.
+    pub fn valid(&self) -> bool {
+        [
+            Some(self.input),
+            Some(self.output),
+            self.cache_read,
+            self.cache_write,
+        ]
+        .into_iter()
+        .flatten()
+        .all(|p| p.is_finite() && p >= 0.0)
+    }
+}
+
 /// Token counts of one model call (or a sum of them).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]

@@ -41,36 +41,7 @@ impl Capabilities {
     };
 }
 
-/// USD per million tokens.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Prices {
-    /// Uncached input.
-    pub input: f64,
-    /// Output (reasoning included).
-    pub output: f64,
-    /// Input read from the prompt cache (the input price when absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_read: Option<f64>,
-    /// Input written to the prompt cache (the input price when absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_write: Option<f64>,
-}
-
-impl Prices {
-    /// The cost of `usage` (whose `input` includes cached reads and writes).
-    pub fn cost(&self, usage: &TokenUsage) -> Usd {
-        let fresh = usage
-            .input
-            .saturating_sub(usage.cached_read)
-            .saturating_sub(usage.cache_write);
-        let dollars = (fresh as f64 * self.input
-            + usage.cached_read as f64 * self.cache_read.unwrap_or(self.input)
-            + usage.cache_write as f64 * self.cache_write.unwrap_or(self.input)
-            + usage.output as f64 * self.output)
-            / 1e6;
-        Usd::from_dollars(dollars)
-    }
-}
+pub use rein_core::usage::Prices;
 
 /// One catalogued model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -124,6 +124,12 @@ pub enum ModelEvent {
         /// Counts.
         usage: TokenUsage,
     },
+    /// What the provider says the call cost (a gateway's `usage.cost`, in USD); it replaces
+    /// the cost rein would compute from the usage and the model's price.
+    Cost {
+        /// The amount.
+        cost: rein_core::Usd,
+    },
     /// A cited source.
     Citation {
         /// The source.

@@ -344,7 +344,7 @@ impl Inner {
                     failure.get_or_insert(error);
                     continue;
                 }
-                ModelEvent::Stop { .. } | ModelEvent::Usage { .. } => {}
+                ModelEvent::Stop { .. } | ModelEvent::Usage { .. } | ModelEvent::Cost { .. } => {}
                 _ if failure.is_some() => continue,
                 _ => {}
             }

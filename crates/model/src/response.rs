@@ -50,6 +50,8 @@ pub struct ModelResponse {
     pub tool_calls: Vec<ResponseToolCall>,
     /// Token usage, if reported.
     pub usage: Option<TokenUsage>,
+    /// What the provider says the call cost, when it says (a gateway's `usage.cost`).
+    pub reported_cost: Option<rein_core::Usd>,
     /// Why it stopped.
     pub stop_reason: Option<StopReason>,
     /// The provider's stop value.
@@ -156,6 +158,7 @@ impl Collector {
             }
             ModelEvent::ToolCallEnd { .. } => {}
             ModelEvent::Usage { usage } => r.usage = Some(*usage),
+            ModelEvent::Cost { cost } => r.reported_cost = Some(*cost),
             ModelEvent::Citation { citation } => r.citations.push(citation.clone()),
             ModelEvent::Retry { .. } => r.retries += 1,
             ModelEvent::Stop { reason, raw } => {

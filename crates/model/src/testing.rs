@@ -73,6 +73,18 @@ impl Canned {
         Self::openai_stream(&[serde_json::json!({"content": text})], "stop")
     }
 
+    /// [`Canned::openai_text`] from a gateway that prices calls itself: its usage chunk carries
+    /// `cost` (USD), as OpenRouter's usage accounting sends it.
+    pub fn openai_text_costing(text: &str, cost: f64) -> Self {
+        let mut c = Self::openai_text(text);
+        let body = String::from_utf8_lossy(&c.body).replace(
+            r#""total_tokens":120}"#,
+            &format!(r#""total_tokens":120,"cost":{cost}}}"#),
+        );
+        c.body = body.into_bytes();
+        c
+    }
+
     /// An OpenAI Chat Completions stream whose `text` arrives whole, after which the stream
     /// stalls (30 s) before its end: a model call that is under way and cannot finish yet.
     pub fn openai_text_then_stall(text: &str) -> Self {

@@ -52,6 +52,9 @@ pub enum DriverError {
     /// written.
     #[error("no knowledge base named {}; `rein kb list` shows yours", .0.join(", "))]
     UnknownKnowledge(Vec<String>),
+    /// A spend cap with a model that has no price; nothing was written.
+    #[error(transparent)]
+    Unpriced(#[from] crate::pricing::Unpriced),
     /// A grant that cannot be made; nothing was written.
     #[error(transparent)]
     Grant(#[from] crate::grants::GrantError),

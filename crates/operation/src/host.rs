@@ -75,6 +75,9 @@ pub struct Host {
     pub catalog: Arc<Catalog>,
     /// The model of an operation whose agent and request name none.
     pub default_model: ModelRef,
+    /// Prices of models the catalog does not price (or prices otherwise), by `provider/model`:
+    /// every operation of this host starts with them (the configuration file's `[prices]`).
+    pub prices: std::collections::BTreeMap<String, rein_core::usage::Prices>,
     /// What new operations' context engine is told (cassettes turn date, paths and memories
     /// off so a recording replays anywhere).
     pub context: ContextSettings,
@@ -120,6 +123,7 @@ impl Host {
             models,
             catalog,
             default_model,
+            prices: Default::default(),
             context: ContextSettings::default(),
             tools: Vec::new(),
             embedder: None,
@@ -177,6 +181,7 @@ impl Host {
     ) -> Result<OperationSpec, ProfileError> {
         let base = OperationSpec {
             model: Some(self.default_model.clone()),
+            prices: self.prices.clone(),
             context: self.context.clone(),
             working_directory: self.working_directory.clone(),
             sandbox: self.sandbox,

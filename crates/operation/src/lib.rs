@@ -41,6 +41,7 @@ pub mod knowledge;
 pub mod memories;
 mod model_port;
 pub mod models;
+pub mod pricing;
 pub mod profile;
 mod summarizer;
 pub mod surface;

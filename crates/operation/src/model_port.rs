@@ -35,8 +35,10 @@ pub struct ModelPort {
     pub provider: Arc<dyn ModelProvider>,
     /// Provider id (for pricing).
     pub provider_id: String,
-    /// Catalog for prices and capabilities.
+    /// Catalog for capabilities.
     pub catalog: Arc<Catalog>,
+    /// What its calls cost.
+    pub pricing: crate::pricing::Pricing,
     /// Store for the parent-message preflight and knowledge retrieval.
     pub store: Arc<dyn Store>,
     /// Embeds the user's message for knowledge bases with an embedding model.
@@ -471,8 +473,8 @@ impl LlmPort for ModelPort {
                 here.record("error.type", e.kind.as_str());
             }
             let cost = self
-                .catalog
-                .cost(&self.provider_id, &model, &usage)
+                .pricing
+                .cost(&self.provider_id, &model, &usage, r.reported_cost)
                 .unwrap_or(Usd::ZERO);
             let reasoning = (r.reasoning.is_some()
                 || r.reasoning_signature.is_some()

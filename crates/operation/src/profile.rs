@@ -55,6 +55,12 @@ pub struct AgentProfile {
     /// Token limit of the whole operation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_limit: Option<u64>,
+    /// Prices of models, by `provider/model`, in USD per million tokens (`input`, `output`,
+    /// `cache_read`, `cache_write`), over the catalog's and the host's: a model the catalog
+    /// does not price can then run under a cost limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "prices_schema")]
+    pub prices: Option<BTreeMap<String, rein_core::usage::Prices>>,
     /// Cost limit of any one model call, in USD.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0.0))]
@@ -164,6 +170,27 @@ pub fn tool_rules_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema 
                     }
                 }
             ]
+        }
+    })
+}
+
+/// The schema of optional prices: `provider/model` → USD per million tokens.
+pub fn prices_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let price = serde_json::json!({"type": "number", "minimum": 0});
+    schemars::json_schema!({
+        "type": ["object", "null"],
+        "maxProperties": 64,
+        "propertyNames": {"pattern": MODEL_PATTERN},
+        "additionalProperties": {
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["input", "output"],
+            "properties": {
+                "input": price,
+                "output": price,
+                "cache_read": price,
+                "cache_write": price
+            }
         }
     })
 }
@@ -388,6 +415,17 @@ impl AgentProfile {
             max_steps: over.max_steps.or(self.max_steps),
             cost_limit: over.cost_limit.or(self.cost_limit),
             token_limit: over.token_limit.or(self.token_limit),
+            // Per model: the request's price over the agent's.
+            prices: match (&self.prices, &over.prices) {
+                (None, None) => None,
+                (a, b) => Some(
+                    a.iter()
+                        .chain(b)
+                        .flatten()
+                        .map(|(k, v)| (k.clone(), *v))
+                        .collect(),
+                ),
+            },
             model_call_cost_limit: over.model_call_cost_limit.or(self.model_call_cost_limit),
             tool_call_cost_limit: over.tool_call_cost_limit.or(self.tool_call_cost_limit),
             budget_policy: over.budget_policy.or(self.budget_policy),
@@ -413,6 +451,15 @@ impl AgentProfile {
         }
         for key in self.allow.iter().flatten() {
             check_tool_key(key)?;
+        }
+        for (model, prices) in self.prices.iter().flatten() {
+            model_ref(model)?;
+            if !prices.valid() {
+                return Err(ProfileError::Limit {
+                    field: "prices",
+                    requirement: "finite, non-negative USD per million tokens",
+                });
+            }
         }
         for (key, rule) in self.tool_rules.iter().flatten() {
             check_tool_key(key)?;
@@ -522,6 +569,12 @@ impl AgentProfile {
                 .unwrap_or_else(|| base.tool_rules.clone()),
             max_steps: self.max_steps.or(base.max_steps),
             budget: self.budget()?,
+            prices: base
+                .prices
+                .iter()
+                .chain(self.prices.iter().flatten())
+                .map(|(k, v)| (k.clone(), *v))
+                .collect(),
             approval_timeout_secs: self.approval_timeout_secs.or(base.approval_timeout_secs),
             tools_disclosure: match &self.tools_disclosure {
                 Some(d) => tools_disclosure(d)?,

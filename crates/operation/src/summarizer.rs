@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use rein_core::Usd;
 use rein_core::engine::ports::{PortError, Summarizer, Summary};
 use rein_core::message::{ContentPart, Message, MessageKind, Role};
-use rein_model::{Catalog, ChatRequest, ErrorKind, ModelError, ModelProvider};
+use rein_model::{ChatRequest, ErrorKind, ModelError, ModelProvider};
 use std::fmt::Write;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -29,8 +29,8 @@ pub struct ModelSummarizer {
     pub provider_id: String,
     /// Model id.
     pub model: String,
-    /// Prices.
-    pub catalog: Arc<Catalog>,
+    /// What its calls cost.
+    pub pricing: crate::pricing::Pricing,
     /// Cancels the call with the operation.
     pub cancel: CancellationToken,
 }
@@ -129,8 +129,8 @@ impl ModelSummarizer {
         Ok(Summary {
             text,
             cost: self
-                .catalog
-                .cost(&self.provider_id, &self.model, &usage)
+                .pricing
+                .cost(&self.provider_id, &self.model, &usage, r.reported_cost)
                 .unwrap_or(Usd::ZERO),
             usage,
             model_key: format!("{}/{}", self.provider_id, self.model),

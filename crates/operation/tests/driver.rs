@@ -2,6 +2,8 @@
 //! every path an operation can take.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "driver/budgets.rs"]
+mod budgets;
 mod common;
 #[path = "driver/grants.rs"]
 mod grants;
@@ -941,7 +943,10 @@ async fn an_overflowing_summary_request_drops_the_oldest_half_and_retries() {
         provider: Arc::new(provider),
         provider_id: "openai".into(),
         model: "gpt-4o-mini".into(),
-        catalog: Arc::new(Catalog::builtin().unwrap()),
+        pricing: rein_operation::pricing::Pricing::new(
+            Arc::new(Catalog::builtin().unwrap()),
+            &Default::default(),
+        ),
         cancel: Default::default(),
     };
     let messages: Vec<_> = (0..8)

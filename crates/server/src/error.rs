@@ -194,6 +194,12 @@ impl From<rein_operation::DriverError> for ApiError {
                 "knowledge_missing",
                 e.to_string(),
             ),
+            // Well-formed, but a spend cap no call could count against: nothing was written.
+            e @ E::Unpriced(_) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "model_unpriced",
+                e.to_string(),
+            ),
             E::Grant(g) => {
                 use rein_operation::grants::GrantError as G;
                 match g {

@@ -191,11 +191,16 @@ struct WireUsage {
     total_tokens: u64,
     prompt_tokens_details: Option<PromptDetails>,
     completion_tokens_details: Option<CompletionDetails>,
+    /// What the call cost, in USD, as gateways that price calls themselves report it
+    /// (OpenRouter's usage accounting); OpenAI sends none.
+    cost: Option<f64>,
 }
 
 #[derive(Deserialize)]
 struct PromptDetails {
     cached_tokens: Option<u64>,
+    /// Input written to the prompt cache (OpenRouter's usage accounting).
+    cache_write_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -227,7 +232,11 @@ impl WireUsage {
                 .as_ref()
                 .and_then(|d| d.cached_tokens)
                 .unwrap_or(0),
-            cache_write: 0,
+            cache_write: self
+                .prompt_tokens_details
+                .as_ref()
+                .and_then(|d| d.cache_write_tokens)
+                .unwrap_or(0),
             reasoning: self
                 .completion_tokens_details
                 .as_ref()
@@ -337,6 +346,11 @@ impl Parser {
             out.push(ModelEvent::Usage {
                 usage: u.normalize(),
             });
+            if let Some(cost) = u.cost.filter(|c| c.is_finite() && *c >= 0.0) {
+                out.push(ModelEvent::Cost {
+                    cost: rein_core::Usd::from_dollars(cost),
+                });
+            }
         }
     }
 

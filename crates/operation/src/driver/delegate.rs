@@ -29,8 +29,10 @@ pub(super) struct Delegator {
     pub agents: Option<Arc<dyn AgentDirectory>>,
     /// Whether this process can run a child's model (and the supervisor's).
     pub models: Arc<dyn ModelSource>,
-    /// Prices the supervisor's model calls.
+    /// Where a child's models are priced (a spend cap with an unpriced model is refused).
     pub catalog: Arc<rein_model::Catalog>,
+    /// Prices the supervisor's model calls.
+    pub pricing: crate::pricing::Pricing,
     /// The parent's spec.
     pub spec: OperationSpec,
 }
@@ -301,6 +303,13 @@ impl Delegator {
             question_briefs: parent.question_briefs,
             max_steps: min_opt(asked.max_steps, parent.max_steps),
             budget,
+            // Its agent's prices over its parent's.
+            prices: parent
+                .prices
+                .iter()
+                .chain(&asked.prices)
+                .map(|(k, v)| (k.clone(), *v))
+                .collect(),
             approval_timeout_secs: min_opt(
                 asked.approval_timeout_secs,
                 parent.approval_timeout_secs,
@@ -330,6 +339,10 @@ impl Delegator {
             // A member speaks as itself; it does not supervise.
             group: None,
         };
+        // What the tree may spend binds the child too: its model must have a price.
+        if let Some(unpriced) = crate::pricing::unpriced(&spec, &self.catalog) {
+            return Err(Refusal(format!("The sub-agent cannot run: {unpriced}")));
+        }
         if !spec.may_delegate() {
             Arc::make_mut(&mut manifests).remove(rein_tools::agents::IDENTIFIER);
         }
@@ -561,8 +574,8 @@ impl Delegator {
             let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             state.usage.record_llm(&key, usage, ms);
             let cost = self
-                .catalog
-                .cost(&model.provider, &model.model, usage)
+                .pricing
+                .cost(&model.provider, &model.model, usage, r.reported_cost)
                 .unwrap_or(Usd::ZERO);
             state.cost.record_llm(&key, cost);
         }

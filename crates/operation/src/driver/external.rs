@@ -265,7 +265,7 @@ impl Driver {
         let model = transcript.model.as_deref();
         let cost = step
             .cost
-            .or_else(|| self.estimated_cost(kind, model, &step.tokens));
+            .or_else(|| self.estimated_cost(&run.spec, kind, model, &step.tokens));
         let session = transcript.session.clone().map(|id| ExternalSession {
             kind: kind.name().to_owned(),
             id,
@@ -277,9 +277,11 @@ impl Driver {
         Ok(())
     }
 
-    /// What the catalog says `tokens` of `model` cost, for the kinds whose provider is known.
+    /// What `tokens` of `model` cost at the operation's or the catalog's price, for the kinds
+    /// whose provider is known.
     fn estimated_cost(
         &self,
+        spec: &rein_core::spec::OperationSpec,
         kind: ExternalKind,
         model: Option<&str>,
         tokens: &TokenUsage,
@@ -289,7 +291,8 @@ impl Driver {
             ExternalKind::Codex => "openai",
             ExternalKind::Jsonl => return None,
         };
-        self.catalog.cost(provider, model?, tokens)
+        crate::pricing::Pricing::new(std::sync::Arc::clone(&self.catalog), spec)
+            .cost(provider, model?, tokens, None)
     }
 
     /// The CLI's own totals, where it reported them, replace what the turns added up to (rein

@@ -169,6 +169,7 @@ impl Driver {
             provider,
             provider_id: model.provider.to_string(),
             catalog: Arc::clone(&self.catalog),
+            pricing: crate::pricing::Pricing::new(Arc::clone(&self.catalog), spec),
             store: Arc::clone(&self.store),
             models: Arc::clone(&self.models),
             cancel: self.cancel.clone(),
@@ -186,7 +187,7 @@ impl Driver {
             provider: summary_provider,
             provider_id: summary_model.provider.to_string(),
             model: summary_model.model.to_string(),
-            catalog: Arc::clone(&self.catalog),
+            pricing: crate::pricing::Pricing::new(Arc::clone(&self.catalog), spec),
             cancel: self.cancel.clone(),
         };
         let delegator: Arc<dyn rein_core::engine::Executor> =
@@ -194,6 +195,7 @@ impl Driver {
                 agents: self.agents.clone(),
                 models: Arc::clone(&self.models),
                 catalog: Arc::clone(&self.catalog),
+                pricing: crate::pricing::Pricing::new(Arc::clone(&self.catalog), spec),
                 spec: spec.clone(),
             });
         let executors = rein_core::engine::ExecutorTable::new()

@@ -28,8 +28,14 @@ impl Driver {
         // The tools this process adds are recorded, so a process continuing the operation
         // without them refuses instead of running it with fewer.
         spec.mcp_servers = self.host_tools();
-        // Refuse now, before anything is written, what no step could run.
+        // Refuse now, before anything is written, what no step could run, and a spend cap
+        // no call could count against.
         self.preflight(id, &spec)?;
+        if spec.surface.external_kind().is_none()
+            && let Some(unpriced) = crate::pricing::unpriced(&spec, &self.catalog)
+        {
+            return Err(unpriced.into());
+        }
         let topic_id = opts
             .topic_id
             .clone()

@@ -74,6 +74,12 @@ pub struct CreateOperation {
     /// Token limit.
     #[serde(default)]
     pub token_limit: Option<u64>,
+    /// Prices of models, by `provider/model`, in USD per million tokens (`input`, `output`,
+    /// `cache_read`, `cache_write`), over the agent's, the server's and the catalog's. A cost
+    /// limit with a model nothing prices is refused: 422 `model_unpriced`.
+    #[serde(default)]
+    #[schemars(schema_with = "rein_operation::profile::prices_schema")]
+    pub prices: Option<std::collections::BTreeMap<String, rein_core::usage::Prices>>,
     /// Cost limit of any one model call, in USD.
     #[serde(default)]
     #[schemars(range(min = 0.0))]
@@ -354,6 +360,7 @@ pub async fn create(
         max_steps: req.max_steps,
         cost_limit: req.cost_limit,
         token_limit: req.token_limit,
+        prices: req.prices.clone(),
         model_call_cost_limit: req.model_call_cost_limit,
         tool_call_cost_limit: req.tool_call_cost_limit,
         budget_policy: req.budget_policy,

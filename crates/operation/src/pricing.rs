@@ -1,0 +1,88 @@
+//! What a model call costs, and whether an operation's spend caps can be kept at all. The
+//! provider's own figure wins when its response carries one (gateways such as OpenRouter
+//! report `usage.cost`); else the price the operation was started with for that model (the
+//! configuration file's `[prices."provider/model"]`, the agent's or the request's `prices`,
+//! written in its spec); else the model catalog's. A cost limit with a model that has none of
+//! these would be a limit that never trips, so such an operation is refused before anything
+//! is written ([`unpriced`]).
+
+use rein_core::spec::OperationSpec;
+use rein_core::state::ModelRef;
+use rein_core::usage::Prices;
+use rein_core::{TokenUsage, Usd};
+use rein_model::Catalog;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Prices for one operation: its own, then the catalog's.
+#[derive(Clone, Debug)]
+pub struct Pricing {
+    catalog: Arc<Catalog>,
+    own: Arc<BTreeMap<String, Prices>>,
+}
+
+impl Pricing {
+    /// The prices `spec` was started with, over `catalog`.
+    pub fn new(catalog: Arc<Catalog>, spec: &OperationSpec) -> Self {
+        Self {
+            catalog,
+            own: Arc::new(spec.prices.clone()),
+        }
+    }
+
+    /// The prices of `provider/model`, if any are known.
+    pub fn prices(&self, provider: &str, model: &str) -> Option<Prices> {
+        self.own
+            .get(&format!("{provider}/{model}"))
+            .copied()
+            .or_else(|| self.catalog.lookup(provider, model).map(|m| m.prices))
+    }
+
+    /// What `usage` of `provider/model` cost: what the provider reported, else its price;
+    /// `None` when neither is known.
+    pub fn cost(
+        &self,
+        provider: &str,
+        model: &str,
+        usage: &TokenUsage,
+        reported: Option<Usd>,
+    ) -> Option<Usd> {
+        reported.or_else(|| self.prices(provider, model).map(|p| p.cost(usage)))
+    }
+}
+
+/// A spend cap the operation could not keep: the limit and the model without a price.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{limit} is set, but model {model} has no price, so its calls would count as $0 and the limit would never stop them; price it with [prices.\"{model}\"] input = …, output = … (USD per million tokens) in the configuration file, or `prices` on the agent or the request"
+)]
+pub struct Unpriced {
+    /// `provider/model`.
+    pub model: String,
+    /// Which limit (`cost_limit`, `model_call_cost_limit`).
+    pub limit: &'static str,
+}
+
+/// The first model `spec` would call that has no price while one of its spend caps is set;
+/// `None` when every cap can be kept (or none is set). Its own model, its compression model,
+/// and for a sub-agent what its tree may still spend all count.
+pub fn unpriced(spec: &OperationSpec, catalog: &Arc<Catalog>) -> Option<Unpriced> {
+    let parent = spec.delegation.as_ref().map(|d| &d.parent_budget);
+    let limit = if spec.budget.max_cost.is_some() || parent.is_some_and(|b| b.max_cost.is_some()) {
+        "cost_limit"
+    } else if spec.budget.max_model_call_cost.is_some() {
+        "model_call_cost_limit"
+    } else {
+        return None;
+    };
+    let pricing = Pricing::new(Arc::clone(catalog), spec);
+    let priced = |m: &ModelRef| pricing.prices(&m.provider, &m.model).is_some();
+    spec.model
+        .iter()
+        .chain(spec.compression_model.iter())
+        .find(|m| !priced(m))
+        .map(|m| Unpriced {
+            model: m.key(),
+            limit,
+        })
+}
