@@ -1,5 +1,6 @@
-//! The terminal prompt on a real terminal (`script` gives `rein` a pseudo-terminal): it says
-//! why each call asks; "always for this operation" is a grant kept in the database, so the next
+//! The terminal prompt on a real terminal (`script` gives `rein` a pseudo-terminal): yes, no
+//! with a reason, the agent's questions asked until the answer fits; it says why each call
+//! asks; "always for this operation" is a grant kept in the database, so the next
 //! call of the tool runs without a prompt; a call the guard flags says it is asked every time
 //! and offers no "always"; `rein grant list|revoke` shows and ends the grant.
 
@@ -90,6 +91,85 @@ fn on_terminal(e: &Env, args: &[&str]) -> Terminal {
 }
 
 #[tokio::test]
+async fn on_a_terminal_rein_run_asks_inline_and_takes_yes_and_no_with_a_reason() {
+    if which("script").is_none() {
+        rein_testkit::skip(
+            "the terminal approval prompt",
+            "util-linux `script` is not installed",
+        );
+        return;
+    }
+    let e = env(vec![
+        calc("c1", "2+2"),
+        calc("c2", "3+3"),
+        Canned::openai_text("4, and 3+3 by hand."),
+    ])
+    .await;
+    let mut t = on_terminal(&e, &["run", "--approval", "allow-list", "Add twice."]);
+    let first = t.expect("[a]gent: ").await;
+    assert!(first.contains("approve calculator/evaluate({"), "{first}");
+    t.type_line("y").await;
+    t.expect("[a]gent: ").await;
+    t.type_line("n").await;
+    t.expect("reason (optional): ").await;
+    t.type_line("do it by hand").await;
+    t.expect("4, and 3+3 by hand.").await;
+    let status = tokio::time::timeout(Duration::from_secs(60), t.child.wait())
+        .await
+        .expect("rein ends after the answer")
+        .unwrap();
+    assert!(status.success());
+    let requests = e.server.requests();
+    assert_eq!(requests.len(), 3);
+    let results: Vec<String> = requests[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(results[0], "4");
+    assert!(results[1].contains("do it by hand"), "{results:?}");
+}
+
+#[tokio::test]
+async fn on_a_terminal_rein_run_asks_the_agents_question_until_the_answer_fits() {
+    if which("script").is_none() {
+        rein_testkit::skip(
+            "the terminal question prompt",
+            "util-linux `script` is not installed",
+        );
+        return;
+    }
+    let e = env(vec![
+        ask_deploy("q1"),
+        Canned::openai_text("Holding the release."),
+    ])
+    .await;
+    // Auto-run runs calls unasked, but a question still waits for the person.
+    let mut t = on_terminal(
+        &e,
+        &["run", "--approval", "auto-run", "Ship it if I agree."],
+    );
+    let asked = t.expect("choose 1-2 or type a key").await;
+    assert!(asked.contains("? Deploy to production now?"), "{asked}");
+    assert!(asked.contains("2) no — Wait"), "{asked}");
+    t.type_line("later").await;
+    t.expect("`later` is not one of the options: yes, no").await;
+    t.expect("choose 1-2 or type a key").await;
+    t.type_line("2").await;
+    t.expect("Holding the release.").await;
+    let status = tokio::time::timeout(Duration::from_secs(60), t.child.wait())
+        .await
+        .expect("rein ends after the answer")
+        .unwrap();
+    assert!(status.success());
+    let requests = e.server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].tool_result("q1"), "The user chose `no` (Wait).");
+}
+
+#[tokio::test]
 async fn the_terminal_prompt_says_why_grants_for_the_operation_and_never_for_a_flagged_call() {
     if which("script").is_none() {
         rein_testkit::skip(
@@ -172,12 +252,4 @@ async fn the_terminal_prompt_says_why_grants_for_the_operation_and_never_for_a_f
     let (code, _, err) = e.rein(&["grant", "revoke", "grant_x"]).await;
     assert_ne!(code, 0);
     assert!(err.contains("not a grant id"), "{err}");
-}
-
-fn which(program: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|p| p.join(program))
-            .find(|p| p.is_file())
-    })
 }
