@@ -63,6 +63,11 @@ pub struct AgentFlags {
     /// Seconds a requested approval stays valid; after that the operation ends (timeout).
     #[arg(long, value_name = "SECS")]
     pub approval_timeout: Option<u64>,
+    /// When another operation of the conversation is running or waiting: enqueue (default:
+    /// start when it ends), reject (refuse, naming it) or interrupt (end it, rejecting its
+    /// waiting calls, then start).
+    #[arg(long, value_name = "POLICY", value_parser = when_busy_parser())]
+    pub when_busy: Option<rein_core::spec::WhenBusy>,
     /// How tools are offered: auto (listed for activation when their schemas would cost more
     /// than 6,000 tokens), all, or progressive.
     #[arg(long, value_parser = ["auto", "all", "progressive"])]
@@ -119,6 +124,7 @@ impl AgentFlags {
                 _ => BudgetPolicy::Stop,
             }),
             approval_timeout_secs: self.approval_timeout,
+            when_busy: self.when_busy,
             tools_disclosure: self.tools_disclosure,
             skills: (!self.skills.is_empty()).then_some(self.skills),
             sandbox: self.sandbox,
@@ -132,6 +138,15 @@ impl AgentFlags {
             }),
         }
     }
+}
+
+/// A clap parser for `--when-busy` that lists the policies in `--help` and its errors.
+fn when_busy_parser() -> impl clap::builder::TypedValueParser<Value = rein_core::spec::WhenBusy> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(
+        rein_core::spec::WhenBusy::ALL.map(rein_core::spec::WhenBusy::as_str),
+    )
+    .try_map(|s| s.parse::<rein_core::spec::WhenBusy>())
 }
 
 /// `provider/model=INPUT,OUTPUT[,CACHE_READ[,CACHE_WRITE]]` (see [`AgentFlags::prices`]).

@@ -338,7 +338,7 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, ctx: &Context_) -> anyho
             };
             let op = drv.start(&prompt, &opts).await?;
             topic.get_or_insert_with(|| format!("topic_{op}"));
-            end = Some(drv.run(op).await?);
+            end = Some(crate::queue::run_in_turn(&drv, op).await?);
             id = Some(op);
         }
         if let (Some(end), Some(op)) = (end, id) {

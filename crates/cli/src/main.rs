@@ -12,6 +12,7 @@ mod knowledge;
 mod memory;
 mod output;
 mod prompt;
+mod queue;
 mod remote;
 mod serve;
 mod skills;
@@ -359,6 +360,12 @@ pub(crate) async fn finish(store: &SqlStore, id: OperationId, end: &RunEnd) -> a
         })
         .unwrap_or_else(|| format!("op {id}"));
     Ok(match end {
+        RunEnd::Queued => {
+            eprintln!(
+                "\nqueued behind another operation of its conversation · {summary}\nit starts when that one ends; drop it with: rein op cancel {id}"
+            );
+            exit::WAITING
+        }
         RunEnd::Done { reason, detail } => {
             let d = detail
                 .as_deref()
@@ -584,7 +591,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                     cancel.cancel();
                 }
             });
-            let end = driver.run(id).await?;
+            let end = queue::run_in_turn(&driver, id).await?;
             let end = prompt::ask(&driver, id, end).await?;
             // Learning from the conversation comes after the answer is out; a failure is
             // retried by the next run, never the run's failure.

@@ -17,6 +17,8 @@ use tokio::process::{Child, Command};
 mod budgets;
 #[path = "serve/grants.rs"]
 mod grants;
+#[path = "serve/queue.rs"]
+mod queue;
 
 struct Env {
     dir: PathBuf,

@@ -415,6 +415,52 @@ impl MemoryScope {
     }
 }
 
+/// What happens to a new operation of a conversation in which another one is running or
+/// parked: one conversation runs one operation at a time, so every exchange stays on its active
+/// path, in order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum WhenBusy {
+    /// Wait: it is queued and starts when the one before it ends (cancellable meanwhile).
+    #[default]
+    Enqueue,
+    /// Refuse it, naming the operation in the way.
+    Reject,
+    /// Interrupt the one in the way at its next boundary (keeping its partial answer; its calls
+    /// waiting for approval are rejected: the person moved on), then start.
+    Interrupt,
+}
+
+impl WhenBusy {
+    /// Every policy.
+    pub const ALL: [WhenBusy; 3] = [Self::Enqueue, Self::Reject, Self::Interrupt];
+
+    /// Its name as written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Enqueue => "enqueue",
+            Self::Reject => "reject",
+            Self::Interrupt => "interrupt",
+        }
+    }
+
+    /// Whether this is the default (left out of a serialized spec).
+    pub fn is_default(&self) -> bool {
+        *self == Self::Enqueue
+    }
+}
+
+impl std::str::FromStr for WhenBusy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|w| w.as_str() == s)
+            .ok_or_else(|| format!("when_busy `{s}`: use enqueue, reject or interrupt"))
+    }
+}
+
 /// What one operation may do.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -459,6 +505,10 @@ pub struct OperationSpec {
     /// Seconds a requested approval stays valid; after that the operation ends (`timeout`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval_timeout_secs: Option<u64>,
+    /// What happens when another operation of its conversation is running or parked as it
+    /// starts.
+    #[serde(skip_serializing_if = "WhenBusy::is_default")]
+    pub when_busy: WhenBusy,
     /// Whether tools are offered with full schemas or listed for activation.
     pub tools_disclosure: ToolDisclosure,
     /// Skills admitted from the first call on (by name).

@@ -19,6 +19,9 @@ pub enum Status {
     /// Created, not started.
     #[default]
     Idle,
+    /// Accepted while another operation of its conversation was running or parked: it starts
+    /// when that one ends (its prompt joins the conversation then, after what came before).
+    Queued,
     /// Executing steps.
     Running,
     /// Parked until a human approves, answers or selects.

@@ -361,6 +361,7 @@ async fn store_commit(target: &Target, commits: usize) -> f64 {
                 spec: Default::default(),
                 admission: None,
                 thread: None,
+                gate: None,
             })
             .await
             .unwrap();

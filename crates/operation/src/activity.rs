@@ -191,6 +191,7 @@ mod tests {
                 spec: Default::default(),
                 admission: None,
                 thread: None,
+                gate: None,
             })
             .await
             .unwrap();

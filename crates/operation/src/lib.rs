@@ -51,8 +51,8 @@ pub mod tree;
 
 pub use agents::{AgentDirectory, StoredAgents};
 pub use driver::{
-    BranchError, CommitHook, Decision, Driver, RunEnd, StartOptions, SystemModelError,
-    TITLE_INSTRUCTIONS, Turn, derived_message_id,
+    Begun, BranchError, CommitHook, Decision, Driver, MOVED_ON, RunEnd, StartOptions,
+    SystemModelError, TITLE_INSTRUCTIONS, Turn, derived_message_id,
 };
 pub use embedder::ProviderEmbedder;
 pub use error::{DriverError, TOPIC_ID_PATTERN, check_topic_id};

@@ -77,6 +77,11 @@ pub struct AgentProfile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub approval_timeout_secs: Option<u64>,
+    /// When another operation of the conversation is running or parked: `enqueue` (default:
+    /// start when it ends), `reject` (refused, naming it) or `interrupt` (end it at its next
+    /// boundary, rejecting its parked calls, then start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when_busy: Option<rein_core::spec::WhenBusy>,
     /// How tools are offered: `auto` (default: listed for activation when their schemas would
     /// cost more than 6,000 tokens), `all` or `progressive`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -430,6 +435,7 @@ impl AgentProfile {
             tool_call_cost_limit: over.tool_call_cost_limit.or(self.tool_call_cost_limit),
             budget_policy: over.budget_policy.or(self.budget_policy),
             approval_timeout_secs: over.approval_timeout_secs.or(self.approval_timeout_secs),
+            when_busy: over.when_busy.or(self.when_busy),
             tools_disclosure: over
                 .tools_disclosure
                 .clone()
@@ -576,6 +582,7 @@ impl AgentProfile {
                 .map(|(k, v)| (k.clone(), *v))
                 .collect(),
             approval_timeout_secs: self.approval_timeout_secs.or(base.approval_timeout_secs),
+            when_busy: self.when_busy.unwrap_or(base.when_busy),
             tools_disclosure: match &self.tools_disclosure {
                 Some(d) => tools_disclosure(d)?,
                 None => base.tools_disclosure,

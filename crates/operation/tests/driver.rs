@@ -7,6 +7,8 @@ mod budgets;
 mod common;
 #[path = "driver/grants.rs"]
 mod grants;
+#[path = "driver/queue.rs"]
+mod queue;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;

@@ -112,6 +112,12 @@ impl From<rein_store::StoreError> for ApiError {
             E::Conflict(what) => ApiError::conflict(format!("{what} already exists")),
             E::NotFound(what) => ApiError::not_found(format!("no {what}")),
             E::InUse(what) => ApiError::conflict(what),
+            ref e @ E::TopicBusy {
+                ref operation,
+                ref status,
+                ..
+            } => ApiError::new(StatusCode::CONFLICT, "topic_busy", e.to_string())
+                .with_details(serde_json::json!({"operation_id": operation, "status": status})),
             e @ E::AtCapacity { .. } => {
                 let mut err = ApiError::new(
                     StatusCode::TOO_MANY_REQUESTS,

@@ -57,6 +57,14 @@ impl rein_core::engine::EventSink for Tee {
 /// its last writes (the lease release after it parked) before the request is a 409.
 pub const FINISHING: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// Whether a server runs operations of this trigger (a terminal runs its own).
+fn server_owned(trigger: Trigger) -> bool {
+    match trigger {
+        Trigger::Api | Trigger::Schedule | Trigger::Heartbeat => true,
+        Trigger::Cli | Trigger::SubAgent => false,
+    }
+}
+
 /// Builds drivers and runs operations in the background.
 pub struct Runner {
     store: Arc<SqlStore>,
@@ -294,9 +302,41 @@ impl Runner {
             me.finished.notify_waiters();
             // Streams re-check the log (and end when the operation did).
             me.hub.send(id, || Signal::Wake);
+            // What waited for its turn in the conversation starts now.
+            me.start_next(id).await;
         };
         tokio::spawn(tracing::Instrument::instrument(run, caller));
         Ok(Ended(on_end))
+    }
+
+    /// Start the operation queued behind `after` in its conversation, if `after` no longer
+    /// holds it (and nothing else does).
+    fn start_next(self: &Arc<Self>, after: OperationId) -> futures::future::BoxFuture<'static, ()> {
+        let me = Arc::clone(self);
+        Box::pin(async move {
+            let driver = me.driver();
+            match driver.promote_after(after, server_owned).await {
+                Ok(Some(next)) => me.run_promoted(next, driver).await,
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(operation = %after, error = %e, "the next queued operation was not started; the recovery sweep will")
+                }
+            }
+        })
+    }
+
+    /// Run an operation just promoted from its conversation's queue.
+    async fn run_promoted(self: &Arc<Self>, id: OperationId, driver: Driver) {
+        let owner = match self.store.operation(id).await {
+            Ok(Some(r)) => r.owner.unwrap_or_default(),
+            _ => String::new(),
+        };
+        match self.spawn(id, owner, driver, Job::Run).await {
+            Ok(_) => tracing::info!(operation = %id, "queued operation started"),
+            Err(e) => {
+                tracing::debug!(operation = %id, error = %e.message, "queued operation left to the recovery sweep")
+            }
+        }
     }
 
     /// Every half lease, resume what a dead process left (see [`Runner::recover`]).
@@ -355,17 +395,27 @@ impl Runner {
         now: chrono::DateTime<chrono::Utc>,
     ) -> Result<usize, ApiError> {
         let mut n = 0;
+        // Conversations whose queue nobody moved on (the operation before ended in another
+        // process, or this one stopped before it could).
+        for topic in self.store.stalled_topics().await? {
+            let driver = self.driver();
+            match driver.promote_where(&topic, server_owned).await {
+                Ok(Some(next)) => {
+                    self.run_promoted(next, driver).await;
+                    n += 1;
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(%topic, error = %e, "queued operation not started"),
+            }
+        }
         // The CLI's operations belong to the processes that run them; the API's and the
         // scheduler's belong to the server.
         for op in self.unfinished().await?.into_iter().filter(|o| {
-            matches!(
-                o.trigger,
-                Trigger::Api | Trigger::Schedule | Trigger::Heartbeat
-            ) && o
-                .recovery
-                .as_ref()
-                .and_then(|r| r.retry_at)
-                .is_none_or(|at| at <= now)
+            server_owned(o.trigger)
+                && o.recovery
+                    .as_ref()
+                    .and_then(|r| r.retry_at)
+                    .is_none_or(|at| at <= now)
         }) {
             if self.is_running(op.id) {
                 continue;

@@ -61,6 +61,19 @@ pub enum StoreError {
     /// operations still run); nothing was written.
     #[error("{0}")]
     InUse(String),
+    /// Another operation of the conversation is running or parked (or queued), and the new one
+    /// asked to be refused then (`when_busy: reject`); nothing was written.
+    #[error(
+        "topic {topic} is busy: operation {operation} is {status}; wait for it, cancel it, or ask to queue (when_busy: enqueue) or to interrupt it (when_busy: interrupt)"
+    )]
+    TopicBusy {
+        /// The topic.
+        topic: String,
+        /// The operation in the way.
+        operation: String,
+        /// Its status.
+        status: String,
+    },
     /// Running one more operation would cross a limit; nothing was written.
     #[error("{} operations are running {}, the limit", .limit, .scope)]
     AtCapacity {

@@ -69,18 +69,50 @@ impl<T: Tasks + Briefs + ?Sized> TaskStore for T {}
 
 use futures::future::BoxFuture;
 use rein_core::document::{Document, DocumentKind};
-use rein_core::{AgentEvent, Message, MessageId, OperationId};
+use rein_core::{AgentEvent, AgentState, Message, MessageId, OperationId};
 
 /// Durable storage for operations (and the briefs they raise). Every method is one
 /// transaction.
 pub trait Store:
     Briefs + Topics + Knowledge + KnowledgeJobs + Memories + Grants + Send + Sync
 {
-    /// Persist a new operation with its first messages, before anything runs.
+    /// Persist a new operation with its first messages, before anything runs; under its
+    /// [`TopicGate`] it is queued behind (or refused by, `TopicBusy`) another operation of its
+    /// conversation that is running, parked or queued, decided in the same transaction.
     fn create_operation<'a>(
         &'a self,
         op: &'a NewOperation,
-    ) -> BoxFuture<'a, Result<(), StoreError>>;
+    ) -> BoxFuture<'a, Result<Created, StoreError>>;
+    /// The oldest queued operation of `topic` (read under the topic's lock, so one queued just
+    /// before is seen).
+    fn next_queued<'a>(
+        &'a self,
+        topic: &'a str,
+    ) -> BoxFuture<'a, Result<Option<QueuedOperation>, StoreError>>;
+    /// Activate queued operation `op` with its first state as computed now: its messages join
+    /// the conversation and it becomes ready, only if it is the oldest queued one of its topic
+    /// and nothing else there is idle, running or parked; `false` otherwise.
+    fn activate_queued<'a>(
+        &'a self,
+        op: &'a NewOperation,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// End queued operation `id` with `state` (interrupted, never started) without running it;
+    /// `false` when it is no longer queued.
+    fn drop_queued<'a>(
+        &'a self,
+        id: OperationId,
+        state: &'a AgentState,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// The operation holding `topic` (idle, running or parked), else its oldest queued one;
+    /// never `except`.
+    fn topic_holder<'a>(
+        &'a self,
+        topic: &'a str,
+        except: OperationId,
+    ) -> BoxFuture<'a, Result<Option<(OperationId, rein_core::state::Status)>, StoreError>>;
+    /// Topics whose oldest queued operation could start (nothing else of theirs is idle,
+    /// running or parked).
+    fn stalled_topics(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>>;
     /// Commit one step (state, messages, events, tool executions, interventions) atomically.
     fn commit_step<'a>(
         &'a self,

@@ -49,6 +49,45 @@ pub struct NewOperation {
     pub admission: Option<Admission>,
     /// A sub-agent's thread: its messages are kept there, not in the topic's conversation.
     pub thread: Option<NewThread>,
+    /// How a top-level operation takes its turn in its conversation (one operation at a time);
+    /// `None` for a sub-agent, which runs within its parent's turn.
+    pub gate: Option<TopicGate>,
+}
+
+/// One operation at a time per conversation: what a new operation does when another one of
+/// its topic is running or parked (or queued before it), decided in the transaction that
+/// creates it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TopicGate {
+    /// Wait, refuse, or interrupt the one in the way.
+    pub when_busy: rein_core::spec::WhenBusy,
+    /// What starting it later takes, kept as the caller gave it (its prompt and where it goes);
+    /// given back by [`crate::Store::next_queued`].
+    pub deferred: serde_json::Value,
+}
+
+/// How creating an operation went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Created {
+    /// It may run now.
+    Ready,
+    /// Another operation of its conversation is running, parked or queued: it is queued and
+    /// starts after it (nothing of it is in the conversation yet).
+    Queued {
+        /// The operation in the way (running or parked; the first queued one when none is).
+        behind: OperationId,
+        /// Its status.
+        status: Status,
+    },
+}
+
+/// A queued operation, oldest first in its topic, with what starting it takes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueuedOperation {
+    /// The operation.
+    pub id: OperationId,
+    /// What its creator deferred ([`TopicGate::deferred`]).
+    pub deferred: serde_json::Value,
 }
 
 /// Where a sub-agent's thread hangs in its parent's topic.

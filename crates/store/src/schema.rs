@@ -119,6 +119,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "grants, and why a pending call asks",
         include_str!("../migrations/0020_grants_and_reasons.sql"),
     ),
+    (
+        21,
+        "one operation at a time per conversation: queued operations",
+        include_str!("../migrations/0021_topic_queue.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

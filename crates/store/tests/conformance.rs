@@ -28,6 +28,7 @@ fn new_op() -> NewOperation {
         },
         admission: None,
         thread: None,
+        gate: None,
     }
 }
 
@@ -198,6 +199,193 @@ async fn grants(store: &SqlStore) {
         .await
         .unwrap();
     assert_ne!(renewed.id, op.id);
+}
+
+/// A top-level operation of `topic` under `when_busy`, its prompt deferred as given.
+fn gated(topic: &str, when_busy: rein_core::spec::WhenBusy, prompt: &str) -> NewOperation {
+    let mut op = new_op();
+    op.state = AgentState::new(OperationId::new()).with_message(Message::user(prompt));
+    op.topic_id = topic.to_owned();
+    op.gate = Some(TopicGate {
+        when_busy,
+        deferred: serde_json::json!({"prompt": prompt}),
+    });
+    op
+}
+
+/// Commit `op` finished (step 1).
+async fn finish(store: &SqlStore, op: &NewOperation) {
+    let mut done = op.state.clone();
+    done.status = Status::Done;
+    let c = StepCommit {
+        thread_id: None,
+        children: Vec::new(),
+        step_index: 1,
+        state: done.clone(),
+        topic_id: op.topic_id.clone(),
+        changes: StateChanges::between(&op.state, &done),
+        events: Vec::new(),
+        tool_executions: vec![],
+        interventions: vec![],
+        instructions: vec!["finish".into()],
+        next_context: None,
+        operation_id: op.state.operation_id,
+    };
+    assert_eq!(
+        store.commit_step(&c).await.unwrap(),
+        CommitOutcome::Committed
+    );
+}
+
+/// One operation at a time per conversation, decided in the store: refused, queued behind
+/// (nothing of it in the conversation), activated oldest first only once nothing else holds
+/// the topic, dropped; and under 12 concurrent creations exactly one holds the topic.
+async fn topic_gate(store: &SqlStore) {
+    use rein_core::spec::WhenBusy::{Enqueue, Interrupt, Reject};
+    let topic = format!("gate-{}", OperationId::new());
+    let a = gated(&topic, Enqueue, "first");
+    assert_eq!(store.create_operation(&a).await.unwrap(), Created::Ready);
+    let a_id = a.state.operation_id;
+    let b = gated(&topic, Reject, "refused");
+    match store.create_operation(&b).await {
+        Err(StoreError::TopicBusy {
+            operation, status, ..
+        }) => {
+            assert_eq!((operation, status.as_str()), (a_id.to_string(), "idle"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        store
+            .operation(b.state.operation_id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let c = gated(&topic, Enqueue, "second");
+    let d = gated(&topic, Interrupt, "third");
+    for op in [&c, &d] {
+        assert_eq!(
+            store.create_operation(op).await.unwrap(),
+            Created::Queued {
+                behind: a_id,
+                status: Status::Idle
+            }
+        );
+    }
+    let c_id = c.state.operation_id;
+    assert_eq!(
+        store.operation_status(c_id).await.unwrap(),
+        Some(Status::Queued)
+    );
+    let conv = store.conversation(&topic).await.unwrap().unwrap();
+    assert_eq!(
+        conv.messages
+            .iter()
+            .map(|m| m.text_content())
+            .collect::<Vec<_>>(),
+        ["first"],
+        "a queued prompt is not in the conversation"
+    );
+    // A new one with nothing active still queues behind the queued ones (first come, first
+    // served), and the holder is the active one.
+    assert_eq!(
+        store.topic_holder(&topic, c_id).await.unwrap(),
+        Some((a_id, Status::Idle))
+    );
+    let next = store.next_queued(&topic).await.unwrap().unwrap();
+    assert_eq!(next.id, c_id);
+    assert_eq!(next.deferred, serde_json::json!({"prompt": "second"}));
+    // Not while the first one holds the topic; not out of order.
+    let mut c_ready = c.clone();
+    c_ready.state.status = Status::Idle;
+    c_ready.gate = None;
+    assert!(!store.activate_queued(&c_ready).await.unwrap());
+    assert!(
+        store
+            .stalled_topics()
+            .await
+            .unwrap()
+            .iter()
+            .all(|t| t != &topic)
+    );
+    finish(store, &a).await;
+    assert!(store.stalled_topics().await.unwrap().contains(&topic));
+    let mut d_ready = d.clone();
+    d_ready.state.status = Status::Idle;
+    d_ready.gate = None;
+    assert!(
+        !store.activate_queued(&d_ready).await.unwrap(),
+        "not before the older one"
+    );
+    assert!(store.activate_queued(&c_ready).await.unwrap());
+    assert!(!store.activate_queued(&c_ready).await.unwrap(), "once");
+    assert_eq!(
+        store.operation_status(c_id).await.unwrap(),
+        Some(Status::Idle)
+    );
+    let conv = store.conversation(&topic).await.unwrap().unwrap();
+    assert_eq!(
+        conv.messages
+            .iter()
+            .map(|m| m.text_content())
+            .collect::<Vec<_>>(),
+        ["first", "second"]
+    );
+    // Dropping the last queued one ends it without running.
+    let mut dropped = d.state.clone();
+    dropped.status = Status::Interrupted;
+    assert!(
+        store
+            .drop_queued(d.state.operation_id, &dropped)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .drop_queued(d.state.operation_id, &dropped)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.operation_status(d.state.operation_id).await.unwrap(),
+        Some(Status::Interrupted)
+    );
+    assert!(store.next_queued(&topic).await.unwrap().is_none());
+
+    // Twelve at once on a new topic, refusing when busy: one holds it, eleven are refused.
+    let racing = format!("race-{}", OperationId::new());
+    let store = std::sync::Arc::new(store.clone());
+    let tasks: Vec<_> = (0..12)
+        .map(|i| {
+            let (store, op) = (store.clone(), gated(&racing, Reject, &format!("r{i}")));
+            tokio::spawn(async move { store.create_operation(&op).await })
+        })
+        .collect();
+    let mut outcomes = (0, 0);
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(Created::Ready) => outcomes.0 += 1,
+            Err(StoreError::TopicBusy { .. }) => outcomes.1 += 1,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(outcomes, (1, 11));
+    // And queueing: one ready, eleven queued behind it.
+    let queueing = format!("queue-{}", OperationId::new());
+    let tasks: Vec<_> = (0..12)
+        .map(|i| {
+            let (store, op) = (store.clone(), gated(&queueing, Enqueue, &format!("q{i}")));
+            tokio::spawn(async move { store.create_operation(&op).await })
+        })
+        .collect();
+    let mut ready = 0;
+    for t in tasks {
+        if t.await.unwrap().unwrap() == Created::Ready {
+            ready += 1;
+        }
+    }
+    assert_eq!(ready, 1);
 }
 
 async fn suite(store: &SqlStore) {
@@ -1251,6 +1439,7 @@ async fn sqlite_conformance() {
     assert!(!store.is_postgres());
     suite(&store).await;
     grants(&store).await;
+    topic_gate(&store).await;
     memory_queue(&store).await;
     let other = SqlStore::open(dir.join("rein.db").to_str().unwrap(), Synchronous::Normal)
         .await
@@ -1282,6 +1471,7 @@ async fn postgres_conformance() {
     assert!(store.is_postgres());
     suite(&store).await;
     grants(&store).await;
+    topic_gate(&store).await;
     memory_queue(&store).await;
     assert_eq!(store.vector_search(), VectorSearch::InProcess);
     let other = SqlStore::open(&scoped, Synchronous::Normal).await.unwrap();
@@ -1861,7 +2051,7 @@ async fn admission(store: &SqlStore) {
     let (mut accepted, mut refused) = (Vec::new(), 0);
     for t in tasks {
         match t.await.unwrap() {
-            (id, Ok(())) => accepted.push(id),
+            (id, Ok(Created::Ready)) => accepted.push(id),
             (id, Err(StoreError::AtCapacity { scope, limit })) => {
                 assert_eq!((scope, limit), (CapacityScope::Owner, 4));
                 assert!(
@@ -1871,6 +2061,7 @@ async fn admission(store: &SqlStore) {
                 refused += 1;
             }
             (_, Err(e)) => panic!("unexpected error: {e}"),
+            (_, Ok(queued)) => panic!("each has its own topic, none queues: {queued:?}"),
         }
     }
     assert_eq!((accepted.len(), refused), (4, 46));
@@ -2334,6 +2525,7 @@ async fn sub_agents(store: &SqlStore) {
                 parent_message_id: Some(tool_message.id),
                 title: format!("task {n}"),
             }),
+            gate: None,
         }
     };
     let children = vec![child(1), child(2)];

@@ -195,6 +195,27 @@ pub fn is_question(call: &ToolCall) -> bool {
     question_of(call).is_some()
 }
 
+/// Reject every pending call with `reason` (the model would read it, but nothing more runs:
+/// the caller interrupts the operation for good next). A question is declined the same way.
+pub fn reject_pending(mut state: AgentState, reason: &str) -> AgentState {
+    let parent = state.pending_parent_message_id;
+    let content = format!("The user rejected this tool call. Reason: {reason}");
+    for call in std::mem::take(&mut state.pending_tool_calls) {
+        write_tool_message(
+            &mut state,
+            &call,
+            parent,
+            None,
+            ToolStatus::Rejected,
+            &content,
+        );
+    }
+    state.pending_human_prompt = None;
+    state.pending_human_select = None;
+    state.updated_at = Utc::now();
+    state
+}
+
 /// Abort everything pending: the next step settles the calls as aborted and finishes.
 pub fn abort_pending(mut state: AgentState, reason: &str) -> (AgentState, RuntimeContext) {
     let tool_calls = std::mem::take(&mut state.pending_tool_calls);

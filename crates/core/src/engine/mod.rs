@@ -11,7 +11,7 @@ mod sub_agents;
 pub use executor::{Approval, ExecContext, ExecError, ExecOutput, Executor, ExecutorTable};
 pub use human::{
     DecisionError, abort_pending, answer_prompt, answer_select, answer_tool_call,
-    approve_tool_call, expire_question, is_question, reject_tool_call,
+    approve_tool_call, expire_question, is_question, reject_pending, reject_tool_call,
 };
 pub use ports::{
     EventSink, LlmOutput, LlmPort, LlmProgress, LlmRequest, PortError, RawToolCall, Summarizer,

@@ -78,6 +78,8 @@ impl Driver {
                     parent_message_id: c.parent_message_id,
                     title: c.run.title,
                 }),
+                // A sub-agent runs within its parent's turn of the conversation.
+                gate: None,
                 state: c.state,
                 spec: c.spec,
             })

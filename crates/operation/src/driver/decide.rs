@@ -254,6 +254,15 @@ impl Driver {
         if run.committed.status.is_terminal() {
             return Ok(end_of(&run.committed));
         }
+        // A queued one never started: it ends as it is (unless it started meanwhile).
+        if run.committed.status == Status::Queued
+            && self.cancel_queued(&run.committed, "cancelled").await?
+        {
+            return Ok(RunEnd::Interrupted {
+                reason: "cancelled before it started".into(),
+                can_resume: false,
+            });
+        }
         self.store.request_cancel(id).await?;
         let requested = RunEnd::Interrupted {
             reason: "cancellation requested".into(),

@@ -296,6 +296,8 @@ impl Delegator {
             system_role: asked.system_role.clone(),
             allowed_tools,
             approval: stricter(parent.approval, asked.approval),
+            // It runs within its parent's turn of the conversation.
+            when_busy: parent.when_busy,
             allow,
             tool_rules: narrower_rules(&parent.tool_rules, &asked.tool_rules),
             // Nobody watches a sub-agent of an unattended run either.

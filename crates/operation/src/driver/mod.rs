@@ -13,6 +13,7 @@ mod delegate;
 mod external;
 mod grant;
 mod open;
+mod queue;
 mod run;
 mod runtime;
 mod start;
@@ -20,6 +21,8 @@ mod system_model;
 mod title;
 mod turn;
 
+pub use queue::MOVED_ON;
+pub use start::Begun;
 pub use system_model::{SystemModelError, ask_json};
 pub use title::TITLE_INSTRUCTIONS;
 pub use turn::{BranchError, Turn};
@@ -122,6 +125,9 @@ pub enum RunEnd {
         /// Calls awaiting a decision.
         pending: Vec<ToolCall>,
     },
+    /// Queued behind another operation of its conversation: it starts when that one ends
+    /// ([`Driver::promote`]).
+    Queued,
     /// Waiting for calls a device runs (see [`Driver::complete_async_tool`]).
     WaitingForAsyncTool {
         /// Their call ids.
@@ -239,6 +245,7 @@ fn end_of(state: &AgentState) -> RunEnd {
         Status::WaitingForSubAgents => RunEnd::WaitingForSubAgents {
             children: state.sub_agents.iter().map(|r| r.operation_id).collect(),
         },
+        Status::Queued => RunEnd::Queued,
         Status::WaitingForHuman => RunEnd::WaitingForHuman {
             pending: state.pending_tool_calls.clone(),
         },

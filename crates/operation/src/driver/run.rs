@@ -15,7 +15,7 @@ use tracing::Instrument;
 impl Driver {
     /// Step an operation from its stored state until it parks, ends or has nothing to do.
     pub async fn run(&self, id: OperationId) -> Result<RunEnd, DriverError> {
-        let mut run = match self.open(id).await? {
+        let mut run = match self.open_turn(id).await? {
             Opened::Ready(run) => run,
             Opened::Ended(end) => return Ok(end),
         };
@@ -33,15 +33,41 @@ impl Driver {
     /// Resume after a crash or an interruption: continue from the last committed step. A
     /// sub-agent resumed directly continues its tree too once it ends.
     pub async fn resume(&self, id: OperationId) -> Result<RunEnd, DriverError> {
-        let mut run = match self.open(id).await? {
+        let mut run = match self.open_turn(id).await? {
             Opened::Ready(run) => run,
             Opened::Ended(end) => return Ok(end),
         };
+        // An interrupted operation continues only while no other of its conversation runs or
+        // waits: it would otherwise answer beside it, off the active path.
+        if run.committed.status == Status::Interrupted
+            && run.spec.delegation.is_none()
+            && let Some((other, status)) = self.store.topic_holder(&run.topic_id, id).await?
+            && status != Status::Queued
+        {
+            return Err(DriverError::Refused(format!(
+                "operation {other} of this conversation is {status:?}; resume {id} after it ends"
+            )));
+        }
         let end = self.resume_loaded(&mut run).await?;
         if run.spec.delegation.is_some() {
             self.continue_tree(id, &end).await?;
         }
         Ok(end)
+    }
+
+    /// [`Driver::open`] for a run: a queued operation is started first when it is its turn in
+    /// its conversation (else it ends here as [`RunEnd::Queued`]).
+    async fn open_turn(&self, id: OperationId) -> Result<Opened, DriverError> {
+        let opened = self.open(id).await?;
+        if let Opened::Ready(run) = &opened
+            && run.committed.status == Status::Queued
+        {
+            if let Some(end) = self.run_queued(id, &run.topic_id).await? {
+                return Ok(Opened::Ended(end));
+            }
+            return self.open(id).await;
+        }
+        Ok(opened)
     }
 
     /// [`Driver::resume`] of an opened operation. An interrupted parent goes back to waiting

@@ -9,8 +9,19 @@ use rein_core::engine::initial_context;
 use rein_core::spec::OperationSpec;
 use rein_core::tool::ToolManifestMap;
 use rein_core::{AgentState, Message, OperationId};
-use rein_store::{NewOperation, Trigger};
+use rein_store::{Created, NewOperation, Trigger};
 use std::sync::Arc;
+
+/// A created operation, and whether it waits for its turn in its conversation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Begun {
+    /// The operation.
+    pub id: OperationId,
+    /// The operation it is queued behind (running, waiting, or queued before it); `None`
+    /// when it may run now. A queued one is started by whoever ends the one before it
+    /// ([`Driver::promote`]).
+    pub queued_behind: Option<OperationId>,
+}
 
 impl Driver {
     /// Create an operation for `prompt`; returns its id once it is committed with its spec.
@@ -19,6 +30,12 @@ impl Driver {
         prompt: &str,
         opts: &StartOptions,
     ) -> Result<OperationId, DriverError> {
+        Ok(self.begin(prompt, opts).await?.id)
+    }
+
+    /// [`Driver::start`], saying whether the operation was queued behind another of its
+    /// conversation.
+    pub async fn begin(&self, prompt: &str, opts: &StartOptions) -> Result<Begun, DriverError> {
         if let Some(topic) = &opts.topic_id {
             crate::error::check_topic_id(topic)?;
         }
@@ -40,26 +57,15 @@ impl Driver {
             .topic_id
             .clone()
             .unwrap_or_else(|| format!("topic_{id}"));
-        let start =
-            super::turn::resolve(&*self.store, opts.topic_id.as_deref(), opts.turn, prompt).await?;
-        let mut history = start.history;
-        history.extend(opts.history.iter().cloned());
-        let user = start.prompt.then(|| {
-            let mut user = Message::user(prompt);
-            user.content.extend(opts.attachments.iter().cloned());
-            user
-        });
-        let manifests = self.offered_tools(&spec).await?;
-        let skills = self.spec_skills(&spec)?;
-        let mut state = first_state(id, &spec, &topic_id, history, user, manifests);
-        state.activated_skills = skills;
-        if spec.surface.external_kind().is_some() && opts.turn != super::Turn::Continue {
-            state.metadata.extra.insert(
-                crate::external::invocation::FRESH_SESSION.into(),
-                serde_json::json!(true),
-            );
-        }
-        let next = initial_context(&state);
+        let deferred = super::queue::Deferred {
+            prompt: prompt.to_owned(),
+            turn: opts.turn,
+            attachments: opts.attachments.clone(),
+            history: opts.history.clone(),
+        };
+        let (state, next) = self
+            .opening(id, &spec, opts.topic_id.as_deref(), &topic_id, &deferred)
+            .await?;
         let op = NewOperation {
             state,
             topic_id,
@@ -68,12 +74,72 @@ impl Driver {
             parent_operation: None,
             next_context: Some(next),
             owner: spec.owner.clone(),
+            gate: Some(rein_store::TopicGate {
+                when_busy: spec.when_busy,
+                deferred: serde_json::to_value(&deferred)
+                    .map_err(|e| DriverError::Refused(format!("cannot keep the prompt: {e}")))?,
+            }),
             spec,
             admission: opts.admission.clone(),
             thread: None,
         };
-        self.store.create_operation(&op).await?;
-        Ok(id)
+        match self.store.create_operation(&op).await? {
+            Created::Ready => Ok(Begun {
+                id,
+                queued_behind: None,
+            }),
+            Created::Queued { behind, status } => {
+                tracing::info!(operation = %id, %behind, ?status, "queued behind another operation of its conversation");
+                if op.spec.when_busy == rein_core::spec::WhenBusy::Interrupt {
+                    self.move_on(behind).await?;
+                    // A parked one ended at once: this one's turn may have come.
+                    if self.promote(&op.topic_id).await? == Some(id) {
+                        return Ok(Begun {
+                            id,
+                            queued_behind: None,
+                        });
+                    }
+                }
+                Ok(Begun {
+                    id,
+                    queued_behind: Some(behind),
+                })
+            }
+        }
+    }
+
+    /// The first state and context of operation `id` with `spec` in `topic_id` (`asked`: the
+    /// topic the caller named, `None` for a new one), its prompt placed as `deferred.turn` says
+    /// in the conversation as it is now.
+    pub(super) async fn opening(
+        &self,
+        id: OperationId,
+        spec: &OperationSpec,
+        asked: Option<&str>,
+        topic_id: &str,
+        deferred: &super::queue::Deferred,
+    ) -> Result<(AgentState, rein_core::RuntimeContext), DriverError> {
+        let start =
+            super::turn::resolve(&*self.store, asked, deferred.turn, &deferred.prompt).await?;
+        let mut history = start.history;
+        history.extend(deferred.history.iter().cloned());
+        let user = start.prompt.then(|| {
+            let mut user = Message::user(&deferred.prompt);
+            user.content.extend(deferred.attachments.iter().cloned());
+            user
+        });
+        let manifests = self.offered_tools(spec).await?;
+        let skills = self.spec_skills(spec)?;
+        let mut state = first_state(id, spec, topic_id, history, user, manifests);
+        state.activated_skills = skills;
+        if spec.surface.external_kind().is_some() && deferred.turn != super::Turn::Continue {
+            state.metadata.extra.insert(
+                crate::external::invocation::FRESH_SESSION.into(),
+                serde_json::json!(true),
+            );
+        }
+        let next = initial_context(&state);
+        Ok((state, next))
     }
 
     /// The knowledge bases `spec` names that its owner does not have.

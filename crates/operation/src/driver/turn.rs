@@ -10,7 +10,8 @@ use rein_core::{Message, MessageId};
 use rein_store::Store;
 
 /// Where an operation's prompt goes in its topic.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", content = "message", rename_all = "snake_case")]
 pub enum Turn {
     /// After the end of the topic's active branch (a new topic: at the start).
     #[default]

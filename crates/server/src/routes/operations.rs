@@ -95,6 +95,12 @@ pub struct CreateOperation {
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub approval_timeout_secs: Option<u64>,
+    /// When another operation of `topic` is running or waiting, over the agent's: `enqueue`
+    /// (default: it is queued and starts when that one ends), `reject` (409 `topic_busy`
+    /// naming it) or `interrupt` (that one is cancelled at its next boundary, or its waiting
+    /// calls rejected: the person moved on; then this one starts).
+    #[serde(default)]
+    pub when_busy: Option<rein_core::spec::WhenBusy>,
     /// How tools are offered: `auto` (default), `all` or `progressive`.
     #[serde(default)]
     #[schemars(schema_with = "rein_operation::profile::disclosure_schema")]
@@ -141,6 +147,12 @@ pub struct Created {
     pub operation_id: String,
     /// Its conversation.
     pub topic_id: String,
+    /// `idle` (it starts now) or `queued` (another operation of the conversation is running
+    /// or waiting: it starts when that one ends; `POST …/cancel` drops it).
+    pub status: String,
+    /// With `queued`: the operation it waits for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_behind: Option<String>,
 }
 
 /// `GET /v1/operations` query.
@@ -365,6 +377,7 @@ pub async fn create(
         tool_call_cost_limit: req.tool_call_cost_limit,
         budget_policy: req.budget_policy,
         approval_timeout_secs: req.approval_timeout_secs,
+        when_busy: req.when_busy,
         tools_disclosure: req.tools_disclosure.clone(),
         skills: req.skills.clone(),
         surface: req.surface.clone(),
@@ -406,12 +419,21 @@ pub async fn create(
         ..Default::default()
     };
     let driver = app.runner.driver();
-    let id = driver.start(&input, &opts).await?;
+    let begun = driver.begin(&input, &opts).await?;
+    let id = begun.id;
     let topic_id = req.topic.clone().unwrap_or_else(|| format!("topic_{id}"));
-    app.runner.spawn(id, user.id, driver, Job::Run).await?;
+    // A queued operation is started by whoever ends the one before it.
+    let status = if begun.queued_behind.is_some() {
+        "queued"
+    } else {
+        app.runner.spawn(id, user.id, driver, Job::Run).await?;
+        "idle"
+    };
     Ok(Reply(Created {
         operation_id: id.to_string(),
         topic_id,
+        status: status.into(),
+        queued_behind: begun.queued_behind.map(|b| b.to_string()),
     }))
 }
 

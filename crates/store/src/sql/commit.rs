@@ -16,7 +16,7 @@ use rein_core::AgentState;
 const OPERATION_COLUMNS: &str = "id, agent, topic_id, trigger_kind, provider, model, status, finish_reason, finish_detail, step_count, max_steps, commit_seq, input_tokens, output_tokens, total_tokens, cost_nanos, approval_requests, cancel_requested, error, parent_operation, created_at, updated_at, finished_at, owner, root_operation, depth";
 
 /// The operation row of a new operation.
-fn insert_operation(op: &NewOperation) -> Result<Statement, StoreError> {
+pub(super) fn insert_operation(op: &NewOperation) -> Result<Statement, StoreError> {
     let state = &op.state;
     let finish = state.finish.as_ref();
     let tokens = &state.usage.llm.tokens;
@@ -63,7 +63,7 @@ fn insert_operation(op: &NewOperation) -> Result<Statement, StoreError> {
 }
 
 /// What a new operation was set up with: its spec and tool manifests.
-fn insert_setup(op: &NewOperation) -> Result<Statement, StoreError> {
+pub(super) fn insert_setup(op: &NewOperation) -> Result<Statement, StoreError> {
     Ok(Statement::new(
         "INSERT INTO operation_setup (operation_id, spec, tool_manifests) VALUES ($1, $2, $3)",
     )
@@ -131,7 +131,7 @@ fn error_text(state: &AgentState) -> Option<String> {
 pub(super) async fn create_operation(
     store: &SqlStore,
     op: &NewOperation,
-) -> Result<(), StoreError> {
+) -> Result<Created, StoreError> {
     let mut tx = store.begin_write().await?;
     let id = op.state.operation_id.to_string();
     let exists: Option<String> = sqlx::query_scalar("SELECT id FROM operations WHERE id = $1")
@@ -140,6 +140,13 @@ pub(super) async fn create_operation(
         .await?;
     if exists.is_some() {
         return Err(StoreError::OperationExists(id));
+    }
+    // One operation at a time per conversation: queued (no running slot, nothing in the
+    // conversation yet) or refused while another holds it.
+    if let Some(queued) = super::topic_gate::admit_to_topic(&mut tx, store.postgres, op).await? {
+        run_all(&mut tx, super::topic_gate::insert_queued(op)?).await?;
+        tx.commit().await?;
+        return Ok(queued);
     }
     if let Some(adm) = &op.admission {
         admit(
@@ -165,13 +172,40 @@ pub(super) async fn create_operation(
     }
     run_all(&mut tx, statements).await?;
     tx.commit().await?;
-    Ok(())
+    Ok(Created::Ready)
 }
 
 /// What creating `op` writes: its topic (unless it exists: a topic keeps its first owner, and
 /// continuing someone else's conversation is the caller's to refuse), its messages and their
 /// order, its record and setup, and a sub-agent's thread.
 fn new_operation(op: &NewOperation) -> Result<Vec<Statement>, StoreError> {
+    let id = op.state.operation_id.to_string();
+    let mut statements = conversation_statements(op)?;
+    statements.push(insert_operation(op)?);
+    statements.push(insert_setup(op)?);
+    if let Some(t) = &op.thread {
+        statements.push(
+            Statement::new(
+                "INSERT INTO threads (id, topic_id, parent_message_id, operation_id, parent_operation, agent, title, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            )
+            .arg(id.as_str())
+            .arg(op.topic_id.as_str())
+            .arg(t.parent_message_id.map(|m| m.to_string()))
+            .arg(id.as_str())
+            .arg(op.parent_operation.map(|p| p.to_string()).unwrap_or_default())
+            .arg(op.agent.clone())
+            .arg(t.title.as_str())
+            .arg(ts(Utc::now())),
+        );
+    }
+    Ok(statements)
+}
+
+/// What puts a new operation's first messages into its conversation: the topic (unless it
+/// exists), the active branch through its last message (not for a sub-agent's thread), the
+/// messages and their order.
+pub(super) fn conversation_statements(op: &NewOperation) -> Result<Vec<Statement>, StoreError> {
     let id = op.state.operation_id.to_string();
     let title = op
         .state
@@ -215,25 +249,30 @@ fn new_operation(op: &NewOperation) -> Result<Vec<Statement>, StoreError> {
         ..Default::default()
     };
     statements.extend(write_order(&id, &op.state, &everything));
-    statements.push(insert_operation(op)?);
-    statements.push(insert_setup(op)?);
-    if let Some(t) = &op.thread {
-        statements.push(
-            Statement::new(
-                "INSERT INTO threads (id, topic_id, parent_message_id, operation_id, parent_operation, agent, title, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            )
-            .arg(id.as_str())
-            .arg(op.topic_id.as_str())
-            .arg(t.parent_message_id.map(|m| m.to_string()))
-            .arg(id.as_str())
-            .arg(op.parent_operation.map(|p| p.to_string()).unwrap_or_default())
-            .arg(op.agent.clone())
-            .arg(t.title.as_str())
-            .arg(ts(Utc::now())),
-        );
-    }
     Ok(statements)
+}
+
+/// A queued operation's row as it becomes ready: its first state as computed now, its next
+/// context, `idle`, and its tool manifests (the process starting it may offer others).
+pub(super) fn reset_operation(op: &NewOperation) -> Result<Statement, StoreError> {
+    let state = &op.state;
+    let model = state.model.as_ref();
+    Ok(Statement::new(
+        "UPDATE operations SET status = $1, state = $2, next_context = $3, queued = NULL, updated_at = $4, provider = $5, model = $6 \
+         WHERE id = $7 AND status = 'queued'",
+    )
+    .arg(enum_str(&state.status))
+    .arg(compact_state(state)?)
+    .arg(
+        op.next_context
+            .as_ref()
+            .map(|c| to_json(c, "next context"))
+            .transpose()?,
+    )
+    .arg(ts(Utc::now()))
+    .arg(model.map(|m| m.provider.to_string()))
+    .arg(model.map(|m| m.model.to_string()))
+    .arg(state.operation_id.to_string()))
 }
 
 /// A step commit as statements, in order: the step row (the idempotency key: it inserts

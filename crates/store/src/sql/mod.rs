@@ -17,6 +17,7 @@ mod operations;
 mod state;
 mod statement;
 mod tool_executions;
+mod topic_gate;
 mod writer;
 
 pub use notices::CommitNotices;
@@ -309,8 +310,42 @@ impl Store for SqlStore {
     fn create_operation<'a>(
         &'a self,
         op: &'a NewOperation,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
+    ) -> BoxFuture<'a, Result<Created, StoreError>> {
         commit::create_operation(self, op).boxed()
+    }
+
+    fn next_queued<'a>(
+        &'a self,
+        topic: &'a str,
+    ) -> BoxFuture<'a, Result<Option<QueuedOperation>, StoreError>> {
+        topic_gate::next_queued(self, topic).boxed()
+    }
+
+    fn activate_queued<'a>(
+        &'a self,
+        op: &'a NewOperation,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        topic_gate::activate_queued(self, op).boxed()
+    }
+
+    fn drop_queued<'a>(
+        &'a self,
+        id: OperationId,
+        state: &'a rein_core::AgentState,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        topic_gate::drop_queued(self, id, state).boxed()
+    }
+
+    fn topic_holder<'a>(
+        &'a self,
+        topic: &'a str,
+        except: OperationId,
+    ) -> BoxFuture<'a, Result<Option<(OperationId, rein_core::state::Status)>, StoreError>> {
+        topic_gate::topic_holder(self, topic, except).boxed()
+    }
+
+    fn stalled_topics(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        topic_gate::stalled_topics(self).boxed()
     }
 
     fn commit_step<'a>(

@@ -36,6 +36,7 @@ pub fn new_operation(state: &AgentState, spec: OperationSpec) -> NewOperation {
         spec,
         admission: None,
         thread: None,
+        gate: None,
     }
 }
 
