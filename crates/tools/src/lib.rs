@@ -43,6 +43,8 @@ mod fsguard;
 pub mod knowledge;
 pub mod mcp;
 mod path;
+#[cfg(target_os = "linux")]
+mod reaper;
 pub mod sandbox;
 pub mod shell;
 pub mod skills;

@@ -14,6 +14,9 @@ use rein_core::spec::{Sandbox, SandboxMode};
 use std::path::Path;
 use std::sync::OnceLock;
 
+/// The Landlock ABI that scopes abstract Unix sockets and signals to the sandbox (Linux 6.12).
+pub const SCOPING_ABI: i32 = 6;
+
 /// What confines commands on this machine.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Mechanism {
@@ -46,8 +49,13 @@ impl Mechanism {
                 "shell sandbox: off (commands run with this process's rights)".into()
             }
             (Mechanism::Landlock { abi }, mode) => format!(
-                "shell sandbox: Landlock (ABI {abi}) and seccomp, {} by default, {network}",
-                mode.name()
+                "shell sandbox: Landlock (ABI {abi}) and seccomp, {} by default, {network}, {}; processes a command starts die with it",
+                mode.name(),
+                if *abi >= SCOPING_ABI {
+                    "abstract Unix sockets and signals scoped to the command"
+                } else {
+                    "abstract Unix sockets and signals NOT scoped (Landlock ABI 6 needed: a command can reach abstract sockets and signal this user's processes)"
+                }
             ),
             (Mechanism::Unavailable(why), mode) => format!(
                 "shell sandbox: unavailable ({why}); shell commands in {} mode are refused (`--sandbox off` runs them unconfined)",
@@ -157,7 +165,7 @@ pub fn prepare(
 mod linux {
     use super::{Confinement, DEVICES, SandboxError};
     use landlock::{
-        ABI, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
+        ABI, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
         path_beneath_rules,
     };
     use rein_core::spec::{Sandbox, SandboxMode};
@@ -175,14 +183,20 @@ mod linux {
         tmp: &Path,
     ) -> Result<Confinement, SandboxError> {
         let fail = |e: &dyn std::fmt::Display| SandboxError::Prepare(e.to_string());
+        let scoping = abi >= super::SCOPING_ABI;
         let abi = ABI::from(abi);
         let mut writable = vec![tmp];
         if sandbox.mode == SandboxMode::WorkspaceWrite {
             writable.push(workdir);
         }
-        let ruleset = Ruleset::default()
+        let mut ruleset = Ruleset::default()
             .handle_access(AccessFs::from_all(abi))
-            .map_err(|e| fail(&e))?
+            .map_err(|e| fail(&e))?;
+        if scoping {
+            // No abstract Unix socket made outside, and no signal to a process outside.
+            ruleset = ruleset.scope(Scope::from_all(abi)).map_err(|e| fail(&e))?;
+        }
+        let ruleset = ruleset
             .create()
             .map_err(|e| fail(&e))?
             .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))

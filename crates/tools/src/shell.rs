@@ -1,7 +1,9 @@
 //! `shell`: run a command with `sh -c` in the working directory, with a timeout and capped
 //! output (the head and the tail are kept). Approval is required by default, and the security
 //! blacklist applies to its `command` argument; the command runs confined by the operation's
-//! sandbox ([`crate::sandbox`]), with a private temporary directory (`TMPDIR`) removed after it.
+//! sandbox ([`crate::sandbox`]), with a private temporary directory (`TMPDIR`) removed after it,
+//! and under a supervisor: whatever it started (in the background, in a new session, as a
+//! daemon) is killed when it ends or times out (`crate::reaper`, Linux).
 
 use crate::{Tool, ToolContext};
 use futures::FutureExt;
@@ -58,14 +60,27 @@ impl Drop for PrivateTmp {
     }
 }
 
-/// Have `cmd`'s process enter `c` before it runs the command.
-#[cfg(unix)]
+/// Run `cmd` under a supervisor that kills whatever it leaves behind ([`crate::reaper`]), the
+/// command itself entering `c` (its sandbox) before it runs.
+#[cfg(target_os = "linux")]
 #[allow(unsafe_code)] // the one way to act in the child between fork and exec
-fn confine(cmd: &mut tokio::process::Command, mut c: crate::sandbox::Confinement) {
-    // SAFETY: `enter` only makes system calls (no allocation, no locks), which is what may
-    // run in the child between fork and exec.
+fn supervise(cmd: &mut tokio::process::Command, mut c: Option<crate::sandbox::Confinement>) {
+    // SAFETY: `supervise` and `enter` only make system calls on stack values (no allocation,
+    // no locks), which is what may run in the child between fork and exec.
     unsafe {
-        cmd.pre_exec(move || c.enter());
+        cmd.pre_exec(move || crate::reaper::supervise(|| c.as_mut().map_or(Ok(()), |c| c.enter())));
+    }
+}
+
+/// Have `cmd`'s process enter `c` before it runs the command (no supervisor off Linux).
+#[cfg(all(unix, not(target_os = "linux")))]
+#[allow(unsafe_code)] // the one way to act in the child between fork and exec
+fn supervise(cmd: &mut tokio::process::Command, c: Option<crate::sandbox::Confinement>) {
+    if let Some(mut c) = c {
+        // SAFETY: `enter` only makes system calls, which is what may run after fork.
+        unsafe {
+            cmd.pre_exec(move || c.enter());
+        }
     }
 }
 
@@ -200,13 +215,12 @@ impl Tool for Shell {
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .kill_on_drop(true);
-            // Its own process group, so a timeout kills everything the command started.
+            // Its own process group (the last resort of a timeout), under a supervisor that
+            // kills everything the command started when it ends.
             #[cfg(unix)]
             cmd.process_group(0);
             #[cfg(unix)]
-            if let Some(c) = confinement {
-                confine(&mut cmd, c);
-            }
+            supervise(&mut cmd, confinement);
             let mut child = match cmd.spawn() {
                 Ok(c) => c,
                 Err(e) if cx.sandbox.mode != rein_core::spec::SandboxMode::Off => {
@@ -236,15 +250,23 @@ impl Tool for Shell {
             });
             let status = tokio::time::timeout(timeout, child.wait()).await;
             let timed_out = status.is_err();
-            if timed_out {
-                if let Some(pid) = pid {
-                    // Kill the whole group, not just `sh`.
+            if timed_out && let Some(pid) = pid {
+                // The supervisor kills the command and everything it started, then exits; the
+                // whole group is killed only if it does not within the grace period.
+                let _ = tokio::process::Command::new("kill")
+                    .args(["-TERM", &pid.to_string()])
+                    .status()
+                    .await;
+                if tokio::time::timeout(Duration::from_secs(5), child.wait())
+                    .await
+                    .is_err()
+                {
                     let _ = tokio::process::Command::new("kill")
                         .args(["-KILL", "--", &format!("-{pid}")])
                         .status()
                         .await;
+                    let _ = child.kill().await;
                 }
-                let _ = child.kill().await;
             }
             // A process that escaped the group could keep the pipes open: do not wait forever.
             let grace = Duration::from_secs(2);

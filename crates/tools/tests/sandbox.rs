@@ -213,4 +213,159 @@ fn start_up_says_what_confines_commands() {
     );
     let off = Mechanism::Unavailable("x".into()).describe(mode(SandboxMode::Off, false));
     assert!(off.contains("off"), "{off}");
+    assert!(
+        on.contains("abstract Unix sockets and signals scoped")
+            && on.contains("processes a command starts die with it"),
+        "{on}"
+    );
+    let old = Mechanism::Landlock { abi: 5 }.describe(ws);
+    assert!(old.contains("NOT scoped"), "{old}");
+}
+
+/// Whether process `pid` exists (a zombie counts as gone: it runs nothing).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// The pids a command wrote into `file` (one per line).
+fn pids(file: &Path) -> Vec<i32> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+#[tokio::test]
+async fn what_a_command_starts_in_the_background_dies_with_it_in_every_mode() {
+    for m in [SandboxMode::Off, SandboxMode::WorkspaceWrite] {
+        if m != SandboxMode::Off && !landlock("what_a_command_starts_dies_with_it") {
+            continue;
+        }
+        let work = dir("reap");
+        // A loop in a new session, a double-forked daemon, a plain background job: each
+        // writes its pid, and the command returns at once.
+        let command = "setsid sh -c 'echo $$ >> pids; while :; do sleep 0.1; done' </dev/null >/dev/null 2>&1 & \
+             sh -c 'sh -c \"echo \\$\\$ >> pids; exec sleep 300\" & ' </dev/null >/dev/null 2>&1; \
+             (sleep 300 & echo $! >> pids) ; \
+             while [ \"$(wc -l < pids)\" -lt 3 ]; do sleep 0.05; done; echo started";
+        let (ok, out) = run(&work, mode(m, false), command).await;
+        assert!(ok && out.contains("started"), "{m:?}: {out}");
+        let started = pids(&work.join("pids"));
+        assert_eq!(started.len(), 3, "{m:?}: {started:?}");
+        for pid in started {
+            assert!(!alive(pid), "{m:?}: process {pid} outlived the call");
+        }
+        let _ = std::fs::remove_dir_all(&work);
+    }
+}
+
+#[tokio::test]
+async fn a_timeout_kills_what_the_command_started_in_a_new_session_too() {
+    let work = dir("reap-timeout");
+    let reg = ToolRegistry::with_builtins(&BuiltinConfig::default()).unwrap();
+    let cx = ToolContext {
+        knowledge: Vec::new(),
+        owner: None,
+        operation_id: OperationId::new(),
+        working_directory: Some(work.clone()),
+        idempotency_key: "k".into(),
+        available_tools: Vec::new(),
+        scope: "user:test/agent:test".into(),
+        skill_dirs: Vec::new(),
+        question_briefs: false,
+        sandbox: mode(SandboxMode::Off, false),
+    };
+    let out = reg
+        .get("shell")
+        .unwrap()
+        .call(
+            &cx,
+            "run",
+            json!({"command": "setsid sleep 300 & echo $! > pid; sleep 300", "timeout_secs": 1}),
+        )
+        .await
+        .unwrap();
+    assert!(
+        !out.success && out.content.contains("timed out"),
+        "{}",
+        out.content
+    );
+    let pid = pids(&work.join("pid"));
+    assert_eq!(pid.len(), 1);
+    assert!(
+        !alive(pid[0]),
+        "the new session's sleep outlived the timeout"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[tokio::test]
+async fn an_abstract_socket_and_a_process_outside_are_out_of_reach_where_landlock_scopes() {
+    if !landlock("an_abstract_socket_outside_is_out_of_reach") {
+        return;
+    }
+    let Mechanism::Landlock { abi } = Mechanism::detect() else {
+        return;
+    };
+    if *abi < rein_tools::sandbox::SCOPING_ABI {
+        rein_testkit::skip(
+            "abstract sockets and signals scoped",
+            &format!("Landlock ABI {abi} cannot scope them (6 needed); the start-up line says so"),
+        );
+        return;
+    }
+    if std::process::Command::new("python3")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        rein_testkit::skip(
+            "abstract sockets scoped",
+            "no python3 to connect from inside",
+        );
+        return;
+    }
+    use std::os::linux::net::SocketAddrExt;
+    let name = format!("rein-test-{}", OperationId::new());
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let listener = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let connect = format!(
+        "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('\\0{name}'); print('connected')\""
+    );
+    let work = dir("scope");
+    // Unconfined, it connects: the listener is real.
+    let (ok, out) = run(&work, mode(SandboxMode::Off, false), &connect).await;
+    assert!(ok && out.contains("connected"), "{out}");
+    let (ok, out) = run(&work, mode(SandboxMode::WorkspaceWrite, false), &connect).await;
+    assert!(!ok && !out.contains("connected"), "{out}");
+    assert!(
+        out.contains("Operation not permitted") || out.contains("PermissionError"),
+        "{out}"
+    );
+    // A process outside cannot be signalled from inside.
+    let mut outside = std::process::Command::new("sleep")
+        .arg("300")
+        .spawn()
+        .unwrap();
+    let kill = format!("kill -TERM {} && echo sent", outside.id());
+    let (ok, out) = run(&work, mode(SandboxMode::WorkspaceWrite, false), &kill).await;
+    assert!(!ok && !out.contains("sent"), "{out}");
+    assert!(
+        outside.try_wait().unwrap().is_none(),
+        "the process outside still runs"
+    );
+    let (ok, out) = run(&work, mode(SandboxMode::Off, false), &kill).await;
+    assert!(
+        ok && out.contains("sent"),
+        "unconfined, the signal is sent: {out}"
+    );
+    let _ = outside.wait();
+    let _ = std::fs::remove_dir_all(&work);
 }
