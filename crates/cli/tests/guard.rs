@@ -5,7 +5,12 @@
 //! only harm the test's own directory; the test asserts that none ever ran: in auto-run the
 //! operation parks for a human (exit 3), in headless the call is refused and the model told so.
 //! The OS sandbox (the second wall) is off here (`--sandbox off`): these tests hold the first
-//! wall, the guard, on its own; `crates/tools/tests/sandbox.rs` holds the second.
+//! wall, the guard, on its own; `crates/tools/tests/sandbox.rs` holds the second. Beyond the
+//! classic disguises, every dangerous case of the guard's families file
+//! (`crates/core/tests/data/guard_families.jsonl`: launchers, shells fed by a descriptor, a
+//! here-document or an alias, deletion by side effect) runs the same way, four sandboxes at a
+//! time, and the harmless look-alikes `tar -cf`, `rsync -a`, `git clean -n` and `find -name
+//! … -delete` still run unasked.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use rein_core::OperationId;
@@ -99,7 +104,9 @@ impl Sandbox {
             && std::fs::metadata(&self.home).is_ok_and(|m| m.permissions().mode() & 0o777 == 0o777)
     }
 
-    async fn rein(&self, server: &Server, args: &[&str]) -> (i32, String, String) {
+    /// `rein` with `args` as the unprivileged user, its home the canary home, working in
+    /// `work`, its models at `server`, the sandbox off.
+    fn command(&self, server: &Server, args: &[&str]) -> Command {
         let db = self.dir.join("rein.db").to_string_lossy().into_owned();
         let mut c = match self.drop_to {
             Some((u, g)) => {
@@ -127,7 +134,11 @@ impl Sandbox {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let out = c.output().await.unwrap();
+        c
+    }
+
+    async fn rein(&self, server: &Server, args: &[&str]) -> (i32, String, String) {
+        let out = self.command(server, args).output().await.unwrap();
         (
             out.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -155,6 +166,193 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// One case of the guard's families file.
+#[derive(serde::Deserialize)]
+struct Case {
+    rule: Option<String>,
+    command: String,
+}
+
+/// The dangerous cases of the families file.
+fn family_attacks() -> Vec<String> {
+    include_str!("../../core/tests/data/guard_families.jsonl")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str::<Case>(l).unwrap())
+        .filter(|c| c.rule.is_some())
+        .map(|c| c.command)
+        .collect()
+}
+
+/// A `rein serve` of the sandbox (the unprivileged user, the canary home, `--workdir` its
+/// working directory, the sandbox off) and its address; killed when dropped.
+async fn serve_sandbox(sb: &Sandbox, model: &Server) -> (tokio::process::Child, String) {
+    use tokio::io::AsyncBufReadExt;
+    let work = sb.work.to_string_lossy().into_owned();
+    let mut child = sb
+        .command(
+            model,
+            &[
+                "serve",
+                "--no-auth",
+                "--addr",
+                "127.0.0.1:0",
+                "--workdir",
+                &work,
+            ],
+        )
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let base = loop {
+        let line = lines.next_line().await.unwrap().expect("the server exited");
+        if let Some(addr) = line.strip_prefix("rein: listening on ") {
+            break addr.to_owned();
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, base)
+}
+
+/// Run every attack through one server of a canary sandbox, in `mode`, one operation each:
+/// each must park for a person (auto-run) or be refused naming its rule (headless), and the
+/// home stays intact.
+async fn every_attack_is_held(attacks: &[String], mode: &'static str) {
+    let sb = Sandbox::new();
+    let model = serve(Vec::new(), 7).await;
+    let (_server, base) = serve_sandbox(&sb, &model).await;
+    let http = reqwest::Client::new();
+    for attack in attacks {
+        // One operation at a time: each takes its model turns from the queue in order (a
+        // parked one takes only the first).
+        model.push(shell(attack));
+        if mode == "headless" {
+            model.push(Canned::openai_text("understood"));
+        }
+        let body = serde_json::json!({"input": "clean up", "approval": mode}).to_string();
+        let created: serde_json::Value = serde_json::from_slice(
+            &http
+                .post(format!("{base}/v1/operations"))
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap(),
+        )
+        .unwrap();
+        let op = created["operation_id"]
+            .as_str()
+            .expect("created")
+            .to_owned();
+        let want = if mode == "headless" {
+            "done"
+        } else {
+            "waiting_for_human"
+        };
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+        let detail = loop {
+            let d: serde_json::Value = serde_json::from_slice(
+                &http
+                    .get(format!("{base}/v1/operations/{op}"))
+                    .send()
+                    .await
+                    .unwrap()
+                    .bytes()
+                    .await
+                    .unwrap(),
+            )
+            .unwrap();
+            let status = d["operation"]["status"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            if status == want || status == "error" {
+                break d;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{attack}: stuck in {status}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        };
+        assert_eq!(detail["operation"]["status"], want, "{attack}: {detail}");
+        if mode == "headless" {
+            let refused = model
+                .requests()
+                .last()
+                .map(|r| r.tool_result("call_1"))
+                .unwrap_or_default();
+            assert!(
+                refused.contains("security_blacklist:"),
+                "{attack}: {refused}"
+            );
+        } else {
+            assert_eq!(
+                detail["pending"][0]["reason"]["every_time"], true,
+                "{attack}: {detail}"
+            );
+        }
+        assert!(sb.intact(), "{attack} ran: the sandbox home was damaged");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_families_park_in_auto_run_are_refused_in_headless_and_never_run() {
+    let attacks = family_attacks();
+    assert!(attacks.len() >= 100, "{} attacks", attacks.len());
+    every_attack_is_held(&attacks, "auto-run").await;
+    every_attack_is_held(&attacks, "headless").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn harmless_look_alikes_still_run_unasked() {
+    let sb = Sandbox::new();
+    let src = sb.work.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("a.txt"), "a").unwrap();
+    std::fs::write(sb.work.join("x.o"), "object").unwrap();
+    if let Some((u, g)) = sb.drop_to {
+        for entry in walk(&sb.work) {
+            std::os::unix::fs::chown(&entry, Some(u), Some(g)).unwrap();
+        }
+    }
+    for command in [
+        "tar -cf out.tar src",
+        "rsync -a src/ dst/",
+        "git init -q . && touch junk && git clean -n",
+        "find . -name '*.o' -delete",
+    ] {
+        let server = serve(vec![shell(command), Canned::openai_text("done")], 7).await;
+        let (code, _, err) = sb
+            .rein(&server, &["run", "--approval", "auto-run", "tidy"])
+            .await;
+        assert_eq!(code, 0, "{command} asked or failed: {err}");
+        let result = server.requests()[1].tool_result("call_1");
+        assert!(result.starts_with("exit code: 0"), "{command}: {result}");
+        if command.contains("git clean") {
+            assert!(result.contains("Would remove junk"), "{result}");
+        }
+    }
+    assert!(sb.work.join("out.tar").exists());
+    assert_eq!(
+        std::fs::read_to_string(sb.work.join("dst/a.txt")).unwrap(),
+        "a"
+    );
+    assert!(
+        sb.work.join("junk").exists(),
+        "git clean -n removes nothing"
+    );
+    assert!(
+        !sb.work.join("x.o").exists(),
+        "find -delete removed the object file"
+    );
+    assert!(sb.intact());
 }
 
 fn shell(command: &str) -> Canned {

@@ -4,6 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "shell_guard/families.rs"]
+mod families;
 
 use proptest::prelude::*;
 use rein_core::intervention::{Action, ApprovalMode, blacklist_match, default_security_blacklist};
@@ -758,6 +760,14 @@ const LAUNCHERS: &[&str] = &[
     "exec",
     "setsid",
     "stdbuf -o0",
+    "prlimit --nofile=64",
+    "fakeroot",
+    "setpriv --reuid=1000",
+    "unshare -r",
+    "chrt -i 0",
+    "flock /tmp/l",
+    "strace -f",
+    "systemd-run --user",
 ];
 
 /// One layer of disguise.

@@ -4,8 +4,8 @@
 
 use super::ShellPredicate;
 use super::launchers::{
-    is_assignment, is_launcher, option_value, replace_string, skip_launcher_options,
-    skip_ssh_options,
+    Unwrapped, is_assignment, join, launcher, option_value, replace_string, skip_launcher_options,
+    unwrap,
 };
 use super::reach::{Cwd, normalize, shown};
 use super::value::{Field, Produced, SPLIT_UNKNOWN, has_unknown};
@@ -124,6 +124,15 @@ impl Walker {
                 return Produced::default();
             }
             let name = basename(&word.text).to_owned();
+            if self.aliases.contains(&word.text) {
+                // An alias can stand for anything, a shell reading its input included.
+                self.found(
+                    ShellPredicate::Unanalysable,
+                    &node,
+                    format!("`{}` is an alias this command defines", word.text),
+                );
+                return Produced::default();
+            }
             self.note_call(&word.text);
             let args = &argv[i + 1..];
             if self.is_downloaded(&word.text) {
@@ -159,7 +168,8 @@ impl Walker {
                 }
                 "alias" => {
                     for a in args {
-                        if let Some((_, body)) = a.text.split_once('=') {
+                        if let Some((alias, body)) = a.text.split_once('=') {
+                            self.aliases.push(alias.to_owned());
                             let body = Field {
                                 text: body.to_owned(),
                                 ..a.clone()
@@ -180,37 +190,12 @@ impl Walker {
                 {
                     return Produced::default();
                 }
-                "su" | "runuser" | "flock" | "script" => {
-                    if let Some(body) = option_value(args, &["-c", "--command"]) {
-                        return self.payload(&body, &format!("`{name} -c` string"), None, &node);
-                    }
-                }
-                "watch" => {
-                    // watch joins its arguments and runs them with `sh -c`.
-                    let rest = skip_launcher_options(&name, args);
-                    let joined = join(&args[rest..]);
-                    return self.payload(&joined, "`watch` command", None, &node);
-                }
-                "env" => {
-                    if let Some(body) = option_value(args, &["-S", "--split-string"]) {
-                        return self.payload(&body, "`env -S` string", None, &node);
-                    }
-                    if option_value(args, &["-C", "--chdir"]).is_some() {
-                        self.cwds.push(Cwd::Unknown);
-                    }
+                "env" if option_value(args, &["-C", "--chdir"]).is_some() => {
+                    self.cwds.push(Cwd::Unknown);
                 }
                 "find" => {
                     self.find(args, &node);
                     return self.output_of(&name, args, stdin);
-                }
-                "ssh" => {
-                    // `ssh localhost 'rm -rf ~'` runs its command in a shell there.
-                    let rest = skip_ssh_options(args);
-                    if args.len() > rest + 1 {
-                        let joined = join(&args[rest + 1..]);
-                        return self.payload(&joined, "`ssh` command", None, &node);
-                    }
-                    return Produced::default();
                 }
                 _ => {}
             }
@@ -229,20 +214,32 @@ impl Walker {
                     return self.exec_from(&swapped, i + 1 + rest, stdin_extra, stdin, &node);
                 }
             }
-            if is_launcher(&name) {
-                if name == "exec" && args.is_empty() {
-                    return Produced::default();
-                }
-                i += 1 + skip_launcher_options(&name, args);
-                if name == "env" {
-                    while argv
-                        .get(i)
-                        .is_some_and(|f| f.is_literal() && is_assignment(&f.text))
-                    {
-                        i += 1;
+            if let Some(l) = launcher(&name) {
+                match unwrap(l, &name, args) {
+                    Unwrapped::Argv(start) => {
+                        i += 1 + start;
+                        if name == "env" {
+                            while argv
+                                .get(i)
+                                .is_some_and(|f| f.is_literal() && is_assignment(&f.text))
+                            {
+                                i += 1;
+                            }
+                        }
+                        continue;
                     }
+                    Unwrapped::Shell(body) => {
+                        return self.payload(&body, &format!("`{name}` command"), None, &node);
+                    }
+                    Unwrapped::ShellArgs(start) => {
+                        return self.shell("sh", &args[start..], stdin, &node);
+                    }
+                    Unwrapped::Stdin(Some(file)) => {
+                        self.script(&file, &name, &node);
+                        return Produced::default();
+                    }
+                    Unwrapped::Stdin(None) => return self.run_stdin(&name, stdin, &node),
                 }
-                continue;
             }
             let owned: Vec<Field>;
             let args = match &stdin_extra {
@@ -308,7 +305,7 @@ impl Walker {
                         p.text = up.text.clone();
                     }
                 }
-                if let (Stdin::Text(values), "cat") = (stdin, name)
+                if let (Stdin::Text(values, _), "cat") = (stdin, name)
                     && let [(text, produced)] = values.as_slice()
                 {
                     p.text = Some(text.clone());
@@ -420,6 +417,14 @@ impl Walker {
     fn run_stdin(&mut self, name: &str, stdin: &Stdin, node: &str) -> Produced {
         match stdin {
             Stdin::Inherited => Produced::default(),
+            Stdin::Descriptor => {
+                self.found(
+                    ShellPredicate::Unanalysable,
+                    node,
+                    format!("`{name}` runs what another file descriptor holds"),
+                );
+                Produced::default()
+            }
             Stdin::File(f) => {
                 self.script(f, name, node);
                 Produced::default()
@@ -449,7 +454,17 @@ impl Walker {
                     }
                 }
             }
-            Stdin::Text(values) => {
+            Stdin::Text(values, document) => {
+                // A here-document is read and followed, but not vouched for: a document fed to
+                // a shell is a script (its continuation lines, quoting and expansions are the
+                // shell's). A here-string is one line of text.
+                if *document {
+                    self.found(
+                        ShellPredicate::Unanalysable,
+                        node,
+                        format!("`{name}` runs a here-document"),
+                    );
+                }
                 let mut out = Produced::default();
                 for (text, produced) in values {
                     let body = Field {
@@ -614,7 +629,7 @@ impl Walker {
 fn xargs_input(stdin: &Stdin) -> Vec<Field> {
     let literal = match stdin {
         Stdin::Pipe(up) => up.text.clone(),
-        Stdin::Text(values) if values.len() == 1 => Some(values[0].0.clone()),
+        Stdin::Text(values, _) if values.len() == 1 => Some(values[0].0.clone()),
         _ => None,
     };
     if let Some(text) = literal {
@@ -625,20 +640,6 @@ fn xargs_input(stdin: &Stdin) -> Vec<Field> {
             vec![Field::lit(format!("./{}", super::value::QUOTED_UNKNOWN))]
         }
         _ => vec![Field::lit(SPLIT_UNKNOWN.to_string())],
-    }
-}
-
-/// Arguments joined by spaces, as `eval` and `watch` do.
-fn join(args: &[Field]) -> Field {
-    Field {
-        text: args
-            .iter()
-            .map(|a| a.text.as_str())
-            .collect::<Vec<_>>()
-            .join(" "),
-        downloads: args.iter().any(|a| a.downloads),
-        decodes: args.iter().any(|a| a.decodes),
-        procsubst: args.iter().any(|a| a.procsubst),
     }
 }
 

@@ -4,16 +4,19 @@
 //! and flag `grep -r "rm -rf /" docs`. This module parses the command with brush-parser (a
 //! maintained POSIX/bash parser), then walks every simple command wherever it sits (pipelines,
 //! lists, brace groups, subshells, command and process substitutions, function bodies,
-//! `if`/`for`/`while`/`case`, here-strings and here-documents fed to a shell, `sh -c` and `eval`
-//! strings, `trap` and `alias` bodies), unwraps launchers (`sudo`, `env`, `nice`, `timeout`,
-//! `xargs`, `busybox` applets, `command`, `exec`, ...), expands words the way the shell would
-//! as far as the text allows (quotes, escapes, `$'…'`, braces, `~`, variables assigned in the
-//! same command), and resolves the targets of `rm`, `mv`, `chmod`, `chown` and `find` against
-//! what they could reach.
+//! `if`/`for`/`while`/`case`, `sh -c` and `eval` strings, `trap` and `alias` bodies), steps over
+//! launchers generically by one table of how each runs its arguments (`sudo`, `env`, `nice`,
+//! `timeout`, `prlimit`, `setpriv`, `fakeroot`, `script -c`, `sg -c`, `ssh`, `watch`, `xargs`,
+//! `busybox` applets, ...: [`launcher_names`]), expands words the way the shell would as far as
+//! the text allows (quotes, escapes, `$'…'`, braces, `~`, variables assigned in the same
+//! command), and resolves the targets of `rm`, `mv`, `chmod`, `chown`, `find` and of what
+//! deletes by side effect (`tar --remove-files`, `rsync --delete`, `git clean -f`, `zip -m`,
+//! `shred`, `truncate`) against what they could reach.
 //!
 //! It fails closed: a command whose name is not a literal (`$X` with an unknown value,
 //! `$(…)`), an `eval` or `sh -c` of generated text, a `source` of a generated file, a shell fed
-//! from a pipeline, a recursive `rm` whose target cannot be resolved, and a command the parser
+//! from a pipeline, a here-document, a here-string or another descriptor, a name this command
+//! made an alias, a recursive `rm` whose target cannot be resolved, and a command the parser
 //! cannot read are all [`ShellPredicate::Unanalysable`]: the blacklist makes them need a human
 //! in every mode that would otherwise run them.
 
@@ -21,11 +24,13 @@ mod command;
 mod launchers;
 mod reach;
 mod rules;
+mod side_effects;
 mod syntax;
 mod value;
 mod vars;
 mod walk;
 
+pub use launchers::launcher_names;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::sync::Arc;

@@ -261,12 +261,13 @@ fn check_abs(comps: &[String]) -> Option<Reach> {
     None
 }
 
-/// A path relative to the working directory (components, normalized, may start with `..`).
-fn check_rel(comps: &[String]) -> Option<Reach> {
+/// A path relative to the working directory (components, normalized, may start with `..`);
+/// the working directory itself counts unless `beyond` (only what lies above it does).
+fn check_rel(comps: &[String], beyond: bool) -> Option<Reach> {
     let ups = comps.iter().take_while(|c| *c == "..").count();
     let rest = &comps[ups..];
     if comps.is_empty() {
-        return Some(Reach::WorkdirOrAbove);
+        return (!beyond).then_some(Reach::WorkdirOrAbove);
     }
     if ups > 0 && (rest.is_empty() || (rest.len() == 1 && broad(&rest[0]))) {
         return Some(Reach::WorkdirOrAbove);
@@ -346,6 +347,17 @@ fn dot_variants(path: &str) -> Vec<String> {
 /// The most serious place `path` could reach from any of `cwds`; `None` when it stays
 /// somewhere ordinary.
 pub(super) fn reach(path: &str, cwds: &[Cwd]) -> Option<Reach> {
+    reach_from(path, cwds, false)
+}
+
+/// [`reach`] for what deletes by side effect (`tar --remove-files`, `rsync --delete`, `git
+/// clean`): the working directory itself is the work's own place; only what lies above it, a
+/// home directory, the root or a system directory counts.
+pub(super) fn reach_beyond_work(path: &str, cwds: &[Cwd]) -> Option<Reach> {
+    reach_from(path, cwds, true)
+}
+
+fn reach_from(path: &str, cwds: &[Cwd], beyond: bool) -> Option<Reach> {
     if path.is_empty() {
         // `rm -rf ""` removes nothing.
         return None;
@@ -376,7 +388,7 @@ pub(super) fn reach(path: &str, cwds: &[Cwd]) -> Option<Reach> {
         }
         for cwd in cwds {
             match cwd {
-                Cwd::Work(base) => note(check_rel(&normalize(base, &variant, false))),
+                Cwd::Work(base) => note(check_rel(&normalize(base, &variant, false), beyond)),
                 Cwd::Abs(base) => note(check_abs(&normalize(base, &variant, true))),
                 Cwd::Unknown => note(unknown_rule(&format!("{QUOTED_UNKNOWN}/{variant}"))),
             }

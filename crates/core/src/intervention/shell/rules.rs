@@ -110,7 +110,13 @@ fn parse(
 impl Walker {
     /// Check one command (its launchers already peeled) against the rules.
     pub(super) fn rules(&mut self, name: &str, args: &[Field], node: &str) {
+        if super::side_effects::WIPERS.contains(&name) {
+            self.wipe(name, args, node);
+        }
         match name {
+            "tar" | "bsdtar" | "gtar" => self.tar(args, node),
+            "git" => self.git(args, node),
+            "zip" => self.zip(args, node),
             "rm" => {
                 let p = parse(args, &['r', 'R'], &["recursive"], &[]);
                 if p.any_recursive() {
@@ -140,6 +146,9 @@ impl Walker {
             "cp" | "install" | "rsync" | "ln" => {
                 if let Some(dest) = args.iter().rev().find(|a| !a.text.starts_with('-')) {
                     self.disk_write_target(dest, node);
+                }
+                if name == "rsync" {
+                    self.rsync(args, node);
                 }
             }
             n if disk_tool(n) => {
@@ -322,6 +331,16 @@ impl Walker {
                     .position(|a| a.text == ";" || a.text == "+")
                     .map_or(expr.len(), |p| j + 1 + p);
                 let inner = &expr[j + 1..end];
+                // What it runs on each entry found deletes it (or its content) even without
+                // `-r`: the search is the recursion.
+                if let Some(cmd) = inner.first().filter(|c| c.is_literal()) {
+                    let cmd = cmd.text.rsplit('/').next().unwrap_or(&cmd.text);
+                    if matches!(cmd, "rm" | "unlink" | "rmdir")
+                        || super::side_effects::WIPERS.contains(&cmd)
+                    {
+                        self.removal(&found, node, &format!("find -exec {cmd}"));
+                    }
+                }
                 for f in &found {
                     let argv: Vec<Field> = inner
                         .iter()

@@ -21,10 +21,12 @@ pub(super) enum Stdin {
     Inherited,
     /// The previous stages of a pipeline (or a process substitution after `<`).
     Pipe(Produced),
-    /// A here-string or here-document, with each value it could have.
-    Text(Vec<(String, Produced)>),
+    /// A here-string (`false`) or here-document (`true`), with each value it could have.
+    Text(Vec<(String, Produced)>, bool),
     /// A file (`< path`).
     File(Field),
+    /// Another descriptor (`<&3`): what it holds is not in the text.
+    Descriptor,
 }
 
 /// A function definition being walked, to recognise fork bombs by their shape.
@@ -50,6 +52,8 @@ pub(super) struct Walker {
     pub(super) cwds: Vec<Cwd>,
     /// Files a downloader wrote (`curl -o F`, `wget -O F`).
     pub(super) downloaded: Vec<String>,
+    /// Names this command line defined as aliases: what they run is not followed.
+    pub(super) aliases: Vec<String>,
     context: Vec<String>,
     depth: usize,
     pub(super) loops: usize,
@@ -73,6 +77,7 @@ impl Walker {
             var_depth: 0,
             cwds: vec![Cwd::Work(Vec::new())],
             downloaded: Vec::new(),
+            aliases: Vec::new(),
             context: Vec::new(),
             depth: 0,
             loops: 0,
@@ -560,7 +565,9 @@ impl Walker {
         let mut shown = Vec::new();
         for r in redirects {
             match r {
-                ast::IoRedirect::File(_, kind, target) => {
+                ast::IoRedirect::File(fd, kind, target) => {
+                    // Only what goes to descriptor 0 feeds the command's standard input.
+                    let feeds_stdin = fd.is_none_or(|f| f == 0);
                     let write = !matches!(
                         kind,
                         ast::IoFileRedirectKind::Read
@@ -576,19 +583,28 @@ impl Walker {
                                 shown.push(format!("{op} {}", super::reach::shown(&f.text)));
                                 if write {
                                     self.disk_write_target(&f, &format!("`{name} > {}`", w.value));
+                                } else if !feeds_stdin {
                                 } else if matches!(kind, ast::IoFileRedirectKind::Read) {
                                     *stdin = Stdin::File(f);
+                                } else if matches!(kind, ast::IoFileRedirectKind::DuplicateInput) {
+                                    *stdin = Stdin::Descriptor;
                                 }
                             }
                         }
                         ast::IoFileRedirectTarget::ProcessSubstitution(_, sub) => {
                             let produced =
                                 self.within("process substitution", |w| w.list(&sub.list));
-                            if !write {
+                            if !write && feeds_stdin {
                                 *stdin = Stdin::Pipe(produced);
                             }
                         }
-                        ast::IoFileRedirectTarget::Fd(_) => {}
+                        ast::IoFileRedirectTarget::Fd(_) => {
+                            if feeds_stdin
+                                && matches!(kind, ast::IoFileRedirectKind::DuplicateInput)
+                            {
+                                *stdin = Stdin::Descriptor;
+                            }
+                        }
                     }
                 }
                 ast::IoRedirect::OutputAndError(w, _) => {
@@ -602,16 +618,18 @@ impl Walker {
                         self.disk_write_target(&f, &format!("`{name} &> {}`", w.value));
                     }
                 }
-                ast::IoRedirect::HereString(_, w) => {
-                    *stdin = Stdin::Text(self.expand_text(&w.value, pos(w), true));
+                ast::IoRedirect::HereString(fd, w) => {
+                    let text = self.expand_text(&w.value, pos(w), true);
+                    if fd.is_none_or(|f| f == 0) {
+                        *stdin = Stdin::Text(text, false);
+                    }
                 }
-                ast::IoRedirect::HereDocument(_, doc) => {
+                ast::IoRedirect::HereDocument(fd, doc) => {
                     let at = pos(&doc.doc);
-                    *stdin = Stdin::Text(self.expand_heredoc(
-                        &doc.doc.value,
-                        doc.requires_expansion,
-                        at,
-                    ));
+                    let text = self.expand_heredoc(&doc.doc.value, doc.requires_expansion, at);
+                    if fd.is_none_or(|f| f == 0) {
+                        *stdin = Stdin::Text(text, true);
+                    }
                 }
             }
         }
