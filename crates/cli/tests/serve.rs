@@ -19,6 +19,8 @@ mod budgets;
 mod grants;
 #[path = "serve/queue.rs"]
 mod queue;
+#[path = "serve/task_approvals.rs"]
+mod task_approvals;
 
 struct Env {
     dir: PathBuf,

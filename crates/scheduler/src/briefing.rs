@@ -14,6 +14,10 @@
 //! `feedback` keeps the comment for the task's next run's prompt, `acknowledge` only records,
 //! and any other action the brief offered (a question's options, an agent's own choices) is
 //! passed to the task's next run as what the person chose.
+//!
+//! A run that parks on an approval raises an urgent decision brief at once (the owner's hook
+//! is told): `approve_call` and `reject_call` decide the calls it waits on, and the run
+//! continues; decided on the operation itself instead, the brief is closed (`decided`).
 
 use crate::reading::Attention;
 use crate::task::{ReviewState, Task, TaskError, TaskStatus};
@@ -30,6 +34,12 @@ pub mod action {
     pub const FEEDBACK: &str = "feedback";
     /// Seen; nothing to do.
     pub const ACKNOWLEDGE: &str = "acknowledge";
+    /// Approve the calls a parked run waits on.
+    pub const APPROVE_CALL: &str = "approve_call";
+    /// Reject them (the comment is the reason the model reads).
+    pub const REJECT_CALL: &str = "reject_call";
+    /// Recorded by rein when the calls were decided elsewhere.
+    pub const DECIDED: &str = "decided";
 }
 
 fn offer(key: &str, label: &str) -> BriefAction {
@@ -136,6 +146,116 @@ pub fn brief_for_run(
     })
 }
 
+/// The id of the brief that asks for the calls `pending` of run `operation_id`: one per
+/// parking (a run parked again on other calls asks again), the same on every tick.
+pub fn approval_brief_id(operation_id: &str, pending: &[crate::dispatcher::PendingCall]) -> String {
+    let base = operation_id
+        .parse::<uuid::Uuid>()
+        .map_or(0, |u| u.as_u128());
+    let mut h: u128 = 0x6c62_272e_07bb_0142_6c62_272e_07bb_0142;
+    for b in pending.iter().flat_map(|p| p.id.bytes().chain([0])) {
+        h ^= u128::from(b);
+        h = h.wrapping_mul(0x0000_0000_0100_0000_0000_0000_0000_013b);
+    }
+    let mut bytes = (base ^ h).to_be_bytes();
+    bytes[6] = (bytes[6] & 0x0f) | 0x80;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    format!("brief-{}", uuid::Uuid::from_bytes(bytes))
+}
+
+/// The urgent decision brief for run `run` of `task`, parked on `pending`.
+pub fn approval_brief(
+    task: &Task,
+    run: &TaskRun,
+    pending: &[crate::dispatcher::PendingCall],
+    now: DateTime<Utc>,
+) -> Brief {
+    let calls: Vec<String> = pending.iter().map(|p| format!("- {}", p.what)).collect();
+    Brief {
+        id: approval_brief_id(&run.operation_id, pending),
+        owner: task.owner.clone(),
+        task_id: Some(task.id.clone()),
+        operation_id: Some(run.operation_id.clone()),
+        agent: task.agent.clone(),
+        kind: BriefKind::Decision,
+        priority: BriefPriority::Urgent,
+        title: format!("{}: a run waits for your approval", task.title),
+        summary: format!(
+            "The run asks to make {} call{} that need{} a person's approval; the task's next runs wait until it is decided.\n{}",
+            pending.len(),
+            if pending.len() == 1 { "" } else { "s" },
+            if pending.len() == 1 { "s" } else { "" },
+            calls.join("\n")
+        ),
+        artifacts: vec![Artifact {
+            kind: "operation".into(),
+            reference: run.operation_id.clone(),
+            title: Some("the parked run".into()),
+        }],
+        actions: vec![
+            offer(action::APPROVE_CALL, "Approve"),
+            offer(action::REJECT_CALL, "Reject (the comment is the reason)"),
+        ],
+        read_at: None,
+        resolution: None,
+        created_at: now,
+    }
+}
+
+/// Raise the approval brief of a run parked on `pending`, once (queued for the owner's hook);
+/// whether it was new.
+pub async fn ask_for_approval(
+    store: &dyn TaskStore,
+    task: &Task,
+    run: &TaskRun,
+    pending: &[crate::dispatcher::PendingCall],
+    now: DateTime<Utc>,
+) -> Result<bool, TaskError> {
+    if pending.is_empty() {
+        return Ok(false);
+    }
+    let brief = approval_brief(task, run, pending, now);
+    if store.get_brief(&brief.id).await?.is_some() {
+        return Ok(false);
+    }
+    let notify = store.brief_hook(&brief.owner).await?.map(|_| now);
+    match store.add_brief(&brief, notify).await {
+        Ok(()) => Ok(true),
+        Err(rein_store::StoreError::Conflict(_)) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Close the approval briefs of `run` still open: its calls were decided (on the operation
+/// itself, or the run ended), so they no longer hold the task.
+pub async fn close_approval_briefs(
+    store: &dyn TaskStore,
+    run: &TaskRun,
+    now: DateTime<Utc>,
+) -> Result<(), TaskError> {
+    let open = store
+        .list_briefs(&rein_store::BriefFilter {
+            task_id: Some(run.task_id.clone()),
+            unresolved: true,
+            limit: 50,
+            ..Default::default()
+        })
+        .await?;
+    for b in open.iter().filter(|b| {
+        b.operation_id.as_deref() == Some(run.operation_id.as_str())
+            && b.actions.iter().any(|a| a.key == action::APPROVE_CALL)
+    }) {
+        let r = rein_store::Resolution {
+            action: action::DECIDED.into(),
+            comment: Some("the run's calls were decided on the run itself".into()),
+            by: Some("rein".into()),
+            at: now,
+        };
+        store.resolve_brief(&b.id, &r).await?;
+    }
+    Ok(())
+}
+
 /// How a run ended, as its end is recorded.
 #[derive(Clone, Copy, Debug)]
 pub struct Ended<'a> {
@@ -205,6 +325,13 @@ pub enum Resolve {
     Approve,
     /// Keep the comment for the next run.
     Feedback(String),
+    /// Decide the calls the brief's parked run waits on.
+    Decide {
+        /// Approve (else reject).
+        approve: bool,
+        /// The reason a rejection gives the model.
+        reason: Option<String>,
+    },
 }
 
 /// Check `action` (and its comment) against what `brief` offers, and say what it asks.
@@ -222,6 +349,15 @@ pub fn resolution_of(
         )));
     }
     Ok(match action {
+        action::APPROVE_CALL | action::REJECT_CALL if brief.operation_id.is_some() => {
+            Resolve::Decide {
+                approve: action == action::APPROVE_CALL,
+                reason: comment
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty())
+                    .map(str::to_owned),
+            }
+        }
         action::RETRY if brief.task_id.is_some() => Resolve::Retry,
         action::APPROVE if brief.task_id.is_some() => Resolve::Approve,
         action::FEEDBACK => match comment.map(str::trim).filter(|c| !c.is_empty()) {
@@ -446,6 +582,56 @@ mod tests {
         assert_eq!(
             resolution_of(&asked, "yes", None).unwrap(),
             Resolve::Recorded
+        );
+    }
+
+    #[test]
+    fn a_parked_run_gets_one_urgent_decision_brief_per_parking_that_decides_its_calls() {
+        use crate::dispatcher::PendingCall;
+        let now = Utc::now();
+        let op = uuid::Uuid::now_v7().to_string();
+        let mut r = run("heartbeat");
+        r.operation_id = op.clone();
+        let pending = vec![PendingCall {
+            id: "call_1".into(),
+            what: "shell/run({\"command\":\"deploy\"})".into(),
+        }];
+        let b = approval_brief(&task(), &r, &pending, now);
+        assert!(rein_store::valid_brief_id(&b.id), "{}", b.id);
+        assert_eq!(
+            b.id,
+            approval_brief_id(&op, &pending),
+            "the same on every tick"
+        );
+        let other = vec![PendingCall {
+            id: "call_2".into(),
+            what: "x".into(),
+        }];
+        assert_ne!(
+            b.id,
+            approval_brief_id(&op, &other),
+            "parked again: asked again"
+        );
+        assert_ne!(b.id, run_brief_id(&op));
+        assert!(b.holds_task());
+        assert!(b.summary.contains("shell/run({\"command\":\"deploy\"})"));
+        assert_eq!(
+            resolution_of(&b, action::APPROVE_CALL, None).unwrap(),
+            Resolve::Decide {
+                approve: true,
+                reason: None
+            }
+        );
+        assert_eq!(
+            resolution_of(&b, action::REJECT_CALL, Some(" not today ")).unwrap(),
+            Resolve::Decide {
+                approve: false,
+                reason: Some("not today".into())
+            }
+        );
+        assert!(
+            resolution_of(&b, action::RETRY, None).is_err(),
+            "not offered"
         );
     }
 }

@@ -23,8 +23,11 @@ use std::sync::Arc;
 pub enum RunState {
     /// Still going.
     Running,
-    /// Parked on a human decision.
-    WaitingForHuman,
+    /// Parked on a human decision: the calls waiting.
+    WaitingForHuman {
+        /// Each call waiting for a person, as a brief names it.
+        pending: Vec<PendingCall>,
+    },
     /// Ended.
     Ended {
         /// `completed`, `error`, `cancelled`, ...
@@ -48,7 +51,14 @@ impl RunState {
     pub fn of(op: &rein_store::StoredOperation) -> Self {
         use rein_core::state::Status;
         match op.record.status {
-            Status::WaitingForHuman => RunState::WaitingForHuman,
+            Status::WaitingForHuman => RunState::WaitingForHuman {
+                pending: op
+                    .state
+                    .pending_tool_calls
+                    .iter()
+                    .map(PendingCall::of)
+                    .collect(),
+            },
             Status::Idle
             | Status::Running
             | Status::WaitingForSubAgents
@@ -73,6 +83,29 @@ impl RunState {
                     answer: op.state.final_answer(),
                 }
             }
+        }
+    }
+}
+
+/// A call a parked run waits on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingCall {
+    /// Its tool call id.
+    pub id: String,
+    /// What it is, for a person: the tool and its arguments, and why it asks when known.
+    pub what: String,
+}
+
+impl PendingCall {
+    /// `call` as a person reads it: `tool/api(arguments)`, long arguments cut.
+    pub fn of(call: &rein_core::ToolCall) -> Self {
+        let mut args: String = call.arguments.chars().take(300).collect();
+        if call.arguments.chars().count() > 300 {
+            args.push('…');
+        }
+        Self {
+            id: call.id.to_string(),
+            what: format!("{}({args})", call.key()),
         }
     }
 }
@@ -108,6 +141,21 @@ pub trait Launcher: Send + Sync {
     fn state<'a>(&'a self, operation_id: &'a str) -> BoxFuture<'a, Result<RunState, String>>;
     /// Stop a run that went over its time (a heartbeat's per-run timeout).
     fn cancel<'a>(&'a self, operation_id: &'a str) -> BoxFuture<'a, Result<(), String>>;
+    /// Decide every call parked run `operation_id` waits on: approve them, or reject them
+    /// with `reason` (the model reads it); `by` names who decided. The run continues.
+    fn decide<'a>(
+        &'a self,
+        operation_id: &'a str,
+        _approve: bool,
+        _reason: Option<&'a str>,
+        _by: &'a str,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            Err(format!(
+                "this process cannot decide run {operation_id}; decide it where it runs"
+            ))
+        })
+    }
     /// Ask the system model to read a run that ended ([`crate::reading`]): `instructions`,
     /// `input`, an answer as JSON matching `schema`. `None` without a system model (the
     /// default): handoffs are then extracted and briefs follow the rules.
@@ -337,7 +385,7 @@ impl Dispatcher {
                 continue;
             }
             match self.launcher.state(&run.operation_id).await {
-                Ok(RunState::WaitingForHuman) => {
+                Ok(RunState::WaitingForHuman { .. }) => {
                     return Ok(Verdict::Skip(
                         "a human decision on the last run is unresolved".into(),
                     ));
@@ -530,6 +578,18 @@ impl Dispatcher {
                     continue;
                 }
             };
+            let now = self.clock.now();
+            if let RunState::WaitingForHuman { pending } = &state {
+                // Nobody watches a task's run: the person is asked in a brief (and the hook).
+                if let Some(task) = self.load(&run.task_id).await? {
+                    crate::briefing::ask_for_approval(&*self.store, &task, &run, pending, now)
+                        .await?;
+                }
+                continue;
+            }
+            // Decided (here, on the operation itself, or by its brief): an approval brief
+            // still open says so and no longer holds the task.
+            crate::briefing::close_approval_briefs(&*self.store, &run, now).await?;
             let RunState::Ended {
                 outcome,
                 success,
@@ -550,7 +610,6 @@ impl Dispatcher {
                 }
                 _ => None,
             };
-            let now = self.clock.now();
             crate::briefing::record_run_end(
                 &*self.store,
                 task.as_ref(),

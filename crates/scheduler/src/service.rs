@@ -351,6 +351,15 @@ impl TaskService {
         }
         let act = crate::briefing::resolution_of(&brief, action, comment)?;
         let now = self.clock.now();
+        // A parked run's calls are decided before the resolution is recorded: a run that no
+        // longer waits refuses, and the brief stays open.
+        if let Resolve::Decide { approve, reason } = &act {
+            let op = brief.operation_id.clone().unwrap_or_default();
+            launcher
+                .decide(&op, *approve, reason.as_deref(), owner)
+                .await
+                .map_err(TaskError::Decide)?;
+        }
         let resolution = Resolution {
             action: action.to_owned(),
             comment: comment
@@ -367,6 +376,7 @@ impl TaskService {
         let task = brief.task_id.clone().unwrap_or_default();
         let started = match act {
             Resolve::Recorded => None,
+            Resolve::Decide { .. } => brief.operation_id.clone(),
             Resolve::Retry => Some(self.run_now(&task, launcher).await?),
             Resolve::Approve => {
                 self.edit_body(&task, crate::briefing::approve).await?;

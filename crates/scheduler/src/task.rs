@@ -363,6 +363,10 @@ pub enum TaskError {
     /// a comment).
     #[error("{0}")]
     BadResolution(String),
+    /// The calls a brief asked about could not be decided (the run no longer waits for
+    /// them); the brief stays open.
+    #[error("the run's calls could not be decided: {0}")]
+    Decide(String),
 }
 
 impl TaskError {

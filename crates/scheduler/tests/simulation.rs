@@ -82,7 +82,12 @@ impl Launcher for FakeLauncher {
             let runs = self.runs.lock().unwrap();
             let run = runs.get(operation_id).ok_or("unknown run")?;
             if run.waits_until.is_some_and(|w| now < w) {
-                return Ok(RunState::WaitingForHuman);
+                return Ok(RunState::WaitingForHuman {
+                    pending: vec![rein_scheduler::PendingCall {
+                        id: "call_1".into(),
+                        what: "shell/run({\"command\":\"deploy\"})".into(),
+                    }],
+                });
             }
             let end = run.waits_until.map_or(run.ends_at, |w| w.max(run.ends_at));
             Ok(if now < end {

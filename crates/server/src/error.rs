@@ -310,6 +310,7 @@ impl From<rein_scheduler::TaskError> for ApiError {
             E::BadResolution(m) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_resolution", m)
             }
+            e @ E::Decide(_) => ApiError::conflict(e.to_string()),
         }
     }
 }

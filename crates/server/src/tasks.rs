@@ -8,7 +8,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use rein_core::OperationId;
 use rein_core::state::Status;
-use rein_operation::{AgentProfile, SpecError, SpecOrigin, StartOptions};
+use rein_operation::{AgentProfile, Decision, SpecError, SpecOrigin, StartOptions};
 use rein_scheduler::{Dispatcher, LaunchError, Launcher, RunState, Task};
 use rein_store::{Accounts, SqlStore, Store, Trigger};
 use std::sync::Arc;
@@ -130,7 +130,22 @@ impl Launcher for ServerLauncher {
                 .map_err(|e| e.to_string())?
                 .ok_or_else(|| format!("no operation {operation_id}"))?;
             match record.status {
-                Status::WaitingForHuman => return Ok(RunState::WaitingForHuman),
+                Status::WaitingForHuman => {
+                    // Each waiting call with why it asks, for the brief that asks the person.
+                    let pending = rein_operation::tree::pending_approvals(&*self.store, id)
+                        .await
+                        .map_err(|e| e.to_string())?
+                        .into_iter()
+                        .map(|i| {
+                            let mut p = rein_scheduler::PendingCall::of(&i.call);
+                            if let Some(r) = &i.reason {
+                                p.what.push_str(&format!(" — {}", r.line()));
+                            }
+                            p
+                        })
+                        .collect();
+                    return Ok(RunState::WaitingForHuman { pending });
+                }
                 // Sub-agents (or an async tool) still work for it.
                 Status::Idle
                 | Status::Running
@@ -160,6 +175,57 @@ impl Launcher for ServerLauncher {
                 .await
                 .map(|_| ())
                 .map_err(|e| e.to_string())
+        }
+        .boxed()
+    }
+
+    fn decide<'a>(
+        &'a self,
+        operation_id: &'a str,
+        approve: bool,
+        reason: Option<&'a str>,
+        by: &'a str,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        async move {
+            let id: OperationId = operation_id
+                .parse()
+                .map_err(|_| format!("`{operation_id}` is not an operation id"))?;
+            let record = self
+                .store
+                .operation(id)
+                .await
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("no operation {operation_id}"))?;
+            let driver = self.runner.driver();
+            let pending = driver.pending(id).await.map_err(|e| e.to_string())?;
+            if pending.is_empty() {
+                return Err(format!("run {operation_id} waits for no decision"));
+            }
+            let decision = if approve {
+                Decision::Approve
+            } else {
+                Decision::Reject {
+                    reason: reason.map(str::to_owned),
+                    halt: false,
+                }
+            };
+            // Questions are answered, not approved: a rejection declines them, an approval
+            // leaves them to be answered on the run.
+            let decisions = pending
+                .into_iter()
+                .filter(|i| !approve || !rein_core::engine::is_question(&i.call))
+                .map(|i| (i.call.id.to_string(), decision.clone(), Some(by.to_owned())))
+                .collect();
+            self.runner
+                .spawn(
+                    id,
+                    record.owner.unwrap_or_default(),
+                    driver,
+                    Job::Decide(decisions),
+                )
+                .await
+                .map(|_| ())
+                .map_err(|e| e.message)
         }
         .boxed()
     }
