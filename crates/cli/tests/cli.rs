@@ -11,6 +11,8 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
+#[path = "cli/allow_list.rs"]
+mod allow_list;
 #[path = "cli/budgets.rs"]
 mod budgets;
 #[path = "cli/prompt.rs"]

@@ -279,3 +279,65 @@ async fn an_allow_list_set_on_the_request_runs_the_calculator_unasked_and_parks_
     approve_all(&e, &rein, &op, &alice, &detail).await;
     wait_status(&e, &rein, &op, &alice, "done").await;
 }
+
+#[tokio::test]
+async fn an_agents_tool_rules_decide_before_the_tools_policy_and_the_blacklist_before_both() {
+    let e = env(vec![
+        // `echo …` never asks under the agent's rule; `git push` always does; `cat .env` is
+        // the blacklist's (reading credentials), whatever the rule says.
+        shell("s1", "echo ruled"),
+        shell("s2", "git push origin main"),
+        Canned::openai_text("pushed?"),
+        shell("s3", "cat .env"),
+    ])
+    .await;
+    let work = e.dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let alice = e.token("alice").await;
+    let rein = e
+        .start_with(&["--workdir", &work.display().to_string()], &[])
+        .await;
+    let rules = json!({"shell": [
+        {"match": {"command": "git push*"}, "policy": "always"},
+        {"policy": "never"}
+    ]});
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/agents",
+            Some(&alice),
+            Some(json!({"name": "ruled", "config": {"tool_rules": {"shell": "sometimes"}}})),
+        )
+        .await;
+    assert_eq!(status, 400, "a rule that is not one: {body}");
+    e.create_agents(&rein, &alice, &[("ruled", json!({"tool_rules": rules}))])
+        .await;
+    let (op, detail) = waiting(&e, &rein, &alice, json!({"input": "go", "agent": "ruled"})).await;
+    // s1 ran under the rule; s2 asks because of it.
+    assert_eq!(detail["pending"][0]["call"]["id"], "s2", "{detail}");
+    let reason = &detail["pending"][0]["reason"];
+    assert_eq!(
+        (&reason["source"], &reason["rule"]),
+        (&json!("tool_policy"), &json!("tool_rule:shell/run"))
+    );
+    approve_all(&e, &rein, &op, &alice, &detail).await;
+    wait_status(&e, &rein, &op, &alice, "done").await;
+    let (_, detail) = waiting(
+        &e,
+        &rein,
+        &alice,
+        json!({"input": "read it", "agent": "ruled"}),
+    )
+    .await;
+    let reason = &detail["pending"][0]["reason"];
+    assert_eq!(
+        (&reason["source"], &reason["rule"], &reason["every_time"]),
+        (
+            &json!("blacklist"),
+            &json!("security_blacklist:env_files"),
+            &json!(true)
+        ),
+        "{detail}"
+    );
+}
