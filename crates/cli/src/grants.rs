@@ -20,6 +20,7 @@ pub enum GrantCommand {
     /// Revoke a grant: the tool asks again from its next call on.
     Revoke {
         /// The grant's id (`grant_…`).
+        #[arg(value_parser = grant_id)]
         id: String,
     },
 }
@@ -29,6 +30,18 @@ pub fn scope_parser() -> impl clap::builder::TypedValueParser<Value = GrantScope
     use clap::builder::TypedValueParser;
     clap::builder::PossibleValuesParser::new(GrantScope::ALL.map(GrantScope::as_str))
         .try_map(|s| s.parse::<GrantScope>())
+}
+
+/// A grant id as the command line gives it, refused before anything is asked of the store or
+/// the server when it cannot be one.
+fn grant_id(id: &str) -> Result<String, String> {
+    if rein_store::valid_grant_id(id) {
+        Ok(id.to_owned())
+    } else {
+        Err(format!(
+            "`{id}` is not a grant id (grant_ and 32 hex digits)"
+        ))
+    }
 }
 
 /// One line for a grant.
@@ -79,9 +92,6 @@ pub async fn command(
             }
         }
         GrantCommand::Revoke { id } => {
-            if !rein_store::valid_grant_id(&id) {
-                anyhow::bail!("`{id}` is not a grant id (grant_ and 32 hex digits)");
-            }
             let g = driver.revoke_grant(None, &id, Some("cli")).await?;
             if json {
                 println!("{}", serde_json::to_string(&g)?);

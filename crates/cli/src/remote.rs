@@ -341,9 +341,6 @@ pub async fn dispatch(r: &Remote, command: Command, json: bool) -> anyhow::Resul
                 }
             }
             crate::grants::GrantCommand::Revoke { id } => {
-                if !rein_store::valid_grant_id(&id) {
-                    bail!("`{id}` is not a grant id (grant_ and 32 hex digits)");
-                }
                 let v = r
                     .call(Method::DELETE, &format!("/v1/grants/{id}"), None)
                     .await?;

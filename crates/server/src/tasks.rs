@@ -28,7 +28,29 @@ fn failed(e: impl std::fmt::Display) -> LaunchError {
     LaunchError::Failed(e.to_string())
 }
 
+/// The operation a task run names.
+fn run_id(operation_id: &str) -> Result<OperationId, String> {
+    operation_id
+        .parse()
+        .map_err(|_| format!("`{operation_id}` is not an operation id"))
+}
+
 impl ServerLauncher {
+    /// The operation a task run names, with its record (not its state).
+    async fn run_record(
+        &self,
+        operation_id: &str,
+    ) -> Result<(OperationId, rein_store::OperationRecord), String> {
+        let id = run_id(operation_id)?;
+        let record = self
+            .store
+            .operation(id)
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("no operation {operation_id}"))?;
+        Ok((id, record))
+    }
+
     /// Start a run: an operation of the task's owner, as the task's agent is now (a deleted
     /// agent is `agent_missing`), in a topic of its own.
     async fn start(&self, task: &Task, trigger: &str) -> Result<String, LaunchError> {
@@ -118,17 +140,9 @@ impl Launcher for ServerLauncher {
 
     fn state<'a>(&'a self, operation_id: &'a str) -> BoxFuture<'a, Result<RunState, String>> {
         async move {
-            let id: OperationId = operation_id
-                .parse()
-                .map_err(|_| format!("`{operation_id}` is not an operation id"))?;
             // The record alone while the run goes on (the dispatcher asks every second); the
             // state, for the brief, only once it ended.
-            let record = self
-                .store
-                .operation(id)
-                .await
-                .map_err(|e| e.to_string())?
-                .ok_or_else(|| format!("no operation {operation_id}"))?;
+            let (id, record) = self.run_record(operation_id).await?;
             match record.status {
                 Status::WaitingForHuman => {
                     // Each waiting call with why it asks, for the brief that asks the person.
@@ -166,9 +180,7 @@ impl Launcher for ServerLauncher {
 
     fn cancel<'a>(&'a self, operation_id: &'a str) -> BoxFuture<'a, Result<(), String>> {
         async move {
-            let id: OperationId = operation_id
-                .parse()
-                .map_err(|_| format!("`{operation_id}` is not an operation id"))?;
+            let id = run_id(operation_id)?;
             self.runner
                 .driver()
                 .cancel(id)
@@ -187,15 +199,7 @@ impl Launcher for ServerLauncher {
         by: &'a str,
     ) -> BoxFuture<'a, Result<(), String>> {
         async move {
-            let id: OperationId = operation_id
-                .parse()
-                .map_err(|_| format!("`{operation_id}` is not an operation id"))?;
-            let record = self
-                .store
-                .operation(id)
-                .await
-                .map_err(|e| e.to_string())?
-                .ok_or_else(|| format!("no operation {operation_id}"))?;
+            let (id, record) = self.run_record(operation_id).await?;
             let driver = self.runner.driver();
             let pending = driver.pending(id).await.map_err(|e| e.to_string())?;
             if pending.is_empty() {

@@ -179,6 +179,31 @@ macro_rules! owner_is {
     };
 }
 
+/// `owner`'s grant `id`, read through `exec` (the pool, or the transaction that just wrote it).
+async fn grant_by_id<'e, E>(
+    exec: E,
+    owner: Option<&str>,
+    id: &str,
+) -> Result<Option<GrantRecord>, StoreError>
+where
+    E: sqlx::Executor<'e, Database = sqlx::Any>,
+{
+    sqlx::query(concat!(
+        "SELECT ",
+        columns!(),
+        " FROM grants WHERE ",
+        owner_is!(),
+        " AND id = $2"
+    ))
+    .bind(owner)
+    .bind(id)
+    .fetch_optional(exec)
+    .await?
+    .as_ref()
+    .map(grant_from)
+    .transpose()
+}
+
 impl Grants for SqlStore {
     fn create_grant<'a>(
         &'a self,
@@ -245,23 +270,7 @@ impl Grants for SqlStore {
         owner: Option<&'a str>,
         id: &'a str,
     ) -> BoxFuture<'a, Result<Option<GrantRecord>, StoreError>> {
-        async move {
-            sqlx::query(concat!(
-                "SELECT ",
-                columns!(),
-                " FROM grants WHERE ",
-                owner_is!(),
-                " AND id = $2"
-            ))
-            .bind(owner)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?
-            .as_ref()
-            .map(grant_from)
-            .transpose()
-        }
-        .boxed()
+        async move { grant_by_id(&self.pool, owner, id).await }.boxed()
     }
 
     fn list_grants<'a>(
@@ -337,22 +346,9 @@ impl Grants for SqlStore {
             .bind(by)
             .execute(&mut *tx)
             .await?;
-            let row = sqlx::query(concat!(
-                "SELECT ",
-                columns!(),
-                " FROM grants WHERE ",
-                owner_is!(),
-                " AND id = $2"
-            ))
-            .bind(owner)
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await?;
+            let record = grant_by_id(&mut *tx, owner, id).await?;
             tx.commit().await?;
-            match row {
-                Some(row) => grant_from(&row),
-                None => Err(StoreError::NotFound(format!("grant {id}"))),
-            }
+            record.ok_or_else(|| StoreError::NotFound(format!("grant {id}")))
         }
         .boxed()
     }

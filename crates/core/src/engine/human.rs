@@ -93,10 +93,7 @@ pub fn reject_tool_call(
     halt: bool,
 ) -> Result<(AgentState, Option<RuntimeContext>), DecisionError> {
     let call = take_pending(&mut state, tool_call_id)?;
-    let content = match reason {
-        Some(r) => format!("The user rejected this tool call. Reason: {r}"),
-        None => "The user rejected this tool call without giving a reason.".to_owned(),
-    };
+    let content = rejection(reason);
     let parent = state.pending_parent_message_id;
     let msg_id = write_tool_message(
         &mut state,
@@ -128,6 +125,14 @@ pub fn reject_tool_call(
         follow_up: None,
     }));
     Ok((state, Some(ctx)))
+}
+
+/// What the model reads for a rejected call.
+fn rejection(reason: Option<&str>) -> String {
+    match reason {
+        Some(r) => format!("The user rejected this tool call. Reason: {r}"),
+        None => "The user rejected this tool call without giving a reason.".to_owned(),
+    }
 }
 
 /// Answer a pending question (`ask_user`): the answer, checked against the question, becomes
@@ -199,7 +204,7 @@ pub fn is_question(call: &ToolCall) -> bool {
 /// the caller interrupts the operation for good next). A question is declined the same way.
 pub fn reject_pending(mut state: AgentState, reason: &str) -> AgentState {
     let parent = state.pending_parent_message_id;
-    let content = format!("The user rejected this tool call. Reason: {reason}");
+    let content = rejection(Some(reason));
     for call in std::mem::take(&mut state.pending_tool_calls) {
         write_tool_message(
             &mut state,

@@ -3,7 +3,7 @@
 
 use super::ShellPredicate;
 use super::command::could_be_flag;
-use super::reach::{Reach, block_device, reach, shown};
+use super::reach::{Cwd, Reach, block_device, reach, shown};
 use super::value::{Field, QUOTED_UNKNOWN, SPLIT_UNKNOWN, has_unknown};
 use super::walk::{Stdin, Walker};
 
@@ -174,14 +174,26 @@ impl Walker {
 
     /// Removal of `targets` (recursive): each target resolved against what it could reach.
     fn removal(&mut self, targets: &[Field], node: &str, what: &str) {
-        if targets.is_empty() {
-            return;
-        }
+        self.deletion(targets, node, reach, |t, r| {
+            format!("the target `{}` of a {what} {}", shown(t), r.phrase())
+        });
+    }
+
+    /// Deletion of `targets`: each that `reach_of` finds reaching a protected place (or that
+    /// cannot be resolved) is a finding, worded by `say(target, reach)`. Shared by removal
+    /// proper and deletion by side effect, which differ only in what they count as reach.
+    pub(super) fn deletion(
+        &mut self,
+        targets: &[Field],
+        node: &str,
+        reach_of: fn(&str, &[Cwd]) -> Option<Reach>,
+        say: impl Fn(&str, Reach) -> String,
+    ) {
         for t in targets {
             let r = if t.procsubst {
                 Some(Reach::Unresolved)
             } else {
-                reach(&t.text, &self.cwds)
+                reach_of(&t.text, &self.cwds)
             };
             let Some(r) = r else { continue };
             let predicate = match r {
@@ -190,11 +202,7 @@ impl Walker {
                 Reach::WorkdirOrAbove => ShellPredicate::RmForceDotTarget,
                 Reach::Unresolved => ShellPredicate::Unanalysable,
             };
-            self.found(
-                predicate,
-                node,
-                format!("the target `{}` of a {what} {}", shown(&t.text), r.phrase()),
-            );
+            self.found(predicate, node, say(&t.text, r));
         }
     }
 

@@ -6,7 +6,7 @@
 //! the working directory; the working directory itself is the work's own place.
 
 use super::ShellPredicate;
-use super::reach::{Reach, block_device, reach_beyond_work, shown};
+use super::reach::{block_device, reach_beyond_work, shown};
 use super::value::Field;
 use super::walk::Walker;
 
@@ -110,29 +110,9 @@ impl Walker {
     /// `targets` deleted by `what` as a side effect: each that reaches beyond the work's place
     /// is a finding.
     fn side_effect(&mut self, targets: &[Field], node: &str, what: &str) {
-        for t in targets {
-            let r = if t.procsubst {
-                Some(Reach::Unresolved)
-            } else {
-                reach_beyond_work(&t.text, &self.cwds)
-            };
-            let Some(r) = r else { continue };
-            let predicate = match r {
-                Reach::Root => ShellPredicate::RmRecursiveRootTarget,
-                Reach::Home => ShellPredicate::RmRecursiveHomeTarget,
-                Reach::WorkdirOrAbove => ShellPredicate::RmForceDotTarget,
-                Reach::Unresolved => ShellPredicate::Unanalysable,
-            };
-            self.found(
-                predicate,
-                node,
-                format!(
-                    "`{what}` deletes `{}`, which {}",
-                    shown(&t.text),
-                    r.phrase()
-                ),
-            );
-        }
+        self.deletion(targets, node, reach_beyond_work, |t, r| {
+            format!("`{what}` deletes `{}`, which {}", shown(t), r.phrase())
+        });
     }
 
     /// `tar … --remove-files`: what it archives is deleted.
