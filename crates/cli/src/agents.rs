@@ -36,7 +36,7 @@ pub struct AgentFlags {
     /// `shell=[{"match":{"command":"git push*"},"policy":"required"},{"policy":"never"}]`.
     /// The blacklist and the command guard still decide first.
     #[arg(long = "tool-rule", value_name = "TOOL=RULE", value_parser = tool_rule)]
-    pub tool_rules: Vec<(String, rein_core::intervention::InterventionConfig)>,
+    pub tool_rules: Vec<(String, serde_json::Value)>,
     /// Step limit.
     #[arg(long)]
     pub max_steps: Option<u32>,
@@ -182,7 +182,7 @@ fn price(arg: &str) -> Result<(String, rein_core::usage::Prices), String> {
 }
 
 /// `TOOL=POLICY` or `TOOL=JSON` (see [`AgentFlags::tool_rules`]).
-fn tool_rule(arg: &str) -> Result<(String, rein_core::intervention::InterventionConfig), String> {
+fn tool_rule(arg: &str) -> Result<(String, serde_json::Value), String> {
     let (tool, rule) = arg.split_once('=').ok_or_else(|| {
         format!("`{arg}`: write TOOL=always, TOOL=never, TOOL=required or TOOL=[rules]")
     })?;
@@ -193,8 +193,10 @@ fn tool_rule(arg: &str) -> Result<(String, rein_core::intervention::Intervention
             format!("rule for `{tool}`: not always, never, required or JSON rules ({e})")
         })?,
     };
-    let config = serde_json::from_value(value).map_err(|e| format!("rule for `{tool}`: {e}"))?;
-    Ok((tool.to_owned(), config))
+    // Read now, so a rule that cannot be used is refused before anything is asked.
+    serde_json::from_value::<rein_core::intervention::InterventionConfig>(value.clone())
+        .map_err(|e| format!("rule for `{tool}`: {e}"))?;
+    Ok((tool.to_owned(), value))
 }
 
 /// Who an operation runs as.
@@ -341,8 +343,7 @@ pub async fn command(store: &SqlStore, command: AgentCommand, json: bool) -> any
             if store.get_agent(&user.id, &name).await?.is_some() {
                 bail!("agent `{name}` already exists (change it with `rein agent edit`)");
             }
-            let config = flags.profile();
-            config.validate()?;
+            let config = flags.profile().checked()?;
             let now = Utc::now();
             store
                 .put_agent(&AgentRecord {
@@ -388,8 +389,7 @@ pub async fn command(store: &SqlStore, command: AgentCommand, json: bool) -> any
                 .await?
                 .ok_or_else(|| anyhow!("no agent `{name}`"))?;
             let current: AgentProfile = serde_json::from_value(r.config)?;
-            let config = current.merged(&flags.profile());
-            config.validate()?;
+            let config = current.merged(&flags.profile()).checked()?;
             r.config = serde_json::to_value(&config)?;
             r.updated_at = Utc::now();
             let version = store.put_agent(&r).await?;

@@ -40,10 +40,13 @@ pub struct AgentProfile {
     /// `[{"match": {"command": "git push*"}, "policy": "required"}, {"policy": "never"}]`
     /// (the first whose every argument matcher matches decides; none: ask). They replace the
     /// tool's own policy, but never what the blacklist or the guard flags, nor a tool whose own
-    /// policy is `always`.
+    /// policy is `always`. Kept as given and read by [`AgentProfile::tool_rules`] (a key that
+    /// is not a tool, or a rule that cannot be used, such as a regex that does not compile,
+    /// is refused there as [`ProfileError::ToolRule`]: what the API document cannot say of a
+    /// map's keys or a regex is checked in one place, with one answer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "tool_rules_schema")]
-    pub tool_rules: Option<BTreeMap<String, InterventionConfig>>,
+    pub tool_rules: Option<BTreeMap<String, serde_json::Value>>,
     /// Step limit (then a final answer is forced).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
@@ -168,7 +171,24 @@ pub fn tool_rules_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema 
                         "properties": {
                             "match": {
                                 "type": "object",
-                                "description": "argument name → a wildcard (`git *`), or {\"regex\": \"...\"}"
+                                "description": "argument name → a wildcard (`git *`), or a matcher object",
+                                "additionalProperties": {
+                                    "oneOf": [
+                                        {"type": "string"},
+                                        {
+                                            "type": "object",
+                                            "required": ["type"],
+                                            "properties": {
+                                                "type": {"type": "string", "enum": [
+                                                    "exact", "prefix", "wildcard", "regex",
+                                                    "shell_regex", "semantic_shell"
+                                                ]},
+                                                "pattern": {"type": ["string", "null"]},
+                                                "predicate": {"type": ["string", "null"]}
+                                            }
+                                        }
+                                    ]
+                                }
                             },
                             "policy": {"type": "string", "enum": ["never", "required", "always"]}
                         }
@@ -182,6 +202,8 @@ pub fn tool_rules_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema 
 /// The schema of optional prices: `provider/model` → USD per million tokens.
 pub fn prices_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     let price = serde_json::json!({"type": "number", "minimum": 0});
+    // Absent or null: the input price.
+    let cache_price = serde_json::json!({"type": ["number", "null"], "minimum": 0});
     schemars::json_schema!({
         "type": ["object", "null"],
         "maxProperties": 64,
@@ -193,8 +215,8 @@ pub fn prices_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
             "properties": {
                 "input": price,
                 "output": price,
-                "cache_read": price,
-                "cache_write": price
+                "cache_read": cache_price,
+                "cache_write": cache_price
             }
         }
     })
@@ -300,6 +322,14 @@ pub enum ProfileError {
         /// The tool key.
         tool: String,
         /// Why.
+        reason: String,
+    },
+    /// A key of `prices` that is not `provider/model`.
+    #[error("prices for `{model}`: {reason}")]
+    PriceKey {
+        /// The key as given.
+        model: String,
+        /// Why it is refused.
         reason: String,
     },
     /// A limit out of range.
@@ -450,6 +480,59 @@ impl AgentProfile {
         }
     }
 
+    /// The tool rules read as rules (`None` when not given): every key a tool key, every
+    /// value a policy or a list of rules whose matchers compile; a dynamic audit is a tool's
+    /// own policy, not a person's to choose.
+    pub fn tool_rules(&self) -> Result<Option<BTreeMap<String, InterventionConfig>>, ProfileError> {
+        let Some(raw) = &self.tool_rules else {
+            return Ok(None);
+        };
+        let refused = |tool: &str, reason: String| ProfileError::ToolRule {
+            tool: tool.to_owned(),
+            reason,
+        };
+        let mut rules = BTreeMap::new();
+        for (key, value) in raw {
+            check_tool_key(key).map_err(|e| refused(key, e.to_string()))?;
+            let rule: InterventionConfig = serde_json::from_value(value.clone()).map_err(|e| {
+                refused(
+                    key,
+                    format!("use \"always\", \"never\", \"required\" or a list of rules ({e})"),
+                )
+            })?;
+            if let InterventionConfig::Dynamic(d) = &rule {
+                return Err(refused(
+                    key,
+                    format!(
+                        "a dynamic audit (`{}`) is a tool's own policy; use a policy or rules",
+                        d.audit
+                    ),
+                ));
+            }
+            rules.insert(key.clone(), rule);
+        }
+        Ok(Some(rules))
+    }
+
+    /// These settings checked ([`AgentProfile::validate`]) and ready to keep: tool rules as
+    /// they read back (a `null` the request gave for an absent field dropped), so what is
+    /// shown later is what applies.
+    pub fn checked(mut self) -> Result<Self, ProfileError> {
+        self.validate()?;
+        if let Some(rules) = self.tool_rules()? {
+            let mut kept = BTreeMap::new();
+            for (tool, rule) in rules {
+                let value = serde_json::to_value(&rule).map_err(|e| ProfileError::ToolRule {
+                    tool: tool.clone(),
+                    reason: e.to_string(),
+                })?;
+                kept.insert(tool, value);
+            }
+            self.tool_rules = Some(kept);
+        }
+        Ok(self)
+    }
+
     /// Check every value (the shape is checked by deserialization).
     pub fn validate(&self) -> Result<(), ProfileError> {
         if let Some(a) = &self.approval {
@@ -459,7 +542,10 @@ impl AgentProfile {
             check_tool_key(key)?;
         }
         for (model, prices) in self.prices.iter().flatten() {
-            model_ref(model)?;
+            rein_model::Registry::split(model).map_err(|e| ProfileError::PriceKey {
+                model: model.clone(),
+                reason: e.to_string(),
+            })?;
             if !prices.valid() {
                 return Err(ProfileError::Limit {
                     field: "prices",
@@ -467,20 +553,7 @@ impl AgentProfile {
                 });
             }
         }
-        for (key, rule) in self.tool_rules.iter().flatten() {
-            check_tool_key(key)?;
-            // A person's rule is a policy or matchers over arguments; the audits a tool's own
-            // manifest may name are not a person's to choose.
-            if let InterventionConfig::Dynamic(d) = rule {
-                return Err(ProfileError::ToolRule {
-                    tool: key.clone(),
-                    reason: format!(
-                        "a dynamic audit (`{}`) is a tool's own policy; use a policy or rules",
-                        d.audit
-                    ),
-                });
-            }
-        }
+        self.tool_rules()?;
         if let Some(m) = &self.model {
             model_ref(m)?;
         }
@@ -570,8 +643,7 @@ impl AgentProfile {
             },
             allow: self.allow.clone().unwrap_or_else(|| base.allow.clone()),
             tool_rules: self
-                .tool_rules
-                .clone()
+                .tool_rules()?
                 .unwrap_or_else(|| base.tool_rules.clone()),
             max_steps: self.max_steps.or(base.max_steps),
             budget: self.budget()?,

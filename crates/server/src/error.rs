@@ -256,10 +256,30 @@ impl From<rein_operation::SpecError> for ApiError {
 
 impl From<rein_operation::ProfileError> for ApiError {
     fn from(e: rein_operation::ProfileError) -> Self {
+        use rein_operation::ProfileError as P;
         match e {
             // A surface that is well-formed but not one this server offers.
-            rein_operation::ProfileError::Route(r) => surface_unavailable(r),
-            e => ApiError::bad_request(e.to_string()),
+            P::Route(r) => surface_unavailable(r),
+            // What the API document cannot say: a map's keys, whether a regex compiles.
+            e @ P::ToolRule { .. } => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_tool_rule",
+                e.to_string(),
+            ),
+            e @ P::PriceKey { .. } => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_prices",
+                e.to_string(),
+            ),
+            e @ (P::Name(_)
+            | P::Approval(_)
+            | P::Skill(_)
+            | P::Disclosure(_)
+            | P::Model { .. }
+            | P::Sandbox(_)
+            | P::Surface(_)
+            | P::ToolKey(_)
+            | P::Limit { .. }) => ApiError::bad_request(e.to_string()),
         }
     }
 }

@@ -65,3 +65,49 @@ async fn an_allow_list_from_the_command_line_runs_the_calculator_and_asks_for_th
         .collect();
     assert_eq!(results, ["42", "appended paid"]);
 }
+
+#[tokio::test]
+async fn tool_rules_from_the_command_line_are_read_before_anything_is_saved() {
+    let e = env(vec![]).await;
+    let (code, _, err) = e
+        .rein(&["agent", "create", "ruled", "--tool-rule", "shell=sometimes"])
+        .await;
+    assert_ne!(code, 0);
+    assert!(err.contains("rule for `shell`"), "{err}");
+    let (code, _, err) = e
+        .rein(&[
+            "agent",
+            "create",
+            "ruled",
+            "--tool-rule",
+            r#"shell=[{"match":{"command":{"type":"regex","pattern":"("}},"policy":"always"}]"#,
+        ])
+        .await;
+    assert_ne!(code, 0);
+    assert!(err.contains("regex"), "{err}");
+    let (_, out, _) = e.rein(&["agent", "list"]).await;
+    assert!(!out.contains("ruled"), "nothing saved: {out}");
+    let (code, _, err) = e
+        .rein(&[
+            "agent",
+            "create",
+            "ruled",
+            "--tool-rule",
+            "calculator=always",
+            "--tool-rule",
+            r#"shell=[{"match":{"command":"git push*"},"policy":"required"},{"policy":"never"}]"#,
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = e.rein(&["--json", "agent", "show", "ruled"]).await;
+    assert_eq!(code, 0, "{err}");
+    let shown: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        shown["config"]["tool_rules"]["calculator"], "always",
+        "{out}"
+    );
+    assert_eq!(
+        shown["config"]["tool_rules"]["shell"][0]["match"]["command"], "git push*",
+        "{out}"
+    );
+}

@@ -208,6 +208,10 @@ async fn an_always_grant_runs_harmless_calls_unasked_never_blacklisted_ones_and_
         (status, body["error"]["code"].as_str()),
         (400, Some("invalid_request"))
     );
+    let (status, body) = e
+        .call(&rein, "GET", "/v1/grants?target=", Some(&alice), None)
+        .await;
+    assert_eq!(status, 400, "an empty target is not one: {body}");
 
     // 4: revoked, T asks again at once.
     let (status, revoked) = e.call(&rein, "DELETE", &path, Some(&alice), None).await;
@@ -301,16 +305,58 @@ async fn an_agents_tool_rules_decide_before_the_tools_policy_and_the_blacklist_b
         {"match": {"command": "git push*"}, "policy": "always"},
         {"policy": "never"}
     ]});
+    // Rules that cannot be used are refused naming the tool: a policy that is not one, a key
+    // that is not a tool, a regex that does not compile (what the document cannot say).
+    for (rules, says) in [
+        (json!({"shell": "sometimes"}), "tool rule for `shell`"),
+        (json!({"no tool!": "always"}), "tool rule for `no tool!`"),
+        (
+            json!({"shell": [{"match": {"command": {"type": "regex", "pattern": "("}}, "policy": "always"}]}),
+            "invalid regex",
+        ),
+    ] {
+        let (status, body) = e
+            .call(
+                &rein,
+                "POST",
+                "/v1/agents",
+                Some(&alice),
+                Some(json!({"name": "ruled", "config": {"tool_rules": rules}})),
+            )
+            .await;
+        assert_eq!(status, 422, "{body}");
+        assert_eq!(body["error"]["code"], "invalid_tool_rule", "{body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{message}");
+    }
     let (status, body) = e
         .call(
             &rein,
             "POST",
             "/v1/agents",
             Some(&alice),
-            Some(json!({"name": "ruled", "config": {"tool_rules": {"shell": "sometimes"}}})),
+            Some(json!({"name": "priced", "config": {"prices": {"no-slash": {"input": 1, "output": 2}}}})),
         )
         .await;
-    assert_eq!(status, 400, "a rule that is not one: {body}");
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["code"], "invalid_prices", "{body}");
+    // A rule is kept as it reads back: a null given for an absent field is dropped.
+    let given = json!({"shell": [{"match": {"command": {"type": "exact", "pattern": "ls", "predicate": null}}, "policy": "never"}]});
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/agents",
+            Some(&alice),
+            Some(json!({"name": "exact", "config": {"tool_rules": given}})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(
+        body["config"]["tool_rules"]["shell"][0]["match"]["command"],
+        json!({"type": "exact", "pattern": "ls"}),
+        "{body}"
+    );
     e.create_agents(&rein, &alice, &[("ruled", json!({"tool_rules": rules}))])
         .await;
     let (op, detail) = waiting(&e, &rein, &alice, json!({"input": "go", "agent": "ruled"})).await;

@@ -76,7 +76,7 @@ pub async fn create(
     Body(new): Body<NewAgent>,
 ) -> Result<Reply<201, Agent>, ApiError> {
     check_name(&new.name)?;
-    new.config.validate()?;
+    let config = new.config.checked()?;
     if app.store.get_agent(&user.id, &new.name).await?.is_some() {
         return Err(ApiError::conflict(format!(
             "agent `{}` already exists",
@@ -87,7 +87,7 @@ pub async fn create(
     let mut record = AgentRecord {
         owner: user.id,
         name: new.name,
-        config: to_value(&new.config)?,
+        config: to_value(&config)?,
         created_at: now,
         updated_at: now,
         version: 0,
@@ -117,7 +117,7 @@ pub async fn update(
     AgentPath(name): AgentPath,
     Body(config): Body<AgentProfile>,
 ) -> Result<Json<Agent>, ApiError> {
-    config.validate()?;
+    let config = config.checked()?;
     let mut r = app
         .store
         .get_agent(&user.id, &name)

@@ -42,6 +42,15 @@ pub async fn list(
     Caller(user): Caller,
     Params(q): Params<GrantQuery>,
 ) -> Result<Json<GrantList>, ApiError> {
+    // What the document promises is checked, not ignored (the fuzz gate holds it to that).
+    if let Some(t) = &q.target
+        && !(1..=128).contains(&t.chars().count())
+    {
+        return Err(ApiError::bad_request(format!(
+            "target must be 1 to 128 characters, not {}",
+            t.chars().count()
+        )));
+    }
     let grants = app
         .store
         .list_grants(
