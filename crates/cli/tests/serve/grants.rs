@@ -305,6 +305,10 @@ async fn an_agents_tool_rules_decide_before_the_tools_policy_and_the_blacklist_b
         {"match": {"command": "git push*"}, "policy": "always"},
         {"policy": "never"}
     ]});
+    let post_agent = |name: &str, config: Value| {
+        let body = json!({ "name": name, "config": config });
+        e.call(&rein, "POST", "/v1/agents", Some(&alice), Some(body))
+    };
     // Rules that cannot be used are refused naming the tool: a policy that is not one, a key
     // that is not a tool, a regex that does not compile (what the document cannot say).
     for (rules, says) in [
@@ -315,42 +319,19 @@ async fn an_agents_tool_rules_decide_before_the_tools_policy_and_the_blacklist_b
             "invalid regex",
         ),
     ] {
-        let (status, body) = e
-            .call(
-                &rein,
-                "POST",
-                "/v1/agents",
-                Some(&alice),
-                Some(json!({"name": "ruled", "config": {"tool_rules": rules}})),
-            )
-            .await;
+        let (status, body) = post_agent("ruled", json!({"tool_rules": rules})).await;
         assert_eq!(status, 422, "{body}");
         assert_eq!(body["error"]["code"], "invalid_tool_rule", "{body}");
         let message = body["error"]["message"].as_str().unwrap();
         assert!(message.contains(says), "{message}");
     }
-    let (status, body) = e
-        .call(
-            &rein,
-            "POST",
-            "/v1/agents",
-            Some(&alice),
-            Some(json!({"name": "priced", "config": {"prices": {"no-slash": {"input": 1, "output": 2}}}})),
-        )
-        .await;
+    let prices = json!({"no-slash": {"input": 1, "output": 2}});
+    let (status, body) = post_agent("priced", json!({ "prices": prices })).await;
     assert_eq!(status, 422, "{body}");
     assert_eq!(body["error"]["code"], "invalid_prices", "{body}");
     // A rule is kept as it reads back: a null given for an absent field is dropped.
     let given = json!({"shell": [{"match": {"command": {"type": "exact", "pattern": "ls", "predicate": null}}, "policy": "never"}]});
-    let (status, body) = e
-        .call(
-            &rein,
-            "POST",
-            "/v1/agents",
-            Some(&alice),
-            Some(json!({"name": "exact", "config": {"tool_rules": given}})),
-        )
-        .await;
+    let (status, body) = post_agent("exact", json!({ "tool_rules": given })).await;
     assert_eq!(status, 201, "{body}");
     assert_eq!(
         body["config"]["tool_rules"]["shell"][0]["match"]["command"],
