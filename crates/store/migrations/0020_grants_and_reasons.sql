@@ -20,3 +20,7 @@ CREATE TABLE IF NOT EXISTS grants (
     revoked_by TEXT
 );
 CREATE INDEX IF NOT EXISTS grants_by_target ON grants (scope, target);
+-- One active grant per owner, scope, target and tool: two "always" given at the same moment
+-- (two servers, two tabs) make one grant, so revoking it revokes all that covers the tool.
+CREATE UNIQUE INDEX IF NOT EXISTS grants_active
+    ON grants (COALESCE(owner, ''), scope, target, tool) WHERE revoked_at IS NULL;

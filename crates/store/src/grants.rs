@@ -211,23 +211,6 @@ impl Grants for SqlStore {
     ) -> BoxFuture<'a, Result<GrantRecord, StoreError>> {
         async move {
             let mut tx = self.begin_write().await?;
-            let existing = sqlx::query(concat!(
-                "SELECT ",
-                columns!(),
-                " FROM grants WHERE ",
-                owner_is!(),
-                " AND scope = $2 AND target = $3 AND tool = $4 AND revoked_at IS NULL"
-            ))
-            .bind(g.owner.clone())
-            .bind(g.scope.as_str())
-            .bind(&g.target)
-            .bind(&g.tool)
-            .fetch_optional(&mut *tx)
-            .await?;
-            if let Some(row) = existing {
-                tx.commit().await?;
-                return grant_from(&row);
-            }
             let record = GrantRecord {
                 id: format!("grant_{}", uuid::Uuid::now_v7().simple()),
                 owner: g.owner.clone(),
@@ -243,10 +226,12 @@ impl Grants for SqlStore {
                 revoked_at: None,
                 revoked_by: None,
             };
-            sqlx::query(concat!(
+            // The unique index on active grants decides between two given at once (on
+            // PostgreSQL the second insert waits for the first to commit, then does nothing).
+            let inserted = sqlx::query(concat!(
                 "INSERT INTO grants (",
                 columns!(),
-                ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, NULL)"
+                ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, NULL) ON CONFLICT DO NOTHING"
             ))
             .bind(&record.id)
             .bind(record.owner.clone())
@@ -258,9 +243,28 @@ impl Grants for SqlStore {
             .bind(record.created_by.clone())
             .bind(ts(record.created_at))
             .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if inserted == 1 {
+                tx.commit().await?;
+                return Ok(record);
+            }
+            // Already granted: that grant.
+            let existing = sqlx::query(concat!(
+                "SELECT ",
+                columns!(),
+                " FROM grants WHERE ",
+                owner_is!(),
+                " AND scope = $2 AND target = $3 AND tool = $4 AND revoked_at IS NULL"
+            ))
+            .bind(g.owner.clone())
+            .bind(g.scope.as_str())
+            .bind(&g.target)
+            .bind(&g.tool)
+            .fetch_one(&mut *tx)
             .await?;
             tx.commit().await?;
-            Ok(record)
+            grant_from(&existing)
         }
         .boxed()
     }

@@ -199,6 +199,28 @@ async fn grants(store: &SqlStore) {
         .await
         .unwrap();
     assert_ne!(renewed.id, op.id);
+    // Eight "always" given at the same moment make one grant: revoking it revokes all that
+    // covers the tool.
+    let store = std::sync::Arc::new(store.clone());
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let (store, g) = (
+                store.clone(),
+                new(Some("carol"), GrantScope::Topic, "t-race", "shell"),
+            );
+            tokio::spawn(async move { store.create_grant(&g).await })
+        })
+        .collect();
+    let mut ids = std::collections::BTreeSet::new();
+    for t in tasks {
+        ids.insert(t.await.unwrap().unwrap().id);
+    }
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    let active = store
+        .list_grants(Some("carol"), &GrantFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(active.len(), 1, "{active:?}");
 }
 
 /// A top-level operation of `topic` under `when_busy`, its prompt deferred as given.

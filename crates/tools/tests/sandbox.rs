@@ -31,6 +31,11 @@ fn landlock(test: &str) -> bool {
 
 /// Run `command` with the shell tool in `workdir` under `sandbox`: (succeeded, output).
 async fn run(workdir: &Path, sandbox: Sandbox, command: &str) -> (bool, String) {
+    call(workdir, sandbox, json!({ "command": command })).await
+}
+
+/// Call the shell tool's `run` with `args` in `workdir` under `sandbox`: (succeeded, output).
+async fn call(workdir: &Path, sandbox: Sandbox, args: serde_json::Value) -> (bool, String) {
     let reg = ToolRegistry::with_builtins(&BuiltinConfig::default()).unwrap();
     let cx = ToolContext {
         knowledge: Vec::new(),
@@ -47,7 +52,7 @@ async fn run(workdir: &Path, sandbox: Sandbox, command: &str) -> (bool, String) 
     let out = reg
         .get("shell")
         .unwrap()
-        .call(&cx, "run", json!({ "command": command }))
+        .call(&cx, "run", args)
         .await
         .unwrap();
     (out.success, out.content)
@@ -268,34 +273,13 @@ async fn what_a_command_starts_in_the_background_dies_with_it_in_every_mode() {
 #[tokio::test]
 async fn a_timeout_kills_what_the_command_started_in_a_new_session_too() {
     let work = dir("reap-timeout");
-    let reg = ToolRegistry::with_builtins(&BuiltinConfig::default()).unwrap();
-    let cx = ToolContext {
-        knowledge: Vec::new(),
-        owner: None,
-        operation_id: OperationId::new(),
-        working_directory: Some(work.clone()),
-        idempotency_key: "k".into(),
-        available_tools: Vec::new(),
-        scope: "user:test/agent:test".into(),
-        skill_dirs: Vec::new(),
-        question_briefs: false,
-        sandbox: mode(SandboxMode::Off, false),
-    };
-    let out = reg
-        .get("shell")
-        .unwrap()
-        .call(
-            &cx,
-            "run",
-            json!({"command": "setsid sleep 300 & echo $! > pid; sleep 300", "timeout_secs": 1}),
-        )
-        .await
-        .unwrap();
-    assert!(
-        !out.success && out.content.contains("timed out"),
-        "{}",
-        out.content
-    );
+    let (success, content) = call(
+        &work,
+        mode(SandboxMode::Off, false),
+        json!({"command": "setsid sleep 300 & echo $! > pid; sleep 300", "timeout_secs": 1}),
+    )
+    .await;
+    assert!(!success && content.contains("timed out"), "{content}");
     let pid = pids(&work.join("pid"));
     assert_eq!(pid.len(), 1);
     assert!(
