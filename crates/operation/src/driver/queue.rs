@@ -143,8 +143,9 @@ impl Driver {
             Status::WaitingForHuman => {
                 let mut run = run;
                 for call in &run.committed.pending_tool_calls {
-                    // A decision that landed first keeps its outcome.
-                    let _ = self
+                    // A decision that landed first keeps its outcome; a store that fails
+                    // stops here, before the operation is settled over a pending record.
+                    match self
                         .store
                         .decide_intervention(
                             id,
@@ -153,7 +154,14 @@ impl Driver {
                             None,
                             Some(MOVED_ON),
                         )
-                        .await;
+                        .await
+                    {
+                        Ok(())
+                        | Err(
+                            StoreError::AlreadyDecided(_) | StoreError::InterventionNotFound(_),
+                        ) => {}
+                        Err(e) => return Err(e.into()),
+                    }
                 }
                 let rejected = rein_core::engine::reject_pending(run.committed.clone(), MOVED_ON);
                 let runtime = self.settling_runtime(&run.spec);
