@@ -2,9 +2,13 @@
 //! database first (the local user's), then in the configuration file.
 
 use crate::config::Config;
+use crate::named::named;
 use anyhow::{anyhow, bail};
 use chrono::Utc;
-use rein_core::spec::{AgentRef, MemoryScope, OperationSpec};
+use rein_core::intervention::ApprovalMode;
+use rein_core::spec::{
+    AgentRef, MemoryScope, OperationSpec, SandboxMode, Surface, ToolDisclosure, WhenBusy,
+};
 use rein_core::state::BudgetPolicy;
 use rein_model::Catalog;
 use rein_operation::profile::check_name;
@@ -24,8 +28,8 @@ pub struct AgentFlags {
     #[arg(long, value_delimiter = ',')]
     pub tools: Option<Vec<String>>,
     /// Approval mode.
-    #[arg(long, value_parser = ["auto-run", "allow-list", "manual", "headless"])]
-    pub approval: Option<String>,
+    #[arg(long, value_parser = named::<ApprovalMode>())]
+    pub approval: Option<ApprovalMode>,
     /// A tool that runs without asking (repeatable, or comma separated; `identifier` or
     /// `identifier/api`): in manual and allow-list mode, once the blacklist, the command guard
     /// and the tool's own policy have decided; in allow-list mode every other tool asks.
@@ -58,31 +62,31 @@ pub struct AgentFlags {
     #[arg(long, value_name = "USD")]
     pub tool_call_cost_limit: Option<f64>,
     /// What crossing a limit does: stop (finish visibly), interrupt (pause, resumable) or warn.
-    #[arg(long, value_parser = ["stop", "interrupt", "warn"])]
-    pub budget_policy: Option<String>,
+    #[arg(long, value_parser = named::<BudgetPolicy>())]
+    pub budget_policy: Option<BudgetPolicy>,
     /// Seconds a requested approval stays valid; after that the operation ends (timeout).
     #[arg(long, value_name = "SECS")]
     pub approval_timeout: Option<u64>,
     /// When another operation of the conversation is running or waiting: enqueue (default:
     /// start when it ends), reject (refuse, naming it) or interrupt (end it, rejecting its
     /// waiting calls, then start).
-    #[arg(long, value_name = "POLICY", value_parser = when_busy_parser())]
-    pub when_busy: Option<rein_core::spec::WhenBusy>,
+    #[arg(long, value_name = "POLICY", value_parser = named::<WhenBusy>())]
+    pub when_busy: Option<WhenBusy>,
     /// How tools are offered: auto (listed for activation when their schemas would cost more
     /// than 6,000 tokens), all, or progressive.
-    #[arg(long, value_parser = ["auto", "all", "progressive"])]
-    pub tools_disclosure: Option<String>,
+    #[arg(long, value_parser = named::<ToolDisclosure>())]
+    pub tools_disclosure: Option<ToolDisclosure>,
     /// Admit this skill from the first call on (repeatable, or comma separated).
     #[arg(long = "skill", value_name = "NAME", value_delimiter = ',')]
     pub skills: Vec<String>,
     /// What the agent's shell commands may touch: read-only or workspace-write (it can only
     /// narrow the process's `--sandbox`).
-    #[arg(long = "shell-sandbox", value_name = "MODE", value_parser = ["read-only", "workspace-write", "off"])]
-    pub sandbox: Option<String>,
+    #[arg(long = "shell-sandbox", value_name = "MODE", value_parser = named::<SandboxMode>())]
+    pub sandbox: Option<SandboxMode>,
     /// Where it runs: local (rein's own brain and tools), or external:claude-code,
     /// external:codex, external:jsonl (an external agent CLI rein starts, bounds and records).
     #[arg(long, value_name = "SURFACE")]
-    pub surface: Option<String>,
+    pub surface: Option<Surface>,
     /// Wall-clock seconds one run of an external agent may take (its processes are then
     /// stopped).
     #[arg(long = "time-limit", value_name = "SECS")]
@@ -97,8 +101,8 @@ pub struct AgentFlags {
     pub knowledge_tokens: Option<u32>,
     /// Which learnt memories it reads and where what your conversations with it teach goes:
     /// user (those your agents share) or agent (its own, read by it alone).
-    #[arg(long, value_name = "SCOPE", value_parser = ["user", "agent"])]
-    pub memory: Option<String>,
+    #[arg(long, value_name = "SCOPE", value_parser = named::<MemoryScope>())]
+    pub memory: Option<MemoryScope>,
 }
 
 impl AgentFlags {
@@ -118,11 +122,7 @@ impl AgentFlags {
             prices: (!self.prices.is_empty()).then(|| self.prices.into_iter().collect()),
             model_call_cost_limit: self.model_call_cost_limit,
             tool_call_cost_limit: self.tool_call_cost_limit,
-            budget_policy: self.budget_policy.as_deref().map(|p| match p {
-                "interrupt" => BudgetPolicy::Interrupt,
-                "warn" => BudgetPolicy::Warn,
-                _ => BudgetPolicy::Stop,
-            }),
+            budget_policy: self.budget_policy,
             approval_timeout_secs: self.approval_timeout,
             when_busy: self.when_busy,
             tools_disclosure: self.tools_disclosure,
@@ -132,21 +132,9 @@ impl AgentFlags {
             time_limit_secs: self.time_limit,
             knowledge: (!self.knowledge.is_empty()).then_some(self.knowledge),
             knowledge_tokens: self.knowledge_tokens,
-            memory: self.memory.as_deref().map(|m| match m {
-                "agent" => MemoryScope::Agent,
-                _ => MemoryScope::User,
-            }),
+            memory: self.memory,
         }
     }
-}
-
-/// A clap parser for `--when-busy` that lists the policies in `--help` and its errors.
-fn when_busy_parser() -> impl clap::builder::TypedValueParser<Value = rein_core::spec::WhenBusy> {
-    use clap::builder::TypedValueParser;
-    clap::builder::PossibleValuesParser::new(
-        rein_core::spec::WhenBusy::ALL.map(rein_core::spec::WhenBusy::as_str),
-    )
-    .try_map(|s| s.parse::<rein_core::spec::WhenBusy>())
 }
 
 /// `provider/model=INPUT,OUTPUT[,CACHE_READ[,CACHE_WRITE]]` (see [`AgentFlags::prices`]).
@@ -370,7 +358,7 @@ pub async fn command(store: &SqlStore, command: AgentCommand, json: bool) -> any
                         "{:<20} {:<32} {}",
                         a.name,
                         c.model.as_deref().unwrap_or("(default model)"),
-                        c.approval.as_deref().unwrap_or("manual")
+                        c.approval.unwrap_or_default()
                     );
                 }
             }

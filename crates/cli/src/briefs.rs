@@ -61,7 +61,6 @@ pub enum HookCommand {
 }
 
 fn line(b: &Brief) -> String {
-    let word = |v: serde_json::Value| v.as_str().map(str::to_owned).unwrap_or_default();
     let state = match (&b.resolution, b.read_at) {
         (Some(r), _) => format!("resolved: {}", r.action),
         (None, Some(_)) => "read".to_owned(),
@@ -70,8 +69,8 @@ fn line(b: &Brief) -> String {
     format!(
         "{}  {:<6} {:<8} {:<18} {}",
         b.id,
-        word(serde_json::to_value(b.priority).unwrap_or_default()),
-        word(serde_json::to_value(b.kind).unwrap_or_default()),
+        b.priority.as_str(),
+        b.kind.as_str(),
         state,
         b.title
     )

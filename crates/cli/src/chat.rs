@@ -36,8 +36,8 @@ pub struct ChatArgs {
     #[arg(long)]
     group: Option<String>,
     /// Approval mode (default: the agent's, else manual).
-    #[arg(long, value_parser = ["auto-run", "allow-list", "manual", "headless"])]
-    approval: Option<String>,
+    #[arg(long, value_parser = crate::named::named::<rein_core::intervention::ApprovalMode>())]
+    approval: Option<rein_core::intervention::ApprovalMode>,
     /// A tool that runs without asking (repeatable, or comma separated; `identifier` or
     /// `identifier/api`; see `rein run --allow`).
     #[arg(long = "allow", value_name = "TOOL", value_delimiter = ',')]
@@ -125,7 +125,7 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, ctx: &Context_) -> anyho
     let host = crate::host::host(Arc::clone(&store), ctx, None).await?;
     let mut over = AgentProfile {
         model: args.model.clone(),
-        approval: args.approval.clone(),
+        approval: args.approval,
         allow: (!args.allow.is_empty()).then(|| args.allow.clone()),
         ..Default::default()
     };

@@ -201,9 +201,9 @@ impl Config {
             ExternalAgents::none()
         };
         for (name, entry) in &self.file.external {
-            let kind = ExternalKind::parse(name).ok_or_else(|| {
-                anyhow!("configuration: [external.{name}]: use claude-code, codex or jsonl")
-            })?;
+            let kind: ExternalKind = name
+                .parse()
+                .map_err(|e| anyhow!("configuration: [external.{name}]: {e}"))?;
             agents.set(
                 kind,
                 ExternalCommand {
@@ -401,8 +401,8 @@ approval = "auto-run"
             "http://lab:9000/v1"
         );
         assert_eq!(
-            c.file.agents["helper"].approval.as_deref(),
-            Some("auto-run")
+            c.file.agents["helper"].approval,
+            Some(rein_core::intervention::ApprovalMode::AutoRun)
         );
         let bad = toml::from_str::<FileConfig>("defualt_model = \"x/y\"").unwrap_err();
         assert!(bad.to_string().contains("defualt_model"), "{bad}");

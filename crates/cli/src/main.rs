@@ -10,6 +10,7 @@ mod groups;
 mod host;
 mod knowledge;
 mod memory;
+mod named;
 mod output;
 mod prompt;
 mod queue;
@@ -54,10 +55,10 @@ struct Cli {
         global = true,
         env = "REIN_VECTOR_SEARCH",
         value_name = "WHERE",
-        value_parser = ["in-process", "pgvector"],
+        value_parser = named::named::<rein_store::VectorIndex>(),
         default_value = "in-process"
     )]
-    vector_search: String,
+    vector_search: rein_store::VectorIndex,
     /// Serve model calls from this cassette instead of the network.
     #[arg(long, global = true, value_name = "CASSETTE")]
     replay: Option<PathBuf>,
@@ -78,8 +79,8 @@ struct Cli {
     server: Option<String>,
     /// What shell commands may touch: workspace-write (the working directory and a private
     /// temporary directory), read-only, or off (unconfined). Agents can narrow it, never widen it.
-    #[arg(long, global = true, env = "REIN_SANDBOX", default_value = "workspace-write", value_parser = ["workspace-write", "read-only", "off"])]
-    sandbox: String,
+    #[arg(long, global = true, env = "REIN_SANDBOX", default_value = "workspace-write", value_parser = named::named::<rein_core::spec::SandboxMode>())]
+    sandbox: rein_core::spec::SandboxMode,
     /// Let sandboxed shell commands use the network.
     #[arg(long, global = true)]
     network: bool,
@@ -378,7 +379,7 @@ pub(crate) async fn finish(store: &SqlStore, id: OperationId, end: &RunEnd) -> a
                 } else {
                     "stopped"
                 },
-                serde_json::to_value(reason)?.as_str().unwrap_or_default()
+                reason
             );
             if reason.is_success() {
                 exit::DONE
@@ -469,7 +470,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
     let config = config::load()?;
     let ctx = Context_ {
         sandbox: rein_core::spec::Sandbox {
-            mode: cli.sandbox.parse().map_err(|e: String| anyhow!(e))?,
+            mode: cli.sandbox,
             network: cli.network,
         },
         cli_replay: cli.replay.clone(),
@@ -503,7 +504,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         return Ok(exit::DONE);
     }
     let mut store = SqlStore::open(&target, Synchronous::Normal).await?;
-    if cli.vector_search == "pgvector" {
+    if cli.vector_search == rein_store::VectorIndex::Pgvector {
         store.enable_pgvector().await?;
     }
     let store = Arc::new(store);
@@ -685,11 +686,10 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
                     if cli.json {
                         println!("{}", serde_json::to_string(&r)?);
                     } else {
-                        let status = serde_json::to_value(r.status)?;
                         println!(
                             "{}  {:<18} {:>3} steps  {:>7} tokens  {}  {}",
                             r.id,
-                            status.as_str().unwrap_or_default(),
+                            r.status.as_str(),
                             r.step_count,
                             r.total_tokens,
                             r.cost,

@@ -55,10 +55,7 @@ fn line(m: &MemoryRecord) -> String {
     } else {
         ""
     };
-    let category = serde_json::to_value(m.category)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default();
+    let category = m.category.to_string();
     let private = m
         .private_to
         .as_deref()

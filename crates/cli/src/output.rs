@@ -127,10 +127,7 @@ impl EventSink for Printer {
             EventKind::ToolResult {
                 status, content, ..
             } => {
-                let status = serde_json::to_value(status)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default();
+                let status = status.to_string();
                 eprintln!("← {status}: {}", short(content, 300));
             }
             EventKind::StreamRetry {
@@ -169,18 +166,11 @@ impl EventSink for Printer {
                 } else {
                     "did not finish"
                 },
-                name_of(status)
+                status
             ),
             _ => {}
         }
     }
-}
-
-fn name_of<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_value(v)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
 }
 
 /// A sub-agent's activity, indented under its parent's: its tool calls and results only.
@@ -193,7 +183,7 @@ fn sub_agent_line(kind: &EventKind) {
         }
         EventKind::ToolResult {
             status, content, ..
-        } => eprintln!("    ← {}: {}", name_of(status), short(content, 160)),
+        } => eprintln!("    ← {}: {}", status, short(content, 160)),
         EventKind::SubAgentStarted { agent, title, .. } => eprintln!(
             "    ⇢ {} started \"{}\"",
             agent.as_deref().unwrap_or("sub-agent"),
@@ -215,21 +205,12 @@ pub fn why(r: &rein_core::intervention::ApprovalReason) -> String {
 
 pub fn show(op: &StoredOperation, steps: &[StepRecord], pending: &[rein_store::Intervention]) {
     let r = &op.record;
-    let status = serde_json::to_value(r.status)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default();
+    let status = r.status.to_string();
     println!("operation {}", r.id);
     println!(
         "  status     {status}{}",
         r.finish_reason
-            .map(|f| format!(
-                " ({})",
-                serde_json::to_value(f)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default()
-            ))
+            .map(|f| format!(" ({})", f))
             .unwrap_or_default()
     );
     if let Some(d) = &r.finish_detail {
@@ -254,10 +235,7 @@ pub fn show(op: &StoredOperation, steps: &[StepRecord], pending: &[rein_store::I
         Some(t) => t.join(", "),
     };
     println!("  tools      {tools}");
-    let approval = serde_json::to_value(op.spec.approval)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default();
+    let approval = op.spec.approval.to_string();
     if op.spec.allow.is_empty() {
         println!("  approval   {approval}");
     } else {
@@ -270,7 +248,7 @@ pub fn show(op: &StoredOperation, steps: &[StepRecord], pending: &[rein_store::I
     let sb = op.spec.sandbox;
     println!(
         "  sandbox    {}{}",
-        sb.mode.name(),
+        sb.mode.as_str(),
         match (sb.mode, sb.network) {
             (rein_core::spec::SandboxMode::Off, _) => "",
             (_, true) => ", network allowed",
@@ -303,10 +281,7 @@ pub fn show(op: &StoredOperation, steps: &[StepRecord], pending: &[rein_store::I
     }
     println!("  timeline");
     for s in steps {
-        let status = serde_json::to_value(s.status)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
+        let status = s.status.to_string();
         println!(
             "    {:>3}  {:<18} {}",
             s.step_index,
@@ -324,10 +299,10 @@ pub fn tree(root: &rein_store::OperationRecord, sub_agents: &[rein_store::Operat
             .iter()
             .filter(|r| r.parent_operation.as_deref() == Some(parent))
         {
-            let status = name_of(&r.status);
+            let status = r.status.to_string();
             let finish = r
                 .finish_reason
-                .map(|f| format!(" ({})", name_of(&f)))
+                .map(|f| format!(" ({})", f))
                 .unwrap_or_default();
             println!(
                 "  {:indent$}└ {} {} {status}{finish} · {} steps · {}",

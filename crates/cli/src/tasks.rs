@@ -2,6 +2,7 @@
 //! this process), delete, history, and the next due times in the task's zone and in UTC.
 //! Scheduled fires run where a dispatcher runs (`rein serve` or `rein worker`).
 
+use crate::named::named;
 use crate::{Context_, agents, finish};
 use anyhow::{anyhow, bail};
 use chrono::{DateTime, Utc};
@@ -10,7 +11,8 @@ use futures::future::BoxFuture;
 use rein_operation::{AgentProfile, SpecOrigin, StartOptions};
 use rein_scheduler::input::{apply_edit, check_agent, new_task, view};
 use rein_scheduler::{
-    Automation, LaunchError, Launcher, RunState, SystemClock, Task, TaskInput, TaskService,
+    Automation, CatchUp, LaunchError, Launcher, Overlap, Questions, ReviewState, RunState,
+    SystemClock, Task, TaskInput, TaskService,
 };
 use rein_store::{SqlStore, Store, Tasks, Trigger};
 use std::sync::Arc;
@@ -46,17 +48,17 @@ pub struct TaskFlags {
     #[arg(long)]
     max_executions: Option<u64>,
     /// skip (default), queue_one or allow.
-    #[arg(long)]
-    overlap: Option<String>,
+    #[arg(long, value_parser = named::<Overlap>())]
+    overlap: Option<Overlap>,
     /// skip_missed (default) or run_once.
-    #[arg(long)]
-    catch_up: Option<String>,
+    #[arg(long, value_parser = named::<CatchUp>())]
+    catch_up: Option<CatchUp>,
     /// Consecutive failures that pause the task (default 3).
     #[arg(long)]
     failure_threshold: Option<u32>,
     /// Review state: none, pending, approved or changes_requested.
-    #[arg(long)]
-    review: Option<String>,
+    #[arg(long, value_parser = named::<ReviewState>())]
+    review: Option<ReviewState>,
     /// A task that must complete before this one runs (repeatable; on edit it replaces the
     /// list).
     #[arg(long = "after", value_name = "TASK_ID")]
@@ -66,8 +68,8 @@ pub struct TaskFlags {
     no_deps: bool,
     /// What runs do with their agent's questions: decline (default) or brief (also an urgent
     /// decision brief for you, answered with `rein brief resolve`).
-    #[arg(long, value_parser = ["decline", "brief"])]
-    questions: Option<String>,
+    #[arg(long, value_parser = named::<Questions>())]
+    questions: Option<Questions>,
 }
 
 impl TaskFlags {
@@ -339,10 +341,7 @@ pub async fn command(
         if json {
             println!("{}", view(t));
         } else {
-            let status = serde_json::to_value(t.status)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
+            let status = t.status.to_string();
             let reason = t
                 .status_reason
                 .as_deref()

@@ -2760,8 +2760,9 @@ async fn an_external_agent_runs_from_the_command_line_and_is_shown_where_it_ran(
     let (code, _, err) = e.rein(&["run", "--surface", "device:laptop", "hi"]).await;
     assert_eq!(code, 1);
     assert!(err.contains("device:laptop"), "{err}");
+    // Not a surface at all: refused where the flag is read, as a usage error.
     let (code, _, err) = e.rein(&["run", "--surface", "cloud", "hi"]).await;
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(err.contains("surface `cloud`"), "{err}");
     let (_, list, _) = e.rein(&["op", "list"]).await;
     assert_eq!(

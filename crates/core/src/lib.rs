@@ -9,7 +9,8 @@
 //! which reads commands on a bash syntax tree), questions an agent asks a person
 //! ([`question::Question`]: the `ask_user` call, its answers), a conversation's message tree
 //! with its branches and active path ([`conversation::Conversation`]), and what one operation
-//! may do ([`spec::OperationSpec`], its shell sandbox included).
+//! may do ([`spec::OperationSpec`], its shell sandbox included), and how a closed set of
+//! values is declared once and typed from every edge ([`named_enum!`], [`names`]).
 //!
 //! Everything here is synchronous logic or runtime-agnostic futures: no async runtime, no
 //! HTTP, no SQL. IO reaches the engine through the ports in [`engine::ports`].
@@ -23,6 +24,7 @@ pub mod ids;
 pub mod instruction;
 pub mod intervention;
 pub mod message;
+pub mod names;
 pub mod phase;
 pub mod question;
 pub mod spec;

@@ -194,25 +194,24 @@ impl ToolCall {
     }
 }
 
-/// Outcome of a tool call as recorded on its tool message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum ToolStatus {
-    /// Waiting for a human decision.
-    Pending,
-    /// Approved by a human, not yet executed.
-    Approved,
-    /// Ran and succeeded.
-    Succeeded,
-    /// Ran (or could not run) and failed; the content says why.
-    Failed,
-    /// A human rejected it.
-    Rejected,
-    /// Settled as aborted when the operation was cancelled.
-    Aborted,
-    /// Refused by policy (security blacklist, scope, unknown name) without running.
-    Blocked,
+crate::named_enum! {
+    /// Outcome of a tool call as recorded on its tool message.
+    pub enum ToolStatus as "tool_status" {
+        /// Waiting for a human decision.
+        Pending = "pending",
+        /// Approved by a human, not yet executed.
+        Approved = "approved",
+        /// Ran and succeeded.
+        Succeeded = "succeeded",
+        /// Ran (or could not run) and failed; the content says why.
+        Failed = "failed",
+        /// A human rejected it.
+        Rejected = "rejected",
+        /// Settled as aborted when the operation was cancelled.
+        Aborted = "aborted",
+        /// Refused by policy (security blacklist, scope, unknown name) without running.
+        Blocked = "blocked",
+    }
 }
 
 /// What kind of message this is beyond its role.

@@ -106,42 +106,37 @@ pub struct Delegation {
     pub parent_budget: Budget,
 }
 
-/// What the shell's commands may touch, enforced by the operating system (the second wall,
-/// behind the command guard).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(rename_all = "kebab-case")]
-pub enum SandboxMode {
-    /// Unconfined: the process's own rights.
-    Off,
-    /// Read anything; write nowhere but a private temporary directory.
-    ReadOnly,
-    /// Read anything; write in the working directory and a private temporary directory.
-    #[default]
-    WorkspaceWrite,
-}
-
-impl SandboxMode {
-    /// Its name as written in flags and specs.
-    pub fn name(self) -> &'static str {
-        match self {
-            SandboxMode::Off => "off",
-            SandboxMode::ReadOnly => "read-only",
-            SandboxMode::WorkspaceWrite => "workspace-write",
-        }
+crate::named_enum! {
+    /// What the shell's commands may touch, enforced by the operating system (the second wall,
+    /// behind the command guard).
+    #[derive(Default)]
+    pub enum SandboxMode as "sandbox" {
+        /// Unconfined: the process's own rights.
+        Off = "off",
+        /// Read anything; write nowhere but a private temporary directory.
+        ReadOnly = "read-only",
+        /// Read anything; write in the working directory and a private temporary directory.
+        #[default]
+        WorkspaceWrite = "workspace-write",
     }
 }
 
-impl std::str::FromStr for SandboxMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "off" => Ok(SandboxMode::Off),
-            "read-only" => Ok(SandboxMode::ReadOnly),
-            "workspace-write" => Ok(SandboxMode::WorkspaceWrite),
-            other => Err(format!(
-                "sandbox `{other}`: use off, read-only or workspace-write"
-            )),
+impl SandboxMode {
+    /// How far it lets commands reach: `read-only` < `workspace-write` < `off`.
+    fn reach(self) -> u8 {
+        match self {
+            SandboxMode::ReadOnly => 0,
+            SandboxMode::WorkspaceWrite => 1,
+            SandboxMode::Off => 2,
+        }
+    }
+
+    /// The stricter of the two (a profile can narrow the host's sandbox, never widen it).
+    pub fn stricter(self, other: SandboxMode) -> SandboxMode {
+        if self.reach() <= other.reach() {
+            self
+        } else {
+            other
         }
     }
 }
@@ -158,33 +153,17 @@ pub struct Sandbox {
     pub network: bool,
 }
 
-/// An agent CLI rein can drive as an operation's brain and executor (see [`Surface::External`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ExternalKind {
-    /// Claude Code (`claude -p --output-format stream-json`).
-    ClaudeCode,
-    /// OpenAI Codex (`codex exec --json`).
-    Codex,
-    /// Any program speaking rein's generic JSON-lines format (see `docs/surfaces.md`).
-    Jsonl,
-}
-
-impl ExternalKind {
-    /// Every kind, in the order help texts list them.
-    pub const ALL: [ExternalKind; 3] = [Self::ClaudeCode, Self::Codex, Self::Jsonl];
-
-    /// Its name, as in `external:NAME`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::ClaudeCode => "claude-code",
-            Self::Codex => "codex",
-            Self::Jsonl => "jsonl",
-        }
-    }
-
-    /// The kind named `name`.
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.name() == name)
+crate::named_enum! {
+    /// An agent CLI rein can drive as an operation's brain and executor (see
+    /// [`Surface::External`]).
+    #[derive(PartialOrd, Ord)]
+    pub enum ExternalKind as "external agent" {
+        /// Claude Code (`claude -p --output-format stream-json`).
+        ClaudeCode = "claude-code",
+        /// OpenAI Codex (`codex exec --json`).
+        Codex = "codex",
+        /// Any program speaking rein's generic JSON-lines format (see `docs/surfaces.md`).
+        Jsonl = "jsonl",
     }
 }
 
@@ -262,10 +241,14 @@ impl std::str::FromStr for Surface {
                 Ok(Surface::Device(name.to_owned()))
             }
             Some(("external", rest)) => match rest.split_once('@') {
-                None => ExternalKind::parse(rest)
+                None => rest
+                    .parse::<ExternalKind>()
+                    .ok()
                     .map(Surface::External)
                     .ok_or_else(bad),
-                Some((kind, device)) if valid_device_name(device) => ExternalKind::parse(kind)
+                Some((kind, device)) if valid_device_name(device) => kind
+                    .parse::<ExternalKind>()
+                    .ok()
                     .map(|kind| Surface::ExternalOnDevice {
                         kind,
                         device: device.to_owned(),
@@ -284,9 +267,9 @@ impl std::fmt::Display for Surface {
             Surface::Local => f.write_str("local"),
             Surface::Server => f.write_str("server"),
             Surface::Device(name) => write!(f, "device:{name}"),
-            Surface::External(kind) => write!(f, "external:{}", kind.name()),
+            Surface::External(kind) => write!(f, "external:{}", kind.as_str()),
             Surface::ExternalOnDevice { kind, device } => {
-                write!(f, "external:{}@{device}", kind.name())
+                write!(f, "external:{}@{device}", kind.as_str())
             }
         }
     }
@@ -302,6 +285,16 @@ impl<'de> Deserialize<'de> for Surface {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
         s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(feature = "schemars")]
+impl schemars::JsonSchema for Surface {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Surface".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "string", "pattern": SURFACE_PATTERN})
     }
 }
 
@@ -338,19 +331,20 @@ pub struct GroupSpec {
     pub max_rounds: u32,
 }
 
-/// How the tools an operation may call are offered to the model.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolDisclosure {
-    /// Progressive when the offered schemas would cost more than
-    /// [`AUTO_DISCLOSURE_TOKENS`], every schema otherwise.
-    #[default]
-    Auto,
-    /// Every allowed tool's schema, every call.
-    All,
-    /// Tools listed by name and one line; the model activates what it needs
-    /// (`tools.activate_tools`) and their schemas are sent from the next call on.
-    Progressive,
+crate::named_enum! {
+    /// How the tools an operation may call are offered to the model.
+    #[derive(Default)]
+    pub enum ToolDisclosure as "tools_disclosure" {
+        /// Progressive when the offered schemas would cost more than
+        /// [`AUTO_DISCLOSURE_TOKENS`], every schema otherwise.
+        #[default]
+        Auto = "auto",
+        /// Every allowed tool's schema, every call.
+        All = "all",
+        /// Tools listed by name and one line; the model activates what it needs
+        /// (`tools.activate_tools`) and their schemas are sent from the next call on.
+        Progressive = "progressive",
+    }
 }
 
 /// Above this many estimated tokens of tool schemas, `auto` disclosure lists tools instead of
@@ -358,25 +352,6 @@ pub enum ToolDisclosure {
 pub const AUTO_DISCLOSURE_TOKENS: u64 = 6_000;
 
 impl ToolDisclosure {
-    /// Parse `auto`, `all` or `progressive`.
-    pub fn parse(name: &str) -> Option<Self> {
-        match name {
-            "auto" => Some(Self::Auto),
-            "all" => Some(Self::All),
-            "progressive" => Some(Self::Progressive),
-            _ => None,
-        }
-    }
-
-    /// Its name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Auto => "auto",
-            Self::All => "all",
-            Self::Progressive => "progressive",
-        }
-    }
-
     /// Whether schemas costing `schema_tokens` are listed rather than sent.
     pub fn progressive(self, schema_tokens: u64) -> bool {
         match self {
@@ -395,17 +370,17 @@ pub const DEFAULT_KNOWLEDGE_TOKENS: u32 = 1_500;
 /// out the conversation in most models' windows.
 pub const MAX_KNOWLEDGE_TOKENS: u32 = 32_000;
 
-/// Which of the user's learnt memories an agent reads, and where what its conversations teach
-/// goes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum MemoryScope {
-    /// The memories the user's agents share.
-    #[default]
-    User,
-    /// Its own: learnt from its conversations, read by it alone.
-    Agent,
+crate::named_enum! {
+    /// Which of the user's learnt memories an agent reads, and where what its conversations
+    /// teach goes.
+    #[derive(Default)]
+    pub enum MemoryScope as "memory" {
+        /// The memories the user's agents share.
+        #[default]
+        User = "user",
+        /// Its own: learnt from its conversations, read by it alone.
+        Agent = "agent",
+    }
 }
 
 impl MemoryScope {
@@ -415,49 +390,27 @@ impl MemoryScope {
     }
 }
 
-/// What happens to a new operation of a conversation in which another one is running or
-/// parked: one conversation runs one operation at a time, so every exchange stays on its active
-/// path, in order.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum WhenBusy {
-    /// Wait: it is queued and starts when the one before it ends (cancellable meanwhile).
-    #[default]
-    Enqueue,
-    /// Refuse it, naming the operation in the way.
-    Reject,
-    /// Interrupt the one in the way at its next boundary (keeping its partial answer; its calls
-    /// waiting for approval are rejected: the person moved on), then start.
-    Interrupt,
+crate::named_enum! {
+    /// What happens to a new operation of a conversation in which another one is running or
+    /// parked: one conversation runs one operation at a time, so every exchange stays on its
+    /// active path, in order.
+    #[derive(Default)]
+    pub enum WhenBusy as "when_busy" {
+        /// Wait: it is queued and starts when the one before it ends (cancellable meanwhile).
+        #[default]
+        Enqueue = "enqueue",
+        /// Refuse it, naming the operation in the way.
+        Reject = "reject",
+        /// Interrupt the one in the way at its next boundary (keeping its partial answer; its
+        /// calls waiting for approval are rejected: the person moved on), then start.
+        Interrupt = "interrupt",
+    }
 }
 
 impl WhenBusy {
-    /// Every policy.
-    pub const ALL: [WhenBusy; 3] = [Self::Enqueue, Self::Reject, Self::Interrupt];
-
-    /// Its name as written.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Enqueue => "enqueue",
-            Self::Reject => "reject",
-            Self::Interrupt => "interrupt",
-        }
-    }
-
     /// Whether this is the default (left out of a serialized spec).
     pub fn is_default(&self) -> bool {
         *self == Self::Enqueue
-    }
-}
-
-impl std::str::FromStr for WhenBusy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|w| w.as_str() == s)
-            .ok_or_else(|| format!("when_busy `{s}`: use enqueue, reject or interrupt"))
     }
 }
 

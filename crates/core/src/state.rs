@@ -11,31 +11,31 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-/// Where an operation is in its life.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    /// Created, not started.
-    #[default]
-    Idle,
-    /// Accepted while another operation of its conversation was running or parked: it starts
-    /// when that one ends (its prompt joins the conversation then, after what came before).
-    Queued,
-    /// Executing steps.
-    Running,
-    /// Parked until a human approves, answers or selects.
-    WaitingForHuman,
-    /// Parked until an asynchronous (device, deferred) tool reports back.
-    WaitingForAsyncTool,
-    /// Parked while the sub-agents it delegated to run; it continues once all have ended.
-    WaitingForSubAgents,
-    /// Stopped on request or by a budget; `interruption` says whether it can resume.
-    Interrupted,
-    /// Finished; `finish` says why.
-    Done,
-    /// Failed; `error` says why.
-    Error,
+crate::named_enum! {
+    /// Where an operation is in its life.
+    #[derive(Default)]
+    pub enum Status as "status" {
+        /// Created, not started.
+        #[default]
+        Idle = "idle",
+        /// Accepted while another operation of its conversation was running or parked: it starts
+        /// when that one ends (its prompt joins the conversation then, after what came before).
+        Queued = "queued",
+        /// Executing steps.
+        Running = "running",
+        /// Parked until a human approves, answers or selects.
+        WaitingForHuman = "waiting_for_human",
+        /// Parked until an asynchronous (device, deferred) tool reports back.
+        WaitingForAsyncTool = "waiting_for_async_tool",
+        /// Parked while the sub-agents it delegated to run; it continues once all have ended.
+        WaitingForSubAgents = "waiting_for_sub_agents",
+        /// Stopped on request or by a budget; `interruption` says whether it can resume.
+        Interrupted = "interrupted",
+        /// Finished; `finish` says why.
+        Done = "done",
+        /// Failed; `error` says why.
+        Error = "error",
+    }
 }
 
 impl Status {
@@ -58,40 +58,39 @@ impl Status {
     }
 }
 
-/// Why an operation finished.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum FinishReason {
-    /// The model answered without asking for tools.
-    Completed,
-    /// The user cancelled.
-    UserRequested,
-    /// The user aborted pending tool calls.
-    UserAborted,
-    /// The step limit forced a final answer.
-    MaxStepsCompleted,
-    /// A cost budget with policy `stop` was exceeded.
-    CostLimitExceeded,
-    /// A token budget with policy `stop` was exceeded.
-    TokenLimitExceeded,
-    /// An external agent took more steps than the step limit and was stopped (it cannot be
-    /// made to answer early the way rein's own brain is).
-    StepLimitExceeded,
-    /// The same tool call with the same arguments repeated too often.
-    LoopDetected,
-    /// The model kept naming tools that do not exist.
-    ToolNameErrors,
-    /// A deadline passed.
-    Timeout,
-    /// The agent decided to stop (including unknown phases).
-    AgentDecision,
-    /// A queued user message takes over.
-    QueuedMessageInterrupt,
-    /// Finished after an error phase.
-    ErrorRecovery,
-    /// The host is shutting down.
-    SystemShutdown,
+crate::named_enum! {
+    /// Why an operation finished.
+    pub enum FinishReason as "finish_reason" {
+        /// The model answered without asking for tools.
+        Completed = "completed",
+        /// The user cancelled.
+        UserRequested = "user_requested",
+        /// The user aborted pending tool calls.
+        UserAborted = "user_aborted",
+        /// The step limit forced a final answer.
+        MaxStepsCompleted = "max_steps_completed",
+        /// A cost budget with policy `stop` was exceeded.
+        CostLimitExceeded = "cost_limit_exceeded",
+        /// A token budget with policy `stop` was exceeded.
+        TokenLimitExceeded = "token_limit_exceeded",
+        /// An external agent took more steps than the step limit and was stopped (it cannot be
+        /// made to answer early the way rein's own brain is).
+        StepLimitExceeded = "step_limit_exceeded",
+        /// The same tool call with the same arguments repeated too often.
+        LoopDetected = "loop_detected",
+        /// The model kept naming tools that do not exist.
+        ToolNameErrors = "tool_name_errors",
+        /// A deadline passed.
+        Timeout = "timeout",
+        /// The agent decided to stop (including unknown phases).
+        AgentDecision = "agent_decision",
+        /// A queued user message takes over.
+        QueuedMessageInterrupt = "queued_message_interrupt",
+        /// Finished after an error phase.
+        ErrorRecovery = "error_recovery",
+        /// The host is shutting down.
+        SystemShutdown = "system_shutdown",
+    }
 }
 
 impl FinishReason {
@@ -123,18 +122,18 @@ pub struct StateError {
     pub message: String,
 }
 
-/// What to do when a budget is exceeded.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum BudgetPolicy {
-    /// Finish with `cost_limit_exceeded` / `token_limit_exceeded`.
-    #[default]
-    Stop,
-    /// Interrupt, resumable once the budget is raised.
-    Interrupt,
-    /// Emit a `budget_exceeded` event once per budget and keep going.
-    Warn,
+crate::named_enum! {
+    /// What to do when a budget is exceeded.
+    #[derive(Default)]
+    pub enum BudgetPolicy as "budget_policy" {
+        /// Finish with `cost_limit_exceeded` / `token_limit_exceeded`.
+        #[default]
+        Stop = "stop",
+        /// Interrupt, resumable once the budget is raised.
+        Interrupt = "interrupt",
+        /// Emit a `budget_exceeded` event once per budget and keep going.
+        Warn = "warn",
+    }
 }
 
 /// Which budget a check concerns.

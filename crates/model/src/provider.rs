@@ -113,7 +113,9 @@ impl Inner {
                 (_, Some(name)) => h.push((name.to_owned(), key.clone())),
                 (Protocol::Anthropic, None) => h.push(("x-api-key".into(), key.clone())),
                 (Protocol::Gemini, None) => h.push(("x-goog-api-key".into(), key.clone())),
-                _ => h.push(("authorization".into(), format!("Bearer {key}"))),
+                (Protocol::OpenaiChat | Protocol::OpenaiResponses | Protocol::Ollama, None) => {
+                    h.push(("authorization".into(), format!("Bearer {key}")))
+                }
             }
         }
         if c.protocol == Protocol::Anthropic {
@@ -585,7 +587,8 @@ impl ModelProvider for Provider {
                 Protocol::Gemini => v.get("embeddings").and_then(|e| e.as_array()).map(|items| {
                     items.iter().filter_map(|i| i.get("values").and_then(|x| serde_json::from_value(x.clone()).ok())).collect()
                 }),
-                _ => v.get("data").and_then(|d| d.as_array()).map(|items| {
+                // Anthropic was refused above.
+                Protocol::OpenaiChat | Protocol::OpenaiResponses | Protocol::Anthropic => v.get("data").and_then(|d| d.as_array()).map(|items| {
                     items.iter().filter_map(|i| i.get("embedding").and_then(|x| serde_json::from_value(x.clone()).ok())).collect()
                 }),
             };
@@ -601,7 +604,10 @@ impl ModelProvider for Provider {
         async move {
             let path = match inner.config.protocol {
                 Protocol::Ollama => "/api/tags",
-                _ => "/models",
+                Protocol::OpenaiChat
+                | Protocol::OpenaiResponses
+                | Protocol::Anthropic
+                | Protocol::Gemini => "/models",
             };
             let call = HttpCall {
                 method: Method::Get,

@@ -74,3 +74,16 @@ fn every_fixture_normalizes_to_its_expected_result_from_any_split() {
         failures.join("\n")
     );
 }
+
+/// Adding a protocol is not done until a recorded exchange in it is here.
+#[test]
+fn every_protocol_has_a_recorded_fixture() {
+    let spoken: std::collections::HashSet<rein_model::Protocol> =
+        fixtures().iter().map(|f| protocol_of(&f.meta)).collect();
+    for p in rein_model::Protocol::ALL {
+        assert!(
+            spoken.contains(&p),
+            "no fixture under tests/fixtures/providers speaks {p:?}"
+        );
+    }
+}

@@ -11,9 +11,9 @@ pub enum DriverError {
     /// No such operation.
     #[error("no operation {0}")]
     NotFound(OperationId),
-    /// The request does not fit the operation's state.
-    #[error("{0}")]
-    Refused(String),
+    /// The request does not fit the operation's state; nothing was written.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
     /// A decision that does not fit its call (approving a question, answering a call that asks
     /// nothing, an answer that is not one of the options); nothing was written.
     #[error(transparent)]
@@ -61,6 +61,109 @@ pub enum DriverError {
     /// Skills named for an operation that this process does not have; nothing was written.
     #[error("no skill named {}; `rein skill list` shows the available ones", .0.join(", "))]
     UnknownSkills(Vec<String>),
+}
+
+/// Why a request does not fit an operation's state (each a 409 over HTTP): what the caller can
+/// change, named.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    /// A decision for an operation that is not parked on one.
+    #[error("operation {operation} is {status:?}, not waiting for a decision")]
+    NotWaiting {
+        /// The operation.
+        operation: OperationId,
+        /// What it is doing.
+        status: rein_core::state::Status,
+    },
+    /// An answer without naming the call, while several questions are open.
+    #[error(
+        "operation {operation} has {} open questions; name the call to answer ({})",
+        questions.len(),
+        questions.join(", ")
+    )]
+    WhichQuestion {
+        /// The operation.
+        operation: OperationId,
+        /// The open questions' call ids.
+        questions: Vec<String>,
+    },
+    /// "Approve all" on an operation whose pending calls are all questions.
+    #[error(
+        "operation {operation} waits only for answers to questions ({}); answer them",
+        questions.join(", ")
+    )]
+    OnlyQuestions {
+        /// The operation.
+        operation: OperationId,
+        /// The questions' call ids.
+        questions: Vec<String>,
+    },
+    /// A decision on a call that was decided before.
+    #[error("tool call {0} was already decided")]
+    AlreadyDecided(String),
+    /// A decision on a call the operation (or, `in_tree`, its tree) does not wait for.
+    #[error(
+        "operation {operation} has no pending tool call {tool_call}{}; pending: {}",
+        if *in_tree { " in its tree" } else { "" },
+        pending.join(", ")
+    )]
+    NoSuchCall {
+        /// The operation decided on.
+        operation: OperationId,
+        /// The call named.
+        tool_call: String,
+        /// Whether its sub-agents' calls were looked at too.
+        in_tree: bool,
+        /// What does wait.
+        pending: Vec<String>,
+    },
+    /// The engine refused to continue it (not interrupted, interrupted for good, not waiting
+    /// for its sub-agents).
+    #[error(transparent)]
+    Runtime(#[from] rein_core::RuntimeError),
+    /// The end of its sub-agents does not fit its state.
+    #[error(transparent)]
+    SubAgents(rein_core::engine::DecisionError),
+    /// A queued prompt that cannot be read back (written by another version).
+    #[error("its queued prompt cannot be read: {0}")]
+    QueuedPrompt(serde_json::Error),
+    /// A prompt that cannot be kept to start later.
+    #[error("cannot keep the prompt: {0}")]
+    PromptNotKept(serde_json::Error),
+    /// An asynchronous call's answer that lost every race with other writers.
+    #[error("operation {operation} kept changing while answering call {tool_call}; try again")]
+    KeptChanging {
+        /// The operation.
+        operation: OperationId,
+        /// The call answered.
+        tool_call: String,
+    },
+    /// An external agent on a device, continued by a process without devices.
+    #[error(
+        "operation {operation} runs an agent on device `{device}`: only a rein server with devices runs it"
+    )]
+    DevicesOnlyOnServer {
+        /// The operation.
+        operation: OperationId,
+        /// Its device.
+        device: String,
+    },
+    /// No working directory for an external agent (none in the spec, and this process has
+    /// none).
+    #[error("{0}")]
+    NoWorkingDirectory(std::io::Error),
+    /// A resume while another operation of the conversation holds it.
+    #[error(
+        "operation {other} of this conversation is {status:?}; resume {operation} after it ends"
+    )]
+    TopicBusy {
+        /// The operation to resume.
+        operation: OperationId,
+        /// The one holding the conversation.
+        other: OperationId,
+        /// What that one is doing.
+        status: rein_core::state::Status,
+    },
 }
 
 /// The topic id rule as a regular expression (for API documents); [`check_topic_id`] applies it.

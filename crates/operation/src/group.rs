@@ -93,7 +93,7 @@ impl GroupProfile {
             system_role: Some(self.instructions.clone().unwrap_or_else(|| {
                 "You run a conversation between several agents to answer the user's request.".into()
             })),
-            approval: Some("auto-run".into()),
+            approval: Some(rein_core::intervention::ApprovalMode::AutoRun),
             cost_limit: self.cost_limit,
             token_limit: self.token_limit,
             ..Default::default()

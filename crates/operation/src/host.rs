@@ -188,10 +188,9 @@ impl Host {
             ..Default::default()
         };
         let mut spec = profile.spec(&base, origin)?;
-        let asked = profile.asked_surface()?;
         spec.surface = crate::surface::route(
             crate::surface::RouteRequest {
-                asked: asked.as_ref(),
+                asked: profile.surface.as_ref(),
                 parent: None,
             },
             &self.surfaces,

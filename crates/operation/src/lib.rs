@@ -55,7 +55,7 @@ pub use driver::{
     SystemModelError, TITLE_INSTRUCTIONS, Turn, derived_message_id,
 };
 pub use embedder::ProviderEmbedder;
-pub use error::{DriverError, TOPIC_ID_PATTERN, check_topic_id};
+pub use error::{DriverError, Refusal, TOPIC_ID_PATTERN, check_topic_id};
 pub use group::GroupProfile;
 pub use host::{Host, SpecError, StoredAgent, stored_agent};
 pub use model_port::ModelPort;

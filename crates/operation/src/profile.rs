@@ -5,7 +5,9 @@
 
 use rein_core::Usd;
 use rein_core::intervention::{ApprovalMode, InterventionConfig};
-use rein_core::spec::{AgentRef, MemoryScope, OperationSpec, Sandbox, SandboxMode, ToolDisclosure};
+use rein_core::spec::{
+    AgentRef, MemoryScope, OperationSpec, Sandbox, SandboxMode, Surface, ToolDisclosure,
+};
 use rein_core::state::{Budget, BudgetPolicy, ModelRef};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -27,8 +29,7 @@ pub struct AgentProfile {
     pub tools: Option<Vec<String>>,
     /// `manual` (default), `auto-run`, `allow-list` or `headless`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "approval_schema")]
-    pub approval: Option<String>,
+    pub approval: Option<ApprovalMode>,
     /// Tools that run without asking (`identifier` or `identifier/api`), in `manual` and
     /// `allow-list` mode, once the security blacklist, the command guard and the tool's own
     /// `always` have decided; in `allow-list` mode every other tool asks.
@@ -88,8 +89,7 @@ pub struct AgentProfile {
     /// How tools are offered: `auto` (default: listed for activation when their schemas would
     /// cost more than 6,000 tokens), `all` or `progressive`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "disclosure_schema")]
-    pub tools_disclosure: Option<String>,
+    pub tools_disclosure: Option<ToolDisclosure>,
     /// Skills admitted from the first call on, by name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "skills_schema")]
@@ -97,13 +97,11 @@ pub struct AgentProfile {
     /// What the shell's commands may touch: `read-only`, `workspace-write` or `off`. It can
     /// only narrow the host's sandbox (`rein --sandbox`, `rein serve --sandbox`), never widen it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "sandbox_schema")]
-    pub sandbox: Option<String>,
+    pub sandbox: Option<SandboxMode>,
     /// Where it runs: `local`/`server` (rein's own brain and tools), `device:NAME` or
     /// `external:claude-code|codex|jsonl` (an external agent CLI the host has enabled).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "surface_schema")]
-    pub surface: Option<String>,
+    pub surface: Option<Surface>,
     /// Wall-clock seconds one run of an external agent may take.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
@@ -222,32 +220,6 @@ pub fn prices_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     })
 }
 
-/// The schema of an optional surface (see [`rein_core::spec::Surface`]).
-pub fn surface_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({
-        "type": ["string", "null"],
-        "pattern": rein_core::spec::SURFACE_PATTERN
-    })
-}
-
-/// The schema of an optional sandbox mode.
-pub fn sandbox_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({
-        "type": ["string", "null"],
-        "enum": ["off", "read-only", "workspace-write", null]
-    })
-}
-
-/// The stricter of two sandbox modes (`read-only` < `workspace-write` < `off`).
-fn stricter(a: SandboxMode, b: SandboxMode) -> SandboxMode {
-    let rank = |m: SandboxMode| match m {
-        SandboxMode::ReadOnly => 0,
-        SandboxMode::WorkspaceWrite => 1,
-        SandboxMode::Off => 2,
-    };
-    if rank(a) <= rank(b) { a } else { b }
-}
-
 /// The schema of an optional list of skill names (each as [`rein_tools::skills::valid_name`]
 /// accepts it).
 pub fn skills_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -263,16 +235,6 @@ pub fn skills_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     })
 }
 
-/// The schema of an optional disclosure name.
-pub fn disclosure_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"type": "string", "nullable": true, "enum": ["auto", "all", "progressive", null]})
-}
-
-/// Parse a disclosure name.
-pub fn tools_disclosure(name: &str) -> Result<ToolDisclosure, ProfileError> {
-    ToolDisclosure::parse(name).ok_or_else(|| ProfileError::Disclosure(name.to_owned()))
-}
-
 /// A model address as [`model_ref`] accepts it: `provider/model`, both parts non-empty.
 pub const MODEL_PATTERN: &str = "^[^/]+/.+$";
 
@@ -285,15 +247,9 @@ pub enum ProfileError {
     /// An agent name that is not 1-64 letters, digits, `-` or `_`.
     #[error("agent name `{0}`: use 1-64 letters, digits, `-` or `_`")]
     Name(String),
-    /// An unknown approval mode.
-    #[error("approval `{0}`: use manual, auto-run, allow-list or headless")]
-    Approval(String),
     /// A skill name that cannot be one.
     #[error("skill `{0}`: use 1-64 lowercase letters, digits and single hyphens")]
     Skill(String),
-    /// An unknown tool disclosure.
-    #[error("tools_disclosure `{0}`: use auto, all or progressive")]
-    Disclosure(String),
     /// A model that is not `provider/model`.
     #[error("model `{model}`: {reason}")]
     Model {
@@ -302,12 +258,6 @@ pub enum ProfileError {
         /// Why it is refused.
         reason: String,
     },
-    /// An unknown sandbox mode.
-    #[error("{0}")]
-    Sandbox(String),
-    /// A surface that is not one.
-    #[error(transparent)]
-    Surface(#[from] rein_core::spec::SurfaceParseError),
     /// A surface this host cannot run the operation on.
     #[error(transparent)]
     Route(#[from] crate::surface::SurfaceError),
@@ -340,34 +290,6 @@ pub enum ProfileError {
         /// What it must be.
         requirement: &'static str,
     },
-}
-
-/// Every name [`approval_mode`] accepts.
-pub const APPROVAL_NAMES: [&str; 6] = [
-    "manual",
-    "auto-run",
-    "auto_run",
-    "allow-list",
-    "allow_list",
-    "headless",
-];
-
-/// The schema of an optional approval mode name: one of [`APPROVAL_NAMES`].
-pub fn approval_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    let mut names: Vec<serde_json::Value> = APPROVAL_NAMES.iter().map(|&n| n.into()).collect();
-    names.push(serde_json::Value::Null);
-    schemars::json_schema!({"type": "string", "nullable": true, "enum": names})
-}
-
-/// Parse an approval mode name (`auto-run` and `auto_run` both work).
-pub fn approval_mode(name: &str) -> Result<ApprovalMode, ProfileError> {
-    Ok(match name {
-        "manual" => ApprovalMode::Manual,
-        "auto-run" | "auto_run" => ApprovalMode::AutoRun,
-        "allow-list" | "allow_list" => ApprovalMode::AllowList,
-        "headless" => ApprovalMode::Headless,
-        other => return Err(ProfileError::Approval(other.to_owned())),
-    })
 }
 
 /// Parse `provider/model`.
@@ -444,7 +366,7 @@ impl AgentProfile {
                 .clone()
                 .or_else(|| self.system_role.clone()),
             tools: over.tools.clone().or_else(|| self.tools.clone()),
-            approval: over.approval.clone().or_else(|| self.approval.clone()),
+            approval: over.approval.or(self.approval),
             allow: over.allow.clone().or_else(|| self.allow.clone()),
             tool_rules: over.tool_rules.clone().or_else(|| self.tool_rules.clone()),
             max_steps: over.max_steps.or(self.max_steps),
@@ -466,12 +388,9 @@ impl AgentProfile {
             budget_policy: over.budget_policy.or(self.budget_policy),
             approval_timeout_secs: over.approval_timeout_secs.or(self.approval_timeout_secs),
             when_busy: over.when_busy.or(self.when_busy),
-            tools_disclosure: over
-                .tools_disclosure
-                .clone()
-                .or_else(|| self.tools_disclosure.clone()),
+            tools_disclosure: over.tools_disclosure.or(self.tools_disclosure),
             skills: over.skills.clone().or_else(|| self.skills.clone()),
-            sandbox: over.sandbox.clone().or_else(|| self.sandbox.clone()),
+            sandbox: over.sandbox.or(self.sandbox),
             surface: over.surface.clone().or_else(|| self.surface.clone()),
             time_limit_secs: over.time_limit_secs.or(self.time_limit_secs),
             knowledge: over.knowledge.clone().or_else(|| self.knowledge.clone()),
@@ -535,9 +454,6 @@ impl AgentProfile {
 
     /// Check every value (the shape is checked by deserialization).
     pub fn validate(&self) -> Result<(), ProfileError> {
-        if let Some(a) = &self.approval {
-            approval_mode(a)?;
-        }
         for key in self.allow.iter().flatten() {
             check_tool_key(key)?;
         }
@@ -557,12 +473,6 @@ impl AgentProfile {
         if let Some(m) = &self.model {
             model_ref(m)?;
         }
-        if let Some(d) = &self.tools_disclosure {
-            tools_disclosure(d)?;
-        }
-        if let Some(s) = &self.sandbox {
-            s.parse::<SandboxMode>().map_err(ProfileError::Sandbox)?;
-        }
         if let Some(bad) = self
             .skills
             .iter()
@@ -577,7 +487,6 @@ impl AgentProfile {
                 requirement: "at least 1",
             });
         }
-        self.asked_surface()?;
         if self.time_limit_secs == Some(0) {
             return Err(ProfileError::Limit {
                 field: "time_limit_secs",
@@ -601,11 +510,6 @@ impl AgentProfile {
         }
         self.budget()?;
         Ok(())
-    }
-
-    /// The surface these settings ask for, if any.
-    pub fn asked_surface(&self) -> Result<Option<rein_core::spec::Surface>, ProfileError> {
-        Ok(self.surface.as_deref().map(str::parse).transpose()?)
     }
 
     /// The budget these settings give (limits and the policy for crossing them).
@@ -637,10 +541,7 @@ impl AgentProfile {
                 .clone()
                 .or_else(|| base.system_role.clone()),
             allowed_tools: self.tools.clone().or_else(|| base.allowed_tools.clone()),
-            approval: match &self.approval {
-                Some(a) => approval_mode(a)?,
-                None => base.approval,
-            },
+            approval: self.approval.unwrap_or(base.approval),
             allow: self.allow.clone().unwrap_or_else(|| base.allow.clone()),
             tool_rules: self
                 .tool_rules()?
@@ -655,14 +556,11 @@ impl AgentProfile {
                 .collect(),
             approval_timeout_secs: self.approval_timeout_secs.or(base.approval_timeout_secs),
             when_busy: self.when_busy.unwrap_or(base.when_busy),
-            tools_disclosure: match &self.tools_disclosure {
-                Some(d) => tools_disclosure(d)?,
-                None => base.tools_disclosure,
-            },
+            tools_disclosure: self.tools_disclosure.unwrap_or(base.tools_disclosure),
             skills: self.skills.clone().unwrap_or_else(|| base.skills.clone()),
-            sandbox: match &self.sandbox {
-                Some(s) => Sandbox {
-                    mode: stricter(base.sandbox.mode, s.parse().map_err(ProfileError::Sandbox)?),
+            sandbox: match self.sandbox {
+                Some(mode) => Sandbox {
+                    mode: base.sandbox.mode.stricter(mode),
                     ..base.sandbox
                 },
                 None => base.sandbox,
@@ -704,13 +602,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn every_documented_approval_name_parses() {
-        for name in super::APPROVAL_NAMES {
-            assert!(super::approval_mode(name).is_ok(), "{name}");
-        }
-    }
-
     use super::*;
 
     #[test]
@@ -749,7 +640,7 @@ mod tests {
             model: Some("anthropic/claude-sonnet-4".into()),
             system_role: Some("You are terse.".into()),
             tools: Some(vec!["calculator".into(), "shell".into()]),
-            approval: Some("auto-run".into()),
+            approval: Some(ApprovalMode::AutoRun),
             cost_limit: Some(0.5),
             budget_policy: Some(BudgetPolicy::Interrupt),
             tool_call_cost_limit: Some(0.01),
@@ -757,7 +648,7 @@ mod tests {
         };
         let request = AgentProfile {
             max_steps: Some(3),
-            approval: Some("manual".into()),
+            approval: Some(ApprovalMode::Manual),
             ..Default::default()
         };
         let base = OperationSpec {
@@ -806,12 +697,11 @@ mod tests {
     #[test]
     fn bad_values_are_named() {
         let bad = |p: AgentProfile| p.validate().unwrap_err().to_string();
+        let yolo = serde_json::from_str::<AgentProfile>(r#"{"approval": "yolo"}"#).unwrap_err();
         assert!(
-            bad(AgentProfile {
-                approval: Some("yolo".into()),
-                ..Default::default()
-            })
-            .contains("approval `yolo`")
+            yolo.to_string()
+                .starts_with("approval `yolo`: use auto-run, allow-list, manual or headless"),
+            "{yolo}"
         );
         assert!(
             bad(AgentProfile {

@@ -74,7 +74,7 @@ pub fn route(req: RouteRequest<'_>, host: &Surfaces) -> Result<Surface, SurfaceE
         Some(d @ (Surface::Device(_) | Surface::ExternalOnDevice { .. })) => Ok(d.clone()),
         Some(Surface::External(kind)) => match host.external.get(*kind) {
             Some(_) => Ok(Surface::External(*kind)),
-            None => Err(ExternalError::NotEnabled(kind.name()).into()),
+            None => Err(ExternalError::NotEnabled(kind.as_str()).into()),
         },
     }
 }
@@ -152,7 +152,7 @@ mod tests {
                         (None, Some(Surface::External(k))) => {
                             let err = got.err().map(|e| e.to_string()).unwrap_or_default();
                             assert!(
-                                err.contains(k.name()) && err.contains("not enabled"),
+                                err.contains(k.as_str()) && err.contains("not enabled"),
                                 "{err}"
                             );
                         }

@@ -51,7 +51,7 @@ async fn setup(server: &Server) -> (Arc<SqlStore>, Driver) {
     let local = store.create_user("local").await.unwrap().id;
     let profile = AgentProfile {
         system_role: Some(HELPER.into()),
-        approval: Some("auto-run".into()),
+        approval: Some(rein_core::intervention::ApprovalMode::AutoRun),
         ..Default::default()
     };
     store

@@ -18,10 +18,7 @@ pub async fn blocker(store: &dyn Tasks, task: &Task) -> Result<Option<String>, T
         };
         let d = Task::from_row(row)?;
         if d.status != TaskStatus::Completed {
-            let status = serde_json::to_value(d.status)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
+            let status = d.status.to_string();
             return Ok(Some(format!(
                 "blocked: waits for task {} ({}), which is {status}",
                 d.id, d.title

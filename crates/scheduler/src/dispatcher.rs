@@ -74,9 +74,7 @@ impl RunState {
                     outcome: op
                         .record
                         .finish_reason
-                        .and_then(|r| serde_json::to_value(r).ok())
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_else(|| format!("{status:?}").to_lowercase()),
+                        .map_or_else(|| status.to_string(), |r| r.to_string()),
                     success,
                     brief: told.as_deref().map(crate::brief::brief_of),
                     cost: op.record.cost,
@@ -329,10 +327,7 @@ impl Dispatcher {
             return Ok(Verdict::Skip("the task was deleted".into()));
         };
         if task.status != TaskStatus::Active {
-            let status = serde_json::to_value(task.status)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
+            let status = task.status.to_string();
             return Ok(Verdict::Skip(format!("the task is {status}")));
         }
         if task.automation.kind() != Some(d.kind.as_str()) {

@@ -39,22 +39,19 @@ pub struct TaskInput {
     pub max_executions: Option<u64>,
     /// `skip` (default), `queue_one` or `allow`.
     #[serde(default)]
-    #[schemars(schema_with = "overlap_schema")]
-    pub overlap: Option<String>,
+    pub overlap: Option<Overlap>,
     /// `skip_missed` (default) or `run_once`.
     #[serde(default)]
-    #[schemars(schema_with = "catch_up_schema")]
-    pub catch_up: Option<String>,
+    pub catch_up: Option<CatchUp>,
     /// Consecutive failures that pause the task (default 3).
     pub failure_threshold: Option<u32>,
     /// Review state: `none`, `pending`, `approved` or `changes_requested`.
     #[serde(default)]
-    #[schemars(schema_with = "review_schema")]
-    pub review: Option<String>,
+    pub review: Option<ReviewState>,
     /// `completed` or `archived` (pause and resume have their own calls).
     #[serde(default)]
     #[schemars(schema_with = "status_schema")]
-    pub status: Option<String>,
+    pub status: Option<TaskStatus>,
     /// Tasks of yours that must complete before this one runs (replaces the list on a patch;
     /// `[]` clears it). A cycle is refused.
     #[serde(default)]
@@ -64,30 +61,7 @@ pub struct TaskInput {
     /// told nobody is available) or `brief` (also an urgent decision brief for you; it holds
     /// the next runs until answered, and your answer reaches the next run).
     #[serde(default)]
-    #[schemars(schema_with = "questions_schema")]
-    pub questions: Option<String>,
-}
-
-fn questions_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    names_of::<Questions>(g)
-}
-
-/// An optional string naming one of `T`'s values, as `T` serializes them (the field is a
-/// string so that a wrong name gets a message listing the right ones).
-fn names_of<T: JsonSchema>(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    g.subschema_for::<Option<T>>()
-}
-
-fn overlap_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    names_of::<Overlap>(g)
-}
-
-fn catch_up_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    names_of::<CatchUp>(g)
-}
-
-fn review_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    names_of::<ReviewState>(g)
+    pub questions: Option<Questions>,
 }
 
 fn status_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -120,38 +94,6 @@ impl JsonSchema for NewTaskInput {
         schema.insert("required".into(), json!(["title", "instruction"]));
         schema
     }
-}
-
-/// What a body says about questions, if anything.
-fn questions(b: &TaskInput) -> Result<Option<Questions>, TaskError> {
-    b.questions
-        .as_deref()
-        .map(|q| enum_of::<Questions>("questions", q, "decline or brief"))
-        .transpose()
-}
-
-/// The overlap and catch-up policies a body names, if any.
-fn policies(b: &TaskInput) -> Result<(Option<Overlap>, Option<CatchUp>), TaskError> {
-    let overlap = b
-        .overlap
-        .as_deref()
-        .map(|o| enum_of::<Overlap>("overlap", o, "skip, queue_one or allow"))
-        .transpose()?;
-    let catch_up = b
-        .catch_up
-        .as_deref()
-        .map(|c| enum_of::<CatchUp>("catch_up", c, "skip_missed or run_once"))
-        .transpose()?;
-    Ok((overlap, catch_up))
-}
-
-fn enum_of<T: serde::de::DeserializeOwned>(
-    field: &str,
-    value: &str,
-    allowed: &str,
-) -> Result<T, TaskError> {
-    serde_json::from_value(Value::String(value.to_owned()))
-        .map_err(|_| TaskError::invalid(format!("{field} `{value}`: use {allowed}")))
 }
 
 /// The automation a body asks for; `None` when it does not touch it.
@@ -224,18 +166,17 @@ pub fn new_task(b: &TaskInput) -> Result<NewTask, TaskError> {
             )));
         }
     }
-    let (overlap, catch_up) = policies(b)?;
     Ok(NewTask {
         title: required("title", &b.title)?,
         instruction: required("instruction", &b.instruction)?,
         agent: b.agent.clone(),
         automation: automation(b)?.unwrap_or_default(),
         max_executions: b.max_executions,
-        overlap: overlap.unwrap_or_default(),
-        catch_up: catch_up.unwrap_or_default(),
+        overlap: b.overlap.unwrap_or_default(),
+        catch_up: b.catch_up.unwrap_or_default(),
         failure_threshold: b.failure_threshold,
         depends_on: b.depends_on.clone().unwrap_or_default(),
-        questions: questions(b)?.unwrap_or_default(),
+        questions: b.questions.unwrap_or_default(),
     })
 }
 
@@ -245,8 +186,6 @@ pub async fn apply_edit(
     current: Task,
     b: &TaskInput,
 ) -> Result<Task, TaskError> {
-    let (overlap, catch_up) = policies(b)?;
-    let asked = questions(b)?;
     // A new pattern keeps the task's zone, and a new zone keeps its pattern.
     let mut wanted = b.clone();
     if let Automation::Schedule { pattern, tz } = &current.automation {
@@ -258,18 +197,11 @@ pub async fn apply_edit(
         }
     }
     let new_automation = automation(&wanted)?;
-    let review = b
-        .review
-        .as_deref()
-        .map(|r| {
-            enum_of::<ReviewState>("review", r, "none, pending, approved or changes_requested")
-        })
-        .transpose()?;
-    let status = match b.status.as_deref() {
+    let (overlap, catch_up, review, asked) = (b.overlap, b.catch_up, b.review, b.questions);
+    let status = match b.status {
         None => None,
-        Some("completed") => Some(TaskStatus::Completed),
-        Some("archived") => Some(TaskStatus::Archived),
-        Some(other) => {
+        Some(s @ (TaskStatus::Completed | TaskStatus::Archived)) => Some(s),
+        Some(other @ (TaskStatus::Active | TaskStatus::Paused | TaskStatus::Failed)) => {
             return Err(TaskError::invalid(format!(
                 "status `{other}`: use completed or archived (pause and resume have their own calls)"
             )));
@@ -349,11 +281,11 @@ mod tests {
     fn create_refuses_review_and_status_instead_of_ignoring_them() {
         for b in [
             TaskInput {
-                review: Some("approved".into()),
+                review: Some(ReviewState::Approved),
                 ..body()
             },
             TaskInput {
-                status: Some("archived".into()),
+                status: Some(TaskStatus::Archived),
                 ..body()
             },
         ] {

@@ -7,38 +7,38 @@ use chrono::{DateTime, Utc};
 use rein_store::TaskRow;
 use serde::{Deserialize, Serialize};
 
-/// Where a task is.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskStatus {
-    /// Runs when due.
-    #[default]
-    Active,
-    /// Kept, not run.
-    Paused,
-    /// Done (its schedule reached its execution cap, or a person said so).
-    Completed,
-    /// Given up.
-    Failed,
-    /// Put away.
-    Archived,
+rein_core::named_enum! {
+    /// Where a task is.
+    #[derive(Default)]
+    pub enum TaskStatus as "status" {
+        /// Runs when due.
+        #[default]
+        Active = "active",
+        /// Kept, not run.
+        Paused = "paused",
+        /// Done (its schedule reached its execution cap, or a person said so).
+        Completed = "completed",
+        /// Given up.
+        Failed = "failed",
+        /// Put away.
+        Archived = "archived",
+    }
 }
 
-/// What a person thinks of the task's output.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum ReviewState {
-    /// Nobody looked.
-    #[default]
-    None,
-    /// Waiting for a look.
-    Pending,
-    /// Good.
-    Approved,
-    /// Needs changes.
-    ChangesRequested,
+rein_core::named_enum! {
+    /// What a person thinks of the task's output.
+    #[derive(Default)]
+    pub enum ReviewState as "review" {
+        /// Nobody looked.
+        #[default]
+        None = "none",
+        /// Waiting for a look.
+        Pending = "pending",
+        /// Good.
+        Approved = "approved",
+        /// Needs changes.
+        ChangesRequested = "changes_requested",
+    }
 }
 
 /// How runs start besides manual ones (mutually exclusive).
@@ -91,48 +91,45 @@ impl Automation {
     }
 }
 
-/// When a fire finds a run still going.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Overlap {
-    /// Skip the fire (recorded with the reason).
-    #[default]
-    Skip,
-    /// Keep one fire waiting until the run ends; skip the others.
-    QueueOne,
-    /// Start another run anyway.
-    Allow,
+rein_core::named_enum! {
+    /// When a fire finds a run still going.
+    #[derive(Default)]
+    pub enum Overlap as "overlap" {
+        /// Skip the fire (recorded with the reason).
+        #[default]
+        Skip = "skip",
+        /// Keep one fire waiting until the run ends; skip the others.
+        QueueOne = "queue_one",
+        /// Start another run anyway.
+        Allow = "allow",
+    }
 }
 
-/// What happens to fires missed while no scheduler ran.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum CatchUp {
-    /// Record them as skipped.
-    #[default]
-    SkipMissed,
-    /// Run the latest one once; record the others as skipped.
-    RunOnce,
+rein_core::named_enum! {
+    /// What happens to fires missed while no scheduler ran.
+    #[derive(Default)]
+    pub enum CatchUp as "catch_up" {
+        /// Record them as skipped.
+        #[default]
+        SkipMissed = "skip_missed",
+        /// Run the latest one once; record the others as skipped.
+        RunOnce = "run_once",
+    }
 }
 
-/// What a task's runs do with a question their agent asks (nobody watches a run).
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Questions {
-    /// The question tool says nobody is available (with the question's default, if any) and
-    /// the model continues.
-    #[default]
-    Decline,
-    /// The same, and the question goes to the owner as an urgent decision brief (its options
-    /// as the brief's actions): it holds the next runs until answered, and the answer reaches
-    /// the next run's prompt.
-    Brief,
+rein_core::named_enum! {
+    /// What a task's runs do with a question their agent asks (nobody watches a run).
+    #[derive(Default)]
+    pub enum Questions as "questions" {
+        /// The question tool says nobody is available (with the question's default, if any) and
+        /// the model continues.
+        #[default]
+        Decline = "decline",
+        /// The same, and the question goes to the owner as an urgent decision brief (its options
+        /// as the brief's actions): it holds the next runs until answered, and the answer reaches
+        /// the next run's prompt.
+        Brief = "brief",
+    }
 }
 
 impl Questions {

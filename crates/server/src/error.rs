@@ -138,7 +138,7 @@ impl From<rein_operation::DriverError> for ApiError {
         match e {
             E::Store(s) => s.into(),
             E::NotFound(id) => ApiError::not_found(format!("no operation {id}")),
-            E::Refused(m) => ApiError::conflict(m),
+            E::Refused(r) => r.into(),
             e @ E::ModelUnavailable(_) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "model_unavailable",
@@ -254,6 +254,30 @@ impl From<rein_operation::SpecError> for ApiError {
     }
 }
 
+impl From<rein_operation::Refusal> for ApiError {
+    fn from(r: rein_operation::Refusal) -> Self {
+        use rein_operation::Refusal as R;
+        match r {
+            // What the caller can change: wait, name the call, answer instead.
+            r @ (R::NotWaiting { .. }
+            | R::WhichQuestion { .. }
+            | R::OnlyQuestions { .. }
+            | R::AlreadyDecided(_)
+            | R::NoSuchCall { .. }
+            | R::Runtime(_)
+            | R::SubAgents(_)
+            | R::QueuedPrompt(_)
+            | R::KeptChanging { .. }
+            | R::DevicesOnlyOnServer { .. }
+            | R::TopicBusy { .. }) => ApiError::conflict(r.to_string()),
+            // The server's own fault.
+            r @ (R::PromptNotKept(_) | R::NoWorkingDirectory(_)) => {
+                ApiError::internal(r.to_string())
+            }
+        }
+    }
+}
+
 impl From<rein_operation::ProfileError> for ApiError {
     fn from(e: rein_operation::ProfileError) -> Self {
         use rein_operation::ProfileError as P;
@@ -271,15 +295,9 @@ impl From<rein_operation::ProfileError> for ApiError {
                 "invalid_prices",
                 e.to_string(),
             ),
-            e @ (P::Name(_)
-            | P::Approval(_)
-            | P::Skill(_)
-            | P::Disclosure(_)
-            | P::Model { .. }
-            | P::Sandbox(_)
-            | P::Surface(_)
-            | P::ToolKey(_)
-            | P::Limit { .. }) => ApiError::bad_request(e.to_string()),
+            e @ (P::Name(_) | P::Skill(_) | P::Model { .. } | P::ToolKey(_) | P::Limit { .. }) => {
+                ApiError::bad_request(e.to_string())
+            }
         }
     }
 }

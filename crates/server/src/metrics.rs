@@ -200,10 +200,7 @@ impl Metrics {
                     .lock_tools()
                     .remove(&**tool_call_id)
                     .unwrap_or_else(|| "unknown".into());
-                let outcome = serde_json::to_value(status)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default();
+                let outcome = status.to_string();
                 self.tool_calls
                     .get_or_create(&ToolLabels { tool, outcome })
                     .inc();

@@ -29,31 +29,31 @@ pub fn new_brief_id() -> String {
     format!("brief-{}", uuid::Uuid::now_v7())
 }
 
-/// What a brief reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum BriefKind {
-    /// What a run produced.
-    Result,
-    /// Something only a person can decide.
-    Decision,
-    /// Something worth knowing.
-    Insight,
-    /// A run failed.
-    Error,
+rein_core::named_enum! {
+    /// What a brief reports.
+    pub enum BriefKind as "kind" {
+        /// What a run produced.
+        Result = "result",
+        /// Something only a person can decide.
+        Decision = "decision",
+        /// Something worth knowing.
+        Insight = "insight",
+        /// A run failed.
+        Error = "error",
+    }
 }
 
-/// How much a brief asks for attention.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum BriefPriority {
-    /// Now (urgent briefs go to the owner's hook; an unresolved urgent decision holds the
-    /// task's next runs).
-    Urgent,
-    /// Soon.
-    Normal,
-    /// For the record.
-    Info,
+rein_core::named_enum! {
+    /// How much a brief asks for attention.
+    pub enum BriefPriority as "priority" {
+        /// Now (urgent briefs go to the owner's hook; an unresolved urgent decision holds the
+        /// task's next runs).
+        Urgent = "urgent",
+        /// Soon.
+        Normal = "normal",
+        /// For the record.
+        Info = "info",
+    }
 }
 
 /// Something a brief points at.

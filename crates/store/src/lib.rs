@@ -47,7 +47,7 @@ pub use grants::{
 };
 pub use knowledge::{
     ChunkHit, FileOutcome, IngestJob, IngestState, JobFile, Knowledge, KnowledgeBase,
-    KnowledgeFile, KnowledgeJobs, NewChunk, NewJobFile, PendingChunk, VectorSearch,
+    KnowledgeFile, KnowledgeJobs, NewChunk, NewJobFile, PendingChunk, VectorIndex, VectorSearch,
 };
 pub use memories::{
     Applied, ExtractionTask, Memories, MemoryCategory, MemoryPool, MemoryRecord, NewMemory,

@@ -21,16 +21,16 @@ use sha2::{Digest, Sha256};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-/// What a memory is about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum MemoryCategory {
-    /// Something true about the user (where they live, what they do).
-    Fact,
-    /// How the user likes things done.
-    Preference,
-    /// Something the user is working on.
-    Project,
+rein_core::named_enum! {
+    /// What a memory is about.
+    pub enum MemoryCategory as "category" {
+        /// Something true about the user (where they live, what they do).
+        Fact = "fact",
+        /// How the user likes things done.
+        Preference = "preference",
+        /// Something the user is working on.
+        Project = "project",
+    }
 }
 
 /// A stored memory.

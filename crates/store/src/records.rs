@@ -212,22 +212,22 @@ impl Default for OperationFilter {
     }
 }
 
-/// A human decision's state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum InterventionStatus {
-    /// Waiting.
-    Pending,
-    /// Approved.
-    Approved,
-    /// Rejected.
-    Rejected,
-    /// Aborted with the operation.
-    Aborted,
-    /// Nobody decided in time.
-    Expired,
-    /// A question (`ask_user`) was answered; `outcome` holds the answer as given.
-    Answered,
+rein_core::named_enum! {
+    /// A human decision's state.
+    pub enum InterventionStatus as "intervention_status" {
+        /// Waiting.
+        Pending = "pending",
+        /// Approved.
+        Approved = "approved",
+        /// Rejected.
+        Rejected = "rejected",
+        /// Aborted with the operation.
+        Aborted = "aborted",
+        /// Nobody decided in time.
+        Expired = "expired",
+        /// A question (`ask_user`) was answered; `outcome` holds the answer as given.
+        Answered = "answered",
+    }
 }
 
 /// A pending (or decided) approval.

@@ -25,6 +25,9 @@ const PER_BACKEND: &[(i64, &str, &str)] = &[
     ),
 ];
 
+/// The end of migration 11, run after the instants are converted in code.
+const INSTANTS_FINISH: &str = include_str!("../migrations/0011_instants_finish.sql");
+
 /// `(version, description, sql)`, applied in order.
 const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "initial", include_str!("../migrations/0001_initial.sql")),
@@ -217,7 +220,7 @@ async fn convert_instants(tx: &mut sqlx::AnyConnection) -> Result<(), StoreError
             .await?;
         }
     }
-    for stmt in statements(include_str!("../migrations/0011_instants_finish.sql")) {
+    for stmt in statements(INSTANTS_FINISH) {
         sqlx::query(sqlx::AssertSqlSafe(stmt))
             .execute(&mut *tx)
             .await
@@ -339,4 +342,48 @@ pub async fn migrate(pool: &AnyPool, postgres: bool) -> Result<(), StoreError> {
         tx.commit().await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{INSTANTS, INSTANTS_FINISH, MIGRATIONS, PER_BACKEND};
+
+    /// A migration file nobody registered would never run: every file under `migrations/` is
+    /// embedded in [`MIGRATIONS`] or [`PER_BACKEND`], under the version its name starts with.
+    #[test]
+    fn every_migration_file_is_registered_under_its_version() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+        let mut files = 0;
+        for entry in std::fs::read_dir(&dir).expect("migrations/") {
+            let path = entry.expect("a directory entry").path();
+            let name = path
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            let text = std::fs::read_to_string(&path).expect("a migration file");
+            let version: i64 = name
+                .split('_')
+                .next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{name}: name it NNNN_what.sql"));
+            let shared = MIGRATIONS
+                .iter()
+                .any(|(v, _, sql)| *v == version && *sql == text);
+            let per_backend = PER_BACKEND
+                .iter()
+                .any(|(v, sqlite, pg)| *v == version && (*sqlite == text || *pg == text));
+            let finishing = version == INSTANTS && text == INSTANTS_FINISH;
+            assert!(
+                shared || per_backend || finishing,
+                "{name} is not registered in crates/store/src/schema.rs under version {version}"
+            );
+            files += 1;
+        }
+        let embedded = MIGRATIONS.len() + 2 * PER_BACKEND.len() + 1;
+        assert_eq!(
+            files, embedded,
+            "every embedded migration is a file of its own"
+        );
+    }
 }

@@ -50,7 +50,7 @@ impl Mechanism {
             }
             (Mechanism::Landlock { abi }, mode) => format!(
                 "shell sandbox: Landlock (ABI {abi}) and seccomp, {} by default, {network}, {}; processes a command starts die with it",
-                mode.name(),
+                mode.as_str(),
                 if *abi >= SCOPING_ABI {
                     "abstract Unix sockets and signals scoped to the command"
                 } else {
@@ -59,7 +59,7 @@ impl Mechanism {
             ),
             (Mechanism::Unavailable(why), mode) => format!(
                 "shell sandbox: unavailable ({why}); shell commands in {} mode are refused (`--sandbox off` runs them unconfined)",
-                mode.name()
+                mode.as_str()
             ),
         }
     }
@@ -146,7 +146,7 @@ pub fn prepare(
     }
     match Mechanism::detect() {
         Mechanism::Unavailable(why) => Err(SandboxError::Unavailable {
-            mode: sandbox.mode.name(),
+            mode: sandbox.mode.as_str(),
             why: why.clone(),
         }),
         #[cfg(target_os = "linux")]

@@ -226,7 +226,7 @@ impl Tool for Shell {
                 Err(e) if cx.sandbox.mode != rein_core::spec::SandboxMode::Off => {
                     return Ok(ToolOutput::failed(format!(
                         "cannot start the shell in its sandbox ({}): {e}; nothing was run",
-                        cx.sandbox.mode.name()
+                        cx.sandbox.mode.as_str()
                     )));
                 }
                 Err(e) => return Ok(ToolOutput::failed(format!("cannot start the shell: {e}"))),

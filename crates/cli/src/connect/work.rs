@@ -28,7 +28,7 @@ impl Device {
                 refused: Some(why),
             });
         };
-        let Some(kind) = rein_core::spec::ExternalKind::parse(&start.kind) else {
+        let Ok(kind) = start.kind.parse::<rein_core::spec::ExternalKind>() else {
             refuse(format!("no agent kind `{}`", start.kind));
             return stop;
         };
@@ -36,8 +36,8 @@ impl Device {
             refuse(format!(
                 "device `{}` does not run {} (enable it there: [external.{}] or {})",
                 self.name,
-                kind.name(),
-                kind.name(),
+                kind.as_str(),
+                kind.as_str(),
                 external::env_var(kind)
             ));
             return stop;

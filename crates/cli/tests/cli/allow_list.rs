@@ -44,7 +44,7 @@ async fn an_allow_list_from_the_command_line_runs_the_calculator_and_asks_for_th
     let id = op_id(&err).to_string();
     let (_, shown, _) = e.rein(&["op", "show", &id]).await;
     assert!(
-        shown.contains("approval   allow_list, unasked: calculator"),
+        shown.contains("approval   allow-list, unasked: calculator"),
         "{shown}"
     );
     assert!(

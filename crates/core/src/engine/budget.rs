@@ -8,17 +8,26 @@ use crate::instruction::InstructionKind;
 use crate::state::{AgentState, BudgetKind, BudgetPolicy, FinishReason};
 use crate::usage::{Cost, Usd};
 
-/// Whether instructions of `kind` spend budget.
+/// Whether instructions of `kind` spend budget (and so are checked against it once they ran).
+/// Every kind is named, so a new instruction is placed here on purpose.
 pub(crate) fn spends(kind: InstructionKind) -> bool {
-    matches!(
-        kind,
+    match kind {
         InstructionKind::CallLlm
-            | InstructionKind::CallTool
-            | InstructionKind::CallToolsBatch
-            | InstructionKind::CompressContext
-            | InstructionKind::ExecSubAgent
-            | InstructionKind::ExecSubAgents
-    )
+        | InstructionKind::CallTool
+        | InstructionKind::CallToolsBatch
+        | InstructionKind::CompressContext
+        | InstructionKind::ExecSubAgent
+        | InstructionKind::ExecSubAgents => true,
+        // An external agent's turn is bounded while it streams, by the driver that runs it
+        // (`rein-operation`'s external driver stops the process when a limit is crossed).
+        InstructionKind::ExternalTurn => false,
+        InstructionKind::ResolveAbortedTools
+        | InstructionKind::ResolveBlockedTools
+        | InstructionKind::RequestHumanPrompt
+        | InstructionKind::RequestHumanSelect
+        | InstructionKind::RequestHumanApprove
+        | InstructionKind::Finish => false,
+    }
 }
 
 fn total_tokens(state: &AgentState) -> u64 {

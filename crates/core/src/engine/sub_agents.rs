@@ -63,10 +63,7 @@ impl SubAgentEnd {
         }
         match &self.finish {
             Some(f) => {
-                let reason = serde_json::to_value(f.reason)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default();
+                let reason = f.reason.to_string();
                 match &f.detail {
                     Some(d) => format!("ended without completing ({reason}): {d}"),
                     None => format!("ended without completing ({reason})"),

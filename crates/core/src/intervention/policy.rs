@@ -100,19 +100,21 @@ impl<'de> Deserialize<'de> for InterventionConfig {
     }
 }
 
-/// How a user wants calls approved.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ApprovalMode {
-    /// Run what policy allows; ask for the rest.
-    AutoRun,
-    /// Run what is on the allow-list; ask for the rest.
-    AllowList,
-    /// Ask unless the tool's own policy is `never`.
-    #[default]
-    Manual,
-    /// No human present: run what is allowed, refuse (with a readable result) what is not.
-    Headless,
+crate::named_enum! {
+    /// How a user wants calls approved (written `auto-run`; stored specs from before also
+    /// read as `auto_run`).
+    #[derive(Default)]
+    pub enum ApprovalMode as "approval" {
+        /// Run what policy allows; ask for the rest.
+        AutoRun = "auto-run" | "auto_run",
+        /// Run what is on the allow-list; ask for the rest.
+        AllowList = "allow-list" | "allow_list",
+        /// Ask unless the tool's own policy is `never`.
+        #[default]
+        Manual = "manual",
+        /// No human present: run what is allowed, refuse (with a readable result) what is not.
+        Headless = "headless",
+    }
 }
 
 /// The user's approval settings for an operation.

@@ -49,6 +49,16 @@ pub struct WireRequest {
 }
 
 impl Protocol {
+    /// Every protocol. A new one is added here; `tests/fixtures.rs` then fails until
+    /// `tests/fixtures/providers/` holds a recorded exchange in it (docs/contributing.md).
+    pub const ALL: [Protocol; 5] = [
+        Protocol::OpenaiChat,
+        Protocol::OpenaiResponses,
+        Protocol::Anthropic,
+        Protocol::Gemini,
+        Protocol::Ollama,
+    ];
+
     /// The base URL its requests go under, from either form people give: the SDKs'
     /// conventions (`ANTHROPIC_BASE_URL=https://api.anthropic.com`, a Gemini host without a
     /// version, an OpenAI-compatible server's bare address) or the versioned one. Anthropic
@@ -80,7 +90,11 @@ impl Protocol {
                 .or_else(|| base.strip_suffix("/v1"))
                 .unwrap_or(base)
                 .to_owned(),
-            _ => base.to_owned(),
+            // Already versioned, or a provider's own path.
+            Protocol::Anthropic
+            | Protocol::Gemini
+            | Protocol::OpenaiChat
+            | Protocol::OpenaiResponses => base.to_owned(),
         }
     }
 
@@ -96,7 +110,9 @@ impl Protocol {
         match self {
             Protocol::Gemini => format!("{base}/v1beta"),
             Protocol::Ollama => base.to_owned(),
-            _ => format!("{base}/v1"),
+            Protocol::OpenaiChat | Protocol::OpenaiResponses | Protocol::Anthropic => {
+                format!("{base}/v1")
+            }
         }
     }
 
@@ -104,7 +120,10 @@ impl Protocol {
     pub fn framing(self) -> Framing {
         match self {
             Protocol::Ollama => Framing::Ndjson,
-            _ => Framing::Sse,
+            Protocol::OpenaiChat
+            | Protocol::OpenaiResponses
+            | Protocol::Anthropic
+            | Protocol::Gemini => Framing::Sse,
         }
     }
 
@@ -173,7 +192,8 @@ impl Protocol {
                     .map(str::to_owned),
             ),
             Protocol::Ollama => (None, None, err.and_then(|e| e.as_str()).map(str::to_owned)),
-            _ => (
+            // `{"error": {"type", "code", "message"}}`.
+            Protocol::OpenaiChat | Protocol::OpenaiResponses | Protocol::Anthropic => (
                 err.and_then(|e| e.get("type"))
                     .and_then(|s| s.as_str())
                     .map(str::to_owned),

@@ -4,6 +4,7 @@
 use super::open::Opened;
 use super::{Driver, RunEnd, end_of};
 use crate::error::DriverError;
+use crate::error::Refusal;
 use rein_core::OperationId;
 use rein_core::engine::ports::ToolOutput;
 use rein_core::state::Status;
@@ -41,8 +42,10 @@ impl Driver {
             }
             return self.resume(id).await;
         }
-        Err(DriverError::Refused(format!(
-            "operation {id} kept changing while answering call {tool_call_id}; try again"
-        )))
+        Err(Refusal::KeptChanging {
+            operation: id,
+            tool_call: tool_call_id.to_owned(),
+        }
+        .into())
     }
 }

@@ -11,6 +11,7 @@
 use super::open::{Loaded, Opened};
 use super::{Driver, RunEnd, end_of};
 use crate::error::DriverError;
+use crate::error::Refusal;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use rein_core::engine::SubAgentEnd;
@@ -175,7 +176,7 @@ impl Driver {
         if ends.len() == ids.len() {
             let r = runtime
                 .sub_agents_ended(run.committed.clone(), &ends)
-                .map_err(|e| DriverError::Refused(e.to_string()))?;
+                .map_err(Refusal::SubAgents)?;
             self.commit(run, r).await?;
             return Ok(None);
         }

@@ -5,6 +5,7 @@
 use super::open::{Loaded, Opened};
 use super::{Decision, Driver, RunEnd, derived_message_id, end_of};
 use crate::error::DriverError;
+use crate::error::Refusal;
 use rein_core::AgentRuntime;
 use rein_core::OperationId;
 use rein_core::engine::{
@@ -39,10 +40,11 @@ fn apply(
 
 /// Refuses a decision on an operation that is not waiting for one.
 fn not_waiting(run: &Loaded) -> DriverError {
-    DriverError::Refused(format!(
-        "operation {} is {:?}, not waiting for a decision",
-        run.id, run.committed.status
-    ))
+    Refusal::NotWaiting {
+        operation: run.id,
+        status: run.committed.status,
+    }
+    .into()
 }
 
 impl Driver {
@@ -97,11 +99,11 @@ impl Driver {
                     .map(|c| c.id.to_string())
                     .collect();
                 if questions.len() != 1 {
-                    return Err(DriverError::Refused(format!(
-                        "operation {id} has {} open questions; name the call to answer ({})",
-                        questions.len(),
-                        questions.join(", ")
-                    )));
+                    return Err(Refusal::WhichQuestion {
+                        operation: id,
+                        questions,
+                    }
+                    .into());
                 }
                 questions
             }
@@ -115,10 +117,11 @@ impl Driver {
                     .map(|c| c.id.to_string())
                     .collect();
                 if calls.is_empty() {
-                    return Err(DriverError::Refused(format!(
-                        "operation {id} waits only for answers to questions ({}); answer them",
-                        pending.join(", ")
-                    )));
+                    return Err(Refusal::OnlyQuestions {
+                        operation: id,
+                        questions: pending.clone(),
+                    }
+                    .into());
                 }
                 calls
             }
@@ -132,14 +135,17 @@ impl Driver {
                 .flat_map(|m| m.tool_calls.iter())
                 .map(|c| &*c.id)
                 .collect();
-            return Err(DriverError::Refused(if known.contains(unknown.as_str()) {
-                format!("tool call {unknown} was already decided")
+            return Err(if known.contains(unknown.as_str()) {
+                Refusal::AlreadyDecided(unknown.clone())
             } else {
-                format!(
-                    "operation {id} has no pending tool call {unknown}; pending: {}",
-                    pending.join(", ")
-                )
-            }));
+                Refusal::NoSuchCall {
+                    operation: id,
+                    tool_call: unknown.clone(),
+                    in_tree: false,
+                    pending: pending.clone(),
+                }
+            }
+            .into());
         }
         let (runtime, _activity) = self.running_runtime(&run)?;
         let (status, reason) = match &decision {
@@ -199,12 +205,13 @@ impl Driver {
         let mut by_operation: Vec<(OperationId, Vec<String>)> = Vec::new();
         for t in &targets {
             let Some((op, _)) = pending.iter().find(|(_, c)| &*c.id == t.as_str()) else {
-                let known: Vec<&str> = pending.iter().map(|(_, c)| &*c.id).collect();
-                return Err(DriverError::Refused(format!(
-                    "operation {} has no pending tool call {t} in its tree; pending: {}",
-                    root.id,
-                    known.join(", ")
-                )));
+                return Err(Refusal::NoSuchCall {
+                    operation: root.id,
+                    tool_call: t.clone(),
+                    in_tree: true,
+                    pending: pending.iter().map(|(_, c)| c.id.to_string()).collect(),
+                }
+                .into());
             };
             match by_operation.iter_mut().find(|(o, _)| o == op) {
                 Some((_, list)) => list.push(t.clone()),

@@ -160,7 +160,7 @@ fn inherited(state: &AgentState) -> Vec<Message> {
 }
 
 /// Why a call's tasks were not delegated, as the model reads it.
-struct Refusal(String);
+struct NotDelegated(String);
 
 impl Delegator {
     /// The child for `task`, the `n`th of call `call_id`.
@@ -170,10 +170,10 @@ impl Delegator {
         task: &SubAgentTask,
         call_id: &str,
         n: usize,
-    ) -> Result<SubAgentSpawn, Refusal> {
+    ) -> Result<SubAgentSpawn, NotDelegated> {
         let parent = &self.spec;
         if !parent.may_delegate() {
-            return Err(Refusal(format!(
+            return Err(NotDelegated(format!(
                 "Delegation is not available here: this agent is at depth {} and the limit is {}. Do the task yourself.",
                 parent.depth(),
                 parent.sub_agents.max_depth
@@ -193,19 +193,18 @@ impl Delegator {
                     .as_ref()
                     .is_some_and(|l| !l.contains(name))
                 {
-                    return Err(Refusal(format!(
+                    return Err(NotDelegated(format!(
                         "Agent `{name}` is not one this agent may delegate to."
                     )));
                 }
                 let found = match &self.agents {
-                    Some(d) => d
-                        .agent(parent.owner.as_deref(), name)
-                        .await
-                        .map_err(|e| Refusal(format!("Agent `{name}` could not be read: {e}")))?,
+                    Some(d) => d.agent(parent.owner.as_deref(), name).await.map_err(|e| {
+                        NotDelegated(format!("Agent `{name}` could not be read: {e}"))
+                    })?,
                     None => None,
                 };
                 let Some(found) = found else {
-                    return Err(Refusal(format!("There is no agent `{name}`.")));
+                    return Err(NotDelegated(format!("There is no agent `{name}`.")));
                 };
                 // What the agent leaves unset, it inherits.
                 let base = OperationSpec {
@@ -218,10 +217,9 @@ impl Delegator {
                     agent: Some(found.agent.clone()),
                     ..origin
                 };
-                let spec = found
-                    .profile
-                    .spec(&base, origin)
-                    .map_err(|e| Refusal(format!("Agent `{name}` has invalid settings: {e}")))?;
+                let spec = found.profile.spec(&base, origin).map_err(|e| {
+                    NotDelegated(format!("Agent `{name}` has invalid settings: {e}"))
+                })?;
                 (
                     spec,
                     found.profile.tools.clone(),
@@ -243,7 +241,7 @@ impl Delegator {
         if let Some(m) = &model
             && let Err(e) = self.models.provider(m)
         {
-            return Err(Refusal(format!(
+            return Err(NotDelegated(format!(
                 "The sub-agent's model `{}` cannot run here: {e}",
                 m.key()
             )));
@@ -343,7 +341,9 @@ impl Delegator {
         };
         // What the tree may spend binds the child too: its model must have a price.
         if let Some(unpriced) = crate::pricing::unpriced(&spec, &self.catalog) {
-            return Err(Refusal(format!("The sub-agent cannot run: {unpriced}")));
+            return Err(NotDelegated(format!(
+                "The sub-agent cannot run: {unpriced}"
+            )));
         }
         if !spec.may_delegate() {
             Arc::make_mut(&mut manifests).remove(rein_tools::agents::IDENTIFIER);
@@ -437,7 +437,7 @@ impl Delegator {
             for (n, task) in group.iter().enumerate() {
                 match self.child(state, task, &call_id, n).await {
                     Ok(spawn) => made.push(spawn),
-                    Err(Refusal(why)) => {
+                    Err(NotDelegated(why)) => {
                         refused = Some(format!("Task {} (\"{}\"): {why}", n + 1, task.description));
                         break;
                     }

@@ -10,6 +10,7 @@
 use super::open::Loaded;
 use super::{Driver, RunEnd, end_of};
 use crate::error::DriverError;
+use crate::error::Refusal;
 use crate::external::record::emit;
 use crate::external::transcript::{ObservedStep, Transcript};
 use crate::external::{self, ExternalError};
@@ -62,12 +63,13 @@ impl Driver {
         let session = inv.resume.clone().filter(|_| kind == ExternalKind::Jsonl);
         let launch = match &run.spec.surface {
             Surface::ExternalOnDevice { device, .. } => {
-                let remote = self.remote_agents.clone().ok_or_else(|| {
-                    DriverError::Refused(format!(
-                        "operation {} runs an agent on device `{device}`: only a rein server with devices runs it",
-                        run.id
-                    ))
-                })?;
+                let remote =
+                    self.remote_agents
+                        .clone()
+                        .ok_or_else(|| Refusal::DevicesOnlyOnServer {
+                            operation: run.id,
+                            device: device.clone(),
+                        })?;
                 Launch::Device(
                     remote,
                     external::RemoteStart {
@@ -87,7 +89,7 @@ impl Driver {
                     .get(kind)
                     .cloned()
                     .ok_or(DriverError::External(ExternalError::NotEnabled(
-                        kind.name(),
+                        kind.as_str(),
                     )))?;
                 let program = match external::resolve_program(kind, &command.program) {
                     Ok(p) => p,
@@ -99,9 +101,7 @@ impl Driver {
                 };
                 let dir = match &run.spec.working_directory {
                     Some(d) => std::path::PathBuf::from(d),
-                    None => {
-                        std::env::current_dir().map_err(|e| DriverError::Refused(e.to_string()))?
-                    }
+                    None => std::env::current_dir().map_err(Refusal::NoWorkingDirectory)?,
                 };
                 let args = command.args.iter().cloned().chain(args).collect();
                 Launch::Local {
@@ -227,7 +227,7 @@ impl Driver {
         let (code, stderr) = match ended {
             Ok(ended) => ended,
             Err(why) => {
-                let msg = format!("external agent `{}`: {why}", kind.name());
+                let msg = format!("external agent `{}`: {why}", kind.as_str());
                 return self.end_external(run, Err(("external_failed", msg))).await;
             }
         };
@@ -246,7 +246,7 @@ impl Driver {
                 };
                 Err((
                     "external_failed",
-                    format!("external agent `{}` {how}{said}", kind.name()),
+                    format!("external agent `{}` {how}{said}", kind.as_str()),
                 ))
             }
         };
@@ -267,7 +267,7 @@ impl Driver {
             .cost
             .or_else(|| self.estimated_cost(&run.spec, kind, model, &step.tokens));
         let session = transcript.session.clone().map(|id| ExternalSession {
-            kind: kind.name().to_owned(),
+            kind: kind.as_str().to_owned(),
             id,
         });
         let events =
@@ -477,7 +477,7 @@ impl Launch {
                     .map_err(|e| {
                         format!(
                             "external agent `{}`: cannot start {}: {e}",
-                            kind.name(),
+                            kind.as_str(),
                             program.display()
                         )
                     })

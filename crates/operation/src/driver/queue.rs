@@ -9,6 +9,7 @@
 
 use super::{Driver, RunEnd, Turn};
 use crate::error::DriverError;
+use crate::error::Refusal;
 use rein_core::OperationId;
 use rein_core::state::{Interruption, Status};
 use rein_store::{NewOperation, StoreError};
@@ -70,9 +71,7 @@ impl Driver {
                     self.opening(run.id, &run.spec, Some(topic), topic, &deferred)
                         .await
                 }
-                Err(e) => Err(DriverError::Refused(format!(
-                    "its queued prompt cannot be read: {e}"
-                ))),
+                Err(e) => Err(Refusal::QueuedPrompt(e).into()),
             };
             let (state, next) = match opened {
                 Ok(opened) => opened,

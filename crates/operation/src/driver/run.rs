@@ -5,6 +5,7 @@
 use super::open::{Loaded, Opened};
 use super::{Driver, RunEnd, derived_message_id, end_of};
 use crate::error::DriverError;
+use crate::error::Refusal;
 use rein_core::engine::initial_context;
 use rein_core::state::Status;
 use rein_core::{AgentRuntime, AgentState, OperationId};
@@ -44,9 +45,12 @@ impl Driver {
             && let Some((other, status)) = self.store.topic_holder(&run.topic_id, id).await?
             && status != Status::Queued
         {
-            return Err(DriverError::Refused(format!(
-                "operation {other} of this conversation is {status:?}; resume {id} after it ends"
-            )));
+            return Err(Refusal::TopicBusy {
+                operation: id,
+                other,
+                status,
+            }
+            .into());
         }
         let end = self.resume_loaded(&mut run).await?;
         if run.spec.delegation.is_some() {
@@ -83,9 +87,7 @@ impl Driver {
         let mut state = run.committed.clone();
         match state.status {
             Status::Interrupted => {
-                let mut r = runtime
-                    .resume(state, "resumed")
-                    .map_err(|e| DriverError::Refused(e.to_string()))?;
+                let mut r = runtime.resume(state, "resumed").map_err(Refusal::Runtime)?;
                 if !r.state.sub_agents.is_empty() {
                     r.state.status = Status::WaitingForSubAgents;
                     r.next_context = None;

@@ -108,7 +108,7 @@ impl Driver {
                 let command = self
                     .external
                     .get(*kind)
-                    .ok_or(crate::external::ExternalError::NotEnabled(kind.name()))?;
+                    .ok_or(crate::external::ExternalError::NotEnabled(kind.as_str()))?;
                 crate::external::resolve_program(*kind, &command.program)?;
                 return Ok(());
             }

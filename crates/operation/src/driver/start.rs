@@ -5,6 +5,7 @@
 
 use super::{Driver, StartOptions};
 use crate::error::DriverError;
+use crate::error::Refusal;
 use rein_core::engine::initial_context;
 use rein_core::spec::OperationSpec;
 use rein_core::tool::ToolManifestMap;
@@ -76,8 +77,7 @@ impl Driver {
             owner: spec.owner.clone(),
             gate: Some(rein_store::TopicGate {
                 when_busy: spec.when_busy,
-                deferred: serde_json::to_value(&deferred)
-                    .map_err(|e| DriverError::Refused(format!("cannot keep the prompt: {e}")))?,
+                deferred: serde_json::to_value(&deferred).map_err(Refusal::PromptNotKept)?,
             }),
             spec,
             admission: opts.admission.clone(),

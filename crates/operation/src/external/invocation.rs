@@ -25,7 +25,7 @@ pub(crate) fn invocation(state: &AgentState, kind: ExternalKind) -> Invocation {
             let parent = prompt_msg.parent_id?;
             let answer = state.messages.iter().find(|m| m.id == parent)?;
             let s = answer.external_session.as_ref()?;
-            (s.kind == kind.name()).then(|| s.id.clone())
+            (s.kind == kind.as_str()).then(|| s.id.clone())
         })
         .flatten();
     let system_role = state

@@ -105,14 +105,14 @@ fn env_suffix(kind: &str) -> String {
 
 /// The environment variable that names `kind`'s program (`REIN_EXTERNAL_CLAUDE_CODE`, ...).
 pub fn env_var(kind: ExternalKind) -> String {
-    format!("REIN_EXTERNAL_{}", env_suffix(kind.name()))
+    format!("REIN_EXTERNAL_{}", env_suffix(kind.as_str()))
 }
 
 /// The file `program` runs: itself when it holds a `/`, else the first executable of that name
 /// on `PATH`.
 pub fn resolve_program(kind: ExternalKind, program: &str) -> Result<PathBuf, ExternalError> {
     let missing = || ExternalError::Missing {
-        kind: kind.name(),
+        kind: kind.as_str(),
         program: program.to_owned(),
     };
     if program.is_empty() {

@@ -14,7 +14,7 @@ use rein_core::{AgentEvent, AgentState, Message, OperationId, ToolCall, Usd};
 
 /// The key usage is recorded under: `KIND/MODEL`.
 pub(crate) fn model_key(kind: ExternalKind, model: Option<&str>) -> String {
-    format!("{}/{}", kind.name(), model.unwrap_or("unknown"))
+    format!("{}/{}", kind.as_str(), model.unwrap_or("unknown"))
 }
 
 /// Stamp `kinds` as the state's next events, in the step it is in.
@@ -54,7 +54,7 @@ pub(crate) fn record(
         .map(|c| {
             ToolCall::new(
                 c.id.as_str(),
-                kind.name(),
+                kind.as_str(),
                 c.name.as_str(),
                 c.arguments.to_string(),
             )
@@ -132,7 +132,7 @@ pub(crate) fn record(
         };
         let message = Message::tool_result(call, Some(id), status, content.clone());
         state.usage.record_tool(
-            &format!("{}/{}", kind.name(), call.api),
+            &format!("{}/{}", kind.as_str(), call.api),
             status == ToolStatus::Succeeded,
             0,
         );

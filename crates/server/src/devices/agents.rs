@@ -40,7 +40,7 @@ impl RemoteAgents for GatewayAgents {
             &run.device,
             ServerMessage::RunAgent(AgentStart {
                 operation_id: run.operation_id,
-                kind: run.kind.name().to_owned(),
+                kind: run.kind.as_str().to_owned(),
                 args: run.args,
                 input: run.input,
                 session: run.session,

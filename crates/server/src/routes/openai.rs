@@ -198,10 +198,7 @@ fn stopped(
     match (record.status, record.finish_reason) {
         (Status::Done, Some(r)) if r.is_success() => None,
         (Status::Done, r) => {
-            let code = r
-                .and_then(|r| serde_json::to_value(r).ok())
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_else(|| "stopped".into());
+            let code = r.map_or_else(|| "stopped".to_owned(), |r| r.to_string());
             let detail = record.finish_detail.clone().unwrap_or_default();
             Some((
                 code.clone(),

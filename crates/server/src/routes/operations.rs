@@ -55,8 +55,7 @@ pub struct CreateOperation {
     pub model: Option<String>,
     /// `manual` (default), `auto-run`, `allow-list` or `headless`.
     #[serde(default)]
-    #[schemars(schema_with = "rein_operation::profile::approval_schema")]
-    pub approval: Option<String>,
+    pub approval: Option<rein_core::intervention::ApprovalMode>,
     /// Tools that run without asking (`identifier` or `identifier/api`), over the agent's: in
     /// `manual` and `allow-list` mode, once the blacklist, the guard and the tool's own
     /// `always` have decided; in `allow-list` mode every other tool asks.
@@ -103,8 +102,7 @@ pub struct CreateOperation {
     pub when_busy: Option<rein_core::spec::WhenBusy>,
     /// How tools are offered: `auto` (default), `all` or `progressive`.
     #[serde(default)]
-    #[schemars(schema_with = "rein_operation::profile::disclosure_schema")]
-    pub tools_disclosure: Option<String>,
+    pub tools_disclosure: Option<rein_core::spec::ToolDisclosure>,
     /// Skills admitted from the first call on (the server's, see `GET /v1/skills`); an
     /// unknown one is refused (422 `skill_missing`).
     #[serde(default)]
@@ -114,8 +112,7 @@ pub struct CreateOperation {
     /// `external:codex`, `external:jsonl` when the server enables that agent (otherwise 422
     /// `surface_unavailable`; a missing program: 422 `external_missing`).
     #[serde(default)]
-    #[schemars(schema_with = "rein_operation::profile::surface_schema")]
-    pub surface: Option<String>,
+    pub surface: Option<rein_core::spec::Surface>,
     /// Wall-clock seconds an external agent's run may take.
     #[serde(default)]
     #[schemars(range(min = 1))]
@@ -315,10 +312,7 @@ pub struct Accepted {
 }
 
 fn status_name(s: Status) -> String {
-    serde_json::to_value(s)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
+    s.to_string()
 }
 
 /// `POST /v1/operations`: `202 {operation_id, topic_id}` once the operation is committed.
@@ -367,7 +361,7 @@ pub async fn create(
     }
     let over = AgentProfile {
         model: req.model.clone(),
-        approval: req.approval.clone(),
+        approval: req.approval,
         allow: req.allow.clone(),
         max_steps: req.max_steps,
         cost_limit: req.cost_limit,
@@ -378,7 +372,7 @@ pub async fn create(
         budget_policy: req.budget_policy,
         approval_timeout_secs: req.approval_timeout_secs,
         when_busy: req.when_busy,
-        tools_disclosure: req.tools_disclosure.clone(),
+        tools_disclosure: req.tools_disclosure,
         skills: req.skills.clone(),
         surface: req.surface.clone(),
         time_limit_secs: req.time_limit_secs,

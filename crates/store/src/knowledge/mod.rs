@@ -11,7 +11,7 @@ mod jobs;
 pub(crate) mod pgvector;
 
 pub use jobs::{FileOutcome, IngestJob, IngestState, JobFile, KnowledgeJobs, NewJobFile};
-pub use pgvector::VectorSearch;
+pub use pgvector::{VectorIndex, VectorSearch};
 
 use crate::StoreError;
 use crate::sql::{SqlStore, parse_ts, ts};

@@ -46,6 +46,19 @@ pub(crate) struct Pgvector {
     indexed: Mutex<HashSet<usize>>,
 }
 
+rein_core::named_enum! {
+    /// Where knowledge vectors are asked to be searched (`--vector-search`): what
+    /// [`VectorSearch`] reports once the store is open.
+    #[derive(Default)]
+    pub enum VectorIndex as "vector search" {
+        /// In this process (exact).
+        #[default]
+        InProcess = "in-process",
+        /// In PostgreSQL, by pgvector ([`crate::SqlStore::enable_pgvector`]).
+        Pgvector = "pgvector",
+    }
+}
+
 /// Where a store's knowledge vector searches run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum VectorSearch {
