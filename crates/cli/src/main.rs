@@ -14,6 +14,8 @@ mod named;
 mod output;
 mod prompt;
 mod queue;
+#[cfg(test)]
+mod reference;
 mod remote;
 mod serve;
 mod skills;
@@ -84,6 +86,10 @@ struct Cli {
     /// Let sandboxed shell commands use the network.
     #[arg(long, global = true)]
     network: bool,
+    /// Worker threads of the async runtime (default: the machine's cores for `serve` and
+    /// `worker`, 2 for other commands).
+    #[arg(long, global = true, env = "REIN_THREADS", value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Option<u16>,
     #[command(subcommand)]
     command: Command,
 }
@@ -262,9 +268,9 @@ pub(crate) enum DeviceCommand {
 pub(crate) enum OpCommand {
     /// List operations.
     List {
-        /// Only this status (running, waiting_for_human, interrupted, done, error).
-        #[arg(long)]
-        status: Option<String>,
+        /// Only operations in this status.
+        #[arg(long, value_parser = named::named::<Status>())]
+        status: Option<Status>,
     },
     /// Show an operation and its step timeline.
     Show {
@@ -355,8 +361,10 @@ pub(crate) async fn finish(store: &SqlStore, id: OperationId, end: &RunEnd) -> a
         .as_ref()
         .map(|r| {
             format!(
-                "{} steps · {} tokens · {} · op {id}",
-                r.step_count, r.total_tokens, r.cost
+                "{} · {} tokens · {} · op {id}",
+                output::count(r.step_count, "step"),
+                r.total_tokens,
+                r.cost
             )
         })
         .unwrap_or_else(|| format!("op {id}"));
@@ -669,33 +677,19 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         Command::Op { command } => match command {
             OpCommand::List { status } => {
-                let status: Option<Status> = status
-                    .map(|s| {
-                        serde_json::from_value(serde_json::Value::String(s.clone()))
-                            .map_err(|_| anyhow!("unknown status `{s}`"))
-                    })
-                    .transpose()?;
-                for r in store
+                let records = store
                     .list_operations(&rein_store::OperationFilter {
                         status,
                         limit: 200,
                         ..Default::default()
                     })
-                    .await?
-                {
-                    if cli.json {
-                        println!("{}", serde_json::to_string(&r)?);
-                    } else {
-                        println!(
-                            "{}  {:<18} {:>3} steps  {:>7} tokens  {}  {}",
-                            r.id,
-                            r.status.as_str(),
-                            r.step_count,
-                            r.total_tokens,
-                            r.cost,
-                            r.created_at.format("%Y-%m-%d %H:%M:%S")
-                        );
+                    .await?;
+                if cli.json {
+                    for r in &records {
+                        println!("{}", serde_json::to_string(r)?);
                     }
+                } else {
+                    output::op_list(&records);
                 }
                 Ok(exit::DONE)
             }
@@ -785,6 +779,16 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // Logs go to stderr: always for the server, for other commands only when REIN_LOG asks.
     let serving = matches!(cli.command, Command::Serve(_));
+    let threads = cli.threads.map_or_else(
+        || {
+            if matches!(cli.command, Command::Serve(_) | Command::Worker(_)) {
+                std::thread::available_parallelism().map_or(2, |n| n.get())
+            } else {
+                2
+            }
+        },
+        usize::from,
+    );
     let telemetry = telemetry::init(
         std::env::var("REIN_LOG")
             .ok()
@@ -792,7 +796,7 @@ fn main() -> ExitCode {
             .or_else(|| serving.then(|| "info".to_owned())),
     );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(threads)
         .enable_all()
         .build()
     {
@@ -811,4 +815,25 @@ fn main() -> ExitCode {
     };
     telemetry.shutdown();
     code
+}
+
+#[cfg(test)]
+mod tests {
+    /// `docs/cli.md` is what the flags say (`REIN_UPDATE_DOCS=1` writes it again).
+    #[test]
+    fn cli_reference() {
+        use clap::CommandFactory;
+        let rendered = crate::reference::markdown(&mut crate::Cli::command());
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/cli.md");
+        if std::env::var_os("REIN_UPDATE_DOCS").is_some() {
+            std::fs::write(&path, &rendered).expect("docs/cli.md is writable");
+            return;
+        }
+        let kept = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            kept == rendered,
+            "docs/cli.md differs from the command line's definitions; write it again with \
+             REIN_UPDATE_DOCS=1 cargo test -p rein-cli --bin rein cli_reference"
+        );
+    }
 }

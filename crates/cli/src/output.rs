@@ -16,6 +16,9 @@ pub struct Printer {
     /// Operations announced as sub-agents: their words are not the answer (stdout), their
     /// tool activity is shown indented.
     sub_agents: Mutex<std::collections::HashSet<rein_core::OperationId>>,
+    /// The answer's last line on stdout is not ended yet: the model's result ends it, so a
+    /// shell prompt or the next command's output starts on a line of its own.
+    open_line: std::sync::atomic::AtomicBool,
 }
 
 /// A spinner on a terminal's stderr while the model has said nothing for over a second.
@@ -67,6 +70,7 @@ impl Printer {
             json,
             waiting: Arc::default(),
             sub_agents: Mutex::default(),
+            open_line: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
@@ -117,6 +121,19 @@ impl EventSink for Printer {
             } => {
                 let mut out = std::io::stdout().lock();
                 let _ = write!(out, "{text}");
+                let _ = out.flush();
+                if !text.is_empty() {
+                    self.open_line
+                        .store(!text.ends_with('\n'), std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+            EventKind::LlmResult { .. }
+                if self
+                    .open_line
+                    .swap(false, std::sync::atomic::Ordering::Relaxed) =>
+            {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out);
                 let _ = out.flush();
             }
             EventKind::ToolPending { tool_calls } => {
@@ -201,6 +218,39 @@ pub fn why(r: &rein_core::intervention::ApprovalReason) -> String {
         out.push_str("; asked every time");
     }
     out
+}
+
+/// `n` and the noun, singular for one (`1 step`, `3 steps`).
+pub fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// `rein op list`'s table, local or from a server: a header, then one line per operation.
+pub fn op_list(records: &[rein_store::OperationRecord]) {
+    if records.is_empty() {
+        println!("no operations");
+        return;
+    }
+    println!(
+        "{:<36}  {:<22} {:>9} {:>14}  {:>12}  created",
+        "operation", "status", "steps", "tokens", "cost (USD)"
+    );
+    for r in records {
+        let cost = r.cost.to_string();
+        println!(
+            "{:<36}  {:<22} {:>9} {:>14}  {:>12}  {}",
+            r.id,
+            r.status.as_str(),
+            count(r.step_count, "step"),
+            format!("{} tokens", r.total_tokens),
+            cost,
+            r.created_at.format("%Y-%m-%d %H:%M:%S")
+        );
+    }
 }
 
 pub fn show(op: &StoredOperation, steps: &[StepRecord], pending: &[rein_store::Intervention]) {
@@ -305,11 +355,11 @@ pub fn tree(root: &rein_store::OperationRecord, sub_agents: &[rein_store::Operat
                 .map(|f| format!(" ({})", f))
                 .unwrap_or_default();
             println!(
-                "  {:indent$}└ {} {} {status}{finish} · {} steps · {}",
+                "  {:indent$}└ {} {} {status}{finish} · {} · {}",
                 "",
                 r.id,
                 r.agent.as_deref().unwrap_or("sub-agent"),
-                r.step_count,
+                count(r.step_count, "step"),
                 r.cost,
                 indent = depth * 2
             );

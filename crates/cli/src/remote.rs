@@ -190,26 +190,15 @@ pub async fn dispatch(r: &Remote, command: Command, json: bool) -> anyhow::Resul
                     Some(s) => format!("/v1/operations?status={s}&limit=200"),
                     None => "/v1/operations?limit=200".into(),
                 };
-                for op in r
-                    .call(Method::GET, &path, None)
-                    .await?
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                {
-                    if json {
+                let listed = r.call(Method::GET, &path, None).await?;
+                if json {
+                    for op in listed.as_array().into_iter().flatten() {
                         println!("{op}");
-                    } else {
-                        println!(
-                            "{}  {:<18} {:>3} steps  {:>7} tokens  ${}  {}",
-                            op["id"].as_str().unwrap_or_default(),
-                            op["status"].as_str().unwrap_or_default(),
-                            op["step_count"],
-                            op["total_tokens"],
-                            op["cost"],
-                            op["created_at"].as_str().unwrap_or_default()
-                        );
                     }
+                } else {
+                    let records: Vec<rein_store::OperationRecord> = serde_json::from_value(listed)
+                        .map_err(|e| anyhow!("the server's operation list cannot be read: {e}"))?;
+                    crate::output::op_list(&records);
                 }
             }
             OpCommand::Show {

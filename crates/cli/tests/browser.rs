@@ -4,7 +4,6 @@
 //! directory (`browser-artifacts/`), a `failure.png` too when a step fails. Without Chromium or
 //! playwright-core it fails under `CI=true` and otherwise prints a SKIP line naming what is
 //! missing.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use rein_core::OperationId;
 use rein_model::testing::{Canned, serve};

@@ -11,7 +11,6 @@
 //! here-document or an alias, deletion by side effect) runs the same way, four sandboxes at a
 //! time, and the harmless look-alikes `tar -cf`, `rsync -a`, `git clean -n` and `find -name
 //! … -delete` still run unasked.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use rein_core::OperationId;
 use rein_model::testing::{Canned, Server, serve};

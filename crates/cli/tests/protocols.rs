@@ -6,7 +6,6 @@
 //! call's id, in call order, and what the protocol requires to be sent back unchanged (Gemini's
 //! thought signature, Anthropic's thinking block with its signature, the Responses reasoning
 //! item with its encrypted content); and the usage and cost recorded on the operation.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use rein_core::OperationId;
 use rein_model::testing::{Canned, Recorded, Server, serve};

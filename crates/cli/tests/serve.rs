@@ -1,7 +1,6 @@
 //! `rein serve` as a client sees it: a real server process on a random loopback port, a
 //! scripted OpenAI-protocol model server, a SQLite file, tokens made with `rein token create`,
 //! SSE read off the wire, and a SIGKILL in the middle of an operation.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use rein_core::OperationId;
 use rein_model::testing::{Canned, Server, serve};

@@ -1,8 +1,7 @@
 //! Properties of the whole standard pipeline: tool-call pairing always holds, whatever the
 //! transcript and truncation; and a 10,000-message history goes through intact.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::*;
 use proptest::prelude::*;

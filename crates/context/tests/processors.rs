@@ -1,8 +1,7 @@
 //! Each standard processor alone (a pipeline of one), input → output snapshots, and the whole
 //! standard pipeline on a mixed transcript.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::*;
 use rein_context::processors::*;

@@ -1,8 +1,7 @@
 //! The context report: every item a call admits is accounted for, and the items sum exactly to
 //! the estimate of the messages sent, whatever the processors insert, rewrite or merge.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::*;
 use rein_context::report::{admit_tool_schemas, explain};

@@ -1,9 +1,8 @@
 //! GeneralChatAgent, phase by phase: approvals, headless refusals, scope, unknown-name
 //! feedback and its limit, the loop breaker, queued messages, compression, human questions,
 //! cancellation and sub-agent follow-ups.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::*;
 use futures::FutureExt;

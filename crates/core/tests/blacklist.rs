@@ -1,7 +1,6 @@
 //! The default security blacklist, case by case: what must require a human and what must not.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use rein_core::intervention::{Action, ApprovalMode, blacklist_match, default_security_blacklist};
 use rein_core::{InterventionChecker, ToolCall};

@@ -1,9 +1,8 @@
 //! JSON contracts: every instruction and event variant round-trips through serde unchanged and
 //! carries its snake_case `type`; the tool-batch merge adds deltas, so totals equal the sum of
 //! the parts for any base.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use proptest::collection::{btree_map, vec};
 use proptest::option;

@@ -1,8 +1,7 @@
 //! The engine: step semantics, executor precedence, errors, force-finish, budgets, batches,
 //! interruption and resume.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::*;
 use futures::FutureExt;

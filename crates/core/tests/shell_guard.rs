@@ -1,9 +1,8 @@
 //! The shell guard, table-driven: dangerous commands, the same commands obfuscated, and
 //! harmless look-alikes that must stay allowed; then a property test that wrapping a blocked
 //! command in any shell construct never makes it allowed.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 #[path = "shell_guard/families.rs"]
 mod families;
 

@@ -2,7 +2,6 @@
 //! for each native protocol (the SDK's and the versioned one) reaches the protocol's endpoint;
 //! the `google` alias is Gemini with `GOOGLE_API_KEY`; OpenRouter carries its attribution
 //! header; a 404 names the URL called and the other base-URL form.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use rein_core::Message;
 use rein_model::registry::{ProviderConfig, Registry};

@@ -1,8 +1,7 @@
 //! Record a real exchange (over loopback HTTP) into a cassette, replay it offline to the same
 //! result, and fail loudly when the request differs or the cassette runs out.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::fixture;
 use common::server::serve;

@@ -1,9 +1,8 @@
 //! Conformance: every provider fixture (a raw response body plus its expected normalized
 //! result) is parsed from random 1-7 byte pieces, so split UTF-8, split CRLF and split JSON
 //! are all exercised, and the result must match `expected` field by field.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{Fixture, check, fixtures, protocol_of};
 use rand::{Rng, SeedableRng, rngs::StdRng};

@@ -1,8 +1,7 @@
 //! The rest of the provider surface over loopback HTTP: structured output (native and by
 //! tool forcing), embeddings, model listing, empty completions, and `provider/model` resolution.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::fixture;
 use common::server::{Canned, serve};

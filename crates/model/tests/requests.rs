@@ -1,7 +1,6 @@
 //! What rein sends: one conversation (system prompt, an image, assistant reasoning with a
 //! signature, a tool call with its Gemini thought signature, the tool's result) rendered by
 //! every protocol, snapshotted.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use rein_core::message::{ContentPart, Message, Reasoning, ToolCall, ToolStatus};
 use rein_model::request::{ReasoningConfig, ReasoningEffort};

@@ -1,9 +1,8 @@
 //! The provider over real HTTP on loopback: every fixture end to end (served in 1-7 byte
 //! writes), retries honouring retry-after, partial output kept when a stream dies,
 //! cancellation during backoff, stalled streams, capability checks and hooks.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::server::serve;
 use common::{check, fixture, fixtures, protocol_of};

@@ -2,9 +2,8 @@
 //! branch (nothing is overwritten) and the model sees exactly the branch it continues;
 //! switching branches changes what the next turn continues; a branch that does not fit is
 //! refused with nothing written; a title model names the topic after its first exchange.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use rein_core::MessageId;
 use rein_model::testing::{Canned, Recorded, serve};

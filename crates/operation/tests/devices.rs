@@ -4,9 +4,8 @@
 //! a sub-agent of a device operation runs on the same device; a cancelled wait settles the
 //! call and a late answer changes nothing. (The gateway and `rein connect` end to end:
 //! `rein-cli`'s serve tests.)
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use futures::future::BoxFuture;
 use rein_core::engine::ports::ToolOutput;

@@ -1,10 +1,9 @@
 //! The driver end to end: a scripted OpenAI-protocol server on loopback, a SQLite file, and
 //! every path an operation can take.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "driver/budgets.rs"]
 mod budgets;
-mod common;
+use crate::common;
 #[path = "driver/grants.rs"]
 mod grants;
 #[path = "driver/queue.rs"]

@@ -2,9 +2,8 @@
 //! (a script replaying streams shaped as the tools document them) are started, mapped into
 //! steps, messages and events, bounded by time, steps and cost (their process group stopped),
 //! cancelled, resumed on a later turn through their session id, and refused when missing.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::temp_store;
 use rein_core::event::EventKind;

@@ -2,9 +2,8 @@
 //! parks whatever the approval mode (auto-run too), a decision that does not fit is refused with
 //! nothing written, the answer becomes the call's result in the next model request, a second
 //! answer is refused; a headless run never parks; an expired question takes its default.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use rein_core::engine::DecisionError;
 use rein_core::intervention::ApprovalMode;

@@ -1,8 +1,7 @@
 //! Skills, tool disclosure and the context report, end to end: a scripted OpenAI-protocol
 //! server on loopback, a SQLite file, skills read from folders on disk.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::ext;
 

@@ -2,9 +2,8 @@
 //! with their own roles and tool scopes), against a scripted OpenAI-protocol server that
 //! answers each agent from its own script (routed by the agent's system role), on a SQLite
 //! file.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;

@@ -2,7 +2,6 @@
 //! PostgreSQL, a task due every second for a minute of simulated time, and a fourth dispatcher
 //! that claims work and dies: every due second runs exactly once, the dead one's claims after
 //! its lease. Needs `REIN_TEST_DATABASE_URL`; says so and passes without it.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use chrono::{DateTime, Duration, Utc};
 use futures::FutureExt;

@@ -4,7 +4,6 @@
 //! resolved; `feedback` reaches the next run's prompt, and only that run's, with the handoffs
 //! of the runs before; a task that depends on another runs only once that one completed, and a
 //! cycle is refused.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use chrono::{DateTime, Duration, Utc};
 use futures::FutureExt;

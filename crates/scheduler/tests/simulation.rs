@@ -2,7 +2,6 @@
 //! pauses, resumes, mode changes, manual runs, duplicated and stale deliveries, two
 //! dispatchers ticking in random order, runs that end, fail or wait for a human. After every
 //! run the invariants are checked against what the store recorded.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use chrono::{DateTime, Duration, Utc};
 use futures::FutureExt;

@@ -5,9 +5,8 @@
 //! compression-like rewrite of the conversation, tools added mid-run, an edited message) and
 //! checks after every commit that loading the operation gives exactly the state and next
 //! context the engine holds in memory, on SQLite and on PostgreSQL.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};

@@ -1,9 +1,8 @@
 //! Commit notices on PostgreSQL: a process listening hears of every step another process
 //! commits (only once the commit is durable), never of its own nor of a deployment in another
 //! schema of the same database; SQLite offers none.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use rein_core::*;
 use rein_store::*;

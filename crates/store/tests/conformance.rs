@@ -1,6 +1,5 @@
 //! One conformance suite for every backend: SQLite always, PostgreSQL when
 //! `REIN_TEST_DATABASE_URL` is set (each run in a fresh schema).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use chrono::Utc;
 use rein_core::event::EventKind;

@@ -8,9 +8,8 @@
 //! Before migration 11 leases, recovery retries and task deliveries' due times were RFC 3339
 //! text: opening converts them to integer microseconds, every instant read back as it was and
 //! every lease still deciding at the same microsecond.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use rein_core::testing::manifest;
 use rein_core::*;

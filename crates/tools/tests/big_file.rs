@@ -1,6 +1,5 @@
 //! The files tool against a sparse multi-GiB file: it reads within its limits and the
 //! process's peak memory stays small. Alone in its test binary, so the peak is its own.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use rein_core::OperationId;
 use rein_tools::{BuiltinConfig, ToolContext, ToolRegistry};

@@ -1,6 +1,5 @@
 //! The built-in tools and the registry, against a real filesystem, a real shell and a real
 //! (loopback) HTTP server.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use rein_core::OperationId;
 use rein_tools::web::{WebConfig, html_to_text, is_internal};

@@ -1,7 +1,6 @@
 //! The files tool against files that try to stall it: a FIFO with no writer, a socket, a
 //! directory. (The sparse multi-GiB file is `big_file.rs`, alone in its process so that its
 //! peak memory is its own.)
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use rein_core::OperationId;
 use rein_tools::{BuiltinConfig, ToolContext, ToolRegistry};

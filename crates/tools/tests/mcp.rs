@@ -1,7 +1,6 @@
 //! The MCP client against the real reference servers from npm (`.ci/run` installs them into
 //! `.mcp-servers/`, which git ignores). Without them each test says what is missing and passes
 //! without checking anything.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use rein_core::tool::Effect;
 use rein_tools::mcp::{McpError, McpServer, McpServerConfig};

@@ -4,7 +4,6 @@
 //! neither a TCP connection nor a UDP socket to a listener on loopback, with it it can; it runs
 //! with no new privileges; `off` is unconfined; the temporary directory is gone afterwards.
 //! Without Landlock it fails under `CI=true` and otherwise says SKIP.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use rein_core::OperationId;
 use rein_core::spec::{Sandbox, SandboxMode};

@@ -1,6 +1,5 @@
 //! Skills on disk: discovery order and what is left out (with file and line), and the files
 //! tool on `skill://` paths (only an active skill's folder, read-only, confined to it).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use rein_core::OperationId;
 use rein_tools::skills::SkillCatalog;

@@ -1,0 +1,13 @@
+//! rein-operation's integration tests, one test binary: each module below was a binary of its own,
+//! and linking each one against the workspace cost minutes on two cores.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod branches;
+mod common;
+mod devices;
+mod driver;
+mod external;
+mod questions;
+mod skills;
+mod sub_agents;

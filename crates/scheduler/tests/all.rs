@@ -1,0 +1,8 @@
+//! rein-scheduler's integration tests, one test binary: each module below was a binary of its own,
+//! and linking each one against the workspace cost minutes on two cores.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod multinode;
+mod runs_report_back;
+mod simulation;

@@ -1,0 +1,11 @@
+//! rein-tools's integration tests, one test binary: each module below was a binary of its own,
+//! and linking each one against the workspace cost minutes on two cores.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod big_file;
+mod builtins;
+mod hostile_files;
+mod mcp;
+mod sandbox;
+mod skills;
