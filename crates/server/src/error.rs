@@ -1,6 +1,7 @@
 //! One error shape for every response: `{"error": {"code", "message", "details"?}}`. Bad input
 //! is a 4xx naming what was wrong, never a 500.
 
+pub use crate::error_code::ApiErrorCode;
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -13,7 +14,7 @@ pub struct ApiError {
     /// HTTP status.
     pub status: StatusCode,
     /// Stable code (`not_found`, `invalid_request`, ...).
-    pub code: &'static str,
+    pub code: ApiErrorCode,
     /// What went wrong, for a person.
     pub message: String,
     /// Structured details.
@@ -24,7 +25,7 @@ pub struct ApiError {
 
 impl ApiError {
     /// An error with a status and code.
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(status: StatusCode, code: ApiErrorCode, message: impl Into<String>) -> Self {
         Self {
             status,
             code,
@@ -36,32 +37,48 @@ impl ApiError {
 
     /// 400: the request is malformed; the message names the field.
     pub fn bad_request(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "invalid_request", message)
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            ApiErrorCode::InvalidRequest,
+            message,
+        )
     }
 
     /// 404: nothing there, or nothing this user may see (the two are not told apart).
     pub fn not_found(what: impl Into<String>) -> Self {
-        Self::new(StatusCode::NOT_FOUND, "not_found", what)
+        Self::new(StatusCode::NOT_FOUND, ApiErrorCode::NotFound, what)
     }
 
     /// 409: the request conflicts with the current state.
     pub fn conflict(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::CONFLICT, "conflict", message)
+        Self::new(StatusCode::CONFLICT, ApiErrorCode::Conflict, message)
     }
 
     /// 422: well-formed but not acceptable (unknown model, missing provider key).
     pub fn unprocessable(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNPROCESSABLE_ENTITY, "unprocessable", message)
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ApiErrorCode::Unprocessable,
+            message,
+        )
     }
 
     /// 401.
     pub fn unauthorized(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            ApiErrorCode::Unauthorized,
+            message,
+        )
     }
 
     /// 500: a failure on the server's side (logged).
     pub fn internal(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ApiErrorCode::Internal,
+            message,
+        )
     }
 
     /// With structured details.
@@ -75,9 +92,9 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let retry_after = self.retry_after;
         if self.status.is_server_error() {
-            tracing::error!(code = self.code, message = %self.message, "request failed");
+            tracing::error!(code = self.code.as_str(), message = %self.message, "request failed");
         }
-        let mut error = json!({"code": self.code, "message": self.message});
+        let mut error = json!({"code": self.code.as_str(), "message": self.message});
         if let Some(d) = self.details {
             error["details"] = d;
         }
@@ -116,12 +133,12 @@ impl From<rein_store::StoreError> for ApiError {
                 ref operation,
                 ref status,
                 ..
-            } => ApiError::new(StatusCode::CONFLICT, "topic_busy", e.to_string())
+            } => ApiError::new(StatusCode::CONFLICT, ApiErrorCode::TopicBusy, e.to_string())
                 .with_details(serde_json::json!({"operation_id": operation, "status": status})),
             e @ E::AtCapacity { .. } => {
                 let mut err = ApiError::new(
                     StatusCode::TOO_MANY_REQUESTS,
-                    "too_many_running",
+                    ApiErrorCode::TooManyRunning,
                     format!("{e}; wait for one to end"),
                 );
                 err.retry_after = Some(2);
@@ -141,12 +158,14 @@ impl From<rein_operation::DriverError> for ApiError {
             E::Refused(r) => r.into(),
             e @ E::ModelUnavailable(_) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
-                "model_unavailable",
+                ApiErrorCode::ModelUnavailable,
                 e.to_string(),
             ),
-            e @ E::MissingTools { .. } => {
-                ApiError::new(StatusCode::CONFLICT, "missing_tools", e.to_string())
-            }
+            e @ E::MissingTools { .. } => ApiError::new(
+                StatusCode::CONFLICT,
+                ApiErrorCode::MissingTools,
+                e.to_string(),
+            ),
             e @ E::InvalidTopic(_) => ApiError::bad_request(e.to_string()),
             // A decision that does not fit its call: not-waiting and unknown calls are the
             // operation's state (409); the rest is what the request said (422).
@@ -161,7 +180,7 @@ impl From<rein_operation::DriverError> for ApiError {
                     | D::NotAQuestion(_)
                     | D::BadAnswer { .. } => ApiError::new(
                         StatusCode::UNPROCESSABLE_ENTITY,
-                        "decision_does_not_fit",
+                        ApiErrorCode::DecisionDoesNotFit,
                         d.to_string(),
                     ),
                 }
@@ -174,7 +193,7 @@ impl From<rein_operation::DriverError> for ApiError {
                     // the thing it refers to is missing (the route exists).
                     B::UnknownMessage { .. } => ApiError::new(
                         StatusCode::UNPROCESSABLE_ENTITY,
-                        "message_missing",
+                        ApiErrorCode::MessageMissing,
                         b.to_string(),
                     ),
                     B::NoTopic
@@ -182,7 +201,7 @@ impl From<rein_operation::DriverError> for ApiError {
                     | B::NoPrompt(_)
                     | B::PromptWithRegenerate(_) => ApiError::new(
                         StatusCode::UNPROCESSABLE_ENTITY,
-                        "branch_does_not_fit",
+                        ApiErrorCode::BranchDoesNotFit,
                         b.to_string(),
                     ),
                 }
@@ -191,19 +210,19 @@ impl From<rein_operation::DriverError> for ApiError {
             // Well-formed, naming a device the caller does not have.
             e @ E::UnknownDevice(_) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
-                "device_missing",
+                ApiErrorCode::DeviceMissing,
                 e.to_string(),
             ),
             // Well-formed, naming knowledge bases the caller does not have.
             e @ E::UnknownKnowledge(_) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
-                "knowledge_missing",
+                ApiErrorCode::KnowledgeMissing,
                 e.to_string(),
             ),
             // Well-formed, but a spend cap no call could count against: nothing was written.
             e @ E::Unpriced(_) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
-                "model_unpriced",
+                ApiErrorCode::ModelUnpriced,
                 e.to_string(),
             ),
             E::Grant(g) => {
@@ -212,12 +231,12 @@ impl From<rein_operation::DriverError> for ApiError {
                     G::NotPending { .. } => ApiError::conflict(g.to_string()),
                     G::EveryTime { .. } => ApiError::new(
                         StatusCode::UNPROCESSABLE_ENTITY,
-                        "grant_not_allowed",
+                        ApiErrorCode::GrantNotAllowed,
                         g.to_string(),
                     ),
                     G::Question(_) | G::NoAgent(_) => ApiError::new(
                         StatusCode::UNPROCESSABLE_ENTITY,
-                        "grant_does_not_fit",
+                        ApiErrorCode::GrantDoesNotFit,
                         g.to_string(),
                     ),
                 }
@@ -225,7 +244,7 @@ impl From<rein_operation::DriverError> for ApiError {
             // Well-formed, naming skills the server does not have.
             e @ E::UnknownSkills(_) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
-                "skill_missing",
+                ApiErrorCode::SkillMissing,
                 e.to_string(),
             ),
         }
@@ -240,12 +259,12 @@ impl From<rein_operation::SpecError> for ApiError {
             // the thing it refers to is missing (the route itself exists).
             E::AgentMissing(name) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
-                "agent_missing",
+                ApiErrorCode::AgentMissing,
                 format!("no agent `{name}`"),
             ),
             E::GroupMissing(name) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
-                "group_missing",
+                ApiErrorCode::GroupMissing,
                 format!("no group `{name}`"),
             ),
             E::Profile(p) => p.into(),
@@ -287,12 +306,12 @@ impl From<rein_operation::ProfileError> for ApiError {
             // What the API document cannot say: a map's keys, whether a regex compiles.
             e @ P::ToolRule { .. } => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid_tool_rule",
+                ApiErrorCode::InvalidToolRule,
                 e.to_string(),
             ),
             e @ P::PriceKey { .. } => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid_prices",
+                ApiErrorCode::InvalidPrices,
                 e.to_string(),
             ),
             e @ (P::Name(_) | P::Skill(_) | P::Model { .. } | P::ToolKey(_) | P::Limit { .. }) => {
@@ -306,8 +325,8 @@ fn surface_unavailable(e: rein_operation::surface::SurfaceError) -> ApiError {
     use rein_operation::external::ExternalError;
     use rein_operation::surface::SurfaceError as S;
     let code = match &e {
-        S::External(ExternalError::Missing { .. }) => "external_missing",
-        _ => "surface_unavailable",
+        S::External(ExternalError::Missing { .. }) => ApiErrorCode::ExternalMissing,
+        _ => ApiErrorCode::SurfaceUnavailable,
     };
     ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, e.to_string())
 }
@@ -320,22 +339,32 @@ impl From<rein_scheduler::TaskError> for ApiError {
             E::NotFound(id) => ApiError::not_found(format!("no task {id}")),
             e @ E::AgentMissing(_) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
-                "agent_missing",
+                ApiErrorCode::AgentMissing,
                 e.to_string(),
             ),
             // Well-formed per the document, but not a task this server can run (a cron
             // pattern or zone it cannot read, fields that exclude each other).
             E::Schedule(s) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid_task",
+                ApiErrorCode::InvalidTask,
                 s.to_string(),
             ),
-            E::Invalid(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_task", m),
-            E::Launch(e @ LaunchError::AgentMissing(_)) => {
-                ApiError::new(StatusCode::CONFLICT, "agent_missing", e.to_string())
-            }
+            E::Invalid(m) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ApiErrorCode::InvalidTask,
+                m,
+            ),
+            E::Launch(e @ LaunchError::AgentMissing(_)) => ApiError::new(
+                StatusCode::CONFLICT,
+                ApiErrorCode::AgentMissing,
+                e.to_string(),
+            ),
             E::Launch(LaunchError::AtCapacity(m)) => {
-                let mut err = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "too_many_running", m);
+                let mut err = ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    ApiErrorCode::TooManyRunning,
+                    m,
+                );
                 err.retry_after = Some(2);
                 err
             }
@@ -345,9 +374,11 @@ impl From<rein_scheduler::TaskError> for ApiError {
             e @ E::Corrupt { .. } => ApiError::internal(e.to_string()),
             e @ E::BriefNotFound(_) => ApiError::not_found(e.to_string()),
             e @ E::BriefResolved(_) => ApiError::conflict(e.to_string()),
-            E::BadResolution(m) => {
-                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_resolution", m)
-            }
+            E::BadResolution(m) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ApiErrorCode::InvalidResolution,
+                m,
+            ),
             e @ E::Decide(_) => ApiError::conflict(e.to_string()),
         }
     }
@@ -366,7 +397,7 @@ pub async fn uri_limit(
     if len > MAX_URI_BYTES {
         return ApiError::new(
             StatusCode::URI_TOO_LONG,
-            "uri_too_long",
+            ApiErrorCode::UriTooLong,
             format!("the request target is {len} bytes; the API reads at most {MAX_URI_BYTES}"),
         )
         .into_response();
@@ -383,7 +414,7 @@ pub async fn no_route() -> ApiError {
 pub async fn wrong_method() -> ApiError {
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
-        "method_not_allowed",
+        ApiErrorCode::MethodNotAllowed,
         "this endpoint does not take that method",
     )
 }

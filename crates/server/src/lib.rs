@@ -16,6 +16,7 @@ pub mod brief_hooks;
 pub mod commit_notices;
 pub mod devices;
 pub mod error;
+pub mod error_code;
 pub mod hub;
 pub mod knowledge;
 pub mod memories;

@@ -23,7 +23,11 @@ fn build() -> Value {
                 "type": "object",
                 "required": ["code", "message"],
                 "properties": {
-                    "code": {"type": "string", "description": "Stable machine code (`not_found`, `invalid_request`, `too_many_running`, ...)"},
+                    "code": {
+                        "type": "string",
+                        "enum": &crate::error::ApiErrorCode::NAMES[..],
+                        "description": "Stable machine code: what went wrong, for a program"
+                    },
                     "message": {"type": "string", "description": "What went wrong, for a person"},
                     "details": {"description": "Structured details, when there are any"}
                 }
@@ -48,4 +52,27 @@ fn build() -> Value {
             }},
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    /// `docs/openapi.json` is the document the server serves: client generators and reviewers
+    /// read the committed file, so it may not drift from the route table
+    /// (`REIN_UPDATE_DOCS=1 cargo test -p rein-server --lib openapi_document` writes it again).
+    #[test]
+    fn openapi_document() {
+        let mut rendered = serde_json::to_string_pretty(super::document()).unwrap_or_default();
+        rendered.push('\n');
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/openapi.json");
+        if std::env::var_os("REIN_UPDATE_DOCS").is_some() {
+            std::fs::write(&path, &rendered).expect("docs/openapi.json is writable");
+            return;
+        }
+        let kept = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            kept == rendered,
+            "docs/openapi.json differs from the route table; write it again with \
+             REIN_UPDATE_DOCS=1 cargo test -p rein-server --lib openapi_document"
+        );
+    }
 }

@@ -47,12 +47,14 @@ impl From<OriginRefusal> for ApiError {
         match r {
             OriginRefusal::MissingHost | OriginRefusal::ForeignHost(..) => ApiError::new(
                 StatusCode::MISDIRECTED_REQUEST,
-                "misdirected_request",
+                crate::error_code::ApiErrorCode::MisdirectedRequest,
                 r.to_string(),
             ),
-            OriginRefusal::ForeignOrigin(_) => {
-                ApiError::new(StatusCode::FORBIDDEN, "forbidden_origin", r.to_string())
-            }
+            OriginRefusal::ForeignOrigin(_) => ApiError::new(
+                StatusCode::FORBIDDEN,
+                crate::error_code::ApiErrorCode::ForbiddenOrigin,
+                r.to_string(),
+            ),
         }
     }
 }

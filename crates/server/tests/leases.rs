@@ -88,7 +88,7 @@ async fn an_orphaned_operation_is_resumed_by_one_of_two_runners_sharing_a_databa
         .spawn(id, "u".into(), loser.driver(), Job::Resume)
         .await
         .unwrap_err();
-    assert_eq!(err.code, "conflict");
+    assert_eq!(err.code, rein_server::error::ApiErrorCode::Conflict);
     assert!(err.message.contains("another process"), "{}", err.message);
     // A second sweep by the loser changes nothing while the lease is live.
     assert_eq!(loser.recover().await.unwrap(), 0);

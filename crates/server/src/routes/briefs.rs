@@ -172,8 +172,10 @@ pub async fn set_hook(
         .await
         .map_err(|e| {
             let code = match e {
-                HookError::Internal(_) => "hook_internal",
-                HookError::BadUrl(_) | HookError::BadSecret => "invalid_hook",
+                HookError::Internal(_) => crate::error_code::ApiErrorCode::HookInternal,
+                HookError::BadUrl(_) | HookError::BadSecret => {
+                    crate::error_code::ApiErrorCode::InvalidHook
+                }
             };
             ApiError::new(
                 axum::http::StatusCode::UNPROCESSABLE_ENTITY,

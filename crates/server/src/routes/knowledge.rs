@@ -165,14 +165,14 @@ impl FromRequest<AppState> for Upload {
             .map_err(|r| {
                 ApiError::new(
                     StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                    "unsupported_media_type",
+                    crate::error_code::ApiErrorCode::UnsupportedMediaType,
                     format!("send the files as multipart/form-data: {}", r.body_text()),
                 )
             })?;
         let too_large = || {
             ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
-                "payload_too_large",
+                crate::error_code::ApiErrorCode::PayloadTooLarge,
                 format!(
                     "the upload is larger than {} MiB; nothing was added",
                     UPLOAD_LIMIT / (1024 * 1024)
@@ -209,7 +209,7 @@ impl FromRequest<AppState> for Upload {
             if bytes.len() as u64 > MAX_FILE_BYTES {
                 return Err(ApiError::new(
                     StatusCode::PAYLOAD_TOO_LARGE,
-                    "payload_too_large",
+                    crate::error_code::ApiErrorCode::PayloadTooLarge,
                     format!(
                         "`{path}` is larger than {} MiB; nothing was added",
                         MAX_FILE_BYTES / (1024 * 1024)

@@ -49,7 +49,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
         if !json {
             return Err(ApiError::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported_media_type",
+                crate::error_code::ApiErrorCode::UnsupportedMediaType,
                 "send the body as Content-Type: application/json",
             ));
         }
@@ -59,7 +59,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
                 if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
                     ApiError::new(
                         StatusCode::PAYLOAD_TOO_LARGE,
-                        "payload_too_large",
+                        crate::error_code::ApiErrorCode::PayloadTooLarge,
                         "the request body is larger than the server accepts",
                     )
                 } else {

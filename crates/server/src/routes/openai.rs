@@ -242,7 +242,7 @@ pub async fn completions(
     let unanswerable = |why: &str| {
         ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_conversation",
+            crate::error_code::ApiErrorCode::InvalidConversation,
             why,
         )
     };
@@ -329,10 +329,12 @@ pub async fn completions(
         .await?
         .ok_or_else(|| ApiError::internal(format!("operation {id} vanished")))?;
     if let Some((code, message)) = stopped(&record, &end) {
-        return Err(
-            ApiError::new(StatusCode::CONFLICT, "operation_stopped", message)
-                .with_details(json!({"reason": code, "operation_id": id})),
-        );
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            crate::error_code::ApiErrorCode::OperationStopped,
+            message,
+        )
+        .with_details(json!({"reason": code, "operation_id": id})));
     }
     let answer = answer_of(&app, id).await?;
     Ok(Completion::Whole(ChatCompletion {

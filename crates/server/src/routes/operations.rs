@@ -241,7 +241,7 @@ impl DecisionIn {
         let unfit = |m: String| {
             ApiError::new(
                 axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-                "decision_does_not_fit",
+                crate::error_code::ApiErrorCode::DecisionDoesNotFit,
                 m,
             )
         };
@@ -325,7 +325,7 @@ pub async fn create(
         (Some(_), Some(_)) => {
             return Err(ApiError::new(
                 axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-                "branch_does_not_fit",
+                crate::error_code::ApiErrorCode::BranchDoesNotFit,
                 "edit a message or regenerate an answer, not both",
             ));
         }
@@ -346,7 +346,7 @@ pub async fn create(
     if input.is_empty() && !matches!(turn, Turn::Regenerate(_)) {
         return Err(ApiError::new(
             axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-            "input_missing",
+            crate::error_code::ApiErrorCode::InputMissing,
             "input is missing or blank: say what to do (only `regenerate` takes none)",
         ));
     }
@@ -390,7 +390,7 @@ pub async fn create(
             // Each field is valid alone; together they ask for two different runs.
             return Err(ApiError::new(
                 axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-                "agent_and_group",
+                crate::error_code::ApiErrorCode::AgentAndGroup,
                 "name an agent or a group, not both",
             ));
         }

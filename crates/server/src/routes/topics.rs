@@ -244,7 +244,7 @@ pub async fn activate(
         // Well-formed, naming a message the conversation does not have.
         return Err(ApiError::new(
             axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-            "message_missing",
+            crate::error_code::ApiErrorCode::MessageMissing,
             format!("topic {id} has no message {message}"),
         ));
     }
