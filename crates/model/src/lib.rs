@@ -26,7 +26,7 @@ pub mod transport;
 pub use catalog::{Capabilities, Catalog, ModelInfo, TokenizerHint};
 pub use error::{ErrorKind, ModelError};
 pub use event::{ModelEvent, StopReason};
-pub use hooks::Hooks;
+pub use hooks::{HookObjection, Hooks};
 pub use protocol::Protocol;
 pub use provider::{EventStream, ModelProvider, Provider};
 pub use registry::{ProviderConfig, Registry};

@@ -11,8 +11,8 @@ use rein_model::catalog::Catalog;
 use rein_model::registry::{ProviderConfig, Quirks};
 use rein_model::transport::Timeouts;
 use rein_model::{
-    ChatRequest, ErrorKind, Hooks, ModelEvent, ModelProvider, ModelResponse, Protocol, Provider,
-    ReqwestTransport, RetryPolicy, ToolSpec, collect,
+    ChatRequest, ErrorKind, HookObjection, Hooks, ModelEvent, ModelProvider, ModelResponse,
+    Protocol, Provider, ReqwestTransport, RetryPolicy, ToolSpec, collect,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -297,14 +297,14 @@ async fn a_missing_capability_fails_before_sending_unless_degrading_is_allowed()
 struct Strict;
 
 impl Hooks for Strict {
-    fn before_call(&self, req: &ChatRequest) -> Result<(), String> {
+    fn before_call(&self, req: &ChatRequest) -> Result<(), HookObjection> {
         if req.model == "forbidden" {
             Err("budget spent".into())
         } else {
             Ok(())
         }
     }
-    fn on_completion(&self, _: &ModelResponse) -> Result<(), String> {
+    fn on_completion(&self, _: &ModelResponse) -> Result<(), HookObjection> {
         Err("tracing backend down".into())
     }
 }
