@@ -119,7 +119,11 @@ impl Driver {
         self.commit(run, external_step(started, Vec::new())).await?;
         let mut proc = match launch.start(kind) {
             Ok(p) => p,
-            Err(msg) => return self.end_external(run, Err(("external_failed", msg))).await,
+            Err(e) => {
+                return self
+                    .end_external(run, Err(("external_failed", e.to_string())))
+                    .await;
+            }
         };
         let began = Instant::now();
         let deadline = run
@@ -459,7 +463,10 @@ enum Launch {
 
 impl Launch {
     /// Start it; why it could not start otherwise.
-    fn start(self, kind: ExternalKind) -> Result<Box<dyn external::AgentRun>, String> {
+    fn start(
+        self,
+        kind: ExternalKind,
+    ) -> Result<Box<dyn external::AgentRun>, external::StartError> {
         match self {
             Launch::Local {
                 program,
@@ -474,12 +481,10 @@ impl Launch {
                     .collect();
                 external::process::spawn(&program, &args, &dir, &env, input)
                     .map(|p| Box::new(p) as Box<dyn external::AgentRun>)
-                    .map_err(|e| {
-                        format!(
-                            "external agent `{}`: cannot start {}: {e}",
-                            kind.as_str(),
-                            program.display()
-                        )
+                    .map_err(|source| external::StartError::Spawn {
+                        kind,
+                        program: program.clone(),
+                        source,
                     })
             }
             Launch::Device(remote, start) => remote.start(start),

@@ -181,7 +181,26 @@ pub struct RemoteStart {
 /// Starts external agents on devices (a server's device gateway).
 pub trait RemoteAgents: Send + Sync {
     /// Ask the device to start the agent; why it cannot when it cannot (not connected).
-    fn start(&self, run: RemoteStart) -> Result<Box<dyn AgentRun>, String>;
+    fn start(&self, run: RemoteStart) -> Result<Box<dyn AgentRun>, StartError>;
+}
+
+/// Why an external agent's run did not start (the operation ends `external_failed` with it).
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Its program could not be started on this machine.
+    #[error("external agent `{kind}`: cannot start {}: {source}", program.display())]
+    Spawn {
+        /// The agent.
+        kind: ExternalKind,
+        /// The program tried.
+        program: PathBuf,
+        /// Why the operating system refused.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The device it runs on is not connected.
+    #[error("device `{0}` is not connected")]
+    DeviceOffline(String),
 }
 
 /// What one run of an external agent is asked: the prompt, the session to continue, and the

@@ -8,7 +8,7 @@ use super::DeviceGateway;
 use super::protocol::{AgentStart, ServerMessage};
 use futures::future::BoxFuture;
 use rein_core::OperationId;
-use rein_operation::external::{AgentRun, RemoteAgents, RemoteStart};
+use rein_operation::external::{AgentRun, RemoteAgents, RemoteStart, StartError};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -31,7 +31,7 @@ pub(crate) enum AgentFrame {
 pub struct GatewayAgents(pub Arc<DeviceGateway>);
 
 impl RemoteAgents for GatewayAgents {
-    fn start(&self, run: RemoteStart) -> Result<Box<dyn AgentRun>, String> {
+    fn start(&self, run: RemoteStart) -> Result<Box<dyn AgentRun>, StartError> {
         let (tx, rx) = mpsc::unbounded_channel();
         self.0
             .register_agent(run.operation_id, &run.owner, &run.device, tx);
@@ -48,7 +48,7 @@ impl RemoteAgents for GatewayAgents {
         );
         if !sent {
             self.0.forget_agent(run.operation_id);
-            return Err(format!("device `{}` is not connected", run.device));
+            return Err(StartError::DeviceOffline(run.device));
         }
         Ok(Box::new(RemoteRun {
             gateway: Arc::clone(&self.0),
