@@ -4,7 +4,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use rein_core::state::ModelRef;
 use rein_model::ModelProvider;
-use rein_tools::documents::Embedder;
+use rein_tools::documents::{EmbedError, Embedder};
 use std::sync::Arc;
 
 /// An [`Embedder`] over one provider and embedding model (`openai/text-embedding-3-small`).
@@ -31,10 +31,13 @@ impl Embedder for ProviderEmbedder {
         &self.key
     }
 
-    fn embed<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, String>> {
+    fn embed<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>> {
         self.provider
             .embed(&self.model.model, texts.to_vec())
-            .map(|r| r.map_err(|e| e.to_string()))
+            .map(|r| r.map_err(|e| EmbedError(Box::new(e))))
             .boxed()
     }
 }

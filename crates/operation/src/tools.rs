@@ -16,7 +16,7 @@ use rein_core::engine::ports::{PortError, ToolOutput, ToolPort};
 use rein_core::tool::ToolManifestMap;
 use rein_core::{AgentState, ToolCall};
 use rein_store::{Effect, ExecStatus, Store, ToolExecution};
-use rein_tools::documents::{Documents, Embedder, Memory, Notes};
+use rein_tools::documents::{Documents, DocumentsError, Embedder, Memory, Notes};
 use rein_tools::{BuiltinConfig, Tool, ToolContext, ToolError, ToolRegistry};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -44,38 +44,37 @@ pub fn owner_of(state: &AgentState) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// A store error as the document tools see it.
+fn kept(e: rein_store::StoreError) -> DocumentsError {
+    DocumentsError(Box::new(e))
+}
+
 /// The store as the memory and notes tools' document store.
 pub struct StoreDocuments(pub Arc<dyn Store>);
 
 impl Documents for StoreDocuments {
-    fn put<'a>(&'a self, doc: &'a Document) -> BoxFuture<'a, Result<(), String>> {
-        async move { self.0.put_document(doc).await.map_err(|e| e.to_string()) }.boxed()
+    fn put<'a>(&'a self, doc: &'a Document) -> BoxFuture<'a, Result<(), DocumentsError>> {
+        async move { self.0.put_document(doc).await.map_err(kept) }.boxed()
     }
     fn get<'a>(
         &'a self,
         kind: DocumentKind,
         scope: &'a str,
         id: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Document>, String>> {
-        async move {
-            self.0
-                .get_document(kind, scope, id)
-                .await
-                .map_err(|e| e.to_string())
-        }
-        .boxed()
+    ) -> BoxFuture<'a, Result<Option<Document>, DocumentsError>> {
+        async move { self.0.get_document(kind, scope, id).await.map_err(kept) }.boxed()
     }
     fn list<'a>(
         &'a self,
         kind: DocumentKind,
         scope: &'a str,
         limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<Document>, String>> {
+    ) -> BoxFuture<'a, Result<Vec<Document>, DocumentsError>> {
         async move {
             self.0
                 .list_documents(kind, scope, limit)
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(kept)
         }
         .boxed()
     }
@@ -84,14 +83,8 @@ impl Documents for StoreDocuments {
         kind: DocumentKind,
         scope: &'a str,
         id: &'a str,
-    ) -> BoxFuture<'a, Result<bool, String>> {
-        async move {
-            self.0
-                .delete_document(kind, scope, id)
-                .await
-                .map_err(|e| e.to_string())
-        }
-        .boxed()
+    ) -> BoxFuture<'a, Result<bool, DocumentsError>> {
+        async move { self.0.delete_document(kind, scope, id).await.map_err(kept) }.boxed()
     }
 }
 

@@ -14,31 +14,41 @@ use rein_core::tool::{Effect, ToolApi, ToolKind, ToolManifest};
 use serde_json::Value;
 use std::sync::Arc;
 
+/// A document store's failure: the store's own error, kept as the source.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct DocumentsError(pub Box<dyn std::error::Error + Send + Sync>);
+
+/// An embedder's failure: the model runtime's own error, kept as the source.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct EmbedError(pub Box<dyn std::error::Error + Send + Sync>);
+
 /// Where documents are kept (rein-operation adapts its store).
 pub trait Documents: Send + Sync {
     /// Insert or replace.
-    fn put<'a>(&'a self, doc: &'a Document) -> BoxFuture<'a, Result<(), String>>;
+    fn put<'a>(&'a self, doc: &'a Document) -> BoxFuture<'a, Result<(), DocumentsError>>;
     /// One document.
     fn get<'a>(
         &'a self,
         kind: DocumentKind,
         scope: &'a str,
         id: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Document>, String>>;
+    ) -> BoxFuture<'a, Result<Option<Document>, DocumentsError>>;
     /// Newest first, at most `limit`.
     fn list<'a>(
         &'a self,
         kind: DocumentKind,
         scope: &'a str,
         limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<Document>, String>>;
+    ) -> BoxFuture<'a, Result<Vec<Document>, DocumentsError>>;
     /// Delete; whether it existed.
     fn delete<'a>(
         &'a self,
         kind: DocumentKind,
         scope: &'a str,
         id: &'a str,
-    ) -> BoxFuture<'a, Result<bool, String>>;
+    ) -> BoxFuture<'a, Result<bool, DocumentsError>>;
 }
 
 /// Turns text into vectors (rein-operation adapts a model provider's embeddings API).
@@ -46,7 +56,8 @@ pub trait Embedder: Send + Sync {
     /// `provider/model`, stored with every vector it makes.
     fn model(&self) -> &str;
     /// One vector per text, in order.
-    fn embed<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, String>>;
+    fn embed<'a>(&'a self, texts: &'a [String])
+    -> BoxFuture<'a, Result<Vec<Vec<f32>>, EmbedError>>;
 }
 
 /// The embedding of `text`; `None` without an embedder, or when embedding fails (logged):
@@ -82,7 +93,7 @@ pub async fn search(
     scope: &str,
     query: &str,
     limit: usize,
-) -> Result<Vec<Document>, String> {
+) -> Result<Vec<Document>, DocumentsError> {
     let all = docs.list(kind, scope, RECALL_WINDOW).await?;
     if all.is_empty() {
         return Ok(all);
@@ -173,8 +184,8 @@ fn new_id() -> String {
     MessageId::new().to_string()
 }
 
-fn store_failed(e: String) -> PortError {
-    PortError::new("store_error", e)
+fn store_failed(e: DocumentsError) -> PortError {
+    PortError::new("store_error", e.to_string())
 }
 
 /// `memory`: what the agent knows about the user across conversations.

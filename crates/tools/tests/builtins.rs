@@ -391,7 +391,7 @@ impl rein_tools::documents::Documents for NoDocs {
     fn put<'a>(
         &'a self,
         _: &'a rein_core::document::Document,
-    ) -> futures::future::BoxFuture<'a, Result<(), String>> {
+    ) -> futures::future::BoxFuture<'a, Result<(), rein_tools::documents::DocumentsError>> {
         Box::pin(async { Ok(()) })
     }
     fn get<'a>(
@@ -399,7 +399,10 @@ impl rein_tools::documents::Documents for NoDocs {
         _: rein_core::document::DocumentKind,
         _: &'a str,
         _: &'a str,
-    ) -> futures::future::BoxFuture<'a, Result<Option<rein_core::document::Document>, String>> {
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<Option<rein_core::document::Document>, rein_tools::documents::DocumentsError>,
+    > {
         Box::pin(async { Ok(None) })
     }
     fn list<'a>(
@@ -407,7 +410,10 @@ impl rein_tools::documents::Documents for NoDocs {
         _: rein_core::document::DocumentKind,
         _: &'a str,
         _: usize,
-    ) -> futures::future::BoxFuture<'a, Result<Vec<rein_core::document::Document>, String>> {
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<Vec<rein_core::document::Document>, rein_tools::documents::DocumentsError>,
+    > {
         Box::pin(async { Ok(Vec::new()) })
     }
     fn delete<'a>(
@@ -415,7 +421,7 @@ impl rein_tools::documents::Documents for NoDocs {
         _: rein_core::document::DocumentKind,
         _: &'a str,
         _: &'a str,
-    ) -> futures::future::BoxFuture<'a, Result<bool, String>> {
+    ) -> futures::future::BoxFuture<'a, Result<bool, rein_tools::documents::DocumentsError>> {
         Box::pin(async { Ok(false) })
     }
 }

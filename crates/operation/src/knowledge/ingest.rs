@@ -281,7 +281,7 @@ async fn embed_with_retries(
             }
             Err(e) => {
                 tracing::warn!(model = embedder.model(), attempt, error = %e, "embedding failed");
-                last = e;
+                last = e.to_string();
             }
         }
     }

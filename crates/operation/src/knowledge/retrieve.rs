@@ -173,7 +173,10 @@ async fn embed_query(
     query: &str,
 ) -> Result<Vec<f32>, String> {
     let embedder = embedder_for(models, model)?;
-    let mut v = embedder.embed(&[query.to_owned()]).await?;
+    let mut v = embedder
+        .embed(&[query.to_owned()])
+        .await
+        .map_err(|e| e.to_string())?;
     if v.len() != 1 {
         return Err(format!("{} vectors for one text", v.len()));
     }
