@@ -1111,6 +1111,25 @@ async fn the_cli_drives_a_server_with_server_and_rein_token() {
         serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
     assert_eq!(listed["id"], op);
     assert_eq!(listed["status"], "done");
+    // The table reads the server's records with the same types the local one does.
+    let out = remote(&["op", "list"], Some(&alice))
+        .output()
+        .await
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(table.starts_with("operation "), "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with(op.as_str()) && l.contains(" done ")),
+        "{table}"
+    );
     let out = remote(
         &[
             "agent",
