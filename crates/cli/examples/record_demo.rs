@@ -47,6 +47,7 @@ fn recorded_turns(cassette: &[Value], question: &str) -> Vec<Canned> {
                 body: r["body"].as_str().unwrap().as_bytes().to_vec(),
                 max_piece: 7,
                 stall_after: None,
+                delay: None,
             }
         })
         .collect()

@@ -127,6 +127,10 @@ pub(crate) enum Command {
     },
     /// Dispatch due tasks and run operations, without the HTTP API (scale-out on PostgreSQL).
     Worker(serve::WorkerArgs),
+    /// Bring the database's schema up to date and list its migrations. Every command migrates
+    /// when it opens the database (one process at a time); this does only that, as the one-off
+    /// step of an upgrade before new replicas start.
+    Migrate,
     /// Manage agents (model, system role, tools, approval mode, limits).
     Agent {
         #[command(subcommand)]
@@ -458,6 +462,12 @@ pub(crate) async fn finish(store: &SqlStore, id: OperationId, end: &RunEnd) -> a
             }
             exit::WAITING
         }
+        RunEnd::Released => {
+            eprintln!(
+                "\nstopped between two steps as this process stopped · {summary} (resume with: rein op resume {id})"
+            );
+            exit::INTERRUPTED
+        }
         RunEnd::Interrupted { reason, can_resume } => {
             let hint = if *can_resume {
                 format!(" (resume with: rein op resume {id})")
@@ -549,6 +559,23 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Task { command } => tasks::command(store, command, &ctx).await,
         Command::Worker(a) => {
             serve::worker(store, a, &ctx).await?;
+            Ok(exit::DONE)
+        }
+        Command::Migrate => {
+            let applied = store.migrations_applied().await?;
+            let known = rein_store::Schema::current(store.is_postgres()).latest();
+            let version = applied.last().map_or(0, |m| m.version);
+            if cli.json {
+                println!(
+                    "{}",
+                    serde_json::json!({"schema_version": version, "known": known, "migrations": applied})
+                );
+            } else {
+                for m in &applied {
+                    println!("{:>4}  {}  {}", m.version, m.applied_at, m.description);
+                }
+                println!("schema version {version}; this rein knows {known}");
+            }
             Ok(exit::DONE)
         }
         Command::Serve(a) => {

@@ -39,6 +39,11 @@ pub struct ServeArgs {
     /// this one restarted) resume its operations once it has run out.
     #[arg(long, default_value_t = 30, env = "REIN_LEASE_SECS")]
     lease_secs: u64,
+    /// Seconds a stopping server (SIGTERM, Ctrl-C) waits for the steps under way to commit
+    /// before it exits; their operations are then handed over at once (what is still
+    /// mid-step is left to its lease running out).
+    #[arg(long, default_value_t = 20, env = "REIN_GRACE_SECS")]
+    grace_secs: u64,
     /// Seconds a call waits for a device that is not connected before it fails.
     #[arg(long = "device-timeout", default_value_t = 300, value_name = "SECS")]
     device_timeout_secs: u64,
@@ -191,6 +196,10 @@ pub struct WorkerArgs {
     /// Seconds an operation's lease lasts without renewal.
     #[arg(long, default_value_t = 30, env = "REIN_LEASE_SECS")]
     lease_secs: u64,
+    /// Seconds a stopping worker (SIGTERM, Ctrl-C) waits for the steps under way to commit
+    /// before it exits; their operations are then handed over at once.
+    #[arg(long, default_value_t = 20, env = "REIN_GRACE_SECS")]
+    grace_secs: u64,
     /// Let users' brief hooks post to loopback and private addresses.
     #[arg(long)]
     allow_private_hooks: bool,
@@ -215,6 +224,7 @@ fn follow_other_processes(app: &App) -> Arc<tokio::sync::Notify> {
         Arc::clone(&app.store),
         Arc::clone(&app.hub),
         Arc::clone(&wake),
+        Arc::clone(&app.runner.wake_recovery),
         app.shutdown.clone(),
     ));
     wake
@@ -258,8 +268,10 @@ pub async fn worker(
     spawn_brief_hooks(&app);
     let wake = follow_other_processes(&app);
     let stop = app.shutdown.clone();
+    let stopping = Arc::clone(&runner);
     let signal = tokio::spawn(async move {
         shutdown_signal().await;
+        stopping.stop();
         stop.cancel();
     });
     rein_server::tasks::dispatch_loop(
@@ -270,7 +282,30 @@ pub async fn worker(
     )
     .await;
     signal.abort();
+    hand_over(&runner, args.grace_secs).await;
     Ok(())
+}
+
+/// Let the steps under way commit (at most `grace_secs`) and release their operations to
+/// the other processes, saying what was handed over and what was left to its lease.
+async fn hand_over(runner: &Runner, grace_secs: u64) {
+    let done = runner
+        .hand_over(std::time::Duration::from_secs(grace_secs))
+        .await;
+    for id in &done.released {
+        tracing::info!(operation = %id, "handed over: another process continues it");
+    }
+    for id in &done.left {
+        tracing::warn!(
+            operation = %id,
+            "still mid-step after the grace period: left to its lease running out"
+        );
+    }
+    eprintln!(
+        "rein: stopped; {} operation(s) handed over, {} left to their lease",
+        done.released.len(),
+        done.left.len()
+    );
 }
 
 /// Resume what the last process left, in the background, after logging the operations whose
@@ -421,6 +456,14 @@ pub async fn serve(
     // Tests and scripts read this line to find the port.
     eprintln!("rein: listening on http://{local}");
     tracing::info!(%local, "listening");
-    rein_server::serve(listener, app, shutdown_signal()).await?;
+    let stopping = Arc::clone(&runner);
+    let stop = async move {
+        shutdown_signal().await;
+        // Runs end between steps from now on (a request waiting on one gets its answer); then
+        // streams end and the listener closes.
+        stopping.stop();
+    };
+    rein_server::serve(listener, app, stop).await?;
+    hand_over(&runner, args.grace_secs).await;
     Ok(())
 }

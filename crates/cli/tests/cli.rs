@@ -580,6 +580,7 @@ fn anthropic_stream(blocks: &[serde_json::Value], stop: &str) -> Canned {
         body: body.into_bytes(),
         max_piece: 7,
         stall_after: None,
+        delay: None,
     }
 }
 

@@ -233,6 +233,7 @@ fn stream(body: String, content_type: &str) -> Canned {
         body: body.into_bytes(),
         max_piece: 7,
         stall_after: None,
+        delay: None,
     }
 }
 

@@ -18,6 +18,8 @@ mod budgets;
 mod grants;
 #[path = "serve/queue.rs"]
 mod queue;
+#[path = "serve/replicas.rs"]
+mod replicas;
 #[path = "serve/task_approvals.rs"]
 mod task_approvals;
 

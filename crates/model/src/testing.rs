@@ -17,6 +17,8 @@ pub struct Canned {
     pub max_piece: usize,
     /// Stop writing after this many bytes and hold the connection open (a stalled stream).
     pub stall_after: Option<usize>,
+    /// Wait this long before answering at all (a model that takes its time).
+    pub delay: Option<Duration>,
 }
 
 impl Canned {
@@ -36,6 +38,7 @@ impl Canned {
             body: body.to_vec(),
             max_piece: 7,
             stall_after: None,
+            delay: None,
         }
     }
 
@@ -47,6 +50,7 @@ impl Canned {
             body: body.to_string().into_bytes(),
             max_piece: 64,
             stall_after: None,
+            delay: None,
         }
     }
 
@@ -97,6 +101,12 @@ impl Canned {
         c
     }
 
+    /// This response, answered only after `delay`.
+    pub fn after(mut self, delay: Duration) -> Self {
+        self.delay = Some(delay);
+        self
+    }
+
     /// An OpenAI Chat Completions stream asking for tool calls `(id, name, arguments)`.
     pub fn openai_tools(calls: &[(&str, &str, &str)]) -> Self {
         let tool_calls: Vec<serde_json::Value> = calls
@@ -135,6 +145,7 @@ impl Canned {
             body: body.into_bytes(),
             max_piece: 7,
             stall_after: None,
+            delay: None,
         }
     }
 }
@@ -293,6 +304,9 @@ async fn respond(mut sock: tokio::net::TcpStream, canned: Option<Canned>, seed: 
         let _ = sock.write_all(b"HTTP/1.1 500 Internal Server Error\r\nconnection: close\r\ncontent-length: 0\r\n\r\n").await;
         return;
     };
+    if let Some(d) = c.delay {
+        tokio::time::sleep(d).await;
+    }
     let mut head = format!("HTTP/1.1 {} Canned\r\nconnection: close\r\n", c.status);
     for (k, v) in &c.headers {
         head.push_str(&format!("{k}: {v}\r\n"));

@@ -24,6 +24,7 @@ fn json_reply(status: u16, body: serde_json::Value) -> Canned {
         body: body.to_string().into_bytes(),
         max_piece: 7,
         stall_after: None,
+        delay: None,
     }
 }
 
@@ -172,6 +173,7 @@ async fn an_empty_completion_is_retried_as_a_failure() {
                 body: empty.as_bytes().to_vec(),
                 max_piece: 7,
                 stall_after: None,
+                delay: None,
             },
             common::server::from_fixture(&fixture("openai-chat/stream-text-usage")),
         ],

@@ -3,7 +3,8 @@
 //! topics and their sub-agents' threads, models, tasks run by a dispatcher loop, knowledge
 //! bases with uploads ingested in the background (`knowledge`), memories learnt from
 //! conversations (`memories`), and the OpenAI-compatible `/v1/chat/completions`) as one route table (`api`) from which both the
-//! router and the OpenAPI document come, Prometheus metrics at `/metrics`, bearer-token auth with per-user isolation (another user's things are 404)
+//! router and the OpenAPI document come, Prometheus metrics at `/metrics`, a health check for
+//! load balancers at `/healthz` (`503` once the process stops), bearer-token auth with per-user isolation (another user's things are 404)
 //! and, without tokens, the Host/Origin guard that keeps browser pages out (`origin`), running
 //! operations in the background under the store's admission limits, crash recovery in the
 //! background with the reason recorded on what cannot be resumed yet, and the embedded web UI
@@ -17,6 +18,7 @@ pub mod commit_notices;
 pub mod devices;
 pub mod error;
 pub mod error_code;
+pub mod health;
 pub mod hub;
 pub mod knowledge;
 pub mod memories;
@@ -163,6 +165,7 @@ pub fn router(app: AppState) -> Router {
     routes
         .route("/", get(ui::index))
         .route("/metrics", get(metrics::scrape))
+        .route("/healthz", get(health::check))
         // A WebSocket, not a JSON route: documented in docs/surfaces.md.
         .route("/v1/devices/connect", get(devices::session::connect))
         .route("/v1/openapi.json", get(ui::openapi))
@@ -173,9 +176,9 @@ pub fn router(app: AppState) -> Router {
         .with_state(app)
 }
 
-/// Serve on `listener` until `shutdown` resolves; then event streams end, in-flight requests
-/// finish, and running operations are left where their last commit put them (the next start
-/// resumes them).
+/// Serve on `listener` until `shutdown` resolves; then event streams end (with a reconnect
+/// hint) and in-flight requests finish. Running operations are the runner's: the caller hands
+/// them over ([`runner::Runner::hand_over`]).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     app: AppState,

@@ -1,6 +1,7 @@
 //! Running operations inside the server: one driver per run (so cancelling one never touches
 //! another), at most one run per operation in this process, a per-user limit on concurrent
-//! runs, and crash recovery at start-up.
+//! runs, crash recovery at start-up, and the hand-over when the process stops
+//! ([`Runner::hand_over`]).
 
 use crate::error::ApiError;
 use crate::hub::{Hub, HubSink, Signal};
@@ -57,6 +58,17 @@ impl rein_core::engine::EventSink for Tee {
 /// its last writes (the lease release after it parked) before the request is a 409.
 pub const FINISHING: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// The refusal of new work while the process stops.
+fn stopping() -> ApiError {
+    let mut e = ApiError::new(
+        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+        crate::error_code::ApiErrorCode::ShuttingDown,
+        "this server is stopping: retry, and another replica (or this one restarted) takes it",
+    );
+    e.retry_after = Some(1);
+    e
+}
+
 /// Whether a server runs operations of this trigger (a terminal runs its own).
 fn server_owned(trigger: Trigger) -> bool {
     match trigger {
@@ -88,6 +100,22 @@ pub struct Runner {
     /// How long a run's lease lasts without renewal (renewed every third of it); a process
     /// that dies leaves its operations to others after this long.
     pub lease: std::time::Duration,
+    /// Cancelled when this process stops: runs end between steps and no new one starts.
+    stopping: tokio_util::sync::CancellationToken,
+    /// Wakes the recovery sweep before its next tick (another process handed operations
+    /// over).
+    pub wake_recovery: Arc<tokio::sync::Notify>,
+    /// Operations whose runs this process handed over as it stopped.
+    released: Mutex<Vec<OperationId>>,
+}
+
+/// What [`Runner::hand_over`] did.
+#[derive(Debug, Default)]
+pub struct HandOver {
+    /// Operations whose runs stopped between steps and were released to other processes.
+    pub released: Vec<OperationId>,
+    /// Operations still mid-step when the grace period ended: their leases run out.
+    pub left: Vec<OperationId>,
 }
 
 /// How long a run's lease lasts without renewal, by default.
@@ -109,6 +137,9 @@ impl Runner {
             active: Mutex::new(HashMap::new()),
             finished: tokio::sync::Notify::new(),
             lease: DEFAULT_LEASE,
+            stopping: tokio_util::sync::CancellationToken::new(),
+            wake_recovery: Arc::default(),
+            released: Mutex::default(),
             node: format!(
                 "{}:{}:{}",
                 std::env::var("HOSTNAME").unwrap_or_else(|_| "host".into()),
@@ -141,6 +172,7 @@ impl Runner {
         let sink = Arc::new(Tee(sinks));
         self.host
             .driver()
+            .with_hand_over(self.stopping.clone())
             .with_sink(sink)
             .with_commit_hook(Arc::new(move |id, events| {
                 if let Some(o) = &observer {
@@ -186,6 +218,20 @@ impl Runner {
         driver: Driver,
         job: Job,
     ) -> Result<Ended, ApiError> {
+        if self.stopping.is_cancelled() {
+            return match job {
+                // The operation is stored and waits to be run: another process (or this one
+                // restarted) runs it.
+                Job::Run | Job::Resume => {
+                    self.store.hand_over(id, &self.node).await?;
+                    let (ended, on_end) = tokio::sync::oneshot::channel();
+                    let _ = ended.send(Ok(RunEnd::Released));
+                    Ok(Ended(on_end))
+                }
+                // What the request carries is applied by the run: refused, nothing written.
+                Job::Decide(_) | Job::CompleteAsync { .. } => Err(stopping()),
+            };
+        }
         // A run that has just parked (a decision arriving as soon as its approval is visible)
         // is still releasing its lease: let it finish rather than refuse the decision.
         let deadline = tokio::time::Instant::now() + FINISHING;
@@ -273,6 +319,7 @@ impl Runner {
                 }
             };
             renew.abort();
+            let released = matches!(end, Ok(RunEnd::Released));
             // Whoever waits on the run (a request answering with it) learns how it ended.
             let _ = ended.send(match &end {
                 Ok(e) => Ok(e.clone()),
@@ -292,7 +339,16 @@ impl Runner {
                 }
                 Err(e) => tracing::warn!(operation = %id, error = %e, "run failed"),
             }
-            if let Err(e) = me.store.release_operation(id, &me.node).await {
+            let release = if released {
+                me.released
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(id);
+                me.store.hand_over(id, &me.node).await
+            } else {
+                me.store.release_operation(id, &me.node).await
+            };
+            if let Err(e) = release {
                 tracing::warn!(operation = %id, error = %e, "lease not released; it runs out");
             }
             me.active
@@ -339,11 +395,15 @@ impl Runner {
         }
     }
 
-    /// Every half lease, resume what a dead process left (see [`Runner::recover`]).
+    /// Every half lease, and whenever another process hands operations over
+    /// ([`Runner::wake_recovery`]), resume what no process runs (see [`Runner::recover`]).
     pub async fn recovery_loop(self: Arc<Self>, stop: tokio_util::sync::CancellationToken) {
+        let wake = Arc::clone(&self.wake_recovery);
         loop {
             tokio::select! {
                 () = stop.cancelled() => return,
+                () = self.stopping.cancelled() => return,
+                () = wake.notified() => {}
                 () = tokio::time::sleep((self.lease / 2).max(std::time::Duration::from_secs(1))) => {}
             }
             match self.recover().await {
@@ -352,6 +412,47 @@ impl Runner {
                 Err(e) => tracing::warn!(error = %e.message, "recovery sweep failed"),
             }
         }
+    }
+
+    /// Stop this process's runs for another process to continue: no new run starts (a
+    /// request that would start one gets 503 `shutting_down`), each run ends once the step
+    /// under way commits, and its lease is released at once (on PostgreSQL the other
+    /// processes hear of it and take it up). Waits at most `grace` for the steps under way;
+    /// what is still mid-step then is left to its lease running out, as after a crash.
+    pub async fn hand_over(&self, grace: std::time::Duration) -> HandOver {
+        self.stop();
+        let deadline = tokio::time::Instant::now() + grace;
+        loop {
+            let ended = self.finished.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            let empty = self
+                .active
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_empty();
+            if empty || tokio::time::timeout_at(deadline, ended).await.is_err() {
+                break;
+            }
+        }
+        let left: Vec<OperationId> = {
+            let active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+            active.keys().copied().collect()
+        };
+        let released =
+            std::mem::take(&mut *self.released.lock().unwrap_or_else(|p| p.into_inner()));
+        HandOver { released, left }
+    }
+
+    /// The start of [`Runner::hand_over`] without the wait: from now on runs end between
+    /// steps and no new one starts.
+    pub fn stop(&self) {
+        self.stopping.cancel();
+    }
+
+    /// Whether this process is stopping ([`Runner::stop`]).
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.is_cancelled()
     }
 
     /// Record that this process cannot run `id` now, with the reason, and when to try again

@@ -19,6 +19,41 @@ pub enum StoreError {
         /// Why.
         message: String,
     },
+    /// The database was migrated past what this build knows, by a migration older builds do
+    /// not survive; nothing was written.
+    #[error(
+        "the database's schema is at version {database}, newer than this rein knows ({binary}); it needs a rein that knows schema version {needs} or later. Upgrade rein to the release that migrated it (or, to go back, restore the backup made before that upgrade); nothing was changed"
+    )]
+    SchemaTooNew {
+        /// The newest migration applied to the database.
+        database: i64,
+        /// The newest migration this build knows.
+        binary: i64,
+        /// The oldest schema version a build must know to run against the database.
+        needs: i64,
+    },
+    /// A migration applied to the database differs from the one this build carries under the
+    /// same version; nothing was written.
+    #[error(
+        "migration {version} ({description}) applied to this database differs from the one this rein carries: the database was migrated by another build of rein; use a release build, or restore a backup; nothing was changed"
+    )]
+    MigrationChanged {
+        /// Its version.
+        version: i64,
+        /// Its description as the database recorded it.
+        description: String,
+    },
+    /// The database records a migration this build does not know, older than its newest;
+    /// nothing was written.
+    #[error(
+        "the database records migration {version} ({description}), which this rein does not know: it was migrated by another build of rein; use a release build, or restore a backup; nothing was changed"
+    )]
+    UnknownMigration {
+        /// Its version.
+        version: i64,
+        /// Its description as the database recorded it.
+        description: String,
+    },
     /// A query failed.
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),

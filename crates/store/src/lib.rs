@@ -29,6 +29,7 @@ mod error;
 mod grants;
 mod knowledge;
 mod memories;
+mod migrate;
 mod records;
 mod schema;
 mod sql;
@@ -53,8 +54,10 @@ pub use memories::{
     Applied, ExtractionTask, Memories, MemoryCategory, MemoryPool, MemoryRecord, NewMemory,
     text_key,
 };
+pub use migrate::AppliedMigration;
 pub use records::*;
-pub use sql::{CommitNotices, Counts, SqlStore, Synchronous, redact};
+pub use schema::{Migration, Schema};
+pub use sql::{CommitNotices, Counts, Notice, SqlStore, Synchronous, redact};
 pub use tasks::{Delivery, DeliveryStatus, Handoff, TaskRow, TaskRun, Tasks};
 pub use topics::{
     DeletedTopic, NewTopic, OperationRecords, StoredConversation, TitleSource, TopicFilter,

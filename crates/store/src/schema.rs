@@ -1,9 +1,10 @@
-//! Schema migrations, embedded and applied in order inside transactions. A small runner over
-//! embedded SQL instead of sqlx's `Migrator`, whose embedded form needs its proc macro (and
-//! whose fields are not a stable API).
+//! The schema's migrations as this build knows them: the embedded SQL of each version, what
+//! each backend does its own way, the data conversions that run in code, and which migrations
+//! older binaries survive ([`Schema`]). The runner that applies them, one process at a time,
+//! is [`crate::migrate`]. Embedded SQL instead of sqlx's `Migrator`, whose embedded form needs
+//! its proc macro (and whose fields are not a stable API).
 
 use crate::error::StoreError;
-use sqlx::AnyPool;
 
 /// What a migration does differently per backend, after its shared SQL and in the same
 /// transaction: `(version, SQLite's, PostgreSQL's)`.
@@ -292,56 +293,129 @@ fn statements(sql: &str) -> impl Iterator<Item = String> + '_ {
         .filter(|s| !s.trim().is_empty())
 }
 
-/// Bring the schema up to date (`postgres`: the backend is PostgreSQL, else SQLite).
-pub async fn migrate(pool: &AnyPool, postgres: bool) -> Result<(), StoreError> {
-    sqlx::query("CREATE TABLE IF NOT EXISTS rein_schema (version BIGINT PRIMARY KEY, description TEXT NOT NULL, applied_at TEXT NOT NULL)")
-        .execute(pool)
-        .await?;
-    for (version, description, sql) in MIGRATIONS {
-        let mut tx = pool.begin().await?;
-        let applied: Option<i64> =
-            sqlx::query_scalar("SELECT version FROM rein_schema WHERE version = $1")
-                .bind(*version)
-                .fetch_optional(&mut *tx)
-                .await?;
-        if applied.is_some() {
-            // End the transaction now: a dropped one is rolled back only when its connection
-            // is next used, and until then it holds a lock on `rein_schema` (on PostgreSQL a
-            // `DROP SCHEMA` or a migration in another process waits for it).
-            tx.rollback().await?;
-            continue;
+/// Migrations whose changes binaries that predate them ignore (new tables, new nullable
+/// columns, new indexes): a binary that knows the migration before one of these keeps running
+/// against a database that has it, which is what lets old and new replicas share a database
+/// during a rolling upgrade (see `docs/deploy.md`). Every other migration is a contraction:
+/// binaries that predate it refuse the database. Migrations 1 to 21 predate the check and
+/// count as contractions.
+const EXPANSIONS: &[i64] = &[];
+
+/// One migration as this build applies it on one backend.
+#[derive(Clone, Debug)]
+pub struct Migration {
+    /// Its version: migrations apply in this order.
+    pub version: i64,
+    /// What it changes, in a few words.
+    pub description: &'static str,
+    /// Its statements, in order: the shared ones, then this backend's own.
+    statements: Vec<String>,
+    /// Whether binaries that predate it keep working on a database that has it.
+    pub expands: bool,
+}
+
+impl Migration {
+    /// The SHA-256 of its statements as they run (comments excluded, so a reworded comment
+    /// is not a changed migration), in hex.
+    pub fn checksum(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        for s in &self.statements {
+            h.update(s.as_bytes());
+            h.update(b"\n;\n");
         }
-        // The shared SQL, then what this backend does its own way.
-        let own = PER_BACKEND
-            .iter()
-            .filter(|(v, ..)| v == version)
-            .map(|(_, sqlite, pg)| if postgres { *pg } else { *sqlite });
-        for stmt in statements(sql).chain(own.flat_map(statements)) {
-            sqlx::query(sqlx::AssertSqlSafe(stmt))
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| StoreError::Migration {
-                    version: *version,
-                    message: e.to_string(),
-                })?;
-        }
-        if *version == SPLIT_STATES {
-            split_states(&mut tx).await?;
-        }
-        if *version == INSTANTS {
-            convert_instants(&mut tx).await?;
-        }
-        sqlx::query(
-            "INSERT INTO rein_schema (version, description, applied_at) VALUES ($1, $2, $3)",
-        )
-        .bind(*version)
-        .bind(*description)
-        .bind(chrono::Utc::now().to_rfc3339())
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
     }
-    Ok(())
+}
+
+/// The migrations a build knows, in order: what [`crate::SqlStore::open`] brings a database
+/// up to, and what it checks a database's applied migrations against.
+#[derive(Clone, Debug)]
+pub struct Schema {
+    pub(crate) migrations: Vec<Migration>,
+}
+
+impl Schema {
+    /// This build's migrations for one backend (`postgres`: PostgreSQL, else SQLite).
+    pub fn current(postgres: bool) -> Self {
+        let migrations = MIGRATIONS
+            .iter()
+            .map(|(version, description, sql)| {
+                let own = PER_BACKEND
+                    .iter()
+                    .filter(|(v, ..)| v == version)
+                    .map(|(_, sqlite, pg)| if postgres { *pg } else { *sqlite });
+                Migration {
+                    version: *version,
+                    description,
+                    statements: statements(sql).chain(own.flat_map(statements)).collect(),
+                    expands: EXPANSIONS.contains(version),
+                }
+            })
+            .collect();
+        Self { migrations }
+    }
+
+    /// Its migrations, in order.
+    pub fn migrations(&self) -> &[Migration] {
+        &self.migrations
+    }
+
+    /// The newest version this build knows.
+    pub fn latest(&self) -> i64 {
+        self.migrations.last().map_or(0, |m| m.version)
+    }
+
+    /// The migrations as a build that stopped at `version` knew them (tests play an older
+    /// build with it).
+    #[doc(hidden)]
+    pub fn up_to(mut self, version: i64) -> Self {
+        self.migrations.retain(|m| m.version <= version);
+        self
+    }
+
+    /// These migrations and one more after them (tests play a newer build with it).
+    #[doc(hidden)]
+    pub fn and_then(mut self, description: &'static str, sql: &str, expands: bool) -> Self {
+        let version = self.latest() + 1;
+        self.migrations.push(Migration {
+            version,
+            description,
+            statements: statements(sql).collect(),
+            expands,
+        });
+        self
+    }
+
+    /// The oldest schema version a binary must know to run against a database whose
+    /// migrations end with `version`: a contraction raises it to itself, an expansion keeps
+    /// what the migration before it needed.
+    pub(crate) fn oldest_binary(&self, version: i64) -> i64 {
+        let mut oldest = 0;
+        for m in self.migrations.iter().take_while(|m| m.version <= version) {
+            if !m.expands {
+                oldest = m.version;
+            }
+        }
+        oldest
+    }
+
+    /// What runs after migration `version`'s statements, in the same transaction.
+    pub(crate) async fn after(
+        version: i64,
+        conn: &mut sqlx::AnyConnection,
+    ) -> Result<(), StoreError> {
+        match version {
+            SPLIT_STATES => split_states(conn).await,
+            INSTANTS => convert_instants(conn).await,
+            _ => Ok(()),
+        }
+    }
+
+    /// Its statements, for the runner.
+    pub(crate) fn statements_of(m: &Migration) -> &[String] {
+        &m.statements
+    }
 }
 
 #[cfg(test)]

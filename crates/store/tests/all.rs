@@ -7,4 +7,5 @@ mod commit_equivalence;
 mod commit_notices;
 mod common;
 mod conformance;
+mod migrations;
 mod upgrade;

@@ -23,7 +23,7 @@ async fn commit(store: &SqlStore, state: &AgentState) {
     common::commit_step(store, state, &after, 1).await;
 }
 
-async fn wait(notices: &mut CommitNotices) -> OperationId {
+async fn wait(notices: &mut CommitNotices) -> Notice {
     tokio::time::timeout(Duration::from_secs(30), notices.next())
         .await
         .expect("a notice arrives")
@@ -68,15 +68,49 @@ async fn other_processes_hear_of_each_commit_and_not_of_their_own() {
     let second = operation(&a).await;
     commit(&a, &first).await;
     commit(&a, &second).await;
-    assert_eq!(wait(&mut heard_by_b).await, first.operation_id);
-    assert_eq!(wait(&mut heard_by_b).await, second.operation_id);
+    assert_eq!(
+        wait(&mut heard_by_b).await,
+        Notice::Committed(first.operation_id)
+    );
+    assert_eq!(
+        wait(&mut heard_by_b).await,
+        Notice::Committed(second.operation_id)
+    );
 
     // A commit that rolls back (a duplicate step) sends nothing: the next notice is the
     // commit after it.
     let third = operation(&a).await;
     commit(&a, &first).await; // duplicate of step 1: nothing written, nothing sent
     commit(&a, &third).await;
-    assert_eq!(wait(&mut heard_by_b).await, third.operation_id);
+    assert_eq!(
+        wait(&mut heard_by_b).await,
+        Notice::Committed(third.operation_id)
+    );
+
+    // A process that stops hands a running operation over: its lease is free at once, and
+    // the others hear of it.
+    let now = chrono::Utc::now();
+    let lease = |node: &str| Admission {
+        node: node.into(),
+        now,
+        until: now + chrono::Duration::seconds(60),
+        limits: Default::default(),
+    };
+    let id = third.operation_id;
+    assert_eq!(
+        a.claim_operation(id, &lease("a")).await.unwrap(),
+        Claim::Claimed
+    );
+    assert_eq!(
+        b.claim_operation(id, &lease("b")).await.unwrap(),
+        Claim::Busy
+    );
+    a.hand_over(id, "a").await.unwrap();
+    assert_eq!(wait(&mut heard_by_b).await, Notice::Released(id));
+    assert_eq!(
+        b.claim_operation(id, &lease("b")).await.unwrap(),
+        Claim::Claimed
+    );
 
     a.close().await;
     b.close().await;

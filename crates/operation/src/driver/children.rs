@@ -145,6 +145,11 @@ impl Driver {
         for r in runs {
             r?;
         }
+        // This process is stopping: its sub-agents stopped between steps, and the tree is
+        // continued by whoever takes it over.
+        if self.hand_over.is_cancelled() {
+            return Ok(Some(RunEnd::Released));
+        }
         let cancelled = self.cancel.is_cancelled()
             || self
                 .store

@@ -151,6 +151,10 @@ pub enum RunEnd {
         /// What went wrong.
         message: String,
     },
+    /// Stopped between two steps because this process is stopping
+    /// ([`Driver::with_hand_over`]): the operation is left as its last commit put it, still
+    /// running, for another process (or this one restarted) to continue.
+    Released,
 }
 
 /// A human decision on one pending call.
@@ -190,6 +194,8 @@ pub struct Driver {
     window_from_catalog: bool,
     sink: Option<Arc<dyn EventSink>>,
     cancel: CancellationToken,
+    /// Cancelled when this process stops: runs end after the step under way commits.
+    hand_over: CancellationToken,
     pipeline: Arc<rein_context::Pipeline>,
     embedder: Option<Arc<dyn rein_tools::documents::Embedder>>,
     on_commit: Option<CommitHook>,
@@ -313,6 +319,7 @@ impl Driver {
             window_from_catalog: true,
             sink: None,
             cancel: CancellationToken::new(),
+            hand_over: CancellationToken::new(),
             pipeline: Arc::new(rein_context::Pipeline::standard()),
             embedder: None,
             on_commit: None,
@@ -324,6 +331,14 @@ impl Driver {
             remote_agents: None,
             estimators: Default::default(),
         }
+    }
+
+    /// Builder: when `stop` is cancelled, each run of this driver ends after the step under
+    /// way commits ([`RunEnd::Released`]), so a stopping process hands its operations over
+    /// without cutting a step short.
+    pub fn with_hand_over(mut self, stop: CancellationToken) -> Self {
+        self.hand_over = stop;
+        self
     }
 
     /// Builder: add a tool. A tool whose parameter schema does not compile is left out, with

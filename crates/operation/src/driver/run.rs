@@ -151,6 +151,10 @@ impl Driver {
                 if state.status.is_blocked() || state.status.is_terminal() {
                     return Ok(end_of(&state));
                 }
+                // This process is stopping: the last commit is where another one continues.
+                if self.hand_over.is_cancelled() {
+                    return Ok(RunEnd::Released);
+                }
                 let Some(ctx) = run.next.take() else {
                     return Ok(end_of(&state));
                 };

@@ -190,7 +190,18 @@ async fn pump(
         loop {
             let signal = tokio::select! {
                 () = tx.closed() => return,
-                () = app.shutdown.cancelled() => return,
+                () = app.shutdown.cancelled() => {
+                    // The client reconnects (with `Last-Event-ID`) in a second, to another
+                    // replica or to this one restarted.
+                    let _ = tx
+                        .send(
+                            Event::default()
+                                .retry(Duration::from_secs(1))
+                                .comment("server stopping: reconnect with Last-Event-ID"),
+                        )
+                        .await;
+                    return;
+                }
                 () = tokio::time::sleep_until(auth_at), if token_hash.is_some() => {
                     if !crate::auth::still_valid(&app, token_hash.as_deref()).await {
                         tracing::info!(operation = %id, "event stream ended: its token was revoked");

@@ -323,6 +323,18 @@ pub async fn completions(
         return Ok(Completion::Chunks(Sse::new(chunks).keep_alive(keep_alive)));
     }
     let end = ended.wait().await;
+    if matches!(end, Some(Ok(RunEnd::Released))) {
+        let mut e = ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            crate::error_code::ApiErrorCode::ShuttingDown,
+            format!(
+                "this server stopped while operation {id} ran: it continues on another replica (or this one restarted); read it at /v1/operations/{id}"
+            ),
+        )
+        .with_details(json!({"operation_id": id}));
+        e.retry_after = Some(1);
+        return Err(e);
+    }
     let record = app
         .store
         .operation(id)

@@ -141,3 +141,24 @@ pub(super) async fn release_operation(
     .await?;
     Ok(())
 }
+
+impl SqlStore {
+    /// Release `owner`'s lease of `id` because its process is stopping with the operation
+    /// still running: on PostgreSQL other processes hear of it in the same transaction
+    /// ([`crate::Notice::Released`]) and one takes the operation up at once.
+    pub async fn hand_over(&self, id: OperationId, owner: &str) -> Result<(), StoreError> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query(
+            "UPDATE operations SET lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2",
+        )
+        .bind(id.to_string())
+        .bind(owner)
+        .execute(&mut *tx)
+        .await?;
+        if let Some(notice) = notices::released(self, &id.to_string()) {
+            notice.run(&mut tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}

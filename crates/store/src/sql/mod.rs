@@ -20,13 +20,14 @@ mod tool_executions;
 mod topic_gate;
 mod writer;
 
-pub use notices::CommitNotices;
+pub use notices::{CommitNotices, Notice};
 pub use operations::Counts;
 
 use crate::Store;
 use crate::error::StoreError;
+use crate::migrate::migrate;
 use crate::records::*;
-use crate::schema::migrate;
+use crate::schema::Schema;
 use chrono::{DateTime, Utc};
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -147,6 +148,17 @@ static DRIVERS: Once = Once::new();
 impl SqlStore {
     /// Open `target`: a `postgres://` URL, or a SQLite file path (created if missing).
     pub async fn open(target: &str, synchronous: Synchronous) -> Result<Self, StoreError> {
+        let postgres = target.starts_with("postgres://") || target.starts_with("postgresql://");
+        Self::open_with_schema(target, synchronous, &Schema::current(postgres)).await
+    }
+
+    /// [`SqlStore::open`] by a build that knows `schema` (tests play older and newer builds).
+    #[doc(hidden)]
+    pub async fn open_with_schema(
+        target: &str,
+        synchronous: Synchronous,
+        schema: &Schema,
+    ) -> Result<Self, StoreError> {
         DRIVERS.call_once(sqlx::any::install_default_drivers);
         let postgres = target.starts_with("postgres://") || target.starts_with("postgresql://");
         let (url, shown) = if postgres {
@@ -214,7 +226,7 @@ impl SqlStore {
                 target: shown.clone(),
                 message: e.to_string(),
             })?;
-        migrate(&pool, postgres).await?;
+        migrate(&pool, postgres, schema).await?;
         let pgvector = if postgres {
             crate::knowledge::pgvector::Pgvector::existing(&pool)
                 .await?

@@ -5,7 +5,10 @@
 //! names): deployments in other schemas of the same database do not hear each other. A process serving event streams listens
 //! ([`SqlStore::commit_notices`]) and learns of commits made by other processes at once instead
 //! of at its next poll. Its own commits are skipped: it already hands them to its streams.
-//! SQLite has one process writing per file and keeps the in-process hub.
+//! A process that stops hands its running operations over the same way
+//! ([`SqlStore::hand_over`]: `'<instance> <operation id> released'`), so another takes them up
+//! at once instead of after their lease. SQLite has one process writing per file and keeps the
+//! in-process hub.
 
 use super::statement::Statement;
 use super::*;
@@ -23,6 +26,24 @@ pub(super) fn notify(store: &SqlStore, operation: &str) -> Option<Statement> {
     })
 }
 
+/// What another process did to an operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Notice {
+    /// It committed a step of it.
+    Committed(OperationId),
+    /// It stopped and released its lease between two steps: the operation runs on wherever
+    /// it is taken up next.
+    Released(OperationId),
+}
+
+/// The notice that `operation`'s lease was handed over (PostgreSQL only).
+pub(super) fn released(store: &SqlStore, operation: &str) -> Option<Statement> {
+    store.postgres.then(|| {
+        Statement::new("SELECT pg_notify('rein_commits_' || md5(current_schema()), $1)")
+            .arg(format!("{} {operation} released", store.instance))
+    })
+}
+
 /// Commits made by other processes, as they land.
 pub struct CommitNotices {
     listener: PgListener,
@@ -30,20 +51,27 @@ pub struct CommitNotices {
 }
 
 impl CommitNotices {
-    /// The next operation another process committed a step of. A lost connection is
+    /// The next thing another process did to an operation. A lost connection is
     /// re-established on the way (notices sent meanwhile are lost: a stream's periodic read
-    /// of the log still finds those commits).
-    pub async fn next(&mut self) -> Result<OperationId, StoreError> {
+    /// of the log still finds those commits, and the recovery sweep those operations).
+    pub async fn next(&mut self) -> Result<Notice, StoreError> {
         loop {
             let notice = self.listener.recv().await?;
-            let Some((instance, operation)) = notice.payload().split_once(' ') else {
+            let mut words = notice.payload().split(' ');
+            let (Some(instance), Some(operation)) = (words.next(), words.next()) else {
                 continue;
             };
             if instance == &*self.instance {
                 continue;
             }
-            if let Ok(id) = operation.parse() {
-                return Ok(id);
+            let Ok(id) = operation.parse() else {
+                continue;
+            };
+            match words.next() {
+                None => return Ok(Notice::Committed(id)),
+                Some("released") => return Ok(Notice::Released(id)),
+                // A word a newer build sends: nothing this one acts on.
+                Some(_) => continue,
             }
         }
     }
