@@ -276,6 +276,7 @@ impl Env {
         Sse {
             resp,
             buf: String::new(),
+            retry: None,
         }
     }
 }
@@ -291,6 +292,8 @@ struct Message {
 struct Sse {
     resp: reqwest::Response,
     buf: String,
+    /// The last `retry:` the server sent (a reconnect hint), in milliseconds.
+    retry: Option<u64>,
 }
 
 impl Sse {
@@ -301,6 +304,9 @@ impl Sse {
                 let block: String = self.buf.drain(..at + 2).collect();
                 let (mut id, mut event, mut data) = (None, None, String::new());
                 for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("retry: ") {
+                        self.retry = v.trim().parse().ok();
+                    }
                     if let Some(v) = line.strip_prefix("id: ") {
                         id = Some(v.parse().unwrap());
                     } else if let Some(v) = line.strip_prefix("event: ") {

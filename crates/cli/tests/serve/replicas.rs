@@ -343,6 +343,7 @@ async fn sigterm_hands_over(e: &Env, db: &str, second_first: bool) -> Duration {
         (!e.model.requests().is_empty()).then_some(())
     })
     .await;
+    let mut stream = e.events(&first, &op, &alice, None).await;
     let pid = first.child.id().unwrap();
     assert!(
         std::process::Command::new("kill")
@@ -357,6 +358,10 @@ async fn sigterm_hands_over(e: &Env, db: &str, second_first: bool) -> Duration {
         .unwrap();
     assert!(status.success(), "{status:?}");
     let exited = tokio::time::Instant::now();
+    // The stream ended with a reconnect hint (clients come back with Last-Event-ID).
+    let mut seen = Vec::new();
+    stream.rest(&mut seen).await;
+    assert_eq!(stream.retry, Some(1000), "a retry hint before the end");
     first
         .wait_for("rein: stopped; 1 operation(s) handed over, 0 left to their lease")
         .await;
