@@ -1424,11 +1424,12 @@ async fn every_step_limit_ends_with_an_answer_when_the_model_keeps_asking_for_to
             "max {max}: {} calls",
             requests.len()
         );
+        // The final call lets the model call no tool, the tools still defined, and no request
+        // is one the provider refuses.
         let last = requests.last().unwrap();
-        assert!(
-            last.offered_tools().is_empty(),
-            "max {max}: the final call offered tools"
-        );
+        assert_eq!(last.body["tool_choice"], "none", "max {max}");
+        assert!(!last.offered_tools().is_empty(), "max {max}");
+        assert!(requests.iter().all(|r| r.refused.is_none()), "max {max}");
     }
 }
 
@@ -3559,4 +3560,64 @@ async fn memories_are_learnt_merged_replaced_forgotten_and_turned_off() {
     let (code, _, err) = e.rein(&["memory", "forget", "mem_nope"]).await;
     assert_eq!(code, 1);
     assert!(err.contains("no memory mem_nope"), "{err}");
+}
+
+/// What no store or provider takes raw: a shell's output with NUL bytes, invalid UTF-8 and
+/// terminal escapes, and a binary file read whole. Each call succeeds; its result is the same
+/// normalised text in the store, in the event log and in what the model is sent (on SQLite,
+/// and on PostgreSQL in the matrix, which refuses U+0000 in text).
+#[tokio::test]
+async fn tool_output_with_nul_bytes_and_binary_is_kept_and_sent_normalised_as_a_success() {
+    let sh = |id: &str, command: &str| {
+        Canned::openai_tools(&[(
+            id,
+            "shell__run",
+            &serde_json::json!({ "command": command }).to_string(),
+        )])
+    };
+    let e = env(vec![
+        sh("s1", r"printf 'a\0b\377c\033[1mbold\r\n'"),
+        sh("s2", "head -c 400 /bin/ls"),
+        Canned::openai_text("Read both."),
+    ])
+    .await;
+    let (code, _, err) = e
+        .rein(&[
+            "--sandbox",
+            "off",
+            "run",
+            "--approval",
+            "auto-run",
+            "Print them.",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let requests = e.server.requests();
+    let text = requests[1].tool_result("s1");
+    assert!(
+        text.contains("a\u{2400}b\u{fffd}c\u{241b}[1mbold\n"),
+        "{text:?}"
+    );
+    let binary = requests[2].tool_result("s2");
+    assert!(binary.contains("(binary output, "), "{binary:?}");
+    assert!(binary.contains("7f 45 4c 46"), "{binary:?}");
+    let store = e.store().await;
+    let id = op_id(&err);
+    let op = store.load_operation(id).await.unwrap().unwrap();
+    let tools: Vec<_> = op
+        .state
+        .messages
+        .iter()
+        .filter(|m| m.role == rein_core::message::Role::Tool)
+        .collect();
+    assert_eq!(tools.len(), 2);
+    for (m, sent) in tools.iter().zip([&text, &binary]) {
+        assert_eq!(
+            m.tool_status,
+            Some(rein_core::message::ToolStatus::Succeeded)
+        );
+        assert_eq!(&m.text_content(), sent, "stored as sent");
+        assert!(!m.text_content().contains('\0'));
+    }
+    assert_consistent(&store, id).await;
 }

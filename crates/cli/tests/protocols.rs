@@ -582,3 +582,143 @@ async fn openai_responses_sends_the_encrypted_reasoning_back_and_pairs_outputs_b
     assert_eq!(tokens, 3 * 120);
     assert!(cost, "priced as OpenAI's model");
 }
+
+// ---- Force-finish on every protocol ------------------------------------------------------
+
+/// A protocol as the force-finish test drives it: its model, the variables that point it at
+/// the local server, a turn calling the calculator (call `n`), and an answer.
+struct Protocol {
+    model: &'static str,
+    vars: &'static [(&'static str, &'static str)],
+    call: fn(usize) -> Canned,
+    answer: fn(&str) -> Canned,
+}
+
+fn protocols() -> Vec<Protocol> {
+    vec![
+        Protocol {
+            model: "openai/gpt-4o-mini",
+            vars: &[("OPENAI_BASE_URL", "{base}/v1"), ("OPENAI_API_KEY", "k")],
+            call: |n| {
+                Canned::openai_tools(&[(
+                    &format!("call_{n}"),
+                    "calculator__evaluate",
+                    r#"{"expression":"6*7"}"#,
+                )])
+            },
+            answer: Canned::openai_text,
+        },
+        Protocol {
+            model: "anthropic/claude-sonnet-4-5",
+            vars: &[
+                ("ANTHROPIC_BASE_URL", "{base}/v1"),
+                ("ANTHROPIC_API_KEY", "k"),
+            ],
+            call: |n| {
+                anthropic(
+                    &[
+                        json!({"id": format!("toolu_{n}"), "name": "calculator__evaluate", "input": {"expression": "6*7"}}),
+                    ],
+                    "tool_use",
+                )
+            },
+            answer: |t| anthropic(&[json!({ "text": t })], "end_turn"),
+        },
+        Protocol {
+            model: "gemini/gemini-2.5-flash",
+            vars: &[
+                ("GEMINI_BASE_URL", "{base}/v1beta"),
+                ("GEMINI_API_KEY", "k"),
+            ],
+            call: |_| {
+                gemini(&[
+                    json!({"functionCall": {"name": "calculator__evaluate", "args": {"expression": "6*7"}}}),
+                ])
+            },
+            answer: |t| gemini(&[json!({ "text": t })]),
+        },
+        Protocol {
+            model: "ollama/qwen3:8b",
+            vars: &[("OLLAMA_HOST", "{base}")],
+            call: |_| {
+                ollama(
+                    None,
+                    "",
+                    &[
+                        json!({"function": {"name": "calculator__evaluate", "arguments": {"expression": "6*7"}}}),
+                    ],
+                )
+            },
+            answer: |t| ollama(None, t, &[]),
+        },
+        Protocol {
+            model: "openai-responses/o4-mini",
+            vars: &[
+                ("OPENAI_RESPONSES_BASE_URL", "{base}/v1"),
+                ("OPENAI_API_KEY", "k"),
+            ],
+            call: |n| {
+                responses(
+                    None,
+                    "",
+                    &[(
+                        &format!("call_{n}"),
+                        "calculator__evaluate",
+                        r#"{"expression":"6*7"}"#,
+                    )],
+                )
+            },
+            answer: |t| responses(None, t, &[]),
+        },
+    ]
+}
+
+/// A model that calls a tool at every turn, with every step limit from 1 to 5: the operation
+/// ends with the model's answer, its last request lets the model call no tool while keeping
+/// the tools defined (as Anthropic requires of a history with tool calls), and the local
+/// server, which refuses what the provider refuses, took every request.
+#[tokio::test]
+async fn force_finish_ends_with_an_answer_every_provider_takes_at_every_step_limit() {
+    for p in protocols() {
+        for steps in 1..=5 {
+            let turns = (0..8).map(p.call).collect();
+            let e = env(turns, p.vars).await;
+            e.server
+                .route_withdrawn(vec![(p.answer)("Stopped at the limit: 6*7 is 42.")]);
+            let limit = steps.to_string();
+            let (_, out, err) = e
+                .rein(&[
+                    "run",
+                    "--model",
+                    p.model,
+                    "--max-steps",
+                    &limit,
+                    "Keep multiplying.",
+                ])
+                .await;
+            let requests = e.server.requests();
+            for r in &requests {
+                assert!(
+                    r.refused.is_none(),
+                    "{} --max-steps {steps}: the provider would refuse {}: {:?}\n{}",
+                    p.model,
+                    r.path,
+                    r.refused,
+                    r.body
+                );
+            }
+            assert!(
+                out.contains("Stopped at the limit: 6*7 is 42."),
+                "{} --max-steps {steps}: no answer\n{out}\n{err}",
+                p.model
+            );
+            let last = requests.last().unwrap();
+            let defined = last.body["tools"].as_array().is_some_and(|t| !t.is_empty());
+            assert!(
+                defined || p.model.starts_with("ollama/"),
+                "{}: the final request keeps the tools defined",
+                p.model
+            );
+        }
+    }
+}

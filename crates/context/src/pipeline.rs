@@ -127,7 +127,8 @@ pub struct ContextInput<'a> {
 pub struct Draft {
     /// The messages the model will see.
     pub messages: Vec<Arc<Message>>,
-    /// Whether tool schemas are offered.
+    /// Whether the model may call tools (when not, they stay defined with a tool choice of
+    /// none).
     pub tools_enabled: bool,
 }
 
@@ -145,7 +146,8 @@ pub struct TraceEntry {
 pub struct ContextOutput {
     /// The messages to send.
     pub messages: Vec<Arc<Message>>,
-    /// Whether tool schemas are offered.
+    /// Whether the model may call tools (when not, they stay defined with a tool choice of
+    /// none).
     pub tools_enabled: bool,
     /// Message counts after each processor, in order.
     pub trace: Vec<TraceEntry>,

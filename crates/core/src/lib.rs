@@ -10,7 +10,8 @@
 //! ([`question::Question`]: the `ask_user` call, its answers), a conversation's message tree
 //! with its branches and active path ([`conversation::Conversation`]), and what one operation
 //! may do ([`spec::OperationSpec`], its shell sandbox included), and how a closed set of
-//! values is declared once and typed from every edge ([`named_enum!`], [`names`]).
+//! values is declared once and typed from every edge ([`named_enum!`], [`names`]), and what
+//! text a tool's output becomes in a message ([`text`]).
 //!
 //! Everything here is synchronous logic or runtime-agnostic futures: no async runtime, no
 //! HTTP, no SQL. IO reaches the engine through the ports in [`engine::ports`].
@@ -31,6 +32,7 @@ pub mod spec;
 pub mod state;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod text;
 pub mod tool;
 pub mod usage;
 

@@ -551,7 +551,7 @@ fn compression_keeps_the_newest_messages_within_the_token_budget() {
 }
 
 #[test]
-fn compression_never_keeps_a_tool_result_without_its_call() {
+fn compression_keeps_the_newest_tool_round_whole_and_the_instruction_before_it() {
     let mut s = long_conversation();
     let call = ToolCall::new("c1", "calculator", "evaluate", "{}");
     let mut a = Message::assistant("x".repeat(2_000));
@@ -564,7 +564,8 @@ fn compression_never_keeps_a_tool_result_without_its_call() {
         ToolStatus::Succeeded,
         "2",
     ));
-    // The budget fits the small result but not the long assistant message that called it.
+    // The budget fits the small result but not the long assistant message that called it: the
+    // round is the model's latest work, so both stay, and never the result without its call.
     let cfg = RuntimeConfig {
         summarizer: Some(Arc::new(Echo)),
         keep_recent_tokens: 50,
@@ -578,13 +579,21 @@ fn compression_never_keeps_a_tool_result_without_its_call() {
     );
     let r = run(&h, s);
     assert_eq!(instructions_of(&r, 1), ["compress_context"]);
-    assert_eq!(r.state.messages[0].kind, MessageKind::CompressionSummary);
+    let m = &r.state.messages;
+    assert_eq!(m[0].kind, MessageKind::CompressionSummary);
     assert_eq!(
-        r.state.messages[0].text_content(),
-        "summary of 15 messages (had summary: false)",
-        "the result went into the summary with its call"
+        m[0].text_content(),
+        "summary of 12 messages (had summary: false)",
+        "everything but the instruction and the newest round"
     );
-    assert!(r.state.messages.iter().all(|m| m.role != Role::Tool));
+    // Then the person's latest instruction, verbatim, then the round.
+    assert_eq!(
+        (m[1].role, m[1].text_content().as_str()),
+        (Role::User, "follow-up 5")
+    );
+    assert_eq!(m[2].tool_calls[0].id.as_ref(), "c1");
+    assert_eq!(m[3].tool_call_id.as_deref(), Some("c1"));
+    assert_eq!(m[4].text_content(), "fresh answer");
 }
 
 #[test]

@@ -54,6 +54,15 @@ fn conversation() -> ChatRequest {
     req
 }
 
+/// Every protocol rein speaks.
+const PROTOCOLS: [Protocol; 5] = [
+    Protocol::OpenaiChat,
+    Protocol::OpenaiResponses,
+    Protocol::Anthropic,
+    Protocol::Gemini,
+    Protocol::Ollama,
+];
+
 fn snapshot(protocol: Protocol) -> serde_json::Value {
     let w = protocol.build(&conversation(), true);
     json!({"path": w.path, "body": w.body})
@@ -109,4 +118,83 @@ fn responses_asks_for_encrypted_reasoning_only_where_the_model_reasons() {
             .any(|i| i["type"] == "reasoning"),
         "{input}"
     );
+}
+
+/// The conversation, as each protocol renders it, is a request its provider takes.
+#[test]
+fn every_protocol_renders_a_request_its_provider_takes() {
+    use rein_model::testing::validate::Wire;
+    for protocol in PROTOCOLS {
+        let w = protocol.build(&conversation(), true);
+        let wire = Wire::of_path(&w.path).expect("a chat path");
+        wire.check(&w.body)
+            .unwrap_or_else(|e| panic!("{protocol:?}: {e}\n{}", w.body));
+    }
+}
+
+/// Force-finish: the tools withdrawn with a choice of none while the history holds a tool
+/// call and its result; every provider takes it (Anthropic refuses tool blocks without tools).
+#[test]
+fn withdrawn_tools_stay_defined_and_every_provider_takes_the_request() {
+    use rein_model::testing::validate::Wire;
+    for protocol in PROTOCOLS {
+        let mut req = conversation();
+        req.tool_choice = rein_model::ToolChoice::None;
+        let w = protocol.build(&req, true);
+        let wire = Wire::of_path(&w.path).expect("a chat path");
+        wire.check(&w.body)
+            .unwrap_or_else(|e| panic!("{protocol:?}: {e}\n{}", w.body));
+    }
+    // Without tools, Anthropic's refusal is the one the provider sends.
+    let mut bare = conversation();
+    bare.tools.clear();
+    let w = Protocol::Anthropic.build(&bare, true);
+    let refused = Wire::Anthropic.check(&w.body).unwrap_err();
+    assert!(refused.contains("must define tools"), "{refused}");
+}
+
+/// A tool whose schema keeps its types in `$defs` (one of them recursive), with a literal and
+/// a nullable field, as an MCP server generated from Python models declares it: every
+/// provider takes it, and Gemini's copy has no reference left.
+#[test]
+fn schemas_with_definitions_and_recursion_reach_every_provider_without_dangling_references() {
+    use rein_model::testing::validate::Wire;
+    let schema = json!({
+        "$defs": {
+            "Node": {"type": "object", "properties": {"name": {"type": "string"}, "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}, "required": ["name"]},
+            "Filter": {"type": "object", "properties": {"field": {"type": "string"}, "value": {"type": ["string", "null"]}}}
+        },
+        "type": "object",
+        "properties": {
+            "root": {"$ref": "#/$defs/Node"},
+            "filters": {"type": "array", "items": {"$ref": "#/$defs/Filter"}},
+            "mode": {"const": "strict"}
+        },
+        "required": ["root"]
+    });
+    for protocol in PROTOCOLS {
+        let mut req = conversation();
+        req.tools.push(ToolSpec {
+            name: "tree__walk".into(),
+            description: "Walk a tree".into(),
+            parameters: schema.clone(),
+        });
+        let w = protocol.build(&req, true);
+        let wire = Wire::of_path(&w.path).expect("a chat path");
+        wire.check(&w.body)
+            .unwrap_or_else(|e| panic!("{protocol:?}: {e}\n{}", w.body));
+        if protocol == Protocol::Gemini {
+            let params = &w.body["tools"][0]["functionDeclarations"][1]["parameters"];
+            assert!(!rein_model::protocol::schema::has_ref(params), "{params}");
+            assert_eq!(
+                params["properties"]["root"]["properties"]["name"]["type"],
+                "string"
+            );
+            assert_eq!(params["properties"]["mode"]["enum"], json!(["strict"]));
+            assert_eq!(
+                params["properties"]["filters"]["items"]["properties"]["value"]["nullable"],
+                true
+            );
+        }
+    }
 }

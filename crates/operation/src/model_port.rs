@@ -21,7 +21,9 @@ use rein_core::message::Message;
 use rein_core::message::Reasoning;
 use rein_core::spec::ContextSettings;
 use rein_core::tool::mangle;
-use rein_model::{Catalog, ChatRequest, ErrorKind, ModelEvent, ModelProvider, ToolSpec};
+use rein_model::{
+    Catalog, ChatRequest, ErrorKind, ModelEvent, ModelProvider, ToolChoice, ToolSpec,
+};
 use rein_store::{MemoryPool, Store};
 use rein_tools::documents::{Embedder, RECALL_WINDOW, embed_one};
 use std::path::PathBuf;
@@ -226,11 +228,20 @@ impl ModelPort {
         model: &str,
         memories: Vec<String>,
         knowledge: Vec<rein_context::KnowledgeChunk>,
-    ) -> (Vec<Arc<Message>>, Vec<ToolSpec>, ContextReport) {
-        let vision = self
-            .catalog
-            .lookup(&self.provider_id, model)
-            .is_none_or(|m| m.capabilities.vision);
+    ) -> (Vec<Arc<Message>>, Vec<ToolSpec>, ToolChoice, ContextReport) {
+        let entry = self.catalog.lookup(&self.provider_id, model);
+        let vision = entry.as_ref().is_none_or(|m| m.capabilities.vision);
+        // One tool result may take at most half the model's window (about four bytes a
+        // token): a larger one would make every later call fail, and compression keeps the
+        // newest round whole, so it would not shrink it either. Cut with a visible note.
+        let window_cap = entry
+            .map(|m| m.context_window)
+            .filter(|w| *w > 0)
+            .map(|w| usize::try_from(w.saturating_mul(2)).unwrap_or(usize::MAX));
+        let max_tool_result_chars = match (self.context.max_tool_result_chars, window_cap) {
+            (Some(set), Some(cap)) => Some(set.min(cap)),
+            (set, cap) => set.or(cap),
+        };
         let model_facts = ModelFacts {
             id: format!("{}/{model}", self.provider_id),
             vision,
@@ -252,7 +263,7 @@ impl ModelPort {
         let agent = AgentFacts {
             // Messages other agents wrote (a group's) are relabelled against it.
             name: req.state.metadata.agent_id.clone(),
-            max_tool_result_chars: self.context.max_tool_result_chars,
+            max_tool_result_chars,
             max_file_chars: self.context.max_file_chars,
             history_limit: self.context.history_limit,
             memories,
@@ -339,7 +350,16 @@ impl ModelPort {
             rein_context::report::explain(&self.pipeline, &input, &self.estimator);
         let mut tools = Vec::new();
         let (mut schema_tokens, mut functions) = (0, 0);
-        if out.tools_enabled {
+        // Tools withdrawn (force-finish) stay defined with a choice of none, the way every
+        // protocol allows: a history with tool calls and results but no tools is refused
+        // (Anthropic: "Requests which include `tool_use` or `tool_result` blocks must define
+        // tools").
+        let choice = if out.tools_enabled {
+            ToolChoice::Auto
+        } else {
+            ToolChoice::None
+        };
+        {
             for m in req.state.tool_manifests.values() {
                 if !active(&m.identifier) {
                     continue;
@@ -360,7 +380,7 @@ impl ModelPort {
             }
         }
         rein_context::report::admit_tool_schemas(&mut report, schema_tokens, functions);
-        (out.messages, tools, report)
+        (out.messages, tools, choice, report)
     }
 }
 
@@ -411,9 +431,11 @@ impl LlmPort for ModelPort {
             let here = tracing::Span::current();
             let memories = self.relevant_memories(&req).await;
             let knowledge = self.relevant_knowledge(&req).await;
-            let (messages, tools, report) = self.assemble(&req, &model, memories, knowledge);
+            let (messages, tools, choice, report) =
+                self.assemble(&req, &model, memories, knowledge);
             let mut chat = ChatRequest::new(model.clone(), messages);
             chat.tools = tools;
+            chat.tool_choice = choice;
             chat.replay_reasoning = self
                 .catalog
                 .lookup(&self.provider_id, &model)

@@ -453,6 +453,11 @@ impl ToolPort for ToolHost {
                 Ok(out) => out,
                 Err(e) => ToolOutput::failed(format!("Tool `{}` failed: {}", call.key(), e.message)),
             };
+            // Message text from here on, before anything records it: both stores take it
+            // (PostgreSQL refuses U+0000) and the model reads what is stored.
+            if let std::borrow::Cow::Owned(text) = rein_core::text::message_text(&out.content) {
+                out.content = text;
+            }
             if out.cost.is_zero() {
                 // A tool that does not price its own calls is charged its manifest's price.
                 if let Some(price) = state
@@ -466,8 +471,13 @@ impl ToolPort for ToolHost {
             }
             exec.status = if out.success { ExecStatus::Succeeded } else { ExecStatus::Failed };
             exec.result = Some(out.content.clone());
-            if effect == Effect::AtMostOnce {
-                self.store.record_tool_execution(&exec).await.map_err(store_err)?;
+            if effect == Effect::AtMostOnce
+                && let Err(e) = self.store.record_tool_execution(&exec).await
+            {
+                // The call ran: its effect happened, so it is never reported as failed. The
+                // step's commit records the execution with its result; if the process dies
+                // first, the `running` record settles it as interrupted, never run again.
+                tracing::warn!(call = %call.id, error = %e, "tool execution not recorded before the commit");
             }
             Ok(recorded(out, exec))
         }

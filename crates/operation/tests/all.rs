@@ -8,6 +8,7 @@ mod common;
 mod devices;
 mod driver;
 mod external;
+mod kept_context;
 mod questions;
 mod skills;
 mod sub_agents;

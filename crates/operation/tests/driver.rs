@@ -439,11 +439,15 @@ async fn max_steps_forces_a_final_call_without_tools() {
     );
     let reqs = e.server.requests();
     assert!(reqs[0].body.get("tools").is_some());
-    assert_eq!(
-        reqs[1].body.get("tools"),
-        None,
-        "the forced final call offers no tools"
+    // The forced final call lets the model call no tool, the tools still defined (a history
+    // with tool calls and no tools is refused by Anthropic).
+    assert_eq!(reqs[1].body["tool_choice"], "none");
+    assert!(
+        reqs[1].body["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty())
     );
+    assert!(reqs.iter().all(|r| r.refused.is_none()));
     let system = reqs[1].body["messages"][0].clone();
     assert_eq!(system["role"], "system");
     assert!(
@@ -891,13 +895,20 @@ async fn a_long_operation_is_compressed_with_the_compression_model_and_continues
     let summary_req = &requests[3].body;
     assert_eq!(summary_req["model"], "summary-model");
     let asked = summary_req["messages"][1]["content"].as_str().unwrap();
-    assert!(asked.contains("[user] Fetch three blobs."), "{asked:.300}");
-    assert!(asked.contains("[assistant called blob/fetch"));
+    assert!(
+        asked.contains("[assistant called blob/fetch"),
+        "{asked:.300}"
+    );
+    assert!(
+        !asked.contains("[user] Fetch three blobs."),
+        "the instruction is kept, not summarized"
+    );
     assert!(
         !asked.contains("b3"),
         "the newest round is kept, not summarized"
     );
-    // The next call carries the summary and the newest round verbatim.
+    // The next call carries the summary, the person's instruction and the newest round
+    // verbatim: a user turn after the system prompt, every call with its result.
     let next = &requests[4].body;
     assert_eq!(next["model"], "gpt-4o-mini");
     let msgs = next["messages"].as_array().unwrap();
@@ -907,9 +918,11 @@ async fn a_long_operation_is_compressed_with_the_compression_model_and_continues
         "{head}"
     );
     let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
-    assert_eq!(roles, ["system", "assistant", "tool"]);
-    assert_eq!(msgs[1]["tool_calls"][0]["id"], "b3");
-    assert_eq!(msgs[2]["tool_call_id"], "b3");
+    assert_eq!(roles, ["system", "user", "assistant", "tool"]);
+    assert_eq!(msgs[1]["content"], "Fetch three blobs.");
+    assert_eq!(msgs[2]["tool_calls"][0]["id"], "b3");
+    assert_eq!(msgs[3]["tool_call_id"], "b3");
+    assert!(requests.iter().all(|r| r.refused.is_none()));
     // The state keeps the summary as a message of its own kind, and the summary model's usage.
     let op = e.store.load_operation(id).await.unwrap().unwrap();
     assert_eq!(
@@ -922,6 +935,45 @@ async fn a_long_operation_is_compressed_with_the_compression_model_and_continues
     );
     assert!(op.state.usage.by_model.contains_key("openai/summary-model"));
     assert_consistent(&e.store, id).await;
+}
+
+/// A tool result larger than the model's whole window (gpt-4o-mini: 128k tokens; this one is
+/// ~1 MB) is cut to half the window with a note saying so, and the operation goes on to its
+/// answer instead of failing at every later call.
+#[tokio::test]
+async fn a_tool_result_larger_than_the_window_is_cut_with_a_note_and_the_operation_continues() {
+    let e = env(vec![
+        tools(&[blob("b1", 200_000)]),
+        Canned::openai_text("It was long."),
+    ])
+    .await;
+    let d = driver(&e, false).with_tool(Arc::new(Blob));
+    let opts = StartOptions {
+        spec: rein_operation::OperationSpec {
+            allowed_tools: Some(vec!["blob".into()]),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let id = d.start("Fetch a huge blob.", &opts).await.unwrap();
+    let end = d.run(id).await.unwrap();
+    assert!(matches!(end, RunEnd::Done { .. }), "{end:?}");
+    let requests = e.server.requests();
+    let sent = requests.last().unwrap().tool_result("b1");
+    assert!(sent.len() <= 128_000 * 2 + 200, "{} bytes sent", sent.len());
+    assert!(
+        sent.contains("bytes of tool output omitted"),
+        "a visible note"
+    );
+    // The result itself is kept whole in the history.
+    let op = e.store.load_operation(id).await.unwrap().unwrap();
+    let kept = op
+        .state
+        .messages
+        .iter()
+        .find(|m| m.tool_call_id.as_deref() == Some("b1"))
+        .unwrap();
+    assert_eq!(kept.text_content().len(), "word ".len() * 200_000 - 1);
 }
 
 #[tokio::test]

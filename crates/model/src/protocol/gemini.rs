@@ -15,20 +15,55 @@ use rein_core::message::{ContentPart, Role};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-/// Remove schema keywords the Gemini function-declaration schema rejects.
+/// A tool's parameter schema as Gemini's function declarations take it (an OpenAPI subset):
+/// references inlined ([`super::schema::inline_refs`]), then keywords it rejects removed or
+/// rewritten.
+fn gemini_schema(v: &Value) -> Value {
+    sanitize_schema(&super::schema::inline_refs(v))
+}
+
+/// Remove or rewrite the keywords Gemini's schema rejects: `const` becomes a one-value `enum`
+/// (strings) and is dropped otherwise; a list of types (`["string", "null"]`) becomes the
+/// first that is not null, `nullable` when null was one.
 fn sanitize_schema(v: &Value) -> Value {
     match v {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .filter(|(k, _)| {
-                    !matches!(
-                        k.as_str(),
-                        "additionalProperties" | "$schema" | "$id" | "$defs" | "strict"
-                    )
-                })
-                .map(|(k, v)| (k.clone(), sanitize_schema(v)))
-                .collect(),
-        ),
+        Value::Object(map) => {
+            let mut out = serde_json::Map::new();
+            for (k, v) in map {
+                match k.as_str() {
+                    "additionalProperties"
+                    | "$schema"
+                    | "$id"
+                    | "$defs"
+                    | "definitions"
+                    | "strict"
+                    | "$comment" => {}
+                    "const" => {
+                        if v.is_string() && !map.contains_key("enum") {
+                            out.insert("enum".into(), json!([v]));
+                        }
+                    }
+                    "type" if v.is_array() => {
+                        let types: Vec<&str> = v
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(Value::as_str)
+                            .collect();
+                        if let Some(t) = types.iter().find(|t| **t != "null") {
+                            out.insert("type".into(), json!(t));
+                        }
+                        if types.contains(&"null") {
+                            out.insert("nullable".into(), json!(true));
+                        }
+                    }
+                    _ => {
+                        out.insert(k.clone(), sanitize_schema(v));
+                    }
+                }
+            }
+            Value::Object(out)
+        }
         Value::Array(items) => Value::Array(items.iter().map(sanitize_schema).collect()),
         other => other.clone(),
     }
@@ -101,7 +136,7 @@ pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
         let decls: Vec<Value> = req
             .tools
             .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "parameters": sanitize_schema(&t.parameters)}))
+            .map(|t| json!({"name": t.name, "description": t.description, "parameters": gemini_schema(&t.parameters)}))
             .collect();
         body["tools"] = json!([{"functionDeclarations": decls}]);
         body["toolConfig"] = match &req.tool_choice {

@@ -7,6 +7,7 @@ pub mod gemini;
 pub mod ollama;
 pub mod openai_chat;
 pub mod openai_responses;
+pub mod schema;
 
 use crate::error::{ModelError, classify, parse_google_duration, parse_retry_after_secs};
 use crate::event::ModelEvent;

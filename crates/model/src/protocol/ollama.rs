@@ -8,7 +8,7 @@ use super::{
 use crate::error::{ErrorKind, ModelError};
 use crate::event::{ModelEvent, StopReason};
 use crate::framing::Frame;
-use crate::request::{ChatRequest, ResponseFormat};
+use crate::request::{ChatRequest, ResponseFormat, ToolChoice};
 use rein_core::TokenUsage;
 use rein_core::message::{ContentPart, Role};
 use serde::Deserialize;
@@ -67,7 +67,9 @@ pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
         messages.push(msg);
     }
     let mut body = json!({"model": req.model, "messages": messages, "stream": stream});
-    if !req.tools.is_empty() {
+    // Ollama has no tool choice: tools withdrawn (`ToolChoice::None`) are not offered, and it
+    // takes a history with tool calls without them.
+    if !req.tools.is_empty() && req.tool_choice != ToolChoice::None {
         body["tools"] = req
             .tools
             .iter()

@@ -70,10 +70,47 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
         if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
             return Err(ApiError::bad_request("the body must be a JSON object"));
         }
+        if let Some(field) = nul_in(&bytes) {
+            return Err(ApiError::bad_request(format!(
+                "{field}: contains the character U+0000 (NUL), which rein does not store; remove it"
+            )));
+        }
         axum::Json::<T>::from_bytes(&bytes)
             .map(|axum::Json(v)| Body(v))
             .map_err(|rejection| ApiError::bad_request(rejection.body_text()))
     }
+}
+
+/// Where a JSON body holds U+0000 (as `\u0000`), as a path (`input`, `messages[2].content`):
+/// PostgreSQL refuses it in text, so the request is refused before anything is stored.
+fn nul_in(bytes: &[u8]) -> Option<String> {
+    if !bytes.windows(6).any(|w| w == b"\\u0000") {
+        return None;
+    }
+    fn walk(v: &serde_json::Value, path: &str) -> Option<String> {
+        match v {
+            serde_json::Value::String(s) => s.contains('\0').then(|| path.to_owned()),
+            serde_json::Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .find_map(|(i, v)| walk(v, &format!("{path}[{i}]"))),
+            serde_json::Value::Object(m) => m.iter().find_map(|(k, v)| {
+                let here = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                if k.contains('\0') {
+                    Some(here)
+                } else {
+                    walk(v, &here)
+                }
+            }),
+            _ => None,
+        }
+    }
+    let value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    walk(&value, "")
 }
 
 /// Deserialize a struct field only from a JSON object (serde also reads structs from arrays).
@@ -122,6 +159,11 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Params<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        if parts.uri.query().is_some_and(|q| q.contains("%00")) {
+            return Err(ApiError::bad_request(
+                "the query contains the character U+0000 (NUL, %00), which rein does not store; remove it",
+            ));
+        }
         axum::extract::Query::<T>::from_request_parts(parts, state)
             .await
             .map(|q| Params(q.0))

@@ -16,7 +16,7 @@ mod resolve_blocked;
 pub use call_llm::CallLlmExecutor;
 pub use call_tool::CallToolExecutor;
 pub use call_tools_batch::CallToolsBatchExecutor;
-pub use compress::CompressContextExecutor;
+pub use compress::{CompressContextExecutor, Kept};
 pub use finish::FinishExecutor;
 pub(crate) use finish::finish;
 pub use request_human::{HumanRequest, RequestHumanExecutor};
@@ -152,6 +152,12 @@ pub(crate) fn settle(
         content,
         duration_ms,
     } = outcome;
+    // What every tool returned becomes message text here, once: the message, its event and
+    // the payload carry the same normalised text (see `crate::text`).
+    let content = match crate::text::message_text(&content) {
+        std::borrow::Cow::Borrowed(_) => content,
+        std::borrow::Cow::Owned(normal) => normal,
+    };
     let id = write_tool_message(state, &call, parent, existing, status, &content);
     cx.emit(EventKind::ToolResult {
         tool_call_id: call.id.clone(),

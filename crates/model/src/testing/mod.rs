@@ -1,7 +1,11 @@
 //! Test support (feature `testing`): a loopback HTTP/1.1 server that answers with canned
-//! responses, writing each body in random 1..=N byte pieces, and records what it was sent.
+//! responses, writing each body in random 1..=N byte pieces, and records what it was sent. A
+//! chat request that its provider would refuse ([`validate`]) gets that provider's 400 instead
+//! of the next canned response.
 //! Used by the tests of this crate and of the crates above it; never by production code.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+pub mod validate;
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use std::sync::{Arc, Mutex};
@@ -156,6 +160,8 @@ pub struct Recorded {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: serde_json::Value,
+    /// Why the provider would refuse it ([`validate`]): it was answered with that 400.
+    pub refused: Option<String>,
 }
 
 impl Recorded {
@@ -224,6 +230,26 @@ impl Recorded {
     }
 }
 
+/// The marker of [`Server::route_withdrawn`]'s route.
+const WITHDRAWN: &str = "\u{0}tools withdrawn";
+
+/// Whether a chat request lets the model call no tool though its history has tool calls.
+fn tools_withdrawn(path: &str, body: &serde_json::Value) -> bool {
+    use validate::Wire;
+    match Wire::of_path(path) {
+        Some(Wire::Anthropic) => body["tool_choice"]["type"] == "none",
+        Some(Wire::OpenAiChat | Wire::OpenAiResponses) => body["tool_choice"] == "none",
+        Some(Wire::Gemini) => body["toolConfig"]["functionCallingConfig"]["mode"] == "NONE",
+        Some(Wire::Ollama) => {
+            body.get("tools").is_none()
+                && body["messages"]
+                    .as_array()
+                    .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"))
+        }
+        None => false,
+    }
+}
+
 /// Responses for requests whose system messages contain a marker, in order (see
 /// [`Server::route`]).
 type Routes = Vec<(String, std::collections::VecDeque<Canned>)>;
@@ -243,6 +269,16 @@ impl Server {
     /// Queue more responses.
     pub fn push(&self, c: Canned) {
         self.queue.lock().unwrap().push_back(c);
+    }
+
+    /// Answer requests that withdraw the tools (a forced final answer: a tool choice of none,
+    /// or, on Ollama, no tools offered after a tool round) with `responses`, in order, before
+    /// any other route and the shared queue.
+    pub fn route_withdrawn(&self, responses: Vec<Canned>) {
+        self.routes
+            .lock()
+            .unwrap()
+            .insert(0, (WITHDRAWN.to_owned(), responses.into_iter().collect()));
     }
 
     /// Answer requests whose system messages contain `marker` with `responses`, in order,
@@ -295,6 +331,7 @@ async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<Recorded> {
         path,
         headers,
         body,
+        refused: None,
     })
 }
 
@@ -349,16 +386,34 @@ pub async fn serve(responses: Vec<Canned>, seed: u64) -> Server {
             let Ok((mut sock, _)) = listener.accept().await else {
                 return;
             };
-            let Some(req) = read_request(&mut sock).await else {
+            let Some(mut req) = read_request(&mut sock).await else {
                 continue;
             };
             let system = req.system_text();
+            let withdrawn = tools_withdrawn(&req.path, &req.body);
+            let refused = validate::Wire::of_path(&req.path)
+                .and_then(|wire| wire.check(&req.body).err().map(|m| (wire, m)));
+            req.refused = refused.as_ref().map(|(_, m)| m.clone());
             rec.lock().unwrap().push(req);
+            if let Some((wire, message)) = refused {
+                eprintln!("scripted provider: refused {wire:?} request: {message}");
+                // As the provider would: the request is refused and no response is used up.
+                let canned = Canned::json(400, &wire.refusal(&message));
+                tokio::spawn(respond(sock, Some(canned), 0));
+                continue;
+            }
             let routed = r
                 .lock()
                 .unwrap()
                 .iter_mut()
-                .find(|(marker, left)| system.contains(marker.as_str()) && !left.is_empty())
+                .find(|(marker, left)| {
+                    let hit = if marker == WITHDRAWN {
+                        withdrawn
+                    } else {
+                        system.contains(marker.as_str())
+                    };
+                    hit && !left.is_empty()
+                })
                 .and_then(|(_, left)| left.pop_front());
             let canned = routed.or_else(|| q.lock().unwrap().pop_front());
             let piece_seed: u64 = rng.random();

@@ -1,0 +1,361 @@
+//! What each provider refuses, checked on the request bodies the scripted server receives:
+//! the rules the providers document and enforce (an empty conversation, a first message that is
+//! not the user's, a tool call without its result or a result without its call, tool blocks
+//! without tools), each with the provider's own 400 body and wording. The scripted server
+//! ([`super::serve`]) answers every request that breaks one with that 400, as the provider
+//! would, so a test against it fails where the real provider would refuse.
+
+use serde_json::{Value, json};
+
+/// The wire protocol a request was sent in, from its path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wire {
+    /// Anthropic Messages (`/v1/messages`).
+    Anthropic,
+    /// OpenAI Chat Completions (`…/chat/completions`).
+    OpenAiChat,
+    /// OpenAI Responses (`…/responses`).
+    OpenAiResponses,
+    /// Gemini (`…:generateContent`, `…:streamGenerateContent`).
+    Gemini,
+    /// Ollama (`/api/chat`): it checks none of this.
+    Ollama,
+}
+
+impl Wire {
+    /// The protocol of a request to `path`, if it is a chat request.
+    pub fn of_path(path: &str) -> Option<Wire> {
+        let path = path.split('?').next().unwrap_or_default();
+        if path.ends_with("/messages") {
+            Some(Wire::Anthropic)
+        } else if path.ends_with("/chat/completions") {
+            Some(Wire::OpenAiChat)
+        } else if path.ends_with("/responses") {
+            Some(Wire::OpenAiResponses)
+        } else if path.ends_with(":generateContent") || path.ends_with(":streamGenerateContent") {
+            Some(Wire::Gemini)
+        } else if path.ends_with("/api/chat") {
+            Some(Wire::Ollama)
+        } else {
+            None
+        }
+    }
+
+    /// Check `body` as this provider does: `Err` with the message it refuses it with.
+    pub fn check(self, body: &Value) -> Result<(), String> {
+        match self {
+            Wire::Anthropic => anthropic(body),
+            Wire::OpenAiChat => openai_chat(body),
+            Wire::OpenAiResponses => openai_responses(body),
+            Wire::Gemini => gemini(body),
+            Wire::Ollama => Ok(()),
+        }
+    }
+
+    /// The provider's 400 body for a refusal saying `message`.
+    pub fn refusal(self, message: &str) -> Value {
+        match self {
+            Wire::Anthropic => json!({
+                "type": "error",
+                "error": {"type": "invalid_request_error", "message": message}
+            }),
+            Wire::OpenAiChat | Wire::OpenAiResponses => json!({
+                "error": {"message": message, "type": "invalid_request_error", "param": "messages", "code": null}
+            }),
+            Wire::Gemini => json!({
+                "error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}
+            }),
+            Wire::Ollama => json!({"error": message}),
+        }
+    }
+}
+
+fn array<'a>(v: &'a Value, field: &str) -> &'a [Value] {
+    v[field].as_array().map(Vec::as_slice).unwrap_or_default()
+}
+
+fn has_tools(body: &Value) -> bool {
+    !array(body, "tools").is_empty()
+}
+
+/// Anthropic Messages.
+pub fn anthropic(body: &Value) -> Result<(), String> {
+    let messages = array(body, "messages");
+    if messages.is_empty() {
+        return Err("messages: at least one message is required".into());
+    }
+    if body.get("tool_choice").is_some() && !has_tools(body) {
+        return Err("tool_choice: tool_choice may only be specified while providing tools".into());
+    }
+    let blocks = |m: &Value| -> Vec<Value> {
+        match &m["content"] {
+            Value::String(s) => vec![json!({"type": "text", "text": s})],
+            Value::Array(a) => a.clone(),
+            _ => Vec::new(),
+        }
+    };
+    let last = messages.len() - 1;
+    for (i, m) in messages.iter().enumerate() {
+        let role = m["role"].as_str().unwrap_or_default();
+        if role != "user" && role != "assistant" {
+            return Err(format!(
+                "messages.{i}.role: Input should be 'user' or 'assistant'"
+            ));
+        }
+        if i == 0 && role != "user" {
+            return Err("messages: first message must use the \"user\" role".into());
+        }
+        let content = blocks(m);
+        let empty = content.is_empty()
+            || content
+                .iter()
+                .all(|b| b["type"] == "text" && b["text"].as_str().is_none_or(str::is_empty));
+        if empty && !(i == last && role == "assistant") {
+            return Err(format!(
+                "messages.{i}: all messages must have non-empty content except for the optional final assistant message"
+            ));
+        }
+        let uses: Vec<&str> = content
+            .iter()
+            .filter(|b| b["type"] == "tool_use")
+            .filter_map(|b| b["id"].as_str())
+            .collect();
+        let results: Vec<&str> = content
+            .iter()
+            .filter(|b| b["type"] == "tool_result")
+            .filter_map(|b| b["tool_use_id"].as_str())
+            .collect();
+        if (!uses.is_empty() || !results.is_empty()) && !has_tools(body) {
+            return Err(
+                "Requests which include `tool_use` or `tool_result` blocks must define tools."
+                    .into(),
+            );
+        }
+        if let Some(late) = content
+            .iter()
+            .skip_while(|b| b["type"] == "tool_result")
+            .position(|b| b["type"] == "tool_result")
+        {
+            return Err(format!(
+                "messages.{i}.content.{late}: tool_result blocks must come first in the content of a user message, before any other block"
+            ));
+        }
+        if !results.is_empty() {
+            let previous: Vec<Value> = i
+                .checked_sub(1)
+                .map(|p| blocks(&messages[p]))
+                .unwrap_or_default();
+            for id in &results {
+                let called = previous
+                    .iter()
+                    .any(|b| b["type"] == "tool_use" && b["id"].as_str() == Some(id));
+                if !called {
+                    return Err(format!(
+                        "messages.{i}.content: unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+                    ));
+                }
+            }
+        }
+        if !uses.is_empty() {
+            let next: Vec<Value> = messages.get(i + 1).map(blocks).unwrap_or_default();
+            let missing: Vec<&str> = uses
+                .iter()
+                .filter(|id| {
+                    !next.iter().any(|b| {
+                        b["type"] == "tool_result" && b["tool_use_id"].as_str() == Some(id)
+                    })
+                })
+                .copied()
+                .collect();
+            if !missing.is_empty() {
+                return Err(format!(
+                    "messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+                    missing.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// OpenAI Chat Completions.
+pub fn openai_chat(body: &Value) -> Result<(), String> {
+    let messages = array(body, "messages");
+    if messages.is_empty() {
+        return Err("[] is too short - 'messages'".into());
+    }
+    if body.get("tool_choice").is_some() && !has_tools(body) {
+        return Err(
+            "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified."
+                .into(),
+        );
+    }
+    let mut i = 0;
+    while i < messages.len() {
+        let m = &messages[i];
+        match m["role"].as_str().unwrap_or_default() {
+            "tool" => {
+                return Err(format!(
+                    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'. (messages.[{i}])"
+                ));
+            }
+            "assistant" if !array(m, "tool_calls").is_empty() => {
+                let calls: Vec<&str> = array(m, "tool_calls")
+                    .iter()
+                    .filter_map(|c| c["id"].as_str())
+                    .collect();
+                let mut answered = Vec::new();
+                let mut j = i + 1;
+                while j < messages.len() && messages[j]["role"] == "tool" {
+                    let id = messages[j]["tool_call_id"].as_str().unwrap_or_default();
+                    if !calls.contains(&id) {
+                        return Err(format!(
+                            "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'. (messages.[{j}])"
+                        ));
+                    }
+                    answered.push(id);
+                    j += 1;
+                }
+                let missing: Vec<&str> = calls
+                    .iter()
+                    .filter(|c| !answered.contains(c))
+                    .copied()
+                    .collect();
+                if !missing.is_empty() {
+                    return Err(format!(
+                        "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {}",
+                        missing.join(", ")
+                    ));
+                }
+                i = j;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+/// OpenAI Responses.
+pub fn openai_responses(body: &Value) -> Result<(), String> {
+    let input = match &body["input"] {
+        Value::String(s) if !s.is_empty() => return Ok(()),
+        Value::Array(a) if !a.is_empty() => a.as_slice(),
+        _ => return Err("Missing required parameter: 'input'.".into()),
+    };
+    if body.get("tool_choice").is_some() && !has_tools(body) {
+        return Err("Tool choice requires 'tools' to be specified.".into());
+    }
+    let calls: Vec<&str> = input
+        .iter()
+        .filter(|i| i["type"] == "function_call")
+        .filter_map(|i| i["call_id"].as_str())
+        .collect();
+    let outputs: Vec<&str> = input
+        .iter()
+        .filter(|i| i["type"] == "function_call_output")
+        .filter_map(|i| i["call_id"].as_str())
+        .collect();
+    for id in &outputs {
+        if !calls.contains(id) {
+            return Err(format!(
+                "No tool call found for function call output with call_id {id}."
+            ));
+        }
+    }
+    for id in &calls {
+        if !outputs.contains(id) {
+            return Err(format!("No tool output found for function call {id}."));
+        }
+    }
+    Ok(())
+}
+
+/// Gemini `generateContent`.
+pub fn gemini(body: &Value) -> Result<(), String> {
+    for (t, tool) in array(body, "tools").iter().enumerate() {
+        for (f, decl) in array(tool, "functionDeclarations").iter().enumerate() {
+            if let Some(word) = unknown_schema_field(&decl["parameters"]) {
+                return Err(format!(
+                    "Invalid JSON payload received. Unknown name \"{word}\" at 'tools[{t}].function_declarations[{f}].parameters': Cannot find field."
+                ));
+            }
+        }
+    }
+    let contents = array(body, "contents");
+    if contents.is_empty() {
+        return Err("* GenerateContentRequest.contents: contents is not specified".into());
+    }
+    let count = |c: &Value, kind: &str| {
+        array(c, "parts")
+            .iter()
+            .filter(|p| p.get(kind).is_some())
+            .count()
+    };
+    for (i, c) in contents.iter().enumerate() {
+        let role = c["role"].as_str().unwrap_or("user");
+        if role != "user" && role != "model" {
+            return Err(format!(
+                "Please use a valid role: user, model. (contents[{i}].role: {role})"
+            ));
+        }
+        if array(c, "parts").is_empty() {
+            return Err(format!(
+                "* GenerateContentRequest.contents[{i}].parts: contents.parts must not be empty."
+            ));
+        }
+        let calls = count(c, "functionCall");
+        if calls > 0 {
+            // A function-response turn is a user turn too.
+            let after_user = i
+                .checked_sub(1)
+                .is_some_and(|p| contents[p]["role"].as_str().unwrap_or("user") == "user");
+            if !after_user {
+                return Err("Please ensure that function call turn comes immediately after a user turn or after a function response turn.".into());
+            }
+            let responses = contents
+                .get(i + 1)
+                .map_or(0, |n| count(n, "functionResponse"));
+            if responses != calls {
+                return Err("Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.".into());
+            }
+        }
+        let responses = count(c, "functionResponse");
+        if responses > 0 {
+            let after_call = i
+                .checked_sub(1)
+                .is_some_and(|p| count(&contents[p], "functionCall") > 0);
+            if !after_call {
+                return Err("Please ensure that function response turn comes immediately after a function call turn.".into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A keyword Gemini's OpenAPI-subset schema does not have, anywhere in `schema`.
+fn unknown_schema_field(schema: &Value) -> Option<String> {
+    match schema {
+        Value::Object(m) => m.iter().find_map(|(k, v)| {
+            if matches!(
+                k.as_str(),
+                "$ref" | "$defs" | "definitions" | "$schema" | "additionalProperties" | "const"
+            ) {
+                return Some(k.clone());
+            }
+            if k == "type" && v.is_array() {
+                return Some("type".into());
+            }
+            // Property names are the caller's words, not keywords.
+            if k == "properties" {
+                return v
+                    .as_object()
+                    .and_then(|p| p.values().find_map(unknown_schema_field));
+            }
+            unknown_schema_field(v)
+        }),
+        Value::Array(a) => a.iter().find_map(unknown_schema_field),
+        _ => None,
+    }
+}
