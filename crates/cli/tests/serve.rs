@@ -827,14 +827,6 @@ async fn bad_requests_get_the_json_error_shape_and_never_a_500() {
             "invalid_request",
             "approval `yolo`",
         ),
-        // PostgreSQL refuses U+0000 in text: refused before anything is stored, on both
-        // backends, naming the field.
-        (
-            json!({"input": "a\u{0}b"}).to_string(),
-            400,
-            "invalid_request",
-            "input: contains the character U+0000",
-        ),
         (
             json!({"input": "  "}).to_string(),
             400,
@@ -953,7 +945,7 @@ async fn bad_requests_get_the_json_error_shape_and_never_a_500() {
         assert!(
             body["error"]["message"]
                 .as_str()
-                .is_some_and(|m| m.starts_with("topic") && m.len() < 300),
+                .is_some_and(|m| m.contains("topic id") && m.len() < 300),
             "{body}"
         );
     }
@@ -965,6 +957,30 @@ async fn bad_requests_get_the_json_error_shape_and_never_a_500() {
         Some(0),
         "nothing was written"
     );
+    // PostgreSQL refuses U+0000 in text: a schema-valid request that holds one is accepted,
+    // the character shown as U+2400 in what is stored, on both backends.
+    let (status, created) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/operations",
+            Some(&alice),
+            Some(json!({"input": "a\u{0}b"})),
+        )
+        .await;
+    assert_eq!(status, 202, "{created}");
+    let topic = created["topic_id"].as_str().unwrap();
+    let (status, messages) = e
+        .call(
+            &rein,
+            "GET",
+            &format!("/v1/topics/{topic}/messages"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{messages}");
+    assert!(messages.to_string().contains("a\u{2400}b"), "{messages}");
     // Task create refuses the fields only an edit applies.
     let (status, body) = e
         .call(

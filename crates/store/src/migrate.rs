@@ -137,26 +137,29 @@ fn pending<'s>(schema: &'s Schema, applied: &[Applied]) -> Result<Vec<&'s Migrat
 /// `rein_schema` without taking a lock, or `None` when it is missing or predates checksums
 /// (a migration run under the lock then creates or completes it).
 async fn read_applied(pool: &AnyPool, postgres: bool) -> Result<Option<Vec<Applied>>, StoreError> {
-    let columns: Vec<String> = if postgres {
-        sqlx::query_scalar(
-            "SELECT column_name::TEXT FROM information_schema.columns \
-             WHERE table_schema = current_schema() AND table_name = 'rein_schema'",
-        )
-        .fetch_all(pool)
-        .await?
-    } else {
-        sqlx::query_scalar("SELECT name FROM pragma_table_info('rein_schema')")
-            .fetch_all(pool)
-            .await?
-    };
+    let mut conn = pool.acquire().await?;
+    let columns = schema_columns(&mut conn, postgres).await?;
     if !["checksum", "oldest_binary"]
         .iter()
         .all(|c| columns.iter().any(|have| have == c))
     {
         return Ok(None);
     }
-    let mut conn = pool.acquire().await?;
     read_applied_in(&mut conn).await.map(Some)
+}
+
+/// The columns `rein_schema` has (none when it is missing).
+async fn schema_columns(
+    conn: &mut sqlx::AnyConnection,
+    postgres: bool,
+) -> Result<Vec<String>, StoreError> {
+    let sql = if postgres {
+        "SELECT column_name::TEXT FROM information_schema.columns \
+         WHERE table_schema = current_schema() AND table_name = 'rein_schema'"
+    } else {
+        "SELECT name FROM pragma_table_info('rein_schema')"
+    };
+    Ok(sqlx::query_scalar(sql).fetch_all(&mut *conn).await?)
 }
 
 async fn read_applied_in(conn: &mut sqlx::AnyConnection) -> Result<Vec<Applied>, StoreError> {
@@ -226,18 +229,7 @@ async fn bookkeeping(
     )
     .execute(&mut **tx)
     .await?;
-    let columns: Vec<String> = if postgres {
-        sqlx::query_scalar(
-            "SELECT column_name::TEXT FROM information_schema.columns \
-             WHERE table_schema = current_schema() AND table_name = 'rein_schema'",
-        )
-        .fetch_all(&mut **tx)
-        .await?
-    } else {
-        sqlx::query_scalar("SELECT name FROM pragma_table_info('rein_schema')")
-            .fetch_all(&mut **tx)
-            .await?
-    };
+    let columns = schema_columns(tx, postgres).await?;
     for (column, ty) in [("checksum", "TEXT"), ("oldest_binary", "BIGINT")] {
         if !columns.iter().any(|c| c == column) {
             sqlx::query(sqlx::AssertSqlSafe(format!(

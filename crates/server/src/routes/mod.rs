@@ -70,47 +70,42 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
         if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
             return Err(ApiError::bad_request("the body must be a JSON object"));
         }
-        if let Some(field) = nul_in(&bytes) {
-            return Err(ApiError::bad_request(format!(
-                "{field}: contains the character U+0000 (NUL), which rein does not store; remove it"
-            )));
-        }
+        let bytes = nul_shown(&bytes).unwrap_or(bytes);
         axum::Json::<T>::from_bytes(&bytes)
             .map(|axum::Json(v)| Body(v))
             .map_err(|rejection| ApiError::bad_request(rejection.body_text()))
     }
 }
 
-/// Where a JSON body holds U+0000 (as `\u0000`), as a path (`input`, `messages[2].content`):
-/// PostgreSQL refuses it in text, so the request is refused before anything is stored.
-fn nul_in(bytes: &[u8]) -> Option<String> {
+/// A JSON body that holds U+0000 (as `\u0000`) with each one shown as `␀` (U+2400), or
+/// `None` when it holds none: PostgreSQL refuses U+0000 in text, and a schema-valid request is
+/// accepted, not refused, so the character is made visible the way tool output's is
+/// (`rein_core::text`) before anything reads it.
+fn nul_shown(bytes: &[u8]) -> Option<axum::body::Bytes> {
     if !bytes.windows(6).any(|w| w == b"\\u0000") {
         return None;
     }
-    fn walk(v: &serde_json::Value, path: &str) -> Option<String> {
+    fn show(v: serde_json::Value) -> serde_json::Value {
+        use serde_json::Value;
+        let clean = |s: String| {
+            if s.contains('\0') {
+                s.replace('\0', "\u{2400}")
+            } else {
+                s
+            }
+        };
         match v {
-            serde_json::Value::String(s) => s.contains('\0').then(|| path.to_owned()),
-            serde_json::Value::Array(a) => a
-                .iter()
-                .enumerate()
-                .find_map(|(i, v)| walk(v, &format!("{path}[{i}]"))),
-            serde_json::Value::Object(m) => m.iter().find_map(|(k, v)| {
-                let here = if path.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{path}.{k}")
-                };
-                if k.contains('\0') {
-                    Some(here)
-                } else {
-                    walk(v, &here)
-                }
-            }),
-            _ => None,
+            Value::String(s) => Value::String(clean(s)),
+            Value::Array(a) => Value::Array(a.into_iter().map(show).collect()),
+            Value::Object(m) => {
+                Value::Object(m.into_iter().map(|(k, v)| (clean(k), show(v))).collect())
+            }
+            other => other,
         }
     }
+    // Not JSON: left for the parser below to refuse with its own message.
     let value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
-    walk(&value, "")
+    serde_json::to_vec(&show(value)).ok().map(Into::into)
 }
 
 /// Deserialize a struct field only from a JSON object (serde also reads structs from arrays).
@@ -159,10 +154,12 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Params<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        if parts.uri.query().is_some_and(|q| q.contains("%00")) {
-            return Err(ApiError::bad_request(
-                "the query contains the character U+0000 (NUL, %00), which rein does not store; remove it",
-            ));
+        // U+0000 (`%00`) is shown as `␀`, as in bodies (see `nul_shown`).
+        if let Some(q) = parts.uri.query().filter(|q| q.contains("%00")) {
+            let shown = format!("{}?{}", parts.uri.path(), q.replace("%00", "%E2%90%80"));
+            if let Ok(uri) = shown.parse() {
+                parts.uri = uri;
+            }
         }
         axum::extract::Query::<T>::from_request_parts(parts, state)
             .await
