@@ -134,7 +134,12 @@ impl Env {
     }
 
     async fn token_with(&self, args: &[&str]) -> String {
-        let out = self.command(args).output().await.unwrap();
+        self.token_on(&self.db(), args).await
+    }
+
+    /// `rein token create …` (`args`) on database `db`; the token printed.
+    async fn token_on(&self, db: &str, args: &[&str]) -> String {
+        let out = self.command_on(db, args).output().await.unwrap();
         assert!(
             out.status.success(),
             "{}",

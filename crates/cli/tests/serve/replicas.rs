@@ -78,21 +78,6 @@ async fn start_together(e: &Env, db: &str, round: usize) -> Vec<Child> {
     running
 }
 
-/// A new token of `user` on `db`.
-async fn token_on(e: &Env, db: &str, user: &str) -> String {
-    let out = e
-        .command_on(db, &["token", "create", "--user", user])
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
 /// `rein migrate --json` on `db`: the schema's version and how many migrations are recorded.
 async fn migrations(e: &Env, db: &str) -> (i64, i64, usize) {
     let out = e
@@ -186,7 +171,9 @@ async fn an_upgrade_with_operations_in_flight(e: &Env, db: &str, url: &str) {
             Canned::openai_text("17 × 23 = 391."),
         ],
     );
-    let alice = token_on(e, db, "alice").await;
+    let alice = e
+        .token_on(db, &["token", "create", "--user", "alice"])
+        .await;
     let mut old = e.start_on(db, &["--lease-secs", "2"], &[]).await;
     e.create_agents(
         &old,
@@ -219,8 +206,22 @@ async fn an_upgrade_with_operations_in_flight(e: &Env, db: &str, url: &str) {
     old.child.kill().await.unwrap();
     let _ = old.child.wait().await;
     to_previous_release(url).await;
-    // The dead server's 2 s lease runs out meanwhile.
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // The new servers take the running operation up in their first sweep, at start: wait until
+    // the dead server's 2 s lease has run out, as the database records it.
+    eventually("the dead server's lease running out", || async {
+        let mut conn = sqlx::AnyConnection::connect(url).await.unwrap();
+        let until: Option<i64> =
+            sqlx::query_scalar("SELECT lease_until FROM operations WHERE id = $1")
+                .bind(running.as_str())
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
+        conn.close().await.unwrap();
+        until
+            .is_none_or(|us| us < chrono::Utc::now().timestamp_micros())
+            .then_some(())
+    })
+    .await;
 
     // Two new servers start together on the old schema.
     let (a, b) = tokio::join!(e.start_on(db, &[], &[]), e.start_on(db, &[], &[]));
@@ -313,7 +314,9 @@ async fn sigterm_hands_over(e: &Env, db: &str, second_first: bool) -> Duration {
             Canned::openai_text("Appended once."),
         ],
     );
-    let alice = token_on(e, db, "alice").await;
+    let alice = e
+        .token_on(db, &["token", "create", "--user", "alice"])
+        .await;
     // Leases long enough that nothing is taken over by one running out.
     let mut first = e.start_on(db, &["--lease-secs", "60"], &[]).await;
     let second = if second_first {
