@@ -534,11 +534,12 @@ impl LlmPort for ModelPort {
                 .tool_calls
                 .iter()
                 .map(|c| RawToolCall {
-                    // Gemini has no call ids: synthesize stable ones.
-                    id: c
-                        .id
-                        .clone()
-                        .unwrap_or_else(|| format!("call_{}_{}", c.index, c.name)),
+                    // Gemini has no call ids: synthesize ones unique in the operation (the
+                    // message being written is new at every call), or a later turn's result
+                    // would answer an earlier turn's call.
+                    id: c.id.clone().unwrap_or_else(|| {
+                        format!("call_{}_{}", req.assistant_message_id, c.index)
+                    }),
                     name: c.name.clone(),
                     arguments: c.arguments_raw.clone(),
                     thought_signature: c.thought_signature.clone(),

@@ -9,6 +9,7 @@ mod devices;
 mod driver;
 mod external;
 mod kept_context;
+mod long_operations;
 mod questions;
 mod skills;
 mod sub_agents;

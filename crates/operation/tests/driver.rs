@@ -976,8 +976,30 @@ async fn a_tool_result_larger_than_the_window_is_cut_with_a_note_and_the_operati
     assert_eq!(kept.text_content().len(), "word ".len() * 200_000 - 1);
 }
 
+fn summarizer(e: &Env, window_tokens: Option<u64>) -> rein_operation::ModelSummarizer {
+    rein_operation::ModelSummarizer {
+        provider: Arc::new(openai_provider(e)),
+        provider_id: "openai".into(),
+        model: "gpt-4o-mini".into(),
+        window_tokens,
+        pricing: rein_operation::pricing::Pricing::new(
+            Arc::new(Catalog::builtin().unwrap()),
+            &Default::default(),
+        ),
+        cancel: Default::default(),
+    }
+}
+
+/// The transcript a summary request asked to summarize, and the notes it was given.
+fn summary_asked(r: &rein_model::testing::Recorded) -> String {
+    r.body["messages"][1]["content"].as_str().unwrap().to_owned()
+}
+
+/// A summary request the model refuses as too long is split in two: the first half is
+/// summarized, the second merged into those notes; nothing given is left out and the usage of
+/// every call is counted.
 #[tokio::test]
-async fn an_overflowing_summary_request_drops_the_oldest_half_and_retries() {
+async fn an_overflowing_summary_request_is_summarized_in_halves_nothing_dropped() {
     use rein_core::engine::ports::Summarizer;
     let e = env(vec![
         Canned::json(
@@ -988,34 +1010,73 @@ async fn an_overflowing_summary_request_drops_the_oldest_half_and_retries() {
                 "code": "context_length_exceeded"
             }}),
         ),
-        Canned::openai_text("notes on m4 to m7"),
+        Canned::openai_text("notes on m0 to m3"),
+        Canned::openai_text("notes on m0 to m7"),
     ])
     .await;
-    let provider = openai_provider(&e);
-    let summarizer = rein_operation::ModelSummarizer {
-        provider: Arc::new(provider),
-        provider_id: "openai".into(),
-        model: "gpt-4o-mini".into(),
-        pricing: rein_operation::pricing::Pricing::new(
-            Arc::new(Catalog::builtin().unwrap()),
-            &Default::default(),
-        ),
-        cancel: Default::default(),
-    };
     let messages: Vec<_> = (0..8)
         .map(|i| Arc::new(rein_core::Message::user(format!("m{i}"))))
         .collect();
-    let s = summarizer.summarize(&messages, None).await.unwrap();
-    assert_eq!(s.text, "notes on m4 to m7");
+    let s = summarizer(&e, None)
+        .summarize(&messages, Some("notes before"))
+        .await
+        .unwrap();
+    assert_eq!(s.text, "notes on m0 to m7");
     assert_eq!(s.model_key, "openai/gpt-4o-mini");
+    assert_eq!(s.usage.input, 200, "both answered calls counted");
     let requests = e.server.requests();
-    assert_eq!(requests.len(), 2);
-    let first = requests[0].body["messages"][1]["content"].as_str().unwrap();
-    let second = requests[1].body["messages"][1]["content"].as_str().unwrap();
-    assert!(first.contains("[user] m0"));
-    assert!(!second.contains("[user] m3"), "{second}");
-    assert!(second.contains("[4 older messages did not fit"));
+    assert_eq!(requests.len(), 3);
+    let [whole, first, second] = [0, 1, 2].map(|i| summary_asked(&requests[i]));
+    assert!(whole.contains("[user] m0") && whole.contains("[user] m7"));
+    assert!(first.starts_with("Previous summary:\nnotes before"), "{first}");
+    assert!(first.contains("[user] m0") && first.contains("[user] m3"));
+    assert!(!first.contains("[user] m4"));
+    assert!(second.starts_with("Previous summary:\nnotes on m0 to m3"), "{second}");
     assert!(second.contains("[user] m4") && second.contains("[user] m7"));
+    assert!(!second.contains("[user] m3"));
+}
+
+/// A transcript longer than half the summarizing model's window is summarized in chunks from
+/// the start, each merged into the notes before it, without a refused request; one message
+/// the model still refuses is cut shorter, never dropped.
+#[tokio::test]
+async fn a_transcript_beyond_the_summary_window_is_chunked_and_a_lone_message_cut() {
+    use rein_core::engine::ports::Summarizer;
+    let too_long = Canned::json(
+        400,
+        &serde_json::json!({"error": {
+            "message": "This model's maximum context length is 1000 tokens.",
+            "type": "invalid_request_error",
+            "code": "context_length_exceeded"
+        }}),
+    );
+    let e = env(vec![
+        Canned::openai_text("notes 1"),
+        Canned::openai_text("notes 2"),
+        too_long,
+        Canned::openai_text("notes 3"),
+    ])
+    .await;
+    // A window of 1,000 tokens: chunks of at most 1,500 bytes of transcript.
+    let messages: Vec<_> = ["a", "b", "c"]
+        .iter()
+        .map(|w| Arc::new(rein_core::Message::user(format!("{w} ").repeat(600))))
+        .collect();
+    let s = summarizer(&e, Some(1_000))
+        .summarize(&messages, None)
+        .await
+        .unwrap();
+    assert_eq!(s.text, "notes 3");
+    let requests = e.server.requests();
+    assert_eq!(requests.len(), 4);
+    let asked: Vec<String> = requests.iter().map(summary_asked).collect();
+    assert!(asked[0].starts_with("Conversation to summarize:") && asked[0].contains("a a a"));
+    assert!(asked[1].starts_with("Previous summary:\nnotes 1") && asked[1].contains("b b b"));
+    // The third message was refused whole, then sent cut to half its length.
+    assert!(asked[2].contains(&"c ".repeat(600)));
+    assert!(asked[3].starts_with("Previous summary:\nnotes 2"));
+    assert!(asked[3].contains("c c c") && asked[3].contains(" [...]"));
+    assert!(asked[3].len() < asked[2].len());
 }
 
 #[tokio::test]

@@ -5,7 +5,10 @@
 //! Used by the tests of this crate and of the crates above it; never by production code.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+pub mod streams;
 pub mod validate;
+
+pub use streams::ENCRYPTED_REASONING;
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use std::sync::{Arc, Mutex};
@@ -215,18 +218,42 @@ impl Recorded {
         self.conversation().into_iter().map(|(_, t)| t).collect()
     }
 
-    /// The system messages of a chat request, as JSON text, one per line.
+    /// The system instructions of a chat request in any protocol (OpenAI Chat's and Ollama's
+    /// system messages, Anthropic's `system`, Gemini's `systemInstruction`, the Responses API's
+    /// `instructions` and system or developer items), as JSON text, one per line.
     pub fn system_text(&self) -> String {
-        self.body["messages"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter(|m| m["role"] == "system")
-                    .map(|m| m["content"].to_string())
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            })
-            .unwrap_or_default()
+        let b = &self.body;
+        let mut parts: Vec<String> = ["system", "systemInstruction", "instructions"]
+            .iter()
+            .filter_map(|k| b.get(*k).map(|v| v.to_string()))
+            .collect();
+        for list in ["messages", "input"] {
+            if let Some(items) = b[list].as_array() {
+                parts.extend(
+                    items
+                        .iter()
+                        .filter(|m| m["role"] == "system" || m["role"] == "developer")
+                        .map(|m| m["content"].to_string()),
+                );
+            }
+        }
+        parts.join("\n")
+    }
+
+    /// Whether any string in the request's body contains `text` (a protocol-blind search for
+    /// what a request carried).
+    pub fn carries(&self, text: &str) -> bool {
+        fn walk(v: &serde_json::Value, text: &str) -> bool {
+            match v {
+                serde_json::Value::String(s) => s.contains(text),
+                serde_json::Value::Array(a) => a.iter().any(|v| walk(v, text)),
+                serde_json::Value::Object(o) => o.values().any(|v| walk(v, text)),
+                serde_json::Value::Null
+                | serde_json::Value::Bool(_)
+                | serde_json::Value::Number(_) => false,
+            }
+        }
+        walk(&self.body, text)
     }
 }
 

@@ -187,6 +187,10 @@ impl Driver {
             provider: summary_provider,
             provider_id: summary_model.provider.to_string(),
             model: summary_model.model.to_string(),
+            window_tokens: self
+                .catalog
+                .lookup(&summary_model.provider, &summary_model.model)
+                .map(|info| info.context_window),
             pricing: crate::pricing::Pricing::new(Arc::clone(&self.catalog), spec),
             cancel: self.cancel.clone(),
         };
