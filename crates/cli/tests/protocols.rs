@@ -399,13 +399,25 @@ async fn openai_responses_sends_the_encrypted_reasoning_back_and_pairs_outputs_b
 
 // ---- Force-finish on every protocol ------------------------------------------------------
 
-/// A protocol as the force-finish test drives it: its model, the variables that point it at
-/// the local server, a turn calling the calculator (call `n`), and an answer.
+/// A protocol as the force-finish and MCP tests drive it: its model, the variables that point
+/// it at the local server, a turn calling tools (`(id, function name, arguments)`; ids are
+/// dropped where the protocol has none), and an answer.
 struct Protocol {
     model: &'static str,
     vars: &'static [(&'static str, &'static str)],
-    call: fn(usize) -> Canned,
+    calls: fn(&[(String, &str, Value)]) -> Canned,
     answer: fn(&str) -> Canned,
+}
+
+impl Protocol {
+    /// A turn calling the calculator (call `n`).
+    fn call(&self, n: usize) -> Canned {
+        (self.calls)(&[(
+            format!("call_{n}"),
+            "calculator__evaluate",
+            json!({"expression": "6*7"}),
+        )])
+    }
 }
 
 fn protocols() -> Vec<Protocol> {
@@ -413,12 +425,14 @@ fn protocols() -> Vec<Protocol> {
         Protocol {
             model: "openai/gpt-4o-mini",
             vars: &[("OPENAI_BASE_URL", "{base}/v1"), ("OPENAI_API_KEY", "k")],
-            call: |n| {
-                Canned::openai_tools(&[(
-                    &format!("call_{n}"),
-                    "calculator__evaluate",
-                    r#"{"expression":"6*7"}"#,
-                )])
+            calls: |calls| {
+                let args: Vec<String> = calls.iter().map(|(_, _, a)| a.to_string()).collect();
+                let calls: Vec<(&str, &str, &str)> = calls
+                    .iter()
+                    .zip(&args)
+                    .map(|((id, name, _), a)| (id.as_str(), *name, a.as_str()))
+                    .collect();
+                Canned::openai_tools(&calls)
             },
             answer: Canned::openai_text,
         },
@@ -428,13 +442,12 @@ fn protocols() -> Vec<Protocol> {
                 ("ANTHROPIC_BASE_URL", "{base}/v1"),
                 ("ANTHROPIC_API_KEY", "k"),
             ],
-            call: |n| {
-                anthropic(
-                    &[
-                        json!({"id": format!("toolu_{n}"), "name": "calculator__evaluate", "input": {"expression": "6*7"}}),
-                    ],
-                    "tool_use",
-                )
+            calls: |calls| {
+                let blocks: Vec<Value> = calls
+                    .iter()
+                    .map(|(id, name, a)| json!({"id": id.replace("call_", "toolu_"), "name": name, "input": a}))
+                    .collect();
+                anthropic(&blocks, "tool_use")
             },
             answer: |t| anthropic(&[json!({ "text": t })], "end_turn"),
         },
@@ -444,24 +457,24 @@ fn protocols() -> Vec<Protocol> {
                 ("GEMINI_BASE_URL", "{base}/v1beta"),
                 ("GEMINI_API_KEY", "k"),
             ],
-            call: |_| {
-                gemini(&[
-                    json!({"functionCall": {"name": "calculator__evaluate", "args": {"expression": "6*7"}}}),
-                ])
+            calls: |calls| {
+                let parts: Vec<Value> = calls
+                    .iter()
+                    .map(|(_, name, a)| json!({"functionCall": {"name": name, "args": a}}))
+                    .collect();
+                gemini(&parts)
             },
             answer: |t| gemini(&[json!({ "text": t })]),
         },
         Protocol {
             model: "ollama/qwen3:8b",
             vars: &[("OLLAMA_HOST", "{base}")],
-            call: |_| {
-                ollama(
-                    None,
-                    "",
-                    &[
-                        json!({"function": {"name": "calculator__evaluate", "arguments": {"expression": "6*7"}}}),
-                    ],
-                )
+            calls: |calls| {
+                let calls: Vec<Value> = calls
+                    .iter()
+                    .map(|(_, name, a)| json!({"function": {"name": name, "arguments": a}}))
+                    .collect();
+                ollama(None, "", &calls)
             },
             answer: |t| ollama(None, t, &[]),
         },
@@ -471,16 +484,14 @@ fn protocols() -> Vec<Protocol> {
                 ("OPENAI_RESPONSES_BASE_URL", "{base}/v1"),
                 ("OPENAI_API_KEY", "k"),
             ],
-            call: |n| {
-                responses(
-                    None,
-                    "",
-                    &[(
-                        &format!("call_{n}"),
-                        "calculator__evaluate",
-                        r#"{"expression":"6*7"}"#,
-                    )],
-                )
+            calls: |calls| {
+                let args: Vec<String> = calls.iter().map(|(_, _, a)| a.to_string()).collect();
+                let calls: Vec<(&str, &str, &str)> = calls
+                    .iter()
+                    .zip(&args)
+                    .map(|((id, name, _), a)| (id.as_str(), *name, a.as_str()))
+                    .collect();
+                responses(None, "", &calls)
             },
             answer: |t| responses(None, t, &[]),
         },
@@ -495,7 +506,7 @@ fn protocols() -> Vec<Protocol> {
 async fn force_finish_ends_with_an_answer_every_provider_takes_at_every_step_limit() {
     for p in protocols() {
         for steps in 1..=5 {
-            let turns = (0..8).map(p.call).collect();
+            let turns = (0..8).map(|n| p.call(n)).collect();
             let e = env(turns, p.vars).await;
             e.server
                 .route_withdrawn(vec![(p.answer)("Stopped at the limit: 6*7 is 42.")]);
@@ -534,5 +545,163 @@ async fn force_finish_ends_with_an_answer_every_provider_takes_at_every_step_lim
                 p.model
             );
         }
+    }
+}
+
+// ---- MCP tools with real-world schemas on every protocol ---------------------------------
+
+/// Every `$ref` in `schema` and whether it resolves to a definition at the schema's root.
+fn references(schema: &Value) -> Vec<(String, bool)> {
+    fn walk(v: &Value, root: &Value, out: &mut Vec<(String, bool)>) {
+        match v {
+            Value::Object(m) => {
+                if let Some(Value::String(r)) = m.get("$ref") {
+                    let target = r
+                        .strip_prefix("#/")
+                        .map(|p| p.split('/').fold(root, |at, k| &at[k]));
+                    out.push((r.clone(), target.is_some_and(|t| !t.is_null())));
+                }
+                m.values().for_each(|v| walk(v, root, out));
+            }
+            Value::Array(a) => a.iter().for_each(|v| walk(v, root, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(schema, schema, &mut out);
+    out
+}
+
+/// The tool schemas a request offered, whatever its protocol: (function name, schema).
+fn offered_schemas(r: &Recorded) -> Vec<(String, Value)> {
+    let b = &r.body;
+    let mut out = Vec::new();
+    for t in b["tools"].as_array().into_iter().flatten() {
+        if let Some(decls) = t["functionDeclarations"].as_array() {
+            out.extend(decls.iter().map(|d| {
+                (
+                    d["name"].as_str().unwrap_or_default().to_owned(),
+                    d["parameters"].clone(),
+                )
+            }));
+        } else {
+            let f = if t.get("function").is_some() {
+                &t["function"]
+            } else {
+                t
+            };
+            let schema = f
+                .get("parameters")
+                .or_else(|| f.get("input_schema"))
+                .cloned()
+                .unwrap_or_default();
+            out.push((f["name"].as_str().unwrap_or_default().to_owned(), schema));
+        }
+    }
+    out
+}
+
+/// An MCP server written with the official Python SDK, whose tools take pydantic models
+/// (`$defs` and `$ref`, a recursive tree, `anyOf` with null, a literal, a parameter named
+/// `名前`), offered on every protocol: every request is one the provider takes (Gemini gets
+/// the references inlined, Anthropic the non-ASCII name renamed), no reference dangles; the
+/// model's first call breaks the tool's own schema and is refused before the server sees it,
+/// naming what is wrong; the calls that follow reach the server with the arguments under the
+/// names it declared.
+#[tokio::test]
+async fn mcp_tools_with_definitions_and_recursion_work_on_every_protocol() {
+    let Some(python) = rein_testkit::python_with("MCP tools on every protocol", "mcp") else {
+        return;
+    };
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/planner_mcp.py");
+    let mcp = format!("planner={} {}", python.display(), script.display());
+    for p in protocols() {
+        let first = (p.calls)(&[
+            (
+                "call_1".into(),
+                "planner__outline",
+                json!({"root": {"children": []}}),
+            ),
+            ("call_2".into(), "planner__greet", json!({"名前": "Ada"})),
+        ]);
+        let second = (p.calls)(&[
+            (
+                "call_3".into(),
+                "planner__outline",
+                json!({"root": {"title": "Plan", "children": [{"title": "A"}, {"title": "B", "children": [{"title": "B1"}]}]}}),
+            ),
+            (
+                "call_4".into(),
+                "planner__file_issue",
+                json!({"title": "Fix", "labels": [{"name": "bug", "color": null}], "priority": "high"}),
+            ),
+        ]);
+        let e = env(
+            vec![first, second, (p.answer)("Outlined, greeted and filed.")],
+            p.vars,
+        )
+        .await;
+        let (code, out, err) = e
+            .rein(&[
+                "run",
+                "--model",
+                p.model,
+                "--mcp",
+                &mcp,
+                "--tools",
+                "planner",
+                "--approval",
+                "auto-run",
+                "Outline the plan, greet Ada, file the issue.",
+            ])
+            .await;
+        let requests = e.server.requests();
+        for r in &requests {
+            assert!(
+                r.refused.is_none(),
+                "{}: the provider would refuse {}: {:?}",
+                p.model,
+                r.path,
+                r.refused
+            );
+        }
+        assert_eq!(code, 0, "{}: {out}\n{err}", p.model);
+        assert!(
+            out.contains("Outlined, greeted and filed."),
+            "{}: {out}",
+            p.model
+        );
+        assert_eq!(requests.len(), 3, "{}", p.model);
+        let offered = offered_schemas(&requests[0]);
+        let names: Vec<&str> = offered.iter().map(|(n, _)| n.as_str()).collect();
+        for tool in ["planner__outline", "planner__greet", "planner__file_issue"] {
+            assert!(names.contains(&tool), "{}: {names:?}", p.model);
+        }
+        for (name, schema) in &offered {
+            for (r, resolves) in references(schema) {
+                assert!(resolves, "{}: {name} has a dangling {r}: {schema}", p.model);
+            }
+        }
+        // The broken call was refused by the tool's own schema, naming the missing field; the
+        // greeting reached the server under its declared parameter name.
+        assert!(
+            requests[1].carries("\"title\" is a required property"),
+            "{}: {}",
+            p.model,
+            requests[1].body
+        );
+        assert!(requests[1].carries("こんにちは, Ada"), "{}", p.model);
+        assert!(
+            requests[2].carries("stored an outline of 4 nodes"),
+            "{}",
+            p.model
+        );
+        assert!(
+            requests[2].carries("filed 'Fix' (high) with 1 labels"),
+            "{}: {}",
+            p.model,
+            requests[2].body
+        );
     }
 }

@@ -2951,18 +2951,9 @@ async fn a_server_killed_mid_delegation_resumes_the_tree_on_restart() {
 /// list, and an operation stopped by its budget coming back as an error naming why.
 #[tokio::test]
 async fn the_openai_sdk_talks_to_a_rein_agent() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let python = root.join(".pyclients/venv/bin/python");
-    if !python.exists() {
-        rein_testkit::skip(
-            "the OpenAI SDK test",
-            &format!(
-                "no {} (scripts/test installs the openai SDK there)",
-                python.display()
-            ),
-        );
+    let Some(python) = rein_testkit::python_with("the OpenAI SDK test", "openai") else {
         return;
-    }
+    };
     let e = env(Vec::new()).await;
     let answer = || Canned::openai_text("17 × 23 = 391.");
     e.model.route(
@@ -2989,7 +2980,7 @@ async fn the_openai_sdk_talks_to_a_rein_agent() {
     )
     .await;
     let run = Command::new(&python)
-        .arg(root.join("crates/cli/tests/clients/openai_sdk.py"))
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/openai_sdk.py"))
         .arg(&rein.base)
         .arg(&token)
         .output()

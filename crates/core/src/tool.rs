@@ -234,9 +234,21 @@ fn is_safe(component: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-/// The model-facing function name for `identifier` + `api`.
+/// Whether `identifier` can open a function name as it is: Gemini requires a name to start
+/// with a letter or an underscore.
+fn opens_a_name(identifier: &str) -> bool {
+    is_safe(identifier)
+        && identifier
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+}
+
+/// The model-facing function name for `identifier` + `api`: letters, digits, `_` and `-`,
+/// starting with a letter or `_`, at most [`TOOL_NAME_MAX_LEN`] bytes (what OpenAI,
+/// Anthropic and Gemini all take); a component that cannot be used as it is becomes a hash.
 pub fn mangle(identifier: &str, api: &str) -> String {
-    let id = if is_safe(identifier) {
+    let id = if opens_a_name(identifier) {
         identifier.to_owned()
     } else {
         hashed(identifier)
@@ -292,7 +304,7 @@ pub fn resolve_name(
         // component needed hashing and it fits.
         if let Some(m) = map.get(id)
             && m.api(api).is_some()
-            && is_safe(id)
+            && opens_a_name(id)
             && is_safe(api)
             && raw.len() <= TOOL_NAME_MAX_LEN
         {
@@ -369,13 +381,15 @@ mod tests {
             manifest("calculator", &["add"]),
             manifest("mcp.github/server", &["create issue"]),
             manifest(&long, &[&long]),
+            manifest("3d-printer", &["print"]),
+            manifest("-dash", &["x"]),
         ];
         let idx = ToolNameIndex::new(&ms);
         for m in &ms {
             for api in &m.apis {
                 let name = mangle(&m.identifier, &api.name);
                 assert!(name.len() <= TOOL_NAME_MAX_LEN, "{name}");
-                assert!(is_safe(&name), "{name}");
+                assert!(opens_a_name(&name), "{name}");
                 assert_eq!(
                     idx.resolve(&name),
                     Some((m.identifier.clone(), api.name.clone()))

@@ -227,8 +227,15 @@ impl Inner {
         call: &HttpCall,
         req: &ChatRequest,
         stream: bool,
+        mut keys: Option<&mut crate::protocol::keys::KeyMap>,
         sink: &mut Sink<'_>,
     ) -> Attempt {
+        // Arguments of tools whose parameter names were renamed for the wire go back to the
+        // names the tool declared before anything else sees them.
+        let mut declared = |events: Vec<ModelEvent>| match keys.as_mut() {
+            Some(k) => k.incoming(events),
+            None => events,
+        };
         let cancel = &req.cancel;
         let sent = tokio::select! {
             r = self.transport.send(call.clone()) => r,
@@ -260,7 +267,7 @@ impl Inner {
             };
             let mut failure = None;
             if !Self::forward(
-                protocol.parse_body(&body),
+                declared(protocol.parse_body(&body)),
                 sink,
                 &mut produced,
                 &mut failure,
@@ -303,7 +310,7 @@ impl Inner {
             }
             // Everything received before a failure reaches the caller first.
             if !Self::forward(
-                std::mem::take(&mut events),
+                declared(std::mem::take(&mut events)),
                 sink,
                 &mut produced,
                 &mut failure,
@@ -384,7 +391,11 @@ impl Inner {
             let _ = tx.send(e).await;
             return collector.finish();
         }
-        let call = self.call(&req, stream);
+        let mut keys = crate::protocol::keys::KeyMap::of(self.config.protocol, &req);
+        let call = match &keys {
+            Some(k) => self.call(&k.outgoing(&req), stream),
+            None => self.call(&req, stream),
+        };
         let policy = self.retry;
         let mut waited = std::time::Duration::ZERO;
         let mut attempt = 1;
@@ -394,7 +405,11 @@ impl Inner {
                     tx: &tx,
                     collector: &mut collector,
                 };
-                self.attempt(&call, &req, stream, &mut sink).await
+                if let Some(k) = keys.as_mut() {
+                    k.restart();
+                }
+                self.attempt(&call, &req, stream, keys.as_mut(), &mut sink)
+                    .await
             };
             let outcome = match outcome {
                 // A stop with nothing in it is a failed call, not an answer.

@@ -198,3 +198,136 @@ fn schemas_with_definitions_and_recursion_reach_every_provider_without_dangling_
         }
     }
 }
+
+/// Tools as MCP servers declare them, at the edges of what providers take: a description of
+/// 3,000 characters, a schema with no type (`{}`), parameters named like schema keywords.
+/// Every protocol renders a request its provider takes; OpenAI Chat cuts the description to
+/// its 1,024 characters and gives the model the whole text in the system message; nothing is
+/// dropped from the parameters.
+#[test]
+fn tool_definitions_are_rendered_within_every_providers_limits() {
+    use rein_model::testing::validate::Wire;
+    let long = "Search the archive. ".repeat(150);
+    for protocol in PROTOCOLS {
+        let mut req = conversation();
+        req.tools.push(ToolSpec {
+            name: "archive__search".into(),
+            description: long.clone(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"const": {"type": "string"}, "definitions": {"type": "array", "items": {"type": "string"}}},
+                "required": ["const"]
+            }),
+        });
+        req.tools.push(ToolSpec {
+            name: "clock__now".into(),
+            description: "The time".into(),
+            parameters: json!({}),
+        });
+        let w = protocol.build(&req, true);
+        let wire = Wire::of_path(&w.path).expect("a chat path");
+        wire.check(&w.body)
+            .unwrap_or_else(|e| panic!("{protocol:?}: {e}\n{}", w.body));
+        let body = w.body.to_string();
+        assert!(
+            body.contains("\"definitions\"") && body.contains("\"const\""),
+            "{protocol:?}: {body}"
+        );
+        if protocol == Protocol::OpenaiChat {
+            let d = w.body["tools"][1]["function"]["description"]
+                .as_str()
+                .unwrap();
+            assert_eq!(d.chars().count(), 1024, "{d}");
+            assert!(d.ends_with("(continued in the instructions)"));
+            let system = w.body["messages"][0]["content"].as_str().unwrap();
+            assert!(system.starts_with("You are terse."), "{system}");
+            assert!(system.contains(&format!("`archive__search`:\n{long}")));
+            assert_eq!(
+                w.body["tools"][2]["function"]["parameters"],
+                json!({"type": "object", "properties": {}})
+            );
+        }
+    }
+}
+
+/// The validators refuse, in the provider's words, the tool definitions each provider refuses.
+#[test]
+fn validators_refuse_tool_definitions_the_providers_refuse() {
+    use rein_model::testing::validate::Wire;
+    let chat = |tools: serde_json::Value| json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools});
+    let f = |name: &str, description: &str, parameters: serde_json::Value| json!({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}});
+    let object = json!({"type": "object", "properties": {}});
+    let refused = |wire: Wire, body: serde_json::Value| wire.check(&body).unwrap_err();
+    assert!(
+        refused(
+            Wire::OpenAiChat,
+            chat(json!([f("a.b", "", object.clone())]))
+        )
+        .contains("does not match pattern")
+    );
+    assert!(
+        refused(
+            Wire::OpenAiChat,
+            chat(json!([f(&"a".repeat(65), "", object.clone())]))
+        )
+        .contains("maximum length 64")
+    );
+    assert!(
+        refused(
+            Wire::OpenAiChat,
+            chat(json!([f("a", &"d".repeat(1025), object.clone())]))
+        )
+        .contains("maximum length 1024")
+    );
+    assert!(
+        refused(Wire::OpenAiChat, chat(json!([f("a", "", json!({}))])))
+            .contains("got 'type: \"None\"'")
+    );
+    let many: Vec<_> = (0..129)
+        .map(|i| f(&format!("t{i}"), "", object.clone()))
+        .collect();
+    assert!(refused(Wire::OpenAiChat, chat(json!(many))).contains("maximum length 128"));
+    let responses = json!({"model": "m", "input": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "name": "a/b", "parameters": object}]});
+    assert!(refused(Wire::OpenAiResponses, responses).contains("'tools[0].name'"));
+    let anthropic = |tools: serde_json::Value| json!({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}], "tools": tools});
+    let t = |name: &str, schema: serde_json::Value| json!({"name": name, "description": "", "input_schema": schema});
+    assert!(
+        refused(
+            Wire::Anthropic,
+            anthropic(json!([t("a.b", object.clone())]))
+        )
+        .contains("custom.name")
+    );
+    assert!(
+        refused(
+            Wire::Anthropic,
+            anthropic(json!([t("a", object.clone()), t("a", object.clone())]))
+        )
+        .contains("must be unique")
+    );
+    assert!(
+        refused(
+            Wire::Anthropic,
+            anthropic(json!([t("a", json!({"properties": {}}))]))
+        )
+        .contains("Input should be 'object'")
+    );
+    assert!(
+        refused(
+            Wire::Anthropic,
+            anthropic(json!([t(
+                "a",
+                json!({"type": "object", "properties": {"名前": {"type": "string"}}})
+            )]))
+        )
+        .contains("Property keys")
+    );
+    let gemini = |name: &str| json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "tools": [{"functionDeclarations": [{"name": name, "parameters": {"type": "object"}}]}]});
+    assert!(refused(Wire::Gemini, gemini("3d__print")).contains("Must start with a letter"));
+    assert!(Wire::Gemini.check(&gemini("_3d.print-x")).is_ok());
+    assert!(
+        Wire::Anthropic
+            .check(&anthropic(json!([t("a", object.clone())])))
+            .is_ok()
+    );
+}

@@ -296,10 +296,15 @@ mod tests {
 
     #[test]
     fn chunks_fill_the_budget_in_order_and_keep_an_oversized_message_alone() {
-        let messages: Vec<_> = ["a".repeat(40), "b".repeat(40), "c".repeat(200), "d".repeat(10)]
-            .into_iter()
-            .map(|t| Arc::new(Message::user(t)))
-            .collect();
+        let messages: Vec<_> = [
+            "a".repeat(40),
+            "b".repeat(40),
+            "c".repeat(200),
+            "d".repeat(10),
+        ]
+        .into_iter()
+        .map(|t| Arc::new(Message::user(t)))
+        .collect();
         // Each line is the text plus "[user] " and a newline (8 bytes).
         assert_eq!(chunks(&messages, 100), [0..2, 2..3, 3..4]);
         assert_eq!(chunks(&messages, u64::MAX), [0..4]);

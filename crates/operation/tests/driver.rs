@@ -992,7 +992,10 @@ fn summarizer(e: &Env, window_tokens: Option<u64>) -> rein_operation::ModelSumma
 
 /// The transcript a summary request asked to summarize, and the notes it was given.
 fn summary_asked(r: &rein_model::testing::Recorded) -> String {
-    r.body["messages"][1]["content"].as_str().unwrap().to_owned()
+    r.body["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 /// A summary request the model refuses as too long is split in two: the first half is
@@ -1028,10 +1031,16 @@ async fn an_overflowing_summary_request_is_summarized_in_halves_nothing_dropped(
     assert_eq!(requests.len(), 3);
     let [whole, first, second] = [0, 1, 2].map(|i| summary_asked(&requests[i]));
     assert!(whole.contains("[user] m0") && whole.contains("[user] m7"));
-    assert!(first.starts_with("Previous summary:\nnotes before"), "{first}");
+    assert!(
+        first.starts_with("Previous summary:\nnotes before"),
+        "{first}"
+    );
     assert!(first.contains("[user] m0") && first.contains("[user] m3"));
     assert!(!first.contains("[user] m4"));
-    assert!(second.starts_with("Previous summary:\nnotes on m0 to m3"), "{second}");
+    assert!(
+        second.starts_with("Previous summary:\nnotes on m0 to m3"),
+        "{second}"
+    );
     assert!(second.contains("[user] m4") && second.contains("[user] m7"));
     assert!(!second.contains("[user] m3"));
 }

@@ -211,11 +211,7 @@ async fn a_long_operation_compresses_twice_on_every_protocol_and_every_request_i
                 r.body.to_string()
             );
         }
-        assert!(
-            matches!(&end, RunEnd::Done { .. }),
-            "{}: {end:?}",
-            w.model
-        );
+        assert!(matches!(&end, RunEnd::Done { .. }), "{}: {end:?}", w.model);
         let is_summary = |r: &rein_model::testing::Recorded| {
             r.system_text().contains("You compress conversations")
         };
@@ -225,7 +221,10 @@ async fn a_long_operation_compresses_twice_on_every_protocol_and_every_request_i
             "{}: {summaries} compressions in {} requests; the last: {:.3000}",
             w.model,
             requests.len(),
-            requests.last().map(|r| r.body.to_string()).unwrap_or_default()
+            requests
+                .last()
+                .map(|r| r.body.to_string())
+                .unwrap_or_default()
         );
         let mut newest_page = 0;
         let mut after_summary = false;

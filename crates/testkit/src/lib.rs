@@ -139,6 +139,32 @@ pub fn mcp_server(test: &str, package: &str) -> Option<String> {
     }
 }
 
+/// The Python of the workspace's `.pyclients/venv` (where scripts/test installs the official
+/// `openai` and `mcp` Python SDKs) when it can import `module`, or `None` after reporting `test`
+/// as skipped (a failure under CI).
+pub fn python_with(test: &str, module: &str) -> Option<std::path::PathBuf> {
+    let python =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.pyclients/venv/bin/python");
+    let imports = std::process::Command::new(&python)
+        .args(["-c", &format!("import {module}")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if imports {
+        Some(python)
+    } else {
+        skip(
+            test,
+            &format!(
+                "{} cannot import {module}; scripts/test installs it there",
+                python.display()
+            ),
+        );
+        None
+    }
+}
+
 /// What an instrumented build (`cargo llvm-cov`, see scripts/coverage) needs a child process
 /// to keep when a test clears its environment: where to write its profile, so the code the
 /// `rein` processes run is counted too. Empty in a plain run.

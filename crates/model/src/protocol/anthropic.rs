@@ -117,7 +117,7 @@ pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
         body["tools"] = req
             .tools
             .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": super::schema::object_root(&t.parameters)}))
             .collect();
         let mut choice = match &req.tool_choice {
             ToolChoice::Auto => json!({"type": "auto"}),

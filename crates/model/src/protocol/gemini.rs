@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 /// references inlined ([`super::schema::inline_refs`]), then keywords it rejects removed or
 /// rewritten.
 fn gemini_schema(v: &Value) -> Value {
-    sanitize_schema(&super::schema::inline_refs(v))
+    sanitize_schema(&super::schema::inline_refs(&super::schema::object_root(v)))
 }
 
 /// Remove or rewrite the keywords Gemini's schema rejects: `const` becomes a one-value `enum`
@@ -56,6 +56,17 @@ fn sanitize_schema(v: &Value) -> Value {
                         if types.contains(&"null") {
                             out.insert("nullable".into(), json!(true));
                         }
+                    }
+                    // Property names are the tool's words, not keywords.
+                    "properties" if v.is_object() => {
+                        let props = v.as_object().into_iter().flatten();
+                        out.insert(
+                            k.clone(),
+                            props
+                                .map(|(name, p)| (name.clone(), sanitize_schema(p)))
+                                .collect::<serde_json::Map<_, _>>()
+                                .into(),
+                        );
                     }
                     _ => {
                         out.insert(k.clone(), sanitize_schema(v));

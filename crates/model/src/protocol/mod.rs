@@ -4,6 +4,7 @@
 
 pub mod anthropic;
 pub mod gemini;
+pub mod keys;
 pub mod ollama;
 pub mod openai_chat;
 pub mod openai_responses;

@@ -14,6 +14,12 @@ use rein_core::message::{ContentPart, Role};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+/// A tool's parameters as Ollama reads them: its typed property structs ignore `$ref`, so
+/// references are inlined (what they name would otherwise never reach the model).
+fn parameters(schema: &Value) -> Value {
+    super::schema::inline_refs(&super::schema::object_root(schema))
+}
+
 /// The request body.
 pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
     let mut messages = Vec::new();
@@ -73,7 +79,7 @@ pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
         body["tools"] = req
             .tools
             .iter()
-            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": parameters(&t.parameters)}}))
             .collect();
     }
     let mut options = serde_json::Map::new();

@@ -15,10 +15,47 @@ use serde_json::{Value, json};
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
+/// The longest function description OpenAI takes, in characters.
+pub const DESCRIPTION_MAX_CHARS: usize = 1024;
+
+/// Tool definitions as OpenAI takes them: the parameters an object schema, a description over
+/// [`DESCRIPTION_MAX_CHARS`] cut there, its whole text returned to go in the system message
+/// (so the model still reads every word the tool's author wrote).
+fn tool_definitions(req: &ChatRequest) -> (Vec<Value>, Vec<String>) {
+    let mut whole = Vec::new();
+    let tools = req
+        .tools
+        .iter()
+        .map(|t| {
+            let description = if t.description.chars().count() > DESCRIPTION_MAX_CHARS {
+                whole.push(format!(
+                    "The full description of the tool `{}`:\n{}",
+                    t.name, t.description
+                ));
+                let note = " … (continued in the instructions)";
+                let keep = DESCRIPTION_MAX_CHARS - note.chars().count();
+                let mut cut: String = t.description.chars().take(keep).collect();
+                cut.push_str(note);
+                cut
+            } else {
+                t.description.clone()
+            };
+            json!({"type": "function", "function": {"name": t.name, "description": description, "parameters": super::schema::object_root(&t.parameters)}})
+        })
+        .collect();
+    (tools, whole)
+}
+
 /// The request body.
 pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
     let mut messages = Vec::with_capacity(req.messages.len());
-    if let Some(system) = system_text(req) {
+    let (tools, whole_descriptions) = tool_definitions(req);
+    let system = system_text(req)
+        .into_iter()
+        .chain(whole_descriptions)
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    if !system.is_empty() {
         messages.push(json!({"role": "system", "content": system}));
     }
     for m in req.messages.iter() {
@@ -75,12 +112,8 @@ pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
         body["stream"] = json!(true);
         body["stream_options"] = json!({"include_usage": true});
     }
-    if !req.tools.is_empty() {
-        body["tools"] = req
-            .tools
-            .iter()
-            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
-            .collect();
+    if !tools.is_empty() {
+        body["tools"] = Value::Array(tools);
         body["tool_choice"] = match &req.tool_choice {
             ToolChoice::Auto => json!("auto"),
             ToolChoice::None => json!("none"),

@@ -80,7 +80,7 @@ pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
         body["tools"] = req
             .tools
             .iter()
-            .map(|t| json!({"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters, "strict": false}))
+            .map(|t| json!({"type": "function", "name": t.name, "description": t.description, "parameters": super::schema::object_root(&t.parameters), "strict": false}))
             .collect();
         body["tool_choice"] = match &req.tool_choice {
             ToolChoice::Auto => json!("auto"),

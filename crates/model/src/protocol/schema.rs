@@ -3,7 +3,10 @@
 //! `$defs` and point at them with `$ref`); Gemini's `parameters` is an OpenAPI subset without
 //! references. [`inline_refs`] replaces every local reference by what it names, so nothing
 //! dangles once `$defs` is dropped; a type that contains itself is cut at its second
-//! appearance on a path, where an open object describing it stands instead.
+//! appearance on a path, where an open object describing it stands instead. [`object_root`]
+//! gives a schema that declares no type the object root every provider requires of a tool's
+//! parameters. Property names are the tool's words, never keywords: a parameter may be named
+//! `definitions` or `const`.
 
 use serde_json::{Map, Value};
 
@@ -73,7 +76,18 @@ fn resolve(v: &Value, defs: &Map<String, Value>, stack: &mut Vec<String>) -> Val
             Value::Object(
                 map.iter()
                     .filter(|(k, _)| !matches!(k.as_str(), "$defs" | "definitions"))
-                    .map(|(k, v)| (k.clone(), resolve(v, defs, stack)))
+                    .map(|(k, v)| {
+                        let v = match (k.as_str(), v) {
+                            ("properties", Value::Object(props)) => Value::Object(
+                                props
+                                    .iter()
+                                    .map(|(name, p)| (name.clone(), resolve(p, defs, stack)))
+                                    .collect(),
+                            ),
+                            _ => resolve(v, defs, stack),
+                        };
+                        (k.clone(), v)
+                    })
                     .collect(),
             )
         }
@@ -82,6 +96,24 @@ fn resolve(v: &Value, defs: &Map<String, Value>, stack: &mut Vec<String>) -> Val
         }
         other => other.clone(),
     }
+}
+
+/// `schema` as a tool's parameters: every provider requires an object at the root. A schema
+/// that declares no type (MCP servers send `{}` for a tool without arguments, or a root with
+/// `properties` only) gets `type: object`, and `properties` when it has none.
+pub fn object_root(schema: &Value) -> Value {
+    let mut out = match schema {
+        Value::Object(m) => m.clone(),
+        _ => Map::new(),
+    };
+    if !out.contains_key("type") {
+        out.insert("type".into(), Value::String("object".into()));
+    }
+    if out.get("type").and_then(Value::as_str) == Some("object") && !out.contains_key("properties")
+    {
+        out.insert("properties".into(), Value::Object(Map::new()));
+    }
+    Value::Object(out)
 }
 
 /// Whether `schema` still holds a `$ref` anywhere.
@@ -144,6 +176,36 @@ mod tests {
         assert_eq!(child["type"], "object");
         assert!(child.get("properties").is_none(), "{child}");
         assert!(child["description"].as_str().unwrap().contains("Node"));
+    }
+
+    #[test]
+    fn parameters_named_like_keywords_are_kept() {
+        let s = json!({
+            "$defs": {"Term": {"type": "string"}},
+            "type": "object",
+            "properties": {
+                "definitions": {"type": "array", "items": {"$ref": "#/$defs/Term"}},
+                "$defs": {"type": "string"}
+            }
+        });
+        let out = inline_refs(&s);
+        assert_eq!(out["properties"]["definitions"]["items"]["type"], "string");
+        assert_eq!(out["properties"]["$defs"]["type"], "string");
+        assert!(out.get("$defs").is_none());
+    }
+
+    #[test]
+    fn a_root_without_a_type_becomes_an_object() {
+        assert_eq!(
+            object_root(&json!({})),
+            json!({"type": "object", "properties": {}})
+        );
+        assert_eq!(
+            object_root(&json!({"properties": {"q": {"type": "string"}}})),
+            json!({"type": "object", "properties": {"q": {"type": "string"}}})
+        );
+        let typed = json!({"type": "object", "properties": {}, "required": []});
+        assert_eq!(object_root(&typed), typed);
     }
 
     #[test]

@@ -192,4 +192,3 @@ pub fn responses(summary: Option<&str>, text: &str, calls: &[(&str, &str, &str)]
     );
     stream(body, "text/event-stream")
 }
-

@@ -87,6 +87,7 @@ pub fn anthropic(body: &Value) -> Result<(), String> {
     if body.get("tool_choice").is_some() && !has_tools(body) {
         return Err("tool_choice: tool_choice may only be specified while providing tools".into());
     }
+    anthropic_tools(body)?;
     let blocks = |m: &Value| -> Vec<Value> {
         match &m["content"] {
             Value::String(s) => vec![json!({"type": "text", "text": s})],
@@ -190,6 +191,7 @@ pub fn openai_chat(body: &Value) -> Result<(), String> {
                 .into(),
         );
     }
+    openai_tools(body, OpenAiShape::Chat)?;
     let mut i = 0;
     while i < messages.len() {
         let m = &messages[i];
@@ -247,6 +249,7 @@ pub fn openai_responses(body: &Value) -> Result<(), String> {
     if body.get("tool_choice").is_some() && !has_tools(body) {
         return Err("Tool choice requires 'tools' to be specified.".into());
     }
+    openai_tools(body, OpenAiShape::Responses)?;
     let calls: Vec<&str> = input
         .iter()
         .filter(|i| i["type"] == "function_call")
@@ -272,10 +275,141 @@ pub fn openai_responses(body: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// Where an OpenAI API keeps a tool's function.
+#[derive(Clone, Copy)]
+enum OpenAiShape {
+    /// Chat Completions: `tools[i].function.{name, description, parameters}`.
+    Chat,
+    /// Responses: `tools[i].{name, description, parameters}`.
+    Responses,
+}
+
+/// The most tools a Chat Completions request may offer.
+const OPENAI_MAX_TOOLS: usize = 128;
+
+/// OpenAI's rules for function tools: names of letters, digits, `_` and `-` up to 64 long, an
+/// object schema; on Chat Completions, at most 128 tools and descriptions up to 1,024
+/// characters.
+fn openai_tools(body: &Value, shape: OpenAiShape) -> Result<(), String> {
+    let tools = array(body, "tools");
+    if matches!(shape, OpenAiShape::Chat) && tools.len() > OPENAI_MAX_TOOLS {
+        return Err(format!(
+            "Invalid 'tools': array too long. Expected an array with maximum length {OPENAI_MAX_TOOLS}, but got an array with length {} instead.",
+            tools.len()
+        ));
+    }
+    for (i, tool) in tools.iter().enumerate() {
+        if tool["type"] != "function" {
+            continue;
+        }
+        let (f, at) = match shape {
+            OpenAiShape::Chat => (&tool["function"], format!("tools[{i}].function")),
+            OpenAiShape::Responses => (tool, format!("tools[{i}]")),
+        };
+        let name = f["name"].as_str().unwrap_or_default();
+        if !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            || name.is_empty()
+        {
+            return Err(format!(
+                "Invalid '{at}.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'."
+            ));
+        }
+        if name.len() > 64 {
+            return Err(format!(
+                "Invalid '{at}.name': string too long. Expected a string with maximum length 64, but got a string with length {} instead.",
+                name.len()
+            ));
+        }
+        let description = f["description"]
+            .as_str()
+            .unwrap_or_default()
+            .chars()
+            .count();
+        if matches!(shape, OpenAiShape::Chat) && description > 1024 {
+            return Err(format!(
+                "Invalid '{at}.description': string too long. Expected a string with maximum length 1024, but got a string with length {description} instead."
+            ));
+        }
+        if let Some(params) = f.get("parameters")
+            && params["type"] != "object"
+        {
+            let got = params["type"].as_str().unwrap_or("None");
+            return Err(format!(
+                "Invalid schema for function '{name}': schema must be a JSON Schema of 'type: \"object\"', got 'type: \"{got}\"'."
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Anthropic's rules for custom tools: unique names of letters, digits, `_` and `-` up to 128
+/// long, an object `input_schema` whose property names are letters, digits, `_`, `.` and `-`
+/// up to 64 long.
+fn anthropic_tools(body: &Value) -> Result<(), String> {
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, tool) in array(body, "tools").iter().enumerate() {
+        if tool.get("input_schema").is_none() {
+            continue; // A server tool (web search, code execution) has a type instead.
+        }
+        let name = tool["name"].as_str().unwrap_or_default();
+        if name.is_empty()
+            || name.len() > 128
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return Err(format!(
+                "tools.{i}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{{1,128}}$'"
+            ));
+        }
+        if !seen.insert(name) {
+            return Err("tools: Tool names must be unique.".into());
+        }
+        let schema = &tool["input_schema"];
+        if schema["type"] != "object" {
+            return Err(format!(
+                "tools.{i}.custom.input_schema.type: Input should be 'object'"
+            ));
+        }
+        let key_ok = |k: &str| {
+            !k.is_empty()
+                && k.len() <= 64
+                && k.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+        };
+        if schema["properties"]
+            .as_object()
+            .is_some_and(|p| !p.keys().all(|k| key_ok(k)))
+        {
+            return Err(format!(
+                "tools.{i}.custom.input_schema.properties: Property keys should match pattern '^[a-zA-Z0-9_.-]{{1,64}}$'"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Gemini `generateContent`.
 pub fn gemini(body: &Value) -> Result<(), String> {
     for (t, tool) in array(body, "tools").iter().enumerate() {
         for (f, decl) in array(tool, "functionDeclarations").iter().enumerate() {
+            let name = decl["name"].as_str().unwrap_or_default();
+            let opens = name
+                .bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_');
+            if !opens
+                || name.len() > 64
+                || !name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+            {
+                return Err(format!(
+                    "* GenerateContentRequest.tools[{t}].function_declarations[{f}].name: Invalid function name. Must start with a letter or an underscore. Must be alphameric (a-z, A-Z, 0-9), underscores (_), dots (.) or dashes (-), with a maximum length of 64."
+                ));
+            }
             if let Some(word) = unknown_schema_field(&decl["parameters"]) {
                 return Err(format!(
                     "Invalid JSON payload received. Unknown name \"{word}\" at 'tools[{t}].function_declarations[{f}].parameters': Cannot find field."
