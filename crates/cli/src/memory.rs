@@ -122,9 +122,9 @@ pub async fn command(
         MemoryCommand::Edit { id, text } => {
             let text = rein_operation::memories::corrected_text(&text)?;
             let embedder = embedder(host);
-            let embedding = rein_tools::documents::embed_one(embedder.as_deref(), text).await;
+            let embedding = rein_tools::documents::embed_one(embedder.as_deref(), &text).await;
             if !store
-                .edit_memory(None, &id, text, embedding.as_ref())
+                .edit_memory(None, &id, &text, embedding.as_ref())
                 .await?
             {
                 bail!("no current memory {id} (`rein memory list`)");

@@ -25,6 +25,16 @@ pub fn message_text(raw: &str) -> Cow<'_, str> {
     if is_binary(raw) {
         return Cow::Owned(describe_binary(raw));
     }
+    visible_controls(raw)
+}
+
+/// `raw` with its line breaks normalised and every other control character shown as its
+/// picture, binary or not: for text that is known to be text (a document's, a memory's), where
+/// [`message_text`]'s description of binary output would lose it.
+pub fn visible_controls(raw: &str) -> Cow<'_, str> {
+    if raw.chars().all(plain) {
+        return Cow::Borrowed(raw);
+    }
     let mut out = String::with_capacity(raw.len());
     let mut chars = raw.chars().peekable();
     while let Some(c) = chars.next() {
@@ -55,7 +65,7 @@ fn picture(c: char) -> char {
 /// Mostly not text: at least 16 characters, more than three in ten of them control characters
 /// other than line breaks and tabs, or replacement characters (what invalid UTF-8 became when
 /// it was read). Text with a few escapes or a stray NUL stays text.
-fn is_binary(raw: &str) -> bool {
+pub fn is_binary(raw: &str) -> bool {
     let (mut odd, mut all) = (0usize, 0usize);
     for c in raw.chars() {
         all += 1;

@@ -47,8 +47,9 @@ pub enum MemoryTextError {
     TooLong(usize),
 }
 
-/// `text` as a corrected memory is stored: trimmed, not empty, at most [`MAX_TEXT_CHARS`].
-pub fn corrected_text(text: &str) -> Result<&str, MemoryTextError> {
+/// `text` as a corrected memory is stored: trimmed, not empty, at most [`MAX_TEXT_CHARS`],
+/// control characters shown as their pictures (as every store takes it).
+pub fn corrected_text(text: &str) -> Result<String, MemoryTextError> {
     let text = text.trim();
     let chars = text.chars().count();
     if chars == 0 {
@@ -56,7 +57,7 @@ pub fn corrected_text(text: &str) -> Result<&str, MemoryTextError> {
     } else if chars > MAX_TEXT_CHARS {
         Err(MemoryTextError::TooLong(chars))
     } else {
-        Ok(text)
+        Ok(rein_core::text::visible_controls(text).into_owned())
     }
 }
 
@@ -247,13 +248,15 @@ impl Extractor<'_> {
             if subject.is_empty() || text.is_empty() || text.chars().count() > 500 {
                 continue;
             }
+            // What a model wrote is stored as every store takes it.
+            let text = rein_core::text::visible_controls(text).into_owned();
             memories.push(NewMemory {
                 category: p.category,
-                subject: subject.to_owned(),
-                text: text.to_owned(),
+                subject: rein_core::text::visible_controls(subject).into_owned(),
                 // Only a message of this conversation is a source.
                 source_message: user_ids.contains(&p.message_id).then_some(p.message_id),
-                embedding: embed_one(self.embedder, text).await,
+                embedding: embed_one(self.embedder, &text).await,
+                text,
             });
         }
         self.store
@@ -270,7 +273,12 @@ mod tests {
         use super::{MemoryTextError, corrected_text};
         assert_eq!(
             corrected_text("  The user uses Helix. "),
-            Ok("The user uses Helix.")
+            Ok("The user uses Helix.".to_owned())
+        );
+        assert_eq!(
+            corrected_text("Helix\0 and\x1b Vim"),
+            Ok("Helix\u{2400} and\u{241b} Vim".to_owned()),
+            "control characters shown, as every store takes them"
         );
         assert_eq!(corrected_text(" \t\n"), Err(MemoryTextError::Empty));
         let long = "é".repeat(501);

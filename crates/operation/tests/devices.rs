@@ -240,3 +240,40 @@ async fn approval_is_decided_on_the_server_before_a_call_goes_to_the_device() {
         "{end:?}"
     );
 }
+
+/// A device's answer holding a NUL, an escape and a lone carriage return becomes message text
+/// as every tool's result does: stored, sent to the model and shown with the control
+/// characters visible (PostgreSQL refuses U+0000), the call reported as succeeded.
+#[tokio::test]
+async fn a_device_answer_with_control_characters_is_stored_and_sent_normalised() {
+    let server = serve(
+        vec![write_note("w1"), Canned::openai_text("It printed a␀b.")],
+        3,
+    )
+    .await;
+    let (store, d) = setup(&server).await;
+    let id = d.start("Print it.", &on_laptop(HELPER)).await.unwrap();
+    let end = d.run(id).await.unwrap();
+    assert!(matches!(end, RunEnd::WaitingForAsyncTool { .. }), "{end:?}");
+    let end = d
+        .complete_async_tool(id, "w1", ToolOutput::ok("a\0b\x1b[1m\rc"))
+        .await
+        .unwrap();
+    assert!(matches!(end, RunEnd::Done { .. }), "{end:?}");
+    let shown = "a\u{2400}b\u{241b}[1m\nc";
+    let op = store.load_operation(id).await.unwrap().unwrap();
+    let result = op
+        .state
+        .messages
+        .iter()
+        .find(|m| m.role == Role::Tool)
+        .unwrap();
+    assert_eq!(result.tool_status, Some(ToolStatus::Succeeded));
+    assert_eq!(result.text_content(), shown);
+    assert_eq!(server.requests().last().unwrap().tool_result("w1"), shown);
+    let events = store.events(id, None).await.unwrap();
+    assert!(events.iter().any(|e| matches!(
+        &e.kind,
+        rein_core::event::EventKind::ToolResult { content, .. } if content == shown
+    )));
+}

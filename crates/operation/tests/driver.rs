@@ -1442,3 +1442,27 @@ async fn a_process_without_the_operations_tools_or_model_refuses_and_changes_not
     );
     assert_eq!(e.runs.load(Ordering::SeqCst), 0);
 }
+
+/// A person's words with control characters in them (a NUL piped into `rein chat`) are stored
+/// and sent with the characters shown, as every store takes them.
+#[tokio::test]
+async fn a_prompt_with_control_characters_is_stored_and_sent_shown() {
+    let e = env(vec![Canned::openai_text("Seen.")]).await;
+    let d = driver(&e, false);
+    let id = d
+        .start("look at a\0b\x07", &Default::default())
+        .await
+        .unwrap();
+    let end = d.run(id).await.unwrap();
+    assert!(matches!(end, RunEnd::Done { .. }), "{end:?}");
+    let shown = "look at a\u{2400}b\u{2407}";
+    let op = e.store.load_operation(id).await.unwrap().unwrap();
+    let user = op
+        .state
+        .messages
+        .iter()
+        .find(|m| m.role == Role::User)
+        .unwrap();
+    assert_eq!(user.text_content(), shown);
+    assert!(e.server.requests()[0].carries(shown));
+}

@@ -237,6 +237,10 @@ pub fn abort_pending(mut state: AgentState, reason: &str) -> (AgentState, Runtim
 }
 
 fn answer(mut state: AgentState, text: String) -> (AgentState, RuntimeContext) {
+    let text = match crate::text::visible_controls(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(shown) => shown,
+    };
     let mut m = Message::user(text);
     m.parent_id = state.messages.last().map(|l| l.id);
     let id = m.id;

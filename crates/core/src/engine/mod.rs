@@ -551,8 +551,9 @@ impl AgentRuntime {
             .iter()
             .find(|m| m.tool_calls.iter().any(|c| &*c.id == tool_call_id))
             .map(|m| m.id);
-        let id =
-            builtin::write_tool_message(&mut state, &call, parent, None, status, &output.content);
+        // A device's answer becomes message text here, as every tool's does in `settle`.
+        let content = crate::text::message_text(&output.content).into_owned();
+        let id = builtin::write_tool_message(&mut state, &call, parent, None, status, &content);
         let key = call.key();
         state.usage.record_tool(&key, output.success, 0);
         state.cost.record_tool(&key, output.cost);
@@ -560,7 +561,7 @@ impl AgentRuntime {
             tool_call_id: call.id.clone(),
             tool_message_id: id,
             status,
-            content: output.content.clone(),
+            content: content.clone(),
             duration_ms: 0,
         });
         let next = (state.async_calls.is_empty() && state.status == Status::WaitingForAsyncTool)
@@ -571,7 +572,7 @@ impl AgentRuntime {
                     tool_message_id: id,
                     tool_call: call,
                     status,
-                    content: output.content.clone(),
+                    content,
                     execution_ms: 0,
                     follow_up: None,
                 }))

@@ -59,7 +59,9 @@ impl Driver {
             .clone()
             .unwrap_or_else(|| format!("topic_{id}"));
         let deferred = super::queue::Deferred {
-            prompt: prompt.to_owned(),
+            // A person's words are stored as every store takes them (a NUL from a pipe into
+            // `rein chat` shown as ␀, not refused by PostgreSQL).
+            prompt: rein_core::text::visible_controls(prompt).into_owned(),
             turn: opts.turn,
             attachments: opts.attachments.clone(),
             history: opts.history.clone(),

@@ -117,13 +117,13 @@ pub async fn edit(
                 std::sync::Arc::clone(provider),
                 model.clone(),
             );
-            rein_tools::documents::embed_one(Some(&embedder), text).await
+            rein_tools::documents::embed_one(Some(&embedder), &text).await
         }
         None => None,
     };
     if !app
         .store
-        .edit_memory(Some(&user.id), &id, text, embedding.as_ref())
+        .edit_memory(Some(&user.id), &id, &text, embedding.as_ref())
         .await?
     {
         return Err(ApiError::not_found(format!("no current memory {id}")));

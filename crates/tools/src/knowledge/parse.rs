@@ -56,8 +56,30 @@ const NAMED: &[&str] = &[
     "authors",
 ];
 
-/// What `bytes`, the contents of `path`, hold.
+/// What `bytes`, the contents of `path`, hold. Text comes out as every store and provider
+/// takes it: control characters other than line breaks and tabs shown as their pictures
+/// (PostgreSQL refuses U+0000, which a PDF's or an HTML page's text can hold); text that turns
+/// out mostly binary past its first 8 KiB is skipped as binary.
 pub fn parse(path: &Path, bytes: &[u8]) -> Parsed {
+    match read(path, bytes) {
+        Parsed::Text { text, format } => {
+            if rein_core::text::is_binary(&text) {
+                return Parsed::Skipped {
+                    reason: "a binary file".into(),
+                };
+            }
+            let text = match rein_core::text::visible_controls(&text) {
+                std::borrow::Cow::Borrowed(_) => text,
+                std::borrow::Cow::Owned(shown) => shown,
+            };
+            Parsed::Text { text, format }
+        }
+        skipped @ Parsed::Skipped { .. } => skipped,
+    }
+}
+
+/// What `bytes` hold, as read.
+fn read(path: &Path, bytes: &[u8]) -> Parsed {
     let skip = |reason: String| Parsed::Skipped { reason };
     let ext = path
         .extension()
@@ -233,6 +255,24 @@ mod tests {
             reason("run", b"#!/bin/sh"),
             "no extension to tell what it holds"
         );
+    }
+
+    #[test]
+    fn control_characters_past_the_first_8_kib_are_shown_and_binary_is_skipped() {
+        let mut text = "a line\n".repeat(1_200).into_bytes();
+        text.extend_from_slice(b"NUL\0 here and an \x1b escape\n");
+        let Parsed::Text { text: read, .. } = parse(Path::new("log.txt"), &text) else {
+            panic!("a text file")
+        };
+        assert!(!read.contains('\0'));
+        assert!(
+            read.ends_with("NUL\u{2400} here and an \u{241b} escape\n"),
+            "{}",
+            &read[read.len() - 40..]
+        );
+        let mut binary = "header\n".repeat(1_200).into_bytes();
+        binary.extend(std::iter::repeat_n(1u8, 20_000));
+        assert_eq!(reason("dump.txt", &binary), "a binary file");
     }
 
     #[test]
