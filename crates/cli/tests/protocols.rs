@@ -420,6 +420,19 @@ impl Protocol {
     }
 }
 
+/// Every request the local server received is one the provider would take.
+fn assert_accepted(what: &str, requests: &[Recorded]) {
+    for r in requests {
+        assert!(
+            r.refused.is_none(),
+            "{what}: the provider would refuse {}: {:?}\n{}",
+            r.path,
+            r.refused,
+            r.body
+        );
+    }
+}
+
 fn protocols() -> Vec<Protocol> {
     vec![
         Protocol {
@@ -522,16 +535,7 @@ async fn force_finish_ends_with_an_answer_every_provider_takes_at_every_step_lim
                 ])
                 .await;
             let requests = e.server.requests();
-            for r in &requests {
-                assert!(
-                    r.refused.is_none(),
-                    "{} --max-steps {steps}: the provider would refuse {}: {:?}\n{}",
-                    p.model,
-                    r.path,
-                    r.refused,
-                    r.body
-                );
-            }
+            assert_accepted(&format!("{} --max-steps {steps}", p.model), &requests);
             assert!(
                 out.contains("Stopped at the limit: 6*7 is 42."),
                 "{} --max-steps {steps}: no answer\n{out}\n{err}",
@@ -657,15 +661,7 @@ async fn mcp_tools_with_definitions_and_recursion_work_on_every_protocol() {
             ])
             .await;
         let requests = e.server.requests();
-        for r in &requests {
-            assert!(
-                r.refused.is_none(),
-                "{}: the provider would refuse {}: {:?}",
-                p.model,
-                r.path,
-                r.refused
-            );
-        }
+        assert_accepted(p.model, &requests);
         assert_eq!(code, 0, "{}: {out}\n{err}", p.model);
         assert!(
             out.contains("Outlined, greeted and filed."),
