@@ -11,8 +11,8 @@ use futures::future::BoxFuture;
 use rein_operation::{AgentProfile, SpecOrigin, StartOptions};
 use rein_scheduler::input::{apply_edit, check_agent, new_task, view};
 use rein_scheduler::{
-    Automation, CatchUp, LaunchError, Launcher, Overlap, Questions, ReviewState, RunState,
-    SystemClock, Task, TaskInput, TaskService,
+    Automation, CatchUp, LaunchError, Launcher, Overlap, Questions, ReviewState, RunError,
+    RunState, SystemClock, Task, TaskInput, TaskService,
 };
 use rein_store::{SqlStore, Store, Tasks, Trigger};
 use std::sync::Arc;
@@ -219,11 +219,11 @@ impl Launcher for Local<'_> {
         .boxed()
     }
 
-    fn state<'b>(&'b self, _: &'b str) -> BoxFuture<'b, Result<RunState, String>> {
+    fn state<'b>(&'b self, _: &'b str) -> BoxFuture<'b, Result<RunState, RunError>> {
         async move { Ok(RunState::Running) }.boxed()
     }
 
-    fn cancel<'b>(&'b self, _: &'b str) -> BoxFuture<'b, Result<(), String>> {
+    fn cancel<'b>(&'b self, _: &'b str) -> BoxFuture<'b, Result<(), RunError>> {
         async move { Ok(()) }.boxed()
     }
 
@@ -232,7 +232,7 @@ impl Launcher for Local<'_> {
         instructions: &'b str,
         input: String,
         schema: serde_json::Value,
-    ) -> BoxFuture<'b, Result<Option<serde_json::Value>, String>> {
+    ) -> BoxFuture<'b, Result<Option<serde_json::Value>, RunError>> {
         async move {
             let host = self.host.lock().unwrap_or_else(|p| p.into_inner()).clone();
             let Some(host) = host else {
@@ -241,7 +241,7 @@ impl Launcher for Local<'_> {
             host.driver()
                 .ask_system_model_json(instructions, input, "run_reading", schema)
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(RunError::failed)
         }
         .boxed()
     }

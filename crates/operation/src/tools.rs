@@ -102,22 +102,22 @@ impl rein_tools::brief::BriefSink for StoreBriefs {
         &'a self,
         cx: &'a ToolContext,
         draft: rein_tools::brief::BriefDraft,
-    ) -> BoxFuture<'a, Result<String, String>> {
+    ) -> BoxFuture<'a, Result<String, rein_tools::brief::BriefRefused>> {
         use rein_store::{BriefAction, BriefKind, BriefPriority};
-        use rein_tools::brief::{DraftKind, DraftPriority};
+        use rein_tools::brief::{BriefRefused, DraftKind, DraftPriority};
         async move {
-            let fail = |e: rein_store::StoreError| e.to_string();
+            let fail = |e: rein_store::StoreError| BriefRefused::Store(e.to_string());
             let record = self
                 .store
                 .operation(cx.operation_id)
                 .await
                 .map_err(fail)?
-                .ok_or("the operation is not in the store")?;
+                .ok_or(BriefRefused::UnknownOperation)?;
             let owner = record
                 .owner
                 .clone()
                 .or_else(|| self.fallback_owner.clone())
-                .ok_or("nobody to brief: this run has no owner")?;
+                .ok_or(BriefRefused::NoOwner)?;
             let root = record
                 .root_operation
                 .clone()

@@ -122,6 +122,33 @@ pub enum LaunchError {
     Failed(String),
 }
 
+/// Why a launcher could not read, stop, decide or read back a run.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    /// The run's id is not an operation id.
+    #[error("`{0}` is not an operation id")]
+    BadId(String),
+    /// No operation has the run's id.
+    #[error("no operation {0}")]
+    Unknown(String),
+    /// The run waits for no decision.
+    #[error("run {0} waits for no decision")]
+    NothingToDecide(String),
+    /// This process cannot decide runs (the CLI's launcher).
+    #[error("this process cannot decide run {0}; decide it where it runs")]
+    CannotDecide(String),
+    /// The store, the driver or the system model failed, as it said.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl RunError {
+    /// `e` as a failure of what the launcher relies on.
+    pub fn failed(e: impl std::fmt::Display) -> Self {
+        Self::Failed(e.to_string())
+    }
+}
+
 /// Starts and watches runs (the server's operations).
 pub trait Launcher: Send + Sync {
     /// Whether a run of `task` could start now (its agent exists); checked before a fire is
@@ -136,9 +163,9 @@ pub trait Launcher: Send + Sync {
         trigger: &'a str,
     ) -> BoxFuture<'a, Result<String, LaunchError>>;
     /// Where a run is.
-    fn state<'a>(&'a self, operation_id: &'a str) -> BoxFuture<'a, Result<RunState, String>>;
+    fn state<'a>(&'a self, operation_id: &'a str) -> BoxFuture<'a, Result<RunState, RunError>>;
     /// Stop a run that went over its time (a heartbeat's per-run timeout).
-    fn cancel<'a>(&'a self, operation_id: &'a str) -> BoxFuture<'a, Result<(), String>>;
+    fn cancel<'a>(&'a self, operation_id: &'a str) -> BoxFuture<'a, Result<(), RunError>>;
     /// Decide every call parked run `operation_id` waits on: approve them, or reject them
     /// with `reason` (the model reads it); `by` names who decided. The run continues.
     fn decide<'a>(
@@ -147,12 +174,8 @@ pub trait Launcher: Send + Sync {
         _approve: bool,
         _reason: Option<&'a str>,
         _by: &'a str,
-    ) -> BoxFuture<'a, Result<(), String>> {
-        Box::pin(async move {
-            Err(format!(
-                "this process cannot decide run {operation_id}; decide it where it runs"
-            ))
-        })
+    ) -> BoxFuture<'a, Result<(), RunError>> {
+        Box::pin(async move { Err(RunError::CannotDecide(operation_id.to_owned())) })
     }
     /// Ask the system model to read a run that ended ([`crate::reading`]): `instructions`,
     /// `input`, an answer as JSON matching `schema`. `None` without a system model (the
@@ -162,7 +185,7 @@ pub trait Launcher: Send + Sync {
         _instructions: &'a str,
         _input: String,
         _schema: serde_json::Value,
-    ) -> BoxFuture<'a, Result<Option<serde_json::Value>, String>> {
+    ) -> BoxFuture<'a, Result<Option<serde_json::Value>, RunError>> {
         Box::pin(async { Ok(None) })
     }
 }

@@ -21,7 +21,7 @@ pub mod service;
 pub mod task;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use dispatcher::{Dispatcher, LaunchError, Launcher, PendingCall, RunState, Tick};
+pub use dispatcher::{Dispatcher, LaunchError, Launcher, PendingCall, RunError, RunState, Tick};
 pub use input::TaskInput;
 pub use schedule::{Schedule, ScheduleError, parse_interval};
 pub use service::{NewTask, TaskService};

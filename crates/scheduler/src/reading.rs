@@ -85,26 +85,46 @@ pub fn input(task: &Task, outcome: &str, answer: &str) -> String {
     )
 }
 
-fn line(v: &Value, what: &str) -> Result<String, String> {
+/// What in the system model's reading does not fit its schema, naming the field.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReadingError {
+    /// A required text is absent or only blanks.
+    #[error("`{0}` is missing or blank")]
+    Blank(&'static str),
+    /// `handoff.key_findings` is not an array.
+    #[error("`handoff.key_findings` is not a list")]
+    FindingsNotAList,
+    /// `attention.needed` is not a boolean.
+    #[error("`attention.needed` is not true or false")]
+    NeededNotABoolean,
+    /// `attention.kind` is not one of the brief kinds.
+    #[error("`attention.kind` {0:?} is not result, insight or decision")]
+    Kind(Option<String>),
+    /// `attention.priority` is not one of the priorities.
+    #[error("`attention.priority` {0:?} is not urgent, normal or info")]
+    Priority(Option<String>),
+}
+
+fn line(v: &Value, what: &'static str) -> Result<String, ReadingError> {
     let s = v
         .as_str()
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .ok_or_else(|| format!("`{what}` is missing or blank"))?;
+        .ok_or(ReadingError::Blank(what))?;
     Ok(s.chars().take(TITLE_CHARS).collect())
 }
 
-fn text(v: &Value, what: &str) -> Result<String, String> {
+fn text(v: &Value, what: &'static str) -> Result<String, ReadingError> {
     v.as_str()
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
-        .ok_or_else(|| format!("`{what}` is missing or blank"))
+        .ok_or(ReadingError::Blank(what))
 }
 
 /// The reading of run `run` in the model's answer `v`; what does not fit the schema is an
 /// error naming the field.
-pub fn parse(run: &str, v: &Value) -> Result<RunReading, String> {
+pub fn parse(run: &str, v: &Value) -> Result<RunReading, ReadingError> {
     let h = &v["handoff"];
     let handoff = Handoff {
         run: run.to_owned(),
@@ -112,7 +132,7 @@ pub fn parse(run: &str, v: &Value) -> Result<RunReading, String> {
         summary: text(&h["summary"], "handoff.summary")?,
         findings: h["key_findings"]
             .as_array()
-            .ok_or("`handoff.key_findings` is not a list")?
+            .ok_or(ReadingError::FindingsNotAList)?
             .iter()
             .filter_map(|f| f.as_str().map(str::trim).filter(|f| !f.is_empty()))
             .take(FINDINGS)
@@ -127,28 +147,20 @@ pub fn parse(run: &str, v: &Value) -> Result<RunReading, String> {
     };
     let a = &v["attention"];
     let attention = match a["needed"].as_bool() {
-        None => return Err("`attention.needed` is not true or false".into()),
+        None => return Err(ReadingError::NeededNotABoolean),
         Some(false) => None,
         Some(true) => Some(Attention {
             kind: match a["kind"].as_str() {
                 Some("result") => BriefKind::Result,
                 Some("insight") => BriefKind::Insight,
                 Some("decision") => BriefKind::Decision,
-                other => {
-                    return Err(format!(
-                        "`attention.kind` {other:?} is not result, insight or decision"
-                    ));
-                }
+                other => return Err(ReadingError::Kind(other.map(str::to_owned))),
             },
             priority: match a["priority"].as_str() {
                 Some("urgent") => BriefPriority::Urgent,
                 Some("normal") => BriefPriority::Normal,
                 Some("info") => BriefPriority::Info,
-                other => {
-                    return Err(format!(
-                        "`attention.priority` {other:?} is not urgent, normal or info"
-                    ));
-                }
+                other => return Err(ReadingError::Priority(other.map(str::to_owned))),
             },
             title: line(&a["title"], "attention.title")?,
             summary: text(&a["summary"], "attention.summary")?,
@@ -211,13 +223,21 @@ mod tests {
         assert_eq!(parse("op1", &quiet).unwrap().attention, None);
         let mut bad = good.clone();
         bad["attention"]["kind"] = json!("error");
-        assert!(parse("op1", &bad).unwrap_err().contains("attention.kind"));
+        assert_eq!(
+            parse("op1", &bad).unwrap_err(),
+            ReadingError::Kind(Some("error".into()))
+        );
+        assert!(
+            parse("op1", &bad)
+                .unwrap_err()
+                .to_string()
+                .contains("attention.kind")
+        );
         let mut blank = good;
         blank["handoff"]["summary"] = json!("  ");
-        assert!(
-            parse("op1", &blank)
-                .unwrap_err()
-                .contains("handoff.summary")
+        assert_eq!(
+            parse("op1", &blank).unwrap_err(),
+            ReadingError::Blank("handoff.summary")
         );
         assert!(parse("op1", &json!({})).is_err());
     }

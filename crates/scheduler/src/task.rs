@@ -363,7 +363,7 @@ pub enum TaskError {
     /// The calls a brief asked about could not be decided (the run no longer waits for
     /// them); the brief stays open.
     #[error("the run's calls could not be decided: {0}")]
-    Decide(String),
+    Decide(crate::dispatcher::RunError),
 }
 
 impl TaskError {

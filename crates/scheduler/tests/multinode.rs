@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 struct Instant(AtomicU64);
 
 impl Launcher for Instant {
-    fn cancel<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<(), String>> {
+    fn cancel<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<(), rein_scheduler::RunError>> {
         async move { Ok(()) }.boxed()
     }
     fn launch<'a>(
@@ -27,7 +27,10 @@ impl Launcher for Instant {
     ) -> BoxFuture<'a, Result<String, rein_scheduler::LaunchError>> {
         async move { Ok(format!("op{}", self.0.fetch_add(1, Ordering::SeqCst))) }.boxed()
     }
-    fn state<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<RunState, String>> {
+    fn state<'a>(
+        &'a self,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<RunState, rein_scheduler::RunError>> {
         async move {
             Ok(RunState::Ended {
                 outcome: "completed".into(),

@@ -48,7 +48,10 @@ impl Launcher for Instant {
         }
         .boxed()
     }
-    fn state<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<RunState, String>> {
+    fn state<'a>(
+        &'a self,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<RunState, rein_scheduler::RunError>> {
         async move {
             let success = *self.success.lock().unwrap();
             Ok(RunState::Ended {
@@ -70,7 +73,7 @@ impl Launcher for Instant {
         }
         .boxed()
     }
-    fn cancel<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<(), String>> {
+    fn cancel<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<(), rein_scheduler::RunError>> {
         async move { Ok(()) }.boxed()
     }
 }

@@ -33,7 +33,10 @@ struct FakeLauncher {
 }
 
 impl Launcher for FakeLauncher {
-    fn cancel<'a>(&'a self, operation_id: &'a str) -> BoxFuture<'a, Result<(), String>> {
+    fn cancel<'a>(
+        &'a self,
+        operation_id: &'a str,
+    ) -> BoxFuture<'a, Result<(), rein_scheduler::RunError>> {
         async move {
             let now = rein_scheduler::Clock::now(&*self.clock);
             if let Some(run) = self.runs.lock().unwrap().get_mut(operation_id) {
@@ -75,11 +78,16 @@ impl Launcher for FakeLauncher {
         .boxed()
     }
 
-    fn state<'a>(&'a self, operation_id: &'a str) -> BoxFuture<'a, Result<RunState, String>> {
+    fn state<'a>(
+        &'a self,
+        operation_id: &'a str,
+    ) -> BoxFuture<'a, Result<RunState, rein_scheduler::RunError>> {
         async move {
             let now = rein_scheduler::Clock::now(&*self.clock);
             let runs = self.runs.lock().unwrap();
-            let run = runs.get(operation_id).ok_or("unknown run")?;
+            let run = runs
+                .get(operation_id)
+                .ok_or_else(|| rein_scheduler::RunError::Unknown(operation_id.to_owned()))?;
             if run.waits_until.is_some_and(|w| now < w) {
                 return Ok(RunState::WaitingForHuman {
                     pending: vec![rein_scheduler::PendingCall {
@@ -348,7 +356,10 @@ async fn the_cap_completes_the_schedule_and_failures_pause_the_task() {
         ) -> BoxFuture<'a, Result<String, rein_scheduler::LaunchError>> {
             async move { Ok(format!("op-{}", uuid_like())) }.boxed()
         }
-        fn state<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<RunState, String>> {
+        fn state<'a>(
+            &'a self,
+            _: &'a str,
+        ) -> BoxFuture<'a, Result<RunState, rein_scheduler::RunError>> {
             let success = self.0;
             async move {
                 Ok(RunState::Ended {
@@ -361,7 +372,7 @@ async fn the_cap_completes_the_schedule_and_failures_pause_the_task() {
             }
             .boxed()
         }
-        fn cancel<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        fn cancel<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<(), rein_scheduler::RunError>> {
             async move { Ok(()) }.boxed()
         }
     }
@@ -458,10 +469,13 @@ async fn a_fire_whose_agent_is_gone_is_skipped_as_agent_missing_and_not_counted(
             self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             async move { Ok("op".to_owned()) }.boxed()
         }
-        fn state<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<RunState, String>> {
+        fn state<'a>(
+            &'a self,
+            _: &'a str,
+        ) -> BoxFuture<'a, Result<RunState, rein_scheduler::RunError>> {
             async move { Ok(RunState::Running) }.boxed()
         }
-        fn cancel<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        fn cancel<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<(), rein_scheduler::RunError>> {
             async move { Ok(()) }.boxed()
         }
     }

@@ -34,11 +34,11 @@ pub enum Job {
 
 /// How a run started with [`Runner::spawn`] ended, once it has: its end, or why it failed.
 #[derive(Debug)]
-pub struct Ended(tokio::sync::oneshot::Receiver<Result<RunEnd, String>>);
+pub struct Ended(tokio::sync::oneshot::Receiver<Result<RunEnd, Arc<DriverError>>>);
 
 impl Ended {
     /// Wait for the run to end (`None` if the run's task was dropped without saying).
-    pub async fn wait(self) -> Option<Result<RunEnd, String>> {
+    pub async fn wait(self) -> Option<Result<RunEnd, Arc<DriverError>>> {
         self.0.await.ok()
     }
 }
@@ -321,10 +321,8 @@ impl Runner {
             renew.abort();
             let released = matches!(end, Ok(RunEnd::Released));
             // Whoever waits on the run (a request answering with it) learns how it ended.
-            let _ = ended.send(match &end {
-                Ok(e) => Ok(e.clone()),
-                Err(e) => Err(e.to_string()),
-            });
+            let end = end.map_err(Arc::new);
+            let _ = ended.send(end.clone());
             match end {
                 Ok(end) => {
                     tracing::info!(operation = %id, ?end, "run ended");
@@ -332,7 +330,12 @@ impl Runner {
                         tracing::warn!(operation = %id, error = %e, "recovery note not cleared");
                     }
                 }
-                Err(e @ (DriverError::ModelUnavailable(_) | DriverError::MissingTools { .. })) => {
+                Err(e)
+                    if matches!(
+                        *e,
+                        DriverError::ModelUnavailable(_) | DriverError::MissingTools { .. }
+                    ) =>
+                {
                     // Nothing was changed: the operation stays resumable and is tried again
                     // later, by this process or one that has what it needs.
                     me.note_unresumable(id, &e.to_string()).await;

@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 use rein_core::OperationId;
 use rein_core::state::Status;
 use rein_operation::{AgentProfile, Decision, SpecError, SpecOrigin, StartOptions};
-use rein_scheduler::{Dispatcher, LaunchError, Launcher, RunState, Task};
+use rein_scheduler::{Dispatcher, LaunchError, Launcher, RunError, RunState, Task};
 use rein_store::{Accounts, SqlStore, Store, Trigger};
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,10 +29,10 @@ fn failed(e: impl std::fmt::Display) -> LaunchError {
 }
 
 /// The operation a task run names.
-fn run_id(operation_id: &str) -> Result<OperationId, String> {
+fn run_id(operation_id: &str) -> Result<OperationId, RunError> {
     operation_id
         .parse()
-        .map_err(|_| format!("`{operation_id}` is not an operation id"))
+        .map_err(|_| RunError::BadId(operation_id.to_owned()))
 }
 
 impl ServerLauncher {
@@ -40,14 +40,14 @@ impl ServerLauncher {
     async fn run_record(
         &self,
         operation_id: &str,
-    ) -> Result<(OperationId, rein_store::OperationRecord), String> {
+    ) -> Result<(OperationId, rein_store::OperationRecord), RunError> {
         let id = run_id(operation_id)?;
         let record = self
             .store
             .operation(id)
             .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("no operation {operation_id}"))?;
+            .map_err(RunError::failed)?
+            .ok_or_else(|| RunError::Unknown(operation_id.to_owned()))?;
         Ok((id, record))
     }
 
@@ -138,7 +138,7 @@ impl Launcher for ServerLauncher {
         self.start(task, trigger).instrument(span).boxed()
     }
 
-    fn state<'a>(&'a self, operation_id: &'a str) -> BoxFuture<'a, Result<RunState, String>> {
+    fn state<'a>(&'a self, operation_id: &'a str) -> BoxFuture<'a, Result<RunState, RunError>> {
         async move {
             // The record alone while the run goes on (the dispatcher asks every second); the
             // state, for the brief, only once it ended.
@@ -148,7 +148,7 @@ impl Launcher for ServerLauncher {
                     // Each waiting call with why it asks, for the brief that asks the person.
                     let pending = rein_operation::tree::pending_approvals(&*self.store, id)
                         .await
-                        .map_err(|e| e.to_string())?
+                        .map_err(RunError::failed)?
                         .into_iter()
                         .map(|i| {
                             let mut p = rein_scheduler::PendingCall::of(&i.call);
@@ -171,14 +171,14 @@ impl Launcher for ServerLauncher {
                 .store
                 .load_operation(id)
                 .await
-                .map_err(|e| e.to_string())?
-                .ok_or_else(|| format!("no operation {operation_id}"))?;
+                .map_err(RunError::failed)?
+                .ok_or_else(|| RunError::Unknown(operation_id.to_owned()))?;
             Ok(RunState::of(&op))
         }
         .boxed()
     }
 
-    fn cancel<'a>(&'a self, operation_id: &'a str) -> BoxFuture<'a, Result<(), String>> {
+    fn cancel<'a>(&'a self, operation_id: &'a str) -> BoxFuture<'a, Result<(), RunError>> {
         async move {
             let id = run_id(operation_id)?;
             self.runner
@@ -186,7 +186,7 @@ impl Launcher for ServerLauncher {
                 .cancel(id)
                 .await
                 .map(|_| ())
-                .map_err(|e| e.to_string())
+                .map_err(RunError::failed)
         }
         .boxed()
     }
@@ -197,13 +197,13 @@ impl Launcher for ServerLauncher {
         approve: bool,
         reason: Option<&'a str>,
         by: &'a str,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    ) -> BoxFuture<'a, Result<(), RunError>> {
         async move {
             let (id, record) = self.run_record(operation_id).await?;
             let driver = self.runner.driver();
-            let pending = driver.pending(id).await.map_err(|e| e.to_string())?;
+            let pending = driver.pending(id).await.map_err(RunError::failed)?;
             if pending.is_empty() {
-                return Err(format!("run {operation_id} waits for no decision"));
+                return Err(RunError::NothingToDecide(operation_id.to_owned()));
             }
             let decision = if approve {
                 Decision::Approve
@@ -229,7 +229,7 @@ impl Launcher for ServerLauncher {
                 )
                 .await
                 .map(|_| ())
-                .map_err(|e| e.message)
+                .map_err(|e| RunError::Failed(e.message))
         }
         .boxed()
     }
@@ -239,13 +239,13 @@ impl Launcher for ServerLauncher {
         instructions: &'a str,
         input: String,
         schema: serde_json::Value,
-    ) -> BoxFuture<'a, Result<Option<serde_json::Value>, String>> {
+    ) -> BoxFuture<'a, Result<Option<serde_json::Value>, RunError>> {
         async move {
             self.runner
                 .driver()
                 .ask_system_model_json(instructions, input, "run_reading", schema)
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(RunError::failed)
         }
         .boxed()
     }

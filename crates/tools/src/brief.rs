@@ -69,6 +69,20 @@ pub struct BriefDraft {
     pub actions: Vec<DraftAction>,
 }
 
+/// Why a brief was not raised (the model reads it in the tool's result).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BriefRefused {
+    /// The operation raising it is not in the store.
+    #[error("the operation is not in the store")]
+    UnknownOperation,
+    /// The run has no owner to brief.
+    #[error("nobody to brief: this run has no owner")]
+    NoOwner,
+    /// The store failed, as it said.
+    #[error("{0}")]
+    Store(String),
+}
+
 /// Where raised briefs go.
 pub trait BriefSink: Send + Sync {
     /// Keep `draft` for the person this operation works for; its id, or why not.
@@ -76,7 +90,7 @@ pub trait BriefSink: Send + Sync {
         &'a self,
         cx: &'a ToolContext,
         draft: BriefDraft,
-    ) -> BoxFuture<'a, Result<String, String>>;
+    ) -> BoxFuture<'a, Result<String, BriefRefused>>;
 }
 
 /// The brief tool.

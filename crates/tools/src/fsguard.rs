@@ -13,7 +13,7 @@ pub const FS_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Run `work` on the blocking pool; an answer later than `limit` is an error naming `what`.
 /// (The thread itself cannot be interrupted; non-blocking opens keep it from being stuck.)
-pub async fn bounded<T: Send + 'static>(
+pub(crate) async fn bounded<T: Send + 'static>(
     what: String,
     limit: Duration,
     work: impl FnOnce() -> Result<T, String> + Send + 'static,
@@ -86,12 +86,12 @@ fn open_nonblocking(
 }
 
 /// Open `path` for reading, without blocking, and only if it is a regular file.
-pub fn open_regular(path: &Path, shown: &str) -> Result<(File, u64), String> {
+pub(crate) fn open_regular(path: &Path, shown: &str) -> Result<(File, u64), String> {
     open_nonblocking(path, shown, std::fs::OpenOptions::new().read(true), "read")
 }
 
 /// Write `content` to `path` (a regular file or nothing yet), opened without blocking.
-pub fn write_regular(path: &Path, shown: &str, content: &[u8]) -> Result<(), String> {
+pub(crate) fn write_regular(path: &Path, shown: &str, content: &[u8]) -> Result<(), String> {
     use std::io::Write;
     let (mut file, _) = open_nonblocking(
         path,

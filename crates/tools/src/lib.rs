@@ -188,12 +188,15 @@ impl ToolRegistry {
         identifier: &str,
         api: &str,
         args: &serde_json::Value,
-    ) -> Result<(), String> {
+    ) -> Result<(), ArgumentsRefused> {
         let Some(v) = self
             .validators
             .get(&(identifier.to_owned(), api.to_owned()))
         else {
-            return Err(format!("`{identifier}` has no API named `{api}`"));
+            return Err(ArgumentsRefused::UnknownApi {
+                identifier: identifier.to_owned(),
+                api: api.to_owned(),
+            });
         };
         let problems: Vec<String> = v
             .iter_errors(args)
@@ -209,9 +212,25 @@ impl ToolRegistry {
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(problems.join("; "))
+            Err(ArgumentsRefused::Invalid(problems))
         }
     }
+}
+
+/// Why a call's arguments are refused before its tool runs (the model reads it).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ArgumentsRefused {
+    /// The tool has no such API.
+    #[error("`{identifier}` has no API named `{api}`")]
+    UnknownApi {
+        /// The tool.
+        identifier: String,
+        /// The API asked for.
+        api: String,
+    },
+    /// The arguments break the API's schema: every problem, with where it is.
+    #[error("{}", .0.join("; "))]
+    Invalid(Vec<String>),
 }
 
 /// A tool API's parameters as the JSON schema of `T` (derived with schemars): subschemas

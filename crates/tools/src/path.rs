@@ -5,7 +5,7 @@ use rein_core::intervention::lexical_join as lexical;
 use std::path::{Path, PathBuf};
 
 /// Resolve `requested` inside `wd`, or say why it is refused.
-pub fn confine(wd: Option<&Path>, requested: &str) -> Result<PathBuf, String> {
+pub(crate) fn confine(wd: Option<&Path>, requested: &str) -> Result<PathBuf, String> {
     let wd = wd.ok_or("this operation has no working directory, so file tools are unavailable")?;
     let root = wd
         .canonicalize()

@@ -55,7 +55,8 @@ async fn everything_server_over_stdio_lists_and_calls_tools() {
     );
     let problem = reg
         .validate("everything", "echo", &json!({"message": 5}))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(problem.contains("message"), "{problem}");
     let out = srv
         .call(&cx(None), "echo", json!({"message": "hi"}))

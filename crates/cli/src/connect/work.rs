@@ -85,7 +85,7 @@ impl Device {
             }
             let (code, stderr) = match Box::new(proc).finish(Duration::from_secs(5)).await {
                 Ok(end) => end,
-                Err(why) => (None, why),
+                Err(why) => (None, why.to_string()),
             };
             let _ = out.send(DeviceMessage::AgentEnded {
                 operation_id: op,

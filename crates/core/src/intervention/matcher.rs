@@ -65,9 +65,40 @@ enum RawMatcher {
     },
 }
 
+/// Why a matcher could not be built from what a rule says.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MatcherError {
+    /// The pattern is not a regular expression.
+    #[error("invalid regex `{pattern}`: {reason}")]
+    InvalidRegex {
+        /// The pattern as given.
+        pattern: String,
+        /// What the regex parser said.
+        reason: String,
+    },
+    /// A matcher type that needs a pattern was given none.
+    #[error("matcher type `{0}` needs a `pattern`")]
+    MissingPattern(String),
+    /// `semantic_shell` was given no predicate.
+    #[error("matcher type `semantic_shell` needs a `predicate`")]
+    MissingPredicate,
+    /// A matcher type rein does not have.
+    #[error(
+        "unknown matcher type `{0}` (expected exact, prefix, wildcard, regex, shell_regex or semantic_shell)"
+    )]
+    UnknownType(String),
+}
+
+fn regex_pattern(pattern: &str) -> Result<RegexPattern, MatcherError> {
+    RegexPattern::new(pattern).map_err(|e| MatcherError::InvalidRegex {
+        pattern: pattern.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
 impl TryFrom<RawMatcher> for ArgumentMatcher {
-    type Error = String;
-    fn try_from(raw: RawMatcher) -> Result<Self, String> {
+    type Error = MatcherError;
+    fn try_from(raw: RawMatcher) -> Result<Self, MatcherError> {
         let (kind, pattern, predicate) = match raw {
             RawMatcher::Wildcard(p) => return Ok(Self::Wildcard(p)),
             RawMatcher::Object {
@@ -79,30 +110,18 @@ impl TryFrom<RawMatcher> for ArgumentMatcher {
         let need_pattern = || {
             pattern
                 .clone()
-                .ok_or(format!("matcher type `{kind}` needs a `pattern`"))
+                .ok_or_else(|| MatcherError::MissingPattern(kind.clone()))
         };
         match kind.as_str() {
             "exact" => Ok(Self::Exact(need_pattern()?)),
             "prefix" => Ok(Self::Prefix(need_pattern()?)),
             "wildcard" => Ok(Self::Wildcard(need_pattern()?)),
-            "regex" => {
-                let p = need_pattern()?;
-                RegexPattern::new(&p)
-                    .map(Self::Regex)
-                    .map_err(|e| format!("invalid regex `{p}`: {e}"))
-            }
-            "shell_regex" => {
-                let p = need_pattern()?;
-                RegexPattern::new(&p)
-                    .map(Self::ShellRegex)
-                    .map_err(|e| format!("invalid regex `{p}`: {e}"))
-            }
+            "regex" => regex_pattern(&need_pattern()?).map(Self::Regex),
+            "shell_regex" => regex_pattern(&need_pattern()?).map(Self::ShellRegex),
             "semantic_shell" => predicate
                 .map(Self::Shell)
-                .ok_or_else(|| "matcher type `semantic_shell` needs a `predicate`".to_owned()),
-            other => Err(format!(
-                "unknown matcher type `{other}` (expected exact, prefix, wildcard, regex, shell_regex or semantic_shell)"
-            )),
+                .ok_or(MatcherError::MissingPredicate),
+            other => Err(MatcherError::UnknownType(other.to_owned())),
         }
     }
 }
@@ -131,17 +150,13 @@ impl From<ArgumentMatcher> for RawMatcher {
 
 impl ArgumentMatcher {
     /// A regex matcher; panics never, errors name the pattern.
-    pub fn regex(pattern: &str) -> Result<Self, String> {
-        RegexPattern::new(pattern)
-            .map(Self::Regex)
-            .map_err(|e| format!("invalid regex `{pattern}`: {e}"))
+    pub fn regex(pattern: &str) -> Result<Self, MatcherError> {
+        regex_pattern(pattern).map(Self::Regex)
     }
 
     /// A shell-regex matcher; errors name the pattern.
-    pub fn shell_regex(pattern: &str) -> Result<Self, String> {
-        RegexPattern::new(pattern)
-            .map(Self::ShellRegex)
-            .map_err(|e| format!("invalid regex `{pattern}`: {e}"))
+    pub fn shell_regex(pattern: &str) -> Result<Self, MatcherError> {
+        regex_pattern(pattern).map(Self::ShellRegex)
     }
 
     /// Test a (stringified) argument value.

@@ -147,7 +147,15 @@ pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
         let decls: Vec<Value> = req
             .tools
             .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "parameters": gemini_schema(&t.parameters)}))
+            .map(|t| {
+                // A function without parameters declares none: Gemini has refused an object
+                // with empty `properties` ("should be non-empty for OBJECT type").
+                if super::schema::takes_nothing(&t.parameters) {
+                    json!({"name": t.name, "description": t.description})
+                } else {
+                    json!({"name": t.name, "description": t.description, "parameters": gemini_schema(&t.parameters)})
+                }
+            })
             .collect();
         body["tools"] = json!([{"functionDeclarations": decls}]);
         body["toolConfig"] = match &req.tool_choice {

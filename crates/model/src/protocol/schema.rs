@@ -100,7 +100,7 @@ fn resolve(v: &Value, defs: &Map<String, Value>, stack: &mut Vec<String>) -> Val
 
 /// `schema` as a tool's parameters: every provider requires an object at the root. A schema
 /// that declares no type (MCP servers send `{}` for a tool without arguments, or a root with
-/// `properties` only) gets `type: object`, and `properties` when it has none.
+/// `properties` only) gets `type: object`; anything else is sent as it is.
 pub fn object_root(schema: &Value) -> Value {
     let mut out = match schema {
         Value::Object(m) => m.clone(),
@@ -109,11 +109,15 @@ pub fn object_root(schema: &Value) -> Value {
     if !out.contains_key("type") {
         out.insert("type".into(), Value::String("object".into()));
     }
-    if out.get("type").and_then(Value::as_str) == Some("object") && !out.contains_key("properties")
-    {
-        out.insert("properties".into(), Value::Object(Map::new()));
-    }
     Value::Object(out)
+}
+
+/// Whether a tool's parameters declare no parameter at all (no or empty `properties`).
+pub fn takes_nothing(schema: &Value) -> bool {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_none_or(Map::is_empty)
 }
 
 /// Whether `schema` still holds a `$ref` anywhere.
@@ -196,16 +200,15 @@ mod tests {
 
     #[test]
     fn a_root_without_a_type_becomes_an_object() {
-        assert_eq!(
-            object_root(&json!({})),
-            json!({"type": "object", "properties": {}})
-        );
+        assert_eq!(object_root(&json!({})), json!({"type": "object"}));
         assert_eq!(
             object_root(&json!({"properties": {"q": {"type": "string"}}})),
             json!({"type": "object", "properties": {"q": {"type": "string"}}})
         );
         let typed = json!({"type": "object", "properties": {}, "required": []});
         assert_eq!(object_root(&typed), typed);
+        assert!(takes_nothing(&typed) && takes_nothing(&json!({"type": "object"})));
+        assert!(!takes_nothing(&json!({"properties": {"q": {}}})));
     }
 
     #[test]

@@ -419,7 +419,7 @@ pub async fn serve(responses: Vec<Canned>, seed: u64) -> Server {
             let system = req.system_text();
             let withdrawn = tools_withdrawn(&req.path, &req.body);
             let refused = validate::Wire::of_path(&req.path)
-                .and_then(|wire| wire.check(&req.body).err().map(|m| (wire, m)));
+                .and_then(|wire| wire.check(&req.body).err().map(|m| (wire, m.0)));
             req.refused = refused.as_ref().map(|(_, m)| m.clone());
             rec.lock().unwrap().push(req);
             if let Some((wire, message)) = refused {

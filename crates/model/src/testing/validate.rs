@@ -7,6 +7,11 @@
 
 use serde_json::{Value, json};
 
+/// Why a provider refuses a request: its own message.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refusal(pub String);
+
 /// The wire protocol a request was sent in, from its path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wire {
@@ -42,7 +47,7 @@ impl Wire {
     }
 
     /// Check `body` as this provider does: `Err` with the message it refuses it with.
-    pub fn check(self, body: &Value) -> Result<(), String> {
+    pub fn check(self, body: &Value) -> Result<(), Refusal> {
         match self {
             Wire::Anthropic => anthropic(body),
             Wire::OpenAiChat => openai_chat(body),
@@ -50,6 +55,7 @@ impl Wire {
             Wire::Gemini => gemini(body),
             Wire::Ollama => Ok(()),
         }
+        .map_err(Refusal)
     }
 
     /// The provider's 400 body for a refusal saying `message`.
@@ -79,7 +85,7 @@ fn has_tools(body: &Value) -> bool {
 }
 
 /// Anthropic Messages.
-pub fn anthropic(body: &Value) -> Result<(), String> {
+fn anthropic(body: &Value) -> Result<(), String> {
     let messages = array(body, "messages");
     if messages.is_empty() {
         return Err("messages: at least one message is required".into());
@@ -180,7 +186,7 @@ pub fn anthropic(body: &Value) -> Result<(), String> {
 }
 
 /// OpenAI Chat Completions.
-pub fn openai_chat(body: &Value) -> Result<(), String> {
+fn openai_chat(body: &Value) -> Result<(), String> {
     let messages = array(body, "messages");
     if messages.is_empty() {
         return Err("[] is too short - 'messages'".into());
@@ -240,7 +246,7 @@ pub fn openai_chat(body: &Value) -> Result<(), String> {
 }
 
 /// OpenAI Responses.
-pub fn openai_responses(body: &Value) -> Result<(), String> {
+fn openai_responses(body: &Value) -> Result<(), String> {
     let input = match &body["input"] {
         Value::String(s) if !s.is_empty() => return Ok(()),
         Value::Array(a) if !a.is_empty() => a.as_slice(),
@@ -392,7 +398,7 @@ fn anthropic_tools(body: &Value) -> Result<(), String> {
 }
 
 /// Gemini `generateContent`.
-pub fn gemini(body: &Value) -> Result<(), String> {
+fn gemini(body: &Value) -> Result<(), String> {
     for (t, tool) in array(body, "tools").iter().enumerate() {
         for (f, decl) in array(tool, "functionDeclarations").iter().enumerate() {
             let name = decl["name"].as_str().unwrap_or_default();

@@ -145,6 +145,22 @@ fn is_executable(p: &Path) -> bool {
     }
 }
 
+/// Why an external agent's end is unknown.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EndUnknown {
+    /// The device refused to run it, saying why.
+    #[error("{0}")]
+    Refused(String),
+    /// The connection of the device (named) dropped while it ran.
+    #[error(
+        "the connection of device `{0}` dropped while the agent ran; what it did after its last recorded step is unknown"
+    )]
+    Lost(String),
+    /// The device (named) did not report its end in time.
+    #[error("device `{0}` did not report the agent's end")]
+    Silent(String),
+}
+
 /// A running external agent, wherever it runs: what it prints, line by line, and how to stop it.
 pub trait AgentRun: Send {
     /// Its next line of output (`None`: the output ended).
@@ -156,7 +172,7 @@ pub trait AgentRun: Send {
     fn finish(
         self: Box<Self>,
         grace: std::time::Duration,
-    ) -> futures::future::BoxFuture<'static, Result<(Option<i32>, String), String>>;
+    ) -> futures::future::BoxFuture<'static, Result<(Option<i32>, String), EndUnknown>>;
 }
 
 /// One run of an external agent on a device, as the driver asks for it.

@@ -119,7 +119,7 @@ impl super::AgentRun for Running {
     fn finish(
         self: Box<Self>,
         grace: std::time::Duration,
-    ) -> futures::future::BoxFuture<'static, Result<(Option<i32>, String), String>> {
+    ) -> futures::future::BoxFuture<'static, Result<(Option<i32>, String), super::EndUnknown>> {
         Box::pin(async move { Ok(Running::finish(*self, grace).await) })
     }
 }

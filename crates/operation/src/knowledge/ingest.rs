@@ -105,8 +105,8 @@ pub async fn run(
     }
     if let Some(model) = kb.embed_model.as_deref() {
         let embedded = match models {
-            Some(models) => embedder_for(models, model),
-            None => Err("no model providers in this process".into()),
+            Some(models) => embedder_for(models, model).map_err(|e| e.to_string()),
+            None => Err("no model providers in this process".to_owned()),
         };
         let result = match embedded {
             Ok(embedder) => embed_pending(store, &kb.id, model, &*embedder, progress).await,

@@ -54,10 +54,24 @@ pub fn checked_query(query: &str) -> Result<&str, QueryError> {
     }
 }
 
+/// Why no embedder could be made for a knowledge base's embedding model.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedderUnavailable {
+    /// The name is not `provider/model`.
+    #[error(transparent)]
+    Name(#[from] crate::profile::ProfileError),
+    /// No configured provider serves it.
+    #[error(transparent)]
+    Provider(#[from] crate::models::ModelUnavailable),
+}
+
 /// The embedder for an embedding model named `provider/model`, from `models`.
-pub fn embedder_for(models: &dyn ModelSource, model: &str) -> Result<Arc<dyn Embedder>, String> {
-    let model_ref = crate::profile::model_ref(model).map_err(|e| e.to_string())?;
-    let provider = models.provider(&model_ref).map_err(|e| e.to_string())?;
+pub fn embedder_for(
+    models: &dyn ModelSource,
+    model: &str,
+) -> Result<Arc<dyn Embedder>, EmbedderUnavailable> {
+    let model_ref = crate::profile::model_ref(model)?;
+    let provider = models.provider(&model_ref)?;
     Ok(Arc::new(ProviderEmbedder::new(provider, model_ref)))
 }
 
@@ -172,7 +186,7 @@ async fn embed_query(
     model: &str,
     query: &str,
 ) -> Result<Vec<f32>, String> {
-    let embedder = embedder_for(models, model)?;
+    let embedder = embedder_for(models, model).map_err(|e| e.to_string())?;
     let mut v = embedder
         .embed(&[query.to_owned()])
         .await

@@ -8,7 +8,7 @@ use super::DeviceGateway;
 use super::protocol::{AgentStart, ServerMessage};
 use futures::future::BoxFuture;
 use rein_core::OperationId;
-use rein_operation::external::{AgentRun, RemoteAgents, RemoteStart, StartError};
+use rein_operation::external::{AgentRun, EndUnknown, RemoteAgents, RemoteStart, StartError};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -68,7 +68,7 @@ struct RemoteRun {
     owner: String,
     device: String,
     rx: mpsc::UnboundedReceiver<AgentFrame>,
-    end: Option<Result<(Option<i32>, String), String>>,
+    end: Option<Result<(Option<i32>, String), EndUnknown>>,
 }
 
 impl RemoteRun {
@@ -77,14 +77,9 @@ impl RemoteRun {
             AgentFrame::Line(l) => return Some(l),
             AgentFrame::Ended {
                 refused: Some(why), ..
-            } => self.end = Some(Err(why)),
+            } => self.end = Some(Err(EndUnknown::Refused(why))),
             AgentFrame::Ended { code, stderr, .. } => self.end = Some(Ok((code, stderr))),
-            AgentFrame::Lost => {
-                self.end = Some(Err(format!(
-                    "the connection of device `{}` dropped while the agent ran; what it did after its last recorded step is unknown",
-                    self.device
-                )));
-            }
+            AgentFrame::Lost => self.end = Some(Err(EndUnknown::Lost(self.device.clone()))),
         }
         None
     }
@@ -112,7 +107,7 @@ impl AgentRun for RemoteRun {
     fn finish(
         mut self: Box<Self>,
         grace: Duration,
-    ) -> BoxFuture<'static, Result<(Option<i32>, String), String>> {
+    ) -> BoxFuture<'static, Result<(Option<i32>, String), EndUnknown>> {
         Box::pin(async move {
             let deadline = tokio::time::Instant::now() + grace;
             while self.end.is_none() {
@@ -123,16 +118,13 @@ impl AgentRun for RemoteRun {
                     Ok(None) => {
                         self.ended(AgentFrame::Lost);
                     }
-                    Err(_) => {
-                        self.end = Some(Err(format!(
-                            "device `{}` did not report the agent's end",
-                            self.device
-                        )));
-                    }
+                    Err(_) => self.end = Some(Err(EndUnknown::Silent(self.device.clone()))),
                 }
             }
             self.gateway.forget_agent(self.operation);
-            self.end.take().unwrap_or_else(|| Err("no end".into()))
+            self.end
+                .take()
+                .unwrap_or_else(|| Err(EndUnknown::Silent(self.device.clone())))
         })
     }
 }

@@ -186,7 +186,7 @@ fn usage_of(r: &rein_store::OperationRecord) -> CompletionUsage {
 /// Why the operation gives no answer: `None` when it completed.
 fn stopped(
     record: &rein_store::OperationRecord,
-    end: &Option<Result<RunEnd, String>>,
+    end: &Option<Result<RunEnd, std::sync::Arc<rein_operation::DriverError>>>,
 ) -> Option<(String, String)> {
     let id = record.id;
     if let Some(Err(e)) = end {

@@ -292,7 +292,7 @@ fn call(name: &str, args: &[Number]) -> Result<Number, String> {
 }
 
 /// Evaluate `expression`; errors say what is wrong and where.
-pub fn evaluate(expression: &str) -> Result<Number, String> {
+pub(crate) fn evaluate(expression: &str) -> Result<Number, String> {
     let mut p = Parser {
         s: expression.as_bytes(),
         pos: 0,
