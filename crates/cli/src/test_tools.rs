@@ -45,15 +45,20 @@ impl Tool for Ledger {
         args: serde_json::Value,
     ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
         async move {
-            let path = std::env::var("REIN_TEST_LEDGER")
-                .map_err(|_| PortError::new("config", "REIN_TEST_LEDGER is not set"))?;
+            let path = std::env::var("REIN_TEST_LEDGER").map_err(|_| {
+                PortError::new(
+                    rein_core::failure::ErrorKind::Config,
+                    "REIN_TEST_LEDGER is not set",
+                )
+            })?;
             let entry = args["entry"].as_str().unwrap_or_default().to_owned();
             let mut f = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(&path)
-                .map_err(|e| PortError::new("io", e.to_string()))?;
-            writeln!(f, "{entry}").map_err(|e| PortError::new("io", e.to_string()))?;
+                .map_err(|e| PortError::new(rein_core::failure::Fault::Io, e.to_string()))?;
+            writeln!(f, "{entry}")
+                .map_err(|e| PortError::new(rein_core::failure::Fault::Io, e.to_string()))?;
             Ok(ToolOutput::ok(format!("appended {entry}")))
         }
         .boxed()

@@ -237,8 +237,8 @@ pub enum EventKind {
     },
     /// The operation failed.
     Error {
-        /// Machine code.
-        code: String,
+        /// What kind of failure.
+        code: crate::failure::FailureCode,
         /// What went wrong.
         message: String,
     },

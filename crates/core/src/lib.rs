@@ -21,6 +21,7 @@ pub mod conversation;
 pub mod document;
 pub mod engine;
 pub mod event;
+pub mod failure;
 pub mod ids;
 pub mod instruction;
 pub mod intervention;

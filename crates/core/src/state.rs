@@ -116,8 +116,8 @@ pub struct Finish {
 /// An operation failure.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StateError {
-    /// Stable machine code (`executor_missing`, `executor_failed`, `agent_failed`, ...).
-    pub code: String,
+    /// What kind of failure (written as its name: `executor_missing`, `rate_limit`, ...).
+    pub code: crate::failure::FailureCode,
     /// What went wrong.
     pub message: String,
 }

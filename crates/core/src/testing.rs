@@ -110,7 +110,7 @@ impl LlmPort for ScriptedLlm {
             match turn {
                 None => {
                     return Err(PortError::new(
-                        "script_exhausted",
+                        crate::failure::Fault::ScriptExhausted,
                         "the scripted model has no turns left",
                     ));
                 }
@@ -198,10 +198,14 @@ impl ToolPort for FnTools {
                 .unwrap_or_else(|p| p.into_inner())
                 .push(key.clone());
             let f = self.tools.get(&key).ok_or_else(|| {
-                PortError::new("tool_not_found", format!("no implementation for `{key}`"))
+                PortError::new(
+                    crate::failure::Fault::ToolNotFound,
+                    format!("no implementation for `{key}`"),
+                )
             })?;
-            let args = serde_json::from_str(&call.arguments)
-                .map_err(|e| PortError::new("invalid_arguments", e.to_string()))?;
+            let args = serde_json::from_str(&call.arguments).map_err(|e| {
+                PortError::new(crate::failure::Fault::InvalidArguments, e.to_string())
+            })?;
             f(&args)
         }
         .boxed()

@@ -674,7 +674,10 @@ impl Executor for SubAgents {
     ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
         async move {
             let Instruction::ExecSubAgents { payload } = ins else {
-                return Err(ExecError::new("bad", "expected exec_sub_agents"));
+                return Err(ExecError::new(
+                    rein_core::failure::Fault::ExecutorMismatch,
+                    "expected exec_sub_agents",
+                ));
             };
             state.delegated.clear();
             for task in payload.tasks {

@@ -494,7 +494,10 @@ fn event_kind() -> impl Strategy<Value = EventKind> {
             reason,
             reason_detail
         }),
-        (text(), text()).prop_map(|(code, message)| EventKind::Error { code, message }),
+        (text(), text()).prop_map(|(code, message)| EventKind::Error {
+            code: rein_core::failure::FailureCode::named(&code),
+            message
+        }),
     ]
 }
 

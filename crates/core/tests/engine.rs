@@ -156,7 +156,7 @@ fn a_missing_executor_is_an_error_result_not_a_panic() {
 #[test]
 fn a_provider_failure_fails_the_step_from_the_input_state() {
     let h = harness(vec![ScriptedTurn::Fail(PortError::new(
-        "rate_limit",
+        rein_core::failure::ErrorKind::RateLimit,
         "slow down",
     ))]);
     let r = run(&h, state("hi"));

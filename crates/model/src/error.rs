@@ -4,94 +4,9 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// What kind of failure this is: the caller's decision (retry, shrink context, fix the key)
-/// depends on it, not on which vendor answered.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorKind {
-    /// Missing or wrong credentials (401).
-    Auth,
-    /// Credentials lack access (403).
-    Permission,
-    /// Unknown model or endpoint (404).
-    NotFound,
-    /// Too many requests (429).
-    RateLimit,
-    /// The provider is overloaded (Anthropic 529, `overloaded_error`).
-    Overloaded,
-    /// The prompt does not fit the model's window.
-    ContextLengthExceeded,
-    /// The request is malformed or unsupported.
-    InvalidRequest,
-    /// A safety filter refused the content.
-    ContentFiltered,
-    /// Billing or quota exhausted (not transient).
-    Quota,
-    /// The provider failed (5xx, in-stream server errors).
-    ServerError,
-    /// The connection failed.
-    Network,
-    /// The request timed out.
-    Timeout,
-    /// The stream ended before it finished.
-    StreamInterrupted,
-    /// The model returned nothing.
-    EmptyCompletion,
-    /// The stream could not be parsed.
-    MalformedStream,
-    /// The caller cancelled.
-    Cancelled,
-    /// A requested capability is missing (checked before sending).
-    Unsupported,
-    /// A hook vetoed the call.
-    Vetoed,
-    /// Configuration is missing or wrong (no base URL, no key).
-    Config,
-    /// A replayed request does not match the cassette.
-    ReplayMismatch,
-}
-
-impl ErrorKind {
-    /// Whether a failure of this kind may succeed when tried again unchanged.
-    pub fn is_transient(self) -> bool {
-        matches!(
-            self,
-            ErrorKind::RateLimit
-                | ErrorKind::Overloaded
-                | ErrorKind::ServerError
-                | ErrorKind::Network
-                | ErrorKind::Timeout
-                | ErrorKind::StreamInterrupted
-                | ErrorKind::EmptyCompletion
-        )
-    }
-
-    /// The snake_case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorKind::Auth => "auth",
-            ErrorKind::Permission => "permission",
-            ErrorKind::NotFound => "not_found",
-            ErrorKind::RateLimit => "rate_limit",
-            ErrorKind::Overloaded => "overloaded",
-            ErrorKind::ContextLengthExceeded => "context_length_exceeded",
-            ErrorKind::InvalidRequest => "invalid_request",
-            ErrorKind::ContentFiltered => "content_filtered",
-            ErrorKind::Quota => "quota",
-            ErrorKind::ServerError => "server_error",
-            ErrorKind::Network => "network",
-            ErrorKind::Timeout => "timeout",
-            ErrorKind::StreamInterrupted => "stream_interrupted",
-            ErrorKind::EmptyCompletion => "empty_completion",
-            ErrorKind::MalformedStream => "malformed_stream",
-            ErrorKind::Cancelled => "cancelled",
-            ErrorKind::Unsupported => "unsupported",
-            ErrorKind::Vetoed => "vetoed",
-            ErrorKind::Config => "config",
-            ErrorKind::ReplayMismatch => "replay_mismatch",
-        }
-    }
-}
+/// What kind of failure this is (defined in rein-core, so the classification reaches an
+/// operation's state and events intact).
+pub use rein_core::failure::ErrorKind;
 
 /// A classified provider failure.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]

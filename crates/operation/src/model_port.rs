@@ -16,6 +16,7 @@ use rein_core::engine::ports::{
 };
 use rein_core::event::ContextReport;
 use rein_core::event::StreamChunk;
+use rein_core::failure::Fault;
 use rein_core::intervention::key_listed;
 use rein_core::message::Message;
 use rein_core::message::Reasoning;
@@ -417,17 +418,17 @@ impl LlmPort for ModelPort {
                     .store
                     .message_exists(parent)
                     .await
-                    .map_err(|e| PortError::new("store_error", e.to_string()))?
+                    .map_err(|e| PortError::new(Fault::Store, e.to_string()))?
             {
                 return Err(PortError::new(
-                    "conversation_parent_missing",
+                    Fault::ConversationParentMissing,
                     format!("the message {parent} this answer would follow was deleted"),
                 ));
             }
             let model = req
                 .model
                 .map(|m| m.model.to_string())
-                .ok_or_else(|| PortError::new("config", "the operation has no model"))?;
+                .ok_or_else(|| PortError::new(ErrorKind::Config, "the operation has no model"))?;
             let here = tracing::Span::current();
             let memories = self.relevant_memories(&req).await;
             let knowledge = self.relevant_knowledge(&req).await;
@@ -528,7 +529,7 @@ impl LlmPort for ModelPort {
                 if let Some(c) = e.provider_code.as_deref().or(e.provider_type.as_deref()) {
                     detail.push_str(&format!(" [{c}]"));
                 }
-                return Err(PortError::new(e.kind.as_str(), detail));
+                return Err(PortError::new(e.kind, detail));
             }
             let tool_calls = r
                 .tool_calls

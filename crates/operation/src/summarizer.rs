@@ -260,7 +260,7 @@ impl Summarizer for ModelSummarizer {
         async move {
             self.rolling(messages, existing_summary)
                 .await
-                .map_err(|e| PortError::new(e.kind.as_str(), e.message))
+                .map_err(|e| PortError::new(e.kind, e.message))
         }
         .boxed()
     }

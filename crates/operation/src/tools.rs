@@ -345,7 +345,7 @@ fn recorded(mut output: ToolOutput, exec: ToolExecution) -> ToolOutput {
 }
 
 fn store_err(e: rein_store::StoreError) -> PortError {
-    PortError::new("store_error", e.to_string())
+    PortError::new(rein_core::failure::Fault::Store, e.to_string())
 }
 
 impl ToolPort for ToolHost {

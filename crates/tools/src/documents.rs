@@ -185,7 +185,7 @@ fn new_id() -> String {
 }
 
 fn store_failed(e: DocumentsError) -> PortError {
-    PortError::new("store_error", e.to_string())
+    PortError::new(rein_core::failure::Fault::Store, e.to_string())
 }
 
 /// `memory`: what the agent knows about the user across conversations.

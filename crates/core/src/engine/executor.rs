@@ -17,15 +17,15 @@ use super::ports::EventSink;
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{code}: {message}")]
 pub struct ExecError {
-    /// Machine code.
-    pub code: String,
+    /// What kind of failure.
+    pub code: crate::failure::FailureCode,
     /// What went wrong.
     pub message: String,
 }
 
 impl ExecError {
     /// An executor error.
-    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn new(code: impl Into<crate::failure::FailureCode>, message: impl Into<String>) -> Self {
         Self {
             code: code.into(),
             message: message.into(),

@@ -356,15 +356,9 @@ impl AgentRuntime {
                         state,
                         step_index,
                         &emitter,
-                        "agent_no_instructions",
+                        crate::failure::Fault::AgentNoInstructions.into(),
                         msg,
                     );
-                }
-                Ok(list) if list.is_empty() => {
-                    let phase = ctx.phase.name();
-                    let msg = format!("the agent returned no instructions in phase {phase}");
-                    let code = "agent_no_instructions";
-                    return self.error_result(state, step_index, &emitter, code, msg);
                 }
                 Ok(list) => list,
                 Err(e) => {
@@ -372,7 +366,7 @@ impl AgentRuntime {
                         state,
                         step_index,
                         &emitter,
-                        "agent_failed",
+                        crate::failure::Fault::AgentFailed.into(),
                         e.to_string(),
                     );
                 }
@@ -399,7 +393,13 @@ impl AgentRuntime {
             let kind = ins.kind();
             let Some(exec) = self.table.get(kind) else {
                 let msg = format!("no executor found for instruction type {}", kind.as_str());
-                return self.error_result(state, step_index, &emitter, "executor_missing", msg);
+                return self.error_result(
+                    state,
+                    step_index,
+                    &emitter,
+                    crate::failure::Fault::ExecutorMissing.into(),
+                    msg,
+                );
             };
             let effect = Effect::of(&ins);
             let status_before = st.status;
@@ -407,7 +407,7 @@ impl AgentRuntime {
             let out = match exec.execute(ins, &mut st, &cx).await {
                 Ok(out) => out,
                 Err(e) => {
-                    return self.error_result(state, step_index, &emitter, &e.code, e.message);
+                    return self.error_result(state, step_index, &emitter, e.code, e.message);
                 }
             };
             if out.next_context.is_some() {
@@ -464,20 +464,17 @@ impl AgentRuntime {
         mut state: AgentState,
         step_index: u32,
         emitter: &Emitter,
-        code: &str,
+        code: crate::failure::FailureCode,
         message: String,
     ) -> StepResult {
         state.step_count = step_index;
         state.status = Status::Error;
         state.updated_at = Utc::now();
         state.error = Some(StateError {
-            code: code.into(),
+            code: code.clone(),
             message: message.clone(),
         });
-        emitter.emit(EventKind::Error {
-            code: code.into(),
-            message,
-        });
+        emitter.emit(EventKind::Error { code, message });
         state.next_event_seq = emitter.next_seq();
         StepResult {
             state,

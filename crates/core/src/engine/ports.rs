@@ -16,15 +16,15 @@ use std::sync::Arc;
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{code}: {message}")]
 pub struct PortError {
-    /// Machine code (`provider_error`, `rate_limit`, `timeout`, ...).
-    pub code: String,
+    /// What kind of failure (a model call's classification kept intact).
+    pub code: crate::failure::FailureCode,
     /// What went wrong.
     pub message: String,
 }
 
 impl PortError {
     /// A port error.
-    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn new(code: impl Into<crate::failure::FailureCode>, message: impl Into<String>) -> Self {
         Self {
             code: code.into(),
             message: message.into(),

@@ -13,6 +13,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use rein_core::engine::{ExecContext, ExecError, ExecOutput, Executor, SubAgentSpawn};
 use rein_core::event::EventKind;
+use rein_core::failure::Fault;
 use rein_core::instruction::{Instruction, SubAgentTask};
 use rein_core::intervention::{ApprovalMode, InterventionConfig, InterventionPolicy, key_listed};
 use rein_core::phase::{Phase, RuntimeContext, SubAgentsResultPayload};
@@ -468,7 +469,7 @@ impl Delegator {
             {
                 // A turn no tool call asked for (a group's): nothing can carry the refusal
                 // but the operation's own failure.
-                return Err(ExecError::new("sub_agent_refused", why.clone()));
+                return Err(ExecError::new(Fault::SubAgentRefused, why.clone()));
             }
             if refused.is_some() {
                 if let Some(id) = tool_message {
@@ -518,7 +519,7 @@ impl Delegator {
         group: &rein_core::spec::GroupSpec,
         state: &mut AgentState,
     ) -> Result<Option<(String, String)>, ExecError> {
-        let fail = |m: String| ExecError::new("supervisor_failed", m);
+        let fail = |m: String| ExecError::new(Fault::SupervisorFailed, m);
         let model = self
             .spec
             .model
@@ -630,7 +631,7 @@ impl Executor for Delegator {
                 }
                 other => {
                     return Err(ExecError::new(
-                        "executor_mismatch",
+                        Fault::ExecutorMismatch,
                         format!(
                             "the sub-agent executor received a {} instruction",
                             other.kind().as_str()

@@ -16,6 +16,7 @@ use crate::external::transcript::{ObservedStep, Transcript};
 use crate::external::{self, ExternalError};
 use rein_core::engine::StepResult;
 use rein_core::event::{Amount, EventKind};
+use rein_core::failure::Fault;
 use rein_core::instruction::InstructionKind;
 use rein_core::message::ExternalSession;
 use rein_core::spec::{ExternalKind, Surface};
@@ -49,7 +50,7 @@ impl Driver {
             Status::Running => {
                 let msg = "the process running the external agent stopped before the agent finished; what it did after the last recorded step is unknown, so it is not started again (send a new message to continue its session)";
                 return self
-                    .end_external(run, Err(("external_interrupted", msg.into())))
+                    .end_external(run, Err((Fault::ExternalInterrupted, msg.into())))
                     .await;
             }
             Status::Interrupted => return self.settle_cancel(run, "cancelled on request").await,
@@ -95,7 +96,7 @@ impl Driver {
                     Ok(p) => p,
                     Err(e) => {
                         return self
-                            .end_external(run, Err(("external_missing", e.to_string())))
+                            .end_external(run, Err((Fault::ExternalMissing, e.to_string())))
                             .await;
                     }
                 };
@@ -121,7 +122,7 @@ impl Driver {
             Ok(p) => p,
             Err(e) => {
                 return self
-                    .end_external(run, Err(("external_failed", e.to_string())))
+                    .end_external(run, Err((Fault::ExternalFailed, e.to_string())))
                     .await;
             }
         };
@@ -232,11 +233,13 @@ impl Driver {
             Ok(ended) => ended,
             Err(why) => {
                 let msg = format!("external agent `{}`: {why}", kind.as_str());
-                return self.end_external(run, Err(("external_failed", msg))).await;
+                return self
+                    .end_external(run, Err((Fault::ExternalFailed, msg)))
+                    .await;
             }
         };
         let outcome = match (transcript.failure.take(), code) {
-            (Some(failure), _) => Err(("external_failed", failure)),
+            (Some(failure), _) => Err((Fault::ExternalFailed, failure)),
             (None, Some(0)) => Ok((FinishReason::Completed, String::new())),
             (None, code) => {
                 let how = code.map_or_else(
@@ -249,7 +252,7 @@ impl Driver {
                     format!(": {stderr}")
                 };
                 Err((
-                    "external_failed",
+                    Fault::ExternalFailed,
                     format!("external agent `{}` {how}{said}", kind.as_str()),
                 ))
             }
@@ -388,7 +391,7 @@ impl Driver {
     async fn end_external(
         &self,
         run: &mut Loaded,
-        outcome: Result<(FinishReason, String), (&'static str, String)>,
+        outcome: Result<(FinishReason, String), (Fault, String)>,
     ) -> Result<RunEnd, DriverError> {
         self.end_external_with(run, outcome, Vec::new()).await
     }
@@ -396,7 +399,7 @@ impl Driver {
     async fn end_external_with(
         &self,
         run: &mut Loaded,
-        outcome: Result<(FinishReason, String), (&'static str, String)>,
+        outcome: Result<(FinishReason, String), (Fault, String)>,
         mut kinds: Vec<EventKind>,
     ) -> Result<RunEnd, DriverError> {
         let mut state = run.committed.clone();
@@ -416,11 +419,11 @@ impl Driver {
             Err((code, message)) => {
                 state.status = Status::Error;
                 state.error = Some(StateError {
-                    code: code.to_owned(),
+                    code: code.into(),
                     message: message.clone(),
                 });
                 kinds.push(EventKind::Error {
-                    code: code.to_owned(),
+                    code: code.into(),
                     message,
                 });
             }

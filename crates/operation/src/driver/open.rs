@@ -187,8 +187,11 @@ impl Driver {
         let message =
             format!("message {first} of this conversation was deleted while the operation ran");
         state.status = Status::Error;
+        let code = rein_core::failure::FailureCode::from(
+            rein_core::failure::Fault::ConversationParentMissing,
+        );
         state.error = Some(rein_core::state::StateError {
-            code: "conversation_parent_missing".into(),
+            code: code.clone(),
             message: message.clone(),
         });
         state.updated_at = Utc::now();
@@ -198,10 +201,7 @@ impl Driver {
             operation_id: state.operation_id,
             step: state.step_count,
             seq,
-            kind: EventKind::Error {
-                code: "conversation_parent_missing".into(),
-                message,
-            },
+            kind: EventKind::Error { code, message },
         };
         self.commit(run, StepResult::transition(state, vec![event], None))
             .await?;

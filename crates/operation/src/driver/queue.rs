@@ -81,7 +81,7 @@ impl Driver {
                     let mut failed = run.committed.clone();
                     failed.status = Status::Error;
                     failed.error = Some(rein_core::state::StateError {
-                        code: "queued_start_failed".into(),
+                        code: rein_core::failure::Fault::QueuedStartFailed.into(),
                         message: e.to_string(),
                     });
                     self.store.drop_queued(run.id, &failed).await?;

@@ -113,7 +113,7 @@ impl Tool for KnowledgeTool {
                 k,
             )
             .await
-            .map_err(|e| PortError::new("store_error", e.to_string()))?;
+            .map_err(|e| PortError::new(rein_core::failure::Fault::Store, e.to_string()))?;
             if found.hits.is_empty() {
                 return Ok(ToolOutput::ok(format!(
                     "Nothing in {} matches `{}`.",

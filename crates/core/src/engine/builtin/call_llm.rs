@@ -120,7 +120,10 @@ impl PayloadExecutor for CallLlmExecutor {
                 state.push_message(m);
             }
             let Some(message) = state.message_mut(assistant_id) else {
-                return Err(ExecError::new("internal", "assistant message vanished"));
+                return Err(ExecError::new(
+                    crate::failure::Fault::Internal,
+                    "assistant message vanished",
+                ));
             };
             message.role = Role::Assistant;
             message.set_text(&out.content);

@@ -33,7 +33,7 @@ impl PayloadExecutor for CallToolsBatchExecutor {
         async move {
             let Some(exec) = cx.executor(InstructionKind::CallTool) else {
                 return Err(ExecError::new(
-                    "executor_missing",
+                    crate::failure::Fault::ExecutorMissing,
                     "no executor found for instruction type call_tool (needed by call_tools_batch)",
                 ));
             };

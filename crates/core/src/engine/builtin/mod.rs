@@ -87,7 +87,7 @@ impl<E: PayloadExecutor> Executor for Typed<E> {
 
 fn wrong(kind: InstructionKind, ins: &Instruction) -> ExecError {
     ExecError::new(
-        "executor_mismatch",
+        crate::failure::Fault::ExecutorMismatch,
         format!(
             "{} executor received a {} instruction",
             kind.as_str(),
