@@ -236,21 +236,36 @@ pub fn op_list(records: &[rein_store::OperationRecord]) {
         return;
     }
     println!(
-        "{:<36}  {:<22} {:>9} {:>14}  {:>12}  created",
-        "operation", "status", "steps", "tokens", "cost (USD)"
+        "{:<36}  {:<22} {:>9} {:>14}  {:>12}  {:<19}  asked",
+        "operation", "status", "steps", "tokens", "cost (USD)", "created"
     );
     for r in records {
         let cost = r.cost.to_string();
         println!(
-            "{:<36}  {:<22} {:>9} {:>14}  {:>12}  {}",
+            "{:<36}  {:<22} {:>9} {:>14}  {:>12}  {}  {}",
             r.id,
             r.status.as_str(),
             count(r.step_count, "step"),
             format!("{} tokens", r.total_tokens),
             cost,
-            r.created_at.format("%Y-%m-%d %H:%M:%S")
+            r.created_at.format("%Y-%m-%d %H:%M:%S"),
+            asked(r.prompt.as_deref())
         );
     }
+}
+
+/// The start of what an operation was asked, as `op list` shows it: at most 48 characters.
+fn asked(prompt: Option<&str>) -> String {
+    const SHOWN: usize = 48;
+    let Some(p) = prompt else {
+        return "—".into();
+    };
+    if p.chars().count() <= SHOWN {
+        return p.to_owned();
+    }
+    let mut cut: String = p.chars().take(SHOWN - 1).collect();
+    cut.push('…');
+    cut
 }
 
 pub fn show(op: &StoredOperation, steps: &[StepRecord], pending: &[rein_store::Intervention]) {

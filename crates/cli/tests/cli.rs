@@ -857,6 +857,14 @@ async fn chat_regenerates_edits_and_switches_branches() {
     assert!(said.contains(&format!("no topic {topic}")), "{said}");
     let (_, ops, _) = e.rein(&["op", "list"]).await;
     assert!(ops.starts_with("operation "), "a header first: {ops}");
+    assert!(
+        ops.lines().next().is_some_and(|h| h.ends_with("asked")),
+        "{ops}"
+    );
+    assert!(
+        ops.lines().any(|l| l.ends_with("  second, edited")),
+        "each operation with what it was asked: {ops}"
+    );
     assert_eq!(
         ops.lines().skip(1).filter(|l| !l.trim().is_empty()).count(),
         4,

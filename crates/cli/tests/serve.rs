@@ -1148,6 +1148,7 @@ async fn the_cli_drives_a_server_with_server_and_rein_token() {
         serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
     assert_eq!(listed["id"], op);
     assert_eq!(listed["status"], "done");
+    assert_eq!(listed["prompt"], "Append remote.", "what it was asked");
     // The table reads the server's records with the same types the local one does.
     let out = remote(&["op", "list"], Some(&alice))
         .output()
@@ -1162,9 +1163,9 @@ async fn the_cli_drives_a_server_with_server_and_rein_token() {
     );
     assert!(table.starts_with("operation "), "{table}");
     assert!(
-        table
-            .lines()
-            .any(|l| l.starts_with(op.as_str()) && l.contains(" done ")),
+        table.lines().any(|l| l.starts_with(op.as_str())
+            && l.contains(" done ")
+            && l.ends_with("  Append remote.")),
         "{table}"
     );
     let out = remote(

@@ -351,6 +351,7 @@ async fn store_commit(target: &Target, commits: usize) -> f64 {
         let topic = format!("topic_{id}");
         store
             .create_operation(&rein_store::NewOperation {
+                prompt: None,
                 state: state.clone(),
                 topic_id: topic.clone(),
                 agent: None,

@@ -181,6 +181,7 @@ mod tests {
         let id = state.operation_id;
         store
             .create_operation(&NewOperation {
+                prompt: None,
                 topic_id: format!("topic_{id}"),
                 state,
                 agent: None,

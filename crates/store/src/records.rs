@@ -44,6 +44,8 @@ pub struct NewOperation {
     pub owner: Option<String>,
     /// What it may do; read back by every process that continues it.
     pub spec: OperationSpec,
+    /// The start of what it was asked ([`prompt_start`]), for lists.
+    pub prompt: Option<String>,
     /// Claim a running slot and the lease for a process in the same transaction (`None`: the
     /// operation is created unclaimed, e.g. by the CLI, which runs it itself).
     pub admission: Option<Admission>,
@@ -361,6 +363,22 @@ pub enum CommitOutcome {
     Duplicate,
 }
 
+/// How much of what an operation was asked its record keeps, in characters.
+pub const PROMPT_START_CHARS: usize = 120;
+
+/// The start of `text` as an operation's record keeps it: one line (line breaks and runs of
+/// blanks as one space), at most [`PROMPT_START_CHARS`] characters, `…` when cut.
+pub fn prompt_start(text: &str) -> String {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let line = words.join(" ");
+    if line.chars().count() <= PROMPT_START_CHARS {
+        return line;
+    }
+    let mut cut: String = line.chars().take(PROMPT_START_CHARS - 1).collect();
+    cut.push('…');
+    cut
+}
+
 /// The queryable summary of an operation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OperationRecord {
@@ -418,6 +436,10 @@ pub struct OperationRecord {
     pub finished_at: Option<DateTime<Utc>>,
     /// The user it belongs to.
     pub owner: Option<String>,
+    /// The start of what it was asked (one line, at most 120 characters); none for operations
+    /// created before rein kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
     /// Why it could not be resumed, when the last attempt failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<RecoveryNote>,

@@ -128,6 +128,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "one operation at a time per conversation: queued operations",
         include_str!("../migrations/0021_topic_queue.sql"),
     ),
+    (
+        22,
+        "the start of what each operation was asked",
+        include_str!("../migrations/0022_operation_prompt.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.
@@ -299,7 +304,7 @@ fn statements(sql: &str) -> impl Iterator<Item = String> + '_ {
 /// during a rolling upgrade (see `docs/deploy.md`). Every other migration is a contraction:
 /// binaries that predate it refuse the database. Migrations 1 to 21 predate the check and
 /// count as contractions.
-const EXPANSIONS: &[i64] = &[];
+const EXPANSIONS: &[i64] = &[22];
 
 /// One migration as this build applies it on one backend.
 #[derive(Clone, Debug)]

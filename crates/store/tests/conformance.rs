@@ -13,6 +13,7 @@ fn new_op() -> NewOperation {
     let mut state = AgentState::new(OperationId::new()).with_message(Message::user("hello"));
     state.max_steps = Some(10);
     NewOperation {
+        prompt: Some("hello".into()),
         state,
         topic_id: format!("topic-{}", OperationId::new()),
         agent: Some("default".into()),
@@ -431,6 +432,21 @@ async fn suite(store: &SqlStore) {
         (Status::Idle, 0, Some(10))
     );
     assert_eq!(loaded.record.trigger, Trigger::Cli);
+    assert_eq!(loaded.record.prompt.as_deref(), Some("hello"));
+    // What it was asked is kept as its start: one line, cut with an ellipsis.
+    let mut long = new_op();
+    long.prompt = Some(format!("Read   these\nfiles:\t{}", "x".repeat(300)));
+    store.create_operation(&long).await.unwrap();
+    let kept = store
+        .operation(long.state.operation_id)
+        .await
+        .unwrap()
+        .unwrap()
+        .prompt
+        .unwrap();
+    assert!(kept.starts_with("Read these files: xxx"), "{kept}");
+    assert_eq!(kept.chars().count(), rein_store::PROMPT_START_CHARS);
+    assert!(kept.ends_with('…'));
 
     // A step: new assistant message with a tool call, a pending tool row, events, an intervention.
     let mut state = loaded.state.clone();
@@ -2524,6 +2540,7 @@ async fn sub_agents(store: &SqlStore) {
             .with_message(Message::system("child role"))
             .with_message(Message::user(format!("task {n}")));
         NewOperation {
+            prompt: None,
             state,
             topic_id: parent.topic_id.clone(),
             agent: Some("researcher".into()),

@@ -209,6 +209,7 @@ async fn a_build_runs_against_newer_migrations_that_only_expand_and_sees_their_t
             .with_message(rein_core::Message::user("hi"));
         store
             .create_operation(&NewOperation {
+                prompt: None,
                 state: state.clone(),
                 topic_id: "t".into(),
                 agent: None,

@@ -134,12 +134,14 @@ async fn servers_workers_and_the_cli_started_at_once_on_a_new_postgres_schema_al
     }
 }
 
-/// Take a database back to how the previous migration set left it: migration 21's changes and
-/// the bookkeeping columns builds before this one lacked, removed.
+/// Take a database back to how the previous migration set left it: migrations 21 and 22's
+/// changes and the bookkeeping columns builds before them lacked, removed.
 async fn to_previous_release(url: &str) {
     sqlx::any::install_default_drivers();
     let mut conn = sqlx::AnyConnection::connect(url).await.unwrap();
     for stmt in [
+        "ALTER TABLE operations DROP COLUMN prompt",
+        "DELETE FROM rein_schema WHERE version = 22",
         "DROP INDEX operations_by_topic_status",
         "ALTER TABLE operations DROP COLUMN queued",
         "DELETE FROM rein_schema WHERE version = 21",

@@ -80,6 +80,14 @@ impl Driver {
                 }),
                 // A sub-agent runs within its parent's turn of the conversation.
                 gate: None,
+                // Its task, the last message it is given.
+                prompt: c
+                    .state
+                    .messages
+                    .iter()
+                    .rev()
+                    .find(|m| m.role == rein_core::Role::User)
+                    .map(|m| m.text_content()),
                 state: c.state,
                 spec: c.spec,
             })

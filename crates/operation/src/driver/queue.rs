@@ -100,6 +100,8 @@ impl Driver {
                 admission: None,
                 thread: None,
                 gate: None,
+                // Kept on its record since it was queued.
+                prompt: record.prompt.clone(),
             };
             return Ok(self.store.activate_queued(&op).await?.then_some(run.id));
         }

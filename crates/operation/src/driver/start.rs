@@ -81,6 +81,7 @@ impl Driver {
                 when_busy: spec.when_busy,
                 deferred: serde_json::to_value(&deferred).map_err(Refusal::PromptNotKept)?,
             }),
+            prompt: Some(deferred.prompt.clone()),
             spec,
             admission: opts.admission.clone(),
             thread: None,

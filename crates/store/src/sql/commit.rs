@@ -24,8 +24,8 @@ pub(super) fn insert_operation(op: &NewOperation) -> Result<Statement, StoreErro
     let model = state.model.as_ref();
     let delegation = op.spec.delegation.as_ref();
     Ok(Statement::new(format!(
-        "INSERT INTO operations ({OPERATION_COLUMNS}, state, next_context) VALUES \
-         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)"
+        "INSERT INTO operations ({OPERATION_COLUMNS}, state, next_context, prompt) VALUES \
+         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)"
     ))
     .arg(state.operation_id.to_string())
     .arg(op.agent.clone())
@@ -59,7 +59,8 @@ pub(super) fn insert_operation(op: &NewOperation) -> Result<Statement, StoreErro
             .as_ref()
             .map(|c| to_json(c, "next context"))
             .transpose()?,
-    ))
+    )
+    .arg(op.prompt.as_deref().map(crate::prompt_start)))
 }
 
 /// What a new operation was set up with: its spec and tool manifests.

@@ -45,6 +45,7 @@ pub(super) fn record(row: &AnyRow) -> Result<OperationRecord, StoreError> {
             .map(|t| parse_ts(&t, "finished_at"))
             .transpose()?,
         owner: o("owner")?,
+        prompt: o("prompt")?,
         recovery: match o("recovery_error")? {
             None => None,
             Some(reason) => Some(crate::RecoveryNote {
@@ -61,7 +62,7 @@ pub(super) fn record(row: &AnyRow) -> Result<OperationRecord, StoreError> {
 }
 
 /// The columns a record is read from.
-pub(super) const RECORD_COLUMNS: &str = "id, agent, topic_id, trigger_kind, provider, model, status, finish_reason, finish_detail, step_count, max_steps, commit_seq, input_tokens, output_tokens, total_tokens, cost_nanos, approval_requests, cancel_requested, error, parent_operation, root_operation, depth, created_at, updated_at, finished_at, owner, recovery_error, recovery_attempts, recovery_retry_at, activity";
+pub(super) const RECORD_COLUMNS: &str = "id, agent, topic_id, trigger_kind, provider, model, status, finish_reason, finish_detail, step_count, max_steps, commit_seq, input_tokens, output_tokens, total_tokens, cost_nanos, approval_requests, cancel_requested, error, parent_operation, root_operation, depth, created_at, updated_at, finished_at, owner, recovery_error, recovery_attempts, recovery_retry_at, activity, prompt";
 
 pub(super) async fn operation(
     store: &SqlStore,

@@ -26,6 +26,7 @@ pub async fn remove(store: SqlStore, dir: PathBuf) {
 /// A new operation for `state` in `topic_{id}`, started from the CLI with `spec`.
 pub fn new_operation(state: &AgentState, spec: OperationSpec) -> NewOperation {
     NewOperation {
+        prompt: None,
         state: state.clone(),
         topic_id: topic_of(state),
         agent: None,
