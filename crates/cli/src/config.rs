@@ -118,7 +118,7 @@ fn env(name: &str) -> Option<String> {
 }
 
 fn path() -> Option<PathBuf> {
-    if let Some(p) = env("REIN_CONFIG") {
+    if let Some(p) = env(rein_operation::env::CONFIG) {
         return Some(PathBuf::from(p));
     }
     let base = env("XDG_CONFIG_HOME")
@@ -177,8 +177,8 @@ impl Config {
         if let Some(m) = flag {
             return (m.to_owned(), "flag");
         }
-        if let Some(m) = env("REIN_MODEL") {
-            return (m, "REIN_MODEL");
+        if let Some(m) = env(rein_operation::env::MODEL) {
+            return (m, rein_operation::env::MODEL);
         }
         if let Some(m) = &self.file.default_model {
             return (m.clone(), "config file");

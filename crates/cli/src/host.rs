@@ -68,7 +68,7 @@ pub async fn host(
     let (models, catalog) = models(ctx)?;
     let (default, _) = ctx.config.model(model);
     let default_model = rein_operation::profile::model_ref(&default)?;
-    let embedder = match std::env::var("REIN_EMBED_MODEL")
+    let embedder = match std::env::var(rein_operation::env::EMBED_MODEL)
         .ok()
         .filter(|s| !s.trim().is_empty() && !cassette)
     {
@@ -113,7 +113,7 @@ pub async fn host(
             .collect(),
     });
     // A cassette replays exactly the requests it recorded: no titling call.
-    let system_model = std::env::var("REIN_SYSTEM_MODEL")
+    let system_model = std::env::var(rein_operation::env::SYSTEM_MODEL)
         .ok()
         .filter(|s| !s.trim().is_empty())
         .or_else(|| ctx.config.file.system_model.clone())

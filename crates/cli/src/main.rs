@@ -55,7 +55,7 @@ struct Cli {
     #[arg(
         long,
         global = true,
-        env = "REIN_VECTOR_SEARCH",
+        env = rein_operation::env::VECTOR_SEARCH,
         value_name = "WHERE",
         value_parser = named::named::<rein_store::VectorIndex>(),
         default_value = "in-process"
@@ -77,18 +77,18 @@ struct Cli {
     mcp: Vec<String>,
     /// Talk to a `rein serve` at this URL instead of the local database (op, approve, reject,
     /// agent, models); the token is read from $REIN_TOKEN.
-    #[arg(long, global = true, value_name = "URL", env = "REIN_SERVER")]
+    #[arg(long, global = true, value_name = "URL", env = rein_operation::env::SERVER)]
     server: Option<String>,
     /// What shell commands may touch: workspace-write (the working directory and a private
     /// temporary directory), read-only, or off (unconfined). Agents can narrow it, never widen it.
-    #[arg(long, global = true, env = "REIN_SANDBOX", default_value = "workspace-write", value_parser = named::named::<rein_core::spec::SandboxMode>())]
+    #[arg(long, global = true, env = rein_operation::env::SANDBOX, default_value = "workspace-write", value_parser = named::named::<rein_core::spec::SandboxMode>())]
     sandbox: rein_core::spec::SandboxMode,
     /// Let sandboxed shell commands use the network.
     #[arg(long, global = true)]
     network: bool,
     /// Worker threads of the async runtime (default: the machine's cores for `serve` and
     /// `worker`, 2 for other commands).
-    #[arg(long, global = true, env = "REIN_THREADS", value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    #[arg(long, global = true, env = rein_operation::env::THREADS, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: Option<u16>,
     #[command(subcommand)]
     command: Command,
@@ -306,7 +306,7 @@ pub(crate) enum OpCommand {
 }
 
 pub(crate) fn data_dir() -> anyhow::Result<PathBuf> {
-    let dir = match std::env::var_os("REIN_HOME") {
+    let dir = match std::env::var_os(rein_operation::env::HOME) {
         Some(d) => PathBuf::from(d),
         None => PathBuf::from(
             std::env::var_os("HOME").ok_or_else(|| anyhow!("neither REIN_HOME nor HOME is set"))?,
@@ -322,7 +322,7 @@ pub(crate) fn data_dir() -> anyhow::Result<PathBuf> {
 fn db_target(db: Option<&str>) -> anyhow::Result<String> {
     Ok(
         match db.map(str::to_owned).or_else(|| {
-            std::env::var("REIN_DATABASE_URL")
+            std::env::var(rein_operation::env::DATABASE_URL)
                 .ok()
                 .filter(|v| !v.is_empty())
         }) {
@@ -817,7 +817,7 @@ fn main() -> ExitCode {
         usize::from,
     );
     let telemetry = telemetry::init(
-        std::env::var("REIN_LOG")
+        std::env::var(rein_operation::env::LOG)
             .ok()
             .filter(|f| !f.is_empty())
             .or_else(|| serving.then(|| "info".to_owned())),
@@ -852,7 +852,7 @@ mod tests {
         use clap::CommandFactory;
         let rendered = crate::reference::markdown(&mut crate::Cli::command());
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/cli.md");
-        if std::env::var_os("REIN_UPDATE_DOCS").is_some() {
+        if std::env::var_os(rein_operation::env::UPDATE_DOCS).is_some() {
             std::fs::write(&path, &rendered).expect("docs/cli.md is writable");
             return;
         }

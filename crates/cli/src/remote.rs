@@ -22,7 +22,9 @@ impl Remote {
         }
         Ok(Self {
             base: url.trim_end_matches('/').to_owned(),
-            token: std::env::var("REIN_TOKEN").ok().filter(|t| !t.is_empty()),
+            token: std::env::var(rein_operation::env::TOKEN)
+                .ok()
+                .filter(|t| !t.is_empty()),
             http: reqwest::Client::builder().build()?,
         })
     }

@@ -37,12 +37,12 @@ pub struct ServeArgs {
     stream_poll_secs: u64,
     /// Seconds an operation's lease lasts without renewal: after a crash, other processes (or
     /// this one restarted) resume its operations once it has run out.
-    #[arg(long, default_value_t = 30, env = "REIN_LEASE_SECS")]
+    #[arg(long, default_value_t = 30, env = rein_operation::env::LEASE_SECS)]
     lease_secs: u64,
     /// Seconds a stopping server (SIGTERM, Ctrl-C) waits for the steps under way to commit
     /// before it exits; their operations are then handed over at once (what is still
     /// mid-step is left to its lease running out).
-    #[arg(long, default_value_t = 20, env = "REIN_GRACE_SECS")]
+    #[arg(long, default_value_t = 20, env = rein_operation::env::GRACE_SECS)]
     grace_secs: u64,
     /// Seconds a call waits for a device that is not connected before it fails.
     #[arg(long = "device-timeout", default_value_t = 300, value_name = "SECS")]
@@ -194,11 +194,11 @@ pub struct WorkerArgs {
     #[arg(long)]
     model: Option<String>,
     /// Seconds an operation's lease lasts without renewal.
-    #[arg(long, default_value_t = 30, env = "REIN_LEASE_SECS")]
+    #[arg(long, default_value_t = 30, env = rein_operation::env::LEASE_SECS)]
     lease_secs: u64,
     /// Seconds a stopping worker (SIGTERM, Ctrl-C) waits for the steps under way to commit
     /// before it exits; their operations are then handed over at once.
-    #[arg(long, default_value_t = 20, env = "REIN_GRACE_SECS")]
+    #[arg(long, default_value_t = 20, env = rein_operation::env::GRACE_SECS)]
     grace_secs: u64,
     /// Let users' brief hooks post to loopback and private addresses.
     #[arg(long)]

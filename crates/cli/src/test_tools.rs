@@ -45,7 +45,7 @@ impl Tool for Ledger {
         args: serde_json::Value,
     ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
         async move {
-            let path = std::env::var("REIN_TEST_LEDGER").map_err(|_| {
+            let path = std::env::var(rein_operation::env::test::LEDGER).map_err(|_| {
                 PortError::new(
                     rein_core::failure::ErrorKind::Config,
                     "REIN_TEST_LEDGER is not set",
@@ -68,7 +68,7 @@ impl Tool for Ledger {
 /// The test tools, when `REIN_TEST_TOOLS=1` in a build with the `test-hooks` feature (the
 /// crash tests'); none, and no variable read, in any other build.
 pub fn tools() -> Vec<Arc<dyn Tool>> {
-    if std::env::var("REIN_TEST_TOOLS").is_ok_and(|v| v == "1") {
+    if std::env::var(rein_operation::env::test::TOOLS).is_ok_and(|v| v == "1") {
         vec![Arc::new(Ledger)]
     } else {
         Vec::new()

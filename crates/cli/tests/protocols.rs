@@ -433,20 +433,26 @@ fn assert_accepted(what: &str, requests: &[Recorded]) {
     }
 }
 
+/// `calls` with their arguments as JSON text, as the OpenAI builders take them.
+fn text_arguments(
+    calls: &[(String, &str, Value)],
+    f: impl Fn(&[(&str, &str, &str)]) -> Canned,
+) -> Canned {
+    let args: Vec<String> = calls.iter().map(|(_, _, a)| a.to_string()).collect();
+    let calls: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .zip(&args)
+        .map(|((id, name, _), a)| (id.as_str(), *name, a.as_str()))
+        .collect();
+    f(&calls)
+}
+
 fn protocols() -> Vec<Protocol> {
     vec![
         Protocol {
             model: "openai/gpt-4o-mini",
             vars: &[("OPENAI_BASE_URL", "{base}/v1"), ("OPENAI_API_KEY", "k")],
-            calls: |calls| {
-                let args: Vec<String> = calls.iter().map(|(_, _, a)| a.to_string()).collect();
-                let calls: Vec<(&str, &str, &str)> = calls
-                    .iter()
-                    .zip(&args)
-                    .map(|((id, name, _), a)| (id.as_str(), *name, a.as_str()))
-                    .collect();
-                Canned::openai_tools(&calls)
-            },
+            calls: |calls| text_arguments(calls, Canned::openai_tools),
             answer: Canned::openai_text,
         },
         Protocol {
@@ -497,15 +503,7 @@ fn protocols() -> Vec<Protocol> {
                 ("OPENAI_RESPONSES_BASE_URL", "{base}/v1"),
                 ("OPENAI_API_KEY", "k"),
             ],
-            calls: |calls| {
-                let args: Vec<String> = calls.iter().map(|(_, _, a)| a.to_string()).collect();
-                let calls: Vec<(&str, &str, &str)> = calls
-                    .iter()
-                    .zip(&args)
-                    .map(|((id, name, _), a)| (id.as_str(), *name, a.as_str()))
-                    .collect();
-                responses(None, "", &calls)
-            },
+            calls: |calls| text_arguments(calls, |c| responses(None, "", c)),
             answer: |t| responses(None, t, &[]),
         },
     ]

@@ -172,8 +172,8 @@ pub struct CompressionResultPayload {
 /// Something failed in a way the agent may react to.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorPayload {
-    /// Machine code.
-    pub code: String,
+    /// What kind of failure.
+    pub code: crate::failure::FailureCode,
     /// What happened.
     pub message: String,
 }

@@ -855,7 +855,7 @@ fn every_phase_has_a_decision() {
             tool_calls: vec![call.clone()],
         }),
         Phase::Error(rein_core::phase::ErrorPayload {
-            code: "e".into(),
+            code: rein_core::failure::Fault::Internal.into(),
             message: "m".into(),
         }),
     ];

@@ -542,7 +542,7 @@ fn resume_is_refused_when_not_interrupted_or_final() {
 fn an_error_phase_finishes_with_error_recovery() {
     let h = harness(vec![]);
     let ctx = RuntimeContext::new(Phase::Error(rein_core::phase::ErrorPayload {
-        code: "x".into(),
+        code: rein_core::failure::Fault::Internal.into(),
         message: "tool host went away".into(),
     }));
     let r = step(&h, state("x"), Some(ctx));

@@ -32,6 +32,7 @@ pub mod context_report;
 pub mod devices;
 mod driver;
 mod embedder;
+pub mod env;
 mod error;
 pub mod external;
 pub mod grants;

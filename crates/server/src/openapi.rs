@@ -64,7 +64,7 @@ mod tests {
         let mut rendered = serde_json::to_string_pretty(super::document()).unwrap_or_default();
         rendered.push('\n');
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/openapi.json");
-        if std::env::var_os("REIN_UPDATE_DOCS").is_some() {
+        if std::env::var_os(rein_operation::env::UPDATE_DOCS).is_some() {
             std::fs::write(&path, &rendered).expect("docs/openapi.json is writable");
             return;
         }

@@ -59,7 +59,7 @@ pub async fn connect(server: &str, args: ConnectArgs, ctx: &crate::Context_) -> 
     if !rein_core::spec::valid_device_name(&name) {
         bail!("--name `{name}`: use 1-64 letters, digits, `-`, `_` or `.`");
     }
-    let token = std::env::var("REIN_TOKEN")
+    let token = std::env::var(rein_operation::env::TOKEN)
         .ok()
         .filter(|t| !t.is_empty())
         .ok_or_else(|| {
@@ -348,7 +348,7 @@ fn drop_for_test() -> bool {
     #[cfg(feature = "test-hooks")]
     {
         static DROPPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-        std::env::var("REIN_TEST_DEVICE_DROP").is_ok_and(|v| v == "1")
+        std::env::var(rein_operation::env::test::DEVICE_DROP).is_ok_and(|v| v == "1")
             && !DROPPED.swap(true, std::sync::atomic::Ordering::SeqCst)
     }
     #[cfg(not(feature = "test-hooks"))]

@@ -70,7 +70,7 @@ pub struct StartOptions {
 /// crash tests'); elsewhere it does nothing and reads no variable.
 #[cfg(feature = "test-hooks")]
 pub(crate) async fn pause_point(point: &str) {
-    if std::env::var("REIN_TEST_PAUSE_AT").is_ok_and(|p| p == point) {
+    if std::env::var(crate::env::test::PAUSE_AT).is_ok_and(|p| p == point) {
         eprintln!("REIN_TEST_PAUSED {point}");
         loop {
             tokio::time::sleep(std::time::Duration::from_secs(3600)).await;

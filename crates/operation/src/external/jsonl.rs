@@ -32,7 +32,7 @@ pub fn args(inv: &Invocation) -> (Vec<String>, String) {
 }
 
 /// The variable a resumed run finds its session id in.
-pub const SESSION_ENV: &str = "REIN_EXTERNAL_SESSION";
+pub const SESSION_ENV: &str = crate::env::EXTERNAL_SESSION;
 
 /// Reads the stream (every line stands alone).
 pub struct Reader;

@@ -105,7 +105,11 @@ fn env_suffix(kind: &str) -> String {
 
 /// The environment variable that names `kind`'s program (`REIN_EXTERNAL_CLAUDE_CODE`, ...).
 pub fn env_var(kind: ExternalKind) -> String {
-    format!("REIN_EXTERNAL_{}", env_suffix(kind.as_str()))
+    format!(
+        "{}{}",
+        crate::env::EXTERNAL_PREFIX,
+        env_suffix(kind.as_str())
+    )
 }
 
 /// The file `program` runs: itself when it holds a `/`, else the first executable of that name
