@@ -911,3 +911,40 @@ async fn a_decision_made_on_the_sub_agent_itself_carries_the_tree_on() {
     assert_eq!(root.finish_reason, Some(FinishReason::Completed));
     assert_eq!(e.runs.load(Ordering::SeqCst), 1);
 }
+
+/// A task the model wrote with a NUL in it becomes the child's first message and its record's
+/// prompt with the character shown (PostgreSQL refuses U+0000), and the tree runs on.
+#[tokio::test]
+async fn a_task_with_control_characters_reaches_the_child_shown() {
+    let e = env().await;
+    e.server.route(
+        "ROLE-BOSS",
+        vec![
+            tools(&[(
+                "d1",
+                "agents__delegate",
+                serde_json::json!({"title": "facts", "task": "Count\u{0} now.", "agent": "researcher"}),
+            )]),
+            Canned::openai_text("It counted."),
+        ],
+    );
+    e.server
+        .route("ROLE-RESEARCHER", vec![Canned::openai_text("Counted.")]);
+    let d = driver(&e, InterventionPolicy::Never);
+    let id = start(&d, spec(None, ApprovalMode::AutoRun, Budget::default())).await;
+    let end = d.run(id).await.unwrap();
+    assert!(matches!(end, RunEnd::Done { .. }), "{end:?}");
+    let kids = children(&e, id).await;
+    assert_eq!(kids.len(), 1);
+    assert_eq!(kids[0].prompt.as_deref(), Some("Count\u{2400} now."));
+    let child = e.store.load_operation(kids[0].id).await.unwrap().unwrap();
+    assert!(
+        child
+            .state
+            .messages
+            .iter()
+            .any(|m| m.role == rein_core::Role::User && m.text_content() == "Count\u{2400} now."),
+        "{:?}",
+        child.state.messages
+    );
+}

@@ -369,6 +369,8 @@ pub const PROMPT_START_CHARS: usize = 120;
 /// The start of `text` as an operation's record keeps it: one line (line breaks and runs of
 /// blanks as one space), at most [`PROMPT_START_CHARS`] characters, `…` when cut.
 pub fn prompt_start(text: &str) -> String {
+    // Whatever wrote it, the record takes it on both backends (PostgreSQL refuses U+0000).
+    let text = rein_core::text::visible_controls(text);
     let words: Vec<&str> = text.split_whitespace().collect();
     let line = words.join(" ");
     if line.chars().count() <= PROMPT_START_CHARS {

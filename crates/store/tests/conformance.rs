@@ -435,7 +435,7 @@ async fn suite(store: &SqlStore) {
     assert_eq!(loaded.record.prompt.as_deref(), Some("hello"));
     // What it was asked is kept as its start: one line, cut with an ellipsis.
     let mut long = new_op();
-    long.prompt = Some(format!("Read   these\nfiles:\t{}", "x".repeat(300)));
+    long.prompt = Some(format!("Read \0 these\nfiles:\t{}", "x".repeat(300)));
     store.create_operation(&long).await.unwrap();
     let kept = store
         .operation(long.state.operation_id)
@@ -444,9 +444,18 @@ async fn suite(store: &SqlStore) {
         .unwrap()
         .prompt
         .unwrap();
-    assert!(kept.starts_with("Read these files: xxx"), "{kept}");
+    assert!(kept.starts_with("Read \u{2400} these files: xxx"), "{kept}");
     assert_eq!(kept.chars().count(), rein_store::PROMPT_START_CHARS);
     assert!(kept.ends_with('…'));
+    let mut blank = new_op();
+    blank.prompt = Some(" \n ".into());
+    store.create_operation(&blank).await.unwrap();
+    let record = store
+        .operation(blank.state.operation_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.prompt, None, "nothing asked is no prompt");
 
     // A step: new assistant message with a tool call, a pending tool row, events, an intervention.
     let mut state = loaded.state.clone();

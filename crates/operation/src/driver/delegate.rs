@@ -358,13 +358,13 @@ impl Delegator {
                     "It is your turn, {speaker}: reply to the conversation above, in your role."
                 )
             } else {
-                task.instruction.clone()
+                shown(&task.instruction)
             };
             let mut ask = Message::user(text);
             ask.author = Some(SUPERVISOR.into());
             (inherited(state), ask)
         } else {
-            (Vec::new(), Message::user(task.instruction.clone()))
+            (Vec::new(), Message::user(shown(&task.instruction)))
         };
         let first = super::start::first_state(id, &spec, &topic, history, Some(ask), manifests);
         Ok(SubAgentSpawn {
@@ -643,6 +643,13 @@ impl Executor for Delegator {
         }
         .boxed()
     }
+}
+
+/// A task the model wrote, as a sub-agent's message carries it: control characters shown as
+/// their pictures (a NUL in the tool call's arguments would otherwise be refused by
+/// PostgreSQL when the child's first message is stored).
+fn shown(instruction: &str) -> String {
+    rein_core::text::visible_controls(instruction).into_owned()
 }
 
 #[cfg(test)]

@@ -60,7 +60,12 @@ pub(super) fn insert_operation(op: &NewOperation) -> Result<Statement, StoreErro
             .map(|c| to_json(c, "next context"))
             .transpose()?,
     )
-    .arg(op.prompt.as_deref().map(crate::prompt_start)))
+    .arg(
+        op.prompt
+            .as_deref()
+            .map(crate::prompt_start)
+            .filter(|p| !p.is_empty()),
+    ))
 }
 
 /// What a new operation was set up with: its spec and tool manifests.
