@@ -5,7 +5,7 @@
 use crate::{Tool, ToolContext};
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use rein_core::engine::ports::{PortError, ToolOutput};
+use rein_core::engine::ports::{PortError, ToolEffect, ToolOutput};
 use rein_core::tool::{Effect, ToolApi, ToolKind, ToolManifest};
 
 /// The meta-tool's identifier.
@@ -73,9 +73,9 @@ impl Tool for ActivateTools {
             if !unknown.is_empty() {
                 text.push_str(&format!(" Not found: {}.", unknown.join(", ")));
             }
-            let mut out = ToolOutput::ok(text);
-            out.activate = known.into_iter().map(str::to_owned).collect();
-            Ok(out)
+            Ok(ToolOutput::ok(text).with_effect(ToolEffect::ActivateTools(
+                known.into_iter().map(str::to_owned).collect(),
+            )))
         }
         .boxed()
     }

@@ -5,7 +5,7 @@
 use crate::{Tool, ToolContext};
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use rein_core::engine::ports::{PortError, ToolOutput};
+use rein_core::engine::ports::{PortError, ToolEffect, ToolOutput};
 use rein_core::state::{TodoItem, TodoStatus, render_plan};
 use rein_core::tool::{Effect, ToolApi, ToolKind, ToolManifest};
 
@@ -87,9 +87,7 @@ impl Tool for Todo {
             } else {
                 format!("Plan saved:\n{}", render_plan(&items))
             };
-            let mut out = ToolOutput::ok(text);
-            out.todos = Some(items);
-            Ok(out)
+            Ok(ToolOutput::ok(text).with_effect(ToolEffect::ReplacePlan(items)))
         }
         .boxed()
     }

@@ -15,7 +15,7 @@ pub use human::{
 };
 pub use ports::{
     EventSink, LlmOutput, LlmPort, LlmProgress, LlmRequest, PortError, RawToolCall, Summarizer,
-    Summary, ToolOutput, ToolPort,
+    Summary, ToolEffect, ToolOutput, ToolPort,
 };
 pub use sub_agents::{SubAgentEnd, SubAgentSpawn};
 

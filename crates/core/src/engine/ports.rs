@@ -118,14 +118,10 @@ pub struct ToolOutput {
     pub success: bool,
     /// What the call cost.
     pub cost: Usd,
-    /// Work the tool asks for next.
+    /// Work the tool asks for next: its call stays pending until that work has ended.
     pub follow_up: Option<ToolFollowUp>,
-    /// Tool identifiers to activate from the next step on (progressive disclosure).
-    pub activate: Vec<String>,
-    /// Skills to admit from the next model call on.
-    pub activate_skills: Vec<crate::tool::ActivatedSkill>,
-    /// A new plan replacing the operation's (the `todo` tool).
-    pub todos: Option<Vec<crate::state::TodoItem>>,
+    /// What a successful call changes in its operation besides its result, in order.
+    pub effects: Vec<ToolEffect>,
     /// The host's record of this execution, committed with the step.
     pub execution: Option<crate::tool::ToolExecution>,
     /// The call runs elsewhere (a connected device) and answers later: its tool message stays
@@ -133,7 +129,60 @@ pub struct ToolOutput {
     pub deferred: bool,
 }
 
+/// A change a tool makes to its operation besides its result. The engine applies a
+/// successful call's effects in one place ([`ToolEffect::apply`]), so a new kind of change is
+/// a variant here and an arm there, never a field a tool host forgets to read.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToolEffect {
+    /// Offer these tools (by identifier; installed ones only) from the next step on:
+    /// progressive disclosure.
+    ActivateTools(Vec<String>),
+    /// Admit this skill from the next model call on.
+    ActivateSkill(crate::tool::ActivatedSkill),
+    /// Replace the operation's plan (the `todo` tool).
+    ReplacePlan(Vec<crate::state::TodoItem>),
+}
+
+impl ToolEffect {
+    /// Make the change in `state`, recorded at its current step; what is already there (an
+    /// active tool or skill) stays as it was.
+    pub fn apply(&self, state: &mut AgentState) {
+        match self {
+            Self::ActivateTools(identifiers) => {
+                for identifier in identifiers {
+                    let installed = state.tool_manifests.contains_key(identifier);
+                    let active = state
+                        .activated_tools
+                        .iter()
+                        .any(|a| &a.identifier == identifier);
+                    if installed && !active {
+                        state.activated_tools.push(crate::tool::ActivatedTool {
+                            identifier: identifier.clone(),
+                            activated_at_step: state.step_count,
+                            source: "discovery".into(),
+                        });
+                    }
+                }
+            }
+            Self::ActivateSkill(skill) => {
+                if !state.activated_skills.iter().any(|s| s.name == skill.name) {
+                    let mut skill = skill.clone();
+                    skill.activated_at_step = state.step_count;
+                    state.activated_skills.push(skill);
+                }
+            }
+            Self::ReplacePlan(items) => state.todos = items.clone(),
+        }
+    }
+}
+
 impl ToolOutput {
+    /// With `effect` applied when the call succeeds.
+    pub fn with_effect(mut self, effect: ToolEffect) -> Self {
+        self.effects.push(effect);
+        self
+    }
+
     /// A successful result.
     pub fn ok(content: impl Into<String>) -> Self {
         Self {

@@ -5,7 +5,7 @@ use super::SkillCatalog;
 use crate::{Tool, ToolContext};
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use rein_core::engine::ports::{PortError, ToolOutput};
+use rein_core::engine::ports::{PortError, ToolEffect, ToolOutput};
 use rein_core::tool::{Effect, ToolApi, ToolKind, ToolManifest};
 use std::sync::Arc;
 
@@ -105,10 +105,9 @@ impl Tool for ActivateSkill {
                     paths.join(", ")
                 ));
             }
-            let mut out = ToolOutput::ok(text);
             // The step is set by the engine when it records the activation.
-            out.activate_skills = vec![skill.activated(0, "model")];
-            Ok(out)
+            Ok(ToolOutput::ok(text)
+                .with_effect(ToolEffect::ActivateSkill(skill.activated(0, "model"))))
         }
         .boxed()
     }

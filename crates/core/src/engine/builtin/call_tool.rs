@@ -76,32 +76,9 @@ impl PayloadExecutor for CallToolExecutor {
                 (true, None) => ToolStatus::Succeeded,
                 (false, _) => ToolStatus::Failed,
             };
-            if output.success
-                && let Some(todos) = &output.todos
-            {
-                state.todos = todos.clone();
-            }
             if output.success {
-                for identifier in &output.activate {
-                    let installed = state.tool_manifests.contains_key(identifier);
-                    let active = state
-                        .activated_tools
-                        .iter()
-                        .any(|a| &a.identifier == identifier);
-                    if installed && !active {
-                        state.activated_tools.push(crate::tool::ActivatedTool {
-                            identifier: identifier.clone(),
-                            activated_at_step: state.step_count,
-                            source: "discovery".into(),
-                        });
-                    }
-                }
-                for skill in &output.activate_skills {
-                    if !state.activated_skills.iter().any(|s| s.name == skill.name) {
-                        let mut skill = skill.clone();
-                        skill.activated_at_step = state.step_count;
-                        state.activated_skills.push(skill);
-                    }
+                for effect in &output.effects {
+                    effect.apply(state);
                 }
             }
             let key = call.key();
