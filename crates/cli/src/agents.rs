@@ -1,19 +1,17 @@
-//! `rein agent …` and `rein models`, and how `rein run --agent NAME` finds an agent: in the
+//! `rein agent …`'s flags, `rein models`, and how `rein run --agent NAME` finds an agent: in the
 //! database first (the local user's), then in the configuration file.
 
 use crate::config::Config;
 use crate::named::named;
-use anyhow::{anyhow, bail};
-use chrono::Utc;
+use anyhow::anyhow;
 use rein_core::intervention::ApprovalMode;
 use rein_core::spec::{
     AgentRef, MemoryScope, OperationSpec, SandboxMode, Surface, ToolDisclosure, WhenBusy,
 };
 use rein_core::state::BudgetPolicy;
 use rein_model::Catalog;
-use rein_operation::profile::check_name;
 use rein_operation::{AgentProfile, Host, SpecError, SpecOrigin};
-use rein_store::{Accounts, AgentRecord, SqlStore, User};
+use rein_store::{Accounts, SqlStore, User};
 
 /// Agent settings given on the command line.
 #[derive(clap::Args, Clone, Default)]
@@ -317,77 +315,6 @@ pub fn print<T: serde::Serialize>(
         println!("{name} (version {version})");
         for line in toml::to_string_pretty(c)?.lines() {
             println!("  {line}");
-        }
-    }
-    Ok(())
-}
-
-/// `rein agent …` against the local database.
-pub async fn command(store: &SqlStore, command: AgentCommand, json: bool) -> anyhow::Result<()> {
-    let user = local_user(store).await?;
-    match command {
-        AgentCommand::Create { name, flags } => {
-            check_name(&name)?;
-            if store.get_agent(&user.id, &name).await?.is_some() {
-                bail!("agent `{name}` already exists (change it with `rein agent edit`)");
-            }
-            let config = flags.profile().checked()?;
-            let now = Utc::now();
-            store
-                .put_agent(&AgentRecord {
-                    owner: user.id,
-                    name: name.clone(),
-                    config: serde_json::to_value(&config)?,
-                    created_at: now,
-                    updated_at: now,
-                    version: 0,
-                })
-                .await?;
-            eprintln!("created agent {name}");
-        }
-        AgentCommand::List => {
-            for a in store.list_agents(&user.id).await? {
-                let c: AgentProfile = serde_json::from_value(a.config)?;
-                if json {
-                    println!(
-                        "{}",
-                        serde_json::json!({"name": a.name, "config": c, "version": a.version})
-                    );
-                } else {
-                    println!(
-                        "{:<20} {:<32} {}",
-                        a.name,
-                        c.model.as_deref().unwrap_or("(default model)"),
-                        c.approval.unwrap_or_default()
-                    );
-                }
-            }
-        }
-        AgentCommand::Show { name } => {
-            let r = store
-                .get_agent(&user.id, &name)
-                .await?
-                .ok_or_else(|| anyhow!("no agent `{name}`"))?;
-            let c: AgentProfile = serde_json::from_value(r.config)?;
-            print(&name, &c, r.version, json)?;
-        }
-        AgentCommand::Edit { name, flags } => {
-            let mut r = store
-                .get_agent(&user.id, &name)
-                .await?
-                .ok_or_else(|| anyhow!("no agent `{name}`"))?;
-            let current: AgentProfile = serde_json::from_value(r.config)?;
-            let config = current.merged(&flags.profile()).checked()?;
-            r.config = serde_json::to_value(&config)?;
-            r.updated_at = Utc::now();
-            let version = store.put_agent(&r).await?;
-            print(&name, &config, version, json)?;
-        }
-        AgentCommand::Delete { name } => {
-            if !store.delete_agent(&user.id, &name).await? {
-                bail!("no agent `{name}`");
-            }
-            eprintln!("deleted agent {name}");
         }
     }
     Ok(())

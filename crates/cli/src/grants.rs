@@ -1,9 +1,8 @@
-//! `rein grant list|revoke`: what you granted ("always for this tool" at a prompt, `rein
-//! approve --grant`, the API's and the web UI's "always"), on this machine's database or, with
-//! `--server`, on a server. A revoked grant covers nothing from the next call on.
+//! `rein grant …`'s arguments and how a grant is shown (the command is
+//! `commands::grants`).
 
 use rein_core::intervention::GrantScope;
-use rein_store::{GrantFilter, GrantRecord, Grants, SqlStore};
+use rein_store::GrantRecord;
 
 /// `rein grant …`.
 #[derive(clap::Subcommand)]
@@ -58,47 +57,4 @@ pub fn line(g: &GrantRecord) -> String {
         g.target,
         g.created_at.format("%Y-%m-%d %H:%M")
     )
-}
-
-/// Run a grant command on the local database (the local user's grants have no owner).
-pub async fn command(
-    store: &SqlStore,
-    driver: &rein_operation::Driver,
-    command: GrantCommand,
-    json: bool,
-) -> anyhow::Result<()> {
-    match command {
-        GrantCommand::List { scope, all } => {
-            let grants = store
-                .list_grants(
-                    None,
-                    &GrantFilter {
-                        scope,
-                        target: None,
-                        include_revoked: all,
-                    },
-                )
-                .await?;
-            if json {
-                for g in &grants {
-                    println!("{}", serde_json::to_string(g)?);
-                }
-            } else if grants.is_empty() {
-                eprintln!("no grants: answer `always` at an approval prompt to make one");
-            } else {
-                for g in &grants {
-                    println!("{}", line(g));
-                }
-            }
-        }
-        GrantCommand::Revoke { id } => {
-            let g = driver.revoke_grant(None, &id, Some("cli")).await?;
-            if json {
-                println!("{}", serde_json::to_string(&g)?);
-            } else {
-                eprintln!("revoked {}: {} asks again from its next call", g.id, g.tool);
-            }
-        }
-    }
-    Ok(())
 }

@@ -1,8 +1,10 @@
-//! The `rein` command line.
+//! The `rein` command line: the flags (`Cli`, `Command`), one `dispatch` of every command to
+//! where it runs (`commands::Local` or `commands::Remote`), and the process's runtime.
 
 mod agents;
 mod briefs;
 mod chat;
+mod commands;
 mod config;
 mod connect;
 mod grants;
@@ -16,7 +18,6 @@ mod prompt;
 mod queue;
 #[cfg(test)]
 mod reference;
-mod remote;
 mod serve;
 mod skills;
 mod tasks;
@@ -29,8 +30,8 @@ use anyhow::{Context, anyhow, bail};
 use clap::{Parser, Subcommand};
 use rein_core::OperationId;
 use rein_core::state::Status;
-use rein_operation::{Decision, Driver, RunEnd, SpecOrigin, StartOptions};
-use rein_store::{SqlStore, Store, Synchronous};
+use rein_operation::RunEnd;
+use rein_store::{SqlStore, Store};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -75,8 +76,8 @@ struct Cli {
     /// HTTP).
     #[arg(long = "mcp", global = true, value_name = "NAME=COMMAND")]
     mcp: Vec<String>,
-    /// Talk to a `rein serve` at this URL instead of the local database (op, approve, reject,
-    /// agent, models); the token is read from $REIN_TOKEN.
+    /// Talk to a `rein serve` at this URL instead of the local database (op, approve, answer,
+    /// reject, grant, agent, models, device); the token is read from $REIN_TOKEN.
     #[arg(long, global = true, value_name = "URL", env = rein_operation::env::SERVER)]
     server: Option<String>,
     /// What shell commands may touch: workspace-write (the working directory and a private
@@ -229,21 +230,21 @@ pub(crate) enum Command {
 }
 
 #[derive(clap::Args)]
-struct RunArgs {
+pub(crate) struct RunArgs {
     /// The prompt.
-    prompt: String,
+    pub prompt: String,
     /// Run as this agent (its model, system role, tools, approval mode and limits; flags win).
     #[arg(long, conflicts_with = "group")]
-    agent: Option<String>,
+    pub agent: Option<String>,
     /// Run as this group: its members talk in rounds under its supervisor (one budget).
     #[arg(long)]
-    group: Option<String>,
+    pub group: Option<String>,
     #[command(flatten)]
-    settings: agents::AgentFlags,
+    pub settings: agents::AgentFlags,
     /// Attach a file to the prompt (repeatable): images are shown to models that can see
     /// them, text files are inlined (long ones cut), other files are named only.
     #[arg(long, value_name = "PATH")]
-    attach: Vec<std::path::PathBuf>,
+    pub attach: Vec<std::path::PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -337,151 +338,40 @@ pub(crate) fn parse_id(id: &str) -> anyhow::Result<OperationId> {
         .map_err(|_| anyhow!("`{id}` is not an operation id"))
 }
 
+/// This process's settings: the command line's global flags and the configuration file.
 pub(crate) struct Context_ {
     /// The shell's sandbox of this process's operations.
-    sandbox: rein_core::spec::Sandbox,
-    cli_replay: Option<PathBuf>,
-    cli_record: Option<PathBuf>,
-    json: bool,
-    mcp: Vec<String>,
-    config: config::Config,
+    pub sandbox: rein_core::spec::Sandbox,
+    /// `--replay CASSETTE`.
+    pub cli_replay: Option<PathBuf>,
+    /// `--record CASSETTE`.
+    pub cli_record: Option<PathBuf>,
+    /// `--json`: events as JSON lines.
+    pub json: bool,
+    /// `--mcp NAME=COMMAND`, as given.
+    pub mcp: Vec<String>,
+    /// The configuration file (and what the environment sets over it).
+    pub config: config::Config,
 }
 
-/// A driver for continuing existing operations: each runs as its stored spec says.
-async fn op_driver(store: &Arc<SqlStore>, ctx: &Context_) -> anyhow::Result<Driver> {
-    let host = host::host(Arc::clone(store), ctx, None).await?;
-    Ok(host::printing_driver(&host, ctx.json))
-}
-
+/// How a local run or decision stopped, said as every command says it; the exit code.
 pub(crate) async fn finish(store: &SqlStore, id: OperationId, end: &RunEnd) -> anyhow::Result<u8> {
+    let op = store.load_operation(id).await?;
     // A group's answer is its members' turns.
-    if let Some(op) = store.load_operation(id).await?
+    if let Some(op) = &op
         && op.spec.group.is_some()
     {
         output::turns(&op.state);
     }
-    let record = store.operation(id).await?;
-    let summary = record
-        .as_ref()
-        .map(|r| {
-            format!(
-                "{} · {} tokens · {} · op {id}",
-                output::count(r.step_count, "step"),
-                r.total_tokens,
-                r.cost
-            )
-        })
-        .unwrap_or_else(|| format!("op {id}"));
-    Ok(match end {
-        RunEnd::Queued => {
-            eprintln!(
-                "\nqueued behind another operation of its conversation · {summary}\nit starts when that one ends; drop it with: rein op cancel {id}"
-            );
-            exit::WAITING
-        }
-        RunEnd::Done { reason, detail } => {
-            let d = detail
-                .as_deref()
-                .map(|d| format!(": {d}"))
-                .unwrap_or_default();
-            eprintln!(
-                "\n{} ({}){d} · {summary}",
-                if reason.is_success() {
-                    "done"
-                } else {
-                    "stopped"
-                },
-                reason
-            );
-            if reason.is_success() {
-                exit::DONE
-            } else {
-                exit::ERROR
-            }
-        }
-        RunEnd::WaitingForHuman { pending } => {
-            eprintln!("\nwaiting for a person · {summary}");
-            let reasons = rein_operation::tree::pending_approvals(store, id)
-                .await
-                .unwrap_or_default();
-            let mut questions = false;
-            for c in pending {
-                match rein_core::question::Question::of_call(c).and_then(Result::ok) {
-                    Some(q) => {
-                        questions = true;
-                        let options: Vec<String> = q
-                            .options
-                            .iter()
-                            .map(|o| format!("{} ({})", o.key, o.label))
-                            .collect();
-                        let options = if options.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" [{}]", options.join(", "))
-                        };
-                        eprintln!("  question {}: {}{options}", c.id, q.question);
-                    }
-                    None => {
-                        eprintln!("  pending {} {}({})", c.id, c.key(), c.arguments);
-                        if let Some(r) = reasons
-                            .iter()
-                            .find(|i| i.call.id == c.id)
-                            .and_then(|i| i.reason.as_ref())
-                        {
-                            eprintln!("{}", output::why(r));
-                        }
-                    }
-                }
-            }
-            if questions {
-                eprintln!(
-                    "answer with: rein answer {id} \"...\"   or: rein answer {id} --option KEY"
-                );
-            }
-            if pending.iter().any(|c| !rein_core::engine::is_question(c)) {
-                eprintln!(
-                    "continue with: rein approve {id}   or: rein reject {id} --reason \"...\""
-                );
-            }
-            exit::WAITING
-        }
-        RunEnd::WaitingForAsyncTool { calls } => {
-            eprintln!(
-                "\nwaiting for {} call(s) a device runs · {summary}",
-                calls.len()
-            );
-            exit::WAITING
-        }
-        RunEnd::WaitingForSubAgents { children } => {
-            eprintln!(
-                "\nwaiting for {} sub-agent(s) another process runs · {summary}",
-                children.len()
-            );
-            for c in children {
-                eprintln!("  sub-agent {c}");
-            }
-            exit::WAITING
-        }
-        RunEnd::Released => {
-            eprintln!(
-                "\nstopped between two steps as this process stopped · {summary} (resume with: rein op resume {id})"
-            );
-            exit::INTERRUPTED
-        }
-        RunEnd::Interrupted { reason, can_resume } => {
-            let hint = if *can_resume {
-                format!(" (resume with: rein op resume {id})")
-            } else {
-                String::new()
-            };
-            eprintln!("\ninterrupted: {reason} · {summary}{hint}");
-            exit::INTERRUPTED
-        }
-        RunEnd::Error { message } => {
-            eprintln!("\nerror: {message} · {summary}");
-            exit::ERROR
-        }
-    })
+    let pending = rein_operation::tree::pending_approvals(store, id)
+        .await
+        .unwrap_or_default();
+    Ok(commands::ended::print(
+        id,
+        end,
+        op.as_ref().map(|o| &o.record),
+        &pending,
+    ))
 }
 
 async fn run(cli: Cli) -> anyhow::Result<u8> {
@@ -497,308 +387,133 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         json: cli.json,
         config,
     };
-    if let Some(server) = &cli.server {
-        if let Command::Connect(args) = cli.command {
-            return connect::connect(server, args, &ctx).await;
-        }
-        return remote::dispatch(&remote::Remote::new(server)?, cli.command, cli.json).await;
-    }
-    if matches!(cli.command, Command::Connect(_) | Command::Device { .. }) {
-        bail!("this command talks to a rein server: give --server URL (or REIN_SERVER)");
-    }
-    let target = db_target(cli.db.as_deref())?;
-    if let Command::Config {
-        command: ConfigCommand::Show { model },
-    } = &cli.command
-    {
-        config::show(&ctx.config, &target, model.as_deref(), &cli.mcp, cli.json)?;
-        return Ok(exit::DONE);
-    }
-    if let Command::Models { remote } = &cli.command {
-        match remote {
-            Some(provider) => agents::remote_models(&ctx.config, provider, cli.json).await?,
-            None => agents::models(&ctx.config, cli.json)?,
-        }
-        return Ok(exit::DONE);
-    }
-    let mut store = SqlStore::open(&target, Synchronous::Normal).await?;
-    if cli.vector_search == rein_store::VectorIndex::Pgvector {
-        store.enable_pgvector().await?;
-    }
-    let store = Arc::new(store);
-    match cli.command {
-        Command::Config { .. }
-        | Command::Models { .. }
-        | Command::Connect(_)
-        | Command::Device { .. } => Ok(exit::DONE),
-        Command::Agent { command } => {
-            agents::command(&store, command, cli.json).await?;
-            Ok(exit::DONE)
-        }
-        Command::Group { command } => {
-            groups::command(&store, command, cli.json).await?;
-            Ok(exit::DONE)
-        }
-        Command::Brief { command } => briefs::command(store, command, &ctx).await,
-        Command::Topic { command } => topics::command(store, command, &ctx).await,
-        Command::Kb { command } => {
-            let (models, _) = host::models(&ctx)?;
-            knowledge::command(&store, &*models, command, cli.json).await?;
-            Ok(exit::DONE)
-        }
-        Command::Memory { command } => {
-            let host = host::host(Arc::clone(&store), &ctx, None).await?;
-            memory::command(&store, &host, command, cli.json).await?;
-            Ok(exit::DONE)
-        }
-        Command::Skill { command } => {
-            skills::command(command, &ctx.config, cli.json)?;
-            Ok(exit::DONE)
-        }
-        Command::Chat(a) => chat::chat(store, a, &ctx).await,
-        Command::Task { command } => tasks::command(store, command, &ctx).await,
-        Command::Worker(a) => {
-            serve::worker(store, a, &ctx).await?;
-            Ok(exit::DONE)
-        }
-        Command::Migrate => {
-            let applied = store.migrations_applied().await?;
-            let known = rein_store::Schema::current(store.is_postgres()).latest();
-            let version = applied.last().map_or(0, |m| m.version);
-            if cli.json {
-                println!(
-                    "{}",
-                    serde_json::json!({"schema_version": version, "known": known, "migrations": applied})
-                );
-            } else {
-                for m in &applied {
-                    println!("{:>4}  {}  {}", m.version, m.applied_at, m.description);
-                }
-                println!("schema version {version}; this rein knows {known}");
+    match &cli.server {
+        Some(server) => {
+            if let Command::Connect(args) = cli.command {
+                return connect::connect(server, args, &ctx).await;
             }
-            Ok(exit::DONE)
+            let remote = commands::Remote::new(server, cli.json)?;
+            dispatch(&remote, cli.command, cli.json).await
         }
-        Command::Serve(a) => {
-            serve::serve(store, a, &ctx).await?;
-            Ok(exit::DONE)
+        None => {
+            let local = commands::Local::new(db_target(cli.db.as_deref())?, cli.vector_search, ctx);
+            dispatch(&local, cli.command, cli.json).await
         }
-        Command::Token { command } => {
-            serve::token(&store, command, cli.json).await?;
-            Ok(exit::DONE)
-        }
-        Command::Grant { command } => {
-            let driver = op_driver(&store, &ctx).await?;
-            grants::command(&store, &driver, command, cli.json).await?;
-            Ok(exit::DONE)
-        }
-        Command::Run(a) => {
-            let host = host::host(Arc::clone(&store), &ctx, None).await?;
-            let origin = SpecOrigin {
-                working_directory: std::env::current_dir()
-                    .ok()
-                    .map(|d| d.to_string_lossy().into_owned()),
-                ..Default::default()
-            };
-            let over = a.settings.profile();
-            let spec = agents::spec(
-                &store,
-                &ctx.config,
-                &host,
-                agents::RunAs::of(a.agent.as_deref(), a.group.as_deref()),
-                &over,
-                origin,
-            )
-            .await?;
-            let attachments = a
-                .attach
-                .iter()
-                .map(|p| rein_operation::attachment::from_path(p))
-                .collect::<Result<Vec<_>, _>>()?;
-            let opts = StartOptions {
-                spec,
-                attachments,
-                ..Default::default()
-            };
-            let driver = host::printing_driver(&host, ctx.json);
-            let id = driver.start(&a.prompt, &opts).await?;
-            let cancel = driver.cancel_token();
-            tokio::spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    cancel.cancel();
-                }
-            });
-            let end = queue::run_in_turn(&driver, id).await?;
-            let end = prompt::ask(&driver, id, end).await?;
-            // Learning from the conversation comes after the answer is out; a failure is
-            // retried by the next run, never the run's failure.
-            if matches!(end, RunEnd::Done { .. })
-                && let Err(e) = memory::extract(&host, false).await
-            {
-                tracing::warn!(error = %e, "memory extraction could not run");
-            }
-            finish(&store, id, &end).await
-        }
+    }
+}
+
+/// Run `command` where `on` says: every command once, for this machine's database and for a
+/// server; the ones that need this machine ask `on.local()`, which a server refuses.
+async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> anyhow::Result<u8> {
+    match command {
+        Command::Op { command } => commands::operations::run(on, command, json).await,
         Command::Approve {
             id,
             calls,
             all,
             grant,
-        } => {
-            let id = parse_id(&id)?;
-            let driver = op_driver(&store, &ctx).await?;
-            let end = match (grant, calls.as_slice()) {
-                (Some(scope), [call]) => {
-                    let (end, g) = driver.approve_always(id, call, scope, Some("cli")).await?;
-                    eprintln!("granted {} for {} ({})", g.tool, scope.phrase(), g.id);
-                    end
-                }
-                (Some(_), _) => bail!("--grant goes with exactly one --call"),
-                (None, _) => {
-                    let calls = (!all && !calls.is_empty()).then_some(calls);
-                    driver
-                        .decide(id, calls.as_deref(), Decision::Approve, Some("cli"))
-                        .await?
-                }
-            };
-            let end = prompt::ask(&driver, id, end).await?;
-            finish(&store, id, &end).await
-        }
+        } => commands::decide::approve(on, parse_id(&id)?, calls, all, grant).await,
         Command::Answer {
             id,
             text,
             call,
             option,
-        } => {
-            let id = parse_id(&id)?;
-            let driver = op_driver(&store, &ctx).await?;
-            let answer = match (text, option) {
-                (_, Some(key)) => rein_core::question::Answer::Option(key),
-                (Some(text), None) => rein_core::question::Answer::Text(text),
-                (None, None) => return Err(anyhow!("give the answer, or --option KEY")),
-            };
-            let calls = call.map(|c| vec![c]);
-            let end = driver
-                .decide(id, calls.as_deref(), Decision::Answer(answer), Some("cli"))
-                .await?;
-            let end = prompt::ask(&driver, id, end).await?;
-            finish(&store, id, &end).await
-        }
+        } => commands::decide::answer(on, parse_id(&id)?, text, call, option).await,
         Command::Reject {
             id,
             calls,
             reason,
             halt,
-        } => {
-            let id = parse_id(&id)?;
-            let driver = op_driver(&store, &ctx).await?;
-            let calls = (!calls.is_empty()).then_some(calls);
-            let end = driver
-                .decide(
-                    id,
-                    calls.as_deref(),
-                    Decision::Reject { reason, halt },
-                    Some("cli"),
-                )
-                .await?;
-            finish(&store, id, &end).await
+        } => commands::decide::reject(on, parse_id(&id)?, calls, reason, halt).await,
+        Command::Grant { command } => {
+            commands::grants::run(on, command, json).await?;
+            Ok(exit::DONE)
         }
-        Command::Op { command } => match command {
-            OpCommand::List { status } => {
-                let records = store
-                    .list_operations(&rein_store::OperationFilter {
-                        status,
-                        limit: 200,
-                        ..Default::default()
-                    })
-                    .await?;
-                if cli.json {
-                    for r in &records {
-                        println!("{}", serde_json::to_string(r)?);
-                    }
-                } else {
-                    output::op_list(&records);
-                }
-                Ok(exit::DONE)
-            }
-            OpCommand::Show {
-                id,
-                context: Some(step),
-                ..
-            } => {
-                let id = parse_id(&id)?;
-                store
-                    .operation(id)
-                    .await?
-                    .ok_or_else(|| anyhow!("no operation {id}"))?;
-                let calls =
-                    rein_operation::context_report::call_contexts(&*store, id, Some(step)).await?;
-                output::call_contexts(&calls, step, cli.json)?;
-                Ok(exit::DONE)
-            }
-            OpCommand::Show { id, tree, .. } => {
-                let id = parse_id(&id)?;
-                let op = store
-                    .load_operation(id)
-                    .await?
-                    .ok_or_else(|| anyhow!("no operation {id}"))?;
-                let steps = store.steps(id).await?;
-                // Approvals anywhere in its tree are decided through it.
-                let pending = rein_operation::tree::pending_approvals(&*store, id).await?;
-                let sub_agents = if tree {
-                    rein_operation::tree::descendants(&*store, id).await?
-                } else {
-                    Vec::new()
-                };
-                if cli.json {
-                    println!(
-                        "{}",
-                        serde_json::json!({"operation": op.record, "spec": op.spec, "steps": steps, "pending": pending, "sub_agents": sub_agents})
-                    );
-                } else {
-                    output::show(&op, &steps, &pending);
-                    if tree {
-                        output::tree(&op.record, &sub_agents);
-                    }
-                }
-                Ok(exit::DONE)
-            }
-            OpCommand::Events { id, after, follow } => {
-                let id = parse_id(&id)?;
-                let mut cursor = after;
-                loop {
-                    let events = store.events(id, cursor).await?;
-                    for e in &events {
-                        println!("{}", serde_json::to_string(e)?);
-                        cursor = Some(e.seq);
-                    }
-                    if !follow {
-                        break;
-                    }
-                    let status = store
-                        .operation_status(id)
-                        .await?
-                        .ok_or_else(|| anyhow!("no operation {id}"))?;
-                    if status.is_terminal() && events.is_empty() {
-                        break;
-                    }
-                    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-                }
-                Ok(exit::DONE)
-            }
-            OpCommand::Resume { id } => {
-                let id = parse_id(&id)?;
-                let driver = op_driver(&store, &ctx).await?;
-                let end = driver.resume(id).await?;
-                let end = prompt::ask(&driver, id, end).await?;
-                finish(&store, id, &end).await
-            }
-            OpCommand::Cancel { id } => {
-                let id = parse_id(&id)?;
-                let driver = op_driver(&store, &ctx).await?;
-                let end = driver.cancel(id).await?;
-                finish(&store, id, &end).await
-            }
-        },
+        Command::Agent { command } => {
+            commands::agents::run(on, command, json).await?;
+            Ok(exit::DONE)
+        }
+        Command::Device { command } => {
+            commands::devices::run(on, command, json).await?;
+            Ok(exit::DONE)
+        }
+        Command::Models { remote: None } => {
+            on.print_models(json).await?;
+            Ok(exit::DONE)
+        }
+        Command::Models {
+            remote: Some(provider),
+        } => {
+            let l = on.local()?;
+            agents::remote_models(&l.ctx.config, &provider, json).await?;
+            Ok(exit::DONE)
+        }
+        Command::Config {
+            command: ConfigCommand::Show { model },
+        } => {
+            let l = on.local()?;
+            config::show(&l.ctx.config, &l.target, model.as_deref(), &l.ctx.mcp, json)?;
+            Ok(exit::DONE)
+        }
+        Command::Connect(_) => {
+            bail!("this command talks to a rein server: give --server URL (or REIN_SERVER)")
+        }
+        Command::Group { command } => {
+            let l = on.local()?;
+            groups::command(l.store().await?, command, json).await?;
+            Ok(exit::DONE)
+        }
+        Command::Brief { command } => {
+            let l = on.local()?;
+            briefs::command(Arc::clone(l.store().await?), command, &l.ctx).await
+        }
+        Command::Topic { command } => {
+            let l = on.local()?;
+            topics::command(Arc::clone(l.store().await?), command, &l.ctx).await
+        }
+        Command::Kb { command } => {
+            let l = on.local()?;
+            let (models, _) = host::models(&l.ctx)?;
+            knowledge::command(l.store().await?, &*models, command, json).await?;
+            Ok(exit::DONE)
+        }
+        Command::Memory { command } => {
+            let l = on.local()?;
+            let store = l.store().await?;
+            let host = host::host(Arc::clone(store), &l.ctx, None).await?;
+            memory::command(store, &host, command, json).await?;
+            Ok(exit::DONE)
+        }
+        Command::Skill { command } => {
+            let l = on.local()?;
+            skills::command(command, &l.ctx.config, json)?;
+            Ok(exit::DONE)
+        }
+        Command::Chat(a) => {
+            let l = on.local()?;
+            chat::chat(Arc::clone(l.store().await?), a, &l.ctx).await
+        }
+        Command::Task { command } => {
+            let l = on.local()?;
+            tasks::command(Arc::clone(l.store().await?), command, &l.ctx).await
+        }
+        Command::Worker(a) => {
+            let l = on.local()?;
+            serve::worker(Arc::clone(l.store().await?), a, &l.ctx).await?;
+            Ok(exit::DONE)
+        }
+        Command::Migrate => commands::migrate::run(on.local()?, json).await,
+        Command::Serve(a) => {
+            let l = on.local()?;
+            serve::serve(Arc::clone(l.store().await?), a, &l.ctx).await?;
+            Ok(exit::DONE)
+        }
+        Command::Token { command } => {
+            let l = on.local()?;
+            serve::token(l.store().await?, command, json).await?;
+            Ok(exit::DONE)
+        }
+        Command::Run(a) => commands::run::run(on.local()?, a).await,
     }
 }
 

@@ -3,7 +3,7 @@
 use rein_core::AgentEvent;
 use rein_core::engine::EventSink;
 use rein_core::event::{EventKind, StreamChunk};
-use rein_store::{StepRecord, StoredOperation};
+use rein_store::StepRecord;
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -268,8 +268,12 @@ fn asked(prompt: Option<&str>) -> String {
     cut
 }
 
-pub fn show(op: &StoredOperation, steps: &[StepRecord], pending: &[rein_store::Intervention]) {
-    let r = &op.record;
+pub fn show(
+    r: &rein_store::OperationRecord,
+    spec: &rein_core::spec::OperationSpec,
+    steps: &[StepRecord],
+    pending: &[rein_store::Intervention],
+) {
     let status = r.status.to_string();
     println!("operation {}", r.id);
     println!(
@@ -294,23 +298,23 @@ pub fn show(op: &StoredOperation, steps: &[StepRecord], pending: &[rein_store::I
                 .unwrap_or_default()
         );
     }
-    let tools = match &op.spec.allowed_tools {
+    let tools = match &spec.allowed_tools {
         None => "all".to_owned(),
         Some(t) if t.is_empty() => "none".to_owned(),
         Some(t) => t.join(", "),
     };
     println!("  tools      {tools}");
-    let approval = op.spec.approval.to_string();
-    if op.spec.allow.is_empty() {
+    let approval = spec.approval.to_string();
+    if spec.allow.is_empty() {
         println!("  approval   {approval}");
     } else {
         println!(
             "  approval   {approval}, unasked: {}",
-            op.spec.allow.join(", ")
+            spec.allow.join(", ")
         );
     }
-    println!("  surface    {}", op.spec.surface);
-    let sb = op.spec.sandbox;
+    println!("  surface    {}", spec.surface);
+    let sb = spec.sandbox;
     println!(
         "  sandbox    {}{}",
         sb.mode.as_str(),

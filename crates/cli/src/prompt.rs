@@ -5,12 +5,13 @@
 //! continue it. A call the blacklist or the guard flagged is asked every time: no "always" is
 //! offered for it.
 
+use crate::commands::{Backend, Granted};
 use anyhow::anyhow;
 use rein_core::OperationId;
 use rein_core::ToolCall;
 use rein_core::intervention::{ApprovalReason, GrantScope};
 use rein_core::question::{Answer, Question};
-use rein_operation::{Decision, Driver, DriverError, RunEnd};
+use rein_operation::{Decision, RunEnd};
 use std::io::{BufRead, IsTerminal, Write};
 
 /// What a person said about a pending call.
@@ -21,9 +22,10 @@ enum Said {
     Always(GrantScope),
 }
 
-/// Ask on the terminal for each pending call; the end unchanged when stdin is not a terminal.
+/// Ask on the terminal for each pending call, deciding it where the operation lives (`on`);
+/// the end unchanged when stdin is not a terminal.
 pub(crate) async fn ask(
-    driver: &Driver,
+    on: &impl Backend,
     id: OperationId,
     mut end: RunEnd,
 ) -> anyhow::Result<RunEnd> {
@@ -37,9 +39,10 @@ pub(crate) async fn ask(
         let said = match Question::of_call(&call).and_then(Result::ok) {
             Some(question) => Said::Decision(answer(&question)?),
             None => {
-                let reason = driver
-                    .pending(id)
+                let reason = on
+                    .operation(id)
                     .await?
+                    .pending
                     .into_iter()
                     .find(|i| i.call.id == call.id)
                     .and_then(|i| i.reason);
@@ -48,15 +51,11 @@ pub(crate) async fn ask(
         };
         end = match said {
             Said::Decision(decision) => {
-                driver
-                    .decide(id, Some(&[call.id.to_string()]), decision, Some("cli"))
+                on.decide(id, Some(vec![call.id.to_string()]), decision)
                     .await?
             }
-            Said::Always(scope) => match driver
-                .approve_always(id, &call.id, scope, Some("cli"))
-                .await
-            {
-                Ok((end, grant)) => {
+            Said::Always(scope) => match on.approve_always(id, &call.id, scope).await? {
+                Granted::Made { end, grant } => {
                     eprintln!(
                         "granted {} for {} ({}; `rein grant revoke {}` undoes it)",
                         grant.tool,
@@ -67,11 +66,10 @@ pub(crate) async fn ask(
                     end
                 }
                 // Not for this call (no agent, flagged since): say why and ask again.
-                Err(DriverError::Grant(e)) => {
-                    eprintln!("{e}");
+                Granted::Refused(why) => {
+                    eprintln!("{why}");
                     end
                 }
-                Err(e) => return Err(e.into()),
             },
         };
     }

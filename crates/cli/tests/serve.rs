@@ -1105,18 +1105,29 @@ async fn the_cli_drives_a_server_with_server_and_rein_token() {
         .unwrap();
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(
-        shown.contains("waiting_for_human") && shown.contains("pending l1 ledger/append"),
-        "{shown}"
+        shown.contains("waiting_for_human") && shown.contains("pending    l1 ledger/append"),
+        "the same table as on this machine: {shown}"
     );
+    // Approving follows the operation on the server to where it stops, printed as a local
+    // run prints it, and ends with the same summary and exit code.
     let out = remote(&["approve", &op], Some(&alice))
         .output()
         .await
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stdout.contains("Done remotely."),
+        "the answer: {stdout} {stderr}"
+    );
+    assert!(
+        stderr.contains("← succeeded: appended remote")
+            && stderr.contains("done (completed)")
+            && stderr.contains("· 4 steps ·"),
+        "{stderr}"
     );
     let out = remote(&["op", "events", &op, "--follow"], Some(&alice))
         .output()
@@ -1197,6 +1208,150 @@ async fn the_cli_drives_a_server_with_server_and_rein_token() {
     let out = remote(&["run", "x"], Some(&alice)).output().await.unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("drop --server"));
+}
+
+#[tokio::test]
+async fn answer_reject_grants_agents_and_models_run_against_a_server_as_they_run_here() {
+    let question = json!({
+        "question": "Deploy to production now?",
+        "options": [{"key": "yes", "label": "Deploy"}, {"key": "no", "label": "Wait"}]
+    });
+    let e = env(vec![
+        Canned::openai_tools(&[("q1", "ask_user__ask", &question.to_string())]),
+        Canned::openai_text("Deploying."),
+        ledger("l2", "refused"),
+        Canned::openai_text("Understood, not now."),
+        ledger("l3", "granted"),
+        Canned::openai_text("Appended."),
+    ])
+    .await;
+    let alice = e.token("alice").await;
+    let rein = e.start(&[]).await;
+    let remote = |args: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_rein"));
+        c.args(["--server", &rein.base]).args(args);
+        c.env_clear()
+            .envs(rein_testkit::coverage_env())
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("REIN_HOME", &e.dir)
+            .env("REIN_TOKEN", &alice)
+            .stdin(Stdio::null());
+        c
+    };
+    let run = |args: &'static [&'static str]| {
+        let mut c = remote(args);
+        async move {
+            let out = c.output().await.unwrap();
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        }
+    };
+    let start = |input: &'static str, approval: &'static str| {
+        let (e, rein, alice) = (&e, &rein, &alice);
+        async move {
+            let (status, created) = e
+                .call(
+                    rein,
+                    "POST",
+                    "/v1/operations",
+                    Some(alice),
+                    Some(json!({"input": input, "approval": approval})),
+                )
+                .await;
+            assert_eq!(status, 202, "{created}");
+            let op = created["operation_id"].as_str().unwrap().to_owned();
+            wait_status(e, rein, &op, alice, "waiting_for_human").await;
+            op
+        }
+    };
+
+    // A question, answered from the command line: it was refused with --server before.
+    let op = start("Ship it if I agree.", "auto-run").await;
+    let mut c = remote(&["answer", &op, "--option", "yes"]);
+    let out = c.output().await.unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("Deploying."), "{stdout}");
+    assert!(stderr.contains("done (completed)"), "{stderr}");
+
+    // A rejection with a reason: nothing runs, the model reads why.
+    let op = start("Append refused.", "allow-list").await;
+    let mut c = remote(&["reject", &op, "--reason", "not now"]);
+    let out = c.output().await.unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Understood, not now."));
+    assert_eq!(e.ledger_lines(), 0, "a rejected call never runs");
+
+    // Approved "always for this operation": the grant is the server's, listed and revoked
+    // from here.
+    let op = start("Append granted.", "allow-list").await;
+    let mut c = remote(&["approve", &op, "--call", "l3", "--grant", "operation"]);
+    let out = c.output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("granted ledger"), "{stderr}");
+    assert_eq!(e.ledger_lines(), 1);
+    let (code, listed, _) = run(&["--json", "grant", "list"]).await;
+    assert_eq!(code, Some(0));
+    let grant: Value = serde_json::from_str(listed.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (grant["scope"].as_str(), grant["target"].as_str()),
+        (Some("operation"), Some(op.as_str()))
+    );
+    let id = grant["id"].as_str().unwrap().to_owned();
+    let mut c = remote(&["grant", "revoke", &id]);
+    let out = c.output().await.unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("revoked {id}")));
+    let (_, listed, stderr) = run(&["grant", "list"]).await;
+    assert!(
+        listed.is_empty() && stderr.contains("no grants"),
+        "{listed}"
+    );
+
+    // Agents: made, changed (its version counts up), listed, deleted; a missing one is the
+    // server's 404 message.
+    let (code, _, stderr) = run(&["agent", "create", "helper", "--model", "openai/gpt-4o"]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, edited, _) = run(&["--json", "agent", "edit", "helper", "--max-steps", "5"]).await;
+    assert_eq!(code, Some(0));
+    let edited: Value = serde_json::from_str(edited.trim()).unwrap();
+    assert_eq!(
+        (
+            edited["version"].as_u64(),
+            edited["config"]["max_steps"].as_u64(),
+            edited["config"]["model"].as_str()
+        ),
+        (Some(2), Some(5), Some("openai/gpt-4o"))
+    );
+    let (_, listed, _) = run(&["agent", "list"]).await;
+    assert!(
+        listed.starts_with("helper ") && listed.contains("openai/gpt-4o"),
+        "{listed}"
+    );
+    let (code, _, _) = run(&["agent", "delete", "helper"]).await;
+    assert_eq!(code, Some(0));
+    let (code, _, stderr) = run(&["agent", "show", "helper"]).await;
+    assert_eq!(code, Some(1));
+    assert!(
+        stderr.contains("no agent `helper`") && stderr.contains("404"),
+        "{stderr}"
+    );
+
+    // The server's catalog, its default marked.
+    let (code, models, _) = run(&["models"]).await;
+    assert_eq!(code, Some(0));
+    assert!(
+        models.lines().any(|l| l == "* openai/gpt-4o-mini"),
+        "{models}"
+    );
+    let (code, devices, _) = run(&["device", "list"]).await;
+    assert_eq!((code, devices.as_str()), (Some(0), ""));
 }
 
 #[tokio::test]

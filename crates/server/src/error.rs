@@ -5,7 +5,6 @@ pub use crate::error_code::ApiErrorCode;
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 
 /// An API error: status, machine code, human message.
 #[derive(Debug, thiserror::Error)]
@@ -88,17 +87,39 @@ impl ApiError {
     }
 }
 
+/// The body of every error response, as sent and as a client reads it.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct ErrorBody {
+    /// What went wrong.
+    pub error: ErrorDetail,
+}
+
+/// `error` in [`ErrorBody`].
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct ErrorDetail {
+    /// Stable code.
+    pub code: ApiErrorCode,
+    /// What went wrong, for a person.
+    pub message: String,
+    /// Structured details.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<serde_json::Value>,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let retry_after = self.retry_after;
         if self.status.is_server_error() {
             tracing::error!(code = self.code.as_str(), message = %self.message, "request failed");
         }
-        let mut error = json!({"code": self.code.as_str(), "message": self.message});
-        if let Some(d) = self.details {
-            error["details"] = d;
-        }
-        let mut response = (self.status, Json(json!({ "error": error }))).into_response();
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code,
+                message: self.message,
+                details: self.details,
+            },
+        };
+        let mut response = (self.status, Json(body)).into_response();
         if let Some(secs) = retry_after {
             response
                 .headers_mut()

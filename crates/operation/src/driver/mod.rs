@@ -110,8 +110,11 @@ fn unreachable_builtins(e: rein_tools::ToolError) -> ! {
     std::process::abort()
 }
 
-/// Where a run stopped.
-#[derive(Clone, Debug, PartialEq)]
+/// Where a run stopped. Serialised (`{"type": "waiting_for_human", ...}`) it is also what the
+/// server's `GET /v1/operations/{id}` says an operation waits for, so a client decides what to
+/// do next from the same value a local run returns.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
 pub enum RunEnd {
     /// Finished.
     Done {
@@ -237,6 +240,24 @@ pub(crate) fn derived_uuid(op: OperationId, salt: u128) -> uuid::Uuid {
     bytes[6] = (bytes[6] & 0x0f) | 0x80;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
     uuid::Uuid::from_bytes(bytes)
+}
+
+impl RunEnd {
+    /// Where an operation in `state` stands, when it is not running (an idle or running one
+    /// has not stopped: `None`). A tree's root parked on its sub-agents' approvals is
+    /// `WaitingForSubAgents` here; `rein_operation::tree::pending_approvals` names those calls.
+    pub fn of_state(state: &AgentState) -> Option<Self> {
+        match state.status {
+            Status::Idle | Status::Running => None,
+            Status::Done
+            | Status::WaitingForSubAgents
+            | Status::Queued
+            | Status::WaitingForHuman
+            | Status::WaitingForAsyncTool
+            | Status::Interrupted
+            | Status::Error => Some(end_of(state)),
+        }
+    }
 }
 
 fn end_of(state: &AgentState) -> RunEnd {

@@ -32,7 +32,7 @@ pub struct Agent {
 }
 
 /// `POST /v1/agents` body.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewAgent {
     /// Name: letters, digits, `-` and `_`, at most 64.
@@ -43,15 +43,23 @@ pub struct NewAgent {
     pub config: AgentProfile,
 }
 
+impl Agent {
+    /// A stored agent as the API shows it; a stored configuration that no longer reads as a
+    /// profile is the error.
+    pub fn of_record(r: AgentRecord) -> Result<Self, serde_json::Error> {
+        Ok(Self {
+            config: serde_json::from_value(r.config)?,
+            version: r.version,
+            name: r.name,
+            created_at: r.created_at.to_rfc3339(),
+            updated_at: r.updated_at.to_rfc3339(),
+        })
+    }
+}
+
 fn shown(r: AgentRecord) -> Result<Agent, ApiError> {
-    Ok(Agent {
-        config: serde_json::from_value(r.config)
-            .map_err(|e| ApiError::internal(format!("stored agent `{}`: {e}", r.name)))?,
-        version: r.version,
-        name: r.name,
-        created_at: r.created_at.to_rfc3339(),
-        updated_at: r.updated_at.to_rfc3339(),
-    })
+    let name = r.name.clone();
+    Agent::of_record(r).map_err(|e| ApiError::internal(format!("stored agent `{name}`: {e}")))
 }
 
 fn to_value(c: &AgentProfile) -> Result<serde_json::Value, ApiError> {

@@ -22,13 +22,13 @@ use futures::Stream;
 use rein_core::OperationId;
 use rein_store::Store;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::convert::Infallible;
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc};
 
 /// `GET /v1/operations/{id}/events` query.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EventsQuery {
     /// Send only events after this sequence number (like `Last-Event-ID`, which wins).

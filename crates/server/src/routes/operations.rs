@@ -11,7 +11,7 @@ use axum::Json;
 use axum::extract::State;
 use rein_core::spec::OperationSpec;
 use rein_core::state::{BudgetPolicy, Status};
-use rein_operation::{AgentProfile, Decision, SpecOrigin, StartOptions, Turn};
+use rein_operation::{AgentProfile, Decision, RunEnd, SpecOrigin, StartOptions, Turn};
 use rein_store::{
     Intervention, InterventionStatus, OperationFilter, OperationRecord, StepRecord, Store, Topics,
     Trigger,
@@ -129,7 +129,7 @@ pub struct CreateOperation {
 }
 
 /// `GET /v1/operations/{id}/context` query.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContextQuery {
     /// Only the call made at this step.
@@ -153,7 +153,7 @@ pub struct Created {
 }
 
 /// `GET /v1/operations` query.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// Only operations in this status.
@@ -185,11 +185,49 @@ pub struct OperationDetail {
     pub sub_agents: Vec<OperationRecord>,
     /// Per-model and per-tool usage and cost.
     pub usage: serde_json::Value,
+    /// Where it stopped, absent while it runs: `done` (with `reason` and `detail`),
+    /// `waiting_for_human` (`pending`: every call of its tree awaiting a decision),
+    /// `queued`, `waiting_for_async_tool` (`calls`), `waiting_for_sub_agents` (`children`),
+    /// `interrupted` (`reason`, `can_resume`) or `error` (`message`).
+    #[serde(default)]
+    #[schemars(with = "Option<serde_json::Value>")]
+    pub end: Option<RunEnd>,
+}
+
+impl OperationDetail {
+    /// `op` with its steps, what waits for a decision anywhere in its tree, its sub-agents and
+    /// where it stopped: one shape for the API and the CLI's local commands.
+    pub async fn load(
+        store: &dyn Store,
+        op: rein_store::StoredOperation,
+    ) -> Result<Self, rein_store::StoreError> {
+        let steps = store.steps(op.record.id).await?;
+        // Approvals anywhere in its tree are decided through it.
+        let pending = rein_operation::tree::pending_approvals(store, op.record.id).await?;
+        let sub_agents = rein_operation::tree::descendants(store, op.record.id).await?;
+        let usage = serde_json::json!({"usage": op.state.usage, "cost": op.state.cost});
+        let end = if pending.is_empty() {
+            RunEnd::of_state(&op.state)
+        } else {
+            Some(RunEnd::WaitingForHuman {
+                pending: pending.iter().map(|i| i.call.clone()).collect(),
+            })
+        };
+        Ok(Self {
+            spec: op.spec,
+            operation: op.record,
+            steps,
+            pending,
+            sub_agents,
+            usage,
+            end,
+        })
+    }
 }
 
 /// One decision in `POST /v1/operations/{id}/interventions`: one shape for approvals and
 /// questions (`ask_user` calls are answered or declined, never approved).
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DecisionIn {
     /// The pending call.
@@ -219,7 +257,7 @@ pub struct DecisionIn {
 }
 
 /// What a person decides about a pending call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DecisionKind {
     /// Run the call.
@@ -233,6 +271,45 @@ pub enum DecisionKind {
 }
 
 impl DecisionIn {
+    /// The body entry that asks the server for `decision` on `tool_call_id` (what a client
+    /// sends; [`DecisionIn::decision_for`] reads it back), with `grant` for an approval that
+    /// also grants the call's tool.
+    pub fn of(
+        tool_call_id: &str,
+        decision: &Decision,
+        grant: Option<rein_core::intervention::GrantScope>,
+    ) -> Self {
+        use rein_core::question::Answer;
+        let blank = Self {
+            tool_call_id: tool_call_id.to_owned(),
+            decision: DecisionKind::Approve,
+            reason: None,
+            halt: false,
+            text: None,
+            option: None,
+            grant: None,
+        };
+        match decision {
+            Decision::Approve => Self { grant, ..blank },
+            Decision::Reject { reason, halt } => Self {
+                decision: DecisionKind::Reject,
+                reason: reason.clone(),
+                halt: *halt,
+                ..blank
+            },
+            Decision::Answer(Answer::Text(text)) => Self {
+                decision: DecisionKind::Answer,
+                text: Some(text.clone()),
+                ..blank
+            },
+            Decision::Answer(Answer::Option(key)) => Self {
+                decision: DecisionKind::Select,
+                option: Some(key.clone()),
+                ..blank
+            },
+        }
+    }
+
     /// The driver's decision, after checking it fits the pending call it names: a question is
     /// answered (with text, or an option it has) or declined, never approved; only a question
     /// is answered; a question past its expiry has taken its default.
@@ -293,7 +370,7 @@ impl DecisionIn {
 }
 
 /// `POST /v1/operations/{id}/interventions` body.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Decisions {
     /// At least one.
@@ -457,19 +534,7 @@ pub async fn show(
     OperationPath(id): OperationPath,
 ) -> Result<Json<OperationDetail>, ApiError> {
     let op = owned_operation(&app, &user, &id).await?;
-    let steps = app.store.steps(op.record.id).await?;
-    // Approvals anywhere in its tree are decided here.
-    let pending = rein_operation::tree::pending_approvals(&*app.store, op.record.id).await?;
-    let sub_agents = rein_operation::tree::descendants(&*app.store, op.record.id).await?;
-    let usage = serde_json::json!({"usage": op.state.usage, "cost": op.state.cost});
-    Ok(Json(OperationDetail {
-        spec: op.spec,
-        operation: op.record,
-        steps,
-        pending,
-        sub_agents,
-        usage,
-    }))
+    Ok(Json(OperationDetail::load(&*app.store, op).await?))
 }
 
 /// `GET /v1/operations/{id}/context`: what each model call admitted (tokens per item, each

@@ -1,0 +1,301 @@
+//! [`Local`]: commands on this machine's database, opened (and migrated) when a command first
+//! needs it: `config show` and `models` never do. Operations are continued in this process by
+//! a driver that prints their events as they happen (made once, when a command first needs
+//! one: it connects the configured MCP servers).
+
+use super::{Backend, Granted};
+use crate::Context_;
+use anyhow::{anyhow, bail};
+use chrono::Utc;
+use rein_core::intervention::GrantScope;
+use rein_core::state::Status;
+use rein_core::{AgentEvent, OperationId};
+use rein_operation::context_report::CallContext;
+use rein_operation::{AgentProfile, Decision, Driver, DriverError, RunEnd};
+use rein_server::routes::agents::Agent;
+use rein_server::routes::devices::DeviceOut;
+use rein_server::routes::operations::OperationDetail;
+use rein_store::{
+    Accounts, AgentRecord, GrantFilter, GrantRecord, Grants, OperationFilter, OperationRecord,
+    SqlStore, Store,
+};
+use std::sync::Arc;
+
+/// Who the driver says decided (the store's `decided_by`, a grant's `created_by`).
+const BY: Option<&str> = Some("cli");
+
+/// This machine's database and this process's settings.
+pub struct Local {
+    /// The database: a SQLite file or a `postgres://` URL.
+    pub target: String,
+    /// Where knowledge vectors are searched.
+    vector_search: rein_store::VectorIndex,
+    /// The command line's settings and the configuration file.
+    pub ctx: Context_,
+    store: tokio::sync::OnceCell<Arc<SqlStore>>,
+    driver: tokio::sync::OnceCell<Driver>,
+}
+
+impl Local {
+    /// Commands on the database at `target` with `ctx`.
+    pub fn new(target: String, vector_search: rein_store::VectorIndex, ctx: Context_) -> Self {
+        Self {
+            target,
+            vector_search,
+            ctx,
+            store: tokio::sync::OnceCell::new(),
+            driver: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// The database, opened and brought up to date on first use.
+    pub async fn store(&self) -> anyhow::Result<&Arc<SqlStore>> {
+        self.store
+            .get_or_try_init(|| async {
+                let mut store =
+                    SqlStore::open(&self.target, rein_store::Synchronous::Normal).await?;
+                if self.vector_search == rein_store::VectorIndex::Pgvector {
+                    store.enable_pgvector().await?;
+                }
+                Ok::<_, anyhow::Error>(Arc::new(store))
+            })
+            .await
+    }
+
+    /// A driver continuing existing operations, each as its stored spec says, printing their
+    /// events.
+    pub async fn driver(&self) -> anyhow::Result<&Driver> {
+        let store = self.store().await?;
+        self.driver
+            .get_or_try_init(|| async {
+                let host = crate::host::host(Arc::clone(store), &self.ctx, None).await?;
+                Ok::<_, anyhow::Error>(crate::host::printing_driver(&host, self.ctx.json))
+            })
+            .await
+    }
+
+    /// Use `driver` (one a command made for a run of its own) to continue operations from now
+    /// on.
+    pub fn adopt(&self, driver: Driver) -> anyhow::Result<&Driver> {
+        self.driver
+            .set(driver)
+            .map_err(|_| anyhow!("this command already made its driver"))?;
+        self.driver
+            .get()
+            .ok_or_else(|| anyhow!("this command's driver is gone"))
+    }
+
+    async fn record(&self, name: &str) -> anyhow::Result<AgentRecord> {
+        let store = self.store().await?;
+        let user = crate::agents::local_user(store).await?;
+        store
+            .get_agent(&user.id, name)
+            .await?
+            .ok_or_else(|| anyhow!("no agent `{name}`"))
+    }
+}
+
+fn shown(r: AgentRecord) -> anyhow::Result<Agent> {
+    let name = r.name.clone();
+    Agent::of_record(r).map_err(|e| anyhow!("stored agent `{name}` cannot be read: {e}"))
+}
+
+impl Backend for Local {
+    fn local(&self) -> anyhow::Result<&Local> {
+        Ok(self)
+    }
+
+    async fn operations(&self, status: Option<Status>) -> anyhow::Result<Vec<OperationRecord>> {
+        Ok(self
+            .store()
+            .await?
+            .list_operations(&OperationFilter {
+                status,
+                limit: 200,
+                ..Default::default()
+            })
+            .await?)
+    }
+
+    async fn operation(&self, id: OperationId) -> anyhow::Result<OperationDetail> {
+        let store = self.store().await?;
+        let op = store
+            .load_operation(id)
+            .await?
+            .ok_or_else(|| anyhow!("no operation {id}"))?;
+        Ok(OperationDetail::load(&**store, op).await?)
+    }
+
+    async fn call_contexts(&self, id: OperationId, step: u32) -> anyhow::Result<Vec<CallContext>> {
+        let store = self.store().await?;
+        store
+            .operation(id)
+            .await?
+            .ok_or_else(|| anyhow!("no operation {id}"))?;
+        Ok(rein_operation::context_report::call_contexts(&**store, id, Some(step)).await?)
+    }
+
+    async fn events(
+        &self,
+        id: OperationId,
+        after: Option<u64>,
+        follow: bool,
+        each: &mut (dyn FnMut(&AgentEvent) -> anyhow::Result<()> + Send),
+    ) -> anyhow::Result<()> {
+        let store = self.store().await?;
+        let mut cursor = after;
+        loop {
+            let events = store.events(id, cursor).await?;
+            for e in &events {
+                each(e)?;
+                cursor = Some(e.seq);
+            }
+            if !follow {
+                return Ok(());
+            }
+            let status = store
+                .operation_status(id)
+                .await?
+                .ok_or_else(|| anyhow!("no operation {id}"))?;
+            if status.is_terminal() && events.is_empty() {
+                return Ok(());
+            }
+            // Another process commits: nothing here is told, so the log is read again.
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        }
+    }
+
+    async fn resume(&self, id: OperationId) -> anyhow::Result<RunEnd> {
+        Ok(self.driver().await?.resume(id).await?)
+    }
+
+    async fn cancel(&self, id: OperationId) -> anyhow::Result<RunEnd> {
+        Ok(self.driver().await?.cancel(id).await?)
+    }
+
+    async fn decide(
+        &self,
+        id: OperationId,
+        calls: Option<Vec<String>>,
+        decision: Decision,
+    ) -> anyhow::Result<RunEnd> {
+        Ok(self
+            .driver()
+            .await?
+            .decide(id, calls.as_deref(), decision, BY)
+            .await?)
+    }
+
+    async fn approve_always(
+        &self,
+        id: OperationId,
+        call: &str,
+        scope: GrantScope,
+    ) -> anyhow::Result<Granted> {
+        match self
+            .driver()
+            .await?
+            .approve_always(id, call, scope, BY)
+            .await
+        {
+            Ok((end, grant)) => Ok(Granted::Made {
+                end,
+                grant: Box::new(grant),
+            }),
+            Err(DriverError::Grant(e)) => Ok(Granted::Refused(e.to_string())),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn grants(
+        &self,
+        scope: Option<GrantScope>,
+        revoked: bool,
+    ) -> anyhow::Result<Vec<GrantRecord>> {
+        // The local user's grants have no owner.
+        Ok(self
+            .store()
+            .await?
+            .list_grants(
+                None,
+                &GrantFilter {
+                    scope,
+                    target: None,
+                    include_revoked: revoked,
+                },
+            )
+            .await?)
+    }
+
+    async fn revoke_grant(&self, id: &str) -> anyhow::Result<GrantRecord> {
+        Ok(self.driver().await?.revoke_grant(None, id, BY).await?)
+    }
+
+    async fn agents(&self) -> anyhow::Result<Vec<Agent>> {
+        let store = self.store().await?;
+        let user = crate::agents::local_user(store).await?;
+        store
+            .list_agents(&user.id)
+            .await?
+            .into_iter()
+            .map(shown)
+            .collect()
+    }
+
+    async fn agent(&self, name: &str) -> anyhow::Result<Agent> {
+        shown(self.record(name).await?)
+    }
+
+    async fn create_agent(&self, name: &str, config: AgentProfile) -> anyhow::Result<Agent> {
+        rein_operation::profile::check_name(name)?;
+        let store = self.store().await?;
+        let user = crate::agents::local_user(store).await?;
+        if store.get_agent(&user.id, name).await?.is_some() {
+            bail!("agent `{name}` already exists (change it with `rein agent edit`)");
+        }
+        let config = config.checked()?;
+        let now = Utc::now();
+        let mut record = AgentRecord {
+            owner: user.id,
+            name: name.to_owned(),
+            config: serde_json::to_value(&config)?,
+            created_at: now,
+            updated_at: now,
+            version: 0,
+        };
+        record.version = store.put_agent(&record).await?;
+        shown(record)
+    }
+
+    async fn update_agent(&self, name: &str, config: AgentProfile) -> anyhow::Result<Agent> {
+        let mut record = self.record(name).await?;
+        record.config = serde_json::to_value(config.checked()?)?;
+        record.updated_at = Utc::now();
+        record.version = self.store().await?.put_agent(&record).await?;
+        shown(record)
+    }
+
+    async fn delete_agent(&self, name: &str) -> anyhow::Result<()> {
+        let store = self.store().await?;
+        let user = crate::agents::local_user(store).await?;
+        if !store.delete_agent(&user.id, name).await? {
+            bail!("no agent `{name}`");
+        }
+        Ok(())
+    }
+
+    async fn devices(&self) -> anyhow::Result<Vec<DeviceOut>> {
+        bail!(NOT_HERE)
+    }
+
+    async fn revoke_device(&self, _name: &str) -> anyhow::Result<()> {
+        bail!(NOT_HERE)
+    }
+
+    async fn print_models(&self, json: bool) -> anyhow::Result<()> {
+        crate::agents::models(&self.ctx.config, json)
+    }
+}
+
+/// Devices connect to a server; this machine's database has none.
+const NOT_HERE: &str = "this command talks to a rein server: give --server URL (or REIN_SERVER)";

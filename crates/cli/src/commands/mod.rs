@@ -1,0 +1,127 @@
+//! Commands written once for both places they run: this machine's database ([`Local`]) and a
+//! `rein serve` over its HTTP API ([`Remote`], `--server URL`). A command asks its [`Backend`]
+//! and prints the answer the same way for both. The remote side sends and reads the server's
+//! own request and response types (`rein_server::routes`), so an API change that a command
+//! would trip on breaks this build, not a user's command. A command that runs only on this
+//! machine asks [`Backend::local`], which on a server refuses it, naming what to do.
+
+pub mod agents;
+pub mod decide;
+pub mod devices;
+pub mod ended;
+pub mod grants;
+pub mod local;
+pub mod migrate;
+pub mod operations;
+pub mod remote;
+pub mod run;
+
+pub use local::Local;
+pub use remote::Remote;
+
+use rein_core::AgentEvent;
+use rein_core::OperationId;
+use rein_core::intervention::GrantScope;
+use rein_core::state::Status;
+use rein_operation::context_report::CallContext;
+use rein_operation::{AgentProfile, Decision, RunEnd};
+use rein_server::routes::agents::Agent;
+use rein_server::routes::devices::DeviceOut;
+use rein_server::routes::operations::OperationDetail;
+use rein_store::{GrantRecord, OperationRecord};
+
+/// What approving a call "always" did.
+pub enum Granted {
+    /// The grant was made and the call approved; the operation ran on to `end`.
+    Made {
+        /// Where the operation stopped.
+        end: RunEnd,
+        /// The grant.
+        grant: Box<GrantRecord>,
+    },
+    /// No grant may cover this call (a rule flags it every time, or it has no agent): why.
+    Refused(String),
+}
+
+/// Where a command runs: what each shared command needs from a database or a server.
+pub trait Backend {
+    /// This machine's database, or why a command that needs it cannot run here.
+    fn local(&self) -> anyhow::Result<&Local>;
+
+    /// Operations, newest first (at most 200).
+    async fn operations(&self, status: Option<Status>) -> anyhow::Result<Vec<OperationRecord>>;
+
+    /// One operation with its timeline, pending decisions, sub-agents and where it stopped.
+    async fn operation(&self, id: OperationId) -> anyhow::Result<OperationDetail>;
+
+    /// What the model calls of `id` admitted (only the call of `step`, when given).
+    async fn call_contexts(&self, id: OperationId, step: u32) -> anyhow::Result<Vec<CallContext>>;
+
+    /// Hand each committed event of `id` after `after` to `each`, in order; with `follow`,
+    /// until the operation ends.
+    async fn events(
+        &self,
+        id: OperationId,
+        after: Option<u64>,
+        follow: bool,
+        each: &mut (dyn FnMut(&AgentEvent) -> anyhow::Result<()> + Send),
+    ) -> anyhow::Result<()>;
+
+    /// Continue `id` from its last committed step; where it stopped next.
+    async fn resume(&self, id: OperationId) -> anyhow::Result<RunEnd>;
+
+    /// Cancel `id`; where it stopped.
+    async fn cancel(&self, id: OperationId) -> anyhow::Result<RunEnd>;
+
+    /// Decide `calls` of `id` (every pending call when `None`) and let it continue; where it
+    /// stopped next.
+    async fn decide(
+        &self,
+        id: OperationId,
+        calls: Option<Vec<String>>,
+        decision: Decision,
+    ) -> anyhow::Result<RunEnd>;
+
+    /// Approve `call` of `id` and grant its tool for `scope` from now on.
+    async fn approve_always(
+        &self,
+        id: OperationId,
+        call: &str,
+        scope: GrantScope,
+    ) -> anyhow::Result<Granted>;
+
+    /// Your grants, newest first.
+    async fn grants(
+        &self,
+        scope: Option<GrantScope>,
+        revoked: bool,
+    ) -> anyhow::Result<Vec<GrantRecord>>;
+
+    /// Revoke a grant.
+    async fn revoke_grant(&self, id: &str) -> anyhow::Result<GrantRecord>;
+
+    /// Your agents.
+    async fn agents(&self) -> anyhow::Result<Vec<Agent>>;
+
+    /// One agent (an error naming it when there is none).
+    async fn agent(&self, name: &str) -> anyhow::Result<Agent>;
+
+    /// Create an agent (refused when the name is taken).
+    async fn create_agent(&self, name: &str, config: AgentProfile) -> anyhow::Result<Agent>;
+
+    /// Replace an agent's configuration (its version counts up).
+    async fn update_agent(&self, name: &str, config: AgentProfile) -> anyhow::Result<Agent>;
+
+    /// Delete an agent.
+    async fn delete_agent(&self, name: &str) -> anyhow::Result<()>;
+
+    /// Your devices (a server's only).
+    async fn devices(&self) -> anyhow::Result<Vec<DeviceOut>>;
+
+    /// Revoke a device (a server's only).
+    async fn revoke_device(&self, name: &str) -> anyhow::Result<()>;
+
+    /// Print the models (`rein models`): this machine's catalog and configured prices, or the
+    /// server's.
+    async fn print_models(&self, json: bool) -> anyhow::Result<()>;
+}

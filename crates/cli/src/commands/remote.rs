@@ -1,0 +1,482 @@
+//! [`Remote`]: commands against a `rein serve` over its HTTP API (`--server URL`, the token from
+//! `$REIN_TOKEN`). Requests and answers are the server's own types. A decision, a resume or a
+//! cancel is followed on the operation's event stream, printed as a local run prints it (a
+//! step at a time, as committed), until the operation stops again; where it stopped is what
+//! the server's `GET /v1/operations/{id}` says (`end`).
+
+use super::{Backend, Granted, Local};
+use crate::output::Printer;
+use anyhow::{anyhow, bail};
+use rein_core::engine::EventSink;
+use rein_core::intervention::GrantScope;
+use rein_core::state::Status;
+use rein_core::{AgentEvent, OperationId};
+use rein_operation::context_report::CallContext;
+use rein_operation::{AgentProfile, Decision, RunEnd};
+use rein_server::error::{ApiErrorCode, ErrorBody};
+use rein_server::routes::agents::{Agent, NewAgent};
+use rein_server::routes::devices::{DeviceList, DeviceOut};
+use rein_server::routes::events::EventsQuery;
+use rein_server::routes::grants::{GrantList, GrantQuery};
+use rein_server::routes::models::ModelList;
+use rein_server::routes::operations::{
+    Accepted, ContextQuery, DecisionIn, Decisions, ListQuery, OperationDetail,
+};
+use rein_store::{GrantRecord, OperationRecord};
+use reqwest::Method;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// A server and the token to use with it.
+pub struct Remote {
+    base: String,
+    token: Option<String>,
+    http: reqwest::Client,
+    json: bool,
+}
+
+/// An error answer of the server.
+#[derive(Debug, thiserror::Error)]
+#[error("{message} ({status})")]
+pub struct Refused {
+    /// Its HTTP status.
+    pub status: reqwest::StatusCode,
+    /// Its code, when the body had one.
+    pub code: Option<ApiErrorCode>,
+    /// What the server said (or that it said nothing readable).
+    pub message: String,
+}
+
+impl Remote {
+    /// The server at `url`; `json` prints followed events as JSON lines.
+    pub fn new(url: &str, json: bool) -> anyhow::Result<Self> {
+        if !url.starts_with("http://") && !url.starts_with("https://") {
+            bail!("--server `{url}` is not an http:// or https:// URL");
+        }
+        Ok(Self {
+            base: url.trim_end_matches('/').to_owned(),
+            token: std::env::var(rein_operation::env::TOKEN)
+                .ok()
+                .filter(|t| !t.is_empty()),
+            http: reqwest::Client::builder().build()?,
+            json,
+        })
+    }
+
+    fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
+        let r = self.http.request(method, format!("{}{path}", self.base));
+        match &self.token {
+            Some(t) => r.bearer_auth(t),
+            None => r,
+        }
+    }
+
+    /// Send `r`; an error answer becomes [`Refused`] (with a hint when no token was given).
+    async fn send(&self, r: reqwest::RequestBuilder) -> anyhow::Result<reqwest::Response> {
+        let resp = r
+            .send()
+            .await
+            .map_err(|e| anyhow!("cannot reach {}: {e}", self.base))?;
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(resp);
+        }
+        let body: Option<ErrorBody> = serde_json::from_slice(&resp.bytes().await?).ok();
+        let (code, message) = match body {
+            Some(b) => (Some(b.error.code), b.error.message),
+            None => (
+                None,
+                format!("{} answered without an error body", self.base),
+            ),
+        };
+        if status == reqwest::StatusCode::UNAUTHORIZED && self.token.is_none() {
+            bail!("{message} (set REIN_TOKEN to a token from `rein token create`)");
+        }
+        Err(Refused {
+            status,
+            code,
+            message,
+        }
+        .into())
+    }
+
+    /// `method path` with `body`, answered with a `T`.
+    async fn call<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&(impl Serialize + Sync)>,
+    ) -> anyhow::Result<T> {
+        let mut r = self.request(method, path);
+        if let Some(b) = body {
+            r = r
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(serde_json::to_vec(b)?);
+        }
+        let resp = self.send(r).await?;
+        let bytes = resp.bytes().await?;
+        serde_json::from_slice(&bytes).map_err(|e| {
+            anyhow!(
+                "{} answered {path} with what this rein cannot read: {e}",
+                self.base
+            )
+        })
+    }
+
+    /// `GET path?query`, answered with a `T`.
+    async fn get<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &(impl Serialize + Sync),
+    ) -> anyhow::Result<T> {
+        let resp = self
+            .send(self.request(Method::GET, path).query(query))
+            .await?;
+        let bytes = resp.bytes().await?;
+        serde_json::from_slice(&bytes).map_err(|e| {
+            anyhow!(
+                "{} answered {path} with what this rein cannot read: {e}",
+                self.base
+            )
+        })
+    }
+
+    /// A request answered with no body.
+    async fn call_empty(&self, method: Method, path: &str) -> anyhow::Result<()> {
+        self.send(self.request(method, path)).await?;
+        Ok(())
+    }
+
+    /// The event stream of `id` after `after`; the server listens for commits (and, with
+    /// `live`, previews) from when this returns.
+    async fn open_stream(
+        &self,
+        id: OperationId,
+        after: Option<u64>,
+        (follow, live): (bool, bool),
+    ) -> anyhow::Result<reqwest::Response> {
+        let query = EventsQuery {
+            after,
+            live: Some(live),
+            follow: Some(follow),
+        };
+        self.send(
+            self.request(Method::GET, &format!("/v1/operations/{id}/events"))
+                .query(&query),
+        )
+        .await
+    }
+
+    /// Hand each event of `resp` to `each` (with whether it previews a step in progress)
+    /// until it says stop (`false`) or the stream ends; the last committed sequence number
+    /// seen (`after` when none).
+    async fn read_stream(
+        id: OperationId,
+        mut resp: reqwest::Response,
+        after: Option<u64>,
+        each: &mut (dyn FnMut(&AgentEvent, bool) -> anyhow::Result<bool> + Send),
+    ) -> anyhow::Result<Option<u64>> {
+        let mut cursor = after;
+        let mut buf = String::new();
+        while let Some(bytes) = resp.chunk().await? {
+            buf.push_str(&String::from_utf8_lossy(&bytes));
+            while let Some(at) = buf.find("\n\n") {
+                let block: String = buf.drain(..at + 2).collect();
+                let preview = block.lines().any(|l| l == "event: live");
+                for data in block.lines().filter_map(|l| l.strip_prefix("data: ")) {
+                    let event: AgentEvent = serde_json::from_str(data)
+                        .map_err(|e| anyhow!("an event of operation {id} cannot be read: {e}"))?;
+                    if !preview {
+                        cursor = Some(event.seq);
+                    }
+                    if !each(&event, preview)? {
+                        return Ok(cursor);
+                    }
+                }
+            }
+        }
+        Ok(cursor)
+    }
+
+    /// The last committed event's sequence number of `id`.
+    async fn last_seq(&self, id: OperationId) -> anyhow::Result<Option<u64>> {
+        let resp = self.open_stream(id, None, (false, false)).await?;
+        Self::read_stream(id, resp, None, &mut |_, _| Ok(true)).await
+    }
+
+    /// Do `act` to `id` on the server, then print its events as each step commits them (the
+    /// answer's words a step at a time) until it stops running; where it stopped. The stream
+    /// is opened before `act` and starts after the last event before it, so nothing the
+    /// server does for it is missed or printed twice.
+    async fn acting(
+        &self,
+        id: OperationId,
+        act: impl Future<Output = anyhow::Result<()>>,
+    ) -> anyhow::Result<RunEnd> {
+        let printer = Printer::new(self.json);
+        let mut cursor = self.last_seq(id).await?;
+        let mut resp = self.open_stream(id, cursor, (true, false)).await?;
+        act.await?;
+        loop {
+            let mut stopping = false;
+            cursor = Self::read_stream(id, resp, cursor, &mut |e, _| {
+                printer.publish(e);
+                // The stream stays open while an operation is parked: a step's end is where
+                // to ask whether it still runs.
+                stopping = e.operation_id == id && ends_a_run(&e.kind);
+                Ok(!stopping)
+            })
+            .await?;
+            if let Some(end) = self.operation(id).await?.end {
+                return Ok(end);
+            }
+            if !stopping {
+                bail!("the event stream of operation {id} ended while it still runs");
+            }
+            resp = self.open_stream(id, cursor, (true, false)).await?;
+        }
+    }
+
+    /// Post `decisions` on `id` and follow it.
+    async fn post_decisions(
+        &self,
+        id: OperationId,
+        decisions: Vec<DecisionIn>,
+    ) -> anyhow::Result<RunEnd> {
+        self.acting(id, async {
+            let _: Accepted = self
+                .call(
+                    Method::POST,
+                    &format!("/v1/operations/{id}/interventions"),
+                    Some(&Decisions { decisions }),
+                )
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+}
+
+/// Whether an event may be the last of a run: its step ended, or the operation stopped.
+fn ends_a_run(kind: &rein_core::event::EventKind) -> bool {
+    use rein_core::event::EventKind as K;
+    match kind {
+        K::StepComplete { .. }
+        | K::Done { .. }
+        | K::Error { .. }
+        | K::Interrupted { .. }
+        | K::HumanApproveRequired { .. }
+        | K::HumanPromptRequired { .. }
+        | K::HumanSelectRequired { .. } => true,
+        K::StepStart { .. }
+        | K::LlmStart { .. }
+        | K::LlmStream { .. }
+        | K::ContextReport { .. }
+        | K::LlmResult { .. }
+        | K::StreamRetry { .. }
+        | K::ToolPending { .. }
+        | K::ToolResult { .. }
+        | K::CompressionComplete { .. }
+        | K::CompressionError { .. }
+        | K::BudgetExceeded { .. }
+        | K::SubAgentStarted { .. }
+        | K::SubAgentEnded { .. }
+        | K::Resumed { .. } => false,
+    }
+}
+
+impl Backend for Remote {
+    fn local(&self) -> anyhow::Result<&Local> {
+        bail!("this command runs on the local database; drop --server (or unset REIN_SERVER)")
+    }
+
+    async fn operations(&self, status: Option<Status>) -> anyhow::Result<Vec<OperationRecord>> {
+        self.get(
+            "/v1/operations",
+            &ListQuery {
+                status,
+                agent: None,
+                limit: Some(200),
+            },
+        )
+        .await
+    }
+
+    async fn operation(&self, id: OperationId) -> anyhow::Result<OperationDetail> {
+        self.call(Method::GET, &format!("/v1/operations/{id}"), None::<&()>)
+            .await
+    }
+
+    async fn call_contexts(&self, id: OperationId, step: u32) -> anyhow::Result<Vec<CallContext>> {
+        self.get(
+            &format!("/v1/operations/{id}/context"),
+            &ContextQuery { step: Some(step) },
+        )
+        .await
+    }
+
+    async fn events(
+        &self,
+        id: OperationId,
+        after: Option<u64>,
+        follow: bool,
+        each: &mut (dyn FnMut(&AgentEvent) -> anyhow::Result<()> + Send),
+    ) -> anyhow::Result<()> {
+        let resp = self.open_stream(id, after, (follow, false)).await?;
+        Self::read_stream(id, resp, after, &mut |e, _| each(e).map(|()| true)).await?;
+        Ok(())
+    }
+
+    async fn resume(&self, id: OperationId) -> anyhow::Result<RunEnd> {
+        let path = format!("/v1/operations/{id}/resume");
+        self.acting(id, async {
+            let _: Accepted = self.call(Method::POST, &path, None::<&()>).await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn cancel(&self, id: OperationId) -> anyhow::Result<RunEnd> {
+        let path = format!("/v1/operations/{id}/cancel");
+        self.acting(id, async {
+            let _: Accepted = self.call(Method::POST, &path, None::<&()>).await?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn decide(
+        &self,
+        id: OperationId,
+        calls: Option<Vec<String>>,
+        decision: Decision,
+    ) -> anyhow::Result<RunEnd> {
+        let calls = match calls {
+            Some(c) => c,
+            None => self
+                .operation(id)
+                .await?
+                .pending
+                .into_iter()
+                .map(|p| p.call.id.to_string())
+                .collect(),
+        };
+        if calls.is_empty() {
+            bail!("operation {id} has no pending tool call");
+        }
+        let decisions = calls
+            .iter()
+            .map(|c| DecisionIn::of(c, &decision, None))
+            .collect();
+        self.post_decisions(id, decisions).await
+    }
+
+    async fn approve_always(
+        &self,
+        id: OperationId,
+        call: &str,
+        scope: GrantScope,
+    ) -> anyhow::Result<Granted> {
+        let decision = DecisionIn::of(call, &Decision::Approve, Some(scope));
+        let end = match self.post_decisions(id, vec![decision]).await {
+            Ok(end) => end,
+            Err(e) => {
+                return match e.downcast::<Refused>() {
+                    Ok(r) if r.code == Some(ApiErrorCode::GrantNotAllowed) => {
+                        Ok(Granted::Refused(r.message))
+                    }
+                    Ok(r) => Err(r.into()),
+                    Err(e) => Err(e),
+                };
+            }
+        };
+        // The grant the server made for this call.
+        let grant = self
+            .grants(Some(scope), false)
+            .await?
+            .into_iter()
+            .find(|g| g.tool_call_id.as_deref() == Some(call))
+            .ok_or_else(|| anyhow!("the server lists no grant made for tool call {call}"))?;
+        Ok(Granted::Made {
+            end,
+            grant: Box::new(grant),
+        })
+    }
+
+    async fn grants(
+        &self,
+        scope: Option<GrantScope>,
+        revoked: bool,
+    ) -> anyhow::Result<Vec<GrantRecord>> {
+        let list: GrantList = self
+            .get(
+                "/v1/grants",
+                &GrantQuery {
+                    scope,
+                    target: None,
+                    revoked,
+                },
+            )
+            .await?;
+        Ok(list.grants)
+    }
+
+    async fn revoke_grant(&self, id: &str) -> anyhow::Result<GrantRecord> {
+        self.call(Method::DELETE, &format!("/v1/grants/{id}"), None::<&()>)
+            .await
+    }
+
+    async fn agents(&self) -> anyhow::Result<Vec<Agent>> {
+        self.call(Method::GET, "/v1/agents", None::<&()>).await
+    }
+
+    async fn agent(&self, name: &str) -> anyhow::Result<Agent> {
+        self.call(Method::GET, &format!("/v1/agents/{name}"), None::<&()>)
+            .await
+    }
+
+    async fn create_agent(&self, name: &str, config: AgentProfile) -> anyhow::Result<Agent> {
+        self.call(
+            Method::POST,
+            "/v1/agents",
+            Some(&NewAgent {
+                name: name.to_owned(),
+                config,
+            }),
+        )
+        .await
+    }
+
+    async fn update_agent(&self, name: &str, config: AgentProfile) -> anyhow::Result<Agent> {
+        self.call(Method::PUT, &format!("/v1/agents/{name}"), Some(&config))
+            .await
+    }
+
+    async fn delete_agent(&self, name: &str) -> anyhow::Result<()> {
+        self.call_empty(Method::DELETE, &format!("/v1/agents/{name}"))
+            .await
+    }
+
+    async fn devices(&self) -> anyhow::Result<Vec<DeviceOut>> {
+        let list: DeviceList = self.call(Method::GET, "/v1/devices", None::<&()>).await?;
+        Ok(list.devices)
+    }
+
+    async fn revoke_device(&self, name: &str) -> anyhow::Result<()> {
+        self.call_empty(Method::DELETE, &format!("/v1/devices/{name}"))
+            .await
+    }
+
+    async fn print_models(&self, json: bool) -> anyhow::Result<()> {
+        let list: ModelList = self.call(Method::GET, "/v1/models", None::<&()>).await?;
+        for m in &list.models {
+            if json {
+                println!("{}", serde_json::to_string(m)?);
+            } else {
+                let mark = if m.id == list.default { "*" } else { " " };
+                println!("{mark} {}", m.id);
+            }
+        }
+        Ok(())
+    }
+}
