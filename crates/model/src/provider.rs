@@ -15,7 +15,7 @@ use crate::transport::{HttpCall, HttpResponse, Method, RetryPolicy, Transport};
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
@@ -108,19 +108,21 @@ impl Inner {
     fn headers(&self) -> Vec<(String, String)> {
         let c = &self.config;
         let mut h = vec![("content-type".to_owned(), "application/json".to_owned())];
+        let wire = c.protocol.wire();
         if let Some(key) = &c.api_key {
-            match (c.protocol, c.quirks.auth_header.as_deref()) {
-                (_, Some(name)) => h.push((name.to_owned(), key.clone())),
-                (Protocol::Anthropic, None) => h.push(("x-api-key".into(), key.clone())),
-                (Protocol::Gemini, None) => h.push(("x-goog-api-key".into(), key.clone())),
-                (Protocol::OpenaiChat | Protocol::OpenaiResponses | Protocol::Ollama, None) => {
-                    h.push(("authorization".into(), format!("Bearer {key}")))
+            match c.quirks.auth_header.as_deref() {
+                Some(name) => h.push((name.to_owned(), key.clone())),
+                None => {
+                    let (name, value) = wire.auth_header(key);
+                    h.push((name.to_owned(), value));
                 }
             }
         }
-        if c.protocol == Protocol::Anthropic {
-            h.push(("anthropic-version".into(), "2023-06-01".into()));
-        }
+        h.extend(
+            wire.fixed_headers()
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
         h.extend(c.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
         h
     }
@@ -525,8 +527,13 @@ impl ModelProvider for Provider {
         let name = name.to_owned();
         async move {
             let caps = provider.inner.capabilities(&request.model);
-            let native =
-                caps.structured_output && provider.inner.config.protocol != Protocol::Anthropic;
+            let native = caps.structured_output
+                && provider
+                    .inner
+                    .config
+                    .protocol
+                    .wire()
+                    .native_structured_output();
             if native {
                 request.response_format = ResponseFormat::JsonSchema {
                     name: name.clone(),
@@ -584,32 +591,27 @@ impl ModelProvider for Provider {
         let inner = Arc::clone(&self.inner);
         let model = model.to_owned();
         async move {
-            let (path, body) = match inner.config.protocol {
-                Protocol::OpenaiChat | Protocol::OpenaiResponses => ("/embeddings".to_owned(), json!({"model": model, "input": inputs})),
-                Protocol::Ollama => ("/api/embed".to_owned(), json!({"model": model, "input": inputs})),
-                Protocol::Gemini => (
-                    format!("/models/{model}:batchEmbedContents"),
-                    json!({"requests": inputs.iter().map(|t| json!({"model": format!("models/{model}"), "content": {"parts": [{"text": t}]}})).collect::<Vec<_>>()}),
-                ),
-                Protocol::Anthropic => {
-                    return Err(ModelError::new(ErrorKind::Unsupported, "Anthropic has no embeddings endpoint"));
-                }
+            let wire = inner.config.protocol.wire();
+            let Some(request) = wire.embeddings(&model, &inputs) else {
+                return Err(ModelError::new(
+                    ErrorKind::Unsupported,
+                    format!("{} has no embeddings endpoint", inner.config.id),
+                ));
             };
-            let call = HttpCall { method: Method::Post, base_url: inner.config.base_url.clone(), path, headers: inner.headers(), body };
-            let v = inner.json(call).await?;
-            let vectors: Option<Vec<Vec<f32>>> = match inner.config.protocol {
-                Protocol::Ollama => v.get("embeddings").and_then(|e| serde_json::from_value(e.clone()).ok()),
-                Protocol::Gemini => v.get("embeddings").and_then(|e| e.as_array()).map(|items| {
-                    items.iter().filter_map(|i| i.get("values").and_then(|x| serde_json::from_value(x.clone()).ok())).collect()
-                }),
-                // Anthropic was refused above.
-                Protocol::OpenaiChat | Protocol::OpenaiResponses | Protocol::Anthropic => v.get("data").and_then(|d| d.as_array()).map(|items| {
-                    items.iter().filter_map(|i| i.get("embedding").and_then(|x| serde_json::from_value(x.clone()).ok())).collect()
-                }),
+            let call = HttpCall {
+                method: Method::Post,
+                base_url: inner.config.base_url.clone(),
+                path: request.path,
+                headers: inner.headers(),
+                body: request.body,
             };
-            vectors
-                .filter(|v| v.len() == inputs.len())
-                .ok_or_else(|| ModelError::new(ErrorKind::MalformedStream, "the embeddings response has an unexpected shape"))
+            let vectors = wire.vectors(&inner.json(call).await?);
+            vectors.filter(|v| v.len() == inputs.len()).ok_or_else(|| {
+                ModelError::new(
+                    ErrorKind::MalformedStream,
+                    "the embeddings response has an unexpected shape",
+                )
+            })
         }
         .boxed()
     }
@@ -617,13 +619,7 @@ impl ModelProvider for Provider {
     fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ModelError>> {
         let inner = Arc::clone(&self.inner);
         async move {
-            let path = match inner.config.protocol {
-                Protocol::Ollama => "/api/tags",
-                Protocol::OpenaiChat
-                | Protocol::OpenaiResponses
-                | Protocol::Anthropic
-                | Protocol::Gemini => "/models",
-            };
+            let path = inner.config.protocol.wire().models_path();
             let call = HttpCall {
                 method: Method::Get,
                 base_url: inner.config.base_url.clone(),

@@ -2,12 +2,13 @@
 //! tool_use with streamed `input_json_delta`), cumulative usage whose `input_tokens` excludes
 //! cache reads and writes, `ping`s, and in-stream `error` events on HTTP 200.
 
+use super::wire::{ErrorFields, Wire};
 use super::{
     StreamParser, WireRequest, arguments_object, data_url, interrupted, malformed, push_grouped,
     stream_error, system_text, wire_name,
 };
 use crate::event::{ModelEvent, StopReason};
-use crate::framing::Frame;
+use crate::framing::{Frame, Framing};
 use crate::request::{ChatRequest, ResponseFormat, ToolChoice};
 use rein_core::TokenUsage;
 use rein_core::message::{ContentPart, Role, ToolStatus};
@@ -516,4 +517,66 @@ pub fn parse_body(body: &[u8], out: &mut Vec<ModelEvent>) {
     }
     p.stop = b.stop_reason.map(Cow::into_owned);
     p.stop_now(out);
+}
+
+/// Anthropic Messages.
+pub struct Anthropic;
+
+impl Wire for Anthropic {
+    fn base_url(&self, base: &str, _path: &str) -> String {
+        if base.ends_with("/v1") {
+            base.to_owned()
+        } else {
+            format!("{base}/v1")
+        }
+    }
+
+    fn versioned(&self, base: &str) -> String {
+        format!("{base}/v1")
+    }
+
+    fn framing(&self) -> Framing {
+        Framing::Sse
+    }
+
+    fn build(&self, req: &ChatRequest, stream: bool) -> WireRequest {
+        build(req, stream)
+    }
+
+    fn parser(&self) -> Box<dyn StreamParser> {
+        Box::new(Parser::default())
+    }
+
+    fn parse_body(&self, body: &[u8], out: &mut Vec<ModelEvent>) {
+        parse_body(body, out);
+    }
+
+    fn error_fields(&self, error: Option<&serde_json::Value>) -> ErrorFields {
+        ErrorFields::typed(error)
+    }
+
+    fn auth_header(&self, key: &str) -> (&'static str, String) {
+        ("x-api-key", key.to_owned())
+    }
+
+    fn fixed_headers(&self) -> &'static [(&'static str, &'static str)] {
+        &[("anthropic-version", "2023-06-01")]
+    }
+
+    /// Messages has no `response_format`: objects come as a forced tool call's arguments.
+    fn native_structured_output(&self) -> bool {
+        false
+    }
+
+    fn embeddings(&self, _model: &str, _inputs: &[String]) -> Option<WireRequest> {
+        None
+    }
+
+    fn vectors(&self, _answer: &serde_json::Value) -> Option<Vec<Vec<f32>>> {
+        None
+    }
+
+    fn models_path(&self) -> &'static str {
+        "/models"
+    }
 }

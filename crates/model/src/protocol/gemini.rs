@@ -3,12 +3,13 @@
 //! `finishReason: STOP` even for tool calls, cumulative `usageMetadata`, and mid-stream errors
 //! as bare JSON.
 
+use super::wire::{self, ErrorFields, Wire};
 use super::{
     StreamParser, WireRequest, arguments_object, data_url, interrupted, json_scalar, malformed,
     push_grouped, stream_error, system_text, wire_name,
 };
 use crate::event::{Citation, ModelEvent, StopReason};
-use crate::framing::Frame;
+use crate::framing::{Frame, Framing};
 use crate::request::{ChatRequest, ReasoningEffort, ResponseFormat, ToolChoice};
 use rein_core::TokenUsage;
 use rein_core::message::{ContentPart, Role};
@@ -438,5 +439,108 @@ impl StreamParser for Parser {
             }
             None => out.push(interrupted("a finishReason")),
         }
+    }
+}
+
+/// Google Gemini (Developer API).
+pub struct Gemini;
+
+impl Wire for Gemini {
+    fn base_url(&self, base: &str, _path: &str) -> String {
+        if ["/v1", "/v1beta", "/v1alpha"]
+            .iter()
+            .any(|v| base.ends_with(v))
+        {
+            base.to_owned()
+        } else {
+            format!("{base}/v1beta")
+        }
+    }
+
+    fn versioned(&self, base: &str) -> String {
+        format!("{base}/v1beta")
+    }
+
+    fn framing(&self) -> Framing {
+        Framing::Sse
+    }
+
+    fn build(&self, req: &ChatRequest, stream: bool) -> WireRequest {
+        build(req, stream)
+    }
+
+    fn parser(&self) -> Box<dyn StreamParser> {
+        Box::new(Parser::default())
+    }
+
+    fn parse_body(&self, body: &[u8], out: &mut Vec<ModelEvent>) {
+        // The body is one of the objects its stream's frames carry.
+        wire::body_as_frame(
+            self.parser(),
+            Frame::Json(&String::from_utf8_lossy(body)),
+            out,
+        );
+    }
+
+    /// `{"error": {"status", "code", "message"}}`.
+    fn error_fields(&self, error: Option<&serde_json::Value>) -> ErrorFields {
+        ErrorFields {
+            kind: error
+                .and_then(|e| e.get("status"))
+                .and_then(|s| s.as_str())
+                .map(str::to_owned),
+            code: error.and_then(|e| e.get("code")).map(super::json_scalar),
+            message: error
+                .and_then(|e| e.get("message"))
+                .and_then(|s| s.as_str())
+                .map(str::to_owned),
+        }
+    }
+
+    fn auth_header(&self, key: &str) -> (&'static str, String) {
+        ("x-goog-api-key", key.to_owned())
+    }
+
+    fn fixed_headers(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+
+    fn native_structured_output(&self) -> bool {
+        true
+    }
+
+    fn embeddings(&self, model: &str, inputs: &[String]) -> Option<WireRequest> {
+        let requests: Vec<serde_json::Value> = inputs
+            .iter()
+            .map(|t| {
+                serde_json::json!({
+                    "model": format!("models/{model}"),
+                    "content": {"parts": [{"text": t}]}
+                })
+            })
+            .collect();
+        Some(WireRequest {
+            path: format!("/models/{model}:batchEmbedContents"),
+            body: serde_json::json!({ "requests": requests }),
+        })
+    }
+
+    fn vectors(&self, answer: &serde_json::Value) -> Option<Vec<Vec<f32>>> {
+        answer
+            .get("embeddings")
+            .and_then(|e| e.as_array())
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|i| {
+                        i.get("values")
+                            .and_then(|x| serde_json::from_value(x.clone()).ok())
+                    })
+                    .collect()
+            })
+    }
+
+    fn models_path(&self) -> &'static str {
+        "/models"
     }
 }

@@ -1,6 +1,9 @@
 //! Wire protocols. Each protocol knows how to build a request body from a [`ChatRequest`] and
-//! how to turn its response (streamed frames or one JSON body) into [`ModelEvent`]s. Parsers
-//! are synchronous state machines, so they are tested byte by byte without any IO.
+//! how to turn its response (streamed frames or one JSON body) into [`ModelEvent`]s, and
+//! answers everything else it does its own way (base URLs, auth, error bodies, structured
+//! output, embeddings, model listing) as one [`wire::Wire`] implementation in its own file;
+//! [`Protocol::wire`] is the one place a protocol is chosen. Parsers are synchronous state
+//! machines, so they are tested byte by byte without any IO.
 
 pub mod anthropic;
 pub mod gemini;
@@ -9,6 +12,7 @@ pub mod ollama;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod schema;
+pub mod wire;
 
 use crate::error::{ModelError, classify, parse_google_duration, parse_retry_after_secs};
 use crate::event::ModelEvent;
@@ -61,6 +65,17 @@ impl Protocol {
         Protocol::Ollama,
     ];
 
+    /// Everything this protocol does its own way.
+    pub fn wire(self) -> &'static dyn wire::Wire {
+        match self {
+            Protocol::OpenaiChat => &openai_chat::OpenaiChat,
+            Protocol::OpenaiResponses => &openai_responses::OpenaiResponses,
+            Protocol::Anthropic => &anthropic::Anthropic,
+            Protocol::Gemini => &gemini::Gemini,
+            Protocol::Ollama => &ollama::Ollama,
+        }
+    }
+
     /// The base URL its requests go under, from either form people give: the SDKs'
     /// conventions (`ANTHROPIC_BASE_URL=https://api.anthropic.com`, a Gemini host without a
     /// version, an OpenAI-compatible server's bare address) or the versioned one. Anthropic
@@ -75,29 +90,7 @@ impl Protocol {
             .map_or(base, |(_, rest)| rest)
             .split_once('/')
             .map_or("", |(_, p)| p);
-        match self {
-            Protocol::Anthropic if !base.ends_with("/v1") => format!("{base}/v1"),
-            Protocol::Gemini
-                if !["/v1", "/v1beta", "/v1alpha"]
-                    .iter()
-                    .any(|v| base.ends_with(v)) =>
-            {
-                format!("{base}/v1beta")
-            }
-            Protocol::OpenaiChat | Protocol::OpenaiResponses if path.is_empty() => {
-                format!("{base}/v1")
-            }
-            Protocol::Ollama => base
-                .strip_suffix("/api")
-                .or_else(|| base.strip_suffix("/v1"))
-                .unwrap_or(base)
-                .to_owned(),
-            // Already versioned, or a provider's own path.
-            Protocol::Anthropic
-            | Protocol::Gemini
-            | Protocol::OpenaiChat
-            | Protocol::OpenaiResponses => base.to_owned(),
-        }
+        self.wire().base_url(base, path)
     }
 
     /// The other form of `base` to suggest when an endpoint under it is not found: without
@@ -109,73 +102,28 @@ impl Protocol {
                 return stripped.to_owned();
             }
         }
-        match self {
-            Protocol::Gemini => format!("{base}/v1beta"),
-            Protocol::Ollama => base.to_owned(),
-            Protocol::OpenaiChat | Protocol::OpenaiResponses | Protocol::Anthropic => {
-                format!("{base}/v1")
-            }
-        }
+        self.wire().versioned(base)
     }
 
     /// The framing of its streamed responses.
     pub fn framing(self) -> Framing {
-        match self {
-            Protocol::Ollama => Framing::Ndjson,
-            Protocol::OpenaiChat
-            | Protocol::OpenaiResponses
-            | Protocol::Anthropic
-            | Protocol::Gemini => Framing::Sse,
-        }
+        self.wire().framing()
     }
 
     /// Build the request.
     pub fn build(self, req: &ChatRequest, stream: bool) -> WireRequest {
-        match self {
-            Protocol::OpenaiChat => openai_chat::build(req, stream),
-            Protocol::OpenaiResponses => openai_responses::build(req, stream),
-            Protocol::Anthropic => anthropic::build(req, stream),
-            Protocol::Gemini => gemini::build(req, stream),
-            Protocol::Ollama => ollama::build(req, stream),
-        }
+        self.wire().build(req, stream)
     }
 
     /// A parser for one streamed response.
     pub fn parser(self) -> Box<dyn StreamParser> {
-        match self {
-            Protocol::OpenaiChat => Box::new(openai_chat::Parser::default()),
-            Protocol::OpenaiResponses => Box::new(openai_responses::Parser::default()),
-            Protocol::Anthropic => Box::new(anthropic::Parser::default()),
-            Protocol::Gemini => Box::new(gemini::Parser::default()),
-            Protocol::Ollama => Box::new(ollama::Parser::default()),
-        }
+        self.wire().parser()
     }
 
     /// Events of a complete non-streamed 2xx body.
     pub fn parse_body(self, body: &[u8]) -> Vec<ModelEvent> {
         let mut out = Vec::new();
-        match self {
-            Protocol::OpenaiChat => openai_chat::parse_body(body, &mut out),
-            Protocol::Anthropic => anthropic::parse_body(body, &mut out),
-            // These return the same objects as their stream frames.
-            Protocol::OpenaiResponses | Protocol::Gemini | Protocol::Ollama => {
-                let mut p = self.parser();
-                let text = String::from_utf8_lossy(body);
-                if self == Protocol::OpenaiResponses {
-                    let wrapped = wrap_response(&text);
-                    p.frame(
-                        Frame::Event {
-                            event: Some("response.completed"),
-                            data: &wrapped,
-                        },
-                        &mut out,
-                    );
-                } else {
-                    p.frame(Frame::Json(&text), &mut out);
-                }
-                p.finish(&mut out);
-            }
-        }
+        self.wire().parse_body(body, &mut out);
         out
     }
 
@@ -183,30 +131,11 @@ impl Protocol {
     pub fn http_error(self, status: u16, headers: &[(String, String)], body: &[u8]) -> ModelError {
         let v: serde_json::Value = serde_json::from_slice(body).unwrap_or(serde_json::Value::Null);
         let err = v.get("error");
-        let (ptype, code, message) = match self {
-            Protocol::Gemini => (
-                err.and_then(|e| e.get("status"))
-                    .and_then(|s| s.as_str())
-                    .map(str::to_owned),
-                err.and_then(|e| e.get("code")).map(json_scalar),
-                err.and_then(|e| e.get("message"))
-                    .and_then(|s| s.as_str())
-                    .map(str::to_owned),
-            ),
-            Protocol::Ollama => (None, None, err.and_then(|e| e.as_str()).map(str::to_owned)),
-            // `{"error": {"type", "code", "message"}}`.
-            Protocol::OpenaiChat | Protocol::OpenaiResponses | Protocol::Anthropic => (
-                err.and_then(|e| e.get("type"))
-                    .and_then(|s| s.as_str())
-                    .map(str::to_owned),
-                err.and_then(|e| e.get("code"))
-                    .filter(|c| !c.is_null())
-                    .map(json_scalar),
-                err.and_then(|e| e.get("message"))
-                    .and_then(|s| s.as_str())
-                    .map(str::to_owned),
-            ),
-        };
+        let wire::ErrorFields {
+            kind: ptype,
+            code,
+            message,
+        } = self.wire().error_fields(err);
         let message = message.unwrap_or_else(|| {
             let text = String::from_utf8_lossy(body);
             let text = text.trim();
@@ -249,10 +178,6 @@ impl Protocol {
                 .map(str::to_owned),
         }
     }
-}
-
-fn wrap_response(body: &str) -> String {
-    format!("{{\"type\":\"response.completed\",\"response\":{body}}}")
 }
 
 /// A JSON scalar as text (`"429"` for 429, the string itself for strings).

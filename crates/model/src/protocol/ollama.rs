@@ -2,12 +2,13 @@
 //! `tool_calls` (object arguments), a final `done: true` line with `done_reason` (`stop` even
 //! after tool calls) and eval counts, and `{"error": "..."}` lines.
 
+use super::wire::{self, ErrorFields, Wire};
 use super::{
     StreamParser, WireRequest, arguments_object, data_url, interrupted, malformed, wire_name,
 };
 use crate::error::{ErrorKind, ModelError};
 use crate::event::{ModelEvent, StopReason};
-use crate::framing::Frame;
+use crate::framing::{Frame, Framing};
 use crate::request::{ChatRequest, ResponseFormat, ToolChoice};
 use rein_core::TokenUsage;
 use rein_core::message::{ContentPart, Role};
@@ -250,5 +251,80 @@ impl StreamParser for Parser {
         if !self.failed && !self.done {
             out.push(interrupted("the done line"));
         }
+    }
+}
+
+/// Ollama's native API.
+pub struct Ollama;
+
+impl Wire for Ollama {
+    /// Its native API is under the root: a trailing `/api` or `/v1` is dropped.
+    fn base_url(&self, base: &str, _path: &str) -> String {
+        base.strip_suffix("/api")
+            .or_else(|| base.strip_suffix("/v1"))
+            .unwrap_or(base)
+            .to_owned()
+    }
+
+    fn versioned(&self, base: &str) -> String {
+        base.to_owned()
+    }
+
+    fn framing(&self) -> Framing {
+        Framing::Ndjson
+    }
+
+    fn build(&self, req: &ChatRequest, stream: bool) -> WireRequest {
+        build(req, stream)
+    }
+
+    fn parser(&self) -> Box<dyn StreamParser> {
+        Box::new(Parser::default())
+    }
+
+    fn parse_body(&self, body: &[u8], out: &mut Vec<ModelEvent>) {
+        // The body is one of the objects its stream's lines carry.
+        wire::body_as_frame(
+            self.parser(),
+            Frame::Json(&String::from_utf8_lossy(body)),
+            out,
+        );
+    }
+
+    /// `{"error": "message"}`.
+    fn error_fields(&self, error: Option<&serde_json::Value>) -> ErrorFields {
+        ErrorFields {
+            message: error.and_then(|e| e.as_str()).map(str::to_owned),
+            ..ErrorFields::default()
+        }
+    }
+
+    fn auth_header(&self, key: &str) -> (&'static str, String) {
+        ("authorization", format!("Bearer {key}"))
+    }
+
+    fn fixed_headers(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+
+    fn native_structured_output(&self) -> bool {
+        true
+    }
+
+    fn embeddings(&self, model: &str, inputs: &[String]) -> Option<WireRequest> {
+        Some(WireRequest {
+            path: "/api/embed".into(),
+            body: serde_json::json!({"model": model, "input": inputs}),
+        })
+    }
+
+    fn vectors(&self, answer: &serde_json::Value) -> Option<Vec<Vec<f32>>> {
+        answer
+            .get("embeddings")
+            .and_then(|e| serde_json::from_value(e.clone()).ok())
+    }
+
+    fn models_path(&self) -> &'static str {
+        "/api/tags"
     }
 }

@@ -2,11 +2,12 @@
 //! Groq, OpenRouter, llama.cpp, ...), whose variations (reasoning on `reasoning_content` or
 //! `reasoning`, usage on the finish chunk, whole arguments in one delta) are handled here.
 
+use super::wire::{self, ErrorFields, Wire};
 use super::{
     StreamParser, WireRequest, interrupted, malformed, stream_error, system_text, wire_name,
 };
 use crate::event::{ModelEvent, StopReason};
-use crate::framing::Frame;
+use crate::framing::{Frame, Framing};
 use crate::request::{ChatRequest, ReasoningEffort, ResponseFormat, ToolChoice};
 use rein_core::TokenUsage;
 use rein_core::message::{ContentPart, Role};
@@ -448,4 +449,61 @@ pub fn parse_body(body: &[u8], out: &mut Vec<ModelEvent>) {
         Err(e) => out.push(malformed(e)),
     }
     p.finish(out);
+}
+
+/// OpenAI Chat Completions, and every OpenAI-compatible server.
+pub struct OpenaiChat;
+
+impl Wire for OpenaiChat {
+    fn base_url(&self, base: &str, path: &str) -> String {
+        wire::v1_when_bare(base, path)
+    }
+
+    fn versioned(&self, base: &str) -> String {
+        format!("{base}/v1")
+    }
+
+    fn framing(&self) -> Framing {
+        Framing::Sse
+    }
+
+    fn build(&self, req: &ChatRequest, stream: bool) -> WireRequest {
+        build(req, stream)
+    }
+
+    fn parser(&self) -> Box<dyn StreamParser> {
+        Box::new(Parser::default())
+    }
+
+    fn parse_body(&self, body: &[u8], out: &mut Vec<ModelEvent>) {
+        parse_body(body, out);
+    }
+
+    fn error_fields(&self, error: Option<&serde_json::Value>) -> ErrorFields {
+        ErrorFields::typed(error)
+    }
+
+    fn auth_header(&self, key: &str) -> (&'static str, String) {
+        ("authorization", format!("Bearer {key}"))
+    }
+
+    fn fixed_headers(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+
+    fn native_structured_output(&self) -> bool {
+        true
+    }
+
+    fn embeddings(&self, model: &str, inputs: &[String]) -> Option<WireRequest> {
+        Some(wire::openai_embeddings(model, inputs))
+    }
+
+    fn vectors(&self, answer: &serde_json::Value) -> Option<Vec<Vec<f32>>> {
+        wire::openai_vectors(answer)
+    }
+
+    fn models_path(&self) -> &'static str {
+        "/models"
+    }
 }

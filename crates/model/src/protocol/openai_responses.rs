@@ -4,11 +4,12 @@
 //! stateless (`store: false`): a reasoning model is asked for its reasoning items' encrypted
 //! content, and each item goes back, unchanged, before the output of its turn.
 
+use super::wire::{self, ErrorFields, Wire};
 use super::{
     StreamParser, WireRequest, interrupted, malformed, stream_error, system_text, wire_name,
 };
 use crate::event::{Citation, ModelEvent, StopReason};
-use crate::framing::Frame;
+use crate::framing::{Frame, Framing};
 use crate::request::{ChatRequest, ReasoningEffort, ResponseFormat, ToolChoice};
 use rein_core::TokenUsage;
 use rein_core::message::{ContentPart, Role};
@@ -539,5 +540,74 @@ impl StreamParser for Parser {
         if !self.ended && !self.failed {
             out.push(interrupted("response.completed"));
         }
+    }
+}
+
+/// OpenAI Responses.
+pub struct OpenaiResponses;
+
+impl Wire for OpenaiResponses {
+    fn base_url(&self, base: &str, path: &str) -> String {
+        wire::v1_when_bare(base, path)
+    }
+
+    fn versioned(&self, base: &str) -> String {
+        format!("{base}/v1")
+    }
+
+    fn framing(&self) -> Framing {
+        Framing::Sse
+    }
+
+    fn build(&self, req: &ChatRequest, stream: bool) -> WireRequest {
+        build(req, stream)
+    }
+
+    fn parser(&self) -> Box<dyn StreamParser> {
+        Box::new(Parser::default())
+    }
+
+    fn parse_body(&self, body: &[u8], out: &mut Vec<ModelEvent>) {
+        // The body is the response object its stream's last event carries.
+        let wrapped = format!(
+            "{{\"type\":\"response.completed\",\"response\":{}}}",
+            String::from_utf8_lossy(body)
+        );
+        wire::body_as_frame(
+            self.parser(),
+            Frame::Event {
+                event: Some("response.completed"),
+                data: &wrapped,
+            },
+            out,
+        );
+    }
+
+    fn error_fields(&self, error: Option<&serde_json::Value>) -> ErrorFields {
+        ErrorFields::typed(error)
+    }
+
+    fn auth_header(&self, key: &str) -> (&'static str, String) {
+        ("authorization", format!("Bearer {key}"))
+    }
+
+    fn fixed_headers(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+
+    fn native_structured_output(&self) -> bool {
+        true
+    }
+
+    fn embeddings(&self, model: &str, inputs: &[String]) -> Option<WireRequest> {
+        Some(wire::openai_embeddings(model, inputs))
+    }
+
+    fn vectors(&self, answer: &serde_json::Value) -> Option<Vec<Vec<f32>>> {
+        wire::openai_vectors(answer)
+    }
+
+    fn models_path(&self) -> &'static str {
+        "/models"
     }
 }
