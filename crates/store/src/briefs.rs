@@ -500,13 +500,8 @@ impl Briefs for SqlStore {
     ) -> BoxFuture<'a, Result<Vec<BriefNotice>, StoreError>> {
         async move {
             let mut tx = self.begin_write().await?;
-            // PostgreSQL: rows another server is claiming are skipped, not waited for;
-            // SQLite's write lock already serializes claims.
-            let lock = if self.is_postgres() {
-                " FOR UPDATE SKIP LOCKED"
-            } else {
-                ""
-            };
+            // Rows another server is claiming are skipped, not waited for.
+            let lock = self.dialect().claim_rows();
             let rows: Vec<(String, String, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
                 "SELECT brief_id, owner, attempts FROM brief_notices \
                  WHERE delivered_at IS NULL AND next_at <= $1 ORDER BY next_at, brief_id LIMIT $2{lock}"

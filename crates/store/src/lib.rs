@@ -25,6 +25,7 @@
 mod accounts;
 mod briefs;
 mod devices;
+mod dialect;
 mod error;
 mod grants;
 mod knowledge;
@@ -42,6 +43,7 @@ pub use briefs::{
     BriefPriority, Briefs, Resolution, new_brief_id, valid_brief_id,
 };
 pub use devices::{DeviceRecord, Devices};
+pub use dialect::Dialect;
 pub use error::StoreError;
 pub use grants::{
     GRANT_ID_PATTERN, GrantFilter, GrantRecord, GrantSubject, Grants, NewGrant, valid_grant_id,

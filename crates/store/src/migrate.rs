@@ -35,20 +35,20 @@ struct Applied {
 /// PostgreSQL advisory lock is waited for as long as it is held).
 const SQLITE_WAIT: Duration = Duration::from_secs(600);
 
-/// Bring the schema up to `schema` (`postgres`: the backend is PostgreSQL, else SQLite).
+/// Bring the schema up to `schema` on a `dialect` database.
 pub(crate) async fn migrate(
     pool: &AnyPool,
-    postgres: bool,
+    dialect: crate::Dialect,
     schema: &Schema,
 ) -> Result<(), StoreError> {
     // The common case: the schema is current and nothing needs the lock.
-    if let Some(applied) = read_applied(pool, postgres).await?
+    if let Some(applied) = read_applied(pool, dialect).await?
         && pending(schema, &applied)?.is_empty()
     {
         return Ok(());
     }
-    let mut tx = begin_locked(pool, postgres).await?;
-    bookkeeping(&mut tx, postgres, schema).await?;
+    let mut tx = begin_locked(pool, dialect).await?;
+    bookkeeping(&mut tx, dialect, schema).await?;
     let applied = read_applied_in(&mut tx).await?;
     // Checked again under the lock: another process may have migrated meanwhile.
     for m in pending(schema, &applied)? {
@@ -136,9 +136,12 @@ fn pending<'s>(schema: &'s Schema, applied: &[Applied]) -> Result<Vec<&'s Migrat
 
 /// `rein_schema` without taking a lock, or `None` when it is missing or predates checksums
 /// (a migration run under the lock then creates or completes it).
-async fn read_applied(pool: &AnyPool, postgres: bool) -> Result<Option<Vec<Applied>>, StoreError> {
+async fn read_applied(
+    pool: &AnyPool,
+    dialect: crate::Dialect,
+) -> Result<Option<Vec<Applied>>, StoreError> {
     let mut conn = pool.acquire().await?;
-    let columns = schema_columns(&mut conn, postgres).await?;
+    let columns = schema_columns(&mut conn, dialect).await?;
     if !["checksum", "oldest_binary"]
         .iter()
         .all(|c| columns.iter().any(|have| have == c))
@@ -151,13 +154,14 @@ async fn read_applied(pool: &AnyPool, postgres: bool) -> Result<Option<Vec<Appli
 /// The columns `rein_schema` has (none when it is missing).
 async fn schema_columns(
     conn: &mut sqlx::AnyConnection,
-    postgres: bool,
+    dialect: crate::Dialect,
 ) -> Result<Vec<String>, StoreError> {
-    let sql = if postgres {
-        "SELECT column_name::TEXT FROM information_schema.columns \
-         WHERE table_schema = current_schema() AND table_name = 'rein_schema'"
-    } else {
-        "SELECT name FROM pragma_table_info('rein_schema')"
+    let sql = match dialect {
+        crate::Dialect::Postgres => {
+            "SELECT column_name::TEXT FROM information_schema.columns \
+             WHERE table_schema = current_schema() AND table_name = 'rein_schema'"
+        }
+        crate::Dialect::Sqlite => "SELECT name FROM pragma_table_info('rein_schema')",
     };
     Ok(sqlx::query_scalar(sql).fetch_all(&mut *conn).await?)
 }
@@ -184,15 +188,21 @@ async fn read_applied_in(conn: &mut sqlx::AnyConnection) -> Result<Vec<Applied>,
 /// A transaction that holds the schema's lock until it ends.
 async fn begin_locked(
     pool: &AnyPool,
-    postgres: bool,
+    dialect: crate::Dialect,
 ) -> Result<sqlx::Transaction<'static, sqlx::Any>, StoreError> {
-    if postgres {
-        let mut tx = pool.begin().await?;
-        // One lock per schema: deployments in other schemas of the database do not wait.
-        sqlx::query("SELECT pg_advisory_xact_lock(hashtext('rein_schema ' || current_schema()))")
+    match dialect {
+        crate::Dialect::Postgres => {
+            let mut tx = pool.begin().await?;
+            // One lock per schema: deployments in other schemas of the database do not wait.
+            sqlx::query(
+                "SELECT pg_advisory_xact_lock(hashtext('rein_schema ' || current_schema()))",
+            )
             .execute(&mut *tx)
             .await?;
-        return Ok(tx);
+            return Ok(tx);
+        }
+        // Below: the file's write lock, waited for.
+        crate::Dialect::Sqlite => {}
     }
     let started = Instant::now();
     loop {
@@ -220,7 +230,7 @@ fn busy(e: &sqlx::Error) -> bool {
 /// what this one carries).
 async fn bookkeeping(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-    postgres: bool,
+    dialect: crate::Dialect,
     schema: &Schema,
 ) -> Result<(), StoreError> {
     sqlx::query(
@@ -229,7 +239,7 @@ async fn bookkeeping(
     )
     .execute(&mut **tx)
     .await?;
-    let columns = schema_columns(tx, postgres).await?;
+    let columns = schema_columns(tx, dialect).await?;
     for (column, ty) in [("checksum", "TEXT"), ("oldest_binary", "BIGINT")] {
         if !columns.iter().any(|c| c == column) {
             sqlx::query(sqlx::AssertSqlSafe(format!(

@@ -341,15 +341,19 @@ pub struct Schema {
 }
 
 impl Schema {
-    /// This build's migrations for one backend (`postgres`: PostgreSQL, else SQLite).
-    pub fn current(postgres: bool) -> Self {
+    /// This build's migrations for one database.
+    pub fn current(dialect: crate::Dialect) -> Self {
         let migrations = MIGRATIONS
             .iter()
             .map(|(version, description, sql)| {
-                let own = PER_BACKEND
-                    .iter()
-                    .filter(|(v, ..)| v == version)
-                    .map(|(_, sqlite, pg)| if postgres { *pg } else { *sqlite });
+                let own =
+                    PER_BACKEND
+                        .iter()
+                        .filter(|(v, ..)| v == version)
+                        .map(|(_, sqlite, pg)| match dialect {
+                            crate::Dialect::Postgres => *pg,
+                            crate::Dialect::Sqlite => *sqlite,
+                        });
                 Migration {
                     version: *version,
                     description,

@@ -446,9 +446,8 @@ impl Tasks for SqlStore {
     ) -> BoxFuture<'a, Result<Vec<Delivery>, StoreError>> {
         async move {
             let mut tx = self.begin_write().await?;
-            // PostgreSQL: rows another dispatcher is claiming right now are skipped, not waited
-            // for. SQLite: the write lock taken by the transaction already serializes claims.
-            let lock = if self.is_postgres() { " FOR UPDATE SKIP LOCKED" } else { "" };
+            // Rows another dispatcher is claiming right now are skipped, not waited for.
+            let lock = self.dialect().claim_rows();
             let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
                 "SELECT {DELIVERY_COLUMNS} FROM task_deliveries \
                  WHERE (status = 'pending' AND due_at <= $1) OR (status = 'claimed' AND lease_until < $1) \

@@ -1482,7 +1482,7 @@ async fn sqlite_conformance() {
     let store = SqlStore::open(dir.join("rein.db").to_str().unwrap(), Synchronous::Normal)
         .await
         .unwrap();
-    assert!(!store.is_postgres());
+    assert_eq!(store.dialect(), rein_store::Dialect::Sqlite);
     suite(&store).await;
     grants(&store).await;
     topic_gate(&store).await;
@@ -1514,7 +1514,7 @@ async fn postgres_conformance() {
     };
     let scoped = scratch.url.clone();
     let store = SqlStore::open(&scoped, Synchronous::Normal).await.unwrap();
-    assert!(store.is_postgres());
+    assert_eq!(store.dialect(), rein_store::Dialect::Postgres);
     suite(&store).await;
     grants(&store).await;
     topic_gate(&store).await;

@@ -50,7 +50,11 @@ impl Db {
     }
 
     fn schema(&self) -> Schema {
-        Schema::current(self.postgres)
+        Schema::current(if self.postgres {
+            rein_store::Dialect::Postgres
+        } else {
+            rein_store::Dialect::Sqlite
+        })
     }
 
     async fn open(&self, schema: &Schema) -> Result<SqlStore, StoreError> {

@@ -8,7 +8,7 @@ use crate::exit;
 pub async fn run(l: &Local, json: bool) -> anyhow::Result<u8> {
     let store = l.store().await?;
     let applied = store.migrations_applied().await?;
-    let known = rein_store::Schema::current(store.is_postgres()).latest();
+    let known = rein_store::Schema::current(store.dialect()).latest();
     let version = applied.last().map_or(0, |m| m.version);
     if json {
         println!(

@@ -13,8 +13,8 @@ pub(crate) mod pgvector;
 pub use jobs::{FileOutcome, IngestJob, IngestState, JobFile, KnowledgeJobs, NewJobFile};
 pub use pgvector::{VectorIndex, VectorSearch};
 
-use crate::StoreError;
 use crate::sql::{SqlStore, parse_ts, ts};
+use crate::{Dialect, StoreError};
 use chrono::{DateTime, SubsecRound, Utc};
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -359,14 +359,18 @@ impl Knowledge for SqlStore {
     fn delete_knowledge_base<'a>(&'a self, kb: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
         async move {
             let mut tx = self.begin_write().await?;
-            if !self.is_postgres() {
-                sqlx::query(
-                    "DELETE FROM knowledge_fts WHERE rowid IN \
-                     (SELECT fts_rowid FROM knowledge_chunks WHERE kb_id = $1)",
-                )
-                .bind(kb)
-                .execute(&mut *tx)
-                .await?;
+            match self.dialect() {
+                // SQLite keeps the full text in a table of its own.
+                Dialect::Sqlite => {
+                    sqlx::query(
+                        "DELETE FROM knowledge_fts WHERE rowid IN \
+                         (SELECT fts_rowid FROM knowledge_chunks WHERE kb_id = $1)",
+                    )
+                    .bind(kb)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                Dialect::Postgres => {}
             }
             for stmt in [
                 "DELETE FROM knowledge_vectors WHERE kb_id = $1",
@@ -441,7 +445,7 @@ impl Knowledge for SqlStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         async move {
             let mut tx = self.begin_write().await?;
-            remove_chunks(&mut tx, self.is_postgres(), kb, path).await?;
+            remove_chunks(&mut tx, self.dialect(), kb, path).await?;
             sqlx::query("DELETE FROM knowledge_files WHERE kb_id = $1 AND path = $2")
                 .bind(kb)
                 .bind(path)
@@ -460,23 +464,27 @@ impl Knowledge for SqlStore {
             .execute(&mut *tx)
             .await?;
             // Many rows per statement: a file's chunks are written in a few round trips. On
-            // SQLite each chunk takes the next full-text rowids (the write lock is held).
-            let mut next_fts: i64 = if self.is_postgres() {
-                0
-            } else {
-                sqlx::query_scalar::<_, i64>("SELECT COALESCE(MAX(rowid), 0) FROM knowledge_fts")
+            // SQLite each chunk takes the next full-text rowids (the write lock is held);
+            // PostgreSQL indexes the chunk's own text.
+            let mut next_fts: Option<i64> = match self.dialect() {
+                Dialect::Postgres => None,
+                Dialect::Sqlite => Some(
+                    sqlx::query_scalar::<_, i64>(
+                        "SELECT COALESCE(MAX(rowid), 0) FROM knowledge_fts",
+                    )
                     .fetch_one(&mut *tx)
                     .await?
-                    + 1
+                        + 1,
+                ),
             };
             let per = crate::sql::ROWS_PER_STATEMENT / 2;
             for (batch_no, batch) in chunks.chunks(per).enumerate() {
                 let first = batch_no * per;
-                let columns = if self.is_postgres() { 7 } else { 8 };
+                let columns = if next_fts.is_some() { 8 } else { 7 };
                 let sql = format!(
                     "INSERT INTO knowledge_chunks (kb_id, path, ordinal, headings, line_start, \
                      line_end, text{}) VALUES {}",
-                    if self.is_postgres() { "" } else { ", fts_rowid" },
+                    if next_fts.is_some() { ", fts_rowid" } else { "" },
                     crate::sql::placeholders(batch.len(), columns)
                 );
                 let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
@@ -491,12 +499,12 @@ impl Knowledge for SqlStore {
                         .bind(int(c.line_start))
                         .bind(int(c.line_end))
                         .bind(&c.text);
-                    if !self.is_postgres() {
-                        q = q.bind(next_fts + i as i64);
+                    if let Some(fts) = next_fts {
+                        q = q.bind(fts + i as i64);
                     }
                 }
                 q.execute(&mut *tx).await?;
-                if !self.is_postgres() {
+                if let Some(fts) = next_fts {
                     let sql = format!(
                         "INSERT INTO knowledge_fts (rowid, text, kb_id, path, ordinal) VALUES {}",
                         crate::sql::placeholders(batch.len(), 5)
@@ -504,14 +512,14 @@ impl Knowledge for SqlStore {
                     let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
                     for (i, c) in batch.iter().enumerate() {
                         q = q
-                            .bind(next_fts + i as i64)
+                            .bind(fts + i as i64)
                             .bind(&c.text)
                             .bind(kb)
                             .bind(path)
                             .bind(int((first + i) as u64));
                     }
                     q.execute(&mut *tx).await?;
-                    next_fts += batch.len() as i64;
+                    next_fts = Some(fts + batch.len() as i64);
                 }
             }
             if let Some((job, seq)) = job_file {
@@ -537,7 +545,7 @@ impl Knowledge for SqlStore {
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         async move {
             let mut tx = self.begin_write().await?;
-            remove_chunks(&mut tx, self.is_postgres(), kb, path).await?;
+            remove_chunks(&mut tx, self.dialect(), kb, path).await?;
             let n = sqlx::query("DELETE FROM knowledge_files WHERE kb_id = $1 AND path = $2")
                 .bind(kb)
                 .bind(path)
@@ -562,34 +570,37 @@ impl Knowledge for SqlStore {
             if terms.is_empty() {
                 return Ok(Vec::new());
             }
-            let rows = if self.is_postgres() {
-                sqlx::query(
-                    "SELECT path, ordinal, headings, line_start, line_end, text, \
+            let rows = match self.dialect() {
+                Dialect::Postgres => {
+                    sqlx::query(
+                        "SELECT path, ordinal, headings, line_start, line_end, text, \
                      CAST(ts_rank(tsv, to_tsquery('simple', $1)) AS DOUBLE PRECISION) AS score \
                      FROM knowledge_chunks WHERE kb_id = $2 AND tsv @@ to_tsquery('simple', $1) \
                      ORDER BY score DESC, path, ordinal LIMIT $3",
-                )
-                .bind(terms.join(" | "))
-                .bind(kb)
-                .bind(i64::from(limit))
-                .fetch_all(&self.pool)
-                .await?
-            } else {
-                let quoted: Vec<String> = terms.iter().map(|t| format!("\"{t}\"")).collect();
-                sqlx::query(
-                    "SELECT c.path AS path, c.ordinal AS ordinal, c.headings AS headings, \
+                    )
+                    .bind(terms.join(" | "))
+                    .bind(kb)
+                    .bind(i64::from(limit))
+                    .fetch_all(&self.pool)
+                    .await?
+                }
+                Dialect::Sqlite => {
+                    let quoted: Vec<String> = terms.iter().map(|t| format!("\"{t}\"")).collect();
+                    sqlx::query(
+                        "SELECT c.path AS path, c.ordinal AS ordinal, c.headings AS headings, \
                      c.line_start AS line_start, c.line_end AS line_end, c.text AS text, \
                      -bm25(knowledge_fts) AS score FROM knowledge_fts \
                      JOIN knowledge_chunks c ON c.kb_id = knowledge_fts.kb_id \
                      AND c.path = knowledge_fts.path AND c.ordinal = knowledge_fts.ordinal \
                      WHERE knowledge_fts MATCH $1 AND knowledge_fts.kb_id = $2 \
                      ORDER BY bm25(knowledge_fts), c.path, c.ordinal LIMIT $3",
-                )
-                .bind(quoted.join(" OR "))
-                .bind(kb)
-                .bind(i64::from(limit))
-                .fetch_all(&self.pool)
-                .await?
+                    )
+                    .bind(quoted.join(" OR "))
+                    .bind(kb)
+                    .bind(i64::from(limit))
+                    .fetch_all(&self.pool)
+                    .await?
+                }
             };
             rows.iter().map(hit_from).collect()
         }
@@ -932,19 +943,22 @@ async fn bump(tx: &mut sqlx::Transaction<'_, sqlx::Any>, kb: &str) -> Result<(),
 /// Delete a file's chunks and their vectors (and, on SQLite, their full-text rows).
 async fn remove_chunks(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
-    postgres: bool,
+    dialect: Dialect,
     kb: &str,
     path: &str,
 ) -> Result<(), StoreError> {
-    if !postgres {
-        sqlx::query(
-            "DELETE FROM knowledge_fts WHERE rowid IN (SELECT fts_rowid FROM knowledge_chunks \
-             WHERE kb_id = $1 AND path = $2)",
-        )
-        .bind(kb)
-        .bind(path)
-        .execute(&mut **tx)
-        .await?;
+    match dialect {
+        Dialect::Sqlite => {
+            sqlx::query(
+                "DELETE FROM knowledge_fts WHERE rowid IN (SELECT fts_rowid FROM knowledge_chunks \
+                 WHERE kb_id = $1 AND path = $2)",
+            )
+            .bind(kb)
+            .bind(path)
+            .execute(&mut **tx)
+            .await?;
+        }
+        Dialect::Postgres => {}
     }
     for stmt in [
         "DELETE FROM knowledge_vectors WHERE kb_id = $1 AND path = $2",

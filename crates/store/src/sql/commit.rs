@@ -149,7 +149,7 @@ pub(super) async fn create_operation(
     }
     // One operation at a time per conversation: queued (no running slot, nothing in the
     // conversation yet) or refused while another holds it.
-    if let Some(queued) = super::topic_gate::admit_to_topic(&mut tx, store.postgres, op).await? {
+    if let Some(queued) = super::topic_gate::admit_to_topic(&mut tx, store.dialect, op).await? {
         run_all(&mut tx, super::topic_gate::insert_queued(op)?).await?;
         tx.commit().await?;
         return Ok(queued);
@@ -157,7 +157,7 @@ pub(super) async fn create_operation(
     if let Some(adm) = &op.admission {
         admit(
             &mut tx,
-            store.postgres,
+            store.dialect,
             &id,
             op.owner.as_deref(),
             &adm.limits,

@@ -9,7 +9,7 @@ use super::*;
 /// already serializes them).
 pub(super) async fn admit(
     tx: &mut sqlx::AnyConnection,
-    postgres: bool,
+    dialect: crate::Dialect,
     id: &str,
     owner: Option<&str>,
     limits: &crate::RunLimits,
@@ -18,10 +18,13 @@ pub(super) async fn admit(
     if limits.per_owner.is_none() && limits.total.is_none() {
         return Ok(());
     }
-    if postgres {
-        sqlx::query("SELECT pg_advisory_xact_lock(727001)")
-            .execute(&mut *tx)
-            .await?;
+    match dialect {
+        crate::Dialect::Postgres => {
+            sqlx::query("SELECT pg_advisory_xact_lock(727001)")
+                .execute(&mut *tx)
+                .await?;
+        }
+        crate::Dialect::Sqlite => {}
     }
     let running = |owner: Option<&str>| {
         let sql = match owner {
@@ -92,15 +95,15 @@ pub(super) async fn claim_operation(
     // Two processes claiming at once must not both see the old lease as run out: SQLite's
     // write transaction already runs alone; PostgreSQL's reads lock the row until the claim
     // commits (the second reader then sees the first's lease).
-    let read = if store.postgres {
-        "SELECT lease_owner, lease_until, owner FROM operations WHERE id = $1 FOR UPDATE"
-    } else {
-        "SELECT lease_owner, lease_until, owner FROM operations WHERE id = $1"
-    };
-    let row: Option<(Option<String>, Option<i64>, Option<String>)> = sqlx::query_as(read)
-        .bind(&key)
-        .fetch_optional(&mut *tx)
-        .await?;
+    let read = format!(
+        "SELECT lease_owner, lease_until, owner FROM operations WHERE id = $1{}",
+        store.dialect.lock_rows()
+    );
+    let row: Option<(Option<String>, Option<i64>, Option<String>)> =
+        sqlx::query_as(sqlx::AssertSqlSafe(read))
+            .bind(&key)
+            .fetch_optional(&mut *tx)
+            .await?;
     let Some((holder, until, owner)) = row else {
         return Err(StoreError::OperationNotFound(key));
     };
@@ -110,7 +113,7 @@ pub(super) async fn claim_operation(
     }
     admit(
         &mut tx,
-        store.postgres,
+        store.dialect,
         &key,
         owner.as_deref(),
         &admission.limits,

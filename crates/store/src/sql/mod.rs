@@ -53,7 +53,7 @@ pub enum Synchronous {
 #[derive(Clone)]
 pub struct SqlStore {
     pub(crate) pool: AnyPool,
-    postgres: bool,
+    dialect: crate::Dialect,
     /// The PostgreSQL URL, for the connection that listens to commit notices.
     listen_url: Option<Arc<str>>,
     /// This store's identity in commit notices, so it can skip its own.
@@ -148,8 +148,12 @@ static DRIVERS: Once = Once::new();
 impl SqlStore {
     /// Open `target`: a `postgres://` URL, or a SQLite file path (created if missing).
     pub async fn open(target: &str, synchronous: Synchronous) -> Result<Self, StoreError> {
-        let postgres = target.starts_with("postgres://") || target.starts_with("postgresql://");
-        Self::open_with_schema(target, synchronous, &Schema::current(postgres)).await
+        Self::open_with_schema(
+            target,
+            synchronous,
+            &Schema::current(crate::Dialect::of(target)),
+        )
+        .await
     }
 
     /// [`SqlStore::open`] by a build that knows `schema` (tests play older and newer builds).
@@ -160,22 +164,23 @@ impl SqlStore {
         schema: &Schema,
     ) -> Result<Self, StoreError> {
         DRIVERS.call_once(sqlx::any::install_default_drivers);
-        let postgres = target.starts_with("postgres://") || target.starts_with("postgresql://");
-        let (url, shown) = if postgres {
-            (target.to_owned(), redact(target))
-        } else {
-            let path = target.strip_prefix("sqlite://").unwrap_or(target);
-            if let Some(dir) = std::path::Path::new(path)
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                && !dir.exists()
-            {
-                return Err(StoreError::Connect {
-                    target: path.into(),
-                    message: format!("directory {} does not exist", dir.display()),
-                });
+        let dialect = crate::Dialect::of(target);
+        let (url, shown) = match dialect {
+            crate::Dialect::Postgres => (target.to_owned(), redact(target)),
+            crate::Dialect::Sqlite => {
+                let path = target.strip_prefix("sqlite://").unwrap_or(target);
+                if let Some(dir) = std::path::Path::new(path)
+                    .parent()
+                    .filter(|d| !d.as_os_str().is_empty())
+                    && !dir.exists()
+                {
+                    return Err(StoreError::Connect {
+                        target: path.into(),
+                        message: format!("directory {} does not exist", dir.display()),
+                    });
+                }
+                (format!("sqlite://{path}?mode=rwc"), path.to_owned())
             }
-            (format!("sqlite://{path}?mode=rwc"), path.to_owned())
         };
         let sync = match synchronous {
             Synchronous::Normal => "NORMAL",
@@ -195,11 +200,14 @@ impl SqlStore {
             let _ = conn.close().await;
         }
         let pool = AnyPoolOptions::new()
-            .max_connections(if postgres { 8 } else { 4 })
+            .max_connections(match dialect {
+                crate::Dialect::Postgres => 8,
+                crate::Dialect::Sqlite => 4,
+            })
             .acquire_timeout(Duration::from_secs(10))
             // A SQLite connection is a file handle that cannot go stale, and the health check
             // is one more hand-off to its worker thread per query.
-            .test_before_acquire(postgres)
+            .test_before_acquire(dialect == crate::Dialect::Postgres)
             .after_connect(move |conn, _| {
                 Box::pin(async move {
                     if conn.backend_name() == "SQLite" {
@@ -226,24 +234,22 @@ impl SqlStore {
                 target: shown.clone(),
                 message: e.to_string(),
             })?;
-        migrate(&pool, postgres, schema).await?;
-        let pgvector = if postgres {
-            crate::knowledge::pgvector::Pgvector::existing(&pool)
+        migrate(&pool, dialect, schema).await?;
+        let pgvector = match dialect {
+            crate::Dialect::Postgres => crate::knowledge::pgvector::Pgvector::existing(&pool)
                 .await?
-                .map(Arc::new)
-        } else {
-            None
+                .map(Arc::new),
+            crate::Dialect::Sqlite => None,
         };
         // Started after the migrations, so it never sees an older schema.
-        let writer = if postgres {
-            None
-        } else {
-            Some(Arc::new(writer::Writer::start(&shown, sync)?))
+        let writer = match dialect {
+            crate::Dialect::Postgres => None,
+            crate::Dialect::Sqlite => Some(Arc::new(writer::Writer::start(&shown, sync)?)),
         };
         Ok(Self {
             pool,
-            postgres,
-            listen_url: postgres.then(|| Arc::from(target)),
+            dialect,
+            listen_url: (dialect == crate::Dialect::Postgres).then(|| Arc::from(target)),
             instance: Arc::from(uuid::Uuid::now_v7().simple().to_string()),
             writer,
             vector_indexes: Arc::default(),
@@ -258,10 +264,9 @@ impl SqlStore {
     pub(crate) async fn begin_write(
         &self,
     ) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
-        if self.postgres {
-            self.pool.begin().await
-        } else {
-            self.pool.begin_with("BEGIN IMMEDIATE").await
+        match self.dialect {
+            crate::Dialect::Postgres => self.pool.begin().await,
+            crate::Dialect::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
         }
     }
 
@@ -280,7 +285,7 @@ impl SqlStore {
     /// version, or why it cannot be (SQLite; a server without pgvector or too old; a user who
     /// may not create it).
     pub async fn enable_pgvector(&mut self) -> Result<String, StoreError> {
-        if !self.postgres {
+        if self.dialect == crate::Dialect::Sqlite {
             return Err(StoreError::Pgvector(
                 "it needs PostgreSQL (this database is SQLite, which uses the in-process index)"
                     .into(),
@@ -292,9 +297,9 @@ impl SqlStore {
         Ok(version)
     }
 
-    /// Whether this is PostgreSQL.
-    pub fn is_postgres(&self) -> bool {
-        self.postgres
+    /// The SQL database this store talks to.
+    pub fn dialect(&self) -> crate::Dialect {
+        self.dialect
     }
 
     /// Close the pool.

@@ -20,10 +20,14 @@ const CHANNEL: &str = "'rein_commits_' || md5(current_schema())";
 /// The notice of a commit of `operation` (PostgreSQL only; delivered when the transaction
 /// it runs in commits).
 pub(super) fn notify(store: &SqlStore, operation: &str) -> Option<Statement> {
-    store.postgres.then(|| {
-        Statement::new("SELECT pg_notify('rein_commits_' || md5(current_schema()), $1)")
-            .arg(format!("{} {operation}", store.instance))
-    })
+    match store.dialect {
+        crate::Dialect::Postgres => Some(
+            Statement::new("SELECT pg_notify('rein_commits_' || md5(current_schema()), $1)")
+                .arg(format!("{} {operation}", store.instance)),
+        ),
+        // One process writes a SQLite file: nobody else to tell.
+        crate::Dialect::Sqlite => None,
+    }
 }
 
 /// What another process did to an operation.
@@ -38,10 +42,13 @@ pub enum Notice {
 
 /// The notice that `operation`'s lease was handed over (PostgreSQL only).
 pub(super) fn released(store: &SqlStore, operation: &str) -> Option<Statement> {
-    store.postgres.then(|| {
-        Statement::new("SELECT pg_notify('rein_commits_' || md5(current_schema()), $1)")
-            .arg(format!("{} {operation} released", store.instance))
-    })
+    match store.dialect {
+        crate::Dialect::Postgres => Some(
+            Statement::new("SELECT pg_notify('rein_commits_' || md5(current_schema()), $1)")
+                .arg(format!("{} {operation} released", store.instance)),
+        ),
+        crate::Dialect::Sqlite => None,
+    }
 }
 
 /// Commits made by other processes, as they land.

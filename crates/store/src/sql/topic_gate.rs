@@ -23,14 +23,17 @@ macro_rules! active {
 /// excludes every other writer).
 async fn lock_topic(
     tx: &mut sqlx::AnyConnection,
-    postgres: bool,
+    dialect: crate::Dialect,
     topic: &str,
 ) -> Result<(), StoreError> {
-    if postgres {
-        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7305))")
-            .bind(topic)
-            .fetch_optional(&mut *tx)
-            .await?;
+    match dialect {
+        crate::Dialect::Postgres => {
+            sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7305))")
+                .bind(topic)
+                .fetch_optional(&mut *tx)
+                .await?;
+        }
+        crate::Dialect::Sqlite => {}
     }
     Ok(())
 }
@@ -79,13 +82,13 @@ pub(super) async fn topic_holder(
 /// Errs with `TopicBusy` when it asked to be refused.
 pub(super) async fn admit_to_topic(
     tx: &mut sqlx::AnyConnection,
-    postgres: bool,
+    dialect: crate::Dialect,
     op: &NewOperation,
 ) -> Result<Option<Created>, StoreError> {
     let Some(gate) = &op.gate else {
         return Ok(None);
     };
-    lock_topic(tx, postgres, &op.topic_id).await?;
+    lock_topic(tx, dialect, &op.topic_id).await?;
     let id = op.state.operation_id.to_string();
     let Some((behind, status)) = holder(tx, &op.topic_id, &id).await? else {
         return Ok(None);
@@ -133,7 +136,7 @@ pub(super) async fn next_queued(
     topic: &str,
 ) -> Result<Option<QueuedOperation>, StoreError> {
     let mut tx = store.begin_write().await?;
-    lock_topic(&mut tx, store.postgres, topic).await?;
+    lock_topic(&mut tx, store.dialect, topic).await?;
     let row = sqlx::query(
         "SELECT id, queued FROM operations WHERE topic_id = $1 AND parent_operation IS NULL AND status = 'queued' \
          ORDER BY created_at, id LIMIT 1",
@@ -167,7 +170,7 @@ pub(super) async fn activate_queued(
     op: &NewOperation,
 ) -> Result<bool, StoreError> {
     let mut tx = store.begin_write().await?;
-    lock_topic(&mut tx, store.postgres, &op.topic_id).await?;
+    lock_topic(&mut tx, store.dialect, &op.topic_id).await?;
     let id = op.state.operation_id.to_string();
     match holder(&mut tx, &op.topic_id, "").await? {
         Some((first, Status::Queued)) if first == op.state.operation_id => {}
