@@ -363,11 +363,8 @@ pub fn show(
 /// `rein op show --tree`: the operation's sub-agents, indented by depth.
 pub fn tree(root: &rein_store::OperationRecord, sub_agents: &[rein_store::OperationRecord]) {
     println!("  tree");
-    fn print(parent: &str, depth: usize, all: &[rein_store::OperationRecord]) {
-        for r in all
-            .iter()
-            .filter(|r| r.parent_operation.as_deref() == Some(parent))
-        {
+    fn print(parent: rein_core::OperationId, depth: usize, all: &[rein_store::OperationRecord]) {
+        for r in all.iter().filter(|r| r.parent_operation == Some(parent)) {
             let status = r.status.to_string();
             let finish = r
                 .finish_reason
@@ -382,10 +379,10 @@ pub fn tree(root: &rein_store::OperationRecord, sub_agents: &[rein_store::Operat
                 r.cost,
                 indent = depth * 2
             );
-            print(&r.id.to_string(), depth + 1, all);
+            print(r.id, depth + 1, all);
         }
     }
-    print(&root.id.to_string(), 1, sub_agents);
+    print(root.id, 1, sub_agents);
 }
 
 /// A group run's turns since the last human message, each with its speaker, on stdout.

@@ -120,8 +120,7 @@ impl rein_tools::brief::BriefSink for StoreBriefs {
                 .ok_or(BriefRefused::NoOwner)?;
             let root = record
                 .root_operation
-                .clone()
-                .unwrap_or_else(|| cx.operation_id.to_string());
+                .map_or_else(|| cx.operation_id.to_string(), |r| r.to_string());
             let task_id = self.store.task_of_run(&root).await.map_err(fail)?;
             let priority = match draft.priority {
                 DraftPriority::Urgent => BriefPriority::Urgent,

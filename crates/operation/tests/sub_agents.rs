@@ -284,8 +284,8 @@ async fn two_agents_work_in_parallel_within_their_scopes_and_their_answers_and_c
     let parent = e.store.load_operation(id).await.unwrap().unwrap();
     for k in &kids {
         assert_eq!(k.trigger, Trigger::SubAgent);
-        assert_eq!(k.parent_operation.as_deref(), Some(id.to_string().as_str()));
-        assert_eq!(k.root_operation.as_deref(), Some(id.to_string().as_str()));
+        assert_eq!(k.parent_operation, Some(id));
+        assert_eq!(k.root_operation, Some(id));
         assert_eq!(k.depth, 1);
         assert_eq!(k.status, Status::Done);
         assert_eq!(k.topic_id, parent.record.topic_id);

@@ -423,10 +423,10 @@ pub struct OperationRecord {
     /// Failure.
     pub error: Option<String>,
     /// Parent operation.
-    pub parent_operation: Option<String>,
+    pub parent_operation: Option<OperationId>,
     /// The root of its operation tree (`None` for a root).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub root_operation: Option<String>,
+    pub root_operation: Option<OperationId>,
     /// 0 for a root, 1 for its sub-agents, ...
     #[serde(default)]
     pub depth: u64,

@@ -2609,11 +2609,8 @@ async fn sub_agents(store: &SqlStore) {
     for r in &listed {
         assert_eq!(r.trigger, Trigger::SubAgent);
         assert_eq!(r.depth, 1);
-        assert_eq!(r.root_operation.as_deref(), Some(pid.to_string().as_str()));
-        assert_eq!(
-            r.parent_operation.as_deref(),
-            Some(pid.to_string().as_str())
-        );
+        assert_eq!(r.root_operation, Some(pid));
+        assert_eq!(r.parent_operation, Some(pid));
     }
     let threads = store.threads(&parent.topic_id).await.unwrap();
     assert_eq!(threads.len(), 2);

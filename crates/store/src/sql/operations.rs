@@ -36,8 +36,8 @@ pub(super) fn record(row: &AnyRow) -> Result<OperationRecord, StoreError> {
         approval_requests: n("approval_requests")?,
         cancel_requested: n("cancel_requested")? != 0,
         error: o("error")?,
-        parent_operation: o("parent_operation")?,
-        root_operation: o("root_operation")?,
+        parent_operation: operation_id(o("parent_operation")?, "parent operation")?,
+        root_operation: operation_id(o("root_operation")?, "root operation")?,
         depth: n("depth")?,
         created_at: parse_ts(&s("created_at")?, "created_at")?,
         updated_at: parse_ts(&s("updated_at")?, "updated_at")?,
@@ -59,6 +59,16 @@ pub(super) fn record(row: &AnyRow) -> Result<OperationRecord, StoreError> {
         },
         activity: o("activity")?.and_then(|t| serde_json::from_str(&t).ok()),
     })
+}
+
+/// An optional operation id column.
+fn operation_id(
+    column: Option<String>,
+    what: &'static str,
+) -> Result<Option<OperationId>, StoreError> {
+    column
+        .map(|id| id.parse().map_err(|e| StoreError::corrupt(what, e)))
+        .transpose()
 }
 
 /// The columns a record is read from.
