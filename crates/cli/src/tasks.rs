@@ -8,13 +8,13 @@ use anyhow::{anyhow, bail};
 use chrono::{DateTime, Utc};
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use rein_operation::{AgentProfile, SpecOrigin, StartOptions};
+use rein_operation::SpecOrigin;
 use rein_scheduler::input::{apply_edit, check_agent, new_task, view};
 use rein_scheduler::{
     Automation, CatchUp, LaunchError, Launcher, Overlap, Questions, ReviewState, RunError,
     RunState, SystemClock, Task, TaskInput, TaskService,
 };
-use rein_store::{SqlStore, Store, Tasks, Trigger};
+use rein_store::{SqlStore, Store, Tasks};
 use std::sync::Arc;
 
 /// Task settings given on the command line.
@@ -168,7 +168,7 @@ impl Launcher for Local<'_> {
     fn launch<'b>(
         &'b self,
         task: &'b Task,
-        _: &'b str,
+        trigger: rein_store::RunTrigger,
     ) -> BoxFuture<'b, Result<String, LaunchError>> {
         async move {
             let failed = |e: anyhow::Error| LaunchError::Failed(format!("{e:#}"));
@@ -181,33 +181,16 @@ impl Launcher for Local<'_> {
                     .map(|d| d.to_string_lossy().into_owned()),
                 ..Default::default()
             };
-            let spec = host
-                .agent_spec(
-                    &*self.store,
-                    &self.user,
-                    task.agent.as_deref(),
-                    &AgentProfile::default(),
-                    origin,
-                )
-                .await
-                .map_err(|e| match e {
-                    rein_operation::SpecError::AgentMissing(name) => {
-                        LaunchError::AgentMissing(name)
-                    }
-                    other => LaunchError::Failed(other.to_string()),
-                })?;
+            let opts = rein_server::tasks::run_options(
+                &host,
+                &*self.store,
+                &self.user,
+                task,
+                trigger,
+                origin,
+            )
+            .await?;
             let d = crate::host::printing_driver(&host, self.ctx.json);
-            // A task's run is unattended wherever it runs: its agent's questions are not asked.
-            let spec = rein_operation::OperationSpec {
-                unattended: true,
-                question_briefs: task.questions == rein_scheduler::Questions::Brief,
-                ..spec
-            };
-            let opts = StartOptions {
-                spec,
-                trigger: Some(Trigger::Api),
-                ..Default::default()
-            };
             let id = d
                 .start(&task.prompt(), &opts)
                 .await

@@ -22,7 +22,9 @@
 use crate::reading::Attention;
 use crate::task::{ReviewState, Task, TaskError, TaskStatus};
 use chrono::{DateTime, Utc};
-use rein_store::{Artifact, Brief, BriefAction, BriefKind, BriefPriority, TaskRun, TaskStore};
+use rein_store::{
+    Artifact, Brief, BriefAction, BriefKind, BriefPriority, RunTrigger, TaskRun, TaskStore,
+};
 
 /// The standard actions.
 pub mod action {
@@ -87,7 +89,7 @@ pub fn brief_for_run(
         )
     } else if trivial(summary) {
         return None;
-    } else if run.trigger != "schedule"
+    } else if run.trigger != RunTrigger::Schedule
         && let Some(judged) = judged
     {
         let a = judged?;
@@ -111,7 +113,7 @@ pub fn brief_for_run(
         }
         actions.push(offer(action::FEEDBACK, "Reply for the next run"));
         actions.push(offer(action::ACKNOWLEDGE, "Acknowledge"));
-        let priority = if run.trigger == "schedule" {
+        let priority = if run.trigger == RunTrigger::Schedule {
             BriefPriority::Normal
         } else {
             BriefPriority::Info
@@ -415,11 +417,11 @@ mod tests {
         t
     }
 
-    fn run(trigger: &str) -> TaskRun {
+    fn run(trigger: RunTrigger) -> TaskRun {
         TaskRun {
             operation_id: "op1".into(),
             task_id: "t1".into(),
-            trigger: trigger.into(),
+            trigger,
             due_at: None,
             started_at: Utc::now(),
             finished_at: None,
@@ -434,7 +436,16 @@ mod tests {
     fn the_rules_give_one_brief_per_run_by_what_it_produced() {
         let now = Utc::now();
         let t = task();
-        let failed = brief_for_run(&t, &run("heartbeat"), "error", false, None, None, now).unwrap();
+        let failed = brief_for_run(
+            &t,
+            &run(RunTrigger::Heartbeat),
+            "error",
+            false,
+            None,
+            None,
+            now,
+        )
+        .unwrap();
         assert_eq!(
             (failed.kind, failed.priority),
             (BriefKind::Error, BriefPriority::Urgent)
@@ -447,7 +458,7 @@ mod tests {
 
         let result = brief_for_run(
             &t,
-            &run("schedule"),
+            &run(RunTrigger::Schedule),
             "completed",
             true,
             Some("3 new items."),
@@ -466,7 +477,7 @@ mod tests {
         };
         let result = brief_for_run(
             &waiting,
-            &run("schedule"),
+            &run(RunTrigger::Schedule),
             "completed",
             true,
             Some("Done."),
@@ -478,13 +489,21 @@ mod tests {
 
         for nothing in [None, Some(""), Some(" … ")] {
             assert!(
-                brief_for_run(&t, &run("schedule"), "completed", true, nothing, None, now)
-                    .is_none()
+                brief_for_run(
+                    &t,
+                    &run(RunTrigger::Schedule),
+                    "completed",
+                    true,
+                    nothing,
+                    None,
+                    now
+                )
+                .is_none()
             );
         }
         let manual = brief_for_run(
             &t,
-            &run("manual"),
+            &run(RunTrigger::Manual),
             "completed",
             true,
             Some("Fine."),
@@ -501,7 +520,7 @@ mod tests {
             title: "Restart job 7?".into(),
             summary: "Stuck for an hour.".into(),
         };
-        let judged = |trigger: &str, success: bool, said: Option<&Attention>| {
+        let judged = |trigger: RunTrigger, success: bool, said: Option<&Attention>| {
             brief_for_run(
                 &t,
                 &run(trigger),
@@ -512,23 +531,23 @@ mod tests {
                 now,
             )
         };
-        let b = judged("heartbeat", true, Some(&decide)).unwrap();
+        let b = judged(RunTrigger::Heartbeat, true, Some(&decide)).unwrap();
         assert_eq!(
             (b.kind, b.priority, b.title.as_str()),
             (BriefKind::Decision, BriefPriority::Urgent, "Restart job 7?")
         );
         assert!(b.holds_task(), "an urgent decision holds the schedule");
         assert!(
-            judged("manual", true, None).is_none(),
+            judged(RunTrigger::Manual, true, None).is_none(),
             "nothing for a person"
         );
         assert_eq!(
-            judged("schedule", true, None).unwrap().kind,
+            judged(RunTrigger::Schedule, true, None).unwrap().kind,
             BriefKind::Result,
             "the schedule rule"
         );
         assert_eq!(
-            judged("heartbeat", false, None).unwrap().kind,
+            judged(RunTrigger::Heartbeat, false, None).unwrap().kind,
             BriefKind::Error,
             "the error rule"
         );
@@ -538,7 +557,7 @@ mod tests {
     fn resolving_takes_only_offered_actions_and_feedback_needs_words() {
         let b = brief_for_run(
             &task(),
-            &run("schedule"),
+            &run(RunTrigger::Schedule),
             "completed",
             true,
             Some("x"),
@@ -590,7 +609,7 @@ mod tests {
         use crate::dispatcher::PendingCall;
         let now = Utc::now();
         let op = uuid::Uuid::now_v7().to_string();
-        let mut r = run("heartbeat");
+        let mut r = run(RunTrigger::Heartbeat);
         r.operation_id = op.clone();
         let pending = vec![PendingCall {
             id: "call_1".into(),

@@ -15,7 +15,7 @@ use crate::schedule::Schedule;
 use crate::task::{Automation, CatchUp, Overlap, Task, TaskError, TaskStatus};
 use chrono::{DateTime, Duration, Utc};
 use futures::future::BoxFuture;
-use rein_store::{BriefFilter, Delivery, DeliveryStatus, TaskRun, TaskStore};
+use rein_store::{BriefFilter, Delivery, DeliveryStatus, RunTrigger, TaskRun, TaskStore};
 use std::sync::Arc;
 
 /// Where a run started by the dispatcher is.
@@ -160,7 +160,7 @@ pub trait Launcher: Send + Sync {
     fn launch<'a>(
         &'a self,
         task: &'a Task,
-        trigger: &'a str,
+        trigger: RunTrigger,
     ) -> BoxFuture<'a, Result<String, LaunchError>>;
     /// Where a run is.
     fn state<'a>(&'a self, operation_id: &'a str) -> BoxFuture<'a, Result<RunState, RunError>>;
@@ -267,11 +267,11 @@ impl Dispatcher {
         crate::task::update_task(&*self.store, id, self.clock.now(), change).await
     }
 
-    fn delivery(&self, task: &Task, kind: &str, due: DateTime<Utc>) -> Delivery {
+    fn delivery(&self, task: &Task, kind: RunTrigger, due: DateTime<Utc>) -> Delivery {
         Delivery {
             task_id: task.id.clone(),
             due_at: due,
-            kind: kind.into(),
+            kind,
             generation: task.generation.clone(),
             status: DeliveryStatus::Pending,
             claimed_by: None,
@@ -318,7 +318,7 @@ impl Dispatcher {
             let missed_before = now - self.grace;
             let last_missed = due.iter().rposition(|t| *t < missed_before);
             for (i, t) in due.iter().enumerate() {
-                let mut d = self.delivery(&task, "schedule", *t);
+                let mut d = self.delivery(&task, RunTrigger::Schedule, *t);
                 let missed = *t < missed_before;
                 let catch_up = task.catch_up == CatchUp::RunOnce && Some(i) == last_missed;
                 if missed && !catch_up {
@@ -353,16 +353,20 @@ impl Dispatcher {
             let status = task.status.to_string();
             return Ok(Verdict::Skip(format!("the task is {status}")));
         }
-        if task.automation.kind() != Some(d.kind.as_str()) {
+        if task.automation.kind() != Some(d.kind) {
             return Ok(Verdict::Skip(format!(
                 "the automation is no longer a {} (the mode changed)",
                 d.kind
             )));
         }
         if task.generation != d.generation {
-            return Ok(Verdict::Skip(match d.kind.as_str() {
-                "heartbeat" => "a stale heartbeat (the heartbeat was edited or restarted)".into(),
-                _ => "the schedule changed after this fire was planned".into(),
+            return Ok(Verdict::Skip(match d.kind {
+                RunTrigger::Heartbeat => {
+                    "a stale heartbeat (the heartbeat was edited or restarted)".into()
+                }
+                RunTrigger::Schedule | RunTrigger::Manual | RunTrigger::Dependency => {
+                    "the schedule changed after this fire was planned".into()
+                }
             }));
         }
         if task.cap_reached() {
@@ -438,20 +442,20 @@ impl Dispatcher {
         else {
             return Ok(());
         };
-        if d.kind != "heartbeat" || d.generation != task.generation {
+        if d.kind != RunTrigger::Heartbeat || d.generation != task.generation {
             return Ok(());
         }
         // A heartbeat run still open (parked on a person) continues the chain when it ends.
         let open = self.store.runs(&task.id, 50).await?;
         if open
             .iter()
-            .any(|r| r.finished_at.is_none() && r.trigger == "heartbeat")
+            .any(|r| r.finished_at.is_none() && r.trigger == RunTrigger::Heartbeat)
         {
             return Ok(());
         }
         let next = d.due_at + Duration::seconds(i64::try_from(*every_secs).unwrap_or(i64::MAX / 2));
         self.store
-            .add_delivery(&self.delivery(task, "heartbeat", next))
+            .add_delivery(&self.delivery(task, RunTrigger::Heartbeat, next))
             .await?;
         Ok(())
     }
@@ -536,14 +540,14 @@ impl Dispatcher {
                             .await?;
                         continue;
                     };
-                    match self.launcher.launch(&task, &d.kind).await {
+                    match self.launcher.launch(&task, d.kind).await {
                         Ok(op) => {
                             self.took_feedback(&task, &op).await?;
                             self.store
                                 .add_run(&TaskRun::started(
                                     op.clone(),
                                     task.id.clone(),
-                                    &d.kind,
+                                    d.kind,
                                     Some(d.due_at),
                                     self.clock.now(),
                                 ))
@@ -616,7 +620,7 @@ impl Dispatcher {
                 answer,
             } = state
             else {
-                if state == RunState::Running && run.trigger == "heartbeat" {
+                if state == RunState::Running && run.trigger == RunTrigger::Heartbeat {
                     self.cancel_if_over_time(&run).await?;
                 }
                 continue;
@@ -665,7 +669,7 @@ impl Dispatcher {
                 .await?;
             // The next beat continues this run's chain only if the heartbeat was not edited or
             // restarted meanwhile (that started a chain of its own).
-            let Some(t) = updated.filter(|_| run.trigger == "heartbeat") else {
+            let Some(t) = updated.filter(|_| run.trigger == RunTrigger::Heartbeat) else {
                 continue;
             };
             let (Automation::Heartbeat { every_secs, .. }, TaskStatus::Active) =
@@ -684,7 +688,7 @@ impl Dispatcher {
                 let next =
                     now + Duration::seconds(i64::try_from(*every_secs).unwrap_or(i64::MAX / 2));
                 self.store
-                    .add_delivery(&self.delivery(&t, "heartbeat", next))
+                    .add_delivery(&self.delivery(&t, RunTrigger::Heartbeat, next))
                     .await?;
             }
         }
@@ -719,14 +723,14 @@ impl Dispatcher {
             else {
                 continue;
             };
-            match self.launcher.launch(&task, "dependency").await {
+            match self.launcher.launch(&task, RunTrigger::Dependency).await {
                 Ok(op) => {
                     self.took_feedback(&task, &op).await?;
                     self.store
                         .add_run(&TaskRun::started(
                             op,
                             task.id.clone(),
-                            "dependency",
+                            RunTrigger::Dependency,
                             None,
                             self.clock.now(),
                         ))

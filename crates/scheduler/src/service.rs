@@ -9,7 +9,9 @@ use crate::dispatcher::Launcher;
 use crate::task::Feedback;
 use crate::task::{Automation, CatchUp, Overlap, Task, TaskError, TaskStatus, new_generation};
 use chrono::{DateTime, Duration, Utc};
-use rein_store::{Brief, BriefFilter, Delivery, DeliveryStatus, Resolution, TaskRun, TaskStore};
+use rein_store::{
+    Brief, BriefFilter, Delivery, DeliveryStatus, Resolution, RunTrigger, TaskRun, TaskStore,
+};
 use std::sync::Arc;
 
 /// A new task's fields.
@@ -144,7 +146,7 @@ impl TaskService {
                     task_id: task.id.clone(),
                     due_at: now
                         + Duration::seconds(i64::try_from(*every_secs).unwrap_or(i64::MAX / 2)),
-                    kind: "heartbeat".into(),
+                    kind: RunTrigger::Heartbeat,
                     generation: task.generation.clone(),
                     status: DeliveryStatus::Pending,
                     claimed_by: None,
@@ -256,7 +258,7 @@ impl TaskService {
             return Err(TaskError::Invalid(why));
         }
         let started = self.clock.now();
-        let op = launcher.launch(&task, "manual").await?;
+        let op = launcher.launch(&task, RunTrigger::Manual).await?;
         // The feedback its prompt carried is taken by it.
         self.edit_body(id, |t| t.take_feedback(&op, started))
             .await?;
@@ -264,7 +266,7 @@ impl TaskService {
             .add_run(&TaskRun::started(
                 op.clone(),
                 task.id.clone(),
-                "manual",
+                RunTrigger::Manual,
                 None,
                 self.clock.now(),
             ))

@@ -4,7 +4,7 @@
 
 use crate::schedule::{Schedule, ScheduleError};
 use chrono::{DateTime, Utc};
-use rein_store::TaskRow;
+use rein_store::{RunTrigger, TaskRow};
 use serde::{Deserialize, Serialize};
 
 rein_core::named_enum! {
@@ -67,11 +67,11 @@ pub enum Automation {
 
 impl Automation {
     /// The delivery kind it plans (`None` for manual-only tasks).
-    pub fn kind(&self) -> Option<&'static str> {
+    pub fn kind(&self) -> Option<RunTrigger> {
         match self {
             Automation::None => None,
-            Automation::Schedule { .. } => Some("schedule"),
-            Automation::Heartbeat { .. } => Some("heartbeat"),
+            Automation::Schedule { .. } => Some(RunTrigger::Schedule),
+            Automation::Heartbeat { .. } => Some(RunTrigger::Heartbeat),
         }
     }
 

@@ -23,7 +23,7 @@ impl Launcher for Instant {
     fn launch<'a>(
         &'a self,
         _: &'a Task,
-        _: &'a str,
+        _: rein_store::RunTrigger,
     ) -> BoxFuture<'a, Result<String, rein_scheduler::LaunchError>> {
         async move { Ok(format!("op{}", self.0.fetch_add(1, Ordering::SeqCst))) }.boxed()
     }
@@ -99,7 +99,7 @@ async fn three_dispatchers_on_one_postgres_run_each_due_second_once() {
                 .add_delivery(&rein_store::Delivery {
                     task_id: task.id.clone(),
                     due_at: now,
-                    kind: "schedule".into(),
+                    kind: rein_store::RunTrigger::Schedule,
                     generation: task.generation.clone(),
                     status: DeliveryStatus::Pending,
                     claimed_by: None,

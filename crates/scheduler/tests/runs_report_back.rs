@@ -39,11 +39,11 @@ impl Launcher for Instant {
     fn launch<'a>(
         &'a self,
         task: &'a Task,
-        trigger: &'a str,
+        trigger: rein_store::RunTrigger,
     ) -> BoxFuture<'a, Result<String, rein_scheduler::LaunchError>> {
         async move {
             let mut l = self.launches.lock().unwrap();
-            l.push((task.prompt(), trigger.to_owned()));
+            l.push((task.prompt(), trigger.to_string()));
             Ok(format!("op{}", l.len()))
         }
         .boxed()

@@ -51,7 +51,7 @@ impl Launcher for FakeLauncher {
     fn launch<'a>(
         &'a self,
         task: &'a Task,
-        trigger: &'a str,
+        trigger: rein_store::RunTrigger,
     ) -> BoxFuture<'a, Result<String, rein_scheduler::LaunchError>> {
         async move {
             let now = rein_scheduler::Clock::now(&*self.clock);
@@ -72,7 +72,7 @@ impl Launcher for FakeLauncher {
             self.launches
                 .lock()
                 .unwrap()
-                .push((task.id.clone(), trigger.to_owned(), task.status));
+                .push((task.id.clone(), trigger.to_string(), task.status));
             Ok(id)
         }
         .boxed()
@@ -215,7 +215,7 @@ async fn simulate(seed: u64) {
                 let stale = Delivery {
                     task_id: id.clone(),
                     due_at: now - Duration::seconds(rng.random_range(1..30)),
-                    kind: "heartbeat".into(),
+                    kind: rein_store::RunTrigger::Heartbeat,
                     generation: format!("stale-{}", rng.random::<u32>()),
                     status: DeliveryStatus::Pending,
                     claimed_by: None,
@@ -254,9 +254,12 @@ async fn simulate(seed: u64) {
     for id in &ids {
         let runs = store.runs(id, 10_000).await.unwrap();
         let mut seen = HashSet::new();
-        for r in runs.iter().filter(|r| r.trigger != "manual") {
+        for r in runs
+            .iter()
+            .filter(|r| r.trigger != rein_store::RunTrigger::Manual)
+        {
             assert!(
-                seen.insert((r.trigger.clone(), r.due_at)),
+                seen.insert((r.trigger, r.due_at)),
                 "seed {seed}: two runs for {id} at {:?} ({})",
                 r.due_at,
                 r.trigger
@@ -282,7 +285,7 @@ async fn simulate(seed: u64) {
                 .find(|d| {
                     &d.task_id == task
                         && d.due_at.timestamp_micros() == due.timestamp_micros()
-                        && d.kind == "heartbeat"
+                        && d.kind == rein_store::RunTrigger::Heartbeat
                 })
                 .unwrap();
             assert_ne!(
@@ -352,7 +355,7 @@ async fn the_cap_completes_the_schedule_and_failures_pause_the_task() {
         fn launch<'a>(
             &'a self,
             _: &'a Task,
-            _: &'a str,
+            _: rein_store::RunTrigger,
         ) -> BoxFuture<'a, Result<String, rein_scheduler::LaunchError>> {
             async move { Ok(format!("op-{}", uuid_like())) }.boxed()
         }
@@ -464,7 +467,7 @@ async fn a_fire_whose_agent_is_gone_is_skipped_as_agent_missing_and_not_counted(
         fn launch<'a>(
             &'a self,
             _: &'a Task,
-            _: &'a str,
+            _: rein_store::RunTrigger,
         ) -> BoxFuture<'a, Result<String, rein_scheduler::LaunchError>> {
             self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             async move { Ok("op".to_owned()) }.boxed()

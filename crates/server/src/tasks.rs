@@ -1,6 +1,7 @@
-//! Tasks in the server: the launcher that turns a due task into an operation (a fresh topic
-//! per run, the task's instruction as the whole prompt, its agent's settings), and the
-//! dispatcher loop `rein serve` and `rein worker` run.
+//! Tasks in the server: what a task's run starts as wherever it runs ([`run_options`], also
+//! the CLI's for `rein task run`), the launcher that starts due tasks' runs as operations of
+//! their owners (a fresh topic per run, the task's instruction as the whole prompt, its
+//! agent's settings), and the dispatcher loop `rein serve` and `rein worker` run.
 
 use crate::error::ApiError;
 use crate::runner::{Job, Runner};
@@ -10,7 +11,7 @@ use rein_core::OperationId;
 use rein_core::state::Status;
 use rein_operation::{AgentProfile, Decision, SpecError, SpecOrigin, StartOptions};
 use rein_scheduler::{Dispatcher, LaunchError, Launcher, RunError, RunState, Task};
-use rein_store::{Accounts, SqlStore, Store, Trigger};
+use rein_store::{Accounts, RunTrigger, SqlStore, Store, Trigger};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -35,6 +36,47 @@ fn run_id(operation_id: &str) -> Result<OperationId, RunError> {
         .map_err(|_| RunError::BadId(operation_id.to_owned()))
 }
 
+/// What a run of `task` starts as, wherever it runs: an operation as the task's agent is now
+/// (`agents_of` owns it; a deleted agent is `AgentMissing`), unattended (nobody watches a
+/// task's run: its agent's questions are not asked, or go to briefs when the task says so),
+/// started by `trigger`, in `origin`.
+pub async fn run_options(
+    host: &rein_operation::Host,
+    accounts: &dyn Accounts,
+    agents_of: &str,
+    task: &Task,
+    trigger: RunTrigger,
+    origin: SpecOrigin,
+) -> Result<StartOptions, LaunchError> {
+    let spec = host
+        .agent_spec(
+            accounts,
+            agents_of,
+            task.agent.as_deref(),
+            &AgentProfile::default(),
+            origin,
+        )
+        .await
+        .map_err(|e| match e {
+            SpecError::AgentMissing(name) => LaunchError::AgentMissing(name),
+            other => failed(other),
+        })?;
+    let spec = rein_operation::OperationSpec {
+        unattended: true,
+        question_briefs: task.questions == rein_scheduler::Questions::Brief,
+        ..spec
+    };
+    Ok(StartOptions {
+        spec,
+        trigger: Some(match trigger {
+            RunTrigger::Schedule => Trigger::Schedule,
+            RunTrigger::Heartbeat => Trigger::Heartbeat,
+            RunTrigger::Manual | RunTrigger::Dependency => Trigger::Api,
+        }),
+        ..Default::default()
+    })
+}
+
 impl ServerLauncher {
     /// The operation a task run names, with its record (not its state).
     async fn run_record(
@@ -53,42 +95,23 @@ impl ServerLauncher {
 
     /// Start a run: an operation of the task's owner, as the task's agent is now (a deleted
     /// agent is `agent_missing`), in a topic of its own.
-    async fn start(&self, task: &Task, trigger: &str) -> Result<String, LaunchError> {
+    async fn start(&self, task: &Task, trigger: RunTrigger) -> Result<String, LaunchError> {
         let origin = SpecOrigin {
             owner: Some(task.owner.clone()),
             ..Default::default()
         };
-        let spec = self
-            .runner
-            .host
-            .agent_spec(
-                &*self.store,
-                &task.owner,
-                task.agent.as_deref(),
-                &AgentProfile::default(),
-                origin,
-            )
-            .await
-            .map_err(|e| match e {
-                SpecError::AgentMissing(name) => LaunchError::AgentMissing(name),
-                other => failed(other),
-            })?;
-        // Nobody watches a task's run: its agent's questions are not asked.
-        let spec = rein_operation::OperationSpec {
-            unattended: true,
-            question_briefs: task.questions == rein_scheduler::Questions::Brief,
-            ..spec
-        };
         let opts = StartOptions {
-            spec,
-            trigger: Some(match trigger {
-                "schedule" => Trigger::Schedule,
-                "heartbeat" => Trigger::Heartbeat,
-                _ => Trigger::Api,
-            }),
             // Task runs count against the same running limits as the API's.
             admission: Some(self.runner.admission()),
-            ..Default::default()
+            ..run_options(
+                &self.runner.host,
+                &*self.store,
+                &task.owner,
+                task,
+                trigger,
+                origin,
+            )
+            .await?
         };
         let driver = self.runner.driver();
         let id = driver
@@ -126,14 +149,14 @@ impl Launcher for ServerLauncher {
     fn launch<'a>(
         &'a self,
         task: &'a Task,
-        trigger: &'a str,
+        trigger: RunTrigger,
     ) -> BoxFuture<'a, Result<String, LaunchError>> {
         // A task run's trace starts here: its operation's spans nest under it.
         let span = tracing::info_span!(
             "task_run",
             otel.name = %format!("task_run {}", task.title),
             rein.task.id = %task.id,
-            rein.task.trigger = trigger,
+            rein.task.trigger = trigger.as_str(),
         );
         self.start(task, trigger).instrument(span).boxed()
     }

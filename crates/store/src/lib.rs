@@ -60,7 +60,7 @@ pub use migrate::AppliedMigration;
 pub use records::*;
 pub use schema::{Migration, Schema};
 pub use sql::{CommitNotices, Counts, Notice, SqlStore, Synchronous, redact};
-pub use tasks::{Delivery, DeliveryStatus, Handoff, TaskRow, TaskRun, Tasks};
+pub use tasks::{Delivery, DeliveryStatus, Handoff, RunTrigger, TaskRow, TaskRun, Tasks};
 pub use topics::{
     DeletedTopic, NewTopic, OperationRecords, StoredConversation, TitleSource, TopicFilter,
     TopicRecord, Topics, new_topic_id,

@@ -62,6 +62,20 @@ impl DeliveryStatus {
     }
 }
 
+rein_core::named_enum! {
+    /// What started a task's run.
+    pub enum RunTrigger as "run trigger" {
+        /// A person (`rein task run`, `POST /v1/tasks/{id}/run`, a brief's retry).
+        Manual = "manual",
+        /// A cron schedule's due time.
+        Schedule = "schedule",
+        /// A heartbeat's interval.
+        Heartbeat = "heartbeat",
+        /// The tasks it waits for completed.
+        Dependency = "dependency",
+    }
+}
+
 /// One due fire of a task.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Delivery {
@@ -69,8 +83,8 @@ pub struct Delivery {
     pub task_id: String,
     /// When it is due.
     pub due_at: DateTime<Utc>,
-    /// `schedule` or `heartbeat`.
-    pub kind: String,
+    /// `schedule` or `heartbeat`: the automation that planned it.
+    pub kind: RunTrigger,
     /// The task's generation token when it was planned (a stale one is skipped).
     pub generation: String,
     /// Where it is.
@@ -113,8 +127,8 @@ pub struct TaskRun {
     pub operation_id: String,
     /// The task.
     pub task_id: String,
-    /// `manual`, `schedule` or `heartbeat`.
-    pub trigger: String,
+    /// What started it.
+    pub trigger: RunTrigger,
     /// The due time it answered (not for manual runs).
     pub due_at: Option<DateTime<Utc>>,
     /// Started.
@@ -138,14 +152,14 @@ impl TaskRun {
     pub fn started(
         operation_id: String,
         task_id: String,
-        trigger: &str,
+        trigger: RunTrigger,
         due_at: Option<DateTime<Utc>>,
         at: DateTime<Utc>,
     ) -> Self {
         Self {
             operation_id,
             task_id,
-            trigger: trigger.to_owned(),
+            trigger,
             due_at,
             started_at: at,
             finished_at: None,
@@ -257,7 +271,10 @@ fn delivery_from(row: &AnyRow) -> Result<Delivery, StoreError> {
     Ok(Delivery {
         task_id: row.try_get("task_id")?,
         due_at: from_micros(row.try_get("due_at")?, "delivery due_at")?,
-        kind: row.try_get("kind")?,
+        kind: row
+            .try_get::<String, _>("kind")?
+            .parse()
+            .map_err(|e| StoreError::corrupt("delivery kind", e))?,
         generation: row.try_get("generation")?,
         status: DeliveryStatus::parse(&row.try_get::<String, _>("status")?)?,
         claimed_by: row.try_get("claimed_by")?,
@@ -278,7 +295,10 @@ fn run_from(row: &AnyRow) -> Result<TaskRun, StoreError> {
     Ok(TaskRun {
         operation_id: row.try_get("operation_id")?,
         task_id: row.try_get("task_id")?,
-        trigger: row.try_get("trigger_kind")?,
+        trigger: row
+            .try_get::<String, _>("trigger_kind")?
+            .parse()
+            .map_err(|e| StoreError::corrupt("run trigger", e))?,
         due_at: opt_ts(row, "due_at")?,
         started_at: parse_ts(&row.try_get::<String, _>("started_at")?, "run started_at")?,
         finished_at: opt_ts(row, "finished_at")?,
@@ -355,7 +375,7 @@ impl Tasks for SqlStore {
             )
             .bind(&d.task_id)
             .bind(micros(d.due_at))
-            .bind(&d.kind)
+            .bind(d.kind.as_str())
             .bind(worker)
             .execute(&self.pool)
             .await?
@@ -421,7 +441,7 @@ impl Tasks for SqlStore {
             )))
             .bind(&d.task_id)
             .bind(micros(d.due_at))
-            .bind(&d.kind)
+            .bind(d.kind.as_str())
             .bind(&d.generation)
             .bind(d.status.as_str())
             .bind(d.claimed_by.clone())
@@ -468,7 +488,7 @@ impl Tasks for SqlStore {
                 .bind(micros(lease_until))
                 .bind(&d.task_id)
                 .bind(micros(d.due_at))
-                .bind(&d.kind)
+                .bind(d.kind.as_str())
                 .execute(&mut *tx)
                 .await?;
                 d.status = DeliveryStatus::Claimed;
@@ -500,7 +520,7 @@ impl Tasks for SqlStore {
             .bind(operation_id)
             .bind(&d.task_id)
             .bind(micros(d.due_at))
-            .bind(&d.kind)
+            .bind(d.kind.as_str())
             .bind(worker)
             .execute(&self.pool)
             .await?
@@ -538,7 +558,7 @@ impl Tasks for SqlStore {
             )
             .bind(&r.operation_id)
             .bind(&r.task_id)
-            .bind(&r.trigger)
+            .bind(r.trigger.as_str())
             .bind(r.due_at.map(ts))
             .bind(ts(r.started_at))
             .bind(r.finished_at.map(ts))

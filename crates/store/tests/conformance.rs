@@ -2400,7 +2400,7 @@ async fn tasks(store: &SqlStore) {
     let delivery = |due: chrono::DateTime<Utc>| Delivery {
         task_id: id.clone(),
         due_at: due,
-        kind: "schedule".into(),
+        kind: rein_store::RunTrigger::Schedule,
         generation: "g1".into(),
         status: DeliveryStatus::Pending,
         claimed_by: None,
@@ -2499,7 +2499,7 @@ async fn tasks(store: &SqlStore) {
     let run = TaskRun {
         operation_id: format!("op_{id}"),
         task_id: id.clone(),
-        trigger: "schedule".into(),
+        trigger: rein_store::RunTrigger::Schedule,
         due_at: Some(dues[1]),
         started_at: now,
         finished_at: None,

@@ -221,9 +221,9 @@ async fn upgrade_instants(url: &str, store_target: &str) {
         );
     }
     let mut deliveries = store.deliveries("t1", 10).await.unwrap();
-    deliveries.sort_by(|a, b| a.kind.cmp(&b.kind));
+    deliveries.sort_by_key(|d| d.kind.as_str());
     assert_eq!(deliveries.len(), 2);
-    assert_eq!(deliveries[0].kind, "heartbeat");
+    assert_eq!(deliveries[0].kind, rein_store::RunTrigger::Heartbeat);
     assert_eq!(deliveries[0].lease_until, Some(lease));
     assert!(
         deliveries
@@ -247,7 +247,7 @@ async fn upgrade_instants(url: &str, store_target: &str) {
         1,
         "the pending delivery is due at exactly its instant"
     );
-    assert_eq!(claimed[0].kind, "schedule");
+    assert_eq!(claimed[0].kind, rein_store::RunTrigger::Schedule);
     let claimed = store
         .claim_deliveries(lease + us, "node-c", retry, 10)
         .await
