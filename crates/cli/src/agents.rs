@@ -1,7 +1,6 @@
 //! `rein agent …`'s flags, `rein models`, and how `rein run --agent NAME` finds an agent: in the
 //! database first (the local user's), then in the configuration file.
 
-use crate::config::Config;
 use crate::named::named;
 use anyhow::anyhow;
 use rein_core::intervention::ApprovalMode;
@@ -10,6 +9,7 @@ use rein_core::spec::{
 };
 use rein_core::state::BudgetPolicy;
 use rein_model::Catalog;
+use rein_operation::settings::Settings as Config;
 use rein_operation::{AgentProfile, Host, SpecError, SpecOrigin};
 use rein_store::{Accounts, SqlStore, User};
 

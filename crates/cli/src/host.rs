@@ -13,28 +13,6 @@ use rein_operation::{ContextSettings, Driver, Host, RegistryModels};
 use rein_store::SqlStore;
 use std::sync::Arc;
 
-/// `NAME=COMMAND ARGS...` as an MCP server configuration.
-pub fn mcp_config(spec: &str) -> anyhow::Result<rein_tools::mcp::McpServerConfig> {
-    let (name, command) = spec
-        .split_once('=')
-        .ok_or_else(|| anyhow!("--mcp `{spec}`: expected NAME=COMMAND"))?;
-    let mut words = command.split_whitespace();
-    let program = words
-        .next()
-        .ok_or_else(|| anyhow!("--mcp `{spec}`: the command is empty"))?;
-    let name = name.trim();
-    if name.is_empty() {
-        anyhow::bail!("--mcp `{spec}`: the server name is empty");
-    }
-    if program.starts_with("http://") || program.starts_with("https://") {
-        return Ok(rein_tools::mcp::McpServerConfig::http(name, program));
-    }
-    let args: Vec<&str> = words.collect();
-    Ok(rein_tools::mcp::McpServerConfig::stdio(
-        name, program, &args,
-    ))
-}
-
 /// The models this process may call (the configured providers, through the cassette when
 /// `--replay`/`--record` name one) and the catalog of their prices.
 pub fn models(ctx: &Context_) -> anyhow::Result<(Arc<RegistryModels>, Arc<Catalog>)> {
@@ -113,10 +91,9 @@ pub async fn host(
             .collect(),
     });
     // A cassette replays exactly the requests it recorded: no titling call.
-    let system_model = std::env::var(rein_operation::env::SYSTEM_MODEL)
-        .ok()
-        .filter(|s| !s.trim().is_empty())
-        .or_else(|| ctx.config.file.system_model.clone())
+    let system_model = ctx
+        .config
+        .system_model()
         .filter(|_| !cassette)
         .map(|m| {
             rein_operation::profile::model_ref(&m).map_err(|e| anyhow!("title model {m:?}: {e}"))

@@ -5,7 +5,6 @@ mod agents;
 mod briefs;
 mod chat;
 mod commands;
-mod config;
 mod connect;
 mod grants;
 mod groups;
@@ -26,7 +25,7 @@ mod telemetry;
 mod test_tools;
 mod topics;
 
-use anyhow::{Context, anyhow, bail};
+use anyhow::{anyhow, bail};
 use clap::{Parser, Subcommand};
 use rein_core::OperationId;
 use rein_core::state::Status;
@@ -306,33 +305,6 @@ pub(crate) enum OpCommand {
     Cancel { id: String },
 }
 
-pub(crate) fn data_dir() -> anyhow::Result<PathBuf> {
-    let dir = match std::env::var_os(rein_operation::env::HOME) {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from(
-            std::env::var_os("HOME").ok_or_else(|| anyhow!("neither REIN_HOME nor HOME is set"))?,
-        )
-        .join(".rein"),
-    };
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("cannot create the data directory {}", dir.display()))?;
-    Ok(dir)
-}
-
-/// The database: `--db`, else `$REIN_DATABASE_URL`, else `rein.db` in the data directory.
-fn db_target(db: Option<&str>) -> anyhow::Result<String> {
-    Ok(
-        match db.map(str::to_owned).or_else(|| {
-            std::env::var(rein_operation::env::DATABASE_URL)
-                .ok()
-                .filter(|v| !v.is_empty())
-        }) {
-            Some(t) => t,
-            None => data_dir()?.join("rein.db").to_string_lossy().into_owned(),
-        },
-    )
-}
-
 pub(crate) fn parse_id(id: &str) -> anyhow::Result<OperationId> {
     id.parse()
         .map_err(|_| anyhow!("`{id}` is not an operation id"))
@@ -351,7 +323,7 @@ pub(crate) struct Context_ {
     /// `--mcp NAME=COMMAND`, as given.
     pub mcp: Vec<String>,
     /// The configuration file (and what the environment sets over it).
-    pub config: config::Config,
+    pub config: rein_operation::settings::Settings,
 }
 
 /// How a local run or decision stopped, said as every command says it; the exit code.
@@ -375,7 +347,7 @@ pub(crate) async fn finish(store: &SqlStore, id: OperationId, end: &RunEnd) -> a
 }
 
 async fn run(cli: Cli) -> anyhow::Result<u8> {
-    let config = config::load()?;
+    let config = rein_operation::settings::Settings::load()?;
     let ctx = Context_ {
         sandbox: rein_core::spec::Sandbox {
             mode: cli.sandbox,
@@ -396,7 +368,11 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             dispatch(&remote, cli.command, cli.json).await
         }
         None => {
-            let local = commands::Local::new(db_target(cli.db.as_deref())?, cli.vector_search, ctx);
+            let local = commands::Local::new(
+                rein_operation::settings::database(cli.db.as_deref())?,
+                cli.vector_search,
+                ctx,
+            );
             dispatch(&local, cli.command, cli.json).await
         }
     }
@@ -452,7 +428,7 @@ async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> 
             command: ConfigCommand::Show { model },
         } => {
             let l = on.local()?;
-            config::show(&l.ctx.config, &l.target, model.as_deref(), &l.ctx.mcp, json)?;
+            commands::config::show(&l.ctx.config, &l.target, model.as_deref(), &l.ctx.mcp, json)?;
             Ok(exit::DONE)
         }
         Command::Connect(_) => {

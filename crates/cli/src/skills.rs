@@ -2,8 +2,8 @@
 //! current directory), the configuration's `skill_dirs`, then `$REIN_HOME/skills` (where
 //! `rein skill add` installs). The first skill of a name wins.
 
-use crate::config::Config;
 use anyhow::{Context, anyhow, bail};
+use rein_operation::settings::Settings as Config;
 use rein_tools::skills::{SKILL_FILE, Skill, SkillCatalog};
 use std::path::{Path, PathBuf};
 
@@ -34,7 +34,7 @@ pub enum SkillCommand {
 
 /// Where `rein skill add` installs.
 fn home_dir() -> anyhow::Result<PathBuf> {
-    Ok(crate::data_dir()?.join("skills"))
+    Ok(rein_operation::settings::data_dir()?.join("skills"))
 }
 
 /// The directories searched, in order.

@@ -24,6 +24,8 @@
 //! ([`knowledge::retrieve`]); durable ingestion jobs fill them ([`knowledge::ingest`]).
 //! A person's "always for this tool" is a grant ([`grants`]), kept in the store and loaded
 //! before every step, never covering what the blacklist or the command guard flags.
+//! A process's [`settings`] (configuration file, environment, flags) are resolved here, with
+//! one precedence, for the CLI and any embedder of the server.
 
 mod activity;
 mod agents;
@@ -44,6 +46,7 @@ mod model_port;
 pub mod models;
 pub mod pricing;
 pub mod profile;
+pub mod settings;
 mod summarizer;
 pub mod surface;
 mod tools;

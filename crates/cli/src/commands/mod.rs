@@ -6,6 +6,7 @@
 //! machine asks [`Backend::local`], which on a server refuses it, naming what to do.
 
 pub mod agents;
+pub mod config;
 pub mod decide;
 pub mod devices;
 pub mod ended;

@@ -77,7 +77,7 @@ pub async fn connect(server: &str, args: ConnectArgs, ctx: &crate::Context_) -> 
     if !workdir.is_dir() {
         bail!("--workdir {}: not a directory", workdir.display());
     }
-    let home = crate::data_dir()?.join("devices");
+    let home = rein_operation::settings::data_dir()?.join("devices");
     std::fs::create_dir_all(&home)?;
     if args.daemon {
         return daemonize(&args, &name, &home);
