@@ -9,7 +9,9 @@ mod grant;
 mod matcher;
 mod policy;
 mod reason;
-pub mod shell;
+/// The shell guard ([`rein_shell_guard`]): the blacklist's shell rules ask it what a command
+/// line would do. A dependency, not a port: no surface can run the checker without it.
+pub use rein_shell_guard as shell;
 
 pub use audit::{DynamicAudit, PathScopeAudit, lexical_join};
 pub use blacklist::default_security_blacklist;

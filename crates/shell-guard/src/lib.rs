@@ -1,4 +1,7 @@
-//! The shell guard: what a command line would do, read from a real shell syntax tree.
+//! rein-shell-guard: what a command line would do, read from a real shell syntax tree. It owns
+//! the analysis the blacklist's shell rules ask (`rein_core::intervention`, where it is
+//! re-exported as `intervention::shell`): findings by [`ShellPredicate`], each with the
+//! command it concerns and why. Pure and synchronous (it builds for wasm32 with rein-core).
 //!
 //! Regexes over a raw command line miss `{ rm -rf ~; }`, `X=rm; $X -rf .` and `rm -rf ~/../*`,
 //! and flag `grep -r "rm -rf /" docs`. This module parses the command with brush-parser (a
