@@ -12,8 +12,7 @@
 //! (`activate_tools`, for progressive disclosure); [`brief`] (`brief.create`, the agent's
 //! reports to the person's inbox, kept through a [`brief::BriefSink`]); [`skills`] (discovery
 //! of Agent Skills folders and `skills.activate`); [`mcp`], which turns an MCP server's
-//! tools into one more tool; and [`knowledge`], which reads files for knowledge bases and cuts
-//! them into chunks that keep their lines and headings.
+//! tools into one more tool. (Reading files for knowledge bases is `rein-knowledge`'s.)
 
 /// Parse a tool call's arguments into `$t`, or make the enclosing `call` return a failed
 /// result naming what did not fit. The registry validated them against the same schema, so
@@ -40,7 +39,6 @@ pub mod calculator;
 pub mod documents;
 pub mod files;
 mod fsguard;
-pub mod knowledge;
 pub mod mcp;
 mod path;
 #[cfg(target_os = "linux")]

@@ -9,9 +9,9 @@
 
 use crate::knowledge::retrieve::embedder_for;
 use crate::models::ModelSource;
+use rein_knowledge::{ChunkOptions, Parsed, chunk, parse};
 use rein_store::{FileOutcome, IngestJob, IngestState, JobFile, NewChunk, Store, StoreError};
 use rein_tools::documents::Embedder;
-use rein_tools::knowledge::{ChunkOptions, Parsed, chunk, parse};
 use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::time::Duration;

@@ -287,7 +287,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("## Page 2\n\n\\# Not a heading"), "{text}");
-        let chunks = crate::knowledge::chunk(&text, format, &Default::default());
+        let chunks = crate::chunk(&text, format, &Default::default());
         assert_eq!(chunks[1].headings, ["Page 2"]);
         // Cut anywhere, a PDF is skipped with a reason, never a panic.
         for cut in (0..bytes.len()).step_by(7) {
@@ -315,7 +315,7 @@ mod tests {
             text.contains("`rein serve`") && !text.contains("track()"),
             "{text}"
         );
-        let chunks = crate::knowledge::chunk(&text, format, &Default::default());
+        let chunks = crate::chunk(&text, format, &Default::default());
         assert!(
             chunks.iter().any(|c| c.headings == ["Guide", "Upgrade"]),
             "{chunks:?}"
