@@ -1,47 +1,12 @@
 //! Two server processes (two runners on one store) finding the same orphaned operation: only
 //! one resumes it; the other refuses while the lease is live.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use rein_core::OperationId;
-use rein_model::{Catalog, Registry, ReqwestTransport};
 use rein_operation::StartOptions;
+use rein_server::Hub;
 use rein_server::runner::Job;
-use rein_server::{Hub, Runner};
 use rein_store::{SqlStore, Synchronous, Trigger};
-use std::collections::BTreeMap;
 use std::sync::Arc;
-
-fn runner(store: &Arc<SqlStore>, model: &str) -> Arc<Runner> {
-    let base = format!("http://{model}/v1");
-    let registry = Registry::new(
-        Registry::builtin_presets_json(),
-        BTreeMap::new(),
-        Box::new(move |k| match k {
-            "OPENAI_BASE_URL" => Some(base.clone()),
-            "OPENAI_API_KEY" => Some("sk-test".into()),
-            _ => None,
-        }),
-    )
-    .unwrap();
-    let catalog = Arc::new(Catalog::builtin().unwrap());
-    let models = Arc::new(rein_operation::RegistryModels::new(
-        registry,
-        Arc::new(ReqwestTransport::new(Default::default()).unwrap()),
-        Arc::clone(&catalog),
-        true,
-    ));
-    let host = rein_operation::Host::new(
-        store.clone(),
-        models,
-        catalog,
-        rein_operation::profile::model_ref("openai/gpt-4o-mini").unwrap(),
-    );
-    Arc::new(Runner::new(
-        Arc::clone(store),
-        Arc::new(Hub::default()),
-        host,
-    ))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_orphaned_operation_is_resumed_by_one_of_two_runners_sharing_a_database() {
@@ -61,7 +26,12 @@ async fn an_orphaned_operation_is_resumed_by_one_of_two_runners_sharing_a_databa
             held.push(sock);
         }
     });
-    let (a, b) = (runner(&store, &model), runner(&store, &model));
+    // Two processes: each its own hub.
+    let base = format!("http://{model}");
+    let (a, b) = (
+        crate::common::runner(&store, &Arc::new(Hub::default()), &base),
+        crate::common::runner(&store, &Arc::new(Hub::default()), &base),
+    );
     assert_ne!(a.node, b.node);
     // Accepted by the API, never started: what a crash right after the 202 leaves.
     let driver = a.driver();

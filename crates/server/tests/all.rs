@@ -1,0 +1,10 @@
+//! rein-server's integration tests, one test binary: the HTTP contract driven in-process
+//! (`common::Api`: the real router, store and runner, requests sent with
+//! `tower::ServiceExt::oneshot`), and runners sharing a store. Tests that need real processes
+//! (kill -9, devices, browsers, several servers) are rein-cli's end-to-end suite.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+mod isolation;
+mod leases;

@@ -1,0 +1,157 @@
+//! An in-process server for contract tests: the real router over a real store (SQLite, or
+//! PostgreSQL with `REIN_E2E_DATABASE=postgres`), the real runner answered by a scripted model
+//! in OpenAI's wire format, bearer-token auth; each request goes through the router with
+//! `tower::ServiceExt::oneshot` (no socket, no process), so the server's code is what runs and
+//! what coverage counts.
+
+use axum::body::Body;
+use axum::http::Request;
+use rein_core::OperationId;
+use rein_model::testing::{Canned, Server, serve};
+use rein_model::{Catalog, Registry, ReqwestTransport};
+use rein_server::{App, AppState, AuthMode, Hub, Runner, ServerConfig};
+use rein_store::{Accounts, SqlStore, Synchronous};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tower::ServiceExt;
+
+/// A server's app with its model and database.
+pub struct Api {
+    /// The app every request reaches.
+    pub app: AppState,
+    /// The scripted model its operations call.
+    pub model: Server,
+    _db: rein_testkit::E2eDatabase,
+}
+
+/// A runner whose operations call the OpenAI-protocol model at `base` (`http://host:port`).
+pub fn runner(store: &Arc<SqlStore>, hub: &Arc<Hub>, base: &str) -> Arc<Runner> {
+    let base = format!("{base}/v1");
+    let registry = Registry::new(
+        Registry::builtin_presets_json(),
+        BTreeMap::new(),
+        Box::new(move |k| match k {
+            "OPENAI_BASE_URL" => Some(base.clone()),
+            "OPENAI_API_KEY" => Some("sk-test".into()),
+            _ => None,
+        }),
+    )
+    .unwrap();
+    let catalog = Arc::new(Catalog::builtin().unwrap());
+    let models = Arc::new(rein_operation::RegistryModels::new(
+        registry,
+        Arc::new(ReqwestTransport::new(Default::default()).unwrap()),
+        Arc::clone(&catalog),
+        true,
+    ));
+    let host = rein_operation::Host::new(
+        store.clone(),
+        models,
+        catalog,
+        rein_operation::profile::model_ref("openai/gpt-4o-mini").unwrap(),
+    );
+    Arc::new(Runner::new(Arc::clone(store), Arc::clone(hub), host))
+}
+
+impl Api {
+    /// A server whose model answers with `responses`, in order.
+    pub async fn new(responses: Vec<Canned>) -> Self {
+        let dir = std::env::temp_dir().join(format!("rein-api-{}", OperationId::new()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let db = rein_testkit::E2eDatabase::new(&dir).await;
+        let store = Arc::new(SqlStore::open(&db.url, Synchronous::Normal).await.unwrap());
+        let model = serve(responses, 3).await;
+        let hub = Arc::new(Hub::default());
+        let runner = runner(&store, &hub, &model.base);
+        let app = Arc::new(App::new(
+            store,
+            runner,
+            hub,
+            AuthMode::Tokens,
+            ServerConfig::default(),
+        ));
+        Self {
+            app,
+            model,
+            _db: db,
+        }
+    }
+
+    /// A new API token of `user` (made when missing), as `rein token create` makes one.
+    pub async fn token(&self, user: &str) -> String {
+        let store = &self.app.store;
+        let u = match store.user_by_name(user).await.unwrap() {
+            Some(u) => u,
+            None => store.create_user(user).await.unwrap(),
+        };
+        let token = rein_server::new_token().unwrap();
+        store
+            .add_token(&u.id, &rein_server::hash_token(&token), None)
+            .await
+            .unwrap();
+        token
+    }
+
+    /// `method path` with `token` and a JSON `body`: the status and the JSON answer (`Null`
+    /// when empty).
+    pub async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut req = Request::builder().method(method).uri(path);
+        if let Some(t) = token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        let body = match body {
+            Some(b) => {
+                req = req.header("content-type", "application/json");
+                Body::from(b.to_string())
+            }
+            None => Body::empty(),
+        };
+        let resp = rein_server::router(Arc::clone(&self.app))
+            .oneshot(req.body(body).unwrap())
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
+        let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let value = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+                panic!(
+                    "{method} {path} answered {status} with what is not JSON ({e}): {}",
+                    String::from_utf8_lossy(&bytes)
+                )
+            })
+        };
+        (status, value)
+    }
+}
+
+impl Api {
+    /// The operation `op` of `token`'s owner once its status is `status` (polled; a test fails
+    /// after 20 s naming what it waited for).
+    pub async fn wait_status(&self, op: &str, token: &str, status: &str) -> Value {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let (_, detail) = self
+                .call("GET", &format!("/v1/operations/{op}"), Some(token), None)
+                .await;
+            if detail["operation"]["status"] == status {
+                return detail;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "operation {op} never reached {status}: {detail}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+}
