@@ -6,5 +6,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod groups;
 mod isolation;
 mod leases;

@@ -45,12 +45,27 @@ pub fn runner(store: &Arc<SqlStore>, hub: &Arc<Hub>, base: &str) -> Arc<Runner> 
         Arc::clone(&catalog),
         true,
     ));
-    let host = rein_operation::Host::new(
+    let mut host = rein_operation::Host::new(
         store.clone(),
         models,
         catalog,
         rein_operation::profile::model_ref("openai/gpt-4o-mini").unwrap(),
     );
+    // As `rein serve` makes it: operations run on the server's surface (or its devices), and
+    // delegation finds each owner's stored agents.
+    host.surfaces = rein_operation::surface::Surfaces {
+        own: rein_core::spec::Surface::Server,
+        external: rein_operation::external::ExternalAgents::none(),
+        devices: true,
+    };
+    host.devices = Some(Arc::new(rein_operation::devices::StoredDevices(
+        Arc::clone(store) as Arc<dyn rein_store::Devices>,
+    )));
+    host.agents = Some(Arc::new(rein_operation::StoredAgents {
+        accounts: Arc::clone(store) as Arc<dyn Accounts>,
+        local_user: None,
+        fixed: BTreeMap::new(),
+    }));
     Arc::new(Runner::new(Arc::clone(store), Arc::clone(hub), host))
 }
 
@@ -152,6 +167,32 @@ impl Api {
                 "operation {op} never reached {status}: {detail}"
             );
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Api {
+    /// `POST /v1/operations` with `body`, expecting `202`: the operation's id.
+    pub async fn create_operation(&self, token: &str, body: Value) -> String {
+        let (status, created) = self
+            .call("POST", "/v1/operations", Some(token), Some(body))
+            .await;
+        assert_eq!(status, 202, "{created}");
+        created["operation_id"].as_str().unwrap().to_owned()
+    }
+
+    /// `POST /v1/agents` for each `(name, config)`, expecting `201`.
+    pub async fn create_agents(&self, token: &str, agents: &[(&str, Value)]) {
+        for (name, config) in agents {
+            let (status, body) = self
+                .call(
+                    "POST",
+                    "/v1/agents",
+                    Some(token),
+                    Some(serde_json::json!({"name": name, "config": config})),
+                )
+                .await;
+            assert_eq!(status, 201, "{body}");
         }
     }
 }
