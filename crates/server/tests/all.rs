@@ -9,3 +9,4 @@ mod common;
 mod groups;
 mod isolation;
 mod leases;
+mod topics;
