@@ -5,6 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod bad_requests;
 mod common;
 mod groups;
 mod isolation;

@@ -22,6 +22,8 @@ pub struct Api {
     pub app: AppState,
     /// The scripted model its operations call.
     pub model: Server,
+    /// Every answer's `method path` and status, in order.
+    answered: std::sync::Mutex<Vec<(String, u16)>>,
     _db: rein_testkit::E2eDatabase,
 }
 
@@ -89,6 +91,7 @@ impl Api {
         Self {
             app,
             model,
+            answered: std::sync::Mutex::default(),
             _db: db,
         }
     }
@@ -117,14 +120,27 @@ impl Api {
         token: Option<&str>,
         body: Option<Value>,
     ) -> (u16, Value) {
+        let body = body.map(|b| ("application/json", b.to_string()));
+        self.raw(method, path, token, body).await
+    }
+
+    /// `method path` with `token` and a body as given (content type, text): the status and
+    /// the JSON answer (`Null` when empty; a test fails when it is not JSON).
+    pub async fn raw(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: Option<(&str, String)>,
+    ) -> (u16, Value) {
         let mut req = Request::builder().method(method).uri(path);
         if let Some(t) = token {
             req = req.header("authorization", format!("Bearer {t}"));
         }
         let body = match body {
-            Some(b) => {
-                req = req.header("content-type", "application/json");
-                Body::from(b.to_string())
+            Some((content_type, text)) => {
+                req = req.header("content-type", content_type);
+                Body::from(text)
             }
             None => Body::empty(),
         };
@@ -133,6 +149,10 @@ impl Api {
             .await
             .unwrap();
         let status = resp.status().as_u16();
+        self.answered
+            .lock()
+            .unwrap()
+            .push((format!("{method} {path}"), status));
         let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
             .await
             .unwrap();
@@ -147,6 +167,17 @@ impl Api {
             })
         };
         (status, value)
+    }
+
+    /// The requests answered with a 5xx so far.
+    pub fn server_errors(&self) -> Vec<(String, u16)> {
+        self.answered
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, s)| *s >= 500)
+            .cloned()
+            .collect()
     }
 }
 
