@@ -12,8 +12,6 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-#[path = "serve/budgets.rs"]
-mod budgets;
 #[path = "serve/grants.rs"]
 mod grants;
 #[path = "serve/queue.rs"]
@@ -384,111 +382,6 @@ fn assert_gapless(seen: &[Message]) {
         assert_eq!(m.data["seq"].as_u64(), Some(*id));
     }
     assert!(seen.iter().any(|m| m.data["type"] == "done"));
-}
-
-#[tokio::test]
-async fn the_api_answers_a_question_once_with_the_one_decision_shape() {
-    let question = json!({
-        "question": "Deploy to production now?",
-        "options": [{"key": "yes", "label": "Deploy"}, {"key": "no", "label": "Wait"}]
-    });
-    let e = env(vec![
-        Canned::openai_tools(&[("q1", "ask_user__ask", &question.to_string())]),
-        Canned::openai_text("Holding the release."),
-    ])
-    .await;
-    let alice = e.token("alice").await;
-    let rein = e.start(&[]).await;
-    let (status, created) = e
-        .call(
-            &rein,
-            "POST",
-            "/v1/operations",
-            Some(&alice),
-            // Auto-run approves calls by itself; a question still waits for a person.
-            Some(json!({"input": "Ship it if I agree.", "approval": "auto-run"})),
-        )
-        .await;
-    assert_eq!(status, 202, "{created}");
-    let op = created["operation_id"].as_str().unwrap().to_owned();
-    let mut seen = Vec::new();
-    e.events(&rein, &op, &alice, None)
-        .await
-        .until("human_approve_required", &mut seen)
-        .await;
-    let path = format!("/v1/operations/{op}/interventions");
-    let (_, detail) = e
-        .call(
-            &rein,
-            "GET",
-            &format!("/v1/operations/{op}"),
-            Some(&alice),
-            None,
-        )
-        .await;
-    assert_eq!(detail["pending"][0]["call"]["identifier"], "ask_user");
-
-    // Decisions that do not fit the question: 422, naming why; nothing is decided.
-    for (decision, why) in [
-        (
-            json!({"tool_call_id": "q1", "decision": "approve"}),
-            "is a question",
-        ),
-        (
-            json!({"tool_call_id": "q1", "decision": "select", "option": "maybe"}),
-            "`maybe` is not one of the options: yes, no",
-        ),
-        (
-            json!({"tool_call_id": "q1", "decision": "answer"}),
-            "needs `text`",
-        ),
-    ] {
-        let (status, body) = e
-            .call(
-                &rein,
-                "POST",
-                &path,
-                Some(&alice),
-                Some(json!({"decisions": [decision]})),
-            )
-            .await;
-        assert_eq!(status, 422, "{body}");
-        assert_eq!(body["error"]["code"], "decision_does_not_fit");
-        let message = body["error"]["message"].as_str().unwrap();
-        assert!(message.contains(why), "{message}");
-    }
-    let answer =
-        json!({"decisions": [{"tool_call_id": "q1", "decision": "select", "option": "no"}]});
-    let (status, body) = e
-        .call(&rein, "POST", &path, Some(&alice), Some(answer.clone()))
-        .await;
-    assert_eq!(status, 202, "{body}");
-    eventually("the answer recorded", || async {
-        let (_, list) = e.call(&rein, "GET", &path, Some(&alice), None).await;
-        (list[0]["status"] == "answered").then_some(list)
-    })
-    .await;
-    let (status, body) = e
-        .call(&rein, "POST", &path, Some(&alice), Some(answer))
-        .await;
-    assert_eq!(status, 409, "a question is answered once: {body}");
-    assert_eq!(body["error"]["message"], "tool call q1 was already decided");
-    eventually("the operation done", || async {
-        let (_, detail) = e
-            .call(
-                &rein,
-                "GET",
-                &format!("/v1/operations/{op}"),
-                Some(&alice),
-                None,
-            )
-            .await;
-        (detail["operation"]["status"] == "done").then_some(())
-    })
-    .await;
-    let requests = e.model.requests();
-    assert_eq!(requests.len(), 2);
-    assert_eq!(requests[1].tool_result("q1"), "The user chose `no` (Wait).");
 }
 
 #[tokio::test]

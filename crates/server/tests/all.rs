@@ -6,8 +6,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod bad_requests;
+mod budgets;
 mod common;
 mod groups;
 mod isolation;
 mod leases;
+mod questions;
 mod topics;

@@ -182,23 +182,15 @@ impl Api {
 }
 
 impl Api {
-    /// The operation `op` of `token`'s owner once its status is `status` (polled; a test fails
-    /// after 20 s naming what it waited for).
+    /// The operation `op` of `token`'s owner once its status is `status`.
     pub async fn wait_status(&self, op: &str, token: &str, status: &str) -> Value {
-        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
-        loop {
+        eventually(&format!("operation {op} reaching {status}"), || async {
             let (_, detail) = self
                 .call("GET", &format!("/v1/operations/{op}"), Some(token), None)
                 .await;
-            if detail["operation"]["status"] == status {
-                return detail;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "operation {op} never reached {status}: {detail}"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+            (detail["operation"]["status"] == status).then_some(detail)
+        })
+        .await
     }
 }
 
@@ -225,5 +217,24 @@ impl Api {
                 .await;
             assert_eq!(status, 201, "{body}");
         }
+    }
+}
+
+/// Poll `probe` every 20 ms until it gives `Some`; when 20 s pass first, the test fails naming
+/// `what` (a deadline for a loaded machine, never a fixed wait).
+pub async fn eventually<T, F>(what: &str, mut probe: impl FnMut() -> F) -> T
+where
+    F: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        if let Some(v) = probe().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what} did not happen within 20 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
