@@ -12,8 +12,6 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-#[path = "serve/grants.rs"]
-mod grants;
 #[path = "serve/queue.rs"]
 mod queue;
 #[path = "serve/replicas.rs"]

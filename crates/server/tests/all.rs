@@ -8,6 +8,7 @@
 mod bad_requests;
 mod budgets;
 mod common;
+mod grants;
 mod groups;
 mod isolation;
 mod leases;

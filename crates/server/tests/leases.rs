@@ -29,8 +29,8 @@ async fn an_orphaned_operation_is_resumed_by_one_of_two_runners_sharing_a_databa
     // Two processes: each its own hub.
     let base = format!("http://{model}");
     let (a, b) = (
-        crate::common::runner(&store, &Arc::new(Hub::default()), &base),
-        crate::common::runner(&store, &Arc::new(Hub::default()), &base),
+        crate::common::runner(&store, &Arc::new(Hub::default()), &base, None),
+        crate::common::runner(&store, &Arc::new(Hub::default()), &base, None),
     );
     assert_ne!(a.node, b.node);
     // Accepted by the API, never started: what a crash right after the 202 leaves.

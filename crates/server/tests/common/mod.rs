@@ -28,7 +28,12 @@ pub struct Api {
 }
 
 /// A runner whose operations call the OpenAI-protocol model at `base` (`http://host:port`).
-pub fn runner(store: &Arc<SqlStore>, hub: &Arc<Hub>, base: &str) -> Arc<Runner> {
+pub fn runner(
+    store: &Arc<SqlStore>,
+    hub: &Arc<Hub>,
+    base: &str,
+    working_directory: Option<String>,
+) -> Arc<Runner> {
     let base = format!("{base}/v1");
     let registry = Registry::new(
         Registry::builtin_presets_json(),
@@ -63,6 +68,7 @@ pub fn runner(store: &Arc<SqlStore>, hub: &Arc<Hub>, base: &str) -> Arc<Runner> 
     host.devices = Some(Arc::new(rein_operation::devices::StoredDevices(
         Arc::clone(store) as Arc<dyn rein_store::Devices>,
     )));
+    host.working_directory = working_directory;
     host.agents = Some(Arc::new(rein_operation::StoredAgents {
         accounts: Arc::clone(store) as Arc<dyn Accounts>,
         local_user: None,
@@ -72,15 +78,30 @@ pub fn runner(store: &Arc<SqlStore>, hub: &Arc<Hub>, base: &str) -> Arc<Runner> 
 }
 
 impl Api {
-    /// A server whose model answers with `responses`, in order.
+    /// A server whose model answers with `responses`, in order; its operations have no
+    /// working directory (no file or shell access), as `rein serve` without `--workdir`.
     pub async fn new(responses: Vec<Canned>) -> Self {
+        Self::serving(responses, false).await
+    }
+
+    /// As [`Api::new`], with `dir/work` as its operations' working directory (`--workdir`).
+    pub async fn with_workdir(responses: Vec<Canned>) -> Self {
+        Self::serving(responses, true).await
+    }
+
+    async fn serving(responses: Vec<Canned>, workdir: bool) -> Self {
         let dir = std::env::temp_dir().join(format!("rein-api-{}", OperationId::new()));
         std::fs::create_dir_all(&dir).unwrap();
         let db = rein_testkit::E2eDatabase::new(&dir).await;
         let store = Arc::new(SqlStore::open(&db.url, Synchronous::Normal).await.unwrap());
         let model = serve(responses, 3).await;
         let hub = Arc::new(Hub::default());
-        let runner = runner(&store, &hub, &model.base);
+        let work = workdir.then(|| {
+            let work = dir.join("work");
+            std::fs::create_dir_all(&work).unwrap();
+            work.to_string_lossy().into_owned()
+        });
+        let runner = runner(&store, &hub, &model.base, work);
         let app = Arc::new(App::new(
             store,
             runner,
@@ -236,5 +257,62 @@ where
             "{what} did not happen within 20 s"
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+impl Api {
+    /// `GET path` with `token`: the status and the body as text.
+    pub async fn text(&self, path: &str, token: &str) -> (u16, String) {
+        let req = Request::builder()
+            .uri(path)
+            .header("authorization", format!("Bearer {token}"))
+            .body(Body::empty())
+            .unwrap();
+        let resp = rein_server::router(Arc::clone(&self.app))
+            .oneshot(req)
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
+        let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        (status, String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// The committed events of `op` so far, from its SSE stream read to the end of the log
+    /// (`follow=false`): each `data:` as JSON.
+    pub async fn events(&self, op: &str, token: &str) -> Vec<Value> {
+        let (status, text) = self
+            .text(
+                &format!("/v1/operations/{op}/events?follow=false&live=false"),
+                token,
+            )
+            .await;
+        assert_eq!(status, 200, "{text}");
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect()
+    }
+}
+
+impl Api {
+    /// Approve every call `detail` (an operation's `GET`) lists as pending, expecting `202`.
+    pub async fn approve_all(&self, op: &str, token: &str, detail: &Value) {
+        let decisions: Vec<Value> = detail["pending"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| serde_json::json!({"tool_call_id": p["call"]["id"], "decision": "approve"}))
+            .collect();
+        let (status, body) = self
+            .call(
+                "POST",
+                &format!("/v1/operations/{op}/interventions"),
+                Some(token),
+                Some(serde_json::json!({ "decisions": decisions })),
+            )
+            .await;
+        assert_eq!(status, 202, "{body}");
     }
 }

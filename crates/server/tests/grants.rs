@@ -5,22 +5,23 @@
 //! apply in another; revoking it takes effect at the next call; another user's grants are
 //! invisible.
 
-use super::*;
+use crate::common::Api;
+use rein_model::testing::Canned;
+use serde_json::{Value, json};
 
 fn shell(id: &str, command: &str) -> Canned {
     Canned::openai_tools(&[(id, "shell__run", &json!({"command": command}).to_string())])
 }
 
 /// The operation's detail once it waits for a person.
-async fn waiting(e: &Env, rein: &Rein, token: &str, body: Value) -> (String, Value) {
-    let op = e.create_operation(rein, token, body).await;
-    let detail = wait_status(e, rein, &op, token, "waiting_for_human").await;
+async fn waiting(e: &Api, token: &str, body: Value) -> (String, Value) {
+    let op = e.create_operation(token, body).await;
+    let detail = e.wait_status(&op, token, "waiting_for_human").await;
     (op, detail)
 }
 
-async fn decide(e: &Env, rein: &Rein, token: &str, op: &str, decision: Value) -> (u16, Value) {
+async fn decide(e: &Api, token: &str, op: &str, decision: Value) -> (u16, Value) {
     e.call(
-        rein,
         "POST",
         &format!("/v1/operations/{op}/interventions"),
         Some(token),
@@ -29,9 +30,9 @@ async fn decide(e: &Env, rein: &Rein, token: &str, op: &str, decision: Value) ->
     .await
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_always_grant_runs_harmless_calls_unasked_never_blacklisted_ones_and_revokes_at_once() {
-    let e = env(vec![
+    let e = Api::with_workdir(vec![
         // 1, conversation T: asks (manual mode: the shell's policy), granted for T.
         shell("s1", "echo one"),
         Canned::openai_text("one"),
@@ -45,21 +46,10 @@ async fn an_always_grant_runs_harmless_calls_unasked_never_blacklisted_ones_and_
         shell("s5", "echo four"),
     ])
     .await;
-    let work = e.dir.join("work");
-    std::fs::create_dir_all(&work).unwrap();
     let alice = e.token("alice").await;
     let bob = e.token("bob").await;
-    let rein = e
-        .start_with(&["--workdir", &work.display().to_string()], &[])
-        .await;
 
-    let (op1, detail) = waiting(
-        &e,
-        &rein,
-        &alice,
-        json!({"input": "one", "topic": "t-grants"}),
-    )
-    .await;
+    let (op1, detail) = waiting(&e, &alice, json!({"input": "one", "topic": "t-grants"})).await;
     let reason = &detail["pending"][0]["reason"];
     assert_eq!(reason["source"], "tool_policy", "{detail}");
     assert_eq!(reason["rule"], "tool:shell/run");
@@ -72,17 +62,16 @@ async fn an_always_grant_runs_harmless_calls_unasked_never_blacklisted_ones_and_
         "{reason}"
     );
     // The event carries the same reason.
-    let mut seen = Vec::new();
-    e.events(&rein, &op1, &alice, None)
-        .await
-        .until("human_approve_required", &mut seen)
-        .await;
-    assert_eq!(&seen.last().unwrap().data["reasons"]["s1"], reason);
+    let seen = e.events(&op1, &alice).await;
+    let asked = seen
+        .iter()
+        .rfind(|v| v["type"] == "human_approve_required")
+        .unwrap();
+    assert_eq!(&asked["reasons"]["s1"], reason);
 
     // `grant` goes with approve only.
     let (status, body) = decide(
         &e,
-        &rein,
         &alice,
         &op1,
         json!({"tool_call_id": "s1", "decision": "reject", "grant": "topic"}),
@@ -94,15 +83,14 @@ async fn an_always_grant_runs_harmless_calls_unasked_never_blacklisted_ones_and_
     );
     let (status, body) = decide(
         &e,
-        &rein,
         &alice,
         &op1,
         json!({"tool_call_id": "s1", "decision": "approve", "grant": "topic"}),
     )
     .await;
     assert_eq!(status, 202, "{body}");
-    wait_status(&e, &rein, &op1, &alice, "done").await;
-    let (_, grants) = e.call(&rein, "GET", "/v1/grants", Some(&alice), None).await;
+    e.wait_status(&op1, &alice, "done").await;
+    let (_, grants) = e.call("GET", "/v1/grants", Some(&alice), None).await;
     let grant = grants["grants"][0].clone();
     assert_eq!(
         (&grant["tool"], &grant["scope"], &grant["target"]),
@@ -112,13 +100,7 @@ async fn an_always_grant_runs_harmless_calls_unasked_never_blacklisted_ones_and_
     let id = grant["id"].as_str().unwrap().to_owned();
 
     // 2: the harmless call ran unasked, the blacklisted one asks every time.
-    let (op2, detail) = waiting(
-        &e,
-        &rein,
-        &alice,
-        json!({"input": "two", "topic": "t-grants"}),
-    )
-    .await;
+    let (op2, detail) = waiting(&e, &alice, json!({"input": "two", "topic": "t-grants"})).await;
     assert_eq!(detail["pending"].as_array().unwrap().len(), 1, "{detail}");
     assert_eq!(detail["pending"][0]["call"]["id"], "s3");
     let reason = &detail["pending"][0]["reason"];
@@ -137,7 +119,6 @@ async fn an_always_grant_runs_harmless_calls_unasked_never_blacklisted_ones_and_
     );
     let (status, body) = decide(
         &e,
-        &rein,
         &alice,
         &op2,
         json!({"tool_call_id": "s3", "decision": "approve", "grant": "topic"}),
@@ -151,7 +132,6 @@ async fn an_always_grant_runs_harmless_calls_unasked_never_blacklisted_ones_and_
     // Nothing was decided by the refused request.
     let (_, list) = e
         .call(
-            &rein,
             "GET",
             &format!("/v1/operations/{op2}/interventions"),
             Some(&alice),
@@ -167,14 +147,13 @@ async fn an_always_grant_runs_harmless_calls_unasked_never_blacklisted_ones_and_
     assert_eq!(s2["status"], "pending");
     let (status, _) = decide(
         &e,
-        &rein,
         &alice,
         &op2,
         json!({"tool_call_id": "s3", "decision": "reject", "reason": "never"}),
     )
     .await;
     assert_eq!(status, 202);
-    wait_status(&e, &rein, &op2, &alice, "done").await;
+    e.wait_status(&op2, &alice, "done").await;
     let requests = e.model.requests();
     assert!(
         requests[3]
@@ -186,56 +165,44 @@ async fn an_always_grant_runs_harmless_calls_unasked_never_blacklisted_ones_and_
     );
 
     // 3: another conversation asks.
-    let (_, detail) = waiting(
-        &e,
-        &rein,
-        &alice,
-        json!({"input": "three", "topic": "t-other"}),
-    )
-    .await;
+    let (_, detail) = waiting(&e, &alice, json!({"input": "three", "topic": "t-other"})).await;
     assert_eq!(detail["pending"][0]["call"]["id"], "s4");
 
     // Another user neither sees nor revokes it.
     let path = format!("/v1/grants/{id}");
-    let (status, _) = e.call(&rein, "GET", &path, Some(&bob), None).await;
+    let (status, _) = e.call("GET", &path, Some(&bob), None).await;
     assert_eq!(status, 404);
-    let (status, _) = e.call(&rein, "DELETE", &path, Some(&bob), None).await;
+    let (status, _) = e.call("DELETE", &path, Some(&bob), None).await;
     assert_eq!(status, 404);
     let (status, body) = e
-        .call(&rein, "GET", "/v1/grants/grant_nope", Some(&alice), None)
+        .call("GET", "/v1/grants/grant_nope", Some(&alice), None)
         .await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (400, Some("invalid_request"))
     );
     let (status, body) = e
-        .call(&rein, "GET", "/v1/grants?target=", Some(&alice), None)
+        .call("GET", "/v1/grants?target=", Some(&alice), None)
         .await;
     assert_eq!(status, 400, "an empty target is not one: {body}");
 
     // 4: revoked, T asks again at once.
-    let (status, revoked) = e.call(&rein, "DELETE", &path, Some(&alice), None).await;
+    let (status, revoked) = e.call("DELETE", &path, Some(&alice), None).await;
     assert_eq!(status, 200, "{revoked}");
     assert!(revoked["revoked_at"].is_string());
-    let (_, detail) = waiting(
-        &e,
-        &rein,
-        &alice,
-        json!({"input": "four", "topic": "t-grants"}),
-    )
-    .await;
+    let (_, detail) = waiting(&e, &alice, json!({"input": "four", "topic": "t-grants"})).await;
     assert_eq!(detail["pending"][0]["call"]["id"], "s5");
     let (_, listed) = e
-        .call(&rein, "GET", "/v1/grants?revoked=true", Some(&alice), None)
+        .call("GET", "/v1/grants?revoked=true", Some(&alice), None)
         .await;
     assert_eq!(listed["grants"].as_array().unwrap().len(), 1);
-    let (_, active) = e.call(&rein, "GET", "/v1/grants", Some(&alice), None).await;
+    let (_, active) = e.call("GET", "/v1/grants", Some(&alice), None).await;
     assert!(active["grants"].as_array().unwrap().is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_allow_list_set_on_the_request_runs_the_calculator_unasked_and_parks_on_the_shell() {
-    let e = env(vec![
+    let e = Api::with_workdir(vec![
         Canned::openai_tools(&[
             (
                 "c1",
@@ -251,15 +218,9 @@ async fn an_allow_list_set_on_the_request_runs_the_calculator_unasked_and_parks_
         Canned::openai_text("42 and hi"),
     ])
     .await;
-    let work = e.dir.join("work");
-    std::fs::create_dir_all(&work).unwrap();
     let alice = e.token("alice").await;
-    let rein = e
-        .start_with(&["--workdir", &work.display().to_string()], &[])
-        .await;
     let (status, body) = e
         .call(
-            &rein,
             "POST",
             "/v1/operations",
             Some(&alice),
@@ -269,7 +230,6 @@ async fn an_allow_list_set_on_the_request_runs_the_calculator_unasked_and_parks_
     assert_eq!(status, 400, "{body}");
     let (op, detail) = waiting(
         &e,
-        &rein,
         &alice,
         json!({"input": "sum and greet", "approval": "allow-list", "allow": ["calculator"]}),
     )
@@ -280,13 +240,13 @@ async fn an_allow_list_set_on_the_request_runs_the_calculator_unasked_and_parks_
     assert_eq!(pending[0]["call"]["id"], "s1");
     assert_eq!(pending[0]["reason"]["source"], "mode");
     assert_eq!(pending[0]["reason"]["rule"], "approval_mode:allow_list");
-    approve_all(&e, &rein, &op, &alice, &detail).await;
-    wait_status(&e, &rein, &op, &alice, "done").await;
+    e.approve_all(&op, &alice, &detail).await;
+    e.wait_status(&op, &alice, "done").await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agents_tool_rules_decide_before_the_tools_policy_and_the_blacklist_before_both() {
-    let e = env(vec![
+    let e = Api::with_workdir(vec![
         // `echo …` never asks under the agent's rule; `git push` always does; `cat .env` is
         // the blacklist's (reading credentials), whatever the rule says.
         shell("s1", "echo ruled"),
@@ -295,19 +255,14 @@ async fn an_agents_tool_rules_decide_before_the_tools_policy_and_the_blacklist_b
         shell("s3", "cat .env"),
     ])
     .await;
-    let work = e.dir.join("work");
-    std::fs::create_dir_all(&work).unwrap();
     let alice = e.token("alice").await;
-    let rein = e
-        .start_with(&["--workdir", &work.display().to_string()], &[])
-        .await;
     let rules = json!({"shell": [
         {"match": {"command": "git push*"}, "policy": "always"},
         {"policy": "never"}
     ]});
     let post_agent = |name: &str, config: Value| {
         let body = json!({ "name": name, "config": config });
-        e.call(&rein, "POST", "/v1/agents", Some(&alice), Some(body))
+        e.call("POST", "/v1/agents", Some(&alice), Some(body))
     };
     // Rules that cannot be used are refused naming the tool: a policy that is not one, a key
     // that is not a tool, a regex that does not compile (what the document cannot say).
@@ -338,9 +293,9 @@ async fn an_agents_tool_rules_decide_before_the_tools_policy_and_the_blacklist_b
         json!({"type": "exact", "pattern": "ls"}),
         "{body}"
     );
-    e.create_agents(&rein, &alice, &[("ruled", json!({"tool_rules": rules}))])
+    e.create_agents(&alice, &[("ruled", json!({"tool_rules": rules}))])
         .await;
-    let (op, detail) = waiting(&e, &rein, &alice, json!({"input": "go", "agent": "ruled"})).await;
+    let (op, detail) = waiting(&e, &alice, json!({"input": "go", "agent": "ruled"})).await;
     // s1 ran under the rule; s2 asks because of it.
     assert_eq!(detail["pending"][0]["call"]["id"], "s2", "{detail}");
     let reason = &detail["pending"][0]["reason"];
@@ -348,15 +303,9 @@ async fn an_agents_tool_rules_decide_before_the_tools_policy_and_the_blacklist_b
         (&reason["source"], &reason["rule"]),
         (&json!("tool_policy"), &json!("tool_rule:shell/run"))
     );
-    approve_all(&e, &rein, &op, &alice, &detail).await;
-    wait_status(&e, &rein, &op, &alice, "done").await;
-    let (_, detail) = waiting(
-        &e,
-        &rein,
-        &alice,
-        json!({"input": "read it", "agent": "ruled"}),
-    )
-    .await;
+    e.approve_all(&op, &alice, &detail).await;
+    e.wait_status(&op, &alice, "done").await;
+    let (_, detail) = waiting(&e, &alice, json!({"input": "read it", "agent": "ruled"})).await;
     let reason = &detail["pending"][0]["reason"];
     assert_eq!(
         (&reason["source"], &reason["rule"], &reason["every_time"]),
