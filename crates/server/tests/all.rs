@@ -5,6 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod activity;
 mod bad_requests;
 mod budgets;
 mod common;
@@ -13,4 +14,5 @@ mod groups;
 mod isolation;
 mod leases;
 mod questions;
+mod resume;
 mod topics;

@@ -316,3 +316,31 @@ impl Api {
         assert_eq!(status, 202, "{body}");
     }
 }
+
+/// The model calls the calculator: call `id` evaluating `expr`.
+pub fn calc(id: &str, expr: &str) -> Canned {
+    Canned::openai_tools(&[(
+        id,
+        "calculator__evaluate",
+        &serde_json::json!({"expression": expr}).to_string(),
+    )])
+}
+
+impl Api {
+    /// The detail of operation `op` once `check` holds for it (`what` names it in a failure).
+    pub async fn wait_detail(
+        &self,
+        op: &str,
+        token: &str,
+        what: &str,
+        check: impl Fn(&Value) -> bool,
+    ) -> Value {
+        eventually(&format!("operation {op} getting {what}"), || async {
+            let (_, detail) = self
+                .call("GET", &format!("/v1/operations/{op}"), Some(token), None)
+                .await;
+            check(&detail).then_some(detail)
+        })
+        .await
+    }
+}

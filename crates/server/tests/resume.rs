@@ -1,0 +1,74 @@
+//! `POST …/resume` continues an interrupted operation and refuses a finished one.
+
+use crate::common::{Api, calc, eventually};
+use rein_model::testing::Canned;
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn post_resume_continues_an_interrupted_operation_and_refuses_a_finished_one() {
+    // 120 tokens per call against a limit of 100 with policy `interrupt`: each model call
+    // interrupts the operation, resumably.
+    let e = Api::new(vec![calc("c1", "6*7"), Canned::openai_text("42.")]).await;
+    let alice = e.token("alice").await;
+    let op = e
+        .create_operation(
+            &alice,
+            json!({"input": "6*7?", "token_limit": 100, "budget_policy": "interrupt"}),
+        )
+        .await;
+    e.wait_status(&op, &alice, "interrupted").await;
+    assert_eq!(e.model.requests().len(), 1);
+    let bob = e.token("bob").await;
+    let (status, _) = e
+        .call(
+            "POST",
+            &format!("/v1/operations/{op}/resume"),
+            Some(&bob),
+            None,
+        )
+        .await;
+    assert_eq!(status, 404, "another user cannot resume it");
+    let (status, body) = e
+        .call(
+            "POST",
+            &format!("/v1/operations/{op}/resume"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    // One more model call, then the budget interrupts it again. The call the budget stopped
+    // before it ran is settled, not run behind the user's back: the model reads that it was
+    // interrupted.
+    eventually("the resumed operation's second model call", || async {
+        (e.model.requests().len() == 2).then_some(())
+    })
+    .await;
+    let detail = e.wait_status(&op, &alice, "interrupted").await;
+    let result = e.model.requests()[1].tool_result("c1");
+    assert!(result.contains("interrupted"), "{result}");
+    assert_eq!(detail["operation"]["total_tokens"], 240, "{detail:#}");
+    // Cancelled, it can no longer be resumed.
+    let (status, _) = e
+        .call(
+            "POST",
+            &format!("/v1/operations/{op}/cancel"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(status, 202);
+    e.wait_detail(&op, &alice, "a terminal status", |d| {
+        d["operation"]["status"] != "interrupted" || d["operation"]["finish_reason"].is_string()
+    })
+    .await;
+    let (status, body) = e
+        .call(
+            "POST",
+            &format!("/v1/operations/{op}/resume"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+}
