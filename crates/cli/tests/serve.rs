@@ -4,6 +4,7 @@
 
 use rein_core::OperationId;
 use rein_model::testing::{Canned, Server, serve};
+use rein_testkit::eventually;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -1798,25 +1799,6 @@ fn delegate(title: &str, task: &str, agent: &str) -> Canned {
 
 fn shell_call(id: &str) -> Canned {
     Canned::openai_tools(&[(id, "shell__run", &json!({"command": "echo hi"}).to_string())])
-}
-
-/// Poll `probe` every 50 ms until it gives `Some`; when 20 s pass first, the test fails
-/// naming `what` (a deadline for a loaded machine, never a fixed wait).
-async fn eventually<T, F>(what: &str, mut probe: impl FnMut() -> F) -> T
-where
-    F: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(v) = probe().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{what} did not happen within 20 s"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// Wait until the operation's status is `status`.

@@ -281,6 +281,25 @@ pub fn pdf(pages: &[&str]) -> Vec<u8> {
     out
 }
 
+/// Poll `probe` every 20 ms until it gives `Some`; when 20 s pass first, the test fails naming
+/// `what`. A deadline for a loaded machine, never a fixed wait.
+pub async fn eventually<T, F>(what: &str, mut probe: impl FnMut() -> F) -> T
+where
+    F: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        if let Some(v) = probe().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what} did not happen within 20 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::ci_value;

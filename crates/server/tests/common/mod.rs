@@ -16,6 +16,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use tower::ServiceExt;
 
+pub use rein_testkit::eventually;
+
 /// A server's app with its model and database.
 pub struct Api {
     /// The app every request reaches.
@@ -238,25 +240,6 @@ impl Api {
                 .await;
             assert_eq!(status, 201, "{body}");
         }
-    }
-}
-
-/// Poll `probe` every 20 ms until it gives `Some`; when 20 s pass first, the test fails naming
-/// `what` (a deadline for a loaded machine, never a fixed wait).
-pub async fn eventually<T, F>(what: &str, mut probe: impl FnMut() -> F) -> T
-where
-    F: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
-    loop {
-        if let Some(v) = probe().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{what} did not happen within 20 s"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
 
