@@ -17,6 +17,74 @@ use std::cmp::Ordering;
 
 pub use number::Number;
 
+/// Why an expression has no value; the text is what the model reads.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum CalcError {
+    /// `x / 0` or `x % 0`.
+    #[error("division by zero")]
+    DivisionByZero,
+    /// `0 ^ -n`.
+    #[error("division by zero (0 raised to a negative power)")]
+    ZeroToNegativePower,
+    /// A `(` without its `)`; the position is 1-based.
+    #[error("expected ')' at position {0}")]
+    Unclosed(usize),
+    /// Digits and dots that are not one number.
+    #[error("invalid number '{0}'")]
+    InvalidNumber(String),
+    /// A name that is neither a constant nor followed by `(`.
+    #[error("unknown name '{name}' at position {at}")]
+    UnknownName {
+        /// The name, lower case.
+        name: String,
+        /// Where it starts, 1-based.
+        at: usize,
+    },
+    /// A character nothing expects there.
+    #[error("unexpected '{found}' at position {at}")]
+    Unexpected {
+        /// The character.
+        found: char,
+        /// Where, 1-based.
+        at: usize,
+    },
+    /// The text ended inside the expression.
+    #[error("unexpected end of expression")]
+    End,
+    /// A function given the wrong number of arguments.
+    #[error("{name} takes {takes} argument{}, got {got}", if *takes == 1 { "" } else { "s" })]
+    Arity {
+        /// The function.
+        name: String,
+        /// How many it takes.
+        takes: usize,
+        /// How many it got.
+        got: usize,
+    },
+    /// `min()` or `max()` of nothing.
+    #[error("{0} takes at least 1 argument")]
+    NoArguments(String),
+    /// An argument outside the function's domain.
+    #[error("{name} {needs}, got {got}")]
+    Domain {
+        /// The function.
+        name: String,
+        /// What it needs (`needs a positive argument`).
+        needs: &'static str,
+        /// What it got.
+        got: String,
+    },
+    /// `sqrt` of a negative number.
+    #[error("sqrt of a negative number ({0})")]
+    NegativeRoot(String),
+    /// A function rein does not have.
+    #[error("unknown function '{0}'")]
+    UnknownFunction(String),
+    /// The value overflowed or is not a number.
+    #[error("the result is not a finite number")]
+    NotFinite,
+}
+
 /// The calculator tool.
 pub struct Calculator;
 
@@ -90,7 +158,7 @@ impl Parser<'_> {
         self.s.get(self.pos).copied()
     }
 
-    fn expr(&mut self) -> Result<Number, String> {
+    fn expr(&mut self) -> Result<Number, CalcError> {
         let mut v = self.term()?;
         while let Some(op @ (b'+' | b'-')) = self.peek() {
             self.pos += 1;
@@ -100,14 +168,14 @@ impl Parser<'_> {
         Ok(v)
     }
 
-    fn term(&mut self) -> Result<Number, String> {
+    fn term(&mut self) -> Result<Number, CalcError> {
         let mut v = self.power()?;
         while let Some(op @ (b'*' | b'/' | b'%')) = self.peek() {
             self.pos += 1;
             let r = self.power()?;
             v = match op {
                 b'*' => v * r,
-                _ if r.is_zero() => return Err("division by zero".into()),
+                _ if r.is_zero() => return Err(CalcError::DivisionByZero),
                 b'/' => v / r,
                 _ => v % r,
             };
@@ -115,20 +183,20 @@ impl Parser<'_> {
         Ok(v)
     }
 
-    fn power(&mut self) -> Result<Number, String> {
+    fn power(&mut self) -> Result<Number, CalcError> {
         let base = self.unary()?;
         if self.peek() == Some(b'^') {
             self.pos += 1;
             let exp = self.power()?;
             if base.is_zero() && exp.cmp_value(Number::int(0)) == Ordering::Less {
-                return Err("division by zero (0 raised to a negative power)".into());
+                return Err(CalcError::ZeroToNegativePower);
             }
             return Ok(base.pow(exp));
         }
         Ok(base)
     }
 
-    fn unary(&mut self) -> Result<Number, String> {
+    fn unary(&mut self) -> Result<Number, CalcError> {
         match self.peek() {
             Some(b'-') => {
                 self.pos += 1;
@@ -142,13 +210,13 @@ impl Parser<'_> {
         }
     }
 
-    fn atom(&mut self) -> Result<Number, String> {
+    fn atom(&mut self) -> Result<Number, CalcError> {
         match self.peek() {
             Some(b'(') => {
                 self.pos += 1;
                 let v = self.expr()?;
                 if self.peek() != Some(b')') {
-                    return Err(format!("expected ')' at position {}", self.pos + 1));
+                    return Err(CalcError::Unclosed(self.pos + 1));
                 }
                 self.pos += 1;
                 Ok(v)
@@ -160,9 +228,10 @@ impl Parser<'_> {
                 {
                     self.pos += 1;
                 }
-                let text =
-                    std::str::from_utf8(&self.s[start..self.pos]).map_err(|e| e.to_string())?;
-                Number::parse_decimal(text).ok_or_else(|| format!("invalid number '{text}'"))
+                // Digits and dots only: ASCII, so always UTF-8.
+                let text = String::from_utf8_lossy(&self.s[start..self.pos]);
+                Number::parse_decimal(&text)
+                    .ok_or_else(|| CalcError::InvalidNumber(text.into_owned()))
             }
             Some(c) if c.is_ascii_alphabetic() => {
                 let start = self.pos;
@@ -173,14 +242,16 @@ impl Parser<'_> {
                 {
                     self.pos += 1;
                 }
-                let name = std::str::from_utf8(&self.s[start..self.pos])
-                    .map_err(|e| e.to_string())?
-                    .to_ascii_lowercase();
+                // ASCII letters, digits and `_` only.
+                let name = String::from_utf8_lossy(&self.s[start..self.pos]).to_ascii_lowercase();
                 if self.peek() != Some(b'(') {
                     return match name.as_str() {
                         "pi" => Ok(Number::Approx(std::f64::consts::PI)),
                         "e" => Ok(Number::Approx(std::f64::consts::E)),
-                        _ => Err(format!("unknown name '{name}' at position {}", start + 1)),
+                        _ => Err(CalcError::UnknownName {
+                            name,
+                            at: start + 1,
+                        }),
                     };
                 }
                 self.pos += 1;
@@ -190,17 +261,16 @@ impl Parser<'_> {
                     args.push(self.expr()?);
                 }
                 if self.peek() != Some(b')') {
-                    return Err(format!("expected ')' at position {}", self.pos + 1));
+                    return Err(CalcError::Unclosed(self.pos + 1));
                 }
                 self.pos += 1;
                 call(&name, &args)
             }
-            Some(c) => Err(format!(
-                "unexpected '{}' at position {}",
-                c as char,
-                self.pos + 1
-            )),
-            None => Err("unexpected end of expression".into()),
+            Some(c) => Err(CalcError::Unexpected {
+                found: c as char,
+                at: self.pos + 1,
+            }),
+            None => Err(CalcError::End),
         }
     }
 }
@@ -208,16 +278,19 @@ impl Parser<'_> {
 /// Apply a named function; errors name the function and what was wrong. Functions that keep
 /// exactness (abs, round, floor, ceil, min, max, pow) work on exact values; the others go
 /// through floating point.
-fn call(name: &str, args: &[Number]) -> Result<Number, String> {
+fn call(name: &str, args: &[Number]) -> Result<Number, CalcError> {
     let arity = |n: usize| {
         if args.len() == n {
             Ok(())
         } else {
-            let s = if n == 1 { "" } else { "s" };
-            Err(format!("{name} takes {n} argument{s}, got {}", args.len()))
+            Err(CalcError::Arity {
+                name: name.to_owned(),
+                takes: n,
+                got: args.len(),
+            })
         }
     };
-    let float = |f: fn(f64) -> f64| -> Result<Number, String> {
+    let float = |f: fn(f64) -> f64| -> Result<Number, CalcError> {
         arity(1)?;
         Ok(Number::Approx(f(args[0].to_f64())))
     };
@@ -235,7 +308,7 @@ fn call(name: &str, args: &[Number]) -> Result<Number, String> {
             args.iter()
                 .copied()
                 .reduce(|a, b| if b.cmp_value(a) == want { b } else { a })
-                .ok_or_else(|| format!("{name} takes at least 1 argument"))
+                .ok_or_else(|| CalcError::NoArguments(name.to_owned()))
         }
         "pow" => {
             arity(2)?;
@@ -245,7 +318,7 @@ fn call(name: &str, args: &[Number]) -> Result<Number, String> {
             arity(1)?;
             let x = args[0];
             if x.cmp_value(Number::int(0)) == Ordering::Less {
-                return Err(format!("sqrt of a negative number ({x})"));
+                return Err(CalcError::NegativeRoot(x.to_string()));
             }
             // A perfect square of an exact value stays exact (sqrt(2.25) = 1.5).
             let root = x.to_f64().sqrt();
@@ -264,10 +337,11 @@ fn call(name: &str, args: &[Number]) -> Result<Number, String> {
             arity(1)?;
             let x = args[0].to_f64();
             if !(-1.0..=1.0).contains(&x) {
-                return Err(format!(
-                    "{name} needs an argument in [-1, 1], got {}",
-                    args[0]
-                ));
+                return Err(CalcError::Domain {
+                    name: name.to_owned(),
+                    needs: "needs an argument in [-1, 1]",
+                    got: args[0].to_string(),
+                });
             }
             Ok(Number::Approx(if name == "asin" {
                 x.asin()
@@ -278,7 +352,11 @@ fn call(name: &str, args: &[Number]) -> Result<Number, String> {
         "ln" | "log10" | "log2" => {
             arity(1)?;
             if args[0].cmp_value(Number::int(0)) != Ordering::Greater {
-                return Err(format!("{name} needs a positive argument, got {}", args[0]));
+                return Err(CalcError::Domain {
+                    name: name.to_owned(),
+                    needs: "needs a positive argument",
+                    got: args[0].to_string(),
+                });
             }
             let x = args[0].to_f64();
             Ok(Number::Approx(match name {
@@ -287,26 +365,25 @@ fn call(name: &str, args: &[Number]) -> Result<Number, String> {
                 _ => x.log2(),
             }))
         }
-        _ => Err(format!("unknown function '{name}'")),
+        _ => Err(CalcError::UnknownFunction(name.to_owned())),
     }
 }
 
 /// Evaluate `expression`; errors say what is wrong and where.
-pub(crate) fn evaluate(expression: &str) -> Result<Number, String> {
+pub(crate) fn evaluate(expression: &str) -> Result<Number, CalcError> {
     let mut p = Parser {
         s: expression.as_bytes(),
         pos: 0,
     };
     let v = p.expr()?;
     if p.peek().is_some() {
-        return Err(format!(
-            "unexpected '{}' at position {}",
-            p.s[p.pos] as char,
-            p.pos + 1
-        ));
+        return Err(CalcError::Unexpected {
+            found: p.s[p.pos] as char,
+            at: p.pos + 1,
+        });
     }
     if !v.is_finite() {
-        return Err("the result is not a finite number".into());
+        return Err(CalcError::NotFinite);
     }
     Ok(v)
 }
@@ -328,14 +405,28 @@ mod tests {
         for (e, want) in cases {
             assert_eq!(evaluate(e).unwrap().to_string(), want, "{e}");
         }
-        assert_eq!(evaluate("1 / 0").unwrap_err(), "division by zero");
-        assert!(evaluate("2 +").unwrap_err().contains("end of expression"));
+        assert_eq!(
+            evaluate("1 / 0").unwrap_err().to_string(),
+            "division by zero"
+        );
+        assert!(
+            evaluate("2 +")
+                .unwrap_err()
+                .to_string()
+                .contains("end of expression")
+        );
         assert!(
             evaluate("2 $ 3")
                 .unwrap_err()
+                .to_string()
                 .contains("unexpected '$' at position 3")
         );
-        assert!(evaluate("(1").unwrap_err().contains("expected ')'"));
+        assert!(
+            evaluate("(1")
+                .unwrap_err()
+                .to_string()
+                .contains("expected ')'")
+        );
     }
 
     #[test]
@@ -354,15 +445,36 @@ mod tests {
         for (e, want) in cases {
             assert_eq!(evaluate(e).unwrap().to_string(), want, "{e}");
         }
-        assert!(evaluate("sqrt(-1)").unwrap_err().contains("negative"));
-        assert!(evaluate("ln(0)").unwrap_err().contains("positive"));
-        assert!(evaluate("pow(2)").unwrap_err().contains("2 arguments"));
+        assert!(
+            evaluate("sqrt(-1)")
+                .unwrap_err()
+                .to_string()
+                .contains("negative")
+        );
+        assert!(
+            evaluate("ln(0)")
+                .unwrap_err()
+                .to_string()
+                .contains("positive")
+        );
+        assert!(
+            evaluate("pow(2)")
+                .unwrap_err()
+                .to_string()
+                .contains("2 arguments")
+        );
         assert!(
             evaluate("foo(1)")
                 .unwrap_err()
+                .to_string()
                 .contains("unknown function 'foo'")
         );
-        assert!(evaluate("tau").unwrap_err().contains("unknown name 'tau'"));
+        assert!(
+            evaluate("tau")
+                .unwrap_err()
+                .to_string()
+                .contains("unknown name 'tau'")
+        );
     }
 
     #[test]
@@ -395,11 +507,22 @@ mod tests {
         assert!(matches!(big, Number::Approx(_)), "{big:?}");
         assert_eq!(big.to_string(), "1e80");
         assert!(matches!(evaluate("sqrt(2)").unwrap(), Number::Approx(_)));
-        assert!(evaluate("0 ^ -1").unwrap_err().contains("division by zero"));
-        assert!(evaluate("1 % 0").unwrap_err().contains("division by zero"));
+        assert!(
+            evaluate("0 ^ -1")
+                .unwrap_err()
+                .to_string()
+                .contains("division by zero")
+        );
+        assert!(
+            evaluate("1 % 0")
+                .unwrap_err()
+                .to_string()
+                .contains("division by zero")
+        );
         assert!(
             evaluate("1.2.3")
                 .unwrap_err()
+                .to_string()
                 .contains("invalid number '1.2.3'")
         );
     }
