@@ -228,6 +228,14 @@ impl Remote {
             })
             .await?;
             if let Some(end) = self.operation(id).await?.end {
+                // It may have run on past the event that made us ask: what the log holds
+                // after it is printed before the end.
+                let rest = self.open_stream(id, cursor, (false, false)).await?;
+                Self::read_stream(id, rest, cursor, &mut |e, _| {
+                    printer.publish(e);
+                    Ok(true)
+                })
+                .await?;
                 return Ok(end);
             }
             if !stopping {
