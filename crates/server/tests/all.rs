@@ -13,6 +13,7 @@ mod grants;
 mod groups;
 mod isolation;
 mod leases;
+mod metrics;
 mod questions;
 mod resume;
 mod topics;

@@ -244,31 +244,40 @@ impl Api {
 }
 
 impl Api {
-    /// `GET path` with `token`: the status and the body as text.
-    pub async fn text(&self, path: &str, token: &str) -> (u16, String) {
-        let req = Request::builder()
-            .uri(path)
-            .header("authorization", format!("Bearer {token}"))
-            .body(Body::empty())
-            .unwrap();
+    /// `GET path` with `token`: the status, the content type and the body as text.
+    pub async fn text(&self, path: &str, token: Option<&str>) -> (u16, String, String) {
+        let mut req = Request::builder().uri(path);
+        if let Some(t) = token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
         let resp = rein_server::router(Arc::clone(&self.app))
-            .oneshot(req)
+            .oneshot(req.body(Body::empty()).unwrap())
             .await
             .unwrap();
         let status = resp.status().as_u16();
+        let content_type = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
         let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
             .await
             .unwrap();
-        (status, String::from_utf8_lossy(&bytes).into_owned())
+        (
+            status,
+            content_type,
+            String::from_utf8_lossy(&bytes).into_owned(),
+        )
     }
 
     /// The committed events of `op` so far, from its SSE stream read to the end of the log
     /// (`follow=false`): each `data:` as JSON.
     pub async fn events(&self, op: &str, token: &str) -> Vec<Value> {
-        let (status, text) = self
+        let (status, _, text) = self
             .text(
                 &format!("/v1/operations/{op}/events?follow=false&live=false"),
-                token,
+                Some(token),
             )
             .await;
         assert_eq!(status, 200, "{text}");
