@@ -265,6 +265,19 @@ impl Remote {
     }
 }
 
+/// `name` as one path segment: a name given on the command line (`a/b`, `x?y`) names that
+/// agent or device, never another route; the server then answers for the name as given.
+fn segment(name: &str) -> String {
+    name.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 /// Whether an event may be the last of a run: its step ended, or the operation stopped.
 fn ends_a_run(kind: &rein_core::event::EventKind) -> bool {
     use rein_core::event::EventKind as K;
@@ -430,8 +443,12 @@ impl Backend for Remote {
     }
 
     async fn revoke_grant(&self, id: &str) -> anyhow::Result<GrantRecord> {
-        self.call(Method::DELETE, &format!("/v1/grants/{id}"), None::<&()>)
-            .await
+        self.call(
+            Method::DELETE,
+            &format!("/v1/grants/{}", segment(id)),
+            None::<&()>,
+        )
+        .await
     }
 
     async fn agents(&self) -> anyhow::Result<Vec<Agent>> {
@@ -439,8 +456,12 @@ impl Backend for Remote {
     }
 
     async fn agent(&self, name: &str) -> anyhow::Result<Agent> {
-        self.call(Method::GET, &format!("/v1/agents/{name}"), None::<&()>)
-            .await
+        self.call(
+            Method::GET,
+            &format!("/v1/agents/{}", segment(name)),
+            None::<&()>,
+        )
+        .await
     }
 
     async fn create_agent(&self, name: &str, config: AgentProfile) -> anyhow::Result<Agent> {
@@ -456,12 +477,16 @@ impl Backend for Remote {
     }
 
     async fn update_agent(&self, name: &str, config: AgentProfile) -> anyhow::Result<Agent> {
-        self.call(Method::PUT, &format!("/v1/agents/{name}"), Some(&config))
-            .await
+        self.call(
+            Method::PUT,
+            &format!("/v1/agents/{}", segment(name)),
+            Some(&config),
+        )
+        .await
     }
 
     async fn delete_agent(&self, name: &str) -> anyhow::Result<()> {
-        self.call_empty(Method::DELETE, &format!("/v1/agents/{name}"))
+        self.call_empty(Method::DELETE, &format!("/v1/agents/{}", segment(name)))
             .await
     }
 
@@ -471,7 +496,7 @@ impl Backend for Remote {
     }
 
     async fn revoke_device(&self, name: &str) -> anyhow::Result<()> {
-        self.call_empty(Method::DELETE, &format!("/v1/devices/{name}"))
+        self.call_empty(Method::DELETE, &format!("/v1/devices/{}", segment(name)))
             .await
     }
 
@@ -486,5 +511,15 @@ impl Backend for Remote {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_name_is_one_path_segment() {
+        assert_eq!(super::segment("helper-2_x.y~"), "helper-2_x.y~");
+        assert_eq!(super::segment("a/b?c d"), "a%2Fb%3Fc%20d");
+        assert_eq!(super::segment("é"), "%C3%A9");
     }
 }
