@@ -579,4 +579,8 @@ impl Wire for Anthropic {
     fn models_path(&self) -> &'static str {
         "/models"
     }
+
+    fn property_names(&self) -> Option<fn(&str) -> bool> {
+        Some(super::keys::anthropic_key)
+    }
 }

@@ -543,4 +543,8 @@ impl Wire for Gemini {
     fn models_path(&self) -> &'static str {
         "/models"
     }
+
+    fn property_names(&self) -> Option<fn(&str) -> bool> {
+        None
+    }
 }

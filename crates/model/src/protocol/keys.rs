@@ -1,6 +1,7 @@
-//! Parameter names a provider refuses, renamed on the way out and back on the way in.
-//! Anthropic takes a tool's top-level property names only of letters, digits, `_`, `.` and
-//! `-`, at most 64 long; MCP servers name parameters as they like (`$filter`, `@type`, `名前`).
+//! Parameter names a provider refuses, renamed on the way out and back on the way in. Which
+//! names a protocol takes is its [`super::wire::Wire::property_names`] (Anthropic: letters,
+//! digits, `_`, `.` and `-`, at most 64 long, [`anthropic_key`]); MCP servers name parameters
+//! as they like (`$filter`, `@type`, `名前`).
 //! Such a name is sent as a safe one (its safe characters, then a hash of the original), the
 //! earlier calls in the history are sent with the same names, and the arguments of the
 //! model's calls come back under the names the tool declared: the tool and its validator
@@ -17,7 +18,8 @@ use std::sync::Arc;
 /// The longest property name Anthropic takes.
 const MAX_KEY_LEN: usize = 64;
 
-fn anthropic_key(key: &str) -> bool {
+/// Whether Anthropic takes `key` as a tool's top-level property name.
+pub(crate) fn anthropic_key(key: &str) -> bool {
     !key.is_empty()
         && key.len() <= MAX_KEY_LEN
         && key
@@ -55,13 +57,7 @@ pub struct KeyMap {
 impl KeyMap {
     /// The renames `req` needs on `protocol`, or `None` when it sends every name as it is.
     pub fn of(protocol: Protocol, req: &ChatRequest) -> Option<KeyMap> {
-        let allowed: fn(&str) -> bool = match protocol {
-            Protocol::Anthropic => anthropic_key,
-            Protocol::OpenaiChat
-            | Protocol::OpenaiResponses
-            | Protocol::Gemini
-            | Protocol::Ollama => return None,
-        };
+        let allowed = protocol.wire().property_names()?;
         let mut tools = HashMap::new();
         for t in &req.tools {
             let Some(props) = t.parameters["properties"].as_object() else {

@@ -327,4 +327,8 @@ impl Wire for Ollama {
     fn models_path(&self) -> &'static str {
         "/api/tags"
     }
+
+    fn property_names(&self) -> Option<fn(&str) -> bool> {
+        None
+    }
 }

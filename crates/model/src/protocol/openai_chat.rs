@@ -506,4 +506,8 @@ impl Wire for OpenaiChat {
     fn models_path(&self) -> &'static str {
         "/models"
     }
+
+    fn property_names(&self) -> Option<fn(&str) -> bool> {
+        None
+    }
 }

@@ -610,4 +610,8 @@ impl Wire for OpenaiResponses {
     fn models_path(&self) -> &'static str {
         "/models"
     }
+
+    fn property_names(&self) -> Option<fn(&str) -> bool> {
+        None
+    }
 }

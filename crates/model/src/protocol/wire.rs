@@ -52,6 +52,10 @@ pub trait Wire: Sync {
 
     /// The path that lists the models it serves.
     fn models_path(&self) -> &'static str;
+
+    /// The tool property names it takes, when it refuses some (those are renamed on the way
+    /// out and back, `super::keys`); `None` when it takes any.
+    fn property_names(&self) -> Option<fn(&str) -> bool>;
 }
 
 /// What an error body says, each when it says it.
