@@ -123,12 +123,11 @@ fn responses_asks_for_encrypted_reasoning_only_where_the_model_reasons() {
 /// The conversation, as each protocol renders it, is a request its provider takes.
 #[test]
 fn every_protocol_renders_a_request_its_provider_takes() {
-    use rein_model::testing::validate::Wire;
+    use rein_model::testing::validate::{check, protocol_of};
     for protocol in PROTOCOLS {
         let w = protocol.build(&conversation(), true);
-        let wire = Wire::of_path(&w.path).expect("a chat path");
-        wire.check(&w.body)
-            .unwrap_or_else(|e| panic!("{protocol:?}: {e}\n{}", w.body));
+        let protocol = protocol_of(&w.path).expect("a chat path");
+        check(protocol, &w.body).unwrap_or_else(|e| panic!("{protocol:?}: {e}\n{}", w.body));
     }
 }
 
@@ -136,20 +135,19 @@ fn every_protocol_renders_a_request_its_provider_takes() {
 /// call and its result; every provider takes it (Anthropic refuses tool blocks without tools).
 #[test]
 fn withdrawn_tools_stay_defined_and_every_provider_takes_the_request() {
-    use rein_model::testing::validate::Wire;
+    use rein_model::testing::validate::{check, protocol_of};
     for protocol in PROTOCOLS {
         let mut req = conversation();
         req.tool_choice = rein_model::ToolChoice::None;
         let w = protocol.build(&req, true);
-        let wire = Wire::of_path(&w.path).expect("a chat path");
-        wire.check(&w.body)
-            .unwrap_or_else(|e| panic!("{protocol:?}: {e}\n{}", w.body));
+        let protocol = protocol_of(&w.path).expect("a chat path");
+        check(protocol, &w.body).unwrap_or_else(|e| panic!("{protocol:?}: {e}\n{}", w.body));
     }
     // Without tools, Anthropic's refusal is the one the provider sends.
     let mut bare = conversation();
     bare.tools.clear();
     let w = Protocol::Anthropic.build(&bare, true);
-    let refused = Wire::Anthropic.check(&w.body).unwrap_err().0;
+    let refused = check(Protocol::Anthropic, &w.body).unwrap_err().0;
     assert!(refused.contains("must define tools"), "{refused}");
 }
 
@@ -158,7 +156,7 @@ fn withdrawn_tools_stay_defined_and_every_provider_takes_the_request() {
 /// provider takes it, and Gemini's copy has no reference left.
 #[test]
 fn schemas_with_definitions_and_recursion_reach_every_provider_without_dangling_references() {
-    use rein_model::testing::validate::Wire;
+    use rein_model::testing::validate::{check, protocol_of};
     let schema = json!({
         "$defs": {
             "Node": {"type": "object", "properties": {"name": {"type": "string"}, "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}, "required": ["name"]},
@@ -180,9 +178,8 @@ fn schemas_with_definitions_and_recursion_reach_every_provider_without_dangling_
             parameters: schema.clone(),
         });
         let w = protocol.build(&req, true);
-        let wire = Wire::of_path(&w.path).expect("a chat path");
-        wire.check(&w.body)
-            .unwrap_or_else(|e| panic!("{protocol:?}: {e}\n{}", w.body));
+        let protocol = protocol_of(&w.path).expect("a chat path");
+        check(protocol, &w.body).unwrap_or_else(|e| panic!("{protocol:?}: {e}\n{}", w.body));
         if protocol == Protocol::Gemini {
             let params = &w.body["tools"][0]["functionDeclarations"][1]["parameters"];
             assert!(!rein_model::protocol::schema::has_ref(params), "{params}");
@@ -206,7 +203,7 @@ fn schemas_with_definitions_and_recursion_reach_every_provider_without_dangling_
 /// dropped from the parameters.
 #[test]
 fn tool_definitions_are_rendered_within_every_providers_limits() {
-    use rein_model::testing::validate::Wire;
+    use rein_model::testing::validate::{check, protocol_of};
     let long = "Search the archive. ".repeat(150);
     for protocol in PROTOCOLS {
         let mut req = conversation();
@@ -225,9 +222,8 @@ fn tool_definitions_are_rendered_within_every_providers_limits() {
             parameters: json!({}),
         });
         let w = protocol.build(&req, true);
-        let wire = Wire::of_path(&w.path).expect("a chat path");
-        wire.check(&w.body)
-            .unwrap_or_else(|e| panic!("{protocol:?}: {e}\n{}", w.body));
+        let protocol = protocol_of(&w.path).expect("a chat path");
+        check(protocol, &w.body).unwrap_or_else(|e| panic!("{protocol:?}: {e}\n{}", w.body));
         let body = w.body.to_string();
         assert!(
             body.contains("\"definitions\"") && body.contains("\"const\""),
@@ -258,68 +254,69 @@ fn tool_definitions_are_rendered_within_every_providers_limits() {
 /// The validators refuse, in the provider's words, the tool definitions each provider refuses.
 #[test]
 fn validators_refuse_tool_definitions_the_providers_refuse() {
-    use rein_model::testing::validate::Wire;
+    use rein_model::testing::validate::{check, protocol_of};
     let chat = |tools: serde_json::Value| json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools});
     let f = |name: &str, description: &str, parameters: serde_json::Value| json!({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}});
     let object = json!({"type": "object", "properties": {}});
-    let refused = |wire: Wire, body: serde_json::Value| wire.check(&body).unwrap_err().0;
+    let refused =
+        |protocol: Protocol, body: serde_json::Value| check(protocol, &body).unwrap_err().0;
     assert!(
         refused(
-            Wire::OpenAiChat,
+            Protocol::OpenaiChat,
             chat(json!([f("a.b", "", object.clone())]))
         )
         .contains("does not match pattern")
     );
     assert!(
         refused(
-            Wire::OpenAiChat,
+            Protocol::OpenaiChat,
             chat(json!([f(&"a".repeat(65), "", object.clone())]))
         )
         .contains("maximum length 64")
     );
     assert!(
         refused(
-            Wire::OpenAiChat,
+            Protocol::OpenaiChat,
             chat(json!([f("a", &"d".repeat(1025), object.clone())]))
         )
         .contains("maximum length 1024")
     );
     assert!(
-        refused(Wire::OpenAiChat, chat(json!([f("a", "", json!({}))])))
+        refused(Protocol::OpenaiChat, chat(json!([f("a", "", json!({}))])))
             .contains("got 'type: \"None\"'")
     );
     let many: Vec<_> = (0..129)
         .map(|i| f(&format!("t{i}"), "", object.clone()))
         .collect();
-    assert!(refused(Wire::OpenAiChat, chat(json!(many))).contains("maximum length 128"));
+    assert!(refused(Protocol::OpenaiChat, chat(json!(many))).contains("maximum length 128"));
     let responses = json!({"model": "m", "input": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "name": "a/b", "parameters": object}]});
-    assert!(refused(Wire::OpenAiResponses, responses).contains("'tools[0].name'"));
+    assert!(refused(Protocol::OpenaiResponses, responses).contains("'tools[0].name'"));
     let anthropic = |tools: serde_json::Value| json!({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}], "tools": tools});
     let t = |name: &str, schema: serde_json::Value| json!({"name": name, "description": "", "input_schema": schema});
     assert!(
         refused(
-            Wire::Anthropic,
+            Protocol::Anthropic,
             anthropic(json!([t("a.b", object.clone())]))
         )
         .contains("custom.name")
     );
     assert!(
         refused(
-            Wire::Anthropic,
+            Protocol::Anthropic,
             anthropic(json!([t("a", object.clone()), t("a", object.clone())]))
         )
         .contains("must be unique")
     );
     assert!(
         refused(
-            Wire::Anthropic,
+            Protocol::Anthropic,
             anthropic(json!([t("a", json!({"properties": {}}))]))
         )
         .contains("Input should be 'object'")
     );
     assert!(
         refused(
-            Wire::Anthropic,
+            Protocol::Anthropic,
             anthropic(json!([t(
                 "a",
                 json!({"type": "object", "properties": {"名前": {"type": "string"}}})
@@ -328,11 +325,13 @@ fn validators_refuse_tool_definitions_the_providers_refuse() {
         .contains("Property keys")
     );
     let gemini = |name: &str| json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "tools": [{"functionDeclarations": [{"name": name, "parameters": {"type": "object"}}]}]});
-    assert!(refused(Wire::Gemini, gemini("3d__print")).contains("Must start with a letter"));
-    assert!(Wire::Gemini.check(&gemini("_3d.print-x")).is_ok());
+    assert!(refused(Protocol::Gemini, gemini("3d__print")).contains("Must start with a letter"));
+    assert!(check(Protocol::Gemini, &gemini("_3d.print-x")).is_ok());
     assert!(
-        Wire::Anthropic
-            .check(&anthropic(json!([t("a", object.clone())])))
-            .is_ok()
+        check(
+            Protocol::Anthropic,
+            &anthropic(json!([t("a", object.clone())]))
+        )
+        .is_ok()
     );
 }

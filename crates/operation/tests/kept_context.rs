@@ -11,7 +11,7 @@ use rein_context::{AgentFacts, ContextInput, ModelFacts, Pipeline, StepFacts};
 use rein_core::agent::HeuristicEstimator;
 use rein_core::engine::builtin::Kept;
 use rein_core::message::{Message, MessageKind, Role, ToolCall, ToolStatus};
-use rein_model::testing::validate::Wire;
+use rein_model::testing::validate::check;
 use rein_model::{ChatRequest, Protocol, ToolChoice, ToolSpec};
 use std::sync::Arc;
 
@@ -105,14 +105,6 @@ fn tools() -> Vec<ToolSpec> {
         .collect()
 }
 
-const PROTOCOLS: [Protocol; 5] = [
-    Protocol::OpenaiChat,
-    Protocol::OpenaiResponses,
-    Protocol::Anthropic,
-    Protocol::Gemini,
-    Protocol::Ollama,
-];
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
@@ -158,10 +150,10 @@ proptest! {
         let mut req = ChatRequest::new("model-x", out.messages.clone());
         req.tools = tools();
         req.tool_choice = if out.tools_enabled { ToolChoice::Auto } else { ToolChoice::None };
-        for protocol in PROTOCOLS {
+        // Every protocol: a new one is checked here as soon as its rules are written.
+        for protocol in Protocol::ALL {
             let w = protocol.build(&req, true);
-            let wire = Wire::of_path(&w.path).expect("a chat path");
-            if let Err(e) = wire.check(&w.body) {
+            if let Err(e) = check(protocol, &w.body) {
                 return Err(TestCaseError::fail(format!(
                     "{protocol:?} would refuse it: {e}\nsent: {}",
                     w.body

@@ -262,12 +262,12 @@ const WITHDRAWN: &str = "\u{0}tools withdrawn";
 
 /// Whether a chat request lets the model call no tool though its history has tool calls.
 fn tools_withdrawn(path: &str, body: &serde_json::Value) -> bool {
-    use validate::Wire;
-    match Wire::of_path(path) {
-        Some(Wire::Anthropic) => body["tool_choice"]["type"] == "none",
-        Some(Wire::OpenAiChat | Wire::OpenAiResponses) => body["tool_choice"] == "none",
-        Some(Wire::Gemini) => body["toolConfig"]["functionCallingConfig"]["mode"] == "NONE",
-        Some(Wire::Ollama) => {
+    use crate::Protocol;
+    match validate::protocol_of(path) {
+        Some(Protocol::Anthropic) => body["tool_choice"]["type"] == "none",
+        Some(Protocol::OpenaiChat | Protocol::OpenaiResponses) => body["tool_choice"] == "none",
+        Some(Protocol::Gemini) => body["toolConfig"]["functionCallingConfig"]["mode"] == "NONE",
+        Some(Protocol::Ollama) => {
             body.get("tools").is_none()
                 && body["messages"]
                     .as_array()
@@ -418,14 +418,17 @@ pub async fn serve(responses: Vec<Canned>, seed: u64) -> Server {
             };
             let system = req.system_text();
             let withdrawn = tools_withdrawn(&req.path, &req.body);
-            let refused = validate::Wire::of_path(&req.path)
-                .and_then(|wire| wire.check(&req.body).err().map(|m| (wire, m.0)));
+            let refused = validate::protocol_of(&req.path).and_then(|protocol| {
+                validate::check(protocol, &req.body)
+                    .err()
+                    .map(|m| (protocol, m.0))
+            });
             req.refused = refused.as_ref().map(|(_, m)| m.clone());
             rec.lock().unwrap().push(req);
-            if let Some((wire, message)) = refused {
-                eprintln!("scripted provider: refused {wire:?} request: {message}");
+            if let Some((protocol, message)) = refused {
+                eprintln!("scripted provider: refused {protocol:?} request: {message}");
                 // As the provider would: the request is refused and no response is used up.
-                let canned = Canned::json(400, &wire.refusal(&message));
+                let canned = Canned::json(400, &validate::refusal(protocol, &message));
                 tokio::spawn(respond(sock, Some(canned), 0));
                 continue;
             }

@@ -5,6 +5,7 @@
 //! ([`super::serve`]) answers every request that breaks one with that 400, as the provider
 //! would, so a test against it fails where the real provider would refuse.
 
+use crate::Protocol;
 use serde_json::{Value, json};
 
 /// Why a provider refuses a request: its own message.
@@ -12,67 +13,52 @@ use serde_json::{Value, json};
 #[error("{0}")]
 pub struct Refusal(pub String);
 
-/// The wire protocol a request was sent in, from its path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Wire {
-    /// Anthropic Messages (`/v1/messages`).
-    Anthropic,
-    /// OpenAI Chat Completions (`…/chat/completions`).
-    OpenAiChat,
-    /// OpenAI Responses (`…/responses`).
-    OpenAiResponses,
-    /// Gemini (`…:generateContent`, `…:streamGenerateContent`).
-    Gemini,
-    /// Ollama (`/api/chat`): it checks none of this.
-    Ollama,
+/// The protocol of a chat request to `path` (`None` for any other request).
+pub fn protocol_of(path: &str) -> Option<Protocol> {
+    let path = path.split('?').next().unwrap_or_default();
+    if path.ends_with("/messages") {
+        Some(Protocol::Anthropic)
+    } else if path.ends_with("/chat/completions") {
+        Some(Protocol::OpenaiChat)
+    } else if path.ends_with("/responses") {
+        Some(Protocol::OpenaiResponses)
+    } else if path.ends_with(":generateContent") || path.ends_with(":streamGenerateContent") {
+        Some(Protocol::Gemini)
+    } else if path.ends_with("/api/chat") {
+        Some(Protocol::Ollama)
+    } else {
+        None
+    }
 }
 
-impl Wire {
-    /// The protocol of a request to `path`, if it is a chat request.
-    pub fn of_path(path: &str) -> Option<Wire> {
-        let path = path.split('?').next().unwrap_or_default();
-        if path.ends_with("/messages") {
-            Some(Wire::Anthropic)
-        } else if path.ends_with("/chat/completions") {
-            Some(Wire::OpenAiChat)
-        } else if path.ends_with("/responses") {
-            Some(Wire::OpenAiResponses)
-        } else if path.ends_with(":generateContent") || path.ends_with(":streamGenerateContent") {
-            Some(Wire::Gemini)
-        } else if path.ends_with("/api/chat") {
-            Some(Wire::Ollama)
-        } else {
-            None
-        }
+/// Check `body` as the provider speaking `protocol` does: `Err` with the message it refuses
+/// it with. A new protocol does not compile here until its rules are written (Ollama checks
+/// none of these).
+pub fn check(protocol: Protocol, body: &Value) -> Result<(), Refusal> {
+    match protocol {
+        Protocol::Anthropic => anthropic(body),
+        Protocol::OpenaiChat => openai_chat(body),
+        Protocol::OpenaiResponses => openai_responses(body),
+        Protocol::Gemini => gemini(body),
+        Protocol::Ollama => Ok(()),
     }
+    .map_err(Refusal)
+}
 
-    /// Check `body` as this provider does: `Err` with the message it refuses it with.
-    pub fn check(self, body: &Value) -> Result<(), Refusal> {
-        match self {
-            Wire::Anthropic => anthropic(body),
-            Wire::OpenAiChat => openai_chat(body),
-            Wire::OpenAiResponses => openai_responses(body),
-            Wire::Gemini => gemini(body),
-            Wire::Ollama => Ok(()),
-        }
-        .map_err(Refusal)
-    }
-
-    /// The provider's 400 body for a refusal saying `message`.
-    pub fn refusal(self, message: &str) -> Value {
-        match self {
-            Wire::Anthropic => json!({
-                "type": "error",
-                "error": {"type": "invalid_request_error", "message": message}
-            }),
-            Wire::OpenAiChat | Wire::OpenAiResponses => json!({
-                "error": {"message": message, "type": "invalid_request_error", "param": "messages", "code": null}
-            }),
-            Wire::Gemini => json!({
-                "error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}
-            }),
-            Wire::Ollama => json!({"error": message}),
-        }
+/// The provider's 400 body for a refusal saying `message`.
+pub fn refusal(protocol: Protocol, message: &str) -> Value {
+    match protocol {
+        Protocol::Anthropic => json!({
+            "type": "error",
+            "error": {"type": "invalid_request_error", "message": message}
+        }),
+        Protocol::OpenaiChat | Protocol::OpenaiResponses => json!({
+            "error": {"message": message, "type": "invalid_request_error", "param": "messages", "code": null}
+        }),
+        Protocol::Gemini => json!({
+            "error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}
+        }),
+        Protocol::Ollama => json!({"error": message}),
     }
 }
 
