@@ -254,7 +254,7 @@ fn tool_definitions_are_rendered_within_every_providers_limits() {
 /// The validators refuse, in the provider's words, the tool definitions each provider refuses.
 #[test]
 fn validators_refuse_tool_definitions_the_providers_refuse() {
-    use rein_model::testing::validate::{check, protocol_of};
+    use rein_model::testing::validate::check;
     let chat = |tools: serde_json::Value| json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools});
     let f = |name: &str, description: &str, parameters: serde_json::Value| json!({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}});
     let object = json!({"type": "object", "properties": {}});

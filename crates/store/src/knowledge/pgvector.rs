@@ -20,7 +20,8 @@
 //! `OPERATOR("public".<=>)`), so the store works whatever its connection's `search_path`.
 
 use crate::StoreError;
-use crate::knowledge::{ChunkHit, hit_from, index};
+use crate::knowledge::{ChunkHit, index};
+use crate::sql::knowledge::hit_from;
 use sqlx::AnyPool;
 use std::collections::HashSet;
 use std::sync::Mutex;

@@ -1,23 +1,35 @@
-//! [`Store`] over SQLite or PostgreSQL through sqlx's `Any` driver, with one portable schema.
-//! One file per aggregate: an operation's record ([`operations`]), its leases and admission
-//! ([`leases`]), the write path of a step ([`commit`]) and the read path of a run ([`load`]),
-//! the small state they exchange ([`state`]), messages and their order ([`messages`]), events,
-//! interventions, tool executions, documents. This file opens the pool and routes the
-//! [`Store`] trait to them.
+//! Every store trait in SQL, over SQLite or PostgreSQL through sqlx's `Any` driver, with one
+//! portable schema (where the two differ, [`crate::Dialect`]). The types and trait of an
+//! aggregate live in `crate::<aggregate>`; its SQL is the file of the same name here. For
+//! [`Store`], one file per part: an operation's record ([`operations`]), its leases and
+//! admission ([`leases`]), the write path of a step ([`commit`]) and the read path of a run
+//! ([`load`]), the small state they exchange ([`state`]), messages and their order
+//! ([`messages`]), events, interventions, tool executions, documents. Beside it: accounts,
+//! briefs, devices, grants, knowledge bases and their ingestion jobs, memories, tasks and topics. This file opens the pool and routes
+//! the [`Store`] trait to them.
 
+pub(crate) mod accounts;
+pub(crate) mod briefs;
 mod commit;
+pub(crate) mod devices;
 mod documents;
 mod events;
+pub(crate) mod grants;
 mod interventions;
+pub(crate) mod knowledge;
+mod knowledge_jobs;
 mod leases;
 mod load;
+pub(crate) mod memories;
 mod messages;
 mod notices;
 mod operations;
 mod state;
 mod statement;
+pub(crate) mod tasks;
 mod tool_executions;
 mod topic_gate;
+pub(crate) mod topics;
 mod writer;
 
 pub use notices::{CommitNotices, Notice};

@@ -1,0 +1,392 @@
+//! [`Accounts`] in SQL on both backends: rows mapped to `crate::accounts`'s records, and each
+//! method one transaction.
+
+use super::{SqlStore, parse_ts, ts};
+use crate::StoreError;
+use crate::accounts::*;
+use chrono::{DateTime, SubsecRound, Utc};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use sqlx::Row;
+use sqlx::any::AnyRow;
+/// Store a new token's hash (`device`: a device token for that device).
+pub(crate) async fn insert_token(
+    store: &SqlStore,
+    user_id: &str,
+    token_hash: &str,
+    label: Option<String>,
+    device: Option<&str>,
+) -> Result<ApiToken, StoreError> {
+    let token = ApiToken {
+        id: new_id("tok"),
+        device: device.map(str::to_owned),
+        user_id: user_id.to_owned(),
+        label,
+        created_at: now(),
+        last_used_at: None,
+        revoked_at: None,
+    };
+    sqlx::query(
+        "INSERT INTO api_tokens (id, user_id, token_hash, label, created_at, device) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(&token.id)
+    .bind(user_id)
+    .bind(token_hash)
+    .bind(token.label.clone())
+    .bind(ts(token.created_at))
+    .bind(device)
+    .execute(&store.pool)
+    .await?;
+    Ok(token)
+}
+
+/// Note that the token with this hash authenticated something now.
+pub(crate) async fn record_use(store: &SqlStore, token_hash: &str) -> Result<(), StoreError> {
+    sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE token_hash = $2")
+        .bind(ts(Utc::now()))
+        .bind(token_hash)
+        .execute(&store.pool)
+        .await?;
+    Ok(())
+}
+
+pub(crate) fn user_from(row: &AnyRow) -> Result<User, StoreError> {
+    Ok(User {
+        id: row.try_get("id")?,
+        name: row.try_get("name")?,
+        created_at: parse_ts(&row.try_get::<String, _>("created_at")?, "user created_at")?,
+    })
+}
+
+fn opt_ts(row: &AnyRow, col: &str) -> Result<Option<DateTime<Utc>>, StoreError> {
+    row.try_get::<Option<String>, _>(col)?
+        .map(|t| parse_ts(&t, col))
+        .transpose()
+}
+
+fn token_from(row: &AnyRow) -> Result<ApiToken, StoreError> {
+    Ok(ApiToken {
+        id: row.try_get("id")?,
+        device: row.try_get("device")?,
+        user_id: row.try_get("user_id")?,
+        label: row.try_get("label")?,
+        created_at: parse_ts(&row.try_get::<String, _>("created_at")?, "token created_at")?,
+        last_used_at: opt_ts(row, "last_used_at")?,
+        revoked_at: opt_ts(row, "revoked_at")?,
+    })
+}
+
+/// The per-owner, versioned JSON settings that share one shape: agents and groups.
+#[derive(Clone, Copy)]
+enum Named {
+    Agents,
+    Groups,
+}
+
+impl Named {
+    fn table(self) -> &'static str {
+        match self {
+            Named::Agents => "agents",
+            Named::Groups => "agent_groups",
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Named::Agents => "agent config",
+            Named::Groups => "group config",
+        }
+    }
+}
+
+/// A group as the row shape it shares with agents.
+fn row_of(g: &GroupRecord) -> AgentRecord {
+    AgentRecord {
+        owner: g.owner.clone(),
+        name: g.name.clone(),
+        config: g.config.clone(),
+        version: g.version,
+        created_at: g.created_at,
+        updated_at: g.updated_at,
+    }
+}
+
+fn group_of(a: AgentRecord) -> GroupRecord {
+    GroupRecord {
+        owner: a.owner,
+        name: a.name,
+        config: a.config,
+        version: a.version,
+        created_at: a.created_at,
+        updated_at: a.updated_at,
+    }
+}
+
+impl SqlStore {
+    /// Create or replace; the version after the write.
+    async fn put_named(&self, kind: Named, r: &AgentRecord) -> Result<u64, StoreError> {
+        let config =
+            serde_json::to_string(&r.config).map_err(|e| StoreError::corrupt(kind.what(), e))?;
+        let table = kind.table();
+        let version: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO {table} (owner, name, config, created_at, updated_at, version) VALUES ($1, $2, $3, $4, $5, 1) \
+             ON CONFLICT (owner, name) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at, \
+             version = {table}.version + 1 RETURNING version"
+        )))
+        .bind(&r.owner)
+        .bind(&r.name)
+        .bind(config)
+        .bind(ts(r.created_at))
+        .bind(ts(r.updated_at))
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(u64::try_from(version).unwrap_or(0))
+    }
+
+    async fn get_named(
+        &self,
+        kind: Named,
+        owner: &str,
+        name: &str,
+    ) -> Result<Option<AgentRecord>, StoreError> {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT owner, name, config, created_at, updated_at, version FROM {} WHERE owner = $1 AND name = $2",
+            kind.table()
+        )))
+        .bind(owner)
+        .bind(name)
+        .fetch_optional(&self.pool)
+        .await?
+        .as_ref()
+        .map(|r| named_from(r, kind))
+        .transpose()
+    }
+
+    async fn list_named(&self, kind: Named, owner: &str) -> Result<Vec<AgentRecord>, StoreError> {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT owner, name, config, created_at, updated_at, version FROM {} WHERE owner = $1 ORDER BY name",
+            kind.table()
+        )))
+        .bind(owner)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|r| named_from(r, kind))
+        .collect()
+    }
+
+    async fn delete_named(&self, kind: Named, owner: &str, name: &str) -> Result<bool, StoreError> {
+        let n = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DELETE FROM {} WHERE owner = $1 AND name = $2",
+            kind.table()
+        )))
+        .bind(owner)
+        .bind(name)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(n > 0)
+    }
+}
+
+fn named_from(row: &AnyRow, kind: Named) -> Result<AgentRecord, StoreError> {
+    let config: String = row.try_get("config")?;
+    Ok(AgentRecord {
+        owner: row.try_get("owner")?,
+        name: row.try_get("name")?,
+        config: serde_json::from_str(&config).map_err(|e| StoreError::corrupt(kind.what(), e))?,
+        created_at: parse_ts(&row.try_get::<String, _>("created_at")?, "created_at")?,
+        updated_at: parse_ts(&row.try_get::<String, _>("updated_at")?, "updated_at")?,
+        version: u64::try_from(row.try_get::<i64, _>("version")?).unwrap_or(0),
+    })
+}
+
+/// Now, at the precision timestamps are stored with, so a returned record equals a reloaded one.
+fn now() -> DateTime<Utc> {
+    Utc::now().trunc_subsecs(6)
+}
+
+fn new_id(prefix: &str) -> String {
+    format!("{prefix}_{}", uuid::Uuid::now_v7().simple())
+}
+
+impl Accounts for SqlStore {
+    fn create_user<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<User, StoreError>> {
+        async move {
+            let user = User {
+                id: new_id("usr"),
+                name: name.to_owned(),
+                created_at: now(),
+            };
+            let inserted = sqlx::query(
+                "INSERT INTO users (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING",
+            )
+            .bind(&user.id)
+            .bind(&user.name)
+            .bind(ts(user.created_at))
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+            if inserted == 0 {
+                return Err(StoreError::Conflict(format!("user `{name}`")));
+            }
+            Ok(user)
+        }
+        .boxed()
+    }
+
+    fn user_by_name<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<User>, StoreError>> {
+        async move {
+            sqlx::query("SELECT id, name, created_at FROM users WHERE name = $1")
+                .bind(name)
+                .fetch_optional(&self.pool)
+                .await?
+                .as_ref()
+                .map(user_from)
+                .transpose()
+        }
+        .boxed()
+    }
+
+    fn add_token<'a>(
+        &'a self,
+        user_id: &'a str,
+        token_hash: &'a str,
+        label: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<ApiToken, StoreError>> {
+        insert_token(self, user_id, token_hash, label.map(str::to_owned), None).boxed()
+    }
+
+    fn user_for_token<'a>(
+        &'a self,
+        token_hash: &'a str,
+    ) -> BoxFuture<'a, Result<Option<User>, StoreError>> {
+        async move {
+            let row = sqlx::query(
+                "SELECT u.id AS id, u.name AS name, u.created_at AS created_at FROM api_tokens t \
+                 JOIN users u ON u.id = t.user_id \
+                 WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND t.device IS NULL",
+            )
+            .bind(token_hash)
+            .fetch_optional(&self.pool)
+            .await?;
+            let Some(row) = row else {
+                return Ok(None);
+            };
+            record_use(self, token_hash).await?;
+            user_from(&row).map(Some)
+        }
+        .boxed()
+    }
+
+    fn list_tokens<'a>(
+        &'a self,
+        user_id: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<ApiToken>, StoreError>> {
+        async move {
+            sqlx::query(
+                "SELECT id, device, user_id, label, created_at, last_used_at, revoked_at FROM api_tokens \
+                 WHERE user_id = $1 ORDER BY created_at DESC, id DESC",
+            )
+            .bind(user_id)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(token_from)
+            .collect()
+        }
+        .boxed()
+    }
+
+    fn revoke_token<'a>(
+        &'a self,
+        user_id: &'a str,
+        token_id: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        async move {
+            let n = sqlx::query(
+                "UPDATE api_tokens SET revoked_at = $1 WHERE id = $2 AND user_id = $3 AND revoked_at IS NULL",
+            )
+            .bind(ts(Utc::now()))
+            .bind(token_id)
+            .bind(user_id)
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+            Ok(n > 0)
+        }
+        .boxed()
+    }
+
+    fn put_agent<'a>(&'a self, agent: &'a AgentRecord) -> BoxFuture<'a, Result<u64, StoreError>> {
+        self.put_named(Named::Agents, agent).boxed()
+    }
+
+    fn get_agent<'a>(
+        &'a self,
+        owner: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<AgentRecord>, StoreError>> {
+        self.get_named(Named::Agents, owner, name).boxed()
+    }
+
+    fn list_agents<'a>(
+        &'a self,
+        owner: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<AgentRecord>, StoreError>> {
+        self.list_named(Named::Agents, owner).boxed()
+    }
+
+    fn delete_agent<'a>(
+        &'a self,
+        owner: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.delete_named(Named::Agents, owner, name).boxed()
+    }
+
+    fn put_group<'a>(&'a self, group: &'a GroupRecord) -> BoxFuture<'a, Result<u64, StoreError>> {
+        async move { self.put_named(Named::Groups, &row_of(group)).await }.boxed()
+    }
+
+    fn get_group<'a>(
+        &'a self,
+        owner: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<GroupRecord>, StoreError>> {
+        async move {
+            Ok(self
+                .get_named(Named::Groups, owner, name)
+                .await?
+                .map(group_of))
+        }
+        .boxed()
+    }
+
+    fn list_groups<'a>(
+        &'a self,
+        owner: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<GroupRecord>, StoreError>> {
+        async move {
+            Ok(self
+                .list_named(Named::Groups, owner)
+                .await?
+                .into_iter()
+                .map(group_of)
+                .collect())
+        }
+        .boxed()
+    }
+
+    fn delete_group<'a>(
+        &'a self,
+        owner: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.delete_named(Named::Groups, owner, name).boxed()
+    }
+}
