@@ -26,22 +26,15 @@ pub struct ChatArgs {
     /// Continue this conversation (its history is shown first); a new one otherwise.
     #[arg(long)]
     topic: Option<String>,
-    /// provider/model (switch later with /model).
-    #[arg(long)]
-    model: Option<String>,
     /// Chat with this agent.
     #[arg(long, conflicts_with = "group")]
     agent: Option<String>,
     /// Chat with this group (its members answer in rounds).
     #[arg(long)]
     group: Option<String>,
-    /// Approval mode (default: the agent's, else manual).
-    #[arg(long, value_parser = crate::named::named::<rein_core::intervention::ApprovalMode>())]
-    approval: Option<rein_core::intervention::ApprovalMode>,
-    /// A tool that runs without asking (repeatable, or comma separated; `identifier` or
-    /// `identifier/api`; see `rein run --allow`).
-    #[arg(long = "allow", value_name = "TOOL", value_delimiter = ',')]
-    allow: Vec<String>,
+    /// Every turn's settings, over the agent's (`--model` can be switched later with /model).
+    #[command(flatten)]
+    settings: agents::AgentFlags,
 }
 
 const HELP: &str = "commands: /approve, /reject [reason], /cancel, /model provider/model, /skill NAME, /history, /regenerate, /edit TEXT, /branch [N], /help, /exit";
@@ -123,12 +116,7 @@ fn prompt() {
 /// Run the chat until `/exit` or the end of input.
 pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, ctx: &Context_) -> anyhow::Result<u8> {
     let host = crate::host::host(Arc::clone(&store), ctx, None).await?;
-    let mut over = AgentProfile {
-        model: args.model.clone(),
-        approval: args.approval,
-        allow: (!args.allow.is_empty()).then(|| args.allow.clone()),
-        ..Default::default()
-    };
+    let mut over = args.settings.profile();
     let origin = SpecOrigin {
         working_directory: std::env::current_dir()
             .ok()

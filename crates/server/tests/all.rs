@@ -16,4 +16,5 @@ mod leases;
 mod metrics;
 mod questions;
 mod resume;
+mod settings;
 mod topics;

@@ -177,7 +177,7 @@ async fn bad_requests_get_the_json_error_shape_and_never_a_500() {
         .await;
     assert_eq!(status, 200, "{messages}");
     assert!(messages.to_string().contains("a\u{2400}b"), "{messages}");
-    // Task create refuses the fields only an edit applies.
+    // Task create refuses the fields only an edit applies: its document does not have them.
     let (status, body) = e
         .call(
             "POST",
@@ -188,7 +188,29 @@ async fn bad_requests_get_the_json_error_shape_and_never_a_500() {
         .await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
-        (422, Some("invalid_task")),
+        (400, Some("invalid_request")),
+        "{body}"
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("unknown field `review`")),
+        "{body}"
+    );
+    // A run's settings sit beside the operation's own fields; an unknown one is refused too.
+    let (status, body) = e
+        .call(
+            "POST",
+            "/v1/operations",
+            Some(&alice),
+            Some(json!({"input": "hi", "max_step": 3})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("unknown field `max_step`") && m.contains("`max_steps`")),
         "{body}"
     );
     let (status, doc) = e.call("GET", "/v1/openapi.json", None, None).await;

@@ -28,12 +28,16 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaGenerator;
 use serde::de::DeserializeOwned;
 use serde_json::json;
+use std::any::TypeId;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, LazyLock, Mutex};
 
 /// A JSON object body; another content type is a 415, an oversized body a 413, and malformed
-/// JSON, a body that is not an object or a wrong field a 400 naming what was wrong.
+/// JSON, a body that is not an object, a field its document does not have (when the document
+/// says `additionalProperties: false`) or a wrong field a 400 naming what was wrong.
 pub struct Body<T>(pub T);
 
-impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
+impl<T: DeserializeOwned + JsonSchema + 'static, S: Send + Sync> FromRequest<S> for Body<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
@@ -71,9 +75,59 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
             return Err(ApiError::bad_request("the body must be a JSON object"));
         }
         let bytes = nul_shown(&bytes).unwrap_or(bytes);
+        unknown_field::<T>(&bytes)?;
         axum::Json::<T>::from_bytes(&bytes)
             .map(|axum::Json(v)| Body(v))
             .map_err(|rejection| ApiError::bad_request(rejection.body_text()))
+    }
+}
+
+/// The top-level fields `T`'s document allows, or `None` when it allows any; computed once per
+/// type.
+fn allowed_fields<T: JsonSchema + 'static>() -> Option<Arc<BTreeSet<String>>> {
+    static FIELDS: LazyLock<Mutex<HashMap<TypeId, Option<Arc<BTreeSet<String>>>>>> =
+        LazyLock::new(Mutex::default);
+    let mut fields = FIELDS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    fields
+        .entry(TypeId::of::<T>())
+        .or_insert_with(|| {
+            let schema = schemars::SchemaGenerator::default().into_root_schema_for::<T>();
+            let closed =
+                schema.get("additionalProperties") == Some(&serde_json::Value::Bool(false));
+            closed.then(|| {
+                Arc::new(
+                    schema
+                        .get("properties")
+                        .and_then(|p| p.as_object())
+                        .map(|p| p.keys().cloned().collect())
+                        .unwrap_or_default(),
+                )
+            })
+        })
+        .clone()
+}
+
+/// Refuse a body with a top-level field `T`'s document does not have, naming it and the ones
+/// it has (as serde's `deny_unknown_fields` would, which a type with a flattened part cannot
+/// use). A body that is not a JSON object is left to the parser.
+fn unknown_field<T: JsonSchema + 'static>(bytes: &[u8]) -> Result<(), ApiError> {
+    let Some(allowed) = allowed_fields::<T>() else {
+        return Ok(());
+    };
+    let Ok(serde_json::Value::Object(body)) = serde_json::from_slice(bytes) else {
+        return Ok(());
+    };
+    match body.keys().find(|k| !allowed.contains(*k)) {
+        None => Ok(()),
+        Some(unknown) => {
+            let expected: Vec<String> = allowed.iter().map(|f| format!("`{f}`")).collect();
+            Err(ApiError::bad_request(format!(
+                "Failed to deserialize the JSON body into the target type: unknown field `{unknown}`, expected one of {}",
+                expected.join(", ")
+            )))
+        }
     }
 }
 

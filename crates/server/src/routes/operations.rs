@@ -10,7 +10,7 @@ use crate::runner::Job;
 use axum::Json;
 use axum::extract::State;
 use rein_core::spec::OperationSpec;
-use rein_core::state::{BudgetPolicy, Status};
+use rein_core::state::Status;
 use rein_operation::{AgentProfile, Decision, RunEnd, SpecOrigin, StartOptions, Turn};
 use rein_store::{
     Intervention, InterventionStatus, OperationFilter, OperationRecord, StepRecord, Store, Topics,
@@ -19,9 +19,13 @@ use rein_store::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// `POST /v1/operations` body.
+/// `POST /v1/operations` body: what to do and where, and how it runs: the settings an agent is
+/// made of (`POST /v1/agents`), each over the agent's (or the group supervisor's). A cost
+/// limit with a model nothing prices is refused (422 `model_unpriced`), as are an unknown
+/// skill (`skill_missing`) or knowledge base (`knowledge_missing`) and a surface the server
+/// does not enable (`surface_unavailable`; a missing program: `external_missing`).
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[schemars(deny_unknown_fields)]
 pub struct CreateOperation {
     /// The user's request (not blank); required unless `regenerate`, which takes none
     /// (422 `input_missing` / `branch_does_not_fit`).
@@ -49,83 +53,11 @@ pub struct CreateOperation {
     #[serde(default)]
     #[schemars(pattern(rein_operation::TOPIC_ID_PATTERN))]
     pub topic: Option<String>,
-    /// `provider/model`, over the agent's.
-    #[serde(default)]
-    #[schemars(pattern(rein_operation::profile::MODEL_PATTERN))]
-    pub model: Option<String>,
-    /// `manual` (default), `auto-run`, `allow-list` or `headless`.
-    #[serde(default)]
-    pub approval: Option<rein_core::intervention::ApprovalMode>,
-    /// Tools that run without asking (`identifier` or `identifier/api`), over the agent's: in
-    /// `manual` and `allow-list` mode, once the blacklist, the guard and the tool's own
-    /// `always` have decided; in `allow-list` mode every other tool asks.
-    #[serde(default)]
-    #[schemars(schema_with = "rein_operation::profile::tool_keys_schema")]
-    pub allow: Option<Vec<String>>,
-    /// Step limit.
-    #[serde(default)]
-    #[schemars(range(min = 1))]
-    pub max_steps: Option<u32>,
-    /// Cost limit in USD.
-    #[serde(default)]
-    #[schemars(range(min = 0.0))]
-    pub cost_limit: Option<f64>,
-    /// Token limit.
-    #[serde(default)]
-    pub token_limit: Option<u64>,
-    /// Prices of models, by `provider/model`, in USD per million tokens (`input`, `output`,
-    /// `cache_read`, `cache_write`), over the agent's, the server's and the catalog's. A cost
-    /// limit with a model nothing prices is refused: 422 `model_unpriced`.
-    #[serde(default)]
-    #[schemars(schema_with = "rein_operation::profile::prices_schema")]
-    pub prices: Option<std::collections::BTreeMap<String, rein_core::usage::Prices>>,
-    /// Cost limit of any one model call, in USD.
-    #[serde(default)]
-    #[schemars(range(min = 0.0))]
-    pub model_call_cost_limit: Option<f64>,
-    /// Cost limit of any one tool call, in USD.
-    #[serde(default)]
-    #[schemars(range(min = 0.0))]
-    pub tool_call_cost_limit: Option<f64>,
-    /// What crossing a limit does: `stop` (default), `interrupt` or `warn`.
-    #[serde(default)]
-    pub budget_policy: Option<BudgetPolicy>,
-    /// Seconds a requested approval stays valid; after that the operation ends (`timeout`).
-    #[serde(default)]
-    #[schemars(range(min = 1))]
-    pub approval_timeout_secs: Option<u64>,
-    /// When another operation of `topic` is running or waiting, over the agent's: `enqueue`
-    /// (default: it is queued and starts when that one ends), `reject` (409 `topic_busy`
-    /// naming it) or `interrupt` (that one is cancelled at its next boundary, or its waiting
-    /// calls rejected: the person moved on; then this one starts).
-    #[serde(default)]
-    pub when_busy: Option<rein_core::spec::WhenBusy>,
-    /// How tools are offered: `auto` (default), `all` or `progressive`.
-    #[serde(default)]
-    pub tools_disclosure: Option<rein_core::spec::ToolDisclosure>,
-    /// Skills admitted from the first call on (the server's, see `GET /v1/skills`); an
-    /// unknown one is refused (422 `skill_missing`).
-    #[serde(default)]
-    #[schemars(schema_with = "rein_operation::profile::skills_schema")]
-    pub skills: Option<Vec<String>>,
-    /// Where it runs, over the agent's: `server` (default) or `external:claude-code`,
-    /// `external:codex`, `external:jsonl` when the server enables that agent (otherwise 422
-    /// `surface_unavailable`; a missing program: 422 `external_missing`).
-    #[serde(default)]
-    pub surface: Option<rein_core::spec::Surface>,
-    /// Wall-clock seconds an external agent's run may take.
-    #[serde(default)]
-    #[schemars(range(min = 1))]
-    pub time_limit_secs: Option<u64>,
-    /// Your knowledge bases it searches, by name, over the agent's (an unknown one: 422
-    /// `knowledge_missing`).
-    #[serde(default)]
-    pub knowledge: Option<Vec<String>>,
-    /// The most tokens of their best chunks each model call carries, over the agent's
-    /// (default 1,500; 0: none, the bases are left to `knowledge.search`).
-    #[serde(default)]
-    #[schemars(range(max = 32_000))]
-    pub knowledge_tokens: Option<u32>,
+    /// How it runs (the type's document lists these settings beside the fields above; unknown
+    /// fields are refused by `routes::Body`, which reads its `additionalProperties`, because
+    /// serde cannot deny them beside a flattened struct).
+    #[serde(flatten)]
+    pub profile: AgentProfile,
 }
 
 /// `GET /v1/operations/{id}/context` query.
@@ -436,27 +368,7 @@ pub async fn create(
             Some(_) => return Err(ApiError::not_found(format!("no topic {topic}"))),
         }
     }
-    let over = AgentProfile {
-        model: req.model.clone(),
-        approval: req.approval,
-        allow: req.allow.clone(),
-        max_steps: req.max_steps,
-        cost_limit: req.cost_limit,
-        token_limit: req.token_limit,
-        prices: req.prices.clone(),
-        model_call_cost_limit: req.model_call_cost_limit,
-        tool_call_cost_limit: req.tool_call_cost_limit,
-        budget_policy: req.budget_policy,
-        approval_timeout_secs: req.approval_timeout_secs,
-        when_busy: req.when_busy,
-        tools_disclosure: req.tools_disclosure,
-        skills: req.skills.clone(),
-        surface: req.surface.clone(),
-        time_limit_secs: req.time_limit_secs,
-        knowledge: req.knowledge.clone(),
-        knowledge_tokens: req.knowledge_tokens,
-        ..Default::default()
-    };
+    let over = &req.profile;
     let origin = SpecOrigin {
         owner: Some(user.id.clone()),
         ..Default::default()
@@ -472,11 +384,11 @@ pub async fn create(
             ));
         }
         (Some(group), None) => {
-            host.group_spec(&*app.store, &user.id, group, &over, origin)
+            host.group_spec(&*app.store, &user.id, group, over, origin)
                 .await?
         }
         (None, agent) => {
-            host.agent_spec(&*app.store, &user.id, agent.as_deref(), &over, origin)
+            host.agent_spec(&*app.store, &user.id, agent.as_deref(), over, origin)
                 .await?
         }
     };
