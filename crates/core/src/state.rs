@@ -270,6 +270,10 @@ pub struct Metadata {
     /// The shell's sandbox (from the spec).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::spec::Sandbox>,
+    /// The user it belongs to (`None`: this machine's one user). Stored under its earlier
+    /// name, `user_id`, so states written before it was typed read the same.
+    #[serde(rename = "user_id", default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
     /// Agent that runs the operation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,

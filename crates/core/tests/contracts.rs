@@ -593,3 +593,19 @@ fn phase_context_json_shape_is_stable() {
         r#"{"type":"finish","reason":"completed","reason_detail":"ok"}"#
     );
 }
+
+/// An operation's owner is typed, and stored as it always was (`user_id` among the host's
+/// metadata): a state written before the field existed reads its owner, and an owned state
+/// reads the same in a build that knows only the untyped form.
+#[test]
+fn the_owner_is_typed_and_stored_under_its_earlier_name() {
+    use rein_core::state::Metadata;
+    let old: Metadata =
+        serde_json::from_value(serde_json::json!({"user_id": "u-1", "agent_id": "a"})).unwrap();
+    assert_eq!(old.owner.as_deref(), Some("u-1"));
+    assert!(old.extra.is_empty(), "{:?}", old.extra);
+    let written = serde_json::to_value(&old).unwrap();
+    assert_eq!(written["user_id"], "u-1");
+    let none = serde_json::to_value(Metadata::default()).unwrap();
+    assert!(none.get("user_id").is_none(), "{none}");
+}

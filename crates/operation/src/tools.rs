@@ -24,24 +24,14 @@ use tracing::Instrument;
 
 /// The owner of an operation's memories and notes: its user and agent.
 pub fn document_scope(state: &AgentState) -> String {
-    let user = state
-        .metadata
-        .extra
-        .get("user_id")
-        .and_then(|v| v.as_str())
-        .unwrap_or("local");
+    let user = state.metadata.owner.as_deref().unwrap_or("local");
     let agent = state.metadata.agent_id.as_deref().unwrap_or("default");
     format!("user:{user}/agent:{agent}")
 }
 
 /// The user an operation belongs to (`None`: the local CLI's).
 pub fn owner_of(state: &AgentState) -> Option<String> {
-    state
-        .metadata
-        .extra
-        .get("user_id")
-        .and_then(|v| v.as_str())
-        .map(str::to_owned)
+    state.metadata.owner.clone()
 }
 
 /// A store error as the document tools see it.

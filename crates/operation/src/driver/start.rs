@@ -284,13 +284,8 @@ pub(super) fn first_state(
     state.metadata.knowledge = spec.knowledge.clone();
     state.metadata.knowledge_tokens = spec.knowledge_tokens;
     state.metadata.memory_scope = spec.memory_scope;
-    if let Some(owner) = &spec.owner {
-        // The memory and notes tools scope documents by it.
-        state
-            .metadata
-            .extra
-            .insert("user_id".into(), serde_json::json!(owner));
-    }
+    // The memory and notes tools scope documents by it.
+    state.metadata.owner = spec.owner.clone();
     state.metadata.agent_id = spec.agent.as_ref().map(|a| a.name.clone());
     state
 }

@@ -54,12 +54,7 @@ pub(super) fn legacy_spec(state: &AgentState) -> rein_core::spec::OperationSpec 
             .and_then(serde_json::Value::as_f64)
             .map(|s| s.max(0.0).round() as u64),
         working_directory: state.metadata.working_directory.clone(),
-        owner: state
-            .metadata
-            .extra
-            .get("user_id")
-            .and_then(|v| v.as_str())
-            .map(str::to_owned),
+        owner: state.metadata.owner.clone(),
         agent: state
             .metadata
             .agent_id
