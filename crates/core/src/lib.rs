@@ -17,6 +17,7 @@
 //! HTTP, no SQL. IO reaches the engine through the ports in [`engine::ports`].
 
 pub mod agent;
+pub mod brief;
 pub mod conversation;
 pub mod document;
 pub mod engine;

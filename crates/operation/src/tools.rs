@@ -93,8 +93,8 @@ impl rein_tools::brief::BriefSink for StoreBriefs {
         cx: &'a ToolContext,
         draft: rein_tools::brief::BriefDraft,
     ) -> BoxFuture<'a, Result<String, rein_tools::brief::BriefRefused>> {
-        use rein_store::{BriefAction, BriefKind, BriefPriority};
-        use rein_tools::brief::{BriefRefused, DraftKind, DraftPriority};
+        use rein_store::{BriefAction, BriefPriority};
+        use rein_tools::brief::BriefRefused;
         async move {
             let fail = |e: rein_store::StoreError| BriefRefused::Store(e.to_string());
             let record = self
@@ -112,11 +112,7 @@ impl rein_tools::brief::BriefSink for StoreBriefs {
                 .root_operation
                 .map_or_else(|| cx.operation_id.to_string(), |r| r.to_string());
             let task_id = self.store.task_of_run(&root).await.map_err(fail)?;
-            let priority = match draft.priority {
-                DraftPriority::Urgent => BriefPriority::Urgent,
-                DraftPriority::Normal => BriefPriority::Normal,
-                DraftPriority::Info => BriefPriority::Info,
-            };
+            let priority = draft.priority;
             let mut actions: Vec<BriefAction> = draft
                 .actions
                 .into_iter()
@@ -138,11 +134,7 @@ impl rein_tools::brief::BriefSink for StoreBriefs {
                 task_id,
                 operation_id: Some(root),
                 agent: record.agent.clone(),
-                kind: match draft.kind {
-                    DraftKind::Decision => BriefKind::Decision,
-                    DraftKind::Insight => BriefKind::Insight,
-                    DraftKind::Result => BriefKind::Result,
-                },
+                kind: draft.kind.into(),
                 priority,
                 title: draft.title,
                 summary: draft.summary,

@@ -7,13 +7,15 @@
 use crate::{Tool, ToolContext};
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use rein_core::brief::{BriefKind, BriefPriority};
 use rein_core::engine::ports::{PortError, ToolOutput};
 use rein_core::tool::{Effect, ToolApi, ToolKind, ToolManifest};
 
 /// The tool's identifier.
 pub const IDENTIFIER: &str = "brief";
 
-/// What the agent reports.
+/// What the agent reports: the kinds of [`BriefKind`] an agent may raise (a failed run's
+/// `error` brief is the host's to raise).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DraftKind {
@@ -25,16 +27,14 @@ pub enum DraftKind {
     Result,
 }
 
-/// How much it asks for attention.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum DraftPriority {
-    /// Now (sent to the person's hook; an urgent decision holds the task's next runs)
-    Urgent,
-    /// Soon
-    Normal,
-    /// For the record
-    Info,
+impl From<DraftKind> for BriefKind {
+    fn from(kind: DraftKind) -> Self {
+        match kind {
+            DraftKind::Decision => BriefKind::Decision,
+            DraftKind::Insight => BriefKind::Insight,
+            DraftKind::Result => BriefKind::Result,
+        }
+    }
 }
 
 /// An action the person can answer with.
@@ -56,7 +56,7 @@ pub struct BriefDraft {
     /// decision, insight or result
     pub kind: DraftKind,
     /// urgent, normal or info
-    pub priority: DraftPriority,
+    pub priority: BriefPriority,
     /// One line
     #[schemars(length(min = 1, max = 200))]
     pub title: String,

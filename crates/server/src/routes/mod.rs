@@ -82,11 +82,13 @@ impl<T: DeserializeOwned + JsonSchema + 'static, S: Send + Sync> FromRequest<S> 
     }
 }
 
+/// A body type's top-level field names.
+type Fields = Arc<BTreeSet<String>>;
+
 /// The top-level fields `T`'s document allows, or `None` when it allows any; computed once per
 /// type.
-fn allowed_fields<T: JsonSchema + 'static>() -> Option<Arc<BTreeSet<String>>> {
-    static FIELDS: LazyLock<Mutex<HashMap<TypeId, Option<Arc<BTreeSet<String>>>>>> =
-        LazyLock::new(Mutex::default);
+fn allowed_fields<T: JsonSchema + 'static>() -> Option<Fields> {
+    static FIELDS: LazyLock<Mutex<HashMap<TypeId, Option<Fields>>>> = LazyLock::new(Mutex::default);
     let mut fields = FIELDS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
