@@ -355,7 +355,11 @@ pub fn show(
             "    {:>3}  {:<18} {}",
             s.step_index,
             status,
-            s.instructions.join(", ")
+            s.instructions
+                .iter()
+                .map(|i| i.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
 }

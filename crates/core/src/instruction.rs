@@ -265,6 +265,7 @@ pub enum Instruction {
 
 /// The `type` tag of an instruction, usable as an executor-table key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum InstructionKind {
     /// `call_llm`

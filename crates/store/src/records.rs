@@ -1,6 +1,7 @@
 //! What the store keeps, as Rust types.
 
 use chrono::{DateTime, Utc};
+use rein_core::instruction::InstructionKind;
 use rein_core::phase::RuntimeContext;
 use rein_core::spec::OperationSpec;
 use rein_core::state::{FinishReason, Status};
@@ -274,8 +275,8 @@ pub struct StepCommit {
     pub state: AgentState,
     /// Context of the next step.
     pub next_context: Option<RuntimeContext>,
-    /// Instruction types the step ran.
-    pub instructions: Vec<String>,
+    /// What the step ran.
+    pub instructions: Vec<StepRan>,
     /// What the step changed in the message list and the tool manifests.
     pub changes: StateChanges,
     /// Events the step emitted.
@@ -509,6 +510,69 @@ pub struct StoredOperation {
     pub spec: OperationSpec,
 }
 
+/// What one committed step ran: instructions or, with none, a transition made outside a step
+/// (a person's decision, a settlement). Stored and answered as its name: the instruction's
+/// `type` tag, or `human_decision`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepRan {
+    /// An instruction of this kind.
+    Instruction(InstructionKind),
+    /// A transition outside a step: a person's decision, a settlement.
+    HumanDecision,
+}
+
+impl StepRan {
+    /// Its name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Instruction(kind) => kind.as_str(),
+            Self::HumanDecision => "human_decision",
+        }
+    }
+}
+
+impl From<InstructionKind> for StepRan {
+    fn from(kind: InstructionKind) -> Self {
+        Self::Instruction(kind)
+    }
+}
+
+impl std::fmt::Display for StepRan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for StepRan {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for StepRan {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        if name == "human_decision" {
+            return Ok(Self::HumanDecision);
+        }
+        InstructionKind::deserialize(serde::de::value::StrDeserializer::<D::Error>::new(&name))
+            .map(Self::Instruction)
+    }
+}
+
+impl schemars::JsonSchema for StepRan {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "StepRan".into()
+    }
+
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "An instruction's `type`, or `human_decision` (a transition outside a step).",
+            "anyOf": [g.subschema_for::<InstructionKind>(), {"type": "string", "enum": ["human_decision"]}]
+        })
+    }
+}
+
 /// One committed step.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StepRecord {
@@ -516,8 +580,25 @@ pub struct StepRecord {
     pub step_index: u64,
     /// Status after it.
     pub status: Status,
-    /// Instruction types it ran.
-    pub instructions: Vec<String>,
+    /// What it ran.
+    pub instructions: Vec<StepRan>,
     /// When.
     pub created_at: DateTime<Utc>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_step_ran_is_stored_as_its_name() {
+        let ran = vec![
+            StepRan::Instruction(InstructionKind::CallLlm),
+            StepRan::HumanDecision,
+        ];
+        let text = serde_json::to_string(&ran).unwrap();
+        assert_eq!(text, r#"["call_llm","human_decision"]"#);
+        assert_eq!(serde_json::from_str::<Vec<StepRan>>(&text).unwrap(), ran);
+        assert!(serde_json::from_str::<StepRan>(r#""teleport""#).is_err());
+    }
 }

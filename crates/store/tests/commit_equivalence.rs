@@ -136,7 +136,7 @@ async fn commit_and_check(
         changes: StateChanges::between(committed, &r.state),
         state: r.state.clone(),
         next_context: r.next_context.clone(),
-        instructions: r.instructions.iter().map(|k| k.as_str().into()).collect(),
+        instructions: r.instructions.iter().map(|k| (*k).into()).collect(),
         events: r.events.clone(),
         tool_executions: r.tool_executions.clone(),
         interventions: Vec::new(),

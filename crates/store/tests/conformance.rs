@@ -249,7 +249,7 @@ async fn finish(store: &SqlStore, op: &NewOperation) {
         events: Vec::new(),
         tool_executions: vec![],
         interventions: vec![],
-        instructions: vec!["finish".into()],
+        instructions: vec![rein_core::instruction::InstructionKind::Finish.into()],
         next_context: None,
         operation_id: op.state.operation_id,
     };
@@ -493,7 +493,10 @@ async fn suite(store: &SqlStore) {
         step_index: 1,
         state: state.clone(),
         next_context: None,
-        instructions: vec!["call_llm".into(), "request_human_approve".into()],
+        instructions: vec![
+            rein_core::instruction::InstructionKind::CallLlm.into(),
+            rein_core::instruction::InstructionKind::RequestHumanApprove.into(),
+        ],
         topic_id: loaded.record.topic_id.clone(),
         changes: StateChanges::between(&loaded.state, &state),
         events: vec![
@@ -570,7 +573,14 @@ async fn suite(store: &SqlStore) {
     // Step timeline.
     let steps = store.steps(id).await.unwrap();
     assert_eq!(steps.len(), 1);
-    assert_eq!(steps[0].instructions, ["call_llm", "request_human_approve"]);
+    assert_eq!(
+        steps[0]
+            .instructions
+            .iter()
+            .map(|i| i.as_str())
+            .collect::<Vec<_>>(),
+        ["call_llm", "request_human_approve"]
+    );
 
     // Messages of the topic, and the parent preflight primitives.
     let msgs = store.topic_messages(&op.topic_id).await.unwrap();
@@ -668,7 +678,7 @@ async fn suite(store: &SqlStore) {
         )],
         tool_executions: vec![],
         interventions: vec![],
-        instructions: vec!["finish".into()],
+        instructions: vec![rein_core::instruction::InstructionKind::Finish.into()],
         next_context: None,
         operation_id: id,
     };
@@ -1379,7 +1389,7 @@ async fn finished_conversation(store: &SqlStore, owner: &str) -> String {
             changes: StateChanges::between(&op.state, &done),
             state: done,
             next_context: None,
-            instructions: vec!["finish".into()],
+            instructions: vec![rein_core::instruction::InstructionKind::Finish.into()],
             events: Vec::new(),
             tool_executions: Vec::new(),
             interventions: Vec::new(),
@@ -1901,7 +1911,7 @@ async fn topics_and_branches(store: &SqlStore, alice: &str, bob: &str) {
         changes: StateChanges::between(&op.state, &done),
         state: done.clone(),
         next_context: None,
-        instructions: vec!["call_llm".into()],
+        instructions: vec![rein_core::instruction::InstructionKind::CallLlm.into()],
         events: Vec::new(),
         tool_executions: Vec::new(),
         interventions: Vec::new(),
@@ -2334,7 +2344,7 @@ async fn concurrent_commits(store: &SqlStore) {
                     step_index: step,
                     state: op.state.clone(),
                     next_context: None,
-                    instructions: vec!["call_llm".into()],
+                    instructions: vec![rein_core::instruction::InstructionKind::CallLlm.into()],
                     topic_id: op.topic_id.clone(),
                     // A message of the topic that the state does not list.
                     changes: StateChanges {
@@ -2583,7 +2593,7 @@ async fn sub_agents(store: &SqlStore) {
         changes: StateChanges::between(&parent.state, &parked),
         state: parked.clone(),
         next_context: None,
-        instructions: vec!["exec_sub_agents".into()],
+        instructions: vec![rein_core::instruction::InstructionKind::ExecSubAgents.into()],
         events: Vec::new(),
         tool_executions: Vec::new(),
         interventions: Vec::new(),
@@ -2639,7 +2649,7 @@ async fn sub_agents(store: &SqlStore) {
             changes: StateChanges::between(&loaded.state, &next),
             state: next,
             next_context: None,
-            instructions: vec!["call_llm".into()],
+            instructions: vec![rein_core::instruction::InstructionKind::CallLlm.into()],
             events: Vec::new(),
             tool_executions: Vec::new(),
             interventions: Vec::new(),

@@ -10,7 +10,7 @@ use rein_core::engine::StepResult;
 use rein_core::engine::initial_context;
 use rein_store::{
     CommitOutcome, Intervention, InterventionStatus, NewOperation, NewThread, StateChanges,
-    StepCommit, Trigger,
+    StepCommit, StepRan, Trigger,
 };
 use std::time::Duration;
 
@@ -25,11 +25,11 @@ impl Driver {
         let step_index = run.seq + 1;
         let instructions = if r.instructions.is_empty() {
             // A transition outside a step: a human's decision, a settlement.
-            vec!["human_decision".to_owned()]
+            vec![StepRan::HumanDecision]
         } else {
             r.instructions
                 .iter()
-                .map(|k| k.as_str().to_owned())
+                .map(|k| StepRan::Instruction(*k))
                 .collect()
         };
         let expires_at = run

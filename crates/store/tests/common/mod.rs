@@ -61,7 +61,7 @@ pub async fn commit_step(
             changes: StateChanges::between(before, after),
             state: after.clone(),
             next_context: None,
-            instructions: vec!["call_llm".into()],
+            instructions: vec![rein_core::instruction::InstructionKind::CallLlm.into()],
             events: Vec::new(),
             tool_executions: Vec::new(),
             interventions: Vec::new(),
