@@ -391,7 +391,7 @@ async fn store_commit(target: &Target, commits: usize) -> f64 {
                 changes: StateChanges::between(&before, &state),
                 state: state.clone(),
                 next_context: None,
-                instructions: vec!["call_tools_batch".into()],
+                instructions: vec![rein_core::instruction::InstructionKind::CallToolsBatch.into()],
                 events,
                 tool_executions: vec![rein_store::ToolExecution {
                     operation_id: id,
