@@ -35,6 +35,28 @@ struct Rein {
     stderr: Arc<Mutex<Vec<String>>>,
 }
 
+/// A server the test did not stop itself ends with SIGTERM, as in production, so it shuts down
+/// cleanly and an instrumented build writes its coverage (a SIGKILL would lose it); one still
+/// running after 2 s is killed.
+impl Drop for Rein {
+    fn drop(&mut self) {
+        let Some(pid) = self.child.id() else {
+            return;
+        };
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status();
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        while std::time::Instant::now() < deadline {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.start_kill();
+    }
+}
+
 impl Rein {
     fn saw(&self, needle: &str) -> bool {
         self.stderr

@@ -112,7 +112,7 @@ impl rein_tools::brief::BriefSink for StoreBriefs {
                 .root_operation
                 .map_or_else(|| cx.operation_id.to_string(), |r| r.to_string());
             let task_id = self.store.task_of_run(&root).await.map_err(fail)?;
-            let priority = draft.priority;
+            let priority: BriefPriority = draft.priority.into();
             let mut actions: Vec<BriefAction> = draft
                 .actions
                 .into_iter()

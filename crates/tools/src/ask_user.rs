@@ -6,11 +6,10 @@
 //! decision brief for the person, its options as the brief's actions, so the answer reaches a
 //! later run of the task.
 
-use crate::brief::{BriefDraft, BriefSink, DraftAction, DraftKind};
+use crate::brief::{BriefDraft, BriefSink, DraftAction, DraftKind, DraftPriority};
 use crate::{Tool, ToolContext};
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use rein_core::brief::BriefPriority;
 use rein_core::engine::ports::{PortError, ToolOutput};
 use rein_core::question::{ASK_API, ASK_USER, Question};
 use rein_core::tool::{Effect, ToolApi, ToolKind, ToolManifest};
@@ -72,7 +71,7 @@ fn draft(q: &Question) -> BriefDraft {
     };
     BriefDraft {
         kind: DraftKind::Decision,
-        priority: BriefPriority::Urgent,
+        priority: DraftPriority::Urgent,
         title,
         summary,
         actions,

@@ -37,6 +37,29 @@ impl From<DraftKind> for BriefKind {
     }
 }
 
+/// How much it asks for attention: [`BriefPriority`] in the words the model reads (the tool's
+/// schema describes each value for it, and recorded exchanges hold that schema).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DraftPriority {
+    /// Now (sent to the person's hook; an urgent decision holds the task's next runs)
+    Urgent,
+    /// Soon
+    Normal,
+    /// For the record
+    Info,
+}
+
+impl From<DraftPriority> for BriefPriority {
+    fn from(priority: DraftPriority) -> Self {
+        match priority {
+            DraftPriority::Urgent => BriefPriority::Urgent,
+            DraftPriority::Normal => BriefPriority::Normal,
+            DraftPriority::Info => BriefPriority::Info,
+        }
+    }
+}
+
 /// An action the person can answer with.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -56,7 +79,7 @@ pub struct BriefDraft {
     /// decision, insight or result
     pub kind: DraftKind,
     /// urgent, normal or info
-    pub priority: BriefPriority,
+    pub priority: DraftPriority,
     /// One line
     #[schemars(length(min = 1, max = 200))]
     pub title: String,
