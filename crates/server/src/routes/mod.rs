@@ -29,7 +29,7 @@ use schemars::generate::SchemaGenerator;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 use std::any::TypeId;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, LazyLock, Mutex};
 
 /// A JSON object body; another content type is a 415, an oversized body a 413, and malformed
@@ -118,7 +118,8 @@ fn unknown_field<T: JsonSchema + 'static>(bytes: &[u8]) -> Result<(), ApiError> 
     let Some(allowed) = allowed_fields::<T>() else {
         return Ok(());
     };
-    let Ok(serde_json::Value::Object(body)) = serde_json::from_slice(bytes) else {
+    // Only the keys are read: the values are skipped, not built (the typed parse reads them).
+    let Ok(body) = serde_json::from_slice::<BTreeMap<String, serde::de::IgnoredAny>>(bytes) else {
         return Ok(());
     };
     match body.keys().find(|k| !allowed.contains(*k)) {
