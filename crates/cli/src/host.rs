@@ -3,7 +3,7 @@
 //! defaults of new operations. Every command that runs operations (`run`, `chat`, `approve`,
 //! `reject`, `op resume|cancel`, `task run`, `serve`, `worker`) makes its drivers from it.
 
-use crate::Context_;
+use crate::invocation::Invocation;
 use anyhow::anyhow;
 use rein_core::state::ModelRef;
 use rein_model::cassette::{RecordingTransport, ReplayTransport};
@@ -15,22 +15,22 @@ use std::sync::Arc;
 
 /// The models this process may call (the configured providers, through the cassette when
 /// `--replay`/`--record` name one) and the catalog of their prices.
-pub fn models(ctx: &Context_) -> anyhow::Result<(Arc<RegistryModels>, Arc<Catalog>)> {
-    let transport: Arc<dyn Transport> = match &ctx.cli_replay {
+pub fn models(given: &Invocation) -> anyhow::Result<(Arc<RegistryModels>, Arc<Catalog>)> {
+    let transport: Arc<dyn Transport> = match &given.cli_replay {
         Some(path) => Arc::new(ReplayTransport::from_file(path)?),
         None => Arc::new(ReqwestTransport::new(Timeouts::default())?),
     };
-    let transport: Arc<dyn Transport> = match &ctx.cli_record {
+    let transport: Arc<dyn Transport> = match &given.cli_record {
         Some(path) => Arc::new(RecordingTransport::new(transport, path)),
         None => transport,
     };
     let catalog = Arc::new(Catalog::builtin()?);
     let models = Arc::new(RegistryModels::new(
-        ctx.config.registry()?,
+        given.config.registry()?,
         transport,
         Arc::clone(&catalog),
         // A cassette answers without keys.
-        ctx.cli_replay.is_none(),
+        given.cli_replay.is_none(),
     ));
     Ok((models, catalog))
 }
@@ -38,13 +38,13 @@ pub fn models(ctx: &Context_) -> anyhow::Result<(Arc<RegistryModels>, Arc<Catalo
 /// This process's host: `model` is the default model (a flag's, else the configuration's).
 pub async fn host(
     store: Arc<SqlStore>,
-    ctx: &Context_,
+    given: &Invocation,
     model: Option<&str>,
 ) -> anyhow::Result<Host> {
-    let registry = ctx.config.registry()?;
-    let cassette = ctx.cli_replay.is_some() || ctx.cli_record.is_some();
-    let (models, catalog) = models(ctx)?;
-    let (default, _) = ctx.config.model(model);
+    let registry = given.config.registry()?;
+    let cassette = given.cli_replay.is_some() || given.cli_record.is_some();
+    let (models, catalog) = models(given)?;
+    let (default, _) = given.config.model(model);
     let default_model = rein_operation::profile::model_ref(&default)?;
     let embedder = match std::env::var(rein_operation::env::EMBED_MODEL)
         .ok()
@@ -73,16 +73,16 @@ pub async fn host(
     let mut tools = crate::test_tools::tools();
     #[cfg(not(feature = "test-hooks"))]
     let mut tools: Vec<Arc<dyn rein_tools::Tool>> = Vec::new();
-    for (name, entry) in ctx.config.mcp(&ctx.mcp)? {
+    for (name, entry) in given.config.mcp(&given.mcp)? {
         tools.push(rein_tools::mcp::McpServer::connect(entry.server(&name)?).await?);
     }
     // Sub-agents: the local user's stored agents (a server's operations: their owner's), and
     // the configuration file's under the names the store does not have.
-    let local = crate::agents::local_user(&store).await?;
+    let local = crate::agent_profile::local_user(&store).await?;
     let agents = Arc::new(rein_operation::StoredAgents {
         accounts: Arc::clone(&store) as Arc<dyn rein_store::Accounts>,
         local_user: Some(local.id.clone()),
-        fixed: ctx
+        fixed: given
             .config
             .file
             .agents
@@ -91,7 +91,7 @@ pub async fn host(
             .collect(),
     });
     // A cassette replays exactly the requests it recorded: no titling call.
-    let system_model = ctx
+    let system_model = given
         .config
         .system_model()
         .filter(|_| !cassette)
@@ -102,12 +102,12 @@ pub async fn host(
     Ok(Host {
         surfaces: rein_operation::surface::Surfaces {
             own: rein_core::spec::Surface::Local,
-            external: ctx.config.external_agents(true)?,
+            external: given.config.external_agents(true)?,
             devices: false,
         },
         devices: None,
         remote_agents: None,
-        sandbox: ctx.sandbox,
+        sandbox: given.sandbox,
         system_model,
         working_directory: None,
         agents: Some(agents),
@@ -116,7 +116,7 @@ pub async fn host(
         models,
         catalog,
         default_model,
-        prices: ctx.config.file.prices.clone(),
+        prices: given.config.file.prices.clone(),
         // A cassette must replay byte for byte on any day, in any checkout, with any memories.
         context: if cassette {
             ContextSettings {
@@ -135,7 +135,7 @@ pub async fn host(
         skills: if cassette {
             Arc::default()
         } else {
-            Arc::new(crate::skills::catalog(&ctx.config)?)
+            Arc::new(crate::skills::catalog(&given.config)?)
         },
     })
 }
@@ -143,18 +143,22 @@ pub async fn host(
 /// Make `host` a server's (or worker's): operations run on its own surface, on the devices its
 /// store knows, or on the external agents its configuration names (only those: they run with
 /// the server's rights, outside rein's approvals).
-pub fn serve_from(host: &mut Host, store: &Arc<SqlStore>, ctx: &Context_) -> anyhow::Result<()> {
-    host.surfaces = server_surfaces(ctx)?;
+pub fn serve_from(
+    host: &mut Host,
+    store: &Arc<SqlStore>,
+    given: &Invocation,
+) -> anyhow::Result<()> {
+    host.surfaces = server_surfaces(given)?;
     host.devices = Some(Arc::new(rein_operation::devices::StoredDevices(
         Arc::clone(store) as Arc<dyn rein_store::Devices>,
     )));
     Ok(())
 }
 
-fn server_surfaces(ctx: &Context_) -> anyhow::Result<rein_operation::surface::Surfaces> {
+fn server_surfaces(given: &Invocation) -> anyhow::Result<rein_operation::surface::Surfaces> {
     Ok(rein_operation::surface::Surfaces {
         own: rein_core::spec::Surface::Server,
-        external: ctx.config.external_agents(false)?,
+        external: given.config.external_agents(false)?,
         devices: true,
     })
 }

@@ -1,36 +1,27 @@
 //! The `rein` command line: the flags (`Cli`, `Command`), one `dispatch` of every command to
 //! where it runs (`commands::Local` or `commands::Remote`), and the process's runtime.
 
-mod agents;
-mod briefs;
-mod chat;
+mod agent_profile;
 mod commands;
-mod connect;
-mod grants;
-mod groups;
 mod host;
-mod knowledge;
-mod memory;
+mod invocation;
 mod named;
 mod output;
 mod prompt;
 mod queue;
 #[cfg(test)]
 mod reference;
-mod serve;
-mod skills;
-mod tasks;
 mod telemetry;
 #[cfg(feature = "test-hooks")]
 mod test_tools;
-mod topics;
 
-use anyhow::{anyhow, bail};
+use anyhow::bail;
 use clap::{Parser, Subcommand};
-use rein_core::OperationId;
-use rein_core::state::Status;
-use rein_operation::RunEnd;
-use rein_store::{SqlStore, Store};
+use commands::{
+    agents, briefs, chat, config, connect, decide, devices, grants, groups, knowledge, memory,
+    models, operations, run, serve, skills, tasks, topics,
+};
+use invocation::Invocation;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -97,7 +88,7 @@ struct Cli {
 #[derive(Subcommand)]
 pub(crate) enum Command {
     /// Run an agent on a prompt.
-    Run(RunArgs),
+    Run(run::RunArgs),
     /// Chat on a topic, a turn per line (/approve, /reject, /cancel, /model, /history).
     Chat(chat::ChatArgs),
     /// Serve the HTTP API and the web UI.
@@ -108,7 +99,7 @@ pub(crate) enum Command {
     /// A server's devices (`--server URL`): list, revoke.
     Device {
         #[command(subcommand)]
-        command: DeviceCommand,
+        command: devices::DeviceCommand,
     },
     /// What you granted ("always for this tool"): list, revoke.
     Grant {
@@ -176,179 +167,24 @@ pub(crate) enum Command {
     /// Show the effective configuration.
     Config {
         #[command(subcommand)]
-        command: ConfigCommand,
+        command: config::ConfigCommand,
     },
     /// Inspect and steer operations.
     Op {
         #[command(subcommand)]
-        command: OpCommand,
+        command: operations::OpCommand,
     },
     /// Approve pending tool calls of a parked operation and continue it.
-    Approve {
-        /// Operation id.
-        id: String,
-        /// Tool call ids (default: every pending call).
-        #[arg(long = "call")]
-        calls: Vec<String>,
-        /// Approve every pending call.
-        #[arg(long)]
-        all: bool,
-        /// Also grant the call's tool from now on, for this operation, topic (conversation) or
-        /// agent (one `--call`; refused for a call the blacklist or the guard flagged).
-        #[arg(long, value_name = "SCOPE", value_parser = grants::scope_parser(), requires = "calls", conflicts_with = "all")]
-        grant: Option<rein_core::intervention::GrantScope>,
-    },
+    Approve(decide::ApproveArgs),
     /// Answer a question the agent asked (`ask_user`) and continue the operation.
-    Answer {
-        /// Operation id.
-        id: String,
-        /// The answer (free text, or an option's key or label).
-        #[arg(required_unless_present = "option", conflicts_with = "option")]
-        text: Option<String>,
-        /// The question's tool call id (default: the one open question).
-        #[arg(long = "call")]
-        call: Option<String>,
-        /// Choose the option with this key.
-        #[arg(long)]
-        option: Option<String>,
-    },
+    Answer(decide::AnswerArgs),
     /// Reject pending tool calls of a parked operation (for a question: decline to answer).
-    Reject {
-        /// Operation id.
-        id: String,
-        /// Tool call ids (default: every pending call).
-        #[arg(long = "call")]
-        calls: Vec<String>,
-        /// Why (the model reads it).
-        #[arg(long)]
-        reason: Option<String>,
-        /// Stop the operation instead of letting the model continue.
-        #[arg(long)]
-        halt: bool,
-    },
-}
-
-#[derive(clap::Args)]
-pub(crate) struct RunArgs {
-    /// The prompt.
-    pub prompt: String,
-    /// Run as this agent (its model, system role, tools, approval mode and limits; flags win).
-    #[arg(long, conflicts_with = "group")]
-    pub agent: Option<String>,
-    /// Run as this group: its members talk in rounds under its supervisor (one budget).
-    #[arg(long)]
-    pub group: Option<String>,
-    #[command(flatten)]
-    pub settings: agents::AgentFlags,
-    /// Attach a file to the prompt (repeatable): images are shown to models that can see
-    /// them, text files are inlined (long ones cut), other files are named only.
-    #[arg(long, value_name = "PATH")]
-    pub attach: Vec<std::path::PathBuf>,
-}
-
-#[derive(Subcommand)]
-enum ConfigCommand {
-    /// The configuration in effect (file, environment, flags), secrets masked.
-    Show {
-        /// As if `--model` were given.
-        #[arg(long)]
-        model: Option<String>,
-    },
-}
-
-/// `rein device …` (against `--server URL`).
-#[derive(Subcommand)]
-pub(crate) enum DeviceCommand {
-    /// Your devices: connected or not, their tools and directory.
-    List,
-    /// Revoke a device: its tokens stop working and its connection closes.
-    Revoke {
-        /// The device's name.
-        name: String,
-    },
-}
-
-#[derive(Subcommand)]
-pub(crate) enum OpCommand {
-    /// List operations.
-    List {
-        /// Only operations in this status.
-        #[arg(long, value_parser = named::named::<Status>())]
-        status: Option<Status>,
-    },
-    /// Show an operation and its step timeline.
-    Show {
-        id: String,
-        /// Also its sub-agents (and theirs), with their status, cost and pending approvals.
-        #[arg(long)]
-        tree: bool,
-        /// Instead, what the model call of this step admitted: tokens per item (system role,
-        /// memories, knowledge, skills, tool list and schemas, history, summary) and what each
-        /// context processor changed.
-        #[arg(long, value_name = "STEP", conflicts_with = "tree")]
-        context: Option<u32>,
-    },
-    /// Print an operation's events.
-    Events {
-        /// Operation id.
-        id: String,
-        /// Only events after this sequence number.
-        #[arg(long)]
-        after: Option<u64>,
-        /// Keep printing new events until the operation ends.
-        #[arg(long)]
-        follow: bool,
-    },
-    /// Continue an operation from its last committed step (after a crash or an interruption).
-    Resume { id: String },
-    /// Cancel an operation.
-    Cancel { id: String },
-}
-
-pub(crate) fn parse_id(id: &str) -> anyhow::Result<OperationId> {
-    id.parse()
-        .map_err(|_| anyhow!("`{id}` is not an operation id"))
-}
-
-/// This process's settings: the command line's global flags and the configuration file.
-pub(crate) struct Context_ {
-    /// The shell's sandbox of this process's operations.
-    pub sandbox: rein_core::spec::Sandbox,
-    /// `--replay CASSETTE`.
-    pub cli_replay: Option<PathBuf>,
-    /// `--record CASSETTE`.
-    pub cli_record: Option<PathBuf>,
-    /// `--json`: events as JSON lines.
-    pub json: bool,
-    /// `--mcp NAME=COMMAND`, as given.
-    pub mcp: Vec<String>,
-    /// The configuration file (and what the environment sets over it).
-    pub config: rein_operation::settings::Settings,
-}
-
-/// How a local run or decision stopped, said as every command says it; the exit code.
-pub(crate) async fn finish(store: &SqlStore, id: OperationId, end: &RunEnd) -> anyhow::Result<u8> {
-    let op = store.load_operation(id).await?;
-    // A group's answer is its members' turns.
-    if let Some(op) = &op
-        && op.spec.group.is_some()
-    {
-        output::turns(&op.state);
-    }
-    let pending = rein_operation::tree::pending_approvals(store, id)
-        .await
-        .unwrap_or_default();
-    Ok(commands::ended::print(
-        id,
-        end,
-        op.as_ref().map(|o| &o.record),
-        &pending,
-    ))
+    Reject(decide::RejectArgs),
 }
 
 async fn run(cli: Cli) -> anyhow::Result<u8> {
     let config = rein_operation::settings::Settings::load()?;
-    let ctx = Context_ {
+    let given = Invocation {
         sandbox: rein_core::spec::Sandbox {
             mode: cli.sandbox,
             network: cli.network,
@@ -362,7 +198,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
     match &cli.server {
         Some(server) => {
             if let Command::Connect(args) = cli.command {
-                return connect::connect(server, args, &ctx).await;
+                return connect::connect(server, args, &given).await;
             }
             let remote = commands::Remote::new(server, cli.json)?;
             dispatch(&remote, cli.command, cli.json).await
@@ -371,7 +207,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
             let local = commands::Local::new(
                 rein_operation::settings::database(cli.db.as_deref())?,
                 cli.vector_search,
-                ctx,
+                given,
             );
             dispatch(&local, cli.command, cli.json).await
         }
@@ -382,35 +218,20 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
 /// server; the ones that need this machine ask `on.local()`, which a server refuses.
 async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> anyhow::Result<u8> {
     match command {
-        Command::Op { command } => commands::operations::run(on, command, json).await,
-        Command::Approve {
-            id,
-            calls,
-            all,
-            grant,
-        } => commands::decide::approve(on, parse_id(&id)?, calls, all, grant).await,
-        Command::Answer {
-            id,
-            text,
-            call,
-            option,
-        } => commands::decide::answer(on, parse_id(&id)?, text, call, option).await,
-        Command::Reject {
-            id,
-            calls,
-            reason,
-            halt,
-        } => commands::decide::reject(on, parse_id(&id)?, calls, reason, halt).await,
+        Command::Op { command } => operations::run(on, command, json).await,
+        Command::Approve(a) => decide::approve(on, a).await,
+        Command::Answer(a) => decide::answer(on, a).await,
+        Command::Reject(a) => decide::reject(on, a).await,
         Command::Grant { command } => {
-            commands::grants::run(on, command, json).await?;
+            grants::run(on, command, json).await?;
             Ok(exit::DONE)
         }
         Command::Agent { command } => {
-            commands::agents::run(on, command, json).await?;
+            agents::run(on, command, json).await?;
             Ok(exit::DONE)
         }
         Command::Device { command } => {
-            commands::devices::run(on, command, json).await?;
+            devices::run(on, command, json).await?;
             Ok(exit::DONE)
         }
         Command::Models { remote: None } => {
@@ -421,14 +242,20 @@ async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> 
             remote: Some(provider),
         } => {
             let l = on.local()?;
-            agents::remote_models(&l.ctx.config, &provider, json).await?;
+            models::remote_models(&l.given.config, &provider, json).await?;
             Ok(exit::DONE)
         }
         Command::Config {
-            command: ConfigCommand::Show { model },
+            command: config::ConfigCommand::Show { model },
         } => {
             let l = on.local()?;
-            commands::config::show(&l.ctx.config, &l.target, model.as_deref(), &l.ctx.mcp, json)?;
+            config::show(
+                &l.given.config,
+                &l.target,
+                model.as_deref(),
+                &l.given.mcp,
+                json,
+            )?;
             Ok(exit::DONE)
         }
         Command::Connect(_) => {
@@ -441,47 +268,47 @@ async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> 
         }
         Command::Brief { command } => {
             let l = on.local()?;
-            briefs::command(Arc::clone(l.store().await?), command, &l.ctx).await
+            briefs::command(Arc::clone(l.store().await?), command, &l.given).await
         }
         Command::Topic { command } => {
             let l = on.local()?;
-            topics::command(Arc::clone(l.store().await?), command, &l.ctx).await
+            topics::command(Arc::clone(l.store().await?), command, &l.given).await
         }
         Command::Kb { command } => {
             let l = on.local()?;
-            let (models, _) = host::models(&l.ctx)?;
+            let (models, _) = host::models(&l.given)?;
             knowledge::command(l.store().await?, &*models, command, json).await?;
             Ok(exit::DONE)
         }
         Command::Memory { command } => {
             let l = on.local()?;
             let store = l.store().await?;
-            let host = host::host(Arc::clone(store), &l.ctx, None).await?;
+            let host = host::host(Arc::clone(store), &l.given, None).await?;
             memory::command(store, &host, command, json).await?;
             Ok(exit::DONE)
         }
         Command::Skill { command } => {
             let l = on.local()?;
-            skills::command(command, &l.ctx.config, json)?;
+            skills::command(command, &l.given.config, json)?;
             Ok(exit::DONE)
         }
         Command::Chat(a) => {
             let l = on.local()?;
-            chat::chat(Arc::clone(l.store().await?), a, &l.ctx).await
+            chat::chat(Arc::clone(l.store().await?), a, &l.given).await
         }
         Command::Task { command } => {
             let l = on.local()?;
-            tasks::command(Arc::clone(l.store().await?), command, &l.ctx).await
+            tasks::command(Arc::clone(l.store().await?), command, &l.given).await
         }
         Command::Worker(a) => {
             let l = on.local()?;
-            serve::worker(Arc::clone(l.store().await?), a, &l.ctx).await?;
+            serve::worker(Arc::clone(l.store().await?), a, &l.given).await?;
             Ok(exit::DONE)
         }
         Command::Migrate => commands::migrate::run(on.local()?, json).await,
         Command::Serve(a) => {
             let l = on.local()?;
-            serve::serve(Arc::clone(l.store().await?), a, &l.ctx).await?;
+            serve::serve(Arc::clone(l.store().await?), a, &l.given).await?;
             Ok(exit::DONE)
         }
         Command::Token { command } => {
@@ -489,7 +316,7 @@ async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> 
             serve::token(l.store().await?, command, json).await?;
             Ok(exit::DONE)
         }
-        Command::Run(a) => commands::run::run(on.local()?, a).await,
+        Command::Run(a) => run::run(on.local()?, a).await,
     }
 }
 

@@ -2,8 +2,39 @@
 //! mode, limits), each with a version counted up on every edit.
 
 use super::Backend;
-use crate::agents::{AgentCommand, print};
+use crate::agent_profile::{AgentFlags, print};
 use rein_operation::AgentProfile;
+
+/// `rein agent` subcommands.
+#[derive(clap::Subcommand)]
+pub enum AgentCommand {
+    /// Create an agent.
+    Create {
+        /// Name (letters, digits, `-`, `_`).
+        name: String,
+        #[command(flatten)]
+        flags: AgentFlags,
+    },
+    /// List agents.
+    List,
+    /// Show an agent.
+    Show {
+        /// Name.
+        name: String,
+    },
+    /// Change the given settings of an agent.
+    Edit {
+        /// Name.
+        name: String,
+        #[command(flatten)]
+        flags: AgentFlags,
+    },
+    /// Delete an agent.
+    Delete {
+        /// Name.
+        name: String,
+    },
+}
 
 /// Run an agent command.
 pub async fn run(on: &impl Backend, command: AgentCommand, json: bool) -> anyhow::Result<()> {

@@ -5,6 +5,17 @@ use rein_model::Registry;
 use rein_operation::settings::{Settings, mask};
 use std::collections::BTreeMap;
 
+/// `rein config …`.
+#[derive(clap::Subcommand)]
+pub enum ConfigCommand {
+    /// The configuration in effect (file, environment, flags), secrets masked.
+    Show {
+        /// As if `--model` were given.
+        #[arg(long)]
+        model: Option<String>,
+    },
+}
+
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }

@@ -2,21 +2,71 @@
 //! follow it to where it stops next (asking on a terminal for what it asks then), and say how
 //! it stopped.
 
-use super::{Backend, Granted};
+use super::{Backend, Granted, operation_id};
 use anyhow::{anyhow, bail};
 use rein_core::OperationId;
 use rein_core::intervention::GrantScope;
 use rein_core::question::Answer;
 use rein_operation::{Decision, RunEnd};
 
-/// `rein approve ID [--call C]... [--all] [--grant SCOPE]`.
-pub async fn approve(
-    on: &impl Backend,
-    id: OperationId,
+// `rein approve ID [--call C]... [--all] [--grant SCOPE]` (the command's help is its variant's).
+#[derive(clap::Args)]
+pub struct ApproveArgs {
+    /// Operation id.
+    id: String,
+    /// Tool call ids (default: every pending call).
+    #[arg(long = "call")]
     calls: Vec<String>,
+    /// Approve every pending call.
+    #[arg(long)]
     all: bool,
+    /// Also grant the call's tool from now on, for this operation, topic (conversation) or
+    /// agent (one `--call`; refused for a call the blacklist or the guard flagged).
+    #[arg(long, value_name = "SCOPE", value_parser = super::grants::scope_parser(), requires = "calls", conflicts_with = "all")]
     grant: Option<GrantScope>,
-) -> anyhow::Result<u8> {
+}
+
+// `rein answer ID [--call C] TEXT` or `--option KEY`.
+#[derive(clap::Args)]
+pub struct AnswerArgs {
+    /// Operation id.
+    id: String,
+    /// The answer (free text, or an option's key or label).
+    #[arg(required_unless_present = "option", conflicts_with = "option")]
+    text: Option<String>,
+    /// The question's tool call id (default: the one open question).
+    #[arg(long = "call")]
+    call: Option<String>,
+    /// Choose the option with this key.
+    #[arg(long)]
+    option: Option<String>,
+}
+
+// `rein reject ID [--call C]... [--reason R] [--halt]`.
+#[derive(clap::Args)]
+pub struct RejectArgs {
+    /// Operation id.
+    id: String,
+    /// Tool call ids (default: every pending call).
+    #[arg(long = "call")]
+    calls: Vec<String>,
+    /// Why (the model reads it).
+    #[arg(long)]
+    reason: Option<String>,
+    /// Stop the operation instead of letting the model continue.
+    #[arg(long)]
+    halt: bool,
+}
+
+/// Approve the calls `a` names (all pending ones by default), granting the tool when asked.
+pub async fn approve(on: &impl Backend, a: ApproveArgs) -> anyhow::Result<u8> {
+    let ApproveArgs {
+        id,
+        calls,
+        all,
+        grant,
+    } = a;
+    let id = operation_id(&id)?;
     let end = match (grant, calls.as_slice()) {
         (Some(scope), [call]) => match on.approve_always(id, call, scope).await? {
             Granted::Made { end, grant } => {
@@ -40,14 +90,15 @@ pub async fn approve(
     finish(on, id, &end).await
 }
 
-/// `rein answer ID [--call C] TEXT` or `--option KEY`.
-pub async fn answer(
-    on: &impl Backend,
-    id: OperationId,
-    text: Option<String>,
-    call: Option<String>,
-    option: Option<String>,
-) -> anyhow::Result<u8> {
+/// Answer the open question (or the one `--call` names).
+pub async fn answer(on: &impl Backend, a: AnswerArgs) -> anyhow::Result<u8> {
+    let AnswerArgs {
+        id,
+        text,
+        call,
+        option,
+    } = a;
+    let id = operation_id(&id)?;
     let answer = match (text, option) {
         (_, Some(key)) => Answer::Option(key),
         (Some(text), None) => Answer::Text(text),
@@ -60,14 +111,15 @@ pub async fn answer(
     finish(on, id, &end).await
 }
 
-/// `rein reject ID [--call C]... [--reason R] [--halt]`.
-pub async fn reject(
-    on: &impl Backend,
-    id: OperationId,
-    calls: Vec<String>,
-    reason: Option<String>,
-    halt: bool,
-) -> anyhow::Result<u8> {
+/// Reject the calls `a` names (all pending ones by default).
+pub async fn reject(on: &impl Backend, a: RejectArgs) -> anyhow::Result<u8> {
+    let RejectArgs {
+        id,
+        calls,
+        reason,
+        halt,
+    } = a;
+    let id = operation_id(&id)?;
     let calls = (!calls.is_empty()).then_some(calls);
     let end = on
         .decide(id, calls, Decision::Reject { reason, halt })

@@ -1,7 +1,18 @@
 //! `rein device list|revoke`: a server's devices.
 
 use super::Backend;
-use crate::DeviceCommand;
+
+/// `rein device …` (against `--server URL`).
+#[derive(clap::Subcommand)]
+pub enum DeviceCommand {
+    /// Your devices: connected or not, their tools and directory.
+    List,
+    /// Revoke a device: its tokens stop working and its connection closes.
+    Revoke {
+        /// The device's name.
+        name: String,
+    },
+}
 
 /// Run a device command.
 pub async fn run(on: &impl Backend, command: DeviceCommand, json: bool) -> anyhow::Result<()> {

@@ -133,3 +133,23 @@ pub fn print(
         }
     }
 }
+
+/// How a run or decision of this process stopped (read from `store`), said as [`print`] says
+/// it; the exit code.
+pub async fn finish_here(
+    store: &rein_store::SqlStore,
+    id: OperationId,
+    end: &RunEnd,
+) -> anyhow::Result<u8> {
+    let op = rein_store::Store::load_operation(store, id).await?;
+    // A group's answer is its members' turns.
+    if let Some(op) = &op
+        && op.spec.group.is_some()
+    {
+        crate::output::turns(&op.state);
+    }
+    let pending = rein_operation::tree::pending_approvals(store, id)
+        .await
+        .unwrap_or_default();
+    Ok(print(id, end, op.as_ref().map(|o| &o.record), &pending))
+}

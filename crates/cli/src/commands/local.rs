@@ -4,7 +4,7 @@
 //! one: it connects the configured MCP servers).
 
 use super::{Backend, Granted};
-use crate::Context_;
+use crate::invocation::Invocation;
 use anyhow::{anyhow, bail};
 use chrono::Utc;
 use rein_core::intervention::GrantScope;
@@ -31,18 +31,18 @@ pub struct Local {
     /// Where knowledge vectors are searched.
     vector_search: rein_store::VectorIndex,
     /// The command line's settings and the configuration file.
-    pub ctx: Context_,
+    pub given: Invocation,
     store: tokio::sync::OnceCell<Arc<SqlStore>>,
     driver: tokio::sync::OnceCell<Driver>,
 }
 
 impl Local {
-    /// Commands on the database at `target` with `ctx`.
-    pub fn new(target: String, vector_search: rein_store::VectorIndex, ctx: Context_) -> Self {
+    /// Commands on the database at `target` with what this run was `given`.
+    pub fn new(target: String, vector_search: rein_store::VectorIndex, given: Invocation) -> Self {
         Self {
             target,
             vector_search,
-            ctx,
+            given,
             store: tokio::sync::OnceCell::new(),
             driver: tokio::sync::OnceCell::new(),
         }
@@ -68,8 +68,8 @@ impl Local {
         let store = self.store().await?;
         self.driver
             .get_or_try_init(|| async {
-                let host = crate::host::host(Arc::clone(store), &self.ctx, None).await?;
-                Ok::<_, anyhow::Error>(crate::host::printing_driver(&host, self.ctx.json))
+                let host = crate::host::host(Arc::clone(store), &self.given, None).await?;
+                Ok::<_, anyhow::Error>(crate::host::printing_driver(&host, self.given.json))
             })
             .await
     }
@@ -87,7 +87,7 @@ impl Local {
 
     async fn record(&self, name: &str) -> anyhow::Result<AgentRecord> {
         let store = self.store().await?;
-        let user = crate::agents::local_user(store).await?;
+        let user = crate::agent_profile::local_user(store).await?;
         store
             .get_agent(&user.id, name)
             .await?
@@ -233,7 +233,7 @@ impl Backend for Local {
 
     async fn agents(&self) -> anyhow::Result<Vec<Agent>> {
         let store = self.store().await?;
-        let user = crate::agents::local_user(store).await?;
+        let user = crate::agent_profile::local_user(store).await?;
         store
             .list_agents(&user.id)
             .await?
@@ -249,7 +249,7 @@ impl Backend for Local {
     async fn create_agent(&self, name: &str, config: AgentProfile) -> anyhow::Result<Agent> {
         rein_operation::profile::check_name(name)?;
         let store = self.store().await?;
-        let user = crate::agents::local_user(store).await?;
+        let user = crate::agent_profile::local_user(store).await?;
         if store.get_agent(&user.id, name).await?.is_some() {
             bail!("agent `{name}` already exists (change it with `rein agent edit`)");
         }
@@ -277,7 +277,7 @@ impl Backend for Local {
 
     async fn delete_agent(&self, name: &str) -> anyhow::Result<()> {
         let store = self.store().await?;
-        let user = crate::agents::local_user(store).await?;
+        let user = crate::agent_profile::local_user(store).await?;
         if !store.delete_agent(&user.id, name).await? {
             bail!("no agent `{name}`");
         }
@@ -293,7 +293,7 @@ impl Backend for Local {
     }
 
     async fn print_models(&self, json: bool) -> anyhow::Result<()> {
-        crate::agents::models(&self.ctx.config, json)
+        super::models::models(&self.given.config, json)
     }
 }
 

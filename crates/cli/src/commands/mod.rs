@@ -6,16 +6,27 @@
 //! machine asks [`Backend::local`], which on a server refuses it, naming what to do.
 
 pub mod agents;
+pub mod briefs;
+pub mod chat;
 pub mod config;
+pub mod connect;
 pub mod decide;
 pub mod devices;
 pub mod ended;
 pub mod grants;
+pub mod groups;
+pub mod knowledge;
 pub mod local;
+pub mod memory;
 pub mod migrate;
+pub mod models;
 pub mod operations;
 pub mod remote;
 pub mod run;
+pub mod serve;
+pub mod skills;
+pub mod tasks;
+pub mod topics;
 
 pub use local::Local;
 pub use remote::Remote;
@@ -30,6 +41,12 @@ use rein_server::routes::agents::Agent;
 use rein_server::routes::devices::DeviceOut;
 use rein_server::routes::operations::OperationDetail;
 use rein_store::{GrantRecord, OperationRecord};
+
+/// An operation id as a command gives it, refused with one line naming it.
+pub fn operation_id(id: &str) -> anyhow::Result<OperationId> {
+    id.parse()
+        .map_err(|_| anyhow::anyhow!("`{id}` is not an operation id"))
+}
 
 /// What approving a call "always" did.
 pub enum Granted {

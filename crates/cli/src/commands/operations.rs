@@ -2,7 +2,48 @@
 
 use super::Backend;
 use super::decide::finish;
-use crate::{OpCommand, exit, output, parse_id};
+use super::operation_id as parse_id;
+use crate::named::named;
+use crate::{exit, output};
+use rein_core::state::Status;
+
+/// `rein op …`.
+#[derive(clap::Subcommand)]
+pub enum OpCommand {
+    /// List operations.
+    List {
+        /// Only operations in this status.
+        #[arg(long, value_parser = named::<Status>())]
+        status: Option<Status>,
+    },
+    /// Show an operation and its step timeline.
+    Show {
+        id: String,
+        /// Also its sub-agents (and theirs), with their status, cost and pending approvals.
+        #[arg(long)]
+        tree: bool,
+        /// Instead, what the model call of this step admitted: tokens per item (system role,
+        /// memories, knowledge, skills, tool list and schemas, history, summary) and what each
+        /// context processor changed.
+        #[arg(long, value_name = "STEP", conflicts_with = "tree")]
+        context: Option<u32>,
+    },
+    /// Print an operation's events.
+    Events {
+        /// Operation id.
+        id: String,
+        /// Only events after this sequence number.
+        #[arg(long)]
+        after: Option<u64>,
+        /// Keep printing new events until the operation ends.
+        #[arg(long)]
+        follow: bool,
+    },
+    /// Continue an operation from its last committed step (after a crash or an interruption).
+    Resume { id: String },
+    /// Cancel an operation.
+    Cancel { id: String },
+}
 
 /// Run an `op` command; the exit code.
 pub async fn run(on: &impl Backend, command: OpCommand, json: bool) -> anyhow::Result<u8> {

@@ -2,14 +2,33 @@
 //! on a terminal for what it asks; then learn from the conversation.
 
 use super::Local;
-use crate::{RunArgs, agents, host, memory, queue};
+use super::memory;
+use crate::{agent_profile, host, queue};
 use rein_operation::{RunEnd, SpecOrigin, StartOptions};
 use std::sync::Arc;
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// The prompt.
+    pub prompt: String,
+    /// Run as this agent (its model, system role, tools, approval mode and limits; flags win).
+    #[arg(long, conflicts_with = "group")]
+    pub agent: Option<String>,
+    /// Run as this group: its members talk in rounds under its supervisor (one budget).
+    #[arg(long)]
+    pub group: Option<String>,
+    #[command(flatten)]
+    pub settings: agent_profile::AgentFlags,
+    /// Attach a file to the prompt (repeatable): images are shown to models that can see
+    /// them, text files are inlined (long ones cut), other files are named only.
+    #[arg(long, value_name = "PATH")]
+    pub attach: Vec<std::path::PathBuf>,
+}
 
 /// Run `a`; the exit code.
 pub async fn run(l: &Local, a: RunArgs) -> anyhow::Result<u8> {
     let store = l.store().await?;
-    let host = host::host(Arc::clone(store), &l.ctx, None).await?;
+    let host = host::host(Arc::clone(store), &l.given, None).await?;
     let origin = SpecOrigin {
         working_directory: std::env::current_dir()
             .ok()
@@ -17,11 +36,11 @@ pub async fn run(l: &Local, a: RunArgs) -> anyhow::Result<u8> {
         ..Default::default()
     };
     let over = a.settings.profile();
-    let spec = agents::spec(
+    let spec = agent_profile::spec(
         store,
-        &l.ctx.config,
+        &l.given.config,
         &host,
-        agents::RunAs::of(a.agent.as_deref(), a.group.as_deref()),
+        agent_profile::RunAs::of(a.agent.as_deref(), a.group.as_deref()),
         &over,
         origin,
     )
@@ -36,7 +55,7 @@ pub async fn run(l: &Local, a: RunArgs) -> anyhow::Result<u8> {
         attachments,
         ..Default::default()
     };
-    let driver = l.adopt(host::printing_driver(&host, l.ctx.json))?;
+    let driver = l.adopt(host::printing_driver(&host, l.given.json))?;
     let id = driver.start(&a.prompt, &opts).await?;
     let cancel = driver.cancel_token();
     tokio::spawn(async move {

@@ -3,7 +3,8 @@
 //! action it offers (`retry` runs its task here), and set where urgent ones are posted (the
 //! hook `rein serve` and `rein worker` deliver to).
 
-use crate::{Context_, agents};
+use crate::agent_profile;
+use crate::invocation::Invocation;
 use anyhow::anyhow;
 use rein_scheduler::{SystemClock, TaskService};
 use rein_store::{Brief, BriefHook, Briefs, SqlStore};
@@ -80,11 +81,11 @@ fn line(b: &Brief) -> String {
 pub async fn command(
     store: Arc<SqlStore>,
     command: BriefCommand,
-    ctx: &Context_,
+    given: &Invocation,
 ) -> anyhow::Result<u8> {
     let tasks = TaskService::new(store.clone(), Arc::new(SystemClock));
-    let user = agents::local_user(&store).await?;
-    let json = ctx.json;
+    let user = agent_profile::local_user(&store).await?;
+    let json = given.json;
     match command {
         BriefCommand::List { all, task } => {
             for b in tasks.briefs(&user.id, task.as_deref(), !all, 500).await? {
@@ -118,7 +119,7 @@ pub async fn command(
             action,
             comment,
         } => {
-            let launcher = crate::tasks::launcher(&store, ctx, &user.id);
+            let launcher = crate::tasks::launcher(&store, given, &user.id);
             let (b, started) = tasks
                 .resolve_brief(&user.id, &id, &action, comment.as_deref(), &launcher)
                 .await?;

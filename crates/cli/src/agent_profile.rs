@@ -1,5 +1,6 @@
-//! `rein agent …`'s flags, `rein models`, and how `rein run --agent NAME` finds an agent: in the
-//! database first (the local user's), then in the configuration file.
+//! An agent's settings on the command line ([`AgentFlags`], flattened into `rein run`, `rein
+//! chat` and `rein agent create|edit`), the local user, and how `rein run --agent NAME` finds an
+//! agent: in the database first (the local user's), then in the configuration file.
 
 use crate::named::named;
 use anyhow::anyhow;
@@ -8,7 +9,6 @@ use rein_core::spec::{
     AgentRef, MemoryScope, OperationSpec, SandboxMode, Surface, ToolDisclosure, WhenBusy,
 };
 use rein_core::state::BudgetPolicy;
-use rein_model::Catalog;
 use rein_operation::settings::Settings as Config;
 use rein_operation::{AgentProfile, Host, SpecError, SpecOrigin};
 use rein_store::{Accounts, SqlStore, User};
@@ -253,37 +253,6 @@ pub async fn spec(
     }
 }
 
-/// `rein agent` subcommands.
-#[derive(clap::Subcommand)]
-pub enum AgentCommand {
-    /// Create an agent.
-    Create {
-        /// Name (letters, digits, `-`, `_`).
-        name: String,
-        #[command(flatten)]
-        flags: AgentFlags,
-    },
-    /// List agents.
-    List,
-    /// Show an agent.
-    Show {
-        /// Name.
-        name: String,
-    },
-    /// Change the given settings of an agent.
-    Edit {
-        /// Name.
-        name: String,
-        #[command(flatten)]
-        flags: AgentFlags,
-    },
-    /// Delete an agent.
-    Delete {
-        /// Name.
-        name: String,
-    },
-}
-
 /// The local CLI's user (agents created here belong to it).
 pub async fn local_user(store: &SqlStore) -> anyhow::Result<User> {
     if let Some(u) = store.user_by_name("local").await? {
@@ -316,115 +285,6 @@ pub fn print<T: serde::Serialize>(
         for line in toml::to_string_pretty(c)?.lines() {
             println!("  {line}");
         }
-    }
-    Ok(())
-}
-
-/// `rein models --remote PROVIDER`: what the provider itself lists (its `/models`, Ollama's
-/// `/api/tags`), with its key from the configuration or environment.
-pub async fn remote_models(config: &Config, provider: &str, json: bool) -> anyhow::Result<()> {
-    let registry = config.registry()?;
-    let provider = rein_model::Provider::new(
-        registry.provider_with_key(provider)?,
-        std::sync::Arc::new(rein_model::ReqwestTransport::new(
-            rein_model::transport::Timeouts::default(),
-        )?),
-    );
-    let mut ids = rein_model::ModelProvider::list_models(&provider).await?;
-    ids.sort();
-    let catalog = Catalog::builtin()?;
-    let provider_id = rein_model::ModelProvider::id(&provider).to_owned();
-    for id in ids {
-        let key = format!("{provider_id}/{id}");
-        let priced = config.file.prices.contains_key(&key) || catalog.models().any(|m| m.id == key);
-        if json {
-            println!("{}", serde_json::json!({ "id": id, "priced": priced }));
-        } else if priced {
-            println!("{id}");
-        } else {
-            println!(
-                "{id}  (unpriced: a cost limit refuses it until [prices.\"{key}\"] is configured)"
-            );
-        }
-    }
-    Ok(())
-}
-
-/// `rein models`: the catalog, with the configuration file's prices over it (and the models
-/// it prices that the catalog lacks), and the default model marked when nothing prices it.
-pub fn models(config: &Config, json: bool) -> anyhow::Result<()> {
-    let mut catalog = Catalog::builtin()?;
-    let configured = &config.file.prices;
-    // A configured price replaces the catalog's; a model only configured is listed with the
-    // capabilities an unknown model is assumed to have.
-    let mut listed: Vec<rein_model::catalog::ModelInfo> = Vec::new();
-    for (id, prices) in configured {
-        let info = catalog
-            .models()
-            .find(|m| &m.id == id)
-            .map(|m| (**m).clone())
-            .unwrap_or_else(|| rein_model::catalog::ModelInfo {
-                id: id.clone(),
-                context_window: 0,
-                max_output: 0,
-                capabilities: rein_model::catalog::Capabilities::ASSUMED,
-                prices: *prices,
-                tokenizer: None,
-            });
-        listed.push(rein_model::catalog::ModelInfo {
-            prices: *prices,
-            ..info
-        });
-    }
-    catalog.extend(listed);
-    let (default, _) = config.model(None);
-    if !json && !catalog.models().any(|m| m.id == default) {
-        println!(
-            "* {default:<44}  unpriced: a cost limit refuses it until [prices.\"{default}\"] is configured"
-        );
-    }
-    for m in catalog.models() {
-        let source = if configured.contains_key(&m.id) {
-            "configured"
-        } else {
-            "catalog"
-        };
-        if json {
-            let mut v = serde_json::to_value(&**m)?;
-            v["price_source"] = serde_json::json!(source);
-            println!("{v}");
-            continue;
-        }
-        let c = &m.capabilities;
-        let caps: Vec<&str> = [
-            (c.tools, "tools"),
-            (c.vision, "vision"),
-            (c.reasoning, "reasoning"),
-            (c.structured_output, "json"),
-        ]
-        .iter()
-        .filter(|(on, _)| *on)
-        .map(|(_, n)| *n)
-        .collect();
-        let mark = if m.id == default { "*" } else { " " };
-        let window = if m.context_window == 0 {
-            "?".to_owned()
-        } else {
-            m.context_window.to_string()
-        };
-        let configured = if source == "configured" {
-            "  (price configured)"
-        } else {
-            ""
-        };
-        println!(
-            "{mark} {:<44} {:>8} ctx  ${:>7.2} / ${:>7.2} per Mtok in/out  {}{configured}",
-            m.id,
-            window,
-            m.prices.input,
-            m.prices.output,
-            caps.join(",")
-        );
     }
     Ok(())
 }

@@ -50,7 +50,11 @@ enum Ended {
 }
 
 /// `rein connect`.
-pub async fn connect(server: &str, args: ConnectArgs, ctx: &crate::Context_) -> anyhow::Result<u8> {
+pub async fn connect(
+    server: &str,
+    args: ConnectArgs,
+    given: &crate::Invocation,
+) -> anyhow::Result<u8> {
     let name = match &args.name {
         Some(n) => n.clone(),
         None => host_name()
@@ -85,15 +89,15 @@ pub async fn connect(server: &str, args: ConnectArgs, ctx: &crate::Context_) -> 
     let mut tools = ToolRegistry::new();
     tools.register(Arc::new(rein_tools::files::Files))?;
     tools.register(Arc::new(rein_tools::shell::Shell::new(Default::default())))?;
-    for (name, entry) in ctx.config.mcp(&ctx.mcp)? {
+    for (name, entry) in given.config.mcp(&given.mcp)? {
         tools.register(rein_tools::mcp::McpServer::connect(entry.server(&name)?).await?)?;
     }
     let device = Device {
         name: name.clone(),
         tools,
-        external: ctx.config.external_agents(true)?,
+        external: given.config.external_agents(true)?,
         workdir,
-        sandbox: ctx.sandbox,
+        sandbox: given.sandbox,
         ledger: Ledger::open(&home.join(format!("{name}.ledger")))?,
     };
     eprintln!(

@@ -2,8 +2,10 @@
 //! this process), delete, history, and the next due times in the task's zone and in UTC.
 //! Scheduled fires run where a dispatcher runs (`rein serve` or `rein worker`).
 
+use super::ended::finish_here;
+use crate::agent_profile;
+use crate::invocation::Invocation;
 use crate::named::named;
-use crate::{Context_, agents, finish};
 use anyhow::{anyhow, bail};
 use chrono::{DateTime, Utc};
 use futures::FutureExt;
@@ -156,7 +158,7 @@ pub enum TaskCommand {
 /// Starts a manual run in this process.
 pub(crate) struct Local<'a> {
     store: Arc<SqlStore>,
-    ctx: &'a Context_,
+    given: &'a Invocation,
     /// The local user, whose agents tasks run.
     user: String,
     started: std::sync::Mutex<Option<rein_operation::Driver>>,
@@ -172,7 +174,7 @@ impl Launcher for Local<'_> {
     ) -> BoxFuture<'b, Result<String, LaunchError>> {
         async move {
             let failed = |e: anyhow::Error| LaunchError::Failed(format!("{e:#}"));
-            let host = crate::host::host(Arc::clone(&self.store), self.ctx, None)
+            let host = crate::host::host(Arc::clone(&self.store), self.given, None)
                 .await
                 .map_err(failed)?;
             let origin = SpecOrigin {
@@ -190,7 +192,7 @@ impl Launcher for Local<'_> {
                 origin,
             )
             .await?;
-            let d = crate::host::printing_driver(&host, self.ctx.json);
+            let d = crate::host::printing_driver(&host, self.given.json);
             let id = d
                 .start(&task.prompt(), &opts)
                 .await
@@ -250,10 +252,10 @@ fn describe(t: &Task) -> String {
 }
 
 /// A launcher that runs a task's runs in this process, as the local user.
-pub(crate) fn launcher<'a>(store: &Arc<SqlStore>, ctx: &'a Context_, user: &str) -> Local<'a> {
+pub(crate) fn launcher<'a>(store: &Arc<SqlStore>, given: &'a Invocation, user: &str) -> Local<'a> {
     Local {
         store: Arc::clone(store),
-        ctx,
+        given,
         user: user.to_owned(),
         started: std::sync::Mutex::new(None),
         host: std::sync::Mutex::new(None),
@@ -275,7 +277,7 @@ pub(crate) async fn finish_local_run(
         .unwrap_or_else(|p| p.into_inner())
         .take()
         .ok_or_else(|| anyhow!("the run did not start"))?;
-    let op_id = crate::parse_id(op)?;
+    let op_id = super::operation_id(op)?;
     let end = d.run(op_id).await?;
     if let Some(stored) = store.load_operation(op_id).await?
         && let RunState::Ended {
@@ -301,18 +303,18 @@ pub(crate) async fn finish_local_run(
         };
         tasks.end_run(id, op, &ended).await?;
     }
-    finish(store, op_id, &end).await
+    finish_here(store, op_id, &end).await
 }
 
 /// `rein task …`.
 pub async fn command(
     store: Arc<SqlStore>,
     command: TaskCommand,
-    ctx: &Context_,
+    given: &Invocation,
 ) -> anyhow::Result<u8> {
     let tasks = TaskService::new(store.clone(), Arc::new(SystemClock));
-    let user = agents::local_user(&store).await?;
-    let json = ctx.json;
+    let user = agent_profile::local_user(&store).await?;
+    let json = given.json;
     let mine = |t: Task| -> anyhow::Result<Task> {
         if t.owner == user.id {
             Ok(t)
@@ -447,7 +449,7 @@ pub async fn command(
         }
         TaskCommand::Run { id } => {
             mine(tasks.get(&id).await?)?;
-            let local = launcher(&store, ctx, &user.id);
+            let local = launcher(&store, given, &user.id);
             let op = tasks.run_now(&id, &local).await?;
             return finish_local_run(&store, &tasks, &local, &id, &op).await;
         }

@@ -235,11 +235,11 @@ fn follow_other_processes(app: &App) -> Arc<tokio::sync::Notify> {
 pub async fn worker(
     store: Arc<SqlStore>,
     args: WorkerArgs,
-    ctx: &crate::Context_,
+    given: &crate::Invocation,
 ) -> anyhow::Result<()> {
     let hub = Arc::new(Hub::default());
-    let mut host = crate::host::host(Arc::clone(&store), ctx, args.model.as_deref()).await?;
-    crate::host::serve_from(&mut host, &store, ctx)?;
+    let mut host = crate::host::host(Arc::clone(&store), given, args.model.as_deref()).await?;
+    crate::host::serve_from(&mut host, &store, given)?;
     let mut runner = Runner::new(Arc::clone(&store), Arc::clone(&hub), host);
     runner.limits = rein_store::RunLimits {
         per_owner: Some(args.max_running.max(1) as u64),
@@ -366,7 +366,7 @@ async fn shutdown_signal() {
 pub async fn serve(
     store: Arc<SqlStore>,
     args: ServeArgs,
-    ctx: &crate::Context_,
+    given: &crate::Invocation,
 ) -> anyhow::Result<()> {
     let addr: SocketAddr = args.addr.parse().map_err(|_| {
         anyhow!(
@@ -386,8 +386,8 @@ pub async fn serve(
         AuthMode::Tokens
     };
     let hub = Arc::new(Hub::default());
-    let mut host = crate::host::host(Arc::clone(&store), ctx, args.model.as_deref()).await?;
-    crate::host::serve_from(&mut host, &store, ctx)?;
+    let mut host = crate::host::host(Arc::clone(&store), given, args.model.as_deref()).await?;
+    crate::host::serve_from(&mut host, &store, given)?;
     if let Some(dir) = &args.workdir {
         let dir =
             std::fs::canonicalize(dir).map_err(|e| anyhow!("--workdir {}: {e}", dir.display()))?;

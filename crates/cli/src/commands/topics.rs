@@ -3,7 +3,7 @@
 //! branch with its versions marked, rename one, delete one (its operations' records kept
 //! unless asked otherwise).
 
-use crate::Context_;
+use crate::invocation::Invocation;
 use anyhow::{anyhow, bail};
 use rein_core::message::Role;
 use rein_operation::topic::TopicTree;
@@ -77,7 +77,7 @@ async fn local(store: &SqlStore, id: &str) -> anyhow::Result<()> {
 pub async fn command(
     store: Arc<SqlStore>,
     command: TopicCommand,
-    ctx: &Context_,
+    given: &Invocation,
 ) -> anyhow::Result<u8> {
     match command {
         TopicCommand::List { search, limit } => {
@@ -87,7 +87,7 @@ pub async fn command(
                 limit,
             };
             for t in store.list_topics(&filter).await? {
-                if ctx.json {
+                if given.json {
                     println!("{}", serde_json::to_string(&t)?);
                 } else {
                     println!(
@@ -104,7 +104,7 @@ pub async fn command(
             let tree = rein_operation::topic::tree(&*store, &id)
                 .await?
                 .ok_or_else(|| anyhow!("no topic {id}"))?;
-            if ctx.json {
+            if given.json {
                 println!("{}", serde_json::to_string(&tree)?);
             } else {
                 println!("{}", tree.topic.title.as_deref().unwrap_or("(untitled)"));

@@ -102,7 +102,7 @@ async fn check_members(store: &SqlStore, user: &str, g: &GroupProfile) -> anyhow
 
 /// `rein group …` against the local database.
 pub async fn command(store: &SqlStore, command: GroupCommand, json: bool) -> anyhow::Result<()> {
-    let user = crate::agents::local_user(store).await?;
+    let user = crate::agent_profile::local_user(store).await?;
     let owner = user.id.as_str();
     let load = |name: String| async move {
         let r = store
@@ -148,7 +148,7 @@ pub async fn command(store: &SqlStore, command: GroupCommand, json: bool) -> any
         }
         GroupCommand::Show { name } => {
             let (r, g) = load(name.clone()).await?;
-            crate::agents::print(&name, &g, r.version, json)?;
+            crate::agent_profile::print(&name, &g, r.version, json)?;
         }
         GroupCommand::Edit { name, flags } => {
             let (mut r, current) = load(name.clone()).await?;
@@ -157,7 +157,7 @@ pub async fn command(store: &SqlStore, command: GroupCommand, json: bool) -> any
             r.config = serde_json::to_value(&g)?;
             r.updated_at = Utc::now();
             let version = store.put_group(&r).await?;
-            crate::agents::print(&name, &g, version, json)?;
+            crate::agent_profile::print(&name, &g, version, json)?;
         }
         GroupCommand::Delete { name } => {
             if !store.delete_group(&user.id, &name).await? {

@@ -8,7 +8,9 @@
 //! or with lines piped in.
 //! Skills admitted in one turn (by `/skill` or by the model) stay admitted in the next.
 
-use crate::{Context_, agents, exit, finish};
+use super::ended::finish_here;
+use crate::invocation::Invocation;
+use crate::{agent_profile, exit};
 use anyhow::bail;
 use rein_core::OperationId;
 use rein_core::message::Role;
@@ -34,7 +36,7 @@ pub struct ChatArgs {
     group: Option<String>,
     /// Every turn's settings, over the agent's (`--model` can be switched later with /model).
     #[command(flatten)]
-    settings: agents::AgentFlags,
+    settings: agent_profile::AgentFlags,
 }
 
 const HELP: &str = "commands: /approve, /reject [reason], /cancel, /model provider/model, /skill NAME, /history, /regenerate, /edit TEXT, /branch [N], /help, /exit";
@@ -114,8 +116,8 @@ fn prompt() {
 }
 
 /// Run the chat until `/exit` or the end of input.
-pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, ctx: &Context_) -> anyhow::Result<u8> {
-    let host = crate::host::host(Arc::clone(&store), ctx, None).await?;
+pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, given: &Invocation) -> anyhow::Result<u8> {
+    let host = crate::host::host(Arc::clone(&store), given, None).await?;
     let mut over = args.settings.profile();
     let origin = SpecOrigin {
         working_directory: std::env::current_dir()
@@ -129,8 +131,9 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, ctx: &Context_) -> anyho
         let (store, host, origin) = (Arc::clone(&store), host.clone(), origin.clone());
         let (agent, group) = (agent.clone(), group.clone());
         async move {
-            let who = agents::RunAs::of(agent.as_deref(), group.as_deref());
-            let spec = agents::spec(&store, &ctx.config, &host, who, &over, origin).await?;
+            let who = agent_profile::RunAs::of(agent.as_deref(), group.as_deref());
+            let spec =
+                agent_profile::spec(&store, &given.config, &host, who, &over, origin).await?;
             // A model this process cannot reach is refused when chosen, not at the next turn.
             if let Some(m) = &spec.model {
                 host.models.provider(m)?;
@@ -144,7 +147,7 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, ctx: &Context_) -> anyho
     if let Some(t) = &topic {
         history(&store, t).await?;
     }
-    let drv = crate::host::printing_driver(&host, ctx.json);
+    let drv = crate::host::printing_driver(&host, given.json);
     let mut parked: Option<OperationId> = None;
     // The open question of the parked operation (its call id), answered by a plain line.
     let mut question: Option<String> = None;
@@ -366,7 +369,7 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, ctx: &Context_) -> anyho
                 }
                 parked = Some(op);
             } else {
-                code = finish(&store, op, &end).await?;
+                code = finish_here(&store, op, &end).await?;
             }
         }
         prompt();
