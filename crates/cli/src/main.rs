@@ -261,32 +261,16 @@ async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> 
         Command::Connect(_) => {
             bail!("this command talks to a rein server: give --server URL (or REIN_SERVER)")
         }
-        Command::Group { command } => {
-            let l = on.local()?;
-            groups::command(l.store().await?, command, json).await?;
-            Ok(exit::DONE)
-        }
-        Command::Brief { command } => {
-            let l = on.local()?;
-            briefs::command(Arc::clone(l.store().await?), command, &l.given).await
-        }
-        Command::Topic { command } => {
-            let l = on.local()?;
-            topics::command(Arc::clone(l.store().await?), command, &l.given).await
-        }
+        Command::Group { command } => groups::run(on, command, json).await,
+        Command::Brief { command } => briefs::run(on, command, json).await,
+        Command::Topic { command } => topics::run(on, command, json).await,
         Command::Kb { command } => {
             let l = on.local()?;
             let (models, _) = host::models(&l.given)?;
             knowledge::command(l.store().await?, &*models, command, json).await?;
             Ok(exit::DONE)
         }
-        Command::Memory { command } => {
-            let l = on.local()?;
-            let store = l.store().await?;
-            let host = host::host(Arc::clone(store), &l.given, None).await?;
-            memory::command(store, &host, command, json).await?;
-            Ok(exit::DONE)
-        }
+        Command::Memory { command } => memory::run(on, command, json).await,
         Command::Skill { command } => {
             let l = on.local()?;
             skills::command(command, &l.given.config, json)?;
@@ -296,10 +280,7 @@ async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> 
             let l = on.local()?;
             chat::chat(Arc::clone(l.store().await?), a, &l.given).await
         }
-        Command::Task { command } => {
-            let l = on.local()?;
-            tasks::command(Arc::clone(l.store().await?), command, &l.given).await
-        }
+        Command::Task { command } => tasks::run(on, command, json).await,
         Command::Worker(a) => {
             let l = on.local()?;
             serve::worker(Arc::clone(l.store().await?), a, &l.given).await?;
@@ -316,7 +297,7 @@ async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> 
             serve::token(l.store().await?, command, json).await?;
             Ok(exit::DONE)
         }
-        Command::Run(a) => run::run(on.local()?, a).await,
+        Command::Run(a) => run::run(on, a).await,
     }
 }
 

@@ -15,6 +15,8 @@ use tokio::process::{Child, Command};
 
 #[path = "serve/queue.rs"]
 mod queue;
+#[path = "serve/remote.rs"]
+mod remote;
 #[path = "serve/replicas.rs"]
 mod replicas;
 #[path = "serve/task_approvals.rs"]
@@ -122,6 +124,31 @@ impl Env {
 
     async fn token(&self, user: &str) -> String {
         self.token_with(&["token", "create", "--user", user]).await
+    }
+
+    /// `rein --server URL ARGS` with `REIN_TOKEN=token` (none when `None`): the CLI on another
+    /// machine, with no database of its own and no provider key.
+    fn remote(&self, rein: &Rein, token: Option<&str>, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_rein"));
+        c.args(["--server", &rein.base]).args(args);
+        c.env_clear()
+            .envs(rein_testkit::coverage_env())
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("REIN_HOME", self.dir.join("elsewhere"));
+        if let Some(t) = token {
+            c.env("REIN_TOKEN", t);
+        }
+        c
+    }
+
+    /// [`Env::remote`] run to its end: the exit code, stdout and stderr.
+    async fn on_server(&self, rein: &Rein, token: &str, args: &[&str]) -> (i32, String, String) {
+        let out = self.remote(rein, Some(token), args).output().await.unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     }
 
     /// `rein connect` as device `laptop` working in `dir`, with device token `token` and
@@ -588,6 +615,7 @@ async fn the_cli_drives_a_server_with_server_and_rein_token() {
     let e = env(vec![
         ledger("l1", "remote"),
         Canned::openai_text("Done remotely."),
+        Canned::openai_text("Ran on the server."),
     ])
     .await;
     let alice = e.token("alice").await;
@@ -728,7 +756,68 @@ async fn the_cli_drives_a_server_with_server_and_rein_token() {
         (status, agent["config"]["model"].as_str()),
         (200, Some("openai/gpt-4o"))
     );
-    let out = remote(&["run", "x"], Some(&alice)).output().await.unwrap();
+    // `run` starts the operation on the server as the agent named, with the flags over it,
+    // and prints it as a local run does.
+    let out = remote(
+        &[
+            "run",
+            "--agent",
+            "remote-helper",
+            "--max-steps",
+            "7",
+            "Say it.",
+        ],
+        Some(&alice),
+    )
+    .output()
+    .await
+    .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("Ran on the server."), "{stdout} {stderr}");
+    assert!(stderr.contains("done (completed)"), "{stderr}");
+    let (_, ops) = e
+        .call(&rein, "GET", "/v1/operations", Some(&alice), None)
+        .await;
+    let ran = &ops[0];
+    assert_eq!(ran["prompt"], "Say it.");
+    let (_, detail) = e
+        .call(
+            &rein,
+            "GET",
+            &format!("/v1/operations/{}", ran["id"].as_str().unwrap()),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(detail["spec"]["agent"]["name"], "remote-helper");
+    assert_eq!(detail["spec"]["model"]["model"], "gpt-4o", "{detail}");
+    assert_eq!(detail["spec"]["max_steps"], 7, "{detail}");
+    let sent = &e.model.requests()[2].body;
+    assert_eq!(sent["model"], "gpt-4o", "the agent's model: {sent}");
+    // A file to attach is on this machine: refused before anything starts on the server.
+    let out = remote(&["run", "--attach", "Cargo.toml", "x"], Some(&alice))
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("run it without --server"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, after) = e
+        .call(&rein, "GET", "/v1/operations", Some(&alice), None)
+        .await;
+    assert_eq!(
+        after.as_array().unwrap().len(),
+        2,
+        "nothing started: {after}"
+    );
+    let out = remote(&["worker"], Some(&alice)).output().await.unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("drop --server"));
 }

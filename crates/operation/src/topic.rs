@@ -6,10 +6,10 @@ use rein_core::conversation::{Branch, Conversation};
 use rein_core::{Message, MessageId};
 use rein_store::{Store, StoreError, TopicRecord};
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A topic's conversation tree.
-#[derive(Clone, Debug, Serialize, JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct TopicTree {
     /// The topic.
     pub topic: TopicRecord,

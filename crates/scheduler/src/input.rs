@@ -10,57 +10,73 @@ use crate::task::{
 };
 use rein_store::Accounts;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 /// `POST /v1/tasks` and `PATCH /v1/tasks/{id}` body (on a patch every field is optional).
-#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskInput {
     /// Title (not blank).
     #[schemars(pattern(r"\S"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// The whole prompt of every run (no earlier chat is assumed; not blank).
     #[schemars(pattern(r"\S"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub instruction: Option<String>,
     /// The agent that runs it.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
     /// Cron pattern (5 fields, or 6 with seconds first).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cron: Option<String>,
     /// IANA time zone of the cron pattern (default UTC).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tz: Option<String>,
     /// Heartbeat interval (`30m`, `2h`, ...), instead of a cron pattern.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub every: Option<String>,
     /// A heartbeat run still going after this long is cancelled.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout: Option<String>,
     /// Manual runs only (drops the schedule or heartbeat).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub manual_only: Option<bool>,
     /// Scheduled or heartbeat runs allowed (counted from when the automation was set).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_executions: Option<u64>,
     /// `skip` (default), `queue_one` or `allow`.
     #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub overlap: Option<Overlap>,
     /// `skip_missed` (default) or `run_once`.
     #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub catch_up: Option<CatchUp>,
     /// Consecutive failures that pause the task (default 3).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub failure_threshold: Option<u32>,
     /// Review state: `none`, `pending`, `approved` or `changes_requested`.
     #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub review: Option<ReviewState>,
     /// `completed` or `archived` (pause and resume have their own calls).
     #[serde(default)]
     #[schemars(schema_with = "status_schema")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<TaskStatus>,
     /// Tasks of yours that must complete before this one runs (replaces the list on a patch;
     /// `[]` clears it). A cycle is refused.
     #[serde(default)]
     #[schemars(length(max = 50))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub depends_on: Option<Vec<String>>,
     /// What its runs do with a question their agent asks: `decline` (default: the agent is
     /// told nobody is available) or `brief` (also an urgent decision brief for you; it holds
     /// the next runs until answered, and your answer reaches the next run).
     #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub questions: Option<Questions>,
 }
 
@@ -134,13 +150,46 @@ pub fn automation(b: &TaskInput) -> Result<Option<Automation>, TaskError> {
     }
 }
 
-/// A task as the API shows it.
+/// A task as the API shows it: its settings and state with its id and times (which the stored
+/// settings keep in columns of their own).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TaskView {
+    /// Its id.
+    pub id: String,
+    /// When it was created.
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    /// When it last changed.
+    pub updated_at: chrono::DateTime<chrono::Utc>,
+    /// Everything else.
+    #[serde(flatten)]
+    pub task: Task,
+}
+
+impl TaskView {
+    /// How `t` is shown.
+    pub fn of(t: &Task) -> Self {
+        Self {
+            id: t.id.clone(),
+            created_at: t.created_at,
+            updated_at: t.updated_at,
+            task: t.clone(),
+        }
+    }
+
+    /// The task shown (its owner is not shown: empty).
+    pub fn into_task(self) -> Task {
+        Task {
+            id: self.id,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            ..self.task
+        }
+    }
+}
+
+/// A task as the API shows it, as JSON ([`TaskView`]).
 pub fn view(t: &Task) -> Value {
-    let mut v = serde_json::to_value(t).unwrap_or(Value::Null);
-    v["id"] = json!(t.id);
-    v["created_at"] = json!(t.created_at);
-    v["updated_at"] = json!(t.updated_at);
-    v
+    serde_json::to_value(TaskView::of(t)).unwrap_or(Value::Null)
 }
 
 /// A required text field: present and not blank.

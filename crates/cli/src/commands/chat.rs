@@ -53,10 +53,10 @@ async fn tree_of(store: &SqlStore, topic: Option<&str>) -> anyhow::Result<Option
     }
 }
 
-/// The active branch as it reads (see [`crate::topics::print_path`]).
+/// The active branch as it reads (see [`super::topics::print_path`]).
 async fn history(store: &SqlStore, topic: &str) -> anyhow::Result<()> {
     if let Some(tree) = tree_of(store, Some(topic)).await? {
-        crate::topics::print_path(&tree);
+        super::topics::print_path(&tree);
     }
     Ok(())
 }

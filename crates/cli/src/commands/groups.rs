@@ -1,12 +1,16 @@
-//! `rein group`: groups of the local user's agents with a supervisor (`rein run --group`,
-//! `rein chat --group`); the settings and their validation are `rein_operation::group`'s.
+//! `rein group`: groups of your agents with a supervisor (`rein run --group`, `rein chat
+//! --group`), on this machine or a server; the settings and their validation are
+//! `rein_operation::group`'s.
 
+use super::{Local, Remote, remote::segment};
 use anyhow::{anyhow, bail};
 use chrono::Utc;
 use rein_core::spec::SpeakerPolicy;
 use rein_operation::GroupProfile;
 use rein_operation::profile::check_name;
-use rein_store::{Accounts, GroupRecord, SqlStore};
+use rein_server::routes::groups::{Group, NewGroup};
+use rein_store::{Accounts, GroupRecord};
+use reqwest::Method;
 
 /// A group's settings on the command line (given ones win when editing).
 #[derive(clap::Args, Default)]
@@ -89,82 +93,179 @@ pub enum GroupCommand {
     },
 }
 
-/// Refuses a group naming an agent the local user does not have.
-async fn check_members(store: &SqlStore, user: &str, g: &GroupProfile) -> anyhow::Result<()> {
-    g.validate()?;
-    for m in &g.members {
-        if store.get_agent(user, m).await?.is_none() {
-            bail!("no agent `{m}` (create it with `rein agent create {m}`)");
-        }
-    }
-    Ok(())
+/// What `rein group` needs from where it runs.
+pub trait Groups {
+    /// Your groups.
+    async fn groups(&self) -> anyhow::Result<Vec<Group>>;
+
+    /// One group (an error naming it when there is none).
+    async fn group(&self, name: &str) -> anyhow::Result<Group>;
+
+    /// Create a group of your agents (refused when the name is taken or a member is not an
+    /// agent of yours).
+    async fn create_group(&self, name: &str, config: GroupProfile) -> anyhow::Result<Group>;
+
+    /// Replace a group's settings (its version counts up).
+    async fn update_group(&self, name: &str, config: GroupProfile) -> anyhow::Result<Group>;
+
+    /// Delete a group (its past runs stay).
+    async fn delete_group(&self, name: &str) -> anyhow::Result<()>;
 }
 
-/// `rein group …` against the local database.
-pub async fn command(store: &SqlStore, command: GroupCommand, json: bool) -> anyhow::Result<()> {
-    let user = crate::agent_profile::local_user(store).await?;
-    let owner = user.id.as_str();
-    let load = |name: String| async move {
-        let r = store
-            .get_group(owner, &name)
-            .await?
-            .ok_or_else(|| anyhow!("no group `{name}`"))?;
-        let g: GroupProfile = serde_json::from_value(r.config.clone())?;
-        anyhow::Ok((r, g))
-    };
+/// `rein group …`.
+pub async fn run(on: &impl Groups, command: GroupCommand, json: bool) -> anyhow::Result<u8> {
     match command {
         GroupCommand::Create { name, flags } => {
             check_name(&name)?;
-            if store.get_group(&user.id, &name).await?.is_some() {
-                bail!("group `{name}` already exists (change it with `rein group edit`)");
-            }
             let g = flags.over(GroupProfile::default());
-            check_members(store, &user.id, &g).await?;
-            let now = Utc::now();
-            store
-                .put_group(&GroupRecord {
-                    owner: user.id.clone(),
-                    name: name.clone(),
-                    config: serde_json::to_value(&g)?,
-                    version: 0,
-                    created_at: now,
-                    updated_at: now,
-                })
-                .await?;
+            g.validate()?;
+            on.create_group(&name, g).await?;
             eprintln!("created group {name}");
         }
         GroupCommand::List => {
-            for r in store.list_groups(&user.id).await? {
-                let g: GroupProfile = serde_json::from_value(r.config)?;
+            for g in on.groups().await? {
                 if json {
                     println!(
                         "{}",
-                        serde_json::json!({"name": r.name, "config": g, "version": r.version})
+                        serde_json::json!({"name": g.name, "config": g.config, "version": g.version})
                     );
                 } else {
-                    println!("{:<20} {}", r.name, g.members.join(", "));
+                    println!("{:<20} {}", g.name, g.config.members.join(", "));
                 }
             }
         }
         GroupCommand::Show { name } => {
-            let (r, g) = load(name.clone()).await?;
-            crate::agent_profile::print(&name, &g, r.version, json)?;
+            let g = on.group(&name).await?;
+            crate::agent_profile::print(&name, &g.config, g.version, json)?;
         }
         GroupCommand::Edit { name, flags } => {
-            let (mut r, current) = load(name.clone()).await?;
-            let g = flags.over(current);
-            check_members(store, &user.id, &g).await?;
-            r.config = serde_json::to_value(&g)?;
-            r.updated_at = Utc::now();
-            let version = store.put_group(&r).await?;
-            crate::agent_profile::print(&name, &g, version, json)?;
+            let current = on.group(&name).await?;
+            let config = flags.over(current.config);
+            config.validate()?;
+            let g = on.update_group(&name, config).await?;
+            crate::agent_profile::print(&name, &g.config, g.version, json)?;
         }
         GroupCommand::Delete { name } => {
-            if !store.delete_group(&user.id, &name).await? {
-                bail!("no group `{name}`");
-            }
+            on.delete_group(&name).await?;
             eprintln!("deleted group {name}");
         }
     }
-    Ok(())
+    Ok(crate::exit::DONE)
+}
+
+/// A stored group as the API shows it.
+fn shown(r: GroupRecord) -> anyhow::Result<Group> {
+    Ok(Group {
+        config: serde_json::from_value(r.config)
+            .map_err(|e| anyhow!("stored group `{}` cannot be read: {e}", r.name))?,
+        version: r.version,
+        name: r.name,
+        updated_at: r.updated_at.to_rfc3339(),
+    })
+}
+
+impl Local {
+    /// Refuses a group naming an agent the local user does not have.
+    async fn check_members(&self, user: &str, g: &GroupProfile) -> anyhow::Result<()> {
+        let store = self.store().await?;
+        for m in &g.members {
+            if store.get_agent(user, m).await?.is_none() {
+                bail!("no agent `{m}` (create it with `rein agent create {m}`)");
+            }
+        }
+        Ok(())
+    }
+
+    async fn group_record(&self, name: &str) -> anyhow::Result<GroupRecord> {
+        let store = self.store().await?;
+        let user = crate::agent_profile::local_user(store).await?;
+        store
+            .get_group(&user.id, name)
+            .await?
+            .ok_or_else(|| anyhow!("no group `{name}`"))
+    }
+}
+
+impl Groups for Local {
+    async fn groups(&self) -> anyhow::Result<Vec<Group>> {
+        let store = self.store().await?;
+        let user = crate::agent_profile::local_user(store).await?;
+        store
+            .list_groups(&user.id)
+            .await?
+            .into_iter()
+            .map(shown)
+            .collect()
+    }
+
+    async fn group(&self, name: &str) -> anyhow::Result<Group> {
+        shown(self.group_record(name).await?)
+    }
+
+    async fn create_group(&self, name: &str, config: GroupProfile) -> anyhow::Result<Group> {
+        let store = self.store().await?;
+        let user = crate::agent_profile::local_user(store).await?;
+        if store.get_group(&user.id, name).await?.is_some() {
+            bail!("group `{name}` already exists (change it with `rein group edit`)");
+        }
+        self.check_members(&user.id, &config).await?;
+        let now = Utc::now();
+        let mut record = GroupRecord {
+            owner: user.id,
+            name: name.to_owned(),
+            config: serde_json::to_value(&config)?,
+            version: 0,
+            created_at: now,
+            updated_at: now,
+        };
+        record.version = store.put_group(&record).await?;
+        shown(record)
+    }
+
+    async fn update_group(&self, name: &str, config: GroupProfile) -> anyhow::Result<Group> {
+        let mut r = self.group_record(name).await?;
+        self.check_members(&r.owner, &config).await?;
+        r.config = serde_json::to_value(&config)?;
+        r.updated_at = Utc::now();
+        r.version = self.store().await?.put_group(&r).await?;
+        shown(r)
+    }
+
+    async fn delete_group(&self, name: &str) -> anyhow::Result<()> {
+        let store = self.store().await?;
+        let user = crate::agent_profile::local_user(store).await?;
+        if !store.delete_group(&user.id, name).await? {
+            bail!("no group `{name}`");
+        }
+        Ok(())
+    }
+}
+
+impl Groups for Remote {
+    async fn groups(&self) -> anyhow::Result<Vec<Group>> {
+        self.call(Method::GET, "/v1/groups", None::<&()>).await
+    }
+
+    async fn group(&self, name: &str) -> anyhow::Result<Group> {
+        let path = format!("/v1/groups/{}", segment(name));
+        self.call(Method::GET, &path, None::<&()>).await
+    }
+
+    async fn create_group(&self, name: &str, config: GroupProfile) -> anyhow::Result<Group> {
+        let body = NewGroup {
+            name: name.to_owned(),
+            config,
+        };
+        self.call(Method::POST, "/v1/groups", Some(&body)).await
+    }
+
+    async fn update_group(&self, name: &str, config: GroupProfile) -> anyhow::Result<Group> {
+        let path = format!("/v1/groups/{}", segment(name));
+        self.call(Method::PUT, &path, Some(&config)).await
+    }
+
+    async fn delete_group(&self, name: &str) -> anyhow::Result<()> {
+        let path = format!("/v1/groups/{}", segment(name));
+        self.call_empty(Method::DELETE, &path).await
+    }
 }

@@ -4,6 +4,7 @@
 //! one: it connects the configured MCP servers).
 
 use super::{Backend, Granted};
+use crate::agent_profile::RunAs;
 use crate::invocation::Invocation;
 use anyhow::{anyhow, bail};
 use chrono::Utc;
@@ -11,7 +12,9 @@ use rein_core::intervention::GrantScope;
 use rein_core::state::Status;
 use rein_core::{AgentEvent, OperationId};
 use rein_operation::context_report::CallContext;
-use rein_operation::{AgentProfile, Decision, Driver, DriverError, RunEnd};
+use rein_operation::{
+    AgentProfile, Decision, Driver, DriverError, RunEnd, SpecOrigin, StartOptions,
+};
 use rein_server::routes::agents::Agent;
 use rein_server::routes::devices::DeviceOut;
 use rein_server::routes::operations::OperationDetail;
@@ -19,6 +22,7 @@ use rein_store::{
     Accounts, AgentRecord, GrantFilter, GrantRecord, Grants, OperationFilter, OperationRecord,
     SqlStore, Store,
 };
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Who the driver says decided (the store's `decided_by`, a grant's `created_by`).
@@ -33,6 +37,7 @@ pub struct Local {
     /// The command line's settings and the configuration file.
     pub given: Invocation,
     store: tokio::sync::OnceCell<Arc<SqlStore>>,
+    host: tokio::sync::OnceCell<rein_operation::Host>,
     driver: tokio::sync::OnceCell<Driver>,
 }
 
@@ -44,6 +49,7 @@ impl Local {
             vector_search,
             given,
             store: tokio::sync::OnceCell::new(),
+            host: tokio::sync::OnceCell::new(),
             driver: tokio::sync::OnceCell::new(),
         }
     }
@@ -62,27 +68,51 @@ impl Local {
             .await
     }
 
-    /// A driver continuing existing operations, each as its stored spec says, printing their
-    /// events.
-    pub async fn driver(&self) -> anyhow::Result<&Driver> {
+    /// This process's host (its models, tools and defaults), made on first use: it connects
+    /// the configured MCP servers.
+    pub async fn host(&self) -> anyhow::Result<&rein_operation::Host> {
         let store = self.store().await?;
+        self.host
+            .get_or_try_init(|| crate::host::host(Arc::clone(store), &self.given, None))
+            .await
+    }
+
+    /// A driver of this process's host that prints the events of the operations it runs or
+    /// continues, each as its stored spec says.
+    pub async fn driver(&self) -> anyhow::Result<&Driver> {
+        let host = self.host().await?;
         self.driver
             .get_or_try_init(|| async {
-                let host = crate::host::host(Arc::clone(store), &self.given, None).await?;
-                Ok::<_, anyhow::Error>(crate::host::printing_driver(&host, self.given.json))
+                Ok::<_, anyhow::Error>(crate::host::printing_driver(host, self.given.json))
             })
             .await
     }
 
-    /// Use `driver` (one a command made for a run of its own) to continue operations from now
-    /// on.
-    pub fn adopt(&self, driver: Driver) -> anyhow::Result<&Driver> {
-        self.driver
-            .set(driver)
-            .map_err(|_| anyhow!("this command already made its driver"))?;
-        self.driver
-            .get()
-            .ok_or_else(|| anyhow!("this command's driver is gone"))
+    /// The tasks and briefs of this machine's database, and the local user's id (whose they
+    /// are).
+    pub async fn task_service(&self) -> anyhow::Result<(rein_scheduler::TaskService, String)> {
+        let store = self.store().await?;
+        let user = crate::agent_profile::local_user(store).await?;
+        let tasks = rein_scheduler::TaskService::new(
+            Arc::clone(store) as _,
+            Arc::new(rein_scheduler::SystemClock),
+        );
+        Ok((tasks, user.id))
+    }
+
+    /// Learn from the conversation of a run that ended `end` (when it is done): after the
+    /// answer is out, so a failure is only logged and the next run tries again.
+    pub async fn learn(&self, end: &RunEnd) {
+        if !matches!(end, RunEnd::Done { .. }) {
+            return;
+        }
+        let learnt = match self.host().await {
+            Ok(host) => super::memory::extract(host, false).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = learnt {
+            tracing::warn!(error = %e, "memory extraction could not run");
+        }
     }
 
     async fn record(&self, name: &str) -> anyhow::Result<AgentRecord> {
@@ -163,6 +193,43 @@ impl Backend for Local {
             // Another process commits: nothing here is told, so the log is read again.
             tokio::time::sleep(std::time::Duration::from_millis(300)).await;
         }
+    }
+
+    async fn run(
+        &self,
+        prompt: &str,
+        who: RunAs<'_>,
+        over: &AgentProfile,
+        attachments: &[PathBuf],
+    ) -> anyhow::Result<(OperationId, RunEnd)> {
+        let store = self.store().await?;
+        let host = self.host().await?;
+        let origin = SpecOrigin {
+            working_directory: std::env::current_dir()
+                .ok()
+                .map(|d| d.to_string_lossy().into_owned()),
+            ..Default::default()
+        };
+        let spec =
+            crate::agent_profile::spec(store, &self.given.config, host, who, over, origin).await?;
+        let attachments = attachments
+            .iter()
+            .map(|p| rein_operation::attachment::from_path(p))
+            .collect::<Result<Vec<_>, _>>()?;
+        let opts = StartOptions {
+            spec,
+            attachments,
+            ..Default::default()
+        };
+        let driver = self.driver().await?;
+        let id = driver.start(prompt, &opts).await?;
+        let cancel = driver.cancel_token();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        });
+        Ok((id, crate::queue::run_in_turn(driver, id).await?))
     }
 
     async fn resume(&self, id: OperationId) -> anyhow::Result<RunEnd> {

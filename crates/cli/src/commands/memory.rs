@@ -1,13 +1,19 @@
 //! `rein memory …`: what rein learnt about you from your conversations (extracted after each
-//! `rein run` by `rein_operation::memories`, and by `rein serve` for its users): list it with
+//! `rein run` by `rein_operation::memories`, and by `rein serve` for its users; `--server` for
+//! yours there): list it with
 //! its history, correct it, forget it (for good: the same fact is not learnt again), or turn
 //! learning off. Memories are shared by your agents, except those of an agent created with
 //! `--memory agent`, which learns into memories only it reads.
 
+use super::{Local, Remote, remote::segment};
 use anyhow::bail;
 use rein_operation::Host;
 use rein_operation::memories::Extractor;
-use rein_store::{Memories, MemoryPool, MemoryRecord, SqlStore};
+use rein_server::routes::memories::{
+    EditMemory, ListQuery, MemoryDetail, MemoryList, MemorySettings,
+};
+use rein_store::{Memories, MemoryPool, MemoryRecord};
+use reqwest::Method;
 
 /// `rein memory` subcommands.
 #[derive(clap::Subcommand)]
@@ -67,28 +73,49 @@ fn line(m: &MemoryRecord) -> String {
     )
 }
 
+/// What `rein memory` needs from where it runs.
+pub trait Remembered {
+    /// Whether learning is on, and the memories (`agent`'s own and/or the shared ones; with
+    /// `history` also those replaced), newest first.
+    async fn memories(
+        &self,
+        agent: Option<String>,
+        shared: bool,
+        history: bool,
+    ) -> anyhow::Result<MemoryList>;
+
+    /// One memory and what it replaced.
+    async fn memory(&self, id: &str) -> anyhow::Result<MemoryDetail>;
+
+    /// Correct a current memory's text (checked already).
+    async fn edit_memory(&self, id: &str, text: &str) -> anyhow::Result<()>;
+
+    /// Forget a memory and its history.
+    async fn forget_memory(&self, id: &str) -> anyhow::Result<()>;
+
+    /// Learn from conversations, or stop.
+    async fn set_learning(&self, on: bool) -> anyhow::Result<()>;
+
+    /// Read the conversations waiting for it now, saying what was learnt.
+    async fn extract_memories(&self) -> anyhow::Result<()>;
+}
+
 /// `rein memory …`.
-pub async fn command(
-    store: &SqlStore,
-    host: &Host,
-    command: MemoryCommand,
-    json: bool,
-) -> anyhow::Result<()> {
+pub async fn run(on: &impl Remembered, command: MemoryCommand, json: bool) -> anyhow::Result<u8> {
     match command {
         MemoryCommand::List {
             history,
             agent,
             shared,
         } => {
-            if !store.memory_extraction(None).await? && !json {
+            let list = on.memories(agent, shared, history).await?;
+            if !list.extraction && !json {
                 eprintln!("(learning is off: `rein memory on` turns it back on)");
             }
-            let pool = MemoryPool::select(agent.as_deref(), shared);
-            let memories = store.list_memories(None, pool, history).await?;
-            if memories.is_empty() && !json {
+            if list.memories.is_empty() && !json {
                 eprintln!("(nothing learnt yet)");
             }
-            for m in memories {
+            for m in list.memories {
                 if json {
                     println!("{}", serde_json::to_string(&m)?);
                 } else {
@@ -97,9 +124,7 @@ pub async fn command(
             }
         }
         MemoryCommand::Show { id } => {
-            let Some((m, history)) = store.memory(None, &id).await? else {
-                bail!("no memory {id}");
-            };
+            let MemoryDetail { memory: m, history } = on.memory(&id).await?;
             if json {
                 println!("{}", serde_json::json!({"memory": m, "history": history}));
             } else {
@@ -121,33 +146,130 @@ pub async fn command(
         }
         MemoryCommand::Edit { id, text } => {
             let text = rein_operation::memories::corrected_text(&text)?;
-            let embedder = embedder(host);
-            let embedding = rein_tools::documents::embed_one(embedder.as_deref(), &text).await;
-            if !store
-                .edit_memory(None, &id, &text, embedding.as_ref())
-                .await?
-            {
-                bail!("no current memory {id} (`rein memory list`)");
-            }
+            on.edit_memory(&id, &text).await?;
             eprintln!("memory {id} changed");
         }
         MemoryCommand::Forget { id } => {
-            if !store.forget_memory(None, &id).await? {
-                bail!("no memory {id} (`rein memory list`)");
-            }
+            on.forget_memory(&id).await?;
             eprintln!("memory {id} forgotten");
         }
         MemoryCommand::Off => {
-            store.set_memory_extraction(None, false).await?;
+            on.set_learning(false).await?;
             eprintln!("rein no longer learns from your conversations");
         }
         MemoryCommand::On => {
-            store.set_memory_extraction(None, true).await?;
+            on.set_learning(true).await?;
             eprintln!("rein learns from your conversations again");
         }
-        MemoryCommand::Extract => extract(host, true).await?,
+        MemoryCommand::Extract => on.extract_memories().await?,
     }
-    Ok(())
+    Ok(crate::exit::DONE)
+}
+
+impl Remembered for Local {
+    async fn memories(
+        &self,
+        agent: Option<String>,
+        shared: bool,
+        history: bool,
+    ) -> anyhow::Result<MemoryList> {
+        let store = self.store().await?;
+        Ok(MemoryList {
+            extraction: store.memory_extraction(None).await?,
+            memories: store
+                .list_memories(None, MemoryPool::select(agent.as_deref(), shared), history)
+                .await?,
+        })
+    }
+
+    async fn memory(&self, id: &str) -> anyhow::Result<MemoryDetail> {
+        let Some((memory, history)) = self.store().await?.memory(None, id).await? else {
+            bail!("no memory {id}");
+        };
+        Ok(MemoryDetail { memory, history })
+    }
+
+    async fn edit_memory(&self, id: &str, text: &str) -> anyhow::Result<()> {
+        let embedder = embedder(self.host().await?);
+        let embedding = rein_tools::documents::embed_one(embedder.as_deref(), text).await;
+        if !self
+            .store()
+            .await?
+            .edit_memory(None, id, text, embedding.as_ref())
+            .await?
+        {
+            bail!("no current memory {id} (`rein memory list`)");
+        }
+        Ok(())
+    }
+
+    async fn forget_memory(&self, id: &str) -> anyhow::Result<()> {
+        if !self.store().await?.forget_memory(None, id).await? {
+            bail!("no memory {id} (`rein memory list`)");
+        }
+        Ok(())
+    }
+
+    async fn set_learning(&self, on: bool) -> anyhow::Result<()> {
+        Ok(self.store().await?.set_memory_extraction(None, on).await?)
+    }
+
+    async fn extract_memories(&self) -> anyhow::Result<()> {
+        extract(self.host().await?, true).await
+    }
+}
+
+impl Remembered for Remote {
+    async fn memories(
+        &self,
+        agent: Option<String>,
+        shared: bool,
+        history: bool,
+    ) -> anyhow::Result<MemoryList> {
+        self.get(
+            "/v1/memories",
+            &ListQuery {
+                history,
+                agent,
+                shared,
+            },
+        )
+        .await
+    }
+
+    async fn memory(&self, id: &str) -> anyhow::Result<MemoryDetail> {
+        let path = format!("/v1/memories/{}", segment(id));
+        self.call(Method::GET, &path, None::<&()>).await
+    }
+
+    async fn edit_memory(&self, id: &str, text: &str) -> anyhow::Result<()> {
+        let path = format!("/v1/memories/{}", segment(id));
+        let body = EditMemory {
+            text: text.to_owned(),
+        };
+        let _: MemoryDetail = self.call(Method::PATCH, &path, Some(&body)).await?;
+        Ok(())
+    }
+
+    async fn forget_memory(&self, id: &str) -> anyhow::Result<()> {
+        let path = format!("/v1/memories/{}", segment(id));
+        self.call_empty(Method::DELETE, &path).await
+    }
+
+    async fn set_learning(&self, on: bool) -> anyhow::Result<()> {
+        let body = MemorySettings { extraction: on };
+        let _: MemorySettings = self
+            .call(Method::PUT, "/v1/memories/settings", Some(&body))
+            .await?;
+        Ok(())
+    }
+
+    async fn extract_memories(&self) -> anyhow::Result<()> {
+        bail!(
+            "a server learns from its users' conversations on its own (with its system model); \
+             drop --server to read this machine's"
+        )
+    }
 }
 
 /// The embedder memories are stored with (the host's, as the memory tool's).

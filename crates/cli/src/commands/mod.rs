@@ -31,6 +31,7 @@ pub mod topics;
 pub use local::Local;
 pub use remote::Remote;
 
+use crate::agent_profile::RunAs;
 use rein_core::AgentEvent;
 use rein_core::OperationId;
 use rein_core::intervention::GrantScope;
@@ -41,6 +42,7 @@ use rein_server::routes::agents::Agent;
 use rein_server::routes::devices::DeviceOut;
 use rein_server::routes::operations::OperationDetail;
 use rein_store::{GrantRecord, OperationRecord};
+use std::path::PathBuf;
 
 /// An operation id as a command gives it, refused with one line naming it.
 pub fn operation_id(id: &str) -> anyhow::Result<OperationId> {
@@ -62,7 +64,9 @@ pub enum Granted {
 }
 
 /// Where a command runs: what each shared command needs from a database or a server.
-pub trait Backend {
+pub trait Backend:
+    topics::Conversations + memory::Remembered + briefs::Inbox + groups::Groups + tasks::Scheduled
+{
     /// This machine's database, or why a command that needs it cannot run here.
     fn local(&self) -> anyhow::Result<&Local>;
 
@@ -84,6 +88,16 @@ pub trait Backend {
         follow: bool,
         each: &mut (dyn FnMut(&AgentEvent) -> anyhow::Result<()> + Send),
     ) -> anyhow::Result<()>;
+
+    /// Run `prompt` as `who` with `over` winning (and `attachments`, read here), printing its
+    /// events as it runs, to where it stops; its id and where it stopped. Ctrl-C cancels it.
+    async fn run(
+        &self,
+        prompt: &str,
+        who: RunAs<'_>,
+        over: &AgentProfile,
+        attachments: &[PathBuf],
+    ) -> anyhow::Result<(OperationId, RunEnd)>;
 
     /// Continue `id` from its last committed step; where it stopped next.
     async fn resume(&self, id: OperationId) -> anyhow::Result<RunEnd>;

@@ -5,6 +5,7 @@
 //! the server's `GET /v1/operations/{id}` says (`end`).
 
 use super::{Backend, Granted, Local};
+use crate::agent_profile::RunAs;
 use crate::output::Printer;
 use anyhow::{anyhow, bail};
 use rein_core::engine::EventSink;
@@ -20,14 +21,17 @@ use rein_server::routes::events::EventsQuery;
 use rein_server::routes::grants::{GrantList, GrantQuery};
 use rein_server::routes::models::ModelList;
 use rein_server::routes::operations::{
-    Accepted, ContextQuery, DecisionIn, Decisions, ListQuery, OperationDetail,
+    Accepted, ContextQuery, CreateOperation, Created, DecisionIn, Decisions, ListQuery,
+    OperationDetail,
 };
 use rein_store::{GrantRecord, OperationRecord};
 use reqwest::Method;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use std::path::PathBuf;
 
 /// A server and the token to use with it.
+#[derive(Clone)]
 pub struct Remote {
     base: String,
     token: Option<String>,
@@ -101,7 +105,7 @@ impl Remote {
     }
 
     /// `method path` with `body`, answered with a `T`.
-    async fn call<T: DeserializeOwned>(
+    pub(crate) async fn call<T: DeserializeOwned>(
         &self,
         method: Method,
         path: &str,
@@ -124,14 +128,22 @@ impl Remote {
     }
 
     /// `GET path?query`, answered with a `T`.
-    async fn get<T: DeserializeOwned>(
+    pub(crate) async fn get<T: DeserializeOwned>(
         &self,
         path: &str,
         query: &(impl Serialize + Sync),
     ) -> anyhow::Result<T> {
-        let resp = self
-            .send(self.request(Method::GET, path).query(query))
-            .await?;
+        self.with_query(Method::GET, path, query).await
+    }
+
+    /// `method path?query` without a body, answered with a `T`.
+    pub(crate) async fn with_query<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        query: &(impl Serialize + Sync),
+    ) -> anyhow::Result<T> {
+        let resp = self.send(self.request(method, path).query(query)).await?;
         let bytes = resp.bytes().await?;
         serde_json::from_slice(&bytes).map_err(|e| {
             anyhow!(
@@ -142,7 +154,7 @@ impl Remote {
     }
 
     /// A request answered with no body.
-    async fn call_empty(&self, method: Method, path: &str) -> anyhow::Result<()> {
+    pub(crate) async fn call_empty(&self, method: Method, path: &str) -> anyhow::Result<()> {
         self.send(self.request(method, path)).await?;
         Ok(())
     }
@@ -213,10 +225,28 @@ impl Remote {
         id: OperationId,
         act: impl Future<Output = anyhow::Result<()>>,
     ) -> anyhow::Result<RunEnd> {
-        let printer = Printer::new(self.json);
-        let mut cursor = self.last_seq(id).await?;
-        let mut resp = self.open_stream(id, cursor, (true, false)).await?;
+        let cursor = self.last_seq(id).await?;
+        let resp = self.open_stream(id, cursor, (true, false)).await?;
         act.await?;
+        self.follow(id, resp, cursor).await
+    }
+
+    /// Print the events of `id`, an operation the server just started, from its first one
+    /// (its stream from the start is all of it) to where it stops.
+    pub(crate) async fn follow_new(&self, id: OperationId) -> anyhow::Result<RunEnd> {
+        let resp = self.open_stream(id, None, (true, false)).await?;
+        self.follow(id, resp, None).await
+    }
+
+    /// Print the events of `id` from `resp` (opened after `cursor`) as each step commits them
+    /// until it stops running; where it stopped (`GET /v1/operations/{id}`'s `end`).
+    async fn follow(
+        &self,
+        id: OperationId,
+        mut resp: reqwest::Response,
+        mut cursor: Option<u64>,
+    ) -> anyhow::Result<RunEnd> {
+        let printer = Printer::new(self.json);
         loop {
             let mut stopping = false;
             cursor = Self::read_stream(id, resp, cursor, &mut |e, _| {
@@ -267,7 +297,7 @@ impl Remote {
 
 /// `name` as one path segment: a name given on the command line (`a/b`, `x?y`) names that
 /// agent or device, never another route; the server then answers for the name as given.
-fn segment(name: &str) -> String {
+pub(crate) fn segment(name: &str) -> String {
     name.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
@@ -346,6 +376,56 @@ impl Backend for Remote {
         let resp = self.open_stream(id, after, (follow, false)).await?;
         Self::read_stream(id, resp, after, &mut |e, _| each(e).map(|()| true)).await?;
         Ok(())
+    }
+
+    async fn run(
+        &self,
+        prompt: &str,
+        who: RunAs<'_>,
+        over: &AgentProfile,
+        attachments: &[PathBuf],
+    ) -> anyhow::Result<(OperationId, RunEnd)> {
+        if let Some(first) = attachments.first() {
+            bail!(
+                "--attach {} is read on this machine and a server's API takes no attachments yet: \
+                 run it without --server",
+                first.display()
+            );
+        }
+        let (agent, group) = match who {
+            RunAs::Agent(agent) => (agent.map(str::to_owned), None),
+            RunAs::Group(group) => (None, Some(group.to_owned())),
+        };
+        let created: Created = self
+            .call(
+                Method::POST,
+                "/v1/operations",
+                Some(&CreateOperation {
+                    input: Some(prompt.to_owned()),
+                    edit: None,
+                    regenerate: None,
+                    agent,
+                    group,
+                    topic: None,
+                    profile: over.clone(),
+                }),
+            )
+            .await?;
+        let id = super::operation_id(&created.operation_id)?;
+        // Ctrl-C cancels it on the server, as it cancels a run here; following it then shows
+        // where it stopped.
+        let me = self.clone();
+        let interrupt = tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                let path = format!("/v1/operations/{id}/cancel");
+                if let Err(e) = me.call::<Accepted>(Method::POST, &path, None::<&()>).await {
+                    eprintln!("cannot cancel {id}: {e:#}");
+                }
+            }
+        });
+        let end = self.follow_new(id).await;
+        interrupt.abort();
+        Ok((id, end?))
     }
 
     async fn resume(&self, id: OperationId) -> anyhow::Result<RunEnd> {

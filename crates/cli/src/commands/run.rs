@@ -1,11 +1,8 @@
-//! `rein run PROMPT`: start an operation on this machine and run it to where it stops, asking
-//! on a terminal for what it asks; then learn from the conversation.
+//! `rein run PROMPT`: start an operation here or on a server and follow it to where it stops,
+//! asking on a terminal for what it asks; then, here, learn from the conversation.
 
-use super::Local;
-use super::memory;
-use crate::{agent_profile, host, queue};
-use rein_operation::{RunEnd, SpecOrigin, StartOptions};
-use std::sync::Arc;
+use super::Backend;
+use crate::agent_profile;
 
 #[derive(clap::Args)]
 pub struct RunArgs {
@@ -25,52 +22,17 @@ pub struct RunArgs {
     pub attach: Vec<std::path::PathBuf>,
 }
 
-/// Run `a`; the exit code.
-pub async fn run(l: &Local, a: RunArgs) -> anyhow::Result<u8> {
-    let store = l.store().await?;
-    let host = host::host(Arc::clone(store), &l.given, None).await?;
-    let origin = SpecOrigin {
-        working_directory: std::env::current_dir()
-            .ok()
-            .map(|d| d.to_string_lossy().into_owned()),
-        ..Default::default()
-    };
-    let over = a.settings.profile();
-    let spec = agent_profile::spec(
-        store,
-        &l.given.config,
-        &host,
-        agent_profile::RunAs::of(a.agent.as_deref(), a.group.as_deref()),
-        &over,
-        origin,
-    )
-    .await?;
-    let attachments = a
-        .attach
-        .iter()
-        .map(|p| rein_operation::attachment::from_path(p))
-        .collect::<Result<Vec<_>, _>>()?;
-    let opts = StartOptions {
-        spec,
-        attachments,
-        ..Default::default()
-    };
-    let driver = l.adopt(host::printing_driver(&host, l.given.json))?;
-    let id = driver.start(&a.prompt, &opts).await?;
-    let cancel = driver.cancel_token();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            cancel.cancel();
-        }
-    });
-    let end = queue::run_in_turn(driver, id).await?;
-    let end = crate::prompt::ask(l, id, end).await?;
-    // Learning from the conversation comes after the answer is out; a failure is retried by
-    // the next run, never the run's failure.
-    if matches!(end, RunEnd::Done { .. })
-        && let Err(e) = memory::extract(&host, false).await
-    {
-        tracing::warn!(error = %e, "memory extraction could not run");
+/// Run `a` where `on` runs it, asking on a terminal for what it asks, and (here) learn from
+/// the conversation; the exit code.
+pub async fn run(on: &impl Backend, a: RunArgs) -> anyhow::Result<u8> {
+    let who = agent_profile::RunAs::of(a.agent.as_deref(), a.group.as_deref());
+    let (id, end) = on
+        .run(&a.prompt, who, &a.settings.profile(), &a.attach)
+        .await?;
+    let end = crate::prompt::ask(on, id, end).await?;
+    // A server learns from its users' conversations itself.
+    if let Ok(local) = on.local() {
+        local.learn(&end).await;
     }
-    super::decide::finish(l, id, &end).await
+    super::decide::finish(on, id, &end).await
 }

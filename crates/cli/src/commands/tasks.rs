@@ -1,9 +1,10 @@
-//! `rein task …` on the local database: create, list, show, edit, pause, resume, run (now, in
-//! this process), delete, history, and the next due times in the task's zone and in UTC.
-//! Scheduled fires run where a dispatcher runs (`rein serve` or `rein worker`).
+//! `rein task …`, on this machine's database or a server's: create, list, show, edit, pause,
+//! resume, run (now: in this process, or on the server, followed to where it stops), delete,
+//! history, and the next due times in the task's zone and in UTC. Scheduled fires run where a
+//! dispatcher runs (`rein serve` or `rein worker`).
 
 use super::ended::finish_here;
-use crate::agent_profile;
+use super::{Remote, remote::segment};
 use crate::invocation::Invocation;
 use crate::named::named;
 use anyhow::{anyhow, bail};
@@ -11,12 +12,14 @@ use chrono::{DateTime, Utc};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use rein_operation::SpecOrigin;
-use rein_scheduler::input::{apply_edit, check_agent, new_task, view};
+use rein_scheduler::input::{TaskView, apply_edit, check_agent, new_task};
 use rein_scheduler::{
     Automation, CatchUp, LaunchError, Launcher, Overlap, Questions, ReviewState, RunError,
-    RunState, SystemClock, Task, TaskInput, TaskService,
+    RunState, Task, TaskInput, TaskService,
 };
+use rein_server::routes::tasks::{NextQuery, NextTimes, RunStarted, TaskDetail, TaskHistory};
 use rein_store::{SqlStore, Store, Tasks};
+use reqwest::Method;
 use std::sync::Arc;
 
 /// Task settings given on the command line.
@@ -306,56 +309,74 @@ pub(crate) async fn finish_local_run(
     finish_here(store, op_id, &end).await
 }
 
+/// What `rein task` needs from where it runs.
+pub trait Scheduled {
+    /// Create a task of yours.
+    async fn create_task(&self, input: TaskInput) -> anyhow::Result<Task>;
+
+    /// Your tasks.
+    async fn tasks(&self) -> anyhow::Result<Vec<Task>>;
+
+    /// One of your tasks and its next due times (at most 5).
+    async fn task(&self, id: &str) -> anyhow::Result<(Task, Vec<DateTime<Utc>>)>;
+
+    /// Change the fields `input` gives.
+    async fn edit_task(&self, id: &str, input: TaskInput) -> anyhow::Result<Task>;
+
+    /// Pause (`false`) or resume (`true`) a task.
+    async fn set_task_active(&self, id: &str, active: bool) -> anyhow::Result<Task>;
+
+    /// Delete a task.
+    async fn delete_task(&self, id: &str) -> anyhow::Result<()>;
+
+    /// The zone of its cron pattern, and its next `count` due times.
+    async fn task_next(
+        &self,
+        id: &str,
+        count: usize,
+    ) -> anyhow::Result<(Option<String>, Vec<DateTime<Utc>>)>;
+
+    /// Its runs and fires, newest first.
+    async fn task_history(&self, id: &str) -> anyhow::Result<TaskHistory>;
+
+    /// Run it now (not counted towards its cap), followed to where the run stops; the exit
+    /// code.
+    async fn run_task(&self, id: &str) -> anyhow::Result<u8>;
+}
+
+fn print(t: &Task, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(&TaskView::of(t))?);
+    } else {
+        let status = t.status.to_string();
+        let reason = t
+            .status_reason
+            .as_deref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default();
+        println!(
+            "{}  {:<10} {:<28} {}{reason}",
+            t.id,
+            status,
+            describe(t),
+            t.title
+        );
+    }
+    Ok(())
+}
+
 /// `rein task …`.
-pub async fn command(
-    store: Arc<SqlStore>,
-    command: TaskCommand,
-    given: &Invocation,
-) -> anyhow::Result<u8> {
-    let tasks = TaskService::new(store.clone(), Arc::new(SystemClock));
-    let user = agent_profile::local_user(&store).await?;
-    let json = given.json;
-    let mine = |t: Task| -> anyhow::Result<Task> {
-        if t.owner == user.id {
-            Ok(t)
-        } else {
-            Err(anyhow!("no task {}", t.id))
-        }
-    };
-    let print = |t: &Task| {
-        if json {
-            println!("{}", view(t));
-        } else {
-            let status = t.status.to_string();
-            let reason = t
-                .status_reason
-                .as_deref()
-                .map(|r| format!(" ({r})"))
-                .unwrap_or_default();
-            println!(
-                "{}  {:<10} {:<28} {}{reason}",
-                t.id,
-                status,
-                describe(t),
-                t.title
-            );
-        }
-    };
+pub async fn run(on: &impl Scheduled, command: TaskCommand, json: bool) -> anyhow::Result<u8> {
     match command {
-        TaskCommand::Create(flags) => {
-            let new = new_task(&flags.body())?;
-            check_agent(&*store, &user.id, new.agent.as_deref()).await?;
-            let t = tasks.create(&user.id, new).await?;
-            print(&t);
-        }
+        TaskCommand::Create(flags) => print(&on.create_task(flags.body()).await?, json)?,
         TaskCommand::List => {
-            for t in tasks.list(Some(&user.id)).await? {
-                print(&t);
+            for t in on.tasks().await? {
+                print(&t, json)?;
             }
         }
         TaskCommand::Show { id } => {
-            let t = mine(tasks.get(&id).await?)?;
-            print(&t);
+            let (t, next) = on.task(&id).await?;
+            print(&t, json)?;
             if !json {
                 let tz = match &t.automation {
                     Automation::Schedule { tz, .. } => Some(tz.as_str()),
@@ -369,38 +390,20 @@ pub async fn command(
                         .map(|m| format!(" of {m}"))
                         .unwrap_or_default()
                 );
-                for n in tasks.next(&id, 3).await? {
-                    println!("  next: {}", when(&n, tz));
+                for n in next.iter().take(3) {
+                    println!("  next: {}", when(n, tz));
                 }
             }
         }
-        TaskCommand::Edit { id, flags } => {
-            let current = mine(tasks.get(&id).await?)?;
-            let body = flags.body();
-            check_agent(&*store, &user.id, body.agent.as_deref()).await?;
-            let t = apply_edit(&tasks, current, &body).await?;
-            print(&t);
-        }
-        TaskCommand::Pause { id } => {
-            mine(tasks.get(&id).await?)?;
-            print(&tasks.pause(&id).await?);
-        }
-        TaskCommand::Resume { id } => {
-            mine(tasks.get(&id).await?)?;
-            print(&tasks.resume(&id).await?);
-        }
+        TaskCommand::Edit { id, flags } => print(&on.edit_task(&id, flags.body()).await?, json)?,
+        TaskCommand::Pause { id } => print(&on.set_task_active(&id, false).await?, json)?,
+        TaskCommand::Resume { id } => print(&on.set_task_active(&id, true).await?, json)?,
         TaskCommand::Delete { id } => {
-            mine(tasks.get(&id).await?)?;
-            tasks.delete(&id).await?;
+            on.delete_task(&id).await?;
             eprintln!("deleted task {id}");
         }
         TaskCommand::Next { id, count } => {
-            let t = mine(tasks.get(&id).await?)?;
-            let tz = match &t.automation {
-                Automation::Schedule { tz, .. } => Some(tz.clone()),
-                _ => None,
-            };
-            let next = tasks.next(&id, count).await?;
+            let (tz, next) = on.task_next(&id, count).await?;
             if next.is_empty() {
                 bail!("task {id} runs only when started (no schedule or heartbeat)");
             }
@@ -416,8 +419,8 @@ pub async fn command(
             }
         }
         TaskCommand::History { id } => {
-            mine(tasks.get(&id).await?)?;
-            for r in store.runs(&id, 100).await? {
+            let history = on.task_history(&id).await?;
+            for r in history.runs {
                 if json {
                     println!("{}", serde_json::to_string(&r)?);
                 } else {
@@ -432,7 +435,7 @@ pub async fn command(
                     );
                 }
             }
-            for d in store.deliveries(&id, 100).await? {
+            for d in history.deliveries {
                 if d.status == rein_store::DeliveryStatus::Skipped {
                     if json {
                         println!("{}", serde_json::to_string(&d)?);
@@ -447,12 +450,149 @@ pub async fn command(
                 }
             }
         }
-        TaskCommand::Run { id } => {
-            mine(tasks.get(&id).await?)?;
-            let local = launcher(&store, given, &user.id);
-            let op = tasks.run_now(&id, &local).await?;
-            return finish_local_run(&store, &tasks, &local, &id, &op).await;
-        }
+        TaskCommand::Run { id } => return on.run_task(&id).await,
     }
     Ok(crate::exit::DONE)
+}
+
+impl super::Local {
+    /// Task `id` when it is the local user's; the service and the user's id with it.
+    async fn own_task(&self, id: &str) -> anyhow::Result<(Task, TaskService, String)> {
+        let (tasks, user) = self.task_service().await?;
+        let t = tasks.get(id).await?;
+        if t.owner != user {
+            bail!("no task {id}");
+        }
+        Ok((t, tasks, user))
+    }
+}
+
+impl Scheduled for super::Local {
+    async fn create_task(&self, input: TaskInput) -> anyhow::Result<Task> {
+        let (tasks, user) = self.task_service().await?;
+        let new = new_task(&input)?;
+        check_agent(&**self.store().await?, &user, new.agent.as_deref()).await?;
+        Ok(tasks.create(&user, new).await?)
+    }
+
+    async fn tasks(&self) -> anyhow::Result<Vec<Task>> {
+        let (tasks, user) = self.task_service().await?;
+        Ok(tasks.list(Some(&user)).await?)
+    }
+
+    async fn task(&self, id: &str) -> anyhow::Result<(Task, Vec<DateTime<Utc>>)> {
+        let (t, tasks, _) = self.own_task(id).await?;
+        let next = tasks.next(id, 5).await?;
+        Ok((t, next))
+    }
+
+    async fn edit_task(&self, id: &str, input: TaskInput) -> anyhow::Result<Task> {
+        let (current, tasks, user) = self.own_task(id).await?;
+        check_agent(&**self.store().await?, &user, input.agent.as_deref()).await?;
+        Ok(apply_edit(&tasks, current, &input).await?)
+    }
+
+    async fn set_task_active(&self, id: &str, active: bool) -> anyhow::Result<Task> {
+        let (_, tasks, _) = self.own_task(id).await?;
+        Ok(if active {
+            tasks.resume(id).await?
+        } else {
+            tasks.pause(id).await?
+        })
+    }
+
+    async fn delete_task(&self, id: &str) -> anyhow::Result<()> {
+        let (_, tasks, _) = self.own_task(id).await?;
+        Ok(tasks.delete(id).await?)
+    }
+
+    async fn task_next(
+        &self,
+        id: &str,
+        count: usize,
+    ) -> anyhow::Result<(Option<String>, Vec<DateTime<Utc>>)> {
+        let (t, tasks, _) = self.own_task(id).await?;
+        let tz = match t.automation {
+            Automation::Schedule { tz, .. } => Some(tz),
+            Automation::None | Automation::Heartbeat { .. } => None,
+        };
+        Ok((tz, tasks.next(id, count).await?))
+    }
+
+    async fn task_history(&self, id: &str) -> anyhow::Result<TaskHistory> {
+        self.own_task(id).await?;
+        let store = self.store().await?;
+        Ok(TaskHistory {
+            runs: store.runs(id, 100).await?,
+            deliveries: store.deliveries(id, 100).await?,
+        })
+    }
+
+    async fn run_task(&self, id: &str) -> anyhow::Result<u8> {
+        let (_, tasks, user) = self.own_task(id).await?;
+        let store = self.store().await?;
+        let local = launcher(store, &self.given, &user);
+        let op = tasks.run_now(id, &local).await?;
+        finish_local_run(store, &tasks, &local, id, &op).await
+    }
+}
+
+impl Scheduled for Remote {
+    async fn create_task(&self, input: TaskInput) -> anyhow::Result<Task> {
+        let v: TaskView = self.call(Method::POST, "/v1/tasks", Some(&input)).await?;
+        Ok(v.into_task())
+    }
+
+    async fn tasks(&self) -> anyhow::Result<Vec<Task>> {
+        let list: Vec<TaskView> = self.call(Method::GET, "/v1/tasks", None::<&()>).await?;
+        Ok(list.into_iter().map(TaskView::into_task).collect())
+    }
+
+    async fn task(&self, id: &str) -> anyhow::Result<(Task, Vec<DateTime<Utc>>)> {
+        let path = format!("/v1/tasks/{}", segment(id));
+        let d: TaskDetail = self.call(Method::GET, &path, None::<&()>).await?;
+        Ok((d.task.into_task(), d.next))
+    }
+
+    async fn edit_task(&self, id: &str, input: TaskInput) -> anyhow::Result<Task> {
+        let path = format!("/v1/tasks/{}", segment(id));
+        let v: TaskView = self.call(Method::PATCH, &path, Some(&input)).await?;
+        Ok(v.into_task())
+    }
+
+    async fn set_task_active(&self, id: &str, active: bool) -> anyhow::Result<Task> {
+        let action = if active { "resume" } else { "pause" };
+        let path = format!("/v1/tasks/{}/{action}", segment(id));
+        let v: TaskView = self.call(Method::POST, &path, None::<&()>).await?;
+        Ok(v.into_task())
+    }
+
+    async fn delete_task(&self, id: &str) -> anyhow::Result<()> {
+        let path = format!("/v1/tasks/{}", segment(id));
+        self.call_empty(Method::DELETE, &path).await
+    }
+
+    async fn task_next(
+        &self,
+        id: &str,
+        count: usize,
+    ) -> anyhow::Result<(Option<String>, Vec<DateTime<Utc>>)> {
+        let path = format!("/v1/tasks/{}/next", segment(id));
+        let n: NextTimes = self.get(&path, &NextQuery { count: Some(count) }).await?;
+        Ok((n.tz, n.next))
+    }
+
+    async fn task_history(&self, id: &str) -> anyhow::Result<TaskHistory> {
+        let path = format!("/v1/tasks/{}/history", segment(id));
+        self.call(Method::GET, &path, None::<&()>).await
+    }
+
+    async fn run_task(&self, id: &str) -> anyhow::Result<u8> {
+        let path = format!("/v1/tasks/{}/run", segment(id));
+        let started: RunStarted = self.call(Method::POST, &path, None::<&()>).await?;
+        // The run is the server's: followed as `rein --server run` follows a run.
+        let op = super::operation_id(&started.operation_id)?;
+        let end = self.follow_new(op).await?;
+        super::decide::finish(self, op, &end).await
+    }
 }

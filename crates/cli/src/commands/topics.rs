@@ -1,14 +1,15 @@
-//! `rein topic …`: this machine's conversations (those `rein run` and `rein chat` started; a
-//! server's users manage theirs through the API): list or search them, show one's active
-//! branch with its versions marked, rename one, delete one (its operations' records kept
-//! unless asked otherwise).
+//! `rein topic …`: your conversations (on this machine those `rein run` and `rein chat`
+//! started; on a server, yours): list or search them, show one's active branch with its
+//! versions marked, rename one, delete one (its operations' records kept unless asked
+//! otherwise).
 
-use crate::invocation::Invocation;
+use super::{Local, Remote, remote::segment};
 use anyhow::{anyhow, bail};
 use rein_core::message::Role;
 use rein_operation::topic::TopicTree;
-use rein_store::{OperationRecords, SqlStore, TitleSource, TopicFilter, Topics};
-use std::sync::Arc;
+use rein_server::routes::topics::{DeleteQuery, RenameIn, TopicQuery};
+use rein_store::{DeletedTopic, OperationRecords, TitleSource, TopicFilter, TopicRecord, Topics};
+use reqwest::Method;
 
 /// `rein topic` subcommands.
 #[derive(clap::Subcommand)]
@@ -45,6 +46,25 @@ pub enum TopicCommand {
     },
 }
 
+/// What `rein topic` needs from where it runs.
+pub trait Conversations {
+    /// Your conversations, newest first (those matching `search`; at most `limit`).
+    async fn topics(&self, search: Option<String>, limit: u32) -> anyhow::Result<Vec<TopicRecord>>;
+
+    /// One conversation's message tree.
+    async fn topic(&self, id: &str) -> anyhow::Result<TopicTree>;
+
+    /// Rename a conversation (`title` is not blank).
+    async fn rename_topic(&self, id: &str, title: &str) -> anyhow::Result<()>;
+
+    /// Delete a conversation, and its operations' records as `records` says.
+    async fn delete_topic(
+        &self,
+        id: &str,
+        records: OperationRecords,
+    ) -> anyhow::Result<DeletedTopic>;
+}
+
 /// Print the active branch of `tree`: what you wrote on stderr after `you>`, answers on
 /// stdout, a message with versions marked `[2/3]`.
 pub fn print_path(tree: &TopicTree) {
@@ -64,30 +84,12 @@ pub fn print_path(tree: &TopicTree) {
     }
 }
 
-/// Refuse a topic this machine's CLI does not own (a server user's, or none).
-async fn local(store: &SqlStore, id: &str) -> anyhow::Result<()> {
-    match store.topic_owner(id).await? {
-        Some(None) => Ok(()),
-        Some(Some(_)) => bail!("topic {id} belongs to a server user: manage it through the API"),
-        None => bail!("no topic {id}; `rein topic list` shows them"),
-    }
-}
-
 /// Run a `rein topic` command.
-pub async fn command(
-    store: Arc<SqlStore>,
-    command: TopicCommand,
-    given: &Invocation,
-) -> anyhow::Result<u8> {
+pub async fn run(on: &impl Conversations, command: TopicCommand, json: bool) -> anyhow::Result<u8> {
     match command {
         TopicCommand::List { search, limit } => {
-            let filter = TopicFilter {
-                owner: None,
-                search,
-                limit,
-            };
-            for t in store.list_topics(&filter).await? {
-                if given.json {
+            for t in on.topics(search, limit).await? {
+                if json {
                     println!("{}", serde_json::to_string(&t)?);
                 } else {
                     println!(
@@ -100,11 +102,8 @@ pub async fn command(
             }
         }
         TopicCommand::Show { id } => {
-            local(&store, &id).await?;
-            let tree = rein_operation::topic::tree(&*store, &id)
-                .await?
-                .ok_or_else(|| anyhow!("no topic {id}"))?;
-            if given.json {
+            let tree = on.topic(&id).await?;
+            if json {
                 println!("{}", serde_json::to_string(&tree)?);
             } else {
                 println!("{}", tree.topic.title.as_deref().unwrap_or("(untitled)"));
@@ -112,28 +111,23 @@ pub async fn command(
             }
         }
         TopicCommand::Rename { id, title } => {
-            local(&store, &id).await?;
             let title = title.trim();
             if title.is_empty() {
                 bail!("the title is blank");
             }
-            store.set_topic_title(&id, title, TitleSource::User).await?;
+            on.rename_topic(&id, title).await?;
             eprintln!("renamed {id}: {title}");
         }
         TopicCommand::Delete {
             id,
             delete_operations,
         } => {
-            local(&store, &id).await?;
             let records = if delete_operations {
                 OperationRecords::Delete
             } else {
                 OperationRecords::Keep
             };
-            let deleted = store
-                .delete_topic(&id, records)
-                .await?
-                .ok_or_else(|| anyhow!("no topic {id}"))?;
+            let deleted = on.delete_topic(&id, records).await?;
             eprintln!(
                 "deleted {id}: {} messages; {} operations' records {}",
                 deleted.messages,
@@ -143,4 +137,96 @@ pub async fn command(
         }
     }
     Ok(crate::exit::DONE)
+}
+
+impl Local {
+    /// Refuse a topic this machine's CLI does not own (a server user's, or none).
+    async fn own_topic(&self, id: &str) -> anyhow::Result<()> {
+        match self.store().await?.topic_owner(id).await? {
+            Some(None) => Ok(()),
+            Some(Some(_)) => {
+                bail!("topic {id} belongs to a server user: manage it with --server")
+            }
+            None => bail!("no topic {id}; `rein topic list` shows them"),
+        }
+    }
+}
+
+impl Conversations for Local {
+    async fn topics(&self, search: Option<String>, limit: u32) -> anyhow::Result<Vec<TopicRecord>> {
+        let filter = TopicFilter {
+            owner: None,
+            search,
+            limit,
+        };
+        Ok(self.store().await?.list_topics(&filter).await?)
+    }
+
+    async fn topic(&self, id: &str) -> anyhow::Result<TopicTree> {
+        self.own_topic(id).await?;
+        rein_operation::topic::tree(&**self.store().await?, id)
+            .await?
+            .ok_or_else(|| anyhow!("no topic {id}"))
+    }
+
+    async fn rename_topic(&self, id: &str, title: &str) -> anyhow::Result<()> {
+        self.own_topic(id).await?;
+        self.store()
+            .await?
+            .set_topic_title(id, title, TitleSource::User)
+            .await?;
+        Ok(())
+    }
+
+    async fn delete_topic(
+        &self,
+        id: &str,
+        records: OperationRecords,
+    ) -> anyhow::Result<DeletedTopic> {
+        self.own_topic(id).await?;
+        self.store()
+            .await?
+            .delete_topic(id, records)
+            .await?
+            .ok_or_else(|| anyhow!("no topic {id}"))
+    }
+}
+
+impl Conversations for Remote {
+    async fn topics(&self, search: Option<String>, limit: u32) -> anyhow::Result<Vec<TopicRecord>> {
+        self.get(
+            "/v1/topics",
+            &TopicQuery {
+                search,
+                limit: Some(limit),
+            },
+        )
+        .await
+    }
+
+    async fn topic(&self, id: &str) -> anyhow::Result<TopicTree> {
+        let path = format!("/v1/topics/{}/tree", segment(id));
+        self.call(Method::GET, &path, None::<&()>).await
+    }
+
+    async fn rename_topic(&self, id: &str, title: &str) -> anyhow::Result<()> {
+        let path = format!("/v1/topics/{}", segment(id));
+        let body = RenameIn {
+            title: title.to_owned(),
+        };
+        let _: TopicRecord = self.call(Method::PATCH, &path, Some(&body)).await?;
+        Ok(())
+    }
+
+    async fn delete_topic(
+        &self,
+        id: &str,
+        records: OperationRecords,
+    ) -> anyhow::Result<DeletedTopic> {
+        let path = format!("/v1/topics/{}", segment(id));
+        let query = DeleteQuery {
+            operations: Some(records),
+        };
+        self.with_query(Method::DELETE, &path, &query).await
+    }
 }

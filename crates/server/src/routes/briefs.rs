@@ -15,18 +15,18 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// `GET /v1/briefs` query.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BriefQuery {
     /// Only the briefs still waiting for a resolution.
     #[serde(default)]
     pub unresolved: bool,
     /// Only one task's (`task_` and 32 hex digits).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^task_[0-9a-f]{32}$"))]
     pub task: Option<String>,
     /// At most this many (default 100).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 500))]
     pub limit: Option<u32>,
 }
@@ -41,14 +41,14 @@ pub struct BriefList {
 }
 
 /// `POST /v1/briefs/{id}/resolve` body.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResolveIn {
     /// One of the actions the brief offers (`retry`, `approve`, `feedback`, `acknowledge`, …).
     #[schemars(length(min = 1, max = 64))]
     pub action: String,
     /// What the person says (required for `feedback`: the next run reads it).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 20000))]
     pub comment: Option<String>,
 }
@@ -64,7 +64,7 @@ pub struct Resolved {
 }
 
 /// `PUT /v1/brief-hook` body.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HookIn {
     /// Where urgent briefs are posted (`http://` or `https://`).

@@ -31,7 +31,7 @@ pub struct Group {
 }
 
 /// `POST /v1/groups` body.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewGroup {
     /// Name: letters, digits, `-` and `_`, at most 64.

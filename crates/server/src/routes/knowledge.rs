@@ -27,7 +27,7 @@ use serde_json::json;
 pub const UPLOAD_LIMIT: usize = 64 * 1024 * 1024;
 
 /// `POST /v1/knowledge` body.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateBase {
     /// Its name (1-64 letters, digits, `-`, `_`), unique among yours.
@@ -35,9 +35,28 @@ pub struct CreateBase {
     pub name: String,
     /// Embed its chunks with this model (`provider/model`) so search finds meaning as well as
     /// words; without one, search is by full text only.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(pattern(rein_operation::profile::MODEL_PATTERN))]
     pub embed_model: Option<String>,
+}
+
+/// `PATCH /v1/knowledge/{name}` body.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetBase {
+    /// Its embedding model from now on (`provider/model`: every chunk is embedded again with
+    /// it, in the background), or `null` for full-text search only (the vectors are deleted).
+    #[schemars(pattern(rein_operation::profile::MODEL_PATTERN))]
+    pub embed_model: Option<String>,
+}
+
+/// `DELETE /v1/knowledge/{name}/files` query.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileQuery {
+    /// The file, as it was added (its path in the base).
+    #[schemars(length(min = 1, max = 512))]
+    pub path: String,
 }
 
 /// A knowledge base as listed.
@@ -77,14 +96,14 @@ pub struct BaseDetail {
 }
 
 /// `POST /v1/knowledge/{name}/search` body.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchBody {
     /// What to look for (not only blanks).
     #[schemars(length(min = 1, max = 2000), pattern(r"\S"))]
     pub query: String,
     /// How many chunks (1 to 50, default 5).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 50))]
     pub top_k: Option<u32>,
 }
@@ -119,15 +138,15 @@ pub struct SearchOut {
 }
 
 /// `POST /v1/knowledge/{name}/files` query: how the files are cut.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Serialize, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UploadQuery {
     /// The most a chunk holds, in estimated tokens (default 400).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 8000))]
     pub chunk_tokens: Option<u64>,
     /// What consecutive chunks of a section share, in estimated tokens (default 40).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(max = 4000))]
     pub overlap_tokens: Option<u64>,
 }
@@ -364,6 +383,47 @@ pub async fn delete(
     Ok(NoContent)
 }
 
+/// `PATCH /v1/knowledge/{name}`: change its embedding model; a new one embeds every chunk
+/// again, as an ingestion job of no files the server runs in the background.
+pub async fn set(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    KnowledgePath(name): KnowledgePath,
+    Body(body): Body<SetBase>,
+) -> Result<Json<BaseOut>, ApiError> {
+    let kb = owned_base(&app, &user, &name).await?;
+    if let Some(m) = &body.embed_model {
+        check_model(&app, m)?;
+    }
+    app.store
+        .set_embed_model(&kb.id, body.embed_model.as_deref())
+        .await?;
+    if body.embed_model.is_some() {
+        app.store.create_ingest_job(&kb.id, 400, 40, &[]).await?;
+        app.ingest.notify_one();
+    }
+    let kb = owned_base(&app, &user, &name).await?;
+    Ok(Json(base_out(&app, &kb).await?))
+}
+
+/// `DELETE /v1/knowledge/{name}/files?path=…`: 204, or 404 when the base has no such file.
+pub async fn remove_file(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    KnowledgePath(name): KnowledgePath,
+    Params(q): Params<FileQuery>,
+) -> Result<NoContent, ApiError> {
+    let kb = owned_base(&app, &user, &name).await?;
+    if app.store.remove_knowledge_file(&kb.id, &q.path).await? {
+        Ok(NoContent)
+    } else {
+        Err(ApiError::not_found(format!(
+            "knowledge base {name} has no file `{}`",
+            q.path
+        )))
+    }
+}
+
 /// `POST /v1/knowledge/{name}/files`.
 pub async fn upload(
     State(app): State<AppState>,
@@ -503,10 +563,22 @@ pub fn api() -> Api {
             show,
         )
         .route(
+            Method::Patch,
+            "/v1/knowledge/{name}",
+            "Change a knowledge base's embedding model (its chunks are embedded again)",
+            set,
+        )
+        .route(
             Method::Delete,
             "/v1/knowledge/{name}",
             "Delete a knowledge base with everything in it",
             delete,
+        )
+        .route(
+            Method::Delete,
+            "/v1/knowledge/{name}/files",
+            "Remove a file (its chunks) from a knowledge base",
+            remove_file,
         )
         .route_with_body_limit(
             Method::Post,

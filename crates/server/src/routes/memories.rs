@@ -15,14 +15,14 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// `GET /v1/memories` query.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// Also the memories later ones replaced.
     #[serde(default)]
     pub history: bool,
     /// Only those private to this agent (one whose `memory` is `agent`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(pattern(rein_operation::profile::AGENT_NAME_PATTERN))]
     pub agent: Option<String>,
     /// Only those the user's agents share (with `agent`: those and the agent's own).
@@ -49,7 +49,7 @@ pub struct MemoryDetail {
 }
 
 /// `PATCH /v1/memories/{id}` body.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EditMemory {
     /// The corrected text (not only blanks).

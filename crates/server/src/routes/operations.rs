@@ -24,33 +24,33 @@ use serde::{Deserialize, Serialize};
 /// limit with a model nothing prices is refused (422 `model_unpriced`), as are an unknown
 /// skill (`skill_missing`) or knowledge base (`knowledge_missing`) and a surface the server
 /// does not enable (`surface_unavailable`; a missing program: `external_missing`).
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct CreateOperation {
     /// The user's request (not blank); required unless `regenerate`, which takes none
     /// (422 `input_missing` / `branch_does_not_fit`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(pattern(r"\S"))]
     pub input: Option<String>,
     /// Edit this user message of `topic`: `input` is its new text, a sibling of it that starts
     /// a new branch (the old one is kept).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = crate::routes::topics::MESSAGE_ID_PATTERN))]
     pub edit: Option<String>,
     /// Answer again the user message of `topic` this message is or answers: the new answer
     /// is a sibling of the old one (kept). Not with `edit`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = crate::routes::topics::MESSAGE_ID_PATTERN))]
     pub regenerate: Option<String>,
     /// Run as this agent of yours (its model, system role, tools and limits).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
     /// Run as this group of yours instead (not with `agent`: 422 `agent_and_group`): its
     /// members talk in rounds under its supervisor, one operation tree with one budget.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
     /// Continue this conversation (yours), or start one under this id; a new one otherwise.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(pattern(rein_operation::TOPIC_ID_PATTERN))]
     pub topic: Option<String>,
     /// How it runs (the type's document lists these settings beside the fields above; unknown

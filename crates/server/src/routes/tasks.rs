@@ -10,19 +10,64 @@ use crate::error::ApiError;
 use crate::routes::{Body, Params, TaskPath};
 use axum::Json;
 use axum::extract::State;
-use rein_scheduler::input::{NewTaskInput, apply_edit, check_agent, new_task, view};
+use chrono::{DateTime, Utc};
+use rein_scheduler::input::{NewTaskInput, TaskView, apply_edit, check_agent, new_task, view};
 use rein_scheduler::{Automation, Task, TaskError, TaskInput};
-use rein_store::Tasks;
+use rein_store::{Delivery, TaskRun, Tasks};
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// `GET /v1/tasks/{id}/next` query.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NextQuery {
     /// How many (default 5, at most 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<usize>,
+}
+
+/// `GET /v1/tasks/{id}` answer.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TaskDetail {
+    /// The task.
+    pub task: TaskView,
+    /// Its next due times (UTC).
+    pub next: Vec<DateTime<Utc>>,
+    /// Its last runs, newest first.
+    pub runs: Vec<TaskRun>,
+    /// Its last fires (with skip reasons), newest first.
+    pub deliveries: Vec<Delivery>,
+}
+
+/// `GET /v1/tasks/{id}/history` answer.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TaskHistory {
+    /// Runs (trigger, outcome, cost, brief), newest first.
+    pub runs: Vec<TaskRun>,
+    /// Fires (with skip reasons), newest first.
+    pub deliveries: Vec<Delivery>,
+}
+
+/// `GET /v1/tasks/{id}/next` answer.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NextTimes {
+    /// The zone of its cron pattern, when it has one.
+    pub tz: Option<String>,
+    /// The next due times (UTC).
+    pub next: Vec<DateTime<Utc>>,
+}
+
+/// `POST /v1/tasks/{id}/run` answer.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunStarted {
+    /// The run's operation.
+    pub operation_id: String,
+}
+
+/// `answer` as the JSON the route's document promises.
+fn shown(answer: &impl Serialize) -> Result<Value, ApiError> {
+    serde_json::to_value(answer).map_err(|e| ApiError::internal(e.to_string()))
 }
 
 async fn owned(app: &AppState, user: &str, id: &str) -> Result<Task, ApiError> {
@@ -67,12 +112,12 @@ pub async fn show(
     TaskPath(id): TaskPath,
 ) -> Result<Json<Value>, ApiError> {
     let t = owned(&app, &user.id, &id).await?;
-    let next = app.tasks.next(&id, 5).await?;
-    let runs = app.store.runs(&id, 20).await?;
-    let deliveries = app.store.deliveries(&id, 20).await?;
-    Ok(Json(
-        json!({"task": view(&t), "next": next, "runs": runs, "deliveries": deliveries}),
-    ))
+    Ok(Json(shown(&TaskDetail {
+        task: TaskView::of(&t),
+        next: app.tasks.next(&id, 5).await?,
+        runs: app.store.runs(&id, 20).await?,
+        deliveries: app.store.deliveries(&id, 20).await?,
+    })?))
 }
 
 /// `PATCH /v1/tasks/{id}`: change fields; a new cron, interval or cap restarts the automation.
@@ -115,8 +160,8 @@ pub async fn run(
     TaskPath(id): TaskPath,
 ) -> Result<Reply<202, Value>, ApiError> {
     owned(&app, &user.id, &id).await?;
-    let op = app.tasks.run_now(&id, app.launcher.as_ref()).await?;
-    Ok(Reply(json!({"operation_id": op})))
+    let operation_id = app.tasks.run_now(&id, app.launcher.as_ref()).await?;
+    Ok(Reply(shown(&RunStarted { operation_id })?))
 }
 
 /// `DELETE /v1/tasks/{id}`: 204.
@@ -138,9 +183,10 @@ pub async fn history(
     TaskPath(id): TaskPath,
 ) -> Result<Json<Value>, ApiError> {
     owned(&app, &user.id, &id).await?;
-    let runs = app.store.runs(&id, 200).await?;
-    let deliveries = app.store.deliveries(&id, 200).await?;
-    Ok(Json(json!({"runs": runs, "deliveries": deliveries})))
+    Ok(Json(shown(&TaskHistory {
+        runs: app.store.runs(&id, 200).await?,
+        deliveries: app.store.deliveries(&id, 200).await?,
+    })?))
 }
 
 /// `GET /v1/tasks/{id}/next?count=`: the next due times (UTC, RFC 3339).
@@ -156,7 +202,7 @@ pub async fn next(
         Automation::Schedule { tz, .. } => Some(tz.clone()),
         _ => None,
     };
-    Ok(Json(json!({"tz": tz, "next": times})))
+    Ok(Json(shown(&NextTimes { tz, next: times })?))
 }
 
 /// The task routes and their documents.

@@ -36,15 +36,15 @@ pub(crate) fn message_id(field: &str, s: &str) -> Result<MessageId, ApiError> {
 }
 
 /// `GET /v1/topics` query.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TopicQuery {
     /// Only topics whose title or messages contain this text (case-insensitive for ASCII).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 200))]
     pub search: Option<String>,
     /// At most this many, newest first (default 200).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 500))]
     pub limit: Option<u32>,
 }
@@ -68,7 +68,7 @@ pub struct TopicIn {
 }
 
 /// `PATCH /v1/topics/{id}` body.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RenameIn {
     /// The new title; a title model never replaces it.
@@ -77,12 +77,12 @@ pub struct RenameIn {
 }
 
 /// `DELETE /v1/topics/{id}` query.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeleteQuery {
     /// `keep` (default): the operations that ran in it keep their records (status, cost,
     /// steps and events, which hold the text the model streamed); `delete`: those go too.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operations: Option<OperationRecords>,
 }
 
