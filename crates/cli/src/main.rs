@@ -66,8 +66,10 @@ struct Cli {
     /// HTTP).
     #[arg(long = "mcp", global = true, value_name = "NAME=COMMAND")]
     mcp: Vec<String>,
-    /// Talk to a `rein serve` at this URL instead of the local database (op, approve, answer,
-    /// reject, grant, agent, models, device); the token is read from $REIN_TOKEN.
+    /// Talk to a `rein serve` at this URL instead of the local database: run, op, approve,
+    /// answer, reject, grant, agent, group, topic, task, brief, kb, memory, models, device
+    /// (chat, skill, config, token, migrate, serve and worker run here only); the token is
+    /// read from $REIN_TOKEN.
     #[arg(long, global = true, value_name = "URL", env = rein_operation::env::SERVER)]
     server: Option<String>,
     /// What shell commands may touch: workspace-write (the working directory and a private
@@ -264,12 +266,7 @@ async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> 
         Command::Group { command } => groups::run(on, command, json).await,
         Command::Brief { command } => briefs::run(on, command, json).await,
         Command::Topic { command } => topics::run(on, command, json).await,
-        Command::Kb { command } => {
-            let l = on.local()?;
-            let (models, _) = host::models(&l.given)?;
-            knowledge::command(l.store().await?, &*models, command, json).await?;
-            Ok(exit::DONE)
-        }
+        Command::Kb { command } => knowledge::run(on, command, json).await,
         Command::Memory { command } => memory::run(on, command, json).await,
         Command::Skill { command } => {
             let l = on.local()?;

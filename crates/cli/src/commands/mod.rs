@@ -65,7 +65,12 @@ pub enum Granted {
 
 /// Where a command runs: what each shared command needs from a database or a server.
 pub trait Backend:
-    topics::Conversations + memory::Remembered + briefs::Inbox + groups::Groups + tasks::Scheduled
+    topics::Conversations
+    + memory::Remembered
+    + briefs::Inbox
+    + groups::Groups
+    + tasks::Scheduled
+    + knowledge::KnowledgeBases
 {
     /// This machine's database, or why a command that needs it cannot run here.
     fn local(&self) -> anyhow::Result<&Local>;

@@ -153,6 +153,40 @@ impl Remote {
         })
     }
 
+    /// `method path?query` answered with no body.
+    pub(crate) async fn send_with_query(
+        &self,
+        method: Method,
+        path: &str,
+        query: &(impl Serialize + Sync),
+    ) -> anyhow::Result<()> {
+        self.send(self.request(method, path).query(query)).await?;
+        Ok(())
+    }
+
+    /// `POST path?query` with `form` (multipart), answered with a `T`.
+    pub(crate) async fn upload<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &(impl Serialize + Sync),
+        form: reqwest::multipart::Form,
+    ) -> anyhow::Result<T> {
+        let resp = self
+            .send(
+                self.request(Method::POST, path)
+                    .query(query)
+                    .multipart(form),
+            )
+            .await?;
+        let bytes = resp.bytes().await?;
+        serde_json::from_slice(&bytes).map_err(|e| {
+            anyhow!(
+                "{} answered {path} with what this rein cannot read: {e}",
+                self.base
+            )
+        })
+    }
+
     /// A request answered with no body.
     pub(crate) async fn call_empty(&self, method: Method, path: &str) -> anyhow::Result<()> {
         self.send(self.request(method, path)).await?;

@@ -259,3 +259,116 @@ async fn topics_groups_tasks_briefs_and_memories_are_managed_on_a_server() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn knowledge_bases_on_a_server_take_files_from_here() {
+    let e = env(vec![]).await;
+    let rein = e.start(&[]).await;
+    let alice = e.token("alice").await;
+    let docs = e.dir.join("remote-docs");
+    std::fs::create_dir_all(docs.join(".git")).unwrap();
+    std::fs::write(
+        docs.join("guide.md"),
+        "# Guide\n\n## Install\n\nRun `cargo install rein-cli` to install it.\n",
+    )
+    .unwrap();
+    std::fs::write(docs.join("logo.png"), b"\x89PNG\r\n\x1a\n\0\0\0").unwrap();
+    std::fs::write(docs.join(".git/config"), "not indexed").unwrap();
+    let docs_arg = docs.display().to_string();
+
+    let (code, _, err) = e
+        .on_server(&rein, &alice, &["kb", "create", "manuals"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = e
+        .on_server(&rein, &alice, &["kb", "create", "manuals"])
+        .await;
+    assert_eq!(code, 1, "the server's 409");
+    assert!(err.contains("already exists"), "{err}");
+    let (code, _, err) = e
+        .on_server(&rein, &alice, &["kb", "add", "manuals", &docs_arg])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let guide = format!("{}/guide.md", docs_arg.trim_start_matches('/'));
+    assert!(err.contains(&format!("{guide}: 2 chunks")), "{err}");
+    assert!(err.contains("logo.png: skipped: a binary file"), "{err}");
+    assert!(!err.contains(".git"), "hidden folders are left out: {err}");
+    let (_, base) = e
+        .call(&rein, "GET", "/v1/knowledge/manuals", Some(&alice), None)
+        .await;
+    assert_eq!(base["files"], 2, "{base}");
+
+    let (code, out, err) = e
+        .on_server(
+            &rein,
+            &alice,
+            &["kb", "search", "manuals", "how do I install it?"],
+        )
+        .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with(&format!("[{guide}:")) && out.contains("cargo install rein-cli"),
+        "{out}"
+    );
+    assert!(
+        err.contains("full-text search only"),
+        "no embedding model: {err}"
+    );
+    let (code, out, _) = e.on_server(&rein, &alice, &["kb", "list"]).await;
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with("manuals") && out.contains("2 files"),
+        "{out}"
+    );
+    let (code, out, _) = e.on_server(&rein, &alice, &["kb", "show", "manuals"]).await;
+    assert_eq!(code, 0);
+    assert!(out.contains("logo.png  skipped: a binary file"), "{out}");
+    assert!(out.contains("embedding model: none"), "{out}");
+
+    let (code, _, err) = e
+        .on_server(&rein, &alice, &["kb", "remove", "manuals", &guide])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let (_, found) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/knowledge/manuals/search",
+            Some(&alice),
+            Some(json!({"query": "install"})),
+        )
+        .await;
+    assert_eq!(found["hits"].as_array().unwrap().len(), 0, "{found}");
+    let (code, _, err) = e
+        .on_server(&rein, &alice, &["kb", "remove", "manuals", &guide])
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("has no file"), "{err}");
+    // An embedding model the server has no provider for is refused by the server.
+    let (code, _, err) = e
+        .on_server(
+            &rein,
+            &alice,
+            &["kb", "set", "manuals", "--embed-model", "nowhere/embed"],
+        )
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("nowhere/embed"), "{err}");
+    let (code, _, err) = e
+        .on_server(&rein, &alice, &["kb", "set", "manuals", "--no-embed-model"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = e
+        .on_server(&rein, &alice, &["kb", "resume", "manuals"])
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("on its own"), "{err}");
+    let (code, _, err) = e
+        .on_server(&rein, &alice, &["kb", "delete", "manuals"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let (status, _) = e
+        .call(&rein, "GET", "/v1/knowledge/manuals", Some(&alice), None)
+        .await;
+    assert_eq!(status, 404);
+}

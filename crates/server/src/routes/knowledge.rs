@@ -46,6 +46,9 @@ pub struct CreateBase {
 pub struct SetBase {
     /// Its embedding model from now on (`provider/model`: every chunk is embedded again with
     /// it, in the background), or `null` for full-text search only (the vectors are deleted).
+    /// Required: an empty body changes nothing by mistake.
+    #[serde(deserialize_with = "Option::deserialize")]
+    #[schemars(required, extend("nullable" = true))]
     #[schemars(pattern(rein_operation::profile::MODEL_PATTERN))]
     pub embed_model: Option<String>,
 }
