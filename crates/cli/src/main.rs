@@ -66,9 +66,9 @@ struct Cli {
     /// HTTP).
     #[arg(long = "mcp", global = true, value_name = "NAME=COMMAND")]
     mcp: Vec<String>,
-    /// Talk to a `rein serve` at this URL instead of the local database: run, op, approve,
-    /// answer, reject, grant, agent, group, topic, task, brief, kb, memory, models, device
-    /// (chat, skill, config, token, migrate, serve and worker run here only); the token is
+    /// Talk to a `rein serve` at this URL instead of the local database: run, chat, op,
+    /// approve, answer, reject, grant, agent, group, topic, task, brief, kb, memory, models,
+    /// device (skill, config, token, migrate, serve and worker run here only); the token is
     /// read from $REIN_TOKEN.
     #[arg(long, global = true, value_name = "URL", env = rein_operation::env::SERVER)]
     server: Option<String>,
@@ -273,10 +273,7 @@ async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> 
             skills::command(command, &l.given.config, json)?;
             Ok(exit::DONE)
         }
-        Command::Chat(a) => {
-            let l = on.local()?;
-            chat::chat(Arc::clone(l.store().await?), a, &l.given).await
-        }
+        Command::Chat(a) => chat::chat(on, a).await,
         Command::Task { command } => tasks::run(on, command, json).await,
         Command::Worker(a) => {
             let l = on.local()?;

@@ -5,21 +5,20 @@
 //! `/skill NAME`, `/help`, `/exit`. Regenerating and editing add sibling branches; nothing is
 //! overwritten. While the agent waits for an answer to its question
 //! (`ask_user`), a plain line answers it and `/reject` declines. Works the same with a terminal
-//! or with lines piped in.
-//! Skills admitted in one turn (by `/skill` or by the model) stay admitted in the next.
+//! or with lines piped in, here or on a server (`--server`: each turn is an operation there, in
+//! your topic there). Skills admitted in one turn (by `/skill` or by the model) stay admitted in
+//! the next. Ctrl-C ends the chat (a turn in progress is left to finish, or to `rein op
+//! resume`).
 
-use super::ended::finish_here;
-use crate::invocation::Invocation;
+use super::{Backend, Start};
 use crate::{agent_profile, exit};
 use anyhow::bail;
 use rein_core::OperationId;
 use rein_core::message::Role;
 use rein_core::question::{Answer, Question};
 use rein_operation::topic::TopicTree;
-use rein_operation::{AgentProfile, Decision, RunEnd, SpecOrigin, StartOptions, Turn};
-use rein_store::{SqlStore, Store, Topics};
+use rein_operation::{AgentProfile, Decision, RunEnd, Turn};
 use std::io::Write;
-use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// `rein chat` options.
@@ -46,18 +45,16 @@ fn text(m: &rein_core::Message) -> String {
 }
 
 /// The topic's tree, if it has one yet.
-async fn tree_of(store: &SqlStore, topic: Option<&str>) -> anyhow::Result<Option<TopicTree>> {
+async fn tree_of(on: &impl Backend, topic: Option<&str>) -> anyhow::Result<Option<TopicTree>> {
     match topic {
-        Some(t) => Ok(rein_operation::topic::tree(store, t).await?),
+        Some(t) => Ok(Some(on.topic(t).await?)),
         None => Ok(None),
     }
 }
 
 /// The active branch as it reads (see [`super::topics::print_path`]).
-async fn history(store: &SqlStore, topic: &str) -> anyhow::Result<()> {
-    if let Some(tree) = tree_of(store, Some(topic)).await? {
-        super::topics::print_path(&tree);
-    }
+async fn history(on: &impl Backend, topic: &str) -> anyhow::Result<()> {
+    super::topics::print_path(&on.topic(topic).await?);
     Ok(())
 }
 
@@ -72,8 +69,8 @@ fn last_of(tree: &TopicTree, role: Role) -> Option<rein_core::MessageId> {
 
 /// `/branch [N]`: without N, list the branch points of the active path; with N, show
 /// alternative N of the last one.
-async fn branch(store: &SqlStore, topic: Option<&str>, arg: &str) -> anyhow::Result<()> {
-    let Some(tree) = tree_of(store, topic).await? else {
+async fn branch(on: &impl Backend, topic: Option<&str>, arg: &str) -> anyhow::Result<()> {
+    let Some(tree) = tree_of(on, topic).await? else {
         eprintln!("(nothing yet)");
         return Ok(());
     };
@@ -106,8 +103,8 @@ async fn branch(store: &SqlStore, topic: Option<&str>, arg: &str) -> anyhow::Res
         );
         return Ok(());
     };
-    store.set_active_message(topic, message).await?;
-    history(store, topic).await
+    super::topics::print_path(&on.activate(topic, message).await?);
+    Ok(())
 }
 
 fn prompt() {
@@ -115,39 +112,16 @@ fn prompt() {
     let _ = std::io::stderr().flush();
 }
 
-/// Run the chat until `/exit` or the end of input.
-pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, given: &Invocation) -> anyhow::Result<u8> {
-    let host = crate::host::host(Arc::clone(&store), given, None).await?;
+/// Run the chat until `/exit` or the end of input, each turn where `on` runs it.
+pub async fn chat(on: &impl Backend, args: ChatArgs) -> anyhow::Result<u8> {
     let mut over = args.settings.profile();
-    let origin = SpecOrigin {
-        working_directory: std::env::current_dir()
-            .ok()
-            .map(|d| d.to_string_lossy().into_owned()),
-        ..Default::default()
-    };
     // Every turn is an operation of its own, with the agent's settings and this chat's.
-    let (agent, group) = (args.agent.clone(), args.group.clone());
-    let spec_of = |over: AgentProfile| {
-        let (store, host, origin) = (Arc::clone(&store), host.clone(), origin.clone());
-        let (agent, group) = (agent.clone(), group.clone());
-        async move {
-            let who = agent_profile::RunAs::of(agent.as_deref(), group.as_deref());
-            let spec =
-                agent_profile::spec(&store, &given.config, &host, who, &over, origin).await?;
-            // A model this process cannot reach is refused when chosen, not at the next turn.
-            if let Some(m) = &spec.model {
-                host.models.provider(m)?;
-            }
-            anyhow::Ok(spec)
-        }
-    };
-    let mut spec = spec_of(over.clone()).await?;
-    let mut model = spec.model.as_ref().map(|m| m.key()).unwrap_or_default();
+    let who = agent_profile::RunAs::of(args.agent.as_deref(), args.group.as_deref());
+    let mut model = on.model_of(who, &over).await?;
     let mut topic = args.topic.clone();
     if let Some(t) = &topic {
-        history(&store, t).await?;
+        history(on, t).await?;
     }
-    let drv = crate::host::printing_driver(&host, given.json);
     let mut parked: Option<OperationId> = None;
     // The open question of the parked operation (its call id), answered by a plain line.
     let mut question: Option<String> = None;
@@ -171,14 +145,14 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, given: &Invocation) -> a
                 "exit" | "quit" => break,
                 "help" => eprintln!("{HELP}"),
                 "history" => match &topic {
-                    Some(t) => history(&store, t).await?,
+                    Some(t) => history(on, t).await?,
                     None => eprintln!("(nothing yet)"),
                 },
-                "branch" => branch(&store, topic.as_deref(), rest.trim()).await?,
+                "branch" => branch(on, topic.as_deref(), rest.trim()).await?,
                 "regenerate" | "edit" if parked.is_some() => {
                     eprintln!("the last turn waits for a decision: /approve, /reject or /cancel");
                 }
-                "regenerate" => match tree_of(&store, topic.as_deref()).await? {
+                "regenerate" => match tree_of(on, topic.as_deref()).await? {
                     Some(tree) => match tree.path().last() {
                         Some(m) => begin = Some((String::new(), Turn::Regenerate(m.id))),
                         None => eprintln!("(nothing to regenerate yet)"),
@@ -186,7 +160,7 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, given: &Invocation) -> a
                     None => eprintln!("(nothing to regenerate yet)"),
                 },
                 "edit" if !rest.trim().is_empty() => {
-                    match tree_of(&store, topic.as_deref())
+                    match tree_of(on, topic.as_deref())
                         .await?
                         .and_then(|t| last_of(&t, Role::User))
                     {
@@ -201,11 +175,10 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, given: &Invocation) -> a
                         model: Some(next.clone()),
                         ..over.clone()
                     };
-                    match spec_of(switched.clone()).await {
-                        Ok(s) => {
-                            spec = s;
+                    match on.model_of(who, &switched).await {
+                        Ok(m) => {
                             over = switched;
-                            model = next;
+                            model = m;
                             eprintln!("model: {model}");
                         }
                         Err(e) => eprintln!("error: {e:#}"),
@@ -214,7 +187,7 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, given: &Invocation) -> a
                 "model" => eprintln!("model: {model}"),
                 "skill" if !rest.trim().is_empty() => {
                     let name = rest.trim().to_owned();
-                    if host.skills.get(&name).is_none() {
+                    if !on.skill_names().await?.contains(&name) {
                         eprintln!("no skill `{name}` (see `rein skill list`)");
                     } else {
                         let mut skills = over.skills.clone().unwrap_or_default();
@@ -225,9 +198,8 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, given: &Invocation) -> a
                             skills: Some(skills),
                             ..over.clone()
                         };
-                        match spec_of(with.clone()).await {
-                            Ok(s) => {
-                                spec = s;
+                        match on.model_of(who, &with).await {
+                            Ok(_) => {
                                 over = with;
                                 eprintln!("skill {name} is admitted from the next turn on");
                             }
@@ -237,12 +209,7 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, given: &Invocation) -> a
                 }
                 "skill" => {
                     let active = over.skills.clone().unwrap_or_default();
-                    let names: Vec<&str> = host
-                        .skills
-                        .skills()
-                        .iter()
-                        .map(|s| s.name.as_str())
-                        .collect();
+                    let names = on.skill_names().await?;
                     eprintln!(
                         "active: {}; available: {}",
                         if active.is_empty() {
@@ -261,22 +228,21 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, given: &Invocation) -> a
                     None => eprintln!("nothing is waiting for a decision"),
                     Some(op) => {
                         let r = match name {
-                            "approve" => drv.decide(op, None, Decision::Approve, Some("cli")).await,
+                            "approve" => on.decide(op, None, Decision::Approve).await,
                             "reject" => {
                                 let reason =
                                     (!rest.trim().is_empty()).then(|| rest.trim().to_owned());
-                                drv.decide(
+                                on.decide(
                                     op,
                                     None,
                                     Decision::Reject {
                                         reason,
                                         halt: false,
                                     },
-                                    Some("cli"),
                                 )
                                 .await
                             }
-                            _ => drv.cancel(op).await,
+                            _ => on.cancel(op).await,
                         };
                         match r {
                             Ok(e) => {
@@ -284,11 +250,7 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, given: &Invocation) -> a
                                 id = Some(op);
                             }
                             // A decision that does not fit (approving a question): say why.
-                            Err(
-                                e @ (rein_operation::DriverError::Decision(_)
-                                | rein_operation::DriverError::Refused(_)),
-                            ) => eprintln!("{e}"),
-                            Err(e) => return Err(e.into()),
+                            Err(e) => eprintln!("{e:#}"),
                         }
                     }
                 },
@@ -304,49 +266,49 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, given: &Invocation) -> a
                 continue;
             };
             let answer = Decision::Answer(Answer::Text(line.to_owned()));
-            match drv.decide(op, Some(&[call]), answer, Some("cli")).await {
+            match on.decide(op, Some(vec![call]), answer).await {
                 Ok(e) => {
                     end = Some(e);
                     id = Some(op);
                 }
                 // An answer that does not fit: say why and keep asking.
-                Err(rein_operation::DriverError::Decision(e)) => {
-                    eprintln!("{e}");
+                Err(e) => {
+                    eprintln!("{e:#}");
                     prompt();
                     continue;
                 }
-                Err(e) => return Err(e.into()),
             }
         } else {
             begin = Some((line.to_owned(), Turn::Continue));
         }
         if let Some((prompt, turn)) = begin {
-            let opts = StartOptions {
-                spec: spec.clone(),
-                topic_id: topic.clone(),
-                turn,
-                ..Default::default()
-            };
-            let op = drv.start(&prompt, &opts).await?;
-            topic.get_or_insert_with(|| format!("topic_{op}"));
-            end = Some(crate::queue::run_in_turn(&drv, op).await?);
-            id = Some(op);
+            let ran = on
+                .run(Start {
+                    prompt: &prompt,
+                    who,
+                    over: &over,
+                    attachments: &[],
+                    topic: topic.as_deref(),
+                    turn,
+                    interrupt: false,
+                })
+                .await?;
+            topic = Some(ran.topic);
+            end = Some(ran.end);
+            id = Some(ran.id);
         }
         if let (Some(end), Some(op)) = (end, id) {
             parked = None;
             // The next turn is a new operation: it starts with the skills this one admitted.
-            if let Some(done) = store.load_operation(op).await? {
-                let mut skills = over.skills.clone().unwrap_or_default();
-                let before = skills.len();
-                for s in &done.state.activated_skills {
-                    if !skills.contains(&s.name) {
-                        skills.push(s.name.clone());
-                    }
+            let admitted = on.operation(op).await?.activated_skills;
+            let mut skills = over.skills.clone().unwrap_or_default();
+            for s in admitted {
+                if !skills.contains(&s) {
+                    skills.push(s);
                 }
-                if skills.len() != before {
-                    over.skills = Some(skills);
-                    spec = spec_of(over.clone()).await?;
-                }
+            }
+            if !skills.is_empty() {
+                over.skills = Some(skills);
             }
             if let RunEnd::WaitingForHuman { pending } = &end {
                 question = None;
@@ -369,7 +331,7 @@ pub async fn chat(store: Arc<SqlStore>, args: ChatArgs, given: &Invocation) -> a
                 }
                 parked = Some(op);
             } else {
-                code = finish_here(&store, op, &end).await?;
+                code = super::decide::finish(on, op, &end).await?;
             }
         }
         prompt();

@@ -3,7 +3,7 @@
 //! a driver that prints their events as they happen (made once, when a command first needs
 //! one: it connects the configured MCP servers).
 
-use super::{Backend, Granted};
+use super::{Backend, Granted, Ran, Start};
 use crate::agent_profile::RunAs;
 use crate::invocation::Invocation;
 use anyhow::{anyhow, bail};
@@ -22,7 +22,6 @@ use rein_store::{
     Accounts, AgentRecord, GrantFilter, GrantRecord, Grants, OperationFilter, OperationRecord,
     SqlStore, Store,
 };
-use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Who the driver says decided (the store's `decided_by`, a grant's `created_by`).
@@ -98,6 +97,29 @@ impl Local {
             Arc::new(rein_scheduler::SystemClock),
         );
         Ok((tasks, user.id))
+    }
+
+    /// The spec of an operation run here as `who` with `over` winning; a model this process
+    /// cannot reach is refused now, not when the turn starts.
+    async fn spec(
+        &self,
+        who: RunAs<'_>,
+        over: &AgentProfile,
+    ) -> anyhow::Result<rein_core::spec::OperationSpec> {
+        let store = self.store().await?;
+        let host = self.host().await?;
+        let origin = SpecOrigin {
+            working_directory: std::env::current_dir()
+                .ok()
+                .map(|d| d.to_string_lossy().into_owned()),
+            ..Default::default()
+        };
+        let spec =
+            crate::agent_profile::spec(store, &self.given.config, host, who, over, origin).await?;
+        if let Some(m) = &spec.model {
+            host.models.provider(m)?;
+        }
+        Ok(spec)
     }
 
     /// Learn from the conversation of a run that ended `end` (when it is done): after the
@@ -195,41 +217,65 @@ impl Backend for Local {
         }
     }
 
-    async fn run(
-        &self,
-        prompt: &str,
-        who: RunAs<'_>,
-        over: &AgentProfile,
-        attachments: &[PathBuf],
-    ) -> anyhow::Result<(OperationId, RunEnd)> {
-        let store = self.store().await?;
-        let host = self.host().await?;
-        let origin = SpecOrigin {
-            working_directory: std::env::current_dir()
-                .ok()
-                .map(|d| d.to_string_lossy().into_owned()),
-            ..Default::default()
-        };
-        let spec =
-            crate::agent_profile::spec(store, &self.given.config, host, who, over, origin).await?;
-        let attachments = attachments
+    async fn run(&self, turn: Start<'_>) -> anyhow::Result<Ran> {
+        let spec = self.spec(turn.who, turn.over).await?;
+        let attachments = turn
+            .attachments
             .iter()
             .map(|p| rein_operation::attachment::from_path(p))
             .collect::<Result<Vec<_>, _>>()?;
         let opts = StartOptions {
             spec,
             attachments,
+            topic_id: turn.topic.map(str::to_owned),
+            turn: turn.turn,
             ..Default::default()
         };
         let driver = self.driver().await?;
-        let id = driver.start(prompt, &opts).await?;
+        let id = driver.start(turn.prompt, &opts).await?;
         let cancel = driver.cancel_token();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                cancel.cancel();
-            }
+        let interrupt = turn.interrupt.then(|| {
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    cancel.cancel();
+                }
+            })
         });
-        Ok((id, crate::queue::run_in_turn(driver, id).await?))
+        let end = crate::queue::run_in_turn(driver, id).await;
+        if let Some(i) = interrupt {
+            i.abort();
+        }
+        let topic = match turn.topic {
+            Some(t) => t.to_owned(),
+            None => self
+                .store()
+                .await?
+                .operation(id)
+                .await?
+                .map(|r| r.topic_id)
+                .ok_or_else(|| anyhow!("operation {id} has no topic"))?,
+        };
+        Ok(Ran {
+            id,
+            topic,
+            end: end?,
+        })
+    }
+
+    async fn skill_names(&self) -> anyhow::Result<Vec<String>> {
+        Ok(self
+            .host()
+            .await?
+            .skills
+            .skills()
+            .iter()
+            .map(|s| s.name.clone())
+            .collect())
+    }
+
+    async fn model_of(&self, who: RunAs<'_>, over: &AgentProfile) -> anyhow::Result<String> {
+        let spec = self.spec(who, over).await?;
+        Ok(spec.model.map(|m| m.key()).unwrap_or_default())
     }
 
     async fn resume(&self, id: OperationId) -> anyhow::Result<RunEnd> {

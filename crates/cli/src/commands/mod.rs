@@ -50,6 +50,35 @@ pub fn operation_id(id: &str) -> anyhow::Result<OperationId> {
         .map_err(|_| anyhow::anyhow!("`{id}` is not an operation id"))
 }
 
+/// A turn to start: `prompt` as `who` with `over` winning, in `topic` (a new one when `None`).
+pub struct Start<'a> {
+    /// What the user says (the new text of an edited message; empty to regenerate).
+    pub prompt: &'a str,
+    /// The agent or group it runs as.
+    pub who: RunAs<'a>,
+    /// Settings over the agent's.
+    pub over: &'a AgentProfile,
+    /// Files attached to the prompt, read here.
+    pub attachments: &'a [PathBuf],
+    /// The conversation it continues.
+    pub topic: Option<&'a str>,
+    /// A new message, or another version of one (an edit, a regeneration).
+    pub turn: rein_operation::Turn,
+    /// Ctrl-C cancels it (`run`); otherwise Ctrl-C is left to end the process (`chat`, as it
+    /// did before a turn).
+    pub interrupt: bool,
+}
+
+/// A turn that ran: its operation, its conversation and where it stopped.
+pub struct Ran {
+    /// The operation.
+    pub id: OperationId,
+    /// Its conversation.
+    pub topic: String,
+    /// Where it stopped.
+    pub end: RunEnd,
+}
+
 /// What approving a call "always" did.
 pub enum Granted {
     /// The grant was made and the call approved; the operation ran on to `end`.
@@ -94,15 +123,15 @@ pub trait Backend:
         each: &mut (dyn FnMut(&AgentEvent) -> anyhow::Result<()> + Send),
     ) -> anyhow::Result<()>;
 
-    /// Run `prompt` as `who` with `over` winning (and `attachments`, read here), printing its
-    /// events as it runs, to where it stops; its id and where it stopped. Ctrl-C cancels it.
-    async fn run(
-        &self,
-        prompt: &str,
-        who: RunAs<'_>,
-        over: &AgentProfile,
-        attachments: &[PathBuf],
-    ) -> anyhow::Result<(OperationId, RunEnd)>;
+    /// Start `turn` and run it, printing its events as it runs, to where it stops.
+    async fn run(&self, turn: Start<'_>) -> anyhow::Result<Ran>;
+
+    /// The names of the skills an operation here may admit (`/skill NAME` in `chat`).
+    async fn skill_names(&self) -> anyhow::Result<Vec<String>>;
+
+    /// The model a turn run as `who` with `over` would call (`provider/model`), refusing
+    /// settings that cannot run before a turn is started with them.
+    async fn model_of(&self, who: RunAs<'_>, over: &AgentProfile) -> anyhow::Result<String>;
 
     /// Continue `id` from its last committed step; where it stopped next.
     async fn resume(&self, id: OperationId) -> anyhow::Result<RunEnd>;

@@ -4,7 +4,7 @@
 //! step at a time, as committed), until the operation stops again; where it stopped is what
 //! the server's `GET /v1/operations/{id}` says (`end`).
 
-use super::{Backend, Granted, Local};
+use super::{Backend, Granted, Local, Ran, Start};
 use crate::agent_profile::RunAs;
 use crate::output::Printer;
 use anyhow::{anyhow, bail};
@@ -13,7 +13,7 @@ use rein_core::intervention::GrantScope;
 use rein_core::state::Status;
 use rein_core::{AgentEvent, OperationId};
 use rein_operation::context_report::CallContext;
-use rein_operation::{AgentProfile, Decision, RunEnd};
+use rein_operation::{AgentProfile, Decision, RunEnd, Turn};
 use rein_server::error::{ApiErrorCode, ErrorBody};
 use rein_server::routes::agents::{Agent, NewAgent};
 use rein_server::routes::devices::{DeviceList, DeviceOut};
@@ -24,11 +24,11 @@ use rein_server::routes::operations::{
     Accepted, ContextQuery, CreateOperation, Created, DecisionIn, Decisions, ListQuery,
     OperationDetail,
 };
+use rein_server::routes::skills::SkillList;
 use rein_store::{GrantRecord, OperationRecord};
 use reqwest::Method;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use std::path::PathBuf;
 
 /// A server and the token to use with it.
 #[derive(Clone)]
@@ -412,36 +412,35 @@ impl Backend for Remote {
         Ok(())
     }
 
-    async fn run(
-        &self,
-        prompt: &str,
-        who: RunAs<'_>,
-        over: &AgentProfile,
-        attachments: &[PathBuf],
-    ) -> anyhow::Result<(OperationId, RunEnd)> {
-        if let Some(first) = attachments.first() {
+    async fn run(&self, turn: Start<'_>) -> anyhow::Result<Ran> {
+        if let Some(first) = turn.attachments.first() {
             bail!(
                 "--attach {} is read on this machine and a server's API takes no attachments yet: \
                  run it without --server",
                 first.display()
             );
         }
-        let (agent, group) = match who {
+        let (agent, group) = match turn.who {
             RunAs::Agent(agent) => (agent.map(str::to_owned), None),
             RunAs::Group(group) => (None, Some(group.to_owned())),
+        };
+        let (input, edit, regenerate) = match turn.turn {
+            Turn::Continue => (Some(turn.prompt.to_owned()), None, None),
+            Turn::Edit(m) => (Some(turn.prompt.to_owned()), Some(m.to_string()), None),
+            Turn::Regenerate(m) => (None, None, Some(m.to_string())),
         };
         let created: Created = self
             .call(
                 Method::POST,
                 "/v1/operations",
                 Some(&CreateOperation {
-                    input: Some(prompt.to_owned()),
-                    edit: None,
-                    regenerate: None,
+                    input,
+                    edit,
+                    regenerate,
                     agent,
                     group,
-                    topic: None,
-                    profile: over.clone(),
+                    topic: turn.topic.map(str::to_owned),
+                    profile: turn.over.clone(),
                 }),
             )
             .await?;
@@ -449,17 +448,43 @@ impl Backend for Remote {
         // Ctrl-C cancels it on the server, as it cancels a run here; following it then shows
         // where it stopped.
         let me = self.clone();
-        let interrupt = tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                let path = format!("/v1/operations/{id}/cancel");
-                if let Err(e) = me.call::<Accepted>(Method::POST, &path, None::<&()>).await {
-                    eprintln!("cannot cancel {id}: {e:#}");
+        let interrupt = turn.interrupt.then(|| {
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    let path = format!("/v1/operations/{id}/cancel");
+                    if let Err(e) = me.call::<Accepted>(Method::POST, &path, None::<&()>).await {
+                        eprintln!("cannot cancel {id}: {e:#}");
+                    }
                 }
-            }
+            })
         });
         let end = self.follow_new(id).await;
-        interrupt.abort();
-        Ok((id, end?))
+        if let Some(i) = interrupt {
+            i.abort();
+        }
+        Ok(Ran {
+            id,
+            topic: created.topic_id,
+            end: end?,
+        })
+    }
+
+    async fn skill_names(&self) -> anyhow::Result<Vec<String>> {
+        let list: SkillList = self.call(Method::GET, "/v1/skills", None::<&()>).await?;
+        Ok(list.skills.into_iter().map(|s| s.name).collect())
+    }
+
+    async fn model_of(&self, who: RunAs<'_>, over: &AgentProfile) -> anyhow::Result<String> {
+        // The server checks the settings when a turn starts; the model is what they name.
+        if let Some(m) = &over.model {
+            rein_operation::profile::model_ref(m)?;
+            return Ok(m.clone());
+        }
+        let named = match who {
+            RunAs::Agent(Some(agent)) => self.agent(agent).await?.config.model,
+            RunAs::Agent(None) | RunAs::Group(_) => None,
+        };
+        Ok(named.unwrap_or_else(|| "the server's default model".to_owned()))
     }
 
     async fn resume(&self, id: OperationId) -> anyhow::Result<RunEnd> {

@@ -1,8 +1,9 @@
 //! `rein run PROMPT`: start an operation here or on a server and follow it to where it stops,
 //! asking on a terminal for what it asks; then, here, learn from the conversation.
 
-use super::Backend;
+use super::{Backend, Ran, Start};
 use crate::agent_profile;
+use rein_operation::Turn;
 
 #[derive(clap::Args)]
 pub struct RunArgs {
@@ -25,9 +26,17 @@ pub struct RunArgs {
 /// Run `a` where `on` runs it, asking on a terminal for what it asks, and (here) learn from
 /// the conversation; the exit code.
 pub async fn run(on: &impl Backend, a: RunArgs) -> anyhow::Result<u8> {
-    let who = agent_profile::RunAs::of(a.agent.as_deref(), a.group.as_deref());
-    let (id, end) = on
-        .run(&a.prompt, who, &a.settings.profile(), &a.attach)
+    let over = a.settings.profile();
+    let Ran { id, end, .. } = on
+        .run(Start {
+            prompt: &a.prompt,
+            who: agent_profile::RunAs::of(a.agent.as_deref(), a.group.as_deref()),
+            over: &over,
+            attachments: &a.attach,
+            topic: None,
+            turn: Turn::Continue,
+            interrupt: true,
+        })
         .await?;
     let end = crate::prompt::ask(on, id, end).await?;
     // A server learns from its users' conversations itself.

@@ -5,9 +5,10 @@
 
 use super::{Local, Remote, remote::segment};
 use anyhow::{anyhow, bail};
+use rein_core::MessageId;
 use rein_core::message::Role;
 use rein_operation::topic::TopicTree;
-use rein_server::routes::topics::{DeleteQuery, RenameIn, TopicQuery};
+use rein_server::routes::topics::{ActiveIn, DeleteQuery, RenameIn, TopicQuery};
 use rein_store::{DeletedTopic, OperationRecords, TitleSource, TopicFilter, TopicRecord, Topics};
 use reqwest::Method;
 
@@ -53,6 +54,9 @@ pub trait Conversations {
 
     /// One conversation's message tree.
     async fn topic(&self, id: &str) -> anyhow::Result<TopicTree>;
+
+    /// Show the branch through `message` (one of a message's alternatives); the tree then.
+    async fn activate(&self, id: &str, message: MessageId) -> anyhow::Result<TopicTree>;
 
     /// Rename a conversation (`title` is not blank).
     async fn rename_topic(&self, id: &str, title: &str) -> anyhow::Result<()>;
@@ -169,6 +173,12 @@ impl Conversations for Local {
             .ok_or_else(|| anyhow!("no topic {id}"))
     }
 
+    async fn activate(&self, id: &str, message: MessageId) -> anyhow::Result<TopicTree> {
+        self.own_topic(id).await?;
+        self.store().await?.set_active_message(id, message).await?;
+        self.topic(id).await
+    }
+
     async fn rename_topic(&self, id: &str, title: &str) -> anyhow::Result<()> {
         self.own_topic(id).await?;
         self.store()
@@ -207,6 +217,14 @@ impl Conversations for Remote {
     async fn topic(&self, id: &str) -> anyhow::Result<TopicTree> {
         let path = format!("/v1/topics/{}/tree", segment(id));
         self.call(Method::GET, &path, None::<&()>).await
+    }
+
+    async fn activate(&self, id: &str, message: MessageId) -> anyhow::Result<TopicTree> {
+        let path = format!("/v1/topics/{}/active", segment(id));
+        let body = ActiveIn {
+            message: message.to_string(),
+        };
+        self.call(Method::PUT, &path, Some(&body)).await
     }
 
     async fn rename_topic(&self, id: &str, title: &str) -> anyhow::Result<()> {

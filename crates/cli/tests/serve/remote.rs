@@ -372,3 +372,85 @@ async fn knowledge_bases_on_a_server_take_files_from_here() {
         .await;
     assert_eq!(status, 404);
 }
+
+/// `rein --server URL chat` with `input` piped to its stdin.
+async fn chat_on(e: &Env, rein: &Rein, token: &str, input: &str) -> (i32, String, String) {
+    use tokio::io::AsyncWriteExt;
+    let mut child = e
+        .remote(rein, Some(token), &["chat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).await.unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().await.unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn chat_on_a_server_keeps_its_topic_there_regenerates_and_switches_branches() {
+    let e = env(vec![
+        Canned::openai_text("one"),
+        Canned::openai_text("two"),
+        Canned::openai_text("two, again"),
+        Canned::openai_text("three"),
+    ])
+    .await;
+    let rein = e.start(&[]).await;
+    let alice = e.token("alice").await;
+    let (code, out, err) = chat_on(
+        &e,
+        &rein,
+        &alice,
+        "first\nsecond\n/regenerate\n/edit second, edited\n/branch\n/branch 1\n/model gpt-4o\n/skill nothing-here\n/exit\n",
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("two, again") && out.contains("three"), "{out}");
+    let turns = |i: usize| e.model.requests()[i].conversation_texts();
+    assert_eq!(
+        turns(1),
+        ["first", "one", "second"],
+        "one topic on the server"
+    );
+    assert_eq!(
+        turns(2),
+        ["first", "one", "second"],
+        "a regeneration answers the same message again"
+    );
+    assert_eq!(
+        turns(3),
+        ["first", "one", "second, edited"],
+        "an edit replaces it"
+    );
+    assert!(err.contains("[2/2] second, edited"), "{err}");
+    let after = err.split("/branch N shows").nth(1).unwrap();
+    assert!(after.contains("you> [1/2] second\n"), "{after}");
+    assert!(out.contains("[2/2] two, again"), "{out}");
+    assert!(err.contains("must be addressed as provider/model"), "{err}");
+    assert!(err.contains("no skill `nothing-here`"), "{err}");
+    let topic = err
+        .lines()
+        .find_map(|l| l.strip_prefix("topic: "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+    let (status, tree) = e
+        .call(
+            &rein,
+            "GET",
+            &format!("/v1/topics/{topic}/tree"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "alice's topic on the server: {tree}");
+    assert_eq!(tree["messages"].as_array().unwrap().len(), 7, "{tree}");
+}

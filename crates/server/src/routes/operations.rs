@@ -124,6 +124,10 @@ pub struct OperationDetail {
     #[serde(default)]
     #[schemars(with = "Option<serde_json::Value>")]
     pub end: Option<RunEnd>,
+    /// The skills admitted in it so far (by the model or from the start): a conversation's
+    /// next turn starts with them.
+    #[serde(default)]
+    pub activated_skills: Vec<String>,
 }
 
 impl OperationDetail {
@@ -145,6 +149,12 @@ impl OperationDetail {
                 pending: pending.iter().map(|i| i.call.clone()).collect(),
             })
         };
+        let activated_skills = op
+            .state
+            .activated_skills
+            .iter()
+            .map(|s| s.name.clone())
+            .collect();
         Ok(Self {
             spec: op.spec,
             operation: op.record,
@@ -153,6 +163,7 @@ impl OperationDetail {
             sub_agents,
             usage,
             end,
+            activated_skills,
         })
     }
 }

@@ -87,7 +87,7 @@ pub struct DeleteQuery {
 }
 
 /// `PUT /v1/topics/{id}/active` body.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ActiveIn {
     /// Show the branch through this message (usually one of a message's `alternatives`);
