@@ -18,8 +18,8 @@ mod test_tools;
 use anyhow::bail;
 use clap::{Parser, Subcommand};
 use commands::{
-    agents, briefs, chat, config, connect, decide, devices, grants, groups, knowledge, memory,
-    models, operations, run, serve, skills, tasks, topics,
+    agents, briefs, chat, config, connect, decide, devices, grants, groups, knowledge, login,
+    memory, models, operations, run, serve, skills, tasks, topics,
 };
 use invocation::Invocation;
 use std::path::PathBuf;
@@ -66,11 +66,12 @@ struct Cli {
     /// HTTP).
     #[arg(long = "mcp", global = true, value_name = "NAME=COMMAND")]
     mcp: Vec<String>,
-    /// Talk to a `rein serve` at this URL instead of the local database: run, chat, op,
+    /// Talk to a `rein serve` at this URL (or of this `rein login` profile) instead of the local
+    /// database: run, chat, op,
     /// approve, answer, reject, grant, agent, group, topic, task, brief, kb, memory, models,
     /// device (skill, config, token, migrate, serve and worker run here only); the token is
-    /// read from $REIN_TOKEN.
-    #[arg(long, global = true, value_name = "URL", env = rein_operation::env::SERVER)]
+    /// $REIN_TOKEN, else the profile's.
+    #[arg(long, global = true, value_name = "URL|NAME", env = rein_operation::env::SERVER)]
     server: Option<String>,
     /// What shell commands may touch: workspace-write (the working directory and a private
     /// temporary directory), read-only, or off (unconfined). Agents can narrow it, never widen it.
@@ -98,6 +99,11 @@ pub(crate) enum Command {
     /// Join a `rein serve` (`--server URL`, a device token in REIN_TOKEN) as a device: its
     /// operations on `device:NAME` run their file and shell tools here.
     Connect(connect::ConnectArgs),
+    /// Sign in to a `rein serve` (approve the login in its web UI, or --token-stdin) and keep
+    /// it as a profile for `--server NAME`.
+    Login(login::LoginArgs),
+    /// Sign out of a server profile: its token is revoked there and the profile forgotten.
+    Logout(login::LogoutArgs),
     /// A server's devices (`--server URL`): list, revoke.
     Device {
         #[command(subcommand)]
@@ -197,6 +203,12 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         json: cli.json,
         config,
     };
+    // Signing in and out is about a server, whichever one `--server` names.
+    match cli.command {
+        Command::Login(args) => return login::login(args, cli.json).await,
+        Command::Logout(args) => return login::logout(args, cli.json).await,
+        _ => {}
+    }
     match &cli.server {
         Some(server) => {
             if let Command::Connect(args) = cli.command {
@@ -259,6 +271,9 @@ async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> 
                 json,
             )?;
             Ok(exit::DONE)
+        }
+        Command::Login(_) | Command::Logout(_) => {
+            bail!("login and logout are handled before a command is dispatched")
         }
         Command::Connect(_) => {
             bail!("this command talks to a rein server: give --server URL (or REIN_SERVER)")

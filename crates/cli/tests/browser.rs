@@ -257,6 +257,31 @@ async fn the_ui_shows_why_a_call_asks_and_grants_live_on_the_server() {
     );
 }
 
+/// A sign-in from another device (`rein login`) is approved in the UI: the dialog names the
+/// client and the code, Approve gives the client one token, Deny leaves the login waiting.
+#[tokio::test]
+async fn the_ui_approves_a_login_from_another_device() {
+    let (chromium, playwright) = match prerequisites() {
+        Ok(p) => p,
+        Err(missing) => {
+            rein_testkit::skip("the web UI's login approval in Chromium", &missing);
+            return;
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("rein-ui-login-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = serve(Vec::new(), 3).await;
+    let (_server, base) = serve_ui(&dir, &model.base).await;
+    let (report, out) = run_script("login.cjs", &base, &chromium, &playwright).await;
+    assert_eq!(
+        report["ok"],
+        true,
+        "{report:#}\nscreenshots in {}",
+        out.display()
+    );
+    assert_eq!(report["user"], "local", "the --no-auth server's one user");
+}
+
 /// A delegated task's thread in the UI: under the call that spawned it, collapsible, with the
 /// sub-agent's tool card, answer, status and cost; then a group conversation started from the
 /// picker, each turn naming its speaker; then a failed run's reason shown in the conversation.

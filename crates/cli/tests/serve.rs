@@ -13,6 +13,8 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+#[path = "serve/login.rs"]
+mod login;
 #[path = "serve/queue.rs"]
 mod queue;
 #[path = "serve/remote.rs"]

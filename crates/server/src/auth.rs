@@ -21,11 +21,16 @@ pub enum AuthMode {
 
 /// A fresh token: `rein_` and 48 hex digits (192 random bits).
 pub fn new_token() -> Result<String, std::io::Error> {
-    let mut bytes = [0u8; 24];
+    Ok(format!("rein_{}", random_hex::<24>()?))
+}
+
+/// `N` random bytes from the operating system, in hex.
+pub(crate) fn random_hex<const N: usize>() -> Result<String, std::io::Error> {
+    let mut bytes = [0u8; N];
     rand::rngs::OsRng
         .try_fill_bytes(&mut bytes)
         .map_err(std::io::Error::other)?;
-    Ok(format!("rein_{}", hex(&bytes)))
+    Ok(hex(&bytes))
 }
 
 /// What is stored for a token.

@@ -156,6 +156,7 @@ pub fn api() -> api::Api {
         .merge(routes::knowledge::api())
         .merge(routes::memories::api())
         .merge(routes::grants::api())
+        .merge(routes::logins::api())
 }
 
 /// Every route.

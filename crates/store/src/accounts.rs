@@ -104,6 +104,12 @@ pub trait Accounts: Send + Sync {
         user_id: &'a str,
         token_id: &'a str,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// Revoke the (not revoked) token whose hash is `token_hash` (a client signing itself
+    /// out); whether there was one.
+    fn revoke_token_hash<'a>(
+        &'a self,
+        token_hash: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
     /// Insert or replace an agent.
     /// Create or replace an agent; returns its version after the write.
     fn put_agent<'a>(&'a self, agent: &'a AgentRecord) -> BoxFuture<'a, Result<u64, StoreError>>;

@@ -20,7 +20,8 @@
 //! [`VectorSearch`]) ([`Knowledge`]), filled by durable ingestion jobs ([`KnowledgeJobs`]),
 //! and the memories models extract from finished conversations, with their history and queue
 //! ([`Memories`]), and the grants people make ("always for this tool", per operation,
-//! conversation or agent, revocable: [`Grants`]).
+//! conversation or agent, revocable: [`Grants`]), and sign-ins from another device approved
+//! by a signed-in person ([`Logins`]).
 
 mod accounts;
 mod briefs;
@@ -29,6 +30,7 @@ mod dialect;
 mod error;
 mod grants;
 mod knowledge;
+mod logins;
 mod memories;
 mod migrate;
 mod records;
@@ -52,6 +54,7 @@ pub use knowledge::{
     ChunkHit, FileOutcome, IngestJob, IngestState, JobFile, Knowledge, KnowledgeBase,
     KnowledgeFile, KnowledgeJobs, NewChunk, NewJobFile, PendingChunk, VectorIndex, VectorSearch,
 };
+pub use logins::{LoginClaim, LoginRecord, Logins};
 pub use memories::{
     Applied, ExtractionTask, Memories, MemoryCategory, MemoryPool, MemoryRecord, NewMemory,
     text_key,
@@ -79,7 +82,7 @@ use rein_core::{AgentEvent, AgentState, Message, MessageId, OperationId};
 /// Durable storage for operations (and the briefs they raise). Every method is one
 /// transaction.
 pub trait Store:
-    Briefs + Topics + Knowledge + KnowledgeJobs + Memories + Grants + Send + Sync
+    Briefs + Topics + Knowledge + KnowledgeJobs + Memories + Grants + Logins + Send + Sync
 {
     /// Persist a new operation with its first messages, before anything runs; under its
     /// [`TopicGate`] it is queued behind (or refused by, `TopicBusy`) another operation of its

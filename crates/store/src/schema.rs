@@ -133,6 +133,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "the start of what each operation was asked",
         include_str!("../migrations/0022_operation_prompt.sql"),
     ),
+    (
+        23,
+        "sign-ins from another device (rein login)",
+        include_str!("../migrations/0023_logins.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

@@ -1485,6 +1485,109 @@ async fn memory_queue(store: &SqlStore) {
     assert!(queued(fifth).await.is_some());
 }
 
+/// Logins from another device: approved once by code, claimed once by secret, refused when
+/// expired or when too many wait.
+async fn logins(store: &SqlStore) {
+    use rein_store::{LoginClaim, LoginRecord, Logins};
+    let now = Utc::now();
+    let login = |id: &str, code: &str, expires_in: i64| LoginRecord {
+        id: id.to_owned(),
+        user_code: code.to_owned(),
+        client: "laptop".to_owned(),
+        created_at: now,
+        expires_at: now + chrono::Duration::seconds(expires_in),
+        approved_by: None,
+        claimed_at: None,
+    };
+    assert_eq!(
+        store
+            .create_login(&login("h1", "AAAA-BBBB", 600), 3)
+            .await
+            .unwrap(),
+        Some(())
+    );
+    assert_eq!(
+        store.claim_login("h1", now).await.unwrap(),
+        LoginClaim::Pending
+    );
+    let seen = store
+        .pending_login("AAAA-BBBB", now)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((seen.client.as_str(), seen.id.as_str()), ("laptop", "h1"));
+    assert!(store.approve_login("AAAA-BBBB", "u1", now).await.unwrap());
+    assert!(
+        !store.approve_login("AAAA-BBBB", "u2", now).await.unwrap(),
+        "approved once"
+    );
+    assert!(
+        store
+            .pending_login("AAAA-BBBB", now)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(
+        store.claim_login("h1", now).await.unwrap(),
+        LoginClaim::Approved {
+            user_id: "u1".into(),
+            client: "laptop".into()
+        }
+    );
+    assert_eq!(
+        store.claim_login("h1", now).await.unwrap(),
+        LoginClaim::Gone,
+        "a token is received once"
+    );
+    assert_eq!(
+        store.claim_login("nothing", now).await.unwrap(),
+        LoginClaim::Gone
+    );
+    // An expired login can be neither approved nor claimed.
+    store
+        .create_login(&login("h2", "CCCC-DDDD", 1), 3)
+        .await
+        .unwrap();
+    let later = now + chrono::Duration::seconds(5);
+    assert!(
+        store
+            .pending_login("CCCC-DDDD", later)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(!store.approve_login("CCCC-DDDD", "u1", later).await.unwrap());
+    assert_eq!(
+        store.claim_login("h2", later).await.unwrap(),
+        LoginClaim::Gone
+    );
+    // At most `max_pending` wait: one more is refused until one is approved.
+    store
+        .create_login(&login("h3", "EEEE-FFFF", 600), 3)
+        .await
+        .unwrap();
+    store
+        .create_login(&login("h4", "GGGG-HHHH", 600), 3)
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .create_login(&login("h5", "JJJJ-KKKK", 600), 3)
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(store.approve_login("EEEE-FFFF", "u1", now).await.unwrap());
+    assert_eq!(
+        store
+            .create_login(&login("h5", "JJJJ-KKKK", 600), 3)
+            .await
+            .unwrap(),
+        Some(())
+    );
+}
+
 #[tokio::test]
 async fn sqlite_conformance() {
     let dir = std::env::temp_dir().join(format!("rein-store-{}", OperationId::new()));
@@ -1497,6 +1600,7 @@ async fn sqlite_conformance() {
     grants(&store).await;
     topic_gate(&store).await;
     memory_queue(&store).await;
+    logins(&store).await;
     let other = SqlStore::open(dir.join("rein.db").to_str().unwrap(), Synchronous::Normal)
         .await
         .unwrap();
@@ -1529,6 +1633,7 @@ async fn postgres_conformance() {
     grants(&store).await;
     topic_gate(&store).await;
     memory_queue(&store).await;
+    logins(&store).await;
     assert_eq!(store.vector_search(), VectorSearch::InProcess);
     let other = SqlStore::open(&scoped, Synchronous::Normal).await.unwrap();
     knowledge_vectors_and_jobs(&store, &other).await;

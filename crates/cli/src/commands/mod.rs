@@ -17,6 +17,7 @@ pub mod grants;
 pub mod groups;
 pub mod knowledge;
 pub mod local;
+pub mod login;
 pub mod memory;
 pub mod migrate;
 pub mod models;

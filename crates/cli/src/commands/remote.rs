@@ -52,16 +52,21 @@ pub struct Refused {
 }
 
 impl Remote {
-    /// The server at `url`; `json` prints followed events as JSON lines.
-    pub fn new(url: &str, json: bool) -> anyhow::Result<Self> {
+    /// The server `--server` names (a URL or a profile of `rein login`), with `$REIN_TOKEN`
+    /// or the profile's token; `json` prints followed events as JSON lines.
+    pub fn new(server: &str, json: bool) -> anyhow::Result<Self> {
+        let (url, token) = super::login::Profiles::resolve(server)?;
+        Self::with_token(&url, token, json)
+    }
+
+    /// The server at `url` with `token`.
+    pub fn with_token(url: &str, token: Option<String>, json: bool) -> anyhow::Result<Self> {
         if !url.starts_with("http://") && !url.starts_with("https://") {
             bail!("--server `{url}` is not an http:// or https:// URL");
         }
         Ok(Self {
             base: url.trim_end_matches('/').to_owned(),
-            token: std::env::var(rein_operation::env::TOKEN)
-                .ok()
-                .filter(|t| !t.is_empty()),
+            token,
             http: reqwest::Client::builder().build()?,
             json,
         })
@@ -94,7 +99,10 @@ impl Remote {
             ),
         };
         if status == reqwest::StatusCode::UNAUTHORIZED && self.token.is_none() {
-            bail!("{message} (set REIN_TOKEN to a token from `rein token create`)");
+            bail!(
+                "{message} (sign in with `rein login {}`, or set REIN_TOKEN)",
+                self.base
+            );
         }
         Err(Refused {
             status,

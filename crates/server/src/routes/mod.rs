@@ -7,6 +7,7 @@ pub mod events;
 pub mod grants;
 pub mod groups;
 pub mod knowledge;
+pub mod logins;
 pub mod memories;
 pub mod models;
 pub mod openai;
@@ -314,6 +315,13 @@ path_param!(
         }
     },
     schema: json!({"type": "string", "pattern": rein_store::BRIEF_ID_PATTERN})
+);
+
+path_param!(
+    /// `{code}` of a login from another device: `ABCD-EFGH`.
+    LoginCodePath,
+    check: crate::routes::logins::check_code,
+    schema: json!({"type": "string", "pattern": crate::routes::logins::CODE_PATTERN})
 );
 
 path_param!(

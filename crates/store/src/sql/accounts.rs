@@ -322,6 +322,24 @@ impl Accounts for SqlStore {
         .boxed()
     }
 
+    fn revoke_token_hash<'a>(
+        &'a self,
+        token_hash: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        async move {
+            let n = sqlx::query(
+                "UPDATE api_tokens SET revoked_at = $1 WHERE token_hash = $2 AND revoked_at IS NULL",
+            )
+            .bind(ts(Utc::now()))
+            .bind(token_hash)
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+            Ok(n > 0)
+        }
+        .boxed()
+    }
+
     fn put_agent<'a>(&'a self, agent: &'a AgentRecord) -> BoxFuture<'a, Result<u64, StoreError>> {
         self.put_named(Named::Agents, agent).boxed()
     }

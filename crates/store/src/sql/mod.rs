@@ -20,6 +20,7 @@ pub(crate) mod knowledge;
 mod knowledge_jobs;
 mod leases;
 mod load;
+mod logins;
 pub(crate) mod memories;
 mod messages;
 mod notices;
