@@ -80,10 +80,10 @@ rein_core::named_enum! {
         InvalidHook = "invalid_hook",
         /// 422: a brief hook whose URL reaches a loopback, private or link-local address.
         HookInternal = "hook_internal",
-        /// 400: a login from another device that nobody approved yet: poll again after
-        /// `interval` seconds (OAuth's device grant says the same).
+        /// 409: a login from another device that nobody approved yet: poll again after
+        /// `interval` seconds (OAuth's device grant names it the same).
         AuthorizationPending = "authorization_pending",
-        /// 400: a login from another device that expired, or whose token was already received.
+        /// 404: a login from another device that expired, or whose token was already received.
         ExpiredToken = "expired_token",
         /// 429: too many logins from other devices wait for approval.
         TooManyLogins = "too_many_logins",

@@ -20,7 +20,7 @@ run("login", { viewport: { width: 1280, height: 800 } }, async ({ page, base, sh
   if (!shown.includes("Approve only a code you started yourself")) throw new Error("no warning: " + shown);
   await shot("login-1-ask");
   let polled = await post("/v1/login-tokens", { login: first.login });
-  if (polled.status !== 400) throw new Error("a token before approval: " + polled.status);
+  if (polled.status !== 409) throw new Error("a token before approval: " + polled.status);
 
   // 2. Approved: the client receives a token, once.
   await page.click("#login-ok");
@@ -31,7 +31,7 @@ run("login", { viewport: { width: 1280, height: 800 } }, async ({ page, base, sh
   const got = await polled.json();
   if (polled.status !== 200 || !String(got.token).startsWith("rein_")) throw new Error("claim: " + JSON.stringify(got));
   const again = await post("/v1/login-tokens", { login: first.login });
-  if (again.status !== 400) throw new Error("a second token: " + again.status);
+  if (again.status !== 404) throw new Error("a second token: " + again.status);
   await page.click("#login-deny");
 
   // 3. Denied: nothing is approved.

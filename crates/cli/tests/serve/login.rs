@@ -229,7 +229,7 @@ async fn a_login_nobody_approves_is_refused_when_polled_and_the_public_route_is_
         .await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
-        (400, Some("authorization_pending"))
+        (409, Some("authorization_pending"))
     );
     let (status, body) = e
         .call(
@@ -242,7 +242,7 @@ async fn a_login_nobody_approves_is_refused_when_polled_and_the_public_route_is_
         .await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
-        (400, Some("expired_token"))
+        (404, Some("expired_token"))
     );
     let (status, body) = e
         .call(

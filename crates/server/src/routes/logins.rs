@@ -2,7 +2,8 @@
 //! authorization grant (RFC 8628). The CLI asks for a login (no token needed) and gets a
 //! secret and a short code; the person, signed in to the web UI, opens
 //! `/#login=CODE`, sees which client asks, and approves; the CLI, polling with the secret,
-//! receives a new API token of that person once. Codes expire after ten minutes, at most
+//! receives a new API token of that person once (until then it is answered `409
+//! authorization_pending`). Codes expire after ten minutes, at most
 //! [`MAX_PENDING`] wait at once, and only the secret's hash is stored.
 
 use crate::AppState;
@@ -212,7 +213,8 @@ pub async fn approve(
     }
 }
 
-/// `POST /v1/login-tokens` (no token): the new token, once the login is approved.
+/// `POST /v1/login-tokens` (no token): the new token, once the login is approved; `409
+/// authorization_pending` before, `404 expired_token` after.
 pub async fn claim(
     State(app): State<AppState>,
     Body(req): Body<ClaimLogin>,
@@ -222,15 +224,17 @@ pub async fn claim(
         .claim_login(&crate::hash_token(&req.login), Utc::now())
         .await?
     {
+        // A valid poll meets the login's state: not yet (409), or no more (404).
         LoginClaim::Pending => Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
+            StatusCode::CONFLICT,
             ApiErrorCode::AuthorizationPending,
             format!("not approved yet: poll again in {INTERVAL_SECS} s"),
         )),
         LoginClaim::Gone => Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
+            StatusCode::NOT_FOUND,
             ApiErrorCode::ExpiredToken,
-            "this login expired, or its token was already received: start again",
+            "no login waits under this secret: it expired, or its token was already received; \
+             start again",
         )),
         LoginClaim::Approved { user_id, client } => {
             let token = crate::new_token().map_err(internal)?;
