@@ -20,8 +20,8 @@ pub struct GroupFlags {
     pub members: Option<Vec<String>>,
     /// Who speaks next: the supervisor's model decides (default), in turn, or a mentioned
     /// member first.
-    #[arg(long, value_parser = ["model", "round-robin", "mentioned-first"])]
-    pub policy: Option<String>,
+    #[arg(long, value_parser = policy())]
+    pub policy: Option<SpeakerPolicy>,
     /// Turns at most per message (default 6).
     #[arg(long)]
     pub max_rounds: Option<u32>,
@@ -44,15 +44,7 @@ impl GroupFlags {
     fn over(self, base: GroupProfile) -> GroupProfile {
         GroupProfile {
             members: self.members.unwrap_or(base.members),
-            policy: self
-                .policy
-                .as_deref()
-                .map(|p| match p {
-                    "round-robin" => SpeakerPolicy::RoundRobin,
-                    "mentioned-first" => SpeakerPolicy::MentionedFirst,
-                    _ => SpeakerPolicy::Model,
-                })
-                .or(base.policy),
+            policy: self.policy.or(base.policy),
             max_rounds: self.max_rounds.or(base.max_rounds),
             model: self.model.or(base.model),
             instructions: self.instructions.or(base.instructions),
@@ -60,6 +52,24 @@ impl GroupFlags {
             token_limit: self.token_limit.or(base.token_limit),
         }
     }
+}
+
+/// `--policy`: the words the command line takes (kebab-case; the API and stored settings write
+/// `SpeakerPolicy` in snake_case), parsed into the policy as the flag is read.
+fn policy() -> impl clap::builder::TypedValueParser<Value = SpeakerPolicy> {
+    use clap::builder::TypedValueParser;
+    const WORDS: [(&str, SpeakerPolicy); 3] = [
+        ("model", SpeakerPolicy::Model),
+        ("round-robin", SpeakerPolicy::RoundRobin),
+        ("mentioned-first", SpeakerPolicy::MentionedFirst),
+    ];
+    clap::builder::PossibleValuesParser::new(WORDS.map(|(w, _)| w)).try_map(|word| {
+        WORDS
+            .iter()
+            .find(|(w, _)| *w == word)
+            .map(|(_, p)| *p)
+            .ok_or_else(|| format!("`{word}` is not a speaker policy"))
+    })
 }
 
 /// `rein group` subcommands.
