@@ -19,7 +19,7 @@ use anyhow::bail;
 use clap::{Parser, Subcommand};
 use commands::{
     agents, briefs, chat, config, connect, decide, devices, grants, groups, knowledge, login,
-    memory, models, operations, run, serve, skills, tasks, topics,
+    memory, models, operations, run, serve, skills, tasks, topics, users,
 };
 use invocation::Invocation;
 use std::path::PathBuf;
@@ -67,10 +67,9 @@ struct Cli {
     #[arg(long = "mcp", global = true, value_name = "NAME=COMMAND")]
     mcp: Vec<String>,
     /// Talk to a `rein serve` at this URL (or of this `rein login` profile) instead of the local
-    /// database: run, chat, op,
-    /// approve, answer, reject, grant, agent, group, topic, task, brief, kb, memory, models,
-    /// device (skill, config, token, migrate, serve and worker run here only); the token is
-    /// $REIN_TOKEN, else the profile's.
+    /// database: run, chat, op, approve, answer, reject, grant, agent, group, topic, task,
+    /// brief, kb, memory, user, models, device (skill, config, token, migrate, serve and worker
+    /// run here only); the token is $REIN_TOKEN, else the profile's.
     #[arg(long, global = true, value_name = "URL|NAME", env = rein_operation::env::SERVER)]
     server: Option<String>,
     /// What shell commands may touch: workspace-write (the working directory and a private
@@ -113,6 +112,12 @@ pub(crate) enum Command {
     Grant {
         #[command(subcommand)]
         command: grants::GrantCommand,
+    },
+    /// Users of a server: list, create, show, change a role, disable, enable (here: the
+    /// operator; with --server: admins).
+    User {
+        #[command(subcommand)]
+        command: users::UserCommand,
     },
     /// Manage API tokens for `rein serve`.
     Token {
@@ -301,6 +306,7 @@ async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> 
             serve::serve(Arc::clone(l.store().await?), a, &l.given).await?;
             Ok(exit::DONE)
         }
+        Command::User { command } => users::run(on, command, json).await,
         Command::Token { command } => {
             let l = on.local()?;
             serve::token(l.store().await?, command, json).await?;

@@ -23,6 +23,8 @@ mod remote;
 mod replicas;
 #[path = "serve/task_approvals.rs"]
 mod task_approvals;
+#[path = "serve/users.rs"]
+mod users;
 
 struct Env {
     dir: PathBuf,

@@ -157,6 +157,7 @@ pub fn api() -> api::Api {
         .merge(routes::memories::api())
         .merge(routes::grants::api())
         .merge(routes::logins::api())
+        .merge(routes::users::api())
 }
 
 /// Every route.

@@ -18,3 +18,4 @@ mod questions;
 mod resume;
 mod settings;
 mod topics;
+mod users;

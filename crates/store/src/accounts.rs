@@ -7,6 +7,18 @@ use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
+rein_core::named_enum! {
+    /// What a user may do beyond their own things.
+    #[derive(Default)]
+    pub enum Role as "role" {
+        /// Manages users: creates them, changes their role, disables them.
+        Admin = "admin",
+        /// Sees and changes only their own things.
+        #[default]
+        Member = "member",
+    }
+}
+
 /// A user of a server.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct User {
@@ -16,6 +28,12 @@ pub struct User {
     pub name: String,
     /// Created.
     pub created_at: DateTime<Utc>,
+    /// What they may do.
+    #[serde(default)]
+    pub role: Role,
+    /// When they were disabled (their tokens authenticate nothing).
+    #[serde(default)]
+    pub disabled_at: Option<DateTime<Utc>>,
 }
 
 /// An API token's record (never the token itself).
@@ -80,6 +98,21 @@ pub trait Accounts: Send + Sync {
     /// A user by name.
     fn user_by_name<'a>(&'a self, name: &'a str)
     -> BoxFuture<'a, Result<Option<User>, StoreError>>;
+    /// Every user, by name.
+    fn list_users<'a>(&'a self) -> BoxFuture<'a, Result<Vec<User>, StoreError>>;
+    /// Give a user `role`; whether there is such a user.
+    fn set_role<'a>(
+        &'a self,
+        user_id: &'a str,
+        role: Role,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// Disable a user (their tokens, device tokens included, authenticate nothing from the
+    /// next request on) or enable them again; whether there is such a user.
+    fn set_disabled<'a>(
+        &'a self,
+        user_id: &'a str,
+        disabled: bool,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
     /// Store a token's hash for a user.
     fn add_token<'a>(
         &'a self,
@@ -87,8 +120,8 @@ pub trait Accounts: Send + Sync {
         token_hash: &'a str,
         label: Option<&'a str>,
     ) -> BoxFuture<'a, Result<ApiToken, StoreError>>;
-    /// The user a (not revoked) API token hash belongs to; records the use. A device token
-    /// is no API token ([`crate::Devices::device_for_token`]).
+    /// The user a (not revoked) API token hash belongs to, unless they are disabled; records
+    /// the use. A device token is no API token ([`crate::Devices::device_for_token`]).
     fn user_for_token<'a>(
         &'a self,
         token_hash: &'a str,

@@ -39,7 +39,7 @@ mod sql;
 mod tasks;
 mod topics;
 
-pub use accounts::{Accounts, AgentRecord, ApiToken, GroupRecord, User};
+pub use accounts::{Accounts, AgentRecord, ApiToken, GroupRecord, Role, User};
 pub use briefs::{
     Artifact, BRIEF_ID_PATTERN, Brief, BriefAction, BriefFilter, BriefHook, BriefKind, BriefNotice,
     BriefPriority, Briefs, Resolution, new_brief_id, valid_brief_id,

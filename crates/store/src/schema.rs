@@ -138,6 +138,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "sign-ins from another device (rein login)",
         include_str!("../migrations/0023_logins.sql"),
     ),
+    (
+        24,
+        "roles, and disabled users",
+        include_str!("../migrations/0024_roles.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

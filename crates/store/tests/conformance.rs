@@ -1588,6 +1588,60 @@ async fn logins(store: &SqlStore) {
     );
 }
 
+/// Roles and disabled users: a member until made admin; a disabled user's API and device
+/// tokens authenticate nothing, and do again once enabled.
+async fn roles(store: &SqlStore) {
+    use rein_store::{Accounts, Devices, Role};
+    let u = store.create_user("role-holder").await.unwrap();
+    assert_eq!((u.role, u.disabled_at), (Role::Member, None));
+    store.add_token(&u.id, "role-api-hash", None).await.unwrap();
+    store
+        .add_device_token(&u.id, "role-device-hash", "laptop")
+        .await
+        .unwrap();
+    assert!(store.set_role(&u.id, Role::Admin).await.unwrap());
+    assert!(!store.set_role("usr_nobody", Role::Admin).await.unwrap());
+    let found = store
+        .user_for_token("role-api-hash")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(found.role, Role::Admin);
+    assert!(store.set_disabled(&u.id, true).await.unwrap());
+    assert!(
+        store
+            .user_for_token("role-api-hash")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .device_for_token("role-device-hash")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let listed = store.list_users().await.unwrap();
+    let me = listed.iter().find(|x| x.id == u.id).unwrap();
+    assert!(me.disabled_at.is_some(), "listed with when it was disabled");
+    assert!(store.set_disabled(&u.id, false).await.unwrap());
+    assert!(
+        store
+            .user_for_token("role-api-hash")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        store
+            .device_for_token("role-device-hash")
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
+
 #[tokio::test]
 async fn sqlite_conformance() {
     let dir = std::env::temp_dir().join(format!("rein-store-{}", OperationId::new()));
@@ -1601,6 +1655,7 @@ async fn sqlite_conformance() {
     topic_gate(&store).await;
     memory_queue(&store).await;
     logins(&store).await;
+    roles(&store).await;
     let other = SqlStore::open(dir.join("rein.db").to_str().unwrap(), Synchronous::Normal)
         .await
         .unwrap();
@@ -1634,6 +1689,7 @@ async fn postgres_conformance() {
     topic_gate(&store).await;
     memory_queue(&store).await;
     logins(&store).await;
+    roles(&store).await;
     assert_eq!(store.vector_search(), VectorSearch::InProcess);
     let other = SqlStore::open(&scoped, Synchronous::Normal).await.unwrap();
     knowledge_vectors_and_jobs(&store, &other).await;

@@ -28,6 +28,7 @@ pub mod serve;
 pub mod skills;
 pub mod tasks;
 pub mod topics;
+pub mod users;
 
 pub use local::Local;
 pub use remote::Remote;
@@ -101,6 +102,7 @@ pub trait Backend:
     + groups::Groups
     + tasks::Scheduled
     + knowledge::KnowledgeBases
+    + users::UserAdmin
 {
     /// This machine's database, or why a command that needs it cannot run here.
     fn local(&self) -> anyhow::Result<&Local>;

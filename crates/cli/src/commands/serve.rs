@@ -56,6 +56,10 @@ pub struct ServeArgs {
     /// a user cannot make the server call its own network).
     #[arg(long)]
     allow_private_hooks: bool,
+    /// Make this user an admin (created when missing; a new user's first token is printed
+    /// once on stderr): the first admin of a fresh server.
+    #[arg(long, value_name = "NAME")]
+    init_admin: Option<String>,
 }
 
 /// `rein token` subcommands.
@@ -98,6 +102,30 @@ async fn user(store: &SqlStore, name: &str, create: bool) -> anyhow::Result<User
         bail!("no user `{name}`");
     }
     Ok(store.create_user(name).await?)
+}
+
+/// `--init-admin NAME`: `name` becomes an admin; when the user is new, its first token is
+/// printed once (on stderr, beside the listening address), since nobody else can make one.
+async fn init_admin(store: &SqlStore, name: &str) -> anyhow::Result<()> {
+    rein_operation::profile::check_name(name).map_err(|e| anyhow!("--init-admin: {e}"))?;
+    let existing = store.user_by_name(name).await?;
+    let user = match &existing {
+        Some(u) => u.clone(),
+        None => store.create_user(name).await?,
+    };
+    store.set_role(&user.id, rein_store::Role::Admin).await?;
+    if existing.is_none() {
+        let token = rein_server::new_token()?;
+        store
+            .add_token(
+                &user.id,
+                &rein_server::hash_token(&token),
+                Some("init-admin"),
+            )
+            .await?;
+        eprintln!("rein: admin {name} created; their token (shown once): {token}");
+    }
+    Ok(())
 }
 
 /// `rein token …`.
@@ -374,6 +402,9 @@ pub async fn serve(
             args.addr
         )
     })?;
+    if let Some(name) = &args.init_admin {
+        init_admin(&store, name).await?;
+    }
     let auth = if args.no_auth {
         if !addr.ip().is_loopback() {
             bail!(

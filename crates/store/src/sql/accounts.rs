@@ -51,11 +51,19 @@ pub(crate) async fn record_use(store: &SqlStore, token_hash: &str) -> Result<(),
     Ok(())
 }
 
+/// The columns of a user row as [`user_from`] reads them, from `users u`.
+pub(crate) const USER_COLUMNS: &str = "u.id AS id, u.name AS name, u.created_at AS created_at, u.role AS role, u.disabled_at AS disabled_at";
+
 pub(crate) fn user_from(row: &AnyRow) -> Result<User, StoreError> {
+    let role: String = row.try_get("role")?;
     Ok(User {
         id: row.try_get("id")?,
         name: row.try_get("name")?,
         created_at: parse_ts(&row.try_get::<String, _>("created_at")?, "user created_at")?,
+        role: role
+            .parse()
+            .map_err(|e| StoreError::corrupt("user role", e))?,
+        disabled_at: opt_ts(row, "disabled_at")?,
     })
 }
 
@@ -218,6 +226,8 @@ impl Accounts for SqlStore {
                 id: new_id("usr"),
                 name: name.to_owned(),
                 created_at: now(),
+                role: Role::Member,
+                disabled_at: None,
             };
             let inserted = sqlx::query(
                 "INSERT INTO users (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING",
@@ -241,13 +251,63 @@ impl Accounts for SqlStore {
         name: &'a str,
     ) -> BoxFuture<'a, Result<Option<User>, StoreError>> {
         async move {
-            sqlx::query("SELECT id, name, created_at FROM users WHERE name = $1")
-                .bind(name)
-                .fetch_optional(&self.pool)
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT {USER_COLUMNS} FROM users u WHERE u.name = $1"
+            )))
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(user_from)
+            .transpose()
+        }
+        .boxed()
+    }
+
+    fn list_users<'a>(&'a self) -> BoxFuture<'a, Result<Vec<User>, StoreError>> {
+        async move {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT {USER_COLUMNS} FROM users u ORDER BY u.name"
+            )))
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(user_from)
+            .collect()
+        }
+        .boxed()
+    }
+
+    fn set_role<'a>(
+        &'a self,
+        user_id: &'a str,
+        role: Role,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        async move {
+            let n = sqlx::query("UPDATE users SET role = $1 WHERE id = $2")
+                .bind(role.as_str())
+                .bind(user_id)
+                .execute(&self.pool)
                 .await?
-                .as_ref()
-                .map(user_from)
-                .transpose()
+                .rows_affected();
+            Ok(n > 0)
+        }
+        .boxed()
+    }
+
+    fn set_disabled<'a>(
+        &'a self,
+        user_id: &'a str,
+        disabled: bool,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        async move {
+            let n = sqlx::query("UPDATE users SET disabled_at = $1 WHERE id = $2")
+                .bind(disabled.then(|| ts(Utc::now())))
+                .bind(user_id)
+                .execute(&self.pool)
+                .await?
+                .rows_affected();
+            Ok(n > 0)
         }
         .boxed()
     }
@@ -266,11 +326,11 @@ impl Accounts for SqlStore {
         token_hash: &'a str,
     ) -> BoxFuture<'a, Result<Option<User>, StoreError>> {
         async move {
-            let row = sqlx::query(
-                "SELECT u.id AS id, u.name AS name, u.created_at AS created_at FROM api_tokens t \
-                 JOIN users u ON u.id = t.user_id \
-                 WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND t.device IS NULL",
-            )
+            let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT {USER_COLUMNS} FROM api_tokens t JOIN users u ON u.id = t.user_id \
+                 WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND t.device IS NULL \
+                 AND u.disabled_at IS NULL"
+            )))
             .bind(token_hash)
             .fetch_optional(&self.pool)
             .await?;

@@ -50,11 +50,13 @@ impl Devices for SqlStore {
         token_hash: &'a str,
     ) -> BoxFuture<'a, Result<Option<(User, String)>, StoreError>> {
         async move {
-            let row = sqlx::query(
-                "SELECT u.id AS id, u.name AS name, u.created_at AS created_at, t.device AS device \
+            let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT {}, t.device AS device \
                  FROM api_tokens t JOIN users u ON u.id = t.user_id \
-                 WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND t.device IS NOT NULL",
-            )
+                 WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND t.device IS NOT NULL \
+                 AND u.disabled_at IS NULL",
+                super::accounts::USER_COLUMNS
+            )))
             .bind(token_hash)
             .fetch_optional(&self.pool)
             .await?;

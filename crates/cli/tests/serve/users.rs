@@ -1,0 +1,99 @@
+//! Roles end to end: `rein serve --init-admin NAME` makes the first admin and prints their
+//! token once; an admin manages users from another machine (`rein --server URL user …`), a
+//! member cannot; disabling a user stops their tokens at once and ends their open event
+//! streams; the operator manages users on the database's machine (`rein user …`).
+
+use super::*;
+
+#[tokio::test]
+async fn the_first_admin_manages_users_and_disabling_one_ends_their_streams() {
+    let e = env(vec![ledger("l1", "x")]).await;
+    let rein = e.start_with(&["--init-admin", "root"], &[]).await;
+    rein.wait_for("their token (shown once): ").await;
+    let root = rein
+        .stderr
+        .lock()
+        .unwrap()
+        .iter()
+        .find_map(|l| {
+            l.split("their token (shown once): ")
+                .nth(1)
+                .map(str::to_owned)
+        })
+        .unwrap();
+    let bob = e.token("bob").await;
+
+    let (code, out, err) = e.on_server(&rein, &root, &["user", "list"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("root") && out.contains("admin"), "{out}");
+    assert!(out.contains("bob") && out.contains("member"), "{out}");
+    let (code, out, err) = e
+        .on_server(&rein, &root, &["user", "create", "dave", "--role", "admin"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("dave") && out.contains("admin"), "{out}");
+    let (code, _, err) = e.on_server(&rein, &bob, &["user", "list"]).await;
+    assert_eq!(code, 1, "a member has no user admin");
+    assert!(err.contains("no such route"), "{err}");
+
+    // Bob's operation waits for an approval with its stream open; disabling bob ends it.
+    let (status, created) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/operations",
+            Some(&bob),
+            Some(json!({"input": "pay", "approval": "allow-list"})),
+        )
+        .await;
+    assert_eq!(status, 202, "{created}");
+    let op = created["operation_id"].as_str().unwrap().to_owned();
+    let mut stream = e.events(&rein, &op, &bob, None).await;
+    let mut seen = Vec::new();
+    stream.until("human_approve_required", &mut seen).await;
+    let (code, out, err) = e.on_server(&rein, &root, &["user", "disable", "bob"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("disabled"), "{out}");
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        while stream.next().await.is_some() {}
+    })
+    .await;
+    assert!(
+        ended.is_ok(),
+        "bob's stream stayed open after he was disabled"
+    );
+    let (status, _) = e
+        .call(&rein, "GET", "/v1/operations", Some(&bob), None)
+        .await;
+    assert_eq!(status, 401);
+
+    // The operator, on the database's machine, enables him again.
+    let out = e
+        .command(&["user", "enable", "bob"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (status, _) = e
+        .call(&rein, "GET", "/v1/operations", Some(&bob), None)
+        .await;
+    assert_eq!(status, 200);
+    let out = e.command(&["user", "list"]).output().await.unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.starts_with("dave") && l.contains("admin")),
+        "{listed}"
+    );
+    // The last admins cannot lock the server out: root cannot disable root.
+    let (code, _, err) = e
+        .on_server(&rein, &root, &["user", "disable", "root"])
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("cannot disable yourself"), "{err}");
+}

@@ -1,0 +1,198 @@
+//! `/v1/users` (admins only) and `/v1/me`: who uses this server. An admin lists users, creates
+//! one, changes a role, and disables a user, whose tokens (device tokens included) then
+//! authenticate nothing and whose open event streams end at their next token check; enabling
+//! them again restores both. To a member the admin routes do not exist (`404`). An admin cannot
+//! disable themselves or take the last enabled admin's role away, so a server always keeps one.
+
+use crate::AppState;
+use crate::api::{Api, Method, Reply};
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::routes::{AgentPath, Body};
+use axum::Json;
+use axum::extract::State;
+use rein_store::{Accounts, Role, StoreError, User};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A user as the API shows them.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct UserOut {
+    /// Their name.
+    pub name: String,
+    /// `admin` or `member`.
+    pub role: Role,
+    /// Created.
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    /// When they were disabled (absent while enabled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl From<User> for UserOut {
+    fn from(u: User) -> Self {
+        Self {
+            name: u.name,
+            role: u.role,
+            created_at: u.created_at,
+            disabled_at: u.disabled_at,
+        }
+    }
+}
+
+/// `GET /v1/users` answer.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct UserList {
+    /// By name.
+    pub users: Vec<UserOut>,
+}
+
+/// `POST /v1/users` body.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewUser {
+    /// Their name (1-64 letters, digits, `-`, `_`), unique on the server.
+    #[schemars(regex(pattern = rein_operation::profile::AGENT_NAME_PATTERN))]
+    pub name: String,
+    /// `member` (default) or `admin`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
+}
+
+/// `PATCH /v1/users/{name}` body: what changes.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UserChange {
+    /// Their role from now on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
+    /// Disable (`true`) or enable (`false`) them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled: Option<bool>,
+}
+
+/// The caller when they administer this server (a server without tokens has one user, its
+/// operator); to anyone else the route does not exist.
+fn admin(app: &AppState, caller: &User) -> Result<(), ApiError> {
+    let operator = matches!(app.auth, crate::AuthMode::Open(_));
+    if operator || caller.role == Role::Admin {
+        Ok(())
+    } else {
+        Err(ApiError::not_found("no such route"))
+    }
+}
+
+async fn named(app: &AppState, name: &str) -> Result<User, ApiError> {
+    app.store
+        .user_by_name(name)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no user `{name}`")))
+}
+
+/// `GET /v1/me`: the caller.
+pub async fn me(Caller(user): Caller) -> Json<UserOut> {
+    Json(user.into())
+}
+
+/// `GET /v1/users` (admins).
+pub async fn list(
+    State(app): State<AppState>,
+    Caller(caller): Caller,
+) -> Result<Json<UserList>, ApiError> {
+    admin(&app, &caller)?;
+    let users = app.store.list_users().await?;
+    Ok(Json(UserList {
+        users: users.into_iter().map(UserOut::from).collect(),
+    }))
+}
+
+/// `POST /v1/users` (admins): 201, 409 when the name is taken.
+pub async fn create(
+    State(app): State<AppState>,
+    Caller(caller): Caller,
+    Body(new): Body<NewUser>,
+) -> Result<Reply<201, UserOut>, ApiError> {
+    admin(&app, &caller)?;
+    rein_operation::profile::check_name(&new.name)
+        .map_err(|e| ApiError::bad_request(format!("name: {e}")))?;
+    let user = match app.store.create_user(&new.name).await {
+        Ok(u) => u,
+        Err(StoreError::Conflict(_)) => {
+            return Err(ApiError::conflict(format!(
+                "user `{}` already exists",
+                new.name
+            )));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let role = new.role.unwrap_or_default();
+    if role != user.role {
+        app.store.set_role(&user.id, role).await?;
+    }
+    Ok(Reply(named(&app, &new.name).await?.into()))
+}
+
+/// `GET /v1/users/{name}` (admins).
+pub async fn show(
+    State(app): State<AppState>,
+    Caller(caller): Caller,
+    AgentPath(name): AgentPath,
+) -> Result<Json<UserOut>, ApiError> {
+    admin(&app, &caller)?;
+    Ok(Json(named(&app, &name).await?.into()))
+}
+
+/// `PATCH /v1/users/{name}` (admins): change a role, disable or enable.
+pub async fn change(
+    State(app): State<AppState>,
+    Caller(caller): Caller,
+    AgentPath(name): AgentPath,
+    Body(change): Body<UserChange>,
+) -> Result<Json<UserOut>, ApiError> {
+    admin(&app, &caller)?;
+    let user = named(&app, &name).await?;
+    if change.disabled == Some(true) && user.id == caller.id {
+        return Err(ApiError::conflict(
+            "you cannot disable yourself: another admin can",
+        ));
+    }
+    let loses_admin = user.role == Role::Admin
+        && user.disabled_at.is_none()
+        && (change.role == Some(Role::Member) || change.disabled == Some(true));
+    if loses_admin {
+        let admins = app
+            .store
+            .list_users()
+            .await?
+            .into_iter()
+            .filter(|u| u.role == Role::Admin && u.disabled_at.is_none())
+            .count();
+        if admins <= 1 {
+            return Err(ApiError::conflict(format!(
+                "`{name}` is the last enabled admin: make another admin first"
+            )));
+        }
+    }
+    if let Some(role) = change.role {
+        app.store.set_role(&user.id, role).await?;
+    }
+    if let Some(disabled) = change.disabled {
+        app.store.set_disabled(&user.id, disabled).await?;
+    }
+    Ok(Json(named(&app, &name).await?.into()))
+}
+
+/// The user routes and their documents.
+pub fn api() -> Api {
+    Api::new()
+        .route(Method::Get, "/v1/me", "Who you are on this server", me)
+        .route(Method::Get, "/v1/users", "Every user (admins)", list)
+        .route(Method::Post, "/v1/users", "Create a user (admins)", create)
+        .route(Method::Get, "/v1/users/{name}", "A user (admins)", show)
+        .route(
+            Method::Patch,
+            "/v1/users/{name}",
+            "Change a user's role, disable or enable them (admins)",
+            change,
+        )
+}
