@@ -18,8 +18,8 @@ mod test_tools;
 use anyhow::bail;
 use clap::{Parser, Subcommand};
 use commands::{
-    agents, briefs, chat, config, connect, decide, devices, grants, groups, knowledge, login,
-    memory, models, operations, run, serve, skills, tasks, topics, users,
+    agents, backup, briefs, chat, config, connect, decide, devices, gc, grants, groups, knowledge,
+    login, memory, models, operations, run, serve, skills, tasks, topics, users,
 };
 use invocation::Invocation;
 use std::path::PathBuf;
@@ -68,8 +68,8 @@ struct Cli {
     mcp: Vec<String>,
     /// Talk to a `rein serve` at this URL (or of this `rein login` profile) instead of the local
     /// database: run, chat, op, approve, answer, reject, grant, agent, group, topic, task,
-    /// brief, kb, memory, user, models, device (skill, config, token, migrate, serve and worker
-    /// run here only); the token is $REIN_TOKEN, else the profile's.
+    /// brief, kb, memory, user, models, device (skill, config, token, migrate, gc, backup, serve
+    /// and worker run here only); the token is $REIN_TOKEN, else the profile's.
     #[arg(long, global = true, value_name = "URL|NAME", env = rein_operation::env::SERVER)]
     server: Option<String>,
     /// What shell commands may touch: workspace-write (the working directory and a private
@@ -135,6 +135,11 @@ pub(crate) enum Command {
     /// when it opens the database (one process at a time); this does only that, as the one-off
     /// step of an upgrade before new replicas start.
     Migrate,
+    /// Compact old finished operations: their steps, events and tool results go, their record
+    /// and messages stay (a dry run unless --apply).
+    Gc(gc::GcArgs),
+    /// Copy this machine's SQLite database to a new file while it is in use.
+    Backup(backup::BackupArgs),
     /// Manage agents (model, system role, tools, approval mode, limits).
     Agent {
         #[command(subcommand)]
@@ -301,6 +306,8 @@ async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> 
             Ok(exit::DONE)
         }
         Command::Migrate => commands::migrate::run(on.local()?, json).await,
+        Command::Gc(a) => gc::run(on.local()?, a, json).await,
+        Command::Backup(a) => backup::run(on.local()?, a, json).await,
         Command::Serve(a) => {
             let l = on.local()?;
             serve::serve(Arc::clone(l.store().await?), a, &l.given).await?;

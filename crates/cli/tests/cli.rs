@@ -16,6 +16,8 @@ mod allow_list;
 mod budgets;
 #[path = "cli/prompt.rs"]
 mod prompt;
+#[path = "cli/retention.rs"]
+mod retention;
 
 struct Env {
     dir: PathBuf,

@@ -63,6 +63,9 @@ pub enum StoreError {
     /// pgvector was asked for and cannot be used (SQLite, or a server without it).
     #[error("pgvector cannot be used: {0}")]
     Pgvector(String),
+    /// This backend does not do that; the message says what does.
+    #[error("{0}")]
+    Unsupported(String),
     /// The store was closed.
     #[error("the store is closed (its SQLite writer has stopped)")]
     Closed,

@@ -21,7 +21,8 @@
 //! and the memories models extract from finished conversations, with their history and queue
 //! ([`Memories`]), and the grants people make ("always for this tool", per operation,
 //! conversation or agent, revocable: [`Grants`]), and sign-ins from another device approved
-//! by a signed-in person ([`Logins`]).
+//! by a signed-in person ([`Logins`]); and what an old database lets go of (finished operations'
+//! steps, events and tool results) and its backups ([`Retention`]).
 
 mod accounts;
 mod briefs;
@@ -34,6 +35,7 @@ mod logins;
 mod memories;
 mod migrate;
 mod records;
+mod retention;
 mod schema;
 mod sql;
 mod tasks;
@@ -61,6 +63,7 @@ pub use memories::{
 };
 pub use migrate::AppliedMigration;
 pub use records::*;
+pub use retention::{Compacted, Retention, compact_all};
 pub use schema::{Migration, Schema};
 pub use sql::{CommitNotices, Counts, Notice, SqlStore, Synchronous, redact};
 pub use tasks::{Delivery, DeliveryStatus, Handoff, RunTrigger, TaskRow, TaskRun, Tasks};

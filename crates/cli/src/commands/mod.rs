@@ -6,6 +6,7 @@
 //! machine asks [`Backend::local`], which on a server refuses it, naming what to do.
 
 pub mod agents;
+pub mod backup;
 pub mod briefs;
 pub mod chat;
 pub mod config;
@@ -13,6 +14,7 @@ pub mod connect;
 pub mod decide;
 pub mod devices;
 pub mod ended;
+pub mod gc;
 pub mod grants;
 pub mod groups;
 pub mod knowledge;

@@ -56,6 +56,10 @@ pub struct ServeArgs {
     /// a user cannot make the server call its own network).
     #[arg(long)]
     allow_private_hooks: bool,
+    /// Compact operations that finished more than this many days ago, every 10 minutes in
+    /// batches (their steps, events and tool results go; record and messages stay: `rein gc`).
+    #[arg(long, value_name = "DAYS")]
+    retain_days: Option<u32>,
     /// Make this user an admin (created when missing; a new user's first token is printed
     /// once on stderr): the first admin of a fresh server.
     #[arg(long, value_name = "NAME")]
@@ -242,6 +246,35 @@ fn spawn_brief_hooks(app: &App) {
         app.config.private_hooks,
         app.shutdown.clone(),
     ));
+}
+
+/// `--retain-days`: compact what finished before the retention window, now and every 10
+/// minutes, in batches of 500 (each its own transaction, so requests are served between them),
+/// until the server stops.
+fn spawn_retention(app: &App, days: u32) {
+    let (store, stop) = (Arc::clone(&app.store), app.shutdown.clone());
+    tokio::spawn(async move {
+        loop {
+            let before = chrono::Utc::now() - chrono::Duration::days(i64::from(days));
+            match rein_store::compact_all(&*store, before, 500, true).await {
+                Ok(c) if c.operations > 0 => {
+                    tracing::info!(
+                        operations = c.operations,
+                        steps = c.steps,
+                        events = c.events,
+                        tool_executions = c.tool_executions,
+                        "compacted finished operations"
+                    );
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "compaction failed; tried again later"),
+            }
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(std::time::Duration::from_secs(600)) => {}
+            }
+        }
+    });
 }
 
 /// Streams and the dispatcher follow what other processes on the same PostgreSQL commit: the
@@ -460,6 +493,9 @@ pub async fn serve(
     let app = Arc::new(app);
     tokio::spawn(Arc::clone(&runner).recovery_loop(app.shutdown.clone()));
     rein_server::devices::dispatch::spawn(&app, app.shutdown.clone());
+    if let Some(days) = args.retain_days {
+        spawn_retention(&app, days);
+    }
     spawn_brief_hooks(&app);
     tokio::spawn(rein_server::knowledge::ingest_loop(
         Arc::clone(&app),

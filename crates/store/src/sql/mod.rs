@@ -25,6 +25,7 @@ pub(crate) mod memories;
 mod messages;
 mod notices;
 mod operations;
+mod retention;
 mod state;
 mod statement;
 pub(crate) mod tasks;
