@@ -19,7 +19,7 @@ use anyhow::bail;
 use clap::{Parser, Subcommand};
 use commands::{
     agents, backup, briefs, chat, config, connect, decide, devices, gc, grants, groups, knowledge,
-    login, memory, models, operations, run, serve, skills, tasks, topics, users,
+    login, memory, models, operations, run, serve, skills, tasks, topics, usage, users,
 };
 use invocation::Invocation;
 use std::path::PathBuf;
@@ -68,8 +68,8 @@ struct Cli {
     mcp: Vec<String>,
     /// Talk to a `rein serve` at this URL (or of this `rein login` profile) instead of the local
     /// database: run, chat, op, approve, answer, reject, grant, agent, group, topic, task,
-    /// brief, kb, memory, user, models, device (skill, config, token, migrate, gc, backup, serve
-    /// and worker run here only); the token is $REIN_TOKEN, else the profile's.
+    /// brief, kb, memory, user, usage, models, device (skill, config, token, migrate, gc,
+    /// backup, serve and worker run here only); the token is $REIN_TOKEN, else the profile's.
     #[arg(long, global = true, value_name = "URL|NAME", env = rein_operation::env::SERVER)]
     server: Option<String>,
     /// What shell commands may touch: workspace-write (the working directory and a private
@@ -135,6 +135,8 @@ pub(crate) enum Command {
     /// when it opens the database (one process at a time); this does only that, as the one-off
     /// step of an upgrade before new replicas start.
     Migrate,
+    /// What your operations spent since a day, by day, agent, model or user.
+    Usage(usage::UsageArgs),
     /// Compact old finished operations: their steps, events and tool results go, their record
     /// and messages stay (a dry run unless --apply).
     Gc(gc::GcArgs),
@@ -314,6 +316,7 @@ async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> 
             Ok(exit::DONE)
         }
         Command::User { command } => users::run(on, command, json).await,
+        Command::Usage(a) => usage::run(on, a, json).await,
         Command::Token { command } => {
             let l = on.local()?;
             serve::token(l.store().await?, command, json).await?;

@@ -18,6 +18,8 @@ mod budgets;
 mod prompt;
 #[path = "cli/retention.rs"]
 mod retention;
+#[path = "cli/usage.rs"]
+mod usage;
 
 struct Env {
     dir: PathBuf,

@@ -158,6 +158,7 @@ pub fn api() -> api::Api {
         .merge(routes::grants::api())
         .merge(routes::logins::api())
         .merge(routes::users::api())
+        .merge(routes::usage::api())
 }
 
 /// Every route.

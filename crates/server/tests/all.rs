@@ -18,4 +18,5 @@ mod questions;
 mod resume;
 mod settings;
 mod topics;
+mod usage;
 mod users;

@@ -3,7 +3,7 @@
 //! enabled; a server keeps at least one enabled admin.
 
 use crate::common::Api;
-use rein_store::{Accounts, Role};
+use rein_store::{Accounts, UserRole};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -12,7 +12,11 @@ async fn admins_manage_users_members_cannot_and_disabled_tokens_stop() {
     let root = e.token("root").await;
     let bob = e.token("bob").await;
     let root_id = e.app.store.user_by_name("root").await.unwrap().unwrap().id;
-    e.app.store.set_role(&root_id, Role::Admin).await.unwrap();
+    e.app
+        .store
+        .set_role(&root_id, UserRole::Admin)
+        .await
+        .unwrap();
 
     let (status, me) = e.call("GET", "/v1/me", Some(&bob), None).await;
     assert_eq!(status, 200);

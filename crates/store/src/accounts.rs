@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 rein_core::named_enum! {
     /// What a user may do beyond their own things.
     #[derive(Default)]
-    pub enum Role as "role" {
+    pub enum UserRole as "role" {
         /// Manages users: creates them, changes their role, disables them.
         Admin = "admin",
         /// Sees and changes only their own things.
@@ -30,7 +30,7 @@ pub struct User {
     pub created_at: DateTime<Utc>,
     /// What they may do.
     #[serde(default)]
-    pub role: Role,
+    pub role: UserRole,
     /// When they were disabled (their tokens authenticate nothing).
     #[serde(default)]
     pub disabled_at: Option<DateTime<Utc>>,
@@ -104,7 +104,7 @@ pub trait Accounts: Send + Sync {
     fn set_role<'a>(
         &'a self,
         user_id: &'a str,
-        role: Role,
+        role: UserRole,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
     /// Disable a user (their tokens, device tokens included, authenticate nothing from the
     /// next request on) or enable them again; whether there is such a user.

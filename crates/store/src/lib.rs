@@ -22,7 +22,8 @@
 //! ([`Memories`]), and the grants people make ("always for this tool", per operation,
 //! conversation or agent, revocable: [`Grants`]), and sign-ins from another device approved
 //! by a signed-in person ([`Logins`]); and what an old database lets go of (finished operations'
-//! steps, events and tool results) and its backups ([`Retention`]).
+//! steps, events and tool results) and its backups ([`Retention`]), and what operations spent,
+//! summed per day, agent, model or user ([`Usage`]).
 
 mod accounts;
 mod briefs;
@@ -40,8 +41,9 @@ mod schema;
 mod sql;
 mod tasks;
 mod topics;
+mod usage;
 
-pub use accounts::{Accounts, AgentRecord, ApiToken, GroupRecord, Role, User};
+pub use accounts::{Accounts, AgentRecord, ApiToken, GroupRecord, User, UserRole};
 pub use briefs::{
     Artifact, BRIEF_ID_PATTERN, Brief, BriefAction, BriefFilter, BriefHook, BriefKind, BriefNotice,
     BriefPriority, Briefs, Resolution, new_brief_id, valid_brief_id,
@@ -71,6 +73,7 @@ pub use topics::{
     DeletedTopic, NewTopic, OperationRecords, StoredConversation, TitleSource, TopicFilter,
     TopicRecord, Topics, new_topic_id,
 };
+pub use usage::{Usage, UsageBy, UsageRow, Whose};
 
 /// What the scheduler needs of a store: tasks with their deliveries and runs, and the briefs
 /// their runs give.

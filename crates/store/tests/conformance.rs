@@ -1591,22 +1591,22 @@ async fn logins(store: &SqlStore) {
 /// Roles and disabled users: a member until made admin; a disabled user's API and device
 /// tokens authenticate nothing, and do again once enabled.
 async fn roles(store: &SqlStore) {
-    use rein_store::{Accounts, Devices, Role};
+    use rein_store::{Accounts, Devices, UserRole};
     let u = store.create_user("role-holder").await.unwrap();
-    assert_eq!((u.role, u.disabled_at), (Role::Member, None));
+    assert_eq!((u.role, u.disabled_at), (UserRole::Member, None));
     store.add_token(&u.id, "role-api-hash", None).await.unwrap();
     store
         .add_device_token(&u.id, "role-device-hash", "laptop")
         .await
         .unwrap();
-    assert!(store.set_role(&u.id, Role::Admin).await.unwrap());
-    assert!(!store.set_role("usr_nobody", Role::Admin).await.unwrap());
+    assert!(store.set_role(&u.id, UserRole::Admin).await.unwrap());
+    assert!(!store.set_role("usr_nobody", UserRole::Admin).await.unwrap());
     let found = store
         .user_for_token("role-api-hash")
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(found.role, Role::Admin);
+    assert_eq!(found.role, UserRole::Admin);
     assert!(store.set_disabled(&u.id, true).await.unwrap());
     assert!(
         store

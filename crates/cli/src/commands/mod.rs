@@ -30,6 +30,7 @@ pub mod serve;
 pub mod skills;
 pub mod tasks;
 pub mod topics;
+pub mod usage;
 pub mod users;
 
 pub use local::Local;
@@ -105,6 +106,7 @@ pub trait Backend:
     + tasks::Scheduled
     + knowledge::KnowledgeBases
     + users::UserAdmin
+    + usage::Spending
 {
     /// This machine's database, or why a command that needs it cannot run here.
     fn local(&self) -> anyhow::Result<&Local>;

@@ -117,7 +117,9 @@ async fn init_admin(store: &SqlStore, name: &str) -> anyhow::Result<()> {
         Some(u) => u.clone(),
         None => store.create_user(name).await?,
     };
-    store.set_role(&user.id, rein_store::Role::Admin).await?;
+    store
+        .set_role(&user.id, rein_store::UserRole::Admin)
+        .await?;
     if existing.is_none() {
         let token = rein_server::new_token()?;
         store

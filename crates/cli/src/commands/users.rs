@@ -7,7 +7,7 @@ use super::{Local, Remote, remote::segment};
 use crate::named::named;
 use anyhow::{anyhow, bail};
 use rein_server::routes::users::{NewUser, UserChange, UserList, UserOut};
-use rein_store::{Accounts, Role, StoreError};
+use rein_store::{Accounts, StoreError, UserRole};
 use reqwest::Method;
 
 /// `rein user` subcommands.
@@ -21,8 +21,8 @@ pub enum UserCommand {
         /// Their name (letters, digits, `-`, `_`).
         name: String,
         /// Their role.
-        #[arg(long, value_parser = named::<Role>(), default_value = "member")]
-        role: Role,
+        #[arg(long, value_parser = named::<UserRole>(), default_value = "member")]
+        role: UserRole,
     },
     /// Show a user.
     Show {
@@ -34,8 +34,8 @@ pub enum UserCommand {
         /// Their name.
         name: String,
         /// The role.
-        #[arg(value_parser = named::<Role>())]
-        role: Role,
+        #[arg(value_parser = named::<UserRole>())]
+        role: UserRole,
     },
     /// Disable a user: their tokens (device tokens too) stop working at once.
     Disable {
@@ -55,7 +55,7 @@ pub trait UserAdmin {
     async fn users(&self) -> anyhow::Result<Vec<UserOut>>;
 
     /// Create a user with `role`.
-    async fn create_user(&self, name: &str, role: Role) -> anyhow::Result<UserOut>;
+    async fn create_user(&self, name: &str, role: UserRole) -> anyhow::Result<UserOut>;
 
     /// One user.
     async fn user(&self, name: &str) -> anyhow::Result<UserOut>;
@@ -121,7 +121,7 @@ impl UserAdmin for Local {
         Ok(users.into_iter().map(UserOut::from).collect())
     }
 
-    async fn create_user(&self, name: &str, role: Role) -> anyhow::Result<UserOut> {
+    async fn create_user(&self, name: &str, role: UserRole) -> anyhow::Result<UserOut> {
         rein_operation::profile::check_name(name).map_err(|e| anyhow!("user name: {e}"))?;
         let store = self.store().await?;
         let user = match store.create_user(name).await {
@@ -164,7 +164,7 @@ impl UserAdmin for Remote {
         Ok(list.users)
     }
 
-    async fn create_user(&self, name: &str, role: Role) -> anyhow::Result<UserOut> {
+    async fn create_user(&self, name: &str, role: UserRole) -> anyhow::Result<UserOut> {
         let body = NewUser {
             name: name.to_owned(),
             role: Some(role),

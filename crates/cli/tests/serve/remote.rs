@@ -258,6 +258,16 @@ async fn topics_groups_tasks_briefs_and_memories_are_managed_on_a_server() {
         err.contains("learns from its users' conversations on its own"),
         "{err}"
     );
+    // What alice spent on the server: her run and her task's run.
+    let (code, out, err) = e
+        .on_server(&rein, &alice, &["--json", "usage", "--by", "model"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let report: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(report["total"]["operations"], 2, "{report}");
+    let (code, _, err) = e.on_server(&rein, &alice, &["usage", "--by", "user"]).await;
+    assert_eq!(code, 1, "by user is for admins");
+    assert!(err.contains("for admins"), "{err}");
 }
 
 #[tokio::test]

@@ -15,6 +15,7 @@ pub mod operations;
 pub mod skills;
 pub mod tasks;
 pub mod topics;
+pub mod usage;
 pub mod users;
 
 use crate::AppState;

@@ -11,7 +11,7 @@ use crate::error::ApiError;
 use crate::routes::{AgentPath, Body};
 use axum::Json;
 use axum::extract::State;
-use rein_store::{Accounts, Role, StoreError, User};
+use rein_store::{Accounts, StoreError, User, UserRole};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -21,7 +21,7 @@ pub struct UserOut {
     /// Their name.
     pub name: String,
     /// `admin` or `member`.
-    pub role: Role,
+    pub role: UserRole,
     /// Created.
     pub created_at: chrono::DateTime<chrono::Utc>,
     /// When they were disabled (absent while enabled).
@@ -56,7 +56,7 @@ pub struct NewUser {
     pub name: String,
     /// `member` (default) or `admin`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub role: Option<Role>,
+    pub role: Option<UserRole>,
 }
 
 /// `PATCH /v1/users/{name}` body: what changes.
@@ -65,7 +65,7 @@ pub struct NewUser {
 pub struct UserChange {
     /// Their role from now on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub role: Option<Role>,
+    pub role: Option<UserRole>,
     /// Disable (`true`) or enable (`false`) them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disabled: Option<bool>,
@@ -75,7 +75,7 @@ pub struct UserChange {
 /// operator); to anyone else the route does not exist.
 fn admin(app: &AppState, caller: &User) -> Result<(), ApiError> {
     let operator = matches!(app.auth, crate::AuthMode::Open(_));
-    if operator || caller.role == Role::Admin {
+    if operator || caller.role == UserRole::Admin {
         Ok(())
     } else {
         Err(ApiError::not_found("no such route"))
@@ -156,16 +156,16 @@ pub async fn change(
             "you cannot disable yourself: another admin can",
         ));
     }
-    let loses_admin = user.role == Role::Admin
+    let loses_admin = user.role == UserRole::Admin
         && user.disabled_at.is_none()
-        && (change.role == Some(Role::Member) || change.disabled == Some(true));
+        && (change.role == Some(UserRole::Member) || change.disabled == Some(true));
     if loses_admin {
         let admins = app
             .store
             .list_users()
             .await?
             .into_iter()
-            .filter(|u| u.role == Role::Admin && u.disabled_at.is_none())
+            .filter(|u| u.role == UserRole::Admin && u.disabled_at.is_none())
             .count();
         if admins <= 1 {
             return Err(ApiError::conflict(format!(

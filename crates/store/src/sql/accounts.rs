@@ -226,7 +226,7 @@ impl Accounts for SqlStore {
                 id: new_id("usr"),
                 name: name.to_owned(),
                 created_at: now(),
-                role: Role::Member,
+                role: UserRole::Member,
                 disabled_at: None,
             };
             let inserted = sqlx::query(
@@ -281,7 +281,7 @@ impl Accounts for SqlStore {
     fn set_role<'a>(
         &'a self,
         user_id: &'a str,
-        role: Role,
+        role: UserRole,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         async move {
             let n = sqlx::query("UPDATE users SET role = $1 WHERE id = $2")

@@ -32,6 +32,7 @@ pub(crate) mod tasks;
 mod tool_executions;
 mod topic_gate;
 pub(crate) mod topics;
+mod usage;
 mod writer;
 
 pub use notices::{CommitNotices, Notice};
