@@ -85,6 +85,9 @@ rein_core::named_enum! {
         AuthorizationPending = "authorization_pending",
         /// 404: a login from another device that expired, or whose token was already received.
         ExpiredToken = "expired_token",
+        /// 429: the caller's daily or monthly cost cap is spent (`details` name it and when it
+        /// resets; `Retry-After` says when).
+        SpendCapReached = "spend_cap_reached",
         /// 429: too many logins from other devices wait for approval.
         TooManyLogins = "too_many_logins",
         /// 429: too many operations running.

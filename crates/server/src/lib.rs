@@ -14,6 +14,7 @@
 pub mod api;
 pub mod auth;
 pub mod brief_hooks;
+pub mod caps;
 pub mod commit_notices;
 pub mod devices;
 pub mod error;
@@ -59,6 +60,8 @@ pub struct ServerConfig {
     pub stream_poll: Duration,
     /// Brief hooks may post to loopback and private addresses (`--allow-private-hooks`).
     pub private_hooks: bool,
+    /// What each user's operations may cost per day and per month.
+    pub caps: caps::SpendCaps,
 }
 
 impl Default for ServerConfig {
@@ -68,6 +71,7 @@ impl Default for ServerConfig {
             body_limit: 1024 * 1024,
             stream_poll: Duration::from_secs(1),
             private_hooks: false,
+            caps: caps::SpendCaps::default(),
         }
     }
 }

@@ -8,6 +8,7 @@
 mod activity;
 mod bad_requests;
 mod budgets;
+mod caps;
 mod common;
 mod grants;
 mod groups;

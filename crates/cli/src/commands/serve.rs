@@ -56,6 +56,13 @@ pub struct ServeArgs {
     /// a user cannot make the server call its own network).
     #[arg(long)]
     allow_private_hooks: bool,
+    /// What each user's operations may cost per UTC day, in USD: past it, new operations are
+    /// refused (429 until the day ends) and a running one's cost limit is what was left.
+    #[arg(long, value_name = "USD", value_parser = dollars)]
+    daily_cost_cap: Option<f64>,
+    /// What each user's operations may cost per UTC month, in USD (as --daily-cost-cap).
+    #[arg(long, value_name = "USD", value_parser = dollars)]
+    monthly_cost_cap: Option<f64>,
     /// Compact operations that finished more than this many days ago, every 10 minutes in
     /// batches (their steps, events and tool results go; record and messages stay: `rein gc`).
     #[arg(long, value_name = "DAYS")]
@@ -64,6 +71,16 @@ pub struct ServeArgs {
     /// once on stderr): the first admin of a fresh server.
     #[arg(long, value_name = "NAME")]
     init_admin: Option<String>,
+}
+
+/// A USD amount on the command line: a finite number, not negative.
+fn dollars(arg: &str) -> Result<f64, String> {
+    match arg.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!(
+            "`{arg}` is not an amount in USD (a number, 0 or more)"
+        )),
+    }
 }
 
 /// `rein token` subcommands.
@@ -488,6 +505,12 @@ pub async fn serve(
             heartbeat: std::time::Duration::from_secs(args.heartbeat_secs.max(1)),
             stream_poll: std::time::Duration::from_secs(args.stream_poll_secs.max(1)),
             private_hooks: args.allow_private_hooks,
+            caps: rein_server::caps::SpendCaps {
+                daily: args.daily_cost_cap.map(rein_core::usage::Usd::from_dollars),
+                monthly: args
+                    .monthly_cost_cap
+                    .map(rein_core::usage::Usd::from_dollars),
+            },
             ..Default::default()
         },
     );

@@ -83,15 +83,20 @@ impl Api {
     /// A server whose model answers with `responses`, in order; its operations have no
     /// working directory (no file or shell access), as `rein serve` without `--workdir`.
     pub async fn new(responses: Vec<Canned>) -> Self {
-        Self::serving(responses, false).await
+        Self::serving(responses, false, ServerConfig::default()).await
     }
 
     /// As [`Api::new`], with `dir/work` as its operations' working directory (`--workdir`).
     pub async fn with_workdir(responses: Vec<Canned>) -> Self {
-        Self::serving(responses, true).await
+        Self::serving(responses, true, ServerConfig::default()).await
     }
 
-    async fn serving(responses: Vec<Canned>, workdir: bool) -> Self {
+    /// As [`Api::new`], configured as `config` says (caps, ...).
+    pub async fn with_config(responses: Vec<Canned>, config: ServerConfig) -> Self {
+        Self::serving(responses, false, config).await
+    }
+
+    async fn serving(responses: Vec<Canned>, workdir: bool, config: ServerConfig) -> Self {
         let dir = std::env::temp_dir().join(format!("rein-api-{}", OperationId::new()));
         std::fs::create_dir_all(&dir).unwrap();
         let db = rein_testkit::E2eDatabase::new(&dir).await;
@@ -104,13 +109,7 @@ impl Api {
             work.to_string_lossy().into_owned()
         });
         let runner = runner(&store, &hub, &model.base, work);
-        let app = Arc::new(App::new(
-            store,
-            runner,
-            hub,
-            AuthMode::Tokens,
-            ServerConfig::default(),
-        ));
+        let app = Arc::new(App::new(store, runner, hub, AuthMode::Tokens, config));
         Self {
             app,
             model,
