@@ -116,6 +116,7 @@ impl App {
         let launcher = Arc::new(tasks::ServerLauncher {
             runner: Arc::clone(&runner),
             store: Arc::clone(&store),
+            caps: config.caps,
         });
         Self {
             store,

@@ -23,6 +23,8 @@ pub struct ServerLauncher {
     pub runner: Arc<Runner>,
     /// The store.
     pub store: Arc<SqlStore>,
+    /// What each user's operations may cost (task runs count as the API's do).
+    pub caps: crate::caps::SpendCaps,
 }
 
 fn failed(e: impl std::fmt::Display) -> LaunchError {
@@ -100,7 +102,7 @@ impl ServerLauncher {
             owner: Some(task.owner.clone()),
             ..Default::default()
         };
-        let opts = StartOptions {
+        let mut opts = StartOptions {
             // Task runs count against the same running limits as the API's.
             admission: Some(self.runner.admission()),
             ..run_options(
@@ -113,6 +115,15 @@ impl ServerLauncher {
             )
             .await?
         };
+        // And against the owner's spending caps: a spent one fails the run, saying when it
+        // resets (the run's brief carries it).
+        let left = self
+            .caps
+            .admit(&*self.store, &task.owner, chrono::Utc::now())
+            .await
+            .map_err(|e| failed(e.message))?;
+        opts.spec.budget.max_cost =
+            crate::caps::SpendCaps::lowered(opts.spec.budget.max_cost, left);
         let driver = self.runner.driver();
         let id = driver
             .start(&task.prompt(), &opts)

@@ -76,6 +76,29 @@ async fn a_spent_daily_cap_is_a_429_and_the_run_that_crosses_it_stops() {
     let spent = usage["total"]["cost"].as_f64().unwrap();
     assert!((spent - 1.20).abs() < 1e-9, "{usage}");
 
+    // A task run of hers is held to the same cap: refused, saying why.
+    let (status, task) = e
+        .call(
+            "POST",
+            "/v1/tasks",
+            Some(&alice),
+            Some(json!({"title": "Daily", "instruction": "Summarize."})),
+        )
+        .await;
+    assert_eq!(status, 201, "{task}");
+    let id = task["id"].as_str().unwrap();
+    let (status, refused) = e
+        .call("POST", &format!("/v1/tasks/{id}/run"), Some(&alice), None)
+        .await;
+    assert!((400..500).contains(&status), "{status} {refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("daily cost cap"),
+        "{refused}"
+    );
+
     // Bob's day is his own.
     let op = e.create_operation(&bob, json!({"input": "mine"})).await;
     e.wait_status(&op, &bob, "done").await;
