@@ -33,6 +33,12 @@ pub(crate) fn random_hex<const N: usize>() -> Result<String, std::io::Error> {
     Ok(hex(&bytes))
 }
 
+/// Whether `user` administers `app`: an admin, or the one user of a server without tokens
+/// (its operator).
+pub fn administers(app: &crate::App, user: &User) -> bool {
+    matches!(app.auth, AuthMode::Open(_)) || user.role == rein_store::UserRole::Admin
+}
+
 /// What is stored for a token.
 pub fn hash_token(token: &str) -> String {
     hex(&Sha256::digest(token.as_bytes()))

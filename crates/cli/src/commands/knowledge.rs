@@ -14,7 +14,7 @@ use rein_operation::ModelSource;
 use rein_operation::knowledge::ingest::{self, Progress};
 use rein_operation::knowledge::retrieve;
 use rein_server::routes::knowledge::{
-    BaseDetail, BaseList, BaseOut, CreateBase, FileQuery, HitOut, SearchBody, SearchOut, SetBase,
+    BaseDetail, BaseList, BaseOut, CreateBase, FileQuery, SearchBody, SearchOut, SetBase,
     UploadQuery,
 };
 use rein_store::{
@@ -430,22 +430,7 @@ impl KnowledgeBases for Local {
             top,
         )
         .await?;
-        Ok(SearchOut {
-            full_text_only: found.full_text_only.into_iter().next().map(|(_, why)| why),
-            hits: found
-                .hits
-                .into_iter()
-                .map(|(_, h)| HitOut {
-                    citation: rein_operation::knowledge::citation(&h),
-                    path: h.path,
-                    headings: h.headings,
-                    line_start: h.line_start,
-                    line_end: h.line_end,
-                    text: h.text,
-                    score: h.score,
-                })
-                .collect(),
-        })
+        Ok(found.into())
     }
 
     async fn delete_kb(&self, name: &str) -> anyhow::Result<()> {

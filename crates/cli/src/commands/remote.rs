@@ -112,6 +112,22 @@ impl Remote {
         .into())
     }
 
+    /// The JSON answer to `path`, read as a `T` (an answer this build cannot read is an error
+    /// naming the route: the server is another version).
+    async fn read<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        resp: reqwest::Response,
+    ) -> anyhow::Result<T> {
+        let bytes = resp.bytes().await?;
+        serde_json::from_slice(&bytes).map_err(|e| {
+            anyhow!(
+                "{} answered {path} with what this rein cannot read: {e}",
+                self.base
+            )
+        })
+    }
+
     /// `method path` with `body`, answered with a `T`.
     pub(crate) async fn call<T: DeserializeOwned>(
         &self,
@@ -126,13 +142,7 @@ impl Remote {
                 .body(serde_json::to_vec(b)?);
         }
         let resp = self.send(r).await?;
-        let bytes = resp.bytes().await?;
-        serde_json::from_slice(&bytes).map_err(|e| {
-            anyhow!(
-                "{} answered {path} with what this rein cannot read: {e}",
-                self.base
-            )
-        })
+        self.read(path, resp).await
     }
 
     /// `GET path?query`, answered with a `T`.
@@ -152,13 +162,7 @@ impl Remote {
         query: &(impl Serialize + Sync),
     ) -> anyhow::Result<T> {
         let resp = self.send(self.request(method, path).query(query)).await?;
-        let bytes = resp.bytes().await?;
-        serde_json::from_slice(&bytes).map_err(|e| {
-            anyhow!(
-                "{} answered {path} with what this rein cannot read: {e}",
-                self.base
-            )
-        })
+        self.read(path, resp).await
     }
 
     /// `method path?query` answered with no body.
@@ -186,13 +190,7 @@ impl Remote {
                     .multipart(form),
             )
             .await?;
-        let bytes = resp.bytes().await?;
-        serde_json::from_slice(&bytes).map_err(|e| {
-            anyhow!(
-                "{} answered {path} with what this rein cannot read: {e}",
-                self.base
-            )
-        })
+        self.read(path, resp).await
     }
 
     /// A request answered with no body.

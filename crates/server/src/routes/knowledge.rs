@@ -140,6 +140,30 @@ pub struct SearchOut {
     pub full_text_only: Option<String>,
 }
 
+impl From<rein_store::ChunkHit> for HitOut {
+    fn from(h: rein_store::ChunkHit) -> Self {
+        Self {
+            citation: rein_operation::knowledge::citation(&h),
+            path: h.path,
+            headings: h.headings,
+            line_start: h.line_start,
+            line_end: h.line_end,
+            text: h.text,
+            score: h.score,
+        }
+    }
+}
+
+impl From<retrieve::Retrieved> for SearchOut {
+    /// What a search of one base found (its reason when it was full text only).
+    fn from(found: retrieve::Retrieved) -> Self {
+        Self {
+            full_text_only: found.full_text_only.into_iter().next().map(|(_, why)| why),
+            hits: found.hits.into_iter().map(|(_, h)| h.into()).collect(),
+        }
+    }
+}
+
 /// `POST /v1/knowledge/{name}/files` query: how the files are cut.
 #[derive(Debug, Serialize, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -491,15 +515,7 @@ pub async fn chunk(
         if let Some(h) = app.store.chunk_at(&kb.id, &q.path, q.line).await? {
             return Ok(Json(ChunkOut {
                 base: kb.name,
-                hit: HitOut {
-                    citation: rein_operation::knowledge::citation(&h),
-                    path: h.path,
-                    headings: h.headings,
-                    line_start: h.line_start,
-                    line_end: h.line_end,
-                    text: h.text,
-                    score: h.score,
-                },
+                hit: h.into(),
             }));
         }
     }
@@ -531,22 +547,7 @@ pub async fn search(
         top,
     )
     .await?;
-    Ok(Json(SearchOut {
-        full_text_only: found.full_text_only.into_iter().next().map(|(_, why)| why),
-        hits: found
-            .hits
-            .into_iter()
-            .map(|(_, h)| HitOut {
-                citation: rein_operation::knowledge::citation(&h),
-                path: h.path,
-                headings: h.headings,
-                line_start: h.line_start,
-                line_end: h.line_end,
-                text: h.text,
-                score: h.score,
-            })
-            .collect(),
-    }))
+    Ok(Json(found.into()))
 }
 
 /// The knowledge routes and their documents.

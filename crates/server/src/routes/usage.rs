@@ -11,7 +11,7 @@ use axum::Json;
 use axum::extract::State;
 use chrono::{DateTime, NaiveDate, Utc};
 use rein_core::usage::Usd;
-use rein_store::{Usage, UsageBy, UsageRow, UserRole, Whose};
+use rein_store::{Usage, UsageBy, UsageRow, Whose};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -78,8 +78,7 @@ pub async fn usage(
     let by = q.by.unwrap_or_default();
     let whose = match by {
         UsageBy::User => {
-            let operator = matches!(app.auth, crate::AuthMode::Open(_));
-            if !operator && user.role != UserRole::Admin {
+            if !crate::auth::administers(&app, &user) {
                 return Err(ApiError::not_found(
                     "no usage by user for you: it is for admins",
                 ));

@@ -74,8 +74,7 @@ pub struct UserChange {
 /// The caller when they administer this server (a server without tokens has one user, its
 /// operator); to anyone else the route does not exist.
 fn admin(app: &AppState, caller: &User) -> Result<(), ApiError> {
-    let operator = matches!(app.auth, crate::AuthMode::Open(_));
-    if operator || caller.role == UserRole::Admin {
+    if crate::auth::administers(app, caller) {
         Ok(())
     } else {
         Err(ApiError::not_found("no such route"))
