@@ -19,7 +19,7 @@ use anyhow::bail;
 use clap::{Parser, Subcommand};
 use commands::{
     agents, backup, briefs, chat, config, connect, decide, devices, gc, grants, groups, knowledge,
-    login, memory, models, operations, run, serve, skills, tasks, topics, usage, users,
+    login, memory, models, operations, run, serve, skills, tasks, tokens, topics, usage, users,
 };
 use invocation::Invocation;
 use std::path::PathBuf;
@@ -68,7 +68,7 @@ struct Cli {
     mcp: Vec<String>,
     /// Talk to a `rein serve` at this URL (or of this `rein login` profile) instead of the local
     /// database: run, chat, op, approve, answer, reject, grant, agent, group, topic, task,
-    /// brief, kb, memory, user, usage, models, device (skill, config, token, migrate, gc,
+    /// brief, kb, memory, user, token, usage, models, device (skill, config, migrate, gc,
     /// backup, serve and worker run here only); the token is $REIN_TOKEN, else the profile's.
     #[arg(long, global = true, value_name = "URL|NAME", env = rein_operation::env::SERVER)]
     server: Option<String>,
@@ -122,7 +122,7 @@ pub(crate) enum Command {
     /// Manage API tokens for `rein serve`.
     Token {
         #[command(subcommand)]
-        command: serve::TokenCommand,
+        command: tokens::TokenCommand,
     },
     /// Manage tasks: manual, cron and heartbeat automation.
     Task {
@@ -317,11 +317,7 @@ async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> 
         }
         Command::User { command } => users::run(on, command, json).await,
         Command::Usage(a) => usage::run(on, a, json).await,
-        Command::Token { command } => {
-            let l = on.local()?;
-            serve::token(l.store().await?, command, json).await?;
-            Ok(exit::DONE)
-        }
+        Command::Token { command } => tokens::run(on, command, json).await,
         Command::Run(a) => run::run(on, a).await,
     }
 }

@@ -37,7 +37,7 @@ pub struct User {
 }
 
 /// An API token's record (never the token itself).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ApiToken {
     /// Id (shown in listings, used to revoke).
     pub id: String,

@@ -29,6 +29,7 @@ pub mod run;
 pub mod serve;
 pub mod skills;
 pub mod tasks;
+pub mod tokens;
 pub mod topics;
 pub mod usage;
 pub mod users;
@@ -107,6 +108,7 @@ pub trait Backend:
     + knowledge::KnowledgeBases
     + users::UserAdmin
     + usage::Spending
+    + tokens::TokenAdmin
 {
     /// This machine's database, or why a command that needs it cannot run here.
     fn local(&self) -> anyhow::Result<&Local>;

@@ -1,8 +1,9 @@
-//! `rein serve` and `rein token`: the HTTP server and its API tokens.
+//! `rein serve` and `rein worker`: the HTTP server, and a process that dispatches tasks and
+//! runs operations without it.
 
 use anyhow::{Context, anyhow, bail};
 use rein_server::{App, AuthMode, Hub, Runner, ServerConfig};
-use rein_store::{Accounts, SqlStore, User};
+use rein_store::{Accounts, SqlStore};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -83,48 +84,6 @@ fn dollars(arg: &str) -> Result<f64, String> {
     }
 }
 
-/// `rein token` subcommands.
-#[derive(clap::Subcommand)]
-pub enum TokenCommand {
-    /// Create a token for a user (created if new); the token is printed once.
-    Create {
-        /// User name.
-        #[arg(long)]
-        user: String,
-        /// What the token is for.
-        #[arg(long)]
-        label: Option<String>,
-        /// A device token: it connects the device of this name (`rein connect`) and
-        /// authenticates nothing else.
-        #[arg(long, value_name = "NAME")]
-        device: Option<String>,
-    },
-    /// List a user's tokens (never the tokens themselves).
-    List {
-        /// User name.
-        #[arg(long)]
-        user: String,
-    },
-    /// Revoke one of a user's tokens.
-    Revoke {
-        /// User name.
-        #[arg(long)]
-        user: String,
-        /// Token id (from `rein token list`).
-        id: String,
-    },
-}
-
-async fn user(store: &SqlStore, name: &str, create: bool) -> anyhow::Result<User> {
-    if let Some(u) = store.user_by_name(name).await? {
-        return Ok(u);
-    }
-    if !create {
-        bail!("no user `{name}`");
-    }
-    Ok(store.create_user(name).await?)
-}
-
 /// `--init-admin NAME`: `name` becomes an admin; when the user is new, its first token is
 /// printed once (on stderr, beside the listening address), since nobody else can make one.
 async fn init_admin(store: &SqlStore, name: &str) -> anyhow::Result<()> {
@@ -147,80 +106,6 @@ async fn init_admin(store: &SqlStore, name: &str) -> anyhow::Result<()> {
             )
             .await?;
         eprintln!("rein: admin {name} created; their token (shown once): {token}");
-    }
-    Ok(())
-}
-
-/// `rein token …`.
-pub async fn token(store: &SqlStore, command: TokenCommand, json: bool) -> anyhow::Result<()> {
-    match command {
-        TokenCommand::Create {
-            user: name,
-            label,
-            device,
-        } => {
-            if name.trim().is_empty() {
-                bail!("--user is empty");
-            }
-            if let Some(d) = &device
-                && !rein_core::spec::valid_device_name(d)
-            {
-                bail!("--device `{d}`: use 1-64 letters, digits, `-`, `_` or `.`");
-            }
-            let u = user(store, &name, true).await?;
-            let token = rein_server::new_token().context("cannot generate a token")?;
-            let hash = rein_server::hash_token(&token);
-            let record = match &device {
-                Some(d) => rein_store::Devices::add_device_token(store, &u.id, &hash, d).await?,
-                None => store.add_token(&u.id, &hash, label.as_deref()).await?,
-            };
-            if json {
-                println!(
-                    "{}",
-                    serde_json::json!({"token": token, "id": record.id, "user": u.name})
-                );
-            } else {
-                println!("{token}");
-                match &device {
-                    Some(d) => eprintln!(
-                        "device token {} for device {d} of user {} (shown once; `REIN_TOKEN=… rein connect --server URL --name {d}`)",
-                        record.id, u.name
-                    ),
-                    None => eprintln!(
-                        "token {} for user {} (shown once; use it as `Authorization: Bearer …` or REIN_TOKEN)",
-                        record.id, u.name
-                    ),
-                }
-            }
-        }
-        TokenCommand::List { user: name } => {
-            let u = user(store, &name, false).await?;
-            for t in store.list_tokens(&u.id).await? {
-                if json {
-                    println!("{}", serde_json::to_string(&t)?);
-                } else {
-                    let state = match (t.revoked_at, t.last_used_at) {
-                        (Some(r), _) => format!("revoked {}", r.format("%Y-%m-%d %H:%M")),
-                        (None, Some(u)) => format!("last used {}", u.format("%Y-%m-%d %H:%M")),
-                        (None, None) => "never used".into(),
-                    };
-                    println!(
-                        "{}  {}  created {}  {}",
-                        t.id,
-                        t.label.as_deref().unwrap_or("-"),
-                        t.created_at.format("%Y-%m-%d %H:%M"),
-                        state
-                    );
-                }
-            }
-        }
-        TokenCommand::Revoke { user: name, id } => {
-            let u = user(store, &name, false).await?;
-            if !store.revoke_token(&u.id, &id).await? {
-                bail!("user {name} has no active token {id}");
-            }
-            eprintln!("revoked {id}");
-        }
     }
     Ok(())
 }
@@ -464,7 +349,7 @@ pub async fn serve(
                 addr.ip()
             );
         }
-        AuthMode::Open(user(&store, "local", true).await?)
+        AuthMode::Open(crate::agent_profile::local_user(&store).await?)
     } else {
         AuthMode::Tokens
     };

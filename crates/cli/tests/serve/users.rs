@@ -1,7 +1,8 @@
 //! Roles end to end: `rein serve --init-admin NAME` makes the first admin and prints their
 //! token once; an admin manages users from another machine (`rein --server URL user …`), a
-//! member cannot; disabling a user stops their tokens at once and ends their open event
-//! streams; the operator manages users on the database's machine (`rein user …`).
+//! member cannot; an admin makes and revokes users' tokens from there (`rein token`);
+//! disabling a user stops their tokens at once and ends their open event streams; the
+//! operator manages users on the database's machine (`rein user …`).
 
 use super::*;
 
@@ -90,6 +91,51 @@ async fn the_first_admin_manages_users_and_disabling_one_ends_their_streams() {
             .any(|l| l.starts_with("dave") && l.contains("admin")),
         "{listed}"
     );
+    // An admin makes and revokes a user's tokens from another machine; a member cannot.
+    let (code, out, err) = e
+        .on_server(
+            &rein,
+            &root,
+            &["token", "create", "--user", "bob", "--label", "ci"],
+        )
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let made = out.trim().to_owned();
+    assert!(made.starts_with("rein_"), "{out}");
+    let (status, _) = e.call(&rein, "GET", "/v1/me", Some(&made), None).await;
+    assert_eq!(status, 200, "the new token is bob's");
+    let (code, out, _) = e
+        .on_server(&rein, &root, &["token", "list", "--user", "bob"])
+        .await;
+    assert_eq!(code, 0);
+    let id = out
+        .lines()
+        .find(|l| l.contains("  ci  "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{out}"))
+        .to_owned();
+    let (code, _, err) = e
+        .on_server(&rein, &root, &["token", "revoke", "--user", "bob", &id])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let (status, _) = e.call(&rein, "GET", "/v1/me", Some(&made), None).await;
+    assert_eq!(status, 401, "revoked at once");
+    let (code, _, err) = e
+        .on_server(&rein, &root, &["token", "revoke", "--user", "bob", &id])
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no active token"), "{err}");
+    let (code, _, err) = e
+        .on_server(&rein, &root, &["token", "create", "--user", "nobody"])
+        .await;
+    assert_eq!(code, 1, "a server's admin creates users with `user create`");
+    assert!(err.contains("no user `nobody`"), "{err}");
+    let (code, _, err) = e
+        .on_server(&rein, &bob, &["token", "list", "--user", "root"])
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no such route"), "{err}");
+
     // The last admins cannot lock the server out: root cannot disable root.
     let (code, _, err) = e
         .on_server(&rein, &root, &["user", "disable", "root"])

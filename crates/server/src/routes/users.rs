@@ -5,10 +5,10 @@
 //! disable themselves or take the last enabled admin's role away, so a server always keeps one.
 
 use crate::AppState;
-use crate::api::{Api, Method, Reply};
+use crate::api::{Api, Method, NoContent, Reply};
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::routes::{AgentPath, Body};
+use crate::routes::{AgentPath, Body, Params};
 use axum::Json;
 use axum::extract::State;
 use rein_store::{Accounts, StoreError, User, UserRole};
@@ -69,6 +69,48 @@ pub struct UserChange {
     /// Disable (`true`) or enable (`false`) them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disabled: Option<bool>,
+}
+
+/// `POST /v1/users/{name}/tokens` body.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewToken {
+    /// What the token is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 200))]
+    pub label: Option<String>,
+    /// A device token: it connects the device of this name (`rein connect`) and authenticates
+    /// nothing else.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[A-Za-z0-9._-]{1,64}$"))]
+    pub device: Option<String>,
+}
+
+/// `POST /v1/users/{name}/tokens` answer: the token, shown this once.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct TokenMade {
+    /// The token.
+    pub token: String,
+    /// Its record's id (`rein token list`, revoking).
+    pub id: String,
+    /// Whose.
+    pub user: String,
+}
+
+/// `GET /v1/users/{name}/tokens` answer.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct TokenList {
+    /// Newest first (never the tokens themselves).
+    pub tokens: Vec<rein_store::ApiToken>,
+}
+
+/// `DELETE /v1/users/{name}/tokens` query.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TokenQuery {
+    /// The token's id.
+    #[schemars(regex(pattern = r"^tok_[0-9a-f]{32}$"))]
+    pub id: String,
 }
 
 /// The caller when they administer this server (a server without tokens has one user, its
@@ -181,6 +223,78 @@ pub async fn change(
     Ok(Json(named(&app, &name).await?.into()))
 }
 
+/// `POST /v1/users/{name}/tokens` (admins): a new API or device token of the user, shown once.
+pub async fn create_token(
+    State(app): State<AppState>,
+    Caller(caller): Caller,
+    AgentPath(name): AgentPath,
+    Body(req): Body<NewToken>,
+) -> Result<Reply<201, TokenMade>, ApiError> {
+    admin(&app, &caller)?;
+    if let Some(d) = &req.device
+        && !rein_core::spec::valid_device_name(d)
+    {
+        return Err(ApiError::bad_request(format!(
+            "device `{d}`: use 1-64 letters, digits, `-`, `_` or `.`"
+        )));
+    }
+    if req
+        .label
+        .as_ref()
+        .is_some_and(|l| !(1..=200).contains(&l.chars().count()))
+    {
+        return Err(ApiError::bad_request("label: 1 to 200 characters"));
+    }
+    let user = named(&app, &name).await?;
+    let token = crate::new_token().map_err(|e| ApiError::internal(e.to_string()))?;
+    let hash = crate::hash_token(&token);
+    let record = match &req.device {
+        Some(d) => rein_store::Devices::add_device_token(&*app.store, &user.id, &hash, d).await?,
+        None => {
+            app.store
+                .add_token(&user.id, &hash, req.label.as_deref())
+                .await?
+        }
+    };
+    Ok(Reply(TokenMade {
+        token,
+        id: record.id,
+        user: user.name,
+    }))
+}
+
+/// `GET /v1/users/{name}/tokens` (admins).
+pub async fn tokens(
+    State(app): State<AppState>,
+    Caller(caller): Caller,
+    AgentPath(name): AgentPath,
+) -> Result<Json<TokenList>, ApiError> {
+    admin(&app, &caller)?;
+    let user = named(&app, &name).await?;
+    Ok(Json(TokenList {
+        tokens: app.store.list_tokens(&user.id).await?,
+    }))
+}
+
+/// `DELETE /v1/users/{name}/tokens?id=…` (admins): the token stops at once (open streams end).
+pub async fn revoke_token(
+    State(app): State<AppState>,
+    Caller(caller): Caller,
+    AgentPath(name): AgentPath,
+    Params(q): Params<TokenQuery>,
+) -> Result<NoContent, ApiError> {
+    admin(&app, &caller)?;
+    let user = named(&app, &name).await?;
+    if app.store.revoke_token(&user.id, &q.id).await? {
+        Ok(NoContent)
+    } else {
+        Err(ApiError::not_found(format!(
+            "user {name} has no active token {}",
+            q.id
+        )))
+    }
+}
+
 /// The user routes and their documents.
 pub fn api() -> Api {
     Api::new()
@@ -193,5 +307,23 @@ pub fn api() -> Api {
             "/v1/users/{name}",
             "Change a user's role, disable or enable them (admins)",
             change,
+        )
+        .route(
+            Method::Get,
+            "/v1/users/{name}/tokens",
+            "A user's tokens, never the tokens themselves (admins)",
+            tokens,
+        )
+        .route(
+            Method::Post,
+            "/v1/users/{name}/tokens",
+            "A new token of a user, shown once (admins)",
+            create_token,
+        )
+        .route(
+            Method::Delete,
+            "/v1/users/{name}/tokens",
+            "Revoke a user's token (admins)",
+            revoke_token,
         )
 }

@@ -1,0 +1,198 @@
+//! `rein token create|list|revoke`: a user's API and device tokens. Here, on the database's
+//! machine, the operator makes them (the user is created when new); with `--server`, an admin
+//! does (`/v1/users/{name}/tokens`; the user must exist). A token is shown once; a revoked one
+//! stops at once.
+
+use super::{Local, Remote, remote::segment};
+use anyhow::{Context, bail};
+use rein_server::routes::users::{NewToken, TokenList, TokenMade, TokenQuery};
+use rein_store::{Accounts, ApiToken};
+use reqwest::Method;
+
+/// `rein token` subcommands.
+#[derive(clap::Subcommand)]
+pub enum TokenCommand {
+    /// Create a token for a user (here: created if new); the token is printed once.
+    Create {
+        /// User name.
+        #[arg(long)]
+        user: String,
+        /// What the token is for.
+        #[arg(long)]
+        label: Option<String>,
+        /// A device token: it connects the device of this name (`rein connect`) and
+        /// authenticates nothing else.
+        #[arg(long, value_name = "NAME")]
+        device: Option<String>,
+    },
+    /// List a user's tokens (never the tokens themselves).
+    List {
+        /// User name.
+        #[arg(long)]
+        user: String,
+    },
+    /// Revoke one of a user's tokens.
+    Revoke {
+        /// User name.
+        #[arg(long)]
+        user: String,
+        /// Token id (from `rein token list`).
+        id: String,
+    },
+}
+
+/// What `rein token` needs from where it runs.
+pub trait TokenAdmin {
+    /// A new token of `user`: an API token labelled `label`, or a device token of `device`.
+    async fn create_token(
+        &self,
+        user: &str,
+        label: Option<String>,
+        device: Option<String>,
+    ) -> anyhow::Result<TokenMade>;
+
+    /// `user`'s tokens, newest first.
+    async fn tokens(&self, user: &str) -> anyhow::Result<Vec<ApiToken>>;
+
+    /// Revoke `user`'s token `id`.
+    async fn revoke_token(&self, user: &str, id: &str) -> anyhow::Result<()>;
+}
+
+/// `rein token …`.
+pub async fn run(on: &impl TokenAdmin, command: TokenCommand, json: bool) -> anyhow::Result<u8> {
+    match command {
+        TokenCommand::Create {
+            user,
+            label,
+            device,
+        } => {
+            if user.trim().is_empty() {
+                bail!("--user is empty");
+            }
+            if let Some(d) = &device
+                && !rein_core::spec::valid_device_name(d)
+            {
+                bail!("--device `{d}`: use 1-64 letters, digits, `-`, `_` or `.`");
+            }
+            let made = on.create_token(&user, label, device.clone()).await?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"token": made.token, "id": made.id, "user": made.user})
+                );
+            } else {
+                println!("{}", made.token);
+                match &device {
+                    Some(d) => eprintln!(
+                        "device token {} for device {d} of user {} (shown once; `REIN_TOKEN=… rein connect --server URL --name {d}`)",
+                        made.id, made.user
+                    ),
+                    None => eprintln!(
+                        "token {} for user {} (shown once; use it as `Authorization: Bearer …` or REIN_TOKEN)",
+                        made.id, made.user
+                    ),
+                }
+            }
+        }
+        TokenCommand::List { user } => {
+            for t in on.tokens(&user).await? {
+                if json {
+                    println!("{}", serde_json::to_string(&t)?);
+                } else {
+                    let state = match (t.revoked_at, t.last_used_at) {
+                        (Some(r), _) => format!("revoked {}", r.format("%Y-%m-%d %H:%M")),
+                        (None, Some(u)) => format!("last used {}", u.format("%Y-%m-%d %H:%M")),
+                        (None, None) => "never used".into(),
+                    };
+                    println!(
+                        "{}  {}  created {}  {}",
+                        t.id,
+                        t.label.as_deref().unwrap_or("-"),
+                        t.created_at.format("%Y-%m-%d %H:%M"),
+                        state
+                    );
+                }
+            }
+        }
+        TokenCommand::Revoke { user, id } => {
+            on.revoke_token(&user, &id).await?;
+            eprintln!("revoked {id}");
+        }
+    }
+    Ok(crate::exit::DONE)
+}
+
+impl Local {
+    /// The user `name`, created when missing and `create` says so.
+    async fn token_user(&self, name: &str, create: bool) -> anyhow::Result<rein_store::User> {
+        let store = self.store().await?;
+        if let Some(u) = store.user_by_name(name).await? {
+            return Ok(u);
+        }
+        if !create {
+            bail!("no user `{name}`");
+        }
+        Ok(store.create_user(name).await?)
+    }
+}
+
+impl TokenAdmin for Local {
+    async fn create_token(
+        &self,
+        user: &str,
+        label: Option<String>,
+        device: Option<String>,
+    ) -> anyhow::Result<TokenMade> {
+        let u = self.token_user(user, true).await?;
+        let store = self.store().await?;
+        let token = rein_server::new_token().context("cannot generate a token")?;
+        let hash = rein_server::hash_token(&token);
+        let record = match &device {
+            Some(d) => rein_store::Devices::add_device_token(&**store, &u.id, &hash, d).await?,
+            None => store.add_token(&u.id, &hash, label.as_deref()).await?,
+        };
+        Ok(TokenMade {
+            token,
+            id: record.id,
+            user: u.name,
+        })
+    }
+
+    async fn tokens(&self, user: &str) -> anyhow::Result<Vec<ApiToken>> {
+        let u = self.token_user(user, false).await?;
+        Ok(self.store().await?.list_tokens(&u.id).await?)
+    }
+
+    async fn revoke_token(&self, user: &str, id: &str) -> anyhow::Result<()> {
+        let u = self.token_user(user, false).await?;
+        if !self.store().await?.revoke_token(&u.id, id).await? {
+            bail!("user {user} has no active token {id}");
+        }
+        Ok(())
+    }
+}
+
+impl TokenAdmin for Remote {
+    async fn create_token(
+        &self,
+        user: &str,
+        label: Option<String>,
+        device: Option<String>,
+    ) -> anyhow::Result<TokenMade> {
+        let path = format!("/v1/users/{}/tokens", segment(user));
+        self.call(Method::POST, &path, Some(&NewToken { label, device }))
+            .await
+    }
+
+    async fn tokens(&self, user: &str) -> anyhow::Result<Vec<ApiToken>> {
+        let path = format!("/v1/users/{}/tokens", segment(user));
+        let list: TokenList = self.call(Method::GET, &path, None::<&()>).await?;
+        Ok(list.tokens)
+    }
+
+    async fn revoke_token(&self, user: &str, id: &str) -> anyhow::Result<()> {
+        let path = format!("/v1/users/{}/tokens", segment(user));
+        let query = TokenQuery { id: id.to_owned() };
+        self.send_with_query(Method::DELETE, &path, &query).await
+    }
+}
