@@ -21,7 +21,12 @@ impl Retention for SqlStore {
         apply: bool,
     ) -> BoxFuture<'a, Result<Compacted, StoreError>> {
         async move {
-            let mut tx = self.begin_write().await?;
+            // A dry run only reads: it does not hold the writer (SQLite) while it counts.
+            let mut tx = if apply {
+                self.begin_write().await?
+            } else {
+                self.pool.begin().await?
+            };
             let ids: Vec<String> = sqlx::query_scalar(
                 "SELECT o.id FROM operations o \
                  WHERE o.status IN ('done', 'error') AND o.finished_at IS NOT NULL \
