@@ -34,6 +34,15 @@ struct Env {
     db: rein_testkit::E2eDatabase,
 }
 
+/// A finished process as the tests read it: its exit code, stdout and stderr.
+fn shaped(out: std::process::Output) -> (i32, String, String) {
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// A running `rein serve`.
 struct Rein {
     child: Child,
@@ -147,12 +156,7 @@ impl Env {
 
     /// [`Env::remote`] run to its end: the exit code, stdout and stderr.
     async fn on_server(&self, rein: &Rein, token: &str, args: &[&str]) -> (i32, String, String) {
-        let out = self.remote(rein, Some(token), args).output().await.unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        shaped(self.remote(rein, Some(token), args).output().await.unwrap())
     }
 
     /// `rein connect` as device `laptop` working in `dir`, with device token `token` and

@@ -24,6 +24,54 @@ pub fn new_token() -> Result<String, std::io::Error> {
     Ok(format!("rein_{}", random_hex::<24>()?))
 }
 
+/// What a new token authenticates.
+#[derive(Clone, Copy, Debug)]
+pub enum TokenFor<'a> {
+    /// The API, as its user; labelled as given.
+    Api(Option<&'a str>),
+    /// Only the connection of the user's device of this name (`rein connect`).
+    Device(&'a str),
+}
+
+/// Why a token could not be issued.
+#[derive(Debug, thiserror::Error)]
+pub enum IssueError {
+    /// The operating system gave no random bytes.
+    #[error("cannot generate a token: {0}")]
+    Random(#[from] std::io::Error),
+    /// Its hash could not be stored.
+    #[error(transparent)]
+    Store(#[from] rein_store::StoreError),
+}
+
+impl From<IssueError> for ApiError {
+    fn from(e: IssueError) -> Self {
+        match e {
+            IssueError::Store(s) => s.into(),
+            IssueError::Random(r) => ApiError::internal(r.to_string()),
+        }
+    }
+}
+
+/// A new token of `user_id` (stored as its hash): the token, shown this once, and its record.
+/// The one way tokens are made: `rein token create`, the admin API, `rein serve --init-admin`,
+/// and a login approved from another device.
+pub async fn issue_token(
+    store: &rein_store::SqlStore,
+    user_id: &str,
+    what: TokenFor<'_>,
+) -> Result<(String, rein_store::ApiToken), IssueError> {
+    let token = new_token()?;
+    let hash = hash_token(&token);
+    let record = match what {
+        TokenFor::Api(label) => store.add_token(user_id, &hash, label).await?,
+        TokenFor::Device(d) => {
+            rein_store::Devices::add_device_token(store, user_id, &hash, d).await?
+        }
+    };
+    Ok((token, record))
+}
+
 /// `N` random bytes from the operating system, in hex.
 pub(crate) fn random_hex<const N: usize>() -> Result<String, std::io::Error> {
     let mut bytes = [0u8; N];

@@ -43,7 +43,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-pub use auth::{AuthMode, hash_token, new_token};
+pub use auth::{AuthMode, IssueError, TokenFor, hash_token, issue_token, new_token};
 pub use error::ApiError;
 pub use hub::Hub;
 pub use runner::Runner;

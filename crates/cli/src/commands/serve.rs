@@ -97,14 +97,12 @@ async fn init_admin(store: &SqlStore, name: &str) -> anyhow::Result<()> {
         .set_role(&user.id, rein_store::UserRole::Admin)
         .await?;
     if existing.is_none() {
-        let token = rein_server::new_token()?;
-        store
-            .add_token(
-                &user.id,
-                &rein_server::hash_token(&token),
-                Some("init-admin"),
-            )
-            .await?;
+        let (token, _) = rein_server::issue_token(
+            store,
+            &user.id,
+            rein_server::TokenFor::Api(Some("init-admin")),
+        )
+        .await?;
         eprintln!("rein: admin {name} created; their token (shown once): {token}");
     }
     Ok(())

@@ -4,7 +4,7 @@
 //! stops at once.
 
 use super::{Local, Remote, remote::segment};
-use anyhow::{Context, bail};
+use anyhow::bail;
 use rein_server::routes::users::{NewToken, TokenList, TokenMade, TokenQuery};
 use rein_store::{Accounts, ApiToken};
 use reqwest::Method;
@@ -145,12 +145,11 @@ impl TokenAdmin for Local {
     ) -> anyhow::Result<TokenMade> {
         let u = self.token_user(user, true).await?;
         let store = self.store().await?;
-        let token = rein_server::new_token().context("cannot generate a token")?;
-        let hash = rein_server::hash_token(&token);
-        let record = match &device {
-            Some(d) => rein_store::Devices::add_device_token(&**store, &u.id, &hash, d).await?,
-            None => store.add_token(&u.id, &hash, label.as_deref()).await?,
+        let what = match &device {
+            Some(d) => rein_server::TokenFor::Device(d),
+            None => rein_server::TokenFor::Api(label.as_deref()),
         };
+        let (token, record) = rein_server::issue_token(store, &u.id, what).await?;
         Ok(TokenMade {
             token,
             id: record.id,

@@ -19,12 +19,7 @@ fn elsewhere(e: &Env, args: &[&str]) -> Command {
 }
 
 async fn run(c: &mut Command) -> (i32, String, String) {
-    let out = c.output().await.unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    shaped(c.output().await.unwrap())
 }
 
 #[tokio::test]

@@ -396,12 +396,7 @@ async fn chat_on(e: &Env, rein: &Rein, token: &str, input: &str) -> (i32, String
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(input.as_bytes()).await.unwrap();
     drop(stdin);
-    let out = child.wait_with_output().await.unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    shaped(child.wait_with_output().await.unwrap())
 }
 
 #[tokio::test]

@@ -237,14 +237,13 @@ pub async fn claim(
              start again",
         )),
         LoginClaim::Approved { user_id, client } => {
-            let token = crate::new_token().map_err(internal)?;
-            let hash = crate::hash_token(&token);
-            app.store
-                .add_token(&user_id, &hash, Some(&format!("login: {client}")))
-                .await?;
+            let label = format!("login: {client}");
+            let (token, _) =
+                crate::issue_token(&app.store, &user_id, crate::TokenFor::Api(Some(&label)))
+                    .await?;
             let user = app
                 .store
-                .user_for_token(&hash)
+                .user_for_token(&crate::hash_token(&token))
                 .await?
                 .ok_or_else(|| ApiError::internal("the new token's user is gone"))?;
             Ok(Json(LoginToken {

@@ -246,16 +246,11 @@ pub async fn create_token(
         return Err(ApiError::bad_request("label: 1 to 200 characters"));
     }
     let user = named(&app, &name).await?;
-    let token = crate::new_token().map_err(|e| ApiError::internal(e.to_string()))?;
-    let hash = crate::hash_token(&token);
-    let record = match &req.device {
-        Some(d) => rein_store::Devices::add_device_token(&*app.store, &user.id, &hash, d).await?,
-        None => {
-            app.store
-                .add_token(&user.id, &hash, req.label.as_deref())
-                .await?
-        }
+    let what = match &req.device {
+        Some(d) => crate::TokenFor::Device(d),
+        None => crate::TokenFor::Api(req.label.as_deref()),
     };
+    let (token, record) = crate::issue_token(&app.store, &user.id, what).await?;
     Ok(Reply(TokenMade {
         token,
         id: record.id,
