@@ -282,6 +282,63 @@ async fn the_ui_approves_a_login_from_another_device() {
     assert_eq!(report["user"], "local", "the --no-auth server's one user");
 }
 
+/// Signing in by password on a server with tokens, in Chromium: the cookie out of the page's
+/// reach, the UI's changes carrying the CSRF token and a bare request refused, a reload
+/// keeping the session, signing out ending it, and a name locked after five failures.
+#[tokio::test]
+async fn the_ui_signs_in_by_password_with_a_session_cookie_and_csrf_token() {
+    let (chromium, playwright) = match prerequisites() {
+        Ok(p) => p,
+        Err(missing) => {
+            rein_testkit::skip("the web UI's password sign-in in Chromium", &missing);
+            return;
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("rein-ui-signin-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("rein.db").to_string_lossy().into_owned();
+    for (name, password) in [("ann", "anns long password"), ("bob", "bobs long password")] {
+        let rein = |args: &[&str]| {
+            let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rein"));
+            cmd.env_clear()
+                .envs(rein_testkit::coverage_env())
+                .env("REIN_HOME", &dir)
+                .args(["--db", &db])
+                .args(args);
+            cmd
+        };
+        let made = rein(&["user", "create", name]).output().unwrap();
+        assert!(made.status.success(), "{made:?}");
+        let mut set = rein(&["user", "password", name])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        writeln!(set.stdin.take().unwrap(), "{password}").unwrap();
+        let set = set.wait_with_output().unwrap();
+        assert!(set.status.success(), "{set:?}");
+    }
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rein"));
+    cmd.env_clear()
+        .envs(rein_testkit::coverage_env())
+        .args(["--db", &db])
+        .args(["serve", "--addr", "127.0.0.1:0"]);
+    let (_server, base) = listening(cmd, &dir).await;
+    let (report, out) = run_script("signin.cjs", &base, &chromium, &playwright).await;
+    assert_eq!(
+        report["ok"],
+        true,
+        "{report:#}\nscreenshots in {}",
+        out.display()
+    );
+    assert!(
+        report["locked"].as_str().is_some_and(|s| s.contains("bob")),
+        "{report:#}"
+    );
+}
+
 /// A delegated task's thread in the UI: under the call that spawned it, collapsible, with the
 /// sub-agent's tool card, answer, status and cost; then a group conversation started from the
 /// picker, each turn naming its speaker; then a failed run's reason shown in the conversation.

@@ -124,6 +124,25 @@ impl<const CODE: u16, T: JsonSchema> Output for Reply<CODE, T> {
     }
 }
 
+/// `T` with a `Set-Cookie` header (a browser session signed in or out).
+pub struct SetCookie<T>(pub axum::http::HeaderValue, pub T);
+
+impl<T: axum::response::IntoResponse> axum::response::IntoResponse for SetCookie<T> {
+    fn into_response(self) -> axum::response::Response {
+        let mut response = self.1.into_response();
+        response
+            .headers_mut()
+            .insert(axum::http::header::SET_COOKIE, self.0);
+        response
+    }
+}
+
+impl<T: Output> Output for SetCookie<T> {
+    fn document(doc: &mut OperationDoc, g: &mut SchemaGenerator) {
+        T::document(doc, g);
+    }
+}
+
 /// `204`: done, nothing to say.
 pub struct NoContent;
 
@@ -354,7 +373,7 @@ fn operation_object(summary: &str, doc: OperationDoc) -> Value {
         op["requestBody"] = body;
     }
     op["security"] = if doc.secured {
-        json!([{"bearer": []}])
+        json!([{"bearer": []}, {"session": []}])
     } else {
         json!([])
     };

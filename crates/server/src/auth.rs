@@ -1,13 +1,17 @@
 //! Who is calling. API tokens are random, shown once, and stored as SHA-256 hashes; a request
-//! carries one as `Authorization: Bearer …`. A server bound to loopback may run open
-//! (`--no-auth`): every request then acts as one local user.
+//! carries one as `Authorization: Bearer …`, and a token may expire or carry scopes (`read`:
+//! only `GET`; `run`: also change the user's own things; `admin`: an admin's powers, without
+//! which an admin's token acts as a member's). A browser signed in by password (`signin`)
+//! carries a session cookie instead, and its state-changing requests a CSRF token. A server
+//! bound to loopback may run open (`--no-auth`): every request then acts as one local user.
 
 use crate::AppState;
 use crate::error::ApiError;
 use axum::extract::FromRequestParts;
+use axum::http::Method;
 use axum::http::request::Parts;
 use rand::TryRngCore;
-use rein_store::{Accounts, User};
+use rein_store::{Accounts, Sessions, TokenScope, TokenSpec, User};
 use sha2::{Digest, Sha256};
 
 /// How requests are authenticated.
@@ -27,8 +31,8 @@ pub fn new_token() -> Result<String, std::io::Error> {
 /// What a new token authenticates.
 #[derive(Clone, Copy, Debug)]
 pub enum TokenFor<'a> {
-    /// The API, as its user; labelled as given.
-    Api(Option<&'a str>),
+    /// The API, as its user: labelled, expiring and scoped as given.
+    Api(&'a TokenSpec),
     /// Only the connection of the user's device of this name (`rein connect`).
     Device(&'a str),
 }
@@ -64,7 +68,7 @@ pub async fn issue_token(
     let token = new_token()?;
     let hash = hash_token(&token);
     let record = match what {
-        TokenFor::Api(label) => store.add_token(user_id, &hash, label).await?,
+        TokenFor::Api(spec) => store.add_token(user_id, &hash, spec).await?,
         TokenFor::Device(d) => {
             rein_store::Devices::add_device_token(store, user_id, &hash, d).await?
         }
@@ -92,7 +96,7 @@ pub fn hash_token(token: &str) -> String {
     hex(&Sha256::digest(token.as_bytes()))
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
     bytes
         .iter()
@@ -119,40 +123,158 @@ pub fn bearer_token(headers: &axum::http::HeaderMap) -> Result<&str, ApiError> {
         .ok_or_else(|| ApiError::unauthorized("the Authorization header is not `Bearer <token>`"))
 }
 
-/// Whether the token of `headers` still belongs to a user (an event stream re-checks it, so
-/// revoking a token ends the streams it opened). Always true without tokens.
-pub async fn still_valid(app: &crate::App, token_hash: Option<&str>) -> bool {
-    match token_hash {
-        None => true,
-        Some(hash) => !matches!(app.store.user_for_token(hash).await, Ok(None)),
+/// What authenticated a request, by its hash: an event stream re-checks it, so revoking a
+/// token or ending a session ends the streams it opened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Credential {
+    /// An API token.
+    Token(String),
+    /// A browser session.
+    Session(String),
+}
+
+/// The credential a request carries, as [`Caller`] reads it (a bearer token first, then the
+/// session cookie); none on a server without tokens.
+pub fn credential(app: &crate::App, headers: &axum::http::HeaderMap) -> Option<Credential> {
+    if matches!(app.auth, AuthMode::Open(_)) {
+        return None;
+    }
+    if let Ok(token) = bearer_token(headers) {
+        Some(Credential::Token(hash_token(token)))
+    } else {
+        crate::signin::cookie_secret(headers).map(|s| Credential::Session(hash_token(s)))
     }
 }
 
-/// The authenticated user of a request.
+/// Whether a credential still authenticates (always true for none).
+pub async fn still_valid(app: &crate::App, credential: Option<&Credential>) -> bool {
+    match credential {
+        None => true,
+        Some(Credential::Token(hash)) => !matches!(app.store.user_for_token(hash).await, Ok(None)),
+        Some(Credential::Session(hash)) => !matches!(
+            app.store.user_for_session(hash, chrono::Utc::now()).await,
+            Ok(None)
+        ),
+    }
+}
+
+/// The authenticated user of a request, acting with what its credential allows: a token
+/// without the `run` scope may only read, and one without `admin` acts as a member.
 #[derive(Clone, Debug)]
 pub struct Caller(pub User);
+
+/// The authenticated user of a request whatever its token's scopes: for the one thing any
+/// credential may do, signing itself out.
+#[derive(Clone, Debug)]
+pub struct SignedIn(pub User);
+
+/// Whether a request of this method changes something (and so needs the `run` scope, and from
+/// a browser session a CSRF token).
+fn changes(method: &Method) -> bool {
+    !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+/// Who sent the request; `scoped`: hold a token to its scopes.
+async fn authenticate(parts: &Parts, app: &AppState, scoped: bool) -> Result<User, ApiError> {
+    if let AuthMode::Open(user) = &app.auth {
+        return Ok(user.clone());
+    }
+    if parts
+        .headers
+        .contains_key(axum::http::header::AUTHORIZATION)
+        || crate::signin::cookie_secret(&parts.headers).is_none()
+    {
+        let token = bearer_token(&parts.headers)?;
+        let holder = app
+            .store
+            .user_for_token(&hash_token(token))
+            .await?
+            .ok_or_else(|| ApiError::unauthorized("unknown, expired or revoked token"))?;
+        let mut user = holder.user;
+        if let (true, Some(scopes)) = (scoped, &holder.scopes) {
+            let may_change =
+                scopes.contains(&TokenScope::Run) || scopes.contains(&TokenScope::Admin);
+            if changes(&parts.method) && !may_change {
+                return Err(ApiError::new(
+                    axum::http::StatusCode::FORBIDDEN,
+                    crate::error_code::ApiErrorCode::InsufficientScope,
+                    format!(
+                        "this token may only read (its scopes: {}); a {} needs the `run` scope",
+                        scopes
+                            .iter()
+                            .map(|s| s.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        parts.method
+                    ),
+                ));
+            }
+            if !scopes.contains(&TokenScope::Admin) {
+                user.role = rein_store::UserRole::Member;
+            }
+        }
+        return Ok(user);
+    }
+    let secret = crate::signin::cookie_secret(&parts.headers).unwrap_or_default();
+    let (user, _) = app
+        .store
+        .user_for_session(&hash_token(secret), chrono::Utc::now())
+        .await?
+        .ok_or_else(|| ApiError::unauthorized("the session ended or expired: sign in again"))?;
+    if changes(&parts.method) {
+        let given = parts
+            .headers
+            .get(crate::signin::CSRF_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        if !crate::signin::csrf_matches(secret, given) {
+            return Err(ApiError::new(
+                axum::http::StatusCode::FORBIDDEN,
+                crate::error_code::ApiErrorCode::CsrfTokenInvalid,
+                format!(
+                    "a signed-in browser's {} must carry the session's CSRF token in `{}` (GET /v1/session answers it)",
+                    parts.method,
+                    crate::signin::CSRF_HEADER
+                ),
+            ));
+        }
+    }
+    Ok(user)
+}
 
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, app: &AppState) -> Result<Self, ApiError> {
-        if let AuthMode::Open(user) = &app.auth {
-            return Ok(Caller(user.clone()));
-        }
-        let token = bearer_token(&parts.headers)?;
-        let user = app
-            .store
-            .user_for_token(&hash_token(token))
-            .await?
-            .ok_or_else(|| ApiError::unauthorized("unknown or revoked token"))?;
-        Ok(Caller(user))
+        authenticate(parts, app, true).await.map(Caller)
+    }
+}
+
+impl FromRequestParts<AppState> for SignedIn {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &AppState) -> Result<Self, ApiError> {
+        authenticate(parts, app, false).await.map(SignedIn)
+    }
+}
+
+impl crate::api::Input for SignedIn {
+    fn document(doc: &mut crate::api::OperationDoc, g: &mut schemars::generate::SchemaGenerator) {
+        Caller::document(doc, g);
     }
 }
 
 impl crate::api::Input for Caller {
     fn document(doc: &mut crate::api::OperationDoc, _g: &mut schemars::generate::SchemaGenerator) {
         doc.secured = true;
-        doc.error(401, "No token, or an unknown or revoked one");
+        doc.error(
+            401,
+            "No token or session, or an unknown, expired or revoked one",
+        );
+        doc.error(
+            403,
+            "A token whose scopes do not cover the request, or a signed-in browser's change without its CSRF token",
+        );
     }
 }
 

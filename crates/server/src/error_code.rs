@@ -11,6 +11,13 @@ rein_core::named_enum! {
         Unauthorized = "unauthorized",
         /// 403: a browser request from another origin.
         ForbiddenOrigin = "forbidden_origin",
+        /// 403: a token whose scopes do not cover the request (a `read` token changing
+        /// something).
+        InsufficientScope = "insufficient_scope",
+        /// 403: a signed-in browser's state-changing request without its session's CSRF token.
+        CsrfTokenInvalid = "csrf_token_invalid",
+        /// 403: changing your password without giving the current one.
+        WrongPassword = "wrong_password",
         /// 404: nothing there, or nothing this user may see.
         NotFound = "not_found",
         /// 405.
@@ -88,6 +95,8 @@ rein_core::named_enum! {
         /// 429: the caller's daily or monthly cost cap is spent (`details` name it and when it
         /// resets; `Retry-After` says when).
         SpendCapReached = "spend_cap_reached",
+        /// 429: too many failed sign-ins of this name; `Retry-After` says when to try again.
+        TooManyAttempts = "too_many_attempts",
         /// 429: too many logins from other devices wait for approval.
         TooManyLogins = "too_many_logins",
         /// 429: too many operations running.

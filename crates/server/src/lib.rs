@@ -28,6 +28,7 @@ pub mod openapi;
 pub mod origin;
 pub mod routes;
 pub mod runner;
+pub mod signin;
 pub mod tasks;
 mod ui;
 
@@ -98,6 +99,8 @@ pub struct App {
     pub devices: Arc<devices::DeviceGateway>,
     /// Wakes the knowledge ingester ([`knowledge::ingest_loop`]) when an upload recorded a job.
     pub ingest: Arc<tokio::sync::Notify>,
+    /// Failed password sign-ins per name ([`signin::Attempts`]).
+    pub sign_ins: Arc<signin::Attempts>,
 }
 
 impl App {
@@ -129,6 +132,7 @@ impl App {
             launcher,
             devices: Arc::default(),
             ingest: Arc::default(),
+            sign_ins: Arc::default(),
         }
     }
 
@@ -163,6 +167,7 @@ pub fn api() -> api::Api {
         .merge(routes::grants::api())
         .merge(routes::logins::api())
         .merge(routes::users::api())
+        .merge(routes::sessions::api())
         .merge(routes::usage::api())
 }
 

@@ -45,11 +45,19 @@ fn build() -> Value {
         "paths": paths,
         "components": {
             "schemas": schemas,
-            "securitySchemes": {"bearer": {
-                "type": "http",
-                "scheme": "bearer",
-                "description": "A token from `rein token create` (not needed under `--no-auth`)"
-            }},
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "A token from `rein token create` (not needed under `--no-auth`)"
+                },
+                "session": {
+                    "type": "apiKey",
+                    "in": "cookie",
+                    "name": crate::signin::COOKIE,
+                    "description": "A browser session from `POST /v1/sessions`; a change also needs its CSRF token in `X-CSRF-Token`"
+                }
+            },
         },
     })
 }

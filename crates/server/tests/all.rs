@@ -17,6 +17,7 @@ mod leases;
 mod metrics;
 mod questions;
 mod resume;
+mod sessions;
 mod settings;
 mod topics;
 mod usage;

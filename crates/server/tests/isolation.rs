@@ -100,7 +100,7 @@ async fn users_are_isolated_and_tokens_are_required() {
 
     for (token, want) in [
         (None, "missing `Authorization: Bearer <token>`"),
-        (Some("rein_nope"), "unknown or revoked token"),
+        (Some("rein_nope"), "unknown, expired or revoked token"),
     ] {
         let (status, body) = e.call("GET", "/v1/operations", token, None).await;
         assert_eq!(status, 401);

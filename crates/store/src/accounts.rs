@@ -19,6 +19,49 @@ rein_core::named_enum! {
     }
 }
 
+rein_core::named_enum! {
+    /// What an API token may do; a token made without scopes may do all its user's role
+    /// allows.
+    pub enum TokenScope as "token scope" {
+        /// Read: `GET` requests (event streams included).
+        Read = "read",
+        /// Read and change the user's own things: start operations, decide, edit agents.
+        Run = "run",
+        /// What an admin may do beyond their own things (users, their tokens, everyone's
+        /// usage); without it an admin's token acts as a member's.
+        Admin = "admin",
+    }
+}
+
+/// What a new API token is: its label, when it expires, what it may do.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TokenSpec {
+    /// What it is for.
+    pub label: Option<String>,
+    /// When it stops authenticating (never when absent).
+    pub expires_at: Option<DateTime<Utc>>,
+    /// What it may do (all its user's role allows when absent).
+    pub scopes: Option<Vec<TokenScope>>,
+}
+
+/// The user an API token authenticates, with what the token lets them do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenHolder {
+    /// Whose token it is.
+    pub user: User,
+    /// The token's scopes (all the role allows when absent).
+    pub scopes: Option<Vec<TokenScope>>,
+}
+
+/// A user with what signing in by password checks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PasswordHolder {
+    /// The user.
+    pub user: User,
+    /// Their password's argon2id PHC string (absent when they have none: tokens only).
+    pub password_hash: Option<String>,
+}
+
 /// A user of a server.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct User {
@@ -54,6 +97,12 @@ pub struct ApiToken {
     pub last_used_at: Option<DateTime<Utc>>,
     /// Revoked (a revoked token authenticates nothing).
     pub revoked_at: Option<DateTime<Utc>>,
+    /// When it stops authenticating (never when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<DateTime<Utc>>,
+    /// What it may do (all its user's role allows when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<TokenScope>>,
 }
 
 /// A user's agent: a name and its configuration (model, system role, tools, limits).
@@ -118,14 +167,27 @@ pub trait Accounts: Send + Sync {
         &'a self,
         user_id: &'a str,
         token_hash: &'a str,
-        label: Option<&'a str>,
+        spec: &'a TokenSpec,
     ) -> BoxFuture<'a, Result<ApiToken, StoreError>>;
-    /// The user a (not revoked) API token hash belongs to, unless they are disabled; records
-    /// the use. A device token is no API token ([`crate::Devices::device_for_token`]).
+    /// The user a (not revoked, not expired) API token hash belongs to, unless they are
+    /// disabled, with the token's scopes; records the use. A device token is no API token
+    /// ([`crate::Devices::device_for_token`]).
     fn user_for_token<'a>(
         &'a self,
         token_hash: &'a str,
-    ) -> BoxFuture<'a, Result<Option<User>, StoreError>>;
+    ) -> BoxFuture<'a, Result<Option<TokenHolder>, StoreError>>;
+    /// Set a user's password (its argon2id PHC string; `None` removes it, leaving tokens as the
+    /// only way in); whether there is such a user.
+    fn set_password<'a>(
+        &'a self,
+        user_id: &'a str,
+        password_hash: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// A user by name with their password's PHC string.
+    fn user_with_password<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<PasswordHolder>, StoreError>>;
     /// A user's tokens, newest first.
     fn list_tokens<'a>(
         &'a self,

@@ -21,7 +21,7 @@
 //! and the memories models extract from finished conversations, with their history and queue
 //! ([`Memories`]), and the grants people make ("always for this tool", per operation,
 //! conversation or agent, revocable: [`Grants`]), and sign-ins from another device approved
-//! by a signed-in person ([`Logins`]); and what an old database lets go of (finished operations'
+//! by a signed-in person ([`Logins`]), and browser sessions signed in by password ([`Sessions`]); and what an old database lets go of (finished operations'
 //! steps, events and tool results) and its backups ([`Retention`]), and what operations spent,
 //! summed per day, agent, model or user ([`Usage`]).
 
@@ -38,12 +38,16 @@ mod migrate;
 mod records;
 mod retention;
 mod schema;
+mod sessions;
 mod sql;
 mod tasks;
 mod topics;
 mod usage;
 
-pub use accounts::{Accounts, AgentRecord, ApiToken, GroupRecord, User, UserRole};
+pub use accounts::{
+    Accounts, AgentRecord, ApiToken, GroupRecord, PasswordHolder, TokenHolder, TokenScope,
+    TokenSpec, User, UserRole,
+};
 pub use briefs::{
     Artifact, BRIEF_ID_PATTERN, Brief, BriefAction, BriefFilter, BriefHook, BriefKind, BriefNotice,
     BriefPriority, Briefs, Resolution, new_brief_id, valid_brief_id,
@@ -67,6 +71,7 @@ pub use migrate::AppliedMigration;
 pub use records::*;
 pub use retention::{Compacted, Retention, compact_all};
 pub use schema::{Migration, Schema};
+pub use sessions::{SessionRecord, Sessions};
 pub use sql::{CommitNotices, Counts, Notice, SqlStore, Synchronous, redact};
 pub use tasks::{Delivery, DeliveryStatus, Handoff, RunTrigger, TaskRow, TaskRun, Tasks};
 pub use topics::{
@@ -88,7 +93,7 @@ use rein_core::{AgentEvent, AgentState, Message, MessageId, OperationId};
 /// Durable storage for operations (and the briefs they raise). Every method is one
 /// transaction.
 pub trait Store:
-    Briefs + Topics + Knowledge + KnowledgeJobs + Memories + Grants + Logins + Send + Sync
+    Briefs + Topics + Knowledge + KnowledgeJobs + Memories + Grants + Logins + Sessions + Send + Sync
 {
     /// Persist a new operation with its first messages, before anything runs; under its
     /// [`TopicGate`] it is queued behind (or refused by, `TopicBusy`) another operation of its

@@ -143,6 +143,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "roles, and disabled users",
         include_str!("../migrations/0024_roles.sql"),
     ),
+    (
+        25,
+        "passwords, browser sessions, token expiry and scopes",
+        include_str!("../migrations/0025_sessions.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

@@ -1588,13 +1588,166 @@ async fn logins(store: &SqlStore) {
     );
 }
 
+/// Passwords, browser sessions (live until they expire, are ended, or their user is
+/// disabled), and API tokens that expire or carry scopes.
+async fn sessions(store: &SqlStore) {
+    use chrono::SubsecRound;
+    use rein_store::{Accounts, SessionRecord, Sessions, TokenScope, TokenSpec};
+    let u = store.create_user("session-holder").await.unwrap();
+    let other = store.create_user("session-other").await.unwrap();
+    assert_eq!(
+        store.user_with_password("session-holder").await.unwrap(),
+        Some(rein_store::PasswordHolder {
+            user: u.clone(),
+            password_hash: None
+        }),
+        "no password until one is set"
+    );
+    assert!(
+        store
+            .set_password(&u.id, Some("$argon2id$x"))
+            .await
+            .unwrap()
+    );
+    assert!(!store.set_password("usr_nobody", Some("x")).await.unwrap());
+    let holder = store
+        .user_with_password("session-holder")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(holder.password_hash.as_deref(), Some("$argon2id$x"));
+    assert!(store.user_with_password("nobody").await.unwrap().is_none());
+
+    let now = Utc::now().trunc_subsecs(6);
+    let session = |id: &str, user: &str, hours: i64| SessionRecord {
+        id: id.into(),
+        user_id: user.into(),
+        client: Some("Chromium".into()),
+        created_at: now,
+        expires_at: now + chrono::Duration::hours(hours),
+        last_used_at: None,
+        revoked_at: None,
+    };
+    store
+        .create_session(&session("ses_a", &u.id, 1), "hash-a")
+        .await
+        .unwrap();
+    store
+        .create_session(&session("ses_b", &u.id, 1), "hash-b")
+        .await
+        .unwrap();
+    store
+        .create_session(&session("ses_c", &other.id, 1), "hash-c")
+        .await
+        .unwrap();
+    let (who, s) = store
+        .user_for_session("hash-a", now)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((who.id.as_str(), s.id.as_str()), (u.id.as_str(), "ses_a"));
+    assert_eq!(s.last_used_at, Some(now), "the first use is noted");
+    assert!(
+        store
+            .user_for_session("hash-a", now + chrono::Duration::hours(2))
+            .await
+            .unwrap()
+            .is_none(),
+        "expired"
+    );
+    assert!(store.user_for_session("nope", now).await.unwrap().is_none());
+    assert_eq!(store.list_sessions(&u.id, now).await.unwrap().len(), 2);
+
+    // A disabled user's sessions authenticate nothing; enabled again, they do.
+    store.set_disabled(&u.id, true).await.unwrap();
+    assert!(
+        store
+            .user_for_session("hash-b", now)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    store.set_disabled(&u.id, false).await.unwrap();
+    assert!(
+        store
+            .user_for_session("hash-b", now)
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    assert!(store.end_session("hash-a", now).await.unwrap());
+    assert!(!store.end_session("hash-a", now).await.unwrap(), "once");
+    assert!(
+        store
+            .user_for_session("hash-a", now)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(store.end_sessions(&u.id, now).await.unwrap(), 1);
+    assert!(
+        store
+            .user_for_session("hash-b", now)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(store.list_sessions(&u.id, now).await.unwrap().is_empty());
+    assert!(
+        store
+            .user_for_session("hash-c", now)
+            .await
+            .unwrap()
+            .is_some(),
+        "another user's session is untouched"
+    );
+
+    // Tokens: an expired one authenticates nothing; scopes come back as given.
+    let spec = TokenSpec {
+        label: Some("ci".into()),
+        expires_at: Some(Utc::now() - chrono::Duration::seconds(1)),
+        scopes: None,
+    };
+    let expired = store.add_token(&u.id, "expired-hash", &spec).await.unwrap();
+    assert!(expired.expires_at.is_some());
+    assert!(
+        store
+            .user_for_token("expired-hash")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let spec = TokenSpec {
+        label: None,
+        expires_at: Some(Utc::now() + chrono::Duration::hours(1)),
+        scopes: Some(vec![TokenScope::Read, TokenScope::Admin]),
+    };
+    let made = store.add_token(&u.id, "scoped-hash", &spec).await.unwrap();
+    let holder = store.user_for_token("scoped-hash").await.unwrap().unwrap();
+    assert_eq!(holder.user.id, u.id);
+    assert_eq!(
+        holder.scopes,
+        Some(vec![TokenScope::Read, TokenScope::Admin])
+    );
+    let listed = store.list_tokens(&u.id).await.unwrap();
+    let listed = listed.iter().find(|t| t.id == made.id).unwrap();
+    assert_eq!(
+        (&listed.scopes, listed.expires_at),
+        (&made.scopes, made.expires_at)
+    );
+}
+
 /// Roles and disabled users: a member until made admin; a disabled user's API and device
 /// tokens authenticate nothing, and do again once enabled.
 async fn roles(store: &SqlStore) {
     use rein_store::{Accounts, Devices, UserRole};
     let u = store.create_user("role-holder").await.unwrap();
     assert_eq!((u.role, u.disabled_at), (UserRole::Member, None));
-    store.add_token(&u.id, "role-api-hash", None).await.unwrap();
+    store
+        .add_token(&u.id, "role-api-hash", &rein_store::TokenSpec::default())
+        .await
+        .unwrap();
     store
         .add_device_token(&u.id, "role-device-hash", "laptop")
         .await
@@ -1606,7 +1759,7 @@ async fn roles(store: &SqlStore) {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(found.role, UserRole::Admin);
+    assert_eq!(found.user.role, UserRole::Admin);
     assert!(store.set_disabled(&u.id, true).await.unwrap());
     assert!(
         store
@@ -1656,6 +1809,7 @@ async fn sqlite_conformance() {
     memory_queue(&store).await;
     logins(&store).await;
     roles(&store).await;
+    sessions(&store).await;
     let other = SqlStore::open(dir.join("rein.db").to_str().unwrap(), Synchronous::Normal)
         .await
         .unwrap();
@@ -1690,6 +1844,7 @@ async fn postgres_conformance() {
     memory_queue(&store).await;
     logins(&store).await;
     roles(&store).await;
+    sessions(&store).await;
     assert_eq!(store.vector_search(), VectorSearch::InProcess);
     let other = SqlStore::open(&scoped, Synchronous::Normal).await.unwrap();
     knowledge_vectors_and_jobs(&store, &other).await;
@@ -1871,11 +2026,18 @@ async fn accounts(store: &SqlStore) {
 
     let hash = format!("hash-{suffix}");
     let token = store
-        .add_token(&alice.id, &hash, Some("laptop"))
+        .add_token(
+            &alice.id,
+            &hash,
+            &rein_store::TokenSpec {
+                label: Some("laptop".into()),
+                ..Default::default()
+            },
+        )
         .await
         .unwrap();
     assert_eq!(
-        store.user_for_token(&hash).await.unwrap(),
+        store.user_for_token(&hash).await.unwrap().map(|h| h.user),
         Some(alice.clone())
     );
     assert!(store.user_for_token("nope").await.unwrap().is_none());

@@ -193,6 +193,21 @@ impl Remote {
         self.read(path, resp).await
     }
 
+    /// `method path` with `body`, answered with no body.
+    pub(crate) async fn send_body(
+        &self,
+        method: Method,
+        path: &str,
+        body: &(impl Serialize + Sync),
+    ) -> anyhow::Result<()> {
+        let r = self
+            .request(method, path)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(serde_json::to_vec(body)?);
+        self.send(r).await?;
+        Ok(())
+    }
+
     /// A request answered with no body.
     pub(crate) async fn call_empty(&self, method: Method, path: &str) -> anyhow::Result<()> {
         self.send(self.request(method, path)).await?;

@@ -100,7 +100,10 @@ async fn init_admin(store: &SqlStore, name: &str) -> anyhow::Result<()> {
         let (token, _) = rein_server::issue_token(
             store,
             &user.id,
-            rein_server::TokenFor::Api(Some("init-admin")),
+            rein_server::TokenFor::Api(&rein_store::TokenSpec {
+                label: Some("init-admin".into()),
+                ..Default::default()
+            }),
         )
         .await?;
         eprintln!("rein: admin {name} created; their token (shown once): {token}");

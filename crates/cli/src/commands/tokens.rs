@@ -6,7 +6,7 @@
 use super::{Local, Remote, remote::segment};
 use anyhow::bail;
 use rein_server::routes::users::{NewToken, TokenList, TokenMade, TokenQuery};
-use rein_store::{Accounts, ApiToken};
+use rein_store::{Accounts, ApiToken, TokenScope};
 use reqwest::Method;
 
 /// `rein token` subcommands.
@@ -24,6 +24,14 @@ pub enum TokenCommand {
         /// authenticates nothing else.
         #[arg(long, value_name = "NAME")]
         device: Option<String>,
+        /// The token stops authenticating after this many days (never by default).
+        #[arg(long, value_name = "DAYS", value_parser = clap::value_parser!(u32).range(1..=3650))]
+        expires_in: Option<u32>,
+        /// What the token may do: `read` (only look), `run` (also change your things),
+        /// `admin` (an admin's powers); repeat for several (all the user's role allows by
+        /// default).
+        #[arg(long = "scope", value_name = "SCOPE", value_parser = crate::named::named::<TokenScope>())]
+        scopes: Vec<TokenScope>,
     },
     /// List a user's tokens (never the tokens themselves).
     List {
@@ -43,13 +51,8 @@ pub enum TokenCommand {
 
 /// What `rein token` needs from where it runs.
 pub trait TokenAdmin {
-    /// A new token of `user`: an API token labelled `label`, or a device token of `device`.
-    async fn create_token(
-        &self,
-        user: &str,
-        label: Option<String>,
-        device: Option<String>,
-    ) -> anyhow::Result<TokenMade>;
+    /// A new token of `user` as `new` describes it.
+    async fn create_token(&self, user: &str, new: &NewToken) -> anyhow::Result<TokenMade>;
 
     /// `user`'s tokens, newest first.
     async fn tokens(&self, user: &str) -> anyhow::Result<Vec<ApiToken>>;
@@ -65,16 +68,21 @@ pub async fn run(on: &impl TokenAdmin, command: TokenCommand, json: bool) -> any
             user,
             label,
             device,
+            expires_in,
+            scopes,
         } => {
             if user.trim().is_empty() {
                 bail!("--user is empty");
             }
-            if let Some(d) = &device
-                && !rein_core::spec::valid_device_name(d)
-            {
-                bail!("--device `{d}`: use 1-64 letters, digits, `-`, `_` or `.`");
-            }
-            let made = on.create_token(&user, label, device.clone()).await?;
+            let now = chrono::Utc::now();
+            let new = NewToken {
+                label,
+                device: device.clone(),
+                expires_at: expires_in.map(|d| now + chrono::Duration::days(i64::from(d))),
+                scopes: (!scopes.is_empty()).then_some(scopes),
+            };
+            new.checked(now)?;
+            let made = on.create_token(&user, &new).await?;
             if json {
                 println!(
                     "{}",
@@ -104,8 +112,14 @@ pub async fn run(on: &impl TokenAdmin, command: TokenCommand, json: bool) -> any
                         (None, Some(u)) => format!("last used {}", u.format("%Y-%m-%d %H:%M")),
                         (None, None) => "never used".into(),
                     };
+                    let scopes = t.scopes.as_ref().map_or("all".into(), |s| {
+                        s.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",")
+                    });
+                    let expires = t.expires_at.map_or(String::new(), |e| {
+                        format!("  expires {}", e.format("%Y-%m-%d %H:%M"))
+                    });
                     println!(
-                        "{}  {}  created {}  {}",
+                        "{}  {}  created {}  scopes {scopes}{expires}  {}",
                         t.id,
                         t.label.as_deref().unwrap_or("-"),
                         t.created_at.format("%Y-%m-%d %H:%M"),
@@ -137,17 +151,13 @@ impl Local {
 }
 
 impl TokenAdmin for Local {
-    async fn create_token(
-        &self,
-        user: &str,
-        label: Option<String>,
-        device: Option<String>,
-    ) -> anyhow::Result<TokenMade> {
+    async fn create_token(&self, user: &str, new: &NewToken) -> anyhow::Result<TokenMade> {
+        let spec = new.checked(chrono::Utc::now())?;
         let u = self.token_user(user, true).await?;
         let store = self.store().await?;
-        let what = match &device {
+        let what = match &new.device {
             Some(d) => rein_server::TokenFor::Device(d),
-            None => rein_server::TokenFor::Api(label.as_deref()),
+            None => rein_server::TokenFor::Api(&spec),
         };
         let (token, record) = rein_server::issue_token(store, &u.id, what).await?;
         Ok(TokenMade {
@@ -172,15 +182,9 @@ impl TokenAdmin for Local {
 }
 
 impl TokenAdmin for Remote {
-    async fn create_token(
-        &self,
-        user: &str,
-        label: Option<String>,
-        device: Option<String>,
-    ) -> anyhow::Result<TokenMade> {
+    async fn create_token(&self, user: &str, new: &NewToken) -> anyhow::Result<TokenMade> {
         let path = format!("/v1/users/{}/tokens", segment(user));
-        self.call(Method::POST, &path, Some(&NewToken { label, device }))
-            .await
+        self.call(Method::POST, &path, Some(new)).await
     }
 
     async fn tokens(&self, user: &str) -> anyhow::Result<Vec<ApiToken>> {

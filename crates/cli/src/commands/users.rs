@@ -1,13 +1,16 @@
 //! `rein user …`: who uses a server. Here, on the database's machine, the operator manages
 //! every user; against a server (`--server`) only an admin may (`/v1/users`; a member is told
-//! there is no such thing). A disabled user's tokens stop working at once; enabling them
-//! restores them.
+//! there is no such thing), except that anyone sets their own password. A disabled user's
+//! tokens and browser sessions stop working at once; enabling them restores them. A password
+//! is read from stdin, never from the command line.
 
 use super::{Local, Remote, remote::segment};
 use crate::named::named;
 use anyhow::{anyhow, bail};
-use rein_server::routes::users::{NewUser, UserChange, UserList, UserOut};
-use rein_store::{Accounts, StoreError, UserRole};
+use rein_server::routes::users::{
+    NewPassword, NewUser, SessionList, SessionsEnded, UserChange, UserList, UserOut,
+};
+use rein_store::{Accounts, SessionRecord, Sessions, StoreError, UserRole};
 use reqwest::Method;
 
 /// `rein user` subcommands.
@@ -47,6 +50,21 @@ pub enum UserCommand {
         /// Their name.
         name: String,
     },
+    /// Set a user's password for signing in to the web UI: the new one on stdin's first line
+    /// (changing your own on a server as a member: the current one on the second). Their
+    /// browser sessions end.
+    Password {
+        /// Their name.
+        name: String,
+    },
+    /// A user's live browser sessions; `--end` ends them all at once.
+    Sessions {
+        /// Their name.
+        name: String,
+        /// End every one of them.
+        #[arg(long)]
+        end: bool,
+    },
 }
 
 /// What `rein user` needs from where it runs.
@@ -62,6 +80,29 @@ pub trait UserAdmin {
 
     /// Change a user's role or whether they are disabled.
     async fn change_user(&self, name: &str, change: UserChange) -> anyhow::Result<UserOut>;
+
+    /// Set a user's password.
+    async fn set_password(&self, name: &str, new: &NewPassword) -> anyhow::Result<()>;
+
+    /// A user's live browser sessions.
+    async fn sessions(&self, name: &str) -> anyhow::Result<Vec<SessionRecord>>;
+
+    /// End a user's browser sessions; how many ended.
+    async fn end_sessions(&self, name: &str) -> anyhow::Result<u64>;
+}
+
+/// The password lines of stdin: the new one, and the current one when a second line has it.
+fn passwords_from_stdin() -> anyhow::Result<NewPassword> {
+    let mut input = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut input)?;
+    let mut lines = input.lines();
+    let password = lines.next().unwrap_or_default().to_owned();
+    if password.is_empty() {
+        bail!("no password on stdin (its first line is the new password)");
+    }
+    rein_server::signin::check_new_password(&password)?;
+    let current = lines.next().filter(|l| !l.is_empty()).map(str::to_owned);
+    Ok(NewPassword { password, current })
 }
 
 fn line(u: &UserOut) -> String {
@@ -111,6 +152,32 @@ pub async fn run(on: &impl UserAdmin, command: UserCommand, json: bool) -> anyho
             };
             print(&on.change_user(&name, change).await?, json)?;
         }
+        UserCommand::Password { name } => {
+            on.set_password(&name, &passwords_from_stdin()?).await?;
+            eprintln!("password of {name} set; their browser sessions ended");
+        }
+        UserCommand::Sessions { name, end: true } => {
+            let ended = on.end_sessions(&name).await?;
+            eprintln!("{}", crate::output::count(ended, "session") + " ended");
+        }
+        UserCommand::Sessions { name, end: false } => {
+            for s in on.sessions(&name).await? {
+                if json {
+                    println!("{}", serde_json::to_string(&s)?);
+                } else {
+                    let used = s.last_used_at.map_or("never used".into(), |t| {
+                        format!("last used {}", t.format("%Y-%m-%d %H:%M"))
+                    });
+                    println!(
+                        "{}  signed in {}  {used}  expires {}  {}",
+                        s.id,
+                        s.created_at.format("%Y-%m-%d %H:%M"),
+                        s.expires_at.format("%Y-%m-%d %H:%M"),
+                        s.client.as_deref().unwrap_or("-")
+                    );
+                }
+            }
+        }
     }
     Ok(crate::exit::DONE)
 }
@@ -156,6 +223,41 @@ impl UserAdmin for Local {
         }
         self.user(name).await
     }
+
+    async fn set_password(&self, name: &str, new: &NewPassword) -> anyhow::Result<()> {
+        let user = self.named_user(name).await?;
+        let password = new.password.clone();
+        let phc =
+            tokio::task::spawn_blocking(move || rein_server::signin::hash_password(&password))
+                .await??;
+        let store = self.store().await?;
+        store.set_password(&user.id, Some(&phc)).await?;
+        store.end_sessions(&user.id, chrono::Utc::now()).await?;
+        Ok(())
+    }
+
+    async fn sessions(&self, name: &str) -> anyhow::Result<Vec<SessionRecord>> {
+        let user = self.named_user(name).await?;
+        let store = self.store().await?;
+        Ok(store.list_sessions(&user.id, chrono::Utc::now()).await?)
+    }
+
+    async fn end_sessions(&self, name: &str) -> anyhow::Result<u64> {
+        let user = self.named_user(name).await?;
+        let store = self.store().await?;
+        Ok(store.end_sessions(&user.id, chrono::Utc::now()).await?)
+    }
+}
+
+impl Local {
+    /// The user of this name, or an error naming it.
+    async fn named_user(&self, name: &str) -> anyhow::Result<rein_store::User> {
+        self.store()
+            .await?
+            .user_by_name(name)
+            .await?
+            .ok_or_else(|| anyhow!("no user `{name}`"))
+    }
 }
 
 impl UserAdmin for Remote {
@@ -180,5 +282,22 @@ impl UserAdmin for Remote {
     async fn change_user(&self, name: &str, change: UserChange) -> anyhow::Result<UserOut> {
         let path = format!("/v1/users/{}", segment(name));
         self.call(Method::PATCH, &path, Some(&change)).await
+    }
+
+    async fn set_password(&self, name: &str, new: &NewPassword) -> anyhow::Result<()> {
+        let path = format!("/v1/users/{}/password", segment(name));
+        self.send_body(Method::PUT, &path, new).await
+    }
+
+    async fn sessions(&self, name: &str) -> anyhow::Result<Vec<SessionRecord>> {
+        let path = format!("/v1/users/{}/sessions", segment(name));
+        let list: SessionList = self.call(Method::GET, &path, None::<&()>).await?;
+        Ok(list.sessions)
+    }
+
+    async fn end_sessions(&self, name: &str) -> anyhow::Result<u64> {
+        let path = format!("/v1/users/{}/sessions", segment(name));
+        let ended: SessionsEnded = self.call(Method::DELETE, &path, None::<&()>).await?;
+        Ok(ended.ended)
     }
 }

@@ -136,6 +136,98 @@ async fn the_first_admin_manages_users_and_disabling_one_ends_their_streams() {
     assert_eq!(code, 1);
     assert!(err.contains("no such route"), "{err}");
 
+    // Passwords and sessions from another machine: the admin sets bob's (read from stdin),
+    // bob signs in, the admin lists and ends his sessions.
+    let mut set = e.remote(&rein, Some(&root), &["user", "password", "bob"]);
+    set.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = set.spawn().unwrap();
+    {
+        use tokio::io::AsyncWriteExt;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"bobs long password\n").await.unwrap();
+    }
+    let (code, _, err) = shaped(child.wait_with_output().await.unwrap());
+    assert_eq!(code, 0, "{err}");
+    let signed_in = json!({"name": "bob", "password": "bobs long password"});
+    let (status, session) = e
+        .call(&rein, "POST", "/v1/sessions", None, Some(signed_in))
+        .await;
+    assert_eq!(status, 201, "{session}");
+    let (code, out, err) = e
+        .on_server(&rein, &root, &["user", "sessions", "bob"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("ses_")).count(),
+        1,
+        "{out}"
+    );
+    let (code, _, err) = e
+        .on_server(&rein, &root, &["user", "sessions", "bob", "--end"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("1 session ended"), "{err}");
+
+    // A read-only token that expires: it reads, and changes nothing.
+    let (code, out, err) = e
+        .on_server(
+            &rein,
+            &root,
+            &[
+                "token",
+                "create",
+                "--user",
+                "bob",
+                "--scope",
+                "read",
+                "--expires-in",
+                "1",
+                "--label",
+                "reader",
+            ],
+        )
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let reader = out.trim().to_owned();
+    let (status, me) = e.call(&rein, "GET", "/v1/me", Some(&reader), None).await;
+    assert_eq!((status, me["name"].as_str()), (200, Some("bob")));
+    let (code, _, err) = e
+        .on_server(&rein, &reader, &["user", "password", "bob"])
+        .await;
+    assert_eq!(
+        code, 1,
+        "no password on stdin is refused before anything is sent"
+    );
+    assert!(err.contains("no password on stdin"), "{err}");
+    let (status, answer) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/agents",
+            Some(&reader),
+            Some(json!({"name": "helper", "config": {}})),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (403, Some("insufficient_scope")),
+        "{answer}"
+    );
+    let (code, out, _) = e
+        .on_server(&rein, &root, &["token", "list", "--user", "bob"])
+        .await;
+    assert_eq!(code, 0);
+    let listed = out
+        .lines()
+        .find(|l| l.contains("  reader  "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        listed.contains("scopes read") && listed.contains("expires "),
+        "{listed}"
+    );
+
     // The last admins cannot lock the server out: root cannot disable root.
     let (code, _, err) = e
         .on_server(&rein, &root, &["user", "disable", "root"])

@@ -91,11 +91,9 @@ pub async fn stream(
     Params(q): Params<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let op = owned_record(&app, &user, &id).await?;
-    // The stream re-checks the caller's token, so revoking it ends the streams it opened.
-    let token_hash = match &app.auth {
-        crate::AuthMode::Tokens => Some(crate::hash_token(crate::auth::bearer_token(&headers)?)),
-        crate::AuthMode::Open(_) => None,
-    };
+    // The stream re-checks the caller's credential, so revoking a token or ending a session
+    // ends the streams it opened.
+    let credential = crate::auth::credential(&app, &headers);
     let cursor = match headers.get("last-event-id") {
         Some(v) => Some(
             v.to_str()
@@ -120,7 +118,7 @@ pub async fn stream(
             live: q.live.unwrap_or(true),
             follow: q.follow.unwrap_or(true),
         },
-        token_hash,
+        credential,
     ));
     let out = futures::stream::unfold(
         rx,
@@ -145,7 +143,7 @@ async fn pump(
     mut signals: broadcast::Receiver<Signal>,
     tx: mpsc::Sender<Event>,
     mode: Mode,
-    token_hash: Option<String>,
+    credential: Option<crate::auth::Credential>,
 ) {
     let recheck = (app.config.heartbeat / 2).max(Duration::from_millis(250));
     let mut auth_at = tokio::time::Instant::now() + recheck;
@@ -202,9 +200,9 @@ async fn pump(
                         .await;
                     return;
                 }
-                () = tokio::time::sleep_until(auth_at), if token_hash.is_some() => {
-                    if !crate::auth::still_valid(&app, token_hash.as_deref()).await {
-                        tracing::info!(operation = %id, "event stream ended: its token was revoked");
+                () = tokio::time::sleep_until(auth_at), if credential.is_some() => {
+                    if !crate::auth::still_valid(&app, credential.as_ref()).await {
+                        tracing::info!(operation = %id, "event stream ended: its credential was revoked");
                         return;
                     }
                     auth_at = tokio::time::Instant::now() + recheck;

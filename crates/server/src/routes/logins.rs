@@ -237,18 +237,20 @@ pub async fn claim(
              start again",
         )),
         LoginClaim::Approved { user_id, client } => {
-            let label = format!("login: {client}");
+            let spec = rein_store::TokenSpec {
+                label: Some(format!("login: {client}")),
+                ..Default::default()
+            };
             let (token, _) =
-                crate::issue_token(&app.store, &user_id, crate::TokenFor::Api(Some(&label)))
-                    .await?;
-            let user = app
+                crate::issue_token(&app.store, &user_id, crate::TokenFor::Api(&spec)).await?;
+            let holder = app
                 .store
                 .user_for_token(&crate::hash_token(&token))
                 .await?
                 .ok_or_else(|| ApiError::internal("the new token's user is gone"))?;
             Ok(Json(LoginToken {
                 token,
-                user: user.name,
+                user: holder.user.name,
             }))
         }
     }
@@ -258,7 +260,7 @@ pub async fn claim(
 /// streams it holds end as revoked tokens' do.
 pub async fn sign_out(
     State(app): State<AppState>,
-    Caller(_): Caller,
+    crate::auth::SignedIn(_): crate::auth::SignedIn,
     headers: axum::http::HeaderMap,
 ) -> Result<NoContent, ApiError> {
     let token = crate::auth::bearer_token(&headers)

@@ -12,6 +12,7 @@ pub mod memories;
 pub mod models;
 pub mod openai;
 pub mod operations;
+pub mod sessions;
 pub mod skills;
 pub mod tasks;
 pub mod topics;

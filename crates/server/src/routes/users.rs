@@ -1,8 +1,11 @@
 //! `/v1/users` (admins only) and `/v1/me`: who uses this server. An admin lists users, creates
-//! one, changes a role, and disables a user, whose tokens (device tokens included) then
-//! authenticate nothing and whose open event streams end at their next token check; enabling
-//! them again restores both. To a member the admin routes do not exist (`404`). An admin cannot
-//! disable themselves or take the last enabled admin's role away, so a server always keeps one.
+//! one, changes a role, and disables a user, whose tokens (device tokens included) and
+//! sessions then authenticate nothing and whose open event streams end at their next check;
+//! enabling them again restores both. An admin sets anyone's password, makes and revokes their
+//! tokens (with an expiry and scopes) and ends their browser sessions; a user sets their own
+//! password (giving the current one). To a member the admin routes do not exist (`404`). An
+//! admin cannot disable themselves or take the last enabled admin's role away, so a server
+//! always keeps one.
 
 use crate::AppState;
 use crate::api::{Api, Method, NoContent, Reply};
@@ -11,7 +14,7 @@ use crate::error::ApiError;
 use crate::routes::{AgentPath, Body, Params};
 use axum::Json;
 use axum::extract::State;
-use rein_store::{Accounts, StoreError, User, UserRole};
+use rein_store::{Accounts, SessionRecord, Sessions, StoreError, TokenScope, User, UserRole};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -84,6 +87,111 @@ pub struct NewToken {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^[A-Za-z0-9._-]{1,64}$"))]
     pub device: Option<String>,
+    /// When an API token stops authenticating (never by default); in the future.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// What an API token may do (`read`, `run`, `admin`; all the user's role allows by
+    /// default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub scopes: Option<Vec<TokenScope>>,
+}
+
+/// Why a [`NewToken`] cannot be made.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenRefusal {
+    /// Not a device name.
+    #[error("device `{0}`: use 1-64 letters, digits, `-`, `_` or `.`")]
+    DeviceName(String),
+    /// A label of no or too many characters.
+    #[error("label: 1 to 200 characters")]
+    Label,
+    /// A device token given an expiry or scopes.
+    #[error("a device token has no expiry or scopes: it connects its device and nothing else")]
+    DeviceScoped,
+    /// An expiry that has passed.
+    #[error("expires_at: must be in the future")]
+    Expired,
+    /// An empty list of scopes.
+    #[error("scopes: name at least one of read, run, admin (or leave it out)")]
+    NoScopes,
+}
+
+impl From<TokenRefusal> for ApiError {
+    fn from(e: TokenRefusal) -> Self {
+        match e {
+            // What the request's schema already rules out.
+            TokenRefusal::DeviceName(_) | TokenRefusal::Label | TokenRefusal::NoScopes => {
+                ApiError::bad_request(e.to_string())
+            }
+            // Well-formed, but not a token that can be made.
+            TokenRefusal::DeviceScoped | TokenRefusal::Expired => {
+                ApiError::unprocessable(e.to_string())
+            }
+        }
+    }
+}
+
+impl NewToken {
+    /// The token's record-to-be, or why it cannot be made (at `now`).
+    pub fn checked(
+        &self,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<rein_store::TokenSpec, TokenRefusal> {
+        if let Some(d) = &self.device
+            && !rein_core::spec::valid_device_name(d)
+        {
+            return Err(TokenRefusal::DeviceName(d.clone()));
+        }
+        if self
+            .label
+            .as_ref()
+            .is_some_and(|l| !(1..=200).contains(&l.chars().count()))
+        {
+            return Err(TokenRefusal::Label);
+        }
+        if self.device.is_some() && (self.expires_at.is_some() || self.scopes.is_some()) {
+            return Err(TokenRefusal::DeviceScoped);
+        }
+        if self.expires_at.is_some_and(|t| t <= now) {
+            return Err(TokenRefusal::Expired);
+        }
+        if self.scopes.as_ref().is_some_and(Vec::is_empty) {
+            return Err(TokenRefusal::NoScopes);
+        }
+        Ok(rein_store::TokenSpec {
+            label: self.label.clone(),
+            expires_at: self.expires_at,
+            scopes: self.scopes.clone(),
+        })
+    }
+}
+
+/// `PUT /v1/users/{name}/password` body.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewPassword {
+    /// The new password (8 to 256 characters).
+    #[schemars(length(min = 8, max = 256))]
+    pub password: String,
+    /// The current one: needed when you change your own password and have one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 256))]
+    pub current: Option<String>,
+}
+
+/// `GET /v1/users/{name}/sessions` answer.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct SessionList {
+    /// Live sessions, newest first (never their secrets).
+    pub sessions: Vec<SessionRecord>,
+}
+
+/// `DELETE /v1/users/{name}/sessions` answer.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct SessionsEnded {
+    /// How many sessions ended.
+    pub ended: u64,
 }
 
 /// `POST /v1/users/{name}/tokens` answer: the token, shown this once.
@@ -231,24 +339,11 @@ pub async fn create_token(
     Body(req): Body<NewToken>,
 ) -> Result<Reply<201, TokenMade>, ApiError> {
     admin(&app, &caller)?;
-    if let Some(d) = &req.device
-        && !rein_core::spec::valid_device_name(d)
-    {
-        return Err(ApiError::bad_request(format!(
-            "device `{d}`: use 1-64 letters, digits, `-`, `_` or `.`"
-        )));
-    }
-    if req
-        .label
-        .as_ref()
-        .is_some_and(|l| !(1..=200).contains(&l.chars().count()))
-    {
-        return Err(ApiError::bad_request("label: 1 to 200 characters"));
-    }
+    let spec = req.checked(chrono::Utc::now())?;
     let user = named(&app, &name).await?;
     let what = match &req.device {
         Some(d) => crate::TokenFor::Device(d),
-        None => crate::TokenFor::Api(req.label.as_deref()),
+        None => crate::TokenFor::Api(&spec),
     };
     let (token, record) = crate::issue_token(&app.store, &user.id, what).await?;
     Ok(Reply(TokenMade {
@@ -290,6 +385,86 @@ pub async fn revoke_token(
     }
 }
 
+/// `PUT /v1/users/{name}/password`: an admin sets anyone's; a user sets their own, giving the
+/// current one when they have one. The user's browser sessions end (tokens stay).
+pub async fn set_password(
+    State(app): State<AppState>,
+    Caller(caller): Caller,
+    AgentPath(name): AgentPath,
+    Body(req): Body<NewPassword>,
+) -> Result<NoContent, ApiError> {
+    let own = caller.name == name;
+    if !own {
+        admin(&app, &caller)?;
+    }
+    crate::signin::check_new_password(&req.password)
+        .map_err(|e| ApiError::bad_request(format!("password: {e}")))?;
+    let rein_store::PasswordHolder {
+        user,
+        password_hash: phc,
+    } = app
+        .store
+        .user_with_password(&name)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no user `{name}`")))?;
+    let needs_current = own && phc.is_some() && !crate::auth::administers(&app, &caller);
+    if needs_current {
+        // Guessing the current password counts as failed sign-ins do.
+        crate::routes::sessions::check_attempts(&app, &name)?;
+    }
+    let current = req.current.clone().unwrap_or_default();
+    let new = req.password.clone();
+    let hashed = tokio::task::spawn_blocking(move || {
+        if needs_current && !crate::signin::verify_password(&current, phc.as_deref()) {
+            return None;
+        }
+        Some(crate::signin::hash_password(&new))
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("hashing the password: {e}")))?;
+    let Some(hashed) = hashed else {
+        app.sign_ins.failed(&name, std::time::Instant::now());
+        return Err(ApiError::new(
+            axum::http::StatusCode::FORBIDDEN,
+            crate::error_code::ApiErrorCode::WrongPassword,
+            "`current` is not your current password",
+        ));
+    };
+    let hashed = hashed.map_err(|e| ApiError::bad_request(format!("password: {e}")))?;
+    app.store.set_password(&user.id, Some(&hashed)).await?;
+    app.store.end_sessions(&user.id, chrono::Utc::now()).await?;
+    tracing::info!(user = %name, by = %caller.name, "password set");
+    Ok(NoContent)
+}
+
+/// `GET /v1/users/{name}/sessions` (admins): the user's live browser sessions.
+pub async fn sessions(
+    State(app): State<AppState>,
+    Caller(caller): Caller,
+    AgentPath(name): AgentPath,
+) -> Result<Json<SessionList>, ApiError> {
+    admin(&app, &caller)?;
+    let user = named(&app, &name).await?;
+    Ok(Json(SessionList {
+        sessions: app
+            .store
+            .list_sessions(&user.id, chrono::Utc::now())
+            .await?,
+    }))
+}
+
+/// `DELETE /v1/users/{name}/sessions` (admins): end every browser session of the user at once.
+pub async fn end_sessions(
+    State(app): State<AppState>,
+    Caller(caller): Caller,
+    AgentPath(name): AgentPath,
+) -> Result<Json<SessionsEnded>, ApiError> {
+    admin(&app, &caller)?;
+    let user = named(&app, &name).await?;
+    let ended = app.store.end_sessions(&user.id, chrono::Utc::now()).await?;
+    Ok(Json(SessionsEnded { ended }))
+}
+
 /// The user routes and their documents.
 pub fn api() -> Api {
     Api::new()
@@ -320,5 +495,23 @@ pub fn api() -> Api {
             "/v1/users/{name}/tokens",
             "Revoke a user's token (admins)",
             revoke_token,
+        )
+        .route(
+            Method::Put,
+            "/v1/users/{name}/password",
+            "Set a user's password (admins; or your own, giving the current one)",
+            set_password,
+        )
+        .route(
+            Method::Get,
+            "/v1/users/{name}/sessions",
+            "A user's live browser sessions (admins)",
+            sessions,
+        )
+        .route(
+            Method::Delete,
+            "/v1/users/{name}/sessions",
+            "End a user's browser sessions (admins)",
+            end_sessions,
         )
 }

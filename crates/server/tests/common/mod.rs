@@ -127,7 +127,11 @@ impl Api {
         };
         let token = rein_server::new_token().unwrap();
         store
-            .add_token(&u.id, &rein_server::hash_token(&token), None)
+            .add_token(
+                &u.id,
+                &rein_server::hash_token(&token),
+                &rein_store::TokenSpec::default(),
+            )
             .await
             .unwrap();
         token
@@ -166,15 +170,24 @@ impl Api {
             }
             None => Body::empty(),
         };
+        let (status, _, value) = self.send(req.body(body).unwrap()).await;
+        (status, value)
+    }
+
+    /// Send `req` as it is: the status, the headers and the JSON answer (`Null` when empty; a
+    /// test fails when it is not JSON).
+    pub async fn send(
+        &self,
+        req: axum::http::Request<Body>,
+    ) -> (u16, axum::http::HeaderMap, Value) {
+        let what = format!("{} {}", req.method(), req.uri());
         let resp = rein_server::router(Arc::clone(&self.app))
-            .oneshot(req.body(body).unwrap())
+            .oneshot(req)
             .await
             .unwrap();
         let status = resp.status().as_u16();
-        self.answered
-            .lock()
-            .unwrap()
-            .push((format!("{method} {path}"), status));
+        self.answered.lock().unwrap().push((what.clone(), status));
+        let headers = resp.headers().clone();
         let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
             .await
             .unwrap();
@@ -183,12 +196,12 @@ impl Api {
         } else {
             serde_json::from_slice(&bytes).unwrap_or_else(|e| {
                 panic!(
-                    "{method} {path} answered {status} with what is not JSON ({e}): {}",
+                    "{what} answered {status} with what is not JSON ({e}): {}",
                     String::from_utf8_lossy(&bytes)
                 )
             })
         };
-        (status, value)
+        (status, headers, value)
     }
 
     /// The requests answered with a 5xx so far.

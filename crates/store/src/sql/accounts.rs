@@ -1,7 +1,7 @@
 //! [`Accounts`] in SQL on both backends: rows mapped to `crate::accounts`'s records, and each
 //! method one transaction.
 
-use super::{SqlStore, parse_ts, ts};
+use super::{SqlStore, micros, parse_ts, ts};
 use crate::StoreError;
 use crate::accounts::*;
 use chrono::{DateTime, SubsecRound, Utc};
@@ -14,21 +14,23 @@ pub(crate) async fn insert_token(
     store: &SqlStore,
     user_id: &str,
     token_hash: &str,
-    label: Option<String>,
+    spec: &TokenSpec,
     device: Option<&str>,
 ) -> Result<ApiToken, StoreError> {
     let token = ApiToken {
         id: new_id("tok"),
         device: device.map(str::to_owned),
         user_id: user_id.to_owned(),
-        label,
+        label: spec.label.clone(),
         created_at: now(),
         last_used_at: None,
         revoked_at: None,
+        expires_at: spec.expires_at.map(|t| t.trunc_subsecs(6)),
+        scopes: spec.scopes.clone(),
     };
     sqlx::query(
-        "INSERT INTO api_tokens (id, user_id, token_hash, label, created_at, device) \
-         VALUES ($1, $2, $3, $4, $5, $6)",
+        "INSERT INTO api_tokens (id, user_id, token_hash, label, created_at, device, expires_at, scopes) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(&token.id)
     .bind(user_id)
@@ -36,9 +38,43 @@ pub(crate) async fn insert_token(
     .bind(token.label.clone())
     .bind(ts(token.created_at))
     .bind(device)
+    .bind(token.expires_at.map(micros))
+    .bind(token.scopes.as_deref().map(scopes_text))
     .execute(&store.pool)
     .await?;
     Ok(token)
+}
+
+/// Scopes as stored: their names, comma-separated.
+fn scopes_text(scopes: &[TokenScope]) -> String {
+    scopes
+        .iter()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn scopes_from(row: &AnyRow) -> Result<Option<Vec<TokenScope>>, StoreError> {
+    row.try_get::<Option<String>, _>("scopes")?
+        .map(|text| {
+            text.split(',')
+                .filter(|s| !s.is_empty())
+                .map(|s| {
+                    s.parse()
+                        .map_err(|e| StoreError::corrupt("token scopes", e))
+                })
+                .collect()
+        })
+        .transpose()
+}
+
+fn opt_instant(row: &AnyRow, col: &str) -> Result<Option<DateTime<Utc>>, StoreError> {
+    row.try_get::<Option<i64>, _>(col)?
+        .map(|us| {
+            DateTime::from_timestamp_micros(us)
+                .ok_or_else(|| StoreError::corrupt(col, format!("{us} is out of range")))
+        })
+        .transpose()
 }
 
 /// Note that the token with this hash authenticated something now.
@@ -82,6 +118,8 @@ fn token_from(row: &AnyRow) -> Result<ApiToken, StoreError> {
         created_at: parse_ts(&row.try_get::<String, _>("created_at")?, "token created_at")?,
         last_used_at: opt_ts(row, "last_used_at")?,
         revoked_at: opt_ts(row, "revoked_at")?,
+        expires_at: opt_instant(row, "expires_at")?,
+        scopes: scopes_from(row)?,
     })
 }
 
@@ -316,29 +354,72 @@ impl Accounts for SqlStore {
         &'a self,
         user_id: &'a str,
         token_hash: &'a str,
-        label: Option<&'a str>,
+        spec: &'a TokenSpec,
     ) -> BoxFuture<'a, Result<ApiToken, StoreError>> {
-        insert_token(self, user_id, token_hash, label.map(str::to_owned), None).boxed()
+        insert_token(self, user_id, token_hash, spec, None).boxed()
     }
 
     fn user_for_token<'a>(
         &'a self,
         token_hash: &'a str,
-    ) -> BoxFuture<'a, Result<Option<User>, StoreError>> {
+    ) -> BoxFuture<'a, Result<Option<TokenHolder>, StoreError>> {
         async move {
             let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SELECT {USER_COLUMNS} FROM api_tokens t JOIN users u ON u.id = t.user_id \
+                "SELECT {USER_COLUMNS}, t.scopes AS scopes FROM api_tokens t JOIN users u ON u.id = t.user_id \
                  WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND t.device IS NULL \
-                 AND u.disabled_at IS NULL"
+                 AND u.disabled_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > $2)"
             )))
             .bind(token_hash)
+            .bind(micros(Utc::now()))
             .fetch_optional(&self.pool)
             .await?;
             let Some(row) = row else {
                 return Ok(None);
             };
             record_use(self, token_hash).await?;
-            user_from(&row).map(Some)
+            Ok(Some(TokenHolder {
+                user: user_from(&row)?,
+                scopes: scopes_from(&row)?,
+            }))
+        }
+        .boxed()
+    }
+
+    fn set_password<'a>(
+        &'a self,
+        user_id: &'a str,
+        password_hash: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        async move {
+            let n = sqlx::query("UPDATE users SET password_hash = $1 WHERE id = $2")
+                .bind(password_hash)
+                .bind(user_id)
+                .execute(&self.pool)
+                .await?
+                .rows_affected();
+            Ok(n > 0)
+        }
+        .boxed()
+    }
+
+    fn user_with_password<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<PasswordHolder>, StoreError>> {
+        async move {
+            let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT {USER_COLUMNS}, u.password_hash AS password_hash FROM users u WHERE u.name = $1"
+            )))
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
+            row.map(|r| {
+                Ok(PasswordHolder {
+                    user: user_from(&r)?,
+                    password_hash: r.try_get("password_hash")?,
+                })
+            })
+            .transpose()
         }
         .boxed()
     }
@@ -349,7 +430,7 @@ impl Accounts for SqlStore {
     ) -> BoxFuture<'a, Result<Vec<ApiToken>, StoreError>> {
         async move {
             sqlx::query(
-                "SELECT id, device, user_id, label, created_at, last_used_at, revoked_at FROM api_tokens \
+                "SELECT id, device, user_id, label, created_at, last_used_at, revoked_at, expires_at, scopes FROM api_tokens \
                  WHERE user_id = $1 ORDER BY created_at DESC, id DESC",
             )
             .bind(user_id)

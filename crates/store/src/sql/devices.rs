@@ -3,7 +3,7 @@
 
 use super::{SqlStore, parse_ts, ts};
 use crate::StoreError;
-use crate::accounts::{ApiToken, User};
+use crate::accounts::{ApiToken, TokenSpec, User};
 use crate::devices::*;
 use crate::sql::accounts::{insert_token, record_use, user_from};
 use chrono::Utc;
@@ -41,8 +41,14 @@ impl Devices for SqlStore {
         token_hash: &'a str,
         device: &'a str,
     ) -> BoxFuture<'a, Result<ApiToken, StoreError>> {
-        let label = Some(format!("device {device}"));
-        insert_token(self, user_id, token_hash, label, Some(device)).boxed()
+        async move {
+            let spec = TokenSpec {
+                label: Some(format!("device {device}")),
+                ..TokenSpec::default()
+            };
+            insert_token(self, user_id, token_hash, &spec, Some(device)).await
+        }
+        .boxed()
     }
 
     fn device_for_token<'a>(

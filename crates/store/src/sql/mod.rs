@@ -26,6 +26,7 @@ mod messages;
 mod notices;
 mod operations;
 mod retention;
+mod sessions;
 mod state;
 mod statement;
 pub(crate) mod tasks;

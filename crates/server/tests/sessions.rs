@@ -1,0 +1,472 @@
+//! Signing in by name and password: a session cookie (HttpOnly, SameSite=Lax, Secure behind a
+//! TLS proxy), its CSRF token required on every change, failed attempts limited per name, signing
+//! out, admins ending sessions, disabled users and changed passwords ending them; and API
+//! tokens that expire or carry scopes.
+
+use crate::common::Api;
+use axum::body::Body;
+use axum::http::Request;
+use rein_store::{Accounts, UserRole};
+use serde_json::{Value, json};
+
+/// A user `name` with `password` (and an API token, returned).
+async fn with_password(e: &Api, name: &str, password: &str) -> String {
+    let token = e.token(name).await;
+    let user = e.app.store.user_by_name(name).await.unwrap().unwrap();
+    let phc = rein_server::signin::hash_password(password).unwrap();
+    e.app
+        .store
+        .set_password(&user.id, Some(&phc))
+        .await
+        .unwrap();
+    token
+}
+
+/// `method path` as a browser with `cookie` (and `csrf` when given) sends it.
+async fn browser(
+    e: &Api,
+    method: &str,
+    path: &str,
+    cookie: &str,
+    csrf: Option<&str>,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("cookie", format!("theme=dark; {cookie}"));
+    if let Some(c) = csrf {
+        req = req.header("x-csrf-token", c);
+    }
+    let body = match body {
+        Some(b) => {
+            req = req.header("content-type", "application/json");
+            Body::from(b.to_string())
+        }
+        None => Body::empty(),
+    };
+    let (status, _, value) = e.send(req.body(body).unwrap()).await;
+    (status, value)
+}
+
+/// Sign in: the status, the `Set-Cookie` header's `name=value` and whole text, the answer.
+async fn sign_in(e: &Api, name: &str, password: &str, tls: bool) -> (u16, String, String, Value) {
+    let mut req = Request::builder()
+        .method("POST")
+        .uri("/v1/sessions")
+        .header("content-type", "application/json")
+        .header("user-agent", "Chromium test");
+    if tls {
+        req = req.header("x-forwarded-proto", "https");
+    }
+    let body = json!({"name": name, "password": password}).to_string();
+    let (status, headers, value) = e.send(req.body(Body::from(body)).unwrap()).await;
+    let set = headers
+        .get("set-cookie")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let pair = set.split(';').next().unwrap_or_default().to_owned();
+    (status, pair, set, value)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_signs_in_changes_only_with_its_csrf_token_and_signs_out() {
+    let e = Api::new(Vec::new()).await;
+    with_password(&e, "ann", "correct horse battery").await;
+
+    let (status, cookie, set, session) = sign_in(&e, "ann", "correct horse battery", false).await;
+    assert_eq!(status, 201, "{session}");
+    assert!(cookie.starts_with("rein_session=rein_s_"), "{set}");
+    for part in ["HttpOnly", "SameSite=Lax", "Path=/", "Max-Age=1209600"] {
+        assert!(set.contains(part), "{part} missing: {set}");
+    }
+    assert!(!set.contains("Secure"), "plain HTTP: {set}");
+    assert_eq!(session["user"]["name"], "ann");
+    let csrf = session["csrf"].as_str().unwrap().to_owned();
+
+    // Reading needs only the cookie; the page reloaded asks for its CSRF token again.
+    let (status, me) = browser(&e, "GET", "/v1/me", &cookie, None, None).await;
+    assert_eq!((status, me["name"].as_str()), (200, Some("ann")));
+    let (status, again) = browser(&e, "GET", "/v1/session", &cookie, None, None).await;
+    assert_eq!((status, again["csrf"].as_str()), (200, Some(csrf.as_str())));
+
+    // A change without the token, or with another, is refused and changes nothing.
+    let agent = json!({"name": "helper", "config": {"model": "openai/gpt-4o-mini"}});
+    for given in [None, Some("0".repeat(64).as_str())] {
+        let (status, answer) = browser(
+            &e,
+            "POST",
+            "/v1/agents",
+            &cookie,
+            given,
+            Some(agent.clone()),
+        )
+        .await;
+        assert_eq!(status, 403, "{answer}");
+        assert_eq!(answer["error"]["code"], "csrf_token_invalid");
+    }
+    let (_, agents) = browser(&e, "GET", "/v1/agents", &cookie, None, None).await;
+    assert_eq!(agents, json!([]), "nothing was made");
+    let (status, answer) =
+        browser(&e, "POST", "/v1/agents", &cookie, Some(&csrf), Some(agent)).await;
+    assert_eq!(status, 201, "{answer}");
+
+    // Another session's token does not do for this one.
+    let (_, other_cookie, _, other) = sign_in(&e, "ann", "correct horse battery", false).await;
+    assert_ne!(other["csrf"], session["csrf"]);
+    let (status, _) = browser(
+        &e,
+        "DELETE",
+        "/v1/agents/helper",
+        &other_cookie,
+        Some(&csrf),
+        None,
+    )
+    .await;
+    assert_eq!(status, 403);
+
+    // Signing out ends this session (the cookie is removed), not the other one.
+    let req = Request::builder()
+        .method("DELETE")
+        .uri("/v1/session")
+        .header("cookie", &cookie)
+        .header("x-csrf-token", &csrf)
+        .body(Body::empty())
+        .unwrap();
+    let (status, headers, _) = e.send(req).await;
+    assert_eq!(status, 204);
+    let cleared = headers.get("set-cookie").unwrap().to_str().unwrap();
+    assert!(
+        cleared.starts_with("rein_session=;") && cleared.contains("Max-Age=0"),
+        "{cleared}"
+    );
+    let (status, answer) = browser(&e, "GET", "/v1/me", &cookie, None, None).await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (401, Some("unauthorized"))
+    );
+    let (status, _) = browser(&e, "GET", "/v1/me", &other_cookie, None, None).await;
+    assert_eq!(status, 200);
+
+    // A token request has no session to show or end.
+    let token = e.token("ann").await;
+    let (status, _) = e.call("GET", "/v1/session", Some(&token), None).await;
+    assert_eq!(status, 404);
+
+    // Behind a TLS proxy the cookie is Secure.
+    let (_, _, set, _) = sign_in(&e, "ann", "correct horse battery", true).await;
+    assert!(set.contains("; Secure"), "{set}");
+    assert!(e.server_errors().is_empty(), "{:?}", e.server_errors());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_sign_ins_are_limited_per_name_and_say_nothing_of_which_names_exist() {
+    let e = Api::new(Vec::new()).await;
+    with_password(&e, "ann", "correct horse battery").await;
+    with_password(&e, "bob", "bobs own password").await;
+    e.token("nopass").await;
+
+    // A wrong password, an unknown name, a user without a password: one answer.
+    let mut answers = Vec::new();
+    for (name, password) in [
+        ("ann", "wrong password"),
+        ("nobody", "whatever it is"),
+        ("nopass", "whatever it is"),
+    ] {
+        let (status, cookie, _, answer) = sign_in(&e, name, password, false).await;
+        assert_eq!((status, cookie.as_str()), (401, ""), "{name}: {answer}");
+        answers.push(answer["error"]["message"].clone());
+    }
+    assert!(answers.iter().all(|a| *a == answers[0]), "{answers:?}");
+
+    // Five failures of a name (any case) lock it, even for the right password.
+    for _ in 0..4 {
+        assert_eq!(sign_in(&e, "ANN", "wrong again", false).await.0, 401);
+    }
+    let req = Request::builder()
+        .method("POST")
+        .uri("/v1/sessions")
+        .header("content-type", "application/json")
+        .body(Body::from(
+            json!({"name": "ann", "password": "correct horse battery"}).to_string(),
+        ))
+        .unwrap();
+    let (status, headers, answer) = e.send(req).await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (429, Some("too_many_attempts")),
+        "{answer}"
+    );
+    let wait: u64 = headers
+        .get("retry-after")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=900).contains(&wait), "{wait}");
+
+    // Another name is not locked.
+    assert_eq!(sign_in(&e, "bob", "bobs own password", false).await.0, 201);
+    assert!(e.server_errors().is_empty(), "{:?}", e.server_errors());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_end_when_an_admin_ends_them_the_user_is_disabled_or_the_password_changes() {
+    let e = Api::new(Vec::new()).await;
+    let root = with_password(&e, "root", "the admins password").await;
+    let root_id = e.app.store.user_by_name("root").await.unwrap().unwrap().id;
+    e.app
+        .store
+        .set_role(&root_id, UserRole::Admin)
+        .await
+        .unwrap();
+    let bob_token = with_password(&e, "bob", "bobs own password").await;
+
+    let (_, first, _, _) = sign_in(&e, "bob", "bobs own password", false).await;
+    let (_, second, _, _) = sign_in(&e, "bob", "bobs own password", false).await;
+    let (status, list) = e
+        .call("GET", "/v1/users/bob/sessions", Some(&root), None)
+        .await;
+    assert_eq!(status, 200);
+    let sessions = list["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 2);
+    assert_eq!(sessions[0]["client"], "Chromium test");
+    assert!(!list.to_string().contains("rein_s_"), "no secrets: {list}");
+    let (status, _) = e
+        .call("GET", "/v1/users/bob/sessions", Some(&bob_token), None)
+        .await;
+    assert_eq!(status, 404, "a member sees no one's sessions");
+
+    let (status, ended) = e
+        .call("DELETE", "/v1/users/bob/sessions", Some(&root), None)
+        .await;
+    assert_eq!((status, ended["ended"].as_u64()), (200, Some(2)));
+    for cookie in [&first, &second] {
+        assert_eq!(
+            browser(&e, "GET", "/v1/me", cookie, None, None).await.0,
+            401
+        );
+    }
+
+    // Disabled, a user's sessions stop; enabled, they work again.
+    let (_, third, _, session) = sign_in(&e, "bob", "bobs own password", false).await;
+    e.call(
+        "PATCH",
+        "/v1/users/bob",
+        Some(&root),
+        Some(json!({"disabled": true})),
+    )
+    .await;
+    assert_eq!(
+        browser(&e, "GET", "/v1/me", &third, None, None).await.0,
+        401
+    );
+    let (status, _, _, _) = sign_in(&e, "bob", "bobs own password", false).await;
+    assert_eq!(status, 401, "a disabled user cannot sign in");
+    e.call(
+        "PATCH",
+        "/v1/users/bob",
+        Some(&root),
+        Some(json!({"disabled": false})),
+    )
+    .await;
+    assert_eq!(
+        browser(&e, "GET", "/v1/me", &third, None, None).await.0,
+        200
+    );
+
+    // Changing your own password needs the current one; then your sessions end.
+    let csrf = session["csrf"].as_str().unwrap();
+    let change = |current: &str| json!({"password": "a brand new one", "current": current});
+    let (status, answer) = browser(
+        &e,
+        "PUT",
+        "/v1/users/bob/password",
+        &third,
+        Some(csrf),
+        Some(change("not it")),
+    )
+    .await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (403, Some("wrong_password")),
+        "{answer}"
+    );
+    let (status, answer) = browser(
+        &e,
+        "PUT",
+        "/v1/users/bob/password",
+        &third,
+        Some(csrf),
+        Some(json!({"password": "short", "current": "bobs own password"})),
+    )
+    .await;
+    assert_eq!(status, 400, "{answer}");
+    let (status, answer) = browser(
+        &e,
+        "PUT",
+        "/v1/users/bob/password",
+        &third,
+        Some(csrf),
+        Some(change("bobs own password")),
+    )
+    .await;
+    assert_eq!(status, 204, "{answer}");
+    assert_eq!(
+        browser(&e, "GET", "/v1/me", &third, None, None).await.0,
+        401
+    );
+    assert_eq!(sign_in(&e, "bob", "bobs own password", false).await.0, 401);
+    assert_eq!(sign_in(&e, "bob", "a brand new one", false).await.0, 201);
+    // Nobody else's: a member may not set another's; an admin sets anyone's without it.
+    let (status, _) = e
+        .call(
+            "PUT",
+            "/v1/users/root/password",
+            Some(&bob_token),
+            Some(json!({"password": "taken over now"})),
+        )
+        .await;
+    assert_eq!(status, 404);
+    let (status, _) = e
+        .call(
+            "PUT",
+            "/v1/users/bob/password",
+            Some(&root),
+            Some(json!({"password": "reset by root"})),
+        )
+        .await;
+    assert_eq!(status, 204);
+    assert_eq!(sign_in(&e, "bob", "reset by root", false).await.0, 201);
+    assert!(e.server_errors().is_empty(), "{:?}", e.server_errors());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_expire_and_carry_scopes() {
+    let e = Api::new(Vec::new()).await;
+    let root = e.token("root").await;
+    let root_id = e.app.store.user_by_name("root").await.unwrap().unwrap().id;
+    e.app
+        .store
+        .set_role(&root_id, UserRole::Admin)
+        .await
+        .unwrap();
+    e.token("bob").await;
+    let make = |body: Value| async {
+        let (status, made) = e
+            .call("POST", "/v1/users/bob/tokens", Some(&root), Some(body))
+            .await;
+        assert_eq!(status, 201, "{made}");
+        (
+            made["token"].as_str().unwrap().to_owned(),
+            made["id"].as_str().unwrap().to_owned(),
+        )
+    };
+
+    // A read token reads, and changes nothing; it may still sign itself out.
+    let (read, _) = make(json!({"scopes": ["read"]})).await;
+    assert_eq!(e.call("GET", "/v1/agents", Some(&read), None).await.0, 200);
+    let (status, answer) = e
+        .call(
+            "POST",
+            "/v1/agents",
+            Some(&read),
+            Some(json!({"name": "helper", "config": {}})),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (403, Some("insufficient_scope")),
+        "{answer}"
+    );
+    let (status, answer) = e
+        .call(
+            "POST",
+            "/v1/operations",
+            Some(&read),
+            Some(json!({"input": "hi"})),
+        )
+        .await;
+    assert_eq!(status, 403, "{answer}");
+    assert_eq!(
+        e.call("DELETE", "/v1/tokens/current", Some(&read), None)
+            .await
+            .0,
+        204
+    );
+    assert_eq!(e.call("GET", "/v1/agents", Some(&read), None).await.0, 401);
+
+    // An admin's token without `admin` acts as a member.
+    let (status, made) = e
+        .call(
+            "POST",
+            "/v1/users/root/tokens",
+            Some(&root),
+            Some(json!({"scopes": ["run"]})),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let run_only = made["token"].as_str().unwrap();
+    let (status, me) = e.call("GET", "/v1/me", Some(run_only), None).await;
+    assert_eq!((status, me["role"].as_str()), (200, Some("member")));
+    assert_eq!(
+        e.call("GET", "/v1/users", Some(run_only), None).await.0,
+        404
+    );
+
+    // Listed with their scopes and expiry; bad requests name what is wrong.
+    let soon = (chrono::Utc::now() + chrono::Duration::days(1)).to_rfc3339();
+    let (_, id) = make(json!({"expires_at": soon, "scopes": ["read", "run"]})).await;
+    let (_, list) = e
+        .call("GET", "/v1/users/bob/tokens", Some(&root), None)
+        .await;
+    let listed = list["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == id.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(listed["scopes"], json!(["read", "run"]));
+    assert!(listed["expires_at"].as_str().is_some(), "{listed}");
+    let past = (chrono::Utc::now() - chrono::Duration::days(1)).to_rfc3339();
+    for (body, refused, names) in [
+        (json!({"expires_at": past}), 422, "expires_at"),
+        (json!({"scopes": []}), 400, "scopes"),
+        (json!({"scopes": ["root"]}), 400, "scopes"),
+        (
+            json!({"device": "laptop", "scopes": ["read"]}),
+            422,
+            "device token",
+        ),
+    ] {
+        let (status, answer) = e
+            .call(
+                "POST",
+                "/v1/users/bob/tokens",
+                Some(&root),
+                Some(body.clone()),
+            )
+            .await;
+        assert_eq!(status, refused, "{body}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains(names), "{body}: {message}");
+    }
+
+    // An expired token authenticates nothing.
+    let bob = e.app.store.user_by_name("bob").await.unwrap().unwrap();
+    let token = rein_server::new_token().unwrap();
+    let spec = rein_store::TokenSpec {
+        expires_at: Some(chrono::Utc::now() - chrono::Duration::seconds(1)),
+        ..Default::default()
+    };
+    e.app
+        .store
+        .add_token(&bob.id, &rein_server::hash_token(&token), &spec)
+        .await
+        .unwrap();
+    let (status, answer) = e.call("GET", "/v1/me", Some(&token), None).await;
+    assert_eq!(status, 401, "{answer}");
+    assert!(e.server_errors().is_empty(), "{:?}", e.server_errors());
+}
