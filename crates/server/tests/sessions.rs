@@ -309,6 +309,17 @@ async fn sessions_end_when_an_admin_ends_them_the_user_is_disabled_or_the_passwo
         "/v1/users/bob/password",
         &third,
         Some(csrf),
+        Some(change(&"0".repeat(257))),
+    )
+    .await;
+    assert_eq!(status, 400, "{answer}");
+    assert!(answer.to_string().contains("current"), "{answer}");
+    let (status, answer) = browser(
+        &e,
+        "PUT",
+        "/v1/users/bob/password",
+        &third,
+        Some(csrf),
         Some(change("bobs own password")),
     )
     .await;

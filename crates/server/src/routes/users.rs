@@ -399,6 +399,16 @@ pub async fn set_password(
     }
     crate::signin::check_new_password(&req.password)
         .map_err(|e| ApiError::bad_request(format!("password: {e}")))?;
+    if req
+        .current
+        .as_ref()
+        .is_some_and(|c| c.chars().count() > crate::signin::MAX_PASSWORD_CHARS)
+    {
+        return Err(ApiError::bad_request(format!(
+            "current: longer than {} characters",
+            crate::signin::MAX_PASSWORD_CHARS
+        )));
+    }
     let rein_store::PasswordHolder {
         user,
         password_hash: phc,
