@@ -2,6 +2,7 @@
 //! where it runs (`commands::Local` or `commands::Remote`), and the process's runtime.
 
 mod agent_profile;
+mod amounts;
 mod commands;
 mod host;
 mod invocation;

@@ -339,6 +339,93 @@ async fn the_ui_signs_in_by_password_with_a_session_cookie_and_csrf_token() {
     );
 }
 
+/// The usage page in Chromium: the caps that apply with meters, today's cost as a bar, and the
+/// sums by model and agent, all equal to what the two operations recorded.
+#[tokio::test]
+async fn the_ui_shows_usage_and_caps() {
+    let (chromium, playwright) = match prerequisites() {
+        Ok(p) => p,
+        Err(missing) => {
+            rein_testkit::skip("the web UI's usage page in Chromium", &missing);
+            return;
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("rein-ui-usage-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = serve(
+        vec![
+            Canned::openai_text_costing("one", 0.25),
+            Canned::openai_text_costing("two", 0.25),
+        ],
+        3,
+    )
+    .await;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rein"));
+    cmd.env_clear()
+        .envs(rein_testkit::coverage_env())
+        .args(["--db", &dir.join("rein.db").to_string_lossy()])
+        .args(["serve", "--addr", "127.0.0.1:0", "--no-auth"])
+        .args(["--daily-cost-cap", "2", "--daily-token-cap", "1000"])
+        .env("OPENAI_BASE_URL", format!("{}/v1", model.base))
+        .env("OPENAI_API_KEY", "sk-test");
+    let (_server, base) = listening(cmd, &dir).await;
+    let http = reqwest::Client::new();
+    for input in ["one", "two"] {
+        let answer = http
+            .post(format!("{base}/v1/operations"))
+            .header("content-type", "application/json")
+            .body(json!({"input": input}).to_string())
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        let created: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+        let id = created["operation_id"].as_str().unwrap();
+        get_until(
+            &http,
+            &format!("{base}/v1/operations/{id}"),
+            "a finished operation",
+            |o| o["operation"]["status"] == "done",
+        )
+        .await;
+    }
+    let (report, out) = run_script("usage.cjs", &base, &chromium, &playwright).await;
+    assert_eq!(
+        report["ok"],
+        true,
+        "{report:#}\nscreenshots in {}",
+        out.display()
+    );
+    let caps = report["caps"].as_array().unwrap();
+    assert_eq!(caps.len(), 2, "a cost and a token meter: {report:#}");
+    let cost = caps[0]["text"].as_str().unwrap();
+    assert!(cost.contains("Your daily cap: $0.5000 of $2.00"), "{cost}");
+    assert_eq!(caps[0]["width"], "25%", "a quarter of the cap is spent");
+    let tokens = caps[1]["text"].as_str().unwrap();
+    assert!(tokens.contains("240 of 1000 tokens"), "{tokens}");
+    let bars = report["bars"].as_array().unwrap();
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    assert_eq!(bars.len(), 1, "{report:#}");
+    assert_eq!(bars[0]["day"], today.as_str());
+    assert!(
+        bars[0]["height"].as_f64().unwrap() > 100.0,
+        "the one day is the tallest"
+    );
+    assert!(
+        bars[0]["tip"]
+            .as_str()
+            .unwrap()
+            .contains("$0.5000, 2 operations")
+    );
+    let totals = report["totals"].as_array().unwrap();
+    assert_eq!(totals.len(), 2);
+    for t in totals {
+        assert!(t.as_str().unwrap().contains("$0.5000"), "{t}");
+    }
+}
+
 /// A delegated task's thread in the UI: under the call that spawned it, collapsible, with the
 /// sub-agent's tool card, answer, status and cost; then a group conversation started from the
 /// picker, each turn naming its speaker; then a failed run's reason shown in the conversation.

@@ -117,13 +117,16 @@ impl ServerLauncher {
         };
         // And against the owner's spending caps: a spent one fails the run, saying when it
         // resets (the run's brief carries it).
+        let owner = rein_store::Accounts::user_by_id(&*self.store, &task.owner)
+            .await
+            .map_err(failed)?
+            .ok_or_else(|| failed(format!("the task's owner {} is gone", task.owner)))?;
         let left = self
             .caps
-            .admit(&*self.store, &task.owner, chrono::Utc::now())
+            .admit(&*self.store, &owner, chrono::Utc::now())
             .await
             .map_err(|e| failed(e.message))?;
-        opts.spec.budget.max_cost =
-            crate::caps::SpendCaps::lowered(opts.spec.budget.max_cost, left);
+        crate::caps::SpendCaps::lower_budget(&mut opts.spec.budget, left);
         let driver = self.runner.driver();
         let id = driver
             .start(&task.prompt(), &opts)

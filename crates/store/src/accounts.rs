@@ -53,6 +53,40 @@ pub struct TokenHolder {
     pub scopes: Option<Vec<TokenScope>>,
 }
 
+/// Caps on what operations may spend per UTC day and calendar month, in cost and in tokens
+/// (input and output): the server's defaults per user, the server's own total, or one user's
+/// overrides of the defaults (each absent field: the default).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(deny_unknown_fields)]
+pub struct Caps {
+    /// Cost per UTC day (USD).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daily_cost: Option<rein_core::usage::Usd>,
+    /// Cost per UTC calendar month (USD).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monthly_cost: Option<rein_core::usage::Usd>,
+    /// Tokens per UTC day.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daily_tokens: Option<u64>,
+    /// Tokens per UTC calendar month.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monthly_tokens: Option<u64>,
+}
+
+impl Caps {
+    /// These caps where set, `defaults` where not.
+    pub fn over(self, defaults: Caps) -> Caps {
+        Caps {
+            daily_cost: self.daily_cost.or(defaults.daily_cost),
+            monthly_cost: self.monthly_cost.or(defaults.monthly_cost),
+            daily_tokens: self.daily_tokens.or(defaults.daily_tokens),
+            monthly_tokens: self.monthly_tokens.or(defaults.monthly_tokens),
+        }
+    }
+}
+
 /// A user with what signing in by password checks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PasswordHolder {
@@ -77,6 +111,9 @@ pub struct User {
     /// When they were disabled (their tokens authenticate nothing).
     #[serde(default)]
     pub disabled_at: Option<DateTime<Utc>>,
+    /// Their caps over the server's defaults.
+    #[serde(default)]
+    pub caps: Caps,
 }
 
 /// An API token's record (never the token itself).
@@ -147,6 +184,15 @@ pub trait Accounts: Send + Sync {
     /// A user by name.
     fn user_by_name<'a>(&'a self, name: &'a str)
     -> BoxFuture<'a, Result<Option<User>, StoreError>>;
+    /// A user by id.
+    fn user_by_id<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<User>, StoreError>>;
+    /// Set a user's caps over the server's defaults (replacing what was set); whether there is
+    /// such a user.
+    fn set_caps<'a>(
+        &'a self,
+        user_id: &'a str,
+        caps: &'a Caps,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
     /// Every user, by name.
     fn list_users<'a>(&'a self) -> BoxFuture<'a, Result<Vec<User>, StoreError>>;
     /// Give a user `role`; whether there is such a user.

@@ -45,7 +45,7 @@ mod topics;
 mod usage;
 
 pub use accounts::{
-    Accounts, AgentRecord, ApiToken, GroupRecord, PasswordHolder, TokenHolder, TokenScope,
+    Accounts, AgentRecord, ApiToken, Caps, GroupRecord, PasswordHolder, TokenHolder, TokenScope,
     TokenSpec, User, UserRole,
 };
 pub use briefs::{

@@ -148,6 +148,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "passwords, browser sessions, token expiry and scopes",
         include_str!("../migrations/0025_sessions.sql"),
     ),
+    (
+        26,
+        "per-user caps over the server's defaults",
+        include_str!("../migrations/0026_user_caps.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

@@ -1754,6 +1754,32 @@ async fn roles(store: &SqlStore) {
         .unwrap();
     assert!(store.set_role(&u.id, UserRole::Admin).await.unwrap());
     assert!(!store.set_role("usr_nobody", UserRole::Admin).await.unwrap());
+    // Caps over the server's defaults: stored as set, cleared by setting none.
+    let caps = rein_store::Caps {
+        daily_cost: Some(Usd::from_dollars(1.25)),
+        monthly_tokens: Some(50_000),
+        ..Default::default()
+    };
+    assert!(store.set_caps(&u.id, &caps).await.unwrap());
+    assert!(!store.set_caps("usr_nobody", &caps).await.unwrap());
+    let by_id = store.user_by_id(&u.id).await.unwrap().unwrap();
+    assert_eq!((by_id.name.as_str(), by_id.caps), ("role-holder", caps));
+    assert!(store.user_by_id("usr_nobody").await.unwrap().is_none());
+    assert!(
+        store
+            .set_caps(&u.id, &rein_store::Caps::default())
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store
+            .user_by_name("role-holder")
+            .await
+            .unwrap()
+            .unwrap()
+            .caps,
+        rein_store::Caps::default()
+    );
     let found = store
         .user_for_token("role-api-hash")
         .await

@@ -2,6 +2,7 @@
 //! runs operations without it.
 
 use anyhow::{Context, anyhow, bail};
+use rein_core::usage::Usd;
 use rein_server::{App, AuthMode, Hub, Runner, ServerConfig};
 use rein_store::{Accounts, SqlStore};
 use std::net::SocketAddr;
@@ -57,13 +58,10 @@ pub struct ServeArgs {
     /// a user cannot make the server call its own network).
     #[arg(long)]
     allow_private_hooks: bool,
-    /// What each user's operations may cost per UTC day, in USD: past it, new operations are
-    /// refused (429 until the day ends) and a running one's cost limit is what was left.
-    #[arg(long, value_name = "USD", value_parser = dollars)]
-    daily_cost_cap: Option<f64>,
-    /// What each user's operations may cost per UTC month, in USD (as --daily-cost-cap).
-    #[arg(long, value_name = "USD", value_parser = dollars)]
-    monthly_cost_cap: Option<f64>,
+    /// Spending caps, per user (defaults an admin overrides with `rein user caps`) and for the
+    /// whole server.
+    #[command(flatten)]
+    caps: CapsArgs,
     /// Compact operations that finished more than this many days ago, every 10 minutes in
     /// batches (their steps, events and tool results go; record and messages stay: `rein gc`).
     #[arg(long, value_name = "DAYS")]
@@ -74,13 +72,53 @@ pub struct ServeArgs {
     init_admin: Option<String>,
 }
 
-/// A USD amount on the command line: a finite number, not negative.
-fn dollars(arg: &str) -> Result<f64, String> {
-    match arg.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!(
-            "`{arg}` is not an amount in USD (a number, 0 or more)"
-        )),
+/// `rein serve`'s spending caps.
+#[derive(clap::Args)]
+struct CapsArgs {
+    /// What each user's operations may cost per UTC day, in USD: past it, new operations are
+    /// refused (429 until the day ends) and a running one's cost limit is what was left.
+    #[arg(long, value_name = "USD", value_parser = crate::amounts::usd)]
+    daily_cost_cap: Option<Usd>,
+    /// What each user's operations may cost per UTC month, in USD (as --daily-cost-cap).
+    #[arg(long, value_name = "USD", value_parser = crate::amounts::usd)]
+    monthly_cost_cap: Option<Usd>,
+    /// Tokens (in and out) each user's operations may use per UTC day (as --daily-cost-cap:
+    /// a running one's token limit is what was left).
+    #[arg(long, value_name = "TOKENS")]
+    daily_token_cap: Option<u64>,
+    /// Tokens each user's operations may use per UTC month.
+    #[arg(long, value_name = "TOKENS")]
+    monthly_token_cap: Option<u64>,
+    /// What all users' operations together may cost per UTC day, in USD.
+    #[arg(long, value_name = "USD", value_parser = crate::amounts::usd)]
+    server_daily_cost_cap: Option<Usd>,
+    /// What all users' operations together may cost per UTC month, in USD.
+    #[arg(long, value_name = "USD", value_parser = crate::amounts::usd)]
+    server_monthly_cost_cap: Option<Usd>,
+    /// Tokens all users' operations together may use per UTC day.
+    #[arg(long, value_name = "TOKENS")]
+    server_daily_token_cap: Option<u64>,
+    /// Tokens all users' operations together may use per UTC month.
+    #[arg(long, value_name = "TOKENS")]
+    server_monthly_token_cap: Option<u64>,
+}
+
+impl CapsArgs {
+    fn caps(&self) -> rein_server::caps::SpendCaps {
+        rein_server::caps::SpendCaps {
+            per_user: rein_store::Caps {
+                daily_cost: self.daily_cost_cap,
+                monthly_cost: self.monthly_cost_cap,
+                daily_tokens: self.daily_token_cap,
+                monthly_tokens: self.monthly_token_cap,
+            },
+            server: rein_store::Caps {
+                daily_cost: self.server_daily_cost_cap,
+                monthly_cost: self.server_monthly_cost_cap,
+                daily_tokens: self.server_daily_token_cap,
+                monthly_tokens: self.server_monthly_token_cap,
+            },
+        }
     }
 }
 
@@ -391,12 +429,7 @@ pub async fn serve(
             heartbeat: std::time::Duration::from_secs(args.heartbeat_secs.max(1)),
             stream_poll: std::time::Duration::from_secs(args.stream_poll_secs.max(1)),
             private_hooks: args.allow_private_hooks,
-            caps: rein_server::caps::SpendCaps {
-                daily: args.daily_cost_cap.map(rein_core::usage::Usd::from_dollars),
-                monthly: args
-                    .monthly_cost_cap
-                    .map(rein_core::usage::Usd::from_dollars),
-            },
+            caps: args.caps.caps(),
             ..Default::default()
         },
     );

@@ -1,11 +1,13 @@
 //! `rein usage`: what your operations spent since a day (the last 30 days by default), by day,
 //! agent or model, with the total; `--by user` sums everyone's (here: the operator; on a
-//! server: admins). The sums are the operation records' own, as `op list` shows them.
+//! server: admins). The sums are the operation records' own, as `op list` shows them. On a
+//! server, where you stand under your caps and the server's follows.
 
 use super::{Local, Remote};
 use crate::named::named;
 use chrono::NaiveDate;
-use rein_server::routes::usage::{UsageQuery, UsageReport, since, total};
+use rein_server::caps::{CapPeriod, CapScope, CapStanding};
+use rein_server::routes::usage::{CapsReport, UsageQuery, UsageReport, since, total};
 use rein_store::{Usage, UsageBy, Whose};
 
 /// `rein usage` options.
@@ -23,6 +25,9 @@ pub struct UsageArgs {
 pub trait Spending {
     /// Usage since `day`, grouped `by`.
     async fn usage(&self, day: Option<NaiveDate>, by: UsageBy) -> anyhow::Result<UsageReport>;
+
+    /// Where you stand under the caps (none here: caps are a server's).
+    async fn caps(&self) -> anyhow::Result<Vec<CapStanding>>;
 }
 
 /// Run `rein usage`.
@@ -51,6 +56,28 @@ pub async fn run(on: &impl Spending, a: UsageArgs, json: bool) -> anyhow::Result
         );
     }
     eprintln!("since {}", report.since.format("%Y-%m-%d %H:%M UTC"));
+    for c in on.caps().await? {
+        let whose = match c.scope {
+            CapScope::User => "your",
+            CapScope::Server => "server",
+        };
+        let period = match c.period {
+            CapPeriod::Day => "daily",
+            CapPeriod::Month => "monthly",
+        };
+        let mut parts = Vec::new();
+        if let Some(l) = c.cost_limit {
+            parts.push(format!("{} of {l}", c.cost_spent));
+        }
+        if let Some(l) = c.token_limit {
+            parts.push(format!("{} of {l} tokens", c.tokens_spent));
+        }
+        println!(
+            "{whose} {period} cap: {} (resets {})",
+            parts.join(", "),
+            c.resets_at.format("%Y-%m-%d %H:%M UTC")
+        );
+    }
     Ok(crate::exit::DONE)
 }
 
@@ -71,6 +98,10 @@ impl Spending for Local {
             rows,
         })
     }
+
+    async fn caps(&self) -> anyhow::Result<Vec<CapStanding>> {
+        Ok(Vec::new())
+    }
 }
 
 impl Spending for Remote {
@@ -80,5 +111,10 @@ impl Spending for Remote {
             by: Some(by),
         };
         self.get("/v1/usage", &query).await
+    }
+
+    async fn caps(&self) -> anyhow::Result<Vec<CapStanding>> {
+        let report: CapsReport = self.get("/v1/caps", &()).await?;
+        Ok(report.caps)
     }
 }

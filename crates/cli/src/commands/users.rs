@@ -7,10 +7,11 @@
 use super::{Local, Remote, remote::segment};
 use crate::named::named;
 use anyhow::{anyhow, bail};
+use rein_core::usage::Usd;
 use rein_server::routes::users::{
     NewPassword, NewUser, SessionList, SessionsEnded, UserChange, UserList, UserOut,
 };
-use rein_store::{Accounts, SessionRecord, Sessions, StoreError, UserRole};
+use rein_store::{Accounts, Caps, SessionRecord, Sessions, StoreError, UserRole};
 use reqwest::Method;
 
 /// `rein user` subcommands.
@@ -56,6 +57,27 @@ pub enum UserCommand {
     Password {
         /// Their name.
         name: String,
+    },
+    /// Set a user's caps over the server's defaults (`rein serve --daily-cost-cap` …): the
+    /// flags given change, the others stay; `--clear` first returns every one to the default.
+    Caps {
+        /// Their name.
+        name: String,
+        /// What their operations may cost per UTC day, in USD.
+        #[arg(long, value_name = "USD", value_parser = crate::amounts::usd)]
+        daily_cost: Option<Usd>,
+        /// What their operations may cost per UTC month, in USD.
+        #[arg(long, value_name = "USD", value_parser = crate::amounts::usd)]
+        monthly_cost: Option<Usd>,
+        /// Tokens their operations may use per UTC day.
+        #[arg(long, value_name = "TOKENS")]
+        daily_tokens: Option<u64>,
+        /// Tokens their operations may use per UTC month.
+        #[arg(long, value_name = "TOKENS")]
+        monthly_tokens: Option<u64>,
+        /// Back to the server's defaults before the flags above apply.
+        #[arg(long)]
+        clear: bool,
     },
     /// A user's live browser sessions; `--end` ends them all at once.
     Sessions {
@@ -110,8 +132,23 @@ fn line(u: &UserOut) -> String {
         .disabled_at
         .map(|t| format!("  disabled {}", t.format("%Y-%m-%d %H:%M")))
         .unwrap_or_default();
+    let c = &u.caps;
+    let caps = [
+        c.daily_cost.map(|v| format!("{v}/day")),
+        c.monthly_cost.map(|v| format!("{v}/month")),
+        c.daily_tokens.map(|v| format!("{v} tokens/day")),
+        c.monthly_tokens.map(|v| format!("{v} tokens/month")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>();
+    let caps = if caps.is_empty() {
+        String::new()
+    } else {
+        format!("  caps {}", caps.join(", "))
+    };
     format!(
-        "{:<24} {:<7} since {}{disabled}",
+        "{:<24} {:<7} since {}{disabled}{caps}",
         u.name,
         u.role,
         u.created_at.format("%Y-%m-%d")
@@ -140,15 +177,41 @@ pub async fn run(on: &impl UserAdmin, command: UserCommand, json: bool) -> anyho
         UserCommand::Role { name, role } => {
             let change = UserChange {
                 role: Some(role),
-                disabled: None,
+                ..UserChange::default()
             };
             print(&on.change_user(&name, change).await?, json)?;
         }
         UserCommand::Disable { name } | UserCommand::Enable { name } => {
             let disabled = on.user(&name).await?.disabled_at.is_none();
             let change = UserChange {
-                role: None,
                 disabled: Some(disabled),
+                ..UserChange::default()
+            };
+            print(&on.change_user(&name, change).await?, json)?;
+        }
+        UserCommand::Caps {
+            name,
+            daily_cost,
+            monthly_cost,
+            daily_tokens,
+            monthly_tokens,
+            clear,
+        } => {
+            let before = if clear {
+                Caps::default()
+            } else {
+                on.user(&name).await?.caps
+            };
+            let caps = Caps {
+                daily_cost,
+                monthly_cost,
+                daily_tokens,
+                monthly_tokens,
+            }
+            .over(before);
+            let change = UserChange {
+                caps: Some(caps),
+                ..UserChange::default()
             };
             print(&on.change_user(&name, change).await?, json)?;
         }
@@ -220,6 +283,9 @@ impl UserAdmin for Local {
         }
         if let Some(disabled) = change.disabled {
             store.set_disabled(&user.id, disabled).await?;
+        }
+        if let Some(caps) = &change.caps {
+            store.set_caps(&user.id, caps).await?;
         }
         self.user(name).await
     }

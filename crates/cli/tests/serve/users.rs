@@ -228,6 +228,40 @@ async fn the_first_admin_manages_users_and_disabling_one_ends_their_streams() {
         "{listed}"
     );
 
+    // Caps over the server's defaults, set from another machine: the flags given change,
+    // `--clear` returns to the defaults.
+    let (code, out, err) = e
+        .on_server(
+            &rein,
+            &root,
+            &["user", "caps", "bob", "--daily-cost", "0.5"],
+        )
+        .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("caps 0.500000 USD/day"), "{out}");
+    let (code, out, _) = e
+        .on_server(
+            &rein,
+            &root,
+            &["user", "caps", "bob", "--monthly-tokens", "9000"],
+        )
+        .await;
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("caps 0.500000 USD/day, 9000 tokens/month"),
+        "{out}"
+    );
+    let (code, out, _) = e
+        .on_server(&rein, &root, &["user", "caps", "bob", "--clear"])
+        .await;
+    assert_eq!(code, 0);
+    assert!(!out.contains("caps"), "{out}");
+    let (code, _, err) = e
+        .on_server(&rein, &bob, &["user", "caps", "bob", "--daily-cost", "100"])
+        .await;
+    assert_eq!(code, 1, "a member sets no caps, not even their own");
+    assert!(err.contains("no such route"), "{err}");
+
     // The last admins cannot lock the server out: root cannot disable root.
     let (code, _, err) = e
         .on_server(&rein, &root, &["user", "disable", "root"])

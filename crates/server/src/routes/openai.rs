@@ -289,7 +289,7 @@ pub async fn completions(
         .await?;
     // Nobody can approve through this API.
     spec.approval = ApprovalMode::Headless;
-    crate::caps::admit(&app, &user.id, &mut spec).await?;
+    crate::caps::admit(&app, &user, &mut spec).await?;
     if !instructions.is_empty() {
         let mut role: Vec<String> = spec.system_role.take().into_iter().collect();
         role.extend(instructions);

@@ -405,7 +405,7 @@ pub async fn create(
     };
     // Within the caller's spending caps, or not at all (429); what they leave is its cost limit.
     let mut spec = spec;
-    crate::caps::admit(&app, &user.id, &mut spec).await?;
+    crate::caps::admit(&app, &user, &mut spec).await?;
     // Created with its running slot and lease claimed, or not at all (429).
     let opts = StartOptions {
         spec,

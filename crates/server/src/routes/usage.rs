@@ -1,6 +1,7 @@
 //! `/v1/usage`: what the caller's operations spent since a day (the last 30 days by default),
 //! grouped by day, agent or model; `by=user` sums everyone's, for admins only (a `404` to
-//! members). Totals are the operation records' own sums.
+//! members). Totals are the operation records' own sums. `/v1/caps`: where the caller stands
+//! under the caps that apply to them (`caps`).
 
 use crate::AppState;
 use crate::api::{Api, Method};
@@ -96,12 +97,39 @@ pub async fn usage(
     }))
 }
 
-/// The usage route and its document.
+/// `GET /v1/caps` answer.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct CapsReport {
+    /// Your caps, then the server's, each period with a limit (empty: no caps).
+    pub caps: Vec<crate::caps::CapStanding>,
+}
+
+/// `GET /v1/caps`: where the caller stands under their caps and the server's.
+pub async fn caps(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+) -> Result<Json<CapsReport>, ApiError> {
+    let caps = app
+        .config
+        .caps
+        .standing(&*app.store, &user, Utc::now())
+        .await?;
+    Ok(Json(CapsReport { caps }))
+}
+
+/// The usage routes and their documents.
 pub fn api() -> Api {
-    Api::new().route(
-        Method::Get,
-        "/v1/usage",
-        "What your operations spent since a day, by day, agent or model (admins: by user)",
-        usage,
-    )
+    Api::new()
+        .route(
+            Method::Get,
+            "/v1/usage",
+            "What your operations spent since a day, by day, agent or model (admins: by user)",
+            usage,
+        )
+        .route(
+            Method::Get,
+            "/v1/caps",
+            "Where you stand under your spending caps and the server's",
+            caps,
+        )
 }

@@ -14,7 +14,7 @@ use crate::error::ApiError;
 use crate::routes::{AgentPath, Body, Params};
 use axum::Json;
 use axum::extract::State;
-use rein_store::{Accounts, SessionRecord, Sessions, StoreError, TokenScope, User, UserRole};
+use rein_store::{Accounts, Caps, SessionRecord, Sessions, StoreError, TokenScope, User, UserRole};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +30,9 @@ pub struct UserOut {
     /// When they were disabled (absent while enabled).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disabled_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Their own caps over the server's defaults (absent fields: the defaults).
+    #[serde(default)]
+    pub caps: Caps,
 }
 
 impl From<User> for UserOut {
@@ -39,6 +42,7 @@ impl From<User> for UserOut {
             role: u.role,
             created_at: u.created_at,
             disabled_at: u.disabled_at,
+            caps: u.caps,
         }
     }
 }
@@ -72,6 +76,10 @@ pub struct UserChange {
     /// Disable (`true`) or enable (`false`) them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disabled: Option<bool>,
+    /// Their caps over the server's defaults from now on (replacing what was set; `{}`: the
+    /// defaults again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caps: Option<Caps>,
 }
 
 /// `POST /v1/users/{name}/tokens` body.
@@ -328,6 +336,9 @@ pub async fn change(
     if let Some(disabled) = change.disabled {
         app.store.set_disabled(&user.id, disabled).await?;
     }
+    if let Some(caps) = &change.caps {
+        app.store.set_caps(&user.id, caps).await?;
+    }
     Ok(Json(named(&app, &name).await?.into()))
 }
 
@@ -485,7 +496,7 @@ pub fn api() -> Api {
         .route(
             Method::Patch,
             "/v1/users/{name}",
-            "Change a user's role, disable or enable them (admins)",
+            "Change a user's role or caps, disable or enable them (admins)",
             change,
         )
         .route(

@@ -88,7 +88,7 @@ pub(crate) async fn record_use(store: &SqlStore, token_hash: &str) -> Result<(),
 }
 
 /// The columns of a user row as [`user_from`] reads them, from `users u`.
-pub(crate) const USER_COLUMNS: &str = "u.id AS id, u.name AS name, u.created_at AS created_at, u.role AS role, u.disabled_at AS disabled_at";
+pub(crate) const USER_COLUMNS: &str = "u.id AS id, u.name AS name, u.created_at AS created_at, u.role AS role, u.disabled_at AS disabled_at, u.caps AS caps";
 
 pub(crate) fn user_from(row: &AnyRow) -> Result<User, StoreError> {
     let role: String = row.try_get("role")?;
@@ -100,6 +100,11 @@ pub(crate) fn user_from(row: &AnyRow) -> Result<User, StoreError> {
             .parse()
             .map_err(|e| StoreError::corrupt("user role", e))?,
         disabled_at: opt_ts(row, "disabled_at")?,
+        caps: row
+            .try_get::<Option<String>, _>("caps")?
+            .map(|c| serde_json::from_str(&c).map_err(|e| StoreError::corrupt("user caps", e)))
+            .transpose()?
+            .unwrap_or_default(),
     })
 }
 
@@ -266,6 +271,7 @@ impl Accounts for SqlStore {
                 created_at: now(),
                 role: UserRole::Member,
                 disabled_at: None,
+                caps: Caps::default(),
             };
             let inserted = sqlx::query(
                 "INSERT INTO users (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING",
@@ -298,6 +304,42 @@ impl Accounts for SqlStore {
             .as_ref()
             .map(user_from)
             .transpose()
+        }
+        .boxed()
+    }
+
+    fn user_by_id<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<User>, StoreError>> {
+        async move {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT {USER_COLUMNS} FROM users u WHERE u.id = $1"
+            )))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(user_from)
+            .transpose()
+        }
+        .boxed()
+    }
+
+    fn set_caps<'a>(
+        &'a self,
+        user_id: &'a str,
+        caps: &'a Caps,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        async move {
+            let text = (*caps != Caps::default())
+                .then(|| serde_json::to_string(caps))
+                .transpose()
+                .map_err(|e| StoreError::corrupt("user caps", e))?;
+            let n = sqlx::query("UPDATE users SET caps = $1 WHERE id = $2")
+                .bind(text)
+                .bind(user_id)
+                .execute(&self.pool)
+                .await?
+                .rows_affected();
+            Ok(n > 0)
         }
         .boxed()
     }
