@@ -175,6 +175,23 @@ fn group_of(a: AgentRecord) -> GroupRecord {
 }
 
 impl SqlStore {
+    /// The user whose `column` (`id` or `name`, both unique) is `value`.
+    async fn user_where(
+        &self,
+        column: &'static str,
+        value: &str,
+    ) -> Result<Option<User>, StoreError> {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {USER_COLUMNS} FROM users u WHERE u.{column} = $1"
+        )))
+        .bind(value)
+        .fetch_optional(&self.pool)
+        .await?
+        .as_ref()
+        .map(user_from)
+        .transpose()
+    }
+
     /// Create or replace; the version after the write.
     async fn put_named(&self, kind: Named, r: &AgentRecord) -> Result<u64, StoreError> {
         let config =
@@ -294,33 +311,11 @@ impl Accounts for SqlStore {
         &'a self,
         name: &'a str,
     ) -> BoxFuture<'a, Result<Option<User>, StoreError>> {
-        async move {
-            sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SELECT {USER_COLUMNS} FROM users u WHERE u.name = $1"
-            )))
-            .bind(name)
-            .fetch_optional(&self.pool)
-            .await?
-            .as_ref()
-            .map(user_from)
-            .transpose()
-        }
-        .boxed()
+        self.user_where("name", name).boxed()
     }
 
     fn user_by_id<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<User>, StoreError>> {
-        async move {
-            sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SELECT {USER_COLUMNS} FROM users u WHERE u.id = $1"
-            )))
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?
-            .as_ref()
-            .map(user_from)
-            .transpose()
-        }
-        .boxed()
+        self.user_where("id", id).boxed()
     }
 
     fn set_caps<'a>(

@@ -107,19 +107,7 @@ impl Sessions for SqlStore {
         secret_hash: &'a str,
         now: DateTime<Utc>,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        async move {
-            let n = sqlx::query(
-                "UPDATE sessions SET revoked_at = $1 WHERE secret_hash = $2 \
-                 AND revoked_at IS NULL AND expires_at > $1",
-            )
-            .bind(micros(now))
-            .bind(secret_hash)
-            .execute(&self.pool)
-            .await?
-            .rows_affected();
-            Ok(n > 0)
-        }
-        .boxed()
+        async move { Ok(self.end_where("secret_hash", secret_hash, now).await? > 0) }.boxed()
     }
 
     fn list_sessions<'a>(
@@ -148,18 +136,26 @@ impl Sessions for SqlStore {
         user_id: &'a str,
         now: DateTime<Utc>,
     ) -> BoxFuture<'a, Result<u64, StoreError>> {
-        async move {
-            let n = sqlx::query(
-                "UPDATE sessions SET revoked_at = $1 WHERE user_id = $2 \
-                 AND revoked_at IS NULL AND expires_at > $1",
-            )
-            .bind(micros(now))
-            .bind(user_id)
-            .execute(&self.pool)
-            .await?
-            .rows_affected();
-            Ok(n)
-        }
-        .boxed()
+        self.end_where("user_id", user_id, now).boxed()
+    }
+}
+
+impl SqlStore {
+    /// End the live sessions whose `column` (`secret_hash` or `user_id`) is `value`; how many.
+    async fn end_where(
+        &self,
+        column: &'static str,
+        value: &str,
+        now: DateTime<Utc>,
+    ) -> Result<u64, StoreError> {
+        Ok(sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE sessions SET revoked_at = $1 WHERE {column} = $2 \
+             AND revoked_at IS NULL AND expires_at > $1"
+        )))
+        .bind(micros(now))
+        .bind(value)
+        .execute(&self.pool)
+        .await?
+        .rows_affected())
     }
 }
