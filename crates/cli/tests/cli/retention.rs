@@ -1,6 +1,7 @@
 //! `rein gc` and `rein backup` on this machine's database: old finished operations lose their
 //! steps, events and tool results (never a parked one), keep their record and messages; a
-//! backup taken while the database is in use opens as the database and shows the same.
+//! backup taken while the database is in use opens as the database and shows the same; on
+//! PostgreSQL the documented `pg_dump` backup restores with `pg_restore`.
 
 use super::*;
 
@@ -17,6 +18,60 @@ async fn listed(e: &Env) -> Vec<(String, String, String)> {
             )
         })
         .collect()
+}
+
+/// On PostgreSQL, the documented backup: `pg_dump --format=custom --schema=S`, the schema then
+/// lost (dropped), `pg_restore --clean --if-exists` brings it back and `op show` shows what it
+/// showed before.
+async fn restores_from_pg_dump(e: &Env, op: &str) {
+    let url = e.db();
+    // The scratch schema's URL is the database's with `options=-c search_path=SCHEMA` added.
+    let at = url.find("options=").unwrap_or_else(|| panic!("{url}"));
+    let (base, options) = (&url[..at - 1], &url[at..]);
+    let schema = options.rsplit("search_path%3D").next().unwrap().to_owned();
+    let (_, before, _) = e.rein(&["op", "show", op]).await;
+    let dump = e.dir.join("rein.dump");
+    let run = |program: &str, args: Vec<String>| {
+        let out = std::process::Command::new(program).args(&args).output();
+        let out = out.unwrap_or_else(|err| panic!("{program}: {err}"));
+        assert!(
+            out.status.success(),
+            "{program} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(
+        "pg_dump",
+        vec![
+            "--format=custom".into(),
+            format!("--schema={schema}"),
+            format!("--file={}", dump.display()),
+            base.to_owned(),
+        ],
+    );
+    run(
+        "psql",
+        vec![
+            "-q".into(),
+            base.to_owned(),
+            "-c".into(),
+            format!("DROP SCHEMA {schema} CASCADE"),
+        ],
+    );
+    let (code, _, _) = e.rein(&["op", "show", op]).await;
+    assert_ne!(code, 0, "the schema is gone");
+    run(
+        "pg_restore",
+        vec![
+            "--clean".into(),
+            "--if-exists".into(),
+            format!("--dbname={base}"),
+            dump.display().to_string(),
+        ],
+    );
+    let (code, after, err) = e.rein(&["op", "show", op]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(before, after, "restored as it was");
 }
 
 #[tokio::test]
@@ -44,6 +99,7 @@ async fn gc_compacts_only_finished_operations_and_a_backup_opens_as_the_database
     if e.db().starts_with("postgres") {
         assert_eq!(code, 1);
         assert!(err.contains("pg_dump"), "{err}");
+        restores_from_pg_dump(&e, first).await;
     } else {
         assert_eq!(code, 0, "{err}");
         assert!(err.contains("backed up"), "{err}");
