@@ -69,7 +69,7 @@ pub use memories::{
 };
 pub use migrate::AppliedMigration;
 pub use records::*;
-pub use retention::{Compacted, Retention, compact_all};
+pub use retention::{Compacted, Retention, compact_all, delete_stale_topics};
 pub use schema::{Migration, Schema};
 pub use sessions::{SessionRecord, Sessions};
 pub use sql::{CommitNotices, Counts, Notice, SqlStore, Synchronous, redact};

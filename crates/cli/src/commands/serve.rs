@@ -66,6 +66,11 @@ pub struct ServeArgs {
     /// batches (their steps, events and tool results go; record and messages stay: `rein gc`).
     #[arg(long, value_name = "DAYS")]
     retain_days: Option<u32>,
+    /// Delete conversations that got no message for this many days, every 10 minutes in
+    /// batches (their operations' records stay; one with an operation that is not done or
+    /// failed stays: `rein gc --topics-older-than`).
+    #[arg(long, value_name = "DAYS")]
+    retain_topic_days: Option<u32>,
     /// Make this user an admin (created when missing; a new user's first token is printed
     /// once on stderr): the first admin of a fresh server.
     #[arg(long, value_name = "NAME")]
@@ -191,26 +196,38 @@ fn spawn_brief_hooks(app: &App) {
     ));
 }
 
-/// `--retain-days`: compact what finished before the retention window, now and every 10
-/// minutes, in batches of 500 (each its own transaction, so requests are served between them),
-/// until the server stops.
-fn spawn_retention(app: &App, days: u32) {
+/// `--retain-days` and `--retain-topic-days`: compact what finished before the retention
+/// window and delete conversations untouched for longer than theirs, now and every 10 minutes,
+/// in batches of 500 (each its own transaction, so requests are served between them), until the
+/// server stops.
+fn spawn_retention(app: &App, days: Option<u32>, topic_days: Option<u32>) {
     let (store, stop) = (Arc::clone(&app.store), app.shutdown.clone());
+    let ago = |days: u32| chrono::Utc::now() - chrono::Duration::days(i64::from(days));
     tokio::spawn(async move {
         loop {
-            let before = chrono::Utc::now() - chrono::Duration::days(i64::from(days));
-            match rein_store::compact_all(&*store, before, 500, true).await {
-                Ok(c) if c.operations > 0 => {
-                    tracing::info!(
-                        operations = c.operations,
-                        steps = c.steps,
-                        events = c.events,
-                        tool_executions = c.tool_executions,
-                        "compacted finished operations"
-                    );
+            if let Some(days) = days {
+                match rein_store::compact_all(&*store, ago(days), 500, true).await {
+                    Ok(c) if c.operations > 0 => {
+                        tracing::info!(
+                            operations = c.operations,
+                            steps = c.steps,
+                            events = c.events,
+                            tool_executions = c.tool_executions,
+                            "compacted finished operations"
+                        );
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "compaction failed; tried again later"),
                 }
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "compaction failed; tried again later"),
+            }
+            if let Some(days) = topic_days {
+                match rein_store::delete_stale_topics(&*store, ago(days), 500, true).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(topics = n, "deleted untouched conversations"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "deleting old conversations failed; tried again later");
+                    }
+                }
             }
             tokio::select! {
                 () = stop.cancelled() => return,
@@ -437,8 +454,8 @@ pub async fn serve(
     let app = Arc::new(app);
     tokio::spawn(Arc::clone(&runner).recovery_loop(app.shutdown.clone()));
     rein_server::devices::dispatch::spawn(&app, app.shutdown.clone());
-    if let Some(days) = args.retain_days {
-        spawn_retention(&app, days);
+    if args.retain_days.is_some() || args.retain_topic_days.is_some() {
+        spawn_retention(&app, args.retain_days, args.retain_topic_days);
     }
     spawn_brief_hooks(&app);
     tokio::spawn(rein_server::knowledge::ingest_loop(

@@ -1,7 +1,8 @@
 //! `rein gc` and `rein backup` on this machine's database: old finished operations lose their
 //! steps, events and tool results (never a parked one), keep their record and messages; a
 //! backup taken while the database is in use opens as the database and shows the same; on
-//! PostgreSQL the documented `pg_dump` backup restores with `pg_restore`.
+//! PostgreSQL the documented `pg_dump` backup restores with `pg_restore`. Conversations nobody
+//! touched go with `--topics-older-than`, never one whose operation is parked.
 
 use super::*;
 
@@ -146,4 +147,27 @@ async fn gc_compacts_only_finished_operations_and_a_backup_opens_as_the_database
         err.contains("0 finished operations"),
         "nothing is a day old: {err}"
     );
+
+    // Conversations nobody touched: the two finished ones go (their records stay, and what
+    // they cost), the parked one's stays; none is a day old yet.
+    let (_, usage_before, _) = e.rein(&["usage"]).await;
+    let (_, _, err) = e.rein(&["gc", "--topics-older-than", "1"]).await;
+    assert!(err.contains("0 untouched conversations to delete"), "{err}");
+    let (code, _, err) = e.rein(&["gc", "--topics-older-than", "0"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("2 untouched conversations to delete"), "{err}");
+    let (code, _, err) = e
+        .rein(&["gc", "--topics-older-than", "0", "--apply", "--batch", "1"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("2 untouched conversations deleted"), "{err}");
+    let (code, _, _) = e.rein(&["topic", "show", first_topic]).await;
+    assert_ne!(code, 0, "the conversation is gone");
+    let (code, _, err) = e.rein(&["topic", "show", &parked.2]).await;
+    assert_eq!(code, 0, "the parked operation's stays: {err}");
+    let (code, shown, err) = e.rein(&["op", "show", first]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(shown.contains("done"), "the record stays: {shown}");
+    let (_, usage_after, _) = e.rein(&["usage"]).await;
+    assert_eq!(usage_before, usage_after, "what they cost still counts");
 }

@@ -77,6 +77,27 @@ impl Retention for SqlStore {
         .boxed()
     }
 
+    fn stale_topics<'a>(
+        &'a self,
+        before: DateTime<Utc>,
+        limit: u64,
+    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>> {
+        async move {
+            Ok(sqlx::query_scalar(
+                "SELECT t.id FROM topics t WHERE t.created_at < $1 \
+                 AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.topic_id = t.id AND m.created_at >= $1) \
+                 AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.topic_id = t.id \
+                   AND (o.status NOT IN ('done', 'error') OR o.created_at >= $1)) \
+                 ORDER BY t.created_at, t.id LIMIT $2",
+            )
+            .bind(ts(before))
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await?)
+        }
+        .boxed()
+    }
+
     fn backup<'a>(&'a self, to: &'a Path) -> BoxFuture<'a, Result<(), StoreError>> {
         async move {
             match self.dialect {
