@@ -36,6 +36,8 @@ run("signin", { viewport: { width: 1280, height: 800 } }, async ({ page, base, s
   dialogs.push("from-the-ui");
   await page.click("#new-kb");
   await page.waitForFunction(() => document.getElementById("kbs").textContent.includes("from-the-ui"));
+  // The new base opens in its dialog after the list shows it: close it once it is open.
+  await page.waitForSelector('#kb-view[open][data-name="from-the-ui"]');
   await page.evaluate(() => document.getElementById("kb-view").close());
   const bare = await page.evaluate(async () => {
     const r = await fetch("/v1/knowledge", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ name: "forged" }) });
@@ -49,6 +51,7 @@ run("signin", { viewport: { width: 1280, height: 800 } }, async ({ page, base, s
   dialogs.push("after-reload");
   await page.click("#new-kb");
   await page.waitForFunction(() => document.getElementById("kbs").textContent.includes("after-reload"));
+  await page.waitForSelector('#kb-view[open][data-name="after-reload"]');
   await page.evaluate(() => document.getElementById("kb-view").close());
   const kbs = await page.textContent("#kbs");
   if (kbs.includes("forged")) throw new Error("the forged request made something: " + kbs);
