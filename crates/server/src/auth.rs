@@ -174,48 +174,54 @@ fn changes(method: &Method) -> bool {
     !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 
-/// Who sent the request; `scoped`: hold a token to its scopes.
+/// Who sent the request; `scoped`: hold a token to its scopes. A request with an
+/// `Authorization` header is judged by its token alone; one without, by its session cookie.
 async fn authenticate(parts: &Parts, app: &AppState, scoped: bool) -> Result<User, ApiError> {
     if let AuthMode::Open(user) = &app.auth {
         return Ok(user.clone());
     }
-    if parts
+    let has_token = parts
         .headers
-        .contains_key(axum::http::header::AUTHORIZATION)
-        || crate::signin::cookie_secret(&parts.headers).is_none()
-    {
-        let token = bearer_token(&parts.headers)?;
-        let holder = app
-            .store
-            .user_for_token(&hash_token(token))
-            .await?
-            .ok_or_else(|| ApiError::unauthorized("unknown, expired or revoked token"))?;
-        let mut user = holder.user;
-        if let (true, Some(scopes)) = (scoped, &holder.scopes) {
-            let may_change =
-                scopes.contains(&TokenScope::Run) || scopes.contains(&TokenScope::Admin);
-            if changes(&parts.method) && !may_change {
-                return Err(ApiError::new(
-                    axum::http::StatusCode::FORBIDDEN,
-                    crate::error_code::ApiErrorCode::InsufficientScope,
-                    format!(
-                        "this token may only read (its scopes: {}); a {} needs the `run` scope",
-                        scopes
-                            .iter()
-                            .map(|s| s.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        parts.method
-                    ),
-                ));
-            }
-            if !scopes.contains(&TokenScope::Admin) {
-                user.role = rein_store::UserRole::Member;
-            }
-        }
-        return Ok(user);
+        .contains_key(axum::http::header::AUTHORIZATION);
+    match crate::signin::cookie_secret(&parts.headers) {
+        Some(secret) if !has_token => session_user(parts, app, secret).await,
+        _ => token_user(parts, app, scoped).await,
     }
-    let secret = crate::signin::cookie_secret(&parts.headers).unwrap_or_default();
+}
+
+/// The user of the request's bearer token, acting with what its scopes allow when `scoped`.
+async fn token_user(parts: &Parts, app: &AppState, scoped: bool) -> Result<User, ApiError> {
+    let token = bearer_token(&parts.headers)?;
+    let holder = app
+        .store
+        .user_for_token(&hash_token(token))
+        .await?
+        .ok_or_else(|| ApiError::unauthorized("unknown, expired or revoked token"))?;
+    let mut user = holder.user;
+    let Some(scopes) = holder.scopes.filter(|_| scoped) else {
+        return Ok(user);
+    };
+    let may_change = scopes.contains(&TokenScope::Run) || scopes.contains(&TokenScope::Admin);
+    if changes(&parts.method) && !may_change {
+        let named: Vec<&str> = scopes.iter().map(|s| s.as_str()).collect();
+        return Err(ApiError::new(
+            axum::http::StatusCode::FORBIDDEN,
+            crate::error_code::ApiErrorCode::InsufficientScope,
+            format!(
+                "this token may only read (its scopes: {}); a {} needs the `run` scope",
+                named.join(", "),
+                parts.method
+            ),
+        ));
+    }
+    if !scopes.contains(&TokenScope::Admin) {
+        user.role = rein_store::UserRole::Member;
+    }
+    Ok(user)
+}
+
+/// The user of the session whose cookie secret is `secret`; a change must carry its CSRF token.
+async fn session_user(parts: &Parts, app: &AppState, secret: &str) -> Result<User, ApiError> {
     let (user, _) = app
         .store
         .user_for_session(&hash_token(secret), chrono::Utc::now())
