@@ -422,18 +422,25 @@ async fn store_commit(target: &Target, commits: usize) -> f64 {
     us
 }
 
-async fn parked(dir: &Path, count: usize) {
-    let path = dir.join("parked.db");
+/// A store at `dir/name` holding `count` operations of `rounds` calculator rounds each, run
+/// under `approval` until they stop (each must end as `ends` says); the store, the ids and how
+/// long making them took.
+async fn filled(
+    path: &Path,
+    count: usize,
+    rounds: usize,
+    approval: ApprovalMode,
+    ends: fn(&RunEnd) -> bool,
+) -> (Arc<SqlStore>, Driver, Vec<OperationId>, std::time::Duration) {
     let store = Arc::new(
         SqlStore::open(path.to_str().unwrap(), Synchronous::Normal)
             .await
             .unwrap(),
     );
-    let d = driver(Arc::clone(&store), 10).await;
-    // Allow-list mode with an empty list: every calculator call waits for approval.
+    let d = driver(Arc::clone(&store), rounds).await;
     let opts = StartOptions {
         spec: rein_operation::OperationSpec {
-            approval: ApprovalMode::AllowList,
+            approval,
             max_steps: Some(100),
             ..Default::default()
         },
@@ -442,14 +449,21 @@ async fn parked(dir: &Path, count: usize) {
     let start = Instant::now();
     let mut ids = Vec::with_capacity(count);
     for _ in 0..count {
-        let id = d.start("Compute 6*7 ten times.", &opts).await.unwrap();
-        assert!(matches!(
-            d.run(id).await.unwrap(),
-            RunEnd::WaitingForHuman { .. }
-        ));
+        let id = d.start("Compute 6*7 a few times.", &opts).await.unwrap();
+        let end = d.run(id).await.unwrap();
+        assert!(ends(&end), "{end:?}");
         ids.push(id);
     }
-    let created = start.elapsed();
+    (store, d, ids, start.elapsed())
+}
+
+async fn parked(dir: &Path, count: usize) {
+    let path = dir.join("parked.db");
+    // Allow-list mode with an empty list: every calculator call waits for approval.
+    let (store, d, ids, created) = filled(&path, count, 10, ApprovalMode::AllowList, |e| {
+        matches!(e, RunEnd::WaitingForHuman { .. })
+    })
+    .await;
     let filter = |limit: usize| rein_store::OperationFilter {
         status: Some(Status::WaitingForHuman),
         limit: u32::try_from(limit).unwrap(),
@@ -549,27 +563,10 @@ fn reader(
 async fn compaction(dir: &Path, count: usize) {
     use std::sync::atomic::{AtomicBool, Ordering};
     let path = dir.join("compaction.db");
-    let store = Arc::new(
-        SqlStore::open(path.to_str().unwrap(), Synchronous::Normal)
-            .await
-            .unwrap(),
-    );
-    let d = driver(Arc::clone(&store), 3).await;
-    let opts = StartOptions {
-        spec: rein_operation::OperationSpec {
-            max_steps: Some(100),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    let start = Instant::now();
-    let mut ids = Vec::with_capacity(count);
-    for _ in 0..count {
-        let id = d.start("Compute 6*7 three times.", &opts).await.unwrap();
-        assert!(matches!(d.run(id).await.unwrap(), RunEnd::Done { .. }));
-        ids.push(id);
-    }
-    let created = start.elapsed();
+    let (store, _, ids, created) = filled(&path, count, 3, ApprovalMode::default(), |e| {
+        matches!(e, RunEnd::Done { .. })
+    })
+    .await;
     let before = live_bytes(&path);
 
     // The anchor: the same reads with nothing else going on, for as long as compaction takes
