@@ -178,6 +178,13 @@ async fn failed_sign_ins_are_limited_per_name_and_say_nothing_of_which_names_exi
         answers.push(answer["error"]["message"].clone());
     }
     assert!(answers.iter().all(|a| *a == answers[0]), "{answers:?}");
+    // A name too long to be anyone's gets the same answer, and is not remembered.
+    let long = "n".repeat(100_000);
+    for _ in 0..6 {
+        let (status, _, _, answer) = sign_in(&e, &long, "whatever it is", false).await;
+        assert_eq!(status, 401, "{answer}");
+        assert_eq!(answer["error"]["message"], answers[0]);
+    }
 
     // Five failures of a name (any case) lock it, even for the right password.
     for _ in 0..4 {

@@ -22,6 +22,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
+/// The longest name a sign-in is checked for, in bytes.
+const MAX_NAME_BYTES: usize = 256;
+
 /// `POST /v1/sessions` body.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -71,6 +74,11 @@ pub async fn sign_in(
 ) -> Result<SetCookie<Reply<201, SessionOut>>, ApiError> {
     if matches!(app.auth, crate::AuthMode::Open(_)) {
         return Err(refused_without_tokens());
+    }
+    // Refused before it is counted, so the failure counts hold only short keys (user names
+    // are at most 64 characters; the operator's CLI may have made longer ones, never this long).
+    if req.name.len() > MAX_NAME_BYTES {
+        return Err(ApiError::unauthorized("wrong name or password"));
     }
     check_attempts(&app, &req.name)?;
     let found = app.store.user_with_password(&req.name).await?;
