@@ -9,7 +9,7 @@ use rein_core::usage::Usd;
 use rein_model::testing::Canned;
 use rein_server::ServerConfig;
 use rein_server::caps::SpendCaps;
-use rein_store::{Accounts, Caps, UserRole};
+use rein_store::Caps;
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -139,13 +139,7 @@ async fn token_caps_per_user_overrides_and_the_servers_own_cap() {
         },
     )
     .await;
-    let root = e.token("root").await;
-    let root_id = e.app.store.user_by_name("root").await.unwrap().unwrap().id;
-    e.app
-        .store
-        .set_role(&root_id, UserRole::Admin)
-        .await
-        .unwrap();
+    let root = e.admin_token("root").await;
     let alice = e.token("alice").await;
     let bob = e.token("bob").await;
 

@@ -363,13 +363,7 @@ async fn sessions_end_when_an_admin_ends_them_the_user_is_disabled_or_the_passwo
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_expire_and_carry_scopes() {
     let e = Api::new(Vec::new()).await;
-    let root = e.token("root").await;
-    let root_id = e.app.store.user_by_name("root").await.unwrap().unwrap().id;
-    e.app
-        .store
-        .set_role(&root_id, UserRole::Admin)
-        .await
-        .unwrap();
+    let root = e.admin_token("root").await;
     e.token("bob").await;
     let make = |body: Value| async {
         let (status, made) = e

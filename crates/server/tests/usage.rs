@@ -3,7 +3,6 @@
 
 use crate::common::Api;
 use rein_model::testing::Canned;
-use rein_store::{Accounts, UserRole};
 use serde_json::Value;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -16,13 +15,7 @@ async fn usage_sums_the_operations_records_and_by_user_is_for_admins() {
     .await;
     let alice = e.token("alice").await;
     let bob = e.token("bob").await;
-    let root = e.token("root").await;
-    let root_id = e.app.store.user_by_name("root").await.unwrap().unwrap().id;
-    e.app
-        .store
-        .set_role(&root_id, UserRole::Admin)
-        .await
-        .unwrap();
+    let root = e.admin_token("root").await;
     let mut ops = Vec::new();
     for (token, body) in [
         (&alice, serde_json::json!({"input": "a"})),

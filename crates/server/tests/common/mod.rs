@@ -137,6 +137,18 @@ impl Api {
         token
     }
 
+    /// A new API token of `user` (made when missing) after making them an admin.
+    pub async fn admin_token(&self, user: &str) -> String {
+        let token = self.token(user).await;
+        let id = self.app.store.user_by_name(user).await.unwrap().unwrap().id;
+        self.app
+            .store
+            .set_role(&id, rein_store::UserRole::Admin)
+            .await
+            .unwrap();
+        token
+    }
+
     /// `method path` with `token` and a JSON `body`: the status and the JSON answer (`Null`
     /// when empty).
     pub async fn call(
