@@ -107,6 +107,8 @@ pub async fn host(
         },
         devices: None,
         remote_agents: None,
+        // The local CLI's operations are its user's: the environment's keys are theirs.
+        own_provider_keys: None,
         sandbox: given.sandbox,
         system_model,
         working_directory: None,

@@ -20,7 +20,8 @@ use anyhow::bail;
 use clap::{Parser, Subcommand};
 use commands::{
     agents, backup, briefs, chat, config, connect, decide, devices, gc, grants, groups, knowledge,
-    login, memory, models, operations, run, serve, skills, tasks, tokens, topics, usage, users,
+    login, memory, models, operations, run, serve, settings, skills, tasks, tokens, topics, usage,
+    users,
 };
 use invocation::Invocation;
 use std::path::PathBuf;
@@ -138,6 +139,12 @@ pub(crate) enum Command {
     Migrate,
     /// What your operations spent since a day, by day, agent, model or user.
     Usage(usage::UsageArgs),
+    /// Your settings on a server: the model providers you bring (your API keys, base URLs);
+    /// and, on the database's host, moving stored keys to a new secret key.
+    Settings {
+        #[command(subcommand)]
+        command: settings::SettingsCommand,
+    },
     /// Compact old finished operations: their steps, events and tool results go, their record
     /// and messages stay (a dry run unless --apply).
     Gc(gc::GcArgs),
@@ -318,6 +325,7 @@ async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> 
         }
         Command::User { command } => users::run(on, command, json).await,
         Command::Usage(a) => usage::run(on, a, json).await,
+        Command::Settings { command } => settings::run(on, command, json).await,
         Command::Token { command } => tokens::run(on, command, json).await,
         Command::Run(a) => run::run(on, a).await,
     }

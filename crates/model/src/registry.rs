@@ -197,13 +197,59 @@ impl Registry {
 
     /// The configuration of provider `id` (or an alias of one: [`canonical`]).
     pub fn provider(&self, id: &str) -> Result<ProviderConfig, ModelError> {
+        self.configure(id, None)
+    }
+
+    /// The configuration of provider `id` for a user who brought their own base URL or API key
+    /// ([`UserProvider`]): theirs over the server's. With `lend_key` off the server's own key is
+    /// never used, and a provider that needs one and has none of theirs is refused, saying how
+    /// to store it.
+    pub fn provider_for_user(
+        &self,
+        id: &str,
+        own: &UserProvider<'_>,
+    ) -> Result<ProviderConfig, ModelError> {
+        let config = self.configure(id, Some(own))?;
+        if config.api_key.is_none()
+            && let Some(var) = self
+                .presets
+                .get(canonical(id))
+                .and_then(|p| p.api_key_env.as_deref())
+        {
+            return Err(ModelError::new(
+                ErrorKind::Config,
+                if own.lend_key && own.base_url.is_none() {
+                    format!(
+                        "missing API key for provider `{id}`: set {var}, or store your own with `rein settings provider set {id} --key-stdin`"
+                    )
+                } else if own.lend_key {
+                    format!(
+                        "missing API key for provider `{id}`: the server's key is not sent to a base URL you chose; store your own with `rein settings provider set {id} --key-stdin`"
+                    )
+                } else {
+                    format!(
+                        "missing API key for provider `{id}`: this server lends none; store your own with `rein settings provider set {id} --key-stdin`"
+                    )
+                },
+            ));
+        }
+        Ok(config)
+    }
+
+    fn configure(
+        &self,
+        id: &str,
+        own: Option<&UserProvider<'_>>,
+    ) -> Result<ProviderConfig, ModelError> {
         let given = id;
         let id = canonical(id);
         let preset = self.presets.get(id);
         let over = self.overrides.get(id).cloned().unwrap_or_default();
         let env = &self.env;
         // The environment overrides the configuration file, which overrides the presets.
-        let mut base = env(&env_name(given, "BASE_URL"))
+        let mut base = own
+            .and_then(|o| o.base_url.map(str::to_owned))
+            .or_else(|| env(&env_name(given, "BASE_URL")))
             .or_else(|| env(&env_name(id, "BASE_URL")))
             .or_else(|| (id == "ollama").then(|| env("OLLAMA_HOST")).flatten())
             .or_else(|| over.base_url.clone())
@@ -229,11 +275,18 @@ impl Registry {
                 },
             ));
         };
-        let api_key = env(&env_name(given, "API_KEY"))
-            .or_else(|| env(&env_name(id, "API_KEY")))
-            .or_else(|| preset.and_then(|p| p.api_key_env.as_deref()).and_then(env))
-            .or_else(|| (id == "gemini").then(|| env("GOOGLE_API_KEY")).flatten())
-            .or_else(|| over.api_key.clone());
+        // The server's key never goes to a base URL a user chose: it would hand it to them.
+        let lend = own.is_none_or(|o| o.lend_key && o.base_url.is_none());
+        let api_key = own.and_then(|o| o.api_key.map(str::to_owned)).or_else(|| {
+            if !lend {
+                return None;
+            }
+            env(&env_name(given, "API_KEY"))
+                .or_else(|| env(&env_name(id, "API_KEY")))
+                .or_else(|| preset.and_then(|p| p.api_key_env.as_deref()).and_then(env))
+                .or_else(|| (id == "gemini").then(|| env("GOOGLE_API_KEY")).flatten())
+                .or_else(|| over.api_key.clone())
+        });
         let protocol = over
             .protocol
             .or(preset.map(|p| p.protocol))
@@ -262,6 +315,17 @@ impl Registry {
             quirks,
         })
     }
+}
+
+/// What a user brought for one provider, over the server's configuration of it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UserProvider<'a> {
+    /// Their base URL (`None`: the server's).
+    pub base_url: Option<&'a str>,
+    /// Their API key (`None`: the server's, when it lends it and they chose no base URL).
+    pub api_key: Option<&'a str>,
+    /// Whether the server's own key serves when they have none.
+    pub lend_key: bool,
 }
 
 impl Registry {
@@ -377,5 +441,54 @@ mod tests {
         );
         let err = registry(&[]).provider_with_key("deepseek").unwrap_err();
         assert!(err.message.contains("set DEEPSEEK_API_KEY"), "{err}");
+    }
+
+    /// A user's own key and base URL come before the server's; the server's key is lent only
+    /// when it lends keys and only to the server's base URL.
+    #[test]
+    fn a_users_own_provider_comes_before_the_servers() {
+        let r = registry(&[("OPENAI_API_KEY", "sk-server")]);
+        let mine = UserProvider {
+            base_url: None,
+            api_key: Some("sk-mine"),
+            lend_key: true,
+        };
+        let c = r.provider_for_user("openai", &mine).unwrap();
+        assert_eq!(c.api_key.as_deref(), Some("sk-mine"));
+        assert_eq!(c.base_url, r.provider("openai").unwrap().base_url);
+
+        let lent = UserProvider {
+            lend_key: true,
+            ..Default::default()
+        };
+        let c = r.provider_for_user("openai", &lent).unwrap();
+        assert_eq!(c.api_key.as_deref(), Some("sk-server"));
+
+        let unlent = UserProvider::default();
+        let e = r.provider_for_user("openai", &unlent).unwrap_err();
+        assert!(e.to_string().contains("lends none"), "{e}");
+
+        // Their own base URL never receives the server's key.
+        let elsewhere = UserProvider {
+            base_url: Some("http://127.0.0.1:9/v1"),
+            api_key: None,
+            lend_key: true,
+        };
+        let e = r.provider_for_user("openai", &elsewhere).unwrap_err();
+        assert!(
+            e.to_string().contains("not sent to a base URL you chose"),
+            "{e}"
+        );
+        let c = r
+            .provider_for_user(
+                "openai",
+                &UserProvider {
+                    api_key: Some("sk-mine"),
+                    ..elsewhere
+                },
+            )
+            .unwrap();
+        assert_eq!(c.base_url, "http://127.0.0.1:9/v1");
+        assert_eq!(c.api_key.as_deref(), Some("sk-mine"));
     }
 }

@@ -28,6 +28,10 @@ pub const LEASE_SECS: &str = "REIN_LEASE_SECS";
 pub const GRACE_SECS: &str = "REIN_GRACE_SECS";
 /// The `rein serve` the CLI talks to.
 pub const SERVER: &str = "REIN_SERVER";
+/// The secret key sealing users' stored provider keys itself (base64 of 32 bytes).
+pub const SECRET_KEY: &str = "REIN_SECRET_KEY";
+/// The file holding that secret key (default `secret.key` in the home directory).
+pub const SECRET_KEY_FILE: &str = "REIN_SECRET_KEY_FILE";
 /// The API (or device) token the CLI sends to a server.
 pub const TOKEN: &str = "REIN_TOKEN";
 /// The log filter (`tracing_subscriber`'s syntax).

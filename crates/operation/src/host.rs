@@ -107,6 +107,9 @@ pub struct Host {
     pub devices: Option<Arc<dyn crate::devices::DeviceDirectory>>,
     /// Starts external agents on devices (`rein serve`'s gateway).
     pub remote_agents: Option<Arc<dyn crate::external::RemoteAgents>>,
+    /// How users' own providers serve their operations (`rein serve`; none: this process's
+    /// providers serve every operation).
+    pub own_provider_keys: Option<crate::own_models::OwnProviderKeys>,
 }
 
 impl Host {
@@ -136,6 +139,7 @@ impl Host {
             surfaces: Default::default(),
             devices: None,
             remote_agents: None,
+            own_provider_keys: None,
         }
     }
 
@@ -167,6 +171,9 @@ impl Host {
         }
         if let Some(remote) = &self.remote_agents {
             d = d.with_remote_agents(Arc::clone(remote));
+        }
+        if let Some(keys) = &self.own_provider_keys {
+            d = d.with_own_provider_keys(keys.clone());
         }
         d.with_skills(Arc::clone(&self.skills))
             .with_external(self.surfaces.external.clone())

@@ -24,6 +24,8 @@
 //! ([`knowledge::retrieve`]); durable ingestion jobs fill them ([`knowledge::ingest`]).
 //! A person's "always for this tool" is a grant ([`grants`]), kept in the store and loaded
 //! before every step, never covering what the blacklist or the command guard flags.
+//! On a server, a user's operations use the model providers they brought ([`own_models`]),
+//! their API keys sealed at rest with the server's secret key ([`secrets`]).
 //! A process's [`settings`] (configuration file, environment, flags) are resolved here, with
 //! one precedence, for the CLI and any embedder of the server.
 
@@ -44,8 +46,10 @@ pub mod knowledge;
 pub mod memories;
 mod model_port;
 pub mod models;
+pub mod own_models;
 pub mod pricing;
 pub mod profile;
+pub mod secrets;
 pub mod settings;
 mod summarizer;
 pub mod surface;

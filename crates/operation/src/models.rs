@@ -3,7 +3,7 @@
 //! for one model.
 
 use rein_core::state::ModelRef;
-use rein_model::{Catalog, ModelProvider, Registry, Transport};
+use rein_model::{Catalog, ModelProvider, Registry, Transport, UserProvider};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -21,6 +21,20 @@ pub struct ModelUnavailable {
 pub trait ModelSource: Send + Sync {
     /// The provider that answers for `model`.
     fn provider(&self, model: &ModelRef) -> Result<Arc<dyn ModelProvider>, ModelUnavailable>;
+
+    /// The provider for `model` made with what a user brought over this source's configuration
+    /// ([`crate::own_models`]); a source that makes providers from no configuration refuses.
+    fn provider_for_user(
+        &self,
+        model: &ModelRef,
+        own: &UserProvider<'_>,
+    ) -> Result<Arc<dyn ModelProvider>, ModelUnavailable> {
+        let _ = own;
+        Err(ModelUnavailable {
+            model: model.key(),
+            reason: "this process makes no provider from a user's own settings".into(),
+        })
+    }
 }
 
 /// One provider for one provider id (tests, benchmarks, embedded use).
@@ -94,5 +108,24 @@ impl ModelSource for RegistryModels {
         );
         made.insert(model.provider.to_string(), Arc::clone(&provider));
         Ok(provider)
+    }
+
+    fn provider_for_user(
+        &self,
+        model: &ModelRef,
+        own: &UserProvider<'_>,
+    ) -> Result<Arc<dyn ModelProvider>, ModelUnavailable> {
+        // Made for each run, never kept: it holds the user's key.
+        let config = self
+            .registry
+            .provider_for_user(&model.provider, own)
+            .map_err(|e| ModelUnavailable {
+                model: model.key(),
+                reason: e.to_string(),
+            })?;
+        Ok(Arc::new(
+            rein_model::Provider::new(config, Arc::clone(&self.transport))
+                .with_catalog(Arc::clone(&self.catalog)),
+        ))
     }
 }

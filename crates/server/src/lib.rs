@@ -168,6 +168,7 @@ pub fn api() -> api::Api {
         .merge(routes::logins::api())
         .merge(routes::users::api())
         .merge(routes::sessions::api())
+        .merge(routes::own_providers::api())
         .merge(routes::usage::api())
 }
 

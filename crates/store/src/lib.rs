@@ -21,7 +21,8 @@
 //! and the memories models extract from finished conversations, with their history and queue
 //! ([`Memories`]), and the grants people make ("always for this tool", per operation,
 //! conversation or agent, revocable: [`Grants`]), and sign-ins from another device approved
-//! by a signed-in person ([`Logins`]), and browser sessions signed in by password ([`Sessions`]); and what an old database lets go of (finished operations'
+//! by a signed-in person ([`Logins`]), and browser sessions signed in by password ([`Sessions`]), and the providers users bring, their
+//! keys sealed ([`OwnProviders`]); and what an old database lets go of (finished operations'
 //! steps, events and tool results) and its backups ([`Retention`]), and what operations spent,
 //! summed per day, agent, model or user ([`Usage`]).
 
@@ -35,6 +36,7 @@ mod knowledge;
 mod logins;
 mod memories;
 mod migrate;
+mod own_providers;
 mod records;
 mod retention;
 mod schema;
@@ -68,6 +70,7 @@ pub use memories::{
     text_key,
 };
 pub use migrate::AppliedMigration;
+pub use own_providers::{OwnProvider, OwnProviders, Resealed, SealedKey, StoredKey};
 pub use records::*;
 pub use retention::{Compacted, Retention, compact_all, delete_stale_topics};
 pub use schema::{Migration, Schema};
@@ -93,7 +96,17 @@ use rein_core::{AgentEvent, AgentState, Message, MessageId, OperationId};
 /// Durable storage for operations (and the briefs they raise). Every method is one
 /// transaction.
 pub trait Store:
-    Briefs + Topics + Knowledge + KnowledgeJobs + Memories + Grants + Logins + Sessions + Send + Sync
+    Briefs
+    + Topics
+    + Knowledge
+    + KnowledgeJobs
+    + Memories
+    + Grants
+    + Logins
+    + Sessions
+    + OwnProviders
+    + Send
+    + Sync
 {
     /// Persist a new operation with its first messages, before anything runs; under its
     /// [`TopicGate`] it is queued behind (or refused by, `TopicBusy`) another operation of its

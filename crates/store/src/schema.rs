@@ -153,6 +153,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "per-user caps over the server's defaults",
         include_str!("../migrations/0026_user_caps.sql"),
     ),
+    (
+        27,
+        "providers users bring: their own base URLs and sealed API keys",
+        include_str!("../migrations/0027_own_providers.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

@@ -27,6 +27,7 @@ pub mod operations;
 pub mod remote;
 pub mod run;
 pub mod serve;
+pub mod settings;
 pub mod skills;
 pub mod tasks;
 pub mod tokens;
@@ -108,6 +109,7 @@ pub trait Backend:
     + knowledge::KnowledgeBases
     + users::UserAdmin
     + usage::Spending
+    + settings::OwnProviderSettings
     + tokens::TokenAdmin
 {
     /// This machine's database, or why a command that needs it cannot run here.

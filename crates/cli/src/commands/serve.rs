@@ -75,6 +75,50 @@ pub struct ServeArgs {
     /// once on stderr): the first admin of a fresh server.
     #[arg(long, value_name = "NAME")]
     init_admin: Option<String>,
+    /// The providers users bring.
+    #[command(flatten)]
+    own: OwnProviderArgs,
+}
+
+/// How users' own model providers serve their operations (`rein serve`, `rein worker`).
+#[derive(clap::Args)]
+pub struct OwnProviderArgs {
+    /// File holding the secret key that seals the API keys users store (`rein settings
+    /// provider set`); `rein serve` makes it (mode 0600) when missing. Default: secret.key in
+    /// $REIN_HOME or ~/.rein; REIN_SECRET_KEY gives the key itself (base64 of 32 bytes). Every
+    /// server and worker on one database needs the same key.
+    #[arg(long, value_name = "FILE", env = rein_operation::env::SECRET_KEY_FILE)]
+    secret_key_file: Option<std::path::PathBuf>,
+    /// Users' operations use only the provider keys they stored: this server's own
+    /// (environment, configuration) serve nobody.
+    #[arg(long)]
+    no_server_keys: bool,
+    /// Refuse base URLs users choose for providers (with them, the server sends model requests
+    /// wherever a user says).
+    #[arg(long)]
+    no_user_base_urls: bool,
+}
+
+impl OwnProviderArgs {
+    /// The host's setting; `create` makes the secret key when there is none (a server).
+    fn keys(&self, create: bool) -> anyhow::Result<rein_operation::own_models::OwnProviderKeys> {
+        let env = |k: &str| std::env::var(k).ok();
+        let place = rein_operation::secrets::KeyPlace::find(
+            &env,
+            self.secret_key_file.clone(),
+            &rein_operation::settings::data_dir()?,
+        );
+        let secret = if create {
+            Some(place.load_or_create(&env)?)
+        } else {
+            place.load(&env)?
+        };
+        Ok(rein_operation::own_models::OwnProviderKeys {
+            secret,
+            lend_keys: !self.no_server_keys,
+            base_urls: !self.no_user_base_urls,
+        })
+    }
 }
 
 /// `rein serve`'s spending caps.
@@ -183,6 +227,9 @@ pub struct WorkerArgs {
     /// Let users' brief hooks post to loopback and private addresses.
     #[arg(long)]
     allow_private_hooks: bool,
+    /// The providers users bring (as the servers on the database were started).
+    #[command(flatten)]
+    own: OwnProviderArgs,
 }
 
 /// Post urgent briefs to their owners' hooks in the background (every server and worker
@@ -261,6 +308,7 @@ pub async fn worker(
     let hub = Arc::new(Hub::default());
     let mut host = crate::host::host(Arc::clone(&store), given, args.model.as_deref()).await?;
     crate::host::serve_from(&mut host, &store, given)?;
+    host.own_provider_keys = Some(args.own.keys(false)?);
     let mut runner = Runner::new(Arc::clone(&store), Arc::clone(&hub), host);
     runner.limits = rein_store::RunLimits {
         per_owner: Some(args.max_running.max(1) as u64),
@@ -412,6 +460,7 @@ pub async fn serve(
     let hub = Arc::new(Hub::default());
     let mut host = crate::host::host(Arc::clone(&store), given, args.model.as_deref()).await?;
     crate::host::serve_from(&mut host, &store, given)?;
+    host.own_provider_keys = Some(args.own.keys(true)?);
     if let Some(dir) = &args.workdir {
         let dir =
             std::fs::canonicalize(dir).map_err(|e| anyhow!("--workdir {}: {e}", dir.display()))?;

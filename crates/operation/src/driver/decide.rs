@@ -147,7 +147,7 @@ impl Driver {
             }
             .into());
         }
-        let (runtime, _activity) = self.running_runtime(&run)?;
+        let (runtime, _activity) = self.running_runtime(&run).await?;
         let (status, reason) = match &decision {
             Decision::Approve => (InterventionStatus::Approved, None),
             Decision::Reject { reason, .. } => (InterventionStatus::Rejected, reason.as_deref()),
@@ -248,7 +248,7 @@ impl Driver {
                 .await;
         }
         // Settling aborted calls runs no tool; the model is asked only if the brain continues.
-        let (runtime, _activity) = self.running_runtime(&run)?;
+        let (runtime, _activity) = self.running_runtime(&run).await?;
         let (state, ctx) = abort_pending(run.committed.clone(), reason);
         run.next = Some(ctx);
         self.drive(&runtime, &mut run, state).await

@@ -214,6 +214,8 @@ pub struct Driver {
     devices: Option<Arc<dyn crate::devices::DeviceDirectory>>,
     /// Starts external agents on devices (`external:KIND@NAME`; a server's gateway).
     remote_agents: Option<Arc<dyn crate::external::RemoteAgents>>,
+    /// How users' own providers serve their operations (none: this process's serve everyone).
+    own_keys: Option<crate::own_models::OwnProviderKeys>,
     /// Token estimators by vocabulary and factor (bits), shared by every run.
     estimators: std::sync::Mutex<
         Vec<(
@@ -350,8 +352,16 @@ impl Driver {
             external: crate::external::ExternalAgents::none(),
             devices: None,
             remote_agents: None,
+            own_keys: None,
             estimators: Default::default(),
         }
+    }
+
+    /// Builder: each operation's model comes from its owner's own providers over this
+    /// process's, as `keys` says (a server's).
+    pub fn with_own_provider_keys(mut self, keys: crate::own_models::OwnProviderKeys) -> Self {
+        self.own_keys = Some(keys);
+        self
     }
 
     /// Builder: when `stop` is cancelled, each run of this driver ends after the step under

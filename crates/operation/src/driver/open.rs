@@ -170,7 +170,7 @@ impl Driver {
         // brain parks it again if other calls still wait for a person).
         state.pending_assistant_message_id = Some(super::derived_message_id(run.id, run.seq + 1));
         self.load_grants(run, &mut state).await?;
-        let (runtime, _activity) = self.running_runtime(run)?;
+        let (runtime, _activity) = self.running_runtime(run).await?;
         let r = runtime.step(state, next).await;
         self.commit(run, r).await?;
         let state = run.committed.clone();

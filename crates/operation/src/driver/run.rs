@@ -26,7 +26,7 @@ impl Driver {
         if run.cancel_requested && !run.committed.status.is_terminal() {
             return self.cancel_tree(&mut run, "cancelled on request").await;
         }
-        let (runtime, _activity) = self.running_runtime(&run)?;
+        let (runtime, _activity) = self.running_runtime(&run).await?;
         let state = run.committed.clone();
         self.drive(&runtime, &mut run, state).await
     }
@@ -83,7 +83,7 @@ impl Driver {
         if run.cancel_requested && !run.committed.status.is_terminal() {
             return self.cancel_tree(run, "cancelled on request").await;
         }
-        let (runtime, _activity) = self.running_runtime(run)?;
+        let (runtime, _activity) = self.running_runtime(run).await?;
         let mut state = run.committed.clone();
         match state.status {
             Status::Interrupted => {

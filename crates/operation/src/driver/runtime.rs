@@ -6,6 +6,7 @@ use super::Driver;
 use super::open::Loaded;
 use crate::error::DriverError;
 use crate::model_port::ModelPort;
+use crate::models::ModelSource;
 use rein_context::{Encoding, TiktokenEstimator};
 use rein_core::agent::TokenEstimator;
 use rein_core::engine::{EventSink, RuntimeConfig};
@@ -22,6 +23,9 @@ struct Providers {
     provider: Arc<dyn rein_model::ModelProvider>,
     summary_model: ModelRef,
     summary_provider: Arc<dyn rein_model::ModelProvider>,
+    /// Where the operation's other models come from (delegation, knowledge embeddings): its
+    /// owner's providers over this process's.
+    models: Arc<dyn ModelSource>,
 }
 
 impl Driver {
@@ -75,12 +79,13 @@ impl Driver {
     /// The runtime of a run that steps the operation: its model, its tools (this process must
     /// have every tool the spec records), its scope and context settings, with a sink that also
     /// keeps the operation's activity on its record (returned guard: the writer).
-    pub(super) fn running_runtime(
+    pub(super) async fn running_runtime(
         &self,
         run: &Loaded,
     ) -> Result<(AgentRuntime, crate::activity::ActivityWriter), DriverError> {
         // Refuse before the record says anything about running.
-        let providers = self.providers(run.id, &run.spec)?;
+        let models = self.models_of(&run.spec).await?;
+        let providers = self.providers(run.id, &run.spec, models)?;
         let (sink, writer) = crate::activity::track(
             Arc::clone(&self.store),
             run.id,
@@ -97,7 +102,7 @@ impl Driver {
 
     /// Refuse an operation this process cannot run: an MCP server or custom tool the spec
     /// records that is not here, or a model (or compression model) it has no provider for.
-    pub(super) fn preflight(
+    pub(super) async fn preflight(
         &self,
         id: OperationId,
         spec: &OperationSpec,
@@ -116,12 +121,29 @@ impl Driver {
             rein_core::spec::Surface::ExternalOnDevice { .. } => return Ok(()),
             _ => {}
         }
-        self.providers(id, spec).map(|_| ())
+        let models = self.models_of(spec).await?;
+        self.providers(id, spec, models).map(|_| ())
+    }
+
+    /// Where the models of an operation come from: its owner's own providers over this
+    /// process's, when this process serves them; else this process's.
+    async fn models_of(&self, spec: &OperationSpec) -> Result<Arc<dyn ModelSource>, DriverError> {
+        match &self.own_keys {
+            Some(keys) => Ok(keys
+                .models(&*self.store, &self.models, spec.owner.as_deref())
+                .await?),
+            None => Ok(Arc::clone(&self.models)),
+        }
     }
 
     /// What the spec runs on: its tools must all be here; its model's provider, and the
     /// compression model's (the model's own when it names none).
-    fn providers(&self, id: OperationId, spec: &OperationSpec) -> Result<Providers, DriverError> {
+    fn providers(
+        &self,
+        id: OperationId,
+        spec: &OperationSpec,
+        models: Arc<dyn ModelSource>,
+    ) -> Result<Providers, DriverError> {
         let missing: Vec<String> = spec
             .mcp_servers
             .iter()
@@ -138,9 +160,9 @@ impl Driver {
             .model
             .clone()
             .unwrap_or_else(|| self.default_model.clone());
-        let provider = self.models.provider(&model)?;
+        let provider = models.provider(&model)?;
         let (summary_provider, summary_model) = match &spec.compression_model {
-            Some(m) => (self.models.provider(m)?, m.clone()),
+            Some(m) => (models.provider(m)?, m.clone()),
             None => (Arc::clone(&provider), model.clone()),
         };
         Ok(Providers {
@@ -148,6 +170,7 @@ impl Driver {
             provider,
             summary_model,
             summary_provider,
+            models,
         })
     }
 
@@ -163,6 +186,7 @@ impl Driver {
             provider,
             summary_model,
             summary_provider,
+            models,
         } = providers;
         let (agent, estimator) = self.brain(spec, &model, Some(offered));
         let port = ModelPort {
@@ -171,7 +195,7 @@ impl Driver {
             catalog: Arc::clone(&self.catalog),
             pricing: crate::pricing::Pricing::new(Arc::clone(&self.catalog), spec),
             store: Arc::clone(&self.store),
-            models: Arc::clone(&self.models),
+            models: Arc::clone(&models),
             cancel: self.cancel.clone(),
             pipeline: Arc::clone(&self.pipeline),
             context: spec.context.clone(),
@@ -197,7 +221,7 @@ impl Driver {
         let delegator: Arc<dyn rein_core::engine::Executor> =
             Arc::new(super::delegate::Delegator {
                 agents: self.agents.clone(),
-                models: Arc::clone(&self.models),
+                models,
                 catalog: Arc::clone(&self.catalog),
                 pricing: crate::pricing::Pricing::new(Arc::clone(&self.catalog), spec),
                 spec: spec.clone(),

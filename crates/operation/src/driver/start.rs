@@ -48,7 +48,7 @@ impl Driver {
         spec.mcp_servers = self.host_tools();
         // Refuse now, before anything is written, what no step could run, and a spend cap
         // no call could count against.
-        self.preflight(id, &spec)?;
+        self.preflight(id, &spec).await?;
         if spec.surface.external_kind().is_none()
             && let Some(unpriced) = crate::pricing::unpriced(&spec, &self.catalog)
         {

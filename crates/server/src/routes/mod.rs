@@ -12,6 +12,7 @@ pub mod memories;
 pub mod models;
 pub mod openai;
 pub mod operations;
+pub mod own_providers;
 pub mod sessions;
 pub mod skills;
 pub mod tasks;
@@ -281,6 +282,15 @@ path_param!(
     AgentPath,
     check: |s| check_name(s).map_err(ApiError::from),
     schema: json!({"type": "string", "pattern": rein_operation::profile::AGENT_NAME_PATTERN})
+);
+
+path_param!(
+    /// `{provider}` of a provider you bring: `openai`, `anthropic`, or a name of your own with
+    /// a base URL.
+    ProviderPath,
+    check: |s| rein_operation::own_models::check_provider_id(s)
+        .map_err(|e| ApiError::bad_request(e.to_string())),
+    schema: json!({"type": "string", "pattern": rein_operation::own_models::PROVIDER_ID_PATTERN})
 );
 
 path_param!(

@@ -26,6 +26,8 @@ pub struct Api {
     pub model: Server,
     /// Every answer's `method path` and status, in order.
     answered: std::sync::Mutex<Vec<(String, u16)>>,
+    /// Every answer's body, in order (what a test scans for what no answer may carry).
+    pub bodies: std::sync::Mutex<Vec<u8>>,
     _db: rein_testkit::E2eDatabase,
 }
 
@@ -71,6 +73,12 @@ pub fn runner(
         Arc::clone(store) as Arc<dyn rein_store::Devices>,
     )));
     host.working_directory = working_directory;
+    // As `rein serve` makes it: users may bring their own providers, the server lends its key.
+    host.own_provider_keys = Some(rein_operation::own_models::OwnProviderKeys {
+        secret: Some(rein_operation::secrets::SecretKey::generate().unwrap()),
+        lend_keys: true,
+        base_urls: true,
+    });
     host.agents = Some(Arc::new(rein_operation::StoredAgents {
         accounts: Arc::clone(store) as Arc<dyn Accounts>,
         local_user: None,
@@ -83,20 +91,33 @@ impl Api {
     /// A server whose model answers with `responses`, in order; its operations have no
     /// working directory (no file or shell access), as `rein serve` without `--workdir`.
     pub async fn new(responses: Vec<Canned>) -> Self {
-        Self::serving(responses, false, ServerConfig::default()).await
+        Self::serving(responses, false, ServerConfig::default(), None).await
+    }
+
+    /// As [`Api::new`], serving users' own providers as `keys` says.
+    pub async fn with_own_provider_keys(
+        responses: Vec<Canned>,
+        keys: rein_operation::own_models::OwnProviderKeys,
+    ) -> Self {
+        Self::serving(responses, false, ServerConfig::default(), Some(keys)).await
     }
 
     /// As [`Api::new`], with `dir/work` as its operations' working directory (`--workdir`).
     pub async fn with_workdir(responses: Vec<Canned>) -> Self {
-        Self::serving(responses, true, ServerConfig::default()).await
+        Self::serving(responses, true, ServerConfig::default(), None).await
     }
 
     /// As [`Api::new`], configured as `config` says (caps, ...).
     pub async fn with_config(responses: Vec<Canned>, config: ServerConfig) -> Self {
-        Self::serving(responses, false, config).await
+        Self::serving(responses, false, config, None).await
     }
 
-    async fn serving(responses: Vec<Canned>, workdir: bool, config: ServerConfig) -> Self {
+    async fn serving(
+        responses: Vec<Canned>,
+        workdir: bool,
+        config: ServerConfig,
+        keys: Option<rein_operation::own_models::OwnProviderKeys>,
+    ) -> Self {
         let dir = std::env::temp_dir().join(format!("rein-api-{}", OperationId::new()));
         std::fs::create_dir_all(&dir).unwrap();
         let db = rein_testkit::E2eDatabase::new(&dir).await;
@@ -108,12 +129,19 @@ impl Api {
             std::fs::create_dir_all(&work).unwrap();
             work.to_string_lossy().into_owned()
         });
-        let runner = runner(&store, &hub, &model.base, work);
+        let mut runner = runner(&store, &hub, &model.base, work);
+        if let Some(keys) = keys {
+            let Some(r) = Arc::get_mut(&mut runner) else {
+                unreachable!("the runner was just made")
+            };
+            r.host.own_provider_keys = Some(keys);
+        }
         let app = Arc::new(App::new(store, runner, hub, AuthMode::Tokens, config));
         Self {
             app,
             model,
             answered: std::sync::Mutex::default(),
+            bodies: std::sync::Mutex::default(),
             _db: db,
         }
     }
@@ -203,6 +231,7 @@ impl Api {
         let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
             .await
             .unwrap();
+        self.bodies.lock().unwrap().extend_from_slice(&bytes);
         let value = if bytes.is_empty() {
             Value::Null
         } else {
@@ -214,6 +243,11 @@ impl Api {
             })
         };
         (status, headers, value)
+    }
+
+    /// The database's URL (a SQLite file's path, or `postgres://...`).
+    pub fn db_url(&self) -> String {
+        self._db.url.clone()
     }
 
     /// The requests answered with a 5xx so far.
@@ -288,6 +322,7 @@ impl Api {
         let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
             .await
             .unwrap();
+        self.bodies.lock().unwrap().extend_from_slice(&bytes);
         (
             status,
             content_type,

@@ -25,6 +25,7 @@ pub(crate) mod memories;
 mod messages;
 mod notices;
 mod operations;
+mod own_providers;
 mod retention;
 mod sessions;
 mod state;
