@@ -426,6 +426,55 @@ async fn the_ui_shows_usage_and_caps() {
     }
 }
 
+/// The providers dialog in Chromium: a key typed into a password field is stored, listed as
+/// "your key" and never shown again (not even in the page), a base URL with credentials is
+/// refused with the reason, and removing the provider leaves none.
+#[tokio::test]
+async fn the_ui_stores_a_users_own_provider_key_without_showing_it() {
+    let (chromium, playwright) = match prerequisites() {
+        Ok(p) => p,
+        Err(missing) => {
+            rein_testkit::skip("the web UI's providers dialog in Chromium", &missing);
+            return;
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("rein-ui-providers-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = serve(vec![], 3).await;
+    let (_server, base) = serve_ui(&dir, &model.base).await;
+    let (report, out) = run_script("providers.cjs", &base, &chromium, &playwright).await;
+    let shots = out.display();
+    assert_eq!(report["ok"], true, "{report:#}\nscreenshots in {shots}");
+    assert!(
+        report["empty"].as_str().unwrap().contains("None"),
+        "{report:#}"
+    );
+    assert_eq!(report["keyType"], "password");
+    assert_eq!(report["saved"], "Saved openai.");
+    assert_eq!(report["keyAfter"], "", "the key field is emptied");
+    let listed = report["listed"].as_str().unwrap();
+    assert!(
+        listed.contains("openai") && listed.contains("your key"),
+        "{listed}"
+    );
+    assert!(!listed.contains("sk-ui-"), "{listed}");
+    assert!(
+        report["refused"]
+            .as_str()
+            .unwrap()
+            .contains("without credentials"),
+        "{report:#}"
+    );
+    assert_eq!(report["pageHoldsKey"], false);
+    let answer = reqwest::get(format!("{base}/v1/settings/providers"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(answer, "[]");
+}
+
 /// A delegated task's thread in the UI: under the call that spawned it, collapsible, with the
 /// sub-agent's tool card, answer, status and cost; then a group conversation started from the
 /// picker, each turn naming its speaker; then a failed run's reason shown in the conversation.
