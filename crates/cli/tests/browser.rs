@@ -339,6 +339,152 @@ async fn the_ui_signs_in_by_password_with_a_session_cookie_and_csrf_token() {
     );
 }
 
+/// Signing in through a real OpenID Connect provider (the `oidc-provider` package, run here):
+/// the login page offers it, its login and consent bring carol back signed in (a member, made
+/// by her first sign-in; her second finds the same user), signing out ends the session, a
+/// denied consent comes back told why, and a callback this browser did not start signs nobody
+/// in.
+#[tokio::test]
+async fn the_ui_signs_in_through_an_openid_connect_provider() {
+    let (chromium, playwright) = match prerequisites() {
+        Ok(p) => p,
+        Err(missing) => {
+            rein_testkit::skip("OpenID Connect sign-in in Chromium", &missing);
+            return;
+        }
+    };
+    let provider_pkg = workspace().join(".browser/node_modules/oidc-provider");
+    if !provider_pkg.exists() {
+        rein_testkit::skip(
+            "OpenID Connect sign-in in Chromium",
+            "no oidc-provider in .browser (npm install --prefix .browser oidc-provider)",
+        );
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("rein-ui-oidc-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut idp = Command::new("node")
+        .arg(workspace().join("crates/cli/tests/browser/oidc-provider.cjs"))
+        .env("REIN_OIDC_PROVIDER", &provider_pkg)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node runs");
+    let mut said = BufReader::new(idp.stdout.take().unwrap()).lines();
+    let issuer = loop {
+        let line = said
+            .next_line()
+            .await
+            .unwrap()
+            .expect("the provider exited");
+        if let Some(url) = line.strip_prefix("issuer ") {
+            break url.to_owned();
+        }
+    };
+    let secret = dir.join("client-secret");
+    std::fs::write(&secret, "rein-secret\n").unwrap();
+    let db = dir.join("rein.db").to_string_lossy().into_owned();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rein"));
+    cmd.env_clear()
+        .envs(rein_testkit::coverage_env())
+        .args(["--db", &db])
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .args(["--oidc-issuer", &issuer, "--oidc-client-id", "rein"])
+        .args(["--oidc-client-secret-file", &secret.to_string_lossy()])
+        .args(["--oidc-label", "Test IdP"]);
+    let (_server, base) = listening(cmd, &dir).await;
+    // Kept open to the end: the provider reads one line.
+    let mut idp_stdin = idp.stdin.take().unwrap();
+    {
+        use tokio::io::AsyncWriteExt;
+        idp_stdin
+            .write_all(format!("{base}/v1/oidc/callback\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    while said
+        .next_line()
+        .await
+        .unwrap()
+        .expect("the provider exited")
+        != "ready"
+    {}
+    tokio::spawn(async move { while let Ok(Some(_)) = said.next_line().await {} });
+
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let offered: serde_json::Value = serde_json::from_slice(
+        &http
+            .get(format!("{base}/v1/oidc"))
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(offered, json!({"enabled": true, "label": "Test IdP"}));
+    // A callback this browser did not start: sent back told why, with no session.
+    let forged = http
+        .get(format!("{base}/v1/oidc/callback?code=abc&state=xyz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 303);
+    let location = forged.headers()["location"].to_str().unwrap();
+    assert!(location.starts_with("/#signin-error="), "{location}");
+    assert!(
+        forged
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .all(|c| !c.to_str().unwrap().starts_with("rein_session=rein_s_")),
+        "a forged callback set a session"
+    );
+
+    for round in 1..=2 {
+        let (report, out) = run_script("oidc.cjs", &base, &chromium, &playwright).await;
+        let shots = out.display();
+        assert_eq!(
+            report["ok"], true,
+            "round {round}: {report:#}\nscreenshots in {shots}"
+        );
+        assert!(
+            report["label"].as_str().unwrap().contains("Test IdP"),
+            "{report:#}"
+        );
+        assert_eq!(report["me"]["name"], "carol", "{report:#}");
+        assert_eq!(report["me"]["role"], "member", "{report:#}");
+        assert_eq!(report["leftOver"], false, "the sign-in's cookie stayed");
+        assert_eq!(report["after"], 401, "signed out, the session ends");
+        let denied = report["denied"].as_str().unwrap();
+        assert!(denied.contains("refused"), "{denied}");
+    }
+    let users = std::process::Command::new(env!("CARGO_BIN_EXE_rein"))
+        .env_clear()
+        .envs(rein_testkit::coverage_env())
+        .env("REIN_HOME", &dir)
+        .args(["--db", &db, "user", "list"])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&users.stdout);
+    assert_eq!(
+        listed.lines().filter(|l| l.starts_with("carol")).count(),
+        1,
+        "two sign-ins, one user: {listed}"
+    );
+    assert!(
+        !listed.contains("dave"),
+        "a denied sign-in made a user: {listed}"
+    );
+    drop(idp_stdin);
+}
+
 /// The usage page in Chromium: the caps that apply with meters, today's cost as a bar, and the
 /// sums by model and agent, all equal to what the two operations recorded.
 #[tokio::test]

@@ -143,6 +143,40 @@ impl<T: Output> Output for SetCookie<T> {
     }
 }
 
+/// `303 See Other` to `location`, setting `cookies`: a step of a browser's sign-in.
+pub struct SeeOther {
+    /// Where the browser goes next.
+    pub location: String,
+    /// `Set-Cookie` values.
+    pub cookies: Vec<axum::http::HeaderValue>,
+}
+
+impl axum::response::IntoResponse for SeeOther {
+    fn into_response(self) -> axum::response::Response {
+        let mut response = axum::http::StatusCode::SEE_OTHER.into_response();
+        let headers = response.headers_mut();
+        if let Ok(location) = axum::http::HeaderValue::from_str(&self.location) {
+            headers.insert(axum::http::header::LOCATION, location);
+        }
+        for c in self.cookies {
+            headers.append(axum::http::header::SET_COOKIE, c);
+        }
+        response
+    }
+}
+
+impl Output for SeeOther {
+    fn document(doc: &mut OperationDoc, _g: &mut SchemaGenerator) {
+        doc.success = Some((
+            303,
+            json!({
+                "description": "Go on at `Location`",
+                "headers": {"Location": {"schema": {"type": "string"}}}
+            }),
+        ));
+    }
+}
+
 /// `204`: done, nothing to say.
 pub struct NoContent;
 

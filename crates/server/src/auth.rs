@@ -78,11 +78,25 @@ pub async fn issue_token(
 
 /// `N` random bytes from the operating system, in hex.
 pub(crate) fn random_hex<const N: usize>() -> Result<String, std::io::Error> {
+    Ok(hex(&random_bytes::<N>()?))
+}
+
+/// `N` random bytes from the operating system.
+pub(crate) fn random_bytes<const N: usize>() -> Result<[u8; N], std::io::Error> {
     let mut bytes = [0u8; N];
     rand::rngs::OsRng
         .try_fill_bytes(&mut bytes)
         .map_err(std::io::Error::other)?;
-    Ok(hex(&bytes))
+    Ok(bytes)
+}
+
+/// Whether two secrets are equal, compared in time that does not depend on where they differ.
+pub(crate) fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
 }
 
 /// Whether `user` administers `app`: an admin, or the one user of a server without tokens

@@ -24,6 +24,7 @@ pub mod hub;
 pub mod knowledge;
 pub mod memories;
 pub mod metrics;
+pub mod oidc;
 pub mod openapi;
 pub mod origin;
 pub mod routes;
@@ -101,6 +102,8 @@ pub struct App {
     pub ingest: Arc<tokio::sync::Notify>,
     /// Failed password sign-ins per name ([`signin::Attempts`]).
     pub sign_ins: Arc<signin::Attempts>,
+    /// The OpenID Connect provider people may sign in through (`rein serve --oidc-issuer`).
+    pub oidc: Option<Arc<oidc::Oidc>>,
 }
 
 impl App {
@@ -133,6 +136,7 @@ impl App {
             devices: Arc::default(),
             ingest: Arc::default(),
             sign_ins: Arc::default(),
+            oidc: None,
         }
     }
 
@@ -168,6 +172,7 @@ pub fn api() -> api::Api {
         .merge(routes::logins::api())
         .merge(routes::users::api())
         .merge(routes::sessions::api())
+        .merge(routes::oidc::api())
         .merge(routes::own_providers::api())
         .merge(routes::usage::api())
 }

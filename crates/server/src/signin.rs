@@ -120,24 +120,23 @@ pub fn csrf_of(secret: &str) -> String {
 
 /// Whether `given` is the CSRF token of `secret` (compared in constant time).
 pub fn csrf_matches(secret: &str, given: &str) -> bool {
-    let want = csrf_of(secret);
-    want.len() == given.len()
-        && want
-            .bytes()
-            .zip(given.bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
+    crate::auth::same(&csrf_of(secret), given)
 }
 
 /// The session secret a request's `Cookie` header carries, if any.
 pub fn cookie_secret(headers: &HeaderMap) -> Option<&str> {
+    cookie(headers, COOKIE)
+}
+
+/// The value of the cookie `name` a request carries, if any.
+pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
+        .find(|(n, _)| *n == name)
         .map(|(_, value)| value.trim())
         .filter(|v| !v.is_empty())
 }

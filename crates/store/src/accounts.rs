@@ -181,6 +181,19 @@ pub struct GroupRecord {
 pub trait Accounts: Send + Sync {
     /// Create a user; [`StoreError::Conflict`] when the name is taken.
     fn create_user<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<User, StoreError>>;
+    /// Create a user who signs in through an OpenID Connect provider as `subject` (its issuer
+    /// and `sub`), with `role`; [`StoreError::Conflict`] when the name or the subject is taken.
+    fn create_oidc_user<'a>(
+        &'a self,
+        name: &'a str,
+        subject: &'a str,
+        role: UserRole,
+    ) -> BoxFuture<'a, Result<User, StoreError>>;
+    /// The user who signs in as `subject` at an OpenID Connect provider.
+    fn user_by_oidc_subject<'a>(
+        &'a self,
+        subject: &'a str,
+    ) -> BoxFuture<'a, Result<Option<User>, StoreError>>;
     /// A user by name.
     fn user_by_name<'a>(&'a self, name: &'a str)
     -> BoxFuture<'a, Result<Option<User>, StoreError>>;

@@ -158,6 +158,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "providers users bring: their own base URLs and sealed API keys",
         include_str!("../migrations/0027_own_providers.sql"),
     ),
+    (
+        28,
+        "users who sign in through an OpenID Connect provider",
+        include_str!("../migrations/0028_oidc_subjects.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

@@ -78,6 +78,76 @@ pub struct ServeArgs {
     /// The providers users bring.
     #[command(flatten)]
     own: OwnProviderArgs,
+    /// Signing in through an OpenID Connect provider.
+    #[command(flatten)]
+    oidc: OidcArgs,
+}
+
+/// `rein serve`'s OpenID Connect sign-in.
+#[derive(clap::Args)]
+struct OidcArgs {
+    /// Let people sign in to the web UI through this OpenID Connect provider (its issuer URL:
+    /// https, or http on a loopback address); a first sign-in makes a user.
+    #[arg(long, value_name = "URL", requires = "oidc_client_id")]
+    oidc_issuer: Option<String>,
+    /// This server's client id at the provider.
+    #[arg(long, value_name = "ID")]
+    oidc_client_id: Option<String>,
+    /// File holding the client secret (none: a public client, PKCE only).
+    #[arg(long, value_name = "FILE")]
+    oidc_client_secret_file: Option<std::path::PathBuf>,
+    /// The callback URL registered at the provider (default: this server as the browser names
+    /// it, with /v1/oidc/callback).
+    #[arg(long, value_name = "URL")]
+    oidc_redirect_url: Option<String>,
+    /// The role of a user made by their first sign-in.
+    #[arg(long, value_name = "ROLE", default_value = "member", value_parser = crate::named::named::<rein_store::UserRole>())]
+    oidc_role: rein_store::UserRole,
+    /// What the sign-in button names (default: the issuer's host).
+    #[arg(long, value_name = "TEXT")]
+    oidc_label: Option<String>,
+}
+
+impl OidcArgs {
+    fn provider(&self) -> anyhow::Result<Option<rein_server::oidc::Oidc>> {
+        let (Some(issuer), Some(client_id)) = (&self.oidc_issuer, &self.oidc_client_id) else {
+            return Ok(None);
+        };
+        let url = reqwest::Url::parse(issuer)
+            .map_err(|e| anyhow!("--oidc-issuer `{issuer}` is not a URL: {e}"))?;
+        let loopback = url.host_str().is_some_and(|h| {
+            h == "localhost"
+                || h.trim_matches(['[', ']'])
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        });
+        if url.scheme() != "https" && !(url.scheme() == "http" && loopback) {
+            bail!("--oidc-issuer `{issuer}` must be https (http only on a loopback address)");
+        }
+        let client_secret = self
+            .oidc_client_secret_file
+            .as_ref()
+            .map(|f| {
+                std::fs::read_to_string(f)
+                    .map(|s| s.trim().to_owned())
+                    .with_context(|| format!("--oidc-client-secret-file {}", f.display()))
+            })
+            .transpose()?;
+        Ok(Some(rein_server::oidc::Oidc::new(
+            rein_server::oidc::OidcConfig {
+                issuer: issuer.clone(),
+                client_id: client_id.clone(),
+                client_secret,
+                redirect_url: self.oidc_redirect_url.clone(),
+                default_role: self.oidc_role,
+                label: self
+                    .oidc_label
+                    .clone()
+                    .or_else(|| url.host_str().map(str::to_owned))
+                    .unwrap_or_else(|| issuer.clone()),
+            },
+        )))
+    }
 }
 
 /// How users' own model providers serve their operations (`rein serve`, `rein worker`).
@@ -500,6 +570,7 @@ pub async fn serve(
         },
     );
     app.devices = gateway;
+    app.oidc = args.oidc.provider()?.map(Arc::new);
     let app = Arc::new(app);
     tokio::spawn(Arc::clone(&runner).recovery_loop(app.shutdown.clone()));
     rein_server::devices::dispatch::spawn(&app, app.shutdown.clone());

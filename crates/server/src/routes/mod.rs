@@ -10,6 +10,7 @@ pub mod knowledge;
 pub mod logins;
 pub mod memories;
 pub mod models;
+pub mod oidc;
 pub mod openai;
 pub mod operations;
 pub mod own_providers;

@@ -97,6 +97,24 @@ pub async fn sign_in(
         }
     };
     app.sign_ins.succeeded(&req.name);
+    let (secret, session) = open_session(&app, &user, &headers).await?;
+    Ok(SetCookie(
+        signin::set_cookie(Some(&secret), signin::over_tls(&headers)),
+        Reply(SessionOut {
+            user: user.into(),
+            csrf: signin::csrf_of(&secret),
+            expires_at: session.expires_at,
+        }),
+    ))
+}
+
+/// A new browser session of `user` (signed in by password or through the OpenID Connect
+/// provider): its secret, for the cookie, and its record.
+pub(crate) async fn open_session(
+    app: &AppState,
+    user: &rein_store::User,
+    headers: &HeaderMap,
+) -> Result<(String, SessionRecord), ApiError> {
     let secret = signin::new_secret().map_err(|e| ApiError::internal(e.to_string()))?;
     let now = Utc::now();
     let session = SessionRecord {
@@ -118,14 +136,7 @@ pub async fn sign_in(
         .create_session(&session, &crate::hash_token(&secret))
         .await?;
     tracing::info!(user = %user.name, session = %session.id, "signed in");
-    Ok(SetCookie(
-        signin::set_cookie(Some(&secret), signin::over_tls(&headers)),
-        Reply(SessionOut {
-            user: user.into(),
-            csrf: signin::csrf_of(&secret),
-            expires_at: session.expires_at,
-        }),
-    ))
+    Ok((secret, session))
 }
 
 /// The session a request's cookie names, with its secret; `404` for a request without one.

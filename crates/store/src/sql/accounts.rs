@@ -307,6 +307,50 @@ impl Accounts for SqlStore {
         .boxed()
     }
 
+    fn create_oidc_user<'a>(
+        &'a self,
+        name: &'a str,
+        subject: &'a str,
+        role: UserRole,
+    ) -> BoxFuture<'a, Result<User, StoreError>> {
+        async move {
+            let user = User {
+                id: new_id("usr"),
+                name: name.to_owned(),
+                created_at: now(),
+                role,
+                disabled_at: None,
+                caps: Caps::default(),
+            };
+            // Either unique column taken inserts nothing: the caller looks again by subject
+            // (another first sign-in won) or tries another name.
+            let inserted = sqlx::query(
+                "INSERT INTO users (id, name, created_at, role, oidc_subject) \
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+            )
+            .bind(&user.id)
+            .bind(&user.name)
+            .bind(ts(user.created_at))
+            .bind(role.as_str())
+            .bind(subject)
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+            if inserted == 0 {
+                return Err(StoreError::Conflict(format!("user `{name}` or subject")));
+            }
+            Ok(user)
+        }
+        .boxed()
+    }
+
+    fn user_by_oidc_subject<'a>(
+        &'a self,
+        subject: &'a str,
+    ) -> BoxFuture<'a, Result<Option<User>, StoreError>> {
+        self.user_where("oidc_subject", subject).boxed()
+    }
+
     fn user_by_name<'a>(
         &'a self,
         name: &'a str,
