@@ -70,8 +70,9 @@ struct Cli {
     mcp: Vec<String>,
     /// Talk to a `rein serve` at this URL (or of this `rein login` profile) instead of the local
     /// database: run, chat, op, approve, answer, reject, grant, agent, group, topic, task,
-    /// brief, kb, memory, user, token, usage, models, device (skill, config, migrate, gc,
-    /// backup, serve and worker run here only); the token is $REIN_TOKEN, else the profile's.
+    /// brief, kb, memory, user, token, usage, settings provider, models, device (skill, config,
+    /// migrate, gc, backup, export, import, settings rotate-key, serve and worker run here
+    /// only); the token is $REIN_TOKEN, else the profile's.
     #[arg(long, global = true, value_name = "URL|NAME", env = rein_operation::env::SERVER)]
     server: Option<String>,
     /// What shell commands may touch: workspace-write (the working directory and a private
@@ -150,6 +151,11 @@ pub(crate) enum Command {
     Gc(gc::GcArgs),
     /// Copy this machine's SQLite database to a new file while it is in use.
     Backup(backup::BackupArgs),
+    /// Write all of a user's data (agents, conversations, operations, knowledge, memories,
+    /// tasks, briefs) to one archive, to move them to another database.
+    Export(commands::portable::ExportArgs),
+    /// Load an archive `rein export` wrote, as a user of this database.
+    Import(commands::portable::ImportArgs),
     /// Manage agents (model, system role, tools, approval mode, limits).
     Agent {
         #[command(subcommand)]
@@ -318,6 +324,8 @@ async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> 
         Command::Migrate => commands::migrate::run(on.local()?, json).await,
         Command::Gc(a) => gc::run(on.local()?, a, json).await,
         Command::Backup(a) => backup::run(on.local()?, a, json).await,
+        Command::Export(a) => commands::portable::export(on.local()?, a, json).await,
+        Command::Import(a) => commands::portable::import(on.local()?, a, json).await,
         Command::Serve(a) => {
             let l = on.local()?;
             serve::serve(Arc::clone(l.store().await?), a, &l.given).await?;

@@ -17,6 +17,8 @@ use tokio::process::{Child, Command};
 mod login;
 #[path = "serve/own_providers.rs"]
 mod own_providers;
+#[path = "serve/portable.rs"]
+mod portable;
 #[path = "serve/queue.rs"]
 mod queue;
 #[path = "serve/remote.rs"]

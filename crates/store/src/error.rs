@@ -66,6 +66,9 @@ pub enum StoreError {
     /// This backend does not do that; the message says what does.
     #[error("{0}")]
     Unsupported(String),
+    /// An archive (`rein import`) that cannot be loaded here: what is wrong with it.
+    #[error("the archive cannot be imported: {0}")]
+    InvalidArchive(String),
     /// The store was closed.
     #[error("the store is closed (its SQLite writer has stopped)")]
     Closed,

@@ -22,7 +22,8 @@
 //! ([`Memories`]), and the grants people make ("always for this tool", per operation,
 //! conversation or agent, revocable: [`Grants`]), and sign-ins from another device approved
 //! by a signed-in person ([`Logins`]), and browser sessions signed in by password ([`Sessions`]), and the providers users bring, their
-//! keys sealed ([`OwnProviders`]); and what an old database lets go of (finished operations'
+//! keys sealed ([`OwnProviders`]); a user's data as portable rows, to move them to another
+//! database ([`Portable`]); and what an old database lets go of (finished operations'
 //! steps, events and tool results) and its backups ([`Retention`]), and what operations spent,
 //! summed per day, agent, model or user ([`Usage`]).
 
@@ -37,6 +38,7 @@ mod logins;
 mod memories;
 mod migrate;
 mod own_providers;
+mod portable;
 mod records;
 mod retention;
 mod schema;
@@ -71,6 +73,7 @@ pub use memories::{
 };
 pub use migrate::AppliedMigration;
 pub use own_providers::{OwnProvider, OwnProviders, Resealed, SealedKey, StoredKey};
+pub use portable::{ARCHIVE_FORMAT, ArchiveHeader, Imported, Portable, PortableRow};
 pub use records::*;
 pub use retention::{Compacted, Retention, compact_all, delete_stale_topics};
 pub use schema::{Migration, Schema};

@@ -24,6 +24,7 @@ pub mod memory;
 pub mod migrate;
 pub mod models;
 pub mod operations;
+pub mod portable;
 pub mod remote;
 pub mod run;
 pub mod serve;

@@ -26,23 +26,25 @@ pub struct OidcOut {
     pub label: Option<String>,
 }
 
-/// Where the provider sends the browser back: a code and the state, or an error.
+/// Where the provider sends the browser back: a code and the state, or an error. Every value
+/// is printable ASCII (RFC 6749 section 4.1.2), so the longest allowed callback stays within
+/// the API's 8 KiB request target.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 pub struct CallbackQuery {
     /// The authorization code.
-    #[schemars(length(max = 4096))]
+    #[schemars(length(max = 2048), pattern(r"^[\x21-\x7e]*$"))]
     pub code: Option<String>,
     /// The state the sign-in started with.
-    #[schemars(length(max = 256))]
+    #[schemars(length(max = 128), pattern(r"^[\x21-\x7e]*$"))]
     pub state: Option<String>,
     /// The provider's error code, when it refused.
-    #[schemars(length(max = 256))]
+    #[schemars(length(max = 64), pattern(r"^[\x21-\x7e]*$"))]
     pub error: Option<String>,
     /// The provider's words for it.
-    #[schemars(length(max = 1024))]
+    #[schemars(length(max = 128), pattern(r"^[\x20-\x7e]*$"))]
     pub error_description: Option<String>,
     /// The issuer that answered (RFC 9207), when the provider says.
-    #[schemars(length(max = 2048))]
+    #[schemars(length(max = 256), pattern(r"^[\x21-\x7e]*$"))]
     pub iss: Option<String>,
 }
 

@@ -26,6 +26,7 @@ mod messages;
 mod notices;
 mod operations;
 mod own_providers;
+mod portable;
 mod retention;
 mod sessions;
 mod state;
