@@ -35,9 +35,12 @@ pub async fn export(l: &Local, a: ExportArgs, json: bool) -> anyhow::Result<u8> 
     let Some(user) = store.user_by_name(&a.user).await? else {
         bail!("no user `{}` in {}", a.user, l.target);
     };
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    // Everything rein holds of the user, in the clear: for its owner's eyes only.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let file = options
         .open(&a.file)
         .with_context(|| format!("{} (give a new file)", a.file.display()))?;
     let mut out = std::io::BufWriter::new(file);

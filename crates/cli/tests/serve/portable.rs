@@ -96,6 +96,11 @@ async fn a_users_data_moves_to_another_database_and_reads_the_same_there() {
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("exported"), "{err}");
     let written = std::fs::read_to_string(&archive).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&archive).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "the archive is its owner's only");
+    }
     let header: Value = serde_json::from_str(written.lines().next().unwrap()).unwrap();
     let old_id = header["user_id"].as_str().unwrap().to_owned();
     assert_eq!(header["user_name"], "alice");
