@@ -1,5 +1,11 @@
 //! `rein` as a user runs it: a child process against a scripted OpenAI-protocol server on
 //! loopback, a SQLite file, real exit codes, and crashes by SIGKILL at each boundary.
+//!
+//! The parity run (`REIN_E2E_CLI=remote`, which `scripts/test` runs after the local one)
+//! sends every command that can go to a server through a `rein serve` on the same database
+//! (`--server URL`), with the same flags, and expects the same output; a test about what only
+//! this machine can do (kill its process at a crash point, a cassette, an MCP server it
+//! starts) says so with [`local_only`] and runs in the local pass only.
 
 use rein_core::OperationId;
 use rein_model::testing::{Canned, Server, serve};
@@ -26,16 +32,57 @@ struct Env {
     server: Server,
     /// The database the test's `rein` processes share (SQLite, or PostgreSQL in the matrix).
     db: rein_testkit::E2eDatabase,
+    /// The parity run's `rein serve` on that database (`REIN_E2E_CLI=remote`).
+    served: Option<Served>,
 }
+
+/// A `rein serve --no-auth` the parity run's commands go through (stopped with the test).
+struct Served {
+    _child: tokio::process::Child,
+    base: String,
+}
+
+/// Whether this is the parity run: commands go through a server.
+fn parity() -> bool {
+    std::env::var("REIN_E2E_CLI").as_deref() == Ok("remote")
+}
+
+/// In the parity run, say that this test is about what only this machine does, and that it
+/// runs in the local pass: then the caller returns.
+fn local_only(test: &str, why: &str) -> bool {
+    if parity() {
+        eprintln!("LOCAL ONLY {test}: {why}");
+    }
+    parity()
+}
+
+/// In the parity run, name a difference between a command here and through a server that is
+/// still to be closed (each is listed in the run's output), and skip the test there.
+fn parity_gap(test: &str, what: &str) -> bool {
+    if parity() {
+        eprintln!("PARITY GAP {test}: {what}");
+    }
+    parity()
+}
+
+/// Subcommands that run where the database is whatever `--server` says.
+const HERE_ONLY: &[&str] = &[
+    "skill", "config", "migrate", "gc", "backup", "export", "import", "serve", "worker",
+];
 
 async fn env(responses: Vec<Canned>) -> Env {
     let dir = std::env::temp_dir().join(format!("rein-cli-{}", OperationId::new()));
     std::fs::create_dir_all(&dir).unwrap();
-    Env {
+    let mut e = Env {
         db: rein_testkit::E2eDatabase::new(&dir).await,
         dir,
         server: serve(responses, 3).await,
+        served: None,
+    };
+    if parity() {
+        e.served = Some(e.serve().await);
     }
+    e
 }
 
 impl Env {
@@ -47,12 +94,83 @@ impl Env {
         self.dir.join("ledger.txt")
     }
 
+    /// `rein` with this test's environment: on its database, or in the parity run through its
+    /// server when the command can go there.
     fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_rein"));
-        if !args.contains(&"--db") {
-            c.args(["--db", &self.db()]);
+        let here = args
+            .iter()
+            .any(|a| ["--db", "--replay", "--record", "--mcp"].contains(a))
+            || args.iter().any(|a| HERE_ONLY.contains(a));
+        match &self.served {
+            Some(s) if !here => {
+                c.args(["--server", &s.base]);
+            }
+            _ if !args.contains(&"--db") => {
+                c.args(["--db", &self.db()]);
+            }
+            _ => {}
         }
         c.args(args);
+        self.environment(&mut c);
+        c.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    /// The parity run's server: `rein serve --no-auth` on this test's database, its operations
+    /// working in this test's directory, with this test's environment.
+    async fn serve(&self) -> Served {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_rein"));
+        c.args([
+            "--db",
+            &self.db(),
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--no-auth",
+        ])
+        .args([
+            "--heartbeat-secs",
+            "1",
+            "--workdir",
+            &self.dir.display().to_string(),
+        ]);
+        self.environment(&mut c);
+        let mut child = c
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let base = loop {
+            let line = lines
+                .next_line()
+                .await
+                .unwrap()
+                .expect("the parity run's server exited before listening");
+            if let Some(addr) = line.strip_prefix("rein: listening on ") {
+                break addr.to_owned();
+            }
+        };
+        tokio::spawn(async move {
+            while let Ok(Some(l)) = lines.next_line().await {
+                if std::env::var_os("REIN_PARITY_LOG").is_some() {
+                    eprintln!("SERVER {l}");
+                }
+            }
+        });
+        Served {
+            _child: child,
+            base,
+        }
+    }
+
+    /// What every `rein` of this test runs with.
+    fn environment(&self, c: &mut Command) {
         c.env_clear()
             .envs(rein_testkit::coverage_env())
             .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -61,10 +179,6 @@ impl Env {
             .env("OPENAI_API_KEY", "sk-test")
             .env("REIN_TEST_TOOLS", "1")
             .env("REIN_TEST_LEDGER", self.ledger());
-        c.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        c
     }
 
     async fn rein(&self, args: &[&str]) -> (i32, String, String) {
@@ -203,6 +317,12 @@ async fn run_streams_the_answer_and_json_events_are_gapless() {
 
 #[tokio::test]
 async fn attached_files_reach_the_model_and_a_missing_one_is_a_clear_error() {
+    if parity_gap(
+        "attached_files_reach_the_model_and_a_missing_one_is_a_clear_error",
+        "the API takes no attachments yet (issue 33)",
+    ) {
+        return;
+    }
     let e = env(vec![Canned::openai_text("North leads.")]).await;
     let csv = e.dir.join("sales.csv");
     std::fs::write(&csv, "region,total\nnorth,30\nsouth,12\n").unwrap();
@@ -256,6 +376,12 @@ async fn attached_files_reach_the_model_and_a_missing_one_is_a_clear_error() {
 
 #[tokio::test]
 async fn rein_embed_model_embeds_memories_as_they_are_stored() {
+    if local_only(
+        "rein_embed_model_embeds_memories_as_they_are_stored",
+        "the embedding model is set in this command's environment",
+    ) {
+        return;
+    }
     let e = env(vec![
         Canned::openai_tools(&[("m1", "memory__remember", r#"{"fact":"Likes trains"}"#)]),
         Canned::json(
@@ -381,6 +507,10 @@ async fn bad_input_is_one_clear_line_and_writes_nothing() {
         .await;
     assert_eq!(code, 1);
     assert!(err.contains("cassette line 1"), "{err}");
+    if parity() {
+        // The server's key serves a command without one.
+        return;
+    }
     let mut no_key = e.cmd(&["run", "hi"]);
     no_key.env_remove("OPENAI_API_KEY");
     let out = no_key.output().await.unwrap();
@@ -442,6 +572,12 @@ async fn resume_and_check(e: &Env, id: OperationId) {
 
 #[tokio::test]
 async fn killed_after_the_model_result_was_committed() {
+    if local_only(
+        "killed_after_the_model_result_was_committed",
+        "it kills this process at crash points",
+    ) {
+        return;
+    }
     let e = env(vec![ledger("l1", "A"), Canned::openai_text("Recorded A.")]).await;
     let id = run_and_kill_at(&e, "commit:1", "record A").await;
     assert_eq!(e.ledger_lines(), 0);
@@ -456,6 +592,12 @@ async fn killed_after_the_model_result_was_committed() {
 
 #[tokio::test]
 async fn killed_while_an_at_most_once_tool_runs() {
+    if local_only(
+        "killed_while_an_at_most_once_tool_runs",
+        "it kills this process at crash points",
+    ) {
+        return;
+    }
     let e = env(vec![
         ledger("l1", "A"),
         Canned::openai_text("The ledger write may not have happened."),
@@ -480,6 +622,12 @@ async fn killed_while_an_at_most_once_tool_runs() {
 
 #[tokio::test]
 async fn killed_after_the_tool_result_was_committed() {
+    if local_only(
+        "killed_after_the_tool_result_was_committed",
+        "it kills this process at crash points",
+    ) {
+        return;
+    }
     let e = env(vec![ledger("l1", "A"), Canned::openai_text("Recorded A.")]).await;
     let id = run_and_kill_at(&e, "commit:2", "record A").await;
     assert_eq!(e.ledger_lines(), 1);
@@ -493,6 +641,12 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 
 #[tokio::test]
 async fn killed_during_the_model_stream() {
+    if local_only(
+        "killed_during_the_model_stream",
+        "it kills this process at crash points",
+    ) {
+        return;
+    }
     let stalled = Canned::openai_text_then_stall("This answer will be cut off halfway through");
     let e = env(vec![stalled, Canned::openai_text("A complete answer.")]).await;
     let mut child = e.cmd(&["run", "tell me"]).spawn().unwrap();
@@ -590,6 +744,12 @@ fn anthropic_stream(blocks: &[serde_json::Value], stop: &str) -> Canned {
 
 #[tokio::test]
 async fn a_tool_round_trip_over_the_anthropic_protocol() {
+    if local_only(
+        "a_tool_round_trip_over_the_anthropic_protocol",
+        "the provider's key is in this command's environment",
+    ) {
+        return;
+    }
     let e = env(vec![
         anthropic_stream(&[serde_json::json!({"id": "toolu_1", "name": "calculator__evaluate", "input": {"expression": "6*7"}})], "tool_use"),
         anthropic_stream(&[serde_json::json!({"text": "6 × 7 = 42."})], "end_turn"),
@@ -958,6 +1118,12 @@ async fn agents_shape_runs_and_models_are_listed() {
 
 #[tokio::test]
 async fn the_config_file_is_overridden_by_env_and_flags_and_shown_masked() {
+    if local_only(
+        "the_config_file_is_overridden_by_env_and_flags_and_shown_masked",
+        "this process's configuration file",
+    ) {
+        return;
+    }
     let e = env(vec![Canned::openai_text("from config")]).await;
     let path = e.dir.join("config.toml");
     std::fs::write(
@@ -1046,6 +1212,12 @@ system_role = "Be terse."
 
 #[tokio::test]
 async fn tasks_are_validated_listed_run_here_and_show_their_next_times_and_history() {
+    if parity_gap(
+        "tasks_are_validated_listed_run_here_and_show_their_next_times_and_history",
+        "a remote `task run` returns before the run ends",
+    ) {
+        return;
+    }
     let e = env(vec![Canned::openai_text(
         "Three new issues since yesterday.",
     )])
@@ -1452,6 +1624,12 @@ async fn every_step_limit_ends_with_an_answer_when_the_model_keeps_asking_for_to
 /// counted once.
 #[tokio::test]
 async fn a_delegation_killed_at_each_boundary_resumes_without_doing_anything_twice() {
+    if local_only(
+        "a_delegation_killed_at_each_boundary_resumes_without_doing_anything_twice",
+        "it kills this process at crash points",
+    ) {
+        return;
+    }
     let mut points: Vec<String> = (1..=12).map(|n| format!("commit:{n}")).collect();
     points.push("tool:l1".into());
     let mut reached = 0;
@@ -1594,6 +1772,12 @@ async fn a_delegation_killed_at_each_boundary_resumes_without_doing_anything_twi
 /// labelled, and the run prints each turn with its speaker.
 #[tokio::test]
 async fn a_group_run_from_the_cli_prints_each_members_turn() {
+    if parity_gap(
+        "a_group_run_from_the_cli_prints_each_members_turn",
+        "a remote run stops following its operation when it waits for its sub-agents",
+    ) {
+        return;
+    }
     let e = env(Vec::new()).await;
     e.server
         .route("ROLE-ANN", vec![Canned::openai_text("ann says hi")]);
@@ -1670,6 +1854,12 @@ async fn a_group_run_from_the_cli_prints_each_members_turn() {
 /// alias of Gemini, so a Gemini model can be addressed either way.
 #[tokio::test]
 async fn models_remote_lists_what_the_provider_serves() {
+    if parity_gap(
+        "models_remote_lists_what_the_provider_serves",
+        "`rein models --remote` runs here only",
+    ) {
+        return;
+    }
     let e = env(vec![Canned::json(
         200,
         &serde_json::json!({"object": "list", "data": [{"id": "gpt-b"}, {"id": "gpt-a"}]}),
@@ -1704,6 +1894,12 @@ async fn models_remote_lists_what_the_provider_serves() {
 /// nested in that order, with OpenTelemetry's GenAI attributes and the operation id.
 #[tokio::test]
 async fn traces_reach_an_otlp_receiver_with_genai_attributes() {
+    if local_only(
+        "traces_reach_an_otlp_receiver_with_genai_attributes",
+        "this process's OpenTelemetry exporter",
+    ) {
+        return;
+    }
     let e = env(vec![
         calc("c1", "17*23"),
         Canned::openai_text("17 × 23 = 391."),
@@ -1823,6 +2019,12 @@ fn write_skill(root: &std::path::Path, name: &str, body: &str) {
 
 #[tokio::test]
 async fn a_project_skill_is_activated_survives_a_kill_and_is_explained_per_step() {
+    if local_only(
+        "a_project_skill_is_activated_survives_a_kill_and_is_explained_per_step",
+        "skills of this machine's project, and a kill at a crash point",
+    ) {
+        return;
+    }
     let e = env(vec![
         Canned::openai_tools(&[("s1", "skills__activate", r#"{"name":"pdf-tools"}"#)]),
         Canned::openai_tools(&[(
@@ -1935,6 +2137,12 @@ async fn a_project_skill_is_activated_survives_a_kill_and_is_explained_per_step(
 
 #[tokio::test]
 async fn skills_are_installed_removed_and_named_on_the_command_line() {
+    if local_only(
+        "skills_are_installed_removed_and_named_on_the_command_line",
+        "skills installed on this machine",
+    ) {
+        return;
+    }
     let e = env(vec![
         Canned::openai_text("First."),
         Canned::openai_text("Second."),
@@ -2126,6 +2334,12 @@ async fn a_task_run_never_parks_on_a_question_even_on_a_terminal_in_manual_mode(
 
 #[tokio::test]
 async fn a_task_runs_brief_is_listed_read_and_its_handoff_and_feedback_reach_the_next_run() {
+    if parity_gap(
+        "a_task_runs_brief_is_listed_read_and_its_handoff_and_feedback_reach_the_next_run",
+        "a remote `task run` returns before the run ends",
+    ) {
+        return;
+    }
     let e = env(vec![
         Canned::openai_text("3 new items in the queue."),
         Canned::openai_text("Top 3 only."),
@@ -2359,6 +2573,12 @@ fn which(program: &str) -> Option<PathBuf> {
 
 #[tokio::test]
 async fn op_cancel_from_another_process_stops_a_running_operation_and_keeps_its_partial_answer() {
+    if parity_gap(
+        "op_cancel_from_another_process_stops_a_running_operation_and_keeps_its_partial_answer",
+        "a remote run of a stalled model ends in an error before it is cancelled",
+    ) {
+        return;
+    }
     let stalled = Canned::openai_text_then_stall("A partial answer that never finishes");
     let e = env(vec![stalled]).await;
     let mut child = e.cmd(&["run", "tell me"]).spawn().unwrap();
@@ -2557,6 +2777,12 @@ async fn recording_proxy(
 
 #[tokio::test]
 async fn an_mcp_server_over_http_gets_the_configured_headers() {
+    if local_only(
+        "an_mcp_server_over_http_gets_the_configured_headers",
+        "the MCP server is configured in this command's configuration file",
+    ) {
+        return;
+    }
     let Some(script) = everything_server() else {
         return;
     };
@@ -2639,6 +2865,12 @@ async fn an_mcp_server_over_http_gets_the_configured_headers() {
 /// an operation started unconfined (`--sandbox off`) writes outside its rules.
 #[tokio::test]
 async fn the_sandbox_travels_with_the_operation_to_the_process_that_approves_it() {
+    if local_only(
+        "the_sandbox_travels_with_the_operation_to_the_process_that_approves_it",
+        "the file tools work in this process's directory",
+    ) {
+        return;
+    }
     if let rein_tools::sandbox::Mechanism::Unavailable(why) =
         rein_tools::sandbox::Mechanism::detect()
     {
@@ -2710,6 +2942,12 @@ fn fake_agent(rel: &str) -> String {
 
 #[tokio::test]
 async fn an_external_agent_runs_from_the_command_line_and_is_shown_where_it_ran() {
+    if local_only(
+        "an_external_agent_runs_from_the_command_line_and_is_shown_where_it_ran",
+        "the external agent is enabled in this command's environment",
+    ) {
+        return;
+    }
     let e = env(Vec::new()).await;
     let work = e.dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
@@ -2790,6 +3028,12 @@ async fn an_external_agent_runs_from_the_command_line_and_is_shown_where_it_ran(
 
 #[tokio::test]
 async fn a_folder_added_to_a_knowledge_base_is_searched_with_its_lines_and_headings() {
+    if parity_gap(
+        "a_folder_added_to_a_knowledge_base_is_searched_with_its_lines_and_headings",
+        "files added through a server are named by their absolute path",
+    ) {
+        return;
+    }
     let e = env(Vec::new()).await;
     let docs = e.dir.join("docs");
     std::fs::create_dir_all(docs.join(".git")).unwrap();
@@ -2887,6 +3131,12 @@ async fn a_folder_added_to_a_knowledge_base_is_searched_with_its_lines_and_headi
 
 #[tokio::test]
 async fn an_operation_with_a_knowledge_base_gets_its_best_chunks_and_searches_it_with_citations() {
+    if parity_gap(
+        "an_operation_with_a_knowledge_base_gets_its_best_chunks_and_searches_it_with_citations",
+        "files added through a server are named by their absolute path",
+    ) {
+        return;
+    }
     let e = env(vec![
         Canned::openai_tools(&[(
             "k1",
@@ -3034,6 +3284,12 @@ async fn an_operation_with_a_knowledge_base_gets_its_best_chunks_and_searches_it
 
 #[tokio::test]
 async fn an_ingestion_killed_part_way_is_resumed_without_duplicates() {
+    if local_only(
+        "an_ingestion_killed_part_way_is_resumed_without_duplicates",
+        "it kills this process at crash points",
+    ) {
+        return;
+    }
     let e = env(Vec::new()).await;
     let docs = e.dir.join("docs");
     std::fs::create_dir_all(&docs).unwrap();
@@ -3095,6 +3351,12 @@ async fn an_ingestion_killed_part_way_is_resumed_without_duplicates() {
 
 #[tokio::test]
 async fn an_embedding_killed_between_batches_resumes_with_what_is_left() {
+    if local_only(
+        "an_embedding_killed_between_batches_resumes_with_what_is_left",
+        "it kills this process at crash points",
+    ) {
+        return;
+    }
     // 70 chunks: a batch of 64, then 6. Only the first batch is answered before the kill;
     // the resumed job asks for the 6 without vectors, never the 64 again.
     let unit = |i: usize| -> Vec<f32> { vec![1.0, i as f32] };
@@ -3153,6 +3415,12 @@ async fn an_embedding_killed_between_batches_resumes_with_what_is_left() {
 
 #[tokio::test]
 async fn a_base_with_an_embedding_model_is_searched_by_meaning_and_by_words() {
+    if local_only(
+        "a_base_with_an_embedding_model_is_searched_by_meaning_and_by_words",
+        "its embedding provider is set in this command's environment",
+    ) {
+        return;
+    }
     let e = env(vec![
         // Ingestion: both chunks in one batch, in file order.
         Canned::openai_embeddings(&[&[1.0, 0.0], &[0.0, 1.0]]),
@@ -3295,6 +3563,12 @@ fn conversation_request(e: &Env, prompt: &str) -> rein_model::testing::Recorded 
 /// does not replace its own.
 #[tokio::test]
 async fn an_agent_with_its_own_memories_learns_and_reads_them_alone() {
+    if local_only(
+        "an_agent_with_its_own_memories_learns_and_reads_them_alone",
+        "the system model is set in this command's environment",
+    ) {
+        return;
+    }
     let e = env(Vec::new()).await;
     e.server.route(
         "You name conversations",
@@ -3393,6 +3667,12 @@ fn memories(items: &[(&str, &str, &str)]) -> Canned {
 
 #[tokio::test]
 async fn memories_are_learnt_merged_replaced_forgotten_and_turned_off() {
+    if local_only(
+        "memories_are_learnt_merged_replaced_forgotten_and_turned_off",
+        "the system model is set in this command's environment",
+    ) {
+        return;
+    }
     let e = env(Vec::new()).await;
     // Titles and extractions each get their own script, whatever order they come in.
     e.server.route(

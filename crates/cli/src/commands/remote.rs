@@ -534,13 +534,19 @@ impl Backend for Remote {
     ) -> anyhow::Result<RunEnd> {
         let calls = match calls {
             Some(c) => c,
-            None => self
-                .operation(id)
-                .await?
-                .pending
-                .into_iter()
-                .map(|p| p.call.id.to_string())
-                .collect(),
+            None => {
+                let detail = self.operation(id).await?;
+                let status = detail.operation.status;
+                if status != rein_core::state::Status::WaitingForHuman {
+                    // As the driver says it here.
+                    bail!("operation {id} is {status:?}, not waiting for a decision");
+                }
+                detail
+                    .pending
+                    .into_iter()
+                    .map(|p| p.call.id.to_string())
+                    .collect()
+            }
         };
         if calls.is_empty() {
             bail!("operation {id} has no pending tool call");

@@ -6,6 +6,12 @@ use super::*;
 
 #[tokio::test]
 async fn a_cost_limit_needs_a_price_and_rein_models_says_which_models_have_one() {
+    if super::local_only(
+        "a_cost_limit_needs_a_price_and_rein_models_says_which_models_have_one",
+        "prices from this command's configuration file",
+    ) {
+        return;
+    }
     let e = env(vec![Canned::openai_text("priced")]).await;
     let (code, _, err) = e
         .rein(&[
