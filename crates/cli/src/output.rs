@@ -390,14 +390,13 @@ pub fn tree(root: &rein_store::OperationRecord, sub_agents: &[rein_store::Operat
 }
 
 /// A group run's turns since the last human message, each with its speaker, on stdout.
-pub fn turns(state: &rein_core::AgentState) {
-    let since = state
-        .messages
+pub fn turns(messages: &[&rein_core::Message]) {
+    let since = messages
         .iter()
         .rposition(|m| m.role == rein_core::Role::User && m.author.is_none())
         .map_or(0, |i| i + 1);
     let mut out = std::io::stdout().lock();
-    for m in &state.messages[since..] {
+    for m in &messages[since..] {
         if let (rein_core::Role::Assistant, Some(who)) = (m.role, m.author.as_deref()) {
             let _ = writeln!(out, "{who}: {}\n", m.text_content().trim());
         }

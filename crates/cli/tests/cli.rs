@@ -1772,12 +1772,6 @@ async fn a_delegation_killed_at_each_boundary_resumes_without_doing_anything_twi
 /// labelled, and the run prints each turn with its speaker.
 #[tokio::test]
 async fn a_group_run_from_the_cli_prints_each_members_turn() {
-    if parity_gap(
-        "a_group_run_from_the_cli_prints_each_members_turn",
-        "a remote run stops following its operation when it waits for its sub-agents",
-    ) {
-        return;
-    }
     let e = env(Vec::new()).await;
     e.server
         .route("ROLE-ANN", vec![Canned::openai_text("ann says hi")]);

@@ -131,11 +131,10 @@ pub async fn reject(on: &impl Backend, a: RejectArgs) -> anyhow::Result<u8> {
 /// from this machine's database (a server's are in its topic's thread).
 pub async fn finish(on: &impl Backend, id: OperationId, end: &RunEnd) -> anyhow::Result<u8> {
     let detail = on.operation(id).await?;
-    if detail.spec.group.is_some()
-        && let Ok(local) = on.local()
-        && let Some(op) = rein_store::Store::load_operation(&**local.store().await?, id).await?
-    {
-        crate::output::turns(&op.state);
+    if detail.spec.group.is_some() {
+        // The members' turns, from the conversation (here or on the server alike).
+        let tree = on.topic(&detail.operation.topic_id).await?;
+        crate::output::turns(&tree.path());
     }
     Ok(super::ended::print(
         id,

@@ -146,7 +146,7 @@ pub async fn finish_here(
     if let Some(op) = &op
         && op.spec.group.is_some()
     {
-        crate::output::turns(&op.state);
+        crate::output::turns(&op.state.messages.iter().map(|m| &**m).collect::<Vec<_>>());
     }
     let pending = rein_operation::tree::pending_approvals(store, id)
         .await

@@ -312,7 +312,14 @@ impl Remote {
                 Ok(!stopping)
             })
             .await?;
-            if let Some(end) = self.operation(id).await?.end {
+            let end = self.operation(id).await?.end;
+            // The server runs its sub-agents (and a queued turn) itself: a run through it goes
+            // on to where the operation waits for a person or stops, as a run here does.
+            let server_goes_on = matches!(
+                end,
+                Some(RunEnd::WaitingForSubAgents { .. } | RunEnd::Queued)
+            );
+            if let Some(end) = end.filter(|_| !server_goes_on) {
                 // It may have run on past the event that made us ask: what the log holds
                 // after it is printed before the end.
                 let rest = self.open_stream(id, cursor, (false, false)).await?;
@@ -323,7 +330,7 @@ impl Remote {
                 .await?;
                 return Ok(end);
             }
-            if !stopping {
+            if !stopping && !server_goes_on {
                 bail!("the event stream of operation {id} ended while it still runs");
             }
             resp = self.open_stream(id, cursor, (true, false)).await?;
