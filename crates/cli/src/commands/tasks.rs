@@ -593,6 +593,26 @@ impl Scheduled for Remote {
         // The run is the server's: followed as `rein --server run` follows a run.
         let op = super::operation_id(&started.operation_id)?;
         let end = self.follow_new(op).await?;
+        // The server settles the run (its outcome, brief and handoff) once the operation
+        // stops: wait for that, as a run here returns after settling it, so `task history`
+        // right after says how it went.
+        if matches!(
+            end,
+            rein_operation::RunEnd::Done { .. } | rein_operation::RunEnd::Error { .. }
+        ) {
+            let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+            loop {
+                let history = self.task_history(id).await?;
+                let settled = history
+                    .runs
+                    .iter()
+                    .any(|r| r.operation_id == started.operation_id && r.finished_at.is_some());
+                if settled || tokio::time::Instant::now() >= deadline {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
         super::decide::finish(self, op, &end).await
     }
 }
