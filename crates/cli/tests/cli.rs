@@ -98,25 +98,26 @@ impl Env {
     /// server when the command can go there.
     fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_rein"));
-        let here = args
-            .iter()
-            .any(|a| ["--db", "--replay", "--record", "--mcp"].contains(a))
-            || args.iter().any(|a| HERE_ONLY.contains(a));
-        match &self.served {
-            Some(s) if !here => {
-                c.args(["--server", &s.base]);
-            }
-            _ if !args.contains(&"--db") => {
-                c.args(["--db", &self.db()]);
-            }
-            _ => {}
-        }
-        c.args(args);
+        c.args(self.target(args)).args(args);
         self.environment(&mut c);
         c.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         c
+    }
+
+    /// Where `rein ARGS` goes: `--db` this test's database, or in the parity run `--server`
+    /// its server when the command can go there (none when `args` name a database).
+    fn target(&self, args: &[&str]) -> Vec<String> {
+        let here = args
+            .iter()
+            .any(|a| ["--db", "--replay", "--record", "--mcp"].contains(a))
+            || args.iter().any(|a| HERE_ONLY.contains(a));
+        match &self.served {
+            Some(s) if !here => vec!["--server".into(), s.base.clone()],
+            _ if !args.contains(&"--db") => vec!["--db".into(), self.db()],
+            _ => Vec::new(),
+        }
     }
 
     /// The parity run's server: `rein serve --no-auth` on this test's database, its operations

@@ -48,7 +48,7 @@ impl Terminal {
 
 fn on_terminal(e: &Env, args: &[&str]) -> Terminal {
     let rein = std::iter::once(env!("CARGO_BIN_EXE_rein").to_owned())
-        .chain(["--db".to_owned(), e.db()])
+        .chain(e.target(args))
         .chain(
             args.iter()
                 .map(|a| format!("'{}'", a.replace('\'', "'\\''"))),
@@ -171,12 +171,6 @@ async fn on_a_terminal_rein_run_asks_the_agents_question_until_the_answer_fits()
 
 #[tokio::test]
 async fn the_terminal_prompt_says_why_grants_for_the_operation_and_never_for_a_flagged_call() {
-    if super::parity_gap(
-        "the_terminal_prompt_says_why_grants_for_the_operation_and_never_for_a_flagged_call",
-        "to be looked at: the terminal prompt through a server",
-    ) {
-        return;
-    }
     if which("script").is_none() {
         rein_testkit::skip(
             "the terminal prompt on a pty",
