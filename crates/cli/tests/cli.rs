@@ -3011,12 +3011,6 @@ async fn an_external_agent_runs_from_the_command_line_and_is_shown_where_it_ran(
 
 #[tokio::test]
 async fn a_folder_added_to_a_knowledge_base_is_searched_with_its_lines_and_headings() {
-    if parity_gap(
-        "a_folder_added_to_a_knowledge_base_is_searched_with_its_lines_and_headings",
-        "through a server `kb add` names no file unchanged and prints no summary line (the API has no job's per-file outcomes)",
-    ) {
-        return;
-    }
     let e = env(Vec::new()).await;
     let docs = e.dir.join("docs");
     std::fs::create_dir_all(docs.join(".git")).unwrap();
@@ -3114,12 +3108,6 @@ async fn a_folder_added_to_a_knowledge_base_is_searched_with_its_lines_and_headi
 
 #[tokio::test]
 async fn an_operation_with_a_knowledge_base_gets_its_best_chunks_and_searches_it_with_citations() {
-    if parity_gap(
-        "an_operation_with_a_knowledge_base_gets_its_best_chunks_and_searches_it_with_citations",
-        "files added through a server are named by their absolute path",
-    ) {
-        return;
-    }
     let e = env(vec![
         Canned::openai_tools(&[(
             "k1",

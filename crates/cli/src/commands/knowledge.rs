@@ -14,7 +14,7 @@ use rein_operation::ModelSource;
 use rein_operation::knowledge::ingest::{self, Progress};
 use rein_operation::knowledge::retrieve;
 use rein_server::routes::knowledge::{
-    BaseDetail, BaseList, BaseOut, CreateBase, FileQuery, SearchBody, SearchOut, SetBase,
+    BaseDetail, BaseList, BaseOut, CreateBase, FileQuery, JobOut, SearchBody, SearchOut, SetBase,
     UploadQuery,
 };
 use rein_store::{
@@ -491,12 +491,8 @@ impl KnowledgeBases for Remote {
         files: &[PathBuf],
         cut: UploadQuery,
     ) -> anyhow::Result<()> {
-        // A file is named in the base by its path as given (an absolute one without its
-        // leading `/`, as the server names it).
-        let named: Vec<String> = files
-            .iter()
-            .map(|f| f.display().to_string().trim_start_matches('/').to_owned())
-            .collect();
+        // A file is named in the base by its path as given, as a job run here names it.
+        let named: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
         let mut form = reqwest::multipart::Form::new();
         for (f, name) in files.iter().zip(&named) {
             let bytes =
@@ -506,33 +502,30 @@ impl KnowledgeBases for Remote {
         }
         let path = format!("/v1/knowledge/{}/files", segment(name));
         let job: IngestJob = self.upload(&path, &cut, form).await?;
-        // The server ingests in the background: its progress is polled until it ends.
+        // The server ingests in the background: its progress is polled until it ends, each
+        // file said as it is done, as a job run here says it.
         let job_path = format!("/v1/knowledge-jobs/{}", segment(&job.id));
         let mut said = 0;
         loop {
-            let job: IngestJob = self.call(Method::GET, &job_path, None::<&()>).await?;
-            if job.files_done > said {
-                said = job.files_done;
-                eprintln!("[{said}/{}] ingested", job.files);
+            let job: JobOut = self.call(Method::GET, &job_path, None::<&()>).await?;
+            let total = job.file_outcomes.len();
+            for (i, f) in job.file_outcomes.iter().enumerate().skip(said) {
+                let Some(outcome) = &f.outcome else { break };
+                eprintln!("[{}/{total}] {}: {outcome}", i + 1, f.path);
+                said = i + 1;
             }
-            match job.state {
-                IngestState::Done => break,
+            match job.job.state {
+                IngestState::Done => {
+                    say_outcomes(job.file_outcomes.iter().map(|f| f.outcome.as_ref()));
+                    break;
+                }
                 IngestState::Failed => bail!(
                     "ingestion job {} failed: {} (the chunks are searchable by full text)",
-                    job.id,
-                    job.error.unwrap_or_default()
+                    job.job.id,
+                    job.job.error.unwrap_or_default()
                 ),
                 IngestState::Running => {
                     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-                }
-            }
-        }
-        let detail = self.kb(name).await?;
-        for f in &detail.file_list {
-            if named.contains(&f.path) {
-                match &f.skipped {
-                    Some(why) => eprintln!("{}: skipped: {why}", f.path),
-                    None => eprintln!("{}: {}", f.path, chunk_count(f.chunks)),
                 }
             }
         }
@@ -559,6 +552,30 @@ impl KnowledgeBases for Remote {
     async fn delete_kb(&self, name: &str) -> anyhow::Result<()> {
         let path = format!("/v1/knowledge/{}", segment(name));
         self.call_empty(Method::DELETE, &path).await
+    }
+}
+
+/// The line that ends a job's report, here or through a server: how many files were indexed
+/// (with their chunks), unchanged and skipped.
+fn say_outcomes<'a>(outcomes: impl Iterator<Item = Option<&'a FileOutcome>>) {
+    let (mut files, mut indexed, mut chunks, mut unchanged, mut skipped) = (0, 0, 0, 0, 0);
+    for outcome in outcomes {
+        files += 1;
+        match outcome {
+            Some(FileOutcome::Indexed { chunks: n }) => {
+                indexed += 1;
+                chunks += n;
+            }
+            Some(FileOutcome::Unchanged) => unchanged += 1,
+            Some(FileOutcome::Skipped(_)) => skipped += 1,
+            None => {}
+        }
+    }
+    if files > 0 {
+        eprintln!(
+            "{indexed} file(s) indexed ({}), {unchanged} unchanged, {skipped} skipped",
+            chunk_count(chunks)
+        );
     }
 }
 
@@ -614,24 +631,7 @@ async fn run_job(store: &SqlStore, models: &dyn ModelSource, id: &str) -> anyhow
     };
     let job = ingest::run(store, Some(models), id, &progress).await?;
     let files = store.job_files(id).await?;
-    let (mut indexed, mut chunks, mut unchanged, mut skipped) = (0, 0, 0, 0);
-    for f in &files {
-        match &f.outcome {
-            Some(FileOutcome::Indexed { chunks: n }) => {
-                indexed += 1;
-                chunks += n;
-            }
-            Some(FileOutcome::Unchanged) => unchanged += 1,
-            Some(FileOutcome::Skipped(_)) => skipped += 1,
-            None => {}
-        }
-    }
-    if !files.is_empty() {
-        eprintln!(
-            "{indexed} file(s) indexed ({}), {unchanged} unchanged, {skipped} skipped",
-            chunk_count(chunks)
-        );
-    }
+    say_outcomes(files.iter().map(|f| f.outcome.as_ref()));
     if job.state == IngestState::Failed {
         bail!(
             "ingestion job {id} failed: {} (the chunks are searchable by full text; `rein kb resume` tries again)",

@@ -299,7 +299,7 @@ async fn knowledge_bases_on_a_server_take_files_from_here() {
         .on_server(&rein, &alice, &["kb", "add", "manuals", &docs_arg])
         .await;
     assert_eq!(code, 0, "{err}");
-    let guide = format!("{}/guide.md", docs_arg.trim_start_matches('/'));
+    let guide = format!("{docs_arg}/guide.md");
     assert!(err.contains(&format!("{guide}: 2 chunks")), "{err}");
     assert!(err.contains("logo.png: skipped: a binary file"), "{err}");
     assert!(!err.contains(".git"), "hidden folders are left out: {err}");

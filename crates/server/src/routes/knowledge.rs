@@ -284,7 +284,10 @@ impl Input for Upload {
                 "properties": {"files": {"type": "array", "minItems": 1, "items": {"type": "string", "format": "binary"}}}
             }}}
         }));
-        doc.error(400, "No files, or a file name that is not a relative path");
+        doc.error(
+            400,
+            "No files, or a file name that is not a path (empty, `..`, over 512 bytes)",
+        );
         doc.error(
             413,
             "A file is larger than 10 MiB, or the upload than 64 MiB",
@@ -293,23 +296,28 @@ impl Input for Upload {
     }
 }
 
-/// A file name as a path in the base: relative, `/`-separated, no `..`, at most 512 bytes.
+/// A file name as a path in the base: `/`-separated, no `..`, at most 512 bytes. A leading
+/// `/` is kept (the CLI names a file by its path as given, here or through a server alike);
+/// the name labels chunks and citations, it is never opened as a file here.
 fn check_path(name: &str) -> Result<String, ApiError> {
     let path = name.replace('\\', "/");
-    let path = path.trim_start_matches('/');
-    let bad = path.is_empty()
+    let (root, rest) = match path.strip_prefix('/') {
+        Some(rest) => ("/", rest.trim_start_matches('/')),
+        None => ("", path.as_str()),
+    };
+    let bad = rest.is_empty()
         || path.len() > 512
         || path.chars().any(char::is_control)
-        || path
+        || rest
             .split('/')
             .any(|s| s.is_empty() || s == "." || s == "..");
     if bad {
         let shown: String = name.chars().take(60).collect();
         return Err(ApiError::bad_request(format!(
-            "file name {shown:?}: give a relative path (no `..`, at most 512 bytes)"
+            "file name {shown:?}: give a path of `/`-separated names (no `..`, at most 512 bytes)"
         )));
     }
-    Ok(path.to_owned())
+    Ok(format!("{root}{rest}"))
 }
 
 async fn owned_base(app: &AppState, user: &User, name: &str) -> Result<KnowledgeBase, ApiError> {
@@ -485,12 +493,31 @@ pub async fn upload(
     Ok(Reply(job))
 }
 
+/// An ingestion job with what happened to each of its files so far.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct JobOut {
+    /// The job.
+    #[serde(flatten)]
+    pub job: IngestJob,
+    /// Its files in order, each with its outcome once done (`null`: still to do).
+    pub file_outcomes: Vec<JobFileOut>,
+}
+
+/// One file of an ingestion job.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct JobFileOut {
+    /// Its name in the knowledge base.
+    pub path: String,
+    /// What happened to it (`null`: not done yet).
+    pub outcome: Option<rein_store::FileOutcome>,
+}
+
 /// `GET /v1/knowledge-jobs/{id}`.
 pub async fn job(
     State(app): State<AppState>,
     Caller(user): Caller,
     KnowledgeJobPath(id): KnowledgeJobPath,
-) -> Result<Json<IngestJob>, ApiError> {
+) -> Result<Json<JobOut>, ApiError> {
     let missing = || ApiError::not_found(format!("no ingestion job {id}"));
     let job = app.store.ingest_job(&id).await?.ok_or_else(missing)?;
     let kb = app
@@ -501,7 +528,17 @@ pub async fn job(
     if kb.owner.as_deref() != Some(user.id.as_str()) {
         return Err(missing());
     }
-    Ok(Json(job))
+    let file_outcomes = app
+        .store
+        .job_files(&id)
+        .await?
+        .into_iter()
+        .map(|f| JobFileOut {
+            path: f.path,
+            outcome: f.outcome,
+        })
+        .collect();
+    Ok(Json(JobOut { job, file_outcomes }))
 }
 
 /// `GET /v1/knowledge-chunks?path=…&line=…`: what a citation in an answer points at, from the

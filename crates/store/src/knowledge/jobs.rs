@@ -61,8 +61,10 @@ pub struct NewJobFile {
 }
 
 /// What ingesting one file of a job did. Stored as its text (`3 chunks`, `unchanged`,
-/// `skipped: why`) and read back from it, so every reader sees the same three cases.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// `skipped: why`) and read back from it, so every reader sees the same three cases; the API
+/// shows it as JSON (`{"indexed": {"chunks": 3}}`, `"unchanged"`, `{"skipped": "why"}`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum FileOutcome {
     /// Parsed and written as this many chunks.
     Indexed {
