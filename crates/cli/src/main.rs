@@ -194,7 +194,8 @@ pub(crate) enum Command {
     /// List the catalogued models (context window, capabilities, prices), or with `--remote`
     /// what a provider itself serves.
     Models {
-        /// Ask this provider (`openai`, `anthropic`, `google`, `ollama`, ...) for its models.
+        /// Ask this provider (`openai`, `anthropic`, `google`, `ollama`, ...) for its models,
+        /// with this machine's key for it (with --server: the server asks, with yours there).
         #[arg(long, value_name = "PROVIDER")]
         remote: Option<String>,
     },
@@ -281,8 +282,7 @@ async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> 
         Command::Models {
             remote: Some(provider),
         } => {
-            let l = on.local()?;
-            models::remote_models(&l.given.config, &provider, json).await?;
+            models::print_provider_models(&on.provider_models(&provider).await?, json);
             Ok(exit::DONE)
         }
         Command::Config {

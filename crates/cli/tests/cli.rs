@@ -1843,12 +1843,6 @@ async fn a_group_run_from_the_cli_prints_each_members_turn() {
 /// alias of Gemini, so a Gemini model can be addressed either way.
 #[tokio::test]
 async fn models_remote_lists_what_the_provider_serves() {
-    if parity_gap(
-        "models_remote_lists_what_the_provider_serves",
-        "`rein models --remote` asks the provider with this machine's key; the API has no route for it",
-    ) {
-        return;
-    }
     let e = env(vec![Canned::json(
         200,
         &serde_json::json!({"object": "list", "data": [{"id": "gpt-b"}, {"id": "gpt-a"}]}),

@@ -103,6 +103,8 @@ rein_core::named_enum! {
         TooManyRunning = "too_many_running",
         /// 500: a failure on the server's side (logged).
         Internal = "internal",
+        /// 502: the model provider refused the server's request or could not be reached.
+        ProviderFailed = "provider_failed",
         /// 503: this server is stopping and takes no new work (another replica, or this one
         /// restarted, does; `Retry-After` says when to try).
         ShuttingDown = "shutting_down",

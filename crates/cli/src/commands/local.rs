@@ -408,6 +408,13 @@ impl Backend for Local {
     async fn print_models(&self, json: bool) -> anyhow::Result<()> {
         super::models::models(&self.given.config, json)
     }
+
+    async fn provider_models(
+        &self,
+        provider: &str,
+    ) -> anyhow::Result<rein_server::routes::models::ProviderModels> {
+        super::models::provider_models(&self.given.config, provider).await
+    }
 }
 
 /// Devices connect to a server; this machine's database has none.

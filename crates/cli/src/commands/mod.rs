@@ -202,4 +202,11 @@ pub trait Backend:
     /// Print the models (`rein models`): this machine's catalog and configured prices, or the
     /// server's.
     async fn print_models(&self, json: bool) -> anyhow::Result<()>;
+
+    /// What `provider` itself serves (`rein models --remote`), asked with this machine's key
+    /// for it, or through the server with yours there (else the server's).
+    async fn provider_models(
+        &self,
+        provider: &str,
+    ) -> anyhow::Result<rein_server::routes::models::ProviderModels>;
 }

@@ -3,10 +3,12 @@
 
 use rein_model::Catalog;
 use rein_operation::settings::Settings as Config;
+use rein_server::routes::models::{ProviderModel, ProviderModels};
 
-/// `rein models --remote PROVIDER`: what the provider itself lists (its `/models`, Ollama's
-/// `/api/tags`), with its key from the configuration or environment.
-pub async fn remote_models(config: &Config, provider: &str, json: bool) -> anyhow::Result<()> {
+/// `rein models --remote PROVIDER` here: what the provider itself lists (its `/models`,
+/// Ollama's `/api/tags`), asked with its key from the configuration or environment, each
+/// marked priced when the catalog or the configuration's `[prices]` prices it.
+pub async fn provider_models(config: &Config, provider: &str) -> anyhow::Result<ProviderModels> {
     let registry = config.registry()?;
     let provider = rein_model::Provider::new(
         registry.provider_with_key(provider)?,
@@ -18,20 +20,35 @@ pub async fn remote_models(config: &Config, provider: &str, json: bool) -> anyho
     ids.sort();
     let catalog = Catalog::builtin()?;
     let provider_id = rein_model::ModelProvider::id(&provider).to_owned();
-    for id in ids {
-        let key = format!("{provider_id}/{id}");
-        let priced = config.file.prices.contains_key(&key) || catalog.models().any(|m| m.id == key);
+    let priced =
+        |key: &str| config.file.prices.contains_key(key) || catalog.models().any(|m| m.id == key);
+    Ok(ProviderModels {
+        models: ids
+            .into_iter()
+            .map(|id| ProviderModel {
+                priced: priced(&format!("{provider_id}/{id}")),
+                id,
+            })
+            .collect(),
+        provider: provider_id,
+    })
+}
+
+/// Print what a provider serves, here or through a server alike.
+pub fn print_provider_models(list: &ProviderModels, json: bool) {
+    for m in &list.models {
+        let key = format!("{}/{}", list.provider, m.id);
         if json {
-            println!("{}", serde_json::json!({ "id": id, "priced": priced }));
-        } else if priced {
-            println!("{id}");
+            println!("{}", serde_json::json!({ "id": m.id, "priced": m.priced }));
+        } else if m.priced {
+            println!("{}", m.id);
         } else {
             println!(
-                "{id}  (unpriced: a cost limit refuses it until [prices.\"{key}\"] is configured)"
+                "{}  (unpriced: a cost limit refuses it until [prices.\"{key}\"] is configured)",
+                m.id
             );
         }
     }
-    Ok(())
 }
 
 /// `rein models`: the catalog, with the configuration file's prices over it (and the models

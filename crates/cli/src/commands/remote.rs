@@ -685,6 +685,14 @@ impl Backend for Remote {
         }
         Ok(())
     }
+
+    async fn provider_models(
+        &self,
+        provider: &str,
+    ) -> anyhow::Result<rein_server::routes::models::ProviderModels> {
+        let path = format!("/v1/models/providers/{}", segment(provider));
+        self.call(Method::GET, &path, None::<&()>).await
+    }
 }
 
 #[cfg(test)]

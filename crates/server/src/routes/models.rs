@@ -1,14 +1,19 @@
 //! `GET /v1/models`: the catalogued models (context window, capabilities, prices) and the
 //! server's default, and in the same document OpenAI's list shape (`object: list`, `data`), so
 //! an OpenAI client pointed at `/v1` finds what `/v1/chat/completions` takes: the caller's
-//! agents as `agent/NAME`, then the catalogued `provider/model`s.
+//! agents as `agent/NAME`, then the catalogued `provider/model`s. `GET
+//! /v1/models/providers/{provider}` asks a provider itself what it serves, with the caller's own
+//! key for it when they brought one.
 
 use crate::AppState;
 use crate::api::{Api, Method};
 use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::error_code::ApiErrorCode;
+use crate::routes::ProviderPath;
 use axum::Json;
 use axum::extract::State;
+use axum::http::StatusCode;
 use rein_model::catalog::ModelInfo;
 use rein_store::Accounts;
 use schemars::JsonSchema;
@@ -81,10 +86,81 @@ pub async fn list(
 
 /// The model catalog route and its document.
 pub fn api() -> Api {
-    Api::new().route(
-        Method::Get,
-        "/v1/models",
-        "Catalogued models and the default",
-        list,
-    )
+    Api::new()
+        .route(
+            Method::Get,
+            "/v1/models",
+            "Catalogued models and the default",
+            list,
+        )
+        .route(
+            Method::Get,
+            "/v1/models/providers/{provider}",
+            "What a model provider itself serves, asked with your key for it or the server's",
+            provider_models,
+        )
+}
+
+/// What a provider itself serves (`GET /v1/models/providers/{provider}`).
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ProviderModels {
+    /// The provider asked.
+    pub provider: String,
+    /// Its models, by id, sorted.
+    pub models: Vec<ProviderModel>,
+}
+
+/// One model a provider lists.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ProviderModel {
+    /// Its id at the provider.
+    pub id: String,
+    /// Whether this server prices it (its catalog or configuration): a cost limit refuses an
+    /// unpriced model.
+    pub priced: bool,
+}
+
+/// `GET /v1/models/providers/{provider}`: ask the provider itself what it serves, with your own
+/// key for it when you brought one (else the server's, where it lends it).
+pub async fn provider_models(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    ProviderPath(provider): ProviderPath,
+) -> Result<Json<ProviderModels>, ApiError> {
+    let host = &app.runner.host;
+    let models = match &host.own_provider_keys {
+        Some(keys) => {
+            keys.models(&*app.store, &host.models, Some(&user.id))
+                .await?
+        }
+        None => std::sync::Arc::clone(&host.models),
+    };
+    let asked = rein_core::state::ModelRef {
+        provider: provider.as_str().into(),
+        model: "-".into(),
+    };
+    let source = models
+        .provider(&asked)
+        .map_err(rein_operation::DriverError::from)?;
+    let mut ids = source.list_models().await.map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            ApiErrorCode::ProviderFailed,
+            format!("provider `{provider}` did not list its models: {e}"),
+        )
+    })?;
+    ids.sort();
+    let provider_id = source.id().to_owned();
+    let catalog = app.runner.catalog();
+    let priced = |key: &str| host.prices.contains_key(key) || catalog.models().any(|m| m.id == key);
+    Ok(Json(ProviderModels {
+        models: ids
+            .into_iter()
+            .map(|id| ProviderModel {
+                priced: priced(&format!("{provider_id}/{id}")),
+                id,
+            })
+            .collect(),
+        provider: provider_id,
+    }))
 }
