@@ -143,6 +143,21 @@ impl Host {
         }
     }
 
+    /// Where `owner`'s model calls go: their own providers over this host's, when it serves
+    /// them ([`Host::own_provider_keys`]).
+    pub async fn models_of(
+        &self,
+        owner: Option<&str>,
+    ) -> Result<Arc<dyn ModelSource>, rein_store::StoreError> {
+        crate::own_models::models_for(
+            self.own_provider_keys.as_ref(),
+            &*self.store,
+            &self.models,
+            owner,
+        )
+        .await
+    }
+
     /// A driver with everything this process brings (add a sink or commit hook to it).
     pub fn driver(&self) -> Driver {
         let mut d = Driver::from_source(

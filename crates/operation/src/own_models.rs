@@ -33,6 +33,20 @@ pub struct OwnProviderKeys {
     pub base_urls: bool,
 }
 
+/// Where `owner`'s model calls go in a process serving users' own providers as `keys` says:
+/// their own providers over `base` (just `base` without `keys`, or for no owner).
+pub async fn models_for(
+    keys: Option<&OwnProviderKeys>,
+    store: &(dyn OwnProviders + Sync),
+    base: &Arc<dyn ModelSource>,
+    owner: Option<&str>,
+) -> Result<Arc<dyn ModelSource>, StoreError> {
+    match keys {
+        Some(keys) => keys.models(store, base, owner).await,
+        None => Ok(Arc::clone(base)),
+    }
+}
+
 /// What a user brings for one provider: their API key, their base URL, or both.
 #[derive(Clone, Default)]
 pub struct Bring {

@@ -135,3 +135,78 @@ async fn a_users_own_key_serves_their_runs_and_is_written_nowhere_in_the_clear()
         }
     }
 }
+
+/// A knowledge base's embeddings are its owner's calls: the server's ingester embeds alice's
+/// file and her search's query with her own key; bob's base, with none of his own, uses the
+/// server's.
+#[tokio::test]
+async fn a_users_knowledge_is_embedded_with_their_own_key() {
+    let e = env(vec![
+        Canned::openai_embeddings(&[&[1.0, 0.0]]),
+        Canned::openai_embeddings(&[&[1.0, 0.0]]),
+        Canned::openai_embeddings(&[&[0.0, 1.0]]),
+    ])
+    .await;
+    let rein = e.start(&[]).await;
+    let alice = e.token("alice").await;
+    let bob = e.token("bob").await;
+    let (status, body) = e
+        .call(
+            &rein,
+            "PUT",
+            "/v1/settings/providers/openai",
+            Some(&alice),
+            Some(json!({"api_key": KEY})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let docs = e.dir.join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(
+        docs.join("notes.md"),
+        "# Notes\n\nThe code word is aubergine.\n",
+    )
+    .unwrap();
+    let docs = docs.display().to_string();
+    for (token, base) in [(&alice, "hers"), (&bob, "his")] {
+        let (code, _, err) = e
+            .on_server(
+                &rein,
+                token,
+                &[
+                    "kb",
+                    "create",
+                    base,
+                    "--embed-model",
+                    "openai/text-embedding-3-small",
+                ],
+            )
+            .await;
+        assert_eq!(code, 0, "{err}");
+        let (code, _, err) = e.on_server(&rein, token, &["kb", "add", base, &docs]).await;
+        assert_eq!(code, 0, "{err}");
+        if base == "hers" {
+            let (code, out, err) = e
+                .on_server(&rein, token, &["kb", "search", base, "code word"])
+                .await;
+            assert_eq!(code, 0, "{err}");
+            assert!(out.contains("aubergine"), "{out}");
+        }
+    }
+    let embeddings: Vec<String> = e
+        .model
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/embeddings"))
+        .map(authorization)
+        .collect();
+    assert_eq!(
+        embeddings,
+        [
+            format!("Bearer {KEY}"),
+            format!("Bearer {KEY}"),
+            "Bearer sk-test".to_owned()
+        ],
+        "alice's file and query with her key, bob's file with the server's"
+    );
+}

@@ -128,12 +128,13 @@ impl Driver {
     /// Where the models of an operation come from: its owner's own providers over this
     /// process's, when this process serves them; else this process's.
     async fn models_of(&self, spec: &OperationSpec) -> Result<Arc<dyn ModelSource>, DriverError> {
-        match &self.own_keys {
-            Some(keys) => Ok(keys
-                .models(&*self.store, &self.models, spec.owner.as_deref())
-                .await?),
-            None => Ok(Arc::clone(&self.models)),
-        }
+        Ok(crate::own_models::models_for(
+            self.own_keys.as_ref(),
+            &*self.store,
+            &self.models,
+            spec.owner.as_deref(),
+        )
+        .await?)
     }
 
     /// What the spec runs on: its tools must all be here; its model's provider, and the

@@ -339,12 +339,13 @@ async fn base_out(app: &AppState, kb: &KnowledgeBase) -> Result<BaseOut, ApiErro
 }
 
 /// Refuse an embedding model this server has no provider for, naming it.
-fn check_model(app: &AppState, model: &str) -> Result<(), ApiError> {
+async fn check_model(app: &AppState, user: &User, model: &str) -> Result<(), ApiError> {
     let r = rein_operation::profile::model_ref(model)
         .map_err(|e| ApiError::bad_request(format!("embed_model: {e}")))?;
     app.runner
         .host
-        .models
+        .models_of(Some(&user.id))
+        .await?
         .provider(&r)
         .map_err(|e| ApiError::unprocessable(format!("embed_model {model}: {e}")))?;
     Ok(())
@@ -375,7 +376,7 @@ pub async fn create(
         ))
     })?;
     if let Some(m) = &body.embed_model {
-        check_model(&app, m)?;
+        check_model(&app, &user, m).await?;
     }
     let kb = app
         .store
@@ -428,7 +429,7 @@ pub async fn set(
 ) -> Result<Json<BaseOut>, ApiError> {
     let kb = owned_base(&app, &user, &name).await?;
     if let Some(m) = &body.embed_model {
-        check_model(&app, m)?;
+        check_model(&app, &user, m).await?;
     }
     app.store
         .set_embed_model(&kb.id, body.embed_model.as_deref())
@@ -575,9 +576,10 @@ pub async fn search(
     if !(1..=50).contains(&top) {
         return Err(ApiError::bad_request("top_k: 1 to 50"));
     }
+    let models = app.runner.host.models_of(Some(&user.id)).await?;
     let found = retrieve::search(
         &*app.store,
-        Some(&*app.runner.host.models),
+        Some(&*models),
         Some(&user.id),
         std::slice::from_ref(&name),
         &body.query,

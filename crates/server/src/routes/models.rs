@@ -128,13 +128,7 @@ pub async fn provider_models(
     ProviderPath(provider): ProviderPath,
 ) -> Result<Json<ProviderModels>, ApiError> {
     let host = &app.runner.host;
-    let models = match &host.own_provider_keys {
-        Some(keys) => {
-            keys.models(&*app.store, &host.models, Some(&user.id))
-                .await?
-        }
-        None => std::sync::Arc::clone(&host.models),
-    };
+    let models = host.models_of(Some(&user.id)).await?;
     let asked = rein_core::state::ModelRef {
         provider: provider.as_str().into(),
         model: "-".into(),
