@@ -73,23 +73,12 @@ async fn serve_ui_with(
 /// `PATH` and `dir` as its home; the process (killed when dropped) and the address it listens
 /// on.
 async fn listening(mut cmd: Command, dir: &Path) -> (tokio::process::Child, String) {
-    let mut server = cmd
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
+    cmd.env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("REIN_HOME", dir)
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
-    let base = loop {
-        let line = lines.next_line().await.unwrap().expect("server exited");
-        if let Some(addr) = line.strip_prefix("rein: listening on ") {
-            break addr.to_owned();
-        }
-    };
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (server, base)
+        .kill_on_drop(true);
+    let served = rein_testkit::listening(&mut cmd).await;
+    (served.child, served.base)
 }
 
 /// GET `url` (JSON) until `done` holds for the answer, for at most 30 s (`what` names it).

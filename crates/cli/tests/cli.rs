@@ -139,34 +139,13 @@ impl Env {
             &self.dir.display().to_string(),
         ]);
         self.environment(&mut c);
-        let mut child = c
-            .stdin(Stdio::null())
+        c.stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let base = loop {
-            let line = lines
-                .next_line()
-                .await
-                .unwrap()
-                .expect("the parity run's server exited before listening");
-            if let Some(addr) = line.strip_prefix("rein: listening on ") {
-                break addr.to_owned();
-            }
-        };
-        tokio::spawn(async move {
-            while let Ok(Some(l)) = lines.next_line().await {
-                if std::env::var_os("REIN_PARITY_LOG").is_some() {
-                    eprintln!("SERVER {l}");
-                }
-            }
-        });
+            .kill_on_drop(true);
+        let served = rein_testkit::listening(&mut c).await;
         Served {
-            _child: child,
-            base,
+            _child: served.child,
+            base: served.base,
         }
     }
 

@@ -225,36 +225,14 @@ impl Env {
         for (k, v) in extra {
             c.env(k, v);
         }
-        let mut child = c
-            .stdin(Stdio::null())
+        c.stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let base = loop {
-            let line = lines
-                .next_line()
-                .await
-                .unwrap()
-                .expect("the server exited before listening");
-            stderr.lock().unwrap().push(line.clone());
-            if let Some(addr) = line.strip_prefix("rein: listening on ") {
-                break addr.to_owned();
-            }
-        };
-        let sink = Arc::clone(&stderr);
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
-                sink.lock().unwrap().push(line);
-            }
-        });
+            .kill_on_drop(true);
+        let served = rein_testkit::listening(&mut c).await;
         Rein {
-            child,
-            base,
-            stderr,
+            child: served.child,
+            base: served.base,
+            stderr: served.stderr,
         }
     }
 

@@ -191,18 +191,19 @@ impl Oidc {
         &self.config
     }
 
+    /// `GET url` (with `bearer` when given) answered with JSON; `what` names it in the error.
     async fn get_json<T: serde::de::DeserializeOwned>(
         &self,
         url: &str,
+        bearer: Option<&str>,
         what: &str,
     ) -> Result<T, OidcError> {
         let fail = |e: String| OidcError::Provider(format!("answered {what} at {url} with {e}"));
-        let r = self
-            .http
-            .get(url)
-            .send()
-            .await
-            .map_err(|e| fail(e.to_string()))?;
+        let mut request = self.http.get(url);
+        if let Some(token) = bearer {
+            request = request.bearer_auth(token);
+        }
+        let r = request.send().await.map_err(|e| fail(e.to_string()))?;
         if !r.status().is_success() {
             return Err(fail(r.status().to_string()));
         }
@@ -219,7 +220,7 @@ impl Oidc {
             "{}/.well-known/openid-configuration",
             trimmed(&self.config.issuer)
         );
-        let m: Metadata = self.get_json(&url, "its metadata").await?;
+        let m: Metadata = self.get_json(&url, None, "its metadata").await?;
         if trimmed(&m.issuer) != trimmed(&self.config.issuer) {
             return Err(OidcError::Provider(format!(
                 "names itself {} instead of {}",
@@ -311,7 +312,7 @@ impl Oidc {
             && email.is_none()
             && let (Some(url), Some(access)) = (&m.userinfo_endpoint, &token.access_token)
         {
-            let info = self.user_info(url, access).await?;
+            let info: UserInfo = self.get_json(url, Some(access), "its userinfo").await?;
             // Only the person the ID token names (OpenID Connect Core 5.3.2).
             if info.sub != claims.sub {
                 return Err(OidcError::IdToken(
@@ -327,23 +328,6 @@ impl Oidc {
             subject: format!("{} {}", trimmed(&m.issuer), claims.sub),
             preferred_name,
         })
-    }
-
-    async fn user_info(&self, url: &str, access_token: &str) -> Result<UserInfo, OidcError> {
-        let fail =
-            |e: String| OidcError::Provider(format!("answered its userinfo at {url} with {e}"));
-        let r = self
-            .http
-            .get(url)
-            .bearer_auth(access_token)
-            .send()
-            .await
-            .map_err(|e| fail(e.to_string()))?;
-        if !r.status().is_success() {
-            return Err(fail(r.status().to_string()));
-        }
-        let bytes = r.bytes().await.map_err(|e| fail(e.to_string()))?;
-        serde_json::from_slice(&bytes).map_err(|e| fail(e.to_string()))
     }
 
     /// The ID token's claims once its signature, issuer, audience and expiry hold.
@@ -372,7 +356,7 @@ impl Oidc {
             Some(k) => k,
             None => {
                 // A key not seen yet: the provider may have rotated its keys.
-                let set: JwkSet = self.get_json(&m.jwks_uri, "its keys").await?;
+                let set: JwkSet = self.get_json(&m.jwks_uri, None, "its keys").await?;
                 *self.keys.lock().unwrap_or_else(|p| p.into_inner()) = Some(set);
                 self.key(header.kid.as_deref())?
                     .ok_or_else(|| bad("it names a key the provider does not publish".into()))?

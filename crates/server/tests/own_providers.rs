@@ -13,11 +13,7 @@ use serde_json::json;
 const ALICE_KEY: &str = "sk-alice-7f3e9a1c5d2b8e4f";
 
 fn authorization(r: &rein_model::testing::Recorded) -> String {
-    r.headers
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
-        .map(|(_, v)| v.clone())
-        .unwrap_or_default()
+    r.header("authorization").to_owned()
 }
 
 async fn bring(
@@ -118,6 +114,22 @@ async fn a_users_own_key_is_the_one_their_operations_send() {
     assert!(e.server_errors().is_empty(), "{:?}", e.server_errors());
 }
 
+/// `POST /v1/operations` refused before anything runs, as a model this user cannot reach:
+/// the message.
+async fn refused_start(e: &Api, token: &str) -> String {
+    let (status, refused) = e
+        .call(
+            "POST",
+            "/v1/operations",
+            Some(token),
+            Some(json!({"input": "hi"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(refused["error"]["code"], "model_unavailable", "{refused}");
+    refused["error"]["message"].as_str().unwrap().to_owned()
+}
+
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
@@ -137,17 +149,7 @@ async fn a_server_that_lends_no_keys_runs_only_users_own() {
     .await;
     let alice = e.token("alice").await;
     let bob = e.token("bob").await;
-    let (status, refused) = e
-        .call(
-            "POST",
-            "/v1/operations",
-            Some(&bob),
-            Some(json!({"input": "hi"})),
-        )
-        .await;
-    assert_eq!(status, 422, "{refused}");
-    assert_eq!(refused["error"]["code"], "model_unavailable");
-    let message = refused["error"]["message"].as_str().unwrap();
+    let message = refused_start(&e, &bob).await;
     assert!(message.contains("lends none"), "{message}");
     assert!(
         message.contains("rein settings provider set openai"),
@@ -196,16 +198,7 @@ async fn the_servers_key_never_goes_to_a_users_base_url() {
     .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["has_key"], false);
-    let (status, refused) = e
-        .call(
-            "POST",
-            "/v1/operations",
-            Some(&alice),
-            Some(json!({"input": "hi"})),
-        )
-        .await;
-    assert_eq!(status, 422, "{refused}");
-    let message = refused["error"]["message"].as_str().unwrap();
+    let message = refused_start(&e, &alice).await;
     assert!(
         message.contains("not sent to a base URL you chose"),
         "{message}"
@@ -317,16 +310,7 @@ async fn a_sealed_key_moved_to_another_user_does_not_open() {
     let mut stolen = store.own_providers(&alice_id).await.unwrap().remove(0);
     stolen.updated_at = chrono::Utc::now();
     store.put_own_provider(&bob_id, &stolen).await.unwrap();
-    let (status, refused) = e
-        .call(
-            "POST",
-            "/v1/operations",
-            Some(&bob),
-            Some(json!({"input": "hi"})),
-        )
-        .await;
-    assert_eq!(status, 422, "{refused}");
-    let message = refused["error"]["message"].as_str().unwrap();
+    let message = refused_start(&e, &bob).await;
     assert!(message.contains("does not open"), "{message}");
     assert!(!message.contains(ALICE_KEY));
     assert!(e.model.requests().is_empty());

@@ -318,3 +318,55 @@ mod tests {
         }
     }
 }
+
+/// A `rein serve` a test started, once it listens.
+pub struct Listening {
+    /// The process (killed when dropped, if it was spawned with `kill_on_drop`).
+    pub child: tokio::process::Child,
+    /// `http://host:port`, from its `rein: listening on` line.
+    pub base: String,
+    /// Every line it wrote on stderr so far, kept as they come.
+    pub stderr: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+/// Spawn `cmd` (a `rein serve` on port 0, its stderr piped) and wait for the line saying where
+/// it listens; its later stderr lines keep being collected.
+///
+/// # Panics
+/// When it cannot start or exits before listening: the test cannot go on.
+pub async fn listening(cmd: &mut tokio::process::Command) -> Listening {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = cmd
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("rein serve starts");
+    let Some(stderr) = child.stderr.take() else {
+        unreachable!("stderr was piped just now")
+    };
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    let kept = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let base = loop {
+        let line = lines
+            .next_line()
+            .await
+            .expect("the server's stderr reads")
+            .expect("the server exited before listening");
+        kept.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(line.clone());
+        if let Some(addr) = line.strip_prefix("rein: listening on ") {
+            break addr.to_owned();
+        }
+    };
+    let sink = std::sync::Arc::clone(&kept);
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            sink.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+        }
+    });
+    Listening {
+        child,
+        base,
+        stderr: kept,
+    }
+}

@@ -3,7 +3,7 @@
 
 use rein_model::Catalog;
 use rein_operation::settings::Settings as Config;
-use rein_server::routes::models::{ProviderModel, ProviderModels};
+use rein_server::routes::models::ProviderModels;
 
 /// `rein models --remote PROVIDER` here: what the provider itself lists (its `/models`,
 /// Ollama's `/api/tags`), asked with its key from the configuration or environment, each
@@ -16,22 +16,13 @@ pub async fn provider_models(config: &Config, provider: &str) -> anyhow::Result<
             rein_model::transport::Timeouts::default(),
         )?),
     );
-    let mut ids = rein_model::ModelProvider::list_models(&provider).await?;
-    ids.sort();
+    let ids = rein_model::ModelProvider::list_models(&provider).await?;
     let catalog = Catalog::builtin()?;
-    let provider_id = rein_model::ModelProvider::id(&provider).to_owned();
-    let priced =
-        |key: &str| config.file.prices.contains_key(key) || catalog.models().any(|m| m.id == key);
-    Ok(ProviderModels {
-        models: ids
-            .into_iter()
-            .map(|id| ProviderModel {
-                priced: priced(&format!("{provider_id}/{id}")),
-                id,
-            })
-            .collect(),
-        provider: provider_id,
-    })
+    Ok(ProviderModels::of(
+        rein_model::ModelProvider::id(&provider),
+        ids,
+        |key| config.file.prices.contains_key(key) || catalog.models().any(|m| m.id == key),
+    ))
 }
 
 /// Print what a provider serves, here or through a server alike.

@@ -10,11 +10,7 @@ use super::*;
 const KEY: &str = "sk-alice-e2e-4b1d9c07aa";
 
 fn authorization(r: &rein_model::testing::Recorded) -> String {
-    r.headers
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
-        .map(|(_, v)| v.clone())
-        .unwrap_or_default()
+    r.header("authorization").to_owned()
 }
 
 #[tokio::test]

@@ -168,6 +168,14 @@ pub struct Recorded {
 }
 
 impl Recorded {
+    /// The value of header `name` (any case), or `""`.
+    pub fn header(&self, name: &str) -> &str {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map_or("", |(_, v)| v.as_str())
+    }
+
     /// The function names of the tools a chat request offered, sorted.
     pub fn offered_tools(&self) -> Vec<String> {
         let mut names: Vec<String> = self.body["tools"]

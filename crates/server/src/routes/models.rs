@@ -110,6 +110,24 @@ pub struct ProviderModels {
     pub models: Vec<ProviderModel>,
 }
 
+impl ProviderModels {
+    /// What `provider` listed as `ids`, sorted, each marked as `priced` says of its
+    /// `provider/model` key.
+    pub fn of(provider: &str, mut ids: Vec<String>, priced: impl Fn(&str) -> bool) -> Self {
+        ids.sort();
+        Self {
+            models: ids
+                .into_iter()
+                .map(|id| ProviderModel {
+                    priced: priced(&format!("{provider}/{id}")),
+                    id,
+                })
+                .collect(),
+            provider: provider.to_owned(),
+        }
+    }
+}
+
 /// One model a provider lists.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ProviderModel {
@@ -136,25 +154,15 @@ pub async fn provider_models(
     let source = models
         .provider(&asked)
         .map_err(rein_operation::DriverError::from)?;
-    let mut ids = source.list_models().await.map_err(|e| {
+    let ids = source.list_models().await.map_err(|e| {
         ApiError::new(
             StatusCode::BAD_GATEWAY,
             ApiErrorCode::ProviderFailed,
             format!("provider `{provider}` did not list its models: {e}"),
         )
     })?;
-    ids.sort();
-    let provider_id = source.id().to_owned();
     let catalog = app.runner.catalog();
-    let priced = |key: &str| host.prices.contains_key(key) || catalog.models().any(|m| m.id == key);
-    Ok(Json(ProviderModels {
-        models: ids
-            .into_iter()
-            .map(|id| ProviderModel {
-                priced: priced(&format!("{provider_id}/{id}")),
-                id,
-            })
-            .collect(),
-        provider: provider_id,
-    }))
+    Ok(Json(ProviderModels::of(source.id(), ids, |key| {
+        host.prices.contains_key(key) || catalog.models().any(|m| m.id == key)
+    })))
 }
