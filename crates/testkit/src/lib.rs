@@ -339,18 +339,18 @@ pub async fn listening(cmd: &mut tokio::process::Command) -> Listening {
     let mut child = cmd
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .expect("rein serve starts");
+        .unwrap_or_else(|e| panic!("rein serve cannot start: {e}"));
     let Some(stderr) = child.stderr.take() else {
         unreachable!("stderr was piped just now")
     };
     let mut lines = tokio::io::BufReader::new(stderr).lines();
     let kept = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let base = loop {
-        let line = lines
-            .next_line()
-            .await
-            .expect("the server's stderr reads")
-            .expect("the server exited before listening");
+        let line = match lines.next_line().await {
+            Ok(Some(line)) => line,
+            Ok(None) => panic!("the server exited before listening"),
+            Err(e) => panic!("the server's stderr cannot be read: {e}"),
+        };
         kept.lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(line.clone());
