@@ -300,25 +300,6 @@ where
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::ci_value;
-
-    #[test]
-    fn ci_is_on_for_any_value_but_false_zero_or_empty() {
-        for (v, ci) in [
-            (Some("true"), true),
-            (Some("1"), true),
-            (Some("false"), false),
-            (Some("0"), false),
-            (Some(" "), false),
-            (None, false),
-        ] {
-            assert_eq!(ci_value(v), ci, "{v:?}");
-        }
-    }
-}
-
 /// A `rein serve` a test started, once it listens.
 pub struct Listening {
     /// The process (killed when dropped, if it was spawned with `kill_on_drop`).
@@ -368,5 +349,24 @@ pub async fn listening(cmd: &mut tokio::process::Command) -> Listening {
         child,
         base,
         stderr: kept,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ci_value;
+
+    #[test]
+    fn ci_is_on_for_any_value_but_false_zero_or_empty() {
+        for (v, ci) in [
+            (Some("true"), true),
+            (Some("1"), true),
+            (Some("false"), false),
+            (Some("0"), false),
+            (Some(" "), false),
+            (None, false),
+        ] {
+            assert_eq!(ci_value(v), ci, "{v:?}");
+        }
     }
 }
