@@ -107,8 +107,10 @@ pub async fn host(
         },
         devices: None,
         remote_agents: None,
-        // The local CLI's operations are its user's: the environment's keys are theirs.
+        // The local CLI's operations are its user's: the environment's keys are theirs, and
+        // they work where the command runs.
         own_provider_keys: None,
+        user_workdirs: Default::default(),
         sandbox: given.sandbox,
         system_model,
         working_directory: None,

@@ -28,6 +28,9 @@ pub enum SpecError {
     /// The store failed (or holds an unreadable agent).
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The working directory the user chose is no longer allowed here.
+    #[error("your working directory: {0}; choose another with `rein settings workdir`")]
+    Workdir(#[from] crate::workdirs::WorkdirRefusal),
 }
 
 /// A stored agent: its profile and which version it is.
@@ -110,6 +113,9 @@ pub struct Host {
     /// How users' own providers serve their operations (`rein serve`; none: this process's
     /// providers serve every operation).
     pub own_provider_keys: Option<crate::own_models::OwnProviderKeys>,
+    /// Where users may choose their operations' working directory (`rein serve
+    /// --user-workdir-root`; empty: nowhere, [`Host::working_directory`] serves everyone).
+    pub user_workdirs: crate::workdirs::WorkdirRoots,
 }
 
 impl Host {
@@ -140,7 +146,26 @@ impl Host {
             devices: None,
             remote_agents: None,
             own_provider_keys: None,
+            user_workdirs: Default::default(),
         }
+    }
+
+    /// What a new operation of `owner` starts from: them, and the working directory they chose
+    /// (checked again against the allowed roots), else this host's.
+    pub async fn origin(
+        &self,
+        accounts: &dyn Accounts,
+        owner: &str,
+    ) -> Result<SpecOrigin, SpecError> {
+        let chosen = match accounts.working_directory(owner).await? {
+            Some(dir) => Some(self.user_workdirs.check(&dir)?),
+            None => None,
+        };
+        Ok(SpecOrigin {
+            owner: Some(owner.to_owned()),
+            working_directory: chosen,
+            ..Default::default()
+        })
     }
 
     /// Where `owner`'s model calls go: their own providers over this host's, when it serves

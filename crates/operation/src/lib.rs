@@ -25,7 +25,8 @@
 //! A person's "always for this tool" is a grant ([`grants`]), kept in the store and loaded
 //! before every step, never covering what the blacklist or the command guard flags.
 //! On a server, a user's operations use the model providers they brought ([`own_models`]),
-//! their API keys sealed at rest with the server's secret key ([`secrets`]).
+//! their API keys sealed at rest with the server's secret key ([`secrets`]), and work in the
+//! directory they chose among those the server allows ([`workdirs`]).
 //! A process's [`settings`] (configuration file, environment, flags) are resolved here, with
 //! one precedence, for the CLI and any embedder of the server.
 
@@ -56,6 +57,7 @@ pub mod surface;
 mod tools;
 pub mod topic;
 pub mod tree;
+pub mod workdirs;
 
 pub use agents::{AgentDirectory, StoredAgents};
 pub use driver::{

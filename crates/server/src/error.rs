@@ -290,6 +290,7 @@ impl From<rein_operation::SpecError> for ApiError {
             ),
             E::Profile(p) => p.into(),
             E::Store(s) => s.into(),
+            e @ E::Workdir(_) => ApiError::unprocessable(e.to_string()),
         }
     }
 }

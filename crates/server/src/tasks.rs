@@ -98,10 +98,12 @@ impl ServerLauncher {
     /// Start a run: an operation of the task's owner, as the task's agent is now (a deleted
     /// agent is `agent_missing`), in a topic of its own.
     async fn start(&self, task: &Task, trigger: RunTrigger) -> Result<String, LaunchError> {
-        let origin = SpecOrigin {
-            owner: Some(task.owner.clone()),
-            ..Default::default()
-        };
+        let origin = self
+            .runner
+            .host
+            .origin(&*self.store, &task.owner)
+            .await
+            .map_err(failed)?;
         let mut opts = StartOptions {
             // Task runs count against the same running limits as the API's.
             admission: Some(self.runner.admission()),

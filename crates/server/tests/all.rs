@@ -23,3 +23,4 @@ mod settings;
 mod topics;
 mod usage;
 mod users;
+mod workdirs;

@@ -206,6 +206,18 @@ pub trait Accounts: Send + Sync {
         user_id: &'a str,
         caps: &'a Caps,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// Set (or with `None` clear) the working directory a user chose for their operations;
+    /// whether there is such a user.
+    fn set_working_directory<'a>(
+        &'a self,
+        user_id: &'a str,
+        dir: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// The working directory a user chose for their operations, if any.
+    fn working_directory<'a>(
+        &'a self,
+        user_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, StoreError>>;
     /// Every user, by name.
     fn list_users<'a>(&'a self) -> BoxFuture<'a, Result<Vec<User>, StoreError>>;
     /// Give a user `role`; whether there is such a user.

@@ -163,6 +163,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "users who sign in through an OpenID Connect provider",
         include_str!("../migrations/0028_oidc_subjects.sql"),
     ),
+    (
+        29,
+        "the working directory each user chose",
+        include_str!("../migrations/0029_user_workdirs.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

@@ -110,7 +110,7 @@ pub trait Backend:
     + knowledge::KnowledgeBases
     + users::UserAdmin
     + usage::Spending
-    + settings::OwnProviderSettings
+    + settings::ServerSettings
     + tokens::TokenAdmin
 {
     /// This machine's database, or why a command that needs it cannot run here.

@@ -81,6 +81,9 @@ pub struct ServeArgs {
     /// Signing in through an OpenID Connect provider.
     #[command(flatten)]
     oidc: OidcArgs,
+    /// Where users may choose their operations' working directory.
+    #[command(flatten)]
+    workdirs: UserWorkdirArgs,
 }
 
 /// `rein serve`'s OpenID Connect sign-in.
@@ -147,6 +150,22 @@ impl OidcArgs {
                     .unwrap_or_else(|| issuer.clone()),
             },
         )))
+    }
+}
+
+/// Where users may choose their operations' working directory (`rein serve`, `rein worker`).
+#[derive(clap::Args)]
+pub struct UserWorkdirArgs {
+    /// Let users choose their operations' working directory inside DIR (repeatable; `rein
+    /// settings workdir PATH`); every server and worker on one database needs the same.
+    #[arg(long, value_name = "DIR")]
+    user_workdir_root: Vec<std::path::PathBuf>,
+}
+
+impl UserWorkdirArgs {
+    fn roots(&self) -> anyhow::Result<rein_operation::workdirs::WorkdirRoots> {
+        rein_operation::workdirs::WorkdirRoots::new(&self.user_workdir_root)
+            .map_err(|e| anyhow!("--user-workdir-root: {e}"))
     }
 }
 
@@ -300,6 +319,10 @@ pub struct WorkerArgs {
     /// The providers users bring (as the servers on the database were started).
     #[command(flatten)]
     own: OwnProviderArgs,
+    /// Where users may choose their operations' working directory (as the servers were
+    /// started).
+    #[command(flatten)]
+    workdirs: UserWorkdirArgs,
 }
 
 /// Post urgent briefs to their owners' hooks in the background (every server and worker
@@ -379,6 +402,7 @@ pub async fn worker(
     let mut host = crate::host::host(Arc::clone(&store), given, args.model.as_deref()).await?;
     crate::host::serve_from(&mut host, &store, given)?;
     host.own_provider_keys = Some(args.own.keys(false)?);
+    host.user_workdirs = args.workdirs.roots()?;
     let mut runner = Runner::new(Arc::clone(&store), Arc::clone(&hub), host);
     runner.limits = rein_store::RunLimits {
         per_owner: Some(args.max_running.max(1) as u64),
@@ -531,6 +555,7 @@ pub async fn serve(
     let mut host = crate::host::host(Arc::clone(&store), given, args.model.as_deref()).await?;
     crate::host::serve_from(&mut host, &store, given)?;
     host.own_provider_keys = Some(args.own.keys(true)?);
+    host.user_workdirs = args.workdirs.roots()?;
     if let Some(dir) = &args.workdir {
         let dir =
             std::fs::canonicalize(dir).map_err(|e| anyhow!("--workdir {}: {e}", dir.display()))?;

@@ -1,12 +1,14 @@
 //! `rein settings provider`: the model providers you bring to a server (your API key, your
 //! base URL), which only your operations there use. A key is read from stdin, never from the
-//! command line, and no command shows it again. Here (no `--server`) the environment and the
-//! configuration file are where keys go, so these refuse, saying so. `rein settings
-//! rotate-key` moves the keys a database holds to a new secret key.
+//! command line, and no command shows it again. `rein settings workdir`: the directory your
+//! operations there work in, inside one the server allows. Here (no `--server`) the
+//! environment, the configuration file and the current directory say these, so they refuse,
+//! saying so. `rein settings rotate-key` moves the keys a database holds to a new secret key.
 
 use super::{Local, Remote};
 use anyhow::{Context as _, bail};
 use rein_server::routes::own_providers::{BringIn, OwnProviderOut};
+use rein_server::routes::workdir::{WorkdirIn, WorkdirOut};
 use reqwest::Method;
 use std::path::PathBuf;
 
@@ -17,6 +19,15 @@ pub enum SettingsCommand {
     Provider {
         #[command(subcommand)]
         command: ProviderCommand,
+    },
+    /// The directory your operations on a server (`--server`) work in: shown, chosen (an
+    /// absolute path on the server, inside one it allows), or forgotten with --clear.
+    Workdir {
+        /// The directory to choose.
+        path: Option<String>,
+        /// Forget your choice: the server's own directory serves again.
+        #[arg(long, conflicts_with = "path")]
+        clear: bool,
     },
     /// Reseal every API key users stored under a new secret key (on the database's host): the
     /// new key is written to FILE (which must not exist), then start every server and worker
@@ -56,7 +67,7 @@ pub enum ProviderCommand {
 }
 
 /// What `rein settings provider` needs from where it runs.
-pub trait OwnProviderSettings {
+pub trait ServerSettings {
     /// Store what you bring for `provider`.
     async fn set_provider(&self, provider: &str, bring: &BringIn)
     -> anyhow::Result<OwnProviderOut>;
@@ -64,6 +75,10 @@ pub trait OwnProviderSettings {
     async fn providers(&self) -> anyhow::Result<Vec<OwnProviderOut>>;
     /// Forget `provider`.
     async fn remove_provider(&self, provider: &str) -> anyhow::Result<()>;
+    /// Where your operations work.
+    async fn workdir(&self) -> anyhow::Result<WorkdirOut>;
+    /// Choose (or with `None` forget) where your operations work.
+    async fn set_workdir(&self, path: Option<String>) -> anyhow::Result<WorkdirOut>;
 }
 
 fn key_from_stdin() -> anyhow::Result<String> {
@@ -84,6 +99,27 @@ pub async fn run(
 ) -> anyhow::Result<u8> {
     let command = match command {
         SettingsCommand::Provider { command } => command,
+        SettingsCommand::Workdir { path, clear } => {
+            let out = match (path, clear) {
+                (Some(p), _) => on.set_workdir(Some(p)).await?,
+                (None, true) => on.set_workdir(None).await?,
+                (None, false) => on.workdir().await?,
+            };
+            if json {
+                println!("{}", serde_json::to_string(&out)?);
+            } else {
+                println!(
+                    "{}",
+                    out.effective
+                        .as_deref()
+                        .unwrap_or("(none: operations have no file or shell access)")
+                );
+                if out.chosen.is_none() && out.choosable {
+                    eprintln!("the server's own; choose yours with `rein settings workdir PATH`");
+                }
+            }
+            return Ok(crate::exit::DONE);
+        }
         SettingsCommand::RotateKey {
             new_key_file,
             secret_key_file,
@@ -189,7 +225,7 @@ async fn rotate(
     Ok(crate::exit::DONE)
 }
 
-impl OwnProviderSettings for Local {
+impl ServerSettings for Local {
     async fn set_provider(&self, _: &str, _: &BringIn) -> anyhow::Result<OwnProviderOut> {
         bail!(here())
     }
@@ -199,14 +235,21 @@ impl OwnProviderSettings for Local {
     async fn remove_provider(&self, _: &str) -> anyhow::Result<()> {
         bail!(here())
     }
+    async fn workdir(&self) -> anyhow::Result<WorkdirOut> {
+        bail!(here())
+    }
+    async fn set_workdir(&self, _: Option<String>) -> anyhow::Result<WorkdirOut> {
+        bail!(here())
+    }
 }
 
 fn here() -> &'static str {
-    "providers you bring are a server's (give --server); here, set the provider's key in the \
-     environment (OPENAI_API_KEY, ...) or [providers.ID] in the configuration file"
+    "these settings are a server's (give --server); here, a provider's key goes in the \
+     environment (OPENAI_API_KEY, ...) or [providers.ID] in the configuration file, and \
+     operations work in the current directory"
 }
 
-impl OwnProviderSettings for Remote {
+impl ServerSettings for Remote {
     async fn set_provider(
         &self,
         provider: &str,
@@ -228,5 +271,17 @@ impl OwnProviderSettings for Remote {
             super::remote::segment(provider)
         );
         self.call_empty(Method::DELETE, &path).await
+    }
+    async fn workdir(&self) -> anyhow::Result<WorkdirOut> {
+        self.call(Method::GET, "/v1/settings/workdir", None::<&()>)
+            .await
+    }
+    async fn set_workdir(&self, path: Option<String>) -> anyhow::Result<WorkdirOut> {
+        self.call(
+            Method::PUT,
+            "/v1/settings/workdir",
+            Some(&WorkdirIn { path }),
+        )
+        .await
     }
 }

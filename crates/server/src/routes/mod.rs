@@ -20,6 +20,7 @@ pub mod tasks;
 pub mod topics;
 pub mod usage;
 pub mod users;
+pub mod workdir;
 
 use crate::AppState;
 use crate::api::{Input, OperationDoc};

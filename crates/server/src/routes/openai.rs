@@ -22,7 +22,7 @@ use rein_core::event::{EventKind, StreamChunk};
 use rein_core::intervention::ApprovalMode;
 use rein_core::state::Status;
 use rein_core::{AgentEvent, Message, OperationId};
-use rein_operation::{AgentProfile, RunEnd, SpecOrigin, StartOptions};
+use rein_operation::{AgentProfile, RunEnd, StartOptions};
 use rein_store::{Store, Trigger};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -278,10 +278,7 @@ pub async fn completions(
             },
         ),
     };
-    let origin = SpecOrigin {
-        owner: Some(user.id.clone()),
-        ..Default::default()
-    };
+    let origin = app.runner.host.origin(&*app.store, &user.id).await?;
     let mut spec = app
         .runner
         .host

@@ -11,7 +11,7 @@ use axum::Json;
 use axum::extract::State;
 use rein_core::spec::OperationSpec;
 use rein_core::state::Status;
-use rein_operation::{AgentProfile, Decision, RunEnd, SpecOrigin, StartOptions, Turn};
+use rein_operation::{AgentProfile, Decision, RunEnd, StartOptions, Turn};
 use rein_store::{
     Intervention, InterventionStatus, OperationFilter, OperationRecord, StepRecord, Store, Topics,
     Trigger,
@@ -380,10 +380,7 @@ pub async fn create(
         }
     }
     let over = &req.profile;
-    let origin = SpecOrigin {
-        owner: Some(user.id.clone()),
-        ..Default::default()
-    };
+    let origin = app.runner.host.origin(&*app.store, &user.id).await?;
     let host = &app.runner.host;
     let spec = match (&req.group, &req.agent) {
         (Some(_), Some(_)) => {

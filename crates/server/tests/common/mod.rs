@@ -18,6 +18,9 @@ use tower::ServiceExt;
 
 pub use rein_testkit::eventually;
 
+/// Changes to a test server's host after `rein serve`'s defaults.
+type HostSetup<'a> = Box<dyn FnOnce(&mut rein_operation::Host) + 'a>;
+
 /// A server's app with its model and database.
 pub struct Api {
     /// The app every request reaches.
@@ -99,7 +102,21 @@ impl Api {
         responses: Vec<Canned>,
         keys: rein_operation::own_models::OwnProviderKeys,
     ) -> Self {
-        Self::serving(responses, false, ServerConfig::default(), Some(keys)).await
+        Self::with_host(responses, |host| host.own_provider_keys = Some(keys)).await
+    }
+
+    /// As [`Api::new`], its host set up by `setup` after `rein serve`'s defaults.
+    pub async fn with_host(
+        responses: Vec<Canned>,
+        setup: impl FnOnce(&mut rein_operation::Host),
+    ) -> Self {
+        Self::serving(
+            responses,
+            false,
+            ServerConfig::default(),
+            Some(Box::new(setup)),
+        )
+        .await
     }
 
     /// As [`Api::new`], with `dir/work` as its operations' working directory (`--workdir`).
@@ -116,7 +133,7 @@ impl Api {
         responses: Vec<Canned>,
         workdir: bool,
         config: ServerConfig,
-        keys: Option<rein_operation::own_models::OwnProviderKeys>,
+        setup: Option<HostSetup<'_>>,
     ) -> Self {
         let dir = std::env::temp_dir().join(format!("rein-api-{}", OperationId::new()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -130,11 +147,11 @@ impl Api {
             work.to_string_lossy().into_owned()
         });
         let mut runner = runner(&store, &hub, &model.base, work);
-        if let Some(keys) = keys {
+        if let Some(setup) = setup {
             let Some(r) = Arc::get_mut(&mut runner) else {
                 unreachable!("the runner was just made")
             };
-            r.host.own_provider_keys = Some(keys);
+            setup(&mut r.host);
         }
         let app = Arc::new(App::new(store, runner, hub, AuthMode::Tokens, config));
         Self {

@@ -383,6 +383,40 @@ impl Accounts for SqlStore {
         .boxed()
     }
 
+    fn set_working_directory<'a>(
+        &'a self,
+        user_id: &'a str,
+        dir: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        async move {
+            let n = sqlx::query("UPDATE users SET working_directory = $1 WHERE id = $2")
+                .bind(dir)
+                .bind(user_id)
+                .execute(&self.pool)
+                .await?
+                .rows_affected();
+            Ok(n > 0)
+        }
+        .boxed()
+    }
+
+    fn working_directory<'a>(
+        &'a self,
+        user_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        async move {
+            let row = sqlx::query("SELECT working_directory FROM users WHERE id = $1")
+                .bind(user_id)
+                .fetch_optional(&self.pool)
+                .await?;
+            Ok(match row {
+                Some(r) => r.try_get("working_directory")?,
+                None => None,
+            })
+        }
+        .boxed()
+    }
+
     fn list_users<'a>(&'a self) -> BoxFuture<'a, Result<Vec<User>, StoreError>> {
         async move {
             sqlx::query(sqlx::AssertSqlSafe(format!(
