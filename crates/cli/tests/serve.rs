@@ -29,6 +29,8 @@ mod replicas;
 mod task_approvals;
 #[path = "serve/users.rs"]
 mod users;
+#[path = "serve/workdir.rs"]
+mod workdir;
 
 struct Env {
     dir: PathBuf,
