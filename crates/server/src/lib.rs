@@ -100,8 +100,6 @@ pub struct App {
     pub devices: Arc<devices::DeviceGateway>,
     /// Wakes the knowledge ingester ([`knowledge::ingest_loop`]) when an upload recorded a job.
     pub ingest: Arc<tokio::sync::Notify>,
-    /// Failed password sign-ins per name ([`signin::Attempts`]).
-    pub sign_ins: Arc<signin::Attempts>,
     /// The OpenID Connect provider people may sign in through (`rein serve --oidc-issuer`).
     pub oidc: Option<Arc<oidc::Oidc>>,
 }
@@ -135,7 +133,6 @@ impl App {
             launcher,
             devices: Arc::default(),
             ingest: Arc::default(),
-            sign_ins: Arc::default(),
             oidc: None,
         }
     }

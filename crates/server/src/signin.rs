@@ -1,7 +1,8 @@
 //! Signing in to the web UI by name and password: passwords kept as argon2id PHC strings,
 //! browser sessions held in an `HttpOnly`, `SameSite=Lax` cookie (and `Secure` when the request
 //! came over TLS through a proxy), a CSRF token every state-changing request of a session must
-//! carry, and a per-name limit on failed attempts. Programs keep using API tokens.
+//! carry, and a per-name limit on failed attempts, counted in the store so that every server
+//! on the database locks a name together. Programs keep using API tokens.
 //!
 //! The CSRF token is derived from the session's secret (a SHA-256 under its own label), so it
 //! needs no storage and dies with the session; a page of another origin can neither read the
@@ -11,10 +12,11 @@ use argon2::Argon2;
 use argon2::password_hash::phc::PasswordHash;
 use argon2::password_hash::{PasswordHasher, PasswordVerifier};
 use axum::http::{HeaderMap, HeaderValue, header};
+use chrono::{DateTime, Utc};
+use rein_store::{Sessions, StoreError};
 use sha2::{Digest, Sha256};
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::OnceLock;
+use std::time::Duration;
 
 /// The session cookie's name.
 pub const COOKIE: &str = "rein_session";
@@ -31,10 +33,6 @@ pub const MAX_FAILURES: usize = 5;
 
 /// The window [`MAX_FAILURES`] counts in.
 pub const FAILURE_WINDOW: Duration = Duration::from_secs(15 * 60);
-
-/// Names whose failures are remembered at once (the route is public: beyond this, attempts
-/// with new names are refused until old failures age out).
-const MAX_TRACKED: usize = 10_000;
 
 /// Shortest password accepted, in characters.
 pub const MIN_PASSWORD_CHARS: usize = 8;
@@ -163,55 +161,42 @@ pub fn set_cookie(secret: Option<&str>, secure: bool) -> HeaderValue {
     HeaderValue::from_str(&cookie).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
-/// Failed sign-ins per name, in this process (each replica counts its own).
-#[derive(Debug, Default)]
-pub struct Attempts {
-    failures: Mutex<HashMap<String, VecDeque<Instant>>>,
+/// How long `name` must wait before trying again (`None`: it may try now): failed sign-ins are
+/// counted in the store, so every server on the database locks a name together.
+pub async fn locked_for(
+    store: &(dyn Sessions + Sync),
+    name: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<Duration>, StoreError> {
+    let window = window();
+    let failures = store
+        .sign_in_failures(&name.to_lowercase(), now - window)
+        .await?;
+    if failures.count < MAX_FAILURES as u64 {
+        return Ok(None);
+    }
+    let until = failures.oldest.unwrap_or(now) + window;
+    Ok(Some((until - now).to_std().unwrap_or_default()))
 }
 
-impl Attempts {
-    /// `Err(wait)` when `name` may not try again before `wait` has passed.
-    pub fn check(&self, name: &str, now: Instant) -> Result<(), Duration> {
-        let mut map = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        let key = name.to_lowercase();
-        if let Some(times) = map.get_mut(&key) {
-            while times
-                .front()
-                .is_some_and(|t| now.duration_since(*t) >= FAILURE_WINDOW)
-            {
-                times.pop_front();
-            }
-            if times.len() >= MAX_FAILURES {
-                let oldest = times.front().copied().unwrap_or(now);
-                return Err(FAILURE_WINDOW.saturating_sub(now.duration_since(oldest)));
-            }
-        } else if map.len() >= MAX_TRACKED {
-            map.retain(|_, t| {
-                t.back()
-                    .is_some_and(|t| now.duration_since(*t) < FAILURE_WINDOW)
-            });
-            if map.len() >= MAX_TRACKED {
-                return Err(FAILURE_WINDOW);
-            }
-        }
-        Ok(())
-    }
+/// Count a failed sign-in (or a wrong current password) of `name`.
+pub async fn count_failure(
+    store: &(dyn Sessions + Sync),
+    name: &str,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    store
+        .record_sign_in_failure(&name.to_lowercase(), now, now - window())
+        .await
+}
 
-    /// Count a failed attempt of `name`.
-    pub fn failed(&self, name: &str, now: Instant) {
-        let mut map = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        let times = map.entry(name.to_lowercase()).or_default();
-        times.push_back(now);
-        while times.len() > MAX_FAILURES {
-            times.pop_front();
-        }
-    }
+/// Forget `name`'s failures (it signed in).
+pub async fn forget_failures(store: &(dyn Sessions + Sync), name: &str) -> Result<(), StoreError> {
+    store.clear_sign_in_failures(&name.to_lowercase()).await
+}
 
-    /// Forget `name`'s failures (it signed in).
-    pub fn succeeded(&self, name: &str) {
-        let mut map = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        map.remove(&name.to_lowercase());
-    }
+fn window() -> chrono::Duration {
+    chrono::Duration::from_std(FAILURE_WINDOW).unwrap_or(chrono::Duration::minutes(15))
 }
 
 #[cfg(test)]
@@ -265,21 +250,5 @@ mod tests {
                 .unwrap()
                 .contains("Max-Age=0")
         );
-    }
-
-    #[test]
-    fn failures_lock_a_name_for_the_window_then_age_out() {
-        let a = Attempts::default();
-        let t0 = Instant::now();
-        for i in 0..MAX_FAILURES {
-            assert!(a.check("Ann", t0).is_ok(), "attempt {i}");
-            a.failed("Ann", t0);
-        }
-        let wait = a.check("ann", t0 + Duration::from_secs(60)).unwrap_err();
-        assert_eq!(wait, FAILURE_WINDOW - Duration::from_secs(60));
-        assert!(a.check("bob", t0).is_ok(), "another name is not locked");
-        assert!(a.check("ann", t0 + FAILURE_WINDOW).is_ok(), "aged out");
-        a.succeeded("ANN");
-        assert!(a.check("ann", t0).is_ok(), "a success forgets");
     }
 }

@@ -6,8 +6,9 @@
 use crate::common::Api;
 use axum::body::Body;
 use axum::http::Request;
-use rein_store::{Accounts, UserRole};
+use rein_store::{Accounts, Sessions as _, UserRole};
 use serde_json::{Value, json};
+use tower::ServiceExt as _;
 
 /// A user `name` with `password` (and an API token, returned).
 async fn with_password(e: &Api, name: &str, password: &str) -> String {
@@ -215,7 +216,86 @@ async fn failed_sign_ins_are_limited_per_name_and_say_nothing_of_which_names_exi
 
     // Another name is not locked.
     assert_eq!(sign_in(&e, "bob", "bobs own password", false).await.0, 201);
+    // Another server on the same database counts the same failures: ann is locked there too.
+    let replica = std::sync::Arc::new(rein_server::App::new(
+        std::sync::Arc::clone(&e.app.store),
+        std::sync::Arc::clone(&e.app.runner),
+        std::sync::Arc::new(rein_server::Hub::default()),
+        rein_server::AuthMode::Tokens,
+        rein_server::ServerConfig::default(),
+    ));
+    let req = Request::builder()
+        .method("POST")
+        .uri("/v1/sessions")
+        .header("content-type", "application/json")
+        .body(Body::from(
+            json!({"name": "ann", "password": "correct horse battery"}).to_string(),
+        ))
+        .unwrap();
+    let there = rein_server::router(replica).oneshot(req).await.unwrap();
+    assert_eq!(there.status(), 429, "the replica sees the five failures");
     assert!(e.server_errors().is_empty(), "{:?}", e.server_errors());
+}
+
+/// The lock's arithmetic over the store: five failures within the window lock a name (any
+/// case) until the oldest leaves it, a success forgets them, and old failures are let go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_lock_a_name_for_the_window_then_age_out() {
+    use rein_server::signin::{
+        FAILURE_WINDOW, MAX_FAILURES, count_failure, forget_failures, locked_for,
+    };
+    let e = Api::new(Vec::new()).await;
+    let store = &*e.app.store;
+    // Whole microseconds: what the store keeps.
+    let t0 =
+        chrono::DateTime::from_timestamp_micros(chrono::Utc::now().timestamp_micros()).unwrap();
+    let window = chrono::Duration::from_std(FAILURE_WINDOW).unwrap();
+    for i in 0..MAX_FAILURES {
+        assert_eq!(
+            locked_for(store, "Ann", t0).await.unwrap(),
+            None,
+            "attempt {i}"
+        );
+        count_failure(store, "Ann", t0).await.unwrap();
+    }
+    let minute = chrono::Duration::minutes(1);
+    let wait = locked_for(store, "ann", t0 + minute)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(wait, (window - minute).to_std().unwrap());
+    assert_eq!(
+        locked_for(store, "bob", t0).await.unwrap(),
+        None,
+        "another name"
+    );
+    assert_eq!(
+        locked_for(store, "ann", t0 + window + minute)
+            .await
+            .unwrap(),
+        None,
+        "aged out"
+    );
+    // A failure long after lets the old ones go.
+    count_failure(store, "carl", t0 + window * 2).await.unwrap();
+    assert_eq!(
+        store
+            .sign_in_failures("ann", t0 - window)
+            .await
+            .unwrap()
+            .count,
+        0,
+        "the old rows are gone"
+    );
+    for _ in 0..MAX_FAILURES {
+        count_failure(store, "dora", t0).await.unwrap();
+    }
+    forget_failures(store, "DORA").await.unwrap();
+    assert_eq!(
+        locked_for(store, "dora", t0).await.unwrap(),
+        None,
+        "a success forgets"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

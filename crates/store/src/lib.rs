@@ -77,7 +77,7 @@ pub use portable::{ARCHIVE_FORMAT, ArchiveHeader, Imported, Portable, PortableRo
 pub use records::*;
 pub use retention::{Compacted, Retention, compact_all, delete_stale_topics};
 pub use schema::{Migration, Schema};
-pub use sessions::{SessionRecord, Sessions};
+pub use sessions::{Failures, SessionRecord, Sessions};
 pub use sql::{CommitNotices, Counts, Notice, SqlStore, Synchronous, redact};
 pub use tasks::{Delivery, DeliveryStatus, Handoff, RunTrigger, TaskRow, TaskRun, Tasks};
 pub use topics::{

@@ -168,6 +168,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "the working directory each user chose",
         include_str!("../migrations/0029_user_workdirs.sql"),
     ),
+    (
+        30,
+        "failed sign-ins, counted across servers",
+        include_str!("../migrations/0030_sign_in_failures.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

@@ -1,5 +1,6 @@
 //! Browser sessions: a person signed in to the web UI by name and password holds a random
-//! secret in a cookie; only its SHA-256 is stored. A session authenticates until it expires,
+//! secret in a cookie; only its SHA-256 is stored. Failed sign-ins are counted here too, by
+//! name, so every server on the database sees the same count. A session authenticates until it expires,
 //! is ended (signing out, or an admin ending a user's sessions), or while its user is disabled.
 //! The SQL behind [`Sessions`] is `sql/sessions.rs`.
 
@@ -26,6 +27,15 @@ pub struct SessionRecord {
     pub last_used_at: Option<DateTime<Utc>>,
     /// Ended (signed out or ended by an admin).
     pub revoked_at: Option<DateTime<Utc>>,
+}
+
+/// Failed sign-ins of one name in a window: how many, and when the oldest was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Failures {
+    /// How many.
+    pub count: u64,
+    /// The oldest's instant (`None`: there were none).
+    pub oldest: Option<DateTime<Utc>>,
 }
 
 /// Browser sessions. Every method is one statement.
@@ -65,4 +75,24 @@ pub trait Sessions {
         user_id: &'a str,
         now: DateTime<Utc>,
     ) -> BoxFuture<'a, Result<u64, StoreError>>;
+
+    /// The failed sign-ins of `name` since `since`.
+    fn sign_in_failures<'a>(
+        &'a self,
+        name: &'a str,
+        since: DateTime<Utc>,
+    ) -> BoxFuture<'a, Result<Failures, StoreError>>;
+
+    /// Record a failed sign-in of `name` at `at`, forgetting every name's failures from before
+    /// `forget_before`.
+    fn record_sign_in_failure<'a>(
+        &'a self,
+        name: &'a str,
+        at: DateTime<Utc>,
+        forget_before: DateTime<Utc>,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Forget `name`'s failed sign-ins (it signed in).
+    fn clear_sign_in_failures<'a>(&'a self, name: &'a str)
+    -> BoxFuture<'a, Result<(), StoreError>>;
 }

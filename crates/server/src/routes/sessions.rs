@@ -20,7 +20,6 @@ use chrono::{DateTime, Utc};
 use rein_store::{Accounts, SessionRecord, Sessions};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::time::Instant;
 
 /// The longest name a sign-in is checked for, in bytes.
 const MAX_NAME_BYTES: usize = 256;
@@ -49,17 +48,18 @@ pub struct SessionOut {
 }
 
 /// `429 too_many_attempts` (with `Retry-After`) while `name` has failed too often.
-pub(crate) fn check_attempts(app: &AppState, name: &str) -> Result<(), ApiError> {
-    app.sign_ins.check(name, Instant::now()).map_err(|wait| {
-        let secs = wait.as_secs().max(1);
-        let mut e = ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            ApiErrorCode::TooManyAttempts,
-            format!("too many failed sign-ins as `{name}`: try again in {secs} s"),
-        );
-        e.retry_after = Some(secs);
-        e
-    })
+pub(crate) async fn check_attempts(app: &AppState, name: &str) -> Result<(), ApiError> {
+    let Some(wait) = signin::locked_for(&*app.store, name, Utc::now()).await? else {
+        return Ok(());
+    };
+    let secs = wait.as_secs().max(1);
+    let mut e = ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        ApiErrorCode::TooManyAttempts,
+        format!("too many failed sign-ins as `{name}`: try again in {secs} s"),
+    );
+    e.retry_after = Some(secs);
+    Err(e)
 }
 
 fn refused_without_tokens() -> ApiError {
@@ -80,7 +80,7 @@ pub async fn sign_in(
     if req.name.len() > MAX_NAME_BYTES {
         return Err(ApiError::unauthorized("wrong name or password"));
     }
-    check_attempts(&app, &req.name)?;
+    check_attempts(&app, &req.name).await?;
     let found = app.store.user_with_password(&req.name).await?;
     let phc = found.as_ref().and_then(|f| f.password_hash.clone());
     let password = req.password.clone();
@@ -91,12 +91,12 @@ pub async fn sign_in(
     let user = match found {
         Some(f) if matched && f.user.disabled_at.is_none() => f.user,
         _ => {
-            app.sign_ins.failed(&req.name, Instant::now());
+            signin::count_failure(&*app.store, &req.name, Utc::now()).await?;
             tracing::info!(name = %req.name, "a sign-in failed");
             return Err(ApiError::unauthorized("wrong name or password"));
         }
     };
-    app.sign_ins.succeeded(&req.name);
+    signin::forget_failures(&*app.store, &req.name).await?;
     let (secret, session) = open_session(&app, &user, &headers).await?;
     Ok(SetCookie(
         signin::set_cookie(Some(&secret), signin::over_tls(&headers)),

@@ -431,7 +431,7 @@ pub async fn set_password(
     let needs_current = own && phc.is_some() && !crate::auth::administers(&app, &caller);
     if needs_current {
         // Guessing the current password counts as failed sign-ins do.
-        crate::routes::sessions::check_attempts(&app, &name)?;
+        crate::routes::sessions::check_attempts(&app, &name).await?;
     }
     let current = req.current.clone().unwrap_or_default();
     let new = req.password.clone();
@@ -444,7 +444,7 @@ pub async fn set_password(
     .await
     .map_err(|e| ApiError::internal(format!("hashing the password: {e}")))?;
     let Some(hashed) = hashed else {
-        app.sign_ins.failed(&name, std::time::Instant::now());
+        crate::signin::count_failure(&*app.store, &name, chrono::Utc::now()).await?;
         return Err(ApiError::new(
             axum::http::StatusCode::FORBIDDEN,
             crate::error_code::ApiErrorCode::WrongPassword,

@@ -138,6 +138,66 @@ impl Sessions for SqlStore {
     ) -> BoxFuture<'a, Result<u64, StoreError>> {
         self.end_where("user_id", user_id, now).boxed()
     }
+
+    fn sign_in_failures<'a>(
+        &'a self,
+        name: &'a str,
+        since: DateTime<Utc>,
+    ) -> BoxFuture<'a, Result<Failures, StoreError>> {
+        async move {
+            let row = sqlx::query(
+                "SELECT COUNT(*) AS n, MIN(at) AS oldest FROM sign_in_failures \
+                 WHERE name = $1 AND at >= $2",
+            )
+            .bind(name)
+            .bind(micros(since))
+            .fetch_one(&self.pool)
+            .await?;
+            let n: i64 = row.try_get("n")?;
+            Ok(Failures {
+                count: u64::try_from(n).unwrap_or(0),
+                oldest: opt_instant(&row, "oldest")?,
+            })
+        }
+        .boxed()
+    }
+
+    fn record_sign_in_failure<'a>(
+        &'a self,
+        name: &'a str,
+        at: DateTime<Utc>,
+        forget_before: DateTime<Utc>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        async move {
+            let mut tx = self.begin_write().await?;
+            sqlx::query("DELETE FROM sign_in_failures WHERE at < $1")
+                .bind(micros(forget_before))
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query("INSERT INTO sign_in_failures (name, at) VALUES ($1, $2)")
+                .bind(name)
+                .bind(micros(at))
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn clear_sign_in_failures<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        async move {
+            sqlx::query("DELETE FROM sign_in_failures WHERE name = $1")
+                .bind(name)
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        }
+        .boxed()
+    }
 }
 
 impl SqlStore {
