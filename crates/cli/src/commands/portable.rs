@@ -1,7 +1,8 @@
 //! `rein export --user NAME FILE` and `rein import FILE`: a user's data as one archive, to move
 //! them to another database (SQLite or PostgreSQL, either way). The archive is JSON Lines: a
 //! header (`rein_store::ArchiveHeader`), then one row per line (`rein_store::PortableRow`).
-//! Both run on the database's machine (the operator's commands, like `rein backup`).
+//! Both run on the database's machine (the operator's commands, like `rein backup`). An import
+//! makes its user; adding to one who exists takes `--merge` (a name may be someone else here).
 
 use super::Local;
 use anyhow::{Context as _, bail};
@@ -24,9 +25,13 @@ pub struct ExportArgs {
 pub struct ImportArgs {
     /// The archive `rein export` wrote.
     pub file: PathBuf,
-    /// The user it becomes (default: the name in the archive); made when missing, as a member.
+    /// The user it becomes (default: the name in the archive), made as a member.
     #[arg(long = "as", value_name = "NAME")]
     pub as_user: Option<String>,
+    /// Add it to a user who already exists here (without it, an existing name is refused: it
+    /// may be someone else).
+    #[arg(long)]
+    pub merge: bool,
 }
 
 /// Run `rein export`.
@@ -113,7 +118,11 @@ pub async fn import(l: &Local, a: ImportArgs, json: bool) -> anyhow::Result<u8> 
     let store = l.store().await?;
     let name = a.as_user.unwrap_or_else(|| header.user_name.clone());
     let user = match store.user_by_name(&name).await? {
-        Some(u) => u,
+        Some(u) if a.merge => u,
+        Some(_) => bail!(
+            "{} already has a user `{name}`: give --as NEW_NAME, or --merge to add the archive to them",
+            l.target
+        ),
         None => {
             rein_operation::profile::check_name(&name)?;
             store.create_user(&name).await?

@@ -132,6 +132,14 @@ async fn a_users_data_moves_to_another_database_and_reads_the_same_there() {
         .await
         .unwrap();
     let (code, _, err) = shaped(out);
+    assert_eq!(code, 1, "a user of that name is refused");
+    assert!(err.contains("--merge"), "{err}");
+    let out = e
+        .command_on(&moved_db, &["import", "--merge", &archive_arg])
+        .output()
+        .await
+        .unwrap();
+    let (code, _, err) = shaped(out);
     assert_eq!(code, 1, "a second import is refused");
     assert!(err.contains("already in"), "{err}");
 
