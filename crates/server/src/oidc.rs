@@ -271,7 +271,13 @@ impl Oidc {
         ];
         let mut request = self.http.post(&m.token_endpoint);
         match &self.config.client_secret {
-            Some(secret) => request = request.basic_auth(&self.config.client_id, Some(secret)),
+            // Each encoded before it is joined (RFC 6749 section 2.3.1).
+            Some(secret) => {
+                request = request.basic_auth(
+                    percent_encode(&self.config.client_id),
+                    Some(percent_encode(secret)),
+                );
+            }
             None => form.push(("client_id", self.config.client_id.as_str())),
         }
         let answer = request.form(&form).send().await.map_err(|e| {
@@ -387,6 +393,20 @@ impl Oidc {
     }
 }
 
+/// `text` with every byte but RFC 3986's unreserved characters percent-encoded (a URL's
+/// fragment, a client's credentials).
+pub fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
 /// A user name from what a provider calls someone: the characters user names allow (ASCII
 /// letters, digits, `-`, `_`), others as `-`, at most 48 of them (room for a suffix).
 pub fn user_name_from(preferred: &str) -> String {
@@ -426,5 +446,11 @@ mod tests {
         assert_eq!(user_name_from("émile@x"), "mile-x");
         assert_eq!(user_name_from("@@@"), "user");
         assert_eq!(user_name_from(&"a".repeat(100)).len(), 48);
+    }
+
+    #[test]
+    fn credentials_and_messages_are_percent_encoded() {
+        assert_eq!(percent_encode("rein-secret_1.~"), "rein-secret_1.~");
+        assert_eq!(percent_encode("a b:c/é"), "a%20b%3Ac%2F%C3%A9");
     }
 }

@@ -88,23 +88,11 @@ fn redirect_uri(app: &AppState, headers: &HeaderMap) -> Result<String, ApiError>
 
 /// `/#signin-error=…`: the page shows why.
 fn failed(why: &str, secure: bool) -> SeeOther {
-    let said: String = url_escape(why);
+    let said = crate::oidc::percent_encode(why);
     SeeOther {
         location: format!("/#signin-error={said}"),
         cookies: vec![pending_cookie(None, secure)],
     }
-}
-
-fn url_escape(text: &str) -> String {
-    text.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
 }
 
 /// `GET /v1/oidc` (no token): whether people sign in through a provider here.
