@@ -225,9 +225,9 @@ impl SecretKey {
     }
 }
 
-/// Where this process's secret key is: `REIN_SECRET_KEY` (the key itself), else the file
-/// given (`--secret-key-file`, `REIN_SECRET_KEY_FILE`), else `secret.key` in the data
-/// directory.
+/// Where this process's secret key is: the file given (`--secret-key-file`,
+/// `REIN_SECRET_KEY_FILE`), else `REIN_SECRET_KEY` (the key itself), else `secret.key` in the
+/// data directory.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum KeyPlace {
     /// In the environment.
@@ -240,10 +240,11 @@ impl KeyPlace {
     /// Where the key is for a process given `file`, whose data directory is `home`, with the
     /// environment `env`.
     pub fn find(env: &dyn Fn(&str) -> Option<String>, file: Option<PathBuf>, home: &Path) -> Self {
-        if env(SECRET_KEY_ENV).is_some_and(|v| !v.trim().is_empty()) {
-            return Self::Env;
+        match file {
+            Some(file) => Self::File(file),
+            None if env(SECRET_KEY_ENV).is_some_and(|v| !v.trim().is_empty()) => Self::Env,
+            None => Self::File(home.join("secret.key")),
         }
-        Self::File(file.unwrap_or_else(|| home.join("secret.key")))
     }
 
     /// The key, if there is one (`None`: no file yet).
@@ -359,5 +360,11 @@ mod tests {
         let place = KeyPlace::find(&env, None, &dir);
         assert_eq!(place, KeyPlace::Env);
         assert_eq!(place.load(&env).unwrap().unwrap().id(), made.id());
+        // A file given wins over the variable.
+        let given = dir.join("given.key");
+        assert_eq!(
+            KeyPlace::find(&env, Some(given.clone()), &dir),
+            KeyPlace::File(given)
+        );
     }
 }

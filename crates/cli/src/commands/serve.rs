@@ -173,9 +173,9 @@ impl UserWorkdirArgs {
 #[derive(clap::Args)]
 pub struct OwnProviderArgs {
     /// File holding the secret key that seals the API keys users store (`rein settings
-    /// provider set`); `rein serve` makes it (mode 0600) when missing. Default: secret.key in
-    /// $REIN_HOME or ~/.rein; REIN_SECRET_KEY gives the key itself (base64 of 32 bytes). Every
-    /// server and worker on one database needs the same key.
+    /// provider set`); `rein serve` makes it (mode 0600) when missing. Without it,
+    /// REIN_SECRET_KEY gives the key itself (base64 of 32 bytes), else secret.key in $REIN_HOME
+    /// or ~/.rein. Every server and worker on one database needs the same key.
     #[arg(long, value_name = "FILE", env = rein_operation::env::SECRET_KEY_FILE)]
     secret_key_file: Option<std::path::PathBuf>,
     /// Users' operations use only the provider keys they stored: this server's own

@@ -36,8 +36,8 @@ pub enum SettingsCommand {
         /// Where the new secret key goes (a new file, mode 0600).
         #[arg(long, value_name = "FILE")]
         new_key_file: PathBuf,
-        /// The current secret key's file (default: $REIN_SECRET_KEY_FILE, else secret.key in
-        /// $REIN_HOME or ~/.rein; REIN_SECRET_KEY gives the key itself).
+        /// The current secret key's file (without it: REIN_SECRET_KEY, the key itself, else
+        /// secret.key in $REIN_HOME or ~/.rein).
         #[arg(long, value_name = "FILE", env = rein_operation::env::SECRET_KEY_FILE)]
         secret_key_file: Option<PathBuf>,
     },
