@@ -175,6 +175,44 @@ fn group_of(a: AgentRecord) -> GroupRecord {
 }
 
 impl SqlStore {
+    /// A new user; [`StoreError::Conflict`] when the name (or the OpenID Connect subject) is
+    /// taken: either unique column taken inserts nothing, and the caller looks again or tries
+    /// another name.
+    async fn insert_user(
+        &self,
+        name: &str,
+        role: UserRole,
+        subject: Option<&str>,
+    ) -> Result<User, StoreError> {
+        let user = User {
+            id: new_id("usr"),
+            name: name.to_owned(),
+            created_at: now(),
+            role,
+            disabled_at: None,
+            caps: Caps::default(),
+        };
+        let inserted = sqlx::query(
+            "INSERT INTO users (id, name, created_at, role, oidc_subject) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+        )
+        .bind(&user.id)
+        .bind(&user.name)
+        .bind(ts(user.created_at))
+        .bind(role.as_str())
+        .bind(subject)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        if inserted == 0 {
+            return Err(StoreError::Conflict(match subject {
+                Some(_) => format!("user `{name}` or its sign-in subject"),
+                None => format!("user `{name}`"),
+            }));
+        }
+        Ok(user)
+    }
+
     /// The user whose `column` (`id` or `name`, both unique) is `value`.
     async fn user_where(
         &self,
@@ -281,30 +319,7 @@ fn new_id(prefix: &str) -> String {
 
 impl Accounts for SqlStore {
     fn create_user<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<User, StoreError>> {
-        async move {
-            let user = User {
-                id: new_id("usr"),
-                name: name.to_owned(),
-                created_at: now(),
-                role: UserRole::Member,
-                disabled_at: None,
-                caps: Caps::default(),
-            };
-            let inserted = sqlx::query(
-                "INSERT INTO users (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING",
-            )
-            .bind(&user.id)
-            .bind(&user.name)
-            .bind(ts(user.created_at))
-            .execute(&self.pool)
-            .await?
-            .rows_affected();
-            if inserted == 0 {
-                return Err(StoreError::Conflict(format!("user `{name}`")));
-            }
-            Ok(user)
-        }
-        .boxed()
+        self.insert_user(name, UserRole::Member, None).boxed()
     }
 
     fn create_oidc_user<'a>(
@@ -313,35 +328,7 @@ impl Accounts for SqlStore {
         subject: &'a str,
         role: UserRole,
     ) -> BoxFuture<'a, Result<User, StoreError>> {
-        async move {
-            let user = User {
-                id: new_id("usr"),
-                name: name.to_owned(),
-                created_at: now(),
-                role,
-                disabled_at: None,
-                caps: Caps::default(),
-            };
-            // Either unique column taken inserts nothing: the caller looks again by subject
-            // (another first sign-in won) or tries another name.
-            let inserted = sqlx::query(
-                "INSERT INTO users (id, name, created_at, role, oidc_subject) \
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
-            )
-            .bind(&user.id)
-            .bind(&user.name)
-            .bind(ts(user.created_at))
-            .bind(role.as_str())
-            .bind(subject)
-            .execute(&self.pool)
-            .await?
-            .rows_affected();
-            if inserted == 0 {
-                return Err(StoreError::Conflict(format!("user `{name}` or subject")));
-            }
-            Ok(user)
-        }
-        .boxed()
+        self.insert_user(name, role, Some(subject)).boxed()
     }
 
     fn user_by_oidc_subject<'a>(
