@@ -191,14 +191,7 @@ async fn failed_sign_ins_are_limited_per_name_and_say_nothing_of_which_names_exi
     for _ in 0..4 {
         assert_eq!(sign_in(&e, "ANN", "wrong again", false).await.0, 401);
     }
-    let req = Request::builder()
-        .method("POST")
-        .uri("/v1/sessions")
-        .header("content-type", "application/json")
-        .body(Body::from(
-            json!({"name": "ann", "password": "correct horse battery"}).to_string(),
-        ))
-        .unwrap();
+    let req = ann_signs_in();
     let (status, headers, answer) = e.send(req).await;
     assert_eq!(
         (status, answer["error"]["code"].as_str()),
@@ -224,17 +217,22 @@ async fn failed_sign_ins_are_limited_per_name_and_say_nothing_of_which_names_exi
         rein_server::AuthMode::Tokens,
         rein_server::ServerConfig::default(),
     ));
-    let req = Request::builder()
+    let req = ann_signs_in();
+    let there = rein_server::router(replica).oneshot(req).await.unwrap();
+    assert_eq!(there.status(), 429, "the replica sees the five failures");
+    assert!(e.server_errors().is_empty(), "{:?}", e.server_errors());
+}
+
+/// `POST /v1/sessions` as ann with her right password.
+fn ann_signs_in() -> Request<Body> {
+    Request::builder()
         .method("POST")
         .uri("/v1/sessions")
         .header("content-type", "application/json")
         .body(Body::from(
             json!({"name": "ann", "password": "correct horse battery"}).to_string(),
         ))
-        .unwrap();
-    let there = rein_server::router(replica).oneshot(req).await.unwrap();
-    assert_eq!(there.status(), 429, "the replica sees the five failures");
-    assert!(e.server_errors().is_empty(), "{:?}", e.server_errors());
+        .unwrap()
 }
 
 /// The lock's arithmetic over the store: five failures within the window lock a name (any
