@@ -175,6 +175,24 @@ fn group_of(a: AgentRecord) -> GroupRecord {
 }
 
 impl SqlStore {
+    /// Set one text column of a user (`None`: NULL); whether there is such a user.
+    async fn set_user_text(
+        &self,
+        user_id: &str,
+        column: &'static str,
+        value: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let n = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE users SET {column} = $1 WHERE id = $2"
+        )))
+        .bind(value)
+        .bind(user_id)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(n > 0)
+    }
+
     /// A new user; [`StoreError::Conflict`] when the name (or the OpenID Connect subject) is
     /// taken: either unique column taken inserts nothing, and the caller looks again or tries
     /// another name.
@@ -359,13 +377,7 @@ impl Accounts for SqlStore {
                 .then(|| serde_json::to_string(caps))
                 .transpose()
                 .map_err(|e| StoreError::corrupt("user caps", e))?;
-            let n = sqlx::query("UPDATE users SET caps = $1 WHERE id = $2")
-                .bind(text)
-                .bind(user_id)
-                .execute(&self.pool)
-                .await?
-                .rows_affected();
-            Ok(n > 0)
+            self.set_user_text(user_id, "caps", text.as_deref()).await
         }
         .boxed()
     }
@@ -375,16 +387,7 @@ impl Accounts for SqlStore {
         user_id: &'a str,
         dir: Option<&'a str>,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        async move {
-            let n = sqlx::query("UPDATE users SET working_directory = $1 WHERE id = $2")
-                .bind(dir)
-                .bind(user_id)
-                .execute(&self.pool)
-                .await?
-                .rows_affected();
-            Ok(n > 0)
-        }
-        .boxed()
+        async move { self.set_user_text(user_id, "working_directory", dir).await }.boxed()
     }
 
     fn working_directory<'a>(
@@ -493,13 +496,8 @@ impl Accounts for SqlStore {
         password_hash: Option<&'a str>,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         async move {
-            let n = sqlx::query("UPDATE users SET password_hash = $1 WHERE id = $2")
-                .bind(password_hash)
-                .bind(user_id)
-                .execute(&self.pool)
-                .await?
-                .rows_affected();
-            Ok(n > 0)
+            self.set_user_text(user_id, "password_hash", password_hash)
+                .await
         }
         .boxed()
     }
