@@ -111,6 +111,7 @@ pub async fn host(
         // they work where the command runs.
         own_provider_keys: None,
         user_workdirs: Default::default(),
+        own_mcp: None,
         sandbox: given.sandbox,
         system_model,
         working_directory: None,

@@ -49,6 +49,16 @@ async fn serve_ui_with(
     model: &str,
     envs: &[(&str, &str)],
 ) -> (tokio::process::Child, String) {
+    serve_ui_flags(dir, model, &[], envs).await
+}
+
+/// [`serve_ui`] with more flags and environment variables.
+async fn serve_ui_flags(
+    dir: &Path,
+    model: &str,
+    flags: &[&str],
+    envs: &[(&str, &str)],
+) -> (tokio::process::Child, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rein"));
     cmd.env_clear()
         .envs(rein_testkit::coverage_env())
@@ -61,6 +71,7 @@ async fn serve_ui_with(
             "--heartbeat-secs",
             "1",
         ])
+        .args(flags)
         .env("OPENAI_BASE_URL", format!("{model}/v1"))
         .env("OPENAI_API_KEY", "sk-test")
         .env("REIN_TEST_TOOLS", "1")
@@ -563,7 +574,9 @@ async fn the_ui_shows_usage_and_caps() {
 
 /// The providers dialog in Chromium: a key typed into a password field is stored, listed as
 /// "your key" and never shown again (not even in the page), a base URL with credentials is
-/// refused with the reason, and removing the provider leaves none.
+/// refused with the reason, and removing the provider leaves none; an MCP server (the
+/// reference server over HTTP) added with a token header is listed by the header's name and
+/// its tools, the token nowhere in the page, and another origin is refused naming the allowed.
 #[tokio::test]
 async fn the_ui_stores_a_users_own_provider_key_without_showing_it() {
     let (chromium, playwright) = match prerequisites() {
@@ -573,10 +586,15 @@ async fn the_ui_stores_a_users_own_provider_key_without_showing_it() {
             return;
         }
     };
+    let Some((_mcp, port)) = crate::cli::everything_over_http().await else {
+        return;
+    };
+    let origin = format!("http://127.0.0.1:{port}");
     let dir = std::env::temp_dir().join(format!("rein-ui-providers-{}", OperationId::new()));
     std::fs::create_dir_all(&dir).unwrap();
     let model = serve(vec![], 3).await;
-    let (_server, base) = serve_ui(&dir, &model.base).await;
+    let (_server, base) =
+        serve_ui_flags(&dir, &model.base, &["--user-mcp-origin", &origin], &[]).await;
     let (report, out) = run_script("providers.cjs", &base, &chromium, &playwright).await;
     let shots = out.display();
     assert_eq!(report["ok"], true, "{report:#}\nscreenshots in {shots}");
@@ -608,6 +626,33 @@ async fn the_ui_stores_a_users_own_provider_key_without_showing_it() {
         .await
         .unwrap();
     assert_eq!(answer, "[]");
+    let text = |k: &str| report[k].as_str().unwrap_or_default().to_owned();
+    assert!(text("origins").contains(&origin), "{report:#}");
+    assert!(
+        text("mcpRefused").contains("not allowed here"),
+        "{report:#}"
+    );
+    assert!(
+        text("mcpSaved").starts_with("Added issues:") && text("mcpSaved").contains("echo"),
+        "{report:#}"
+    );
+    assert_eq!(report["headersAfter"], "", "the headers field is emptied");
+    assert!(
+        text("mcpListed").contains("issues") && text("mcpListed").contains("Authorization"),
+        "{report:#}"
+    );
+    assert!(!text("mcpListed").contains("mcp-ui-"), "{report:#}");
+    assert_eq!(report["pageHoldsToken"], false);
+    let answer: serde_json::Value = serde_json::from_str(
+        &reqwest::get(format!("{base}/v1/settings/mcp"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(answer["servers"], json!([]), "removed in the page");
 }
 
 /// A delegated task's thread in the UI: under the call that spawned it, collapsible, with the

@@ -15,6 +15,8 @@ use tokio::process::{Child, Command};
 
 #[path = "serve/login.rs"]
 mod login;
+#[path = "serve/own_mcp.rs"]
+mod own_mcp;
 #[path = "serve/own_providers.rs"]
 mod own_providers;
 #[path = "serve/portable.rs"]

@@ -58,6 +58,17 @@ pub enum DriverError {
     /// A grant that cannot be made; nothing was written.
     #[error(transparent)]
     Grant(#[from] crate::grants::GrantError),
+    /// An MCP server its owner defined does not answer (or cannot be used); nothing was
+    /// written.
+    #[error(
+        "your MCP server `{name}` cannot be used: {why}; fix it or remove it with `rein settings mcp remove {name}`"
+    )]
+    OwnMcpUnavailable {
+        /// The server's name.
+        name: String,
+        /// Why.
+        why: String,
+    },
     /// Skills named for an operation that this process does not have; nothing was written.
     #[error("no skill named {}; `rein skill list` shows the available ones", .0.join(", "))]
     UnknownSkills(Vec<String>),

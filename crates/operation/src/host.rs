@@ -116,6 +116,8 @@ pub struct Host {
     /// Where users may choose their operations' working directory (`rein serve
     /// --user-workdir-root`; empty: nowhere, [`Host::working_directory`] serves everyone).
     pub user_workdirs: crate::workdirs::WorkdirRoots,
+    /// Users' own MCP servers (`rein serve --user-mcp-origin`; none: users define none).
+    pub own_mcp: Option<Arc<crate::own_mcp::OwnMcp>>,
 }
 
 impl Host {
@@ -147,6 +149,7 @@ impl Host {
             remote_agents: None,
             own_provider_keys: None,
             user_workdirs: Default::default(),
+            own_mcp: None,
         }
     }
 
@@ -214,6 +217,9 @@ impl Host {
         }
         if let Some(keys) = &self.own_provider_keys {
             d = d.with_own_provider_keys(keys.clone());
+        }
+        if let Some(own) = &self.own_mcp {
+            d = d.with_own_mcp(Arc::clone(own));
         }
         d.with_skills(Arc::clone(&self.skills))
             .with_external(self.surfaces.external.clone())

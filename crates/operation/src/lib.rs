@@ -25,8 +25,9 @@
 //! A person's "always for this tool" is a grant ([`grants`]), kept in the store and loaded
 //! before every step, never covering what the blacklist or the command guard flags.
 //! On a server, a user's operations use the model providers they brought ([`own_models`]),
-//! their API keys sealed at rest with the server's secret key ([`secrets`]), and work in the
-//! directory they chose among those the server allows ([`workdirs`]).
+//! their API keys sealed at rest with the server's secret key ([`secrets`]), are offered the
+//! tools of the MCP servers they defined on origins the server allows ([`own_mcp`]), and work
+//! in the directory they chose among those the server allows ([`workdirs`]).
 //! A process's [`settings`] (configuration file, environment, flags) are resolved here, with
 //! one precedence, for the CLI and any embedder of the server.
 
@@ -47,6 +48,7 @@ pub mod knowledge;
 pub mod memories;
 mod model_port;
 pub mod models;
+pub mod own_mcp;
 pub mod own_models;
 pub mod pricing;
 pub mod profile;

@@ -246,11 +246,12 @@ pub async fn rotate(
         if stored.key.key_id == new.id() {
             continue;
         }
-        let key = old.open(&stored.user_id, &stored.provider, &stored.key)?;
+        let label = stored.place.label();
+        let key = old.open(&stored.user_id, &label, &stored.key)?;
         moved.push(rein_store::Resealed {
-            key: new.seal(&stored.user_id, &stored.provider, &key)?,
+            key: new.seal(&stored.user_id, &label, &key)?,
             user_id: stored.user_id,
-            provider: stored.provider,
+            place: stored.place,
             was: stored.key.key_id,
         });
     }

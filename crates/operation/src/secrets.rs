@@ -1,7 +1,8 @@
 //! The server's secret key and what it seals: the API keys users store for their own
-//! providers. A key is sealed with XChaCha20-Poly1305 under a random 24-byte nonce, bound to
-//! its owner and provider (the associated data), so a sealed key copied to another user's row
-//! does not open. The secret key never reaches the database; each sealed key records the
+//! providers and the headers of the MCP servers they define. A secret is sealed with
+//! XChaCha20-Poly1305 under a random 24-byte nonce, bound to its owner and place (the
+//! associated data), so a sealed secret copied to another user's or place's row does not
+//! open. The secret key never reaches the database; each sealed key records the
 //! fingerprint of the key that sealed it ([`SecretKey::id`]), so a server started with another
 //! key says so instead of failing to decrypt in silence.
 
@@ -50,18 +51,18 @@ pub enum SecretError {
         /// This process's key's id.
         have: String,
     },
-    /// A sealed key that does not open under its own secret key: altered, or moved to another
-    /// user's or provider's row.
-    #[error("the stored key of {owner} for provider `{provider}` does not open: it was altered")]
+    /// A sealed secret that does not open under its own secret key: altered, or moved to
+    /// another user's or place's row.
+    #[error("the stored secret of {owner} for `{label}` does not open: it was altered")]
     Tampered {
         /// Whose.
         owner: String,
-        /// Which provider.
-        provider: String,
+        /// What it is for: a provider id, or `mcp:` and a server's name.
+        label: String,
     },
     /// Keys are stored but this process has no secret key to open them.
     #[error(
-        "this process has no secret key to open stored provider keys: set REIN_SECRET_KEY_FILE (or REIN_SECRET_KEY) to the server's"
+        "this process has no secret key to open stored secrets: set REIN_SECRET_KEY_FILE (or REIN_SECRET_KEY) to the server's"
     )]
     NoKey,
 }
@@ -87,8 +88,10 @@ fn random<const N: usize>() -> Result<[u8; N], SecretError> {
     Ok(bytes)
 }
 
-fn associated(owner: &str, provider: &str) -> Vec<u8> {
-    format!("rein provider key\0{owner}\0{provider}").into_bytes()
+/// What a seal is bound to: the owner and the label (a provider id, or `mcp:` and a server's
+/// name). The prefix stays what provider keys were first sealed under.
+fn associated(owner: &str, label: &str) -> Vec<u8> {
+    format!("rein provider key\0{owner}\0{label}").into_bytes()
 }
 
 impl SecretKey {
@@ -161,11 +164,11 @@ impl SecretKey {
             .map_err(fail)
     }
 
-    /// Seal `owner`'s API key for `provider`.
-    pub fn seal(&self, owner: &str, provider: &str, key: &str) -> Result<SealedKey, SecretError> {
+    /// Seal `owner`'s secret for `label` ([`rein_store::SealedFor::label`]).
+    pub fn seal(&self, owner: &str, label: &str, key: &str) -> Result<SealedKey, SecretError> {
         let nonce: [u8; NONCE_LEN] = random()?;
         let cipher = XChaCha20Poly1305::new(&self.bytes.into());
-        let aad = associated(owner, provider);
+        let aad = associated(owner, label);
         let sealed = cipher
             .encrypt(
                 &XNonce::from(nonce),
@@ -177,7 +180,7 @@ impl SecretKey {
             // Encryption fails only for messages of gigabytes; an API key is not one.
             .map_err(|_| SecretError::Tampered {
                 owner: owner.to_owned(),
-                provider: provider.to_owned(),
+                label: label.to_owned(),
             })?;
         let mut out = nonce.to_vec();
         out.extend_from_slice(&sealed);
@@ -187,11 +190,11 @@ impl SecretKey {
         })
     }
 
-    /// Open `owner`'s sealed API key for `provider`.
+    /// Open `owner`'s sealed secret for `label`.
     pub fn open(
         &self,
         owner: &str,
-        provider: &str,
+        label: &str,
         sealed: &SealedKey,
     ) -> Result<String, SecretError> {
         if sealed.key_id != self.id {
@@ -202,7 +205,7 @@ impl SecretKey {
         }
         let tampered = || SecretError::Tampered {
             owner: owner.to_owned(),
-            provider: provider.to_owned(),
+            label: label.to_owned(),
         };
         let raw = B64.decode(&sealed.sealed).map_err(|_| tampered())?;
         if raw.len() < NONCE_LEN {
@@ -211,7 +214,7 @@ impl SecretKey {
         let (nonce, body) = raw.split_at(NONCE_LEN);
         let nonce: [u8; NONCE_LEN] = nonce.try_into().map_err(|_| tampered())?;
         let cipher = XChaCha20Poly1305::new(&self.bytes.into());
-        let aad = associated(owner, provider);
+        let aad = associated(owner, label);
         let plain = cipher
             .decrypt(
                 &XNonce::from(nonce),

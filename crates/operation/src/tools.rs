@@ -335,6 +335,36 @@ impl ToolPort for ToolHost {
         call: &'a ToolCall,
         state: &'a AgentState,
     ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
+        self.run(None, call, state)
+    }
+}
+
+/// The tools of one run: this process's, and its owner's MCP servers
+/// ([`crate::own_mcp::OwnTools`]).
+pub(crate) struct RunTools {
+    pub(crate) host: Arc<ToolHost>,
+    pub(crate) own: Arc<crate::own_mcp::OwnTools>,
+}
+
+impl ToolPort for RunTools {
+    fn call<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        state: &'a AgentState,
+    ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
+        self.host.run(Some(&self.own), call, state)
+    }
+}
+
+impl ToolHost {
+    /// Run `call` with this process's tools, then `own` (an owner's MCP servers): a tool of
+    /// this process wins a name both have.
+    fn run<'a>(
+        &'a self,
+        own: Option<&'a crate::own_mcp::OwnTools>,
+        call: &'a ToolCall,
+        state: &'a AgentState,
+    ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
         let span = tracing::info_span!(
             "execute_tool",
             otel.name = %format!("execute_tool {}", call.key()),
@@ -353,7 +383,16 @@ impl ToolPort for ToolHost {
             {
                 return Ok(ToolOutput::deferred("Sent to the device; waiting for its answer."));
             }
-            let Some(tool) = self.registry.get(&call.identifier) else {
+            let registry = match own {
+                Some(own) if self.registry.get(&call.identifier).is_none() => {
+                    if let Some(why) = own.unreachable.get(&*call.identifier) {
+                        return Ok(ToolOutput::failed(format!("Your MCP server `{}` cannot be used now: {why}", call.identifier)));
+                    }
+                    &own.registry
+                }
+                _ => &self.registry,
+            };
+            let Some(tool) = registry.get(&call.identifier) else {
                 return Ok(ToolOutput::failed(format!("Tool `{}` is not installed.", call.identifier)));
             };
             let op = state.operation_id;
@@ -397,7 +436,7 @@ impl ToolPort for ToolHost {
                 }
             }
             let parsed: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
-            if let Err(problems) = self.registry.validate(&call.identifier, &call.api, &parsed) {
+            if let Err(problems) = registry.validate(&call.identifier, &call.api, &parsed) {
                 // The model reads what was wrong; nothing ran.
                 let content = format!("Invalid arguments for `{}`: {problems}. Call it again with arguments that match its parameters.", call.key());
                 exec.status = ExecStatus::Failed;

@@ -262,6 +262,12 @@ impl From<rein_operation::DriverError> for ApiError {
                     ),
                 }
             }
+            // The caller's own MCP server is down or misdefined: theirs to fix.
+            e @ E::OwnMcpUnavailable { .. } => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ApiErrorCode::McpUnavailable,
+                e.to_string(),
+            ),
             // Well-formed, naming skills the server does not have.
             e @ E::UnknownSkills(_) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,

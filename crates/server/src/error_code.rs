@@ -60,6 +60,9 @@ rein_core::named_enum! {
         ModelUnavailable = "model_unavailable",
         /// 422: a cost limit with a model nothing prices.
         ModelUnpriced = "model_unpriced",
+        /// 422: an MCP server of the caller's that does not answer or cannot be used (or
+        /// cannot be defined: its origin is not allowed, it does not answer).
+        McpUnavailable = "mcp_unavailable",
         /// 422: a surface this server does not offer.
         SurfaceUnavailable = "surface_unavailable",
         /// 422: the external agent's program is missing.

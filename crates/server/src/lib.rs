@@ -171,6 +171,7 @@ pub fn api() -> api::Api {
         .merge(routes::sessions::api())
         .merge(routes::oidc::api())
         .merge(routes::own_providers::api())
+        .merge(routes::own_mcp::api())
         .merge(routes::workdir::api())
         .merge(routes::usage::api())
 }

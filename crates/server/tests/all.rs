@@ -15,6 +15,7 @@ mod groups;
 mod isolation;
 mod leases;
 mod metrics;
+mod own_mcp;
 mod own_providers;
 mod questions;
 mod resume;

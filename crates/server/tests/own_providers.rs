@@ -357,9 +357,9 @@ async fn rotating_the_secret_key_reseals_every_stored_key() {
     );
     for s in store.sealed_keys().await.unwrap() {
         assert_eq!(s.key.key_id, new.id());
-        let opened = new.open(&s.user_id, &s.provider, &s.key).unwrap();
+        let opened = new.open(&s.user_id, &s.place.label(), &s.key).unwrap();
         assert!(opened.starts_with("sk-"));
-        assert!(old.open(&s.user_id, &s.provider, &s.key).is_err());
+        assert!(old.open(&s.user_id, &s.place.label(), &s.key).is_err());
     }
     // A key sealed with neither refuses the whole rotation.
     let third = SecretKey::generate().unwrap();

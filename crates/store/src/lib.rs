@@ -21,8 +21,9 @@
 //! and the memories models extract from finished conversations, with their history and queue
 //! ([`Memories`]), and the grants people make ("always for this tool", per operation,
 //! conversation or agent, revocable: [`Grants`]), and sign-ins from another device approved
-//! by a signed-in person ([`Logins`]), and browser sessions signed in by password ([`Sessions`]), and the providers users bring, their
-//! keys sealed ([`OwnProviders`]); a user's data as portable rows, to move them to another
+//! by a signed-in person ([`Logins`]), and browser sessions signed in by password
+//! ([`Sessions`]), and the providers users bring, their keys sealed ([`OwnProviders`]), and the
+//! MCP servers they define, their headers sealed ([`OwnMcpServers`]); a user's data as portable rows, to move them to another
 //! database ([`Portable`]); and what an old database lets go of (finished operations'
 //! steps, events and tool results) and its backups ([`Retention`]), and what operations spent,
 //! summed per day, agent, model or user ([`Usage`]).
@@ -37,6 +38,7 @@ mod knowledge;
 mod logins;
 mod memories;
 mod migrate;
+mod own_mcp;
 mod own_providers;
 mod portable;
 mod records;
@@ -72,7 +74,8 @@ pub use memories::{
     text_key,
 };
 pub use migrate::AppliedMigration;
-pub use own_providers::{OwnProvider, OwnProviders, Resealed, SealedKey, StoredKey};
+pub use own_mcp::{OwnMcpServer, OwnMcpServers};
+pub use own_providers::{OwnProvider, OwnProviders, Resealed, SealedFor, SealedKey, StoredKey};
 pub use portable::{ARCHIVE_FORMAT, ArchiveHeader, Imported, Portable, PortableRow};
 pub use records::*;
 pub use retention::{Compacted, Retention, compact_all, delete_stale_topics};
@@ -108,6 +111,7 @@ pub trait Store:
     + Logins
     + Sessions
     + OwnProviders
+    + OwnMcpServers
     + Send
     + Sync
 {

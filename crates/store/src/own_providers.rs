@@ -30,24 +30,45 @@ pub struct OwnProvider {
     pub updated_at: DateTime<Utc>,
 }
 
-/// A stored key: whose, for which provider.
+/// What a sealed secret of a user belongs to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SealedFor {
+    /// The API key of a provider they brought ([`OwnProvider`]).
+    Provider(String),
+    /// The headers of an MCP server they defined ([`crate::OwnMcpServer`]).
+    McpServer(String),
+}
+
+impl SealedFor {
+    /// What its seal is bound to besides its owner, so a secret copied to another place (or
+    /// another user) does not open there: the provider id; `mcp:` and the server's name
+    /// (a provider id never holds a `:`).
+    pub fn label(&self) -> String {
+        match self {
+            SealedFor::Provider(id) => id.clone(),
+            SealedFor::McpServer(name) => format!("mcp:{name}"),
+        }
+    }
+}
+
+/// A stored secret: whose, for what.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredKey {
     /// Whose.
     pub user_id: String,
-    /// Which provider.
-    pub provider: String,
-    /// The key, sealed.
+    /// What it is for.
+    pub place: SealedFor,
+    /// The secret, sealed.
     pub key: SealedKey,
 }
 
-/// A sealed key being moved to another secret key ([`OwnProviders::reseal`]).
+/// A sealed secret being moved to another secret key ([`OwnProviders::reseal`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Resealed {
     /// Whose.
     pub user_id: String,
-    /// Which provider.
-    pub provider: String,
+    /// What it is for.
+    pub place: SealedFor,
     /// The key id it was sealed with when read; a row sealed since is left alone.
     pub was: String,
     /// The key sealed with the new secret key.
@@ -77,10 +98,11 @@ pub trait OwnProviders {
         provider: &'a str,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
 
-    /// Every sealed key of every user (rotating the secret key).
+    /// Every sealed secret of every user: provider keys and MCP servers' headers (rotating
+    /// the secret key).
     fn sealed_keys(&self) -> BoxFuture<'_, Result<Vec<StoredKey>, StoreError>>;
 
-    /// Replace sealed keys in one transaction, each only while it is still sealed with the
-    /// key id it was read with; how many were replaced.
+    /// Replace sealed secrets in one transaction, each only while it is still sealed with
+    /// the key id it was read with; how many were replaced.
     fn reseal<'a>(&'a self, keys: &'a [Resealed]) -> BoxFuture<'a, Result<u64, StoreError>>;
 }

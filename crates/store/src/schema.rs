@@ -173,6 +173,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "failed sign-ins, counted across servers",
         include_str!("../migrations/0030_sign_in_failures.sql"),
     ),
+    (
+        31,
+        "MCP servers users define, their headers sealed",
+        include_str!("../migrations/0031_own_mcp_servers.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

@@ -281,7 +281,7 @@ impl Remote {
         act: impl Future<Output = anyhow::Result<()>>,
     ) -> anyhow::Result<RunEnd> {
         let cursor = self.last_seq(id).await?;
-        let resp = self.open_stream(id, cursor, (true, false)).await?;
+        let resp = self.open_stream(id, cursor, (true, true)).await?;
         act.await?;
         self.follow(id, resp, cursor).await
     }
@@ -289,12 +289,13 @@ impl Remote {
     /// Print the events of `id`, an operation the server just started, from its first one
     /// (its stream from the start is all of it) to where it stops.
     pub(crate) async fn follow_new(&self, id: OperationId) -> anyhow::Result<RunEnd> {
-        let resp = self.open_stream(id, None, (true, false)).await?;
+        let resp = self.open_stream(id, None, (true, true)).await?;
         self.follow(id, resp, None).await
     }
 
-    /// Print the events of `id` from `resp` (opened after `cursor`) as each step commits them
-    /// until it stops running; where it stopped (`GET /v1/operations/{id}`'s `end`).
+    /// Print the events of `id` from `resp` (opened after `cursor`, with previews) as the
+    /// model streams them, until it stops running; where it stopped (`GET
+    /// /v1/operations/{id}`'s `end`).
     async fn follow(
         &self,
         id: OperationId,
@@ -302,9 +303,13 @@ impl Remote {
         mut cursor: Option<u64>,
     ) -> anyhow::Result<RunEnd> {
         let printer = Printer::new(self.json);
+        let mut shown = Shown::after(cursor);
         loop {
             let mut stopping = false;
-            cursor = Self::read_stream(id, resp, cursor, &mut |e, _| {
+            cursor = Self::read_stream(id, resp, cursor, &mut |e, preview| {
+                if !shown.admit(e.seq, preview) {
+                    return Ok(true);
+                }
                 printer.publish(e);
                 // The stream stays open while an operation is parked: a step's end is where
                 // to ask whether it still runs.
@@ -323,8 +328,10 @@ impl Remote {
                 // It may have run on past the event that made us ask: what the log holds
                 // after it is printed before the end.
                 let rest = self.open_stream(id, cursor, (false, false)).await?;
-                Self::read_stream(id, rest, cursor, &mut |e, _| {
-                    printer.publish(e);
+                Self::read_stream(id, rest, cursor, &mut |e, preview| {
+                    if shown.admit(e.seq, preview) {
+                        printer.publish(e);
+                    }
                     Ok(true)
                 })
                 .await?;
@@ -333,7 +340,7 @@ impl Remote {
             if !stopping && !server_goes_on {
                 bail!("the event stream of operation {id} ended while it still runs");
             }
-            resp = self.open_stream(id, cursor, (true, false)).await?;
+            resp = self.open_stream(id, cursor, (true, true)).await?;
         }
     }
 
@@ -368,6 +375,36 @@ pub(crate) fn segment(name: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+/// Which events of a followed operation were printed: a preview of the step in progress is
+/// printed when it comes next after what was printed (one that arrives ahead of a commit the
+/// stream has not sent yet waits for its committed copy), and a committed event once, unless
+/// its preview was.
+struct Shown {
+    /// The sequence number the next printed event must have or pass.
+    next: u64,
+}
+
+impl Shown {
+    fn after(cursor: Option<u64>) -> Self {
+        Self {
+            next: cursor.map_or(0, |c| c + 1),
+        }
+    }
+
+    /// Whether to print the event numbered `seq` (a preview or committed).
+    fn admit(&mut self, seq: u64, preview: bool) -> bool {
+        let print = if preview {
+            seq == self.next
+        } else {
+            seq >= self.next
+        };
+        if print {
+            self.next = seq + 1;
+        }
+        print
+    }
 }
 
 /// Whether an event may be the last of a run: its step ended, or the operation stopped.
@@ -702,5 +739,43 @@ mod tests {
         assert_eq!(super::segment("helper-2_x.y~"), "helper-2_x.y~");
         assert_eq!(super::segment("a/b?c d"), "a%2Fb%3Fc%20d");
         assert_eq!(super::segment("é"), "%C3%A9");
+    }
+
+    #[test]
+    fn each_event_is_printed_once_whether_previewed_or_committed() {
+        let mut shown = super::Shown::after(Some(3));
+        // A step streams 4..=6, then commits 4..=7 (its end is only in the commit).
+        let printed: Vec<(u64, bool)> = [
+            (4, true),
+            (5, true),
+            (6, true),
+            (4, false),
+            (5, false),
+            (6, false),
+            (7, false),
+            // The next step's preview runs ahead of a commit (9) the stream has not sent.
+            (10, true),
+            (8, true),
+            (8, false),
+            (9, false),
+            (10, false),
+        ]
+        .into_iter()
+        .filter(|&(seq, preview)| shown.admit(seq, preview))
+        .collect();
+        assert_eq!(
+            printed,
+            [
+                (4, true),
+                (5, true),
+                (6, true),
+                (7, false),
+                (8, true),
+                (9, false),
+                (10, false)
+            ]
+        );
+        // Nothing followed yet: the first event is numbered 0.
+        assert!(super::Shown::after(None).admit(0, true));
     }
 }

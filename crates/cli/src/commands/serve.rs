@@ -186,6 +186,11 @@ pub struct OwnProviderArgs {
     /// wherever a user says).
     #[arg(long)]
     no_user_base_urls: bool,
+    /// Let users define MCP servers on ORIGIN (`https://mcp.example`, `http://10.0.0.5:3001`;
+    /// repeatable; `rein settings mcp set`): their operations are offered those servers'
+    /// tools, and this server connects there for them. Without it users define none.
+    #[arg(long, value_name = "ORIGIN")]
+    user_mcp_origin: Vec<rein_operation::own_mcp::McpOrigin>,
 }
 
 impl OwnProviderArgs {
@@ -207,6 +212,17 @@ impl OwnProviderArgs {
             lend_keys: !self.no_server_keys,
             base_urls: !self.no_user_base_urls,
         })
+    }
+
+    /// Users' MCP servers, their headers sealed with `keys`' secret.
+    fn mcp(
+        &self,
+        keys: &rein_operation::own_models::OwnProviderKeys,
+    ) -> Arc<rein_operation::own_mcp::OwnMcp> {
+        Arc::new(rein_operation::own_mcp::OwnMcp::new(
+            keys.secret.clone(),
+            self.user_mcp_origin.clone(),
+        ))
     }
 }
 
@@ -401,7 +417,9 @@ pub async fn worker(
     let hub = Arc::new(Hub::default());
     let mut host = crate::host::host(Arc::clone(&store), given, args.model.as_deref()).await?;
     crate::host::serve_from(&mut host, &store, given)?;
-    host.own_provider_keys = Some(args.own.keys(false)?);
+    let keys = args.own.keys(false)?;
+    host.own_mcp = Some(args.own.mcp(&keys));
+    host.own_provider_keys = Some(keys);
     host.user_workdirs = args.workdirs.roots()?;
     let mut runner = Runner::new(Arc::clone(&store), Arc::clone(&hub), host);
     runner.limits = rein_store::RunLimits {
@@ -554,7 +572,9 @@ pub async fn serve(
     let hub = Arc::new(Hub::default());
     let mut host = crate::host::host(Arc::clone(&store), given, args.model.as_deref()).await?;
     crate::host::serve_from(&mut host, &store, given)?;
-    host.own_provider_keys = Some(args.own.keys(true)?);
+    let keys = args.own.keys(true)?;
+    host.own_mcp = Some(args.own.mcp(&keys));
+    host.own_provider_keys = Some(keys);
     host.user_workdirs = args.workdirs.roots()?;
     if let Some(dir) = &args.workdir {
         let dir =

@@ -1,12 +1,15 @@
 //! `rein settings provider`: the model providers you bring to a server (your API key, your
 //! base URL), which only your operations there use. A key is read from stdin, never from the
 //! command line, and no command shows it again. `rein settings workdir`: the directory your
-//! operations there work in, inside one the server allows. Here (no `--server`) the
+//! operations there work in, inside one the server allows. `rein settings mcp`: the MCP
+//! servers your operations there are offered, on origins the server allows; their headers
+//! (tokens) are read from stdin and never shown again. Here (no `--server`) the
 //! environment, the configuration file and the current directory say these, so they refuse,
 //! saying so. `rein settings rotate-key` moves the keys a database holds to a new secret key.
 
 use super::{Local, Remote};
 use anyhow::{Context as _, bail};
+use rein_server::routes::own_mcp::{DefineIn, DefinedOut, McpSettingsOut, OwnMcpOut};
 use rein_server::routes::own_providers::{BringIn, OwnProviderOut};
 use rein_server::routes::workdir::{WorkdirIn, WorkdirOut};
 use reqwest::Method;
@@ -19,6 +22,12 @@ pub enum SettingsCommand {
     Provider {
         #[command(subcommand)]
         command: ProviderCommand,
+    },
+    /// The MCP servers your operations on a server (`--server`) are offered: set, list,
+    /// remove.
+    Mcp {
+        #[command(subcommand)]
+        command: McpCommand,
     },
     /// The directory your operations on a server (`--server`) work in: shown, chosen (an
     /// absolute path on the server, inside one it allows), or forgotten with --clear.
@@ -66,6 +75,123 @@ pub enum ProviderCommand {
     },
 }
 
+/// `rein settings mcp` subcommands.
+#[derive(clap::Subcommand)]
+pub enum McpCommand {
+    /// Define an MCP server (Streamable HTTP, on an origin the server allows); the server
+    /// checks that it answers and lists its tools. Replaces yours of that name.
+    Set {
+        /// Its name: its tools are offered as NAME__tool (lower-case letters, digits, `-`).
+        name: String,
+        /// Its endpoint (`https://mcp.example/mcp`).
+        url: String,
+        /// Read headers to send it from stdin, one `Name: value` per line (`Authorization:
+        /// Bearer ...`); stored sealed, never shown again.
+        #[arg(long)]
+        headers_stdin: bool,
+    },
+    /// The MCP servers you defined (never their headers' values) and the origins allowed.
+    List,
+    /// Forget an MCP server you defined.
+    Remove {
+        /// Its name.
+        name: String,
+    },
+}
+
+/// Headers from stdin: one `Name: value` per line, blank lines skipped.
+fn headers_from_stdin() -> anyhow::Result<std::collections::BTreeMap<String, String>> {
+    let mut input = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut input)?;
+    let mut headers = std::collections::BTreeMap::new();
+    for (n, line) in input.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let Some((name, value)) = line.split_once(':') else {
+            bail!(
+                "stdin line {}: a header is `Name: value` (no `:` on that line)",
+                n + 1
+            );
+        };
+        headers.insert(name.trim().to_owned(), value.trim().to_owned());
+    }
+    if headers.is_empty() {
+        bail!("no headers on stdin (one `Name: value` per line)");
+    }
+    Ok(headers)
+}
+
+/// Run `rein settings mcp`.
+async fn mcp(on: &impl super::Backend, command: McpCommand, json: bool) -> anyhow::Result<u8> {
+    match command {
+        McpCommand::Set {
+            name,
+            url,
+            headers_stdin,
+        } => {
+            let define = DefineIn {
+                url,
+                headers: if headers_stdin {
+                    headers_from_stdin()?
+                } else {
+                    Default::default()
+                },
+            };
+            let out = on.set_mcp(&name, &define).await?;
+            if json {
+                println!("{}", serde_json::to_string(&out)?);
+            } else {
+                eprintln!(
+                    "stored MCP server {}; it offers {} tool{}: {}",
+                    out.server.name,
+                    out.tools.len(),
+                    if out.tools.len() == 1 { "" } else { "s" },
+                    out.tools.join(", ")
+                );
+            }
+        }
+        McpCommand::List => {
+            let out = on.mcp_servers().await?;
+            if json {
+                println!("{}", serde_json::to_string(&out)?);
+            } else {
+                for s in &out.servers {
+                    println!("{}", mcp_line(s));
+                }
+                if out.allowed_origins.is_empty() {
+                    eprintln!("this server lets users define no MCP servers");
+                } else {
+                    eprintln!("allowed origins: {}", out.allowed_origins.join(", "));
+                }
+            }
+        }
+        McpCommand::Remove { name } => {
+            on.remove_mcp(&name).await?;
+            if json {
+                println!("{}", serde_json::json!({"removed": name}));
+            } else {
+                eprintln!("forgot MCP server {name}");
+            }
+        }
+    }
+    Ok(crate::exit::DONE)
+}
+
+fn mcp_line(s: &OwnMcpOut) -> String {
+    let headers = if s.header_names.is_empty() {
+        "no headers".to_owned()
+    } else {
+        format!("headers: {}", s.header_names.join(", "))
+    };
+    format!(
+        "{:<16} {}  ({headers}; set {})",
+        s.name,
+        s.url,
+        s.updated_at.format("%Y-%m-%d %H:%M")
+    )
+}
+
 /// What `rein settings provider` needs from where it runs.
 pub trait ServerSettings {
     /// Store what you bring for `provider`.
@@ -79,6 +205,12 @@ pub trait ServerSettings {
     async fn workdir(&self) -> anyhow::Result<WorkdirOut>;
     /// Choose (or with `None` forget) where your operations work.
     async fn set_workdir(&self, path: Option<String>) -> anyhow::Result<WorkdirOut>;
+    /// Define your MCP server `name`.
+    async fn set_mcp(&self, name: &str, define: &DefineIn) -> anyhow::Result<DefinedOut>;
+    /// Your MCP servers and where you may define them.
+    async fn mcp_servers(&self) -> anyhow::Result<McpSettingsOut>;
+    /// Forget your MCP server `name`.
+    async fn remove_mcp(&self, name: &str) -> anyhow::Result<()>;
 }
 
 fn key_from_stdin() -> anyhow::Result<String> {
@@ -99,6 +231,7 @@ pub async fn run(
 ) -> anyhow::Result<u8> {
     let command = match command {
         SettingsCommand::Provider { command } => command,
+        SettingsCommand::Mcp { command } => return mcp(on, command, json).await,
         SettingsCommand::Workdir { path, clear } => {
             let out = match (path, clear) {
                 (Some(p), _) => on.set_workdir(Some(p)).await?,
@@ -241,12 +374,22 @@ impl ServerSettings for Local {
     async fn set_workdir(&self, _: Option<String>) -> anyhow::Result<WorkdirOut> {
         bail!(here())
     }
+    async fn set_mcp(&self, _: &str, _: &DefineIn) -> anyhow::Result<DefinedOut> {
+        bail!(here())
+    }
+    async fn mcp_servers(&self) -> anyhow::Result<McpSettingsOut> {
+        bail!(here())
+    }
+    async fn remove_mcp(&self, _: &str) -> anyhow::Result<()> {
+        bail!(here())
+    }
 }
 
 fn here() -> &'static str {
     "these settings are a server's (give --server); here, a provider's key goes in the \
-     environment (OPENAI_API_KEY, ...) or [providers.ID] in the configuration file, and \
-     operations work in the current directory"
+     environment (OPENAI_API_KEY, ...) or [providers.ID] in the configuration file, MCP \
+     servers in --mcp NAME=COMMAND or [mcp] in it, and operations work in the current \
+     directory"
 }
 
 impl ServerSettings for Remote {
@@ -283,5 +426,17 @@ impl ServerSettings for Remote {
             Some(&WorkdirIn { path }),
         )
         .await
+    }
+    async fn set_mcp(&self, name: &str, define: &DefineIn) -> anyhow::Result<DefinedOut> {
+        let path = format!("/v1/settings/mcp/{}", super::remote::segment(name));
+        self.call(Method::PUT, &path, Some(define)).await
+    }
+    async fn mcp_servers(&self) -> anyhow::Result<McpSettingsOut> {
+        self.call(Method::GET, "/v1/settings/mcp", None::<&()>)
+            .await
+    }
+    async fn remove_mcp(&self, name: &str) -> anyhow::Result<()> {
+        let path = format!("/v1/settings/mcp/{}", super::remote::segment(name));
+        self.call_empty(Method::DELETE, &path).await
     }
 }

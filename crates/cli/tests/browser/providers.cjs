@@ -1,7 +1,8 @@
 // Drives the web UI in headless Chromium through the providers dialog: store a key for a
 // provider (the field is a password field, emptied after saving), see it listed as "your key"
-// without the key, be told why a bad base URL is refused, remove a provider. Screenshots go
-// to OUT.
+// without the key, be told why a bad base URL is refused, remove a provider; then add an MCP
+// server with a token header on the origin the server allows (listed by its header's name,
+// never the token), be told why another origin is refused, remove it. Screenshots go to OUT.
 // Usage: node providers.cjs BASE_URL OUT_DIR   (REIN_PLAYWRIGHT, REIN_CHROMIUM)
 "use strict";
 const { run } = require("./harness.cjs");
@@ -30,6 +31,29 @@ run("providers", { viewport: { width: 1280, height: 900 } }, async ({ page, base
   const refused = await page.textContent("#pv-said");
   await page.click("#pv-list li[data-provider=openai] .remove");
   await page.waitForSelector("#pv-list li.empty");
+  // An MCP server on the origin the server allows (the page names it), with a token header.
+  const token = "mcp-ui-5d1e70b3c2";
+  const origins = await page.textContent("#mc-origins");
+  const origin = /Allowed here: (\S+)/.exec(origins)[1];
+  await page.fill("#mc-name", "other");
+  await page.fill("#mc-url", "http://127.0.0.1:9/mcp");
+  await page.click("#mc-save");
+  await page.waitForFunction(() => /not allowed/.test(document.querySelector("#mc-said").textContent));
+  const mcpRefused = await page.textContent("#mc-said");
+  await page.fill("#mc-name", "issues");
+  await page.fill("#mc-url", origin + "/mcp");
+  await page.fill("#mc-headers", "Authorization: Bearer " + token);
+  await page.click("#mc-save");
+  await page.waitForSelector("#mc-list li[data-mcp=issues]");
+  const mcpSaved = await page.textContent("#mc-said");
+  const headersAfter = await page.inputValue("#mc-headers");
+  const mcpListed = await page.textContent("#mc-list");
+  await shot("providers-2");
   const html = await page.content();
-  return { empty, keyType, saved, keyAfter, listed, refused, pageHoldsKey: html.includes(key) };
+  await page.click("#mc-list li[data-mcp=issues] .remove");
+  await page.waitForSelector("#mc-list li.empty");
+  return {
+    empty, keyType, saved, keyAfter, listed, refused, pageHoldsKey: html.includes(key),
+    origins, mcpRefused, mcpSaved, headersAfter, mcpListed, pageHoldsToken: html.includes(token),
+  };
 });

@@ -216,6 +216,8 @@ pub struct Driver {
     remote_agents: Option<Arc<dyn crate::external::RemoteAgents>>,
     /// How users' own providers serve their operations (none: this process's serve everyone).
     own_keys: Option<crate::own_models::OwnProviderKeys>,
+    /// Users' own MCP servers (none: operations have only this process's tools).
+    own_mcp: Option<Arc<crate::own_mcp::OwnMcp>>,
     /// Token estimators by vocabulary and factor (bits), shared by every run.
     estimators: std::sync::Mutex<
         Vec<(
@@ -353,6 +355,7 @@ impl Driver {
             devices: None,
             remote_agents: None,
             own_keys: None,
+            own_mcp: None,
             estimators: Default::default(),
         }
     }
@@ -361,6 +364,12 @@ impl Driver {
     /// process's, as `keys` says (a server's).
     pub fn with_own_provider_keys(mut self, keys: crate::own_models::OwnProviderKeys) -> Self {
         self.own_keys = Some(keys);
+        self
+    }
+
+    /// Builder: each operation is offered its owner's MCP servers' tools too.
+    pub fn with_own_mcp(mut self, own: Arc<crate::own_mcp::OwnMcp>) -> Self {
+        self.own_mcp = Some(own);
         self
     }
 
@@ -487,6 +496,12 @@ impl Driver {
     /// tools): a spec records them, and a process continuing the operation must have them.
     pub fn host_tools(&self) -> Vec<String> {
         self.tools.added()
+    }
+
+    /// Whether this driver has a tool named `identifier` (built in or added): a user's MCP
+    /// server cannot take its name.
+    pub fn has_tool(&self, identifier: &str) -> bool {
+        self.tools.has(identifier)
     }
 
     /// Cancels this process's runs (model streams, backoff, the next instruction boundary).

@@ -86,6 +86,11 @@ impl Driver {
         // Refuse before the record says anything about running.
         let models = self.models_of(&run.spec).await?;
         let providers = self.providers(run.id, &run.spec, models)?;
+        // Only the owner's servers this operation was offered are connected.
+        let offered = &run.committed.tool_manifests;
+        let own = self
+            .own_tools(&run.spec, &|name| offered.contains_key(name))
+            .await?;
         let (sink, writer) = crate::activity::track(
             Arc::clone(&self.store),
             run.id,
@@ -93,9 +98,16 @@ impl Driver {
             run.committed.step_count + 1,
         );
         let sink: Arc<dyn EventSink> = sink;
-        let offered = &run.committed.tool_manifests;
+        let tools: Arc<dyn rein_core::engine::ports::ToolPort> = if own.is_empty() {
+            self.tools.clone()
+        } else {
+            Arc::new(crate::tools::RunTools {
+                host: Arc::clone(&self.tools),
+                own: Arc::new(own),
+            })
+        };
         Ok((
-            self.runtime_with(&run.spec, offered, providers, Some(sink)),
+            self.runtime_with(&run.spec, offered, providers, tools, Some(sink)),
             writer,
         ))
     }
@@ -123,6 +135,23 @@ impl Driver {
         }
         let models = self.models_of(spec).await?;
         self.providers(id, spec, models).map(|_| ())
+    }
+
+    /// The tools of `spec`'s owner's MCP servers that `wanted` names (none without an owner,
+    /// or where users define none).
+    pub(super) async fn own_tools(
+        &self,
+        spec: &OperationSpec,
+        wanted: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Result<crate::own_mcp::OwnTools, DriverError> {
+        let Some(own) = &self.own_mcp else {
+            return Ok(Default::default());
+        };
+        Ok(own
+            .tools_for(&*self.store, spec.owner.as_deref(), wanted, &|name| {
+                self.tools.has(name)
+            })
+            .await?)
     }
 
     /// Where the models of an operation come from: its owner's own providers over this
@@ -180,6 +209,7 @@ impl Driver {
         spec: &OperationSpec,
         offered: &ToolManifestMap,
         providers: Providers,
+        tools: Arc<dyn rein_core::engine::ports::ToolPort>,
         sink: Option<Arc<dyn EventSink>>,
     ) -> AgentRuntime {
         let Providers {
@@ -233,7 +263,7 @@ impl Driver {
         let config = RuntimeConfig {
             executors,
             llm: Some(Arc::new(port)),
-            tools: Some(self.tools.clone()),
+            tools: Some(tools),
             summarizer: Some(Arc::new(summarizer)),
             keep_recent_tokens: spec
                 .context

@@ -191,6 +191,16 @@ impl Driver {
         spec: &OperationSpec,
     ) -> Result<Arc<ToolManifestMap>, DriverError> {
         let mut map = self.tools.manifests();
+        let own = self.own_tools(spec, &|_| true).await?;
+        if let Some((name, why)) = own.unreachable().iter().next() {
+            return Err(DriverError::OwnMcpUnavailable {
+                name: name.clone(),
+                why: why.clone(),
+            });
+        }
+        for m in own.manifests() {
+            Arc::make_mut(&mut map).insert(m.identifier.clone(), Arc::new(m));
+        }
         if spec.knowledge.is_empty() {
             Arc::make_mut(&mut map).remove(crate::knowledge::IDENTIFIER);
         } else {

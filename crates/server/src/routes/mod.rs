@@ -13,6 +13,7 @@ pub mod models;
 pub mod oidc;
 pub mod openai;
 pub mod operations;
+pub mod own_mcp;
 pub mod own_providers;
 pub mod sessions;
 pub mod skills;
@@ -293,6 +294,15 @@ path_param!(
     check: |s| rein_operation::own_models::check_provider_id(s)
         .map_err(|e| ApiError::bad_request(e.to_string())),
     schema: json!({"type": "string", "pattern": rein_operation::own_models::PROVIDER_ID_PATTERN})
+);
+
+path_param!(
+    /// `{name}` of an MCP server you define: 1 to 32 lower-case letters, digits and `-`,
+    /// starting with a letter.
+    McpServerPath,
+    check: |s| rein_operation::own_mcp::check_name(s)
+        .map_err(|e| ApiError::bad_request(e.to_string())),
+    schema: json!({"type": "string", "pattern": rein_operation::own_mcp::NAME_PATTERN})
 );
 
 path_param!(

@@ -25,6 +25,7 @@ pub(crate) mod memories;
 mod messages;
 mod notices;
 mod operations;
+mod own_mcp;
 mod own_providers;
 mod portable;
 mod retention;

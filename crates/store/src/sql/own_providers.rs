@@ -1,4 +1,5 @@
-//! [`OwnProviders`] in SQL on both backends (instants as microseconds).
+//! [`OwnProviders`] in SQL on both backends (instants as microseconds). Rotation reads and
+//! reseals the MCP servers' sealed headers too (`own_mcp_servers`).
 
 use super::{SqlStore, from_micros, micros};
 use crate::StoreError;
@@ -8,7 +9,7 @@ use futures::future::BoxFuture;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-fn sealed_from(row: &AnyRow) -> Result<Option<SealedKey>, StoreError> {
+pub(super) fn sealed_from(row: &AnyRow) -> Result<Option<SealedKey>, StoreError> {
     let sealed: Option<String> = row.try_get("sealed_key")?;
     let key_id: Option<String> = row.try_get("key_id")?;
     Ok(match (sealed, key_id) {
@@ -112,7 +113,22 @@ impl OwnProviders for SqlStore {
                 if let Some(key) = sealed_from(row)? {
                     keys.push(StoredKey {
                         user_id: row.try_get("user_id")?,
-                        provider: row.try_get("provider")?,
+                        place: SealedFor::Provider(row.try_get("provider")?),
+                        key,
+                    });
+                }
+            }
+            let rows = sqlx::query(
+                "SELECT user_id, name, sealed_headers AS sealed_key, key_id FROM own_mcp_servers \
+                 WHERE sealed_headers IS NOT NULL ORDER BY user_id, name",
+            )
+            .fetch_all(&self.pool)
+            .await?;
+            for row in &rows {
+                if let Some(key) = sealed_from(row)? {
+                    keys.push(StoredKey {
+                        user_id: row.try_get("user_id")?,
+                        place: SealedFor::McpServer(row.try_get("name")?),
                         key,
                     });
                 }
@@ -127,18 +143,27 @@ impl OwnProviders for SqlStore {
             let mut tx = self.begin_write().await?;
             let mut n = 0;
             for k in keys {
-                n += sqlx::query(
-                    "UPDATE own_providers SET sealed_key = $1, key_id = $2 \
-                     WHERE user_id = $3 AND provider = $4 AND key_id = $5",
-                )
-                .bind(&k.key.sealed)
-                .bind(&k.key.key_id)
-                .bind(&k.user_id)
-                .bind(&k.provider)
-                .bind(&k.was)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
+                let (statement, name) = match &k.place {
+                    SealedFor::Provider(id) => (
+                        "UPDATE own_providers SET sealed_key = $1, key_id = $2 \
+                         WHERE user_id = $3 AND provider = $4 AND key_id = $5",
+                        id,
+                    ),
+                    SealedFor::McpServer(name) => (
+                        "UPDATE own_mcp_servers SET sealed_headers = $1, key_id = $2 \
+                         WHERE user_id = $3 AND name = $4 AND key_id = $5",
+                        name,
+                    ),
+                };
+                n += sqlx::query(statement)
+                    .bind(&k.key.sealed)
+                    .bind(&k.key.key_id)
+                    .bind(&k.user_id)
+                    .bind(name)
+                    .bind(&k.was)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
             }
             tx.commit().await?;
             Ok(n)
