@@ -56,15 +56,6 @@ fn local_only(test: &str, why: &str) -> bool {
     parity()
 }
 
-/// In the parity run, name a difference between a command here and through a server that is
-/// still to be closed (each is listed in the run's output), and skip the test there.
-fn parity_gap(test: &str, what: &str) -> bool {
-    if parity() {
-        eprintln!("PARITY GAP {test}: {what}");
-    }
-    parity()
-}
-
 /// Subcommands that run where the database is whatever `--server` says.
 const HERE_ONLY: &[&str] = &[
     "skill", "config", "migrate", "gc", "backup", "export", "import", "serve", "worker",
@@ -297,12 +288,6 @@ async fn run_streams_the_answer_and_json_events_are_gapless() {
 
 #[tokio::test]
 async fn attached_files_reach_the_model_and_a_missing_one_is_a_clear_error() {
-    if parity_gap(
-        "attached_files_reach_the_model_and_a_missing_one_is_a_clear_error",
-        "the API takes no attachments yet (issue 33)",
-    ) {
-        return;
-    }
     let e = env(vec![Canned::openai_text("North leads.")]).await;
     let csv = e.dir.join("sales.csv");
     std::fs::write(&csv, "region,total\nnorth,30\nsouth,12\n").unwrap();

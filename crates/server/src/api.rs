@@ -177,6 +177,85 @@ impl Output for SeeOther {
     }
 }
 
+/// `200` with a file's bytes to save, never to render: `Content-Disposition: attachment`,
+/// `nosniff`, and a sandbox policy, so an uploaded page cannot run as this origin.
+pub struct Download {
+    /// Its media type (an image's own; anything else is sent as bytes).
+    pub media_type: String,
+    /// The name to save it as.
+    pub name: String,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+}
+
+impl axum::response::IntoResponse for Download {
+    fn into_response(self) -> axum::response::Response {
+        use axum::http::{HeaderValue, header};
+        let shown = if self.media_type.starts_with("image/") && self.media_type != "image/svg+xml" {
+            self.media_type
+        } else {
+            "application/octet-stream".to_owned()
+        };
+        // The name as ASCII for the plain parameter (quotes and controls replaced), and in
+        // full as RFC 5987's `filename*`.
+        let plain: String = self
+            .name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let encoded: String = self
+            .name
+            .bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                    char::from(b).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        let mut response = self.bytes.into_response();
+        let headers = response.headers_mut();
+        if let Ok(v) = HeaderValue::from_str(&shown) {
+            headers.insert(header::CONTENT_TYPE, v);
+        }
+        if let Ok(v) = HeaderValue::from_str(&format!(
+            "attachment; filename=\"{plain}\"; filename*=UTF-8''{encoded}"
+        )) {
+            headers.insert(header::CONTENT_DISPOSITION, v);
+        }
+        headers.insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static("sandbox"),
+        );
+        response
+    }
+}
+
+impl Output for Download {
+    fn document(doc: &mut OperationDoc, _g: &mut SchemaGenerator) {
+        doc.success = Some((
+            200,
+            json!({
+                "description": "The file's bytes, as an attachment to save",
+                "content": {
+                    "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+                    "image/*": {"schema": {"type": "string", "format": "binary"}}
+                }
+            }),
+        ));
+    }
+}
+
 /// `204`: done, nothing to say.
 pub struct NoContent;
 

@@ -278,6 +278,21 @@ impl From<rein_operation::DriverError> for ApiError {
     }
 }
 
+impl From<rein_operation::attachment::UploadedError> for ApiError {
+    fn from(e: rein_operation::attachment::UploadedError) -> Self {
+        use rein_operation::attachment::UploadedError as E;
+        match e {
+            // Well-formed, naming a file the caller does not have.
+            e @ E::Missing(_) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ApiErrorCode::FileMissing,
+                e.to_string(),
+            ),
+            E::Store(s) => s.into(),
+        }
+    }
+}
+
 impl From<rein_operation::SpecError> for ApiError {
     fn from(e: rein_operation::SpecError) -> Self {
         use rein_operation::SpecError as E;

@@ -54,6 +54,8 @@ rein_core::named_enum! {
         KnowledgeMissing = "knowledge_missing",
         /// 422: no such skill on this server.
         SkillMissing = "skill_missing",
+        /// 422: no such uploaded file of the caller's (never theirs, or deleted).
+        FileMissing = "file_missing",
         /// 422: no such message in the conversation.
         MessageMissing = "message_missing",
         /// 422: the model cannot be reached from this server.

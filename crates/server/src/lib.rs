@@ -64,6 +64,8 @@ pub struct ServerConfig {
     pub private_hooks: bool,
     /// What each user's operations may cost per day and per month.
     pub caps: caps::SpendCaps,
+    /// Largest file `POST /v1/files` keeps, in bytes (bigger is a 413, nothing stored).
+    pub upload_limit: usize,
 }
 
 impl Default for ServerConfig {
@@ -74,6 +76,7 @@ impl Default for ServerConfig {
             stream_poll: Duration::from_secs(1),
             private_hooks: false,
             caps: caps::SpendCaps::default(),
+            upload_limit: rein_operation::attachment::MAX_ATTACHMENT_BYTES as usize,
         }
     }
 }
@@ -172,6 +175,7 @@ pub fn api() -> api::Api {
         .merge(routes::oidc::api())
         .merge(routes::own_providers::api())
         .merge(routes::own_mcp::api())
+        .merge(routes::files::api())
         .merge(routes::workdir::api())
         .merge(routes::usage::api())
 }

@@ -10,6 +10,7 @@ mod bad_requests;
 mod budgets;
 mod caps;
 mod common;
+mod files;
 mod grants;
 mod groups;
 mod isolation;

@@ -23,7 +23,8 @@
 //! conversation or agent, revocable: [`Grants`]), and sign-ins from another device approved
 //! by a signed-in person ([`Logins`]), and browser sessions signed in by password
 //! ([`Sessions`]), and the providers users bring, their keys sealed ([`OwnProviders`]), and the
-//! MCP servers they define, their headers sealed ([`OwnMcpServers`]); a user's data as portable rows, to move them to another
+//! MCP servers they define, their headers sealed ([`OwnMcpServers`]), and the files they
+//! upload to send with a message ([`Files`]); a user's data as portable rows, to move them to another
 //! database ([`Portable`]); and what an old database lets go of (finished operations'
 //! steps, events and tool results) and its backups ([`Retention`]), and what operations spent,
 //! summed per day, agent, model or user ([`Usage`]).
@@ -33,6 +34,7 @@ mod briefs;
 mod devices;
 mod dialect;
 mod error;
+mod files;
 mod grants;
 mod knowledge;
 mod logins;
@@ -61,6 +63,9 @@ pub use briefs::{
 pub use devices::{DeviceRecord, Devices};
 pub use dialect::Dialect;
 pub use error::StoreError;
+pub use files::{
+    FILE_ID_PATTERN, FileContent, FileRecord, Files, NewFile, new_file_id, valid_file_id,
+};
 pub use grants::{
     GRANT_ID_PATTERN, GrantFilter, GrantRecord, GrantSubject, Grants, NewGrant, valid_grant_id,
 };
@@ -112,6 +117,7 @@ pub trait Store:
     + Sessions
     + OwnProviders
     + OwnMcpServers
+    + Files
     + Send
     + Sync
 {

@@ -24,6 +24,11 @@ const PER_BACKEND: &[(i64, &str, &str)] = &[
         include_str!("../migrations/0018_memories_sqlite.sql"),
         include_str!("../migrations/0018_memories_postgres.sql"),
     ),
+    (
+        32,
+        include_str!("../migrations/0032_files_sqlite.sql"),
+        include_str!("../migrations/0032_files_postgres.sql"),
+    ),
 ];
 
 /// The end of migration 11, run after the instants are converted in code.
@@ -177,6 +182,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         31,
         "MCP servers users define, their headers sealed",
         include_str!("../migrations/0031_own_mcp_servers.sql"),
+    ),
+    (
+        32,
+        "files users upload to send with a message",
+        include_str!("../migrations/0032_files.sql"),
     ),
 ];
 

@@ -307,13 +307,13 @@ impl Remote {
         loop {
             let mut stopping = false;
             cursor = Self::read_stream(id, resp, cursor, &mut |e, preview| {
-                if !shown.admit(e.seq, preview) {
-                    return Ok(true);
+                if shown.admit(e.seq, preview) {
+                    printer.publish(e);
                 }
-                printer.publish(e);
-                // The stream stays open while an operation is parked: a step's end is where
-                // to ask whether it still runs.
-                stopping = e.operation_id == id && ends_a_run(&e.kind);
+                // The stream stays open while an operation is parked: a committed step's end
+                // is where to ask whether it still runs (a preview's is not: its commit, which
+                // says where the operation stands, may not be made yet).
+                stopping = !preview && e.operation_id == id && ends_a_run(&e.kind);
                 Ok(!stopping)
             })
             .await?;
@@ -478,12 +478,20 @@ impl Backend for Remote {
     }
 
     async fn run(&self, turn: Start<'_>) -> anyhow::Result<Ran> {
-        if let Some(first) = turn.attachments.first() {
-            bail!(
-                "--attach {} is read on this machine and a server's API takes no attachments yet: \
-                 run it without --server",
-                first.display()
-            );
+        // Read here (the same refusals as a run here), each uploaded before anything starts.
+        let mut attachments = Vec::with_capacity(turn.attachments.len());
+        for path in turn.attachments {
+            let (name, bytes) = rein_operation::attachment::read(path)?;
+            let form = reqwest::multipart::Form::new()
+                .text("purpose", "user_data")
+                .part(
+                    "file",
+                    reqwest::multipart::Part::bytes(bytes).file_name(name),
+                );
+            let file: rein_server::routes::files::FileOut = self
+                .upload("/v1/files", &Vec::<(String, String)>::new(), form)
+                .await?;
+            attachments.push(file.id);
         }
         let (agent, group) = match turn.who {
             RunAs::Agent(agent) => (agent.map(str::to_owned), None),
@@ -505,6 +513,7 @@ impl Backend for Remote {
                     agent,
                     group,
                     topic: turn.topic.map(str::to_owned),
+                    attachments,
                     profile: turn.over.clone(),
                 }),
             )

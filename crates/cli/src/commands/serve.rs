@@ -32,6 +32,10 @@ pub struct ServeArgs {
     /// Seconds between SSE heartbeat comments.
     #[arg(long, default_value_t = 15)]
     heartbeat_secs: u64,
+    /// Largest file users may upload to send with a message (`POST /v1/files`), in MiB; a
+    /// bigger one is refused (413) before anything is stored.
+    #[arg(long, value_name = "MIB", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    max_upload_mib: u32,
     /// Seconds an event stream waits before re-reading the log when nothing woke it: the
     /// fallback for commits made by other processes (on PostgreSQL their commit notices wake
     /// streams at once, so this can be raised to read the database less).
@@ -611,6 +615,7 @@ pub async fn serve(
             stream_poll: std::time::Duration::from_secs(args.stream_poll_secs.max(1)),
             private_hooks: args.allow_private_hooks,
             caps: args.caps.caps(),
+            upload_limit: args.max_upload_mib as usize * 1024 * 1024,
             ..Default::default()
         },
     );

@@ -2,8 +2,10 @@
 
 pub mod agents;
 pub mod briefs;
+pub mod content_parts;
 pub mod devices;
 pub mod events;
+pub mod files;
 pub mod grants;
 pub mod groups;
 pub mod knowledge;
@@ -294,6 +296,20 @@ path_param!(
     check: |s| rein_operation::own_models::check_provider_id(s)
         .map_err(|e| ApiError::bad_request(e.to_string())),
     schema: json!({"type": "string", "pattern": rein_operation::own_models::PROVIDER_ID_PATTERN})
+);
+
+path_param!(
+    /// `{file_id}` of a file you uploaded: `file-` and 32 lower-case hex digits.
+    FilePath,
+    check: |s| {
+        if rein_store::valid_file_id(s) {
+            Ok(())
+        } else {
+            let shown: String = s.chars().take(50).collect();
+            Err(ApiError::bad_request(format!("{shown:?} is not a file id (file- and 32 hex digits)")))
+        }
+    },
+    schema: json!({"type": "string", "pattern": rein_store::FILE_ID_PATTERN})
 );
 
 path_param!(

@@ -13,6 +13,7 @@ use crate::api::{Api, Method, OperationDoc, Output};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::routes::Body;
+use crate::routes::content_parts::parts_of;
 use crate::runner::{Ended, Job};
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -37,7 +38,8 @@ pub struct ChatMessage {
     /// `system` or `developer` (instructions), `user`, or `assistant`.
     #[schemars(regex(pattern = r"^(system|developer|user|assistant)$"))]
     pub role: String,
-    /// Text, or a list of parts of which the `text` ones are read.
+    /// Text, or a list of parts: `text`, `image_url` (a `data:` or http(s) URL) and `file`
+    /// (an uploaded `file_id`, or `file_data` with its `filename`).
     #[serde(default)]
     pub content: Value,
 }
@@ -153,19 +155,6 @@ impl Output for Completion {
     }
 }
 
-/// Text of a message's content: a string, or the `text` parts of a list.
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
 /// Hands live events to the request waiting on them.
 struct ToRequest(mpsc::UnboundedSender<AgentEvent>);
 
@@ -249,21 +238,26 @@ pub async fn completions(
     if last.role != "user" {
         return Err(unanswerable("the last message must be the user's"));
     }
-    let prompt = text_of(&last.content);
+    let last = parts_of(&*app.store, &user.id, &last.content).await?;
+    let prompt = last.text;
     if prompt.trim().is_empty() {
         return Err(unanswerable("the last message has no text"));
     }
     let mut instructions = Vec::new();
     let mut history: Vec<Message> = Vec::new();
     for m in earlier {
-        let text = text_of(&m.content);
+        let parts = parts_of(&*app.store, &user.id, &m.content).await?;
         let mut msg = match m.role.as_str() {
             "system" | "developer" => {
-                instructions.push(text);
+                instructions.push(parts.text);
                 continue;
             }
-            "assistant" => Message::assistant(text),
-            _ => Message::user(text),
+            "assistant" => Message::assistant(parts.text),
+            _ => {
+                let mut said = Message::user(parts.text);
+                said.content.extend(parts.attached);
+                said
+            }
         };
         msg.parent_id = history.last().map(|p| p.id);
         history.push(msg);
@@ -299,6 +293,7 @@ pub async fn completions(
         history,
         trigger: Some(Trigger::Api),
         admission: Some(app.runner.admission()),
+        attachments: last.attached,
         ..Default::default()
     };
     let id = driver.start(&prompt, &opts).await?;

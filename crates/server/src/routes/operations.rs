@@ -53,6 +53,12 @@ pub struct CreateOperation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(pattern(rein_operation::TOPIC_ID_PATTERN))]
     pub topic: Option<String>,
+    /// Files you uploaded (`POST /v1/files`) to send with `input`, in order: images to models
+    /// that can see them (a note to others), text inlined within the context's per-file limit,
+    /// anything else named (422 `file_missing` for an id that is not yours).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16), inner(regex(pattern = rein_store::FILE_ID_PATTERN)))]
+    pub attachments: Vec<String>,
     /// How it runs (the type's document lists these settings beside the fields above; unknown
     /// fields are refused by `routes::Body`, which reads its `additionalProperties`, because
     /// serde cannot deny them beside a flattened struct).
@@ -370,6 +376,15 @@ pub async fn create(
             "input is missing or blank: say what to do (only `regenerate` takes none)",
         ));
     }
+    if !req.attachments.is_empty() && matches!(turn, Turn::Regenerate(_)) {
+        return Err(ApiError::new(
+            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            crate::error_code::ApiErrorCode::BranchDoesNotFit,
+            "a regeneration answers the message again as it was: attach files to an input",
+        ));
+    }
+    let attachments =
+        rein_operation::attachment::from_uploads(&*app.store, &user.id, &req.attachments).await?;
     if let Some(topic) = &req.topic {
         rein_operation::check_topic_id(topic)?;
         match app.store.topic_owner(topic).await? {
@@ -410,6 +425,7 @@ pub async fn create(
         turn,
         trigger: Some(Trigger::Api),
         admission: Some(app.runner.admission()),
+        attachments,
         ..Default::default()
     };
     let driver = app.runner.driver();

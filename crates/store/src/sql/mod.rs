@@ -14,6 +14,7 @@ mod commit;
 pub(crate) mod devices;
 mod documents;
 mod events;
+mod files;
 pub(crate) mod grants;
 mod interventions;
 pub(crate) mod knowledge;
