@@ -122,6 +122,17 @@ async fn run_script(
     chromium: &Path,
     playwright: &Path,
 ) -> (serde_json::Value, PathBuf) {
+    run_script_with(script, base, chromium, playwright, &[]).await
+}
+
+/// [`run_script`] with more environment variables for the script.
+async fn run_script_with(
+    script: &str,
+    base: &str,
+    chromium: &Path,
+    playwright: &Path,
+    envs: &[(&str, &str)],
+) -> (serde_json::Value, PathBuf) {
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser-artifacts");
     std::fs::create_dir_all(&out).unwrap();
     let run = Command::new("node")
@@ -130,6 +141,7 @@ async fn run_script(
         .arg(&out)
         .env("REIN_PLAYWRIGHT", playwright)
         .env("REIN_CHROMIUM", chromium)
+        .envs(envs.iter().copied())
         .output()
         .await
         .expect("node runs");
@@ -576,7 +588,8 @@ async fn the_ui_shows_usage_and_caps() {
 /// "your key" and never shown again (not even in the page), a base URL with credentials is
 /// refused with the reason, and removing the provider leaves none; an MCP server (the
 /// reference server over HTTP) added with a token header is listed by the header's name and
-/// its tools, the token nowhere in the page, and another origin is refused naming the allowed.
+/// its tools, the token nowhere in the page, and another origin is refused naming the allowed;
+/// a working directory outside the allowed root is refused, one inside it chosen.
 #[tokio::test]
 async fn the_ui_stores_a_users_own_provider_key_without_showing_it() {
     let (chromium, playwright) = match prerequisites() {
@@ -591,11 +604,25 @@ async fn the_ui_stores_a_users_own_provider_key_without_showing_it() {
     };
     let origin = format!("http://127.0.0.1:{port}");
     let dir = std::env::temp_dir().join(format!("rein-ui-providers-{}", OperationId::new()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let root = dir.join("work");
+    std::fs::create_dir_all(root.join("alice")).unwrap();
+    let root = std::fs::canonicalize(&root).unwrap().display().to_string();
     let model = serve(vec![], 3).await;
-    let (_server, base) =
-        serve_ui_flags(&dir, &model.base, &["--user-mcp-origin", &origin], &[]).await;
-    let (report, out) = run_script("providers.cjs", &base, &chromium, &playwright).await;
+    let (_server, base) = serve_ui_flags(
+        &dir,
+        &model.base,
+        &["--user-mcp-origin", &origin, "--user-workdir-root", &root],
+        &[],
+    )
+    .await;
+    let (report, out) = run_script_with(
+        "providers.cjs",
+        &base,
+        &chromium,
+        &playwright,
+        &[("REIN_UI_WORKDIR_ROOT", &root)],
+    )
+    .await;
     let shots = out.display();
     assert_eq!(report["ok"], true, "{report:#}\nscreenshots in {shots}");
     assert!(
@@ -653,6 +680,9 @@ async fn the_ui_stores_a_users_own_provider_key_without_showing_it() {
     )
     .unwrap();
     assert_eq!(answer["servers"], json!([]), "removed in the page");
+    assert!(text("wdBefore").contains("no directory"), "{report:#}");
+    assert!(text("wdRefused").contains("outside"), "{report:#}");
+    assert_eq!(text("wdChosen"), format!("{root}/alice"), "{report:#}");
 }
 
 /// A delegated task's thread in the UI: under the call that spawned it, collapsible, with the

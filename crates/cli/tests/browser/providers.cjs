@@ -2,7 +2,9 @@
 // provider (the field is a password field, emptied after saving), see it listed as "your key"
 // without the key, be told why a bad base URL is refused, remove a provider; then add an MCP
 // server with a token header on the origin the server allows (listed by its header's name,
-// never the token), be told why another origin is refused, remove it. Screenshots go to OUT.
+// never the token), be told why another origin is refused, remove it; choose a working
+// directory inside the allowed root (REIN_UI_WORKDIR_ROOT) after one outside is refused.
+// Screenshots go to OUT.
 // Usage: node providers.cjs BASE_URL OUT_DIR   (REIN_PLAYWRIGHT, REIN_CHROMIUM)
 "use strict";
 const { run } = require("./harness.cjs");
@@ -52,8 +54,21 @@ run("providers", { viewport: { width: 1280, height: 900 } }, async ({ page, base
   const html = await page.content();
   await page.click("#mc-list li[data-mcp=issues] .remove");
   await page.waitForSelector("#mc-list li.empty");
+  // A working directory: one outside the allowed root is refused with why, one inside kept.
+  const root = process.env.REIN_UI_WORKDIR_ROOT;
+  const wdBefore = await page.textContent("#wd-effective");
+  await page.fill("#wd-path", "/etc");
+  await page.click("#wd-save");
+  await page.waitForFunction(() => !document.querySelector("#wd-said").hidden);
+  const wdRefused = await page.textContent("#wd-said");
+  await page.fill("#wd-path", root + "/alice");
+  await page.click("#wd-save");
+  await page.waitForFunction(() => /work in/.test(document.querySelector("#wd-said").textContent));
+  const wdChosen = await page.textContent("#wd-effective");
+  await shot("providers-3");
   return {
     empty, keyType, saved, keyAfter, listed, refused, pageHoldsKey: html.includes(key),
     origins, mcpRefused, mcpSaved, headersAfter, mcpListed, pageHoldsToken: html.includes(token),
+    wdBefore, wdRefused, wdChosen,
   };
 });
