@@ -792,17 +792,31 @@ async fn the_cli_drives_a_server_with_server_and_rein_token() {
     assert_eq!(detail["spec"]["max_steps"], 7, "{detail}");
     let sent = &e.model.requests()[2].body;
     assert_eq!(sent["model"], "gpt-4o", "the agent's model: {sent}");
-    // A file to attach is on this machine: refused before anything starts on the server.
-    let out = remote(&["run", "--attach", "Cargo.toml", "x"], Some(&alice))
-        .output()
-        .await
-        .unwrap();
+    // A file to attach is read on this machine: one that is not there is refused before
+    // anything is uploaded or starts on the server.
+    let out = remote(
+        &["run", "--attach", "/nonexistent/rein/nope.txt", "x"],
+        Some(&alice),
+    )
+    .output()
+    .await
+    .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("run it without --server"),
+        String::from_utf8_lossy(&out.stderr)
+            .contains("cannot read attachment /nonexistent/rein/nope.txt"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let (_, after) = e
+        .call(&rein, "GET", "/v1/operations", Some(&alice), None)
+        .await;
+    assert_eq!(
+        after.as_array().unwrap().len(),
+        ops.as_array().unwrap().len()
+    );
+    let (_, files) = e.call(&rein, "GET", "/v1/files", Some(&alice), None).await;
+    assert_eq!(files["data"], json!([]));
     let (_, after) = e
         .call(&rein, "GET", "/v1/operations", Some(&alice), None)
         .await;

@@ -9,123 +9,22 @@
 //!   own cost), and each loop's ratio to them; the store's commit of one step alone;
 //! - 10,000 operations parked on an approval: process RSS, database size, time to list one
 //!   page and all of them, time to approve and resume one;
-//! - 10,000 finished operations compacted (`compact_all`, batches of 500) while another
-//!   connection pool on the same file keeps reading what `GET /v1/operations` and
-//!   `GET /v1/operations/{id}` read: the reads' p50/p99 during compaction next to the same
-//!   reads alone (the anchor), and the database's live bytes per operation before and after.
+//!
+//! Compaction under load is `rein-server`'s `retention` bench (it serves the API meanwhile).
 //!
 //! `cargo bench -p rein-operation --bench durable`; `bench/durable/run.sh` adds LangGraph's
 //! same loop next to it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use futures::FutureExt;
-use futures::StreamExt;
-use futures::future::BoxFuture;
+use rein_core::OperationId;
 use rein_core::intervention::ApprovalMode;
 use rein_core::state::{ModelRef, Status};
-use rein_core::{OperationId, Role, TokenUsage};
-use rein_model::provider::EventStream;
-use rein_model::{
-    Catalog, ChatRequest, ModelError, ModelEvent, ModelProvider, ModelResponse, StopReason,
-};
+use rein_model::Catalog;
 use rein_operation::{Decision, Driver, RunEnd, StartOptions};
 use rein_store::{SqlStore, Store, Synchronous};
-use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// Asks for the calculator until `rounds` results are in, then answers.
-struct LoopModel {
-    rounds: usize,
-}
-
-fn turn(req: &ChatRequest, rounds: usize) -> Vec<ModelEvent> {
-    let results = req.messages.iter().filter(|m| m.role == Role::Tool).count();
-    let usage = ModelEvent::Usage {
-        usage: TokenUsage {
-            input: 200,
-            output: 20,
-            total: 220,
-            ..Default::default()
-        },
-    };
-    let mut out = vec![ModelEvent::Start {
-        response_id: None,
-        model: Some("loop".into()),
-    }];
-    if results < rounds {
-        out.push(ModelEvent::ToolCallStart {
-            index: 0,
-            id: Some(format!("call_{results}")),
-            name: "calculator__evaluate".into(),
-            thought_signature: None,
-        });
-        out.push(ModelEvent::ToolCallDelta {
-            index: 0,
-            arguments: format!("{{\"expression\":\"6*7+{results}\"}}"),
-        });
-        out.push(ModelEvent::ToolCallEnd { index: 0 });
-        out.push(usage);
-        out.push(ModelEvent::Stop {
-            reason: StopReason::ToolUse,
-            raw: None,
-        });
-    } else {
-        out.push(ModelEvent::TextDelta {
-            text: "The answer is 42.".into(),
-        });
-        out.push(usage);
-        out.push(ModelEvent::Stop {
-            reason: StopReason::EndTurn,
-            raw: None,
-        });
-    }
-    out
-}
-
-impl ModelProvider for LoopModel {
-    fn id(&self) -> &str {
-        "bench"
-    }
-    fn chat(&self, req: ChatRequest) -> EventStream {
-        futures::stream::iter(turn(&req, self.rounds)).boxed()
-    }
-    fn complete(&self, req: ChatRequest) -> BoxFuture<'static, ModelResponse> {
-        let events = turn(&req, self.rounds);
-        async move { rein_model::collect(futures::stream::iter(events)).await }.boxed()
-    }
-    fn generate_object(
-        &self,
-        _: ChatRequest,
-        _: &str,
-        _: Value,
-    ) -> BoxFuture<'static, Result<Value, ModelError>> {
-        async {
-            Err(ModelError::new(
-                rein_model::ErrorKind::Unsupported,
-                "bench model",
-            ))
-        }
-        .boxed()
-    }
-    fn embed(
-        &self,
-        _: &str,
-        _: Vec<String>,
-    ) -> BoxFuture<'static, Result<Vec<Vec<f32>>, ModelError>> {
-        async {
-            Err(ModelError::new(
-                rein_model::ErrorKind::Unsupported,
-                "bench model",
-            ))
-        }
-        .boxed()
-    }
-    fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ModelError>> {
-        async { Ok(vec!["loop".into()]) }.boxed()
-    }
-}
 
 fn db_size(path: &Path) -> u64 {
     ["", "-wal", "-shm"]
@@ -182,7 +81,7 @@ async fn driver(store: Arc<SqlStore>, rounds: usize) -> Driver {
     };
     Driver::new(
         store,
-        Arc::new(LoopModel { rounds }),
+        Arc::new(rein_model::testing::ToolLoop { rounds }),
         model,
         Arc::new(Catalog::builtin().unwrap()),
     )
@@ -506,115 +405,6 @@ async fn parked(dir: &Path, count: usize) {
     );
 }
 
-/// Live bytes of a SQLite file: pages in use (not on the freelist) times the page size.
-fn live_bytes(path: &Path) -> u64 {
-    let conn = rusqlite::Connection::open(path).unwrap();
-    let pragma = |name: &str| -> u64 {
-        conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get::<_, i64>(0))
-            .map(|v| u64::try_from(v).unwrap_or(0))
-            .unwrap()
-    };
-    (pragma("page_count") - pragma("freelist_count")) * pragma("page_size")
-}
-
-/// p50 and p99 of `ms`, and its largest.
-fn percentiles(ms: &mut [f64]) -> (f64, f64, f64) {
-    ms.sort_by(f64::total_cmp);
-    let at = |q: f64| ms[((ms.len() as f64 * q) as usize).min(ms.len() - 1)];
-    (at(0.50), at(0.99), ms[ms.len() - 1])
-}
-
-/// Read in a thread of its own (its own runtime and connection pool, as another server would)
-/// what the operation routes read, until `stop` is set; each read's milliseconds.
-fn reader(
-    path: std::path::PathBuf,
-    ids: Vec<OperationId>,
-    stop: Arc<std::sync::atomic::AtomicBool>,
-) -> std::thread::JoinHandle<Vec<f64>> {
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let store = SqlStore::open(path.to_str().unwrap(), Synchronous::Normal)
-                .await
-                .unwrap();
-            let page = rein_store::OperationFilter {
-                limit: 50,
-                ..Default::default()
-            };
-            let mut ms = Vec::new();
-            let mut i = 0;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) || ms.len() < 100 {
-                let t = Instant::now();
-                let id = ids[i % ids.len()];
-                assert!(store.operation(id).await.unwrap().is_some());
-                assert_eq!(store.list_operations(&page).await.unwrap().len(), 50);
-                ms.push(t.elapsed().as_secs_f64() * 1e3);
-                i += 7;
-            }
-            store.close().await;
-            ms
-        })
-    })
-}
-
-async fn compaction(dir: &Path, count: usize) {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    let path = dir.join("compaction.db");
-    let (store, _, ids, created) = filled(&path, count, 3, ApprovalMode::default(), |e| {
-        matches!(e, RunEnd::Done { .. })
-    })
-    .await;
-    let before = live_bytes(&path);
-
-    // The anchor: the same reads with nothing else going on, for as long as compaction takes
-    // at most (a fixed count of reads).
-    let stop = Arc::new(AtomicBool::new(true));
-    let mut alone = reader(path.clone(), ids.clone(), Arc::clone(&stop))
-        .join()
-        .unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let during = reader(path.clone(), ids.clone(), Arc::clone(&stop));
-    let t = Instant::now();
-    let done = rein_store::compact_all(&*store, chrono::Utc::now(), 500, true)
-        .await
-        .unwrap();
-    let compact_s = t.elapsed().as_secs_f64();
-    stop.store(true, Ordering::Relaxed);
-    let mut during = during.join().unwrap();
-    assert_eq!(done.operations, count as u64);
-    let after = live_bytes(&path);
-    store.close().await;
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch("VACUUM").unwrap();
-    drop(conn);
-    let (a50, a99, amax) = percentiles(&mut alone);
-    let (d50, d99, dmax) = percentiles(&mut during);
-    let kib = |b: u64| b as f64 / 1024.0;
-    println!(
-        "{count} finished operations (3 tool rounds each, created in {:.1} s) compacted in {compact_s:.1} s in batches of 500: {} steps, {} events, {} tool results deleted",
-        created.as_secs_f64(),
-        done.steps,
-        done.events,
-        done.tool_executions
-    );
-    println!(
-        "reads behind GET /v1/operations and /v1/operations/{{id}} from another pool: during compaction p50 {d50:.2} ms, p99 {d99:.2} ms, max {dmax:.1} ms ({} reads); alone (anchor) p50 {a50:.2} ms, p99 {a99:.2} ms, max {amax:.1} ms ({} reads)",
-        during.len(),
-        alone.len()
-    );
-    println!(
-        "database live bytes: {:.1} MiB before, {:.1} MiB after ({:.1} KiB → {:.1} KiB per operation); the file after VACUUM {:.1} MiB",
-        kib(before) / 1024.0,
-        kib(after) / 1024.0,
-        kib(before) / count as f64,
-        kib(after) / count as f64,
-        db_size(&path) as f64 / (1024.0 * 1024.0)
-    );
-}
-
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let dir = std::env::temp_dir().join(format!("rein-bench-{}", OperationId::new()));
@@ -647,6 +437,5 @@ async fn main() {
         );
     }
     parked(&dir, 10_000).await;
-    compaction(&dir, 10_000).await;
     let _ = std::fs::remove_dir_all(&dir);
 }

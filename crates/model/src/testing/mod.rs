@@ -6,7 +6,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 pub mod streams;
+mod tool_loop;
 pub mod validate;
+
+pub use tool_loop::ToolLoop;
 
 pub use streams::ENCRYPTED_REASONING;
 
