@@ -130,7 +130,8 @@ pub struct ApiToken {
     pub label: Option<String>,
     /// Created.
     pub created_at: DateTime<Utc>,
-    /// Last authenticated request.
+    /// Last authenticated request, to the minute (a use within a minute of the one recorded
+    /// is not written).
     pub last_used_at: Option<DateTime<Utc>>,
     /// Revoked (a revoked token authenticates nothing).
     pub revoked_at: Option<DateTime<Utc>>,

@@ -77,10 +77,24 @@ fn opt_instant(row: &AnyRow, col: &str) -> Result<Option<DateTime<Utc>>, StoreEr
         .transpose()
 }
 
-/// Note that the token with this hash authenticated something now.
-pub(crate) async fn record_use(store: &SqlStore, token_hash: &str) -> Result<(), StoreError> {
+/// How stale a token's recorded last use may get before a use writes it again: a request
+/// authenticated by a token that was used within this is answered without a write (on SQLite
+/// a write waits for any other writer, a compaction batch say).
+const USE_RESOLUTION: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
+
+/// Note that the token with this hash (its row's `last_used_at` as read: `row`) authenticated
+/// something now, to the minute.
+pub(crate) async fn record_use(
+    store: &SqlStore,
+    token_hash: &str,
+    row: &AnyRow,
+) -> Result<(), StoreError> {
+    let now = Utc::now();
+    if opt_ts(row, "last_used_at")?.is_some_and(|at| now - at < USE_RESOLUTION) {
+        return Ok(());
+    }
     sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE token_hash = $2")
-        .bind(ts(Utc::now()))
+        .bind(ts(now))
         .bind(token_hash)
         .execute(&store.pool)
         .await?;
@@ -470,7 +484,8 @@ impl Accounts for SqlStore {
     ) -> BoxFuture<'a, Result<Option<TokenHolder>, StoreError>> {
         async move {
             let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SELECT {USER_COLUMNS}, t.scopes AS scopes FROM api_tokens t JOIN users u ON u.id = t.user_id \
+                "SELECT {USER_COLUMNS}, t.scopes AS scopes, t.last_used_at AS last_used_at \
+                 FROM api_tokens t JOIN users u ON u.id = t.user_id \
                  WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND t.device IS NULL \
                  AND u.disabled_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > $2)"
             )))
@@ -481,7 +496,7 @@ impl Accounts for SqlStore {
             let Some(row) = row else {
                 return Ok(None);
             };
-            record_use(self, token_hash).await?;
+            record_use(self, token_hash, &row).await?;
             Ok(Some(TokenHolder {
                 user: user_from(&row)?,
                 scopes: scopes_from(&row)?,

@@ -57,7 +57,7 @@ impl Devices for SqlStore {
     ) -> BoxFuture<'a, Result<Option<(User, String)>, StoreError>> {
         async move {
             let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SELECT {}, t.device AS device \
+                "SELECT {}, t.device AS device, t.last_used_at AS last_used_at \
                  FROM api_tokens t JOIN users u ON u.id = t.user_id \
                  WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND t.device IS NOT NULL \
                  AND u.disabled_at IS NULL",
@@ -69,7 +69,7 @@ impl Devices for SqlStore {
             let Some(row) = row else {
                 return Ok(None);
             };
-            record_use(self, token_hash).await?;
+            record_use(self, token_hash, &row).await?;
             Ok(Some((user_from(&row)?, row.try_get("device")?)))
         }
         .boxed()
