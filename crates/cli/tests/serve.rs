@@ -2549,6 +2549,131 @@ async fn a_server_killed_mid_delegation_resumes_the_tree_on_restart() {
 /// `/v1/chat/completions` with a bearer token: a completion and a streamed one from an agent
 /// that used a tool (usage of the whole operation, tool activity as reasoning), the model
 /// list, and an operation stopped by its budget coming back as an error naming why.
+/// The official `openai` SDK drives the Responses API: a response from an agent that used a
+/// tool (an `mcp_call` item and the answer), one with an uploaded image (a PNG named `.txt`)
+/// that reaches the model as an image, one chained by `previous_response_id` (the model sees
+/// the first exchange), a background one polled to completion, one cancelled while its model
+/// stalls, one parked on an approval (`incomplete`, naming the call and how to decide it).
+#[tokio::test]
+async fn the_openai_sdk_drives_the_responses_api() {
+    let Some(python) = rein_testkit::python_with("the Responses API SDK test", "openai") else {
+        return;
+    };
+    let e = env(Vec::new()).await;
+    e.model.route(
+        "ROLE-CALC",
+        vec![
+            calc("c1", "17*23"),
+            Canned::openai_text("17 × 23 = 391."),
+            Canned::openai_text("Twice that is 782."),
+        ],
+    );
+    e.model
+        .route("IMAGE-TURN", vec![Canned::openai_text("A tiny chart.")]);
+    e.model.route(
+        "BACKGROUND-TURN",
+        vec![Canned::openai_text("Done in the background.").after(Duration::from_millis(300))],
+    );
+    e.model.route(
+        "STALL-TURN",
+        vec![Canned::openai_text_then_stall("I am thinking")],
+    );
+    e.model.route("ROLE-CAREFUL", vec![calc("k1", "2+2")]);
+    let rein = e.start(&[]).await;
+    let token = e.token("alice").await;
+    e.create_agents(
+        &rein,
+        &token,
+        &[
+            (
+                "calc",
+                json!({"system_role": "ROLE-CALC: you calculate.", "tools": ["calculator"], "approval": "auto-run"}),
+            ),
+            (
+                "careful",
+                json!({"system_role": "ROLE-CAREFUL: you calculate.", "tools": ["calculator"], "approval": "allow-list"}),
+            ),
+        ],
+    )
+    .await;
+    let run = Command::new(&python)
+        .arg(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/clients/openai_responses.py"),
+        )
+        .arg(&rein.base)
+        .arg(&token)
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let report: Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap_or_else(|_| {
+            panic!(
+                "no report from the SDK script:\n{stdout}\n{}",
+                String::from_utf8_lossy(&run.stderr)
+            )
+        });
+    let plain = &report["plain"];
+    assert_eq!(plain["status"], "completed", "{report:#}");
+    assert_eq!(plain["text"], "17 × 23 = 391.", "{report:#}");
+    assert_eq!(plain["types"], json!(["mcp_call", "message"]), "{report:#}");
+    assert_eq!(plain["usage"]["total_tokens"], 240, "{report:#}");
+    assert!(plain["id"].as_str().unwrap().starts_with("resp_"));
+
+    assert_eq!(report["upload"]["filename"], "chart.txt", "{report:#}");
+    assert_eq!(report["image"]["status"], "completed", "{report:#}");
+    assert_eq!(report["image"]["text"], "A tiny chart.");
+    let image_turn = e
+        .model
+        .requests()
+        .into_iter()
+        .find(|r| r.system_text().contains("IMAGE-TURN"))
+        .unwrap();
+    assert!(
+        image_turn
+            .body
+            .to_string()
+            .contains("data:image/png;base64,"),
+        "the upload reached the model as an image: {}",
+        image_turn.body
+    );
+
+    let chained = &report["chained"];
+    assert_eq!(chained["status"], "completed", "{report:#}");
+    assert_eq!(chained["text"], "Twice that is 782.");
+    assert_eq!(chained["previous"], plain["id"]);
+    let second = e
+        .model
+        .requests()
+        .into_iter()
+        .find(|r| r.carries("And twice that?"))
+        .unwrap();
+    assert!(
+        second.carries("What is 17 * 23?") && second.carries("17 × 23 = 391."),
+        "the chained response continues the first's conversation"
+    );
+    assert!(second.system_text().contains("Answer briefly."));
+
+    assert!(
+        ["queued", "in_progress"].contains(&report["background_started"].as_str().unwrap()),
+        "{report:#}"
+    );
+    assert_eq!(report["background"]["status"], "completed", "{report:#}");
+    assert_eq!(report["background"]["text"], "Done in the background.");
+    assert_eq!(report["cancelled"]["status"], "cancelled", "{report:#}");
+
+    let parked = &report["parked"];
+    assert_eq!(parked["status"], "incomplete", "{report:#}");
+    assert_eq!(parked["incomplete"]["reason"], "approval_required");
+    let said = serde_json::to_string(&parked["incomplete"]).unwrap();
+    assert!(
+        said.contains("calculator/evaluate (k1)") && said.contains("/interventions"),
+        "{said}"
+    );
+    assert_eq!(report["missing"], 404, "{report:#}");
+}
+
 #[tokio::test]
 async fn the_openai_sdk_talks_to_a_rein_agent() {
     let Some(python) = rein_testkit::python_with("the OpenAI SDK test", "openai") else {

@@ -176,6 +176,7 @@ pub fn api() -> api::Api {
         .merge(routes::own_providers::api())
         .merge(routes::own_mcp::api())
         .merge(routes::files::api())
+        .merge(routes::responses::api())
         .merge(routes::workdir::api())
         .merge(routes::usage::api())
 }

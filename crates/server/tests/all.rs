@@ -19,6 +19,7 @@ mod metrics;
 mod own_mcp;
 mod own_providers;
 mod questions;
+mod responses;
 mod resume;
 mod sessions;
 mod settings;

@@ -24,7 +24,8 @@
 //! by a signed-in person ([`Logins`]), and browser sessions signed in by password
 //! ([`Sessions`]), and the providers users bring, their keys sealed ([`OwnProviders`]), and the
 //! MCP servers they define, their headers sealed ([`OwnMcpServers`]), and the files they
-//! upload to send with a message ([`Files`]); a user's data as portable rows, to move them to another
+//! upload to send with a message ([`Files`]), and what their Responses API requests asked for
+//! ([`Responses`]); a user's data as portable rows, to move them to another
 //! database ([`Portable`]); and what an old database lets go of (finished operations'
 //! steps, events and tool results) and its backups ([`Retention`]), and what operations spent,
 //! summed per day, agent, model or user ([`Usage`]).
@@ -44,6 +45,7 @@ mod own_mcp;
 mod own_providers;
 mod portable;
 mod records;
+mod responses;
 mod retention;
 mod schema;
 mod sessions;
@@ -83,6 +85,7 @@ pub use own_mcp::{OwnMcpServer, OwnMcpServers};
 pub use own_providers::{OwnProvider, OwnProviders, Resealed, SealedFor, SealedKey, StoredKey};
 pub use portable::{ARCHIVE_FORMAT, ArchiveHeader, Imported, Portable, PortableRow};
 pub use records::*;
+pub use responses::{ResponseRequest, Responses};
 pub use retention::{Compacted, Retention, compact_all, delete_stale_topics};
 pub use schema::{Migration, Schema};
 pub use sessions::{Failures, SessionRecord, Sessions};
@@ -118,6 +121,7 @@ pub trait Store:
     + OwnProviders
     + OwnMcpServers
     + Files
+    + Responses
     + Send
     + Sync
 {

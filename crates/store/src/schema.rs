@@ -188,6 +188,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "files users upload to send with a message",
         include_str!("../migrations/0032_files.sql"),
     ),
+    (
+        33,
+        "what Responses API requests asked for",
+        include_str!("../migrations/0033_responses.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

@@ -3,7 +3,9 @@
 //! (`rein_operation::attachment`). Images: `image_url` with a `data:` URL (its bytes) or an
 //! `https://` URL (the provider fetches it). Files: `file` with the `file_id` of one of the
 //! caller's uploads (`POST /v1/files`) or `file_data` (a base64 `data:` URL) with its
-//! `filename`. Any other part is refused naming its type.
+//! `filename`. The Responses API's `input_text`/`output_text`, `input_image` (`image_url` or
+//! `file_id`) and `input_file` (`file_id`, or `file_data` and `filename`) read the same way.
+//! Any other part is refused naming its type.
 
 use crate::error::ApiError;
 use base64::Engine as _;
@@ -52,7 +54,7 @@ pub async fn parts_of(
         let kind = part.get("type").and_then(Value::as_str).unwrap_or_default();
         let bad = |why: &str| ApiError::bad_request(format!("content part {i} ({kind}): {why}"));
         match kind {
-            "text" => texts.push(
+            "text" | "input_text" | "output_text" => texts.push(
                 part.get("text")
                     .and_then(Value::as_str)
                     .ok_or_else(|| bad("no `text`"))?
@@ -94,9 +96,51 @@ pub async fn parts_of(
                     )));
                 }
             }
+            // The Responses API's: the image's URL or an upload's id beside the type.
+            "input_image" => {
+                let detail = part.get("detail").and_then(Value::as_str);
+                if let Some(d) = detail
+                    && !matches!(d, "auto" | "low" | "high")
+                {
+                    return Err(bad("`detail` is auto, low or high"));
+                }
+                if let Some(id) = part.get("file_id").and_then(Value::as_str) {
+                    if !rein_store::valid_file_id(id) {
+                        return Err(bad("`file_id` is `file-` and 32 hex digits"));
+                    }
+                    wanted.push(Wanted::Upload(id.to_owned()));
+                } else {
+                    let url = part
+                        .get("image_url")
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| bad("give `image_url` or `file_id`"))?;
+                    wanted.push(Wanted::Part(image_part(url, detail).map_err(&bad)?));
+                }
+            }
+            "input_file" => {
+                if let Some(id) = part.get("file_id").and_then(Value::as_str) {
+                    if !rein_store::valid_file_id(id) {
+                        return Err(bad("`file_id` is `file-` and 32 hex digits"));
+                    }
+                    wanted.push(Wanted::Upload(id.to_owned()));
+                } else {
+                    let data = part
+                        .get("file_data")
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| bad("give `file_id` or `file_data`"))?;
+                    let name = part
+                        .get("filename")
+                        .and_then(Value::as_str)
+                        .unwrap_or("attachment");
+                    let (_, bytes) = data_url(data).map_err(&bad)?;
+                    wanted.push(Wanted::Part(rein_operation::attachment::from_bytes(
+                        name, &bytes,
+                    )));
+                }
+            }
             _ => {
                 return Err(bad(
-                    "rein reads `text`, `image_url` and `file` parts of a message",
+                    "rein reads `text`, `image_url` and `file` parts of a message (the Responses API's `input_text`, `input_image` and `input_file`)",
                 ));
             }
         }

@@ -29,6 +29,7 @@ mod operations;
 mod own_mcp;
 mod own_providers;
 mod portable;
+mod responses;
 mod retention;
 mod sessions;
 mod state;

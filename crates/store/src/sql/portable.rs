@@ -51,6 +51,7 @@ pub(crate) const TABLES: &[(&str, &str)] = &[
     ("briefs", "owner = $1"),
     ("brief_notices", "owner = $1"),
     ("brief_hooks", "owner = $1"),
+    ("responses", "owner = $1"),
     ("files", "owner = $1"),
     ("file_blobs", "owner = $1"),
 ];
