@@ -2566,6 +2566,8 @@ async fn the_openai_sdk_drives_the_responses_api() {
             calc("c1", "17*23"),
             Canned::openai_text("17 × 23 = 391."),
             Canned::openai_text("Twice that is 782."),
+            calc("c2", "17*23"),
+            Canned::openai_text("Streamed: 391."),
         ],
     );
     e.model
@@ -2672,6 +2674,55 @@ async fn the_openai_sdk_drives_the_responses_api() {
         "{said}"
     );
     assert_eq!(report["missing"], 404, "{report:#}");
+
+    // Streamed: typed events in order, numbered from 0 without a gap, the text as deltas,
+    // the items as the stored response names them.
+    let streamed = &report["streamed"];
+    let seqs: Vec<u64> = streamed["seqs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        seqs,
+        (0..seqs.len() as u64).collect::<Vec<_>>(),
+        "{report:#}"
+    );
+    let types: Vec<&str> = streamed["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types[..2],
+        ["response.created", "response.in_progress"],
+        "{types:?}"
+    );
+    assert_eq!(types.last(), Some(&"response.completed"), "{types:?}");
+    for kind in [
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+    ] {
+        assert!(types.contains(&kind), "{kind}: {types:?}");
+    }
+    assert_eq!(streamed["deltas"], "Streamed: 391.", "{report:#}");
+    assert_eq!(streamed["final"]["status"], "completed");
+    assert_eq!(streamed["final"]["text"], "Streamed: 391.");
+    let items: Vec<&Value> = streamed["items"].as_array().unwrap().iter().collect();
+    assert_eq!(items.len(), 2, "{report:#}");
+    assert_eq!(items[0]["type"], "mcp_call");
+    assert_eq!(items[1]["type"], "message");
+    assert_eq!(
+        items.iter().map(|i| i["id"].clone()).collect::<Vec<_>>(),
+        streamed["final_ids"].as_array().unwrap().clone(),
+        "the streamed items are the stored response's"
+    );
 }
 
 #[tokio::test]

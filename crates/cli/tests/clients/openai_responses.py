@@ -1,6 +1,6 @@
 """Drives rein's Responses API with the official `openai` SDK: a response from an agent that
 uses a tool, one with an uploaded image, one chained to the first, a background one polled to
-completion, a background one cancelled, and one parked on an approval. Prints one JSON report
+completion, a background one cancelled, one parked on an approval, and one streamed. Prints one JSON report
 on its last line.
 Usage: python openai_responses.py BASE_URL TOKEN"""
 import json
@@ -83,6 +83,25 @@ report["cancelled"] = shown(settled(cancelled, ("cancelled",)))
 
 parked = client.responses.create(model="agent/careful", input="What is 2 + 2?")
 report["parked"] = shown(parked)
+
+types, seqs, deltas, items = [], [], "", []
+with client.responses.stream(model="agent/calc", input="Stream it: what is 17 * 23?") as stream:
+    for event in stream:
+        types.append(event.type)
+        seqs.append(event.sequence_number)
+        if event.type == "response.output_text.delta":
+            deltas += event.delta
+        if event.type == "response.output_item.done":
+            items.append({"type": event.item.type, "id": event.item.id})
+    final = stream.get_final_response()
+report["streamed"] = {
+    "types": types,
+    "seqs": seqs,
+    "deltas": deltas,
+    "items": items,
+    "final": shown(final),
+    "final_ids": [item.id for item in final.output],
+}
 
 try:
     client.responses.retrieve("resp_" + "0" * 32)

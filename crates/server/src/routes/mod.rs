@@ -17,6 +17,7 @@ pub mod openai;
 pub mod operations;
 pub mod own_mcp;
 pub mod own_providers;
+pub mod response_events;
 pub mod responses;
 pub mod sessions;
 pub mod skills;

@@ -156,7 +156,7 @@ impl Output for Completion {
 }
 
 /// Hands live events to the request waiting on them.
-struct ToRequest(mpsc::UnboundedSender<AgentEvent>);
+pub(crate) struct ToRequest(pub(crate) mpsc::UnboundedSender<AgentEvent>);
 
 impl rein_core::engine::EventSink for ToRequest {
     fn publish(&self, event: &AgentEvent) {

@@ -12,7 +12,7 @@
 //! or a question ends the response `incomplete`, naming the calls and how to decide them.
 
 use crate::AppState;
-use crate::api::{Api, Method};
+use crate::api::{Api, Method, OperationDoc, Output};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::error_code::ApiErrorCode;
@@ -23,6 +23,8 @@ use axum::Json;
 use axum::extract::{FromRequestParts, State};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
+use axum::response::sse::{KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
 use rein_core::message::Role;
 use rein_core::state::Status;
 use rein_core::{Message, OperationId};
@@ -61,7 +63,7 @@ pub struct CreateResponse {
     /// Answer at once; read the response with `GET /v1/responses/{id}`.
     #[serde(default)]
     pub background: Option<bool>,
-    /// Stream typed events (not served yet: refused).
+    /// Answer with typed events as the operation runs (`text/event-stream`).
     #[serde(default)]
     pub stream: Option<bool>,
     /// Up to 16 keys of your own, echoed back.
@@ -449,19 +451,48 @@ async fn input_of(
     Ok((last.text, last.attached, history, instructions))
 }
 
+type KeptAlive = axum::response::sse::KeepAliveStream<crate::routes::response_events::Events>;
+
+/// A response, or (`stream: true`) its typed events.
+pub enum ResponseReply {
+    /// The response.
+    Whole(Box<ResponseOut>),
+    /// Its events.
+    Events(Sse<KeptAlive>),
+}
+
+impl IntoResponse for ResponseReply {
+    fn into_response(self) -> Response {
+        match self {
+            ResponseReply::Whole(r) => Json(*r).into_response(),
+            ResponseReply::Events(s) => s.into_response(),
+        }
+    }
+}
+
+impl Output for ResponseReply {
+    fn document(doc: &mut OperationDoc, g: &mut schemars::SchemaGenerator) {
+        let whole = crate::api::schema_of::<ResponseOut>(g);
+        doc.success = Some((
+            200,
+            json!({
+                "description": "The response, or with `stream: true` its typed events \
+                    (`response.created` … `response.completed`, each with `sequence_number`)",
+                "content": {
+                    "application/json": {"schema": whole},
+                    "text/event-stream": {"schema": {"type": "string"}}
+                }
+            }),
+        ));
+    }
+}
+
 /// `POST /v1/responses`.
 pub async fn create(
     State(app): State<AppState>,
     Caller(user): Caller,
     Body(req): Body<CreateResponse>,
-) -> Result<Json<ResponseOut>, ApiError> {
-    if req.stream == Some(true) {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            ApiErrorCode::Unprocessable,
-            "streamed responses are not served yet: ask without stream (or with background and poll GET /v1/responses/{id}), or stream an operation's events from /v1/operations/{id}/events",
-        ));
-    }
+) -> Result<ResponseReply, ApiError> {
     let topic = match &req.previous_response_id {
         Some(prev) => {
             let (record, _) = owned(&app, &user, response_operation(prev)?).await?;
@@ -511,7 +542,16 @@ pub async fn create(
         role.extend(instructions);
         spec.system_role = Some(role.join("\n\n"));
     }
-    let driver = app.runner.driver();
+    let streamed = req.stream == Some(true);
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let driver = if streamed {
+        app.runner
+            .driver_with(Some(std::sync::Arc::new(crate::routes::openai::ToRequest(
+                tx,
+            ))))
+    } else {
+        app.runner.driver()
+    };
     let opts = StartOptions {
         spec,
         history,
@@ -542,17 +582,40 @@ pub async fn create(
     } else {
         None
     };
+    let record = move |app: AppState| async move {
+        app.store
+            .operation(id)
+            .await?
+            .ok_or_else(|| ApiError::internal(format!("operation {id} vanished")))
+    };
+    if streamed {
+        let start = serde_json::to_value(
+            response_of(&app, &record(app.clone()).await?, asked.clone()).await?,
+        )
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+        let end =
+            move |app: AppState| -> futures::future::BoxFuture<'static, Result<Value, ApiError>> {
+                Box::pin(async move {
+                    let r = record(app.clone()).await?;
+                    serde_json::to_value(response_of(&app, &r, asked).await?)
+                        .map_err(|e| ApiError::internal(e.to_string()))
+                })
+            };
+        let events = crate::routes::response_events::stream(app.clone(), id, start, rx, ended, end);
+        let keep_alive = KeepAlive::new().interval(app.config.heartbeat).text("");
+        return Ok(ResponseReply::Events(
+            Sse::new(events).keep_alive(keep_alive),
+        ));
+    }
     if !asked.background
         && let Some(ended) = ended
     {
         ended.wait().await;
     }
-    let record = app
-        .store
-        .operation(id)
-        .await?
-        .ok_or_else(|| ApiError::internal(format!("operation {id} vanished")))?;
-    Ok(Json(response_of(&app, &record, asked).await?))
+    let record = record(app.clone()).await?;
+    Ok(ResponseReply::Whole(Box::new(
+        response_of(&app, &record, asked).await?,
+    )))
 }
 
 /// `GET /v1/responses/{response_id}`.
