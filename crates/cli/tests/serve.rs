@@ -240,6 +240,26 @@ impl Env {
         }
     }
 
+    /// `secret` is in none of what the processes wrote: the server's `log`, the commands'
+    /// output (`said`), the database's files (SQLite).
+    fn assert_nowhere(&self, secret: &str, log: &str, said: &str) {
+        assert!(!log.contains(secret), "the server's log holds the secret");
+        assert!(
+            !said.contains(secret),
+            "a command's output holds the secret"
+        );
+        if !self.db().starts_with("postgres") {
+            for file in [self.db(), format!("{}-wal", self.db())] {
+                if let Ok(bytes) = std::fs::read(&file) {
+                    assert!(
+                        !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+                        "{file} holds the secret"
+                    );
+                }
+            }
+        }
+    }
+
     fn ledger_lines(&self) -> usize {
         std::fs::read_to_string(self.dir.join("ledger.txt"))
             .map(|s| s.lines().count())

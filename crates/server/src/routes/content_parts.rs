@@ -66,78 +66,28 @@ pub async fn parts_of(
                     .get("url")
                     .and_then(Value::as_str)
                     .ok_or_else(|| bad("no `image_url.url`"))?;
-                let detail = image.get("detail").and_then(Value::as_str);
-                if let Some(d) = detail
-                    && !matches!(d, "auto" | "low" | "high")
-                {
-                    return Err(bad("`detail` is auto, low or high"));
-                }
+                let detail = detail_of(image).map_err(&bad)?;
                 wanted.push(Wanted::Part(image_part(url, detail).map_err(&bad)?));
             }
             "file" => {
                 let file = part.get("file").ok_or_else(|| bad("no `file`"))?;
-                if let Some(id) = file.get("file_id").and_then(Value::as_str) {
-                    if !rein_store::valid_file_id(id) {
-                        return Err(bad("`file_id` is `file-` and 32 hex digits"));
-                    }
-                    wanted.push(Wanted::Upload(id.to_owned()));
-                } else {
-                    let data = file
-                        .get("file_data")
-                        .and_then(Value::as_str)
-                        .ok_or_else(|| bad("give `file_id` or `file_data`"))?;
-                    let name = file
-                        .get("filename")
-                        .and_then(Value::as_str)
-                        .unwrap_or("attachment");
-                    let (_, bytes) = data_url(data).map_err(&bad)?;
-                    wanted.push(Wanted::Part(rein_operation::attachment::from_bytes(
-                        name, &bytes,
-                    )));
-                }
+                wanted.push(file_part(file).map_err(&bad)?);
             }
             // The Responses API's: the image's URL or an upload's id beside the type.
             "input_image" => {
-                let detail = part.get("detail").and_then(Value::as_str);
-                if let Some(d) = detail
-                    && !matches!(d, "auto" | "low" | "high")
-                {
-                    return Err(bad("`detail` is auto, low or high"));
-                }
-                if let Some(id) = part.get("file_id").and_then(Value::as_str) {
-                    if !rein_store::valid_file_id(id) {
-                        return Err(bad("`file_id` is `file-` and 32 hex digits"));
+                let detail = detail_of(part).map_err(&bad)?;
+                wanted.push(match upload_of(part).map_err(&bad)? {
+                    Some(upload) => upload,
+                    None => {
+                        let url = part
+                            .get("image_url")
+                            .and_then(Value::as_str)
+                            .ok_or_else(|| bad("give `image_url` or `file_id`"))?;
+                        Wanted::Part(image_part(url, detail).map_err(&bad)?)
                     }
-                    wanted.push(Wanted::Upload(id.to_owned()));
-                } else {
-                    let url = part
-                        .get("image_url")
-                        .and_then(Value::as_str)
-                        .ok_or_else(|| bad("give `image_url` or `file_id`"))?;
-                    wanted.push(Wanted::Part(image_part(url, detail).map_err(&bad)?));
-                }
+                });
             }
-            "input_file" => {
-                if let Some(id) = part.get("file_id").and_then(Value::as_str) {
-                    if !rein_store::valid_file_id(id) {
-                        return Err(bad("`file_id` is `file-` and 32 hex digits"));
-                    }
-                    wanted.push(Wanted::Upload(id.to_owned()));
-                } else {
-                    let data = part
-                        .get("file_data")
-                        .and_then(Value::as_str)
-                        .ok_or_else(|| bad("give `file_id` or `file_data`"))?;
-                    let name = part
-                        .get("filename")
-                        .and_then(Value::as_str)
-                        .unwrap_or("attachment");
-                    let (_, bytes) = data_url(data).map_err(&bad)?;
-                    wanted.push(Wanted::Part(rein_operation::attachment::from_bytes(
-                        name, &bytes,
-                    )));
-                }
-            }
+            "input_file" => wanted.push(file_part(part).map_err(&bad)?),
             _ => {
                 return Err(bad(
                     "rein reads `text`, `image_url` and `file` parts of a message (the Responses API's `input_text`, `input_image` and `input_file`)",
@@ -159,6 +109,44 @@ pub async fn parts_of(
         text: texts.join("\n"),
         attached,
     })
+}
+
+/// The `detail` of an image part (none, `auto`, `low` or `high`).
+fn detail_of(image: &Value) -> Result<Option<&str>, &'static str> {
+    match image.get("detail").and_then(Value::as_str) {
+        None => Ok(None),
+        Some(d @ ("auto" | "low" | "high")) => Ok(Some(d)),
+        Some(_) => Err("`detail` is auto, low or high"),
+    }
+}
+
+/// The upload a part's `file_id` names, if it names one.
+fn upload_of(part: &Value) -> Result<Option<Wanted>, &'static str> {
+    match part.get("file_id").and_then(Value::as_str) {
+        None => Ok(None),
+        Some(id) if rein_store::valid_file_id(id) => Ok(Some(Wanted::Upload(id.to_owned()))),
+        Some(_) => Err("`file_id` is `file-` and 32 hex digits"),
+    }
+}
+
+/// A file part's content: the upload its `file_id` names, or its `file_data` (a base64
+/// `data:` URL) named `filename`.
+fn file_part(file: &Value) -> Result<Wanted, &'static str> {
+    if let Some(upload) = upload_of(file)? {
+        return Ok(upload);
+    }
+    let data = file
+        .get("file_data")
+        .and_then(Value::as_str)
+        .ok_or("give `file_id` or `file_data`")?;
+    let name = file
+        .get("filename")
+        .and_then(Value::as_str)
+        .unwrap_or("attachment");
+    let (_, bytes) = data_url(data)?;
+    Ok(Wanted::Part(rein_operation::attachment::from_bytes(
+        name, &bytes,
+    )))
 }
 
 /// An image part for `url`: a `data:` URL is checked to hold an image models view (its type

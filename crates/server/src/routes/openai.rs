@@ -217,6 +217,45 @@ fn finish_reason(record: &rein_store::OperationRecord) -> String {
     }
 }
 
+/// The spec of an operation an OpenAI-style request starts: `model` is `agent/NAME` (one of
+/// `user`'s agents) or `provider/model` over the default agent; `approval` replaces the
+/// agent's mode when given; admitted within the caller's caps; `instructions` added to the
+/// system role.
+pub(crate) async fn spec_for(
+    app: &AppState,
+    user: &rein_store::User,
+    model: &str,
+    approval: Option<ApprovalMode>,
+    instructions: Vec<String>,
+) -> Result<rein_core::spec::OperationSpec, ApiError> {
+    let (agent, over) = match model.strip_prefix("agent/") {
+        Some(name) => (Some(name), AgentProfile::default()),
+        None => (
+            None,
+            AgentProfile {
+                model: Some(model.to_owned()),
+                ..Default::default()
+            },
+        ),
+    };
+    let origin = app.runner.host.origin(&*app.store, &user.id).await?;
+    let mut spec = app
+        .runner
+        .host
+        .agent_spec(&*app.store, &user.id, agent, &over, origin)
+        .await?;
+    if let Some(mode) = approval {
+        spec.approval = mode;
+    }
+    crate::caps::admit(app, user, &mut spec).await?;
+    if !instructions.is_empty() {
+        let mut role: Vec<String> = spec.system_role.take().into_iter().collect();
+        role.extend(instructions);
+        spec.system_role = Some(role.join("\n\n"));
+    }
+    Ok(spec)
+}
+
 /// `POST /v1/chat/completions`.
 pub async fn completions(
     State(app): State<AppState>,
@@ -262,30 +301,15 @@ pub async fn completions(
         msg.parent_id = history.last().map(|p| p.id);
         history.push(msg);
     }
-    let (agent, over) = match req.model.strip_prefix("agent/") {
-        Some(name) => (Some(name), AgentProfile::default()),
-        None => (
-            None,
-            AgentProfile {
-                model: Some(req.model.clone()),
-                ..Default::default()
-            },
-        ),
-    };
-    let origin = app.runner.host.origin(&*app.store, &user.id).await?;
-    let mut spec = app
-        .runner
-        .host
-        .agent_spec(&*app.store, &user.id, agent, &over, origin)
-        .await?;
     // Nobody can approve through this API.
-    spec.approval = ApprovalMode::Headless;
-    crate::caps::admit(&app, &user, &mut spec).await?;
-    if !instructions.is_empty() {
-        let mut role: Vec<String> = spec.system_role.take().into_iter().collect();
-        role.extend(instructions);
-        spec.system_role = Some(role.join("\n\n"));
-    }
+    let spec = spec_for(
+        &app,
+        &user,
+        &req.model,
+        Some(ApprovalMode::Headless),
+        instructions,
+    )
+    .await?;
     let (tx, rx) = mpsc::unbounded_channel();
     let driver = app.runner.driver_with(Some(Arc::new(ToRequest(tx))));
     let opts = StartOptions {

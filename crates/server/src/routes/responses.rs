@@ -28,7 +28,7 @@ use axum::response::{IntoResponse, Response};
 use rein_core::message::Role;
 use rein_core::state::Status;
 use rein_core::{Message, OperationId};
-use rein_operation::{AgentProfile, StartOptions};
+use rein_operation::StartOptions;
 use rein_store::{OperationRecord, ResponseRequest, Responses as _, Store, Trigger};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -515,33 +515,12 @@ pub async fn create(
                     e
                 }
             })?;
-    let (agent, over) = match req.model.strip_prefix("agent/") {
-        Some(name) => (Some(name), AgentProfile::default()),
-        None => (
-            None,
-            AgentProfile {
-                model: Some(req.model.clone()),
-                ..Default::default()
-            },
-        ),
-    };
-    let origin = app.runner.host.origin(&*app.store, &user.id).await?;
-    let mut spec = app
-        .runner
-        .host
-        .agent_spec(&*app.store, &user.id, agent, &over, origin)
-        .await?;
-    // The agent's approval mode holds: a call that needs a decision parks the operation, and
-    // the response says so (incomplete) with how to decide it.
-    crate::caps::admit(&app, &user, &mut spec).await?;
     if let Some(i) = &req.instructions {
         instructions.insert(0, i.clone());
     }
-    if !instructions.is_empty() {
-        let mut role: Vec<String> = spec.system_role.take().into_iter().collect();
-        role.extend(instructions);
-        spec.system_role = Some(role.join("\n\n"));
-    }
+    // The agent's approval mode holds: a call that needs a decision parks the operation, and
+    // the response says so (incomplete) with how to decide it.
+    let spec = crate::routes::openai::spec_for(&app, &user, &req.model, None, instructions).await?;
     let streamed = req.stream == Some(true);
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let driver = if streamed {
