@@ -2601,7 +2601,18 @@ async fn the_openai_sdk_drives_the_responses_api() {
         vec![Canned::openai_text_then_stall("I am thinking")],
     );
     e.model.route("ROLE-CAREFUL", vec![calc("k1", "2+2")]);
-    let rein = e.start(&[]).await;
+    e.model.route(
+        "REASON-TURN",
+        vec![rein_model::testing::streams::responses(
+            Some("Adding two and two."),
+            "Reasoned: 4.",
+            &[],
+        )],
+    );
+    let responses_base = format!("{}/v1", e.model.base);
+    let rein = e
+        .start(&[("OPENAI_RESPONSES_BASE_URL", &responses_base)])
+        .await;
     let token = e.token("alice").await;
     e.create_agents(
         &rein,
@@ -2743,6 +2754,26 @@ async fn the_openai_sdk_drives_the_responses_api() {
         streamed["final_ids"].as_array().unwrap().clone(),
         "the streamed items are the stored response's"
     );
+
+    // A model that reasons: its summary streams as a reasoning item before the answer, and the
+    // stored response keeps it.
+    let reasoned = &report["reasoned"];
+    let types: Vec<&str> = reasoned["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    let at = |kind: &str| types.iter().position(|t| *t == kind);
+    assert!(
+        at("response.reasoning_summary_text.delta") < at("response.output_text.delta")
+            && at("response.reasoning_summary_text.delta").is_some(),
+        "{types:?}"
+    );
+    assert_eq!(reasoned["summary"], "Adding two and two.", "{report:#}");
+    assert_eq!(reasoned["final"]["types"], json!(["reasoning", "message"]));
+    assert_eq!(reasoned["final_summary"], "Adding two and two.");
+    assert_eq!(reasoned["final"]["text"], "Reasoned: 4.");
 }
 
 #[tokio::test]

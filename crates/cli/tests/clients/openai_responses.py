@@ -1,6 +1,7 @@
 """Drives rein's Responses API with the official `openai` SDK: a response from an agent that
 uses a tool, one with an uploaded image, one chained to the first, a background one polled to
-completion, a background one cancelled, one parked on an approval, and one streamed. Prints one JSON report
+completion, a background one cancelled, one parked on an approval, one streamed, and one streamed with a
+reasoning summary. Prints one JSON report
 on its last line.
 Usage: python openai_responses.py BASE_URL TOKEN"""
 import json
@@ -101,6 +102,22 @@ report["streamed"] = {
     "items": items,
     "final": shown(final),
     "final_ids": [item.id for item in final.output],
+}
+
+rtypes, rsummary = [], ""
+with client.responses.stream(
+    model="openai-responses/o4-mini", instructions="REASON-TURN", input="Think: 2 + 2?"
+) as stream:
+    for event in stream:
+        rtypes.append(event.type)
+        if event.type == "response.reasoning_summary_text.delta":
+            rsummary += event.delta
+    rfinal = stream.get_final_response()
+report["reasoned"] = {
+    "types": rtypes,
+    "summary": rsummary,
+    "final": shown(rfinal),
+    "final_summary": rfinal.output[0].summary[0].text if rfinal.output[0].type == "reasoning" else None,
 }
 
 try:

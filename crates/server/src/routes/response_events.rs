@@ -1,6 +1,8 @@
 //! The typed events of a streamed response (`POST /v1/responses` with `stream: true`), made
 //! from its operation's live events: `response.created` and `response.in_progress`, then for
-//! each model call's answer text a `message` item (`output_item.added`, `content_part.added`,
+//! each model call's reasoning summary a `reasoning` item (`output_item.added`,
+//! `reasoning_summary_part.added`, `reasoning_summary_text.delta`…, their `.done` events), for
+//! its answer text a `message` item (`output_item.added`, `content_part.added`,
 //! `output_text.delta`…, `output_text.done`, `content_part.done`, `output_item.done`), for
 //! each tool call rein ran an `mcp_call` item (added, then done with its output), and at the
 //! end the response as it is stored (`response.completed`, `.incomplete` or `.failed`; a
@@ -50,15 +52,40 @@ struct Said {
     id: OperationId,
     next_index: u64,
     open: Option<Open>,
-    /// The message the model call under way writes (its item id).
+    /// The reasoning summary of the model call under way, while it streams.
+    reasoning: Option<Open>,
+    /// The message the model call under way writes (its id as hex).
     writing: Option<String>,
     /// Tool calls asked for, by id: name and arguments.
     calls: HashMap<String, (String, String)>,
 }
 
 impl Said {
-    /// Close the open message item, if any.
+    /// Close the open reasoning item, if any.
+    fn close_reasoning(&mut self, out: &mut Out) -> bool {
+        let Some(open) = self.reasoning.take() else {
+            return true;
+        };
+        let part = json!({"type": "summary_text", "text": open.text});
+        out.send(
+            "response.reasoning_summary_text.done",
+            json!({"item_id": open.item_id, "output_index": open.output_index, "summary_index": 0, "text": open.text}),
+        ) && out.send(
+            "response.reasoning_summary_part.done",
+            json!({"item_id": open.item_id, "output_index": open.output_index, "summary_index": 0, "part": part}),
+        ) && out.send(
+            "response.output_item.done",
+            json!({"output_index": open.output_index, "item": {"type": "reasoning", "id": open.item_id, "summary": [part]}}),
+        )
+    }
+
+    /// Close the open items (reasoning, then the message).
     fn close(&mut self, out: &mut Out) -> bool {
+        self.close_reasoning(out) && self.close_message(out)
+    }
+
+    /// Close the open message item, if any.
+    fn close_message(&mut self, out: &mut Out) -> bool {
         let Some(open) = self.open.take() else {
             return true;
         };
@@ -89,17 +116,60 @@ impl Said {
                 assistant_message_id,
                 ..
             } => {
-                self.writing = Some(format!("msg_{}", assistant_message_id.as_uuid().simple()));
+                self.writing = Some(assistant_message_id.as_uuid().simple().to_string());
                 true
+            }
+            EventKind::LlmStream {
+                chunk: StreamChunk::Reasoning { text },
+                ..
+            } if !text.is_empty() => {
+                if self.reasoning.is_none() {
+                    let hex = self.writing.clone().unwrap_or_else(|| {
+                        format!("{}_{}", self.id.as_uuid().simple(), self.next_index)
+                    });
+                    let item_id = format!("rs_{hex}");
+                    let output_index = self.next_index;
+                    self.next_index += 1;
+                    let added = out.send(
+                        "response.output_item.added",
+                        json!({"output_index": output_index, "item": {"type": "reasoning", "id": item_id, "summary": []}}),
+                    ) && out.send(
+                        "response.reasoning_summary_part.added",
+                        json!({"item_id": item_id, "output_index": output_index, "summary_index": 0,
+                               "part": {"type": "summary_text", "text": ""}}),
+                    );
+                    if !added {
+                        return false;
+                    }
+                    self.reasoning = Some(Open {
+                        item_id,
+                        output_index,
+                        text: String::new(),
+                    });
+                }
+                let Some(open) = self.reasoning.as_mut() else {
+                    return true;
+                };
+                open.text.push_str(text);
+                let body = json!({"item_id": open.item_id, "output_index": open.output_index,
+                                  "summary_index": 0, "delta": text});
+                out.send("response.reasoning_summary_text.delta", body)
             }
             EventKind::LlmStream {
                 chunk: StreamChunk::Text { text },
                 ..
             } if !text.is_empty() => {
+                // The reasoning comes before the answer it leads to.
+                if !self.close_reasoning(out) {
+                    return false;
+                }
                 if self.open.is_none() {
-                    let item_id = self.writing.clone().unwrap_or_else(|| {
-                        format!("msg_{}_{}", self.id.as_uuid().simple(), self.next_index)
-                    });
+                    let item_id = format!(
+                        "msg_{}",
+                        self.writing.clone().unwrap_or_else(|| {
+                            format!("{}_{}", self.id.as_uuid().simple(), self.next_index)
+                        })
+                    );
                     let output_index = self.next_index;
                     self.next_index += 1;
                     let added = out.send(
@@ -197,6 +267,7 @@ where
             id,
             next_index: 0,
             open: None,
+            reasoning: None,
             writing: None,
             calls: HashMap::new(),
         };

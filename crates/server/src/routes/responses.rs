@@ -6,8 +6,9 @@
 //! recorded like any other (`store: false` is accepted; rein keeps every operation).
 //! `background: true` answers at once (`queued` or `in_progress`); `GET /v1/responses/{id}`
 //! reads it, `POST /v1/responses/{id}/cancel` cancels it. Otherwise the answer comes when the
-//! operation stops. The output is the operation's own messages: each answer text as a
-//! `message` item and each tool call rein ran as an `mcp_call` item (server label `rein`: the
+//! operation stops. The output is the operation's own messages: the model's reasoning summary
+//! (when it gives one) as a `reasoning` item, each answer text as a `message` item and each
+//! tool call rein ran as an `mcp_call` item (server label `rein`: the
 //! server ran it; nothing is left for the client to run). An operation parked on an approval
 //! or a question ends the response `incomplete`, naming the calls and how to decide them.
 
@@ -215,6 +216,15 @@ async fn response_of(
     for m in mine {
         if m.role != Role::Assistant {
             continue;
+        }
+        if let Some(r) = &m.reasoning
+            && !r.text.trim().is_empty()
+        {
+            output.push(json!({
+                "type": "reasoning",
+                "id": format!("rs_{}", m.id.as_uuid().simple()),
+                "summary": [{"type": "summary_text", "text": r.text}],
+            }));
         }
         let text = m.text_content();
         if !text.trim().is_empty() {
