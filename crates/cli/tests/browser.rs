@@ -584,6 +584,56 @@ async fn the_ui_shows_usage_and_caps() {
     }
 }
 
+/// Attachments in Chromium: a CSV picked and a screenshot pasted are uploaded and shown as
+/// chips, the message goes with both (the model gets the CSV's text and the PNG as an image),
+/// the transcript shows the picture and the file, and an upload over `--max-upload-mib` is
+/// refused with the server's reason.
+#[tokio::test]
+async fn the_ui_attaches_a_file_and_a_pasted_screenshot_to_a_message() {
+    let (chromium, playwright) = match prerequisites() {
+        Ok(p) => p,
+        Err(missing) => {
+            rein_testkit::skip("the web UI's attachments in Chromium", &missing);
+            return;
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("rein-ui-attach-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = serve(vec![Canned::openai_text("North leads.")], 3).await;
+    let (_server, base) = serve_ui_flags(&dir, &model.base, &["--max-upload-mib", "1"], &[]).await;
+    let (report, out) = run_script("attach.cjs", &base, &chromium, &playwright).await;
+    assert_eq!(
+        report["ok"],
+        true,
+        "{report:#}\nscreenshots in {}",
+        out.display()
+    );
+    let text = |k: &str| report[k].as_str().unwrap_or_default().to_owned();
+    assert!(
+        text("chips").contains("sales.csv (text/csv)")
+            && text("chips").contains("screenshot.png (image/png)"),
+        "{report:#}"
+    );
+    assert!(
+        text("user").contains("Which region leads?") && text("user").contains("file: sales.csv"),
+        "{report:#}"
+    );
+    assert_eq!(report["chipsAfter"], true, "the chips go with the message");
+    assert!(
+        text("refused").contains("at most 1048576 bytes"),
+        "{report:#}"
+    );
+    let sent = model.requests()[0].body.to_string();
+    assert!(
+        sent.contains("north,30"),
+        "the CSV's text reached the model: {sent}"
+    );
+    assert!(
+        sent.contains("data:image/png;base64,iVBORw0KGgo"),
+        "the screenshot reached the model as an image: {sent}"
+    );
+}
+
 /// The providers dialog in Chromium: a key typed into a password field is stored, listed as
 /// "your key" and never shown again (not even in the page), a base URL with credentials is
 /// refused with the reason, and removing the provider leaves none; an MCP server (the
