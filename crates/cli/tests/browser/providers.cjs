@@ -63,6 +63,7 @@ run("providers", { viewport: { width: 1280, height: 900 } }, async ({ page, base
   const wdRefused = await page.textContent("#wd-said");
   await page.fill("#wd-path", root + "/alice");
   await page.click("#wd-save");
+  // The page says it once it shows where operations work now.
   await page.waitForFunction(() => /work in/.test(document.querySelector("#wd-said").textContent));
   const wdChosen = await page.textContent("#wd-effective");
   await shot("providers-3");
