@@ -240,6 +240,29 @@ impl Env {
         }
     }
 
+    /// `rein settings rotate-key` into `rotated.key` in the test's directory, expecting
+    /// `resealed` stored secrets to move: the new key's file and what the command said.
+    async fn rotate_key(&self, resealed: usize) -> (PathBuf, String) {
+        let new_key = self.dir.join("rotated.key");
+        let out = self
+            .command(&[
+                "settings",
+                "rotate-key",
+                "--new-key-file",
+                &new_key.display().to_string(),
+            ])
+            .output()
+            .await
+            .unwrap();
+        let (code, out, err) = shaped(out);
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            err.contains(&format!("resealed {resealed} stored keys")),
+            "{err}"
+        );
+        (new_key, out + &err)
+    }
+
     /// `secret` is in none of what the processes wrote: the server's `log`, the commands'
     /// output (`said`), the database's files (SQLite).
     fn assert_nowhere(&self, secret: &str, log: &str, said: &str) {

@@ -147,21 +147,8 @@ async fn a_users_mcp_server_serves_only_their_runs_with_its_sealed_headers() {
     let mut log = rein.stderr.lock().unwrap().join("\n");
     assert!(log.contains("MCP server defined"), "{log}");
     drop(rein);
-    let new_key = e.dir.join("rotated.key");
-    let out = e
-        .command(&[
-            "settings",
-            "rotate-key",
-            "--new-key-file",
-            &new_key.display().to_string(),
-        ])
-        .output()
-        .await
-        .unwrap();
-    let (code, out, err) = shaped(out);
-    assert_eq!(code, 0, "{err}");
-    assert!(err.contains("resealed 1 stored keys"), "{err}");
-    said += &(out + &err);
+    let (new_key, told) = e.rotate_key(1).await;
+    said += &told;
     heads.lock().unwrap().clear();
     let rein = e
         .start_with(

@@ -87,21 +87,8 @@ async fn a_users_own_key_serves_their_runs_and_is_written_nowhere_in_the_clear()
     let mut log = rein.stderr.lock().unwrap().join("\n");
     assert!(log.contains("provider settings stored"), "{log}");
     drop(rein);
-    let new_key = e.dir.join("rotated.key");
-    let out = e
-        .command(&[
-            "settings",
-            "rotate-key",
-            "--new-key-file",
-            &new_key.display().to_string(),
-        ])
-        .output()
-        .await
-        .unwrap();
-    let (code, out, err) = shaped(out);
-    assert_eq!(code, 0, "{err}");
-    assert!(err.contains("resealed 1 stored keys"), "{err}");
-    said += &(out + &err);
+    let (new_key, told) = e.rotate_key(1).await;
+    said += &told;
     let rein = e
         .start_with(
             &["--secret-key-file", &new_key.display().to_string()],

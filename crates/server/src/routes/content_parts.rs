@@ -21,6 +21,33 @@ pub struct Parts {
     pub attached: Vec<ContentPart>,
 }
 
+/// The messages before a request's last one, by role: system and developer texts become
+/// instructions, user and assistant messages the history (each hanging from the one before,
+/// a user's with its images and files).
+pub fn earlier<R: AsRef<str>>(
+    turns: impl IntoIterator<Item = (R, Parts)>,
+) -> (Vec<rein_core::Message>, Vec<String>) {
+    let mut instructions = Vec::new();
+    let mut history: Vec<rein_core::Message> = Vec::new();
+    for (role, parts) in turns {
+        let mut msg = match role.as_ref() {
+            "system" | "developer" => {
+                instructions.push(parts.text);
+                continue;
+            }
+            "assistant" => rein_core::Message::assistant(parts.text),
+            _ => {
+                let mut said = rein_core::Message::user(parts.text);
+                said.content.extend(parts.attached);
+                said
+            }
+        };
+        msg.parent_id = history.last().map(|p| p.id);
+        history.push(msg);
+    }
+    (history, instructions)
+}
+
 /// What a part asks for: a part made here, or an upload to read.
 enum Wanted {
     Part(ContentPart),

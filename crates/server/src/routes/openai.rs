@@ -22,7 +22,7 @@ use axum::response::{IntoResponse, Response};
 use rein_core::event::{EventKind, StreamChunk};
 use rein_core::intervention::ApprovalMode;
 use rein_core::state::Status;
-use rein_core::{AgentEvent, Message, OperationId};
+use rein_core::{AgentEvent, OperationId};
 use rein_operation::{AgentProfile, RunEnd, StartOptions};
 use rein_store::{Store, Trigger};
 use schemars::JsonSchema;
@@ -282,25 +282,14 @@ pub async fn completions(
     if prompt.trim().is_empty() {
         return Err(unanswerable("the last message has no text"));
     }
-    let mut instructions = Vec::new();
-    let mut history: Vec<Message> = Vec::new();
+    let mut turns = Vec::with_capacity(earlier.len());
     for m in earlier {
-        let parts = parts_of(&*app.store, &user.id, &m.content).await?;
-        let mut msg = match m.role.as_str() {
-            "system" | "developer" => {
-                instructions.push(parts.text);
-                continue;
-            }
-            "assistant" => Message::assistant(parts.text),
-            _ => {
-                let mut said = Message::user(parts.text);
-                said.content.extend(parts.attached);
-                said
-            }
-        };
-        msg.parent_id = history.last().map(|p| p.id);
-        history.push(msg);
+        turns.push((
+            m.role.as_str(),
+            parts_of(&*app.store, &user.id, &m.content).await?,
+        ));
     }
+    let (history, instructions) = crate::routes::content_parts::earlier(turns);
     // Nobody can approve through this API.
     let spec = spec_for(
         &app,

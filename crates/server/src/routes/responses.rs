@@ -425,30 +425,13 @@ async fn input_of(
     if role(last)? != "user" {
         return Err(unanswerable("the last input item must be the user's"));
     }
-    let mut instructions = Vec::new();
-    let mut history: Vec<Message> = Vec::new();
+    let mut turns = Vec::with_capacity(earlier.len());
     for item in earlier {
-        let parts = parts_of(
-            &*app.store,
-            owner,
-            item.get("content").unwrap_or(&Value::Null),
-        )
-        .await?;
-        let mut msg = match role(item)?.as_str() {
-            "system" | "developer" => {
-                instructions.push(parts.text);
-                continue;
-            }
-            "assistant" => Message::assistant(parts.text),
-            _ => {
-                let mut said = Message::user(parts.text);
-                said.content.extend(parts.attached);
-                said
-            }
-        };
-        msg.parent_id = history.last().map(|p| p.id);
-        history.push(msg);
+        let role = role(item)?;
+        let content = item.get("content").unwrap_or(&Value::Null);
+        turns.push((role, parts_of(&*app.store, owner, content).await?));
     }
+    let (history, instructions) = crate::routes::content_parts::earlier(turns);
     let last = parts_of(
         &*app.store,
         owner,
