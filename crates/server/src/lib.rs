@@ -177,6 +177,8 @@ pub fn api() -> api::Api {
         .merge(routes::own_mcp::api())
         .merge(routes::files::api())
         .merge(routes::responses::api())
+        .merge(routes::agui::api())
+        .merge(routes::ui_stream::api())
         .merge(routes::workdir::api())
         .merge(routes::usage::api())
 }

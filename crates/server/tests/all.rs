@@ -11,6 +11,7 @@ mod budgets;
 mod caps;
 mod common;
 mod files;
+mod front_ends;
 mod grants;
 mod groups;
 mod isolation;

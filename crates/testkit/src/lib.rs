@@ -139,6 +139,30 @@ pub fn mcp_server(test: &str, package: &str) -> Option<String> {
     }
 }
 
+/// The folder of the workspace's `.jsclients/` (where scripts/test installs the npm client
+/// libraries front-ends use: `@ag-ui/client`, `ai`) when `package` is installed there, or
+/// `None` after reporting `test` as skipped (a failure under CI).
+pub fn js_clients(test: &str, package: &str) -> Option<std::path::PathBuf> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.jsclients");
+    if root
+        .join("node_modules")
+        .join(package)
+        .join("package.json")
+        .is_file()
+    {
+        Some(root)
+    } else {
+        skip(
+            test,
+            &format!(
+                "{package} is not installed in {}; scripts/test installs it (npm install --prefix .jsclients {package})",
+                root.display()
+            ),
+        );
+        None
+    }
+}
+
 /// The Python of the workspace's `.pyclients/venv` (where scripts/test installs the official
 /// `openai` and `mcp` Python SDKs) when it can import `module`, or `None` after reporting `test`
 /// as skipped (a failure under CI).

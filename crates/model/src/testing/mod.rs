@@ -130,7 +130,9 @@ impl Canned {
         )
     }
 
-    fn openai_stream(deltas: &[serde_json::Value], finish: &str) -> Self {
+    /// An OpenAI Chat Completions stream of `deltas` (`content`, `reasoning_content`,
+    /// `tool_calls`), one chunk each, ending with `finish`.
+    pub fn openai_stream(deltas: &[serde_json::Value], finish: &str) -> Self {
         let chunk = |delta: serde_json::Value, finish: serde_json::Value| {
             format!(
                 "data: {}\n\n",

@@ -48,6 +48,20 @@ pub fn earlier<R: AsRef<str>>(
     (history, instructions)
 }
 
+/// A part's refusal as the API answers it when the request's schema was met: what the part
+/// lacks beyond its type is unprocessable (422), not malformed.
+pub fn unprocessable(e: ApiError) -> ApiError {
+    if e.status == axum::http::StatusCode::BAD_REQUEST {
+        ApiError::new(
+            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            crate::error_code::ApiErrorCode::InvalidConversation,
+            e.message,
+        )
+    } else {
+        e
+    }
+}
+
 /// What a part asks for: a part made here, or an upload to read.
 enum Wanted {
     Part(ContentPart),

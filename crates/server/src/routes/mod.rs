@@ -1,11 +1,15 @@
 //! The `/v1` endpoints, with extractors that turn malformed input into the API's error shape.
 
 pub mod agents;
+pub mod agui;
+pub mod beats;
 pub mod briefs;
 pub mod content_parts;
 pub mod devices;
 pub mod events;
 pub mod files;
+pub mod follow;
+pub mod front_turn;
 pub mod grants;
 pub mod groups;
 pub mod knowledge;
@@ -23,6 +27,7 @@ pub mod sessions;
 pub mod skills;
 pub mod tasks;
 pub mod topics;
+pub mod ui_stream;
 pub mod usage;
 pub mod users;
 pub mod workdir;

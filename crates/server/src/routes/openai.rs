@@ -218,19 +218,20 @@ fn finish_reason(record: &rein_store::OperationRecord) -> String {
 }
 
 /// The spec of an operation an OpenAI-style request starts: `model` is `agent/NAME` (one of
-/// `user`'s agents) or `provider/model` over the default agent; `approval` replaces the
+/// `user`'s agents) or `provider/model` over the default agent (none: the default agent); `approval` replaces the
 /// agent's mode when given; admitted within the caller's caps; `instructions` added to the
 /// system role.
 pub(crate) async fn spec_for(
     app: &AppState,
     user: &rein_store::User,
-    model: &str,
+    model: Option<&str>,
     approval: Option<ApprovalMode>,
     instructions: Vec<String>,
 ) -> Result<rein_core::spec::OperationSpec, ApiError> {
-    let (agent, over) = match model.strip_prefix("agent/") {
-        Some(name) => (Some(name), AgentProfile::default()),
-        None => (
+    let (agent, over) = match model.map(|m| (m, m.strip_prefix("agent/"))) {
+        None => (None, AgentProfile::default()),
+        Some((_, Some(name))) => (Some(name), AgentProfile::default()),
+        Some((model, None)) => (
             None,
             AgentProfile {
                 model: Some(model.to_owned()),
@@ -294,7 +295,7 @@ pub async fn completions(
     let spec = spec_for(
         &app,
         &user,
-        &req.model,
+        Some(&req.model),
         Some(ApprovalMode::Headless),
         instructions,
     )

@@ -337,7 +337,7 @@ pub struct Accepted {
     pub status: String,
 }
 
-fn status_name(s: Status) -> String {
+pub(crate) fn status_name(s: Status) -> String {
     s.to_string()
 }
 
@@ -569,12 +569,29 @@ pub async fn decide(
         return Err(ApiError::bad_request("decisions is empty"));
     }
     let op = owned_record(&app, &user, &id).await?;
+    apply_decisions(&app, &user, &op, body.decisions).await?;
+    Ok(Reply(Accepted {
+        operation_id: id,
+        status: "running".into(),
+    }))
+}
+
+/// Decide pending calls of operation `op` (the caller's, at the top of its tree) and continue
+/// it in the background: each decision names a call the tree waits on and fits it, nothing
+/// is decided twice, grants are recorded first. Answers what the continuing run's end waits on.
+pub(crate) async fn apply_decisions(
+    app: &AppState,
+    user: &rein_store::User,
+    op: &rein_store::OperationRecord,
+    wanted: Vec<DecisionIn>,
+) -> Result<crate::runner::Ended, ApiError> {
+    let id = op.id;
     // A sub-agent's approvals are decided through the operation at the top of its tree.
     let known = rein_operation::tree::interventions(&*app.store, op.id).await?;
     let mut seen = std::collections::HashSet::new();
-    let mut decisions = Vec::with_capacity(body.decisions.len());
+    let mut decisions = Vec::with_capacity(wanted.len());
     let mut grants = Vec::new();
-    for d in body.decisions {
+    for d in wanted {
         if !seen.insert(d.tool_call_id.clone()) {
             return Err(ApiError::bad_request(format!(
                 "tool call {} is decided twice in this request",
@@ -629,12 +646,8 @@ pub async fn decide(
         }
     }
     app.runner
-        .spawn(op.id, user.id, driver, Job::Decide(decisions))
-        .await?;
-    Ok(Reply(Accepted {
-        operation_id: id,
-        status: "running".into(),
-    }))
+        .spawn(op.id, user.id.clone(), driver, Job::Decide(decisions))
+        .await
 }
 
 /// The operation routes and their documents.

@@ -497,23 +497,14 @@ pub async fn create(
     let (prompt, attachments, history, mut instructions) =
         input_of(&app, &user.id, &req.input, topic.is_some())
             .await
-            .map_err(|e| {
-                if e.status == StatusCode::BAD_REQUEST {
-                    ApiError::new(
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                        ApiErrorCode::InvalidConversation,
-                        e.message,
-                    )
-                } else {
-                    e
-                }
-            })?;
+            .map_err(crate::routes::content_parts::unprocessable)?;
     if let Some(i) = &req.instructions {
         instructions.insert(0, i.clone());
     }
     // The agent's approval mode holds: a call that needs a decision parks the operation, and
     // the response says so (incomplete) with how to decide it.
-    let spec = crate::routes::openai::spec_for(&app, &user, &req.model, None, instructions).await?;
+    let spec =
+        crate::routes::openai::spec_for(&app, &user, Some(&req.model), None, instructions).await?;
     let streamed = req.stream == Some(true);
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let driver = if streamed {

@@ -319,6 +319,44 @@ impl Api {
 }
 
 impl Api {
+    /// `method path` with `token` and a JSON body, read to its end as Server-Sent Events: the
+    /// status, the headers, and each `data:` as JSON (`[DONE]` as the string).
+    pub async fn stream(
+        &self,
+        method: &str,
+        path: &str,
+        token: &str,
+        body: Option<Value>,
+    ) -> (u16, axum::http::HeaderMap, Vec<Value>) {
+        let mut req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("authorization", format!("Bearer {token}"));
+        let body = match body {
+            Some(b) => {
+                req = req.header("content-type", "application/json");
+                Body::from(b.to_string())
+            }
+            None => Body::empty(),
+        };
+        let resp = rein_server::router(Arc::clone(&self.app))
+            .oneshot(req.body(body).unwrap())
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        let data = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: ").or_else(|| l.strip_prefix("data:")))
+            .map(|d| serde_json::from_str(d).unwrap_or_else(|_| Value::String(d.to_owned())))
+            .collect();
+        (status, headers, data)
+    }
+
     /// `GET path` with `token`: the status, the content type and the body as text.
     pub async fn text(&self, path: &str, token: Option<&str>) -> (u16, String, String) {
         let mut req = Request::builder().uri(path);
