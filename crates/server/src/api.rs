@@ -25,6 +25,8 @@ pub struct OperationDoc {
     pub body: Option<Value>,
     /// The success status and its response object.
     pub success: Option<(u16, Value)>,
+    /// Other answers that are not errors (a `204` when there is nothing to stream).
+    pub also: Vec<(u16, Value)>,
     /// Error statuses the inputs can cause, with what each means.
     pub errors: Vec<(u16, &'static str)>,
     /// Whether the route needs a bearer token.
@@ -256,6 +258,23 @@ impl Output for Download {
     }
 }
 
+/// A `200` answered with Server-Sent Events: `description`, each event's `data:` one JSON
+/// text (before OpenAPI 3.2, the schema of an event stream describes one event: its fields).
+pub fn event_stream(description: &str) -> Value {
+    json!({
+        "description": description,
+        "content": {"text/event-stream": {"schema": {
+            "type": "object",
+            "required": ["data"],
+            "properties": {
+                "id": {"type": "string"},
+                "event": {"type": "string"},
+                "data": {"type": "string"}
+            }
+        }}}
+    })
+}
+
 /// `204`: done, nothing to say.
 pub struct NoContent;
 
@@ -469,6 +488,9 @@ fn operation_object(summary: &str, doc: OperationDoc) -> Value {
     let mut op = json!({"summary": summary});
     let mut responses = Map::new();
     if let Some((status, response)) = doc.success {
+        responses.insert(status.to_string(), response);
+    }
+    for (status, response) in doc.also {
         responses.insert(status.to_string(), response);
     }
     let mut errors = doc.errors;

@@ -298,15 +298,23 @@ async fn an_ag_ui_question_is_an_interrupt_answered_by_the_next_run() {
     );
     // An option the question does not have is refused; one it has answers it.
     let answer = |option: &str| {
-        input(json!({"resume": [{"interruptId": "q1", "status": "resolved", "payload": {"option": option}}]}))
+        input(
+            json!({"resume": [{"interruptId": "q1", "status": "resolved", "payload": {"option": option}}]}),
+        )
     };
     let (status, body) = e
         .call("POST", "/v1/ag-ui", Some(&alice), Some(answer("maybe")))
         .await;
     assert_eq!(status, 422, "{body}");
-    let (status, _, events) = e.stream("POST", "/v1/ag-ui", &alice, Some(answer("no"))).await;
+    let (status, _, events) = e
+        .stream("POST", "/v1/ag-ui", &alice, Some(answer("no")))
+        .await;
     assert_eq!(status, 200);
-    assert_eq!(events.last().unwrap()["outcome"]["type"], "success", "{events:?}");
+    assert_eq!(
+        events.last().unwrap()["outcome"]["type"],
+        "success",
+        "{events:?}"
+    );
     let result = events
         .iter()
         .find(|e| e["type"] == "TOOL_CALL_RESULT")

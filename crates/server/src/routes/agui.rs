@@ -26,7 +26,7 @@ use crate::routes::Body;
 use crate::routes::beats::{Beat, Beats};
 use crate::routes::content_parts::{Parts, earlier, parts_of};
 use crate::routes::follow::follow;
-use crate::routes::front_turn::{Asked, Said, Turn, decided, take, waiting};
+use crate::routes::front_turn::{Asked, Said, Turn, check_names, decided, take, waiting};
 use crate::routes::operations::{DecisionIn, DecisionKind};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -50,28 +50,25 @@ pub struct RunAgentInput {
     #[schemars(regex(pattern = rein_operation::TOPIC_ID_PATTERN))]
     pub thread_id: String,
     /// The client's id of this run, echoed back.
-    #[schemars(length(min = 1, max = 200))]
     pub run_id: String,
     /// The conversation as the client holds it; the last, when it is the user's, is the new
     /// message.
-    #[schemars(length(max = 1000))]
+    #[serde(deserialize_with = "crate::routes::objects")]
     pub messages: Vec<AgUiMessage>,
     /// Added to the system role when not empty.
     #[serde(default)]
     pub state: Option<Value>,
     /// Added to the system role.
-    #[serde(default)]
-    #[schemars(length(max = 64))]
+    #[serde(default, deserialize_with = "crate::routes::objects")]
     pub context: Vec<ContextEntry>,
     /// Tools the client defines: not offered (the agent's tools are rein's).
     #[serde(default)]
     pub tools: Vec<Value>,
     /// `agent`, `model` and `attachments` (file ids).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::routes::optional_object")]
     pub forwarded_props: Option<ForwardedProps>,
     /// Answers to the interrupts the last run ended with.
-    #[serde(default)]
-    #[schemars(length(max = 64))]
+    #[serde(default, deserialize_with = "crate::routes::optional_objects")]
     pub resume: Option<Vec<ResumeEntry>>,
     /// Accepted.
     #[serde(default)]
@@ -85,7 +82,6 @@ pub struct RunAgentInput {
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 pub struct AgUiMessage {
     /// The client's id.
-    #[schemars(length(max = 200))]
     pub id: String,
     /// `user`, `assistant`, `system`, `developer`, `tool`, `activity` or `reasoning`.
     pub role: AgUiRole,
@@ -108,8 +104,8 @@ fn content_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     });
     schemars::json_schema!({"oneOf": [
         {"type": "null"},
-        {"type": "string", "maxLength": 1_000_000},
-        {"type": "array", "maxItems": 64, "items": {
+        {"type": "string"},
+        {"type": "array", "items": {
             "type": "object",
             "required": ["type"],
             "properties": {
@@ -145,10 +141,8 @@ pub enum AgUiRole {
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 pub struct ContextEntry {
     /// What it is.
-    #[schemars(length(max = 1000))]
     pub description: String,
     /// Its value.
-    #[schemars(length(max = 100_000))]
     pub value: String,
 }
 
@@ -157,7 +151,6 @@ pub struct ContextEntry {
 pub struct ForwardedProps {
     /// One of your agents (default: your default agent).
     #[serde(default)]
-    #[schemars(length(min = 1, max = 100))]
     pub agent: Option<String>,
     /// `provider/model` on the default agent.
     #[serde(default)]
@@ -174,7 +167,6 @@ pub struct ForwardedProps {
 #[serde(rename_all = "camelCase")]
 pub struct ResumeEntry {
     /// The interrupt: the waiting tool call's id.
-    #[schemars(length(min = 1, max = 200))]
     pub interrupt_id: String,
     /// `resolved` (approve, or answer with the payload) or `cancelled` (reject).
     pub status: ResumeStatus,
@@ -209,11 +201,9 @@ impl Output for AgUiEvents {
     fn document(doc: &mut OperationDoc, _g: &mut schemars::SchemaGenerator) {
         doc.success = Some((
             200,
-            json!({
-                "description": "AG-UI events as Server-Sent Events: each `data:` one event \
-                    (`RUN_STARTED` … `RUN_FINISHED` or `RUN_ERROR`)",
-                "content": {"text/event-stream": {"schema": {"type": "string"}}}
-            }),
+            crate::api::event_stream(
+                "AG-UI events: each `data:` one event (`RUN_STARTED` … `RUN_FINISHED` or `RUN_ERROR`)",
+            ),
         ));
     }
 }
@@ -277,12 +267,58 @@ async fn parts(app: &AppState, owner: &str, content: &Value) -> Result<Parts, Ap
         .map_err(crate::routes::content_parts::unprocessable)
 }
 
+/// Refuse (400) a message content the schema does not allow, in any message, read or not:
+/// null, a string, or parts, each an object with a known `type`, a string `text` when it has
+/// one, and a `source` (when it has one) with a known `type`, a string `value` and a string
+/// `mimeType` when it has one.
+fn check_content(i: usize, content: &Value) -> Result<(), ApiError> {
+    let bad = |why: String| ApiError::bad_request(format!("messages[{i}].content: {why}"));
+    let parts = match content {
+        Value::Null | Value::String(_) => return Ok(()),
+        Value::Array(parts) => parts,
+        _ => return Err(bad("a string or a list of parts".into())),
+    };
+    for (j, p) in parts.iter().enumerate() {
+        let kind = p.get("type").and_then(Value::as_str);
+        if !matches!(
+            kind,
+            Some("text" | "image" | "audio" | "video" | "document")
+        ) {
+            return Err(bad(format!(
+                "part {j}: `type` is text, image, audio, video or document"
+            )));
+        }
+        if p.get("text").is_some_and(|t| !t.is_string()) {
+            return Err(bad(format!("part {j}: `text` is a string")));
+        }
+        if let Some(source) = p.get("source") {
+            let ok = matches!(
+                source.get("type").and_then(Value::as_str),
+                Some("data" | "url" | "file")
+            ) && source.get("value").is_some_and(Value::is_string)
+                && source.get("mimeType").is_none_or(Value::is_string);
+            if !ok {
+                return Err(bad(format!(
+                    "part {j}: `source` has a `type` (data, url or file), a string `value` and a string `mimeType`"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// What the input asks.
 async fn asked_of(
     app: &AppState,
     user: &rein_store::User,
     input: &RunAgentInput,
 ) -> Result<Asked, ApiError> {
+    for (i, m) in input.messages.iter().enumerate() {
+        check_content(i, &m.content)?;
+    }
+    if let Some(p) = &input.forwarded_props {
+        check_names(p.model.as_deref(), &p.attachments)?;
+    }
     if let Some(resume) = input.resume.as_ref().filter(|r| !r.is_empty()) {
         return Ok(Asked::Decide(
             resume.iter().map(decision_of).collect::<Result<_, _>>()?,

@@ -39,6 +39,32 @@ pub struct Said {
     pub model: Option<String>,
 }
 
+/// Refuse (400) what the schema refuses in the fields that name a model and uploads, whether
+/// or not the request reads them: a model is `provider/model`, an upload a file id (at most
+/// 16 of them).
+pub fn check_names(model: Option<&str>, attachments: &[String]) -> Result<(), ApiError> {
+    if let Some(m) = model
+        && !m
+            .split_once('/')
+            .is_some_and(|(p, rest)| !p.is_empty() && !rest.is_empty())
+    {
+        let shown: String = m.chars().take(60).collect();
+        return Err(ApiError::bad_request(format!(
+            "model {shown:?} is not provider/model"
+        )));
+    }
+    if attachments.len() > 16 {
+        return Err(ApiError::bad_request("at most 16 attachments"));
+    }
+    if let Some(bad) = attachments.iter().find(|a| !rein_store::valid_file_id(a)) {
+        let shown: String = bad.chars().take(60).collect();
+        return Err(ApiError::bad_request(format!(
+            "{shown:?} is not a file id (file- and 32 hex digits)"
+        )));
+    }
+    Ok(())
+}
+
 /// The operation a request follows, and from where.
 pub struct Turn {
     /// The operation.

@@ -207,6 +207,36 @@ where
         .map_err(serde::de::Error::custom)
 }
 
+/// [`object`] for an optional field (`null` is none).
+pub fn optional_object<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    use serde::Deserialize;
+    Option::<serde_json::Map<String, serde_json::Value>>::deserialize(d)?
+        .map(|m| serde_json::from_value(serde_json::Value::Object(m)))
+        .transpose()
+        .map_err(serde::de::Error::custom)
+}
+
+/// [`objects`] for an optional list (`null` is none).
+pub fn optional_objects<'de, D, T>(d: D) -> Result<Option<Vec<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    use serde::Deserialize;
+    Option::<Vec<serde_json::Map<String, serde_json::Value>>>::deserialize(d)?
+        .map(|list| {
+            list.into_iter()
+                .map(|m| serde_json::from_value(serde_json::Value::Object(m)))
+                .collect::<Result<Vec<T>, _>>()
+        })
+        .transpose()
+        .map_err(serde::de::Error::custom)
+}
+
 impl<T: JsonSchema> Input for Body<T> {
     fn document(doc: &mut OperationDoc, g: &mut SchemaGenerator) {
         doc.body = Some(json!({

@@ -473,7 +473,7 @@ impl Output for ResponseReply {
                     (`response.created` … `response.completed`, each with `sequence_number`)",
                 "content": {
                     "application/json": {"schema": whole},
-                    "text/event-stream": {"schema": {"type": "string"}}
+                    "text/event-stream": crate::api::event_stream("")["content"]["text/event-stream"].clone()
                 }
             }),
         ));

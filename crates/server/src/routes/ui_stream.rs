@@ -26,7 +26,9 @@ use crate::error::ApiError;
 use crate::routes::beats::{Beat, Beats};
 use crate::routes::content_parts::{earlier, parts_of, unprocessable};
 use crate::routes::follow::follow;
-use crate::routes::front_turn::{Asked, Said, Turn, decided, holder, own_topic, take, waiting};
+use crate::routes::front_turn::{
+    Asked, Said, Turn, check_names, decided, holder, own_topic, take, waiting,
+};
 use crate::routes::operations::{Accepted, DecisionIn, DecisionKind};
 use crate::routes::{Body, Params, TopicPath};
 use axum::Json;
@@ -52,14 +54,14 @@ pub struct ChatRequest {
     pub id: String,
     /// The chat's UI messages; the last is the user's new message, or the agent's message
     /// whose tool approvals were answered.
-    #[schemars(length(min = 1, max = 1000))]
+    #[schemars(length(min = 1))]
+    #[serde(deserialize_with = "crate::routes::objects")]
     pub messages: Vec<UiMessage>,
     /// `submit-message` (`regenerate-message` is refused: send the message again).
     #[serde(default)]
     pub trigger: Option<String>,
     /// One of your agents (default: your default agent).
     #[serde(default)]
-    #[schemars(length(min = 1, max = 100))]
     pub agent: Option<String>,
     /// `provider/model` on the default agent.
     #[serde(default)]
@@ -76,13 +78,11 @@ pub struct ChatRequest {
 pub struct UiMessage {
     /// The client's id.
     #[serde(default)]
-    #[schemars(length(max = 200))]
     pub id: Option<String>,
     /// `user`, `assistant` or `system`.
     pub role: UiRole,
     /// Its parts: `text`, `file` (`mediaType`, `url`: a `data:` URL or an image's https URL,
     /// `filename`), and the agent's parts (tool parts carry approval answers).
-    #[schemars(length(max = 256))]
     pub parts: Vec<Value>,
 }
 
@@ -108,7 +108,7 @@ pub struct ResumeQuery {
     pub after: Option<u64>,
 }
 
-/// The stream, or `204` when nothing runs.
+/// The stream (`None`: nothing runs, `204`).
 pub struct UiStream(Option<Response>);
 
 impl IntoResponse for UiStream {
@@ -118,15 +118,30 @@ impl IntoResponse for UiStream {
     }
 }
 
+/// A resumed stream, or `204` when the chat runs nothing.
+pub struct Resumed(UiStream);
+
+impl IntoResponse for Resumed {
+    fn into_response(self) -> Response {
+        self.0.into_response()
+    }
+}
+
+impl Output for Resumed {
+    fn document(doc: &mut OperationDoc, g: &mut schemars::SchemaGenerator) {
+        UiStream::document(doc, g);
+        doc.also
+            .push((204, json!({"description": "The chat runs nothing"})));
+    }
+}
+
 impl Output for UiStream {
     fn document(doc: &mut OperationDoc, _g: &mut schemars::SchemaGenerator) {
         doc.success = Some((
             200,
-            json!({
-                "description": "The AI SDK's UI message stream (`x-vercel-ai-ui-message-stream: v1`): \
-                    each `data:` one chunk, `[DONE]` last. `204` from the resume route: nothing runs.",
-                "content": {"text/event-stream": {"schema": {"type": "string"}}}
-            }),
+            crate::api::event_stream(
+                "The AI SDK's UI message stream (`x-vercel-ai-ui-message-stream: v1`): each `data:` one chunk, `[DONE]` last",
+            ),
         ));
     }
 }
@@ -214,6 +229,7 @@ async fn asked_of(
     user: &rein_store::User,
     req: &ChatRequest,
 ) -> Result<Asked, ApiError> {
+    check_names(req.model.as_deref(), &req.attachments)?;
     if req.trigger.as_deref() == Some("regenerate-message") {
         return Err(unfit(
             "regenerate-message is not supported here: send the message again".into(),
@@ -298,15 +314,20 @@ pub async fn resume(
     TopicPath(chat): TopicPath,
     headers: HeaderMap,
     Params(q): Params<ResumeQuery>,
-) -> Result<UiStream, ApiError> {
+) -> Result<Resumed, ApiError> {
+    if q.after.is_some_and(|a| a > i64::MAX as u64) {
+        return Err(ApiError::bad_request(
+            "after is an event sequence number (at most 9223372036854775807)",
+        ));
+    }
     if !own_topic(&app, &user.id, &chat).await? {
         return Err(ApiError::not_found(format!("no chat {chat}")));
     }
     let Some(Turn { id, status, .. }) = take(&app, &user, &chat, Asked::Look).await? else {
-        return Ok(UiStream(None));
+        return Ok(Resumed(UiStream(None)));
     };
     if !matches!(status, Status::Queued | Status::Idle | Status::Running) {
-        return Ok(UiStream(None));
+        return Ok(Resumed(UiStream(None)));
     }
     let plan = if q.after.is_some() {
         crate::routes::front_turn::plan_of(&app, id).await?
@@ -320,7 +341,11 @@ pub async fn resume(
         status,
         shown: Vec::new(),
     };
-    Ok(stream(&app, turn, crate::auth::credential(&app, &headers)))
+    Ok(Resumed(stream(
+        &app,
+        turn,
+        crate::auth::credential(&app, &headers),
+    )))
 }
 
 /// `POST /v1/ui/chat/{chat_id}/stop`: cancel what the chat runs.
