@@ -428,6 +428,10 @@ pub fn call_contexts(
             println!("  {:<14} {:>8} {:>6}", i.item, i.tokens, i.count);
         }
         println!("  {:<14} {:>8}", "total", c.report.total_tokens);
+        println!(
+            "  {:<14} {:>8}  (the start of the request equal to the last call's: what a prompt cache can serve)",
+            "stable prefix", c.report.stable_prefix_tokens
+        );
         println!("  processors (messages before → after, added or rewritten, tokens)");
         for p in &c.report.processors {
             if p.changed == 0 && p.tokens_delta == 0 && p.messages_before == p.messages_after {

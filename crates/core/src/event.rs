@@ -257,6 +257,11 @@ pub struct ContextReport {
     pub processors: Vec<ProcessorEffect>,
     /// Estimated tokens of the whole request (messages and tool schemas).
     pub total_tokens: u64,
+    /// Estimated tokens at the start of the request (tool schemas, then messages in order)
+    /// equal to the previous call's of the same run: the prefix a provider's prompt cache can
+    /// serve. 0 for a run's first call.
+    #[serde(default)]
+    pub stable_prefix_tokens: u64,
 }
 
 /// One kind of content a call admitted and what it cost.

@@ -32,6 +32,12 @@ pub struct ContextSettings {
     /// Compression keeps the newest messages verbatim up to this many tokens (at most a
     /// quarter of the model's window).
     pub keep_recent_tokens: u64,
+    /// Mark the prefix each call repeats for providers that cache only what a request marks
+    /// (Anthropic: the tools, the system prompt, the conversation before the step's notes).
+    pub prompt_cache: bool,
+    /// Ask for cached prefixes to be kept an hour instead of five minutes (Anthropic bills
+    /// such writes at twice the input price instead of 1.25 times).
+    pub prompt_cache_hour: bool,
 }
 
 impl Default for ContextSettings {
@@ -45,6 +51,8 @@ impl Default for ContextSettings {
             max_file_chars: Some(32 * 1024),
             history_limit: None,
             keep_recent_tokens: 8_000,
+            prompt_cache: true,
+            prompt_cache_hour: false,
         }
     }
 }

@@ -30,6 +30,6 @@ pub use hooks::{HookObjection, Hooks};
 pub use protocol::Protocol;
 pub use provider::{EventStream, ModelProvider, Provider};
 pub use registry::{ProviderConfig, Registry, UserProvider};
-pub use request::{ChatRequest, ToolChoice, ToolSpec};
+pub use request::{ChatRequest, PromptCache, ToolChoice, ToolSpec};
 pub use response::{Collector, ModelResponse, collect};
 pub use transport::{ReqwestTransport, RetryPolicy, Transport};

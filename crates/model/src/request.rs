@@ -78,6 +78,18 @@ pub enum ResponseFormat {
     },
 }
 
+/// How a request asks the provider to cache its prefix (Anthropic caches only up to the
+/// breakpoints a request marks; see `protocol::anthropic::cache_breakpoints`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PromptCache {
+    /// Leading messages that the operation's next call sends again unchanged; the messages
+    /// after them are notes of this step only (the plan, a force-finish note). `None`: every
+    /// message.
+    pub stable_messages: Option<usize>,
+    /// Keep Anthropic's cache entries for an hour instead of five minutes (writes cost more).
+    pub long_ttl: bool,
+}
+
 /// A chat request.
 #[derive(Clone, Debug, Default)]
 pub struct ChatRequest {
@@ -113,6 +125,8 @@ pub struct ChatRequest {
     pub allow_degrade: bool,
     /// Cancels the call, including any backoff wait.
     pub cancel: CancellationToken,
+    /// Prompt caching: `None` asks for none.
+    pub prompt_cache: Option<PromptCache>,
 }
 
 impl ChatRequest {

@@ -335,3 +335,75 @@ fn validators_refuse_tool_definitions_the_providers_refuse() {
         .is_ok()
     );
 }
+
+/// Anthropic's cache breakpoints by the rule: the last tool, the system prompt, and the last
+/// block of the last message the next call sends again (a step's notes after it are not
+/// cached; a thinking block never carries one); the validator takes the result, and refuses a
+/// fifth breakpoint with Anthropic's words.
+#[test]
+fn anthropic_breakpoints_sit_where_the_rule_says() {
+    let marked = |req: &ChatRequest| {
+        let body = Protocol::Anthropic.build(req, true).body;
+        assert!(
+            rein_model::testing::validate::check(Protocol::Anthropic, &body).is_ok(),
+            "{body:#}"
+        );
+        let mut at = Vec::new();
+        if body["tools"][0].get("cache_control").is_some() {
+            at.push("tool".to_owned());
+        }
+        if body["system"][0].get("cache_control").is_some() {
+            at.push("system".to_owned());
+        }
+        for (i, m) in body["messages"].as_array().unwrap().iter().enumerate() {
+            for (j, b) in m["content"].as_array().unwrap().iter().enumerate() {
+                if b.get("cache_control").is_some() {
+                    at.push(format!("{i}.{j} {}", b["type"].as_str().unwrap()));
+                }
+            }
+        }
+        at
+    };
+    let mut req = conversation();
+    assert!(marked(&req).is_empty(), "no marks unless asked");
+    req.prompt_cache = Some(rein_model::PromptCache::default());
+    // user (text, image), assistant (thinking, text, tool_use), user (tool_result).
+    assert_eq!(marked(&req), ["tool", "system", "2.0 tool_result"]);
+    // This step's note after the conversation is not cached.
+    let mut with_note = req.clone();
+    with_note
+        .messages
+        .push(Arc::new(Message::user("[Runtime note] Your plan: ...")));
+    with_note.prompt_cache = Some(rein_model::PromptCache {
+        stable_messages: Some(4),
+        long_ttl: true,
+    });
+    assert_eq!(marked(&with_note), ["tool", "system", "2.0 tool_result"]);
+    let body = Protocol::Anthropic.build(&with_note, true).body;
+    assert_eq!(
+        body["system"][0]["cache_control"],
+        json!({"type": "ephemeral", "ttl": "1h"})
+    );
+    // Up to the assistant's turn: its last block is the tool use, not its thinking.
+    req.prompt_cache = Some(rein_model::PromptCache {
+        stable_messages: Some(3),
+        long_ttl: false,
+    });
+    assert_eq!(marked(&req), ["tool", "system", "1.2 tool_use"]);
+    // A fifth breakpoint is refused as Anthropic refuses it.
+    let mut body = Protocol::Anthropic.build(&req, true).body;
+    for m in body["messages"].as_array_mut().unwrap() {
+        for b in m["content"].as_array_mut().unwrap() {
+            if b["type"] != "thinking" {
+                b["cache_control"] = json!({"type": "ephemeral"});
+            }
+        }
+    }
+    let refused = rein_model::testing::validate::check(Protocol::Anthropic, &body).unwrap_err();
+    assert!(
+        refused
+            .0
+            .starts_with("A maximum of 4 blocks with cache_control may be provided."),
+        "{refused}"
+    );
+}

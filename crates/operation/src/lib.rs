@@ -52,6 +52,7 @@ pub mod own_mcp;
 pub mod own_models;
 pub mod pricing;
 pub mod profile;
+mod prompt_prefix;
 pub mod secrets;
 pub mod settings;
 mod summarizer;

@@ -67,6 +67,9 @@ pub struct ModelPort {
     /// The knowledge found for the last user message: every step of a turn asks with it, and
     /// the bases do not change within a run.
     pub knowledge_memo: Mutex<Option<(String, Vec<rein_context::KnowledgeChunk>)>>,
+    /// The last request of this run, item by item: what the next one's stable prefix is
+    /// measured against.
+    pub last_request: Mutex<Vec<crate::prompt_prefix::Item>>,
 }
 
 /// What the user said last: what memories and knowledge are looked up for.
@@ -432,9 +435,25 @@ impl LlmPort for ModelPort {
             let here = tracing::Span::current();
             let memories = self.relevant_memories(&req).await;
             let knowledge = self.relevant_knowledge(&req).await;
-            let (messages, tools, choice, report) =
+            let (messages, tools, choice, mut report) =
                 self.assemble(&req, &model, memories, knowledge);
+            let items = crate::prompt_prefix::items(&tools, &messages, &self.estimator);
+            report.stable_prefix_tokens = {
+                let mut last = self.last_request.lock().unwrap_or_else(|p| p.into_inner());
+                let same = crate::prompt_prefix::shared_tokens(&last, &items);
+                *last = items;
+                same
+            };
+            let stable_messages =
+                crate::prompt_prefix::stable_messages(&req.state.messages, &messages);
             let mut chat = ChatRequest::new(model.clone(), messages);
+            chat.prompt_cache = self
+                .context
+                .prompt_cache
+                .then_some(rein_model::PromptCache {
+                    stable_messages: Some(stable_messages),
+                    long_ttl: self.context.prompt_cache_hour,
+                });
             chat.tools = tools;
             chat.tool_choice = choice;
             chat.replay_reasoning = self

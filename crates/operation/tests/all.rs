@@ -10,6 +10,7 @@ mod driver;
 mod external;
 mod kept_context;
 mod long_operations;
+mod prompt_cache;
 mod questions;
 mod skills;
 mod sub_agents;

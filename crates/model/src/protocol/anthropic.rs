@@ -24,9 +24,69 @@ fn push_block(messages: &mut Vec<Value>, role: &str, block: Value) {
     push_grouped(messages, role, "content", block);
 }
 
+/// The position (message, block) of the last block written so far.
+fn last_block(messages: &[Value]) -> Option<(usize, usize)> {
+    let m = messages.len().checked_sub(1)?;
+    let b = messages[m]["content"].as_array()?.len().checked_sub(1)?;
+    Some((m, b))
+}
+
+/// Mark the prefix Anthropic should cache, by one rule: a breakpoint at the end of the tools,
+/// one at the end of the system prompt, and one at the end of the last message the next call
+/// sends again (`cache.stable_messages`; the step's own notes after it are not cached), each
+/// only where there is such a block and it can carry one (not a thinking block, not empty
+/// text). Anthropic reads the longest cached prefix ending at or before each breakpoint
+/// (looking back about 20 blocks), so the history's breakpoint moving forward each step still
+/// hits what the last step wrote. Three breakpoints, within the limit of
+/// [`MAX_BREAKPOINTS`].
+pub fn cache_breakpoints(
+    body: &mut Value,
+    cache: &crate::request::PromptCache,
+    ends: &[Option<(usize, usize)>],
+) {
+    let mark = if cache.long_ttl {
+        json!({"type": "ephemeral", "ttl": "1h"})
+    } else {
+        json!({"type": "ephemeral"})
+    };
+    if let Some(last) = body["tools"].as_array_mut().and_then(|t| t.last_mut()) {
+        last["cache_control"] = mark.clone();
+    }
+    if let Some(system) = body
+        .get("system")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        && !system.is_empty()
+    {
+        body["system"] = json!([{"type": "text", "text": system, "cache_control": mark.clone()}]);
+    }
+    let stable = cache.stable_messages.unwrap_or(ends.len()).min(ends.len());
+    // The last stable message that wrote a block (a system message writes none).
+    let Some((m, b)) = ends[..stable].iter().rev().find_map(|e| *e) else {
+        return;
+    };
+    let Some(block) = body["messages"][m]["content"].get_mut(b) else {
+        return;
+    };
+    let cacheable = match block["type"].as_str() {
+        Some("thinking" | "redacted_thinking") => false,
+        Some("text") => block["text"].as_str().is_some_and(|t| !t.is_empty()),
+        _ => true,
+    };
+    if cacheable {
+        block["cache_control"] = mark;
+    }
+}
+
+/// Most blocks a request may mark with `cache_control` (Anthropic refuses a fifth).
+pub const MAX_BREAKPOINTS: usize = 4;
+
 /// The request body.
 pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
     let mut messages: Vec<Value> = Vec::new();
+    // Where each request message's last block went (message, block), for the history's
+    // cache breakpoint.
+    let mut ends: Vec<Option<(usize, usize)>> = Vec::with_capacity(req.messages.len());
     for m in req.messages.iter() {
         match m.role {
             Role::System => {}
@@ -100,6 +160,7 @@ pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
                 push_block(&mut messages, "user", block);
             }
         }
+        ends.push(last_block(&messages));
     }
     let budget = req.reasoning.and_then(|r| r.budget_tokens);
     let mut max_tokens = req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
@@ -130,6 +191,9 @@ pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
             choice["disable_parallel_tool_use"] = json!(true);
         }
         body["tool_choice"] = choice;
+    }
+    if let Some(cache) = &req.prompt_cache {
+        cache_breakpoints(&mut body, cache, &ends);
     }
     if let Some(b) = budget {
         body["thinking"] = json!({"type": "enabled", "budget_tokens": b});

@@ -80,6 +80,7 @@ fn anthropic(body: &Value) -> Result<(), String> {
         return Err("tool_choice: tool_choice may only be specified while providing tools".into());
     }
     anthropic_tools(body)?;
+    anthropic_cache_control(body)?;
     let blocks = |m: &Value| -> Vec<Value> {
         match &m["content"] {
             Value::String(s) => vec![json!({"type": "text", "text": s})],
@@ -339,6 +340,37 @@ fn openai_tools(body: &Value, shape: OpenAiShape) -> Result<(), String> {
 /// Anthropic's rules for custom tools: unique names of letters, digits, `_` and `-` up to 128
 /// long, an object `input_schema` whose property names are letters, digits, `_`, `.` and `-`
 /// up to 64 long.
+/// Anthropic takes at most four `cache_control` breakpoints, never on an empty text block.
+fn anthropic_cache_control(body: &Value) -> Result<(), String> {
+    let mut marked: Vec<&Value> = Vec::new();
+    marked.extend(
+        array(body, "tools")
+            .iter()
+            .filter(|t| t.get("cache_control").is_some()),
+    );
+    if let Some(system) = body["system"].as_array() {
+        marked.extend(system.iter().filter(|b| b.get("cache_control").is_some()));
+    }
+    for m in array(body, "messages") {
+        if let Some(content) = m["content"].as_array() {
+            marked.extend(content.iter().filter(|b| b.get("cache_control").is_some()));
+        }
+    }
+    if marked.len() > 4 {
+        return Err(format!(
+            "A maximum of 4 blocks with cache_control may be provided. Found {}.",
+            marked.len()
+        ));
+    }
+    if marked
+        .iter()
+        .any(|b| b["type"] == "text" && b["text"].as_str().is_none_or(str::is_empty))
+    {
+        return Err("cache_control cannot be set for empty text blocks".into());
+    }
+    Ok(())
+}
+
 fn anthropic_tools(body: &Value) -> Result<(), String> {
     let mut seen = std::collections::BTreeSet::new();
     for (i, tool) in array(body, "tools").iter().enumerate() {
