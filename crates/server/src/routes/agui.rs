@@ -26,7 +26,9 @@ use crate::routes::Body;
 use crate::routes::beats::{Beat, Beats};
 use crate::routes::content_parts::{Parts, earlier, parts_of};
 use crate::routes::follow::follow;
-use crate::routes::front_turn::{Asked, Said, Turn, check_names, decided, take, waiting};
+use crate::routes::front_turn::{
+    Asked, Said, Turn, answerer, check_names, resolved, take, waiting, with_uploads,
+};
 use crate::routes::operations::{DecisionIn, DecisionKind};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -359,19 +361,8 @@ async fn asked_of(
         instructions.push(format!("The application's state (AG-UI): {state}"));
     }
     let props = input.forwarded_props.clone().unwrap_or_default();
-    let mut attachments = said.attached;
-    attachments.extend(
-        rein_operation::attachment::from_uploads(&*app.store, &user.id, &props.attachments).await?,
-    );
-    let model = match (&props.agent, &props.model) {
-        (Some(_), Some(_)) => {
-            return Err(ApiError::unprocessable(
-                "forwardedProps names an agent or a model, not both",
-            ));
-        }
-        (Some(agent), None) => Some(format!("agent/{agent}")),
-        (None, model) => model.clone(),
-    };
+    let attachments = with_uploads(app, &user.id, said.attached, &props.attachments).await?;
+    let model = answerer(props.agent.as_deref(), props.model.as_deref())?;
     Ok(Asked::Say(Said {
         prompt: said.text,
         attachments,
@@ -516,14 +507,8 @@ impl Run {
                         break None;
                     };
                     let mut end = None;
-                    for b in beats.read(&s) {
-                        if let Beat::Decided(ids) = &b {
-                            let results =
-                                decided(&self.app, turn.id, ids).await.unwrap_or_default();
-                            if !results.iter().all(|r| self.beat(r)) {
-                                return;
-                            }
-                        } else if b.is_end() {
+                    for b in resolved(&self.app, turn.id, beats.read(&s)).await {
+                        if b.is_end() {
                             end = Some(b);
                         } else if !self.beat(&b) {
                             return;
@@ -605,7 +590,7 @@ impl Run {
                 "CUSTOM",
                 json!({"name": format!("rein.{}", event["type"].as_str().unwrap_or("sub_agent")), "value": event}),
             ),
-            // Resolved by the run loop; the end is said by `finish`, once.
+            // Replaced by `front_turn::resolved`; the end is said by `finish`, once.
             Beat::Decided(_)
             | Beat::Parked
             | Beat::Finished(..)

@@ -65,6 +65,29 @@ pub fn check_names(model: Option<&str>, attachments: &[String]) -> Result<(), Ap
     Ok(())
 }
 
+/// Who answers a new message: `agent/NAME` for an agent, a `provider/model` on the default
+/// agent, or (neither) the caller's default agent; naming both is a 422.
+pub fn answerer(agent: Option<&str>, model: Option<&str>) -> Result<Option<String>, ApiError> {
+    match (agent, model) {
+        (Some(_), Some(_)) => Err(ApiError::unprocessable(
+            "name an agent or a model, not both",
+        )),
+        (Some(agent), None) => Ok(Some(format!("agent/{agent}"))),
+        (None, model) => Ok(model.map(str::to_owned)),
+    }
+}
+
+/// A message's own images and files, then the caller's `uploads` (file ids) it names.
+pub async fn with_uploads(
+    app: &AppState,
+    owner: &str,
+    mut parts: Vec<ContentPart>,
+    uploads: &[String],
+) -> Result<Vec<ContentPart>, ApiError> {
+    parts.extend(rein_operation::attachment::from_uploads(&*app.store, owner, uploads).await?);
+    Ok(parts)
+}
+
 /// The operation a request follows, and from where.
 pub struct Turn {
     /// The operation.
@@ -206,9 +229,28 @@ pub async fn waiting(
     Ok(rein_operation::tree::pending_approvals(&*app.store, id).await?)
 }
 
+/// `beats` of operation `id` with each [`Beat::Decided`](crate::routes::beats::Beat) replaced
+/// by the results it names.
+pub async fn resolved(
+    app: &AppState,
+    id: OperationId,
+    beats: Vec<crate::routes::beats::Beat>,
+) -> Vec<crate::routes::beats::Beat> {
+    let mut out = Vec::with_capacity(beats.len());
+    for b in beats {
+        match b {
+            crate::routes::beats::Beat::Decided(ids) => {
+                out.extend(decided(app, id, &ids).await.unwrap_or_default());
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 /// The results of calls `ids` of operation `id` decided without a result event, from its
 /// messages (a call with no result yet says nothing).
-pub async fn decided(
+async fn decided(
     app: &AppState,
     id: OperationId,
     ids: &[String],

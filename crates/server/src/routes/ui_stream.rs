@@ -27,7 +27,8 @@ use crate::routes::beats::{Beat, Beats};
 use crate::routes::content_parts::{earlier, parts_of, unprocessable};
 use crate::routes::follow::follow;
 use crate::routes::front_turn::{
-    Asked, Said, Turn, check_names, decided, holder, own_topic, take, waiting,
+    Asked, Said, Turn, answerer, check_names, holder, own_topic, resolved, take, waiting,
+    with_uploads,
 };
 use crate::routes::operations::{Accepted, DecisionIn, DecisionKind};
 use crate::routes::{Body, Params, TopicPath};
@@ -270,19 +271,8 @@ async fn asked_of(
         turns.push((role, parts));
     }
     let (history, instructions) = earlier(turns);
-    let mut attachments = said.attached;
-    attachments.extend(
-        rein_operation::attachment::from_uploads(&*app.store, &user.id, &req.attachments).await?,
-    );
-    let model = match (&req.agent, &req.model) {
-        (Some(_), Some(_)) => {
-            return Err(ApiError::unprocessable(
-                "name an agent or a model, not both",
-            ));
-        }
-        (Some(agent), None) => Some(format!("agent/{agent}")),
-        (None, model) => model.clone(),
-    };
+    let attachments = with_uploads(app, &user.id, said.attached, &req.attachments).await?;
+    let model = answerer(req.agent.as_deref(), req.model.as_deref())?;
     Ok(Asked::Say(Said {
         prompt: said.text,
         attachments,
@@ -430,16 +420,7 @@ impl Chunks {
         let mut seen = follow(self.app.clone(), id, turn.cursor, credential);
         let mut end = None;
         'read: while let Some(s) = seen.recv().await {
-            for b in beats.read(&s) {
-                if let Beat::Decided(ids) = &b {
-                    let results = decided(&self.app, id, ids).await.unwrap_or_default();
-                    for r in &results {
-                        if !self.beat(r) {
-                            return;
-                        }
-                    }
-                    continue;
-                }
+            for b in resolved(&self.app, id, beats.read(&s)).await {
                 if b.is_end() {
                     end = Some(b);
                     break 'read;
@@ -508,7 +489,7 @@ impl Chunks {
                 self.send("data-rein-plan", json!({"id": "plan", "data": {"todo": after}}))
             }
             Beat::SubAgent(event) => self.send("data-rein-sub-agent", json!({"data": event})),
-            // Resolved by the read loop; the end is said by `finish`, once.
+            // Replaced by `front_turn::resolved`; the end is said by `finish`, once.
             Beat::Decided(_)
             | Beat::Parked
             | Beat::Finished(..)
