@@ -172,7 +172,8 @@ async fn a_chat_stream_resumes_after_an_event_with_only_the_rest() {
         "ROLE-SLOW",
         vec![
             calc("s1", "6*7"),
-            Canned::openai_text("It is 42.").after(Duration::from_millis(1500)),
+            // Long enough for the resume below to start while the answer is being written.
+            Canned::openai_text("It is 42.").after(Duration::from_secs(5)),
         ],
     );
     let alice = e.token("alice").await;

@@ -212,7 +212,7 @@ async fn the_ai_sdk_reads_reconnects_approves_and_stops_chats() {
                 ],
                 "stop",
             )
-            .after(Duration::from_millis(1500)),
+            .after(Duration::from_secs(5)),
         ],
     );
     e.model.route(

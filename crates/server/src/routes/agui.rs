@@ -485,10 +485,7 @@ impl Run {
             );
             return;
         };
-        if !self.send(
-            "STATE_SNAPSHOT",
-            json!({"snapshot": {"todo": plan_json(&turn.plan)}}),
-        ) {
+        if !self.send("STATE_SNAPSHOT", json!({"snapshot": {"todo": turn.plan}})) {
             return;
         }
         let mut beats = Beats::new(turn.id, turn.cursor, turn.plan, turn.shown);
@@ -706,11 +703,6 @@ fn interrupt_of(op: rein_core::OperationId, w: &rein_store::Intervention) -> Val
         i["expiresAt"] = json!(at.to_rfc3339());
     }
     i
-}
-
-/// The plan as AG-UI state.
-fn plan_json(plan: &[TodoItem]) -> Value {
-    json!(plan)
 }
 
 /// A JSON Patch from plan `before` to `after` under `/todo`: each changed item replaced, items

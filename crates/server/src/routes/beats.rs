@@ -152,18 +152,28 @@ impl Beats {
     /// step's interventions) readable.
     pub fn read(&mut self, seen: &Seen) -> Vec<Beat> {
         let e = seen.event();
-        if e.operation_id != self.id || self.read.is_some_and(|r| e.seq <= r) {
+        if e.operation_id != self.id {
+            return Vec::new();
+        }
+        let ends = matches!(
+            e.kind,
+            EventKind::StepComplete { .. }
+                | EventKind::Done { .. }
+                | EventKind::Error { .. }
+                | EventKind::Interrupted { .. }
+        );
+        if self.read.is_some_and(|r| e.seq <= r) {
+            // A step re-run after a crash commits its own events under numbers previews of
+            // the lost run took: what they said stays said, but how the step ended is read.
+            if ends && matches!(seen, Seen::Committed(_)) {
+                let mut out = Vec::new();
+                self.event(e, &mut out);
+                return out;
+            }
             return Vec::new();
         }
         if let Seen::Preview(_) = seen {
             let next = self.read.map_or(0, |r| r + 1);
-            let ends = matches!(
-                e.kind,
-                EventKind::StepComplete { .. }
-                    | EventKind::Done { .. }
-                    | EventKind::Error { .. }
-                    | EventKind::Interrupted { .. }
-            );
             if e.seq != next || ends {
                 return Vec::new();
             }
@@ -225,9 +235,15 @@ impl Beats {
                 self.close(out);
                 self.writing = Some(assistant_message_id.to_string());
             }
-            EventKind::LlmStream { chunk, .. } => match chunk {
+            EventKind::LlmStream {
+                assistant_message_id,
+                chunk,
+            } => match chunk {
                 StreamChunk::Reasoning { text } if !text.is_empty() => {
-                    let id = format!("{}-reasoning", self.writing.clone().unwrap_or_default());
+                    let id = format!("{assistant_message_id}-reasoning");
+                    if self.reasoning.as_ref().is_some_and(|open| *open != id) {
+                        self.close(out);
+                    }
                     if self.reasoning.is_none() {
                         out.push(Beat::ReasoningStart(id.clone()));
                         self.reasoning = Some(id.clone());
@@ -237,7 +253,12 @@ impl Beats {
                 StreamChunk::Text { text } if !text.is_empty() => {
                     // The reasoning comes before the answer it leads to.
                     self.close_reasoning(out);
-                    let id = self.writing.clone().unwrap_or_default();
+                    let id = assistant_message_id.to_string();
+                    // Another message's text (a step begun without its start read) closes
+                    // what was open.
+                    if self.text.as_ref().is_some_and(|open| *open != id) {
+                        self.close(out);
+                    }
                     if self.text.is_none() {
                         out.push(Beat::TextStart(id.clone()));
                         self.text = Some(id.clone());
@@ -332,5 +353,97 @@ impl Beats {
             | EventKind::BudgetExceeded { .. }
             | EventKind::Resumed { .. } => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rein_core::MessageId;
+
+    fn at(id: OperationId, seq: u64, kind: EventKind) -> AgentEvent {
+        AgentEvent {
+            operation_id: id,
+            step: 1,
+            seq,
+            kind,
+        }
+    }
+
+    fn text(writing: MessageId, t: &str) -> EventKind {
+        EventKind::LlmStream {
+            assistant_message_id: writing,
+            chunk: StreamChunk::Text { text: t.into() },
+        }
+    }
+
+    fn parked() -> EventKind {
+        EventKind::StepComplete {
+            status: Status::WaitingForHuman,
+            instructions: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn previews_are_said_once_and_a_step_ends_only_when_committed() {
+        let id = OperationId::new();
+        let m = MessageId::new();
+        let mut beats = Beats::new(id, None, Vec::new(), Vec::new());
+        let start = EventKind::StepStart {
+            phase: "user_input".into(),
+        };
+        let said = beats.read(&Seen::Preview(at(id, 0, start.clone())));
+        assert_eq!(said, [Beat::StepStarted(1)]);
+        assert_eq!(
+            beats.read(&Seen::Preview(at(id, 1, text(m, "Hel")))),
+            [
+                Beat::TextStart(m.to_string()),
+                Beat::TextDelta(m.to_string(), "Hel".into())
+            ]
+        );
+        // How the step ended is not taken from a preview, nor anything after it.
+        assert!(beats.read(&Seen::Preview(at(id, 2, parked()))).is_empty());
+        assert!(
+            beats
+                .read(&Seen::Preview(at(id, 3, start.clone())))
+                .is_empty()
+        );
+        // The commit: what the previews said is not said again; the end is.
+        assert!(beats.read(&Seen::Committed(at(id, 0, start))).is_empty());
+        assert!(
+            beats
+                .read(&Seen::Committed(at(id, 1, text(m, "Hel"))))
+                .is_empty()
+        );
+        assert_eq!(
+            beats.read(&Seen::Committed(at(id, 2, parked()))),
+            [
+                Beat::TextEnd(m.to_string()),
+                Beat::StepFinished(1),
+                Beat::Parked
+            ]
+        );
+    }
+
+    #[test]
+    fn a_step_rerun_under_previewed_numbers_still_says_how_it_ended() {
+        let id = OperationId::new();
+        let (lost, rerun) = (MessageId::new(), MessageId::new());
+        let mut beats = Beats::new(id, None, Vec::new(), Vec::new());
+        for (seq, t) in [(0, "a"), (1, "b"), (2, "c")] {
+            assert!(
+                !beats
+                    .read(&Seen::Preview(at(id, seq, text(lost, t))))
+                    .is_empty()
+            );
+        }
+        // The process died; the step ran again and committed two events.
+        assert!(
+            beats
+                .read(&Seen::Committed(at(id, 0, text(rerun, "x"))))
+                .is_empty()
+        );
+        let end = beats.read(&Seen::Committed(at(id, 1, parked())));
+        assert_eq!(end.last(), Some(&Beat::Parked), "{end:?}");
     }
 }
