@@ -129,6 +129,8 @@ pub async fn host(
                 workspace: false,
                 memories: false,
                 knowledge: false,
+                // The cache key names the operation, new in every run.
+                prompt_cache: false,
                 ..ContextSettings::default()
             }
         } else {

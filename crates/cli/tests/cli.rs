@@ -22,6 +22,8 @@ mod allow_list;
 mod budgets;
 #[path = "cli/prompt.rs"]
 mod prompt;
+#[path = "cli/prompt_cache.rs"]
+mod prompt_cache;
 #[path = "cli/retention.rs"]
 mod retention;
 #[path = "cli/usage.rs"]

@@ -142,6 +142,15 @@ impl Inner {
         {
             obj.remove("stream_options");
         }
+        if q.prompt_cache_key == Some(true)
+            && let Some(key) = req.prompt_cache.as_ref().and_then(|c| c.key.as_ref())
+            && let Some(obj) = body.as_object_mut()
+        {
+            obj.insert(
+                "prompt_cache_key".into(),
+                serde_json::Value::String(key.clone()),
+            );
+        }
         let path = match &q.api_version {
             // Azure's deployment scheme: the deployment is in the path, not the body.
             Some(v) => {

@@ -32,6 +32,10 @@ pub struct Quirks {
     /// used as an OpenAI-compatible one (Azure's `/openai/v1` API).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
+    /// `true` when the server takes `prompt_cache_key` (OpenAI's own API): requests that
+    /// share a prefix name it, so they reach the same cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_cache_key: Option<bool>,
 }
 
 /// One provider preset or configuration entry.

@@ -88,6 +88,9 @@ pub struct PromptCache {
     pub stable_messages: Option<usize>,
     /// Keep Anthropic's cache entries for an hour instead of five minutes (writes cost more).
     pub long_ttl: bool,
+    /// What the requests sharing this prefix have in common (the operation), sent as
+    /// `prompt_cache_key` to providers that take one (the `prompt_cache_key` quirk).
+    pub key: Option<String>,
 }
 
 /// A chat request.

@@ -228,3 +228,56 @@ async fn a_configured_provider_resolves_from_its_address() {
             .any(|(k, v)| k == "authorization" && v == "Bearer lab-key")
     );
 }
+
+/// OpenAI's own API gets the operation's `prompt_cache_key` (its preset's quirk); an
+/// OpenAI-compatible server, which may refuse a field it does not know, does not.
+#[tokio::test]
+async fn only_openai_gets_the_prompt_cache_key() {
+    let server = serve(
+        vec![Canned::openai_text("one"), Canned::openai_text("two")],
+        5,
+    )
+    .await;
+    let base = format!("{}/v1", server.base);
+    let overrides = BTreeMap::from([
+        (
+            "openai".to_owned(),
+            ProviderOverride {
+                base_url: Some(base.clone()),
+                api_key: Some("k".into()),
+                ..Default::default()
+            },
+        ),
+        (
+            "mylab".to_owned(),
+            ProviderOverride {
+                base_url: Some(base),
+                api_key: Some("k".into()),
+                ..Default::default()
+            },
+        ),
+    ]);
+    let registry = Registry::new(
+        Registry::builtin_presets_json(),
+        overrides,
+        Box::new(|_| None),
+    )
+    .unwrap();
+    let transport = Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap());
+    for name in ["openai/gpt-4o-mini", "mylab/qwen3"] {
+        let (p, model) = registry.resolve(name, transport.clone(), None).unwrap();
+        let mut req = request(&model);
+        req.prompt_cache = Some(rein_model::PromptCache {
+            key: Some("op-1".into()),
+            ..Default::default()
+        });
+        collect(p.chat(req)).await;
+    }
+    let sent = server.requests();
+    assert_eq!(sent[0].body["prompt_cache_key"], "op-1");
+    assert!(
+        sent[1].body.get("prompt_cache_key").is_none(),
+        "{}",
+        sent[1].body
+    );
+}

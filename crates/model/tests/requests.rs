@@ -377,6 +377,7 @@ fn anthropic_breakpoints_sit_where_the_rule_says() {
     with_note.prompt_cache = Some(rein_model::PromptCache {
         stable_messages: Some(4),
         long_ttl: true,
+        key: None,
     });
     assert_eq!(marked(&with_note), ["tool", "system", "2.0 tool_result"]);
     let body = Protocol::Anthropic.build(&with_note, true).body;
@@ -388,6 +389,7 @@ fn anthropic_breakpoints_sit_where_the_rule_says() {
     req.prompt_cache = Some(rein_model::PromptCache {
         stable_messages: Some(3),
         long_ttl: false,
+        key: None,
     });
     assert_eq!(marked(&req), ["tool", "system", "1.2 tool_use"]);
     // A fifth breakpoint is refused as Anthropic refuses it.

@@ -453,6 +453,7 @@ impl LlmPort for ModelPort {
                 .then_some(rein_model::PromptCache {
                     stable_messages: Some(stable_messages),
                     long_ttl: self.context.prompt_cache_hour,
+                    key: Some(req.state.operation_id.to_string()),
                 });
             chat.tools = tools;
             chat.tool_choice = choice;
