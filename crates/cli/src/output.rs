@@ -273,7 +273,7 @@ pub fn show(
     spec: &rein_core::spec::OperationSpec,
     steps: &[StepRecord],
     pending: &[rein_store::Intervention],
-    usage: &serde_json::Value,
+    cache: &rein_operation::pricing::CacheUse,
 ) {
     let status = r.status.to_string();
     println!("operation {}", r.id);
@@ -336,15 +336,14 @@ pub fn show(
         r.input_tokens, r.output_tokens, r.total_tokens
     );
     println!("  cost       {}", r.cost);
-    // The model calls' own tokens (the operation's usage, as `GET /v1/operations/{id}` gives
-    // it): how much of the input the providers served from their prompt caches.
-    let tokens = &usage["usage"]["llm"]["tokens"];
-    let count = |k: &str| tokens[k].as_u64().unwrap_or(0);
-    let (input, read, written) = (count("input"), count("cached_read"), count("cache_write"));
-    if input > 0 && read + written > 0 {
+    if cache.input_tokens > 0 && cache.read_tokens + cache.written_tokens > 0 {
         println!(
-            "  cache      {read} of {input} input tokens read from the provider's cache ({:.0}%), {written} written",
-            100.0 * read as f64 / input as f64
+            "  cache      {} of {} input tokens read from the provider's cache ({:.0}%), {} written, {} saved",
+            cache.read_tokens,
+            cache.input_tokens,
+            100.0 * cache.read_tokens as f64 / cache.input_tokens as f64,
+            cache.written_tokens,
+            cache.saved
         );
     }
     println!("  created    {}", r.created_at);

@@ -51,6 +51,61 @@ impl Pricing {
     }
 }
 
+/// What the providers' prompt caches did for an operation's model calls.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+pub struct CacheUse {
+    /// Input tokens of every model call.
+    pub input_tokens: u64,
+    /// Of those, read from the provider's cache.
+    pub read_tokens: u64,
+    /// Of those, written to it.
+    pub written_tokens: u64,
+    /// What the calls would have cost with every cached token at the input price, less what
+    /// they cost (cache writes priced above the input count against it; never below zero;
+    /// models without a price count nothing).
+    #[schemars(with = "f64")]
+    pub saved: Usd,
+}
+
+impl Pricing {
+    /// What the prompt caches did for the model calls of `usage`.
+    pub fn cache_use(&self, usage: &rein_core::usage::Usage) -> CacheUse {
+        let t = &usage.llm.tokens;
+        let mut saved = Usd::ZERO;
+        let mut spent = Usd::ZERO;
+        for (key, m) in &usage.by_model {
+            let Some((provider, model)) = key.split_once('/') else {
+                continue;
+            };
+            let Some(p) = self.prices(provider, model) else {
+                continue;
+            };
+            let plain = TokenUsage {
+                cached_read: 0,
+                cache_write: 0,
+                ..m.tokens
+            };
+            saved += p.cost(&plain);
+            spent += p.cost(&m.tokens);
+        }
+        CacheUse {
+            input_tokens: t.input,
+            read_tokens: t.cached_read,
+            written_tokens: t.cache_write,
+            saved: saved.saturating_sub(spent),
+        }
+    }
+}
+
 /// A spend cap the operation could not keep: the limit and the model without a price.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(

@@ -98,7 +98,7 @@ impl Default for Metrics {
         );
         registry.register(
             "rein_tokens",
-            "Tokens of model calls run here, by model and kind (input, output)",
+            "Tokens of model calls run here, by model and kind (input, output; cache_read and cache_write: the part of the input the provider read from or wrote to its prompt cache)",
             tokens.clone(),
         );
         registry.register(
@@ -175,7 +175,12 @@ impl Metrics {
                 self.model_seconds
                     .get_or_create(&label)
                     .observe(started.elapsed().as_secs_f64());
-                for (kind, n) in [("input", usage.input), ("output", usage.output)] {
+                for (kind, n) in [
+                    ("input", usage.input),
+                    ("output", usage.output),
+                    ("cache_read", usage.cached_read),
+                    ("cache_write", usage.cache_write),
+                ] {
                     self.tokens
                         .get_or_create(&TokenLabels {
                             model: model.clone(),

@@ -1,17 +1,27 @@
 //! Prometheus metrics of what the server ran.
 
 use crate::common::{Api, calc};
-use rein_model::testing::Canned;
 use serde_json::json;
 
-/// `/metrics` after a run with a tool call: the steps, model calls (with latency), tokens and
-/// cost by model, and tool calls by outcome this server ran, operations by status from the
+/// `/metrics` after a run with a tool call: the steps, model calls (with latency), tokens
+/// (with what the provider's prompt cache served) and cost by model, and tool calls by outcome this server ran, operations by status from the
 /// database, open streams; tokens required like every route.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_count_what_the_server_ran() {
+    // The answer's usage says 64 of its 100 input tokens came from the provider's cache.
+    let chunk = |v: serde_json::Value| format!("data: {v}\n\n");
+    let cached = [
+        chunk(json!({"id": "c", "object": "chat.completion.chunk", "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": "17 × 23 = 391."}, "finish_reason": "stop"}]})),
+        chunk(json!({"id": "c", "object": "chat.completion.chunk", "model": "gpt-4o-mini", "choices": [],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120,
+                      "prompt_tokens_details": {"cached_tokens": 64}}})),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
     let e = Api::new(vec![
         calc("c1", "17*23"),
-        Canned::openai_text("17 × 23 = 391."),
+        rein_model::testing::streams::stream(cached, "text/event-stream"),
     ])
     .await;
     let token = e.token("alice").await;
@@ -30,6 +40,8 @@ async fn metrics_count_what_the_server_ran() {
         format!("rein_model_call_seconds_count{{{model}}} 2"),
         format!("rein_tokens_total{{{model},kind=\"input\"}} 200"),
         format!("rein_tokens_total{{{model},kind=\"output\"}} 40"),
+        format!("rein_tokens_total{{{model},kind=\"cache_read\"}} 64"),
+        format!("rein_tokens_total{{{model},kind=\"cache_write\"}} 0"),
         "rein_tool_calls_total{tool=\"calculator/evaluate\",outcome=\"succeeded\"} 1".to_owned(),
         "rein_operations{status=\"done\"} 1".to_owned(),
         "rein_event_streams 0".to_owned(),

@@ -175,7 +175,8 @@ impl Backend for Local {
             .load_operation(id)
             .await?
             .ok_or_else(|| anyhow!("no operation {id}"))?;
-        Ok(OperationDetail::load(&**store, op).await?)
+        let catalog = Arc::new(rein_model::Catalog::builtin()?);
+        Ok(OperationDetail::load(&**store, catalog, op).await?)
     }
 
     async fn call_contexts(&self, id: OperationId, step: u32) -> anyhow::Result<Vec<CallContext>> {

@@ -72,7 +72,7 @@ pub async fn run(on: &impl Backend, command: OpCommand, json: bool) -> anyhow::R
                 // The server's shape, here and there.
                 println!("{}", serde_json::to_string(&d)?);
             } else {
-                output::show(&d.operation, &d.spec, &d.steps, &d.pending, &d.usage);
+                output::show(&d.operation, &d.spec, &d.steps, &d.pending, &d.cache);
                 if tree {
                     output::tree(&d.operation, &d.sub_agents);
                 }

@@ -1,6 +1,6 @@
 // Drives the web UI in headless Chromium: the skills picker lists the server's skills, a
 // checked skill goes with the message, and the inspector shows what each model call admitted
-// (tokens per item, the processors that changed the request). Screenshots go to OUT.
+// (tokens per item, the stable prefix, the processors that changed the request). Screenshots go to OUT.
 // Usage: node skills.cjs BASE_URL OUT_DIR   (REIN_PLAYWRIGHT: path of playwright-core,
 // REIN_CHROMIUM: the browser executable)
 "use strict";
@@ -27,6 +27,9 @@ run("skills", { viewport: { width: 1400, height: 900 } }, async ({ page, base, s
   if (!skills) throw new Error("no skills row: " + (await call.textContent()));
   const total = await call.textContent("tr.total");
   if (!/total\s*\d+/.test(total)) throw new Error("total: " + total);
+  // The first call shares no prefix with an earlier one.
+  const stable = await call.textContent("tr.stable");
+  if (!/stable prefix\s*0/.test(stable)) throw new Error("stable prefix: " + stable);
   const processors = await call.textContent("table:nth-of-type(2)");
   if (!processors.includes("skills") || !processors.includes("system_role")) throw new Error("processors: " + processors);
   await shot("skills-2-inspector");

@@ -1,5 +1,6 @@
 //! What the providers' prompt caches served, as `rein op show` says it: the input tokens read
-//! from the cache, from the usage the provider reported.
+//! from the cache, from the usage the provider reported, and the money that saved at the
+//! model's prices.
 
 use super::*;
 
@@ -26,7 +27,8 @@ async fn op_show_says_how_much_input_the_provider_served_from_its_cache() {
     let (_, shown, _) = e.rein(&["op", "show", &id]).await;
     assert!(
         shown.contains(
-            "cache      1536 of 2000 input tokens read from the provider's cache (77%), 0 written"
+            // gpt-4o-mini: input 0.15, cached input 0.075 USD per million tokens.
+            "cache      1536 of 2000 input tokens read from the provider's cache (77%), 0 written, 0.000115 USD saved"
         ),
         "{shown}"
     );

@@ -134,13 +134,18 @@ pub struct OperationDetail {
     /// next turn starts with them.
     #[serde(default)]
     pub activated_skills: Vec<String>,
+    /// What the providers' prompt caches served of its model calls' input, and saved.
+    #[serde(default)]
+    pub cache: rein_operation::pricing::CacheUse,
 }
 
 impl OperationDetail {
-    /// `op` with its steps, what waits for a decision anywhere in its tree, its sub-agents and
-    /// where it stopped: one shape for the API and the CLI's local commands.
+    /// `op` with its steps, what waits for a decision anywhere in its tree, its sub-agents,
+    /// where it stopped and what prompt caches saved (priced with `catalog` and the prices it
+    /// started with): one shape for the API and the CLI's local commands.
     pub async fn load(
         store: &dyn Store,
+        catalog: std::sync::Arc<rein_model::Catalog>,
         op: rein_store::StoredOperation,
     ) -> Result<Self, rein_store::StoreError> {
         let steps = store.steps(op.record.id).await?;
@@ -148,6 +153,8 @@ impl OperationDetail {
         let pending = rein_operation::tree::pending_approvals(store, op.record.id).await?;
         let sub_agents = rein_operation::tree::descendants(store, op.record.id).await?;
         let usage = serde_json::json!({"usage": op.state.usage, "cost": op.state.cost});
+        let cache =
+            rein_operation::pricing::Pricing::new(catalog, &op.spec).cache_use(&op.state.usage);
         let end = if pending.is_empty() {
             RunEnd::of_state(&op.state)
         } else {
@@ -170,6 +177,7 @@ impl OperationDetail {
             usage,
             end,
             activated_skills,
+            cache,
         })
     }
 }
@@ -473,7 +481,9 @@ pub async fn show(
     OperationPath(id): OperationPath,
 ) -> Result<Json<OperationDetail>, ApiError> {
     let op = owned_operation(&app, &user, &id).await?;
-    Ok(Json(OperationDetail::load(&*app.store, op).await?))
+    Ok(Json(
+        OperationDetail::load(&*app.store, app.runner.host.catalog.clone(), op).await?,
+    ))
 }
 
 /// `GET /v1/operations/{id}/context`: what each model call admitted (tokens per item, each
