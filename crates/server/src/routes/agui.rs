@@ -27,7 +27,7 @@ use crate::routes::beats::{Beat, Beats};
 use crate::routes::content_parts::{Parts, earlier, parts_of};
 use crate::routes::follow::follow;
 use crate::routes::front_turn::{
-    Asked, Said, Turn, answerer, check_names, resolved, take, waiting, with_uploads,
+    Answering, Asked, Said, Turn, resolved, take, waiting, with_uploads,
 };
 use crate::routes::operations::{DecisionIn, DecisionKind};
 use axum::extract::State;
@@ -68,7 +68,7 @@ pub struct RunAgentInput {
     pub tools: Vec<Value>,
     /// `agent`, `model` and `attachments` (file ids).
     #[serde(default, deserialize_with = "crate::routes::optional_object")]
-    pub forwarded_props: Option<ForwardedProps>,
+    pub forwarded_props: Option<Answering>,
     /// Answers to the interrupts the last run ended with.
     #[serde(default, deserialize_with = "crate::routes::optional_objects")]
     pub resume: Option<Vec<ResumeEntry>>,
@@ -146,22 +146,6 @@ pub struct ContextEntry {
     pub description: String,
     /// Its value.
     pub value: String,
-}
-
-/// What the client forwards.
-#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
-pub struct ForwardedProps {
-    /// One of your agents (default: your default agent).
-    #[serde(default)]
-    pub agent: Option<String>,
-    /// `provider/model` on the default agent.
-    #[serde(default)]
-    #[schemars(length(max = 200), pattern(r"^[^/]+/.+$"))]
-    pub model: Option<String>,
-    /// Your uploads (`POST /v1/files`) attached to the new message.
-    #[serde(default)]
-    #[schemars(length(max = 16), inner(regex(pattern = rein_store::FILE_ID_PATTERN)))]
-    pub attachments: Vec<String>,
 }
 
 /// An answer to one interrupt.
@@ -319,7 +303,7 @@ async fn asked_of(
         check_content(i, &m.content)?;
     }
     if let Some(p) = &input.forwarded_props {
-        check_names(p.model.as_deref(), &p.attachments)?;
+        p.check()?;
     }
     if let Some(resume) = input.resume.as_ref().filter(|r| !r.is_empty()) {
         return Ok(Asked::Decide(
@@ -362,7 +346,7 @@ async fn asked_of(
     }
     let props = input.forwarded_props.clone().unwrap_or_default();
     let attachments = with_uploads(app, &user.id, said.attached, &props.attachments).await?;
-    let model = answerer(props.agent.as_deref(), props.model.as_deref())?;
+    let model = props.answerer()?;
     Ok(Asked::Say(Said {
         prompt: said.text,
         attachments,

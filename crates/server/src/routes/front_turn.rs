@@ -39,41 +39,64 @@ pub struct Said {
     pub model: Option<String>,
 }
 
-/// Refuse (400) what the schema refuses in the fields that name a model and uploads, whether
-/// or not the request reads them: a model is `provider/model`, an upload a file id (at most
-/// 16 of them).
-pub fn check_names(model: Option<&str>, attachments: &[String]) -> Result<(), ApiError> {
-    if let Some(m) = model
-        && !m
-            .split_once('/')
-            .is_some_and(|(p, rest)| !p.is_empty() && !rest.is_empty())
-    {
-        let shown: String = m.chars().take(60).collect();
-        return Err(ApiError::bad_request(format!(
-            "model {shown:?} is not provider/model"
-        )));
-    }
-    if attachments.len() > 16 {
-        return Err(ApiError::bad_request("at most 16 attachments"));
-    }
-    if let Some(bad) = attachments.iter().find(|a| !rein_store::valid_file_id(a)) {
-        let shown: String = bad.chars().take(60).collect();
-        return Err(ApiError::bad_request(format!(
-            "{shown:?} is not a file id (file- and 32 hex digits)"
-        )));
-    }
-    Ok(())
+/// Who answers a new message and what it attaches, as both protocols name them (AG-UI's
+/// `forwardedProps`, beside the AI SDK transport's messages).
+#[derive(Clone, Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+pub struct Answering {
+    /// One of your agents (default: your default agent).
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// `provider/model` on the default agent.
+    #[serde(default)]
+    #[schemars(length(max = 200), pattern(r"^[^/]+/.+$"))]
+    pub model: Option<String>,
+    /// Your uploads (`POST /v1/files`) attached to the new message.
+    #[serde(default)]
+    #[schemars(length(max = 16), inner(regex(pattern = rein_store::FILE_ID_PATTERN)))]
+    pub attachments: Vec<String>,
 }
 
-/// Who answers a new message: `agent/NAME` for an agent, a `provider/model` on the default
-/// agent, or (neither) the caller's default agent; naming both is a 422.
-pub fn answerer(agent: Option<&str>, model: Option<&str>) -> Result<Option<String>, ApiError> {
-    match (agent, model) {
-        (Some(_), Some(_)) => Err(ApiError::unprocessable(
-            "name an agent or a model, not both",
-        )),
-        (Some(agent), None) => Ok(Some(format!("agent/{agent}"))),
-        (None, model) => Ok(model.map(str::to_owned)),
+impl Answering {
+    /// Refuse (400) what the schema refuses, whether or not the request reads it: a model is
+    /// `provider/model` of at most 200 characters, an upload a file id, at most 16 of them.
+    pub fn check(&self) -> Result<(), ApiError> {
+        if let Some(m) = &self.model
+            && (m.chars().count() > 200
+                || !m
+                    .split_once('/')
+                    .is_some_and(|(p, rest)| !p.is_empty() && !rest.is_empty()))
+        {
+            let shown: String = m.chars().take(60).collect();
+            return Err(ApiError::bad_request(format!(
+                "model {shown:?} is not provider/model (at most 200 characters)"
+            )));
+        }
+        if self.attachments.len() > 16 {
+            return Err(ApiError::bad_request("at most 16 attachments"));
+        }
+        if let Some(bad) = self
+            .attachments
+            .iter()
+            .find(|a| !rein_store::valid_file_id(a))
+        {
+            let shown: String = bad.chars().take(60).collect();
+            return Err(ApiError::bad_request(format!(
+                "{shown:?} is not a file id (file- and 32 hex digits)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Who answers: `agent/NAME`, a `provider/model` on the default agent, or (neither) the
+    /// caller's default agent; naming both is a 422.
+    pub fn answerer(&self) -> Result<Option<String>, ApiError> {
+        match (&self.agent, &self.model) {
+            (Some(_), Some(_)) => Err(ApiError::unprocessable(
+                "name an agent or a model, not both",
+            )),
+            (Some(agent), None) => Ok(Some(format!("agent/{agent}"))),
+            (None, model) => Ok(model.clone()),
+        }
     }
 }
 

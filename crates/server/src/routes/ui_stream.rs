@@ -27,8 +27,7 @@ use crate::routes::beats::{Beat, Beats};
 use crate::routes::content_parts::{earlier, parts_of, unprocessable};
 use crate::routes::follow::follow;
 use crate::routes::front_turn::{
-    Asked, Said, Turn, answerer, check_names, holder, own_topic, resolved, take, waiting,
-    with_uploads,
+    Answering, Asked, Said, Turn, holder, own_topic, resolved, take, waiting, with_uploads,
 };
 use crate::routes::operations::{Accepted, DecisionIn, DecisionKind};
 use crate::routes::{Body, Params, TopicPath};
@@ -61,17 +60,9 @@ pub struct ChatRequest {
     /// `submit-message` (`regenerate-message` is refused: send the message again).
     #[serde(default)]
     pub trigger: Option<String>,
-    /// One of your agents (default: your default agent).
-    #[serde(default)]
-    pub agent: Option<String>,
-    /// `provider/model` on the default agent.
-    #[serde(default)]
-    #[schemars(length(max = 200), pattern(r"^[^/]+/.+$"))]
-    pub model: Option<String>,
-    /// Your uploads (`POST /v1/files`) attached to the new message.
-    #[serde(default)]
-    #[schemars(length(max = 16), inner(regex(pattern = rein_store::FILE_ID_PATTERN)))]
-    pub attachments: Vec<String>,
+    /// `agent`, `model` and `attachments`, beside the messages.
+    #[serde(flatten)]
+    pub answering: Answering,
 }
 
 /// A UI message.
@@ -230,7 +221,7 @@ async fn asked_of(
     user: &rein_store::User,
     req: &ChatRequest,
 ) -> Result<Asked, ApiError> {
-    check_names(req.model.as_deref(), &req.attachments)?;
+    req.answering.check()?;
     if req.trigger.as_deref() == Some("regenerate-message") {
         return Err(unfit(
             "regenerate-message is not supported here: send the message again".into(),
@@ -271,8 +262,9 @@ async fn asked_of(
         turns.push((role, parts));
     }
     let (history, instructions) = earlier(turns);
-    let attachments = with_uploads(app, &user.id, said.attached, &req.attachments).await?;
-    let model = answerer(req.agent.as_deref(), req.model.as_deref())?;
+    let attachments =
+        with_uploads(app, &user.id, said.attached, &req.answering.attachments).await?;
+    let model = req.answering.answerer()?;
     Ok(Asked::Say(Said {
         prompt: said.text,
         attachments,
