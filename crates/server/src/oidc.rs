@@ -176,9 +176,13 @@ impl Oidc {
     pub fn new(config: OidcConfig) -> Self {
         Self {
             config,
+            // A fresh connection per request: sign-ins are seconds apart, and a pooled one the
+            // provider closed meanwhile (Node's servers close idle ones after 5 s) fails the
+            // token exchange, a POST nothing may retry.
             http: reqwest::Client::builder()
                 .timeout(std::time::Duration::from_secs(10))
                 .redirect(reqwest::redirect::Policy::none())
+                .pool_max_idle_per_host(0)
                 .build()
                 .unwrap_or_default(),
             metadata: tokio::sync::Mutex::new(None),
