@@ -62,6 +62,16 @@ impl ApiError {
         )
     }
 
+    /// 422 `invalid_conversation`: each message is well-formed, but what the conversation
+    /// holds cannot be answered (it ends with no user message, a part cannot be read).
+    pub fn invalid_conversation(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ApiErrorCode::InvalidConversation,
+            message,
+        )
+    }
+
     /// 401.
     pub fn unauthorized(message: impl Into<String>) -> Self {
         Self::new(

@@ -21,7 +21,6 @@ use crate::AppState;
 use crate::api::{Api, Method, OperationDoc, Output};
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::error_code::ApiErrorCode;
 use crate::routes::Body;
 use crate::routes::beats::{Beat, Beats};
 use crate::routes::content_parts::{Parts, earlier, parts_of};
@@ -31,7 +30,7 @@ use crate::routes::front_turn::{
 };
 use crate::routes::operations::{DecisionIn, DecisionKind};
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use rein_core::message::ToolStatus;
@@ -194,18 +193,11 @@ impl Output for AgUiEvents {
     }
 }
 
-fn unfit(message: String) -> ApiError {
-    ApiError::new(
-        StatusCode::UNPROCESSABLE_ENTITY,
-        ApiErrorCode::InvalidConversation,
-        message,
-    )
-}
-
 /// An AG-UI content part as the OpenAI-style part `parts_of` reads.
 fn openai_part(i: usize, part: &Value) -> Result<Value, ApiError> {
     let kind = part.get("type").and_then(Value::as_str).unwrap_or_default();
-    let bad = |why: &str| unfit(format!("content part {i} ({kind}): {why}"));
+    let bad =
+        |why: &str| ApiError::invalid_conversation(format!("content part {i} ({kind}): {why}"));
     if kind == "text" {
         return Ok(json!({"type": "text", "text": part.get("text").cloned().unwrap_or_default()}));
     }
@@ -319,7 +311,9 @@ async fn asked_of(
     };
     let said = parts(app, &user.id, &last.content).await?;
     if said.text.trim().is_empty() {
-        return Err(unfit("the last message, the user's, has no text".into()));
+        return Err(ApiError::invalid_conversation(
+            "the last message, the user's, has no text",
+        ));
     }
     let mut turns = Vec::new();
     for m in before {
@@ -372,7 +366,7 @@ fn decision_of(r: &ResumeEntry) -> Result<DecisionIn, ApiError> {
                 Some(true) => DecisionKind::Approve,
                 Some(false) => DecisionKind::Reject,
                 None => {
-                    return Err(unfit(format!(
+                    return Err(ApiError::invalid_conversation(format!(
                         "resume payload for {}: give `approved`, `text`, `option` or the answer as a string",
                         r.interrupt_id
                     )));

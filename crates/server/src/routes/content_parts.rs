@@ -52,11 +52,7 @@ pub fn earlier<R: AsRef<str>>(
 /// lacks beyond its type is unprocessable (422), not malformed.
 pub fn unprocessable(e: ApiError) -> ApiError {
     if e.status == axum::http::StatusCode::BAD_REQUEST {
-        ApiError::new(
-            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-            crate::error_code::ApiErrorCode::InvalidConversation,
-            e.message,
-        )
+        ApiError::invalid_conversation(e.message)
     } else {
         e
     }

@@ -268,13 +268,7 @@ pub async fn completions(
         .split_last()
         .ok_or_else(|| ApiError::bad_request("messages is empty"))?;
     // Each message is valid alone; what the conversation must end with is a 422.
-    let unanswerable = |why: &str| {
-        ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            crate::error_code::ApiErrorCode::InvalidConversation,
-            why,
-        )
-    };
+    let unanswerable = |why: &str| ApiError::invalid_conversation(why);
     if last.role != "user" {
         return Err(unanswerable("the last message must be the user's"));
     }

@@ -16,13 +16,11 @@ use crate::AppState;
 use crate::api::{Api, Method, OperationDoc, Output};
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::error_code::ApiErrorCode;
 use crate::routes::Body;
 use crate::routes::content_parts::parts_of;
 use crate::runner::Job;
 use axum::Json;
 use axum::extract::{FromRequestParts, State};
-use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -378,13 +376,7 @@ async fn input_of(
     ),
     ApiError,
 > {
-    let unanswerable = |why: &str| {
-        ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            ApiErrorCode::InvalidConversation,
-            why,
-        )
-    };
+    let unanswerable = |why: &str| ApiError::invalid_conversation(why);
     let items: Vec<Value> = match input {
         Value::String(s) => vec![json!({"role": "user", "content": s})],
         Value::Array(items) => items.clone(),

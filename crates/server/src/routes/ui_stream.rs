@@ -138,20 +138,12 @@ impl Output for UiStream {
     }
 }
 
-fn unfit(message: String) -> ApiError {
-    ApiError::new(
-        StatusCode::UNPROCESSABLE_ENTITY,
-        crate::error_code::ApiErrorCode::InvalidConversation,
-        message,
-    )
-}
-
 /// A UI message's parts as the OpenAI-style content `parts_of` reads: its text and files.
 fn content_of(parts: &[Value]) -> Result<Value, ApiError> {
     let mut out = Vec::new();
     for (i, part) in parts.iter().enumerate() {
         let kind = part.get("type").and_then(Value::as_str).unwrap_or_default();
-        let bad = |why: &str| unfit(format!("part {i} ({kind}): {why}"));
+        let bad = |why: &str| ApiError::invalid_conversation(format!("part {i} ({kind}): {why}"));
         match kind {
             "text" => out.push(
                 json!({"type": "text", "text": part.get("text").cloned().unwrap_or_default()}),
@@ -223,31 +215,34 @@ async fn asked_of(
 ) -> Result<Asked, ApiError> {
     req.answering.check()?;
     if req.trigger.as_deref() == Some("regenerate-message") {
-        return Err(unfit(
-            "regenerate-message is not supported here: send the message again".into(),
+        return Err(ApiError::invalid_conversation(
+            "regenerate-message is not supported here: send the message again",
         ));
     }
     let Some((last, before)) = req.messages.split_last() else {
-        return Err(unfit("messages is empty".into()));
+        return Err(ApiError::invalid_conversation("messages is empty"));
     };
     if last.role == UiRole::Assistant {
         let decisions = decisions_of(&last.parts);
         if decisions.is_empty() {
-            return Err(unfit(
-                "the last message is the user's, or the agent's with answered tool approvals"
-                    .into(),
+            return Err(ApiError::invalid_conversation(
+                "the last message is the user's, or the agent's with answered tool approvals",
             ));
         }
         return Ok(Asked::Decide(decisions));
     }
     if last.role != UiRole::User {
-        return Err(unfit("the last message must be the user's".into()));
+        return Err(ApiError::invalid_conversation(
+            "the last message must be the user's",
+        ));
     }
     let said = parts_of(&*app.store, &user.id, &content_of(&last.parts)?)
         .await
         .map_err(unprocessable)?;
     if said.text.trim().is_empty() {
-        return Err(unfit("the last message has no text".into()));
+        return Err(ApiError::invalid_conversation(
+            "the last message has no text",
+        ));
     }
     let mut turns = Vec::new();
     for m in before {
