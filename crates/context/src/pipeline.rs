@@ -27,7 +27,8 @@ pub struct AgentFacts {
     /// Instructions of the tools whose schemas this call offers (manifest system roles), by
     /// tool identifier.
     pub tool_roles: Vec<(String, String)>,
-    /// Skills admitted into the operation: their instructions go into every call.
+    /// Skills admitted into the operation: their instructions go into every call (at the
+    /// head, unless the result of the call that activated it still carries them).
     pub active_skills: Vec<SkillText>,
 }
 
@@ -38,6 +39,9 @@ pub struct SkillText {
     pub name: String,
     /// Its `SKILL.md` body.
     pub body: String,
+    /// Activated by a `skills__activate` call, whose result carries its block: while that
+    /// result is in the history the block stays there, not at the head.
+    pub from_call: bool,
 }
 
 /// A skill the model could activate: listed by name and description, body not sent.

@@ -155,6 +155,73 @@ fn memory_and_knowledge_go_after_the_head_system_block() {
 }
 
 #[test]
+fn a_skill_activated_by_a_call_stays_in_its_result_and_returns_to_the_head_when_that_is_gone() {
+    let block = rein_core::tool::skill_block("pdf", "Use -layout.");
+    let activated = result("s1", ToolStatus::Succeeded, &format!("Active.\n\n{block}"));
+    let skill = |name: &str, from_call: bool| rein_context::SkillText {
+        name: name.into(),
+        body: if name == "pdf" {
+            "Use -layout."
+        } else {
+            "Group by kind."
+        }
+        .into(),
+        from_call,
+    };
+    let brief = |name: &str| rein_context::SkillBrief {
+        name: name.into(),
+        description: format!("{name} things"),
+    };
+    let mut step = step();
+    step.available_skills = vec![brief("pdf"), brief("notes")];
+    let model = ModelFacts::default();
+    let p = only(skills::Skills);
+    let head = |messages: &[Arc<Message>], agent: &AgentFacts| {
+        let out = run_on(&p, messages, agent, &model, &step);
+        out.messages
+            .iter()
+            .filter(|m| m.role == rein_core::message::Role::System)
+            .map(|m| m.text_content())
+            .collect::<Vec<_>>()
+    };
+    let before = head(&[system("role"), user("read it")], &AgentFacts::default());
+    assert_eq!(before.len(), 2, "{before:?}");
+    assert!(before[1].contains("- pdf: pdf things") && before[1].contains("- notes:"));
+    // Activated by a call whose result is in the history: the head is unchanged.
+    let agent = AgentFacts {
+        active_skills: vec![skill("pdf", true), skill("notes", false)],
+        ..Default::default()
+    };
+    let with_result = vec![
+        system("role"),
+        user("read it"),
+        calling("", &["s1"]),
+        activated.clone(),
+    ];
+    let now = head(&with_result, &agent);
+    // `notes` came from the spec: at the head, and no longer listed.
+    assert_eq!(now.len(), 3, "{now:?}");
+    assert!(now[1].contains("- pdf: pdf things") && !now[1].contains("- notes:"));
+    assert!(now[2].contains("<skill name=\"notes\">"), "{now:?}");
+    // The result is gone (truncated away), or cut by the result limit: back at the head.
+    let gone = head(&[system("role"), user("read it")], &agent);
+    assert!(gone.iter().any(|t| t.contains(&block)), "{gone:?}");
+    assert!(!gone.iter().any(|t| t.contains("- pdf:")), "{gone:?}");
+    let cut = AgentFacts {
+        max_tool_result_chars: Some(block.len()),
+        ..agent.clone()
+    };
+    let cut = head(&with_result, &cut);
+    assert!(cut.iter().any(|t| t.contains(&block)), "{cut:?}");
+    // Not activated by a call: at the head even when a result quotes it.
+    let spec = AgentFacts {
+        active_skills: vec![skill("pdf", false)],
+        ..Default::default()
+    };
+    assert!(head(&with_result, &spec).iter().any(|t| t.contains(&block)));
+}
+
+#[test]
 fn group_relabel_marks_other_agents() {
     let mut other = Message::assistant("I found three sources.");
     other.author = Some("researcher".into());

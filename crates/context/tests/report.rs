@@ -43,6 +43,7 @@ fn every_item_is_accounted_for_and_the_items_sum_to_the_messages_sent() {
         active_skills: vec![SkillText {
             name: "release-notes".into(),
             body: "Group changes by kind.".into(),
+            from_call: false,
         }],
         ..Default::default()
     };

@@ -54,6 +54,10 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+fn is_zero_usd(n: &Usd) -> bool {
+    n.is_zero()
+}
+
 /// What happened.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -101,6 +105,10 @@ pub enum EventKind {
         /// Cost of the call.
         #[serde(default)]
         cost: Usd,
+        /// What the provider's prompt cache saved on it (against every cached token at the
+        /// input price; zero without a price).
+        #[serde(default, skip_serializing_if = "is_zero_usd")]
+        cache_saved: Usd,
     },
     /// A failed model call will be retried.
     StreamRetry {

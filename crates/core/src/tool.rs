@@ -196,6 +196,13 @@ pub struct ActivatedSkill {
     pub source: String,
 }
 
+/// How an active skill's instructions read in a request: its body in a `<skill>` block. The
+/// `skills__activate` result carries it, and the context pipeline looks for it there before
+/// it puts the block at the head of a request.
+pub fn skill_block(name: &str, body: &str) -> String {
+    format!("<skill name=\"{name}\">\n{}\n</skill>", body.trim())
+}
+
 /// FNV-1a, 64 bit: stable across Rust releases and platforms (unlike `DefaultHasher`), so
 /// values derived from it may be stored.
 #[derive(Clone, Copy, Debug)]

@@ -334,13 +334,14 @@ fn event_kind() -> impl Strategy<Value = EventKind> {
             assistant_message_id: a,
             chunk
         }),
-        (mid(), text(), calls(), tokens(), usd()).prop_map(
-            |(a, content, tool_calls, usage, cost)| EventKind::LlmResult {
+        (mid(), text(), calls(), tokens(), usd(), usd()).prop_map(
+            |(a, content, tool_calls, usage, cost, cache_saved)| EventKind::LlmResult {
                 assistant_message_id: a,
                 content,
                 tool_calls,
                 usage,
-                cost
+                cost,
+                cache_saved
             }
         ),
         (any::<u32>(), any::<u32>(), any::<u64>(), option::of(text())).prop_map(

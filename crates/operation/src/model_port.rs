@@ -67,6 +67,10 @@ pub struct ModelPort {
     /// The knowledge found for the last user message: every step of a turn asks with it, and
     /// the bases do not change within a run.
     pub knowledge_memo: Mutex<Option<(String, Vec<rein_context::KnowledgeChunk>)>>,
+    /// The memories recalled for the last user message: they stay the same until the next
+    /// one, so a memory the agent saves meanwhile does not change the head of every later
+    /// request of the turn (and miss the providers' prompt caches).
+    pub memory_memo: Mutex<Option<(String, Vec<String>)>>,
     /// The last request of this run, item by item: what the next one's stable prefix is
     /// measured against.
     pub last_request: Mutex<Vec<crate::prompt_prefix::Item>>,
@@ -84,7 +88,7 @@ fn latest_user_text(state: &rein_core::AgentState) -> Option<String> {
 
 impl ModelPort {
     /// Memories relevant to the latest user message (by words, and by meaning with an
-    /// embedder), at most five.
+    /// embedder), at most five; recalled once per user message in a run.
     async fn relevant_memories(&self, req: &LlmRequest<'_>) -> Vec<String> {
         if !self.context.memories {
             return Vec::new();
@@ -92,6 +96,23 @@ impl ModelPort {
         let Some(query) = latest_user_text(req.state) else {
             return Vec::new();
         };
+        if let Some((q, memories)) = self
+            .memory_memo
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            && *q == query
+        {
+            return memories.clone();
+        }
+        let recalled = self.recall_memories(req, &query).await;
+        *self.memory_memo.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((query, recalled.clone()));
+        recalled
+    }
+
+    /// Reads and ranks the memories for `query` (see [`ModelPort::relevant_memories`]).
+    async fn recall_memories(&self, req: &LlmRequest<'_>, query: &str) -> Vec<String> {
         let scope = crate::tools::document_scope(req.state);
         let owner = crate::tools::owner_of(req.state);
         // What the agent was told to remember, and what was learnt from the user's
@@ -132,8 +153,8 @@ impl ModelPort {
         if all.is_empty() {
             return Vec::new();
         }
-        let embedding = self.query_embedding(&query).await;
-        rank_hybrid(all, &query, embedding.as_ref(), 5)
+        let embedding = self.query_embedding(query).await;
+        rank_hybrid(all, query, embedding.as_ref(), 5)
             .into_iter()
             .map(|d| d.body)
             .collect()
@@ -285,12 +306,15 @@ impl ModelPort {
                 .map(|s| SkillText {
                     name: s.name.clone(),
                     body: s.body.clone(),
+                    from_call: s.source == "model",
                 })
                 .collect(),
             knowledge,
             ..Default::default()
         };
-        // Skills are listed only where the model can activate them.
+        // Skills are listed only where the model can activate them; the pipeline leaves out
+        // those whose instructions it puts at the head, and keeps listing one the model
+        // activated (its result carries the instructions), so the head does not change.
         let can_activate = req
             .state
             .tool_manifests
@@ -300,7 +324,6 @@ impl ModelPort {
             self.skills
                 .skills()
                 .iter()
-                .filter(|s| !req.state.activated_skills.iter().any(|a| a.name == s.name))
                 .map(|s| SkillBrief {
                     name: s.name.clone(),
                     description: s.description.clone(),
@@ -519,6 +542,7 @@ impl LlmPort for ModelPort {
                 .pricing
                 .cost(&self.provider_id, &model, &usage, r.reported_cost)
                 .unwrap_or(Usd::ZERO);
+            let cache_saved = self.pricing.cache_saved(&self.provider_id, &model, &usage);
             let reasoning = (r.reasoning.is_some()
                 || r.reasoning_signature.is_some()
                 || !r.redacted_reasoning.is_empty()
@@ -537,6 +561,7 @@ impl LlmPort for ModelPort {
                         reasoning,
                         usage,
                         cost,
+                        cache_saved,
                         stop_reason: Some("cancelled".into()),
                         ..Default::default()
                     });
@@ -572,6 +597,7 @@ impl LlmPort for ModelPort {
                 tool_calls,
                 usage,
                 cost,
+                cache_saved,
                 stop_reason: r.stop_reason.map(|s| s.as_str().to_owned()),
                 elapsed_ms: 0,
                 context: Some(report),

@@ -77,10 +77,25 @@ pub struct CacheUse {
 }
 
 impl Pricing {
+    /// What the prompt cache saved on `usage` of `provider/model`: its cost with every cached
+    /// token at the input price, less its cost (cache writes priced above the input count
+    /// against it; never below zero; zero without a price).
+    pub fn cache_saved(&self, provider: &str, model: &str, usage: &TokenUsage) -> Usd {
+        let Some(p) = self.prices(provider, model) else {
+            return Usd::ZERO;
+        };
+        let plain = TokenUsage {
+            cached_read: 0,
+            cache_write: 0,
+            ..*usage
+        };
+        p.cost(&plain).saturating_sub(p.cost(usage))
+    }
+
     /// What the prompt caches did for the model calls of `usage`.
     pub fn cache_use(&self, usage: &rein_core::usage::Usage) -> CacheUse {
         let t = &usage.llm.tokens;
-        let mut saved = Usd::ZERO;
+        let mut plain = Usd::ZERO;
         let mut spent = Usd::ZERO;
         for (key, m) in &usage.by_model {
             let Some((provider, model)) = key.split_once('/') else {
@@ -89,19 +104,20 @@ impl Pricing {
             let Some(p) = self.prices(provider, model) else {
                 continue;
             };
-            let plain = TokenUsage {
+            // Summed before the floor: a model whose writes cost more than its reads saved
+            // takes from what the others saved.
+            plain += p.cost(&TokenUsage {
                 cached_read: 0,
                 cache_write: 0,
                 ..m.tokens
-            };
-            saved += p.cost(&plain);
+            });
             spent += p.cost(&m.tokens);
         }
         CacheUse {
             input_tokens: t.input,
             read_tokens: t.cached_read,
             written_tokens: t.cache_write,
-            saved: saved.saturating_sub(spent),
+            saved: plain.saturating_sub(spent),
         }
     }
 }

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod branches;
+mod cache_pricing;
 mod common;
 mod devices;
 mod driver;

@@ -1,8 +1,10 @@
-//! The prompt cache on Anthropic, asserted on the request bodies of a multi-step operation
-//! (tool calls, a plan written and rewritten): every request marks at most four breakpoints,
-//! where the rule says (the last tool, the system prompt, the last block of the conversation
-//! before this step's plan note), and each request's prefix up to its history breakpoint is
-//! the previous request's, byte for byte, so the provider serves it from its cache.
+//! The prompt cache on Anthropic, asserted on the request bodies of multi-step operations
+//! (tool calls, a plan written and rewritten; knowledge, memories, a skill activation and a
+//! second user message): every request marks at most four breakpoints, where the rule says
+//! (the last tool, the system prompt, the last block of the conversation before this step's
+//! plan note), and each request's prefix up to its history breakpoint is the previous
+//! request's, byte for byte, so the provider serves it from its cache; only a new user
+//! message (new knowledge and memories for it) changes the head.
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -15,7 +17,7 @@ use rein_model::testing::streams::anthropic;
 use rein_model::transport::Timeouts;
 use rein_model::{Catalog, Protocol, Provider, ReqwestTransport};
 use rein_operation::{Driver, RunEnd, StartOptions, Tool, ToolContext};
-use rein_store::{Effect, Store};
+use rein_store::{Effect, Knowledge, Store};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -121,26 +123,11 @@ async fn anthropic_requests_mark_the_stable_prefix_and_each_repeats_the_last_one
         11,
     )
     .await;
-    let config = ProviderConfig {
-        id: "anthropic".into(),
-        protocol: Protocol::Anthropic,
-        base_url: format!("{}/v1", server.base),
-        api_key: Some("k".into()),
-        headers: Default::default(),
-        quirks: Quirks::default(),
-    };
-    let provider = Provider::new(
-        config,
-        Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
-    );
     let (_, store) = common::temp_store("rein-cache").await;
     let d = Driver::new(
         store.clone(),
-        Arc::new(provider),
-        ModelRef {
-            provider: "anthropic".into(),
-            model: "claude-sonnet-4-5".into(),
-        },
+        Arc::new(anthropic_provider(&server.base)),
+        claude(),
         Arc::new(Catalog::builtin().unwrap()),
     )
     .with_tool(Arc::new(Echo));
@@ -159,51 +146,9 @@ async fn anthropic_requests_mark_the_stable_prefix_and_each_repeats_the_last_one
     let mut previous: Option<Prefix> = None;
     for (i, r) in requests.iter().enumerate() {
         assert!(r.refused.is_none(), "request {i}: {:?}", r.refused);
-        let body = &r.body;
-        let (tools, system, history) = marks(body);
-        let all = blocks(body);
-        assert_eq!(
-            tools,
-            [body["tools"].as_array().unwrap().len() - 1],
-            "request {i}: the last tool, only"
-        );
-        assert!(system, "request {i}: the system prompt");
-        assert_eq!(history.len(), 1, "request {i}: one history mark");
-        assert!(tools.len() + 1 + history.len() <= 4);
-        // The mark is on the last block before this step's plan note (or the last block
-        // when there is no plan yet).
-        let planned = all
-            .last()
-            .is_some_and(|(_, b)| b["text"].as_str().is_some_and(|t| t.contains("Your plan")));
-        let expected = if planned {
-            all.len() - 2
-        } else {
-            all.len() - 1
-        };
-        assert_eq!(history[0], expected, "request {i}: {body:#}");
-        let prefix: Prefix = (
-            unmarked(&body["tools"]),
-            unmarked(&body["system"]),
-            all[..=history[0]]
-                .iter()
-                .map(|(r, b)| (r.clone(), unmarked(b)))
-                .collect::<Vec<_>>(),
-        );
-        if let Some((tools, system, earlier)) = &previous {
-            assert_eq!(
-                &prefix.0, tools,
-                "request {i}: the tools are the last request's"
-            );
-            assert_eq!(
-                &prefix.1, system,
-                "request {i}: the system prompt is the last request's"
-            );
-            assert!(prefix.2.len() > earlier.len());
-            assert_eq!(
-                &prefix.2[..earlier.len()],
-                &earlier[..],
-                "request {i} repeats the last request's cached history"
-            );
+        let prefix = marked_where_the_rule_says(i, &r.body);
+        if let Some(earlier) = &previous {
+            assert_repeats(i, &prefix, earlier);
         }
         previous = Some(prefix);
     }
@@ -221,4 +166,263 @@ async fn anthropic_requests_mark_the_stable_prefix_and_each_repeats_the_last_one
     assert_eq!(stable.len(), 5);
     assert_eq!(stable[0], 0, "{stable:?}");
     assert!(stable[1..].iter().all(|s| *s > 0), "{stable:?}");
+}
+
+/// Checks that `body` (request `i`) marks the last tool, the system prompt and the last block
+/// before this step's plan note (the last block when there is none), four marks at most;
+/// returns what it caches.
+fn marked_where_the_rule_says(i: usize, body: &Value) -> Prefix {
+    let (tools, system, history) = marks(body);
+    let all = blocks(body);
+    assert_eq!(
+        tools,
+        [body["tools"].as_array().unwrap().len() - 1],
+        "request {i}: the last tool, only"
+    );
+    assert!(system, "request {i}: the system prompt");
+    assert_eq!(history.len(), 1, "request {i}: one history mark");
+    assert!(tools.len() + 1 + history.len() <= 4);
+    let planned = all
+        .last()
+        .is_some_and(|(_, b)| b["text"].as_str().is_some_and(|t| t.contains("Your plan")));
+    let expected = if planned {
+        all.len() - 2
+    } else {
+        all.len() - 1
+    };
+    assert_eq!(history[0], expected, "request {i}: {body:#}");
+    (
+        unmarked(&body["tools"]),
+        unmarked(&body["system"]),
+        all[..=history[0]]
+            .iter()
+            .map(|(r, b)| (r.clone(), unmarked(b)))
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// Request `i` caches what the request before it cached, and more.
+fn assert_repeats(i: usize, prefix: &Prefix, earlier: &Prefix) {
+    assert_eq!(
+        prefix.0, earlier.0,
+        "request {i}: the tools are the last request's"
+    );
+    assert_eq!(
+        prefix.1, earlier.1,
+        "request {i}: the system prompt is the last request's"
+    );
+    assert!(prefix.2.len() > earlier.2.len());
+    assert_eq!(
+        &prefix.2[..earlier.2.len()],
+        &earlier.2[..],
+        "request {i} repeats the last request's cached history"
+    );
+}
+
+/// The text of the `tool_result` block answering `call` in an Anthropic request.
+fn anthropic_result(body: &Value, call: &str) -> String {
+    let (_, block) = blocks(body)
+        .into_iter()
+        .find(|(_, b)| b["type"] == "tool_result" && b["tool_use_id"] == call)
+        .unwrap_or_else(|| panic!("no result for {call} in {body:#}"));
+    match &block["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+        other => panic!("{other}"),
+    }
+}
+
+/// The text of a request's system prompt.
+fn system_text(body: &Value) -> String {
+    body["system"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["text"].as_str())
+        .collect()
+}
+
+fn anthropic_provider(base: &str) -> Provider {
+    let config = ProviderConfig {
+        id: "anthropic".into(),
+        protocol: Protocol::Anthropic,
+        base_url: format!("{base}/v1"),
+        api_key: Some("k".into()),
+        headers: Default::default(),
+        quirks: Quirks::default(),
+    };
+    Provider::new(
+        config,
+        Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
+    )
+}
+
+fn claude() -> ModelRef {
+    ModelRef {
+        provider: "anthropic".into(),
+        model: "claude-sonnet-4-5".into(),
+    }
+}
+
+#[tokio::test]
+async fn knowledge_memories_and_a_skill_keep_the_prefix_until_the_next_user_message() {
+    let echo =
+        |n: u32| json!({"id": format!("toolu_echo_{n}"), "name": "echo__say", "input": {"n": n}});
+    let plan = |first: &str| {
+        json!({"id": format!("toolu_plan_{first}"), "name": "todo__write", "input": {"items": [
+            {"text": "Install", "status": first}, {"text": "Answer", "status": "pending"}
+        ]}})
+    };
+    let server = serve(
+        vec![
+            // First turn: a plan and a memory, a skill, a tool, the plan again, the answer.
+            anthropic(
+                &[
+                    json!({"text": "Planning."}),
+                    plan("in_progress"),
+                    json!({"id": "toolu_mem", "name": "memory__remember",
+                        "input": {"fact": "The user prefers metric units"}}),
+                ],
+                "tool_use",
+            ),
+            anthropic(
+                &[json!({"id": "toolu_skill", "name": "skills__activate",
+                    "input": {"name": "release-notes"}})],
+                "tool_use",
+            ),
+            anthropic(&[echo(1)], "tool_use"),
+            anthropic(&[plan("done")], "tool_use"),
+            anthropic(&[json!({"text": "Installed."})], "end_turn"),
+            // Second turn.
+            anthropic(&[echo(2)], "tool_use"),
+            anthropic(&[json!({"text": "Upgraded."})], "end_turn"),
+        ],
+        11,
+    )
+    .await;
+    let (dir, store) = common::temp_store("rein-cache-turns").await;
+    let kb = store.create_knowledge_base(None, "manuals").await.unwrap();
+    let chunk = |line: u64, text: &str| rein_store::NewChunk {
+        headings: vec![],
+        line_start: line,
+        line_end: line,
+        text: text.into(),
+    };
+    store
+        .put_knowledge_file(
+            &kb.id,
+            "guide.md",
+            "h1",
+            &[
+                chunk(1, "Install rein with cargo install rein-cli."),
+                chunk(5, "Upgrading keeps the database; migrations run at start."),
+            ],
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    let skills = dir.join("skills/release-notes/SKILL.md");
+    std::fs::create_dir_all(skills.parent().unwrap()).unwrap();
+    std::fs::write(
+        &skills,
+        "---\nname: release-notes\ndescription: Write release notes.\n---\nGroup changes by kind.\n",
+    )
+    .unwrap();
+    let catalog = rein_operation::skills::SkillCatalog::discover(&[dir.join("skills")]);
+    let d = Driver::new(
+        store.clone(),
+        Arc::new(anthropic_provider(&server.base)),
+        claude(),
+        Arc::new(Catalog::builtin().unwrap()),
+    )
+    .with_tool(Arc::new(Echo))
+    .with_skills(Arc::new(catalog));
+    let spec = rein_operation::OperationSpec {
+        system_role: Some("You install things.".into()),
+        knowledge: vec!["manuals".into()],
+        approval: rein_core::intervention::ApprovalMode::AutoRun,
+        ..Default::default()
+    };
+    let first = d
+        .start(
+            "How do I install rein? Sizes in metric units, please.",
+            &StartOptions {
+                spec: spec.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(matches!(d.run(first).await.unwrap(), RunEnd::Done { .. }));
+    let topic = store
+        .load_operation(first)
+        .await
+        .unwrap()
+        .unwrap()
+        .record
+        .topic_id;
+    let second = d
+        .start(
+            "Upgrading: does it keep the database? Sizes in metric units, please.",
+            &StartOptions {
+                spec,
+                topic_id: Some(topic),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(matches!(d.run(second).await.unwrap(), RunEnd::Done { .. }));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 7);
+    let prefixes: Vec<Prefix> = requests
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            assert!(r.refused.is_none(), "request {i}: {:?}", r.refused);
+            marked_where_the_rule_says(i, &r.body)
+        })
+        .collect();
+    // Every step of a turn repeats the last one's prefix: the memory saved at the first
+    // step and the skill activated at the second changed nothing before the history mark.
+    for i in (1..5).chain(6..7) {
+        assert_repeats(i, &prefixes[i], &prefixes[i - 1]);
+    }
+    let system: Vec<String> = requests.iter().map(|r| system_text(&r.body)).collect();
+    assert!(
+        system[0].contains("Install rein with cargo install"),
+        "{}",
+        system[0]
+    );
+    assert!(!system[4].contains("What you remember"), "{}", system[4]);
+    let activated = anthropic_result(&requests[2].body, "toolu_skill");
+    assert!(
+        activated.contains("<skill name=\"release-notes\">\nGroup changes by kind.\n</skill>"),
+        "{activated}"
+    );
+    assert!(
+        !system[4].contains("Group changes by kind."),
+        "{}",
+        system[4]
+    );
+    // The next user message: the knowledge chosen for it and the memory saved meanwhile
+    // arrive at the head (the skill's instructions stay in the history, where its result is).
+    assert_ne!(prefixes[5].1, prefixes[4].1);
+    assert!(
+        system[5].contains("Upgrading keeps the database"),
+        "{}",
+        system[5]
+    );
+    assert!(
+        system[5].contains("The user prefers metric units"),
+        "{}",
+        system[5]
+    );
+    assert!(
+        !system[5].contains("Group changes by kind."),
+        "{}",
+        system[5]
+    );
+    assert_eq!(prefixes[5].0, prefixes[4].0, "the tools did not change");
 }

@@ -132,19 +132,17 @@ async fn a_skill_is_listed_until_activated_then_its_body_and_files_are_admitted(
             .offered_tools()
             .contains(&"skills__activate".to_owned())
     );
-    // From the next call on: the body, and the skill is no longer listed.
-    let second = requests[1].system_text();
-    assert!(second.contains(BODY_MARKER), "{second}");
+    // The activation's result carries the body and names the files; the head stays as it
+    // was (the skill still listed), so the next request repeats the first one's prefix.
+    let activated = requests[1].tool_result("s1");
     assert!(
-        second.contains("<skill name=\\\"pdf-tools\\\">"),
-        "{second}"
+        activated.contains(BODY_MARKER)
+            && activated.contains("<skill name=\"pdf-tools\">")
+            && activated.contains("skill://pdf-tools/reference.md"),
+        "{activated}"
     );
-    assert!(!second.contains("- pdf-tools:"), "{second}");
-    assert!(
-        requests[1]
-            .tool_result("s1")
-            .contains("skill://pdf-tools/reference.md")
-    );
+    assert_eq!(requests[1].system_text(), first);
+    assert_eq!(requests[3].system_text(), first);
     // Its resource file is readable, and read-only.
     assert_eq!(requests[2].tool_result("r1").trim_end(), RESOURCE_MARKER);
     let refused = requests[3].tool_result("w1");
@@ -372,8 +370,8 @@ async fn each_call_reports_what_it_admitted_summing_to_the_request() {
             .unwrap();
         assert!(skills.changed >= 1 && skills.tokens_delta > 0, "{skills:?}");
     }
-    // Activating two tools and a skill costs their schemas and body, and nothing else grows
-    // but the conversation.
+    // Activating two tools costs their schemas; a skill's body comes with its activation's
+    // result, in the conversation, and leaves the skills listing as it was.
     let first = &calls[0].report;
     let last = &calls[2].report;
     let tokens = |r: &rein_core::event::ContextReport, name: &str| {
@@ -384,7 +382,8 @@ async fn each_call_reports_what_it_admitted_summing_to_the_request() {
     };
     assert!(tokens(last, "tool_schemas") > tokens(first, "tool_schemas"));
     assert!(tokens(last, "tool_list") < tokens(first, "tool_list"));
-    assert!(tokens(last, "skills") > tokens(first, "skills"));
+    assert_eq!(tokens(last, "skills"), tokens(first, "skills"));
+    assert!(tokens(last, "history") > tokens(first, "history"));
     assert_eq!(calls[0].step, 1);
     // The same report through the step filter.
     let one = call_contexts(&*e.store, id, Some(calls[1].step))

@@ -59,6 +59,7 @@ pub struct Metrics {
     model_seconds: Family<ModelLabel, Histogram>,
     tokens: Family<TokenLabels, Counter>,
     cost: Family<ModelLabel, Counter<f64, AtomicU64>>,
+    cache_saved: Family<ModelLabel, Counter<f64, AtomicU64>>,
     tool_calls: Family<ToolLabels, Counter>,
     operations: Family<StatusLabel, Gauge>,
     fires: Family<FireLabels, Gauge>,
@@ -81,6 +82,7 @@ impl Default for Metrics {
         });
         let tokens = Family::<TokenLabels, Counter>::default();
         let cost = Family::<ModelLabel, Counter<f64, AtomicU64>>::default();
+        let cache_saved = Family::<ModelLabel, Counter<f64, AtomicU64>>::default();
         let tool_calls = Family::<ToolLabels, Counter>::default();
         let operations = Family::<StatusLabel, Gauge>::default();
         let fires = Family::<FireLabels, Gauge>::default();
@@ -105,6 +107,11 @@ impl Default for Metrics {
             "rein_cost_usd",
             "Cost of model calls run here, by model, in USD",
             cost.clone(),
+        );
+        registry.register(
+            "rein_cache_saved_usd",
+            "What providers' prompt caches saved on model calls run here, by model, in USD (the calls priced with every cached token at the input price, less their cost)",
+            cache_saved.clone(),
         );
         registry.register(
             "rein_tool_calls",
@@ -133,6 +140,7 @@ impl Default for Metrics {
             model_seconds,
             tokens,
             cost,
+            cache_saved,
             tool_calls,
             operations,
             fires,
@@ -163,6 +171,7 @@ impl Metrics {
                 assistant_message_id,
                 usage,
                 cost,
+                cache_saved,
                 ..
             } => {
                 let Some((model, started)) = self.lock_calls().remove(assistant_message_id) else {
@@ -189,6 +198,9 @@ impl Metrics {
                         .inc_by(n);
                 }
                 self.cost.get_or_create(&label).inc_by(cost.dollars());
+                self.cache_saved
+                    .get_or_create(&label)
+                    .inc_by(cache_saved.dollars());
             }
             EventKind::ToolPending { tool_calls } => {
                 let mut tools = self.lock_tools();

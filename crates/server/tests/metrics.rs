@@ -4,8 +4,9 @@ use crate::common::{Api, calc};
 use serde_json::json;
 
 /// `/metrics` after a run with a tool call: the steps, model calls (with latency), tokens
-/// (with what the provider's prompt cache served) and cost by model, and tool calls by outcome this server ran, operations by status from the
-/// database, open streams; tokens required like every route.
+/// (with what the provider's prompt cache served), cost and what the cache saved by model,
+/// and tool calls by outcome this server ran, operations by status from the database, open
+/// streams; tokens required like every route.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_count_what_the_server_ran() {
     // The answer's usage says 64 of its 100 input tokens came from the provider's cache.
@@ -28,7 +29,7 @@ async fn metrics_count_what_the_server_ran() {
     let op = e
         .create_operation(&token, json!({"input": "What is 17*23?"}))
         .await;
-    e.wait_status(&op, &token, "done").await;
+    let detail = e.wait_status(&op, &token, "done").await;
     let (status, _, _) = e.text("/metrics", None).await;
     assert_eq!(status, 401);
     let (status, content_type, text) = e.text("/metrics", Some(&token)).await;
@@ -59,4 +60,14 @@ async fn metrics_count_what_the_server_ran() {
         text.contains("rein_cost_usd_total{model=\"openai/gpt-4o-mini\"} 0.0000"),
         "{text}"
     );
+    // The 64 cached tokens at gpt-4o-mini's input price ($0.15 per million) less its cached
+    // price ($0.075): what the operation says its cache saved.
+    let saved: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("rein_cache_saved_usd_total{model=\"openai/gpt-4o-mini\"} "))
+        .unwrap_or_else(|| panic!("no saved line in:\n{text}"))
+        .parse()
+        .unwrap();
+    assert!((saved - 64.0 * 0.075e-6).abs() < 1e-12, "{saved}");
+    assert_eq!(detail["cache"]["saved"].as_f64(), Some(saved), "{detail}");
 }

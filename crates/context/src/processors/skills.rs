@@ -1,10 +1,15 @@
-//! `skills`: what the agent knows how to do beyond its tools. Skills it has not activated are
-//! listed by name and description only (within a character budget, so a large catalog cannot
-//! crowd the call); each active skill's instructions follow as their own system message.
+//! `skills`: what the agent knows how to do beyond its tools. Skills are listed by name and
+//! description only (within a character budget, so a large catalog cannot crowd the call);
+//! an active skill's instructions are where the call that activated it left them, its result
+//! in the history, so activating one leaves the head (and the providers' prompt caches) as it
+//! was. A skill the spec named, or whose activating result the history no longer holds
+//! (truncated, compressed, or cut by the result limit), has its instructions at the head as
+//! their own system message and is no longer listed.
 
 use super::leading_system;
-use crate::pipeline::{ContextInput, Draft, Processor};
-use rein_core::message::Message;
+use crate::pipeline::{ContextInput, Draft, Processor, SkillBrief};
+use rein_core::message::{ContentPart, Message, Role};
+use rein_core::tool::skill_block;
 use std::fmt::Write;
 use std::sync::Arc;
 
@@ -21,15 +26,30 @@ impl Processor for Skills {
     }
 
     fn process(&self, input: &ContextInput<'_>, draft: &mut Draft) {
+        let limit = input.agent.max_tool_result_chars;
+        let head: Vec<(&str, String)> = input
+            .agent
+            .active_skills
+            .iter()
+            .map(|s| (s.name.as_str(), s.from_call, skill_block(&s.name, &s.body)))
+            .filter(|(_, from_call, block)| !(*from_call && carried(&draft.messages, block, limit)))
+            .map(|(name, _, block)| (name, block))
+            .collect();
+        let listed: Vec<&SkillBrief> = input
+            .step
+            .available_skills
+            .iter()
+            .filter(|s| !head.iter().any(|(name, _)| *name == s.name))
+            .collect();
         let mut at = leading_system(&draft.messages);
-        if !input.step.available_skills.is_empty() && !input.step.force_finish {
+        if !listed.is_empty() && !input.step.force_finish {
             let mut text = String::from(
-                "Skills you can load (call `skills__activate` with a name; its instructions \
-                 apply from your next step on):\n",
+                "Skills you can load (call `skills__activate` with a name; its result gives \
+                 you its instructions):\n",
             );
             let budget = text.len() + LISTING_BUDGET_CHARS;
             let mut unlisted = Vec::new();
-            for s in &input.step.available_skills {
+            for s in listed {
                 let line = format!(
                     "- {}: {}\n",
                     s.name,
@@ -66,10 +86,22 @@ impl Processor for Skills {
                 .insert(at, Arc::new(Message::system(text.trim_end())));
             at += 1;
         }
-        for s in &input.agent.active_skills {
-            let text = format!("<skill name=\"{}\">\n{}\n</skill>", s.name, s.body.trim());
-            draft.messages.insert(at, Arc::new(Message::system(text)));
+        for (_, block) in head {
+            draft.messages.insert(at, Arc::new(Message::system(block)));
             at += 1;
         }
     }
+}
+
+/// Whether a tool result in `messages` carries `block` whole, in a text the result limit
+/// leaves uncut.
+fn carried(messages: &[Arc<Message>], block: &str, limit: Option<usize>) -> bool {
+    messages.iter().filter(|m| m.role == Role::Tool).any(|m| {
+        m.content.iter().any(|p| match p {
+            ContentPart::Text { text } => {
+                limit.is_none_or(|l| text.len() <= l) && text.contains(block)
+            }
+            ContentPart::Image { .. } | ContentPart::File { .. } => false,
+        })
+    })
 }

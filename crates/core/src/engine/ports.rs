@@ -73,6 +73,8 @@ pub struct LlmOutput {
     pub usage: TokenUsage,
     /// Cost of the call.
     pub cost: Usd,
+    /// What the provider's prompt cache saved on it.
+    pub cache_saved: Usd,
     /// Provider stop reason.
     pub stop_reason: Option<String>,
     /// Wall time of the call.

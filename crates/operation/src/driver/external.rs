@@ -22,7 +22,7 @@ use rein_core::message::ExternalSession;
 use rein_core::spec::{ExternalKind, Surface};
 use rein_core::state::{BudgetKind, BudgetPolicy, Finish, FinishReason, StateError, Status};
 use rein_core::usage::TokenUsage;
-use rein_core::{AgentEvent, AgentState, Usd};
+use rein_core::{AgentEvent, AgentState};
 use std::time::{Duration, Instant};
 
 /// How long a CLI may linger after its output has ended before it is stopped.
@@ -270,36 +270,41 @@ impl Driver {
     ) -> Result<(), DriverError> {
         let mut state = run.committed.clone();
         let model = transcript.model.as_deref();
-        let cost = step
-            .cost
-            .or_else(|| self.estimated_cost(&run.spec, kind, model, &step.tokens));
+        let mut priced = self.priced(&run.spec, kind, model, &step.tokens);
+        priced.cost = step.cost.or(priced.cost);
         let session = transcript.session.clone().map(|id| ExternalSession {
             kind: kind.as_str().to_owned(),
             id,
         });
         let events =
-            external::record::record(&mut state, run.seq + 1, kind, model, session, step, cost);
+            external::record::record(&mut state, run.seq + 1, kind, model, session, step, priced);
         self.publish(&events);
         self.commit(run, external_step(state, events)).await?;
         Ok(())
     }
 
-    /// What `tokens` of `model` cost at the operation's or the catalog's price, for the kinds
-    /// whose provider is known.
-    fn estimated_cost(
+    /// What `tokens` of `model` cost at the operation's or the catalog's price, and what the
+    /// prompt cache saved on them, for the kinds whose provider is known.
+    fn priced(
         &self,
         spec: &rein_core::spec::OperationSpec,
         kind: ExternalKind,
         model: Option<&str>,
         tokens: &TokenUsage,
-    ) -> Option<Usd> {
+    ) -> external::record::Priced {
         let provider = match kind {
             ExternalKind::ClaudeCode => "anthropic",
             ExternalKind::Codex => "openai",
-            ExternalKind::Jsonl => return None,
+            ExternalKind::Jsonl => return Default::default(),
         };
-        crate::pricing::Pricing::new(std::sync::Arc::clone(&self.catalog), spec)
-            .cost(provider, model?, tokens, None)
+        let Some(model) = model else {
+            return Default::default();
+        };
+        let pricing = crate::pricing::Pricing::new(std::sync::Arc::clone(&self.catalog), spec);
+        external::record::Priced {
+            cost: pricing.cost(provider, model, tokens, None),
+            cache_saved: pricing.cache_saved(provider, model, tokens),
+        }
     }
 
     /// The CLI's own totals, where it reported them, replace what the turns added up to (rein

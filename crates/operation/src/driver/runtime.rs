@@ -236,6 +236,7 @@ impl Driver {
             embedder: self.embedder.clone(),
             query_memo: Default::default(),
             knowledge_memo: Default::default(),
+            memory_memo: Default::default(),
             last_request: Default::default(),
         };
         let estimator: Arc<dyn TokenEstimator> = Arc::new(estimator);

@@ -34,6 +34,14 @@ pub(crate) fn emit(state: &mut AgentState, kinds: Vec<EventKind>) -> Vec<AgentEv
         .collect()
 }
 
+/// What an observed step cost: its own figure or the estimate at the operation's prices
+/// (`None` when neither is known), and what the prompt cache saved on it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Priced {
+    pub cost: Option<Usd>,
+    pub cache_saved: Usd,
+}
+
 /// Write one observed step into `state` (commit number `commit`): the assistant message with
 /// the calls it made, a tool message per call, usage and cost; returns its events.
 pub(crate) fn record(
@@ -43,8 +51,9 @@ pub(crate) fn record(
     model: Option<&str>,
     session: Option<ExternalSession>,
     step: ObservedStep,
-    cost: Option<Usd>,
+    priced: Priced,
 ) -> Vec<AgentEvent> {
+    let Priced { cost, cache_saved } = priced;
     state.step_count += 1;
     let key = model_key(kind, model);
     let op: OperationId = state.operation_id;
@@ -110,6 +119,7 @@ pub(crate) fn record(
         tool_calls: calls.clone(),
         usage: step.tokens,
         cost: cost.unwrap_or_default(),
+        cache_saved,
     });
     state.usage.record_llm(&key, &step.tokens, 0);
     if let Some(c) = cost {

@@ -1,5 +1,7 @@
-//! `skills.activate`: the model admits a listed skill; its instructions are part of every
-//! later call of the operation (the engine records the activation in the state).
+//! `skills.activate`: the model admits a listed skill; its instructions come back as the
+//! call's result and stay part of every later call of the operation (the engine records the
+//! activation in the state, so the context pipeline restores them at the head of a request
+//! whose history lost that result).
 
 use super::SkillCatalog;
 use crate::{Tool, ToolContext};
@@ -90,8 +92,11 @@ impl Tool for ActivateSkill {
                     }
                 )));
             };
+            // The instructions come with the result: they take their place in the history
+            // here, so the requests before and after this call share their prefix (a block
+            // added at the head would make every later call a prompt-cache miss).
             let mut text = format!(
-                "Skill `{}` is active: its instructions apply from your next step on.",
+                "Skill `{}` is active: follow its instructions from now on.",
                 skill.name
             );
             if !skill.resources.is_empty() {
@@ -105,6 +110,8 @@ impl Tool for ActivateSkill {
                     paths.join(", ")
                 ));
             }
+            text.push_str("\n\n");
+            text.push_str(&rein_core::tool::skill_block(&skill.name, &skill.body));
             // The step is set by the engine when it records the activation.
             Ok(ToolOutput::ok(text)
                 .with_effect(ToolEffect::ActivateSkill(skill.activated(0, "model"))))

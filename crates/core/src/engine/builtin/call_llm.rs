@@ -146,6 +146,7 @@ impl PayloadExecutor for CallLlmExecutor {
                 tool_calls: tool_calls.clone(),
                 usage: out.usage,
                 cost: out.cost,
+                cache_saved: out.cache_saved,
             });
             let next = ctx(Phase::LlmResult(LlmResultPayload {
                 assistant_message_id: assistant_id,
