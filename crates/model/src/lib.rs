@@ -9,6 +9,7 @@
 
 pub mod cassette;
 pub mod catalog;
+mod context_cache;
 pub mod demo;
 pub mod error;
 pub mod event;

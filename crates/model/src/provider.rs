@@ -17,6 +17,7 @@ use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// A stream of normalized events.
@@ -54,6 +55,9 @@ struct Inner {
     retry: RetryPolicy,
     hooks: Arc<dyn Hooks>,
     catalog: Option<Arc<Catalog>>,
+    /// Gemini's explicit context caches this provider made (the `context_cache_min_tokens`
+    /// quirk).
+    context_caches: crate::context_cache::ContextCaches,
 }
 
 /// A provider over a protocol and a transport.
@@ -72,6 +76,7 @@ impl Provider {
                 retry: RetryPolicy::default(),
                 hooks: Arc::new(NoHooks),
                 catalog: None,
+                context_caches: Default::default(),
             }),
         }
     }
@@ -171,6 +176,37 @@ impl Inner {
             headers: self.headers(),
             body,
         }
+    }
+
+    /// With the `context_cache_min_tokens` quirk, make Gemini call `call` name an explicit
+    /// cache of its system instruction and tools (see [`crate::context_cache`]); `None` when
+    /// it is sent whole. Only calls that ask for prompt caching (not cassette runs).
+    async fn name_context_cache(
+        &self,
+        req: &ChatRequest,
+        call: &mut HttpCall,
+    ) -> Option<crate::context_cache::Named> {
+        let min_tokens = self.config.quirks.context_cache_min_tokens?;
+        let asked = req.prompt_cache.as_ref()?;
+        if self.config.protocol != Protocol::Gemini {
+            return None;
+        }
+        let setup = crate::context_cache::Setup {
+            model: &req.model,
+            min_tokens,
+            ttl: Duration::from_secs(if asked.long_ttl { 3600 } else { 300 }),
+        };
+        self.context_caches
+            .prepare(&setup, call, |create| async move {
+                let made = self.json(create).await?;
+                crate::context_cache::created_name(&made).ok_or_else(|| {
+                    ModelError::new(
+                        ErrorKind::MalformedStream,
+                        "the cachedContents response has no name",
+                    )
+                })
+            })
+            .await
     }
 
     fn capabilities(&self, model: &str) -> Capabilities {
@@ -403,10 +439,12 @@ impl Inner {
             return collector.finish();
         }
         let mut keys = crate::protocol::keys::KeyMap::of(self.config.protocol, &req);
-        let call = match &keys {
+        let mut call = match &keys {
             Some(k) => self.call(&k.outgoing(&req), stream),
             None => self.call(&req, stream),
         };
+        let whole = call.clone();
+        let mut named = self.name_context_cache(&req, &mut call).await;
         let policy = self.retry;
         let mut waited = std::time::Duration::ZERO;
         let mut attempt = 1;
@@ -435,6 +473,19 @@ impl Inner {
             };
             let error = match outcome {
                 Attempt::Done => break,
+                // Gemini no longer knows the cache the call named (it expired or was deleted
+                // early): send the call whole, as one more try of the same attempt.
+                Attempt::Failed {
+                    error,
+                    produced: false,
+                } if named.is_some() && matches!(error.http_status, Some(403 | 404)) => {
+                    tracing::warn!(error = %error, "Gemini's context cache is gone; sending the prefix whole");
+                    if let Some(n) = named.take() {
+                        self.context_caches.forget(n);
+                    }
+                    call = whole.clone();
+                    continue;
+                }
                 Attempt::Failed { error, produced } => {
                     let delay = policy.delay(attempt + 1, error.retry_after_ms);
                     let can_retry = error.retryable

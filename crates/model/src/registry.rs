@@ -36,6 +36,14 @@ pub struct Quirks {
     /// share a prefix name it, so they reach the same cache.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt_cache_key: Option<bool>,
+    /// Gemini: put the system instruction, tool declarations and tool config of requests
+    /// estimated at this many tokens or more into an explicit context cache
+    /// (`cachedContents`, five minutes or an hour with `prompt_cache_hour`) that later requests
+    /// name, so that part is billed at the cached price on every call; unset: Gemini's
+    /// implicit caching only. Gemini's own minimum is 1,024 tokens for Flash models and 4,096
+    /// for Pro.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_cache_min_tokens: Option<u64>,
 }
 
 /// One provider preset or configuration entry.

@@ -281,3 +281,220 @@ async fn only_openai_gets_the_prompt_cache_key() {
         sent[1].body
     );
 }
+
+/// A Gemini provider whose calls name an explicit context cache from `min_tokens` on.
+fn gemini_caching(base: String, min_tokens: u64) -> Provider {
+    let config = ProviderConfig {
+        id: "gemini".into(),
+        protocol: Protocol::Gemini,
+        base_url: base,
+        api_key: Some("k".into()),
+        headers: Default::default(),
+        quirks: Quirks {
+            context_cache_min_tokens: Some(min_tokens),
+            ..Default::default()
+        },
+    };
+    Provider::new(
+        config,
+        Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
+    )
+}
+
+/// A request with a system prompt of about `words` words and one tool, asking for caching.
+fn cacheable(words: usize, tool: &str) -> ChatRequest {
+    let mut req = ChatRequest::new(
+        "gemini-2.5-flash",
+        vec![
+            Arc::new(Message::system(
+                "You forecast the weather. ".repeat(words / 4),
+            )),
+            Arc::new(Message::user("Weather in Paris?")),
+        ],
+    );
+    req.tools = vec![rein_model::ToolSpec {
+        name: tool.into(),
+        description: "Forecast for a city.".into(),
+        parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+    }];
+    req.prompt_cache = Some(rein_model::PromptCache::default());
+    req
+}
+
+fn answer() -> Canned {
+    rein_model::testing::streams::gemini(&[json!({"text": "Sunny."})])
+}
+
+/// With the `context_cache_min_tokens` quirk, Gemini calls put their system instruction, tools
+/// and tool config into one `cachedContents` resource and name it (without those fields, which
+/// Gemini refuses next to a cache); the next call with the same prefix names it again, a new
+/// tool set gets its own; a forced final answer (tool config NONE), a call too small by the
+/// estimate, and one without prompt caching (a cassette run) are sent whole.
+#[tokio::test]
+async fn gemini_calls_name_an_explicit_context_cache_of_their_system_and_tools() {
+    let server = serve((0..6).map(|_| answer()).collect(), 5).await;
+    let p = gemini_caching(format!("{}/v1beta", server.base), 1024);
+    let mut long = cacheable(6000, "forecast_week");
+    long.prompt_cache = Some(rein_model::PromptCache {
+        long_ttl: true,
+        ..Default::default()
+    });
+    let mut withdrawn = cacheable(6000, "forecast");
+    withdrawn.tool_choice = rein_model::ToolChoice::None;
+    let mut uncached = cacheable(6000, "forecast");
+    uncached.prompt_cache = None;
+    for req in [
+        cacheable(6000, "forecast"),
+        cacheable(6000, "forecast"),
+        long,
+        withdrawn,
+        uncached,
+        cacheable(40, "forecast"),
+    ] {
+        let r = collect(p.chat(req)).await;
+        assert!(r.error.is_none(), "{:?}", r.error);
+        assert_eq!(r.text, "Sunny.");
+    }
+    let sent = server.requests();
+    for r in &sent {
+        assert!(
+            r.refused.is_none(),
+            "{} {}: {:?}",
+            r.method,
+            r.path,
+            r.refused
+        );
+    }
+    let paths: Vec<&str> = sent.iter().map(|r| r.path.as_str()).collect();
+    let create = "/v1beta/cachedContents";
+    let stream = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse";
+    assert_eq!(
+        paths,
+        [
+            create, stream, stream, create, stream, stream, stream, stream
+        ],
+        "the second call names the first one's cache, another tool set makes its own, the rest make none"
+    );
+    let made = &sent[0].body;
+    assert_eq!(made["model"], "models/gemini-2.5-flash");
+    assert_eq!(made["ttl"], "300s");
+    assert!(made["systemInstruction"]["parts"][0]["text"].is_string());
+    assert_eq!(
+        made["tools"][0]["functionDeclarations"][0]["name"],
+        "forecast"
+    );
+    assert_eq!(made["toolConfig"]["functionCallingConfig"]["mode"], "AUTO");
+    assert_eq!(sent[3].body["ttl"], "3600s", "prompt_cache_hour");
+    assert_eq!(
+        sent[3].body["tools"][0]["functionDeclarations"][0]["name"],
+        "forecast_week"
+    );
+    for (named, cache) in [
+        (&sent[1].body, "cachedContents/rein-test-1"),
+        (&sent[2].body, "cachedContents/rein-test-1"),
+        (&sent[4].body, "cachedContents/rein-test-2"),
+    ] {
+        assert_eq!(named["cachedContent"], cache);
+        for field in ["systemInstruction", "tools", "toolConfig"] {
+            assert!(named.get(field).is_none(), "{field} in {named}");
+        }
+        assert_eq!(
+            named["contents"][0]["parts"][0]["text"],
+            "Weather in Paris?"
+        );
+    }
+    for whole in &sent[5..] {
+        assert!(whole.body.get("cachedContent").is_none(), "{}", whole.body);
+        assert!(whole.body.get("systemInstruction").is_some());
+    }
+}
+
+/// Gemini refuses a cache smaller than its minimum (its own 400): the call goes whole, and the
+/// provider does not ask again for that prefix; a cache Gemini forgot (expired) makes the call
+/// go whole at once (Gemini's 403, not an error) and the next call makes a new one.
+#[tokio::test]
+async fn gemini_context_caches_fail_open() {
+    let server = serve((0..5).map(|_| answer()).collect(), 5).await;
+    let base = format!("{}/v1beta", server.base);
+    // The estimate says 100 tokens are enough; Gemini's minimum for Flash is 1,024.
+    let small = gemini_caching(base.clone(), 100);
+    for _ in 0..2 {
+        let r = collect(small.chat(cacheable(400, "forecast"))).await;
+        assert!(r.error.is_none(), "{:?}", r.error);
+    }
+    let sent = server.requests();
+    assert_eq!(sent.len(), 3, "one refused cache, two whole calls");
+    assert!(
+        sent[0]
+            .refused
+            .as_deref()
+            .is_some_and(|m| m.starts_with("Cached content is too small.")),
+        "{:?}",
+        sent[0].refused
+    );
+    for whole in &sent[1..] {
+        assert!(whole.refused.is_none());
+        assert!(whole.body.get("cachedContent").is_none());
+    }
+    let p = gemini_caching(base, 1024);
+    let r = collect(p.chat(cacheable(6000, "forecast"))).await;
+    assert!(r.error.is_none(), "{:?}", r.error);
+    server.expire_caches();
+    let r = collect(p.chat(cacheable(6000, "forecast"))).await;
+    assert!(r.error.is_none(), "{:?}", r.error);
+    assert_eq!(r.text, "Sunny.");
+    let r = collect(p.chat(cacheable(6000, "forecast"))).await;
+    assert!(r.error.is_none(), "{:?}", r.error);
+    let sent = &server.requests()[3..];
+    let summary: Vec<(bool, Option<&str>, Option<&str>)> = sent
+        .iter()
+        .map(|r| {
+            (
+                r.path.ends_with("/cachedContents"),
+                r.body["cachedContent"].as_str(),
+                r.refused.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (true, None, None),
+            (false, Some("cachedContents/rein-test-1"), None),
+            (
+                false,
+                Some("cachedContents/rein-test-1"),
+                Some("CachedContent not found (or permission denied)")
+            ),
+            (false, None, None),
+            (true, None, None),
+            (false, Some("cachedContents/rein-test-1"), None),
+        ],
+        "made, named; named after it expired (refused), whole; made again, named"
+    );
+}
+
+/// What Gemini refuses about caches, in the scripted server's validator: a request naming a
+/// cache while setting what a cache holds, a cache below the model's minimum.
+#[test]
+fn gemini_refusals_about_caches() {
+    use rein_model::testing::validate;
+    let body = json!({
+        "cachedContent": "cachedContents/x",
+        "systemInstruction": {"parts": [{"text": "Be brief."}]},
+        "contents": [{"role": "user", "parts": [{"text": "Hi"}]}]
+    });
+    let refused = validate::check(Protocol::Gemini, &body).unwrap_err();
+    assert!(
+        refused.0.starts_with("CachedContent can not be used with GenerateContent request setting system_instruction, tools or tool_config."),
+        "{refused}"
+    );
+    let small = json!({"model": "models/gemini-2.5-pro", "systemInstruction": {"parts": [{"text": "Be brief."}]}});
+    let refused = validate::gemini_cache(&small).unwrap_err();
+    assert!(
+        refused.0.ends_with("min_total_token_count=4096"),
+        "{refused}"
+    );
+    let unnamed = json!({"model": "gemini-2.5-pro"});
+    assert!(validate::gemini_cache(&unnamed).is_err());
+}

@@ -299,11 +299,19 @@ pub struct Server {
     pub requests: Arc<Mutex<Vec<Recorded>>>,
     pub queue: Arc<Mutex<std::collections::VecDeque<Canned>>>,
     pub routes: Arc<Mutex<Routes>>,
+    /// Gemini context caches made here (`cachedContents/N` → the model it is for).
+    pub caches: Arc<Mutex<std::collections::HashMap<String, String>>>,
 }
 
 impl Server {
     pub fn requests(&self) -> Vec<Recorded> {
         self.requests.lock().unwrap().clone()
+    }
+
+    /// Forget every Gemini context cache made here, as when they expire: a request naming one
+    /// is refused as Gemini refuses it.
+    pub fn expire_caches(&self) {
+        self.caches.lock().unwrap().clear();
     }
 
     /// Queue more responses.
@@ -419,7 +427,13 @@ pub async fn serve(responses: Vec<Canned>, seed: u64) -> Server {
             .collect::<std::collections::VecDeque<_>>(),
     ));
     let routes: Arc<Mutex<Routes>> = Arc::new(Mutex::new(Vec::new()));
-    let (rec, q, r) = (requests.clone(), queue.clone(), routes.clone());
+    let caches = Arc::new(Mutex::new(std::collections::HashMap::new()));
+    let (rec, q, r, made) = (
+        requests.clone(),
+        queue.clone(),
+        routes.clone(),
+        caches.clone(),
+    );
     tokio::spawn(async move {
         let mut rng = StdRng::seed_from_u64(seed);
         loop {
@@ -429,6 +443,13 @@ pub async fn serve(responses: Vec<Canned>, seed: u64) -> Server {
             let Some(mut req) = read_request(&mut sock).await else {
                 continue;
             };
+            if req.method == "POST" && req.path.ends_with("/cachedContents") {
+                // Gemini's cache store answers on its own, without using up a response.
+                let canned = gemini_cache_create(&made, &mut req);
+                rec.lock().unwrap().push(req);
+                tokio::spawn(respond(sock, Some(canned), 0));
+                continue;
+            }
             let system = req.system_text();
             let withdrawn = tools_withdrawn(&req.path, &req.body);
             let refused = validate::protocol_of(&req.path).and_then(|protocol| {
@@ -437,6 +458,21 @@ pub async fn serve(responses: Vec<Canned>, seed: u64) -> Server {
                     .map(|m| (protocol, m.0))
             });
             req.refused = refused.as_ref().map(|(_, m)| m.clone());
+            let unknown_cache = req.body["cachedContent"]
+                .as_str()
+                .filter(|name| !made.lock().unwrap().contains_key(*name))
+                .map(str::to_owned);
+            if refused.is_none()
+                && let Some(name) = unknown_cache
+            {
+                let message = "CachedContent not found (or permission denied)";
+                eprintln!("scripted provider: refused a request naming {name}: {message}");
+                req.refused = Some(message.to_owned());
+                rec.lock().unwrap().push(req);
+                let body = serde_json::json!({"error": {"code": 403, "message": message, "status": "PERMISSION_DENIED"}});
+                tokio::spawn(respond(sock, Some(Canned::json(403, &body)), 0));
+                continue;
+            }
             rec.lock().unwrap().push(req);
             if let Some((protocol, message)) = refused {
                 eprintln!("scripted provider: refused {protocol:?} request: {message}");
@@ -470,5 +506,36 @@ pub async fn serve(responses: Vec<Canned>, seed: u64) -> Server {
         requests,
         queue,
         routes,
+        caches,
+    }
+}
+
+/// Gemini's `cachedContents.create`: the resource, or its 400 (recorded as refused).
+fn gemini_cache_create(
+    made: &Mutex<std::collections::HashMap<String, String>>,
+    req: &mut Recorded,
+) -> Canned {
+    match validate::gemini_cache(&req.body) {
+        Ok(tokens) => {
+            let mut made = made.lock().unwrap();
+            let name = format!("cachedContents/rein-test-{}", made.len() + 1);
+            let model = req.body["model"].as_str().unwrap_or_default().to_owned();
+            made.insert(name.clone(), model.clone());
+            Canned::json(
+                200,
+                &serde_json::json!({
+                    "name": name,
+                    "model": model,
+                    "createTime": "2026-12-04T00:00:00.000000Z",
+                    "updateTime": "2026-12-04T00:00:00.000000Z",
+                    "expireTime": "2026-12-04T00:05:00.000000Z",
+                    "usageMetadata": {"totalTokenCount": tokens}
+                }),
+            )
+        }
+        Err(refusal) => {
+            req.refused = Some(refusal.0.clone());
+            Canned::json(400, &validate::refusal(crate::Protocol::Gemini, &refusal.0))
+        }
     }
 }
