@@ -1,10 +1,13 @@
 //! Records the demo cassette's exchanges by driving `rein serve --record` against model turns
 //! in OpenAI's wire format: the calculator question's turns are the ones the cassette already
 //! holds (recorded from a model), replayed against the requests rein sends now; the file read
-//! in the demo folder and the approval-gated shell command are scripted. The new exchanges
-//! replace every earlier one of the same questions in `cassettes/demo.jsonl`. Run it when the
-//! requests rein sends change (a tool added or described differently, the system role), after
-//! building the binary:
+//! in the demo folder and the approval-gated shell command (approved, and rejected with a
+//! reason) are scripted, and so is the answer to a question the demo does not know, which
+//! names the ones it does. What a person typed varies in a replay (the rejection's reason, the
+//! unknown question): those places are marked `vary`, so every button of the web UI gets an
+//! answer. The new exchanges replace every earlier one of the same questions in
+//! `cassettes/demo.jsonl`. Run it when the requests rein sends change (a tool added or
+//! described differently, the system role), after building the binary:
 //!
 //! ```sh
 //! cargo build -p rein-cli && cargo run -p rein-cli --example record_demo -- target/debug/rein
@@ -53,8 +56,19 @@ fn recorded_turns(cassette: &[Value], question: &str) -> Vec<Canned> {
         .collect()
 }
 
-/// The demo's questions, with the model's turns for each.
-fn script(cassette: &[Value]) -> Vec<(&'static str, Vec<Canned>)> {
+/// Stands for any question the demo does not know (its text is marked `vary`).
+const UNKNOWN: &str = "Tell me a joke.";
+
+/// What the recording does when the shell asks.
+#[derive(Clone, Copy)]
+enum Decide {
+    Approve,
+    /// Reject, giving this reason (it varies in the cassette).
+    Reject(&'static str),
+}
+
+/// The demo's questions, with what to decide and the model's turns for each.
+fn script(cassette: &[Value]) -> Vec<(&'static str, Decide, Vec<Canned>)> {
     let recorded = recorded_turns(cassette, RECORDED);
     assert_eq!(
         recorded.len(),
@@ -62,9 +76,10 @@ fn script(cassette: &[Value]) -> Vec<(&'static str, Vec<Canned>)> {
         "the cassette holds the two recorded turns of {RECORDED:?}"
     );
     vec![
-        (RECORDED, recorded),
+        (RECORDED, Decide::Approve, recorded),
         (
             "What does notes.txt say?",
+            Decide::Approve,
             vec![
                 Canned::openai_tools(&[(
                     "call_read_notes",
@@ -78,6 +93,7 @@ fn script(cassette: &[Value]) -> Vec<(&'static str, Vec<Canned>)> {
         ),
         (
             "Say hello from the shell.",
+            Decide::Approve,
             vec![
                 Canned::openai_tools(&[(
                     "call_echo_hello",
@@ -87,7 +103,48 @@ fn script(cassette: &[Value]) -> Vec<(&'static str, Vec<Canned>)> {
                 Canned::openai_text("The shell says: hello from rein"),
             ],
         ),
+        (
+            "Say hello from the shell.",
+            Decide::Reject("not now"),
+            vec![
+                Canned::openai_tools(&[(
+                    "call_echo_hello",
+                    "shell__run",
+                    r#"{"command":"echo hello from rein"}"#,
+                )]),
+                Canned::openai_text(
+                    "All right: the command was not run. (This is a replay: it answers a rejection, with any reason, this way.)",
+                ),
+            ],
+        ),
+        (
+            UNKNOWN,
+            Decide::Approve,
+            vec![Canned::openai_text(
+                "This demo replays recorded answers, so it can only answer its own questions: \"What is 17 * 23?\", \"What does notes.txt say?\" and \"Say hello from the shell.\". To ask anything else, run rein without --replay and with a provider key (OPENAI_API_KEY=... rein serve).",
+            )],
+        ),
     ]
+}
+
+/// Mark what a person typed in a recorded exchange as varying: the question the demo does not
+/// know, and the result of a rejected call (its reason).
+fn mark_vary(exchange: &mut Value) {
+    let Some(messages) = exchange["request"]["body"]["messages"].as_array() else {
+        return;
+    };
+    let mut vary = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        let text = m["content"].as_str().unwrap_or_default();
+        if (m["role"] == "user" && text == UNKNOWN)
+            || (m["role"] == "tool" && text.starts_with("The user rejected this tool call"))
+        {
+            vary.push(format!("body.messages[{i}].content"));
+        }
+    }
+    if !vary.is_empty() {
+        exchange["request"]["vary"] = json!(vary);
+    }
 }
 
 async fn json_of(r: reqwest::Response) -> Value {
@@ -133,7 +190,7 @@ async fn main() {
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .collect();
     let script = script(&old);
-    let turns: Vec<Canned> = script.iter().flat_map(|(_, t)| t.clone()).collect();
+    let turns: Vec<Canned> = script.iter().flat_map(|(_, _, t)| t.clone()).collect();
     let model = serve(turns, 1).await;
     let mut server = tokio::process::Command::new(&rein)
         .arg("--record")
@@ -160,7 +217,7 @@ async fn main() {
     };
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     let http = reqwest::Client::new();
-    for (question, _) in &script {
+    for (question, decide, _) in &script {
         let created = json_of(
             http.post(format!("{base}/v1/operations"))
                 .header("content-type", "application/json")
@@ -171,14 +228,21 @@ async fn main() {
         )
         .await;
         let op = created["operation_id"].as_str().unwrap().to_owned();
-        // The shell asks first: approve it, as the demo's user does.
+        // The shell asks first: decide as the demo's user does.
         let d = until(&http, &base, &op, &["waiting_for_human", "done"]).await;
         if d["operation"]["status"] == "waiting_for_human" {
             let decisions: Vec<Value> = d["pending"]
                 .as_array()
                 .unwrap()
                 .iter()
-                .map(|p| json!({"tool_call_id": p["call"]["id"], "decision": "approve"}))
+                .map(|p| match decide {
+                    Decide::Approve => {
+                        json!({"tool_call_id": p["call"]["id"], "decision": "approve"})
+                    }
+                    Decide::Reject(reason) => {
+                        json!({"tool_call_id": p["call"]["id"], "decision": "reject", "reason": reason})
+                    }
+                })
                 .collect();
             http.post(format!("{base}/v1/operations/{op}/interventions"))
                 .header("content-type", "application/json")
@@ -194,14 +258,24 @@ async fn main() {
     let new: Vec<Value> = std::fs::read_to_string(&recorded)
         .unwrap()
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|l| {
+            let mut e = serde_json::from_str(l).unwrap();
+            mark_vary(&mut e);
+            e
+        })
         .collect();
-    let asked: Vec<&str> = script.iter().map(|(q, _)| *q).collect();
+    let asked: Vec<&str> = script.iter().map(|(q, _, _)| *q).collect();
     let mut kept: Vec<Value> = old
         .into_iter()
         .filter(|e| !question_of(e).is_some_and(|q| asked.contains(&q)))
         .collect();
-    kept.extend(new);
+    // The same request asked on two paths (the shell question, approved and rejected) is
+    // kept once: a replay answers it with the first.
+    for e in new {
+        if !kept.iter().any(|k| k["request"] == e["request"]) {
+            kept.push(e);
+        }
+    }
     let text: String = kept.iter().map(|e| format!("{e}\n")).collect();
     std::fs::write(&cassette, text).unwrap();
     eprintln!("{}: {} exchanges", cassette.display(), kept.len());

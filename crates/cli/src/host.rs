@@ -24,7 +24,11 @@ pub fn models(given: &Invocation) -> anyhow::Result<(Arc<RegistryModels>, Arc<Ca
         Some(path) => Arc::new(RecordingTransport::new(transport, path)),
         None => transport,
     };
-    let catalog = Arc::new(Catalog::builtin()?);
+    // A replay's answers cost nothing: what the cassette recorded is not billed again.
+    let catalog = match &given.cli_replay {
+        Some(_) => Arc::new(Catalog::builtin()?.free()),
+        None => Arc::new(Catalog::builtin()?),
+    };
     let models = Arc::new(RegistryModels::new(
         given.config.registry()?,
         transport,
@@ -33,6 +37,14 @@ pub fn models(given: &Invocation) -> anyhow::Result<(Arc<RegistryModels>, Arc<Ca
         given.cli_replay.is_none(),
     ));
     Ok((models, catalog))
+}
+
+/// The working directory a cassette was recorded in: the folder named like it, next to it
+/// (`demo/` for `demo.jsonl`), when there is one. A replay reads the same files there from any
+/// current directory, so what the tools read matches what was recorded.
+pub fn replay_workdir(cassette: &std::path::Path) -> Option<String> {
+    let dir = std::fs::canonicalize(cassette.with_extension("")).ok()?;
+    dir.is_dir().then(|| dir.to_string_lossy().into_owned())
 }
 
 /// This process's host: `model` is the default model (a flag's, else the configuration's).
@@ -114,14 +126,18 @@ pub async fn host(
         own_mcp: None,
         sandbox: given.sandbox,
         system_model,
-        working_directory: None,
+        working_directory: given.cli_replay.as_deref().and_then(replay_workdir),
         agents: Some(agents),
         brief_owner: Some(local.id),
         store,
         models,
         catalog,
         default_model,
-        prices: given.config.file.prices.clone(),
+        prices: if given.cli_replay.is_some() {
+            Default::default()
+        } else {
+            given.config.file.prices.clone()
+        },
         // A cassette must replay byte for byte on any day, in any checkout, with any memories.
         context: if cassette {
             ContextSettings {

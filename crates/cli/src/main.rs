@@ -54,7 +54,8 @@ struct Cli {
         default_value = "in-process"
     )]
     vector_search: rein_store::VectorIndex,
-    /// Serve model calls from this cassette instead of the network.
+    /// Serve model calls from this cassette instead of the network (nothing is billed; a folder
+    /// named like the cassette next to it is the default working directory).
     #[arg(long, global = true, value_name = "CASSETTE")]
     replay: Option<PathBuf>,
     /// Record model exchanges into this cassette.
@@ -230,6 +231,14 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         json: cli.json,
         config,
     };
+    if let Some(path) = &cli.replay
+        && !cli.json
+    {
+        eprintln!(
+            "rein: replaying {}: the model's answers are recorded ones, no model is called and nothing is billed",
+            path.display()
+        );
+    }
     // Signing in and out is about a server, whichever one `--server` names.
     match cli.command {
         Command::Login(args) => return login::login(args, cli.json).await,

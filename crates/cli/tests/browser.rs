@@ -873,6 +873,56 @@ async fn the_readme_demo_answers_again_and_again_and_asks_before_the_shell() {
     }
 }
 
+/// Every button the README demo offers works on the replay: its banner's example questions,
+/// regenerate, edit (into a question it does not know: its note, not an error), the shell
+/// approved "always" and rejected with a reason; the inspector names the model as a replay,
+/// and no operation costs anything. The server runs from the repository's root without
+/// `--workdir`: the cassette's own folder is where its tools read.
+#[tokio::test]
+async fn every_button_of_the_readme_demo_gets_an_answer_from_the_replay() {
+    let (chromium, playwright) = match prerequisites() {
+        Ok(p) => p,
+        Err(missing) => {
+            rein_testkit::skip("the README demo's buttons in Chromium", &missing);
+            return;
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("rein-ui-demo-buttons-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rein"));
+    cmd.env_clear()
+        .envs(rein_testkit::coverage_env())
+        .current_dir(workspace())
+        .args(["--replay", "crates/cli/cassettes/demo.jsonl"])
+        .args(["serve", "--no-auth", "--addr", "127.0.0.1:0"]);
+    let (_server, base) = listening(cmd, &dir).await;
+    let (report, out) = run_script("demo_buttons.cjs", &base, &chromium, &playwright).await;
+    assert_eq!(
+        report["ok"],
+        true,
+        "{report:#}\nscreenshots in {}",
+        out.display()
+    );
+    let http = reqwest::Client::new();
+    let ops: serde_json::Value = serde_json::from_slice(
+        &http
+            .get(format!("{base}/v1/operations"))
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    let ops = ops.as_array().unwrap();
+    assert_eq!(ops.len(), 5, "{ops:#?}");
+    for op in ops {
+        assert_eq!(op["status"], "done", "{op:#}");
+        assert_eq!(op["cost"].as_f64(), Some(0.0), "{op:#}");
+    }
+}
+
 /// The skills picker sends the chosen skill with the message, and the inspector shows what
 /// the model call admitted.
 #[tokio::test]

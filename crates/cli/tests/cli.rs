@@ -657,7 +657,37 @@ async fn the_readme_command_replays_the_shipped_cassette_offline() {
     assert_eq!(stdout, "17 × 23 = 391.\n", "the answer ends its line");
     assert!(stderr.contains("← succeeded: 391"), "{stderr}");
     assert!(e.server.requests().is_empty(), "no network");
+    assert!(stderr.contains("rein: replaying"), "{stderr}");
+    assert!(
+        stderr.contains("· 0.000000 USD ·"),
+        "a replay costs nothing: {stderr}"
+    );
     assert_consistent(&e.store().await, op_id(&stderr)).await;
+    // From a directory without the demo's files (not the README's): the cassette's own folder
+    // is where its tools read, so the file question replays too; a question it does not hold
+    // gets the demo's note.
+    for (question, answer) in [
+        (
+            "What does notes.txt say?",
+            "notes.txt says that the model turns",
+        ),
+        ("Why is the sky blue?", "This demo replays recorded answers"),
+    ] {
+        let mut cmd = e.cmd(&["--replay", cassette, "run", question]);
+        cmd.env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .env_remove("REIN_TEST_TOOLS")
+            .current_dir(&e.dir);
+        let out = cmd.output().await.unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.starts_with(answer), "{stdout}");
+    }
 }
 
 fn anthropic_stream(blocks: &[serde_json::Value], stop: &str) -> Canned {
@@ -2040,7 +2070,8 @@ async fn a_project_skill_is_activated_survives_a_kill_and_is_explained_per_step(
     assert_eq!(op.state.activated_skills[0].name, "pdf-tools");
     assert_eq!(e.server.requests().len(), 1);
     // Resumed by another process, in a directory without the project's skills: the activation
-    // is state, so the body is still admitted and the skill's files still readable.
+    // is state, so the body is still admitted (in its activation's result) and the skill's
+    // files still readable.
     let (code, _, err) = e.rein(&["op", "resume", &id.to_string()]).await;
     assert_eq!(code, 0, "{err}");
     let requests = e.server.requests();
@@ -2052,7 +2083,8 @@ async fn a_project_skill_is_activated_survives_a_kill_and_is_explained_per_step(
             .contains("- pdf-tools: Use for pdf-tools work.")
     );
     for r in &requests[1..] {
-        assert!(r.system_text().contains("BODY: use pdftotext -layout."));
+        assert!(r.tool_result("s1").contains("BODY: use pdftotext -layout."));
+        assert!(!r.system_text().contains("BODY:"));
     }
     let read = requests[2].tool_result("r1");
     assert!(read.contains("pdf-tools reference"), "{read}");

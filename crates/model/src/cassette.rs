@@ -2,8 +2,10 @@
 //! response status, headers and bytes) into a JSONL cassette; [`ReplayTransport`] serves a
 //! cassette offline, matching each request by its content (method, path and body) against
 //! every recorded exchange, as often as it is asked, and failing loudly, with where the nearest
-//! recorded request differs, when the cassette holds no such request. Credentials are never
-//! written: request headers are not recorded.
+//! recorded request differs, when the cassette holds no such request. A recorded request may
+//! name places in its body whose value varies (`vary`: what a person typed, such as a
+//! rejection's reason); it matches whatever is there, and only when no exchange matches
+//! exactly. Credentials are never written: request headers are not recorded.
 
 use crate::error::{ErrorKind, ModelError};
 use crate::transport::{HttpCall, HttpResponse, Method, Transport};
@@ -24,6 +26,10 @@ pub struct RecordedRequest {
     /// JSON body.
     #[serde(default)]
     pub body: serde_json::Value,
+    /// Places in the body (`body.messages[3].content`, as a mismatch names them) whose value
+    /// may be any value of the same JSON type.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vary: Vec<String>,
 }
 
 /// The recorded response, byte for byte.
@@ -79,6 +85,7 @@ impl Transport for RecordingTransport {
                 method: call.method,
                 path: call.path.clone(),
                 body: call.body.clone(),
+                vary: Vec::new(),
             };
             let resp = inner.send(call).await?;
             let headers: Vec<(String, String)> = resp
@@ -193,8 +200,8 @@ impl ReplayTransport {
     }
 
     /// Why `call` (the `n`th request) is not in the cassette: where the nearest recorded
-    /// request to the same path differs (the one that agrees longest, in the order JSON is
-    /// compared), or which paths the cassette holds.
+    /// request to the same path differs (the one with the most values in common), or which
+    /// paths the cassette holds.
     fn not_held(&self, call: &HttpCall, n: usize) -> ModelError {
         let same_path: Vec<&Exchange> = self
             .exchanges
@@ -217,25 +224,78 @@ impl ReplayTransport {
         }
         let nearest = same_path
             .iter()
-            .filter_map(|e| first_difference(&e.request.body, &call.body, "body".into()))
-            .max_by_key(|d| agreed_before(d))
+            .max_by_key(|e| shared(&e.request.body, &call.body))
+            .and_then(|e| {
+                first_difference(&e.request.body, &call.body, "body".into(), &e.request.vary)
+            })
             .unwrap_or_default();
         mismatch(format!(
             "request {n} to {} is not in the cassette (a replay answers only the requests it recorded); the nearest recorded request differs at {nearest}",
             call.path
         ))
     }
+
+    /// The questions the cassette answers: the text of each recorded conversation that is one
+    /// user message (after any system messages) in OpenAI's or Anthropic's shape, in order,
+    /// each once; none that varies.
+    pub fn questions(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for e in &self.exchanges {
+            let Some(messages) = e.request.body["messages"].as_array() else {
+                continue;
+            };
+            let asked: Vec<(usize, &serde_json::Value)> = messages
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m["role"] != "system")
+                .collect();
+            let [(i, m)] = asked.as_slice() else {
+                continue;
+            };
+            let varies = e
+                .request
+                .vary
+                .iter()
+                .any(|v| v.starts_with(&format!("body.messages[{i}]")));
+            if let (Some(text), "user", false) = (
+                m["content"].as_str(),
+                m["role"].as_str().unwrap_or_default(),
+                varies,
+            ) && !out.iter().any(|q| q == text)
+            {
+                out.push(text.to_owned());
+            }
+        }
+        out
+    }
 }
 
-/// How far into the body a difference at `d` (`body.messages[2].content: …`) lies: the
-/// length of its location, a proxy for how much of the request agreed before it.
-fn agreed_before(d: &str) -> usize {
-    d.split(':').next().map_or(0, str::len)
-}
-
-/// The first JSON path at which two values differ.
-fn first_difference(a: &serde_json::Value, b: &serde_json::Value, at: String) -> Option<String> {
+/// How many leaf values two JSON values have in common, place by place: how near a recorded
+/// request is to another.
+fn shared(a: &serde_json::Value, b: &serde_json::Value) -> usize {
     use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => x
+            .iter()
+            .filter_map(|(k, va)| y.get(k).map(|vb| shared(va, vb)))
+            .sum(),
+        (Value::Array(x), Value::Array(y)) => x.iter().zip(y).map(|(va, vb)| shared(va, vb)).sum(),
+        _ => usize::from(a == b),
+    }
+}
+
+/// The first JSON path at which two values differ, but at the places in `vary` (which only
+/// need the same JSON type).
+fn first_difference(
+    a: &serde_json::Value,
+    b: &serde_json::Value,
+    at: String,
+    vary: &[String],
+) -> Option<String> {
+    use serde_json::Value;
+    if vary.contains(&at) && std::mem::discriminant(a) == std::mem::discriminant(b) {
+        return None;
+    }
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
             for k in x.keys().chain(y.keys()) {
@@ -243,7 +303,7 @@ fn first_difference(a: &serde_json::Value, b: &serde_json::Value, at: String) ->
                     x.get(k).unwrap_or(&Value::Null),
                     y.get(k).unwrap_or(&Value::Null),
                 );
-                if let Some(d) = first_difference(va, vb, format!("{at}.{k}")) {
+                if let Some(d) = first_difference(va, vb, format!("{at}.{k}"), vary) {
                     return Some(d);
                 }
             }
@@ -253,7 +313,7 @@ fn first_difference(a: &serde_json::Value, b: &serde_json::Value, at: String) ->
             .iter()
             .zip(y)
             .enumerate()
-            .find_map(|(i, (va, vb))| first_difference(va, vb, format!("{at}[{i}]"))),
+            .find_map(|(i, (va, vb))| first_difference(va, vb, format!("{at}[{i}]"), vary)),
         _ if a == b => None,
         _ => Some(format!("{at}: recorded {a}, now {b}")),
     }
@@ -271,13 +331,20 @@ impl Transport for ReplayTransport {
             .served
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
             + 1;
+        let matches = |e: &&Exchange, vary: &[String]| {
+            e.request.method == call.method
+                && e.request.path == call.path
+                && first_difference(&e.request.body, &call.body, "body".into(), vary).is_none()
+        };
+        // An exact recording first; one with varying places only when none is.
         let found = self
             .exchanges
             .iter()
-            .find(|e| {
-                e.request.method == call.method
-                    && e.request.path == call.path
-                    && first_difference(&e.request.body, &call.body, String::new()).is_none()
+            .find(|e| matches(e, &[]))
+            .or_else(|| {
+                self.exchanges
+                    .iter()
+                    .find(|e| !e.request.vary.is_empty() && matches(e, &e.request.vary))
             })
             .map(|e| e.response.clone());
         let result = found.ok_or_else(|| self.not_held(&call, n));

@@ -107,6 +107,15 @@ impl Catalog {
         Ok(c)
     }
 
+    /// The same models at no price: a replay's, whose answers come from a cassette and cost
+    /// nothing (a model still counts as priced, at zero, so no spend cap refuses it).
+    pub fn free(mut self) -> Self {
+        for m in self.models.values_mut() {
+            Arc::make_mut(m).prices = rein_core::usage::Prices::default();
+        }
+        self
+    }
+
     /// Add or replace entries (user configuration over the built-in table).
     pub fn extend(&mut self, models: impl IntoIterator<Item = ModelInfo>) {
         for m in models {

@@ -112,3 +112,99 @@ async fn the_shipped_demo_cassette_replays() {
         "{printed}"
     );
 }
+
+/// A cassette line answering `messages` (OpenAI Chat) with `text`, its `vary` places named.
+fn line(messages: serde_json::Value, text: &str, vary: &[&str]) -> String {
+    let mut req = ChatRequest::new("gpt-4o-mini", vec![]);
+    req.temperature = None;
+    let mut body = Protocol::OpenaiChat.build(&req, true).body;
+    body["messages"] = messages;
+    let stream = format!(
+        "data: {}\n\ndata: [DONE]\n\n",
+        serde_json::json!({"id": "c", "object": "chat.completion.chunk", "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": "stop"}]})
+    );
+    serde_json::json!({
+        "request": {"method": "POST", "path": "/chat/completions", "body": body, "vary": vary},
+        "response": {"status": 200, "headers": [["content-type", "text/event-stream"]], "body": stream},
+    })
+    .to_string()
+}
+
+/// What a person types (a rejection's reason) varies: a recording that names the place matches
+/// any text there, but only when no recording matches exactly; a request the cassette lacks
+/// names the recording with the most in common (not the one whose difference lies deepest);
+/// the questions the cassette answers are its one-message conversations.
+#[tokio::test]
+async fn varying_places_match_anything_and_a_miss_names_the_nearest_recording() {
+    use serde_json::json;
+    let user = |t: &str| json!({"role": "user", "content": t});
+    let cassette = [
+        line(json!([user("Say hello.")]), "Hello.", &[]),
+        line(
+            json!([user("Say hello."), {"role": "assistant", "content": "Hello."}, user("Why?")]),
+            "Because you asked.",
+            &[],
+        ),
+        line(
+            json!([user("Say hello."), {"role": "assistant", "content": "Hello."}, user("anything")]),
+            "This replay answers only what it recorded.",
+            &["body.messages[2].content"],
+        ),
+        line(json!([user("Count to three.")]), "1, 2, 3.", &[]),
+        // Differs from the request below deep in its second message (where a measure by the
+        // depth of the first difference would call it nearest), and in its model and last
+        // message too.
+        {
+            let mut far: serde_json::Value = serde_json::from_str(&line(
+                json!([
+                    user("Say hello."),
+                    {"role": "assistant", "content": "Hi.", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "wave", "arguments": "{}"}}]},
+                    user("Wave again.")
+                ]),
+                "Waving.",
+                &[],
+            ))
+            .unwrap();
+            far["request"]["body"]["model"] = json!("gpt-4o");
+            far.to_string()
+        },
+    ]
+    .join("\n");
+    let replay = Arc::new(ReplayTransport::from_jsonl(&cassette).unwrap());
+    assert_eq!(replay.questions(), ["Say hello.", "Count to three."]);
+    let p = provider("http://127.0.0.1:9", replay);
+    let ask = |messages: Vec<Message>| {
+        let p = p.clone();
+        async move {
+            collect(p.chat(ChatRequest::new(
+                "gpt-4o-mini",
+                messages.into_iter().map(Arc::new).collect(),
+            )))
+            .await
+        }
+    };
+    let turn = |last: &str| {
+        vec![
+            Message::user("Say hello."),
+            Message::assistant("Hello."),
+            Message::user(last),
+        ]
+    };
+    assert_eq!(ask(turn("Why?")).await.text, "Because you asked.");
+    assert_eq!(
+        ask(turn("Tell me more")).await.text,
+        "This replay answers only what it recorded."
+    );
+    // The same place with another type, and a change elsewhere, are not matched.
+    let mut other = turn("Why?");
+    other[1] = Message::assistant("Hi.");
+    let e = ask(other).await.error.unwrap();
+    assert_eq!(e.kind, ErrorKind::ReplayMismatch);
+    // Nearest: the second recording shares all but the assistant's words.
+    assert!(
+        e.message
+            .contains("differs at body.messages[1].content: recorded \"Hello.\", now \"Hi.\""),
+        "{e}"
+    );
+}

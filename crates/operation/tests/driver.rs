@@ -1273,10 +1273,9 @@ async fn with_an_embedding_model_memories_are_found_by_meaning_not_only_by_words
             "memory__remember",
             r#"{"fact":"The user loves rail travel"}"#,
         )]),
-        // The fact's embedding, made as it is stored; then the first request's, now that
-        // there is a memory to compare it with.
+        // The fact's embedding, made as it is stored. The operation's next request recalls
+        // nothing: memories are recalled once per user message, and there were none then.
         Canned::openai_embeddings(&[&[0.9, 0.1, 0.0]]),
-        Canned::openai_embeddings(&[&[0.8, 0.2, 0.0]]),
         Canned::openai_text("Noted."),
         // The second request's embedding (close to the fact's), then the answer.
         Canned::openai_embeddings(&[&[1.0, 0.0, 0.05]]),
@@ -1322,7 +1321,6 @@ async fn with_an_embedding_model_memories_are_found_by_meaning_not_only_by_words
         [
             "/v1/chat/completions",
             "/v1/embeddings",
-            "/v1/embeddings",
             "/v1/chat/completions",
             "/v1/embeddings",
             "/v1/chat/completions",
@@ -1337,8 +1335,8 @@ async fn with_an_embedding_model_memories_are_found_by_meaning_not_only_by_words
         requests[1].body,
         serde_json::json!({"model": "text-embedding-3-small", "input": ["The user loves rail travel"]})
     );
-    assert_eq!(requests[4].body["input"][0], "Book me a TGV to Paris.");
-    let system = requests[5].body["messages"][0]["content"]
+    assert_eq!(requests[3].body["input"][0], "Book me a TGV to Paris.");
+    let system = requests[4].body["messages"][0]["content"]
         .as_str()
         .unwrap_or("")
         .to_owned();
@@ -1348,12 +1346,12 @@ async fn with_an_embedding_model_memories_are_found_by_meaning_not_only_by_words
     );
     // The third question is unrelated by words and by meaning: nothing injected at either
     // of its model calls (its embedding was made once and reused), nothing recalled.
-    for i in [7, 9] {
+    for i in [6, 8] {
         let system = requests[i].body["messages"][0].to_string();
         assert!(!system.contains("rail travel"), "{system}");
     }
-    assert_eq!(requests[8].body["input"][0], "allergies");
-    let recalled = requests[9].tool_result("r1");
+    assert_eq!(requests[7].body["input"][0], "allergies");
+    let recalled = requests[8].tool_result("r1");
     assert_eq!(recalled, "Nothing remembered matches.");
     let stored = e
         .store

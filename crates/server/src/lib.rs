@@ -66,6 +66,9 @@ pub struct ServerConfig {
     pub caps: caps::SpendCaps,
     /// Largest file `POST /v1/files` keeps, in bytes (bigger is a 413, nothing stored).
     pub upload_limit: usize,
+    /// The models answer from a recorded cassette (`rein --replay`): said on `/v1/models`, so
+    /// a front-end can say its answers are a replay and offer the questions it holds.
+    pub replay: Option<routes::models::Replay>,
 }
 
 impl Default for ServerConfig {
@@ -77,6 +80,7 @@ impl Default for ServerConfig {
             private_hooks: false,
             caps: caps::SpendCaps::default(),
             upload_limit: rein_operation::attachment::MAX_ATTACHMENT_BYTES as usize,
+            replay: None,
         }
     }
 }

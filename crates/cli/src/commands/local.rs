@@ -108,10 +108,13 @@ impl Local {
     ) -> anyhow::Result<rein_core::spec::OperationSpec> {
         let store = self.store().await?;
         let host = self.host().await?;
+        // Where this command runs, but a replay's recorded working directory.
         let origin = SpecOrigin {
-            working_directory: std::env::current_dir()
-                .ok()
-                .map(|d| d.to_string_lossy().into_owned()),
+            working_directory: host.working_directory.clone().or_else(|| {
+                std::env::current_dir()
+                    .ok()
+                    .map(|d| d.to_string_lossy().into_owned())
+            }),
             ..Default::default()
         };
         let spec =

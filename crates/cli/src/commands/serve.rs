@@ -616,6 +616,7 @@ pub async fn serve(
             private_hooks: args.allow_private_hooks,
             caps: args.caps.caps(),
             upload_limit: args.max_upload_mib as usize * 1024 * 1024,
+            replay: replay_info(given)?,
             ..Default::default()
         },
     );
@@ -664,4 +665,21 @@ pub async fn serve(
     rein_server::serve(listener, app, stop).await?;
     hand_over(&runner, args.grace_secs).await;
     Ok(())
+}
+
+/// What `/v1/models` says of a replay: the cassette `--replay` names and its questions.
+fn replay_info(
+    given: &crate::Invocation,
+) -> anyhow::Result<Option<rein_server::routes::models::Replay>> {
+    let Some(path) = &given.cli_replay else {
+        return Ok(None);
+    };
+    let cassette = rein_model::cassette::ReplayTransport::from_file(path)?;
+    Ok(Some(rein_server::routes::models::Replay {
+        cassette: path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        questions: cassette.questions(),
+    }))
 }

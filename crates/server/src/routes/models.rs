@@ -31,6 +31,19 @@ pub struct ModelList {
     pub object: String,
     /// What `/v1/chat/completions` takes as `model`, in OpenAI's shape.
     pub data: Vec<OpenAiModel>,
+    /// Present when the models answer from a recorded cassette (`rein --replay`): no model is
+    /// called, nothing is billed, and only what it recorded gets a real answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<Replay>,
+}
+
+/// A server whose models answer from a recorded cassette.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct Replay {
+    /// The cassette's file name.
+    pub cassette: String,
+    /// The questions it answers, each a new conversation's first message, in recorded order.
+    pub questions: Vec<String>,
 }
 
 /// A model as OpenAI's list shows one.
@@ -81,6 +94,7 @@ pub async fn list(
         models,
         object: "list".into(),
         data,
+        replay: app.config.replay.clone(),
     }))
 }
 
