@@ -1189,8 +1189,49 @@ async fn the_readme_main_command_serves_the_shipped_cassette_offline() {
         assert!(log.contains("\"type\":\"done\""), "{log}");
         assert!(log.contains("The shell says: hello from rein"), "{log}");
     }
-    // A question it does not hold fails visibly, saying why.
-    let (op, body) = ask("What is 2 + 2?").await;
+    // A question it does not hold gets the demo's note, naming the ones it does.
+    let (first, body) = ask("What is 2 + 2?").await;
+    assert!(
+        body.contains("This demo replays recorded answers"),
+        "{body}"
+    );
+    assert!(!body.contains("is not in the cassette"), "{body}");
+    // A request no recording matches (a second question in that conversation) fails
+    // visibly, saying why.
+    let first: Value = serde_json::from_slice(
+        &http
+            .get(format!("{base}/v1/operations/{first}"))
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    let topic = first["operation"]["topic_id"].as_str().unwrap();
+    let created: Value = serde_json::from_slice(
+        &http
+            .post(format!("{base}/v1/operations"))
+            .header("content-type", "application/json")
+            .body(json!({"input": "And 3 + 3?", "topic": topic}).to_string())
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    let op = created["operation_id"].as_str().unwrap().to_owned();
+    let body = http
+        .get(format!("{base}/v1/operations/{op}/events?live=false"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(body.contains("is not in the cassette"), "{body}");
     let detail: Value = serde_json::from_slice(
         &http
