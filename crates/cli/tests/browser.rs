@@ -923,6 +923,78 @@ async fn every_button_of_the_readme_demo_gets_an_answer_from_the_replay() {
     }
 }
 
+/// The web app (`/app/`, built from `web/`, embedded): its conversation list and a
+/// transcript at a desktop's and a phone's width (the list a drawer there), in English and in
+/// Chinese with no English UI string left, the replay banner, and what the page loads (the
+/// issue's budget is 150 KB gzipped; these are the bytes before compression).
+#[tokio::test]
+async fn the_web_app_lists_and_shows_conversations_on_a_phone_and_in_chinese() {
+    let (chromium, playwright) = match prerequisites() {
+        Ok(p) => p,
+        Err(missing) => {
+            rein_testkit::skip("the web app in Chromium", &missing);
+            return;
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("rein-web-app-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cli = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rein"));
+    cmd.env_clear()
+        .envs(rein_testkit::coverage_env())
+        .arg("--replay")
+        .arg(cli.join("cassettes/demo.jsonl"))
+        .args(["serve", "--no-auth", "--addr", "127.0.0.1:0"]);
+    let (_server, base) = listening(cmd, &dir).await;
+    let http = reqwest::Client::new();
+    for question in ["What is 17 * 23?", "What does notes.txt say?"] {
+        let created: serde_json::Value = serde_json::from_slice(
+            &http
+                .post(format!("{base}/v1/operations"))
+                .header("content-type", "application/json")
+                .body(json!({ "input": question }).to_string())
+                .send()
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap(),
+        )
+        .unwrap();
+        let op = created["operation_id"].as_str().unwrap().to_owned();
+        get_until(
+            &http,
+            &format!("{base}/v1/operations/{op}"),
+            "the demo question answered",
+            |d| d["operation"]["status"] == "done",
+        )
+        .await;
+    }
+    let (report, out) = run_script("app.cjs", &base, &chromium, &playwright).await;
+    assert_eq!(
+        report["ok"],
+        true,
+        "{report:#}\nscreenshots in {}",
+        out.display()
+    );
+    let loaded: u64 = report["sizes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .take(2)
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    assert!(loaded > 0 && loaded < 150 * 1024, "{loaded} bytes");
+    for shot in [
+        "app-1-wide-en",
+        "app-2-phone-en",
+        "app-3-zh-390",
+        "app-3-zh-1280",
+    ] {
+        assert!(out.join(format!("{shot}.png")).exists(), "{shot}.png");
+    }
+}
+
 /// The skills picker sends the chosen skill with the message, and the inspector shows what
 /// the model call admitted.
 #[tokio::test]

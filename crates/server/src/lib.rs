@@ -193,6 +193,12 @@ pub fn router(app: AppState) -> Router {
     let (routes, _, _) = api().finish();
     routes
         .route("/", get(ui::index))
+        .route(
+            "/app",
+            get(|| async { axum::response::Redirect::permanent("/app/") }),
+        )
+        .route("/app/", get(ui::app))
+        .route("/app/{*path}", get(ui::app))
         .route("/metrics", get(metrics::scrape))
         .route("/healthz", get(health::check))
         // A WebSocket, not a JSON route: documented in docs/surfaces.md.

@@ -1,0 +1,78 @@
+// The app's shell: a conversation list (a drawer on narrow screens), the open conversation, the
+// language switch, and a replay banner when the server replays a cassette. Screens grow here,
+// one per file, as the classic console's move over.
+import { useEffect, useState } from "preact/hooks";
+import { api, call, loadSession, type Schemas } from "./api/client";
+import { LOCALES, currentLocale, setLocale, t, type Locale } from "./i18n";
+import { Conversations } from "./conversations";
+import { Transcript } from "./transcript";
+
+export function App() {
+  const [, setLang] = useState<Locale>(currentLocale());
+  const [open, setOpen] = useState<string | null>(null);
+  const [drawer, setDrawer] = useState(false);
+  const [replay, setReplay] = useState<Schemas["Replay"] | null>(null);
+  useEffect(() => {
+    loadSession()
+      .then(() => call(api.GET("/v1/models")))
+      .then((m) => setReplay(m.replay ?? null))
+      .catch(() => {
+        // The banner is optional; the list says what is wrong with the server.
+      });
+  }, []);
+  const choose = (id: string) => {
+    setOpen(id);
+    setDrawer(false);
+  };
+  return (
+    <div class={"shell" + (drawer ? " drawer-open" : "")}>
+      <a class="skip" href="#conversation">
+        {t("app.skip")}
+      </a>
+      <header class="top">
+        <button
+          type="button"
+          class="menu"
+          aria-expanded={drawer}
+          aria-controls="conversations"
+          onClick={() => setDrawer(!drawer)}
+        >
+          {drawer ? t("app.close_menu") : t("app.menu")}
+        </button>
+        <h1>{t("app.title")}</h1>
+        <span class="grow" />
+        <label class="language">
+          <span class="visually-hidden">{t("app.language")}</span>
+          <select
+            value={currentLocale()}
+            onChange={(e) => {
+              const next = (e.target as HTMLSelectElement).value as Locale;
+              setLocale(next);
+              setLang(next);
+            }}
+          >
+            {LOCALES.map((l) => (
+              <option value={l} key={l}>
+                {l === "en" ? "English" : "简体中文"}
+              </option>
+            ))}
+          </select>
+        </label>
+        <a class="classic" href="/">
+          {t("app.classic")}
+        </a>
+      </header>
+      {replay && (
+        <p class="replay" role="status">
+          {t("replay.banner", { cassette: replay.cassette })}
+        </p>
+      )}
+      <nav id="conversations" class="side" aria-label={t("conversations.heading")}>
+        <Conversations open={open} onOpen={choose} />
+      </nav>
+      <main id="conversation" class="main" tabIndex={-1}>
+        <Transcript topic={open} />
+      </main>
+    </div>
+  );
+}

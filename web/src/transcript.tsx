@@ -1,0 +1,79 @@
+// The open conversation's active branch, oldest first: who said what, and which tools were
+// called. Reading only, for now; the composer, tool cards and approvals move over next.
+import { useEffect, useState } from "preact/hooks";
+import { api, call, type Schemas } from "./api/client";
+import { describe } from "./failure";
+import { formatDate, t, type Key } from "./i18n";
+
+/** The parts of a stored message this view reads. */
+type Message = {
+  id: string;
+  role: "user" | "assistant" | "tool" | "system";
+  content?: { type: string; text?: string }[];
+  tool_calls?: unknown[];
+};
+
+const ROLE: Record<Message["role"], Key> = {
+  user: "message.user",
+  assistant: "message.assistant",
+  tool: "message.tool",
+  system: "message.system",
+};
+
+function text(m: Message): string {
+  return (m.content ?? [])
+    .filter((p) => p.type === "text" && p.text)
+    .map((p) => p.text)
+    .join("\n");
+}
+
+export function Transcript(props: { topic: string | null }) {
+  const [tree, setTree] = useState<Schemas["TopicTree"] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    setTree(null);
+    setError(null);
+    if (!props.topic) return;
+    let live = true;
+    call(api.GET("/v1/topics/{id}/tree", { params: { path: { id: props.topic } } }))
+      .then((x) => live && setTree(x))
+      .catch((e) => live && setError(describe(e)));
+    return () => {
+      live = false;
+    };
+  }, [props.topic]);
+  if (!props.topic) return <p class="muted pick">{t("conversation.pick")}</p>;
+  if (error)
+    return (
+      <p class="error" role="alert">
+        {error}
+      </p>
+    );
+  if (!tree) return <p class="muted">{t("conversation.loading")}</p>;
+  const byId = new Map((tree.messages as Message[]).map((m) => [m.id, m]));
+  const shown = tree.active_path.map((id) => byId.get(id)).filter((m): m is Message => !!m);
+  return (
+    <article class="transcript">
+      <header>
+        <h2>{tree.topic.title || t("conversations.untitled")}</h2>
+        <p class="muted">
+          {t("conversation.started", { date: formatDate(tree.topic.created_at) })} ·{" "}
+          {t("conversation.messages", { count: shown.length })}
+        </p>
+      </header>
+      <ol class="messages">
+        {shown
+          .filter((m) => m.role !== "system")
+          .map((m) => (
+            <li key={m.id} class={"message " + m.role}>
+              <span class="who">{t(ROLE[m.role])}</span>
+              {text(m) && <p class="text">{text(m)}</p>}
+              {(m.tool_calls?.length ?? 0) > 0 && (
+                <p class="muted">{t("message.calls", { count: m.tool_calls?.length ?? 0 })}</p>
+              )}
+            </li>
+          ))}
+      </ol>
+    </article>
+  );
+}
