@@ -114,6 +114,36 @@ async fn get_until(
     }
 }
 
+/// `rein --replay` of the demo cassette serving on a random port with a throwaway home in
+/// `dir`, started from the repository's root without `--workdir` (the cassette's folder is
+/// its working directory).
+async fn demo_server(dir: &Path) -> (tokio::process::Child, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rein"));
+    cmd.env_clear()
+        .envs(rein_testkit::coverage_env())
+        .current_dir(workspace())
+        .args(["--replay", "crates/cli/cassettes/demo.jsonl"])
+        .args(["serve", "--no-auth", "--addr", "127.0.0.1:0"]);
+    listening(cmd, dir).await
+}
+
+/// The JSON answer of `method` `url` (with `body` as JSON, if any).
+async fn json_call(
+    http: &reqwest::Client,
+    method: reqwest::Method,
+    url: &str,
+    body: Option<serde_json::Value>,
+) -> serde_json::Value {
+    let mut req = http.request(method, url);
+    if let Some(b) = body {
+        req = req
+            .header("content-type", "application/json")
+            .body(b.to_string());
+    }
+    let bytes = req.send().await.unwrap().bytes().await.unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
 /// Run `tests/browser/SCRIPT` against `base` in Chromium; its JSON report (the last line it
 /// prints) and the folder its screenshots went to.
 async fn run_script(
@@ -889,13 +919,7 @@ async fn every_button_of_the_readme_demo_gets_an_answer_from_the_replay() {
     };
     let dir = std::env::temp_dir().join(format!("rein-ui-demo-buttons-{}", OperationId::new()));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rein"));
-    cmd.env_clear()
-        .envs(rein_testkit::coverage_env())
-        .current_dir(workspace())
-        .args(["--replay", "crates/cli/cassettes/demo.jsonl"])
-        .args(["serve", "--no-auth", "--addr", "127.0.0.1:0"]);
-    let (_server, base) = listening(cmd, &dir).await;
+    let (_server, base) = demo_server(&dir).await;
     let (report, out) = run_script("demo_buttons.cjs", &base, &chromium, &playwright).await;
     assert_eq!(
         report["ok"],
@@ -904,17 +928,13 @@ async fn every_button_of_the_readme_demo_gets_an_answer_from_the_replay() {
         out.display()
     );
     let http = reqwest::Client::new();
-    let ops: serde_json::Value = serde_json::from_slice(
-        &http
-            .get(format!("{base}/v1/operations"))
-            .send()
-            .await
-            .unwrap()
-            .bytes()
-            .await
-            .unwrap(),
+    let ops = json_call(
+        &http,
+        reqwest::Method::GET,
+        &format!("{base}/v1/operations"),
+        None,
     )
-    .unwrap();
+    .await;
     let ops = ops.as_array().unwrap();
     assert_eq!(ops.len(), 5, "{ops:#?}");
     for op in ops {
@@ -938,29 +958,16 @@ async fn the_web_app_lists_and_shows_conversations_on_a_phone_and_in_chinese() {
     };
     let dir = std::env::temp_dir().join(format!("rein-web-app-{}", OperationId::new()));
     std::fs::create_dir_all(&dir).unwrap();
-    let cli = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rein"));
-    cmd.env_clear()
-        .envs(rein_testkit::coverage_env())
-        .arg("--replay")
-        .arg(cli.join("cassettes/demo.jsonl"))
-        .args(["serve", "--no-auth", "--addr", "127.0.0.1:0"]);
-    let (_server, base) = listening(cmd, &dir).await;
+    let (_server, base) = demo_server(&dir).await;
     let http = reqwest::Client::new();
     for question in ["What is 17 * 23?", "What does notes.txt say?"] {
-        let created: serde_json::Value = serde_json::from_slice(
-            &http
-                .post(format!("{base}/v1/operations"))
-                .header("content-type", "application/json")
-                .body(json!({ "input": question }).to_string())
-                .send()
-                .await
-                .unwrap()
-                .bytes()
-                .await
-                .unwrap(),
+        let created = json_call(
+            &http,
+            reqwest::Method::POST,
+            &format!("{base}/v1/operations"),
+            Some(json!({ "input": question })),
         )
-        .unwrap();
+        .await;
         let op = created["operation_id"].as_str().unwrap().to_owned();
         get_until(
             &http,
