@@ -5,7 +5,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api, call, loadSession, type Schemas } from "./api/client";
 import { LOCALES, currentLocale, setLocale, t, type Locale } from "./i18n";
 import { Conversations } from "./conversations";
-import { Transcript } from "./transcript";
+import { Chat } from "./chat";
 
 export function App() {
   const [, setLang] = useState<Locale>(currentLocale());
@@ -20,7 +20,7 @@ export function App() {
         // The banner is optional; the list says what is wrong with the server.
       });
   }, []);
-  const choose = (id: string) => {
+  const choose = (id: string | null) => {
     setOpen(id);
     setDrawer(false);
   };
@@ -71,7 +71,7 @@ export function App() {
         <Conversations open={open} onOpen={choose} />
       </nav>
       <main id="conversation" class="main" tabIndex={-1}>
-        <Transcript topic={open} />
+        <Chat topic={open} onTopic={setOpen} />
       </main>
     </div>
   );

@@ -6,7 +6,7 @@ import { formatDate, t } from "./i18n";
 
 const PAGE = 50;
 
-export function Conversations(props: { open: string | null; onOpen: (id: string) => void }) {
+export function Conversations(props: { open: string | null; onOpen: (id: string | null) => void }) {
   const [query, setQuery] = useState("");
   const [limit, setLimit] = useState(PAGE);
   const [topics, setTopics] = useState<Schemas["TopicRecord"][] | null>(null);
@@ -25,10 +25,14 @@ export function Conversations(props: { open: string | null; onOpen: (id: string)
     return () => {
       live = false;
     };
-  }, [query, limit]);
+    // The open one may be new (a first message sent): list it.
+  }, [query, limit, props.open]);
   return (
     <section class="conversations">
       <h2>{t("conversations.heading")}</h2>
+      <button type="button" class="new" onClick={() => props.onOpen(null)}>
+        {t("conversations.new")}
+      </button>
       <input
         type="search"
         aria-label={t("conversations.search")}

@@ -1,5 +1,6 @@
 // The open conversation's active branch, oldest first: who said what, and which tools were
-// called. Reading only, for now; the composer, tool cards and approvals move over next.
+// called (read again whenever `version` changes: a step was committed). Tool cards with their
+// renderers move over next.
 import { useEffect, useState } from "preact/hooks";
 import { api, call, type Schemas } from "./api/client";
 import { describe } from "./failure";
@@ -27,11 +28,12 @@ function text(m: Message): string {
     .join("\n");
 }
 
-export function Transcript(props: { topic: string | null }) {
+export function Transcript(props: { topic: string | null; version: number }) {
   const [tree, setTree] = useState<Schemas["TopicTree"] | null>(null);
   const [error, setError] = useState<string | null>(null);
+  // Another conversation: nothing of the last one stays on screen while it loads.
+  useEffect(() => setTree(null), [props.topic]);
   useEffect(() => {
-    setTree(null);
     setError(null);
     if (!props.topic) return;
     let live = true;
@@ -41,7 +43,7 @@ export function Transcript(props: { topic: string | null }) {
     return () => {
       live = false;
     };
-  }, [props.topic]);
+  }, [props.topic, props.version]);
   if (!props.topic) return <p class="muted pick">{t("conversation.pick")}</p>;
   if (error)
     return (
@@ -63,7 +65,8 @@ export function Transcript(props: { topic: string | null }) {
       </header>
       <ol class="messages">
         {shown
-          .filter((m) => m.role !== "system")
+          // A call's result before it ran (waiting for a decision) has nothing to show yet.
+          .filter((m) => m.role !== "system" && !(m.role === "tool" && !text(m)))
           .map((m) => (
             <li key={m.id} class={"message " + m.role}>
               <span class="who">{t(ROLE[m.role])}</span>

@@ -945,8 +945,9 @@ async fn every_button_of_the_readme_demo_gets_an_answer_from_the_replay() {
 
 /// The web app (`/app/`, built from `web/`, embedded): its conversation list and a
 /// transcript at a desktop's and a phone's width (the list a drawer there), in English and in
-/// Chinese with no English UI string left, the replay banner, and what the page loads (the
-/// issue's budget is 150 KB gzipped; these are the bytes before compression).
+/// Chinese with no English UI string left, the replay banner, what the page loads (the
+/// issue's budget is 150 KB gzipped; these are the bytes before compression), and a
+/// conversation held in it (a call rejected with a reason, an answer streamed).
 #[tokio::test]
 async fn the_web_app_lists_and_shows_conversations_on_a_phone_and_in_chinese() {
     let (chromium, playwright) = match prerequisites() {

@@ -1,7 +1,8 @@
 // The web app (/app/) in headless Chromium, at 1280×800 and at 390×844, in English and in
 // Chinese: the conversation list (a drawer on the phone), a conversation's transcript, the
-// replay banner, the language switch remembered, no English UI string left in Chinese, and the
-// size of what the page loads. Screenshots go to OUT.
+// replay banner, the language switch remembered, no English UI string left in Chinese, the size
+// of what the page loads; then talking in it: a call waiting for a decision, rejected with a
+// reason, and an answer streamed in. Screenshots go to OUT.
 // Usage: node app.cjs BASE_URL OUT_DIR   (REIN_PLAYWRIGHT: path of playwright-core,
 // REIN_CHROMIUM: the browser executable)
 "use strict";
@@ -70,5 +71,28 @@ run("app", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot
     if (!text.includes("个对话") || !text.includes("助手")) throw new Error("Chinese: " + text);
     await shot(`app-3-zh-${size.width}`);
   }
+  // Talking in it (wide, English): a new conversation, the shell's call waiting for a
+  // decision, rejected with a reason; then the calculator's answer streamed in.
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await open("en");
+  await page.click(".conversations .new");
+  await page.fill("#message", "Say hello from the shell.");
+  await page.press("#message", "Enter");
+  await page.waitForSelector(".approval .reject", { timeout: 20000 });
+  const asks = await page.textContent(".approval");
+  if (!asks.includes("shell/run") || !asks.includes("echo hello from rein")) throw new Error("approval: " + asks);
+  await shot("app-4-approval");
+  await page.fill(".approval .reason", "not today");
+  await page.click(".approval .reject");
+  await page.waitForFunction(() => document.querySelector(".transcript")?.textContent.includes("the command was not run"), null, { timeout: 20000 });
+  if (await page.isVisible(".approval")) throw new Error("the card is gone once decided");
+  await page.click(".conversations .new");
+  await page.fill("#message", "What is 17 * 23?");
+  await page.click(".composer button[type=submit]");
+  await page.waitForFunction(() => document.querySelector(".transcript")?.textContent.includes("17 × 23 = 391."), null, { timeout: 20000 });
+  await page.waitForSelector('.composer button[type=submit]:has-text("Send")');
+  // Both new conversations are listed.
+  await page.waitForFunction(() => document.querySelector(".conversations .count")?.textContent === "4 conversations", null, { timeout: 20000 });
+  await shot("app-5-chat");
   return { sizes };
 });

@@ -1,0 +1,132 @@
+// A conversation you can talk in: the transcript, the answer streaming in, the calls waiting
+// for a decision, and the message box. Sending starts an operation (`POST /v1/operations`,
+// in the open conversation or a new one) and follows its events; a parked operation shows
+// its pending calls, decided through `POST /v1/operations/{id}/interventions`.
+import { useEffect, useRef, useState } from "preact/hooks";
+import { api, call, type Schemas } from "./api/client";
+import { type Decided, Approvals } from "./approvals";
+import { Composer } from "./composer";
+import { describe } from "./failure";
+import { t } from "./i18n";
+import { follow } from "./stream";
+import { Transcript } from "./transcript";
+
+export function Chat(props: { topic: string | null; onTopic: (id: string) => void }) {
+  const [op, setOp] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [live, setLive] = useState("");
+  const [pending, setPending] = useState<Schemas["Intervention"][]>([]);
+  const [version, setVersion] = useState(0);
+  const [error, setError] = useState<string | null>(null);
+  const stop = useRef<AbortController | null>(null);
+  // The conversation this view follows: a first message makes one, and the parent then opens
+  // it, which must not stop what this view started there.
+  const following = useRef<string | null>(props.topic);
+  // Another conversation: stop following this one.
+  useEffect(() => {
+    if (props.topic === following.current) return;
+    following.current = props.topic;
+    stop.current?.abort();
+    setOp(null);
+    setBusy(false);
+    setLive("");
+    setPending([]);
+    setError(null);
+  }, [props.topic]);
+
+  // Whether a stream of the operation is open: a parked operation keeps it open, and it goes
+  // on once the calls are decided.
+  const open = useRef(false);
+
+  /** The pending calls of `id`, or what went wrong reading them. */
+  const parked = async (id: string) => {
+    try {
+      const detail = await call(api.GET("/v1/operations/{id}", { params: { path: { id } } }));
+      setPending(detail.operation.status === "waiting_for_human" ? detail.pending : []);
+      if (detail.operation.status === "error") setError(t("chat.failed", { message: detail.operation.error ?? "" }));
+    } catch (e) {
+      setError(describe(e));
+    }
+  };
+
+  const run = async (id: string) => {
+    stop.current?.abort();
+    const ctl = new AbortController();
+    stop.current = ctl;
+    open.current = true;
+    setBusy(true);
+    setPending([]);
+    setLive("");
+    await follow(
+      id,
+      {
+        live: (e) => {
+          if (e.type === "llm_start") setLive("");
+          if (e.type === "llm_stream" && e.chunk?.kind === "text") setLive((s) => s + (e.chunk?.text ?? ""));
+        },
+        committed: (e) => {
+          if (e.type === "step_complete" || e.type === "done" || e.type === "human_approve_required") {
+            setLive("");
+            setVersion((v) => v + 1);
+          }
+          if (e.type === "human_approve_required") void parked(id);
+        },
+      },
+      ctl.signal,
+    );
+    open.current = false;
+    if (ctl.signal.aborted) return;
+    await parked(id);
+    setLive("");
+    setVersion((v) => v + 1);
+    setBusy(false);
+  };
+
+  const send = async (input: string) => {
+    setError(null);
+    try {
+      const created = await call(
+        api.POST("/v1/operations", { body: { input, topic: props.topic ?? undefined } }),
+      );
+      setOp(created.operation_id);
+      following.current = created.topic_id;
+      if (created.topic_id !== props.topic) props.onTopic(created.topic_id);
+      await run(created.operation_id);
+    } catch (e) {
+      setError(describe(e));
+      setBusy(false);
+    }
+  };
+
+  const decide = async (d: Decided) => {
+    if (!op) return;
+    setError(null);
+    try {
+      await call(api.POST("/v1/operations/{id}/interventions", { params: { path: { id: op } }, body: { decisions: [d] } }));
+      setPending([]);
+      // The stream goes on with the operation; one that was lost is followed again.
+      if (!open.current) await run(op);
+    } catch (e) {
+      setError(describe(e));
+    }
+  };
+
+  return (
+    <div class="chat">
+      <Transcript topic={props.topic} version={version} />
+      {busy && pending.length === 0 && (
+        <div class="message assistant live" aria-live="polite">
+          <span class="who">{t("message.assistant")}</span>
+          <p class="text">{live || t("chat.thinking")}</p>
+        </div>
+      )}
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      <Approvals pending={pending} decide={decide} />
+      <Composer busy={busy || pending.length > 0} onSend={send} />
+    </div>
+  );
+}
