@@ -2,11 +2,12 @@
 // Chinese: the conversation list (a drawer on the phone), a conversation's transcript, the
 // replay banner, the language switch remembered, no English UI string left in Chinese, the size
 // of what the page loads; then talking in it: a call waiting for a decision, rejected with a
-// reason, and an answer streamed in. Screenshots go to OUT.
+// reason, and an answer streamed in. axe-core finds no serious or critical violation on any of
+// these screens. Screenshots go to OUT.
 // Usage: node app.cjs BASE_URL OUT_DIR   (REIN_PLAYWRIGHT: path of playwright-core,
 // REIN_CHROMIUM: the browser executable)
 "use strict";
-const { run } = require("./harness.cjs");
+const { run, accessible } = require("./harness.cjs");
 
 // What the English UI says that Chinese must not (names, code and the answers aside).
 const ENGLISH = ["Conversations", "Search conversations", "Classic console", "You", "Assistant", "Started", "messages", "Replay:", "Pick a conversation"];
@@ -36,7 +37,13 @@ run("app", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot
   if (count !== "2 conversations") throw new Error("count: " + count);
   if (!(await page.isVisible(".side"))) throw new Error("the list is shown beside the conversation");
   await conversation();
+  await accessible(page, "wide, English, a conversation");
   await shot("app-1-wide-en");
+  // The dark theme follows the system, and reads as well.
+  await page.emulateMedia({ colorScheme: "dark" });
+  await accessible(page, "wide, English, dark");
+  await shot("app-1-wide-en-dark");
+  await page.emulateMedia({ colorScheme: "light" });
   // Search.
   await page.fill(".conversations input", "notes");
   await page.waitForFunction(() => document.querySelectorAll(".topic").length === 1);
@@ -52,6 +59,10 @@ run("app", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot
   if (await page.isVisible(".side")) throw new Error("choosing a conversation closes the drawer");
   const width = await page.evaluate(() => document.querySelector(".main").getBoundingClientRect().width);
   if (width < 380) throw new Error("the conversation takes the phone's width: " + width);
+  await accessible(page, "phone, English, a conversation");
+  await page.click(".top .menu");
+  await accessible(page, "phone, English, the list open");
+  await page.click(".top .menu");
   await shot("app-2-phone-en");
   // Chinese, both sizes: chosen in the page, remembered, and no English UI string is left.
   for (const size of [{ width: 390, height: 844 }, { width: 1280, height: 800 }]) {
@@ -69,6 +80,7 @@ run("app", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot
       if (text.includes(word)) throw new Error(`English "${word}" in the Chinese UI: ` + text);
     }
     if (!text.includes("个对话") || !text.includes("助手")) throw new Error("Chinese: " + text);
+    await accessible(page, `${size.width} px, Chinese`);
     await shot(`app-3-zh-${size.width}`);
   }
   // Talking in it (wide, English): a new conversation, the shell's call waiting for a
@@ -81,6 +93,7 @@ run("app", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot
   await page.waitForSelector(".approval .reject", { timeout: 20000 });
   const asks = await page.textContent(".approval");
   if (!asks.includes("shell/run") || !asks.includes("echo hello from rein")) throw new Error("approval: " + asks);
+  await accessible(page, "wide, English, a call waiting for a decision");
   await shot("app-4-approval");
   await page.fill(".approval .reason", "not today");
   await page.click(".approval .reject");

@@ -38,3 +38,17 @@ exports.run = async (name, options, steps) => {
     await browser.close();
   }
 };
+
+// axe-core (installed beside playwright-core) over the page as it is now: throws naming every
+// serious or critical violation, with the elements it found it on.
+exports.accessible = async (page, where) => {
+  const path = require("path").join(require("path").dirname(process.env.REIN_PLAYWRIGHT), "axe-core", "axe.min.js");
+  if (!(await page.evaluate(() => typeof window.axe !== "undefined"))) await page.addScriptTag({ path });
+  const found = await page.evaluate(async () => {
+    const r = await window.axe.run(document, { resultTypes: ["violations"] });
+    return r.violations
+      .filter((v) => v.impact === "serious" || v.impact === "critical")
+      .map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
+  });
+  if (found.length) throw new Error(`accessibility (${where}):\n  ` + found.join("\n  "));
+};
