@@ -5,13 +5,16 @@ import { useEffect, useState } from "preact/hooks";
 import { api, call, type Schemas } from "./api/client";
 import { describe } from "./failure";
 import { formatDate, t, type Key } from "./i18n";
+import { type Call, type Result, ToolCard } from "./tool_card";
 
 /** The parts of a stored message this view reads. */
 type Message = {
   id: string;
   role: "user" | "assistant" | "tool" | "system";
   content?: { type: string; text?: string }[];
-  tool_calls?: unknown[];
+  tool_calls?: Call[];
+  tool_call_id?: string;
+  tool_status?: string;
 };
 
 const ROLE: Record<Message["role"], Key> = {
@@ -54,6 +57,13 @@ export function Transcript(props: { topic: string | null; version: number }) {
   if (!tree) return <p class="muted">{t("conversation.loading")}</p>;
   const byId = new Map((tree.messages as Message[]).map((m) => [m.id, m]));
   const shown = tree.active_path.map((id) => byId.get(id)).filter((m): m is Message => !!m);
+  // Each call's result (the latest, where a call was answered again), by call id.
+  const results = new Map<string, Result>();
+  for (const m of shown) {
+    if (m.role === "tool" && m.tool_call_id && m.tool_status !== "pending") {
+      results.set(m.tool_call_id, { text: text(m), status: m.tool_status ?? "succeeded" });
+    }
+  }
   return (
     <article class="transcript">
       <header>
@@ -65,15 +75,15 @@ export function Transcript(props: { topic: string | null; version: number }) {
       </header>
       <ol class="messages">
         {shown
-          // A call's result before it ran (waiting for a decision) has nothing to show yet.
-          .filter((m) => m.role !== "system" && !(m.role === "tool" && !text(m)))
+          // Results show inside their call's card.
+          .filter((m) => m.role !== "system" && m.role !== "tool")
           .map((m) => (
             <li key={m.id} class={"message " + m.role}>
               <span class="who">{t(ROLE[m.role])}</span>
               {text(m) && <p class="text">{text(m)}</p>}
-              {(m.tool_calls?.length ?? 0) > 0 && (
-                <p class="muted">{t("message.calls", { count: m.tool_calls?.length ?? 0 })}</p>
-              )}
+              {(m.tool_calls ?? []).map((c) => (
+                <ToolCard key={c.id} call={c} result={results.get(c.id) ?? null} />
+              ))}
             </li>
           ))}
       </ol>

@@ -27,7 +27,10 @@ run("app", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot
     await page.click('.topic:has-text("What is 17 * 23?")');
     await page.waitForSelector(".message.assistant");
     const said = await page.textContent(".transcript");
-    if (!said.includes("391")) throw new Error("transcript: " + said);
+    if (!said.includes("17 × 23 = 391.")) throw new Error("transcript: " + said);
+    // The calculator's card reads as an equation.
+    const card = await page.textContent(".tool .equation");
+    if (!/17\s*\*\s*23 = 391/.test(card)) throw new Error("calculator card: " + card);
   };
   // Wide, English.
   await open("en");
@@ -99,6 +102,8 @@ run("app", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot
   await page.click(".approval .reject");
   await page.waitForFunction(() => document.querySelector(".transcript")?.textContent.includes("the command was not run"), null, { timeout: 20000 });
   if (await page.isVisible(".approval")) throw new Error("the card is gone once decided");
+  await page.waitForSelector(".tool .status.rejected");
+  if (!(await page.textContent(".tool .terminal .command")).includes("echo hello from rein")) throw new Error("shell card");
   await page.click(".conversations .new");
   await page.fill("#message", "What is 17 * 23?");
   await page.click(".composer button[type=submit]");
