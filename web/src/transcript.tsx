@@ -5,6 +5,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api, call, type Schemas } from "./api/client";
 import { describe } from "./failure";
 import { formatDate, t, type Key } from "./i18n";
+import { Markdown } from "./markdown";
 import { type Call, type Result, ToolCard } from "./tool_card";
 
 /** The parts of a stored message this view reads. */
@@ -80,7 +81,8 @@ export function Transcript(props: { topic: string | null; version: number }) {
           .map((m) => (
             <li key={m.id} class={"message " + m.role}>
               <span class="who">{t(ROLE[m.role])}</span>
-              {text(m) && <p class="text">{text(m)}</p>}
+              {text(m) &&
+                (m.role === "assistant" ? <Markdown text={text(m)} /> : <p class="text">{text(m)}</p>)}
               {(m.tool_calls ?? []).map((c) => (
                 <ToolCard key={c.id} call={c} result={results.get(c.id) ?? null} />
               ))}

@@ -945,8 +945,8 @@ async fn every_button_of_the_readme_demo_gets_an_answer_from_the_replay() {
 
 /// The web app (`/app/`, built from `web/`, embedded): its conversation list and a
 /// transcript at a desktop's and a phone's width (the list a drawer there), in English and in
-/// Chinese with no English UI string left, the replay banner, what the page loads (the
-/// issue's budget is 150 KB gzipped; these are the bytes before compression), and a
+/// Chinese with no English UI string left, the replay banner, what the page loads (its
+/// script and style within the issue's budget of 150 KB gzipped), and a
 /// conversation held in it (a call rejected with a reason, an answer streamed); axe-core finds
 /// no serious or critical violation at either width, in either language, light or dark.
 #[tokio::test]
@@ -1003,6 +1003,32 @@ async fn the_web_app_lists_and_shows_conversations_on_a_phone_and_in_chinese() {
     ] {
         assert!(out.join(format!("{shot}.png")).exists(), "{shot}.png");
     }
+}
+
+/// The web app renders an answer as Markdown (a table, a code block with a copy button, a
+/// link opening elsewhere) and what HTML a model writes harmlessly: no script runs, no event
+/// handler or `javascript:` link survives.
+#[tokio::test]
+async fn the_web_app_renders_markdown_and_nothing_a_model_writes_runs() {
+    let (chromium, playwright) = match prerequisites() {
+        Ok(p) => p,
+        Err(missing) => {
+            rein_testkit::skip("the web app's Markdown in Chromium", &missing);
+            return;
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("rein-web-markdown-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let answer = "Here it is:\n\n| expression | value |\n|---|---|\n| 17 * 23 | 391 |\n\n```rust\nfn main() {}\n```\n\nSee [the docs](https://example.com/docs).\n\n<script>window.pwned = true</script><img src=x onerror=\"window.pwned = true\"> [click](javascript:window.pwned=true)";
+    let model = serve(vec![Canned::openai_text(answer)], 3).await;
+    let (_server, base) = serve_ui(&dir, &model.base).await;
+    let (report, out) = run_script("app_markdown.cjs", &base, &chromium, &playwright).await;
+    assert_eq!(
+        report["ok"],
+        true,
+        "{report:#}\nscreenshots in {}",
+        out.display()
+    );
 }
 
 /// The skills picker sends the chosen skill with the message, and the inspector shows what

@@ -15,7 +15,8 @@ const ENGLISH = ["Conversations", "Search conversations", "Classic console", "Yo
 run("app", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot }) => {
   const sizes = [];
   page.on("response", async (r) => {
-    if (/\/app\/app\.(js|css)$/.test(r.url())) sizes.push((await r.body()).length);
+    // What it weighs gzipped, as a server or proxy that compresses would send it.
+    if (/\/app\/app\.(js|css)$/.test(r.url())) sizes.push(require("zlib").gzipSync(await r.body()).length);
   });
   const open = async (lang) => {
     await page.goto(base + "/app/");
