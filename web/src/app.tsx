@@ -6,6 +6,7 @@ import { api, call, loadSession, type Schemas } from "./api/client";
 import { LOCALES, currentLocale, setLocale, t, type Locale } from "./i18n";
 import { Conversations } from "./conversations";
 import { Chat } from "./chat";
+import { ShortcutsDialog, useShortcuts } from "./shortcuts";
 
 export function App() {
   const [, setLang] = useState<Locale>(currentLocale());
@@ -20,10 +21,23 @@ export function App() {
         // The banner is optional; the list says what is wrong with the server.
       });
   }, []);
+  const [help, setHelp] = useState(false);
   const choose = (id: string | null) => {
     setOpen(id);
     setDrawer(false);
   };
+  useShortcuts({
+    newConversation: () => {
+      choose(null);
+      document.getElementById("message")?.focus();
+    },
+    search: () => {
+      setDrawer(true);
+      // The drawer (on a phone) shows the box at the next frame.
+      requestAnimationFrame(() => document.querySelector<HTMLInputElement>(".conversations input")?.focus());
+    },
+    help: () => setHelp(true),
+  });
   return (
     <div class={"shell" + (drawer ? " drawer-open" : "")}>
       <a class="skip" href="#conversation">
@@ -58,6 +72,9 @@ export function App() {
             ))}
           </select>
         </label>
+        <button type="button" class="help" onClick={() => setHelp(true)}>
+          {t("shortcuts.open")}
+        </button>
         <a class="classic" href="/">
           {t("app.classic")}
         </a>
@@ -73,6 +90,7 @@ export function App() {
       <main id="conversation" class="main" tabIndex={-1}>
         <Chat topic={open} onTopic={setOpen} />
       </main>
+      <ShortcutsDialog open={help} onClose={() => setHelp(false)} />
     </div>
   );
 }

@@ -10,7 +10,7 @@
 const { run, accessible } = require("./harness.cjs");
 
 // What the English UI says that Chinese must not (names, code and the answers aside).
-const ENGLISH = ["Conversations", "Search conversations", "Classic console", "You", "Assistant", "Started", "messages", "Replay:", "Pick a conversation"];
+const ENGLISH = ["Conversations", "New conversation", "Shortcuts", "Search conversations", "Classic console", "You", "Assistant", "Started", "messages", "Replay:", "Pick a conversation"];
 
 run("app", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot }) => {
   const sizes = [];
@@ -48,6 +48,20 @@ run("app", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot
   await accessible(page, "wide, English, dark");
   await shot("app-1-wide-en-dark");
   await page.emulateMedia({ colorScheme: "light" });
+  // The keyboard: ? lists the shortcuts (Escape closes), n starts a conversation, / searches.
+  await page.click("h1");
+  await page.keyboard.press("?");
+  await page.waitForSelector("dialog.shortcuts[open]");
+  if (!(await page.textContent("dialog.shortcuts")).includes("Keyboard shortcuts")) throw new Error("shortcuts dialog");
+  await accessible(page, "the shortcuts dialog");
+  await page.keyboard.press("Escape");
+  await page.waitForSelector("dialog.shortcuts:not([open])", { state: "attached" });
+  await page.keyboard.press("n");
+  await page.waitForFunction(() => document.activeElement?.id === "message");
+  if (await page.$(".transcript")) throw new Error("n opens a new conversation");
+  await page.click("h1");
+  await page.keyboard.press("/");
+  await page.waitForFunction(() => document.activeElement?.matches(".conversations input"));
   // Search.
   await page.fill(".conversations input", "notes");
   await page.waitForFunction(() => document.querySelectorAll(".topic").length === 1);
