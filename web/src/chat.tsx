@@ -82,12 +82,11 @@ export function Chat(props: { topic: string | null; onTopic: (id: string) => voi
     setBusy(false);
   };
 
-  const send = async (input: string) => {
+  /** Start a turn: a message, an edit of one (`edit`) or another answer (`regenerate`). */
+  const start = async (body: { input?: string; edit?: string; regenerate?: string }) => {
     setError(null);
     try {
-      const created = await call(
-        api.POST("/v1/operations", { body: { input, topic: props.topic ?? undefined } }),
-      );
+      const created = await call(api.POST("/v1/operations", { body: { ...body, topic: props.topic ?? undefined } }));
       setOp(created.operation_id);
       following.current = created.topic_id;
       if (created.topic_id !== props.topic) props.onTopic(created.topic_id);
@@ -97,6 +96,7 @@ export function Chat(props: { topic: string | null; onTopic: (id: string) => voi
       setBusy(false);
     }
   };
+  const send = (input: string) => start({ input });
 
   const decide = async (d: Decided) => {
     if (!op) return;
@@ -113,7 +113,18 @@ export function Chat(props: { topic: string | null; onTopic: (id: string) => voi
 
   return (
     <div class="chat">
-      <Transcript topic={props.topic} version={version} />
+      <Transcript
+        topic={props.topic}
+        version={version}
+        turns={
+          busy || pending.length > 0
+            ? null
+            : {
+                edit: (message, input) => void start({ input, edit: message }),
+                regenerate: (message) => void start({ regenerate: message }),
+              }
+        }
+      />
       {busy && pending.length === 0 && (
         <div class="message assistant live" aria-live="polite">
           <span class="who">{t("message.assistant")}</span>

@@ -1,6 +1,7 @@
 // The open conversation's active branch, oldest first: who said what, and which tools were
-// called (read again whenever `version` changes: a step was committed). Tool cards with their
-// renderers move over next.
+// called (read again whenever `version` changes: a step was committed). A message with
+// alternatives shows "‹ 2 / 3 ›" (switching shows that branch); a question can be edited and
+// an answer regenerated, each a new version beside the old one (the parent runs them).
 import { useEffect, useState } from "preact/hooks";
 import { api, call, type Schemas } from "./api/client";
 import { describe } from "./failure";
@@ -32,8 +33,66 @@ function text(m: Message): string {
     .join("\n");
 }
 
-export function Transcript(props: { topic: string | null; version: number }) {
+/** What a person can do to a message (none while an operation runs). */
+export type Turns = {
+  edit: (message: string, input: string) => void;
+  regenerate: (message: string) => void;
+};
+
+/** "‹ 2 / 3 ›": the versions of a message, switched with `PUT /v1/topics/{id}/active`. */
+function Versions(props: { topic: string; branch: Schemas["Branch"]; switched: () => void }) {
+  const { index, alternatives } = props.branch;
+  const go = (to: number) => async () => {
+    const message = alternatives[to - 1];
+    if (!message) return;
+    await call(api.PUT("/v1/topics/{id}/active", { params: { path: { id: props.topic } }, body: { message } }));
+    props.switched();
+  };
+  return (
+    <span class="versions">
+      <button type="button" class="prev" aria-label={t("versions.previous")} disabled={index <= 1} onClick={go(index - 1)}>
+        ‹
+      </button>
+      <span class="pos">{t("versions.position", { index, count: alternatives.length })}</span>
+      <button
+        type="button"
+        class="next"
+        aria-label={t("versions.next")}
+        disabled={index >= alternatives.length}
+        onClick={go(index + 1)}
+      >
+        ›
+      </button>
+    </span>
+  );
+}
+
+/** A question being edited: its new text, sent as a new version. */
+function EditBox(props: { text: string; save: (input: string) => void; cancel: () => void }) {
+  const [value, setValue] = useState(props.text);
+  return (
+    <div class="edit-box">
+      <textarea
+        aria-label={t("edit.label")}
+        value={value}
+        onInput={(e) => setValue((e.target as HTMLTextAreaElement).value)}
+      />
+      <div class="row">
+        <button type="button" onClick={props.cancel}>
+          {t("edit.cancel")}
+        </button>
+        <button type="button" class="primary save" disabled={!value.trim()} onClick={() => props.save(value.trim())}>
+          {t("edit.save")}
+        </button>
+      </div>
+    </div>
+  );
+}
+
+export function Transcript(props: { topic: string | null; version: number; turns: Turns | null }) {
   const [tree, setTree] = useState<Schemas["TopicTree"] | null>(null);
+  const [editing, setEditing] = useState<string | null>(null);
+  const [switched, setSwitched] = useState(0);
   const [error, setError] = useState<string | null>(null);
   // Another conversation: nothing of the last one stays on screen while it loads.
   useEffect(() => setTree(null), [props.topic]);
@@ -47,7 +106,7 @@ export function Transcript(props: { topic: string | null; version: number }) {
     return () => {
       live = false;
     };
-  }, [props.topic, props.version]);
+  }, [props.topic, props.version, switched]);
   if (!props.topic) return <p class="muted pick">{t("conversation.pick")}</p>;
   if (error)
     return (
@@ -78,16 +137,44 @@ export function Transcript(props: { topic: string | null; version: number }) {
         {shown
           // Results show inside their call's card.
           .filter((m) => m.role !== "system" && m.role !== "tool")
-          .map((m) => (
-            <li key={m.id} class={"message " + m.role}>
-              <span class="who">{t(ROLE[m.role])}</span>
-              {text(m) &&
-                (m.role === "assistant" ? <Markdown text={text(m)} /> : <p class="text">{text(m)}</p>)}
-              {(m.tool_calls ?? []).map((c) => (
-                <ToolCard key={c.id} call={c} result={results.get(c.id) ?? null} />
-              ))}
-            </li>
-          ))}
+          .map((m) => {
+            const branch = tree.branches.find((b) => b.message === m.id);
+            const topic = tree.topic.id;
+            return (
+              <li key={m.id} class={"message " + m.role} data-message={m.id}>
+                <span class="who">{t(ROLE[m.role])}</span>
+                {editing === m.id && props.turns ? (
+                  <EditBox
+                    text={text(m)}
+                    cancel={() => setEditing(null)}
+                    save={(input) => {
+                      setEditing(null);
+                      props.turns?.edit(m.id, input);
+                    }}
+                  />
+                ) : (
+                  text(m) &&
+                  (m.role === "assistant" ? <Markdown text={text(m)} /> : <p class="text">{text(m)}</p>)
+                )}
+                {(m.tool_calls ?? []).map((c) => (
+                  <ToolCard key={c.id} call={c} result={results.get(c.id) ?? null} />
+                ))}
+                <div class="acts">
+                  {branch && <Versions topic={topic} branch={branch} switched={() => setSwitched((n) => n + 1)} />}
+                  {props.turns && m.role === "user" && editing !== m.id && (
+                    <button type="button" class="edit" onClick={() => setEditing(m.id)}>
+                      {t("edit.open")}
+                    </button>
+                  )}
+                  {props.turns && m.role === "assistant" && text(m) && (
+                    <button type="button" class="regenerate" onClick={() => props.turns?.regenerate(m.id)}>
+                      {t("regenerate")}
+                    </button>
+                  )}
+                </div>
+              </li>
+            );
+          })}
       </ol>
     </article>
   );

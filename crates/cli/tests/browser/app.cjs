@@ -2,7 +2,7 @@
 // Chinese: the conversation list (a drawer on the phone), a conversation's transcript, the
 // replay banner, the language switch remembered, no English UI string left in Chinese, the size
 // of what the page loads; then talking in it: a call waiting for a decision, rejected with a
-// reason, and an answer streamed in. axe-core finds no serious or critical violation on any of
+// reason, an answer streamed in, regenerated, switched back, and its question edited. axe-core finds no serious or critical violation on any of
 // these screens. Screenshots go to OUT.
 // Usage: node app.cjs BASE_URL OUT_DIR   (REIN_PLAYWRIGHT: path of playwright-core,
 // REIN_CHROMIUM: the browser executable)
@@ -124,6 +124,19 @@ run("app", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot
   await page.click(".composer button[type=submit]");
   await page.waitForFunction(() => document.querySelector(".transcript")?.textContent.includes("17 × 23 = 391."), null, { timeout: 20000 });
   await page.waitForSelector('.composer button[type=submit]:has-text("Send")');
+  // Another answer beside the first, then back to the first; the question edited into another
+  // one, answered as a new version.
+  await page.click(".message.assistant:last-child .regenerate");
+  await page.waitForFunction(() => document.querySelector(".message.assistant .versions .pos")?.textContent === "2 / 2", null, { timeout: 20000 });
+  await page.waitForSelector('.composer button[type=submit]:has-text("Send")');
+  await page.click(".message.assistant .versions .prev");
+  await page.waitForFunction(() => document.querySelector(".message.assistant .versions .pos")?.textContent === "1 / 2");
+  await page.click(".message.user .edit");
+  await page.fill(".edit-box textarea", "What does notes.txt say?");
+  await page.click(".edit-box .save");
+  await page.waitForFunction(() => document.querySelector(".transcript")?.textContent.includes("notes.txt says"), null, { timeout: 20000 });
+  await page.waitForFunction(() => document.querySelector(".message.user .versions .pos")?.textContent === "2 / 2");
+  await accessible(page, "versions of a question and its answers");
   // Both new conversations are listed.
   await page.waitForFunction(() => document.querySelector(".conversations .count")?.textContent === "4 conversations", null, { timeout: 20000 });
   await shot("app-5-chat");
