@@ -1,4 +1,5 @@
-// The conversation list: searched by the server, shown a page at a time (the newest first).
+// The conversation list: searched by the server, shown a page at a time (the newest first;
+// the next page starts after the last one listed, so a list of thousands pages the same way).
 import { useEffect, useState } from "preact/hooks";
 import { api, call, type Schemas } from "./api/client";
 import { describe } from "./failure";
@@ -8,16 +9,18 @@ const PAGE = 50;
 
 export function Conversations(props: { open: string | null; onOpen: (id: string | null) => void }) {
   const [query, setQuery] = useState("");
-  const [limit, setLimit] = useState(PAGE);
   const [topics, setTopics] = useState<Schemas["TopicRecord"][] | null>(null);
+  const [more, setMore] = useState(false);
   const [error, setError] = useState<string | null>(null);
+  const page = (before?: string) =>
+    call(api.GET("/v1/topics", { params: { query: { limit: PAGE, search: query.trim() || undefined, before } } }));
   useEffect(() => {
     let live = true;
-    const search = query.trim() || undefined;
-    call(api.GET("/v1/topics", { params: { query: { limit, search } } }))
+    page()
       .then((list) => {
         if (live) {
           setTopics(list);
+          setMore(list.length === PAGE);
           setError(null);
         }
       })
@@ -26,7 +29,17 @@ export function Conversations(props: { open: string | null; onOpen: (id: string 
       live = false;
     };
     // The open one may be new (a first message sent): list it.
-  }, [query, limit, props.open]);
+  }, [query, props.open]);
+  const next = () => {
+    const last = topics?.[topics.length - 1];
+    if (!last) return;
+    page(last.id)
+      .then((list) => {
+        setTopics([...(topics ?? []), ...list]);
+        setMore(list.length === PAGE);
+      })
+      .catch((e) => setError(describe(e)));
+  };
   return (
     <section class="conversations">
       <h2>{t("conversations.heading")}</h2>
@@ -38,10 +51,7 @@ export function Conversations(props: { open: string | null; onOpen: (id: string 
         aria-label={t("conversations.search")}
         placeholder={t("conversations.search")}
         value={query}
-        onInput={(e) => {
-          setQuery((e.target as HTMLInputElement).value);
-          setLimit(PAGE);
-        }}
+        onInput={(e) => setQuery((e.target as HTMLInputElement).value)}
       />
       {error && (
         <p class="error" role="alert">
@@ -73,8 +83,8 @@ export function Conversations(props: { open: string | null; onOpen: (id: string 
               </li>
             ))}
           </ul>
-          {topics.length === limit && (
-            <button type="button" class="more" onClick={() => setLimit(limit + PAGE)}>
+          {more && (
+            <button type="button" class="more" onClick={next}>
               {t("conversations.more")}
             </button>
           )}

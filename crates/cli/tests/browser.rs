@@ -1031,6 +1031,41 @@ async fn the_web_app_renders_markdown_and_nothing_a_model_writes_runs() {
     );
 }
 
+/// The web app lists 120 conversations 50 at a time, each page after the last one listed,
+/// each conversation once, newest first.
+#[tokio::test]
+async fn the_web_app_pages_a_long_conversation_list() {
+    let (chromium, playwright) = match prerequisites() {
+        Ok(p) => p,
+        Err(missing) => {
+            rein_testkit::skip("the web app's pages in Chromium", &missing);
+            return;
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("rein-web-pages-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = serve(vec![], 3).await;
+    let (_server, base) = serve_ui(&dir, &model.base).await;
+    let http = reqwest::Client::new();
+    for i in 0..120 {
+        let made = json_call(
+            &http,
+            reqwest::Method::POST,
+            &format!("{base}/v1/topics"),
+            Some(json!({"id": format!("t{i:03}"), "title": format!("Topic {i:03}")})),
+        )
+        .await;
+        assert_eq!(made["id"], format!("t{i:03}"), "{made}");
+    }
+    let (report, out) = run_script("app_pages.cjs", &base, &chromium, &playwright).await;
+    assert_eq!(
+        report["ok"],
+        true,
+        "{report:#}\nscreenshots in {}",
+        out.display()
+    );
+}
+
 /// The skills picker sends the chosen skill with the message, and the inspector shows what
 /// the model call admitted.
 #[tokio::test]

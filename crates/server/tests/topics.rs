@@ -226,6 +226,35 @@ async fn topics_are_created_searched_branched_and_deleted_through_the_api() {
     }
     let (_, found) = call("GET", "/v1/topics?search=Italy".into(), &bob, None).await;
     assert!(found.as_array().unwrap().is_empty());
+    // A page at a time: after the first topic of the list, the rest; a cursor that is not
+    // one of yours is refused, naming it.
+    let (status, _) = call(
+        "POST",
+        "/v1/topics".into(),
+        &alice,
+        Some(json!({"id": "later"})),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let (_, all) = call("GET", "/v1/topics".into(), &alice, None).await;
+    let all = all.as_array().unwrap().clone();
+    assert_eq!(all[0]["id"], "later", "{all:?}");
+    assert!(all.len() >= 2, "{all:?}");
+    let first = all[0]["id"].as_str().unwrap();
+    let (status, rest) = call("GET", format!("/v1/topics?before={first}"), &alice, None).await;
+    assert_eq!(status, 200, "{rest}");
+    assert_eq!(rest.as_array().unwrap()[..], all[1..]);
+    for cursor in [first, "nowhere"] {
+        let (status, refused) =
+            call("GET", format!("/v1/topics?before={cursor}"), &bob, None).await;
+        assert_eq!(status, 404, "{refused}");
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(cursor)),
+            "{refused}"
+        );
+    }
 
     // A running operation holds the deletion; once done, the conversation goes and the
     // records stay (or go, when asked).

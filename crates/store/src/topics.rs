@@ -68,6 +68,9 @@ pub struct TopicFilter {
     pub search: Option<String>,
     /// At most this many, newest first.
     pub limit: u32,
+    /// Only those after this topic in that order (older; by creation, then id): the page
+    /// after the one it ended. A topic that is not in the list ends it (none after).
+    pub before: Option<String>,
 }
 
 /// What deleting a topic does to the operations that ran in it.

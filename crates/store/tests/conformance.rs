@@ -2207,6 +2207,83 @@ async fn accounts(store: &SqlStore) {
     assert_eq!(topics[0].title.as_deref(), Some("hello"));
     assert!(store.list_topics(&of(&bob.id)).await.unwrap().is_empty());
     topics_and_branches(store, &alice.id, &bob.id).await;
+    topics_page_by_cursor(store, &alice.id, &bob.id).await;
+}
+
+/// Topics listed a page at a time: each page starts strictly after the last topic of the one
+/// before (by creation, then id), the pages together are the whole list once, with a search
+/// too; a cursor that is not one of the owner's topics ends the list.
+async fn topics_page_by_cursor(store: &SqlStore, alice: &str, bob: &str) {
+    let owner = format!("pager-{}", OperationId::new());
+    let mut ids = Vec::new();
+    for i in 0..7 {
+        let id = format!("page-{i}-{}", OperationId::new());
+        store
+            .create_topic(&NewTopic {
+                id: id.clone(),
+                owner: Some(alice.to_owned()),
+                title: Some(format!("{owner} number {i}")),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        ids.push(id);
+    }
+    for search in [None, Some(owner.clone())] {
+        let all = store
+            .list_topics(&TopicFilter {
+                owner: Some(alice.to_owned()),
+                search: search.clone(),
+                limit: 100,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let mut paged = Vec::new();
+        let mut before = None;
+        loop {
+            let page = store
+                .list_topics(&TopicFilter {
+                    owner: Some(alice.to_owned()),
+                    search: search.clone(),
+                    limit: 2,
+                    before: before.clone(),
+                })
+                .await
+                .unwrap();
+            let Some(last) = page.last() else { break };
+            before = Some(last.id.clone());
+            paged.extend(page.into_iter().map(|t| t.id));
+            assert!(paged.len() <= all.len(), "{search:?}: pages repeat");
+        }
+        let whole: Vec<String> = all.into_iter().map(|t| t.id).collect();
+        assert_eq!(paged, whole, "{search:?}");
+        if search.is_some() {
+            assert_eq!(whole.len(), 7);
+        }
+    }
+    // Another owner's topic, or none, as the cursor: nothing after it.
+    let theirs = format!("theirs-{}", OperationId::new());
+    store
+        .create_topic(&NewTopic {
+            id: theirs.clone(),
+            owner: Some(bob.to_owned()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    for cursor in [theirs, "no-such-topic".to_owned()] {
+        let page = store
+            .list_topics(&TopicFilter {
+                owner: Some(alice.to_owned()),
+                limit: 10,
+                before: Some(cursor.clone()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert!(page.is_empty(), "{cursor}: {page:?}");
+    }
 }
 
 /// Topics: created empty (titled by the first prompt), searched by title and by what their
@@ -2277,6 +2354,7 @@ async fn topics_and_branches(store: &SqlStore, alice: &str, bob: &str) {
         owner: Some(owner.to_owned()),
         search: Some(q.to_owned()),
         limit: 10,
+        before: None,
     };
     let found = |q: &'static str| {
         let id = id.clone();

@@ -162,6 +162,7 @@ impl Conversations for Local {
             owner: None,
             search,
             limit,
+            before: None,
         };
         Ok(self.store().await?.list_topics(&filter).await?)
     }
@@ -209,6 +210,7 @@ impl Conversations for Remote {
             &TopicQuery {
                 search,
                 limit: Some(limit),
+                before: None,
             },
         )
         .await

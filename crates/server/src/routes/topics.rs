@@ -47,6 +47,11 @@ pub struct TopicQuery {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 500))]
     pub limit: Option<u32>,
+    /// The next page: only topics after this one of yours (the last of the page before);
+    /// 404 when it is not one of yours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 200))]
+    pub before: Option<String>,
 }
 
 /// `POST /v1/topics` body.
@@ -96,7 +101,8 @@ pub struct ActiveIn {
     pub message: String,
 }
 
-/// `GET /v1/topics`: newest first, optionally only those matching `search`.
+/// `GET /v1/topics`: newest first, optionally only those matching `search`, a page at a time
+/// (`limit`, then `before` the last one listed).
 pub async fn list(
     State(app): State<AppState>,
     Caller(user): Caller,
@@ -115,10 +121,19 @@ pub async fn list(
             "search is longer than 200 characters",
         ));
     }
+    if let Some(before) = &q.before
+        && app.store.topic_owner(before).await? != Some(Some(user.id.clone()))
+    {
+        // Another user's conversation is not found, like every id that is not yours.
+        return Err(ApiError::not_found(format!(
+            "before {before:?}: no conversation of yours"
+        )));
+    }
     let filter = TopicFilter {
         owner: Some(user.id),
         search: q.search,
         limit: q.limit.unwrap_or(200),
+        before: q.before,
     };
     Ok(Json(app.store.list_topics(&filter).await?))
 }

@@ -111,13 +111,29 @@ impl Topics for SqlStore {
             } else {
                 "owner IS NULL AND $1 = ''"
             };
+            // Keyset paging: strictly after the given topic in the listing's order; a row
+            // value compared with a subquery that finds nothing compares as NULL, so an id not
+            // listed (another user's, or none) ends the list.
+            let after = |n: u8| {
+                if filter.before.is_some() {
+                    // `owner` is a condition on column `owner`: of the topics aliased `b`.
+                    format!(
+                        " AND (created_at, id) < (SELECT b.created_at, b.id FROM topics b WHERE b.id = ${n} AND b.{owner})"
+                    )
+                } else {
+                    format!(" AND ${n} = ''")
+                }
+            };
+            let before = filter.before.clone().unwrap_or_default();
             let Some(search) = filter.search.as_deref().filter(|s| !s.is_empty()) else {
                 return sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "SELECT {COLUMNS} FROM topics WHERE {owner} \
-                     ORDER BY created_at DESC, id DESC LIMIT $2"
+                    "SELECT {COLUMNS} FROM topics WHERE {owner}{} \
+                     ORDER BY created_at DESC, id DESC LIMIT $2",
+                    after(3)
                 )))
                 .bind(filter.owner.clone().unwrap_or_default())
                 .bind(i64::from(filter.limit))
+                .bind(&before)
                 .fetch_all(&self.pool)
                 .await?
                 .iter()
@@ -131,13 +147,15 @@ impl Topics for SqlStore {
             // JSON (a key such as `role`) is kept when a message's text says it.
             let owner_arg = filter.owner.clone().unwrap_or_default();
             let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SELECT {COLUMNS} FROM topics t WHERE {owner} \
+                "SELECT {COLUMNS} FROM topics t WHERE {owner}{} \
                  AND (LOWER(COALESCE(title, '')) LIKE $2 ESCAPE '\\' \
                  OR EXISTS (SELECT 1 FROM messages m WHERE m.topic_id = t.id AND m.thread_id IS NULL \
-                 AND LOWER(m.body) LIKE $2 ESCAPE '\\')) ORDER BY created_at DESC, id DESC"
+                 AND LOWER(m.body) LIKE $2 ESCAPE '\\')) ORDER BY created_at DESC, id DESC",
+                after(3)
             )))
             .bind(&owner_arg)
             .bind(&pattern)
+            .bind(&before)
             .fetch_all(&self.pool)
             .await?;
             let bodies: Vec<(String, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
