@@ -7,6 +7,7 @@ import { LOCALES, currentLocale, setLocale, t, type Locale } from "./i18n";
 import { Conversations } from "./conversations";
 import { Chat } from "./chat";
 import { ShortcutsDialog, useShortcuts } from "./shortcuts";
+import { Usage } from "./usage";
 
 export function App() {
   const [, setLang] = useState<Locale>(currentLocale());
@@ -22,8 +23,10 @@ export function App() {
       });
   }, []);
   const [help, setHelp] = useState(false);
+  const [view, setView] = useState<"chat" | "usage">("chat");
   const choose = (id: string | null) => {
     setOpen(id);
+    setView("chat");
     setDrawer(false);
   };
   useShortcuts({
@@ -86,9 +89,20 @@ export function App() {
       )}
       <nav id="conversations" class="side" aria-label={t("conversations.heading")}>
         <Conversations open={open} onOpen={choose} />
+        <button
+          type="button"
+          class="nav-usage"
+          aria-current={view === "usage" ? "page" : undefined}
+          onClick={() => {
+            setView("usage");
+            setDrawer(false);
+          }}
+        >
+          {t("usage.open")}
+        </button>
       </nav>
       <main id="conversation" class="main" tabIndex={-1}>
-        <Chat topic={open} onTopic={setOpen} />
+        {view === "usage" ? <Usage /> : <Chat topic={open} onTopic={setOpen} />}
       </main>
       <ShortcutsDialog open={help} onClose={() => setHelp(false)} />
     </div>

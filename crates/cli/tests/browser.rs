@@ -947,7 +947,8 @@ async fn every_button_of_the_readme_demo_gets_an_answer_from_the_replay() {
 /// transcript at a desktop's and a phone's width (the list a drawer there), in English and in
 /// Chinese with no English UI string left, the replay banner, what the page loads (its
 /// script and style within the budget of 150 KB gzipped), and a
-/// conversation held in it (a call rejected with a reason, an answer streamed); axe-core finds
+/// conversation held in it (a call rejected with a reason, an answer streamed), the usage
+/// screen; axe-core finds
 /// no serious or critical violation at either width, in either language, light or dark.
 #[tokio::test]
 async fn the_web_app_lists_and_shows_conversations_on_a_phone_and_in_chinese() {

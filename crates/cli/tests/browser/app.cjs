@@ -2,7 +2,8 @@
 // Chinese: the conversation list (a drawer on the phone), a conversation's transcript, the
 // replay banner, the language switch remembered, no English UI string left in Chinese, the size
 // of what the page loads; then talking in it: a call waiting for a decision, rejected with a
-// reason, an answer streamed in, regenerated, switched back, and its question edited. axe-core finds no serious or critical violation on any of
+// reason, an answer streamed in, regenerated, switched back, and its question edited; the
+// usage screen by day and by model. axe-core finds no serious or critical violation on any of
 // these screens. Screenshots go to OUT.
 // Usage: node app.cjs BASE_URL OUT_DIR   (REIN_PLAYWRIGHT: path of playwright-core,
 // REIN_CHROMIUM: the browser executable)
@@ -140,5 +141,18 @@ run("app", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot
   // Both new conversations are listed.
   await page.waitForFunction(() => document.querySelector(".conversations .count")?.textContent === "4 conversations", null, { timeout: 20000 });
   await shot("app-5-chat");
+  // What it used: by day, then by model, bars and a table; a replay costs nothing.
+  await page.click(".nav-usage");
+  await page.waitForSelector(".usage table tbody tr");
+  const day = await page.$$eval(".usage tbody tr", (rows) => rows.map((r) => [...r.children].map((c) => c.textContent)));
+  if (day.length !== 2 || day[1][0] !== "Total" || day[1][4] !== "$0.00") throw new Error("usage by day: " + JSON.stringify(day));
+  // Two asked before the page opened, the shell's, the calculator's, its regeneration and the
+  // edited question's.
+  if (day[1][1] !== "6") throw new Error("operations: " + JSON.stringify(day));
+  await page.click('.usage .tabs button:has-text("By model")');
+  await page.waitForFunction(() => document.querySelector(".usage tbody th")?.textContent === "openai/gpt-4o-mini");
+  if (!(await page.getAttribute(".usage svg.bars", "aria-label")).includes("1 group")) throw new Error("chart label");
+  await accessible(page, "usage");
+  await shot("app-6-usage");
   return { sizes };
 });
