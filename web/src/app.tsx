@@ -7,6 +7,7 @@ import { LOCALES, currentLocale, setLocale, t, type Locale } from "./i18n";
 import { Conversations } from "./conversations";
 import { Chat } from "./chat";
 import { ShortcutsDialog, useShortcuts } from "./shortcuts";
+import { ThemeSelect } from "./theme";
 import { Usage } from "./usage";
 
 export function App() {
@@ -75,6 +76,7 @@ export function App() {
             ))}
           </select>
         </label>
+        <ThemeSelect />
         <button type="button" class="help" onClick={() => setHelp(true)}>
           {t("shortcuts.open")}
         </button>

@@ -11,7 +11,7 @@
 const { run, accessible } = require("./harness.cjs");
 
 // What the English UI says that Chinese must not (names, code and the answers aside).
-const ENGLISH = ["Conversations", "New conversation", "Shortcuts", "Search conversations", "Classic console", "You", "Assistant", "Started", "messages", "Replay:", "Pick a conversation"];
+const ENGLISH = ["Conversations", "New conversation", "Shortcuts", "System theme", "Search conversations", "Classic console", "You", "Assistant", "Started", "messages", "Replay:", "Pick a conversation"];
 
 run("app", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot }) => {
   const sizes = [];
@@ -49,6 +49,15 @@ run("app", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot
   await accessible(page, "wide, English, dark");
   await shot("app-1-wide-en-dark");
   await page.emulateMedia({ colorScheme: "light" });
+  // Or chosen in the page, and remembered.
+  await page.selectOption(".theme select", "dark");
+  await page.reload();
+  await page.waitForSelector(".topic", { state: "attached" });
+  if ((await page.getAttribute("html", "data-theme")) !== "dark") throw new Error("the dark theme is remembered");
+  const background = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  if (background !== "rgb(20, 23, 28)") throw new Error("dark background: " + background);
+  await page.selectOption(".theme select", "system");
+  if (await page.getAttribute("html", "data-theme")) throw new Error("back to the system's theme");
   // The keyboard: ? lists the shortcuts (Escape closes), n starts a conversation, / searches.
   await page.click("h1");
   await page.keyboard.press("?");
