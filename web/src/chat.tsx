@@ -16,6 +16,8 @@ export function Chat(props: { topic: string | null; onTopic: (id: string) => voi
   const [busy, setBusy] = useState(false);
   const [live, setLive] = useState("");
   const [pending, setPending] = useState<Schemas["Intervention"][]>([]);
+  const [agent, setAgent] = useState<string | null>(null);
+  const [chosen, setChosen] = useState<string | null>(null);
   const [version, setVersion] = useState(0);
   const [error, setError] = useState<string | null>(null);
   const stop = useRef<AbortController | null>(null);
@@ -43,6 +45,7 @@ export function Chat(props: { topic: string | null; onTopic: (id: string) => voi
     try {
       const detail = await call(api.GET("/v1/operations/{id}", { params: { path: { id } } }));
       setPending(detail.operation.status === "waiting_for_human" ? detail.pending : []);
+      setAgent((detail.spec as { agent?: { name?: string } | null }).agent?.name ?? null);
       if (detail.operation.status === "error") setError(t("chat.failed", { message: detail.operation.error ?? "" }));
     } catch (e) {
       setError(describe(e));
@@ -86,7 +89,9 @@ export function Chat(props: { topic: string | null; onTopic: (id: string) => voi
   const start = async (body: { input?: string; edit?: string; regenerate?: string }) => {
     setError(null);
     try {
-      const created = await call(api.POST("/v1/operations", { body: { ...body, topic: props.topic ?? undefined } }));
+      const created = await call(
+        api.POST("/v1/operations", { body: { ...body, topic: props.topic ?? undefined, agent: chosen ?? undefined } }),
+      );
       setOp(created.operation_id);
       following.current = created.topic_id;
       if (created.topic_id !== props.topic) props.onTopic(created.topic_id);
@@ -136,8 +141,8 @@ export function Chat(props: { topic: string | null; onTopic: (id: string) => voi
           {error}
         </p>
       )}
-      <Approvals pending={pending} decide={decide} />
-      <Composer busy={busy || pending.length > 0} onSend={send} />
+      <Approvals pending={pending} agent={agent} decide={decide} />
+      <Composer busy={busy || pending.length > 0} agent={chosen} onAgent={setChosen} onSend={send} />
     </div>
   );
 }

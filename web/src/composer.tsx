@@ -1,9 +1,24 @@
-// The message box: Enter sends, Shift+Enter starts a new line.
-import { useState } from "preact/hooks";
+// The message box: Enter sends, Shift+Enter starts a new line; the agent it goes to (yours,
+// from `GET /v1/agents`, or the server's default).
+import { useEffect, useState } from "preact/hooks";
+import { api, call, type Schemas } from "./api/client";
 import { t } from "./i18n";
 
-export function Composer(props: { busy: boolean; onSend: (text: string) => void }) {
+export function Composer(props: {
+  busy: boolean;
+  agent: string | null;
+  onAgent: (name: string | null) => void;
+  onSend: (text: string) => void;
+}) {
   const [text, setText] = useState("");
+  const [agents, setAgents] = useState<Schemas["Agent"][]>([]);
+  useEffect(() => {
+    call(api.GET("/v1/agents"))
+      .then(setAgents)
+      .catch(() => {
+        // Without the list, messages go to the default agent.
+      });
+  }, []);
   const send = () => {
     const input = text.trim();
     if (!input || props.busy) return;
@@ -18,6 +33,21 @@ export function Composer(props: { busy: boolean; onSend: (text: string) => void 
         send();
       }}
     >
+      {agents.length > 0 && (
+        <select
+          class="agent"
+          aria-label={t("composer.agent")}
+          value={props.agent ?? ""}
+          onChange={(e) => props.onAgent((e.target as HTMLSelectElement).value || null)}
+        >
+          <option value="">{t("composer.default_agent")}</option>
+          {agents.map((a) => (
+            <option key={a.name} value={a.name}>
+              {a.name}
+            </option>
+          ))}
+        </select>
+      )}
       <label class="visually-hidden" for="message">
         {t("composer.label")}
       </label>

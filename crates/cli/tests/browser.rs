@@ -1067,6 +1067,62 @@ async fn the_web_app_pages_a_long_conversation_list() {
     );
 }
 
+/// In the web app, "always for this conversation" is a grant the server keeps and applies (no
+/// card for the next call of the tool there), never offered for a call the guard flags.
+#[tokio::test]
+async fn the_web_app_grants_on_the_server_and_a_guarded_call_still_asks() {
+    let (chromium, playwright) = match prerequisites() {
+        Ok(p) => p,
+        Err(missing) => {
+            rein_testkit::skip("the web app's grants in Chromium", &missing);
+            return;
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("rein-web-grants-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let append = |id: &str, entry: &str| {
+        Canned::openai_tools(&[(id, "ledger__append", &json!({"entry": entry}).to_string())])
+    };
+    let model = serve(
+        vec![
+            append("l1", "one"),
+            Canned::openai_text("Appended one."),
+            append("l2", "two"),
+            Canned::openai_text("Appended two."),
+            Canned::openai_tools(&[(
+                "l3",
+                "ledger__append",
+                &json!({"entry": "three", "command": "rm -rf ~"}).to_string(),
+            )]),
+            Canned::openai_text("Skipped three."),
+        ],
+        3,
+    )
+    .await;
+    let (_server, base) = serve_ui(&dir, &model.base).await;
+    let created = json_call(
+        &reqwest::Client::new(),
+        reqwest::Method::POST,
+        &format!("{base}/v1/agents"),
+        Some(json!({"name": "careful", "config": {"approval": "allow-list"}})),
+    )
+    .await;
+    assert_eq!(created["name"], "careful", "{created}");
+    let (report, out) = run_script("app_grants.cjs", &base, &chromium, &playwright).await;
+    assert_eq!(
+        report["ok"],
+        true,
+        "{report:#}\nscreenshots in {}",
+        out.display()
+    );
+    let ledger = std::fs::read_to_string(dir.join("ledger.txt")).unwrap();
+    assert_eq!(
+        ledger.lines().collect::<Vec<_>>(),
+        ["one", "two"],
+        "the granted call ran, the flagged one did not"
+    );
+}
+
 /// The skills picker sends the chosen skill with the message, and the inspector shows what
 /// the model call admitted.
 #[tokio::test]

@@ -116,6 +116,8 @@ impl ContextCaches {
                 };
                 let made = create(request).await;
                 let until = now + setup.ttl;
+                // Forget what has run out (a server sees many prefixes over its life).
+                self.lock().retain(|_, e| e.until > now);
                 match made {
                     Ok(name) => {
                         self.lock().insert(

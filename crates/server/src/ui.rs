@@ -23,7 +23,7 @@ pub async fn app(path: Option<Path<String>>) -> impl IntoResponse {
     (
         [
             (header::CONTENT_TYPE, kind),
-            // The names carry no hash: ask again each time (a 304 keeps it cheap).
+            // The names carry no hash: a browser must not keep an old build, so it asks again.
             (header::CACHE_CONTROL, "no-cache"),
         ],
         body,
