@@ -144,6 +144,28 @@ async fn json_call(
     serde_json::from_slice(&bytes).unwrap()
 }
 
+/// The model's turns of the grants tests: a ledger entry appended twice (granted the second
+/// time), a third whose arguments the guard flags (`rm -rf ~`), each answered; then `more`.
+fn ledger_turns(more: Vec<Canned>) -> Vec<Canned> {
+    let append = |id: &str, entry: &str| {
+        Canned::openai_tools(&[(id, "ledger__append", &json!({"entry": entry}).to_string())])
+    };
+    let mut turns = vec![
+        append("l1", "one"),
+        Canned::openai_text("Appended one."),
+        append("l2", "two"),
+        Canned::openai_text("Appended two."),
+        Canned::openai_tools(&[(
+            "l3",
+            "ledger__append",
+            &json!({"entry": "three", "command": "rm -rf ~"}).to_string(),
+        )]),
+        Canned::openai_text("Skipped three."),
+    ];
+    turns.extend(more);
+    turns
+}
+
 /// Run `tests/browser/SCRIPT` against `base` in Chromium; its JSON report (the last line it
 /// prints) and the folder its screenshots went to.
 async fn run_script(
@@ -254,24 +276,15 @@ async fn the_ui_shows_why_a_call_asks_and_grants_live_on_the_server() {
     };
     let dir = std::env::temp_dir().join(format!("rein-ui-grants-{}", OperationId::new()));
     std::fs::create_dir_all(&dir).unwrap();
-    let append = |id: &str, entry: &str| {
-        Canned::openai_tools(&[(id, "ledger__append", &json!({"entry": entry}).to_string())])
-    };
     let model = serve(
-        vec![
-            append("l1", "one"),
-            Canned::openai_text("Appended one."),
-            append("l2", "two"),
-            Canned::openai_text("Appended two."),
+        ledger_turns(vec![
             Canned::openai_tools(&[(
-                "l3",
+                "l4",
                 "ledger__append",
-                &json!({"entry": "three", "command": "rm -rf ~"}).to_string(),
+                &json!({"entry": "four"}).to_string(),
             )]),
-            Canned::openai_text("Skipped three."),
-            append("l4", "four"),
             Canned::openai_text("Appended four."),
-        ],
+        ]),
         3,
     )
     .await;
@@ -1080,25 +1093,7 @@ async fn the_web_app_grants_on_the_server_and_a_guarded_call_still_asks() {
     };
     let dir = std::env::temp_dir().join(format!("rein-web-grants-{}", OperationId::new()));
     std::fs::create_dir_all(&dir).unwrap();
-    let append = |id: &str, entry: &str| {
-        Canned::openai_tools(&[(id, "ledger__append", &json!({"entry": entry}).to_string())])
-    };
-    let model = serve(
-        vec![
-            append("l1", "one"),
-            Canned::openai_text("Appended one."),
-            append("l2", "two"),
-            Canned::openai_text("Appended two."),
-            Canned::openai_tools(&[(
-                "l3",
-                "ledger__append",
-                &json!({"entry": "three", "command": "rm -rf ~"}).to_string(),
-            )]),
-            Canned::openai_text("Skipped three."),
-        ],
-        3,
-    )
-    .await;
+    let model = serve(ledger_turns(Vec::new()), 3).await;
     let (_server, base) = serve_ui(&dir, &model.base).await;
     let created = json_call(
         &reqwest::Client::new(),

@@ -7,11 +7,9 @@
 
 use rein_core::state::ModelRef;
 use rein_core::usage::TokenUsage;
-use rein_model::registry::{ProviderConfig, Quirks};
 use rein_model::testing::streams::{gemini, responses, stream};
 use rein_model::testing::{Canned, serve};
-use rein_model::transport::Timeouts;
-use rein_model::{Catalog, Protocol, Provider, ReqwestTransport};
+use rein_model::{Catalog, Protocol};
 use rein_operation::pricing::Pricing;
 use rein_operation::{Driver, RunEnd, StartOptions};
 use rein_store::Store;
@@ -140,16 +138,10 @@ async fn cached_usage_of_every_protocol_is_priced_by_the_catalog_and_summed_on_t
             canned.push(response);
         }
         let server = serve(canned, 11).await;
-        let provider = Provider::new(
-            ProviderConfig {
-                id: case.provider.into(),
-                protocol: case.protocol,
-                base_url: format!("{}{}", server.base, case.path),
-                api_key: Some("k".into()),
-                headers: Default::default(),
-                quirks: Quirks::default(),
-            },
-            Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
+        let provider = common::provider_at(
+            case.provider,
+            case.protocol,
+            &format!("{}{}", server.base, case.path),
         );
         let (_, store) = common::temp_store("rein-cache-pricing").await;
         let catalog = Arc::new(Catalog::builtin().unwrap());

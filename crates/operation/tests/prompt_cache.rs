@@ -11,11 +11,9 @@ use futures::future::BoxFuture;
 use rein_core::engine::ports::{PortError, ToolOutput};
 use rein_core::state::ModelRef;
 use rein_core::tool::ToolManifest;
-use rein_model::registry::{ProviderConfig, Quirks};
 use rein_model::testing::serve;
 use rein_model::testing::streams::anthropic;
-use rein_model::transport::Timeouts;
-use rein_model::{Catalog, Protocol, Provider, ReqwestTransport};
+use rein_model::{Catalog, Protocol, Provider};
 use rein_operation::{Driver, RunEnd, StartOptions, Tool, ToolContext};
 use rein_store::{Effect, Knowledge, Store};
 use serde_json::{Value, json};
@@ -243,18 +241,7 @@ fn system_text(body: &Value) -> String {
 }
 
 fn anthropic_provider(base: &str) -> Provider {
-    let config = ProviderConfig {
-        id: "anthropic".into(),
-        protocol: Protocol::Anthropic,
-        base_url: format!("{base}/v1"),
-        api_key: Some("k".into()),
-        headers: Default::default(),
-        quirks: Quirks::default(),
-    };
-    Provider::new(
-        config,
-        Arc::new(ReqwestTransport::new(Timeouts::default()).unwrap()),
-    )
+    common::provider_at("anthropic", Protocol::Anthropic, &format!("{base}/v1"))
 }
 
 fn claude() -> ModelRef {

@@ -26,10 +26,15 @@ pub async fn temp_store(prefix: &str) -> (PathBuf, Arc<SqlStore>) {
 
 /// The provider `openai` (OpenAI Chat protocol, a dummy key) at `base` (a scripted server).
 pub fn openai_provider(base: &str) -> Provider {
+    provider_at("openai", Protocol::OpenaiChat, &format!("{base}/v1"))
+}
+
+/// Provider `id` speaking `protocol` at `base_url` (a scripted server's), with a dummy key.
+pub fn provider_at(id: &str, protocol: Protocol, base_url: &str) -> Provider {
     let config = ProviderConfig {
-        id: "openai".into(),
-        protocol: Protocol::OpenaiChat,
-        base_url: format!("{base}/v1"),
+        id: id.into(),
+        protocol,
+        base_url: base_url.into(),
         api_key: Some("k".into()),
         headers: Default::default(),
         quirks: Quirks::default(),
