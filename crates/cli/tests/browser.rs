@@ -37,6 +37,44 @@ fn prerequisites() -> Result<(PathBuf, PathBuf), String> {
     Ok((chromium, playwright))
 }
 
+/// What a web app test runs with: Chromium, playwright-core (axe-core beside it, for the
+/// accessibility checks) and a fresh directory; `None` after reporting the skip (a failure
+/// under CI=true).
+struct Browser {
+    chromium: PathBuf,
+    playwright: PathBuf,
+    dir: PathBuf,
+}
+
+fn browser(test: &str, prefix: &str) -> Option<Browser> {
+    let found = prerequisites().and_then(|(chromium, playwright)| {
+        let axe = playwright.with_file_name("axe-core");
+        if axe.join("axe.min.js").exists() {
+            Ok((chromium, playwright))
+        } else {
+            Err(format!(
+                "no axe-core at {} (npm install --prefix .browser axe-core)",
+                axe.display()
+            ))
+        }
+    });
+    match found {
+        Ok((chromium, playwright)) => {
+            let dir = std::env::temp_dir().join(format!("{prefix}-{}", OperationId::new()));
+            std::fs::create_dir_all(&dir).unwrap();
+            Some(Browser {
+                chromium,
+                playwright,
+                dir,
+            })
+        }
+        Err(missing) => {
+            rein_testkit::skip(test, &missing);
+            None
+        }
+    }
+}
+
 /// `rein serve --no-auth` on a fresh database in `dir`, its models at `model` (the scripted
 /// server), with the test tools; the process (killed when dropped) and its address.
 async fn serve_ui(dir: &Path, model: &str) -> (tokio::process::Child, String) {
@@ -923,15 +961,17 @@ async fn the_readme_demo_answers_again_and_again_and_asks_before_the_shell() {
 /// `--workdir`: the cassette's own folder is where its tools read.
 #[tokio::test]
 async fn every_button_of_the_readme_demo_gets_an_answer_from_the_replay() {
-    let (chromium, playwright) = match prerequisites() {
-        Ok(p) => p,
-        Err(missing) => {
-            rein_testkit::skip("the README demo's buttons in Chromium", &missing);
-            return;
-        }
+    let Some(Browser {
+        chromium,
+        playwright,
+        dir,
+    }) = browser(
+        "the README demo's buttons in Chromium",
+        "rein-ui-demo-buttons",
+    )
+    else {
+        return;
     };
-    let dir = std::env::temp_dir().join(format!("rein-ui-demo-buttons-{}", OperationId::new()));
-    std::fs::create_dir_all(&dir).unwrap();
     let (_server, base) = demo_server(&dir).await;
     let (report, out) = run_script("demo_buttons.cjs", &base, &chromium, &playwright).await;
     assert_eq!(
@@ -965,15 +1005,14 @@ async fn every_button_of_the_readme_demo_gets_an_answer_from_the_replay() {
 /// no serious or critical violation at either width, in either language, light or dark.
 #[tokio::test]
 async fn the_web_app_lists_and_shows_conversations_on_a_phone_and_in_chinese() {
-    let (chromium, playwright) = match prerequisites() {
-        Ok(p) => p,
-        Err(missing) => {
-            rein_testkit::skip("the web app in Chromium", &missing);
-            return;
-        }
+    let Some(Browser {
+        chromium,
+        playwright,
+        dir,
+    }) = browser("the web app in Chromium", "rein-web-app")
+    else {
+        return;
     };
-    let dir = std::env::temp_dir().join(format!("rein-web-app-{}", OperationId::new()));
-    std::fs::create_dir_all(&dir).unwrap();
     let (_server, base) = demo_server(&dir).await;
     let http = reqwest::Client::new();
     for question in ["What is 17 * 23?", "What does notes.txt say?"] {
@@ -1024,15 +1063,14 @@ async fn the_web_app_lists_and_shows_conversations_on_a_phone_and_in_chinese() {
 /// handler or `javascript:` link survives.
 #[tokio::test]
 async fn the_web_app_renders_markdown_and_nothing_a_model_writes_runs() {
-    let (chromium, playwright) = match prerequisites() {
-        Ok(p) => p,
-        Err(missing) => {
-            rein_testkit::skip("the web app's Markdown in Chromium", &missing);
-            return;
-        }
+    let Some(Browser {
+        chromium,
+        playwright,
+        dir,
+    }) = browser("the web app's Markdown in Chromium", "rein-web-markdown")
+    else {
+        return;
     };
-    let dir = std::env::temp_dir().join(format!("rein-web-markdown-{}", OperationId::new()));
-    std::fs::create_dir_all(&dir).unwrap();
     let answer = "Here it is:\n\n| expression | value |\n|---|---|\n| 17 * 23 | 391 |\n\n```rust\nfn main() {}\n```\n\nSee [the docs](https://example.com/docs).\n\n<script>window.pwned = true</script><img src=x onerror=\"window.pwned = true\"> [click](javascript:window.pwned=true)";
     let model = serve(vec![Canned::openai_text(answer)], 3).await;
     let (_server, base) = serve_ui(&dir, &model.base).await;
@@ -1049,15 +1087,14 @@ async fn the_web_app_renders_markdown_and_nothing_a_model_writes_runs() {
 /// each conversation once, newest first.
 #[tokio::test]
 async fn the_web_app_pages_a_long_conversation_list() {
-    let (chromium, playwright) = match prerequisites() {
-        Ok(p) => p,
-        Err(missing) => {
-            rein_testkit::skip("the web app's pages in Chromium", &missing);
-            return;
-        }
+    let Some(Browser {
+        chromium,
+        playwright,
+        dir,
+    }) = browser("the web app's pages in Chromium", "rein-web-pages")
+    else {
+        return;
     };
-    let dir = std::env::temp_dir().join(format!("rein-web-pages-{}", OperationId::new()));
-    std::fs::create_dir_all(&dir).unwrap();
     let model = serve(vec![], 3).await;
     let (_server, base) = serve_ui(&dir, &model.base).await;
     let http = reqwest::Client::new();
@@ -1084,15 +1121,14 @@ async fn the_web_app_pages_a_long_conversation_list() {
 /// card for the next call of the tool there), never offered for a call the guard flags.
 #[tokio::test]
 async fn the_web_app_grants_on_the_server_and_a_guarded_call_still_asks() {
-    let (chromium, playwright) = match prerequisites() {
-        Ok(p) => p,
-        Err(missing) => {
-            rein_testkit::skip("the web app's grants in Chromium", &missing);
-            return;
-        }
+    let Some(Browser {
+        chromium,
+        playwright,
+        dir,
+    }) = browser("the web app's grants in Chromium", "rein-web-grants")
+    else {
+        return;
     };
-    let dir = std::env::temp_dir().join(format!("rein-web-grants-{}", OperationId::new()));
-    std::fs::create_dir_all(&dir).unwrap();
     let model = serve(ledger_turns(Vec::new()), 3).await;
     let (_server, base) = serve_ui(&dir, &model.base).await;
     let created = json_call(

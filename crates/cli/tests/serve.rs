@@ -1093,14 +1093,15 @@ async fn the_readme_main_command_serves_the_shipped_cassette_offline() {
     let http = reqwest::Client::new();
     let page = http.get(format!("{base}/")).send().await.unwrap();
     assert!(page.text().await.unwrap().contains("<title>rein</title>"));
-    let ask = |input: &'static str| {
+    // An operation started with `body`, and its whole log once it ended.
+    let start = |body: Value| {
         let (http, base) = (http.clone(), base.clone());
         async move {
             let created: Value = serde_json::from_slice(
                 &http
                     .post(format!("{base}/v1/operations"))
                     .header("content-type", "application/json")
-                    .body(json!({ "input": input }).to_string())
+                    .body(body.to_string())
                     .send()
                     .await
                     .unwrap()
@@ -1122,6 +1123,7 @@ async fn the_readme_main_command_serves_the_shipped_cassette_offline() {
             (op, log)
         }
     };
+    let ask = |input: &'static str| start(json!({ "input": input }));
     // The demo answers its question every time it is asked, not only the first.
     for _ in 0..3 {
         let (_, body) = ask("What is 17 * 23?").await;
@@ -1198,52 +1200,25 @@ async fn the_readme_main_command_serves_the_shipped_cassette_offline() {
     assert!(!body.contains("is not in the cassette"), "{body}");
     // A request no recording matches (a second question in that conversation) fails
     // visibly, saying why.
-    let first: Value = serde_json::from_slice(
-        &http
-            .get(format!("{base}/v1/operations/{first}"))
-            .send()
-            .await
-            .unwrap()
-            .bytes()
-            .await
-            .unwrap(),
-    )
-    .unwrap();
+    let detail = |op: String| {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            let body = http
+                .get(format!("{base}/v1/operations/{op}"))
+                .send()
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap();
+            serde_json::from_slice::<Value>(&body).unwrap()
+        }
+    };
+    let first = detail(first).await;
     let topic = first["operation"]["topic_id"].as_str().unwrap();
-    let created: Value = serde_json::from_slice(
-        &http
-            .post(format!("{base}/v1/operations"))
-            .header("content-type", "application/json")
-            .body(json!({"input": "And 3 + 3?", "topic": topic}).to_string())
-            .send()
-            .await
-            .unwrap()
-            .bytes()
-            .await
-            .unwrap(),
-    )
-    .unwrap();
-    let op = created["operation_id"].as_str().unwrap().to_owned();
-    let body = http
-        .get(format!("{base}/v1/operations/{op}/events?live=false"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let (op, body) = start(json!({"input": "And 3 + 3?", "topic": topic})).await;
     assert!(body.contains("is not in the cassette"), "{body}");
-    let detail: Value = serde_json::from_slice(
-        &http
-            .get(format!("{base}/v1/operations/{op}"))
-            .send()
-            .await
-            .unwrap()
-            .bytes()
-            .await
-            .unwrap(),
-    )
-    .unwrap();
+    let detail = detail(op).await;
     assert_eq!(detail["operation"]["status"], "error", "{detail}");
     assert!(dir.join("rein.db").exists(), "the embedded SQLite file");
 }
