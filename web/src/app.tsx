@@ -1,19 +1,45 @@
-// The app's shell: a conversation list (a drawer on narrow screens), the open conversation, the
-// language switch, and a replay banner when the server replays a cassette. Screens grow here,
-// one per file, as the classic console's move over.
+// The app's shell: the sections (chat, inbox, tasks, agents, knowledge, memories, usage,
+// settings) and, in chat, the conversation
+// list, together a drawer on narrow screens; the open screen; the language switch; and a
+// replay banner when the server replays a cassette. Each screen is its own file.
 import { useEffect, useState } from "preact/hooks";
 import { api, call, loadSession, type Schemas } from "./api/client";
-import { LOCALES, currentLocale, setLocale, t, type Locale } from "./i18n";
-import { Conversations } from "./conversations";
+import { Agents } from "./agents";
 import { Chat } from "./chat";
+import { ChunkDialog } from "./citations";
+import { Conversations } from "./conversations";
+import { Inbox, useUnread } from "./inbox";
+import { Knowledge } from "./knowledge";
+import { t, useLocale, type Key } from "./i18n";
+import { LanguageSelect } from "./language";
+import { Memories } from "./memories";
+import { go, SECTIONS, useSection, type Section } from "./route";
+import { Settings } from "./settings";
 import { ShortcutsDialog, useShortcuts } from "./shortcuts";
 import { ThemeSelect } from "./theme";
+import { Tasks } from "./tasks";
 import { Usage } from "./usage";
 
+const NAMES: Record<Exclude<Section, "inbox">, Key> = {
+  chat: "nav.chat",
+  tasks: "nav.tasks",
+  agents: "nav.agents",
+  knowledge: "nav.knowledge",
+  memories: "nav.memories",
+  settings: "nav.settings",
+  usage: "nav.usage",
+};
+
 export function App() {
-  const [, setLang] = useState<Locale>(currentLocale());
+  useLocale();
+  const section = useSection();
   const [open, setOpen] = useState<string | null>(null);
   const [drawer, setDrawer] = useState(false);
+  // Bumped when a conversation is renamed or deleted: the list reads itself again.
+  const [listed, setListed] = useState(0);
+  // Bumped when a brief is resolved: the inbox's count is read again.
+  const [briefs, setBriefs] = useState(0);
+  const unread = useUnread(briefs);
   const [replay, setReplay] = useState<Schemas["Replay"] | null>(null);
   useEffect(() => {
     loadSession()
@@ -24,18 +50,18 @@ export function App() {
       });
   }, []);
   const [help, setHelp] = useState(false);
-  const [view, setView] = useState<"chat" | "usage">("chat");
   const choose = (id: string | null) => {
     setOpen(id);
-    setView("chat");
+    go("chat");
     setDrawer(false);
   };
   useShortcuts({
     newConversation: () => {
       choose(null);
-      document.getElementById("message")?.focus();
+      requestAnimationFrame(() => document.getElementById("message")?.focus());
     },
     search: () => {
+      go("chat");
       setDrawer(true);
       // The drawer (on a phone) shows the box at the next frame.
       requestAnimationFrame(() => document.querySelector<HTMLInputElement>(".conversations input")?.focus());
@@ -44,38 +70,16 @@ export function App() {
   });
   return (
     <div class={"shell" + (drawer ? " drawer-open" : "")}>
-      <a class="skip" href="#conversation">
+      <a class="skip" href="#main">
         {t("app.skip")}
       </a>
       <header class="top">
-        <button
-          type="button"
-          class="menu"
-          aria-expanded={drawer}
-          aria-controls="conversations"
-          onClick={() => setDrawer(!drawer)}
-        >
+        <button type="button" class="menu" aria-expanded={drawer} aria-controls="side" onClick={() => setDrawer(!drawer)}>
           {drawer ? t("app.close_menu") : t("app.menu")}
         </button>
         <h1>{t("app.title")}</h1>
         <span class="grow" />
-        <label class="language">
-          <span class="visually-hidden">{t("app.language")}</span>
-          <select
-            value={currentLocale()}
-            onChange={(e) => {
-              const next = (e.target as HTMLSelectElement).value as Locale;
-              setLocale(next);
-              setLang(next);
-            }}
-          >
-            {LOCALES.map((l) => (
-              <option value={l} key={l}>
-                {l === "en" ? "English" : "简体中文"}
-              </option>
-            ))}
-          </select>
-        </label>
+        <LanguageSelect />
         <ThemeSelect />
         <button type="button" class="help" onClick={() => setHelp(true)}>
           {t("shortcuts.open")}
@@ -89,24 +93,50 @@ export function App() {
           {t("replay.banner", { cassette: replay.cassette })}
         </p>
       )}
-      <nav id="conversations" class="side" aria-label={t("conversations.heading")}>
-        <Conversations open={open} onOpen={choose} />
-        <button
-          type="button"
-          class="nav-usage"
-          aria-current={view === "usage" ? "page" : undefined}
-          onClick={() => {
-            setView("usage");
-            setDrawer(false);
-          }}
-        >
-          {t("usage.open")}
-        </button>
-      </nav>
-      <main id="conversation" class="main" tabIndex={-1}>
-        {view === "usage" ? <Usage /> : <Chat topic={open} onTopic={setOpen} />}
+      <div id="side" class="side">
+        <nav class="sections" aria-label={t("nav.label")}>
+          <ul>
+            {SECTIONS.map((s) => (
+              <li key={s}>
+                <a
+                  href={s === "chat" ? "#" : "#/" + s}
+                  aria-current={section === s ? "page" : undefined}
+                  onClick={() => setDrawer(false)}
+                >
+                  {s === "inbox" ? t("nav.inbox", { count: unread }) : t(NAMES[s])}
+                </a>
+              </li>
+            ))}
+          </ul>
+        </nav>
+        {section === "chat" && (
+          <nav id="conversations" aria-label={t("conversations.heading")}>
+            <Conversations open={open} onOpen={choose} revision={listed} />
+          </nav>
+        )}
+      </div>
+      <main id="main" class="main" tabIndex={-1}>
+        {section === "chat" && (
+          <Chat
+            topic={open}
+            onTopic={setOpen}
+            onListChanged={() => setListed((n) => n + 1)}
+            onDeleted={() => {
+              setOpen(null);
+              setListed((n) => n + 1);
+            }}
+          />
+        )}
+        {section === "inbox" && <Inbox changed={() => setBriefs((n) => n + 1)} />}
+        {section === "tasks" && <Tasks />}
+        {section === "agents" && <Agents />}
+        {section === "knowledge" && <Knowledge />}
+        {section === "memories" && <Memories />}
+        {section === "settings" && <Settings />}
+        {section === "usage" && <Usage />}
       </main>
       <ShortcutsDialog open={help} onClose={() => setHelp(false)} />
+      <ChunkDialog />
     </div>
   );
 }

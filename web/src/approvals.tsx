@@ -2,11 +2,11 @@
 // explanation, from the server), approved — once, or from now on for this operation, this
 // conversation or its agent (a grant the server keeps and applies; nothing is kept in the
 // browser) — or rejected with a reason. A call the blacklist or the guard flagged is asked
-// every time: no grant is offered for it. Questions (ask_user) are answered in the classic
-// console for now.
+// every time: no grant is offered for it. A question (ask_user) gets its own card.
 import { useState } from "preact/hooks";
 import type { Schemas } from "./api/client";
 import { t } from "./i18n";
+import { QuestionCard } from "./questions";
 
 /** A decision on one call, as `POST /v1/operations/{id}/interventions` takes it. */
 export type Decided = Schemas["DecisionIn"];
@@ -78,9 +78,14 @@ export function Approvals(props: {
   if (props.pending.length === 0) return null;
   return (
     <div class="approvals" role="region" aria-live="assertive" aria-label={t("approval.region")}>
-      {props.pending.map((p) => (
-        <Card key={(p.call as { id: string }).id} pending={p} agent={props.agent} decide={props.decide} />
-      ))}
+      {props.pending.map((p) => {
+        const c = p.call as { id: string; identifier: string };
+        return c.identifier === "ask_user" ? (
+          <QuestionCard key={c.id} pending={p} decide={props.decide} />
+        ) : (
+          <Card key={c.id} pending={p} agent={props.agent} decide={props.decide} />
+        );
+      })}
     </div>
   );
 }

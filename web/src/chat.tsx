@@ -3,6 +3,7 @@
 // in the open conversation or a new one) and follows its events; a parked operation shows
 // its pending calls, decided through `POST /v1/operations/{id}/interventions`.
 import { useEffect, useRef, useState } from "preact/hooks";
+import { Alert } from "./alert";
 import { api, call, type Schemas } from "./api/client";
 import { type Decided, Approvals } from "./approvals";
 import { Composer } from "./composer";
@@ -11,7 +12,13 @@ import { t } from "./i18n";
 import { follow } from "./stream";
 import { Transcript } from "./transcript";
 
-export function Chat(props: { topic: string | null; onTopic: (id: string) => void }) {
+export function Chat(props: {
+  topic: string | null;
+  onTopic: (id: string) => void;
+  /** The list must be read again: a conversation was renamed or deleted. */
+  onListChanged: () => void;
+  onDeleted: () => void;
+}) {
   const [op, setOp] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [live, setLive] = useState("");
@@ -86,7 +93,7 @@ export function Chat(props: { topic: string | null; onTopic: (id: string) => voi
   };
 
   /** Start a turn: a message, an edit of one (`edit`) or another answer (`regenerate`). */
-  const start = async (body: { input?: string; edit?: string; regenerate?: string }) => {
+  const start = async (body: { input?: string; edit?: string; regenerate?: string; attachments?: string[] }) => {
     setError(null);
     try {
       const created = await call(
@@ -101,7 +108,8 @@ export function Chat(props: { topic: string | null; onTopic: (id: string) => voi
       setBusy(false);
     }
   };
-  const send = (input: string) => start({ input });
+  const send = (input: string, attachments: string[]) =>
+    start({ input, attachments: attachments.length ? attachments : undefined });
 
   const decide = async (d: Decided) => {
     if (!op) return;
@@ -121,6 +129,8 @@ export function Chat(props: { topic: string | null; onTopic: (id: string) => voi
       <Transcript
         topic={props.topic}
         version={version}
+        renamed={props.onListChanged}
+        deleted={props.onDeleted}
         turns={
           busy || pending.length > 0
             ? null
@@ -136,11 +146,7 @@ export function Chat(props: { topic: string | null; onTopic: (id: string) => voi
           <p class="text">{live || t("chat.thinking")}</p>
         </div>
       )}
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <Alert error={error} />
       <Approvals pending={pending} agent={agent} decide={decide} />
       <Composer busy={busy || pending.length > 0} agent={chosen} onAgent={setChosen} onSend={send} />
     </div>

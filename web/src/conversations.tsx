@@ -1,13 +1,14 @@
 // The conversation list: searched by the server, shown a page at a time (the newest first;
 // the next page starts after the last one listed, so a list of thousands pages the same way).
 import { useEffect, useState } from "preact/hooks";
+import { Alert } from "./alert";
 import { api, call, type Schemas } from "./api/client";
 import { describe } from "./failure";
 import { formatDate, t } from "./i18n";
 
 const PAGE = 50;
 
-export function Conversations(props: { open: string | null; onOpen: (id: string | null) => void }) {
+export function Conversations(props: { open: string | null; onOpen: (id: string | null) => void; revision: number }) {
   const [query, setQuery] = useState("");
   const [topics, setTopics] = useState<Schemas["TopicRecord"][] | null>(null);
   const [more, setMore] = useState(false);
@@ -29,7 +30,7 @@ export function Conversations(props: { open: string | null; onOpen: (id: string 
       live = false;
     };
     // The open one may be new (a first message sent): list it.
-  }, [query, props.open]);
+  }, [query, props.open, props.revision]);
   const next = () => {
     const last = topics?.[topics.length - 1];
     if (!last) return;
@@ -53,11 +54,7 @@ export function Conversations(props: { open: string | null; onOpen: (id: string 
         value={query}
         onInput={(e) => setQuery((e.target as HTMLInputElement).value)}
       />
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <Alert error={error} />
       {topics && topics.length === 0 && (
         <p class="muted">
           {query.trim() ? t("conversations.none_found", { query: query.trim() }) : t("conversations.empty")}

@@ -1,6 +1,10 @@
 // A tool call with its result, shown the way its tool's output reads best: the shell's as a
-// terminal block with its exit code, a file read with line numbers, the calculator as an
-// equation; any other tool as its arguments and its result. Collapsed while it is long.
+// terminal block with its exit code, a file read with line numbers, a file edit or write as
+// the lines it takes out and puts in, a fetched page with its address, status and title, the
+// knowledge search's hits with their citations opening the chunk, the calculator as an
+// equation; any other tool as its arguments and its result. Collapsed once it succeeded.
+import { useEffect, useRef } from "preact/hooks";
+import { linkCitations } from "./citations";
 import { t, type Key } from "./i18n";
 
 /** A call as the transcript stores it. */
@@ -22,6 +26,70 @@ function shellOutput(text: string): { code: string | null; out: string } {
   const m = /^exit code: (-?\d+)\n?/.exec(text);
   if (!m) return { code: null, out: text };
   return { code: m[1], out: text.slice(m[0].length).replace(/^--- stdout ---\n/, "") };
+}
+
+/** Lines taken out (`-`) and put in (`+`), as a diff reads. */
+function Diff(props: { path: string; out: string | null; put: string }) {
+  const lines = (text: string) => text.replace(/\n$/, "").split("\n");
+  return (
+    <div class="diff">
+      <p class="path">{props.path}</p>
+      <pre>
+        {props.out !== null &&
+          lines(props.out).map((l, i) => (
+            <span key={"o" + i} class="del">
+              <span aria-hidden="true">- </span>
+              <span class="visually-hidden">{t("tool.removed")} </span>
+              {l + "\n"}
+            </span>
+          ))}
+        {lines(props.put).map((l, i) => (
+          <span key={"p" + i} class="ins">
+            <span aria-hidden="true">+ </span>
+            <span class="visually-hidden">{t("tool.added")} </span>
+            {l + "\n"}
+          </span>
+        ))}
+      </pre>
+    </div>
+  );
+}
+
+/** A fetched page: `URL (status)`, a blank line, then its text (its title first). */
+function Fetched(props: { url: string; text: string }) {
+  const m = /^(\S+) \((\d{3})\)\n\n/.exec(props.text);
+  const body = m ? props.text.slice(m[0].length) : props.text;
+  const title = body.split("\n").find((l) => l.trim())?.trim() ?? "";
+  const safe = /^https?:\/\//i.test(props.url) ? props.url : undefined;
+  return (
+    <div class="fetched">
+      <p>
+        {safe ? (
+          <a href={safe} target="_blank" rel="noopener noreferrer">
+            {props.url}
+          </a>
+        ) : (
+          props.url
+        )}
+        {m && <span class="muted"> · HTTP {m[2]}</span>}
+      </p>
+      {title && <p class="title">{title}</p>}
+      <pre class="result">{body}</pre>
+    </div>
+  );
+}
+
+/** The knowledge search's hits, their citations opening the chunk. */
+function Hits(props: { text: string }) {
+  const box = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (box.current) linkCitations(box.current);
+  }, [props.text]);
+  return (
+    <div class="hits-text" ref={box}>
+      {props.text}
+    </div>
+  );
 }
 
 function Body(props: { call: Call; result: Result }) {
@@ -53,6 +121,33 @@ function Body(props: { call: Call; result: Result }) {
             </li>
           ))}
         </ol>
+      </div>
+    );
+  }
+  if (key === "files/edit" && typeof a.old_text === "string" && typeof a.new_text === "string") {
+    return (
+      <div>
+        <Diff path={String(a.path ?? "")} out={a.old_text} put={a.new_text} />
+        {props.result && props.result.status !== "succeeded" && <pre class="result">{text}</pre>}
+      </div>
+    );
+  }
+  if (key === "files/write" && typeof a.content === "string") {
+    return (
+      <div>
+        <Diff path={String(a.path ?? "")} out={null} put={a.content} />
+        {props.result && props.result.status !== "succeeded" && <pre class="result">{text}</pre>}
+      </div>
+    );
+  }
+  if (key === "web/fetch" && typeof a.url === "string") {
+    return props.result ? <Fetched url={a.url} text={text} /> : <p class="path">{a.url}</p>;
+  }
+  if (key === "knowledge/search" && props.result) {
+    return (
+      <div>
+        <p class="path">{String(a.query ?? "")}</p>
+        <Hits text={text} />
       </div>
     );
   }

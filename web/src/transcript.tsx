@@ -7,13 +7,14 @@ import { api, call, type Schemas } from "./api/client";
 import { describe } from "./failure";
 import { formatDate, t, type Key } from "./i18n";
 import { Markdown } from "./markdown";
+import { TopicActions } from "./topic_actions";
 import { type Call, type Result, ToolCard } from "./tool_card";
 
 /** The parts of a stored message this view reads. */
 type Message = {
   id: string;
   role: "user" | "assistant" | "tool" | "system";
-  content?: { type: string; text?: string }[];
+  content?: { type: string; text?: string; url?: string; name?: string }[];
   tool_calls?: Call[];
   tool_call_id?: string;
   tool_status?: string;
@@ -31,6 +32,26 @@ function text(m: Message): string {
     .filter((p) => p.type === "text" && p.text)
     .map((p) => p.text)
     .join("\n");
+}
+
+/** What came with a message besides its text: images as sent (data URLs only: nothing a
+ * message names is fetched from elsewhere), other files by name. */
+function Parts(props: { message: Message }) {
+  const parts = (props.message.content ?? []).filter((p) => p.type === "image" || p.type === "file");
+  if (parts.length === 0) return null;
+  return (
+    <div class="parts">
+      {parts.map((p, i) =>
+        p.type === "image" && p.url && /^data:image\/(png|jpeg|gif|webp);base64,/.test(p.url) ? (
+          <img key={i} class="attached-image" src={p.url} alt={t("attach.image")} />
+        ) : (
+          <span key={i} class="chip">
+            {p.name ?? t("attach.image")}
+          </span>
+        ),
+      )}
+    </div>
+  );
 }
 
 /** What a person can do to a message (none while an operation runs). */
@@ -89,7 +110,14 @@ function EditBox(props: { text: string; save: (input: string) => void; cancel: (
   );
 }
 
-export function Transcript(props: { topic: string | null; version: number; turns: Turns | null }) {
+export function Transcript(props: {
+  topic: string | null;
+  version: number;
+  turns: Turns | null;
+  /** The conversation's title changed, or it is gone. */
+  renamed: () => void;
+  deleted: () => void;
+}) {
   const [tree, setTree] = useState<Schemas["TopicTree"] | null>(null);
   const [editing, setEditing] = useState<string | null>(null);
   const [switched, setSwitched] = useState(0);
@@ -132,6 +160,15 @@ export function Transcript(props: { topic: string | null; version: number; turns
           {t("conversation.started", { date: formatDate(tree.topic.created_at) })} ·{" "}
           {t("conversation.messages", { count: shown.length })}
         </p>
+        <TopicActions
+          topic={tree.topic.id}
+          title={tree.topic.title ?? ""}
+          renamed={() => {
+            setSwitched((n) => n + 1);
+            props.renamed();
+          }}
+          deleted={props.deleted}
+        />
       </header>
       <ol class="messages">
         {shown
@@ -156,6 +193,7 @@ export function Transcript(props: { topic: string | null; version: number; turns
                   text(m) &&
                   (m.role === "assistant" ? <Markdown text={text(m)} /> : <p class="text">{text(m)}</p>)
                 )}
+                <Parts message={m} />
                 {(m.tool_calls ?? []).map((c) => (
                   <ToolCard key={c.id} call={c} result={results.get(c.id) ?? null} />
                 ))}

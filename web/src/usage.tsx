@@ -2,6 +2,7 @@
 // cost of each group (an image with its summary for screen readers) and a table with the exact
 // figures, in the locale's numbers and currency.
 import { useEffect, useState } from "preact/hooks";
+import { Alert } from "./alert";
 import { api, call, type Schemas } from "./api/client";
 import { describe } from "./failure";
 import { formatNumber, formatUsd, t, type Key } from "./i18n";
@@ -70,11 +71,7 @@ export function Usage() {
           </button>
         ))}
       </div>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <Alert error={error} />
       {report && report.rows.length === 0 && <p class="muted">{t("usage.none")}</p>}
       {report && report.rows.length > 0 && (
         <>

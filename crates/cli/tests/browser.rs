@@ -152,6 +152,50 @@ async fn get_until(
     }
 }
 
+/// [`serve_ui`] with a system model whose turns (routed by their instructions) name the
+/// conversation "Installing rein" and learn one memory from it, "The user installs rein.".
+async fn serve_learning(
+    dir: &Path,
+    model: &rein_model::testing::Server,
+) -> (tokio::process::Child, String) {
+    model.route(
+        "You name conversations",
+        vec![Canned::openai_text("Installing rein")],
+    );
+    model.route(
+        "You keep a memory of durable facts",
+        vec![Canned::openai_text(
+            &json!({"memories": [{"category": "project", "subject": "tool", "text": "The user installs rein.", "message_id": "x"}]})
+                .to_string(),
+        )],
+    );
+    serve_ui_with(
+        dir,
+        &model.base,
+        &[("REIN_SYSTEM_MODEL", "openai/gpt-4o-mini")],
+    )
+    .await
+}
+
+/// What a [`serve_learning`] server's knowledge tests end with: learning turned off and the
+/// memory corrected ("The user installs rein with cargo."), private to agent `helper`; the
+/// first request carried the guide's chunk.
+async fn learnt_and_cited(http: &reqwest::Client, base: &str, model: &rein_model::testing::Server) {
+    get_until(
+        http,
+        &format!("{base}/v1/memories"),
+        "learning turned off, the memory corrected and private to the agent",
+        |m| {
+            m["extraction"] == false
+                && m["memories"][0]["text"] == "The user installs rein with cargo."
+                && m["memories"][0]["private_to"] == "helper"
+        },
+    )
+    .await;
+    let asked = model.requests()[0].body.to_string();
+    assert!(asked.contains("Run cargo install rein-cli"), "{asked}");
+}
+
 /// `rein --replay` of the demo cassette serving on a random port with a throwaway home in
 /// `dir`, started from the repository's root without `--workdir` (the cassette's folder is
 /// its working directory).
@@ -1154,6 +1198,401 @@ async fn the_web_app_grants_on_the_server_and_a_guarded_call_still_asks() {
     );
 }
 
+/// The web app's settings and agent editor: a provider key, an MCP server's token and the
+/// brief hook's secret go in and never come back; an agent made with pickers (a catalogued
+/// model, a built-in and the MCP server's tools, one allowed without asking, allow-list
+/// approval, a step limit) is stored as chosen and shown again after a reload.
+#[tokio::test]
+async fn the_web_app_keeps_settings_secret_and_makes_an_agent_with_pickers() {
+    let Some(Browser {
+        chromium,
+        playwright,
+        dir,
+    }) = browser(
+        "the web app's settings and agents in Chromium",
+        "rein-web-settings",
+    )
+    else {
+        return;
+    };
+    let Some((_mcp, port)) = crate::cli::everything_over_http().await else {
+        return;
+    };
+    let origin = format!("http://127.0.0.1:{port}");
+    let model = serve(vec![], 3).await;
+    let (_server, base) = serve_ui_flags(
+        &dir,
+        &model.base,
+        &["--user-mcp-origin", &origin, "--allow-private-hooks"],
+        &[],
+    )
+    .await;
+    let (report, out) = run_script("app_settings.cjs", &base, &chromium, &playwright).await;
+    let shots = out.display();
+    assert_eq!(report["ok"], true, "{report:#}\nscreenshots in {shots}");
+    let text = |k: &str| report[k].as_str().unwrap_or_default().to_owned();
+    assert_eq!(text("keyType"), "password");
+    assert_eq!(text("keyAfter"), "", "the key field is emptied");
+    assert!(
+        text("listed").contains("openai") && text("listed").contains("key stored"),
+        "{report:#}"
+    );
+    assert!(text("refused").contains("credentials"), "{report:#}");
+    assert!(
+        text("mcpSaved").starts_with("issues answered with"),
+        "{report:#}"
+    );
+    assert!(text("mcpListed").contains("Authorization"), "{report:#}");
+    assert!(
+        text("hookShown").contains("http://127.0.0.1:9/briefs"),
+        "{report:#}"
+    );
+    assert_eq!(text("hookSecretAfter"), "");
+    assert_eq!(report["pageHoldsSecrets"], json!([]), "{report:#}");
+    // The test tools (REIN_TEST_TOOLS) are custom tools.
+    assert_eq!(
+        report["groups"],
+        json!(["Built in", "MCP servers", "Custom"]),
+        "{report:#}"
+    );
+    assert_eq!(report["filtered"], json!(["calculator"]), "{report:#}");
+    assert_eq!(
+        report["allowOffered"],
+        json!(["calculator", "issues"]),
+        "{report:#}"
+    );
+    assert_eq!(
+        report["kept"],
+        json!({"model": "openai/gpt-4o-mini", "tools": ["calculator", "issues"], "allow": ["calculator"], "approval": "allow-list", "steps": "7"}),
+        "{report:#}"
+    );
+    let http = reqwest::Client::new();
+    let agent = json_call(
+        &http,
+        reqwest::Method::GET,
+        &format!("{base}/v1/agents/reviewer"),
+        None,
+    )
+    .await;
+    assert_eq!(agent["config"]["model"], "openai/gpt-4o-mini", "{agent}");
+    assert_eq!(
+        agent["config"]["tools"],
+        json!(["calculator", "issues"]),
+        "{agent}"
+    );
+    assert_eq!(agent["config"]["allow"], json!(["calculator"]), "{agent}");
+    assert_eq!(agent["config"]["approval"], "allow-list", "{agent}");
+    assert_eq!(agent["config"]["max_steps"], 7, "{agent}");
+    let providers = json_call(
+        &http,
+        reqwest::Method::GET,
+        &format!("{base}/v1/settings/providers"),
+        None,
+    )
+    .await;
+    assert_eq!(providers[0]["has_key"], true, "{providers}");
+    assert!(!providers.to_string().contains("sk-app-"), "{providers}");
+}
+
+/// A conversation in the web app with attachments (picked, pasted, dropped; one removed)
+/// that reach the model, an upload refused with why, a question answered by an option (the
+/// answer reaches the model), an agent's file write and edit shown as diffs, then the
+/// conversation renamed and deleted.
+#[tokio::test]
+async fn the_web_app_attaches_files_answers_a_question_and_renames_and_deletes() {
+    let Some(Browser {
+        chromium,
+        playwright,
+        dir,
+    }) = browser("the web app's chat in Chromium", "rein-web-chat")
+    else {
+        return;
+    };
+    let question = json!({
+        "question": "Deploy to production now?",
+        "options": [{"key": "yes", "label": "Deploy"}, {"key": "no", "label": "Wait"}]
+    });
+    let model = serve(
+        vec![
+            Canned::openai_text("North leads."),
+            Canned::openai_tools(&[("q1", "ask_user__ask", &question.to_string())]),
+            Canned::openai_text("Holding the release."),
+            Canned::openai_tools(&[(
+                "w1",
+                "files__write",
+                &json!({"path": "notes.txt", "content": "one\ntwo\n"}).to_string(),
+            )]),
+            Canned::openai_tools(&[(
+                "w2",
+                "files__edit",
+                &json!({"path": "notes.txt", "old_text": "two", "new_text": "three"}).to_string(),
+            )]),
+            Canned::openai_text("Notes written."),
+        ],
+        3,
+    )
+    .await;
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let (_server, base) = serve_ui_flags(
+        &dir,
+        &model.base,
+        &[
+            "--max-upload-mib",
+            "1",
+            "--workdir",
+            &work.to_string_lossy(),
+        ],
+        &[],
+    )
+    .await;
+    let created = json_call(
+        &reqwest::Client::new(),
+        reqwest::Method::POST,
+        &format!("{base}/v1/agents"),
+        Some(json!({"name": "writer", "config": {"approval": "auto-run"}})),
+    )
+    .await;
+    assert_eq!(created["name"], "writer", "{created}");
+    let (report, out) = run_script("app_chat.cjs", &base, &chromium, &playwright).await;
+    let shots = out.display();
+    assert_eq!(report["ok"], true, "{report:#}\nscreenshots in {shots}");
+    assert_eq!(
+        report["before"],
+        json!(["sales.csv", "screenshot.png", "note.txt"]),
+        "{report:#}"
+    );
+    let text = |k: &str| report[k].as_str().unwrap_or_default().to_owned();
+    assert!(
+        text("user").contains("Which region leads?") && text("user").contains("sales.csv"),
+        "{report:#}"
+    );
+    assert_eq!(report["chipsAfter"], 0, "the chips go with the message");
+    assert!(
+        text("refused").contains("at most 1048576 bytes"),
+        "{report:#}"
+    );
+    assert_eq!(text("asked"), "Deploy to production now?");
+    assert_eq!(report["options"], json!(["Deploy", "Wait"]));
+    let requests = model.requests();
+    assert_eq!(requests.len(), 6);
+    assert_eq!(text("removed"), "- removed: two");
+    assert_eq!(text("added"), "+ added: three");
+    assert_eq!(report["written"], json!(["+ added: one", "+ added: two"]));
+    assert_eq!(
+        std::fs::read_to_string(work.join("notes.txt")).unwrap(),
+        "one\nthree\n"
+    );
+    let sent = requests[0].body.to_string();
+    assert!(
+        sent.contains("north,30"),
+        "the CSV's text reached the model: {sent}"
+    );
+    assert!(
+        sent.contains("data:image/png;base64,iVBORw0KGgo"),
+        "the pasted screenshot reached the model as an image: {sent}"
+    );
+    assert!(
+        !sent.contains("dropped note"),
+        "the removed file stayed behind: {sent}"
+    );
+    assert_eq!(requests[2].tool_result("q1"), "The user chose `no` (Wait).");
+    let topics = json_call(
+        &reqwest::Client::new(),
+        reqwest::Method::GET,
+        &format!("{base}/v1/topics"),
+        None,
+    )
+    .await;
+    assert_eq!(topics, json!([]), "deleted in the page");
+}
+
+/// Tasks and the inbox in the web app: a failed run's urgent brief counted, listed and
+/// resolved; a task created, run now (its run shown with outcome and brief), edited to run
+/// every hour with a cap, paused and resumed; a second task that waits for the first.
+#[tokio::test]
+async fn the_web_app_resolves_a_brief_and_makes_runs_edits_and_chains_tasks() {
+    let Some(Browser {
+        chromium,
+        playwright,
+        dir,
+    }) = browser(
+        "the web app's tasks and inbox in Chromium",
+        "rein-web-tasks",
+    )
+    else {
+        return;
+    };
+    let model = serve(
+        vec![
+            Canned::json(400, &json!({"error": {"message": "model refused"}})),
+            Canned::openai_text("Checked."),
+        ],
+        3,
+    )
+    .await;
+    let (_server, base) = serve_ui(&dir, &model.base).await;
+    let http = reqwest::Client::new();
+    let created = json_call(
+        &http,
+        reqwest::Method::POST,
+        &format!("{base}/v1/tasks"),
+        Some(json!({"title": "Queue watch", "instruction": "Check the queue.", "every": "1s", "max_executions": 1})),
+    )
+    .await;
+    assert_eq!(created["title"], "Queue watch", "{created}");
+    get_until(
+        &http,
+        &format!("{base}/v1/briefs?unresolved=true"),
+        "an urgent brief",
+        |list| list["unread"] == 1,
+    )
+    .await;
+    let (report, out) = run_script("app_tasks.cjs", &base, &chromium, &playwright).await;
+    let shots = out.display();
+    assert_eq!(report["ok"], true, "{report:#}\nscreenshots in {shots}");
+    let text = |k: &str| report[k].as_str().unwrap_or_default().to_owned();
+    assert!(
+        text("card").contains("Queue watch") && text("card").contains("model refused"),
+        "{report:#}"
+    );
+    assert!(
+        report["actions"]
+            .as_array()
+            .is_some_and(|a| a.contains(&json!("acknowledge"))),
+        "{report:#}"
+    );
+    assert!(
+        text("resolved").contains("Resolved: acknowledge"),
+        "{report:#}"
+    );
+    assert!(
+        text("runs").contains("By hand")
+            && text("runs").contains("completed")
+            && text("runs").contains("Checked."),
+        "{report:#}"
+    );
+    assert!(
+        text("next").contains("Next:"),
+        "an hourly task has due times: {report:#}"
+    );
+    assert!(text("pausedState").starts_with("Paused"), "{report:#}");
+    let tasks = json_call(
+        &http,
+        reqwest::Method::GET,
+        &format!("{base}/v1/tasks"),
+        None,
+    )
+    .await;
+    let named = |title: &str| {
+        tasks
+            .as_array()
+            .and_then(|l| l.iter().find(|t| t["title"] == title))
+            .cloned()
+            .unwrap_or_else(|| panic!("no task {title}: {tasks}"))
+    };
+    let digest = named("Daily digest");
+    assert_eq!(
+        digest["automation"],
+        json!({"mode": "heartbeat", "every_secs": 3600}),
+        "{digest}"
+    );
+    assert_eq!(digest["max_executions"], 3, "{digest}");
+    assert_eq!(digest["status"], "active", "resumed: {digest}");
+    let weekly = named("Weekly report");
+    assert_eq!(weekly["depends_on"], json!([digest["id"]]), "{weekly}");
+}
+
+/// Knowledge and memories in the web app: a folder uploaded to a new base (the binary file
+/// skipped with why) and searched; an agent given the base searches it (the card's hits cite
+/// their chunks) and answers with a citation that opens the chunk; the memory it learnt is
+/// private to it, corrected, and learning turned off.
+#[tokio::test]
+async fn the_web_app_indexes_a_folder_cites_it_and_corrects_a_memory() {
+    let Some(Browser {
+        chromium,
+        playwright,
+        dir,
+    }) = browser(
+        "the web app's knowledge and memories in Chromium",
+        "rein-web-knowledge",
+    )
+    else {
+        return;
+    };
+    let folder = dir.join("docs");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(
+        folder.join("guide.md"),
+        "# Guide\n\n## Install\n\nRun cargo install rein-cli to get the binary.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        folder.join("notes.txt"),
+        "The pump starts with the red button.\n",
+    )
+    .unwrap();
+    std::fs::write(folder.join("blob.bin"), [0u8, 159, 146, 150, 0, 1, 2, 3]).unwrap();
+    let model = serve(
+        vec![
+            Canned::openai_tools(&[(
+                "k1",
+                "knowledge__search",
+                &json!({"query": "install"}).to_string(),
+            )]),
+            Canned::openai_text("Install it with cargo [docs/guide.md:3-5]."),
+        ],
+        3,
+    )
+    .await;
+    let (_server, base) = serve_learning(&dir, &model).await;
+    let (report, out) = run_script_with(
+        "app_knowledge.cjs",
+        &base,
+        &chromium,
+        &playwright,
+        &[("REIN_UI_FOLDER", &folder.to_string_lossy())],
+    )
+    .await;
+    let shots = out.display();
+    assert_eq!(report["ok"], true, "{report:#}\nscreenshots in {shots}");
+    let text = |k: &str| report[k].as_str().unwrap_or_default().to_owned();
+    let outcomes = report["outcomes"].to_string();
+    assert!(
+        outcomes.contains("docs/blob.bin skipped:") && outcomes.contains("docs/guide.md"),
+        "{report:#}"
+    );
+    assert!(text("hit").contains("docs/guide.md:"), "{report:#}");
+    assert!(
+        report["searched"].as_array().is_some_and(|l| l
+            .iter()
+            .any(|c| c.as_str().is_some_and(|c| c.starts_with("[docs/guide.md:")))),
+        "the search card's hits cite the guide: {report:#}"
+    );
+    assert_eq!(text("cite"), "[docs/guide.md:3-5]");
+    assert!(
+        text("passage").contains("cargo install rein-cli"),
+        "{report:#}"
+    );
+    assert!(
+        text("where").contains("manuals") && text("where").contains("Guide › Install"),
+        "{report:#}"
+    );
+    assert_eq!(report["learning"], true, "learning starts on");
+    assert!(text("memory").contains("only for helper"), "{report:#}");
+    let http = reqwest::Client::new();
+    let agent = json_call(
+        &http,
+        reqwest::Method::GET,
+        &format!("{base}/v1/agents/helper"),
+        None,
+    )
+    .await;
+    assert_eq!(agent["config"]["knowledge"], json!(["manuals"]), "{agent}");
+    assert_eq!(agent["config"]["memory"], "agent", "{agent}");
+    learnt_and_cited(&http, &base, &model).await;
+}
+
 /// The skills picker sends the chosen skill with the message, and the inspector shows what
 /// the model call admitted.
 #[tokio::test]
@@ -1408,23 +1847,7 @@ async fn the_ui_uploads_to_a_knowledge_base_attaches_it_and_opens_a_citation() {
     .await;
     // The system model names the conversation and learns one memory from it, which the
     // script corrects in the memories panel.
-    model.route(
-        "You name conversations",
-        vec![Canned::openai_text("Installing rein")],
-    );
-    model.route(
-        "You keep a memory of durable facts",
-        vec![Canned::openai_text(
-            &json!({"memories": [{"category": "project", "subject": "tool", "text": "The user installs rein.", "message_id": "x"}]})
-                .to_string(),
-        )],
-    );
-    let (_server, base) = serve_ui_with(
-        &dir,
-        &model.base,
-        &[("REIN_SYSTEM_MODEL", "openai/gpt-4o-mini")],
-    )
-    .await;
+    let (_server, base) = serve_learning(&dir, &model).await;
     let (report, out) = run_script("knowledge.cjs", &base, &chromium, &playwright).await;
     assert_eq!(
         report["ok"],
@@ -1441,17 +1864,5 @@ async fn the_ui_uploads_to_a_knowledge_base_attaches_it_and_opens_a_citation() {
         |a| a["config"]["knowledge"] == json!(["manuals"]),
     )
     .await;
-    get_until(
-        &http,
-        &format!("{base}/v1/memories"),
-        "learning turned off, the memory corrected and private to the agent",
-        |m| {
-            m["extraction"] == false
-                && m["memories"][0]["text"] == "The user installs rein with cargo."
-                && m["memories"][0]["private_to"] == "helper"
-        },
-    )
-    .await;
-    let asked = model.requests()[0].body.to_string();
-    assert!(asked.contains("Run cargo install rein-cli"), "{asked}");
+    learnt_and_cited(&http, &base, &model).await;
 }

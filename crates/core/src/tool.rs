@@ -21,6 +21,7 @@ pub const TOOL_NAME_SEPARATOR: &str = "__";
 
 /// Where a tool comes from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ToolKind {
     /// Shipped with rein.

@@ -14,6 +14,7 @@ const BUILTIN: &str = include_str!("../data/models.json");
 
 /// What a model can do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Capabilities {
     /// Function calling.
     pub tools: bool,
@@ -45,6 +46,7 @@ pub use rein_core::usage::Prices;
 
 /// One catalogued model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ModelInfo {
     /// `provider/model`.
     pub id: String,
@@ -65,6 +67,7 @@ pub struct ModelInfo {
 
 /// How to estimate a model's token counts with an OpenAI vocabulary.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct TokenizerHint {
     /// `o200k` or `cl100k`.
     pub encoding: String,

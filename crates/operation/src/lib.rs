@@ -64,8 +64,8 @@ pub mod workdirs;
 
 pub use agents::{AgentDirectory, StoredAgents};
 pub use driver::{
-    Begun, BranchError, CommitHook, Decision, Driver, MOVED_ON, RunEnd, StartOptions,
-    SystemModelError, TITLE_INSTRUCTIONS, Turn, derived_message_id,
+    Begun, BranchError, ChoosableTools, CommitHook, Decision, Driver, MOVED_ON, RunEnd,
+    StartOptions, SystemModelError, TITLE_INSTRUCTIONS, Turn, derived_message_id,
 };
 pub use embedder::ProviderEmbedder;
 pub use error::{DriverError, Refusal, TOPIC_ID_PATTERN, check_topic_id};

@@ -152,7 +152,7 @@ pub fn automation(b: &TaskInput) -> Result<Option<Automation>, TaskError> {
 
 /// A task as the API shows it: its settings and state with its id and times (which the stored
 /// settings keep in columns of their own).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TaskView {
     /// Its id.
     pub id: String,
@@ -185,11 +185,6 @@ impl TaskView {
             ..self.task
         }
     }
-}
-
-/// A task as the API shows it, as JSON ([`TaskView`]).
-pub fn view(t: &Task) -> Value {
-    serde_json::to_value(TaskView::of(t)).unwrap_or(Value::Null)
 }
 
 /// A required text field: present and not blank.

@@ -42,7 +42,7 @@ rein_core::named_enum! {
 }
 
 /// How runs start besides manual ones (mutually exclusive).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "mode", rename_all = "snake_case")]
 pub enum Automation {
     /// Manual runs only.
@@ -146,7 +146,7 @@ fn default_threshold() -> u32 {
 }
 
 /// A task (the store's row plus its typed body).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Task {
     /// Id.
     #[serde(skip)]

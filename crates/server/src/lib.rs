@@ -166,6 +166,7 @@ pub fn api() -> api::Api {
         .merge(topics::api())
         .merge(models::api())
         .merge(skills::api())
+        .merge(routes::tools::api())
         .merge(openai::api())
         .merge(tasks_api::api())
         .merge(briefs::api())

@@ -53,7 +53,7 @@ rein_core::named_enum! {
 }
 
 /// One due fire of a task.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Delivery {
     /// Task.
     pub task_id: String,
@@ -97,7 +97,7 @@ pub struct Handoff {
 }
 
 /// One run of a task.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TaskRun {
     /// The operation.
     pub operation_id: String,

@@ -3,6 +3,7 @@
 // (scripts/check-i18n.mjs fails when a key is missing in either, or used and defined nowhere).
 // Dates, numbers and money are formatted per locale with the platform's Intl.
 import { IntlMessageFormat } from "intl-messageformat";
+import { useEffect, useState } from "preact/hooks";
 import en from "./en.json";
 import zh from "./zh-CN.json";
 
@@ -30,11 +31,24 @@ export function currentLocale(): Locale {
   return locale;
 }
 
-/** Switch the language (remembered in this browser). */
+const listeners = new Set<(l: Locale) => void>();
+
+/** Switch the language (remembered in this browser); every `useLocale` renders again. */
 export function setLocale(next: Locale): void {
   locale = next;
   localStorage.setItem(STORED, next);
   document.documentElement.lang = next;
+  for (const l of listeners) l(next);
+}
+
+/** The current locale, rendering the caller again when it changes. */
+export function useLocale(): Locale {
+  const [current, setCurrent] = useState<Locale>(locale);
+  useEffect(() => {
+    listeners.add(setCurrent);
+    return () => void listeners.delete(setCurrent);
+  }, []);
+  return current;
 }
 
 /** The message `key` in the current language, with `values` put in. */

@@ -151,7 +151,7 @@ run("app", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot
   await page.waitForFunction(() => document.querySelector(".conversations .count")?.textContent === "4 conversations", null, { timeout: 20000 });
   await shot("app-5-chat");
   // What it used: by day, then by model, bars and a table; a replay costs nothing.
-  await page.click(".nav-usage");
+  await page.click(".sections a[href=\"#/usage\"]");
   await page.waitForSelector(".usage table tbody tr");
   const day = await page.$$eval(".usage tbody tr", (rows) => rows.map((r) => [...r.children].map((c) => c.textContent)));
   if (day.length !== 2 || day[1][0] !== "Total" || day[1][4] !== "$0.00") throw new Error("usage by day: " + JSON.stringify(day));

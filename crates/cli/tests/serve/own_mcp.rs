@@ -101,6 +101,66 @@ async fn a_users_mcp_server_serves_only_their_runs_with_its_sealed_headers() {
         json!([])
     );
 
+    // What an agent editor offers: alice's server's tools beside the built-ins, not bob's.
+    let tools = |token: &str| {
+        let url = format!("{}/v1/tools", rein.base);
+        let token = token.to_owned();
+        async move {
+            let answer = reqwest::Client::new()
+                .get(url)
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(answer.status().as_u16(), 200);
+            serde_json::from_slice::<Value>(&answer.bytes().await.unwrap()).unwrap()
+        }
+    };
+    let offered = tools(&alice).await;
+    let kinds: Vec<(String, String)> = offered["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["identifier"].as_str().unwrap().to_owned(),
+                t["kind"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        kinds.contains(&("issues".into(), "mcp".into())),
+        "{offered}"
+    );
+    assert!(
+        kinds.contains(&("calculator".into(), "builtin".into())),
+        "{offered}"
+    );
+    let issues = offered["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["identifier"] == "issues")
+        .unwrap();
+    assert!(
+        issues["apis"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["name"] == "echo"),
+        "{issues}"
+    );
+    assert_eq!(offered["unreachable"], json!({}));
+    let bobs = tools(&bob).await;
+    assert!(
+        !bobs["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["identifier"] == "issues"),
+        "{bobs}"
+    );
+
     let (code, out, err) = e
         .on_server(
             &rein,

@@ -7,6 +7,7 @@
 
 mod async_tool;
 mod children;
+mod choosable;
 mod commit;
 mod decide;
 mod delegate;
@@ -21,6 +22,7 @@ mod system_model;
 mod title;
 mod turn;
 
+pub use choosable::ChoosableTools;
 pub use queue::MOVED_ON;
 pub use start::Begun;
 pub use system_model::{SystemModelError, ask_json};

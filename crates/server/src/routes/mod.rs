@@ -26,6 +26,7 @@ pub mod responses;
 pub mod sessions;
 pub mod skills;
 pub mod tasks;
+pub mod tools;
 pub mod topics;
 pub mod ui_stream;
 pub mod usage;

@@ -25,7 +25,6 @@ pub struct ModelList {
     /// The server's default model, `provider/model`.
     pub default: String,
     /// The catalog: each model's context window, capabilities and prices.
-    #[schemars(with = "Vec<serde_json::Value>")]
     pub models: Vec<ModelInfo>,
     /// `list`, as OpenAI's answer says.
     pub object: String,

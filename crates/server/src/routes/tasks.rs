@@ -11,12 +11,11 @@ use crate::routes::{Body, Params, TaskPath};
 use axum::Json;
 use axum::extract::State;
 use chrono::{DateTime, Utc};
-use rein_scheduler::input::{NewTaskInput, TaskView, apply_edit, check_agent, new_task, view};
+use rein_scheduler::input::{NewTaskInput, TaskView, apply_edit, check_agent, new_task};
 use rein_scheduler::{Automation, Task, TaskError, TaskInput};
 use rein_store::{Delivery, TaskRun, Tasks};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// `GET /v1/tasks/{id}/next` query.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -28,7 +27,7 @@ pub struct NextQuery {
 }
 
 /// `GET /v1/tasks/{id}` answer.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct TaskDetail {
     /// The task.
     pub task: TaskView,
@@ -41,7 +40,7 @@ pub struct TaskDetail {
 }
 
 /// `GET /v1/tasks/{id}/history` answer.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct TaskHistory {
     /// Runs (trigger, outcome, cost, brief), newest first.
     pub runs: Vec<TaskRun>,
@@ -50,7 +49,7 @@ pub struct TaskHistory {
 }
 
 /// `GET /v1/tasks/{id}/next` answer.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct NextTimes {
     /// The zone of its cron pattern, when it has one.
     pub tz: Option<String>,
@@ -59,15 +58,10 @@ pub struct NextTimes {
 }
 
 /// `POST /v1/tasks/{id}/run` answer.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct RunStarted {
     /// The run's operation.
     pub operation_id: String,
-}
-
-/// `answer` as the JSON the route's document promises.
-fn shown(answer: &impl Serialize) -> Result<Value, ApiError> {
-    serde_json::to_value(answer).map_err(|e| ApiError::internal(e.to_string()))
 }
 
 async fn owned(app: &AppState, user: &str, id: &str) -> Result<Task, ApiError> {
@@ -82,13 +76,13 @@ async fn owned(app: &AppState, user: &str, id: &str) -> Result<Task, ApiError> {
 pub async fn list(
     State(app): State<AppState>,
     Caller(user): Caller,
-) -> Result<Json<Vec<Value>>, ApiError> {
+) -> Result<Json<Vec<TaskView>>, ApiError> {
     Ok(Json(
         app.tasks
             .list(Some(&user.id))
             .await?
             .iter()
-            .map(view)
+            .map(TaskView::of)
             .collect(),
     ))
 }
@@ -98,11 +92,11 @@ pub async fn create(
     State(app): State<AppState>,
     Caller(user): Caller,
     Body(NewTaskInput(b)): Body<NewTaskInput>,
-) -> Result<Reply<201, Value>, ApiError> {
+) -> Result<Reply<201, TaskView>, ApiError> {
     let new = new_task(&b)?;
     check_agent(&*app.store, &user.id, new.agent.as_deref()).await?;
     let t = app.tasks.create(&user.id, new).await?;
-    Ok(Reply(view(&t)))
+    Ok(Reply(TaskView::of(&t)))
 }
 
 /// `GET /v1/tasks/{id}`: the task, its next due times, its last runs and fires.
@@ -110,14 +104,14 @@ pub async fn show(
     State(app): State<AppState>,
     Caller(user): Caller,
     TaskPath(id): TaskPath,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<TaskDetail>, ApiError> {
     let t = owned(&app, &user.id, &id).await?;
-    Ok(Json(shown(&TaskDetail {
+    Ok(Json(TaskDetail {
         task: TaskView::of(&t),
         next: app.tasks.next(&id, 5).await?,
         runs: app.store.runs(&id, 20).await?,
         deliveries: app.store.deliveries(&id, 20).await?,
-    })?))
+    }))
 }
 
 /// `PATCH /v1/tasks/{id}`: change fields; a new cron, interval or cap restarts the automation.
@@ -126,11 +120,11 @@ pub async fn edit(
     Caller(user): Caller,
     TaskPath(id): TaskPath,
     Body(b): Body<TaskInput>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<TaskView>, ApiError> {
     let current = owned(&app, &user.id, &id).await?;
     check_agent(&*app.store, &user.id, b.agent.as_deref()).await?;
     let t = apply_edit(&app.tasks, current, &b).await?;
-    Ok(Json(view(&t)))
+    Ok(Json(TaskView::of(&t)))
 }
 
 /// `POST /v1/tasks/{id}/pause`.
@@ -138,9 +132,9 @@ pub async fn pause(
     State(app): State<AppState>,
     Caller(user): Caller,
     TaskPath(id): TaskPath,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<TaskView>, ApiError> {
     owned(&app, &user.id, &id).await?;
-    Ok(Json(view(&app.tasks.pause(&id).await?)))
+    Ok(Json(TaskView::of(&app.tasks.pause(&id).await?)))
 }
 
 /// `POST /v1/tasks/{id}/resume`: missed fires are not run.
@@ -148,9 +142,9 @@ pub async fn resume(
     State(app): State<AppState>,
     Caller(user): Caller,
     TaskPath(id): TaskPath,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<TaskView>, ApiError> {
     owned(&app, &user.id, &id).await?;
-    Ok(Json(view(&app.tasks.resume(&id).await?)))
+    Ok(Json(TaskView::of(&app.tasks.resume(&id).await?)))
 }
 
 /// `POST /v1/tasks/{id}/run`: 202 with the operation (a manual run; not counted in the cap).
@@ -158,10 +152,10 @@ pub async fn run(
     State(app): State<AppState>,
     Caller(user): Caller,
     TaskPath(id): TaskPath,
-) -> Result<Reply<202, Value>, ApiError> {
+) -> Result<Reply<202, RunStarted>, ApiError> {
     owned(&app, &user.id, &id).await?;
     let operation_id = app.tasks.run_now(&id, app.launcher.as_ref()).await?;
-    Ok(Reply(shown(&RunStarted { operation_id })?))
+    Ok(Reply(RunStarted { operation_id }))
 }
 
 /// `DELETE /v1/tasks/{id}`: 204.
@@ -181,12 +175,12 @@ pub async fn history(
     State(app): State<AppState>,
     Caller(user): Caller,
     TaskPath(id): TaskPath,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<TaskHistory>, ApiError> {
     owned(&app, &user.id, &id).await?;
-    Ok(Json(shown(&TaskHistory {
+    Ok(Json(TaskHistory {
         runs: app.store.runs(&id, 200).await?,
         deliveries: app.store.deliveries(&id, 200).await?,
-    })?))
+    }))
 }
 
 /// `GET /v1/tasks/{id}/next?count=`: the next due times (UTC, RFC 3339).
@@ -195,14 +189,14 @@ pub async fn next(
     Caller(user): Caller,
     TaskPath(id): TaskPath,
     Params(q): Params<NextQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<NextTimes>, ApiError> {
     let t = owned(&app, &user.id, &id).await?;
     let times = app.tasks.next(&id, q.count.unwrap_or(5).min(100)).await?;
     let tz = match &t.automation {
         Automation::Schedule { tz, .. } => Some(tz.clone()),
         _ => None,
     };
-    Ok(Json(shown(&NextTimes { tz, next: times })?))
+    Ok(Json(NextTimes { tz, next: times }))
 }
 
 /// The task routes and their documents.

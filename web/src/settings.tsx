@@ -1,0 +1,62 @@
+// Settings: who you are, the app's language and theme (also on a phone, where the header has
+// no room for them), and what you bring to this server: model provider keys, MCP servers, the
+// brief hook and the working directory, each its own panel.
+import { useEffect, useState } from "preact/hooks";
+import { api, call, type Schemas } from "./api/client";
+import { describe } from "./failure";
+import { formatDate, t } from "./i18n";
+import { LanguageSelect } from "./language";
+import { BriefHook } from "./settings_hook";
+import { ProviderKeys } from "./settings_keys";
+import { McpServers } from "./settings_mcp";
+import { Workdir } from "./settings_workdir";
+import { ThemeSelect } from "./theme";
+
+function Profile() {
+  const [me, setMe] = useState<Schemas["UserOut"] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    call(api.GET("/v1/me"))
+      .then(setMe)
+      .catch((e) => setError(describe(e)));
+  }, []);
+  return (
+    <section class="panel" aria-labelledby="profile-title">
+      <h3 id="profile-title">{t("settings.profile")}</h3>
+      {error && <p class="error">{error}</p>}
+      {me && (
+        <dl class="facts">
+          <div>
+            <dt>{t("settings.user")}</dt>
+            <dd>{me.name}</dd>
+          </div>
+          <div>
+            <dt>{t("settings.role")}</dt>
+            <dd>{t(me.role === "admin" ? "settings.role_admin" : "settings.role_member")}</dd>
+          </div>
+          <div>
+            <dt>{t("settings.since")}</dt>
+            <dd>{formatDate(me.created_at)}</dd>
+          </div>
+        </dl>
+      )}
+      <div class="row">
+        <LanguageSelect />
+        <ThemeSelect />
+      </div>
+    </section>
+  );
+}
+
+export function Settings() {
+  return (
+    <section class="settings screen" aria-labelledby="settings-title">
+      <h2 id="settings-title">{t("settings.title")}</h2>
+      <Profile />
+      <ProviderKeys />
+      <McpServers />
+      <BriefHook />
+      <Workdir />
+    </section>
+  );
+}
