@@ -69,11 +69,6 @@ function Editor(props: {
   const [name, setName] = useState(props.agent?.name ?? "");
   const [profile, setProfile] = useState<Profile>(props.agent?.config ?? {});
   const [error, setError] = useState<string | null>(null);
-  useEffect(() => {
-    setName(props.agent?.name ?? "");
-    setProfile(props.agent?.config ?? {});
-    setError(null);
-  }, [props.agent]);
   const set = (patch: Partial<Profile>) => {
     props.onEdit();
     setProfile((cur) => ({ ...cur, ...patch }));
@@ -303,6 +298,9 @@ export function Agents() {
         </div>
         {opts ? (
           <Editor
+            // A new editor for another agent, or the same one saved: its form starts from it
+            // at once (an effect would reset it a frame later, under what was typed since).
+            key={agent ? agent.name + "@" + agent.updated_at : "new"}
             agent={agent}
             options={opts}
             notice={notice}

@@ -121,6 +121,7 @@ export function App() {
             topic={open}
             onTopic={setOpen}
             onListChanged={() => setListed((n) => n + 1)}
+            replay={replay?.cassette ?? null}
             onDeleted={() => {
               setOpen(null);
               setListed((n) => n + 1);

@@ -8,6 +8,7 @@ import { api, call, type Schemas } from "./api/client";
 import { type Decided, Approvals } from "./approvals";
 import { Composer } from "./composer";
 import { describe } from "./failure";
+import { Inspector } from "./inspector";
 import { t } from "./i18n";
 import { follow } from "./stream";
 import { Transcript } from "./transcript";
@@ -18,7 +19,10 @@ export function Chat(props: {
   /** The list must be read again: a conversation was renamed or deleted. */
   onListChanged: () => void;
   onDeleted: () => void;
+  /** The cassette the server replays, if it does. */
+  replay: string | null;
 }) {
+  const [inspecting, setInspecting] = useState(false);
   const [op, setOp] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [live, setLive] = useState("");
@@ -125,7 +129,15 @@ export function Chat(props: {
   };
 
   return (
-    <div class="chat">
+    <div class={"chat" + (inspecting && props.topic ? " inspecting" : "")}>
+      {props.topic && (
+        <button type="button" class="small inspect" aria-expanded={inspecting} onClick={() => setInspecting(!inspecting)}>
+          {t("inspector.open")}
+        </button>
+      )}
+      {inspecting && props.topic && (
+        <Inspector topic={props.topic} version={version} replay={props.replay} close={() => setInspecting(false)} />
+      )}
       <Transcript
         topic={props.topic}
         version={version}

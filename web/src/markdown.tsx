@@ -5,7 +5,7 @@
 // citations of knowledge chunks open the chunk.
 import DOMPurify from "dompurify";
 import { marked } from "marked";
-import { useEffect, useRef } from "preact/hooks";
+import { useEffect, useMemo, useRef } from "preact/hooks";
 import { linkCitations } from "./citations";
 import { t } from "./i18n";
 
@@ -40,5 +40,7 @@ export function Markdown(props: { text: string }) {
     }
     linkCitations(root);
   }, [props.text]);
-  return <div class="markdown" ref={box} dangerouslySetInnerHTML={{ __html: html(props.text) }} />;
+  // Parsed and cleaned once per text, not at every render of the transcript.
+  const safe = useMemo(() => html(props.text), [props.text]);
+  return <div class="markdown" ref={box} dangerouslySetInnerHTML={{ __html: safe }} />;
 }

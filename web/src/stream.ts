@@ -53,3 +53,23 @@ export async function follow(op: string, on: Handlers, signal: AbortSignal, atte
     }
   }
 }
+
+/** A committed event as the inspector reads it. */
+export type Logged = {
+  type: string;
+  step?: number;
+  usage?: { total?: number };
+  cost?: number | string;
+  reason?: string;
+  pending_tool_calls?: unknown[];
+};
+
+/** Every committed event of `op` so far (the log as it is; nothing is followed). */
+export async function logged(op: string): Promise<Logged[]> {
+  const r = await fetch(`/v1/operations/${encodeURIComponent(op)}/events?follow=false&live=false`, { headers: headers(null) });
+  if (!r.ok) throw new Error(String(r.status));
+  const out: Logged[] = [];
+  const parser = createParser({ onEvent: (m) => void out.push(JSON.parse(m.data) as Logged) });
+  parser.feed(await r.text());
+  return out;
+}

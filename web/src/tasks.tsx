@@ -135,10 +135,6 @@ function Editor(props: {
   const [d, setD] = useState<Draft>(draft(props.task));
   const [error, setError] = useState<string | null>(null);
   const [version, setVersion] = useState(0);
-  useEffect(() => {
-    setD(draft(props.task));
-    setError(null);
-  }, [props.task?.id, props.task?.updated_at]);
   const set = (patch: Partial<Draft>) => {
     props.said("");
     setD((cur) => ({ ...cur, ...patch }));
@@ -330,6 +326,9 @@ export function Tasks() {
           </ul>
         </div>
         <Editor
+          // A new editor for another task, or the same one changed: its form starts from it
+          // at once (an effect would reset it a frame later, under what was typed since).
+          key={task ? task.id + "@" + task.updated_at : "new"}
           task={task}
           tasks={tasks ?? []}
           agents={agents}

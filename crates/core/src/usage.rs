@@ -203,6 +203,7 @@ impl TokenUsage {
 
 /// Calls and tokens attributed to one model.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct ModelUsage {
     /// Number of calls.
@@ -215,6 +216,7 @@ pub struct ModelUsage {
 
 /// Calls, failures and time attributed to one tool (or all tools).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct ToolUsage {
     /// Number of calls.
@@ -259,6 +261,7 @@ impl ModelUsage {
 
 /// Requests made to a human.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct HumanUsage {
     /// Approval requests (one per parked batch).
@@ -287,6 +290,7 @@ impl HumanUsage {
 
 /// Everything an operation consumed, in totals and per model / per tool.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct Usage {
     /// All model calls.
@@ -384,6 +388,7 @@ impl Usage {
 
 /// Money spent by an operation, in totals and per model / per tool.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct Cost {
     /// Everything.

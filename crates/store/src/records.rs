@@ -195,6 +195,10 @@ pub struct OperationFilter {
     pub agent: Option<String>,
     /// Only the sub-agents of this operation.
     pub parent: Option<OperationId>,
+    /// Only this topic's (its conversation's operations and their sub-agents').
+    pub topic: Option<String>,
+    /// Only operations that are not sub-agents.
+    pub top_level: bool,
     /// Leave out operations whose lease this process (node) holds: a server's recovery must
     /// not take up an operation it created claimed and is about to run.
     pub not_leased_by: Option<String>,
@@ -209,6 +213,8 @@ impl Default for OperationFilter {
             owner: None,
             agent: None,
             parent: None,
+            topic: None,
+            top_level: false,
             not_leased_by: None,
             limit: 100,
         }

@@ -2191,6 +2191,27 @@ async fn accounts(store: &SqlStore) {
         .await
         .unwrap();
     assert!(by_agent.is_empty(), "filters combine");
+    // A conversation's operations, and among them those that are not sub-agents.
+    let mut child = new_op();
+    child.topic_id = owned.topic_id.clone();
+    child.parent_operation = Some(owned.state.operation_id);
+    store.create_operation(&child).await.unwrap();
+    let of_topic = |top_level| OperationFilter {
+        topic: Some(owned.topic_id.clone()),
+        top_level,
+        ..Default::default()
+    };
+    let all = store.list_operations(&of_topic(false)).await.unwrap();
+    assert_eq!(
+        all.iter().map(|o| o.id).collect::<Vec<_>>(),
+        [child.state.operation_id, owned.state.operation_id],
+        "newest first"
+    );
+    let roots = store.list_operations(&of_topic(true)).await.unwrap();
+    assert_eq!(
+        roots.iter().map(|o| o.id).collect::<Vec<_>>(),
+        [owned.state.operation_id]
+    );
     assert_eq!(
         store.topic_owner(&owned.topic_id).await.unwrap(),
         Some(Some(alice.id.clone()))

@@ -72,7 +72,9 @@ export function formatNumber(n: number): string {
   return new Intl.NumberFormat(locale).format(n);
 }
 
-/** US dollars in the current locale's notation. */
+/** US dollars in the current locale's notation; a fraction of a cent keeps enough digits to
+ * show (a model call often costs $0.00003). */
 export function formatUsd(dollars: number): string {
-  return new Intl.NumberFormat(locale, { style: "currency", currency: "USD", maximumFractionDigits: 4 }).format(dollars);
+  const small = dollars !== 0 && Math.abs(dollars) < 0.01;
+  return new Intl.NumberFormat(locale, { style: "currency", currency: "USD", maximumFractionDigits: small ? 6 : 4 }).format(dollars);
 }

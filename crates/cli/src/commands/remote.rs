@@ -445,8 +445,8 @@ impl Backend for Remote {
             "/v1/operations",
             &ListQuery {
                 status,
-                agent: None,
                 limit: Some(200),
+                ..Default::default()
             },
         )
         .await

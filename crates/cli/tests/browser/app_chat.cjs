@@ -3,7 +3,8 @@
 // previewed, one removed), sent; the transcript shows the picture and the file's name; an
 // upload the server refuses says why. Then the agent asks a question with options, answered
 // by a click (axe on the card, on a phone); an agent's file write and edit show as the lines
-// they take out and put in; then the conversation is renamed and deleted.
+// they take out and put in; the inspector explains the last operation (also as a sheet on a
+// phone); then the conversation is renamed and deleted.
 // Screenshots go to OUT.
 // Usage: node app_chat.cjs BASE_URL OUT_DIR   (REIN_PLAYWRIGHT, REIN_CHROMIUM)
 "use strict";
@@ -82,7 +83,28 @@ run("app-chat", { viewport: { width: 1280, height: 800 } }, async ({ page, base,
   const written = await page.$$eval('.tool[data-call="w1"] .diff .ins', (ls) => ls.map((l) => l.textContent.trim()));
   await accessible(page, "file edits as diffs");
   await shot("app-chat-3-diff");
-  // 5. Renamed, then deleted.
+  // 5. The inspector on the last operation: its steps as rows (as many as it counts), none
+  // said to be running once it ended, what each model call admitted, usage per model.
+  await page.click(".chat .inspect");
+  await page.waitForSelector(".inspector .timeline tbody tr");
+  const inspector = await page.evaluate(() => {
+    const facts = Object.fromEntries([...document.querySelectorAll(".inspector .facts > div")].map((d) => [d.querySelector("dt").textContent, d.querySelector("dd").textContent]));
+    const rows = [...document.querySelectorAll(".inspector .timeline tbody tr")].map((r) => [...r.children].map((c) => c.textContent));
+    return {
+      facts,
+      rows,
+      calls: document.querySelectorAll(".inspector .context details").length,
+      items: [...document.querySelectorAll(".inspector .context details[open] tr[data-item]")].map((r) => r.dataset.item),
+      usage: [...document.querySelectorAll(".inspector .usage-table tbody tr")].map((r) => r.children[0].textContent),
+    };
+  });
+  await accessible(page, "inspector, desktop");
+  await shot("app-chat-4-inspector");
+  await page.setViewportSize({ width: 390, height: 844 });
+  await accessible(page, "inspector as a sheet, phone");
+  await page.click(".inspector header button");
+  await page.setViewportSize({ width: 1280, height: 800 });
+  // 6. Renamed, then deleted.
   await page.setViewportSize({ width: 1280, height: 800 });
   await page.click(".topic-actions .rename");
   await page.fill('.topic-actions input[aria-label="Title"]', "Release talk");
@@ -93,6 +115,6 @@ run("app-chat", { viewport: { width: 1280, height: 800 } }, async ({ page, base,
   await page.click(".topic-actions .delete");
   await page.waitForSelector(".chat > .pick, .chat .pick");
   await page.waitForFunction(() => !document.querySelector(".topic"));
-  await shot("app-chat-4-deleted");
-  return { before, user, chipsAfter, refused, asked, options, removed, added, written };
+  await shot("app-chat-5-deleted");
+  return { before, user, chipsAfter, refused, asked, options, removed, added, written, inspector };
 });

@@ -100,9 +100,25 @@ pub struct ListQuery {
     /// Only this agent's.
     #[serde(default)]
     pub agent: Option<String>,
+    /// Only this conversation's (its operations and their sub-agents').
+    #[serde(default)]
+    #[schemars(pattern(rein_operation::TOPIC_ID_PATTERN))]
+    pub topic: Option<String>,
+    /// Only operations that are not sub-agents.
+    #[serde(default)]
+    pub top_level: bool,
     /// At most this many (default 100, at most 1000).
     #[serde(default)]
     pub limit: Option<u32>,
+}
+
+/// What an operation consumed and what it cost, in totals and per model and tool.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct OperationUsage {
+    /// Calls, tokens and time.
+    pub usage: rein_core::usage::Usage,
+    /// Money.
+    pub cost: rein_core::usage::Cost,
 }
 
 /// An operation with its step timeline and what waits for a decision.
@@ -122,7 +138,7 @@ pub struct OperationDetail {
     /// Its sub-agents and theirs (parents before their sub-agents).
     pub sub_agents: Vec<OperationRecord>,
     /// Per-model and per-tool usage and cost.
-    pub usage: serde_json::Value,
+    pub usage: OperationUsage,
     /// Where it stopped, absent while it runs: `done` (with `reason` and `detail`),
     /// `waiting_for_human` (`pending`: every call of its tree awaiting a decision),
     /// `queued`, `waiting_for_async_tool` (`calls`), `waiting_for_sub_agents` (`children`),
@@ -152,7 +168,10 @@ impl OperationDetail {
         // Approvals anywhere in its tree are decided through it.
         let pending = rein_operation::tree::pending_approvals(store, op.record.id).await?;
         let sub_agents = rein_operation::tree::descendants(store, op.record.id).await?;
-        let usage = serde_json::json!({"usage": op.state.usage, "cost": op.state.cost});
+        let usage = OperationUsage {
+            usage: op.state.usage.clone(),
+            cost: op.state.cost.clone(),
+        };
         let cache =
             rein_operation::pricing::Pricing::new(catalog, &op.spec).cache_use(&op.state.usage);
         let end = if pending.is_empty() {
@@ -461,12 +480,17 @@ pub async fn list(
     Caller(user): Caller,
     Params(q): Params<ListQuery>,
 ) -> Result<Json<Vec<OperationRecord>>, ApiError> {
+    if let Some(topic) = &q.topic {
+        rein_operation::check_topic_id(topic)?;
+    }
     let ops = app
         .store
         .list_operations(&OperationFilter {
             status: q.status,
             owner: Some(user.id),
             agent: q.agent,
+            topic: q.topic,
+            top_level: q.top_level,
             limit: q.limit.unwrap_or(100).min(1000),
             ..Default::default()
         })

@@ -121,6 +121,13 @@ pub(super) async fn list_operations(
         binds.push(parent.to_string());
         conditions.push(format!("parent_operation = ${}", binds.len()));
     }
+    if let Some(topic) = &filter.topic {
+        binds.push(topic.clone());
+        conditions.push(format!("topic_id = ${}", binds.len()));
+    }
+    if filter.top_level {
+        conditions.push("parent_operation IS NULL".to_owned());
+    }
     if let Some(node) = &filter.not_leased_by {
         binds.push(node.clone());
         conditions.push(format!(
