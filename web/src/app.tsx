@@ -1,13 +1,16 @@
-// The app's shell: the sections (chat, inbox, tasks, agents, knowledge, memories, usage,
-// settings) and, in chat, the conversation
+// The app's shell: the sections (chat, inbox, tasks, agents, groups, knowledge, memories,
+// devices, usage, settings, and administration for admins) and, in chat, the conversation
 // list, together a drawer on narrow screens; the open screen; the language switch; and a
 // replay banner when the server replays a cassette. Each screen is its own file.
 import { useEffect, useState } from "preact/hooks";
 import { api, call, loadSession, type Schemas } from "./api/client";
+import { Admin } from "./admin";
 import { Agents } from "./agents";
 import { Chat } from "./chat";
 import { ChunkDialog } from "./citations";
 import { Conversations } from "./conversations";
+import { Devices } from "./devices";
+import { Groups } from "./groups";
 import { Inbox, useUnread } from "./inbox";
 import { Knowledge } from "./knowledge";
 import { t, useLocale, type Key } from "./i18n";
@@ -24,8 +27,11 @@ const NAMES: Record<Exclude<Section, "inbox">, Key> = {
   chat: "nav.chat",
   tasks: "nav.tasks",
   agents: "nav.agents",
+  groups: "nav.groups",
   knowledge: "nav.knowledge",
   memories: "nav.memories",
+  devices: "nav.devices",
+  admin: "nav.admin",
   settings: "nav.settings",
   usage: "nav.usage",
 };
@@ -41,10 +47,15 @@ export function App() {
   const [briefs, setBriefs] = useState(0);
   const unread = useUnread(briefs);
   const [replay, setReplay] = useState<Schemas["Replay"] | null>(null);
+  // Administration is offered to admins only (the server refuses anyone else anyway).
+  const [admin, setAdmin] = useState(false);
   useEffect(() => {
     loadSession()
-      .then(() => call(api.GET("/v1/models")))
-      .then((m) => setReplay(m.replay ?? null))
+      .then(() => Promise.all([call(api.GET("/v1/models")), call(api.GET("/v1/me"))]))
+      .then(([m, me]) => {
+        setReplay(m.replay ?? null);
+        setAdmin(me.role === "admin");
+      })
       .catch(() => {
         // The banner is optional; the list says what is wrong with the server.
       });
@@ -96,7 +107,7 @@ export function App() {
       <div id="side" class="side">
         <nav class="sections" aria-label={t("nav.label")}>
           <ul>
-            {SECTIONS.map((s) => (
+            {SECTIONS.filter((s) => s !== "admin" || admin).map((s) => (
               <li key={s}>
                 <a
                   href={s === "chat" ? "#" : "#/" + s}
@@ -131,8 +142,11 @@ export function App() {
         {section === "inbox" && <Inbox changed={() => setBriefs((n) => n + 1)} />}
         {section === "tasks" && <Tasks />}
         {section === "agents" && <Agents />}
+        {section === "groups" && <Groups />}
         {section === "knowledge" && <Knowledge />}
         {section === "memories" && <Memories />}
+        {section === "devices" && <Devices />}
+        {section === "admin" && <Admin />}
         {section === "settings" && <Settings />}
         {section === "usage" && <Usage />}
       </main>

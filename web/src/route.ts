@@ -2,8 +2,31 @@
 // browser's back button keep the place.
 import { useEffect, useState } from "preact/hooks";
 
-export type Section = "chat" | "inbox" | "tasks" | "agents" | "knowledge" | "memories" | "usage" | "settings";
-export const SECTIONS: readonly Section[] = ["chat", "inbox", "tasks", "agents", "knowledge", "memories", "usage", "settings"];
+export type Section =
+  | "chat"
+  | "inbox"
+  | "tasks"
+  | "agents"
+  | "groups"
+  | "knowledge"
+  | "memories"
+  | "devices"
+  | "usage"
+  | "settings"
+  | "admin";
+export const SECTIONS: readonly Section[] = [
+  "chat",
+  "inbox",
+  "tasks",
+  "agents",
+  "groups",
+  "knowledge",
+  "memories",
+  "devices",
+  "usage",
+  "settings",
+  "admin",
+];
 
 function parse(hash: string): Section {
   const name = hash.replace(/^#\/?/, "").split("/")[0];

@@ -1297,6 +1297,14 @@ async fn the_web_app_keeps_settings_secret_and_makes_an_agent_with_pickers() {
     .await;
     assert_eq!(providers[0]["has_key"], true, "{providers}");
     assert!(!providers.to_string().contains("sk-app-"), "{providers}");
+    let mcp = json_call(
+        &http,
+        reqwest::Method::GET,
+        &format!("{base}/v1/settings/mcp"),
+        None,
+    )
+    .await;
+    assert_eq!(mcp["servers"], json!([]), "removed in the page: {mcp}");
 }
 
 /// A conversation in the web app with attachments (picked, pasted, dropped; one removed)
@@ -1733,6 +1741,127 @@ async fn the_web_app_opens_and_scrolls_a_conversation_of_ten_thousand_messages()
         "frames over 50 ms scrolling 10,000: {}",
         report["long"]["over50"]
     );
+}
+
+/// Groups, devices and administration in the web app: a group of two agents in turn; the
+/// connected device listed with its tools, then revoked; a user created, made an admin and
+/// disabled by the admin.
+#[tokio::test]
+async fn the_web_app_makes_a_group_revokes_a_device_and_administers_users() {
+    let Some(Browser {
+        chromium,
+        playwright,
+        dir,
+    }) = browser(
+        "the web app's groups, devices and users in Chromium",
+        "rein-web-people",
+    )
+    else {
+        return;
+    };
+    let laptop = dir.join("laptop");
+    std::fs::create_dir_all(&laptop).unwrap();
+    let rein = |args: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_rein"));
+        c.env_clear()
+            .envs(rein_testkit::coverage_env())
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("REIN_HOME", &dir)
+            .args(["--db", &dir.join("rein.db").to_string_lossy()])
+            .args(args);
+        c
+    };
+    let ran = |out: std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    // The server's no-auth user is `local`, an admin here (made before the server starts).
+    ran(rein(&["user", "create", "local", "--role", "admin"])
+        .output()
+        .await
+        .unwrap());
+    let model = serve(vec![], 3).await;
+    let (_server, base) = serve_ui(&dir, &model.base).await;
+    let token = ran(
+        rein(&["token", "create", "--user", "local", "--device", "laptop"])
+            .output()
+            .await
+            .unwrap(),
+    );
+    let _device = rein(&[
+        "--server",
+        &base,
+        "connect",
+        "--name",
+        "laptop",
+        "--workdir",
+        &laptop.to_string_lossy(),
+    ])
+    .env("REIN_TOKEN", token)
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .kill_on_drop(true)
+    .spawn()
+    .unwrap();
+    let http = reqwest::Client::new();
+    get_until(&http, &format!("{base}/v1/devices"), "the device", |d| {
+        d["devices"][0]["connected"] == true
+    })
+    .await;
+    for name in ["critic", "writer"] {
+        let made = json_call(
+            &http,
+            reqwest::Method::POST,
+            &format!("{base}/v1/agents"),
+            Some(json!({"name": name})),
+        )
+        .await;
+        assert_eq!(made["name"], name, "{made}");
+    }
+    let (report, out) = run_script("app_people.cjs", &base, &chromium, &playwright).await;
+    let shots = out.display();
+    assert_eq!(report["ok"], true, "{report:#}\nscreenshots in {shots}");
+    assert_eq!(report["order"], "Speaking order: critic → writer");
+    assert_eq!(
+        report["kept"],
+        json!({"members": ["critic", "writer"], "policy": "round_robin", "rounds": "4"})
+    );
+    let device = report["device"].as_str().unwrap();
+    assert!(
+        device.contains("laptop") && device.contains("connected") && device.contains("files"),
+        "{device}"
+    );
+    assert_eq!(
+        report["users"],
+        json!(["bob:admin:disabled", "local:admin:enabled"])
+    );
+    let group = json_call(
+        &http,
+        reqwest::Method::GET,
+        &format!("{base}/v1/groups/council"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        group["config"]["members"],
+        json!(["critic", "writer"]),
+        "{group}"
+    );
+    assert_eq!(group["config"]["policy"], "round_robin", "{group}");
+    assert_eq!(group["config"]["max_rounds"], 4, "{group}");
+    let devices = json_call(
+        &http,
+        reqwest::Method::GET,
+        &format!("{base}/v1/devices"),
+        None,
+    )
+    .await;
+    assert_eq!(devices["devices"], json!([]), "revoked: {devices}");
 }
 
 /// The skills picker sends the chosen skill with the message, and the inspector shows what

@@ -38,6 +38,8 @@ export async function call<T>(
     throw { kind: "offline" } satisfies Failure;
   }
   if (r.response.status === 401) throw { kind: "signin" } satisfies Failure;
+  // A success without a body (204 No Content: a deletion) has no data.
+  if (r.response.ok) return r.data as T;
   if (r.data === undefined) {
     const e = r.error as { error?: { message?: string } } | undefined;
     throw { kind: "server", message: e?.error?.message ?? r.response.statusText } satisfies Failure;

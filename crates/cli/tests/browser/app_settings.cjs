@@ -104,6 +104,10 @@ run("app-settings", { viewport: { width: 390, height: 844 } }, async ({ page, ba
     approval: await page.inputValue(".agents .editor label.field:has-text('Approval') select"),
     steps: await page.inputValue(".agents .editor label.field:has-text('Step limit') input"),
   };
+  // The MCP server removed (a deletion answers 204, no body).
+  await page.goto(base + "/app/#/settings");
+  await page.click(`${mcp} .rows button[aria-label="Remove issues"]`);
+  await until(mcp, "Removed issues");
   // 5. Chinese, both screens, both sizes: nothing in English is left, nothing inaccessible.
   await page.evaluate(() => localStorage.setItem("rein.lang", "zh-CN"));
   for (const size of [{ width: 390, height: 844 }, { width: 1280, height: 800 }]) {
