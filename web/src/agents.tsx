@@ -8,6 +8,7 @@ import { Alert } from "./alert";
 import { api, call, type Schemas } from "./api/client";
 import { describe } from "./failure";
 import { formatDate, formatNumber, formatUsd, t } from "./i18n";
+import { AgentVersions } from "./agent_versions";
 import { type Choice, Picker } from "./picker";
 
 type Profile = Schemas["AgentProfile"];
@@ -297,6 +298,7 @@ export function Agents() {
           </ul>
         </div>
         {opts ? (
+          <div class="task-detail">
           <Editor
             // A new editor for another agent, or the same one saved: its form starts from it
             // at once (an effect would reset it a frame later, under what was typed since).
@@ -314,6 +316,16 @@ export function Agents() {
               void load(null);
             }}
           />
+          {agent && (
+            <AgentVersions
+              agent={agent}
+              rolledBack={(n) => {
+                setNotice(t("versions.rolled_back"));
+                void load(n);
+              }}
+            />
+          )}
+          </div>
         ) : (
           <p class="muted">{t("conversation.loading")}</p>
         )}

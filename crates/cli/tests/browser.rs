@@ -1206,7 +1206,8 @@ async fn the_web_app_grants_on_the_server_and_a_guarded_call_still_asks() {
 /// The web app's settings and agent editor: a provider key, an MCP server's token and the
 /// brief hook's secret go in and never come back; an agent made with pickers (a catalogued
 /// model, a built-in and the MCP server's tools, one allowed without asking, allow-list
-/// approval, a step limit) is stored as chosen and shown again after a reload.
+/// approval, a step limit) is stored as chosen and shown again after a reload; changed, then
+/// rolled back to its first version (kept as the third).
 #[tokio::test]
 async fn the_web_app_keeps_settings_secret_and_makes_an_agent_with_pickers() {
     let Some(Browser {
@@ -1271,6 +1272,18 @@ async fn the_web_app_keeps_settings_secret_and_makes_an_agent_with_pickers() {
         json!({"model": "openai/gpt-4o-mini", "tools": ["calculator", "issues"], "allow": ["calculator"], "approval": "allow-list", "steps": "7"}),
         "{report:#}"
     );
+    let versions = report["versions"].to_string();
+    assert!(
+        versions.contains("Version 2")
+            && versions.contains("changed: max_steps")
+            && versions.contains("Roll back to version 1"),
+        "{report:#}"
+    );
+    assert_eq!(
+        report["rolledBack"],
+        json!({"notice": "Rolled back: the old settings are the newest version.", "steps": "7", "current": "3"}),
+        "{report:#}"
+    );
     let http = reqwest::Client::new();
     let agent = json_call(
         &http,
@@ -1279,6 +1292,7 @@ async fn the_web_app_keeps_settings_secret_and_makes_an_agent_with_pickers() {
         None,
     )
     .await;
+    assert_eq!(agent["version"], 3, "{agent}");
     assert_eq!(agent["config"]["model"], "openai/gpt-4o-mini", "{agent}");
     assert_eq!(
         agent["config"]["tools"],

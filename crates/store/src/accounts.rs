@@ -161,6 +161,17 @@ pub struct AgentRecord {
     pub updated_at: DateTime<Utc>,
 }
 
+/// One version of an agent's configuration, as it was written.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AgentVersion {
+    /// Its number (1 when the agent was created, one more at every write).
+    pub version: u64,
+    /// The configuration it had.
+    pub config: serde_json::Value,
+    /// When it was written.
+    pub created_at: DateTime<Utc>,
+}
+
 /// A group as stored: a saved set of agents with a supervisor.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GroupRecord {
@@ -277,8 +288,7 @@ pub trait Accounts: Send + Sync {
         &'a self,
         token_hash: &'a str,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
-    /// Insert or replace an agent.
-    /// Create or replace an agent; returns its version after the write.
+    /// Create or replace an agent, keeping the version it becomes; returns that version.
     fn put_agent<'a>(&'a self, agent: &'a AgentRecord) -> BoxFuture<'a, Result<u64, StoreError>>;
     /// One agent.
     fn get_agent<'a>(
@@ -291,12 +301,18 @@ pub trait Accounts: Send + Sync {
         &'a self,
         owner: &'a str,
     ) -> BoxFuture<'a, Result<Vec<AgentRecord>, StoreError>>;
-    /// Delete an agent; whether it existed.
+    /// Delete an agent and its versions; whether it existed.
     fn delete_agent<'a>(
         &'a self,
         owner: &'a str,
         name: &'a str,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// An agent's versions, newest first (those written since versions were kept).
+    fn agent_versions<'a>(
+        &'a self,
+        owner: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<AgentVersion>, StoreError>>;
     /// Create or replace a group; returns its version after the write.
     fn put_group<'a>(&'a self, group: &'a GroupRecord) -> BoxFuture<'a, Result<u64, StoreError>>;
     /// One group.

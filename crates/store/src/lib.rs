@@ -55,8 +55,8 @@ mod topics;
 mod usage;
 
 pub use accounts::{
-    Accounts, AgentRecord, ApiToken, Caps, GroupRecord, PasswordHolder, TokenHolder, TokenScope,
-    TokenSpec, User, UserRole,
+    Accounts, AgentRecord, AgentVersion, ApiToken, Caps, GroupRecord, PasswordHolder, TokenHolder,
+    TokenScope, TokenSpec, User, UserRole,
 };
 pub use briefs::{
     Artifact, BRIEF_ID_PATTERN, Brief, BriefAction, BriefFilter, BriefHook, BriefKind, BriefNotice,

@@ -193,6 +193,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "what Responses API requests asked for",
         include_str!("../migrations/0033_responses.sql"),
     ),
+    (
+        34,
+        "every version of an agent's configuration",
+        include_str!("../migrations/0034_agent_versions.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

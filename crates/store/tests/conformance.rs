@@ -2153,11 +2153,39 @@ async fn accounts(store: &SqlStore) {
         .await
         .unwrap();
     assert_eq!((v1, v2), (1, 2), "every write counts a version");
+    let kept = store.agent_versions(&alice.id, "helper").await.unwrap();
+    assert_eq!(
+        kept.iter()
+            .map(|v| (v.version, v.config["model"].clone()))
+            .collect::<Vec<_>>(),
+        [
+            (2, serde_json::json!("openai/gpt-4o-mini")),
+            (1, serde_json::json!("openai/gpt-4o"))
+        ],
+        "every version is kept, newest first"
+    );
+    assert!(
+        store
+            .agent_versions(&bob.id, "helper")
+            .await
+            .unwrap()
+            .iter()
+            .all(|v| v.config["model"] == "anthropic/x"),
+        "another owner's agent of the name has its own"
+    );
     let mine = store.list_agents(&alice.id).await.unwrap();
     assert_eq!(mine.len(), 1, "same name per owner is one agent");
     assert_eq!(mine[0].config["model"], "openai/gpt-4o-mini");
     assert_eq!(mine[0].version, 2);
     assert!(store.delete_agent(&alice.id, "helper").await.unwrap());
+    assert!(
+        store
+            .agent_versions(&alice.id, "helper")
+            .await
+            .unwrap()
+            .is_empty(),
+        "deleted with the agent"
+    );
     assert!(
         store
             .get_agent(&alice.id, "helper")

@@ -4,7 +4,7 @@
 // set the brief hook (the secret never shown again); then create an agent with pickers: the
 // model from the catalog with its window and prices, tools searched and chosen (the MCP
 // server's under its own group), which run without asking, the approval mode and a step limit;
-// reload and find every choice kept. axe-core on every screen, both sizes, both languages.
+// reload and find every choice kept; change it and roll back to the first version. axe-core on every screen, both sizes, both languages.
 // Screenshots go to OUT.
 // Usage: node app_settings.cjs BASE_URL OUT_DIR   (REIN_PLAYWRIGHT, REIN_CHROMIUM)
 "use strict";
@@ -108,6 +108,22 @@ run("app-settings", { viewport: { width: 390, height: 844 } }, async ({ page, ba
   await page.goto(base + "/app/#/settings");
   await page.click(`${mcp} .rows button[aria-label="Remove issues"]`);
   await until(mcp, "Removed issues");
+  // Versions: a change, then a rollback to the first (its settings again, as version 3).
+  await page.goto(base + "/app/#/agents");
+  await page.click(".agents .item:has-text('reviewer')");
+  await page.fill(".agents .editor label.field:has-text('Step limit') input", "9");
+  await page.click(".agents .editor button[type=submit]");
+  await page.waitForFunction(() => document.querySelectorAll(".agents .versions-list li").length === 2, null, { timeout: 20000 });
+  const versions = await page.$$eval(".agents .versions-list li", (ls) => ls.map((l) => l.textContent));
+  await accessible(page, "agent versions");
+  await page.click('.agents .versions-list li[data-version="1"] button.rollback');
+  await page.waitForFunction(() => document.querySelectorAll(".agents .versions-list li").length === 3, null, { timeout: 20000 });
+  const rolledBack = {
+    notice: await page.textContent(".agents .editor [role=status]"),
+    steps: await page.inputValue(".agents .editor label.field:has-text('Step limit') input"),
+    current: await page.getAttribute(".agents .versions-list li:has(.badge)", "data-version"),
+  };
+  await shot("app-settings-4-versions");
   // 5. Chinese, both screens, both sizes: nothing in English is left, nothing inaccessible.
   await page.evaluate(() => localStorage.setItem("rein.lang", "zh-CN"));
   for (const size of [{ width: 390, height: 844 }, { width: 1280, height: 800 }]) {
@@ -125,6 +141,6 @@ run("app-settings", { viewport: { width: 390, height: 844 } }, async ({ page, ba
   return {
     keyType, keyAfter, listed, refused, mcpSaved, mcpListed, hookShown, hookSecretAfter,
     pageHoldsSecrets: [key, token, secret].filter((s) => html.includes(s)),
-    groups, filtered, allowOffered, kept,
+    groups, filtered, allowOffered, kept, versions, rolledBack,
   };
 });

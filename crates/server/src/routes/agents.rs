@@ -110,12 +110,7 @@ pub async fn show(
     Caller(user): Caller,
     AgentPath(name): AgentPath,
 ) -> Result<Json<Agent>, ApiError> {
-    let r = app
-        .store
-        .get_agent(&user.id, &name)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("no agent `{name}`")))?;
-    Ok(Json(shown(r)?))
+    Ok(Json(shown(agent_of(&app, &user.id, &name).await?)?))
 }
 
 /// `PUT /v1/agents/{name}`: replace the configuration.
@@ -126,11 +121,7 @@ pub async fn update(
     Body(config): Body<AgentProfile>,
 ) -> Result<Json<Agent>, ApiError> {
     let config = config.checked()?;
-    let mut r = app
-        .store
-        .get_agent(&user.id, &name)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("no agent `{name}`")))?;
+    let mut r = agent_of(&app, &user.id, &name).await?;
     r.config = to_value(&config)?;
     r.updated_at = Utc::now();
     r.version = app.store.put_agent(&r).await?;
@@ -150,6 +141,94 @@ pub async fn delete(
     }
 }
 
+/// One version of an agent, as the API shows it.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct AgentVersionOut {
+    /// Its number.
+    pub version: u64,
+    /// The configuration it had.
+    pub config: AgentProfile,
+    /// When it was written (RFC 3339).
+    pub created_at: chrono::DateTime<Utc>,
+}
+
+/// `GET /v1/agents/{name}/versions` answer.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct AgentVersions {
+    /// Newest first; an agent written before versions were kept has its later ones only.
+    pub versions: Vec<AgentVersionOut>,
+}
+
+/// `POST /v1/agents/{name}/rollback` body.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RollbackIn {
+    /// The version whose configuration the agent takes again (as a new version).
+    #[schemars(range(min = 1))]
+    pub version: u64,
+}
+
+/// The agent `name` of `user`, or 404.
+async fn agent_of(app: &AppState, user: &str, name: &str) -> Result<AgentRecord, ApiError> {
+    app.store
+        .get_agent(user, name)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no agent `{name}`")))
+}
+
+/// `GET /v1/agents/{name}/versions`.
+pub async fn versions(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    AgentPath(name): AgentPath,
+) -> Result<Json<AgentVersions>, ApiError> {
+    agent_of(&app, &user.id, &name).await?;
+    let versions = app
+        .store
+        .agent_versions(&user.id, &name)
+        .await?
+        .into_iter()
+        .map(|v| {
+            Ok(AgentVersionOut {
+                version: v.version,
+                config: serde_json::from_value(v.config).map_err(|e| {
+                    ApiError::internal(format!("stored agent `{name}` v{}: {e}", v.version))
+                })?,
+                created_at: v.created_at,
+            })
+        })
+        .collect::<Result<_, ApiError>>()?;
+    Ok(Json(AgentVersions { versions }))
+}
+
+/// `POST /v1/agents/{name}/rollback`: the agent takes an earlier version's configuration
+/// again, written as its next version (nothing is lost: the versions after it stay listed).
+pub async fn rollback(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    AgentPath(name): AgentPath,
+    Body(to): Body<RollbackIn>,
+) -> Result<Json<Agent>, ApiError> {
+    let mut r = agent_of(&app, &user.id, &name).await?;
+    let old = app
+        .store
+        .agent_versions(&user.id, &name)
+        .await?
+        .into_iter()
+        .find(|v| v.version == to.version)
+        .ok_or_else(|| {
+            ApiError::not_found(format!("agent `{name}` has no version {}", to.version))
+        })?;
+    // Checked again: what the rules allow may have changed since it was written.
+    let config = serde_json::from_value::<AgentProfile>(old.config)
+        .map_err(|e| ApiError::internal(format!("stored agent `{name}` v{}: {e}", to.version)))?
+        .checked()?;
+    r.config = to_value(&config)?;
+    r.updated_at = Utc::now();
+    r.version = app.store.put_agent(&r).await?;
+    Ok(Json(shown(r)?))
+}
+
 /// The agent routes and their documents.
 pub fn api() -> Api {
     Api::new()
@@ -167,5 +246,17 @@ pub fn api() -> Api {
             "/v1/agents/{name}",
             "Delete an agent",
             delete,
+        )
+        .route(
+            Method::Get,
+            "/v1/agents/{name}/versions",
+            "An agent's versions, newest first",
+            versions,
+        )
+        .route(
+            Method::Post,
+            "/v1/agents/{name}/rollback",
+            "Take an earlier version's configuration again, as the next version",
+            rollback,
         )
 }

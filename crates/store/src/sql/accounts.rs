@@ -1,7 +1,7 @@
 //! [`Accounts`] in SQL on both backends: rows mapped to `crate::accounts`'s records, and each
 //! method one transaction.
 
-use super::{SqlStore, micros, parse_ts, ts};
+use super::{SqlStore, from_micros, micros, parse_ts, ts};
 use crate::StoreError;
 use crate::accounts::*;
 use chrono::{DateTime, SubsecRound, Utc};
@@ -267,6 +267,7 @@ impl SqlStore {
         let config =
             serde_json::to_string(&r.config).map_err(|e| StoreError::corrupt(kind.what(), e))?;
         let table = kind.table();
+        let mut tx = self.begin_write().await?;
         let version: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
             "INSERT INTO {table} (owner, name, config, created_at, updated_at, version) VALUES ($1, $2, $3, $4, $5, 1) \
              ON CONFLICT (owner, name) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at, \
@@ -274,11 +275,29 @@ impl SqlStore {
         )))
         .bind(&r.owner)
         .bind(&r.name)
-        .bind(config)
+        .bind(&config)
         .bind(ts(r.created_at))
         .bind(ts(r.updated_at))
-        .fetch_one(&self.pool)
+        .fetch_one(&mut *tx)
         .await?;
+        match kind {
+            Named::Agents => {
+                sqlx::query(
+                    "INSERT INTO agent_versions (owner, name, version, config, created_at) \
+                     VALUES ($1, $2, $3, $4, $5)",
+                )
+                .bind(&r.owner)
+                .bind(&r.name)
+                .bind(version)
+                .bind(&config)
+                .bind(micros(r.updated_at))
+                .execute(&mut *tx)
+                .await?;
+            }
+            // A group's versions are counted, not kept.
+            Named::Groups => {}
+        }
+        tx.commit().await?;
         Ok(u64::try_from(version).unwrap_or(0))
     }
 
@@ -315,16 +334,51 @@ impl SqlStore {
     }
 
     async fn delete_named(&self, kind: Named, owner: &str, name: &str) -> Result<bool, StoreError> {
+        let mut tx = self.begin_write().await?;
         let n = sqlx::query(sqlx::AssertSqlSafe(format!(
             "DELETE FROM {} WHERE owner = $1 AND name = $2",
             kind.table()
         )))
         .bind(owner)
         .bind(name)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?
         .rows_affected();
+        match kind {
+            // One made again under the name starts at version 1, with a history of its own.
+            Named::Agents => {
+                sqlx::query("DELETE FROM agent_versions WHERE owner = $1 AND name = $2")
+                    .bind(owner)
+                    .bind(name)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            Named::Groups => {}
+        }
+        tx.commit().await?;
         Ok(n > 0)
+    }
+
+    async fn versions_of(&self, owner: &str, name: &str) -> Result<Vec<AgentVersion>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT version, config, created_at FROM agent_versions \
+             WHERE owner = $1 AND name = $2 ORDER BY version DESC",
+        )
+        .bind(owner)
+        .bind(name)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let config: String = row.try_get("config")?;
+                Ok(AgentVersion {
+                    version: u64::try_from(row.try_get::<i64, _>("version")?).unwrap_or(0),
+                    config: serde_json::from_str(&config)
+                        .map_err(|e| StoreError::corrupt("agent version", e))?,
+                    created_at: from_micros(row.try_get("created_at")?, "created_at")?,
+                })
+            })
+            .collect()
     }
 }
 
@@ -621,6 +675,14 @@ impl Accounts for SqlStore {
         name: &'a str,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         self.delete_named(Named::Agents, owner, name).boxed()
+    }
+
+    fn agent_versions<'a>(
+        &'a self,
+        owner: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<AgentVersion>, StoreError>> {
+        self.versions_of(owner, name).boxed()
     }
 
     fn put_group<'a>(&'a self, group: &'a GroupRecord) -> BoxFuture<'a, Result<u64, StoreError>> {

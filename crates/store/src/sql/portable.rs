@@ -22,6 +22,7 @@ const TASKS: &str = "task_id IN (SELECT id FROM tasks WHERE owner = $1)";
 /// the order an import loads them.
 pub(crate) const TABLES: &[(&str, &str)] = &[
     ("agents", "owner = $1"),
+    ("agent_versions", "owner = $1"),
     ("agent_groups", "owner = $1"),
     ("topics", "owner = $1"),
     ("messages", TOPICS),
