@@ -3,7 +3,7 @@
 // list, together a drawer on narrow screens; the open screen; the language switch; and a
 // replay banner when the server replays a cassette. Each screen is its own file.
 import { useEffect, useState } from "preact/hooks";
-import { api, call, loadSession, type Schemas } from "./api/client";
+import { api, call, type Failure, loadSession, type Schemas } from "./api/client";
 import { Admin } from "./admin";
 import { Agents } from "./agents";
 import { Chat } from "./chat";
@@ -18,6 +18,7 @@ import { LanguageSelect } from "./language";
 import { Memories } from "./memories";
 import { go, SECTIONS, useSection, type Section } from "./route";
 import { Settings } from "./settings";
+import { LoginApproval, SignIn } from "./signin";
 import { ShortcutsDialog, useShortcuts } from "./shortcuts";
 import { ThemeSelect } from "./theme";
 import { Tasks } from "./tasks";
@@ -49,17 +50,23 @@ export function App() {
   const [replay, setReplay] = useState<Schemas["Replay"] | null>(null);
   // Administration is offered to admins only (the server refuses anyone else anyway).
   const [admin, setAdmin] = useState(false);
+  // Whether this browser may use the server: unknown until `/v1/me` answers; a 401 shows
+  // the sign-in.
+  const [access, setAccess] = useState<"unknown" | "in" | "out">("unknown");
+  const [signIns, setSignIns] = useState(0);
   useEffect(() => {
     loadSession()
-      .then(() => Promise.all([call(api.GET("/v1/models")), call(api.GET("/v1/me"))]))
-      .then(([m, me]) => {
-        setReplay(m.replay ?? null);
+      .then(() => call(api.GET("/v1/me")))
+      .then((me) => {
         setAdmin(me.role === "admin");
+        setAccess("in");
+        return call(api.GET("/v1/models")).then((m) => setReplay(m.replay ?? null));
       })
-      .catch(() => {
-        // The banner is optional; the list says what is wrong with the server.
+      .catch((e: Failure) => {
+        // The banner is optional; the list says what else is wrong with the server.
+        setAccess(e?.kind === "signin" ? "out" : "in");
       });
-  }, []);
+  }, [signIns]);
   const [help, setHelp] = useState(false);
   const choose = (id: string | null) => {
     setOpen(id);
@@ -79,8 +86,11 @@ export function App() {
     },
     help: () => setHelp(true),
   });
+  if (access === "unknown") return null;
+  if (access === "out") return <SignIn signedIn={() => setSignIns((n) => n + 1)} />;
   return (
     <div class={"shell" + (drawer ? " drawer-open" : "")}>
+      <LoginApproval />
       <a class="skip" href="#main">
         {t("app.skip")}
       </a>

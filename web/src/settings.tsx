@@ -2,11 +2,12 @@
 // no room for them), and what you bring to this server: model provider keys, MCP servers, the
 // brief hook and the working directory, each its own panel.
 import { useEffect, useState } from "preact/hooks";
-import { api, call, type Schemas } from "./api/client";
+import { api, call, type Schemas, signedInBy } from "./api/client";
 import { describe } from "./failure";
 import { formatDate, t } from "./i18n";
 import { LanguageSelect } from "./language";
 import { BriefHook } from "./settings_hook";
+import { signOut } from "./signin";
 import { ProviderKeys } from "./settings_keys";
 import { McpServers } from "./settings_mcp";
 import { Workdir } from "./settings_workdir";
@@ -43,6 +44,11 @@ function Profile() {
       <div class="row">
         <LanguageSelect />
         <ThemeSelect />
+        {signedInBy() && (
+          <button type="button" class="small signout" onClick={() => void signOut()}>
+            {t("signin.out")}
+          </button>
+        )}
       </div>
     </section>
   );

@@ -476,6 +476,72 @@ async fn the_ui_signs_in_by_password_with_a_session_cookie_and_csrf_token() {
     );
 }
 
+/// Signing in to the web app on a server with accounts: the sign-in screen, a wrong password
+/// refused, the right one opening the app; its changes carry the session's CSRF token; a
+/// login from another device approved; signing out.
+#[tokio::test]
+async fn the_web_app_signs_in_approves_a_device_login_and_signs_out() {
+    let Some(Browser {
+        chromium,
+        playwright,
+        dir,
+    }) = browser("the web app's sign-in in Chromium", "rein-web-signin")
+    else {
+        return;
+    };
+    let db = dir.join("rein.db").to_string_lossy().into_owned();
+    let rein = |args: &[&str]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rein"));
+        cmd.env_clear()
+            .envs(rein_testkit::coverage_env())
+            .env("REIN_HOME", &dir)
+            .args(["--db", &db])
+            .args(args);
+        cmd
+    };
+    let made = rein(&["user", "create", "ann"]).output().unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let mut set = rein(&["user", "password", "ann"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        writeln!(set.stdin.take().unwrap(), "anns long password").unwrap();
+    }
+    let set = set.wait_with_output().unwrap();
+    assert!(set.status.success(), "{set:?}");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rein"));
+    cmd.env_clear()
+        .envs(rein_testkit::coverage_env())
+        .args(["--db", &db])
+        .args(["serve", "--addr", "127.0.0.1:0"]);
+    let (_server, base) = listening(cmd, &dir).await;
+    let (report, out) = run_script("app_signin.cjs", &base, &chromium, &playwright).await;
+    let shots = out.display();
+    assert_eq!(report["ok"], true, "{report:#}\nscreenshots in {shots}");
+    let text = |k: &str| report[k].as_str().unwrap_or_default().to_owned();
+    assert!(text("chinese").contains("登录"), "{report:#}");
+    assert!(!text("chinese").contains("Password"), "{report:#}");
+    assert!(
+        text("refused").to_lowercase().contains("password"),
+        "{report:#}"
+    );
+    assert!(
+        text("dialog").contains("rein CLI on laptop")
+            && text("dialog").contains("Approve only if you started it"),
+        "{report:#}"
+    );
+    assert_eq!(report["claimed"], 200, "{report:#}");
+    assert_eq!(report["tokenGiven"], true, "{report:#}");
+    let listed = rein(&["agent", "list", "--json"]).output().unwrap();
+    // The agent belongs to ann: the CLI's local user has none.
+    assert!(listed.status.success(), "{listed:?}");
+    assert!(!String::from_utf8_lossy(&listed.stdout).contains("helper"));
+}
+
 /// Signing in through a real OpenID Connect provider (the `oidc-provider` package, run here):
 /// the login page offers it, its login and consent bring carol back signed in (a member, made
 /// by her first sign-in; her second finds the same user), signing out ends the session, a

@@ -105,6 +105,22 @@ async fn bad_requests_get_the_json_error_shape_and_never_a_500() {
             "{path}: {body}"
         );
     }
+    // A cursor past what sequence numbers can be, and a topic id of the wrong shape, are
+    // refused before anything is looked up (found by the API fuzz gate: it was a 200).
+    for path in [
+        format!(
+            "/v1/operations/{}/events?after=9223372036854775808",
+            rein_core::OperationId::new()
+        ),
+        "/v1/operations?topic=no%20spaces".to_owned(),
+    ] {
+        let (status, body) = e.call("GET", &path, Some(&alice), None).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (400, Some("invalid_request")),
+            "{path}: {body}"
+        );
+    }
     // An over-long request target is a 414 in the same shape.
     let (status, body) = e
         .call(

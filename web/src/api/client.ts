@@ -53,9 +53,25 @@ export async function loadSession(): Promise<void> {
   if (token) return;
   try {
     const r = await api.GET("/v1/session");
-    const data = r.data as { csrf_token?: string } | undefined;
-    csrf = data?.csrf_token ?? "";
+    csrf = r.data?.csrf ?? "";
   } catch {
     // No session: the calls say so when they are refused.
   }
+}
+
+/** The CSRF token of a session just opened. */
+export function setCsrf(token: string): void {
+  csrf = token;
+}
+
+/** How this browser is signed in: a token it keeps, a session cookie, or neither (a server
+ * that asks nobody to sign in). */
+export function signedInBy(): "token" | "session" | null {
+  if (localStorage.getItem("rein.token")) return "token";
+  return csrf ? "session" : null;
+}
+
+/** Forget the API token kept in this browser. */
+export function forget(): void {
+  localStorage.removeItem("rein.token");
 }

@@ -90,6 +90,12 @@ pub async fn stream(
     headers: HeaderMap,
     Params(q): Params<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    // Sequence numbers are stored as signed 64-bit integers: a larger cursor names nothing.
+    if q.after.is_some_and(|a| a > i64::MAX as u64) {
+        return Err(ApiError::bad_request(
+            "after is an event sequence number (at most 9223372036854775807)",
+        ));
+    }
     let op = owned_record(&app, &user, &id).await?;
     // The stream re-checks the caller's credential, so revoking a token or ending a session
     // ends the streams it opened.
@@ -99,6 +105,7 @@ pub async fn stream(
             v.to_str()
                 .ok()
                 .and_then(|s| s.trim().parse::<u64>().ok())
+                .filter(|&n| n <= i64::MAX as u64)
                 .ok_or_else(|| {
                     ApiError::bad_request("Last-Event-ID must be an event sequence number")
                 })?,
