@@ -44,6 +44,8 @@ export function App() {
   const [drawer, setDrawer] = useState(false);
   // Bumped when a conversation is renamed or deleted: the list reads itself again.
   const [listed, setListed] = useState(0);
+  // A question the replay banner's example asks in a new conversation (`n` tells clicks apart).
+  const [ask, setAsk] = useState<{ text: string; n: number } | null>(null);
   // Bumped when a brief is resolved: the inbox's count is read again.
   const [briefs, setBriefs] = useState(0);
   const unread = useUnread(briefs);
@@ -105,14 +107,32 @@ export function App() {
         <button type="button" class="help" onClick={() => setHelp(true)}>
           {t("shortcuts.open")}
         </button>
-        <a class="classic" href="/">
+        <a class="classic" href="/classic/">
           {t("app.classic")}
         </a>
       </header>
       {replay && (
-        <p class="replay" role="status">
-          {t("replay.banner", { cassette: replay.cassette })}
-        </p>
+        <div class="replay" role="status">
+          <p>{t("replay.banner", { cassette: replay.cassette })}</p>
+          {replay.questions.length > 0 && (
+            <ul class="examples" aria-label={t("replay.examples")}>
+              {replay.questions.map((q) => (
+                <li key={q}>
+                  <button
+                    type="button"
+                    class="example"
+                    onClick={() => {
+                      choose(null);
+                      setAsk({ text: q, n: Date.now() });
+                    }}
+                  >
+                    {q}
+                  </button>
+                </li>
+              ))}
+            </ul>
+          )}
+        </div>
       )}
       <div id="side" class="side">
         <nav class="sections" aria-label={t("nav.label")}>
@@ -143,6 +163,8 @@ export function App() {
             onTopic={setOpen}
             onListChanged={() => setListed((n) => n + 1)}
             replay={replay?.cassette ?? null}
+            ask={ask}
+            asked={() => setAsk(null)}
             onDeleted={() => {
               setOpen(null);
               setListed((n) => n + 1);

@@ -21,6 +21,10 @@ export function Chat(props: {
   onDeleted: () => void;
   /** The cassette the server replays, if it does. */
   replay: string | null;
+  /** A question to ask in a new conversation (the replay banner's examples), once per `n`;
+   * `asked` says it went. */
+  ask: { text: string; n: number } | null;
+  asked: () => void;
 }) {
   const [inspecting, setInspecting] = useState(false);
   const [op, setOp] = useState<string | null>(null);
@@ -114,6 +118,13 @@ export function Chat(props: {
   };
   const send = (input: string, attachments: string[]) =>
     start({ input, attachments: attachments.length ? attachments : undefined });
+  const asked = useRef(0);
+  useEffect(() => {
+    if (!props.ask || props.ask.n === asked.current || props.topic) return;
+    asked.current = props.ask.n;
+    props.asked();
+    void start({ input: props.ask.text });
+  }, [props.ask, props.topic]);
 
   const decide = async (d: Decided) => {
     if (!op) return;

@@ -59,7 +59,7 @@ export function ChunkDialog() {
     return () => removeEventListener(OPEN, open);
   }, []);
   return (
-    <dialog ref={dialog} class="shortcuts chunk" aria-labelledby="chunk-title">
+    <dialog ref={dialog} class="sheet chunk" aria-labelledby="chunk-title">
       <h2 id="chunk-title">{chunk ? chunk.citation : t("cite.title")}</h2>
       {chunk && (
         <p class="muted where">

@@ -125,7 +125,7 @@ export function LoginApproval() {
     }
   };
   return (
-    <dialog ref={dialog} class="shortcuts login-approval" aria-labelledby="login-title">
+    <dialog ref={dialog} class="sheet login-approval" aria-labelledby="login-title">
       <h2 id="login-title">{t("login.title")}</h2>
       <p>{t("login.asks", { client: asking?.client ?? "…", code: code ?? "" })}</p>
       <Alert error={error} />

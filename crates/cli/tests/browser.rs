@@ -542,8 +542,9 @@ async fn the_web_app_signs_in_approves_a_device_login_and_signs_out() {
     assert!(!String::from_utf8_lossy(&listed.stdout).contains("helper"));
 }
 
-/// Signing in through a real OpenID Connect provider (the `oidc-provider` package, run here):
-/// the login page offers it, its login and consent bring carol back signed in (a member, made
+/// Signing in to the web app through a real OpenID Connect provider (the `oidc-provider`
+/// package, run here): the sign-in offers it, its login and consent bring carol back to the
+/// app signed in (a member, made
 /// by her first sign-in; her second finds the same user), signing out ends the session, a
 /// denied consent comes back told why, and a callback this browser did not start signs nobody
 /// in.

@@ -193,7 +193,14 @@ pub fn router(app: AppState) -> Router {
     let body_limit = app.config.body_limit;
     let (routes, _, _) = api().finish();
     routes
-        .route("/", get(ui::index))
+        // The web app at the root (and under /app/, where it was first served); the classic
+        // console, kept while the app proves itself, under /classic/.
+        .route("/", get(ui::root))
+        .route(
+            "/classic",
+            get(|| async { axum::response::Redirect::permanent("/classic/") }),
+        )
+        .route("/classic/", get(ui::index))
         .route(
             "/app",
             get(|| async { axum::response::Redirect::permanent("/app/") }),

@@ -1,7 +1,7 @@
-//! The web UIs, embedded in the binary (no CDN, no build step at run time): the classic
-//! console (one page, `ui/index.html`) at `/`, and the web app built from `web/` (its committed
-//! build, `ui/app/`) under `/app/`, every path of which that is not one of its files is the app's
-//! page (its screens are client-side). The app's files go gzipped to a browser that takes it
+//! The web UIs, embedded in the binary (no CDN, no build step at run time): the web app built
+//! from `web/` (its committed build, `ui/app/`) at `/` and under `/app/`, every path of which
+//! that is not one of its files is the app's page (its screens are client-side), and the classic
+//! console (one page, `ui/index.html`) at `/classic/`. The app's files go gzipped to a browser that takes it
 //! (each compressed once, when first asked for): its budget is what crosses the network.
 
 use axum::Json;
@@ -87,7 +87,12 @@ pub async fn app(path: Option<Path<String>>, headers: HeaderMap) -> Response {
     }
 }
 
-/// `GET /`.
+/// `GET /`: the web app's page (its files are under `/app/`).
+pub async fn root(headers: HeaderMap) -> Response {
+    app(None, headers).await
+}
+
+/// `GET /classic/`: the classic console.
 pub async fn index() -> impl IntoResponse {
     (
         [

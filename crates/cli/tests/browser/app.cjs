@@ -167,5 +167,11 @@ run("app", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot
   if (!(await page.getAttribute(".usage svg.bars", "aria-label")).includes("1 group")) throw new Error("chart label");
   await accessible(page, "usage");
   await shot("app-6-usage");
-  return { sizes };
+  // The replay banner's questions are examples: one click asks one in a new conversation.
+  const examples = await page.$$eval(".replay .example", (bs) => bs.map((b) => b.textContent));
+  if (!examples.includes("What is 17 * 23?")) throw new Error("examples: " + examples);
+  await page.click('.replay .example:has-text("What is 17 * 23?")');
+  await page.waitForFunction(() => document.querySelector(".transcript")?.textContent.includes("17 × 23 = 391."), null, { timeout: 20000 });
+  await page.waitForFunction(() => document.querySelector(".conversations .count")?.textContent === "5 conversations", null, { timeout: 20000 });
+  return { sizes, examples };
 });

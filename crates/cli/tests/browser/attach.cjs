@@ -13,7 +13,7 @@ const PNG = Buffer.from(
 );
 
 run("attach", { viewport: { width: 1280, height: 900 } }, async ({ page, base, shot }) => {
-  await page.goto(base + "/");
+  await page.goto(base + "/classic/");
   await page.waitForSelector("#app:not([hidden])");
   await page.setInputFiles("#attach-input", [
     { name: "sales.csv", mimeType: "text/csv", buffer: Buffer.from("region,total\nnorth,30\nsouth,12\n") },

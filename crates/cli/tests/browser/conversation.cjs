@@ -9,7 +9,7 @@ const { run } = require("./harness.cjs");
 
 run("conversation", { viewport: { width: 1400, height: 900 } }, async ({ page, base, shot, dialogs }) => {
   const says = (text) => page.waitForFunction((t) => document.getElementById("messages").textContent.includes(t), text, { timeout: 20000 });
-  await page.goto(base);
+  await page.goto(base + "/classic/");
   await page.waitForSelector("#app:not([hidden])");
   await page.fill("#input", "Show me a plan");
   await page.click("#send");

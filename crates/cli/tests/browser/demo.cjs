@@ -13,7 +13,7 @@ run("demo", { viewport: { width: 1280, height: 800 } }, async ({ page, base, sho
     await page.click("#send");
   };
   const said = (text) => page.waitForFunction((t) => document.getElementById("messages").textContent.includes(t), text, { timeout: 20000 });
-  await page.goto(base);
+  await page.goto(base + "/classic/");
   await page.waitForSelector("#app:not([hidden])");
   for (let i = 0; i < 3; i++) {
     await ask("What is 17 * 23?");

@@ -16,7 +16,7 @@ run("demo-buttons", { viewport: { width: 1280, height: 800 } }, async ({ page, b
     if (/not in the cassette|replay_mismatch/.test(text)) throw new Error(step + ": " + text);
     if (await page.isVisible("#error")) throw new Error(step + ": " + (await page.textContent("#error")));
   };
-  await page.goto(base);
+  await page.goto(base + "/classic/");
   await page.waitForSelector("#app:not([hidden])");
   // The banner says it is a replay and offers the recorded questions.
   await page.waitForSelector("#replay-banner:not([hidden]) button.example");

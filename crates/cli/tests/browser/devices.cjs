@@ -7,7 +7,7 @@
 const { run } = require("./harness.cjs");
 
 run("devices", { viewport: { width: 1400, height: 900 } }, async ({ page, base, shot, dialogs }) => {
-  await page.goto(base);
+  await page.goto(base + "/classic/");
   await page.waitForSelector("#app:not([hidden])");
   const item = await page.waitForSelector("#devices li.device");
   const text = await item.textContent();

@@ -11,7 +11,7 @@ const { run } = require("./harness.cjs");
 run("grants", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot }) => {
   const says = (text) => page.waitForFunction((t) => document.getElementById("messages").textContent.includes(t), text, { timeout: 20000 });
   const send = async (text) => { await page.fill("#input", text); await page.click("#send"); };
-  await page.goto(base);
+  await page.goto(base + "/classic/");
   await page.waitForSelector("#app:not([hidden])");
   await page.selectOption("#agent-select", "careful");
 

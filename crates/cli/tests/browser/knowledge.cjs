@@ -9,7 +9,7 @@
 const { run } = require("./harness.cjs");
 
 run("knowledge", { viewport: { width: 1400, height: 900 } }, async ({ page, base, shot, dialogs }) => {
-  await page.goto(base);
+  await page.goto(base + "/classic/");
   await page.waitForSelector("#app:not([hidden])");
   await page.waitForFunction(() => document.getElementById("kbs").textContent.includes("None yet"));
   dialogs.push("manuals");

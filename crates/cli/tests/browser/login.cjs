@@ -13,7 +13,7 @@ run("login", { viewport: { width: 1280, height: 800 } }, async ({ page, base, sh
 
   // 1. The page says who asks, with the code, and warns.
   const first = await ask();
-  await page.goto(base + "/#login=" + first.user_code);
+  await page.goto(base + "/classic/#login=" + first.user_code);
   await page.waitForSelector("#login-approve[open]");
   const shown = await page.textContent("#login-approve");
   if (!shown.includes("rein CLI on laptop") || !shown.includes(first.user_code)) throw new Error("dialog: " + shown);
@@ -36,7 +36,7 @@ run("login", { viewport: { width: 1280, height: 800 } }, async ({ page, base, sh
 
   // 3. Denied: nothing is approved.
   const second = await ask();
-  await page.goto(base + "/#login=" + second.user_code);
+  await page.goto(base + "/classic/#login=" + second.user_code);
   await page.reload();
   await page.waitForSelector("#login-approve[open]");
   await page.click("#login-deny");

@@ -12,7 +12,7 @@ const { run } = require("./harness.cjs");
 run("providers", { viewport: { width: 1280, height: 900 } }, async ({ page, base, shot }) => {
   // The test reads it from this line: what it types is what must not come back.
   const key = "sk-ui-3c9f0e2a71d4";
-  await page.goto(base + "/");
+  await page.goto(base + "/classic/");
   await page.waitForSelector("#app:not([hidden])");
   await page.click("#providers-open");
   await page.waitForSelector("#providers-view[open]");

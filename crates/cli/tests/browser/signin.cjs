@@ -16,7 +16,7 @@ run("signin", { viewport: { width: 1280, height: 800 } }, async ({ page, base, s
   };
 
   // 1. Signed out, the page asks for a name and password; a wrong one is told.
-  await page.goto(base + "/");
+  await page.goto(base + "/classic/");
   await page.waitForSelector("#password-form", { state: "visible" });
   await signIn("ann", "not her password");
   await page.waitForFunction(() => document.getElementById("signin-said").textContent.includes("wrong name or password"));

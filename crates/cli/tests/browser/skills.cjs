@@ -7,7 +7,7 @@
 const { run } = require("./harness.cjs");
 
 run("skills", { viewport: { width: 1400, height: 900 } }, async ({ page, base, shot }) => {
-  await page.goto(base);
+  await page.goto(base + "/classic/");
   await page.waitForSelector("#app:not([hidden])");
   await page.waitForSelector("#skills-picker:not([hidden])");
   await page.click("#skills-picker > summary");

@@ -8,7 +8,7 @@
 const { run } = require("./harness.cjs");
 
 run("threads", { viewport: { width: 1280, height: 900 } }, async ({ page, base, shot }) => {
-  await page.goto(base);
+  await page.goto(base + "/classic/");
   await page.waitForSelector("#app:not([hidden])");
   await page.selectOption("#agent-select", "boss");
   await page.fill("#input", "Work out 17*23 with your helper.");

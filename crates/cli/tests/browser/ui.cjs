@@ -17,7 +17,7 @@ run("ui", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot 
             if (n.nodeType === 1 && (n.matches(".msg.live") || n.querySelector(".msg.live"))) window.sawLive = true;
       }).observe(document.getElementById("messages"), { childList: true, subtree: true });
     });
-  await page.goto(base);
+  await page.goto(base + "/classic/");
   await page.waitForSelector("#app:not([hidden])");
   await page.selectOption("#agent-select", "careful");
   await watchLive();

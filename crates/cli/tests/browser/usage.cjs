@@ -6,7 +6,7 @@
 const { run } = require("./harness.cjs");
 
 run("usage", { viewport: { width: 1280, height: 900 } }, async ({ page, base, shot }) => {
-  await page.goto(base + "/");
+  await page.goto(base + "/classic/");
   await page.waitForSelector("#app:not([hidden])");
   await page.click("#usage-open");
   await page.waitForSelector("#usage-view[open]");
