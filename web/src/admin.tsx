@@ -21,16 +21,17 @@ export function Admin() {
   const change = (user: string, body: Schemas["UserChange"], done: string) =>
     void attempt(async () => {
       await call(api.PATCH("/v1/users/{name}", { params: { path: { name: user } }, body }));
-      setSaid(done);
       await load();
+      // Said once the list shows it.
+      setSaid(done);
     });
   const create = (e: Event) => {
     e.preventDefault();
     void attempt(async () => {
       const made = await call(api.POST("/v1/users", { body: { name: name.trim(), role } }));
       setName("");
-      setSaid(t("admin.created", { name: made.name }));
       await load();
+      setSaid(t("admin.created", { name: made.name }));
     });
   };
   return (

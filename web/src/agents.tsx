@@ -307,22 +307,14 @@ export function Agents() {
             options={opts}
             notice={notice}
             onEdit={() => setNotice("")}
-            onSaved={(n) => {
-              setNotice(t("agents.saved"));
-              void load(n);
-            }}
-            onDeleted={() => {
-              setNotice(t("agents.deleted"));
-              void load(null);
-            }}
+            // Said once the list and the editor show it.
+            onSaved={(n) => void load(n).then(() => setNotice(t("agents.saved")))}
+            onDeleted={() => void load(null).then(() => setNotice(t("agents.deleted")))}
           />
           {agent && (
             <AgentVersions
               agent={agent}
-              rolledBack={(n) => {
-                setNotice(t("versions.rolled_back"));
-                void load(n);
-              }}
+              rolledBack={(n) => void load(n).then(() => setNotice(t("versions.rolled_back")))}
             />
           )}
           </div>

@@ -20,8 +20,9 @@ export function Devices() {
     if (!confirm(t("devices.revoke_confirm", { name }))) return;
     void attempt(async () => {
       await call(api.DELETE("/v1/devices/{name}", { params: { path: { name } } }));
-      setSaid(t("devices.revoked", { name }));
       await load();
+      // Said once the list shows it.
+      setSaid(t("devices.revoked", { name }));
     });
   };
   return (

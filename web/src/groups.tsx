@@ -169,9 +169,9 @@ export function Groups() {
           models={models}
           notice={notice}
           saved={(name, said) => {
-            setNotice(said);
             setOpen(name);
-            void load();
+            // Said once the list and the editor show it.
+            void load().then(() => setNotice(said));
           }}
         />
       </div>

@@ -24,15 +24,17 @@ export function BriefHook() {
     await attempt(async () => {
       await call(api.PUT("/v1/brief-hook", { body: { url: url.trim(), secret } }));
       setSecret("");
-      setSaid(t("hook.saved"));
       await load();
+      // Said once the list shows it.
+      setSaid(t("hook.saved"));
     });
   };
   const remove = async () => {
     await attempt(async () => {
       await call(api.DELETE("/v1/brief-hook"));
-      setSaid(t("hook.removed"));
       await load();
+      // Said once the list shows it.
+      setSaid(t("hook.removed"));
     });
   };
   return (

@@ -35,15 +35,17 @@ export function ProviderKeys() {
       if (base.trim()) body.base_url = base.trim();
       await call(api.PUT("/v1/settings/providers/{provider}", { params: { path: { provider: provider.trim() } }, body }));
       setKey("");
-      setSaid(t("keys.stored", { provider: provider.trim() }));
       await load();
+      // Said once the list shows it.
+      setSaid(t("keys.stored", { provider: provider.trim() }));
     });
   };
   const forget = async (name: string) => {
     await attempt(async () => {
       await call(api.DELETE("/v1/settings/providers/{provider}", { params: { path: { provider: name } } }));
-      setSaid(t("keys.forgotten", { provider: name }));
       await load();
+      // Said once the list shows it.
+      setSaid(t("keys.forgotten", { provider: name }));
     });
   };
   return (

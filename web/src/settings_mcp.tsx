@@ -25,16 +25,18 @@ export function McpServers() {
     await attempt(async () => {
       const headers: Record<string, string> = header.trim() ? { [header.trim()]: value } : {};
       const made = await call(api.PUT("/v1/settings/mcp/{name}", { params: { path: { name: name.trim() } }, body: { url: url.trim(), headers } }));
-      setSaid(t("mcp.saved", { name: made.server.name, count: made.tools.length }));
       setValue("");
       await load();
+      // Said once the list shows it.
+      setSaid(t("mcp.saved", { name: made.server.name, count: made.tools.length }));
     });
   };
   const remove = async (server: string) => {
     await attempt(async () => {
       await call(api.DELETE("/v1/settings/mcp/{name}", { params: { path: { name: server } } }));
-      setSaid(t("mcp.removed", { name: server }));
       await load();
+      // Said once the list shows it.
+      setSaid(t("mcp.removed", { name: server }));
     });
   };
   if (!settings) return null;

@@ -130,7 +130,7 @@ function Editor(props: {
   /** What the last action said (kept by the list, which reads the task again after it). */
   notice: string;
   said: (notice: string) => void;
-  changed: (id: string | null) => void;
+  changed: (id: string | null) => Promise<void>;
 }) {
   const [d, setD] = useState<Draft>(draft(props.task));
   const [error, setError] = useState<string | null>(null);
@@ -144,9 +144,10 @@ function Editor(props: {
     setError(null);
     try {
       const shown = await what();
+      // Said once the list and the editor show it.
+      await props.changed(shown);
       props.said(done);
       setVersion((v) => v + 1);
-      props.changed(shown);
     } catch (failure) {
       setError(describe(failure));
     }
@@ -334,9 +335,9 @@ export function Tasks() {
           agents={agents}
           notice={notice}
           said={setNotice}
-          changed={(id) => {
+          changed={async (id) => {
             setOpen(id);
-            void load();
+            await load();
           }}
         />
       </div>
