@@ -1,8 +1,9 @@
 // Administration (admins only; the server answers 404 to anyone else): the server's users with
 // their role and whether they are enabled, a new user, a role changed, a user disabled (their
-// tokens and sessions stop) or enabled again. The server keeps at least one enabled admin.
+// tokens and sessions stop) or enabled again, and a user's API tokens (admin_tokens.tsx). The server keeps at least one enabled admin.
 import { useEffect, useState } from "preact/hooks";
 import { Alert, useAttempt } from "./alert";
+import { UserTokens } from "./admin_tokens";
 import { api, call, type Schemas } from "./api/client";
 import { describe } from "./failure";
 import { formatDate, t } from "./i18n";
@@ -13,6 +14,8 @@ export function Admin() {
   const [role, setRole] = useState<Schemas["UserRole"]>("member");
   const [error, attempt, setError] = useAttempt();
   const [said, setSaid] = useState("");
+  // The user whose tokens are shown.
+  const [tokensOf, setTokensOf] = useState<string | null>(null);
   const load = () =>
     call(api.GET("/v1/users"))
       .then((l) => setUsers(l.users))
@@ -47,6 +50,7 @@ export function Admin() {
                 <th scope="col">{t("settings.role")}</th>
                 <th scope="col">{t("settings.since")}</th>
                 <th scope="col">{t("admin.state")}</th>
+                <th scope="col">{t("admin.tokens")}</th>
               </tr>
             </thead>
             <tbody>
@@ -75,12 +79,18 @@ export function Admin() {
                       </button>
                     )}
                   </td>
+                  <td>
+                    <button type="button" class="small tokens-of" aria-pressed={tokensOf === u.name} onClick={() => setTokensOf(u.name)}>
+                      {t("admin.tokens_of", { name: u.name })}
+                    </button>
+                  </td>
                 </tr>
               ))}
             </tbody>
           </table>
         </div>
       )}
+      {tokensOf && <UserTokens user={tokensOf} />}
       <form class="inline-form panel" onSubmit={create} aria-label={t("admin.new")}>
         <label class="field">
           <span>{t("agents.name")}</span>

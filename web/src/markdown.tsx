@@ -1,12 +1,14 @@
 // An answer as Markdown (GitHub's flavour: tables, fenced code), parsed by marked and cleaned by
 // DOMPurify before it reaches the page: a model's text never runs script, and never loads an
 // image (a URL the model chose would carry out whatever it put in it: the exfiltration a
-// prompt injection aims for), so images are left out. Code blocks get a copy button;
+// prompt injection aims for), so images are left out. Code blocks get a copy button and
+// colours (highlight.ts);
 // citations of knowledge chunks open the chunk.
 import DOMPurify from "dompurify";
 import { marked } from "marked";
 import { useEffect, useMemo, useRef } from "preact/hooks";
 import { linkCitations } from "./citations";
+import { highlightIn } from "./highlight";
 import { t } from "./i18n";
 
 marked.setOptions({ gfm: true, breaks: false });
@@ -38,6 +40,7 @@ export function Markdown(props: { text: string }) {
       });
       pre.prepend(copy);
     }
+    highlightIn(root);
     linkCitations(root);
   }, [props.text]);
   // Parsed and cleaned once per text, not at every render of the transcript.

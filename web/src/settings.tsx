@@ -1,6 +1,6 @@
 // Settings: who you are, the app's language and theme (also on a phone, where the header has
-// no room for them), and what you bring to this server: model provider keys, MCP servers, the
-// brief hook and the working directory, each its own panel.
+// no room for them), what you bring to this server (model provider keys, MCP servers), the
+// skills it offers, the brief hook and the working directory, each its own panel.
 import { useEffect, useState } from "preact/hooks";
 import { api, call, type Schemas, signedInBy } from "./api/client";
 import { describe } from "./failure";
@@ -10,6 +10,7 @@ import { BriefHook } from "./settings_hook";
 import { signOut } from "./signin";
 import { ProviderKeys } from "./settings_keys";
 import { McpServers } from "./settings_mcp";
+import { Skills } from "./settings_skills";
 import { Workdir } from "./settings_workdir";
 import { ThemeSelect } from "./theme";
 
@@ -61,6 +62,7 @@ export function Settings() {
       <Profile />
       <ProviderKeys />
       <McpServers />
+      <Skills />
       <BriefHook />
       <Workdir />
     </section>

@@ -1292,6 +1292,17 @@ async fn the_web_app_keeps_settings_secret_and_makes_an_agent_with_pickers() {
         return;
     };
     let origin = format!("http://127.0.0.1:{port}");
+    // A skill the server offers, and a file it leaves out (no front matter).
+    for (name, text) in [
+        (
+            "pdf-tools",
+            "---\nname: pdf-tools\ndescription: Read PDF files.\n---\nRead page by page.\n",
+        ),
+        ("broken", "no front matter here\n"),
+    ] {
+        std::fs::create_dir_all(dir.join("skills").join(name)).unwrap();
+        std::fs::write(dir.join("skills").join(name).join("SKILL.md"), text).unwrap();
+    }
     let model = serve(vec![], 3).await;
     let (_server, base) = serve_ui_flags(
         &dir,
@@ -1304,6 +1315,13 @@ async fn the_web_app_keeps_settings_secret_and_makes_an_agent_with_pickers() {
     let shots = out.display();
     assert_eq!(report["ok"], true, "{report:#}\nscreenshots in {shots}");
     let text = |k: &str| report[k].as_str().unwrap_or_default().to_owned();
+    assert!(
+        text("skills").contains("pdf-tools")
+            && text("skills").contains("Read PDF files.")
+            && text("skills").contains("Left out")
+            && text("skills").contains("broken"),
+        "{report:#}"
+    );
     assert_eq!(text("keyType"), "password");
     assert_eq!(text("keyAfter"), "", "the key field is emptied");
     assert!(
@@ -1825,8 +1843,8 @@ async fn the_web_app_opens_and_scrolls_a_conversation_of_ten_thousand_messages()
 }
 
 /// Groups, devices and administration in the web app: a group of two agents in turn; the
-/// connected device listed with its tools, then revoked; a user created, made an admin and
-/// disabled by the admin.
+/// connected device listed with its tools, then revoked; a user created, made an admin, given
+/// a token that is revoked, and disabled by the admin.
 #[tokio::test]
 async fn the_web_app_makes_a_group_revokes_a_device_and_administers_users() {
     let Some(Browser {
@@ -1920,6 +1938,30 @@ async fn the_web_app_makes_a_group_revokes_a_device_and_administers_users() {
     assert_eq!(
         report["users"],
         json!(["bob:admin:disabled", "local:admin:enabled"])
+    );
+    let token = report["token"].as_str().unwrap();
+    assert!(token.starts_with("rein_"), "{report:#}");
+    let row = report["tokenRow"].as_str().unwrap();
+    assert!(
+        row.contains("ci") && row.contains("read") && !row.contains("run") && !row.contains(token),
+        "{row}"
+    );
+    assert!(
+        report["revokedRow"].as_str().unwrap().contains("revoked"),
+        "{report:#}"
+    );
+    let tokens = json_call(
+        &http,
+        reqwest::Method::GET,
+        &format!("{base}/v1/users/bob/tokens"),
+        None,
+    )
+    .await;
+    assert_eq!(tokens["tokens"][0]["label"], "ci", "{tokens}");
+    assert_eq!(tokens["tokens"][0]["scopes"], json!(["read"]), "{tokens}");
+    assert!(
+        tokens["tokens"][0]["revoked_at"].is_string(),
+        "revoked in the page: {tokens}"
     );
     let group = json_call(
         &http,

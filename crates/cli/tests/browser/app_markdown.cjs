@@ -1,4 +1,5 @@
-// An answer in Markdown in the web app (/app/): a table, a code block with a copy button, a
+// An answer in Markdown in the web app (/app/): a table, a code block coloured by its language
+// with a copy button, a
 // link that opens elsewhere, and the HTML a model might write (a script, an image with an
 // error handler, a javascript: link) shown harmlessly: no image is loaded at all (a URL a
 // model chose can carry data out). Screenshots go to OUT.
@@ -17,6 +18,9 @@ run("app-markdown", { viewport: { width: 1280, height: 800 } }, async ({ page, b
   const cells = await page.$$eval(".markdown td", (c) => c.map((x) => x.textContent));
   if (JSON.stringify(cells) !== JSON.stringify(["17 * 23", "391"])) throw new Error("table: " + cells);
   if (!(await page.textContent(".markdown pre code")).includes("fn main()")) throw new Error("code block");
+  // Coloured as Rust: `fn` a keyword, `main` a function's name.
+  const keyword = await page.textContent(".markdown pre code.hljs .hljs-keyword");
+  if (keyword !== "fn") throw new Error("not highlighted: " + (await page.innerHTML(".markdown pre code")));
   await page.click(".markdown pre button.copy");
   if ((await page.textContent(".markdown pre button.copy")) !== "Copied") throw new Error("copy button");
   const link = await page.$eval(".markdown a[href^='https://']", (a) => [a.target, a.rel]);

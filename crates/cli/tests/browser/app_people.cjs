@@ -1,7 +1,7 @@
 // Groups, devices and administration in the web app (/app/): a group made with its members
 // picked in order, a policy and rounds, kept after a reload; the connected device listed with
-// its platform, directory and tools, then revoked; as an admin, a user created, made an admin
-// and disabled. axe on each screen on a desktop and a phone; no English left in Chinese.
+// its platform, directory and tools, then revoked; as an admin, a user created, made an admin,
+// given a token (shown once) that is then revoked, and disabled. axe on each screen on a desktop and a phone; no English left in Chinese.
 // Screenshots go to OUT.
 // Usage: node app_people.cjs BASE_URL OUT_DIR   (REIN_PLAYWRIGHT, REIN_CHROMIUM)
 "use strict";
@@ -10,8 +10,9 @@ const { run, accessible } = require("./harness.cjs");
 const ENGLISH = ["Groups", "New group", "Who speaks next", "Devices", "Revoke", "Administration", "Disable", "Create"];
 
 run("app-people", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot, dialogs }) => {
+  // A screen's own status line (the tokens panel has one of its own).
   const said = (screen, text) =>
-    page.waitForFunction(([s, x]) => document.querySelector(`.${s} [role=status]`)?.textContent === x, [screen, text], { timeout: 20000 });
+    page.waitForFunction(([s, x]) => document.querySelector(`.${s} .editor [role=status], .${s} > [role=status]`)?.textContent === x, [screen, text], { timeout: 20000 });
   await page.goto(base + "/app/#/groups");
   await page.evaluate(() => localStorage.setItem("rein.lang", "en"));
   await page.reload();
@@ -52,6 +53,19 @@ run("app-people", { viewport: { width: 1280, height: 800 } }, async ({ page, bas
   await said("admin", "bob is created.");
   await page.selectOption('.admin select[aria-label="Role of bob"]', "admin");
   await said("admin", "bob's role is changed.");
+  // bob's tokens: one made (shown once), listed without the secret, then revoked.
+  await page.click('.admin tr[data-user="bob"] button.tokens-of');
+  await page.waitForSelector(".admin .tokens form");
+  await page.fill(".admin .tokens label.field:has-text('What it is for') input", "ci");
+  await page.uncheck('.admin .tokens .scopes input[value="run"]');
+  await page.click(".admin .tokens form button[type=submit]");
+  await page.waitForSelector(".admin .tokens .made code");
+  const token = await page.textContent(".admin .tokens .made code");
+  const tokenRow = await page.textContent(".admin .tokens .rows li");
+  await accessible(page, "a user's tokens");
+  await page.click('.admin .tokens button[aria-label="Revoke ci"]');
+  await page.waitForSelector(".admin .tokens .rows li .badge");
+  const revokedRow = await page.textContent(".admin .tokens .rows li");
   await page.click('.admin tr[data-user="bob"] button.disable');
   await said("admin", "bob is disabled: their tokens and sessions stop.");
   const users = await page.$$eval(".admin tbody tr", (rs) => rs.map((r) => r.dataset.user + ":" + r.querySelector("select").value + ":" + (r.querySelector("button.enable") ? "disabled" : "enabled")));
@@ -70,5 +84,5 @@ run("app-people", { viewport: { width: 1280, height: 800 } }, async ({ page, bas
       await accessible(page, `${screen}, ${size.width}px, zh-CN`);
     }
   }
-  return { order, kept, device, users };
+  return { order, kept, device, users, token, tokenRow, revokedRow };
 });

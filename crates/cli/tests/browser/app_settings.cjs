@@ -40,6 +40,8 @@ run("app-settings", { viewport: { width: 390, height: 844 } }, async ({ page, ba
   const refused = await page.textContent(`${keys} [role=alert]`);
   await accessible(page, "settings, phone");
   await shot("app-settings-1-keys");
+  // The skills this server offers, and the one it left out with why.
+  const skills = await page.textContent('section[aria-labelledby="skills-title"]');
   // 2. An MCP server on the allowed origin with a token header.
   const mcp = 'section[aria-labelledby="mcp-title"]';
   const origins = await page.textContent(`${mcp} p.muted`);
@@ -141,6 +143,6 @@ run("app-settings", { viewport: { width: 390, height: 844 } }, async ({ page, ba
   return {
     keyType, keyAfter, listed, refused, mcpSaved, mcpListed, hookShown, hookSecretAfter,
     pageHoldsSecrets: [key, token, secret].filter((s) => html.includes(s)),
-    groups, filtered, allowOffered, kept, versions, rolledBack,
+    groups, filtered, allowOffered, kept, versions, rolledBack, skills,
   };
 });
