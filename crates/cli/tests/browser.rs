@@ -1107,6 +1107,42 @@ async fn every_button_of_the_readme_demo_gets_an_answer_from_the_replay() {
     }
 }
 
+/// Every button of the README demo in the web app, the page the README's command opens: the
+/// banner's example, regenerate, edit, "always" for the shell, and (on a phone) a rejection
+/// with a reason, each answered by the replay; five operations, all done, none billed.
+#[tokio::test]
+async fn every_button_of_the_readme_demo_in_the_web_app_gets_an_answer_from_the_replay() {
+    let Some(Browser {
+        chromium,
+        playwright,
+        dir,
+    }) = browser(
+        "the README demo's buttons in the web app in Chromium",
+        "rein-web-demo-buttons",
+    )
+    else {
+        return;
+    };
+    let (_server, base) = demo_server(&dir).await;
+    let (report, out) = run_script("app_demo_buttons.cjs", &base, &chromium, &playwright).await;
+    let shots = out.display();
+    assert_eq!(report["ok"], true, "{report:#}\nscreenshots in {shots}");
+    assert_eq!(report["cost"], "$0.00", "{report:#}");
+    let ops = json_call(
+        &reqwest::Client::new(),
+        reqwest::Method::GET,
+        &format!("{base}/v1/operations"),
+        None,
+    )
+    .await;
+    let ops = ops.as_array().unwrap();
+    assert_eq!(ops.len(), 5, "{ops:#?}");
+    for op in ops {
+        assert_eq!(op["status"], "done", "{op:#}");
+        assert_eq!(op["cost"].as_f64(), Some(0.0), "{op:#}");
+    }
+}
+
 /// The web app (`/app/`, built from `web/`, embedded): its conversation list and a
 /// transcript at a desktop's and a phone's width (the list a drawer there), in English and in
 /// Chinese with no English UI string left, the replay banner, what the page loads (its
