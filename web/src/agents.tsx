@@ -7,6 +7,7 @@ import { useEffect, useState } from "preact/hooks";
 import { Alert } from "./alert";
 import { api, call, type Schemas } from "./api/client";
 import { describe } from "./failure";
+import { NumberField, SelectField } from "./fields";
 import { formatDate, formatNumber, formatUsd, t } from "./i18n";
 import { AgentVersions } from "./agent_versions";
 import { type Choice, Picker } from "./picker";
@@ -50,12 +51,6 @@ function toolChoices(tools: Schemas["ToolOut"][]): Choice[] {
     detail: tool.description || tool.apis.map((a) => a.name).join(", "),
     group: t(tool.kind === "mcp" ? "agents.tools_mcp" : tool.kind === "device" ? "agents.tools_device" : tool.kind === "custom" ? "agents.tools_custom" : "agents.tools_builtin"),
   }));
-}
-
-/** A number field's value: empty is "not set". */
-function num(value: string): number | undefined {
-  const n = Number(value);
-  return value.trim() === "" || !Number.isFinite(n) ? undefined : n;
 }
 
 function Editor(props: {
@@ -158,16 +153,13 @@ function Editor(props: {
       {profile.tools != null && (
         <Picker label={t("agents.tools")} choices={tools} chosen={profile.tools} onChange={(v) => set({ tools: v })} empty={t("agents.no_tools")} />
       )}
-      <label class="field">
-        <span>{t("agents.approval")}</span>
-        <select value={profile.approval ?? "manual"} onChange={(e) => set({ approval: (e.target as HTMLSelectElement).value as Schemas["ApprovalMode"] })}>
-          {APPROVALS.map((a) => (
-            <option key={a} value={a}>
-              {t(`agents.approval_${a.replace("-", "_") as "manual" | "allow_list" | "auto_run" | "headless"}`)}
-            </option>
-          ))}
-        </select>
-      </label>
+      <SelectField
+        label={t("agents.approval")}
+        value={profile.approval ?? "manual"}
+        options={APPROVALS}
+        name={(a) => t(`agents.approval_${a.replace("-", "_") as "manual" | "allow_list" | "auto_run" | "headless"}`)}
+        onChange={(approval) => set({ approval })}
+      />
       <Picker
         label={t("agents.allow")}
         choices={tools.filter((c) => profile.tools == null || profile.tools.includes(c.value))}
@@ -189,50 +181,32 @@ function Editor(props: {
         onChange={(v) => set({ knowledge: v.length ? v : undefined })}
         empty={t("agents.no_knowledge")}
       />
-      <label class="field">
-        <span>{t("agents.memory")}</span>
-        <select value={profile.memory ?? "user"} onChange={(e) => set({ memory: (e.target as HTMLSelectElement).value as Schemas["MemoryScope"] })}>
-          {MEMORY.map((m) => (
-            <option key={m} value={m}>
-              {t(`agents.memory_${m}`)}
-            </option>
-          ))}
-        </select>
-      </label>
+      <SelectField
+        label={t("agents.memory")}
+        value={profile.memory ?? "user"}
+        options={MEMORY}
+        name={(m) => t(`agents.memory_${m}`)}
+        onChange={(memory) => set({ memory })}
+      />
       <fieldset class="limits">
         <legend>{t("agents.budgets")}</legend>
-        <label class="field">
-          <span>{t("agents.max_steps")}</span>
-          <input type="number" min={1} value={profile.max_steps ?? ""} onInput={(e) => set({ max_steps: num((e.target as HTMLInputElement).value) })} />
-        </label>
-        <label class="field">
-          <span>{t("agents.token_limit")}</span>
-          <input type="number" min={1} value={profile.token_limit ?? ""} onInput={(e) => set({ token_limit: num((e.target as HTMLInputElement).value) })} />
-        </label>
-        <label class="field">
-          <span>{t("agents.cost_limit")}</span>
-          <input type="number" min={0} step="0.01" value={profile.cost_limit ?? ""} onInput={(e) => set({ cost_limit: num((e.target as HTMLInputElement).value) })} />
-        </label>
-        <label class="field">
-          <span>{t("agents.budget_policy")}</span>
-          <select value={profile.budget_policy ?? "stop"} onChange={(e) => set({ budget_policy: (e.target as HTMLSelectElement).value as Schemas["BudgetPolicy"] })}>
-            {POLICIES.map((p) => (
-              <option key={p} value={p}>
-                {t(`agents.policy_${p}`)}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label class="field">
-          <span>{t("agents.when_busy")}</span>
-          <select value={profile.when_busy ?? "enqueue"} onChange={(e) => set({ when_busy: (e.target as HTMLSelectElement).value as Schemas["WhenBusy"] })}>
-            {BUSY.map((b) => (
-              <option key={b} value={b}>
-                {t(`agents.busy_${b}`)}
-              </option>
-            ))}
-          </select>
-        </label>
+        <NumberField label={t("agents.max_steps")} min={1} value={profile.max_steps} onChange={(max_steps) => set({ max_steps })} />
+        <NumberField label={t("agents.token_limit")} min={1} value={profile.token_limit} onChange={(token_limit) => set({ token_limit })} />
+        <NumberField label={t("agents.cost_limit")} min={0} step="0.01" value={profile.cost_limit} onChange={(cost_limit) => set({ cost_limit })} />
+        <SelectField
+          label={t("agents.budget_policy")}
+          value={profile.budget_policy ?? "stop"}
+          options={POLICIES}
+          name={(p) => t(`agents.policy_${p}`)}
+          onChange={(budget_policy) => set({ budget_policy })}
+        />
+        <SelectField
+          label={t("agents.when_busy")}
+          value={profile.when_busy ?? "enqueue"}
+          options={BUSY}
+          name={(b) => t(`agents.busy_${b}`)}
+          onChange={(when_busy) => set({ when_busy })}
+        />
       </fieldset>
       <Alert error={error} />
       <div class="row">

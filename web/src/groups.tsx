@@ -6,16 +6,12 @@ import { useEffect, useState } from "preact/hooks";
 import { Alert, useAttempt } from "./alert";
 import { api, call, type Schemas } from "./api/client";
 import { describe } from "./failure";
+import { NumberField, SelectField } from "./fields";
 import { t } from "./i18n";
 import { Picker } from "./picker";
 
 type Profile = Schemas["GroupProfile"];
 const POLICIES: Schemas["SpeakerPolicy"][] = ["model", "round_robin", "mentioned_first"];
-
-function num(value: string): number | undefined {
-  const n = Number(value);
-  return value.trim() === "" || !Number.isFinite(n) ? undefined : n;
-}
 
 function Editor(props: { group: Schemas["Group"] | null; agents: string[]; models: string[]; notice: string; saved: (name: string | null, notice: string) => void }) {
   const [name, setName] = useState(props.group?.name ?? "");
@@ -56,16 +52,13 @@ function Editor(props: { group: Schemas["Group"] | null; agents: string[]; model
         empty={t("groups.no_agents")}
       />
       {profile.members.length > 0 && <p class="muted order">{t("groups.order", { members: profile.members.join(" → ") })}</p>}
-      <label class="field">
-        <span>{t("groups.policy")}</span>
-        <select value={profile.policy ?? "model"} onChange={(e) => set({ policy: (e.target as HTMLSelectElement).value as Schemas["SpeakerPolicy"] })}>
-          {POLICIES.map((p) => (
-            <option key={p} value={p}>
-              {t(`groups.policy_${p}`)}
-            </option>
-          ))}
-        </select>
-      </label>
+      <SelectField
+        label={t("groups.policy")}
+        value={profile.policy ?? "model"}
+        options={POLICIES}
+        name={(p) => t(`groups.policy_${p}`)}
+        onChange={(policy) => set({ policy })}
+      />
       {(profile.policy ?? "model") === "model" && (
         <label class="field">
           <span>{t("groups.supervisor")}</span>
@@ -85,18 +78,9 @@ function Editor(props: { group: Schemas["Group"] | null; agents: string[]; model
       </label>
       <fieldset class="limits">
         <legend>{t("agents.budgets")}</legend>
-        <label class="field">
-          <span>{t("groups.max_rounds")}</span>
-          <input type="number" min={1} max={50} value={profile.max_rounds ?? ""} onInput={(e) => set({ max_rounds: num((e.target as HTMLInputElement).value) })} />
-        </label>
-        <label class="field">
-          <span>{t("agents.token_limit")}</span>
-          <input type="number" min={1} value={profile.token_limit ?? ""} onInput={(e) => set({ token_limit: num((e.target as HTMLInputElement).value) })} />
-        </label>
-        <label class="field">
-          <span>{t("agents.cost_limit")}</span>
-          <input type="number" min={0} step="0.01" value={profile.cost_limit ?? ""} onInput={(e) => set({ cost_limit: num((e.target as HTMLInputElement).value) })} />
-        </label>
+        <NumberField label={t("groups.max_rounds")} min={1} max={50} value={profile.max_rounds} onChange={(max_rounds) => set({ max_rounds })} />
+        <NumberField label={t("agents.token_limit")} min={1} value={profile.token_limit} onChange={(token_limit) => set({ token_limit })} />
+        <NumberField label={t("agents.cost_limit")} min={0} step="0.01" value={profile.cost_limit} onChange={(cost_limit) => set({ cost_limit })} />
       </fieldset>
       <Alert error={error} />
       <div class="row">

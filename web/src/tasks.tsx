@@ -7,11 +7,14 @@ import { useEffect, useState } from "preact/hooks";
 import { Alert } from "./alert";
 import { api, call, type Schemas } from "./api/client";
 import { describe } from "./failure";
+import { SelectField } from "./fields";
 import { formatDate, formatUsd, t } from "./i18n";
 import { Picker } from "./picker";
 
 type Task = Schemas["TaskView"];
 type When = "manual" | "every" | "cron";
+const WHEN: readonly When[] = ["manual", "every", "cron"];
+const QUESTIONS: readonly Schemas["Questions"][] = ["decline", "brief"];
 
 /** Seconds as the interval syntax writes them (`90m` → `1h30m` is also fine, both parse). */
 function interval(secs: number): string {
@@ -193,14 +196,7 @@ function Editor(props: {
         </label>
         <fieldset class="limits">
           <legend>{t("tasks.when")}</legend>
-          <label class="field">
-            <span>{t("tasks.when_mode")}</span>
-            <select value={d.when} onChange={(e) => set({ when: (e.target as HTMLSelectElement).value as When })}>
-              <option value="manual">{t("tasks.when_manual")}</option>
-              <option value="every">{t("tasks.when_every")}</option>
-              <option value="cron">{t("tasks.when_cron")}</option>
-            </select>
-          </label>
+          <SelectField label={t("tasks.when_mode")} value={d.when} options={WHEN} name={(w) => t(`tasks.when_${w}`)} onChange={(when) => set({ when })} />
           {d.when === "every" && (
             <label class="field">
               <span>{t("tasks.every")}</span>
@@ -225,13 +221,13 @@ function Editor(props: {
               <input type="number" min={1} value={d.max} onInput={(e) => set({ max: (e.target as HTMLInputElement).value })} />
             </label>
           )}
-          <label class="field">
-            <span>{t("tasks.questions")}</span>
-            <select value={d.questions} onChange={(e) => set({ questions: (e.target as HTMLSelectElement).value as Schemas["Questions"] })}>
-              <option value="decline">{t("tasks.questions_decline")}</option>
-              <option value="brief">{t("tasks.questions_brief")}</option>
-            </select>
-          </label>
+          <SelectField
+            label={t("tasks.questions")}
+            value={d.questions}
+            options={QUESTIONS}
+            name={(q) => t(`tasks.questions_${q}`)}
+            onChange={(questions) => set({ questions })}
+          />
         </fieldset>
         <Picker
           label={t("tasks.depends")}

@@ -196,6 +196,43 @@ async fn learnt_and_cited(http: &reqwest::Client, base: &str, model: &rein_model
     assert!(asked.contains("Run cargo install rein-cli"), "{asked}");
 }
 
+/// `rein serve` with accounts (no `--no-auth`) on a fresh database in `dir`, whose `users`
+/// (name, password) are made first; the process (killed when dropped) and its address.
+async fn serve_accounts(dir: &Path, users: &[(&str, &str)]) -> (tokio::process::Child, String) {
+    let db = dir.join("rein.db").to_string_lossy().into_owned();
+    let rein = |args: &[&str]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rein"));
+        cmd.env_clear()
+            .envs(rein_testkit::coverage_env())
+            .env("REIN_HOME", dir)
+            .args(["--db", &db])
+            .args(args);
+        cmd
+    };
+    for (name, password) in users {
+        let made = rein(&["user", "create", name]).output().unwrap();
+        assert!(made.status.success(), "{made:?}");
+        let mut set = rein(&["user", "password", name])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        {
+            use std::io::Write;
+            writeln!(set.stdin.take().unwrap(), "{password}").unwrap();
+        }
+        let set = set.wait_with_output().unwrap();
+        assert!(set.status.success(), "{set:?}");
+    }
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rein"));
+    cmd.env_clear()
+        .envs(rein_testkit::coverage_env())
+        .args(["--db", &db])
+        .args(["serve", "--addr", "127.0.0.1:0"]);
+    listening(cmd, dir).await
+}
+
 /// `rein --replay` of the demo cassette serving on a random port with a throwaway home in
 /// `dir`, started from the repository's root without `--workdir` (the cassette's folder is
 /// its working directory).
@@ -433,36 +470,11 @@ async fn the_ui_signs_in_by_password_with_a_session_cookie_and_csrf_token() {
     };
     let dir = std::env::temp_dir().join(format!("rein-ui-signin-{}", OperationId::new()));
     std::fs::create_dir_all(&dir).unwrap();
-    let db = dir.join("rein.db").to_string_lossy().into_owned();
-    for (name, password) in [("ann", "anns long password"), ("bob", "bobs long password")] {
-        let rein = |args: &[&str]| {
-            let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rein"));
-            cmd.env_clear()
-                .envs(rein_testkit::coverage_env())
-                .env("REIN_HOME", &dir)
-                .args(["--db", &db])
-                .args(args);
-            cmd
-        };
-        let made = rein(&["user", "create", name]).output().unwrap();
-        assert!(made.status.success(), "{made:?}");
-        let mut set = rein(&["user", "password", name])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        use std::io::Write;
-        writeln!(set.stdin.take().unwrap(), "{password}").unwrap();
-        let set = set.wait_with_output().unwrap();
-        assert!(set.status.success(), "{set:?}");
-    }
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rein"));
-    cmd.env_clear()
-        .envs(rein_testkit::coverage_env())
-        .args(["--db", &db])
-        .args(["serve", "--addr", "127.0.0.1:0"]);
-    let (_server, base) = listening(cmd, &dir).await;
+    let (_server, base) = serve_accounts(
+        &dir,
+        &[("ann", "anns long password"), ("bob", "bobs long password")],
+    )
+    .await;
     let (report, out) = run_script("signin.cjs", &base, &chromium, &playwright).await;
     assert_eq!(
         report["ok"],
@@ -489,36 +501,7 @@ async fn the_web_app_signs_in_approves_a_device_login_and_signs_out() {
     else {
         return;
     };
-    let db = dir.join("rein.db").to_string_lossy().into_owned();
-    let rein = |args: &[&str]| {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rein"));
-        cmd.env_clear()
-            .envs(rein_testkit::coverage_env())
-            .env("REIN_HOME", &dir)
-            .args(["--db", &db])
-            .args(args);
-        cmd
-    };
-    let made = rein(&["user", "create", "ann"]).output().unwrap();
-    assert!(made.status.success(), "{made:?}");
-    let mut set = rein(&["user", "password", "ann"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        writeln!(set.stdin.take().unwrap(), "anns long password").unwrap();
-    }
-    let set = set.wait_with_output().unwrap();
-    assert!(set.status.success(), "{set:?}");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rein"));
-    cmd.env_clear()
-        .envs(rein_testkit::coverage_env())
-        .args(["--db", &db])
-        .args(["serve", "--addr", "127.0.0.1:0"]);
-    let (_server, base) = listening(cmd, &dir).await;
+    let (_server, base) = serve_accounts(&dir, &[("ann", "anns long password")]).await;
     let (report, out) = run_script("app_signin.cjs", &base, &chromium, &playwright).await;
     let shots = out.display();
     assert_eq!(report["ok"], true, "{report:#}\nscreenshots in {shots}");
@@ -536,7 +519,14 @@ async fn the_web_app_signs_in_approves_a_device_login_and_signs_out() {
     );
     assert_eq!(report["claimed"], 200, "{report:#}");
     assert_eq!(report["tokenGiven"], true, "{report:#}");
-    let listed = rein(&["agent", "list", "--json"]).output().unwrap();
+    let listed = std::process::Command::new(env!("CARGO_BIN_EXE_rein"))
+        .env_clear()
+        .envs(rein_testkit::coverage_env())
+        .env("REIN_HOME", &dir)
+        .args(["--db", &dir.join("rein.db").to_string_lossy()])
+        .args(["agent", "list", "--json"])
+        .output()
+        .unwrap();
     // The agent belongs to ann: the CLI's local user has none.
     assert!(listed.status.success(), "{listed:?}");
     assert!(!String::from_utf8_lossy(&listed.stdout).contains("helper"));
