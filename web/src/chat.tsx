@@ -91,6 +91,11 @@ export function Chat(props: {
         },
       },
       ctl.signal,
+      async () => {
+        const status = (await call(api.GET("/v1/operations/{id}", { params: { path: { id } } })).catch(() => null))?.operation
+          .status;
+        return status === "running" || status === "queued" || status === "idle";
+      },
     );
     open.current = false;
     if (ctl.signal.aborted) return;

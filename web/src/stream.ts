@@ -2,7 +2,8 @@
 // EventSource cannot send the Authorization header), parsed by eventsource-parser. Committed
 // events carry their sequence number as the event id; a dropped connection is resumed with
 // `Last-Event-ID`, so nothing is seen twice. The server ends the stream when the operation
-// ends or parks.
+// ends or parks; a stream that ends while the operation still runs (a proxy that closed it)
+// was cut, and is resumed the same way.
 import { createParser } from "eventsource-parser";
 
 /** One event as the server sends it (the fields this app reads). */
@@ -26,8 +27,15 @@ function headers(after: number | null): Record<string, string> {
   return h;
 }
 
-/** Follow `op` until its stream ends (reconnecting after a drop, at most `attempts` times). */
-export async function follow(op: string, on: Handlers, signal: AbortSignal, attempts = 5): Promise<void> {
+/** Follow `op` until its stream ends with the operation ended or parked (`running` says
+ * whether it still runs), reconnecting after a drop or a cut, at most `attempts` times. */
+export async function follow(
+  op: string,
+  on: Handlers,
+  signal: AbortSignal,
+  running: () => Promise<boolean>,
+  attempts = 5,
+): Promise<void> {
   let seen: number | null = null;
   for (let attempt = 0; attempt <= attempts && !signal.aborted; attempt++) {
     try {
@@ -44,9 +52,12 @@ export async function follow(op: string, on: Handlers, signal: AbortSignal, atte
       const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
       for (;;) {
         const { value, done } = await reader.read();
-        if (done) return;
+        if (done) break;
         parser.feed(value);
       }
+      if (!(await running())) return;
+      // Cut while the operation runs: resumed after the last event seen.
+      continue;
     } catch {
       if (signal.aborted) return;
       await new Promise((res) => setTimeout(res, Math.min(4000, 400 * (attempt + 1))));

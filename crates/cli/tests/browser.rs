@@ -1665,6 +1665,38 @@ async fn the_web_app_resolves_a_brief_and_makes_runs_edits_and_chains_tasks() {
     assert_eq!(weekly["depends_on"], json!([digest["id"]]), "{weekly}");
 }
 
+/// A stream cut while its operation runs: the web app resumes it after the last event it saw
+/// and shows the answer without a reload.
+#[tokio::test]
+async fn the_web_app_resumes_a_stream_cut_while_the_operation_runs() {
+    let Some(Browser {
+        chromium,
+        playwright,
+        dir,
+    }) = browser(
+        "the web app's stream resumption in Chromium",
+        "rein-web-stream",
+    )
+    else {
+        return;
+    };
+    // The answer takes a while: the operation still runs when the first stream is cut.
+    let model = serve(
+        vec![Canned::openai_text("Done slowly.").after(std::time::Duration::from_secs(2))],
+        3,
+    )
+    .await;
+    let (_server, base) = serve_ui(&dir, &model.base).await;
+    let (report, out) = run_script("app_stream.cjs", &base, &chromium, &playwright).await;
+    let shots = out.display();
+    assert_eq!(report["ok"], true, "{report:#}\nscreenshots in {shots}");
+    assert_eq!(
+        report["cursors"],
+        json!([null, "1"]),
+        "one cut stream, resumed after its last event: {report:#}"
+    );
+}
+
 /// Knowledge and memories in the web app: a folder uploaded to a new base (the binary file
 /// skipped with why) and searched; an agent given the base searches it (the card's hits cite
 /// their chunks) and answers with a citation that opens the chunk; the memory it learnt is
