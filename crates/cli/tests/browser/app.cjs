@@ -114,6 +114,23 @@ run("app", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot
     if (!text.includes("个对话") || !text.includes("助手")) throw new Error("Chinese: " + text);
     await accessible(page, `${size.width} px, Chinese`);
     await shot(`app-3-zh-${size.width}`);
+    // The inspector and the usage screen in Chinese too (their figures and the names of steps
+    // and context items are data, not UI strings).
+    await page.click(".chat .inspect");
+    await page.waitForSelector(".inspector .timeline tbody tr");
+    const inspector = await page.textContent(".inspector");
+    for (const word of ["Inspector", "Timeline", "Tokens", "Status", "went on", "What each model call admitted", "Close", "Cost"]) {
+      if (inspector.includes(word)) throw new Error(`English "${word}" in the Chinese inspector: ` + inspector);
+    }
+    await accessible(page, `the inspector, ${size.width} px, Chinese`);
+    await page.click(".inspector header button");
+    await page.goto(base + "/app/#/usage");
+    await page.waitForSelector(".usage table");
+    const usage = await page.textContent("main");
+    for (const word of ["Usage", "By day", "By agent", "By model", "Total", "Operations", "Cost"]) {
+      if (usage.includes(word)) throw new Error(`English "${word}" on the Chinese usage screen: ` + usage);
+    }
+    await accessible(page, `usage, ${size.width} px, Chinese`);
   }
   // Talking in it (wide, English): a new conversation, the shell's call waiting for a
   // decision, rejected with a reason; then the calculator's answer streamed in.
