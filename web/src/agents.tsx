@@ -9,6 +9,7 @@ import { api, call, type Schemas } from "./api/client";
 import { describe } from "./failure";
 import { NumberField, SelectField } from "./fields";
 import { formatDate, formatNumber, formatUsd, t } from "./i18n";
+import { ItemList } from "./item_list";
 import { AgentVersions } from "./agent_versions";
 import { type Choice, Picker } from "./picker";
 
@@ -249,28 +250,16 @@ export function Agents() {
       <h2 id="agents-title">{t("agents.title")}</h2>
       <Alert error={error} />
       <div class="split">
-        <div class="list">
-          <button type="button" class="new" aria-pressed={open === null} onClick={() => {
-              setNotice("");
-              setOpen(null);
-            }}>
-            {t("agents.new")}
-          </button>
-          {agents && agents.length === 0 && <p class="muted">{t("agents.none")}</p>}
-          <ul>
-            {agents?.map((a) => (
-              <li key={a.name}>
-                <button type="button" class="item" aria-current={open === a.name ? "true" : undefined} onClick={() => {
-                  setNotice("");
-                  setOpen(a.name);
-                }}>
-                  <span class="title">{a.name}</span>
-                  <span class="muted">{a.config.model ?? t("agents.default_model")}</span>
-                </button>
-              </li>
-            ))}
-          </ul>
-        </div>
+        <ItemList
+          items={agents?.map((a) => ({ key: a.name, title: a.name, detail: a.config.model ?? t("agents.default_model") })) ?? null}
+          open={open}
+          choose={(name) => {
+            setNotice("");
+            setOpen(name);
+          }}
+          newLabel={t("agents.new")}
+          none={t("agents.none")}
+        />
         {opts ? (
           <div class="task-detail">
           <Editor

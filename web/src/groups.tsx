@@ -8,6 +8,7 @@ import { api, call, type Schemas } from "./api/client";
 import { describe } from "./failure";
 import { NumberField, SelectField } from "./fields";
 import { t } from "./i18n";
+import { ItemList } from "./item_list";
 import { Picker } from "./picker";
 
 type Profile = Schemas["GroupProfile"];
@@ -130,22 +131,13 @@ export function Groups() {
       <h2 id="groups-title">{t("groups.title")}</h2>
       <Alert error={error} />
       <div class="split">
-        <div class="list">
-          <button type="button" class="new" aria-pressed={open === null} onClick={() => choose(null)}>
-            {t("groups.new")}
-          </button>
-          {groups && groups.length === 0 && <p class="muted">{t("groups.none")}</p>}
-          <ul>
-            {groups?.map((g) => (
-              <li key={g.name}>
-                <button type="button" class="item" aria-current={open === g.name ? "true" : undefined} onClick={() => choose(g.name)}>
-                  <span class="title">{g.name}</span>
-                  <span class="muted">{g.config.members.join(", ")}</span>
-                </button>
-              </li>
-            ))}
-          </ul>
-        </div>
+        <ItemList
+          items={groups?.map((g) => ({ key: g.name, title: g.name, detail: g.config.members.join(", ") })) ?? null}
+          open={open}
+          choose={choose}
+          newLabel={t("groups.new")}
+          none={t("groups.none")}
+        />
         <Editor
           key={group ? group.name + "@" + group.updated_at : "new"}
           group={group}

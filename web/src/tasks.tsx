@@ -9,6 +9,7 @@ import { api, call, type Schemas } from "./api/client";
 import { describe } from "./failure";
 import { SelectField } from "./fields";
 import { formatDate, formatUsd, t } from "./i18n";
+import { ItemList } from "./item_list";
 import { Picker } from "./picker";
 
 type Task = Schemas["TaskView"];
@@ -306,22 +307,13 @@ export function Tasks() {
       <h2 id="tasks-title">{t("tasks.title")}</h2>
       <Alert error={error} />
       <div class="split">
-        <div class="list">
-          <button type="button" class="new" aria-pressed={open === null} onClick={() => choose(null)}>
-            {t("tasks.new")}
-          </button>
-          {tasks && tasks.length === 0 && <p class="muted">{t("tasks.none")}</p>}
-          <ul>
-            {tasks?.map((x) => (
-              <li key={x.id}>
-                <button type="button" class="item" aria-current={open === x.id ? "true" : undefined} onClick={() => choose(x.id)}>
-                  <span class="title">{x.title}</span>
-                  <span class="muted">{t(`tasks.status_${x.status ?? "active"}`)}</span>
-                </button>
-              </li>
-            ))}
-          </ul>
-        </div>
+        <ItemList
+          items={tasks?.map((x) => ({ key: x.id, title: x.title, detail: t(`tasks.status_${x.status ?? "active"}`) })) ?? null}
+          open={open}
+          choose={choose}
+          newLabel={t("tasks.new")}
+          none={t("tasks.none")}
+        />
         <Editor
           // A new editor for another task, or the same one changed: its form starts from it
           // at once (an effect would reset it a frame later, under what was typed since).

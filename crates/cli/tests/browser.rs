@@ -233,6 +233,24 @@ async fn serve_accounts(dir: &Path, users: &[(&str, &str)]) -> (tokio::process::
     listening(cmd, dir).await
 }
 
+/// What the demo-button tests end with: the five operations their buttons started, each
+/// done and billed nothing.
+async fn demo_ran_five_unbilled(base: &str) {
+    let ops = json_call(
+        &reqwest::Client::new(),
+        reqwest::Method::GET,
+        &format!("{base}/v1/operations"),
+        None,
+    )
+    .await;
+    let ops = ops.as_array().unwrap();
+    assert_eq!(ops.len(), 5, "{ops:#?}");
+    for op in ops {
+        assert_eq!(op["status"], "done", "{op:#}");
+        assert_eq!(op["cost"].as_f64(), Some(0.0), "{op:#}");
+    }
+}
+
 /// `rein --replay` of the demo cassette serving on a random port with a throwaway home in
 /// `dir`, started from the repository's root without `--workdir` (the cassette's folder is
 /// its working directory).
@@ -1081,20 +1099,7 @@ async fn every_button_of_the_readme_demo_gets_an_answer_from_the_replay() {
         "{report:#}\nscreenshots in {}",
         out.display()
     );
-    let http = reqwest::Client::new();
-    let ops = json_call(
-        &http,
-        reqwest::Method::GET,
-        &format!("{base}/v1/operations"),
-        None,
-    )
-    .await;
-    let ops = ops.as_array().unwrap();
-    assert_eq!(ops.len(), 5, "{ops:#?}");
-    for op in ops {
-        assert_eq!(op["status"], "done", "{op:#}");
-        assert_eq!(op["cost"].as_f64(), Some(0.0), "{op:#}");
-    }
+    demo_ran_five_unbilled(&base).await;
 }
 
 /// Every button of the README demo in the web app, the page the README's command opens: the
@@ -1118,19 +1123,7 @@ async fn every_button_of_the_readme_demo_in_the_web_app_gets_an_answer_from_the_
     let shots = out.display();
     assert_eq!(report["ok"], true, "{report:#}\nscreenshots in {shots}");
     assert_eq!(report["cost"], "$0.00", "{report:#}");
-    let ops = json_call(
-        &reqwest::Client::new(),
-        reqwest::Method::GET,
-        &format!("{base}/v1/operations"),
-        None,
-    )
-    .await;
-    let ops = ops.as_array().unwrap();
-    assert_eq!(ops.len(), 5, "{ops:#?}");
-    for op in ops {
-        assert_eq!(op["status"], "done", "{op:#}");
-        assert_eq!(op["cost"].as_f64(), Some(0.0), "{op:#}");
-    }
+    demo_ran_five_unbilled(&base).await;
 }
 
 /// The web app (`/app/`, built from `web/`, embedded): its conversation list and a
