@@ -1,9 +1,10 @@
 // Administration (admins only; the server answers 404 to anyone else): the server's users with
 // their role and whether they are enabled, a new user, a role changed, a user disabled (their
-// tokens and sessions stop) or enabled again, and a user's API tokens (admin_tokens.tsx). The server keeps at least one enabled admin.
+// tokens and sessions stop) or enabled again, and a user's API tokens (tokens.tsx). The server
+// keeps at least one enabled admin.
 import { useEffect, useState } from "preact/hooks";
 import { Alert, useAttempt } from "./alert";
-import { UserTokens } from "./admin_tokens";
+import { Tokens } from "./tokens";
 import { api, call, type Schemas } from "./api/client";
 import { describe } from "./failure";
 import { formatDate, t } from "./i18n";
@@ -90,7 +91,7 @@ export function Admin() {
           </table>
         </div>
       )}
-      {tokensOf && <UserTokens user={tokensOf} />}
+      {tokensOf && <Tokens user={tokensOf} admin={users?.find((u) => u.name === tokensOf)?.role === "admin"} canMake />}
       <form class="inline-form panel" onSubmit={create} aria-label={t("admin.new")}>
         <label class="field">
           <span>{t("agents.name")}</span>

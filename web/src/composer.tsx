@@ -80,22 +80,25 @@ export function Composer(props: {
       <AttachedList attached={attached} remove={remove} />
       <Alert error={error} />
       <div class="row">
-        {agents.length > 0 && (
-          <select
-            class="agent"
-            aria-label={t("composer.agent")}
-            value={props.agent ?? ""}
-            onChange={(e) => props.onAgent((e.target as HTMLSelectElement).value || null)}
-          >
-            <option value="">{t("composer.default_agent")}</option>
-            {agents.map((a) => (
-              <option key={a.name} value={a.name}>
-                {a.name}
-              </option>
-            ))}
-          </select>
-        )}
-        <AttachButton disabled={props.busy} add={(files) => void add(files)} />
+        {/* Its own line on a phone, leaving the message box the screen's width. */}
+        <div class="choose">
+          {agents.length > 0 && (
+            <select
+              class="agent"
+              aria-label={t("composer.agent")}
+              value={props.agent ?? ""}
+              onChange={(e) => props.onAgent((e.target as HTMLSelectElement).value || null)}
+            >
+              <option value="">{t("composer.default_agent")}</option>
+              {agents.map((a) => (
+                <option key={a.name} value={a.name}>
+                  {a.name}
+                </option>
+              ))}
+            </select>
+          )}
+          <AttachButton disabled={props.busy} add={(files) => void add(files)} />
+        </div>
         <label class="visually-hidden" for="message">
           {t("composer.label")}
         </label>

@@ -75,6 +75,10 @@ fn browser(test: &str, prefix: &str) -> Option<Browser> {
     }
 }
 
+/// The sizes every web app flow runs at, each on a fresh server (`REIN_VIEWPORT` for the
+/// script): a desktop, and a phone where the sections are in a drawer and the inspector a sheet.
+const SIZES: [&str; 2] = ["1280x800", "390x844"];
+
 /// `rein serve --no-auth` on a fresh database in `dir`, its models at `model` (the scripted
 /// server), with the test tools; the process (killed when dropped) and its address.
 async fn serve_ui(dir: &Path, model: &str) -> (tokio::process::Child, String) {
@@ -537,6 +541,18 @@ async fn the_web_app_signs_in_approves_a_device_login_and_signs_out() {
     );
     assert_eq!(report["claimed"], 200, "{report:#}");
     assert_eq!(report["tokenGiven"], true, "{report:#}");
+    // Her own token: a member is not offered `admin`; read only, it reads as her and changes
+    // nothing; revoked, it stops.
+    assert_eq!(report["offered"], json!(["read", "run"]), "{report:#}");
+    assert_eq!(report["ownGiven"], true, "{report:#}");
+    assert!(text("ownRow").contains("read"), "{report:#}");
+    assert_eq!(
+        report["ownRowHoldsIt"], false,
+        "the list never shows a token"
+    );
+    assert_eq!(text("reads"), "ann", "{report:#}");
+    assert_eq!(report["changes"], 403, "{report:#}");
+    assert_eq!(report["afterRevoke"], 401, "{report:#}");
     let listed = std::process::Command::new(env!("CARGO_BIN_EXE_rein"))
         .env_clear()
         .envs(rein_testkit::coverage_env())
@@ -1256,6 +1272,12 @@ async fn the_web_app_pages_a_long_conversation_list() {
 /// card for the next call of the tool there), never offered for a call the guard flags.
 #[tokio::test]
 async fn the_web_app_grants_on_the_server_and_a_guarded_call_still_asks() {
+    for size in SIZES {
+        the_web_app_grants_on_the_server_and_a_guarded_call_still_asks_at(size).await;
+    }
+}
+
+async fn the_web_app_grants_on_the_server_and_a_guarded_call_still_asks_at(size: &str) {
     let Some(Browser {
         chromium,
         playwright,
@@ -1274,11 +1296,18 @@ async fn the_web_app_grants_on_the_server_and_a_guarded_call_still_asks() {
     )
     .await;
     assert_eq!(created["name"], "careful", "{created}");
-    let (report, out) = run_script("app_grants.cjs", &base, &chromium, &playwright).await;
+    let (report, out) = run_script_with(
+        "app_grants.cjs",
+        &base,
+        &chromium,
+        &playwright,
+        &[("REIN_VIEWPORT", size)],
+    )
+    .await;
     assert_eq!(
         report["ok"],
         true,
-        "{report:#}\nscreenshots in {}",
+        "at {size}: {report:#}\nscreenshots in {}",
         out.display()
     );
     let ledger = std::fs::read_to_string(dir.join("ledger.txt")).unwrap();
@@ -1296,6 +1325,12 @@ async fn the_web_app_grants_on_the_server_and_a_guarded_call_still_asks() {
 /// rolled back to its first version (kept as the third).
 #[tokio::test]
 async fn the_web_app_keeps_settings_secret_and_makes_an_agent_with_pickers() {
+    for size in SIZES {
+        the_web_app_keeps_settings_secret_and_makes_an_agent_with_pickers_at(size).await;
+    }
+}
+
+async fn the_web_app_keeps_settings_secret_and_makes_an_agent_with_pickers_at(size: &str) {
     let Some(Browser {
         chromium,
         playwright,
@@ -1330,9 +1365,19 @@ async fn the_web_app_keeps_settings_secret_and_makes_an_agent_with_pickers() {
         &[],
     )
     .await;
-    let (report, out) = run_script("app_settings.cjs", &base, &chromium, &playwright).await;
+    let (report, out) = run_script_with(
+        "app_settings.cjs",
+        &base,
+        &chromium,
+        &playwright,
+        &[("REIN_VIEWPORT", size)],
+    )
+    .await;
     let shots = out.display();
-    assert_eq!(report["ok"], true, "{report:#}\nscreenshots in {shots}");
+    assert_eq!(
+        report["ok"], true,
+        "at {size}: {report:#}\nscreenshots in {shots}"
+    );
     let text = |k: &str| report[k].as_str().unwrap_or_default().to_owned();
     assert!(
         text("skills").contains("pdf-tools")
@@ -1431,6 +1476,12 @@ async fn the_web_app_keeps_settings_secret_and_makes_an_agent_with_pickers() {
 /// on that operation, then the conversation renamed and deleted.
 #[tokio::test]
 async fn the_web_app_attaches_files_answers_a_question_and_renames_and_deletes() {
+    for size in SIZES {
+        the_web_app_attaches_files_answers_a_question_and_renames_and_deletes_at(size).await;
+    }
+}
+
+async fn the_web_app_attaches_files_answers_a_question_and_renames_and_deletes_at(size: &str) {
     let Some(Browser {
         chromium,
         playwright,
@@ -1485,9 +1536,19 @@ async fn the_web_app_attaches_files_answers_a_question_and_renames_and_deletes()
     )
     .await;
     assert_eq!(created["name"], "writer", "{created}");
-    let (report, out) = run_script("app_chat.cjs", &base, &chromium, &playwright).await;
+    let (report, out) = run_script_with(
+        "app_chat.cjs",
+        &base,
+        &chromium,
+        &playwright,
+        &[("REIN_VIEWPORT", size)],
+    )
+    .await;
     let shots = out.display();
-    assert_eq!(report["ok"], true, "{report:#}\nscreenshots in {shots}");
+    assert_eq!(
+        report["ok"], true,
+        "at {size}: {report:#}\nscreenshots in {shots}"
+    );
     assert_eq!(
         report["before"],
         json!(["sales.csv", "screenshot.png", "note.txt"]),
@@ -1567,6 +1628,12 @@ async fn the_web_app_attaches_files_answers_a_question_and_renames_and_deletes()
 /// every hour with a cap, paused and resumed; a second task that waits for the first.
 #[tokio::test]
 async fn the_web_app_resolves_a_brief_and_makes_runs_edits_and_chains_tasks() {
+    for size in SIZES {
+        the_web_app_resolves_a_brief_and_makes_runs_edits_and_chains_tasks_at(size).await;
+    }
+}
+
+async fn the_web_app_resolves_a_brief_and_makes_runs_edits_and_chains_tasks_at(size: &str) {
     let Some(Browser {
         chromium,
         playwright,
@@ -1603,9 +1670,19 @@ async fn the_web_app_resolves_a_brief_and_makes_runs_edits_and_chains_tasks() {
         |list| list["unread"] == 1,
     )
     .await;
-    let (report, out) = run_script("app_tasks.cjs", &base, &chromium, &playwright).await;
+    let (report, out) = run_script_with(
+        "app_tasks.cjs",
+        &base,
+        &chromium,
+        &playwright,
+        &[("REIN_VIEWPORT", size)],
+    )
+    .await;
     let shots = out.display();
-    assert_eq!(report["ok"], true, "{report:#}\nscreenshots in {shots}");
+    assert_eq!(
+        report["ok"], true,
+        "at {size}: {report:#}\nscreenshots in {shots}"
+    );
     let text = |k: &str| report[k].as_str().unwrap_or_default().to_owned();
     assert!(
         text("card").contains("Queue watch") && text("card").contains("model refused"),
@@ -1696,6 +1773,12 @@ async fn the_web_app_resumes_a_stream_cut_while_the_operation_runs() {
 /// private to it, corrected, and learning turned off.
 #[tokio::test]
 async fn the_web_app_indexes_a_folder_cites_it_and_corrects_a_memory() {
+    for size in SIZES {
+        the_web_app_indexes_a_folder_cites_it_and_corrects_a_memory_at(size).await;
+    }
+}
+
+async fn the_web_app_indexes_a_folder_cites_it_and_corrects_a_memory_at(size: &str) {
     let Some(Browser {
         chromium,
         playwright,
@@ -1738,11 +1821,17 @@ async fn the_web_app_indexes_a_folder_cites_it_and_corrects_a_memory() {
         &base,
         &chromium,
         &playwright,
-        &[("REIN_UI_FOLDER", &folder.to_string_lossy())],
+        &[
+            ("REIN_UI_FOLDER", &folder.to_string_lossy()),
+            ("REIN_VIEWPORT", size),
+        ],
     )
     .await;
     let shots = out.display();
-    assert_eq!(report["ok"], true, "{report:#}\nscreenshots in {shots}");
+    assert_eq!(
+        report["ok"], true,
+        "at {size}: {report:#}\nscreenshots in {shots}"
+    );
     let text = |k: &str| report[k].as_str().unwrap_or_default().to_owned();
     let outcomes = report["outcomes"].to_string();
     assert!(

@@ -182,6 +182,13 @@ pub struct Caller(pub User);
 #[derive(Clone, Debug)]
 pub struct SignedIn(pub User);
 
+/// A person at a signed-in browser (or the one user of a server without tokens): for what a
+/// token must not do on its own, making another token. A token could otherwise mint one that
+/// outlives it or holds scopes it lacks; GitHub's tokens are made in the browser for the same
+/// reason.
+#[derive(Clone, Debug)]
+pub struct Person(pub User);
+
 /// Whether a request of this method changes something (and so needs the `run` scope, and from
 /// a browser session a CSRF token).
 fn changes(method: &Method) -> bool {
@@ -275,6 +282,36 @@ impl FromRequestParts<AppState> for SignedIn {
 
     async fn from_request_parts(parts: &mut Parts, app: &AppState) -> Result<Self, ApiError> {
         authenticate(parts, app, false).await.map(SignedIn)
+    }
+}
+
+impl FromRequestParts<AppState> for Person {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &AppState) -> Result<Self, ApiError> {
+        let user = authenticate(parts, app, true).await?;
+        let by_token = parts
+            .headers
+            .contains_key(axum::http::header::AUTHORIZATION);
+        if by_token && !matches!(app.auth, AuthMode::Open(_)) {
+            return Err(ApiError::new(
+                axum::http::StatusCode::FORBIDDEN,
+                crate::error_code::ApiErrorCode::InsufficientScope,
+                "a token cannot make tokens: sign in in a browser (Settings, Your tokens) or ask an admin",
+            ));
+        }
+        Ok(Person(user))
+    }
+}
+
+impl crate::api::Input for Person {
+    fn document(doc: &mut crate::api::OperationDoc, _g: &mut schemars::generate::SchemaGenerator) {
+        doc.secured = true;
+        doc.error(401, "No session, or an expired one");
+        doc.error(
+            403,
+            "A token (tokens are made from a signed-in browser or by an admin), or a signed-in browser's change without its CSRF token",
+        );
     }
 }
 

@@ -560,3 +560,148 @@ async fn tokens_expire_and_carry_scopes() {
     assert_eq!(status, 401, "{answer}");
     assert!(e.server_errors().is_empty(), "{:?}", e.server_errors());
 }
+
+/// A member manages their own tokens: made from a signed-in browser (shown once, usable),
+/// never by a token (even one of every scope, which could otherwise outlive itself), listed
+/// and revoked by any credential of theirs; another user's token is not theirs to revoke.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_makes_tokens_in_the_browser_and_lists_and_revokes_their_own() {
+    let e = Api::new(Vec::new()).await;
+    let ann_token = with_password(&e, "ann", "correct horse battery").await;
+    let bob_token = e.token("bob").await;
+    let (_, cookie, _, session) = sign_in(&e, "ann", "correct horse battery", false).await;
+    let csrf = session["csrf"].as_str().unwrap().to_owned();
+
+    // A token cannot make a token: refused, nothing made.
+    let (_, before) = e.call("GET", "/v1/me/tokens", Some(&ann_token), None).await;
+    let (status, answer) = e
+        .call(
+            "POST",
+            "/v1/me/tokens",
+            Some(&ann_token),
+            Some(json!({"label": "ci"})),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (403, Some("insufficient_scope")),
+        "{answer}"
+    );
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("sign in in a browser"),
+        "{answer}"
+    );
+    let (_, after) = e.call("GET", "/v1/me/tokens", Some(&ann_token), None).await;
+    assert_eq!(before, after, "nothing was made");
+
+    // The browser makes one (CSRF required), shown once; it authenticates as ann, read only.
+    let body = json!({"label": "ci", "scopes": ["read"]});
+    let (status, _) = browser(
+        &e,
+        "POST",
+        "/v1/me/tokens",
+        &cookie,
+        None,
+        Some(body.clone()),
+    )
+    .await;
+    assert_eq!(status, 403, "without the CSRF token");
+    let (status, made) = browser(
+        &e,
+        "POST",
+        "/v1/me/tokens",
+        &cookie,
+        Some(&csrf),
+        Some(body),
+    )
+    .await;
+    assert_eq!(status, 201, "{made}");
+    assert_eq!(made["user"], "ann");
+    let ci = made["token"].as_str().unwrap().to_owned();
+    let id = made["id"].as_str().unwrap().to_owned();
+    let (status, me) = e.call("GET", "/v1/me", Some(&ci), None).await;
+    assert_eq!((status, me["name"].as_str()), (200, Some("ann")));
+    let (status, _) = e
+        .call(
+            "POST",
+            "/v1/agents",
+            Some(&ci),
+            Some(json!({"name": "x", "config": {}})),
+        )
+        .await;
+    assert_eq!(status, 403, "a read token");
+
+    // Listed with its label and scopes, never the token itself; bad input named.
+    let (status, list) = browser(&e, "GET", "/v1/me/tokens", &cookie, None, None).await;
+    assert_eq!(status, 200);
+    let listed = list["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == id.as_str())
+        .cloned()
+        .unwrap_or_else(|| panic!("{list}"));
+    assert_eq!(
+        (listed["label"].as_str(), &listed["scopes"]),
+        (Some("ci"), &json!(["read"]))
+    );
+    assert!(!list.to_string().contains(&ci), "{list}");
+    let (status, answer) = browser(
+        &e,
+        "POST",
+        "/v1/me/tokens",
+        &cookie,
+        Some(&csrf),
+        Some(json!({"scopes": []})),
+    )
+    .await;
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("scopes"),
+        "{answer}"
+    );
+
+    // Bob cannot revoke ann's token, nor see it; ann revokes it with her other token.
+    let (status, _) = e
+        .call(
+            "DELETE",
+            &format!("/v1/me/tokens?id={id}"),
+            Some(&bob_token),
+            None,
+        )
+        .await;
+    assert_eq!(status, 404);
+    let (_, bobs) = e.call("GET", "/v1/me/tokens", Some(&bob_token), None).await;
+    assert!(!bobs.to_string().contains(&id), "{bobs}");
+    assert_eq!(
+        e.call("GET", "/v1/me", Some(&ci), None).await.0,
+        200,
+        "still valid"
+    );
+    let (status, _) = e
+        .call(
+            "DELETE",
+            &format!("/v1/me/tokens?id={id}"),
+            Some(&ann_token),
+            None,
+        )
+        .await;
+    assert_eq!(status, 204);
+    assert_eq!(e.call("GET", "/v1/me", Some(&ci), None).await.0, 401);
+    let (status, answer) = e
+        .call(
+            "DELETE",
+            &format!("/v1/me/tokens?id={id}"),
+            Some(&ann_token),
+            None,
+        )
+        .await;
+    assert_eq!(status, 404, "{answer}");
+    assert!(e.server_errors().is_empty(), "{:?}", e.server_errors());
+}

@@ -1,7 +1,8 @@
 //! `rein token create|list|revoke`: a user's API and device tokens. Here, on the database's
 //! machine, the operator makes them (the user is created when new); with `--server`, an admin
-//! does (`/v1/users/{name}/tokens`; the user must exist). A token is shown once; a revoked one
-//! stops at once.
+//! does (`/v1/users/{name}/tokens`; the user must exist), and anyone lists and revokes their
+//! own without `--user` (`/v1/me/tokens`; a token cannot make tokens: that is done signed in
+//! in the web app). A token is shown once; a revoked one stops at once.
 
 use super::{Local, Remote, remote::segment};
 use anyhow::bail;
@@ -35,15 +36,15 @@ pub enum TokenCommand {
     },
     /// List a user's tokens (never the tokens themselves).
     List {
-        /// User name.
+        /// User name (with `--server`, leave it out for your own).
         #[arg(long)]
-        user: String,
+        user: Option<String>,
     },
     /// Revoke one of a user's tokens.
     Revoke {
-        /// User name.
+        /// User name (with `--server`, leave it out for your own).
         #[arg(long)]
-        user: String,
+        user: Option<String>,
         /// Token id (from `rein token list`).
         id: String,
     },
@@ -54,11 +55,11 @@ pub trait TokenAdmin {
     /// A new token of `user` as `new` describes it.
     async fn create_token(&self, user: &str, new: &NewToken) -> anyhow::Result<TokenMade>;
 
-    /// `user`'s tokens, newest first.
-    async fn tokens(&self, user: &str) -> anyhow::Result<Vec<ApiToken>>;
+    /// `user`'s tokens (the caller's when `None`), newest first.
+    async fn tokens(&self, user: Option<&str>) -> anyhow::Result<Vec<ApiToken>>;
 
-    /// Revoke `user`'s token `id`.
-    async fn revoke_token(&self, user: &str, id: &str) -> anyhow::Result<()>;
+    /// Revoke `user`'s (the caller's when `None`) token `id`.
+    async fn revoke_token(&self, user: Option<&str>, id: &str) -> anyhow::Result<()>;
 }
 
 /// `rein token …`.
@@ -103,7 +104,7 @@ pub async fn run(on: &impl TokenAdmin, command: TokenCommand, json: bool) -> any
             }
         }
         TokenCommand::List { user } => {
-            for t in on.tokens(&user).await? {
+            for t in on.tokens(user.as_deref()).await? {
                 if json {
                     println!("{}", serde_json::to_string(&t)?);
                 } else {
@@ -129,7 +130,7 @@ pub async fn run(on: &impl TokenAdmin, command: TokenCommand, json: bool) -> any
             }
         }
         TokenCommand::Revoke { user, id } => {
-            on.revoke_token(&user, &id).await?;
+            on.revoke_token(user.as_deref(), &id).await?;
             eprintln!("revoked {id}");
         }
     }
@@ -167,12 +168,13 @@ impl TokenAdmin for Local {
         })
     }
 
-    async fn tokens(&self, user: &str) -> anyhow::Result<Vec<ApiToken>> {
-        let u = self.token_user(user, false).await?;
+    async fn tokens(&self, user: Option<&str>) -> anyhow::Result<Vec<ApiToken>> {
+        let u = self.token_user(whose(user)?, false).await?;
         Ok(self.store().await?.list_tokens(&u.id).await?)
     }
 
-    async fn revoke_token(&self, user: &str, id: &str) -> anyhow::Result<()> {
+    async fn revoke_token(&self, user: Option<&str>, id: &str) -> anyhow::Result<()> {
+        let user = whose(user)?;
         let u = self.token_user(user, false).await?;
         if !self.store().await?.revoke_token(&u.id, id).await? {
             bail!("user {user} has no active token {id}");
@@ -181,20 +183,38 @@ impl TokenAdmin for Local {
     }
 }
 
+/// Where a server keeps `user`'s tokens, or the caller's.
+fn tokens_path(user: Option<&str>) -> String {
+    match user {
+        Some(u) => format!("/v1/users/{}/tokens", segment(u)),
+        None => "/v1/me/tokens".to_owned(),
+    }
+}
+
+/// On the database's machine there is no "you": the user is named.
+fn whose(user: Option<&str>) -> anyhow::Result<&str> {
+    user.ok_or_else(|| {
+        anyhow::anyhow!(
+            "--user NAME: whose tokens (only with --server does leaving it out mean yours)"
+        )
+    })
+}
+
 impl TokenAdmin for Remote {
     async fn create_token(&self, user: &str, new: &NewToken) -> anyhow::Result<TokenMade> {
         let path = format!("/v1/users/{}/tokens", segment(user));
         self.call(Method::POST, &path, Some(new)).await
     }
 
-    async fn tokens(&self, user: &str) -> anyhow::Result<Vec<ApiToken>> {
-        let path = format!("/v1/users/{}/tokens", segment(user));
-        let list: TokenList = self.call(Method::GET, &path, None::<&()>).await?;
+    async fn tokens(&self, user: Option<&str>) -> anyhow::Result<Vec<ApiToken>> {
+        let list: TokenList = self
+            .call(Method::GET, &tokens_path(user), None::<&()>)
+            .await?;
         Ok(list.tokens)
     }
 
-    async fn revoke_token(&self, user: &str, id: &str) -> anyhow::Result<()> {
-        let path = format!("/v1/users/{}/tokens", segment(user));
+    async fn revoke_token(&self, user: Option<&str>, id: &str) -> anyhow::Result<()> {
+        let path = tokens_path(user);
         let query = TokenQuery { id: id.to_owned() };
         self.send_with_query(Method::DELETE, &path, &query).await
     }

@@ -130,6 +130,12 @@ run("app", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot
     for (const word of ["Usage", "By day", "By agent", "By model", "Total", "Operations", "Cost"]) {
       if (usage.includes(word)) throw new Error(`English "${word}" on the Chinese usage screen: ` + usage);
     }
+    // The chart is drawn, within the screen at either size.
+    const chart = await page.evaluate(() => {
+      const r = document.querySelector(".usage svg.bars")?.getBoundingClientRect();
+      return r && { width: r.width, right: r.right, bars: document.querySelectorAll(".usage svg.bars rect").length };
+    });
+    if (!chart || chart.bars < 1 || chart.width < 300 || chart.right > size.width) throw new Error(`usage chart at ${size.width} px: ` + JSON.stringify(chart));
     await accessible(page, `usage, ${size.width} px, Chinese`);
   }
   // Talking in it (wide, English): a new conversation, the shell's call waiting for a

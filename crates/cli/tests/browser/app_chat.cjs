@@ -2,10 +2,10 @@
 // picker, a screenshot pasted and a note dropped on the message box (chips, the image
 // previewed, one removed), sent; the transcript shows the picture and the file's name; an
 // upload the server refuses says why. Then the agent asks a question with options, answered
-// by a click (axe on the card, on a phone); an agent's file write and edit show as the lines
-// they take out and put in; the inspector explains the last operation (also as a sheet on a
-// phone); then the conversation is renamed and deleted.
-// Screenshots go to OUT.
+// by a click; an agent's file write and edit show as the lines they take out and put in; the
+// inspector explains the last operation (a side panel, or a sheet on a phone); then the
+// conversation is renamed and deleted. axe on every step. Run at 1280×800 and at 390×844
+// (REIN_VIEWPORT). Screenshots go to OUT.
 // Usage: node app_chat.cjs BASE_URL OUT_DIR   (REIN_PLAYWRIGHT, REIN_CHROMIUM)
 "use strict";
 const { run, accessible } = require("./harness.cjs");
@@ -13,7 +13,7 @@ const { run, accessible } = require("./harness.cjs");
 // A 1×1 PNG.
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg==";
 
-run("app-chat", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot, dialogs }) => {
+run("app-chat", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot, dialogs, phone }) => {
   const says = (text) => page.waitForFunction((t) => document.querySelector(".transcript")?.textContent.includes(t), text, { timeout: 20000 });
   const idle = () => page.waitForSelector('.composer button[type=submit]:has-text("Send")', { timeout: 20000 });
   const chips = () => page.$$eval(".composer .chip", (cs) => cs.map((c) => c.textContent.replace("×", "").trim()));
@@ -30,6 +30,9 @@ run("app-chat", { viewport: { width: 1280, height: 800 } }, async ({ page, base,
   await page.evaluate(() => localStorage.setItem("rein.lang", "en"));
   await page.reload();
   await page.waitForSelector(".composer .attach");
+  // The message box keeps most of the width, on a phone too (the agent and Attach above it).
+  const box = await page.evaluate(() => document.getElementById("message").getBoundingClientRect().width);
+  if (box < page.viewportSize().width * (phone ? 0.7 : 0.4)) throw new Error(`a message box ${box} px wide`);
   // 1. Picker, paste, drop; one removed.
   await page.setInputFiles(".composer input[type=file]", [
     { name: "sales.csv", mimeType: "text/csv", buffer: Buffer.from("region,total\nnorth,30\nsouth,12\n") },
@@ -57,20 +60,18 @@ run("app-chat", { viewport: { width: 1280, height: 800 } }, async ({ page, base,
   ]);
   await page.waitForSelector(".composer [role=alert]");
   const refused = await page.textContent(".composer [role=alert]");
-  // 3. A question with options, on a phone, answered by a click.
-  await page.setViewportSize({ width: 390, height: 844 });
+  // 3. A question with options, answered by a click.
   await page.fill("#message", "Ship it?");
   await page.press("#message", "Enter");
   await page.waitForSelector(".question .option", { timeout: 20000 });
   const asked = await page.textContent(".question .asked");
   const options = await page.$$eval(".question .option", (bs) => bs.map((b) => b.textContent));
-  await accessible(page, "a question, phone");
+  await accessible(page, "a question");
   await shot("app-chat-2-question");
   await page.click('.question .option[data-key="no"]');
   await says("Holding the release.");
   await idle();
   // 4. File edits as diffs (an agent that runs without asking).
-  await page.setViewportSize({ width: 1280, height: 800 });
   await page.selectOption(".composer select.agent", "writer");
   await page.fill("#message", "Write the notes.");
   await page.press("#message", "Enter");
@@ -98,14 +99,14 @@ run("app-chat", { viewport: { width: 1280, height: 800 } }, async ({ page, base,
       usage: [...document.querySelectorAll(".inspector .usage-table tbody tr")].map((r) => r.children[0].textContent),
     };
   });
-  await accessible(page, "inspector, desktop");
+  // A sheet over the whole width on a phone, a panel beside the transcript on a desktop.
+  const inspectorWidth = await page.evaluate(() => document.querySelector(".inspector").getBoundingClientRect().width);
+  const width = page.viewportSize().width;
+  if (phone ? inspectorWidth < width - 2 : inspectorWidth > width / 2) throw new Error(`the inspector is ${inspectorWidth} px wide on a ${width} px screen`);
+  await accessible(page, "inspector");
   await shot("app-chat-4-inspector");
-  await page.setViewportSize({ width: 390, height: 844 });
-  await accessible(page, "inspector as a sheet, phone");
   await page.click(".inspector header button");
-  await page.setViewportSize({ width: 1280, height: 800 });
   // 6. Renamed, then deleted.
-  await page.setViewportSize({ width: 1280, height: 800 });
   await page.click(".topic-actions .rename");
   await page.fill('.topic-actions input[aria-label="Title"]', "Release talk");
   await page.click(".topic-actions button[type=submit]");

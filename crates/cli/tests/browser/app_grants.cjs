@@ -1,7 +1,7 @@
 // Approvals in the web app (/app/): "Always for this conversation" is a grant the server keeps,
 // so the next call of that tool in the conversation runs without a card; a call the guard
 // flags says it is asked every time and offers no "always". Nothing about approvals is kept
-// in the browser. Screenshots go to OUT.
+// in the browser. Run at 1280×800 and at 390×844 (REIN_VIEWPORT). Screenshots go to OUT.
 // Usage: node app_grants.cjs BASE_URL OUT_DIR   (REIN_PLAYWRIGHT: path of playwright-core,
 // REIN_CHROMIUM: the browser executable)
 "use strict";

@@ -4,10 +4,11 @@
 // the pickers (its memories its own, its search run without asking) searches (the card's hits
 // cite their chunks) and answers with a citation that opens the cited chunk; what
 // the system model learnt shows in Memories, private to the agent, corrected, and learning is
-// turned off. axe on both screens on a phone and in Chinese. Screenshots go to OUT.
+// turned off. Run at 1280×800 and at 390×844 (REIN_VIEWPORT); axe on every step and on both
+// screens in Chinese. Screenshots go to OUT.
 // Usage: node app_knowledge.cjs BASE_URL OUT_DIR   (REIN_PLAYWRIGHT, REIN_CHROMIUM, REIN_UI_FOLDER)
 "use strict";
-const { run, accessible } = require("./harness.cjs");
+const { run, accessible, section } = require("./harness.cjs");
 
 const ENGLISH = ["Knowledge bases", "Create", "Add files", "Add a folder", "Search", "Memories", "Learn from my conversations", "Forget"];
 
@@ -29,10 +30,10 @@ run("app-knowledge", { viewport: { width: 1280, height: 800 } }, async ({ page, 
   await page.click(".knowledge form[role=search] button[type=submit]");
   await page.waitForSelector(".knowledge .hit");
   const hit = await page.textContent(".knowledge .hit .citation");
-  await accessible(page, "knowledge, desktop");
+  await accessible(page, "knowledge");
   await shot("app-knowledge-1-base");
   // 3. An agent with the base and its own memories.
-  await page.click('.sections a[href="#/agents"]');
+  await section(page, "agents");
   await page.waitForSelector(".agents .editor");
   await page.fill(".agents .editor label.field:has-text('Name') input", "helper");
   await page.check(".agents .editor fieldset.picker:has(legend:has-text('Knowledge bases')) input[value=manuals]");
@@ -41,7 +42,7 @@ run("app-knowledge", { viewport: { width: 1280, height: 800 } }, async ({ page, 
   await page.click(".agents .editor button[type=submit]");
   await page.waitForFunction(() => document.querySelector(".agents .editor [role=status]")?.textContent === "Saved.", null, { timeout: 20000 });
   // 4. A question to it; the answer's citation opens the chunk.
-  await page.click('.sections a[href="#"]');
+  await section(page, "chat");
   // An option whose value is its text has no value attribute: found by its value.
   await page.waitForFunction(() => [...document.querySelectorAll(".composer select.agent option")].some((o) => o.value === "helper"));
   await page.selectOption(".composer select.agent", "helper");
@@ -78,8 +79,7 @@ run("app-knowledge", { viewport: { width: 1280, height: 800 } }, async ({ page, 
   await page.waitForFunction(() => !document.querySelector(".memories label.choice input").checked);
   const memory = await page.textContent(".memory");
   await shot("app-knowledge-3-memories");
-  // 6. Chinese on a phone.
-  await page.setViewportSize({ width: 390, height: 844 });
+  // 6. Chinese.
   await page.evaluate(() => localStorage.setItem("rein.lang", "zh-CN"));
   for (const screen of ["knowledge", "memories"]) {
     await page.goto(base + "/app/#/" + screen);
@@ -87,7 +87,7 @@ run("app-knowledge", { viewport: { width: 1280, height: 800 } }, async ({ page, 
     await page.waitForSelector(screen === "knowledge" ? ".knowledge form.editor" : ".memories .memory");
     const text = await page.textContent("main");
     for (const word of ENGLISH) if (text.includes(word)) throw new Error(`English "${word}" on ${screen} in Chinese: ${text}`);
-    await accessible(page, `${screen}, phone, zh-CN`);
+    await accessible(page, `${screen}, zh-CN`);
   }
   await shot("app-knowledge-4-zh");
   return { outcomes, files, hit, searched, cite, passage, where, learning, memory };

@@ -1,19 +1,20 @@
-// Settings and agents in the web app (/app/), on a phone and a desktop, in English and Chinese:
+// Settings and agents in the web app (/app/), run at 1280×800 and at 390×844 (REIN_VIEWPORT):
 // store a provider key (a password field, emptied after saving, never shown again, a bad base
 // URL refused with why), add an MCP server with a token header (listed by the header's name),
 // set the brief hook (the secret never shown again); then create an agent with pickers: the
 // model from the catalog with its window and prices, tools searched and chosen (the MCP
 // server's under its own group), which run without asking, the approval mode and a step limit;
-// reload and find every choice kept; change it and roll back to the first version. axe-core on every screen, both sizes, both languages.
+// reload and find every choice kept; change it and roll back to the first version. Then both
+// screens in Chinese at both sizes. axe-core on every screen, both sizes, both languages.
 // Screenshots go to OUT.
 // Usage: node app_settings.cjs BASE_URL OUT_DIR   (REIN_PLAYWRIGHT, REIN_CHROMIUM)
 "use strict";
-const { run, accessible } = require("./harness.cjs");
+const { run, accessible, section } = require("./harness.cjs");
 
 // English words of these screens that must not remain in the Chinese UI.
 const ENGLISH = ["Settings", "Model provider keys", "Store", "Brief hook", "Agents", "New agent", "Tools it may call", "Budgets", "Save"];
 
-run("app-settings", { viewport: { width: 390, height: 844 } }, async ({ page, base, shot }) => {
+run("app-settings", { viewport: { width: 1280, height: 800 } }, async ({ page, base, shot }) => {
   const key = "sk-app-7e21c0d95b3a";
   const token = "mcp-app-41f0a9c6e2";
   const secret = "hook-secret-0123456789";
@@ -38,7 +39,7 @@ run("app-settings", { viewport: { width: 390, height: 844 } }, async ({ page, ba
   await page.click(`${keys} button[type=submit]`);
   await page.waitForSelector(`${keys} [role=alert]`);
   const refused = await page.textContent(`${keys} [role=alert]`);
-  await accessible(page, "settings, phone");
+  await accessible(page, "settings");
   await shot("app-settings-1-keys");
   // The skills this server offers, and the one it left out with why.
   const skills = await page.textContent('section[aria-labelledby="skills-title"]');
@@ -68,9 +69,8 @@ run("app-settings", { viewport: { width: 390, height: 844 } }, async ({ page, ba
   await page.waitForSelector(`${mcp} .rows`);
   await page.waitForSelector(`${hook} .rows-one`);
   const html = await page.content();
-  // 4. An agent made with pickers, on a desktop.
-  await page.setViewportSize({ width: 1280, height: 800 });
-  await page.goto(base + "/app/#/agents");
+  // 4. An agent made with pickers.
+  await section(page, "agents");
   await page.waitForSelector(".agents .editor");
   await page.fill(".agents .editor label.field:has-text('Name') input", "reviewer");
   const modelOptions = await page.$$eval(".agents .editor label.field:has-text('Model') option", (os) => os.map((o) => o.textContent));
@@ -91,7 +91,7 @@ run("app-settings", { viewport: { width: 390, height: 844 } }, async ({ page, ba
   const allowOffered = await page.$$eval(`${allow} input[type=checkbox]`, (cs) => cs.map((c) => c.value));
   await page.check(`${allow} input[value=calculator]`);
   await page.fill(".agents .editor label.field:has-text('Step limit') input", "7");
-  await accessible(page, "agent editor, desktop");
+  await accessible(page, "agent editor");
   await shot("app-settings-3-agent");
   await page.click(".agents .editor button[type=submit]");
   await page.waitForFunction(() => document.querySelector(".agents .editor [role=status]")?.textContent === "Saved.", null, { timeout: 20000 });
@@ -107,11 +107,11 @@ run("app-settings", { viewport: { width: 390, height: 844 } }, async ({ page, ba
     steps: await page.inputValue(".agents .editor label.field:has-text('Step limit') input"),
   };
   // The MCP server removed (a deletion answers 204, no body).
-  await page.goto(base + "/app/#/settings");
+  await section(page, "settings");
   await page.click(`${mcp} .rows button[aria-label="Remove issues"]`);
   await until(mcp, "Removed issues");
   // Versions: a change, then a rollback to the first (its settings again, as version 3).
-  await page.goto(base + "/app/#/agents");
+  await section(page, "agents");
   await page.click(".agents .item:has-text('reviewer')");
   await page.fill(".agents .editor label.field:has-text('Step limit') input", "9");
   await page.click(".agents .editor button[type=submit]");

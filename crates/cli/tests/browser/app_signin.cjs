@@ -2,7 +2,9 @@
 // phone, in both languages), a wrong password refused with the server's words, the right one
 // opening the app; a change carrying the session's CSRF token (an agent saved); a `rein
 // login` from another device approved from `/app/#login=CODE` (its client then gets a token);
-// signing out showing the sign-in again. Screenshots go to OUT.
+// a read-only API token of her own made in Settings (shown once, listed without the secret,
+// reading but not changing), then revoked (it stops); signing out showing the sign-in again.
+// Screenshots go to OUT.
 // Usage: node app_signin.cjs BASE_URL OUT_DIR   (REIN_PLAYWRIGHT, REIN_CHROMIUM)
 "use strict";
 const { run, accessible } = require("./harness.cjs");
@@ -48,9 +50,32 @@ run("app-signin", { viewport: { width: 390, height: 844 } }, async ({ page, base
   const claimed = await post("/v1/login-tokens", { login: asked.login });
   const token = (await claimed.json()).token;
   await page.click("dialog.login-approval form button[type=submit]");
-  // Signing out shows the sign-in again.
+  // Her own token, read only: made, used, revoked.
   await page.goto(base + "/app/#/settings");
+  const tokens = ".settings .tokens";
+  await page.waitForSelector(`${tokens} form`);
+  const offered = await page.$$eval(`${tokens} .scopes input`, (is) => is.map((i) => i.value));
+  await page.fill(`${tokens} label.field:has-text('What it is for') input`, "backup script");
+  await page.uncheck(`${tokens} .scopes input[value="run"]`);
+  await page.click(`${tokens} form button[type=submit]`);
+  await page.waitForSelector(`${tokens} .made code`);
+  const own = await page.textContent(`${tokens} .made code`);
+  await page.waitForSelector(`${tokens} .rows li:has-text('backup script')`);
+  const ownRow = await page.textContent(`${tokens} .rows li:has-text('backup script')`);
+  await accessible(page, "your tokens");
+  await shot("app-signin-2-tokens");
+  const as = (method, path, body) =>
+    fetch(base + path, { method, headers: { authorization: "Bearer " + own, "content-type": "application/json" }, body: body && JSON.stringify(body) });
+  const reads = (await (await as("GET", "/v1/me")).json()).name;
+  const changes = (await as("POST", "/v1/agents", { name: "other", config: {} })).status;
+  await page.click(`${tokens} .rows li:has-text('backup script') button.danger`);
+  await page.waitForSelector(`${tokens} .rows li:has-text('backup script') .badge`);
+  const afterRevoke = (await as("GET", "/v1/me")).status;
+  // Signing out shows the sign-in again.
   await page.click(".settings button.signout");
   await page.waitForSelector(".signin form");
-  return { chinese, refused, dialog, claimed: claimed.status, tokenGiven: String(token).startsWith("rein_") };
+  return {
+    chinese, refused, dialog, claimed: claimed.status, tokenGiven: String(token).startsWith("rein_"),
+    offered, ownGiven: own.startsWith("rein_"), ownRow, ownRowHoldsIt: ownRow.includes(own), reads, changes, afterRevoke,
+  };
 });

@@ -2,10 +2,11 @@
 // that failed), lists it, and resolving it empties the count and shows it as resolved; then a
 // task is created (by hand only), run now (the run shows with its outcome and brief), edited
 // to run every hour with a cap, paused and resumed; a second task waits for the first. axe
-// on both screens, on a desktop and a phone, in English and Chinese. Screenshots go to OUT.
+// on both screens, on a desktop and a phone, in English and Chinese. Run at 1280×800 and at
+// 390×844 (REIN_VIEWPORT). Screenshots go to OUT.
 // Usage: node app_tasks.cjs BASE_URL OUT_DIR   (REIN_PLAYWRIGHT, REIN_CHROMIUM)
 "use strict";
-const { run, accessible } = require("./harness.cjs");
+const { run, accessible, section } = require("./harness.cjs");
 
 const ENGLISH = ["Inbox", "Tasks", "New task", "When it runs", "What it did", "Show resolved"];
 
@@ -17,7 +18,7 @@ run("app-tasks", { viewport: { width: 1280, height: 800 } }, async ({ page, base
   await page.reload();
   // 1. The inbox: one unread urgent brief.
   await page.waitForFunction((l) => document.querySelector(l)?.textContent === "Inbox (1)", inboxLink, { timeout: 20000 });
-  await page.click(inboxLink);
+  await section(page, "inbox");
   await page.waitForSelector(".brief-card.urgent");
   await page.click(".brief-card.urgent summary");
   const card = await page.textContent(".brief-card.urgent");
@@ -32,7 +33,7 @@ run("app-tasks", { viewport: { width: 1280, height: 800 } }, async ({ page, base
   await page.click(".brief-card.resolved summary");
   const resolved = await page.textContent(".brief-card.resolved");
   // 2. A task made by hand, run now.
-  await page.click('.sections a[href="#/tasks"]');
+  await section(page, "tasks");
   await page.waitForSelector(".tasks .editor");
   await page.fill(".tasks label.field:has-text('Title') input", "Daily digest");
   await page.fill(".tasks label.field:has-text('Instruction') textarea", "Summarise the queue.");
@@ -61,7 +62,7 @@ run("app-tasks", { viewport: { width: 1280, height: 800 } }, async ({ page, base
   await page.fill(".tasks label.field:has-text('Title') input", "Weekly report");
   await page.fill(".tasks label.field:has-text('Instruction') textarea", "Write the report.");
   await page.check(".tasks fieldset.picker label.choice:has-text('Daily digest') input");
-  await accessible(page, "task editor, desktop");
+  await accessible(page, "task editor");
   await shot("app-tasks-2-editor");
   await page.click(".tasks .editor button[type=submit]");
   await said("Saved.");

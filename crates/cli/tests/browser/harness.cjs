@@ -2,8 +2,10 @@
 // (REIN_PLAYWRIGHT), the page's console messages and errors collected, screenshots into OUT,
 // dialogs answered from a queue, and one JSON report line last: `ok` with what the steps
 // returned, or the error with the logs (and a NAME-failure screenshot).
-// Usage in a script: run(NAME, { viewport }, async ({ page, base, shot, logs, dialogs }) => {…})
-// with the script called as `node SCRIPT BASE_URL OUT_DIR`.
+// Usage in a script: run(NAME, { viewport }, async ({ page, base, shot, logs, dialogs, phone }) => {…})
+// with the script called as `node SCRIPT BASE_URL OUT_DIR`; REIN_VIEWPORT=WIDTHxHEIGHT runs it
+// at that size instead of its own (`phone` says whether that is narrower than the drawer's 768
+// px), and screenshots are named with the width then.
 "use strict";
 const { chromium } = require(process.env.REIN_PLAYWRIGHT);
 
@@ -14,7 +16,9 @@ exports.run = async (name, options, steps) => {
     headless: true,
     args: ["--no-sandbox", "--disable-gpu"],
   });
-  const page = await browser.newPage({ viewport: options.viewport || { width: 1400, height: 900 } });
+  const sized = /^(\d+)x(\d+)$/.exec(process.env.REIN_VIEWPORT || "");
+  const viewport = sized ? { width: Number(sized[1]), height: Number(sized[2]) } : options.viewport || { width: 1400, height: 900 };
+  const page = await browser.newPage({ viewport });
   const logs = [];
   // Answers to the dialogs to come, in order: a string fills a prompt, true accepts, anything
   // else (or none left) dismisses.
@@ -26,9 +30,10 @@ exports.run = async (name, options, steps) => {
     logs.push("dialog: " + d.message() + " -> " + JSON.stringify(a));
     if (typeof a === "string") d.accept(a); else if (a === true) d.accept(); else d.dismiss();
   });
-  const shot = (n) => page.screenshot({ path: `${out}/${n}.png`, fullPage: true });
+  const suffix = sized ? `-${viewport.width}` : "";
+  const shot = (n) => page.screenshot({ path: `${out}/${n}${suffix}.png`, fullPage: true });
   try {
-    const extra = await steps({ page, base, shot, logs, dialogs });
+    const extra = await steps({ page, base, shot, logs, dialogs, phone: viewport.width < 768 });
     console.log(JSON.stringify({ ok: true, logs, ...(extra || {}) }));
   } catch (e) {
     await shot(name + "-failure").catch(() => {});
@@ -37,6 +42,14 @@ exports.run = async (name, options, steps) => {
   } finally {
     await browser.close();
   }
+};
+
+// Opens a section of the web app by its link, as a person would: on a phone the links are in
+// the drawer, opened first with the menu button.
+exports.section = async (page, name) => {
+  const link = `.sections a[href="${name === "chat" ? "#" : "#/" + name}"]`;
+  if (!(await page.isVisible(link))) await page.click(".top .menu");
+  await page.click(link);
 };
 
 // axe-core (installed beside playwright-core) over the page as it is now: throws naming every

@@ -135,6 +135,32 @@ async fn the_first_admin_manages_users_and_disabling_one_ends_their_streams() {
         .await;
     assert_eq!(code, 1);
     assert!(err.contains("no such route"), "{err}");
+    // A member lists and revokes their own tokens without --user; a token cannot make one.
+    let (code, out, err) = e.on_server(&rein, &bob, &["token", "list", "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let own: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        own.iter()
+            .any(|t| t["id"] == id.as_str() && t["revoked_at"].is_string()),
+        "bob's own list holds the token revoked above: {out}"
+    );
+    let (code, _, err) = e.on_server(&rein, &bob, &["token", "revoke", &id]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("you have no active token"), "{err}");
+    let (code, _, err) = e
+        .on_server(&rein, &bob, &["token", "create", "--user", "bob"])
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no such route"), "{err}");
+    let local = e.command(&["token", "list"]).output().await.unwrap();
+    assert!(!local.status.success());
+    assert!(
+        String::from_utf8_lossy(&local.stderr).contains("--user NAME"),
+        "{local:?}"
+    );
 
     // Passwords and sessions from another machine: the admin sets bob's (read from stdin),
     // bob signs in, the admin lists and ends his sessions.

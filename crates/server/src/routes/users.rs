@@ -3,13 +3,14 @@
 //! sessions then authenticate nothing and whose open event streams end at their next check;
 //! enabling them again restores both. An admin sets anyone's password, makes and revokes their
 //! tokens (with an expiry and scopes) and ends their browser sessions; a user sets their own
-//! password (giving the current one). To a member the admin routes do not exist (`404`). An
+//! password (giving the current one) and lists, makes (from a signed-in browser only: a token
+//! cannot make tokens) and revokes their own tokens (`/v1/me/tokens`). To a member the admin routes do not exist (`404`). An
 //! admin cannot disable themselves or take the last enabled admin's role away, so a server
 //! always keeps one.
 
 use crate::AppState;
 use crate::api::{Api, Method, NoContent, Reply};
-use crate::auth::Caller;
+use crate::auth::{Caller, Person};
 use crate::error::ApiError;
 use crate::routes::{AgentPath, Body, Params};
 use axum::Json;
@@ -396,6 +397,52 @@ pub async fn revoke_token(
     }
 }
 
+/// `GET /v1/me/tokens`: your tokens (never the tokens themselves).
+pub async fn my_tokens(
+    State(app): State<AppState>,
+    Caller(caller): Caller,
+) -> Result<Json<TokenList>, ApiError> {
+    Ok(Json(TokenList {
+        tokens: app.store.list_tokens(&caller.id).await?,
+    }))
+}
+
+/// `POST /v1/me/tokens`: a new token of yours, shown once; made from a signed-in browser,
+/// never by a token.
+pub async fn create_my_token(
+    State(app): State<AppState>,
+    Person(caller): Person,
+    Body(req): Body<NewToken>,
+) -> Result<Reply<201, TokenMade>, ApiError> {
+    let spec = req.checked(chrono::Utc::now())?;
+    let what = match &req.device {
+        Some(d) => crate::TokenFor::Device(d),
+        None => crate::TokenFor::Api(&spec),
+    };
+    let (token, record) = crate::issue_token(&app.store, &caller.id, what).await?;
+    Ok(Reply(TokenMade {
+        token,
+        id: record.id,
+        user: caller.name,
+    }))
+}
+
+/// `DELETE /v1/me/tokens?id=…`: one of your tokens stops at once (open streams end).
+pub async fn revoke_my_token(
+    State(app): State<AppState>,
+    Caller(caller): Caller,
+    Params(q): Params<TokenQuery>,
+) -> Result<NoContent, ApiError> {
+    if app.store.revoke_token(&caller.id, &q.id).await? {
+        Ok(NoContent)
+    } else {
+        Err(ApiError::not_found(format!(
+            "you have no active token {}",
+            q.id
+        )))
+    }
+}
+
 /// `PUT /v1/users/{name}/password`: an admin sets anyone's; a user sets their own, giving the
 /// current one when they have one. The user's browser sessions end (tokens stay).
 pub async fn set_password(
@@ -490,6 +537,24 @@ pub async fn end_sessions(
 pub fn api() -> Api {
     Api::new()
         .route(Method::Get, "/v1/me", "Who you are on this server", me)
+        .route(
+            Method::Get,
+            "/v1/me/tokens",
+            "Your tokens, never the tokens themselves",
+            my_tokens,
+        )
+        .route(
+            Method::Post,
+            "/v1/me/tokens",
+            "A new token of yours, shown once (from a signed-in browser: a token cannot make tokens)",
+            create_my_token,
+        )
+        .route(
+            Method::Delete,
+            "/v1/me/tokens",
+            "Revoke one of your tokens",
+            revoke_my_token,
+        )
         .route(Method::Get, "/v1/users", "Every user (admins)", list)
         .route(Method::Post, "/v1/users", "Create a user (admins)", create)
         .route(Method::Get, "/v1/users/{name}", "A user (admins)", show)
