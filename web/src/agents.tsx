@@ -189,6 +189,10 @@ function Editor(props: {
         name={(m) => t(`agents.memory_${m}`)}
         onChange={(memory) => set({ memory })}
       />
+      <label class="choice">
+        <input type="checkbox" checked={profile.expose === true} onChange={(e) => set({ expose: (e.target as HTMLInputElement).checked || undefined })} />
+        <span>{t("agents.expose")}</span>
+      </label>
       <fieldset class="limits">
         <legend>{t("agents.budgets")}</legend>
         <NumberField label={t("agents.max_steps")} min={1} value={profile.max_steps} onChange={(max_steps) => set({ max_steps })} />

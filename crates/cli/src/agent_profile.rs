@@ -101,6 +101,10 @@ pub struct AgentFlags {
     /// user (those your agents share) or agent (its own, read by it alone).
     #[arg(long, value_name = "SCOPE", value_parser = named::<MemoryScope>())]
     pub memory: Option<MemoryScope>,
+    /// Offer a stored agent as a tool of rein's MCP server (`/mcp`) to its owner: `true` or
+    /// `false` (`rein agent create|edit` only).
+    #[arg(long, value_name = "BOOL")]
+    pub expose: Option<bool>,
 }
 
 impl AgentFlags {
@@ -131,6 +135,7 @@ impl AgentFlags {
             knowledge: (!self.knowledge.is_empty()).then_some(self.knowledge),
             knowledge_tokens: self.knowledge_tokens,
             memory: self.memory,
+            expose: self.expose,
         }
     }
 }

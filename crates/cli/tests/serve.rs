@@ -17,6 +17,8 @@ use tokio::process::{Child, Command};
 mod front_ends;
 #[path = "serve/login.rs"]
 mod login;
+#[path = "serve/mcp_server.rs"]
+mod mcp_server;
 #[path = "serve/own_mcp.rs"]
 mod own_mcp;
 #[path = "serve/own_providers.rs"]

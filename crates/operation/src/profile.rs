@@ -119,6 +119,11 @@ pub struct AgentProfile {
     /// (default: the memories the user's agents share) or `agent` (its own, read by it alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryScope>,
+    /// Offered through rein's doors for other agents and editors: a `run_NAME` tool of rein's
+    /// MCP server (`/mcp`), to its owner only. Off unless true; read from the stored agent
+    /// (an operation's request may carry it, to no effect).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expose: Option<bool>,
 }
 
 /// A tool key as [`check_tool_key`] accepts it: `identifier` or `identifier/api`.
@@ -396,6 +401,7 @@ impl AgentProfile {
             knowledge: over.knowledge.clone().or_else(|| self.knowledge.clone()),
             knowledge_tokens: over.knowledge_tokens.or(self.knowledge_tokens),
             memory: over.memory.or(self.memory),
+            expose: over.expose.or(self.expose),
         }
     }
 

@@ -22,6 +22,7 @@ pub mod error_code;
 pub mod health;
 pub mod hub;
 pub mod knowledge;
+pub mod mcp_server;
 pub mod memories;
 pub mod metrics;
 pub mod oidc;
@@ -212,6 +213,13 @@ pub fn router(app: AppState) -> Router {
         // A WebSocket, not a JSON route: documented in docs/surfaces.md.
         .route("/v1/devices/connect", get(devices::session::connect))
         .route("/v1/openapi.json", get(ui::openapi))
+        // MCP's Streamable HTTP transport, not a JSON route: documented in docs/protocols.md.
+        .route(
+            "/mcp",
+            axum::routing::any_service(mcp_server::service(app.clone())).layer(
+                axum::middleware::from_fn_with_state(app.clone(), mcp_server::guard),
+            ),
+        )
         .fallback(error::no_route)
         .method_not_allowed_fallback(error::wrong_method)
         .layer(DefaultBodyLimit::max(body_limit))

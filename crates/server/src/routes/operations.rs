@@ -374,6 +374,17 @@ pub async fn create(
     Caller(user): Caller,
     Body(req): Body<CreateOperation>,
 ) -> Result<Reply<202, Created>, ApiError> {
+    start(&app, user, req).await.map(Reply)
+}
+
+/// Start what `req` asks of `user` (checked as `POST /v1/operations` checks it: the topic is
+/// theirs or new, the spec within what they may do and their spending caps), its running slot
+/// claimed; the same for every door that starts operations (the MCP server's tools).
+pub async fn start(
+    app: &AppState,
+    user: rein_store::User,
+    req: CreateOperation,
+) -> Result<Created, ApiError> {
     let turn = match (&req.edit, &req.regenerate) {
         (Some(_), Some(_)) => {
             return Err(ApiError::new(
@@ -444,7 +455,7 @@ pub async fn create(
     };
     // Within the caller's spending caps, or not at all (429); what they leave is its cost limit.
     let mut spec = spec;
-    crate::caps::admit(&app, &user, &mut spec).await?;
+    crate::caps::admit(app, &user, &mut spec).await?;
     // Created with its running slot and lease claimed, or not at all (429).
     let opts = StartOptions {
         spec,
@@ -466,12 +477,12 @@ pub async fn create(
         app.runner.spawn(id, user.id, driver, Job::Run).await?;
         "idle"
     };
-    Ok(Reply(Created {
+    Ok(Created {
         operation_id: id.to_string(),
         topic_id,
         status: status.into(),
         queued_behind: begun.queued_behind.map(|b| b.to_string()),
-    }))
+    })
 }
 
 /// `GET /v1/operations`: the caller's operations, newest first.
