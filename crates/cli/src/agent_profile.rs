@@ -101,8 +101,8 @@ pub struct AgentFlags {
     /// user (those your agents share) or agent (its own, read by it alone).
     #[arg(long, value_name = "SCOPE", value_parser = named::<MemoryScope>())]
     pub memory: Option<MemoryScope>,
-    /// Offer a stored agent as a tool of rein's MCP server (`/mcp`) to its owner: `true` or
-    /// `false` (`rein agent create|edit` only).
+    /// Offer a stored agent as a tool of rein's MCP server (`/mcp`, `rein mcp`) to its owner:
+    /// `true` or `false` (`rein agent create|edit` only).
     #[arg(long, value_name = "BOOL")]
     pub expose: Option<bool>,
 }

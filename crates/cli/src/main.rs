@@ -99,6 +99,10 @@ pub(crate) enum Command {
     Chat(chat::ChatArgs),
     /// Serve the HTTP API and the web UI.
     Serve(serve::ServeArgs),
+    /// Serve your agents to an MCP host over stdin and stdout, as the database's local user:
+    /// `run` and `run_NAME` for agents stored with `--expose true` (the options of `rein
+    /// serve`; `--addr` and what concerns HTTP are not used).
+    Mcp(serve::ServeArgs),
     /// Join a `rein serve` (`--server URL`, a device token in REIN_TOKEN) as a device: its
     /// operations on `device:NAME` run their file and shell tools here.
     Connect(connect::ConnectArgs),
@@ -340,6 +344,11 @@ async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> 
             serve::serve(Arc::clone(l.store().await?), a, &l.given).await?;
             Ok(exit::DONE)
         }
+        Command::Mcp(a) => {
+            let l = on.local()?;
+            serve::mcp(Arc::clone(l.store().await?), a, &l.given).await?;
+            Ok(exit::DONE)
+        }
         Command::User { command } => users::run(on, command, json).await,
         Command::Usage(a) => usage::run(on, a, json).await,
         Command::Settings { command } => settings::run(on, command, json).await,
@@ -354,7 +363,10 @@ fn main() -> ExitCode {
     let serving = matches!(cli.command, Command::Serve(_));
     let threads = cli.threads.map_or_else(
         || {
-            if matches!(cli.command, Command::Serve(_) | Command::Worker(_)) {
+            if matches!(
+                cli.command,
+                Command::Serve(_) | Command::Worker(_) | Command::Mcp(_)
+            ) {
                 std::thread::available_parallelism().map_or(2, |n| n.get())
             } else {
                 2

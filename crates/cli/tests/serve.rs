@@ -455,6 +455,36 @@ fn ledger(id: &str, entry: &str) -> Canned {
     Canned::openai_tools(&[(id, "ledger__append", &json!({"entry": entry}).to_string())])
 }
 
+/// Run `script` (in tests/clients) with node; its last line is its report, which must not
+/// name an error.
+async fn node_report(script: &str, args: &[&str], envs: &[(&str, &str)]) -> Value {
+    let run = Command::new("node")
+        .arg(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/clients")
+                .join(script),
+        )
+        .args(args)
+        .envs(envs.iter().copied())
+        .output()
+        .await
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let report: Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap_or_else(|_| {
+            panic!(
+                "no report from {script}:\n{stdout}\n{}",
+                String::from_utf8_lossy(&run.stderr)
+            )
+        });
+    assert!(
+        report.get("error").is_none(),
+        "{script} failed: {}",
+        report["error"]
+    );
+    report
+}
+
 fn calc(id: &str, expr: &str) -> Canned {
     Canned::openai_tools(&[(
         id,

@@ -7,8 +7,9 @@
 //! load balancers at `/healthz` (`503` once the process stops), bearer-token auth with per-user isolation (another user's things are 404)
 //! and, without tokens, the Host/Origin guard that keeps browser pages out (`origin`), running
 //! operations in the background under the store's admission limits, crash recovery in the
-//! background with the reason recorded on what cannot be resumed yet, and the embedded web UI
-//! at `/`. What an operation may do and how drivers are made are `rein_operation`'s: routes
+//! background with the reason recorded on what cannot be resumed yet, the embedded web UI
+//! at `/`, and rein's own MCP server (`mcp_server`: `/mcp`, and the handler `rein mcp` serves
+//! over stdio). What an operation may do and how drivers are made are `rein_operation`'s: routes
 //! parse, call it, and map the result.
 
 pub mod api;

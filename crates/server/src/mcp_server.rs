@@ -1,5 +1,6 @@
-//! rein as an MCP server: `/mcp` on `rein serve` (Streamable HTTP, `rmcp`'s transport), so any
-//! MCP host (an editor, a desktop assistant, another agent) runs the caller's agents as tools.
+//! rein as an MCP server: `/mcp` on `rein serve` (Streamable HTTP, `rmcp`'s transport) and
+//! `rein mcp` (stdio, as the database's local user), so any MCP host (an editor, a desktop
+//! assistant, another agent) runs the caller's agents as tools.
 //!
 //! - **Tools**: `run` (the caller's default agent) and `run_NAME` for each of their agents
 //!   stored with `expose: true`; arguments `prompt` and an optional `topic` (a conversation to
@@ -16,10 +17,10 @@
 //! - **Resources**: the caller's 20 most recent operations (`rein://operations/ID`, read as
 //!   JSON: status, topic, answer).
 //!
-//! Auth is the server's: a bearer token (or a session), checked on every request by
+//! Over HTTP, auth is the server's: a bearer token (or a session), checked on every request by
 //! [`guard`], which also refuses a browser `Origin` other than the server's own (DNS
 //! rebinding). Each request acts as its own caller: an MCP session id names a connection,
-//! never an identity.
+//! never an identity. Over stdio the process's user is the caller ([`serve_stdio`]).
 
 use crate::AppState;
 use crate::auth::Caller;
@@ -53,7 +54,10 @@ pub fn service(
     McpDoor,
     rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
 > {
-    let door = McpDoor { app: app.clone() };
+    let door = McpDoor {
+        app: app.clone(),
+        user: None,
+    };
     let config = rmcp::transport::streamable_http_server::StreamableHttpServerConfig::default()
         // [`guard`] checks `Origin` against the request's own `Host`, wherever the server is
         // deployed; rmcp's list of loopback hosts would refuse a server behind a domain.
@@ -108,10 +112,27 @@ fn same_origin(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
     ))
 }
 
-/// One MCP session's handler: the server's state; the caller comes with each request.
+/// Serve `user`'s agents over stdin and stdout until the client closes them.
+pub async fn serve_stdio(app: AppState, user: User) -> Result<(), std::io::Error> {
+    use rmcp::ServiceExt as _;
+    let door = McpDoor {
+        app,
+        user: Some(user),
+    };
+    let running = door
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(std::io::Error::other)?;
+    running.waiting().await.map_err(std::io::Error::other)?;
+    Ok(())
+}
+
+/// One MCP session's handler: the server's state, and the caller when the transport has one
+/// for good (stdio); over HTTP the caller comes with each request.
 #[derive(Clone)]
 pub struct McpDoor {
     app: AppState,
+    user: Option<User>,
 }
 
 /// The agent a `run…` tool runs: `None` for the caller's default agent.
@@ -144,13 +165,20 @@ struct Decided {
     reason: Option<String>,
 }
 
-/// Who sent the request being handled.
-fn caller(ctx: &RequestContext<RoleServer>) -> Result<User, McpError> {
-    ctx.extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(|p| p.extensions.get::<User>())
-        .cloned()
-        .ok_or_else(|| McpError::internal_error("the request has no authenticated caller", None))
+impl McpDoor {
+    /// Who sent the request being handled.
+    fn caller(&self, ctx: &RequestContext<RoleServer>) -> Result<User, McpError> {
+        if let Some(user) = &self.user {
+            return Ok(user.clone());
+        }
+        ctx.extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<User>())
+            .cloned()
+            .ok_or_else(|| {
+                McpError::internal_error("the request has no authenticated caller", None)
+            })
+    }
 }
 
 fn failed(e: ApiError) -> McpError {
@@ -210,56 +238,82 @@ impl McpDoor {
             .peer_info()
             .is_some_and(|p| p.capabilities.elicitation.is_some());
         let mut events = follow(self.app.clone(), id, None, None);
+        // A sub-agent's park leaves no event in this operation's log: the tree is looked at
+        // on a timer too.
+        let mut tick = tokio::time::interval(std::time::Duration::from_millis(500));
+        let mut asked = std::collections::HashSet::new();
         let mut done = 0u32;
         loop {
-            let seen = tokio::select! {
+            let look = tokio::select! {
                 () = ctx.ct.cancelled() => {
                     // The client gave up on the call: the operation goes on, as a closed
                     // event stream leaves it.
                     return Err(McpError::internal_error(format!("the call was cancelled; operation {id} goes on"), None));
                 }
-                seen = events.recv() => seen,
-            };
-            let Some(seen) = seen else { break };
-            let Seen::Committed(event) = seen else {
-                continue;
-            };
-            if let Some(token) = &progress
-                && let Some(message) = progress_message(&event.kind)
-            {
-                done += 1;
-                self.progress(ctx, token, done, message).await;
-            }
-            let asked = match &event.kind {
-                EventKind::HumanApproveRequired {
-                    pending_tool_calls,
-                    reasons,
-                    ..
-                } => Some((pending_tool_calls.clone(), reasons.clone())),
-                EventKind::HumanPromptRequired { .. } | EventKind::HumanSelectRequired { .. } => {
-                    return Ok(waiting(id, &created.topic_id, "a question"));
-                }
-                _ => None,
-            };
-            if let Some((calls, reasons)) = asked {
-                if !elicits {
-                    return Ok(waiting(id, &created.topic_id, "an approval"));
-                }
-                let mut decisions = Vec::with_capacity(calls.len());
-                for call in &calls {
-                    let why = reasons.get(&call.id.to_string()).map(|r| r.line());
-                    match self.elicit(ctx, call, why.as_deref()).await {
-                        Some(d) => decisions.push(d),
-                        None => return Ok(waiting(id, &created.topic_id, "an approval")),
+                _ = tick.tick() => true,
+                seen = events.recv() => match seen {
+                    None => break,
+                    Some(Seen::Preview(_)) => false,
+                    Some(Seen::Committed(event)) => {
+                        if let Some(token) = &progress
+                            && let Some(message) = progress_message(&event.kind)
+                        {
+                            done += 1;
+                            self.progress(ctx, token, done, message).await;
+                        }
+                        matches!(
+                            event.kind,
+                            EventKind::HumanApproveRequired { .. }
+                                | EventKind::HumanPromptRequired { .. }
+                                | EventKind::HumanSelectRequired { .. }
+                        )
                     }
-                }
-                let op = crate::routes::owned_record(&self.app, &user, &id.to_string())
-                    .await
-                    .map_err(failed)?;
-                crate::routes::operations::apply_decisions(&self.app, &user, &op, decisions)
-                    .await
-                    .map_err(failed)?;
+                },
+            };
+            if !look {
+                continue;
             }
+            let parked = matches!(
+                self.app.store.operation_status(id).await,
+                Ok(Some(Status::WaitingForHuman | Status::WaitingForSubAgents))
+            );
+            if !parked {
+                continue;
+            }
+            let pending = crate::routes::front_turn::waiting(&self.app, id)
+                .await
+                .map_err(failed)?;
+            let fresh: Vec<_> = pending
+                .into_iter()
+                .filter(|w| !asked.contains(&w.call.id.to_string()))
+                .collect();
+            if fresh.is_empty() {
+                continue;
+            }
+            if fresh
+                .iter()
+                .any(|w| rein_core::question::Question::of_call(&w.call).is_some())
+            {
+                return Ok(waiting(id, &created.topic_id, "an answer to a question"));
+            }
+            if !elicits {
+                return Ok(waiting(id, &created.topic_id, "an approval"));
+            }
+            let mut decisions = Vec::with_capacity(fresh.len());
+            for w in &fresh {
+                asked.insert(w.call.id.to_string());
+                let why = w.reason.as_ref().map(|r| r.line());
+                match self.elicit(ctx, &w.call, why.as_deref()).await {
+                    Some(d) => decisions.push(d),
+                    None => return Ok(waiting(id, &created.topic_id, "an approval")),
+                }
+            }
+            let op = crate::routes::owned_record(&self.app, &user, &id.to_string())
+                .await
+                .map_err(failed)?;
+            crate::routes::operations::apply_decisions(&self.app, &user, &op, decisions)
+                .await
+                .map_err(failed)?;
         }
         self.ended(id, &created.topic_id).await
     }
@@ -285,9 +339,8 @@ impl McpDoor {
         };
         let requested_schema = ElicitationSchema::from_json_schema(schema).ok()?;
         let message = format!(
-            "rein asks before running {}/{} with {}{}",
-            call.identifier,
-            call.api,
+            "rein asks before running {} with {}{}",
+            call.key(),
             call.arguments,
             why.map(|w| format!(" ({w})")).unwrap_or_default()
         );
@@ -429,7 +482,7 @@ impl ServerHandler for McpDoor {
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let user = caller(&ctx)?;
+        let user = self.caller(&ctx)?;
         let mut tools = vec![run_tool(
             "run".into(),
             "Run your default rein agent on a prompt and answer with what it says.".into(),
@@ -457,7 +510,7 @@ impl ServerHandler for McpDoor {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let user = caller(&ctx)?;
+        let user = self.caller(&ctx)?;
         let unknown = || McpError::invalid_params(format!("no tool `{}`", request.name), None);
         let agent = agent_of(&request.name).ok_or_else(unknown)?;
         if let Some(name) = agent
@@ -480,7 +533,7 @@ impl ServerHandler for McpDoor {
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        let user = caller(&ctx)?;
+        let user = self.caller(&ctx)?;
         let ops = self
             .app
             .store
@@ -514,7 +567,7 @@ impl ServerHandler for McpDoor {
         request: ReadResourceRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let user = caller(&ctx)?;
+        let user = self.caller(&ctx)?;
         let missing = || McpError::resource_not_found(format!("no resource {}", request.uri), None);
         let id = request
             .uri

@@ -573,6 +573,52 @@ pub async fn serve(
     } else {
         AuthMode::Tokens
     };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let local = listener.local_addr()?;
+    let (app, runner) = start(store, &args, given, auth).await?;
+    // Tests and scripts read this line to find the port.
+    eprintln!("rein: listening on http://{local}");
+    tracing::info!(%local, "listening");
+    let stopping = Arc::clone(&runner);
+    let stop = async move {
+        shutdown_signal().await;
+        // Runs end between steps from now on (a request waiting on one gets its answer); then
+        // streams end and the listener closes.
+        stopping.stop();
+    };
+    rein_server::serve(listener, app, stop).await?;
+    hand_over(&runner, args.grace_secs).await;
+    Ok(())
+}
+
+/// `rein mcp`: the server's work (runs, recovery, tasks, ingestion) in this process, its MCP
+/// door on stdin and stdout for the database's local user, until the client closes stdin.
+pub async fn mcp(
+    store: Arc<SqlStore>,
+    args: ServeArgs,
+    given: &crate::Invocation,
+) -> anyhow::Result<()> {
+    let user = crate::agent_profile::local_user(&store).await?;
+    let (app, runner) = start(store, &args, given, AuthMode::Open(user.clone())).await?;
+    rein_server::mcp_server::serve_stdio(Arc::clone(&app), user)
+        .await
+        .context("the MCP connection on stdin/stdout failed")?;
+    runner.stop();
+    app.shutdown.cancel();
+    hand_over(&runner, args.grace_secs).await;
+    Ok(())
+}
+
+/// The server's state and its background work (recovery, devices, retention, brief hooks,
+/// ingestion, memories, task dispatch), started; what serves it is the caller's.
+async fn start(
+    store: Arc<SqlStore>,
+    args: &ServeArgs,
+    given: &crate::Invocation,
+    auth: AuthMode,
+) -> anyhow::Result<(rein_server::AppState, Arc<Runner>)> {
     let hub = Arc::new(Hub::default());
     let mut host = crate::host::host(Arc::clone(&store), given, args.model.as_deref()).await?;
     crate::host::serve_from(&mut host, &store, given)?;
@@ -601,10 +647,6 @@ pub async fn serve(
     };
     runner.lease = std::time::Duration::from_secs(args.lease_secs.max(1));
     let runner = Arc::new(runner);
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr}"))?;
-    let local = listener.local_addr()?;
     let mut app = App::new(
         store,
         Arc::clone(&runner),
@@ -652,19 +694,7 @@ pub async fn serve(
         "rein: {}",
         rein_tools::sandbox::Mechanism::detect().describe(runner.host.sandbox)
     );
-    // Tests and scripts read this line to find the port.
-    eprintln!("rein: listening on http://{local}");
-    tracing::info!(%local, "listening");
-    let stopping = Arc::clone(&runner);
-    let stop = async move {
-        shutdown_signal().await;
-        // Runs end between steps from now on (a request waiting on one gets its answer); then
-        // streams end and the listener closes.
-        stopping.stop();
-    };
-    rein_server::serve(listener, app, stop).await?;
-    hand_over(&runner, args.grace_secs).await;
-    Ok(())
+    Ok((app, runner))
 }
 
 /// What `/v1/models` says of a replay: the cassette `--replay` names and its questions.

@@ -54,15 +54,18 @@ async function main() {
   const first = resources.find((r) => r.uri.endsWith(report.answered.structured?.operation_id));
   report.read = first ? JSON.parse((await plain.readResource({ uri: first.uri })).contents[0].text) : null;
   await plain.close();
-  // 6. A client that can be asked: approved once, rejected with a reason once.
+  // 6. A client that can be asked: approved once, rejected with a reason once, a sub-agent's
+// call approved.
   const asked = [];
-  const answers = [{ decision: "approve" }, { decision: "reject", reason: "not now" }];
+  const answers = [{ decision: "approve" }, { decision: "reject", reason: "not now" }, { decision: "approve" }];
   const eliciting = await connect(token, async (request) => {
     asked.push(request.params.message);
     return { action: "accept", content: answers.shift() };
   });
   report.approved = await call(eliciting, "run_careful", { prompt: "Add 3 and 3." });
   report.rejected = await call(eliciting, "run_careful", { prompt: "Add 4 and 4." });
+  // A sub-agent's approval, asked the same way (its park leaves no event in the lead's log).
+  report.delegated = await call(eliciting, "run_lead", { prompt: "Have 5 and 5 added." });
   report.asked = asked;
   // 7. Another user: the topic of the first answer is not theirs.
   const other = await connect(process.env.OTHER_TOKEN);

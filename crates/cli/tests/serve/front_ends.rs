@@ -4,35 +4,6 @@
 
 use super::*;
 
-/// Run `script` (in tests/clients) with node against `rein`; its last line is its report.
-async fn node_report(script: &str, args: &[&str], envs: &[(&str, &str)]) -> Value {
-    let run = Command::new("node")
-        .arg(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/clients")
-                .join(script),
-        )
-        .args(args)
-        .envs(envs.iter().copied())
-        .output()
-        .await
-        .expect("node runs");
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    let report: Value =
-        serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap_or_else(|_| {
-            panic!(
-                "no report from {script}:\n{stdout}\n{}",
-                String::from_utf8_lossy(&run.stderr)
-            )
-        });
-    assert!(
-        report.get("error").is_none(),
-        "{script} failed: {}",
-        report["error"]
-    );
-    report
-}
-
 fn plan_call(id: &str, items: Value) -> Canned {
     Canned::openai_tools(&[(id, "todo__write", &json!({ "items": items }).to_string())])
 }

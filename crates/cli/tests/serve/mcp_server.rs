@@ -6,7 +6,8 @@ use super::*;
 /// The SDK lists the caller's default and exposed agents as tools (not a hidden one), runs
 /// one to its answer with progress notifications, gets "waiting" for a call that needs an
 /// approval it cannot be asked for, approves and rejects (with a reason the model reads)
-/// through elicitation, reads recent operations as resources; a hidden agent, a missing
+/// through elicitation (a sub-agent's call too), reads recent operations as resources; a
+/// hidden agent, a missing
 /// prompt, another user's conversation, a bad token and a foreign Origin are refused.
 #[tokio::test]
 async fn the_mcp_sdk_runs_exposed_agents_with_progress_and_approvals() {
@@ -29,6 +30,15 @@ async fn the_mcp_sdk_runs_exposed_agents_with_progress_and_approvals() {
             Canned::openai_text("3 + 3 = 6."),
             calc("k3", "4+4"),
             Canned::openai_text("I did not add them: not now."),
+            calc("k4", "5+5"),
+            Canned::openai_text("5 + 5 = 10."),
+        ],
+    );
+    e.model.route(
+        "ROLE-LEAD",
+        vec![
+            delegate("Add", "Add 5 and 5.", "careful"),
+            Canned::openai_text("The team says 10."),
         ],
     );
     let rein = e.start(&[]).await;
@@ -47,28 +57,22 @@ async fn the_mcp_sdk_runs_exposed_agents_with_progress_and_approvals() {
                 json!({"system_role": "ROLE-CAREFUL: you calculate.", "tools": ["calculator"], "approval": "allow-list", "expose": true}),
             ),
             (
+                "lead",
+                json!({"system_role": "ROLE-LEAD: you delegate.", "tools": ["agents", "calculator"], "approval": "allow-list", "allow": ["agents"], "expose": true}),
+            ),
+            (
                 "hidden",
                 json!({"system_role": "ROLE-HIDDEN", "tools": ["calculator"]}),
             ),
         ],
     )
     .await;
-    let run = Command::new("node")
-        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/mcp.cjs"))
-        .args([&clients.to_string_lossy(), rein.base.as_str(), &token])
-        .env("OTHER_TOKEN", &other)
-        .output()
-        .await
-        .expect("node runs");
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    let report: Value =
-        serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap_or_else(|_| {
-            panic!(
-                "no report from mcp.cjs:\n{stdout}\n{}",
-                String::from_utf8_lossy(&run.stderr)
-            )
-        });
-    assert!(report.get("error").is_none(), "{report:#}");
+    let report = node_report(
+        "mcp.cjs",
+        &[&clients.to_string_lossy(), &rein.base, &token],
+        &[("OTHER_TOKEN", &other)],
+    )
+    .await;
 
     assert_eq!(report["server"]["name"], "rein", "{report:#}");
     let tools: Vec<&str> = report["tools"]
@@ -77,7 +81,11 @@ async fn the_mcp_sdk_runs_exposed_agents_with_progress_and_approvals() {
         .iter()
         .filter_map(|t| t["name"].as_str())
         .collect();
-    assert_eq!(tools, ["run", "run_careful", "run_helper"], "{report:#}");
+    assert_eq!(
+        tools,
+        ["run", "run_careful", "run_helper", "run_lead"],
+        "{report:#}"
+    );
     assert_eq!(report["tools"][0]["required"], json!(["prompt"]));
 
     let answered = &report["answered"];
@@ -145,8 +153,16 @@ async fn the_mcp_sdk_runs_exposed_agents_with_progress_and_approvals() {
         report["rejected"]["text"], "I did not add them: not now.",
         "{report:#}"
     );
+    assert_eq!(
+        report["delegated"]["text"], "The team says 10.",
+        "{report:#}"
+    );
     let asked = report["asked"].as_array().unwrap();
-    assert_eq!(asked.len(), 2, "{report:#}");
+    assert_eq!(asked.len(), 3, "{report:#}");
+    assert!(
+        asked[2].as_str().unwrap().contains("5+5"),
+        "the sub-agent's call was asked: {report:#}"
+    );
     assert!(
         asked[0].as_str().unwrap().contains("calculator"),
         "{report:#}"
@@ -187,5 +203,110 @@ async fn the_mcp_sdk_runs_exposed_agents_with_progress_and_approvals() {
     assert_eq!(
         report["foreignOrigin"]["body"]["error"]["code"], "forbidden_origin",
         "{report:#}"
+    );
+}
+
+/// `rein mcp`: the SDK spawns it over stdio on the database, as its local user: the exposed
+/// agents (made with `rein agent create --expose true`) are its tools, one runs to its answer
+/// with progress, a call that needs approval is approved by elicitation, the operations are
+/// resources, and nothing but the protocol is written to stdout.
+#[tokio::test]
+async fn the_mcp_sdk_spawns_rein_mcp_over_stdio() {
+    let Some(clients) = rein_testkit::js_clients(
+        "the MCP SDK spawning `rein mcp`",
+        "@modelcontextprotocol/sdk",
+    ) else {
+        return;
+    };
+    let e = env(Vec::new()).await;
+    e.model.route(
+        "ROLE-HELPER",
+        vec![calc("h1", "17*23"), Canned::openai_text("17 × 23 = 391.")],
+    );
+    e.model.route(
+        "ROLE-CAREFUL",
+        vec![calc("k1", "3+3"), Canned::openai_text("3 + 3 = 6.")],
+    );
+    for (name, role, approval, expose) in [
+        ("helper", "ROLE-HELPER: you calculate.", "auto-run", "true"),
+        (
+            "careful",
+            "ROLE-CAREFUL: you calculate.",
+            "allow-list",
+            "true",
+        ),
+        ("hidden", "ROLE-HIDDEN", "auto-run", "false"),
+    ] {
+        let out = e
+            .command(&[
+                "agent",
+                "create",
+                name,
+                "--system",
+                role,
+                "--tools",
+                "calculator",
+                "--approval",
+                approval,
+                "--expose",
+                expose,
+            ])
+            .output()
+            .await
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+    let mut env_vars: serde_json::Map<String, Value> = rein_testkit::coverage_env()
+        .into_iter()
+        .map(|(k, v)| (k, json!(v)))
+        .collect();
+    for (k, v) in [
+        ("PATH", std::env::var("PATH").unwrap_or_default()),
+        ("REIN_HOME", e.dir.display().to_string()),
+        ("OPENAI_BASE_URL", format!("{}/v1", e.model.base)),
+        ("OPENAI_API_KEY", "sk-test".to_owned()),
+    ] {
+        env_vars.insert(k.to_owned(), json!(v));
+    }
+    let spawn = json!({
+        "command": env!("CARGO_BIN_EXE_rein"),
+        "args": ["--db", e.db(), "mcp"],
+        "env": env_vars,
+    });
+    let report = node_report(
+        "mcp_stdio.cjs",
+        &[&clients.to_string_lossy()],
+        &[("REIN_MCP", &spawn.to_string())],
+    )
+    .await;
+    assert_eq!(report["server"]["name"], "rein", "{report:#}");
+    assert_eq!(
+        report["tools"],
+        json!(["run", "run_careful", "run_helper"]),
+        "{report:#}"
+    );
+    assert_eq!(report["answered"]["text"], "17 × 23 = 391.", "{report:#}");
+    assert!(
+        report["progress"].as_array().unwrap().len() >= 3,
+        "{report:#}"
+    );
+    assert_eq!(report["approved"], "3 + 3 = 6.", "{report:#}");
+    assert_eq!(report["asked"].as_array().unwrap().len(), 1, "{report:#}");
+    let answered = report["answered"]["structured"]["operation_id"]
+        .as_str()
+        .unwrap();
+    assert!(
+        report["resources"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(format!("rein://operations/{answered}"))),
+        "{report:#}"
+    );
+    assert_eq!(report["stderrSaysListening"], false, "no HTTP listener");
+    // The operations are the local user's, in the database like any other.
+    let out = e.command(&["op", "list", "--json"]).output().await.unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(answered),
+        "{out:?}"
     );
 }

@@ -353,16 +353,26 @@ pub async fn create_token(
     admin(&app, &caller)?;
     let spec = req.checked(chrono::Utc::now())?;
     let user = named(&app, &name).await?;
+    make_token(&app, user, &req, &spec).await.map(Reply)
+}
+
+/// A new token of `user` as `req` asks (`spec`: its checked record), shown this once.
+async fn make_token(
+    app: &AppState,
+    user: User,
+    req: &NewToken,
+    spec: &rein_store::TokenSpec,
+) -> Result<TokenMade, ApiError> {
     let what = match &req.device {
         Some(d) => crate::TokenFor::Device(d),
-        None => crate::TokenFor::Api(&spec),
+        None => crate::TokenFor::Api(spec),
     };
     let (token, record) = crate::issue_token(&app.store, &user.id, what).await?;
-    Ok(Reply(TokenMade {
+    Ok(TokenMade {
         token,
         id: record.id,
         user: user.name,
-    }))
+    })
 }
 
 /// `GET /v1/users/{name}/tokens` (admins).
@@ -415,16 +425,7 @@ pub async fn create_my_token(
     Body(req): Body<NewToken>,
 ) -> Result<Reply<201, TokenMade>, ApiError> {
     let spec = req.checked(chrono::Utc::now())?;
-    let what = match &req.device {
-        Some(d) => crate::TokenFor::Device(d),
-        None => crate::TokenFor::Api(&spec),
-    };
-    let (token, record) = crate::issue_token(&app.store, &caller.id, what).await?;
-    Ok(Reply(TokenMade {
-        token,
-        id: record.id,
-        user: caller.name,
-    }))
+    make_token(&app, caller, &req, &spec).await.map(Reply)
 }
 
 /// `DELETE /v1/me/tokens?id=…`: one of your tokens stops at once (open streams end).
