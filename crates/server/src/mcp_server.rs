@@ -179,13 +179,13 @@ impl McpDoor {
                 McpError::internal_error("the request has no authenticated caller", None)
             })
     }
-}
 
-fn failed(e: ApiError) -> McpError {
-    McpError::invalid_params(e.message, None)
-}
-
-impl McpDoor {
+    /// The credential an HTTP request carries (none over stdio), so a call stops following
+    /// its operation once it is revoked, as an event stream does.
+    fn credential(&self, ctx: &RequestContext<RoleServer>) -> Option<crate::auth::Credential> {
+        let parts = ctx.extensions.get::<axum::http::request::Parts>()?;
+        crate::auth::credential(&self.app, &parts.headers)
+    }
     /// The caller's exposed agents, by name.
     async fn exposed(&self, user: &User) -> Result<Vec<(String, AgentProfile)>, McpError> {
         let agents = self
@@ -237,7 +237,8 @@ impl McpDoor {
             .peer
             .peer_info()
             .is_some_and(|p| p.capabilities.elicitation.is_some());
-        let mut events = follow(self.app.clone(), id, None, None);
+        let credential = self.credential(ctx);
+        let mut events = follow(self.app.clone(), id, None, credential.clone());
         // A sub-agent's park leaves no event in this operation's log: the tree is looked at
         // on a timer too.
         let mut tick = tokio::time::interval(std::time::Duration::from_millis(500));
@@ -314,6 +315,12 @@ impl McpDoor {
             crate::routes::operations::apply_decisions(&self.app, &user, &op, decisions)
                 .await
                 .map_err(failed)?;
+        }
+        if !crate::auth::still_valid(&self.app, credential.as_ref()).await {
+            return Err(McpError::invalid_request(
+                format!("the token was revoked while operation {id} ran; it goes on"),
+                None,
+            ));
         }
         self.ended(id, &created.topic_id).await
     }
@@ -428,6 +435,16 @@ impl McpDoor {
             "answer": answer,
         }));
         Ok(result)
+    }
+}
+
+/// An API refusal as an MCP error: what the caller asked wrongly is theirs to fix (invalid
+/// params, with the API's words), anything else the server's.
+fn failed(e: ApiError) -> McpError {
+    if e.status.is_client_error() {
+        McpError::invalid_params(e.message, None)
+    } else {
+        McpError::internal_error(e.message, None)
     }
 }
 
