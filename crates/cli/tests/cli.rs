@@ -3883,3 +3883,76 @@ async fn tool_output_with_nul_bytes_and_binary_is_kept_and_sent_normalised_as_a_
     }
     assert_consistent(&store, id).await;
 }
+
+/// `rein agent versions` lists every version newest first with the settings it changed;
+/// `rein agent rollback --to N` gives the agent version N's settings again as its next
+/// version (the later ones stay listed); a version it never had is refused naming it. On the
+/// database, and through a server in the parity run.
+#[tokio::test]
+async fn an_agent_lists_its_versions_and_rolls_back_to_one() {
+    let e = env(vec![]).await;
+    let (code, _, err) = e
+        .rein(&["agent", "create", "helper", "--max-steps", "5"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = e
+        .rein(&[
+            "agent",
+            "edit",
+            "helper",
+            "--max-steps",
+            "9",
+            "--system",
+            "Be brief.",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = e.rein(&["agent", "versions", "helper"]).await;
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(
+        lines[0].starts_with("v2") && lines[0].ends_with("changed: max_steps, system_role"),
+        "{out}"
+    );
+    assert!(
+        lines[1].starts_with("v1") && lines[1].ends_with("first kept"),
+        "{out}"
+    );
+    let (code, out, err) = e
+        .rein(&["--json", "agent", "rollback", "helper", "--to", "1"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("version 1's settings again, as version 3"),
+        "{err}"
+    );
+    let shown: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(shown["version"], 3, "{shown}");
+    assert_eq!(shown["config"]["max_steps"], 5, "{shown}");
+    assert!(shown["config"]["system_role"].is_null(), "{shown}");
+    let (_, out, _) = e.rein(&["--json", "agent", "versions", "helper"]).await;
+    let versions: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        versions
+            .iter()
+            .map(|v| v["version"].as_u64())
+            .collect::<Vec<_>>(),
+        [Some(3), Some(2), Some(1)],
+        "{out}"
+    );
+    assert_eq!(
+        versions[0]["changed"],
+        serde_json::json!(["max_steps", "system_role"]),
+        "{out}"
+    );
+    let (code, _, err) = e.rein(&["agent", "rollback", "helper", "--to", "9"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("agent `helper` has no version 9"), "{err}");
+    let (code, _, err) = e.rein(&["agent", "versions", "ghost"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no agent `ghost`"), "{err}");
+}

@@ -1,5 +1,6 @@
-//! `rein agent create|list|show|edit|delete`: your agents (model, system role, tools, approval
-//! mode, limits), each with a version counted up on every edit.
+//! `rein agent create|list|show|edit|delete|versions|rollback`: your agents (model, system
+//! role, tools, approval mode, limits), each with a version counted up on every edit, every
+//! version kept and any of them taken again as the next one.
 
 use super::Backend;
 use crate::agent_profile::{AgentFlags, print};
@@ -33,6 +34,20 @@ pub enum AgentCommand {
     Delete {
         /// Name.
         name: String,
+    },
+    /// An agent's versions, newest first, each with the settings it changed.
+    Versions {
+        /// Name.
+        name: String,
+    },
+    /// Give an agent an earlier version's settings again (written as its next version:
+    /// nothing is lost).
+    Rollback {
+        /// Name.
+        name: String,
+        /// The version to take again (from `rein agent versions`).
+        #[arg(long, value_name = "VERSION", value_parser = clap::value_parser!(u64).range(1..))]
+        to: u64,
     },
 }
 
@@ -76,6 +91,60 @@ pub async fn run(on: &impl Backend, command: AgentCommand, json: bool) -> anyhow
             on.delete_agent(&name).await?;
             eprintln!("deleted agent {name}");
         }
+        AgentCommand::Versions { name } => {
+            let versions = on.agent_versions(&name).await?;
+            for (i, v) in versions.iter().enumerate() {
+                let changed = changed(&v.config, versions.get(i + 1).map(|o| &o.config))?;
+                if json {
+                    println!(
+                        "{}",
+                        serde_json::json!({"version": v.version, "config": v.config, "created_at": v.created_at, "changed": changed})
+                    );
+                } else {
+                    let what = if versions.get(i + 1).is_none() {
+                        "first kept".to_owned()
+                    } else if changed.is_empty() {
+                        "no change".to_owned()
+                    } else {
+                        format!("changed: {}", changed.join(", "))
+                    };
+                    println!(
+                        "v{:<4} {}  {what}",
+                        v.version,
+                        v.created_at.format("%Y-%m-%d %H:%M")
+                    );
+                }
+            }
+        }
+        AgentCommand::Rollback { name, to } => {
+            let a = on.rollback_agent(&name, to).await?;
+            eprintln!(
+                "agent {name} has version {to}'s settings again, as version {}",
+                a.version
+            );
+            print(&a.name, &a.config, a.version, json)?;
+        }
     }
     Ok(())
+}
+
+/// The settings `config` holds differently from `before` (none without one), by name.
+fn changed(config: &AgentProfile, before: Option<&AgentProfile>) -> anyhow::Result<Vec<String>> {
+    let Some(before) = before else {
+        return Ok(Vec::new());
+    };
+    let (serde_json::Value::Object(now), serde_json::Value::Object(then)) =
+        (serde_json::to_value(config)?, serde_json::to_value(before)?)
+    else {
+        return Ok(Vec::new());
+    };
+    let mut names: Vec<String> = now
+        .keys()
+        .chain(then.keys())
+        .filter(|k| now.get(*k) != then.get(*k))
+        .cloned()
+        .collect();
+    names.sort();
+    names.dedup();
+    Ok(names)
 }

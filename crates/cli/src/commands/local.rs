@@ -392,6 +392,21 @@ impl Backend for Local {
         shown(record)
     }
 
+    async fn agent_versions(
+        &self,
+        name: &str,
+    ) -> anyhow::Result<Vec<rein_server::routes::agents::AgentVersionOut>> {
+        let store = self.store().await?;
+        let user = crate::agent_profile::local_user(store).await?;
+        Ok(rein_server::routes::agents::versions_of(store, &user.id, name).await?)
+    }
+
+    async fn rollback_agent(&self, name: &str, version: u64) -> anyhow::Result<Agent> {
+        let store = self.store().await?;
+        let user = crate::agent_profile::local_user(store).await?;
+        shown(rein_server::routes::agents::roll_back(store, &user.id, name, version).await?)
+    }
+
     async fn delete_agent(&self, name: &str) -> anyhow::Result<()> {
         let store = self.store().await?;
         let user = crate::agent_profile::local_user(store).await?;

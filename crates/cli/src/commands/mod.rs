@@ -193,6 +193,15 @@ pub trait Backend:
     /// Delete an agent.
     async fn delete_agent(&self, name: &str) -> anyhow::Result<()>;
 
+    /// An agent's versions, newest first.
+    async fn agent_versions(
+        &self,
+        name: &str,
+    ) -> anyhow::Result<Vec<rein_server::routes::agents::AgentVersionOut>>;
+
+    /// Give an agent an earlier version's configuration again, as its next version.
+    async fn rollback_agent(&self, name: &str, version: u64) -> anyhow::Result<Agent>;
+
     /// Your devices (a server's only).
     async fn devices(&self) -> anyhow::Result<Vec<DeviceOut>>;
 

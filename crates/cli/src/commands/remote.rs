@@ -709,6 +709,29 @@ impl Backend for Remote {
             .await
     }
 
+    async fn agent_versions(
+        &self,
+        name: &str,
+    ) -> anyhow::Result<Vec<rein_server::routes::agents::AgentVersionOut>> {
+        let list: rein_server::routes::agents::AgentVersions = self
+            .call(
+                Method::GET,
+                &format!("/v1/agents/{}/versions", segment(name)),
+                None::<&()>,
+            )
+            .await?;
+        Ok(list.versions)
+    }
+
+    async fn rollback_agent(&self, name: &str, version: u64) -> anyhow::Result<Agent> {
+        self.call(
+            Method::POST,
+            &format!("/v1/agents/{}/rollback", segment(name)),
+            Some(&rein_server::routes::agents::RollbackIn { version }),
+        )
+        .await
+    }
+
     async fn devices(&self) -> anyhow::Result<Vec<DeviceOut>> {
         let list: DeviceList = self.call(Method::GET, "/v1/devices", None::<&()>).await?;
         Ok(list.devices)

@@ -110,7 +110,7 @@ pub async fn show(
     Caller(user): Caller,
     AgentPath(name): AgentPath,
 ) -> Result<Json<Agent>, ApiError> {
-    Ok(Json(shown(agent_of(&app, &user.id, &name).await?)?))
+    Ok(Json(shown(agent_of(&app.store, &user.id, &name).await?)?))
 }
 
 /// `PUT /v1/agents/{name}`: replace the configuration.
@@ -121,7 +121,7 @@ pub async fn update(
     Body(config): Body<AgentProfile>,
 ) -> Result<Json<Agent>, ApiError> {
     let config = config.checked()?;
-    let mut r = agent_of(&app, &user.id, &name).await?;
+    let mut r = agent_of(&app.store, &user.id, &name).await?;
     r.config = to_value(&config)?;
     r.updated_at = Utc::now();
     r.version = app.store.put_agent(&r).await?;
@@ -169,23 +169,27 @@ pub struct RollbackIn {
 }
 
 /// The agent `name` of `user`, or 404.
-async fn agent_of(app: &AppState, user: &str, name: &str) -> Result<AgentRecord, ApiError> {
-    app.store
+async fn agent_of(
+    store: &rein_store::SqlStore,
+    user: &str,
+    name: &str,
+) -> Result<AgentRecord, ApiError> {
+    store
         .get_agent(user, name)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no agent `{name}`")))
 }
 
-/// `GET /v1/agents/{name}/versions`.
-pub async fn versions(
-    State(app): State<AppState>,
-    Caller(user): Caller,
-    AgentPath(name): AgentPath,
-) -> Result<Json<AgentVersions>, ApiError> {
-    agent_of(&app, &user.id, &name).await?;
-    let versions = app
-        .store
-        .agent_versions(&user.id, &name)
+/// `user`'s agent `name`'s versions, newest first (404 without the agent); the route's and
+/// `rein agent versions` on the database's machine.
+pub async fn versions_of(
+    store: &rein_store::SqlStore,
+    user: &str,
+    name: &str,
+) -> Result<Vec<AgentVersionOut>, ApiError> {
+    agent_of(store, user, name).await?;
+    store
+        .agent_versions(user, name)
         .await?
         .into_iter()
         .map(|v| {
@@ -197,8 +201,44 @@ pub async fn versions(
                 created_at: v.created_at,
             })
         })
-        .collect::<Result<_, ApiError>>()?;
-    Ok(Json(AgentVersions { versions }))
+        .collect()
+}
+
+/// `user`'s agent `name` given `version`'s configuration again, written as its next version
+/// (nothing is lost: the versions after it stay listed); the route's and `rein agent rollback`
+/// on the database's machine.
+pub async fn roll_back(
+    store: &rein_store::SqlStore,
+    user: &str,
+    name: &str,
+    version: u64,
+) -> Result<AgentRecord, ApiError> {
+    let mut r = agent_of(store, user, name).await?;
+    let old = store
+        .agent_versions(user, name)
+        .await?
+        .into_iter()
+        .find(|v| v.version == version)
+        .ok_or_else(|| ApiError::not_found(format!("agent `{name}` has no version {version}")))?;
+    // Checked again: what the rules allow may have changed since it was written.
+    let config = serde_json::from_value::<AgentProfile>(old.config)
+        .map_err(|e| ApiError::internal(format!("stored agent `{name}` v{version}: {e}")))?
+        .checked()?;
+    r.config = to_value(&config)?;
+    r.updated_at = Utc::now();
+    r.version = store.put_agent(&r).await?;
+    Ok(r)
+}
+
+/// `GET /v1/agents/{name}/versions`.
+pub async fn versions(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    AgentPath(name): AgentPath,
+) -> Result<Json<AgentVersions>, ApiError> {
+    Ok(Json(AgentVersions {
+        versions: versions_of(&app.store, &user.id, &name).await?,
+    }))
 }
 
 /// `POST /v1/agents/{name}/rollback`: the agent takes an earlier version's configuration
@@ -209,23 +249,7 @@ pub async fn rollback(
     AgentPath(name): AgentPath,
     Body(to): Body<RollbackIn>,
 ) -> Result<Json<Agent>, ApiError> {
-    let mut r = agent_of(&app, &user.id, &name).await?;
-    let old = app
-        .store
-        .agent_versions(&user.id, &name)
-        .await?
-        .into_iter()
-        .find(|v| v.version == to.version)
-        .ok_or_else(|| {
-            ApiError::not_found(format!("agent `{name}` has no version {}", to.version))
-        })?;
-    // Checked again: what the rules allow may have changed since it was written.
-    let config = serde_json::from_value::<AgentProfile>(old.config)
-        .map_err(|e| ApiError::internal(format!("stored agent `{name}` v{}: {e}", to.version)))?
-        .checked()?;
-    r.config = to_value(&config)?;
-    r.updated_at = Utc::now();
-    r.version = app.store.put_agent(&r).await?;
+    let r = roll_back(&app.store, &user.id, &name, to.version).await?;
     Ok(Json(shown(r)?))
 }
 
