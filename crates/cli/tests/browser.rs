@@ -1869,6 +1869,65 @@ async fn the_web_app_indexes_a_folder_cites_it_and_corrects_a_memory_at(size: &s
     learnt_and_cited(&http, &base, &model).await;
 }
 
+/// `rein ARGS` on the database in `dir` (the one [`serve_ui`] serves).
+fn rein_in(dir: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rein"));
+    c.env_clear()
+        .envs(rein_testkit::coverage_env())
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("REIN_HOME", dir)
+        .args(["--db", &dir.join("rein.db").to_string_lossy()])
+        .args(args);
+    c
+}
+
+/// User `local`'s device `laptop` working in `dir/laptop` (`rein connect` with a device token
+/// made on the database; killed when dropped), once the server at `base` lists it connected.
+async fn laptop_connected(dir: &Path, base: &str) -> tokio::process::Child {
+    let laptop = dir.join("laptop");
+    std::fs::create_dir_all(&laptop).unwrap();
+    let out = rein_in(
+        dir,
+        &["token", "create", "--user", "local", "--device", "laptop"],
+    )
+    .output()
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let device = rein_in(
+        dir,
+        &[
+            "--server",
+            base,
+            "connect",
+            "--name",
+            "laptop",
+            "--workdir",
+            &laptop.to_string_lossy(),
+        ],
+    )
+    .env("REIN_TOKEN", token)
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .kill_on_drop(true)
+    .spawn()
+    .unwrap();
+    get_until(
+        &reqwest::Client::new(),
+        &format!("{base}/v1/devices"),
+        "the device connected",
+        |list| list["devices"][0]["connected"] == true,
+    )
+    .await;
+    device
+}
+
 /// An archive (`rein import`'s format) of user `local` holding conversations titled
 /// `title` of `pairs` question/answer pairs each ("Question N." / "Answer N."), one message
 /// after another.
@@ -1998,60 +2057,16 @@ async fn the_web_app_makes_a_group_revokes_a_device_and_administers_users() {
     else {
         return;
     };
-    let laptop = dir.join("laptop");
-    std::fs::create_dir_all(&laptop).unwrap();
-    let rein = |args: &[&str]| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_rein"));
-        c.env_clear()
-            .envs(rein_testkit::coverage_env())
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("REIN_HOME", &dir)
-            .args(["--db", &dir.join("rein.db").to_string_lossy()])
-            .args(args);
-        c
-    };
-    let ran = |out: std::process::Output| {
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap().trim().to_owned()
-    };
     // The server's no-auth user is `local`, an admin here (made before the server starts).
-    ran(rein(&["user", "create", "local", "--role", "admin"])
+    let made = rein_in(&dir, &["user", "create", "local", "--role", "admin"])
         .output()
         .await
-        .unwrap());
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
     let model = serve(vec![], 3).await;
     let (_server, base) = serve_ui(&dir, &model.base).await;
-    let token = ran(
-        rein(&["token", "create", "--user", "local", "--device", "laptop"])
-            .output()
-            .await
-            .unwrap(),
-    );
-    let _device = rein(&[
-        "--server",
-        &base,
-        "connect",
-        "--name",
-        "laptop",
-        "--workdir",
-        &laptop.to_string_lossy(),
-    ])
-    .env("REIN_TOKEN", token)
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(Stdio::null())
-    .kill_on_drop(true)
-    .spawn()
-    .unwrap();
+    let _device = laptop_connected(&dir, &base).await;
     let http = reqwest::Client::new();
-    get_until(&http, &format!("{base}/v1/devices"), "the device", |d| {
-        d["devices"][0]["connected"] == true
-    })
-    .await;
     for name in ["critic", "writer"] {
         let made = json_call(
             &http,
@@ -2306,50 +2321,7 @@ async fn the_ui_lists_a_connected_device_runs_a_conversation_on_it_and_revokes_i
     )
     .await;
     let (_server, base) = serve_ui(&dir, &model.base).await;
-    let rein = |args: &[&str]| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_rein"));
-        c.env_clear()
-            .envs(rein_testkit::coverage_env())
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("REIN_HOME", &dir)
-            .args(["--db", &dir.join("rein.db").to_string_lossy()])
-            .args(args);
-        c
-    };
-    let out = rein(&["token", "create", "--user", "local", "--device", "laptop"])
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
-    let _device = rein(&[
-        "--server",
-        &base,
-        "connect",
-        "--name",
-        "laptop",
-        "--workdir",
-        &laptop.to_string_lossy(),
-    ])
-    .env("REIN_TOKEN", token)
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(Stdio::null())
-    .kill_on_drop(true)
-    .spawn()
-    .unwrap();
-    let http = reqwest::Client::new();
-    get_until(
-        &http,
-        &format!("{base}/v1/devices"),
-        "the device connected",
-        |list| list["devices"][0]["connected"] == true,
-    )
-    .await;
+    let _device = laptop_connected(&dir, &base).await;
     let (report, out) = run_script("devices.cjs", &base, &chromium, &playwright).await;
     assert_eq!(
         report["ok"],

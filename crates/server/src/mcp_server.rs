@@ -541,6 +541,13 @@ impl ServerHandler for McpDoor {
         if !crate::routes::says_something(&args.prompt) {
             return Err(McpError::invalid_params("prompt is empty", None));
         }
+        // What the tool's input schema says, held here: serde does not read schemars' limits.
+        if args.prompt.chars().count() > 100_000 {
+            return Err(McpError::invalid_params(
+                "prompt: at most 100000 characters",
+                None,
+            ));
+        }
         let agent = agent.map(str::to_owned);
         Ok(self.run(user, agent, args, &ctx).await?.into())
     }

@@ -48,6 +48,7 @@ async function main() {
   // 4. A hidden agent and a foreign conversation are refused; bad arguments named.
   report.hidden = await call(plain, "run_hidden", { prompt: "hi" });
   report.noPrompt = await call(plain, "run_helper", { topic: "topic_x" });
+  report.longPrompt = await call(plain, "run_helper", { prompt: "x".repeat(100001) });
   // 5. Resources: recent operations, one read.
   const resources = (await plain.listResources()).resources;
   report.resources = resources.map((r) => r.uri);

@@ -3,25 +3,29 @@
 
 use super::*;
 
-/// The SDK lists the caller's default and exposed agents as tools (not a hidden one), runs
-/// one to its answer with progress notifications, gets "waiting" for a call that needs an
-/// approval it cannot be asked for, approves and rejects (with a reason the model reads)
-/// through elicitation (a sub-agent's call too), reads recent operations as resources; a
-/// hidden agent, a missing
-/// prompt, another user's conversation, a bad token and a foreign Origin are refused.
-#[tokio::test]
-async fn the_mcp_sdk_runs_exposed_agents_with_progress_and_approvals() {
-    let Some(clients) = rein_testkit::js_clients(
-        "the MCP SDK against rein's MCP server",
-        "@modelcontextprotocol/sdk",
-    ) else {
-        return;
-    };
+/// The MCP SDK's install, and a test environment whose model answers `ROLE-HELPER` agents
+/// 17 × 23 with the calculator; `None` after reporting `test` skipped without the SDK.
+async fn sdk_and_helper(test: &str) -> Option<(std::path::PathBuf, Env)> {
+    let clients = rein_testkit::js_clients(test, "@modelcontextprotocol/sdk")?;
     let e = env(Vec::new()).await;
     e.model.route(
         "ROLE-HELPER",
         vec![calc("h1", "17*23"), Canned::openai_text("17 × 23 = 391.")],
     );
+    Some((clients, e))
+}
+
+/// The SDK lists the caller's default and exposed agents as tools (not a hidden one), runs
+/// one to its answer with progress notifications, gets "waiting" for a call that needs an
+/// approval it cannot be asked for, approves and rejects (with a reason the model reads)
+/// through elicitation (a sub-agent's call too), reads recent operations as resources; a
+/// hidden agent, a missing prompt, another user's conversation, a bad token and a foreign
+/// Origin are refused.
+#[tokio::test]
+async fn the_mcp_sdk_runs_exposed_agents_with_progress_and_approvals() {
+    let Some((clients, e)) = sdk_and_helper("the MCP SDK against rein's MCP server").await else {
+        return;
+    };
     e.model.route(
         "ROLE-CAREFUL",
         vec![
@@ -138,6 +142,13 @@ async fn the_mcp_sdk_runs_exposed_agents_with_progress_and_approvals() {
         "{report:#}"
     );
 
+    assert!(
+        report["longPrompt"]["thrown"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("at most 100000 characters"),
+        "{report:#}"
+    );
     let answered_id = answered["structured"]["operation_id"].as_str().unwrap();
     assert!(
         report["resources"]
@@ -212,17 +223,9 @@ async fn the_mcp_sdk_runs_exposed_agents_with_progress_and_approvals() {
 /// resources, and nothing but the protocol is written to stdout.
 #[tokio::test]
 async fn the_mcp_sdk_spawns_rein_mcp_over_stdio() {
-    let Some(clients) = rein_testkit::js_clients(
-        "the MCP SDK spawning `rein mcp`",
-        "@modelcontextprotocol/sdk",
-    ) else {
+    let Some((clients, e)) = sdk_and_helper("the MCP SDK spawning `rein mcp`").await else {
         return;
     };
-    let e = env(Vec::new()).await;
-    e.model.route(
-        "ROLE-HELPER",
-        vec![calc("h1", "17*23"), Canned::openai_text("17 × 23 = 391.")],
-    );
     e.model.route(
         "ROLE-CAREFUL",
         vec![calc("k1", "3+3"), Canned::openai_text("3 + 3 = 6.")],
