@@ -101,8 +101,9 @@ pub struct AgentFlags {
     /// user (those your agents share) or agent (its own, read by it alone).
     #[arg(long, value_name = "SCOPE", value_parser = named::<MemoryScope>())]
     pub memory: Option<MemoryScope>,
-    /// Offer a stored agent as a tool of rein's MCP server (`/mcp`, `rein mcp`) to its owner:
-    /// `true` or `false` (`rein agent create|edit` only).
+    /// Offer a stored agent to its owner through rein's MCP server (`/mcp`, `rein mcp`: a
+    /// `run_NAME` tool) and A2A server (`/a2a/NAME`): `true` or `false` (`rein agent
+    /// create|edit` only).
     #[arg(long, value_name = "BOOL")]
     pub expose: Option<bool>,
 }

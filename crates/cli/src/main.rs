@@ -103,6 +103,10 @@ pub(crate) enum Command {
     /// `run` and `run_NAME` for agents stored with `--expose true` (the options of `rein
     /// serve`; `--addr` and what concerns HTTP are not used).
     Mcp(serve::ServeArgs),
+    /// Be an Agent Client Protocol agent for an editor (Zed, JetBrains, Neovim) over stdin and
+    /// stdout, as the database's local user: each session a conversation, each prompt an
+    /// operation whose approvals the editor asks you (the options of `rein serve`).
+    Acp(serve::AcpArgs),
     /// Join a `rein serve` (`--server URL`, a device token in REIN_TOKEN) as a device: its
     /// operations on `device:NAME` run their file and shell tools here.
     Connect(connect::ConnectArgs),
@@ -349,6 +353,11 @@ async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> 
             serve::mcp(Arc::clone(l.store().await?), a, &l.given).await?;
             Ok(exit::DONE)
         }
+        Command::Acp(a) => {
+            let l = on.local()?;
+            serve::acp(Arc::clone(l.store().await?), a, &l.given).await?;
+            Ok(exit::DONE)
+        }
         Command::User { command } => users::run(on, command, json).await,
         Command::Usage(a) => usage::run(on, a, json).await,
         Command::Settings { command } => settings::run(on, command, json).await,
@@ -365,7 +374,7 @@ fn main() -> ExitCode {
         || {
             if matches!(
                 cli.command,
-                Command::Serve(_) | Command::Worker(_) | Command::Mcp(_)
+                Command::Serve(_) | Command::Worker(_) | Command::Mcp(_) | Command::Acp(_)
             ) {
                 std::thread::available_parallelism().map_or(2, |n| n.get())
             } else {

@@ -13,6 +13,10 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+#[path = "serve/a2a_server.rs"]
+mod a2a_server;
+#[path = "serve/acp.rs"]
+mod acp;
 #[path = "serve/front_ends.rs"]
 mod front_ends;
 #[path = "serve/login.rs"]

@@ -120,8 +120,9 @@ pub struct AgentProfile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryScope>,
     /// Offered through rein's doors for other agents and editors: a `run_NAME` tool of rein's
-    /// MCP server (`/mcp`, `rein mcp`), to its owner only. Off unless true; read from the
-    /// stored agent (an operation's request may carry it, to no effect).
+    /// MCP server (`/mcp`, `rein mcp`) and an A2A agent (`/a2a/NAME`), to its owner only. Off
+    /// unless true; read from the stored agent (an operation's request may carry it, to no
+    /// effect).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expose: Option<bool>,
 }

@@ -269,6 +269,21 @@ async fn session_user(parts: &Parts, app: &AppState, secret: &str) -> Result<Use
     Ok(user)
 }
 
+/// The caller of a request whose HTTP method does not say whether it changes something (a
+/// JSON-RPC `POST`): held to its token's scopes and its session's CSRF token as a change when
+/// `changes`, as a read otherwise.
+pub async fn caller_for(
+    headers: &axum::http::HeaderMap,
+    app: &AppState,
+    changes: bool,
+) -> Result<User, ApiError> {
+    let mut probe = axum::http::Request::new(());
+    *probe.method_mut() = if changes { Method::POST } else { Method::GET };
+    *probe.headers_mut() = headers.clone();
+    let (parts, ()) = probe.into_parts();
+    authenticate(&parts, app, true).await
+}
+
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 

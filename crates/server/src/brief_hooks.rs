@@ -22,10 +22,10 @@ const CLAIM: Duration = Duration::from_secs(60);
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum HookError {
     /// Not an `http://` or `https://` URL with a host.
-    #[error("the hook URL must be an http:// or https:// URL with a host: {0}")]
+    #[error("the URL must be an http:// or https:// URL with a host: {0}")]
     BadUrl(String),
     /// The host is (or resolves to) a loopback, private or link-local address.
-    #[error("the hook URL reaches an internal address ({0}); the server does not allow that")]
+    #[error("the URL reaches an internal address ({0}); the server does not allow that")]
     Internal(String),
     /// The secret is too short to sign with.
     #[error("the hook secret must be 16 to 256 characters")]
@@ -38,6 +38,13 @@ pub async fn check_hook(url: &str, secret: &str, allow_private: bool) -> Result<
     if !(16..=256).contains(&secret.chars().count()) {
         return Err(HookError::BadSecret);
     }
+    check_url(url, allow_private).await
+}
+
+/// Check a URL the server is asked to post to (a brief hook, an A2A push notification): an
+/// `http(s)` URL with a host that, unless `allow_private`, resolves to no loopback, private or
+/// link-local address.
+pub async fn check_url(url: &str, allow_private: bool) -> Result<(), HookError> {
     let parsed = reqwest::Url::parse(url).map_err(|e| HookError::BadUrl(e.to_string()))?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(HookError::BadUrl(format!("scheme {}", parsed.scheme())));

@@ -8,10 +8,12 @@
 //! and, without tokens, the Host/Origin guard that keeps browser pages out (`origin`), running
 //! operations in the background under the store's admission limits, crash recovery in the
 //! background with the reason recorded on what cannot be resumed yet, the embedded web UI
-//! at `/`, and rein's own MCP server (`mcp_server`: `/mcp`, and the handler `rein mcp` serves
-//! over stdio). What an operation may do and how drivers are made are `rein_operation`'s: routes
+//! at `/`, rein's own MCP server (`mcp_server`: `/mcp`, and the handler `rein mcp` serves
+//! over stdio), and its A2A server (`a2a`: agent cards and `/a2a`). What an operation may do and how drivers are made are `rein_operation`'s: routes
 //! parse, call it, and map the result.
 
+pub mod a2a;
+pub mod acp;
 pub mod api;
 pub mod auth;
 pub mod brief_hooks;
@@ -111,6 +113,8 @@ pub struct App {
     pub ingest: Arc<tokio::sync::Notify>,
     /// The OpenID Connect provider people may sign in through (`rein serve --oidc-issuer`).
     pub oidc: Option<Arc<oidc::Oidc>>,
+    /// The A2A tasks this process posts push notifications for.
+    pub a2a_followed: Arc<a2a::push::Followed>,
 }
 
 impl App {
@@ -143,6 +147,7 @@ impl App {
             devices: Arc::default(),
             ingest: Arc::default(),
             oidc: None,
+            a2a_followed: Arc::default(),
         }
     }
 
@@ -221,6 +226,8 @@ pub fn router(app: AppState) -> Router {
                 axum::middleware::from_fn_with_state(app.clone(), mcp_server::guard),
             ),
         )
+        // A2A's cards and JSON-RPC endpoints: documented in docs/protocols.md.
+        .merge(a2a::router())
         .fallback(error::no_route)
         .method_not_allowed_fallback(error::wrong_method)
         .layer(DefaultBodyLimit::max(body_limit))

@@ -74,7 +74,7 @@ pub fn service(
 /// [`McpDoor`] reads it) and refuse a browser page of another origin.
 pub async fn guard(State(app): State<AppState>, req: Request, next: Next) -> Response {
     let (mut parts, body) = req.into_parts();
-    if let Err(e) = same_origin(&parts.headers) {
+    if let Err(e) = crate::origin::own_pages_only(&parts.headers) {
         return e.into_response();
     }
     match Caller::from_request_parts(&mut parts, &app).await {
@@ -84,32 +84,6 @@ pub async fn guard(State(app): State<AppState>, req: Request, next: Next) -> Res
         }
         Err(e) => e.into_response(),
     }
-}
-
-/// A request with an `Origin` (a browser's) must come from a page of this server: its
-/// authority equal to the `Host` the request names.
-fn same_origin(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
-    let Some(origin) = headers.get(axum::http::header::ORIGIN) else {
-        return Ok(());
-    };
-    let origin = origin.to_str().unwrap_or_default();
-    let host = headers
-        .get(axum::http::header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or_default();
-    let authority = origin
-        .split_once("://")
-        .map(|(_, rest)| rest.trim_end_matches('/'));
-    if !host.is_empty() && authority.is_some_and(|a| a.eq_ignore_ascii_case(host)) {
-        return Ok(());
-    }
-    Err(ApiError::new(
-        axum::http::StatusCode::FORBIDDEN,
-        crate::error_code::ApiErrorCode::ForbiddenOrigin,
-        format!(
-            "origin `{origin}` may not use this server's MCP endpoint: only its own pages and clients that send no Origin may"
-        ),
-    ))
 }
 
 /// Serve `user`'s agents over stdin and stdout until the client closes them.

@@ -140,6 +140,34 @@ pub async fn guard(State(local): State<Arc<LocalOrigin>>, req: Request, next: Ne
     }
 }
 
+/// A request with an `Origin` (a browser's) must come from a page of this server: its
+/// authority equal to the `Host` the request names. For the protocol endpoints (`/mcp`,
+/// `/a2a`) whatever the auth mode: a page of another origin (or a DNS-rebound name) must not
+/// drive them with the browser's session.
+pub fn own_pages_only(headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return Ok(());
+    };
+    let origin = origin.to_str().unwrap_or_default();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    let authority = origin
+        .split_once("://")
+        .map(|(_, rest)| rest.trim_end_matches('/'));
+    if !host.is_empty() && authority.is_some_and(|a| a.eq_ignore_ascii_case(host)) {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        StatusCode::FORBIDDEN,
+        crate::error_code::ApiErrorCode::ForbiddenOrigin,
+        format!(
+            "origin `{origin}` may not use this server's protocol endpoints (/mcp, /a2a): only its own pages and clients that send no Origin may"
+        ),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

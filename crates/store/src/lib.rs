@@ -30,6 +30,7 @@
 //! steps, events and tool results) and its backups ([`Retention`]), and what operations spent,
 //! summed per day, agent, model or user ([`Usage`]).
 
+mod a2a_push;
 mod accounts;
 mod briefs;
 mod devices;
@@ -54,6 +55,7 @@ mod tasks;
 mod topics;
 mod usage;
 
+pub use a2a_push::{A2aPush, PushConfig};
 pub use accounts::{
     Accounts, AgentRecord, AgentVersion, ApiToken, Caps, GroupRecord, PasswordHolder, TokenHolder,
     TokenScope, TokenSpec, User, UserRole,

@@ -198,6 +198,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "every version of an agent's configuration",
         include_str!("../migrations/0034_agent_versions.sql"),
     ),
+    (
+        35,
+        "where A2A clients are told of their tasks' updates",
+        include_str!("../migrations/0035_a2a_push.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

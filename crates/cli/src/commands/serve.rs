@@ -356,6 +356,11 @@ fn spawn_brief_hooks(app: &App) {
     ));
 }
 
+/// Follow again the unfinished A2A tasks whose clients asked for push notifications.
+fn spawn_a2a_pushes(app: &Arc<App>) {
+    tokio::spawn(rein_server::a2a::push::resume(Arc::clone(app)));
+}
+
 /// `--retain-days` and `--retain-topic-days`: compact what finished before the retention
 /// window and delete conversations untouched for longer than theirs, now and every 10 minutes,
 /// in batches of 500 (each its own transaction, so requests are served between them), until the
@@ -611,6 +616,39 @@ pub async fn mcp(
     Ok(())
 }
 
+/// `rein acp`'s options: `rein serve`'s, and the agent the editor talks to.
+#[derive(clap::Args)]
+pub struct AcpArgs {
+    /// Run this agent of the local user's (default: the default agent).
+    #[arg(long, value_name = "NAME")]
+    agent: Option<String>,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+/// `rein acp`: the Agent Client Protocol on stdin and stdout until the editor closes stdin,
+/// with the server's background work in this process.
+pub async fn acp(
+    store: Arc<SqlStore>,
+    args: AcpArgs,
+    given: &crate::Invocation,
+) -> anyhow::Result<()> {
+    let user = crate::agent_profile::local_user(&store).await?;
+    if let Some(name) = &args.agent {
+        rein_store::Accounts::get_agent(&*store, &user.id, name)
+            .await?
+            .with_context(|| format!("no agent {name}: rein agent create {name} …"))?;
+    }
+    let (app, runner) = start(store, &args.serve, given, AuthMode::Open(user.clone())).await?;
+    rein_server::acp::serve_stdio(Arc::clone(&app), user, args.agent)
+        .await
+        .context("the ACP connection on stdin/stdout failed")?;
+    runner.stop();
+    app.shutdown.cancel();
+    hand_over(&runner, args.serve.grace_secs).await;
+    Ok(())
+}
+
 /// The server's state and its background work (recovery, devices, retention, brief hooks,
 /// ingestion, memories, task dispatch), started; what serves it is the caller's.
 async fn start(
@@ -671,6 +709,7 @@ async fn start(
         spawn_retention(&app, args.retain_days, args.retain_topic_days);
     }
     spawn_brief_hooks(&app);
+    spawn_a2a_pushes(&app);
     tokio::spawn(rein_server::knowledge::ingest_loop(
         Arc::clone(&app),
         std::time::Duration::from_secs(2),

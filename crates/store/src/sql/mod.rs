@@ -8,6 +8,7 @@
 //! briefs, devices, grants, knowledge bases and their ingestion jobs, memories, tasks and topics. This file opens the pool and routes
 //! the [`Store`] trait to them.
 
+mod a2a_push;
 pub(crate) mod accounts;
 pub(crate) mod briefs;
 mod commit;

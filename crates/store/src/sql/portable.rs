@@ -53,6 +53,7 @@ pub(crate) const TABLES: &[(&str, &str)] = &[
     ("brief_notices", "owner = $1"),
     ("brief_hooks", "owner = $1"),
     ("responses", "owner = $1"),
+    ("a2a_push_configs", "owner = $1"),
     ("files", "owner = $1"),
     ("file_blobs", "owner = $1"),
 ];

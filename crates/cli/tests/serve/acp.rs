@@ -1,0 +1,159 @@
+//! `rein acp`: the official Agent Client Protocol TypeScript SDK (`@agentclientprotocol/sdk`,
+//! installed by scripts/test into `.jsclients/`) spawning rein as an editor does.
+
+use super::*;
+
+/// An editor spawns `rein acp --agent careful`: a prompt streams its answer, shows its tool
+/// call and asks permission (allowed); another's permission is rejected (the model reads it);
+/// a free-text question ends a turn and the next prompt answers it; a turn cancelled at its
+/// permission ends `cancelled`; an unknown session is refused; a second connection loads the
+/// session and sees the conversation replayed.
+#[tokio::test]
+async fn an_editor_drives_rein_acp_through_permissions_questions_and_a_cancel() {
+    let Some(clients) = rein_testkit::js_clients(
+        "the ACP SDK spawning `rein acp`",
+        "@agentclientprotocol/sdk",
+    ) else {
+        return;
+    };
+    let e = env(Vec::new()).await;
+    e.model.route(
+        "ROLE-CAREFUL",
+        vec![
+            calc("k1", "2+2"),
+            Canned::openai_text("2 + 2 = 4."),
+            calc("k2", "3+3"),
+            Canned::openai_text("I did not add them."),
+            Canned::openai_tools(&[(
+                "q1",
+                "ask_user__ask",
+                &json!({"question": "Which environment?"}).to_string(),
+            )]),
+            Canned::openai_text("Deploying to production."),
+            calc("k3", "4+4"),
+        ],
+    );
+    let out = e
+        .command(&[
+            "agent",
+            "create",
+            "careful",
+            "--system",
+            "ROLE-CAREFUL: you calculate.",
+            "--tools",
+            "calculator,ask_user",
+            "--approval",
+            "allow-list",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let mut env_vars: serde_json::Map<String, Value> = rein_testkit::coverage_env()
+        .into_iter()
+        .map(|(k, v)| (k, json!(v)))
+        .collect();
+    for (k, v) in [
+        ("PATH", std::env::var("PATH").unwrap_or_default()),
+        ("REIN_HOME", e.dir.display().to_string()),
+        ("OPENAI_BASE_URL", format!("{}/v1", e.model.base)),
+        ("OPENAI_API_KEY", "sk-test".to_owned()),
+    ] {
+        env_vars.insert(k.to_owned(), json!(v));
+    }
+    let spawn = json!({
+        "command": env!("CARGO_BIN_EXE_rein"),
+        "args": ["--db", e.db(), "acp", "--agent", "careful"],
+        "env": env_vars,
+    });
+    let r = node_report(
+        "acp.cjs",
+        &[&clients.to_string_lossy()],
+        &[("REIN_ACP", &spawn.to_string())],
+    )
+    .await;
+    assert_eq!(r["init"]["protocolVersion"], 1, "{r:#}");
+    let session = r["session"].as_str().unwrap().to_owned();
+    assert_eq!(r["init"]["agentCapabilities"]["loadSession"], true);
+    assert_eq!(r["init"]["agentInfo"]["name"], "rein");
+    let turns = r["turns"].as_array().unwrap();
+    let said = |t: &Value| -> String {
+        t["updates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+            .filter_map(|u| u["content"]["text"].as_str())
+            .collect()
+    };
+    // Allowed.
+    assert_eq!(turns[0]["stopReason"], "end_turn", "{r:#}");
+    assert_eq!(said(&turns[0]), "2 + 2 = 4.", "{r:#}");
+    let kinds: Vec<&str> = turns[0]["updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u["toolCallId"] == "k1")
+        .map(|u| u["status"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"pending"), "{r:#}");
+    assert_eq!(kinds.last(), Some(&"completed"), "{r:#}");
+    let result = turns[0]["updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|u| u["toolCallId"] == "k1")
+        .unwrap();
+    assert_eq!(result["content"][0]["content"]["text"], "4", "{r:#}");
+    assert_eq!(r["permissions"][0]["input"], json!({"expression": "2+2"}));
+    assert_eq!(
+        r["permissions"][0]["options"],
+        json!(["allow_once", "allow_always", "reject_once"])
+    );
+    // Rejected: the model reads it.
+    assert_eq!(said(&turns[1]), "I did not add them.", "{r:#}");
+    assert!(
+        e.model
+            .requests()
+            .iter()
+            .any(|q| q.body.to_string().contains("rejected in the editor")),
+        "the rejection reaches the model"
+    );
+    // A question ends a turn; the next prompt answers it.
+    assert_eq!(turns[2]["stopReason"], "end_turn");
+    assert_eq!(said(&turns[2]), "Which environment?", "{r:#}");
+    assert_eq!(said(&turns[3]), "Deploying to production.", "{r:#}");
+    assert!(
+        e.model
+            .requests()
+            .iter()
+            .any(|q| q.body.to_string().contains("Yes, deploy now.")),
+        "the answer reaches the model"
+    );
+    // Cancelled at its permission.
+    assert_eq!(turns[4]["stopReason"], "cancelled", "{r:#}");
+    assert!(
+        r["unknownSession"]
+            .as_str()
+            .unwrap()
+            .contains("no session topic_nope"),
+        "{r:#}"
+    );
+    assert_eq!(r["firstStderrSaysListening"], false, "no HTTP listener");
+    // Loaded on a new connection: the conversation replayed.
+    let replayed = r["replayed"].as_array().unwrap();
+    assert!(
+        replayed.contains(&json!(["user_message_chunk", "Add 2 and 2."]))
+            && replayed.contains(&json!(["agent_message_chunk", "2 + 2 = 4."])),
+        "{r:#}"
+    );
+    // The operations are the local user's, in the database like any other.
+    let out = e.command(&["op", "list", "--json"]).output().await.unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        listed.lines().filter(|l| l.contains(&*session)).count(),
+        4,
+        "four prompts ran as operations (the question's answer continued its own): {listed}"
+    );
+}
