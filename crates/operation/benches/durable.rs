@@ -266,6 +266,7 @@ async fn store_commit(target: &Target, commits: usize) -> f64 {
                 admission: None,
                 thread: None,
                 gate: None,
+                response: None,
             })
             .await
             .unwrap();

@@ -193,6 +193,7 @@ mod tests {
                 admission: None,
                 thread: None,
                 gate: None,
+                response: None,
             })
             .await
             .unwrap();

@@ -490,7 +490,7 @@ impl Acp {
                                         "sessionUpdate": "tool_call",
                                         "toolCallId": call.id.to_string(),
                                         "title": call.key(),
-                                        "kind": tool_kind(&call.identifier),
+                                        "kind": tool_kind(call),
                                         "status": "pending",
                                         "rawInput": serde_json::from_str::<Value>(&call.arguments).unwrap_or(Value::Null),
                                     })).await;
@@ -604,7 +604,7 @@ impl Acp {
                     "toolCall": {
                         "toolCallId": call.id.to_string(),
                         "title": match &why { Some(w) => format!("{} ({w})", call.key()), None => call.key() },
-                        "kind": tool_kind(&call.identifier),
+                        "kind": tool_kind(call),
                         "status": "pending",
                         "rawInput": serde_json::from_str::<Value>(&call.arguments).unwrap_or(Value::Null),
                     },
@@ -800,13 +800,17 @@ fn prompt_text(blocks: &[Value]) -> Result<String, Failure> {
     Ok(text)
 }
 
-/// What kind of tool a rein tool is, as an editor shows it.
-fn tool_kind(identifier: &str) -> &'static str {
-    match identifier {
-        "shell" => "execute",
-        "files" => "edit",
-        "web" => "fetch",
-        "knowledge" | "memory" => "search",
+/// What kind of tool call `call` is, as an editor shows it.
+fn tool_kind(call: &rein_core::ToolCall) -> &'static str {
+    match call.key().as_str() {
+        "files/read" | "files/list" => "read",
+        "files/write" | "files/edit" => "edit",
+        "shell/run" => "execute",
+        "web/fetch" => "fetch",
+        k if k.starts_with("files/") || k.starts_with("knowledge/") || k.starts_with("memory/") => {
+            "search"
+        }
+        k if k.starts_with("todo/") => "think",
         _ => "other",
     }
 }

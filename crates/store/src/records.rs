@@ -55,6 +55,9 @@ pub struct NewOperation {
     /// How a top-level operation takes its turn in its conversation (one operation at a time);
     /// `None` for a sub-agent, which runs within its parent's turn.
     pub gate: Option<TopicGate>,
+    /// The Responses API request it answers, kept with it in the same transaction (its
+    /// `operation_id` is this operation's), so a response never exists without its request.
+    pub response: Option<crate::ResponseRequest>,
 }
 
 /// One operation at a time per conversation: what a new operation does when another one of

@@ -29,15 +29,9 @@ pub struct ResponseRequest {
     pub created_at: DateTime<Utc>,
 }
 
-/// Responses API requests. Every method is one statement.
+/// Responses API requests (written with their operation: `NewOperation::response`). Every
+/// method is one statement.
 pub trait Responses {
-    /// Keep `owner`'s request.
-    fn put_response<'a>(
-        &'a self,
-        owner: &'a str,
-        request: &'a ResponseRequest,
-    ) -> BoxFuture<'a, Result<(), StoreError>>;
-
     /// `owner`'s request answered by `operation` (none: not a response of theirs).
     fn response<'a>(
         &'a self,

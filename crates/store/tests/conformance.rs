@@ -29,6 +29,7 @@ fn new_op() -> NewOperation {
         admission: None,
         thread: None,
         gate: None,
+        response: None,
     }
 }
 
@@ -2553,7 +2554,8 @@ async fn topics_and_branches(store: &SqlStore, alice: &str, bob: &str) {
 }
 
 /// Running limits hold under concurrency: 50 operations of one owner created at once against a
-/// limit of 4 give exactly 4 (with their leases) and 46 refusals that wrote nothing; a claim
+/// limit of 4 give exactly 4 (with their leases and the Responses requests they answer) and 46
+/// refusals that wrote nothing, not even their requests; a claim
 /// respects other owners' slots and the total; recovery notes round-trip.
 async fn admission(store: &SqlStore) {
     let store = Arc::new(store.clone());
@@ -2577,18 +2579,39 @@ async fn admission(store: &SqlStore) {
             op.owner = Some(owner);
             op.admission = Some(adm);
             let id = op.state.operation_id;
+            op.response = Some(rein_store::ResponseRequest {
+                operation_id: id,
+                model: "agent/default".into(),
+                instructions: Some("Be brief.".into()),
+                previous_response_id: None,
+                background: false,
+                metadata: Default::default(),
+                created_at: now,
+            });
             (id, store.create_operation(&op).await)
         }));
     }
     let (mut accepted, mut refused) = (Vec::new(), 0);
     for t in tasks {
         match t.await.unwrap() {
-            (id, Ok(Created::Ready)) => accepted.push(id),
+            (id, Ok(Created::Ready)) => {
+                let kept = store.response(&owner, id).await.unwrap();
+                assert_eq!(
+                    kept.map(|r| (r.operation_id, r.instructions)),
+                    Some((id, Some("Be brief.".into()))),
+                    "a Responses request is written with its operation"
+                );
+                accepted.push(id);
+            }
             (id, Err(StoreError::AtCapacity { scope, limit })) => {
                 assert_eq!((scope, limit), (CapacityScope::Owner, 4));
                 assert!(
                     store.operation(id).await.unwrap().is_none(),
                     "nothing written"
+                );
+                assert!(
+                    store.response(&owner, id).await.unwrap().is_none(),
+                    "nor the request it answers"
                 );
                 refused += 1;
             }
@@ -3059,6 +3082,7 @@ async fn sub_agents(store: &SqlStore) {
                 title: format!("task {n}"),
             }),
             gate: None,
+            response: None,
         }
     };
     let children = vec![child(1), child(2)];

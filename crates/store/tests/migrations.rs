@@ -225,6 +225,7 @@ async fn a_build_runs_against_newer_migrations_that_only_expand_and_sees_their_t
                 admission: None,
                 thread: None,
                 gate: None,
+                response: None,
             })
             .await
             .unwrap();

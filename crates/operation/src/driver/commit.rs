@@ -80,6 +80,7 @@ impl Driver {
                 }),
                 // A sub-agent runs within its parent's turn of the conversation.
                 gate: None,
+                response: None,
                 // Its task, the last message it is given.
                 prompt: c
                     .state

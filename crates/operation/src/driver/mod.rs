@@ -61,6 +61,9 @@ pub struct StartOptions {
     /// Claim a running slot and the lease for a process as the operation is created (a
     /// server's admission limits); `None` creates it unclaimed.
     pub admission: Option<rein_store::Admission>,
+    /// The Responses API request it answers, written in the transaction that creates it (its
+    /// `operation_id` is set to the new operation's).
+    pub response: Option<rein_store::ResponseRequest>,
 }
 
 /// Test support for crash tests: with `REIN_TEST_PAUSE_AT=commit:N` (after the Nth commit

@@ -100,6 +100,7 @@ impl Driver {
                 admission: None,
                 thread: None,
                 gate: None,
+                response: None,
                 // Kept on its record since it was queued.
                 prompt: record.prompt.clone(),
             };

@@ -85,6 +85,10 @@ impl Driver {
             spec,
             admission: opts.admission.clone(),
             thread: None,
+            response: opts.response.clone().map(|mut r| {
+                r.operation_id = id;
+                r
+            }),
         };
         match self.store.create_operation(&op).await? {
             Created::Ready => Ok(Begun {

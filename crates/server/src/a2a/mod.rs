@@ -513,7 +513,7 @@ impl Door {
         record: &rein_store::OperationRecord,
         said: &task::Said,
     ) -> Result<(), A2aError> {
-        let seen = task::look(&self.app, record).await?;
+        let seen = task::look_with(&self.app, record, false).await?;
         match seen.state {
             TaskState::InputRequired => {}
             TaskState::Submitted | TaskState::Working => {
@@ -556,7 +556,7 @@ impl Door {
     /// `CancelTask`: a waiting task ends now, a working one at its next step.
     async fn cancel(&self, id: &str) -> Result<wire::Task, A2aError> {
         let record = task::owned(&self.app, &self.user, id).await?;
-        let seen = task::look(&self.app, &record).await?;
+        let seen = task::look_with(&self.app, &record, false).await?;
         if seen.state.is_terminal() {
             return Err(A2aError::TaskNotCancelable(format!(
                 "task {id} has ended ({:?})",
@@ -602,27 +602,26 @@ impl Door {
                 ..Default::default()
             })
             .await?;
+        // States first (no answers read), answers only for the page's tasks that show them.
         let mut matching = Vec::new();
         for r in records {
-            let seen = task::look(&self.app, &r).await?;
+            let seen = task::look_with(&self.app, &r, false).await?;
             if p.status.is_none_or(|s| s == seen.state) {
                 matching.push((r, seen));
             }
         }
         let total = matching.len();
-        let tasks: Vec<wire::Task> = matching
-            .iter()
-            .skip(offset)
-            .take(page_size as usize)
-            .map(|(r, seen)| {
-                task::task(
-                    r,
-                    seen,
-                    Some(p.history_length.unwrap_or(0)),
-                    p.include_artifacts,
-                )
-            })
-            .collect();
+        let history = p.history_length.unwrap_or(0);
+        let mut tasks = Vec::new();
+        for (r, seen) in matching.into_iter().skip(offset).take(page_size as usize) {
+            let seen = if seen.state == TaskState::Completed && (p.include_artifacts || history > 0)
+            {
+                task::look(&self.app, &r).await?
+            } else {
+                seen
+            };
+            tasks.push(task::task(&r, &seen, Some(history), p.include_artifacts));
+        }
         let next = offset + tasks.len();
         Ok(ListTasksResponse {
             tasks,

@@ -112,7 +112,7 @@ pub async fn follow(app: AppState, owner: String, id: OperationId) {
         return;
     }
     let last = match app.store.operation(id).await {
-        Ok(Some(record)) => match super::task::look(&app, &record).await {
+        Ok(Some(record)) => match super::task::look_with(&app, &record, false).await {
             Ok(seen) => seen.state,
             Err(_) => TaskState::Working,
         },

@@ -41,8 +41,18 @@ pub async fn owned(
     Ok(record)
 }
 
-/// Where operation `record` stands as a task, with the calls its tree waits on when parked.
+/// Where operation `record` stands as a task, with the calls its tree waits on when parked
+/// and its answer when completed.
 pub async fn look(app: &AppState, record: &OperationRecord) -> Result<Seen, A2aError> {
+    look_with(app, record, true).await
+}
+
+/// [`look`], the answer read only when `answer` (reading it loads the operation's state).
+pub async fn look_with(
+    app: &AppState,
+    record: &OperationRecord,
+    answer: bool,
+) -> Result<Seen, A2aError> {
     let id = record.id;
     let said = |state, text: String| Seen {
         state,
@@ -73,16 +83,21 @@ pub async fn look(app: &AppState, record: &OperationRecord) -> Result<Seen, A2aE
         Status::Interrupted | Status::Error => said(TaskState::Failed, ended(record)),
         Status::Done => match record.finish_reason {
             Some(r) if r.is_success() => {
-                let answer = app
-                    .store
-                    .load_operation(id)
-                    .await?
-                    .and_then(|op| op.state.final_answer())
-                    .unwrap_or_default();
+                let answer = if answer {
+                    Some(
+                        app.store
+                            .load_operation(id)
+                            .await?
+                            .and_then(|op| op.state.final_answer())
+                            .unwrap_or_default(),
+                    )
+                } else {
+                    None
+                };
                 Seen {
                     state: TaskState::Completed,
                     message: None,
-                    answer: Some(answer),
+                    answer,
                 }
             }
             Some(FinishReason::UserRequested | FinishReason::UserAborted) => {

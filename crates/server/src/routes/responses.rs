@@ -507,19 +507,10 @@ pub async fn create(
     } else {
         app.runner.driver()
     };
-    let opts = StartOptions {
-        spec,
-        history,
-        topic_id: topic,
-        trigger: Some(Trigger::Api),
-        admission: Some(app.runner.admission()),
-        attachments,
-        ..Default::default()
-    };
-    let begun = driver.begin(&prompt, &opts).await?;
-    let id = begun.id;
+    // What the request asked is kept with its operation, in the transaction that creates it.
     let asked = ResponseRequest {
-        operation_id: id,
+        // `begin` names the new operation here.
+        operation_id: rein_core::OperationId::new(),
         model: req.model.clone(),
         instructions: req.instructions.clone(),
         previous_response_id: req.previous_response_id.clone(),
@@ -527,7 +518,22 @@ pub async fn create(
         metadata: req.metadata.clone().unwrap_or_default(),
         created_at: chrono::Utc::now(),
     };
-    app.store.put_response(&user.id, &asked).await?;
+    let opts = StartOptions {
+        spec,
+        history,
+        topic_id: topic,
+        trigger: Some(Trigger::Api),
+        admission: Some(app.runner.admission()),
+        attachments,
+        response: Some(asked.clone()),
+        ..Default::default()
+    };
+    let begun = driver.begin(&prompt, &opts).await?;
+    let id = begun.id;
+    let asked = ResponseRequest {
+        operation_id: id,
+        ..asked
+    };
     let ended = if begun.queued_behind.is_none() {
         Some(
             app.runner

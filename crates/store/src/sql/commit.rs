@@ -149,8 +149,15 @@ pub(super) async fn create_operation(
     }
     // One operation at a time per conversation: queued (no running slot, nothing in the
     // conversation yet) or refused while another holds it.
+    let response = op
+        .response
+        .as_ref()
+        .map(|r| super::responses::insert_response(op.owner.as_deref().unwrap_or_default(), r))
+        .transpose()?;
     if let Some(queued) = super::topic_gate::admit_to_topic(&mut tx, store.dialect, op).await? {
-        run_all(&mut tx, super::topic_gate::insert_queued(op)?).await?;
+        let mut statements = super::topic_gate::insert_queued(op)?;
+        statements.extend(response);
+        run_all(&mut tx, statements).await?;
         tx.commit().await?;
         return Ok(queued);
     }
@@ -166,6 +173,7 @@ pub(super) async fn create_operation(
         .await?;
     }
     let mut statements = new_operation(op)?;
+    statements.extend(response);
     if let Some(adm) = &op.admission {
         statements.push(
             Statement::new(

@@ -1,6 +1,7 @@
 //! [`Responses`] in SQL on both backends (metadata as a JSON object, instants as
 //! microseconds).
 
+use super::statement::Statement;
 use super::{SqlStore, from_micros, micros};
 use crate::StoreError;
 use crate::responses::*;
@@ -10,34 +11,6 @@ use rein_core::OperationId;
 use sqlx::Row;
 
 impl Responses for SqlStore {
-    fn put_response<'a>(
-        &'a self,
-        owner: &'a str,
-        r: &'a ResponseRequest,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        async move {
-            let metadata = serde_json::to_string(&r.metadata)
-                .map_err(|e| StoreError::corrupt("response metadata", e))?;
-            sqlx::query(
-                "INSERT INTO responses (operation_id, owner, model, instructions, \
-                 previous_response_id, background, metadata, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            )
-            .bind(r.operation_id.to_string())
-            .bind(owner)
-            .bind(&r.model)
-            .bind(r.instructions.clone())
-            .bind(r.previous_response_id.clone())
-            .bind(i64::from(r.background))
-            .bind(metadata)
-            .bind(micros(r.created_at))
-            .execute(&self.pool)
-            .await?;
-            Ok(())
-        }
-        .boxed()
-    }
-
     fn response<'a>(
         &'a self,
         owner: &'a str,
@@ -69,4 +42,23 @@ impl Responses for SqlStore {
         }
         .boxed()
     }
+}
+
+/// What keeps `owner`'s request `r` (also run in the transaction that creates its operation).
+pub(super) fn insert_response(owner: &str, r: &ResponseRequest) -> Result<Statement, StoreError> {
+    let metadata = serde_json::to_string(&r.metadata)
+        .map_err(|e| StoreError::corrupt("response metadata", e))?;
+    Ok(Statement::new(
+        "INSERT INTO responses (operation_id, owner, model, instructions, \
+         previous_response_id, background, metadata, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .arg(r.operation_id.to_string())
+    .arg(owner)
+    .arg(r.model.as_str())
+    .arg(r.instructions.clone())
+    .arg(r.previous_response_id.clone())
+    .arg(i64::from(r.background))
+    .arg(metadata)
+    .arg(micros(r.created_at)))
 }

@@ -38,6 +38,7 @@ pub fn new_operation(state: &AgentState, spec: OperationSpec) -> NewOperation {
         admission: None,
         thread: None,
         gate: None,
+        response: None,
     }
 }
 
