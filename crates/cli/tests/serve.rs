@@ -459,6 +459,26 @@ fn ledger(id: &str, entry: &str) -> Canned {
     Canned::openai_tools(&[(id, "ledger__append", &json!({"entry": entry}).to_string())])
 }
 
+/// How a protocol SDK spawns `rein --db DB ARGS` on `e`'s database (`command`, `args` and
+/// `env`: the scripted model's address and key, the test's home, coverage's profile).
+fn spawned(e: &Env, args: &[&str]) -> Value {
+    let mut env_vars: serde_json::Map<String, Value> = rein_testkit::coverage_env()
+        .into_iter()
+        .map(|(k, v)| (k, json!(v)))
+        .collect();
+    for (k, v) in [
+        ("PATH", std::env::var("PATH").unwrap_or_default()),
+        ("REIN_HOME", e.dir.display().to_string()),
+        ("OPENAI_BASE_URL", format!("{}/v1", e.model.base)),
+        ("OPENAI_API_KEY", "sk-test".to_owned()),
+    ] {
+        env_vars.insert(k.to_owned(), json!(v));
+    }
+    let mut all = vec![json!("--db"), json!(e.db())];
+    all.extend(args.iter().map(|a| json!(a)));
+    json!({"command": env!("CARGO_BIN_EXE_rein"), "args": all, "env": env_vars})
+}
+
 /// Run `script` (in tests/clients) with node; its last line is its report, which must not
 /// name an error.
 async fn node_report(script: &str, args: &[&str], envs: &[(&str, &str)]) -> Value {

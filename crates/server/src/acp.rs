@@ -530,30 +530,14 @@ impl Acp {
                             }
                             _ => {}
                         }
-                        matches!(
-                            e.kind,
-                            EventKind::HumanApproveRequired { .. }
-                                | EventKind::HumanPromptRequired { .. }
-                                | EventKind::HumanSelectRequired { .. }
-                        )
+                        crate::routes::front_turn::asks_a_person(&e.kind)
                     }
                 },
             };
             if !look {
                 continue;
             }
-            let parked = matches!(
-                self.app.store.operation_status(id).await?,
-                Some(Status::WaitingForHuman | Status::WaitingForSubAgents)
-            );
-            if !parked {
-                continue;
-            }
-            let pending = crate::routes::front_turn::waiting(&self.app, id).await?;
-            let fresh: Vec<_> = pending
-                .into_iter()
-                .filter(|w| !asked.contains(&w.call.id.to_string()))
-                .collect();
+            let fresh = crate::routes::front_turn::new_waits(&self.app, id, &asked).await?;
             if fresh.is_empty() {
                 continue;
             }

@@ -154,6 +154,15 @@ pub async fn deliver_due(
     Ok(delivered)
 }
 
+/// The client that posts to URLs users name (brief hooks, A2A push notifications): 10 s per
+/// attempt, redirects not followed (a redirect could lead past [`check_url`]).
+pub fn hook_client() -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+}
+
 /// Deliver urgent briefs to their hooks until `stop`, looking every `every`.
 pub async fn delivery_loop(
     store: Arc<SqlStore>,
@@ -161,11 +170,7 @@ pub async fn delivery_loop(
     allow_private: bool,
     stop: CancellationToken,
 ) {
-    let http = match reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-    {
+    let http = match hook_client() {
         Ok(c) => c,
         Err(e) => {
             tracing::error!(error = %e, "brief hooks disabled: no HTTP client");

@@ -236,32 +236,16 @@ impl McpDoor {
                             done += 1;
                             self.progress(ctx, token, done, message).await;
                         }
-                        matches!(
-                            event.kind,
-                            EventKind::HumanApproveRequired { .. }
-                                | EventKind::HumanPromptRequired { .. }
-                                | EventKind::HumanSelectRequired { .. }
-                        )
+                        crate::routes::front_turn::asks_a_person(&event.kind)
                     }
                 },
             };
             if !look {
                 continue;
             }
-            let parked = matches!(
-                self.app.store.operation_status(id).await,
-                Ok(Some(Status::WaitingForHuman | Status::WaitingForSubAgents))
-            );
-            if !parked {
-                continue;
-            }
-            let pending = crate::routes::front_turn::waiting(&self.app, id)
+            let fresh = crate::routes::front_turn::new_waits(&self.app, id, &asked)
                 .await
                 .map_err(failed)?;
-            let fresh: Vec<_> = pending
-                .into_iter()
-                .filter(|w| !asked.contains(&w.call.id.to_string()))
-                .collect();
             if fresh.is_empty() {
                 continue;
             }

@@ -372,7 +372,8 @@ async fn the_a2a_python_sdk_runs_tasks_through_approvals_questions_streams_and_p
 }
 
 /// The JavaScript SDK reads the exposed agent's card, sends a message and waits for its task,
-/// streams another on the same conversation, reads the first back and lists both.
+/// streams another on the same conversation, reads the first back and lists both; a message
+/// whose push URL reaches this machine is refused before anything runs.
 #[tokio::test]
 async fn the_a2a_javascript_sdk_sends_streams_reads_and_lists() {
     let Some(clients) =
@@ -424,4 +425,35 @@ async fn the_a2a_javascript_sdk_sends_streams_reads_and_lists() {
         r["listed"],
         json!(["TASK_STATE_COMPLETED", "TASK_STATE_COMPLETED"])
     );
+
+    // Without --allow-private-hooks a push URL on this machine is refused, and the message
+    // with it starts nothing.
+    let (_, before) = e
+        .call(&rein, "GET", "/v1/operations", Some(&token), None)
+        .await;
+    let (_, refused) = rpc(
+        &e,
+        &rein,
+        "/a2a/helper",
+        &token,
+        Some("1.0"),
+        &[],
+        json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+            "message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "Again?"}]},
+            "configuration": {"taskPushNotificationConfig": {"url": "http://127.0.0.1:9/hook"}}
+        }}),
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("internal address"),
+        "{refused}"
+    );
+    let (_, after) = e
+        .call(&rein, "GET", "/v1/operations", Some(&token), None)
+        .await;
+    assert_eq!(before, after, "nothing started");
 }

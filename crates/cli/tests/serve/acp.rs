@@ -49,23 +49,7 @@ async fn an_editor_drives_rein_acp_through_permissions_questions_and_a_cancel() 
         .await
         .unwrap();
     assert!(out.status.success(), "{out:?}");
-    let mut env_vars: serde_json::Map<String, Value> = rein_testkit::coverage_env()
-        .into_iter()
-        .map(|(k, v)| (k, json!(v)))
-        .collect();
-    for (k, v) in [
-        ("PATH", std::env::var("PATH").unwrap_or_default()),
-        ("REIN_HOME", e.dir.display().to_string()),
-        ("OPENAI_BASE_URL", format!("{}/v1", e.model.base)),
-        ("OPENAI_API_KEY", "sk-test".to_owned()),
-    ] {
-        env_vars.insert(k.to_owned(), json!(v));
-    }
-    let spawn = json!({
-        "command": env!("CARGO_BIN_EXE_rein"),
-        "args": ["--db", e.db(), "acp", "--agent", "careful"],
-        "env": env_vars,
-    });
+    let spawn = spawned(&e, &["acp", "--agent", "careful"]);
     let r = node_report(
         "acp.cjs",
         &[&clients.to_string_lossy()],

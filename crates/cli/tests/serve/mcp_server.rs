@@ -259,23 +259,7 @@ async fn the_mcp_sdk_spawns_rein_mcp_over_stdio() {
             .unwrap();
         assert!(out.status.success(), "{out:?}");
     }
-    let mut env_vars: serde_json::Map<String, Value> = rein_testkit::coverage_env()
-        .into_iter()
-        .map(|(k, v)| (k, json!(v)))
-        .collect();
-    for (k, v) in [
-        ("PATH", std::env::var("PATH").unwrap_or_default()),
-        ("REIN_HOME", e.dir.display().to_string()),
-        ("OPENAI_BASE_URL", format!("{}/v1", e.model.base)),
-        ("OPENAI_API_KEY", "sk-test".to_owned()),
-    ] {
-        env_vars.insert(k.to_owned(), json!(v));
-    }
-    let spawn = json!({
-        "command": env!("CARGO_BIN_EXE_rein"),
-        "args": ["--db", e.db(), "mcp"],
-        "env": env_vars,
-    });
+    let spawn = spawned(&e, &["mcp"]);
     let report = node_report(
         "mcp_stdio.cjs",
         &[&clients.to_string_lossy()],

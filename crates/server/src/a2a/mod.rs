@@ -269,7 +269,8 @@ impl Door {
                     return Err(A2aError::InvalidParams("taskId: name the task".into()));
                 };
                 let record = task::owned(&self.app, &self.user, &task_id).await?;
-                to_value(&push::set(&self.app, &self.user.id, record.id, p).await?)
+                let checked = push::check(&self.app, p).await?;
+                to_value(&push::keep(&self.app, &self.user.id, record.id, checked).await?)
             }
             Method::GetTaskPushNotificationConfig => {
                 let p: wire::PushConfigRef = rpc::params(params)?;
@@ -425,9 +426,14 @@ impl Door {
     /// Take a message: a new task, or decisions on what a waiting task waits on.
     async fn begin(&self, p: wire::SendMessageRequest) -> Result<Begun, A2aError> {
         let said = task::Said::of(&p.message)?;
-        let push = p
+        // Checked before anything runs: a bad URL refuses the message, not half of it.
+        let push = match p
             .configuration
-            .and_then(|c| c.task_push_notification_config);
+            .and_then(|c| c.task_push_notification_config)
+        {
+            Some(wanted) => Some(push::check(&self.app, wanted).await?),
+            None => None,
+        };
         let record = match &p.message.task_id {
             Some(task_id) => {
                 let record = task::owned(&self.app, &self.user, task_id).await?;
@@ -450,7 +456,7 @@ impl Door {
             },
         };
         if let Some(push) = push {
-            push::set(&self.app, &self.user.id, record.id, push).await?;
+            push::keep(&self.app, &self.user.id, record.id, push).await?;
         }
         Ok(Begun::Task(record))
     }

@@ -37,28 +37,27 @@ impl Followed {
 /// At most this many configurations per task.
 const MAX_CONFIGS: usize = 10;
 
-/// Keep `wanted` for the caller's task `id` (checked) and follow the task; answers the
-/// configuration as kept.
-pub async fn set(
-    app: &AppState,
-    owner: &str,
-    id: OperationId,
-    wanted: PushConfigWire,
-) -> Result<PushConfigWire, A2aError> {
+/// A configuration a client asked for, checked (its URL, id and authentication), not yet
+/// kept: a message that starts a task checks it before anything runs.
+pub struct Checked {
+    id: String,
+    url: String,
+    token: Option<String>,
+    auth_scheme: Option<String>,
+    auth_credentials: Option<String>,
+}
+
+/// Check `wanted`: a URL the server may post to, an id of at most 128 characters, a named
+/// authentication scheme.
+pub async fn check(app: &AppState, wanted: PushConfigWire) -> Result<Checked, A2aError> {
     crate::brief_hooks::check_url(&wanted.url, app.config.private_hooks)
         .await
         .map_err(|e| A2aError::InvalidParams(format!("url: {e}")))?;
-    let config_id = match wanted.id.filter(|i| !i.trim().is_empty()) {
+    let id = match wanted.id.filter(|i| !i.trim().is_empty()) {
         Some(i) if i.len() <= 128 => i,
         Some(_) => return Err(A2aError::InvalidParams("id: at most 128 characters".into())),
         None => uuid_like(),
     };
-    let existing = app.store.push_configs(owner, id).await?;
-    if existing.len() >= MAX_CONFIGS && !existing.iter().any(|c| c.id == config_id) {
-        return Err(A2aError::InvalidParams(format!(
-            "task {id} has {MAX_CONFIGS} push configurations already: delete one first"
-        )));
-    }
     let (auth_scheme, auth_credentials) = match wanted.authentication {
         Some(Authentication {
             scheme,
@@ -71,13 +70,36 @@ pub async fn set(
         }
         None => (None, None),
     };
-    let config = PushConfig {
-        operation_id: id,
-        id: config_id,
+    Ok(Checked {
+        id,
         url: wanted.url,
         token: wanted.token.filter(|t| !t.is_empty()),
         auth_scheme,
         auth_credentials,
+    })
+}
+
+/// Keep `checked` for the caller's task `id` and follow the task; answers the configuration
+/// as kept.
+pub async fn keep(
+    app: &AppState,
+    owner: &str,
+    id: OperationId,
+    checked: Checked,
+) -> Result<PushConfigWire, A2aError> {
+    let existing = app.store.push_configs(owner, id).await?;
+    if existing.len() >= MAX_CONFIGS && !existing.iter().any(|c| c.id == checked.id) {
+        return Err(A2aError::InvalidParams(format!(
+            "task {id} has {MAX_CONFIGS} push configurations already: delete one first"
+        )));
+    }
+    let config = PushConfig {
+        operation_id: id,
+        id: checked.id,
+        url: checked.url,
+        token: checked.token,
+        auth_scheme: checked.auth_scheme,
+        auth_credentials: checked.auth_credentials,
         created_at: chrono::Utc::now(),
     };
     app.store.put_push_config(owner, &config).await?;
@@ -140,11 +162,7 @@ pub async fn resume(app: AppState) {
 }
 
 async fn deliver(app: &AppState, owner: &str, id: OperationId, mut last: TaskState) {
-    let http = match reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-    {
+    let http = match crate::brief_hooks::hook_client() {
         Ok(c) => c,
         Err(e) => {
             tracing::error!(error = %e, "A2A push notifications disabled: no HTTP client");

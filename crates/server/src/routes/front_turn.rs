@@ -252,6 +252,40 @@ pub async fn waiting(
     Ok(rein_operation::tree::pending_approvals(&*app.store, id).await?)
 }
 
+/// Whether an event of this kind parks its operation on a person: worth a look at what it
+/// waits on.
+pub fn asks_a_person(kind: &rein_core::event::EventKind) -> bool {
+    use rein_core::event::EventKind;
+    matches!(
+        kind,
+        EventKind::HumanApproveRequired { .. }
+            | EventKind::HumanPromptRequired { .. }
+            | EventKind::HumanSelectRequired { .. }
+    )
+}
+
+/// The calls operation `id`'s tree waits on that are not in `asked` (already put to the
+/// person), when it is parked on a person or its sub-agents; none while it runs or once it
+/// ended. For a door that asks its client as calls come (MCP, ACP).
+pub async fn new_waits(
+    app: &AppState,
+    id: OperationId,
+    asked: &std::collections::HashSet<String>,
+) -> Result<Vec<rein_store::Intervention>, ApiError> {
+    let parked = matches!(
+        app.store.operation_status(id).await?,
+        Some(Status::WaitingForHuman | Status::WaitingForSubAgents)
+    );
+    if !parked {
+        return Ok(Vec::new());
+    }
+    Ok(waiting(app, id)
+        .await?
+        .into_iter()
+        .filter(|w| !asked.contains(&w.call.id.to_string()))
+        .collect())
+}
+
 /// `beats` of operation `id` with each [`Beat::Decided`](crate::routes::beats::Beat) replaced
 /// by the results it names.
 pub async fn resolved(
