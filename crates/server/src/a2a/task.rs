@@ -34,7 +34,14 @@ pub async fn owned(
 ) -> Result<OperationRecord, A2aError> {
     let record = crate::routes::owned_record(app, user, id)
         .await
-        .map_err(|_| A2aError::TaskNotFound(id.to_owned()))?;
+        .map_err(|e| {
+            if e.status.is_client_error() {
+                // Not an operation id, or not the caller's: either way not a task of theirs.
+                A2aError::TaskNotFound(id.to_owned())
+            } else {
+                A2aError::from(e)
+            }
+        })?;
     if record.parent_operation.is_some() {
         return Err(A2aError::TaskNotFound(id.to_owned()));
     }
