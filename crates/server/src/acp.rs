@@ -21,6 +21,7 @@
 
 use crate::AppState;
 use crate::routes::follow::{Seen, follow};
+use crate::routes::front_turn::Standing;
 use crate::routes::operations::{CreateOperation, DecisionIn, DecisionKind};
 use rein_core::OperationId;
 use rein_core::event::{EventKind, StreamChunk};
@@ -125,6 +126,10 @@ struct Acp {
 /// A session: a conversation and what runs on it.
 #[derive(Clone, Debug, Default)]
 struct Session {
+    /// A prompt is being taken, from its request's arrival to its answer (one at a time).
+    turn: bool,
+    /// `session/cancel` came before the turn's operation started: it is cancelled once it has.
+    cancelled: bool,
     /// The operation of the prompt under way.
     running: Option<OperationId>,
     /// An operation that ended its turn on a free-text question: the next prompt answers it.
@@ -204,6 +209,14 @@ impl Acp {
         match (method, id) {
             (Some(method), Some(id)) => {
                 let params = message.get("params").cloned().unwrap_or(Value::Null);
+                // A prompt's turn opens as its request is read, before any later message (a
+                // cancel right behind it) is: the cancel then finds the turn.
+                if method == "session/prompt"
+                    && let Err(f) = self.open_turn(&params).await
+                {
+                    self.send(error(id, f.code, &f.message)).await;
+                    return;
+                }
                 tokio::spawn(async move {
                     let answer = match self.request(&method, params).await {
                         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
@@ -292,7 +305,14 @@ impl Acp {
             "session/prompt" => {
                 let p: PromptParams = serde_json::from_value(params)
                     .map_err(|e| Failure::params(format!("params: {e}")))?;
-                self.prompt(p).await
+                let session = p.session_id.clone();
+                let answered = self.prompt(p).await;
+                if let Some(s) = self.sessions.lock().await.get_mut(&session) {
+                    s.turn = false;
+                    s.cancelled = false;
+                    s.running = None;
+                }
+                answered
             }
             other => Err(Failure {
                 code: -32601,
@@ -332,13 +352,40 @@ impl Acp {
         Ok(())
     }
 
+    /// Open a prompt's turn on the session its params name: refused when the session is
+    /// unknown or a prompt is under way.
+    async fn open_turn(&self, params: &Value) -> Result<(), Failure> {
+        let Some(session) = params.get("sessionId").and_then(Value::as_str) else {
+            // The prompt's own parsing names what is wrong.
+            return Ok(());
+        };
+        let mut sessions = self.sessions.lock().await;
+        let s = sessions.get_mut(session).ok_or_else(|| {
+            Failure::params(format!(
+                "no session {session}: session/new or session/load first"
+            ))
+        })?;
+        if s.turn {
+            return Err(Failure::params(
+                "a prompt is already running in this session",
+            ));
+        }
+        s.turn = true;
+        s.cancelled = false;
+        Ok(())
+    }
+
     async fn cancel(&self, session: &str) {
-        let running = self
-            .sessions
-            .lock()
-            .await
-            .get(session)
-            .and_then(|s| s.running);
+        let running = {
+            let mut sessions = self.sessions.lock().await;
+            let Some(s) = sessions.get_mut(session) else {
+                return;
+            };
+            if s.running.is_none() && s.turn {
+                s.cancelled = true;
+            }
+            s.running
+        };
         if let Some(id) = running
             && let Err(e) = self.app.runner.driver().cancel(id).await
         {
@@ -358,11 +405,6 @@ impl Acp {
                     "no session {session}: session/new or session/load first"
                 ))
             })?;
-            if s.running.is_some() {
-                return Err(Failure::params(
-                    "a prompt is already running in this session",
-                ));
-            }
             s.asking.take()
         };
         // Events from here on are the turn's: a continued operation's earlier ones are not.
@@ -375,15 +417,21 @@ impl Acp {
             }
             None => (self.start(&session, &text).await?, None, HashSet::new()),
         };
-        if let Some(s) = self.sessions.lock().await.get_mut(&session) {
-            s.running = Some(id);
+        let cancelled = match self.sessions.lock().await.get_mut(&session) {
+            Some(s) => {
+                s.running = Some(id);
+                s.cancelled
+            }
+            None => false,
+        };
+        if cancelled {
+            self.cancel(&session).await;
         }
         let ended = self.follow(&session, id, cursor, decided).await;
-        if let Some(s) = self.sessions.lock().await.get_mut(&session) {
-            s.running = None;
-            if let Ok(Turn::Asked) = ended {
-                s.asking = Some(id);
-            }
+        if let Ok(Turn::Asked) = ended
+            && let Some(s) = self.sessions.lock().await.get_mut(&session)
+        {
+            s.asking = Some(id);
         }
         match ended? {
             Turn::Asked => Ok(json!({"stopReason": "end_turn"})),
@@ -537,10 +585,12 @@ impl Acp {
             if !look {
                 continue;
             }
-            let fresh = crate::routes::front_turn::new_waits(&self.app, id, &asked).await?;
-            if fresh.is_empty() {
-                continue;
-            }
+            let fresh = match crate::routes::front_turn::standing(&self.app, id, &asked).await? {
+                Standing::Going => continue,
+                // Interrupted (a cancel while the model answered) ends the turn too.
+                Standing::Stopped => return Ok(Turn::Ended),
+                Standing::Asks(fresh) => fresh,
+            };
             let mut decisions = Vec::with_capacity(fresh.len());
             for w in &fresh {
                 asked.insert(w.call.id.to_string());

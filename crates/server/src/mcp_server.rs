@@ -26,6 +26,7 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::routes::follow::{Seen, follow};
+use crate::routes::front_turn::Standing;
 use crate::routes::operations::{CreateOperation, DecisionIn, DecisionKind, start};
 use axum::extract::{FromRequestParts, Request, State};
 use axum::middleware::Next;
@@ -243,12 +244,15 @@ impl McpDoor {
             if !look {
                 continue;
             }
-            let fresh = crate::routes::front_turn::new_waits(&self.app, id, &asked)
+            let fresh = match crate::routes::front_turn::standing(&self.app, id, &asked)
                 .await
-                .map_err(failed)?;
-            if fresh.is_empty() {
-                continue;
-            }
+                .map_err(failed)?
+            {
+                Standing::Going => continue,
+                // Interrupted (cancelled, a budget): this run is over; the result says how.
+                Standing::Stopped => break,
+                Standing::Asks(fresh) => fresh,
+            };
             if fresh
                 .iter()
                 .any(|w| rein_core::question::Question::of_call(&w.call).is_some())

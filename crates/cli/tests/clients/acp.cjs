@@ -2,7 +2,9 @@
 // scripts/test into .jsclients/) as an editor spawning `rein acp`: `node acp.cjs JSCLIENTS`
 // with REIN_ACP (JSON: the command, its arguments and environment). Runs prompts through a
 // permission allowed, one rejected, a free-text question answered by the next prompt, a turn
-// cancelled at its permission; then loads the session on a new connection. Prints one JSON
+// allowed always for the conversation (covering the next shell call, not a guarded one), a turn
+// cancelled at its permission and one while the model answers; then loads the session on a new
+// connection. Prints one JSON
 // report as its last line; the Rust test asserts on it.
 const { createRequire } = require("module");
 const { spawn } = require("child_process");
@@ -29,7 +31,7 @@ async function main() {
   const acp = await import(load.resolve("@agentclientprotocol/sdk"));
   const report = { permissions: [] };
   const updates = [];
-  const choices = ["allow_once", "reject_once", "cancel"];
+  const choices = ["allow_once", "reject_once", "allow_always", "reject_once", "cancel"];
   let session;
   let cx;
   const onPermission = async (params) => {
@@ -48,9 +50,12 @@ async function main() {
     report.init = await cx.request("initialize", { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
     session = (await cx.request("session/new", { cwd: process.cwd(), mcpServers: [] })).sessionId;
     report.session = session;
-    for (const text of ["Add 2 and 2.", "Add 3 and 3.", "Deploy?", "Yes, deploy now.", "Add 4 and 4."]) {
+    for (const text of ["Add 2 and 2.", "Add 3 and 3.", "Deploy?", "Yes, deploy now.", "Say hi.", "Say hi again.", "Look at the users.", "Add 4 and 4.", "Count slowly."]) {
       const from = updates.length;
+      // The last prompt is cancelled while the model answers.
+      const stop = text === "Count slowly." ? setTimeout(() => cx.notify("session/cancel", { sessionId: session }), 500) : null;
       const r = await cx.request("session/prompt", { sessionId: session, prompt: [{ type: "text", text }] });
+      if (stop) clearTimeout(stop);
       turns.push({ stopReason: r.stopReason, updates: updates.slice(from) });
     }
     try {

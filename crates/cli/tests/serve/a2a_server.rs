@@ -54,7 +54,8 @@ fn send(text: &str) -> Value {
 /// dropped stream up again by the task's id, continues a conversation by its context, reads and
 /// lists tasks; another user's task and agent are not found and a bad token refused. Then, raw: a missing
 /// version header, an unknown method, a file part, a hidden agent, a foreign page, a read-only
-/// token and a user past their cap (a rejected task) are each answered as A2A says.
+/// token, the extended card and a user past their cap (a rejected task) are each answered as
+/// A2A says.
 #[tokio::test]
 async fn the_a2a_python_sdk_runs_tasks_through_approvals_questions_streams_and_pushes() {
     let Some(python) = rein_testkit::python_with("the A2A Python SDK against rein", "a2a.client")
@@ -345,6 +346,22 @@ async fn the_a2a_python_sdk_runs_tasks_through_approvals_questions_streams_and_p
     assert_eq!(
         read["result"]["status"]["state"], "TASK_STATE_COMPLETED",
         "{read}"
+    );
+
+    let (_, extended) = rpc(
+        &e,
+        &rein,
+        "/a2a/careful",
+        &token,
+        Some("1.0"),
+        &[],
+        json!({"jsonrpc": "2.0", "id": 2, "method": "GetExtendedAgentCard"}),
+    )
+    .await;
+    assert_eq!(extended["result"]["name"], "careful", "{extended}");
+    assert_eq!(
+        extended["result"]["supportedInterfaces"][0]["url"],
+        format!("{}/a2a/careful", rein.base)
     );
 
     let carol = e.token("carol").await;

@@ -5,9 +5,11 @@ use super::*;
 
 /// An editor spawns `rein acp --agent careful`: a prompt streams its answer, shows its tool
 /// call and asks permission (allowed); another's permission is rejected (the model reads it);
-/// a free-text question ends a turn and the next prompt answers it; a turn cancelled at its
-/// permission ends `cancelled`; an unknown session is refused; a second connection loads the
-/// session and sees the conversation replayed.
+/// a free-text question ends a turn and the next prompt answers it; "always allow" on a shell
+/// call covers the conversation's next one but not a command the guard flags (asked again,
+/// rejected); a turn cancelled at its permission, and one cancelled while the model answers,
+/// end `cancelled`; an unknown session is
+/// refused; a second connection loads the session and sees the conversation replayed.
 #[tokio::test]
 async fn an_editor_drives_rein_acp_through_permissions_questions_and_a_cancel() {
     let Some(clients) = rein_testkit::js_clients(
@@ -30,7 +32,14 @@ async fn an_editor_drives_rein_acp_through_permissions_questions_and_a_cancel() 
                 &json!({"question": "Which environment?"}).to_string(),
             )]),
             Canned::openai_text("Deploying to production."),
+            shell_call("s1", "echo hi"),
+            Canned::openai_text("Said hi."),
+            shell_call("s2", "echo hi again"),
+            Canned::openai_text("Said hi again."),
+            shell_call("s3", "ls -l /etc/passwd"),
+            Canned::openai_text("Not looking."),
             calc("k3", "4+4"),
+            Canned::openai_text("One, two, three.").after(std::time::Duration::from_secs(5)),
         ],
     );
     let out = e
@@ -41,7 +50,7 @@ async fn an_editor_drives_rein_acp_through_permissions_questions_and_a_cancel() 
             "--system",
             "ROLE-CAREFUL: you calculate.",
             "--tools",
-            "calculator,ask_user",
+            "calculator,ask_user,shell",
             "--approval",
             "allow-list",
         ])
@@ -115,8 +124,37 @@ async fn an_editor_drives_rein_acp_through_permissions_questions_and_a_cancel() 
             .any(|q| q.body.to_string().contains("Yes, deploy now.")),
         "the answer reaches the model"
     );
-    // Cancelled at its permission.
-    assert_eq!(turns[4]["stopReason"], "cancelled", "{r:#}");
+    // "Always" covers the next shell call of the conversation, not a guarded one.
+    assert_eq!(said(&turns[4]), "Said hi.", "{r:#}");
+    assert_eq!(said(&turns[5]), "Said hi again.", "{r:#}");
+    assert_eq!(said(&turns[6]), "Not looking.", "{r:#}");
+    let asked: Vec<&str> = r["permissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            p["input"]["command"]
+                .as_str()
+                .or(p["input"]["expression"].as_str())
+                .unwrap_or_default()
+        })
+        .collect();
+    assert_eq!(
+        asked,
+        ["2+2", "3+3", "echo hi", "ls -l /etc/passwd", "4+4"],
+        "the granted call is not asked; the guarded one is: {r:#}"
+    );
+    assert!(
+        r["permissions"][3]["title"]
+            .as_str()
+            .unwrap()
+            .contains("etc_passwd"),
+        "the guard's reason is shown: {r:#}"
+    );
+    // Cancelled at its permission, and while the model was answering.
+    assert_eq!(turns[7]["stopReason"], "cancelled", "{r:#}");
+    assert_eq!(turns[8]["stopReason"], "cancelled", "{r:#}");
+    assert_eq!(said(&turns[8]), "", "{r:#}");
     assert!(
         r["unknownSession"]
             .as_str()
@@ -137,7 +175,11 @@ async fn an_editor_drives_rein_acp_through_permissions_questions_and_a_cancel() 
     let listed = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         listed.lines().filter(|l| l.contains(&*session)).count(),
-        4,
-        "four prompts ran as operations (the question's answer continued its own): {listed}"
+        8,
+        "eight prompts ran as operations (the question's answer continued its own): {listed}"
     );
+}
+
+fn shell_call(id: &str, command: &str) -> Canned {
+    Canned::openai_tools(&[(id, "shell__run", &json!({"command": command}).to_string())])
 }

@@ -264,26 +264,40 @@ pub fn asks_a_person(kind: &rein_core::event::EventKind) -> bool {
     )
 }
 
-/// The calls operation `id`'s tree waits on that are not in `asked` (already put to the
-/// person), when it is parked on a person or its sub-agents; none while it runs or once it
-/// ended. For a door that asks its client as calls come (MCP, ACP).
-pub async fn new_waits(
+/// Where a run a door follows stands, for a door that asks its client as calls come (MCP,
+/// ACP).
+pub enum Standing {
+    /// It runs, or waits on nothing new.
+    Going,
+    /// Its tree waits on these calls, not yet put to the person.
+    Asks(Vec<rein_store::Intervention>),
+    /// It ended, or was interrupted (cancelled, a budget): this run is over.
+    Stopped,
+}
+
+/// Where operation `id` stands, the calls in `asked` already put to the person.
+pub async fn standing(
     app: &AppState,
     id: OperationId,
     asked: &std::collections::HashSet<String>,
-) -> Result<Vec<rein_store::Intervention>, ApiError> {
-    let parked = matches!(
-        app.store.operation_status(id).await?,
-        Some(Status::WaitingForHuman | Status::WaitingForSubAgents)
-    );
-    if !parked {
-        return Ok(Vec::new());
+) -> Result<Standing, ApiError> {
+    match app.store.operation_status(id).await? {
+        None => Ok(Standing::Stopped),
+        Some(s) if s.is_terminal() || s == Status::Interrupted => Ok(Standing::Stopped),
+        Some(Status::WaitingForHuman | Status::WaitingForSubAgents) => {
+            let fresh: Vec<_> = waiting(app, id)
+                .await?
+                .into_iter()
+                .filter(|w| !asked.contains(&w.call.id.to_string()))
+                .collect();
+            Ok(if fresh.is_empty() {
+                Standing::Going
+            } else {
+                Standing::Asks(fresh)
+            })
+        }
+        Some(_) => Ok(Standing::Going),
     }
-    Ok(waiting(app, id)
-        .await?
-        .into_iter()
-        .filter(|w| !asked.contains(&w.call.id.to_string()))
-        .collect())
 }
 
 /// `beats` of operation `id` with each [`Beat::Decided`](crate::routes::beats::Beat) replaced
