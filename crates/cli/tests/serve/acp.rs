@@ -32,7 +32,7 @@ async fn an_editor_drives_rein_acp_through_permissions_questions_and_a_cancel() 
                 &json!({"question": "Which environment?"}).to_string(),
             )]),
             Canned::openai_text("Deploying to production."),
-            shell_call("s1", "echo hi"),
+            shell_call("s1", "echo hi && pwd"),
             Canned::openai_text("Said hi."),
             shell_call("s2", "echo hi again"),
             Canned::openai_text("Said hi again."),
@@ -58,7 +58,10 @@ async fn an_editor_drives_rein_acp_through_permissions_questions_and_a_cancel() 
         .await
         .unwrap();
     assert!(out.status.success(), "{out:?}");
-    let spawn = spawned(&e, &["acp", "--agent", "careful"]);
+    let project = e.dir.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let workdir = project.display().to_string();
+    let spawn = spawned(&e, &["acp", "--agent", "careful", "--workdir", &workdir]);
     let r = node_report(
         "acp.cjs",
         &[&clients.to_string_lossy()],
@@ -124,8 +127,24 @@ async fn an_editor_drives_rein_acp_through_permissions_questions_and_a_cancel() 
             .any(|q| q.body.to_string().contains("Yes, deploy now.")),
         "the answer reaches the model"
     );
-    // "Always" covers the next shell call of the conversation, not a guarded one.
+    // "Always" covers the next shell call of the conversation, not a guarded one; the shell
+    // runs in --workdir.
     assert_eq!(said(&turns[4]), "Said hi.", "{r:#}");
+    let ran = turns[4]["updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|u| u["toolCallId"] == "s1")
+        .unwrap();
+    assert_eq!(ran["status"], "completed", "{r:#}");
+    assert!(
+        ran["content"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("hi\n{workdir}")),
+        "the shell ran in --workdir: {r:#}"
+    );
     assert_eq!(said(&turns[5]), "Said hi again.", "{r:#}");
     assert_eq!(said(&turns[6]), "Not looking.", "{r:#}");
     let asked: Vec<&str> = r["permissions"]
@@ -141,7 +160,7 @@ async fn an_editor_drives_rein_acp_through_permissions_questions_and_a_cancel() 
         .collect();
     assert_eq!(
         asked,
-        ["2+2", "3+3", "echo hi", "ls -l /etc/passwd", "4+4"],
+        ["2+2", "3+3", "echo hi && pwd", "ls -l /etc/passwd", "4+4"],
         "the granted call is not asked; the guarded one is: {r:#}"
     );
     assert!(
