@@ -17,7 +17,8 @@
 //!   ends the turn with the question (the next prompt answers it). The turn ends with
 //!   `end_turn`, `max_tokens` (a token budget), `max_turn_requests` (a step or cost limit) or
 //!   `cancelled`; a failed operation is the prompt's error, naming why.
-//! - `session/cancel` cancels the running operation.
+//! - `session/cancel` cancels the turn: its operation, or, when it comes before the operation
+//!   started, the operation once it has. One prompt at a time per session.
 
 use crate::AppState;
 use crate::routes::follow::{Seen, follow};
@@ -747,13 +748,9 @@ impl Acp {
             }
             (Status::Interrupted, _) if record.cancel_requested => "cancelled",
             _ => {
-                let why = record
-                    .finish_detail
-                    .clone()
-                    .or(record.error.clone())
-                    .or(record.finish_reason.map(|r| r.to_string()))
-                    .unwrap_or_else(|| crate::routes::operations::status_name(record.status));
-                return Err(Failure::internal(format!("operation {id} ended: {why}")));
+                return Err(Failure::internal(crate::routes::operations::why_ended(
+                    &record,
+                )));
             }
         };
         Ok(json!({"stopReason": reason}))

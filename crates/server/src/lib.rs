@@ -9,7 +9,8 @@
 //! operations in the background under the store's admission limits, crash recovery in the
 //! background with the reason recorded on what cannot be resumed yet, the embedded web UI
 //! at `/`, rein's own MCP server (`mcp_server`: `/mcp`, and the handler `rein mcp` serves
-//! over stdio), and its A2A server (`a2a`: agent cards and `/a2a`). What an operation may do and how drivers are made are `rein_operation`'s: routes
+//! over stdio), its A2A server (`a2a`: agent cards and `/a2a`), and the Agent Client Protocol
+//! agent `rein acp` serves over stdio (`acp`). What an operation may do and how drivers are made are `rein_operation`'s: routes
 //! parse, call it, and map the result.
 
 pub mod a2a;

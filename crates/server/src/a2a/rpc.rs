@@ -19,16 +19,27 @@ pub struct Request {
 /// The methods of A2A 1.0's JSON-RPC binding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Method {
+    /// Start a task, or answer one that waits; the task once it ends or waits.
     SendMessage,
+    /// The same, its updates streamed.
     SendStreamingMessage,
+    /// A task as it stands.
     GetTask,
+    /// The caller's tasks on the endpoint's agent.
     ListTasks,
+    /// Stop a task.
     CancelTask,
+    /// Stream a task under way again.
     SubscribeToTask,
+    /// Post a task's updates to a URL.
     CreateTaskPushNotificationConfig,
+    /// One such configuration.
     GetTaskPushNotificationConfig,
+    /// A task's configurations.
     ListTaskPushNotificationConfigs,
+    /// Forget one.
     DeleteTaskPushNotificationConfig,
+    /// The card as the caller sees it.
     GetExtendedAgentCard,
 }
 

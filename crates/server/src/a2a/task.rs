@@ -86,8 +86,14 @@ pub async fn look_with(
                 }
             }
         }
-        Status::Interrupted if record.cancel_requested => said(TaskState::Canceled, ended(record)),
-        Status::Interrupted | Status::Error => said(TaskState::Failed, ended(record)),
+        Status::Interrupted if record.cancel_requested => said(
+            TaskState::Canceled,
+            crate::routes::operations::why_ended(record),
+        ),
+        Status::Interrupted | Status::Error => said(
+            TaskState::Failed,
+            crate::routes::operations::why_ended(record),
+        ),
         Status::Done => match record.finish_reason {
             Some(r) if r.is_success() => {
                 let answer = if answer {
@@ -107,23 +113,16 @@ pub async fn look_with(
                     answer,
                 }
             }
-            Some(FinishReason::UserRequested | FinishReason::UserAborted) => {
-                said(TaskState::Canceled, ended(record))
-            }
-            _ => said(TaskState::Failed, ended(record)),
+            Some(FinishReason::UserRequested | FinishReason::UserAborted) => said(
+                TaskState::Canceled,
+                crate::routes::operations::why_ended(record),
+            ),
+            _ => said(
+                TaskState::Failed,
+                crate::routes::operations::why_ended(record),
+            ),
         },
     })
-}
-
-/// Why `record` ended, for a person.
-fn ended(record: &OperationRecord) -> String {
-    let why = record
-        .finish_detail
-        .clone()
-        .or(record.error.clone())
-        .or(record.finish_reason.map(|r| r.to_string()))
-        .unwrap_or_else(|| crate::routes::operations::status_name(record.status));
-    format!("operation {} ended: {why}", record.id)
 }
 
 /// A message of rein's about task `record`.

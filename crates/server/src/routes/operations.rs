@@ -368,6 +368,18 @@ pub(crate) fn status_name(s: Status) -> String {
     s.to_string()
 }
 
+/// How operation `record` ended, for a person reading a protocol's answer: "operation ID
+/// ended: WHY" (its finish detail, error, finish reason or status, the first it has).
+pub(crate) fn why_ended(record: &rein_store::OperationRecord) -> String {
+    let why = record
+        .finish_detail
+        .clone()
+        .or(record.error.clone())
+        .or(record.finish_reason.map(|r| r.to_string()))
+        .unwrap_or_else(|| status_name(record.status));
+    format!("operation {} ended: {why}", record.id)
+}
+
 /// `POST /v1/operations`: `202 {operation_id, topic_id}` once the operation is committed.
 pub async fn create(
     State(app): State<AppState>,
