@@ -260,6 +260,75 @@ async fn finish(store: &SqlStore, op: &NewOperation) {
     );
 }
 
+/// A2A push configurations: kept per task and id (the same id replaces), listed for their
+/// owner only, followed again while their task is unfinished, forgotten once deleted.
+async fn a2a_push(store: &SqlStore) {
+    let owner = format!("pusher-{}", OperationId::new());
+    let mut op = new_op();
+    op.owner = Some(owner.clone());
+    store.create_operation(&op).await.unwrap();
+    let id = op.state.operation_id;
+    let config = |cid: &str, url: &str| PushConfig {
+        operation_id: id,
+        id: cid.into(),
+        url: url.into(),
+        token: Some("tok".into()),
+        auth_scheme: Some("Bearer".into()),
+        auth_credentials: Some("s3cret ✓".into()),
+        created_at: Utc::now(),
+    };
+    store
+        .put_push_config(&owner, &config("a", "https://one.example/hook"))
+        .await
+        .unwrap();
+    store
+        .put_push_config(&owner, &config("b", "https://two.example/hook"))
+        .await
+        .unwrap();
+    store
+        .put_push_config(&owner, &config("a", "https://three.example/hook"))
+        .await
+        .unwrap();
+    let kept = store.push_configs(&owner, id).await.unwrap();
+    let urls: Vec<&str> = kept.iter().map(|c| c.url.as_str()).collect();
+    assert_eq!(urls.len(), 2, "{kept:?}");
+    assert!(
+        urls.contains(&"https://three.example/hook") && urls.contains(&"https://two.example/hook")
+    );
+    assert_eq!(kept[0].auth_credentials.as_deref(), Some("s3cret ✓"));
+    assert!(
+        store
+            .push_configs("someone-else", id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .pushed_unfinished()
+            .await
+            .unwrap()
+            .contains(&(owner.clone(), id))
+    );
+    assert!(store.delete_push_config(&owner, id, "b").await.unwrap());
+    assert!(!store.delete_push_config(&owner, id, "b").await.unwrap());
+    assert!(
+        !store
+            .delete_push_config("someone-else", id, "a")
+            .await
+            .unwrap()
+    );
+    finish(store, &op).await;
+    assert!(
+        !store
+            .pushed_unfinished()
+            .await
+            .unwrap()
+            .contains(&(owner.clone(), id)),
+        "a finished task is not followed again"
+    );
+}
+
 /// One operation at a time per conversation, decided in the store: refused, queued behind
 /// (nothing of it in the conversation), activated oldest first only once nothing else holds
 /// the topic, dropped; and under 12 concurrent creations exactly one holds the topic.
@@ -761,6 +830,7 @@ async fn suite(store: &SqlStore) {
     accounts(store).await;
     concurrent_commits(store).await;
     admission(store).await;
+    a2a_push(store).await;
     leases(store).await;
     tasks(store).await;
     sub_agents(store).await;

@@ -53,12 +53,7 @@ impl Door {
             }
             Method::GetTaskPushNotificationConfig => {
                 let p: wire::PushConfigRef = rpc::params(params)?;
-                let record = task::owned(&self.app, &self.user, &p.task_id).await?;
-                let configs = self
-                    .app
-                    .store
-                    .push_configs(&self.user.id, record.id)
-                    .await?;
+                let configs = self.push_configs(&p.task_id).await?;
                 let found = configs.iter().find(|c| c.id == p.id).ok_or_else(|| {
                     A2aError::InvalidParams(format!(
                         "task {} has no push configuration {}",
@@ -69,12 +64,7 @@ impl Door {
             }
             Method::ListTaskPushNotificationConfigs => {
                 let p: wire::PushConfigsOf = rpc::params(params)?;
-                let record = task::owned(&self.app, &self.user, &p.task_id).await?;
-                let configs = self
-                    .app
-                    .store
-                    .push_configs(&self.user.id, record.id)
-                    .await?;
+                let configs = self.push_configs(&p.task_id).await?;
                 json!({"configs": configs.iter().map(push::wire).collect::<Vec<_>>(), "nextPageToken": ""})
             }
             Method::DeleteTaskPushNotificationConfig => {
@@ -116,6 +106,16 @@ impl Door {
             }
         };
         Ok(value)
+    }
+
+    /// The push configurations of the caller's task `task_id`.
+    async fn push_configs(&self, task_id: &str) -> Result<Vec<rein_store::PushConfig>, A2aError> {
+        let record = task::owned(&self.app, &self.user, task_id).await?;
+        Ok(self
+            .app
+            .store
+            .push_configs(&self.user.id, record.id)
+            .await?)
     }
 
     /// A streaming method's items: the task as it stands, then its updates.
