@@ -106,6 +106,18 @@ pub struct AgentFlags {
     /// create|edit` only).
     #[arg(long, value_name = "BOOL")]
     pub expose: Option<bool>,
+    /// Make it a remote agent reached over A2A: the address of its agent card (or the
+    /// address the card is published under). Its card is read and checked now; delegating to
+    /// the agent sends it the task (`rein agent create|edit` only).
+    #[arg(long = "a2a-url", value_name = "URL")]
+    pub a2a_url: Option<String>,
+    /// The environment variable holding the remote agent's bearer token (read when it is
+    /// called, never stored).
+    #[arg(long = "token-env", value_name = "VAR", requires = "a2a_url")]
+    pub token_env: Option<String>,
+    /// Let the remote agent be on a loopback or private address (refused otherwise).
+    #[arg(long = "a2a-private", requires = "a2a_url")]
+    pub a2a_private: bool,
 }
 
 impl AgentFlags {
@@ -137,6 +149,12 @@ impl AgentFlags {
             knowledge_tokens: self.knowledge_tokens,
             memory: self.memory,
             expose: self.expose,
+            a2a: self.a2a_url.map(|url| rein_operation::a2a::RemoteAgent {
+                url,
+                token_env: self.token_env,
+                private: self.a2a_private,
+                card: Default::default(),
+            }),
         }
     }
 }

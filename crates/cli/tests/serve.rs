@@ -13,6 +13,8 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+#[path = "serve/a2a_client.rs"]
+mod a2a_client;
 #[path = "serve/a2a_server.rs"]
 mod a2a_server;
 #[path = "serve/acp.rs"]

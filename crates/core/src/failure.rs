@@ -117,6 +117,8 @@ crate::named_enum! {
         ExternalMissing = "external_missing",
         /// An external agent failed.
         ExternalFailed = "external_failed",
+        /// A remote agent (A2A) failed, refused the task, or could not be reached.
+        RemoteAgentFailed = "remote_agent_failed",
         /// A scripted model (`crate::testing`) has no turns left.
         ScriptExhausted = "script_exhausted",
     }

@@ -202,6 +202,10 @@ pub enum Surface {
         /// The device.
         device: String,
     },
+    /// A remote agent reached over A2A (`a2a:NAME`, the user's agent registered with its
+    /// card): it is the brain and the executor; rein sends it the task, records what it
+    /// reports, relays its questions and bounds it.
+    A2a(String),
 }
 
 impl Surface {
@@ -225,9 +229,18 @@ impl Surface {
 /// A surface that is none of the forms [`Surface`] reads (it holds the text).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "surface `{0}`: use local, server, device:NAME (1-64 letters, digits, `-`, `_`, `.`) or external:claude-code|codex|jsonl, optionally @NAME (on a device)"
+    "surface `{0}`: use local, server, device:NAME (1-64 letters, digits, `-`, `_`, `.`), external:claude-code|codex|jsonl, optionally @NAME (on a device), or a2a:AGENT (a remote agent's)"
 )]
 pub struct SurfaceParseError(pub String);
+
+/// Whether `name` can name an agent: 1-64 ASCII letters, digits, `-` or `_`.
+pub fn valid_agent_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
+}
 
 /// Whether `name` can name a device: 1-64 ASCII letters, digits, `-`, `_` or `.`.
 pub fn valid_device_name(name: &str) -> bool {
@@ -248,6 +261,7 @@ impl std::str::FromStr for Surface {
             Some(("device", name)) if valid_device_name(name) => {
                 Ok(Surface::Device(name.to_owned()))
             }
+            Some(("a2a", name)) if valid_agent_name(name) => Ok(Surface::A2a(name.to_owned())),
             Some(("external", rest)) => match rest.split_once('@') {
                 None => rest
                     .parse::<ExternalKind>()
@@ -279,6 +293,7 @@ impl std::fmt::Display for Surface {
             Surface::ExternalOnDevice { kind, device } => {
                 write!(f, "external:{}@{device}", kind.as_str())
             }
+            Surface::A2a(name) => write!(f, "a2a:{name}"),
         }
     }
 }
@@ -307,7 +322,7 @@ impl schemars::JsonSchema for Surface {
 }
 
 /// The pattern of a surface as [`Surface`] parses it (for request schemas).
-pub const SURFACE_PATTERN: &str = "^(local|server|device:[A-Za-z0-9._-]{1,64}|external:(claude-code|codex|jsonl)(@[A-Za-z0-9._-]{1,64})?)$";
+pub const SURFACE_PATTERN: &str = "^(local|server|device:[A-Za-z0-9._-]{1,64}|external:(claude-code|codex|jsonl)(@[A-Za-z0-9._-]{1,64})?|a2a:[A-Za-z0-9_-]{1,64})$";
 
 /// How a group's supervisor picks who speaks next.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -588,6 +603,7 @@ mod tests {
             "external:codex",
             "external:jsonl",
             "external:codex@laptop-1",
+            "a2a:helper_2-b",
         ] {
             let s: Surface = text.parse().unwrap_or_default();
             assert_eq!(s.to_string(), text);
@@ -605,6 +621,9 @@ mod tests {
             "external",
             "external:codex@",
             "external:codex@a b",
+            "a2a:",
+            "a2a:a.b",
+            "a2a:a b",
             long.as_str(),
         ] {
             let err = text.parse::<Surface>().unwrap_err().to_string();

@@ -290,9 +290,24 @@ pub struct Metadata {
     /// Which learnt memories it reads and is read for (from the spec).
     #[serde(default, skip_serializing_if = "crate::spec::MemoryScope::is_user")]
     pub memory_scope: crate::spec::MemoryScope,
+    /// The task a remote agent runs for it (an `a2a:NAME` operation), once the remote agent
+    /// has named it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_task: Option<RemoteTask>,
     /// Anything else the host wants to carry.
     #[serde(flatten)]
     pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// A remote agent's task, as the operation it runs for keeps it: enough for any process
+/// continuing the operation to follow the same task rather than send the request again.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteTask {
+    /// Its id on the remote agent.
+    pub id: String,
+    /// A person's answer to the remote agent's last question, decided but not yet sent to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<crate::question::Answer>,
 }
 
 /// Tracks consecutive identical tool calls for the loop breaker.

@@ -31,6 +31,7 @@
 //! A process's [`settings`] (configuration file, environment, flags) are resolved here, with
 //! one precedence, for the CLI and any embedder of the server.
 
+pub mod a2a;
 mod activity;
 mod agents;
 pub mod attachment;

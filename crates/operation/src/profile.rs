@@ -125,6 +125,12 @@ pub struct AgentProfile {
     /// effect).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expose: Option<bool>,
+    /// A remote agent reached over A2A instead of rein's own brain: its card's address, the
+    /// environment variable holding its token, whether it may be on a private address. Its
+    /// card is read and checked when the agent is created or edited (`surface` becomes
+    /// `a2a:NAME`); delegating to it sends it the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub a2a: Option<crate::a2a::RemoteAgent>,
 }
 
 /// A tool key as [`check_tool_key`] accepts it: `identifier` or `identifier/api`.
@@ -288,6 +294,9 @@ pub enum ProfileError {
         /// Why it is refused.
         reason: String,
     },
+    /// A remote agent's settings that do not go together.
+    #[error("{0}")]
+    Remote(&'static str),
     /// A limit out of range.
     #[error("{field} must be {requirement}")]
     Limit {
@@ -312,12 +321,7 @@ pub fn model_ref(model: &str) -> Result<ModelRef, ProfileError> {
 
 /// Agent names: 1-64 letters, digits, `-` or `_`.
 pub fn check_name(name: &str) -> Result<(), ProfileError> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if ok {
+    if rein_core::spec::valid_agent_name(name) {
         Ok(())
     } else {
         Err(ProfileError::Name(name.to_owned()))
@@ -349,9 +353,18 @@ impl AgentProfile {
     /// What the agent is for, as another agent delegating to it is told: the first line of its
     /// system role, shortened.
     pub fn description(&self) -> String {
+        // A remote agent is described by its card, unless its owner wrote a role for it.
+        let remote = self.a2a.as_ref().map(|r| {
+            if r.card.description.trim().is_empty() {
+                format!("The remote agent {}.", r.card.name)
+            } else {
+                format!("Remote agent: {}", r.card.description)
+            }
+        });
         let first = self
             .system_role
             .as_deref()
+            .or(remote.as_deref())
             .and_then(|r| r.lines().find(|l| !l.trim().is_empty()))
             .unwrap_or("A general assistant.")
             .trim();
@@ -403,6 +416,7 @@ impl AgentProfile {
             knowledge_tokens: over.knowledge_tokens.or(self.knowledge_tokens),
             memory: over.memory.or(self.memory),
             expose: over.expose.or(self.expose),
+            a2a: over.a2a.clone().or_else(|| self.a2a.clone()),
         }
     }
 
@@ -461,6 +475,29 @@ impl AgentProfile {
 
     /// Check every value (the shape is checked by deserialization).
     pub fn validate(&self) -> Result<(), ProfileError> {
+        match (&self.a2a, &self.surface) {
+            (Some(_), None | Some(Surface::A2a(_))) | (None, None) => {}
+            (Some(_), Some(_)) => {
+                return Err(ProfileError::Remote(
+                    "a remote agent (a2a) runs on its own server: its surface is a2a:NAME",
+                ));
+            }
+            (None, Some(Surface::A2a(_))) => {
+                return Err(ProfileError::Remote(
+                    "surface a2a:NAME is a remote agent's: register one with `rein agent create NAME --a2a-url URL`",
+                ));
+            }
+            (
+                None,
+                Some(
+                    Surface::Local
+                    | Surface::Server
+                    | Surface::Device(_)
+                    | Surface::External(_)
+                    | Surface::ExternalOnDevice { .. },
+                ),
+            ) => {}
+        }
         for key in self.allow.iter().flatten() {
             check_tool_key(key)?;
         }
@@ -579,6 +616,7 @@ impl AgentProfile {
                 .unwrap_or_else(|| base.knowledge.clone()),
             knowledge_tokens: self.knowledge_tokens.or(base.knowledge_tokens),
             memory_scope: self.memory.unwrap_or(base.memory_scope),
+            surface: self.surface.clone().unwrap_or_else(|| base.surface.clone()),
             owner: origin.owner,
             agent: origin.agent,
             working_directory: origin

@@ -1,6 +1,7 @@
 //! The one routing decision: where an operation's work runs ([`Surface`]), chosen once when it
 //! is created and written in its spec, so every process that continues it runs it there. A
-//! sub-agent runs where its parent runs; otherwise the request (merged over the agent's
+//! sub-agent runs where its parent runs (a remote agent, `a2a:NAME`, on its own server);
+//! otherwise the request (merged over the agent's
 //! profile) chooses, and this host's own surface is the default. A surface this host cannot
 //! offer is refused before anything is written.
 
@@ -56,11 +57,12 @@ pub enum SurfaceError {
 pub fn route(req: RouteRequest<'_>, host: &Surfaces) -> Result<Surface, SurfaceError> {
     if let Some(parent) = req.parent {
         return match req.asked {
+            Some(remote @ Surface::A2a(_)) => Ok(remote.clone()),
             Some(asked) if !same_place(asked, parent) => Err(SurfaceError::LeavesParent {
                 parent: parent.to_string(),
                 asked: asked.to_string(),
             }),
-            _ => Ok(of_sub_agent(parent)),
+            _ => Ok(parent.clone()),
         };
     }
     match req.asked {
@@ -76,13 +78,23 @@ pub fn route(req: RouteRequest<'_>, host: &Surfaces) -> Result<Surface, SurfaceE
             Some(_) => Ok(Surface::External(*kind)),
             None => Err(ExternalError::NotEnabled(kind.as_str()).into()),
         },
+        // Whether it names a registered remote agent is read when it runs (`driver/a2a.rs`).
+        Some(remote @ Surface::A2a(_)) => Ok(remote.clone()),
     }
 }
 
-/// Where a sub-agent of an operation on `parent` runs: there (its own profile does not move
-/// it; delegation never takes work to another machine or agent).
-pub fn of_sub_agent(parent: &Surface) -> Surface {
-    parent.clone()
+/// Where a sub-agent of an operation on `parent` whose own agent runs on `own` runs: on its
+/// parent's surface (its own profile does not move it to another machine or agent CLI),
+/// except a remote agent, which only ever runs on its own server.
+pub fn of_sub_agent(parent: &Surface, own: &Surface) -> Surface {
+    match own {
+        Surface::A2a(_) => own.clone(),
+        Surface::Local
+        | Surface::Server
+        | Surface::Device(_)
+        | Surface::External(_)
+        | Surface::ExternalOnDevice { .. } => parent.clone(),
+    }
 }
 
 /// Whether `a` runs where `b` does (rein's own surfaces are one place).
@@ -119,6 +131,7 @@ mod tests {
             "external:claude-code",
             "external:codex",
             "external:jsonl@laptop",
+            "a2a:helper",
         ]
         .iter()
         .filter_map(|s| s.parse().ok())
@@ -132,6 +145,9 @@ mod tests {
                 for &parent in &options {
                     let got = route(RouteRequest { asked, parent }, &h);
                     match (parent, asked) {
+                        (_, Some(remote @ Surface::A2a(_))) => {
+                            assert_eq!(got.as_ref(), Ok(remote))
+                        }
                         (Some(p), Some(a)) if !same_place(a, p) => {
                             assert!(matches!(got, Err(SurfaceError::LeavesParent { .. })))
                         }

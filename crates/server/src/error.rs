@@ -367,9 +367,33 @@ impl From<rein_operation::ProfileError> for ApiError {
                 ApiErrorCode::InvalidPrices,
                 e.to_string(),
             ),
-            e @ (P::Name(_) | P::Skill(_) | P::Model { .. } | P::ToolKey(_) | P::Limit { .. }) => {
+            e @ (P::Name(_)
+            | P::Skill(_)
+            | P::Model { .. }
+            | P::ToolKey(_)
+            | P::Limit { .. }
+            | P::Remote(_)) => ApiError::bad_request(e.to_string()),
+        }
+    }
+}
+
+impl From<rein_operation::a2a::RemoteError> for ApiError {
+    fn from(e: rein_operation::a2a::RemoteError) -> Self {
+        use rein_operation::a2a::RemoteError as R;
+        match e {
+            e @ (R::BadUrl { .. } | R::Private { .. } | R::PrivateNotAllowed(_)) => {
                 ApiError::bad_request(e.to_string())
             }
+            // The card could not be read or used, the agent could not be reached.
+            e @ (R::Card { .. }
+            | R::NoToken(_)
+            | R::TaskEnded { .. }
+            | R::Transport { .. }
+            | R::Refused { .. }) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ApiErrorCode::RemoteAgentUnusable,
+                e.to_string(),
+            ),
         }
     }
 }

@@ -67,6 +67,9 @@ rein_core::named_enum! {
         McpUnavailable = "mcp_unavailable",
         /// 422: a surface this server does not offer.
         SurfaceUnavailable = "surface_unavailable",
+        /// 422: a remote A2A agent whose card cannot be read or used, or that cannot be
+        /// reached.
+        RemoteAgentUnusable = "remote_agent_unusable",
         /// 422: the external agent's program is missing.
         ExternalMissing = "external_missing",
         /// 422: an edit or regeneration that does not fit the conversation.

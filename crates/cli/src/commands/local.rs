@@ -370,7 +370,10 @@ impl Backend for Local {
         if store.get_agent(&user.id, name).await?.is_some() {
             bail!("agent `{name}` already exists (change it with `rein agent edit`)");
         }
-        let config = config.checked()?;
+        // The CLI's user reaches their own machine and network.
+        let config = rein_operation::a2a::card::registered(name, config.checked()?, None, true)
+            .await?
+            .checked()?;
         let now = Utc::now();
         let mut record = AgentRecord {
             owner: user.id,
@@ -386,7 +389,12 @@ impl Backend for Local {
 
     async fn update_agent(&self, name: &str, config: AgentProfile) -> anyhow::Result<Agent> {
         let mut record = self.record(name).await?;
-        record.config = serde_json::to_value(config.checked()?)?;
+        let before = serde_json::from_value::<AgentProfile>(record.config.clone()).ok();
+        let config =
+            rein_operation::a2a::card::registered(name, config.checked()?, before.as_ref(), true)
+                .await?
+                .checked()?;
+        record.config = serde_json::to_value(config)?;
         record.updated_at = Utc::now();
         record.version = self.store().await?.put_agent(&record).await?;
         shown(record)

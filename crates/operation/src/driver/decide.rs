@@ -147,6 +147,30 @@ impl Driver {
             }
             .into());
         }
+        if let rein_core::spec::Surface::A2a(name) = run.spec.surface.clone() {
+            let [call] = targets.as_slice() else {
+                return Err(Refusal::WhichQuestion {
+                    operation: id,
+                    questions: pending,
+                }
+                .into());
+            };
+            let (status, reason) = match &decision {
+                Decision::Approve => (InterventionStatus::Approved, None),
+                Decision::Reject { reason, .. } => {
+                    (InterventionStatus::Rejected, reason.as_deref())
+                }
+                Decision::Answer(Answer::Text(t) | Answer::Option(t)) => {
+                    (InterventionStatus::Answered, Some(t.as_str()))
+                }
+            };
+            if !matches!(decision, Decision::Approve) {
+                self.store
+                    .decide_intervention(id, call, status, by, reason)
+                    .await?;
+            }
+            return self.decide_a2a(&mut run, &name, call, &decision).await;
+        }
         let (runtime, _activity) = self.running_runtime(&run).await?;
         let (status, reason) = match &decision {
             Decision::Approve => (InterventionStatus::Approved, None),
@@ -301,6 +325,10 @@ impl Driver {
         run: &mut Loaded,
         reason: &str,
     ) -> Result<RunEnd, DriverError> {
+        // A remote agent's task is cancelled there too.
+        if let rein_core::spec::Surface::A2a(name) = &run.spec.surface {
+            self.cancel_remote_task(run, name).await;
+        }
         let runtime = self.settling_runtime(&run.spec);
         let interrupted = if run.committed.status == Status::Interrupted {
             StepResult::transition(run.committed.clone(), Vec::new(), None)

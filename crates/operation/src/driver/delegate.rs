@@ -324,8 +324,9 @@ impl Delegator {
             working_directory: parent.working_directory.clone(),
             // A sub-agent's commands are confined as its parent's.
             sandbox: parent.sandbox,
-            // And it runs where its parent runs, whatever its own profile says.
-            surface: crate::surface::of_sub_agent(&parent.surface),
+            // And it runs where its parent runs, whatever its own profile says (a remote
+            // agent on its own server).
+            surface: crate::surface::of_sub_agent(&parent.surface, &asked.surface),
             time_limit_secs: min_opt(asked.time_limit_secs, parent.time_limit_secs),
             // It searches what its parent may (its tools are its parent's too).
             knowledge: parent.knowledge.clone(),

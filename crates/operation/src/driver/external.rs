@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 const EXIT_GRACE: Duration = Duration::from_secs(5);
 
 /// Why a run was stopped before the agent finished.
-enum Stop {
+pub(super) enum Stop {
     /// Another process settled the operation meanwhile.
     Settled,
     Cancelled,
@@ -276,8 +276,15 @@ impl Driver {
             kind: kind.as_str().to_owned(),
             id,
         });
-        let events =
-            external::record::record(&mut state, run.seq + 1, kind, model, session, step, priced);
+        let events = external::record::record(
+            &mut state,
+            run.seq + 1,
+            kind.as_str(),
+            model,
+            session,
+            step,
+            priced,
+        );
         self.publish(&events);
         self.commit(run, external_step(state, events)).await?;
         Ok(())
@@ -310,7 +317,7 @@ impl Driver {
     /// The CLI's own totals, where it reported them, replace what the turns added up to (rein
     /// only adds what they exceed: an estimate already counted is not taken back).
     fn reconcile_totals(&self, run: &mut Loaded, kind: ExternalKind, t: &Transcript) {
-        let key = external::record::model_key(kind, t.model.as_deref());
+        let key = external::record::model_key(kind.as_str(), t.model.as_deref());
         let state = &mut run.committed;
         if let Some(tokens) = &t.totals.0 {
             let counted = state.usage.llm.tokens;
@@ -337,7 +344,7 @@ impl Driver {
     }
 
     /// A limit the run has crossed (a `warn` policy only reports it, once per limit).
-    async fn over_limit(
+    pub(super) async fn over_limit(
         &self,
         run: &mut Loaded,
         warned: &mut Vec<BudgetKind>,
@@ -393,7 +400,7 @@ impl Driver {
     }
 
     /// End the run: finished for `reason`, or failed with `code`.
-    async fn end_external(
+    pub(super) async fn end_external(
         &self,
         run: &mut Loaded,
         outcome: Result<(FinishReason, String), (Fault, String)>,
@@ -401,7 +408,7 @@ impl Driver {
         self.end_external_with(run, outcome, Vec::new()).await
     }
 
-    async fn end_external_with(
+    pub(super) async fn end_external_with(
         &self,
         run: &mut Loaded,
         outcome: Result<(FinishReason, String), (Fault, String)>,
@@ -443,7 +450,7 @@ impl Driver {
         Ok(end_of(&run.committed))
     }
 
-    fn publish(&self, events: &[AgentEvent]) {
+    pub(super) fn publish(&self, events: &[AgentEvent]) {
         if let Some(sink) = &self.sink {
             for e in events {
                 sink.publish(e);
@@ -501,28 +508,28 @@ impl Launch {
 }
 
 /// A commit of what the external agent did (or of its start and end).
-fn external_step(state: AgentState, events: Vec<AgentEvent>) -> StepResult {
+pub(super) fn external_step(state: AgentState, events: Vec<AgentEvent>) -> StepResult {
     let mut r = StepResult::transition(state, events, None);
     r.instructions = vec![InstructionKind::ExternalTurn];
     r
 }
 
 /// Sleep until `deadline`; forever without one.
-async fn sleep_until(deadline: Option<Instant>) {
+pub(super) async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d.into()).await,
         None => std::future::pending().await,
     }
 }
 
-fn budget_name(kind: BudgetKind) -> &'static str {
+pub(super) fn budget_name(kind: BudgetKind) -> &'static str {
     match kind {
         BudgetKind::Tokens => "token",
         _ => "cost",
     }
 }
 
-fn amount(a: Amount) -> String {
+pub(super) fn amount(a: Amount) -> String {
     match a {
         Amount::Tokens(n) => format!("{n} tokens"),
         Amount::Usd(u) => format!("${:.4}", u.dollars()),

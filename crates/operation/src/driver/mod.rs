@@ -5,6 +5,7 @@
 //! everything that decides what the operation may do is its spec, read back on every path, so
 //! a process continuing it offers exactly the model, tools and role it started with.
 
+mod a2a;
 mod async_tool;
 mod children;
 mod choosable;

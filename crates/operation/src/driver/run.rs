@@ -23,6 +23,9 @@ impl Driver {
         if let Some(kind) = run.spec.surface.external_kind() {
             return self.drive_external(&mut run, kind).await;
         }
+        if let rein_core::spec::Surface::A2a(name) = run.spec.surface.clone() {
+            return self.drive_a2a(&mut run, &name).await;
+        }
         if run.cancel_requested && !run.committed.status.is_terminal() {
             return self.cancel_tree(&mut run, "cancelled on request").await;
         }
@@ -79,6 +82,9 @@ impl Driver {
     pub(super) async fn resume_loaded(&self, run: &mut Loaded) -> Result<RunEnd, DriverError> {
         if let Some(kind) = run.spec.surface.external_kind() {
             return self.drive_external(run, kind).await;
+        }
+        if let rein_core::spec::Surface::A2a(name) = run.spec.surface.clone() {
+            return self.drive_a2a(run, &name).await;
         }
         if run.cancel_requested && !run.committed.status.is_terminal() {
             return self.cancel_tree(run, "cancelled on request").await;

@@ -129,9 +129,13 @@ impl Driver {
                 crate::external::resolve_program(*kind, &command.program)?;
                 return Ok(());
             }
-            // The device checks that it runs the agent when asked to.
-            rein_core::spec::Surface::ExternalOnDevice { .. } => return Ok(()),
-            _ => {}
+            // The device checks that it runs the agent when asked to; a remote agent is
+            // reached (and its registration read) when it runs.
+            rein_core::spec::Surface::ExternalOnDevice { .. }
+            | rein_core::spec::Surface::A2a(_) => return Ok(()),
+            rein_core::spec::Surface::Local
+            | rein_core::spec::Surface::Server
+            | rein_core::spec::Surface::Device(_) => {}
         }
         let models = self.models_of(spec).await?;
         self.providers(id, spec, models).map(|_| ())

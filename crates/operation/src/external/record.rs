@@ -8,13 +8,12 @@ use crate::driver::derived_message_id;
 use rein_core::event::{EventKind, StreamChunk};
 use rein_core::instruction::InstructionKind;
 use rein_core::message::{ExternalSession, Role, ToolStatus};
-use rein_core::spec::ExternalKind;
 use rein_core::state::Status;
 use rein_core::{AgentEvent, AgentState, Message, OperationId, ToolCall, Usd};
 
-/// The key usage is recorded under: `KIND/MODEL`.
-pub(crate) fn model_key(kind: ExternalKind, model: Option<&str>) -> String {
-    format!("{}/{}", kind.as_str(), model.unwrap_or("unknown"))
+/// The key usage is recorded under: `SOURCE/MODEL` (`claude-code/…`, `a2a/NAME`).
+pub(crate) fn model_key(source: &str, model: Option<&str>) -> String {
+    format!("{source}/{}", model.unwrap_or("unknown"))
 }
 
 /// Stamp `kinds` as the state's next events, in the step it is in.
@@ -42,12 +41,13 @@ pub(crate) struct Priced {
     pub cache_saved: Usd,
 }
 
-/// Write one observed step into `state` (commit number `commit`): the assistant message with
-/// the calls it made, a tool message per call, usage and cost; returns its events.
+/// Write one observed step of `source` (an external agent's kind, or `a2a` for a remote
+/// agent) into `state` (commit number `commit`): the assistant message with the calls it
+/// made, a tool message per call, usage and cost; returns its events.
 pub(crate) fn record(
     state: &mut AgentState,
     commit: u64,
-    kind: ExternalKind,
+    source: &str,
     model: Option<&str>,
     session: Option<ExternalSession>,
     step: ObservedStep,
@@ -55,7 +55,7 @@ pub(crate) fn record(
 ) -> Vec<AgentEvent> {
     let Priced { cost, cache_saved } = priced;
     state.step_count += 1;
-    let key = model_key(kind, model);
+    let key = model_key(source, model);
     let op: OperationId = state.operation_id;
     let calls: Vec<ToolCall> = step
         .calls
@@ -63,7 +63,7 @@ pub(crate) fn record(
         .map(|c| {
             ToolCall::new(
                 c.id.as_str(),
-                kind.as_str(),
+                source,
                 c.name.as_str(),
                 c.arguments.to_string(),
             )
@@ -142,7 +142,7 @@ pub(crate) fn record(
         };
         let message = Message::tool_result(call, Some(id), status, content.clone());
         state.usage.record_tool(
-            &format!("{}/{}", kind.as_str(), call.api),
+            &format!("{source}/{}", call.api),
             status == ToolStatus::Succeeded,
             0,
         );

@@ -301,7 +301,8 @@ impl Door {
         let seen = task::look_with(&self.app, record, false).await?;
         match seen.state {
             TaskState::InputRequired => {}
-            TaskState::Submitted | TaskState::Working => {
+            // rein's own tasks never wait on authentication.
+            TaskState::Submitted | TaskState::Working | TaskState::AuthRequired => {
                 return Err(A2aError::Unsupported(format!(
                     "task {} is working: it takes a message when it asks for one (input-required)",
                     record.id

@@ -25,7 +25,6 @@ pub mod push;
 mod rpc;
 mod task;
 mod watch;
-mod wire;
 
 use crate::AppState;
 use crate::auth::AuthMode;
@@ -36,6 +35,7 @@ use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use rein_operation::a2a::wire;
 use rein_operation::{AgentProfile, SpecOrigin};
 use rein_store::{Accounts as _, User};
 use serde_json::Value;

@@ -89,6 +89,7 @@ async fn pump(
                     task_id: id.to_string(),
                     context_id: record.topic_id.clone(),
                     artifact: answer_artifact(answer),
+                    append: false,
                     last_chunk: true,
                 });
                 if tx.send(artifact).await.is_err() {

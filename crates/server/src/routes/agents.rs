@@ -84,7 +84,14 @@ pub async fn create(
     Body(new): Body<NewAgent>,
 ) -> Result<Reply<201, Agent>, ApiError> {
     check_name(&new.name)?;
-    let config = new.config.checked()?;
+    let config = rein_operation::a2a::card::registered(
+        &new.name,
+        new.config.checked()?,
+        None,
+        app.config.private_hooks,
+    )
+    .await?
+    .checked()?;
     if app.store.get_agent(&user.id, &new.name).await?.is_some() {
         return Err(ApiError::conflict(format!(
             "agent `{}` already exists",
@@ -120,8 +127,16 @@ pub async fn update(
     AgentPath(name): AgentPath,
     Body(config): Body<AgentProfile>,
 ) -> Result<Json<Agent>, ApiError> {
-    let config = config.checked()?;
     let mut r = agent_of(&app.store, &user.id, &name).await?;
+    let before = serde_json::from_value::<AgentProfile>(r.config.clone()).ok();
+    let config = rein_operation::a2a::card::registered(
+        &name,
+        config.checked()?,
+        before.as_ref(),
+        app.config.private_hooks,
+    )
+    .await?
+    .checked()?;
     r.config = to_value(&config)?;
     r.updated_at = Utc::now();
     r.version = app.store.put_agent(&r).await?;

@@ -1,6 +1,7 @@
 //! A2A 1.0's JSON (the protocol's protobuf messages in their JSON form: camelCase fields,
-//! enums by name, empty fields left out), only what rein's server reads and writes. A closed
-//! set of values (a task's state, a message's role) is an enum from the moment it is read.
+//! enums by name, empty fields left out), only what rein reads and writes: one set of types
+//! for rein's server (`rein-server`'s `a2a` door) and its client (remote agents). A closed set
+//! of values (a task's state, a message's role) is an enum from the moment it is read.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -36,6 +37,10 @@ pub enum TaskState {
     /// Refused before anything ran (a spending cap, a busy slot, a setting not allowed).
     #[serde(rename = "TASK_STATE_REJECTED")]
     Rejected,
+    /// Waiting for the client to authenticate (another agent's state; rein's tasks never
+    /// wait on it, and its client ends a remote task that does as failed).
+    #[serde(rename = "TASK_STATE_AUTH_REQUIRED")]
+    AuthRequired,
 }
 
 impl TaskState {
@@ -46,13 +51,16 @@ impl TaskState {
             | TaskState::Failed
             | TaskState::Canceled
             | TaskState::Rejected => true,
-            TaskState::Submitted | TaskState::Working | TaskState::InputRequired => false,
+            TaskState::Submitted
+            | TaskState::Working
+            | TaskState::InputRequired
+            | TaskState::AuthRequired => false,
         }
     }
 
     /// Whether a stream of the task ends here (terminal, or waiting on the client).
     pub fn ends_stream(self) -> bool {
-        self.is_terminal() || self == TaskState::InputRequired
+        self.is_terminal() || matches!(self, TaskState::InputRequired | TaskState::AuthRequired)
     }
 }
 
@@ -204,7 +212,11 @@ pub struct TaskArtifactUpdateEvent {
     pub context_id: String,
     /// The artifact.
     pub artifact: Artifact,
-    /// Whether this is the artifact's last chunk.
+    /// Whether this chunk adds to the artifact's earlier ones (rather than replacing them).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub append: bool,
+    /// Whether this is the artifact's last chunk (proto JSON leaves a false one out).
+    #[serde(default)]
     pub last_chunk: bool,
 }
 
@@ -218,47 +230,50 @@ pub enum StreamResponse {
     StatusUpdate(TaskStatusUpdateEvent),
     /// It produced an artifact.
     ArtifactUpdate(TaskArtifactUpdateEvent),
+    /// A message instead of a task (another agent's direct answer; rein always answers with
+    /// a task).
+    Message(Message),
 }
 
 /// `SendMessage` / `SendStreamingMessage` params.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageRequest {
     /// The message.
     pub message: Message,
     /// How to answer.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub configuration: Option<SendConfiguration>,
 }
 
 /// How to answer a message.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SendConfiguration {
     /// Answer at once with the task submitted, not when it ends or waits.
     #[serde(default)]
     pub return_immediately: bool,
     /// At most this many messages of the task's history in the answer.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history_length: Option<u32>,
     /// Where to push the task's updates.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_push_notification_config: Option<PushConfigWire>,
 }
 
 /// `GetTask` params.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GetTaskRequest {
     /// The task.
     pub id: String,
     /// At most this many messages of its history.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history_length: Option<u32>,
 }
 
 /// `CancelTask` and `SubscribeToTask` params.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskIdRequest {
     /// The task.
@@ -266,32 +281,36 @@ pub struct TaskIdRequest {
 }
 
 /// `ListTasks` params.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTasksRequest {
     /// Only this conversation's.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_id: Option<String>,
     /// Only tasks in this state (`TASK_STATE_UNSPECIFIED`: any).
-    #[serde(default, deserialize_with = "state_filter")]
+    #[serde(
+        default,
+        deserialize_with = "state_filter",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub status: Option<TaskState>,
     /// At most this many (1–100, 50 by default).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page_size: Option<u32>,
     /// Where the previous page ended.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page_token: Option<String>,
     /// At most this many messages of each task's history (none by default).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history_length: Option<u32>,
     /// With each task's artifacts.
     #[serde(default)]
     pub include_artifacts: bool,
 }
 
-/// `ListTasks` answer.
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// `ListTasks` answer (proto JSON leaves empty fields out: each has a default).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct ListTasksResponse {
     /// The page.
     pub tasks: Vec<Task>,
@@ -335,7 +354,7 @@ pub struct Authentication {
 }
 
 /// `GetTaskPushNotificationConfig` and `DeleteTaskPushNotificationConfig` params.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PushConfigRef {
     /// The task.
@@ -345,7 +364,7 @@ pub struct PushConfigRef {
 }
 
 /// `ListTaskPushNotificationConfigs` params.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PushConfigsOf {
     /// The task.
