@@ -154,12 +154,15 @@ pub fn check_tool_key(key: &str) -> Result<(), ProfileError> {
     }
 }
 
+/// The most tool keys a list (`allow`) or a map (`tool_rules`) of a profile holds.
+pub const MAX_TOOL_KEYS: usize = 256;
+
 /// The schema of an optional list of tool keys.
 pub fn tool_keys_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "type": ["array", "null"],
         "items": {"type": "string", "pattern": TOOL_KEY_PATTERN},
-        "maxItems": 256
+        "maxItems": MAX_TOOL_KEYS
     })
 }
 
@@ -167,7 +170,7 @@ pub fn tool_keys_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 pub fn tool_rules_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "type": ["object", "null"],
-        "maxProperties": 256,
+        "maxProperties": MAX_TOOL_KEYS,
         "propertyNames": {"pattern": TOOL_KEY_PATTERN},
         "additionalProperties": {
             "oneOf": [
@@ -498,6 +501,23 @@ impl AgentProfile {
                 ),
             ) => {}
         }
+        // Bounds the API document states (serde does not enforce them).
+        if self.allow.as_ref().is_some_and(|a| a.len() > MAX_TOOL_KEYS) {
+            return Err(ProfileError::Limit {
+                field: "allow",
+                requirement: "at most 256 tools",
+            });
+        }
+        if self
+            .tool_rules
+            .as_ref()
+            .is_some_and(|r| r.len() > MAX_TOOL_KEYS)
+        {
+            return Err(ProfileError::Limit {
+                field: "tool_rules",
+                requirement: "at most 256 tools",
+            });
+        }
         for key in self.allow.iter().flatten() {
             check_tool_key(key)?;
         }
@@ -775,6 +795,13 @@ mod tests {
                 ..Default::default()
             })
             .contains("max_steps")
+        );
+        assert!(
+            bad(AgentProfile {
+                allow: Some(vec!["calculator".into(); MAX_TOOL_KEYS + 1]),
+                ..Default::default()
+            })
+            .contains("allow must be at most 256 tools")
         );
         assert!(check_name("ok-name_1").is_ok());
         assert!(check_name("no spaces").is_err());

@@ -381,11 +381,12 @@ impl From<rein_operation::a2a::RemoteError> for ApiError {
     fn from(e: rein_operation::a2a::RemoteError) -> Self {
         use rein_operation::a2a::RemoteError as R;
         match e {
-            e @ (R::BadUrl { .. } | R::Private { .. } | R::PrivateNotAllowed(_)) => {
-                ApiError::bad_request(e.to_string())
-            }
-            // The card could not be read or used, the agent could not be reached.
-            e @ (R::Card { .. }
+            // A well-formed address rein may not or cannot use, a card it cannot read or use,
+            // an agent it cannot reach.
+            e @ (R::BadUrl { .. }
+            | R::Private { .. }
+            | R::PrivateNotAllowed(_)
+            | R::Card { .. }
             | R::NoToken(_)
             | R::TaskEnded { .. }
             | R::Transport { .. }

@@ -67,8 +67,9 @@ rein_core::named_enum! {
         McpUnavailable = "mcp_unavailable",
         /// 422: a surface this server does not offer.
         SurfaceUnavailable = "surface_unavailable",
-        /// 422: a remote A2A agent whose card cannot be read or used, or that cannot be
-        /// reached.
+        /// 422: a remote A2A agent rein may not or cannot use: its address (not http(s), or a
+        /// private one this server does not reach), its card (not there, not A2A 1.x
+        /// JSON-RPC), or the agent itself (unreachable).
         RemoteAgentUnusable = "remote_agent_unusable",
         /// 422: the external agent's program is missing.
         ExternalMissing = "external_missing",

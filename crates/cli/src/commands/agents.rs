@@ -67,10 +67,19 @@ pub async fn run(on: &impl Backend, command: AgentCommand, json: bool) -> anyhow
                         serde_json::json!({"name": a.name, "config": a.config, "version": a.version})
                     );
                 } else {
+                    let runs = match &a.config.a2a {
+                        // A remote agent: where it is, not a model.
+                        Some(remote) => format!("remote: {}", remote.url),
+                        None => a
+                            .config
+                            .model
+                            .clone()
+                            .unwrap_or_else(|| "(default model)".into()),
+                    };
                     println!(
                         "{:<20} {:<32} {}",
                         a.name,
-                        a.config.model.as_deref().unwrap_or("(default model)"),
+                        runs,
                         a.config.approval.unwrap_or_default()
                     );
                 }

@@ -54,6 +54,48 @@ async fn local_root(e: &Env, token: &str) -> String {
         .unwrap_or_else(|| panic!("no root operation in {out}"))
 }
 
+/// On the delegating rein: agent `helper`, the remote agent at `url` (its token in
+/// `HELPER_TOKEN`, a private address allowed, `extra` flags), and agent `boss` (`ROLE-BOSS`),
+/// which delegates.
+async fn helper_and_boss(e: &Env, token: &str, url: &str, extra: &[&str]) {
+    let mut args = vec![
+        "agent",
+        "create",
+        "helper",
+        "--a2a-url",
+        url,
+        "--token-env",
+        "HELPER_TOKEN",
+        "--a2a-private",
+    ];
+    args.extend_from_slice(extra);
+    let (code, _, err) = local(e, token, &args).await;
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = local(
+        e,
+        token,
+        &[
+            "agent",
+            "create",
+            "boss",
+            "--system",
+            "ROLE-BOSS: you delegate.",
+        ],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+}
+
+/// The request the parent's (`ROLE-BOSS`) model got after the delegation.
+fn boss_after_delegating(e: &Env) -> rein_model::testing::Recorded {
+    e.model
+        .requests()
+        .into_iter()
+        .filter(|r| r.system_text().contains("ROLE-BOSS"))
+        .nth(1)
+        .expect("the parent's model was asked again")
+}
+
 /// Registration reads and checks the card (a private address only with the flag, an address
 /// without a card refused naming it); delegating sends the task to the remote rein, whose
 /// approval comes back as the sub-agent's question on the root; answering it sends the
@@ -129,22 +171,7 @@ async fn a_remote_rein_agent_is_delegated_to_and_its_approval_is_asked_on_the_ro
         err.contains("A2A agent card at") && err.contains("404"),
         "{err}"
     );
-    let (code, _, err) = local(
-        &e,
-        &token,
-        &[
-            "agent",
-            "create",
-            "helper",
-            "--a2a-url",
-            &url,
-            "--token-env",
-            "HELPER_TOKEN",
-            "--a2a-private",
-        ],
-    )
-    .await;
-    assert_eq!(code, 0, "{err}");
+    helper_and_boss(&e, &token, &url, &[]).await;
     let (_, out, _) = local(&e, &token, &["--json", "agent", "show", "helper"]).await;
     let shown: Value = serde_json::from_str(out.trim()).unwrap();
     let config = &shown["config"];
@@ -161,19 +188,9 @@ async fn a_remote_rein_agent_is_delegated_to_and_its_approval_is_asked_on_the_ro
         config["a2a"].get("token").is_none() && !out.contains(&token),
         "the token is not stored"
     );
-    let (code, _, err) = local(
-        &e,
-        &token,
-        &[
-            "agent",
-            "create",
-            "boss",
-            "--system",
-            "ROLE-BOSS: you delegate.",
-        ],
-    )
-    .await;
-    assert_eq!(code, 0, "{err}");
+    let (code, out, _) = local(&e, &token, &["agent", "list"]).await;
+    assert_eq!(code, 0);
+    assert!(out.contains(&format!("remote: {url}")), "{out}");
 
     let (code, _, err) = local(&e, &token, &["run", "--agent", "boss", "What is 6*7?"]).await;
     assert_eq!(code, 3, "waiting for the remote agent's approval: {err}");
@@ -210,6 +227,27 @@ async fn a_remote_rein_agent_is_delegated_to_and_its_approval_is_asked_on_the_ro
     let runs = remote_runs(&e, &rein, &token, "remote").await;
     assert_eq!(runs.len(), 1, "one remote task: {runs:?}");
     assert_eq!(runs[0]["status"], "done");
+
+    // The sub-agent's own record: its question, the remote answer as its model's result, its end.
+    let (_, shown, _) = local(&e, &token, &["--json", "op", "show", &root]).await;
+    let shown: Value = serde_json::from_str(shown.trim()).unwrap();
+    let child = shown["sub_agents"][0]["id"].as_str().unwrap().to_owned();
+    let (code, events, err) = local(&e, &token, &["--json", "op", "events", &child]).await;
+    assert_eq!(code, 0, "{err}");
+    let kinds: Vec<String> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|ev| ev["type"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    let at = |k: &str| {
+        kinds
+            .iter()
+            .position(|x| x == k)
+            .unwrap_or_else(|| panic!("no {k} event: {kinds:?}"))
+    };
+    assert!(at("human_approve_required") < at("llm_result"), "{kinds:?}");
+    assert!(at("llm_result") < at("done"), "{kinds:?}");
+    assert!(events.contains("The answer is 42."), "{events}");
 }
 
 /// The delegating process is killed with SIGKILL once it has sent the task, before it kept
@@ -235,35 +273,7 @@ async fn a_delegation_killed_after_sending_finds_its_remote_task_instead_of_send
     )
     .await;
     let url = format!("{}/a2a/remote", rein.base);
-    let (code, _, err) = local(
-        &e,
-        &token,
-        &[
-            "agent",
-            "create",
-            "helper",
-            "--a2a-url",
-            &url,
-            "--token-env",
-            "HELPER_TOKEN",
-            "--a2a-private",
-        ],
-    )
-    .await;
-    assert_eq!(code, 0, "{err}");
-    let (code, _, err) = local(
-        &e,
-        &token,
-        &[
-            "agent",
-            "create",
-            "boss",
-            "--system",
-            "ROLE-BOSS: you delegate.",
-        ],
-    )
-    .await;
-    assert_eq!(code, 0, "{err}");
+    helper_and_boss(&e, &token, &url, &[]).await;
 
     let mut run = local_cmd(&e, &token, &["run", "--agent", "boss", "What is 6*7?"]);
     run.env("REIN_TEST_PAUSE_AT", "a2a:sent")
@@ -311,15 +321,175 @@ async fn a_delegation_killed_after_sending_finds_its_remote_task_instead_of_send
         .filter(|r| r.system_text().contains("ROLE-REMOTE"))
         .count();
     assert_eq!(remote_calls, 1, "the remote agent answered once");
-    let boss = e
-        .model
-        .requests()
-        .into_iter()
-        .filter(|r| r.system_text().contains("ROLE-BOSS"))
-        .nth(1)
-        .expect("the parent's model was asked again");
+    let boss = boss_after_delegating(&e);
     assert!(
         boss.tool_result("d1").contains("Slow but sure: 42."),
+        "{}",
+        boss.tool_result("d1")
+    );
+}
+
+/// The delegating rein is a server: a remote agent registered through the API (the card read
+/// by the server, a private address only under `--allow-private-hooks`), delegated to, and the
+/// server killed with SIGKILL right after it sent the task. Started again on its database, it
+/// resumes the tree, finds the remote task by its context and follows it to its answer; the
+/// remote agent got the task once.
+#[tokio::test]
+async fn a_delegating_server_killed_after_sending_resumes_the_remote_task_on_restart() {
+    let e = env(vec![]).await;
+    e.model.route(
+        "ROLE-REMOTE",
+        vec![Canned::openai_text("Slow but sure: 42.").after(Duration::from_secs(2))],
+    );
+    e.model.route(
+        "ROLE-BOSS",
+        vec![
+            delegate("ask helper", "What is 6*7?", "helper"),
+            Canned::openai_text("The helper says 42."),
+        ],
+    );
+    let (remote, token) = remote_rein(
+        &e,
+        json!({"system_role": "ROLE-REMOTE: you answer.", "tools": [], "expose": true}),
+    )
+    .await;
+    let url = format!("{}/a2a/remote", remote.base);
+    let helper = json!({"a2a": {"url": url, "token_env": "HELPER_TOKEN", "private": true}});
+    // The remote server runs without --allow-private-hooks: it does not register one there.
+    let (status, refused) = e
+        .call(
+            &remote,
+            "POST",
+            "/v1/agents",
+            Some(&token),
+            Some(json!({"name": "helper", "config": helper})),
+        )
+        .await;
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(
+        refused["error"]["code"], "remote_agent_unusable",
+        "{refused}"
+    );
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("--allow-private-hooks")),
+        "{refused}"
+    );
+
+    let parent_db = local_db(&e);
+    let bob = e
+        .token_on(&parent_db, &["token", "create", "--user", "bob"])
+        .await;
+    let flags = ["--allow-private-hooks", "--lease-secs", "2"];
+    let mut parent = e
+        .start_on(
+            &parent_db,
+            &flags,
+            &[("HELPER_TOKEN", &token), ("REIN_TEST_PAUSE_AT", "a2a:sent")],
+        )
+        .await;
+    e.create_agents(
+        &parent,
+        &bob,
+        &[
+            ("helper", helper.clone()),
+            ("boss", json!({"system_role": "ROLE-BOSS: you delegate."})),
+        ],
+    )
+    .await;
+    let (_, shown) = e
+        .call(&parent, "GET", "/v1/agents/helper", Some(&bob), None)
+        .await;
+    assert_eq!(shown["config"]["surface"], "a2a:helper", "{shown}");
+    assert_eq!(shown["config"]["a2a"]["card"]["name"], "remote", "{shown}");
+    let root = e
+        .create_operation(
+            &parent,
+            &bob,
+            json!({"input": "What is 6*7?", "agent": "boss"}),
+        )
+        .await;
+    eventually(
+        "the parent server pausing after it sent the task",
+        || async {
+            parent
+                .stderr
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .any(|l| l.starts_with("REIN_TEST_PAUSED"))
+                .then_some(())
+        },
+    )
+    .await;
+    parent.child.kill().await.unwrap(); // SIGKILL
+    assert_eq!(remote_runs(&e, &remote, &token, "remote").await.len(), 1);
+
+    let parent = e
+        .start_on(&parent_db, &flags, &[("HELPER_TOKEN", &token)])
+        .await;
+    let done = wait_status(&e, &parent, &root, &bob, "done").await;
+    assert_eq!(done["operation"]["finish_reason"], "completed", "{done}");
+    let runs = remote_runs(&e, &remote, &token, "remote").await;
+    assert_eq!(runs.len(), 1, "the task was not sent again: {runs:?}");
+    assert_eq!(runs[0]["status"], "done");
+    let boss = boss_after_delegating(&e);
+    assert!(
+        boss.tool_result("d1").contains("Slow but sure: 42."),
+        "{}",
+        boss.tool_result("d1")
+    );
+}
+
+/// A token limit on the remote agent binds what it reports having used: once its task's
+/// reported usage crosses the limit, rein cancels the task there and the sub-agent ends over
+/// its limit, its usage the agent's figures; the parent's model reads why.
+#[tokio::test]
+async fn a_remote_agent_past_its_token_limit_is_cancelled_there() {
+    let e = env(vec![]).await;
+    e.model.route(
+        "ROLE-REMOTE",
+        vec![
+            calc("k1", "1+1"),
+            Canned::openai_text("Too late.").after(Duration::from_secs(8)),
+        ],
+    );
+    e.model.route(
+        "ROLE-BOSS",
+        vec![
+            delegate("ask helper", "Add one and one.", "helper"),
+            Canned::openai_text("The helper ran out of budget."),
+        ],
+    );
+    let (rein, token) = remote_rein(
+        &e,
+        json!({"system_role": "ROLE-REMOTE: you calculate.", "tools": ["calculator"], "approval": "auto-run", "expose": true}),
+    )
+    .await;
+    let url = format!("{}/a2a/remote", rein.base);
+    helper_and_boss(&e, &token, &url, &["--token-limit", "100"]).await;
+    let (code, out, err) = local(&e, &token, &["run", "--agent", "boss", "One plus one?"]).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("The helper ran out of budget."), "{out}");
+    let root = local_root(&e, &token).await;
+    let (_, shown, _) = local(&e, &token, &["--json", "op", "show", &root]).await;
+    let shown: Value = serde_json::from_str(shown.trim()).unwrap();
+    let child = &shown["sub_agents"][0];
+    assert_eq!(child["finish_reason"], "token_limit_exceeded", "{child}");
+    assert!(
+        child["total_tokens"].as_u64().unwrap_or(0) > 100,
+        "the agent's reported usage: {child}"
+    );
+    let runs = remote_runs(&e, &rein, &token, "remote").await;
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_ne!(
+        runs[0]["status"], "done",
+        "cancelled before it answered: {runs:?}"
+    );
+    let boss = boss_after_delegating(&e);
+    assert!(
+        boss.tool_result("d1").contains("token limit 100"),
         "{}",
         boss.tool_result("d1")
     );
@@ -374,75 +544,32 @@ async fn an_a2a_sdk_agent_asks_through_the_root_answers_and_is_cancelled_with_th
     e.model.route(
         "ROLE-BOSS",
         vec![
-            delegate("weather", "What is the weather?", "weather"),
+            delegate("weather", "What is the weather?", "helper"),
             Canned::openai_text("It is sunny in Oslo."),
-            delegate("slow weather", "slow: take your time", "weather"),
+            delegate("slow weather", "slow: take your time", "helper"),
         ],
     );
     let token = "sample-token";
-    let mut create = local_cmd(
-        &e,
-        token,
-        &[
-            "agent",
-            "create",
-            "weather",
-            "--a2a-url",
-            &base,
-            "--token-env",
-            "WEATHER_TOKEN",
-            "--a2a-private",
-        ],
-    );
-    let (code, _, err) = shaped(create.env("WEATHER_TOKEN", token).output().await.unwrap());
-    assert_eq!(code, 0, "{err}");
-    let (_, out, _) = local(&e, token, &["--json", "agent", "show", "weather"]).await;
+    helper_and_boss(&e, token, &base, &[]).await;
+    let (_, out, _) = local(&e, token, &["--json", "agent", "show", "helper"]).await;
     let shown: Value = serde_json::from_str(out.trim()).unwrap();
     let card = &shown["config"]["a2a"]["card"];
+    assert_eq!(card["name"], "weather", "{shown}");
     assert_eq!(card["endpoint"], format!("{base}/rpc"), "{shown}");
     assert_eq!(card["streaming"], true);
     assert_eq!(card["skills"], json!(["forecast: Forecast"]));
-    let (code, _, err) = local(
-        &e,
-        token,
-        &[
-            "agent",
-            "create",
-            "boss",
-            "--system",
-            "ROLE-BOSS: you delegate.",
-        ],
-    )
-    .await;
-    assert_eq!(code, 0, "{err}");
 
-    let run = |args: &[&str]| {
-        let mut c = local_cmd(&e, token, args);
-        c.env("WEATHER_TOKEN", token);
-        c
-    };
-    let (code, _, err) = shaped(
-        run(&["run", "--agent", "boss", "Weather?"])
-            .output()
-            .await
-            .unwrap(),
-    );
+    let (code, _, err) = local(&e, token, &["run", "--agent", "boss", "Weather?"]).await;
     assert_eq!(code, 3, "waiting for the city: {err}");
     assert!(
-        err.contains("The remote agent `weather` asks: Which city?"),
+        err.contains("The remote agent `helper` asks: Which city?"),
         "{err}"
     );
     let root = local_root(&e, token).await;
-    let (code, out, err) = shaped(run(&["answer", &root, "Oslo"]).output().await.unwrap());
+    let (code, out, err) = local(&e, token, &["answer", &root, "Oslo"]).await;
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("It is sunny in Oslo."), "{out}\n{err}");
-    let boss = e
-        .model
-        .requests()
-        .into_iter()
-        .filter(|r| r.system_text().contains("ROLE-BOSS"))
-        .nth(1)
-        .expect("the parent's model was asked again");
+    let boss = boss_after_delegating(&e);
     assert_eq!(
         boss.tool_result("d1"),
         "Weather in Oslo: sunny, 21 °C.",
@@ -450,7 +577,7 @@ async fn an_a2a_sdk_agent_asks_through_the_root_answers_and_is_cancelled_with_th
     );
 
     // A second delegation, cancelled while the agent works: the agent hears of it.
-    let mut slow = run(&["run", "--agent", "boss", "Take your time."]);
+    let mut slow = local_cmd(&e, token, &["run", "--agent", "boss", "Take your time."]);
     slow.stdout(Stdio::null())
         .stderr(Stdio::null())
         .kill_on_drop(true);

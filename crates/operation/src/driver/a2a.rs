@@ -12,7 +12,7 @@
 //! (`ListTasks`) before sending. An answer is kept with the decision and sent only while the
 //! remote task still waits for it.
 
-use super::external::{Stop, amount, budget_name, external_step, sleep_until};
+use super::external::{Stop, external_step, sleep_until};
 use super::open::Loaded;
 use super::{Decision, Driver, RunEnd, derived_message_id, end_of};
 use crate::a2a::client::{Client, Updates};
@@ -25,11 +25,11 @@ use crate::error::DriverError;
 use crate::external::record::{Priced, emit, record};
 use crate::external::transcript::ObservedStep;
 use rein_core::engine::{StepResult, answer_tool_call};
-use rein_core::event::{Amount, EventKind};
+use rein_core::event::EventKind;
 use rein_core::failure::Fault;
 use rein_core::message::{ExternalSession, Role as MessageRole, ToolStatus};
 use rein_core::question::{ASK_API, ASK_USER, Answer, Question, QuestionOption};
-use rein_core::state::{BudgetKind, BudgetPolicy, FinishReason, RemoteTask, Status};
+use rein_core::state::{BudgetKind, FinishReason, RemoteTask, Status};
 use rein_core::usage::TokenUsage;
 use rein_core::{Message, ToolCall, Usd};
 use serde_json::{Value, json};
@@ -37,6 +37,17 @@ use std::time::{Duration, Instant};
 
 /// How often a remote task that is not streamed (or whose stream ended early) is looked at.
 const POLL_EVERY: Duration = Duration::from_millis(500);
+/// How often a streamed task's spending is looked at, under a budget.
+const USAGE_EVERY: Duration = Duration::from_millis(500);
+
+/// Whether a token or cost limit binds the operation (its own, or its parent tree's).
+fn has_limits(spec: &rein_core::spec::OperationSpec) -> bool {
+    let own = &spec.budget;
+    let above = spec.delegation.as_ref().map(|d| &d.parent_budget);
+    own.max_tokens.is_some()
+        || own.max_cost.is_some()
+        || above.is_some_and(|b| b.max_tokens.is_some() || b.max_cost.is_some())
+}
 
 /// The A2A context of operation `id`'s remote task: one per operation, so a process
 /// continuing it finds the task there.
@@ -400,7 +411,9 @@ impl Driver {
             if !matches!(stop, Stop::Cancelled) {
                 self.cancel_remote(client, run).await;
             }
-            return self.stopped(run, &produced, stop).await;
+            return Ok(self
+                .end_stopped(run, stop, "the remote agent's task was cancelled")
+                .await?);
         }
         match turn {
             Turn::Asks(message) => Ok(self.ask(run, name, message.as_ref()).await?),
@@ -456,9 +469,15 @@ impl Driver {
         deadline: Option<Instant>,
     ) -> Result<(Turn, Option<Stop>), Failed> {
         let mut warned: Vec<BudgetKind> = Vec::new();
+        // With a budget, what the task has spent is looked at while it streams too (an agent
+        // may work long between updates).
+        let limited = has_limits(&run.spec);
+        let mut tick = tokio::time::interval(USAGE_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let update = tokio::select! {
-                u = next_update(stream) => u,
+                u = next_update(stream) => Some(u),
+                _ = tick.tick(), if limited && stream.is_some() => None,
                 () = self.cancel.cancelled() => return Ok((Turn::Working, Some(Stop::Cancelled))),
                 () = sleep_until(deadline) => {
                     let secs = run.spec.time_limit_secs.unwrap_or_default();
@@ -466,39 +485,31 @@ impl Driver {
                 }
             };
             let (state, message) = match update {
-                Some(Ok(u)) => match self.take_update(run, u, produced).await? {
+                // The budget's look.
+                None => {
+                    self.refresh(run, client, produced).await;
+                    if let Some(stop) = self.spent(run, name, produced, &mut warned).await? {
+                        return Ok((Turn::Working, Some(stop)));
+                    }
+                    continue;
+                }
+                Some(Some(Ok(u))) => match self.take_update(run, u, produced).await? {
                     Some(s) => s,
                     None => continue,
                 },
-                Some(Err(e)) => return Err(e.into()),
+                Some(Some(Err(e))) => return Err(e.into()),
                 // No stream (or it ended): the task as it stands.
-                None => {
-                    let Some(id) = run
-                        .committed
-                        .metadata
-                        .remote_task
-                        .as_ref()
-                        .map(|t| t.id.clone())
-                    else {
+                Some(None) => {
+                    let Some(now) = look(client, run).await? else {
                         return Err(RemoteError::Transport {
                             endpoint: client.endpoint().to_owned(),
                             why: "the agent's answer named no task".into(),
                         }
                         .into());
                     };
-                    let now: Task = client
-                        .call(
-                            "GetTask",
-                            &GetTaskRequest {
-                                id,
-                                history_length: Some(0),
-                            },
-                        )
-                        .await?;
                     produced.of_task(&now);
                     if !now.status.state.ends_stream() {
-                        self.spent(run, name, produced, &mut warned).await?;
-                        if let Some(stop) = self.over(run, &mut warned).await? {
+                        if let Some(stop) = self.spent(run, name, produced, &mut warned).await? {
                             return Ok((Turn::Working, Some(stop)));
                         }
                         tokio::time::sleep(POLL_EVERY).await;
@@ -508,30 +519,24 @@ impl Driver {
                 }
             };
             // A status change: what it has spent so far (a rein agent reports it on the task).
-            if let Some(id) = run
-                .committed
-                .metadata
-                .remote_task
-                .as_ref()
-                .map(|t| t.id.clone())
-                && let Ok(now) = client
-                    .call::<Task>(
-                        "GetTask",
-                        &GetTaskRequest {
-                            id,
-                            history_length: Some(0),
-                        },
-                    )
-                    .await
-            {
-                produced.of_task(&now);
-            }
+            self.refresh(run, client, produced).await;
             if state.ends_stream() {
                 return Ok((turn_of(state, message), None));
             }
-            self.spent(run, name, produced, &mut warned).await?;
-            if let Some(stop) = self.over(run, &mut warned).await? {
+            if let Some(stop) = self.spent(run, name, produced, &mut warned).await? {
                 return Ok((Turn::Working, Some(stop)));
+            }
+        }
+    }
+
+    /// Read what the task reports having spent (and produced) now, when its id is known; a
+    /// failed look leaves the last figures.
+    async fn refresh(&self, run: &Loaded, client: &Client, produced: &mut Produced) {
+        match look(client, run).await {
+            Ok(Some(now)) => produced.of_task(&now),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::debug!(operation = %run.id, error = %e, "a remote task could not be looked at")
             }
         }
     }
@@ -573,87 +578,22 @@ impl Driver {
         Ok(out)
     }
 
-    /// Record what the agent reported spending beyond what is recorded.
+    /// Record what the agent reported spending beyond what is recorded; the limit that
+    /// stops the run now, if one does (a `warn` policy only reports it, once per limit).
     async fn spent(
         &self,
         run: &mut Loaded,
         name: &str,
         produced: &Produced,
-        _warned: &mut [BudgetKind],
-    ) -> Result<(), DriverError> {
-        let Some((tokens, cost)) = produced.reported else {
-            return Ok(());
-        };
-        let mut state = run.committed.clone();
-        if !add_reported(&mut state, name, tokens, cost) {
-            return Ok(());
-        }
-        self.commit(run, external_step(state, Vec::new())).await?;
-        Ok(())
-    }
-
-    /// A limit the run has crossed: its own or what its parent's tree has left (a `warn`
-    /// policy only reports it, once per limit).
-    async fn over(
-        &self,
-        run: &mut Loaded,
         warned: &mut Vec<BudgetKind>,
     ) -> Result<Option<Stop>, DriverError> {
-        let state = &run.committed;
-        let own = &run.spec.budget;
-        let above = run.spec.delegation.as_ref().map(|d| &d.parent_budget);
-        let min = |a: Option<u64>, b: Option<u64>| match (a, b) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        let max_tokens = min(own.max_tokens, above.and_then(|b| b.max_tokens));
-        let max_cost = match (own.max_cost, above.and_then(|b| b.max_cost)) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        let t = &state.usage.llm.tokens;
-        let tokens = t.total.max(t.input + t.output);
-        let crossed = if let Some(max) = max_tokens
-            && tokens > max
-        {
-            Some((
-                BudgetKind::Tokens,
-                Amount::Tokens(max),
-                Amount::Tokens(tokens),
-            ))
-        } else if let Some(max) = max_cost
-            && state.cost.total > max
-        {
-            Some((
-                BudgetKind::Cost,
-                Amount::Usd(max),
-                Amount::Usd(state.cost.total),
-            ))
-        } else {
-            None
-        };
-        let Some((kind, limit, actual)) = crossed else {
-            return Ok(None);
-        };
-        if own.on_exceeded != BudgetPolicy::Warn {
-            return Ok(Some(Stop::Budget(kind, limit, actual)));
-        }
-        if !warned.contains(&kind) {
-            warned.push(kind);
+        if let Some((tokens, cost)) = produced.reported {
             let mut state = run.committed.clone();
-            let events = emit(
-                &mut state,
-                vec![EventKind::BudgetExceeded {
-                    budget: kind,
-                    limit,
-                    actual,
-                    policy: BudgetPolicy::Warn,
-                }],
-            );
-            self.publish(&events);
-            self.commit(run, external_step(state, events)).await?;
+            if add_reported(&mut state, name, tokens, cost) {
+                self.commit(run, external_step(state, Vec::new())).await?;
+            }
         }
-        Ok(None)
+        self.over_limit(run, warned).await
     }
 
     /// The answer has been sent (or is no longer wanted): forget it.
@@ -731,8 +671,8 @@ impl Driver {
         produced: &Produced,
         turn: Turn,
     ) -> Result<RunEnd, Failed> {
-        let mut warned = Vec::new();
-        self.spent(run, name, produced, &mut warned).await?;
+        // What it spent is recorded; the task has ended, so no limit stops it now.
+        self.spent(run, name, produced, &mut Vec::new()).await?;
         match turn {
             Turn::Completed(message) => {
                 let answer = produced.answer(message.as_ref());
@@ -786,50 +726,6 @@ impl Driver {
                 why: "stopped answering before its task ended".into(),
             })),
         }
-    }
-
-    /// End a run a limit or a cancel stopped.
-    async fn stopped(
-        &self,
-        run: &mut Loaded,
-        _produced: &Produced,
-        stop: Stop,
-    ) -> Result<RunEnd, Failed> {
-        let (reason, detail) = match stop {
-            Stop::Settled => return Ok(end_of(&run.committed)),
-            Stop::Cancelled => return Ok(self.settle_cancel(run, "cancelled on request").await?),
-            Stop::Time(s) => (
-                FinishReason::Timeout,
-                format!("the remote agent's task was cancelled after its time limit of {s} s"),
-            ),
-            Stop::Steps(n) => (
-                FinishReason::StepLimitExceeded,
-                format!("the remote agent was stopped after {n} steps, its limit"),
-            ),
-            Stop::Budget(kind, limit, actual) => {
-                let reason = if kind == BudgetKind::Tokens {
-                    FinishReason::TokenLimitExceeded
-                } else {
-                    FinishReason::CostLimitExceeded
-                };
-                let detail = format!(
-                    "the remote agent's task was cancelled: {} limit {} reached ({})",
-                    budget_name(kind),
-                    amount(limit),
-                    amount(actual)
-                );
-                let event = EventKind::BudgetExceeded {
-                    budget: kind,
-                    limit,
-                    actual,
-                    policy: BudgetPolicy::Stop,
-                };
-                return Ok(self
-                    .end_external_with(run, Ok((reason, detail)), vec![event])
-                    .await?);
-            }
-        };
-        Ok(self.end_external(run, Ok((reason, detail))).await?)
     }
 
     /// Tell remote agent `name` to cancel the operation's task, when it has one (best effort:
@@ -943,6 +839,18 @@ fn add_reported(
         changed = true;
     }
     changed
+}
+
+/// The operation's remote task as it stands now (`None` before its id is known).
+async fn look(client: &Client, run: &Loaded) -> Result<Option<Task>, RemoteError> {
+    let Some(task) = &run.committed.metadata.remote_task else {
+        return Ok(None);
+    };
+    let request = GetTaskRequest {
+        id: task.id.clone(),
+        history_length: Some(0),
+    };
+    client.call("GetTask", &request).await.map(Some)
 }
 
 /// The remote task as an assistant message names it.

@@ -176,41 +176,9 @@ impl Driver {
             if let Some(step) = transcript.close() {
                 self.record_external(run, kind, &transcript, step).await?;
             }
-            let (reason, detail) = match stop {
-                Stop::Settled => return Ok(end_of(&run.committed)),
-                Stop::Cancelled => return self.settle_cancel(run, "cancelled on request").await,
-                Stop::Time(s) => (
-                    FinishReason::Timeout,
-                    format!("the external agent was stopped after its time limit of {s} s"),
-                ),
-                Stop::Steps(n) => (
-                    FinishReason::StepLimitExceeded,
-                    format!("the external agent was stopped after {n} steps, its limit"),
-                ),
-                Stop::Budget(kind, limit, actual) => {
-                    let reason = if kind == BudgetKind::Tokens {
-                        FinishReason::TokenLimitExceeded
-                    } else {
-                        FinishReason::CostLimitExceeded
-                    };
-                    let detail = format!(
-                        "the external agent was stopped: {} limit {} reached ({})",
-                        budget_name(kind),
-                        amount(limit),
-                        amount(actual)
-                    );
-                    let event = EventKind::BudgetExceeded {
-                        budget: kind,
-                        limit,
-                        actual,
-                        policy: BudgetPolicy::Stop,
-                    };
-                    return self
-                        .end_external_with(run, Ok((reason, detail)), vec![event])
-                        .await;
-                }
-            };
-            return self.end_external(run, Ok((reason, detail))).await;
+            return self
+                .end_stopped(run, stop, "the external agent was stopped")
+                .await;
         }
         for o in reader.end() {
             if let Some(step) = transcript.push(o) {
@@ -258,6 +226,51 @@ impl Driver {
             }
         };
         self.end_external(run, outcome).await
+    }
+
+    /// End a run that `stop` stopped; `subject` says what happened to the agent ("the
+    /// external agent was stopped"), the start of the end's detail.
+    pub(super) async fn end_stopped(
+        &self,
+        run: &mut Loaded,
+        stop: Stop,
+        subject: &str,
+    ) -> Result<RunEnd, DriverError> {
+        let (reason, detail) = match stop {
+            Stop::Settled => return Ok(end_of(&run.committed)),
+            Stop::Cancelled => return self.settle_cancel(run, "cancelled on request").await,
+            Stop::Time(s) => (
+                FinishReason::Timeout,
+                format!("{subject} after its time limit of {s} s"),
+            ),
+            Stop::Steps(n) => (
+                FinishReason::StepLimitExceeded,
+                format!("{subject} after {n} steps, its limit"),
+            ),
+            Stop::Budget(kind, limit, actual) => {
+                let reason = if kind == BudgetKind::Tokens {
+                    FinishReason::TokenLimitExceeded
+                } else {
+                    FinishReason::CostLimitExceeded
+                };
+                let detail = format!(
+                    "{subject}: {} limit {} reached ({})",
+                    budget_name(kind),
+                    amount(limit),
+                    amount(actual)
+                );
+                let event = EventKind::BudgetExceeded {
+                    budget: kind,
+                    limit,
+                    actual,
+                    policy: BudgetPolicy::Stop,
+                };
+                return self
+                    .end_external_with(run, Ok((reason, detail)), vec![event])
+                    .await;
+            }
+        };
+        self.end_external(run, Ok((reason, detail))).await
     }
 
     /// Commit one observed step of the agent.
@@ -343,7 +356,8 @@ impl Driver {
         }
     }
 
-    /// A limit the run has crossed (a `warn` policy only reports it, once per limit).
+    /// A limit the run has crossed: its own, or what its parent's tree has left (a `warn`
+    /// policy only reports it, once per limit).
     pub(super) async fn over_limit(
         &self,
         run: &mut Loaded,
@@ -351,6 +365,9 @@ impl Driver {
     ) -> Result<Option<Stop>, DriverError> {
         let state = &run.committed;
         let b = &run.spec.budget;
+        let above = run.spec.delegation.as_ref().map(|d| &d.parent_budget);
+        let max_tokens = tighter(b.max_tokens, above.and_then(|a| a.max_tokens));
+        let max_cost = tighter(b.max_cost, above.and_then(|a| a.max_cost));
         let tokens = state
             .usage
             .llm
@@ -358,7 +375,7 @@ impl Driver {
             .total
             .max(state.usage.llm.tokens.input + state.usage.llm.tokens.output);
         let mut crossed = None;
-        if let Some(max) = b.max_tokens
+        if let Some(max) = max_tokens
             && tokens > max
         {
             crossed = Some((
@@ -366,7 +383,7 @@ impl Driver {
                 Amount::Tokens(max),
                 Amount::Tokens(tokens),
             ));
-        } else if let Some(max) = b.max_cost
+        } else if let Some(max) = max_cost
             && state.cost.total > max
         {
             crossed = Some((
@@ -514,6 +531,14 @@ pub(super) fn external_step(state: AgentState, events: Vec<AgentEvent>) -> StepR
     r
 }
 
+/// The smaller of two limits (`None`: no limit).
+fn tighter<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// Sleep until `deadline`; forever without one.
 pub(super) async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
@@ -522,14 +547,14 @@ pub(super) async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
-pub(super) fn budget_name(kind: BudgetKind) -> &'static str {
+fn budget_name(kind: BudgetKind) -> &'static str {
     match kind {
         BudgetKind::Tokens => "token",
         _ => "cost",
     }
 }
 
-pub(super) fn amount(a: Amount) -> String {
+fn amount(a: Amount) -> String {
     match a {
         Amount::Tokens(n) => format!("{n} tokens"),
         Amount::Usd(u) => format!("${:.4}", u.dollars()),
