@@ -6,7 +6,8 @@
 //!   text resources), `authenticate` (nothing to do).
 //! - `session/new` makes a conversation (a rein topic; the session id is its id) and
 //!   `session/load` replays one of the user's as `user_message_chunk` and
-//!   `agent_message_chunk` updates.
+//!   `agent_message_chunk` updates; the session's operations work in its `cwd` (inside the
+//!   server's working directory, `--workdir`, when there is one).
 //! - `session/prompt` runs one operation on the conversation as `POST /v1/operations` does
 //!   (the agent `rein acp --agent NAME` names, or the default one): the model's words stream
 //!   as `agent_message_chunk`s (reasoning as `agent_thought_chunk`s), each tool call is a
@@ -135,6 +136,9 @@ struct Session {
     running: Option<OperationId>,
     /// An operation that ended its turn on a free-text question: the next prompt answers it.
     asking: Option<OperationId>,
+    /// Where its operations work: the `cwd` the editor gave (canonical), inside `--workdir`
+    /// when there is one.
+    cwd: Option<String>,
 }
 
 /// A JSON-RPC error to give back.
@@ -290,17 +294,22 @@ impl Acp {
             })),
             "authenticate" => Ok(json!({})),
             "session/new" => {
+                let cwd = self.cwd(&params)?;
                 let topic = rein_store::new_topic_id();
-                self.sessions
-                    .lock()
-                    .await
-                    .insert(topic.clone(), Session::default());
+                self.sessions.lock().await.insert(
+                    topic.clone(),
+                    Session {
+                        cwd,
+                        ..Session::default()
+                    },
+                );
                 Ok(json!({"sessionId": topic}))
             }
             "session/load" => {
+                let cwd = self.cwd(&params)?;
                 let s: SessionRef = serde_json::from_value(params)
                     .map_err(|e| Failure::params(format!("params: {e}")))?;
-                self.load(&s.session_id).await?;
+                self.load(&s.session_id, cwd).await?;
                 Ok(Value::Null)
             }
             "session/prompt" => {
@@ -322,8 +331,38 @@ impl Acp {
         }
     }
 
-    /// Replay conversation `topic` (the user's) to the editor.
-    async fn load(&self, topic: &str) -> Result<(), Failure> {
+    /// The directory a session's params give (`cwd`, an absolute path to a directory), as
+    /// its operations work in it: canonical, and inside `--workdir` when `rein acp` has one.
+    fn cwd(&self, params: &Value) -> Result<Option<String>, Failure> {
+        let given = match params.get("cwd") {
+            None | Some(Value::Null) => return Ok(None),
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => return Err(Failure::params(format!("cwd: a path, not {other}"))),
+        };
+        let path = std::path::Path::new(&given);
+        if !path.is_absolute() {
+            return Err(Failure::params(format!(
+                "cwd `{given}` is not an absolute path"
+            )));
+        }
+        let dir = std::fs::canonicalize(path)
+            .ok()
+            .filter(|d| d.is_dir())
+            .ok_or_else(|| Failure::params(format!("cwd `{given}` is not a directory")))?;
+        if let Some(root) = &self.app.runner.host.working_directory {
+            let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.into());
+            if !dir.starts_with(&root) {
+                return Err(Failure::params(format!(
+                    "cwd `{given}` is outside the directory rein acp works in ({}, its --workdir)",
+                    root.display()
+                )));
+            }
+        }
+        Ok(Some(dir.display().to_string()))
+    }
+
+    /// Replay conversation `topic` (the user's) to the editor; it works in `cwd` from now on.
+    async fn load(&self, topic: &str, cwd: Option<String>) -> Result<(), Failure> {
         rein_operation::check_topic_id(topic).map_err(|e| Failure::params(e.to_string()))?;
         match self.app.store.topic_owner(topic).await? {
             Some(Some(owner)) if owner == self.user.id => {}
@@ -349,7 +388,8 @@ impl Acp {
             .lock()
             .await
             .entry(topic.to_owned())
-            .or_default();
+            .or_default()
+            .cwd = cwd;
         Ok(())
     }
 
@@ -441,7 +481,13 @@ impl Acp {
     }
 
     async fn start(&self, session: &str, text: &str) -> Result<OperationId, Failure> {
-        let created = crate::routes::operations::start(
+        let cwd = self
+            .sessions
+            .lock()
+            .await
+            .get(session)
+            .and_then(|s| s.cwd.clone());
+        let created = crate::routes::operations::start_in(
             &self.app,
             self.user.clone(),
             CreateOperation {
@@ -454,6 +500,7 @@ impl Acp {
                 attachments: Vec::new(),
                 profile: AgentProfile::default(),
             },
+            cwd,
         )
         .await?;
         created

@@ -4,7 +4,8 @@
 // permission allowed, one rejected, a free-text question answered by the next prompt, a turn
 // allowed always for the conversation (covering the next shell call, not a guarded one), a turn
 // cancelled at its permission and one while the model answers; then loads the session on a new
-// connection. Prints one JSON
+// connection. Sessions work in ACP_CWD (a session asking for "/", outside rein's --workdir, is
+// refused). Prints one JSON
 // report as its last line; the Rust test asserts on it.
 const { createRequire } = require("module");
 const { spawn } = require("child_process");
@@ -48,7 +49,13 @@ async function main() {
   await first.app.connectWith(first.stream, async (context) => {
     cx = context;
     report.init = await cx.request("initialize", { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
-    session = (await cx.request("session/new", { cwd: process.cwd(), mcpServers: [] })).sessionId;
+    try {
+      await cx.request("session/new", { cwd: "/", mcpServers: [] });
+      report.outsideCwd = "answered";
+    } catch (e) {
+      report.outsideCwd = String(e.message || e);
+    }
+    session = (await cx.request("session/new", { cwd: process.env.ACP_CWD, mcpServers: [] })).sessionId;
     report.session = session;
     for (const text of ["Add 2 and 2.", "Add 3 and 3.", "Deploy?", "Yes, deploy now.", "Say hi.", "Say hi again.", "Look at the users.", "Add 4 and 4.", "Count slowly."]) {
       const from = updates.length;
@@ -73,7 +80,7 @@ async function main() {
   const second = await connect(acp, async () => ({ outcome: { outcome: "cancelled" } }), replayed);
   await second.app.connectWith(second.stream, async (context) => {
     await context.request("initialize", { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
-    await context.request("session/load", { sessionId: session, cwd: process.cwd(), mcpServers: [] });
+    await context.request("session/load", { sessionId: session, cwd: process.env.ACP_CWD, mcpServers: [] });
   });
   second.child.stdin.end();
   report.replayed = replayed.map((u) => [u.sessionUpdate, u.content && u.content.text]);

@@ -59,15 +59,27 @@ async fn an_editor_drives_rein_acp_through_permissions_questions_and_a_cancel() 
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     let project = e.dir.join("project");
-    std::fs::create_dir_all(&project).unwrap();
+    // The editor's session works in a folder of the project (`cwd`), inside --workdir.
+    let folder = project.join("app");
+    std::fs::create_dir_all(&folder).unwrap();
     let workdir = project.display().to_string();
+    let cwd = std::fs::canonicalize(&folder)
+        .unwrap()
+        .display()
+        .to_string();
     let spawn = spawned(&e, &["acp", "--agent", "careful", "--workdir", &workdir]);
     let r = node_report(
         "acp.cjs",
         &[&clients.to_string_lossy()],
-        &[("REIN_ACP", &spawn.to_string())],
+        &[("REIN_ACP", &spawn.to_string()), ("ACP_CWD", &cwd)],
     )
     .await;
+    assert!(
+        r["outsideCwd"]
+            .as_str()
+            .is_some_and(|m| m.contains("outside the directory rein acp works in")),
+        "{r:#}"
+    );
     assert_eq!(r["init"]["protocolVersion"], 1, "{r:#}");
     let session = r["session"].as_str().unwrap().to_owned();
     assert_eq!(r["init"]["agentCapabilities"]["loadSession"], true);
@@ -128,7 +140,7 @@ async fn an_editor_drives_rein_acp_through_permissions_questions_and_a_cancel() 
         "the answer reaches the model"
     );
     // "Always" covers the next shell call of the conversation, not a guarded one; the shell
-    // runs in --workdir.
+    // runs in the session's cwd.
     assert_eq!(said(&turns[4]), "Said hi.", "{r:#}");
     let ran = turns[4]["updates"]
         .as_array()
@@ -142,8 +154,8 @@ async fn an_editor_drives_rein_acp_through_permissions_questions_and_a_cancel() 
         ran["content"][0]["content"]["text"]
             .as_str()
             .unwrap()
-            .contains(&format!("hi\n{workdir}")),
-        "the shell ran in --workdir: {r:#}"
+            .contains(&format!("hi\n{cwd}")),
+        "the shell ran in the session's cwd: {r:#}"
     );
     assert_eq!(said(&turns[5]), "Said hi again.", "{r:#}");
     assert_eq!(said(&turns[6]), "Not looking.", "{r:#}");

@@ -397,6 +397,17 @@ pub async fn start(
     user: rein_store::User,
     req: CreateOperation,
 ) -> Result<Created, ApiError> {
+    start_in(app, user, req, None).await
+}
+
+/// [`start`] working in `workdir` rather than where the user's operations work (a door that
+/// was told its own directory and checked it: an ACP session's `cwd`).
+pub async fn start_in(
+    app: &AppState,
+    user: rein_store::User,
+    req: CreateOperation,
+    workdir: Option<String>,
+) -> Result<Created, ApiError> {
     let turn = match (&req.edit, &req.regenerate) {
         (Some(_), Some(_)) => {
             return Err(ApiError::new(
@@ -445,7 +456,10 @@ pub async fn start(
         }
     }
     let over = &req.profile;
-    let origin = app.runner.host.origin(&*app.store, &user.id).await?;
+    let mut origin = app.runner.host.origin(&*app.store, &user.id).await?;
+    if workdir.is_some() {
+        origin.working_directory = workdir;
+    }
     let host = &app.runner.host;
     let spec = match (&req.group, &req.agent) {
         (Some(_), Some(_)) => {
