@@ -2,10 +2,11 @@
 test: it asks which city (input-required, a plain text question), then answers with the
 weather there as an artifact. A message saying "slow" makes it work for a minute first (a
 cancel ends it). Its card requires no token; every request must carry `Authorization: Bearer
-sample-token`. Prints `LISTENING http://127.0.0.1:PORT` once it serves, then a line per
-cancelled task (`CANCELLED TASK_ID`)."""
+sample-token`. With SAMPLE_STREAMING=0 its card says it does not stream. Prints `LISTENING
+http://127.0.0.1:PORT` once it serves, then a line per cancelled task (`CANCELLED TASK_ID`)."""
 
 import asyncio
+import os
 import socket
 import sys
 
@@ -76,7 +77,7 @@ def main() -> None:
         supported_interfaces=[
             AgentInterface(url=f"{base}/rpc", protocol_binding="JSONRPC", protocol_version="1.0")
         ],
-        capabilities=AgentCapabilities(streaming=True),
+        capabilities=AgentCapabilities(streaming=os.environ.get("SAMPLE_STREAMING") != "0"),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="forecast", name="Forecast", description="The weather in a city.", tags=["weather"])],

@@ -499,6 +499,7 @@ async fn a_remote_agent_past_its_token_limit_is_cancelled_there() {
 /// serving; its address and its output's lines (`CANCELLED TASK_ID` per cancel).
 async fn sample_agent(
     python: &std::path::Path,
+    streaming: bool,
 ) -> (
     Child,
     String,
@@ -509,6 +510,7 @@ async fn sample_agent(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("tests/clients/a2a_sample_agent.py"),
         )
+        .env("SAMPLE_STREAMING", if streaming { "1" } else { "0" })
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
@@ -539,7 +541,7 @@ async fn an_a2a_sdk_agent_asks_through_the_root_answers_and_is_cancelled_with_th
     else {
         return;
     };
-    let (_agent, base, mut said) = sample_agent(&python).await;
+    let (_agent, base, mut said) = sample_agent(&python, true).await;
     let e = env(vec![]).await;
     e.model.route(
         "ROLE-BOSS",
@@ -629,4 +631,46 @@ async fn an_a2a_sdk_agent_asks_through_the_root_answers_and_is_cancelled_with_th
     .unwrap_or_default();
     assert_eq!(cancelled, working, "the remote task was cancelled");
     let _ = tokio::time::timeout(Duration::from_secs(30), slow.wait()).await;
+}
+
+/// An agent whose card says it does not stream: the task is sent to return at once and looked
+/// at until it asks (the question on the root, the answer sent back) and until it answers.
+#[tokio::test]
+async fn an_agent_that_does_not_stream_is_followed_by_looking_at_its_task() {
+    let Some(python) =
+        rein_testkit::python_with("rein delegating to an a2a-sdk agent", "a2a.server.routes")
+    else {
+        return;
+    };
+    let (_agent, base, _said) = sample_agent(&python, false).await;
+    let e = env(vec![]).await;
+    e.model.route(
+        "ROLE-BOSS",
+        vec![
+            delegate("weather", "What is the weather?", "helper"),
+            Canned::openai_text("It is sunny in Bergen."),
+        ],
+    );
+    let token = "sample-token";
+    helper_and_boss(&e, token, &base, &[]).await;
+    let (_, out, _) = local(&e, token, &["--json", "agent", "show", "helper"]).await;
+    let shown: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(
+        shown["config"]["a2a"]["card"]["streaming"], false,
+        "{shown}"
+    );
+    let (code, _, err) = local(&e, token, &["run", "--agent", "boss", "Weather?"]).await;
+    assert_eq!(code, 3, "waiting for the city: {err}");
+    assert!(
+        err.contains("The remote agent `helper` asks: Which city?"),
+        "{err}"
+    );
+    let root = local_root(&e, token).await;
+    let (code, out, err) = local(&e, token, &["answer", &root, "Bergen"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("It is sunny in Bergen."), "{out}\n{err}");
+    assert_eq!(
+        boss_after_delegating(&e).tool_result("d1"),
+        "Weather in Bergen: sunny, 21 °C."
+    );
 }
