@@ -16,8 +16,9 @@
 //! what every context processor changed. Where a new prompt goes in its topic's tree is a
 //! [`Turn`] (continue, edit, regenerate); a topic as people see it is a
 //! [`topic::TopicTree`]. Where an operation's work runs is chosen once ([`surface::route`]): rein's
-//! own brain and tools, or an external agent CLI ([`external`]) bounded and recorded like any
-//! other operation. The system model ([`Driver::with_system_model`]) titles topics and
+//! own brain and tools, an external agent CLI ([`external`]) or a remote agent reached over
+//! A2A ([`a2a`]: its card checked, its task followed without ever being sent twice, its
+//! questions asked as the operation's), bounded and recorded like any other operation. The system model ([`Driver::with_system_model`]) titles topics and
 //! reads task runs and learns memories about the user from finished conversations
 //! ([`memories`]). An operation's knowledge bases ([`knowledge`]) are searched by its tool and
 //! feed each call the best chunks for the user's message, by full text and meaning fused
