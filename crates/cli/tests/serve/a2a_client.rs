@@ -250,11 +250,10 @@ async fn a_remote_rein_agent_is_delegated_to_and_its_approval_is_asked_on_the_ro
     assert!(events.contains("The answer is 42."), "{events}");
 }
 
-/// The delegating process is killed with SIGKILL once it has sent the task, before it kept
-/// the remote task's id: resumed, it finds the task by its context instead of sending it
-/// again, follows it to its answer and hands it to the parent.
-#[tokio::test]
-async fn a_delegation_killed_after_sending_finds_its_remote_task_instead_of_sending_again() {
+/// A remote rein whose agent answers after 2 s, and a parent (`ROLE-BOSS`) that delegates
+/// to `helper` once and then says what it heard: the test's environment, the remote server,
+/// alice's token there.
+async fn slow_remote() -> (Env, Rein, String) {
     let e = env(vec![]).await;
     e.model.route(
         "ROLE-REMOTE",
@@ -272,6 +271,15 @@ async fn a_delegation_killed_after_sending_finds_its_remote_task_instead_of_send
         json!({"system_role": "ROLE-REMOTE: you answer.", "tools": [], "expose": true}),
     )
     .await;
+    (e, rein, token)
+}
+
+/// The delegating process is killed with SIGKILL once it has sent the task, before it kept
+/// the remote task's id: resumed, it finds the task by its context instead of sending it
+/// again, follows it to its answer and hands it to the parent.
+#[tokio::test]
+async fn a_delegation_killed_after_sending_finds_its_remote_task_instead_of_sending_again() {
+    let (e, rein, token) = slow_remote().await;
     let url = format!("{}/a2a/remote", rein.base);
     helper_and_boss(&e, &token, &url, &[]).await;
 
@@ -336,23 +344,7 @@ async fn a_delegation_killed_after_sending_finds_its_remote_task_instead_of_send
 /// remote agent got the task once.
 #[tokio::test]
 async fn a_delegating_server_killed_after_sending_resumes_the_remote_task_on_restart() {
-    let e = env(vec![]).await;
-    e.model.route(
-        "ROLE-REMOTE",
-        vec![Canned::openai_text("Slow but sure: 42.").after(Duration::from_secs(2))],
-    );
-    e.model.route(
-        "ROLE-BOSS",
-        vec![
-            delegate("ask helper", "What is 6*7?", "helper"),
-            Canned::openai_text("The helper says 42."),
-        ],
-    );
-    let (remote, token) = remote_rein(
-        &e,
-        json!({"system_role": "ROLE-REMOTE: you answer.", "tools": [], "expose": true}),
-    )
-    .await;
+    let (e, remote, token) = slow_remote().await;
     let url = format!("{}/a2a/remote", remote.base);
     let helper = json!({"a2a": {"url": url, "token_env": "HELPER_TOKEN", "private": true}});
     // The remote server runs without --allow-private-hooks: it does not register one there.

@@ -184,9 +184,11 @@ impl Client {
                 endpoint: self.endpoint.to_string(),
                 method,
                 code: e.get("code").and_then(Value::as_i64).unwrap_or(0),
+                // A JSON-RPC error object, or a plain `{"error": "…"}` body (a gateway's 401).
                 message: e
                     .get("message")
                     .and_then(Value::as_str)
+                    .or(e.as_str())
                     .unwrap_or("no message")
                     .to_owned(),
             });

@@ -12,7 +12,7 @@
 //! (`ListTasks`) before sending. An answer is kept with the decision and sent only while the
 //! remote task still waits for it.
 
-use super::external::{Stop, external_step, sleep_until};
+use super::external::{Stop, deadline_of, external_step, sleep_until};
 use super::open::Loaded;
 use super::{Decision, Driver, RunEnd, derived_message_id, end_of};
 use crate::a2a::client::{Client, Updates};
@@ -395,11 +395,7 @@ impl Driver {
                 }
             }
         }
-        let began = Instant::now();
-        let deadline = run
-            .spec
-            .time_limit_secs
-            .map(|s| began + Duration::from_secs(s));
+        let deadline = deadline_of(&run.spec);
         let watcher = self.watch_cancel(run.id);
         let outcome = self
             .read(run, name, client, &mut stream, &mut produced, deadline)

@@ -126,11 +126,7 @@ impl Driver {
                     .await;
             }
         };
-        let began = Instant::now();
-        let deadline = run
-            .spec
-            .time_limit_secs
-            .map(|s| began + Duration::from_secs(s));
+        let deadline = deadline_of(&run.spec);
         let watcher = self.watch_cancel(run.id);
         let mut reader = external::reader(kind);
         let mut transcript = Transcript::default();
@@ -537,6 +533,12 @@ fn tighter<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     }
+}
+
+/// When a run starting now must end: its time limit from now (`None`: no limit).
+pub(super) fn deadline_of(spec: &rein_core::spec::OperationSpec) -> Option<Instant> {
+    spec.time_limit_secs
+        .map(|s| Instant::now() + Duration::from_secs(s))
 }
 
 /// Sleep until `deadline`; forever without one.
