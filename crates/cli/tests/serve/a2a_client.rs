@@ -626,7 +626,8 @@ async fn an_a2a_sdk_agent_asks_through_the_root_answers_and_is_cancelled_with_th
 }
 
 /// An agent whose card says it does not stream: the task is sent to return at once and looked
-/// at until it asks (the question on the root, the answer sent back) and until it answers.
+/// at until it asks (the question on the root, the answer sent back) and until it answers;
+/// run directly (`rein run --agent helper`), it is the operation itself.
 #[tokio::test]
 async fn an_agent_that_does_not_stream_is_followed_by_looking_at_its_task() {
     let Some(python) =
@@ -664,5 +665,27 @@ async fn an_agent_that_does_not_stream_is_followed_by_looking_at_its_task() {
     assert_eq!(
         boss_after_delegating(&e).tool_result("d1"),
         "Weather in Bergen: sunny, 21 °C."
+    );
+
+    // Run directly, the remote agent is the operation itself: its question, then its answer.
+    let (code, _, err) = local(&e, token, &["run", "--agent", "helper", "Weather?"]).await;
+    assert_eq!(code, 3, "waiting for the city: {err}");
+    assert!(
+        err.contains("The remote agent `helper` asks: Which city?"),
+        "{err}"
+    );
+    let (code, out, _) = local(&e, token, &["--json", "op", "list"]).await;
+    assert_eq!(code, 0);
+    let direct = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|o| o["agent"] == "helper" && o["parent_operation"].is_null())
+        .and_then(|o| o["id"].as_str().map(str::to_owned))
+        .expect("the direct run");
+    let (code, out, err) = local(&e, token, &["answer", &direct, "Tromsø"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("Weather in Tromsø: sunny, 21 °C."),
+        "{out}\n{err}"
     );
 }
