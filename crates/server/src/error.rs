@@ -388,6 +388,7 @@ impl From<rein_operation::a2a::RemoteError> for ApiError {
             | R::PrivateNotAllowed(_)
             | R::Card { .. }
             | R::NoToken(_)
+            | R::TokenEnv(_)
             | R::TaskEnded { .. }
             | R::Transport { .. }
             | R::Refused { .. }) => ApiError::new(

@@ -274,6 +274,27 @@ async fn slow_remote() -> (Env, Rein, String) {
     (e, rein, token)
 }
 
+/// After a crash: the slow remote agent got the task once, its model answered once, and the
+/// parent's model read its answer.
+async fn answered_once(e: &Env, remote: &Rein, token: &str) {
+    let runs = remote_runs(e, remote, token, "remote").await;
+    assert_eq!(runs.len(), 1, "the task was not sent again: {runs:?}");
+    assert_eq!(runs[0]["status"], "done");
+    let remote_calls = e
+        .model
+        .requests()
+        .iter()
+        .filter(|r| r.system_text().contains("ROLE-REMOTE"))
+        .count();
+    assert_eq!(remote_calls, 1, "the remote agent answered once");
+    let boss = boss_after_delegating(e);
+    assert!(
+        boss.tool_result("d1").contains("Slow but sure: 42."),
+        "{}",
+        boss.tool_result("d1")
+    );
+}
+
 /// The delegating process is killed with SIGKILL once it has sent the task, before it kept
 /// the remote task's id: resumed, it finds the task by its context instead of sending it
 /// again, follows it to its answer and hands it to the parent.
@@ -319,22 +340,7 @@ async fn a_delegation_killed_after_sending_finds_its_remote_task_instead_of_send
         child["total_tokens"].as_u64().unwrap_or(0) > 0,
         "the remote task's reported usage is the child's: {child}"
     );
-    let runs = remote_runs(&e, &rein, &token, "remote").await;
-    assert_eq!(runs.len(), 1, "the task was not sent again: {runs:?}");
-    assert_eq!(runs[0]["status"], "done");
-    let remote_calls = e
-        .model
-        .requests()
-        .iter()
-        .filter(|r| r.system_text().contains("ROLE-REMOTE"))
-        .count();
-    assert_eq!(remote_calls, 1, "the remote agent answered once");
-    let boss = boss_after_delegating(&e);
-    assert!(
-        boss.tool_result("d1").contains("Slow but sure: 42."),
-        "{}",
-        boss.tool_result("d1")
-    );
+    answered_once(&e, &rein, &token).await;
 }
 
 /// The delegating rein is a server: a remote agent registered through the API (the card read
@@ -423,15 +429,7 @@ async fn a_delegating_server_killed_after_sending_resumes_the_remote_task_on_res
         .await;
     let done = wait_status(&e, &parent, &root, &bob, "done").await;
     assert_eq!(done["operation"]["finish_reason"], "completed", "{done}");
-    let runs = remote_runs(&e, &remote, &token, "remote").await;
-    assert_eq!(runs.len(), 1, "the task was not sent again: {runs:?}");
-    assert_eq!(runs[0]["status"], "done");
-    let boss = boss_after_delegating(&e);
-    assert!(
-        boss.tool_result("d1").contains("Slow but sure: 42."),
-        "{}",
-        boss.tool_result("d1")
-    );
+    answered_once(&e, &remote, &token).await;
 }
 
 /// A token limit on the remote agent binds what it reports having used: once its task's

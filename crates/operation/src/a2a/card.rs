@@ -2,7 +2,7 @@
 //! address guard), checked to describe an A2A 1.x agent with a JSON-RPC endpoint, and kept as
 //! a [`RemoteAgent`] with what rein shows of it.
 
-use super::client::{guarded_client, http_url};
+use super::client::{guard, http_url};
 use super::wire::VERSION;
 use super::{CardSummary, RemoteAgent, RemoteError};
 use crate::profile::AgentProfile;
@@ -67,18 +67,13 @@ pub async fn registered(
 /// Read and check the card of the agent at `wanted.url` and return `wanted` with what it
 /// says (its endpoint, name, skills); why it cannot be used otherwise.
 pub async fn register(mut wanted: RemoteAgent) -> Result<RemoteAgent, RemoteError> {
-    if let Some(var) = &wanted.token_env
-        && !valid_env_name(var)
-    {
-        return Err(RemoteError::BadUrl {
-            url: wanted.url.clone(),
-            why: format!(
-                "token_env `{var}` is not an environment variable's name (letters, digits, `_`)"
-            ),
-        });
+    if let Some(var) = wanted.token_env.as_ref().filter(|v| !valid_env_name(v)) {
+        return Err(RemoteError::TokenEnv(var.chars().take(130).collect()));
     }
     let at = card_url(&wanted.url)?;
-    let http = guarded_client(&at, wanted.private, std::time::Duration::from_secs(15)).await?;
+    let http = guard(&at, wanted.private)
+        .await?
+        .client(std::time::Duration::from_secs(15))?;
     let card_err = |why: String| RemoteError::Card {
         url: at.to_string(),
         why,
@@ -121,12 +116,7 @@ pub async fn register(mut wanted: RemoteAgent) -> Result<RemoteAgent, RemoteErro
     let mut summary = summary(&card).map_err(card_err)?;
     // The endpoint is reached under the same rule as the card.
     let endpoint = http_url(&summary.endpoint)?;
-    guarded_client(
-        &endpoint,
-        wanted.private,
-        std::time::Duration::from_secs(15),
-    )
-    .await?;
+    guard(&endpoint, wanted.private).await?;
     summary.endpoint = endpoint.to_string();
     wanted.card = summary;
     Ok(wanted)
@@ -269,5 +259,20 @@ mod tests {
         assert!(card_url("not a url").is_err());
         assert!(valid_env_name("REMOTE_TOKEN"));
         assert!(!valid_env_name("1X") && !valid_env_name("A-B") && !valid_env_name(""));
+    }
+
+    #[tokio::test]
+    async fn a_token_variable_that_is_no_variable_name_is_refused_before_anything_is_fetched() {
+        let wanted = RemoteAgent {
+            url: "http://127.0.0.1:9/a2a/x".into(),
+            token_env: Some("MY-TOKEN".into()),
+            private: true,
+            card: Default::default(),
+        };
+        let refused = register(wanted).await.unwrap_err().to_string();
+        assert!(
+            refused.starts_with("token_env `MY-TOKEN` is not an environment variable's name"),
+            "{refused}"
+        );
     }
 }

@@ -37,14 +37,15 @@ pub fn http_url(url: &str) -> Result<reqwest::Url, RemoteError> {
     Ok(parsed)
 }
 
-/// An HTTP client that reaches `url`'s host only at an address resolved and checked now: a
-/// loopback, private or link-local one only when `private`. No redirects are followed;
-/// `timeout` bounds each request (`None`: a stream, bounded by its reader).
-pub async fn guarded_client(
-    url: &reqwest::Url,
-    private: bool,
-    timeout: impl Into<Option<Duration>>,
-) -> Result<reqwest::Client, RemoteError> {
+/// A host's address, resolved and checked by [`guard`]: what a client built from it reaches.
+pub struct Pinned {
+    host: String,
+    addr: std::net::SocketAddr,
+}
+
+/// Resolve `url`'s host now and check where it leads: a loopback, private or link-local
+/// address only when `private`.
+pub async fn guard(url: &reqwest::Url, private: bool) -> Result<Pinned, RemoteError> {
     let host = url
         .host_str()
         .unwrap_or_default()
@@ -65,21 +66,32 @@ pub async fn guarded_client(
             ip: a.ip().to_string(),
         });
     }
-    let first = addrs.first().ok_or_else(|| RemoteError::BadUrl {
+    let addr = *addrs.first().ok_or_else(|| RemoteError::BadUrl {
         url: url.to_string(),
         why: format!("{host} has no address"),
     })?;
-    let mut builder = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .connect_timeout(CONNECT_TIMEOUT)
-        .resolve(&host, *first);
-    if let Some(t) = timeout.into() {
-        builder = builder.timeout(t);
+    Ok(Pinned { host, addr })
+}
+
+impl Pinned {
+    /// An HTTP client that reaches the host only at the checked address, following no
+    /// redirects; `timeout` bounds each request (`None`: a stream, bounded by its reader).
+    pub fn client(
+        &self,
+        timeout: impl Into<Option<Duration>>,
+    ) -> Result<reqwest::Client, RemoteError> {
+        let mut builder = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(CONNECT_TIMEOUT)
+            .resolve(&self.host, self.addr);
+        if let Some(t) = timeout.into() {
+            builder = builder.timeout(t);
+        }
+        builder.build().map_err(|e| RemoteError::Transport {
+            endpoint: self.host.clone(),
+            why: e.to_string(),
+        })
     }
-    builder.build().map_err(|e| RemoteError::Transport {
-        endpoint: url.to_string(),
-        why: e.to_string(),
-    })
 }
 
 /// A connection to one remote agent's JSON-RPC endpoint.
@@ -105,8 +117,10 @@ impl Client {
             ),
             None => None,
         };
-        let calls = guarded_client(&endpoint, remote.private, CALL_TIMEOUT).await?;
-        let streams = guarded_client(&endpoint, remote.private, None).await?;
+        // Resolved and checked once: both clients reach that address.
+        let pinned = guard(&endpoint, remote.private).await?;
+        let calls = pinned.client(CALL_TIMEOUT)?;
+        let streams = pinned.client(None)?;
         Ok(Self {
             endpoint,
             token,

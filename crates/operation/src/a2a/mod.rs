@@ -94,6 +94,11 @@ pub enum RemoteError {
         "A2A agent URL `{0}`: this server does not reach loopback or private addresses (its operator allows them with --allow-private-hooks)"
     )]
     PrivateNotAllowed(String),
+    /// A token variable that cannot name an environment variable.
+    #[error(
+        "token_env `{0}` is not an environment variable's name (a letter or `_`, then letters, digits or `_`, at most 128)"
+    )]
+    TokenEnv(String),
     /// Its token's environment variable is not set in this process.
     #[error("A2A agent: the environment variable {0} (its token) is not set")]
     NoToken(String),

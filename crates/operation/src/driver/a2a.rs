@@ -352,15 +352,14 @@ impl Driver {
                 super::pause_point("a2a:sent").await;
             }
             Some(t) => {
-                let now: Task = client
-                    .call(
-                        "GetTask",
-                        &GetTaskRequest {
-                            id: t.id.clone(),
-                            history_length: Some(0),
-                        },
-                    )
-                    .await?;
+                // Kept by the commit above, so `look` finds it.
+                let Some(now) = look(client, run).await? else {
+                    return Err(RemoteError::Transport {
+                        endpoint: client.endpoint().to_owned(),
+                        why: "the remote task was not kept".into(),
+                    }
+                    .into());
+                };
                 produced.of_task(&now);
                 match (&t.answer, now.status.state) {
                     (Some(answer), TaskState::InputRequired) => {
