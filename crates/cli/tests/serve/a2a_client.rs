@@ -199,6 +199,13 @@ async fn a_remote_rein_agent_is_delegated_to_and_its_approval_is_asked_on_the_ro
         "{err}"
     );
     let root = local_root(&e, &token).await;
+    // An answer that fits no option is refused and takes nothing: the question stays open.
+    let (code, _, err) = local(&e, &token, &["answer", &root, "--option", "maybe"]).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("`maybe` is not one of the options: approve, reject"),
+        "{err}"
+    );
     let (code, out, err) = local(&e, &token, &["answer", &root, "--option", "approve"]).await;
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("The helper says 42."), "{out}\n{err}");
@@ -272,6 +279,58 @@ async fn slow_remote() -> (Env, Rein, String) {
     )
     .await;
     (e, rein, token)
+}
+
+/// Rejecting the remote agent's approval on the root sends its decision back: the remote
+/// model reads the rejection and answers without running the call.
+#[tokio::test]
+async fn rejecting_a_remote_approval_on_the_root_reaches_the_remote_model() {
+    let e = env(vec![]).await;
+    e.model.route(
+        "ROLE-REMOTE",
+        vec![
+            calc("k1", "6*7"),
+            Canned::openai_text("I did not calculate."),
+        ],
+    );
+    e.model.route(
+        "ROLE-BOSS",
+        vec![
+            delegate("ask helper", "What is 6*7?", "helper"),
+            Canned::openai_text("The helper declined."),
+        ],
+    );
+    let (rein, token) = remote_rein(
+        &e,
+        json!({"system_role": "ROLE-REMOTE: you calculate.", "tools": ["calculator"], "approval": "allow-list", "expose": true}),
+    )
+    .await;
+    let url = format!("{}/a2a/remote", rein.base);
+    helper_and_boss(&e, &token, &url, &[]).await;
+    let (code, _, err) = local(&e, &token, &["run", "--agent", "boss", "What is 6*7?"]).await;
+    assert_eq!(code, 3, "{err}");
+    let root = local_root(&e, &token).await;
+    let (code, out, err) = local(&e, &token, &["reject", &root, "--reason", "not now"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("The helper declined."), "{out}\n{err}");
+    let remote_calls: Vec<_> = e
+        .model
+        .requests()
+        .into_iter()
+        .filter(|r| r.system_text().contains("ROLE-REMOTE"))
+        .collect();
+    assert_eq!(remote_calls.len(), 2, "the remote model was asked again");
+    assert!(
+        remote_calls[1].tool_result("k1").contains("reject"),
+        "{}",
+        remote_calls[1].tool_result("k1")
+    );
+    assert!(
+        boss_after_delegating(&e)
+            .tool_result("d1")
+            .contains("I did not calculate."),
+        "the remote answer reached the parent"
+    );
 }
 
 /// After a crash: the slow remote agent got the task once, its model answered once, and the

@@ -24,7 +24,7 @@ use crate::a2a::{RemoteAgent, RemoteError};
 use crate::error::DriverError;
 use crate::external::record::{Priced, emit, record};
 use crate::external::transcript::ObservedStep;
-use rein_core::engine::{StepResult, answer_tool_call};
+use rein_core::engine::{StepResult, answer_tool_call, reject_tool_call};
 use rein_core::event::EventKind;
 use rein_core::failure::Fault;
 use rein_core::message::{ExternalSession, Role as MessageRole, ToolStatus};
@@ -32,6 +32,7 @@ use rein_core::question::{ASK_API, ASK_USER, Answer, Question, QuestionOption};
 use rein_core::state::{BudgetKind, FinishReason, RemoteTask, Status};
 use rein_core::usage::TokenUsage;
 use rein_core::{Message, ToolCall, Usd};
+use rein_store::InterventionStatus;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -765,42 +766,70 @@ impl Driver {
             .await
     }
 
-    /// A person's decision on the remote agent's question: kept with the answer, then sent
-    /// (see the module's documentation). Approving is refused (a question is answered);
-    /// rejecting declines it, or with `halt` cancels the remote task and stops.
+    /// A person's decision `by` someone on the remote agent's question `call`: tried on a copy
+    /// of the state first (a decision that does not fit writes nothing), then taken once (the
+    /// intervention), committed with the answer kept, and sent (see the module's
+    /// documentation). Approving is refused (a question is answered); rejecting declines it,
+    /// or with `halt` cancels the remote task and stops.
     pub(super) async fn decide_a2a(
         &self,
         run: &mut Loaded,
         name: &str,
         call: &str,
         decision: &Decision,
+        by: Option<&str>,
     ) -> Result<RunEnd, DriverError> {
-        let answer = match decision {
-            Decision::Answer(a) => a.clone(),
+        let state = run.committed.clone();
+        let (mut decided, send, status, reason) = match decision {
             Decision::Approve => {
                 return Err(
                     rein_core::engine::DecisionError::QuestionNeedsAnswer(call.to_owned()).into(),
                 );
             }
-            Decision::Reject { halt: true, .. } => {
-                return self
-                    .settle_cancel(run, "the person stopped the remote agent")
-                    .await;
+            Decision::Answer(answer) => {
+                let (decided, _) = answer_tool_call(state, call, answer)?;
+                let said = match answer {
+                    Answer::Text(t) | Answer::Option(t) => t.as_str(),
+                };
+                (
+                    decided,
+                    Some(answer.clone()),
+                    InterventionStatus::Answered,
+                    Some(said),
+                )
             }
-            Decision::Reject { reason, .. } => Answer::Text(format!(
-                "(declined{})",
-                reason
-                    .as_deref()
-                    .map(|r| format!(": {r}"))
-                    .unwrap_or_default()
-            )),
+            Decision::Reject { reason, halt } => {
+                let (decided, _) = reject_tool_call(state, call, reason.as_deref(), *halt)?;
+                let declined = Answer::Text(format!(
+                    "(declined{})",
+                    reason
+                        .as_deref()
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default()
+                ));
+                (
+                    decided,
+                    (!*halt).then_some(declined),
+                    InterventionStatus::Rejected,
+                    reason.as_deref(),
+                )
+            }
         };
-        let (mut decided, _) = answer_tool_call(run.committed.clone(), call, &answer)?;
+        // Single-use: a concurrent second decision fails here, before anything is committed.
+        self.store
+            .decide_intervention(run.id, call, status, by, reason)
+            .await?;
+        let halted = send.is_none();
         if let Some(t) = decided.metadata.remote_task.as_mut() {
-            t.answer = Some(answer);
+            t.answer = send;
         }
         self.commit(run, StepResult::transition(decided, Vec::new(), None))
             .await?;
+        if halted {
+            return self
+                .settle_cancel(run, "the person stopped the remote agent")
+                .await;
+        }
         self.drive_a2a(run, name).await
     }
 }

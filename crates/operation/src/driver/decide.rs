@@ -148,6 +148,7 @@ impl Driver {
             .into());
         }
         if let rein_core::spec::Surface::A2a(name) = run.spec.surface.clone() {
+            // A remote agent asks one question at a time.
             let [call] = targets.as_slice() else {
                 return Err(Refusal::WhichQuestion {
                     operation: id,
@@ -155,21 +156,7 @@ impl Driver {
                 }
                 .into());
             };
-            let (status, reason) = match &decision {
-                Decision::Approve => (InterventionStatus::Approved, None),
-                Decision::Reject { reason, .. } => {
-                    (InterventionStatus::Rejected, reason.as_deref())
-                }
-                Decision::Answer(Answer::Text(t) | Answer::Option(t)) => {
-                    (InterventionStatus::Answered, Some(t.as_str()))
-                }
-            };
-            if !matches!(decision, Decision::Approve) {
-                self.store
-                    .decide_intervention(id, call, status, by, reason)
-                    .await?;
-            }
-            return self.decide_a2a(&mut run, &name, call, &decision).await;
+            return self.decide_a2a(&mut run, &name, call, &decision, by).await;
         }
         let (runtime, _activity) = self.running_runtime(&run).await?;
         let (status, reason) = match &decision {

@@ -84,20 +84,18 @@ pub async fn create(
     Body(new): Body<NewAgent>,
 ) -> Result<Reply<201, Agent>, ApiError> {
     check_name(&new.name)?;
-    let config = rein_operation::a2a::card::registered(
-        &new.name,
-        new.config.checked()?,
-        None,
-        app.config.private_hooks,
-    )
-    .await?
-    .checked()?;
+    let config = new.config.checked()?;
     if app.store.get_agent(&user.id, &new.name).await?.is_some() {
         return Err(ApiError::conflict(format!(
             "agent `{}` already exists",
             new.name
         )));
     }
+    // A remote agent's card is read only for a name that is free.
+    let config =
+        rein_operation::a2a::card::registered(&new.name, config, None, app.config.private_hooks)
+            .await?
+            .checked()?;
     let now = Utc::now();
     let mut record = AgentRecord {
         owner: user.id,
