@@ -124,6 +124,7 @@ pub async fn host(
         own_provider_keys: None,
         user_workdirs: Default::default(),
         own_mcp: None,
+        client_tools: None,
         sandbox: given.sandbox,
         system_model,
         working_directory: given.cli_replay.as_deref().and_then(replay_workdir),

@@ -72,7 +72,7 @@ struct Cli {
     /// Talk to a `rein serve` at this URL (or of this `rein login` profile) instead of the local
     /// database: run, chat, op, approve, answer, reject, grant, agent, group, topic, task,
     /// brief, kb, memory, user, token, usage, settings provider, models, device (skill, config,
-    /// migrate, gc, backup, export, import, settings rotate-key, serve and worker run here
+    /// migrate, gc, backup, export, import, settings rotate-key, serve, worker and sandbox run here
     /// only); the token is $REIN_TOKEN, else the profile's.
     #[arg(long, global = true, value_name = "URL|NAME", env = rein_operation::env::SERVER)]
     server: Option<String>,
@@ -107,6 +107,9 @@ pub(crate) enum Command {
     /// stdout, as the database's local user: each session a conversation, each prompt an
     /// operation whose approvals the editor asks you (the options of `rein serve`).
     Acp(serve::AcpArgs),
+    /// Run one command confined as the shell tool confines the agent's (`--sandbox`,
+    /// `--network`): `rein acp` has the editor's terminal run commands this way.
+    Sandbox(commands::sandbox::SandboxArgs),
     /// Join a `rein serve` (`--server URL`, a device token in REIN_TOKEN) as a device: its
     /// operations on `device:NAME` run their file and shell tools here.
     Connect(connect::ConnectArgs),
@@ -227,12 +230,17 @@ pub(crate) enum Command {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<u8> {
+    let sandbox = rein_core::spec::Sandbox {
+        mode: cli.sandbox,
+        network: cli.network,
+    };
+    if let Command::Sandbox(args) = cli.command {
+        // Nothing of this machine's configuration or database is needed.
+        return commands::sandbox::run(sandbox, args).await;
+    }
     let config = rein_operation::settings::Settings::load()?;
     let given = Invocation {
-        sandbox: rein_core::spec::Sandbox {
-            mode: cli.sandbox,
-            network: cli.network,
-        },
+        sandbox,
         cli_replay: cli.replay.clone(),
         cli_record: cli.record.clone(),
         mcp: cli.mcp.clone(),
@@ -321,6 +329,7 @@ async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> 
         Command::Connect(_) => {
             bail!("this command talks to a rein server: give --server URL (or REIN_SERVER)")
         }
+        Command::Sandbox(_) => bail!("`rein sandbox` runs before a command is dispatched"),
         Command::Group { command } => groups::run(on, command, json).await,
         Command::Brief { command } => briefs::run(on, command, json).await,
         Command::Topic { command } => topics::run(on, command, json).await,

@@ -60,7 +60,7 @@ fn local_only(test: &str, why: &str) -> bool {
 
 /// Subcommands that run where the database is whatever `--server` says.
 const HERE_ONLY: &[&str] = &[
-    "skill", "config", "migrate", "gc", "backup", "export", "import", "serve", "worker",
+    "skill", "config", "migrate", "gc", "backup", "export", "import", "serve", "worker", "sandbox",
 ];
 
 async fn env(responses: Vec<Canned>) -> Env {
@@ -2911,6 +2911,92 @@ async fn the_sandbox_travels_with_the_operation_to_the_process_that_approves_it(
         std::fs::read_to_string(work.join("made.txt")).unwrap(),
         "made\n"
     );
+}
+
+/// `rein sandbox` runs one command confined as the shell tool's are (what `rein acp` has an
+/// editor's terminal run): it writes in its directory and not outside it, gives back the
+/// command's exit code, runs unconfined only under `--sandbox off`, and refuses what it cannot
+/// run with a message naming why.
+#[tokio::test]
+async fn rein_sandbox_runs_a_command_confined_and_gives_back_its_exit_code() {
+    if let rein_tools::sandbox::Mechanism::Unavailable(why) =
+        rein_tools::sandbox::Mechanism::detect()
+    {
+        rein_testkit::skip("rein_sandbox_runs_a_command_confined", why);
+        return;
+    }
+    let e = env(Vec::new()).await;
+    let work = e.dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let wd = work.display().to_string();
+    let write_both = "echo in > in.txt && echo out > ../out.txt";
+    let (code, _, err) = e
+        .rein(&["sandbox", "--workdir", &wd, "--", "sh", "-c", write_both])
+        .await;
+    assert_ne!(code, 0, "{err}");
+    assert!(err.contains("Permission denied"), "{err}");
+    assert!(work.join("in.txt").exists(), "it writes in its directory");
+    assert!(!e.dir.join("out.txt").exists(), "and not outside it");
+    let (code, _, _) = e
+        .rein(&["sandbox", "--workdir", &wd, "--", "sh", "-c", "exit 7"])
+        .await;
+    assert_eq!(code, 7);
+    let (code, _, err) = e
+        .rein(&[
+            "--sandbox",
+            "read-only",
+            "sandbox",
+            "--workdir",
+            &wd,
+            "--",
+            "sh",
+            "-c",
+            "echo x > read-only.txt",
+        ])
+        .await;
+    assert_ne!(code, 0, "{err}");
+    assert!(
+        !work.join("read-only.txt").exists(),
+        "read-only writes nothing there"
+    );
+    let (code, _, err) = e
+        .rein(&[
+            "--sandbox",
+            "off",
+            "sandbox",
+            "--workdir",
+            &wd,
+            "--",
+            "sh",
+            "-c",
+            write_both,
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(e.dir.join("out.txt").exists(), "off is unconfined");
+    let (code, _, err) = e
+        .rein(&[
+            "sandbox",
+            "--workdir",
+            &e.dir.join("nope").display().to_string(),
+            "--",
+            "true",
+        ])
+        .await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("nope: not a directory"), "{err}");
+    let (code, _, err) = e
+        .rein(&["sandbox", "--workdir", &wd, "--", "no-such-program-here"])
+        .await;
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("cannot start `no-such-program-here`") && err.contains("nothing was run"),
+        "{err}"
+    );
+    // A mistyped option is refused, never run as the command.
+    let (code, _, err) = e.rein(&["sandbox", "--mode", "off", "--", "true"]).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--mode"), "{err}");
 }
 
 /// The fake agent CLI and its fixtures (see `rein-operation`'s external agent tests).

@@ -118,6 +118,9 @@ pub struct Host {
     pub user_workdirs: crate::workdirs::WorkdirRoots,
     /// Users' own MCP servers (`rein serve --user-mcp-origin`; none: users define none).
     pub own_mcp: Option<Arc<crate::own_mcp::OwnMcp>>,
+    /// The client that does file and shell calls for the operations it drives (`rein acp`'s
+    /// editor; none: rein's own tools do them all).
+    pub client_tools: Option<Arc<dyn crate::client_tools::ClientTools>>,
 }
 
 impl Host {
@@ -150,6 +153,7 @@ impl Host {
             own_provider_keys: None,
             user_workdirs: Default::default(),
             own_mcp: None,
+            client_tools: None,
         }
     }
 
@@ -220,6 +224,9 @@ impl Host {
         }
         if let Some(own) = &self.own_mcp {
             d = d.with_own_mcp(Arc::clone(own));
+        }
+        if let Some(clients) = &self.client_tools {
+            d = d.with_client_tools(Arc::clone(clients));
         }
         d.with_skills(Arc::clone(&self.skills))
             .with_external(self.surfaces.external.clone())

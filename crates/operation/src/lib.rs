@@ -30,12 +30,14 @@
 //! tools of the MCP servers they defined on origins the server allows ([`own_mcp`]), and work
 //! in the directory they chose among those the server allows ([`workdirs`]).
 //! A process's [`settings`] (configuration file, environment, flags) are resolved here, with
-//! one precedence, for the CLI and any embedder of the server.
+//! one precedence, for the CLI and any embedder of the server. A client driving an operation
+//! (an editor over ACP) may do its file and shell work in its own world ([`client_tools`]).
 
 pub mod a2a;
 mod activity;
 mod agents;
 pub mod attachment;
+pub mod client_tools;
 pub mod context_report;
 pub mod devices;
 mod driver;

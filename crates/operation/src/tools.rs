@@ -187,6 +187,8 @@ pub struct ToolHost {
     map: Arc<ToolManifestMap>,
     /// Identifiers of the tools added beyond the built-ins, in the order they were added.
     added: Vec<String>,
+    /// The client driving operations here that does some calls itself (an editor over ACP).
+    clients: Option<Arc<dyn crate::client_tools::ClientTools>>,
 }
 
 impl ToolHost {
@@ -222,6 +224,7 @@ impl ToolHost {
             docs,
             map,
             added: Vec::new(),
+            clients: None,
         })
     }
 
@@ -259,6 +262,11 @@ impl ToolHost {
         )?;
         self.map = manifest_map(&self.registry);
         Ok(())
+    }
+
+    /// Have `clients` do the calls they take for the operations they drive.
+    pub(crate) fn set_clients(&mut self, clients: Arc<dyn crate::client_tools::ClientTools>) {
+        self.clients = Some(clients);
     }
 
     /// Add a tool.
@@ -317,6 +325,30 @@ fn manifest_map(registry: &ToolRegistry) -> Arc<ToolManifestMap> {
             .map(|m| (m.identifier.clone(), Arc::new(m)))
             .collect(),
     )
+}
+
+/// `call` done by the client holding `topic`, if it takes it (`None`: rein's tool runs it). A
+/// call the tool itself would refuse (a path outside the working directory) is refused as the
+/// tool words it, nothing done.
+async fn delegated(
+    clients: &dyn crate::client_tools::ClientTools,
+    topic: &str,
+    call: &ToolCall,
+    cx: &ToolContext,
+    args: &serde_json::Value,
+) -> Option<ToolOutput> {
+    let checked = rein_tools::delegate::delegable(cx, &call.identifier, &call.api, args)?;
+    let delegable = match checked {
+        Ok(c) => c,
+        Err(refusal) => return Some(ToolOutput::failed(refusal.to_string())),
+    };
+    let work = clients.run(crate::client_tools::ClientCall {
+        topic,
+        operation_id: cx.operation_id,
+        call_id: &call.id,
+        call: delegable,
+    })?;
+    Some(work.await)
 }
 
 /// `output` with the execution record it came from.
@@ -469,9 +501,18 @@ impl ToolHost {
                     .filter_map(|s| Some((s.name.clone(), PathBuf::from(s.dir.as_ref()?))))
                     .collect(),
             };
-            let mut out = match tool.call(&cx, &call.api, args).await {
-                Ok(out) => out,
-                Err(e) => ToolOutput::failed(format!("Tool `{}` failed: {}", call.key(), e.message)),
+            let delegated = match (&self.clients, state.metadata.topic_id.as_deref()) {
+                (Some(clients), Some(topic)) => {
+                    delegated(clients.as_ref(), topic, call, &cx, &args).await
+                }
+                _ => None,
+            };
+            let mut out = match delegated {
+                Some(out) => out,
+                None => match tool.call(&cx, &call.api, args).await {
+                    Ok(out) => out,
+                    Err(e) => ToolOutput::failed(format!("Tool `{}` failed: {}", call.key(), e.message)),
+                },
             };
             // Message text from here on, before anything records it: both stores take it
             // (PostgreSQL refuses U+0000) and the model reads what is stored.

@@ -15,11 +15,11 @@ use std::io::{BufRead, Read};
 use std::path::Path;
 
 /// Bytes a read returns at most.
-const MAX_READ: usize = 256 * 1024;
+pub(crate) const MAX_READ: usize = 256 * 1024;
 /// Bytes a read scans from disk at most to find its lines (a huge file is never read whole).
 const MAX_SCAN: u64 = 64 << 20;
 /// Files larger than this are not edited (an edit holds the file in memory).
-const MAX_EDIT: u64 = 8 << 20;
+pub(crate) const MAX_EDIT: u64 = 8 << 20;
 /// Files larger than this are not searched by grep.
 const MAX_GREP_FILE: u64 = 16 << 20;
 /// Entries a listing, glob or grep returns at most.
@@ -51,36 +51,36 @@ type RelPath = String;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ReadArgs {
+pub(crate) struct ReadArgs {
     /// Path relative to the working directory
-    path: RelPath,
+    pub(crate) path: RelPath,
     /// First line to return (1-based)
     #[schemars(range(min = 1))]
-    start_line: Option<u64>,
+    pub(crate) start_line: Option<u64>,
     /// Last line to return (inclusive)
     #[schemars(range(min = 1))]
-    end_line: Option<u64>,
+    pub(crate) end_line: Option<u64>,
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct WriteArgs {
+pub(crate) struct WriteArgs {
     /// Path relative to the working directory
-    path: RelPath,
+    pub(crate) path: RelPath,
     /// The whole new content
-    content: String,
+    pub(crate) content: String,
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct EditArgs {
+pub(crate) struct EditArgs {
     /// Path relative to the working directory
-    path: RelPath,
+    pub(crate) path: RelPath,
     /// Text that occurs exactly once in the file
     #[schemars(length(min = 1))]
-    old_text: String,
+    pub(crate) old_text: String,
     /// Its replacement
-    new_text: String,
+    pub(crate) new_text: String,
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -229,7 +229,7 @@ impl Tool for Files {
 }
 
 /// The prefix that addresses an active skill's files: `skill://NAME/FILE`.
-const SKILL_PREFIX: &str = "skill://";
+pub(crate) const SKILL_PREFIX: &str = "skill://";
 
 /// For a `path` naming `skill://NAME/…`: the skill's folder, with `path` rewritten relative to
 /// it (confinement then applies there as it does to the working directory). Skill files are
@@ -269,8 +269,21 @@ fn read(
 ) -> Result<String, String> {
     let path = confine(wd, p)?;
     let (file, size) = open_regular(&path, p)?;
-    let (start, end) = (start.unwrap_or(1).max(1), end);
-    let mut reader = std::io::BufReader::with_capacity(64 * 1024, file.take(MAX_SCAN));
+    let reader = std::io::BufReader::with_capacity(64 * 1024, file.take(MAX_SCAN));
+    lines(reader, p, size, start, end)
+}
+
+/// Lines `start..=end` (1-based; all by default) of file `p` of `size` bytes, read from
+/// `reader`, as `files.read` returns them: at most [`MAX_READ`] bytes (a note says where it
+/// stopped), binary files refused.
+pub(crate) fn lines(
+    mut reader: impl BufRead,
+    p: &str,
+    size: u64,
+    start: Option<u64>,
+    end: Option<u64>,
+) -> Result<String, String> {
+    let start = start.unwrap_or(1).max(1);
     let mut out: Vec<u8> = Vec::new();
     let (mut line, mut scanned, mut first) = (1u64, 0u64, true);
     loop {
@@ -345,25 +358,61 @@ fn edit(wd: Option<&Path>, p: &str, old: &str, new: &str) -> Result<String, Stri
     let path = confine(wd, p)?;
     let (file, size) = open_regular(&path, p)?;
     if size > MAX_EDIT {
-        return Err(format!(
-            "`{p}` is {size} bytes, more than the {} MiB this tool edits; write it whole or use another tool",
-            MAX_EDIT >> 20
-        ));
+        return Err(EditRefused::TooLarge {
+            path: p.to_owned(),
+            size,
+        }
+        .to_string());
     }
     let (bytes, _) = read_prefix(file, MAX_EDIT).map_err(|e| format!("cannot read `{p}`: {e}"))?;
     let text = String::from_utf8(bytes).map_err(|_| format!("`{p}` is not UTF-8 text"))?;
+    let edited = replaced(&text, p, old, new).map_err(|e| e.to_string())?;
+    write_regular(&path, p, edited.as_bytes())?;
+    Ok(format!("edited {}", shown(wd, &path)))
+}
+
+/// `text` (file `p`) with the one occurrence of `old` replaced by `new`, or why not.
+pub(crate) fn replaced(text: &str, p: &str, old: &str, new: &str) -> Result<String, EditRefused> {
     match text.matches(old).count() {
-        0 => Err(format!(
-            "`{p}` does not contain the text to replace; read the file and copy it exactly"
-        )),
-        1 => {
-            write_regular(&path, p, text.replacen(old, new, 1).as_bytes())?;
-            Ok(format!("edited {}", shown(wd, &path)))
-        }
-        n => Err(format!(
-            "the text to replace occurs {n} times in `{p}`; include more context so it is unique"
-        )),
+        0 => Err(EditRefused::NotFound { path: p.to_owned() }),
+        1 => Ok(text.replacen(old, new, 1)),
+        n => Err(EditRefused::NotUnique {
+            path: p.to_owned(),
+            count: n,
+        }),
     }
+}
+
+/// Why `files.edit` changed nothing (the model reads it).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EditRefused {
+    /// The text to replace is not in the file.
+    #[error("`{path}` does not contain the text to replace; read the file and copy it exactly")]
+    NotFound {
+        /// The file, as the model named it.
+        path: String,
+    },
+    /// The text to replace is there more than once.
+    #[error(
+        "the text to replace occurs {count} times in `{path}`; include more context so it is unique"
+    )]
+    NotUnique {
+        /// The file, as the model named it.
+        path: String,
+        /// How many times.
+        count: usize,
+    },
+    /// The file is larger than an edit holds in memory.
+    #[error(
+        "`{path}` is {size} bytes, more than the {} MiB this tool edits; write it whole or use another tool",
+        MAX_EDIT >> 20
+    )]
+    TooLarge {
+        /// The file, as the model named it.
+        path: String,
+        /// Its size.
+        size: u64,
+    },
 }
 
 fn list(wd: Option<&Path>, p: &str) -> Result<String, String> {

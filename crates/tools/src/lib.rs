@@ -12,7 +12,9 @@
 //! (`activate_tools`, for progressive disclosure); [`brief`] (`brief.create`, the agent's
 //! reports to the person's inbox, kept through a [`brief::BriefSink`]); [`skills`] (discovery
 //! of Agent Skills folders and `skills.activate`); [`mcp`], which turns an MCP server's
-//! tools into one more tool. (Reading files for knowledge bases is `rein-knowledge`'s.)
+//! tools into one more tool; [`delegate`], the calls of `files` and `shell` a client (an
+//! editor over ACP) can do in its own world, checked and worded as the tools do them.
+//! (Reading files for knowledge bases is `rein-knowledge`'s.)
 
 /// Parse a tool call's arguments into `$t`, or make the enclosing `call` return a failed
 /// result naming what did not fit. The registry validated them against the same schema, so
@@ -36,6 +38,7 @@ pub mod agents;
 pub mod ask_user;
 pub mod brief;
 pub mod calculator;
+pub mod delegate;
 pub mod documents;
 pub mod files;
 mod fsguard;

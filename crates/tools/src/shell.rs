@@ -146,13 +146,87 @@ async fn drain(mut r: impl AsyncRead + Unpin, cap: usize) -> Capped {
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct RunArgs {
+pub(crate) struct RunArgs {
     /// The command line, run with `sh -c`
     #[schemars(length(min = 1))]
-    command: String,
+    pub(crate) command: String,
     /// Seconds before the command (and everything it started) is killed
     #[schemars(range(min = 1))]
-    timeout_secs: Option<u64>,
+    pub(crate) timeout_secs: Option<u64>,
+}
+
+impl ShellConfig {
+    /// How long a call asking for `asked` seconds (or nothing) may run.
+    pub(crate) fn timeout(&self, asked: Option<u64>) -> Duration {
+        asked
+            .map_or(self.default_timeout, Duration::from_secs)
+            .min(self.max_timeout)
+    }
+}
+
+/// Why `rein sandbox` ran nothing, or lost its command.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfinedError {
+    /// No program was given.
+    #[error("no command to run")]
+    NoCommand,
+    /// The private temporary directory could not be made.
+    #[error("cannot make the command's temporary directory: {0}; nothing was run")]
+    Tmp(std::io::Error),
+    /// The sandbox cannot be had here.
+    #[error(transparent)]
+    Sandbox(#[from] crate::sandbox::SandboxError),
+    /// The program did not start.
+    #[error("cannot start `{program}` in its sandbox ({mode}): {source}; nothing was run")]
+    Start {
+        /// The program.
+        program: String,
+        /// The sandbox mode.
+        mode: &'static str,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// It started, and could not be waited for.
+    #[error("could not wait for `{program}`: {source}")]
+    Wait {
+        /// The program.
+        program: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Run `argv` in `wd` confined as the shell tool runs its commands (`sandbox`, a private
+/// temporary directory removed after it, a supervisor that kills whatever it leaves behind,
+/// Linux), with this process's standard streams: `rein sandbox`, which runs the commands rein
+/// has an editor's terminal run (ACP), so the sandbox holds there too. Its exit status, or why
+/// nothing ran.
+pub async fn run_confined(
+    sandbox: rein_core::spec::Sandbox,
+    wd: &std::path::Path,
+    argv: &[String],
+) -> Result<std::process::ExitStatus, ConfinedError> {
+    let (program, args) = argv.split_first().ok_or(ConfinedError::NoCommand)?;
+    let tmp = PrivateTmp::new().map_err(ConfinedError::Tmp)?;
+    let confinement = crate::sandbox::prepare(sandbox, wd, &tmp.0)?;
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .current_dir(wd)
+        .env("TMPDIR", &tmp.0)
+        .env("TMP", &tmp.0)
+        .env("TEMP", &tmp.0)
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    supervise(&mut cmd, confinement);
+    let mut child = cmd.spawn().map_err(|source| ConfinedError::Start {
+        program: program.clone(),
+        mode: sandbox.mode.as_str(),
+        source,
+    })?;
+    child.wait().await.map_err(|source| ConfinedError::Wait {
+        program: program.clone(),
+        source,
+    })
 }
 
 impl Tool for Shell {
@@ -188,10 +262,7 @@ impl Tool for Shell {
             };
             let args = tool_args!("shell/run", args, RunArgs);
             let command = args.command.as_str();
-            let timeout = args
-                .timeout_secs
-                .map_or(self.config.default_timeout, Duration::from_secs)
-                .min(self.config.max_timeout);
+            let timeout = self.config.timeout(args.timeout_secs);
             let tmp = match PrivateTmp::new() {
                 Ok(t) => t,
                 Err(e) => {

@@ -5,6 +5,7 @@
 
 mod big_file;
 mod builtins;
+mod delegate;
 mod hostile_files;
 mod mcp;
 mod sandbox;

@@ -27,6 +27,7 @@ pub mod operations;
 pub mod portable;
 pub mod remote;
 pub mod run;
+pub mod sandbox;
 pub mod serve;
 pub mod settings;
 pub mod skills;

@@ -639,8 +639,17 @@ pub async fn acp(
             .await?
             .with_context(|| format!("no agent {name}: rein agent create {name} …"))?;
     }
-    let (app, runner) = start(store, &args.serve, given, AuthMode::Open(user.clone())).await?;
-    rein_server::acp::serve_stdio(Arc::clone(&app), user, args.agent)
+    // The editor does the file and shell calls of its sessions' operations when it offers to.
+    let editor = Arc::new(rein_server::acp::Editor::new());
+    let (app, runner) = start_with(
+        store,
+        &args.serve,
+        given,
+        AuthMode::Open(user.clone()),
+        Some(editor.hands()),
+    )
+    .await?;
+    rein_server::acp::serve_stdio(Arc::clone(&app), user, args.agent, editor)
         .await
         .context("the ACP connection on stdin/stdout failed")?;
     runner.stop();
@@ -657,8 +666,20 @@ async fn start(
     given: &crate::Invocation,
     auth: AuthMode,
 ) -> anyhow::Result<(rein_server::AppState, Arc<Runner>)> {
+    start_with(store, args, given, auth, None).await
+}
+
+/// [`start`], with `clients` doing the calls they take ([`rein_operation::client_tools`]).
+async fn start_with(
+    store: Arc<SqlStore>,
+    args: &ServeArgs,
+    given: &crate::Invocation,
+    auth: AuthMode,
+    clients: Option<Arc<dyn rein_operation::client_tools::ClientTools>>,
+) -> anyhow::Result<(rein_server::AppState, Arc<Runner>)> {
     let hub = Arc::new(Hub::default());
     let mut host = crate::host::host(Arc::clone(&store), given, args.model.as_deref()).await?;
+    host.client_tools = clients;
     crate::host::serve_from(&mut host, &store, given)?;
     let keys = args.own.keys(true)?;
     host.own_mcp = Some(args.own.mcp(&keys));

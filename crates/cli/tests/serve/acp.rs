@@ -211,6 +211,265 @@ async fn an_editor_drives_rein_acp_through_permissions_questions_and_a_cancel() 
     );
 }
 
+/// An editor that offers its file system and terminal does the file and shell work of its
+/// session's operations: a read sees its unsaved buffer, a write and an edit reach its buffers
+/// and not the disk, a command runs in its terminal under `rein sandbox` (in the session's
+/// directory, writing inside it, refused outside it by the sandbox), a command the guard flags
+/// is asked and, rejected, never reaches a terminal, one that runs too long is killed; every
+/// terminal is released.
+#[tokio::test]
+async fn an_editor_offering_its_files_and_terminal_does_the_work() {
+    let Some(clients) = rein_testkit::js_clients(
+        "the ACP SDK as an editor with a file system and a terminal",
+        "@agentclientprotocol/sdk",
+    ) else {
+        return;
+    };
+    if let rein_tools::sandbox::Mechanism::Unavailable(why) =
+        rein_tools::sandbox::Mechanism::detect()
+    {
+        rein_testkit::skip("an_editor_offering_its_files_and_terminal", why);
+        return;
+    }
+    let e = env(Vec::new()).await;
+    let call =
+        |id: &str, tool: &str, args: Value| Canned::openai_tools(&[(id, tool, &args.to_string())]);
+    e.model.route(
+        "ROLE-HANDY",
+        vec![
+            call("r1", "files__read", json!({"path": "notes.txt"})),
+            Canned::openai_text("Read."),
+            call(
+                "w1",
+                "files__write",
+                json!({"path": "out/new.txt", "content": "written through the editor\n"}),
+            ),
+            Canned::openai_text("Wrote."),
+            call(
+                "e1",
+                "files__edit",
+                json!({"path": "notes.txt", "old_text": "unsaved line", "new_text": "edited line"}),
+            ),
+            Canned::openai_text("Edited."),
+            shell_call("s1", "echo from-terminal && pwd && touch inside.txt"),
+            Canned::openai_text("Ran."),
+            shell_call("s2", "touch ../outside.txt"),
+            Canned::openai_text("Could not."),
+            shell_call("s3", "cat /etc/passwd"),
+            Canned::openai_text("Not run."),
+            call(
+                "s4",
+                "shell__run",
+                json!({"command": "sleep 30", "timeout_secs": 1}),
+            ),
+            Canned::openai_text("Too slow."),
+            shell_call("s5", "sleep 20"),
+            Canned::openai_text("never said: the turn was cancelled"),
+        ],
+    );
+    let out = e
+        .command(&[
+            "agent",
+            "create",
+            "handy",
+            "--system",
+            "ROLE-HANDY: you work on files.",
+            "--tools",
+            "files,shell",
+            "--approval",
+            "auto-run",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let project = e.dir.join("project");
+    let folder = project.join("app");
+    std::fs::create_dir_all(&folder).unwrap();
+    let cwd = std::fs::canonicalize(&folder).unwrap();
+    std::fs::write(cwd.join("notes.txt"), "saved on disk\n").unwrap();
+    let notes = cwd.join("notes.txt").display().to_string();
+    let buffers = json!({ &notes: "first line\nunsaved line from the editor\n" });
+    let prompts = json!([
+        "Read.", "Write.", "Edit.", "Run.", "Escape.", "Guarded.", "Slow.", "Wait."
+    ]);
+    let spawn = spawned(
+        &e,
+        &[
+            "acp",
+            "--agent",
+            "handy",
+            "--workdir",
+            &project.display().to_string(),
+        ],
+    );
+    let r = node_report(
+        "acp_hands.cjs",
+        &[&clients.to_string_lossy()],
+        &[
+            ("REIN_ACP", &spawn.to_string()),
+            ("ACP_CWD", &cwd.display().to_string()),
+            ("ACP_BUFFERS", &buffers.to_string()),
+            ("ACP_PROMPTS", &prompts.to_string()),
+        ],
+    )
+    .await;
+    let turns = r["turns"].as_array().unwrap();
+    let stops: Vec<&str> = turns
+        .iter()
+        .filter_map(|t| t["stopReason"].as_str())
+        .collect();
+    assert_eq!(
+        stops,
+        [&["end_turn"; 7][..], &["cancelled"]].concat(),
+        "{r:#}"
+    );
+    let result = |id: &str| -> String {
+        e.model
+            .requests()
+            .iter()
+            .rev()
+            .find(|q| {
+                q.body
+                    .to_string()
+                    .contains(&format!("\"tool_call_id\":\"{id}\""))
+            })
+            .map(|q| q.tool_result(id))
+            .unwrap_or_else(|| panic!("no result for {id}"))
+    };
+    // Read: the editor's buffer, worded as files.read words it.
+    assert_eq!(result("r1"), "first line\nunsaved line from the editor\n");
+    assert!(
+        r["reads"].as_array().unwrap().contains(&json!(notes)),
+        "{r:#}"
+    );
+    // Write: the editor's buffer, not the disk.
+    let written = cwd.join("out/new.txt");
+    assert_eq!(result("w1"), "wrote 27 bytes to out/new.txt");
+    assert_eq!(
+        r["writes"][written.display().to_string()],
+        "written through the editor\n",
+        "{r:#}"
+    );
+    assert!(!written.exists(), "rein did not write the file itself");
+    // Edit: read from the buffer, replaced, written back through the editor.
+    assert_eq!(result("e1"), "edited notes.txt");
+    assert_eq!(
+        r["writes"][&notes], "first line\nedited line from the editor\n",
+        "{r:#}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("notes.txt")).unwrap(),
+        "saved on disk\n"
+    );
+    // A command: in the editor's terminal, under `rein sandbox`, in the session's directory.
+    let terminals = r["terminals"].as_array().unwrap();
+    assert_eq!(
+        terminals.len(),
+        4,
+        "the guarded command reached no terminal: {r:#}"
+    );
+    let first = &terminals[0];
+    assert_eq!(first["command"], env!("CARGO_BIN_EXE_rein"), "{r:#}");
+    assert_eq!(first["cwd"], cwd.display().to_string(), "{r:#}");
+    let args: Vec<&str> = first["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        args,
+        [
+            "sandbox",
+            "--sandbox",
+            "workspace-write",
+            "--workdir",
+            &cwd.display().to_string(),
+            "--",
+            "sh",
+            "-c",
+            "echo from-terminal && pwd && touch inside.txt"
+        ],
+        "{r:#}"
+    );
+    assert_eq!(first["outputByteLimit"], 16384, "{r:#}");
+    let ran = result("s1");
+    assert!(
+        ran.starts_with("exit code: 0\n--- output ---\nfrom-terminal\n")
+            && ran.contains(&cwd.display().to_string()),
+        "{ran}"
+    );
+    assert!(
+        cwd.join("inside.txt").exists(),
+        "the command wrote inside its directory"
+    );
+    let shown = turns[3]["updates"].as_array().unwrap().iter().any(|u| {
+        u["toolCallId"] == "s1"
+            && u["content"][0]["type"] == "terminal"
+            && u["content"][0]["terminalId"] == first["id"]
+    });
+    assert!(
+        shown,
+        "the editor is shown the terminal under the call: {r:#}"
+    );
+    // The sandbox holds in the editor's terminal: no write outside the directory.
+    let escaped = result("s2");
+    assert!(escaped.starts_with("exit code: 1"), "{escaped}");
+    assert!(
+        !project.join("outside.txt").exists(),
+        "the sandbox refused the write"
+    );
+    // The guard asked; the editor rejected; nothing ran.
+    let asked: Vec<&str> = r["permissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["input"]["command"].as_str())
+        .collect();
+    assert_eq!(
+        asked,
+        ["cat /etc/passwd"],
+        "only the guarded command is asked: {r:#}"
+    );
+    assert!(
+        result("s3").contains("rejected in the editor"),
+        "{}",
+        result("s3")
+    );
+    // Too slow: killed after its time.
+    let slow = result("s4");
+    assert!(slow.starts_with("timed out after 1 s"), "{slow}");
+    // Cancelled while its command ran: the command is killed, the turn ends cancelled (no
+    // model call after it).
+    let waited = turns[7]["updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|u| u["toolCallId"] == "s5")
+        .and_then(|u| u["content"][0]["content"]["text"].as_str())
+        .unwrap_or_default();
+    assert!(
+        waited.starts_with("killed by a signal (SIGTERM)"),
+        "{waited}"
+    );
+    assert_eq!(
+        r["kills"],
+        json!([terminals[2]["id"], terminals[3]["id"]]),
+        "{r:#}"
+    );
+    // Every terminal let go.
+    let mut released: Vec<&str> = r["released"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    released.sort_unstable();
+    assert_eq!(released, ["term-0", "term-1", "term-2", "term-3"], "{r:#}");
+}
+
 fn shell_call(id: &str, command: &str) -> Canned {
     Canned::openai_tools(&[(id, "shell__run", &json!({"command": command}).to_string())])
 }

@@ -398,6 +398,15 @@ impl Driver {
         self
     }
 
+    /// Builder: `clients` do the file and shell calls they take for the operations they drive
+    /// ([`crate::client_tools`]).
+    pub fn with_client_tools(mut self, clients: Arc<dyn crate::client_tools::ClientTools>) -> Self {
+        if let Some(host) = Arc::get_mut(&mut self.tools) {
+            host.set_clients(clients);
+        }
+        self
+    }
+
     /// Builder: operations on `external:KIND` surfaces start these programs.
     pub fn with_external(mut self, external: crate::external::ExternalAgents) -> Self {
         self.external = external;

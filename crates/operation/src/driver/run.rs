@@ -164,6 +164,18 @@ impl Driver {
                 let Some(ctx) = run.next.take() else {
                     return Ok(end_of(&state));
                 };
+                // A cancellation requested during the last step (a tool ran while it came)
+                // stops here, before another model call, without waiting for the watcher's
+                // next look.
+                if !self.cancel.is_cancelled()
+                    && self
+                        .store
+                        .operation(run.id)
+                        .await?
+                        .is_some_and(|r| r.cancel_requested)
+                {
+                    self.cancel.cancel();
+                }
                 // A cancellation that arrived during the last step (it cut the model call short)
                 // interrupts before the next one, whether or not the forwarding task has run
                 // yet: the partial answer must not be finished as if complete.

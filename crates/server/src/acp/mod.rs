@@ -18,8 +18,18 @@
 //!   ends the turn with the question (the next prompt answers it). The turn ends with
 //!   `end_turn`, `max_tokens` (a token budget), `max_turn_requests` (a step or cost limit) or
 //!   `cancelled`; a failed operation is the prompt's error, naming why.
-//! - `session/cancel` cancels the turn: its operation, or, when it comes before the operation
-//!   started, the operation once it has. One prompt at a time per session.
+//! - `session/cancel` cancels the turn: its operation (and a command running in the editor's
+//!   terminal for it), or, when it comes before the operation started, the operation once it
+//!   has. One prompt at a time per session.
+//! - When the editor offers them (`clientCapabilities`), its file system and terminal do the
+//!   work of `files.read`, `files.write`, `files.edit` and `shell.run` for the operations of
+//!   its sessions ([`hands`]): after the approval and the command guard, as any call, and in
+//!   the terminal under `rein sandbox`, so the sandbox holds there too.
+
+mod editor;
+mod hands;
+
+pub use editor::{Editor, Offers};
 
 use crate::AppState;
 use crate::routes::follow::{Seen, follow};
@@ -35,18 +45,31 @@ use rein_store::{Store as _, Topics as _, User};
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
 use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{Mutex, mpsc, oneshot};
+use tokio::sync::Mutex;
 
 /// The ACP version rein speaks.
 pub const PROTOCOL_VERSION: u64 = 1;
 /// Longest line (one message) rein reads: 16 MiB.
 const MAX_LINE: usize = 16 * 1024 * 1024;
 
-/// Serve `user` over stdin and stdout until the editor closes stdin.
-pub async fn serve_stdio(app: AppState, user: User, agent: Option<String>) -> std::io::Result<()> {
-    serve(app, user, agent, tokio::io::stdin(), tokio::io::stdout()).await
+/// Serve `user` over stdin and stdout until the editor closes stdin; `editor` is the one
+/// `app`'s tool host knows (its calls go to it).
+pub async fn serve_stdio(
+    app: AppState,
+    user: User,
+    agent: Option<String>,
+    editor: Arc<Editor>,
+) -> std::io::Result<()> {
+    serve(
+        app,
+        user,
+        agent,
+        editor,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+    )
+    .await
 }
 
 /// Serve `user` over `input` and `output` until `input` ends.
@@ -54,6 +77,7 @@ pub async fn serve<R, W>(
     app: AppState,
     user: User,
     agent: Option<String>,
+    editor: Arc<Editor>,
     input: R,
     output: W,
 ) -> std::io::Result<()>
@@ -61,7 +85,9 @@ where
     R: tokio::io::AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (out, mut outgoing) = mpsc::channel::<Value>(256);
+    let Some(mut outgoing) = editor.outgoing() else {
+        return Err(std::io::Error::other("this editor is connected already"));
+    };
     let writer = tokio::spawn(async move {
         let mut output = output;
         while let Some(message) = outgoing.recv().await {
@@ -76,9 +102,7 @@ where
         app,
         user,
         agent,
-        out,
-        next_id: AtomicI64::new(0),
-        waiting: Mutex::default(),
+        editor: Arc::clone(&editor),
         sessions: Mutex::default(),
     });
     let mut lines = BufReader::new(input);
@@ -107,7 +131,9 @@ where
         };
         Arc::clone(&acp).take(message).await;
     }
-    // The editor went away: running operations go on (as a closed event stream leaves them).
+    // The editor went away: running operations go on (as a closed event stream leaves them),
+    // with rein's own tools.
+    editor.closed().await;
     drop(acp);
     let _ = writer.await;
     Ok(())
@@ -118,10 +144,7 @@ struct Acp {
     app: AppState,
     user: User,
     agent: Option<String>,
-    out: mpsc::Sender<Value>,
-    next_id: AtomicI64,
-    /// Requests rein sent the editor, by id, waiting for its answer.
-    waiting: Mutex<HashMap<i64, oneshot::Sender<Result<Value, Value>>>>,
+    editor: Arc<Editor>,
     sessions: Mutex<HashMap<String, Session>>,
 }
 
@@ -200,7 +223,7 @@ struct SessionRef {
 
 impl Acp {
     async fn send(&self, message: Value) {
-        let _ = self.out.send(message).await;
+        self.editor.send(message).await;
     }
 
     /// Take one message from the editor: a request (answered in the background, so a prompt
@@ -240,13 +263,11 @@ impl Acp {
             }
             (None, Some(id)) => {
                 let Some(n) = id.as_i64() else { return };
-                if let Some(tx) = self.waiting.lock().await.remove(&n) {
-                    let answer = match message.get("error") {
-                        Some(e) => Err(e.clone()),
-                        None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
-                    };
-                    let _ = tx.send(answer);
-                }
+                let answer = match message.get("error") {
+                    Some(e) => Err(e.clone()),
+                    None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
+                };
+                self.editor.answered(n, answer).await;
             }
             (None, None) => {
                 self.send(error(
@@ -261,28 +282,20 @@ impl Acp {
 
     /// Ask the editor `method`; its answer (`Err`: its error, or the connection closed).
     async fn ask(&self, method: &str, params: Value) -> Result<Value, Value> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = oneshot::channel();
-        self.waiting.lock().await.insert(id, tx);
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .await;
-        rx.await
-            .unwrap_or_else(|_| Err(json!("the editor went away")))
+        self.editor.ask(method, params).await
     }
 
     /// Tell the editor something about session `session`.
     async fn update(&self, session: &str, update: Value) {
-        self.send(json!({
-            "jsonrpc": "2.0",
-            "method": "session/update",
-            "params": {"sessionId": session, "update": update},
-        }))
-        .await;
+        self.editor.update(session, update).await;
     }
 
     async fn request(&self, method: &str, params: Value) -> Result<Value, Failure> {
         match method {
-            "initialize" => Ok(json!({
+            "initialize" => {
+                self.editor
+                    .set_offers(Offers::of(&params["clientCapabilities"]));
+                Ok(json!({
                 "protocolVersion": PROTOCOL_VERSION,
                 "agentCapabilities": {
                     "loadSession": true,
@@ -291,11 +304,13 @@ impl Acp {
                 },
                 "authMethods": [],
                 "agentInfo": {"name": "rein", "title": "rein", "version": env!("CARGO_PKG_VERSION")},
-            })),
+                }))
+            }
             "authenticate" => Ok(json!({})),
             "session/new" => {
                 let cwd = self.cwd(&params)?;
                 let topic = rein_store::new_topic_id();
+                self.editor.opened(&topic);
                 self.sessions.lock().await.insert(
                     topic.clone(),
                     Session {
@@ -390,6 +405,7 @@ impl Acp {
             .entry(topic.to_owned())
             .or_default()
             .cwd = cwd;
+        self.editor.opened(topic);
         Ok(())
     }
 
@@ -432,6 +448,11 @@ impl Acp {
         {
             tracing::warn!(operation = %id, error = %e, "an ACP cancel failed");
         }
+        // A command under way in the editor's terminal is stopped too (in the background: the
+        // editor's answers are read by the loop that called this).
+        let editor = Arc::clone(&self.editor);
+        let session = session.to_owned();
+        tokio::spawn(async move { editor.kill_terminals(&session).await });
     }
 
     /// One prompt turn: an operation (or the answer to the question the last turn ended on),
@@ -458,6 +479,7 @@ impl Acp {
             }
             None => (self.start(&session, &text).await?, None, HashSet::new()),
         };
+        self.editor.prompting(&session, id);
         let cancelled = match self.sessions.lock().await.get_mut(&session) {
             Some(s) => {
                 s.running = Some(id);
