@@ -55,3 +55,7 @@ uuid_id!(
     /// Identifies one message in a conversation tree.
     MessageId
 );
+uuid_id!(
+    /// Identifies one goal (an objective worked towards over many operations).
+    GoalId
+);

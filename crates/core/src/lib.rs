@@ -11,7 +11,8 @@
 //! with its branches and active path ([`conversation::Conversation`]), and what one operation
 //! may do ([`spec::OperationSpec`], its shell sandbox included), and how a closed set of
 //! values is declared once and typed from every edge ([`named_enum!`], [`names`]), and what
-//! text a tool's output becomes in a message ([`text`]).
+//! text a tool's output becomes in a message ([`text`]), and goals: an objective as a graph of
+//! works that is planned, run, verified and accepted, with its pure coordinator ([`goal`]).
 //!
 //! Everything here is synchronous logic or runtime-agnostic futures: no async runtime, no
 //! HTTP, no SQL. IO reaches the engine through the ports in [`engine::ports`].
@@ -23,6 +24,7 @@ pub mod document;
 pub mod engine;
 pub mod event;
 pub mod failure;
+pub mod goal;
 pub mod ids;
 pub mod instruction;
 pub mod intervention;

@@ -8,4 +8,5 @@ mod blacklist;
 mod common;
 mod contracts;
 mod engine;
+mod goal;
 mod shell_guard;
