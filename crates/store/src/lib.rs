@@ -1,5 +1,8 @@
 //! rein-store: the durable record of agents' work.
 //!
+//! Goals ([`Goals`]) are kept as their graph, committed one event at a time against the seq
+//! read (no commit lost to another), with their event log.
+//!
 //! One [`Store`] trait over operations (record, latest state, next context, and the spec they
 //! started with), their committed
 //! steps (idempotent by `(operation, step_index)`), the event log (the replay cursor), the
@@ -37,6 +40,7 @@ mod devices;
 mod dialect;
 mod error;
 mod files;
+mod goals;
 mod grants;
 mod knowledge;
 mod logins;
@@ -70,6 +74,7 @@ pub use error::StoreError;
 pub use files::{
     FILE_ID_PATTERN, FileContent, FileRecord, Files, NewFile, new_file_id, valid_file_id,
 };
+pub use goals::{GoalLogEntry, GoalRecord, GoalSpend, Goals};
 pub use grants::{
     GRANT_ID_PATTERN, GrantFilter, GrantRecord, GrantSubject, Grants, NewGrant, valid_grant_id,
 };
@@ -124,6 +129,7 @@ pub trait Store:
     + OwnMcpServers
     + Files
     + Responses
+    + Goals
     + Send
     + Sync
 {

@@ -203,6 +203,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "where A2A clients are told of their tasks' updates",
         include_str!("../migrations/0035_a2a_push.sql"),
     ),
+    (
+        36,
+        "goals: graphs of works planned, run, verified and accepted",
+        include_str!("../migrations/0036_goals.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

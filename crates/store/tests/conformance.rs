@@ -831,10 +831,111 @@ async fn suite(store: &SqlStore) {
     concurrent_commits(store).await;
     admission(store).await;
     a2a_push(store).await;
+    goals(store).await;
     leases(store).await;
     tasks(store).await;
     sub_agents(store).await;
     briefs(store).await;
+}
+
+/// Goals: created once, read by their owner only, listed newest first; a commit writes the
+/// graph with its event only against the seq read (a second commit from the same seq writes
+/// nothing); the events come back in order; a goal that is over is no longer open.
+async fn goals(store: &SqlStore) {
+    use rein_core::goal::{Decision, Goal, GoalEvent, GoalSettings, GoalStatus};
+    use rein_core::usage::Usd;
+    use rein_store::{GoalRecord, GoalSpend, Goals};
+    let owner = format!("goal-owner-{}", OperationId::new());
+    let now = chrono::Utc::now();
+    let record = |objective: &str| GoalRecord {
+        owner: owner.clone(),
+        goal: Goal::new(objective),
+        settings: GoalSettings {
+            agent: Some("coder".into()),
+            ..GoalSettings::default()
+        },
+        seq: 0,
+        spent: Usd::ZERO,
+        spent_tokens: 0,
+        created_at: now,
+        updated_at: now,
+    };
+    let first = record("first");
+    store.create_goal(&first).await.unwrap();
+    assert!(matches!(
+        store.create_goal(&first).await,
+        Err(rein_store::StoreError::Conflict(_))
+    ));
+    let mut second = record("second");
+    second.created_at = now + chrono::Duration::seconds(1);
+    store.create_goal(&second).await.unwrap();
+    let id = first.goal.id;
+    let read = store.goal(Some(&owner), id).await.unwrap().unwrap();
+    assert_eq!(read.goal, first.goal);
+    assert_eq!(read.settings.agent.as_deref(), Some("coder"));
+    assert!(
+        store
+            .goal(Some("someone-else"), id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(store.goal(None, id).await.unwrap().is_some());
+    let listed: Vec<String> = store
+        .list_goals(&owner, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.goal.objective)
+        .collect();
+    assert_eq!(listed, ["second", "first"]);
+    let mut paused = read.goal.clone();
+    let event = GoalEvent::Decided {
+        by: "ann".into(),
+        decision: Decision::Pause,
+    };
+    paused.apply(&event).unwrap();
+    let spend = GoalSpend {
+        cost: Usd::from_nanos(1_500),
+        tokens: 42,
+    };
+    assert!(store.commit_goal(0, &paused, &event, spend).await.unwrap());
+    assert!(
+        !store.commit_goal(0, &paused, &event, spend).await.unwrap(),
+        "a commit from a seq already passed writes nothing"
+    );
+    let after = store.goal(Some(&owner), id).await.unwrap().unwrap();
+    assert_eq!((after.seq, after.goal.status), (1, GoalStatus::Paused));
+    assert_eq!(
+        (after.spent, after.spent_tokens),
+        (Usd::from_nanos(1_500), 42)
+    );
+    let mut cancelled = paused.clone();
+    let cancel = GoalEvent::Decided {
+        by: "ann".into(),
+        decision: Decision::Cancel,
+    };
+    cancelled.apply(&cancel).unwrap();
+    let open = |all: Vec<(String, rein_core::ids::GoalId)>| all.iter().any(|(_, g)| *g == id);
+    assert!(open(store.open_goals().await.unwrap()));
+    assert!(
+        store
+            .commit_goal(1, &cancelled, &cancel, GoalSpend::default())
+            .await
+            .unwrap()
+    );
+    assert!(
+        !open(store.open_goals().await.unwrap()),
+        "a cancelled goal is over"
+    );
+    let log = store.goal_events(id, 0).await.unwrap();
+    assert_eq!(
+        log.iter()
+            .map(|e| (e.seq, e.event.clone()))
+            .collect::<Vec<_>>(),
+        [(1, event), (2, cancel.clone())]
+    );
+    assert_eq!(store.goal_events(id, 1).await.unwrap().len(), 1);
 }
 
 /// Briefs: newest first per owner, unresolved filter, read once, resolved once; hooks; the

@@ -96,6 +96,26 @@ impl Default for GoalLimits {
     }
 }
 
+/// How a goal runs: who works, who plans and judges, and what the whole goal may spend.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GoalSettings {
+    /// The agent works are assigned to by default (`None`: the owner's default agent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The model that plans (`None`: the process's system model, else its default model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub planner: Option<crate::state::ModelRef>,
+    /// The model that verifies works and accepts the goal (`None`: as the planner).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verifier: Option<crate::state::ModelRef>,
+    /// The whole goal's budget: every work's operation, planning and verification call.
+    pub budget: crate::state::Budget,
+    /// When it must be done by; past it, it stops as its budget policy says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<chrono::DateTime<chrono::Utc>>,
+}
+
 /// An independent judgement of some work (or of the whole goal) against its criteria.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]

@@ -16,6 +16,7 @@ pub(crate) mod devices;
 mod documents;
 mod events;
 mod files;
+mod goals;
 pub(crate) mod grants;
 mod interventions;
 pub(crate) mod knowledge;

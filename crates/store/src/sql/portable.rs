@@ -54,6 +54,11 @@ pub(crate) const TABLES: &[(&str, &str)] = &[
     ("brief_hooks", "owner = $1"),
     ("responses", "owner = $1"),
     ("a2a_push_configs", "owner = $1"),
+    ("goals", "owner = $1"),
+    (
+        "goal_events",
+        "goal_id IN (SELECT id FROM goals WHERE owner = $1)",
+    ),
     ("files", "owner = $1"),
     ("file_blobs", "owner = $1"),
 ];
