@@ -72,8 +72,8 @@ struct Cli {
     /// Talk to a `rein serve` at this URL (or of this `rein login` profile) instead of the local
     /// database: run, chat, op, approve, answer, reject, grant, agent, group, topic, task,
     /// brief, kb, memory, user, token, usage, settings provider, models, device (skill, config,
-    /// migrate, gc, backup, export, import, settings rotate-key, serve, worker and sandbox run here
-    /// only); the token is $REIN_TOKEN, else the profile's.
+    /// migrate, gc, backup, export, import, settings rotate-key, serve, worker, goal and sandbox
+    /// run here only); the token is $REIN_TOKEN, else the profile's.
     #[arg(long, global = true, value_name = "URL|NAME", env = rein_operation::env::SERVER)]
     server: Option<String>,
     /// What shell commands may touch: workspace-write (the working directory and a private
@@ -122,6 +122,12 @@ pub(crate) enum Command {
     Device {
         #[command(subcommand)]
         command: devices::DeviceCommand,
+    },
+    /// Goals: an objective planned into works, each run as an operation and verified by
+    /// another model, accepted only on evidence (this machine's database).
+    Goal {
+        #[command(subcommand)]
+        command: commands::goals::GoalCommand,
     },
     /// What you granted ("always for this tool"): list, revoke.
     Grant {
@@ -331,6 +337,7 @@ async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> 
         }
         Command::Sandbox(_) => bail!("`rein sandbox` runs before a command is dispatched"),
         Command::Group { command } => groups::run(on, command, json).await,
+        Command::Goal { command } => commands::goals::run(on, command, json).await,
         Command::Brief { command } => briefs::run(on, command, json).await,
         Command::Topic { command } => topics::run(on, command, json).await,
         Command::Kb { command } => knowledge::run(on, command, json).await,

@@ -20,6 +20,8 @@ use tokio::process::Command;
 mod allow_list;
 #[path = "cli/budgets.rs"]
 mod budgets;
+#[path = "cli/goals.rs"]
+mod goals;
 #[path = "cli/prompt.rs"]
 mod prompt;
 #[path = "cli/prompt_cache.rs"]

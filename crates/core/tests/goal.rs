@@ -185,6 +185,11 @@ fn a_goal_runs_its_works_in_order_retries_with_the_gaps_and_is_achieved_on_accep
     );
     let b = start(&mut goal, "b");
     assert_eq!(b, 2);
+    assert_eq!(
+        prompts::work(&goal, goal.work("b").unwrap(), 2),
+        second,
+        "the prompt made once the start is committed is the same"
+    );
     finish(&mut goal, "b", b, pass());
     assert!(
         !decide(&goal).contains(&GoalInstruction::Accept),
@@ -352,7 +357,7 @@ fn events_folded_twice_change_nothing_and_stale_ones_are_refused() {
     goal.apply(&end).unwrap();
     assert_eq!(goal, after);
     assert_eq!(goal.work("a").unwrap().status, WorkStatus::Ready);
-    assert!(goal.work("a").unwrap().feedback()[0].contains("boom"));
+    assert!(goal.work("a").unwrap().feedback(2)[0].contains("boom"));
     assert!(matches!(
         goal.apply(&GoalEvent::Verified {
             work: "a".into(),

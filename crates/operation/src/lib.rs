@@ -32,6 +32,9 @@
 //! A process's [`settings`] (configuration file, environment, flags) are resolved here, with
 //! one precedence, for the CLI and any embedder of the server. A client driving an operation
 //! (an editor over ACP) may do its file and shell work in its own world ([`client_tools`]).
+//! Goals ([`goals`]) run the pure coordinator's instructions against the store: a planner
+//! call, works as operations with derived ids, independent verifications, a final acceptance,
+//! one committed event at a time, within the goal's budget.
 
 pub mod a2a;
 mod activity;
@@ -45,6 +48,7 @@ mod embedder;
 pub mod env;
 mod error;
 pub mod external;
+pub mod goals;
 pub mod grants;
 pub mod group;
 mod host;

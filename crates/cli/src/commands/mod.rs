@@ -15,6 +15,7 @@ pub mod decide;
 pub mod devices;
 pub mod ended;
 pub mod gc;
+pub mod goals;
 pub mod grants;
 pub mod groups;
 pub mod knowledge;

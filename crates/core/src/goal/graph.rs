@@ -130,6 +130,24 @@ pub struct Verdict {
     pub evidence: Vec<String>,
 }
 
+impl Verdict {
+    /// The JSON schema a verifier's answer follows (strict: every field required, nothing
+    /// else).
+    pub fn schema() -> serde_json::Value {
+        let texts = serde_json::json!({"type": "array", "items": {"type": "string"}});
+        serde_json::json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["passed", "gaps", "evidence"],
+            "properties": {
+                "passed": {"type": "boolean"},
+                "gaps": texts,
+                "evidence": texts
+            }
+        })
+    }
+}
+
 /// How an attempt's operation ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -194,10 +212,10 @@ impl Work {
         self.attempts.last()
     }
 
-    /// The gaps of its last verdict, or why its last attempt failed: what the next attempt is
-    /// told.
-    pub fn feedback(&self) -> Vec<String> {
-        match self.last() {
+    /// The gaps of the verdict on the attempt before `attempt`, or why that attempt failed:
+    /// what attempt `attempt` is told.
+    pub fn feedback(&self, attempt: u32) -> Vec<String> {
+        match self.attempts.iter().rev().find(|a| a.n < attempt) {
             Some(Attempt {
                 verdict: Some(v), ..
             }) => v.gaps.clone(),

@@ -38,6 +38,34 @@ pub struct ProposedPlan {
     pub works: Vec<ProposedWork>,
 }
 
+/// The JSON schema a planner's answer follows (strict: every field required, nothing else;
+/// `assignee` null for the goal's agent): [`ProposedPlan`]'s.
+pub fn schema() -> serde_json::Value {
+    let text = serde_json::json!({"type": "string"});
+    serde_json::json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["works"],
+        "properties": {
+            "works": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": ["id", "instruction", "assignee", "depends_on", "acceptance"],
+                    "properties": {
+                        "id": text,
+                        "instruction": text,
+                        "assignee": {"type": ["string", "null"]},
+                        "depends_on": {"type": "array", "items": text},
+                        "acceptance": text
+                    }
+                }
+            }
+        }
+    })
+}
+
 /// Why a plan is refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {

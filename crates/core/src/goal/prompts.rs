@@ -61,7 +61,7 @@ pub fn work(goal: &Goal, work: &Work, attempt: u32) -> String {
         }
     }
     if attempt > 1 {
-        let feedback = work.feedback();
+        let feedback = work.feedback(attempt);
         let _ = write!(p, "\nThis is attempt {attempt}. ");
         if feedback.is_empty() {
             p.push_str("The last attempt did not pass.\n");

@@ -26,7 +26,7 @@ mod turn;
 pub use choosable::ChoosableTools;
 pub use queue::MOVED_ON;
 pub use start::Begun;
-pub use system_model::{SystemModelError, ask_json};
+pub use system_model::{MeteredAnswer, SystemModelError, ask_json, ask_metered, json_in};
 pub use title::TITLE_INSTRUCTIONS;
 pub use turn::{BranchError, Turn};
 
@@ -65,6 +65,10 @@ pub struct StartOptions {
     /// The Responses API request it answers, written in the transaction that creates it (its
     /// `operation_id` is set to the new operation's).
     pub response: Option<rein_store::ResponseRequest>,
+    /// Its id, when the caller derives one (a goal's work: started twice, the second start is
+    /// refused as `OperationExists` instead of making a second operation); a fresh one
+    /// otherwise.
+    pub id: Option<OperationId>,
 }
 
 /// Test support for crash tests: with `REIN_TEST_PAUSE_AT=commit:N` (after the Nth commit

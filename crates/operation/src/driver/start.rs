@@ -40,7 +40,7 @@ impl Driver {
         if let Some(topic) = &opts.topic_id {
             crate::error::check_topic_id(topic)?;
         }
-        let id = OperationId::new();
+        let id = opts.id.unwrap_or_default();
         let mut spec = opts.spec.clone();
         spec.model.get_or_insert_with(|| self.default_model.clone());
         // The tools this process adds are recorded, so a process continuing the operation

@@ -91,6 +91,32 @@ pub async fn ask(
     input: String,
     format: ResponseFormat,
 ) -> Result<String, SystemModelError> {
+    ask_metered(models, model, cancel, instructions, input, format)
+        .await
+        .map(|a| a.text)
+}
+
+/// A model's whole answer with what it used.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MeteredAnswer {
+    /// Its text.
+    pub text: String,
+    /// Its tokens.
+    pub usage: rein_core::usage::TokenUsage,
+    /// What the provider said it cost, if it did.
+    pub reported: Option<rein_core::Usd>,
+}
+
+/// [`ask`], with the tokens the call used and the cost the provider reported (a goal counts
+/// its planning and verification calls against its budget).
+pub async fn ask_metered(
+    models: &dyn crate::models::ModelSource,
+    model: &rein_core::state::ModelRef,
+    cancel: tokio_util::sync::CancellationToken,
+    instructions: &str,
+    input: String,
+    format: ResponseFormat,
+) -> Result<MeteredAnswer, SystemModelError> {
     let provider = models.provider(model)?;
     let mut req = ChatRequest::new(
         model.model.to_string(),
@@ -109,8 +135,28 @@ pub async fn ask(
     let reply = collector.finish();
     match reply.error {
         Some(e) => Err(e.into()),
-        None => Ok(reply.text),
+        None => Ok(MeteredAnswer {
+            text: reply.text,
+            usage: reply.usage.unwrap_or_default(),
+            reported: reply.reported_cost,
+        }),
     }
+}
+
+/// The JSON object in a model's answer `text` (some models wrap it in a code fence even when
+/// asked not to).
+pub fn json_in(text: &str) -> Result<serde_json::Value, SystemModelError> {
+    let body = text.trim();
+    let body = body
+        .strip_prefix("```json")
+        .or_else(|| body.strip_prefix("```"))
+        .and_then(|b| b.strip_suffix("```"))
+        .unwrap_or(body)
+        .trim();
+    serde_json::from_str(body).map_err(|e| {
+        let shown: String = text.chars().take(200).collect();
+        SystemModelError::NotJson(format!("{e} in {shown:?}"))
+    })
 }
 
 /// Ask `model` for a JSON object matching `schema` (named `name`, strict where the provider
@@ -137,16 +183,5 @@ pub async fn ask_json(
         },
     )
     .await?;
-    // Some models wrap JSON in a code fence even when asked not to.
-    let body = text.trim();
-    let body = body
-        .strip_prefix("```json")
-        .or_else(|| body.strip_prefix("```"))
-        .and_then(|b| b.strip_suffix("```"))
-        .unwrap_or(body)
-        .trim();
-    serde_json::from_str(body).map_err(|e| {
-        let shown: String = text.chars().take(200).collect();
-        SystemModelError::NotJson(format!("{e} in {shown:?}"))
-    })
+    json_in(&text)
 }

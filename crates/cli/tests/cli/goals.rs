@@ -1,0 +1,243 @@
+//! `rein goal` on this machine's database, with scripted models (no network): a goal planned
+//! into three works (b after a, c beside a), b failing its first verification and passing its
+//! second with the verifier's gaps in its prompt, the final acceptance passing; a work that
+//! keeps failing blocked and retried from the command line; each model asked exactly what it
+//! should be, and exactly as often.
+
+use super::*;
+use serde_json::{Value, json};
+
+fn plan_json(works: Value) -> Canned {
+    Canned::openai_text(&json!({ "works": works }).to_string())
+}
+
+fn verdict(passed: bool, gaps: &[&str]) -> Canned {
+    Canned::openai_text(
+        &json!({"passed": passed, "gaps": gaps, "evidence": ["read the output"]}).to_string(),
+    )
+}
+
+fn asked(e: &Env, marker: &str) -> Vec<rein_model::testing::Recorded> {
+    e.server
+        .requests()
+        .into_iter()
+        .filter(|r| r.system_text().contains(marker))
+        .collect()
+}
+
+fn goal_of(err: &str) -> String {
+    err.lines()
+        .chain(std::iter::once(""))
+        .find_map(|l| l.strip_prefix("goal ").map(str::to_owned))
+        .unwrap_or_default()
+}
+
+async fn agent(e: &Env, name: &str, role: &str) {
+    let (code, _, err) = e.rein(&["agent", "create", name, "--system", role]).await;
+    assert_eq!(code, 0, "{err}");
+}
+
+#[tokio::test]
+async fn a_goal_is_planned_run_verified_retried_and_achieved_only_on_acceptance() {
+    if super::local_only(
+        "a_goal_is_planned_run_verified_retried_and_achieved_only_on_acceptance",
+        "goals run on this machine's database",
+    ) {
+        return;
+    }
+    let e = env(Vec::new()).await;
+    agent(&e, "alpha", "ROLE-ALPHA: you inventory services.").await;
+    agent(&e, "beta", "ROLE-BETA: you migrate services.").await;
+    agent(&e, "gamma", "ROLE-GAMMA: you write docs.").await;
+    e.server.route(
+        "You plan long-horizon work",
+        vec![plan_json(json!([
+            {"id": "a", "instruction": "List the services.", "assignee": "alpha", "depends_on": [], "acceptance": "every service is listed"},
+            {"id": "b", "instruction": "Migrate each listed service.", "assignee": "beta", "depends_on": ["a"], "acceptance": "each has a rollback plan"},
+            {"id": "c", "instruction": "Write the runbook.", "assignee": "gamma", "depends_on": [], "acceptance": "the runbook exists"},
+        ]))],
+    );
+    e.server.route(
+        "ROLE-ALPHA",
+        vec![Canned::openai_text("Services: auth, billing.")],
+    );
+    e.server.route(
+        "ROLE-BETA",
+        vec![
+            Canned::openai_text("Migrated auth and billing."),
+            Canned::openai_text("Migrated auth and billing; rollback: snapshot then restore."),
+        ],
+    );
+    e.server
+        .route("ROLE-GAMMA", vec![Canned::openai_text("Runbook written.")]);
+    e.server
+        .route("reviewer of work `a`", vec![verdict(true, &[])]);
+    e.server.route(
+        "reviewer of work `b`",
+        vec![verdict(false, &["no rollback plan"]), verdict(true, &[])],
+    );
+    e.server
+        .route("reviewer of work `c`", vec![verdict(true, &[])]);
+    e.server
+        .route("reviewer of the whole objective", vec![verdict(true, &[])]);
+    let (code, out, err) = e
+        .rein(&[
+            "goal",
+            "create",
+            "Migrate the services",
+            "--acceptance",
+            "every service migrated with a rollback plan",
+        ])
+        .await;
+    assert_eq!(code, 0, "achieved: {out}\n{err}");
+    let id = goal_of(&out);
+    assert!(
+        err.contains("b: attempt 1 did not pass: no rollback plan"),
+        "{err}"
+    );
+    assert!(err.contains("the final acceptance passed"), "{err}");
+    let (code, shown, err) = e.rein(&["goal", "show", &id, "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let g: Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(g["status"], "achieved", "{g:#}");
+    let attempts = |w: &str| {
+        g["works"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["id"] == w)
+            .unwrap()["attempts"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    assert_eq!((attempts("a"), attempts("b"), attempts("c")), (1, 2, 1));
+    // Each model was asked exactly what it should be, exactly as often.
+    let planner = asked(&e, "You plan long-horizon work");
+    assert_eq!(planner.len(), 1);
+    let planned = planner[0].body.to_string();
+    assert!(
+        planned.contains("Migrate the services") && planned.contains("alpha"),
+        "{planned}"
+    );
+    assert_eq!(asked(&e, "ROLE-ALPHA").len(), 1);
+    assert_eq!(asked(&e, "ROLE-GAMMA").len(), 1);
+    let beta = asked(&e, "ROLE-BETA");
+    assert_eq!(beta.len(), 2);
+    let first = beta[0].body.to_string();
+    assert!(
+        first.contains("Services: auth, billing."),
+        "b reads what a produced: {first}"
+    );
+    let second = beta[1].body.to_string();
+    assert!(
+        second.contains("attempt 2") && second.contains("no rollback plan"),
+        "the gaps are in the retry: {second}"
+    );
+    assert_eq!(asked(&e, "reviewer of work `a`").len(), 1);
+    let b_judged = asked(&e, "reviewer of work `b`");
+    assert_eq!(b_judged.len(), 2);
+    assert!(
+        b_judged[1]
+            .body
+            .to_string()
+            .contains("rollback: snapshot then restore")
+    );
+    assert_eq!(asked(&e, "reviewer of work `c`").len(), 1);
+    let accepted = asked(&e, "reviewer of the whole objective");
+    assert_eq!(accepted.len(), 1);
+    assert!(
+        accepted[0]
+            .body
+            .to_string()
+            .contains("every service migrated with a rollback plan")
+    );
+    // Listed.
+    let (_, listed, _) = e.rein(&["goal", "list"]).await;
+    assert!(
+        listed.contains(&id) && listed.contains("achieved"),
+        "{listed}"
+    );
+}
+
+#[tokio::test]
+async fn a_work_that_keeps_failing_is_blocked_retried_and_a_gap_at_acceptance_is_not_achieved() {
+    if super::local_only(
+        "a_work_that_keeps_failing_is_blocked_retried_and_a_gap_at_acceptance_is_not_achieved",
+        "goals run on this machine's database",
+    ) {
+        return;
+    }
+    let e = env(Vec::new()).await;
+    agent(&e, "solo", "ROLE-SOLO: you do it.").await;
+    e.server.route(
+        "You plan long-horizon work",
+        vec![plan_json(json!([
+            {"id": "only", "instruction": "Do it.", "assignee": null, "depends_on": [], "acceptance": "it is done"},
+        ]))],
+    );
+    e.server.route(
+        "ROLE-SOLO",
+        vec![
+            Canned::openai_text("Tried."),
+            Canned::openai_text("Tried harder."),
+            Canned::openai_text("Done, with proof."),
+        ],
+    );
+    e.server.route(
+        "reviewer of work `only`",
+        vec![
+            verdict(false, &["not done"]),
+            verdict(false, &["still not done"]),
+            verdict(true, &[]),
+        ],
+    );
+    e.server.route(
+        "reviewer of the whole objective",
+        vec![verdict(false, &["the report is missing"])],
+    );
+    let (code, out, err) = e
+        .rein(&[
+            "goal",
+            "create",
+            "Do the thing",
+            "--agent",
+            "solo",
+            "--max-attempts",
+            "2",
+        ])
+        .await;
+    assert_eq!(code, 3, "blocked, waiting for a person: {err}");
+    let id = goal_of(&out);
+    assert!(err.contains("did not pass in 2 attempts"), "{err}");
+    let (_, shown, _) = e.rein(&["goal", "show", &id]).await;
+    assert!(
+        shown.contains("needs_attention") && shown.contains("blocked"),
+        "{shown}"
+    );
+    // A retry from the command line continues it; the acceptance then finds a gap.
+    let (code, _, err) = e.rein(&["goal", "retry", &id, "only"]).await;
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = e.rein(&["goal", "run", &id]).await;
+    assert_eq!(code, 3, "a gap at acceptance is never achieved: {err}");
+    assert!(err.contains("the report is missing"), "{err}");
+    let (_, shown, _) = e.rein(&["goal", "show", &id, "--json"]).await;
+    let g: Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(g["status"], "needs_attention", "{g:#}");
+    assert_eq!(g["works"][0]["attempts"].as_array().unwrap().len(), 3);
+    assert_eq!(asked(&e, "ROLE-SOLO").len(), 3);
+    // A person may accept it, on their word, recorded.
+    let (code, _, err) = e
+        .rein(&["goal", "accept", &id, "--note", "the report is not needed"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let (_, shown, _) = e.rein(&["goal", "show", &id]).await;
+    assert!(
+        shown.contains("accepted by") && shown.contains("the report is not needed"),
+        "{shown}"
+    );
+    // Nothing more to decide on a goal that is over.
+    let (code, _, err) = e.rein(&["goal", "cancel", &id]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("achieved"), "{err}");
+}

@@ -1,0 +1,95 @@
+//! A goal's budget ledger: its own calls (kept on the goal) and every work's operation (their
+//! records), against the goal's limits; what a new work's operation may still spend.
+
+use super::{GoalRunError, GoalRunner};
+use rein_core::state::Budget;
+use rein_core::usage::Usd;
+use rein_store::{GoalRecord, Store};
+
+/// What a goal has spent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ledger {
+    /// Cost, all told.
+    pub cost: Usd,
+    /// Tokens, all told.
+    pub tokens: u64,
+}
+
+impl Ledger {
+    /// The budget of a new work's operation: what its agent allows, within what the goal has
+    /// left (the goal's policy when the goal's limit is the tighter).
+    pub fn for_work(&self, goal: &Budget, agent: &Budget) -> Budget {
+        let left_cost = goal.max_cost.map(|m| m.saturating_sub(self.cost));
+        let left_tokens = goal.max_tokens.map(|m| m.saturating_sub(self.tokens));
+        let tighter_cost = match (agent.max_cost, left_cost) {
+            (Some(a), Some(l)) => Some(a.min(l)),
+            (a, l) => a.or(l),
+        };
+        let tighter_tokens = match (agent.max_tokens, left_tokens) {
+            (Some(a), Some(l)) => Some(a.min(l)),
+            (a, l) => a.or(l),
+        };
+        let goal_binds =
+            tighter_cost.is_some_and(|c| left_cost == Some(c)) || tighter_tokens == left_tokens;
+        Budget {
+            max_cost: tighter_cost,
+            max_tokens: tighter_tokens,
+            on_exceeded: if goal_binds && (goal.max_cost.is_some() || goal.max_tokens.is_some()) {
+                goal.on_exceeded
+            } else {
+                agent.on_exceeded
+            },
+            ..agent.clone()
+        }
+    }
+}
+
+impl GoalRunner {
+    /// What goal `record` has spent: its own calls and its works' operations.
+    pub async fn ledger(&self, record: &GoalRecord) -> Result<Ledger, GoalRunError> {
+        let mut l = Ledger {
+            cost: record.spent,
+            tokens: record.spent_tokens,
+        };
+        for w in &record.goal.works {
+            for a in &w.attempts {
+                if let Some(op) = self.store.operation(a.operation).await? {
+                    l.cost += op.cost;
+                    l.tokens = l.tokens.saturating_add(op.total_tokens);
+                }
+            }
+        }
+        Ok(l)
+    }
+
+    /// What ran out, when goal `record` is past its budget or its deadline.
+    pub(super) async fn over_budget(
+        &self,
+        record: &GoalRecord,
+    ) -> Result<Option<String>, GoalRunError> {
+        let b = &record.settings.budget;
+        if let Some(deadline) = record.settings.deadline
+            && chrono::Utc::now() > deadline
+        {
+            return Ok(Some(format!(
+                "its deadline {} passed",
+                deadline.to_rfc3339()
+            )));
+        }
+        if b.max_cost.is_none() && b.max_tokens.is_none() {
+            return Ok(None);
+        }
+        let l = self.ledger(record).await?;
+        if let Some(max) = b.max_cost
+            && l.cost >= max
+        {
+            return Ok(Some(format!("spent {} of its {} cost limit", l.cost, max)));
+        }
+        if let Some(max) = b.max_tokens
+            && l.tokens >= max
+        {
+            return Ok(Some(format!("used {} of its {} tokens", l.tokens, max)));
+        }
+        Ok(None)
+    }
+}

@@ -1,0 +1,488 @@
+//! Running goals: the coordinator's instructions ([`rein_core::goal::decide`]) done against the
+//! store, one committed event at a time. A planner call becomes a checked plan, a work's
+//! attempt an operation of its agent (its id derived from the goal, the work and the attempt,
+//! its budget what the goal has left), its end an independent verification by another model
+//! (strict verdict schema), and the last one the final acceptance. The goal's budget covers its
+//! own calls and every work's operation; past it, the goal stops or waits for a person as its
+//! policy says. Whatever process runs a goal ([`GoalRunner::run`], the CLI in the foreground,
+//! a server in the background) can stop at any point: the graph committed says what is left,
+//! a work started before the stop is followed (or created, if the stop came between) and never
+//! started twice, and a verdict committed is never asked again.
+
+mod budget;
+mod calls;
+
+use crate::{Driver, Host, SpecOrigin, StartOptions};
+use rein_core::goal::{
+    AttemptEnd, Decision, Goal, GoalEvent, GoalInstruction, GoalLimits, GoalSettings, GoalStatus,
+    decide, plan, prompts,
+};
+use rein_core::ids::GoalId;
+use rein_core::state::Status;
+use rein_core::{OperationId, Usd};
+use rein_store::{Accounts, GoalRecord, GoalSpend, Goals, SqlStore, Store, StoreError};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub use budget::Ledger;
+
+/// Why a goal could not be created, decided on or advanced.
+#[derive(Debug, thiserror::Error)]
+pub enum GoalRunError {
+    /// No such goal (of this owner).
+    #[error("no goal {0}")]
+    NotFound(GoalId),
+    /// The objective is empty or too long.
+    #[error("the objective is empty or longer than {} characters", plan::MAX_TEXT)]
+    BadObjective,
+    /// The agent named does not exist.
+    #[error("no agent `{0}`")]
+    AgentMissing(String),
+    /// A limit that cannot be.
+    #[error("{0}")]
+    BadLimits(String),
+    /// The event does not fit the goal as it is.
+    #[error(transparent)]
+    Refused(#[from] rein_core::goal::GoalError),
+    /// Another process changed the goal between reading and committing: try again.
+    #[error("goal {0} changed meanwhile; try again")]
+    Raced(GoalId),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A work's operation could not be made.
+    #[error("work `{work}`: {why}")]
+    Work {
+        /// The work.
+        work: String,
+        /// Why.
+        why: String,
+    },
+}
+
+/// A new goal as asked.
+#[derive(Clone, Debug, Default)]
+pub struct NewGoal {
+    /// What to achieve.
+    pub objective: String,
+    /// What the final acceptance checks (default: the objective).
+    pub acceptance: Option<String>,
+    /// How it runs.
+    pub settings: GoalSettings,
+    /// Its bounds.
+    pub limits: GoalLimits,
+}
+
+/// What one [`GoalRunner::advance`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Advanced {
+    /// Events committed.
+    pub committed: usize,
+    /// Where the goal stands after them.
+    pub status: GoalStatus,
+    /// Whether something is under way that a later look will find done (a work's operation).
+    pub waiting: bool,
+}
+
+/// Runs goals of one owner with one host's models, agents and tools.
+pub struct GoalRunner {
+    /// Models, defaults and agents' specs.
+    pub host: Host,
+    /// The store (goals, accounts, operations).
+    pub store: Arc<SqlStore>,
+    /// Runs works' operations.
+    pub driver: Arc<Driver>,
+    /// Whose agents do the works.
+    pub agents_of: String,
+    /// Where works run (their owner, their working directory).
+    pub origin: SpecOrigin,
+    /// Operations this process is running for works.
+    running: Mutex<HashSet<OperationId>>,
+}
+
+impl GoalRunner {
+    /// A runner for `agents_of`'s goals.
+    pub fn new(
+        host: Host,
+        store: Arc<SqlStore>,
+        driver: Arc<Driver>,
+        agents_of: String,
+        origin: SpecOrigin,
+    ) -> Self {
+        Self {
+            host,
+            store,
+            driver,
+            agents_of,
+            origin,
+            running: Mutex::default(),
+        }
+    }
+
+    /// Keep a new goal of `owner` (checked: an objective, an agent that exists, limits that
+    /// can be); it waits for its first plan.
+    pub async fn create(&self, owner: &str, new: NewGoal) -> Result<GoalRecord, GoalRunError> {
+        let objective = new.objective.trim();
+        if objective.is_empty() || objective.chars().count() > plan::MAX_TEXT {
+            return Err(GoalRunError::BadObjective);
+        }
+        if let Some(agent) = &new.settings.agent
+            && self
+                .store
+                .get_agent(&self.agents_of, agent)
+                .await?
+                .is_none()
+        {
+            return Err(GoalRunError::AgentMissing(agent.clone()));
+        }
+        let l = &new.limits;
+        if l.max_attempts == 0 || l.max_attempts > 20 {
+            return Err(GoalRunError::BadLimits(
+                "max attempts is between 1 and 20".into(),
+            ));
+        }
+        if l.max_parallel == 0 || l.max_parallel > 32 || l.max_works == 0 || l.max_works > 200 {
+            return Err(GoalRunError::BadLimits(
+                "parallel works is between 1 and 32, works between 1 and 200".into(),
+            ));
+        }
+        let mut goal = Goal::new(objective);
+        goal.acceptance = new
+            .acceptance
+            .map(|a| a.trim().to_owned())
+            .filter(|a| !a.is_empty());
+        goal.limits = new.limits;
+        let now = chrono::Utc::now();
+        let record = GoalRecord {
+            owner: owner.to_owned(),
+            goal,
+            settings: new.settings,
+            seq: 0,
+            spent: Usd::ZERO,
+            spent_tokens: 0,
+            created_at: now,
+            updated_at: now,
+        };
+        self.store.create_goal(&record).await?;
+        Ok(record)
+    }
+
+    async fn load(&self, owner: Option<&str>, id: GoalId) -> Result<GoalRecord, GoalRunError> {
+        self.store
+            .goal(owner, id)
+            .await?
+            .ok_or(GoalRunError::NotFound(id))
+    }
+
+    /// Fold `event` into `record`'s goal and commit it with `spend`.
+    async fn commit(
+        &self,
+        record: &GoalRecord,
+        event: GoalEvent,
+        spend: GoalSpend,
+    ) -> Result<Goal, GoalRunError> {
+        let mut goal = record.goal.clone();
+        goal.apply(&event)?;
+        if !self
+            .store
+            .commit_goal(record.seq, &goal, &event, spend)
+            .await?
+        {
+            return Err(GoalRunError::Raced(goal.id));
+        }
+        crate::driver::pause_point(&format!("goal:{}", record.seq.saturating_add(1))).await;
+        Ok(goal)
+    }
+
+    /// A person's decision on `owner`'s goal `id`: committed, and a cancel also cancels the
+    /// works' running operations.
+    pub async fn decide(
+        &self,
+        owner: &str,
+        id: GoalId,
+        by: &str,
+        decision: Decision,
+    ) -> Result<Goal, GoalRunError> {
+        let record = self.load(Some(owner), id).await?;
+        let cancel = decision == Decision::Cancel;
+        let goal = self
+            .commit(
+                &record,
+                GoalEvent::Decided {
+                    by: by.to_owned(),
+                    decision,
+                },
+                GoalSpend::default(),
+            )
+            .await?;
+        if cancel {
+            self.cancel_works(&goal).await;
+        }
+        Ok(goal)
+    }
+
+    async fn cancel_works(&self, goal: &Goal) {
+        for w in &goal.works {
+            if let Some(a) = w.last().filter(|a| a.end.is_none())
+                && let Err(e) = self.driver.cancel(a.operation).await
+            {
+                tracing::warn!(goal = %goal.id, work = %w.id, error = %e, "a work's operation was not cancelled");
+            }
+        }
+    }
+
+    /// Do what goal `id` asks next, committing each event, until it waits (a work runs) or
+    /// rests (it waits for a person, or is over).
+    pub async fn advance(&self, id: GoalId) -> Result<Advanced, GoalRunError> {
+        let mut committed = 0;
+        loop {
+            let record = self.load(None, id).await?;
+            if let Some(spent) = self.over_budget(&record).await? {
+                if record.goal.status.is_final() {
+                    return Ok(Advanced {
+                        committed,
+                        status: record.goal.status,
+                        waiting: false,
+                    });
+                }
+                let stop =
+                    record.settings.budget.on_exceeded != rein_core::state::BudgetPolicy::Interrupt;
+                let goal = self
+                    .commit(
+                        &record,
+                        GoalEvent::BudgetSpent { stop, why: spent },
+                        GoalSpend::default(),
+                    )
+                    .await?;
+                self.cancel_works(&goal).await;
+                committed += 1;
+                continue;
+            }
+            let mut waiting = false;
+            let mut done = None;
+            for instruction in decide(&record.goal) {
+                match self.execute(&record, instruction).await? {
+                    Some(outcome) => {
+                        done = Some(outcome);
+                        break;
+                    }
+                    None => waiting = true,
+                }
+            }
+            match done {
+                Some((event, spend)) => {
+                    self.commit(&record, event, spend).await?;
+                    committed += 1;
+                }
+                None => {
+                    return Ok(Advanced {
+                        committed,
+                        status: record.goal.status,
+                        waiting,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Advance goal `id` until it rests (waits for a person, or is over); its status then.
+    pub async fn run(&self, id: GoalId) -> Result<GoalStatus, GoalRunError> {
+        loop {
+            let a = self.advance(id).await?;
+            if !a.waiting {
+                return Ok(a.status);
+            }
+            if a.committed == 0 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+
+    /// Do `instruction`: the event it makes (with what it spent), or `None` while a work's
+    /// operation runs.
+    async fn execute(
+        &self,
+        record: &GoalRecord,
+        instruction: GoalInstruction,
+    ) -> Result<Option<(GoalEvent, GoalSpend)>, GoalRunError> {
+        let goal = &record.goal;
+        match instruction {
+            GoalInstruction::Plan { why } => Ok(Some(self.plan(record, &why).await?)),
+            GoalInstruction::StartWork {
+                work,
+                attempt,
+                operation,
+            } => Ok(Some((
+                // The start is committed first; following it makes the operation (once).
+                GoalEvent::WorkStarted {
+                    work,
+                    attempt,
+                    operation,
+                },
+                GoalSpend::default(),
+            ))),
+            GoalInstruction::AwaitWork {
+                work,
+                attempt,
+                operation,
+            } => {
+                let end = self.follow(record, &work, attempt, operation).await?;
+                Ok(end.map(|end| {
+                    (
+                        GoalEvent::WorkEnded { work, attempt, end },
+                        GoalSpend::default(),
+                    )
+                }))
+            }
+            GoalInstruction::Verify { work, attempt } => {
+                let w = goal.work(&work).ok_or_else(|| {
+                    GoalRunError::Refused(rein_core::goal::GoalError::UnknownWork(work.clone()))
+                })?;
+                let (verdict, spend) = self
+                    .judge(
+                        record,
+                        &format!("work `{work}`"),
+                        &prompts::verify(goal, w, attempt),
+                    )
+                    .await;
+                Ok(Some((
+                    GoalEvent::Verified {
+                        work,
+                        attempt,
+                        verdict,
+                    },
+                    spend,
+                )))
+            }
+            GoalInstruction::Accept => {
+                let (verdict, spend) = self
+                    .judge(record, "the whole objective", &prompts::accept(goal))
+                    .await;
+                Ok(Some((GoalEvent::Accepted { verdict }, spend)))
+            }
+        }
+    }
+
+    /// Attempt `attempt` of `work`: its operation made if it is not (the start was committed,
+    /// then the process stopped), run here if nobody runs it, and how it ended once it has.
+    async fn follow(
+        &self,
+        record: &GoalRecord,
+        work: &str,
+        attempt: u32,
+        operation: OperationId,
+    ) -> Result<Option<AttemptEnd>, GoalRunError> {
+        let Some(op) = self.store.operation(operation).await? else {
+            // An attempt whose operation cannot be made (its agent is gone, its model has no
+            // price) failed; the coordinator decides what comes next.
+            return match self.start_work(record, work, attempt, operation).await {
+                Ok(()) => Ok(None),
+                Err(GoalRunError::Work { why, .. }) => Ok(Some(AttemptEnd::Failed {
+                    why: format!("its operation could not start: {why}"),
+                })),
+                Err(e) => Err(e),
+            };
+        };
+        if op.status.is_terminal() {
+            self.running
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&operation);
+            let loaded = self.store.load_operation(operation).await?;
+            return Ok(Some(match (op.status, op.finish_reason) {
+                (
+                    Status::Done,
+                    Some(
+                        rein_core::FinishReason::Completed | rein_core::FinishReason::AgentDecision,
+                    ),
+                ) => AttemptEnd::Finished {
+                    answer: loaded
+                        .and_then(|l| l.state.final_answer())
+                        .unwrap_or_default(),
+                },
+                _ => AttemptEnd::Failed {
+                    why: op
+                        .finish_detail
+                        .clone()
+                        .or(op.error.clone())
+                        .or(op.finish_reason.map(|r| r.to_string()))
+                        .unwrap_or_else(|| format!("{:?}", op.status)),
+                },
+            }));
+        }
+        if matches!(op.status, Status::Idle | Status::Running) {
+            self.run_here(operation);
+        }
+        // Parked (an approval, a question): a person answers it as any operation's.
+        Ok(None)
+    }
+
+    /// Run operation `id` in this process unless it already is.
+    fn run_here(&self, id: OperationId) {
+        if !self
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id)
+        {
+            return;
+        }
+        let driver = Arc::clone(&self.driver);
+        tokio::spawn(async move {
+            if let Err(e) = driver.run(id).await {
+                tracing::warn!(operation = %id, error = %e, "a goal's work did not run to its end");
+            }
+        });
+    }
+
+    /// Make attempt `attempt` of `work` as operation `operation`: its agent's spec, nobody
+    /// watching, the goal's remaining budget, the work's prompt.
+    async fn start_work(
+        &self,
+        record: &GoalRecord,
+        work: &str,
+        attempt: u32,
+        operation: OperationId,
+    ) -> Result<(), GoalRunError> {
+        let goal = &record.goal;
+        let w = goal
+            .work(work)
+            .ok_or_else(|| rein_core::goal::GoalError::UnknownWork(work.to_owned()))?;
+        let agent = w.assignee.as_deref().or(record.settings.agent.as_deref());
+        let failed = |why: String| GoalRunError::Work {
+            work: work.to_owned(),
+            why,
+        };
+        let mut spec = self
+            .host
+            .agent_spec(
+                &*self.store,
+                &self.agents_of,
+                agent,
+                &crate::AgentProfile::default(),
+                self.origin.clone(),
+            )
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        spec.unattended = true;
+        let ledger = self.ledger(record).await?;
+        spec.budget = ledger.for_work(&record.settings.budget, &spec.budget);
+        let opts = StartOptions {
+            spec,
+            id: Some(operation),
+            trigger: Some(rein_store::Trigger::Api),
+            ..Default::default()
+        };
+        match self
+            .driver
+            .start(&prompts::work(goal, w, attempt), &opts)
+            .await
+        {
+            Ok(_) | Err(crate::DriverError::Store(StoreError::OperationExists(_))) => {}
+            Err(e) => return Err(failed(e.to_string())),
+        }
+        self.run_here(operation);
+        Ok(())
+    }
+}
