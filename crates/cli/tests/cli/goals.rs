@@ -241,3 +241,94 @@ async fn a_work_that_keeps_failing_is_blocked_retried_and_a_gap_at_acceptance_is
     assert_eq!(code, 1);
     assert!(err.contains("achieved"), "{err}");
 }
+
+/// The walk's scripts, with spare worker answers: a work's model call in flight when the
+/// process is killed is asked again when its operation resumes (the goal's own calls are never
+/// in flight at a goal commit: its runner does one thing at a time).
+fn script(e: &Env) {
+    e.server.route(
+        "You plan long-horizon work",
+        vec![plan_json(json!([
+            {"id": "a", "instruction": "List the services.", "assignee": "alpha", "depends_on": [], "acceptance": "every service is listed"},
+            {"id": "b", "instruction": "Migrate each listed service.", "assignee": "beta", "depends_on": ["a"], "acceptance": "each has a rollback plan"},
+            {"id": "c", "instruction": "Write the runbook.", "assignee": "gamma", "depends_on": [], "acceptance": "the runbook exists"},
+        ]))],
+    );
+    for (role, answer) in [
+        ("ROLE-ALPHA", "Services: auth, billing."),
+        ("ROLE-BETA", "Migrated."),
+        ("ROLE-GAMMA", "Runbook written."),
+    ] {
+        e.server
+            .route(role, (0..6).map(|_| Canned::openai_text(answer)).collect());
+    }
+    e.server
+        .route("reviewer of work `a`", vec![verdict(true, &[])]);
+    e.server.route(
+        "reviewer of work `b`",
+        vec![verdict(false, &["no rollback plan"]), verdict(true, &[])],
+    );
+    e.server
+        .route("reviewer of work `c`", vec![verdict(true, &[])]);
+    e.server
+        .route("reviewer of the whole objective", vec![verdict(true, &[])]);
+}
+
+/// SIGKILL right after each of the walk's 14 goal commits (the plan, each work's start, end
+/// and verdict, the acceptance), then `rein goal run`: the goal is achieved with every work's
+/// attempt one operation, every verdict asked and committed once, the plan asked once.
+#[tokio::test]
+async fn a_goal_killed_after_any_commit_resumes_with_nothing_done_twice() {
+    if super::local_only(
+        "a_goal_killed_after_any_commit_resumes_with_nothing_done_twice",
+        "it kills this process at crash points",
+    ) {
+        return;
+    }
+    for n in 1..=14 {
+        let e = env(Vec::new()).await;
+        agent(&e, "alpha", "ROLE-ALPHA: you inventory services.").await;
+        agent(&e, "beta", "ROLE-BETA: you migrate services.").await;
+        agent(&e, "gamma", "ROLE-GAMMA: you write docs.").await;
+        script(&e);
+        let (code, out, err) = e
+            .rein(&["goal", "create", "Migrate the services", "--detach"])
+            .await;
+        assert_eq!(code, 0, "{err}");
+        let id = goal_of(&out);
+        kill_at(&e, &["goal", "run", &id], &format!("goal:{n}")).await;
+        let (code, _, err) = e.rein(&["goal", "run", &id]).await;
+        assert_eq!(code, 0, "killed after commit {n}, then achieved: {err}");
+        let (_, shown, _) = e.rein(&["goal", "show", &id, "--json"]).await;
+        let g: Value = serde_json::from_str(&shown).unwrap();
+        assert_eq!(g["status"], "achieved", "after commit {n}: {g:#}");
+        let attempts: Vec<usize> = ["a", "b", "c"]
+            .iter()
+            .map(|w| {
+                g["works"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|x| x["id"] == *w)
+                    .unwrap()["attempts"]
+                    .as_array()
+                    .unwrap()
+                    .len()
+            })
+            .collect();
+        assert_eq!(attempts, [1, 2, 1], "after commit {n}");
+        // One operation per attempt, in the store.
+        let (_, ops, _) = e.rein(&["op", "list", "--json"]).await;
+        assert_eq!(ops.lines().count(), 4, "after commit {n}: {ops}");
+        // The goal's own calls: each exactly once.
+        for (marker, times) in [
+            ("You plan long-horizon work", 1),
+            ("reviewer of work `a`", 1),
+            ("reviewer of work `b`", 2),
+            ("reviewer of work `c`", 1),
+            ("reviewer of the whole objective", 1),
+        ] {
+            assert_eq!(asked(&e, marker).len(), times, "{marker} after commit {n}");
+        }
+    }
+}
