@@ -332,3 +332,63 @@ async fn a_goal_killed_after_any_commit_resumes_with_nothing_done_twice() {
         }
     }
 }
+
+/// The goal's cost limit crossed inside a work: under `stop` the whole goal fails, no other
+/// work starts; under `interrupt` the work's operation is parked resumably and the goal waits
+/// for a person.
+#[tokio::test]
+async fn a_goal_past_its_cost_limit_stops_or_waits_as_its_policy_says() {
+    if super::local_only(
+        "a_goal_past_its_cost_limit_stops_or_waits_as_its_policy_says",
+        "goals run on this machine's database",
+    ) {
+        return;
+    }
+    for (policy, code, status, op_status) in [
+        ("stop", 1, "failed", "done"),
+        ("interrupt", 3, "needs_attention", "interrupted"),
+    ] {
+        let e = env(Vec::new()).await;
+        agent(&e, "spender", "ROLE-SPENDER: you spend.").await;
+        e.server.route(
+            "You plan long-horizon work",
+            vec![plan_json(json!([
+                {"id": "big", "instruction": "Spend.", "assignee": null, "depends_on": [], "acceptance": "spent"},
+                {"id": "later", "instruction": "After.", "assignee": null, "depends_on": ["big"], "acceptance": "done"},
+            ]))],
+        );
+        e.server.route(
+            "ROLE-SPENDER",
+            vec![Canned::openai_text_costing("Spent a lot.", 0.5)],
+        );
+        let (got, out, err) = e
+            .rein(&[
+                "goal",
+                "create",
+                "Spend wisely",
+                "--agent",
+                "spender",
+                "--cost-limit",
+                "0.10",
+                "--on-budget",
+                policy,
+            ])
+            .await;
+        assert_eq!(got, code, "{policy}: {err}");
+        assert!(err.contains("budget: spent"), "{policy}: {err}");
+        let id = goal_of(&out);
+        let (_, shown, _) = e.rein(&["goal", "show", &id, "--json"]).await;
+        let g: Value = serde_json::from_str(&shown).unwrap();
+        assert_eq!(g["status"], status, "{policy}: {g:#}");
+        assert!(g["spent_usd"].as_f64().unwrap() >= 0.5, "{g:#}");
+        assert_eq!(
+            g["works"][1]["attempts"].as_array().unwrap().len(),
+            0,
+            "{policy}: nothing after it started"
+        );
+        let (_, ops, _) = e.rein(&["op", "list", "--json"]).await;
+        assert_eq!(ops.lines().count(), 1, "{ops}");
+        let op: Value = serde_json::from_str(ops.lines().next().unwrap()).unwrap();
+        assert_eq!(op["status"], op_status, "{policy}: {op:#}");
+    }
+}

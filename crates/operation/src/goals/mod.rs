@@ -81,8 +81,29 @@ pub struct Advanced {
     pub committed: usize,
     /// Where the goal stands after them.
     pub status: GoalStatus,
-    /// Whether something is under way that a later look will find done (a work's operation).
+    /// Whether a work's operation runs, so a later look will find it further (one parked on a
+    /// person does not count).
     pub waiting: bool,
+}
+
+/// What doing one instruction came to.
+enum Step {
+    /// An event to commit, with what it spent.
+    Done(GoalEvent, GoalSpend),
+    /// A work's operation runs: a later look finds it further.
+    Progressing,
+    /// A work's operation waits for a person.
+    Parked,
+}
+
+/// Where a work's operation stands.
+enum Followed {
+    /// It ended so.
+    Ended(AttemptEnd),
+    /// It runs (here, or in another process).
+    Running,
+    /// It waits for a person.
+    Parked,
 }
 
 /// Runs goals of one owner with one host's models, agents and tools.
@@ -238,14 +259,13 @@ impl GoalRunner {
         let mut committed = 0;
         loop {
             let record = self.load(None, id).await?;
-            if let Some(spent) = self.over_budget(&record).await? {
-                if record.goal.status.is_final() {
-                    return Ok(Advanced {
-                        committed,
-                        status: record.goal.status,
-                        waiting: false,
-                    });
-                }
+            // Past its budget, a goal that still starts things stops (or waits for a person);
+            // one already waiting or over starts nothing more anyway.
+            let starts = matches!(
+                record.goal.status,
+                GoalStatus::Planning | GoalStatus::Running | GoalStatus::Paused
+            );
+            if starts && let Some(spent) = self.over_budget(&record).await? {
                 let stop =
                     record.settings.budget.on_exceeded != rein_core::state::BudgetPolicy::Interrupt;
                 let goal = self
@@ -255,7 +275,11 @@ impl GoalRunner {
                         GoalSpend::default(),
                     )
                     .await?;
-                self.cancel_works(&goal).await;
+                // Under `stop` nothing of it runs on; under `interrupt` its works' operations
+                // are parked by their own budget, resumable once it is raised.
+                if stop {
+                    self.cancel_works(&goal).await;
+                }
                 committed += 1;
                 continue;
             }
@@ -263,11 +287,12 @@ impl GoalRunner {
             let mut done = None;
             for instruction in decide(&record.goal) {
                 match self.execute(&record, instruction).await? {
-                    Some(outcome) => {
-                        done = Some(outcome);
+                    Step::Done(event, spend) => {
+                        done = Some((event, spend));
                         break;
                     }
-                    None => waiting = true,
+                    Step::Progressing => waiting = true,
+                    Step::Parked => {}
                 }
             }
             match done {
@@ -286,7 +311,8 @@ impl GoalRunner {
         }
     }
 
-    /// Advance goal `id` until it rests (waits for a person, or is over); its status then.
+    /// Advance goal `id` until it rests (waits for a person, or is over) or nothing it follows
+    /// progresses by itself (a work's operation waits for an approval); its status then.
     pub async fn run(&self, id: GoalId) -> Result<GoalStatus, GoalRunError> {
         loop {
             let a = self.advance(id).await?;
@@ -299,42 +325,46 @@ impl GoalRunner {
         }
     }
 
-    /// Do `instruction`: the event it makes (with what it spent), or `None` while a work's
-    /// operation runs.
+    /// Do `instruction`: the event it makes (with what it spent), or where the work's operation
+    /// it follows stands.
     async fn execute(
         &self,
         record: &GoalRecord,
         instruction: GoalInstruction,
-    ) -> Result<Option<(GoalEvent, GoalSpend)>, GoalRunError> {
+    ) -> Result<Step, GoalRunError> {
         let goal = &record.goal;
         match instruction {
-            GoalInstruction::Plan { why } => Ok(Some(self.plan(record, &why).await?)),
+            GoalInstruction::Plan { why } => {
+                let (event, spend) = self.plan(record, &why).await?;
+                Ok(Step::Done(event, spend))
+            }
+            // The start is committed first; following it makes the operation (once).
             GoalInstruction::StartWork {
                 work,
                 attempt,
                 operation,
-            } => Ok(Some((
-                // The start is committed first; following it makes the operation (once).
+            } => Ok(Step::Done(
                 GoalEvent::WorkStarted {
                     work,
                     attempt,
                     operation,
                 },
                 GoalSpend::default(),
-            ))),
+            )),
             GoalInstruction::AwaitWork {
                 work,
                 attempt,
                 operation,
-            } => {
-                let end = self.follow(record, &work, attempt, operation).await?;
-                Ok(end.map(|end| {
-                    (
+            } => Ok(
+                match self.follow(record, &work, attempt, operation).await? {
+                    Followed::Ended(end) => Step::Done(
                         GoalEvent::WorkEnded { work, attempt, end },
                         GoalSpend::default(),
-                    )
-                }))
-            }
+                    ),
+                    Followed::Running => Step::Progressing,
+                    Followed::Parked => Step::Parked,
+                },
+            ),
             GoalInstruction::Verify { work, attempt } => {
                 let w = goal.work(&work).ok_or_else(|| {
                     GoalRunError::Refused(rein_core::goal::GoalError::UnknownWork(work.clone()))
@@ -346,20 +376,20 @@ impl GoalRunner {
                         &prompts::verify(goal, w, attempt),
                     )
                     .await;
-                Ok(Some((
+                Ok(Step::Done(
                     GoalEvent::Verified {
                         work,
                         attempt,
                         verdict,
                     },
                     spend,
-                )))
+                ))
             }
             GoalInstruction::Accept => {
                 let (verdict, spend) = self
                     .judge(record, "the whole objective", &prompts::accept(goal))
                     .await;
-                Ok(Some((GoalEvent::Accepted { verdict }, spend)))
+                Ok(Step::Done(GoalEvent::Accepted { verdict }, spend))
             }
         }
     }
@@ -372,13 +402,13 @@ impl GoalRunner {
         work: &str,
         attempt: u32,
         operation: OperationId,
-    ) -> Result<Option<AttemptEnd>, GoalRunError> {
+    ) -> Result<Followed, GoalRunError> {
         let Some(op) = self.store.operation(operation).await? else {
             // An attempt whose operation cannot be made (its agent is gone, its model has no
             // price) failed; the coordinator decides what comes next.
             return match self.start_work(record, work, attempt, operation).await {
-                Ok(()) => Ok(None),
-                Err(GoalRunError::Work { why, .. }) => Ok(Some(AttemptEnd::Failed {
+                Ok(()) => Ok(Followed::Running),
+                Err(GoalRunError::Work { why, .. }) => Ok(Followed::Ended(AttemptEnd::Failed {
                     why: format!("its operation could not start: {why}"),
                 })),
                 Err(e) => Err(e),
@@ -390,7 +420,7 @@ impl GoalRunner {
                 .unwrap_or_else(|p| p.into_inner())
                 .remove(&operation);
             let loaded = self.store.load_operation(operation).await?;
-            return Ok(Some(match (op.status, op.finish_reason) {
+            return Ok(Followed::Ended(match (op.status, op.finish_reason) {
                 (
                     Status::Done,
                     Some(
@@ -413,9 +443,11 @@ impl GoalRunner {
         }
         if matches!(op.status, Status::Idle | Status::Running) {
             self.run_here(operation);
+            return Ok(Followed::Running);
         }
-        // Parked (an approval, a question): a person answers it as any operation's.
-        Ok(None)
+        // Parked (an approval, a question, an interrupted budget): a person answers it as any
+        // operation's, and the goal's next run follows it on.
+        Ok(Followed::Parked)
     }
 
     /// Run operation `id` in this process unless it already is.
