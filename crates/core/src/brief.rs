@@ -54,7 +54,7 @@ crate::named_enum! {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Artifact {
-    /// `operation`, `document` or `file`.
+    /// `operation`, `document`, `file` or `goal`.
     pub kind: String,
     /// Its id or path.
     pub reference: String,

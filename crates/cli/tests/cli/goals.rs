@@ -215,6 +215,19 @@ async fn a_work_that_keeps_failing_is_blocked_retried_and_a_gap_at_acceptance_is
         shown.contains("needs_attention") && shown.contains("blocked"),
         "{shown}"
     );
+    // The inbox has an urgent decision pointing at the goal.
+    let (_, inbox, _) = e.rein(&["brief", "list", "--json"]).await;
+    let brief = inbox
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|b| {
+            b["title"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Goal needs you"))
+        })
+        .unwrap_or_else(|| panic!("no brief: {inbox}"));
+    assert_eq!(brief["priority"], "urgent", "{brief:#}");
+    assert_eq!(brief["artifacts"][0]["reference"], id.as_str(), "{brief:#}");
     // A retry from the command line continues it; the acceptance then finds a gap.
     let (code, _, err) = e.rein(&["goal", "retry", &id, "only"]).await;
     assert_eq!(code, 0, "{err}");

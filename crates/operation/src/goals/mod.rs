@@ -9,6 +9,7 @@
 //! a work started before the stop is followed (or created, if the stop came between) and never
 //! started twice, and a verdict committed is never asked again.
 
+mod briefs;
 mod budget;
 mod calls;
 
@@ -212,7 +213,14 @@ impl GoalRunner {
         {
             return Err(GoalRunError::Raced(goal.id));
         }
-        crate::driver::pause_point(&format!("goal:{}", record.seq.saturating_add(1))).await;
+        let seq = record.seq.saturating_add(1);
+        // Told after the commit: a process stopping between loses the brief, never the goal.
+        if let Some(brief) = briefs::on_change(&record.owner, record.goal.status, &goal, seq)
+            && let Err(e) = rein_store::Briefs::add_brief(&*self.store, &brief, None).await
+        {
+            tracing::warn!(goal = %goal.id, error = %e, "the goal's brief was not raised");
+        }
+        crate::driver::pause_point(&format!("goal:{seq}")).await;
         Ok(goal)
     }
 
