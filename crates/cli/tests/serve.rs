@@ -21,6 +21,8 @@ mod a2a_server;
 mod acp;
 #[path = "serve/front_ends.rs"]
 mod front_ends;
+#[path = "serve/goals.rs"]
+mod goals;
 #[path = "serve/login.rs"]
 mod login;
 #[path = "serve/mcp_server.rs"]

@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use rein_core::goal::plan::{self, PlanError, ProposedPlan, ProposedWork};
 use rein_core::goal::{
-    AttemptEnd, Decision, Goal, GoalError, GoalEvent, GoalInstruction, GoalStatus, Verdict,
+    AttemptEnd, Goal, GoalDecision, GoalError, GoalEvent, GoalInstruction, GoalStatus, Verdict,
     WorkStatus, decide, prompts, work_operation_id,
 };
 use std::collections::BTreeSet;
@@ -234,7 +234,7 @@ fn a_work_is_blocked_when_its_attempts_run_out_and_a_retry_grants_one_more() {
     assert!(goal.clone().apply(&late).is_err());
     goal.apply(&GoalEvent::Decided {
         by: "ann".into(),
-        decision: Decision::Retry { work: "a".into() },
+        decision: GoalDecision::Retry { work: "a".into() },
     })
     .unwrap();
     assert_eq!(goal.status, GoalStatus::Running);
@@ -276,7 +276,7 @@ fn a_final_acceptance_with_gaps_is_never_achieved_and_a_person_decides() {
         goal.clone()
             .apply(&GoalEvent::Decided {
                 by: "ann".into(),
-                decision: Decision::Resume
+                decision: GoalDecision::Resume
             })
             .unwrap_err(),
         GoalError::NotNow {
@@ -289,7 +289,7 @@ fn a_final_acceptance_with_gaps_is_never_achieved_and_a_person_decides() {
     accepted
         .apply(&GoalEvent::Decided {
             by: "ann".into(),
-            decision: Decision::Accept {
+            decision: GoalDecision::Accept {
                 note: "good enough".into(),
             },
         })
@@ -302,7 +302,7 @@ fn a_final_acceptance_with_gaps_is_never_achieved_and_a_person_decides() {
     // A new plan keeps what passed.
     goal.apply(&GoalEvent::Decided {
         by: "ann".into(),
-        decision: Decision::Replan {
+        decision: GoalDecision::Replan {
             why: "add the report".into(),
         },
     })
@@ -389,7 +389,7 @@ fn pausing_starts_nothing_new_and_follows_what_runs() {
     let n = start(&mut goal, "a");
     goal.apply(&GoalEvent::Decided {
         by: "ann".into(),
-        decision: Decision::Pause,
+        decision: GoalDecision::Pause,
     })
     .unwrap();
     assert_eq!(
@@ -404,7 +404,7 @@ fn pausing_starts_nothing_new_and_follows_what_runs() {
     assert!(decide(&goal).is_empty());
     goal.apply(&GoalEvent::Decided {
         by: "ann".into(),
-        decision: Decision::Resume,
+        decision: GoalDecision::Resume,
     })
     .unwrap();
     assert_eq!(started(&decide(&goal)), ["b"]);

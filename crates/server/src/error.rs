@@ -288,6 +288,25 @@ impl From<rein_operation::DriverError> for ApiError {
     }
 }
 
+impl From<rein_operation::goals::GoalRunError> for ApiError {
+    fn from(e: rein_operation::goals::GoalRunError) -> Self {
+        use rein_operation::goals::GoalRunError as E;
+        match e {
+            e @ E::NotFound(_) => ApiError::not_found(e.to_string()),
+            e @ (E::BadObjective | E::BadLimits(_)) => ApiError::unprocessable(e.to_string()),
+            e @ E::AgentMissing(_) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ApiErrorCode::AgentMissing,
+                e.to_string(),
+            ),
+            // The goal is not where the decision can happen, or moved meanwhile.
+            e @ (E::Refused(_) | E::Raced(_)) => ApiError::conflict(e.to_string()),
+            E::Store(s) => s.into(),
+            e @ E::Work { .. } => ApiError::internal(e.to_string()),
+        }
+    }
+}
+
 impl From<rein_operation::attachment::UploadedError> for ApiError {
     fn from(e: rein_operation::attachment::UploadedError) -> Self {
         use rein_operation::attachment::UploadedError as E;

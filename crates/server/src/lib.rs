@@ -23,6 +23,7 @@ pub mod commit_notices;
 pub mod devices;
 pub mod error;
 pub mod error_code;
+pub mod goals;
 pub mod health;
 pub mod hub;
 pub mod knowledge;
@@ -116,6 +117,8 @@ pub struct App {
     pub oidc: Option<Arc<oidc::Oidc>>,
     /// The A2A tasks this process posts push notifications for.
     pub a2a_followed: Arc<a2a::push::Followed>,
+    /// Wakes the goal loop ([`goals::spawn`]): a goal was created or decided on.
+    pub goals_wake: Arc<tokio::sync::Notify>,
 }
 
 impl App {
@@ -149,6 +152,7 @@ impl App {
             ingest: Arc::default(),
             oidc: None,
             a2a_followed: Arc::default(),
+            goals_wake: Arc::default(),
         }
     }
 
@@ -182,6 +186,7 @@ pub fn api() -> api::Api {
         .merge(routes::knowledge::api())
         .merge(routes::memories::api())
         .merge(routes::grants::api())
+        .merge(routes::goals::api())
         .merge(routes::logins::api())
         .merge(routes::users::api())
         .merge(routes::sessions::api())

@@ -3,7 +3,8 @@
 -- planner, verifier, budget); `seq` counts its commits (each writes the graph and one event
 -- of `goal_events`, only if `seq` is still the one read). What the goal's own model calls
 -- (planning, verification, acceptance) cost is kept beside it; its works' operations carry
--- their own. Instants are microseconds.
+-- their own. A process advancing a goal claims it (`claimed_by` until `claimed_until`), so two
+-- servers on one database never both ask its planner or verifier. Instants are microseconds.
 CREATE TABLE IF NOT EXISTS goals (
     id TEXT PRIMARY KEY,
     owner TEXT NOT NULL,
@@ -14,6 +15,8 @@ CREATE TABLE IF NOT EXISTS goals (
     seq BIGINT NOT NULL,
     spent_nanos BIGINT NOT NULL DEFAULT 0,
     spent_tokens BIGINT NOT NULL DEFAULT 0,
+    claimed_by TEXT,
+    claimed_until BIGINT,
     created_at BIGINT NOT NULL,
     updated_at BIGINT NOT NULL
 );

@@ -84,6 +84,22 @@ pub trait Goals {
         spend: GoalSpend,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
 
+    /// Claim goal `id` for `holder` until `until`, if nobody else holds an unexpired claim
+    /// (the holder's own claim is extended); whether `holder` holds it now.
+    fn claim_goal<'a>(
+        &'a self,
+        id: GoalId,
+        holder: &'a str,
+        until: DateTime<Utc>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+
+    /// Let go of `holder`'s claim on goal `id` (another process may take it at once).
+    fn release_goal<'a>(
+        &'a self,
+        id: GoalId,
+        holder: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
     /// Goal `id`'s events after `after` (0: all), in order.
     fn goal_events<'a>(
         &'a self,

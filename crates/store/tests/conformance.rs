@@ -842,7 +842,7 @@ async fn suite(store: &SqlStore) {
 /// graph with its event only against the seq read (a second commit from the same seq writes
 /// nothing); the events come back in order; a goal that is over is no longer open.
 async fn goals(store: &SqlStore) {
-    use rein_core::goal::{Decision, Goal, GoalEvent, GoalSettings, GoalStatus};
+    use rein_core::goal::{Goal, GoalDecision, GoalEvent, GoalSettings, GoalStatus};
     use rein_core::usage::Usd;
     use rein_store::{GoalRecord, GoalSpend, Goals};
     let owner = format!("goal-owner-{}", OperationId::new());
@@ -892,7 +892,7 @@ async fn goals(store: &SqlStore) {
     let mut paused = read.goal.clone();
     let event = GoalEvent::Decided {
         by: "ann".into(),
-        decision: Decision::Pause,
+        decision: GoalDecision::Pause,
     };
     paused.apply(&event).unwrap();
     let spend = GoalSpend {
@@ -910,10 +910,28 @@ async fn goals(store: &SqlStore) {
         (after.spent, after.spent_tokens),
         (Usd::from_nanos(1_500), 42)
     );
+    // One process at a time advances a goal.
+    let soon = chrono::Utc::now() + chrono::Duration::seconds(30);
+    assert!(store.claim_goal(id, "p1", soon).await.unwrap());
+    assert!(!store.claim_goal(id, "p2", soon).await.unwrap(), "held");
+    assert!(store.claim_goal(id, "p1", soon).await.unwrap(), "extended");
+    store.release_goal(id, "p2").await.unwrap();
+    assert!(
+        !store.claim_goal(id, "p2", soon).await.unwrap(),
+        "not p2's to release"
+    );
+    store.release_goal(id, "p1").await.unwrap();
+    assert!(store.claim_goal(id, "p2", soon).await.unwrap(), "released");
+    let past = chrono::Utc::now() - chrono::Duration::seconds(1);
+    assert!(store.claim_goal(id, "p2", past).await.unwrap());
+    assert!(
+        store.claim_goal(id, "p3", soon).await.unwrap(),
+        "an expired claim is taken"
+    );
     let mut cancelled = paused.clone();
     let cancel = GoalEvent::Decided {
         by: "ann".into(),
-        decision: Decision::Cancel,
+        decision: GoalDecision::Cancel,
     };
     cancelled.apply(&cancel).unwrap();
     let open = |all: Vec<(String, rein_core::ids::GoalId)>| all.iter().any(|(_, g)| *g == id);

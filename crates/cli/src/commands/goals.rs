@@ -8,7 +8,7 @@ use super::Backend;
 use crate::exit;
 use anyhow::Context;
 use clap::Subcommand;
-use rein_core::goal::{Decision, GoalEvent, GoalLimits, GoalSettings, GoalStatus, WorkStatus};
+use rein_core::goal::{GoalDecision, GoalEvent, GoalLimits, GoalSettings, GoalStatus, WorkStatus};
 use rein_core::ids::GoalId;
 use rein_operation::goals::{GoalRunner, NewGoal};
 use rein_store::{GoalRecord, Goals};
@@ -146,7 +146,7 @@ pub async fn run(on: &impl Backend, command: GoalCommand, json: bool) -> anyhow:
     let driver = Arc::new(host.driver());
     let runner = GoalRunner::new(host, Arc::clone(&store), driver, user.id.clone(), origin);
     let owner = user.id.as_str();
-    let decide = |id: String, decision: Decision| {
+    let decide = |id: String, decision: GoalDecision| {
         let runner = &runner;
         async move {
             let goal = runner
@@ -231,14 +231,14 @@ pub async fn run(on: &impl Backend, command: GoalCommand, json: bool) -> anyhow:
             }
             Ok(exit::DONE)
         }
-        GoalCommand::Pause { id } => decide(id, Decision::Pause).await,
-        GoalCommand::Resume { id } => decide(id, Decision::Resume).await,
-        GoalCommand::Cancel { id } => decide(id, Decision::Cancel).await,
-        GoalCommand::Retry { id, work } => decide(id, Decision::Retry { work }).await,
-        GoalCommand::Skip { id, work } => decide(id, Decision::Skip { work }).await,
-        GoalCommand::Replan { id, why } => decide(id, Decision::Replan { why }).await,
-        GoalCommand::Accept { id, note } => decide(id, Decision::Accept { note }).await,
-        GoalCommand::Reject { id, why } => decide(id, Decision::Reject { why }).await,
+        GoalCommand::Pause { id } => decide(id, GoalDecision::Pause).await,
+        GoalCommand::Resume { id } => decide(id, GoalDecision::Resume).await,
+        GoalCommand::Cancel { id } => decide(id, GoalDecision::Cancel).await,
+        GoalCommand::Retry { id, work } => decide(id, GoalDecision::Retry { work }).await,
+        GoalCommand::Skip { id, work } => decide(id, GoalDecision::Skip { work }).await,
+        GoalCommand::Replan { id, why } => decide(id, GoalDecision::Replan { why }).await,
+        GoalCommand::Accept { id, note } => decide(id, GoalDecision::Accept { note }).await,
+        GoalCommand::Reject { id, why } => decide(id, GoalDecision::Reject { why }).await,
     }
 }
 

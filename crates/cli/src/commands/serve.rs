@@ -726,6 +726,7 @@ async fn start_with(
     let app = Arc::new(app);
     tokio::spawn(Arc::clone(&runner).recovery_loop(app.shutdown.clone()));
     rein_server::devices::dispatch::spawn(&app, app.shutdown.clone());
+    rein_server::goals::spawn(&app, app.shutdown.clone());
     if args.retain_days.is_some() || args.retain_topic_days.is_some() {
         spawn_retention(&app, args.retain_days, args.retain_topic_days);
     }

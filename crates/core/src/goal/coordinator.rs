@@ -10,6 +10,7 @@ use crate::ids::OperationId;
 use serde::{Deserialize, Serialize};
 
 /// What the runner is asked to do.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum GoalInstruction {
@@ -49,6 +50,7 @@ pub enum GoalInstruction {
 }
 
 /// Something done, to fold into the goal.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum GoalEvent {
@@ -108,7 +110,7 @@ pub enum GoalEvent {
         /// Who.
         by: String,
         /// What.
-        decision: Decision,
+        decision: GoalDecision,
     },
 }
 
@@ -116,7 +118,7 @@ pub enum GoalEvent {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum Decision {
+pub enum GoalDecision {
     /// Give a blocked work one more attempt.
     Retry {
         /// The work.
@@ -537,12 +539,12 @@ impl Goal {
         }
     }
 
-    fn decided(&mut self, by: &str, decision: &Decision) -> Result<(), GoalError> {
+    fn decided(&mut self, by: &str, decision: &GoalDecision) -> Result<(), GoalError> {
         if self.status.is_final() {
             return Err(self.not_now("a decision"));
         }
         match decision {
-            Decision::Retry { work } => {
+            GoalDecision::Retry { work } => {
                 let allowed = self.work(work).map(|w| self.attempts_allowed(w));
                 let w = self.work_for(work)?;
                 if w.status != WorkStatus::Blocked {
@@ -559,7 +561,7 @@ impl Goal {
                 w.status = WorkStatus::Ready;
                 self.unblocked();
             }
-            Decision::Skip { work } => {
+            GoalDecision::Skip { work } => {
                 let w = self.work_for(work)?;
                 if !matches!(
                     w.status,
@@ -574,7 +576,7 @@ impl Goal {
                 w.status = WorkStatus::Retired;
                 self.unblocked();
             }
-            Decision::Replan { why } => {
+            GoalDecision::Replan { why } => {
                 let running = self.running_works();
                 if !running.is_empty() {
                     return Err(GoalError::WorksRunning(running.join(", ")));
@@ -583,14 +585,14 @@ impl Goal {
                 self.reason = Some(format!("{by} asked for a new plan: {why}"));
                 self.verdict = None;
             }
-            Decision::Pause => match self.status {
+            GoalDecision::Pause => match self.status {
                 GoalStatus::Running | GoalStatus::Planning => {
                     self.status = GoalStatus::Paused;
                     self.reason = Some(format!("paused by {by}"));
                 }
                 _ => return Err(self.not_now("a pause")),
             },
-            Decision::Resume => match self.status {
+            GoalDecision::Resume => match self.status {
                 GoalStatus::Paused => {
                     self.status = if self.works.is_empty() {
                         GoalStatus::Planning
@@ -613,11 +615,11 @@ impl Goal {
                 }
                 _ => return Err(self.not_now("a resume")),
             },
-            Decision::Cancel => {
+            GoalDecision::Cancel => {
                 self.status = GoalStatus::Cancelled;
                 self.reason = Some(format!("cancelled by {by}"));
             }
-            Decision::Accept { note } => {
+            GoalDecision::Accept { note } => {
                 let running = self.running_works();
                 if !running.is_empty() {
                     return Err(GoalError::WorksRunning(running.join(", ")));
@@ -630,7 +632,7 @@ impl Goal {
                 });
                 self.reason = None;
             }
-            Decision::Reject { why } => {
+            GoalDecision::Reject { why } => {
                 self.status = GoalStatus::Failed;
                 self.decided_by = Some(format!("rejected by {by}: {}", why.trim()));
                 self.reason = Some(format!("rejected by {by}"));

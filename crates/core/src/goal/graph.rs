@@ -75,6 +75,7 @@ impl WorkStatus {
 }
 
 /// What bounds a goal beyond its budget (which its runner keeps as a ledger).
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct GoalLimits {
@@ -149,6 +150,7 @@ impl Verdict {
 }
 
 /// How an attempt's operation ended.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AttemptEnd {
@@ -165,6 +167,7 @@ pub enum AttemptEnd {
 }
 
 /// One try at a work: its operation, how it ended, the verdict on it.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Attempt {
     /// 1 for the first.
@@ -180,6 +183,7 @@ pub struct Attempt {
 }
 
 /// A piece of the objective: one agent's instruction, with its own acceptance criteria.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Work {
     /// Short and unique in the goal (`w1`, `migrate-auth`).
@@ -242,6 +246,7 @@ impl Work {
 }
 
 /// One plan, as it was made: kept whole, so every change to the graph is explained.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlanRevision {
     /// 1 for the first plan.
@@ -255,6 +260,7 @@ pub struct PlanRevision {
 }
 
 /// A goal and its graph.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Goal {
     /// Its id.

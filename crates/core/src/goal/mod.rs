@@ -18,7 +18,7 @@ mod graph;
 pub mod plan;
 pub mod prompts;
 
-pub use coordinator::{Decision, GoalError, GoalEvent, GoalInstruction, decide};
+pub use coordinator::{GoalDecision, GoalError, GoalEvent, GoalInstruction, decide};
 pub use graph::{
     Attempt, AttemptEnd, Goal, GoalLimits, GoalSettings, GoalStatus, PlanRevision, Verdict, Work,
     WorkStatus, work_operation_id,

@@ -15,8 +15,8 @@ mod calls;
 
 use crate::{Driver, Host, SpecOrigin, StartOptions};
 use rein_core::goal::{
-    AttemptEnd, Decision, Goal, GoalEvent, GoalInstruction, GoalLimits, GoalSettings, GoalStatus,
-    decide, plan, prompts,
+    AttemptEnd, Goal, GoalDecision, GoalEvent, GoalInstruction, GoalLimits, GoalSettings,
+    GoalStatus, decide, plan, prompts,
 };
 use rein_core::ids::GoalId;
 use rein_core::state::Status;
@@ -121,7 +121,13 @@ pub struct GoalRunner {
     pub origin: SpecOrigin,
     /// Operations this process is running for works.
     running: Mutex<HashSet<OperationId>>,
+    /// How a work's operation is run (none: [`Driver::run`] in a task of this process).
+    launch: Option<Launch>,
 }
+
+/// How a server runs a work's operation (under its leases and admission), given the
+/// operation.
+pub type Launch = Arc<dyn Fn(OperationId) + Send + Sync>;
 
 impl GoalRunner {
     /// A runner for `agents_of`'s goals.
@@ -139,7 +145,15 @@ impl GoalRunner {
             agents_of,
             origin,
             running: Mutex::default(),
+            launch: None,
         }
+    }
+
+    /// Builder: works' operations are run by `launch` (a server's runner) instead of in a task
+    /// of this process.
+    pub fn with_launch(mut self, launch: Launch) -> Self {
+        self.launch = Some(launch);
+        self
     }
 
     /// Keep a new goal of `owner` (checked: an objective, an agent that exists, limits that
@@ -231,10 +245,10 @@ impl GoalRunner {
         owner: &str,
         id: GoalId,
         by: &str,
-        decision: Decision,
+        decision: GoalDecision,
     ) -> Result<Goal, GoalRunError> {
         let record = self.load(Some(owner), id).await?;
-        let cancel = decision == Decision::Cancel;
+        let cancel = decision == GoalDecision::Cancel;
         let goal = self
             .commit(
                 &record,
@@ -460,6 +474,11 @@ impl GoalRunner {
 
     /// Run operation `id` in this process unless it already is.
     fn run_here(&self, id: OperationId) {
+        if let Some(launch) = &self.launch {
+            // The server's runner refuses what it already runs.
+            launch(id);
+            return;
+        }
         if !self
             .running
             .lock()

@@ -10,6 +10,7 @@ pub mod events;
 pub mod files;
 pub mod follow;
 pub mod front_turn;
+pub mod goals;
 pub mod grants;
 pub mod groups;
 pub mod knowledge;
@@ -312,6 +313,26 @@ path_param!(
     check: |s| operation_id(s).map(|_| ()),
     schema: json!({"type": "string", "format": "uuid", "pattern": UUID_PATTERN})
 );
+
+path_param!(
+    /// `{id}` of a goal: a UUID (hyphenated).
+    GoalPath,
+    check: |s| goal_id(s).map(|_| ()),
+    schema: json!({"type": "string", "format": "uuid", "pattern": UUID_PATTERN})
+);
+
+/// A goal's id from a path: a hyphenated UUID, else a 400 naming it.
+pub fn goal_id(id: &str) -> Result<rein_core::ids::GoalId, ApiError> {
+    let parsed = if hyphenated_uuid(id) {
+        id.parse().ok()
+    } else {
+        None
+    };
+    parsed.ok_or_else(|| {
+        let shown: String = id.chars().take(40).collect();
+        ApiError::bad_request(format!("{shown:?} is not a goal id (a UUID)"))
+    })
+}
 
 path_param!(
     /// `{id}` of a task: `task_` and 32 lowercase hex digits.

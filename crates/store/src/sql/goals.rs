@@ -179,6 +179,47 @@ impl Goals for SqlStore {
         .boxed()
     }
 
+    fn claim_goal<'a>(
+        &'a self,
+        id: GoalId,
+        holder: &'a str,
+        until: chrono::DateTime<chrono::Utc>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        async move {
+            let done = sqlx::query(
+                "UPDATE goals SET claimed_by = $1, claimed_until = $2 WHERE id = $3 \
+                 AND (claimed_by IS NULL OR claimed_by = $1 OR claimed_until < $4)",
+            )
+            .bind(holder)
+            .bind(micros(until))
+            .bind(id.to_string())
+            .bind(micros(chrono::Utc::now()))
+            .execute(&self.pool)
+            .await?;
+            Ok(done.rows_affected() > 0)
+        }
+        .boxed()
+    }
+
+    fn release_goal<'a>(
+        &'a self,
+        id: GoalId,
+        holder: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        async move {
+            sqlx::query(
+                "UPDATE goals SET claimed_by = NULL, claimed_until = NULL \
+                 WHERE id = $1 AND claimed_by = $2",
+            )
+            .bind(id.to_string())
+            .bind(holder)
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        }
+        .boxed()
+    }
+
     fn goal_events<'a>(
         &'a self,
         id: GoalId,

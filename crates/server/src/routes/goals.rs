@@ -1,0 +1,311 @@
+//! `/v1/goals`: the caller's goals (rein-operation's [`rein_operation::goals`]), created,
+//! listed, shown with their graph and spending, decided on, and their events read. The server
+//! advances them in the background ([`crate::goals`]); nothing here waits for a goal to move.
+
+use crate::AppState;
+use crate::api::{Api, Method, Reply};
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::routes::{Body, GoalPath, Params, goal_id};
+use axum::Json;
+use axum::extract::State;
+use chrono::{DateTime, Utc};
+use rein_core::goal::{Goal, GoalDecision, GoalEvent, GoalLimits, GoalSettings};
+use rein_core::state::{BudgetPolicy, ModelRef};
+use rein_operation::goals::NewGoal;
+use rein_store::{GoalRecord, Goals};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// `POST /v1/goals` body.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateGoal {
+    /// What to achieve.
+    #[schemars(length(min = 1, max = 8000))]
+    pub objective: String,
+    /// What the final acceptance checks (default: the objective).
+    #[serde(default)]
+    #[schemars(length(max = 8000))]
+    pub acceptance: Option<String>,
+    /// The agent works are assigned to by default (default: your default agent).
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// The whole goal's cost limit in USD.
+    #[serde(default)]
+    #[schemars(range(min = 0.0))]
+    pub cost_limit: Option<f64>,
+    /// The whole goal's token limit.
+    #[serde(default)]
+    pub token_limit: Option<u64>,
+    /// What a spent budget does: `stop` (the goal fails) or `interrupt` (it waits for you).
+    #[serde(default)]
+    pub on_budget: Option<BudgetPolicy>,
+    /// Attempts a work gets before it is blocked (1 to 20; default 3).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 20))]
+    pub max_attempts: Option<u32>,
+    /// Works running at once (1 to 32; default 4).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 32))]
+    pub max_parallel: Option<u32>,
+    /// When it must be done by.
+    #[serde(default)]
+    pub deadline: Option<DateTime<Utc>>,
+    /// The model that plans, `provider/model` (default: the system model, else the default).
+    #[serde(default)]
+    pub planner: Option<String>,
+    /// The model that verifies works and accepts the goal (default: the planner).
+    #[serde(default)]
+    pub verifier: Option<String>,
+}
+
+/// A goal's settings as the API shows them.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct GoalSettingsView {
+    /// The default agent of its works.
+    pub agent: Option<String>,
+    /// The planner, `provider/model`.
+    pub planner: Option<String>,
+    /// The verifier, `provider/model`.
+    pub verifier: Option<String>,
+    /// Its cost limit in USD.
+    pub cost_limit: Option<f64>,
+    /// Its token limit.
+    pub token_limit: Option<u64>,
+    /// What a spent budget does.
+    pub on_budget: BudgetPolicy,
+    /// When it must be done by.
+    pub deadline: Option<DateTime<Utc>>,
+}
+
+/// A goal: its graph, settings and what it has spent.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct GoalView {
+    /// The graph.
+    pub goal: Goal,
+    /// How it runs.
+    pub settings: GoalSettingsView,
+    /// What it has spent in USD: its own calls and its works' operations.
+    pub spent_usd: f64,
+    /// Tokens, all told.
+    pub spent_tokens: u64,
+    /// Commits so far.
+    pub seq: u64,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+    /// When it last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// `GET /v1/goals` answer.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct GoalList {
+    /// Newest first.
+    pub goals: Vec<GoalView>,
+}
+
+/// `GET /v1/goals/{id}/events` query.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GoalEventsQuery {
+    /// Only events after this commit.
+    #[serde(default)]
+    pub after: u64,
+}
+
+/// One committed event.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct GoalEventView {
+    /// Its commit.
+    pub seq: u64,
+    /// What happened.
+    pub event: GoalEvent,
+    /// When.
+    pub at: DateTime<Utc>,
+}
+
+/// `GET /v1/goals/{id}/events` answer.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct GoalEvents {
+    /// In order.
+    pub events: Vec<GoalEventView>,
+}
+
+async fn view(app: &AppState, r: GoalRecord) -> Result<GoalView, ApiError> {
+    let runner = crate::goals::runner(app, &r.owner).await?;
+    let ledger = runner.ledger(&r).await.map_err(ApiError::from)?;
+    let s = &r.settings;
+    Ok(GoalView {
+        settings: GoalSettingsView {
+            agent: s.agent.clone(),
+            planner: s.planner.as_ref().map(ModelRef::key),
+            verifier: s.verifier.as_ref().map(ModelRef::key),
+            cost_limit: s.budget.max_cost.map(|c| c.dollars()),
+            token_limit: s.budget.max_tokens,
+            on_budget: s.budget.on_exceeded,
+            deadline: s.deadline,
+        },
+        goal: r.goal,
+        spent_usd: ledger.cost.dollars(),
+        spent_tokens: ledger.tokens,
+        seq: r.seq,
+        created_at: r.created_at,
+        updated_at: r.updated_at,
+    })
+}
+
+fn model(field: &str, m: Option<String>) -> Result<Option<ModelRef>, ApiError> {
+    m.map(|m| {
+        rein_operation::profile::model_ref(&m)
+            .map_err(|e| ApiError::unprocessable(format!("{field}: {e}")))
+    })
+    .transpose()
+}
+
+/// `POST /v1/goals`: keep a new goal; the server plans and runs it in the background.
+pub async fn create(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    Body(new): Body<CreateGoal>,
+) -> Result<Reply<201, GoalView>, ApiError> {
+    let cost_limit = match new.cost_limit {
+        Some(c) if !c.is_finite() || c < 0.0 => {
+            return Err(ApiError::bad_request(
+                "cost_limit: a number of USD, 0 or more",
+            ));
+        }
+        Some(c) => Some(rein_core::Usd::from_dollars(c)),
+        None => None,
+    };
+    let defaults = GoalLimits::default();
+    let runner = crate::goals::runner(&app, &user.id).await?;
+    let record = runner
+        .create(
+            &user.id,
+            NewGoal {
+                objective: new.objective,
+                acceptance: new.acceptance,
+                settings: GoalSettings {
+                    agent: new.agent,
+                    planner: model("planner", new.planner)?,
+                    verifier: model("verifier", new.verifier)?,
+                    budget: rein_core::state::Budget {
+                        max_cost: cost_limit,
+                        max_tokens: new.token_limit,
+                        on_exceeded: new.on_budget.unwrap_or_default(),
+                        ..Default::default()
+                    },
+                    deadline: new.deadline,
+                },
+                limits: GoalLimits {
+                    max_attempts: new.max_attempts.unwrap_or(defaults.max_attempts),
+                    max_parallel: new.max_parallel.unwrap_or(defaults.max_parallel),
+                    ..defaults
+                },
+            },
+        )
+        .await?;
+    app.goals_wake.notify_one();
+    Ok(Reply(view(&app, record).await?))
+}
+
+/// `GET /v1/goals`: the caller's goals, newest first (at most 200).
+pub async fn list(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+) -> Result<Json<GoalList>, ApiError> {
+    let mut goals = Vec::new();
+    for r in app.store.list_goals(&user.id, 200).await? {
+        goals.push(view(&app, r).await?);
+    }
+    Ok(Json(GoalList { goals }))
+}
+
+async fn owned(app: &AppState, owner: &str, id: &str) -> Result<GoalRecord, ApiError> {
+    let id = goal_id(id)?;
+    app.store
+        .goal(Some(owner), id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no goal {id}")))
+}
+
+/// `GET /v1/goals/{id}`.
+pub async fn show(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    GoalPath(id): GoalPath,
+) -> Result<Json<GoalView>, ApiError> {
+    let r = owned(&app, &user.id, &id).await?;
+    Ok(Json(view(&app, r).await?))
+}
+
+/// `POST /v1/goals/{id}/decisions`: a person's decision (retry or skip a work, replan, pause,
+/// resume, cancel, accept, reject), committed as theirs.
+pub async fn decide(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    GoalPath(id): GoalPath,
+    Body(decision): Body<GoalDecision>,
+) -> Result<Json<GoalView>, ApiError> {
+    let r = owned(&app, &user.id, &id).await?;
+    let runner = crate::goals::runner(&app, &user.id).await?;
+    runner
+        .decide(&user.id, r.goal.id, &user.name, decision)
+        .await?;
+    app.goals_wake.notify_one();
+    let r = owned(&app, &user.id, &id).await?;
+    Ok(Json(view(&app, r).await?))
+}
+
+/// `GET /v1/goals/{id}/events`: its committed events after `after`, in order.
+pub async fn events(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    GoalPath(id): GoalPath,
+    Params(q): Params<GoalEventsQuery>,
+) -> Result<Json<GoalEvents>, ApiError> {
+    let r = owned(&app, &user.id, &id).await?;
+    let events = app
+        .store
+        .goal_events(r.goal.id, q.after)
+        .await?
+        .into_iter()
+        .map(|e| GoalEventView {
+            seq: e.seq,
+            event: e.event,
+            at: e.at,
+        })
+        .collect();
+    Ok(Json(GoalEvents { events }))
+}
+
+/// The goal routes and their documents.
+pub fn api() -> Api {
+    Api::new()
+        .route(
+            Method::Post,
+            "/v1/goals",
+            "Create a goal: the server plans it into works, runs each as an operation, verifies it independently and accepts the whole",
+            create,
+        )
+        .route(Method::Get, "/v1/goals", "Your goals, newest first", list)
+        .route(
+            Method::Get,
+            "/v1/goals/{id}",
+            "A goal with its graph (works, attempts, verdicts, plan revisions) and what it spent",
+            show,
+        )
+        .route(
+            Method::Post,
+            "/v1/goals/{id}/decisions",
+            "Decide on a goal: retry or skip a work, replan, pause, resume, cancel, accept, reject",
+            decide,
+        )
+        .route(
+            Method::Get,
+            "/v1/goals/{id}/events",
+            "A goal's committed events, in order",
+            events,
+        )
+}
