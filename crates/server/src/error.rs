@@ -293,7 +293,9 @@ impl From<rein_operation::goals::GoalRunError> for ApiError {
         use rein_operation::goals::GoalRunError as E;
         match e {
             e @ E::NotFound(_) => ApiError::not_found(e.to_string()),
-            e @ (E::BadObjective | E::BadLimits(_)) => ApiError::unprocessable(e.to_string()),
+            e @ (E::BadObjective | E::BadAcceptance | E::BadLimits(_)) => {
+                ApiError::unprocessable(e.to_string())
+            }
             e @ E::AgentMissing(_) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 ApiErrorCode::AgentMissing,

@@ -37,6 +37,12 @@ pub enum GoalRunError {
     /// The objective is empty or too long.
     #[error("the objective is empty or longer than {} characters", plan::MAX_TEXT)]
     BadObjective,
+    /// The acceptance criteria are too long.
+    #[error(
+        "the acceptance criteria are longer than {} characters",
+        plan::MAX_TEXT
+    )]
+    BadAcceptance,
     /// The agent named does not exist.
     #[error("no agent `{0}`")]
     AgentMissing(String),
@@ -162,6 +168,13 @@ impl GoalRunner {
         let objective = new.objective.trim();
         if objective.is_empty() || objective.chars().count() > plan::MAX_TEXT {
             return Err(GoalRunError::BadObjective);
+        }
+        if new
+            .acceptance
+            .as_ref()
+            .is_some_and(|a| a.chars().count() > plan::MAX_TEXT)
+        {
+            return Err(GoalRunError::BadAcceptance);
         }
         if let Some(agent) = &new.settings.agent
             && self

@@ -21,15 +21,17 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateGoal {
-    /// What to achieve.
-    #[schemars(length(min = 1, max = 8000))]
+    /// What to achieve (some text that is not only spaces).
+    #[schemars(length(min = 1, max = 8000), pattern(r"\S"))]
     pub objective: String,
     /// What the final acceptance checks (default: the objective).
     #[serde(default)]
     #[schemars(length(max = 8000))]
     pub acceptance: Option<String>,
-    /// The agent works are assigned to by default (default: your default agent).
+    /// The agent works are assigned to by default (default: your default agent); 422
+    /// `agent_missing` when you have none of that name.
     #[serde(default)]
+    #[schemars(pattern(rein_operation::profile::AGENT_NAME_PATTERN))]
     pub agent: Option<String>,
     /// The whole goal's cost limit in USD.
     #[serde(default)]
@@ -54,9 +56,11 @@ pub struct CreateGoal {
     pub deadline: Option<DateTime<Utc>>,
     /// The model that plans, `provider/model` (default: the system model, else the default).
     #[serde(default)]
+    #[schemars(pattern(rein_operation::profile::MODEL_PATTERN))]
     pub planner: Option<String>,
     /// The model that verifies works and accepts the goal (default: the planner).
     #[serde(default)]
+    #[schemars(pattern(rein_operation::profile::MODEL_PATTERN))]
     pub verifier: Option<String>,
 }
 
