@@ -72,8 +72,8 @@ struct Cli {
     /// Talk to a `rein serve` at this URL (or of this `rein login` profile) instead of the local
     /// database: run, chat, op, approve, answer, reject, grant, agent, group, topic, task,
     /// brief, kb, memory, user, token, usage, settings provider, models, device (skill, config,
-    /// migrate, gc, backup, export, import, settings rotate-key, serve, worker, goal and sandbox
-    /// run here only); the token is $REIN_TOKEN, else the profile's.
+    /// migrate, gc, backup, export, import, settings rotate-key, serve, worker and sandbox run
+    /// here only); the token is $REIN_TOKEN, else the profile's.
     #[arg(long, global = true, value_name = "URL|NAME", env = rein_operation::env::SERVER)]
     server: Option<String>,
     /// What shell commands may touch: workspace-write (the working directory and a private
@@ -124,7 +124,7 @@ pub(crate) enum Command {
         command: devices::DeviceCommand,
     },
     /// Goals: an objective planned into works, each run as an operation and verified by
-    /// another model, accepted only on evidence (this machine's database).
+    /// another model, accepted only on evidence.
     Goal {
         #[command(subcommand)]
         command: commands::goals::GoalCommand,

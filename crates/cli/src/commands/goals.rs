@@ -1,17 +1,21 @@
 //! `rein goal`: objectives worked towards over many operations (rein-operation's
-//! [`rein_operation::goals`]). `create` plans and runs one in the foreground until it rests
-//! (achieved, waiting for a person, or over), printing each step; `run` continues one; the
-//! decisions (`pause`, `resume`, `cancel`, `retry`, `skip`, `replan`, `accept`, `reject`) are
-//! committed as the person's. On this machine's database only, for now.
+//! [`rein_operation::goals`]). `create` plans and runs one until it rests (achieved, waiting
+//! for a person, or over), printing each step; `run` follows one on; the decisions (`pause`,
+//! `resume`, `cancel`, `retry`, `skip`, `replan`, `accept`, `reject`) are committed as the
+//! person's. On this machine's database the goal runs in this process; through a server
+//! (`--server`) the server runs it and this command follows it.
 
-use super::Backend;
+use super::remote::Remote;
+use super::{Backend, Local};
 use crate::exit;
 use anyhow::Context;
 use clap::Subcommand;
-use rein_core::goal::{GoalDecision, GoalEvent, GoalLimits, GoalSettings, GoalStatus, WorkStatus};
+use rein_core::goal::{GoalDecision, GoalEvent, GoalStatus, WorkStatus};
 use rein_core::ids::GoalId;
-use rein_operation::goals::{GoalRunner, NewGoal};
-use rein_store::{GoalRecord, Goals};
+use rein_operation::goals::GoalRunner;
+use rein_server::routes::goals::{CreateGoal, GoalEvents, GoalList, GoalView};
+use rein_store::Goals;
+use reqwest::Method;
 use std::sync::Arc;
 
 /// `rein goal` subcommands.
@@ -104,8 +108,8 @@ pub struct CreateArgs {
     #[arg(long, value_name = "N")]
     token_limit: Option<u64>,
     /// What a spent budget does: stop (the goal fails) or interrupt (it waits for you).
-    #[arg(long, default_value = "stop", value_parser = crate::named::named::<rein_core::state::BudgetPolicy>())]
-    on_budget: rein_core::state::BudgetPolicy,
+    #[arg(long, default_value = "stop", value_parser = crate::named::named::<rein_core::goal::OnBudget>())]
+    on_budget: rein_core::goal::OnBudget,
     /// Attempts a work gets before it is blocked.
     #[arg(long, default_value_t = 3)]
     max_attempts: u32,
@@ -131,103 +135,227 @@ fn goal_id(id: &str) -> anyhow::Result<GoalId> {
         .map_err(|_| anyhow::anyhow!("`{id}` is not a goal id (a UUID, as `rein goal list` shows)"))
 }
 
-/// Run `command` on this machine's database.
-pub async fn run(on: &impl Backend, command: GoalCommand, json: bool) -> anyhow::Result<u8> {
-    let l = on.local()?;
-    let store = Arc::clone(l.store().await?);
-    let host = l.host().await?.clone();
-    let user = crate::agent_profile::local_user(&store).await?;
-    let origin = rein_operation::SpecOrigin {
-        working_directory: std::env::current_dir()
-            .ok()
-            .map(|d| d.to_string_lossy().into_owned()),
-        ..Default::default()
-    };
-    let driver = Arc::new(host.driver());
-    let runner = GoalRunner::new(host, Arc::clone(&store), driver, user.id.clone(), origin);
-    let owner = user.id.as_str();
-    let decide = |id: String, decision: GoalDecision| {
-        let runner = &runner;
-        async move {
-            let goal = runner
-                .decide(owner, goal_id(&id)?, &user.name, decision)
-                .await?;
-            println!("goal {} is {}", goal.id, goal.status);
-            Ok::<u8, anyhow::Error>(exit::DONE)
+/// What `rein goal` needs from where it runs.
+pub trait Goaled {
+    /// Keep a new goal of yours.
+    async fn create_goal(&self, new: CreateGoal) -> anyhow::Result<GoalView>;
+
+    /// Your goals, newest first.
+    async fn goals(&self) -> anyhow::Result<Vec<GoalView>>;
+
+    /// One of your goals.
+    async fn goal(&self, id: GoalId) -> anyhow::Result<GoalView>;
+
+    /// Your decision on one of your goals; the goal after it.
+    async fn decide_goal(&self, id: GoalId, decision: GoalDecision) -> anyhow::Result<GoalView>;
+
+    /// Run (here) or follow (a server runs it) goal `id` until it rests, telling `seen` each
+    /// committed event after commit `after`; its status then.
+    async fn run_goal(
+        &self,
+        id: GoalId,
+        after: u64,
+        seen: &mut (dyn FnMut(&GoalEvent) -> anyhow::Result<()> + Send),
+    ) -> anyhow::Result<GoalStatus>;
+}
+
+impl Local {
+    /// A runner of the local user's goals, its works in the current directory.
+    async fn goal_runner(&self) -> anyhow::Result<(GoalRunner, rein_store::User)> {
+        let store = Arc::clone(self.store().await?);
+        let host = self.host().await?.clone();
+        let user = crate::agent_profile::local_user(&store).await?;
+        let origin = rein_operation::SpecOrigin {
+            working_directory: std::env::current_dir()
+                .ok()
+                .map(|d| d.to_string_lossy().into_owned()),
+            ..Default::default()
+        };
+        let driver = Arc::new(host.driver());
+        let runner = GoalRunner::new(host, store, driver, user.id.clone(), origin);
+        Ok((runner, user))
+    }
+
+    async fn goal_view(
+        &self,
+        runner: &GoalRunner,
+        owner: &str,
+        id: GoalId,
+    ) -> anyhow::Result<GoalView> {
+        let record = self
+            .store()
+            .await?
+            .goal(Some(owner), id)
+            .await?
+            .with_context(|| format!("no goal {id}"))?;
+        let ledger = runner.ledger(&record).await?;
+        let rests = runner.at_rest(&record).await?;
+        Ok(GoalView::of(record, ledger, rests))
+    }
+}
+
+impl Goaled for Local {
+    async fn create_goal(&self, new: CreateGoal) -> anyhow::Result<GoalView> {
+        let (runner, user) = self.goal_runner().await?;
+        let new =
+            rein_server::routes::goals::new_goal(new).map_err(|e| anyhow::anyhow!(e.message))?;
+        let record = runner.create(&user.id, new).await?;
+        self.goal_view(&runner, &user.id, record.goal.id).await
+    }
+
+    async fn goals(&self) -> anyhow::Result<Vec<GoalView>> {
+        let (runner, user) = self.goal_runner().await?;
+        let mut out = Vec::new();
+        for r in self.store().await?.list_goals(&user.id, 200).await? {
+            let ledger = runner.ledger(&r).await?;
+            let rests = runner.at_rest(&r).await?;
+            out.push(GoalView::of(r, ledger, rests));
         }
+        Ok(out)
+    }
+
+    async fn goal(&self, id: GoalId) -> anyhow::Result<GoalView> {
+        let (runner, user) = self.goal_runner().await?;
+        self.goal_view(&runner, &user.id, id).await
+    }
+
+    async fn decide_goal(&self, id: GoalId, decision: GoalDecision) -> anyhow::Result<GoalView> {
+        let (runner, user) = self.goal_runner().await?;
+        runner.decide(&user.id, id, &user.name, decision).await?;
+        self.goal_view(&runner, &user.id, id).await
+    }
+
+    async fn run_goal(
+        &self,
+        id: GoalId,
+        after: u64,
+        seen: &mut (dyn FnMut(&GoalEvent) -> anyhow::Result<()> + Send),
+    ) -> anyhow::Result<GoalStatus> {
+        // One runner for the whole run: it knows which works' operations it runs.
+        let (runner, user) = self.goal_runner().await?;
+        let store = Arc::clone(self.store().await?);
+        let mut last = after;
+        loop {
+            let a = runner.advance(id).await?;
+            for e in store.goal_events(id, last).await? {
+                last = e.seq;
+                seen(&e.event)?;
+            }
+            if !a.waiting {
+                return Ok(self.goal_view(&runner, &user.id, id).await?.goal.status);
+            }
+            if a.committed == 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+impl Goaled for Remote {
+    async fn create_goal(&self, new: CreateGoal) -> anyhow::Result<GoalView> {
+        self.call(Method::POST, "/v1/goals", Some(&new)).await
+    }
+
+    async fn goals(&self) -> anyhow::Result<Vec<GoalView>> {
+        let list: GoalList = self.get("/v1/goals", &()).await?;
+        Ok(list.goals)
+    }
+
+    async fn goal(&self, id: GoalId) -> anyhow::Result<GoalView> {
+        self.get(&format!("/v1/goals/{id}"), &()).await
+    }
+
+    async fn decide_goal(&self, id: GoalId, decision: GoalDecision) -> anyhow::Result<GoalView> {
+        self.call(
+            Method::POST,
+            &format!("/v1/goals/{id}/decisions"),
+            Some(&decision),
+        )
+        .await
+    }
+
+    async fn run_goal(
+        &self,
+        id: GoalId,
+        after: u64,
+        seen: &mut (dyn FnMut(&GoalEvent) -> anyhow::Result<()> + Send),
+    ) -> anyhow::Result<GoalStatus> {
+        // The server runs it; this follows its events until it rests.
+        let mut last = after;
+        loop {
+            let events: GoalEvents = self
+                .get(&format!("/v1/goals/{id}/events"), &[("after", last)])
+                .await?;
+            for e in &events.events {
+                last = e.seq;
+                seen(&e.event)?;
+            }
+            let view = self.goal(id).await?;
+            if view.seq == last && view.rests {
+                return Ok(view.goal.status);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        }
+    }
+}
+
+/// Run `command` where `on` says.
+pub async fn run(on: &impl Backend, command: GoalCommand, json: bool) -> anyhow::Result<u8> {
+    let decide = |id: String, decision: GoalDecision| async move {
+        let v = on.decide_goal(goal_id(&id)?, decision).await?;
+        println!("goal {} is {}", v.goal.id, v.goal.status);
+        Ok::<u8, anyhow::Error>(exit::DONE)
     };
     match command {
         GoalCommand::Create(a) => {
-            let model = |m: Option<String>| {
-                m.map(|m| rein_operation::profile::model_ref(&m))
-                    .transpose()
-                    .context("--planner/--verifier")
-            };
-            let record = runner
-                .create(
-                    owner,
-                    NewGoal {
-                        objective: a.objective,
-                        acceptance: a.acceptance,
-                        settings: GoalSettings {
-                            agent: a.agent,
-                            planner: model(a.planner)?,
-                            verifier: model(a.verifier)?,
-                            budget: rein_core::state::Budget {
-                                max_cost: a.cost_limit,
-                                max_tokens: a.token_limit,
-                                on_exceeded: a.on_budget,
-                                ..Default::default()
-                            },
-                            deadline: a.deadline,
-                        },
-                        limits: GoalLimits {
-                            max_attempts: a.max_attempts,
-                            max_parallel: a.max_parallel,
-                            ..GoalLimits::default()
-                        },
-                    },
-                )
+            let v = on
+                .create_goal(CreateGoal {
+                    objective: a.objective,
+                    acceptance: a.acceptance,
+                    agent: a.agent,
+                    cost_limit: a.cost_limit.map(rein_core::Usd::dollars),
+                    token_limit: a.token_limit,
+                    on_budget: Some(a.on_budget),
+                    max_attempts: Some(a.max_attempts),
+                    max_parallel: Some(a.max_parallel),
+                    deadline: a.deadline,
+                    planner: a.planner,
+                    verifier: a.verifier,
+                })
                 .await?;
-            println!("goal {}", record.goal.id);
+            println!("goal {}", v.goal.id);
             if a.detach {
                 return Ok(exit::DONE);
             }
-            follow(&runner, &store, record.goal.id, json).await
+            follow(on, v.goal.id, v.seq, json).await
         }
-        GoalCommand::Run { id } => follow(&runner, &store, goal_id(&id)?, json).await,
+        GoalCommand::Run { id } => {
+            let id = goal_id(&id)?;
+            let seq = on.goal(id).await?.seq;
+            follow(on, id, seq, json).await
+        }
         GoalCommand::List => {
-            let goals = store.list_goals(owner, 200).await?;
-            if json {
-                for r in &goals {
-                    println!("{}", serde_json::to_string(&summary(r))?);
-                }
-            } else {
-                for r in &goals {
+            let goals = on.goals().await?;
+            for v in &goals {
+                if json {
+                    println!("{}", serde_json::to_string(v)?);
+                } else {
                     println!(
                         "{}  {:<15}  {}",
-                        r.goal.id,
-                        r.goal.status.as_str(),
-                        r.goal.objective.lines().next().unwrap_or_default()
+                        v.goal.id,
+                        v.goal.status.as_str(),
+                        v.goal.objective.lines().next().unwrap_or_default()
                     );
                 }
             }
             Ok(exit::DONE)
         }
         GoalCommand::Show { id } => {
-            let record = store
-                .goal(Some(owner), goal_id(&id)?)
-                .await?
-                .with_context(|| format!("no goal {id}"))?;
-            let ledger = runner.ledger(&record).await?;
+            let v = on.goal(goal_id(&id)?).await?;
             if json {
-                let mut v = serde_json::to_value(&record.goal)?;
-                v["settings"] = serde_json::to_value(&record.settings)?;
-                v["spent_usd"] = serde_json::json!(ledger.cost.dollars());
-                v["spent_tokens"] = serde_json::json!(ledger.tokens);
-                println!("{v}");
+                println!("{}", serde_json::to_string(&v)?);
             } else {
-                print!("{}", shown(&record, ledger));
+                print!("{}", shown(&v));
             }
             Ok(exit::DONE)
         }
@@ -242,70 +370,39 @@ pub async fn run(on: &impl Backend, command: GoalCommand, json: bool) -> anyhow:
     }
 }
 
-fn summary(r: &GoalRecord) -> serde_json::Value {
-    serde_json::json!({
-        "id": r.goal.id,
-        "status": r.goal.status,
-        "objective": r.goal.objective,
-        "works": r.goal.works.len(),
-        "created_at": r.created_at,
-    })
-}
-
-/// Run goal `id` until it rests, printing each committed event; the exit code says how it
-/// rests (0 achieved, 3 waiting for you, 1 failed or cancelled).
-async fn follow(
-    runner: &GoalRunner,
-    store: &rein_store::SqlStore,
-    id: GoalId,
-    json: bool,
-) -> anyhow::Result<u8> {
-    let mut seen = store
-        .goal(None, id)
-        .await?
-        .with_context(|| format!("no goal {id}"))?
-        .seq;
-    loop {
-        let a = runner.advance(id).await?;
-        for e in store.goal_events(id, seen).await? {
-            seen = e.seq;
-            if json {
-                println!("{}", serde_json::to_string(&e.event)?);
-            } else {
-                eprintln!("goal: {}", line(&e.event));
-            }
+/// Run or follow goal `id` from commit `after` until it rests, printing each committed event;
+/// the exit code says how it rests (0 achieved, 3 waiting for you, 1 failed or cancelled).
+async fn follow(on: &impl Backend, id: GoalId, after: u64, json: bool) -> anyhow::Result<u8> {
+    let mut print = |e: &GoalEvent| -> anyhow::Result<()> {
+        if json {
+            println!("{}", serde_json::to_string(e)?);
+        } else {
+            eprintln!("goal: {}", line(e));
         }
-        if !a.waiting {
-            let record = store
-                .goal(None, id)
-                .await?
-                .with_context(|| format!("no goal {id}"))?;
-            if !json {
-                eprintln!(
-                    "goal {} is {}{}",
-                    id,
-                    record.goal.status,
-                    record
-                        .goal
-                        .reason
-                        .as_deref()
-                        .map(|r| format!(": {r}"))
-                        .unwrap_or_default()
-                );
-            }
-            return Ok(match record.goal.status {
-                GoalStatus::Achieved => exit::DONE,
-                GoalStatus::NeedsAttention
-                | GoalStatus::Paused
-                | GoalStatus::Planning
-                | GoalStatus::Running => exit::WAITING,
-                GoalStatus::Failed | GoalStatus::Cancelled => exit::ERROR,
-            });
-        }
-        if a.committed == 0 {
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
+        Ok(())
+    };
+    let status = on.run_goal(id, after, &mut print).await?;
+    if !json {
+        let v = on.goal(id).await?;
+        eprintln!(
+            "goal {} is {}{}",
+            id,
+            v.goal.status,
+            v.goal
+                .reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        );
     }
+    Ok(match status {
+        GoalStatus::Achieved => exit::DONE,
+        GoalStatus::NeedsAttention
+        | GoalStatus::Paused
+        | GoalStatus::Planning
+        | GoalStatus::Running => exit::WAITING,
+        GoalStatus::Failed | GoalStatus::Cancelled => exit::ERROR,
+    })
 }
 
 /// One line for a committed event.
@@ -369,9 +466,9 @@ fn line(e: &GoalEvent) -> String {
 }
 
 /// The graph as text.
-fn shown(r: &GoalRecord, ledger: rein_operation::goals::Ledger) -> String {
+fn shown(v: &GoalView) -> String {
     use std::fmt::Write;
-    let g = &r.goal;
+    let g = &v.goal;
     let mut out = format!(
         "goal       {}\nobjective  {}\nstatus     {}{}\nspent      ${:.4}, {} tokens\n",
         g.id,
@@ -381,8 +478,8 @@ fn shown(r: &GoalRecord, ledger: rein_operation::goals::Ledger) -> String {
             .as_deref()
             .map(|x| format!(" ({x})"))
             .unwrap_or_default(),
-        ledger.cost.dollars(),
-        ledger.tokens
+        v.spent_usd,
+        v.spent_tokens
     );
     if let Some(by) = &g.decided_by {
         let _ = writeln!(out, "decided    {by}");

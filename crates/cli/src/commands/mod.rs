@@ -105,6 +105,7 @@ pub enum Granted {
 /// Where a command runs: what each shared command needs from a database or a server.
 pub trait Backend:
     topics::Conversations
+    + goals::Goaled
     + memory::Remembered
     + briefs::Inbox
     + groups::Groups

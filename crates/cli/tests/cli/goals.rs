@@ -1,4 +1,5 @@
-//! `rein goal` on this machine's database, with scripted models (no network): a goal planned
+//! `rein goal`, with scripted models (no network), here and (in the parity run) through a
+//! server that runs the goal while the command follows it: a goal planned
 //! into three works (b after a, c beside a), b failing its first verification and passing its
 //! second with the verifier's gaps in its prompt, the final acceptance passing; a work that
 //! keeps failing blocked and retried from the command line; each model asked exactly what it
@@ -39,12 +40,6 @@ async fn agent(e: &Env, name: &str, role: &str) {
 
 #[tokio::test]
 async fn a_goal_is_planned_run_verified_retried_and_achieved_only_on_acceptance() {
-    if super::local_only(
-        "a_goal_is_planned_run_verified_retried_and_achieved_only_on_acceptance",
-        "goals run on this machine's database",
-    ) {
-        return;
-    }
     let e = env(Vec::new()).await;
     agent(&e, "alpha", "ROLE-ALPHA: you inventory services.").await;
     agent(&e, "beta", "ROLE-BETA: you migrate services.").await;
@@ -99,9 +94,9 @@ async fn a_goal_is_planned_run_verified_retried_and_achieved_only_on_acceptance(
     let (code, shown, err) = e.rein(&["goal", "show", &id, "--json"]).await;
     assert_eq!(code, 0, "{err}");
     let g: Value = serde_json::from_str(&shown).unwrap();
-    assert_eq!(g["status"], "achieved", "{g:#}");
+    assert_eq!(g["goal"]["status"], "achieved", "{g:#}");
     let attempts = |w: &str| {
-        g["works"]
+        g["goal"]["works"]
             .as_array()
             .unwrap()
             .iter()
@@ -162,12 +157,6 @@ async fn a_goal_is_planned_run_verified_retried_and_achieved_only_on_acceptance(
 
 #[tokio::test]
 async fn a_work_that_keeps_failing_is_blocked_retried_and_a_gap_at_acceptance_is_not_achieved() {
-    if super::local_only(
-        "a_work_that_keeps_failing_is_blocked_retried_and_a_gap_at_acceptance_is_not_achieved",
-        "goals run on this machine's database",
-    ) {
-        return;
-    }
     let e = env(Vec::new()).await;
     agent(&e, "solo", "ROLE-SOLO: you do it.").await;
     e.server.route(
@@ -236,8 +225,11 @@ async fn a_work_that_keeps_failing_is_blocked_retried_and_a_gap_at_acceptance_is
     assert!(err.contains("the report is missing"), "{err}");
     let (_, shown, _) = e.rein(&["goal", "show", &id, "--json"]).await;
     let g: Value = serde_json::from_str(&shown).unwrap();
-    assert_eq!(g["status"], "needs_attention", "{g:#}");
-    assert_eq!(g["works"][0]["attempts"].as_array().unwrap().len(), 3);
+    assert_eq!(g["goal"]["status"], "needs_attention", "{g:#}");
+    assert_eq!(
+        g["goal"]["works"][0]["attempts"].as_array().unwrap().len(),
+        3
+    );
     assert_eq!(asked(&e, "ROLE-SOLO").len(), 3);
     // A person may accept it, on their word, recorded.
     let (code, _, err) = e
@@ -314,11 +306,11 @@ async fn a_goal_killed_after_any_commit_resumes_with_nothing_done_twice() {
         assert_eq!(code, 0, "killed after commit {n}, then achieved: {err}");
         let (_, shown, _) = e.rein(&["goal", "show", &id, "--json"]).await;
         let g: Value = serde_json::from_str(&shown).unwrap();
-        assert_eq!(g["status"], "achieved", "after commit {n}: {g:#}");
+        assert_eq!(g["goal"]["status"], "achieved", "after commit {n}: {g:#}");
         let attempts: Vec<usize> = ["a", "b", "c"]
             .iter()
             .map(|w| {
-                g["works"]
+                g["goal"]["works"]
                     .as_array()
                     .unwrap()
                     .iter()
@@ -351,12 +343,6 @@ async fn a_goal_killed_after_any_commit_resumes_with_nothing_done_twice() {
 /// for a person.
 #[tokio::test]
 async fn a_goal_past_its_cost_limit_stops_or_waits_as_its_policy_says() {
-    if super::local_only(
-        "a_goal_past_its_cost_limit_stops_or_waits_as_its_policy_says",
-        "goals run on this machine's database",
-    ) {
-        return;
-    }
     for (policy, code, status, op_status) in [
         ("stop", 1, "failed", "done"),
         ("interrupt", 3, "needs_attention", "interrupted"),
@@ -392,10 +378,10 @@ async fn a_goal_past_its_cost_limit_stops_or_waits_as_its_policy_says() {
         let id = goal_of(&out);
         let (_, shown, _) = e.rein(&["goal", "show", &id, "--json"]).await;
         let g: Value = serde_json::from_str(&shown).unwrap();
-        assert_eq!(g["status"], status, "{policy}: {g:#}");
+        assert_eq!(g["goal"]["status"], status, "{policy}: {g:#}");
         assert!(g["spent_usd"].as_f64().unwrap() >= 0.5, "{g:#}");
         assert_eq!(
-            g["works"][1]["attempts"].as_array().unwrap().len(),
+            g["goal"]["works"][1]["attempts"].as_array().unwrap().len(),
             0,
             "{policy}: nothing after it started"
         );

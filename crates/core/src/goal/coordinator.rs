@@ -421,53 +421,61 @@ impl Goal {
         Ok(())
     }
 
-    fn ended(&mut self, id: &str, attempt: u32, end: &AttemptEnd) -> Result<(), GoalError> {
+    /// Work `id`'s attempt `attempt` when it is the work's last one, with the work's status.
+    fn current(&mut self, id: &str, attempt: u32) -> Result<(WorkStatus, &mut Attempt), GoalError> {
         let w = self.work_for(id)?;
-        let Some(last) = w.attempts.last_mut().filter(|a| a.n == attempt) else {
-            return Err(GoalError::StaleAttempt {
+        let status = w.status;
+        w.attempts
+            .last_mut()
+            .filter(|a| a.n == attempt)
+            .map(|a| (status, a))
+            .ok_or_else(|| GoalError::StaleAttempt {
                 work: id.to_owned(),
                 attempt,
-            });
-        };
+            })
+    }
+
+    fn set_status(&mut self, id: &str, status: WorkStatus) {
+        if let Some(w) = self.work_mut(id) {
+            w.status = status;
+        }
+    }
+
+    fn ended(&mut self, id: &str, attempt: u32, end: &AttemptEnd) -> Result<(), GoalError> {
+        let (status, last) = self.current(id, attempt)?;
         if last.end.as_ref() == Some(end) {
             return Ok(());
         }
-        if w.status != WorkStatus::Running || last.end.is_some() {
+        if status != WorkStatus::Running || last.end.is_some() {
             return Err(GoalError::WorkNotNow {
                 work: id.to_owned(),
-                status: w.status,
+                status,
                 what: "an attempt's end",
             });
         }
         last.end = Some(end.clone());
         match end {
-            AttemptEnd::Finished { .. } => w.status = WorkStatus::Verifying,
+            AttemptEnd::Finished { .. } => self.set_status(id, WorkStatus::Verifying),
             AttemptEnd::Failed { .. } => self.after_failure(id),
         }
         Ok(())
     }
 
     fn verified(&mut self, id: &str, attempt: u32, verdict: &Verdict) -> Result<(), GoalError> {
-        let w = self.work_for(id)?;
-        let Some(last) = w.attempts.last_mut().filter(|a| a.n == attempt) else {
-            return Err(GoalError::StaleAttempt {
-                work: id.to_owned(),
-                attempt,
-            });
-        };
+        let (status, last) = self.current(id, attempt)?;
         if last.verdict.as_ref() == Some(verdict) {
             return Ok(());
         }
-        if w.status != WorkStatus::Verifying || last.verdict.is_some() {
+        if status != WorkStatus::Verifying || last.verdict.is_some() {
             return Err(GoalError::WorkNotNow {
                 work: id.to_owned(),
-                status: w.status,
+                status,
                 what: "a verdict",
             });
         }
         last.verdict = Some(verdict.clone());
         if verdict.passed {
-            w.status = WorkStatus::Passed;
+            self.set_status(id, WorkStatus::Passed);
         } else {
             self.after_failure(id);
         }

@@ -97,6 +97,28 @@ impl Default for GoalLimits {
     }
 }
 
+crate::named_enum! {
+    /// What a goal's spent budget does to it.
+    #[derive(Default)]
+    pub enum OnBudget as "on_budget" {
+        /// It fails, and its works' operations are cancelled.
+        #[default]
+        Stop = "stop",
+        /// It waits for a person, its works' operations parked resumably.
+        Interrupt = "interrupt",
+    }
+}
+
+impl OnBudget {
+    /// The budget policy its works' operations (and the goal's ledger) follow.
+    pub fn policy(self) -> crate::state::BudgetPolicy {
+        match self {
+            Self::Stop => crate::state::BudgetPolicy::Stop,
+            Self::Interrupt => crate::state::BudgetPolicy::Interrupt,
+        }
+    }
+}
+
 /// How a goal runs: who works, who plans and judges, and what the whole goal may spend.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]

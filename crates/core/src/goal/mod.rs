@@ -20,6 +20,6 @@ pub mod prompts;
 
 pub use coordinator::{GoalDecision, GoalError, GoalEvent, GoalInstruction, decide};
 pub use graph::{
-    Attempt, AttemptEnd, Goal, GoalLimits, GoalSettings, GoalStatus, PlanRevision, Verdict, Work,
-    WorkStatus, work_operation_id,
+    Attempt, AttemptEnd, Goal, GoalLimits, GoalSettings, GoalStatus, OnBudget, PlanRevision,
+    Verdict, Work, WorkStatus, work_operation_id,
 };

@@ -22,7 +22,8 @@ use rein_core::ids::GoalId;
 use rein_core::state::Status;
 use rein_core::{OperationId, Usd};
 use rein_store::{Accounts, GoalRecord, GoalSpend, Goals, SqlStore, Store, StoreError};
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -125,8 +126,8 @@ pub struct GoalRunner {
     pub agents_of: String,
     /// Where works run (their owner, their working directory).
     pub origin: SpecOrigin,
-    /// Operations this process is running for works.
-    running: Mutex<HashSet<OperationId>>,
+    /// Operations this process runs for works, each with whether its run has returned.
+    running: Mutex<HashMap<OperationId, Arc<AtomicBool>>>,
     /// How a work's operation is run (none: [`Driver::run`] in a task of this process).
     launch: Option<Launch>,
 }
@@ -184,6 +185,12 @@ impl GoalRunner {
                 .is_none()
         {
             return Err(GoalRunError::AgentMissing(agent.clone()));
+        }
+        if new.settings.budget.on_exceeded == rein_core::state::BudgetPolicy::Warn {
+            return Err(GoalRunError::BadLimits(
+                "a goal's budget stops it or interrupts it (stop or interrupt), never only warns"
+                    .into(),
+            ));
         }
         let l = &new.limits;
         if l.max_attempts == 0 || l.max_attempts > 20 {
@@ -346,6 +353,33 @@ impl GoalRunner {
         }
     }
 
+    /// Whether goal `record` rests: over, or nothing can be done for it now without a person
+    /// (no plan, start, verdict or budget stop due, and every work's operation it follows
+    /// waits for a person). What a follower elsewhere waits for; nothing is changed.
+    pub async fn at_rest(&self, record: &GoalRecord) -> Result<bool, GoalRunError> {
+        let goal = &record.goal;
+        if goal.status.is_final() {
+            return Ok(true);
+        }
+        let starts = matches!(
+            goal.status,
+            GoalStatus::Planning | GoalStatus::Running | GoalStatus::Paused
+        );
+        if starts && self.over_budget(record).await?.is_some() {
+            return Ok(false);
+        }
+        for instruction in decide(goal) {
+            let GoalInstruction::AwaitWork { operation, .. } = instruction else {
+                return Ok(false);
+            };
+            match self.store.operation(operation).await? {
+                Some(op) if matches!(op.status, Status::WaitingForHuman | Status::Interrupted) => {}
+                _ => return Ok(false),
+            }
+        }
+        Ok(true)
+    }
+
     /// Advance goal `id` until it rests (waits for a person, or is over) or nothing it follows
     /// progresses by itself (a work's operation waits for an approval); its status then.
     pub async fn run(&self, id: GoalId) -> Result<GoalStatus, GoalRunError> {
@@ -476,13 +510,39 @@ impl GoalRunner {
                 },
             }));
         }
-        if matches!(op.status, Status::Idle | Status::Running) {
-            self.run_here(operation);
-            return Ok(Followed::Running);
-        }
-        // Parked (an approval, a question, an interrupted budget): a person answers it as any
-        // operation's, and the goal's next run follows it on.
-        Ok(Followed::Parked)
+        // Whether this process's run of it has returned (`None`: this process does not run it).
+        let returned = self
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&operation)
+            .map(|done| done.load(Ordering::SeqCst));
+        Ok(match op.status {
+            // Waiting for a person (an approval, a question, an interrupted budget): they answer
+            // it as any operation's, and the goal's next run follows it on.
+            Status::WaitingForHuman | Status::Interrupted => Followed::Parked,
+            // Its sub-agents run within its run; once that run returned, the tree waits for a
+            // person (a sub-agent's approval).
+            Status::WaitingForSubAgents if returned == Some(true) => Followed::Parked,
+            Status::Idle
+            | Status::Queued
+            | Status::Running
+            | Status::WaitingForAsyncTool
+            | Status::WaitingForSubAgents => {
+                if returned != Some(false) {
+                    // Not run here, or its run here returned without ending it (another
+                    // process took it, or it stopped): run it (again).
+                    self.running
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .remove(&operation);
+                    self.run_here(operation);
+                }
+                Followed::Running
+            }
+            // Ended: read above.
+            Status::Done | Status::Error => Followed::Running,
+        })
     }
 
     /// Run operation `id` in this process unless it already is.
@@ -492,19 +552,20 @@ impl GoalRunner {
             launch(id);
             return;
         }
-        if !self
-            .running
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id)
+        let done = Arc::new(AtomicBool::new(false));
         {
-            return;
+            let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+            if running.contains_key(&id) {
+                return;
+            }
+            running.insert(id, Arc::clone(&done));
         }
         let driver = Arc::clone(&self.driver);
         tokio::spawn(async move {
             if let Err(e) = driver.run(id).await {
                 tracing::warn!(operation = %id, error = %e, "a goal's work did not run to its end");
             }
+            done.store(true, Ordering::SeqCst);
         });
     }
 

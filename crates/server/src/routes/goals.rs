@@ -10,7 +10,7 @@ use crate::routes::{Body, GoalPath, Params, goal_id};
 use axum::Json;
 use axum::extract::State;
 use chrono::{DateTime, Utc};
-use rein_core::goal::{Goal, GoalDecision, GoalEvent, GoalLimits, GoalSettings};
+use rein_core::goal::{Goal, GoalDecision, GoalEvent, GoalLimits, GoalSettings, OnBudget};
 use rein_core::state::{BudgetPolicy, ModelRef};
 use rein_operation::goals::NewGoal;
 use rein_store::{GoalRecord, Goals};
@@ -18,7 +18,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// `POST /v1/goals` body.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateGoal {
     /// What to achieve (some text that is not only spaces).
@@ -42,7 +42,7 @@ pub struct CreateGoal {
     pub token_limit: Option<u64>,
     /// What a spent budget does: `stop` (the goal fails) or `interrupt` (it waits for you).
     #[serde(default)]
-    pub on_budget: Option<BudgetPolicy>,
+    pub on_budget: Option<OnBudget>,
     /// Attempts a work gets before it is blocked (1 to 20; default 3).
     #[serde(default)]
     #[schemars(range(min = 1, max = 20))]
@@ -96,6 +96,9 @@ pub struct GoalView {
     pub spent_tokens: u64,
     /// Commits so far.
     pub seq: u64,
+    /// Whether it rests: over, or waiting for a person with nothing else to do (a follower
+    /// stops here).
+    pub rests: bool,
     /// When it was created.
     pub created_at: DateTime<Utc>,
     /// When it last changed.
@@ -138,24 +141,68 @@ pub struct GoalEvents {
 
 async fn view(app: &AppState, r: GoalRecord) -> Result<GoalView, ApiError> {
     let runner = crate::goals::runner(app, &r.owner).await?;
-    let ledger = runner.ledger(&r).await.map_err(ApiError::from)?;
-    let s = &r.settings;
-    Ok(GoalView {
-        settings: GoalSettingsView {
-            agent: s.agent.clone(),
-            planner: s.planner.as_ref().map(ModelRef::key),
-            verifier: s.verifier.as_ref().map(ModelRef::key),
-            cost_limit: s.budget.max_cost.map(|c| c.dollars()),
-            token_limit: s.budget.max_tokens,
-            on_budget: s.budget.on_exceeded,
-            deadline: s.deadline,
+    let ledger = runner.ledger(&r).await?;
+    let rests = runner.at_rest(&r).await?;
+    Ok(GoalView::of(r, ledger, rests))
+}
+
+impl GoalView {
+    /// `r` as the API shows it, with what its ledger says it spent and whether it rests.
+    pub fn of(r: GoalRecord, ledger: rein_operation::goals::Ledger, rests: bool) -> Self {
+        let s = &r.settings;
+        GoalView {
+            settings: GoalSettingsView {
+                agent: s.agent.clone(),
+                planner: s.planner.as_ref().map(ModelRef::key),
+                verifier: s.verifier.as_ref().map(ModelRef::key),
+                cost_limit: s.budget.max_cost.map(|c| c.dollars()),
+                token_limit: s.budget.max_tokens,
+                on_budget: s.budget.on_exceeded,
+                deadline: s.deadline,
+            },
+            goal: r.goal,
+            spent_usd: ledger.cost.dollars(),
+            spent_tokens: ledger.tokens,
+            seq: r.seq,
+            rests,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        }
+    }
+}
+
+/// What `body` asks, as a new goal (a refusal names the field).
+pub fn new_goal(body: CreateGoal) -> Result<NewGoal, ApiError> {
+    let cost_limit = match body.cost_limit {
+        Some(c) if !c.is_finite() || c < 0.0 => {
+            return Err(ApiError::bad_request(
+                "cost_limit: a number of USD, 0 or more",
+            ));
+        }
+        Some(c) => Some(rein_core::Usd::from_dollars(c)),
+        None => None,
+    };
+    let defaults = GoalLimits::default();
+    Ok(NewGoal {
+        objective: body.objective,
+        acceptance: body.acceptance,
+        settings: GoalSettings {
+            agent: body.agent,
+            planner: model("planner", body.planner)?,
+            verifier: model("verifier", body.verifier)?,
+            budget: rein_core::state::Budget {
+                max_cost: cost_limit,
+                max_tokens: body.token_limit,
+                on_exceeded: body.on_budget.unwrap_or_default().policy(),
+                ..Default::default()
+            },
+            deadline: body.deadline,
         },
-        goal: r.goal,
-        spent_usd: ledger.cost.dollars(),
-        spent_tokens: ledger.tokens,
-        seq: r.seq,
-        created_at: r.created_at,
-        updated_at: r.updated_at,
+        limits: GoalLimits {
+            max_attempts: body.max_attempts.unwrap_or(defaults.max_attempts),
+            max_parallel: body.max_parallel.unwrap_or(defaults.max_parallel),
+            ..defaults
+        },
     })
 }
 
@@ -173,43 +220,9 @@ pub async fn create(
     Caller(user): Caller,
     Body(new): Body<CreateGoal>,
 ) -> Result<Reply<201, GoalView>, ApiError> {
-    let cost_limit = match new.cost_limit {
-        Some(c) if !c.is_finite() || c < 0.0 => {
-            return Err(ApiError::bad_request(
-                "cost_limit: a number of USD, 0 or more",
-            ));
-        }
-        Some(c) => Some(rein_core::Usd::from_dollars(c)),
-        None => None,
-    };
-    let defaults = GoalLimits::default();
+    let new = new_goal(new)?;
     let runner = crate::goals::runner(&app, &user.id).await?;
-    let record = runner
-        .create(
-            &user.id,
-            NewGoal {
-                objective: new.objective,
-                acceptance: new.acceptance,
-                settings: GoalSettings {
-                    agent: new.agent,
-                    planner: model("planner", new.planner)?,
-                    verifier: model("verifier", new.verifier)?,
-                    budget: rein_core::state::Budget {
-                        max_cost: cost_limit,
-                        max_tokens: new.token_limit,
-                        on_exceeded: new.on_budget.unwrap_or_default(),
-                        ..Default::default()
-                    },
-                    deadline: new.deadline,
-                },
-                limits: GoalLimits {
-                    max_attempts: new.max_attempts.unwrap_or(defaults.max_attempts),
-                    max_parallel: new.max_parallel.unwrap_or(defaults.max_parallel),
-                    ..defaults
-                },
-            },
-        )
-        .await?;
+    let record = runner.create(&user.id, new).await?;
     app.goals_wake.notify_one();
     Ok(Reply(view(&app, record).await?))
 }

@@ -323,15 +323,7 @@ path_param!(
 
 /// A goal's id from a path: a hyphenated UUID, else a 400 naming it.
 pub fn goal_id(id: &str) -> Result<rein_core::ids::GoalId, ApiError> {
-    let parsed = if hyphenated_uuid(id) {
-        id.parse().ok()
-    } else {
-        None
-    };
-    parsed.ok_or_else(|| {
-        let shown: String = id.chars().take(40).collect();
-        ApiError::bad_request(format!("{shown:?} is not a goal id (a UUID)"))
-    })
+    uuid_of(id, "a goal")
 }
 
 path_param!(
@@ -494,6 +486,11 @@ fn ecma_space(c: char) -> bool {
 
 /// An operation id by its format (a UUID); anything else is a 400 naming it.
 pub fn operation_id(id: &str) -> Result<OperationId, ApiError> {
+    uuid_of(id, "an operation")
+}
+
+/// An id that is a hyphenated UUID (`what`, as in "an operation": a 400 naming it otherwise).
+fn uuid_of<T: std::str::FromStr>(id: &str, what: &str) -> Result<T, ApiError> {
     let parsed = if hyphenated_uuid(id) {
         id.parse().ok()
     } else {
@@ -501,7 +498,7 @@ pub fn operation_id(id: &str) -> Result<OperationId, ApiError> {
     };
     parsed.ok_or_else(|| {
         let shown: String = id.chars().take(40).collect();
-        ApiError::bad_request(format!("{shown:?} is not an operation id (a UUID)"))
+        ApiError::bad_request(format!("{shown:?} is not {what} id (a UUID)"))
     })
 }
 
