@@ -47,6 +47,14 @@ pub async fn runner(app: &AppState, owner: &str) -> Result<GoalRunner, ApiError>
 /// One pass: advance every open goal this process can claim.
 pub async fn advance_all(app: &AppState) -> Result<(), rein_store::StoreError> {
     for (owner, id) in app.store.open_goals().await? {
+        // A goal with nothing to do now (waiting for a person) is left alone: no claim is
+        // written for it every second.
+        let Some(record) = app.store.goal(None, id).await? else {
+            continue;
+        };
+        if rein_core::goal::decide(&record.goal).is_empty() {
+            continue;
+        }
         let until = chrono::Utc::now()
             + chrono::Duration::from_std(CLAIM).unwrap_or(chrono::Duration::seconds(30));
         if !app.store.claim_goal(id, &app.runner.node, until).await? {

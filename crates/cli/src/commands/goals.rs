@@ -189,7 +189,7 @@ impl Local {
             .await?
             .with_context(|| format!("no goal {id}"))?;
         let ledger = runner.ledger(&record).await?;
-        let rests = runner.at_rest(&record).await?;
+        let rests = runner.at_rest(&record, &ledger).await?;
         Ok(GoalView::of(record, ledger, rests))
     }
 }
@@ -208,7 +208,7 @@ impl Goaled for Local {
         let mut out = Vec::new();
         for r in self.store().await?.list_goals(&user.id, 200).await? {
             let ledger = runner.ledger(&r).await?;
-            let rests = runner.at_rest(&r).await?;
+            let rests = runner.at_rest(&r, &ledger).await?;
             out.push(GoalView::of(r, ledger, rests));
         }
         Ok(out)

@@ -62,10 +62,12 @@ impl GoalRunner {
         Ok(l)
     }
 
-    /// What ran out, when goal `record` is past its budget or its deadline.
+    /// What ran out, when goal `record` is past its budget or its deadline (`known`: its
+    /// ledger, when the caller has just read it).
     pub(super) async fn over_budget(
         &self,
         record: &GoalRecord,
+        known: Option<&Ledger>,
     ) -> Result<Option<String>, GoalRunError> {
         let b = &record.settings.budget;
         if let Some(deadline) = record.settings.deadline
@@ -79,7 +81,10 @@ impl GoalRunner {
         if b.max_cost.is_none() && b.max_tokens.is_none() {
             return Ok(None);
         }
-        let l = self.ledger(record).await?;
+        let l = match known {
+            Some(l) => *l,
+            None => self.ledger(record).await?,
+        };
         if let Some(max) = b.max_cost
             && l.cost >= max
         {

@@ -307,7 +307,7 @@ impl GoalRunner {
                 record.goal.status,
                 GoalStatus::Planning | GoalStatus::Running | GoalStatus::Paused
             );
-            if starts && let Some(spent) = self.over_budget(&record).await? {
+            if starts && let Some(spent) = self.over_budget(&record, None).await? {
                 let stop =
                     record.settings.budget.on_exceeded != rein_core::state::BudgetPolicy::Interrupt;
                 let goal = self
@@ -355,8 +355,13 @@ impl GoalRunner {
 
     /// Whether goal `record` rests: over, or nothing can be done for it now without a person
     /// (no plan, start, verdict or budget stop due, and every work's operation it follows
-    /// waits for a person). What a follower elsewhere waits for; nothing is changed.
-    pub async fn at_rest(&self, record: &GoalRecord) -> Result<bool, GoalRunError> {
+    /// waits for a person). What a follower elsewhere waits for; nothing is changed. `ledger`
+    /// is the goal's, as [`GoalRunner::ledger`] just read it.
+    pub async fn at_rest(
+        &self,
+        record: &GoalRecord,
+        ledger: &Ledger,
+    ) -> Result<bool, GoalRunError> {
         let goal = &record.goal;
         if goal.status.is_final() {
             return Ok(true);
@@ -365,7 +370,7 @@ impl GoalRunner {
             goal.status,
             GoalStatus::Planning | GoalStatus::Running | GoalStatus::Paused
         );
-        if starts && self.over_budget(record).await?.is_some() {
+        if starts && self.over_budget(record, Some(ledger)).await?.is_some() {
             return Ok(false);
         }
         for instruction in decide(goal) {

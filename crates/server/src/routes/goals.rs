@@ -142,7 +142,7 @@ pub struct GoalEvents {
 async fn view(app: &AppState, r: GoalRecord) -> Result<GoalView, ApiError> {
     let runner = crate::goals::runner(app, &r.owner).await?;
     let ledger = runner.ledger(&r).await?;
-    let rests = runner.at_rest(&r).await?;
+    let rests = runner.at_rest(&r, &ledger).await?;
     Ok(GoalView::of(r, ledger, rests))
 }
 
