@@ -6,6 +6,7 @@ export type Section =
   | "chat"
   | "inbox"
   | "tasks"
+  | "goals"
   | "agents"
   | "groups"
   | "knowledge"
@@ -18,6 +19,7 @@ export const SECTIONS: readonly Section[] = [
   "chat",
   "inbox",
   "tasks",
+  "goals",
   "agents",
   "groups",
   "knowledge",

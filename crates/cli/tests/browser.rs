@@ -1735,6 +1735,112 @@ async fn the_web_app_resolves_a_brief_and_makes_runs_edits_and_chains_tasks_at(s
     assert_eq!(weekly["depends_on"], json!([digest["id"]]), "{weekly}");
 }
 
+/// Goals in the web app: one asked for in the form is planned and run by the server; the
+/// graph shows its works coloured by status with their attempts' operations and verdicts and
+/// the budget spent of its limit; "Try again" on a blocked work runs it again and the goal is
+/// achieved on its final check.
+#[tokio::test]
+async fn the_web_app_creates_a_goal_shows_its_graph_and_retries_a_blocked_work() {
+    for size in SIZES {
+        the_web_app_creates_a_goal_shows_its_graph_and_retries_a_blocked_work_at(size).await;
+    }
+}
+
+async fn the_web_app_creates_a_goal_shows_its_graph_and_retries_a_blocked_work_at(size: &str) {
+    let Some(Browser {
+        chromium,
+        playwright,
+        dir,
+    }) = browser("the web app's goals in Chromium", "rein-web-goals")
+    else {
+        return;
+    };
+    // The workers (the default agent) answer from the shared queue, in order: a, then b twice.
+    let model = serve(
+        vec![
+            Canned::openai_text("Services: auth, billing."),
+            Canned::openai_text("Migrated auth and billing."),
+            Canned::openai_text("Migrated; rollback: snapshot then restore."),
+        ],
+        3,
+    )
+    .await;
+    let verdict = |passed: bool, gaps: &[&str]| {
+        Canned::openai_text(
+            &json!({"passed": passed, "gaps": gaps, "evidence": ["read the output"]}).to_string(),
+        )
+    };
+    model.route(
+        "You plan long-horizon work",
+        vec![Canned::openai_text(
+            &json!({"works": [
+                {"id": "a", "instruction": "List the services.", "assignee": null, "depends_on": [], "acceptance": "every service is listed"},
+                {"id": "b", "instruction": "Migrate each listed service.", "assignee": null, "depends_on": ["a"], "acceptance": "each has a rollback plan"},
+            ]})
+            .to_string(),
+        )],
+    );
+    model.route("reviewer of work `a`", vec![verdict(true, &[])]);
+    model.route(
+        "reviewer of work `b`",
+        vec![verdict(false, &["no rollback plan"]), verdict(true, &[])],
+    );
+    model.route("reviewer of the whole objective", vec![verdict(true, &[])]);
+    let (_server, base) = serve_ui(&dir, &model.base).await;
+    let (report, out) = run_script_with(
+        "app_goals.cjs",
+        &base,
+        &chromium,
+        &playwright,
+        &[("REIN_VIEWPORT", size)],
+    )
+    .await;
+    let shots = out.display();
+    assert_eq!(
+        report["ok"], true,
+        "at {size}: {report:#}\nscreenshots in {shots}"
+    );
+    let text = |k: &str| report[k].as_str().unwrap_or_default().to_owned();
+    assert!(
+        text("status").contains("Needs you")
+            && text("status").contains("did not pass in 1 attempt"),
+        "{report:#}"
+    );
+    assert!(text("budget").contains("of $5"), "{report:#}");
+    assert_eq!(report["meter"]["max"], 5, "{report:#}");
+    assert_eq!(text("after"), "After a", "{report:#}");
+    assert!(
+        text("attempt").contains("no rollback plan")
+            && text("attempt").contains("Migrated auth and billing.")
+            && text("attempt").contains("done"),
+        "the attempt shows its verdict, its answer and its operation: {report:#}"
+    );
+    assert!(text("final").contains("passed"), "{report:#}");
+    assert!(
+        text("revisions").contains("Plan 1 by planner:"),
+        "{report:#}"
+    );
+    assert!(
+        text("listed").contains("Migrate the services"),
+        "{report:#}"
+    );
+    let goals = json_call(
+        &reqwest::Client::new(),
+        reqwest::Method::GET,
+        &format!("{base}/v1/goals"),
+        None,
+    )
+    .await;
+    let goal = &goals["goals"][0];
+    assert_eq!(goal["goal"]["status"], "achieved", "{goal:#}");
+    assert_eq!(goal["settings"]["cost_limit"], 5.0, "{goal:#}");
+    assert_eq!(goal["goal"]["limits"]["max_attempts"], 1, "{goal:#}");
+    assert_eq!(
+        goal["goal"]["acceptance"], "every service migrated with a rollback plan",
+        "{goal:#}"
+    );
+}
+
 /// A stream cut while its operation runs: the web app resumes it after the last event it saw
 /// and shows the answer without a reload.
 #[tokio::test]

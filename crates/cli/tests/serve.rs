@@ -360,9 +360,15 @@ impl Env {
     }
 
     async fn events(&self, rein: &Rein, op: &str, token: &str, last: Option<u64>) -> Sse {
+        self.sse(rein, &format!("/v1/operations/{op}/events"), token, last)
+            .await
+    }
+
+    /// `GET path` as Server-Sent Events, resumed after `last` when given.
+    async fn sse(&self, rein: &Rein, path: &str, token: &str, last: Option<u64>) -> Sse {
         let mut req = self
             .http
-            .get(format!("{}/v1/operations/{op}/events", rein.base))
+            .get(format!("{}{path}", rein.base))
             .header("authorization", format!("Bearer {token}"));
         if let Some(l) = last {
             req = req.header("last-event-id", l.to_string());

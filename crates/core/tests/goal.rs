@@ -48,11 +48,13 @@ fn fail(gaps: &[&str]) -> Verdict {
 }
 
 fn start(goal: &mut Goal, id: &str) -> u32 {
-    let n = goal.work(id).unwrap().attempts.len() as u32 + 1;
+    let w = goal.work(id).unwrap();
+    let n = w.attempts.len() as u32 + 1;
+    let operation = work_operation_id(goal.id, id, w.revision, n);
     goal.apply(&GoalEvent::WorkStarted {
         work: id.into(),
         attempt: n,
-        operation: work_operation_id(goal.id, id, n),
+        operation,
     })
     .unwrap();
     n
@@ -170,7 +172,7 @@ fn a_goal_runs_its_works_in_order_retries_with_the_gaps_and_is_achieved_on_accep
     assert!(decide(&goal).contains(&GoalInstruction::AwaitWork {
         work: "a".into(),
         attempt: 1,
-        operation: work_operation_id(goal.id, "a", 1)
+        operation: work_operation_id(goal.id, "a", 1, 1)
     }));
     finish(&mut goal, "a", a, pass());
     assert_eq!(started(&decide(&goal)), ["b"]);
@@ -229,7 +231,7 @@ fn a_work_is_blocked_when_its_attempts_run_out_and_a_retry_grants_one_more() {
     let late = GoalEvent::WorkStarted {
         work: "a".into(),
         attempt: 3,
-        operation: work_operation_id(goal.id, "a", 3),
+        operation: work_operation_id(goal.id, "a", 1, 3),
     };
     assert!(goal.clone().apply(&late).is_err());
     goal.apply(&GoalEvent::Decided {
@@ -334,14 +336,14 @@ fn events_folded_twice_change_nothing_and_stale_ones_are_refused() {
     goal.apply(&GoalEvent::WorkStarted {
         work: "a".into(),
         attempt: n,
-        operation: work_operation_id(goal.id, "a", n),
+        operation: work_operation_id(goal.id, "a", 1, n),
     })
     .unwrap();
     assert_eq!(goal, before, "a start run again changes nothing");
     let wrong = GoalEvent::WorkStarted {
         work: "a".into(),
         attempt: 2,
-        operation: work_operation_id(goal.id, "a", 2),
+        operation: work_operation_id(goal.id, "a", 1, 2),
     };
     assert!(matches!(
         goal.apply(&wrong),
@@ -367,17 +369,109 @@ fn events_folded_twice_change_nothing_and_stale_ones_are_refused() {
         Err(GoalError::WorkNotNow { .. })
     ));
     assert_ne!(
-        work_operation_id(goal.id, "a", 1),
-        work_operation_id(goal.id, "a", 2)
+        work_operation_id(goal.id, "a", 1, 1),
+        work_operation_id(goal.id, "a", 1, 2)
     );
     assert_ne!(
-        work_operation_id(goal.id, "a", 1),
-        work_operation_id(goal.id, "b", 1)
+        work_operation_id(goal.id, "a", 1, 1),
+        work_operation_id(goal.id, "b", 1, 1)
     );
     assert_eq!(
-        work_operation_id(goal.id, "a", 1),
-        work_operation_id(goal.id, "a", 1)
+        work_operation_id(goal.id, "a", 1, 1),
+        work_operation_id(goal.id, "a", 1, 1)
     );
+}
+
+fn edited(goal: &Goal, works: Vec<ProposedWork>) -> GoalEvent {
+    let (works, revision) = plan::check(
+        goal,
+        &ProposedPlan { works },
+        "user:ann",
+        "split it",
+        |_| true,
+    )
+    .unwrap();
+    GoalEvent::Edited { works, revision }
+}
+
+#[test]
+fn a_person_edits_the_plan_keeping_what_passed_and_retiring_what_is_left_out() {
+    let mut goal = Goal::new("x");
+    goal.limits.max_attempts = 1;
+    planned(
+        &mut goal,
+        vec![work("a", &[]), work("b", &[]), work("c", &["b"])],
+    );
+    let n = start(&mut goal, "a");
+    // Not while a work runs.
+    let early = edited(&goal, vec![work("d", &[])]);
+    assert!(matches!(
+        goal.apply(&early),
+        Err(GoalError::WorksRunning(w)) if w == "a"
+    ));
+    finish(&mut goal, "a", n, pass());
+    let n = start(&mut goal, "b");
+    finish(&mut goal, "b", n, fail(&["wrong"]));
+    assert_eq!(goal.work("b").unwrap().status, WorkStatus::Blocked);
+    assert_eq!(goal.status, GoalStatus::NeedsAttention);
+    // b is named again (afresh, with operations of the new revision); c is left out.
+    let event = edited(&goal, vec![work("b", &["a"]), work("d", &["b"])]);
+    goal.apply(&event).unwrap();
+    let again = goal.clone();
+    goal.apply(&event).unwrap();
+    assert_eq!(goal, again, "an edit folded twice changes nothing");
+    assert_eq!(goal.status, GoalStatus::Running);
+    assert_eq!(goal.revisions.len(), 2);
+    assert_eq!(goal.revisions[1].by, "user:ann");
+    assert_eq!(goal.work("a").unwrap().status, WorkStatus::Passed);
+    assert_eq!(goal.work("c").unwrap().status, WorkStatus::Retired);
+    let b = goal.work("b").unwrap();
+    assert_eq!(
+        (b.status, b.attempts.len(), b.revision),
+        (WorkStatus::Pending, 0, 2)
+    );
+    let ops: Vec<_> = decide(&goal)
+        .into_iter()
+        .filter_map(|i| match i {
+            GoalInstruction::StartWork {
+                work, operation, ..
+            } => Some((work, operation)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        ops,
+        [("b".to_owned(), work_operation_id(goal.id, "b", 2, 1))]
+    );
+    assert_ne!(
+        work_operation_id(goal.id, "b", 2, 1),
+        work_operation_id(goal.id, "b", 1, 1),
+        "the new b never finds the old b's operation"
+    );
+    // A passed work cannot be named again.
+    assert_eq!(
+        plan::check(
+            &goal,
+            &ProposedPlan {
+                works: vec![work("a", &[])]
+            },
+            "user:ann",
+            "redo",
+            |_| true
+        )
+        .unwrap_err(),
+        PlanError::DuplicateId("a".into())
+    );
+    // A paused goal stays paused through an edit.
+    goal.apply(&GoalEvent::Decided {
+        by: "ann".into(),
+        decision: GoalDecision::Pause,
+    })
+    .unwrap();
+    let event = edited(&goal, vec![work("b", &["a"])]);
+    goal.apply(&event).unwrap();
+    assert_eq!(goal.status, GoalStatus::Paused);
+    assert_eq!(goal.work("d").unwrap().status, WorkStatus::Retired);
 }
 
 #[test]
@@ -397,7 +491,7 @@ fn pausing_starts_nothing_new_and_follows_what_runs() {
         [GoalInstruction::AwaitWork {
             work: "a".into(),
             attempt: n,
-            operation: work_operation_id(goal.id, "a", n)
+            operation: work_operation_id(goal.id, "a", 1, n)
         }]
     );
     finish(&mut goal, "a", n, pass());

@@ -293,7 +293,7 @@ impl From<rein_operation::goals::GoalRunError> for ApiError {
         use rein_operation::goals::GoalRunError as E;
         match e {
             e @ E::NotFound(_) => ApiError::not_found(e.to_string()),
-            e @ (E::BadObjective | E::BadAcceptance | E::BadLimits(_)) => {
+            e @ (E::BadObjective | E::BadAcceptance | E::BadLimits(_) | E::PlanRefused(_)) => {
                 ApiError::unprocessable(e.to_string())
             }
             e @ E::AgentMissing(_) => ApiError::new(

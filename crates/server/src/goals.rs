@@ -12,9 +12,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// How long a claim on a goal lasts without being renewed.
-const CLAIM: Duration = Duration::from_secs(30);
-
 /// A runner of `owner`'s goals on this server: its host, its store, works' operations run by
 /// its runner.
 pub async fn runner(app: &AppState, owner: &str) -> Result<GoalRunner, ApiError> {
@@ -55,13 +52,22 @@ pub async fn advance_all(app: &AppState) -> Result<(), rein_store::StoreError> {
         if rein_core::goal::decide(&record.goal).is_empty() {
             continue;
         }
-        let until = chrono::Utc::now()
-            + chrono::Duration::from_std(CLAIM).unwrap_or(chrono::Duration::seconds(30));
-        if !app.store.claim_goal(id, &app.runner.node, until).await? {
+        if !app
+            .store
+            .claim_goal(id, &app.runner.node, claim_until(app))
+            .await?
+        {
             continue;
         }
         let advanced = match runner(app, &owner).await {
-            Ok(r) => r.advance(id).await,
+            Ok(r) => {
+                // A planner or verifier call may outlast the claim: renew it meanwhile, so no
+                // other process asks the same question while this one waits for the answer.
+                let renew = tokio::spawn(renew(Arc::clone(app), id));
+                let advanced = r.advance(id).await;
+                renew.abort();
+                advanced
+            }
             Err(e) => {
                 tracing::warn!(goal = %id, error = %e.message, "a goal cannot be run here");
                 continue;
@@ -78,6 +84,33 @@ pub async fn advance_all(app: &AppState) -> Result<(), rein_store::StoreError> {
         }
     }
     Ok(())
+}
+
+/// When a claim taken now ends: a claim lasts as long as an operation's lease, so a process
+/// that died gives its goals up as soon as its operations.
+fn claim_until(app: &AppState) -> chrono::DateTime<chrono::Utc> {
+    chrono::Utc::now()
+        + chrono::Duration::from_std(app.runner.lease).unwrap_or(chrono::Duration::seconds(30))
+}
+
+/// Renew this process's claim on goal `id` three times a lease until aborted.
+async fn renew(app: AppState, id: rein_core::ids::GoalId) {
+    let every = app.runner.lease / 3;
+    loop {
+        tokio::time::sleep(every).await;
+        match app
+            .store
+            .claim_goal(id, &app.runner.node, claim_until(&app))
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::warn!(goal = %id, "another process took this process's claim on a goal");
+                return;
+            }
+            Err(e) => tracing::warn!(goal = %id, error = %e, "a goal's claim was not renewed"),
+        }
+    }
 }
 
 /// Advance goals until `stop`: at once when woken (a goal created or decided on), and every

@@ -13,7 +13,7 @@ use clap::Subcommand;
 use rein_core::goal::{GoalDecision, GoalEvent, GoalStatus, WorkStatus};
 use rein_core::ids::GoalId;
 use rein_operation::goals::GoalRunner;
-use rein_server::routes::goals::{CreateGoal, GoalEvents, GoalList, GoalView};
+use rein_server::routes::goals::{CreateGoal, GoalEvents, GoalList, GoalPlanEdit, GoalView};
 use rein_store::Goals;
 use reqwest::Method;
 use std::sync::Arc;
@@ -70,6 +70,19 @@ pub enum GoalCommand {
         id: String,
         /// Why.
         #[arg(long)]
+        why: String,
+    },
+    /// Print the plan's works still to do as JSON, or replace them with `--edit FILE`'s (the
+    /// works that passed or were retired are kept; no work may be running).
+    Plan {
+        /// The goal.
+        id: String,
+        /// A JSON file (`-`: standard input) of `{"works": [{"id", "instruction",
+        /// "assignee", "depends_on", "acceptance"}]}`, as this command prints it.
+        #[arg(long, value_name = "FILE")]
+        edit: Option<std::path::PathBuf>,
+        /// Why, kept with the revision.
+        #[arg(long, default_value = "")]
         why: String,
     },
     /// Count the goal achieved, on your word.
@@ -149,6 +162,9 @@ pub trait Goaled {
     /// Your decision on one of your goals; the goal after it.
     async fn decide_goal(&self, id: GoalId, decision: GoalDecision) -> anyhow::Result<GoalView>;
 
+    /// Your plan for goal `id`'s works still to do; the goal after it.
+    async fn edit_goal_plan(&self, id: GoalId, edit: GoalPlanEdit) -> anyhow::Result<GoalView>;
+
     /// Run (here) or follow (a server runs it) goal `id` until it rests, telling `seen` each
     /// committed event after commit `after`; its status then.
     async fn run_goal(
@@ -225,6 +241,15 @@ impl Goaled for Local {
         self.goal_view(&runner, &user.id, id).await
     }
 
+    async fn edit_goal_plan(&self, id: GoalId, edit: GoalPlanEdit) -> anyhow::Result<GoalView> {
+        let (runner, user) = self.goal_runner().await?;
+        let proposed = rein_core::goal::plan::ProposedPlan { works: edit.works };
+        runner
+            .edit_plan(&user.id, id, &user.name, &proposed, &edit.why)
+            .await?;
+        self.goal_view(&runner, &user.id, id).await
+    }
+
     async fn run_goal(
         &self,
         id: GoalId,
@@ -272,6 +297,11 @@ impl Goaled for Remote {
             Some(&decision),
         )
         .await
+    }
+
+    async fn edit_goal_plan(&self, id: GoalId, edit: GoalPlanEdit) -> anyhow::Result<GoalView> {
+        self.call(Method::PUT, &format!("/v1/goals/{id}/plan"), Some(&edit))
+            .await
     }
 
     async fn run_goal(
@@ -365,6 +395,41 @@ pub async fn run(on: &impl Backend, command: GoalCommand, json: bool) -> anyhow:
         GoalCommand::Retry { id, work } => decide(id, GoalDecision::Retry { work }).await,
         GoalCommand::Skip { id, work } => decide(id, GoalDecision::Skip { work }).await,
         GoalCommand::Replan { id, why } => decide(id, GoalDecision::Replan { why }).await,
+        GoalCommand::Plan { id, edit, why } => {
+            let id = goal_id(&id)?;
+            let Some(file) = edit else {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&to_do(&on.goal(id).await?))?
+                );
+                return Ok(exit::DONE);
+            };
+            let text = if file.as_os_str() == "-" {
+                std::io::read_to_string(std::io::stdin()).context("reading the plan from stdin")?
+            } else {
+                std::fs::read_to_string(&file)
+                    .with_context(|| format!("reading the plan {}", file.display()))?
+            };
+            let plan: rein_core::goal::plan::ProposedPlan = serde_json::from_str(&text)
+                .with_context(|| {
+                    format!(
+                        "{} is not a plan: {{\"works\": [{{\"id\", \"instruction\", \"assignee\", \"depends_on\", \"acceptance\"}}]}}",
+                        file.display()
+                    )
+                })?;
+            let v = on
+                .edit_goal_plan(
+                    id,
+                    GoalPlanEdit {
+                        works: plan.works,
+                        why,
+                    },
+                )
+                .await?;
+            let revision = v.goal.revisions.last().map(|r| r.n).unwrap_or_default();
+            println!("goal {} is {} (plan {revision})", v.goal.id, v.goal.status);
+            Ok(exit::DONE)
+        }
         GoalCommand::Accept { id, note } => decide(id, GoalDecision::Accept { note }).await,
         GoalCommand::Reject { id, why } => decide(id, GoalDecision::Reject { why }).await,
     }
@@ -405,10 +470,30 @@ async fn follow(on: &impl Backend, id: GoalId, after: u64, json: bool) -> anyhow
     })
 }
 
+/// The works of `v`'s plan still to do, as a plan a person edits (the passed and retired ones
+/// are kept by any revision, so they are left out).
+fn to_do(v: &GoalView) -> rein_core::goal::plan::ProposedPlan {
+    rein_core::goal::plan::ProposedPlan {
+        works: v
+            .goal
+            .works
+            .iter()
+            .filter(|w| !matches!(w.status, WorkStatus::Passed | WorkStatus::Retired))
+            .map(|w| rein_core::goal::plan::ProposedWork {
+                id: w.id.clone(),
+                instruction: w.instruction.clone(),
+                assignee: w.assignee.clone(),
+                depends_on: w.depends_on.clone(),
+                acceptance: w.acceptance.clone(),
+            })
+            .collect(),
+    }
+}
+
 /// One line for a committed event.
 fn line(e: &GoalEvent) -> String {
     match e {
-        GoalEvent::Planned { works, revision } => format!(
+        GoalEvent::Planned { works, revision } | GoalEvent::Edited { works, revision } => format!(
             "plan {} by {}: {}",
             revision.n,
             revision.by,

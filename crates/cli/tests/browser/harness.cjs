@@ -45,8 +45,10 @@ exports.run = async (name, options, steps) => {
 };
 
 // Opens a section of the web app by its link, as a person would: on a phone the links are in
-// the drawer, opened first with the menu button.
+// the drawer, opened first with the menu button (once the shell is there).
 exports.section = async (page, name) => {
+  // The shell renders once the server said who this is; until then there is no link to see.
+  await page.waitForSelector(".top .menu", { state: "attached" });
   const link = `.sections a[href="${name === "chat" ? "#" : "#/" + name}"]`;
   if (!(await page.isVisible(link))) await page.click(".top .menu");
   await page.click(link);

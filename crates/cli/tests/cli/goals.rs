@@ -391,3 +391,184 @@ async fn a_goal_past_its_cost_limit_stops_or_waits_as_its_policy_says() {
         assert_eq!(op["status"], op_status, "{policy}: {op:#}");
     }
 }
+
+fn plan_file(e: &Env, name: &str, works: Value) -> String {
+    let path = e.dir.join(name);
+    std::fs::write(&path, json!({ "works": works }).to_string()).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+/// `rein goal plan ID --edit FILE`: a person's plan before the planner is asked here (which then
+/// never is; a server asks it at once, and its answer is no plan), refused whole when it is
+/// wrong, and again after a work is blocked: the blocked work left out is retired, the new
+/// work runs, and the goal is achieved on acceptance.
+#[tokio::test]
+async fn a_person_edits_a_goals_plan_before_and_during_its_run() {
+    let e = env(Vec::new()).await;
+    agent(&e, "solo", "ROLE-SOLO: you do it.").await;
+    // Here the planner is asked only when the goal runs; a server asks it as soon as the goal
+    // is made, and this one answers with no plan.
+    let server_plans = super::parity();
+    e.server.route(
+        "You plan long-horizon work",
+        vec![Canned::openai_text("I would rather not.")],
+    );
+    e.server.route(
+        "ROLE-SOLO",
+        vec![
+            Canned::openai_text("Counted: 3."),
+            Canned::openai_text("Half done."),
+            Canned::openai_text("Report written: 3 services."),
+        ],
+    );
+    e.server
+        .route("reviewer of work `count`", vec![verdict(true, &[])]);
+    e.server
+        .route("reviewer of work `big`", vec![verdict(false, &["too big"])]);
+    e.server
+        .route("reviewer of work `report`", vec![verdict(true, &[])]);
+    e.server
+        .route("reviewer of the whole objective", vec![verdict(true, &[])]);
+    let (code, out, err) = e
+        .rein(&[
+            "goal",
+            "create",
+            "Report on the services",
+            "--agent",
+            "solo",
+            "--max-attempts",
+            "1",
+            "--detach",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let id = goal_of(&out);
+    if server_plans {
+        rein_testkit::eventually("the server's planner answered with no plan", || async {
+            let (_, shown, _) = e.rein(&["goal", "show", &id, "--json"]).await;
+            let g: Value = serde_json::from_str(&shown).ok()?;
+            (g["goal"]["status"] == "needs_attention").then_some(())
+        })
+        .await;
+    }
+    // Refused whole, naming what is wrong; the goal is unchanged.
+    let cyclic = plan_file(
+        &e,
+        "cyclic.json",
+        json!([
+            {"id": "x", "instruction": "X.", "depends_on": ["y"], "acceptance": "x"},
+            {"id": "y", "instruction": "Y.", "depends_on": ["x"], "acceptance": "y"},
+        ]),
+    );
+    let (code, _, err) = e.rein(&["goal", "plan", &id, "--edit", &cyclic]).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("cycle"), "{err}");
+    let stranger = plan_file(
+        &e,
+        "stranger.json",
+        json!([{"id": "x", "instruction": "X.", "assignee": "nobody", "acceptance": "x"}]),
+    );
+    let (code, _, err) = e.rein(&["goal", "plan", &id, "--edit", &stranger]).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("`nobody`, which is not one of your agents"),
+        "{err}"
+    );
+    let garbled = plan_file(&e, "garbled.json", json!([{"id": "x"}]));
+    let (code, _, err) = e.rein(&["goal", "plan", &id, "--edit", &garbled]).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("is not a plan"), "{err}");
+    // Before the planner is asked: the person's plan is the first revision.
+    let first = plan_file(
+        &e,
+        "first.json",
+        json!([
+            {"id": "count", "instruction": "Count the services.", "acceptance": "a number"},
+            {"id": "big", "instruction": "Do everything else.", "depends_on": ["count"], "acceptance": "all of it"},
+        ]),
+    );
+    let (code, out, err) = e
+        .rein(&[
+            "goal",
+            "plan",
+            &id,
+            "--edit",
+            &first,
+            "--why",
+            "I know the steps",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("is running (plan 1)"), "{out}");
+    let (code, printed, err) = e.rein(&["goal", "plan", &id]).await;
+    assert_eq!(code, 0, "{err}");
+    let printed: Value = serde_json::from_str(&printed).unwrap();
+    assert_eq!(printed["works"][1]["id"], "big", "{printed:#}");
+    assert_eq!(printed["works"][1]["depends_on"], json!(["count"]));
+    let (code, _, err) = e.rein(&["goal", "run", &id]).await;
+    assert_eq!(code, 3, "big is blocked: {err}");
+    // During: `big` is replaced by a smaller work; what passed is kept.
+    let second = plan_file(
+        &e,
+        "second.json",
+        json!([
+            {"id": "report", "instruction": "Write the report.", "depends_on": ["count"], "acceptance": "a report"},
+        ]),
+    );
+    let (code, out, err) = e
+        .rein(&[
+            "goal",
+            "plan",
+            &id,
+            "--edit",
+            &second,
+            "--why",
+            "smaller steps",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("is running (plan 2)"), "{out}");
+    let (code, _, err) = e.rein(&["goal", "run", &id]).await;
+    assert_eq!(code, 0, "achieved: {err}");
+    assert!(err.contains("report: attempt 1 passed"), "{err}");
+    let (_, shown, _) = e.rein(&["goal", "show", &id, "--json"]).await;
+    let g: Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(g["goal"]["status"], "achieved", "{g:#}");
+    let status = |w: &str| {
+        g["goal"]["works"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["id"] == w)
+            .map(|x| x["status"].clone())
+    };
+    assert_eq!(
+        (status("count"), status("big"), status("report")),
+        (
+            Some(json!("passed")),
+            Some(json!("retired")),
+            Some(json!("passed"))
+        )
+    );
+    let revisions = g["goal"]["revisions"].as_array().unwrap();
+    assert_eq!(revisions.len(), 2);
+    assert_eq!(revisions[0]["why"], "I know the steps");
+    assert_eq!(revisions[1]["why"], "smaller steps");
+    assert!(
+        revisions[1]["by"].as_str().unwrap().starts_with("user:"),
+        "{revisions:?}"
+    );
+    assert_eq!(
+        asked(&e, "You plan long-horizon work").len(),
+        usize::from(server_plans),
+        "a plan written before the goal runs is never asked of the planner"
+    );
+    assert_eq!(asked(&e, "ROLE-SOLO").len(), 3);
+    // The report's worker read what `count` produced.
+    assert!(
+        asked(&e, "ROLE-SOLO")[2]
+            .body
+            .to_string()
+            .contains("Counted: 3.")
+    );
+}

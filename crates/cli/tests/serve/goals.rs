@@ -84,6 +84,24 @@ async fn a_goal_created_over_the_api_is_achieved_by_the_server_alone() {
         .await;
     assert_eq!(status, 201, "{created}");
     let id = created["goal"]["id"].as_str().unwrap().to_owned();
+    // Its stream, opened as it starts, sends each commit once, in order, and ends with it.
+    let mut stream = e
+        .sse(&rein, &format!("/v1/goals/{id}/stream"), &alice, None)
+        .await;
+    let mut streamed = Vec::new();
+    stream.rest(&mut streamed).await;
+    let ids: Vec<u64> = streamed.iter().map(|m| m.id.unwrap()).collect();
+    assert_eq!(ids, (1..=8).collect::<Vec<_>>(), "{streamed:?}");
+    assert_eq!(streamed[7].data["event"]["type"], "accepted");
+    assert_eq!(streamed[7].data["seq"], 8);
+    // Resumed after commit 5: the rest, then the end.
+    let mut resumed = e
+        .sse(&rein, &format!("/v1/goals/{id}/stream"), &alice, Some(5))
+        .await;
+    let mut rest = Vec::new();
+    resumed.rest(&mut rest).await;
+    let ids: Vec<u64> = rest.iter().map(|m| m.id.unwrap()).collect();
+    assert_eq!(ids, [6, 7, 8]);
     let done = eventually("the goal achieved", || async {
         let (_, g) = e
             .call(&rein, "GET", &format!("/v1/goals/{id}"), Some(&alice), None)
@@ -156,4 +174,262 @@ async fn a_goal_created_over_the_api_is_achieved_by_the_server_alone() {
     assert_eq!(status, 400);
     let (_, listed) = e.call(&rein, "GET", "/v1/goals", Some(&bob), None).await;
     assert_eq!(listed["goals"], json!([]));
+}
+
+/// `PUT /v1/goals/{id}/plan`: after the planner's answer was refused, a person's plan is checked
+/// (422 naming what is wrong, 400 for a field that is not one) and committed as their revision;
+/// the server runs it to the end.
+#[tokio::test]
+async fn a_person_plans_a_goal_over_the_api_after_the_planner_failed() {
+    let e = env(Vec::new()).await;
+    let rein = e.start(&[]).await;
+    let alice = e.token("alice").await;
+    e.create_agents(
+        &rein,
+        &alice,
+        &[("writer", json!({"system_role": "ROLE-WRITER: you write."}))],
+    )
+    .await;
+    e.model.route(
+        "You plan long-horizon work",
+        vec![Canned::openai_text("I would rather not.")],
+    );
+    e.model
+        .route("ROLE-WRITER", vec![Canned::openai_text("The note.")]);
+    e.model
+        .route("reviewer of work `note`", vec![verdict(true, &[])]);
+    e.model
+        .route("reviewer of the whole objective", vec![verdict(true, &[])]);
+    let (status, created) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/goals",
+            Some(&alice),
+            Some(json!({"objective": "Write a note", "agent": "writer"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["goal"]["id"].as_str().unwrap().to_owned();
+    let path = format!("/v1/goals/{id}/plan");
+    let failed = eventually("the plan refused", || async {
+        let (_, g) = e
+            .call(&rein, "GET", &format!("/v1/goals/{id}"), Some(&alice), None)
+            .await;
+        (g["goal"]["status"] == "needs_attention").then_some(g)
+    })
+    .await;
+    assert!(
+        failed["goal"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no usable plan"),
+        "{failed:#}"
+    );
+    let note = json!({"id": "note", "instruction": "Write the note.", "acceptance": "a note"});
+    for (body, code, says) in [
+        (
+            json!({"works": [{"id": "x", "instruction": "X.", "depends_on": ["y"], "acceptance": "x"}]}),
+            422,
+            "depends on `y`, which is not in the plan",
+        ),
+        (
+            json!({"works": [{"id": "x y", "instruction": "X.", "acceptance": "x"}]}),
+            422,
+            "is not a short name",
+        ),
+        (json!({"works": [note], "reason": "typo"}), 400, "reason"),
+    ] {
+        let (status, refused) = e
+            .call(&rein, "PUT", &path, Some(&alice), Some(body.clone()))
+            .await;
+        assert_eq!(status, code, "{body}: {refused}");
+        assert!(
+            refused["error"]["message"].as_str().unwrap().contains(says),
+            "{body}: {refused}"
+        );
+    }
+    let (status, edited) = e
+        .call(
+            &rein,
+            "PUT",
+            &path,
+            Some(&alice),
+            Some(json!({"works": [note], "why": "the planner would not"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{edited}");
+    let revision = &edited["goal"]["revisions"][0];
+    assert_eq!(revision["by"], "user:alice", "{edited:#}");
+    assert_eq!(revision["why"], "the planner would not");
+    let done = eventually("the goal achieved", || async {
+        let (_, g) = e
+            .call(&rein, "GET", &format!("/v1/goals/{id}"), Some(&alice), None)
+            .await;
+        (g["goal"]["status"] == "achieved").then_some(g)
+    })
+    .await;
+    assert_eq!(done["goal"]["works"][0]["status"], "passed", "{done:#}");
+    // Nothing more to plan on a goal that is over.
+    let (status, refused) = e
+        .call(
+            &rein,
+            "PUT",
+            &path,
+            Some(&alice),
+            Some(json!({"works": [note]})),
+        )
+        .await;
+    assert_eq!(status, 409, "{refused}");
+}
+
+/// SIGKILL of `rein serve` right after each of a goal's 14 commits (the plan, each work's start,
+/// end and verdict, the acceptance: b after a, c beside a, b passing on its second attempt),
+/// then a restart on its database: the restarted server takes the goal over once the dead
+/// one's claim runs out and achieves it with one operation per attempt, each of the goal's own
+/// model calls asked once, and each commit in the log once. Runs on PostgreSQL too
+/// (`REIN_E2E_DATABASE=postgres`).
+#[tokio::test]
+async fn a_server_killed_after_any_goal_commit_resumes_it_with_nothing_done_twice() {
+    let mut resumed_in = Vec::new();
+    for n in 1..=14u64 {
+        let e = env(Vec::new()).await;
+        let pause = format!("goal:{n}");
+        let rein = e
+            .start(&[("REIN_TEST_PAUSE_AT", &pause), ("REIN_LEASE_SECS", "2")])
+            .await;
+        let alice = e.token("alice").await;
+        e.create_agents(
+            &rein,
+            &alice,
+            &[
+                (
+                    "alpha",
+                    json!({"system_role": "ROLE-ALPHA: you inventory."}),
+                ),
+                ("beta", json!({"system_role": "ROLE-BETA: you migrate."})),
+                ("gamma", json!({"system_role": "ROLE-GAMMA: you document."})),
+            ],
+        )
+        .await;
+        e.model.route(
+            "You plan long-horizon work",
+            vec![Canned::openai_text(
+                &json!({"works": [
+                    {"id": "a", "instruction": "List the services.", "assignee": "alpha", "depends_on": [], "acceptance": "every service is listed"},
+                    {"id": "b", "instruction": "Migrate each listed service.", "assignee": "beta", "depends_on": ["a"], "acceptance": "each has a rollback plan"},
+                    {"id": "c", "instruction": "Write the runbook.", "assignee": "gamma", "depends_on": [], "acceptance": "the runbook exists"},
+                ]})
+                .to_string(),
+            )],
+        );
+        // Spare worker answers: a work's model call in flight at the kill is asked again when
+        // its operation resumes (the goal's own calls never are).
+        for (role, answer) in [
+            ("ROLE-ALPHA", "Services: auth, billing."),
+            ("ROLE-BETA", "Migrated."),
+            ("ROLE-GAMMA", "Runbook written."),
+        ] {
+            e.model
+                .route(role, (0..6).map(|_| Canned::openai_text(answer)).collect());
+        }
+        e.model
+            .route("reviewer of work `a`", vec![verdict(true, &[])]);
+        e.model.route(
+            "reviewer of work `b`",
+            vec![verdict(false, &["no rollback plan"]), verdict(true, &[])],
+        );
+        e.model
+            .route("reviewer of work `c`", vec![verdict(true, &[])]);
+        e.model
+            .route("reviewer of the whole objective", vec![verdict(true, &[])]);
+        let (status, created) = e
+            .call(
+                &rein,
+                "POST",
+                "/v1/goals",
+                Some(&alice),
+                Some(json!({"objective": "Migrate the services"})),
+            )
+            .await;
+        assert_eq!(status, 201, "{created}");
+        let id = created["goal"]["id"].as_str().unwrap().to_owned();
+        rein.wait_for(&format!("REIN_TEST_PAUSED {pause}")).await;
+        let mut rein = rein;
+        rein.child.kill().await.unwrap();
+        let killed = std::time::Instant::now();
+        let restarted = e.start(&[("REIN_LEASE_SECS", "2")]).await;
+        let done = eventually("the goal achieved after the restart", || async {
+            let (_, g) = e
+                .call(
+                    &restarted,
+                    "GET",
+                    &format!("/v1/goals/{id}"),
+                    Some(&alice),
+                    None,
+                )
+                .await;
+            (g["goal"]["status"] == "achieved").then_some(g)
+        })
+        .await;
+        resumed_in.push(killed.elapsed());
+        let attempts: Vec<usize> = ["a", "b", "c"]
+            .iter()
+            .map(|w| {
+                done["goal"]["works"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|x| x["id"] == *w)
+                    .unwrap()["attempts"]
+                    .as_array()
+                    .unwrap()
+                    .len()
+            })
+            .collect();
+        assert_eq!(attempts, [1, 2, 1], "killed after commit {n}: {done:#}");
+        let (_, ops) = e
+            .call(&restarted, "GET", "/v1/operations", Some(&alice), None)
+            .await;
+        assert_eq!(
+            ops.as_array().unwrap().len(),
+            4,
+            "one operation per attempt, killed after commit {n}: {ops:#}"
+        );
+        let (_, events) = e
+            .call(
+                &restarted,
+                "GET",
+                &format!("/v1/goals/{id}/events"),
+                Some(&alice),
+                None,
+            )
+            .await;
+        let seqs: Vec<u64> = events["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["seq"].as_u64().unwrap())
+            .collect();
+        assert_eq!(seqs, (1..=14).collect::<Vec<_>>(), "after commit {n}");
+        for (marker, times) in [
+            ("You plan long-horizon work", 1),
+            ("reviewer of work `a`", 1),
+            ("reviewer of work `b`", 2),
+            ("reviewer of work `c`", 1),
+            ("reviewer of the whole objective", 1),
+        ] {
+            let asked = e
+                .model
+                .requests()
+                .into_iter()
+                .filter(|r| r.system_text().contains(marker))
+                .count();
+            assert_eq!(asked, times, "{marker}, killed after commit {n}");
+        }
+    }
+    let longest = resumed_in.iter().max().unwrap();
+    eprintln!(
+        "a killed server's goal was achieved again within {longest:?} of the kill (2 s lease)"
+    );
 }

@@ -61,6 +61,14 @@ pub enum GoalEvent {
         /// The revision.
         revision: PlanRevision,
     },
+    /// A person's plan was checked ([`super::plan::check`]): the graph's works become these,
+    /// at any point no work runs (the goal keeps running, or stays paused).
+    Edited {
+        /// The works (the kept ones with the person's).
+        works: Vec<Work>,
+        /// The revision.
+        revision: PlanRevision,
+    },
     /// No usable plan came (the planner failed, or its plan was refused): why.
     PlanFailed {
         /// Why.
@@ -229,7 +237,7 @@ pub fn decide(goal: &Goal) -> Vec<GoalInstruction> {
                     GoalInstruction::StartWork {
                         work: w.id.clone(),
                         attempt,
-                        operation: super::work_operation_id(goal.id, &w.id, attempt),
+                        operation: super::work_operation_id(goal.id, &w.id, w.revision, attempt),
                     }
                 }),
         );
@@ -309,6 +317,19 @@ impl Goal {
                 self.reason = None;
                 self.verdict = None;
             }
+            GoalEvent::Edited { works, revision } => {
+                if self.revisions.last() == Some(revision) && self.works == *works {
+                    return Ok(());
+                }
+                self.editable()?;
+                self.works = works.clone();
+                self.revisions.push(revision.clone());
+                if self.status != GoalStatus::Paused {
+                    self.status = GoalStatus::Running;
+                }
+                self.reason = None;
+                self.verdict = None;
+            }
             GoalEvent::PlanFailed { why } => {
                 if self.status != GoalStatus::Planning {
                     return Err(self.not_now("a failed plan"));
@@ -365,6 +386,19 @@ impl Goal {
         Ok(())
     }
 
+    /// Whether a person may replace its plan now: it is not over and no work runs (a plan is
+    /// checked only once this holds, so a goal that cannot take one says why first).
+    pub fn editable(&self) -> Result<(), GoalError> {
+        if self.status.is_final() {
+            return Err(self.not_now("a plan edit"));
+        }
+        let running = self.running_works();
+        if !running.is_empty() {
+            return Err(GoalError::WorksRunning(running.join(", ")));
+        }
+        Ok(())
+    }
+
     fn not_now(&self, what: &'static str) -> GoalError {
         GoalError::NotNow {
             what,
@@ -378,10 +412,14 @@ impl Goal {
     }
 
     fn started(&mut self, id: &str, attempt: u32, operation: OperationId) -> Result<(), GoalError> {
-        let derived = super::work_operation_id(self.id, id, attempt);
-        let startable = self
+        let (startable, derived) = self
             .work(id)
-            .map(|w| startable(self, w))
+            .map(|w| {
+                (
+                    startable(self, w),
+                    super::work_operation_id(self.id, id, w.revision, attempt),
+                )
+            })
             .ok_or_else(|| GoalError::UnknownWork(id.to_owned()))?;
         let status = self.status;
         let allowed = self.work(id).map(|w| self.attempts_allowed(w)).unwrap_or(0);

@@ -358,13 +358,19 @@ impl Goal {
     }
 }
 
-/// The id of the operation that makes attempt `attempt` of work `work` of goal `goal`: the same
-/// every time it is asked, so a coordinator step run again after a crash finds the operation
-/// it started instead of starting a second one.
-pub fn work_operation_id(goal: GoalId, work: &str, attempt: u32) -> OperationId {
+/// The id of the operation that makes attempt `attempt` of work `work` as plan revision
+/// `revision` made it, in goal `goal`: the same every time it is asked, so a coordinator step
+/// run again after a crash finds the operation it started instead of starting a second one;
+/// a later revision's work of the same name gets operations of its own.
+pub fn work_operation_id(goal: GoalId, work: &str, revision: u32, attempt: u32) -> OperationId {
     let fnv = |seed: u64| {
         let mut h = seed;
-        for b in work.bytes().chain([0xff]).chain(attempt.to_le_bytes()) {
+        for b in work
+            .bytes()
+            .chain([0xff])
+            .chain(revision.to_le_bytes())
+            .chain(attempt.to_le_bytes())
+        {
             h ^= u64::from(b);
             h = h.wrapping_mul(0x0100_0000_01b3);
         }

@@ -16,16 +16,27 @@ pub const MAX_TEXT: usize = 8000;
 #[serde(deny_unknown_fields)]
 pub struct ProposedWork {
     /// Short and unique in the goal: letters, digits, `-` and `_`.
+    #[cfg_attr(feature = "schemars", schemars(pattern(r"^[A-Za-z0-9_-]{1,64}$")))]
     pub id: String,
     /// What to do, for an agent that knows nothing else of the goal.
+    #[cfg_attr(
+        feature = "schemars",
+        schemars(length(min = 1, max = 8000), pattern(r"\S"))
+    )]
     pub instruction: String,
     /// The agent that does it (omitted or null: the goal's agent).
     #[serde(default)]
+    #[cfg_attr(feature = "schemars", schemars(pattern(r"^[A-Za-z0-9_-]{1,64}$")))]
     pub assignee: Option<String>,
     /// Ids of the works that must be done first.
     #[serde(default)]
+    #[cfg_attr(feature = "schemars", schemars(length(max = 200)))]
     pub depends_on: Vec<String>,
     /// What an independent reviewer checks to call it done.
+    #[cfg_attr(
+        feature = "schemars",
+        schemars(length(min = 1, max = 8000), pattern(r"\S"))
+    )]
     pub acceptance: String,
 }
 
@@ -128,7 +139,7 @@ fn good_text(t: &str) -> bool {
 }
 
 /// Check `plan` as the next revision of `goal` (made by `by`, because `why`), keeping the works
-/// that passed; `agent_exists` says whether an assignee is one of the owner's agents. Returns
+/// that passed and retiring the ones it leaves out; `agent_exists` says whether an assignee is one of the owner's agents. Returns
 /// the new works list and the revision, or why the plan is refused (the goal is untouched).
 pub fn check(
     goal: &Goal,
@@ -140,12 +151,27 @@ pub fn check(
     let n = u32::try_from(goal.revisions.len())
         .unwrap_or(u32::MAX)
         .saturating_add(1);
-    // A revision keeps what passed (and what was retired, for the record); the rest is replanned.
+    // A revision keeps what passed. A work of the plan named again is replaced by its new
+    // definition (fresh attempts, operations of this revision); one left out is retired, kept
+    // with its attempts for the record.
+    let named: BTreeSet<&str> = plan.works.iter().map(|p| p.id.as_str()).collect();
     let mut works: Vec<Work> = goal
         .works
         .iter()
-        .filter(|w| matches!(w.status, WorkStatus::Passed | WorkStatus::Retired))
-        .cloned()
+        .filter_map(|w| match w.status {
+            WorkStatus::Passed => Some(w.clone()),
+            _ if named.contains(w.id.as_str()) => None,
+            WorkStatus::Retired => Some(w.clone()),
+            WorkStatus::Pending
+            | WorkStatus::Ready
+            | WorkStatus::Running
+            | WorkStatus::Verifying
+            | WorkStatus::Failed
+            | WorkStatus::Blocked => Some(Work {
+                status: WorkStatus::Retired,
+                ..w.clone()
+            }),
+        })
         .collect();
     if plan.works.is_empty() && !works.iter().any(|w| w.status == WorkStatus::Passed) {
         return Err(PlanError::Empty);

@@ -53,6 +53,9 @@ pub enum GoalRunError {
     /// The event does not fit the goal as it is.
     #[error(transparent)]
     Refused(#[from] rein_core::goal::GoalError),
+    /// A person's plan was refused, naming what is wrong (the goal is unchanged).
+    #[error("the plan is refused: {0}")]
+    PlanRefused(#[from] plan::PlanError),
     /// Another process changed the goal between reading and committing: try again.
     #[error("goal {0} changed meanwhile; try again")]
     Raced(GoalId),
@@ -283,6 +286,43 @@ impl GoalRunner {
             self.cancel_works(&goal).await;
         }
         Ok(goal)
+    }
+
+    /// `by`'s own plan for `owner`'s goal `id`, because `why`: checked as the planner's is
+    /// (ids, texts, dependencies, cycles, the goal's size, assignees among the owner's
+    /// agents), keeping the works that passed or were retired, and committed as one revision.
+    /// Refused while a work runs (pause the goal and let them finish first).
+    pub async fn edit_plan(
+        &self,
+        owner: &str,
+        id: GoalId,
+        by: &str,
+        proposed: &plan::ProposedPlan,
+        why: &str,
+    ) -> Result<Goal, GoalRunError> {
+        let record = self.load(Some(owner), id).await?;
+        record.goal.editable()?;
+        let agents: Vec<String> = self
+            .store
+            .list_agents(&self.agents_of)
+            .await?
+            .into_iter()
+            .map(|a| a.name)
+            .collect();
+        let why = match why.trim() {
+            "" => "edited by hand",
+            w => w,
+        };
+        let (works, revision) =
+            plan::check(&record.goal, proposed, &format!("user:{by}"), why, |a| {
+                agents.iter().any(|n| n == a)
+            })?;
+        self.commit(
+            &record,
+            GoalEvent::Edited { works, revision },
+            GoalSpend::default(),
+        )
+        .await
     }
 
     async fn cancel_works(&self, goal: &Goal) {

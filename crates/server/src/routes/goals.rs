@@ -10,6 +10,7 @@ use crate::routes::{Body, GoalPath, Params, goal_id};
 use axum::Json;
 use axum::extract::State;
 use chrono::{DateTime, Utc};
+use rein_core::goal::plan::{ProposedPlan, ProposedWork};
 use rein_core::goal::{Goal, GoalDecision, GoalEvent, GoalLimits, GoalSettings, OnBudget};
 use rein_core::state::{BudgetPolicy, ModelRef};
 use rein_operation::goals::NewGoal;
@@ -137,6 +138,20 @@ pub struct GoalEventView {
 pub struct GoalEvents {
     /// In order.
     pub events: Vec<GoalEventView>,
+}
+
+/// `PUT /v1/goals/{id}/plan` body: your plan for the goal's works still to do.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GoalPlanEdit {
+    /// The works still to do (the works that passed or were retired are kept; a work of the
+    /// current plan left out is dropped, one named again starts afresh).
+    #[schemars(length(max = 200))]
+    pub works: Vec<ProposedWork>,
+    /// Why, kept with the revision (default: "edited by hand").
+    #[serde(default)]
+    #[schemars(length(max = 8000))]
+    pub why: String,
 }
 
 async fn view(app: &AppState, r: GoalRecord) -> Result<GoalView, ApiError> {
@@ -275,6 +290,26 @@ pub async fn decide(
     Ok(Json(view(&app, r).await?))
 }
 
+/// `PUT /v1/goals/{id}/plan`: replace the works still to do with yours, checked as a
+/// planner's plan is and committed as a revision made by you. 409 while a work runs (pause
+/// the goal and let it finish), 422 naming what is wrong with the plan.
+pub async fn edit_plan(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    GoalPath(id): GoalPath,
+    Body(edit): Body<GoalPlanEdit>,
+) -> Result<Json<GoalView>, ApiError> {
+    let r = owned(&app, &user.id, &id).await?;
+    let runner = crate::goals::runner(&app, &user.id).await?;
+    let proposed = ProposedPlan { works: edit.works };
+    runner
+        .edit_plan(&user.id, r.goal.id, &user.name, &proposed, &edit.why)
+        .await?;
+    app.goals_wake.notify_one();
+    let r = owned(&app, &user.id, &id).await?;
+    Ok(Json(view(&app, r).await?))
+}
+
 /// `GET /v1/goals/{id}/events`: its committed events after `after`, in order.
 pub async fn events(
     State(app): State<AppState>,
@@ -320,9 +355,21 @@ pub fn api() -> Api {
             decide,
         )
         .route(
+            Method::Put,
+            "/v1/goals/{id}/plan",
+            "Edit a goal's plan: your works replace the ones still to do, as a revision of yours",
+            edit_plan,
+        )
+        .route(
             Method::Get,
             "/v1/goals/{id}/events",
             "A goal's committed events, in order",
             events,
+        )
+        .route(
+            Method::Get,
+            "/v1/goals/{id}/stream",
+            "A goal's committed events as Server-Sent Events, then each new one until the goal is over",
+            super::goal_stream::stream,
         )
 }

@@ -10,6 +10,7 @@ pub mod events;
 pub mod files;
 pub mod follow;
 pub mod front_turn;
+pub mod goal_stream;
 pub mod goals;
 pub mod grants;
 pub mod groups;
