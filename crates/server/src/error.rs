@@ -293,9 +293,11 @@ impl From<rein_operation::goals::GoalRunError> for ApiError {
         use rein_operation::goals::GoalRunError as E;
         match e {
             e @ E::NotFound(_) => ApiError::not_found(e.to_string()),
-            e @ (E::BadObjective | E::BadAcceptance | E::BadLimits(_) | E::PlanRefused(_)) => {
-                ApiError::unprocessable(e.to_string())
-            }
+            e @ (E::BadObjective
+            | E::BadAcceptance
+            | E::BadLimits(_)
+            | E::PlanRefused(_)
+            | E::VerifierIsWorker(_)) => ApiError::unprocessable(e.to_string()),
             e @ E::AgentMissing(_) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 ApiErrorCode::AgentMissing,
@@ -304,7 +306,6 @@ impl From<rein_operation::goals::GoalRunError> for ApiError {
             // The goal is not where the decision can happen, or moved meanwhile.
             e @ (E::Refused(_) | E::Raced(_)) => ApiError::conflict(e.to_string()),
             E::Store(s) => s.into(),
-            e @ E::Work { .. } => ApiError::internal(e.to_string()),
         }
     }
 }

@@ -136,8 +136,12 @@ pub struct CreateArgs {
     #[arg(long, value_name = "MODEL")]
     planner: Option<String>,
     /// The model that verifies works and accepts the goal (default: the planner).
-    #[arg(long, value_name = "MODEL")]
+    #[arg(long, value_name = "MODEL", conflicts_with = "verifier_agent")]
     verifier: Option<String>,
+    /// An agent of yours that verifies works and accepts the goal instead of a model: each
+    /// judgement is an operation of it, with its tools, ending with the verdict as JSON.
+    #[arg(long, value_name = "NAME")]
+    verifier_agent: Option<String>,
     /// Create it only; `rein goal run ID` runs it.
     #[arg(long)]
     detach: bool,
@@ -351,6 +355,7 @@ pub async fn run(on: &impl Backend, command: GoalCommand, json: bool) -> anyhow:
                     deadline: a.deadline,
                     planner: a.planner,
                     verifier: a.verifier,
+                    verifier_agent: a.verifier_agent,
                 })
                 .await?;
             println!("goal {}", v.goal.id);

@@ -572,3 +572,183 @@ async fn a_person_edits_a_goals_plan_before_and_during_its_run() {
             .contains("Counted: 3.")
     );
 }
+
+/// The judge walk's agents and scripts: `doer` does notes then summary (twice), `judge`
+/// passes notes, finds a gap in the first summary, passes the second and the whole.
+async fn judge_walk(e: &Env) {
+    // Not `worker`: an argument of that name would keep the parity run's command here.
+    agent(e, "doer", "ROLE-WORKER: you do the work.").await;
+    agent(e, "judge", "ROLE-JUDGE: you check work.").await;
+    e.server.route(
+        "You plan long-horizon work",
+        vec![plan_json(json!([
+            {"id": "notes", "instruction": "Write the notes.", "assignee": null, "depends_on": [], "acceptance": "three notes"},
+            {"id": "summary", "instruction": "Summarise the notes.", "assignee": null, "depends_on": ["notes"], "acceptance": "names every note"},
+        ]))],
+    );
+    e.server.route(
+        "ROLE-WORKER",
+        vec![
+            Canned::openai_text("Notes: alpha, beta, gamma."),
+            Canned::openai_text("Summary: alpha and beta."),
+            Canned::openai_text("Summary: alpha, beta and gamma."),
+        ],
+    );
+    e.server.route(
+        "ROLE-JUDGE",
+        vec![
+            Canned::openai_text(
+                "I read the notes.\n```json\n{\"passed\": true, \"gaps\": [], \"evidence\": [\"three notes listed\"]}\n```",
+            ),
+            Canned::openai_text(
+                "The summary misses one. {\"passed\": false, \"gaps\": [\"gamma is not named\"], \"evidence\": [\"alpha and beta only\"]}",
+            ),
+            Canned::openai_text(
+                "{\"passed\": true, \"gaps\": [], \"evidence\": [\"all three named\"]}",
+            ),
+            Canned::openai_text(
+                "Every work is there.\n{\"passed\": true, \"gaps\": [], \"evidence\": [\"notes and summary\"]}",
+            ),
+        ],
+    );
+}
+
+/// `--verifier-agent judge`: every verification and the final acceptance is an operation of
+/// the judge agent (no verifier model call is made), whose answer ends with the verdict as
+/// JSON (fenced, after prose, or alone); its failed verdict's gaps reach the retry; its
+/// operations count in the goal's spending. A judge that is the worker, or no agent, is
+/// refused.
+#[tokio::test]
+async fn a_verifier_agent_judges_each_work_in_operations_of_its_own() {
+    let e = env(Vec::new()).await;
+    judge_walk(&e).await;
+    for (args, says) in [
+        (
+            vec!["--agent", "judge", "--verifier-agent", "judge"],
+            "never judged by who did it",
+        ),
+        (vec!["--verifier-agent", "nobody"], "no agent `nobody`"),
+        (
+            vec![
+                "--verifier",
+                "openai/gpt-4o-mini",
+                "--verifier-agent",
+                "judge",
+            ],
+            "cannot be used with",
+        ),
+    ] {
+        let mut argv = vec!["goal", "create", "Notes and a summary"];
+        argv.extend(args.iter().copied());
+        let (code, _, err) = e.rein(&argv).await;
+        assert_ne!(code, 0, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let (code, out, err) = e
+        .rein(&[
+            "goal",
+            "create",
+            "Notes and a summary",
+            "--agent",
+            "doer",
+            "--verifier-agent",
+            "judge",
+        ])
+        .await;
+    assert_eq!(code, 0, "achieved: {out}\n{err}");
+    assert!(
+        err.contains("summary: attempt 1 did not pass: gamma is not named"),
+        "{err}"
+    );
+    let id = goal_of(&out);
+    // No verifier model call: every judgement was the judge agent's.
+    assert_eq!(asked(&e, "independent, strict reviewer").len(), 0);
+    let judged = asked(&e, "ROLE-JUDGE");
+    assert_eq!(
+        judged.len(),
+        4,
+        "two attempts of summary, notes, the acceptance"
+    );
+    let first = judged[0].body.to_string();
+    assert!(
+        first.contains("Notes: alpha, beta, gamma.")
+            && first.contains("End your answer with the verdict"),
+        "the judge reads the work's output: {first}"
+    );
+    assert!(
+        judged[3]
+            .body
+            .to_string()
+            .contains("Summary: alpha, beta and gamma."),
+        "the acceptance reads every work"
+    );
+    let retried = asked(&e, "ROLE-WORKER")[2].body.to_string();
+    assert!(retried.contains("gamma is not named"), "{retried}");
+    // Seven operations: three attempts, four judgements, all counted in the goal's spending.
+    let (_, listed, _) = e.rein(&["op", "list", "--json"]).await;
+    let ops: Vec<Value> = listed
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .flat_map(|v| match v {
+            Value::Array(all) => all,
+            one => vec![one],
+        })
+        .collect();
+    assert_eq!(ops.len(), 7, "{listed}");
+    let tokens: u64 = ops
+        .iter()
+        .map(|o| o["total_tokens"].as_u64().unwrap_or_default())
+        .sum();
+    let (_, shown, _) = e.rein(&["goal", "show", &id, "--json"]).await;
+    let g: Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(g["goal"]["status"], "achieved", "{g:#}");
+    assert_eq!(g["settings"]["verifier_agent"], "judge", "{g:#}");
+    assert!(
+        g["spent_tokens"].as_u64().unwrap() >= tokens && tokens > 0,
+        "the judge's operations count: {} of {tokens}",
+        g["spent_tokens"]
+    );
+}
+
+/// SIGKILL of `rein goal run` right after each of the judge walk's 14 operation commits (three
+/// attempts' and four judgements' steps and ends), then `rein goal run` again: achieved with
+/// seven operations, every model asked once.
+#[tokio::test]
+async fn a_goal_killed_inside_a_verifier_agents_judgement_judges_once() {
+    if super::local_only(
+        "a_goal_killed_inside_a_verifier_agents_judgement_judges_once",
+        "it kills this process at crash points",
+    ) {
+        return;
+    }
+    for k in 1..=14 {
+        let e = env(Vec::new()).await;
+        judge_walk(&e).await;
+        let (code, out, err) = e
+            .rein(&[
+                "goal",
+                "create",
+                "Notes and a summary",
+                "--agent",
+                "doer",
+                "--verifier-agent",
+                "judge",
+                "--detach",
+            ])
+            .await;
+        assert_eq!(code, 0, "{err}");
+        let id = goal_of(&out);
+        kill_at(&e, &["goal", "run", &id], &format!("commit:{k}")).await;
+        let (code, _, err) = e.rein(&["goal", "run", &id]).await;
+        assert_eq!(code, 0, "killed after commit {k}, then achieved: {err}");
+        let (_, listed, _) = e.rein(&["op", "list", "--json"]).await;
+        assert_eq!(listed.lines().count(), 7, "after commit {k}: {listed}");
+        for (marker, times) in [
+            ("ROLE-JUDGE", 4),
+            ("ROLE-WORKER", 3),
+            ("You plan long-horizon work", 1),
+        ] {
+            assert_eq!(asked(&e, marker).len(), times, "{marker} after commit {k}");
+        }
+    }
+}

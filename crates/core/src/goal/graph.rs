@@ -132,6 +132,11 @@ pub struct GoalSettings {
     /// The model that verifies works and accepts the goal (`None`: as the planner).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verifier: Option<crate::state::ModelRef>,
+    /// An agent that verifies works and accepts the goal instead of a model call: each
+    /// verification is an operation of it (with its tools, so it can look at what the work
+    /// made rather than read its answer alone), whose answer is the verdict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verifier_agent: Option<String>,
     /// The whole goal's budget: every work's operation, planning and verification call.
     pub budget: crate::state::Budget,
     /// When it must be done by; past it, it stops as its budget policy says.
@@ -356,6 +361,25 @@ impl Goal {
             .max(1)
             .saturating_add(w.extra_attempts)
     }
+}
+
+/// The id of the operation of a verifier agent that judges attempt `attempt` of work `work`
+/// (as plan revision `revision` made it), or, with no work, the final acceptance of plan
+/// revision `revision` (a goal is accepted at most once per revision: a new verdict needs a
+/// new plan). Derived like [`work_operation_id`], so a verification is started once; no work
+/// id can be `verify:…`, so the two never meet.
+pub fn verification_operation_id(
+    goal: GoalId,
+    work: Option<&str>,
+    revision: u32,
+    attempt: u32,
+) -> OperationId {
+    work_operation_id(
+        goal,
+        &format!("verify:{}", work.unwrap_or_default()),
+        revision,
+        attempt,
+    )
 }
 
 /// The id of the operation that makes attempt `attempt` of work `work` as plan revision

@@ -21,5 +21,5 @@ pub mod prompts;
 pub use coordinator::{GoalDecision, GoalError, GoalEvent, GoalInstruction, decide};
 pub use graph::{
     Attempt, AttemptEnd, Goal, GoalLimits, GoalSettings, GoalStatus, OnBudget, PlanRevision,
-    Verdict, Work, WorkStatus, work_operation_id,
+    Verdict, Work, WorkStatus, verification_operation_id, work_operation_id,
 };

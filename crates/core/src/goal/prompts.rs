@@ -126,3 +126,11 @@ pub fn accept(goal: &Goal) -> String {
     p.push_str("\nAnswer with passed (true only if the objective is fully achieved), gaps (empty when passed) and evidence.");
     p
 }
+
+/// What a verifier that is an agent (not a model held to a schema) is told after `prompt`
+/// ([`verify`] or [`accept`]): how to write its verdict so it can be read.
+pub fn verdict_format(prompt: &str) -> String {
+    format!(
+        "{prompt}\n\nYou may use your tools to look at what the work made. End your answer with the verdict as one JSON object and nothing after it: {{\"passed\": true or false, \"gaps\": [\"...\"], \"evidence\": [\"...\"]}}."
+    )
+}

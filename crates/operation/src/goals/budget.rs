@@ -1,7 +1,9 @@
-//! A goal's budget ledger: its own calls (kept on the goal) and every work's operation (their
-//! records), against the goal's limits; what a new work's operation may still spend.
+//! A goal's budget ledger: its own calls (kept on the goal) and every operation it made (works'
+//! attempts, a verifier agent's judgements: their records), against the goal's limits; what a
+//! new operation of it may still spend.
 
 use super::{GoalRunError, GoalRunner};
+use rein_core::goal::verification_operation_id;
 use rein_core::state::Budget;
 use rein_core::usage::Usd;
 use rein_store::{GoalRecord, Store};
@@ -45,18 +47,37 @@ impl Ledger {
 }
 
 impl GoalRunner {
-    /// What goal `record` has spent: its own calls and its works' operations.
+    /// What goal `record` has spent: its own calls, its works' operations and its verifier
+    /// agent's (each attempt's judgement, each revision's final acceptance).
     pub async fn ledger(&self, record: &GoalRecord) -> Result<Ledger, GoalRunError> {
+        let goal = &record.goal;
+        let mut operations = Vec::new();
+        for w in &goal.works {
+            for a in &w.attempts {
+                operations.push(a.operation);
+                if record.settings.verifier_agent.is_some() {
+                    operations.push(verification_operation_id(
+                        goal.id,
+                        Some(&w.id),
+                        w.revision,
+                        a.n,
+                    ));
+                }
+            }
+        }
+        if record.settings.verifier_agent.is_some() {
+            let revisions = u32::try_from(goal.revisions.len()).unwrap_or(u32::MAX);
+            operations
+                .extend((1..=revisions).map(|r| verification_operation_id(goal.id, None, r, 0)));
+        }
         let mut l = Ledger {
             cost: record.spent,
             tokens: record.spent_tokens,
         };
-        for w in &record.goal.works {
-            for a in &w.attempts {
-                if let Some(op) = self.store.operation(a.operation).await? {
-                    l.cost += op.cost;
-                    l.tokens = l.tokens.saturating_add(op.total_tokens);
-                }
+        for id in operations {
+            if let Some(op) = self.store.operation(id).await? {
+                l.cost += op.cost;
+                l.tokens = l.tokens.saturating_add(op.total_tokens);
             }
         }
         Ok(l)

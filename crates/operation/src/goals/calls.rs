@@ -1,12 +1,14 @@
 //! The goal's own model calls: the planner, and the independent verifier of each work and of
 //! the whole objective. Each is one strict-JSON request whose tokens and cost count against
 //! the goal's budget; an answer that does not fit its schema is a failed plan, or a verdict
-//! that does not pass (never a pass by default).
+//! that does not pass (never a pass by default). A verifier that is an agent judges in an
+//! operation of its own instead, read the same way.
 
-use super::{GoalRunError, GoalRunner};
+use super::{Followed, GoalRunError, GoalRunner, Judged};
 use crate::driver::{ask_metered, json_in};
+use rein_core::OperationId;
 use rein_core::goal::plan::{self, ProposedPlan};
-use rein_core::goal::{GoalEvent, Verdict, prompts};
+use rein_core::goal::{AttemptEnd, GoalEvent, Verdict, prompts};
 use rein_core::state::ModelRef;
 use rein_model::request::ResponseFormat;
 use rein_store::{Accounts, GoalRecord, GoalSpend};
@@ -155,11 +157,6 @@ impl GoalRunner {
             },
         )
         .await;
-        let unjudged = |why: String| Verdict {
-            passed: false,
-            gaps: vec![format!("it could not be verified: {why}")],
-            evidence: Vec::new(),
-        };
         match asked {
             Ok(answer) => {
                 let spend = self.spend(&model, &answer);
@@ -167,11 +164,7 @@ impl GoalRunner {
                     .map_err(|e| e.to_string())
                     .and_then(|v| serde_json::from_value::<Verdict>(v).map_err(|e| e.to_string()));
                 match verdict {
-                    // A pass with gaps is not a pass.
-                    Ok(v) if v.passed && !v.gaps.is_empty() => {
-                        (Verdict { passed: false, ..v }, spend)
-                    }
-                    Ok(v) => (v, spend),
+                    Ok(v) => (strict(v), spend),
                     Err(why) => (unjudged(format!("the verifier's answer: {why}")), spend),
                 }
             }
@@ -179,6 +172,100 @@ impl GoalRunner {
                 unjudged(format!("the verifier ({}) failed: {e}", model.key())),
                 GoalSpend::default(),
             ),
+        }
+    }
+
+    /// Have verifier agent `agent` judge `prompt` as operation `operation` (made once, run
+    /// like a work's): its verdict once it answered (one that cannot be read, or an operation
+    /// that did not finish, is a verdict that does not pass, naming why), or where it stands.
+    /// What it spends is its operation's, counted in the goal's ledger.
+    pub(super) async fn judge_by_agent(
+        &self,
+        record: &GoalRecord,
+        agent: &str,
+        operation: OperationId,
+        prompt: &str,
+    ) -> Result<Judged, GoalRunError> {
+        let verdict = match self.follow(operation).await? {
+            Some(Followed::Running) => return Ok(Judged::Progressing),
+            Some(Followed::Parked) => return Ok(Judged::Parked),
+            Some(Followed::Ended(AttemptEnd::Finished { answer })) => match verdict_in(&answer) {
+                Ok(v) => strict(v),
+                Err(why) => unjudged(format!("the verifier agent `{agent}`'s answer: {why}")),
+            },
+            Some(Followed::Ended(AttemptEnd::Failed { why })) => unjudged(format!(
+                "the verifier agent `{agent}` did not finish: {why}"
+            )),
+            None => {
+                let asked = prompts::verdict_format(prompt);
+                match self
+                    .start_op(record, Some(agent), operation, &asked)
+                    .await?
+                {
+                    Ok(()) => return Ok(Judged::Progressing),
+                    Err(why) => unjudged(format!(
+                        "the verifier agent `{agent}` could not start: {why}"
+                    )),
+                }
+            }
+        };
+        Ok(Judged::Verdict(verdict, GoalSpend::default()))
+    }
+}
+
+/// A verdict that did not come: no pass, naming why.
+fn unjudged(why: String) -> Verdict {
+    Verdict {
+        passed: false,
+        gaps: vec![format!("it could not be verified: {why}")],
+        evidence: Vec::new(),
+    }
+}
+
+/// `v` held to the rule: a pass with gaps is not a pass.
+fn strict(v: Verdict) -> Verdict {
+    if v.passed && !v.gaps.is_empty() {
+        Verdict { passed: false, ..v }
+    } else {
+        v
+    }
+}
+
+/// The verdict an agent ended its answer with: the answer itself as JSON (fenced or not), else
+/// the last JSON object it ends with (an agent may explain before it).
+fn verdict_in(answer: &str) -> Result<Verdict, String> {
+    if let Ok(v) = json_in(answer) {
+        return serde_json::from_value(v).map_err(|e| e.to_string());
+    }
+    let body = answer.trim_end();
+    let body = body.strip_suffix("```").unwrap_or(body).trim_end();
+    // The earliest `{` whose rest parses whole is the outermost object the answer ends with.
+    body.char_indices()
+        .filter(|&(_, c)| c == '{')
+        .find_map(|(i, _)| serde_json::from_str::<Verdict>(&body[i..]).ok())
+        .ok_or_else(|| "it does not end with a verdict as a JSON object".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::verdict_in;
+
+    #[test]
+    fn an_agents_verdict_is_the_json_object_its_answer_ends_with() {
+        let v = verdict_in("{\"passed\": true, \"gaps\": [], \"evidence\": [\"ok\"]}").unwrap();
+        assert!(v.passed);
+        let v = verdict_in(
+            "I opened {notes.md} and {x}.\n```json\n{\"passed\": false, \"gaps\": [\"no {gamma}\"], \"evidence\": []}\n```\n",
+        )
+        .unwrap();
+        assert_eq!(v.gaps, ["no {gamma}"]);
+        assert!(!v.passed);
+        for bad in [
+            "Looks good to me.",
+            "{\"passed\": true} and then more words",
+            "{\"verdict\": \"pass\"}",
+        ] {
+            assert!(verdict_in(bad).is_err(), "{bad}");
         }
     }
 }

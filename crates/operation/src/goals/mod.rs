@@ -16,7 +16,7 @@ mod calls;
 use crate::{Driver, Host, SpecOrigin, StartOptions};
 use rein_core::goal::{
     AttemptEnd, Goal, GoalDecision, GoalEvent, GoalInstruction, GoalLimits, GoalSettings,
-    GoalStatus, decide, plan, prompts,
+    GoalStatus, decide, plan, prompts, verification_operation_id,
 };
 use rein_core::ids::GoalId;
 use rein_core::state::Status;
@@ -62,14 +62,11 @@ pub enum GoalRunError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// A work's operation could not be made.
-    #[error("work `{work}`: {why}")]
-    Work {
-        /// The work.
-        work: String,
-        /// Why.
-        why: String,
-    },
+    /// The verifier agent is also the agent doing the works.
+    #[error(
+        "the verifier agent `{0}` is the goal's own agent: a work is never judged by who did it"
+    )]
+    VerifierIsWorker(String),
 }
 
 /// A new goal as asked.
@@ -107,7 +104,34 @@ enum Step {
     Parked,
 }
 
-/// Where a work's operation stands.
+/// What a verification came to.
+enum Judged {
+    /// Its verdict.
+    Verdict(rein_core::goal::Verdict, GoalSpend),
+    /// A verifier agent's operation runs.
+    Progressing,
+    /// A verifier agent's operation waits for a person.
+    Parked,
+}
+
+impl Judged {
+    /// The step it makes, its verdict committed as `event` says.
+    fn step(self, event: impl FnOnce(rein_core::goal::Verdict) -> GoalEvent) -> Step {
+        match self {
+            Judged::Verdict(verdict, spend) => Step::Done(event(verdict), spend),
+            Judged::Progressing => Step::Progressing,
+            Judged::Parked => Step::Parked,
+        }
+    }
+}
+
+/// The operation of a verifier agent's final acceptance of `goal` as planned now.
+fn acceptance_operation(goal: &Goal) -> OperationId {
+    let revision = u32::try_from(goal.revisions.len()).unwrap_or(u32::MAX);
+    verification_operation_id(goal.id, None, revision, 0)
+}
+
+/// Where a goal's operation stands.
 enum Followed {
     /// It ended so.
     Ended(AttemptEnd),
@@ -188,6 +212,19 @@ impl GoalRunner {
                 .is_none()
         {
             return Err(GoalRunError::AgentMissing(agent.clone()));
+        }
+        if let Some(judge) = &new.settings.verifier_agent {
+            if new.settings.agent.as_deref() == Some(judge.as_str()) {
+                return Err(GoalRunError::VerifierIsWorker(judge.clone()));
+            }
+            if self
+                .store
+                .get_agent(&self.agents_of, judge)
+                .await?
+                .is_none()
+            {
+                return Err(GoalRunError::AgentMissing(judge.clone()));
+            }
         }
         if new.settings.budget.on_exceeded == rein_core::state::BudgetPolicy::Warn {
             return Err(GoalRunError::BadLimits(
@@ -414,8 +451,20 @@ impl GoalRunner {
             return Ok(false);
         }
         for instruction in decide(goal) {
-            let GoalInstruction::AwaitWork { operation, .. } = instruction else {
-                return Ok(false);
+            let operation = match (instruction, &record.settings.verifier_agent) {
+                (GoalInstruction::AwaitWork { operation, .. }, _) => operation,
+                (GoalInstruction::Verify { work, attempt }, Some(_)) => {
+                    let revision = goal.work(&work).map(|w| w.revision).unwrap_or_default();
+                    verification_operation_id(goal.id, Some(&work), revision, attempt)
+                }
+                (GoalInstruction::Accept, Some(_)) => acceptance_operation(goal),
+                (
+                    GoalInstruction::Plan { .. }
+                    | GoalInstruction::StartWork { .. }
+                    | GoalInstruction::Verify { .. }
+                    | GoalInstruction::Accept,
+                    _,
+                ) => return Ok(false),
             };
             match self.store.operation(operation).await? {
                 Some(op) if matches!(op.status, Status::WaitingForHuman | Status::Interrupted) => {}
@@ -469,64 +518,86 @@ impl GoalRunner {
                 work,
                 attempt,
                 operation,
-            } => Ok(
-                match self.follow(record, &work, attempt, operation).await? {
-                    Followed::Ended(end) => Step::Done(
-                        GoalEvent::WorkEnded { work, attempt, end },
-                        GoalSpend::default(),
-                    ),
-                    Followed::Running => Step::Progressing,
-                    Followed::Parked => Step::Parked,
-                },
-            ),
+            } => Ok(match self.follow(operation).await? {
+                Some(Followed::Ended(end)) => Step::Done(
+                    GoalEvent::WorkEnded { work, attempt, end },
+                    GoalSpend::default(),
+                ),
+                Some(Followed::Running) => Step::Progressing,
+                Some(Followed::Parked) => Step::Parked,
+                // The start was committed, then the process stopped: make it (once). An
+                // attempt whose operation cannot be made (its agent is gone, its model has no
+                // price) failed; the coordinator decides what comes next.
+                None => {
+                    let w = goal.work(&work).ok_or_else(|| {
+                        GoalRunError::Refused(rein_core::goal::GoalError::UnknownWork(work.clone()))
+                    })?;
+                    let agent = w.assignee.as_deref().or(record.settings.agent.as_deref());
+                    match self
+                        .start_op(record, agent, operation, &prompts::work(goal, w, attempt))
+                        .await?
+                    {
+                        Ok(()) => Step::Progressing,
+                        Err(why) => Step::Done(
+                            GoalEvent::WorkEnded {
+                                work,
+                                attempt,
+                                end: AttemptEnd::Failed {
+                                    why: format!("its operation could not start: {why}"),
+                                },
+                            },
+                            GoalSpend::default(),
+                        ),
+                    }
+                }
+            }),
             GoalInstruction::Verify { work, attempt } => {
                 let w = goal.work(&work).ok_or_else(|| {
                     GoalRunError::Refused(rein_core::goal::GoalError::UnknownWork(work.clone()))
                 })?;
-                let (verdict, spend) = self
-                    .judge(
-                        record,
-                        &format!("work `{work}`"),
-                        &prompts::verify(goal, w, attempt),
-                    )
-                    .await;
-                Ok(Step::Done(
-                    GoalEvent::Verified {
-                        work,
-                        attempt,
-                        verdict,
-                    },
-                    spend,
-                ))
+                let prompt = prompts::verify(goal, w, attempt);
+                let judged = match &record.settings.verifier_agent {
+                    Some(agent) => {
+                        let operation =
+                            verification_operation_id(goal.id, Some(&work), w.revision, attempt);
+                        self.judge_by_agent(record, agent, operation, &prompt)
+                            .await?
+                    }
+                    None => {
+                        let (verdict, spend) =
+                            self.judge(record, &format!("work `{work}`"), &prompt).await;
+                        Judged::Verdict(verdict, spend)
+                    }
+                };
+                Ok(judged.step(|verdict| GoalEvent::Verified {
+                    work,
+                    attempt,
+                    verdict,
+                }))
             }
             GoalInstruction::Accept => {
-                let (verdict, spend) = self
-                    .judge(record, "the whole objective", &prompts::accept(goal))
-                    .await;
-                Ok(Step::Done(GoalEvent::Accepted { verdict }, spend))
+                let prompt = prompts::accept(goal);
+                let judged = match &record.settings.verifier_agent {
+                    Some(agent) => {
+                        self.judge_by_agent(record, agent, acceptance_operation(goal), &prompt)
+                            .await?
+                    }
+                    None => {
+                        let (verdict, spend) =
+                            self.judge(record, "the whole objective", &prompt).await;
+                        Judged::Verdict(verdict, spend)
+                    }
+                };
+                Ok(judged.step(|verdict| GoalEvent::Accepted { verdict }))
             }
         }
     }
 
-    /// Attempt `attempt` of `work`: its operation made if it is not (the start was committed,
-    /// then the process stopped), run here if nobody runs it, and how it ended once it has.
-    async fn follow(
-        &self,
-        record: &GoalRecord,
-        work: &str,
-        attempt: u32,
-        operation: OperationId,
-    ) -> Result<Followed, GoalRunError> {
+    /// Where a goal's operation (a work's attempt, a verifier agent's judgement) stands: run
+    /// here if nobody runs it, and how it ended once it has; `None` when it was never made.
+    async fn follow(&self, operation: OperationId) -> Result<Option<Followed>, GoalRunError> {
         let Some(op) = self.store.operation(operation).await? else {
-            // An attempt whose operation cannot be made (its agent is gone, its model has no
-            // price) failed; the coordinator decides what comes next.
-            return match self.start_work(record, work, attempt, operation).await {
-                Ok(()) => Ok(Followed::Running),
-                Err(GoalRunError::Work { why, .. }) => Ok(Followed::Ended(AttemptEnd::Failed {
-                    why: format!("its operation could not start: {why}"),
-                })),
-                Err(e) => Err(e),
-            };
+            return Ok(None);
         };
         if op.status.is_terminal() {
             self.running
@@ -534,7 +605,7 @@ impl GoalRunner {
                 .unwrap_or_else(|p| p.into_inner())
                 .remove(&operation);
             let loaded = self.store.load_operation(operation).await?;
-            return Ok(Followed::Ended(match (op.status, op.finish_reason) {
+            return Ok(Some(Followed::Ended(match (op.status, op.finish_reason) {
                 (
                     Status::Done,
                     Some(
@@ -553,7 +624,7 @@ impl GoalRunner {
                         .or(op.finish_reason.map(|r| r.to_string()))
                         .unwrap_or_else(|| format!("{:?}", op.status)),
                 },
-            }));
+            })));
         }
         // Whether this process's run of it has returned (`None`: this process does not run it).
         let returned = self
@@ -562,7 +633,7 @@ impl GoalRunner {
             .unwrap_or_else(|p| p.into_inner())
             .get(&operation)
             .map(|done| done.load(Ordering::SeqCst));
-        Ok(match op.status {
+        Ok(Some(match op.status {
             // Waiting for a person (an approval, a question, an interrupted budget): they answer
             // it as any operation's, and the goal's next run follows it on.
             Status::WaitingForHuman | Status::Interrupted => Followed::Parked,
@@ -587,7 +658,7 @@ impl GoalRunner {
             }
             // Ended: read above.
             Status::Done | Status::Error => Followed::Running,
-        })
+        }))
     }
 
     /// Run operation `id` in this process unless it already is.
@@ -614,25 +685,17 @@ impl GoalRunner {
         });
     }
 
-    /// Make attempt `attempt` of `work` as operation `operation`: its agent's spec, nobody
-    /// watching, the goal's remaining budget, the work's prompt.
-    async fn start_work(
+    /// Make operation `operation` of `agent` (none: the owner's default) asking `prompt`:
+    /// the agent's spec, nobody watching, the goal's remaining budget; then run it. `Ok(Err)`
+    /// says why it could not be made (its agent is gone, its model has no price).
+    async fn start_op(
         &self,
         record: &GoalRecord,
-        work: &str,
-        attempt: u32,
+        agent: Option<&str>,
         operation: OperationId,
-    ) -> Result<(), GoalRunError> {
-        let goal = &record.goal;
-        let w = goal
-            .work(work)
-            .ok_or_else(|| rein_core::goal::GoalError::UnknownWork(work.to_owned()))?;
-        let agent = w.assignee.as_deref().or(record.settings.agent.as_deref());
-        let failed = |why: String| GoalRunError::Work {
-            work: work.to_owned(),
-            why,
-        };
-        let mut spec = self
+        prompt: &str,
+    ) -> Result<Result<(), String>, GoalRunError> {
+        let mut spec = match self
             .host
             .agent_spec(
                 &*self.store,
@@ -642,7 +705,10 @@ impl GoalRunner {
                 self.origin.clone(),
             )
             .await
-            .map_err(|e| failed(e.to_string()))?;
+        {
+            Ok(spec) => spec,
+            Err(e) => return Ok(Err(e.to_string())),
+        };
         spec.unattended = true;
         let ledger = self.ledger(record).await?;
         spec.budget = ledger.for_work(&record.settings.budget, &spec.budget);
@@ -652,15 +718,11 @@ impl GoalRunner {
             trigger: Some(rein_store::Trigger::Api),
             ..Default::default()
         };
-        match self
-            .driver
-            .start(&prompts::work(goal, w, attempt), &opts)
-            .await
-        {
+        match self.driver.start(prompt, &opts).await {
             Ok(_) | Err(crate::DriverError::Store(StoreError::OperationExists(_))) => {}
-            Err(e) => return Err(failed(e.to_string())),
+            Err(e) => return Ok(Err(e.to_string())),
         }
         self.run_here(operation);
-        Ok(())
+        Ok(Ok(()))
     }
 }

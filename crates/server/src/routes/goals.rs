@@ -63,6 +63,12 @@ pub struct CreateGoal {
     #[serde(default)]
     #[schemars(pattern(rein_operation::profile::MODEL_PATTERN))]
     pub verifier: Option<String>,
+    /// An agent of yours that verifies works and accepts the goal instead of `verifier`: each
+    /// judgement an operation of it, with its tools (422 when you have none of that name, or
+    /// when it is `agent`).
+    #[serde(default)]
+    #[schemars(pattern(rein_operation::profile::AGENT_NAME_PATTERN))]
+    pub verifier_agent: Option<String>,
 }
 
 /// A goal's settings as the API shows them.
@@ -74,6 +80,8 @@ pub struct GoalSettingsView {
     pub planner: Option<String>,
     /// The verifier, `provider/model`.
     pub verifier: Option<String>,
+    /// The verifier agent, when an agent judges instead of a model.
+    pub verifier_agent: Option<String>,
     /// Its cost limit in USD.
     pub cost_limit: Option<f64>,
     /// Its token limit.
@@ -170,6 +178,7 @@ impl GoalView {
                 agent: s.agent.clone(),
                 planner: s.planner.as_ref().map(ModelRef::key),
                 verifier: s.verifier.as_ref().map(ModelRef::key),
+                verifier_agent: s.verifier_agent.clone(),
                 cost_limit: s.budget.max_cost.map(|c| c.dollars()),
                 token_limit: s.budget.max_tokens,
                 on_budget: s.budget.on_exceeded,
@@ -188,6 +197,11 @@ impl GoalView {
 
 /// What `body` asks, as a new goal (a refusal names the field).
 pub fn new_goal(body: CreateGoal) -> Result<NewGoal, ApiError> {
+    if body.verifier.is_some() && body.verifier_agent.is_some() {
+        return Err(ApiError::unprocessable(
+            "verifier and verifier_agent: name a verifier model or a verifier agent, not both",
+        ));
+    }
     let cost_limit = match body.cost_limit {
         Some(c) if !c.is_finite() || c < 0.0 => {
             return Err(ApiError::bad_request(
@@ -205,6 +219,7 @@ pub fn new_goal(body: CreateGoal) -> Result<NewGoal, ApiError> {
             agent: body.agent,
             planner: model("planner", body.planner)?,
             verifier: model("verifier", body.verifier)?,
+            verifier_agent: body.verifier_agent,
             budget: rein_core::state::Budget {
                 max_cost: cost_limit,
                 max_tokens: body.token_limit,
