@@ -327,6 +327,11 @@ pub enum Resolve {
     Approve,
     /// Keep the comment for the next run.
     Feedback(String),
+    /// Decide the goal the brief is about (its `goal` artifact), as the action says.
+    Goal {
+        /// The goal's id.
+        goal: String,
+    },
     /// Decide the calls the brief's parked run waits on.
     Decide {
         /// Approve (else reject).
@@ -349,6 +354,15 @@ pub fn resolution_of(
             brief.id,
             offered.join(", ")
         )));
+    }
+    // A brief about a goal: its actions are decisions on the goal.
+    if brief.task_id.is_none()
+        && action != action::ACKNOWLEDGE
+        && let Some(goal) = brief.artifacts.iter().find(|a| a.kind == "goal")
+    {
+        return Ok(Resolve::Goal {
+            goal: goal.reference.clone(),
+        });
     }
     Ok(match action {
         action::APPROVE_CALL | action::REJECT_CALL if brief.operation_id.is_some() => {

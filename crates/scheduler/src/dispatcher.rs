@@ -137,6 +137,9 @@ pub enum RunError {
     /// This process cannot decide runs (the CLI's launcher).
     #[error("this process cannot decide run {0}; decide it where it runs")]
     CannotDecide(String),
+    /// The goal refused the decision (it is not where it can happen), as it said.
+    #[error("the goal refused: {0}")]
+    GoalRefused(String),
     /// The store, the driver or the system model failed, as it said.
     #[error("{0}")]
     Failed(String),
@@ -176,6 +179,18 @@ pub trait Launcher: Send + Sync {
         _by: &'a str,
     ) -> BoxFuture<'a, Result<(), RunError>> {
         Box::pin(async move { Err(RunError::CannotDecide(operation_id.to_owned())) })
+    }
+    /// Decide goal `goal` of `owner` as the action `action` of a brief about it says
+    /// (`retry:WORK`, `skip:WORK`, `resume`, `replan`, `accept`, `reject`, `cancel`; `comment`
+    /// the reason or note), as `owner`'s decision.
+    fn decide_goal<'a>(
+        &'a self,
+        _owner: &'a str,
+        goal: &'a str,
+        _action: &'a str,
+        _comment: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), RunError>> {
+        Box::pin(async move { Err(RunError::CannotDecide(goal.to_owned())) })
     }
     /// Ask the system model to read a run that ended ([`crate::reading`]): `instructions`,
     /// `input`, an answer as JSON matching `schema`. `None` without a system model (the

@@ -362,6 +362,13 @@ impl TaskService {
                 .await
                 .map_err(TaskError::Decide)?;
         }
+        // So is a goal's decision: a goal that cannot take it refuses, and the brief stays open.
+        if let Resolve::Goal { goal } = &act {
+            launcher
+                .decide_goal(owner, goal, action, comment)
+                .await
+                .map_err(TaskError::Decide)?;
+        }
         let resolution = Resolution {
             action: action.to_owned(),
             comment: comment
@@ -377,7 +384,7 @@ impl TaskService {
         }
         let task = brief.task_id.clone().unwrap_or_default();
         let started = match act {
-            Resolve::Recorded => None,
+            Resolve::Recorded | Resolve::Goal { .. } => None,
             Resolve::Decide { .. } => brief.operation_id.clone(),
             Resolve::Retry => Some(self.run_now(&task, launcher).await?),
             Resolve::Approve => {

@@ -5,9 +5,10 @@
 
 use crate::AppState;
 use crate::error::ApiError;
-use crate::runner::Job;
+use crate::runner::{Job, Runner};
 use rein_operation::goals::GoalRunner;
 use rein_store::Goals;
+use rein_store::SqlStore;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -15,18 +16,26 @@ use tokio_util::sync::CancellationToken;
 /// A runner of `owner`'s goals on this server: its host, its store, works' operations run by
 /// its runner.
 pub async fn runner(app: &AppState, owner: &str) -> Result<GoalRunner, ApiError> {
-    let origin = app
-        .runner
+    runner_on(&app.runner, &app.store, owner).await
+}
+
+/// [`runner`] from the server's operation runner and store (what its task launcher holds).
+pub async fn runner_on(
+    run: &Arc<Runner>,
+    store: &Arc<SqlStore>,
+    owner: &str,
+) -> Result<GoalRunner, ApiError> {
+    let origin = run
         .host
-        .origin(&*app.store, owner)
+        .origin(&**store, owner)
         .await
         .map_err(|e| ApiError::unprocessable(e.to_string()))?;
-    let run = Arc::clone(&app.runner);
+    let run = Arc::clone(run);
     let who = owner.to_owned();
     Ok(GoalRunner::new(
-        app.runner.host.clone(),
-        Arc::clone(&app.store),
-        Arc::new(app.runner.driver()),
+        run.host.clone(),
+        Arc::clone(store),
+        Arc::new(run.driver()),
         owner.to_owned(),
         origin,
     )

@@ -34,6 +34,10 @@ pub enum GoalCommand {
     Show {
         /// The goal.
         id: String,
+        /// Print it again each time it changes, until it rests (it runs elsewhere: a server,
+        /// or another `rein goal run`).
+        #[arg(long)]
+        watch: bool,
     },
     /// Start no new work (running ones finish and are verified).
     Pause {
@@ -385,14 +389,27 @@ pub async fn run(on: &impl Backend, command: GoalCommand, json: bool) -> anyhow:
             }
             Ok(exit::DONE)
         }
-        GoalCommand::Show { id } => {
-            let v = on.goal(goal_id(&id)?).await?;
-            if json {
-                println!("{}", serde_json::to_string(&v)?);
-            } else {
-                print!("{}", shown(&v));
+        GoalCommand::Show { id, watch } => {
+            let id = goal_id(&id)?;
+            let mut last = None;
+            loop {
+                let v = on.goal(id).await?;
+                if last != Some(v.seq) {
+                    if json {
+                        println!("{}", serde_json::to_string(&v)?);
+                    } else {
+                        if last.is_some() {
+                            println!();
+                        }
+                        print!("{}", shown(&v));
+                    }
+                    last = Some(v.seq);
+                }
+                if !watch || v.rests {
+                    return Ok(exit::DONE);
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
             }
-            Ok(exit::DONE)
         }
         GoalCommand::Pause { id } => decide(id, GoalDecision::Pause).await,
         GoalCommand::Resume { id } => decide(id, GoalDecision::Resume).await,

@@ -217,6 +217,30 @@ async fn a_work_that_keeps_failing_is_blocked_retried_and_a_gap_at_acceptance_is
         .unwrap_or_else(|| panic!("no brief: {inbox}"));
     assert_eq!(brief["priority"], "urgent", "{brief:#}");
     assert_eq!(brief["artifacts"][0]["reference"], id.as_str(), "{brief:#}");
+    // It offers the decisions themselves; nothing to resume while a work is blocked.
+    let offered: Vec<&str> = brief["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        offered,
+        [
+            "retry:only",
+            "skip:only",
+            "replan",
+            "accept",
+            "reject",
+            "cancel",
+            "acknowledge"
+        ]
+    );
+    let (code, _, err) = e
+        .rein(&["brief", "resolve", brief["id"].as_str().unwrap(), "resume"])
+        .await;
+    assert_eq!(code, 1, "not offered: {err}");
+    assert!(err.contains("not `resume`"), "{err}");
     // A retry from the command line continues it; the acceptance then finds a gap.
     let (code, _, err) = e.rein(&["goal", "retry", &id, "only"]).await;
     assert_eq!(code, 0, "{err}");
@@ -231,9 +255,37 @@ async fn a_work_that_keeps_failing_is_blocked_retried_and_a_gap_at_acceptance_is
         3
     );
     assert_eq!(asked(&e, "ROLE-SOLO").len(), 3);
-    // A person may accept it, on their word, recorded.
+    // A person may accept it, on their word, recorded: here from the inbox, the brief's
+    // comment the note.
+    let (_, inbox, _) = e.rein(&["brief", "list", "--json"]).await;
+    let gaps = inbox
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|b| {
+            b["summary"]
+                .as_str()
+                .is_some_and(|t| t.contains("the report is missing"))
+        })
+        .unwrap_or_else(|| panic!("no brief for the gaps: {inbox}"));
+    let offered: Vec<&str> = gaps["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["key"].as_str().unwrap())
+        .collect();
+    assert!(
+        !offered.contains(&"resume"),
+        "gaps are no pause: {offered:?}"
+    );
     let (code, _, err) = e
-        .rein(&["goal", "accept", &id, "--note", "the report is not needed"])
+        .rein(&[
+            "brief",
+            "resolve",
+            gaps["id"].as_str().unwrap(),
+            "accept",
+            "--comment",
+            "the report is not needed",
+        ])
         .await;
     assert_eq!(code, 0, "{err}");
     let (_, shown, _) = e.rein(&["goal", "show", &id]).await;

@@ -89,7 +89,23 @@ async fn a_goal_created_over_the_api_is_achieved_by_the_server_alone() {
         .sse(&rein, &format!("/v1/goals/{id}/stream"), &alice, None)
         .await;
     let mut streamed = Vec::new();
-    stream.rest(&mut streamed).await;
+    // Meanwhile `rein goal show --watch` follows it from another machine until it rests.
+    let watch_args = ["goal", "show", id.as_str(), "--watch", "--json"];
+    let ((code, watched, err), ()) = tokio::join!(
+        e.on_server(&rein, &alice, &watch_args),
+        stream.rest(&mut streamed)
+    );
+    assert_eq!(code, 0, "{err}");
+    let views: Vec<Value> = watched
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let seqs: Vec<u64> = views.iter().map(|v| v["seq"].as_u64().unwrap()).collect();
+    assert!(
+        seqs.windows(2).all(|w| w[0] < w[1]) && seqs.last() == Some(&8),
+        "each change printed once, to the end: {seqs:?}"
+    );
+    assert_eq!(views.last().unwrap()["goal"]["status"], "achieved");
     let ids: Vec<u64> = streamed.iter().map(|m| m.id.unwrap()).collect();
     assert_eq!(ids, (1..=8).collect::<Vec<_>>(), "{streamed:?}");
     assert_eq!(streamed[7].data["event"]["type"], "accepted");

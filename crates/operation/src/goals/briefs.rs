@@ -1,13 +1,86 @@
 //! What a goal tells its owner's inbox: a brief when it comes to rest where a person must look
 //! (an urgent decision when it waits for them; a result when it is achieved; an error when it
-//! failed), pointing at the goal and saying what can be done from the command line.
+//! failed), pointing at the goal and saying what can be done from the command line. A decision
+//! brief offers the decisions themselves as its actions ([`actions`]); resolving it with one
+//! decides the goal ([`decision_of`]) before the brief is marked resolved.
 
 use rein_core::brief::{Artifact, Brief, BriefAction, BriefKind, BriefPriority};
-use rein_core::goal::{Goal, GoalStatus};
+use rein_core::goal::{Goal, GoalDecision, GoalStatus, WorkStatus};
 
-/// The brief for `goal` of `owner` now that it has come to `goal.status` from `before` (its
-/// commit number `seq` makes the brief's id), if that calls for one.
-pub(super) fn on_change(owner: &str, before: GoalStatus, goal: &Goal, seq: u64) -> Option<Brief> {
+/// Longest action key a brief can carry.
+const MAX_KEY: usize = 64;
+
+/// What a person can decide, from the inbox, about `goal` as it waits for them: retry or skip
+/// each blocked work (up to four), resume when nothing is blocked and no gap was found, plan
+/// again, accept, reject, cancel, or only acknowledge.
+fn actions(goal: &Goal) -> Vec<BriefAction> {
+    let offer = |key: String, label: String| BriefAction { key, label };
+    let blocked: Vec<&str> = goal
+        .works
+        .iter()
+        .filter(|w| w.status == WorkStatus::Blocked)
+        .map(|w| w.id.as_str())
+        .collect();
+    let mut out = Vec::new();
+    for w in blocked.iter().take(4) {
+        for (verb, label) in [("retry", "Retry"), ("skip", "Skip")] {
+            let key = format!("{verb}:{w}");
+            if key.len() <= MAX_KEY {
+                out.push(offer(key, format!("{label} {w}")));
+            }
+        }
+    }
+    if blocked.is_empty() && goal.verdict.as_ref().is_none_or(|v| v.passed) {
+        out.push(offer("resume".into(), "Resume".into()));
+    }
+    for (key, label) in [
+        ("replan", "Plan again"),
+        ("accept", "Accept as it is"),
+        ("reject", "Reject"),
+        ("cancel", "Cancel the goal"),
+        ("acknowledge", "Acknowledge"),
+    ] {
+        out.push(offer(key.into(), label.into()));
+    }
+    out
+}
+
+/// The decision a goal brief's action `action` asks, with the person's `comment` (the reason
+/// a replan or a rejection gives, the note an acceptance keeps); why not, for an action that
+/// is no decision.
+pub fn decision_of(action: &str, comment: Option<&str>) -> Result<GoalDecision, String> {
+    let said = comment.map(str::trim).filter(|c| !c.is_empty());
+    let work = |w: &str| {
+        if w.is_empty() {
+            Err(format!("`{action}` names no work"))
+        } else {
+            Ok(w.to_owned())
+        }
+    };
+    Ok(match action.split_once(':') {
+        Some(("retry", w)) => GoalDecision::Retry { work: work(w)? },
+        Some(("skip", w)) => GoalDecision::Skip { work: work(w)? },
+        Some(_) => return Err(format!("`{action}` is no decision on a goal")),
+        None => match action {
+            "resume" => GoalDecision::Resume,
+            "cancel" => GoalDecision::Cancel,
+            "replan" => GoalDecision::Replan {
+                why: said.unwrap_or("asked from the inbox").to_owned(),
+            },
+            "accept" => GoalDecision::Accept {
+                note: said.unwrap_or_default().to_owned(),
+            },
+            "reject" => GoalDecision::Reject {
+                why: said.unwrap_or("rejected from the inbox").to_owned(),
+            },
+            _ => return Err(format!("`{action}` is no decision on a goal")),
+        },
+    })
+}
+
+/// The brief for `goal` of `owner` now that it has come to `goal.status` from `before`, if
+/// that calls for one.
+pub(super) fn on_change(owner: &str, before: GoalStatus, goal: &Goal) -> Option<Brief> {
     if before == goal.status {
         return None;
     }
@@ -18,7 +91,7 @@ pub(super) fn on_change(owner: &str, before: GoalStatus, goal: &Goal, seq: u64) 
             BriefPriority::Urgent,
             format!("Goal needs you: {}", one_line(&goal.objective)),
             format!(
-                "{why}. Decide with `rein goal retry|skip|replan|accept|reject|cancel {}`.",
+                "{why}. Decide here, or with `rein goal retry|skip|replan|accept|reject|cancel {}`.",
                 goal.id
             ),
         ),
@@ -41,7 +114,7 @@ pub(super) fn on_change(owner: &str, before: GoalStatus, goal: &Goal, seq: u64) 
         }
     };
     Some(Brief {
-        id: format!("goal-{}-{seq}", goal.id),
+        id: rein_core::brief::new_brief_id(),
         owner: owner.to_owned(),
         task_id: None,
         operation_id: None,
@@ -55,10 +128,14 @@ pub(super) fn on_change(owner: &str, before: GoalStatus, goal: &Goal, seq: u64) 
             reference: goal.id.to_string(),
             title: Some(one_line(&goal.objective)),
         }],
-        actions: vec![BriefAction {
-            key: "acknowledge".into(),
-            label: "Acknowledge".into(),
-        }],
+        actions: if goal.status == GoalStatus::NeedsAttention {
+            actions(goal)
+        } else {
+            vec![BriefAction {
+                key: "acknowledge".into(),
+                label: "Acknowledge".into(),
+            }]
+        },
         read_at: None,
         resolution: None,
         created_at: chrono::Utc::now(),
@@ -71,5 +148,34 @@ fn one_line(text: &str) -> String {
         format!("{}…", line.chars().take(79).collect::<String>())
     } else {
         line.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decision_of;
+    use rein_core::goal::GoalDecision;
+
+    #[test]
+    fn a_goal_briefs_actions_read_as_decisions() {
+        assert_eq!(
+            decision_of("retry:b", None),
+            Ok(GoalDecision::Retry { work: "b".into() })
+        );
+        assert_eq!(
+            decision_of("reject", Some("  too costly ")),
+            Ok(GoalDecision::Reject {
+                why: "too costly".into()
+            })
+        );
+        assert_eq!(
+            decision_of("accept", None),
+            Ok(GoalDecision::Accept {
+                note: String::new()
+            })
+        );
+        for bad in ["retry:", "approve_call", "pause:x", "feedback"] {
+            assert!(decision_of(bad, None).is_err(), "{bad}");
+        }
     }
 }

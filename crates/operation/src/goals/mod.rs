@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+pub use briefs::decision_of;
 pub use budget::Ledger;
 
 /// Why a goal could not be created, decided on or advanced.
@@ -289,7 +290,7 @@ impl GoalRunner {
         }
         let seq = record.seq.saturating_add(1);
         // Told after the commit: a process stopping between loses the brief, never the goal.
-        if let Some(brief) = briefs::on_change(&record.owner, record.goal.status, &goal, seq)
+        if let Some(brief) = briefs::on_change(&record.owner, record.goal.status, &goal)
             && let Err(e) = rein_store::Briefs::add_brief(&*self.store, &brief, None).await
         {
             tracing::warn!(goal = %goal.id, error = %e, "the goal's brief was not raised");
