@@ -73,15 +73,17 @@ pub trait Goals {
     /// The ids and owners of the goals that are not over (what a runner advances).
     fn open_goals(&self) -> BoxFuture<'_, Result<Vec<(String, GoalId)>, StoreError>>;
 
-    /// Write `goal` as goal `id`'s graph with `event` (the one that made it) and `spend`, if its
-    /// seq is still `seq`: `Ok(true)`, the goal is then at `seq + 1`; `Ok(false)`: another
-    /// commit came first and nothing was written.
+    /// Write `goal` as goal `id`'s graph with `event` (the one that made it) and `spend` (and
+    /// `settings`, when the event changed them), if its seq is still `seq`: `Ok(true)`, the
+    /// goal is then at `seq + 1`; `Ok(false)`: another commit came first and nothing was
+    /// written.
     fn commit_goal<'a>(
         &'a self,
         seq: u64,
         goal: &'a Goal,
         event: &'a GoalEvent,
         spend: GoalSpend,
+        settings: Option<&'a GoalSettings>,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
 
     /// Claim goal `id` for `holder` until `until`, if nobody else holds an unexpired claim

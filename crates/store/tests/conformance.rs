@@ -899,9 +899,17 @@ async fn goals(store: &SqlStore) {
         cost: Usd::from_nanos(1_500),
         tokens: 42,
     };
-    assert!(store.commit_goal(0, &paused, &event, spend).await.unwrap());
     assert!(
-        !store.commit_goal(0, &paused, &event, spend).await.unwrap(),
+        store
+            .commit_goal(0, &paused, &event, spend, None)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .commit_goal(0, &paused, &event, spend, None)
+            .await
+            .unwrap(),
         "a commit from a seq already passed writes nothing"
     );
     let after = store.goal(Some(&owner), id).await.unwrap().unwrap();
@@ -910,6 +918,24 @@ async fn goals(store: &SqlStore) {
         (after.spent, after.spent_tokens),
         (Usd::from_nanos(1_500), 42)
     );
+    assert_eq!(after.settings, read.settings, "no settings given: kept");
+    // New limits are committed with the event that set them.
+    let raised = GoalEvent::LimitsSet {
+        by: "ann".into(),
+        cost_limit: Some(Usd::from_dollars(9.0)),
+        token_limit: None,
+    };
+    let mut settings = after.settings.clone();
+    settings.budget.max_cost = Some(Usd::from_dollars(9.0));
+    assert!(
+        store
+            .commit_goal(1, &paused, &raised, GoalSpend::default(), Some(&settings))
+            .await
+            .unwrap()
+    );
+    let after = store.goal(Some(&owner), id).await.unwrap().unwrap();
+    assert_eq!(after.seq, 2);
+    assert_eq!(after.settings.budget.max_cost, Some(Usd::from_dollars(9.0)));
     // One process at a time advances a goal.
     let soon = chrono::Utc::now() + chrono::Duration::seconds(30);
     assert!(store.claim_goal(id, "p1", soon).await.unwrap());
@@ -938,7 +964,7 @@ async fn goals(store: &SqlStore) {
     assert!(open(store.open_goals().await.unwrap()));
     assert!(
         store
-            .commit_goal(1, &cancelled, &cancel, GoalSpend::default())
+            .commit_goal(2, &cancelled, &cancel, GoalSpend::default(), None)
             .await
             .unwrap()
     );
@@ -951,9 +977,9 @@ async fn goals(store: &SqlStore) {
         log.iter()
             .map(|e| (e.seq, e.event.clone()))
             .collect::<Vec<_>>(),
-        [(1, event), (2, cancel.clone())]
+        [(1, event), (2, raised), (3, cancel.clone())]
     );
-    assert_eq!(store.goal_events(id, 1).await.unwrap().len(), 1);
+    assert_eq!(store.goal_events(id, 1).await.unwrap().len(), 2);
 }
 
 /// Briefs: newest first per owner, unresolved filter, read once, resolved once; hooks; the

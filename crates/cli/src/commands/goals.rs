@@ -13,7 +13,9 @@ use clap::Subcommand;
 use rein_core::goal::{GoalDecision, GoalEvent, GoalStatus, WorkStatus};
 use rein_core::ids::GoalId;
 use rein_operation::goals::GoalRunner;
-use rein_server::routes::goals::{CreateGoal, GoalEvents, GoalList, GoalPlanEdit, GoalView};
+use rein_server::routes::goals::{
+    CreateGoal, GoalEvents, GoalLimitsIn, GoalList, GoalPlanEdit, GoalView,
+};
 use rein_store::Goals;
 use reqwest::Method;
 use std::sync::Arc;
@@ -44,10 +46,16 @@ pub enum GoalCommand {
         /// The goal.
         id: String,
     },
-    /// Go on after a pause (or an interrupted budget, once raised).
+    /// Go on after a pause, or after its budget interrupted it (with new limits).
     Resume {
         /// The goal.
         id: String,
+        /// Its new cost limit in USD (every work, planning and verification, in all).
+        #[arg(long, value_name = "USD", value_parser = crate::amounts::usd)]
+        cost_limit: Option<rein_core::Usd>,
+        /// Its new token limit.
+        #[arg(long, value_name = "N")]
+        token_limit: Option<u64>,
     },
     /// Stop the goal and its works' operations.
     Cancel {
@@ -170,6 +178,9 @@ pub trait Goaled {
     /// Your decision on one of your goals; the goal after it.
     async fn decide_goal(&self, id: GoalId, decision: GoalDecision) -> anyhow::Result<GoalView>;
 
+    /// New limits for goal `id`; the goal after them.
+    async fn set_goal_limits(&self, id: GoalId, limits: GoalLimitsIn) -> anyhow::Result<GoalView>;
+
     /// Your plan for goal `id`'s works still to do; the goal after it.
     async fn edit_goal_plan(&self, id: GoalId, edit: GoalPlanEdit) -> anyhow::Result<GoalView>;
 
@@ -249,6 +260,15 @@ impl Goaled for Local {
         self.goal_view(&runner, &user.id, id).await
     }
 
+    async fn set_goal_limits(&self, id: GoalId, limits: GoalLimitsIn) -> anyhow::Result<GoalView> {
+        let (runner, user) = self.goal_runner().await?;
+        let cost = limits.cost_limit.map(rein_core::Usd::from_dollars);
+        runner
+            .set_limits(&user.id, id, &user.name, cost, limits.token_limit)
+            .await?;
+        self.goal_view(&runner, &user.id, id).await
+    }
+
     async fn edit_goal_plan(&self, id: GoalId, edit: GoalPlanEdit) -> anyhow::Result<GoalView> {
         let (runner, user) = self.goal_runner().await?;
         let proposed = rein_core::goal::plan::ProposedPlan { works: edit.works };
@@ -303,6 +323,15 @@ impl Goaled for Remote {
             Method::POST,
             &format!("/v1/goals/{id}/decisions"),
             Some(&decision),
+        )
+        .await
+    }
+
+    async fn set_goal_limits(&self, id: GoalId, limits: GoalLimitsIn) -> anyhow::Result<GoalView> {
+        self.call(
+            Method::POST,
+            &format!("/v1/goals/{id}/limits"),
+            Some(&limits),
         )
         .await
     }
@@ -412,7 +441,23 @@ pub async fn run(on: &impl Backend, command: GoalCommand, json: bool) -> anyhow:
             }
         }
         GoalCommand::Pause { id } => decide(id, GoalDecision::Pause).await,
-        GoalCommand::Resume { id } => decide(id, GoalDecision::Resume).await,
+        GoalCommand::Resume {
+            id,
+            cost_limit,
+            token_limit,
+        } => {
+            if cost_limit.is_some() || token_limit.is_some() {
+                on.set_goal_limits(
+                    goal_id(&id)?,
+                    GoalLimitsIn {
+                        cost_limit: cost_limit.map(rein_core::Usd::dollars),
+                        token_limit,
+                    },
+                )
+                .await?;
+            }
+            decide(id, GoalDecision::Resume).await
+        }
         GoalCommand::Cancel { id } => decide(id, GoalDecision::Cancel).await,
         GoalCommand::Retry { id, work } => decide(id, GoalDecision::Retry { work }).await,
         GoalCommand::Skip { id, work } => decide(id, GoalDecision::Skip { work }).await,
@@ -568,6 +613,20 @@ fn line(e: &GoalEvent) -> String {
             }
         }
         GoalEvent::BudgetSpent { why, .. } => format!("budget: {why}"),
+        GoalEvent::LimitsSet {
+            by,
+            cost_limit,
+            token_limit,
+        } => {
+            let mut set = Vec::new();
+            if let Some(c) = cost_limit {
+                set.push(format!("cost limit {c}"));
+            }
+            if let Some(t) = token_limit {
+                set.push(format!("token limit {t}"));
+            }
+            format!("{by} set its {}", set.join(" and "))
+        }
         GoalEvent::Decided { by, decision } => format!("{by} decided: {decision:?}"),
     }
 }

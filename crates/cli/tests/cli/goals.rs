@@ -804,3 +804,84 @@ async fn a_goal_killed_inside_a_verifier_agents_judgement_judges_once() {
         }
     }
 }
+
+/// Under `interrupt`, a goal its budget stopped waits for a person, its brief offering to
+/// resume; `rein goal resume ID --cost-limit` sets the new limit (committed as the person's)
+/// and the work's operation, interrupted by its share of the old limit, runs on where it
+/// stopped (the same operation, no new attempt) and the goal is achieved.
+#[tokio::test]
+async fn a_goal_its_budget_interrupted_runs_on_where_it_stopped_once_its_limit_is_raised() {
+    let e = env(Vec::new()).await;
+    agent(&e, "spender", "ROLE-SPENDER: you spend.").await;
+    e.server.route(
+        "You plan long-horizon work",
+        vec![plan_json(json!([
+            {"id": "big", "instruction": "Spend.", "assignee": null, "depends_on": [], "acceptance": "spent"},
+            {"id": "later", "instruction": "After.", "assignee": null, "depends_on": ["big"], "acceptance": "done"},
+        ]))],
+    );
+    e.server.route(
+        "ROLE-SPENDER",
+        vec![
+            Canned::openai_text_costing("Spent a lot.", 0.5),
+            Canned::openai_text("Spent, and checked."),
+            Canned::openai_text("Later done."),
+        ],
+    );
+    for w in ["big", "later"] {
+        e.server
+            .route(&format!("reviewer of work `{w}`"), vec![verdict(true, &[])]);
+    }
+    e.server
+        .route("reviewer of the whole objective", vec![verdict(true, &[])]);
+    let (code, out, err) = e
+        .rein(&[
+            "goal",
+            "create",
+            "Spend wisely",
+            "--agent",
+            "spender",
+            "--cost-limit",
+            "0.10",
+            "--on-budget",
+            "interrupt",
+        ])
+        .await;
+    assert_eq!(code, 3, "waits for a person: {err}");
+    let id = goal_of(&out);
+    let (_, ops, _) = e.rein(&["op", "list", "--json"]).await;
+    let big: Value = serde_json::from_str(ops.lines().next().unwrap()).unwrap();
+    assert_eq!(big["status"], "interrupted", "{big:#}");
+    let (_, inbox, _) = e.rein(&["brief", "list", "--json"]).await;
+    assert!(
+        inbox.contains("\"key\":\"resume\""),
+        "a spent budget can be resumed from the inbox: {inbox}"
+    );
+    // Resuming without new limits runs into the same limit again.
+    let (code, _, err) = e.rein(&["goal", "resume", &id]).await;
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = e.rein(&["goal", "run", &id]).await;
+    assert_eq!(code, 3, "still over its limit: {err}");
+    assert!(err.contains("its budget ran out"), "{err}");
+    let (code, out, err) = e.rein(&["goal", "resume", &id, "--cost-limit", "5"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("is running"), "{out}");
+    let (code, _, err) = e.rein(&["goal", "run", &id]).await;
+    assert_eq!(code, 0, "achieved: {err}");
+    let (_, shown, _) = e.rein(&["goal", "show", &id, "--json"]).await;
+    let g: Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(g["goal"]["status"], "achieved", "{g:#}");
+    assert_eq!(g["settings"]["cost_limit"], 5.0, "{g:#}");
+    assert_eq!(
+        g["goal"]["works"][0]["attempts"].as_array().unwrap().len(),
+        1,
+        "the interrupted attempt ran on: {g:#}"
+    );
+    assert_eq!(
+        g["goal"]["works"][0]["attempts"][0]["operation"], big["id"],
+        "{g:#}"
+    );
+    let (_, ops, _) = e.rein(&["op", "list", "--json"]).await;
+    assert_eq!(ops.lines().count(), 2, "{ops}");
+    assert_eq!(asked(&e, "ROLE-SPENDER").len(), 3);
+}

@@ -113,6 +113,18 @@ pub enum GoalEvent {
         /// What ran out.
         why: String,
     },
+    /// A person set the goal's limits (the goal's settings carry them from this commit on):
+    /// what it may spend in all, in USD and tokens (`None`: unchanged).
+    LimitsSet {
+        /// Who.
+        by: String,
+        /// The new cost limit.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_limit: Option<crate::usage::Usd>,
+        /// The new token limit.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        token_limit: Option<u64>,
+    },
     /// A person decided.
     Decided {
         /// Who.
@@ -380,6 +392,12 @@ impl Goal {
                     GoalStatus::NeedsAttention
                 };
                 self.reason = Some(format!("its budget ran out: {why}"));
+            }
+            // The graph is unchanged: the limits live in the goal's settings.
+            GoalEvent::LimitsSet { .. } => {
+                if self.status.is_final() {
+                    return Err(self.not_now("new limits"));
+                }
             }
             GoalEvent::Decided { by, decision } => self.decided(by, decision)?,
         }

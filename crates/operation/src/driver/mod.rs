@@ -16,6 +16,7 @@ mod external;
 mod grant;
 mod open;
 mod queue;
+mod raise;
 mod run;
 mod runtime;
 mod start;

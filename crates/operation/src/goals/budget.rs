@@ -46,6 +46,38 @@ impl Ledger {
     }
 }
 
+impl Ledger {
+    /// The limits of a work's operation that has spent what `record` says, under `current`
+    /// limits, once the goal's became `goal`: what it spent plus what the goal has left, never
+    /// less than it had (a limit the goal does not set stays the operation's own).
+    pub fn for_running_work(
+        &self,
+        goal: &Budget,
+        current: &Budget,
+        record: &rein_store::OperationRecord,
+    ) -> Budget {
+        let cost = goal
+            .max_cost
+            .map(|m| record.cost + m.saturating_sub(self.cost));
+        let tokens = goal.max_tokens.map(|m| {
+            record
+                .total_tokens
+                .saturating_add(m.saturating_sub(self.tokens))
+        });
+        Budget {
+            max_cost: match (current.max_cost, cost) {
+                (Some(c), Some(n)) => Some(c.max(n)),
+                (c, _) => c,
+            },
+            max_tokens: match (current.max_tokens, tokens) {
+                (Some(c), Some(n)) => Some(c.max(n)),
+                (c, _) => c,
+            },
+            ..current.clone()
+        }
+    }
+}
+
 impl GoalRunner {
     /// What goal `record` has spent: its own calls, its works' operations and its verifier
     /// agent's (each attempt's judgement, each revision's final acceptance).

@@ -279,11 +279,22 @@ impl GoalRunner {
         event: GoalEvent,
         spend: GoalSpend,
     ) -> Result<Goal, GoalRunError> {
+        self.commit_with(record, event, spend, None).await
+    }
+
+    /// [`GoalRunner::commit`], writing `settings` with it when the event changed them.
+    async fn commit_with(
+        &self,
+        record: &GoalRecord,
+        event: GoalEvent,
+        spend: GoalSpend,
+        settings: Option<&GoalSettings>,
+    ) -> Result<Goal, GoalRunError> {
         let mut goal = record.goal.clone();
         goal.apply(&event)?;
         if !self
             .store
-            .commit_goal(record.seq, &goal, &event, spend)
+            .commit_goal(record.seq, &goal, &event, spend, settings)
             .await?
         {
             return Err(GoalRunError::Raced(goal.id));
@@ -361,6 +372,64 @@ impl GoalRunner {
             GoalSpend::default(),
         )
         .await
+    }
+
+    /// `by`'s new limits for `owner`'s goal `id` (what it may spend in all; `None`: kept),
+    /// committed with the goal's settings; each work's operation that its share of the old
+    /// limits interrupted gets its share of the new ones, so resuming the goal runs it on
+    /// where it stopped.
+    pub async fn set_limits(
+        &self,
+        owner: &str,
+        id: GoalId,
+        by: &str,
+        cost_limit: Option<Usd>,
+        token_limit: Option<u64>,
+    ) -> Result<Goal, GoalRunError> {
+        if cost_limit.is_none() && token_limit.is_none() {
+            return Err(GoalRunError::BadLimits(
+                "name a new cost limit or token limit".into(),
+            ));
+        }
+        let record = self.load(Some(owner), id).await?;
+        let mut settings = record.settings.clone();
+        if let Some(c) = cost_limit {
+            settings.budget.max_cost = Some(c);
+        }
+        if let Some(t) = token_limit {
+            settings.budget.max_tokens = Some(t);
+        }
+        let goal = self
+            .commit_with(
+                &record,
+                GoalEvent::LimitsSet {
+                    by: by.to_owned(),
+                    cost_limit,
+                    token_limit,
+                },
+                GoalSpend::default(),
+                Some(&settings),
+            )
+            .await?;
+        let record = self.load(Some(owner), id).await?;
+        let ledger = self.ledger(&record).await?;
+        for w in &goal.works {
+            let Some(a) = w.last().filter(|a| a.end.is_none()) else {
+                continue;
+            };
+            let Some(op) = self.store.load_operation(a.operation).await? else {
+                continue;
+            };
+            if op.record.status != Status::Interrupted {
+                continue;
+            }
+            // What it spent stays its own; what the goal has left is added to it.
+            let budget = ledger.for_running_work(&settings.budget, &op.state.budget, &op.record);
+            if let Err(e) = self.driver.raise_budget(a.operation, &budget).await {
+                tracing::warn!(goal = %id, work = %w.id, error = %e, "a work's operation kept its old limits");
+            }
+        }
+        Ok(goal)
     }
 
     async fn cancel_works(&self, goal: &Goal) {
@@ -635,6 +704,12 @@ impl GoalRunner {
             .get(&operation)
             .map(|done| done.load(Ordering::SeqCst));
         Ok(Some(match op.status {
+            // Interrupted by limits that were raised since (the goal's, shared out by
+            // `set_limits`): it runs on.
+            Status::Interrupted if self.has_room(operation).await? => {
+                self.run_here(operation);
+                Followed::Running
+            }
             // Waiting for a person (an approval, a question, an interrupted budget): they answer
             // it as any operation's, and the goal's next run follows it on.
             Status::WaitingForHuman | Status::Interrupted => Followed::Parked,
@@ -662,6 +737,17 @@ impl GoalRunner {
         }))
     }
 
+    /// Whether interrupted operation `id` may resume: it can, and it is within its limits now.
+    async fn has_room(&self, id: OperationId) -> Result<bool, GoalRunError> {
+        let Some(op) = self.store.load_operation(id).await? else {
+            return Ok(false);
+        };
+        let b = &op.state.budget;
+        Ok(op.state.interruption.as_ref().is_some_and(|i| i.can_resume)
+            && b.max_cost.is_none_or(|m| op.record.cost < m)
+            && b.max_tokens.is_none_or(|m| op.record.total_tokens < m))
+    }
+
     /// Run operation `id` in this process unless it already is.
     fn run_here(&self, id: OperationId) {
         if let Some(launch) = &self.launch {
@@ -679,7 +765,9 @@ impl GoalRunner {
         }
         let driver = Arc::clone(&self.driver);
         tokio::spawn(async move {
-            if let Err(e) = driver.run(id).await {
+            // `resume`: from wherever it was committed, an interrupted one too (as a server's
+            // runner resumes it).
+            if let Err(e) = driver.resume(id).await {
                 tracing::warn!(operation = %id, error = %e, "a goal's work did not run to its end");
             }
             done.store(true, Ordering::SeqCst);

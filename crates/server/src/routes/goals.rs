@@ -162,6 +162,19 @@ pub struct GoalPlanEdit {
     pub why: String,
 }
 
+/// `POST /v1/goals/{id}/limits` body: what the goal may spend in all from now on.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GoalLimitsIn {
+    /// The new cost limit in USD (absent: kept).
+    #[serde(default)]
+    #[schemars(range(min = 0.0))]
+    pub cost_limit: Option<f64>,
+    /// The new token limit (absent: kept).
+    #[serde(default)]
+    pub token_limit: Option<u64>,
+}
+
 async fn view(app: &AppState, r: GoalRecord) -> Result<GoalView, ApiError> {
     let runner = crate::goals::runner(app, &r.owner).await?;
     let ledger = runner.ledger(&r).await?;
@@ -325,6 +338,32 @@ pub async fn edit_plan(
     Ok(Json(view(&app, r).await?))
 }
 
+/// `POST /v1/goals/{id}/limits`: new limits for the whole goal, committed as yours; a work's
+/// operation its old share interrupted gets its share of the new ones (then resume the goal).
+pub async fn set_limits(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    GoalPath(id): GoalPath,
+    Body(limits): Body<GoalLimitsIn>,
+) -> Result<Json<GoalView>, ApiError> {
+    let cost = match limits.cost_limit {
+        Some(c) if !c.is_finite() || c < 0.0 => {
+            return Err(ApiError::bad_request(
+                "cost_limit: a number of USD, 0 or more",
+            ));
+        }
+        c => c.map(rein_core::Usd::from_dollars),
+    };
+    let r = owned(&app, &user.id, &id).await?;
+    let runner = crate::goals::runner(&app, &user.id).await?;
+    runner
+        .set_limits(&user.id, r.goal.id, &user.name, cost, limits.token_limit)
+        .await?;
+    app.goals_wake.notify_one();
+    let r = owned(&app, &user.id, &id).await?;
+    Ok(Json(view(&app, r).await?))
+}
+
 /// `GET /v1/goals/{id}/events`: its committed events after `after`, in order.
 pub async fn events(
     State(app): State<AppState>,
@@ -368,6 +407,12 @@ pub fn api() -> Api {
             "/v1/goals/{id}/decisions",
             "Decide on a goal: retry or skip a work, replan, pause, resume, cancel, accept, reject",
             decide,
+        )
+        .route(
+            Method::Post,
+            "/v1/goals/{id}/limits",
+            "Set a goal's cost and token limits (an interrupted goal then resumes where it stopped)",
+            set_limits,
         )
         .route(
             Method::Put,

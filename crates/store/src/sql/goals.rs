@@ -6,7 +6,7 @@ use crate::StoreError;
 use crate::goals::*;
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use rein_core::goal::{Goal, GoalEvent, GoalStatus};
+use rein_core::goal::{Goal, GoalEvent, GoalSettings, GoalStatus};
 use rein_core::ids::GoalId;
 use rein_core::usage::Usd;
 use sqlx::Row;
@@ -143,20 +143,23 @@ impl Goals for SqlStore {
         goal: &'a Goal,
         event: &'a GoalEvent,
         spend: GoalSpend,
+        settings: Option<&'a GoalSettings>,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         async move {
             let now = micros(chrono::Utc::now());
+            let settings = settings.map(|s| to_json(s, "goal settings")).transpose()?;
             let mut tx = self.begin_write().await?;
             let done = sqlx::query(
                 "UPDATE goals SET graph = $1, status = $2, seq = seq + 1, \
                  spent_nanos = spent_nanos + $3, spent_tokens = spent_tokens + $4, \
-                 updated_at = $5 WHERE id = $6 AND seq = $7",
+                 updated_at = $5, settings = COALESCE($6, settings) WHERE id = $7 AND seq = $8",
             )
             .bind(to_json(goal, "goal graph")?)
             .bind(goal.status.as_str())
             .bind(i64_of(spend.cost.nanos()))
             .bind(i64_of(spend.tokens))
             .bind(now)
+            .bind(settings)
             .bind(goal.id.to_string())
             .bind(i64_of(seq))
             .execute(&mut *tx)
