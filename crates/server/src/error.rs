@@ -297,6 +297,7 @@ impl From<rein_operation::goals::GoalRunError> for ApiError {
             | E::BadAcceptance
             | E::BadLimits(_)
             | E::PlanRefused(_)
+            | E::NoDecision(_)
             | E::VerifierIsWorker(_)) => ApiError::unprocessable(e.to_string()),
             e @ E::AgentMissing(_) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,

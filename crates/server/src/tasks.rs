@@ -147,6 +147,24 @@ impl ServerLauncher {
     }
 }
 
+/// A goal's refusal of a brief's decision, or the store's failure.
+fn goal_refusal(e: rein_operation::goals::GoalRunError) -> RunError {
+    use rein_operation::goals::GoalRunError as E;
+    match e {
+        E::Store(s) => RunError::failed(s),
+        e @ (E::NotFound(_)
+        | E::BadObjective
+        | E::BadAcceptance
+        | E::AgentMissing(_)
+        | E::BadLimits(_)
+        | E::PlanRefused(_)
+        | E::Refused(_)
+        | E::Raced(_)
+        | E::NoDecision(_)
+        | E::VerifierIsWorker(_)) => RunError::GoalRefused(e.to_string()),
+    }
+}
+
 impl Launcher for ServerLauncher {
     fn decide_goal<'a>(
         &'a self,
@@ -156,33 +174,13 @@ impl Launcher for ServerLauncher {
         comment: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), RunError>> {
         async move {
-            let decision = rein_operation::goals::decision_of(action, comment)
-                .map_err(RunError::GoalRefused)?;
-            let id = goal
-                .parse()
-                .map_err(|_| RunError::GoalRefused(format!("`{goal}` is not a goal id")))?;
-            let by = rein_store::Accounts::user_by_id(&*self.store, owner)
-                .await
-                .map_err(RunError::failed)?
-                .map_or_else(|| owner.to_owned(), |u| u.name);
             let runner = crate::goals::runner_on(&self.runner, &self.store, owner)
                 .await
                 .map_err(|e| RunError::Failed(e.message))?;
-            runner.decide(owner, id, &by, decision).await.map_err(|e| {
-                use rein_operation::goals::GoalRunError as E;
-                match e {
-                    E::Store(s) => RunError::failed(s),
-                    e @ (E::NotFound(_)
-                    | E::BadObjective
-                    | E::BadAcceptance
-                    | E::AgentMissing(_)
-                    | E::BadLimits(_)
-                    | E::PlanRefused(_)
-                    | E::Refused(_)
-                    | E::Raced(_)
-                    | E::VerifierIsWorker(_)) => RunError::GoalRefused(e.to_string()),
-                }
-            })?;
+            runner
+                .decide_from_brief(owner, goal, action, comment)
+                .await
+                .map_err(goal_refusal)?;
             Ok(())
         }
         .boxed()

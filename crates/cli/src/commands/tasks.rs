@@ -215,28 +215,19 @@ impl Launcher for Local<'_> {
         comment: Option<&'b str>,
     ) -> BoxFuture<'b, Result<(), RunError>> {
         async move {
-            let decision = rein_operation::goals::decision_of(action, comment)
-                .map_err(RunError::GoalRefused)?;
-            let id = goal
-                .parse()
-                .map_err(|_| RunError::GoalRefused(format!("`{goal}` is not a goal id")))?;
             let host = crate::host::host(Arc::clone(&self.store), self.given, None)
                 .await
                 .map_err(|e| RunError::Failed(format!("{e:#}")))?;
-            let by = rein_store::Accounts::user_by_id(&*self.store, owner)
-                .await
-                .map_err(RunError::failed)?
-                .map_or_else(|| owner.to_owned(), |u| u.name);
             let driver = Arc::new(host.driver());
             let runner = rein_operation::goals::GoalRunner::new(
                 host,
                 Arc::clone(&self.store),
                 driver,
                 owner.to_owned(),
-                rein_operation::SpecOrigin::default(),
+                SpecOrigin::default(),
             );
             runner
-                .decide(owner, id, &by, decision)
+                .decide_from_brief(owner, goal, action, comment)
                 .await
                 .map_err(|e| RunError::GoalRefused(e.to_string()))?;
             Ok(())

@@ -63,6 +63,9 @@ pub enum GoalRunError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A brief's action that is no decision on a goal, or names no goal.
+    #[error("{0}")]
+    NoDecision(String),
     /// The verifier agent is also the agent doing the works.
     #[error(
         "the verifier agent `{0}` is the goal's own agent: a work is never judged by who did it"
@@ -335,6 +338,27 @@ impl GoalRunner {
             self.cancel_works(&goal).await;
         }
         Ok(goal)
+    }
+
+    /// The decision brief action `action` asks of goal `goal` (a brief's `goal` artifact), with
+    /// the person's `comment` ([`decision_of`]), committed as `owner`'s.
+    pub async fn decide_from_brief(
+        &self,
+        owner: &str,
+        goal: &str,
+        action: &str,
+        comment: Option<&str>,
+    ) -> Result<Goal, GoalRunError> {
+        let decision = decision_of(action, comment).map_err(GoalRunError::NoDecision)?;
+        let id = goal
+            .parse()
+            .map_err(|_| GoalRunError::NoDecision(format!("`{goal}` is not a goal id")))?;
+        let by = self
+            .store
+            .user_by_id(owner)
+            .await?
+            .map_or_else(|| owner.to_owned(), |u| u.name);
+        self.decide(owner, id, &by, decision).await
     }
 
     /// `by`'s own plan for `owner`'s goal `id`, because `why`: checked as the planner's is
