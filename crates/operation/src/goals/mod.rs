@@ -400,8 +400,8 @@ impl GoalRunner {
 
     /// `by`'s new limits for `owner`'s goal `id` (what it may spend in all; `None`: kept),
     /// committed with the goal's settings; each work's operation that its share of the old
-    /// limits interrupted gets its share of the new ones, so resuming the goal runs it on
-    /// where it stopped.
+    /// limits interrupted gets its share of the new ones and is resumed (committed), so the
+    /// goal's next run drives it on where it stopped.
     pub async fn set_limits(
         &self,
         owner: &str,
@@ -728,12 +728,6 @@ impl GoalRunner {
             .get(&operation)
             .map(|done| done.load(Ordering::SeqCst));
         Ok(Some(match op.status {
-            // Interrupted by limits that were raised since (the goal's, shared out by
-            // `set_limits`): it runs on.
-            Status::Interrupted if self.has_room(operation).await? => {
-                self.run_here(operation);
-                Followed::Running
-            }
             // Waiting for a person (an approval, a question, an interrupted budget): they answer
             // it as any operation's, and the goal's next run follows it on.
             Status::WaitingForHuman | Status::Interrupted => Followed::Parked,
@@ -759,17 +753,6 @@ impl GoalRunner {
             // Ended: read above.
             Status::Done | Status::Error => Followed::Running,
         }))
-    }
-
-    /// Whether interrupted operation `id` may resume: it can, and it is within its limits now.
-    async fn has_room(&self, id: OperationId) -> Result<bool, GoalRunError> {
-        let Some(op) = self.store.load_operation(id).await? else {
-            return Ok(false);
-        };
-        let b = &op.state.budget;
-        Ok(op.state.interruption.as_ref().is_some_and(|i| i.can_resume)
-            && b.max_cost.is_none_or(|m| op.record.cost < m)
-            && b.max_tokens.is_none_or(|m| op.record.total_tokens < m))
     }
 
     /// Run operation `id` in this process unless it already is.
