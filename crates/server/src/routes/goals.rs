@@ -162,9 +162,11 @@ pub struct GoalPlanEdit {
     pub why: String,
 }
 
-/// `POST /v1/goals/{id}/limits` body: what the goal may spend in all from now on.
+/// `POST /v1/goals/{id}/limits` body: what the goal may spend in all from now on (at least
+/// one of the two).
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend("minProperties" = 1))]
 pub struct GoalLimitsIn {
     /// The new cost limit in USD (absent: kept).
     #[serde(default)]
