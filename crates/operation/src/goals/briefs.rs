@@ -45,14 +45,28 @@ fn actions(goal: &Goal) -> Vec<BriefAction> {
     out
 }
 
+/// Why a brief's action decides nothing about its goal.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NoDecision {
+    /// `retry:` or `skip:` with no work after it.
+    #[error("`{0}` names no work")]
+    NoWork(String),
+    /// An action that is none of a goal's decisions.
+    #[error("`{0}` is no decision on a goal")]
+    Unknown(String),
+    /// A brief whose goal is not a goal id.
+    #[error("`{0}` is not a goal id")]
+    NotAGoal(String),
+}
+
 /// The decision a goal brief's action `action` asks, with the person's `comment` (the reason
 /// a replan or a rejection gives, the note an acceptance keeps); why not, for an action that
 /// is no decision.
-pub fn decision_of(action: &str, comment: Option<&str>) -> Result<GoalDecision, String> {
+pub fn decision_of(action: &str, comment: Option<&str>) -> Result<GoalDecision, NoDecision> {
     let said = comment.map(str::trim).filter(|c| !c.is_empty());
     let work = |w: &str| {
         if w.is_empty() {
-            Err(format!("`{action}` names no work"))
+            Err(NoDecision::NoWork(action.to_owned()))
         } else {
             Ok(w.to_owned())
         }
@@ -60,7 +74,7 @@ pub fn decision_of(action: &str, comment: Option<&str>) -> Result<GoalDecision, 
     Ok(match action.split_once(':') {
         Some(("retry", w)) => GoalDecision::Retry { work: work(w)? },
         Some(("skip", w)) => GoalDecision::Skip { work: work(w)? },
-        Some(_) => return Err(format!("`{action}` is no decision on a goal")),
+        Some(_) => return Err(NoDecision::Unknown(action.to_owned())),
         None => match action {
             "resume" => GoalDecision::Resume,
             "cancel" => GoalDecision::Cancel,
@@ -73,7 +87,7 @@ pub fn decision_of(action: &str, comment: Option<&str>) -> Result<GoalDecision, 
             "reject" => GoalDecision::Reject {
                 why: said.unwrap_or("rejected from the inbox").to_owned(),
             },
-            _ => return Err(format!("`{action}` is no decision on a goal")),
+            _ => return Err(NoDecision::Unknown(action.to_owned())),
         },
     })
 }

@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-pub use briefs::decision_of;
+pub use briefs::{NoDecision, decision_of};
 pub use budget::Ledger;
 
 /// Why a goal could not be created, decided on or advanced.
@@ -64,8 +64,8 @@ pub enum GoalRunError {
     #[error(transparent)]
     Store(#[from] StoreError),
     /// A brief's action that is no decision on a goal, or names no goal.
-    #[error("{0}")]
-    NoDecision(String),
+    #[error(transparent)]
+    NoDecision(#[from] briefs::NoDecision),
     /// The verifier agent is also the agent doing the works.
     #[error(
         "the verifier agent `{0}` is the goal's own agent: a work is never judged by who did it"
@@ -349,10 +349,10 @@ impl GoalRunner {
         action: &str,
         comment: Option<&str>,
     ) -> Result<Goal, GoalRunError> {
-        let decision = decision_of(action, comment).map_err(GoalRunError::NoDecision)?;
+        let decision = decision_of(action, comment)?;
         let id = goal
             .parse()
-            .map_err(|_| GoalRunError::NoDecision(format!("`{goal}` is not a goal id")))?;
+            .map_err(|_| briefs::NoDecision::NotAGoal(goal.to_owned()))?;
         let by = self
             .store
             .user_by_id(owner)
