@@ -435,7 +435,8 @@ impl GoalRunner {
                 Some(&settings),
             )
             .await?;
-        let record = self.load(Some(owner), id).await?;
+        // New limits change neither the works nor what was spent: the ledger read from the
+        // record as loaded is the goal's now.
         let ledger = self.ledger(&record).await?;
         for w in &goal.works {
             let Some(a) = w.last().filter(|a| a.end.is_none()) else {

@@ -63,12 +63,7 @@ pub async fn stream(
     headers: HeaderMap,
     Params(q): Params<GoalStreamQuery>,
 ) -> Result<GoalStream, ApiError> {
-    let id = crate::routes::goal_id(&id)?;
-    let goal = app
-        .store
-        .goal(Some(&user.id), id)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("no goal {id}")))?;
+    let goal = super::goals::owned(&app, &user.id, &id).await?;
     let cursor = match headers.get("last-event-id") {
         Some(v) => v
             .to_str()

@@ -284,7 +284,8 @@ pub async fn list(
     Ok(Json(GoalList { goals }))
 }
 
-async fn owned(app: &AppState, owner: &str, id: &str) -> Result<GoalRecord, ApiError> {
+/// `owner`'s goal `id` (a path parameter, parsed here), or 404.
+pub(crate) async fn owned(app: &AppState, owner: &str, id: &str) -> Result<GoalRecord, ApiError> {
     let id = goal_id(id)?;
     app.store
         .goal(Some(owner), id)
