@@ -21,7 +21,8 @@ mod allow_list;
 #[path = "cli/budgets.rs"]
 mod budgets;
 #[path = "cli/goals.rs"]
-mod goals;
+/// The goal walk's script is shared with the server's kill test.
+pub(crate) mod goals;
 #[path = "cli/prompt.rs"]
 mod prompt;
 #[path = "cli/prompt_cache.rs"]

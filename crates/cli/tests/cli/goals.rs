@@ -299,11 +299,12 @@ async fn a_work_that_keeps_failing_is_blocked_retried_and_a_gap_at_acceptance_is
     assert!(err.contains("achieved"), "{err}");
 }
 
-/// The walk's scripts, with spare worker answers: a work's model call in flight when the
-/// process is killed is asked again when its operation resumes (the goal's own calls are never
-/// in flight at a goal commit: its runner does one thing at a time).
-fn script(e: &Env) {
-    e.server.route(
+/// The walk's scripts on `server`, with spare worker answers: a work's model call in flight
+/// when the process is killed is asked again when its operation resumes (the goal's own calls
+/// are never in flight at a goal commit: its runner does one thing at a time). Its agents are
+/// alpha, beta and gamma, each with its `ROLE-…` marker.
+pub(crate) fn walk_script(server: &rein_model::testing::Server) {
+    server.route(
         "You plan long-horizon work",
         vec![plan_json(json!([
             {"id": "a", "instruction": "List the services.", "assignee": "alpha", "depends_on": [], "acceptance": "every service is listed"},
@@ -316,20 +317,26 @@ fn script(e: &Env) {
         ("ROLE-BETA", "Migrated."),
         ("ROLE-GAMMA", "Runbook written."),
     ] {
-        e.server
-            .route(role, (0..6).map(|_| Canned::openai_text(answer)).collect());
+        server.route(role, (0..6).map(|_| Canned::openai_text(answer)).collect());
     }
-    e.server
-        .route("reviewer of work `a`", vec![verdict(true, &[])]);
-    e.server.route(
+    server.route("reviewer of work `a`", vec![verdict(true, &[])]);
+    server.route(
         "reviewer of work `b`",
         vec![verdict(false, &["no rollback plan"]), verdict(true, &[])],
     );
-    e.server
-        .route("reviewer of work `c`", vec![verdict(true, &[])]);
-    e.server
-        .route("reviewer of the whole objective", vec![verdict(true, &[])]);
+    server.route("reviewer of work `c`", vec![verdict(true, &[])]);
+    server.route("reviewer of the whole objective", vec![verdict(true, &[])]);
 }
+
+/// How often the walk asks each of the goal's own models, however often it is killed: the plan
+/// once, each verdict once (b's twice), the acceptance once.
+pub(crate) const WALK_GOAL_CALLS: [(&str, usize); 5] = [
+    ("You plan long-horizon work", 1),
+    ("reviewer of work `a`", 1),
+    ("reviewer of work `b`", 2),
+    ("reviewer of work `c`", 1),
+    ("reviewer of the whole objective", 1),
+];
 
 /// SIGKILL right after each of the walk's 14 goal commits (the plan, each work's start, end
 /// and verdict, the acceptance), then `rein goal run`: the goal is achieved with every work's
@@ -347,7 +354,7 @@ async fn a_goal_killed_after_any_commit_resumes_with_nothing_done_twice() {
         agent(&e, "alpha", "ROLE-ALPHA: you inventory services.").await;
         agent(&e, "beta", "ROLE-BETA: you migrate services.").await;
         agent(&e, "gamma", "ROLE-GAMMA: you write docs.").await;
-        script(&e);
+        walk_script(&e.server);
         let (code, out, err) = e
             .rein(&["goal", "create", "Migrate the services", "--detach"])
             .await;
@@ -378,13 +385,7 @@ async fn a_goal_killed_after_any_commit_resumes_with_nothing_done_twice() {
         let (_, ops, _) = e.rein(&["op", "list", "--json"]).await;
         assert_eq!(ops.lines().count(), 4, "after commit {n}: {ops}");
         // The goal's own calls: each exactly once.
-        for (marker, times) in [
-            ("You plan long-horizon work", 1),
-            ("reviewer of work `a`", 1),
-            ("reviewer of work `b`", 2),
-            ("reviewer of work `c`", 1),
-            ("reviewer of the whole objective", 1),
-        ] {
+        for (marker, times) in WALK_GOAL_CALLS {
             assert_eq!(asked(&e, marker).len(), times, "{marker} after commit {n}");
         }
     }

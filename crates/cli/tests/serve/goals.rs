@@ -328,37 +328,7 @@ async fn a_server_killed_after_any_goal_commit_resumes_it_with_nothing_done_twic
             ],
         )
         .await;
-        e.model.route(
-            "You plan long-horizon work",
-            vec![Canned::openai_text(
-                &json!({"works": [
-                    {"id": "a", "instruction": "List the services.", "assignee": "alpha", "depends_on": [], "acceptance": "every service is listed"},
-                    {"id": "b", "instruction": "Migrate each listed service.", "assignee": "beta", "depends_on": ["a"], "acceptance": "each has a rollback plan"},
-                    {"id": "c", "instruction": "Write the runbook.", "assignee": "gamma", "depends_on": [], "acceptance": "the runbook exists"},
-                ]})
-                .to_string(),
-            )],
-        );
-        // Spare worker answers: a work's model call in flight at the kill is asked again when
-        // its operation resumes (the goal's own calls never are).
-        for (role, answer) in [
-            ("ROLE-ALPHA", "Services: auth, billing."),
-            ("ROLE-BETA", "Migrated."),
-            ("ROLE-GAMMA", "Runbook written."),
-        ] {
-            e.model
-                .route(role, (0..6).map(|_| Canned::openai_text(answer)).collect());
-        }
-        e.model
-            .route("reviewer of work `a`", vec![verdict(true, &[])]);
-        e.model.route(
-            "reviewer of work `b`",
-            vec![verdict(false, &["no rollback plan"]), verdict(true, &[])],
-        );
-        e.model
-            .route("reviewer of work `c`", vec![verdict(true, &[])]);
-        e.model
-            .route("reviewer of the whole objective", vec![verdict(true, &[])]);
+        crate::cli::goals::walk_script(&e.model);
         let (status, created) = e
             .call(
                 &rein,
@@ -428,13 +398,7 @@ async fn a_server_killed_after_any_goal_commit_resumes_it_with_nothing_done_twic
             .map(|x| x["seq"].as_u64().unwrap())
             .collect();
         assert_eq!(seqs, (1..=14).collect::<Vec<_>>(), "after commit {n}");
-        for (marker, times) in [
-            ("You plan long-horizon work", 1),
-            ("reviewer of work `a`", 1),
-            ("reviewer of work `b`", 2),
-            ("reviewer of work `c`", 1),
-            ("reviewer of the whole objective", 1),
-        ] {
+        for (marker, times) in crate::cli::goals::WALK_GOAL_CALLS {
             let asked = e
                 .model
                 .requests()

@@ -585,21 +585,26 @@ impl Goal {
             .collect()
     }
 
-    /// After a person unblocked a work: the goal runs on unless another work is still blocked.
-    fn unblocked(&mut self) {
+    /// What a goal with blocked works waits for (`blocked: a, b`); `None` when none is.
+    fn blocked_reason(&self) -> Option<String> {
         let blocked: Vec<&str> = self
             .works
             .iter()
             .filter(|w| w.status == WorkStatus::Blocked)
             .map(|w| w.id.as_str())
             .collect();
-        if blocked.is_empty() {
-            if self.status == GoalStatus::NeedsAttention {
+        (!blocked.is_empty()).then(|| format!("blocked: {}", blocked.join(", ")))
+    }
+
+    /// After a person unblocked a work: the goal runs on unless another work is still blocked.
+    fn unblocked(&mut self) {
+        match self.blocked_reason() {
+            Some(why) => self.reason = Some(why),
+            None if self.status == GoalStatus::NeedsAttention => {
                 self.status = GoalStatus::Running;
                 self.reason = None;
             }
-        } else {
-            self.reason = Some(format!("blocked: {}", blocked.join(", ")));
+            None => {}
         }
     }
 
@@ -707,15 +712,9 @@ impl Goal {
 
     /// A resumed goal with a blocked work waits for a person again.
     fn unblocked_check(&mut self) {
-        let blocked: Vec<&str> = self
-            .works
-            .iter()
-            .filter(|w| w.status == WorkStatus::Blocked)
-            .map(|w| w.id.as_str())
-            .collect();
-        if !blocked.is_empty() {
+        if let Some(why) = self.blocked_reason() {
             self.status = GoalStatus::NeedsAttention;
-            self.reason = Some(format!("blocked: {}", blocked.join(", ")));
+            self.reason = Some(why);
         }
     }
 }

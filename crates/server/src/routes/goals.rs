@@ -217,15 +217,7 @@ pub fn new_goal(body: CreateGoal) -> Result<NewGoal, ApiError> {
             "verifier and verifier_agent: name a verifier model or a verifier agent, not both",
         ));
     }
-    let cost_limit = match body.cost_limit {
-        Some(c) if !c.is_finite() || c < 0.0 => {
-            return Err(ApiError::bad_request(
-                "cost_limit: a number of USD, 0 or more",
-            ));
-        }
-        Some(c) => Some(rein_core::Usd::from_dollars(c)),
-        None => None,
-    };
+    let cost_limit = usd_limit(body.cost_limit)?;
     let defaults = GoalLimits::default();
     Ok(NewGoal {
         objective: body.objective,
@@ -249,6 +241,16 @@ pub fn new_goal(body: CreateGoal) -> Result<NewGoal, ApiError> {
             ..defaults
         },
     })
+}
+
+/// A `cost_limit` as asked: a finite number of USD, 0 or more (400 otherwise).
+fn usd_limit(dollars: Option<f64>) -> Result<Option<rein_core::Usd>, ApiError> {
+    match dollars {
+        Some(c) if !c.is_finite() || c < 0.0 => Err(ApiError::bad_request(
+            "cost_limit: a number of USD, 0 or more",
+        )),
+        c => Ok(c.map(rein_core::Usd::from_dollars)),
+    }
 }
 
 fn model(field: &str, m: Option<String>) -> Result<Option<ModelRef>, ApiError> {
@@ -349,14 +351,7 @@ pub async fn set_limits(
     GoalPath(id): GoalPath,
     Body(limits): Body<GoalLimitsIn>,
 ) -> Result<Json<GoalView>, ApiError> {
-    let cost = match limits.cost_limit {
-        Some(c) if !c.is_finite() || c < 0.0 => {
-            return Err(ApiError::bad_request(
-                "cost_limit: a number of USD, 0 or more",
-            ));
-        }
-        c => c.map(rein_core::Usd::from_dollars),
-    };
+    let cost = usd_limit(limits.cost_limit)?;
     let r = owned(&app, &user.id, &id).await?;
     let runner = crate::goals::runner(&app, &user.id).await?;
     runner
