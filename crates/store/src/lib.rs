@@ -36,6 +36,7 @@
 mod a2a_push;
 mod accounts;
 mod briefs;
+mod checkpoint;
 mod devices;
 mod dialect;
 mod error;
@@ -60,6 +61,7 @@ mod topics;
 mod usage;
 
 pub use a2a_push::{A2aPush, PushConfig};
+pub use checkpoint::{Rewound, StepCheckpoint};
 pub use accounts::{
     Accounts, AgentRecord, AgentVersion, ApiToken, Caps, GroupRecord, PasswordHolder, TokenHolder,
     TokenScope, TokenSpec, User, UserRole,
@@ -237,6 +239,14 @@ pub trait Store:
     ) -> BoxFuture<'a, Result<Vec<OperationRecord>, StoreError>>;
     /// The step timeline.
     fn steps(&self, id: OperationId) -> BoxFuture<'_, Result<Vec<StepRecord>, StoreError>>;
+    /// The whole state operation `id` had right after its committed step `step_index`
+    /// (messages with their bodies as they were then, tool manifests, next context), rebuilt
+    /// from the latest state and the later steps' undo records.
+    fn state_at(
+        &self,
+        id: OperationId,
+        step_index: u64,
+    ) -> BoxFuture<'_, Result<Rewound, StoreError>>;
     /// Events with `seq > after`, in order.
     fn events(
         &self,

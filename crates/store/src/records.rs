@@ -312,6 +312,14 @@ pub struct StateChanges {
     pub previous: usize,
     /// Whether the tool manifests changed (then they are written again).
     pub manifests_changed: bool,
+    /// The ids the committed list held from `kept` on (what the step moved or dropped), so
+    /// the list before the step can be rebuilt from the list after it.
+    pub removed: Vec<rein_core::MessageId>,
+    /// The committed versions of the messages the step changed in place (not the ones it
+    /// created), so each message's body before the step can be rebuilt.
+    pub replaced: Vec<Arc<Message>>,
+    /// The committed tool manifests, when the step changed them.
+    pub manifests_before: Option<Arc<rein_core::tool::ToolManifestMap>>,
 }
 
 impl StateChanges {
@@ -321,6 +329,7 @@ impl StateChanges {
     pub fn between(before: &AgentState, after: &AgentState) -> Self {
         let manifests_changed = !Arc::ptr_eq(&before.tool_manifests, &after.tool_manifests)
             && before.tool_manifests != after.tool_manifests;
+        let manifests_before = manifests_changed.then(|| Arc::clone(&before.tool_manifests));
         // The common case, checked in one pass of pointer comparisons: the step left every
         // message where it was (shared, untouched) and appended.
         let untouched = before
@@ -335,20 +344,30 @@ impl StateChanges {
                 kept: untouched,
                 previous: untouched,
                 manifests_changed,
+                removed: Vec::new(),
+                replaced: Vec::new(),
+                manifests_before,
             };
         }
         let shared: std::collections::HashSet<*const Message> =
             before.messages.iter().map(Arc::as_ptr).collect();
         let by_id: std::collections::HashMap<rein_core::MessageId, &Arc<Message>> =
             before.messages.iter().map(|m| (m.id, m)).collect();
-        let messages = after
-            .messages
-            .iter()
-            .filter(|m| {
-                !shared.contains(&Arc::as_ptr(m)) && by_id.get(&m.id).is_none_or(|b| ***b != ***m)
-            })
-            .cloned()
-            .collect();
+        let mut messages = Vec::new();
+        let mut replaced = Vec::new();
+        for m in &after.messages {
+            if shared.contains(&Arc::as_ptr(m)) {
+                continue;
+            }
+            match by_id.get(&m.id) {
+                None => messages.push(Arc::clone(m)),
+                Some(b) if ***b != **m => {
+                    messages.push(Arc::clone(m));
+                    replaced.push(Arc::clone(b));
+                }
+                Some(_) => {}
+            }
+        }
         let kept = before
             .messages
             .iter()
@@ -360,6 +379,9 @@ impl StateChanges {
             kept,
             previous: before.messages.len(),
             manifests_changed,
+            removed: before.messages[kept..].iter().map(|m| m.id).collect(),
+            replaced,
+            manifests_before,
         }
     }
 }

@@ -208,6 +208,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "goals: graphs of works planned, run, verified and accepted",
         include_str!("../migrations/0036_goals.sql"),
     ),
+    (
+        37,
+        "each step keeps what rebuilding the state after it needs",
+        include_str!("../migrations/0037_step_checkpoints.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

@@ -260,6 +260,88 @@ async fn finish(store: &SqlStore, op: &NewOperation) {
     );
 }
 
+/// The state after every committed step comes back whole — the message list, each message's
+/// body as it was then, the tool manifests, the counters and the next context — across steps
+/// that append, change a message in place, compress the list and change the manifests; a step
+/// that does not exist, or an operation that does not, is said to be missing.
+async fn checkpoints(store: &SqlStore) {
+    let op = new_op();
+    let id = op.state.operation_id;
+    store.create_operation(&op).await.unwrap();
+    let mut states = vec![op.state.clone()];
+    let mut s = op.state.clone();
+    let commit = |before: &AgentState, after: &AgentState, step: u64| StepCommit {
+        thread_id: None,
+        children: Vec::new(),
+        step_index: step,
+        state: after.clone(),
+        topic_id: op.topic_id.clone(),
+        changes: StateChanges::between(before, after),
+        events: Vec::new(),
+        tool_executions: vec![],
+        interventions: vec![],
+        instructions: vec![rein_core::instruction::InstructionKind::CallLlm.into()],
+        next_context: Some(RuntimeContext::new(Phase::Error(
+            rein_core::phase::ErrorPayload {
+                code: rein_core::failure::FailureCode::Rein(rein_core::failure::Fault::Store),
+                message: format!("after step {step}"),
+            },
+        ))),
+        operation_id: id,
+    };
+    let mut edits: Vec<Box<dyn Fn(&mut AgentState)>> = vec![
+        Box::new(|s| s.messages.push(Arc::new(Message::assistant("first")))),
+        Box::new(|s| {
+            let mut changed = Message::assistant("second");
+            changed.id = s.messages[1].id;
+            s.messages[1] = Arc::new(changed);
+        }),
+        Box::new(|s| s.messages = vec![Arc::new(Message::user("summary"))]),
+        Box::new(|s| {
+            let m: rein_core::tool::ToolManifest =
+                serde_json::from_value(serde_json::json!({"identifier": "calc", "api": []}))
+                    .unwrap();
+            Arc::make_mut(&mut s.tool_manifests).insert("calc".into(), Arc::new(m));
+            s.messages.push(Arc::new(Message::assistant("after")));
+        }),
+    ];
+    for (i, edit) in edits.drain(..).enumerate() {
+        let before = s.clone();
+        edit(&mut s);
+        s.step_count += 1;
+        s.status = Status::Running;
+        let c = commit(&before, &s, i as u64 + 1);
+        assert_eq!(store.commit_step(&c).await.unwrap(), CommitOutcome::Committed);
+        states.push(s.clone());
+    }
+    for (step, want) in states.iter().enumerate().skip(1) {
+        let Rewound::Found(got) = store.state_at(id, step as u64).await.unwrap() else {
+            panic!("step {step} was committed")
+        };
+        let texts = |s: &AgentState| -> Vec<(rein_core::MessageId, String)> {
+            s.messages.iter().map(|m| (m.id, m.text_content())).collect()
+        };
+        assert_eq!(texts(&got.state), texts(want), "messages after step {step}");
+        assert_eq!(got.state.tool_manifests, want.tool_manifests, "manifests after step {step}");
+        assert_eq!(got.state.step_count, want.step_count);
+        assert_eq!(got.topic_id, op.topic_id);
+        assert_eq!(got.spec, op.spec);
+        assert!(got.missing_messages.is_empty());
+        match got.next_context.map(|c| c.phase) {
+            Some(Phase::Error(e)) => assert_eq!(e.message, format!("after step {step}")),
+            other => panic!("the next context after step {step}: {other:?}"),
+        }
+    }
+    assert!(matches!(
+        store.state_at(id, 9).await.unwrap(),
+        Rewound::NoStep { last: Some(4) }
+    ));
+    assert!(matches!(
+        store.state_at(OperationId::new(), 1).await.unwrap(),
+        Rewound::NoOperation
+    ));
+}
+
 /// A2A push configurations: kept per task and id (the same id replaces), listed for their
 /// owner only, followed again while their task is unfinished, forgotten once deleted.
 async fn a2a_push(store: &SqlStore) {
@@ -2046,6 +2128,7 @@ async fn sqlite_conformance() {
         .unwrap();
     assert_eq!(store.dialect(), rein_store::Dialect::Sqlite);
     suite(&store).await;
+    checkpoints(&store).await;
     grants(&store).await;
     topic_gate(&store).await;
     memory_queue(&store).await;
@@ -2081,6 +2164,7 @@ async fn postgres_conformance() {
     let store = SqlStore::open(&scoped, Synchronous::Normal).await.unwrap();
     assert_eq!(store.dialect(), rein_store::Dialect::Postgres);
     suite(&store).await;
+    checkpoints(&store).await;
     grants(&store).await;
     topic_gate(&store).await;
     memory_queue(&store).await;
@@ -3065,7 +3149,7 @@ async fn concurrent_commits(store: &SqlStore) {
                         messages: vec![Arc::new(Message::assistant(format!("step {step}")))],
                         kept: op.state.messages.len(),
                         previous: op.state.messages.len(),
-                        manifests_changed: false,
+                        ..Default::default()
                     },
                     events: vec![event(
                         id,

@@ -7,7 +7,7 @@ use super::interventions::insert_interventions;
 use super::leases::admit;
 use super::messages::{upsert_messages, write_order};
 use super::notices::notify;
-use super::state::{compact_state, step_summary};
+use super::state::{compact_state, step_checkpoint, step_summary};
 use super::statement::{Statement, run_all};
 use super::tool_executions::upsert_tools;
 use super::*;
@@ -89,7 +89,11 @@ fn update_manifests(c: &StepCommit) -> Result<Statement, StoreError> {
 
 /// The operation row after step `commit_seq`: counters, usage, cost, status, next context and
 /// the compact state. It affects no row when there is no such operation.
-fn update_operation(c: &StepCommit) -> Result<Statement, StoreError> {
+fn update_operation(
+    c: &StepCommit,
+    compact: &str,
+    next_context: Option<&str>,
+) -> Result<Statement, StoreError> {
     let state = &c.state;
     let finish = state.finish.as_ref();
     let tokens = &state.usage.llm.tokens;
@@ -113,13 +117,8 @@ fn update_operation(c: &StepCommit) -> Result<Statement, StoreError> {
     .arg(i64_of(state.cost.total.nanos()))
     .arg(i64_of(state.usage.human.approval_requests))
     .arg(error_text(state))
-    .arg(compact_state(state)?)
-    .arg(
-        c.next_context
-            .as_ref()
-            .map(|n| to_json(n, "next context"))
-            .transpose()?,
-    )
+    .arg(compact)
+    .arg(next_context.map(str::to_owned))
     .arg(now.clone())
     .arg(state.status.is_terminal().then_some(now))
     .arg(model.map(|m| m.provider.to_string()))
@@ -301,8 +300,14 @@ pub(crate) struct StepStatements {
 
 fn step_statements(store: &SqlStore, c: &StepCommit) -> Result<StepStatements, StoreError> {
     let id = c.operation_id.to_string();
+    let compact = compact_state(&c.state)?;
+    let next_context = c
+        .next_context
+        .as_ref()
+        .map(|n| to_json(n, "next context"))
+        .transpose()?;
     let step = Statement::new(
-        "INSERT INTO operation_steps (operation_id, step_index, status, instructions, state, created_at) VALUES ($1, $2, $3, $4, $5, $6) \
+        "INSERT INTO operation_steps (operation_id, step_index, status, instructions, state, created_at, checkpoint) VALUES ($1, $2, $3, $4, $5, $6, $7) \
          ON CONFLICT (operation_id, step_index) DO NOTHING",
     )
     .arg(id.as_str())
@@ -310,7 +315,8 @@ fn step_statements(store: &SqlStore, c: &StepCommit) -> Result<StepStatements, S
     .arg(enum_str(&c.state.status))
     .arg(to_json(&c.instructions, "instructions")?)
     .arg(step_summary(&c.state))
-    .arg(ts(Utc::now()));
+    .arg(ts(Utc::now()))
+    .arg(step_checkpoint(&compact, next_context.as_deref(), &c.changes)?);
     let mut rest = upsert_messages(&c.topic_id, c.thread_id.as_deref(), &c.changes.messages)?;
     if c.changes.manifests_changed {
         rest.push(update_manifests(c)?);
@@ -325,7 +331,7 @@ fn step_statements(store: &SqlStore, c: &StepCommit) -> Result<StepStatements, S
     rest.extend(notify(store, &id));
     Ok(StepStatements {
         step,
-        operation: update_operation(c)?,
+        operation: update_operation(c, &compact, next_context.as_deref())?,
         rest,
     })
 }

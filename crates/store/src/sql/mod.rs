@@ -22,6 +22,7 @@ mod interventions;
 pub(crate) mod knowledge;
 mod knowledge_jobs;
 mod leases;
+mod checkpoint;
 mod load;
 mod logins;
 pub(crate) mod memories;
@@ -472,6 +473,14 @@ impl Store for SqlStore {
 
     fn steps(&self, id: OperationId) -> BoxFuture<'_, Result<Vec<StepRecord>, StoreError>> {
         operations::steps(self, id).boxed()
+    }
+
+    fn state_at(
+        &self,
+        id: OperationId,
+        step_index: u64,
+    ) -> BoxFuture<'_, Result<crate::Rewound, StoreError>> {
+        checkpoint::state_at(self, id, step_index).boxed()
     }
 
     fn events(

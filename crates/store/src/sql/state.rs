@@ -34,6 +34,27 @@ pub(super) fn step_summary(state: &AgentState) -> String {
     .to_string()
 }
 
+/// What a step row keeps to rebuild the state after it ([`crate::checkpoint`]): the compact
+/// state and next context already serialized for the operation row, and how to undo the step.
+pub(super) fn step_checkpoint(
+    compact: &str,
+    next_context: Option<&str>,
+    changes: &crate::StateChanges,
+) -> Result<String, StoreError> {
+    let undo = crate::checkpoint::StepUndo {
+        kept: changes.kept,
+        removed: changes.removed.clone(),
+        replaced: changes.replaced.clone(),
+        manifests_before: changes.manifests_before.clone(),
+    };
+    // Both parts are JSON already: joined, not parsed and written again.
+    Ok(format!(
+        "{{\"state\":{compact},\"next_context\":{},\"undo\":{}}}",
+        next_context.unwrap_or("null"),
+        to_json(&undo, "step undo")?
+    ))
+}
+
 /// The spec of an operation started before specs were stored, rebuilt from its state. Its
 /// allow-list was never kept, so none is assumed.
 pub(super) fn legacy_spec(state: &AgentState) -> rein_core::spec::OperationSpec {
