@@ -537,6 +537,18 @@ pub struct OperationSpec {
     /// Set for a group conversation's supervisor.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<GroupSpec>,
+    /// Set for a fork: the operation and step whose state it started from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkedFrom>,
+}
+
+/// Where a fork came from: it started from the state `operation` had right after `step`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkedFrom {
+    /// The operation forked.
+    pub operation: OperationId,
+    /// The committed step whose state it started from.
+    pub step: u64,
 }
 
 fn is_local(s: &Surface) -> bool {

@@ -69,6 +69,9 @@ pub enum DriverError {
         /// Why.
         why: String,
     },
+    /// A fork that cannot be made; nothing was written.
+    #[error(transparent)]
+    Fork(#[from] crate::driver::ForkError),
     /// Skills named for an operation that this process does not have; nothing was written.
     #[error("no skill named {}; `rein skill list` shows the available ones", .0.join(", "))]
     UnknownSkills(Vec<String>),

@@ -72,7 +72,8 @@ pub mod workdirs;
 
 pub use agents::{AgentDirectory, StoredAgents};
 pub use driver::{
-    Begun, BranchError, ChoosableTools, CommitHook, Decision, Driver, MOVED_ON, RunEnd,
+    Begun, BranchError, ChoosableTools, CommitHook, Decision, Driver, ForkChanges, ForkError,
+    ForkOptions, MOVED_ON, RunEnd,
     StartOptions, SystemModelError, TITLE_INSTRUCTIONS, Turn, derived_message_id,
 };
 pub use embedder::ProviderEmbedder;

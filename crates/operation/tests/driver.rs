@@ -4,6 +4,8 @@
 #[path = "driver/budgets.rs"]
 mod budgets;
 use crate::common;
+#[path = "driver/fork.rs"]
+mod fork;
 #[path = "driver/grants.rs"]
 mod grants;
 #[path = "driver/queue.rs"]

@@ -340,6 +340,8 @@ impl Delegator {
             delegation: Some(delegation),
             // A member speaks as itself; it does not supervise.
             group: None,
+            // Its own conversation starts here, even in a fork's tree.
+            forked_from: None,
         };
         // What the tree may spend binds the child too: its model must have a price.
         if let Some(unpriced) = crate::pricing::unpriced(&spec, &self.catalog) {

@@ -13,6 +13,7 @@ mod commit;
 mod decide;
 mod delegate;
 mod external;
+mod fork;
 mod grant;
 mod open;
 mod queue;
@@ -25,6 +26,7 @@ mod title;
 mod turn;
 
 pub use choosable::ChoosableTools;
+pub use fork::{ForkChanges, ForkError, ForkOptions};
 pub use queue::MOVED_ON;
 pub use start::Begun;
 pub use system_model::{MeteredAnswer, SystemModelError, ask_json, ask_metered, json_in};
