@@ -289,6 +289,9 @@ pub fn show(
     if let Some(e) = &r.error {
         println!("  error      {e}");
     }
+    if let Some(f) = &spec.forked_from {
+        println!("  forked     from {} after step {}", f.operation, f.step);
+    }
     if let Some(n) = &r.recovery {
         println!(
             "  recovery   cannot resume here: {} (attempt {}{})",

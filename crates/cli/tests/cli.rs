@@ -20,6 +20,8 @@ use tokio::process::Command;
 mod allow_list;
 #[path = "cli/budgets.rs"]
 mod budgets;
+#[path = "cli/fork.rs"]
+mod fork;
 #[path = "cli/goals.rs"]
 /// The goal walk's script is shared with the server's kill test.
 pub(crate) mod goals;

@@ -72,7 +72,7 @@ pub mod workdirs;
 
 pub use agents::{AgentDirectory, StoredAgents};
 pub use driver::{
-    Begun, BranchError, ChoosableTools, CommitHook, Decision, Driver, ForkChanges, ForkError,
+    Begun, BranchError, ChoosableTools, CommitHook, Decision, Driver, Fork, ForkChanges, ForkError,
     ForkOptions, MOVED_ON, RunEnd,
     StartOptions, SystemModelError, TITLE_INSTRUCTIONS, Turn, derived_message_id,
 };

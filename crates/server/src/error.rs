@@ -278,6 +278,28 @@ impl From<rein_operation::DriverError> for ApiError {
                 ApiErrorCode::McpUnavailable,
                 e.to_string(),
             ),
+            E::Fork(f) => {
+                use rein_operation::ForkError as F;
+                match f {
+                    F::NoStep { .. } => ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        ApiErrorCode::StepMissing,
+                        f.to_string(),
+                    ),
+                    F::NotKept { .. } | F::NotRunning { .. } | F::NotForkable { .. } => {
+                        ApiError::new(
+                            StatusCode::CONFLICT,
+                            ApiErrorCode::ForkDoesNotFit,
+                            f.to_string(),
+                        )
+                    }
+                    F::WiderTools { .. } => ApiError::new(
+                        StatusCode::FORBIDDEN,
+                        ApiErrorCode::ForkWidens,
+                        f.to_string(),
+                    ),
+                }
+            }
             // Well-formed, naming skills the server does not have.
             e @ E::UnknownSkills(_) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,

@@ -16,6 +16,8 @@ rein_core::named_enum! {
         InsufficientScope = "insufficient_scope",
         /// 403: a signed-in browser's state-changing request without its session's CSRF token.
         CsrfTokenInvalid = "csrf_token_invalid",
+        /// 403: a fork asks for tools the operation it forks could not use.
+        ForkWidens = "fork_widens",
         /// 403: changing your password without giving the current one.
         WrongPassword = "wrong_password",
         /// 404: nothing there, or nothing this user may see.
@@ -28,6 +30,9 @@ rein_core::named_enum! {
         TopicBusy = "topic_busy",
         /// 409: the operation was started with tools this server does not have.
         MissingTools = "missing_tools",
+        /// 409: a fork at a step that cannot start one (the operation waited or had ended
+        /// after it, it is a sub-agent or an external agent's, or an older rein recorded it).
+        ForkDoesNotFit = "fork_does_not_fit",
         /// 409: the operation stopped without an answer (`details.reason` says why).
         OperationStopped = "operation_stopped",
         /// 413.
@@ -58,6 +63,8 @@ rein_core::named_enum! {
         FileMissing = "file_missing",
         /// 422: no such message in the conversation.
         MessageMissing = "message_missing",
+        /// 422: no such committed step of the operation.
+        StepMissing = "step_missing",
         /// 422: the model cannot be reached from this server.
         ModelUnavailable = "model_unavailable",
         /// 422: a cost limit with a model nothing prices.

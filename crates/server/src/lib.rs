@@ -173,6 +173,7 @@ pub type AppState = Arc<App>;
 /// Every `/v1` route with its document: the one route table.
 pub fn api() -> api::Api {
     operations::api()
+        .merge(routes::fork::api())
         .merge(agents::api())
         .merge(groups::api())
         .merge(topics::api())

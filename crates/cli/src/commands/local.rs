@@ -290,6 +290,39 @@ impl Backend for Local {
         Ok(self.driver().await?.cancel(id).await?)
     }
 
+    async fn fork(
+        &self,
+        id: OperationId,
+        request: &rein_server::routes::fork::ForkOperation,
+    ) -> anyhow::Result<(OperationId, RunEnd)> {
+        let driver = self.driver().await?;
+        let fork = driver
+            .fork(&rein_operation::ForkOptions {
+                from: id,
+                at: request.step.get(),
+                changes: rein_operation::ForkChanges {
+                    model: request
+                        .model
+                        .as_deref()
+                        .map(rein_operation::profile::model_ref)
+                        .transpose()?,
+                    system_role: request.system_role.clone(),
+                    tools: request.tools.clone(),
+                    approval: request.approval,
+                },
+                trigger: rein_store::Trigger::Cli,
+                admission: None,
+                max_cost: None,
+                max_tokens: None,
+            })
+            .await?;
+        eprintln!(
+            "forked {id} after step {} as {} (conversation {})",
+            request.step, fork.id, fork.topic_id
+        );
+        Ok((fork.id, driver.run(fork.id).await?))
+    }
+
     async fn decide(
         &self,
         id: OperationId,

@@ -154,6 +154,13 @@ pub trait Backend:
     /// Cancel `id`; where it stopped.
     async fn cancel(&self, id: OperationId) -> anyhow::Result<RunEnd>;
 
+    /// Fork `id` as `request` says and run the fork to where it stops: its id and end.
+    async fn fork(
+        &self,
+        id: OperationId,
+        request: &rein_server::routes::fork::ForkOperation,
+    ) -> anyhow::Result<(OperationId, RunEnd)>;
+
     /// Decide `calls` of `id` (every pending call when `None`) and let it continue; where it
     /// stopped next.
     async fn decide(

@@ -1,10 +1,11 @@
-//! `rein op list|show|events|resume|cancel`: inspect and steer operations.
+//! `rein op list|show|events|resume|cancel|fork`: inspect and steer operations.
 
 use super::Backend;
 use super::decide::finish;
 use super::operation_id as parse_id;
 use crate::named::named;
 use crate::{exit, output};
+use rein_core::intervention::ApprovalMode;
 use rein_core::state::Status;
 
 /// `rein op …`.
@@ -43,6 +44,30 @@ pub enum OpCommand {
     Resume { id: String },
     /// Cancel an operation.
     Cancel { id: String },
+    /// Start a new operation from the state an operation had right after one of its
+    /// committed steps (`rein op show ID` lists them), with another model, instructions,
+    /// narrower tools or approval mode, in a conversation of its own; the original is
+    /// untouched. The fork runs here like `rein op resume`.
+    Fork {
+        /// The operation to fork.
+        id: String,
+        /// The committed step whose state the fork starts from.
+        #[arg(long, value_name = "STEP")]
+        at: std::num::NonZeroU64,
+        /// Another model (`provider/model`).
+        #[arg(long)]
+        model: Option<String>,
+        /// Other instructions: they replace the conversation's system message.
+        #[arg(long, value_name = "TEXT")]
+        system: Option<String>,
+        /// Tools it may call, comma-separated (`identifier` or `identifier/api`), among those
+        /// the original could.
+        #[arg(long, value_delimiter = ',')]
+        tools: Option<Vec<String>>,
+        /// Another approval mode.
+        #[arg(long, value_parser = named::<ApprovalMode>())]
+        approval: Option<ApprovalMode>,
+    },
 }
 
 /// Run an `op` command; the exit code.
@@ -90,6 +115,25 @@ pub async fn run(on: &impl Backend, command: OpCommand, json: bool) -> anyhow::R
             let end = on.resume(id).await?;
             let end = crate::prompt::ask(on, id, end).await?;
             return finish(on, id, &end).await;
+        }
+        OpCommand::Fork {
+            id,
+            at,
+            model,
+            system,
+            tools,
+            approval,
+        } => {
+            let request = rein_server::routes::fork::ForkOperation {
+                step: at,
+                model,
+                system_role: system,
+                tools,
+                approval,
+            };
+            let (fork, end) = on.fork(parse_id(&id)?, &request).await?;
+            let end = crate::prompt::ask(on, fork, end).await?;
+            return finish(on, fork, &end).await;
         }
         OpCommand::Cancel { id } => {
             let id = parse_id(&id)?;

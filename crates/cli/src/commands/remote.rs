@@ -579,6 +579,22 @@ impl Backend for Remote {
         .await
     }
 
+    async fn fork(
+        &self,
+        id: OperationId,
+        request: &rein_server::routes::fork::ForkOperation,
+    ) -> anyhow::Result<(OperationId, RunEnd)> {
+        let path = format!("/v1/operations/{id}/fork");
+        let forked: rein_server::routes::fork::Forked =
+            self.call(Method::POST, &path, Some(request)).await?;
+        let fork = super::operation_id(&forked.operation_id)?;
+        eprintln!(
+            "forked {id} after step {} as {fork} (conversation {})",
+            request.step, forked.topic_id
+        );
+        Ok((fork, self.follow_new(fork).await?))
+    }
+
     async fn decide(
         &self,
         id: OperationId,

@@ -42,6 +42,19 @@ pub struct ForkOptions {
     /// Claim a running slot and the lease as it is created (a server); `None` leaves it
     /// unclaimed (the CLI runs it itself).
     pub admission: Option<Admission>,
+    /// Its cost limit at most this (what a server's spending caps leave its owner).
+    pub max_cost: Option<rein_core::Usd>,
+    /// Its token limit at most this.
+    pub max_tokens: Option<u64>,
+}
+
+/// A fork made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fork {
+    /// The new operation.
+    pub id: OperationId,
+    /// Its conversation (new).
+    pub topic_id: String,
 }
 
 /// Why a fork is refused; nothing was written.
@@ -109,7 +122,7 @@ pub enum ForkError {
 impl Driver {
     /// Create the fork `opts` asks for and return its id; it runs like any operation
     /// ([`Driver::run`]).
-    pub async fn fork(&self, opts: &ForkOptions) -> Result<OperationId, DriverError> {
+    pub async fn fork(&self, opts: &ForkOptions) -> Result<Fork, DriverError> {
         let from = opts.from;
         let step = opts.at;
         let checkpoint = match self.store.state_at(from, step).await? {
@@ -140,7 +153,9 @@ impl Driver {
             }
             .into());
         }
-        let spec = forked_spec(from, step, &checkpoint.spec, &opts.changes)?;
+        let mut spec = forked_spec(from, step, &checkpoint.spec, &opts.changes)?;
+        spec.budget.max_cost = lower(spec.budget.max_cost, opts.max_cost);
+        spec.budget.max_tokens = lower(spec.budget.max_tokens, opts.max_tokens);
         let id = OperationId::new();
         self.preflight(id, &spec).await?;
         if let Some(unpriced) = crate::pricing::unpriced(&spec, &self.catalog) {
@@ -163,7 +178,7 @@ impl Driver {
             .map(|m| rein_store::prompt_start(&m.text_content()));
         let op = NewOperation {
             state,
-            topic_id,
+            topic_id: topic_id.clone(),
             agent: spec.agent.as_ref().map(|a| a.name.clone()),
             trigger: opts.trigger,
             parent_operation: None,
@@ -181,7 +196,7 @@ impl Driver {
             response: None,
         };
         match self.store.create_operation(&op).await? {
-            Created::Ready => Ok(id),
+            Created::Ready => Ok(Fork { id, topic_id }),
             // A fresh conversation has nobody in the way; a store that says otherwise is
             // answered as one that failed.
             Created::Queued { behind, .. } => Err(rein_store::StoreError::corrupt(
@@ -249,6 +264,15 @@ fn forked_spec(
     Ok(spec)
 }
 
+/// The lower of two optional limits (`None`: no limit).
+fn lower<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
 /// Whether allow-list key `key` names only what `list` allows (`None`: everything).
 fn within(list: Option<&[String]>, key: &str) -> bool {
     let Some(list) = list else { return true };
@@ -282,6 +306,16 @@ fn renamed(
     rename(&mut value, &names);
     let mut state: rein_core::AgentState = serde_json::from_value(value).map_err(unreadable)?;
     state.next_event_seq = 0;
+    // What the original spent is the original's: the fork's record, its limits and every
+    // sum of usage count only the calls the fork makes.
+    state.usage = Default::default();
+    state.cost = Default::default();
+    state.budget_warnings.clear();
+    for m in &mut state.messages {
+        if m.usage.is_some() {
+            Arc::make_mut(m).usage = None;
+        }
+    }
     state.metadata.topic_id = Some(topic_id.to_owned());
     let next = match next {
         Some(n) => {
@@ -317,6 +351,7 @@ fn apply(state: &mut rein_core::AgentState, spec: &OperationSpec, changes: &Fork
     if changes.approval.is_some() {
         state.intervention.approval_mode = spec.approval;
     }
+    state.budget = spec.budget.clone();
     if let Some(role) = &changes.system_role {
         match state.messages.iter().position(|m| m.role == Role::System) {
             Some(i) => {
@@ -349,8 +384,11 @@ mod tests {
     #[test]
     fn renaming_gives_every_message_a_new_id_everywhere_it_is_named() {
         let mut state = rein_core::AgentState::new(OperationId::new());
-        state.push_message(Message::user("hi"));
-        state.push_message(Message::assistant("hello"));
+        let user = Message::user("hi");
+        let mut answer = Message::assistant("hello");
+        answer.parent_id = Some(user.id);
+        state.push_message(user);
+        state.push_message(answer);
         let old: Vec<MessageId> = state.messages.iter().map(|m| m.id).collect();
         state.pending_assistant_message_id = Some(old[1]);
         state.next_event_seq = 7;

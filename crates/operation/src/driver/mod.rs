@@ -26,7 +26,7 @@ mod title;
 mod turn;
 
 pub use choosable::ChoosableTools;
-pub use fork::{ForkChanges, ForkError, ForkOptions};
+pub use fork::{Fork, ForkChanges, ForkError, ForkOptions};
 pub use queue::MOVED_ON;
 pub use start::Begun;
 pub use system_model::{MeteredAnswer, SystemModelError, ask_json, ask_metered, json_in};

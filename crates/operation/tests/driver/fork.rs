@@ -38,6 +38,8 @@ fn fork_of(from: OperationId, at: u64, changes: ForkChanges) -> ForkOptions {
         changes,
         trigger: Trigger::Cli,
         admission: None,
+        max_cost: None,
+        max_tokens: None,
     }
 }
 
@@ -84,7 +86,8 @@ async fn a_fork_runs_from_exactly_the_committed_state_with_another_model() {
             },
         ))
         .await
-        .unwrap();
+        .unwrap()
+        .id;
     let end = d.run(fork).await.unwrap();
     assert!(matches!(end, RunEnd::Done { .. }), "{end:?}");
 
@@ -124,6 +127,11 @@ async fn a_fork_runs_from_exactly_the_committed_state_with_another_model() {
         "the fork's messages are its own"
     );
     assert_consistent(&e.store, fork).await;
+    assert_eq!(
+        forked.state.usage.llm.calls, 1,
+        "the fork counts its own calls only"
+    );
+    assert!(forked.record.cost > Usd::ZERO);
 
     // The original: the same record, events, steps, messages.
     let after = e.store.load_operation(id).await.unwrap().unwrap();
@@ -205,7 +213,8 @@ async fn a_fork_is_refused_when_it_widens_the_tools_or_has_no_next_step() {
             },
         ))
         .await
-        .unwrap();
+        .unwrap()
+        .id;
     let forked = e.store.load_operation(narrower).await.unwrap().unwrap();
     assert_eq!(
         forked.spec.allowed_tools,

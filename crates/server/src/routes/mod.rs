@@ -9,6 +9,7 @@ pub mod devices;
 pub mod events;
 pub mod files;
 pub mod follow;
+pub mod fork;
 pub mod front_turn;
 pub mod goal_stream;
 pub mod goals;
