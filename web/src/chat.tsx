@@ -121,6 +121,14 @@ export function Chat(props: {
       setBusy(false);
     }
   };
+  /** A fork was made from the inspector: its conversation is new; open it and follow it. */
+  const forked = async (f: Schemas["Forked"]) => {
+    setOp(f.operation_id);
+    following.current = f.topic_id;
+    props.onTopic(f.topic_id);
+    props.onListChanged();
+    await run(f.operation_id);
+  };
   const send = (input: string, attachments: string[]) =>
     start({ input, attachments: attachments.length ? attachments : undefined });
   const asked = useRef(0);
@@ -152,7 +160,7 @@ export function Chat(props: {
         </button>
       )}
       {inspecting && props.topic && (
-        <Inspector topic={props.topic} version={version} replay={props.replay} close={() => setInspecting(false)} />
+        <Inspector topic={props.topic} version={version} replay={props.replay} close={() => setInspecting(false)} forked={(f) => void forked(f)} />
       )}
       <Transcript
         topic={props.topic}

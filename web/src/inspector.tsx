@@ -3,8 +3,9 @@
 // may call), a timeline with one row per committed step (what it ran, the tokens and money
 // of its model calls, retries, approvals asked, how it ended: from the event log), what each
 // model call admitted (estimated tokens per item, the prefix equal to the call before, what
-// each context processor changed) and usage per model and tool. A side panel on wide
-// screens, a sheet on a phone.
+// each context processor changed) and usage per model and tool; any step after which the
+// operation went on can be forked (another model, other instructions) into a new
+// conversation. A side panel on wide screens, a sheet on a phone.
 import { useEffect, useState } from "preact/hooks";
 import { Alert } from "./alert";
 import { api, call, type Schemas } from "./api/client";
@@ -161,9 +162,64 @@ function Usage(props: { usage: Schemas["OperationUsage"] }) {
   );
 }
 
-export function Inspector(props: { topic: string; version: number; replay: string | null; close: () => void }) {
+/** The form that forks the operation after `step`: another model, other instructions. */
+function ForkForm(props: { operation: string; step: number; model: string; forked: (f: Schemas["Forked"]) => void; cancel: () => void }) {
+  const [model, setModel] = useState(props.model);
+  const [system, setSystem] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const [sending, setSending] = useState(false);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setError(null);
+    setSending(true);
+    try {
+      const created = await call(
+        api.POST("/v1/operations/{id}/fork", {
+          params: { path: { id: props.operation } },
+          body: { step: props.step, model: model.trim() || undefined, system_role: system.trim() || undefined },
+        }),
+      );
+      props.forked(created);
+    } catch (err) {
+      setError(describe(err));
+    } finally {
+      setSending(false);
+    }
+  };
+  return (
+    <form class="fork" onSubmit={submit} aria-label={t("inspector.fork_from", { step: props.step })}>
+      <label>
+        {t("agents.model")}
+        <input name="model" value={model} placeholder="provider/model" onInput={(e) => setModel(e.currentTarget.value)} />
+      </label>
+      <label>
+        {t("inspector.fork_system")}
+        <textarea name="system" rows={2} value={system} onInput={(e) => setSystem(e.currentTarget.value)} />
+      </label>
+      <Alert error={error} />
+      <div class="row">
+        <button type="submit" disabled={sending}>
+          {t("inspector.fork_from", { step: props.step })}
+        </button>
+        <button type="button" class="small" onClick={props.cancel}>
+          {t("inspector.fork_cancel")}
+        </button>
+      </div>
+    </form>
+  );
+}
+
+export function Inspector(props: {
+  topic: string;
+  version: number;
+  replay: string | null;
+  close: () => void;
+  /** A fork was made: open its conversation and follow it. */
+  forked: (f: Schemas["Forked"]) => void;
+}) {
   const [data, setData] = useState<Loaded | null | undefined>(undefined);
   const [error, setError] = useState<string | null>(null);
+  const [forking, setForking] = useState<number | null>(null);
   useEffect(() => {
     let live = true;
     load(props.topic)
@@ -175,7 +231,10 @@ export function Inspector(props: { topic: string; version: number; replay: strin
   }, [props.topic, props.version]);
   const o = data?.detail.operation;
   const c = data?.detail.cache;
-  const spec = data?.detail.spec as { allowed_tools?: string[] | null } | undefined;
+  const spec = data?.detail.spec as
+    | { allowed_tools?: string[] | null; forked_from?: { operation: string; step: number } | null }
+    | undefined;
+  const model = o ? (o.provider ?? "") + "/" + (o.model ?? "") : "";
   return (
     <aside class="inspector" aria-labelledby="inspector-title">
       <header class="row">
@@ -193,7 +252,7 @@ export function Inspector(props: { topic: string; version: number; replay: strin
             <Fact name={t("inspector.status")} value={t(`inspector.status_${o.status}`)} />
             <Fact
               name={t("agents.model")}
-              value={(o.provider ?? "") + "/" + (o.model ?? "") + (props.replay ? " " + t("inspector.replayed", { cassette: props.replay }) : "")}
+              value={model + (props.replay ? " " + t("inspector.replayed", { cassette: props.replay }) : "")}
             />
             <Fact name={t("inspector.finish")} value={o.finish_reason ? o.finish_reason + (o.finish_detail ? " · " + o.finish_detail : "") : null} />
             <Fact name={t("inspector.steps")} value={data.detail.steps.length} />
@@ -212,6 +271,12 @@ export function Inspector(props: { topic: string; version: number; replay: strin
               />
             )}
             <Fact name={t("inspector.allowed")} value={spec?.allowed_tools == null ? t("inspector.all_tools") : spec.allowed_tools.join(", ") || t("inspector.no_tools")} />
+            {spec?.forked_from && (
+              <Fact
+                name={t("inspector.forked_from")}
+                value={t("inspector.forked_value", { operation: spec.forked_from.operation, step: spec.forked_from.step })}
+              />
+            )}
             {o.error && <Fact name={t("inspector.error")} value={o.error} />}
           </dl>
           <h3>{t("inspector.timeline")}</h3>
@@ -228,11 +293,17 @@ export function Inspector(props: { topic: string; version: number; replay: strin
                   <th scope="col">{t("inspector.approvals")}</th>
                   <th scope="col">{t("inspector.after")}</th>
                   <th scope="col">{t("inspector.at")}</th>
+                  <th scope="col">
+                    <span class="visually-hidden">{t("inspector.fork")}</span>
+                  </th>
                 </tr>
               </thead>
               <tbody>
                 {data.detail.steps.map((s) => {
                   const f = data.steps.get(s.step_index);
+                  // A fork starts where the operation went on: after a step it waited or ended
+                  // at, there is no next step to run.
+                  const forkable = s.status === "running" || s.status === "idle";
                   return (
                     <tr key={s.step_index} data-step={s.step_index}>
                       <td class="n">{s.step_index}</td>
@@ -243,12 +314,38 @@ export function Inspector(props: { topic: string; version: number; replay: strin
                       <td class="n">{f?.approvals || ""}</td>
                       <td>{f?.end || t(`inspector.after_${s.status}`)}</td>
                       <td>{formatDate(s.created_at)}</td>
+                      <td>
+                        {forkable && (
+                          <button
+                            type="button"
+                            class="small"
+                            aria-expanded={forking === s.step_index}
+                            aria-label={t("inspector.fork_from", { step: s.step_index })}
+                            onClick={() => setForking(forking === s.step_index ? null : s.step_index)}
+                          >
+                            {t("inspector.fork")}
+                          </button>
+                        )}
+                      </td>
                     </tr>
                   );
                 })}
               </tbody>
             </table>
           </div>
+          {forking !== null && (
+            <ForkForm
+              key={forking}
+              operation={o.id}
+              step={forking}
+              model={model}
+              forked={(f) => {
+                setForking(null);
+                props.forked(f);
+              }}
+              cancel={() => setForking(null)}
+            />
+          )}
           <h3>{t("inspector.admitted")}</h3>
           <Context calls={data.calls} />
           <h3>{t("usage.title")}</h3>

@@ -1841,6 +1841,81 @@ async fn the_web_app_creates_a_goal_shows_its_graph_and_retries_a_blocked_work_a
     );
 }
 
+/// Forking from the inspector: "Fork" on a step after which the operation went on, another
+/// model and instructions in its form; the fork's conversation opens and streams the other
+/// model's answer, and its inspector names where it came from.
+#[tokio::test]
+async fn the_web_app_forks_an_operation_from_its_timeline() {
+    for size in SIZES {
+        the_web_app_forks_an_operation_from_its_timeline_at(size).await;
+    }
+}
+
+async fn the_web_app_forks_an_operation_from_its_timeline_at(size: &str) {
+    let Some(Browser {
+        chromium,
+        playwright,
+        dir,
+    }) = browser("forking from the web app's inspector in Chromium", "rein-web-fork")
+    else {
+        return;
+    };
+    let model = serve(
+        vec![
+            Canned::openai_tools(&[(
+                "c1",
+                "calculator__evaluate",
+                &json!({"expression": "6*7"}).to_string(),
+            )]),
+            Canned::openai_text("6 × 7 = 42."),
+            Canned::openai_text("Forty-two."),
+        ],
+        3,
+    )
+    .await;
+    let (_server, base) = serve_ui(&dir, &model.base).await;
+    let (report, out) = run_script_with(
+        "app_fork.cjs",
+        &base,
+        &chromium,
+        &playwright,
+        &[("REIN_VIEWPORT", size)],
+    )
+    .await;
+    let shots = out.display();
+    assert_eq!(
+        report["ok"], true,
+        "at {size}: {report:#}\nscreenshots in {shots}"
+    );
+    let rows = report["rows"].as_array().unwrap();
+    let forkable: Vec<u64> = rows
+        .iter()
+        .filter(|r| r["fork"] == true)
+        .map(|r| r["step"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        forkable,
+        (1..rows.len() as u64).collect::<Vec<_>>(),
+        "every step but the last, after which it ended: {report:#}"
+    );
+    assert_eq!(report["model"], "openai/gpt-4o-mini", "{report:#}");
+    assert_eq!(
+        report["facts"]["Model"], "openai/gpt-4o",
+        "the inspector follows the fork's conversation: {report:#}"
+    );
+    let forked = report["facts"]["Forked from"].as_str().unwrap_or_default();
+    assert!(forked.ends_with("after step 2"), "{report:#}");
+    assert!(
+        report["transcript"].as_str().unwrap().contains("What is 6*7?"),
+        "the fork's conversation holds the original's up to the step: {report:#}"
+    );
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3, "{report:#}");
+    assert_eq!(requests[2].body["model"], "gpt-4o");
+    assert!(requests[2].system_text().contains("Answer in words."));
+    assert_eq!(requests[2].tool_result("c1"), "42");
+}
+
 /// A stream cut while its operation runs: the web app resumes it after the last event it saw
 /// and shows the answer without a reload.
 #[tokio::test]
