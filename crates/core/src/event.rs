@@ -109,6 +109,10 @@ pub enum EventKind {
         /// input price; zero without a price).
         #[serde(default, skip_serializing_if = "is_zero_usd")]
         cache_saved: Usd,
+        /// Why the model stopped, as the model runtime names it (`end_turn`, `tool_use`,
+        /// `max_tokens`, ...), when the provider said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stop_reason: Option<String>,
     },
     /// A failed model call will be retried.
     StreamRetry {

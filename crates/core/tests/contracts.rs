@@ -334,16 +334,28 @@ fn event_kind() -> impl Strategy<Value = EventKind> {
             assistant_message_id: a,
             chunk
         }),
-        (mid(), text(), calls(), tokens(), usd(), usd()).prop_map(
-            |(a, content, tool_calls, usage, cost, cache_saved)| EventKind::LlmResult {
-                assistant_message_id: a,
-                content,
-                tool_calls,
-                usage,
-                cost,
-                cache_saved
-            }
-        ),
+        (
+            mid(),
+            text(),
+            calls(),
+            tokens(),
+            usd(),
+            usd(),
+            option::of(text())
+        )
+            .prop_map(
+                |(a, content, tool_calls, usage, cost, cache_saved, stop_reason)| {
+                    EventKind::LlmResult {
+                        assistant_message_id: a,
+                        content,
+                        tool_calls,
+                        usage,
+                        cost,
+                        cache_saved,
+                        stop_reason,
+                    }
+                }
+            ),
         (any::<u32>(), any::<u32>(), any::<u64>(), option::of(text())).prop_map(
             |(attempt, max_attempts, delay_ms, error_kind)| EventKind::StreamRetry {
                 attempt,

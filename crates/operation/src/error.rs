@@ -69,6 +69,9 @@ pub enum DriverError {
         /// Why.
         why: String,
     },
+    /// A replay that cannot be made; nothing was sent.
+    #[error(transparent)]
+    Replay(#[from] crate::driver::ReplayError),
     /// A fork that cannot be made; nothing was written.
     #[error(transparent)]
     Fork(#[from] crate::driver::ForkError),

@@ -73,7 +73,8 @@ pub mod workdirs;
 pub use agents::{AgentDirectory, StoredAgents};
 pub use driver::{
     Begun, BranchError, ChoosableTools, CommitHook, Decision, Driver, Fork, ForkChanges, ForkError,
-    ForkOptions, MOVED_ON, RunEnd,
+    ForkOptions, MOVED_ON, ReplayAnswer, ReplayError, ReplayOptions, RunEnd, StepReplay,
+    CalledTool, ChainReplay,
     StartOptions, SystemModelError, TITLE_INSTRUCTIONS, Turn, derived_message_id,
 };
 pub use embedder::ProviderEmbedder;

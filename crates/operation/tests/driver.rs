@@ -10,6 +10,8 @@ mod fork;
 mod grants;
 #[path = "driver/queue.rs"]
 mod queue;
+#[path = "driver/replay.rs"]
+mod replay;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;

@@ -239,9 +239,10 @@ pub trait Store:
     ) -> BoxFuture<'a, Result<Vec<OperationRecord>, StoreError>>;
     /// The step timeline.
     fn steps(&self, id: OperationId) -> BoxFuture<'_, Result<Vec<StepRecord>, StoreError>>;
-    /// The whole state operation `id` had right after its committed step `step_index`
-    /// (messages with their bodies as they were then, tool manifests, next context), rebuilt
-    /// from the latest state and the later steps' undo records.
+    /// The whole state operation `id` had right after its committed step `step_index` (0:
+    /// the state it started with), messages with their bodies as they were then, tool
+    /// manifests, next context; rebuilt from the latest state and the later steps' undo
+    /// records.
     fn state_at(
         &self,
         id: OperationId,

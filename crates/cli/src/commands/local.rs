@@ -299,7 +299,7 @@ impl Backend for Local {
         let fork = driver
             .fork(&rein_operation::ForkOptions {
                 from: id,
-                at: request.step.get(),
+                at: request.step,
                 changes: rein_operation::ForkChanges {
                     model: request
                         .model

@@ -51,9 +51,10 @@ pub enum OpCommand {
     Fork {
         /// The operation to fork.
         id: String,
-        /// The committed step whose state the fork starts from.
+        /// The committed step whose state the fork starts from (0: the state it started
+        /// with, before its first step).
         #[arg(long, value_name = "STEP")]
-        at: std::num::NonZeroU64,
+        at: u64,
         /// Another model (`provider/model`).
         #[arg(long)]
         model: Option<String>,

@@ -36,7 +36,7 @@ async fn a_fork_through_the_api_runs_and_every_refusal_names_its_reason() {
             answer
         }
     };
-    refused(400, "invalid_request", json!({"step": 0})).await;
+    refused(400, "invalid_request", json!({"step": -1})).await;
     refused(400, "invalid_request", json!({"step": 2, "temperature": 1})).await;
     let answer = refused(422, "step_missing", json!({"step": 99})).await;
     assert!(

@@ -33,7 +33,8 @@ pub struct ForkChanges {
 pub struct ForkOptions {
     /// The operation to fork.
     pub from: OperationId,
-    /// The committed step whose state the fork starts from.
+    /// The committed step whose state the fork starts from (0: the state the operation
+    /// started with).
     pub at: u64,
     /// What it changes.
     pub changes: ForkChanges,
@@ -62,8 +63,8 @@ pub struct Fork {
 pub enum ForkError {
     /// The step does not exist.
     #[error("operation {operation} has no step {step}{}", match last {
-        Some(l) => format!(": its steps are 1 to {l}"),
-        None => ": it has committed none".to_owned(),
+        Some(l) => format!(": its steps are 1 to {l} (0 is where it started)"),
+        None => ": it has committed none (0 is where it started)".to_owned(),
     })]
     NoStep {
         /// The operation.

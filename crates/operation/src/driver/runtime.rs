@@ -224,25 +224,7 @@ impl Driver {
             models,
         } = providers;
         let (agent, estimator) = self.brain(spec, &model, Some(offered));
-        let port = ModelPort {
-            provider,
-            provider_id: model.provider.to_string(),
-            catalog: Arc::clone(&self.catalog),
-            pricing: crate::pricing::Pricing::new(Arc::clone(&self.catalog), spec),
-            store: Arc::clone(&self.store),
-            models: Arc::clone(&models),
-            cancel: self.cancel.clone(),
-            pipeline: Arc::clone(&self.pipeline),
-            context: spec.context.clone(),
-            progressive_tools: agent.progressive_tools.clone(),
-            skills: Arc::clone(&self.skills),
-            estimator: estimator.clone(),
-            embedder: self.embedder.clone(),
-            query_memo: Default::default(),
-            knowledge_memo: Default::default(),
-            memory_memo: Default::default(),
-            last_request: Default::default(),
-        };
+        let port = self.model_port(spec, &model, provider, &models, &agent, &estimator);
         let estimator: Arc<dyn TokenEstimator> = Arc::new(estimator);
         let summarizer = crate::ModelSummarizer {
             provider: summary_provider,
@@ -279,11 +261,59 @@ impl Driver {
             sink,
             ..Default::default()
         };
-        let brain: Arc<dyn rein_core::Agent> = match &spec.group {
-            Some(group) => Arc::new(rein_core::agent::GroupSupervisor::new(group.clone())),
-            None => Arc::new(GeneralChatAgent::new(agent).with_estimator(estimator)),
-        };
-        AgentRuntime::new(brain, config)
+        AgentRuntime::new(brain_of(spec, agent, estimator), config)
+    }
+
+    /// The port `spec`'s calls to `model` go through (at `provider`), as `agent` (the brain's
+    /// tuning) discloses the tools.
+    fn model_port(
+        &self,
+        spec: &OperationSpec,
+        model: &ModelRef,
+        provider: Arc<dyn rein_model::ModelProvider>,
+        models: &Arc<dyn ModelSource>,
+        agent: &GeneralChatAgentConfig,
+        estimator: &TiktokenEstimator,
+    ) -> ModelPort {
+        ModelPort {
+            provider,
+            provider_id: model.provider.to_string(),
+            catalog: Arc::clone(&self.catalog),
+            pricing: crate::pricing::Pricing::new(Arc::clone(&self.catalog), spec),
+            store: Arc::clone(&self.store),
+            models: Arc::clone(models),
+            cancel: self.cancel.clone(),
+            pipeline: Arc::clone(&self.pipeline),
+            context: spec.context.clone(),
+            progressive_tools: agent.progressive_tools.clone(),
+            skills: Arc::clone(&self.skills),
+            estimator: estimator.clone(),
+            embedder: self.embedder.clone(),
+            query_memo: Default::default(),
+            knowledge_memo: Default::default(),
+            memory_memo: Default::default(),
+            last_request: Default::default(),
+        }
+    }
+
+    /// The brain and the model port of `spec` as its operation would step with `offered`
+    /// tools: what a replay of one of its model calls asks with.
+    pub(super) async fn caller(
+        &self,
+        id: OperationId,
+        spec: &OperationSpec,
+        offered: &ToolManifestMap,
+    ) -> Result<(Arc<dyn rein_core::Agent>, ModelPort), DriverError> {
+        let models = self.models_of(spec).await?;
+        let Providers {
+            model,
+            provider,
+            models,
+            ..
+        } = self.providers(id, spec, models)?;
+        let (agent, estimator) = self.brain(spec, &model, Some(offered));
+        let port = self.model_port(spec, &model, provider, &models, &agent, &estimator);
+        Ok((brain_of(spec, agent, Arc::new(estimator)), port))
     }
 
     /// A runtime that only settles an operation (cancellation, an expired approval): it calls
@@ -301,11 +331,20 @@ impl Driver {
             sink: self.sink.clone(),
             ..Default::default()
         };
-        let brain: Arc<dyn rein_core::Agent> = match &spec.group {
-            Some(group) => Arc::new(rein_core::agent::GroupSupervisor::new(group.clone())),
-            None => Arc::new(GeneralChatAgent::new(agent).with_estimator(estimator)),
-        };
-        AgentRuntime::new(brain, config)
+        AgentRuntime::new(brain_of(spec, agent, estimator), config)
+    }
+}
+
+/// The brain of `spec`'s operation: a group's supervisor, or the general agent with `agent`'s
+/// tuning.
+fn brain_of(
+    spec: &OperationSpec,
+    agent: GeneralChatAgentConfig,
+    estimator: Arc<dyn TokenEstimator>,
+) -> Arc<dyn rein_core::Agent> {
+    match &spec.group {
+        Some(group) => Arc::new(rein_core::agent::GroupSupervisor::new(group.clone())),
+        None => Arc::new(GeneralChatAgent::new(agent).with_estimator(estimator)),
     }
 }
 

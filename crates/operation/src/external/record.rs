@@ -120,6 +120,7 @@ pub(crate) fn record(
         usage: step.tokens,
         cost: cost.unwrap_or_default(),
         cache_saved,
+        stop_reason: None,
     });
     state.usage.record_llm(&key, &step.tokens, 0);
     if let Some(c) = cost {

@@ -22,8 +22,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ForkOperation {
-    /// The committed step (its `step_index` in the timeline) whose state the fork starts from.
-    pub step: std::num::NonZeroU64,
+    /// The committed step (its `step_index` in the timeline) whose state the fork starts from;
+    /// 0 is the state it started with, before its first step.
+    pub step: u64,
     /// Another model, `provider/model`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(pattern(rein_operation::profile::MODEL_PATTERN))]
@@ -50,7 +51,7 @@ pub struct Forked {
     /// The operation it forked.
     pub forked_from: String,
     /// The step it started after.
-    pub step: std::num::NonZeroU64,
+    pub step: u64,
 }
 
 /// `POST /v1/operations/{id}/fork`.
@@ -72,7 +73,7 @@ pub async fn fork(
     let fork = driver
         .fork(&ForkOptions {
             from: original.id,
-            at: req.step.get(),
+            at: req.step,
             changes: ForkChanges {
                 model,
                 system_role: req.system_role,

@@ -28,8 +28,22 @@ pub(super) async fn state_at(
     .bind(i64_of(step_index))
     .fetch_all(&store.pool)
     .await?;
-    if rows.last().map(|r| r.try_get::<i64, _>("step_index")).transpose()?
-        != Some(i64_of(step_index))
+    // Step 0 is the state before the first step, kept with the operation's setup.
+    let first: Option<String> = if step_index == 0 {
+        sqlx::query_scalar("SELECT first_checkpoint FROM operation_setup WHERE operation_id = $1")
+            .bind(id.to_string())
+            .fetch_optional(&store.pool)
+            .await?
+            .flatten()
+    } else {
+        None
+    };
+    if step_index == 0 && first.is_none() {
+        return Ok(Rewound::NotKept);
+    }
+    if step_index > 0
+        && rows.last().map(|r| r.try_get::<i64, _>("step_index")).transpose()?
+            != Some(i64_of(step_index))
     {
         let last: Option<i64> = sqlx::query_scalar(
             "SELECT MAX(step_index) FROM operation_steps WHERE operation_id = $1",
@@ -49,8 +63,12 @@ pub(super) async fn state_at(
         };
         checkpoints.push(from_json::<StoredCheckpoint>(&text, "step checkpoint")?);
     }
-    let Some(target) = checkpoints.pop() else {
-        return Ok(Rewound::NoStep { last: None });
+    let target = match first {
+        Some(text) => from_json::<StoredCheckpoint>(&text, "first checkpoint")?,
+        None => match checkpoints.pop() {
+            Some(c) => c,
+            None => return Ok(Rewound::NoStep { last: None }),
+        },
     };
     let later: Vec<&StepUndo> = checkpoints.iter().map(|c| &c.undo).collect();
     let mut bodies: HashMap<MessageId, Arc<Message>> = latest

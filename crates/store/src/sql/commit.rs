@@ -71,11 +71,26 @@ pub(super) fn insert_operation(op: &NewOperation) -> Result<Statement, StoreErro
 /// What a new operation was set up with: its spec and tool manifests.
 pub(super) fn insert_setup(op: &NewOperation) -> Result<Statement, StoreError> {
     Ok(Statement::new(
-        "INSERT INTO operation_setup (operation_id, spec, tool_manifests) VALUES ($1, $2, $3)",
+        "INSERT INTO operation_setup (operation_id, spec, tool_manifests, first_checkpoint) VALUES ($1, $2, $3, $4)",
     )
     .arg(op.state.operation_id.to_string())
     .arg(to_json(&op.spec, "spec")?)
-    .arg(to_json(&*op.state.tool_manifests, "tool manifests")?))
+    .arg(to_json(&*op.state.tool_manifests, "tool manifests")?)
+    .arg(first_checkpoint(op)?))
+}
+
+/// What rebuilding the state before `op`'s first step starts from ([`crate::checkpoint`]).
+pub(super) fn first_checkpoint(op: &NewOperation) -> Result<String, StoreError> {
+    let next = op
+        .next_context
+        .as_ref()
+        .map(|n| to_json(n, "next context"))
+        .transpose()?;
+    step_checkpoint(
+        &compact_state(&op.state)?,
+        next.as_deref(),
+        &StateChanges::default(),
+    )
 }
 
 /// The tool manifests after a step that changed them.

@@ -182,9 +182,12 @@ pub(super) async fn activate_queued(
     let mut statements = super::commit::conversation_statements(op)?;
     statements.push(super::commit::reset_operation(op)?);
     statements.push(
-        Statement::new("UPDATE operation_setup SET tool_manifests = $1 WHERE operation_id = $2")
-            .arg(to_json(&*op.state.tool_manifests, "tool manifests")?)
-            .arg(id.as_str()),
+        Statement::new(
+            "UPDATE operation_setup SET tool_manifests = $1, first_checkpoint = $2 WHERE operation_id = $3",
+        )
+        .arg(to_json(&*op.state.tool_manifests, "tool manifests")?)
+        .arg(super::commit::first_checkpoint(op)?)
+        .arg(id.as_str()),
     );
     run_all(&mut tx, statements).await?;
     tx.commit().await?;

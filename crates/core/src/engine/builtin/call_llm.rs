@@ -147,6 +147,7 @@ impl PayloadExecutor for CallLlmExecutor {
                 usage: out.usage,
                 cost: out.cost,
                 cache_saved: out.cache_saved,
+                stop_reason: out.stop_reason.clone(),
             });
             let next = ctx(Phase::LlmResult(LlmResultPayload {
                 assistant_message_id: assistant_id,
