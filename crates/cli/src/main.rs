@@ -12,6 +12,7 @@ mod prompt;
 mod queue;
 #[cfg(test)]
 mod reference;
+mod replay_table;
 mod telemetry;
 #[cfg(feature = "test-hooks")]
 mod test_tools;

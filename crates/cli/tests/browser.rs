@@ -1856,7 +1856,10 @@ async fn the_web_app_forks_an_operation_from_its_timeline_at(size: &str) {
         chromium,
         playwright,
         dir,
-    }) = browser("forking from the web app's inspector in Chromium", "rein-web-fork")
+    }) = browser(
+        "forking from the web app's inspector in Chromium",
+        "rein-web-fork",
+    )
     else {
         return;
     };
@@ -1906,7 +1909,10 @@ async fn the_web_app_forks_an_operation_from_its_timeline_at(size: &str) {
     let forked = report["facts"]["Forked from"].as_str().unwrap_or_default();
     assert!(forked.ends_with("after step 2"), "{report:#}");
     assert!(
-        report["transcript"].as_str().unwrap().contains("What is 6*7?"),
+        report["transcript"]
+            .as_str()
+            .unwrap()
+            .contains("What is 6*7?"),
         "the fork's conversation holds the original's up to the step: {report:#}"
     );
     let requests = model.requests();

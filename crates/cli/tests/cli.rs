@@ -29,6 +29,8 @@ pub(crate) mod goals;
 mod prompt;
 #[path = "cli/prompt_cache.rs"]
 mod prompt_cache;
+#[path = "cli/replay.rs"]
+mod replay;
 #[path = "cli/retention.rs"]
 mod retention;
 #[path = "cli/usage.rs"]

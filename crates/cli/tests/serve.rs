@@ -39,6 +39,8 @@ mod portable;
 mod queue;
 #[path = "serve/remote.rs"]
 mod remote;
+#[path = "serve/replay.rs"]
+mod replay;
 #[path = "serve/replicas.rs"]
 mod replicas;
 #[path = "serve/task_approvals.rs"]

@@ -72,10 +72,10 @@ pub mod workdirs;
 
 pub use agents::{AgentDirectory, StoredAgents};
 pub use driver::{
-    Begun, BranchError, ChoosableTools, CommitHook, Decision, Driver, Fork, ForkChanges, ForkError,
-    ForkOptions, MOVED_ON, ReplayAnswer, ReplayError, ReplayOptions, RunEnd, StepReplay,
-    CalledTool, ChainReplay,
-    StartOptions, SystemModelError, TITLE_INSTRUCTIONS, Turn, derived_message_id,
+    Begun, BranchError, CalledTool, ChainReplay, ChoosableTools, CommitHook, Decision, Driver,
+    Fork, ForkChanges, ForkError, ForkOptions, MOVED_ON, ReplayAnswer, ReplayError, ReplayOptions,
+    RunEnd, StartOptions, StepReplay, SystemModelError, TITLE_INSTRUCTIONS, Turn,
+    derived_message_id,
 };
 pub use embedder::ProviderEmbedder;
 pub use error::{DriverError, Refusal, TOPIC_ID_PATTERN, check_topic_id};

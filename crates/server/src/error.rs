@@ -278,6 +278,25 @@ impl From<rein_operation::DriverError> for ApiError {
                 ApiErrorCode::McpUnavailable,
                 e.to_string(),
             ),
+            E::Replay(r) => {
+                use rein_operation::ReplayError as R;
+                match r {
+                    R::NoStep { .. } => ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        ApiErrorCode::StepMissing,
+                        r.to_string(),
+                    ),
+                    R::NoModels => ApiError::bad_request(r.to_string()),
+                    R::NotAModelCall { .. }
+                    | R::NotKept { .. }
+                    | R::NoModelCall(_)
+                    | R::Diverted { .. } => ApiError::new(
+                        StatusCode::CONFLICT,
+                        ApiErrorCode::ReplayDoesNotFit,
+                        r.to_string(),
+                    ),
+                }
+            }
             E::Fork(f) => {
                 use rein_operation::ForkError as F;
                 match f {

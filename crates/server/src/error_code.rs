@@ -30,6 +30,9 @@ rein_core::named_enum! {
         TopicBusy = "topic_busy",
         /// 409: the operation was started with tools this server does not have.
         MissingTools = "missing_tools",
+        /// 409: a replay of a step that made no model call (or of an operation that made
+        /// none, recorded by an older rein, or whose state leads another model elsewhere).
+        ReplayDoesNotFit = "replay_does_not_fit",
         /// 409: a fork at a step that cannot start one (the operation waited or had ended
         /// after it, it is a sub-agent or an external agent's, or an older rein recorded it).
         ForkDoesNotFit = "fork_does_not_fit",

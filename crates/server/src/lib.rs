@@ -174,6 +174,7 @@ pub type AppState = Arc<App>;
 pub fn api() -> api::Api {
     operations::api()
         .merge(routes::fork::api())
+        .merge(routes::replay::api())
         .merge(agents::api())
         .merge(groups::api())
         .merge(topics::api())

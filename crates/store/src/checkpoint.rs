@@ -143,8 +143,7 @@ mod tests {
         states.push(s.clone());
         // 4: new tool manifests and an append.
         let manifest: rein_core::tool::ToolManifest =
-            serde_json::from_value(serde_json::json!({"identifier": "calc", "api": []}))
-                .unwrap();
+            serde_json::from_value(serde_json::json!({"identifier": "calc", "api": []})).unwrap();
         Arc::make_mut(&mut s.tool_manifests).insert("calc".into(), Arc::new(manifest));
         s.messages.push(Arc::new(Message::assistant("after")));
         states.push(s.clone());
@@ -161,12 +160,19 @@ mod tests {
                 }
             })
             .collect();
-        assert_eq!(undos[1].replaced.len(), 1, "step 2 changed one message in place");
+        assert_eq!(
+            undos[1].replaced.len(),
+            1,
+            "step 2 changed one message in place"
+        );
         assert!(undos[3].manifests_before.is_some());
         let last = states.last().unwrap();
         for target in 0..states.len() {
-            let mut bodies: HashMap<MessageId, Arc<Message>> =
-                last.messages.iter().map(|m| (m.id, Arc::clone(m))).collect();
+            let mut bodies: HashMap<MessageId, Arc<Message>> = last
+                .messages
+                .iter()
+                .map(|m| (m.id, Arc::clone(m)))
+                .collect();
             let later: Vec<&StepUndo> = undos[target..].iter().rev().collect();
             for id in ids_to_fetch(&bodies, later.iter().copied()) {
                 // What the store reads from the conversation: each id's newest body.
@@ -191,7 +197,10 @@ mod tests {
                 .map(|m| m.text_content())
                 .collect();
             assert_eq!(got, want, "the list after step {target}");
-            assert_eq!(manifests, states[target].tool_manifests, "manifests after step {target}");
+            assert_eq!(
+                manifests, states[target].tool_manifests,
+                "manifests after step {target}"
+            );
         }
     }
 }

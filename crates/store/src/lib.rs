@@ -61,7 +61,6 @@ mod topics;
 mod usage;
 
 pub use a2a_push::{A2aPush, PushConfig};
-pub use checkpoint::{Rewound, StepCheckpoint};
 pub use accounts::{
     Accounts, AgentRecord, AgentVersion, ApiToken, Caps, GroupRecord, PasswordHolder, TokenHolder,
     TokenScope, TokenSpec, User, UserRole,
@@ -70,6 +69,7 @@ pub use briefs::{
     Artifact, BRIEF_ID_PATTERN, Brief, BriefAction, BriefFilter, BriefHook, BriefKind, BriefNotice,
     BriefPriority, Briefs, Resolution, new_brief_id, valid_brief_id,
 };
+pub use checkpoint::{Rewound, StepCheckpoint};
 pub use devices::{DeviceRecord, Devices};
 pub use dialect::Dialect;
 pub use error::StoreError;
@@ -104,7 +104,7 @@ pub use topics::{
     DeletedTopic, NewTopic, OperationRecords, StoredConversation, TitleSource, TopicFilter,
     TopicRecord, Topics, new_topic_id,
 };
-pub use usage::{Usage, UsageBy, UsageRow, Whose};
+pub use usage::{ReplaySpend, Usage, UsageBy, UsageRow, Whose};
 
 /// What the scheduler needs of a store: tasks with their deliveries and runs, and the briefs
 /// their runs give.
@@ -132,6 +132,7 @@ pub trait Store:
     + Files
     + Responses
     + Goals
+    + Usage
     + Send
     + Sync
 {

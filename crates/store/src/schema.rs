@@ -213,6 +213,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "each step keeps what rebuilding the state after it needs",
         include_str!("../migrations/0037_step_checkpoints.sql"),
     ),
+    (
+        38,
+        "what replayed model calls spent",
+        include_str!("../migrations/0038_model_replays.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

@@ -1,6 +1,7 @@
 //! Usage: what operations spent, summed from their records (tokens in and out, cost) since a
-//! time, grouped by day, agent, model or user. The totals are the records' own sums, so they
-//! equal what `op list` shows operation by operation.
+//! time, grouped by day, agent, model or user, with what replayed model calls spent (agent
+//! `(replay)`; they count no operation). The operations' totals are the records' own sums, so
+//! they equal what `op list` shows operation by operation.
 //! The SQL behind [`Usage`] is `sql/usage.rs`.
 
 use crate::StoreError;
@@ -49,9 +50,35 @@ pub struct UsageRow {
     pub cost: Usd,
 }
 
+/// What one replayed model call spent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplaySpend {
+    /// Whose it is (`None`: the local CLI's).
+    pub owner: Option<String>,
+    /// The operation whose step was replayed.
+    pub operation_id: rein_core::OperationId,
+    /// The step.
+    pub step: u64,
+    /// The model asked.
+    pub model: rein_core::state::ModelRef,
+    /// Tokens sent.
+    pub input_tokens: u64,
+    /// Tokens answered.
+    pub output_tokens: u64,
+    /// What it cost.
+    pub cost: Usd,
+}
+
 /// Usage sums.
 pub trait Usage {
-    /// The operations of `whose` started at or after `since`, summed per `by`, in key order.
+    /// Keep what replayed model calls spent, so usage and spending caps count it.
+    fn record_replays<'a>(
+        &'a self,
+        spent: &'a [ReplaySpend],
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// The operations of `whose` started at or after `since` and the model calls they replayed
+    /// since, summed per `by`, in key order.
     fn usage<'a>(
         &'a self,
         whose: Whose<'a>,

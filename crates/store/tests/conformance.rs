@@ -311,7 +311,10 @@ async fn checkpoints(store: &SqlStore) {
         s.step_count += 1;
         s.status = Status::Running;
         let c = commit(&before, &s, i as u64 + 1);
-        assert_eq!(store.commit_step(&c).await.unwrap(), CommitOutcome::Committed);
+        assert_eq!(
+            store.commit_step(&c).await.unwrap(),
+            CommitOutcome::Committed
+        );
         states.push(s.clone());
     }
     for (step, want) in states.iter().enumerate() {
@@ -319,10 +322,16 @@ async fn checkpoints(store: &SqlStore) {
             panic!("step {step} was committed")
         };
         let texts = |s: &AgentState| -> Vec<(rein_core::MessageId, String)> {
-            s.messages.iter().map(|m| (m.id, m.text_content())).collect()
+            s.messages
+                .iter()
+                .map(|m| (m.id, m.text_content()))
+                .collect()
         };
         assert_eq!(texts(&got.state), texts(want), "messages after step {step}");
-        assert_eq!(got.state.tool_manifests, want.tool_manifests, "manifests after step {step}");
+        assert_eq!(
+            got.state.tool_manifests, want.tool_manifests,
+            "manifests after step {step}"
+        );
         assert_eq!(got.state.step_count, want.step_count);
         assert_eq!(got.topic_id, op.topic_id);
         assert_eq!(got.spec, op.spec);

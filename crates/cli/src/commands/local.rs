@@ -290,6 +290,37 @@ impl Backend for Local {
         Ok(self.driver().await?.cancel(id).await?)
     }
 
+    async fn replay(
+        &self,
+        id: OperationId,
+        request: &rein_server::routes::replay::ReplayStep,
+    ) -> anyhow::Result<rein_operation::StepReplay> {
+        let models = request
+            .models
+            .iter()
+            .map(|m| rein_operation::profile::model_ref(m))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(self
+            .driver()
+            .await?
+            .replay(&rein_operation::ReplayOptions {
+                from: id,
+                step: request.step,
+                models,
+                runs: request.runs.unwrap_or(1),
+            })
+            .await?)
+    }
+
+    async fn replay_chain(
+        &self,
+        id: OperationId,
+        request: &rein_server::routes::replay::ReplayChain,
+    ) -> anyhow::Result<rein_operation::ChainReplay> {
+        let model = rein_operation::profile::model_ref(&request.model)?;
+        Ok(self.driver().await?.replay_chain(id, &model).await?)
+    }
+
     async fn fork(
         &self,
         id: OperationId,

@@ -154,6 +154,20 @@ pub trait Backend:
     /// Cancel `id`; where it stopped.
     async fn cancel(&self, id: OperationId) -> anyhow::Result<RunEnd>;
 
+    /// Send step `request.step`'s model call of `id` again to `request.models`.
+    async fn replay(
+        &self,
+        id: OperationId,
+        request: &rein_server::routes::replay::ReplayStep,
+    ) -> anyhow::Result<rein_operation::StepReplay>;
+
+    /// Replay every model call of `id` with `request.model` until it diverges.
+    async fn replay_chain(
+        &self,
+        id: OperationId,
+        request: &rein_server::routes::replay::ReplayChain,
+    ) -> anyhow::Result<rein_operation::ChainReplay>;
+
     /// Fork `id` as `request` says and run the fork to where it stops: its id and end.
     async fn fork(
         &self,

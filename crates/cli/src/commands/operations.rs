@@ -1,4 +1,4 @@
-//! `rein op list|show|events|resume|cancel|fork`: inspect and steer operations.
+//! `rein op list|show|events|resume|cancel|replay|fork`: inspect, compare and steer operations.
 
 use super::Backend;
 use super::decide::finish;
@@ -44,6 +44,41 @@ pub enum OpCommand {
     Resume { id: String },
     /// Cancel an operation.
     Cancel { id: String },
+    /// Send one step's model call again, rebuilt from the state before it, to the models you
+    /// name (its own model gets the request it sent), all at once, and compare: answer, tool
+    /// calls, tokens, cost, latency, why each stopped, whether it asked for the original's
+    /// tools. With `--chain --model M`, M replays every model call of the operation, each from
+    /// the original's state, until it asks for other tools. Nothing of the operation changes
+    /// and no tool runs; what the calls spend counts in `rein usage` (as `(replay)`).
+    Replay {
+        /// The operation.
+        id: String,
+        /// The step whose model call is sent again (`rein op show ID` lists them).
+        #[arg(
+            long,
+            value_name = "STEP",
+            required_unless_present = "chain",
+            conflicts_with = "chain"
+        )]
+        step: Option<u64>,
+        /// Models to ask, comma-separated (`provider/model`).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            required_unless_present = "chain",
+            conflicts_with = "chain"
+        )]
+        models: Vec<String>,
+        /// Runs per model.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=5))]
+        runs: u32,
+        /// Replay the whole trajectory with `--model`.
+        #[arg(long, requires = "model")]
+        chain: bool,
+        /// The model that replays the trajectory (with `--chain`).
+        #[arg(long, requires = "chain")]
+        model: Option<String>,
+    },
     /// Start a new operation from the state an operation had right after one of its
     /// committed steps (`rein op show ID` lists them), with another model, instructions,
     /// narrower tools or approval mode, in a conversation of its own; the original is
@@ -116,6 +151,42 @@ pub async fn run(on: &impl Backend, command: OpCommand, json: bool) -> anyhow::R
             let end = on.resume(id).await?;
             let end = crate::prompt::ask(on, id, end).await?;
             return finish(on, id, &end).await;
+        }
+        OpCommand::Replay {
+            id,
+            step,
+            models,
+            runs,
+            chain,
+            model,
+        } => {
+            let id = parse_id(&id)?;
+            match (chain, model, step) {
+                (true, Some(model), _) => {
+                    let request = rein_server::routes::replay::ReplayChain { model };
+                    let replayed = on.replay_chain(id, &request).await?;
+                    if json {
+                        println!("{}", serde_json::to_string(&replayed)?);
+                    } else {
+                        crate::replay_table::chain(&replayed);
+                    }
+                }
+                (_, _, Some(step)) => {
+                    let request = rein_server::routes::replay::ReplayStep {
+                        step,
+                        models,
+                        runs: Some(runs),
+                    };
+                    let replayed = on.replay(id, &request).await?;
+                    if json {
+                        println!("{}", serde_json::to_string(&replayed)?);
+                    } else {
+                        crate::replay_table::step(&replayed);
+                    }
+                }
+                // clap requires a step without --chain, and a model with it.
+                (_, _, None) => anyhow::bail!("name --step STEP, or --chain --model MODEL"),
+            }
         }
         OpCommand::Fork {
             id,

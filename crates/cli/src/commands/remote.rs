@@ -579,6 +579,24 @@ impl Backend for Remote {
         .await
     }
 
+    async fn replay(
+        &self,
+        id: OperationId,
+        request: &rein_server::routes::replay::ReplayStep,
+    ) -> anyhow::Result<rein_operation::StepReplay> {
+        let path = format!("/v1/operations/{id}/replay");
+        self.call(Method::POST, &path, Some(request)).await
+    }
+
+    async fn replay_chain(
+        &self,
+        id: OperationId,
+        request: &rein_server::routes::replay::ReplayChain,
+    ) -> anyhow::Result<rein_operation::ChainReplay> {
+        let path = format!("/v1/operations/{id}/replay/chain");
+        self.call(Method::POST, &path, Some(request)).await
+    }
+
     async fn fork(
         &self,
         id: OperationId,

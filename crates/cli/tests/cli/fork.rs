@@ -69,10 +69,15 @@ async fn rein_op_fork_runs_another_model_from_a_step_and_shows_where_it_came_fro
         .await;
     assert_ne!(code, 0);
     assert!(err.contains("shell is not among them"), "{err}");
-    let (code, _, err) = e
-        .rein(&["op", "fork", &id.to_string(), "--at", "40"])
-        .await;
+    let (code, _, err) = e.rein(&["op", "fork", &id.to_string(), "--at", "40"]).await;
     assert_ne!(code, 0);
-    assert!(err.contains(&format!("operation {id} has no step 40")), "{err}");
-    assert_eq!(e.server.requests().len(), 3, "no refused fork asked a model");
+    assert!(
+        err.contains(&format!("operation {id} has no step 40")),
+        "{err}"
+    );
+    assert_eq!(
+        e.server.requests().len(),
+        3,
+        "no refused fork asked a model"
+    );
 }

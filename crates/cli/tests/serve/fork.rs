@@ -16,7 +16,11 @@ async fn a_fork_through_the_api_runs_and_every_refusal_names_its_reason() {
     let bob = e.token("bob").await;
     let rein = e.start(&[]).await;
     let op = e
-        .create_operation(&rein, &alice, json!({"input": "6*7?", "tools": ["calculator"]}))
+        .create_operation(
+            &rein,
+            &alice,
+            json!({"input": "6*7?", "tools": ["calculator"]}),
+        )
         .await;
     wait_status(&e, &rein, &op, &alice, "done").await;
     let fork_path = format!("/v1/operations/{op}/fork");
@@ -53,12 +57,24 @@ async fn a_fork_through_the_api_runs_and_every_refusal_names_its_reason() {
     )
     .await;
     let (_, detail) = e
-        .call(&rein, "GET", &format!("/v1/operations/{op}"), Some(&alice), None)
+        .call(
+            &rein,
+            "GET",
+            &format!("/v1/operations/{op}"),
+            Some(&alice),
+            None,
+        )
         .await;
     let last = detail["steps"].as_array().unwrap().len();
     refused(409, "fork_does_not_fit", json!({"step": last})).await;
     let (status, _) = e
-        .call(&rein, "POST", &fork_path, Some(&bob), Some(json!({"step": 2})))
+        .call(
+            &rein,
+            "POST",
+            &fork_path,
+            Some(&bob),
+            Some(json!({"step": 2})),
+        )
         .await;
     assert_eq!(status, 404, "another user's operation is not found");
     assert_eq!(e.model.requests().len(), 2, "no refusal asked a model");
@@ -84,7 +100,13 @@ async fn a_fork_through_the_api_runs_and_every_refusal_names_its_reason() {
     assert_eq!(detail["operation"]["trigger"], "api");
     assert_eq!(e.model.requests()[2].body["model"], "gpt-4o");
     let (_, original) = e
-        .call(&rein, "GET", &format!("/v1/operations/{op}"), Some(&alice), None)
+        .call(
+            &rein,
+            "GET",
+            &format!("/v1/operations/{op}"),
+            Some(&alice),
+            None,
+        )
         .await;
     assert_eq!(original["steps"].as_array().unwrap().len(), last);
 }

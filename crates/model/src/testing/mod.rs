@@ -114,8 +114,14 @@ impl Canned {
     /// This OpenAI stream reporting `input` and `output` tokens instead of 100 and 20.
     pub fn with_usage(mut self, input: u64, output: u64) -> Self {
         let body = String::from_utf8_lossy(&self.body)
-            .replace(r#""prompt_tokens":100"#, &format!(r#""prompt_tokens":{input}"#))
-            .replace(r#""completion_tokens":20"#, &format!(r#""completion_tokens":{output}"#))
+            .replace(
+                r#""prompt_tokens":100"#,
+                &format!(r#""prompt_tokens":{input}"#),
+            )
+            .replace(
+                r#""completion_tokens":20"#,
+                &format!(r#""completion_tokens":{output}"#),
+            )
             .replace(
                 r#""total_tokens":120"#,
                 &format!(r#""total_tokens":{}"#, input + output),

@@ -377,7 +377,10 @@ mod tests {
         assert!(within(Some(&list), "calculator"));
         assert!(within(Some(&list), "calculator/add"));
         assert!(within(Some(&list), "shell/run"));
-        assert!(!within(Some(&list), "shell"), "the whole tool is wider than one api");
+        assert!(
+            !within(Some(&list), "shell"),
+            "the whole tool is wider than one api"
+        );
         assert!(!within(Some(&list), "shell/write"));
         assert!(!within(Some(&[]), "calculator"));
     }

@@ -29,9 +29,7 @@ mod turn;
 pub use choosable::ChoosableTools;
 pub use fork::{Fork, ForkChanges, ForkError, ForkOptions};
 pub use queue::MOVED_ON;
-pub use replay::{
-    CalledTool, ChainReplay, ReplayAnswer, ReplayError, ReplayOptions, StepReplay,
-};
+pub use replay::{CalledTool, ChainReplay, ReplayAnswer, ReplayError, ReplayOptions, StepReplay};
 pub use start::Begun;
 pub use system_model::{MeteredAnswer, SystemModelError, ask_json, ask_metered, json_in};
 pub use title::TITLE_INSTRUCTIONS;

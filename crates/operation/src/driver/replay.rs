@@ -1,9 +1,10 @@
 //! Replaying model calls: the request a committed step sent, rebuilt from the state before it
 //! ([`rein_store::Store::state_at`]) through the same brain and model port the operation
-//! stepped with, sent again to the same model or others, concurrently; nothing is written and
-//! no tool runs. A chain replays every model call of the trajectory in order, each from the
+//! stepped with, sent again to the same model or others, concurrently; the operation is not
+//! changed and no tool runs. A chain replays every model call of the trajectory in order, each from the
 //! original's state (so from the original's tool results), until a model asks for other
-//! tools than the original did.
+//! tools than the original did. What the calls spend is kept ([`rein_store::ReplaySpend`]):
+//! usage and spending caps count it.
 
 use super::{Driver, derived_message_id};
 use crate::error::DriverError;
@@ -44,7 +45,6 @@ pub struct ReplayAnswer {
     /// Output tokens.
     pub output_tokens: u64,
     /// What the call cost (zero for a model nothing prices).
-    #[schemars(with = "String")]
     pub cost: Usd,
     /// Milliseconds to the first streamed piece (not recorded for the original).
     pub first_token_ms: Option<u64>,
@@ -97,7 +97,9 @@ pub enum ReplayError {
         step: u64,
     },
     /// The step ran something else than one model call.
-    #[error("step {step} of operation {operation} ran {ran}, not a model call: replay a step that called the model")]
+    #[error(
+        "step {step} of operation {operation} ran {ran}, not a model call: replay a step that called the model"
+    )]
     NotAModelCall {
         /// The operation.
         operation: OperationId,
@@ -171,7 +173,9 @@ impl Driver {
         }
         let before = self.rewound(opts.from, step - 1, step).await?;
         let after = self.rewound(opts.from, step, step).await?;
-        let original = self.recorded_answer(opts.from, &before.state, &after.state).await?;
+        let original = self
+            .recorded_answer(opts.from, &before.state, &after.state)
+            .await?;
         let asks = opts
             .models
             .iter()
@@ -182,6 +186,27 @@ impl Driver {
         .await
         .into_iter()
         .collect::<Result<Vec<_>, _>>()?;
+        // No operation holds these calls: their spending is kept on its own, where usage and
+        // spending caps count it.
+        let spent: Vec<rein_store::ReplaySpend> = answers
+            .iter()
+            .zip(opts.models.iter().flat_map(|m| {
+                std::iter::repeat_n(m, usize::try_from(opts.runs.max(1)).unwrap_or(1))
+            }))
+            .filter(|(a, _)| a.input_tokens + a.output_tokens > 0 || a.cost > Usd::ZERO)
+            .map(|(a, model)| rein_store::ReplaySpend {
+                owner: before.spec.owner.clone(),
+                operation_id: opts.from,
+                step,
+                model: model.clone(),
+                input_tokens: a.input_tokens,
+                output_tokens: a.output_tokens,
+                cost: a.cost,
+            })
+            .collect();
+        if !spent.is_empty() {
+            self.store.record_replays(&spent).await?;
+        }
         Ok(StepReplay {
             operation: opts.from.to_string(),
             step,
@@ -358,9 +383,9 @@ impl Driver {
             .next_context
             .clone()
             .unwrap_or_else(|| rein_core::RuntimeContext::new(rein_core::phase::Phase::Init));
-        let instructions = brain.runner(&context, &state).map_err(|e| {
-            DriverError::Store(rein_store::StoreError::corrupt("replayed step", e))
-        })?;
+        let instructions = brain
+            .runner(&context, &state)
+            .map_err(|e| DriverError::Store(rein_store::StoreError::corrupt("replayed step", e)))?;
         let Some(Instruction::CallLlm { payload }) = instructions.first().cloned() else {
             return Err(ReplayError::Diverted {
                 model: model.key(),

@@ -74,7 +74,11 @@ async fn a_fork_runs_from_exactly_the_committed_state_with_another_model() {
     );
     let before = e.store.load_operation(id).await.unwrap().unwrap();
     let events_before = e.store.events(id, None).await.unwrap();
-    let topic_before = e.store.topic_messages(&before.record.topic_id).await.unwrap();
+    let topic_before = e
+        .store
+        .topic_messages(&before.record.topic_id)
+        .await
+        .unwrap();
 
     let fork = d
         .fork(&fork_of(
@@ -116,8 +120,7 @@ async fn a_fork_runs_from_exactly_the_committed_state_with_another_model() {
         forked.state.messages.last().unwrap().text_content(),
         "The fork's answer."
     );
-    let original_ids: std::collections::HashSet<_> =
-        topic_before.iter().map(|m| m.id).collect();
+    let original_ids: std::collections::HashSet<_> = topic_before.iter().map(|m| m.id).collect();
     assert!(
         forked
             .state
@@ -140,7 +143,10 @@ async fn a_fork_runs_from_exactly_the_committed_state_with_another_model() {
     assert_eq!(e.store.events(id, None).await.unwrap(), events_before);
     assert_eq!(e.store.steps(id).await.unwrap(), steps);
     assert_eq!(
-        e.store.topic_messages(&before.record.topic_id).await.unwrap(),
+        e.store
+            .topic_messages(&before.record.topic_id)
+            .await
+            .unwrap(),
         topic_before
     );
 }
@@ -149,11 +155,7 @@ async fn a_fork_runs_from_exactly_the_committed_state_with_another_model() {
 /// which the operation did not run on; each refused before anything is written.
 #[tokio::test]
 async fn a_fork_is_refused_when_it_widens_the_tools_or_has_no_next_step() {
-    let e = env(vec![
-        tools(&[calc("c1", "2+2")]),
-        Canned::openai_text("4."),
-    ])
-    .await;
+    let e = env(vec![tools(&[calc("c1", "2+2")]), Canned::openai_text("4.")]).await;
     let d = driver(&e, false);
     let id = d.start("2+2?", &steady(&["calculator"])).await.unwrap();
     d.run(id).await.unwrap();
@@ -180,7 +182,12 @@ async fn a_fork_is_refused_when_it_widens_the_tools_or_has_no_next_step() {
         panic!("{wider:?}")
     };
     assert_eq!(tools, &["deploy".to_owned()]);
-    assert!(wider.unwrap_err().to_string().contains("deploy is not among them"));
+    assert!(
+        wider
+            .unwrap_err()
+            .to_string()
+            .contains("deploy is not among them")
+    );
 
     let missing = d.fork(&fork_of(id, 99, ForkChanges::default())).await;
     let Err(DriverError::Fork(ForkError::NoStep { last, .. })) = &missing else {
@@ -198,7 +205,10 @@ async fn a_fork_is_refused_when_it_widens_the_tools_or_has_no_next_step() {
     let nobody = d
         .fork(&fork_of(OperationId::new(), 1, ForkChanges::default()))
         .await;
-    assert!(matches!(nobody, Err(DriverError::NotFound(_))), "{nobody:?}");
+    assert!(
+        matches!(nobody, Err(DriverError::NotFound(_))),
+        "{nobody:?}"
+    );
     assert_eq!(count().await, ops, "nothing was written");
 
     // Narrower is fine.

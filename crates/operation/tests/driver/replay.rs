@@ -8,6 +8,7 @@ use rein_core::spec::{ContextSettings, OperationSpec};
 use rein_model::cassette::{RecordingTransport, ReplayTransport};
 use rein_model::{Protocol, ReqwestTransport};
 use rein_operation::{DriverError, ReplayError, ReplayOptions};
+use rein_store::Usage;
 
 fn model(name: &str) -> ModelRef {
     ModelRef {
@@ -52,7 +53,10 @@ fn driver_over(e: &Env, transport: Arc<dyn rein_model::transport::Transport>) ->
 
 /// The run: two tool rounds and an answer; steps 1, 3 and 5 call the model.
 async fn recorded_run(d: &Driver) -> OperationId {
-    let id = d.start("What is 17*23, plus one?", &steady()).await.unwrap();
+    let id = d
+        .start("What is 17*23, plus one?", &steady())
+        .await
+        .unwrap();
     d.run(id).await.unwrap();
     id
 }
@@ -149,6 +153,24 @@ async fn a_replayed_step_asks_its_own_model_exactly_what_it_asked_and_others_the
     assert_eq!(nano.same_tool_calls, Some(false));
     assert!(nano.cost > Usd::ZERO && nano.cost != four.cost);
 
+    // What the replayed calls spent counts in usage, as agent `(replay)`, with no operation.
+    let usage = e
+        .store
+        .usage(
+            rein_store::Whose::Everyone,
+            chrono::Utc::now() - chrono::Duration::hours(1),
+            rein_store::UsageBy::Agent,
+        )
+        .await
+        .unwrap();
+    let replayed = usage.iter().find(|r| r.key == "(replay)").unwrap();
+    assert_eq!(replayed.operations, 0);
+    assert_eq!(
+        (replayed.input_tokens, replayed.output_tokens),
+        (100 + 80 + 90, 20 + 11 + 7)
+    );
+    assert_eq!(replayed.cost, mini.cost + four.cost + nano.cost);
+
     // Offline, from the cassette the run recorded: it holds the request, so it answers it.
     let offline = driver_over(&e, Arc::new(ReplayTransport::from_file(&cassette).unwrap()));
     let again = offline
@@ -162,7 +184,10 @@ async fn a_replayed_step_asks_its_own_model_exactly_what_it_asked_and_others_the
         .unwrap();
     assert_eq!(again.answers.len(), 2);
     for a in &again.answers {
-        assert_eq!(a.error, None, "the cassette matched the rebuilt request: {a:?}");
+        assert_eq!(
+            a.error, None,
+            "the cassette matched the rebuilt request: {a:?}"
+        );
         assert_eq!(a.same_tool_calls, Some(true));
     }
     assert_eq!(e.server.requests().len(), 6, "nothing went to the network");
@@ -177,7 +202,10 @@ async fn a_replayed_step_asks_its_own_model_exactly_what_it_asked_and_others_the
         })
         .await;
     assert!(
-        matches!(tool_step, Err(DriverError::Replay(ReplayError::NotAModelCall { .. }))),
+        matches!(
+            tool_step,
+            Err(DriverError::Replay(ReplayError::NotAModelCall { .. }))
+        ),
         "{tool_step:?}"
     );
     let missing = d
@@ -189,7 +217,10 @@ async fn a_replayed_step_asks_its_own_model_exactly_what_it_asked_and_others_the
         })
         .await;
     assert!(
-        matches!(missing, Err(DriverError::Replay(ReplayError::NoStep { .. }))),
+        matches!(
+            missing,
+            Err(DriverError::Replay(ReplayError::NoStep { .. }))
+        ),
         "{missing:?}"
     );
     let _ = std::fs::remove_file(&cassette);

@@ -68,7 +68,11 @@ pub async fn fork(
         .map(rein_operation::profile::model_ref)
         .transpose()?;
     // Within the caller's spending caps, as a new operation is.
-    let left = app.config.caps.admit(&*app.store, &user, chrono::Utc::now()).await?;
+    let left = app
+        .config
+        .caps
+        .admit(&*app.store, &user, chrono::Utc::now())
+        .await?;
     let driver = app.runner.driver();
     let fork = driver
         .fork(&ForkOptions {

@@ -24,6 +24,7 @@ pub mod openai;
 pub mod operations;
 pub mod own_mcp;
 pub mod own_providers;
+pub mod replay;
 pub mod response_events;
 pub mod responses;
 pub mod sessions;

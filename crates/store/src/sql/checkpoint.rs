@@ -42,7 +42,10 @@ pub(super) async fn state_at(
         return Ok(Rewound::NotKept);
     }
     if step_index > 0
-        && rows.last().map(|r| r.try_get::<i64, _>("step_index")).transpose()?
+        && rows
+            .last()
+            .map(|r| r.try_get::<i64, _>("step_index"))
+            .transpose()?
             != Some(i64_of(step_index))
     {
         let last: Option<i64> = sqlx::query_scalar(

@@ -11,6 +11,7 @@
 mod a2a_push;
 pub(crate) mod accounts;
 pub(crate) mod briefs;
+mod checkpoint;
 mod commit;
 pub(crate) mod devices;
 mod documents;
@@ -22,7 +23,6 @@ mod interventions;
 pub(crate) mod knowledge;
 mod knowledge_jobs;
 mod leases;
-mod checkpoint;
 mod load;
 mod logins;
 pub(crate) mod memories;

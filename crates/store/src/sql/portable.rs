@@ -61,6 +61,7 @@ pub(crate) const TABLES: &[(&str, &str)] = &[
     ),
     ("files", "owner = $1"),
     ("file_blobs", "owner = $1"),
+    ("model_replays", "owner = $1"),
 ];
 
 /// Columns a database derives from others: never exported, made again where they load.

@@ -11,6 +11,37 @@ use rein_core::usage::Usd;
 use sqlx::Row;
 
 impl Usage for SqlStore {
+    fn record_replays<'a>(
+        &'a self,
+        spent: &'a [ReplaySpend],
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        async move {
+            let now = ts(Utc::now());
+            let mut tx = self.pool.begin().await?;
+            for s in spent {
+                sqlx::query(
+                    "INSERT INTO model_replays (id, owner, operation_id, step, provider, model, input_tokens, output_tokens, cost_nanos, created_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                )
+                .bind(rein_core::OperationId::new().to_string())
+                .bind(s.owner.clone())
+                .bind(s.operation_id.to_string())
+                .bind(i64::try_from(s.step).unwrap_or(i64::MAX))
+                .bind(s.model.provider.to_string())
+                .bind(s.model.model.to_string())
+                .bind(i64::try_from(s.input_tokens).unwrap_or(i64::MAX))
+                .bind(i64::try_from(s.output_tokens).unwrap_or(i64::MAX))
+                .bind(i64::try_from(s.cost.nanos()).unwrap_or(i64::MAX))
+                .bind(now.clone())
+                .execute(&mut *tx)
+                .await?;
+            }
+            tx.commit().await?;
+            Ok(())
+        }
+        .boxed()
+    }
+
     fn usage<'a>(
         &'a self,
         whose: Whose<'a>,
@@ -30,12 +61,16 @@ impl Usage for SqlStore {
                 Whose::Owner(_) => "AND COALESCE(o.owner, '') = COALESCE($2, '')",
                 Whose::Everyone => "",
             };
+            // Replayed calls are summed with the operations (as agent `(replay)`), counting
+            // no operation.
             let mut q = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SELECT {key} AS k, COUNT(*) AS operations, \
+                "SELECT {key} AS k, CAST(SUM(o.counted) AS BIGINT) AS operations, \
                  CAST(SUM(o.input_tokens) AS BIGINT) AS input_tokens, \
                  CAST(SUM(o.output_tokens) AS BIGINT) AS output_tokens, \
                  CAST(SUM(o.cost_nanos) AS BIGINT) AS cost_nanos \
-                 FROM operations o WHERE o.created_at >= $1 {owner} GROUP BY {key} ORDER BY {key}"
+                 FROM (SELECT created_at, agent, provider, model, owner, input_tokens, output_tokens, cost_nanos, 1 AS counted FROM operations \
+                       UNION ALL SELECT created_at, '(replay)', provider, model, owner, input_tokens, output_tokens, cost_nanos, 0 FROM model_replays) o \
+                 WHERE o.created_at >= $1 {owner} GROUP BY {key} ORDER BY {key}"
             )))
             .bind(ts(since));
             if let Whose::Owner(o) = whose {
