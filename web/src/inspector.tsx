@@ -5,7 +5,8 @@
 // model call admitted (estimated tokens per item, the prefix equal to the call before, what
 // each context processor changed) and usage per model and tool; any step after which the
 // operation went on can be forked (another model, other instructions) into a new
-// conversation. A side panel on wide screens, a sheet on a phone.
+// conversation, and any model call replayed against other models, their answers compared
+// side by side. A side panel on wide screens, a sheet on a phone.
 import { useEffect, useState } from "preact/hooks";
 import { Alert } from "./alert";
 import { api, call, type Schemas } from "./api/client";
@@ -209,6 +210,96 @@ function ForkForm(props: { operation: string; step: number; model: string; forke
   );
 }
 
+/** What an answer said, in one line: the tools it asked for, else its text's first line. */
+function said(a: Schemas["ReplayAnswer"]): string {
+  if (a.error) return t("inspector.replay_failed", { error: a.error });
+  if (a.tool_calls.length > 0) return a.tool_calls.map((c) => "→ " + c.name + " " + JSON.stringify(c.arguments)).join("; ");
+  return a.answer.split("\n")[0] ?? "";
+}
+
+function ms(v: number | null | undefined): string {
+  return v === null || v === undefined ? "–" : t("inspector.ms", { ms: formatNumber(v) });
+}
+
+/** The replay of `step`'s model call: the models to ask, then each answer beside the original's. */
+function ReplayForm(props: { operation: string; step: number; model: string; cancel: () => void }) {
+  const [models, setModels] = useState(props.model);
+  const [error, setError] = useState<string | null>(null);
+  const [sending, setSending] = useState(false);
+  const [result, setResult] = useState<Schemas["StepReplay"] | null>(null);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setError(null);
+    setSending(true);
+    try {
+      const list = models
+        .split(",")
+        .map((m) => m.trim())
+        .filter((m) => m !== "");
+      setResult(await call(api.POST("/v1/operations/{id}/replay", { params: { path: { id: props.operation } }, body: { step: props.step, models: list } })));
+    } catch (err) {
+      setError(describe(err));
+    } finally {
+      setSending(false);
+    }
+  };
+  const rows = result ? [result.original, ...result.answers] : [];
+  return (
+    <form class="replay" onSubmit={submit} aria-label={t("inspector.replay_of", { step: props.step })}>
+      <label>
+        {t("inspector.replay_models")}
+        <input name="models" value={models} placeholder="provider/model, provider/model" onInput={(e) => setModels(e.currentTarget.value)} />
+      </label>
+      <Alert error={error} />
+      <div class="row">
+        <button type="submit" disabled={sending}>
+          {t("inspector.replay_of", { step: props.step })}
+        </button>
+        <button type="button" class="small" onClick={props.cancel}>
+          {t("inspector.fork_cancel")}
+        </button>
+      </div>
+      {sending && <p class="muted" role="status">{t("inspector.replaying")}</p>}
+      {result && (
+        <div class="scroll" tabIndex={0} role="region" aria-label={t("inspector.replay_of", { step: props.step })}>
+          <table class="comparison">
+            <thead>
+              <tr>
+                <th scope="col">{t("agents.model")}</th>
+                <th scope="col">{t("inspector.run")}</th>
+                <th scope="col">{t("inspector.tokens_in_out")}</th>
+                <th scope="col">{t("usage.cost")}</th>
+                <th scope="col">{t("inspector.first_token")}</th>
+                <th scope="col">{t("inspector.total_time")}</th>
+                <th scope="col">{t("inspector.finish_reason")}</th>
+                <th scope="col">{t("inspector.same_tools")}</th>
+                <th scope="col">{t("inspector.said")}</th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((a) => (
+                <tr key={a.model + ":" + a.run} data-model={a.model} data-run={a.run}>
+                  <td>{a.model}</td>
+                  <td>{a.run === 0 ? t("inspector.original") : a.run}</td>
+                  <td class="n">
+                    {formatNumber(a.input_tokens)} / {formatNumber(a.output_tokens)}
+                  </td>
+                  <td class="n">{formatUsd(Number(a.cost))}</td>
+                  <td class="n">{ms(a.first_token_ms)}</td>
+                  <td class="n">{ms(a.total_ms)}</td>
+                  <td>{a.finish ?? "–"}</td>
+                  <td>{a.same_tool_calls === null || a.same_tool_calls === undefined ? "" : a.same_tool_calls ? t("inspector.same") : t("inspector.other")}</td>
+                  <td class="said">{said(a)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </form>
+  );
+}
+
 export function Inspector(props: {
   topic: string;
   version: number;
@@ -220,6 +311,7 @@ export function Inspector(props: {
   const [data, setData] = useState<Loaded | null | undefined>(undefined);
   const [error, setError] = useState<string | null>(null);
   const [forking, setForking] = useState<number | null>(null);
+  const [replaying, setReplaying] = useState<number | null>(null);
   useEffect(() => {
     let live = true;
     load(props.topic)
@@ -314,16 +406,33 @@ export function Inspector(props: {
                       <td class="n">{f?.approvals || ""}</td>
                       <td>{f?.end || t(`inspector.after_${s.status}`)}</td>
                       <td>{formatDate(s.created_at)}</td>
-                      <td>
+                      <td class="actions">
                         {forkable && (
                           <button
                             type="button"
-                            class="small"
+                            class="small fork"
                             aria-expanded={forking === s.step_index}
                             aria-label={t("inspector.fork_from", { step: s.step_index })}
-                            onClick={() => setForking(forking === s.step_index ? null : s.step_index)}
+                            onClick={() => {
+                              setReplaying(null);
+                              setForking(forking === s.step_index ? null : s.step_index);
+                            }}
                           >
                             {t("inspector.fork")}
+                          </button>
+                        )}
+                        {s.instructions.length === 1 && s.instructions[0] === "call_llm" && (
+                          <button
+                            type="button"
+                            class="small replay"
+                            aria-expanded={replaying === s.step_index}
+                            aria-label={t("inspector.replay_of", { step: s.step_index })}
+                            onClick={() => {
+                              setForking(null);
+                              setReplaying(replaying === s.step_index ? null : s.step_index);
+                            }}
+                          >
+                            {t("inspector.replay")}
                           </button>
                         )}
                       </td>
@@ -346,6 +455,7 @@ export function Inspector(props: {
               cancel={() => setForking(null)}
             />
           )}
+          {replaying !== null && <ReplayForm key={replaying} operation={o.id} step={replaying} model={model} cancel={() => setReplaying(null)} />}
           <h3>{t("inspector.admitted")}</h3>
           <Context calls={data.calls} />
           <h3>{t("usage.title")}</h3>

@@ -1841,17 +1841,18 @@ async fn the_web_app_creates_a_goal_shows_its_graph_and_retries_a_blocked_work_a
     );
 }
 
-/// Forking from the inspector: "Fork" on a step after which the operation went on, another
-/// model and instructions in its form; the fork's conversation opens and streams the other
-/// model's answer, and its inspector names where it came from.
+/// Replaying and forking from the inspector: "Replay" on a model call compares two other
+/// models' answers with the original's; "Fork" on a step after which the operation went on,
+/// another model and instructions in its form; the fork's conversation opens and streams the
+/// other model's answer, and its inspector names where it came from.
 #[tokio::test]
-async fn the_web_app_forks_an_operation_from_its_timeline() {
+async fn the_web_app_replays_a_call_and_forks_an_operation_from_its_timeline() {
     for size in SIZES {
-        the_web_app_forks_an_operation_from_its_timeline_at(size).await;
+        the_web_app_replays_a_call_and_forks_an_operation_from_its_timeline_at(size).await;
     }
 }
 
-async fn the_web_app_forks_an_operation_from_its_timeline_at(size: &str) {
+async fn the_web_app_replays_a_call_and_forks_an_operation_from_its_timeline_at(size: &str) {
     let Some(Browser {
         chromium,
         playwright,
@@ -1871,11 +1872,23 @@ async fn the_web_app_forks_an_operation_from_its_timeline_at(size: &str) {
                 &json!({"expression": "6*7"}).to_string(),
             )]),
             Canned::openai_text("6 × 7 = 42."),
-            Canned::openai_text("Forty-two."),
         ],
         3,
     )
     .await;
+    // The other models, each its own script (the replay asks them at once): gpt-4o answers
+    // the replay, then the fork.
+    model.route(
+        "model openai/gpt-4o.",
+        vec![
+            Canned::openai_text("About 42.").with_usage(60, 6),
+            Canned::openai_text("Forty-two."),
+        ],
+    );
+    model.route(
+        "model openai/gpt-4.1-nano.",
+        vec![Canned::openai_text("Forty two").with_usage(40, 4)],
+    );
     let (_server, base) = serve_ui(&dir, &model.base).await;
     let (report, out) = run_script_with(
         "app_fork.cjs",
@@ -1915,11 +1928,36 @@ async fn the_web_app_forks_an_operation_from_its_timeline_at(size: &str) {
             .contains("What is 6*7?"),
         "the fork's conversation holds the original's up to the step: {report:#}"
     );
+    // The comparison: the original, then each model's answer with its scripted usage.
+    let compared = report["compared"].as_array().unwrap();
+    let row = |m: &str| {
+        compared
+            .iter()
+            .find(|r| r["model"] == m && r["run"] != 0)
+            .unwrap_or_else(|| panic!("{m}: {report:#}"))["cells"]
+            .clone()
+    };
+    assert_eq!(compared[0]["run"], 0, "{report:#}");
+    assert_eq!(compared[0]["model"], "openai/gpt-4o-mini");
+    assert!(
+        compared[0]["cells"][8]
+            .as_str()
+            .unwrap()
+            .contains("calculator/evaluate")
+    );
+    let four = row("openai/gpt-4o");
+    assert_eq!(four[2], "60 / 6", "{report:#}");
+    assert_eq!(four[7], "other");
+    assert_eq!(four[8], "About 42.");
+    assert_eq!(row("openai/gpt-4.1-nano")[2], "40 / 4");
     let requests = model.requests();
-    assert_eq!(requests.len(), 3, "{report:#}");
-    assert_eq!(requests[2].body["model"], "gpt-4o");
-    assert!(requests[2].system_text().contains("Answer in words."));
-    assert_eq!(requests[2].tool_result("c1"), "42");
+    assert_eq!(requests.len(), 5, "{report:#}");
+    let fork = requests
+        .iter()
+        .find(|r| r.system_text().contains("Answer in words."))
+        .expect("the fork's request");
+    assert_eq!(fork.body["model"], "gpt-4o");
+    assert_eq!(fork.tool_result("c1"), "42");
 }
 
 /// A stream cut while its operation runs: the web app resumes it after the last event it saw
