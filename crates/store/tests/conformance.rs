@@ -289,7 +289,8 @@ async fn checkpoints(store: &SqlStore) {
         ))),
         operation_id: id,
     };
-    let mut edits: Vec<Box<dyn Fn(&mut AgentState)>> = vec![
+    type Edit = Box<dyn Fn(&mut AgentState)>;
+    let mut edits: Vec<Edit> = vec![
         Box::new(|s| s.messages.push(Arc::new(Message::assistant("first")))),
         Box::new(|s| {
             let mut changed = Message::assistant("second");
