@@ -69,6 +69,9 @@ pub enum DriverError {
         /// Why.
         why: String,
     },
+    /// An operation file that cannot be imported; nothing was written.
+    #[error(transparent)]
+    Archive(#[from] rein_store::ArchiveError),
     /// A replay that cannot be made; nothing was sent.
     #[error(transparent)]
     Replay(#[from] crate::driver::ReplayError),

@@ -1,6 +1,8 @@
 //! The driver end to end: a scripted OpenAI-protocol server on loopback, a SQLite file, and
 //! every path an operation can take.
 
+#[path = "driver/archive.rs"]
+mod archive;
 #[path = "driver/budgets.rs"]
 mod budgets;
 use crate::common;

@@ -47,6 +47,7 @@ mod knowledge;
 mod logins;
 mod memories;
 mod migrate;
+mod operation_archive;
 mod own_mcp;
 mod own_providers;
 mod portable;
@@ -90,6 +91,7 @@ pub use memories::{
     text_key,
 };
 pub use migrate::AppliedMigration;
+pub use operation_archive::{ArchiveError, OPERATION_FORMAT, OperationArchive, Renames};
 pub use own_mcp::{OwnMcpServer, OwnMcpServers};
 pub use own_providers::{OwnProvider, OwnProviders, Resealed, SealedFor, SealedKey, StoredKey};
 pub use portable::{ARCHIVE_FORMAT, ArchiveHeader, Imported, Portable, PortableRow};
@@ -133,6 +135,7 @@ pub trait Store:
     + Responses
     + Goals
     + Usage
+    + Portable
     + Send
     + Sync
 {

@@ -33,7 +33,7 @@ pub struct ArchiveHeader {
 pub const ARCHIVE_FORMAT: u32 = 1;
 
 /// One row of one table.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct PortableRow {
     /// The table.
     pub table: String,
@@ -57,6 +57,25 @@ pub trait Portable {
         user_id: &'a str,
         each: &'a mut (dyn FnMut(PortableRow) -> Result<(), StoreError> + Send),
     ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Hand every row of operation `id` to `each`: its conversation (the topic and its own
+    /// messages; not its sub-agents' threads or records) and everything it recorded (setup,
+    /// steps with their checkpoints, events, message order, tool executions, interventions),
+    /// in an order that loads.
+    fn export_operation<'a>(
+        &'a self,
+        id: rein_core::OperationId,
+        each: &'a mut (dyn FnMut(PortableRow) -> Result<(), StoreError> + Send),
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Load one operation's `rows` ([`Portable::export_operation`]) in one transaction, each
+    /// value passed through `value(table, column, value)` first (the caller renames ids and
+    /// the owner); leases are cleared, and a row that is already here refuses it all.
+    fn import_operation<'a>(
+        &'a self,
+        rows: &'a [PortableRow],
+        value: &'a (dyn Fn(&str, &str, &Value) -> Value + Sync),
+    ) -> BoxFuture<'a, Result<Imported, StoreError>>;
 
     /// Load `rows` exported from `from_user` as `into_user`'s, in one transaction: every
     /// mention of the old user id becomes the new one, leases are cleared (a running operation

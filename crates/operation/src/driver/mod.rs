@@ -6,6 +6,7 @@
 //! a process continuing it offers exactly the model, tools and role it started with.
 
 mod a2a;
+mod archive;
 mod async_tool;
 mod children;
 mod choosable;

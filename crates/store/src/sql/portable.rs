@@ -64,6 +64,26 @@ pub(crate) const TABLES: &[(&str, &str)] = &[
     ("model_replays", "owner = $1"),
 ];
 
+/// One operation's rows (`$1`: its id): its conversation (the topic and its own messages, not
+/// its sub-agents' threads) and everything the operation recorded, in the order they load.
+pub(crate) const OPERATION_TABLES: &[(&str, &str)] = &[
+    (
+        "topics",
+        "id = (SELECT topic_id FROM operations WHERE id = $1)",
+    ),
+    (
+        "messages",
+        "thread_id IS NULL AND topic_id = (SELECT topic_id FROM operations WHERE id = $1)",
+    ),
+    ("operations", "id = $1"),
+    ("operation_setup", "operation_id = $1"),
+    ("operation_steps", "operation_id = $1"),
+    ("operation_events", "operation_id = $1"),
+    ("operation_messages", "operation_id = $1"),
+    ("tool_executions", "operation_id = $1"),
+    ("interventions", "operation_id = $1"),
+];
+
 /// Columns a database derives from others: never exported, made again where they load.
 const DERIVED: &[(&str, &str)] = &[
     ("knowledge_chunks", "tsv"),
@@ -205,37 +225,142 @@ fn moved(v: &Value, from: &str, into: &str) -> Value {
     }
 }
 
+impl SqlStore {
+    /// Hand every row `tables`' conditions pick (`$1`: `key`) to `each`, table by table.
+    async fn export_rows(
+        &self,
+        tables: &[(&str, &str)],
+        key: &str,
+        each: &mut (dyn FnMut(PortableRow) -> Result<(), StoreError> + Send),
+    ) -> Result<(), StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        for (table, condition) in tables {
+            // Named columns: a derived one may be of a type the driver cannot read
+            // (PostgreSQL's tsvector).
+            let columns = self.columns_of(&mut conn, table).await?;
+            let names: Vec<&str> = columns.iter().map(|(n, _)| n.as_str()).collect();
+            let mut rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT {} FROM {table} WHERE {condition}",
+                names.join(", ")
+            )))
+            .bind(key)
+            .fetch(&mut *conn);
+            while let Some(r) = rows.try_next().await? {
+                let mut row = Map::new();
+                for (i, c) in r.columns().iter().enumerate() {
+                    row.insert(c.name().to_owned(), value_of(&r, i)?);
+                }
+                each(PortableRow {
+                    table: (*table).to_owned(),
+                    row,
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Insert `rows` (any of `tables`, loaded in that order) in `tx`, each value passed
+    /// through `value` (table, column, value) first; a row that is already here refuses it
+    /// all, naming its table. How many rows of each table.
+    async fn insert_rows(
+        &self,
+        tx: &mut sqlx::AnyConnection,
+        tables: &[(&str, &str)],
+        rows: &[PortableRow],
+        value: &(dyn Fn(&str, &str, &Value) -> Value + Sync),
+    ) -> Result<Imported, StoreError> {
+        let mut imported = Imported::default();
+        if let Some(t) = rows
+            .iter()
+            .find(|r| !tables.iter().any(|(n, _)| *n == r.table))
+        {
+            return Err(StoreError::InvalidArchive(format!(
+                "the archive has rows of `{}`, which rein does not import",
+                t.table
+            )));
+        }
+        for (table, _) in tables {
+            let mine: Vec<&PortableRow> = rows.iter().filter(|r| r.table == *table).collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let here = self.columns_of(&mut *tx, table).await?;
+            for r in &mine {
+                let mut names = Vec::new();
+                let mut values = Vec::new();
+                for (name, kind) in &here {
+                    let Some(v) = r.row.get(name) else { continue };
+                    let v = if CLEARED.contains(&(table, name.as_str())) {
+                        Value::Null
+                    } else {
+                        value(table, name, v)
+                    };
+                    names.push(name.as_str());
+                    values.push((*kind, v));
+                }
+                if let Some(unknown) = r.row.keys().find(|k| !here.iter().any(|(n, _)| n == *k)) {
+                    return Err(StoreError::InvalidArchive(format!(
+                        "the archive's {table} rows have a column `{unknown}` this database does not: it comes from a newer rein"
+                    )));
+                }
+                let marks: Vec<String> = (1..=names.len()).map(|i| format!("${i}")).collect();
+                let sql = format!(
+                    "INSERT INTO {table} ({}) VALUES ({})",
+                    names.join(", "),
+                    marks.join(", ")
+                );
+                let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+                for (kind, v) in values {
+                    q = bind(q, kind, v, table)?;
+                }
+                q.execute(&mut *tx).await.map_err(|e| match &e {
+                    sqlx::Error::Database(d) if d.is_unique_violation() => StoreError::Conflict(
+                        format!("a {table} row of the archive (it was imported before?)"),
+                    ),
+                    _ => StoreError::from(e),
+                })?;
+            }
+            imported
+                .tables
+                .push(((*table).to_owned(), mine.len() as u64));
+        }
+        Ok(imported)
+    }
+}
+
 impl Portable for SqlStore {
     fn export_user<'a>(
         &'a self,
         user_id: &'a str,
         each: &'a mut (dyn FnMut(PortableRow) -> Result<(), StoreError> + Send),
     ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.export_rows(TABLES, user_id, each).boxed()
+    }
+
+    fn export_operation<'a>(
+        &'a self,
+        id: rein_core::OperationId,
+        each: &'a mut (dyn FnMut(PortableRow) -> Result<(), StoreError> + Send),
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
         async move {
-            let mut conn = self.pool.acquire().await?;
-            for (table, condition) in TABLES {
-                // Named columns: a derived one may be of a type the driver cannot read
-                // (PostgreSQL's tsvector).
-                let columns = self.columns_of(&mut conn, table).await?;
-                let names: Vec<&str> = columns.iter().map(|(n, _)| n.as_str()).collect();
-                let mut rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "SELECT {} FROM {table} WHERE {condition}",
-                    names.join(", ")
-                )))
-                .bind(user_id)
-                .fetch(&mut *conn);
-                while let Some(r) = rows.try_next().await? {
-                    let mut row = Map::new();
-                    for (i, c) in r.columns().iter().enumerate() {
-                        row.insert(c.name().to_owned(), value_of(&r, i)?);
-                    }
-                    each(PortableRow {
-                        table: (*table).to_owned(),
-                        row,
-                    })?;
-                }
-            }
-            Ok(())
+            let key = id.to_string();
+            self.export_rows(OPERATION_TABLES, &key, each).await
+        }
+        .boxed()
+    }
+
+    fn import_operation<'a>(
+        &'a self,
+        rows: &'a [PortableRow],
+        value: &'a (dyn Fn(&str, &str, &Value) -> Value + Sync),
+    ) -> BoxFuture<'a, Result<Imported, StoreError>> {
+        async move {
+            let mut tx = self.begin_write().await?;
+            let imported = self
+                .insert_rows(&mut tx, OPERATION_TABLES, rows, value)
+                .await?;
+            tx.commit().await?;
+            Ok(imported)
         }
         .boxed()
     }
@@ -248,56 +373,11 @@ impl Portable for SqlStore {
     ) -> BoxFuture<'a, Result<Imported, StoreError>> {
         async move {
             let mut tx = self.begin_write().await?;
-            let mut imported = Imported::default();
-            for (table, _) in TABLES {
-                let mine: Vec<&PortableRow> = rows.iter().filter(|r| r.table == *table).collect();
-                if mine.is_empty() {
-                    continue;
-                }
-                let here = self.columns_of(&mut tx, table).await?;
-                for r in &mine {
-                    let mut names = Vec::new();
-                    let mut values = Vec::new();
-                    for (name, kind) in &here {
-                        let Some(v) = r.row.get(name) else { continue };
-                        let v = if CLEARED.contains(&(table, name.as_str())) {
-                            Value::Null
-                        } else {
-                            moved(v, from_user, into_user)
-                        };
-                        names.push(name.as_str());
-                        values.push((*kind, v));
-                    }
-                    if let Some(unknown) = r.row.keys().find(|k| !here.iter().any(|(n, _)| n == *k)) {
-                        return Err(StoreError::InvalidArchive(format!(
-                            "the archive's {table} rows have a column `{unknown}` this database does not: it comes from a newer rein"
-                        )));
-                    }
-                    let marks: Vec<String> = (1..=names.len()).map(|i| format!("${i}")).collect();
-                    let sql = format!(
-                        "INSERT INTO {table} ({}) VALUES ({})",
-                        names.join(", "),
-                        marks.join(", ")
-                    );
-                    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-                    for (kind, v) in values {
-                        q = bind(q, kind, v, table)?;
-                    }
-                    q.execute(&mut *tx).await.map_err(|e| match &e {
-                        sqlx::Error::Database(d) if d.is_unique_violation() => StoreError::Conflict(
-                            format!("a {table} row of the archive (it was imported before?)"),
-                        ),
-                        _ => StoreError::from(e),
-                    })?;
-                }
-                imported.tables.push(((*table).to_owned(), mine.len() as u64));
-            }
-            if let Some(t) = rows.iter().find(|r| !TABLES.iter().any(|(n, _)| *n == r.table)) {
-                return Err(StoreError::InvalidArchive(format!(
-                    "the archive has rows of `{}`, which rein does not import",
-                    t.table
-                )));
-            }
+            let imported = self
+                .insert_rows(&mut tx, TABLES, rows, &|_, _, v| {
+                    moved(v, from_user, into_user)
+                })
+                .await?;
             self.index_imported_chunks(&mut tx, into_user).await?;
             tx.commit().await?;
             Ok(imported)
