@@ -18,6 +18,8 @@ use tokio::process::Command;
 
 #[path = "cli/allow_list.rs"]
 mod allow_list;
+#[path = "cli/archive.rs"]
+mod archive;
 #[path = "cli/budgets.rs"]
 mod budgets;
 #[path = "cli/fork.rs"]
@@ -109,10 +111,13 @@ impl Env {
     /// Where `rein ARGS` goes: `--db` this test's database, or in the parity run `--server`
     /// its server when the command can go there (none when `args` name a database).
     fn target(&self, args: &[&str]) -> Vec<String> {
+        // The command is the first word that is not a flag (`op export` is an `op` command,
+        // which a server answers; `export` alone is not).
+        let command = args.iter().find(|a| !a.starts_with('-'));
         let here = args
             .iter()
             .any(|a| ["--db", "--replay", "--record", "--mcp"].contains(a))
-            || args.iter().any(|a| HERE_ONLY.contains(a));
+            || command.is_some_and(|c| HERE_ONLY.contains(c));
         match &self.served {
             Some(s) if !here => vec!["--server".into(), s.base.clone()],
             _ if !args.contains(&"--db") => vec!["--db".into(), self.db()],

@@ -160,6 +160,8 @@ impl From<rein_store::StoreError> for ApiError {
             E::Conflict(what) => ApiError::conflict(format!("{what} already exists")),
             E::NotFound(what) => ApiError::not_found(format!("no {what}")),
             E::InUse(what) => ApiError::conflict(what),
+            // A file that is not one this rein loads: the request's content, not the server.
+            e @ E::InvalidArchive(_) => ApiError::unprocessable(e.to_string()),
             ref e @ E::TopicBusy {
                 ref operation,
                 ref status,
@@ -278,6 +280,8 @@ impl From<rein_operation::DriverError> for ApiError {
                 ApiErrorCode::McpUnavailable,
                 e.to_string(),
             ),
+            // Well-formed JSON that is not an operation file this rein reads.
+            e @ E::Archive(_) => ApiError::unprocessable(e.to_string()),
             E::Replay(r) => {
                 use rein_operation::ReplayError as R;
                 match r {

@@ -175,6 +175,7 @@ pub fn api() -> api::Api {
     operations::api()
         .merge(routes::fork::api())
         .merge(routes::replay::api())
+        .merge(routes::archive::api())
         .merge(agents::api())
         .merge(groups::api())
         .merge(topics::api())

@@ -222,6 +222,28 @@ fn is_uuid(s: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// The format's JSON Schema as documented (`REIN_UPDATE_DOCS=1 cargo test -p rein-store
+    /// --lib operation_format` writes it again).
+    #[test]
+    fn operation_format_schema_is_documented() {
+        let schema = schemars::schema_for!(OperationArchive);
+        let mut rendered = serde_json::to_string_pretty(&schema).unwrap_or_default();
+        rendered.push('\n');
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../docs/formats/operation.schema.json");
+        if std::env::var_os("REIN_UPDATE_DOCS").is_some() {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &rendered).unwrap();
+            return;
+        }
+        let kept = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            kept == rendered,
+            "docs/formats/operation.schema.json differs from OperationArchive; write it again \
+             with REIN_UPDATE_DOCS=1 cargo test -p rein-store --lib operation_format"
+        );
+    }
+
     #[test]
     fn ids_are_renamed_in_columns_and_inside_the_json_they_hold() {
         let op = OperationId::new().to_string();

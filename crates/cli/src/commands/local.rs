@@ -290,6 +290,20 @@ impl Backend for Local {
         Ok(self.driver().await?.cancel(id).await?)
     }
 
+    async fn export_operation(
+        &self,
+        id: OperationId,
+    ) -> anyhow::Result<rein_store::OperationArchive> {
+        Ok(self.driver().await?.export_operation(id).await?)
+    }
+
+    async fn import_operation(
+        &self,
+        archive: &rein_store::OperationArchive,
+    ) -> anyhow::Result<(OperationId, String)> {
+        Ok(self.driver().await?.import_operation(archive, None).await?)
+    }
+
     async fn replay(
         &self,
         id: OperationId,

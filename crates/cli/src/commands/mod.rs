@@ -168,6 +168,18 @@ pub trait Backend:
         request: &rein_server::routes::replay::ReplayChain,
     ) -> anyhow::Result<rein_operation::ChainReplay>;
 
+    /// Operation `id` as a portable file.
+    async fn export_operation(
+        &self,
+        id: OperationId,
+    ) -> anyhow::Result<rein_store::OperationArchive>;
+
+    /// Load `archive` as yours under new ids: its id and conversation here.
+    async fn import_operation(
+        &self,
+        archive: &rein_store::OperationArchive,
+    ) -> anyhow::Result<(OperationId, String)>;
+
     /// Fork `id` as `request` says and run the fork to where it stops: its id and end.
     async fn fork(
         &self,

@@ -1,4 +1,5 @@
-//! `rein op list|show|events|resume|cancel|replay|fork`: inspect, compare and steer operations.
+//! `rein op list|show|events|resume|cancel|replay|fork|export|import`: inspect, compare, steer
+//! and carry operations.
 
 use super::Backend;
 use super::decide::finish;
@@ -44,6 +45,19 @@ pub enum OpCommand {
     Resume { id: String },
     /// Cancel an operation.
     Cancel { id: String },
+    /// Write an operation as a portable file (JSON, to stdout): its conversation and
+    /// everything it recorded (docs/formats/operation.schema.json).
+    Export {
+        /// The operation.
+        id: String,
+    },
+    /// Load an exported operation as yours, under new ids, where it shows, replays and forks
+    /// as where it ran; refused, naming it, when this machine lacks its model's provider or
+    /// its tools.
+    Import {
+        /// The file (`-`: stdin).
+        file: std::path::PathBuf,
+    },
     /// Send one step's model call again, rebuilt from the state before it, to the models you
     /// name (its own model gets the request it sent), all at once, and compare: answer, tool
     /// calls, tokens, cost, latency, why each stopped, whether it asked for the original's
@@ -151,6 +165,29 @@ pub async fn run(on: &impl Backend, command: OpCommand, json: bool) -> anyhow::R
             let end = on.resume(id).await?;
             let end = crate::prompt::ask(on, id, end).await?;
             return finish(on, id, &end).await;
+        }
+        OpCommand::Export { id } => {
+            let archive = on.export_operation(parse_id(&id)?).await?;
+            println!("{}", serde_json::to_string(&archive)?);
+        }
+        OpCommand::Import { file } => {
+            let text = if file.as_os_str() == "-" {
+                std::io::read_to_string(std::io::stdin())?
+            } else {
+                std::fs::read_to_string(&file)
+                    .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?
+            };
+            let archive: rein_store::OperationArchive = serde_json::from_str(&text)
+                .map_err(|e| anyhow::anyhow!("{} is not an operation file: {e}", file.display()))?;
+            let (id, topic) = on.import_operation(&archive).await?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"operation_id": id, "topic_id": topic})
+                );
+            } else {
+                println!("imported as operation {id} (conversation {topic})");
+            }
         }
         OpCommand::Replay {
             id,

@@ -579,6 +579,27 @@ impl Backend for Remote {
         .await
     }
 
+    async fn export_operation(
+        &self,
+        id: OperationId,
+    ) -> anyhow::Result<rein_store::OperationArchive> {
+        let path = format!("/v1/operations/{id}/export");
+        self.call(Method::GET, &path, None::<&()>).await
+    }
+
+    async fn import_operation(
+        &self,
+        archive: &rein_store::OperationArchive,
+    ) -> anyhow::Result<(OperationId, String)> {
+        let imported: rein_server::routes::archive::ImportedOperation = self
+            .call(Method::POST, "/v1/operations/import", Some(archive))
+            .await?;
+        Ok((
+            super::operation_id(&imported.operation_id)?,
+            imported.topic_id,
+        ))
+    }
+
     async fn replay(
         &self,
         id: OperationId,

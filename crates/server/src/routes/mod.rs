@@ -2,6 +2,7 @@
 
 pub mod agents;
 pub mod agui;
+pub mod archive;
 pub mod beats;
 pub mod briefs;
 pub mod content_parts;

@@ -317,6 +317,12 @@ impl SqlStore {
                     sqlx::Error::Database(d) if d.is_unique_violation() => StoreError::Conflict(
                         format!("a {table} row of the archive (it was imported before?)"),
                     ),
+                    // A row the schema refuses (a column missing, a check failed): the file's
+                    // doing, named as such.
+                    sqlx::Error::Database(d) => StoreError::InvalidArchive(format!(
+                        "a {table} row of the archive cannot be loaded: {}",
+                        d.message()
+                    )),
                     _ => StoreError::from(e),
                 })?;
             }
