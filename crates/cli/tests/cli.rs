@@ -4050,6 +4050,30 @@ async fn an_agent_lists_its_versions_and_rolls_back_to_one() {
     let (code, _, err) = e.rein(&["agent", "rollback", "helper", "--to", "9"]).await;
     assert_eq!(code, 1);
     assert!(err.contains("agent `helper` has no version 9"), "{err}");
+    // `history` is the same list; `show --version` one version's settings.
+    let (code, out, err) = e.rein(&["agent", "history", "helper"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.lines().count(), 3, "{out}");
+    let (code, out, err) = e
+        .rein(&["--json", "agent", "show", "helper", "--version", "2"])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let shown: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(
+        (
+            shown["version"].as_u64(),
+            shown["config"]["max_steps"].as_u64()
+        ),
+        (Some(2), Some(9)),
+        "{shown}"
+    );
+    assert_eq!(shown["config"]["system_role"], "Be brief.");
+    let (code, _, err) = e.rein(&["agent", "show", "helper", "--version", "7"]).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("agent helper has no version 7; kept: 3, 2, 1"),
+        "{err}"
+    );
     let (code, _, err) = e.rein(&["agent", "versions", "ghost"]).await;
     assert_eq!(code, 1);
     assert!(err.contains("no agent `ghost`"), "{err}");

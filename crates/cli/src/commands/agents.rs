@@ -1,6 +1,6 @@
-//! `rein agent create|list|show|edit|delete|versions|rollback`: your agents (model, system
-//! role, tools, approval mode, limits), each with a version counted up on every edit, every
-//! version kept and any of them taken again as the next one.
+//! `rein agent create|list|show|edit|delete|versions (history)|rollback`: your agents (model,
+//! system role, tools, approval mode, limits), each with a version counted up on every edit,
+//! every version kept, shown (`show --version`) and any of them taken again as the next one.
 
 use super::Backend;
 use crate::agent_profile::{AgentFlags, print};
@@ -18,10 +18,13 @@ pub enum AgentCommand {
     },
     /// List agents.
     List,
-    /// Show an agent.
+    /// Show an agent (its current settings, or those of an earlier version).
     Show {
         /// Name.
         name: String,
+        /// This version's settings (from `rein agent history`).
+        #[arg(long, value_name = "VERSION", value_parser = clap::value_parser!(u64).range(1..))]
+        version: Option<u64>,
     },
     /// Change the given settings of an agent.
     Edit {
@@ -36,6 +39,7 @@ pub enum AgentCommand {
         name: String,
     },
     /// An agent's versions, newest first, each with the settings it changed.
+    #[command(visible_alias = "history")]
     Versions {
         /// Name.
         name: String,
@@ -85,9 +89,30 @@ pub async fn run(on: &impl Backend, command: AgentCommand, json: bool) -> anyhow
                 }
             }
         }
-        AgentCommand::Show { name } => {
+        AgentCommand::Show {
+            name,
+            version: None,
+        } => {
             let a = on.agent(&name).await?;
             print(&a.name, &a.config, a.version, json)?;
+        }
+        AgentCommand::Show {
+            name,
+            version: Some(version),
+        } => {
+            let versions = on.agent_versions(&name).await?;
+            let Some(v) = versions.iter().find(|v| v.version == version) else {
+                let kept: Vec<String> = versions.iter().map(|v| v.version.to_string()).collect();
+                anyhow::bail!(
+                    "agent {name} has no version {version}; kept: {}",
+                    if kept.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        kept.join(", ")
+                    }
+                );
+            };
+            print(&name, &v.config, v.version, json)?;
         }
         AgentCommand::Edit { name, flags } => {
             let current = on.agent(&name).await?;
