@@ -16,6 +16,8 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
+#[path = "cli/agent_archive.rs"]
+mod agent_archive;
 #[path = "cli/allow_list.rs"]
 mod allow_list;
 #[path = "cli/archive.rs"]

@@ -19,6 +19,8 @@ mod a2a_client;
 mod a2a_server;
 #[path = "serve/acp.rs"]
 mod acp;
+#[path = "serve/agent_archive.rs"]
+mod agent_archive;
 #[path = "serve/fork.rs"]
 mod fork;
 #[path = "serve/front_ends.rs"]

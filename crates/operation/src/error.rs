@@ -69,6 +69,9 @@ pub enum DriverError {
         /// Why.
         why: String,
     },
+    /// An agent file that cannot be imported here; nothing was written.
+    #[error(transparent)]
+    AgentImport(#[from] crate::driver::AgentImportError),
     /// An operation file that cannot be imported; nothing was written.
     #[error(transparent)]
     Archive(#[from] rein_store::ArchiveError),

@@ -72,9 +72,10 @@ pub mod workdirs;
 
 pub use agents::{AgentDirectory, StoredAgents};
 pub use driver::{
-    Begun, BranchError, CalledTool, ChainReplay, ChoosableTools, CommitHook, Decision, Driver,
-    Fork, ForkChanges, ForkError, ForkOptions, MOVED_ON, ReplayAnswer, ReplayError, ReplayOptions,
-    RunEnd, StartOptions, StepReplay, SystemModelError, TITLE_INSTRUCTIONS, Turn,
+    AGENT_FORMAT, AgentArchive, AgentImportError, AgentMemory, Begun, BranchError, CalledTool,
+    ChainReplay, ChoosableTools, CommitHook, Decision, Driver, Fork, ForkChanges, ForkError,
+    ForkOptions, KnowledgeManifest, MOVED_ON, ReplayAnswer, ReplayError, ReplayOptions, RunEnd,
+    SkillManifest, StartOptions, StepReplay, SystemModelError, TITLE_INSTRUCTIONS, Turn,
     derived_message_id,
 };
 pub use embedder::ProviderEmbedder;

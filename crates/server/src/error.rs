@@ -282,6 +282,15 @@ impl From<rein_operation::DriverError> for ApiError {
             ),
             // Well-formed JSON that is not an operation file this rein reads.
             e @ E::Archive(_) => ApiError::unprocessable(e.to_string()),
+            E::AgentImport(a) => {
+                use rein_operation::AgentImportError as A;
+                match a {
+                    A::Settings(p) => p.into(),
+                    e @ (A::Format(_) | A::MissingTools(_)) => {
+                        ApiError::unprocessable(e.to_string())
+                    }
+                }
+            }
             E::Replay(r) => {
                 use rein_operation::ReplayError as R;
                 match r {

@@ -153,6 +153,15 @@ pub trait Memories: Send + Sync {
         private_to: Option<&'a str>,
         proposals: &'a [NewMemory],
     ) -> BoxFuture<'a, Result<Applied, StoreError>>;
+    /// Write `memories` as `owner`'s, private to the agent `private_to` (an imported agent's:
+    /// `rein agent import`), as extraction writes them (a forgotten text stays forgotten, a
+    /// text the pool holds is not written twice, one about the same subject becomes history).
+    fn import_memories<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        private_to: &'a str,
+        memories: &'a [NewMemory],
+    ) -> BoxFuture<'a, Result<Applied, StoreError>>;
     /// Record a failed extraction: retried at `retry_at`, or given up (`None`).
     fn extraction_failed<'a>(
         &'a self,

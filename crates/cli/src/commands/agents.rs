@@ -1,6 +1,7 @@
-//! `rein agent create|list|show|edit|delete|versions (history)|rollback`: your agents (model,
-//! system role, tools, approval mode, limits), each with a version counted up on every edit,
-//! every version kept, shown (`show --version`) and any of them taken again as the next one.
+//! `rein agent create|list|show|edit|delete|versions (history)|rollback|export|import`: your
+//! agents (model, system role, tools, approval mode, limits), each with a version counted up on
+//! every edit, every version kept, shown (`show --version`) and any of them taken again as the
+//! next one; an agent carried to another machine as a file, with its memories.
 
 use super::Backend;
 use crate::agent_profile::{AgentFlags, print};
@@ -43,6 +44,21 @@ pub enum AgentCommand {
     Versions {
         /// Name.
         name: String,
+    },
+    /// Write an agent as a portable file (JSON, to stdout): its settings, the skills and
+    /// knowledge bases it names, its own memories (docs/formats/agent.schema.json).
+    Export {
+        /// Name.
+        name: String,
+    },
+    /// Create an agent from an exported file, with its memories; refused, naming it, when
+    /// this machine (or server) cannot give it its model, tools, skills or knowledge bases.
+    Import {
+        /// The file (`-`: stdin).
+        file: std::path::PathBuf,
+        /// Create it under this name instead of the file's.
+        #[arg(long)]
+        name: Option<String>,
     },
     /// Give an agent an earlier version's settings again (written as its next version:
     /// nothing is lost).
@@ -149,6 +165,29 @@ pub async fn run(on: &impl Backend, command: AgentCommand, json: bool) -> anyhow
                     );
                 }
             }
+        }
+        AgentCommand::Export { name } => {
+            println!("{}", serde_json::to_string(&on.export_agent(&name).await?)?);
+        }
+        AgentCommand::Import { file, name } => {
+            let text = if file.as_os_str() == "-" {
+                std::io::read_to_string(std::io::stdin())?
+            } else {
+                std::fs::read_to_string(&file)
+                    .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?
+            };
+            let mut archive: rein_operation::AgentArchive = serde_json::from_str(&text)
+                .map_err(|e| anyhow::anyhow!("{} is not an agent file: {e}", file.display()))?;
+            if let Some(name) = name {
+                archive.name = name;
+            }
+            let a = on.import_agent(&archive).await?;
+            eprintln!(
+                "imported agent {} with {} of its memories",
+                a.name,
+                archive.memories.len()
+            );
+            print(&a.name, &a.config, a.version, json)?;
         }
         AgentCommand::Rollback { name, to } => {
             let a = on.rollback_agent(&name, to).await?;

@@ -465,6 +465,28 @@ impl Backend for Local {
         shown(record)
     }
 
+    async fn export_agent(&self, name: &str) -> anyhow::Result<rein_operation::AgentArchive> {
+        let a = self.agent(name).await?;
+        // This machine's memories and knowledge bases belong to no user id.
+        Ok(self
+            .driver()
+            .await?
+            .export_agent(None, &a.name, a.version, a.config)
+            .await?)
+    }
+
+    async fn import_agent(&self, archive: &rein_operation::AgentArchive) -> anyhow::Result<Agent> {
+        let driver = self.driver().await?;
+        driver.check_agent_import(archive, None).await?;
+        let agent = self
+            .create_agent(&archive.name, archive.config.clone())
+            .await?;
+        driver
+            .import_agent_memories(archive, None, &agent.name)
+            .await?;
+        Ok(agent)
+    }
+
     async fn update_agent(&self, name: &str, config: AgentProfile) -> anyhow::Result<Agent> {
         let mut record = self.record(name).await?;
         let before = serde_json::from_value::<AgentProfile>(record.config.clone()).ok();

@@ -223,6 +223,13 @@ pub trait Backend:
     /// Create an agent (refused when the name is taken).
     async fn create_agent(&self, name: &str, config: AgentProfile) -> anyhow::Result<Agent>;
 
+    /// Agent `name` as a portable file.
+    async fn export_agent(&self, name: &str) -> anyhow::Result<rein_operation::AgentArchive>;
+
+    /// Create the agent `archive` holds, with its memories (refused, naming it, when this host
+    /// cannot give it its model, tools, skills or knowledge bases).
+    async fn import_agent(&self, archive: &rein_operation::AgentArchive) -> anyhow::Result<Agent>;
+
     /// Replace an agent's configuration (its version counts up).
     async fn update_agent(&self, name: &str, config: AgentProfile) -> anyhow::Result<Agent>;
 

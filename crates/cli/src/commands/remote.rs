@@ -738,6 +738,16 @@ impl Backend for Remote {
         .await
     }
 
+    async fn export_agent(&self, name: &str) -> anyhow::Result<rein_operation::AgentArchive> {
+        let path = format!("/v1/agents/{name}/export");
+        self.call(Method::GET, &path, None::<&()>).await
+    }
+
+    async fn import_agent(&self, archive: &rein_operation::AgentArchive) -> anyhow::Result<Agent> {
+        self.call(Method::POST, "/v1/agents/import", Some(archive))
+            .await
+    }
+
     async fn create_agent(&self, name: &str, config: AgentProfile) -> anyhow::Result<Agent> {
         self.call(
             Method::POST,

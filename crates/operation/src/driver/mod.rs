@@ -6,6 +6,7 @@
 //! a process continuing it offers exactly the model, tools and role it started with.
 
 mod a2a;
+mod agent_archive;
 mod archive;
 mod async_tool;
 mod children;
@@ -27,6 +28,9 @@ mod system_model;
 mod title;
 mod turn;
 
+pub use agent_archive::{
+    AGENT_FORMAT, AgentArchive, AgentImportError, AgentMemory, KnowledgeManifest, SkillManifest,
+};
 pub use choosable::ChoosableTools;
 pub use fork::{Fork, ForkChanges, ForkError, ForkOptions};
 pub use queue::MOVED_ON;

@@ -160,7 +160,10 @@ impl Driver {
 
     /// Where the models of an operation come from: its owner's own providers over this
     /// process's, when this process serves them; else this process's.
-    async fn models_of(&self, spec: &OperationSpec) -> Result<Arc<dyn ModelSource>, DriverError> {
+    pub(super) async fn models_of(
+        &self,
+        spec: &OperationSpec,
+    ) -> Result<Arc<dyn ModelSource>, DriverError> {
         Ok(crate::own_models::models_for(
             self.own_keys.as_ref(),
             &*self.store,

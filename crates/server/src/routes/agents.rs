@@ -83,30 +83,72 @@ pub async fn create(
     Caller(user): Caller,
     Body(new): Body<NewAgent>,
 ) -> Result<Reply<201, Agent>, ApiError> {
-    check_name(&new.name)?;
-    let config = new.config.checked()?;
-    if app.store.get_agent(&user.id, &new.name).await?.is_some() {
-        return Err(ApiError::conflict(format!(
-            "agent `{}` already exists",
-            new.name
-        )));
+    Ok(Reply(
+        create_agent(&app, &user.id, new.name, new.config).await?,
+    ))
+}
+
+/// Create `owner`'s agent `name` with `config` (checked; 409 when the name is taken); what
+/// `POST /v1/agents` and an agent file's import do.
+pub(crate) async fn create_agent(
+    app: &AppState,
+    owner: &str,
+    name: String,
+    config: AgentProfile,
+) -> Result<Agent, ApiError> {
+    check_name(&name)?;
+    let config = config.checked()?;
+    if app.store.get_agent(owner, &name).await?.is_some() {
+        return Err(ApiError::conflict(format!("agent `{name}` already exists")));
     }
     // A remote agent's card is read only for a name that is free.
     let config =
-        rein_operation::a2a::card::registered(&new.name, config, None, app.config.private_hooks)
+        rein_operation::a2a::card::registered(&name, config, None, app.config.private_hooks)
             .await?
             .checked()?;
     let now = Utc::now();
     let mut record = AgentRecord {
-        owner: user.id,
-        name: new.name,
+        owner: owner.to_owned(),
+        name,
         config: to_value(&config)?,
         created_at: now,
         updated_at: now,
         version: 0,
     };
     record.version = app.store.put_agent(&record).await?;
-    Ok(Reply(shown(record)?))
+    shown(record)
+}
+
+/// `GET /v1/agents/{name}/export`: the agent as a portable file.
+pub async fn export(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    AgentPath(name): AgentPath,
+) -> Result<Json<rein_operation::AgentArchive>, ApiError> {
+    let agent = shown(agent_of(&app.store, &user.id, &name).await?)?;
+    Ok(Json(
+        app.runner
+            .driver()
+            .export_agent(Some(&user.id), &agent.name, agent.version, agent.config)
+            .await?,
+    ))
+}
+
+/// `POST /v1/agents/import`: an exported agent as yours (under its name: 409 when you have
+/// one), with its memories; refused, naming it, when this server cannot give it its model,
+/// tools, skills or knowledge bases.
+pub async fn import(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    Body(archive): Body<rein_operation::AgentArchive>,
+) -> Result<Reply<201, Agent>, ApiError> {
+    let driver = app.runner.driver();
+    driver.check_agent_import(&archive, Some(&user.id)).await?;
+    let agent = create_agent(&app, &user.id, archive.name.clone(), archive.config.clone()).await?;
+    driver
+        .import_agent_memories(&archive, Some(&user.id), &agent.name)
+        .await?;
+    Ok(Reply(agent))
 }
 
 /// `GET /v1/agents/{name}`.
@@ -271,6 +313,18 @@ pub fn api() -> Api {
     Api::new()
         .route(Method::Get, "/v1/agents", "Your agents", list)
         .route(Method::Post, "/v1/agents", "Create an agent", create)
+        .route(
+            Method::Post,
+            "/v1/agents/import",
+            "Create an agent from an exported file, with its memories (refused, naming it, when this server cannot give it what it names)",
+            import,
+        )
+        .route(
+            Method::Get,
+            "/v1/agents/{name}/export",
+            "The agent as a portable file: its settings, the skills and knowledge bases it names, its memories",
+            export,
+        )
         .route(Method::Get, "/v1/agents/{name}", "One agent", show)
         .route(
             Method::Put,

@@ -98,6 +98,31 @@ impl Memories for SqlStore {
         .boxed()
     }
 
+    fn import_memories<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        private_to: &'a str,
+        memories: &'a [NewMemory],
+    ) -> BoxFuture<'a, Result<Applied, StoreError>> {
+        async move {
+            let now = ts(Utc::now());
+            let mut tx = self.begin_write().await?;
+            let applied = write_memories(
+                &mut tx,
+                owner,
+                Some(private_to),
+                None,
+                Some(private_to),
+                memories,
+                &now,
+            )
+            .await?;
+            tx.commit().await?;
+            Ok(applied)
+        }
+        .boxed()
+    }
+
     fn apply_memories<'a>(
         &'a self,
         task: &'a ExtractionTask,
@@ -105,86 +130,18 @@ impl Memories for SqlStore {
         proposals: &'a [NewMemory],
     ) -> BoxFuture<'a, Result<Applied, StoreError>> {
         async move {
-            let owner = task.owner.as_deref().unwrap_or_default();
-            let pool = private_to.unwrap_or_default();
             let now = ts(Utc::now());
-            let mut applied = Applied::default();
             let mut tx = self.begin_write().await?;
-            for p in proposals {
-                let key = text_key(&p.text);
-                let same: Vec<(String, i64, Option<String>, Option<String>)> = sqlx::query_as(
-                    "SELECT id, forgotten, superseded_by, private_to FROM memories \
-                     WHERE COALESCE(owner, '') = $1 AND text_key = $2",
-                )
-                .bind(owner)
-                .bind(&key)
-                .fetch_all(&mut *tx)
-                .await?;
-                // Forgotten anywhere is forgotten everywhere.
-                if same.iter().any(|(_, f, ..)| *f != 0) {
-                    applied.forgotten += 1;
-                    continue;
-                }
-                if let Some((id, ..)) = same.iter().find(|(_, _, by, to)| {
-                    by.is_none() && to.as_deref().unwrap_or_default() == pool
-                }) {
-                    sqlx::query("UPDATE memories SET updated_at = $1 WHERE id = $2")
-                        .bind(&now)
-                        .bind(id)
-                        .execute(&mut *tx)
-                        .await?;
-                    applied.merged += 1;
-                    continue;
-                }
-                let id = format!("mem_{}", uuid::Uuid::now_v7().simple());
-                let subject = subject_key(&p.subject);
-                let embedding = p
-                    .embedding
-                    .as_ref()
-                    .map(|e| to_json(e, "memory embedding"))
-                    .transpose()?;
-                sqlx::query(
-                    "INSERT INTO memories (id, owner, agent, category, subject, text, text_key, \
-                     source_operation, source_message, embedding, created_at, updated_at, \
-                     superseded_by, forgotten, private_to) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, NULL, 0, $12)",
-                )
-                .bind(&id)
-                .bind(task.owner.as_deref())
-                .bind(task.agent.as_deref())
-                .bind(crate::sql::enum_str(&p.category))
-                .bind(&subject)
-                .bind(p.text.trim())
-                .bind(&key)
-                .bind(&task.operation_id)
-                .bind(p.source_message.as_deref())
-                .bind(embedding)
-                .bind(&now)
-                .bind(private_to)
-                .execute(&mut *tx)
-                .await?;
-                // A current memory of the pool about the same subject is contradicted: it
-                // becomes history.
-                let replaced = sqlx::query(
-                    "UPDATE memories SET superseded_by = $1, updated_at = $2 \
-                     WHERE COALESCE(owner, '') = $3 AND subject = $4 AND id <> $1 \
-                     AND COALESCE(private_to, '') = $5 \
-                     AND superseded_by IS NULL AND forgotten = 0",
-                )
-                .bind(&id)
-                .bind(&now)
-                .bind(owner)
-                .bind(&subject)
-                .bind(pool)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-                if replaced > 0 {
-                    applied.replaced += replaced;
-                } else {
-                    applied.added += 1;
-                }
-            }
+            let applied = write_memories(
+                &mut tx,
+                task.owner.as_deref(),
+                task.agent.as_deref(),
+                Some(&task.operation_id),
+                private_to,
+                proposals,
+                &now,
+            )
+            .await?;
             sqlx::query(
                 "INSERT INTO memory_extractions (operation_id, state, attempts, error, retry_at, \
                  updated_at) VALUES ($1, 'done', $2, NULL, $3, $3) ON CONFLICT (operation_id) \
@@ -420,4 +377,100 @@ impl Memories for SqlStore {
         }
         .boxed()
     }
+}
+
+/// Write `proposals` as `owner`'s memories (of `agent`'s conversations, from
+/// `source_operation`), shared or private to `private_to`: a text forgotten before is not
+/// written again, the same text in the same pool is only touched, and a memory of the pool
+/// about the same subject becomes history.
+#[allow(clippy::too_many_arguments)]
+async fn write_memories(
+    tx: &mut sqlx::AnyConnection,
+    owner_id: Option<&str>,
+    agent: Option<&str>,
+    source_operation: Option<&str>,
+    private_to: Option<&str>,
+    proposals: &[NewMemory],
+    now: &str,
+) -> Result<Applied, StoreError> {
+    let owner = owner_id.unwrap_or_default();
+    let pool = private_to.unwrap_or_default();
+    let mut applied = Applied::default();
+    for p in proposals {
+        let key = text_key(&p.text);
+        let same: Vec<(String, i64, Option<String>, Option<String>)> = sqlx::query_as(
+            "SELECT id, forgotten, superseded_by, private_to FROM memories \
+                     WHERE COALESCE(owner, '') = $1 AND text_key = $2",
+        )
+        .bind(owner)
+        .bind(&key)
+        .fetch_all(&mut *tx)
+        .await?;
+        // Forgotten anywhere is forgotten everywhere.
+        if same.iter().any(|(_, f, ..)| *f != 0) {
+            applied.forgotten += 1;
+            continue;
+        }
+        if let Some((id, ..)) = same
+            .iter()
+            .find(|(_, _, by, to)| by.is_none() && to.as_deref().unwrap_or_default() == pool)
+        {
+            sqlx::query("UPDATE memories SET updated_at = $1 WHERE id = $2")
+                .bind(now)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            applied.merged += 1;
+            continue;
+        }
+        let id = format!("mem_{}", uuid::Uuid::now_v7().simple());
+        let subject = subject_key(&p.subject);
+        let embedding = p
+            .embedding
+            .as_ref()
+            .map(|e| to_json(e, "memory embedding"))
+            .transpose()?;
+        sqlx::query(
+            "INSERT INTO memories (id, owner, agent, category, subject, text, text_key, \
+                     source_operation, source_message, embedding, created_at, updated_at, \
+                     superseded_by, forgotten, private_to) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, NULL, 0, $12)",
+        )
+        .bind(&id)
+        .bind(owner_id)
+        .bind(agent)
+        .bind(crate::sql::enum_str(&p.category))
+        .bind(&subject)
+        .bind(p.text.trim())
+        .bind(&key)
+        .bind(source_operation)
+        .bind(p.source_message.as_deref())
+        .bind(embedding)
+        .bind(now)
+        .bind(private_to)
+        .execute(&mut *tx)
+        .await?;
+        // A current memory of the pool about the same subject is contradicted: it
+        // becomes history.
+        let replaced = sqlx::query(
+            "UPDATE memories SET superseded_by = $1, updated_at = $2 \
+                     WHERE COALESCE(owner, '') = $3 AND subject = $4 AND id <> $1 \
+                     AND COALESCE(private_to, '') = $5 \
+                     AND superseded_by IS NULL AND forgotten = 0",
+        )
+        .bind(&id)
+        .bind(now)
+        .bind(owner)
+        .bind(&subject)
+        .bind(pool)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if replaced > 0 {
+            applied.replaced += replaced;
+        } else {
+            applied.added += 1;
+        }
+    }
+    Ok(applied)
 }
