@@ -130,10 +130,11 @@ impl Renames {
                     if table == "operation_setup" && column == "spec" {
                         self.own(&mut inner);
                     }
-                    if table == "operations" && column == "state" {
-                        if let Some(m) = inner.get_mut("metadata") {
-                            self.own(m);
-                        }
+                    if table == "operations"
+                        && column == "state"
+                        && let Some(m) = inner.get_mut("metadata")
+                    {
+                        self.own(m);
                     }
                     return Value::String(inner.to_string());
                 }
