@@ -61,3 +61,27 @@ impl Driver {
         Ok((renames.operation, renames.topic))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The operation format's JSON Schema as documented (`REIN_UPDATE_DOCS=1 cargo test -p
+    /// rein-operation --lib operation_format` writes it again).
+    #[test]
+    fn operation_format_schema_is_documented() {
+        let schema = schemars::schema_for!(rein_store::OperationArchive);
+        let mut rendered = serde_json::to_string_pretty(&schema).unwrap_or_default();
+        rendered.push('\n');
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../docs/formats/operation.schema.json");
+        if std::env::var_os(crate::env::UPDATE_DOCS).is_some() {
+            std::fs::write(&path, &rendered).unwrap();
+            return;
+        }
+        let kept = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            kept == rendered,
+            "docs/formats/operation.schema.json differs from OperationArchive; write it again \
+             with REIN_UPDATE_DOCS=1 cargo test -p rein-operation --lib operation_format"
+        );
+    }
+}
