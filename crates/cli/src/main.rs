@@ -35,6 +35,8 @@ pub(crate) mod exit {
     pub const ERROR: u8 = 1;
     pub const WAITING: u8 = 3;
     pub const INTERRUPTED: u8 = 4;
+    /// `rein eval run --baseline`: something got worse.
+    pub const REGRESSED: u8 = 5;
 }
 
 #[derive(Parser)]
@@ -123,6 +125,12 @@ pub(crate) enum Command {
     Device {
         #[command(subcommand)]
         command: devices::DeviceCommand,
+    },
+    /// Evaluations: a dataset's cases run by agents (and their versions), each case's
+    /// assertions judged, runs kept and compared with a baseline.
+    Eval {
+        #[command(subcommand)]
+        command: commands::evals::EvalCommand,
     },
     /// Goals: an objective planned into works, each run as an operation and verified by
     /// another model, accepted only on evidence.
@@ -339,6 +347,7 @@ async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> 
         Command::Sandbox(_) => bail!("`rein sandbox` runs before a command is dispatched"),
         Command::Group { command } => groups::run(on, command, json).await,
         Command::Goal { command } => commands::goals::run(on, command, json).await,
+        Command::Eval { command } => commands::evals::run(on.local()?, command, json).await,
         Command::Brief { command } => briefs::run(on, command, json).await,
         Command::Topic { command } => topics::run(on, command, json).await,
         Command::Kb { command } => knowledge::run(on, command, json).await,

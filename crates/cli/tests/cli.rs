@@ -24,6 +24,8 @@ mod allow_list;
 mod archive;
 #[path = "cli/budgets.rs"]
 mod budgets;
+#[path = "cli/evals.rs"]
+mod evals;
 #[path = "cli/fork.rs"]
 mod fork;
 #[path = "cli/goals.rs"]
@@ -72,6 +74,7 @@ fn local_only(test: &str, why: &str) -> bool {
 /// Subcommands that run where the database is whatever `--server` says.
 const HERE_ONLY: &[&str] = &[
     "skill", "config", "migrate", "gc", "backup", "export", "import", "serve", "worker", "sandbox",
+    "eval",
 ];
 
 async fn env(responses: Vec<Canned>) -> Env {

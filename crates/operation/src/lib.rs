@@ -47,6 +47,7 @@ mod driver;
 mod embedder;
 pub mod env;
 mod error;
+pub mod evals;
 pub mod external;
 pub mod goals;
 pub mod grants;

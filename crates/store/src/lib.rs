@@ -40,6 +40,7 @@ mod checkpoint;
 mod devices;
 mod dialect;
 mod error;
+mod evals;
 mod files;
 mod goals;
 mod grants;
@@ -74,6 +75,7 @@ pub use checkpoint::{Rewound, StepCheckpoint};
 pub use devices::{DeviceRecord, Devices};
 pub use dialect::Dialect;
 pub use error::StoreError;
+pub use evals::{EvalRunRecord, Evals};
 pub use files::{
     FILE_ID_PATTERN, FileContent, FileRecord, Files, NewFile, new_file_id, valid_file_id,
 };
@@ -136,6 +138,7 @@ pub trait Store:
     + Goals
     + Usage
     + Portable
+    + Evals
     + Send
     + Sync
 {

@@ -218,6 +218,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "what replayed model calls spent",
         include_str!("../migrations/0038_model_replays.sql"),
     ),
+    (
+        39,
+        "evaluation runs",
+        include_str!("../migrations/0039_eval_runs.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

@@ -14,6 +14,7 @@ pub mod connect;
 pub mod decide;
 pub mod devices;
 pub mod ended;
+pub mod evals;
 pub mod gc;
 pub mod goals;
 pub mod grants;

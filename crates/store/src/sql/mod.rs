@@ -15,6 +15,7 @@ mod checkpoint;
 mod commit;
 pub(crate) mod devices;
 mod documents;
+mod evals;
 mod events;
 mod files;
 mod goals;

@@ -62,6 +62,7 @@ pub(crate) const TABLES: &[(&str, &str)] = &[
     ("files", "owner = $1"),
     ("file_blobs", "owner = $1"),
     ("model_replays", "owner = $1"),
+    ("eval_runs", "owner = $1"),
 ];
 
 /// One operation's rows (`$1`: its id): its conversation (the topic and its own messages, not
