@@ -1,4 +1,4 @@
-// The app's shell: the sections (chat, inbox, tasks, goals, agents, groups, knowledge, memories,
+// The app's shell: the sections (chat, inbox, tasks, goals, evals, agents, groups, knowledge, memories,
 // devices, usage, settings, and administration for admins) and, in chat, the conversation
 // list, together a drawer on narrow screens; the open screen; the language switch; and a
 // replay banner when the server replays a cassette. Each screen is its own file.
@@ -10,6 +10,7 @@ import { Chat } from "./chat";
 import { ChunkDialog } from "./citations";
 import { Conversations } from "./conversations";
 import { Devices } from "./devices";
+import { Evals } from "./evals";
 import { Goals } from "./goals";
 import { Groups } from "./groups";
 import { Inbox, useUnread } from "./inbox";
@@ -29,6 +30,7 @@ const NAMES: Record<Exclude<Section, "inbox">, Key> = {
   chat: "nav.chat",
   tasks: "nav.tasks",
   goals: "nav.goals",
+  evals: "nav.evals",
   agents: "nav.agents",
   groups: "nav.groups",
   knowledge: "nav.knowledge",
@@ -176,6 +178,7 @@ export function App() {
         {section === "inbox" && <Inbox changed={() => setBriefs((n) => n + 1)} />}
         {section === "tasks" && <Tasks />}
         {section === "goals" && <Goals />}
+        {section === "evals" && <Evals />}
         {section === "agents" && <Agents />}
         {section === "groups" && <Groups />}
         {section === "knowledge" && <Knowledge />}

@@ -7,6 +7,7 @@ export type Section =
   | "inbox"
   | "tasks"
   | "goals"
+  | "evals"
   | "agents"
   | "groups"
   | "knowledge"
@@ -20,6 +21,7 @@ export const SECTIONS: readonly Section[] = [
   "inbox",
   "tasks",
   "goals",
+  "evals",
   "agents",
   "groups",
   "knowledge",

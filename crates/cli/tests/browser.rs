@@ -1960,6 +1960,126 @@ async fn the_web_app_replays_a_call_and_forks_an_operation_from_its_timeline_at(
     assert_eq!(fork.tool_result("c1"), "42");
 }
 
+/// Evaluations in the web app: two runs of a dataset by two versions of an agent (started
+/// through `POST /v1/evals`) are listed; compared, a case the second version fails shows why.
+#[tokio::test]
+async fn the_web_app_compares_evaluation_runs() {
+    for size in SIZES {
+        the_web_app_compares_evaluation_runs_at(size).await;
+    }
+}
+
+async fn the_web_app_compares_evaluation_runs_at(size: &str) {
+    let Some(Browser {
+        chromium,
+        playwright,
+        dir,
+    }) = browser("the web app's evaluations in Chromium", "rein-web-evals")
+    else {
+        return;
+    };
+    let model = serve(vec![], 3).await;
+    model.route(
+        "Version one.",
+        vec![
+            Canned::openai_text("It is 4."),
+            Canned::openai_text("It is 9."),
+        ],
+    );
+    model.route(
+        "Version two.",
+        vec![
+            Canned::openai_text("It is 4."),
+            Canned::openai_text("No idea."),
+        ],
+    );
+    let (_server, base) = serve_ui(&dir, &model.base).await;
+    let http = reqwest::Client::new();
+    let cases = json!([
+        {"id": "two-plus-two", "input": "2+2?", "assert": [{"type": "contains", "value": "4"}]},
+        {"id": "three-squared", "input": "3*3?", "assert": [{"type": "contains", "value": "9"}]},
+    ]);
+    let agent = json_call(
+        &http,
+        reqwest::Method::POST,
+        &format!("{base}/v1/agents"),
+        Some(json!({"name": "solver", "config": {"system_role": "Version one."}})),
+    )
+    .await;
+    assert_eq!(agent["version"], 1, "{agent}");
+    let first = json_call(
+        &http,
+        reqwest::Method::POST,
+        &format!("{base}/v1/evals"),
+        Some(json!({"dataset": "arithmetic", "cases": cases, "agents": ["solver"], "concurrency": 1})),
+    )
+    .await;
+    assert_eq!(first["summary"][0]["passed"], 2, "{first:#}");
+    let edited = json_call(
+        &http,
+        reqwest::Method::PUT,
+        &format!("{base}/v1/agents/solver"),
+        Some(json!({"system_role": "Version two."})),
+    )
+    .await;
+    assert_eq!(edited["version"], 2, "{edited}");
+    let second = json_call(
+        &http,
+        reqwest::Method::POST,
+        &format!("{base}/v1/evals"),
+        Some(json!({"dataset": "arithmetic", "cases": cases, "agents": ["solver@2"], "concurrency": 1})),
+    )
+    .await;
+    assert_eq!(second["summary"][0]["passed"], 1, "{second:#}");
+    let (report, out) = run_script_with(
+        "app_evals.cjs",
+        &base,
+        &chromium,
+        &playwright,
+        &[("REIN_VIEWPORT", size)],
+    )
+    .await;
+    let shots = out.display();
+    assert_eq!(
+        report["ok"], true,
+        "at {size}: {report:#}\nscreenshots in {shots}"
+    );
+    assert_eq!(report["listed"].as_array().unwrap().len(), 2, "{report:#}");
+    let heads = report["heads"].as_array().unwrap();
+    assert!(
+        heads[1].as_str().unwrap().starts_with("solver@2"),
+        "newest first: {report:#}"
+    );
+    assert!(
+        heads[2].as_str().unwrap().starts_with("solver@1"),
+        "a run of the agent as it was is named by its version: {report:#}"
+    );
+    let row = report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "three-squared")
+        .unwrap_or_else(|| panic!("{report:#}"))
+        .clone();
+    assert_eq!(row["cells"][0]["pass"], false, "{report:#}");
+    assert!(
+        row["cells"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("contains: \"9\" is not in the answer"),
+        "{report:#}"
+    );
+    assert_eq!(row["cells"][1]["pass"], true, "{report:#}");
+    assert!(
+        report["passed"][0].as_str().unwrap().starts_with("1/2"),
+        "{report:#}"
+    );
+    assert!(
+        report["passed"][1].as_str().unwrap().starts_with("2/2"),
+        "{report:#}"
+    );
+}
+
 /// A stream cut while its operation runs: the web app resumes it after the last event it saw
 /// and shows the answer without a reload.
 #[tokio::test]

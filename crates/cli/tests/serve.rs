@@ -21,6 +21,8 @@ mod a2a_server;
 mod acp;
 #[path = "serve/agent_archive.rs"]
 mod agent_archive;
+#[path = "serve/evals.rs"]
+mod evals;
 #[path = "serve/fork.rs"]
 mod fork;
 #[path = "serve/front_ends.rs"]

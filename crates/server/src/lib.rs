@@ -176,6 +176,7 @@ pub fn api() -> api::Api {
         .merge(routes::fork::api())
         .merge(routes::replay::api())
         .merge(routes::archive::api())
+        .merge(routes::evals::api())
         .merge(agents::api())
         .merge(groups::api())
         .merge(topics::api())

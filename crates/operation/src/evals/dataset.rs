@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// One case.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EvalCase {
     /// Its id (unique in the dataset; what runs are compared by).
@@ -19,7 +19,7 @@ pub struct EvalCase {
 }
 
 /// What must hold of a case's run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Assertion {
     /// The answer contains `value` (`ignore_case`: in any case).
@@ -129,34 +129,10 @@ pub fn parse(text: &str) -> Result<Vec<EvalCase>, DatasetError> {
             line,
             reason: e.to_string(),
         })?;
-        if case.id.trim().is_empty() || case.input.trim().is_empty() {
-            return Err(DatasetError::Line {
-                line,
-                reason: "a case needs an id and an input".into(),
-            });
-        }
-        for a in &case.assertions {
-            match a {
-                Assertion::Regex { pattern } => {
-                    regex::Regex::new(pattern).map_err(|e| DatasetError::Line {
-                        line,
-                        reason: format!("regex {pattern:?}: {e}"),
-                    })?;
-                }
-                Assertion::JsonSchema { schema } => {
-                    jsonschema::validator_for(schema).map_err(|e| DatasetError::Line {
-                        line,
-                        reason: format!("json_schema: {e}"),
-                    })?;
-                }
-                Assertion::Contains { .. }
-                | Assertion::ToolCalled { .. }
-                | Assertion::MaxSteps { .. }
-                | Assertion::MaxCost { .. }
-                | Assertion::MaxLatencyMs { .. }
-                | Assertion::Judge { .. } => {}
-            }
-        }
+        check_case(&case).map_err(|e| DatasetError::Line {
+            line,
+            reason: e.to_string(),
+        })?;
         if cases.iter().any(|c| c.id == case.id) {
             return Err(DatasetError::Duplicate { line, id: case.id });
         }
@@ -168,9 +144,88 @@ pub fn parse(text: &str) -> Result<Vec<EvalCase>, DatasetError> {
     Ok(cases)
 }
 
+/// Why a case cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum CaseError {
+    /// No id or no input.
+    #[error("a case needs an id and an input")]
+    Incomplete,
+    /// A cost limit that is not a non-negative number.
+    #[error("max_cost must be a non-negative number of USD")]
+    Cost,
+    /// A regex that does not compile.
+    #[error("regex {pattern:?}: {why}")]
+    Regex {
+        /// The pattern.
+        pattern: String,
+        /// Why.
+        why: String,
+    },
+    /// A JSON Schema that is not one.
+    #[error("json_schema: {0}")]
+    Schema(String),
+    /// A judge model that is not `provider/model`.
+    #[error("judge: {0}")]
+    Judge(crate::ProfileError),
+}
+
+/// Why `case` cannot run: no id or input, a regex that does not compile, a schema that is not
+/// one, a cost limit that is not a non-negative number, a judge model that is not one.
+pub fn check_case(case: &EvalCase) -> Result<(), CaseError> {
+    if case.id.trim().is_empty() || case.input.trim().is_empty() {
+        return Err(CaseError::Incomplete);
+    }
+    if case.max_cost.is_some_and(|c| !c.is_finite() || c < 0.0) {
+        return Err(CaseError::Cost);
+    }
+    for a in &case.assertions {
+        match a {
+            Assertion::Regex { pattern } => {
+                regex::Regex::new(pattern).map_err(|e| CaseError::Regex {
+                    pattern: pattern.clone(),
+                    why: e.to_string(),
+                })?;
+            }
+            Assertion::JsonSchema { schema } => {
+                jsonschema::validator_for(schema).map_err(|e| CaseError::Schema(e.to_string()))?;
+            }
+            Assertion::Judge {
+                model: Some(model), ..
+            } => {
+                crate::profile::model_ref(model).map_err(CaseError::Judge)?;
+            }
+            Assertion::Contains { .. }
+            | Assertion::ToolCalled { .. }
+            | Assertion::MaxSteps { .. }
+            | Assertion::MaxCost { .. }
+            | Assertion::MaxLatencyMs { .. }
+            | Assertion::Judge { model: None, .. } => {}
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The example docs/evals.md shows is a dataset this rein reads, every kind of assertion
+    /// in it.
+    #[test]
+    fn the_documented_example_dataset_reads() {
+        let text = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../docs/examples/support.jsonl"),
+        )
+        .unwrap();
+        let cases = parse(&text).unwrap();
+        assert_eq!(cases.len(), 5);
+        let kinds: std::collections::BTreeSet<&str> = cases
+            .iter()
+            .flat_map(|c| c.assertions.iter().map(Assertion::kind))
+            .collect();
+        assert_eq!(kinds.len(), 8, "{kinds:?}");
+    }
 
     #[test]
     fn a_dataset_names_the_line_that_is_wrong() {

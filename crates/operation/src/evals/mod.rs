@@ -166,9 +166,17 @@ impl EvalRunner {
             return Err(EvalError::NoAgents);
         }
         let mut specs = Vec::new();
+        let mut resolved = Vec::new();
         for a in agents {
-            specs.push(self.spec_of(a).await?);
+            let spec = self.spec_of(a).await?;
+            // Named by the version it runs, asked for or current: runs compare by it.
+            resolved.push(AgentChoice {
+                name: a.name.clone(),
+                version: spec.agent.as_ref().and_then(|r| r.version).or(a.version),
+            });
+            specs.push(spec);
         }
+        let agents = &resolved[..];
         let judge = self
             .host
             .system_model
@@ -183,18 +191,20 @@ impl EvalRunner {
             model: &judge,
             pricing: &pricing,
         };
-        let jobs = agents
-            .iter()
-            .zip(&specs)
-            .flat_map(|(a, spec)| cases.iter().map(move |c| (a, spec, c)));
-        let mut results: Vec<(usize, CaseResult)> = futures::stream::iter(jobs.enumerate())
-            .map(|(i, (a, spec, case))| {
-                let judges = &judges;
-                async move { (i, self.one(a, spec, case, judges).await) }
-            })
-            .buffer_unordered(concurrency.max(1))
-            .collect()
-            .await;
+        // Indices, agent by agent: the futures borrow nothing a closure is generic over.
+        let jobs: Vec<(usize, usize)> = (0..agents.len())
+            .flat_map(|a| (0..cases.len()).map(move |c| (a, c)))
+            .collect();
+        let judges = &judges;
+        let specs = &specs;
+        let mut results: Vec<(usize, CaseResult)> =
+            futures::stream::iter(jobs.into_iter().enumerate())
+                .map(|(i, (a, c))| async move {
+                    (i, self.one(&agents[a], &specs[a], &cases[c], judges).await)
+                })
+                .buffer_unordered(concurrency.max(1))
+                .collect()
+                .await;
         results.sort_by_key(|(i, _)| *i);
         let results: Vec<CaseResult> = results.into_iter().map(|(_, r)| r).collect();
         let summary = agents

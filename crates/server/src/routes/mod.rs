@@ -7,6 +7,7 @@ pub mod beats;
 pub mod briefs;
 pub mod content_parts;
 pub mod devices;
+pub mod evals;
 pub mod events;
 pub mod files;
 pub mod follow;
@@ -329,6 +330,22 @@ path_param!(
 pub fn goal_id(id: &str) -> Result<rein_core::ids::GoalId, ApiError> {
     uuid_of(id, "a goal")
 }
+
+path_param!(
+    /// `{id}` of an evaluation run: `eval_` and 32 lowercase hex digits.
+    EvalPath,
+    check: |s| {
+        let ok = s.strip_prefix("eval_").is_some_and(|h| {
+            h.len() == 32 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        });
+        if ok {
+            Ok(())
+        } else {
+            Err(ApiError::bad_request("an evaluation run id is eval_ and 32 hex digits"))
+        }
+    },
+    schema: json!({"type": "string", "pattern": "^eval_[0-9a-f]{32}$"})
+);
 
 path_param!(
     /// `{id}` of a task: `task_` and 32 lowercase hex digits.
