@@ -534,6 +534,24 @@ pub async fn create(
         operation_id: id,
         ..asked
     };
+    let record = move |app: AppState| async move {
+        app.store
+            .operation(id)
+            .await?
+            .ok_or_else(|| ApiError::internal(format!("operation {id} vanished")))
+    };
+    // The response as it begins, read before its run starts: read after, a busy machine could
+    // show items the stream is about to add (a client then sees each twice).
+    let start = if streamed {
+        Some(
+            serde_json::to_value(
+                response_of(&app, &record(app.clone()).await?, asked.clone()).await?,
+            )
+            .map_err(|e| ApiError::internal(e.to_string()))?,
+        )
+    } else {
+        None
+    };
     let ended = if begun.queued_behind.is_none() {
         Some(
             app.runner
@@ -543,17 +561,7 @@ pub async fn create(
     } else {
         None
     };
-    let record = move |app: AppState| async move {
-        app.store
-            .operation(id)
-            .await?
-            .ok_or_else(|| ApiError::internal(format!("operation {id} vanished")))
-    };
-    if streamed {
-        let start = serde_json::to_value(
-            response_of(&app, &record(app.clone()).await?, asked.clone()).await?,
-        )
-        .map_err(|e| ApiError::internal(e.to_string()))?;
+    if let Some(start) = start {
         let end =
             move |app: AppState| -> futures::future::BoxFuture<'static, Result<Value, ApiError>> {
                 Box::pin(async move {
