@@ -116,6 +116,23 @@ fn driver_with(e: &Env, block: bool, policy: InterventionPolicy) -> Driver {
     }))
 }
 
+/// A spec whose requests do not depend on the day or the machine, allowed `tools`.
+fn steady(tools: &[&str]) -> StartOptions {
+    StartOptions {
+        spec: rein_core::spec::OperationSpec {
+            allowed_tools: Some(tools.iter().map(|t| (*t).to_owned()).collect()),
+            context: rein_core::spec::ContextSettings {
+                date: false,
+                workspace: false,
+                memories: false,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
 fn calc(id: &str, expr: &str) -> (String, String, String) {
     (
         id.into(),

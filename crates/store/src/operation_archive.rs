@@ -5,7 +5,7 @@
 //! and the JSON kept in them), its conversation becomes `topic_<new id>`, its owner the
 //! importing user — so one file can be imported twice, and on another machine it replays and
 //! forks as it did where it ran. Its JSON Schema is `docs/formats/operation.schema.json`
-//! (checked against this type by rein-operation's tests).
+//! (checked against this type by rein-operation's `format_schemas` test).
 
 use crate::PortableRow;
 use rein_core::OperationId;

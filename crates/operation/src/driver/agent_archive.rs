@@ -244,29 +244,3 @@ impl Driver {
         Ok(())
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The format's JSON Schema as documented (`REIN_UPDATE_DOCS=1 cargo test -p
-    /// rein-operation --lib agent_format` writes it again).
-    #[test]
-    fn agent_format_schema_is_documented() {
-        let schema = schemars::schema_for!(AgentArchive);
-        let mut rendered = serde_json::to_string_pretty(&schema).unwrap_or_default();
-        rendered.push('\n');
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../docs/formats/agent.schema.json");
-        if std::env::var_os(crate::env::UPDATE_DOCS).is_some() {
-            std::fs::write(&path, &rendered).unwrap();
-            return;
-        }
-        let kept = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            kept == rendered,
-            "docs/formats/agent.schema.json differs from AgentArchive; write it again with \
-             REIN_UPDATE_DOCS=1 cargo test -p rein-operation --lib agent_format"
-        );
-    }
-}

@@ -64,15 +64,15 @@ impl Driver {
 
 #[cfg(test)]
 mod tests {
-    /// The operation format's JSON Schema as documented (`REIN_UPDATE_DOCS=1 cargo test -p
-    /// rein-operation --lib operation_format` writes it again).
-    #[test]
-    fn operation_format_schema_is_documented() {
-        let schema = schemars::schema_for!(rein_store::OperationArchive);
+    /// `T`'s JSON Schema is `docs/formats/FILE` (`REIN_UPDATE_DOCS=1 cargo test -p
+    /// rein-operation --lib format_schemas` writes them again).
+    fn documented<T: schemars::JsonSchema>(file: &str) {
+        let schema = schemars::schema_for!(T);
         let mut rendered = serde_json::to_string_pretty(&schema).unwrap_or_default();
         rendered.push('\n');
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../docs/formats/operation.schema.json");
+            .join("../../docs/formats")
+            .join(file);
         if std::env::var_os(crate::env::UPDATE_DOCS).is_some() {
             std::fs::write(&path, &rendered).unwrap();
             return;
@@ -80,8 +80,14 @@ mod tests {
         let kept = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
             kept == rendered,
-            "docs/formats/operation.schema.json differs from OperationArchive; write it again \
-             with REIN_UPDATE_DOCS=1 cargo test -p rein-operation --lib operation_format"
+            "docs/formats/{file} differs from its type; write it again with \
+             REIN_UPDATE_DOCS=1 cargo test -p rein-operation --lib format_schemas"
         );
+    }
+
+    #[test]
+    fn format_schemas_are_documented() {
+        documented::<rein_store::OperationArchive>("operation.schema.json");
+        documented::<crate::AgentArchive>("agent.schema.json");
     }
 }

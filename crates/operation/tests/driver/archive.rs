@@ -3,25 +3,8 @@
 //! model this process cannot reach or an MCP server it lacks is refused, naming it.
 
 use super::*;
-use rein_core::spec::{ContextSettings, OperationSpec};
 use rein_operation::{DriverError, ForkChanges, ForkOptions, ReplayOptions};
 use rein_store::{OperationArchive, Trigger};
-
-fn steady() -> StartOptions {
-    StartOptions {
-        spec: OperationSpec {
-            allowed_tools: Some(vec!["calculator".into()]),
-            context: ContextSettings {
-                date: false,
-                workspace: false,
-                memories: false,
-                ..Default::default()
-            },
-            ..Default::default()
-        },
-        ..Default::default()
-    }
-}
 
 /// What an operation shows, ids aside: its figures, steps and conversation.
 async fn shown(store: &dyn Store, id: OperationId) -> serde_json::Value {
@@ -137,7 +120,7 @@ async fn an_exported_operation_imports_into_a_fresh_database_and_replays_and_for
     .await;
     let d = driver(&e, false);
     let id = d
-        .start("What is 17*23, plus one?", &steady())
+        .start("What is 17*23, plus one?", &steady(&["calculator"]))
         .await
         .unwrap();
     d.run(id).await.unwrap();

@@ -3,7 +3,7 @@
 
 use super::*;
 use rein_core::instruction::InstructionKind;
-use rein_core::spec::{ContextSettings, ForkedFrom, OperationSpec};
+use rein_core::spec::ForkedFrom;
 use rein_operation::{DriverError, ForkChanges, ForkError, ForkOptions};
 use rein_store::{OperationFilter, StepRan, Trigger};
 
@@ -11,23 +11,6 @@ fn gpt_4o() -> ModelRef {
     ModelRef {
         provider: "openai".into(),
         model: "gpt-4o".into(),
-    }
-}
-
-/// A spec whose requests do not depend on the day or the machine, allowed `tools`.
-fn steady(tools: &[&str]) -> StartOptions {
-    StartOptions {
-        spec: OperationSpec {
-            allowed_tools: Some(tools.iter().map(|t| (*t).to_owned()).collect()),
-            context: ContextSettings {
-                date: false,
-                workspace: false,
-                memories: false,
-                ..Default::default()
-            },
-            ..Default::default()
-        },
-        ..Default::default()
     }
 }
 

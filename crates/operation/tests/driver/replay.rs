@@ -4,7 +4,6 @@
 //! another model, stopping where it first asks for other tools.
 
 use super::*;
-use rein_core::spec::{ContextSettings, OperationSpec};
 use rein_model::cassette::{RecordingTransport, ReplayTransport};
 use rein_model::{Protocol, ReqwestTransport};
 use rein_operation::{DriverError, ReplayError, ReplayOptions};
@@ -14,22 +13,6 @@ fn model(name: &str) -> ModelRef {
     ModelRef {
         provider: "openai".into(),
         model: name.into(),
-    }
-}
-
-fn steady() -> StartOptions {
-    StartOptions {
-        spec: OperationSpec {
-            allowed_tools: Some(vec!["calculator".into()]),
-            context: ContextSettings {
-                date: false,
-                workspace: false,
-                memories: false,
-                ..Default::default()
-            },
-            ..Default::default()
-        },
-        ..Default::default()
     }
 }
 
@@ -54,7 +37,7 @@ fn driver_over(e: &Env, transport: Arc<dyn rein_model::transport::Transport>) ->
 /// The run: two tool rounds and an answer; steps 1, 3 and 5 call the model.
 async fn recorded_run(d: &Driver) -> OperationId {
     let id = d
-        .start("What is 17*23, plus one?", &steady())
+        .start("What is 17*23, plus one?", &steady(&["calculator"]))
         .await
         .unwrap();
     d.run(id).await.unwrap();
