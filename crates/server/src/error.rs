@@ -303,6 +303,7 @@ impl From<rein_operation::DriverError> for ApiError {
                     R::NotAModelCall { .. }
                     | R::NotKept { .. }
                     | R::NoModelCall(_)
+                    | R::Undecided { .. }
                     | R::Diverted { .. } => ApiError::new(
                         StatusCode::CONFLICT,
                         ApiErrorCode::ReplayDoesNotFit,

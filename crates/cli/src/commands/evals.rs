@@ -31,6 +31,10 @@ pub enum EvalCommand {
         /// Relative cost and latency growth allowed against the baseline.
         #[arg(long, default_value_t = 0.2)]
         tolerance: f64,
+        /// Latency growth always allowed against the baseline, in milliseconds (timers and a
+        /// busy machine jitter).
+        #[arg(long, value_name = "MS", default_value_t = 250)]
+        latency_floor_ms: u64,
     },
     /// Your runs, newest first.
     List,
@@ -51,6 +55,7 @@ pub async fn run(on: &Local, command: EvalCommand, json: bool) -> anyhow::Result
             concurrency,
             baseline,
             tolerance,
+            latency_floor_ms,
         } => {
             let text = std::fs::read_to_string(&dataset)
                 .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", dataset.display()))?;
@@ -83,6 +88,8 @@ pub async fn run(on: &Local, command: EvalCommand, json: bool) -> anyhow::Result
                         .map(|d| d.to_string_lossy().into_owned()),
                     ..Default::default()
                 },
+                admission: None,
+                launch: None,
             };
             let name = dataset
                 .file_name()
@@ -107,7 +114,7 @@ pub async fn run(on: &Local, command: EvalCommand, json: bool) -> anyhow::Result
                     &run,
                     Tolerance {
                         relative: tolerance,
-                        ..Default::default()
+                        latency_floor_ms,
                     },
                 );
                 for r in &worse {

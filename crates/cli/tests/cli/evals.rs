@@ -155,6 +155,9 @@ async fn an_eval_compares_two_versions_of_an_agent_and_a_baseline_catches_a_regr
             "1",
             "--baseline",
             &baseline.display().to_string(),
+            // Outcomes and cost are what this test scripts; time is the machine's.
+            "--latency-floor-ms",
+            "600000",
         ])
         .await;
     assert_eq!(code, 5, "{err}");
@@ -177,6 +180,9 @@ async fn an_eval_compares_two_versions_of_an_agent_and_a_baseline_catches_a_regr
             "1",
             "--baseline",
             &baseline.display().to_string(),
+            // Outcomes and cost are what this test scripts; time is the machine's.
+            "--latency-floor-ms",
+            "600000",
         ])
         .await;
     assert_eq!(code, 0, "{err}");

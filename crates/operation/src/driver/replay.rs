@@ -1,9 +1,9 @@
 //! Replaying model calls: the request a committed step sent, rebuilt from the state before it
 //! ([`rein_store::Store::state_at`]) through the same brain and model port the operation
 //! stepped with, sent again to the same model or others, concurrently; the operation is not
-//! changed and no tool runs. A chain replays every model call of the trajectory in order, each from the
-//! original's state (so from the original's tool results), until a model asks for other
-//! tools than the original did. What the calls spend is kept ([`rein_store::ReplaySpend`]):
+//! changed and no tool runs. A chain replays every model call of the trajectory in order,
+//! each from the original's state (so from the original's tool results), until a model asks
+//! for other tools than the original did. What the calls spend is kept ([`rein_store::ReplaySpend`]):
 //! usage and spending caps count it.
 
 use super::{Driver, derived_message_id};
@@ -124,6 +124,14 @@ pub enum ReplayError {
     /// Nothing to ask.
     #[error("name at least one model to replay with")]
     NoModels,
+    /// The brain cannot decide a next step from the state before it.
+    #[error("the state before step {step} leads nowhere: {why}")]
+    Undecided {
+        /// The step.
+        step: u64,
+        /// What the brain said.
+        why: String,
+    },
     /// The brain asks something else than a model call of this state (it differs from the
     /// original's, e.g. a model with a smaller window compresses first).
     #[error("with {model}, the state before step {step} leads to {ran}, not a model call")]
@@ -385,7 +393,10 @@ impl Driver {
             .unwrap_or_else(|| rein_core::RuntimeContext::new(rein_core::phase::Phase::Init));
         let instructions = brain
             .runner(&context, &state)
-            .map_err(|e| DriverError::Store(rein_store::StoreError::corrupt("replayed step", e)))?;
+            .map_err(|e| ReplayError::Undecided {
+                step,
+                why: e.to_string(),
+            })?;
         let Some(Instruction::CallLlm { payload }) = instructions.first().cloned() else {
             return Err(ReplayError::Diverted {
                 model: model.key(),

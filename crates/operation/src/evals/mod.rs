@@ -139,6 +139,10 @@ pub enum EvalError {
     Store(#[from] rein_store::StoreError),
 }
 
+/// How a server runs a case's operation (under its leases and admission) and waits for it to
+/// stop, given the operation.
+pub type Launch = Arc<dyn Fn(OperationId) -> futures::future::BoxFuture<'static, ()> + Send + Sync>;
+
 /// Runs evaluations for one owner.
 pub struct EvalRunner {
     /// Models, defaults, agents' specs.
@@ -151,6 +155,11 @@ pub struct EvalRunner {
     pub agents_of: String,
     /// Their owner and working directory.
     pub origin: SpecOrigin,
+    /// A case's operation is created with its running slot and lease claimed (a server's
+    /// admission); `None`: unclaimed, run by this process.
+    pub admission: Option<rein_store::Admission>,
+    /// How a case's operation runs; `None`: [`Driver::run`] here.
+    pub launch: Option<Launch>,
 }
 
 impl EvalRunner {
@@ -308,14 +317,20 @@ impl EvalRunner {
         let opts = StartOptions {
             spec,
             trigger: Some(rein_store::Trigger::Cli),
+            admission: self.admission.clone(),
             ..Default::default()
         };
         let id = match self.driver.start(&case.input, &opts).await {
             Ok(id) => id,
             Err(e) => return failed(e.to_string(), None),
         };
-        if let Err(e) = self.driver.run(id).await {
-            return failed(e.to_string(), Some(id));
+        match &self.launch {
+            Some(launch) => launch(id).await,
+            None => {
+                if let Err(e) = self.driver.run(id).await {
+                    return failed(e.to_string(), Some(id));
+                }
+            }
         }
         let outcome = match self.outcome(id).await {
             Ok(o) => o,
@@ -486,4 +501,60 @@ pub fn regressions(baseline: &EvalRun, now: &EvalRun, tolerance: Tolerance) -> V
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(results: &[(&str, bool, f64, u64)]) -> EvalRun {
+        EvalRun {
+            id: "eval_x".into(),
+            dataset: "d".into(),
+            created_at: chrono::Utc::now(),
+            summary: Vec::new(),
+            results: results
+                .iter()
+                .map(|(case, passed, cost, ms)| CaseResult {
+                    case: (*case).into(),
+                    agent: "a@1".into(),
+                    passed: *passed,
+                    assertions: Vec::new(),
+                    answer: String::new(),
+                    cost: *cost,
+                    judge_cost: 0.0,
+                    latency_ms: *ms,
+                    steps: 1,
+                    operation: None,
+                    error: None,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_regression_is_a_lost_pass_or_growth_beyond_the_tolerance_and_the_floor() {
+        let baseline = run(&[
+            ("pass", true, 0.01, 100),
+            ("cost", true, 0.01, 100),
+            ("slow", true, 0.01, 100),
+            ("jitter", true, 0.01, 100),
+        ]);
+        let mut now = run(&[
+            ("pass", false, 0.01, 100),
+            ("cost", true, 0.013, 100),
+            ("slow", true, 0.01, 400),
+            ("jitter", true, 0.01, 300),
+        ]);
+        now.results.iter_mut().for_each(|r| r.agent = "a@2".into());
+        let worse = regressions(&baseline, &now, Tolerance::default());
+        let cases: Vec<&str> = worse.iter().map(|r| r.case.as_str()).collect();
+        assert_eq!(cases, ["pass", "cost", "slow"], "{worse:?}");
+        assert!(
+            worse[0].what.starts_with("passed with a@1, fails now"),
+            "{worse:?}"
+        );
+        let none = regressions(&baseline, &baseline, Tolerance::default());
+        assert!(none.is_empty());
+    }
 }

@@ -1,7 +1,8 @@
 //! `/v1/evals`: evaluation runs — a dataset's cases run by your agents (and versions of them)
 //! as operations, each case's assertions judged (`rein_operation::evals`) — started, listed
-//! and shown. A run answers when it is done; its cases run in this server's process, within
-//! your spending caps (each case's cost limit at most what they leave).
+//! and shown. A run answers when it is done; its cases run as the server runs any operation
+//! (a running slot and a lease each), within your spending caps (each case's cost limit at
+//! most what they leave).
 
 use crate::AppState;
 use crate::api::{Api, Method, Reply};
@@ -116,12 +117,38 @@ pub async fn create(
         }
     }
     let origin = app.runner.host.origin(&*app.store, &user.id).await?;
+    // Each case runs as the server runs any operation: its slot and lease claimed as it is
+    // created, run by the runner, which renews the lease (so no other process takes it up).
+    let launch: rein_operation::evals::Launch = {
+        let app = app.clone();
+        let owner = user.id.clone();
+        Arc::new(move |id| {
+            let app = app.clone();
+            let owner = owner.clone();
+            Box::pin(async move {
+                match app
+                    .runner
+                    .spawn(id, owner, app.runner.driver(), crate::runner::Job::Run)
+                    .await
+                {
+                    Ok(ended) => {
+                        ended.wait().await;
+                    }
+                    Err(e) => {
+                        tracing::warn!(operation = %id, error = %e.message, "an evaluation case did not start")
+                    }
+                }
+            })
+        })
+    };
     let runner = EvalRunner {
         host: app.runner.host.clone(),
         store: Arc::clone(&app.store),
         driver: Arc::new(app.runner.driver()),
         agents_of: user.id.clone(),
         origin,
+        admission: Some(app.runner.admission()),
+        launch: Some(launch),
     };
     let run = runner
         .run(&req.dataset, &cases, &agents, concurrency as usize)
