@@ -24,7 +24,8 @@ pub struct AgentArchive {
     pub rein_agent: u32,
     /// When it was exported.
     pub exported_at: chrono::DateTime<chrono::Utc>,
-    /// Its name where it was.
+    /// Its name where it was (the name it is imported under).
+    #[schemars(pattern(crate::profile::AGENT_NAME_PATTERN))]
     pub name: String,
     /// Its version there.
     pub version: u64,
@@ -68,7 +69,6 @@ pub struct KnowledgeManifest {
 #[serde(deny_unknown_fields)]
 pub struct AgentMemory {
     /// What it is about.
-    #[schemars(with = "String")]
     pub category: MemoryCategory,
     /// Its subject.
     pub subject: String,

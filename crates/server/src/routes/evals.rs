@@ -31,8 +31,10 @@ pub struct NewEval {
     #[schemars(length(min = 1, max = 200))]
     pub dataset: String,
     /// Its cases (1 to 200; ids unique).
+    #[schemars(length(min = 1, max = 200))]
     pub cases: Vec<EvalCase>,
     /// The agents, `NAME` or `NAME@VERSION` (1 to 4).
+    #[schemars(length(min = 1, max = 4))]
     pub agents: Vec<String>,
     /// Cases run at once (1 to 8; default 4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
