@@ -154,6 +154,12 @@ pub async fn host(
             ContextSettings::default()
         },
         tools,
+        // A cassette's requests list the tools as recorded: no search backend there.
+        builtins: if cassette {
+            Default::default()
+        } else {
+            given.config.builtins()?
+        },
         embedder,
         // Nor with any skills installed: a cassette's requests list none.
         skills: if cassette {

@@ -74,7 +74,7 @@ struct Cli {
     mcp: Vec<String>,
     /// Talk to a `rein serve` at this URL (or of this `rein login` profile) instead of the local
     /// database: run, chat, op, approve, answer, reject, grant, agent, group, topic, task,
-    /// brief, kb, memory, user, token, usage, settings provider, models, device (skill, config,
+    /// brief, kb, memory, user, token, usage, artifact, settings provider, models, device (skill, config,
     /// migrate, gc, backup, export, import, settings rotate-key, serve, worker and sandbox run
     /// here only); the token is $REIN_TOKEN, else the profile's.
     #[arg(long, global = true, value_name = "URL|NAME", env = rein_operation::env::SERVER)]
@@ -167,6 +167,11 @@ pub(crate) enum Command {
     Migrate,
     /// What your operations spent since a day, by day, agent, model or user.
     Usage(usage::UsageArgs),
+    /// Files tool calls produced (plots, tables, reports): list them, get one.
+    Artifact {
+        #[command(subcommand)]
+        command: commands::artifacts::ArtifactCommand,
+    },
     /// Your settings on a server: the model providers you bring (your API keys, base URLs);
     /// and, on the database's host, moving stored keys to a new secret key.
     Settings {
@@ -386,6 +391,7 @@ async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> 
         }
         Command::User { command } => users::run(on, command, json).await,
         Command::Usage(a) => usage::run(on, a, json).await,
+        Command::Artifact { command } => commands::artifacts::run(on, command, json).await,
         Command::Settings { command } => settings::run(on, command, json).await,
         Command::Token { command } => tokens::run(on, command, json).await,
         Command::Run(a) => run::run(on, a).await,

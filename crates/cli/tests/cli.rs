@@ -31,6 +31,8 @@ mod fork;
 #[path = "cli/goals.rs"]
 /// The goal walk's script is shared with the server's kill test.
 pub(crate) mod goals;
+#[path = "cli/interpreter.rs"]
+mod interpreter;
 #[path = "cli/prompt.rs"]
 mod prompt;
 #[path = "cli/prompt_cache.rs"]
@@ -41,6 +43,8 @@ mod replay;
 mod retention;
 #[path = "cli/usage.rs"]
 mod usage;
+#[path = "cli/web_search.rs"]
+mod web_search;
 
 struct Env {
     dir: PathBuf,
@@ -71,6 +75,10 @@ fn local_only(test: &str, why: &str) -> bool {
     parity()
 }
 
+/// The configuration file every `rein` of a test reads (absent unless the test writes it with
+/// [`env_with_config`]).
+const CONFIG_FILE: &str = "rein.toml";
+
 /// Subcommands that run where the database is whatever `--server` says.
 const HERE_ONLY: &[&str] = &[
     "skill", "config", "migrate", "gc", "backup", "export", "import", "serve", "worker", "sandbox",
@@ -78,8 +86,17 @@ const HERE_ONLY: &[&str] = &[
 ];
 
 async fn env(responses: Vec<Canned>) -> Env {
+    env_with_config(responses, None).await
+}
+
+/// A test's environment whose `rein` processes (the parity run's server too) read `config`
+/// as their configuration file.
+async fn env_with_config(responses: Vec<Canned>, config: Option<&str>) -> Env {
     let dir = std::env::temp_dir().join(format!("rein-cli-{}", OperationId::new()));
     std::fs::create_dir_all(&dir).unwrap();
+    if let Some(text) = config {
+        std::fs::write(dir.join(CONFIG_FILE), text).unwrap();
+    }
     let mut e = Env {
         db: rein_testkit::E2eDatabase::new(&dir).await,
         dir,
@@ -165,6 +182,7 @@ impl Env {
             .envs(rein_testkit::coverage_env())
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("REIN_HOME", &self.dir)
+            .env("REIN_CONFIG", self.dir.join(CONFIG_FILE))
             .env("OPENAI_BASE_URL", format!("{}/v1", self.server.base))
             .env("OPENAI_API_KEY", "sk-test")
             .env("REIN_TEST_TOOLS", "1")

@@ -40,6 +40,8 @@ pub const LOG: &str = "REIN_LOG";
 pub const EXTERNAL_SESSION: &str = "REIN_EXTERNAL_SESSION";
 /// Prefix of the variables naming an external agent's program (`REIN_EXTERNAL_CLAUDE_CODE`).
 pub const EXTERNAL_PREFIX: &str = "REIN_EXTERNAL_";
+/// The web search backend's API key (over the configuration file's `[web.search] api_key`).
+pub const WEB_SEARCH_API_KEY: &str = "REIN_WEB_SEARCH_API_KEY";
 /// Tests and documentation: rewrite the generated reference files instead of comparing them.
 pub const UPDATE_DOCS: &str = "REIN_UPDATE_DOCS";
 

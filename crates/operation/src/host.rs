@@ -86,6 +86,8 @@ pub struct Host {
     pub context: ContextSettings,
     /// Tools beyond the built-ins (MCP servers, custom tools).
     pub tools: Vec<Arc<dyn crate::Tool>>,
+    /// Settings of the built-in tools (`[web]`: search backend, addresses fetch may reach).
+    pub builtins: rein_tools::BuiltinConfig,
     /// Embeds memories so they are recalled by meaning (`provider`, model).
     pub embedder: Option<(Arc<dyn ModelProvider>, ModelRef)>,
     /// Where operations find the agents they may delegate to (none: they cannot delegate).
@@ -140,6 +142,7 @@ impl Host {
             prices: Default::default(),
             context: ContextSettings::default(),
             tools: Vec::new(),
+            builtins: Default::default(),
             embedder: None,
             agents: None,
             working_directory: None,
@@ -198,6 +201,7 @@ impl Host {
             self.default_model.clone(),
             Arc::clone(&self.catalog),
         );
+        d = d.with_builtins(&self.builtins);
         for t in &self.tools {
             d = d.with_tool(Arc::clone(t));
         }

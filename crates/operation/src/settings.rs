@@ -54,6 +54,9 @@ pub enum SettingsError {
     /// The providers (presets, the file's overrides, the environment) do not resolve.
     #[error(transparent)]
     Providers(#[from] rein_model::ModelError),
+    /// `[web.search]` cannot be used (no address, no key, a bad URL).
+    #[error("configuration: [web.search]: {0}")]
+    WebSearch(#[from] rein_tools::search::SearchConfigError),
     /// Neither `REIN_HOME` nor `HOME` says where rein's data lives.
     #[error("neither REIN_HOME nor HOME is set")]
     NoHome,
@@ -97,6 +100,43 @@ pub struct FileConfig {
     /// `rein run` may start Claude Code and Codex from `PATH` without an entry; `rein serve`
     /// starts only those named here (or in `REIN_EXTERNAL_<KIND>`).
     pub external: BTreeMap<String, ExternalEntry>,
+    /// The `web` tool: `allow` (addresses `web.fetch` may reach although they are not public)
+    /// and `[web.search]` (the backend `web.search` uses; without it only `fetch` is offered).
+    pub web: WebSettings,
+}
+
+/// `[web]` of the configuration file.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebSettings {
+    /// Addresses `web.fetch` may reach although they are not public (a documentation server on
+    /// the local network). Everything else private, loopback or link-local stays refused.
+    pub allow: Vec<std::net::IpAddr>,
+    /// The search backend.
+    pub search: Option<SearchSettings>,
+}
+
+/// `[web.search]` of the configuration file.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchSettings {
+    /// `searxng`, `brave`, `tavily` or `serper`.
+    pub backend: rein_tools::search::SearchBackend,
+    /// The API's address: required for SearXNG (the instance), the hosted address otherwise.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// The API key (`REIN_WEB_SEARCH_API_KEY` wins); SearXNG needs none.
+    #[serde(default)]
+    pub api_key: Option<String>,
+    /// Results one search returns at most (1 to 20; default 10).
+    #[serde(default)]
+    pub max_results: Option<u32>,
+    /// Searches one operation may make (default 20).
+    #[serde(default)]
+    pub per_operation: Option<u32>,
+    /// What one search costs in USD (the plan's price), counted in operations' spending.
+    #[serde(default)]
+    pub price_per_search: Option<rein_core::usage::Usd>,
 }
 
 /// How one external agent is started.
@@ -278,6 +318,62 @@ impl Settings {
             }
         }
         Ok(file)
+    }
+
+    /// The built-in tools' settings: `[web]`, the search key from `REIN_WEB_SEARCH_API_KEY`
+    /// over the file's.
+    pub fn builtins(&self) -> Result<rein_tools::BuiltinConfig, SettingsError> {
+        let web = &self.file.web;
+        let search = match &web.search {
+            Some(s) => {
+                let key = env(crate::env::WEB_SEARCH_API_KEY).or_else(|| s.api_key.clone());
+                let mut c =
+                    rein_tools::search::SearchConfig::new(s.backend, s.url.as_deref(), key)?;
+                if let Some(n) = s.max_results {
+                    c.max_results = n.clamp(1, 20);
+                }
+                if let Some(n) = s.per_operation {
+                    c.per_operation = n;
+                }
+                c.price = s.price_per_search;
+                Some(c)
+            }
+            None => None,
+        };
+        Ok(rein_tools::BuiltinConfig {
+            web: rein_tools::web::WebConfig {
+                allow: web.allow.clone(),
+                search,
+                ..Default::default()
+            },
+            shell: Default::default(),
+            interpreter: rein_tools::interpreter::InterpreterConfig {
+                workspaces: Some(data_dir()?.join("workspaces")),
+                ..Default::default()
+            },
+        })
+    }
+
+    /// How `rein config show` shows `[web]`: the key masked, where it came from.
+    pub fn web_shown(&self) -> serde_json::Value {
+        let web = &self.file.web;
+        let search = web.search.as_ref().map(|s| {
+            let from_env = env(crate::env::WEB_SEARCH_API_KEY);
+            let key = from_env.clone().or_else(|| s.api_key.clone());
+            serde_json::json!({
+                "backend": s.backend,
+                "url": s.url.clone().or_else(|| s.backend.default_url().map(str::to_owned)),
+                "api_key": key.as_deref().map(mask),
+                "api_key_from": match (&from_env, &s.api_key) {
+                    (Some(_), _) => format!("env {}", crate::env::WEB_SEARCH_API_KEY),
+                    (None, Some(_)) => "config file".to_owned(),
+                    (None, None) => "none".to_owned(),
+                },
+                "max_results": s.max_results.unwrap_or(10),
+                "per_operation": s.per_operation.unwrap_or(rein_tools::search::DEFAULT_PER_OPERATION),
+            })
+        });
+        serde_json::json!({ "allow": web.allow, "search": search })
     }
 
     /// Provider resolution: presets, then the file, then the environment.

@@ -189,6 +189,8 @@ pub struct ToolHost {
     added: Vec<String>,
     /// The client driving operations here that does some calls itself (an editor over ACP).
     clients: Option<Arc<dyn crate::client_tools::ClientTools>>,
+    /// Whose artifacts the files of operations without an owner are (the CLI's local user).
+    fallback_owner: Option<String>,
 }
 
 impl ToolHost {
@@ -225,7 +227,25 @@ impl ToolHost {
             map,
             added: Vec::new(),
             clients: None,
+            fallback_owner: None,
         })
+    }
+
+    /// The built-in tools that take settings (`web`, `shell`, `python`) as `config` says. Like the
+    /// built-ins they replace, they are not recorded as tools a continuing process must have.
+    pub fn configure_builtins(&mut self, config: &BuiltinConfig) -> Result<(), ToolError> {
+        self.registry
+            .register(Arc::new(rein_tools::web::Web::new(config.web.clone())))?;
+        self.registry
+            .register(Arc::new(rein_tools::shell::Shell::new(
+                config.shell.clone(),
+            )))?;
+        self.registry
+            .register(Arc::new(rein_tools::interpreter::Interpreter::new(
+                config.interpreter.clone(),
+            )))?;
+        self.map = manifest_map(&self.registry);
+        Ok(())
     }
 
     /// Embed memories with `embedder` and recall them by meaning as well as by words.
@@ -251,8 +271,10 @@ impl ToolHost {
         Ok(())
     }
 
-    /// Briefs raised by operations without an owner go to `owner` (the CLI's local user).
+    /// Briefs raised by operations without an owner go to `owner` (the CLI's local user), and
+    /// the files their calls produce are kept as that user's artifacts.
     pub fn set_brief_owner(&mut self, owner: String) -> Result<(), ToolError> {
+        self.fallback_owner = Some(owner.clone());
         register_briefs(
             &mut self.registry,
             Arc::new(StoreBriefs {
@@ -349,6 +371,54 @@ async fn delegated(
         call: delegable,
     })?;
     Some(work.await)
+}
+
+impl ToolHost {
+    /// Keep the files `out` carries as artifacts of the operation's conversation, attached to
+    /// `call`, each named in the result the model reads (by its artifact id) so a later turn
+    /// and the person can refer to it. A file that cannot be kept is named as such; the call's
+    /// outcome stands.
+    async fn keep_files(&self, state: &AgentState, call: &ToolCall, out: &mut ToolOutput) {
+        let owner = state
+            .metadata
+            .owner
+            .clone()
+            .or_else(|| self.fallback_owner.clone())
+            .unwrap_or_else(|| "local".to_owned());
+        let mut kept = String::from("\n--- artifacts ---");
+        for file in std::mem::take(&mut out.files) {
+            let new = rein_store::NewArtifact {
+                topic_id: state.metadata.topic_id.as_deref(),
+                operation_id: state.operation_id,
+                tool_call_id: &call.id,
+                name: &file.name,
+                media_type: &file.media_type,
+                content: &file.bytes,
+            };
+            match self.store.put_artifact(&owner, new).await {
+                Ok(a) => kept.push_str(&format!("\n{} {} ({})", a.id, a.name, a.media_type)),
+                Err(e) => {
+                    tracing::warn!(call = %call.id, file = %file.name, error = %e, "artifact not kept");
+                    kept.push_str(&format!("\n{} could not be kept: {e}", file.name));
+                }
+            }
+        }
+        out.content.push_str(&kept);
+    }
+}
+
+/// How many calls of `call`'s tool API come before it in the operation's conversation.
+fn earlier_calls(state: &AgentState, call: &ToolCall) -> u32 {
+    let mut n = 0u32;
+    for c in state.messages.iter().flat_map(|m| m.tool_calls.iter()) {
+        if c.id == call.id {
+            break;
+        }
+        if c.identifier == call.identifier && c.api == call.api {
+            n = n.saturating_add(1);
+        }
+    }
+    n
 }
 
 /// `output` with the execution record it came from.
@@ -500,6 +570,8 @@ impl ToolHost {
                     .iter()
                     .filter_map(|s| Some((s.name.clone(), PathBuf::from(s.dir.as_ref()?))))
                     .collect(),
+                topic: state.metadata.topic_id.clone(),
+                earlier_calls: earlier_calls(state, call),
             };
             let delegated = match (&self.clients, state.metadata.topic_id.as_deref()) {
                 (Some(clients), Some(topic)) => {
@@ -529,6 +601,9 @@ impl ToolHost {
                 {
                     out.cost = price;
                 }
+            }
+            if !out.files.is_empty() {
+                self.keep_files(state, call, &mut out).await;
             }
             exec.status = if out.success { ExecStatus::Succeeded } else { ExecStatus::Failed };
             exec.result = Some(out.content.clone());

@@ -258,6 +258,94 @@ impl Output for Download {
     }
 }
 
+/// `200` with an artifact's bytes to show inline in a sandbox: images, CSV and plain text as
+/// themselves; HTML as a page that runs in an opaque origin (`Content-Security-Policy:
+/// sandbox allow-scripts`, never `allow-same-origin`) and may load nothing (`default-src
+/// 'none'`: no request to this server or any other, so it reads no cookie and calls no API);
+/// anything else as bytes to save. Always `nosniff`.
+pub struct Preview {
+    /// Its media type.
+    pub media_type: String,
+    /// Its name.
+    pub name: String,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// The policy an artifact is served under (see [`Preview`]).
+pub const PREVIEW_POLICY: &str = "sandbox allow-scripts; default-src 'none'; img-src data:; \
+     style-src 'unsafe-inline'; script-src 'unsafe-inline'; form-action 'none'; \
+     frame-ancestors 'self'";
+
+impl axum::response::IntoResponse for Preview {
+    fn into_response(self) -> axum::response::Response {
+        use axum::http::{HeaderValue, header};
+        let inline = matches!(
+            self.media_type.as_str(),
+            "image/png"
+                | "image/jpeg"
+                | "image/gif"
+                | "image/webp"
+                | "text/csv"
+                | "text/plain"
+                | "text/markdown"
+                | "text/html"
+                | "application/json"
+        );
+        if !inline {
+            return Download {
+                media_type: self.media_type,
+                name: self.name,
+                bytes: self.bytes,
+            }
+            .into_response();
+        }
+        let kind = if self.media_type.starts_with("text/") {
+            format!("{}; charset=utf-8", self.media_type)
+        } else {
+            self.media_type
+        };
+        let mut response = self.bytes.into_response();
+        let headers = response.headers_mut();
+        if let Ok(v) = HeaderValue::from_str(&kind) {
+            headers.insert(header::CONTENT_TYPE, v);
+        }
+        headers.insert(
+            header::CONTENT_DISPOSITION,
+            HeaderValue::from_static("inline"),
+        );
+        headers.insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(PREVIEW_POLICY),
+        );
+        headers.insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("private, max-age=86400, immutable"),
+        );
+        response
+    }
+}
+
+impl Output for Preview {
+    fn document(doc: &mut OperationDoc, _g: &mut SchemaGenerator) {
+        doc.success = Some((
+            200,
+            json!({
+                "description": "The artifact's bytes: shown inline under a sandboxing content security policy (images, CSV, text, HTML), anything else as an attachment",
+                "content": {
+                    "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+                    "image/*": {"schema": {"type": "string", "format": "binary"}},
+                    "text/*": {"schema": {"type": "string"}}
+                }
+            }),
+        ));
+    }
+}
+
 /// A `200` answered with Server-Sent Events: `description`, each event's `data:` one JSON
 /// text (before OpenAPI 3.2, the schema of an event stream describes one event: its fields).
 pub fn event_stream(description: &str) -> Value {

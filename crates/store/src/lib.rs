@@ -35,6 +35,7 @@
 
 mod a2a_push;
 mod accounts;
+mod artifacts;
 mod briefs;
 mod checkpoint;
 mod devices;
@@ -66,6 +67,10 @@ pub use a2a_push::{A2aPush, PushConfig};
 pub use accounts::{
     Accounts, AgentRecord, AgentVersion, ApiToken, Caps, GroupRecord, PasswordHolder, TokenHolder,
     TokenScope, TokenSpec, User, UserRole,
+};
+pub use artifacts::{
+    ARTIFACT_ID_PATTERN, ArtifactContent, ArtifactRecord, Artifacts, NewArtifact, new_artifact_id,
+    valid_artifact_id,
 };
 pub use briefs::{
     Artifact, BRIEF_ID_PATTERN, Brief, BriefAction, BriefFilter, BriefHook, BriefKind, BriefNotice,
@@ -134,6 +139,7 @@ pub trait Store:
     + OwnProviders
     + OwnMcpServers
     + Files
+    + Artifacts
     + Responses
     + Goals
     + Usage

@@ -223,6 +223,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "evaluation runs",
         include_str!("../migrations/0039_eval_runs.sql"),
     ),
+    (
+        40,
+        "files tool calls produced",
+        include_str!("../migrations/0040_artifacts.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

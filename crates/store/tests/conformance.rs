@@ -1708,6 +1708,114 @@ async fn finished_conversation(store: &SqlStore, owner: &str) -> String {
     id.to_string()
 }
 
+/// Artifacts: a call keeps a file of one name once (the first bytes win, however often its step
+/// runs); the same bytes from two calls are kept once and both read them; an upload of those
+/// bytes deleted leaves the artifacts whole; only the owner lists or reads them, by
+/// conversation and by operation; deleting the conversation deletes its artifacts.
+async fn artifacts(store: &SqlStore) {
+    let op = finished_conversation(store, "alice").await;
+    let record = store.operation(op.parse().unwrap()).await.unwrap().unwrap();
+    let topic = record.topic_id.clone();
+    let new = |call: &'static str, name: &'static str, content: &'static [u8]| NewArtifact {
+        topic_id: Some(&topic),
+        operation_id: op.parse().unwrap(),
+        tool_call_id: call,
+        name,
+        media_type: "image/png",
+        content,
+    };
+    let first = store
+        .put_artifact("alice", new("c1", "chart.png", b"png-bytes"))
+        .await
+        .unwrap();
+    assert!(valid_artifact_id(&first.id), "{}", first.id);
+    assert_eq!((first.size, first.operation_id.as_str()), (9, op.as_str()));
+    let again = store
+        .put_artifact("alice", new("c1", "chart.png", b"other"))
+        .await
+        .unwrap();
+    assert_eq!(again, first, "a call's file is kept once");
+    let twin = store
+        .put_artifact("alice", new("c2", "copy.png", b"png-bytes"))
+        .await
+        .unwrap();
+    assert_eq!(twin.sha256, first.sha256);
+    let upload = store
+        .put_file(
+            "alice",
+            NewFile {
+                name: "up.png",
+                media_type: "image/png",
+                content: b"png-bytes",
+            },
+        )
+        .await
+        .unwrap();
+    assert!(store.delete_file("alice", &upload.id).await.unwrap());
+    for a in [&first, &twin] {
+        let read = store
+            .artifact_content("alice", &a.id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(read.bytes, b"png-bytes");
+        assert_eq!(&read.record, a);
+    }
+    let listed = store
+        .artifacts("alice", Some(&topic), None, 10)
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 2);
+    assert_eq!(
+        store
+            .artifacts("alice", None, Some(&op), 1)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(
+        store
+            .artifacts("alice", Some("elsewhere"), None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .artifacts("bob", None, None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .artifact_content("bob", &first.id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    store
+        .delete_topic(&topic, OperationRecords::Keep)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        store
+            .artifacts("alice", None, None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .artifact_content("alice", &first.id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
 /// The extraction queue: a finished conversation waits until it is applied; a failure puts it
 /// back at its retry time with one more attempt counted, or gives it up; a user who turned
 /// learning off has nothing queued; proposals merge with what their pool already says.
@@ -2146,6 +2254,7 @@ async fn sqlite_conformance() {
     logins(&store).await;
     roles(&store).await;
     sessions(&store).await;
+    artifacts(&store).await;
     let other = SqlStore::open(dir.join("rein.db").to_str().unwrap(), Synchronous::Normal)
         .await
         .unwrap();
@@ -2182,6 +2291,7 @@ async fn postgres_conformance() {
     logins(&store).await;
     roles(&store).await;
     sessions(&store).await;
+    artifacts(&store).await;
     assert_eq!(store.vector_search(), VectorSearch::InProcess);
     let other = SqlStore::open(&scoped, Synchronous::Normal).await.unwrap();
     knowledge_vectors_and_jobs(&store, &other).await;

@@ -42,11 +42,15 @@ pub mod delegate;
 pub mod documents;
 pub mod files;
 mod fsguard;
+pub mod interpreter;
 pub mod mcp;
 mod path;
+mod process;
+pub mod readable;
 #[cfg(target_os = "linux")]
 mod reaper;
 pub mod sandbox;
+pub mod search;
 pub mod shell;
 pub mod skills;
 pub mod todo;
@@ -85,6 +89,12 @@ pub struct ToolContext {
     pub knowledge: Vec<String>,
     /// The user the operation belongs to (`None`: the local CLI's).
     pub owner: Option<String>,
+    /// The conversation the operation is part of, if any (the interpreter keeps one workspace
+    /// per conversation).
+    pub topic: Option<String>,
+    /// How many calls of the same tool API the operation's conversation holds before this one
+    /// (a limit per operation counts them).
+    pub earlier_calls: u32,
 }
 
 /// A tool implementation.
@@ -126,6 +136,8 @@ pub struct BuiltinConfig {
     pub web: web::WebConfig,
     /// `shell` settings.
     pub shell: shell::ShellConfig,
+    /// `python` settings.
+    pub interpreter: interpreter::InterpreterConfig,
 }
 
 /// Tools by identifier, with compiled argument validators.
@@ -148,6 +160,9 @@ impl ToolRegistry {
         r.register(Arc::new(files::Files))?;
         r.register(Arc::new(shell::Shell::new(config.shell.clone())))?;
         r.register(Arc::new(web::Web::new(config.web.clone())))?;
+        r.register(Arc::new(interpreter::Interpreter::new(
+            config.interpreter.clone(),
+        )))?;
         r.register(Arc::new(todo::Todo))?;
         r.register(Arc::new(ask_user::AskUser::default()))?;
         r.register(Arc::new(activate::ActivateTools))?;

@@ -134,12 +134,33 @@ pub struct Confinement {
     seccomp: Option<seccompiler::BpfProgram>,
 }
 
+/// Where a confined command may read.
+#[derive(Clone, Copy, Debug)]
+pub enum Reads<'a> {
+    /// Anywhere (the shell: a command reads the project and the system as its user can).
+    Everywhere,
+    /// Only beneath these paths (those that exist), besides what it may write (the
+    /// interpreter: the system's programs and libraries, never a home directory or another
+    /// conversation's workspace).
+    Only(&'a [&'a Path]),
+}
+
 /// The confinement of a command in `workdir` with the private temporary directory `tmp`;
 /// `None` in `off` mode.
 pub fn prepare(
     sandbox: Sandbox,
     workdir: &Path,
     tmp: &Path,
+) -> Result<Option<Confinement>, SandboxError> {
+    prepare_reading(sandbox, workdir, tmp, Reads::Everywhere)
+}
+
+/// [`prepare`], reading only where `reads` says.
+pub fn prepare_reading(
+    sandbox: Sandbox,
+    workdir: &Path,
+    tmp: &Path,
+    reads: Reads<'_>,
 ) -> Result<Option<Confinement>, SandboxError> {
     if sandbox.mode == SandboxMode::Off {
         return Ok(None);
@@ -150,10 +171,10 @@ pub fn prepare(
             why: why.clone(),
         }),
         #[cfg(target_os = "linux")]
-        Mechanism::Landlock { abi } => linux::prepare(*abi, sandbox, workdir, tmp).map(Some),
+        Mechanism::Landlock { abi } => linux::prepare(*abi, sandbox, workdir, tmp, reads).map(Some),
         #[cfg(not(target_os = "linux"))]
         Mechanism::Landlock { .. } => {
-            let _ = (workdir, tmp);
+            let _ = (workdir, tmp, reads);
             Err(SandboxError::Prepare(
                 "Landlock exists only on Linux".into(),
             ))
@@ -163,7 +184,7 @@ pub fn prepare(
 
 #[cfg(target_os = "linux")]
 mod linux {
-    use super::{Confinement, DEVICES, SandboxError};
+    use super::{Confinement, DEVICES, Reads, SandboxError};
     use landlock::{
         ABI, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
         path_beneath_rules,
@@ -181,6 +202,7 @@ mod linux {
         sandbox: Sandbox,
         workdir: &Path,
         tmp: &Path,
+        reads: Reads<'_>,
     ) -> Result<Confinement, SandboxError> {
         let fail = |e: &dyn std::fmt::Display| SandboxError::Prepare(e.to_string());
         let scoping = abi >= super::SCOPING_ABI;
@@ -199,7 +221,13 @@ mod linux {
         let ruleset = ruleset
             .create()
             .map_err(|e| fail(&e))?
-            .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))
+            .add_rules(path_beneath_rules(
+                match reads {
+                    Reads::Everywhere => vec![Path::new("/")],
+                    Reads::Only(paths) => paths.iter().copied().filter(|p| p.exists()).collect(),
+                },
+                AccessFs::from_read(abi),
+            ))
             .map_err(|e| fail(&e))?
             .add_rules(path_beneath_rules(
                 DEVICES,

@@ -5,6 +5,7 @@
 //! and under a supervisor: whatever it started (in the background, in a new session, as a
 //! daemon) is killed when it ends or times out (`crate::reaper`, Linux).
 
+use crate::process::{Finished, PrivateTmp, Rlimits};
 use crate::{Tool, ToolContext};
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -14,7 +15,6 @@ use rein_core::tool::{ToolApi, ToolKind, ToolManifest};
 use serde_json::Value;
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Shell settings.
 #[derive(Clone, Debug)]
@@ -37,53 +37,6 @@ impl Default for ShellConfig {
     }
 }
 
-/// A command's own temporary directory (`rein-shell-PID-N` under the system's, mode 0700),
-/// removed with everything in it when dropped.
-struct PrivateTmp(std::path::PathBuf);
-
-impl PrivateTmp {
-    fn new() -> std::io::Result<Self> {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("rein-shell-{}-{n}", std::process::id()));
-        let mut b = std::fs::DirBuilder::new();
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
-        b.create(&dir)?;
-        Ok(Self(dir))
-    }
-}
-
-impl Drop for PrivateTmp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Run `cmd` under a supervisor that kills whatever it leaves behind ([`crate::reaper`]), the
-/// command itself entering `c` (its sandbox) before it runs.
-#[cfg(target_os = "linux")]
-#[allow(unsafe_code)] // the one way to act in the child between fork and exec
-fn supervise(cmd: &mut tokio::process::Command, mut c: Option<crate::sandbox::Confinement>) {
-    // SAFETY: `supervise` and `enter` only make system calls on stack values (no allocation,
-    // no locks), which is what may run in the child between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || crate::reaper::supervise(|| c.as_mut().map_or(Ok(()), |c| c.enter())));
-    }
-}
-
-/// Have `cmd`'s process enter `c` before it runs the command (no supervisor off Linux).
-#[cfg(all(unix, not(target_os = "linux")))]
-#[allow(unsafe_code)] // the one way to act in the child between fork and exec
-fn supervise(cmd: &mut tokio::process::Command, c: Option<crate::sandbox::Confinement>) {
-    if let Some(mut c) = c {
-        // SAFETY: `enter` only makes system calls, which is what may run after fork.
-        unsafe {
-            cmd.pre_exec(move || c.enter());
-        }
-    }
-}
-
 /// The shell tool.
 pub struct Shell {
     config: ShellConfig,
@@ -94,54 +47,6 @@ impl Shell {
     pub fn new(config: ShellConfig) -> Self {
         Self { config }
     }
-}
-
-/// Keeps the first and last `cap / 2` bytes of a stream and counts what it drops.
-#[derive(Default)]
-struct Capped {
-    head: Vec<u8>,
-    tail: std::collections::VecDeque<u8>,
-    dropped: usize,
-}
-
-impl Capped {
-    fn push(&mut self, bytes: &[u8], cap: usize) {
-        let half = cap / 2;
-        for b in bytes {
-            if self.head.len() < half {
-                self.head.push(*b);
-            } else {
-                self.tail.push_back(*b);
-                if self.tail.len() > half {
-                    self.tail.pop_front();
-                    self.dropped += 1;
-                }
-            }
-        }
-    }
-
-    fn text(&self) -> String {
-        let head = String::from_utf8_lossy(&self.head);
-        let tail: Vec<u8> = self.tail.iter().copied().collect();
-        let tail = String::from_utf8_lossy(&tail);
-        if self.dropped > 0 {
-            format!("{head}\n[... {} bytes omitted ...]\n{tail}", self.dropped)
-        } else {
-            format!("{head}{tail}")
-        }
-    }
-}
-
-async fn drain(mut r: impl AsyncRead + Unpin, cap: usize) -> Capped {
-    let mut out = Capped::default();
-    let mut buf = [0u8; 8192];
-    while let Ok(n) = r.read(&mut buf).await {
-        if n == 0 {
-            break;
-        }
-        out.push(&buf[..n], cap);
-    }
-    out
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -217,7 +122,7 @@ pub async fn run_confined(
         .env("TEMP", &tmp.0)
         .kill_on_drop(true);
     #[cfg(unix)]
-    supervise(&mut cmd, confinement);
+    crate::process::supervise(&mut cmd, confinement, Rlimits::NONE);
     let mut child = cmd.spawn().map_err(|source| ConfinedError::Start {
         program: program.clone(),
         mode: sandbox.mode.as_str(),
@@ -291,8 +196,8 @@ impl Tool for Shell {
             #[cfg(unix)]
             cmd.process_group(0);
             #[cfg(unix)]
-            supervise(&mut cmd, confinement);
-            let mut child = match cmd.spawn() {
+            crate::process::supervise(&mut cmd, confinement, Rlimits::NONE);
+            let child = match cmd.spawn() {
                 Ok(c) => c,
                 Err(e) if cx.sandbox.mode != rein_core::spec::SandboxMode::Off => {
                     return Ok(ToolOutput::failed(format!(
@@ -302,55 +207,11 @@ impl Tool for Shell {
                 }
                 Err(e) => return Ok(ToolOutput::failed(format!("cannot start the shell: {e}"))),
             };
-            let pid = child.id();
-            let cap = self.config.max_output;
-            let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
-            let out = tokio::spawn(async move {
-                if let Some(s) = stdout {
-                    drain(s, cap).await
-                } else {
-                    Capped::default()
-                }
-            });
-            let err = tokio::spawn(async move {
-                if let Some(s) = stderr {
-                    drain(s, cap).await
-                } else {
-                    Capped::default()
-                }
-            });
-            let status = tokio::time::timeout(timeout, child.wait()).await;
-            let timed_out = status.is_err();
-            if timed_out && let Some(pid) = pid {
-                // The supervisor kills the command and everything it started, then exits; the
-                // whole group is killed only if it does not within the grace period.
-                let _ = tokio::process::Command::new("kill")
-                    .args(["-TERM", &pid.to_string()])
-                    .status()
-                    .await;
-                if tokio::time::timeout(Duration::from_secs(5), child.wait())
-                    .await
-                    .is_err()
-                {
-                    let _ = tokio::process::Command::new("kill")
-                        .args(["-KILL", "--", &format!("-{pid}")])
-                        .status()
-                        .await;
-                    let _ = child.kill().await;
-                }
-            }
-            // A process that escaped the group could keep the pipes open: do not wait forever.
-            let grace = Duration::from_secs(2);
-            let out = tokio::time::timeout(grace, out)
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .unwrap_or_default();
-            let err = tokio::time::timeout(grace, err)
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .unwrap_or_default();
+            let Finished {
+                status,
+                stdout: out,
+                stderr: err,
+            } = crate::process::finish(child, timeout, self.config.max_output).await;
             let mut text = match &status {
                 Ok(Ok(s)) => match s.code() {
                     Some(code) => format!("exit code: {code}\n"),
@@ -362,7 +223,7 @@ impl Tool for Shell {
                     timeout.as_secs()
                 ),
             };
-            let (o, e) = (out.text(), err.text());
+            let (o, e) = (out, err);
             if !o.is_empty() {
                 text.push_str(&format!("--- stdout ---\n{o}\n"));
             }

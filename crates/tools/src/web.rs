@@ -1,9 +1,13 @@
-//! `web.fetch`: HTTP(S) GET with size and time limits, HTML reduced to readable text. Every
-//! hop (the first request and each redirect) resolves its host and refuses loopback, private,
-//! link-local and other non-public addresses (also when wrapped in an IPv6 form: IPv4-mapped,
-//! IPv4-compatible, NAT64, 6to4) unless explicitly allowed; the connection is then pinned to
-//! the checked address, so DNS cannot swap it afterwards. `HTTP_PROXY`/`HTTPS_PROXY` are
-//! ignored, since a proxy would resolve the name again, beyond the check.
+//! `web`: `fetch` and, when a search backend is configured, `search` ([`crate::search`]).
+//!
+//! `web.fetch` is an HTTP(S) GET with size and time limits, a page reduced to its readable
+//! Markdown ([`crate::readable`]). Every hop (the first request and each redirect) resolves its
+//! host and refuses loopback, private, link-local and other non-public addresses (also when
+//! wrapped in an IPv6 form: IPv4-mapped, IPv4-compatible, NAT64, 6to4) unless explicitly
+//! allowed; the connection is then pinned to the checked address, so DNS cannot swap it
+//! afterwards. `HTTP_PROXY`/`HTTPS_PROXY` are ignored, since a proxy would resolve the name
+//! again, beyond the check. A search result's URL is a URL like any other: fetching it goes
+//! through the same check.
 
 use crate::{Tool, ToolContext};
 use futures::FutureExt;
@@ -26,6 +30,8 @@ pub struct WebConfig {
     pub timeout: Duration,
     /// Redirects followed at most.
     pub max_redirects: u32,
+    /// Where `web.search` searches (none: the tool offers `fetch` only).
+    pub search: Option<crate::search::SearchConfig>,
 }
 
 impl Default for WebConfig {
@@ -35,6 +41,7 @@ impl Default for WebConfig {
             max_bytes: 2 * 1024 * 1024,
             timeout: Duration::from_secs(20),
             max_redirects: 5,
+            search: None,
         }
     }
 }
@@ -42,12 +49,21 @@ impl Default for WebConfig {
 /// The web tool.
 pub struct Web {
     config: WebConfig,
+    /// Talks to the search backend (the operator's address: no address check, proxies as
+    /// the environment says).
+    search_client: reqwest::Client,
 }
 
 impl Web {
     /// A web tool with `config`.
     pub fn new(config: WebConfig) -> Self {
-        Self { config }
+        Self {
+            config,
+            search_client: reqwest::Client::builder()
+                .user_agent("rein-web-search/0.1")
+                .build()
+                .unwrap_or_default(),
+        }
     }
 }
 
@@ -260,7 +276,11 @@ impl Web {
             }
             let raw = String::from_utf8_lossy(&body);
             let mut text = if content_type.contains("html") || raw.trim_start().starts_with('<') {
-                html_to_text(&raw)
+                let page = crate::readable::readable(&raw);
+                match page.title {
+                    Some(title) => format!("Title: {title}\n\n{}", page.text),
+                    None => page.text,
+                }
             } else {
                 raw.into_owned()
             };
@@ -292,23 +312,93 @@ struct FetchArgs {
     url: String,
 }
 
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    /// What to search the web for
+    #[schemars(length(min = 1, max = 400))]
+    query: String,
+    /// How many results (at most the configured number; 5 unless given)
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 20))]
+    count: Option<u32>,
+}
+
+impl Web {
+    async fn search(&self, cx: &ToolContext, args: SearchArgs) -> ToolOutput {
+        use crate::search::{Query, rank, render, search};
+        let Some(config) = &self.config.search else {
+            return ToolOutput::failed(
+                "Web search is not configured on this host ([web.search] in rein's configuration).",
+            );
+        };
+        if cx.earlier_calls >= config.per_operation {
+            return ToolOutput::failed(format!(
+                "This operation has made its {} web searches (the limit per operation): answer from the results you have, or fetch one of their pages.",
+                config.per_operation
+            ));
+        }
+        let count = args
+            .count
+            .unwrap_or(crate::search::DEFAULT_RESULTS)
+            .clamp(1, config.max_results.max(1));
+        let query = Query {
+            text: args.query.trim(),
+            count,
+        };
+        let mut out = match search(config, &self.search_client, &query).await {
+            Ok(hits) => {
+                let hits = rank(hits, count as usize);
+                ToolOutput::ok(render(query.text, config.backend, &hits))
+            }
+            Err(e) => ToolOutput::failed(e.to_string()),
+        };
+        if let Some(price) = config.price {
+            out.cost = price;
+        }
+        out
+    }
+}
+
 impl Tool for Web {
     fn manifest(&self) -> ToolManifest {
+        let mut apis = vec![ToolApi {
+            name: "fetch".into(),
+            description: "GET an http(s) URL and return its readable text (a page's main content as Markdown, with its title).".into(),
+            parameters: crate::parameters_of::<FetchArgs>(),
+            intervention: None,
+            cost: None,
+        }];
+        if let Some(search) = &self.config.search {
+            apis.insert(
+                0,
+                ToolApi {
+                    name: "search".into(),
+                    description: format!(
+                        "Search the web ({}); returns numbered results with title, URL, date and snippet. At most {} searches per task.",
+                        search.backend.as_str(),
+                        search.per_operation
+                    ),
+                    parameters: crate::parameters_of::<SearchArgs>(),
+                    intervention: None,
+                    cost: search.price,
+                },
+            );
+        }
         ToolManifest {
             identifier: "web".into(),
             kind: ToolKind::Builtin,
             title: "Web".into(),
-            description: "Fetch public web pages as text.".into(),
-            system_role: None,
-            apis: vec![ToolApi {
-                name: "fetch".into(),
-                description:
-                    "GET an http(s) URL and return its text (HTML is converted to readable text)."
-                        .into(),
-                parameters: crate::parameters_of::<FetchArgs>(),
-                intervention: None,
-                cost: None,
-            }],
+            description: if self.config.search.is_some() {
+                "Search the web and read public pages as text.".into()
+            } else {
+                "Fetch public web pages as text.".into()
+            },
+            system_role: self.config.search.as_ref().map(|_| {
+                "When an answer uses what `web.search` or `web.fetch` returned, cite each source it relies on as [n](URL), with the number and URL the search results give; read a page with `web.fetch` before relying on more than its snippet."
+                    .into()
+            }),
+            apis,
             intervention: None,
         }
     }
@@ -319,11 +409,15 @@ impl Tool for Web {
 
     fn call<'a>(
         &'a self,
-        _cx: &'a ToolContext,
-        _api: &'a str,
+        cx: &'a ToolContext,
+        api: &'a str,
         args: Value,
     ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
         async move {
+            if api == "search" {
+                let args = tool_args!("web/search", args, SearchArgs);
+                return Ok(self.search(cx, args).await);
+            }
             let args = tool_args!("web/fetch", args, FetchArgs);
             Ok(match self.fetch(&args.url).await {
                 Ok(text) => ToolOutput::ok(text),

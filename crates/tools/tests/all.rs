@@ -7,6 +7,8 @@ mod big_file;
 mod builtins;
 mod delegate;
 mod hostile_files;
+mod interpreter;
 mod mcp;
 mod sandbox;
+mod search;
 mod skills;

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 async fn files(dir: &Path, api: &str, args: Value) -> (bool, String, Duration) {
     let reg = ToolRegistry::with_builtins(&BuiltinConfig::default()).unwrap();
     let cx = ToolContext {
+        topic: None,
+        earlier_calls: 0,
         knowledge: Vec::new(),
         owner: None,
         operation_id: OperationId::new(),

@@ -23,6 +23,8 @@ fn workdir() -> PathBuf {
 
 fn cx(dir: &std::path::Path) -> ToolContext {
     ToolContext {
+        topic: None,
+        earlier_calls: 0,
         knowledge: Vec::new(),
         owner: None,
         operation_id: OperationId::new(),
@@ -60,6 +62,7 @@ fn registry() -> ToolRegistry {
             max_output: 1000,
             ..Default::default()
         },
+        interpreter: Default::default(),
     };
     ToolRegistry::with_builtins(&config).unwrap()
 }
@@ -207,6 +210,8 @@ async fn files_refuse_every_way_out_of_the_working_directory() {
         assert!(msg.contains(want), "{api} {args}: {msg}");
     }
     let none = ToolContext {
+        topic: None,
+        earlier_calls: 0,
         knowledge: Vec::new(),
         owner: None,
         working_directory: None,
@@ -303,7 +308,7 @@ async fn web_fetch_reads_pages_and_refuses_internal_targets_even_behind_a_redire
     .await;
     assert!(fine, "{text}");
     assert!(
-        text.ends_with("Title\nHello & welcome\n\n- one\n- two"),
+        text.ends_with("# Title\n\nHello & welcome\n\n- one\n- two"),
         "{text:?}"
     );
 
@@ -432,7 +437,21 @@ impl rein_tools::documents::Documents for NoDocs {
 
 #[test]
 fn derived_schemas_are_plain_objects_providers_accept() {
-    let mut reg = ToolRegistry::with_builtins(&BuiltinConfig::default()).unwrap();
+    // With a search backend, so `web.search` is offered and checked too.
+    let search = rein_tools::search::SearchConfig::new(
+        rein_tools::search::SearchBackend::Searxng,
+        Some("http://127.0.0.1:9"),
+        None,
+    )
+    .unwrap();
+    let config = BuiltinConfig {
+        web: WebConfig {
+            search: Some(search),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut reg = ToolRegistry::with_builtins(&config).unwrap();
     let docs: std::sync::Arc<dyn rein_tools::documents::Documents> = std::sync::Arc::new(NoDocs);
     reg.register(std::sync::Arc::new(rein_tools::documents::Memory::new(
         docs.clone(),
@@ -458,7 +477,7 @@ fn derived_schemas_are_plain_objects_providers_accept() {
             seen += 1;
         }
     }
-    assert_eq!(seen, 19, "every built-in API checked");
+    assert_eq!(seen, 21, "every built-in API checked");
     let read = reg
         .manifests()
         .into_iter()

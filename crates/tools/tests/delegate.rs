@@ -12,6 +12,8 @@ use std::time::Duration;
 
 fn cx(dir: &std::path::Path) -> ToolContext {
     ToolContext {
+        topic: None,
+        earlier_calls: 0,
         knowledge: Vec::new(),
         owner: None,
         operation_id: OperationId::new(),

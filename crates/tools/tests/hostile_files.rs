@@ -17,6 +17,8 @@ fn workdir() -> PathBuf {
 
 fn cx(dir: &Path) -> ToolContext {
     ToolContext {
+        topic: None,
+        earlier_calls: 0,
         knowledge: Vec::new(),
         owner: None,
         operation_id: OperationId::new(),

@@ -16,6 +16,8 @@ fn server(package: &str) -> Option<String> {
 
 fn cx(dir: Option<PathBuf>) -> ToolContext {
     ToolContext {
+        topic: None,
+        earlier_calls: 0,
         knowledge: Vec::new(),
         owner: None,
         operation_id: rein_core::OperationId::new(),

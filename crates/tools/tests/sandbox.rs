@@ -37,6 +37,8 @@ async fn run(workdir: &Path, sandbox: Sandbox, command: &str) -> (bool, String) 
 async fn call(workdir: &Path, sandbox: Sandbox, args: serde_json::Value) -> (bool, String) {
     let reg = ToolRegistry::with_builtins(&BuiltinConfig::default()).unwrap();
     let cx = ToolContext {
+        topic: None,
+        earlier_calls: 0,
         knowledge: Vec::new(),
         owner: None,
         operation_id: OperationId::new(),

@@ -99,6 +99,8 @@ async fn files_read_an_active_skills_folder_only_and_never_write_it() {
     std::fs::write(skills.join("secret.txt"), "outside the skill").unwrap();
     let reg = ToolRegistry::with_builtins(&BuiltinConfig::default()).unwrap();
     let cx = ToolContext {
+        topic: None,
+        earlier_calls: 0,
         knowledge: Vec::new(),
         owner: None,
         operation_id: OperationId::new(),

@@ -97,6 +97,7 @@ pub fn show(
         "providers": providers,
         "mcp": mcp,
         "agents": config.file.agents.keys().collect::<Vec<_>>(),
+        "web": config.web_shown(),
     });
     if json {
         println!("{effective}");

@@ -6,6 +6,7 @@
 //! machine asks [`Backend::local`], which on a server refuses it, naming what to do.
 
 pub mod agents;
+pub mod artifacts;
 pub mod backup;
 pub mod briefs;
 pub mod chat;
@@ -114,6 +115,7 @@ pub trait Backend:
     + knowledge::KnowledgeBases
     + users::UserAdmin
     + usage::Spending
+    + artifacts::Kept
     + settings::ServerSettings
     + tokens::TokenAdmin
 {

@@ -208,6 +208,12 @@ impl Remote {
         Ok(())
     }
 
+    /// `GET path`, answered with bytes (a file's).
+    pub(crate) async fn bytes(&self, path: &str) -> anyhow::Result<Vec<u8>> {
+        let resp = self.send(self.request(Method::GET, path)).await?;
+        Ok(resp.bytes().await?.to_vec())
+    }
+
     /// A request answered with no body.
     pub(crate) async fn call_empty(&self, method: Method, path: &str) -> anyhow::Result<()> {
         self.send(self.request(method, path)).await?;

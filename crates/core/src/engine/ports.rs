@@ -129,6 +129,20 @@ pub struct ToolOutput {
     /// The call runs elsewhere (a connected device) and answers later: its tool message stays
     /// `pending` with `content` as a note, and the operation waits for the answer.
     pub deferred: bool,
+    /// Files the call produced (an interpreter's plot, a generated image): the host keeps them
+    /// as artifacts of the operation's conversation, attached to the call's result.
+    pub files: Vec<ToolFile>,
+}
+
+/// A file a tool call produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolFile {
+    /// Its name (a path relative to where the tool wrote it).
+    pub name: String,
+    /// Its media type (`image/png`, `text/csv`).
+    pub media_type: String,
+    /// Its contents.
+    pub bytes: Vec<u8>,
 }
 
 /// A change a tool makes to its operation besides its result. The engine applies a

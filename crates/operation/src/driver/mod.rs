@@ -401,6 +401,16 @@ impl Driver {
         self
     }
 
+    /// Builder: the built-in tools that take settings (`web`, `shell`) configured by `config`.
+    pub fn with_builtins(mut self, config: &rein_tools::BuiltinConfig) -> Self {
+        if let Some(host) = Arc::get_mut(&mut self.tools)
+            && let Err(e) = host.configure_builtins(config)
+        {
+            unreachable_builtins(e);
+        }
+        self
+    }
+
     /// Builder: add a tool. A tool whose parameter schema does not compile is left out, with
     /// an error in the log naming it.
     pub fn with_tool(mut self, tool: Arc<dyn crate::Tool>) -> Self {

@@ -3,6 +3,7 @@
 pub mod agents;
 pub mod agui;
 pub mod archive;
+pub mod artifacts;
 pub mod beats;
 pub mod briefs;
 pub mod content_parts;
@@ -382,6 +383,20 @@ path_param!(
         }
     },
     schema: json!({"type": "string", "pattern": rein_store::FILE_ID_PATTERN})
+);
+
+path_param!(
+    /// `{artifact_id}`: `art-` and 32 lower-case hex digits.
+    ArtifactPath,
+    check: |s| {
+        if rein_store::valid_artifact_id(s) {
+            Ok(())
+        } else {
+            let shown: String = s.chars().take(50).collect();
+            Err(ApiError::bad_request(format!("{shown:?} is not an artifact id (art- and 32 hex digits)")))
+        }
+    },
+    schema: json!({"type": "string", "pattern": rein_store::ARTIFACT_ID_PATTERN})
 );
 
 path_param!(

@@ -1,6 +1,6 @@
 //! [`Files`] in SQL on both backends: an upload's row first, then its bytes if its owner has
 //! none with that digest, in one transaction; a delete removes the bytes only when no other
-//! upload of theirs has them (instants as microseconds).
+//! upload or artifact of theirs has them (instants as microseconds).
 
 use super::{SqlStore, from_micros, micros};
 use crate::StoreError;
@@ -157,7 +157,8 @@ impl Files for SqlStore {
             };
             sqlx::query(
                 "DELETE FROM file_blobs WHERE owner = $1 AND sha256 = $2 AND NOT EXISTS \
-                 (SELECT 1 FROM files WHERE owner = $1 AND sha256 = $2)",
+                 (SELECT 1 FROM files WHERE owner = $1 AND sha256 = $2) AND NOT EXISTS \
+                 (SELECT 1 FROM artifacts WHERE owner = $1 AND sha256 = $2)",
             )
             .bind(owner)
             .bind(&sha256)

@@ -10,6 +10,7 @@
 
 mod a2a_push;
 pub(crate) mod accounts;
+mod artifacts;
 pub(crate) mod briefs;
 mod checkpoint;
 mod commit;

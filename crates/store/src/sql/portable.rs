@@ -61,6 +61,7 @@ pub(crate) const TABLES: &[(&str, &str)] = &[
     ),
     ("files", "owner = $1"),
     ("file_blobs", "owner = $1"),
+    ("artifacts", "owner = $1"),
     ("model_replays", "owner = $1"),
     ("eval_runs", "owner = $1"),
 ];

@@ -287,6 +287,24 @@ impl Topics for SqlStore {
                     .execute(&mut *tx)
                     .await?;
             }
+            // The conversation's artifacts go with it, and their bytes when nothing else of
+            // their owner's refers to them.
+            let gone: Vec<(String, String)> =
+                sqlx::query_as("DELETE FROM artifacts WHERE topic_id = $1 RETURNING owner, sha256")
+                    .bind(id)
+                    .fetch_all(&mut *tx)
+                    .await?;
+            for (owner, sha256) in gone {
+                sqlx::query(
+                    "DELETE FROM file_blobs WHERE owner = $1 AND sha256 = $2 AND NOT EXISTS \
+                     (SELECT 1 FROM files WHERE owner = $1 AND sha256 = $2) AND NOT EXISTS \
+                     (SELECT 1 FROM artifacts WHERE owner = $1 AND sha256 = $2)",
+                )
+                .bind(&owner)
+                .bind(&sha256)
+                .execute(&mut *tx)
+                .await?;
+            }
             let messages = sqlx::query("DELETE FROM messages WHERE topic_id = $1")
                 .bind(id)
                 .execute(&mut *tx)

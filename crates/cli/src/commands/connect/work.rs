@@ -142,6 +142,8 @@ impl Device {
             skill_dirs: Vec::new(),
             question_briefs: false,
             sandbox: stricter(self.sandbox, call.sandbox),
+            topic: None,
+            earlier_calls: 0,
         };
         match Arc::clone(tool).call(&cx, &call.api, args).await {
             Ok(out) => (out.success, out.content),
