@@ -2,8 +2,10 @@
 // terminal block with its exit code, a file read with line numbers, a file edit or write as
 // the lines it takes out and puts in, a fetched page with its address, status and title, the
 // knowledge search's hits with their citations opening the chunk, the calculator as an
-// equation; any other tool as its arguments and its result. Collapsed once it succeeded.
+// equation, Python as its code and output; any other tool as its arguments and its result.
+// Collapsed once it succeeded; the files a call produced stay shown below it.
 import { useEffect, useRef } from "preact/hooks";
+import { Artifacts, artifactsOf } from "./artifacts";
 import { linkCitations } from "./citations";
 import { t, type Key } from "./i18n";
 
@@ -109,6 +111,16 @@ function Body(props: { call: Call; result: Result }) {
       </div>
     );
   }
+  if (key === "python/run" && typeof a.code === "string") {
+    const { code, out } = shellOutput(text.split("\n--- artifacts ---\n")[0]);
+    return (
+      <div class="terminal">
+        <pre class="command">{a.code}</pre>
+        {props.result && <pre class="output">{out}</pre>}
+        {code !== null && <p class={"exit" + (code === "0" ? "" : " failed")}>{t("tool.exit", { code })}</p>}
+      </div>
+    );
+  }
   if (key === "files/read" && props.result) {
     const lines = text.replace(/\n$/, "").split("\n");
     return (
@@ -182,14 +194,17 @@ const STATUS: Record<string, Key> = {
 export function ToolCard(props: { call: Call; result: Result }) {
   const status = props.result ? props.result.status : "pending";
   return (
-    <details class="tool" data-call={props.call.id} open={status !== "succeeded"}>
-      <summary>
-        <code class="name">
-          {props.call.identifier}/{props.call.api}
-        </code>
-        <span class={"status " + status}>{t(STATUS[status] ?? "tool.pending")}</span>
-      </summary>
-      <Body call={props.call} result={props.result} />
-    </details>
+    <>
+      <details class="tool" data-call={props.call.id} open={status !== "succeeded"}>
+        <summary>
+          <code class="name">
+            {props.call.identifier}/{props.call.api}
+          </code>
+          <span class={"status " + status}>{t(STATUS[status] ?? "tool.pending")}</span>
+        </summary>
+        <Body call={props.call} result={props.result} />
+      </details>
+      <Artifacts list={artifactsOf(props.result?.text ?? "")} />
+    </>
   );
 }

@@ -1234,6 +1234,56 @@ async fn the_web_app_renders_markdown_and_nothing_a_model_writes_runs() {
     );
 }
 
+/// What a tool call produced, in the web app: the interpreter writes a chart, a CSV and an
+/// HTML report (kept as artifacts); the chart shows as an image, the CSV as a table, the
+/// report in a frame sandboxed away from the app (its script reads no cookie, reaches no API).
+#[tokio::test]
+async fn the_web_app_shows_a_calls_chart_table_and_report_and_the_report_is_sandboxed() {
+    let Some(Browser {
+        chromium,
+        playwright,
+        dir,
+    }) = browser("the web app's artifacts in Chromium", "rein-web-artifacts")
+    else {
+        return;
+    };
+    let code = r#"
+import struct, zlib
+def chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+rows = b"".join(b"\x00" + bytes([30, 90, 200]) * 3 for _ in range(2))
+png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 3, 2, 8, 2, 0, 0, 0))
+png += chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+open("chart.png", "wb").write(png)
+open("sales.csv", "w").write('month,sales\nJan,10\n"Feb, late",12\n')
+open("report.html", "w").write("""<!doctype html><html><body><h1>Quarterly report</h1><p id=c></p><p id=a></p>
+<script>
+let c = "cookie: blocked";
+try { if (document.cookie.includes("rein_probe")) c = "cookie: read"; } catch (e) {}
+document.getElementById("c").textContent = c;
+fetch("/v1/topics").then(() => { document.getElementById("a").textContent = "api: reached"; },
+  () => { document.getElementById("a").textContent = "api: blocked"; })
+  .finally(() => { document.body.dataset.done = "yes"; });
+</script></body></html>""")
+"#;
+    let model = serve(
+        vec![
+            Canned::openai_tools(&[("p1", "python__run", &json!({ "code": code }).to_string())]),
+            Canned::openai_text("Here is the chart, the table and the report."),
+        ],
+        3,
+    )
+    .await;
+    let (_server, base) = serve_ui(&dir, &model.base).await;
+    let (report, out) = run_script("app_artifacts.cjs", &base, &chromium, &playwright).await;
+    assert_eq!(
+        report["ok"],
+        true,
+        "{report:#}\nscreenshots in {}",
+        out.display()
+    );
+}
+
 /// The web app lists 120 conversations 50 at a time, each page after the last one listed,
 /// each conversation once, newest first.
 #[tokio::test]

@@ -240,10 +240,12 @@ impl ToolHost {
             .register(Arc::new(rein_tools::shell::Shell::new(
                 config.shell.clone(),
             )))?;
-        self.registry
-            .register(Arc::new(rein_tools::interpreter::Interpreter::new(
-                config.interpreter.clone(),
-            )))?;
+        if config.interpreter.workspaces.is_some() {
+            self.registry
+                .register(Arc::new(rein_tools::interpreter::Interpreter::new(
+                    config.interpreter.clone(),
+                )))?;
+        }
         self.map = manifest_map(&self.registry);
         Ok(())
     }

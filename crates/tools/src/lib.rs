@@ -160,9 +160,13 @@ impl ToolRegistry {
         r.register(Arc::new(files::Files))?;
         r.register(Arc::new(shell::Shell::new(config.shell.clone())))?;
         r.register(Arc::new(web::Web::new(config.web.clone())))?;
-        r.register(Arc::new(interpreter::Interpreter::new(
-            config.interpreter.clone(),
-        )))?;
+        // Offered only where this host keeps workspaces (a cassette's replay keeps none, so its
+        // requests list the tools they were recorded with).
+        if config.interpreter.workspaces.is_some() {
+            r.register(Arc::new(interpreter::Interpreter::new(
+                config.interpreter.clone(),
+            )))?;
+        }
         r.register(Arc::new(todo::Todo))?;
         r.register(Arc::new(ask_user::AskUser::default()))?;
         r.register(Arc::new(activate::ActivateTools))?;

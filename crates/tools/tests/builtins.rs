@@ -437,7 +437,8 @@ impl rein_tools::documents::Documents for NoDocs {
 
 #[test]
 fn derived_schemas_are_plain_objects_providers_accept() {
-    // With a search backend, so `web.search` is offered and checked too.
+    // With a search backend and a place for workspaces, so `web.search` and `python.run` are
+    // offered and checked too.
     let search = rein_tools::search::SearchConfig::new(
         rein_tools::search::SearchBackend::Searxng,
         Some("http://127.0.0.1:9"),
@@ -447,6 +448,10 @@ fn derived_schemas_are_plain_objects_providers_accept() {
     let config = BuiltinConfig {
         web: WebConfig {
             search: Some(search),
+            ..Default::default()
+        },
+        interpreter: rein_tools::interpreter::InterpreterConfig {
+            workspaces: Some(std::env::temp_dir()),
             ..Default::default()
         },
         ..Default::default()
