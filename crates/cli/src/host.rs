@@ -160,6 +160,13 @@ pub async fn host(
         } else {
             given.config.builtins()?
         },
+        image_model: match &given.config.file.image_model {
+            Some(m) if !cassette => Some(
+                rein_operation::profile::model_ref(m)
+                    .map_err(|e| anyhow!("image_model {m:?}: {e}"))?,
+            ),
+            _ => None,
+        },
         embedder,
         // Nor with any skills installed: a cassette's requests list none.
         skills: if cassette {

@@ -31,6 +31,8 @@ mod fork;
 #[path = "cli/goals.rs"]
 /// The goal walk's script is shared with the server's kill test.
 pub(crate) mod goals;
+#[path = "cli/images.rs"]
+mod images;
 #[path = "cli/interpreter.rs"]
 mod interpreter;
 #[path = "cli/prompt.rs"]

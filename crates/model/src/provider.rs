@@ -47,6 +47,19 @@ pub trait ModelProvider: Send + Sync {
     ) -> BoxFuture<'static, Result<Vec<Vec<f32>>, ModelError>>;
     /// Model ids the provider serves.
     fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ModelError>>;
+    /// Images drawn for `request` (a provider without image output refuses).
+    fn generate_images(
+        &self,
+        request: crate::images::ImageRequest,
+    ) -> BoxFuture<'static, Result<crate::images::GeneratedImages, ModelError>> {
+        let _ = request;
+        Box::pin(async {
+            Err(ModelError::new(
+                ErrorKind::Unsupported,
+                "this provider does not generate images",
+            ))
+        })
+    }
 }
 
 struct Inner {
@@ -638,6 +651,48 @@ impl ModelProvider for Provider {
                             .unwrap_or_else(|| "no arguments".into()),
                     )
                 })
+            }
+        }
+        .boxed()
+    }
+
+    fn generate_images(
+        &self,
+        request: crate::images::ImageRequest,
+    ) -> BoxFuture<'static, Result<crate::images::GeneratedImages, ModelError>> {
+        let inner = Arc::clone(&self.inner);
+        async move {
+            let wire = inner.config.protocol.wire();
+            let Some(wire_request) = wire.image_generation(&request) else {
+                return Err(ModelError::new(
+                    ErrorKind::Unsupported,
+                    format!("{} has no image generation endpoint", inner.config.id),
+                ));
+            };
+            let call = HttpCall {
+                method: Method::Post,
+                base_url: inner.config.base_url.clone(),
+                path: wire_request.path,
+                headers: inner.headers(),
+                body: wire_request.body,
+            };
+            let answer = inner.json(call).await?;
+            match wire.images(&answer) {
+                Some(images) if !images.images.is_empty() => Ok(images),
+                Some(images) => Err(ModelError::new(
+                    ErrorKind::MalformedStream,
+                    format!(
+                        "the model drew no image{}",
+                        images
+                            .text
+                            .map(|t| format!(" (it said: {t})"))
+                            .unwrap_or_default()
+                    ),
+                )),
+                None => Err(ModelError::new(
+                    ErrorKind::MalformedStream,
+                    "the image response has an unexpected shape",
+                )),
             }
         }
         .boxed()

@@ -498,3 +498,134 @@ fn gemini_refusals_about_caches() {
     let unnamed = json!({"model": "gemini-2.5-pro"});
     assert!(validate::gemini_cache(&unnamed).is_err());
 }
+
+/// The start of a PNG (as a provider sends an image: base64), and its bytes.
+fn png() -> (String, Vec<u8>) {
+    use base64::Engine as _;
+    let bytes: Vec<u8> =
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02".to_vec();
+    (
+        base64::engine::general_purpose::STANDARD.encode(&bytes),
+        bytes,
+    )
+}
+
+#[tokio::test]
+async fn gpt_image_draws_as_the_images_api_answers_and_its_refusals_are_read() {
+    let (b64, bytes) = png();
+    let server = serve(
+        vec![json_reply(
+            200,
+            json!({
+                "created": 1764000000,
+                "background": "opaque",
+                "data": [{"b64_json": b64}, {"b64_json": b64}],
+                "output_format": "png",
+                "quality": "low",
+                "size": "1024x1024",
+                "usage": {"input_tokens": 50, "input_tokens_details": {"image_tokens": 40, "text_tokens": 10}, "output_tokens": 544, "total_tokens": 594}
+            }),
+        )],
+        1,
+    )
+    .await;
+    let p = provider(Protocol::OpenaiChat, server.base.clone());
+    let request = |size: &str| rein_model::ImageRequest {
+        model: "gpt-image-1".into(),
+        prompt: "a lighthouse at dusk".into(),
+        size: Some(size.into()),
+        quality: Some("low".into()),
+        n: 2,
+    };
+    let drawn = p.generate_images(request("1024x1024")).await.unwrap();
+    assert_eq!(drawn.images.len(), 2);
+    assert!(
+        drawn
+            .images
+            .iter()
+            .all(|i| i.bytes == bytes && i.media_type == "image/png")
+    );
+    let usage = drawn.usage.unwrap();
+    assert_eq!((usage.input, usage.output, usage.total), (50, 544, 594));
+    let catalog = rein_model::Catalog::builtin().unwrap();
+    let cost = catalog.cost("openai", "gpt-image-1", &usage).unwrap();
+    // $5 per million in, $40 per million out.
+    assert_eq!(
+        cost,
+        rein_core::Usd::from_dollars(50.0 * 5e-6 + 544.0 * 40e-6)
+    );
+    let sent = &server.requests()[0];
+    assert_eq!(
+        (sent.method.as_str(), sent.path.as_str()),
+        ("POST", "/images/generations")
+    );
+    assert_eq!(sent.header("authorization"), "Bearer k");
+    assert_eq!(
+        sent.body,
+        json!({"model": "gpt-image-1", "prompt": "a lighthouse at dusk", "n": 2, "size": "1024x1024", "quality": "low"})
+    );
+    assert!(sent.refused.is_none());
+    // A size GPT Image does not draw: OpenAI's own 400, read as the error.
+    let e = p.generate_images(request("1792x1024")).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidRequest, "{e}");
+    assert!(
+        e.to_string()
+            .contains("Invalid value: '1792x1024'. Supported values are: '1024x1024'"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn gemini_draws_as_generate_content_answers_with_inline_data() {
+    let (b64, bytes) = png();
+    let server = serve(
+        vec![
+            json_reply(
+                200,
+                json!({
+                    "candidates": [{"content": {"parts": [{"text": "Here is your lighthouse."}, {"inlineData": {"mimeType": "image/png", "data": b64}}], "role": "model"}, "finishReason": "STOP", "index": 0}],
+                    "usageMetadata": {"promptTokenCount": 7, "candidatesTokenCount": 1290, "totalTokenCount": 1297, "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 7}], "candidatesTokensDetails": [{"modality": "IMAGE", "tokenCount": 1290}]},
+                    "modelVersion": "gemini-2.5-flash-image",
+                    "responseId": "abc"
+                }),
+            ),
+            json_reply(
+                200,
+                json!({
+                    "candidates": [{"content": {"parts": [{"text": "I can't draw that."}], "role": "model"}, "finishReason": "STOP", "index": 0}],
+                    "usageMetadata": {"promptTokenCount": 7, "candidatesTokenCount": 6, "totalTokenCount": 13},
+                    "modelVersion": "gemini-2.5-flash-image"
+                }),
+            ),
+        ],
+        1,
+    )
+    .await;
+    let p = provider(Protocol::Gemini, server.base.clone());
+    let request = rein_model::ImageRequest {
+        model: "gemini-2.5-flash-image".into(),
+        prompt: "a lighthouse at dusk".into(),
+        size: Some("1536x1024".into()),
+        quality: None,
+        n: 1,
+    };
+    let drawn = p.generate_images(request.clone()).await.unwrap();
+    assert_eq!(drawn.images.len(), 1);
+    assert_eq!(drawn.images[0].bytes, bytes);
+    assert_eq!(drawn.text.as_deref(), Some("Here is your lighthouse."));
+    assert_eq!(drawn.usage.unwrap().output, 1290);
+    let sent = &server.requests()[0];
+    assert_eq!(sent.path, "/models/gemini-2.5-flash-image:generateContent");
+    assert_eq!(sent.header("x-goog-api-key"), "k");
+    assert_eq!(
+        sent.body["generationConfig"],
+        json!({"responseModalities": ["TEXT", "IMAGE"], "imageConfig": {"aspectRatio": "3:2"}})
+    );
+    assert!(sent.refused.is_none());
+    let e = p.generate_images(request).await.unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("the model drew no image (it said: I can't draw that.)"),
+        "{e}"
+    );
+}

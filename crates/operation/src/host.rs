@@ -88,6 +88,8 @@ pub struct Host {
     pub tools: Vec<Arc<dyn crate::Tool>>,
     /// Settings of the built-in tools (`[web]`: search backend, addresses fetch may reach).
     pub builtins: rein_tools::BuiltinConfig,
+    /// The model `image.generate` draws with (none: the tool is not offered).
+    pub image_model: Option<ModelRef>,
     /// Embeds memories so they are recalled by meaning (`provider`, model).
     pub embedder: Option<(Arc<dyn ModelProvider>, ModelRef)>,
     /// Where operations find the agents they may delegate to (none: they cannot delegate).
@@ -143,6 +145,7 @@ impl Host {
             context: ContextSettings::default(),
             tools: Vec::new(),
             builtins: Default::default(),
+            image_model: None,
             embedder: None,
             agents: None,
             working_directory: None,
@@ -202,6 +205,9 @@ impl Host {
             Arc::clone(&self.catalog),
         );
         d = d.with_builtins(&self.builtins);
+        if let Some(model) = &self.image_model {
+            d = d.with_image_model(model.clone());
+        }
         for t in &self.tools {
             d = d.with_tool(Arc::clone(t));
         }

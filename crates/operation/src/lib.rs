@@ -53,6 +53,7 @@ pub mod goals;
 pub mod grants;
 pub mod group;
 mod host;
+pub mod images;
 pub mod knowledge;
 pub mod memories;
 mod model_port;

@@ -81,6 +81,9 @@ pub struct FileConfig {
     /// run needs a person. Without one: the start of the first message, extracted handoffs,
     /// rules.
     pub system_model: Option<String>,
+    /// `provider/model` that `image.generate` draws with (`openai/gpt-image-1`,
+    /// `gemini/gemini-2.5-flash-image`); without one the tool is not offered.
+    pub image_model: Option<String>,
     /// Per provider: `base_url`, `api_key`, `protocol`, `headers`, `quirks`.
     pub providers: BTreeMap<String, ProviderOverride>,
     /// MCP servers by name: a command line (stdio) or an http(s) URL, or a table with `url`
@@ -308,6 +311,9 @@ impl Settings {
             toml::from_str(text).map_err(|e| invalid(e.to_string().trim().to_owned()))?;
         if let Some(m) = &file.default_model {
             Registry::split(m).map_err(|e| invalid(format!("default_model: {e}")))?;
+        }
+        if let Some(m) = &file.image_model {
+            Registry::split(m).map_err(|e| invalid(format!("image_model: {e}")))?;
         }
         for (model, prices) in &file.prices {
             Registry::split(model).map_err(|e| invalid(format!("prices.{model}: {e}")))?;

@@ -293,6 +293,14 @@ impl ToolHost {
         self.clients = Some(clients);
     }
 
+    /// Add a tool this host has by its configuration (like a built-in, not recorded as a tool
+    /// a continuing process must have: one without it says the tool is not installed).
+    pub(crate) fn register_builtin(&mut self, tool: Arc<dyn Tool>) -> Result<(), ToolError> {
+        self.registry.register(tool)?;
+        self.map = manifest_map(&self.registry);
+        Ok(())
+    }
+
     /// Add a tool.
     pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), ToolError> {
         let id = tool.manifest().identifier;

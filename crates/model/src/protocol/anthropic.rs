@@ -640,6 +640,14 @@ impl Wire for Anthropic {
         None
     }
 
+    fn image_generation(&self, _request: &crate::images::ImageRequest) -> Option<WireRequest> {
+        None
+    }
+
+    fn images(&self, _answer: &serde_json::Value) -> Option<crate::images::GeneratedImages> {
+        None
+    }
+
     fn models_path(&self) -> &'static str {
         "/models"
     }

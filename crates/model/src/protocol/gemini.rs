@@ -540,6 +540,14 @@ impl Wire for Gemini {
             })
     }
 
+    fn image_generation(&self, request: &crate::images::ImageRequest) -> Option<WireRequest> {
+        Some(crate::images::gemini_request(request))
+    }
+
+    fn images(&self, answer: &serde_json::Value) -> Option<crate::images::GeneratedImages> {
+        crate::images::gemini_images(answer)
+    }
+
     fn models_path(&self) -> &'static str {
         "/models"
     }

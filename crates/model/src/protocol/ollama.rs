@@ -324,6 +324,14 @@ impl Wire for Ollama {
             .and_then(|e| serde_json::from_value(e.clone()).ok())
     }
 
+    fn image_generation(&self, _request: &crate::images::ImageRequest) -> Option<WireRequest> {
+        None
+    }
+
+    fn images(&self, _answer: &serde_json::Value) -> Option<crate::images::GeneratedImages> {
+        None
+    }
+
     fn models_path(&self) -> &'static str {
         "/api/tags"
     }

@@ -503,6 +503,14 @@ impl Wire for OpenaiChat {
         wire::openai_vectors(answer)
     }
 
+    fn image_generation(&self, request: &crate::images::ImageRequest) -> Option<WireRequest> {
+        Some(crate::images::openai_request(request))
+    }
+
+    fn images(&self, answer: &serde_json::Value) -> Option<crate::images::GeneratedImages> {
+        crate::images::openai_images(answer)
+    }
+
     fn models_path(&self) -> &'static str {
         "/models"
     }

@@ -50,6 +50,13 @@ pub trait Wire: Sync {
     /// The vectors of an embeddings answer, in input order (`None` when it has another shape).
     fn vectors(&self, answer: &Value) -> Option<Vec<Vec<f32>>>;
 
+    /// The request generating images for `request`, or `None` when the protocol has no image
+    /// output ([`crate::images`]).
+    fn image_generation(&self, request: &crate::images::ImageRequest) -> Option<WireRequest>;
+
+    /// The images of an image-generation answer (`None` when it has another shape).
+    fn images(&self, answer: &Value) -> Option<crate::images::GeneratedImages>;
+
     /// The path that lists the models it serves.
     fn models_path(&self) -> &'static str;
 

@@ -471,11 +471,17 @@ pub async fn serve(responses: Vec<Canned>, seed: u64) -> Server {
             }
             let system = req.system_text();
             let withdrawn = tools_withdrawn(&req.path, &req.body);
-            let refused = validate::protocol_of(&req.path).and_then(|protocol| {
-                validate::check(protocol, &req.body)
-                    .err()
-                    .map(|m| (protocol, m.0))
-            });
+            let refused = validate::protocol_of(&req.path)
+                .and_then(|protocol| {
+                    validate::check(protocol, &req.body)
+                        .err()
+                        .map(|m| (protocol, m.0))
+                })
+                .or_else(|| {
+                    validate::images(&req.path, &req.body)
+                        .err()
+                        .map(|m| (crate::Protocol::OpenaiChat, m.0))
+                });
             req.refused = refused.as_ref().map(|(_, m)| m.clone());
             let unknown_cache = req.body["cachedContent"]
                 .as_str()

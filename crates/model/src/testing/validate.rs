@@ -62,6 +62,62 @@ pub fn refusal(protocol: Protocol, message: &str) -> Value {
     }
 }
 
+/// OpenAI's Images API (`POST …/images/generations`; `Ok` for any other path): a prompt is
+/// required; GPT Image models take no `response_format` and only their own sizes and
+/// qualities; DALL·E 3 draws one image a call.
+pub fn images(path: &str, body: &Value) -> Result<(), Refusal> {
+    if !path
+        .split('?')
+        .next()
+        .unwrap_or_default()
+        .ends_with("/images/generations")
+    {
+        return Ok(());
+    }
+    let text = |k: &str| body.get(k).and_then(Value::as_str);
+    let model = text("model").unwrap_or("dall-e-2");
+    if text("prompt").is_none_or(str::is_empty) {
+        return Err(Refusal("Missing required parameter: 'prompt'.".into()));
+    }
+    let one_of = |field: &str, allowed: &[&str]| -> Result<(), Refusal> {
+        match text(field) {
+            Some(v) if !allowed.contains(&v) => {
+                let listed: Vec<String> = allowed.iter().map(|a| format!("'{a}'")).collect();
+                Err(Refusal(format!(
+                    "Invalid value: '{v}'. Supported values are: {}.",
+                    listed.join(", ")
+                )))
+            }
+            _ => Ok(()),
+        }
+    };
+    if model.starts_with("gpt-image") {
+        if body.get("response_format").is_some() {
+            return Err(Refusal("Unknown parameter: 'response_format'.".into()));
+        }
+        one_of("size", &["1024x1024", "1024x1536", "1536x1024", "auto"])?;
+        one_of("quality", &["low", "medium", "high", "auto"])?;
+    } else if model == "dall-e-3" {
+        one_of("size", &["1024x1024", "1792x1024", "1024x1792"])?;
+        one_of("quality", &["standard", "hd"])?;
+        if body
+            .get("n")
+            .and_then(Value::as_u64)
+            .is_some_and(|n| n != 1)
+        {
+            return Err(Refusal(
+                "Invalid 'n': integer above maximum value. Expected a value <= 1, but got a larger value instead.".into(),
+            ));
+        }
+    }
+    match body.get("n").and_then(Value::as_u64) {
+        Some(n) if !(1..=10).contains(&n) => Err(Refusal(format!(
+            "Invalid 'n': integer out of range. Expected a value between 1 and 10, but got {n} instead."
+        ))),
+        _ => Ok(()),
+    }
+}
+
 fn array<'a>(v: &'a Value, field: &str) -> &'a [Value] {
     v[field].as_array().map(Vec::as_slice).unwrap_or_default()
 }

@@ -411,6 +411,21 @@ impl Driver {
         self
     }
 
+    /// Builder: `image.generate` drawing with `model` ([`crate::images`]).
+    pub fn with_image_model(mut self, model: ModelRef) -> Self {
+        let tool = Arc::new(crate::images::ImageTool {
+            models: Arc::clone(&self.models),
+            catalog: Arc::clone(&self.catalog),
+            model,
+        });
+        if let Some(host) = Arc::get_mut(&mut self.tools)
+            && let Err(e) = host.register_builtin(tool)
+        {
+            unreachable_builtins(e);
+        }
+        self
+    }
+
     /// Builder: add a tool. A tool whose parameter schema does not compile is left out, with
     /// an error in the log naming it.
     pub fn with_tool(mut self, tool: Arc<dyn crate::Tool>) -> Self {
