@@ -98,6 +98,13 @@ pub trait Artifacts {
         limit: u32,
     ) -> BoxFuture<'a, Result<Vec<ArtifactRecord>, StoreError>>;
 
+    /// `owner`'s artifact `id`, without its bytes (none: no such artifact of theirs).
+    fn artifact<'a>(
+        &'a self,
+        owner: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ArtifactRecord>, StoreError>>;
+
     /// `owner`'s artifact `id` with its bytes (none: no such artifact of theirs).
     fn artifact_content<'a>(
         &'a self,

@@ -1795,6 +1795,11 @@ async fn artifacts(store: &SqlStore) {
             .unwrap()
             .is_none()
     );
+    assert!(store.artifact("bob", &first.id).await.unwrap().is_none());
+    assert_eq!(
+        store.artifact("alice", &twin.id).await.unwrap().as_ref(),
+        Some(&twin)
+    );
     store
         .delete_topic(&topic, OperationRecords::Keep)
         .await

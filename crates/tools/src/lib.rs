@@ -5,7 +5,10 @@
 //! against its schema before the tool sees them, and the built-in tools: `calculator`, `files`
 //! (confined to the operation's working directory), `shell` (timeout, capped output, approval
 //! required, each command confined by the OS [`sandbox`]: Landlock and seccomp), `web`
-//! (`fetch`, refusing private and loopback targets), `todo` (the agent's plan, kept in the
+//! (`fetch`, a page's [`readable`] Markdown, refusing private and loopback targets; `search`
+//! over the configured [`search`] backend), `python` (the [`interpreter`]: code in a
+//! per-conversation workspace, confined tighter than the shell, its files returned to be kept
+//! as artifacts), `todo` (the agent's plan, kept in the
 //! operation's state), `ask_user` (a question for the person; the brain parks it until
 //! answered, so the tool runs only in headless runs, where it may also raise it as a decision
 //! brief) and `tools`

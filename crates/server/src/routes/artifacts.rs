@@ -83,8 +83,8 @@ pub async fn show(
     Caller(user): Caller,
     ArtifactPath(id): ArtifactPath,
 ) -> Result<Json<ArtifactRecord>, ApiError> {
-    let found = app.store.artifact_content(&user.id, &id).await?;
-    Ok(Json(found.ok_or_else(|| missing(&id))?.record))
+    let found = app.store.artifact(&user.id, &id).await?;
+    Ok(Json(found.ok_or_else(|| missing(&id))?))
 }
 
 /// `GET /v1/artifacts/{artifact_id}/content`: one of your artifacts' bytes, sandboxed.

@@ -113,6 +113,26 @@ impl Artifacts for SqlStore {
         .boxed()
     }
 
+    fn artifact<'a>(
+        &'a self,
+        owner: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ArtifactRecord>, StoreError>> {
+        async move {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT {COLUMNS} FROM artifacts a WHERE a.owner = $1 AND a.id = $2"
+            )))
+            .bind(owner)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(record)
+            .transpose()
+        }
+        .boxed()
+    }
+
     fn artifact_content<'a>(
         &'a self,
         owner: &'a str,
