@@ -113,6 +113,7 @@ impl ContextCaches {
                     path: "/cachedContents".into(),
                     headers: call.headers.clone(),
                     body: held,
+                    raw: None,
                 };
                 let made = create(request).await;
                 let until = now + setup.ttl;

@@ -5,9 +5,10 @@
 //! Messages, Gemini, Ollama), and every response stream is normalized into one event shape
 //! ([`ModelEvent`]) with usage, stop reason and classified errors. Parsers are pure state
 //! machines over framed bytes ([`framing`]); the HTTP transport, retries and cancellation sit
-//! on top. Besides chat: embeddings, and image generation ([`images`]: OpenAI's Images API,
-//! Gemini's image output).
+//! on top. Besides chat: embeddings, image generation ([`images`]: OpenAI's Images API,
+//! Gemini's image output), and speech and transcription ([`audio`]).
 
+pub mod audio;
 pub mod cassette;
 pub mod catalog;
 mod context_cache;

@@ -47,6 +47,32 @@ pub trait ModelProvider: Send + Sync {
     ) -> BoxFuture<'static, Result<Vec<Vec<f32>>, ModelError>>;
     /// Model ids the provider serves.
     fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ModelError>>;
+    /// `request` spoken (a provider without a speech endpoint refuses).
+    fn speak(
+        &self,
+        request: crate::audio::SpeechRequest,
+    ) -> BoxFuture<'static, Result<crate::audio::Speech, ModelError>> {
+        let _ = request;
+        Box::pin(async {
+            Err(ModelError::new(
+                ErrorKind::Unsupported,
+                "this provider does not speak",
+            ))
+        })
+    }
+    /// `request`'s audio written down (a provider without a transcription endpoint refuses).
+    fn transcribe(
+        &self,
+        request: crate::audio::TranscriptionRequest,
+    ) -> BoxFuture<'static, Result<crate::audio::Transcript, ModelError>> {
+        let _ = request;
+        Box::pin(async {
+            Err(ModelError::new(
+                ErrorKind::Unsupported,
+                "this provider does not transcribe",
+            ))
+        })
+    }
     /// Images drawn for `request` (a provider without image output refuses).
     fn generate_images(
         &self,
@@ -188,6 +214,7 @@ impl Inner {
             path,
             headers: self.headers(),
             body,
+            raw: None,
         }
     }
 
@@ -656,6 +683,70 @@ impl ModelProvider for Provider {
         .boxed()
     }
 
+    fn speak(
+        &self,
+        request: crate::audio::SpeechRequest,
+    ) -> BoxFuture<'static, Result<crate::audio::Speech, ModelError>> {
+        let inner = Arc::clone(&self.inner);
+        async move {
+            inner.audio_endpoint("speech")?;
+            let format = request.format.clone().unwrap_or_else(|| "mp3".into());
+            let call = HttpCall {
+                method: Method::Post,
+                base_url: inner.config.base_url.clone(),
+                path: "/audio/speech".into(),
+                headers: inner.headers(),
+                body: crate::audio::speech_body(&request),
+                raw: None,
+            };
+            let bytes = inner.bytes(call).await?;
+            Ok(crate::audio::Speech {
+                media_type: crate::audio::format_media_type(&format).to_owned(),
+                bytes,
+            })
+        }
+        .boxed()
+    }
+
+    fn transcribe(
+        &self,
+        request: crate::audio::TranscriptionRequest,
+    ) -> BoxFuture<'static, Result<crate::audio::Transcript, ModelError>> {
+        let inner = Arc::clone(&self.inner);
+        async move {
+            inner.audio_endpoint("transcription")?;
+            let mut fields = vec![
+                ("model", request.model.as_str()),
+                ("response_format", "json"),
+            ];
+            if let Some(l) = &request.language {
+                fields.push(("language", l.as_str()));
+            }
+            let (kind, form) = crate::audio::multipart(
+                &fields,
+                (
+                    "file",
+                    &request.file_name,
+                    &request.media_type,
+                    &request.bytes,
+                ),
+            );
+            let mut headers = inner.headers();
+            headers.retain(|(k, _)| !k.eq_ignore_ascii_case("content-type"));
+            headers.push(("content-type".into(), kind));
+            let call = HttpCall {
+                method: Method::Post,
+                base_url: inner.config.base_url.clone(),
+                path: "/audio/transcriptions".into(),
+                headers,
+                body: serde_json::Value::Null,
+                raw: Some(form.into()),
+            };
+            crate::audio::transcript(&inner.json(call).await?)
+        }
+        .boxed()
+    }
+
     fn generate_images(
         &self,
         request: crate::images::ImageRequest,
@@ -675,6 +766,7 @@ impl ModelProvider for Provider {
                 path: wire_request.path,
                 headers: inner.headers(),
                 body: wire_request.body,
+                raw: None,
             };
             let answer = inner.json(call).await?;
             match wire.images(&answer) {
@@ -719,6 +811,7 @@ impl ModelProvider for Provider {
                 path: request.path,
                 headers: inner.headers(),
                 body: request.body,
+                raw: None,
             };
             let vectors = wire.vectors(&inner.json(call).await?);
             vectors.filter(|v| v.len() == inputs.len()).ok_or_else(|| {
@@ -741,6 +834,7 @@ impl ModelProvider for Provider {
                 path: path.into(),
                 headers: inner.headers(),
                 body: Value::Null,
+                raw: None,
             };
             let v = inner.json(call).await?;
             let list = v
@@ -783,6 +877,46 @@ fn where_not_found(
 }
 
 impl Inner {
+    /// Refuse a `what` call where the protocol has no OpenAI-compatible audio endpoints.
+    fn audio_endpoint(&self, what: &str) -> Result<(), ModelError> {
+        match self.config.protocol {
+            crate::Protocol::OpenaiChat | crate::Protocol::OpenaiResponses => Ok(()),
+            crate::Protocol::Anthropic | crate::Protocol::Gemini | crate::Protocol::Ollama => {
+                Err(ModelError::new(
+                    ErrorKind::Unsupported,
+                    format!(
+                        "{} has no {what} endpoint (rein speaks and transcribes through OpenAI-compatible audio endpoints)",
+                        self.config.id
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// The body of a successful call, at most 64 MiB (audio); an error answer read as the
+    /// protocol's error.
+    async fn bytes(&self, call: HttpCall) -> Result<Vec<u8>, ModelError> {
+        const MAX: usize = 64 << 20;
+        let mut resp = self.transport.send(call.clone()).await?;
+        if !(200..300).contains(&resp.status) {
+            let body = read_all(&mut resp).await?;
+            let protocol = self.config.protocol;
+            let error = protocol.http_error(resp.status, &resp.headers, &body);
+            return Err(where_not_found(error, resp.status, protocol, &call));
+        }
+        let mut body = Vec::new();
+        while let Some(piece) = resp.body.next().await {
+            body.extend_from_slice(&piece?);
+            if body.len() > MAX {
+                return Err(ModelError::new(
+                    ErrorKind::MalformedStream,
+                    format!("the answer is over {} MiB", MAX >> 20),
+                ));
+            }
+        }
+        Ok(body)
+    }
+
     async fn json(&self, call: HttpCall) -> Result<Value, ModelError> {
         let mut resp = self.transport.send(call.clone()).await?;
         let body = read_all(&mut resp).await?;

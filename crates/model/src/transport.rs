@@ -31,6 +31,8 @@ pub struct HttpCall {
     pub headers: Vec<(String, String)>,
     /// JSON body (ignored for GET).
     pub body: serde_json::Value,
+    /// Bytes sent instead of `body` (a multipart form; its content type is in `headers`).
+    pub raw: Option<bytes::Bytes>,
 }
 
 impl HttpCall {
@@ -119,12 +121,15 @@ impl Transport for ReqwestTransport {
             let mut rb = match call.method {
                 Method::Get => client.get(call.url()),
                 Method::Post => {
-                    let body = serde_json::to_vec(&call.body).map_err(|e| {
-                        ModelError::new(
-                            ErrorKind::InvalidRequest,
-                            format!("request body does not serialize: {e}"),
-                        )
-                    })?;
+                    let body = match &call.raw {
+                        Some(raw) => raw.to_vec(),
+                        None => serde_json::to_vec(&call.body).map_err(|e| {
+                            ModelError::new(
+                                ErrorKind::InvalidRequest,
+                                format!("request body does not serialize: {e}"),
+                            )
+                        })?,
+                    };
                     client.post(call.url()).body(body)
                 }
             };

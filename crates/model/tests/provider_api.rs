@@ -629,3 +629,105 @@ async fn gemini_draws_as_generate_content_answers_with_inline_data() {
         "{e}"
     );
 }
+
+#[tokio::test]
+async fn speech_is_spoken_and_audio_written_down_through_openais_audio_endpoints() {
+    let audio: Vec<u8> = b"ID3\x04\x00\x00\x00\x00\x00\x00spoken".to_vec();
+    let server = serve(
+        vec![
+            Canned {
+                status: 200,
+                headers: vec![("content-type".into(), "audio/mpeg".into())],
+                body: audio.clone(),
+                max_piece: 5,
+                stall_after: None,
+                delay: None,
+            },
+            json_reply(
+                200,
+                json!({"text": "Hello from rein.", "usage": {"type": "tokens", "input_tokens": 14, "input_token_details": {"text_tokens": 0, "audio_tokens": 14}, "output_tokens": 5, "total_tokens": 19}}),
+            ),
+        ],
+        1,
+    )
+    .await;
+    let p = provider(Protocol::OpenaiChat, server.base.clone());
+    let said = p
+        .speak(rein_model::audio::SpeechRequest {
+            model: "gpt-4o-mini-tts".into(),
+            input: "Hello from rein.".into(),
+            voice: "coral".into(),
+            format: None,
+            instructions: Some("Cheerfully.".into()),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        (said.media_type.as_str(), said.bytes.clone()),
+        ("audio/mpeg", audio.clone())
+    );
+    let sent = &server.requests()[0];
+    assert_eq!(sent.path, "/audio/speech");
+    assert_eq!(
+        sent.body,
+        json!({"model": "gpt-4o-mini-tts", "input": "Hello from rein.", "voice": "coral", "response_format": "mp3", "instructions": "Cheerfully."})
+    );
+    assert!(sent.refused.is_none());
+    let heard = p
+        .transcribe(rein_model::audio::TranscriptionRequest {
+            model: "gpt-4o-transcribe".into(),
+            file_name: "hello.mp3".into(),
+            media_type: "audio/mpeg".into(),
+            bytes: audio.clone(),
+            language: Some("en".into()),
+        })
+        .await
+        .unwrap();
+    assert_eq!(heard.text, "Hello from rein.");
+    assert_eq!(heard.usage.map(|u| u.input), Some(14));
+    let sent = &server.requests()[1];
+    assert_eq!(sent.path, "/audio/transcriptions");
+    assert!(sent.refused.is_none(), "{:?}", sent.refused);
+    assert!(
+        sent.header("content-type")
+            .starts_with("multipart/form-data; boundary=")
+    );
+    assert_eq!(sent.header("authorization"), "Bearer k");
+    let form = String::from_utf8_lossy(&sent.raw);
+    assert!(
+        form.contains("name=\"model\"\r\n\r\ngpt-4o-transcribe\r\n"),
+        "{form}"
+    );
+    assert!(form.contains("name=\"language\"\r\n\r\nen\r\n"), "{form}");
+    assert!(
+        form.contains("name=\"file\"; filename=\"hello.mp3\"\r\nContent-Type: audio/mpeg"),
+        "{form}"
+    );
+    // The file's bytes arrive as they were.
+    let at = sent.raw.windows(3).position(|w| w == b"ID3").unwrap();
+    assert_eq!(&sent.raw[at..at + audio.len()], audio.as_slice());
+    // A voice OpenAI does not have: its 400, read as the error; Anthropic has no such endpoint.
+    let e = p
+        .speak(rein_model::audio::SpeechRequest {
+            model: "gpt-4o-mini-tts".into(),
+            input: "x".into(),
+            voice: "robot".into(),
+            format: None,
+            instructions: None,
+        })
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("Invalid value: 'robot'"), "{e}");
+    let a = provider(Protocol::Anthropic, server.base.clone());
+    let e = a
+        .transcribe(rein_model::audio::TranscriptionRequest {
+            model: "m".into(),
+            file_name: "a.mp3".into(),
+            media_type: "audio/mpeg".into(),
+            bytes: audio,
+            language: None,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Unsupported, "{e}");
+}

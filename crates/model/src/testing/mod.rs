@@ -187,6 +187,8 @@ pub struct Recorded {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: serde_json::Value,
+    /// The body's bytes (a multipart form is not JSON).
+    pub raw: Vec<u8>,
     /// Why the provider would refuse it ([`validate`]): it was answered with that 400.
     pub refused: Option<String>,
 }
@@ -398,6 +400,7 @@ async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<Recorded> {
         path,
         headers,
         body,
+        raw: buf[header_end..].to_vec(),
         refused: None,
     })
 }
@@ -479,6 +482,7 @@ pub async fn serve(responses: Vec<Canned>, seed: u64) -> Server {
                 })
                 .or_else(|| {
                     validate::images(&req.path, &req.body)
+                        .and_then(|()| validate::audio(&req.path, &req.body, &req.raw))
                         .err()
                         .map(|m| (crate::Protocol::OpenaiChat, m.0))
                 });

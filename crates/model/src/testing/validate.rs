@@ -118,6 +118,46 @@ pub fn images(path: &str, body: &Value) -> Result<(), Refusal> {
     }
 }
 
+/// OpenAI's audio endpoints (`Ok` for any other path): speech needs an `input` and takes
+/// only its voices and formats; a transcription is a multipart form with a `file` and a
+/// `model`.
+pub fn audio(path: &str, body: &Value, raw: &[u8]) -> Result<(), Refusal> {
+    let path = path.split('?').next().unwrap_or_default();
+    if path.ends_with("/audio/speech") {
+        let text = |k: &str| body.get(k).and_then(Value::as_str);
+        if text("input").is_none_or(str::is_empty) {
+            return Err(Refusal("Missing required parameter: 'input'.".into()));
+        }
+        let one_of = |field: &str, allowed: &[&str]| match text(field) {
+            Some(v) if !allowed.contains(&v) => {
+                let listed: Vec<String> = allowed.iter().map(|a| format!("'{a}'")).collect();
+                Err(Refusal(format!(
+                    "Invalid value: '{v}'. Supported values are: {}.",
+                    listed.join(", ")
+                )))
+            }
+            _ => Ok(()),
+        };
+        one_of("voice", &crate::audio::VOICES)?;
+        one_of("response_format", &crate::audio::SPEECH_FORMATS)?;
+        if text("voice").is_none() {
+            return Err(Refusal("Missing required parameter: 'voice'.".into()));
+        }
+    } else if path.ends_with("/audio/transcriptions") {
+        let has = |name: &str| {
+            let needle = format!("name=\"{name}\"");
+            raw.windows(needle.len()).any(|w| w == needle.as_bytes())
+        };
+        if !has("file") {
+            return Err(Refusal("Missing required parameter: 'file'.".into()));
+        }
+        if !has("model") {
+            return Err(Refusal("you must provide a model parameter".into()));
+        }
+    }
+    Ok(())
+}
+
 fn array<'a>(v: &'a Value, field: &str) -> &'a [Value] {
     v[field].as_array().map(Vec::as_slice).unwrap_or_default()
 }
