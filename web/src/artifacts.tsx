@@ -1,5 +1,5 @@
 // The files a tool call produced (an interpreter's chart, a CSV it wrote, an HTML report),
-// shown under its card: images inline, CSV as a table, HTML in a sandboxed frame (scripts run
+// shown under its card: images inline, audio to play, CSV as a table, HTML in a sandboxed frame (scripts run
 // in an opaque origin: no cookie of this app, no call to its API; the server's policy lets the
 // page load nothing either), anything else as a link to save it. The result text names them
 // after `--- artifacts ---`, one `art-… name (media type)` per line.
@@ -146,6 +146,23 @@ function Page(props: { a: Artifact }) {
   );
 }
 
+function Sound(props: { a: Artifact }) {
+  const [src, setSrc] = useState<string | null>(null);
+  useEffect(() => {
+    let url: string | null = null;
+    fetched(props.a.id, "blob").then((b) => {
+      if (b instanceof Blob) {
+        url = URL.createObjectURL(b);
+        setSrc(url);
+      }
+    });
+    return () => {
+      if (url) URL.revokeObjectURL(url);
+    };
+  }, [props.a.id]);
+  return src ? <audio class="artifact-audio" controls src={src} aria-label={props.a.name} /> : <p class="muted">{props.a.name}</p>;
+}
+
 function Link(props: { a: Artifact }) {
   const save = async () => {
     const b = await fetched(props.a.id, "blob");
@@ -177,6 +194,8 @@ export function Artifacts(props: { list: Artifact[] }) {
             <Table a={a} />
           ) : a.media === "text/html" ? (
             <Page a={a} />
+          ) : a.media.startsWith("audio/") ? (
+            <Sound a={a} />
           ) : null}
           <figcaption>
             <Link a={a} />

@@ -160,13 +160,13 @@ pub async fn host(
         } else {
             given.config.builtins()?
         },
-        image_model: match &given.config.file.image_model {
-            Some(m) if !cassette => Some(
-                rein_operation::profile::model_ref(m)
-                    .map_err(|e| anyhow!("image_model {m:?}: {e}"))?,
-            ),
-            _ => None,
-        },
+        image_model: configured_model("image_model", &given.config.file.image_model, cassette)?,
+        speech_model: configured_model("speech_model", &given.config.file.speech_model, cassette)?,
+        transcription_model: configured_model(
+            "transcription_model",
+            &given.config.file.transcription_model,
+            cassette,
+        )?,
         embedder,
         // Nor with any skills installed: a cassette's requests list none.
         skills: if cassette {
@@ -175,6 +175,21 @@ pub async fn host(
             Arc::new(crate::skills::catalog(&given.config)?)
         },
     })
+}
+
+/// The model a configuration entry `name` names (none in a cassette's replay, whose requests
+/// list the tools they were recorded with).
+fn configured_model(
+    name: &str,
+    given: &Option<String>,
+    cassette: bool,
+) -> anyhow::Result<Option<rein_core::state::ModelRef>> {
+    match given {
+        Some(m) if !cassette => Ok(Some(
+            rein_operation::profile::model_ref(m).map_err(|e| anyhow!("{name} {m:?}: {e}"))?,
+        )),
+        _ => Ok(None),
+    }
 }
 
 /// Make `host` a server's (or worker's): operations run on its own surface, on the devices its

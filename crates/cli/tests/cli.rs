@@ -43,6 +43,8 @@ mod prompt_cache;
 mod replay;
 #[path = "cli/retention.rs"]
 mod retention;
+#[path = "cli/speech.rs"]
+mod speech;
 #[path = "cli/usage.rs"]
 mod usage;
 #[path = "cli/web_search.rs"]

@@ -90,6 +90,10 @@ pub struct Host {
     pub builtins: rein_tools::BuiltinConfig,
     /// The model `image.generate` draws with (none: the tool is not offered).
     pub image_model: Option<ModelRef>,
+    /// The model `speech.say` and `POST /v1/audio/speech` speak with.
+    pub speech_model: Option<ModelRef>,
+    /// The model `speech.transcribe` and `POST /v1/audio/transcriptions` listen with.
+    pub transcription_model: Option<ModelRef>,
     /// Embeds memories so they are recalled by meaning (`provider`, model).
     pub embedder: Option<(Arc<dyn ModelProvider>, ModelRef)>,
     /// Where operations find the agents they may delegate to (none: they cannot delegate).
@@ -146,6 +150,8 @@ impl Host {
             tools: Vec::new(),
             builtins: Default::default(),
             image_model: None,
+            speech_model: None,
+            transcription_model: None,
             embedder: None,
             agents: None,
             working_directory: None,
@@ -208,6 +214,7 @@ impl Host {
         if let Some(model) = &self.image_model {
             d = d.with_image_model(model.clone());
         }
+        d = d.with_speech_models(self.speech_model.clone(), self.transcription_model.clone());
         for t in &self.tools {
             d = d.with_tool(Arc::clone(t));
         }

@@ -65,6 +65,7 @@ pub mod profile;
 mod prompt_prefix;
 pub mod secrets;
 pub mod settings;
+pub mod speech;
 mod summarizer;
 pub mod surface;
 mod tools;

@@ -84,6 +84,12 @@ pub struct FileConfig {
     /// `provider/model` that `image.generate` draws with (`openai/gpt-image-1`,
     /// `gemini/gemini-2.5-flash-image`); without one the tool is not offered.
     pub image_model: Option<String>,
+    /// `provider/model` that speaks (`speech.say`, `POST /v1/audio/speech`), through an
+    /// OpenAI-compatible audio endpoint (`openai/gpt-4o-mini-tts`).
+    pub speech_model: Option<String>,
+    /// `provider/model` that transcribes (`speech.transcribe`, `POST /v1/audio/transcriptions`;
+    /// `openai/gpt-4o-transcribe`).
+    pub transcription_model: Option<String>,
     /// Per provider: `base_url`, `api_key`, `protocol`, `headers`, `quirks`.
     pub providers: BTreeMap<String, ProviderOverride>,
     /// MCP servers by name: a command line (stdio) or an http(s) URL, or a table with `url`
@@ -312,8 +318,14 @@ impl Settings {
         if let Some(m) = &file.default_model {
             Registry::split(m).map_err(|e| invalid(format!("default_model: {e}")))?;
         }
-        if let Some(m) = &file.image_model {
-            Registry::split(m).map_err(|e| invalid(format!("image_model: {e}")))?;
+        for (name, m) in [
+            ("image_model", &file.image_model),
+            ("speech_model", &file.speech_model),
+            ("transcription_model", &file.transcription_model),
+        ] {
+            if let Some(m) = m {
+                Registry::split(m).map_err(|e| invalid(format!("{name}: {e}")))?;
+            }
         }
         for (model, prices) in &file.prices {
             Registry::split(model).map_err(|e| invalid(format!("prices.{model}: {e}")))?;

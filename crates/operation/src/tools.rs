@@ -388,13 +388,19 @@ impl ToolHost {
     /// `call`, each named in the result the model reads (by its artifact id) so a later turn
     /// and the person can refer to it. A file that cannot be kept is named as such; the call's
     /// outcome stands.
-    async fn keep_files(&self, state: &AgentState, call: &ToolCall, out: &mut ToolOutput) {
-        let owner = state
+    /// Whose artifacts an operation's calls keep and read: its user, else this process's
+    /// fallback (the CLI's local user), else `local`.
+    fn files_owner(&self, state: &AgentState) -> String {
+        state
             .metadata
             .owner
             .clone()
             .or_else(|| self.fallback_owner.clone())
-            .unwrap_or_else(|| "local".to_owned());
+            .unwrap_or_else(|| "local".to_owned())
+    }
+
+    async fn keep_files(&self, state: &AgentState, call: &ToolCall, out: &mut ToolOutput) {
+        let owner = self.files_owner(state);
         let mut kept = String::from("\n--- artifacts ---");
         for file in std::mem::take(&mut out.files) {
             let new = rein_store::NewArtifact {
@@ -582,6 +588,7 @@ impl ToolHost {
                     .collect(),
                 topic: state.metadata.topic_id.clone(),
                 earlier_calls: earlier_calls(state, call),
+                files_owner: self.files_owner(state),
             };
             let delegated = match (&self.clients, state.metadata.topic_id.as_deref()) {
                 (Some(clients), Some(topic)) => {

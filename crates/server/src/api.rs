@@ -258,8 +258,8 @@ impl Output for Download {
     }
 }
 
-/// `200` with an artifact's bytes to show inline in a sandbox: images, CSV and plain text as
-/// themselves; HTML as a page that runs in an opaque origin (`Content-Security-Policy:
+/// `200` with an artifact's bytes to show inline in a sandbox: images, audio, CSV and plain
+/// text as themselves; HTML as a page that runs in an opaque origin (`Content-Security-Policy:
 /// sandbox allow-scripts`, never `allow-same-origin`) and may load nothing (`default-src
 /// 'none'`: no request to this server or any other, so it reads no cookie and calls no API);
 /// anything else as bytes to save. Always `nosniff`.
@@ -291,6 +291,11 @@ impl axum::response::IntoResponse for Preview {
                 | "text/markdown"
                 | "text/html"
                 | "application/json"
+                | "audio/mpeg"
+                | "audio/wav"
+                | "audio/ogg"
+                | "audio/aac"
+                | "audio/flac"
         );
         if !inline {
             return Download {

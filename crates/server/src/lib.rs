@@ -199,6 +199,7 @@ pub fn api() -> api::Api {
         .merge(routes::own_mcp::api())
         .merge(routes::files::api())
         .merge(routes::artifacts::api())
+        .merge(routes::audio::api())
         .merge(routes::responses::api())
         .merge(routes::agui::api())
         .merge(routes::ui_stream::api())

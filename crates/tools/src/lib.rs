@@ -98,6 +98,9 @@ pub struct ToolContext {
     /// How many calls of the same tool API the operation's conversation holds before this one
     /// (a limit per operation counts them).
     pub earlier_calls: u32,
+    /// Whose artifacts and uploads the operation's calls keep and read: its user, or the CLI's
+    /// local user for an operation without one.
+    pub files_owner: String,
 }
 
 /// A tool implementation.

@@ -25,6 +25,7 @@ fn cx(dir: &std::path::Path) -> ToolContext {
     ToolContext {
         topic: None,
         earlier_calls: 0,
+        files_owner: "local".into(),
         knowledge: Vec::new(),
         owner: None,
         operation_id: OperationId::new(),
@@ -212,6 +213,7 @@ async fn files_refuse_every_way_out_of_the_working_directory() {
     let none = ToolContext {
         topic: None,
         earlier_calls: 0,
+        files_owner: "local".into(),
         knowledge: Vec::new(),
         owner: None,
         working_directory: None,

@@ -14,6 +14,7 @@ fn cx(dir: &std::path::Path) -> ToolContext {
     ToolContext {
         topic: None,
         earlier_calls: 0,
+        files_owner: "local".into(),
         knowledge: Vec::new(),
         owner: None,
         operation_id: OperationId::new(),

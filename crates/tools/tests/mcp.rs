@@ -18,6 +18,7 @@ fn cx(dir: Option<PathBuf>) -> ToolContext {
     ToolContext {
         topic: None,
         earlier_calls: 0,
+        files_owner: "local".into(),
         knowledge: Vec::new(),
         owner: None,
         operation_id: rein_core::OperationId::new(),

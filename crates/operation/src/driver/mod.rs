@@ -426,6 +426,27 @@ impl Driver {
         self
     }
 
+    /// Builder: `speech.say` with `say` and `speech.transcribe` with `hear` (each when given;
+    /// neither: no speech tool) ([`crate::speech`]).
+    pub fn with_speech_models(mut self, say: Option<ModelRef>, hear: Option<ModelRef>) -> Self {
+        if say.is_none() && hear.is_none() {
+            return self;
+        }
+        let tool = Arc::new(crate::speech::SpeechTool {
+            models: Arc::clone(&self.models),
+            store: Arc::clone(&self.store),
+            catalog: Arc::clone(&self.catalog),
+            say,
+            hear,
+        });
+        if let Some(host) = Arc::get_mut(&mut self.tools)
+            && let Err(e) = host.register_builtin(tool)
+        {
+            unreachable_builtins(e);
+        }
+        self
+    }
+
     /// Builder: add a tool. A tool whose parameter schema does not compile is left out, with
     /// an error in the log naming it.
     pub fn with_tool(mut self, tool: Arc<dyn crate::Tool>) -> Self {

@@ -4,6 +4,7 @@ pub mod agents;
 pub mod agui;
 pub mod archive;
 pub mod artifacts;
+pub mod audio;
 pub mod beats;
 pub mod briefs;
 pub mod content_parts;
