@@ -63,6 +63,16 @@ pub async fn list(
     if !(1..=1000).contains(&limit) {
         return Err(ApiError::bad_request("limit is 1 to 1000"));
     }
+    for (name, given) in [("topic", &q.topic), ("operation", &q.operation)] {
+        if given
+            .as_ref()
+            .is_some_and(|v| v.is_empty() || v.len() > 200)
+        {
+            return Err(ApiError::bad_request(format!(
+                "{name} is 1 to 200 characters"
+            )));
+        }
+    }
     let mut data = app
         .store
         .artifacts(
