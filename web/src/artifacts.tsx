@@ -64,11 +64,12 @@ export function csvRows(text: string, max: number): string[][] {
   return rows;
 }
 
-function Image(props: { a: Artifact }) {
+/** An object URL of an artifact's bytes while the component shows it (revoked after). */
+function useBlobUrl(id: string): string | null {
   const [src, setSrc] = useState<string | null>(null);
   useEffect(() => {
     let url: string | null = null;
-    fetched(props.a.id, "blob").then((b) => {
+    fetched(id, "blob").then((b) => {
       if (b instanceof Blob) {
         url = URL.createObjectURL(b);
         setSrc(url);
@@ -77,7 +78,12 @@ function Image(props: { a: Artifact }) {
     return () => {
       if (url) URL.revokeObjectURL(url);
     };
-  }, [props.a.id]);
+  }, [id]);
+  return src;
+}
+
+function Image(props: { a: Artifact }) {
+  const src = useBlobUrl(props.a.id);
   return src ? <img class="artifact-image" src={src} alt={props.a.name} /> : <p class="muted">{props.a.name}</p>;
 }
 
@@ -147,19 +153,7 @@ function Page(props: { a: Artifact }) {
 }
 
 function Sound(props: { a: Artifact }) {
-  const [src, setSrc] = useState<string | null>(null);
-  useEffect(() => {
-    let url: string | null = null;
-    fetched(props.a.id, "blob").then((b) => {
-      if (b instanceof Blob) {
-        url = URL.createObjectURL(b);
-        setSrc(url);
-      }
-    });
-    return () => {
-      if (url) URL.revokeObjectURL(url);
-    };
-  }, [props.a.id]);
+  const src = useBlobUrl(props.a.id);
   return src ? <audio class="artifact-audio" controls src={src} aria-label={props.a.name} /> : <p class="muted">{props.a.name}</p>;
 }
 

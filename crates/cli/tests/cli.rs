@@ -79,6 +79,18 @@ fn local_only(test: &str, why: &str) -> bool {
     parity()
 }
 
+/// The text of the last tool message of the model request `i` a test's server received.
+fn last_tool_result(e: &Env, i: usize) -> String {
+    e.server.requests()[i].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .unwrap_or_default()
+}
+
 /// The configuration file every `rein` of a test reads (absent unless the test writes it with
 /// [`env_with_config`]).
 const CONFIG_FILE: &str = "rein.toml";

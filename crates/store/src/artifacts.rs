@@ -21,12 +21,7 @@ pub fn new_artifact_id() -> String {
 
 /// Whether `id` is an artifact id ([`ARTIFACT_ID_PATTERN`]).
 pub fn valid_artifact_id(id: &str) -> bool {
-    id.strip_prefix("art-").is_some_and(|hex| {
-        hex.len() == 32
-            && hex
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    })
+    crate::files::prefixed_hex_id(id, "art-")
 }
 
 /// One file a tool call produced.

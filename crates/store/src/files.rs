@@ -19,7 +19,12 @@ pub fn new_file_id() -> String {
 
 /// Whether `id` is a file id ([`FILE_ID_PATTERN`]).
 pub fn valid_file_id(id: &str) -> bool {
-    id.strip_prefix("file-").is_some_and(|hex| {
+    prefixed_hex_id(id, "file-")
+}
+
+/// Whether `id` is `prefix` and 32 lower-case hex digits (uploads' and artifacts' ids).
+pub(crate) fn prefixed_hex_id(id: &str, prefix: &str) -> bool {
+    id.strip_prefix(prefix).is_some_and(|hex| {
         hex.len() == 32
             && hex
                 .bytes()

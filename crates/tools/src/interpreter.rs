@@ -11,7 +11,7 @@
 //! Landlock). Files it writes or changes come back as the call's files (the host keeps them
 //! as artifacts); a plot saved as an image is one.
 
-use crate::process::{Finished, PrivateTmp, Rlimits};
+use crate::process::{PrivateTmp, Rlimits};
 use crate::{Tool, ToolContext};
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -269,12 +269,8 @@ impl Interpreter {
                 ));
             }
         };
-        let Finished {
-            status,
-            stdout,
-            stderr,
-        } = crate::process::finish(child, timeout, self.config.max_output).await;
-        let mut text = match &status {
+        let finished = crate::process::finish(child, timeout, self.config.max_output).await;
+        let mut text = match &finished.status {
             Ok(Ok(s)) => match s.code() {
                 Some(code) => format!("exit code: {code}\n"),
                 None => "stopped by a signal (its CPU time limit, or killed)\n".to_owned(),
@@ -285,21 +281,15 @@ impl Interpreter {
                 timeout.as_secs()
             ),
         };
-        if stderr.contains("MemoryError") {
+        if finished.stderr.contains("MemoryError") {
             text.push_str(&format!(
                 "(it ran out of memory: a run may use {} MiB)\n",
                 self.config.memory / (1024 * 1024)
             ));
         }
-        if !stdout.is_empty() {
-            text.push_str(&format!("--- stdout ---\n{stdout}\n"));
-        }
-        if !stderr.is_empty() {
-            text.push_str(&format!("--- stderr ---\n{stderr}\n"));
-        }
+        text.push_str(&finished.sections());
         let files = self.written(&workspace, &before, &mut text);
-        let ok = matches!(&status, Ok(Ok(s)) if s.success());
-        let mut out = if ok {
+        let mut out = if finished.succeeded() {
             ToolOutput::ok(text.trim_end())
         } else {
             ToolOutput::failed(text.trim_end())

@@ -170,6 +170,25 @@ pub(crate) struct Finished {
     pub(crate) stderr: String,
 }
 
+impl Finished {
+    /// Its output as a result shows it: `--- stdout ---` and `--- stderr ---` sections, each
+    /// only when the stream said something.
+    pub(crate) fn sections(&self) -> String {
+        let mut text = String::new();
+        for (name, said) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
+            if !said.is_empty() {
+                text.push_str(&format!("--- {name} ---\n{said}\n"));
+            }
+        }
+        text
+    }
+
+    /// Whether it ran to the end and exited 0.
+    pub(crate) fn succeeded(&self) -> bool {
+        matches!(&self.status, Ok(Ok(s)) if s.success())
+    }
+}
+
 /// Wait for `child` (spawned in its own process group, with piped output) at most `timeout`,
 /// reading `cap` bytes of each stream; past the limit it is killed with everything it started.
 pub(crate) async fn finish(

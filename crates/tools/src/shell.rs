@@ -5,7 +5,7 @@
 //! and under a supervisor: whatever it started (in the background, in a new session, as a
 //! daemon) is killed when it ends or times out (`crate::reaper`, Linux).
 
-use crate::process::{Finished, PrivateTmp, Rlimits};
+use crate::process::{PrivateTmp, Rlimits};
 use crate::{Tool, ToolContext};
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -207,12 +207,8 @@ impl Tool for Shell {
                 }
                 Err(e) => return Ok(ToolOutput::failed(format!("cannot start the shell: {e}"))),
             };
-            let Finished {
-                status,
-                stdout: out,
-                stderr: err,
-            } = crate::process::finish(child, timeout, self.config.max_output).await;
-            let mut text = match &status {
+            let finished = crate::process::finish(child, timeout, self.config.max_output).await;
+            let mut text = match &finished.status {
                 Ok(Ok(s)) => match s.code() {
                     Some(code) => format!("exit code: {code}\n"),
                     None => "killed by a signal\n".to_owned(),
@@ -223,14 +219,8 @@ impl Tool for Shell {
                     timeout.as_secs()
                 ),
             };
-            let (o, e) = (out, err);
-            if !o.is_empty() {
-                text.push_str(&format!("--- stdout ---\n{o}\n"));
-            }
-            if !e.is_empty() {
-                text.push_str(&format!("--- stderr ---\n{e}\n"));
-            }
-            let ok = matches!(&status, Ok(Ok(s)) if s.success());
+            text.push_str(&finished.sections());
+            let ok = finished.succeeded();
             Ok(if ok {
                 ToolOutput::ok(text)
             } else {

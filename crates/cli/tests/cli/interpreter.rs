@@ -12,18 +12,6 @@ fn python(id: &str, code: &str) -> Canned {
     )])
 }
 
-/// The text of the last tool message of request `i`.
-fn last_tool_result(e: &Env, i: usize) -> String {
-    e.server.requests()[i].body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        .unwrap_or_default()
-}
-
 /// A 1×1 PNG written by Python's standard library (what a plotting library saves).
 const CHART: &str = r#"
 import struct, zlib

@@ -52,19 +52,6 @@ async fn site() -> (String, Arc<Mutex<Vec<String>>>) {
     (base, seen)
 }
 
-/// The text of the last tool message of request `i`.
-fn last_tool_result(e: &Env, i: usize) -> String {
-    let body = &e.server.requests()[i].body;
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        .unwrap_or_default()
-}
-
 #[tokio::test]
 async fn a_model_searches_reads_a_result_and_answers_citing_it() {
     let (base, seen) = site().await;

@@ -165,13 +165,13 @@ impl FromRequest<AppState> for Recording {
                 Some("file") if file.is_none() => {
                     let name = field.file_name().unwrap_or("audio").to_owned();
                     let declared = field.content_type().map(str::to_owned);
-                    let mut bytes = Vec::new();
-                    while let Some(chunk) = field.chunk().await.map_err(read_error)? {
-                        if bytes.len() + chunk.len() > limit {
-                            return Err(too_large());
-                        }
-                        bytes.extend_from_slice(&chunk);
-                    }
+                    let bytes = crate::routes::files::read_part(
+                        &mut field,
+                        limit as u64,
+                        &read_error,
+                        &too_large,
+                    )
+                    .await?;
                     let sniffed = rein_operation::attachment::media_type_of(&name, &bytes);
                     let media_type =
                         if sniffed.starts_with("audio/") || sniffed.starts_with("video/") {

@@ -162,13 +162,7 @@ impl FromRequest<AppState> for Upload {
                             "a filename is 1 to 255 bytes without control characters",
                         ));
                     }
-                    let mut bytes = Vec::new();
-                    while let Some(chunk) = field.chunk().await.map_err(read_error)? {
-                        if (bytes.len() + chunk.len()) as u64 > limit {
-                            return Err(too_large());
-                        }
-                        bytes.extend_from_slice(&chunk);
-                    }
+                    let bytes = read_part(&mut field, limit, &read_error, &too_large).await?;
                     file = Some(Upload { name, bytes });
                 }
                 Some("purpose") => {
@@ -191,6 +185,23 @@ impl FromRequest<AppState> for Upload {
         }
         file.ok_or_else(|| ApiError::bad_request("no `file` part with a filename"))
     }
+}
+
+/// The bytes of a multipart part, at most `limit` of them (`too_large` past it).
+pub(crate) async fn read_part(
+    field: &mut axum::extract::multipart::Field<'_>,
+    limit: u64,
+    read_error: &(dyn Fn(axum::extract::multipart::MultipartError) -> ApiError + Sync),
+    too_large: &(dyn Fn() -> ApiError + Sync),
+) -> Result<Vec<u8>, ApiError> {
+    let mut bytes = Vec::new();
+    while let Some(chunk) = field.chunk().await.map_err(read_error)? {
+        if (bytes.len() + chunk.len()) as u64 > limit {
+            return Err(too_large());
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
 }
 
 impl Input for Upload {
