@@ -98,6 +98,9 @@ pub fn show(
         "mcp": mcp,
         "agents": config.file.agents.keys().collect::<Vec<_>>(),
         "web": config.web_shown(),
+        "image_model": config.file.image_model,
+        "speech_model": config.file.speech_model,
+        "transcription_model": config.file.transcription_model,
     });
     if json {
         println!("{effective}");

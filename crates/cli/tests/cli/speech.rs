@@ -44,6 +44,10 @@ async fn a_model_speaks_and_a_later_run_writes_down_what_it_said() {
     .await;
     let (code, out, err) = e.rein(&["run", "Say hello."]).await;
     assert_eq!(code, 0, "{out}\n{err}");
+    let (_, shown, _) = e.rein(&["--json", "config", "show"]).await;
+    let shown: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(shown["speech_model"], "openai/gpt-4o-mini-tts");
+    assert_eq!(shown["transcription_model"], "openai/gpt-4o-transcribe");
     let spoken = e
         .server
         .requests()
