@@ -106,6 +106,49 @@ pub fn openai_images(answer: &Value) -> Option<GeneratedImages> {
     })
 }
 
+/// A picture to change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceImage {
+    /// Its name (its extension tells OpenAI the format).
+    pub name: String,
+    /// Its media type.
+    pub media_type: String,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// The multipart fields of OpenAI's `POST /images/edits` for `req` (the picture is the form's
+/// `image` part).
+pub fn openai_edit_fields(req: &ImageRequest) -> Vec<(&'static str, String)> {
+    let mut fields = vec![
+        ("model", req.model.clone()),
+        ("prompt", req.prompt.clone()),
+        ("n", req.n.to_string()),
+    ];
+    if let Some(size) = &req.size {
+        fields.push(("size", size.clone()));
+    }
+    if let Some(quality) = &req.quality {
+        fields.push(("quality", quality.clone()));
+    }
+    if req.model.starts_with("dall-e") {
+        fields.push(("response_format", "b64_json".into()));
+    }
+    fields
+}
+
+/// Gemini's `generateContent` changing `source` as `req.prompt` says (the picture first, as
+/// inline data, then the words).
+pub fn gemini_edit_request(req: &ImageRequest, source: &SourceImage) -> WireRequest {
+    let mut wire = gemini_request(req);
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&source.bytes);
+    wire.body["contents"][0]["parts"] = json!([
+        {"inlineData": {"mimeType": source.media_type, "data": b64}},
+        {"text": req.prompt},
+    ]);
+    wire
+}
+
 /// Gemini's `generateContent` asking for text and images (one candidate; `n` is not a
 /// Gemini parameter, so one image is asked for). A size becomes its aspect ratio.
 pub fn gemini_request(req: &ImageRequest) -> WireRequest {

@@ -47,6 +47,20 @@ pub trait ModelProvider: Send + Sync {
     ) -> BoxFuture<'static, Result<Vec<Vec<f32>>, ModelError>>;
     /// Model ids the provider serves.
     fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ModelError>>;
+    /// `source` changed as `request.prompt` says (a provider without image editing refuses).
+    fn edit_images(
+        &self,
+        request: crate::images::ImageRequest,
+        source: crate::images::SourceImage,
+    ) -> BoxFuture<'static, Result<crate::images::GeneratedImages, ModelError>> {
+        let _ = (request, source);
+        Box::pin(async {
+            Err(ModelError::new(
+                ErrorKind::Unsupported,
+                "this provider does not edit images",
+            ))
+        })
+    }
     /// `request` spoken (a provider without a speech endpoint refuses).
     fn speak(
         &self,
@@ -678,6 +692,67 @@ impl ModelProvider for Provider {
                             .unwrap_or_else(|| "no arguments".into()),
                     )
                 })
+            }
+        }
+        .boxed()
+    }
+
+    fn edit_images(
+        &self,
+        request: crate::images::ImageRequest,
+        source: crate::images::SourceImage,
+    ) -> BoxFuture<'static, Result<crate::images::GeneratedImages, ModelError>> {
+        let inner = Arc::clone(&self.inner);
+        async move {
+            let protocol = inner.config.protocol;
+            let (call, wire) = match protocol {
+                Protocol::OpenaiChat | Protocol::OpenaiResponses => {
+                    let fields = crate::images::openai_edit_fields(&request);
+                    let fields: Vec<(&str, &str)> =
+                        fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                    let (kind, form) = crate::audio::multipart(
+                        &fields,
+                        ("image", &source.name, &source.media_type, &source.bytes),
+                    );
+                    let mut headers = inner.headers();
+                    headers.retain(|(k, _)| !k.eq_ignore_ascii_case("content-type"));
+                    headers.push(("content-type".into(), kind));
+                    let call = HttpCall {
+                        method: Method::Post,
+                        base_url: inner.config.base_url.clone(),
+                        path: "/images/edits".into(),
+                        headers,
+                        body: Value::Null,
+                        raw: Some(form.into()),
+                    };
+                    (call, protocol.wire())
+                }
+                Protocol::Gemini => {
+                    let w = crate::images::gemini_edit_request(&request, &source);
+                    let call = HttpCall {
+                        method: Method::Post,
+                        base_url: inner.config.base_url.clone(),
+                        path: w.path,
+                        headers: inner.headers(),
+                        body: w.body,
+                        raw: None,
+                    };
+                    (call, protocol.wire())
+                }
+                Protocol::Anthropic | Protocol::Ollama => {
+                    return Err(ModelError::new(
+                        ErrorKind::Unsupported,
+                        format!("{} has no image editing endpoint", inner.config.id),
+                    ));
+                }
+            };
+            let answer = inner.json(call).await?;
+            match wire.images(&answer) {
+                Some(images) if !images.images.is_empty() => Ok(images),
+                _ => Err(ModelError::new(
+                    ErrorKind::MalformedStream,
+                    "the image edit answered no image",
+                )),
             }
         }
         .boxed()

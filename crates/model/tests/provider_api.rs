@@ -731,3 +731,68 @@ async fn speech_is_spoken_and_audio_written_down_through_openais_audio_endpoints
         .unwrap_err();
     assert_eq!(e.kind, ErrorKind::Unsupported, "{e}");
 }
+
+#[tokio::test]
+async fn a_picture_is_edited_as_openais_edits_form_and_geminis_inline_data() {
+    let (b64, bytes) = png();
+    let answer = json!({"created": 1764000000, "data": [{"b64_json": b64}], "usage": {"input_tokens": 300, "output_tokens": 272, "total_tokens": 572}});
+    let server = serve(
+        vec![
+            json_reply(200, answer),
+            json_reply(
+                200,
+                json!({"candidates": [{"content": {"parts": [{"inlineData": {"mimeType": "image/png", "data": b64}}], "role": "model"}, "finishReason": "STOP", "index": 0}], "usageMetadata": {"promptTokenCount": 260, "candidatesTokenCount": 1290, "totalTokenCount": 1550}}),
+            ),
+        ],
+        1,
+    )
+    .await;
+    let source = rein_model::images::SourceImage {
+        name: "lighthouse.png".into(),
+        media_type: "image/png".into(),
+        bytes: bytes.clone(),
+    };
+    let request = |model: &str| rein_model::ImageRequest {
+        model: model.into(),
+        prompt: "make it night".into(),
+        size: Some("1024x1024".into()),
+        quality: None,
+        n: 1,
+    };
+    let openai = provider(Protocol::OpenaiChat, server.base.clone());
+    let edited = openai
+        .edit_images(request("gpt-image-1"), source.clone())
+        .await
+        .unwrap();
+    assert_eq!(edited.images[0].bytes, bytes);
+    let sent = &server.requests()[0];
+    assert_eq!(sent.path, "/images/edits");
+    assert!(sent.refused.is_none(), "{:?}", sent.refused);
+    let form = String::from_utf8_lossy(&sent.raw);
+    for part in [
+        "name=\"model\"\r\n\r\ngpt-image-1\r\n",
+        "name=\"prompt\"\r\n\r\nmake it night\r\n",
+        "name=\"size\"\r\n\r\n1024x1024\r\n",
+        "name=\"image\"; filename=\"lighthouse.png\"\r\nContent-Type: image/png",
+    ] {
+        assert!(form.contains(part), "{part} in {form}");
+    }
+    // DALL-E 3 edits nothing: OpenAI's 400.
+    let e = openai
+        .edit_images(request("dall-e-3"), source.clone())
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("Invalid value: 'dall-e-3'"), "{e}");
+    let gemini = provider(Protocol::Gemini, server.base.clone());
+    let edited = gemini
+        .edit_images(request("gemini-2.5-flash-image"), source)
+        .await
+        .unwrap();
+    assert_eq!(edited.images[0].bytes, bytes);
+    let sent = server.requests().last().unwrap().clone();
+    assert_eq!(sent.path, "/models/gemini-2.5-flash-image:generateContent");
+    let parts = &sent.body["contents"][0]["parts"];
+    assert_eq!(parts[0]["inlineData"]["mimeType"], "image/png");
+    assert_eq!(parts[0]["inlineData"]["data"], b64);
+    assert_eq!(parts[1]["text"], "make it night");
+}

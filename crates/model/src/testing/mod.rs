@@ -483,6 +483,7 @@ pub async fn serve(responses: Vec<Canned>, seed: u64) -> Server {
                 .or_else(|| {
                     validate::images(&req.path, &req.body)
                         .and_then(|()| validate::audio(&req.path, &req.body, &req.raw))
+                        .and_then(|()| validate::image_edits(&req.path, &req.raw))
                         .err()
                         .map(|m| (crate::Protocol::OpenaiChat, m.0))
                 });

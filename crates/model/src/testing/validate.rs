@@ -118,6 +118,32 @@ pub fn images(path: &str, body: &Value) -> Result<(), Refusal> {
     }
 }
 
+/// OpenAI's image edits (`POST …/images/edits`, a multipart form; `Ok` for any other path): an
+/// `image` part and a `prompt` are required, and DALL·E 3 edits nothing.
+pub fn image_edits(path: &str, raw: &[u8]) -> Result<(), Refusal> {
+    if !path
+        .split('?')
+        .next()
+        .unwrap_or_default()
+        .ends_with("/images/edits")
+    {
+        return Ok(());
+    }
+    let has = |needle: &str| raw.windows(needle.len()).any(|w| w == needle.as_bytes());
+    if !has("name=\"image\"") && !has("name=\"image[]\"") {
+        return Err(Refusal("Missing required parameter: 'image'.".into()));
+    }
+    if !has("name=\"prompt\"") {
+        return Err(Refusal("Missing required parameter: 'prompt'.".into()));
+    }
+    if has("name=\"model\"\r\n\r\ndall-e-3\r\n") {
+        return Err(Refusal(
+            "Invalid value: 'dall-e-3'. Value must be 'dall-e-2' or a GPT Image model.".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// OpenAI's audio endpoints (`Ok` for any other path): speech needs an `input` and takes
 /// only its voices and formats; a transcription is a multipart form with a `file` and a
 /// `model`.

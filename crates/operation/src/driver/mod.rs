@@ -411,10 +411,11 @@ impl Driver {
         self
     }
 
-    /// Builder: `image.generate` drawing with `model` ([`crate::images`]).
+    /// Builder: `image.generate` and `image.edit` drawing with `model` ([`crate::images`]).
     pub fn with_image_model(mut self, model: ModelRef) -> Self {
         let tool = Arc::new(crate::images::ImageTool {
             models: Arc::clone(&self.models),
+            store: Arc::clone(&self.store),
             catalog: Arc::clone(&self.catalog),
             model,
         });
