@@ -3,10 +3,11 @@
 //! never another conversation's).
 //!
 //! Each run is confined more tightly than a shell command: it writes only in its workspace
-//! and a private temporary directory, reads only the system's programs and libraries (and the
-//! interpreter's own installation) besides them, never a home directory or another
-//! workspace; it has no network unless the operation's sandbox allows it; its address space,
-//! CPU time, file sizes and wall-clock time are limited, its output capped. It therefore runs
+//! and a private temporary directory, reads only the system's programs and libraries (what of
+//! `/etc` they need, and the interpreter's own installation) besides them, never a home
+//! directory, `/etc/shadow` or another workspace; it has no network unless the operation's
+//! sandbox allows it; its address space, CPU time, file sizes and wall-clock time are limited,
+//! its output capped. It therefore runs
 //! without asking, and refuses to run where it cannot be confined (sandbox `off`, or no
 //! Landlock). Files it writes or changes come back as the call's files (the host keeps them
 //! as artifacts); a plot saved as an image is one.
@@ -149,16 +150,39 @@ pub fn media_type(name: &str) -> &'static str {
     }
 }
 
+/// What of `/etc` a program needs to load and run: the dynamic loader's cache, time zones,
+/// certificates, fonts, the alternatives `python3` may be reached through. Not the rest
+/// (`/etc/shadow` is readable to a root process), so a program run as root reads no secret there.
+const ETC: [&str; 9] = [
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/alternatives",
+    "/etc/fonts",
+    "/etc/mime.types",
+];
+
 /// Where the interpreter may read besides its workspace and temporary directory: the system's
-/// programs, libraries and settings, and the interpreter's own installation (a virtual
-/// environment or a prefix elsewhere).
+/// programs and libraries, what of `/etc` they need ([`ETC`]), and the interpreter's own
+/// installation (a virtual environment or a prefix elsewhere).
 fn readable_roots(python: &Path) -> Vec<PathBuf> {
-    let mut roots: Vec<PathBuf> = [
-        "/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt",
-    ]
-    .iter()
-    .map(PathBuf::from)
-    .collect();
+    let mut roots: Vec<PathBuf> = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/opt"]
+        .iter()
+        .chain(ETC.iter())
+        .map(PathBuf::from)
+        .collect();
+    // Python's own settings (`/etc/python3`, `/etc/python3.11`).
+    if let Ok(entries) = std::fs::read_dir("/etc") {
+        roots.extend(
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().starts_with("python"))
+                .map(|e| e.path()),
+        );
+    }
     let resolved = if python.components().count() > 1 {
         Some(python.to_path_buf())
     } else {
@@ -239,6 +263,10 @@ impl Interpreter {
             .env("HOME", &workspace)
             .env("TMPDIR", &tmp.0)
             .env("LANG", "C.UTF-8")
+            // `getpass.getuser()` and friends read these before the password file, which the
+            // run cannot read.
+            .env("USER", "rein")
+            .env("LOGNAME", "rein")
             // Plots are files: no display to draw on.
             .env("MPLBACKEND", "Agg")
             .stdin(Stdio::null())

@@ -140,7 +140,19 @@ async fn it_writes_only_in_its_workspace_and_reads_no_other_conversations() {
     assert!(!out.success, "{}", out.content);
     assert!(out.content.contains("PermissionError"), "{}", out.content);
     assert!(!target.exists());
-    // A home directory is not readable either.
+    // Nor the system's settings beyond what a program needs to run (a root process could read
+    // /etc/shadow), nor a home directory.
+    let out = run(
+        &tool,
+        &cx("a"),
+        json!({"code": "print(open('/etc/passwd').read())"}),
+    )
+    .await;
+    assert!(
+        !out.success && out.content.contains("PermissionError"),
+        "{}",
+        out.content
+    );
     let secret = outside.join("secret.txt");
     std::fs::write(&secret, "token").unwrap();
     let code = format!("print(open({:?}).read())", secret.display().to_string());
