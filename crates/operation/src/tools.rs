@@ -384,10 +384,6 @@ async fn delegated(
 }
 
 impl ToolHost {
-    /// Keep the files `out` carries as artifacts of the operation's conversation, attached to
-    /// `call`, each named in the result the model reads (by its artifact id) so a later turn
-    /// and the person can refer to it. A file that cannot be kept is named as such; the call's
-    /// outcome stands.
     /// Whose artifacts an operation's calls keep and read: its user, else this process's
     /// fallback (the CLI's local user), else `local`.
     fn files_owner(&self, state: &AgentState) -> String {
@@ -399,6 +395,10 @@ impl ToolHost {
             .unwrap_or_else(|| "local".to_owned())
     }
 
+    /// Keep the files `out` carries as artifacts of the operation's conversation, attached to
+    /// `call`, each named in the result the model reads (by its artifact id) so a later turn
+    /// and the person can refer to it. A file that cannot be kept is named as such; the call's
+    /// outcome stands.
     async fn keep_files(&self, state: &AgentState, call: &ToolCall, out: &mut ToolOutput) {
         let owner = self.files_owner(state);
         let mut kept = String::from("\n--- artifacts ---");

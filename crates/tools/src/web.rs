@@ -353,7 +353,8 @@ impl Web {
             }
             Err(e) => ToolOutput::failed(e.to_string()),
         };
-        if let Some(price) = config.price {
+        // A refused search is not billed by the backend.
+        if let Some(price) = config.price.filter(|_| out.success) {
             out.cost = price;
         }
         out
@@ -385,7 +386,8 @@ impl Tool for Web {
                     ),
                     parameters: crate::parameters_of::<SearchArgs>(),
                     intervention: None,
-                    cost: search.price,
+                    // Charged by `search` itself, and only for answered searches.
+                    cost: None,
                 },
             );
         }

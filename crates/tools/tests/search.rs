@@ -373,3 +373,36 @@ async fn without_a_backend_only_fetch_is_offered() {
     let (ok, text) = call(&web, &cx(0), "search", json!({"query": "x"})).await;
     assert!(!ok && text.contains("not configured"), "{text}");
 }
+
+#[tokio::test]
+async fn an_answered_search_costs_its_price_and_a_refused_one_nothing() {
+    let (url, _) = backend(200, json!({"results": []})).await;
+    let mut search = SearchConfig::new(SearchBackend::Searxng, Some(&url), None).unwrap();
+    search.price = Some(rein_core::Usd::from_dollars(0.005));
+    let web = Web::new(WebConfig {
+        search: Some(search.clone()),
+        ..Default::default()
+    });
+    let out = web
+        .call(&cx(0), "search", json!({"query": "x"}))
+        .await
+        .unwrap();
+    assert!(out.success);
+    assert_eq!(out.cost, rein_core::Usd::from_dollars(0.005));
+    let (refusing, _) = backend(429, json!({"error": "quota"})).await;
+    search.url = refusing;
+    let web = Web::new(WebConfig {
+        search: Some(search),
+        ..Default::default()
+    });
+    let out = web
+        .call(&cx(0), "search", json!({"query": "x"}))
+        .await
+        .unwrap();
+    assert!(
+        !out.success && out.content.contains("too many requests"),
+        "{}",
+        out.content
+    );
+    assert!(out.cost.is_zero());
+}
