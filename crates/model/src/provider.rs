@@ -54,12 +54,7 @@ pub trait ModelProvider: Send + Sync {
         source: crate::images::SourceImage,
     ) -> BoxFuture<'static, Result<crate::images::GeneratedImages, ModelError>> {
         let _ = (request, source);
-        Box::pin(async {
-            Err(ModelError::new(
-                ErrorKind::Unsupported,
-                "this provider does not edit images",
-            ))
-        })
+        unsupported("this provider does not edit images")
     }
     /// `request` spoken (a provider without a speech endpoint refuses).
     fn speak(
@@ -67,12 +62,7 @@ pub trait ModelProvider: Send + Sync {
         request: crate::audio::SpeechRequest,
     ) -> BoxFuture<'static, Result<crate::audio::Speech, ModelError>> {
         let _ = request;
-        Box::pin(async {
-            Err(ModelError::new(
-                ErrorKind::Unsupported,
-                "this provider does not speak",
-            ))
-        })
+        unsupported("this provider does not speak")
     }
     /// `request`'s audio written down (a provider without a transcription endpoint refuses).
     fn transcribe(
@@ -80,12 +70,7 @@ pub trait ModelProvider: Send + Sync {
         request: crate::audio::TranscriptionRequest,
     ) -> BoxFuture<'static, Result<crate::audio::Transcript, ModelError>> {
         let _ = request;
-        Box::pin(async {
-            Err(ModelError::new(
-                ErrorKind::Unsupported,
-                "this provider does not transcribe",
-            ))
-        })
+        unsupported("this provider does not transcribe")
     }
     /// Images drawn for `request` (a provider without image output refuses).
     fn generate_images(
@@ -93,13 +78,38 @@ pub trait ModelProvider: Send + Sync {
         request: crate::images::ImageRequest,
     ) -> BoxFuture<'static, Result<crate::images::GeneratedImages, ModelError>> {
         let _ = request;
-        Box::pin(async {
-            Err(ModelError::new(
-                ErrorKind::Unsupported,
-                "this provider does not generate images",
-            ))
-        })
+        unsupported("this provider does not generate images")
     }
+}
+
+/// The images of an image call's `answer`, or why there are none (the model's words when it
+/// answered only with text).
+fn drawn(
+    wire: &dyn crate::protocol::wire::Wire,
+    answer: &Value,
+) -> Result<crate::images::GeneratedImages, ModelError> {
+    match wire.images(answer) {
+        Some(images) if !images.images.is_empty() => Ok(images),
+        Some(images) => Err(ModelError::new(
+            ErrorKind::MalformedStream,
+            format!(
+                "the model drew no image{}",
+                images
+                    .text
+                    .map(|t| format!(" (it said: {t})"))
+                    .unwrap_or_default()
+            ),
+        )),
+        None => Err(ModelError::new(
+            ErrorKind::MalformedStream,
+            "the image response has an unexpected shape",
+        )),
+    }
+}
+
+/// The answer of a provider that does not do what was asked: `Unsupported`, saying `what`.
+fn unsupported<T: Send + 'static>(what: &'static str) -> BoxFuture<'static, Result<T, ModelError>> {
+    Box::pin(async move { Err(ModelError::new(ErrorKind::Unsupported, what)) })
 }
 
 struct Inner {
@@ -746,14 +756,7 @@ impl ModelProvider for Provider {
                     ));
                 }
             };
-            let answer = inner.json(call).await?;
-            match wire.images(&answer) {
-                Some(images) if !images.images.is_empty() => Ok(images),
-                _ => Err(ModelError::new(
-                    ErrorKind::MalformedStream,
-                    "the image edit answered no image",
-                )),
-            }
+            drawn(wire, &inner.json(call).await?)
         }
         .boxed()
     }
@@ -843,24 +846,7 @@ impl ModelProvider for Provider {
                 body: wire_request.body,
                 raw: None,
             };
-            let answer = inner.json(call).await?;
-            match wire.images(&answer) {
-                Some(images) if !images.images.is_empty() => Ok(images),
-                Some(images) => Err(ModelError::new(
-                    ErrorKind::MalformedStream,
-                    format!(
-                        "the model drew no image{}",
-                        images
-                            .text
-                            .map(|t| format!(" (it said: {t})"))
-                            .unwrap_or_default()
-                    ),
-                )),
-                None => Err(ModelError::new(
-                    ErrorKind::MalformedStream,
-                    "the image response has an unexpected shape",
-                )),
-            }
+            drawn(wire, &inner.json(call).await?)
         }
         .boxed()
     }
