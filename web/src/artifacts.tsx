@@ -1,5 +1,5 @@
 // The files a tool call produced (an interpreter's chart, a CSV it wrote, an HTML report),
-// shown under its card: images inline, audio to play, CSV as a table, HTML in a sandboxed frame (scripts run
+// shown under its card: images inline, audio and video to play, CSV as a table, HTML in a sandboxed frame (scripts run
 // in an opaque origin: no cookie of this app, no call to its API; the server's policy lets the
 // page load nothing either), anything else as a link to save it. The result text names them
 // after `--- artifacts ---`, one `art-… name (media type)` per line.
@@ -157,6 +157,15 @@ function Sound(props: { a: Artifact }) {
   return src ? <audio class="artifact-audio" controls src={src} aria-label={props.a.name} /> : <p class="muted">{props.a.name}</p>;
 }
 
+function Film(props: { a: Artifact }) {
+  const src = useBlobUrl(props.a.id);
+  return src ? (
+    <video class="artifact-video" controls preload="metadata" src={src} aria-label={props.a.name} />
+  ) : (
+    <p class="muted">{props.a.name}</p>
+  );
+}
+
 function Link(props: { a: Artifact }) {
   const save = async () => {
     const b = await fetched(props.a.id, "blob");
@@ -190,6 +199,8 @@ export function Artifacts(props: { list: Artifact[] }) {
             <Page a={a} />
           ) : a.media.startsWith("audio/") ? (
             <Sound a={a} />
+          ) : a.media === "video/mp4" || a.media === "video/webm" ? (
+            <Film a={a} />
           ) : null}
           <figcaption>
             <Link a={a} />

@@ -1,10 +1,11 @@
 // The message box: Enter sends, Shift+Enter starts a new line; files attached by the picker,
-// dropped on the box or pasted into it; the agent it goes to (yours, from `GET /v1/agents`,
+// dropped on the box or pasted into it; what is said into the microphone written in; the agent it goes to (yours, from `GET /v1/agents`,
 // or the server's default).
 import { useEffect, useState } from "preact/hooks";
 import { Alert } from "./alert";
 import { api, call, type Schemas } from "./api/client";
 import { type Attached, AttachButton, AttachedList, filesOf, upload } from "./attachments";
+import { MicButton } from "./audio";
 import { describe } from "./failure";
 import { t } from "./i18n";
 
@@ -98,6 +99,11 @@ export function Composer(props: {
             </select>
           )}
           <AttachButton disabled={props.busy} add={(files) => void add(files)} />
+          <MicButton
+            disabled={props.busy}
+            heard={(said) => setText((was) => (was.trim() ? was.trimEnd() + " " + said : said))}
+            failed={setError}
+          />
         </div>
         <label class="visually-hidden" for="message">
           {t("composer.label")}

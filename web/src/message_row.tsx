@@ -5,6 +5,7 @@
 import { Component } from "preact";
 import { useState } from "preact/hooks";
 import { api, call, type Schemas } from "./api/client";
+import { ListenButton } from "./audio";
 import { t, type Key } from "./i18n";
 import { Markdown } from "./markdown";
 import { type Call, type Result, ToolCard } from "./tool_card";
@@ -175,6 +176,7 @@ export class MessageRow extends Component<RowProps> {
               {t("regenerate")}
             </button>
           )}
+          {m.role === "assistant" && text(m) && <ListenButton text={text(m)} />}
         </div>
       </li>
     );

@@ -161,6 +161,11 @@ pub async fn host(
             given.config.builtins()?
         },
         image_model: configured_model("image_model", &given.config.file.image_model, cassette)?,
+        video_model: configured_model("video_model", &given.config.file.video_model, cassette)?,
+        video_poll: given.config.file.video_poll_secs.map_or(
+            rein_operation::videos::DEFAULT_POLL,
+            std::time::Duration::from_secs_f64,
+        ),
         speech_model: configured_model("speech_model", &given.config.file.speech_model, cassette)?,
         transcription_model: configured_model(
             "transcription_model",

@@ -1284,6 +1284,92 @@ fetch("/v1/topics").then(() => { document.getElementById("a").textContent = "api
     );
 }
 
+/// One second of silence as MP3 (MPEG-1 Layer III, 128 kbit/s, 44.1 kHz, mono): 39 frames of
+/// 417 bytes whose side information says no bits were coded.
+fn silent_mp3() -> Vec<u8> {
+    let mut frame = vec![0u8; 417];
+    frame[..4].copy_from_slice(&[0xFF, 0xFB, 0x90, 0xC4]);
+    frame.repeat(39)
+}
+
+/// The web app's play button reads an answer aloud through `POST /v1/audio/speech` (the
+/// server's speech model, the answer's text) and plays it to its end; its microphone button
+/// records (Chromium's fake microphone), sends the recording to `POST /v1/audio/transcriptions`
+/// (a form OpenAI takes: a `webm` file and the server's model) and writes what was heard into
+/// the message box.
+#[tokio::test]
+async fn the_web_app_reads_an_answer_aloud_and_writes_down_a_spoken_message() {
+    let Some(Browser {
+        chromium,
+        playwright,
+        dir,
+    }) = browser("the web app's speech in Chromium", "rein-web-speech")
+    else {
+        return;
+    };
+    let model = serve(
+        vec![
+            Canned::openai_text("The answer is forty-two."),
+            Canned {
+                status: 200,
+                headers: vec![("content-type".into(), "audio/mpeg".into())],
+                body: silent_mp3(),
+                max_piece: 4096,
+                stall_after: None,
+                delay: None,
+            },
+            Canned::json(200, &json!({"text": "Hello from the microphone."})),
+        ],
+        3,
+    )
+    .await;
+    let config = dir.join("rein.toml");
+    std::fs::write(
+        &config,
+        "speech_model = \"openai/gpt-4o-mini-tts\"\ntranscription_model = \"openai/gpt-4o-transcribe\"\n",
+    )
+    .unwrap();
+    let (_server, base) = serve_ui_with(
+        &dir,
+        &model.base,
+        &[("REIN_CONFIG", config.to_str().unwrap())],
+    )
+    .await;
+    let (report, out) = run_script("app_speech.cjs", &base, &chromium, &playwright).await;
+    assert_eq!(
+        report["ok"],
+        true,
+        "{report:#}\nscreenshots in {}",
+        out.display()
+    );
+    let requests = model.requests();
+    let spoken = requests
+        .iter()
+        .find(|r| r.path.ends_with("/audio/speech"))
+        .expect("the speech endpoint was called");
+    assert!(spoken.refused.is_none(), "{:?}", spoken.refused);
+    assert_eq!(spoken.body["input"], "The answer is forty-two.");
+    assert_eq!(spoken.body["model"], "gpt-4o-mini-tts");
+    let heard = requests
+        .iter()
+        .find(|r| r.path.ends_with("/audio/transcriptions"))
+        .expect("the transcription endpoint was called");
+    assert!(heard.refused.is_none(), "{:?}", heard.refused);
+    let form = String::from_utf8_lossy(&heard.raw);
+    assert!(form.contains("filename=\"recording.webm\""), "{form:.400}");
+    assert!(form.contains("gpt-4o-transcribe"), "{form:.400}");
+    // What the fake microphone recorded is a WebM file (EBML's magic number first).
+    let at = heard
+        .raw
+        .windows(4)
+        .position(|w| w == [0x1A, 0x45, 0xDF, 0xA3])
+        .expect("a WebM recording");
+    assert!(
+        heard.raw.len() - at > 1000,
+        "a moment of sound was recorded"
+    );
+}
+
 /// The web app lists 120 conversations 50 at a time, each page after the last one listed,
 /// each conversation once, newest first.
 #[tokio::test]

@@ -47,6 +47,8 @@ mod retention;
 mod speech;
 #[path = "cli/usage.rs"]
 mod usage;
+#[path = "cli/videos.rs"]
+mod videos;
 #[path = "cli/web_search.rs"]
 mod web_search;
 
@@ -836,6 +838,66 @@ async fn a_tool_round_trip_over_the_anthropic_protocol() {
 /// The installed server-everything entry script, or `None` (with a note) when it is missing.
 fn everything_server() -> Option<String> {
     rein_testkit::mcp_server("rein run with an MCP server", "server-everything")
+}
+
+/// An MCP tool's image (the reference server's tiny logo) is kept as an artifact of the
+/// conversation, named where it stood in the result, and shown to the model (it can see) after
+/// the call's result, byte for byte as the server sent it.
+#[tokio::test]
+async fn an_mcp_tools_image_is_kept_and_shown_to_the_model() {
+    let Some(script) = everything_server() else {
+        return;
+    };
+    let e = env(vec![
+        Canned::openai_tools(&[("c1", "everything__get-tiny-image", "{}")]),
+        Canned::openai_text("It is the MCP logo."),
+    ])
+    .await;
+    let mcp = format!("everything=node {script} stdio");
+    let (code, out, err) = e
+        .rein(&[
+            "--mcp",
+            &mcp,
+            "run",
+            "--approval",
+            "auto-run",
+            "Show me the logo.",
+        ])
+        .await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    let result = last_tool_result(&e, 1);
+    assert!(
+        result.starts_with("Here's the image you requested:\n[image: image-1.png, image/png, "),
+        "{result}"
+    );
+    assert!(
+        result.contains("The image above is the MCP logo."),
+        "{result}"
+    );
+    assert!(result.contains("--- artifacts ---\nart-"), "{result}");
+    let sent = e.server.requests()[1].body["messages"].clone();
+    let shown = sent.as_array().unwrap().last().unwrap();
+    assert_eq!(shown["role"], "user", "{sent:#}");
+    let url = shown["content"][1]["image_url"]["url"]
+        .as_str()
+        .unwrap_or_default();
+    // What the server sent: its source keeps the image as one base64 string.
+    let tool = std::path::Path::new(&script)
+        .with_file_name("tools")
+        .join("get-tiny-image.js");
+    let js = std::fs::read_to_string(&tool).unwrap();
+    let sent_by_server = js
+        .split_once("MCP_TINY_IMAGE = \"")
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map(|(image, _)| image)
+        .unwrap_or_else(|| panic!("no image in {}", tool.display()));
+    assert_eq!(url, format!("data:image/png;base64,{sent_by_server}"));
+    let (code, listed, err) = e.rein(&["--json", "artifact", "list"]).await;
+    assert_eq!(code, 0, "{err}");
+    let listed: Vec<serde_json::Value> = serde_json::from_str(&listed).unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["name"], "image-1.png");
+    assert_eq!(listed[0]["media_type"], "image/png");
 }
 
 #[tokio::test]

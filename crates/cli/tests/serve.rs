@@ -723,6 +723,138 @@ async fn a_server_killed_mid_operation_resumes_it_on_restart_and_the_stream_cont
     assert_eq!(calls, 2, "one model call before the crash, one after");
 }
 
+/// `video.generate` on Gemini's Veo: the server is killed while it polls the render (the
+/// job recorded with the call), the restarted server takes the operation over and waits for
+/// the same job (submitted once, never twice), downloads the video once, keeps it as an
+/// artifact of the conversation and charges the catalog's price per second.
+#[tokio::test]
+async fn a_video_render_survives_a_restart_and_is_submitted_and_downloaded_once() {
+    const MP4: &[u8] = b"\0\0\0\x18ftypmp42\0\0\0\0mp42isom a paper boat, rendered";
+    const JOB: &str = "models/veo-3.1-generate-preview/operations/render-1";
+    let e = env(vec![
+        Canned::openai_tools(&[(
+            "v1",
+            "video__generate",
+            &json!({"prompt": "A paper boat on a pond", "seconds": 4, "aspect_ratio": "9:16"})
+                .to_string(),
+        )]),
+        Canned::json(200, &json!({ "name": JOB })),
+        Canned::json(
+            200,
+            &json!({"name": JOB, "done": false, "metadata": {"@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.PredictLongRunningMetadata"}}),
+        ),
+    ])
+    .await;
+    let download = format!("{}/v1beta/files/render-1:download?alt=media", e.model.base);
+    e.model.push(Canned::json(
+        200,
+        &json!({"name": JOB, "done": true, "response": {
+            "@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.PredictLongRunningResponse",
+            "generateVideoResponse": {"generatedSamples": [{"video": {"uri": download}}]}
+        }}),
+    ));
+    e.model.push(Canned {
+        status: 200,
+        headers: vec![("content-type".into(), "video/mp4".into())],
+        body: MP4.to_vec(),
+        max_piece: 16,
+        stall_after: None,
+        delay: None,
+    });
+    e.model.push(Canned::openai_text("Here is the paper boat."));
+    let config = e.dir.join("video.toml");
+    std::fs::write(
+        &config,
+        "video_model = \"gemini/veo-3.1-generate-preview\"\nvideo_poll_secs = 0.05\n",
+    )
+    .unwrap();
+    let gemini = format!("{}/v1beta", e.model.base);
+    let settings = [
+        ("REIN_CONFIG", config.to_str().unwrap()),
+        ("GEMINI_BASE_URL", gemini.as_str()),
+        ("GEMINI_API_KEY", "g-test"),
+        ("REIN_LEASE_SECS", "2"),
+    ];
+    let alice = e.token("alice").await;
+    let mut paused = settings.to_vec();
+    paused.push(("REIN_TEST_PAUSE_AT", "job:v1"));
+    let mut rein = e.start(&paused).await;
+    let (status, created) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/operations",
+            Some(&alice),
+            Some(json!({"input": "Film a paper boat."})),
+        )
+        .await;
+    assert_eq!(status, 202, "{created}");
+    let op = created["operation_id"].as_str().unwrap().to_owned();
+    // The job is recorded; the process dies before its first poll.
+    rein.wait_for("REIN_TEST_PAUSED job:v1").await;
+    rein.child.kill().await.unwrap();
+    let restarted = e.start(&settings).await;
+    let done = wait_status(&e, &restarted, &op, &alice, "done").await;
+    let requests = e.model.requests();
+    let submitted: Vec<_> = requests
+        .iter()
+        .filter(|r| r.path.ends_with(":predictLongRunning"))
+        .collect();
+    assert_eq!(submitted.len(), 1, "the render was submitted once");
+    assert!(submitted[0].refused.is_none(), "{:?}", submitted[0].refused);
+    assert_eq!(
+        submitted[0].path,
+        "/v1beta/models/veo-3.1-generate-preview:predictLongRunning"
+    );
+    assert_eq!(
+        submitted[0].body,
+        json!({"instances": [{"prompt": "A paper boat on a pond"}], "parameters": {"aspectRatio": "9:16", "durationSeconds": 4}})
+    );
+    assert_eq!(submitted[0].header("x-goog-api-key"), "g-test");
+    let polls = requests
+        .iter()
+        .filter(|r| r.method == "GET" && r.path == format!("/v1beta/{JOB}"))
+        .count();
+    assert_eq!(polls, 2, "polled after the restart until done");
+    let downloads: Vec<_> = requests
+        .iter()
+        .filter(|r| r.path.starts_with("/v1beta/files/render-1:download"))
+        .collect();
+    assert_eq!(downloads.len(), 1, "downloaded once");
+    assert_eq!(downloads[0].header("x-goog-api-key"), "g-test");
+    // The video is the conversation's, with the bytes the provider sent.
+    let (status, listed) = e
+        .call(&restarted, "GET", "/v1/artifacts", Some(&alice), None)
+        .await;
+    assert_eq!(status, 200, "{listed}");
+    let artifacts = listed["data"].as_array().unwrap();
+    assert_eq!(artifacts.len(), 1, "{listed}");
+    assert_eq!(artifacts[0]["name"], "video-1.mp4");
+    assert_eq!(artifacts[0]["media_type"], "video/mp4");
+    assert_eq!(artifacts[0]["size"], MP4.len());
+    let result = requests
+        .iter()
+        .rfind(|r| r.path.ends_with("/chat/completions"))
+        .unwrap()
+        .body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        result.starts_with("Rendered 1 video of 4 s with gemini/veo-3.1-generate-preview."),
+        "{result}"
+    );
+    // Four seconds at the catalog's $0.40 a second, besides the model's two calls.
+    let cost = done["operation"]["cost"].as_f64().unwrap();
+    assert!((1.6..1.7).contains(&cost), "{cost}");
+}
+
 #[tokio::test]
 async fn the_cli_drives_a_server_with_server_and_rein_token() {
     let e = env(vec![

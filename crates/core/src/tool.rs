@@ -138,6 +138,11 @@ pub struct ToolExecution {
     pub status: ExecStatus,
     /// Result text.
     pub result: Option<String>,
+    /// The outside job the call started and waits for (a video render's operation name),
+    /// recorded as soon as it exists: a run of the call found running with one waits for that
+    /// job instead of being settled as interrupted. Once recorded it is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
 }
 
 /// Identifier of the meta-tool that activates tools under progressive disclosure.

@@ -166,7 +166,9 @@ impl Catalog {
 }
 
 /// Check `req` against `caps` before anything is sent. With `allow_degrade`, tools are dropped
-/// and images replaced by a text note instead of failing.
+/// and images replaced by a text note instead of failing. The images of tool results (a plot
+/// a call drew) are always replaced for a model that cannot see: the person did not send
+/// them, and the result's text names each one.
 pub fn check_capabilities(
     req: &mut ChatRequest,
     model_id: &str,
@@ -184,35 +186,44 @@ pub fn check_capabilities(
         }
         req.tools.clear();
     }
-    let has_images = req.messages.iter().any(|m| {
+    if caps.vision {
+        return Ok(());
+    }
+    let has_image = |m: &rein_core::message::Message| {
         m.content
             .iter()
             .any(|p| matches!(p, ContentPart::Image { .. }))
-    });
-    if has_images && !caps.vision {
-        if !req.allow_degrade {
-            return Err(ModelError::new(
-                ErrorKind::Unsupported,
-                format!("{model_id} does not accept images, and the conversation contains some"),
-            ));
-        }
-        for m in req.messages.iter_mut() {
-            if m.content
-                .iter()
-                .any(|p| matches!(p, ContentPart::Image { .. }))
-            {
-                let msg = Arc::make_mut(m);
-                for part in msg.content.iter_mut() {
-                    if let ContentPart::Image { url, .. } = part {
-                        let note = if url.starts_with("data:") {
-                            "an attached image".to_owned()
-                        } else {
-                            url.clone()
-                        };
-                        *part = ContentPart::Text {
-                            text: format!("[image omitted: {note}; this model cannot see images]"),
-                        };
-                    }
+    };
+    let sent = req
+        .messages
+        .iter()
+        .any(|m| m.role != rein_core::message::Role::Tool && has_image(m));
+    if sent && !req.allow_degrade {
+        return Err(ModelError::new(
+            ErrorKind::Unsupported,
+            format!("{model_id} does not accept images, and the conversation contains some"),
+        ));
+    }
+    for m in req.messages.iter_mut() {
+        if has_image(m) {
+            let tool = m.role == rein_core::message::Role::Tool;
+            let msg = Arc::make_mut(m);
+            for part in msg.content.iter_mut() {
+                if let ContentPart::Image { url, .. } = part {
+                    let note = if tool {
+                        "an image the call produced".to_owned()
+                    } else if url.starts_with("data:") {
+                        "an attached image".to_owned()
+                    } else {
+                        url.clone()
+                    };
+                    // A result's parts are read as one text: the note starts a line.
+                    let line = if tool { "\n" } else { "" };
+                    *part = ContentPart::Text {
+                        text: format!(
+                            "{line}[image omitted: {note}; this model cannot see images]"
+                        ),
+                    };
                 }
             }
         }

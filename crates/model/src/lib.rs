@@ -26,6 +26,7 @@ pub mod response;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod transport;
+pub mod video;
 
 pub use catalog::{Capabilities, Catalog, ModelInfo, TokenizerHint};
 pub use error::{ErrorKind, ModelError};

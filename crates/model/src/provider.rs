@@ -80,6 +80,27 @@ pub trait ModelProvider: Send + Sync {
         let _ = request;
         unsupported("this provider does not generate images")
     }
+    /// Start rendering `request`; the job's name, to poll (a provider without video refuses).
+    fn submit_video(
+        &self,
+        request: crate::video::VideoRequest,
+    ) -> BoxFuture<'static, Result<String, ModelError>> {
+        let _ = request;
+        unsupported("this provider does not generate videos")
+    }
+    /// Where the render `job` stands.
+    fn video_progress(
+        &self,
+        job: String,
+    ) -> BoxFuture<'static, Result<crate::video::VideoProgress, ModelError>> {
+        let _ = job;
+        unsupported("this provider does not generate videos")
+    }
+    /// The bytes of a finished video at `address` (from [`crate::video::VideoProgress::Done`]).
+    fn download_video(&self, address: String) -> BoxFuture<'static, Result<Vec<u8>, ModelError>> {
+        let _ = address;
+        unsupported("this provider does not generate videos")
+    }
 }
 
 /// The images of an image call's `answer`, or why there are none (the model's words when it
@@ -851,6 +872,84 @@ impl ModelProvider for Provider {
         .boxed()
     }
 
+    fn submit_video(
+        &self,
+        request: crate::video::VideoRequest,
+    ) -> BoxFuture<'static, Result<String, ModelError>> {
+        let inner = Arc::clone(&self.inner);
+        async move {
+            inner.video_endpoint()?;
+            let wire = crate::video::gemini_request(&request);
+            let call = HttpCall {
+                method: Method::Post,
+                base_url: inner.config.base_url.clone(),
+                path: wire.path,
+                headers: inner.headers(),
+                body: wire.body,
+                raw: None,
+            };
+            let answer = inner.json(call).await?;
+            crate::video::gemini_job(&answer).ok_or_else(|| {
+                ModelError::new(
+                    ErrorKind::MalformedStream,
+                    "the video answer names no operation to poll",
+                )
+            })
+        }
+        .boxed()
+    }
+
+    fn video_progress(
+        &self,
+        job: String,
+    ) -> BoxFuture<'static, Result<crate::video::VideoProgress, ModelError>> {
+        let inner = Arc::clone(&self.inner);
+        async move {
+            inner.video_endpoint()?;
+            let call = HttpCall {
+                method: Method::Get,
+                base_url: inner.config.base_url.clone(),
+                path: format!("/{job}"),
+                headers: inner.headers(),
+                body: Value::Null,
+                raw: None,
+            };
+            let answer = inner.json(call).await?;
+            crate::video::gemini_progress(&answer).ok_or_else(|| {
+                ModelError::new(
+                    ErrorKind::MalformedStream,
+                    "the video operation has an unexpected shape",
+                )
+            })
+        }
+        .boxed()
+    }
+
+    fn download_video(&self, address: String) -> BoxFuture<'static, Result<Vec<u8>, ModelError>> {
+        let inner = Arc::clone(&self.inner);
+        async move {
+            inner.video_endpoint()?;
+            // The key goes only where the provider itself serves the file.
+            let origin = |u: &str| -> Option<String> {
+                let parsed = reqwest::Url::parse(u).ok()?;
+                Some(parsed.origin().ascii_serialization())
+            };
+            let own =
+                origin(&address).is_some() && origin(&address) == origin(&inner.config.base_url);
+            let headers = if own { inner.headers() } else { Vec::new() };
+            let call = HttpCall {
+                method: Method::Get,
+                base_url: address,
+                path: String::new(),
+                headers,
+                body: Value::Null,
+                raw: None,
+            };
+            inner.bytes(call).await
+        }
+        .boxed()
+    }
+
     fn embed(
         &self,
         model: &str,
@@ -951,6 +1050,23 @@ impl Inner {
                     ),
                 ))
             }
+        }
+    }
+
+    /// Refuses unless the protocol renders videos (Gemini's Veo).
+    fn video_endpoint(&self) -> Result<(), ModelError> {
+        match self.config.protocol {
+            crate::Protocol::Gemini => Ok(()),
+            crate::Protocol::OpenaiChat
+            | crate::Protocol::OpenaiResponses
+            | crate::Protocol::Anthropic
+            | crate::Protocol::Ollama => Err(ModelError::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "{} has no video endpoint (rein renders videos with Gemini's Veo models)",
+                    self.config.id
+                ),
+            )),
         }
     }
 

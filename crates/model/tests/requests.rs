@@ -409,3 +409,153 @@ fn anthropic_breakpoints_sit_where_the_rule_says() {
         "{refused}"
     );
 }
+
+/// The conversation, its tool result carrying a plot the call drew.
+fn with_tool_image() -> ChatRequest {
+    let mut req = conversation();
+    let mut result = (*req.messages[3]).clone();
+    result.content.push(ContentPart::Image {
+        url: "data:image/png;base64,iVBORw0KGgo=".into(),
+        media_type: Some("image/png".into()),
+        detail: None,
+    });
+    req.messages[3] = Arc::new(result);
+    req
+}
+
+/// A tool result's image reaches a model that can see where each provider takes an image
+/// answering a call: OpenAI Chat in a user message after the turn's tool messages (it refuses
+/// one in a tool message), Responses and Anthropic inside the result, Gemini after the
+/// function responses of the turn, Ollama as the tool message's images; every provider takes
+/// the request.
+#[test]
+fn a_tool_results_image_sits_where_each_provider_takes_it() {
+    use rein_model::testing::validate::{check, protocol_of};
+    let req = with_tool_image();
+    for protocol in PROTOCOLS {
+        let w = protocol.build(&req, true);
+        let checked = protocol_of(&w.path).expect("a chat path");
+        check(checked, &w.body).unwrap_or_else(|e| panic!("{protocol:?}: {e}\n{}", w.body));
+        let b = &w.body;
+        match protocol {
+            Protocol::OpenaiChat => {
+                let last = b["messages"].as_array().unwrap().last().unwrap().clone();
+                assert_eq!(last["role"], "user", "{b}");
+                assert_eq!(
+                    last["content"][0]["text"],
+                    "The images of tool call call_1:"
+                );
+                assert_eq!(
+                    last["content"][1]["image_url"]["url"],
+                    "data:image/png;base64,iVBORw0KGgo="
+                );
+                let tool = &b["messages"].as_array().unwrap()[3];
+                assert_eq!(
+                    tool["content"], "18°C, sunny",
+                    "the tool message stays text"
+                );
+            }
+            Protocol::OpenaiResponses => {
+                let out = b["input"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|i| i["type"] == "function_call_output")
+                    .unwrap();
+                assert_eq!(
+                    out["output"][0],
+                    json!({"type": "input_text", "text": "18°C, sunny"})
+                );
+                assert_eq!(out["output"][1]["type"], "input_image");
+            }
+            Protocol::Anthropic => {
+                let last = b["messages"].as_array().unwrap().last().unwrap();
+                let result = &last["content"][0];
+                assert_eq!(result["type"], "tool_result");
+                assert_eq!(result["content"][0]["text"], "18°C, sunny");
+                assert_eq!(result["content"][1]["source"]["data"], "iVBORw0KGgo=");
+            }
+            Protocol::Gemini => {
+                let last = b["contents"].as_array().unwrap().last().unwrap();
+                let parts = last["parts"].as_array().unwrap();
+                assert!(parts[0].get("functionResponse").is_some(), "{last}");
+                assert_eq!(parts[1]["text"], "The images of the call of weather__get:");
+                assert_eq!(parts[2]["inlineData"]["data"], "iVBORw0KGgo=");
+            }
+            Protocol::Ollama => {
+                let last = b["messages"].as_array().unwrap().last().unwrap();
+                assert_eq!(last["role"], "tool");
+                assert_eq!(last["images"], json!(["iVBORw0KGgo="]));
+            }
+        }
+    }
+}
+
+/// What the providers refuse: OpenAI an image in a tool message, Responses an output part of
+/// another type, Anthropic a block of another kind in a tool result.
+#[test]
+fn validators_refuse_a_tool_image_where_the_provider_refuses_it() {
+    use rein_model::testing::validate::check;
+    let req = with_tool_image();
+    let mut chat = Protocol::OpenaiChat.build(&req, true).body;
+    chat["messages"][3]["content"] =
+        json!([{"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}}]);
+    let refused = check(Protocol::OpenaiChat, &chat).unwrap_err().0;
+    assert!(
+        refused.contains("Image URLs are only allowed for messages with role 'user', but this message with role 'tool'"),
+        "{refused}"
+    );
+    let mut responses = Protocol::OpenaiResponses.build(&req, true).body;
+    let at = responses["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|i| i["type"] == "function_call_output")
+        .unwrap();
+    responses["input"][at]["output"][1]["type"] = json!("image_url");
+    let refused = check(Protocol::OpenaiResponses, &responses).unwrap_err().0;
+    assert!(refused.contains("Supported values are"), "{refused}");
+    let mut anthropic = Protocol::Anthropic.build(&req, true).body;
+    let last = anthropic["messages"].as_array().unwrap().len() - 1;
+    anthropic["messages"][last]["content"][0]["content"][1]["type"] = json!("image_url");
+    let refused = check(Protocol::Anthropic, &anthropic).unwrap_err().0;
+    assert!(
+        refused.contains("does not match any of the expected tags"),
+        "{refused}"
+    );
+}
+
+/// A model that cannot see reads a note where a tool result's image was, even when the
+/// request may not degrade (the person did not send it); an image the person sent still
+/// refuses such a request.
+#[test]
+fn a_model_that_cannot_see_reads_a_note_for_a_tool_results_image() {
+    let caps = rein_model::catalog::Capabilities {
+        vision: false,
+        ..rein_model::catalog::Capabilities::ASSUMED
+    };
+    let mut req = with_tool_image();
+    req.allow_degrade = false;
+    let refused = rein_model::catalog::check_capabilities(&mut req, "blind", &caps).unwrap_err();
+    assert!(
+        refused.to_string().contains("does not accept images"),
+        "{refused}"
+    );
+    // Without the person's image, the tool's image becomes a line of the result.
+    let mut req = with_tool_image();
+    req.allow_degrade = false;
+    let mut user = (*req.messages[1]).clone();
+    user.content.truncate(1);
+    req.messages[1] = Arc::new(user);
+    rein_model::catalog::check_capabilities(&mut req, "blind", &caps).unwrap();
+    assert_eq!(
+        req.messages[3].text_content(),
+        "18°C, sunny\n[image omitted: an image the call produced; this model cannot see images]"
+    );
+    let w = Protocol::OpenaiChat.build(&req, true);
+    assert_eq!(
+        w.body["messages"].as_array().unwrap().len(),
+        4,
+        "no image message"
+    );
+}

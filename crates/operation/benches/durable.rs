@@ -305,6 +305,7 @@ async fn store_commit(target: &Target, commits: usize) -> f64 {
                     effect: rein_store::Effect::Pure,
                     status: rein_store::ExecStatus::Succeeded,
                     result: Some("42".into()),
+                    job: None,
                 }],
                 interventions: Vec::new(),
             };

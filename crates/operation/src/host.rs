@@ -90,6 +90,10 @@ pub struct Host {
     pub builtins: rein_tools::BuiltinConfig,
     /// The model `image.generate` draws with (none: the tool is not offered).
     pub image_model: Option<ModelRef>,
+    /// The model `video.generate` renders with (none: the tool is not offered).
+    pub video_model: Option<ModelRef>,
+    /// How often `video.generate` polls its render.
+    pub video_poll: std::time::Duration,
     /// The model `speech.say` and `POST /v1/audio/speech` speak with.
     pub speech_model: Option<ModelRef>,
     /// The model `speech.transcribe` and `POST /v1/audio/transcriptions` listen with.
@@ -150,6 +154,8 @@ impl Host {
             tools: Vec::new(),
             builtins: Default::default(),
             image_model: None,
+            video_model: None,
+            video_poll: crate::videos::DEFAULT_POLL,
             speech_model: None,
             transcription_model: None,
             embedder: None,
@@ -213,6 +219,9 @@ impl Host {
         d = d.with_builtins(&self.builtins);
         if let Some(model) = &self.image_model {
             d = d.with_image_model(model.clone());
+        }
+        if let Some(model) = &self.video_model {
+            d = d.with_video_model(model.clone(), self.video_poll);
         }
         d = d.with_speech_models(self.speech_model.clone(), self.transcription_model.clone());
         for t in &self.tools {

@@ -71,6 +71,7 @@ pub mod surface;
 mod tools;
 pub mod topic;
 pub mod tree;
+pub mod videos;
 pub mod workdirs;
 
 pub use agents::{AgentDirectory, StoredAgents};

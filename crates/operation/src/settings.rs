@@ -84,6 +84,11 @@ pub struct FileConfig {
     /// `provider/model` that `image.generate` draws with (`openai/gpt-image-1`,
     /// `gemini/gemini-2.5-flash-image`); without one the tool is not offered.
     pub image_model: Option<String>,
+    /// `provider/model` that `video.generate` renders with (`gemini/veo-3.1-generate-preview`);
+    /// without one the tool is not offered.
+    pub video_model: Option<String>,
+    /// Seconds between two polls of a video render (default 10).
+    pub video_poll_secs: Option<f64>,
     /// `provider/model` that speaks (`speech.say`, `POST /v1/audio/speech`), through an
     /// OpenAI-compatible audio endpoint (`openai/gpt-4o-mini-tts`).
     pub speech_model: Option<String>,
@@ -320,12 +325,20 @@ impl Settings {
         }
         for (name, m) in [
             ("image_model", &file.image_model),
+            ("video_model", &file.video_model),
             ("speech_model", &file.speech_model),
             ("transcription_model", &file.transcription_model),
         ] {
             if let Some(m) = m {
                 Registry::split(m).map_err(|e| invalid(format!("{name}: {e}")))?;
             }
+        }
+        if let Some(secs) = file.video_poll_secs
+            && !(secs.is_finite() && (0.01..=3600.0).contains(&secs))
+        {
+            return Err(invalid(format!(
+                "video_poll_secs: {secs} is not a number of seconds from 0.01 to 3600"
+            )));
         }
         for (model, prices) in &file.prices {
             Registry::split(model).map_err(|e| invalid(format!("prices.{model}: {e}")))?;

@@ -13,6 +13,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use rein_core::document::{Document, DocumentKind};
 use rein_core::engine::ports::{PortError, ToolOutput, ToolPort};
+use rein_core::message::ContentPart;
 use rein_core::tool::ToolManifestMap;
 use rein_core::{AgentState, ToolCall};
 use rein_store::{Effect, ExecStatus, Store, ToolExecution};
@@ -399,10 +400,16 @@ impl ToolHost {
     /// `call`, each named in the result the model reads (by its artifact id) so a later turn
     /// and the person can refer to it. A file that cannot be kept is named as such; the call's
     /// outcome stands.
+    ///
+    /// The images among them (up to [`MAX_SEEN_IMAGES`], each up to [`MAX_SEEN_IMAGE_BYTES`])
+    /// become the result's media, so a model that can see looks at the plot it asked for.
     async fn keep_files(&self, state: &AgentState, call: &ToolCall, out: &mut ToolOutput) {
         let owner = self.files_owner(state);
         let mut kept = String::from("\n--- artifacts ---");
         for file in std::mem::take(&mut out.files) {
+            if let Some(image) = seen_image(&file, out.media.len()) {
+                out.media.push(image);
+            }
             let new = rein_store::NewArtifact {
                 topic_id: state.metadata.topic_id.as_deref(),
                 operation_id: state.operation_id,
@@ -423,6 +430,23 @@ impl ToolHost {
     }
 }
 
+/// The most images of one call a model is shown: each costs a request hundreds of tokens.
+pub const MAX_SEEN_IMAGES: usize = 4;
+
+/// The largest image a model is shown: 3.75 MB is 5 MB as base64, Anthropic's limit for one
+/// image (OpenAI's is larger). A larger one stays an artifact the result names.
+pub const MAX_SEEN_IMAGE_BYTES: usize = 3_750_000;
+
+/// `file` as an image the model is shown, when it is one (by its bytes, as an attachment is
+/// judged), small enough, and fewer than [`MAX_SEEN_IMAGES`] are shown already.
+fn seen_image(file: &rein_core::engine::ports::ToolFile, shown: usize) -> Option<ContentPart> {
+    if shown >= MAX_SEEN_IMAGES || file.bytes.len() > MAX_SEEN_IMAGE_BYTES {
+        return None;
+    }
+    let part = crate::attachment::from_bytes(&file.name, &file.bytes);
+    matches!(part, ContentPart::Image { .. }).then_some(part)
+}
+
 /// How many calls of `call`'s tool API come before it in the operation's conversation.
 fn earlier_calls(state: &AgentState, call: &ToolCall) -> u32 {
     let mut n = 0u32;
@@ -435,6 +459,29 @@ fn earlier_calls(state: &AgentState, call: &ToolCall) -> u32 {
         }
     }
     n
+}
+
+/// Records the outside job of one at-most-once call with its running execution
+/// ([`rein_tools::CallJob`]).
+struct JobBook {
+    store: Arc<dyn Store>,
+    exec: ToolExecution,
+}
+
+impl rein_tools::JobRecorder for JobBook {
+    fn record<'a>(&'a self, job: &'a str) -> BoxFuture<'a, Result<(), PortError>> {
+        async move {
+            let mut exec = self.exec.clone();
+            exec.job = Some(job.to_owned());
+            self.store
+                .record_tool_execution(&exec)
+                .await
+                .map_err(store_err)?;
+            crate::driver::pause_point(&format!("job:{}", exec.tool_call_id)).await;
+            Ok(())
+        }
+        .boxed()
+    }
 }
 
 /// `output` with the execution record it came from.
@@ -524,6 +571,7 @@ impl ToolHost {
                 effect,
                 status: ExecStatus::Running,
                 result: None,
+                job: None,
             };
             // Only an at-most-once call can have left a record before its step committed.
             let prior = if effect == Effect::AtMostOnce {
@@ -531,8 +579,14 @@ impl ToolHost {
             } else {
                 None
             };
+            // The outside job an earlier run of this call started, to wait for again.
+            let mut started = None;
             if let Some(prior) = prior {
                 match (prior.status, prior.effect) {
+                    (ExecStatus::Running, Effect::AtMostOnce) if prior.job.is_some() => {
+                        tracing::info!(call = %call.id, job = prior.job.as_deref().unwrap_or_default(), "waiting again for the job an interrupted call started");
+                        started = prior.job;
+                    }
                     (ExecStatus::Succeeded | ExecStatus::Failed, _) => {
                         // Finished before a crash: report the same result, never run again.
                         let ok = prior.status == ExecStatus::Succeeded;
@@ -561,10 +615,17 @@ impl ToolHost {
                 exec.result = Some(content.clone());
                 return Ok(recorded(ToolOutput::failed(content), exec));
             }
-            if effect == Effect::AtMostOnce {
+            if effect == Effect::AtMostOnce && started.is_none() {
                 self.store.record_tool_execution(&exec).await.map_err(store_err)?;
             }
             crate::driver::pause_point(&format!("tool:{}", call.id)).await;
+            let job = rein_tools::CallJob {
+                started,
+                recorder: (effect == Effect::AtMostOnce).then(|| {
+                    Arc::new(JobBook { store: Arc::clone(&self.store), exec: exec.clone() })
+                        as Arc<dyn rein_tools::JobRecorder>
+                }),
+            };
             let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
             let cx = ToolContext {
                 operation_id: op,
@@ -589,6 +650,7 @@ impl ToolHost {
                 topic: state.metadata.topic_id.clone(),
                 earlier_calls: earlier_calls(state, call),
                 files_owner: self.files_owner(state),
+                job,
             };
             let delegated = match (&self.clients, state.metadata.topic_id.as_deref()) {
                 (Some(clients), Some(topic)) => {

@@ -228,6 +228,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "files tool calls produced",
         include_str!("../migrations/0040_artifacts.sql"),
     ),
+    (
+        41,
+        "the outside job a tool call waits for",
+        include_str!("../migrations/0041_tool_jobs.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

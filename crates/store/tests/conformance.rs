@@ -688,6 +688,7 @@ async fn suite(store: &SqlStore) {
             effect: Effect::AtMostOnce,
             status: ExecStatus::Pending,
             result: None,
+            job: None,
         }],
         interventions: vec![Intervention {
             operation_id: id,
@@ -764,6 +765,26 @@ async fn suite(store: &SqlStore) {
         ExecStatus::Running
     );
     assert_eq!(store.tool_execution(id, "nope").await.unwrap(), None);
+    // The outside job it waits for is recorded while it runs and kept by every later record
+    // (the finished one a step commits names none).
+    exec.job = Some("models/veo/operations/1".into());
+    store.record_tool_execution(&exec).await.unwrap();
+    exec.job = None;
+    exec.status = ExecStatus::Succeeded;
+    exec.result = Some("Rendered.".into());
+    store.record_tool_execution(&exec).await.unwrap();
+    let kept = store.tool_execution(id, "call_1").await.unwrap().unwrap();
+    assert_eq!(
+        (kept.status, kept.job.as_deref(), kept.result.as_deref()),
+        (
+            ExecStatus::Succeeded,
+            Some("models/veo/operations/1"),
+            Some("Rendered.")
+        )
+    );
+    exec.status = ExecStatus::Running;
+    exec.result = None;
+    store.record_tool_execution(&exec).await.unwrap();
 
     // Interventions are single-use.
     let pending = store.interventions(id).await.unwrap();

@@ -101,6 +101,49 @@ pub struct ToolContext {
     /// Whose artifacts and uploads the operation's calls keep and read: its user, or the CLI's
     /// local user for an operation without one.
     pub files_owner: String,
+    /// The outside job this call waits for (see [`CallJob`]).
+    pub job: CallJob,
+}
+
+/// An outside job a call starts and then waits for (a video render): recorded with the call's
+/// execution the moment it exists, so a call interrupted while it waits (the process killed,
+/// the server restarted) resumes waiting for the same job instead of starting, and paying
+/// for, another. A call that records nothing is settled as interrupted, as any at-most-once
+/// call found running is.
+#[derive(Clone, Default)]
+pub struct CallJob {
+    /// The job an earlier run of this call started (`None`: this run is the first, or the
+    /// earlier one recorded none).
+    pub started: Option<String>,
+    /// Records the job this run starts; `None` where nothing is recorded (a test's context,
+    /// a call that is not at-most-once).
+    pub recorder: Option<Arc<dyn JobRecorder>>,
+}
+
+impl std::fmt::Debug for CallJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallJob")
+            .field("started", &self.started)
+            .field("recorded", &self.recorder.is_some())
+            .finish()
+    }
+}
+
+impl CallJob {
+    /// Record `job` as this call's, durably, before waiting for it. Without a recorder the
+    /// job is not kept: an interrupted wait cannot resume.
+    pub async fn record(&self, job: &str) -> Result<(), PortError> {
+        match &self.recorder {
+            Some(r) => r.record(job).await,
+            None => Ok(()),
+        }
+    }
+}
+
+/// Keeps the job of one call with its execution record ([`CallJob::record`]).
+pub trait JobRecorder: Send + Sync {
+    /// Record `job`; returns once it is durable.
+    fn record<'a>(&'a self, job: &'a str) -> BoxFuture<'a, Result<(), PortError>>;
 }
 
 /// A tool implementation.

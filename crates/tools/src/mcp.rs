@@ -7,7 +7,7 @@
 use crate::{Tool, ToolContext};
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use rein_core::engine::ports::{PortError, ToolOutput};
+use rein_core::engine::ports::{PortError, ToolFile, ToolOutput};
 use rein_core::tool::{Effect, ToolApi, ToolKind, ToolManifest};
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
 use rmcp::service::{NotificationContext, RunningService};
@@ -294,15 +294,21 @@ impl McpServer {
     }
 }
 
-/// A call result as the model reads it: text blocks in order, other blocks described,
-/// structured content as JSON when there is no text.
+/// A call result as the model reads it: text blocks in order, images and audio as files
+/// (kept as artifacts; a model that can see is shown the images) with a line where each
+/// stood, other blocks as JSON, structured content as JSON when there is no text.
 fn render(result: CallToolResult) -> ToolOutput {
     let mut parts = Vec::new();
+    let mut files = Vec::new();
     for block in &result.content {
         match block {
             ContentBlock::Text(t) => parts.push(t.text.clone()),
-            ContentBlock::Image(i) => parts.push(format!("[image: {}]", i.mime_type)),
-            ContentBlock::Audio(a) => parts.push(format!("[audio: {}]", a.mime_type)),
+            ContentBlock::Image(i) => {
+                parts.push(media_file(&mut files, "image", &i.mime_type, &i.data))
+            }
+            ContentBlock::Audio(a) => {
+                parts.push(media_file(&mut files, "audio", &a.mime_type, &a.data))
+            }
             other => parts.push(serde_json::to_string(other).unwrap_or_default()),
         }
     }
@@ -312,11 +318,35 @@ fn render(result: CallToolResult) -> ToolOutput {
         parts.push(v.to_string());
     }
     let text = parts.join("\n");
-    if result.is_error == Some(true) {
+    let mut out = if result.is_error == Some(true) {
         ToolOutput::failed(text)
     } else {
         ToolOutput::ok(text)
-    }
+    };
+    out.files = files;
+    out
+}
+
+/// A server's base64 image or audio block as a file of the call (`image-1.png`), and the line
+/// the result reads where it stood; data that is not base64 is only described.
+fn media_file(files: &mut Vec<ToolFile>, kind: &str, media_type: &str, data: &str) -> String {
+    use base64::Engine;
+    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(data.trim()) else {
+        return format!("[{kind}: {media_type}, not valid base64]");
+    };
+    let extension = media_type
+        .split_once('/')
+        .map(|(_, sub)| sub.split(['+', ';']).next().unwrap_or(sub))
+        .filter(|sub| !sub.is_empty() && sub.chars().all(|c| c.is_ascii_alphanumeric()))
+        .unwrap_or("bin");
+    let name = format!("{kind}-{}.{extension}", files.len() + 1);
+    let line = format!("[{kind}: {name}, {media_type}, {} bytes]", bytes.len());
+    files.push(ToolFile {
+        name,
+        media_type: media_type.to_owned(),
+        bytes,
+    });
+    line
 }
 
 impl Tool for McpServer {

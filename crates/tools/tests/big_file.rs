@@ -13,6 +13,7 @@ async fn files(dir: &Path, api: &str, args: Value) -> (bool, String, Duration) {
     let cx = ToolContext {
         topic: None,
         earlier_calls: 0,
+        job: Default::default(),
         files_owner: "local".into(),
         knowledge: Vec::new(),
         owner: None,

@@ -25,6 +25,7 @@ fn cx(dir: &std::path::Path) -> ToolContext {
     ToolContext {
         topic: None,
         earlier_calls: 0,
+        job: Default::default(),
         files_owner: "local".into(),
         knowledge: Vec::new(),
         owner: None,
@@ -213,6 +214,7 @@ async fn files_refuse_every_way_out_of_the_working_directory() {
     let none = ToolContext {
         topic: None,
         earlier_calls: 0,
+        job: Default::default(),
         files_owner: "local".into(),
         knowledge: Vec::new(),
         owner: None,

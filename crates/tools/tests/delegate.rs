@@ -14,6 +14,7 @@ fn cx(dir: &std::path::Path) -> ToolContext {
     ToolContext {
         topic: None,
         earlier_calls: 0,
+        job: Default::default(),
         files_owner: "local".into(),
         knowledge: Vec::new(),
         owner: None,

@@ -19,6 +19,7 @@ fn cx(dir: &Path) -> ToolContext {
     ToolContext {
         topic: None,
         earlier_calls: 0,
+        job: Default::default(),
         files_owner: "local".into(),
         knowledge: Vec::new(),
         owner: None,

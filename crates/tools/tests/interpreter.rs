@@ -46,6 +46,7 @@ fn cx(topic: &str) -> ToolContext {
     ToolContext {
         topic: Some(topic.into()),
         earlier_calls: 0,
+        job: Default::default(),
         files_owner: "local".into(),
         knowledge: Vec::new(),
         owner: None,

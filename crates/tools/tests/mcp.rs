@@ -18,6 +18,7 @@ fn cx(dir: Option<PathBuf>) -> ToolContext {
     ToolContext {
         topic: None,
         earlier_calls: 0,
+        job: Default::default(),
         files_owner: "local".into(),
         knowledge: Vec::new(),
         owner: None,

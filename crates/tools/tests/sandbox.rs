@@ -39,6 +39,7 @@ async fn call(workdir: &Path, sandbox: Sandbox, args: serde_json::Value) -> (boo
     let cx = ToolContext {
         topic: None,
         earlier_calls: 0,
+        job: Default::default(),
         files_owner: "local".into(),
         knowledge: Vec::new(),
         owner: None,

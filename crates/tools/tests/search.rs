@@ -79,6 +79,7 @@ fn cx(earlier_calls: u32) -> ToolContext {
     ToolContext {
         topic: None,
         earlier_calls,
+        job: Default::default(),
         files_owner: "local".into(),
         knowledge: Vec::new(),
         owner: None,

@@ -101,6 +101,7 @@ async fn files_read_an_active_skills_folder_only_and_never_write_it() {
     let cx = ToolContext {
         topic: None,
         earlier_calls: 0,
+        job: Default::default(),
         files_owner: "local".into(),
         knowledge: Vec::new(),
         owner: None,

@@ -99,6 +99,7 @@ pub fn show(
         "agents": config.file.agents.keys().collect::<Vec<_>>(),
         "web": config.web_shown(),
         "image_model": config.file.image_model,
+        "video_model": config.file.video_model,
         "speech_model": config.file.speech_model,
         "transcription_model": config.file.transcription_model,
     });

@@ -2,7 +2,7 @@
 // (REIN_PLAYWRIGHT), the page's console messages and errors collected, screenshots into OUT,
 // dialogs answered from a queue, and one JSON report line last: `ok` with what the steps
 // returned, or the error with the logs (and a NAME-failure screenshot).
-// Usage in a script: run(NAME, { viewport }, async ({ page, base, shot, logs, dialogs, phone }) => {…})
+// Usage in a script: run(NAME, { viewport, args }, async ({ page, base, shot, logs, dialogs, phone }) => {…})
 // with the script called as `node SCRIPT BASE_URL OUT_DIR`; REIN_VIEWPORT=WIDTHxHEIGHT runs it
 // at that size instead of its own (`phone` says whether that is narrower than the drawer's 768
 // px), and screenshots are named with the width then.
@@ -14,7 +14,8 @@ exports.run = async (name, options, steps) => {
   const browser = await chromium.launch({
     executablePath: process.env.REIN_CHROMIUM,
     headless: true,
-    args: ["--no-sandbox", "--disable-gpu"],
+    // `options.args`: more switches (a fake microphone for the speech script).
+    args: ["--no-sandbox", "--disable-gpu", ...(options.args || [])],
   });
   const sized = /^(\d+)x(\d+)$/.exec(process.env.REIN_VIEWPORT || "");
   const viewport = sized ? { width: Number(sized[1]), height: Number(sized[2]) } : options.viewport || { width: 1400, height: 900 };

@@ -850,8 +850,16 @@ async fn a_goal_its_budget_interrupted_runs_on_where_it_stopped_once_its_limit_i
         .await;
     assert_eq!(code, 3, "waits for a person: {err}");
     let id = goal_of(&out);
+    // The work's operation, found through the goal (the list's order is not the point).
+    let (_, shown, _) = e.rein(&["goal", "show", &id, "--json"]).await;
+    let g: Value = serde_json::from_str(&shown).unwrap();
+    let big_id = g["goal"]["works"][0]["attempts"][0]["operation"].clone();
     let (_, ops, _) = e.rein(&["op", "list", "--json"]).await;
-    let big: Value = serde_json::from_str(ops.lines().next().unwrap()).unwrap();
+    let big: Value = ops
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|op| op["id"] == big_id)
+        .unwrap_or_else(|| panic!("the work's operation {big_id} is listed: {ops}"));
     assert_eq!(big["status"], "interrupted", "{big:#}");
     let (_, inbox, _) = e.rein(&["brief", "list", "--json"]).await;
     assert!(

@@ -1,6 +1,7 @@
 //! `python.run` end to end: a conversation's code writes a chart and a data file (kept as
 //! artifacts, listed and fetched with `rein artifact`), its next turn reads the file back from
-//! the same workspace, and a new conversation starts with an empty one.
+//! the same workspace, the model is shown the chart it drew, and a new conversation starts
+//! with an empty one.
 
 use super::*;
 
@@ -80,6 +81,23 @@ async fn code_keeps_its_files_in_the_conversation_and_they_come_back_as_artifact
     let bytes = std::fs::read(&saved).unwrap();
     assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"));
     assert_eq!(bytes.len() as u64, chart["size"].as_u64().unwrap());
+    // The model (it can see) was shown the chart after the call's result: Chat Completions
+    // takes images from the user only, so they follow the turn's tool messages.
+    let sent = e.server.requests()[1].body["messages"].clone();
+    let shown = sent.as_array().unwrap().last().unwrap();
+    assert_eq!(shown["role"], "user", "{sent:#}");
+    assert_eq!(shown["content"][0]["text"], "The images of tool call p1:");
+    use base64::Engine;
+    let url = format!(
+        "data:image/png;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(&bytes)
+    );
+    assert_eq!(shown["content"][1]["image_url"]["url"], url.as_str());
+    assert_eq!(
+        shown["content"].as_array().unwrap().len(),
+        2,
+        "data.txt is not an image: {shown}"
+    );
     let (code, _, err) = e
         .rein(&["artifact", "get", "art-00000000000000000000000000000000"])
         .await;

@@ -123,6 +123,21 @@ async fn the_servers_audio_endpoints_speak_and_write_down_as_openais_do() {
     .await;
     let served = e.serve().await;
     let http = reqwest::Client::new();
+    let offer: serde_json::Value = serde_json::from_slice(
+        &http
+            .get(format!("{}/v1/audio", served.base))
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        offer,
+        serde_json::json!({"speech": true, "transcription": true})
+    );
     let resp = http
         .post(format!("{}/v1/audio/speech", served.base))
         .header("content-type", "application/json")
@@ -172,4 +187,46 @@ async fn the_servers_audio_endpoints_speak_and_write_down_as_openais_do() {
         .unwrap();
     assert_eq!(resp.status(), 400);
     assert_eq!(e.server.requests().len(), 2);
+}
+
+/// A server without speech models says so (`GET /v1/audio`), and both endpoints answer 422
+/// `model_unavailable` naming the setting, without calling a provider.
+#[tokio::test]
+async fn a_server_without_speech_models_says_so() {
+    let e = env(Vec::new()).await;
+    let served = e.serve().await;
+    let http = reqwest::Client::new();
+    let offer: serde_json::Value = serde_json::from_slice(
+        &http
+            .get(format!("{}/v1/audio", served.base))
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        offer,
+        serde_json::json!({"speech": false, "transcription": false})
+    );
+    let resp = http
+        .post(format!("{}/v1/audio/speech", served.base))
+        .header("content-type", "application/json")
+        .body(serde_json::json!({"input": "Hello."}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 422);
+    let body: serde_json::Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+    assert_eq!(body["error"]["code"], "model_unavailable", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("speech_model"),
+        "{body}"
+    );
+    assert!(e.server.requests().is_empty());
 }

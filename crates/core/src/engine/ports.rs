@@ -132,6 +132,11 @@ pub struct ToolOutput {
     /// Files the call produced (an interpreter's plot, a generated image): the host keeps them
     /// as artifacts of the operation's conversation, attached to the call's result.
     pub files: Vec<ToolFile>,
+    /// What the model sees beside `content`: the images among `files` (a plot, a screenshot),
+    /// set by the host once it kept them. They join the result message after its text; each
+    /// provider's request places them where its API takes an image answering a call, and a
+    /// model that cannot see reads a note instead.
+    pub media: Vec<crate::message::ContentPart>,
 }
 
 /// A file a tool call produced.

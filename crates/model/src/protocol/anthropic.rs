@@ -81,6 +81,16 @@ pub fn cache_breakpoints(
 /// Most blocks a request may mark with `cache_control` (Anthropic refuses a fifth).
 pub const MAX_BREAKPOINTS: usize = 4;
 
+/// An image block: base64 bytes for a `data:` URL, else the URL.
+fn image_block(url: &str) -> Value {
+    match data_url(url) {
+        Some((media, data)) => {
+            json!({"type": "image", "source": {"type": "base64", "media_type": media, "data": data}})
+        }
+        None => json!({"type": "image", "source": {"type": "url", "url": url}}),
+    }
+}
+
 /// The request body.
 pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
     let mut messages: Vec<Value> = Vec::new();
@@ -97,12 +107,7 @@ pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
                         file @ ContentPart::File { .. } => {
                             json!({"type": "text", "text": file.file_text(None).unwrap_or_default()})
                         }
-                        ContentPart::Image { url, .. } => match data_url(url) {
-                            Some((media, data)) => {
-                                json!({"type": "image", "source": {"type": "base64", "media_type": media, "data": data}})
-                            }
-                            None => json!({"type": "image", "source": {"type": "url", "url": url}}),
-                        },
+                        ContentPart::Image { url, .. } => image_block(url),
                     };
                     push_block(&mut messages, "user", block);
                 }
@@ -141,10 +146,20 @@ pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
                 }
             }
             Role::Tool => {
+                // A result with images is a list of blocks, text first; without, a string.
+                let text = m.text_content();
+                let mut images = super::tool_images(m).peekable();
+                let content = if images.peek().is_some() {
+                    std::iter::once(json!({"type": "text", "text": text}))
+                        .chain(images.map(|i| image_block(i.url)))
+                        .collect()
+                } else {
+                    json!(text)
+                };
                 let mut block = json!({
                     "type": "tool_result",
                     "tool_use_id": m.tool_call_id.as_deref().unwrap_or_default(),
-                    "content": m.text_content(),
+                    "content": content,
                 });
                 if matches!(
                     m.tool_status,

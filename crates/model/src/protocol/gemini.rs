@@ -85,10 +85,29 @@ fn push_part(contents: &mut Vec<Value>, role: &str, part: Value) {
     push_grouped(contents, role, "parts", part);
 }
 
+/// An image part: inline bytes for a `data:` URL, else a file reference.
+fn image_part(url: &str, media_type: Option<&str>) -> Value {
+    match data_url(url) {
+        Some((media, data)) => json!({"inlineData": {"mimeType": media, "data": data}}),
+        None => {
+            json!({"fileData": {"fileUri": url, "mimeType": media_type.unwrap_or("image/jpeg")}})
+        }
+    }
+}
+
 /// The request body; the path names the model and the mode.
 pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
     let mut contents = Vec::new();
+    // A function response holds JSON only on the models rein drives: the images answering a
+    // turn's calls follow its function responses in the same user turn, each call's after a
+    // line naming it.
+    let mut seen: Vec<Value> = Vec::new();
     for m in req.messages.iter() {
+        if m.role != Role::Tool {
+            for part in seen.drain(..) {
+                push_part(&mut contents, "user", part);
+            }
+        }
         match m.role {
             Role::System => {}
             Role::User => {
@@ -100,14 +119,7 @@ pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
                         }
                         ContentPart::Image {
                             url, media_type, ..
-                        } => match data_url(url) {
-                            Some((media, data)) => {
-                                json!({"inlineData": {"mimeType": media, "data": data}})
-                            }
-                            None => {
-                                json!({"fileData": {"fileUri": url, "mimeType": media_type.as_deref().unwrap_or("image/jpeg")}})
-                            }
-                        },
+                        } => image_part(url, media_type.as_deref()),
                     };
                     push_part(&mut contents, "user", part);
                 }
@@ -135,10 +147,18 @@ pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
                     .find(|c| &*c.id == id)
                     .map(wire_name)
                     .unwrap_or_else(|| id.to_owned());
+                let mut images = super::tool_images(m).peekable();
+                if images.peek().is_some() {
+                    seen.push(json!({"text": format!("The images of the call of {name}:")}));
+                    seen.extend(images.map(|i| image_part(i.url, i.media_type)));
+                }
                 let part = json!({"functionResponse": {"name": name, "response": {"content": m.text_content()}}});
                 push_part(&mut contents, "user", part);
             }
         }
+    }
+    for part in seen {
+        push_part(&mut contents, "user", part);
     }
     let mut body = json!({"contents": contents});
     if let Some(system) = system_text(req) {

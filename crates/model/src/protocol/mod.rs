@@ -267,6 +267,33 @@ pub(crate) fn push_grouped(
 }
 
 /// Split a `data:` URL into (media type, base64 payload).
+/// An image a tool result carries after its text (`ToolOutput::media`).
+pub(crate) struct ToolImage<'a> {
+    /// A `data:` URL (or any URL).
+    pub(crate) url: &'a str,
+    /// Its media type when known.
+    pub(crate) media_type: Option<&'a str>,
+    /// Provider detail hint.
+    pub(crate) detail: Option<&'a str>,
+}
+
+/// The images tool message `m` carries.
+pub(crate) fn tool_images(m: &rein_core::message::Message) -> impl Iterator<Item = ToolImage<'_>> {
+    m.content.iter().filter_map(|p| match p {
+        rein_core::message::ContentPart::Image {
+            url,
+            media_type,
+            detail,
+        } => Some(ToolImage {
+            url,
+            media_type: media_type.as_deref(),
+            detail: detail.as_deref(),
+        }),
+        rein_core::message::ContentPart::Text { .. }
+        | rein_core::message::ContentPart::File { .. } => None,
+    })
+}
+
 pub(crate) fn data_url(url: &str) -> Option<(&str, &str)> {
     let rest = url.strip_prefix("data:")?;
     let (meta, data) = rest.split_once(',')?;

@@ -47,6 +47,20 @@ fn tool_definitions(req: &ChatRequest) -> (Vec<Value>, Vec<String>) {
     (tools, whole)
 }
 
+/// An image part of a user message.
+fn image_part(url: &str, detail: Option<&str>) -> Value {
+    let mut image = json!({"url": url});
+    if let Some(d) = detail {
+        image["detail"] = json!(d);
+    }
+    json!({"type": "image_url", "image_url": image})
+}
+
+/// The user message that shows a turn's tool images (`parts` name each call's, in order).
+fn tool_images_message(parts: Vec<Value>) -> Value {
+    json!({"role": "user", "content": parts})
+}
+
 /// The request body.
 pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
     let mut messages = Vec::with_capacity(req.messages.len());
@@ -59,7 +73,15 @@ pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
     if !system.is_empty() {
         messages.push(json!({"role": "system", "content": system}));
     }
+    // Chat Completions takes images only from the user ("Image URLs are only allowed for
+    // messages with role 'user'"): the images answering a turn's calls follow its tool
+    // messages as one user message, since a user message between them would leave a call
+    // unanswered.
+    let mut seen: Vec<Value> = Vec::new();
     for m in req.messages.iter() {
+        if m.role != Role::Tool && !seen.is_empty() {
+            messages.push(tool_images_message(std::mem::take(&mut seen)));
+        }
         match m.role {
             Role::System => {}
             Role::User => {
@@ -76,13 +98,7 @@ pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
                             .map(|p| match p {
                                 ContentPart::Text { text } => json!({"type": "text", "text": text}),
                                 file @ ContentPart::File { .. } => json!({"type": "text", "text": file.file_text(None).unwrap_or_default()}),
-                                ContentPart::Image { url, detail, .. } => {
-                                    let mut image = json!({"url": url});
-                                    if let Some(d) = detail {
-                                        image["detail"] = json!(d);
-                                    }
-                                    json!({"type": "image_url", "image_url": image})
-                                }
+                                ContentPart::Image { url, detail, .. } => image_part(url, detail.as_deref()),
                             })
                             .collect(),
                     )
@@ -101,12 +117,25 @@ pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
                 }
                 messages.push(msg);
             }
-            Role::Tool => messages.push(json!({
-                "role": "tool",
-                "tool_call_id": m.tool_call_id.as_deref().unwrap_or_default(),
-                "content": m.text_content(),
-            })),
+            Role::Tool => {
+                let id = m.tool_call_id.as_deref().unwrap_or_default();
+                messages.push(json!({
+                    "role": "tool",
+                    "tool_call_id": id,
+                    "content": m.text_content(),
+                }));
+                let mut images = super::tool_images(m).peekable();
+                if images.peek().is_some() {
+                    seen.push(
+                        json!({"type": "text", "text": format!("The images of tool call {id}:")}),
+                    );
+                    seen.extend(images.map(|i| image_part(i.url, i.detail)));
+                }
+            }
         }
+    }
+    if !seen.is_empty() {
+        messages.push(tool_images_message(seen));
     }
     let mut body = json!({"model": req.model, "messages": messages});
     if stream {

@@ -60,11 +60,24 @@ pub fn build(req: &ChatRequest, stream: bool) -> WireRequest {
                     input.push(json!({"type": "function_call", "call_id": c.id, "name": wire_name(c), "arguments": c.arguments}));
                 }
             }
-            Role::Tool => input.push(json!({
-                "type": "function_call_output",
-                "call_id": m.tool_call_id.as_deref().unwrap_or_default(),
-                "output": m.text_content(),
-            })),
+            Role::Tool => {
+                // A result with images is a list of input contents, text first; without, a
+                // string.
+                let text = m.text_content();
+                let mut images = super::tool_images(m).peekable();
+                let output = if images.peek().is_some() {
+                    std::iter::once(json!({"type": "input_text", "text": text}))
+                        .chain(images.map(|i| json!({"type": "input_image", "image_url": i.url, "detail": i.detail.unwrap_or("auto")})))
+                        .collect()
+                } else {
+                    json!(text)
+                };
+                input.push(json!({
+                    "type": "function_call_output",
+                    "call_id": m.tool_call_id.as_deref().unwrap_or_default(),
+                    "output": output,
+                }));
+            }
         }
     }
     let mut body = json!({"model": req.model, "input": input, "store": false});

@@ -486,6 +486,11 @@ pub async fn serve(responses: Vec<Canned>, seed: u64) -> Server {
                         .and_then(|()| validate::image_edits(&req.path, &req.raw))
                         .err()
                         .map(|m| (crate::Protocol::OpenaiChat, m.0))
+                })
+                .or_else(|| {
+                    validate::videos(&req.path, &req.body)
+                        .err()
+                        .map(|m| (crate::Protocol::Gemini, m.0))
                 });
             req.refused = refused.as_ref().map(|(_, m)| m.clone());
             let unknown_cache = req.body["cachedContent"]

@@ -144,6 +144,71 @@ pub fn image_edits(path: &str, raw: &[u8]) -> Result<(), Refusal> {
     Ok(())
 }
 
+/// Gemini's Veo (`POST …/models/{model}:predictLongRunning`; `Ok` for any other path): one
+/// or more instances with a prompt, and only Veo's parameters with the values Veo 3 takes.
+pub fn videos(path: &str, body: &Value) -> Result<(), Refusal> {
+    if !path
+        .split('?')
+        .next()
+        .unwrap_or_default()
+        .ends_with(":predictLongRunning")
+    {
+        return Ok(());
+    }
+    let instances = array(body, "instances");
+    if instances.is_empty() {
+        return Err(Refusal(
+            "* PredictLongRunningRequest.instances: instances is required".into(),
+        ));
+    }
+    for (i, instance) in instances.iter().enumerate() {
+        if instance["prompt"].as_str().is_none_or(str::is_empty) {
+            return Err(Refusal(format!(
+                "instances[{i}].prompt: a prompt is required"
+            )));
+        }
+    }
+    let Some(parameters) = body.get("parameters") else {
+        return Ok(());
+    };
+    const KNOWN: [&str; 8] = [
+        "aspectRatio",
+        "resolution",
+        "durationSeconds",
+        "negativePrompt",
+        "personGeneration",
+        "sampleCount",
+        "seed",
+        "generateAudio",
+    ];
+    for key in parameters.as_object().into_iter().flatten().map(|(k, _)| k) {
+        if !KNOWN.contains(&key.as_str()) {
+            return Err(Refusal(format!(
+                "Invalid JSON payload received. Unknown name \"{key}\" at 'parameters': Cannot find field."
+            )));
+        }
+    }
+    let text = |k: &str| parameters.get(k).and_then(Value::as_str);
+    if text("aspectRatio").is_some_and(|a| !matches!(a, "16:9" | "9:16")) {
+        return Err(Refusal("Aspect ratio must be one of 16:9, 9:16.".into()));
+    }
+    if text("resolution").is_some_and(|r| !matches!(r, "720p" | "1080p")) {
+        return Err(Refusal("Resolution must be one of 720p, 1080p.".into()));
+    }
+    match parameters.get("durationSeconds") {
+        None => Ok(()),
+        Some(d) if matches!(d.as_u64(), Some(4 | 6 | 8)) => Ok(()),
+        Some(d) => Err(Refusal(format!(
+            "The number value for `durationSeconds` is out of bound: {d}. Please provide one of 4, 6, 8."
+        ))),
+    }
+}
+
+/// The recordings OpenAI writes down, by file name extension.
+const TRANSCRIBABLE: [&str; 10] = [
+    "flac", "m4a", "mp3", "mp4", "mpeg", "mpga", "oga", "ogg", "wav", "webm",
+];
+
 /// OpenAI's audio endpoints (`Ok` for any other path): speech needs an `input` and takes
 /// only its voices and formats; a transcription is a multipart form with a `file` and a
 /// `model`.
@@ -179,6 +244,19 @@ pub fn audio(path: &str, body: &Value, raw: &[u8]) -> Result<(), Refusal> {
         }
         if !has("model") {
             return Err(Refusal("you must provide a model parameter".into()));
+        }
+        // OpenAI judges a recording by its file name's extension.
+        let named = String::from_utf8_lossy(raw)
+            .split("filename=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .map(str::to_owned)
+            .unwrap_or_default();
+        let extension = named.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+        if !extension.is_some_and(|e| TRANSCRIBABLE.contains(&e.as_str())) {
+            return Err(Refusal(format!(
+                "Invalid file format. Supported formats: {TRANSCRIBABLE:?}"
+            )));
         }
     }
     Ok(())
@@ -256,6 +334,19 @@ fn anthropic(body: &Value) -> Result<(), String> {
                 "messages.{i}.content.{late}: tool_result blocks must come first in the content of a user message, before any other block"
             ));
         }
+        for (j, b) in content.iter().enumerate() {
+            if b["type"] != "tool_result" {
+                continue;
+            }
+            for (k, inner) in array(b, "content").iter().enumerate() {
+                let kind = inner["type"].as_str().unwrap_or_default();
+                if !matches!(kind, "text" | "image" | "search_result" | "document") {
+                    return Err(format!(
+                        "messages.{i}.content.{j}.tool_result.content.{k}: Input tag '{kind}' found using 'type' does not match any of the expected tags: 'document', 'image', 'search_result', 'text'"
+                    ));
+                }
+            }
+        }
         if !results.is_empty() {
             let previous: Vec<Value> = i
                 .checked_sub(1)
@@ -307,6 +398,15 @@ fn openai_chat(body: &Value) -> Result<(), String> {
         );
     }
     openai_tools(body, OpenAiShape::Chat)?;
+    for (i, m) in messages.iter().enumerate() {
+        let role = m["role"].as_str().unwrap_or_default();
+        let image = array(m, "content").iter().any(|p| p["type"] == "image_url");
+        if image && role != "user" {
+            return Err(format!(
+                "Invalid 'messages[{i}]'. Image URLs are only allowed for messages with role 'user', but this message with role '{role}' contains an image URL."
+            ));
+        }
+    }
     let mut i = 0;
     while i < messages.len() {
         let m = &messages[i];
@@ -365,6 +465,29 @@ fn openai_responses(body: &Value) -> Result<(), String> {
         return Err("Tool choice requires 'tools' to be specified.".into());
     }
     openai_tools(body, OpenAiShape::Responses)?;
+    for (i, item) in input.iter().enumerate() {
+        if item["type"] != "function_call_output" {
+            continue;
+        }
+        match &item["output"] {
+            Value::String(_) => {}
+            Value::Array(parts) => {
+                for (j, p) in parts.iter().enumerate() {
+                    let kind = p["type"].as_str().unwrap_or_default();
+                    if !matches!(kind, "input_text" | "input_image" | "input_file") {
+                        return Err(format!(
+                            "Invalid value: '{kind}'. Supported values are: 'input_text', 'input_image', and 'input_file'. (input[{i}].output[{j}].type)"
+                        ));
+                    }
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "Invalid type for 'input[{i}].output': expected one of a string or array of objects."
+                ));
+            }
+        }
+    }
     let calls: Vec<&str> = input
         .iter()
         .filter(|i| i["type"] == "function_call")

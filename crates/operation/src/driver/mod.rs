@@ -427,6 +427,23 @@ impl Driver {
         self
     }
 
+    /// Builder: `video.generate` rendering with `model`, polling every `poll`
+    /// ([`crate::videos`]).
+    pub fn with_video_model(mut self, model: ModelRef, poll: std::time::Duration) -> Self {
+        let tool = Arc::new(crate::videos::VideoTool {
+            models: Arc::clone(&self.models),
+            catalog: Arc::clone(&self.catalog),
+            model,
+            poll,
+        });
+        if let Some(host) = Arc::get_mut(&mut self.tools)
+            && let Err(e) = host.register_builtin(tool)
+        {
+            unreachable_builtins(e);
+        }
+        self
+    }
+
     /// Builder: `speech.say` with `say` and `speech.transcribe` with `hear` (each when given;
     /// neither: no speech tool) ([`crate::speech`]).
     pub fn with_speech_models(mut self, say: Option<ModelRef>, hear: Option<ModelRef>) -> Self {

@@ -4,6 +4,7 @@
 //! with `transcription_model` (both from the server's configuration; a `model` a client names
 //! is read and not used: the operator chooses the models and pays for them). Without the model
 //! configured the answer is 422 `model_unavailable`; a provider's refusal is a 502.
+//! `GET /v1/audio` says which of the two are configured.
 
 use crate::AppState;
 use crate::api::{Api, Input, Method, OperationDoc, Output};
@@ -81,6 +82,16 @@ pub struct SpeechBody {
 pub struct TranscriptionOut {
     /// What was said.
     pub text: String,
+}
+
+/// `GET /v1/audio`: which of the audio endpoints this server answers, so a front end offers
+/// its play and microphone buttons only where they work.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct AudioOffer {
+    /// `POST /v1/audio/speech` speaks (a `speech_model` is configured).
+    pub speech: bool,
+    /// `POST /v1/audio/transcriptions` writes down (a `transcription_model` is configured).
+    pub transcription: bool,
 }
 
 /// Spoken audio, as the speech endpoint answers.
@@ -265,6 +276,15 @@ fn provider_failed(model: &ModelRef, e: impl std::fmt::Display) -> ApiError {
     )
 }
 
+/// `GET /v1/audio`: what the server's audio endpoints can do.
+pub async fn offer(State(app): State<AppState>, Caller(_): Caller) -> Json<AudioOffer> {
+    let host = &app.runner.host;
+    Json(AudioOffer {
+        speech: host.speech_model.is_some(),
+        transcription: host.transcription_model.is_some(),
+    })
+}
+
 /// `POST /v1/audio/speech`: a text spoken.
 pub async fn speech(
     State(app): State<AppState>,
@@ -331,6 +351,12 @@ pub async fn transcriptions(
 /// The audio routes and their documents.
 pub fn api() -> Api {
     Api::new()
+        .route(
+            Method::Get,
+            "/v1/audio",
+            "Which audio endpoints this server answers (a speech and a transcription model configured)",
+            offer,
+        )
         .route(
             Method::Post,
             "/v1/audio/speech",

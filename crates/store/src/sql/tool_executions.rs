@@ -1,5 +1,6 @@
 //! Tool executions: written with a step, or on their own for at-most-once tools (running before
-//! the effect, finished right after), and read back when a step is re-run.
+//! the effect, finished right after, and in between the outside job the call waits for), and
+//! read back when a step is re-run. A recorded job is never cleared.
 
 use super::statement::{Statement, run_all};
 use super::*;
@@ -12,9 +13,9 @@ pub(super) fn upsert_tools(execs: &[ToolExecution]) -> Vec<Statement> {
         .chunks(ROWS_PER_STATEMENT)
         .map(|chunk| {
             let mut s = Statement::new(format!(
-                "INSERT INTO tool_executions (operation_id, tool_call_id, step_index, tool, effect, status, result, updated_at) VALUES {} \
-                 ON CONFLICT (operation_id, tool_call_id) DO UPDATE SET step_index = excluded.step_index, status = excluded.status, result = excluded.result, updated_at = excluded.updated_at",
-                placeholders(chunk.len(), 8)
+                "INSERT INTO tool_executions (operation_id, tool_call_id, step_index, tool, effect, status, result, job, updated_at) VALUES {} \
+                 ON CONFLICT (operation_id, tool_call_id) DO UPDATE SET step_index = excluded.step_index, status = excluded.status, result = excluded.result, job = COALESCE(excluded.job, tool_executions.job), updated_at = excluded.updated_at",
+                placeholders(chunk.len(), 9)
             ));
             for e in chunk {
                 s.push(e.operation_id.to_string());
@@ -24,6 +25,7 @@ pub(super) fn upsert_tools(execs: &[ToolExecution]) -> Vec<Statement> {
                 s.push(enum_str(&e.effect));
                 s.push(enum_str(&e.status));
                 s.push(e.result.clone());
+                s.push(e.job.clone());
                 s.push(now.as_str());
             }
             s
@@ -44,7 +46,7 @@ pub(super) async fn tool_execution(
     id: OperationId,
     tool_call_id: &str,
 ) -> Result<Option<ToolExecution>, StoreError> {
-    let row = sqlx::query("SELECT step_index, tool, effect, status, result FROM tool_executions WHERE operation_id = $1 AND tool_call_id = $2")
+    let row = sqlx::query("SELECT step_index, tool, effect, status, result, job FROM tool_executions WHERE operation_id = $1 AND tool_call_id = $2")
         .bind(id.to_string())
         .bind(tool_call_id)
         .fetch_optional(&store.pool)
@@ -58,6 +60,7 @@ pub(super) async fn tool_execution(
             effect: enum_from(&r.try_get::<String, _>("effect")?, "effect")?,
             status: enum_from(&r.try_get::<String, _>("status")?, "tool status")?,
             result: r.try_get("result")?,
+            job: r.try_get("job")?,
         })
     })
     .transpose()

@@ -144,6 +144,7 @@ impl Device {
             sandbox: stricter(self.sandbox, call.sandbox),
             topic: None,
             earlier_calls: 0,
+            job: Default::default(),
             files_owner: "local".into(),
         };
         match Arc::clone(tool).call(&cx, &call.api, args).await {

@@ -96,6 +96,7 @@ impl PayloadExecutor for CallToolExecutor {
                 Outcome {
                     status,
                     content: output.content,
+                    media: output.media,
                     duration_ms: ms,
                 },
             );

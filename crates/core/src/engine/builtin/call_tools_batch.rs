@@ -139,6 +139,7 @@ impl PayloadExecutor for CallToolsBatchExecutor {
                             Outcome {
                                 status: failed,
                                 content,
+                                media: Vec::new(),
                                 duration_ms: 0,
                             },
                         ));

@@ -133,6 +133,8 @@ pub(crate) fn write_tool_message(
 pub(crate) struct Outcome {
     pub(crate) status: ToolStatus,
     pub(crate) content: String,
+    /// Images the model sees after `content` ([`crate::engine::ports::ToolOutput::media`]).
+    pub(crate) media: Vec<crate::message::ContentPart>,
     /// How long it ran (0 when it did not run).
     pub(crate) duration_ms: u64,
 }
@@ -150,6 +152,7 @@ pub(crate) fn settle(
     let Outcome {
         status,
         content,
+        media,
         duration_ms,
     } = outcome;
     // What every tool returned becomes message text here, once: the message, its event and
@@ -159,6 +162,11 @@ pub(crate) fn settle(
         std::borrow::Cow::Owned(normal) => normal,
     };
     let id = write_tool_message(state, &call, parent, existing, status, &content);
+    if !media.is_empty()
+        && let Some(m) = state.message_mut(id)
+    {
+        m.content.extend(media);
+    }
     cx.emit(EventKind::ToolResult {
         tool_call_id: call.id.clone(),
         tool_message_id: id,

@@ -42,6 +42,7 @@ impl PayloadExecutor for ResolveAbortedToolsExecutor {
                     Outcome {
                         status: aborted,
                         content: content.clone(),
+                        media: Vec::new(),
                         duration_ms: 0,
                     },
                 );

@@ -62,6 +62,7 @@ impl PayloadExecutor for ResolveBlockedToolsExecutor {
                     Outcome {
                         status: blocked,
                         content: content.clone(),
+                        media: Vec::new(),
                         duration_ms: 0,
                     },
                 ));
