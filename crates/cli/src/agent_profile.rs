@@ -177,6 +177,7 @@ fn price(arg: &str) -> Result<(String, rein_core::usage::Prices), String> {
             cache_read: rest.first().copied(),
             cache_write: rest.get(1).copied(),
             per_second: None,
+            characters: None,
         },
         _ => {
             return Err(format!(

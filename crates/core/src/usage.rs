@@ -131,6 +131,10 @@ pub struct Prices {
     /// tokens; see [`Prices::video`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_second: Option<f64>,
+    /// USD per million characters spoken (a speech model, which reports no tokens; see
+    /// [`Prices::speech`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub characters: Option<f64>,
 }
 
 impl Prices {
@@ -154,6 +158,13 @@ impl Prices {
             .map(|p| Usd::from_dollars(p * f64::from(seconds)))
     }
 
+    /// The cost of speaking `characters` characters; `None` when the model has no price per
+    /// character.
+    pub fn speech(&self, characters: usize) -> Option<Usd> {
+        self.characters
+            .map(|p| Usd::from_dollars(p * characters as f64 / 1e6))
+    }
+
     /// Whether every price is a finite, non-negative number.
     pub fn valid(&self) -> bool {
         [
@@ -162,6 +173,7 @@ impl Prices {
             self.cache_read,
             self.cache_write,
             self.per_second,
+            self.characters,
         ]
         .into_iter()
         .flatten()

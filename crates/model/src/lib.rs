@@ -6,7 +6,8 @@
 //! ([`ModelEvent`]) with usage, stop reason and classified errors. Parsers are pure state
 //! machines over framed bytes ([`framing`]); the HTTP transport, retries and cancellation sit
 //! on top. Besides chat: embeddings, image generation ([`images`]: OpenAI's Images API,
-//! Gemini's image output), and speech and transcription ([`audio`]).
+//! Gemini's image output), video rendering as a job ([`video`]: Gemini's Veo), and speech and
+//! transcription ([`audio`]).
 
 pub mod audio;
 pub mod cassette;

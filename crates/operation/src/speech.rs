@@ -3,7 +3,8 @@
 //! operation's owner written down by the configured `transcription_model`), through the model
 //! runtime's OpenAI-compatible audio endpoints ([`rein_model::audio`]). Each API is offered
 //! only when its model is configured. A transcription's cost is priced by the catalog from the
-//! tokens the provider reports; speech reports none, so it is not priced.
+//! tokens the provider reports; speech reports none and is priced by the characters spoken
+//! (the catalog's `characters`).
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -115,6 +116,12 @@ impl SpeechTool {
             Err(e) => return ToolOutput::failed(format!("{e}; nothing was said")),
         };
         let voice = args.voice.unwrap_or(Voice::Alloy).as_str();
+        // Speech reports no tokens: it is priced by the characters spoken.
+        let cost = self
+            .catalog
+            .lookup(&model.provider, &model.model)
+            .and_then(|m| m.prices.speech(args.text.chars().count()))
+            .unwrap_or(Usd::ZERO);
         let spoken = provider
             .speak(SpeechRequest {
                 model: model.model.to_string(),
@@ -131,6 +138,7 @@ impl SpeechTool {
                     model.key(),
                     s.bytes.len()
                 ));
+                out.cost = cost;
                 out.files = vec![ToolFile {
                     name: format!("speech-{}.mp3", chrono::Utc::now().format("%Y%m%d-%H%M%S")),
                     media_type: s.media_type,

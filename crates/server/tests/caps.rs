@@ -80,6 +80,17 @@ async fn a_spent_daily_cap_is_a_429_and_the_run_that_crosses_it_stops() {
     assert_eq!(resets.date_naive(), tomorrow);
     let (_, listed) = e.call("GET", "/v1/operations", Some(&alice), None).await;
     assert_eq!(listed.as_array().unwrap().len(), 3, "nothing was written");
+    // Nor may she spend through the audio endpoints (what they spend is no operation's).
+    let (status, refused) = e
+        .call(
+            "POST",
+            "/v1/audio/speech",
+            Some(&alice),
+            Some(json!({"input": "Read this aloud."})),
+        )
+        .await;
+    assert_eq!(status, 429, "{refused}");
+    assert_eq!(refused["error"]["code"], "spend_cap_reached");
 
     // What usage says is what the records cost: 1.20.
     let (_, usage) = e.call("GET", "/v1/usage", Some(&alice), None).await;

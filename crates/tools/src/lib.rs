@@ -16,7 +16,9 @@
 //! reports to the person's inbox, kept through a [`brief::BriefSink`]); [`skills`] (discovery
 //! of Agent Skills folders and `skills.activate`); [`mcp`], which turns an MCP server's
 //! tools into one more tool; [`delegate`], the calls of `files` and `shell` a client (an
-//! editor over ACP) can do in its own world, checked and worded as the tools do them.
+//! editor over ACP) can do in its own world, checked and worded as the tools do them. A call
+//! that waits for an outside job records it through its [`CallJob`], so an interrupted wait
+//! resumes.
 //! (Reading files for knowledge bases is `rein-knowledge`'s.)
 
 /// Parse a tool call's arguments into `$t`, or make the enclosing `call` return a failed

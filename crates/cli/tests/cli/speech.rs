@@ -25,6 +25,19 @@ fn transcript_reply(text: &str) -> Canned {
     )
 }
 
+/// What `GET /v1/audio` of the server at `base` says.
+async fn audio_offer(http: &reqwest::Client, base: &str) -> serde_json::Value {
+    let answer = http
+        .get(format!("{base}/v1/audio"))
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    serde_json::from_slice(&answer).unwrap()
+}
+
 const SPOKEN: &[u8] = b"ID3\x04\x00\x00\x00\x00\x00\x00 spoken words";
 
 #[tokio::test]
@@ -57,6 +70,19 @@ async fn a_model_speaks_and_a_later_run_writes_down_what_it_said() {
     assert_eq!(
         spoken.body,
         serde_json::json!({"model": "gpt-4o-mini-tts", "input": "Hello from rein.", "voice": "coral", "response_format": "mp3"})
+    );
+    // Speech reports no tokens: its 16 characters are priced at the catalog's $15 a million.
+    let store = e.store().await;
+    let ops = store
+        .list_operations(&rein_store::OperationFilter::default())
+        .await
+        .unwrap();
+    let op = store.load_operation(ops[0].id).await.unwrap().unwrap();
+    assert_eq!(
+        op.state.cost.by_tool.get("speech/say").copied(),
+        Some(rein_core::Usd::from_nanos(240_000)),
+        "{:?}",
+        op.state.cost
     );
     let (code, listed, err) = e.rein(&["--json", "artifact", "list"]).await;
     assert_eq!(code, 0, "{err}");
@@ -123,17 +149,7 @@ async fn the_servers_audio_endpoints_speak_and_write_down_as_openais_do() {
     .await;
     let served = e.serve().await;
     let http = reqwest::Client::new();
-    let offer: serde_json::Value = serde_json::from_slice(
-        &http
-            .get(format!("{}/v1/audio", served.base))
-            .send()
-            .await
-            .unwrap()
-            .bytes()
-            .await
-            .unwrap(),
-    )
-    .unwrap();
+    let offer = audio_offer(&http, &served.base).await;
     assert_eq!(
         offer,
         serde_json::json!({"speech": true, "transcription": true})
@@ -196,17 +212,7 @@ async fn a_server_without_speech_models_says_so() {
     let e = env(Vec::new()).await;
     let served = e.serve().await;
     let http = reqwest::Client::new();
-    let offer: serde_json::Value = serde_json::from_slice(
-        &http
-            .get(format!("{}/v1/audio", served.base))
-            .send()
-            .await
-            .unwrap()
-            .bytes()
-            .await
-            .unwrap(),
-    )
-    .unwrap();
+    let offer = audio_offer(&http, &served.base).await;
     assert_eq!(
         offer,
         serde_json::json!({"speech": false, "transcription": false})

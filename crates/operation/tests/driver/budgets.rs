@@ -110,6 +110,7 @@ async fn a_configured_price_makes_the_limit_stop_the_run_at_the_call_that_crosse
         cache_read: None,
         cache_write: None,
         per_second: None,
+        characters: None,
     };
     let d = driver(&e, false);
     let id = d

@@ -4,7 +4,9 @@
 //! with `transcription_model` (both from the server's configuration; a `model` a client names
 //! is read and not used: the operator chooses the models and pays for them). Without the model
 //! configured the answer is 422 `model_unavailable`; a provider's refusal is a 502.
-//! `GET /v1/audio` says which of the two are configured.
+//! `GET /v1/audio` says which of the two are configured. What they spend belongs to no
+//! operation, so the spending caps do not count it; a user whose cap is spent is refused here
+//! as an operation would be (429 `spend_cap_reached`).
 
 use crate::AppState;
 use crate::api::{Api, Input, Method, OperationDoc, Output};
@@ -126,6 +128,7 @@ impl Output for Audio {
             }),
         ));
         doc.error(422, "The server has no speech model (`speech_model`)");
+        doc.error(429, "A spending cap of yours or the server's is spent");
         doc.error(502, "The model provider refused or could not be reached");
     }
 }
@@ -256,6 +259,7 @@ impl Input for Recording {
             422,
             "The server has no transcription model (`transcription_model`)",
         );
+        doc.error(429, "A spending cap of yours or the server's is spent");
         doc.error(502, "The model provider refused or could not be reached");
     }
 }
@@ -291,6 +295,12 @@ pub async fn speech(
     Caller(user): Caller,
     Body(body): Body<SpeechBody>,
 ) -> Result<Audio, ApiError> {
+    // What these calls spend is not an operation's, so it is not counted in the caps; a user
+    // whose cap is spent may not spend more here either.
+    app.config
+        .caps
+        .admit(&*app.store, &user, chrono::Utc::now())
+        .await?;
     let host = &app.runner.host;
     let model = host
         .speech_model
@@ -325,6 +335,10 @@ pub async fn transcriptions(
     Caller(user): Caller,
     recording: Recording,
 ) -> Result<Json<TranscriptionOut>, ApiError> {
+    app.config
+        .caps
+        .admit(&*app.store, &user, chrono::Utc::now())
+        .await?;
     let host = &app.runner.host;
     let model = host
         .transcription_model
