@@ -934,8 +934,10 @@ impl ModelProvider for Provider {
                 let parsed = reqwest::Url::parse(u).ok()?;
                 Some(parsed.origin().ascii_serialization())
             };
-            let own =
-                origin(&address).is_some() && origin(&address) == origin(&inner.config.base_url);
+            let own = matches!(
+                (origin(&address), origin(&inner.config.base_url)),
+                (Some(a), Some(b)) if a == b
+            );
             let headers = if own { inner.headers() } else { Vec::new() };
             let call = HttpCall {
                 method: Method::Get,

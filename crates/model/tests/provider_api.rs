@@ -796,3 +796,98 @@ async fn a_picture_is_edited_as_openais_edits_form_and_geminis_inline_data() {
     assert_eq!(parts[0]["inlineData"]["data"], b64);
     assert_eq!(parts[1]["text"], "make it night");
 }
+
+/// Veo through the provider: the render is submitted as `:predictLongRunning`, its operation
+/// polled by name, the video downloaded with the key from the provider's own origin and
+/// without it from any other; a protocol without video refuses before sending anything.
+#[tokio::test]
+async fn gemini_renders_a_video_as_a_job_and_keeps_its_key_at_home() {
+    use rein_model::video::{VideoProgress, VideoRequest};
+    let server = serve(
+        vec![
+            json_reply(
+                200,
+                json!({"name": "models/veo-3.1-generate-preview/operations/o1"}),
+            ),
+            json_reply(
+                200,
+                json!({"name": "models/veo-3.1-generate-preview/operations/o1", "done": false}),
+            ),
+            Canned {
+                status: 200,
+                headers: vec![("content-type".into(), "video/mp4".into())],
+                body: b"own bytes".to_vec(),
+                max_piece: 4,
+                stall_after: None,
+                delay: None,
+            },
+        ],
+        1,
+    )
+    .await;
+    let elsewhere = serve(
+        vec![Canned {
+            status: 200,
+            headers: vec![("content-type".into(), "video/mp4".into())],
+            body: b"other bytes".to_vec(),
+            max_piece: 4,
+            stall_after: None,
+            delay: None,
+        }],
+        1,
+    )
+    .await;
+    let p = provider(Protocol::Gemini, format!("{}/v1beta", server.base));
+    let job = p
+        .submit_video(VideoRequest {
+            model: "veo-3.1-generate-preview".into(),
+            prompt: "A kite".into(),
+            negative_prompt: None,
+            aspect_ratio: None,
+            resolution: None,
+            seconds: Some(4),
+        })
+        .await
+        .unwrap();
+    assert_eq!(job, "models/veo-3.1-generate-preview/operations/o1");
+    assert_eq!(
+        p.video_progress(job.clone()).await.unwrap(),
+        VideoProgress::Rendering
+    );
+    let own = p
+        .download_video(format!(
+            "{}/v1beta/files/o1:download?alt=media",
+            server.base
+        ))
+        .await
+        .unwrap();
+    assert_eq!(own, b"own bytes");
+    let other = p
+        .download_video(format!("{}/files/o1.mp4", elsewhere.base))
+        .await
+        .unwrap();
+    assert_eq!(other, b"other bytes");
+    let sent = server.requests();
+    assert_eq!(
+        sent[0].path,
+        "/v1beta/models/veo-3.1-generate-preview:predictLongRunning"
+    );
+    assert_eq!(sent[1].method, "GET");
+    assert_eq!(
+        sent[1].path,
+        "/v1beta/models/veo-3.1-generate-preview/operations/o1"
+    );
+    assert!(
+        sent.iter().all(|r| r.header("x-goog-api-key") == "k"),
+        "the provider's own requests carry its key"
+    );
+    assert_eq!(
+        elsewhere.requests()[0].header("x-goog-api-key"),
+        "",
+        "no key to another origin"
+    );
+    let openai = provider(Protocol::OpenaiChat, server.base.clone());
+    let refused = openai.video_progress(job).await.unwrap_err();
+    assert_eq!(refused.kind, ErrorKind::Unsupported);
+    assert_eq!(server.requests().len(), 3);
+}
