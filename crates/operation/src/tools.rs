@@ -242,10 +242,16 @@ impl ToolHost {
                 config.shell.clone(),
             )))?;
         if config.interpreter.workspaces.is_some() {
-            self.registry
-                .register(Arc::new(rein_tools::interpreter::Interpreter::new(
-                    config.interpreter.clone(),
-                )))?;
+            for language in [
+                rein_tools::interpreter::Language::Python,
+                rein_tools::interpreter::Language::Node,
+            ] {
+                self.registry
+                    .register(Arc::new(rein_tools::interpreter::Interpreter::new(
+                        language,
+                        config.interpreter.clone(),
+                    )))?;
+            }
         }
         self.map = manifest_map(&self.registry);
         Ok(())

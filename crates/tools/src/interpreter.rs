@@ -1,6 +1,7 @@
-//! `python.run`: a piece of Python run by the machine's interpreter in a workspace of the
-//! conversation's own, which persists from one call to the next of that conversation (and is
-//! never another conversation's).
+//! `python.run` and `node.run`: a piece of Python or JavaScript run by the machine's
+//! interpreter (`python3`, `node`) in a workspace of the conversation's own, which persists
+//! from one call to the next of that conversation (and is never another conversation's); both
+//! languages share it, so one can read what the other wrote.
 //!
 //! Each run is confined more tightly than a shell command: it writes only in its workspace
 //! and a private temporary directory, reads only the system's programs and libraries (what of
@@ -25,16 +26,83 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, SystemTime};
 
-/// The tool's identifier.
+/// The Python tool's identifier.
 pub const IDENTIFIER: &str = "python";
+
+/// A language the interpreter runs: each is a tool of its own over the same workspace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Language {
+    /// `python.run`: the machine's `python3`.
+    Python,
+    /// `node.run`: the machine's `node` (an ES module, so `import` and top-level `await` work).
+    Node,
+}
+
+impl Language {
+    /// The tool's identifier.
+    pub fn identifier(self) -> &'static str {
+        match self {
+            Language::Python => IDENTIFIER,
+            Language::Node => "node",
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Language::Python => "Python",
+            Language::Node => "JavaScript (Node.js)",
+        }
+    }
+
+    /// The program's file name in the run's temporary directory.
+    fn program(self) -> &'static str {
+        match self {
+            Language::Python => "cell.py",
+            Language::Node => "cell.mjs",
+        }
+    }
+
+    /// Flags before the program: Python isolated from the user's site and environment, no
+    /// bytecode files, unbuffered.
+    fn flags(self) -> &'static [&'static str] {
+        match self {
+            Language::Python => &["-I", "-B", "-u"],
+            Language::Node => &[],
+        }
+    }
+
+    /// What the interpreter writes to stderr when it runs out of memory (Node.js: V8's heap,
+    /// a buffer outside it, or the C++ runtime, depending on which allocation fails first).
+    fn out_of_memory(self) -> &'static [&'static str] {
+        match self {
+            Language::Python => &["MemoryError"],
+            Language::Node => &[
+                "out of memory",
+                "Fatal process OOM",
+                "Array buffer allocation failed",
+                "std::bad_alloc",
+            ],
+        }
+    }
+
+    /// What the interpreter is called on the command line.
+    fn package(self) -> &'static str {
+        match self {
+            Language::Python => "python3",
+            Language::Node => "node",
+        }
+    }
+}
 
 /// Interpreter settings.
 #[derive(Clone, Debug)]
 pub struct InterpreterConfig {
     /// Where conversations' workspaces are made (none: the tool refuses, saying so).
     pub workspaces: Option<PathBuf>,
-    /// The interpreter (on `PATH`, or a path).
+    /// The Python interpreter (on `PATH`, or a path).
     pub python: PathBuf,
+    /// The Node.js interpreter (on `PATH`, or a path).
+    pub node: PathBuf,
     /// Time limit when a call gives none.
     pub default_timeout: Duration,
     /// Longest time limit a call may ask for.
@@ -54,6 +122,7 @@ impl Default for InterpreterConfig {
         Self {
             workspaces: None,
             python: PathBuf::from("python3"),
+            node: PathBuf::from("node"),
             default_timeout: Duration::from_secs(30),
             max_timeout: Duration::from_secs(300),
             memory: 1024 * 1024 * 1024,
@@ -64,22 +133,31 @@ impl Default for InterpreterConfig {
     }
 }
 
-/// The interpreter tool.
+/// The interpreter tool of one language.
 pub struct Interpreter {
+    language: Language,
     config: InterpreterConfig,
 }
 
 impl Interpreter {
-    /// An interpreter with `config`.
-    pub fn new(config: InterpreterConfig) -> Self {
-        Self { config }
+    /// The `language` tool with `config`.
+    pub fn new(language: Language, config: InterpreterConfig) -> Self {
+        Self { language, config }
+    }
+
+    /// The interpreter's program.
+    fn binary(&self) -> &Path {
+        match self.language {
+            Language::Python => &self.config.python,
+            Language::Node => &self.config.node,
+        }
     }
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RunArgs {
-    /// The Python program to run (its working directory is the conversation's workspace)
+    /// The program to run (its working directory is the conversation's workspace)
     #[schemars(length(min = 1, max = 100000))]
     code: String,
     /// Seconds before it is stopped (default 30)
@@ -168,7 +246,7 @@ const ETC: [&str; 9] = [
 /// Where the interpreter may read besides its workspace and temporary directory: the system's
 /// programs and libraries, what of `/etc` they need ([`ETC`]), and the interpreter's own
 /// installation (a virtual environment or a prefix elsewhere).
-fn readable_roots(python: &Path) -> Vec<PathBuf> {
+fn readable_roots(interpreter: &Path) -> Vec<PathBuf> {
     let mut roots: Vec<PathBuf> = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/opt"]
         .iter()
         .chain(ETC.iter())
@@ -183,12 +261,12 @@ fn readable_roots(python: &Path) -> Vec<PathBuf> {
                 .map(|e| e.path()),
         );
     }
-    let resolved = if python.components().count() > 1 {
-        Some(python.to_path_buf())
+    let resolved = if interpreter.components().count() > 1 {
+        Some(interpreter.to_path_buf())
     } else {
         std::env::var_os("PATH").and_then(|paths| {
             std::env::split_paths(&paths)
-                .map(|d| d.join(python))
+                .map(|d| d.join(interpreter))
                 .find(|p| p.is_file())
         })
     };
@@ -230,11 +308,11 @@ impl Interpreter {
                 ));
             }
         };
-        let program = tmp.0.join("cell.py");
+        let program = tmp.0.join(self.language.program());
         if let Err(e) = std::fs::write(&program, &args.code) {
             return ToolOutput::failed(format!("cannot write the program: {e}; nothing was run"));
         }
-        let roots = readable_roots(&self.config.python);
+        let roots = readable_roots(self.binary());
         let reads: Vec<&Path> = roots.iter().map(PathBuf::as_path).collect();
         let sandbox = Sandbox {
             mode: SandboxMode::WorkspaceWrite,
@@ -254,8 +332,8 @@ impl Interpreter {
             .map_or(self.config.default_timeout, Duration::from_secs)
             .min(self.config.max_timeout);
         let before = snapshot(&workspace);
-        let mut cmd = tokio::process::Command::new(&self.config.python);
-        cmd.args(["-I", "-B", "-u"])
+        let mut cmd = tokio::process::Command::new(self.binary());
+        cmd.args(self.language.flags())
             .arg(&program)
             .current_dir(&workspace)
             .env_clear()
@@ -286,14 +364,15 @@ impl Interpreter {
             Ok(c) => c,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return ToolOutput::failed(format!(
-                    "The interpreter `{}` is not installed on this host (rein runs the machine's Python: install python3, or name one with [interpreter] python); nothing was run.",
-                    self.config.python.display()
+                    "The interpreter `{}` is not installed on this host (rein runs the machine's own: install {}); nothing was run.",
+                    self.binary().display(),
+                    self.language.package()
                 ));
             }
             Err(e) => {
                 return ToolOutput::failed(format!(
                     "cannot start `{}` in its sandbox: {e}; nothing was run",
-                    self.config.python.display()
+                    self.binary().display()
                 ));
             }
         };
@@ -309,7 +388,12 @@ impl Interpreter {
                 timeout.as_secs()
             ),
         };
-        if finished.stderr.contains("MemoryError") {
+        if self
+            .language
+            .out_of_memory()
+            .iter()
+            .any(|m| finished.stderr.contains(m))
+        {
             text.push_str(&format!(
                 "(it ran out of memory: a run may use {} MiB)\n",
                 self.config.memory / (1024 * 1024)
@@ -374,15 +458,27 @@ impl Interpreter {
 
 impl Tool for Interpreter {
     fn manifest(&self) -> ToolManifest {
+        let (description, system_role, api) = match self.language {
+            Language::Python => (
+                "Run Python code in a sandboxed workspace that persists across this conversation.",
+                "`python.run` runs Python in this conversation's own workspace (files persist between calls), without network access; save plots and tables as files (matplotlib uses the Agg backend), which are returned to you and shown to the person.",
+                "Run a Python program; returns its exit code, its (capped) output and the files it wrote.",
+            ),
+            Language::Node => (
+                "Run JavaScript (Node.js) in a sandboxed workspace that persists across this conversation.",
+                "`node.run` runs JavaScript as an ES module with Node.js in this conversation's own workspace (the one `python.run` uses; files persist between calls), without network access; write results as files, which are returned to you and shown to the person.",
+                "Run a JavaScript program (an ES module: `import`, top-level `await`); returns its exit code, its (capped) output and the files it wrote.",
+            ),
+        };
         ToolManifest {
-            identifier: IDENTIFIER.into(),
+            identifier: self.language.identifier().into(),
             kind: ToolKind::Builtin,
-            title: "Python".into(),
-            description: "Run Python code in a sandboxed workspace that persists across this conversation.".into(),
-            system_role: Some("`python.run` runs Python in this conversation's own workspace (files persist between calls), without network access; save plots and tables as files (matplotlib uses the Agg backend), which are returned to you and shown to the person.".into()),
+            title: self.language.title().into(),
+            description: description.into(),
+            system_role: Some(system_role.into()),
             apis: vec![ToolApi {
                 name: "run".into(),
-                description: "Run a Python program; returns its exit code, its (capped) output and the files it wrote.".into(),
+                description: api.into(),
                 parameters: crate::parameters_of::<RunArgs>(),
                 intervention: None,
                 cost: None,
@@ -398,7 +494,7 @@ impl Tool for Interpreter {
         args: Value,
     ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
         async move {
-            let args = tool_args!("python/run", args, RunArgs);
+            let args = tool_args!(format!("{}/run", self.language.identifier()), args, RunArgs);
             Ok(self.run(cx, args).await)
         }
         .boxed()

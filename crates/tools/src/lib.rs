@@ -214,9 +214,12 @@ impl ToolRegistry {
         // Offered only where this host keeps workspaces (a cassette's replay keeps none, so its
         // requests list the tools they were recorded with).
         if config.interpreter.workspaces.is_some() {
-            r.register(Arc::new(interpreter::Interpreter::new(
-                config.interpreter.clone(),
-            )))?;
+            for language in [interpreter::Language::Python, interpreter::Language::Node] {
+                r.register(Arc::new(interpreter::Interpreter::new(
+                    language,
+                    config.interpreter.clone(),
+                )))?;
+            }
         }
         r.register(Arc::new(todo::Todo))?;
         r.register(Arc::new(ask_user::AskUser::default()))?;

@@ -1,4 +1,4 @@
-//! `python.run` against the machine's Python and the real kernel: a computation; a plot saved
+//! `python.run` (and `node.run`, last) against the machine's interpreters and the real kernel: a computation; a plot saved
 //! as an image returned as a file; a write outside the workspace refused; a runaway loop
 //! stopped at its time limit and a memory hog at its limit; no network; a workspace that
 //! persists across the calls of one conversation and is neither visible nor readable from
@@ -7,7 +7,7 @@
 
 use rein_core::OperationId;
 use rein_core::spec::{Sandbox, SandboxMode};
-use rein_tools::interpreter::{Interpreter, InterpreterConfig};
+use rein_tools::interpreter::{Interpreter, InterpreterConfig, Language};
 use rein_tools::sandbox::Mechanism;
 use rein_tools::{Tool, ToolContext};
 use serde_json::json;
@@ -34,12 +34,15 @@ fn root() -> PathBuf {
 }
 
 fn interpreter(root: &std::path::Path) -> Interpreter {
-    Interpreter::new(InterpreterConfig {
-        workspaces: Some(root.to_path_buf()),
-        memory: 256 * 1024 * 1024,
-        max_timeout: Duration::from_secs(5),
-        ..Default::default()
-    })
+    Interpreter::new(
+        Language::Python,
+        InterpreterConfig {
+            workspaces: Some(root.to_path_buf()),
+            memory: 256 * 1024 * 1024,
+            max_timeout: Duration::from_secs(5),
+            ..Default::default()
+        },
+    )
 }
 
 fn cx(topic: &str) -> ToolContext {
@@ -261,4 +264,118 @@ async fn it_has_no_network_and_never_runs_unconfined() {
         out.content
     );
     assert!(!root.join("topic-t").join("x").exists());
+}
+
+/// `node.run` shares the conversation's workspace with `python.run` (it reads what Python
+/// wrote, Python reads what it wrote), runs an ES module (`import`, top-level `await`), is as
+/// confined (no write outside the workspace, no network, stopped at its time limit) and says
+/// so plainly when Node.js is not installed.
+#[tokio::test]
+async fn node_runs_confined_in_the_same_workspace() {
+    if !ready("node_runs_confined_in_the_same_workspace") {
+        return;
+    }
+    if !std::process::Command::new("node")
+        .arg("-v")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        rein_testkit::skip(
+            "node_runs_confined_in_the_same_workspace",
+            "node is not installed",
+        );
+        return;
+    }
+    let root = root();
+    let python = interpreter(&root);
+    let node = Interpreter::new(
+        Language::Node,
+        InterpreterConfig {
+            workspaces: Some(root.clone()),
+            max_timeout: Duration::from_secs(5),
+            ..Default::default()
+        },
+    );
+    assert_eq!(node.manifest().identifier, "node");
+    let out = run(
+        &python,
+        &cx("t"),
+        json!({"code": "open('numbers.txt', 'w').write('3 4 5')"}),
+    )
+    .await;
+    assert!(out.success, "{}", out.content);
+    let code = "import { readFile, writeFile } from 'node:fs/promises';\n\
+                const n = (await readFile('numbers.txt', 'utf8')).split(' ').map(Number);\n\
+                const sum = n.reduce((a, b) => a + b * b, 0);\n\
+                await writeFile('sum.json', JSON.stringify({ sum }));\n\
+                console.log('sum of squares', sum);";
+    let out = run(&node, &cx("t"), json!({ "code": code })).await;
+    assert!(out.success, "{}", out.content);
+    assert!(out.content.contains("sum of squares 50"), "{}", out.content);
+    assert_eq!(out.files.len(), 1, "{}", out.content);
+    assert_eq!(out.files[0].name, "sum.json");
+    let out = run(
+        &python,
+        &cx("t"),
+        json!({"code": "print(open('sum.json').read())"}),
+    )
+    .await;
+    assert!(out.content.contains(r#"{"sum":50}"#), "{}", out.content);
+    // Outside the workspace: refused by the kernel.
+    let outside = root.join("escape.txt");
+    let code = format!(
+        "import {{ writeFileSync }} from 'node:fs';\nwriteFileSync({:?}, 'x');",
+        outside.display().to_string()
+    );
+    let out = run(&node, &cx("t"), json!({ "code": code })).await;
+    assert!(!out.success, "{}", out.content);
+    assert!(out.content.contains("EACCES"), "{}", out.content);
+    assert!(!outside.exists());
+    // No network.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    let code = format!(
+        "import {{ connect }} from 'node:net';\nconst s = connect({port}, '127.0.0.1');\nawait new Promise((ok, no) => {{ s.on('connect', ok); s.on('error', no); }});"
+    );
+    let out = run(&node, &cx("t"), json!({ "code": code })).await;
+    assert!(!out.success, "{}", out.content);
+    assert!(listener.accept().is_err(), "nothing connected");
+    // A runaway loop stops at its limit.
+    let out = run(
+        &node,
+        &cx("t"),
+        json!({"code": "for (;;) {}", "timeout_secs": 1}),
+    )
+    .await;
+    assert!(
+        !out.success && out.content.contains("stopped at its time limit of 1 s"),
+        "{}",
+        out.content
+    );
+    // A memory hog stops at the address-space limit (V8 itself reserves about half a GiB,
+    // so Node.js needs the default 1 GiB to start).
+    let out = run(
+        &node,
+        &cx("t"),
+        json!({"code": "const a = [];\nfor (;;) a.push(new Float64Array(1 << 20).fill(1));"}),
+    )
+    .await;
+    assert!(!out.success, "{}", out.content);
+    assert!(
+        out.content.contains("a run may use 1024 MiB"),
+        "{}",
+        out.content
+    );
+    // Not installed: said so, nothing run.
+    let missing = Interpreter::new(
+        Language::Node,
+        InterpreterConfig {
+            workspaces: Some(root.clone()),
+            node: PathBuf::from("/nonexistent/node"),
+            ..Default::default()
+        },
+    );
+    let out = run(&missing, &cx("t"), json!({"code": "1"})).await;
+    assert!(out.content.contains("install node"), "{}", out.content);
 }
