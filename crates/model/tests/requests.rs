@@ -327,6 +327,12 @@ fn validators_refuse_tool_definitions_the_providers_refuse() {
     let gemini = |name: &str| json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "tools": [{"functionDeclarations": [{"name": name, "parameters": {"type": "object"}}]}]});
     assert!(refused(Protocol::Gemini, gemini("3d__print")).contains("Must start with a letter"));
     assert!(check(Protocol::Gemini, &gemini("_3d.print-x")).is_ok());
+    // Gemini enumerates strings only.
+    let numbers = json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "tools": [{"functionDeclarations": [{"name": "film", "parameters": {"type": "object", "properties": {"seconds": {"type": "integer", "enum": [4, 6, 8]}}}}]}]});
+    assert!(
+        refused(Protocol::Gemini, numbers)
+            .contains("parameters.properties[seconds].enum: only allowed for STRING type")
+    );
     assert!(
         check(
             Protocol::Anthropic,

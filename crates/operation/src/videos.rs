@@ -69,22 +69,9 @@ impl Resolution {
     }
 }
 
-/// The lengths Veo 3 renders, in seconds: 4, 6 or 8.
-#[derive(Clone, Copy, Debug, serde::Deserialize, schemars::JsonSchema)]
-#[serde(try_from = "u32")]
-#[schemars(extend("enum" = [4, 6, 8]))]
-struct Length(u32);
-
-impl TryFrom<u32> for Length {
-    type Error = String;
-    fn try_from(n: u32) -> Result<Self, String> {
-        if matches!(n, 4 | 6 | 8) {
-            Ok(Length(n))
-        } else {
-            Err(format!("seconds is 4, 6 or 8, not {n}"))
-        }
-    }
-}
+/// The lengths Veo 3 renders, in seconds. The schema says 4 to 8 (Gemini takes an
+/// enumeration of strings only); a call asking for 5 or 7 is refused before anything is sent.
+const LENGTHS: [u32; 3] = [4, 6, 8];
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -104,7 +91,8 @@ struct GenerateArgs {
     resolution: Option<Resolution>,
     /// Its length in seconds: 4, 6 or 8 (default 8)
     #[serde(default)]
-    seconds: Option<Length>,
+    #[schemars(range(min = 4, max = 8))]
+    seconds: Option<u32>,
 }
 
 /// `video.generate` with `model`.
@@ -218,13 +206,18 @@ impl Tool for VideoTool {
                     )));
                 }
             };
+            if let Some(n) = args.seconds.filter(|n| !LENGTHS.contains(n)) {
+                return Ok(ToolOutput::failed(format!(
+                    "Invalid arguments for `video/generate`: seconds is 4, 6 or 8, not {n}; nothing was rendered"
+                )));
+            }
             let request = VideoRequest {
                 model: self.model.model.to_string(),
                 prompt: args.prompt,
                 negative_prompt: args.negative_prompt,
                 aspect_ratio: args.aspect_ratio.map(|r| r.as_str().to_owned()),
                 resolution: args.resolution.map(|r| r.as_str().to_owned()),
-                seconds: args.seconds.map(|s| s.0),
+                seconds: args.seconds,
             };
             let seconds = request.length();
             let (job, resumed) = match cx.job.started.clone() {

@@ -770,9 +770,37 @@ fn gemini_tools(body: &Value, request: &str) -> Result<(), String> {
                     "Invalid JSON payload received. Unknown name \"{word}\" at 'tools[{t}].function_declarations[{f}].parameters': Cannot find field."
                 ));
             }
+            if let Some(at) = enum_not_on_a_string(&decl["parameters"], "parameters") {
+                return Err(format!(
+                    "* {request}.tools[{t}].function_declarations[{f}].{at}.enum: only allowed for STRING type"
+                ));
+            }
         }
     }
     Ok(())
+}
+
+/// Where in `schema` (a path from `at`) an `enum` constrains something other than a string:
+/// Gemini takes enumerations of strings only.
+fn enum_not_on_a_string(schema: &Value, at: &str) -> Option<String> {
+    let m = schema.as_object()?;
+    if m.contains_key("enum")
+        && m.get("type")
+            .is_some_and(|t| t != "string" && t != "STRING")
+    {
+        return Some(at.to_owned());
+    }
+    m.iter().find_map(|(k, v)| match (k.as_str(), v) {
+        ("properties", Value::Object(props)) => props
+            .iter()
+            .find_map(|(name, p)| enum_not_on_a_string(p, &format!("{at}.properties[{name}]"))),
+        ("items", _) => enum_not_on_a_string(v, &format!("{at}.items")),
+        ("anyOf" | "oneOf" | "allOf", Value::Array(all)) => all
+            .iter()
+            .enumerate()
+            .find_map(|(i, s)| enum_not_on_a_string(s, &format!("{at}.{k}[{i}]"))),
+        _ => None,
+    })
 }
 
 /// A keyword Gemini's OpenAPI-subset schema does not have, anywhere in `schema`.
