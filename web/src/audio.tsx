@@ -40,29 +40,24 @@ export function ListenButton(props: { text: string }) {
     [],
   );
   if (!offer?.speech) return null;
-  const stop = () => {
-    audio.current?.pause();
-    setState("idle");
-  };
+  const stop = () => audio.current?.pause();
   const play = async () => {
     setError(null);
     setState("loading");
     try {
-      const r = await api.POST("/v1/audio/speech", {
-        // The server's longest input; a longer answer is read up to there.
-        body: { input: props.text.slice(0, 4096) },
-        parseAs: "blob",
-      });
-      if (!r.response.ok) {
-        const e = (await r.response.json().catch(() => null)) as { error?: { message?: string } } | null;
-        throw { kind: "server", message: e?.error?.message ?? r.response.statusText };
-      }
-      const blob = r.data as unknown as Blob;
+      const blob = (await call(
+        api.POST("/v1/audio/speech", {
+          // The server's longest input; a longer answer is read up to there.
+          body: { input: props.text.slice(0, 4096) },
+          parseAs: "blob",
+        }),
+      )) as unknown as Blob;
       const el = audio.current ?? new Audio();
       audio.current = el;
       if (el.src) URL.revokeObjectURL(el.src);
       el.src = URL.createObjectURL(blob);
-      el.onended = () => setState("idle");
+      // Ended, stopped here, or paused because another answer started: idle again.
+      el.onpause = () => setState("idle");
       if (playing && playing !== el) playing.pause();
       playing = el;
       setState("playing");

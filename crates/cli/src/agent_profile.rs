@@ -176,8 +176,6 @@ fn price(arg: &str) -> Result<(String, rein_core::usage::Prices), String> {
             output: *output,
             cache_read: rest.first().copied(),
             cache_write: rest.get(1).copied(),
-            per_second: None,
-            characters: None,
         },
         _ => {
             return Err(format!(

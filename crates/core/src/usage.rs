@@ -127,14 +127,6 @@ pub struct Prices {
     /// Input written to the prompt cache (the input price when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_write: Option<f64>,
-    /// USD per second of video rendered (a video model, priced by what it makes, not by
-    /// tokens; see [`Prices::video`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub per_second: Option<f64>,
-    /// USD per million characters spoken (a speech model, which reports no tokens; see
-    /// [`Prices::speech`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub characters: Option<f64>,
 }
 
 impl Prices {
@@ -152,19 +144,6 @@ impl Prices {
         Usd::from_dollars(dollars)
     }
 
-    /// The cost of `seconds` of video; `None` when the model has no price per second.
-    pub fn video(&self, seconds: u32) -> Option<Usd> {
-        self.per_second
-            .map(|p| Usd::from_dollars(p * f64::from(seconds)))
-    }
-
-    /// The cost of speaking `characters` characters; `None` when the model has no price per
-    /// character.
-    pub fn speech(&self, characters: usize) -> Option<Usd> {
-        self.characters
-            .map(|p| Usd::from_dollars(p * characters as f64 / 1e6))
-    }
-
     /// Whether every price is a finite, non-negative number.
     pub fn valid(&self) -> bool {
         [
@@ -172,8 +151,6 @@ impl Prices {
             Some(self.output),
             self.cache_read,
             self.cache_write,
-            self.per_second,
-            self.characters,
         ]
         .into_iter()
         .flatten()

@@ -58,11 +58,49 @@ pub struct ModelInfo {
     pub capabilities: Capabilities,
     /// Prices.
     pub prices: Prices,
+    /// What a model that makes media costs by what it makes (it reports no tokens).
+    #[serde(default, skip_serializing_if = "MediaPrices::is_none")]
+    pub media: MediaPrices,
     /// Token estimation: the OpenAI vocabulary closest to the model's tokenizer (`o200k` or
     /// `cl100k`) and a factor for tokenizers that split text finer or coarser. Absent means
     /// `o200k` and 1.0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokenizer: Option<TokenizerHint>,
+}
+
+/// The catalog's prices for what a media model makes, which no token count says: rein's
+/// media tools charge them ([`Prices`] stay what an operation's model calls cost, and what a
+/// configuration or a request may set).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct MediaPrices {
+    /// USD per second of video rendered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_second: Option<f64>,
+    /// USD per million characters spoken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_million_characters: Option<f64>,
+}
+
+impl MediaPrices {
+    /// Whether no price is set.
+    pub fn is_none(&self) -> bool {
+        self.per_second.is_none() && self.per_million_characters.is_none()
+    }
+
+    /// The cost of `seconds` of video; `None` when the model has no price per second.
+    pub fn video(&self, seconds: u32) -> Option<Usd> {
+        self.per_second
+            .map(|p| Usd::from_dollars(p * f64::from(seconds)))
+    }
+
+    /// The cost of speaking `characters` characters; `None` when the model has no price for
+    /// them.
+    pub fn speech(&self, characters: usize) -> Option<Usd> {
+        self.per_million_characters
+            .map(|p| Usd::from_dollars(p * characters as f64 / 1e6))
+    }
 }
 
 /// How to estimate a model's token counts with an OpenAI vocabulary.

@@ -614,6 +614,16 @@ approval = "auto-run"
                 .starts_with("configuration c.toml: prices.a/b:"),
             "{bad}"
         );
+        // A media price is the catalog's: an operation's prices are token prices.
+        let bad = Settings::parse(
+            Path::new("c.toml"),
+            "[prices.\"gemini/veo-3.1-generate-preview\"]\ninput = 0\noutput = 0\nper_second = 0.4",
+        )
+        .unwrap_err();
+        assert!(
+            bad.to_string().contains("unknown field `per_second`"),
+            "{bad}"
+        );
     }
 
     #[test]

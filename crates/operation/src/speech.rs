@@ -4,7 +4,7 @@
 //! runtime's OpenAI-compatible audio endpoints ([`rein_model::audio`]). Each API is offered
 //! only when its model is configured. A transcription's cost is priced by the catalog from the
 //! tokens the provider reports; speech reports none and is priced by the characters spoken
-//! (the catalog's `characters`).
+//! (the catalog's `media.per_million_characters`).
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -120,7 +120,7 @@ impl SpeechTool {
         let cost = self
             .catalog
             .lookup(&model.provider, &model.model)
-            .and_then(|m| m.prices.speech(args.text.chars().count()))
+            .and_then(|m| m.media.speech(args.text.chars().count()))
             .unwrap_or(Usd::ZERO);
         let spoken = provider
             .speak(SpeechRequest {

@@ -112,7 +112,7 @@ impl VideoTool {
     fn price(&self, seconds: u32) -> Usd {
         self.catalog
             .lookup(&self.model.provider, &self.model.model)
-            .and_then(|m| m.prices.video(seconds))
+            .and_then(|m| m.media.video(seconds))
             .unwrap_or(Usd::ZERO)
     }
 

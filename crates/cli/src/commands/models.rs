@@ -61,6 +61,7 @@ pub fn models(config: &Config, json: bool) -> anyhow::Result<()> {
                 max_output: 0,
                 capabilities: rein_model::catalog::Capabilities::ASSUMED,
                 prices: *prices,
+                media: Default::default(),
                 tokenizer: None,
             });
         listed.push(rein_model::catalog::ModelInfo {

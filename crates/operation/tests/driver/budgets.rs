@@ -109,8 +109,6 @@ async fn a_configured_price_makes_the_limit_stop_the_run_at_the_call_that_crosse
         output: 500.0,
         cache_read: None,
         cache_write: None,
-        per_second: None,
-        characters: None,
     };
     let d = driver(&e, false);
     let id = d
