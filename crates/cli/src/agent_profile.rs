@@ -97,6 +97,11 @@ pub struct AgentFlags {
     /// 1,500; 0 puts none in: the model searches with `knowledge.search` when it needs to).
     #[arg(long = "knowledge-tokens", value_name = "TOKENS", value_parser = clap::value_parser!(u32).range(0..=32_000))]
     pub knowledge_tokens: Option<u32>,
+    /// A host `web.fetch` may reach (repeatable, or comma separated; `*.example.com`: the domain
+    /// and its subdomains). With a list, nothing else is fetched and the shell and interpreters
+    /// get no network.
+    #[arg(long = "egress", value_name = "HOST", value_delimiter = ',')]
+    pub egress: Vec<String>,
     /// Which learnt memories it reads and where what your conversations with it teach goes:
     /// user (those your agents share) or agent (its own, read by it alone).
     #[arg(long, value_name = "SCOPE", value_parser = named::<MemoryScope>())]
@@ -147,6 +152,7 @@ impl AgentFlags {
             time_limit_secs: self.time_limit,
             knowledge: (!self.knowledge.is_empty()).then_some(self.knowledge),
             knowledge_tokens: self.knowledge_tokens,
+            egress: (!self.egress.is_empty()).then_some(self.egress),
             memory: self.memory,
             expose: self.expose,
             a2a: self.a2a_url.map(|url| rein_operation::a2a::RemoteAgent {

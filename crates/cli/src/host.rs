@@ -154,6 +154,7 @@ pub async fn host(
             ContextSettings::default()
         },
         tools,
+        redactor: given.config.redactor(),
         // A cassette's requests list the tools as recorded: no search backend there.
         builtins: if cassette {
             Default::default()

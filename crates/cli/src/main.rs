@@ -138,6 +138,12 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: commands::goals::GoalCommand,
     },
+    /// MCP tool definitions pinned in this machine's database: list them with the changes held
+    /// (a server that changed a tool's description or parameters), approve a change.
+    Pin {
+        #[command(subcommand)]
+        command: commands::pins::PinCommand,
+    },
     /// What you granted ("always for this tool"): list, revoke.
     Grant {
         #[command(subcommand)]
@@ -371,6 +377,7 @@ async fn dispatch(on: &impl commands::Backend, command: Command, json: bool) -> 
         }
         Command::Migrate => commands::migrate::run(on.local()?, json).await,
         Command::Gc(a) => gc::run(on.local()?, a, json).await,
+        Command::Pin { command } => commands::pins::run(on.local()?, command, json).await,
         Command::Backup(a) => backup::run(on.local()?, a, json).await,
         Command::Export(a) => commands::portable::export(on.local()?, a, json).await,
         Command::Import(a) => commands::portable::import(on.local()?, a, json).await,

@@ -33,6 +33,8 @@ mod fork;
 pub(crate) mod goals;
 #[path = "cli/images.rs"]
 mod images;
+#[path = "cli/injection.rs"]
+mod injection;
 #[path = "cli/interpreter.rs"]
 mod interpreter;
 #[path = "cli/prompt.rs"]
@@ -100,7 +102,7 @@ const CONFIG_FILE: &str = "rein.toml";
 /// Subcommands that run where the database is whatever `--server` says.
 const HERE_ONLY: &[&str] = &[
     "skill", "config", "migrate", "gc", "backup", "export", "import", "serve", "worker", "sandbox",
-    "eval",
+    "eval", "pin",
 ];
 
 async fn env(responses: Vec<Canned>) -> Env {

@@ -30,6 +30,12 @@ pub struct AgentFacts {
     /// Skills admitted into the operation: their instructions go into every call (at the
     /// head, unless the result of the call that activated it still carries them).
     pub active_skills: Vec<SkillText>,
+    /// Mark what came from outside (tool results, files, knowledge) as data the model must not
+    /// take instructions from (the `spotlight` processor).
+    pub spotlight: bool,
+    /// The call defines tools, so tool results can come into it: with `spotlight`, the head
+    /// says what data blocks are from the first call on.
+    pub offers_tools: bool,
 }
 
 /// An active skill's instructions.
@@ -184,7 +190,7 @@ impl Pipeline {
 
     /// rein's order: truncation first (later processors see only kept messages), then
     /// placeholder filter, system role, memory, knowledge, skills, group relabeling,
-    /// attachments, tool result limits, tool-call pairing, summary placement, tool disclosure,
+    /// attachments, tool result limits, spotlighting, tool-call pairing, summary placement, tool disclosure,
     /// the plan, force-finish, and cleanup last.
     pub fn standard() -> Self {
         use processors::*;
@@ -198,6 +204,7 @@ impl Pipeline {
             Box::new(group::GroupRelabel),
             Box::new(attachments::Attachments),
             Box::new(tool_results::ToolResultLimit),
+            Box::new(spotlight::Spotlight),
             Box::new(pairing::ToolCallPairing),
             Box::new(summary::SummaryPlacement),
             Box::new(disclosure::ToolDisclosure),

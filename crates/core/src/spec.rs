@@ -38,6 +38,11 @@ pub struct ContextSettings {
     /// Ask for cached prefixes to be kept an hour instead of five minutes (Anthropic bills
     /// such writes at twice the input price instead of 1.25 times).
     pub prompt_cache_hour: bool,
+    /// Mark tool results, files and knowledge as data the model must not take instructions
+    /// from (rein-context's `spotlight`). On for new operations; an operation recorded before
+    /// it existed reads as off, so its calls rebuild (replay, fork) byte for byte.
+    #[serde(default)]
+    pub spotlight: bool,
 }
 
 impl Default for ContextSettings {
@@ -53,6 +58,7 @@ impl Default for ContextSettings {
             keep_recent_tokens: 8_000,
             prompt_cache: true,
             prompt_cache_hour: false,
+            spotlight: true,
         }
     }
 }
@@ -512,6 +518,11 @@ pub struct OperationSpec {
     /// user's message go into each model call, by name (its owner's).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub knowledge: Vec<String>,
+    /// The hosts `web.fetch` may reach (`example.com`, `*.example.com`: the domain's
+    /// subdomains; `None`: any public host). While a list is set, the shell and the interpreters
+    /// run without network: a host list cannot be held against any program's own sockets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub egress: Option<Vec<String>>,
     /// The most tokens of those chunks one model call carries (`None`:
     /// [`DEFAULT_KNOWLEDGE_TOKENS`]); 0 puts none in, leaving the bases to `knowledge.search`.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -283,6 +283,10 @@ pub struct Metadata {
     /// The knowledge bases it may search (from the spec), by name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub knowledge: Vec<String>,
+    /// The hosts `web.fetch` may reach (from the spec; `None`: any public host). While it is
+    /// set, the shell and the interpreters get no network.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress: Option<Vec<String>>,
     /// The most tokens of knowledge chunks a model call carries (from the spec; `None`: the
     /// default).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -81,6 +81,9 @@ pub struct Host {
     /// Prices of models the catalog does not price (or prices otherwise), by `provider/model`:
     /// every operation of this host starts with them (the configuration file's `[prices]`).
     pub prices: std::collections::BTreeMap<String, rein_core::usage::Prices>,
+    /// The secrets replaced in every tool result (this process's secret environment variables
+    /// and configured keys).
+    pub redactor: crate::redact::Redactor,
     /// What new operations' context engine is told (cassettes turn date, paths and memories
     /// off so a recording replays anywhere).
     pub context: ContextSettings,
@@ -151,6 +154,7 @@ impl Host {
             default_model,
             prices: Default::default(),
             context: ContextSettings::default(),
+            redactor: crate::redact::Redactor::from_env(),
             tools: Vec::new(),
             builtins: Default::default(),
             image_model: None,
@@ -254,7 +258,8 @@ impl Host {
         if let Some(clients) = &self.client_tools {
             d = d.with_client_tools(Arc::clone(clients));
         }
-        d.with_skills(Arc::clone(&self.skills))
+        d.with_redactor(self.redactor.clone())
+            .with_skills(Arc::clone(&self.skills))
             .with_external(self.surfaces.external.clone())
     }
 

@@ -310,6 +310,8 @@ impl ModelPort {
                 })
                 .collect(),
             knowledge,
+            spotlight: self.context.spotlight,
+            offers_tools: req.state.tool_manifests.values().any(|m| offers(m)),
             ..Default::default()
         };
         // Skills are listed only where the model can activate them; the pipeline leaves out

@@ -115,6 +115,12 @@ pub struct AgentProfile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(max = 32_000))]
     pub knowledge_tokens: Option<u32>,
+    /// The hosts `web.fetch` may reach (`docs.rs`, `*.example.com`: the domain and its
+    /// subdomains); unset: any public host. While a list is set, the shell and the
+    /// interpreters run without network, whatever the sandbox allows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 100), inner(length(min = 1, max = 253)))]
+    pub egress: Option<Vec<String>>,
     /// Which learnt memories it reads, and where what its conversations teach goes: `user`
     /// (default: the memories the user's agents share) or `agent` (its own, read by it alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -300,6 +306,14 @@ pub enum ProfileError {
     /// A remote agent's settings that do not go together.
     #[error("{0}")]
     Remote(&'static str),
+    /// An egress allow-list entry that is not a host.
+    #[error("egress entry `{entry}`: {why}")]
+    Egress {
+        /// As given.
+        entry: String,
+        /// Why it is refused.
+        why: &'static str,
+    },
     /// A limit out of range.
     #[error("{field} must be {requirement}")]
     Limit {
@@ -417,6 +431,7 @@ impl AgentProfile {
             time_limit_secs: over.time_limit_secs.or(self.time_limit_secs),
             knowledge: over.knowledge.clone().or_else(|| self.knowledge.clone()),
             knowledge_tokens: over.knowledge_tokens.or(self.knowledge_tokens),
+            egress: over.egress.clone().or_else(|| self.egress.clone()),
             memory: over.memory.or(self.memory),
             expose: over.expose.or(self.expose),
             a2a: over.a2a.clone().or_else(|| self.a2a.clone()),
@@ -545,6 +560,14 @@ impl AgentProfile {
         {
             return Err(ProfileError::Skill(bad.clone()));
         }
+        for entry in self.egress.iter().flatten() {
+            if let Some(why) = rein_tools::web::egress_entry_problem(entry) {
+                return Err(ProfileError::Egress {
+                    entry: entry.clone(),
+                    why,
+                });
+            }
+        }
         if self.max_steps == Some(0) {
             return Err(ProfileError::Limit {
                 field: "max_steps",
@@ -622,13 +645,22 @@ impl AgentProfile {
             when_busy: self.when_busy.unwrap_or(base.when_busy),
             tools_disclosure: self.tools_disclosure.unwrap_or(base.tools_disclosure),
             skills: self.skills.clone().unwrap_or_else(|| base.skills.clone()),
-            sandbox: match self.sandbox {
-                Some(mode) => Sandbox {
-                    mode: base.sandbox.mode.stricter(mode),
-                    ..base.sandbox
-                },
-                None => base.sandbox,
+            sandbox: {
+                let mut sandbox = match self.sandbox {
+                    Some(mode) => Sandbox {
+                        mode: base.sandbox.mode.stricter(mode),
+                        ..base.sandbox
+                    },
+                    None => base.sandbox,
+                };
+                // A host list cannot be held against a program's own sockets: under one, the
+                // shell and the interpreters get none.
+                if self.egress.is_some() || base.egress.is_some() {
+                    sandbox.network = false;
+                }
+                sandbox
             },
+            egress: self.egress.clone().or_else(|| base.egress.clone()),
             time_limit_secs: self.time_limit_secs.or(base.time_limit_secs),
             knowledge: self
                 .knowledge

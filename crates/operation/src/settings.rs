@@ -385,6 +385,27 @@ impl Settings {
         })
     }
 
+    /// What tool results never show: this process's secret environment variables, and the keys
+    /// the file sets (providers', the search backend's).
+    pub fn redactor(&self) -> crate::redact::Redactor {
+        let mut r = crate::redact::Redactor::from_env();
+        for (id, p) in &self.file.providers {
+            if let Some(key) = &p.api_key {
+                r.add(&format!("providers.{id}.api_key"), key);
+            }
+        }
+        if let Some(key) = self
+            .file
+            .web
+            .search
+            .as_ref()
+            .and_then(|s| s.api_key.as_ref())
+        {
+            r.add("web.search.api_key", key);
+        }
+        r
+    }
+
     /// How `rein config show` shows `[web]`: the key masked, where it came from.
     pub fn web_shown(&self) -> serde_json::Value {
         let web = &self.file.web;

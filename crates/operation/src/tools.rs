@@ -192,6 +192,8 @@ pub struct ToolHost {
     clients: Option<Arc<dyn crate::client_tools::ClientTools>>,
     /// Whose artifacts the files of operations without an owner are (the CLI's local user).
     fallback_owner: Option<String>,
+    /// The secrets replaced in every tool result before anything records or reads it.
+    redactor: crate::redact::Redactor,
 }
 
 impl ToolHost {
@@ -229,7 +231,13 @@ impl ToolHost {
             added: Vec::new(),
             clients: None,
             fallback_owner: None,
+            redactor: crate::redact::Redactor::default(),
         })
+    }
+
+    /// Replace the secrets `redactor` knows in every tool result.
+    pub fn set_redactor(&mut self, redactor: crate::redact::Redactor) {
+        self.redactor = redactor;
     }
 
     /// The built-in tools that take settings (`web`, `shell`, `python`) as `config` says. Like the
@@ -645,6 +653,7 @@ impl ToolHost {
                     .collect(),
                 scope: document_scope(state),
                 knowledge: state.metadata.knowledge.clone(),
+                egress: state.metadata.egress.clone(),
                 owner: owner_of(state),
                 question_briefs: state.intervention.question_briefs,
                 sandbox: state.metadata.sandbox.unwrap_or_default(),
@@ -674,6 +683,11 @@ impl ToolHost {
             // Message text from here on, before anything records it: both stores take it
             // (PostgreSQL refuses U+0000) and the model reads what is stored.
             if let std::borrow::Cow::Owned(text) = rein_core::text::message_text(&out.content) {
+                out.content = text;
+            }
+            // No key or token of this process reaches the model, the record or an event.
+            if let std::borrow::Cow::Owned(text) = self.redactor.redact(&out.content) {
+                tracing::warn!(call = %call.id, tool = %call.key(), "a secret was redacted from a tool result");
                 out.content = text;
             }
             if out.cost.is_zero() {

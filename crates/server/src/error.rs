@@ -450,6 +450,7 @@ impl From<rein_operation::ProfileError> for ApiError {
             | P::Model { .. }
             | P::ToolKey(_)
             | P::Limit { .. }
+            | P::Egress { .. }
             | P::Remote(_)) => ApiError::bad_request(e.to_string()),
         }
     }

@@ -26,7 +26,8 @@
 //! conversation or agent, revocable: [`Grants`]), and sign-ins from another device approved
 //! by a signed-in person ([`Logins`]), and browser sessions signed in by password
 //! ([`Sessions`]), and the providers users bring, their keys sealed ([`OwnProviders`]), and the
-//! MCP servers they define, their headers sealed ([`OwnMcpServers`]), and the files they
+//! MCP servers they define, their headers sealed ([`OwnMcpServers`]), MCP tool definitions
+//! pinned against a server changing them ([`McpPins`]), and the files they
 //! upload to send with a message ([`Files`]), and what their Responses API requests asked for
 //! ([`Responses`]); a user's data as portable rows, to move them to another
 //! database ([`Portable`]); and what an old database lets go of (finished operations'
@@ -47,6 +48,7 @@ mod goals;
 mod grants;
 mod knowledge;
 mod logins;
+mod mcp_pins;
 mod memories;
 mod migrate;
 mod operation_archive;
@@ -93,6 +95,7 @@ pub use knowledge::{
     KnowledgeFile, KnowledgeJobs, NewChunk, NewJobFile, PendingChunk, VectorIndex, VectorSearch,
 };
 pub use logins::{LoginClaim, LoginRecord, Logins};
+pub use mcp_pins::{McpPin, McpPins, PinChange, PinOwner};
 pub use memories::{
     Applied, ExtractionTask, Memories, MemoryCategory, MemoryPool, MemoryRecord, NewMemory,
     text_key,
@@ -138,6 +141,7 @@ pub trait Store:
     + Sessions
     + OwnProviders
     + OwnMcpServers
+    + McpPins
     + Files
     + Artifacts
     + Responses

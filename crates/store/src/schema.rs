@@ -233,6 +233,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "the outside job a tool call waits for",
         include_str!("../migrations/0041_tool_jobs.sql"),
     ),
+    (
+        42,
+        "MCP tool definitions pinned",
+        include_str!("../migrations/0042_mcp_pins.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

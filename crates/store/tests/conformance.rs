@@ -2264,6 +2264,101 @@ async fn roles(store: &SqlStore) {
     );
 }
 
+/// MCP pins: pinned once (a second pin of the same tool is no pin), a change kept and cleared,
+/// approval only of the change a person saw, each owner's apart.
+async fn mcp_pins(store: &SqlStore) {
+    let at = Utc::now();
+    let pin = |hash: &str| McpPin {
+        server: "notes".into(),
+        tool: "lookup".into(),
+        hash: hash.into(),
+        definition: format!("{{\"description\":\"{hash}\"}}"),
+        pinned_at: at,
+        change: None,
+    };
+    assert!(
+        store
+            .pin_mcp_tool(PinOwner::Process, &pin("h1"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .pin_mcp_tool(PinOwner::Process, &pin("h2"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .pin_mcp_tool(PinOwner::User("alice"), &pin("a1"))
+            .await
+            .unwrap()
+    );
+    let pins = store.mcp_pins(PinOwner::Process).await.unwrap();
+    assert_eq!(pins.len(), 1);
+    assert_eq!(pins[0].hash, "h1");
+    assert_eq!(pins[0].change, None);
+    let change = PinChange {
+        hash: "h2".into(),
+        definition: "{\"description\":\"h2\"}".into(),
+        seen_at: at,
+    };
+    assert!(
+        store
+            .set_mcp_change(PinOwner::Process, "notes", "lookup", Some(&change))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .set_mcp_change(PinOwner::Process, "notes", "other", Some(&change))
+            .await
+            .unwrap()
+    );
+    let held = &store.mcp_pins(PinOwner::Process).await.unwrap()[0];
+    assert_eq!(held.change.as_ref().map(|c| c.hash.as_str()), Some("h2"));
+    // Not the change seen: nothing approved.
+    assert!(
+        !store
+            .approve_mcp_change(PinOwner::Process, "notes", "lookup", "h3", at)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .approve_mcp_change(PinOwner::Process, "notes", "lookup", "h2", at)
+            .await
+            .unwrap()
+    );
+    let approved = &store.mcp_pins(PinOwner::Process).await.unwrap()[0];
+    assert_eq!(approved.hash, "h2");
+    assert_eq!(approved.definition, change.definition);
+    assert_eq!(approved.change, None);
+    // Approved once: nothing left to approve. Alice's pin never moved.
+    assert!(
+        !store
+            .approve_mcp_change(PinOwner::Process, "notes", "lookup", "h2", at)
+            .await
+            .unwrap()
+    );
+    let alice = store.mcp_pins(PinOwner::User("alice")).await.unwrap();
+    assert_eq!(alice.len(), 1);
+    assert_eq!(alice[0].hash, "a1");
+    // A change cleared when the server lists the pinned definition again.
+    store
+        .set_mcp_change(PinOwner::User("alice"), "notes", "lookup", Some(&change))
+        .await
+        .unwrap();
+    store
+        .set_mcp_change(PinOwner::User("alice"), "notes", "lookup", None)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.mcp_pins(PinOwner::User("alice")).await.unwrap()[0].change,
+        None
+    );
+}
+
 #[tokio::test]
 async fn sqlite_conformance() {
     let dir = std::env::temp_dir().join(format!("rein-store-{}", OperationId::new()));
@@ -2281,6 +2376,7 @@ async fn sqlite_conformance() {
     roles(&store).await;
     sessions(&store).await;
     artifacts(&store).await;
+    mcp_pins(&store).await;
     let other = SqlStore::open(dir.join("rein.db").to_str().unwrap(), Synchronous::Normal)
         .await
         .unwrap();
@@ -2318,6 +2414,7 @@ async fn postgres_conformance() {
     roles(&store).await;
     sessions(&store).await;
     artifacts(&store).await;
+    mcp_pins(&store).await;
     assert_eq!(store.vector_search(), VectorSearch::InProcess);
     let other = SqlStore::open(&scoped, Synchronous::Normal).await.unwrap();
     knowledge_vectors_and_jobs(&store, &other).await;

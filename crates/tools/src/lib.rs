@@ -56,6 +56,7 @@ pub mod readable;
 mod reaper;
 pub mod sandbox;
 pub mod search;
+pub mod secrets;
 pub mod shell;
 pub mod skills;
 pub mod todo;
@@ -92,6 +93,9 @@ pub struct ToolContext {
     pub sandbox: rein_core::spec::Sandbox,
     /// The knowledge bases the operation may search, by name.
     pub knowledge: Vec<String>,
+    /// The hosts `web.fetch` may reach (`example.com`, `*.example.com`), the operation's
+    /// egress allow-list; `None`: any public host.
+    pub egress: Option<Vec<String>>,
     /// The user the operation belongs to (`None`: the local CLI's).
     pub owner: Option<String>,
     /// The conversation the operation is part of, if any (the interpreter keeps one workspace

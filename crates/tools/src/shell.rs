@@ -3,7 +3,8 @@
 //! blacklist applies to its `command` argument; the command runs confined by the operation's
 //! sandbox ([`crate::sandbox`]), with a private temporary directory (`TMPDIR`) removed after it,
 //! and under a supervisor: whatever it started (in the background, in a new session, as a
-//! daemon) is killed when it ends or times out (`crate::reaper`, Linux).
+//! daemon) is killed when it ends or times out (`crate::reaper`, Linux). Commands do not
+//! inherit rein's secrets (variables holding keys, tokens, passwords: [`crate::secrets`]).
 
 use crate::process::{PrivateTmp, Rlimits};
 use crate::{Tool, ToolContext};
@@ -121,6 +122,7 @@ pub async fn run_confined(
         .env("TMP", &tmp.0)
         .env("TEMP", &tmp.0)
         .kill_on_drop(true);
+    crate::secrets::withhold(&mut cmd);
     #[cfg(unix)]
     crate::process::supervise(&mut cmd, confinement, Rlimits::NONE);
     let mut child = cmd.spawn().map_err(|source| ConfinedError::Start {
@@ -191,6 +193,9 @@ impl Tool for Shell {
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .kill_on_drop(true);
+            // Keys and tokens stay with rein: a command (or an instruction planted in what the
+            // model read) cannot print them.
+            crate::secrets::withhold(&mut cmd);
             // Its own process group (the last resort of a timeout), under a supervisor that
             // kills everything the command started when it ends.
             #[cfg(unix)]

@@ -7,7 +7,8 @@
 //! allowed; the connection is then pinned to the checked address, so DNS cannot swap it
 //! afterwards. `HTTP_PROXY`/`HTTPS_PROXY` are ignored, since a proxy would resolve the name
 //! again, beyond the check. A search result's URL is a URL like any other: fetching it goes
-//! through the same check.
+//! through the same check. An operation with an egress allow-list (an agent's `egress`) fetches
+//! only from the hosts it lists, checked at every hop before anything is sent.
 
 use crate::{Tool, ToolContext};
 use futures::FutureExt;
@@ -182,6 +183,46 @@ pub fn html_to_text(html: &str) -> String {
     out.trim().to_owned()
 }
 
+/// Whether `host` is in the egress allow-list `list`: equal to an entry (any case), or under
+/// an entry `*.domain` (a subdomain of it, or the domain itself).
+pub fn egress_allows(list: &[String], host: &str) -> bool {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    list.iter().any(|entry| {
+        let entry = entry.trim_end_matches('.').to_ascii_lowercase();
+        match entry.strip_prefix("*.") {
+            Some(domain) => {
+                host == domain
+                    || host
+                        .strip_suffix(domain)
+                        .is_some_and(|rest| rest.ends_with('.'))
+            }
+            None => host == entry,
+        }
+    })
+}
+
+/// Why `entry` cannot be an egress allow-list entry (a host name or address, or `*.` and a
+/// domain; no scheme, port or path), or `None` when it can.
+pub fn egress_entry_problem(entry: &str) -> Option<&'static str> {
+    let host = entry.strip_prefix("*.").unwrap_or(entry);
+    if host.is_empty() {
+        return Some("it names no host");
+    }
+    if host.contains("://") || host.contains('/') {
+        return Some("it is a host (example.com), not a URL");
+    }
+    if host.contains('*') {
+        return Some("only a leading `*.` is a wildcard");
+    }
+    if !host
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'))
+    {
+        return Some("a host has only letters, digits, dots and dashes");
+    }
+    None
+}
+
 impl Web {
     async fn check(&self, url: &reqwest::Url) -> Result<SocketAddr, String> {
         if !matches!(url.scheme(), "http" | "https") {
@@ -211,10 +252,20 @@ impl Web {
             .ok_or_else(|| format!("cannot resolve {host}"))
     }
 
-    async fn fetch(&self, start: &str) -> Result<String, String> {
+    async fn fetch(&self, start: &str, egress: Option<&[String]>) -> Result<String, String> {
         let mut url =
             reqwest::Url::parse(start).map_err(|e| format!("`{start}` is not a valid URL: {e}"))?;
         for _ in 0..=self.config.max_redirects {
+            // Every hop, redirects too: an allowed host cannot bounce the request elsewhere.
+            if let Some(list) = egress {
+                let host = url.host_str().unwrap_or_default();
+                if !egress_allows(list, host) {
+                    return Err(format!(
+                        "refused {url}: {host} is not in this agent's egress allow-list ({}); nothing was sent",
+                        list.join(", ")
+                    ));
+                }
+            }
             let addr = self.check(&url).await?;
             let host = url.host_str().unwrap_or_default().to_owned();
             // Proxy variables are ignored: a proxy would resolve the name itself, after this
@@ -425,11 +476,51 @@ impl Tool for Web {
                 return Ok(self.search(cx, args).await);
             }
             let args = tool_args!("web/fetch", args, FetchArgs);
-            Ok(match self.fetch(&args.url).await {
+            Ok(match self.fetch(&args.url, cx.egress.as_deref()).await {
                 Ok(text) => ToolOutput::ok(text),
                 Err(e) => ToolOutput::failed(e),
             })
         }
         .boxed()
+    }
+}
+
+#[cfg(test)]
+mod egress_tests {
+    use super::{egress_allows, egress_entry_problem};
+
+    #[test]
+    fn an_allow_list_admits_its_hosts_and_their_subdomains_only_where_it_says() {
+        let list = vec!["docs.rs".to_owned(), "*.example.com".to_owned()];
+        for ok in [
+            "docs.rs",
+            "DOCS.RS.",
+            "example.com",
+            "a.example.com",
+            "a.b.example.com",
+        ] {
+            assert!(egress_allows(&list, ok), "{ok}");
+        }
+        for no in [
+            "evil-docs.rs",
+            "docs.rs.evil.net",
+            "badexample.com",
+            "attacker.example",
+            "",
+        ] {
+            assert!(!egress_allows(&list, no), "{no}");
+        }
+        assert!(!egress_allows(&[], "docs.rs"));
+        assert_eq!(
+            egress_entry_problem("https://docs.rs"),
+            Some("it is a host (example.com), not a URL")
+        );
+        assert_eq!(
+            egress_entry_problem("a.*.com"),
+            Some("only a leading `*.` is a wildcard")
+        );
+        assert_eq!(egress_entry_problem("*."), Some("it names no host"));
+        assert_eq!(egress_entry_problem("*.example.com"), None);
+        assert_eq!(egress_entry_problem("10.0.0.1"), None);
     }
 }

@@ -16,6 +16,7 @@ async fn files(dir: &Path, api: &str, args: Value) -> (bool, String, Duration) {
         job: Default::default(),
         files_owner: "local".into(),
         knowledge: Vec::new(),
+        egress: None,
         owner: None,
         operation_id: OperationId::new(),
         working_directory: Some(dir.to_path_buf()),

@@ -28,6 +28,7 @@ fn cx(dir: &std::path::Path) -> ToolContext {
         job: Default::default(),
         files_owner: "local".into(),
         knowledge: Vec::new(),
+        egress: None,
         owner: None,
         operation_id: OperationId::new(),
         working_directory: Some(dir.to_path_buf()),
@@ -217,6 +218,7 @@ async fn files_refuse_every_way_out_of_the_working_directory() {
         job: Default::default(),
         files_owner: "local".into(),
         knowledge: Vec::new(),
+        egress: None,
         owner: None,
         working_directory: None,
         ..cx.clone()

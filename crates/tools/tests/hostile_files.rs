@@ -22,6 +22,7 @@ fn cx(dir: &Path) -> ToolContext {
         job: Default::default(),
         files_owner: "local".into(),
         knowledge: Vec::new(),
+        egress: None,
         owner: None,
         operation_id: OperationId::new(),
         working_directory: Some(dir.to_path_buf()),

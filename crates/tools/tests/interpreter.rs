@@ -52,6 +52,7 @@ fn cx(topic: &str) -> ToolContext {
         job: Default::default(),
         files_owner: "local".into(),
         knowledge: Vec::new(),
+        egress: None,
         owner: None,
         operation_id: OperationId::new(),
         working_directory: None,

@@ -21,6 +21,7 @@ fn cx(dir: Option<PathBuf>) -> ToolContext {
         job: Default::default(),
         files_owner: "local".into(),
         knowledge: Vec::new(),
+        egress: None,
         owner: None,
         operation_id: rein_core::OperationId::new(),
         working_directory: dir,

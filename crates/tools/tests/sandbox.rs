@@ -42,6 +42,7 @@ async fn call(workdir: &Path, sandbox: Sandbox, args: serde_json::Value) -> (boo
         job: Default::default(),
         files_owner: "local".into(),
         knowledge: Vec::new(),
+        egress: None,
         owner: None,
         operation_id: OperationId::new(),
         working_directory: Some(workdir.to_path_buf()),

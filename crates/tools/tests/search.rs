@@ -82,6 +82,7 @@ fn cx(earlier_calls: u32) -> ToolContext {
         job: Default::default(),
         files_owner: "local".into(),
         knowledge: Vec::new(),
+        egress: None,
         owner: None,
         operation_id: OperationId::new(),
         working_directory: None,

@@ -104,6 +104,7 @@ async fn files_read_an_active_skills_folder_only_and_never_write_it() {
         job: Default::default(),
         files_owner: "local".into(),
         knowledge: Vec::new(),
+        egress: None,
         owner: None,
         operation_id: OperationId::new(),
         working_directory: Some(wd.clone()),

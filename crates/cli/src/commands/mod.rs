@@ -27,6 +27,7 @@ pub mod memory;
 pub mod migrate;
 pub mod models;
 pub mod operations;
+pub mod pins;
 pub mod portable;
 pub mod remote;
 pub mod run;

@@ -2,7 +2,7 @@
 //! becomes a short text note (never the bytes of a `data:` URL), so the model knows something
 //! was attached instead of the provider rejecting the request. Attached files become text for
 //! every model: a text file's contents inlined up to the agent's per-file limit (with a note
-//! when cut), any other file a note naming it.
+//! when cut), any other file a note naming it; with `spotlight`, in a data block.
 
 use crate::pipeline::{ContextInput, Draft, Processor};
 use rein_core::message::ContentPart;
@@ -29,6 +29,11 @@ impl Processor for Attachments {
             }
             for part in Arc::make_mut(m).content.iter_mut() {
                 if let Some(text) = part.file_text(input.agent.max_file_chars) {
+                    let text = if input.agent.spotlight {
+                        super::spotlight::wrap("file", &text)
+                    } else {
+                        text
+                    };
                     *part = ContentPart::Text { text };
                 } else if let ContentPart::Image {
                     url, media_type, ..

@@ -1,6 +1,7 @@
 //! `memory_injection` and `knowledge_injection`: retrieved memories and knowledge become system
 //! messages right after the head system block, each item labeled, so the model can tell what it
-//! remembers from what it was given to read. Retrieval is the caller's job (the memory tool,
+//! remembers from what it was given to read (with `spotlight`, each knowledge source is a data
+//! block). Retrieval is the caller's job (the memory tool,
 //! a knowledge base); a custom retrieval step can be inserted before these processors.
 
 use super::leading_system;
@@ -46,12 +47,18 @@ impl Processor for KnowledgeInjection {
         }
         let mut text = String::from("Reference material (cite the source when you use it):\n");
         for k in &input.agent.knowledge {
-            let _ = write!(
-                text,
-                "\n<source name=\"{}\">\n{}\n</source>\n",
-                k.source,
-                k.text.trim()
-            );
+            if input.agent.spotlight {
+                let block =
+                    super::spotlight::wrap(&format!("knowledge {}", k.source), k.text.trim());
+                let _ = write!(text, "\n{block}\n");
+            } else {
+                let _ = write!(
+                    text,
+                    "\n<source name=\"{}\">\n{}\n</source>\n",
+                    k.source,
+                    k.text.trim()
+                );
+            }
         }
         let at = leading_system(&draft.messages);
         draft

@@ -13,6 +13,7 @@ pub mod pairing;
 pub mod placeholder;
 pub mod plan;
 pub mod skills;
+pub mod spotlight;
 pub mod summary;
 pub mod system_role;
 pub mod tool_results;

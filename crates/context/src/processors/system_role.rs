@@ -1,7 +1,7 @@
 //! `system_role`: one system message in the head system block (after any stored system
 //! messages, which are the agent's own instructions): the agent's role, its name, the date, the
-//! model's identity, workspace facts, and the instructions of the tools this call offers
-//! (their manifests' system roles). The date is given to the day, not the second: the
+//! model's identity, workspace facts, the instructions of the tools this call offers
+//! (their manifests' system roles), and what data blocks are (`spotlight`). The date is given to the day, not the second: the
 //! head of the prompt stays byte-identical within a day, so provider prompt caches keep hitting.
 
 use super::leading_system;
@@ -46,6 +46,9 @@ impl Processor for SystemRole {
             if !role.is_empty() {
                 let _ = write!(text, "\n<tool name=\"{tool}\">\n{role}\n</tool>\n");
             }
+        }
+        if super::spotlight::applies(input) {
+            let _ = write!(text, "\n{}\n", super::spotlight::NOTICE);
         }
         let text = text.trim_end();
         if text.is_empty() {

@@ -216,9 +216,10 @@ impl Recorded {
         names
     }
 
-    /// The text of the OpenAI Chat tool message answering `call_id` in this request, or a
-    /// panic naming the call and showing the messages.
-    pub fn tool_result(&self, call_id: &str) -> String {
+    /// The text of the OpenAI Chat tool message answering `call_id` in this request as it went
+    /// on the wire (in its `<data>` block when the operation spotlights), or a panic naming the
+    /// call and showing the messages.
+    pub fn tool_message(&self, call_id: &str) -> String {
         let messages = &self.body["messages"];
         messages
             .as_array()
@@ -226,6 +227,24 @@ impl Recorded {
             .and_then(|m| m["content"].as_str())
             .unwrap_or_else(|| panic!("no result for call {call_id} in {messages}"))
             .to_owned()
+    }
+
+    /// What the tool answered `call_id` with, as [`Recorded::tool_message`] carried it, out of
+    /// the `<data>` block spotlighting wraps it in (its escaped closing tags read back).
+    pub fn tool_result(&self, call_id: &str) -> String {
+        let message = self.tool_message(call_id);
+        match message
+            .strip_prefix("<data source=\"")
+            .and_then(|rest| rest.split_once("\">\n"))
+            .and_then(|(_, body)| body.strip_suffix("</data>"))
+        {
+            // The closing tag is always on a line of its own.
+            Some(body) => body
+                .strip_suffix('\n')
+                .unwrap_or(body)
+                .replace("<\\/data", "</data"),
+            None => message,
+        }
     }
 
     /// The conversation an OpenAI Chat request carried, without its system messages: each

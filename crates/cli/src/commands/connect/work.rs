@@ -128,6 +128,7 @@ impl Device {
         }
         let cx = ToolContext {
             knowledge: Vec::new(),
+            egress: None,
             owner: None,
             operation_id: call.operation_id,
             working_directory: Some(self.workdir.clone()),

@@ -1,0 +1,246 @@
+//! MCP tool definitions pinned against a server changing them after they were trusted.
+//!
+//! The first time an operation is offered an MCP server's tool, its definition (description and
+//! parameters, as canonical JSON) is pinned by SHA-256 ([`rein_store::McpPins`]). When an
+//! operation starts and a server lists a definition other than the pinned one — a "rug pull":
+//! a tool approved as harmless whose description later carries instructions — the tool is left
+//! out of what that operation is offered, the change is kept beside the pin, and it stays out
+//! until a person approves the change ([`approve`], `rein pin approve`), having seen it as a
+//! diff ([`diff`]). A server listing the pinned definition again clears the change. The model
+//! only ever reads definitions a pin admitted: an operation's tools are fixed when it starts.
+
+use rein_core::tool::{ToolApi, ToolKind, ToolManifest, ToolManifestMap};
+use rein_store::{McpPin, McpPins, PinChange, PinOwner, StoreError};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+/// A tool left out because its definition changed since it was pinned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Held {
+    /// The server.
+    pub server: String,
+    /// The tool.
+    pub tool: String,
+}
+
+/// What a pin covers of a tool, as canonical JSON (keys sorted): its description and parameters.
+pub fn definition(api: &ToolApi) -> String {
+    serde_json::json!({
+        "description": api.description,
+        "parameters": api.parameters,
+    })
+    .to_string()
+}
+
+/// The SHA-256 of a definition, in hex.
+pub fn hash(definition: &str) -> String {
+    Sha256::digest(definition.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Pin what is new in `map`'s MCP tools and leave out those whose definition changed since
+/// (see the module docs). `own` names the servers that are `owner`'s own; the others are the
+/// process's. The tools left out, so the caller can say so.
+pub(crate) async fn hold_changed(
+    store: &(dyn McpPins + Send + Sync),
+    map: &mut Arc<ToolManifestMap>,
+    own: &BTreeSet<String>,
+    owner: Option<&str>,
+) -> Result<Vec<Held>, StoreError> {
+    let servers: Vec<Arc<ToolManifest>> = map
+        .values()
+        .filter(|m| m.kind == ToolKind::Mcp && !m.apis.is_empty())
+        .cloned()
+        .collect();
+    if servers.is_empty() {
+        return Ok(Vec::new());
+    }
+    let process_pins = store.mcp_pins(PinOwner::Process).await?;
+    let user_pins = match owner {
+        Some(user) if !own.is_empty() => store.mcp_pins(PinOwner::User(user)).await?,
+        _ => Vec::new(),
+    };
+    let now = chrono::Utc::now();
+    let mut held = Vec::new();
+    for manifest in servers {
+        let (whose, pins) = match owner {
+            Some(user) if own.contains(&manifest.identifier) => (PinOwner::User(user), &user_pins),
+            _ => (PinOwner::Process, &process_pins),
+        };
+        let mut kept = Vec::with_capacity(manifest.apis.len());
+        for api in &manifest.apis {
+            let definition = definition(api);
+            let hash = hash(&definition);
+            let pin = pins
+                .iter()
+                .find(|p| p.server == manifest.identifier && p.tool == api.name);
+            match pin {
+                None => {
+                    let pin = McpPin {
+                        server: manifest.identifier.clone(),
+                        tool: api.name.clone(),
+                        hash,
+                        definition,
+                        pinned_at: now,
+                        change: None,
+                    };
+                    // Another process may pin it first: then its pin is the one to match.
+                    if !store.pin_mcp_tool(whose, &pin).await? {
+                        let current = store.mcp_pins(whose).await?;
+                        let theirs = current
+                            .iter()
+                            .find(|p| p.server == pin.server && p.tool == pin.tool);
+                        if theirs.is_some_and(|p| p.hash != pin.hash) {
+                            held.push(
+                                hold(store, whose, &manifest, api, pin.definition, pin.hash)
+                                    .await?,
+                            );
+                            continue;
+                        }
+                    }
+                    kept.push(api.clone());
+                }
+                Some(p) if p.hash == hash => {
+                    if p.change.is_some() {
+                        store
+                            .set_mcp_change(whose, &p.server, &p.tool, None)
+                            .await?;
+                    }
+                    kept.push(api.clone());
+                }
+                Some(p) => {
+                    if p.change.as_ref().is_none_or(|c| c.hash != hash) {
+                        held.push(hold(store, whose, &manifest, api, definition, hash).await?);
+                    } else {
+                        held.push(Held {
+                            server: manifest.identifier.clone(),
+                            tool: api.name.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        if kept.len() != manifest.apis.len() {
+            let mut narrowed = (*manifest).clone();
+            narrowed.apis = kept;
+            let map = Arc::make_mut(map);
+            if narrowed.apis.is_empty() {
+                map.remove(&narrowed.identifier);
+            } else {
+                map.insert(narrowed.identifier.clone(), Arc::new(narrowed));
+            }
+        }
+    }
+    for h in &held {
+        tracing::warn!(server = %h.server, tool = %h.tool, "MCP tool held: its definition changed since it was pinned; approve the change with `rein pin approve`");
+    }
+    Ok(held)
+}
+
+/// Keep the changed definition beside the pin.
+async fn hold(
+    store: &(dyn McpPins + Send + Sync),
+    whose: PinOwner<'_>,
+    manifest: &ToolManifest,
+    api: &ToolApi,
+    definition: String,
+    hash: String,
+) -> Result<Held, StoreError> {
+    let change = PinChange {
+        hash,
+        definition,
+        seen_at: chrono::Utc::now(),
+    };
+    store
+        .set_mcp_change(whose, &manifest.identifier, &api.name, Some(&change))
+        .await?;
+    Ok(Held {
+        server: manifest.identifier.clone(),
+        tool: api.name.clone(),
+    })
+}
+
+/// The held change of `pin` as a line diff of the two definitions, pretty-printed (`-` the
+/// pinned, `+` the new); none when nothing is held.
+pub fn diff(pin: &McpPin) -> Option<String> {
+    let change = pin.change.as_ref()?;
+    let pretty = |text: &str| {
+        serde_json::from_str::<serde_json::Value>(text)
+            .and_then(|v| serde_json::to_string_pretty(&v))
+            .unwrap_or_else(|_| text.to_owned())
+    };
+    let (old, new) = (pretty(&pin.definition), pretty(&change.definition));
+    let mut out = String::new();
+    for change in similar::TextDiff::from_lines(&old, &new).iter_all_changes() {
+        let sign = match change.tag() {
+            similar::ChangeTag::Delete => '-',
+            similar::ChangeTag::Insert => '+',
+            similar::ChangeTag::Equal => ' ',
+        };
+        out.push(sign);
+        out.push_str(change.value());
+        if !change.value().ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    Some(out)
+}
+
+/// Why a change could not be approved.
+#[derive(Debug, thiserror::Error)]
+pub enum ApproveError {
+    /// No pin of that server and tool.
+    #[error("no MCP tool `{tool}` of server `{server}` is pinned")]
+    NotPinned {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+    },
+    /// The pin holds no change.
+    #[error(
+        "MCP tool `{tool}` of server `{server}` lists its pinned definition: nothing to approve"
+    )]
+    Unchanged {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Make the held change of `server`'s `tool` its pin: operations started from now on are
+/// offered it with the new definition. Returns the pin as it was, with the change approved.
+pub async fn approve(
+    store: &(dyn McpPins + Send + Sync),
+    whose: PinOwner<'_>,
+    server: &str,
+    tool: &str,
+) -> Result<McpPin, ApproveError> {
+    let pins = store.mcp_pins(whose).await?;
+    let pin = pins
+        .into_iter()
+        .find(|p| p.server == server && p.tool == tool)
+        .ok_or_else(|| ApproveError::NotPinned {
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+        })?;
+    let unchanged = || ApproveError::Unchanged {
+        server: server.to_owned(),
+        tool: tool.to_owned(),
+    };
+    let change = pin.change.as_ref().ok_or_else(unchanged)?;
+    if !store
+        .approve_mcp_change(whose, server, tool, &change.hash, chrono::Utc::now())
+        .await?
+    {
+        return Err(unchanged());
+    }
+    Ok(pin)
+}
