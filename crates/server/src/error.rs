@@ -428,6 +428,17 @@ impl From<rein_operation::Refusal> for ApiError {
     }
 }
 
+impl From<rein_operation::mcp_pins::ApproveError> for ApiError {
+    fn from(e: rein_operation::mcp_pins::ApproveError) -> Self {
+        use rein_operation::mcp_pins::ApproveError as A;
+        match e {
+            e @ A::NotPinned { .. } => ApiError::not_found(e.to_string()),
+            e @ (A::Unchanged { .. } | A::Stale { .. }) => ApiError::conflict(e.to_string()),
+            A::Store(e) => e.into(),
+        }
+    }
+}
+
 impl From<rein_operation::ProfileError> for ApiError {
     fn from(e: rein_operation::ProfileError) -> Self {
         use rein_operation::ProfileError as P;

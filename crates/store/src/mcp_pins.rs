@@ -29,7 +29,7 @@ impl PinOwner<'_> {
 }
 
 /// A definition seen that differs from the pinned one.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PinChange {
     /// Its hash.
     pub hash: String,
@@ -40,7 +40,7 @@ pub struct PinChange {
 }
 
 /// One pinned tool of one MCP server.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct McpPin {
     /// The server (its tool identifier).
     pub server: String,

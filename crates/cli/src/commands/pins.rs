@@ -84,7 +84,8 @@ pub async fn run(l: &Local, command: PinCommand, json: bool) -> anyhow::Result<u
             user,
         } => {
             let whose = user.as_deref().map_or(PinOwner::Process, PinOwner::User);
-            let pin = rein_operation::mcp_pins::approve(&**store, whose, &server, &tool).await?;
+            let pin =
+                rein_operation::mcp_pins::approve(&**store, whose, &server, &tool, None).await?;
             if json {
                 println!(
                     "{}",

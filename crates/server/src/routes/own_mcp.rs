@@ -14,7 +14,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use rein_operation::own_mcp::{Define, DefineRefusal};
-use rein_store::{OwnMcpServer, OwnMcpServers};
+use rein_store::{McpPins, OwnMcpServer, OwnMcpServers};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -163,6 +163,92 @@ pub async fn delete(
     }
 }
 
+/// One pinned tool of your MCP server, with the change held as a line diff.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct PinOut {
+    /// The pin.
+    #[serde(flatten)]
+    pub pin: rein_store::McpPin,
+    /// The held change as a diff of the two definitions (`-` pinned, `+` listed now); none
+    /// when nothing is held.
+    pub diff: Option<String>,
+}
+
+/// `GET /v1/settings/mcp/{name}/pins` answer.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct PinsOut {
+    /// Its tools pinned so far, by name.
+    pub pins: Vec<PinOut>,
+}
+
+/// `POST /v1/settings/mcp/{name}/pins/approve` body.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApproveIn {
+    /// The tool's name on the server.
+    #[schemars(length(min = 1, max = 128))]
+    pub tool: String,
+    /// The hash of the change you looked at (`pins[].change.hash`): refused (409) when the
+    /// server has changed the tool again since.
+    #[schemars(length(min = 64, max = 64), regex(pattern = "^[0-9a-f]{64}$"))]
+    pub hash: String,
+}
+
+/// `GET /v1/settings/mcp/{name}/pins`: the tools of your MCP server `name` pinned so far, and
+/// the changes held (a tool whose description or parameters changed since it was pinned is not
+/// offered until you approve the change).
+pub async fn pins(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    McpServerPath(name): McpServerPath,
+) -> Result<Json<PinsOut>, ApiError> {
+    let pins = app
+        .store
+        .mcp_pins(rein_store::PinOwner::User(&user.id))
+        .await?
+        .into_iter()
+        .filter(|p| p.server == name)
+        .map(|pin| PinOut {
+            diff: rein_operation::mcp_pins::diff(&pin),
+            pin,
+        })
+        .collect();
+    Ok(Json(PinsOut { pins }))
+}
+
+/// `POST /v1/settings/mcp/{name}/pins/approve`: approve the held change of one tool, the one
+/// you saw: operations started from now on are offered it with its new definition.
+pub async fn approve_pin(
+    State(app): State<AppState>,
+    Caller(user): Caller,
+    McpServerPath(name): McpServerPath,
+    Body(req): Body<ApproveIn>,
+) -> Result<Json<rein_store::McpPin>, ApiError> {
+    if req.tool.is_empty() || req.tool.chars().count() > 128 {
+        return Err(ApiError::bad_request("tool must be 1 to 128 characters"));
+    }
+    if req.hash.len() != 64
+        || !req
+            .hash
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    {
+        return Err(ApiError::bad_request(
+            "hash must be the 64 lower-case hex digits of the change you saw",
+        ));
+    }
+    let pin = rein_operation::mcp_pins::approve(
+        &*app.store,
+        rein_store::PinOwner::User(&user.id),
+        &name,
+        &req.tool,
+        Some(&req.hash),
+    )
+    .await?;
+    tracing::info!(user = %user.name, server = %name, tool = %req.tool, "MCP tool change approved");
+    Ok(Json(pin))
+}
+
 /// The MCP server settings routes and their documents.
 pub fn api() -> Api {
     Api::new()
@@ -183,5 +269,17 @@ pub fn api() -> Api {
             "/v1/settings/mcp/{name}",
             "Forget an MCP server you defined",
             delete,
+        )
+        .route(
+            Method::Get,
+            "/v1/settings/mcp/{name}/pins",
+            "Your MCP server's tools as pinned, and the changes held until you approve them",
+            pins,
+        )
+        .route(
+            Method::Post,
+            "/v1/settings/mcp/{name}/pins/approve",
+            "Approve the change of a tool you saw: offered with its new definition from now on",
+            approve_pin,
         )
 }
