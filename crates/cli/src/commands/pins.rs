@@ -30,8 +30,9 @@ pub enum PinCommand {
     },
 }
 
-/// One line for a pin, and its diff when a change is held.
-fn shown(p: &McpPin) -> String {
+/// One line for a pin, and its diff when a change is held with `approve` (the command that
+/// approves it) to say how.
+pub(crate) fn shown(p: &McpPin, approve: &str) -> String {
     let mut out = format!(
         "{}/{}  pinned {}  sha256:{}",
         p.server,
@@ -41,11 +42,9 @@ fn shown(p: &McpPin) -> String {
     );
     if let (Some(change), Some(diff)) = (&p.change, rein_operation::mcp_pins::diff(p)) {
         out.push_str(&format!(
-            "\n  HELD since {}: the server lists another definition (sha256:{}); `rein pin approve {} {}` offers it again\n",
+            "\n  HELD since {}: the server lists another definition (sha256:{}); `{approve}` offers it again\n",
             change.seen_at.format("%Y-%m-%d %H:%M"),
             &change.hash[..change.hash.len().min(12)],
-            p.server,
-            p.tool
         ));
         for line in diff.lines() {
             out.push_str(&format!("  {line}\n"));
@@ -73,7 +72,8 @@ pub async fn run(l: &Local, command: PinCommand, json: bool) -> anyhow::Result<u
                 );
             } else {
                 for p in &pins {
-                    println!("{}", shown(p));
+                    let approve = format!("rein pin approve {} {}", p.server, p.tool);
+                    println!("{}", shown(p, &approve));
                 }
             }
             Ok(crate::exit::DONE)

@@ -9,9 +9,12 @@
 
 use super::{Local, Remote};
 use anyhow::{Context as _, bail};
-use rein_server::routes::own_mcp::{DefineIn, DefinedOut, McpSettingsOut, OwnMcpOut};
+use rein_server::routes::own_mcp::{
+    ApproveIn, DefineIn, DefinedOut, McpSettingsOut, OwnMcpOut, PinsOut,
+};
 use rein_server::routes::own_providers::{BringIn, OwnProviderOut};
 use rein_server::routes::workdir::{WorkdirIn, WorkdirOut};
+use rein_store::McpPin;
 use reqwest::Method;
 use std::path::PathBuf;
 
@@ -97,6 +100,23 @@ pub enum McpCommand {
         /// Its name.
         name: String,
     },
+    /// Its tools as pinned when first offered, and each change held (a tool whose description or
+    /// parameters changed since is not offered) with its diff.
+    Pins {
+        /// Its name.
+        name: String,
+    },
+    /// Approve the held change of one of its tools, the one you saw (`--hash`, from `pins`):
+    /// offered with its new definition from now on.
+    Approve {
+        /// Its name.
+        name: String,
+        /// The tool's name on it.
+        tool: String,
+        /// The change's hash as `pins` showed it (the whole 64 hex digits).
+        #[arg(long)]
+        hash: String,
+    },
 }
 
 /// Headers from stdin: one `Name: value` per line, blank lines skipped.
@@ -174,6 +194,43 @@ async fn mcp(on: &impl super::Backend, command: McpCommand, json: bool) -> anyho
                 eprintln!("forgot MCP server {name}");
             }
         }
+        McpCommand::Pins { name } => {
+            let out = on.mcp_pins(&name).await?;
+            if json {
+                println!("{}", serde_json::to_string(&out)?);
+            } else if out.pins.is_empty() {
+                eprintln!(
+                    "no tool of {name} is pinned yet: a tool is pinned the first time an operation is offered it"
+                );
+            } else {
+                for p in &out.pins {
+                    let hash = p.pin.change.as_ref().map_or("", |c| c.hash.as_str());
+                    let approve = format!(
+                        "rein settings mcp approve {name} {} --hash {hash}",
+                        p.pin.tool
+                    );
+                    println!("{}", super::pins::shown(&p.pin, &approve));
+                }
+            }
+        }
+        McpCommand::Approve { name, tool, hash } => {
+            let pin = on
+                .approve_mcp_pin(
+                    &name,
+                    &ApproveIn {
+                        tool: tool.clone(),
+                        hash,
+                    },
+                )
+                .await?;
+            if json {
+                println!("{}", serde_json::to_string(&pin)?);
+            } else {
+                eprintln!(
+                    "approved: your operations are offered {name}/{tool} with its new definition from now on"
+                );
+            }
+        }
     }
     Ok(crate::exit::DONE)
 }
@@ -211,6 +268,10 @@ pub trait ServerSettings {
     async fn mcp_servers(&self) -> anyhow::Result<McpSettingsOut>;
     /// Forget your MCP server `name`.
     async fn remove_mcp(&self, name: &str) -> anyhow::Result<()>;
+    /// The pins of your MCP server `name`.
+    async fn mcp_pins(&self, name: &str) -> anyhow::Result<PinsOut>;
+    /// Approve the held change `approve` names of your MCP server `name`.
+    async fn approve_mcp_pin(&self, name: &str, approve: &ApproveIn) -> anyhow::Result<McpPin>;
 }
 
 fn key_from_stdin() -> anyhow::Result<String> {
@@ -383,6 +444,14 @@ impl ServerSettings for Local {
     async fn remove_mcp(&self, _: &str) -> anyhow::Result<()> {
         bail!(here())
     }
+    async fn mcp_pins(&self, _: &str) -> anyhow::Result<PinsOut> {
+        bail!("here, the configured MCP servers' pins are `rein pin list`")
+    }
+    async fn approve_mcp_pin(&self, _: &str, _: &ApproveIn) -> anyhow::Result<McpPin> {
+        bail!(
+            "here, a configured MCP server's change is approved with `rein pin approve SERVER TOOL`"
+        )
+    }
 }
 
 fn here() -> &'static str {
@@ -438,5 +507,16 @@ impl ServerSettings for Remote {
     async fn remove_mcp(&self, name: &str) -> anyhow::Result<()> {
         let path = format!("/v1/settings/mcp/{}", super::remote::segment(name));
         self.call_empty(Method::DELETE, &path).await
+    }
+    async fn mcp_pins(&self, name: &str) -> anyhow::Result<PinsOut> {
+        let path = format!("/v1/settings/mcp/{}/pins", super::remote::segment(name));
+        self.call(Method::GET, &path, None::<&()>).await
+    }
+    async fn approve_mcp_pin(&self, name: &str, approve: &ApproveIn) -> anyhow::Result<McpPin> {
+        let path = format!(
+            "/v1/settings/mcp/{}/pins/approve",
+            super::remote::segment(name)
+        );
+        self.call(Method::POST, &path, Some(approve)).await
     }
 }

@@ -174,6 +174,55 @@ async fn a_users_mcp_server_serves_only_their_runs_with_its_sealed_headers() {
     let (code, out, err) = e.on_server(&rein, &bob, &["run", "Hi."]).await;
     assert_eq!(code, 0, "{err}");
     said += &(out + &err);
+    // Her run pinned her server's tools for her alone, nothing held; bob has no pins of it.
+    let (code, out, err) = e
+        .on_server(
+            &rein,
+            &alice,
+            &["settings", "mcp", "pins", "issues", "--json"],
+        )
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let pins: Value = serde_json::from_str(&out).unwrap();
+    let echo = pins["pins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["tool"] == "echo")
+        .unwrap_or_else(|| panic!("{pins}"));
+    assert_eq!(echo["server"], "issues");
+    assert_eq!(echo["hash"].as_str().unwrap().len(), 64);
+    assert_eq!(echo["change"], Value::Null);
+    assert_eq!(echo["diff"], Value::Null);
+    let (code, out, err) = e
+        .on_server(
+            &rein,
+            &bob,
+            &["settings", "mcp", "pins", "issues", "--json"],
+        )
+        .await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap()["pins"],
+        json!([])
+    );
+    let (code, _, err) = e
+        .on_server(
+            &rein,
+            &alice,
+            &[
+                "settings",
+                "mcp",
+                "approve",
+                "issues",
+                "echo",
+                "--hash",
+                &"0".repeat(64),
+            ],
+        )
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("nothing to approve"), "{err}");
 
     let requests = e.model.requests();
     assert!(
