@@ -83,7 +83,8 @@ fn local_only(test: &str, why: &str) -> bool {
     parity()
 }
 
-/// The text of the last tool message of the model request `i` a test's server received.
+/// The text of the last tool message of the model request `i` a test's server received, out
+/// of its data block.
 fn last_tool_result(e: &Env, i: usize) -> String {
     e.server.requests()[i].body["messages"]
         .as_array()
@@ -91,7 +92,7 @@ fn last_tool_result(e: &Env, i: usize) -> String {
         .iter()
         .rev()
         .find(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .map(|m| rein_model::testing::data_text(m["content"].as_str().unwrap_or_default()))
         .unwrap_or_default()
 }
 
@@ -375,7 +376,7 @@ async fn attached_files_reach_the_model_and_a_missing_one_is_a_clear_error() {
         parts[1]["text"]
             .as_str()
             .unwrap()
-            .starts_with("<file name=\"sales.csv\" type=\"text/csv\">\nregion,total\nnorth,30"),
+            .starts_with("<data source=\"file\">\n<file name=\"sales.csv\" type=\"text/csv\">\nregion,total\nnorth,30"),
         "{parts:?}"
     );
     // gpt-4o-mini sees images: the PNG goes as a data URL.
@@ -832,7 +833,11 @@ async fn a_tool_round_trip_over_the_anthropic_protocol() {
             result["tool_use_id"].as_str(),
             result["content"].as_str()
         ),
-        (Some("tool_result"), Some("toolu_1"), Some("42"))
+        (
+            Some("tool_result"),
+            Some("toolu_1"),
+            Some(rein_model::testing::data_block("tool calculator.evaluate", "42").as_str())
+        )
     );
     assert_consistent(&e.store().await, op_id(&stderr)).await;
 }
@@ -945,7 +950,7 @@ async fn run_calls_an_mcp_tool_and_a_files_tool_in_one_batch() {
         .map(|m| {
             (
                 m["tool_call_id"].as_str().unwrap().to_owned(),
-                m["content"].as_str().unwrap().to_owned(),
+                rein_model::testing::data_text(m["content"].as_str().unwrap()),
             )
         })
         .collect();
@@ -3424,8 +3429,8 @@ async fn an_operation_with_a_knowledge_base_gets_its_best_chunks_and_searches_it
     assert_eq!(code, 0, "{err}");
     let roomy = e.server.requests()[4].body.to_string();
     let (install, page_one) = (
-        r#"<source name=\"docs/guide.md:5-7\">"#,
-        r#"<source name=\"docs/ops.pdf:1-3\">"#,
+        r#"<data source=\"knowledge docs/guide.md:5-7\">"#,
+        r#"<data source=\"knowledge docs/ops.pdf:1-3\">"#,
     );
     assert!(
         roomy.contains(install) && roomy.contains(page_one),

@@ -95,8 +95,12 @@ async fn three_turns(e: &Env, model: &str) -> (Vec<Recorded>, u64, bool) {
     (requests, record.total_tokens, !record.cost.is_zero())
 }
 
-/// What each turn's tools return, in call order.
-const RESULTS: [&str; 2] = ["42", "5"];
+/// What each turn's tools return, in call order, as every protocol carries them: in the data
+/// blocks spotlighting marks tool output with.
+const RESULTS: [&str; 2] = [
+    "<data source=\"tool calculator.evaluate\">\n42\n</data>",
+    "<data source=\"tool calculator.evaluate\">\n5\n</data>",
+];
 
 // ---- OpenAI Chat (and an OpenAI-compatible preset) ----------------------------------------
 

@@ -844,8 +844,8 @@ async fn a_video_render_survives_a_restart_and_is_submitted_and_downloaded_once(
         .find(|m| m["role"] == "tool")
         .unwrap()["content"]
         .as_str()
-        .unwrap()
-        .to_owned();
+        .map(rein_model::testing::data_text)
+        .unwrap();
     assert!(
         result.starts_with("Rendered 1 video of 4 s with gemini/veo-3.1-generate-preview."),
         "{result}"

@@ -560,6 +560,12 @@ impl AgentProfile {
         {
             return Err(ProfileError::Skill(bad.clone()));
         }
+        if self.egress.as_ref().is_some_and(|l| l.len() > 100) {
+            return Err(ProfileError::Limit {
+                field: "egress",
+                requirement: "at most 100 hosts",
+            });
+        }
         for entry in self.egress.iter().flatten() {
             if let Some(why) = rein_tools::web::egress_entry_problem(entry) {
                 return Err(ProfileError::Egress {
@@ -700,6 +706,48 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn an_egress_list_is_checked_and_takes_the_network_from_commands() {
+        let with = |hosts: Vec<String>| AgentProfile {
+            egress: Some(hosts),
+            ..Default::default()
+        };
+        let base = OperationSpec {
+            sandbox: Sandbox {
+                network: true,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let origin = || SpecOrigin::default();
+        let spec = with(vec!["docs.rs".into(), "*.example.com".into()])
+            .spec(&base, origin())
+            .unwrap();
+        assert_eq!(spec.egress.as_deref().map(<[String]>::len), Some(2));
+        assert!(
+            !spec.sandbox.network,
+            "no network for commands under a list"
+        );
+        assert!(
+            AgentProfile::default()
+                .spec(&base, origin())
+                .unwrap()
+                .sandbox
+                .network
+        );
+        assert!(matches!(
+            with(vec!["https://docs.rs/x".into()]).spec(&base, origin()),
+            Err(ProfileError::Egress { entry, .. }) if entry == "https://docs.rs/x"
+        ));
+        assert!(matches!(
+            with(vec!["h.example".into(); 101]).spec(&base, origin()),
+            Err(ProfileError::Limit {
+                field: "egress",
+                ..
+            })
+        ));
+    }
 
     #[test]
     fn the_knowledge_budget_is_the_requests_else_the_agents_and_is_bounded() {

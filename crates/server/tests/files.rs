@@ -221,10 +221,9 @@ async fn attached_files_reach_the_model_and_others_ids_or_deleted_ones_are_refus
     let parts = user["content"].as_array().unwrap();
     assert_eq!(parts[0]["text"], "Which region leads?");
     assert!(
-        parts[1]["text"]
-            .as_str()
-            .unwrap()
-            .starts_with("<file name=\"sales.csv\" type=\"text/csv\">\nregion,total"),
+        parts[1]["text"].as_str().unwrap().starts_with(
+            "<data source=\"file\">\n<file name=\"sales.csv\" type=\"text/csv\">\nregion,total"
+        ),
         "{parts:?}"
     );
     assert_eq!(parts[2]["type"], "image_url");

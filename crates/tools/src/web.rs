@@ -208,6 +208,9 @@ pub fn egress_entry_problem(entry: &str) -> Option<&'static str> {
     if host.is_empty() {
         return Some("it names no host");
     }
+    if entry.len() > 253 {
+        return Some("a host name has at most 253 characters");
+    }
     if host.contains("://") || host.contains('/') {
         return Some("it is a host (example.com), not a URL");
     }
@@ -522,5 +525,9 @@ mod egress_tests {
         assert_eq!(egress_entry_problem("*."), Some("it names no host"));
         assert_eq!(egress_entry_problem("*.example.com"), None);
         assert_eq!(egress_entry_problem("10.0.0.1"), None);
+        assert_eq!(
+            egress_entry_problem(&"a".repeat(254)),
+            Some("a host name has at most 253 characters")
+        );
     }
 }

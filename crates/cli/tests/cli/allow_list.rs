@@ -61,7 +61,7 @@ async fn an_allow_list_from_the_command_line_runs_the_calculator_and_asks_for_th
         .unwrap()
         .iter()
         .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .map(|m| rein_model::testing::data_text(m["content"].as_str().unwrap_or_default()))
         .collect();
     assert_eq!(results, ["42", "appended paid"]);
 }

@@ -53,8 +53,8 @@ async fn a_drawn_picture_is_kept_with_the_conversation_and_paid_for() {
         .find(|m| m["role"] == "tool")
         .unwrap()["content"]
         .as_str()
-        .unwrap()
-        .to_owned();
+        .map(rein_model::testing::data_text)
+        .unwrap();
     assert!(
         result.starts_with("Drew 1 image with openai/gpt-image-1."),
         "{result}"

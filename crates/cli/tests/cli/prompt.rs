@@ -126,7 +126,7 @@ async fn on_a_terminal_rein_run_asks_inline_and_takes_yes_and_no_with_a_reason()
         .unwrap()
         .iter()
         .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .map(|m| rein_model::testing::data_text(m["content"].as_str().unwrap_or_default()))
         .collect();
     assert_eq!(results[0], "4");
     assert!(results[1].contains("do it by hand"), "{results:?}");

@@ -135,8 +135,8 @@ async fn a_model_speaks_and_a_later_run_writes_down_what_it_said() {
         .find(|m| m["role"] == "tool")
         .unwrap()["content"]
         .as_str()
-        .unwrap()
-        .to_owned();
+        .map(rein_model::testing::data_text)
+        .unwrap();
     assert_eq!(result, "Hello from rein.");
 }
 

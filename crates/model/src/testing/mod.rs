@@ -230,21 +230,9 @@ impl Recorded {
     }
 
     /// What the tool answered `call_id` with, as [`Recorded::tool_message`] carried it, out of
-    /// the `<data>` block spotlighting wraps it in (its escaped closing tags read back).
+    /// the `<data>` block spotlighting wraps it in ([`data_text`]).
     pub fn tool_result(&self, call_id: &str) -> String {
-        let message = self.tool_message(call_id);
-        match message
-            .strip_prefix("<data source=\"")
-            .and_then(|rest| rest.split_once("\">\n"))
-            .and_then(|(_, body)| body.strip_suffix("</data>"))
-        {
-            // The closing tag is always on a line of its own.
-            Some(body) => body
-                .strip_suffix('\n')
-                .unwrap_or(body)
-                .replace("<\\/data", "</data"),
-            None => message,
-        }
+        data_text(&self.tool_message(call_id))
     }
 
     /// The conversation an OpenAI Chat request carried, without its system messages: each
@@ -308,6 +296,29 @@ impl Recorded {
         }
         walk(&self.body, text)
     }
+}
+
+/// `text` out of the `<data source="…">` block spotlighting wraps a tool's output in (its
+/// escaped closing tags read back); `text` itself when it is no such block.
+pub fn data_text(text: &str) -> String {
+    match text
+        .strip_prefix("<data source=\"")
+        .and_then(|rest| rest.split_once("\">\n"))
+        .and_then(|(_, body)| body.strip_suffix("</data>"))
+    {
+        // The closing tag is always on a line of its own.
+        Some(body) => body
+            .strip_suffix('\n')
+            .unwrap_or(body)
+            .replace("<\\/data", "</data"),
+        None => text.to_owned(),
+    }
+}
+
+/// What spotlighting sends for `text` from `source` (`tool calculator.evaluate`, `file`): the
+/// expected wire form in tests that check a protocol's messages exactly.
+pub fn data_block(source: &str, text: &str) -> String {
+    format!("<data source=\"{source}\">\n{text}\n</data>")
 }
 
 /// The marker of [`Server::route_withdrawn`]'s route.
