@@ -24,7 +24,10 @@
 //! feed each call the best chunks for the user's message, by full text and meaning fused
 //! ([`knowledge::retrieve`]); durable ingestion jobs fill them ([`knowledge::ingest`]).
 //! A person's "always for this tool" is a grant ([`grants`]), kept in the store and loaded
-//! before every step, never covering what the blacklist or the command guard flags.
+//! before every step, never covering what the blacklist or the command guard flags. Against
+//! instructions planted in what a model reads: MCP tool definitions are pinned and a changed one
+//! is held until a person approves it ([`mcp_pins`]), and the process's keys are replaced in
+//! every tool result ([`redact`]); marking data as data is rein-context's `spotlight`.
 //! On a server, a user's operations use the model providers they brought ([`own_models`]),
 //! their API keys sealed at rest with the server's secret key ([`secrets`]), are offered the
 //! tools of the MCP servers they defined on origins the server allows ([`own_mcp`]), and work

@@ -24,7 +24,9 @@ pub struct Held {
     pub tool: String,
 }
 
-/// What a pin covers of a tool, as canonical JSON (keys sorted): its description and parameters.
+/// What a pin covers of a tool, as canonical JSON (keys sorted: serde_json's maps are ordered
+/// unless its `preserve_order` feature is on, which rein does not turn on): its description and
+/// parameters.
 pub fn definition(api: &ToolApi) -> String {
     serde_json::json!({
         "description": api.description,

@@ -1,8 +1,8 @@
 //! Secrets kept out of what an operation records: the values of this process's keys and tokens
 //! (its environment's secret variables, the configuration's provider and backend keys) are
-//! replaced in every tool result before the result is recorded, shown to the model, streamed
-//! as an event or kept in a log line, so no tool, command or planted instruction reads them
-//! back through rein.
+//! replaced in every tool result before the result is recorded, shown to the model or
+//! streamed as an event, so no tool, command or planted instruction reads them back through
+//! rein.
 
 use std::borrow::Cow;
 use std::sync::Arc;

@@ -174,6 +174,17 @@ async fn an_operation_of_a_user_whose_server_is_down_is_refused_naming_it() {
     assert_eq!(list["servers"][0]["name"], "issues");
 }
 
+/// `who` approving the change `hash` of their `issues/lookup`: the status and the answer.
+async fn approve(e: &Api, who: &str, hash: &str) -> (u16, serde_json::Value) {
+    e.call(
+        "POST",
+        "/v1/settings/mcp/issues/pins/approve",
+        Some(who),
+        Some(json!({"tool": "lookup", "hash": hash})),
+    )
+    .await
+}
+
 /// The pins of a user's own MCP server through the API: listed with the held change as a diff,
 /// approved only as the change the user saw, once; another user's pins are not theirs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -236,25 +247,10 @@ async fn a_held_change_of_your_mcp_tool_is_shown_and_approved_only_as_you_saw_it
         .call("GET", "/v1/settings/mcp/issues/pins", Some(&bob), None)
         .await;
     assert_eq!(body["pins"], json!([]));
-    let approve = |tool: &str, hash: &str| json!({"tool": tool, "hash": hash});
-    let (status, _) = e
-        .call(
-            "POST",
-            "/v1/settings/mcp/issues/pins/approve",
-            Some(&bob),
-            Some(approve("lookup", &change.hash)),
-        )
-        .await;
+    let (status, _) = approve(&e, &bob, &change.hash).await;
     assert_eq!(status, 404);
     // Not the change Alice saw: refused, naming the one held.
-    let (status, body) = e
-        .call(
-            "POST",
-            "/v1/settings/mcp/issues/pins/approve",
-            Some(&alice),
-            Some(approve("lookup", &hash("other"))),
-        )
-        .await;
+    let (status, body) = approve(&e, &alice, &hash("other")).await;
     assert_eq!(status, 409, "{body}");
     assert!(
         body["error"]["message"]
@@ -263,35 +259,14 @@ async fn a_held_change_of_your_mcp_tool_is_shown_and_approved_only_as_you_saw_it
             .contains("changed again"),
         "{body}"
     );
-    let (status, body) = e
-        .call(
-            "POST",
-            "/v1/settings/mcp/issues/pins/approve",
-            Some(&alice),
-            Some(approve("lookup", "xyz")),
-        )
-        .await;
+    let (status, body) = approve(&e, &alice, "xyz").await;
     assert_eq!(status, 400, "{body}");
-    let (status, body) = e
-        .call(
-            "POST",
-            "/v1/settings/mcp/issues/pins/approve",
-            Some(&alice),
-            Some(approve("lookup", &change.hash)),
-        )
-        .await;
+    let (status, body) = approve(&e, &alice, &change.hash).await;
     assert_eq!(status, 200, "{body}");
     let pinned = &store.mcp_pins(PinOwner::User(&alice_id)).await.unwrap()[0];
     assert_eq!(pinned.hash, change.hash);
     assert_eq!(pinned.change, None);
     // Approved once: nothing left to approve.
-    let (status, _) = e
-        .call(
-            "POST",
-            "/v1/settings/mcp/issues/pins/approve",
-            Some(&alice),
-            Some(approve("lookup", &change.hash)),
-        )
-        .await;
+    let (status, _) = approve(&e, &alice, &change.hash).await;
     assert_eq!(status, 409);
 }

@@ -4,16 +4,21 @@
 
 /// Whether a variable named `name` holds a secret: a word of it (split at `_`, `-`, `.`) is
 /// `KEY`, `TOKEN`, `SECRET` or `CREDENTIAL(S)`, or it contains `PASSWORD`, `PASSWD`,
-/// `APIKEY` or `SECRET` (`PGPASSWORD`, `OPENAI_APIKEY`).
+/// `APIKEY` or `SECRET` (`PGPASSWORD`, `OPENAI_APIKEY`) — unless its last word is `FILE`,
+/// `PATH` or `DIR`: such a variable says where a secret is, not what it is.
 pub fn looks_secret(name: &str) -> bool {
     const WORDS: [&str; 5] = ["KEY", "TOKEN", "SECRET", "CREDENTIAL", "CREDENTIALS"];
     const PARTS: [&str; 4] = ["PASSWORD", "PASSWD", "APIKEY", "SECRET"];
+    const PLACES: [&str; 3] = ["FILE", "PATH", "DIR"];
     let upper = name.to_ascii_uppercase();
-    upper.split(['_', '-', '.']).any(|w| WORDS.contains(&w))
-        || PARTS.iter().any(|p| upper.contains(p))
+    let words: Vec<&str> = upper.split(['_', '-', '.']).collect();
+    if words.last().is_some_and(|w| PLACES.contains(w)) {
+        return false;
+    }
+    words.iter().any(|w| WORDS.contains(w)) || PARTS.iter().any(|p| upper.contains(p))
 }
 
-/// The names of this process's environment variables that hold secrets.
+/// This process's environment variables that hold secrets, as `(name, value)`.
 pub fn secret_vars() -> impl Iterator<Item = (String, String)> {
     std::env::vars_os().filter_map(|(k, v)| {
         let (k, v) = (k.into_string().ok()?, v.into_string().ok()?);
@@ -54,6 +59,8 @@ mod tests {
             "SSH_AUTH_SOCK",
             "TOKENIZERS_PARALLELISM",
             "LANG",
+            "MY_SECRET_KEY_FILE",
+            "GOOGLE_APPLICATION_CREDENTIALS_PATH",
         ] {
             assert!(!looks_secret(plain), "{plain}");
         }
