@@ -13,13 +13,23 @@ pub(crate) struct PrivateTmp(pub(crate) std::path::PathBuf);
 impl PrivateTmp {
     pub(crate) fn new() -> std::io::Result<Self> {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("rein-shell-{}-{n}", std::process::id()));
         let mut b = std::fs::DirBuilder::new();
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
-        b.create(&dir)?;
-        Ok(Self(dir))
+        // A process killed before its drop leaves its directory behind, and a later process
+        // may get its pid: a name that exists is passed over, never shared.
+        let mut tries = 0;
+        loop {
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let dir = std::env::temp_dir().join(format!("rein-shell-{}-{n}", std::process::id()));
+            match b.create(&dir) {
+                Ok(()) => return Ok(Self(dir)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 1000 => {
+                    tries += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 }
 
@@ -248,5 +258,33 @@ pub(crate) async fn finish(
         status,
         stdout: out.text(),
         stderr: err.text(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A directory a killed process with the same pid left behind is passed over.
+    #[test]
+    fn a_left_behind_directory_of_the_same_name_is_passed_over() {
+        let first = super::PrivateTmp::new().unwrap();
+        let next_name =
+            |n: u64| std::env::temp_dir().join(format!("rein-shell-{}-{n}", std::process::id()));
+        let taken: u64 = first
+            .0
+            .file_name()
+            .and_then(|f| f.to_str())
+            .and_then(|f| f.rsplit('-').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap();
+        // What the next two calls would be named, left behind by "another process".
+        for n in [taken + 1, taken + 2] {
+            let _ = std::fs::create_dir(next_name(n));
+        }
+        let second = super::PrivateTmp::new().unwrap();
+        assert!(second.0.exists());
+        assert_ne!(second.0, next_name(taken + 1));
+        for n in [taken + 1, taken + 2] {
+            let _ = std::fs::remove_dir(next_name(n));
+        }
     }
 }
