@@ -136,6 +136,14 @@ pub enum FailureCode {
 }
 
 impl FailureCode {
+    /// Whether rein's own store failed ([`Fault::Store`]: the disk, the database connection).
+    /// A step that meets such a failure is not an outcome to record: the host does not commit
+    /// it, the run fails visibly, and the operation continues from its last commit when
+    /// resumed, as after a crash.
+    pub fn is_unrecorded(&self) -> bool {
+        matches!(self, FailureCode::Rein(Fault::Store))
+    }
+
     /// Its name, as records, events and the API write it.
     pub fn as_str(&self) -> &str {
         match self {

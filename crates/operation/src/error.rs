@@ -8,6 +8,17 @@ pub enum DriverError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] rein_store::StoreError),
+    /// rein's store failed during a step (the disk, the database connection): the step was not
+    /// committed; the operation continues from its last commit when resumed.
+    #[error(
+        "operation {operation}: the database failed during a step, which was not recorded (resume continues from the last commit): {message}"
+    )]
+    Unrecorded {
+        /// The operation.
+        operation: OperationId,
+        /// What failed.
+        message: String,
+    },
     /// No such operation.
     #[error("no operation {0}")]
     NotFound(OperationId),

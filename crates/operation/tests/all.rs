@@ -9,6 +9,7 @@ mod common;
 mod devices;
 mod driver;
 mod external;
+mod faults;
 mod injection;
 mod kept_context;
 mod long_operations;

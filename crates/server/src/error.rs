@@ -187,6 +187,7 @@ impl From<rein_operation::DriverError> for ApiError {
         use rein_operation::DriverError as E;
         match e {
             E::Store(s) => s.into(),
+            e @ E::Unrecorded { .. } => ApiError::internal(e.to_string()),
             E::NotFound(id) => ApiError::not_found(format!("no operation {id}")),
             E::Refused(r) => r.into(),
             e @ E::ModelUnavailable(_) => ApiError::new(

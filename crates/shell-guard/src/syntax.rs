@@ -47,6 +47,13 @@ pub(super) fn parse(text: &str, max_openers: usize) -> Result<ast::Program, Stri
     if text.len() > MAX_LEN {
         return Err(format!("it is longer than {MAX_LEN} bytes"));
     }
+    // brush-parser's tokenizer never ends on a here-document whose delimiter starts with a
+    // carriage return or a form feed (`<<\x0c `: memory grows until the process dies; found
+    // by the `shell_guard` fuzz target). Bash reads both as ordinary word characters; a command
+    // that has one is not analysed.
+    if text.contains(['\r', '\x0c']) {
+        return Err("it contains a carriage return or a form feed".to_owned());
+    }
     if openers(text) > max_openers {
         return Err(format!(
             "it nests or groups more than {max_openers} times, beyond what is analysed"

@@ -132,3 +132,51 @@ fn rendered_commands_have_quotes_removed_and_variables_substituted() {
         a.rendered
     );
 }
+
+#[test]
+fn a_word_of_many_unquoted_braces_is_unanalysable_not_a_guard_that_never_answers() {
+    // Found by the `shell_guard` fuzz target: brush-parser's brace grammar backtracks
+    // exponentially on these (16 braces took seconds, 20 over two minutes).
+    let runs = [
+        format!(" {}", "{".repeat(60)),
+        format!("echo {}", "{,".repeat(16)),
+        format!("rm -rf {}{}", "{".repeat(16), "}".repeat(16)),
+    ];
+    for command in &runs {
+        let analysis = analyze(command);
+        assert!(
+            analysis.find(ShellPredicate::Unanalysable).is_some(),
+            "{command}: {analysis:?}"
+        );
+    }
+    // Braces in quotes are not expanded (a JSON body), and a few unquoted ones still are.
+    let json = format!(
+        "curl -d '{}1{}' https://example.com",
+        "{\"a\":".repeat(12),
+        "}".repeat(12)
+    );
+    assert_eq!(analyze(&json).findings, Vec::new(), "{json}");
+    assert!(check(ShellPredicate::RmRecursiveRootTarget, "rm -rf {/,x}"));
+    assert_eq!(value::unquoted_braces(r#"a{b} '{' "{" \{ ${x} {"#), 2);
+}
+
+#[test]
+fn what_the_parser_panics_or_loops_on_is_unanalysable_not_a_crash() {
+    // Found by the `shell_guard` fuzz target: brush-parser unwraps a brace sequence's number
+    // into an i64 (and a `~+N` directory-stack index).
+    for command in [
+        "ss{h -p 2s{-777777777777777777777",
+        "echo {1..99999999999999999999}",
+        "rm -rf {0..99999999999999999999999}",
+        "cd ~+99999999999999999999999",
+        // The tokenizer never ended on these (memory grew until the process died).
+        "<<\x0c ",
+        "cat << \r x",
+    ] {
+        let analysis = analyze(command);
+        assert!(
+            analysis.find(ShellPredicate::Unanalysable).is_some(),
+            "{command}: {analysis:?}"
+        );
+    }
+}

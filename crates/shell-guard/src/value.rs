@@ -238,20 +238,60 @@ pub(super) fn decode_ansi_c(s: &str) -> String {
     out
 }
 
-/// Brace expansion of a raw word (`{a,b}`, `{1..3}`); long sequences become a `*` glob.
-fn braces(raw: &str) -> Vec<String> {
+/// One of brush-parser's word grammars on `f`; `None` when it panics (it unwraps numbers too
+/// large for an `i64`, as in `{1..99999999999999999999}`, found by the `shell_guard` fuzz
+/// target): a word the analysis cannot follow, never a crash of the caller.
+fn guarded<T>(f: impl FnOnce() -> T) -> Option<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok()
+}
+
+/// Unquoted braces in one word beyond which brace expansion is not attempted: brush-parser's
+/// brace grammar backtracks exponentially on runs of them (`{{{{…`, `{,{,{,…`: 16 took seconds,
+/// 20 over two minutes; found by the `shell_guard` fuzz target), so such a word is one the
+/// analysis cannot follow: the command is unanalysable, not a guard that never answers.
+const MAX_BRACES: usize = 8;
+
+/// Braces of `raw` outside quotes, escapes and `${`: those brace expansion reads.
+pub(super) fn unquoted_braces(raw: &str) -> usize {
+    let (mut n, mut single, mut double, mut escaped, mut dollar) = (0, false, false, false, false);
+    for c in raw.chars() {
+        let after_dollar = std::mem::take(&mut dollar);
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match c {
+            '\\' if !single => escaped = true,
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            '$' if !single => dollar = true,
+            '{' if !single && !double && !after_dollar => n += 1,
+            _ => {}
+        }
+    }
+    n
+}
+
+/// Brace expansion of a raw word (`{a,b}`, `{1..3}`); long sequences become a `*` glob. `None`
+/// when the word has more braces than are followed ([`MAX_BRACES`]).
+fn braces(raw: &str) -> Option<Vec<String>> {
     if !raw.contains('{') {
-        return vec![raw.to_owned()];
+        return Some(vec![raw.to_owned()]);
+    }
+    if unquoted_braces(raw) > MAX_BRACES {
+        return None;
     }
     let options = brush_parser::ParserOptions::default();
-    match brush_parser::word::parse_brace_expansions(raw, &options) {
-        Ok(Some(parts)) => {
-            let mut out = vec![String::new()];
-            expand_brace_parts(&parts, &mut out);
-            out
-        }
-        _ => vec![raw.to_owned()],
-    }
+    Some(
+        match guarded(|| brush_parser::word::parse_brace_expansions(raw, &options))? {
+            Ok(Some(parts)) => {
+                let mut out = vec![String::new()];
+                expand_brace_parts(&parts, &mut out);
+                out
+            }
+            _ => vec![raw.to_owned()],
+        },
+    )
 }
 
 fn expand_brace_parts(parts: &[BraceExpressionOrText], out: &mut Vec<String>) {
@@ -295,9 +335,9 @@ impl Walker {
     /// Substitutions in it are analysed (they run) when `run` is set.
     pub(super) fn expand(&mut self, raw: &str, at: usize, run: bool) -> Option<Vec<Vec<Field>>> {
         let mut out: Vec<Vec<Field>> = Vec::new();
-        for variant in braces(raw) {
+        for variant in braces(raw)? {
             let options = brush_parser::ParserOptions::default();
-            let builds = match brush_parser::word::parse(&variant, &options) {
+            let builds = match guarded(|| brush_parser::word::parse(&variant, &options))? {
                 Ok(pieces) => self.pieces(&pieces, vec![Build::default()], Mode::WORD, at, run)?,
                 Err(_) => {
                     // A word the parser cannot split stands for an unknown value.

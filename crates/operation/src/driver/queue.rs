@@ -75,7 +75,11 @@ impl Driver {
             };
             let (state, next) = match opened {
                 Ok(opened) => opened,
-                Err(e @ (DriverError::Store(_) | DriverError::NotFound(_))) => return Err(e),
+                Err(
+                    e @ (DriverError::Store(_)
+                    | DriverError::Unrecorded { .. }
+                    | DriverError::NotFound(_)),
+                ) => return Err(e),
                 Err(e) => {
                     tracing::warn!(operation = %run.id, error = %e, "queued operation cannot start");
                     let mut failed = run.committed.clone();

@@ -195,6 +195,16 @@ impl Driver {
                         rein.step = step,
                     ))
                     .await;
+                // A step that met a failure of the store is not an outcome: nothing of it is
+                // committed, and the run stops as a crash there would.
+                if r.state.status == Status::Error
+                    && let Some(e) = r.state.error.as_ref().filter(|e| e.code.is_unrecorded())
+                {
+                    return Err(DriverError::Unrecorded {
+                        operation: run.id,
+                        message: e.message.clone(),
+                    });
+                }
                 self.commit(run, r).await?;
                 Self::record_spending(run);
                 state = run.committed.clone();

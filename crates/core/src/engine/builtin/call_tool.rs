@@ -57,6 +57,14 @@ impl PayloadExecutor for CallToolExecutor {
             } else {
                 match self.port.call(&call, state).await {
                     Ok(out) => out,
+                    // rein could not record the call (its intent, its result): not the tool's
+                    // failure to show the model, but the step's, which is then not committed.
+                    Err(e) if e.code.is_unrecorded() => {
+                        return Err(ExecError::new(
+                            e.code,
+                            format!("tool `{}`: {}", call.key(), e.message),
+                        ));
+                    }
                     Err(e) => crate::engine::ports::ToolOutput::failed(format!(
                         "Tool `{}` failed: {}",
                         call.key(),

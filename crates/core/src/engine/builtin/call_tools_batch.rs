@@ -75,6 +75,14 @@ impl PayloadExecutor for CallToolsBatchExecutor {
             let mut results = Vec::with_capacity(calls.len());
             let mut costs = Vec::with_capacity(calls.len());
             let mut executions = Vec::with_capacity(calls.len());
+            // A call rein could not record fails the whole step (its siblings are settled on
+            // resume as after a crash: an at-most-once one already recorded is not run again).
+            if let Some(Err(e)) = outcomes
+                .iter()
+                .find(|o| o.as_ref().is_err_and(|e| e.code.is_unrecorded()))
+            {
+                return Err(e.clone());
+            }
             for ((call, outcome), copy) in calls.iter().zip(outcomes).zip(copies) {
                 match outcome {
                     Ok(out) => {
