@@ -327,3 +327,84 @@ async fn hooks_may_veto_and_their_failures_never_fail_an_answer() {
     assert_eq!(r.error, None, "a failing completion hook is only logged");
     assert!(!r.text.is_empty());
 }
+
+/// splitmix64: the test's own deterministic randomness (a failing seed reproduces exactly).
+fn mix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+#[tokio::test]
+async fn garbage_anywhere_in_a_stream_ends_it_with_its_own_events_or_a_visible_error() {
+    // What a broken proxy or a provider's bug could put in a stream: random bytes (invalid
+    // UTF-8, stray newlines), a line cut short, a frame that is not JSON. Whatever lands where,
+    // the answer is either the clean one or marked failed: never other text, other calls or a
+    // lost tool call passed off as complete.
+    let junk: [&[u8]; 3] = [b"{\"broken", b"\ndata: {\"choices\": [}\n\n", b""];
+    let mut silent = Vec::new();
+    let (mut failed, mut same) = (0, 0);
+    for (i, f) in fixtures().into_iter().enumerate() {
+        let framing = &f.meta["response"]["framing"];
+        if f.meta["response"]["status"] != 200 || (framing != "sse" && framing != "ndjson") {
+            continue;
+        }
+        let protocol = protocol_of(&f.meta);
+        let clean = {
+            let server = serve(vec![common::server::from_fixture(&f)], i as u64).await;
+            let p = provider(protocol, &server.base, 1, Timeouts::default());
+            chat(&p, request(&model_of(&f))).await.0
+        };
+        let mut state = i as u64;
+        for seed in 0..24u64 {
+            let mut canned = common::server::from_fixture(&f);
+            let at = usize::try_from(mix(&mut state)).unwrap() % (canned.body.len() + 1);
+            let random: Vec<u8> = (0..1 + mix(&mut state) % 24)
+                .map(|_| (mix(&mut state) & 0xff) as u8)
+                .collect();
+            let piece = match seed % 3 {
+                0 => random.as_slice(),
+                k => junk[usize::try_from(k).unwrap() - 1],
+            };
+            canned.body.splice(at..at, piece.iter().copied());
+            let server = serve(vec![canned], seed).await;
+            let p = provider(protocol, &server.base, 1, Timeouts::default());
+            let (r, events) = chat(&p, request(&model_of(&f))).await;
+            assert!(
+                matches!(
+                    events.last(),
+                    Some(ModelEvent::Stop { .. } | ModelEvent::Error { .. })
+                ),
+                "{} seed {seed}: the stream does not end with its stop or error: {events:?}",
+                f.id
+            );
+            if r.error.is_some() {
+                failed += 1;
+            } else if (&r.text, &r.tool_calls, &r.stop_reason, &r.reasoning)
+                == (
+                    &clean.text,
+                    &clean.tool_calls,
+                    &clean.stop_reason,
+                    &clean.reasoning,
+                )
+            {
+                same += 1;
+            } else {
+                silent.push(format!(
+                    "{} seed {seed}: {:?} at {at} gave {:?} / {:?} instead of {:?} / {:?}",
+                    f.id,
+                    String::from_utf8_lossy(piece),
+                    r.text,
+                    r.tool_calls,
+                    clean.text,
+                    clean.tool_calls
+                ));
+            }
+        }
+    }
+    println!("garbage in a stream: {failed} answers failed visibly, {same} came out unchanged");
+    assert!(failed > 0 && same > 0, "failed {failed}, same {same}");
+    assert!(silent.is_empty(), "{}", silent.join("\n"));
+}

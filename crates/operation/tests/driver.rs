@@ -15,6 +15,7 @@ mod queue;
 #[path = "driver/replay.rs"]
 mod replay;
 
+use common::assert_consistent;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use rein_core::engine::ports::{PortError, ToolOutput};
@@ -155,50 +156,6 @@ fn deploy(id: &str) -> (String, String, String) {
         "deploy__release".into(),
         r#"{"version":"1.2.0"}"#.into(),
     )
-}
-
-async fn assert_consistent(store: &SqlStore, id: OperationId) {
-    let events = store.events(id, None).await.unwrap();
-    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
-    assert_eq!(
-        seqs,
-        (0..events.len() as u64).collect::<Vec<_>>(),
-        "gapless event sequence"
-    );
-    let op = store.load_operation(id).await.unwrap().unwrap();
-    let ids: std::collections::HashSet<_> = op.state.messages.iter().map(|m| m.id).collect();
-    assert_eq!(ids.len(), op.state.messages.len(), "no duplicated messages");
-    let topic = store.topic_messages(&op.record.topic_id).await.unwrap();
-    let replaced: usize = topic.iter().map(|m| m.summarizes.len()).sum();
-    assert_eq!(
-        topic.len(),
-        op.state.messages.len() + replaced,
-        "every message stored once; compressed ones stay in the history"
-    );
-    // Same messages (parallel results created in the same millisecond may list in another
-    // order; the context pipeline pairs them with their calls either way).
-    let mut view: Vec<_> = rein_core::message::model_view(topic)
-        .into_iter()
-        .map(|m| m.id)
-        .collect();
-    let mut state_ids: Vec<_> = op.state.messages.iter().map(|m| m.id).collect();
-    view.sort();
-    state_ids.sort();
-    assert_eq!(view, state_ids, "the history's model view is the state");
-    let history = store.topic_messages(&op.record.topic_id).await.unwrap();
-    let per_message: u64 = history
-        .iter()
-        .filter_map(|m| m.usage.map(|u| u.total))
-        .sum();
-    assert_eq!(
-        op.record.total_tokens, per_message,
-        "usage counted once: the total is the sum of the calls"
-    );
-    assert_eq!(
-        history.iter().filter(|m| m.usage.is_some()).count() as u64,
-        op.state.usage.llm.calls,
-        "one message per model call (compression summaries included)"
-    );
 }
 
 #[tokio::test]

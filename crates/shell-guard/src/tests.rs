@@ -161,6 +161,42 @@ fn a_word_of_many_unquoted_braces_is_unanalysable_not_a_guard_that_never_answers
 }
 
 #[test]
+fn parentheses_nested_beyond_the_limit_are_unanalysable_and_quoted_ones_do_not_count() {
+    // Found by the `shell_guard` fuzz target: brush-parser backtracks exponentially on deep
+    // parentheses that do not parse (each level doubled the time; 24 took seconds).
+    for command in [
+        "(".repeat(30),
+        format!("{};{}", "( ".repeat(24), ")".repeat(24)),
+        format!("{}x,{}", "(".repeat(10), "(".repeat(14)),
+    ] {
+        let analysis = analyze(&command);
+        assert!(
+            analysis.find(ShellPredicate::Unanalysable).is_some(),
+            "{command}: {analysis:?}"
+        );
+    }
+    let quoted = format!("echo '{}' \\( x", "(".repeat(40));
+    assert_eq!(analyze(&quoted).findings, Vec::new(), "{quoted}");
+    assert_eq!(syntax::paren_depth("(a (b) $(c (d))) \\( '(((' x)"), 3);
+    assert!(check(
+        ShellPredicate::RmRecursiveRootTarget,
+        "(((((rm -rf /)))))"
+    ));
+    assert!(syntax::empty_heredoc_delimiter("cat <<'' x"));
+    assert_eq!(
+        syntax::unclosed_subscripts("${a[1]} ${b[x} ${c} ${d[e}} $x[ ${f[g"),
+        3
+    );
+    assert_eq!(
+        analyze("echo ${a[1]} ${b[2]} ${c[3]} ${d[4]}").findings,
+        Vec::new()
+    );
+    assert!(!syntax::empty_heredoc_delimiter(
+        "cat <<''x; cat <<<'' ; cat <<EOF"
+    ));
+}
+
+#[test]
 fn what_the_parser_panics_or_loops_on_is_unanalysable_not_a_crash() {
     // Found by the `shell_guard` fuzz target: brush-parser unwraps a brace sequence's number
     // into an i64 (and a `~+N` directory-stack index).
@@ -172,6 +208,10 @@ fn what_the_parser_panics_or_loops_on_is_unanalysable_not_a_crash() {
         // The tokenizer never ended on these (memory grew until the process died).
         "<<\x0c ",
         "cat << \r x",
+        "<<\"\" ",
+        "cat <<-'' ",
+        "echo ${u[t}${u[t}${u[t}",
+        "echo \"${u[t}${u[t}${u[t}${u[t}\"",
     ] {
         let analysis = analyze(command);
         assert!(

@@ -251,25 +251,33 @@ fn guarded<T>(f: impl FnOnce() -> T) -> Option<T> {
 /// analysis cannot follow: the command is unanalysable, not a guard that never answers.
 const MAX_BRACES: usize = 8;
 
-/// Braces of `raw` outside quotes, escapes and `${`: those brace expansion reads.
-pub(super) fn unquoted_braces(raw: &str) -> usize {
-    let (mut n, mut single, mut double, mut escaped, mut dollar) = (0, false, false, false, false);
-    for c in raw.chars() {
+/// The characters of `text` outside quotes and not escaped, each with whether a `$` came
+/// right before it (`${`, `$(`).
+pub(super) fn unquoted(text: &str) -> impl Iterator<Item = (char, bool)> + '_ {
+    let (mut single, mut double, mut escaped, mut dollar) = (false, false, false, false);
+    text.chars().filter_map(move |c| {
         let after_dollar = std::mem::take(&mut dollar);
         if escaped {
             escaped = false;
-            continue;
+            return None;
         }
         match c {
             '\\' if !single => escaped = true,
             '\'' if !double => single = !single,
             '"' if !single => double = !double,
-            '$' if !single => dollar = true,
-            '{' if !single && !double && !after_dollar => n += 1,
-            _ => {}
+            _ if single || double => {}
+            '$' => dollar = true,
+            _ => return Some((c, after_dollar)),
         }
-    }
-    n
+        None
+    })
+}
+
+/// Braces of `raw` outside quotes, escapes and `${`: those brace expansion reads.
+pub(super) fn unquoted_braces(raw: &str) -> usize {
+    unquoted(raw)
+        .filter(|&(c, after_dollar)| c == '{' && !after_dollar)
+        .count()
 }
 
 /// Brace expansion of a raw word (`{a,b}`, `{1..3}`); long sequences become a `*` glob. `None`

@@ -84,3 +84,51 @@ pub fn driver_without_model(store: &Arc<SqlStore>) -> rein_operation::Driver {
         Arc::new(rein_model::Catalog::builtin().unwrap()),
     )
 }
+
+/// What every committed operation satisfies, whatever happened to it: events gapless, each
+/// message stored once (compressed ones kept in the history), the history's model view is the
+/// state, usage counted once (one message per model call).
+pub async fn assert_consistent(store: &SqlStore, id: OperationId) {
+    use rein_store::Store;
+    let events = store.events(id, None).await.unwrap();
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(
+        seqs,
+        (0..events.len() as u64).collect::<Vec<_>>(),
+        "gapless event sequence"
+    );
+    let op = store.load_operation(id).await.unwrap().unwrap();
+    let ids: std::collections::HashSet<_> = op.state.messages.iter().map(|m| m.id).collect();
+    assert_eq!(ids.len(), op.state.messages.len(), "no duplicated messages");
+    let topic = store.topic_messages(&op.record.topic_id).await.unwrap();
+    let replaced: usize = topic.iter().map(|m| m.summarizes.len()).sum();
+    assert_eq!(
+        topic.len(),
+        op.state.messages.len() + replaced,
+        "every message stored once; compressed ones stay in the history"
+    );
+    // Same messages (parallel results created in the same millisecond may list in another
+    // order; the context pipeline pairs them with their calls either way).
+    let mut view: Vec<_> = rein_core::message::model_view(topic)
+        .into_iter()
+        .map(|m| m.id)
+        .collect();
+    let mut state_ids: Vec<_> = op.state.messages.iter().map(|m| m.id).collect();
+    view.sort();
+    state_ids.sort();
+    assert_eq!(view, state_ids, "the history's model view is the state");
+    let history = store.topic_messages(&op.record.topic_id).await.unwrap();
+    let per_message: u64 = history
+        .iter()
+        .filter_map(|m| m.usage.map(|u| u.total))
+        .sum();
+    assert_eq!(
+        op.record.total_tokens, per_message,
+        "usage counted once: the total is the sum of the calls"
+    );
+    assert_eq!(
+        history.iter().filter(|m| m.usage.is_some()).count() as u64,
+        op.state.usage.llm.calls,
+        "one message per model call (compression summaries included)"
+    );
+}

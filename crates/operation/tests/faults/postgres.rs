@@ -37,6 +37,18 @@ async fn open(url: &str) -> Arc<SqlStore> {
     Arc::new(SqlStore::open(url, Synchronous::Normal).await.unwrap())
 }
 
+/// The pieces of traffic one fault-free run of the operation makes through `proxy`.
+async fn pieces_of_a_run(store: &Arc<SqlStore>, proxy: &Proxy) -> u64 {
+    let runs = Arc::new(AtomicU32::new(0));
+    let id = driver(store, &runs)
+        .start("ship it", &options())
+        .await
+        .unwrap();
+    proxy.reset();
+    driver(store, &runs).run(id).await.unwrap();
+    proxy.pieces()
+}
+
 /// A run that failed names the database's failure.
 fn assert_visible(e: &rein_operation::DriverError, what: &str) {
     let text = e.to_string();
@@ -59,16 +71,8 @@ async fn connections_dropped_anywhere_in_a_run_fail_it_visibly_and_it_resumes_wh
     let proxy = Proxy::start(upstream(&scratch.url).await).await;
     let url = through(&scratch.url, proxy.addr);
 
-    // The pieces of traffic one fault-free run makes.
     let store = open(&url).await;
-    let runs = Arc::new(AtomicU32::new(0));
-    let id = driver(&store, &runs)
-        .start("ship it", &options())
-        .await
-        .unwrap();
-    proxy.reset();
-    driver(&store, &runs).run(id).await.unwrap();
-    let pieces = proxy.pieces();
+    let pieces = pieces_of_a_run(&store, &proxy).await;
     store.close().await;
     assert!(pieces > 10, "only {pieces} pieces of traffic");
 
@@ -124,15 +128,7 @@ async fn a_database_that_goes_away_mid_run_fails_it_and_the_same_process_continu
     let proxy = Proxy::start(upstream(&scratch.url).await).await;
     let url = through(&scratch.url, proxy.addr);
     let store = open(&url).await;
-    // Where the middle of a run is.
-    let runs = Arc::new(AtomicU32::new(0));
-    let id = driver(&store, &runs)
-        .start("ship it", &options())
-        .await
-        .unwrap();
-    proxy.reset();
-    driver(&store, &runs).run(id).await.unwrap();
-    let middle = proxy.pieces() / 2;
+    let middle = pieces_of_a_run(&store, &proxy).await / 2;
 
     let runs = Arc::new(AtomicU32::new(0));
     let id = driver(&store, &runs)
@@ -172,14 +168,7 @@ async fn a_connection_stalled_mid_run_holds_up_only_its_own_operation() {
     let proxy = Proxy::start(upstream(&scratch.url).await).await;
     let url = through(&scratch.url, proxy.addr);
     let store = open(&url).await;
-    let runs = Arc::new(AtomicU32::new(0));
-    let id = driver(&store, &runs)
-        .start("ship it", &options())
-        .await
-        .unwrap();
-    proxy.reset();
-    driver(&store, &runs).run(id).await.unwrap();
-    let pieces = proxy.pieces();
+    let pieces = pieces_of_a_run(&store, &proxy).await;
 
     let mut stalled = 0;
     for at in (1..pieces).step_by(usize::try_from(pieces / 8).unwrap().max(1)) {
