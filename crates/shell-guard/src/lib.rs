@@ -19,12 +19,14 @@
 //! It fails closed: a command whose name is not a literal (`$X` with an unknown value,
 //! `$(…)`), an `eval` or `sh -c` of generated text, a `source` of a generated file, a shell fed
 //! from a pipeline, a here-document, a here-string or another descriptor, a name this command
-//! made an alias, a recursive `rm` whose target cannot be resolved, and a command the parser
-//! cannot read are all [`ShellPredicate::Unanalysable`]: the blacklist makes them need a human
-//! in every mode that would otherwise run them.
+//! made an alias, a recursive `rm` whose target cannot be resolved, a command the parser
+//! cannot read, and one of a shape the parser must not be given (`limits`: it backtracks for
+//! minutes, panics or never ends on them) are all [`ShellPredicate::Unanalysable`]: the
+//! blacklist makes them need a human in every mode that would otherwise run them.
 
 mod command;
 mod launchers;
+mod limits;
 mod reach;
 mod rules;
 mod side_effects;

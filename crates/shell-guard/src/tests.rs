@@ -177,21 +177,21 @@ fn parentheses_nested_beyond_the_limit_are_unanalysable_and_quoted_ones_do_not_c
     }
     let quoted = format!("echo '{}' \\( x", "(".repeat(40));
     assert_eq!(analyze(&quoted).findings, Vec::new(), "{quoted}");
-    assert_eq!(syntax::paren_depth("(a (b) $(c (d))) \\( '(((' x)"), 3);
+    assert_eq!(limits::paren_depth("(a (b) $(c (d))) \\( '(((' x)"), 3);
     assert!(check(
         ShellPredicate::RmRecursiveRootTarget,
         "(((((rm -rf /)))))"
     ));
-    assert!(syntax::empty_heredoc_delimiter("cat <<'' x"));
+    assert!(limits::empty_heredoc_delimiter("cat <<'' x"));
     assert_eq!(
-        syntax::unclosed_subscripts("${a[1]} ${b[x} ${c} ${d[e}} $x[ ${f[g"),
+        limits::unclosed_subscripts("${a[1]} ${b[x} ${c} ${d[e}} $x[ ${f[g"),
         3
     );
     assert_eq!(
         analyze("echo ${a[1]} ${b[2]} ${c[3]} ${d[4]}").findings,
         Vec::new()
     );
-    assert!(!syntax::empty_heredoc_delimiter(
+    assert!(!limits::empty_heredoc_delimiter(
         "cat <<''x; cat <<<'' ; cat <<EOF"
     ));
 }
