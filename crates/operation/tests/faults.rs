@@ -251,7 +251,7 @@ async fn settle(store: &Arc<SqlStore>, id: OperationId, runs: &Arc<AtomicU32>, w
 struct Seen {
     /// Calls the fault failed.
     failed: u64,
-    /// The faulted run ended (the fault was absorbed: a retried statement, a checkpoint).
+    /// The faulted run ended (the failed write or sync was one it does not depend on).
     ended: bool,
     /// The faulted run failed with a store error naming the fault.
     refused: bool,

@@ -377,10 +377,15 @@ impl Interpreter {
             }
         };
         let finished = crate::process::finish(child, timeout, self.config.max_output).await;
+        let mut crashed = false;
         let mut text = match &finished.status {
             Ok(Ok(s)) => match s.code() {
                 Some(code) => format!("exit code: {code}\n"),
-                None => "stopped by a signal (its CPU time limit, or killed)\n".to_owned(),
+                None => {
+                    let (why, crash) = stopped_by(s);
+                    crashed = crash;
+                    why
+                }
             },
             Ok(Err(e)) => format!("could not wait for the interpreter: {e}\n"),
             Err(_) => format!(
@@ -388,11 +393,15 @@ impl Interpreter {
                 timeout.as_secs()
             ),
         };
-        if self
-            .language
-            .out_of_memory()
-            .iter()
-            .any(|m| finished.stderr.contains(m))
+        // An interpreter whose allocation fails past the address-space limit either says so or,
+        // when it fails where it cannot report (a helper thread's stack, V8's own reserve),
+        // crashes without a word.
+        if crashed
+            || self
+                .language
+                .out_of_memory()
+                .iter()
+                .any(|m| finished.stderr.contains(m))
         {
             text.push_str(&format!(
                 "(it ran out of memory: a run may use {} MiB)\n",
@@ -498,5 +507,28 @@ impl Tool for Interpreter {
             Ok(self.run(cx, args).await)
         }
         .boxed()
+    }
+}
+
+/// Why a run stopped by a signal, and whether the signal is a crash (a fault or an abort, not
+/// the CPU limit or a kill).
+fn stopped_by(status: &std::process::ExitStatus) -> (String, bool) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        match status.signal() {
+            Some(libc::SIGXCPU) => ("stopped at its CPU time limit\n".to_owned(), false),
+            Some(libc::SIGKILL) => ("killed (signal 9)\n".to_owned(), false),
+            Some(
+                sig @ (libc::SIGSEGV | libc::SIGBUS | libc::SIGABRT | libc::SIGTRAP | libc::SIGILL),
+            ) => (format!("crashed (signal {sig})\n"), true),
+            Some(sig) => (format!("stopped by signal {sig}\n"), false),
+            None => ("stopped by a signal\n".to_owned(), false),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = status;
+        ("stopped by a signal\n".to_owned(), false)
     }
 }
