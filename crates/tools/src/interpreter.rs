@@ -396,16 +396,19 @@ impl Interpreter {
         // An interpreter whose allocation fails past the address-space limit either says so or,
         // when it fails where it cannot report (a helper thread's stack, V8's own reserve),
         // crashes without a word.
-        if crashed
-            || self
-                .language
-                .out_of_memory()
-                .iter()
-                .any(|m| finished.stderr.contains(m))
+        let memory = self.config.memory / (1024 * 1024);
+        if self
+            .language
+            .out_of_memory()
+            .iter()
+            .any(|m| finished.stderr.contains(m))
         {
             text.push_str(&format!(
-                "(it ran out of memory: a run may use {} MiB)\n",
-                self.config.memory / (1024 * 1024)
+                "(it ran out of memory: a run may use {memory} MiB)\n"
+            ));
+        } else if crashed {
+            text.push_str(&format!(
+                "(an interpreter crashes like this when an allocation fails past its memory limit: a run may use {memory} MiB)\n"
             ));
         }
         text.push_str(&finished.sections());
