@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tiktoken_rs::CoreBPE;
 
 /// A BPE vocabulary.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Encoding {
     /// GPT-4o and later.
     O200k,
@@ -95,6 +95,13 @@ impl<T> Memo<T> {
     }
 }
 
+/// Counts of texts (unscaled) by vocabulary and a hash of their content, shared by every
+/// estimator of the process: the same tool schemas and system blocks recur in every run, and
+/// a server makes a driver (and so an estimator) per run. Numbers only, so keeping them costs
+/// little.
+static TEXTS: std::sync::LazyLock<Mutex<HashMap<(Encoding, u64), u64>>> =
+    std::sync::LazyLock::new(Mutex::default);
+
 /// Counts tokens with a tiktoken vocabulary, scaled by a provider factor. Clones share what
 /// they remember.
 #[derive(Clone)]
@@ -103,8 +110,6 @@ pub struct TiktokenEstimator {
     factor: f64,
     messages: Arc<Memo<Message>>,
     tools: Arc<Memo<ToolManifest>>,
-    /// Counts of long texts by a hash of their content (see `transient_message_tokens`).
-    texts: Arc<Mutex<HashMap<u64, u64>>>,
 }
 
 impl std::fmt::Debug for TiktokenEstimator {
@@ -135,7 +140,6 @@ impl TiktokenEstimator {
             },
             messages: Arc::default(),
             tools: Arc::default(),
-            texts: Arc::default(),
         }
     }
 
@@ -170,6 +174,13 @@ impl TiktokenEstimator {
         }
     }
 
+    /// [`Self::text_tokens`], remembered by the text's content: for what a request carries
+    /// call after call (tool schemas above all), where encoding again would cost far more than
+    /// the hash.
+    pub fn remembered_text_tokens(&self, text: &str) -> u64 {
+        self.scale(self.text_by_content(text))
+    }
+
     /// Tokens of `text`, remembered by a hash of its content (hashing costs a fraction of
     /// encoding, even for a short text).
     fn text_by_content(&self, text: &str) -> u64 {
@@ -180,18 +191,13 @@ impl TiktokenEstimator {
             use std::hash::{Hash, Hasher};
             let mut h = std::collections::hash_map::DefaultHasher::new();
             text.hash(&mut h);
-            h.finish()
+            (self.encoding, h.finish())
         };
-        if let Some(n) = self
-            .texts
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&key)
-        {
+        if let Some(n) = TEXTS.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
             return *n;
         }
         let n = self.text(text);
-        let mut texts = self.texts.lock().unwrap_or_else(|p| p.into_inner());
+        let mut texts = TEXTS.lock().unwrap_or_else(|p| p.into_inner());
         if texts.len() >= CONTENT_MEMO_LIMIT {
             texts.clear();
         }
@@ -212,8 +218,8 @@ impl TiktokenEstimator {
             PER_TOOL
                 + self.text(identifier)
                 + self.text(&api.name)
-                + self.text(&api.description)
-                + self.text(&api.parameters.to_string()),
+                + self.text_by_content(&api.description)
+                + self.text_by_content(&api.parameters.to_string()),
         )
     }
 
@@ -251,11 +257,12 @@ impl TiktokenEstimator {
         m.apis
             .iter()
             .map(|a| {
+                // A manifest read back for each run is a new value with the same schemas.
                 PER_TOOL
                     + self.text(&m.identifier)
                     + self.text(&a.name)
-                    + self.text(&a.description)
-                    + self.text(&a.parameters.to_string())
+                    + self.text_by_content(&a.description)
+                    + self.text_by_content(&a.parameters.to_string())
             })
             .sum()
     }

@@ -37,7 +37,8 @@
 //! (an editor over ACP) may do its file and shell work in its own world ([`client_tools`]).
 //! Goals ([`goals`]) run the pure coordinator's instructions against the store: a planner
 //! call, works as operations with derived ids, independent verifications, a final acceptance,
-//! one committed event at a time, within the goal's budget.
+//! one committed event at a time, within the goal's budget. In test builds (`test-hooks`), a
+//! deterministic simulation can hold any run at the points [`sim`] names.
 
 pub mod a2a;
 mod activity;
@@ -70,6 +71,7 @@ mod prompt_prefix;
 pub mod redact;
 pub mod secrets;
 pub mod settings;
+pub mod sim;
 pub mod speech;
 mod summarizer;
 pub mod surface;

@@ -28,10 +28,12 @@ pub fn items(
     for t in tools {
         t.name.hash(&mut h);
         t.description.hash(&mut h);
-        t.parameters.to_string().hash(&mut h);
+        // The same schemas call after call: remembered, not encoded again each time.
+        let parameters = t.parameters.to_string();
+        parameters.hash(&mut h);
         tool_tokens += estimator.text_tokens(&t.name)
-            + estimator.text_tokens(&t.description)
-            + estimator.text_tokens(&t.parameters.to_string());
+            + estimator.remembered_text_tokens(&t.description)
+            + estimator.remembered_text_tokens(&parameters);
     }
     out.push(Item {
         hash: h.finish(),

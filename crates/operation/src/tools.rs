@@ -589,7 +589,12 @@ impl ToolHost {
             };
             // Only an at-most-once call can have left a record before its step committed.
             let prior = if effect == Effect::AtMostOnce {
-                self.store.tool_execution(op, &call.id).await.map_err(store_err)?
+                crate::sim::point("tool-check").await;
+                if crate::sim::planted(crate::sim::Bug::UnreadIntent) {
+                    None
+                } else {
+                    self.store.tool_execution(op, &call.id).await.map_err(store_err)?
+                }
             } else {
                 None
             };

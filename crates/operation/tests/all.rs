@@ -15,5 +15,6 @@ mod kept_context;
 mod long_operations;
 mod prompt_cache;
 mod questions;
+mod simulation;
 mod skills;
 mod sub_agents;

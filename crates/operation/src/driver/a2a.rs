@@ -400,7 +400,7 @@ impl Driver {
         let outcome = self
             .read(run, name, client, &mut stream, &mut produced, deadline)
             .await;
-        watcher.abort();
+        drop(watcher);
         drop(stream);
         let (turn, stop) = outcome?;
         if let Some(stop) = stop {

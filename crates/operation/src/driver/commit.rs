@@ -108,6 +108,7 @@ impl Driver {
             thread_id: run.spec.delegation.as_ref().map(|_| run.id.to_string()),
             children,
         };
+        crate::sim::point("commit").await;
         let outcome = self.store.commit_step(&commit).await?;
         match outcome {
             CommitOutcome::Committed => {

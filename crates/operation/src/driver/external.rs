@@ -162,7 +162,7 @@ impl Driver {
                 }
             }
         };
-        watcher.abort();
+        drop(watcher);
         if let Some(stop) = stop {
             proc.stop().await;
             let _ = proc.finish(EXIT_GRACE).await;

@@ -90,6 +90,7 @@ pub struct StartOptions {
 /// crash tests'); elsewhere it does nothing and reads no variable.
 #[cfg(feature = "test-hooks")]
 pub(crate) async fn pause_point(point: &str) {
+    crate::sim::point(point).await;
     if std::env::var(crate::env::test::PAUSE_AT).is_ok_and(|p| p == point) {
         eprintln!("REIN_TEST_PAUSED {point}");
         loop {
@@ -107,7 +108,10 @@ pub(crate) async fn pause_point(_point: &str) {}
 pub(crate) async fn pause_after_commit() {
     static COMMITS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COMMITS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-    pause_point(&format!("commit:{n}")).await;
+    crate::sim::point("committed").await;
+    if std::env::var_os(crate::env::test::PAUSE_AT).is_some() {
+        pause_point(&format!("commit:{n}")).await;
+    }
 }
 
 #[cfg(not(feature = "test-hooks"))]

@@ -135,12 +135,14 @@ impl Driver {
             span.record("rein.parent.id", tracing::field::display(d.parent));
         }
         let interrupt = runtime.interrupt_handle();
-        let watcher = self.watch_cancel(run.id);
+        // Both end with the run, also when the run's future is dropped half-way (a caller
+        // gone, a process stopping): a watcher left behind would read the store forever.
+        let _watcher = self.watch_cancel(run.id);
         let cancel = self.cancel.clone();
-        let forward = tokio::spawn(async move {
+        let _forward = AbortOnDrop(tokio::spawn(async move {
             cancel.cancelled().await;
             interrupt.interrupt("cancelled on request");
-        });
+        }));
         let result = async {
             loop {
                 // A sub-agent whose tree crossed the parent's limit stops here.
@@ -187,6 +189,7 @@ impl Driver {
                 // What a person granted counts as of now: a revoked grant stops here.
                 self.load_grants(run, &mut state).await?;
                 let step = run.seq + 1;
+                crate::sim::point("step").await;
                 let r = runtime
                     .step(state, Some(ctx))
                     .instrument(tracing::info_span!(
@@ -212,8 +215,7 @@ impl Driver {
         }
         .instrument(span)
         .await;
-        watcher.abort();
-        forward.abort();
+        drop((_watcher, _forward));
         // A conversation someone has is titled; a task's run (unattended, a topic per run)
         // and a sub-agent's thread are not.
         if matches!(result, Ok(RunEnd::Done { .. }))
@@ -225,11 +227,11 @@ impl Driver {
         result
     }
 
-    /// Watch the store for a cancellation requested by another process. It reads the
-    /// operation's record only (one row, no state or messages).
-    pub(super) fn watch_cancel(&self, id: OperationId) -> tokio::task::JoinHandle<()> {
+    /// Watch the store for a cancellation requested by another process, until the returned
+    /// guard is dropped. It reads the operation's record only (one row, no state or messages).
+    pub(super) fn watch_cancel(&self, id: OperationId) -> AbortOnDrop {
         let (store, cancel) = (Arc::clone(&self.store), self.cancel.clone());
-        tokio::spawn(async move {
+        AbortOnDrop(tokio::spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_millis(250)).await;
                 if let Ok(Some(record)) = store.operation(id).await
@@ -239,6 +241,15 @@ impl Driver {
                     return;
                 }
             }
-        })
+        }))
+    }
+}
+
+/// A spawned task that ends when this is dropped.
+pub(super) struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
