@@ -158,6 +158,49 @@ fn deploy(id: &str) -> (String, String, String) {
     )
 }
 
+/// An egress allow-list takes the shell's own network away, and the stored spec (what a
+/// process continuing the operation reads) says so, as the state does.
+#[tokio::test]
+async fn an_egress_list_leaves_the_shell_without_network_in_the_stored_spec_too() {
+    let e = env(vec![]).await;
+    let d = driver(&e, false);
+    let mut spec = rein_operation::OperationSpec::default();
+    spec.sandbox.network = true;
+    spec.egress = Some(vec!["docs.rs".into()]);
+    let id = d
+        .start(
+            "hi",
+            &StartOptions {
+                spec: spec.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let op = e.store.load_operation(id).await.unwrap().unwrap();
+    assert!(!op.spec.sandbox.network, "{:?}", op.spec.sandbox);
+    assert_eq!(
+        op.spec.egress.as_deref(),
+        Some(&["docs.rs".to_string()][..])
+    );
+    assert!(!op.state.metadata.sandbox.unwrap().network);
+    // Without a list, the network the spec asked for stays.
+    spec.egress = None;
+    let id = d
+        .start(
+            "hi",
+            &StartOptions {
+                spec,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let op = e.store.load_operation(id).await.unwrap().unwrap();
+    assert!(op.spec.sandbox.network);
+    assert!(op.state.metadata.sandbox.unwrap().network);
+}
+
 #[tokio::test]
 async fn a_tool_round_trip_is_committed_step_by_step() {
     let e = env(vec![

@@ -43,6 +43,12 @@ impl Driver {
         let id = opts.id.unwrap_or_default();
         let mut spec = opts.spec.clone();
         spec.model.get_or_insert_with(|| self.default_model.clone());
+        // Under an egress allow-list the shell and the interpreters get no network (a host list
+        // cannot be held against a program's own sockets); the stored spec says so, since a
+        // process continuing the operation reads what it may do from there.
+        if spec.egress.is_some() {
+            spec.sandbox.network = false;
+        }
         // The tools this process adds are recorded, so a process continuing the operation
         // without them refuses instead of running it with fewer.
         spec.mcp_servers = self.host_tools();
@@ -299,8 +305,8 @@ pub(super) fn first_state(
     state.intervention.unattended = spec.unattended;
     state.intervention.question_briefs = spec.unattended && spec.question_briefs;
     state.metadata.working_directory = spec.working_directory.clone();
-    // Under an egress allow-list the shell and the interpreters get no network: a host list
-    // cannot be held against a program's own sockets.
+    // Under an egress allow-list the shell and the interpreters get no network (`begin` also
+    // writes it into the spec; a spec built elsewhere is held to it here too).
     state.metadata.sandbox = Some(rein_core::spec::Sandbox {
         network: spec.sandbox.network && spec.egress.is_none(),
         ..spec.sandbox
