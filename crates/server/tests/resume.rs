@@ -72,3 +72,51 @@ async fn post_resume_continues_an_interrupted_operation_and_refuses_a_finished_o
         .await;
     assert_eq!(status, 409, "{body}");
 }
+
+/// A decision recorded just before the process stopped (its step never committed) is not lost
+/// and does not lock the operation: the decision cannot be made a second time (409), but a
+/// resume carries it out. Without one, a parked operation is not resumed (409).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn post_resume_carries_out_a_decision_recorded_before_a_stop() {
+    use rein_store::{InterventionStatus, Store};
+    // The shell asks in manual mode.
+    let e = Api::with_workdir(vec![
+        Canned::openai_tools(&[(
+            "c1",
+            "shell__run",
+            &json!({"command": "echo 42"}).to_string(),
+        )]),
+        Canned::openai_text("42."),
+    ])
+    .await;
+    let alice = e.token("alice").await;
+    let op = e
+        .create_operation(&alice, json!({"input": "6*7?", "approval": "manual"}))
+        .await;
+    e.wait_status(&op, &alice, "waiting_for_human").await;
+    let resume = format!("/v1/operations/{op}/resume");
+    let (status, body) = e.call("POST", &resume, Some(&alice), None).await;
+    assert_eq!(status, 409, "nothing decided yet: {body}");
+    // The approval as a process records it before the step it allows, with no step after it.
+    let id: rein_core::OperationId = op.parse().unwrap();
+    e.app
+        .store
+        .decide_intervention(id, "c1", InterventionStatus::Approved, Some("alice"), None)
+        .await
+        .unwrap();
+    let (status, body) = e
+        .call(
+            "POST",
+            &format!("/v1/operations/{op}/interventions"),
+            Some(&alice),
+            Some(json!({"decisions": [{"tool_call_id": "c1", "decision": "approve"}]})),
+        )
+        .await;
+    assert_eq!(status, 409, "decided once only: {body}");
+    assert_eq!(e.model.requests().len(), 1);
+    let (status, body) = e.call("POST", &resume, Some(&alice), None).await;
+    assert_eq!(status, 202, "{body}");
+    let detail = e.wait_status(&op, &alice, "done").await;
+    let result = e.model.requests()[1].tool_result("c1");
+    assert!(result.contains("42"), "{result} {detail:#}");
+}

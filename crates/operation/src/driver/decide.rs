@@ -13,7 +13,7 @@ use rein_core::engine::{
 };
 use rein_core::question::Answer;
 use rein_core::state::Status;
-use rein_store::InterventionStatus;
+use rein_store::{Intervention, InterventionStatus};
 use std::collections::HashSet;
 
 /// The state after `decision` on the pending call `call`, and the context the next step runs
@@ -36,6 +36,32 @@ fn apply(
             (s, Some(c))
         }
     })
+}
+
+/// The status a decision is recorded with: a rejection that stops the operation for good is
+/// recorded as aborted, so a recorded decision says everything needed to carry it out again.
+fn recorded_as(decision: &Decision) -> InterventionStatus {
+    match decision {
+        Decision::Approve => InterventionStatus::Approved,
+        Decision::Reject { halt: false, .. } => InterventionStatus::Rejected,
+        Decision::Reject { halt: true, .. } => InterventionStatus::Aborted,
+        Decision::Answer(_) => InterventionStatus::Answered,
+    }
+}
+
+/// The decision a record holds, if it holds one.
+fn recorded(i: &Intervention) -> Option<Decision> {
+    match i.status {
+        InterventionStatus::Approved => Some(Decision::Approve),
+        InterventionStatus::Rejected | InterventionStatus::Aborted => Some(Decision::Reject {
+            reason: i.outcome.clone(),
+            halt: i.status == InterventionStatus::Aborted,
+        }),
+        InterventionStatus::Answered => Some(Decision::Answer(Answer::Text(
+            i.outcome.clone().unwrap_or_default(),
+        ))),
+        InterventionStatus::Pending | InterventionStatus::Expired => None,
+    }
 }
 
 /// Refuses a decision on an operation that is not waiting for one.
@@ -159,13 +185,23 @@ impl Driver {
             return self.decide_a2a(&mut run, &name, call, &decision, by).await;
         }
         let (runtime, _activity) = self.running_runtime(&run).await?;
-        let (status, reason) = match &decision {
-            Decision::Approve => (InterventionStatus::Approved, None),
-            Decision::Reject { reason, .. } => (InterventionStatus::Rejected, reason.as_deref()),
-            Decision::Answer(Answer::Text(t) | Answer::Option(t)) => {
-                (InterventionStatus::Answered, Some(t.as_str()))
-            }
+        let status = recorded_as(&decision);
+        let reason = match &decision {
+            Decision::Approve => None,
+            Decision::Reject { reason, .. } => reason.as_deref(),
+            Decision::Answer(Answer::Text(t) | Answer::Option(t)) => Some(t.as_str()),
         };
+        // A decision recorded before, whose step never committed (the process stopped in
+        // between), is carried out again when the same decision comes: the record already
+        // holds it, and the call still waits in the state.
+        let already: Vec<String> = self
+            .store
+            .interventions(id)
+            .await?
+            .into_iter()
+            .filter(|i| i.status == status && targets.contains(&i.call.id.to_string()))
+            .map(|i| i.call.id.to_string())
+            .collect();
         // Every target must take this decision (a question is answered, not approved; an
         // answer must fit) before anything is written.
         for call in &targets {
@@ -174,9 +210,11 @@ impl Driver {
         for call in &targets {
             let (mut decided, ctx) = apply(&decision, run.committed.clone(), call)?;
             // Single-use: a concurrent second decision fails here.
-            self.store
-                .decide_intervention(id, call, status, by, reason)
-                .await?;
+            if !already.contains(call) {
+                self.store
+                    .decide_intervention(id, call, status, by, reason)
+                    .await?;
+            }
             let r = match ctx {
                 Some(ctx) => {
                     decided.pending_assistant_message_id =
@@ -193,6 +231,39 @@ impl Driver {
             }
         }
         Ok(end_of(&run.committed))
+    }
+
+    /// Carry out the decisions people made on `id`'s pending calls that were recorded but whose
+    /// step never committed (the process stopped between the two): each as if it came again.
+    /// `None` when there are none; else where the operation got to.
+    pub(super) async fn recorded_decisions(
+        &self,
+        id: OperationId,
+    ) -> Result<Option<RunEnd>, DriverError> {
+        let mut end = None;
+        loop {
+            let Some(op) = self.store.load_operation(id).await? else {
+                return Err(DriverError::NotFound(id));
+            };
+            if op.state.status != Status::WaitingForHuman {
+                return Ok(end);
+            }
+            let pending: HashSet<&str> =
+                op.state.pending_tool_calls.iter().map(|c| &*c.id).collect();
+            let interventions = self.store.interventions(id).await?;
+            let Some((call, decision, by)) = interventions.iter().find_map(|i| {
+                let decision = recorded(i).filter(|_| pending.contains(&*i.call.id))?;
+                Some((i.call.id.to_string(), decision, i.decided_by.clone()))
+            }) else {
+                return Ok(end);
+            };
+            tracing::info!(operation = %id, call = %call, "carrying out a decision recorded before a stop");
+            let now = Box::pin(self.decide_one(id, Some(&[call]), decision, by.as_deref())).await?;
+            if !matches!(now, RunEnd::WaitingForHuman { .. }) {
+                return Ok(Some(now));
+            }
+            end = Some(now);
+        }
     }
 
     /// Decide calls a sub-agent under `root` asked about (`None`: every pending call of the

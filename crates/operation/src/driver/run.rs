@@ -89,6 +89,12 @@ impl Driver {
         if run.cancel_requested && !run.committed.status.is_terminal() {
             return self.cancel_tree(run, "cancelled on request").await;
         }
+        // A person's decision recorded just before a stop is carried out now.
+        if run.committed.status == Status::WaitingForHuman
+            && let Some(end) = self.recorded_decisions(run.id).await?
+        {
+            return Ok(end);
+        }
         let (runtime, _activity) = self.running_runtime(run).await?;
         let mut state = run.committed.clone();
         match state.status {

@@ -602,7 +602,9 @@ pub async fn resume(
                 status_name(s)
             )));
         }
-        Status::WaitingForHuman => {
+        // Unless a decision was recorded and its step never committed (the process stopped
+        // in between): the resume carries it out.
+        Status::WaitingForHuman if !decided_while_waiting(&app, op.id).await? => {
             return Err(ApiError::conflict(format!(
                 "operation {id} waits for a decision: POST its interventions"
             )));
@@ -615,6 +617,23 @@ pub async fn resume(
     Ok(Reply(Accepted {
         operation_id: id,
         status: "running".into(),
+    }))
+}
+
+/// Whether a call `id` waits on was decided already: the decision was recorded, and the process
+/// stopped before the step it allowed was committed.
+async fn decided_while_waiting(
+    app: &AppState,
+    id: rein_core::OperationId,
+) -> Result<bool, ApiError> {
+    let Some(op) = app.store.load_operation(id).await? else {
+        return Ok(false);
+    };
+    let decided = app.store.interventions(id).await?;
+    Ok(op.state.pending_tool_calls.iter().any(|c| {
+        decided
+            .iter()
+            .any(|i| i.call.id == c.id && i.status != InterventionStatus::Pending)
     }))
 }
 
