@@ -13,6 +13,7 @@ mod proxy;
 #[path = "faults/vfs.rs"]
 mod vfs;
 
+use crate::common::in_process::{InProcessModel, tool_call};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use rein_core::engine::ports::{PortError, ToolOutput};
@@ -20,10 +21,7 @@ use rein_core::intervention::ApprovalMode;
 use rein_core::state::{FinishReason, ModelRef};
 use rein_core::tool::ToolManifest;
 use rein_core::{OperationId, Role, TokenUsage};
-use rein_model::provider::EventStream;
-use rein_model::{
-    Catalog, ChatRequest, ModelError, ModelEvent, ModelProvider, ModelResponse, StopReason,
-};
+use rein_model::{Catalog, ChatRequest, ModelEvent, StopReason};
 use rein_operation::{Driver, RunEnd, StartOptions, Tool, ToolContext};
 use rein_store::{Effect, ExecStatus, SqlStore, Store, Synchronous};
 use serde_json::Value;
@@ -36,24 +34,6 @@ use vfs::Fault;
 /// Asks for the calculator, then for the release, then answers: each turn decided by the
 /// results already in the request, so a call re-issued after a failed commit gets the same
 /// answer.
-struct Script;
-
-fn call(id: &str, name: &str, args: &str) -> Vec<ModelEvent> {
-    vec![
-        ModelEvent::ToolCallStart {
-            index: 0,
-            id: Some(id.into()),
-            name: name.into(),
-            thought_signature: None,
-        },
-        ModelEvent::ToolCallDelta {
-            index: 0,
-            arguments: args.into(),
-        },
-        ModelEvent::ToolCallEnd { index: 0 },
-    ]
-}
-
 fn turn(req: &ChatRequest) -> Vec<ModelEvent> {
     let results = req.messages.iter().filter(|m| m.role == Role::Tool).count();
     let mut out = vec![ModelEvent::Start {
@@ -62,7 +42,7 @@ fn turn(req: &ChatRequest) -> Vec<ModelEvent> {
     }];
     let reason = match results {
         0 => {
-            out.extend(call(
+            out.extend(tool_call(
                 "c1",
                 "calculator__evaluate",
                 r#"{"expression":"6*7"}"#,
@@ -70,7 +50,7 @@ fn turn(req: &ChatRequest) -> Vec<ModelEvent> {
             StopReason::ToolUse
         }
         1 => {
-            out.extend(call("d1", "deploy__release", r#"{"version":"1.2.0"}"#));
+            out.extend(tool_call("d1", "deploy__release", r#"{"version":"1.2.0"}"#));
             StopReason::ToolUse
         }
         _ => {
@@ -90,48 +70,6 @@ fn turn(req: &ChatRequest) -> Vec<ModelEvent> {
     });
     out.push(ModelEvent::Stop { reason, raw: None });
     out
-}
-
-fn unsupported<T: Send + 'static>() -> BoxFuture<'static, Result<T, ModelError>> {
-    async {
-        Err(ModelError::new(
-            rein_model::ErrorKind::Unsupported,
-            "script",
-        ))
-    }
-    .boxed()
-}
-
-impl ModelProvider for Script {
-    fn id(&self) -> &str {
-        "openai"
-    }
-    fn chat(&self, req: ChatRequest) -> EventStream {
-        use futures::StreamExt;
-        futures::stream::iter(turn(&req)).boxed()
-    }
-    fn complete(&self, req: ChatRequest) -> BoxFuture<'static, ModelResponse> {
-        let events = turn(&req);
-        async move { rein_model::collect(futures::stream::iter(events)).await }.boxed()
-    }
-    fn generate_object(
-        &self,
-        _: ChatRequest,
-        _: &str,
-        _: Value,
-    ) -> BoxFuture<'static, Result<Value, ModelError>> {
-        unsupported()
-    }
-    fn embed(
-        &self,
-        _: &str,
-        _: Vec<String>,
-    ) -> BoxFuture<'static, Result<Vec<Vec<f32>>, ModelError>> {
-        unsupported()
-    }
-    fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ModelError>> {
-        async { Ok(vec!["gpt-4o-mini".into()]) }.boxed()
-    }
 }
 
 /// A release: an effect that must not happen twice; it counts its runs.
@@ -167,7 +105,7 @@ fn driver(store: &Arc<SqlStore>, runs: &Arc<AtomicU32>) -> Driver {
     };
     Driver::new(
         store.clone(),
-        Arc::new(Script),
+        Arc::new(InProcessModel::new(turn)),
         model,
         Arc::new(Catalog::builtin().unwrap()),
     )

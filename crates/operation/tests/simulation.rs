@@ -20,9 +20,10 @@
 #[path = "simulation/executor.rs"]
 mod executor;
 
+use crate::common::in_process::{InProcessModel, tool_call};
 use executor::{Advanced, Executor, Hook, gate, plant};
+use futures::FutureExt;
 use futures::future::BoxFuture;
-use futures::{FutureExt, StreamExt};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rein_core::engine::ports::{PortError, ToolOutput};
@@ -31,10 +32,7 @@ use rein_core::intervention::{ApprovalMode, InterventionConfig, InterventionPoli
 use rein_core::state::{ModelRef, Status};
 use rein_core::tool::{Effect, ExecStatus, ToolManifest};
 use rein_core::{OperationId, Role, TokenUsage};
-use rein_model::provider::EventStream;
-use rein_model::{
-    Catalog, ChatRequest, ModelError, ModelEvent, ModelProvider, ModelResponse, StopReason,
-};
+use rein_model::{Catalog, ChatRequest, ModelEvent, StopReason};
 use rein_operation::sim::Bug;
 use rein_operation::{Decision, Driver, DriverError, RunEnd, StartOptions, Tool, ToolContext};
 use rein_store::{SqlStore, Store, Synchronous};
@@ -68,27 +66,11 @@ enum Call {
     Pure,
 }
 
-/// The simulated model: it answers each operation from the request alone (its prompt names
-/// its plan; the tool results so far say which turn it is), so a call re-issued after a crash
-/// gets the same answer. Each answer waits at the gate `model` first.
+/// The simulated model's answers: each operation's from the request alone (its prompt names its
+/// plan; the tool results so far say which turn it is), so a call re-issued after a crash gets
+/// the same answer. Each answer waits at the gate `model` first.
 struct Model {
     plans: Arc<Mutex<HashMap<String, Vec<Call>>>>,
-}
-
-fn tool_call(id: &str, name: &str) -> Vec<ModelEvent> {
-    vec![
-        ModelEvent::ToolCallStart {
-            index: 0,
-            id: Some(id.into()),
-            name: name.into(),
-            thought_signature: None,
-        },
-        ModelEvent::ToolCallDelta {
-            index: 0,
-            arguments: "{}".into(),
-        },
-        ModelEvent::ToolCallEnd { index: 0 },
-    ]
 }
 
 impl Model {
@@ -117,7 +99,7 @@ impl Model {
                     Call::Effect => "ledger__effect",
                     Call::Pure => "ledger__pure",
                 };
-                out.extend(tool_call(&format!("c{turn}"), name));
+                out.extend(tool_call(&format!("c{turn}"), name, "{}"));
                 StopReason::ToolUse
             }
             _ => {
@@ -137,51 +119,6 @@ impl Model {
         });
         out.push(ModelEvent::Stop { reason, raw: None });
         out
-    }
-}
-
-fn unsupported<T: Send + 'static>() -> BoxFuture<'static, Result<T, ModelError>> {
-    async { Err(ModelError::new(rein_model::ErrorKind::Unsupported, "sim")) }.boxed()
-}
-
-impl ModelProvider for Model {
-    fn id(&self) -> &str {
-        "openai"
-    }
-    fn chat(&self, req: ChatRequest) -> EventStream {
-        let events = self.turn(&req);
-        futures::stream::once(async move {
-            gate("model").await;
-            futures::stream::iter(events)
-        })
-        .flatten()
-        .boxed()
-    }
-    fn complete(&self, req: ChatRequest) -> BoxFuture<'static, ModelResponse> {
-        let events = self.turn(&req);
-        async move {
-            gate("model").await;
-            rein_model::collect(futures::stream::iter(events)).await
-        }
-        .boxed()
-    }
-    fn generate_object(
-        &self,
-        _: ChatRequest,
-        _: &str,
-        _: Value,
-    ) -> BoxFuture<'static, Result<Value, ModelError>> {
-        unsupported()
-    }
-    fn embed(
-        &self,
-        _: &str,
-        _: Vec<String>,
-    ) -> BoxFuture<'static, Result<Vec<Vec<f32>>, ModelError>> {
-        unsupported()
-    }
-    fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ModelError>> {
-        async { Ok(vec!["gpt-4o-mini".into()]) }.boxed()
     }
 }
 
@@ -326,8 +263,11 @@ impl Bench {
         let committed = Arc::clone(&self.committed);
         Driver::new(
             self.store.clone(),
-            Arc::new(Model {
-                plans: Arc::clone(&self.plans),
+            Arc::new({
+                let model = Model {
+                    plans: Arc::clone(&self.plans),
+                };
+                InProcessModel::new(move |req| model.turn(req)).waiting(|| gate("model").boxed())
             }),
             ModelRef {
                 provider: "openai".into(),

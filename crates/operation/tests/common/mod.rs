@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod ext;
+pub mod in_process;
 
 use rein_core::OperationId;
 use rein_core::state::ModelRef;
