@@ -515,6 +515,12 @@ impl GoalRunner {
                     committed += 1;
                 }
                 None => {
+                    // About to rest: a work followed may have spent since the check above (its
+                    // operation committed a costly step, then parked on its own budget), and
+                    // resting now would leave the goal "running" past its budget. Look again.
+                    if starts && !waiting && self.over_budget(&record, None).await?.is_some() {
+                        continue;
+                    }
                     return Ok(Advanced {
                         committed,
                         status: record.goal.status,
