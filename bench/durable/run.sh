@@ -20,8 +20,11 @@ trap 'rm -rf "$out"' EXIT
 (cd "$root" && cargo bench -q -p rein-operation --bench durable 2>/dev/null) | tee "$out/rein.txt"
 echo
 echo "== ratios (LangGraph per tool round / rein per tool round, same setting)"
-for setting in "synchronous=Normal" "synchronous=Full" "50 rounds, synchronous=Normal" "50 rounds, synchronous=Full"; do
-  lg=$(grep -F "langgraph $setting:" "$out/langgraph.txt" | sed -E 's/.* ([0-9.]+) µs per tool round.*/\1/')
+# rein's lines without a prefix are its default (pipelined commits); `sync commits, ` lines are
+# rein with every commit written before the next step, LangGraph's durability "sync".
+for setting in "synchronous=Normal" "synchronous=Full" "50 rounds, synchronous=Normal" "50 rounds, synchronous=Full" \
+  "sync commits, synchronous=Normal" "sync commits, synchronous=Full" "sync commits, 50 rounds, synchronous=Normal" "sync commits, 50 rounds, synchronous=Full"; do
+  lg=$(grep -F "langgraph ${setting#sync commits, }:" "$out/langgraph.txt" | sed -E 's/.* ([0-9.]+) µs per tool round.*/\1/')
   rn=$(grep -E "^$setting:" "$out/rein.txt" | sed -E 's/.* ([0-9.]+) µs per tool round.*/\1/')
   if [ -n "$lg" ] && [ -n "$rn" ]; then
     awk -v s="$setting" -v lg="$lg" -v rn="$rn" 'BEGIN { printf "%s: rein %.1f µs, LangGraph %.1f µs per tool round: rein %.1f× faster\n", s, rn, lg, lg / rn }'

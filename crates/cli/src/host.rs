@@ -125,6 +125,7 @@ pub async fn host(
         user_workdirs: Default::default(),
         own_mcp: None,
         client_tools: None,
+        durability: given.config.durability()?,
         sandbox: given.sandbox,
         system_model,
         working_directory: given.cli_replay.as_deref().and_then(replay_workdir),

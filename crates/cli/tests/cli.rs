@@ -651,11 +651,117 @@ async fn killed_after_the_tool_result_was_committed() {
     ) {
         return;
     }
-    let e = env(vec![ledger("l1", "A"), Canned::openai_text("Recorded A.")]).await;
+    // The answer's model call runs beside the commit the kill stops (pipelined durability),
+    // so the resumed run may ask again.
+    let e = env(vec![
+        ledger("l1", "A"),
+        Canned::openai_text("Recorded A."),
+        Canned::openai_text("Recorded A."),
+    ])
+    .await;
     let id = run_and_kill_at(&e, "commit:2", "record A").await;
     assert_eq!(e.ledger_lines(), 1);
     resume_and_check(&e, id).await;
     assert_eq!(e.ledger_lines(), 1, "never twice");
+}
+
+/// A pipelined run (the default durability: a step that leaves the operation running commits
+/// while the next one runs) killed with SIGKILL at each of its commits and while its
+/// at-most-once tool runs, then resumed by another process: the ledger entry is written at most
+/// once (exactly once unless the kill caught the write itself, which is then settled), no
+/// committed step is lost or reordered (one step row per commit, in order, events gapless) and
+/// it ends with its answer. The model answers by turn, so a step run again after the kill (its
+/// model call was in flight beside the commit) gets the same answer.
+#[tokio::test]
+async fn a_pipelined_run_killed_at_each_commit_resumes_without_doing_anything_twice() {
+    if local_only(
+        "a_pipelined_run_killed_at_each_commit_resumes_without_doing_anything_twice",
+        "it kills this process at crash points",
+    ) {
+        return;
+    }
+    let mut points: Vec<String> = (1..=6).map(|n| format!("commit:{n}")).collect();
+    points.push("tool:l1".into());
+    let mut reached = 0;
+    for point in &points {
+        let e = env(Vec::new()).await;
+        e.server.by_turn(vec![
+            calc("c1", "6*7"),
+            ledger("l1", "A"),
+            Canned::openai_text("Recorded A."),
+        ]);
+        let mut cmd = e.cmd(&["run", "--approval", "auto-run", "record A"]);
+        cmd.env("REIN_TEST_PAUSE_AT", point);
+        let mut child = cmd.spawn().unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let paused = tokio::time::timeout(Duration::from_secs(60), async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if line.starts_with("REIN_TEST_PAUSED") {
+                    return true;
+                }
+            }
+            false
+        })
+        .await
+        .expect("the run pauses or ends");
+        if !paused {
+            // The run took fewer commits than this point.
+            let _ = child.wait().await;
+            continue;
+        }
+        reached += 1;
+        child.kill().await.unwrap(); // SIGKILL
+        let store = e.store().await;
+        let ops = store
+            .list_operations(&rein_store::OperationFilter::default())
+            .await
+            .unwrap();
+        assert_eq!(ops.len(), 1, "{point}");
+        let id = ops[0].id;
+        let before = store.steps(id).await.unwrap();
+        resume_and_check(&e, id).await;
+        let store = e.store().await;
+        let op = store.load_operation(id).await.unwrap().unwrap();
+        assert_eq!(op.record.status, rein_core::state::Status::Done, "{point}");
+        assert_eq!(
+            op.state.messages.last().unwrap().text_content(),
+            "Recorded A.",
+            "{point}"
+        );
+        let steps = store.steps(id).await.unwrap();
+        assert_eq!(
+            steps.len() as u64,
+            op.record.commit_seq,
+            "{point}: a row per commit"
+        );
+        assert_eq!(
+            steps.iter().map(|s| s.step_index).collect::<Vec<_>>(),
+            (1..=op.record.commit_seq).collect::<Vec<_>>(),
+            "{point}: in order"
+        );
+        assert_eq!(
+            steps[..before.len()]
+                .iter()
+                .map(|s| (s.step_index, s.status, s.instructions.clone()))
+                .collect::<Vec<_>>(),
+            before
+                .iter()
+                .map(|s| (s.step_index, s.status, s.instructions.clone()))
+                .collect::<Vec<_>>(),
+            "{point}: what was committed before the kill stays as it was"
+        );
+        let settled = op
+            .state
+            .messages
+            .iter()
+            .any(|m| m.text_content().contains("was interrupted"));
+        match (point.as_str(), e.ledger_lines()) {
+            ("tool:l1", 0) => assert!(settled, "{point}: settled, not repeated"),
+            (_, 1) => assert!(!settled, "{point}"),
+            (_, n) => panic!("{point}: the ledger was written {n} times"),
+        }
+    }
+    assert!(reached >= 5, "only {reached} points reached");
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -2124,7 +2230,10 @@ async fn a_project_skill_is_activated_survives_a_kill_and_is_explained_per_step(
     ) {
         return;
     }
-    let e = env(vec![
+    // Answers by turn: the model call after the activation runs beside the commit the kill
+    // stops (pipelined durability), and the resumed step asks it again.
+    let e = env(Vec::new()).await;
+    e.server.by_turn(vec![
         Canned::openai_tools(&[("s1", "skills__activate", r#"{"name":"pdf-tools"}"#)]),
         Canned::openai_tools(&[(
             "r1",
@@ -2132,8 +2241,7 @@ async fn a_project_skill_is_activated_survives_a_kill_and_is_explained_per_step(
             r#"{"path":"skill://pdf-tools/reference.md"}"#,
         )]),
         Canned::openai_text("Summarized."),
-    ])
-    .await;
+    ]);
     let project = e.dir.join("project");
     let skills = project.join(".rein/skills");
     write_skill(&skills, "pdf-tools", "BODY: use pdftotext -layout.");
@@ -2188,14 +2296,19 @@ async fn a_project_skill_is_activated_survives_a_kill_and_is_explained_per_step(
         .id;
     let op = store.load_operation(id).await.unwrap().unwrap();
     assert_eq!(op.state.activated_skills[0].name, "pdf-tools");
-    assert_eq!(e.server.requests().len(), 1);
+    let before = e.server.requests().len();
+    assert!((1..=2).contains(&before), "{before} calls before the kill");
     // Resumed by another process, in a directory without the project's skills: the activation
     // is state, so the body is still admitted (in its activation's result) and the skill's
     // files still readable.
     let (code, _, err) = e.rein(&["op", "resume", &id.to_string()]).await;
     assert_eq!(code, 0, "{err}");
     let requests = e.server.requests();
-    assert_eq!(requests.len(), 3);
+    assert_eq!(
+        requests.len(),
+        before + 2,
+        "the step after the commit asked (again)"
+    );
     assert!(!requests[0].system_text().contains("BODY:"));
     assert!(
         requests[0]
@@ -2206,7 +2319,7 @@ async fn a_project_skill_is_activated_survives_a_kill_and_is_explained_per_step(
         assert!(r.tool_result("s1").contains("BODY: use pdftotext -layout."));
         assert!(!r.system_text().contains("BODY:"));
     }
-    let read = requests[2].tool_result("r1");
+    let read = requests[requests.len() - 1].tool_result("r1");
     assert!(read.contains("pdf-tools reference"), "{read}");
     assert_consistent(&store, id).await;
     // What the first call admitted, by item and by processor.

@@ -20,7 +20,7 @@ use rein_core::OperationId;
 use rein_core::intervention::ApprovalMode;
 use rein_core::state::{ModelRef, Status};
 use rein_model::Catalog;
-use rein_operation::{Decision, Driver, RunEnd, StartOptions};
+use rein_operation::{Decision, Driver, Durability, RunEnd, StartOptions};
 use rein_store::{SqlStore, Store, Synchronous};
 use std::path::Path;
 use std::sync::Arc;
@@ -74,7 +74,7 @@ impl Target {
     }
 }
 
-async fn driver(store: Arc<SqlStore>, rounds: usize) -> Driver {
+async fn driver(store: Arc<SqlStore>, rounds: usize, durability: Durability) -> Driver {
     let model = ModelRef {
         provider: "bench".into(),
         model: "loop".into(),
@@ -85,12 +85,19 @@ async fn driver(store: Arc<SqlStore>, rounds: usize) -> Driver {
         model,
         Arc::new(Catalog::builtin().unwrap()),
     )
+    .with_durability(durability)
 }
 
-/// µs per tool round and per committed step of the reference loop.
-async fn reference_loop(target: &Target, rounds: usize, operations: usize) -> (f64, f64) {
+/// µs per tool round and per committed step of the reference loop, with commits `durability`
+/// (lines of the default, pipelined, carry no prefix).
+async fn reference_loop(
+    target: &Target,
+    rounds: usize,
+    operations: usize,
+    durability: Durability,
+) -> (f64, f64) {
     let store = Arc::new(target.open().await);
-    let d = driver(Arc::clone(&store), rounds).await;
+    let d = driver(Arc::clone(&store), rounds, durability).await;
     let opts = StartOptions {
         spec: rein_operation::OperationSpec {
             max_steps: Some(200),
@@ -109,11 +116,14 @@ async fn reference_loop(target: &Target, rounds: usize, operations: usize) -> (f
     let us = start.elapsed().as_secs_f64() * 1e6;
     let per_step = us / commits as f64;
     let per_round = us / (operations * rounds) as f64;
-    let prefix = if rounds == 10 {
+    let mut prefix = if rounds == 10 {
         String::new()
     } else {
         format!("{rounds} rounds, ")
     };
+    if durability == Durability::Sync {
+        prefix = format!("sync commits, {prefix}");
+    }
     println!(
         "{prefix}{}: {operations} operations, {:.0} µs per operation, {:.1} µs per tool round, {:.1} µs per committed step",
         target.label(),
@@ -338,7 +348,7 @@ async fn filled(
             .await
             .unwrap(),
     );
-    let d = driver(Arc::clone(&store), rounds).await;
+    let d = driver(Arc::clone(&store), rounds, Durability::default()).await;
     let opts = StartOptions {
         spec: rein_operation::OperationSpec {
             approval,
@@ -421,8 +431,10 @@ async fn main() {
         targets.push(Target::Postgres(url));
     }
     for target in &targets {
-        let ten = reference_loop(target, 10, 200).await;
-        let fifty = reference_loop(target, 50, 40).await;
+        let ten = reference_loop(target, 10, 200, Durability::Pipelined).await;
+        let fifty = reference_loop(target, 50, 40, Durability::Pipelined).await;
+        let ten_sync = reference_loop(target, 10, 200, Durability::Sync).await;
+        reference_loop(target, 50, 40, Durability::Sync).await;
         let floor = floor(target, 2000).await;
         let raw = match target {
             Target::Sqlite(path, sync) => Some(raw_sqlite_floor(path, *sync, 5000)),
@@ -430,12 +442,13 @@ async fn main() {
         };
         store_commit(target, 2000).await;
         println!(
-            "ratios, {}: committed step / floor {:.1}×{}, tool round at 50 rounds / at 10 rounds {:.2}×",
+            "ratios, {}: committed step / floor {:.1}×{}, tool round at 50 rounds / at 10 rounds {:.2}×, sync / pipelined per tool round {:.2}×",
             target.label(),
             ten.1 / floor,
             raw.map(|r| format!(", committed step / raw floor {:.1}×", ten.1 / r))
                 .unwrap_or_default(),
-            fifty.0 / ten.0
+            fifty.0 / ten.0,
+            ten_sync.0 / ten.0
         );
     }
     parked(&dir, 10_000).await;

@@ -18,6 +18,8 @@ pub const SYSTEM_MODEL: &str = "REIN_SYSTEM_MODEL";
 pub const EMBED_MODEL: &str = "REIN_EMBED_MODEL";
 /// What shell commands may touch (`workspace-write`, `read-only`, `off`).
 pub const SANDBOX: &str = "REIN_SANDBOX";
+/// When a step's commit must be on disk (`pipelined`, `sync`).
+pub const DURABILITY: &str = "REIN_DURABILITY";
 /// Where knowledge vectors are searched (`in-process`, `pgvector`).
 pub const VECTOR_SEARCH: &str = "REIN_VECTOR_SEARCH";
 /// Worker threads of the async runtime.

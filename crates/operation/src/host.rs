@@ -136,6 +136,8 @@ pub struct Host {
     /// The client that does file and shell calls for the operations it drives (`rein acp`'s
     /// editor; none: rein's own tools do them all).
     pub client_tools: Option<Arc<dyn crate::client_tools::ClientTools>>,
+    /// When a step's commit must be on disk (`durability` in `rein.toml`, `REIN_DURABILITY`).
+    pub durability: crate::Durability,
 }
 
 impl Host {
@@ -176,6 +178,7 @@ impl Host {
             user_workdirs: Default::default(),
             own_mcp: None,
             client_tools: None,
+            durability: Default::default(),
         }
     }
 
@@ -259,6 +262,7 @@ impl Host {
             d = d.with_client_tools(Arc::clone(clients));
         }
         d.with_redactor(self.redactor.clone())
+            .with_durability(self.durability)
             .with_skills(Arc::clone(&self.skills))
             .with_external(self.surfaces.external.clone())
     }

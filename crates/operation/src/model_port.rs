@@ -74,6 +74,8 @@ pub struct ModelPort {
     /// The last request of this run, item by item: what the next one's stable prefix is
     /// measured against.
     pub last_request: Mutex<Vec<crate::prompt_prefix::Item>>,
+    /// The run's commit in flight (pipelined durability): messages it adds are not yet stored.
+    pub(crate) landing: Option<Arc<crate::driver::Landing>>,
 }
 
 /// What the user said last: what memories and knowledge are looked up for.
@@ -441,7 +443,10 @@ impl LlmPort for ModelPort {
         async move {
             // A conversation edited while the operation ran must not get an answer attached to
             // a message that no longer exists.
+            // One the run's commit in flight adds exists once it lands, and this step commits
+            // only after that.
             if let Some(parent) = req.payload.parent_message_id
+                && !self.landing.as_ref().is_some_and(|l| l.adds(parent))
                 && !self
                     .store
                     .message_exists(parent)

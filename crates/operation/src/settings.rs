@@ -51,6 +51,14 @@ pub enum SettingsError {
         /// Why it is not a server.
         problem: &'static str,
     },
+    /// An environment variable holds a value the setting cannot take.
+    #[error("{name}: {problem}")]
+    Env {
+        /// The variable.
+        name: &'static str,
+        /// What is wrong with its value.
+        problem: String,
+    },
     /// The providers (presets, the file's overrides, the environment) do not resolve.
     #[error(transparent)]
     Providers(#[from] rein_model::ModelError),
@@ -117,6 +125,10 @@ pub struct FileConfig {
     /// The `web` tool: `allow` (addresses `web.fetch` may reach although they are not public)
     /// and `[web.search]` (the backend `web.search` uses; without it only `fetch` is offered).
     pub web: WebSettings,
+    /// When a step's commit must be on disk: `pipelined` (the default: a step that leaves the
+    /// operation running commits while the next one runs; a tool with effects waits for it)
+    /// or `sync` (each commit lands before the next step starts). `REIN_DURABILITY` wins.
+    pub durability: Option<crate::Durability>,
 }
 
 /// `[web]` of the configuration file.
@@ -456,6 +468,18 @@ impl Settings {
         env(crate::env::SYSTEM_MODEL)
             .filter(|m| !m.trim().is_empty())
             .or_else(|| self.file.system_model.clone())
+    }
+
+    /// When a step's commit must be on disk: `REIN_DURABILITY`, else the file's, else
+    /// pipelined.
+    pub fn durability(&self) -> Result<crate::Durability, SettingsError> {
+        match env(crate::env::DURABILITY).filter(|v| !v.trim().is_empty()) {
+            Some(v) => v.trim().parse().map_err(|problem| SettingsError::Env {
+                name: crate::env::DURABILITY,
+                problem,
+            }),
+            None => Ok(self.file.durability.unwrap_or_default()),
+        }
     }
 
     /// The external agents this process may start: the file's entries, each program replaced

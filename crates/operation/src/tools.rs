@@ -514,7 +514,7 @@ impl ToolPort for ToolHost {
         call: &'a ToolCall,
         state: &'a AgentState,
     ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
-        self.run(None, call, state)
+        self.run(None, None, call, state)
     }
 }
 
@@ -522,7 +522,9 @@ impl ToolPort for ToolHost {
 /// ([`crate::own_mcp::OwnTools`]).
 pub(crate) struct RunTools {
     pub(crate) host: Arc<ToolHost>,
-    pub(crate) own: Arc<crate::own_mcp::OwnTools>,
+    pub(crate) own: Option<Arc<crate::own_mcp::OwnTools>>,
+    /// The run's commit in flight: a call with effects waits for it.
+    pub(crate) landing: Arc<crate::driver::Landing>,
 }
 
 impl ToolPort for RunTools {
@@ -531,7 +533,8 @@ impl ToolPort for RunTools {
         call: &'a ToolCall,
         state: &'a AgentState,
     ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
-        self.host.run(Some(&self.own), call, state)
+        self.host
+            .run(self.own.as_deref(), Some(&self.landing), call, state)
     }
 }
 
@@ -541,6 +544,7 @@ impl ToolHost {
     fn run<'a>(
         &'a self,
         own: Option<&'a crate::own_mcp::OwnTools>,
+        landing: Option<&'a crate::driver::Landing>,
         call: &'a ToolCall,
         state: &'a AgentState,
     ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
@@ -576,6 +580,13 @@ impl ToolHost {
             };
             let op = state.operation_id;
             let effect = tool.effect(&call.api);
+            // A call with effects runs only once every earlier step is on disk: the model step
+            // that asked for it can no longer be lost and asked again differently.
+            if effect != Effect::Pure
+                && let Some(landing) = landing
+            {
+                landing.wait().await?;
+            }
             let key = format!("{op}:{}", call.id);
             let mut exec = ToolExecution {
                 operation_id: op,

@@ -10,6 +10,8 @@ use crate::common;
 mod fork;
 #[path = "driver/grants.rs"]
 mod grants;
+#[path = "driver/pipelined.rs"]
+mod pipelined;
 #[path = "driver/queue.rs"]
 mod queue;
 #[path = "driver/replay.rs"]

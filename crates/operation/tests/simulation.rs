@@ -18,10 +18,10 @@
 //! replays it, and is kept in [`REGRESSIONS`] once the bug is fixed.
 
 #[path = "simulation/executor.rs"]
-mod executor;
+pub(crate) mod executor;
 
 use crate::common::in_process::{InProcessModel, tool_call};
-use executor::{Advanced, Executor, Hook, gate, plant};
+use executor::{Advanced, Executor, gate, plant};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use rand::rngs::StdRng;
@@ -34,11 +34,13 @@ use rein_core::tool::{Effect, ExecStatus, ToolManifest};
 use rein_core::{OperationId, Role, TokenUsage};
 use rein_model::{Catalog, ChatRequest, ModelEvent, StopReason};
 use rein_operation::sim::Bug;
-use rein_operation::{Decision, Driver, DriverError, RunEnd, StartOptions, Tool, ToolContext};
+use rein_operation::{
+    Decision, Driver, DriverError, Durability, RunEnd, StartOptions, Tool, ToolContext,
+};
 use rein_store::{SqlStore, Store, Synchronous};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex};
 
 /// Seeds that once failed, replayed first on every run.
 const REGRESSIONS: &[u64] = &[
@@ -222,10 +224,7 @@ impl Drop for TempDir {
 
 impl Bench {
     fn new() -> Self {
-        static HOOK: Once = Once::new();
-        HOOK.call_once(|| {
-            assert!(rein_operation::sim::install(Arc::new(Hook)));
-        });
+        executor::install();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -275,6 +274,9 @@ impl Bench {
             },
             Arc::clone(&self.catalog),
         )
+        // One path per run: a pipelined commit lands beside the next step, two paths at once
+        // (its own test is `driver::pipelined`).
+        .with_durability(Durability::Sync)
         .with_tool(Arc::new(LedgerTool {
             runs: Arc::clone(&self.ledger),
         }))

@@ -514,13 +514,15 @@ impl Runner {
         }
         // The CLI's operations belong to the processes that run them; the API's and the
         // scheduler's belong to the server.
-        for op in self.unfinished().await?.into_iter().filter(|o| {
+        // Not the CLI's (see above), nor one whose last resume failed before its retry time.
+        let due = |o: &rein_store::OperationRecord| {
             server_owned(o.trigger)
                 && o.recovery
                     .as_ref()
                     .and_then(|r| r.retry_at)
                     .is_none_or(|at| at <= now)
-        }) {
+        };
+        for op in self.unfinished().await?.into_iter().filter(due) {
             if self.is_running(op.id) {
                 continue;
             }
@@ -547,6 +549,26 @@ impl Runner {
             match self.spawn(op.id, owner, driver, job).await {
                 Ok(_) => {
                     tracing::info!(operation = %op.id, ?status, "recovering operation");
+                    n += 1;
+                }
+                Err(e) => {
+                    tracing::debug!(operation = %op.id, error = %e.message, "not recovered now")
+                }
+            }
+        }
+        // Parked on a person whose decision was recorded, the process that recorded it gone
+        // before the step it allowed committed: a resume carries the decision out.
+        for op in self
+            .store
+            .decided_while_parked(&self.node)
+            .await?
+            .into_iter()
+            .filter(|o| due(o) && !self.is_running(o.id))
+        {
+            let owner = op.owner.clone().unwrap_or_default();
+            match self.spawn(op.id, owner, self.driver(), Job::Resume).await {
+                Ok(_) => {
+                    tracing::info!(operation = %op.id, "carrying out a decision recorded before a stop");
                     n += 1;
                 }
                 Err(e) => {

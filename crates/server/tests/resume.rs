@@ -120,3 +120,74 @@ async fn post_resume_carries_out_a_decision_recorded_before_a_stop() {
     let result = e.model.requests()[1].tool_result("c1");
     assert!(result.contains("42"), "{result} {detail:#}");
 }
+
+/// The recovery sweep finds such an operation by itself: parked on a person, with a decision
+/// recorded after its last commit and no process carrying it out. One merely waiting is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_recovery_sweep_carries_out_a_decision_recorded_before_a_stop() {
+    use rein_store::{InterventionStatus, Store};
+    let e = Api::with_workdir(vec![
+        Canned::openai_tools(&[(
+            "c1",
+            "shell__run",
+            &json!({"command": "echo 42"}).to_string(),
+        )]),
+        Canned::openai_text("42."),
+    ])
+    .await;
+    let alice = e.token("alice").await;
+    let op = e
+        .create_operation(&alice, json!({"input": "6*7?", "approval": "manual"}))
+        .await;
+    e.wait_status(&op, &alice, "waiting_for_human").await;
+    let id: rein_core::OperationId = op.parse().unwrap();
+    let node = e.app.runner.node.clone();
+    let parked = |ops: Vec<rein_store::OperationRecord>| ops.iter().any(|o| o.id == id);
+    assert!(
+        !parked(
+            e.app
+                .store
+                .decided_while_parked("another node")
+                .await
+                .unwrap()
+        ),
+        "nothing decided yet"
+    );
+    e.app.runner.recover().await.unwrap();
+    e.wait_status(&op, &alice, "waiting_for_human").await;
+    assert_eq!(
+        e.model.requests().len(),
+        1,
+        "a parked operation is not resumed"
+    );
+    e.app
+        .store
+        .decide_intervention(id, "c1", InterventionStatus::Approved, Some("alice"), None)
+        .await
+        .unwrap();
+    assert!(parked(
+        e.app
+            .store
+            .decided_while_parked("another node")
+            .await
+            .unwrap()
+    ));
+    assert!(parked(
+        e.app.store.decided_while_parked(&node).await.unwrap()
+    ));
+    let n = e.app.runner.recover().await.unwrap();
+    assert!(n >= 1, "the sweep started it");
+    let detail = e.wait_status(&op, &alice, "done").await;
+    let result = e.model.requests()[1].tool_result("c1");
+    assert!(result.contains("42"), "{result} {detail:#}");
+    assert!(
+        !parked(
+            e.app
+                .store
+                .decided_while_parked("another node")
+                .await
+                .unwrap()
+        ),
+        "its step committed"
+    );
+}

@@ -189,6 +189,12 @@ pub trait Store:
     /// Topics whose oldest queued operation could start (nothing else of theirs is idle,
     /// running or parked).
     fn stalled_topics(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>>;
+    /// Operations waiting for a person (not leased by `not_leased_by`) holding a decision
+    /// recorded after their last commit: their process stopped before carrying it out.
+    fn decided_while_parked<'a>(
+        &'a self,
+        not_leased_by: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<OperationRecord>, StoreError>>;
     /// Commit one step (state, messages, events, tool executions, interventions) atomically.
     fn commit_step<'a>(
         &'a self,

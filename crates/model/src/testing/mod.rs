@@ -350,6 +350,8 @@ pub struct Server {
     pub requests: Arc<Mutex<Vec<Recorded>>>,
     pub queue: Arc<Mutex<std::collections::VecDeque<Canned>>>,
     pub routes: Arc<Mutex<Routes>>,
+    /// Answers by turn (see [`Server::by_turn`]).
+    pub turns: Arc<Mutex<Vec<Canned>>>,
     /// Gemini context caches made here (`cachedContents/N` → the model it is for).
     pub caches: Arc<Mutex<std::collections::HashMap<String, String>>>,
 }
@@ -378,6 +380,13 @@ impl Server {
             .lock()
             .unwrap()
             .insert(0, (WITHDRAWN.to_owned(), responses.into_iter().collect()));
+    }
+
+    /// Answer each OpenAI Chat request by its turn: the one carrying N tool results gets
+    /// `responses[N]`, however often it is asked (a step run again after a crash asks again
+    /// and gets the same answer), after the routes and before the shared queue.
+    pub fn by_turn(&self, responses: Vec<Canned>) {
+        *self.turns.lock().unwrap() = responses;
     }
 
     /// Answer requests whose system messages contain `marker` with `responses`, in order,
@@ -479,11 +488,13 @@ pub async fn serve(responses: Vec<Canned>, seed: u64) -> Server {
             .collect::<std::collections::VecDeque<_>>(),
     ));
     let routes: Arc<Mutex<Routes>> = Arc::new(Mutex::new(Vec::new()));
+    let turns: Arc<Mutex<Vec<Canned>>> = Arc::default();
     let caches = Arc::new(Mutex::new(std::collections::HashMap::new()));
-    let (rec, q, r, made) = (
+    let (rec, q, r, t, made) = (
         requests.clone(),
         queue.clone(),
         routes.clone(),
+        turns.clone(),
         caches.clone(),
     );
     tokio::spawn(async move {
@@ -503,6 +514,10 @@ pub async fn serve(responses: Vec<Canned>, seed: u64) -> Server {
                 continue;
             }
             let system = req.system_text();
+            // The turn a request is at: how many tool results it carries.
+            let results = req.body["messages"]
+                .as_array()
+                .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count());
             let withdrawn = tools_withdrawn(&req.path, &req.body);
             let refused = validate::protocol_of(&req.path)
                 .and_then(|protocol| {
@@ -559,7 +574,9 @@ pub async fn serve(responses: Vec<Canned>, seed: u64) -> Server {
                     hit && !left.is_empty()
                 })
                 .and_then(|(_, left)| left.pop_front());
-            let canned = routed.or_else(|| q.lock().unwrap().pop_front());
+            let canned = routed
+                .or_else(|| t.lock().unwrap().get(results).cloned())
+                .or_else(|| q.lock().unwrap().pop_front());
             let piece_seed: u64 = rng.random();
             // Each connection is answered on its own task: a stalled stream must not hold up
             // the next request.
@@ -571,6 +588,7 @@ pub async fn serve(responses: Vec<Canned>, seed: u64) -> Server {
         requests,
         queue,
         routes,
+        turns,
         caches,
     }
 }

@@ -3,7 +3,7 @@
 //! approvals) and advances the loaded run. Nothing is rebuilt from events.
 
 use super::open::Loaded;
-use super::{Driver, pause_after_commit};
+use super::{Driver, Landing, pause_after_commit};
 use crate::error::DriverError;
 use chrono::Utc;
 use rein_core::engine::StepResult;
@@ -22,6 +22,84 @@ impl Driver {
         run: &mut Loaded,
         r: StepResult,
     ) -> Result<CommitOutcome, DriverError> {
+        let commit = self.prepare(run, r);
+        let outcome = self.write(&commit).await?;
+        match outcome {
+            CommitOutcome::Committed => {
+                run.seq = commit.step_index;
+                run.committed = commit.state;
+                run.next = commit.next_context;
+                pause_after_commit().await;
+            }
+            CommitOutcome::Duplicate => {
+                // Another process got there first: continue from what it committed.
+                *run = self.load(run.id).await?;
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// Start a pipelined commit of `r`: `run` moves to it at once, and the next step may run
+    /// while [`Driver::land`] writes it. Until then `landing` knows the messages it adds.
+    pub(super) fn commit_ahead(
+        &self,
+        run: &mut Loaded,
+        r: StepResult,
+        landing: &Landing,
+    ) -> StepCommit {
+        let commit = self.prepare(run, r);
+        run.seq = commit.step_index;
+        run.committed = commit.state.clone();
+        run.next = commit.next_context.clone();
+        landing.begin(commit.changes.messages.iter().map(|m| m.id).collect());
+        commit
+    }
+
+    /// Write a commit [`Driver::commit_ahead`] started, and tell `landing` whether it landed.
+    /// When another process committed that step first, `run` is reloaded from what it wrote
+    /// (and the step run meanwhile must be thrown away).
+    pub(super) async fn land(
+        &self,
+        run: &mut Loaded,
+        commit: StepCommit,
+        landing: &Landing,
+    ) -> Result<CommitOutcome, DriverError> {
+        let outcome = match self.write(&commit).await {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                landing.end(false);
+                return Err(e);
+            }
+        };
+        match outcome {
+            CommitOutcome::Committed => {
+                // A crash point with the commit on disk and nothing waiting on it let go yet:
+                // the step beside it may have asked the model, no effect has started.
+                pause_after_commit().await;
+                landing.end(true);
+            }
+            CommitOutcome::Duplicate => {
+                landing.end(false);
+                *run = self.load(run.id).await?;
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// Write `commit`; once it is on disk, hand its events to the commit hook.
+    async fn write(&self, commit: &StepCommit) -> Result<CommitOutcome, DriverError> {
+        crate::sim::point("commit").await;
+        let outcome = self.store.commit_step(commit).await?;
+        if outcome == CommitOutcome::Committed
+            && let Some(hook) = &self.on_commit
+        {
+            hook(commit.operation_id, &commit.events);
+        }
+        Ok(outcome)
+    }
+
+    /// The transaction of `r` as the step after `run`'s last commit.
+    fn prepare(&self, run: &Loaded, r: StepResult) -> StepCommit {
         let step_index = run.seq + 1;
         let instructions = if r.instructions.is_empty() {
             // A transition outside a step: a human's decision, a settlement.
@@ -93,7 +171,7 @@ impl Driver {
                 spec: c.spec,
             })
             .collect();
-        let commit = StepCommit {
+        StepCommit {
             operation_id: run.id,
             step_index,
             topic_id: run.topic_id.clone(),
@@ -107,24 +185,6 @@ impl Driver {
             // A sub-agent's messages are its thread's.
             thread_id: run.spec.delegation.as_ref().map(|_| run.id.to_string()),
             children,
-        };
-        crate::sim::point("commit").await;
-        let outcome = self.store.commit_step(&commit).await?;
-        match outcome {
-            CommitOutcome::Committed => {
-                if let Some(hook) = &self.on_commit {
-                    hook(commit.operation_id, &commit.events);
-                }
-                run.seq = step_index;
-                run.committed = commit.state;
-                run.next = commit.next_context;
-                pause_after_commit().await;
-            }
-            CommitOutcome::Duplicate => {
-                // Another process got there first: continue from what it committed.
-                *run = self.load(run.id).await?;
-            }
         }
-        Ok(outcome)
     }
 }

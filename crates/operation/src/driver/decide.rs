@@ -184,7 +184,7 @@ impl Driver {
             };
             return self.decide_a2a(&mut run, &name, call, &decision, by).await;
         }
-        let (runtime, _activity) = self.running_runtime(&run).await?;
+        let running = self.running_runtime(&run).await?;
         let status = recorded_as(&decision);
         let reason = match &decision {
             Decision::Approve => None,
@@ -220,14 +220,14 @@ impl Driver {
                     decided.pending_assistant_message_id =
                         Some(derived_message_id(id, run.seq + 1));
                     self.load_grants(&run, &mut decided).await?;
-                    runtime.step(decided, Some(ctx)).await
+                    running.runtime.step(decided, Some(ctx)).await
                 }
                 None => StepResult::transition(decided, Vec::new(), None),
             };
             self.commit(&mut run, r).await?;
             if run.committed.status != Status::WaitingForHuman {
                 let state = run.committed.clone();
-                return self.drive(&runtime, &mut run, state).await;
+                return self.drive(&running, &mut run, state).await;
             }
         }
         Ok(end_of(&run.committed))
@@ -330,10 +330,10 @@ impl Driver {
                 .await;
         }
         // Settling aborted calls runs no tool; the model is asked only if the brain continues.
-        let (runtime, _activity) = self.running_runtime(&run).await?;
+        let running = self.running_runtime(&run).await?;
         let (state, ctx) = abort_pending(run.committed.clone(), reason);
         run.next = Some(ctx);
-        self.drive(&runtime, &mut run, state).await
+        self.drive(&running, &mut run, state).await
     }
 
     /// Cancel: a running operation stops at its next boundary (keeping partial output); a

@@ -17,6 +17,7 @@ mod delegate;
 mod external;
 mod fork;
 mod grant;
+mod landing;
 mod open;
 mod queue;
 mod raise;
@@ -33,6 +34,8 @@ pub use agent_archive::{
 };
 pub use choosable::ChoosableTools;
 pub use fork::{Fork, ForkChanges, ForkError, ForkOptions};
+pub use landing::Durability;
+pub(crate) use landing::Landing;
 pub use queue::MOVED_ON;
 pub use replay::{CalledTool, ChainReplay, ReplayAnswer, ReplayError, ReplayOptions, StepReplay};
 pub use start::Begun;
@@ -223,6 +226,8 @@ pub struct Driver {
     cancel: CancellationToken,
     /// Cancelled when this process stops: runs end after the step under way commits.
     hand_over: CancellationToken,
+    /// Whether a step that leaves its operation running commits while the next one runs.
+    durability: Durability,
     pipeline: Arc<rein_context::Pipeline>,
     embedder: Option<Arc<dyn rein_tools::documents::Embedder>>,
     on_commit: Option<CommitHook>,
@@ -369,6 +374,7 @@ impl Driver {
             sink: None,
             cancel: CancellationToken::new(),
             hand_over: CancellationToken::new(),
+            durability: Durability::default(),
             pipeline: Arc::new(rein_context::Pipeline::standard()),
             embedder: None,
             on_commit: None,
@@ -402,6 +408,12 @@ impl Driver {
     /// without cutting a step short.
     pub fn with_hand_over(mut self, stop: CancellationToken) -> Self {
         self.hand_over = stop;
+        self
+    }
+
+    /// Builder: when a step's commit must be on disk ([`Durability`]; pipelined by default).
+    pub fn with_durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
         self
     }
 

@@ -170,11 +170,11 @@ impl Driver {
         // brain parks it again if other calls still wait for a person).
         state.pending_assistant_message_id = Some(super::derived_message_id(run.id, run.seq + 1));
         self.load_grants(run, &mut state).await?;
-        let (runtime, _activity) = self.running_runtime(run).await?;
-        let r = runtime.step(state, next).await;
+        let running = self.running_runtime(run).await?;
+        let r = running.runtime.step(state, next).await;
         self.commit(run, r).await?;
         let state = run.committed.clone();
-        self.drive(&runtime, run, state).await.map(Some)
+        self.drive(&running, run, state).await.map(Some)
     }
 
     /// A message the conversation depends on was deleted while the operation was in flight:

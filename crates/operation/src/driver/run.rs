@@ -2,13 +2,18 @@
 //! operation parks, ends or has nothing left to do. `run` starts from the last commit,
 //! `resume` first continues an interruption (or an operation accepted but never started).
 
+use super::Durability;
 use super::open::{Loaded, Opened};
+use super::runtime::Running;
 use super::{Driver, RunEnd, derived_message_id, end_of};
 use crate::error::DriverError;
 use crate::error::Refusal;
+use futures::FutureExt;
+use rein_core::engine::StepResult;
 use rein_core::engine::initial_context;
 use rein_core::state::Status;
-use rein_core::{AgentRuntime, AgentState, OperationId};
+use rein_core::{AgentState, OperationId};
+use rein_store::{CommitOutcome, StepCommit};
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::Instrument;
@@ -29,9 +34,9 @@ impl Driver {
         if run.cancel_requested && !run.committed.status.is_terminal() {
             return self.cancel_tree(&mut run, "cancelled on request").await;
         }
-        let (runtime, _activity) = self.running_runtime(&run).await?;
+        let running = self.running_runtime(&run).await?;
         let state = run.committed.clone();
-        self.drive(&runtime, &mut run, state).await
+        self.drive(&running, &mut run, state).await
     }
 
     /// Resume after a crash or an interruption: continue from the last committed step. A
@@ -95,7 +100,8 @@ impl Driver {
         {
             return Ok(end);
         }
-        let (runtime, _activity) = self.running_runtime(run).await?;
+        let running = self.running_runtime(run).await?;
+        let runtime = &running.runtime;
         let mut state = run.committed.clone();
         match state.status {
             Status::Interrupted => {
@@ -115,17 +121,18 @@ impl Driver {
             Status::WaitingForSubAgents => run.resume_children = true,
             _ => {}
         }
-        self.drive(&runtime, run, state).await
+        self.drive(&running, run, state).await
     }
 
     /// Step from `state` (the committed state, or a transition of it not yet committed) and
     /// commit each step, until the operation parks, ends, or has no next context.
     pub(super) async fn drive(
         &self,
-        runtime: &AgentRuntime,
+        running: &Running,
         run: &mut Loaded,
         mut state: AgentState,
     ) -> Result<RunEnd, DriverError> {
+        let (runtime, landing) = (&running.runtime, &*running.landing);
         // A span per run of the operation (its sub-agents' nest under it), with OpenTelemetry's
         // GenAI attribute names.
         let agent = run.spec.agent.as_ref().map_or("rein", |a| a.name.as_str());
@@ -149,6 +156,9 @@ impl Driver {
             cancel.cancelled().await;
             interrupt.interrupt("cancelled on request");
         }));
+        // The last step's commit while it is written (pipelined durability): it lands beside
+        // the next step, or before the run stops.
+        let mut ahead: Option<StepCommit> = None;
         let result = async {
             loop {
                 // A sub-agent whose tree crossed the parent's limit stops here.
@@ -196,14 +206,31 @@ impl Driver {
                 self.load_grants(run, &mut state).await?;
                 let step = run.seq + 1;
                 crate::sim::point("step").await;
-                let r = runtime
+                let stepped = runtime
                     .step(state, Some(ctx))
                     .instrument(tracing::info_span!(
                         "step",
                         otel.name = %format!("step {step}"),
                         rein.step = step,
-                    ))
-                    .await;
+                    ));
+                let r = match ahead.take() {
+                    None => stepped.await,
+                    // The step runs while the one before lands; a store failure there ends the
+                    // run at once (the step is thrown away with it).
+                    Some(commit) => {
+                        let landed = self.land(run, commit, landing);
+                        match futures::future::try_join(landed, stepped.map(Ok)).await? {
+                            (CommitOutcome::Committed, r) => r,
+                            (CommitOutcome::Duplicate, _) => {
+                                // Another process committed that step: go on from what it
+                                // wrote, without the step run on what this one would have.
+                                landing.reset();
+                                state = run.committed.clone();
+                                continue;
+                            }
+                        }
+                    }
+                };
                 // A step that met a failure of the store is not an outcome: nothing of it is
                 // committed, and the run stops as a crash there would.
                 if r.state.status == Status::Error
@@ -214,13 +241,25 @@ impl Driver {
                         message: e.message.clone(),
                     });
                 }
-                self.commit(run, r).await?;
+                if self.durability == Durability::Pipelined && leaves_running(run, &r) {
+                    ahead = Some(self.commit_ahead(run, r, landing));
+                } else {
+                    self.commit(run, r).await?;
+                }
                 Self::record_spending(run);
                 state = run.committed.clone();
             }
         }
         .instrument(span)
         .await;
+        // What is still being written lands before the run says where it stopped.
+        let result = match ahead.take() {
+            None => result,
+            Some(commit) => match (self.land(run, commit, landing).await, result) {
+                (Ok(_), result) | (Err(_), result @ Err(_)) => result,
+                (Err(e), Ok(_)) => Err(e),
+            },
+        };
         drop((_watcher, _forward));
         // A conversation someone has is titled; a task's run (unattended, a topic per run)
         // and a sub-agent's thread are not.
@@ -249,6 +288,17 @@ impl Driver {
             }
         }))
     }
+}
+
+/// Whether `r` may commit while the next step runs: it leaves the operation running with a
+/// next step, asked no person, started no sub-agent, and the run is not a sub-agent its parent
+/// runs (whose tree's limits are checked against what is committed).
+fn leaves_running(run: &Loaded, r: &StepResult) -> bool {
+    r.state.status == Status::Running
+        && r.next_context.is_some()
+        && r.approvals.is_empty()
+        && r.spawns.is_empty()
+        && run.tree.is_none()
 }
 
 /// A spawned task that ends when this is dropped.

@@ -17,6 +17,14 @@ use rein_core::tool::ToolManifestMap;
 use rein_core::{AgentRuntime, GeneralChatAgent, GeneralChatAgentConfig, OperationId};
 use std::sync::Arc;
 
+/// The engine of one run, with what lives as long as it: where its commit in flight is, and
+/// the writer of what it is doing.
+pub(super) struct Running {
+    pub runtime: AgentRuntime,
+    pub landing: Arc<super::landing::Landing>,
+    _activity: crate::activity::ActivityWriter,
+}
+
 /// The model providers an operation's spec resolves to in this process.
 struct Providers {
     model: ModelRef,
@@ -79,10 +87,7 @@ impl Driver {
     /// The runtime of a run that steps the operation: its model, its tools (this process must
     /// have every tool the spec records), its scope and context settings, with a sink that also
     /// keeps the operation's activity on its record (returned guard: the writer).
-    pub(super) async fn running_runtime(
-        &self,
-        run: &Loaded,
-    ) -> Result<(AgentRuntime, crate::activity::ActivityWriter), DriverError> {
+    pub(super) async fn running_runtime(&self, run: &Loaded) -> Result<Running, DriverError> {
         // Refuse before the record says anything about running.
         let models = self.models_of(&run.spec).await?;
         let providers = self.providers(run.id, &run.spec, models)?;
@@ -91,25 +96,35 @@ impl Driver {
         let own = self
             .own_tools(&run.spec, &|name| offered.contains_key(name))
             .await?;
+        // Previews wait for the commit in flight (pipelined durability), then the host's sink.
+        let landing = super::landing::Landing::new(self.sink.clone());
         let (sink, writer) = crate::activity::track(
             Arc::clone(&self.store),
             run.id,
-            self.sink.clone(),
+            self.sink
+                .is_some()
+                .then(|| Arc::clone(&landing) as Arc<dyn EventSink>),
             run.committed.step_count + 1,
         );
         let sink: Arc<dyn EventSink> = sink;
-        let tools: Arc<dyn rein_core::engine::ports::ToolPort> = if own.is_empty() {
-            self.tools.clone()
-        } else {
-            Arc::new(crate::tools::RunTools {
-                host: Arc::clone(&self.tools),
-                own: Arc::new(own),
-            })
-        };
-        Ok((
-            self.runtime_with(&run.spec, offered, providers, tools, Some(sink)),
-            writer,
-        ))
+        let tools: Arc<dyn rein_core::engine::ports::ToolPort> = Arc::new(crate::tools::RunTools {
+            host: Arc::clone(&self.tools),
+            own: (!own.is_empty()).then(|| Arc::new(own)),
+            landing: Arc::clone(&landing),
+        });
+        let runtime = self.runtime_with(
+            &run.spec,
+            offered,
+            providers,
+            tools,
+            Some(sink),
+            Some(Arc::clone(&landing)),
+        );
+        Ok(Running {
+            runtime,
+            landing,
+            _activity: writer,
+        })
     }
 
     /// Refuse an operation this process cannot run: an MCP server or custom tool the spec
@@ -218,6 +233,7 @@ impl Driver {
         providers: Providers,
         tools: Arc<dyn rein_core::engine::ports::ToolPort>,
         sink: Option<Arc<dyn EventSink>>,
+        landing: Option<Arc<super::landing::Landing>>,
     ) -> AgentRuntime {
         let Providers {
             model,
@@ -227,7 +243,8 @@ impl Driver {
             models,
         } = providers;
         let (agent, estimator) = self.brain(spec, &model, Some(offered));
-        let port = self.model_port(spec, &model, provider, &models, &agent, &estimator);
+        let mut port = self.model_port(spec, &model, provider, &models, &agent, &estimator);
+        port.landing = landing;
         let estimator: Arc<dyn TokenEstimator> = Arc::new(estimator);
         let summarizer = crate::ModelSummarizer {
             provider: summary_provider,
@@ -296,6 +313,7 @@ impl Driver {
             knowledge_memo: Default::default(),
             memory_memo: Default::default(),
             last_request: Default::default(),
+            landing: None,
         }
     }
 

@@ -30,6 +30,23 @@ thread_local! {
     static PARKED: RefCell<Option<(&'static str, Arc<AtomicBool>)>> = const { RefCell::new(None) };
     /// The bug planted for this thread's simulation.
     static PLANTED: Cell<Option<Bug>> = const { Cell::new(None) };
+    /// How long each commit of this thread's runs waits before it is written, outside the
+    /// simulation (a test holding a commit up: `driver::pipelined`).
+    static COMMIT_DELAY: Cell<Option<Duration>> = const { Cell::new(None) };
+}
+
+/// Install [`Hook`] for the rest of the test process (once, whoever asks first).
+pub fn install() {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        assert!(rein_operation::sim::install(Arc::new(Hook)));
+    });
+}
+
+/// From now on, every commit of a run polled on this thread waits `delay` first (`None`: no
+/// more). A test on a current-thread runtime uses it to hold commits up while a step runs.
+pub fn delay_commits(delay: Option<Duration>) {
+    COMMIT_DELAY.set(delay);
 }
 
 /// Plant `bug` (or none) for the simulations this thread runs.
@@ -51,9 +68,13 @@ impl Simulation for Hook {
             p if p.starts_with("tool:") => "tool-recorded",
             _ => "point",
         };
-        POLLING
-            .get()
-            .then(|| Box::pin(gate(name)) as BoxFuture<'static, ()>)
+        if !POLLING.get() {
+            return COMMIT_DELAY
+                .get()
+                .filter(|_| name == "commit")
+                .map(|d| Box::pin(tokio::time::sleep(d)) as BoxFuture<'static, ()>);
+        }
+        Some(Box::pin(gate(name)))
     }
 
     fn planted(&self, bug: Bug) -> bool {

@@ -73,6 +73,26 @@ pub(super) async fn interventions(
         .collect()
 }
 
+/// Operations parked on a person whose decision was recorded after their last commit: the
+/// process that recorded it stopped before the step it allowed committed. A resume carries the
+/// decision out. Instants are stored in one fixed-width form, so text order is time order.
+pub(super) async fn decided_while_parked(
+    store: &SqlStore,
+    not_leased_by: &str,
+) -> Result<Vec<OperationRecord>, StoreError> {
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT {} FROM operations o WHERE o.status = 'waiting_for_human' \
+         AND (o.lease_owner IS NULL OR o.lease_owner <> $1) \
+         AND EXISTS (SELECT 1 FROM interventions i WHERE i.operation_id = o.id \
+         AND i.status <> 'pending' AND i.decided_at >= o.updated_at) ORDER BY o.id",
+        super::operations::RECORD_COLUMNS
+    )))
+    .bind(not_leased_by)
+    .fetch_all(&store.pool)
+    .await?;
+    rows.iter().map(super::operations::record).collect()
+}
+
 pub(super) async fn decide_intervention(
     store: &SqlStore,
     id: OperationId,

@@ -392,6 +392,13 @@ impl Store for SqlStore {
         topic_gate::stalled_topics(self).boxed()
     }
 
+    fn decided_while_parked<'a>(
+        &'a self,
+        not_leased_by: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<OperationRecord>, StoreError>> {
+        interventions::decided_while_parked(self, not_leased_by).boxed()
+    }
+
     fn commit_step<'a>(
         &'a self,
         c: &'a StepCommit,
