@@ -569,22 +569,35 @@ async fn run_and_kill_at(e: &Env, point: &str, prompt: &str) -> OperationId {
 /// Run `rein ARGS` until it pauses at `point` (`REIN_TEST_PAUSE_AT`), and kill it there with
 /// SIGKILL.
 async fn kill_at(e: &Env, args: &[&str], point: &str) {
+    assert!(
+        kill_if_paused(e, args, point).await,
+        "the child exited before pausing at {point}"
+    );
+}
+
+/// Run `rein ARGS` with `REIN_TEST_PAUSE_AT=point`: `true` once it paused there and was killed
+/// with SIGKILL, `false` when it ended first (its run has fewer such points).
+async fn kill_if_paused(e: &Env, args: &[&str], point: &str) -> bool {
     let mut cmd = e.cmd(args);
     cmd.env("REIN_TEST_PAUSE_AT", point);
     let mut child = cmd.spawn().unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let wait = async {
+    let paused = tokio::time::timeout(Duration::from_secs(60), async {
         while let Some(line) = lines.next_line().await.unwrap() {
             if line.starts_with("REIN_TEST_PAUSED") {
-                return;
+                return true;
             }
         }
-        panic!("the child exited before pausing at {point}");
-    };
-    tokio::time::timeout(Duration::from_secs(60), wait)
-        .await
-        .expect("pause point reached");
-    child.kill().await.unwrap(); // SIGKILL
+        false
+    })
+    .await
+    .expect("the run pauses or ends");
+    if paused {
+        child.kill().await.unwrap(); // SIGKILL
+    } else {
+        let _ = child.wait().await;
+    }
+    paused
 }
 
 async fn resume_and_check(e: &Env, id: OperationId) {
@@ -690,27 +703,12 @@ async fn a_pipelined_run_killed_at_each_commit_resumes_without_doing_anything_tw
             ledger("l1", "A"),
             Canned::openai_text("Recorded A."),
         ]);
-        let mut cmd = e.cmd(&["run", "--approval", "auto-run", "record A"]);
-        cmd.env("REIN_TEST_PAUSE_AT", point);
-        let mut child = cmd.spawn().unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let paused = tokio::time::timeout(Duration::from_secs(60), async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                if line.starts_with("REIN_TEST_PAUSED") {
-                    return true;
-                }
-            }
-            false
-        })
-        .await
-        .expect("the run pauses or ends");
-        if !paused {
+        let args = ["run", "--approval", "auto-run", "record A"];
+        if !kill_if_paused(&e, &args, point).await {
             // The run took fewer commits than this point.
-            let _ = child.wait().await;
             continue;
         }
         reached += 1;
-        child.kill().await.unwrap(); // SIGKILL
         let store = e.store().await;
         let ops = store
             .list_operations(&rein_store::OperationFilter::default())
@@ -1897,27 +1895,12 @@ async fn a_delegation_killed_at_each_boundary_resumes_without_doing_anything_twi
             let (code, _, err) = e.rein(&args).await;
             assert_eq!(code, 0, "{err}");
         }
-        let mut cmd = e.cmd(&["run", "--agent", "boss", "Book the payment."]);
-        cmd.env("REIN_TEST_PAUSE_AT", point);
-        let mut child = cmd.spawn().unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let paused = tokio::time::timeout(Duration::from_secs(60), async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                if line.starts_with("REIN_TEST_PAUSED") {
-                    return true;
-                }
-            }
-            false
-        })
-        .await
-        .expect("the run pauses or ends");
-        if !paused {
+        let args = ["run", "--agent", "boss", "Book the payment."];
+        if !kill_if_paused(&e, &args, point).await {
             // The whole delegation took fewer commits than this point.
-            let _ = child.wait().await;
             continue;
         }
         reached += 1;
-        child.kill().await.unwrap(); // SIGKILL
         let store = e.store().await;
         let roots: Vec<_> = store
             .list_operations(&rein_store::OperationFilter::default())

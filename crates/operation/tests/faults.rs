@@ -13,14 +13,14 @@ mod proxy;
 #[path = "faults/vfs.rs"]
 mod vfs;
 
-use crate::common::in_process::{InProcessModel, tool_call};
+use crate::common::in_process::{InProcessModel, answer, tool_call};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use rein_core::engine::ports::{PortError, ToolOutput};
 use rein_core::intervention::ApprovalMode;
 use rein_core::state::{FinishReason, ModelRef};
 use rein_core::tool::ToolManifest;
-use rein_core::{OperationId, Role, TokenUsage};
+use rein_core::{OperationId, Role};
 use rein_model::{Catalog, ChatRequest, ModelEvent, StopReason};
 use rein_operation::{Driver, RunEnd, StartOptions, Tool, ToolContext};
 use rein_store::{Effect, ExecStatus, SqlStore, Store, Synchronous};
@@ -36,40 +36,22 @@ use vfs::Fault;
 /// answer.
 fn turn(req: &ChatRequest) -> Vec<ModelEvent> {
     let results = req.messages.iter().filter(|m| m.role == Role::Tool).count();
-    let mut out = vec![ModelEvent::Start {
-        response_id: None,
-        model: Some("script".into()),
-    }];
-    let reason = match results {
-        0 => {
-            out.extend(tool_call(
-                "c1",
-                "calculator__evaluate",
-                r#"{"expression":"6*7"}"#,
-            ));
-            StopReason::ToolUse
-        }
-        1 => {
-            out.extend(tool_call("d1", "deploy__release", r#"{"version":"1.2.0"}"#));
-            StopReason::ToolUse
-        }
-        _ => {
-            out.push(ModelEvent::TextDelta {
+    match results {
+        0 => answer(
+            tool_call("c1", "calculator__evaluate", r#"{"expression":"6*7"}"#),
+            StopReason::ToolUse,
+        ),
+        1 => answer(
+            tool_call("d1", "deploy__release", r#"{"version":"1.2.0"}"#),
+            StopReason::ToolUse,
+        ),
+        _ => answer(
+            vec![ModelEvent::TextDelta {
                 text: "Released 1.2.0.".into(),
-            });
-            StopReason::EndTurn
-        }
-    };
-    out.push(ModelEvent::Usage {
-        usage: TokenUsage {
-            input: 100,
-            output: 10,
-            total: 110,
-            ..Default::default()
-        },
-    });
-    out.push(ModelEvent::Stop { reason, raw: None });
-    out
+            }],
+            StopReason::EndTurn,
+        ),
+    }
 }
 
 /// A release: an effect that must not happen twice; it counts its runs.

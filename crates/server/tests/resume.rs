@@ -73,13 +73,9 @@ async fn post_resume_continues_an_interrupted_operation_and_refuses_a_finished_o
     assert_eq!(status, 409, "{body}");
 }
 
-/// A decision recorded just before the process stopped (its step never committed) is not lost
-/// and does not lock the operation: the decision cannot be made a second time (409), but a
-/// resume carries it out. Without one, a parked operation is not resumed (409).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn post_resume_carries_out_a_decision_recorded_before_a_stop() {
-    use rein_store::{InterventionStatus, Store};
-    // The shell asks in manual mode.
+/// A server whose operation (alice's) waits for her approval of a shell call (`c1`, manual
+/// mode), then answers `42.`.
+async fn parked_on_the_shell() -> (Api, String, String) {
     let e = Api::with_workdir(vec![
         Canned::openai_tools(&[(
             "c1",
@@ -94,6 +90,16 @@ async fn post_resume_carries_out_a_decision_recorded_before_a_stop() {
         .create_operation(&alice, json!({"input": "6*7?", "approval": "manual"}))
         .await;
     e.wait_status(&op, &alice, "waiting_for_human").await;
+    (e, alice, op)
+}
+
+/// A decision recorded just before the process stopped (its step never committed) is not lost
+/// and does not lock the operation: the decision cannot be made a second time (409), but a
+/// resume carries it out. Without one, a parked operation is not resumed (409).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn post_resume_carries_out_a_decision_recorded_before_a_stop() {
+    use rein_store::{InterventionStatus, Store};
+    let (e, alice, op) = parked_on_the_shell().await;
     let resume = format!("/v1/operations/{op}/resume");
     let (status, body) = e.call("POST", &resume, Some(&alice), None).await;
     assert_eq!(status, 409, "nothing decided yet: {body}");
@@ -126,20 +132,7 @@ async fn post_resume_carries_out_a_decision_recorded_before_a_stop() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_recovery_sweep_carries_out_a_decision_recorded_before_a_stop() {
     use rein_store::{InterventionStatus, Store};
-    let e = Api::with_workdir(vec![
-        Canned::openai_tools(&[(
-            "c1",
-            "shell__run",
-            &json!({"command": "echo 42"}).to_string(),
-        )]),
-        Canned::openai_text("42."),
-    ])
-    .await;
-    let alice = e.token("alice").await;
-    let op = e
-        .create_operation(&alice, json!({"input": "6*7?", "approval": "manual"}))
-        .await;
-    e.wait_status(&op, &alice, "waiting_for_human").await;
+    let (e, alice, op) = parked_on_the_shell().await;
     let id: rein_core::OperationId = op.parse().unwrap();
     let node = e.app.runner.node.clone();
     let parked = |ops: Vec<rein_store::OperationRecord>| ops.iter().any(|o| o.id == id);

@@ -45,6 +45,25 @@ impl InProcessModel {
     }
 }
 
+/// A whole answer: its start, `body`, 100 input and 10 output tokens, and its stop.
+pub fn answer(body: Vec<ModelEvent>, reason: rein_model::StopReason) -> Vec<ModelEvent> {
+    let mut out = vec![ModelEvent::Start {
+        response_id: None,
+        model: Some("script".into()),
+    }];
+    out.extend(body);
+    out.push(ModelEvent::Usage {
+        usage: rein_core::TokenUsage {
+            input: 100,
+            output: 10,
+            total: 110,
+            ..Default::default()
+        },
+    });
+    out.push(ModelEvent::Stop { reason, raw: None });
+    out
+}
+
 /// One streamed tool call of `name` (`identifier__api`) with `args`.
 pub fn tool_call(id: &str, name: &str, args: &str) -> Vec<ModelEvent> {
     vec![

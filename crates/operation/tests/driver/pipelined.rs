@@ -6,14 +6,14 @@
 //! pipelines by default) and the fault sweeps (`faults::`), which run on the default too.
 
 use crate::common::assert_consistent;
-use crate::common::in_process::{InProcessModel, tool_call};
+use crate::common::in_process::{InProcessModel, answer, tool_call};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use rein_core::engine::ports::{PortError, ToolOutput};
 use rein_core::intervention::ApprovalMode;
 use rein_core::state::{FinishReason, ModelRef};
 use rein_core::tool::ToolManifest;
-use rein_core::{OperationId, Role, TokenUsage};
+use rein_core::{OperationId, Role};
 use rein_model::{Catalog, ChatRequest, ModelEvent, StopReason};
 use rein_operation::{Driver, Durability, RunEnd, StartOptions, Tool, ToolContext};
 use rein_store::{Effect, SqlStore, Store, Synchronous};
@@ -28,41 +28,29 @@ use std::time::Duration;
 /// the commits from then on.
 fn turn(req: &ChatRequest, hold: &(dyn Fn() + Send + Sync)) -> Vec<ModelEvent> {
     let results = req.messages.iter().filter(|m| m.role == Role::Tool).count();
-    let mut out = vec![ModelEvent::Start {
-        response_id: None,
-        model: Some("script".into()),
-    }];
-    let reason = match results {
-        0 | 1 => {
-            out.extend(tool_call(
+    match results {
+        0 | 1 => answer(
+            tool_call(
                 &format!("c{results}"),
                 "calculator__evaluate",
                 r#"{"expression":"6*7"}"#,
-            ));
-            StopReason::ToolUse
-        }
+            ),
+            StopReason::ToolUse,
+        ),
         2 => {
             hold();
-            out.extend(tool_call("d1", "deploy__release", r#"{"version":"1.2.0"}"#));
-            StopReason::ToolUse
+            answer(
+                tool_call("d1", "deploy__release", r#"{"version":"1.2.0"}"#),
+                StopReason::ToolUse,
+            )
         }
-        _ => {
-            out.push(ModelEvent::TextDelta {
+        _ => answer(
+            vec![ModelEvent::TextDelta {
                 text: "Released 1.2.0.".into(),
-            });
-            StopReason::EndTurn
-        }
-    };
-    out.push(ModelEvent::Usage {
-        usage: TokenUsage {
-            input: 100,
-            output: 10,
-            total: 110,
-            ..Default::default()
-        },
-    });
-    out.push(ModelEvent::Stop { reason, raw: None });
-    out
+            }],
+            StopReason::EndTurn,
+        ),
+    }
 }
 
 /// A release that notes, when it runs, whether the commit of the call asking for it has
