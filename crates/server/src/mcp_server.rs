@@ -249,8 +249,24 @@ impl McpDoor {
                 .map_err(failed)?
             {
                 Standing::Going => continue,
-                // Interrupted (cancelled, a budget): this run is over; the result says how.
-                Standing::Stopped => break,
+                // Ended, or interrupted (cancelled, a budget): this run is over; the result says
+                // how. What the log still holds for this client is told first (a fast run can
+                // end before its events came through; the stream ends with the operation, and an
+                // interrupted one's is given two seconds).
+                Standing::Stopped => {
+                    let rest = async {
+                        while let Some(seen) = events.recv().await {
+                            if let (Seen::Committed(event), Some(token)) = (&seen, &progress)
+                                && let Some(message) = progress_message(&event.kind)
+                            {
+                                done += 1;
+                                self.progress(ctx, token, done, message).await;
+                            }
+                        }
+                    };
+                    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), rest).await;
+                    break;
+                }
                 Standing::Asks(fresh) => fresh,
             };
             if fresh
