@@ -166,73 +166,101 @@ async fn settle(store: &Arc<SqlStore>, id: OperationId, runs: &Arc<AtomicU32>, w
     );
 }
 
-/// What one faulted run did.
+/// A write's time on the slow disk of the sweeps of operations committing together: long
+/// enough that the others' commits queue while one transaction is written, as on a busy server.
+const SLOW_WRITE: Duration = Duration::from_micros(300);
+
+/// What one faulted run (of one operation, or of several at once) did.
 #[derive(Debug, Default)]
 struct Seen {
     /// Calls the fault failed.
     failed: u64,
-    /// The faulted run ended (the failed write or sync was one it does not depend on).
+    /// Every faulted run ended (the failed write or sync was one it does not depend on).
     ended: bool,
-    /// The faulted run failed with a store error naming the fault.
+    /// A faulted run failed with a store error naming the fault.
     refused: bool,
-    /// The release ran in the faulted run.
+    /// A run that failed had run its release first.
     released_before_restart: bool,
 }
 
-/// Start an operation, run it with `fault` after `skip` writes (syncs), then restart and resume.
-async fn one(fault: Fault, skip: u64, sync: Synchronous) -> Seen {
+/// Start `together` operations on one store, run them at once with `fault` after `skip` writes
+/// (syncs), then restart and resume each. Run together, their commits share the SQLite
+/// writer's transactions (group commit), so one fault can fail several operations' commits.
+async fn one(fault: Fault, skip: u64, sync: Synchronous, together: usize) -> Seen {
     let dir = std::env::temp_dir().join(format!("rein-faults-{}", OperationId::new()));
     std::fs::create_dir_all(&dir).unwrap();
     let db = dir.join("rein.db");
-    let what = format!("{fault:?} after {skip} ({sync:?})");
+    let what = format!("{fault:?} after {skip} ({sync:?}, {together} at once)");
+    if together > 1 {
+        vfs::slow(&dir, Some(SLOW_WRITE));
+    }
     let store = Arc::new(SqlStore::open(db.to_str().unwrap(), sync).await.unwrap());
-    let runs = Arc::new(AtomicU32::new(0));
-    let id = driver(&store, &runs)
-        .start("ship it", &options())
-        .await
-        .unwrap();
+    let runs: Vec<Arc<AtomicU32>> = (0..together).map(|_| Arc::default()).collect();
+    let mut ids = Vec::new();
+    for r in &runs {
+        ids.push(
+            driver(&store, r)
+                .start("ship it", &options())
+                .await
+                .unwrap(),
+        );
+    }
 
     vfs::arm(&dir, fault, skip);
-    let first = tokio::time::timeout(Duration::from_secs(60), driver(&store, &runs).run(id))
-        .await
-        .unwrap_or_else(|_| panic!("{what}: the run hung"));
+    let firsts = tokio::time::timeout(
+        Duration::from_secs(60),
+        futures::future::join_all(ids.iter().zip(&runs).map(|(id, r)| {
+            let d = driver(&store, r);
+            async move { d.run(*id).await }
+        })),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("{what}: the run hung"));
+    vfs::slow(&dir, None);
     let mut seen = Seen {
         failed: vfs::disarm(&dir),
-        released_before_restart: runs.load(Ordering::SeqCst) == 1,
+        ended: true,
         ..Seen::default()
     };
-    match &first {
-        Ok(RunEnd::Done {
-            reason: FinishReason::Completed,
-            ..
-        }) => seen.ended = true,
-        Ok(other) => panic!("{what}: the run ended as {other:?}"),
-        Err(e) => {
-            let text = e.to_string();
-            assert!(
-                ["disk is full", "disk I/O error", "database or disk is full"]
-                    .iter()
-                    .any(|s| text.contains(s)),
-                "{what}: a failure that does not say what happened: {text}"
-            );
-            seen.refused = true;
+    for (first, r) in firsts.iter().zip(&runs) {
+        match first {
+            Ok(RunEnd::Done {
+                reason: FinishReason::Completed,
+                ..
+            }) => {}
+            Ok(other) => panic!("{what}: the run ended as {other:?}"),
+            Err(e) => {
+                let text = e.to_string();
+                assert!(
+                    ["disk is full", "disk I/O error", "database or disk is full"]
+                        .iter()
+                        .any(|s| text.contains(s)),
+                    "{what}: a failure that does not say what happened: {text}"
+                );
+                seen.ended = false;
+                seen.refused = true;
+                seen.released_before_restart |= r.load(Ordering::SeqCst) == 1;
+            }
         }
     }
     assert_eq!(integrity(&db), "ok", "{what}: integrity");
     store.close().await;
     drop(store);
 
-    // A restart: a new store on the same file; the operation continues from its last commit.
+    // A restart: a new store on the same file; each operation continues from its last commit.
     let store = Arc::new(SqlStore::open(db.to_str().unwrap(), sync).await.unwrap());
-    settle(&store, id, &runs, &what).await;
+    for (id, r) in ids.iter().zip(&runs) {
+        settle(&store, *id, r, &what).await;
+    }
     assert_eq!(integrity(&db), "ok", "{what}: integrity after the resume");
     store.close().await;
     let _ = std::fs::remove_dir_all(&dir);
     seen
 }
 
-/// The writes (or syncs) one fault-free run makes under its folder: the points to fault.
-async fn points(sync: Synchronous) -> (u64, u64) {
+/// The writes (or syncs) one fault-free run of `together` operations makes under its folder
+/// (the points to fault), and how many transactions carried their commits.
+async fn points(sync: Synchronous, together: usize) -> (u64, u64, rein_store::WriterStats) {
     let dir = std::env::temp_dir().join(format!("rein-faults-{}", OperationId::new()));
     std::fs::create_dir_all(&dir).unwrap();
     let store = Arc::new(
@@ -240,24 +268,52 @@ async fn points(sync: Synchronous) -> (u64, u64) {
             .await
             .unwrap(),
     );
+    if together > 1 {
+        vfs::slow(&dir, Some(SLOW_WRITE));
+    }
     let runs = Arc::new(AtomicU32::new(0));
-    let id = driver(&store, &runs)
-        .start("ship it", &options())
-        .await
-        .unwrap();
+    let mut ids = Vec::new();
+    for _ in 0..together {
+        ids.push(
+            driver(&store, &runs)
+                .start("ship it", &options())
+                .await
+                .unwrap(),
+        );
+    }
     vfs::count(&dir);
-    let end = driver(&store, &runs).run(id).await.unwrap();
+    let ends = futures::future::join_all(ids.iter().map(|id| {
+        let d = driver(&store, &runs);
+        async move { d.run(*id).await }
+    }))
+    .await;
     let counted = vfs::counted(&dir);
-    assert!(matches!(end, RunEnd::Done { .. }), "{end:?}");
+    for end in ends {
+        assert!(matches!(end, Ok(RunEnd::Done { .. })), "{end:?}");
+    }
+    let stats = store.writer_stats().unwrap_or_default();
     store.close().await;
+    vfs::slow(&dir, None);
     let _ = std::fs::remove_dir_all(&dir);
-    counted
+    (counted.0, counted.1, stats)
 }
 
-async fn sweep(sync: Synchronous) {
+/// Fault every `stride`-th write (or sync) of a run of `together` operations, and the points
+/// after its last one.
+async fn sweep(sync: Synchronous, together: usize, stride: u64) {
     vfs::install();
-    let (writes, syncs) = points(sync).await;
+    let (writes, syncs, stats) = points(sync, together).await;
     assert!(writes > 0, "the run wrote nothing under its folder");
+    println!(
+        "{sync:?}, {together} at once: {} step commits in {} transactions{}",
+        stats.commits,
+        stats.transactions,
+        if stats.commits > stats.transactions {
+            ""
+        } else {
+            " (NOTE: no commits shared a transaction this time; the sweep ran without group commit)"
+        }
+    );
     for fault in Fault::ALL {
         let n = if fault == Fault::SyncError {
             syncs
@@ -265,16 +321,17 @@ async fn sweep(sync: Synchronous) {
             writes
         };
         let mut tally = (0, 0, 0, 0);
-        for skip in 0..=n {
-            let seen = one(fault, skip, sync).await;
+        for skip in (0..=n).step_by(stride as usize) {
+            let seen = one(fault, skip, sync, together).await;
             tally.0 += u32::from(seen.refused);
             tally.1 += u32::from(seen.ended && seen.failed > 0);
             tally.2 += u32::from(seen.failed == 0);
             tally.3 += u32::from(seen.released_before_restart && seen.refused);
         }
         println!(
-            "{sync:?} {fault:?}: {} points; failed visibly {}, absorbed {}, not reached {}, \
-             released then failed (settled on resume, not repeated) {}",
+            "{sync:?} {fault:?}, {together} at once: {} points of {}; failed visibly {}, absorbed {}, \
+             not reached {}, released then failed (settled on resume, not repeated) {}",
+            n / stride + 1,
             n + 1,
             tally.0,
             tally.1,
@@ -286,10 +343,18 @@ async fn sweep(sync: Synchronous) {
 
 #[tokio::test]
 async fn every_write_and_sync_of_a_run_can_fail_and_the_operation_resumes_whole_normal() {
-    sweep(Synchronous::Normal).await;
+    sweep(Synchronous::Normal, 1, 1).await;
+}
+
+/// Three operations committing at once on a slow disk share the writer's transactions (group
+/// commit): a fault at a write or sync (every 20th, to bound the time) fails the commits its
+/// transaction carried (each run says so), and every operation resumes whole.
+#[tokio::test]
+async fn writes_under_operations_committing_together_can_fail_and_each_resumes_whole() {
+    sweep(Synchronous::Normal, 3, 20).await;
 }
 
 #[tokio::test]
 async fn every_write_and_sync_of_a_run_can_fail_and_the_operation_resumes_whole_full() {
-    sweep(Synchronous::Full).await;
+    sweep(Synchronous::Full, 1, 1).await;
 }

@@ -110,7 +110,7 @@ pub use responses::{ResponseRequest, Responses};
 pub use retention::{Compacted, Retention, compact_all, delete_stale_topics};
 pub use schema::{Migration, Schema};
 pub use sessions::{Failures, SessionRecord, Sessions};
-pub use sql::{CommitNotices, Counts, Notice, SqlStore, Synchronous, redact};
+pub use sql::{CommitNotices, Counts, Notice, SqlStore, Synchronous, WriterStats, redact};
 pub use tasks::{Delivery, DeliveryStatus, Handoff, RunTrigger, TaskRow, TaskRun, Tasks};
 pub use topics::{
     DeletedTopic, NewTopic, OperationRecords, StoredConversation, TitleSource, TopicFilter,

@@ -59,6 +59,9 @@ struct Count {
 
 static COUNTS: Mutex<Vec<Count>> = Mutex::new(Vec::new());
 
+/// Folders whose files are on a slow disk: each write takes this long.
+static SLOW: Mutex<Vec<(PathBuf, std::time::Duration)>> = Mutex::new(Vec::new());
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -124,6 +127,16 @@ pub fn counted(folder: &Path) -> (u64, u64) {
         .map_or((0, 0), |c| (c.writes, c.syncs));
     counts.retain(|c| c.folder != folder);
     seen
+}
+
+/// From now on each write of the files under `folder` takes `per_write` (a slow disk: the
+/// writer's transactions take long enough that commits queue behind them); `None` ends it.
+pub fn slow(folder: &Path, per_write: Option<std::time::Duration>) {
+    let mut slow = lock(&SLOW);
+    slow.retain(|(f, _)| f != folder);
+    if let Some(d) = per_write {
+        slow.push((folder.to_owned(), d));
+    }
 }
 
 /// Our header of an open file; the real VFS's file follows it in the same allocation.
@@ -256,8 +269,17 @@ unsafe extern "C" fn write(
     at: i64,
 ) -> c_int {
     unsafe {
-        if let Some(rc) = decide(&*(*f.cast::<Wrapped>()).path, false) {
+        let path = &*(*f.cast::<Wrapped>()).path;
+        if let Some(rc) = decide(path, false) {
             return rc;
+        }
+        let delay = lock(&SLOW)
+            .iter()
+            .find(|(folder, _)| path.starts_with(folder))
+            .map(|(_, d)| *d);
+        if let Some(d) = delay {
+            // The disk's own time, not a wait for anything: this thread is SQLite's writer.
+            std::thread::sleep(d);
         }
         let (real, m) = real(f);
         m.xWrite

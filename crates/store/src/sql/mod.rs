@@ -49,6 +49,7 @@ mod writer;
 
 pub use notices::{CommitNotices, Notice};
 pub use operations::Counts;
+pub use writer::WriterStats;
 
 use crate::Store;
 use crate::error::StoreError;
@@ -322,6 +323,13 @@ impl SqlStore {
         let version = p.version.clone();
         self.pgvector = Some(Arc::new(p));
         Ok(version)
+    }
+
+    /// On SQLite, how many transactions the step-commit writer wrote and how many step commits
+    /// they carried (more commits than transactions: group commit at work); `None` on
+    /// PostgreSQL, where each commit is its own transaction and the server groups their syncs.
+    pub fn writer_stats(&self) -> Option<WriterStats> {
+        self.writer.as_ref().map(|w| w.stats())
     }
 
     /// The SQL database this store talks to.

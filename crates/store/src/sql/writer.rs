@@ -1,11 +1,20 @@
 //! The SQLite commit path: one thread owns a connection (rusqlite, the same bundled SQLite as
-//! sqlx) and runs each step commit as one job, its statements prepared once and cached.
+//! sqlx) and runs step commits, its statements prepared once and cached.
 //!
 //! Why: sqlx runs SQLite on a worker thread and hands every statement to it and back, so a
 //! commit of eight statements cost eight hand-offs between threads, most of a committed step.
 //! Here a commit is one hand-off. Everything else (reads, creation, leases, accounts) stays on
 //! the sqlx pool; both write with `BEGIN IMMEDIATE` and a busy timeout, so SQLite serializes
 //! them like any two connections.
+//!
+//! Group commit: the commits that queue while one transaction is written (many operations in
+//! flight) go into the next transaction together, up to [`MAX_BATCH`], each in its own
+//! savepoint. One WAL append and one sync then carry all of them. There is no added wait: a
+//! lone commit is written at once, and a batch is whatever queued meanwhile. Each commit's
+//! outcome is its own (a duplicate step or a missing operation rolls back its savepoint only)
+//! and is told to its caller only after the transaction is durable; a failure of the
+//! transaction itself (disk full, an I/O error, a failed sync) fails every commit in it, none
+//! of which was acknowledged.
 
 use super::commit::StepStatements;
 use super::statement::{Arg, Statement};
@@ -13,14 +22,47 @@ use super::*;
 use futures::channel::oneshot;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 
-type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+/// At most this many step commits share one transaction: enough to carry a busy server's
+/// commits in one sync, few enough that one transaction holds the write lock briefly.
+pub(crate) const MAX_BATCH: usize = 64;
+
+/// A step commit waiting for the writer thread, with where its outcome goes.
+struct Pending {
+    statements: StepStatements,
+    operation: OperationId,
+    done: oneshot::Sender<Result<CommitOutcome, StoreError>>,
+}
+
+enum Job {
+    Commit(Pending),
+    /// Tests: the thread waits until the sender is dropped, so commits queue behind it.
+    #[cfg(test)]
+    Hold(mpsc::Receiver<()>),
+}
+
+/// How many transactions the writer wrote and how many step commits they carried.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriterStats {
+    /// Transactions written (each one WAL append and, on `FULL`, one sync).
+    pub transactions: u64,
+    /// Step commits carried by them (committed, duplicate or refused).
+    pub commits: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    transactions: AtomicU64,
+    commits: AtomicU64,
+}
 
 /// The writer thread's mailbox. Dropping the last sender (or [`Writer::stop`]) ends the thread
 /// once its queue is empty, closing the connection.
 pub(crate) struct Writer {
     jobs: Mutex<Option<mpsc::Sender<Job>>>,
+    counters: Arc<Counters>,
 }
 
 impl Writer {
@@ -48,20 +90,18 @@ impl Writer {
             .map_err(fail)?;
         conn.set_prepared_statement_cache_capacity(64);
         let (tx, rx) = mpsc::channel::<Job>();
+        let counters = Arc::new(Counters::default());
+        let counted = Arc::clone(&counters);
         std::thread::Builder::new()
             .name("rein-sqlite-writer".into())
-            .spawn(move || {
-                let mut conn = conn;
-                for job in rx {
-                    job(&mut conn);
-                }
-            })
+            .spawn(move || run(conn, &rx, &counted))
             .map_err(|e| StoreError::Connect {
                 target: path.to_owned(),
                 message: format!("cannot start the SQLite writer thread: {e}"),
             })?;
         Ok(Self {
             jobs: Mutex::new(Some(tx)),
+            counters,
         })
     }
 
@@ -70,24 +110,45 @@ impl Writer {
         self.jobs.lock().unwrap_or_else(|p| p.into_inner()).take();
     }
 
-    /// Commit one step on the writer thread.
+    fn send(&self, job: Job) -> bool {
+        match &*self.jobs.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(jobs) => jobs.send(job).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Commit one step on the writer thread; it returns once the step is durable (or refused).
     pub(crate) async fn commit(
         &self,
         statements: StepStatements,
         operation: OperationId,
     ) -> Result<CommitOutcome, StoreError> {
         let (done, result) = oneshot::channel();
-        let job: Job = Box::new(move |conn| {
-            let _ = done.send(commit(conn, statements, operation));
-        });
-        let sent = match &*self.jobs.lock().unwrap_or_else(|p| p.into_inner()) {
-            Some(jobs) => jobs.send(job).is_ok(),
-            None => false,
+        let pending = Pending {
+            statements,
+            operation,
+            done,
         };
-        if !sent {
+        if !self.send(Job::Commit(pending)) {
             return Err(StoreError::Closed);
         }
         result.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Transactions written and step commits carried so far.
+    pub(crate) fn stats(&self) -> WriterStats {
+        WriterStats {
+            transactions: self.counters.transactions.load(Ordering::Relaxed),
+            commits: self.counters.commits.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Tests: hold the thread until the returned sender is dropped.
+    #[cfg(test)]
+    fn hold(&self) -> mpsc::Sender<()> {
+        let (release, held) = mpsc::channel();
+        assert!(self.send(Job::Hold(held)), "the writer is stopped");
+        release
     }
 }
 
@@ -97,24 +158,118 @@ impl Drop for Writer {
     }
 }
 
-fn commit(
+/// The thread: take a commit, gather what queued behind it, write them as one transaction.
+fn run(mut conn: Connection, jobs: &mpsc::Receiver<Job>, counters: &Counters) {
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    while let Ok(job) = jobs.recv() {
+        let mut next = Some(job);
+        while let Some(job) = next.take() {
+            match job {
+                Job::Commit(p) => batch.push(p),
+                #[cfg(test)]
+                Job::Hold(held) => {
+                    // Write what was gathered first, so a hold never delays an earlier commit.
+                    if !batch.is_empty() {
+                        write(&mut conn, &mut batch, counters);
+                    }
+                    let _ = held.recv();
+                }
+            }
+            if batch.len() < MAX_BATCH {
+                next = jobs.try_recv().ok();
+            }
+        }
+        if !batch.is_empty() {
+            write(&mut conn, &mut batch, counters);
+        }
+    }
+}
+
+/// Write `batch` as one transaction and tell each commit its outcome; `batch` is left empty.
+fn write(conn: &mut Connection, batch: &mut Vec<Pending>, counters: &Counters) {
+    counters.transactions.fetch_add(1, Ordering::Relaxed);
+    counters
+        .commits
+        .fetch_add(batch.len() as u64, Ordering::Relaxed);
+    match commit_all(conn, batch) {
+        Ok(outcomes) => {
+            for (p, outcome) in batch.drain(..).zip(outcomes) {
+                let _ = p.done.send(outcome);
+            }
+        }
+        Err(e) => {
+            tracing::warn!(commits = batch.len(), error = %e, "a SQLite step transaction failed; none of its commits landed");
+            for p in batch.drain(..) {
+                let _ = p.done.send(Err(StoreError::Sqlite(again(&e))));
+            }
+        }
+    }
+}
+
+/// Each commit of `batch` in its own savepoint of one transaction: the outcome of each, or the
+/// error that undid the whole transaction.
+fn commit_all(
     conn: &mut Connection,
-    s: StepStatements,
+    batch: &[Pending],
+) -> Result<Vec<Result<CommitOutcome, StoreError>>, rusqlite::Error> {
+    let mut tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut outcomes = Vec::with_capacity(batch.len());
+    for p in batch {
+        let savepoint = tx.savepoint()?;
+        let outcome = commit_one(&savepoint, &p.statements, p.operation);
+        match outcome {
+            Ok(CommitOutcome::Committed) => savepoint.commit()?,
+            // Dropping a savepoint rolls it back: a refused commit leaves nothing behind.
+            Ok(CommitOutcome::Duplicate) | Err(_) => drop(savepoint),
+        }
+        // Some errors (a full disk, an I/O error) make SQLite roll the whole transaction
+        // back: what the savepoints before wrote is gone with it.
+        if tx.is_autocommit() {
+            return Err(match outcome {
+                Err(StoreError::Sqlite(e)) => e,
+                _ => rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT),
+                    Some("the step transaction was rolled back".into()),
+                ),
+            });
+        }
+        outcomes.push(outcome);
+    }
+    tx.commit()?;
+    Ok(outcomes)
+}
+
+/// One step commit: the step row (nothing when it was committed before), the operation row
+/// (nothing when there is no such operation), then the rest.
+fn commit_one(
+    conn: &Connection,
+    s: &StepStatements,
     operation: OperationId,
 ) -> Result<CommitOutcome, StoreError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    // Dropping `tx` without committing rolls it back.
-    if execute(&tx, &s.step)? == 0 {
+    if execute(conn, &s.step)? == 0 {
         return Ok(CommitOutcome::Duplicate);
     }
-    if execute(&tx, &s.operation)? == 0 {
+    if execute(conn, &s.operation)? == 0 {
         return Err(StoreError::OperationNotFound(operation.to_string()));
     }
     for st in &s.rest {
-        execute(&tx, st)?;
+        execute(conn, st)?;
     }
-    tx.commit()?;
     Ok(CommitOutcome::Committed)
+}
+
+/// The same failure again, for each commit of a failed transaction (rusqlite's error is not
+/// `Clone`; its SQLite code, which callers classify by, is kept).
+fn again(e: &rusqlite::Error) -> rusqlite::Error {
+    match e {
+        rusqlite::Error::SqliteFailure(code, message) => {
+            rusqlite::Error::SqliteFailure(*code, message.clone())
+        }
+        other => rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
+            Some(other.to_string()),
+        ),
+    }
 }
 
 /// Run one statement; its `$N` placeholders are bound by name (SQLite numbers named
@@ -132,4 +287,201 @@ fn execute(conn: &Connection, st: &Statement) -> Result<usize, StoreError> {
         }
     }
     Ok(stmt.raw_execute()?)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn step(op: &str, index: i64, note: &str, extra: Option<&'static str>) -> StepStatements {
+        let mut rest = vec![
+            Statement::new("INSERT INTO log (op, note) VALUES ($1, $2)")
+                .arg(op)
+                .arg(note),
+        ];
+        rest.extend(extra.map(Statement::new));
+        StepStatements {
+            step: Statement::new(
+                "INSERT INTO steps (op, idx) VALUES ($1, $2) ON CONFLICT (op, idx) DO NOTHING",
+            )
+            .arg(op)
+            .arg(index),
+            operation: Statement::new("UPDATE ops SET seq = $1 WHERE id = $2")
+                .arg(index)
+                .arg(op),
+            rest,
+        }
+    }
+
+    /// A fresh database file with the tables the test steps write and operations `ops`.
+    fn database(ops: &[&str]) -> std::path::PathBuf {
+        let path =
+            std::env::temp_dir().join(format!("rein-writer-{}.db", uuid::Uuid::now_v7().simple()));
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE steps (op TEXT, idx INTEGER, PRIMARY KEY (op, idx));
+             CREATE TABLE ops (id TEXT PRIMARY KEY, seq INTEGER);
+             CREATE TABLE log (op TEXT, note TEXT);",
+        )
+        .unwrap();
+        for op in ops {
+            conn.execute("INSERT INTO ops (id, seq) VALUES (?1, 0)", [op])
+                .unwrap();
+        }
+        path
+    }
+
+    fn remove(path: &std::path::Path) {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+    }
+
+    fn rows(path: &std::path::Path, sql: &str) -> Vec<String> {
+        let conn = Connection::open(path).unwrap();
+        let mut stmt = conn.prepare(sql).unwrap();
+        stmt.query_map([], |r| r.get::<_, String>(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    /// Commits that queue while the writer is busy share one transaction, and each gets its own
+    /// outcome: a duplicate, a missing operation and a failing statement undo only their own
+    /// savepoint, never the commits beside them.
+    #[tokio::test]
+    async fn queued_commits_share_one_transaction_and_keep_their_own_outcomes() {
+        let path = database(&["a", "b", "c"]);
+        let writer = Writer::start(path.to_str().unwrap(), "NORMAL").unwrap();
+        let first = writer
+            .commit(step("a", 1, "a1", None), OperationId::new())
+            .await
+            .unwrap();
+        assert_eq!(first, CommitOutcome::Committed);
+        assert_eq!(
+            writer.stats(),
+            WriterStats {
+                transactions: 1,
+                commits: 1
+            }
+        );
+
+        let release = writer.hold();
+        let mut batch = Box::pin(futures::future::join_all([
+            writer.commit(step("a", 2, "a2", None), OperationId::new()),
+            writer.commit(step("a", 1, "a1 again", None), OperationId::new()),
+            writer.commit(step("d", 1, "d1", None), OperationId::new()),
+            writer.commit(
+                step("b", 1, "b1", Some("INSERT INTO no_such_table VALUES (1)")),
+                OperationId::new(),
+            ),
+            writer.commit(step("c", 1, "c1", None), OperationId::new()),
+        ]));
+        // Every commit is queued behind the hold before the writer may take any of them.
+        assert!(futures::poll!(&mut batch).is_pending());
+        drop(release);
+        let outcomes = batch.await;
+
+        assert!(matches!(outcomes[0], Ok(CommitOutcome::Committed)));
+        assert!(matches!(outcomes[1], Ok(CommitOutcome::Duplicate)));
+        assert!(
+            matches!(outcomes[2], Err(StoreError::OperationNotFound(_))),
+            "{:?}",
+            outcomes[2]
+        );
+        assert!(
+            matches!(&outcomes[3], Err(StoreError::Sqlite(e)) if e.to_string().contains("no_such_table")),
+            "{:?}",
+            outcomes[3]
+        );
+        assert!(matches!(outcomes[4], Ok(CommitOutcome::Committed)));
+        assert_eq!(
+            writer.stats(),
+            WriterStats {
+                transactions: 2,
+                commits: 6
+            },
+            "the five queued commits went into one transaction"
+        );
+        writer.stop();
+        assert_eq!(
+            rows(&path, "SELECT op || idx FROM steps ORDER BY op, idx"),
+            ["a1", "a2", "c1"]
+        );
+        assert_eq!(
+            rows(&path, "SELECT note FROM log ORDER BY rowid"),
+            ["a1", "a2", "c1"]
+        );
+        assert_eq!(
+            rows(&path, "SELECT id || seq FROM ops ORDER BY id"),
+            ["a2", "b0", "c1"]
+        );
+        remove(&path);
+    }
+
+    /// When a commit's failure undoes the whole transaction (as SQLite does on a full disk or an
+    /// I/O error; here a statement that rolls it back), no commit of the batch is told it
+    /// landed, and none did.
+    #[tokio::test]
+    async fn a_transaction_undone_fails_every_commit_it_carried() {
+        let path = database(&["a", "b", "c"]);
+        let writer = Writer::start(path.to_str().unwrap(), "NORMAL").unwrap();
+        let release = writer.hold();
+        let mut batch = Box::pin(futures::future::join_all([
+            writer.commit(step("a", 1, "a1", None), OperationId::new()),
+            writer.commit(step("b", 1, "b1", Some("ROLLBACK")), OperationId::new()),
+            writer.commit(step("c", 1, "c1", None), OperationId::new()),
+        ]));
+        assert!(futures::poll!(&mut batch).is_pending());
+        drop(release);
+        let outcomes = batch.await;
+        assert!(
+            outcomes
+                .iter()
+                .all(|o| matches!(o, Err(StoreError::Sqlite(_)))),
+            "{outcomes:?}"
+        );
+        // The writer goes on: the next commit lands.
+        let next = writer
+            .commit(step("c", 1, "c1", None), OperationId::new())
+            .await
+            .unwrap();
+        assert_eq!(next, CommitOutcome::Committed);
+        writer.stop();
+        assert_eq!(rows(&path, "SELECT op || idx FROM steps"), ["c1"]);
+        assert_eq!(rows(&path, "SELECT note FROM log"), ["c1"]);
+        remove(&path);
+    }
+
+    /// A batch never outgrows its bound: what queued beyond it goes into the next transaction.
+    #[tokio::test]
+    async fn a_batch_is_bounded() {
+        let path = database(&["a"]);
+        let writer = Writer::start(path.to_str().unwrap(), "NORMAL").unwrap();
+        let release = writer.hold();
+        let n = MAX_BATCH as i64 * 2 + 1;
+        let mut all =
+            Box::pin(futures::future::join_all((1..=n).map(|i| {
+                writer.commit(step("a", i, "a", None), OperationId::new())
+            })));
+        assert!(futures::poll!(&mut all).is_pending());
+        drop(release);
+        let outcomes = all.await;
+        assert!(
+            outcomes
+                .iter()
+                .all(|o| matches!(o, Ok(CommitOutcome::Committed)))
+        );
+        assert_eq!(
+            writer.stats(),
+            WriterStats {
+                transactions: 3,
+                commits: n as u64
+            }
+        );
+        writer.stop();
+        assert_eq!(rows(&path, "SELECT id || seq FROM ops"), [format!("a{n}")]);
+        remove(&path);
+    }
 }
