@@ -1,7 +1,9 @@
 //! rein-shell-guard: what a command line would do, read from a real shell syntax tree. It owns
 //! the analysis the blacklist's shell rules ask (`rein_core::intervention`, where it is
 //! re-exported as `intervention::shell`): findings by [`ShellPredicate`], each with the
-//! command it concerns and why. Pure and synchronous (it builds for wasm32 with rein-core).
+//! command it concerns and why. Synchronous and without IO (it builds for wasm32 with
+//! rein-core); off wasm each analysis runs on a thread of its own under a deadline
+//! (`deadline`), so a command the parser chokes on is unanalysable after 2 s, not a hang.
 //!
 //! Regexes over a raw command line miss `{ rm -rf ~; }`, `X=rm; $X -rf .` and `rm -rf ~/../*`,
 //! and flag `grep -r "rm -rf /" docs`. This module parses the command with brush-parser (a
@@ -25,6 +27,8 @@
 //! blacklist makes them need a human in every mode that would otherwise run them.
 
 mod command;
+#[cfg(not(target_family = "wasm"))]
+mod deadline;
 mod launchers;
 mod limits;
 mod reach;
@@ -127,6 +131,9 @@ pub fn analyze(command: &str) -> Arc<Analysis> {
     }) {
         return hit;
     }
+    #[cfg(not(target_family = "wasm"))]
+    let analysis = Arc::new(deadline::SHARED.analyze(command, syntax::analyze_guarded));
+    #[cfg(target_family = "wasm")]
     let analysis = Arc::new(syntax::analyze_guarded(command));
     LAST.with(|l| *l.borrow_mut() = Some((command.to_owned(), Arc::clone(&analysis))));
     analysis
