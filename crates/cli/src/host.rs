@@ -131,6 +131,7 @@ pub async fn host(
         working_directory: given.cli_replay.as_deref().and_then(replay_workdir),
         agents: Some(agents),
         brief_owner: Some(local.id),
+        cancels: Arc::new(rein_operation::CancelWatch::new(store.clone())),
         store,
         models,
         catalog,

@@ -138,6 +138,8 @@ pub struct Host {
     pub client_tools: Option<Arc<dyn crate::client_tools::ClientTools>>,
     /// When a step's commit must be on disk (`durability` in `rein.toml`, `REIN_DURABILITY`).
     pub durability: crate::Durability,
+    /// Where every driver of this host learns of cancel requests: one poll for all runs.
+    pub cancels: Arc<crate::CancelWatch>,
 }
 
 impl Host {
@@ -150,7 +152,6 @@ impl Host {
         default_model: ModelRef,
     ) -> Self {
         Self {
-            store,
             models,
             catalog,
             default_model,
@@ -179,6 +180,8 @@ impl Host {
             own_mcp: None,
             client_tools: None,
             durability: Default::default(),
+            cancels: Arc::new(crate::CancelWatch::new(Arc::clone(&store))),
+            store,
         }
     }
 
@@ -224,6 +227,7 @@ impl Host {
             Arc::clone(&self.catalog),
         );
         d = d.with_builtins(&self.builtins);
+        d = d.with_cancel_watch(Arc::clone(&self.cancels));
         if let Some(model) = &self.image_model {
             d = d.with_image_model(model.clone());
         }

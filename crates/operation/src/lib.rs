@@ -84,10 +84,10 @@ pub mod workdirs;
 pub use agents::{AgentDirectory, StoredAgents};
 pub use driver::{
     AGENT_FORMAT, AgentArchive, AgentImportError, AgentMemory, Begun, BranchError, CalledTool,
-    ChainReplay, ChoosableTools, CommitHook, Decision, Driver, Durability, Fork, ForkChanges,
-    ForkError, ForkOptions, KnowledgeManifest, MOVED_ON, ReplayAnswer, ReplayError, ReplayOptions,
-    RunEnd, SkillManifest, StartOptions, StepReplay, SystemModelError, TITLE_INSTRUCTIONS, Turn,
-    derived_message_id,
+    CancelWatch, ChainReplay, ChoosableTools, CommitHook, Decision, Driver, Durability, Fork,
+    ForkChanges, ForkError, ForkOptions, KnowledgeManifest, MOVED_ON, ReplayAnswer, ReplayError,
+    ReplayOptions, RunEnd, SkillManifest, StartOptions, StepReplay, SystemModelError,
+    TITLE_INSTRUCTIONS, Turn, derived_message_id,
 };
 pub use embedder::ProviderEmbedder;
 pub use error::{DriverError, Refusal, TOPIC_ID_PATTERN, check_topic_id};

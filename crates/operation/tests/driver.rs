@@ -5,6 +5,8 @@
 mod archive;
 #[path = "driver/budgets.rs"]
 mod budgets;
+#[path = "driver/cancels.rs"]
+mod cancels;
 use crate::common;
 #[path = "driver/fork.rs"]
 mod fork;

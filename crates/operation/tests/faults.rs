@@ -127,7 +127,10 @@ async fn assert_whole(store: &SqlStore, id: OperationId, what: &str) {
 /// ran at most once (exactly once if recorded as succeeded).
 async fn settle(store: &Arc<SqlStore>, id: OperationId, runs: &Arc<AtomicU32>, what: &str) {
     assert_whole(store, id, what).await;
-    let end = driver(store, runs).resume(id).await.unwrap();
+    let end = driver(store, runs)
+        .resume(id)
+        .await
+        .unwrap_or_else(|e| panic!("{what}: the resume failed: {e}"));
     assert!(
         matches!(
             end,

@@ -72,6 +72,15 @@ pub enum StoreError {
     /// The store was closed.
     #[error("the store is closed (its SQLite writer has stopped)")]
     Closed,
+    /// The database did not answer in time (a stalled connection); what was asked may or may
+    /// not have taken effect, as when a connection drops before the answer arrives.
+    #[error("the database did not answer {what} within {after:?} (a stalled connection?)")]
+    Timeout {
+        /// What was asked.
+        what: &'static str,
+        /// How long it was waited for.
+        after: std::time::Duration,
+    },
     /// Stored data could not be read back.
     #[error("corrupt {what} in the database: {message}")]
     Corrupt {

@@ -321,6 +321,12 @@ pub trait Store:
     ) -> BoxFuture<'a, Result<(), StoreError>>;
     /// Ask the process running the operation to stop at its next boundary.
     fn request_cancel(&self, id: OperationId) -> BoxFuture<'_, Result<bool, StoreError>>;
+    /// Which of `ids` have a cancel request ([`Store::request_cancel`]): what a process polls
+    /// for all the runs it drives at once.
+    fn cancels_requested<'a>(
+        &'a self,
+        ids: &'a [OperationId],
+    ) -> BoxFuture<'a, Result<Vec<OperationId>, StoreError>>;
     /// Insert or replace a document (memory or note).
     fn put_document<'a>(&'a self, doc: &'a Document) -> BoxFuture<'a, Result<(), StoreError>>;
     /// One document.

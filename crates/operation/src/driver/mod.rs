@@ -9,6 +9,7 @@ mod a2a;
 mod agent_archive;
 mod archive;
 mod async_tool;
+mod cancel_watch;
 mod children;
 mod choosable;
 mod commit;
@@ -32,6 +33,7 @@ mod turn;
 pub use agent_archive::{
     AGENT_FORMAT, AgentArchive, AgentImportError, AgentMemory, KnowledgeManifest, SkillManifest,
 };
+pub use cancel_watch::CancelWatch;
 pub use choosable::ChoosableTools;
 pub use fork::{Fork, ForkChanges, ForkError, ForkOptions};
 pub use landing::Durability;
@@ -224,6 +226,9 @@ pub struct Driver {
     window_from_catalog: bool,
     sink: Option<Arc<dyn EventSink>>,
     cancel: CancellationToken,
+    /// Where this driver's runs learn of cancel requests (one poll for all the runs of every
+    /// driver sharing it).
+    cancels: Arc<CancelWatch>,
     /// Cancelled when this process stops: runs end after the step under way commits.
     hand_over: CancellationToken,
     /// Whether a step that leaves its operation running commits while the next one runs.
@@ -363,6 +368,7 @@ impl Driver {
             Ok(host) => Arc::new(host),
             Err(e) => unreachable_builtins(e),
         };
+        let cancels = Arc::new(CancelWatch::new(Arc::clone(&store)));
         Self {
             store,
             models,
@@ -373,6 +379,7 @@ impl Driver {
             window_from_catalog: true,
             sink: None,
             cancel: CancellationToken::new(),
+            cancels,
             hand_over: CancellationToken::new(),
             durability: Durability::default(),
             pipeline: Arc::new(rein_context::Pipeline::standard()),
@@ -400,6 +407,13 @@ impl Driver {
     /// Builder: each operation is offered its owner's MCP servers' tools too.
     pub fn with_own_mcp(mut self, own: Arc<crate::own_mcp::OwnMcp>) -> Self {
         self.own_mcp = Some(own);
+        self
+    }
+
+    /// Builder: learn of cancel requests through `cancels`, shared with the process's other
+    /// drivers, so one poll serves all their runs.
+    pub fn with_cancel_watch(mut self, cancels: Arc<CancelWatch>) -> Self {
+        self.cancels = cancels;
         self
     }
 

@@ -14,8 +14,6 @@ use rein_core::engine::initial_context;
 use rein_core::state::Status;
 use rein_core::{AgentState, OperationId};
 use rein_store::{CommitOutcome, StepCommit};
-use std::sync::Arc;
-use std::time::Duration;
 use tracing::Instrument;
 
 impl Driver {
@@ -186,11 +184,11 @@ impl Driver {
                 // stops here, before another model call, without waiting for the watcher's
                 // next look.
                 if !self.cancel.is_cancelled()
-                    && self
+                    && !self
                         .store
-                        .operation(run.id)
+                        .cancels_requested(std::slice::from_ref(&run.id))
                         .await?
-                        .is_some_and(|r| r.cancel_requested)
+                        .is_empty()
                 {
                     self.cancel.cancel();
                 }
@@ -274,19 +272,10 @@ impl Driver {
 
     /// Watch the store for a cancellation requested by another process, until the returned
     /// guard is dropped. It reads the operation's record only (one row, no state or messages).
-    pub(super) fn watch_cancel(&self, id: OperationId) -> AbortOnDrop {
-        let (store, cancel) = (Arc::clone(&self.store), self.cancel.clone());
-        AbortOnDrop(tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(Duration::from_millis(250)).await;
-                if let Ok(Some(record)) = store.operation(id).await
-                    && record.cancel_requested
-                {
-                    cancel.cancel();
-                    return;
-                }
-            }
-        }))
+    /// Cancel this driver's runs when operation `id` gets a cancel request, while the guard
+    /// lives.
+    pub(super) fn watch_cancel(&self, id: OperationId) -> super::cancel_watch::Watching {
+        self.cancels.watch(id, self.cancel.clone())
     }
 }
 

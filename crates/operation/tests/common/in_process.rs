@@ -97,9 +97,17 @@ impl ModelProvider for InProcessModel {
     }
     fn chat(&self, req: ChatRequest) -> EventStream {
         let (events, wait) = ((self.turn)(&req), self.wait());
+        // A cancelled call ends as a real provider's does: with a `Cancelled` error.
+        let cancel = req.cancel.clone();
         futures::stream::once(async move {
-            wait.await;
-            futures::stream::iter(events)
+            tokio::select! {
+                () = wait => futures::stream::iter(events).boxed(),
+                () = cancel.cancelled() => {
+                    let mut error = ModelError::new(rein_model::ErrorKind::Cancelled, "the call was cancelled");
+                    error.retryable = false;
+                    futures::stream::iter(vec![ModelEvent::Error { error }]).boxed()
+                }
+            }
         })
         .flatten()
         .boxed()

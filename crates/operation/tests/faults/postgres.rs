@@ -225,3 +225,135 @@ async fn a_connection_stalled_mid_run_holds_up_only_its_own_operation() {
     store.close().await;
     scratch.drop().await;
 }
+
+/// Wait until no session named `application` is running a statement or holding a transaction
+/// open.
+async fn quiet(url: &str, application: &str, what: &str) {
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let busy: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 \
+             AND state IN ('active', 'idle in transaction', 'idle in transaction (aborted)')",
+        )
+        .bind(application)
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+        if busy == 0 {
+            break;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            let sessions: Vec<(Option<String>, Option<String>, Option<String>)> = sqlx::query_as(
+                "SELECT state, wait_event, query FROM pg_stat_activity WHERE application_name = $1",
+            )
+            .bind(application)
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+            panic!("{what}: {busy} sessions still busy after the stall was released: {sessions:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let _ = conn.close().await;
+}
+
+/// With a commit deadline, a connection stalled inside a step commit fails its run visibly at
+/// the deadline (`StoreError::Timeout`) without waiting for the network, and the operation
+/// resumes whole once the connection is gone; a stall elsewhere (a read) is held until
+/// released, as before.
+#[tokio::test]
+async fn a_commit_stalled_past_its_deadline_fails_its_run_at_the_deadline_and_it_resumes_whole() {
+    let Some(scratch) = rein_testkit::postgres_scratch(TEST, "rein_faults_deadline").await else {
+        return;
+    };
+    const DEADLINE: Duration = Duration::from_millis(1000);
+    let proxy = Proxy::start(upstream(&scratch.url).await).await;
+    // Its sessions are told apart from the other tests' by name.
+    let application = format!("rein_stall_{}", std::process::id());
+    let url = format!(
+        "{}&application_name={application}",
+        through(&scratch.url, proxy.addr)
+    );
+    let store = Arc::new(
+        SqlStore::open(&url, Synchronous::Normal)
+            .await
+            .unwrap()
+            .with_commit_deadline(DEADLINE),
+    );
+    let pieces = pieces_of_a_run(&store, &proxy).await;
+
+    let (mut points, mut cut, mut held) = (0, 0, 0);
+    for at in (1..pieces).step_by(usize::try_from(pieces / 16).unwrap().max(1)) {
+        points += 1;
+        let what = format!("a connection stalled at piece {at} of {pieces}");
+        let runs = Arc::new(AtomicU32::new(0));
+        let id = driver(&store, &runs)
+            .start("ship it", &options())
+            .await
+            .unwrap();
+        proxy.arm(at, Break::Stall);
+        let (s, r) = (store.clone(), runs.clone());
+        let mut first = tokio::spawn(async move { driver(&s, &r).run(id).await });
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while !proxy.fired() && !first.is_finished() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{what}: never reached"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let stalled_at = tokio::time::Instant::now();
+        let ended = if proxy.fired() {
+            // A commit gives up at its deadline; five deadlines is more than enough slack.
+            tokio::time::timeout(DEADLINE * 5, &mut first).await.ok()
+        } else {
+            None
+        };
+        match ended {
+            Some(result) => {
+                let result = result.unwrap();
+                if let Err(e) = &result {
+                    assert_visible(e, &what);
+                    if matches!(
+                        e,
+                        rein_operation::DriverError::Store(rein_store::StoreError::Timeout { .. })
+                    ) {
+                        assert!(
+                            stalled_at.elapsed() < DEADLINE * 5,
+                            "{what}: the timeout came late"
+                        );
+                        cut += 1;
+                    }
+                }
+                proxy.disarm();
+                proxy.release();
+            }
+            None => {
+                if proxy.fired() {
+                    held += 1;
+                }
+                proxy.disarm();
+                proxy.release();
+                let result = tokio::time::timeout(Duration::from_secs(60), first)
+                    .await
+                    .unwrap_or_else(|_| panic!("{what}: released, the run still hangs"))
+                    .unwrap();
+                if let Err(e) = &result {
+                    assert_visible(e, &what);
+                }
+            }
+        }
+        // A commit given up on may still land once its connection moves again (its COMMIT was
+        // on its way): the resume then finds it committed. Checked once nothing is in flight.
+        quiet(&scratch.url, &application, &what).await;
+        settle(&store, id, &runs, &what).await;
+    }
+    assert!(cut > 0, "no stall fell inside a step commit");
+    println!(
+        "PostgreSQL, a connection stalled at {points} points of {pieces}: {cut} inside a step commit failed its run at the {DEADLINE:?} deadline, {held} elsewhere held until released"
+    );
+    store.close().await;
+    scratch.drop().await;
+}

@@ -32,6 +32,9 @@ struct State {
     down: std::sync::atomic::AtomicBool,
     conns: Mutex<Vec<JoinHandle<()>>>,
     released: Notify,
+    /// Times [`Proxy::release`] was called: a stall waits until this passes what it was when
+    /// the stall began (a release between the stall and its wait is not missed).
+    releases: AtomicU64,
     fired: std::sync::atomic::AtomicBool,
 }
 
@@ -48,15 +51,17 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl State {
-    /// Count a piece; whether it is the one to break at, and how.
-    fn piece(&self) -> Option<Break> {
+    /// Count a piece; whether it is the one to break at, and how, with the releases so far
+    /// (read before the break is seen as fired, so any release made after sees it).
+    fn piece(&self) -> Option<(Break, u64)> {
         let n = self.pieces.fetch_add(1, Ordering::SeqCst);
         let mut plan = lock(&self.plan);
         match *plan {
             Some((at, kind)) if n == at => {
                 *plan = None;
+                let releases = self.releases.load(Ordering::SeqCst);
                 self.fired.store(true, Ordering::SeqCst);
-                Some(kind)
+                Some((kind, releases))
             }
             _ => None,
         }
@@ -129,6 +134,7 @@ impl Proxy {
 
     /// Let stalled connections go on.
     pub fn release(&self) {
+        self.state.releases.fetch_add(1, Ordering::SeqCst);
         self.state.released.notify_waiters();
     }
 
@@ -161,21 +167,26 @@ async fn pump(client: TcpStream, server: TcpStream, state: Arc<State>) {
             Ok(n) => n,
         };
         match state.piece() {
-            Some(Break::Drop) => {
+            Some((Break::Drop, _)) => {
                 // Closing this connection too: it is among them (and aborting our own task
                 // would not run past this point anyway).
                 state.drop_all();
                 return;
             }
-            Some(Break::Down) => {
+            Some((Break::Down, _)) => {
                 state.down.store(true, Ordering::SeqCst);
                 state.drop_all();
                 return;
             }
-            Some(Break::Stall) => {
+            Some((Break::Stall, seen)) => loop {
                 let released = state.released.notified();
+                tokio::pin!(released);
+                released.as_mut().enable();
+                if state.releases.load(Ordering::SeqCst) > seen {
+                    break;
+                }
                 released.await;
-            }
+            },
             None => {}
         }
         let sent = if to_server {

@@ -359,14 +359,42 @@ pub(super) async fn commit_step(
     if let Some(writer) = &store.writer {
         return writer.commit(statements, c.operation_id).await;
     }
-    let mut tx = store.begin_write().await?;
+    let deadline = store.commit_deadline();
+    let late = || StoreError::Timeout {
+        what: "a step commit",
+        after: deadline,
+    };
+    let until = tokio::time::Instant::now() + deadline;
+    let mut conn = tokio::time::timeout_at(until, store.pool.acquire())
+        .await
+        .map_err(|_| late())??;
+    match tokio::time::timeout_at(until, write_step(&mut conn, statements, c.operation_id)).await {
+        Ok(outcome) => outcome,
+        Err(_) => {
+            // Given up mid-statement, the connection may sit inside a transaction the server
+            // holds open (a `BEGIN` whose answer never came leaves sqlx nothing to roll back):
+            // it is closed, never handed to the next caller. A commit the server made whose
+            // answer never came is found as a duplicate on the resume.
+            conn.close_on_drop();
+            Err(late())
+        }
+    }
+}
+
+/// A step commit through sqlx on `conn` (PostgreSQL), as one transaction.
+async fn write_step(
+    conn: &mut sqlx::AnyConnection,
+    statements: StepStatements,
+    operation: OperationId,
+) -> Result<CommitOutcome, StoreError> {
+    let mut tx = sqlx::Connection::begin(conn).await?;
     if statements.step.run(&mut tx).await? == 0 {
         tx.rollback().await?;
         return Ok(CommitOutcome::Duplicate);
     }
     if statements.operation.run(&mut tx).await? == 0 {
         tx.rollback().await?;
-        return Err(StoreError::OperationNotFound(c.operation_id.to_string()));
+        return Err(StoreError::OperationNotFound(operation.to_string()));
     }
     run_all(&mut tx, statements.rest).await?;
     tx.commit().await?;

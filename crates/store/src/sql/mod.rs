@@ -77,6 +77,11 @@ pub enum Synchronous {
     Full,
 }
 
+/// The default of [`SqlStore::with_commit_deadline`]: far beyond any healthy commit (a few
+/// milliseconds), short enough that a stalled connection's operation fails visibly and its
+/// lease can be taken over.
+const COMMIT_DEADLINE: Duration = Duration::from_secs(30);
+
 /// A store on SQLite or PostgreSQL.
 #[derive(Clone)]
 pub struct SqlStore {
@@ -87,7 +92,10 @@ pub struct SqlStore {
     /// This store's identity in commit notices, so it can skip its own.
     instance: Arc<str>,
     /// SQLite: the thread step commits run on.
-    writer: Option<Arc<writer::Writer>>,
+    pub(crate) writer: Option<Arc<writer::Writer>>,
+    /// PostgreSQL: how long a step commit may wait on the server before it fails (a stalled
+    /// connection would otherwise hold its operation until the network gives up).
+    commit_deadline: Duration,
     /// Knowledge bases' vector indexes this process has loaded.
     pub(crate) vector_indexes: Arc<crate::knowledge::index::Indexes>,
     /// PostgreSQL with the pgvector extension: vectors are also written in its type, and
@@ -280,6 +288,7 @@ impl SqlStore {
             listen_url: (dialect == crate::Dialect::Postgres).then(|| Arc::from(target)),
             instance: Arc::from(uuid::Uuid::now_v7().simple().to_string()),
             writer,
+            commit_deadline: COMMIT_DEADLINE,
             vector_indexes: Arc::default(),
             pgvector,
         })
@@ -330,6 +339,18 @@ impl SqlStore {
     /// PostgreSQL, where each commit is its own transaction and the server groups their syncs.
     pub fn writer_stats(&self) -> Option<WriterStats> {
         self.writer.as_ref().map(|w| w.stats())
+    }
+
+    /// How long a step commit on PostgreSQL may wait on the server before it fails with
+    /// [`StoreError::Timeout`] (default 30 s). SQLite's commits are bounded by its busy
+    /// timeout instead.
+    pub fn with_commit_deadline(mut self, deadline: Duration) -> Self {
+        self.commit_deadline = deadline;
+        self
+    }
+
+    pub(crate) fn commit_deadline(&self) -> Duration {
+        self.commit_deadline
     }
 
     /// The SQL database this store talks to.
@@ -571,6 +592,13 @@ impl Store for SqlStore {
 
     fn request_cancel(&self, id: OperationId) -> BoxFuture<'_, Result<bool, StoreError>> {
         operations::request_cancel(self, id).boxed()
+    }
+
+    fn cancels_requested<'a>(
+        &'a self,
+        ids: &'a [OperationId],
+    ) -> BoxFuture<'a, Result<Vec<OperationId>, StoreError>> {
+        operations::cancels_requested(self, ids).boxed()
     }
 
     fn put_document<'a>(&'a self, doc: &'a Document) -> BoxFuture<'a, Result<(), StoreError>> {

@@ -1,6 +1,7 @@
 //! An operation's record: reading it (one, by status, a list, its steps) and the small
 //! updates made outside a step (what it is doing, recovery notes, a cancellation request).
 
+use super::statement::Statement;
 use super::*;
 use rein_core::Usd;
 use rein_core::state::FinishReason;
@@ -182,14 +183,21 @@ pub(super) async fn set_activity(
 ) -> Result<(), StoreError> {
     let text = to_json(activity, "activity")?;
     // Only while it runs: a late write after the run ended changes nothing.
-    sqlx::query(
+    let update = Statement::new(
         "UPDATE operations SET status = CASE WHEN status = 'idle' THEN 'running' ELSE status END, \
          activity = $1 WHERE id = $2 AND status IN ('idle', 'running')",
     )
-    .bind(text)
-    .bind(id.to_string())
-    .execute(&store.pool)
-    .await?;
+    .arg(text)
+    .arg(id.to_string());
+    match &store.writer {
+        Some(writer) => {
+            writer.write(vec![update]).await?;
+        }
+        None => {
+            let mut conn = store.pool.acquire().await?;
+            update.run(&mut conn).await?;
+        }
+    }
     Ok(())
 }
 
@@ -231,6 +239,32 @@ pub(super) async fn request_cancel(store: &SqlStore, id: OperationId) -> Result<
             .await?
             .rows_affected();
     Ok(n > 0)
+}
+
+/// Which of `ids` have a cancel request, in one query per 500 of them.
+pub(super) async fn cancels_requested(
+    store: &SqlStore,
+    ids: &[OperationId],
+) -> Result<Vec<OperationId>, StoreError> {
+    let mut out = Vec::new();
+    for chunk in ids.chunks(ROWS_PER_STATEMENT) {
+        let marks: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+        let sql = format!(
+            "SELECT id FROM operations WHERE cancel_requested <> 0 AND id IN ({})",
+            marks.join(", ")
+        );
+        let mut q = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql));
+        for id in chunk {
+            q = q.bind(id.to_string());
+        }
+        for id in q.fetch_all(&store.pool).await? {
+            out.push(
+                id.parse()
+                    .map_err(|_| StoreError::corrupt("operation id", id.clone()))?,
+            );
+        }
+    }
+    Ok(out)
 }
 
 /// Rows by state, for a metrics scrape: operations by status, task fires by status and skip

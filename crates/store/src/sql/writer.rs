@@ -15,6 +15,11 @@
 //! and is told to its caller only after the transaction is durable; a failure of the
 //! transaction itself (disk full, an I/O error, a failed sync) fails every commit in it, none
 //! of which was acknowledged.
+//!
+//! A running operation's activity (`set_activity`, at most one write per run every 200 ms)
+//! goes through here too, in the same transactions: on the pool it waited for the write lock
+//! against the writer (SQLite's busy handler sleeps up to 100 ms at a time) and held up the
+//! commits behind it.
 
 use super::commit::StepStatements;
 use super::statement::{Arg, Statement};
@@ -25,37 +30,89 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 
-/// At most this many step commits share one transaction: enough to carry a busy server's
-/// commits in one sync, few enough that one transaction holds the write lock briefly.
+/// At most this many writes share one transaction: enough to carry a busy server's commits in
+/// one sync, few enough that one transaction holds the write lock briefly.
 pub(crate) const MAX_BATCH: usize = 64;
 
-/// A step commit waiting for the writer thread, with where its outcome goes.
+/// What one write does.
+enum Work {
+    /// A step commit.
+    Step {
+        statements: StepStatements,
+        operation: OperationId,
+    },
+    /// Statements that go together (an operation's activity, say): each runs, and the rows
+    /// they changed are counted.
+    Plain(Vec<Statement>),
+}
+
+/// Where a write's outcome goes.
+enum Reply {
+    Step(oneshot::Sender<Result<CommitOutcome, StoreError>>),
+    Plain(oneshot::Sender<Result<u64, StoreError>>),
+}
+
+/// What a write did, inside its savepoint.
+enum Applied {
+    Step(CommitOutcome),
+    Rows(u64),
+}
+
+/// A write waiting for the writer thread, with where its outcome goes.
 struct Pending {
-    statements: StepStatements,
-    operation: OperationId,
-    done: oneshot::Sender<Result<CommitOutcome, StoreError>>,
+    work: Work,
+    reply: Reply,
+}
+
+impl Pending {
+    fn answer(self, outcome: Result<Applied, StoreError>) {
+        match (self.reply, outcome) {
+            (Reply::Step(to), Ok(Applied::Step(o))) => {
+                let _ = to.send(Ok(o));
+            }
+            (Reply::Plain(to), Ok(Applied::Rows(n))) => {
+                let _ = to.send(Ok(n));
+            }
+            (Reply::Step(to), Err(e)) => {
+                let _ = to.send(Err(e));
+            }
+            (Reply::Plain(to), Err(e)) => {
+                let _ = to.send(Err(e));
+            }
+            // `apply` answers a step with `Applied::Step` and plain statements with `Rows`.
+            (Reply::Step(to), Ok(Applied::Rows(_))) => {
+                let _ = to.send(Err(StoreError::corrupt("step commit", "answered as rows")));
+            }
+            (Reply::Plain(to), Ok(Applied::Step(_))) => {
+                let _ = to.send(Err(StoreError::corrupt("write", "answered as a step")));
+            }
+        }
+    }
 }
 
 enum Job {
-    Commit(Pending),
-    /// Tests: the thread waits until the sender is dropped, so commits queue behind it.
+    Write(Pending),
+    /// Tests: the thread waits until the sender is dropped, so writes queue behind it.
     #[cfg(test)]
     Hold(mpsc::Receiver<()>),
 }
 
-/// How many transactions the writer wrote and how many step commits they carried.
+/// How many transactions the writer wrote and what they carried.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WriterStats {
     /// Transactions written (each one WAL append and, on `FULL`, one sync).
     pub transactions: u64,
     /// Step commits carried by them (committed, duplicate or refused).
     pub commits: u64,
+    /// Other writes carried by them (operations' activity).
+    pub writes: u64,
 }
 
 #[derive(Default)]
 struct Counters {
     transactions: AtomicU64,
     commits: AtomicU64,
+    writes: AtomicU64,
 }
 
 /// The writer thread's mailbox. Dropping the last sender (or [`Writer::stop`]) ends the thread
@@ -123,23 +180,41 @@ impl Writer {
         statements: StepStatements,
         operation: OperationId,
     ) -> Result<CommitOutcome, StoreError> {
-        let (done, result) = oneshot::channel();
+        let (to, result) = oneshot::channel();
         let pending = Pending {
-            statements,
-            operation,
-            done,
+            work: Work::Step {
+                statements,
+                operation,
+            },
+            reply: Reply::Step(to),
         };
-        if !self.send(Job::Commit(pending)) {
+        if !self.send(Job::Write(pending)) {
             return Err(StoreError::Closed);
         }
         result.await.map_err(|_| StoreError::Closed)?
     }
 
-    /// Transactions written and step commits carried so far.
+    /// Run `statements` together on the writer thread, in the transaction of whatever else
+    /// is queued (so a frequent small write, like an operation's activity, never waits for
+    /// the write lock against the step commits); the rows they changed once durable.
+    pub(crate) async fn write(&self, statements: Vec<Statement>) -> Result<u64, StoreError> {
+        let (to, result) = oneshot::channel();
+        let pending = Pending {
+            work: Work::Plain(statements),
+            reply: Reply::Plain(to),
+        };
+        if !self.send(Job::Write(pending)) {
+            return Err(StoreError::Closed);
+        }
+        result.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Transactions written and what they carried so far.
     pub(crate) fn stats(&self) -> WriterStats {
         WriterStats {
             transactions: self.counters.transactions.load(Ordering::Relaxed),
             commits: self.counters.commits.load(Ordering::Relaxed),
+            writes: self.counters.writes.load(Ordering::Relaxed),
         }
     }
 
@@ -158,17 +233,17 @@ impl Drop for Writer {
     }
 }
 
-/// The thread: take a commit, gather what queued behind it, write them as one transaction.
+/// The thread: take a write, gather what queued behind it, write them as one transaction.
 fn run(mut conn: Connection, jobs: &mpsc::Receiver<Job>, counters: &Counters) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while let Ok(job) = jobs.recv() {
         let mut next = Some(job);
         while let Some(job) = next.take() {
             match job {
-                Job::Commit(p) => batch.push(p),
+                Job::Write(p) => batch.push(p),
                 #[cfg(test)]
                 Job::Hold(held) => {
-                    // Write what was gathered first, so a hold never delays an earlier commit.
+                    // Write what was gathered first, so a hold never delays an earlier write.
                     if !batch.is_empty() {
                         write(&mut conn, &mut batch, counters);
                     }
@@ -185,42 +260,47 @@ fn run(mut conn: Connection, jobs: &mpsc::Receiver<Job>, counters: &Counters) {
     }
 }
 
-/// Write `batch` as one transaction and tell each commit its outcome; `batch` is left empty.
+/// Write `batch` as one transaction and tell each write its outcome; `batch` is left empty.
 fn write(conn: &mut Connection, batch: &mut Vec<Pending>, counters: &Counters) {
+    let steps = batch
+        .iter()
+        .filter(|p| matches!(p.work, Work::Step { .. }))
+        .count() as u64;
     counters.transactions.fetch_add(1, Ordering::Relaxed);
+    counters.commits.fetch_add(steps, Ordering::Relaxed);
     counters
-        .commits
-        .fetch_add(batch.len() as u64, Ordering::Relaxed);
-    match commit_all(conn, batch) {
+        .writes
+        .fetch_add(batch.len() as u64 - steps, Ordering::Relaxed);
+    match apply_all(conn, batch) {
         Ok(outcomes) => {
             for (p, outcome) in batch.drain(..).zip(outcomes) {
-                let _ = p.done.send(outcome);
+                p.answer(outcome);
             }
         }
         Err(e) => {
-            tracing::warn!(commits = batch.len(), error = %e, "a SQLite step transaction failed; none of its commits landed");
+            tracing::warn!(writes = batch.len(), error = %e, "a SQLite write transaction failed; none of its writes landed");
             for p in batch.drain(..) {
-                let _ = p.done.send(Err(StoreError::Sqlite(again(&e))));
+                p.answer(Err(StoreError::Sqlite(again(&e))));
             }
         }
     }
 }
 
-/// Each commit of `batch` in its own savepoint of one transaction: the outcome of each, or the
+/// Each write of `batch` in its own savepoint of one transaction: the outcome of each, or the
 /// error that undid the whole transaction.
-fn commit_all(
+fn apply_all(
     conn: &mut Connection,
     batch: &[Pending],
-) -> Result<Vec<Result<CommitOutcome, StoreError>>, rusqlite::Error> {
+) -> Result<Vec<Result<Applied, StoreError>>, rusqlite::Error> {
     let mut tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let mut outcomes = Vec::with_capacity(batch.len());
     for p in batch {
         let savepoint = tx.savepoint()?;
-        let outcome = commit_one(&savepoint, &p.statements, p.operation);
+        let outcome = apply(&savepoint, &p.work);
         match outcome {
-            Ok(CommitOutcome::Committed) => savepoint.commit()?,
-            // Dropping a savepoint rolls it back: a refused commit leaves nothing behind.
-            Ok(CommitOutcome::Duplicate) | Err(_) => drop(savepoint),
+            Ok(Applied::Step(CommitOutcome::Committed) | Applied::Rows(_)) => savepoint.commit()?,
+            // Dropping a savepoint rolls it back: a refused write leaves nothing behind.
+            Ok(Applied::Step(CommitOutcome::Duplicate)) | Err(_) => drop(savepoint),
         }
         // Some errors (a full disk, an I/O error) make SQLite roll the whole transaction
         // back: what the savepoints before wrote is gone with it.
@@ -229,7 +309,7 @@ fn commit_all(
                 Err(StoreError::Sqlite(e)) => e,
                 _ => rusqlite::Error::SqliteFailure(
                     rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT),
-                    Some("the step transaction was rolled back".into()),
+                    Some("the write transaction was rolled back".into()),
                 ),
             });
         }
@@ -239,23 +319,33 @@ fn commit_all(
     Ok(outcomes)
 }
 
-/// One step commit: the step row (nothing when it was committed before), the operation row
-/// (nothing when there is no such operation), then the rest.
-fn commit_one(
-    conn: &Connection,
-    s: &StepStatements,
-    operation: OperationId,
-) -> Result<CommitOutcome, StoreError> {
-    if execute(conn, &s.step)? == 0 {
-        return Ok(CommitOutcome::Duplicate);
+/// One write. A step commit: the step row (nothing when it was committed before), the
+/// operation row (nothing when there is no such operation), then the rest.
+fn apply(conn: &Connection, work: &Work) -> Result<Applied, StoreError> {
+    match work {
+        Work::Step {
+            statements: s,
+            operation,
+        } => {
+            if execute(conn, &s.step)? == 0 {
+                return Ok(Applied::Step(CommitOutcome::Duplicate));
+            }
+            if execute(conn, &s.operation)? == 0 {
+                return Err(StoreError::OperationNotFound(operation.to_string()));
+            }
+            for st in &s.rest {
+                execute(conn, st)?;
+            }
+            Ok(Applied::Step(CommitOutcome::Committed))
+        }
+        Work::Plain(statements) => {
+            let mut rows = 0;
+            for st in statements {
+                rows += execute(conn, st)? as u64;
+            }
+            Ok(Applied::Rows(rows))
+        }
     }
-    if execute(conn, &s.operation)? == 0 {
-        return Err(StoreError::OperationNotFound(operation.to_string()));
-    }
-    for st in &s.rest {
-        execute(conn, st)?;
-    }
-    Ok(CommitOutcome::Committed)
 }
 
 /// The same failure again, for each commit of a failed transaction (rusqlite's error is not
@@ -363,7 +453,8 @@ mod tests {
             writer.stats(),
             WriterStats {
                 transactions: 1,
-                commits: 1
+                commits: 1,
+                writes: 0
             }
         );
 
@@ -400,7 +491,8 @@ mod tests {
             writer.stats(),
             WriterStats {
                 transactions: 2,
-                commits: 6
+                commits: 6,
+                writes: 0
             },
             "the five queued commits went into one transaction"
         );
@@ -454,6 +546,42 @@ mod tests {
         remove(&path);
     }
 
+    /// Plain writes share the step commits' transaction, each with its own outcome: the rows
+    /// it changed, or its own error without undoing the rest.
+    #[tokio::test]
+    async fn plain_writes_ride_in_the_same_transaction() {
+        let path = database(&["a", "b"]);
+        let writer = Writer::start(path.to_str().unwrap(), "NORMAL").unwrap();
+        let release = writer.hold();
+        let commit = writer.commit(step("a", 1, "a1", None), OperationId::new());
+        let touch = writer.write(vec![
+            Statement::new("UPDATE ops SET seq = 7 WHERE id = $1").arg("b"),
+            Statement::new("UPDATE ops SET seq = 8 WHERE id = $1").arg("nobody"),
+        ]);
+        let broken = writer.write(vec![Statement::new("UPDATE no_such_table SET x = 1")]);
+        let mut all = Box::pin(async { futures::join!(commit, touch, broken) });
+        assert!(futures::poll!(&mut all).is_pending());
+        drop(release);
+        let (commit, touch, broken) = all.await;
+        assert_eq!(commit.unwrap(), CommitOutcome::Committed);
+        assert_eq!(touch.unwrap(), 1, "one row changed of the two statements");
+        assert!(matches!(broken, Err(StoreError::Sqlite(_))), "{broken:?}");
+        assert_eq!(
+            writer.stats(),
+            WriterStats {
+                transactions: 1,
+                commits: 1,
+                writes: 2
+            }
+        );
+        writer.stop();
+        assert_eq!(
+            rows(&path, "SELECT id || seq FROM ops ORDER BY id"),
+            ["a1", "b7"]
+        );
+        remove(&path);
+    }
+
     /// A batch never outgrows its bound: what queued beyond it goes into the next transaction.
     #[tokio::test]
     async fn a_batch_is_bounded() {
@@ -477,7 +605,8 @@ mod tests {
             writer.stats(),
             WriterStats {
                 transactions: 3,
-                commits: n as u64
+                commits: n as u64,
+                writes: 0
             }
         );
         writer.stop();
