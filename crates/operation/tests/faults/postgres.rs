@@ -49,6 +49,19 @@ async fn pieces_of_a_run(store: &Arc<SqlStore>, proxy: &Proxy) -> u64 {
     proxy.pieces()
 }
 
+/// Wait (at most 30 s) until the armed stall has happened or the run `first` has ended
+/// without reaching it.
+async fn stalled_or_ended<T>(proxy: &Proxy, first: &tokio::task::JoinHandle<T>, what: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !proxy.fired() && !first.is_finished() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: never reached"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 /// A run that failed names the database's failure.
 fn assert_visible(e: &rein_operation::DriverError, what: &str) {
     let text = e.to_string();
@@ -181,14 +194,7 @@ async fn a_connection_stalled_mid_run_holds_up_only_its_own_operation() {
         proxy.arm(at, Break::Stall);
         let (s, r) = (store.clone(), runs.clone());
         let first = tokio::spawn(async move { driver(&s, &r).run(id).await });
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        while !proxy.fired() && !first.is_finished() {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{what}: never reached"
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        stalled_or_ended(&proxy, &first, &what).await;
         if proxy.fired() {
             stalled += 1;
             // Another operation of the same process starts and ends meanwhile.
@@ -296,14 +302,7 @@ async fn a_commit_stalled_past_its_deadline_fails_its_run_at_the_deadline_and_it
         proxy.arm(at, Break::Stall);
         let (s, r) = (store.clone(), runs.clone());
         let mut first = tokio::spawn(async move { driver(&s, &r).run(id).await });
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        while !proxy.fired() && !first.is_finished() {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{what}: never reached"
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        stalled_or_ended(&proxy, &first, &what).await;
         let stalled_at = tokio::time::Instant::now();
         let ended = if proxy.fired() {
             // A commit gives up at its deadline; five deadlines is more than enough slack.
