@@ -21,8 +21,9 @@
 //! - database growth per committed step;
 //! - on SQLite, step commits per write transaction (group commit).
 //!
-//! `cargo bench -p rein-operation --bench load` (`-- 100 1000 5000` to choose concurrencies;
-//! default 100 and 1000); `bench/load/run.sh` adds LangGraph's same workload next to it.
+//! `cargo bench -p rein-operation --bench load` (`-- 100 1000 5000` to choose concurrencies,
+//! default 100 and 1000; `-- normal full postgres` to choose backends, default all);
+//! `bench/load/run.sh` adds LangGraph's same workload next to it.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use futures::future::BoxFuture;
@@ -209,10 +210,20 @@ impl Tool for Deploy {
 
 /// Resident memory of this process, KiB.
 fn rss_kib() -> f64 {
+    status_kib("VmRSS:")
+}
+
+/// Resident anonymous memory of this process (its heap and stacks: not SQLite's file pages it
+/// maps, which the kernel's page cache holds and can drop), KiB.
+fn anon_kib() -> f64 {
+    status_kib("RssAnon:")
+}
+
+fn status_kib(field: &str) -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0.0)
 }
@@ -317,6 +328,7 @@ async fn load(target: &Target, operations: usize) {
     let size_before = target.size().await;
     let stats_before = store.writer_stats().unwrap_or_default();
     let rss_before = rss_kib();
+    let anon_before = anon_kib();
     let peak = Arc::new(Mutex::new(rss_before));
     let sampling = {
         let peak = Arc::clone(&peak);
@@ -358,6 +370,7 @@ async fn load(target: &Target, operations: usize) {
     let running = started.elapsed();
     let peak_running = *peak.lock().unwrap();
     let rss_parked = rss_kib();
+    let anon_parked = anon_kib();
 
     // Phase 2: each is approved and resumed to its answer.
     let resumed = Instant::now();
@@ -408,7 +421,7 @@ async fn load(target: &Target, operations: usize) {
     };
     println!(
         "load {}, {operations} at once: {steps} committed steps in {:.2} s ({:.2} s to park, {:.2} s to finish), {:.0} committed steps/s; \
-         added latency per tool round p50 {:.2} ms, p99 {:.2} ms ({} rounds); RSS {:.0} KiB per in-flight operation, {:.1} KiB per parked one; \
+         added latency per tool round p50 {:.2} ms, p99 {:.2} ms ({} rounds); RSS {:.0} KiB per in-flight operation, {:.1} KiB per parked one ({:.1} KiB of it anonymous); \
          CPU {:.0} µs per committed step; database +{:.2} KiB per committed step{grouped}",
         target.label(),
         wall.as_secs_f64(),
@@ -420,6 +433,7 @@ async fn load(target: &Target, operations: usize) {
         gaps.len(),
         (peak_running.max(peak_all) - rss_before) / operations as f64,
         (rss_parked - rss_before).max(0.0) / operations as f64,
+        (anon_parked - anon_before).max(0.0) / operations as f64,
         cpu_used.as_secs_f64() * 1e6 / steps as f64,
         growth / 1024.0 / steps as f64,
     );
@@ -445,15 +459,28 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    // Words among the arguments choose backends (`normal`, `full`, `postgres`); none: all.
+    let chosen: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a.parse::<usize>().is_err() && !a.starts_with('-'))
+        .collect();
+    let wanted = |name: &str| chosen.is_empty() || chosen.iter().any(|c| c == name);
     rt.block_on(async {
         let dir = std::env::temp_dir().join(format!("rein-load-{}", OperationId::new()));
         std::fs::create_dir_all(&dir).unwrap();
-        let mut targets = vec![
-            Target::Sqlite(dir.join("load-normal.db"), Synchronous::Normal),
-            Target::Sqlite(dir.join("load-full.db"), Synchronous::Full),
-        ];
-        if let Ok(url) = std::env::var("REIN_BENCH_DATABASE_URL")
-            .or_else(|_| std::env::var("REIN_TEST_DATABASE_URL"))
+        let mut targets = Vec::new();
+        if wanted("normal") {
+            targets.push(Target::Sqlite(
+                dir.join("load-normal.db"),
+                Synchronous::Normal,
+            ));
+        }
+        if wanted("full") {
+            targets.push(Target::Sqlite(dir.join("load-full.db"), Synchronous::Full));
+        }
+        if wanted("postgres")
+            && let Ok(url) = std::env::var("REIN_BENCH_DATABASE_URL")
+                .or_else(|_| std::env::var("REIN_TEST_DATABASE_URL"))
         {
             targets.push(Target::Postgres(url));
         }

@@ -73,7 +73,7 @@ pub struct ModelPort {
     pub memory_memo: Mutex<Option<(String, Vec<String>)>>,
     /// The last request of this run, item by item: what the next one's stable prefix is
     /// measured against.
-    pub last_request: Mutex<Vec<crate::prompt_prefix::Item>>,
+    pub last_request: Mutex<crate::prompt_prefix::Previous>,
     /// The run's commit in flight (pipelined durability): messages it adds are not yet stored.
     pub(crate) landing: Option<Arc<crate::driver::Landing>>,
 }
@@ -444,9 +444,9 @@ impl LlmPort for ModelPort {
             // A conversation edited while the operation ran must not get an answer attached to
             // a message that no longer exists.
             // One the run's commit in flight adds exists once it lands, and this step commits
-            // only after that.
+            // only after that; one the step's check read just before it is not read again.
             if let Some(parent) = req.payload.parent_message_id
-                && !self.landing.as_ref().is_some_and(|l| l.adds(parent))
+                && !self.landing.as_ref().is_some_and(|l| l.knows(parent))
                 && !self
                     .store
                     .message_exists(parent)
@@ -467,13 +467,11 @@ impl LlmPort for ModelPort {
             let knowledge = self.relevant_knowledge(&req).await;
             let (messages, tools, choice, mut report) =
                 self.assemble(&req, &model, memories, knowledge);
-            let items = crate::prompt_prefix::items(&tools, &messages, &self.estimator);
-            report.stable_prefix_tokens = {
-                let mut last = self.last_request.lock().unwrap_or_else(|p| p.into_inner());
-                let same = crate::prompt_prefix::shared_tokens(&last, &items);
-                *last = items;
-                same
-            };
+            report.stable_prefix_tokens = self
+                .last_request
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .next(&tools, &messages, &self.estimator);
             let stable_messages =
                 crate::prompt_prefix::stable_messages(&req.state.messages, &messages);
             let mut chat = ChatRequest::new(model.clone(), messages);

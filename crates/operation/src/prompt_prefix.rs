@@ -16,29 +16,40 @@ pub struct Item {
     tokens: u64,
 }
 
-/// The items of a request of `tools` and `messages`.
+/// The items of a request of `tools` and `messages` ([`Previous::next`] reads them so).
+#[cfg(test)]
 pub fn items(
     tools: &[ToolSpec],
     messages: &[Arc<Message>],
     estimator: &TiktokenEstimator,
 ) -> Vec<Item> {
-    let mut out = Vec::with_capacity(messages.len() + 1);
+    with_tools(tools_item(tools, estimator), messages, estimator)
+}
+
+/// The tool schemas as one item.
+fn tools_item(tools: &[ToolSpec], estimator: &TiktokenEstimator) -> Item {
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    let mut tool_tokens = 0;
+    let mut tokens = 0;
     for t in tools {
         t.name.hash(&mut h);
         t.description.hash(&mut h);
         // The same schemas call after call: remembered, not encoded again each time.
         let parameters = t.parameters.to_string();
         parameters.hash(&mut h);
-        tool_tokens += estimator.text_tokens(&t.name)
+        tokens += estimator.remembered_text_tokens(&t.name)
             + estimator.remembered_text_tokens(&t.description)
             + estimator.remembered_text_tokens(&parameters);
     }
-    out.push(Item {
+    Item {
         hash: h.finish(),
-        tokens: tool_tokens,
-    });
+        tokens,
+    }
+}
+
+/// `tools` (already an item) followed by each message's item.
+fn with_tools(tools: Item, messages: &[Arc<Message>], estimator: &TiktokenEstimator) -> Vec<Item> {
+    let mut out = Vec::with_capacity(messages.len() + 1);
+    out.push(tools);
     for m in messages {
         out.push(Item {
             hash: wire_hash(m),
@@ -46,6 +57,38 @@ pub fn items(
         });
     }
     out
+}
+
+/// A run's previous request, to compare the next one with: its items, and the tools its first
+/// item was read from. A run offers the same tools call after call, so comparing them (no
+/// allocation) spares serializing and hashing every schema again.
+#[derive(Debug, Default)]
+pub struct Previous {
+    items: Vec<Item>,
+    tools: Vec<ToolSpec>,
+}
+
+impl Previous {
+    /// Read the request of `tools` and `messages`, keep it as the previous one, and return the
+    /// tokens of its leading items equal to the request before ([`shared_tokens`]).
+    pub fn next(
+        &mut self,
+        tools: &[ToolSpec],
+        messages: &[Arc<Message>],
+        estimator: &TiktokenEstimator,
+    ) -> u64 {
+        let tools_item = match self.items.first() {
+            Some(item) if self.tools == tools => *item,
+            _ => {
+                self.tools = tools.to_vec();
+                tools_item(tools, estimator)
+            }
+        };
+        let items = with_tools(tools_item, messages, estimator);
+        let same = shared_tokens(&self.items, &items);
+        self.items = items;
+        same
+    }
 }
 
 /// A hash of what a message puts on the wire (not its id, parent or time, which providers
@@ -92,6 +135,7 @@ pub fn stable_messages(history: &[Arc<Message>], sent: &[Arc<Message>]) -> usize
 mod tests {
     use super::*;
     use rein_context::Encoding;
+    use rein_model::ToolSpec;
 
     #[test]
     fn the_shared_prefix_ends_at_the_first_item_that_changed() {
@@ -112,6 +156,44 @@ mod tests {
         let stable: u64 = third[..3].iter().map(|i| i.tokens).sum();
         assert_eq!(shared_tokens(&second, &third), stable);
         assert_eq!(shared_tokens(&[], &third), 0);
+    }
+
+    #[test]
+    fn the_previous_request_reuses_its_tools_only_while_they_are_the_same() {
+        let est = TiktokenEstimator::new(Encoding::O200k, 1.0);
+        let tool = |description: &str| ToolSpec {
+            name: "calculator__calculate".into(),
+            description: description.into(),
+            parameters: serde_json::json!({"type": "object", "properties": {"e": {"type": "string"}}}),
+        };
+        let ask = Arc::new(Message::user("Add two and two."));
+        let answer = Arc::new(Message::assistant("4"));
+        let mut previous = Previous::default();
+        let tools = vec![tool("Evaluate an expression.")];
+        assert_eq!(
+            previous.next(&tools, &[ask.clone()], &est),
+            0,
+            "the first request"
+        );
+        let twice = previous.next(&tools, &[ask.clone(), answer.clone()], &est);
+        assert_eq!(
+            twice,
+            items(&tools, &[ask.clone()], &est)
+                .iter()
+                .map(|i| i.tokens)
+                .sum::<u64>()
+        );
+        // A changed description (an MCP server's, say) is a new first item: nothing is shared.
+        let changed = vec![tool("Evaluate an arithmetic expression.")];
+        assert_eq!(
+            previous.next(&changed, &[ask.clone(), answer.clone()], &est),
+            0
+        );
+        assert_eq!(
+            previous.items,
+            items(&changed, &[ask, answer], &est),
+            "the same items as read afresh"
+        );
     }
 
     #[test]

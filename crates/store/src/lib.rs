@@ -61,6 +61,7 @@ mod retention;
 mod schema;
 mod sessions;
 mod sql;
+mod step_check;
 mod tasks;
 mod topics;
 mod usage;
@@ -111,6 +112,7 @@ pub use retention::{Compacted, Retention, compact_all, delete_stale_topics};
 pub use schema::{Migration, Schema};
 pub use sessions::{Failures, SessionRecord, Sessions};
 pub use sql::{CommitNotices, Counts, Notice, SqlStore, Synchronous, WriterStats, redact};
+pub use step_check::{StepCheck, StepCheckFor};
 pub use tasks::{Delivery, DeliveryStatus, Handoff, RunTrigger, TaskRow, TaskRun, Tasks};
 pub use topics::{
     DeletedTopic, NewTopic, OperationRecords, StoredConversation, TitleSource, TopicFilter,
@@ -327,6 +329,12 @@ pub trait Store:
         &'a self,
         ids: &'a [OperationId],
     ) -> BoxFuture<'a, Result<Vec<OperationId>, StoreError>>;
+    /// What a run reads before each step, in one round trip: its cancel request, the grants
+    /// that apply to it and whether the message its model call answers still exists.
+    fn step_check<'a>(
+        &'a self,
+        what: &'a StepCheckFor<'a>,
+    ) -> BoxFuture<'a, Result<StepCheck, StoreError>>;
     /// Insert or replace a document (memory or note).
     fn put_document<'a>(&'a self, doc: &'a Document) -> BoxFuture<'a, Result<(), StoreError>>;
     /// One document.

@@ -224,6 +224,103 @@ async fn grants(store: &SqlStore) {
     assert_eq!(active.len(), 1, "{active:?}");
 }
 
+/// The read before each step: one round trip that says what the separate reads say (the
+/// cancel flag, the grants that apply in their order, whether a message exists), for an
+/// operation with grants and one without, and for one that does not exist.
+async fn step_check(store: &SqlStore) {
+    use rein_core::intervention::GrantScope;
+    let op = new_op();
+    store.create_operation(&op).await.unwrap();
+    let id = op.state.operation_id;
+    let root = id.to_string();
+    let subject = GrantSubject {
+        owner: Some("dora"),
+        root: &root,
+        topic: &op.topic_id,
+        agent: Some("coder"),
+    };
+    let first = op.state.messages[0].id;
+    let check = |message| StepCheckFor {
+        operation: id,
+        grants: subject.clone(),
+        message,
+    };
+    let none = store.step_check(&check(Some(first))).await.unwrap();
+    assert_eq!(
+        none,
+        StepCheck {
+            cancel_requested: false,
+            grants: Vec::new(),
+            message_exists: Some(store.message_exists(first).await.unwrap()),
+        },
+        "no grant: one row of NULL grant columns, read as none"
+    );
+    assert_eq!(none.message_exists, Some(true), "the prompt is stored");
+    for (scope, target, tool) in [
+        (GrantScope::Topic, op.topic_id.as_str(), "files/read"),
+        (GrantScope::Operation, root.as_str(), "shell"),
+        (GrantScope::Agent, "coder", "calculator"),
+        // Another owner's, another agent's: not this operation's.
+        (GrantScope::Agent, "writer", "shell"),
+    ] {
+        store
+            .create_grant(&NewGrant {
+                owner: Some("dora".into()),
+                scope,
+                target: target.into(),
+                tool: tool.into(),
+                operation_id: None,
+                tool_call_id: None,
+                created_by: None,
+            })
+            .await
+            .unwrap();
+    }
+    store
+        .create_grant(&NewGrant {
+            owner: Some("eve".into()),
+            scope: GrantScope::Topic,
+            target: op.topic_id.clone(),
+            tool: "shell".into(),
+            operation_id: None,
+            tool_call_id: None,
+            created_by: None,
+        })
+        .await
+        .unwrap();
+    assert!(store.request_cancel(id).await.unwrap());
+    let gone = rein_core::MessageId::new();
+    let with = store.step_check(&check(Some(gone))).await.unwrap();
+    assert_eq!(
+        with,
+        StepCheck {
+            cancel_requested: true,
+            grants: store.grants_for(&subject).await.unwrap(),
+            message_exists: Some(false),
+        }
+    );
+    assert_eq!(with.grants.len(), 3, "{:?}", with.grants);
+    assert_eq!(
+        store.step_check(&check(None)).await.unwrap().message_exists,
+        None,
+        "no message asked about"
+    );
+    // An operation that is not there reads as the separate reads do.
+    let missing = StepCheckFor {
+        operation: OperationId::new(),
+        grants: subject.clone(),
+        message: Some(first),
+    };
+    assert_eq!(
+        store.step_check(&missing).await.unwrap(),
+        StepCheck {
+            cancel_requested: false,
+            grants: with.grants.clone(),
+            message_exists: Some(true),
+        }
+    );
+}
+
 /// A top-level operation of `topic` under `when_busy`, its prompt deferred as given.
 fn gated(topic: &str, when_busy: rein_core::spec::WhenBusy, prompt: &str) -> NewOperation {
     let mut op = new_op();
@@ -2370,6 +2467,7 @@ async fn sqlite_conformance() {
     suite(&store).await;
     checkpoints(&store).await;
     grants(&store).await;
+    step_check(&store).await;
     topic_gate(&store).await;
     memory_queue(&store).await;
     logins(&store).await;
@@ -2408,6 +2506,7 @@ async fn postgres_conformance() {
     suite(&store).await;
     checkpoints(&store).await;
     grants(&store).await;
+    step_check(&store).await;
     topic_gate(&store).await;
     memory_queue(&store).await;
     logins(&store).await;

@@ -66,11 +66,14 @@ enum Flight {
 
 /// One run's view of its commit in flight, shared by the driver (which starts and ends it),
 /// the tool port (which waits before an effect), the model port (which knows the messages it
-/// adds) and the live sink (which holds previews until it lands).
+/// adds, and the one the step's check found) and the live sink (which holds previews until it
+/// lands).
 pub(crate) struct Landing {
     flight: watch::Sender<Flight>,
     /// Previews of the running step, held while the commit before it is in flight.
     held: Mutex<Vec<AgentEvent>>,
+    /// A message the driver read as existing just before the running step (its check).
+    checked: Mutex<Option<MessageId>>,
     sink: Option<Arc<dyn EventSink>>,
 }
 
@@ -80,6 +83,7 @@ impl Landing {
         Arc::new(Self {
             flight: watch::channel(Flight::Landed).0,
             held: Mutex::new(Vec::new()),
+            checked: Mutex::new(None),
             sink,
         })
     }
@@ -132,6 +136,18 @@ impl Landing {
     /// nothing of the running step is committed before).
     pub(crate) fn adds(&self, id: MessageId) -> bool {
         matches!(&*self.flight.borrow(), Flight::Writing(m) if m.contains(&id))
+    }
+
+    /// The running step's check read message `id` as existing (`None`: it read none, or the
+    /// step ended).
+    pub(crate) fn checked(&self, id: Option<MessageId>) {
+        *self.checked.lock().unwrap_or_else(|p| p.into_inner()) = id;
+    }
+
+    /// Whether message `id` is known to exist for the running step without reading the store:
+    /// the commit in flight adds it, or the step's check just read it.
+    pub(crate) fn knows(&self, id: MessageId) -> bool {
+        self.adds(id) || *self.checked.lock().unwrap_or_else(|p| p.into_inner()) == Some(id)
     }
 }
 

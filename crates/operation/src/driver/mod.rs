@@ -26,6 +26,7 @@ mod replay;
 mod run;
 mod runtime;
 mod start;
+mod step_check;
 mod system_model;
 mod title;
 mod turn;

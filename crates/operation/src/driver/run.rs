@@ -180,18 +180,12 @@ impl Driver {
                 let Some(ctx) = run.next.take() else {
                     return Ok(end_of(&state));
                 };
-                // A cancellation requested during the last step (a tool ran while it came)
-                // stops here, before another model call, without waiting for the watcher's
-                // next look.
-                if !self.cancel.is_cancelled()
-                    && !self
-                        .store
-                        .cancels_requested(std::slice::from_ref(&run.id))
-                        .await?
-                        .is_empty()
-                {
-                    self.cancel.cancel();
-                }
+                // One read before each step: a cancellation requested during the last step (a
+                // tool ran while it came) stops here, before another model call, without
+                // waiting for the watcher's next look; what a person granted counts as of now
+                // (a revoked grant stops here); the message the model call would answer is
+                // looked up with them.
+                self.check_step(run, &mut state, landing).await?;
                 // A cancellation that arrived during the last step (it cut the model call short)
                 // interrupts before the next one, whether or not the forwarding task has run
                 // yet: the partial answer must not be finished as if complete.
@@ -200,8 +194,6 @@ impl Driver {
                 }
                 // A step re-run after a crash writes the same assistant message.
                 state.pending_assistant_message_id = Some(derived_message_id(run.id, run.seq + 1));
-                // What a person granted counts as of now: a revoked grant stops here.
-                self.load_grants(run, &mut state).await?;
                 let step = run.seq + 1;
                 crate::sim::point("step").await;
                 let stepped = runtime
@@ -229,6 +221,7 @@ impl Driver {
                         }
                     }
                 };
+                landing.checked(None);
                 // A step that met a failure of the store is not an outcome: nothing of it is
                 // committed, and the run stops as a crash there would.
                 if r.state.status == Status::Error

@@ -17,7 +17,7 @@ macro_rules! columns {
     };
 }
 
-fn grant_from(row: &AnyRow) -> Result<GrantRecord, StoreError> {
+pub(super) fn grant_from(row: &AnyRow) -> Result<GrantRecord, StoreError> {
     let scope: String = row.try_get("scope")?;
     Ok(GrantRecord {
         id: row.try_get("id")?,
@@ -45,6 +45,23 @@ macro_rules! owner_is {
         "COALESCE(owner, '') = COALESCE($1, '')"
     };
 }
+
+/// The active grants that apply to a [`GrantSubject`] bound as `$1` owner, `$2` root, `$3`
+/// topic, `$4` agent.
+macro_rules! applies {
+    () => {
+        concat!(
+            owner_is!(),
+            " AND revoked_at IS NULL AND ((scope = 'operation' AND target = $2) \
+             OR (scope = 'topic' AND target = $3) OR ($4 IS NOT NULL AND scope = 'agent' AND target = $4))"
+        )
+    };
+}
+
+/// [`columns!`] for other statements of the store.
+pub(super) const GRANT_COLUMNS: &str = columns!();
+/// [`applies!`] for other statements of the store.
+pub(super) const GRANTS_APPLYING: &str = applies!();
 
 /// `owner`'s grant `id`, read through `exec` (the pool, or the transaction that just wrote it).
 async fn grant_by_id<'e, E>(
@@ -180,10 +197,8 @@ impl Grants for SqlStore {
                 "SELECT ",
                 columns!(),
                 " FROM grants WHERE ",
-                owner_is!(),
-                " AND revoked_at IS NULL AND ((scope = 'operation' AND target = $2) \
-                 OR (scope = 'topic' AND target = $3) OR ($4 IS NOT NULL AND scope = 'agent' AND target = $4)) \
-                 ORDER BY created_at, id"
+                applies!(),
+                " ORDER BY created_at, id"
             ))
             .bind(s.owner)
             .bind(s.root)

@@ -40,6 +40,7 @@ mod retention;
 mod sessions;
 mod state;
 mod statement;
+mod step_check;
 pub(crate) mod tasks;
 mod tool_executions;
 mod topic_gate;
@@ -599,6 +600,13 @@ impl Store for SqlStore {
         ids: &'a [OperationId],
     ) -> BoxFuture<'a, Result<Vec<OperationId>, StoreError>> {
         operations::cancels_requested(self, ids).boxed()
+    }
+
+    fn step_check<'a>(
+        &'a self,
+        what: &'a crate::StepCheckFor<'a>,
+    ) -> BoxFuture<'a, Result<crate::StepCheck, StoreError>> {
+        step_check::step_check(self, what).boxed()
     }
 
     fn put_document<'a>(&'a self, doc: &'a Document) -> BoxFuture<'a, Result<(), StoreError>> {
