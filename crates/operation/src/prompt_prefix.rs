@@ -171,14 +171,14 @@ mod tests {
         let mut previous = Previous::default();
         let tools = vec![tool("Evaluate an expression.")];
         assert_eq!(
-            previous.next(&tools, &[ask.clone()], &est),
+            previous.next(&tools, std::slice::from_ref(&ask), &est),
             0,
             "the first request"
         );
         let twice = previous.next(&tools, &[ask.clone(), answer.clone()], &est);
         assert_eq!(
             twice,
-            items(&tools, &[ask.clone()], &est)
+            items(&tools, std::slice::from_ref(&ask), &est)
                 .iter()
                 .map(|i| i.tokens)
                 .sum::<u64>()
