@@ -2550,8 +2550,10 @@ async fn a_restart_without_some_keys_serves_at_once_and_resumes_what_it_can() {
         .call(&second, "GET", "/v1/models", Some(&alice), None)
         .await;
     assert_eq!(status, 200);
+    // Serving does not wait for the operations it resumes or for the first process's leases to
+    // lapse. The bound is wide because CI runs this beside other suites on two cores.
     assert!(
-        started.elapsed() < Duration::from_secs(5),
+        started.elapsed() < Duration::from_secs(15),
         "{:?}",
         started.elapsed()
     );

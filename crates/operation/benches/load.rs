@@ -46,6 +46,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// The allocator the `rein` binary runs with.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Calculator rounds before the release.
 const ROUNDS: usize = 3;
 /// One model call, start to last piece.

@@ -33,6 +33,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::watch;
 
+/// The allocator the `rein` binary runs with.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const TOOL_STEPS: usize = 3;
 const PIECES: usize = 40;
 
