@@ -183,13 +183,19 @@ async def postgres(url: str, operations: int) -> None:
 
 
 async def main() -> None:
-    concurrencies = [int(a) for a in sys.argv[1:]] or [100, 1000]
+    # Numbers are concurrencies; words choose backends (normal, full, postgres), as the rein
+    # bench takes them.
+    args = sys.argv[1:]
+    concurrencies = [int(a) for a in args if a.isdigit()] or [100, 1000]
+    chosen = [a for a in args if not a.isdigit()]
+    wanted = lambda name: not chosen or name in chosen
     url = os.environ.get("REIN_BENCH_DATABASE_URL")
     with tempfile.TemporaryDirectory() as directory:
         for n in concurrencies:
             for synchronous in ("NORMAL", "FULL"):
-                await sqlite(synchronous, n, directory)
-            if url:
+                if wanted(synchronous.lower()):
+                    await sqlite(synchronous, n, directory)
+            if url and wanted("postgres"):
                 await postgres(url, n)
 
 

@@ -3,7 +3,8 @@
 # machine): LangGraph with its async SQLite saver (and its async Postgres saver when
 # REIN_BENCH_DATABASE_URL is set) from PyPI into the ignored bench/load/.venv, then
 # `cargo bench -p rein-operation --bench load`, then the ratios. Arguments: the concurrencies
-# (default 100 1000). Needs python3 with venv and PyPI; nothing here runs in CI.
+# (default 100 1000) and, optionally, the backends (normal, full, postgres; default all). Needs
+# python3 with venv and PyPI; nothing here runs in CI.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$here/../.."
