@@ -34,6 +34,10 @@ fn db_size(path: &Path) -> u64 {
         .sum()
 }
 
+/// The allocator the `rein` binary runs with.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Resident memory of this process from `/proc/self/status`, MiB: in all, anonymous (heap),
 /// and file-backed (SQLite's memory-mapped pages, which the kernel can drop); zeros where there
 /// is no such file.
