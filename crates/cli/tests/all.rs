@@ -8,3 +8,4 @@ mod cli;
 mod guard;
 mod protocols;
 mod serve;
+mod soak;
