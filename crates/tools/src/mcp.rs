@@ -2,7 +2,10 @@
 //! named after the server (`<server>__<tool>` on the wire). The server is started with a timeout and a clear error
 //! when it fails; its stderr goes to the log; a `notifications/tools/list_changed` makes the
 //! next call re-list the tools; the child process is killed when the tool is dropped (with the
-//! driver that owns it).
+//! driver that owns it). A server that stopped (its process exited, its stream closed) or let a
+//! call time out is started afresh for the next call: the call it failed stays failed (it may
+//! have taken effect; it is not repeated), and a long-lived `rein serve` does not keep a dead
+//! server's tools failing until it restarts.
 
 use crate::{Tool, ToolContext};
 use futures::FutureExt;
@@ -16,7 +19,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use std::collections::BTreeMap;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tokio::io::AsyncBufReadExt;
@@ -148,10 +151,30 @@ impl ClientHandler for Listener {
 /// A connected MCP server, usable as a rein tool.
 pub struct McpServer {
     config: McpServerConfig,
-    service: RunningService<RoleClient, Listener>,
+    /// The connection of the moment, replaced when it stopped being usable.
+    connection: tokio::sync::RwLock<Connection>,
     tools: RwLock<Vec<rmcp::model::Tool>>,
+    /// Set by the server's `tools/list_changed`, on whichever connection it came.
     stale: Arc<AtomicBool>,
-    pid: Option<u32>,
+    /// The stdio server's process id (0: none).
+    pid: AtomicU32,
+}
+
+/// One session with the server (for stdio, one process).
+struct Connection {
+    service: RunningService<RoleClient, Listener>,
+    /// A call on it timed out: the server may be hung, so the next call starts it afresh.
+    timed_out: AtomicBool,
+}
+
+impl Connection {
+    /// Whether the next call may use it: its session is still running and nothing suggests
+    /// the server hung.
+    fn usable(&self) -> bool {
+        !self.service.is_closed()
+            && !self.service.peer().is_transport_closed()
+            && !self.timed_out.load(Ordering::SeqCst)
+    }
 }
 
 /// The HTTP client for Streamable HTTP servers. rustls needs a crypto provider; rein uses ring
@@ -165,6 +188,23 @@ fn http_client() -> Result<reqwest_mcp::Client, reqwest_mcp::Error> {
 impl McpServer {
     /// Start (or reach) the server, handshake, and list its tools.
     pub async fn connect(config: McpServerConfig) -> Result<Arc<Self>, McpError> {
+        let stale = Arc::new(AtomicBool::new(false));
+        let (connection, tools, pid) = Self::open(&config, Arc::clone(&stale)).await?;
+        Ok(Arc::new(Self {
+            config,
+            connection: tokio::sync::RwLock::new(connection),
+            tools: RwLock::new(tools),
+            stale,
+            pid: AtomicU32::new(pid.unwrap_or(0)),
+        }))
+    }
+
+    /// One session: the process started (stdio) or the endpoint reached, the handshake done
+    /// and the tools listed; with the process id of a stdio server.
+    async fn open(
+        config: &McpServerConfig,
+        stale: Arc<AtomicBool>,
+    ) -> Result<(Connection, Vec<rmcp::model::Tool>, Option<u32>), McpError> {
         let server = config.name.clone();
         match &config.transport {
             McpTransport::Stdio { command, args, env } => {
@@ -187,7 +227,8 @@ impl McpServer {
                         }
                     });
                 }
-                Self::start(config, transport, pid).await
+                let (connection, tools) = Self::start(config, transport, stale).await?;
+                Ok((connection, tools, pid))
             }
             McpTransport::Http { url, headers } => {
                 if !url.starts_with("http://") && !url.starts_with("https://") {
@@ -215,25 +256,23 @@ impl McpServer {
                     message: format!("cannot set up an HTTPS client: {e}"),
                 })?;
                 let transport = StreamableHttpClientTransport::with_client(client, http);
-                Self::start(config, transport, None).await
+                let (connection, tools) = Self::start(config, transport, stale).await?;
+                Ok((connection, tools, None))
             }
         }
     }
 
     async fn start<T, E, A>(
-        config: McpServerConfig,
+        config: &McpServerConfig,
         transport: T,
-        pid: Option<u32>,
-    ) -> Result<Arc<Self>, McpError>
+        stale: Arc<AtomicBool>,
+    ) -> Result<(Connection, Vec<rmcp::model::Tool>), McpError>
     where
         T: rmcp::transport::IntoTransport<RoleClient, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
         let server = config.name.clone();
-        let stale = Arc::new(AtomicBool::new(false));
-        let listener = Listener {
-            stale: Arc::clone(&stale),
-        };
+        let listener = Listener { stale };
         let secs = config.startup_timeout.as_secs();
         let timeout = |_| McpError::StartupTimeout {
             server: server.clone(),
@@ -255,18 +294,41 @@ impl McpServer {
                 what: "tools/list",
                 message: e.to_string(),
             })?;
-        Ok(Arc::new(Self {
-            config,
+        let connection = Connection {
             service,
-            tools: RwLock::new(tools),
-            stale,
-            pid,
-        }))
+            timed_out: AtomicBool::new(false),
+        };
+        Ok((connection, tools))
     }
 
-    /// The server process id (stdio servers).
+    /// The server process id (stdio servers): of the process started last.
     pub fn pid(&self) -> Option<u32> {
-        self.pid
+        Some(self.pid.load(Ordering::SeqCst)).filter(|p| *p != 0)
+    }
+
+    /// The connection to call on: the current one while usable, else a new one (the old
+    /// session is dropped, which stops its process).
+    async fn usable_connection(
+        &self,
+    ) -> Result<tokio::sync::RwLockReadGuard<'_, Connection>, McpError> {
+        {
+            let current = self.connection.read().await;
+            if current.usable() {
+                return Ok(current);
+            }
+        }
+        let mut current = self.connection.write().await;
+        // Another call may have started it afresh meanwhile.
+        if !current.usable() {
+            tracing::warn!(mcp_server = %self.config.name, "the MCP server stopped or stopped answering; starting it again");
+            let (fresh, tools, pid) = Self::open(&self.config, Arc::clone(&self.stale)).await?;
+            if let Ok(mut t) = self.tools.write() {
+                *t = tools;
+            }
+            self.pid.store(pid.unwrap_or(0), Ordering::SeqCst);
+            *current = fresh;
+        }
+        Ok(current.downgrade())
     }
 
     /// Names of the server's tools as last listed.
@@ -277,20 +339,37 @@ impl McpServer {
             .unwrap_or_default()
     }
 
-    async fn refresh_if_stale(&self) {
+    /// Re-list the tools after the server said they changed, within the call's limit (a
+    /// server that does not answer is treated as hung: `Err` says so, and the next call starts
+    /// it afresh).
+    async fn refresh_if_stale(&self, connection: &Connection) -> Result<(), String> {
         if !self.stale.swap(false, Ordering::SeqCst) {
-            return;
+            return Ok(());
         }
-        match self.service.list_all_tools().await {
-            Ok(tools) => {
+        let listed = tokio::time::timeout(
+            self.config.call_timeout,
+            connection.service.list_all_tools(),
+        )
+        .await;
+        match listed {
+            Ok(Ok(tools)) => {
                 if let Ok(mut t) = self.tools.write() {
                     *t = tools;
                 }
             }
-            Err(e) => {
+            Ok(Err(e)) => {
                 tracing::warn!(mcp_server = %self.config.name, error = %e, "tools/list refresh failed")
             }
+            Err(_) => {
+                connection.timed_out.store(true, Ordering::SeqCst);
+                return Err(format!(
+                    "MCP server `{}` did not list its changed tools within {} s (it is started afresh for the next call).",
+                    self.config.name,
+                    self.config.call_timeout.as_secs()
+                ));
+            }
         }
+        Ok(())
     }
 }
 
@@ -397,19 +476,34 @@ impl Tool for McpServer {
         args: serde_json::Value,
     ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
         async move {
-            self.refresh_if_stale().await;
+            let connection = match self.usable_connection().await {
+                Ok(c) => c,
+                Err(e) => {
+                    return Ok(ToolOutput::failed(format!(
+                        "MCP server `{}` stopped and could not be started again: {e}",
+                        self.config.name
+                    )));
+                }
+            };
+            if let Err(hung) = self.refresh_if_stale(&connection).await {
+                return Ok(ToolOutput::failed(hung));
+            }
             let mut params = CallToolRequestParams::new(api.to_owned());
             if let serde_json::Value::Object(map) = args {
                 params = params.with_arguments(map);
             }
-            match tokio::time::timeout(self.config.call_timeout, self.service.call_tool(params))
-                .await
-            {
-                Err(_) => Ok(ToolOutput::failed(format!(
-                    "MCP server `{}` did not answer `{api}` within {} s.",
-                    self.config.name,
-                    self.config.call_timeout.as_secs()
-                ))),
+            let answer =
+                tokio::time::timeout(self.config.call_timeout, connection.service.call_tool(params))
+                    .await;
+            match answer {
+                Err(_) => {
+                    connection.timed_out.store(true, Ordering::SeqCst);
+                    Ok(ToolOutput::failed(format!(
+                        "MCP server `{}` did not answer `{api}` within {} s (it is started afresh for the next call).",
+                        self.config.name,
+                        self.config.call_timeout.as_secs()
+                    )))
+                }
                 Ok(Err(e)) => Ok(ToolOutput::failed(format!(
                     "MCP server `{}` failed on `{api}`: {e}",
                     self.config.name

@@ -9,6 +9,7 @@ mod delegate;
 mod hostile_files;
 mod interpreter;
 mod mcp;
+mod mcp_faults;
 mod sandbox;
 mod search;
 mod skills;
