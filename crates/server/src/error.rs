@@ -53,6 +53,14 @@ impl ApiError {
         Self::new(StatusCode::CONFLICT, ApiErrorCode::Conflict, message)
     }
 
+    /// 409 `operation_busy`: the operation is running (here, or in another process whose
+    /// lease may take up to `retry_after` seconds to run out); the request may be sent again.
+    pub fn operation_busy(message: impl Into<String>, retry_after: u64) -> Self {
+        let mut e = Self::new(StatusCode::CONFLICT, ApiErrorCode::OperationBusy, message);
+        e.retry_after = Some(retry_after.max(1));
+        e
+    }
+
     /// 422: well-formed but not acceptable (unknown model, missing provider key).
     pub fn unprocessable(message: impl Into<String>) -> Self {
         Self::new(

@@ -28,6 +28,11 @@ rein_core::named_enum! {
         Conflict = "conflict",
         /// 409: another operation of the conversation holds it (`when_busy: reject`).
         TopicBusy = "topic_busy",
+        /// 409: the operation is running, in this process or another one — possibly one that
+        /// stopped without letting go, whose lease runs out within `Retry-After` seconds.
+        /// Nothing was applied; the same request may succeed then (unlike `conflict`, which
+        /// says the request no longer fits, such as a decision already made).
+        OperationBusy = "operation_busy",
         /// 409: the operation was started with tools this server does not have.
         MissingTools = "missing_tools",
         /// 409: a replay of a step that made no model call (or of an operation that made

@@ -244,24 +244,32 @@ impl Runner {
                 break;
             }
         }
+        // A run here ends at its next boundary; a lease held elsewhere runs out within its
+        // length even when its process died.
+        let lease_secs = self.lease.as_secs();
         if self.is_running(id) {
-            return Err(ApiError::conflict(format!(
-                "operation {id} is already running"
-            )));
+            return Err(ApiError::operation_busy(
+                format!("operation {id} is already running"),
+                1,
+            ));
         }
         let lease = chrono::Duration::from_std(self.lease).unwrap_or(chrono::Duration::seconds(30));
         // The lease and a running slot, in one transaction (429 at the limit).
         if self.store.claim_operation(id, &self.admission()).await? == Claim::Busy {
-            return Err(ApiError::conflict(format!(
-                "operation {id} is running in another process"
-            )));
+            return Err(ApiError::operation_busy(
+                format!(
+                    "operation {id} is running in another process (or one that stopped: its lease runs out within {lease_secs} s)"
+                ),
+                lease_secs,
+            ));
         }
         {
             let mut active = self.active.lock().unwrap_or_else(|p| p.into_inner());
             if active.contains_key(&id) {
-                return Err(ApiError::conflict(format!(
-                    "operation {id} is already running"
-                )));
+                return Err(ApiError::operation_busy(
+                    format!("operation {id} is already running"),
+                    1,
+                ));
             }
             active.insert(id, owner);
         }

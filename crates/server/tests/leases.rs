@@ -58,8 +58,11 @@ async fn an_orphaned_operation_is_resumed_by_one_of_two_runners_sharing_a_databa
         .spawn(id, "u".into(), loser.driver(), Job::Resume)
         .await
         .unwrap_err();
-    assert_eq!(err.code, rein_server::error::ApiErrorCode::Conflict);
+    // Busy, not a conflict: the same request may succeed once the lease is let go or runs
+    // out, and the answer says when to try again.
+    assert_eq!(err.code, rein_server::error::ApiErrorCode::OperationBusy);
     assert!(err.message.contains("another process"), "{}", err.message);
+    assert_eq!(err.retry_after, Some(loser.lease.as_secs()));
     // A second sweep by the loser changes nothing while the lease is live.
     assert_eq!(loser.recover().await.unwrap(), 0);
 }

@@ -66,6 +66,8 @@ pub struct Outcome {
     pub reconnects: usize,
     /// Calls approved.
     pub approvals: usize,
+    /// Decisions answered `operation_busy` (a stopped process's lease not yet run out).
+    pub busy_answers: usize,
     /// The ledger entry it asked for (`Ledger`).
     pub entry: Option<String>,
     /// A tool result said its call was interrupted by a stop and not repeated (it may or may
@@ -125,8 +127,9 @@ impl Reach {
         loop {
             match self.once(method.clone(), path, body).await {
                 Reply::Got(status, v) if (200..300).contains(&status) => return v,
-                // Starting up or shutting down.
+                // Starting up or shutting down, or the operation is busy for now.
                 Reply::Got(502..=504, _) | Reply::Unreachable => {}
+                Reply::Got(409, v) if v["error"]["code"] == "operation_busy" => {}
                 Reply::Got(status, v) => panic!("{method} {path}: {status} {v}"),
             }
             assert!(
@@ -179,8 +182,9 @@ impl Reach {
         }
     }
 
-    /// Approve every call `op` has parked; the number approved.
-    async fn approve_pending(&self, op: &str) -> usize {
+    /// Approve every call `op` has parked; the number approved, and the answers that said the
+    /// operation was busy (to be tried again).
+    async fn approve_pending(&self, op: &str) -> (usize, usize) {
         let detail = self.get(&format!("/v1/operations/{op}")).await;
         let ids: Vec<String> = detail["pending"]
             .as_array()
@@ -188,7 +192,7 @@ impl Reach {
             .iter()
             .filter_map(|p| p["call"]["id"].as_str().map(str::to_owned))
             .collect();
-        let mut approved = 0;
+        let (mut approved, mut busy) = (0, 0);
         for id in ids {
             let decision = json!({"decisions": [{"tool_call_id": id, "decision": "approve"}]});
             let path = format!("/v1/operations/{op}/interventions");
@@ -202,16 +206,21 @@ impl Reach {
                         approved += 1;
                         break;
                     }
+                    // Still held by a process that stopped while it parked: its lease runs
+                    // out within the time the answer gives.
+                    Reply::Got(409, v) if v["error"]["code"] == "operation_busy" => {
+                        busy += 1;
+                    }
                     // Decided already (an answer lost in a restart), or no longer parked.
                     Reply::Got(409, _) => break,
                     Reply::Got(502..=504, _) | Reply::Unreachable => {}
                     Reply::Got(status, v) => panic!("POST {path}: {status} {v}"),
                 }
                 assert!(Instant::now() < deadline, "POST {path}: away too long");
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                tokio::time::sleep(Duration::from_millis(250)).await;
             }
         }
-        approved
+        (approved, busy)
     }
 
     /// Follow `op`'s committed events from the start to its end, reconnecting after restarts
@@ -247,7 +256,9 @@ impl Reach {
                 next = seq + 1;
                 match event["type"].as_str() {
                     Some("human_approve_required") => {
-                        out.approvals += self.approve_pending(op).await;
+                        let (approved, busy) = self.approve_pending(op).await;
+                        out.approvals += approved;
+                        out.busy_answers += busy;
                     }
                     Some("done" | "error") => return,
                     Some("tool_result") => {
@@ -303,6 +314,7 @@ impl Reach {
             gaps: Vec::new(),
             reconnects: 0,
             approvals: 0,
+            busy_answers: 0,
             entry,
             interrupted: false,
         };

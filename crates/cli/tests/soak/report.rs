@@ -271,12 +271,13 @@ pub fn print(
         percentile(&creates, 0.99),
     );
     eprintln!(
-        "soak: {} restarts ({kills} SIGKILL, {} SIGTERM); {} approvals; {} ledger entries, {} calls interrupted; \
+        "soak: {} restarts ({kills} SIGKILL, {} SIGTERM); {} approvals ({} answered busy first); {} ledger entries, {} calls interrupted; \
          the task ran {} times ({} scheduled executions); {} ingestions accepted, the base holds {} files; \
          {devices} device connections; settled in {:.1} s",
         restarts.len(),
         restarts.len() - kills,
         outcomes.iter().map(|o| o.approvals).sum::<usize>(),
+        outcomes.iter().map(|o| o.busy_answers).sum::<usize>(),
         facts.ledger.len(),
         outcomes.iter().filter(|o| o.interrupted).count(),
         facts.task_runs.len(),
