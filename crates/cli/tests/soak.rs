@@ -79,8 +79,7 @@ pub struct Sample {
     pub at: f64,
     /// The server's lifetime it was read in (restarts before it).
     pub lifetime: u64,
-    pub rss_kib: u64,
-    pub fds: u64,
+    pub resources: server::Resources,
     pub db_bytes: Option<u64>,
 }
 
@@ -153,12 +152,11 @@ async fn a_busy_server_keeps_every_invariant_through_restarts() {
     let mut next_restart = start + plan.restart_every;
     while Instant::now() < end {
         tokio::time::sleep(plan.sample_every.min(end - Instant::now())).await;
-        if let Some((rss_kib, fds)) = server.sample() {
+        if let Some(resources) = server.sample() {
             samples.push(Sample {
                 at: start.elapsed().as_secs_f64(),
                 lifetime: restarts.load(Ordering::SeqCst),
-                rss_kib,
-                fds,
+                resources,
                 db_bytes: server::database_bytes(&db.url),
             });
         }
@@ -215,7 +213,8 @@ async fn a_busy_server_keeps_every_invariant_through_restarts() {
     server.stop(Stop::Term).await;
     assert!(
         failures.is_empty() && verdicts.is_empty(),
-        "the soak found:\n- {}\n\nthe server's last lines:\n{}",
+        "the soak found (its database and ledger are kept in {}):\n- {}\n\nthe server's last lines:\n{}",
+        dir.display(),
         failures
             .iter()
             .chain(&verdicts)
@@ -228,4 +227,6 @@ async fn a_busy_server_keeps_every_invariant_through_restarts() {
         model.answered.load(Ordering::Relaxed) > 0,
         "the model was asked"
     );
+    // A long run's database takes gigabytes; a failing run's is kept (above).
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -2,7 +2,8 @@
 //! (its environment's secret variables, the configuration's provider and backend keys) are
 //! replaced in every tool result before the result is recorded, shown to the model or
 //! streamed as an event, so no tool, command or planted instruction reads them back through
-//! rein.
+//! rein. Files a tool returns (kept as artifacts, images shown to the model) are redacted the
+//! same way when they are text, and withheld when a binary one holds a secret.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -53,6 +54,33 @@ impl Redactor {
         }
         out
     }
+
+    /// A file a tool returned, as it may be kept and shown: text (UTF-8) with every known
+    /// secret replaced; binary bytes as they are when they hold none. A binary file holding
+    /// one cannot be rewritten without breaking its format: `Err` names the secret, and the
+    /// file is withheld.
+    pub fn redact_file(&self, bytes: Vec<u8>) -> Result<Vec<u8>, &str> {
+        if self.known.is_empty() {
+            return Ok(bytes);
+        }
+        match String::from_utf8(bytes) {
+            Ok(text) => Ok(match self.redact(&text) {
+                Cow::Borrowed(_) => text.into_bytes(),
+                Cow::Owned(redacted) => redacted.into_bytes(),
+            }),
+            Err(binary) => {
+                let bytes = binary.into_bytes();
+                let held = self
+                    .known
+                    .iter()
+                    .find(|(value, _)| bytes.windows(value.len()).any(|w| w == value.as_bytes()));
+                match held {
+                    Some((_, name)) => Err(name.as_str()),
+                    None => Ok(bytes),
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -74,5 +102,26 @@ mod tests {
             s.redact("nothing here"),
             std::borrow::Cow::Borrowed(_)
         ));
+    }
+
+    #[test]
+    fn a_text_file_is_redacted_and_a_binary_one_holding_a_secret_is_withheld() {
+        let mut s = Redactor::default();
+        s.add("DEPLOY_TOKEN", "tok-4f9a1b2c3d");
+        assert_eq!(
+            s.redact_file(b"export T=tok-4f9a1b2c3d\n".to_vec()),
+            Ok(b"export T=[redacted: DEPLOY_TOKEN]\n".to_vec())
+        );
+        let mut png = b"\x89PNG\r\n\x1a\n\xff\xfe".to_vec();
+        assert_eq!(
+            s.redact_file(png.clone()),
+            Ok(png.clone()),
+            "no secret: kept"
+        );
+        png.extend_from_slice(b"tEXttok-4f9a1b2c3d");
+        assert_eq!(s.redact_file(png), Err("DEPLOY_TOKEN"));
+        // Nothing known: nothing read.
+        let none = Redactor::default();
+        assert_eq!(none.redact_file(vec![0xff, 0x00]), Ok(vec![0xff, 0x00]));
     }
 }

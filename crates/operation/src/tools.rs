@@ -420,7 +420,19 @@ impl ToolHost {
     async fn keep_files(&self, state: &AgentState, call: &ToolCall, out: &mut ToolOutput) {
         let owner = self.files_owner(state);
         let mut kept = String::from("\n--- artifacts ---");
-        for file in std::mem::take(&mut out.files) {
+        for mut file in std::mem::take(&mut out.files) {
+            // No key or token of this process is kept or shown in a file either.
+            file.bytes = match self.redactor.redact_file(std::mem::take(&mut file.bytes)) {
+                Ok(bytes) => bytes,
+                Err(secret) => {
+                    tracing::warn!(call = %call.id, file = %file.name, "a file holding a secret was withheld");
+                    kept.push_str(&format!(
+                        "\n{} was withheld: it holds the value of {secret}, a secret of this process",
+                        file.name
+                    ));
+                    continue;
+                }
+            };
             if let Some(image) = seen_image(&file, out.media.len()) {
                 out.media.push(image);
             }

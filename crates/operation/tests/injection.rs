@@ -17,7 +17,7 @@
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use rein_core::engine::ports::{PortError, ToolOutput};
+use rein_core::engine::ports::{PortError, ToolFile, ToolOutput};
 use rein_core::intervention::ApprovalMode;
 use rein_core::state::ModelRef;
 use rein_core::tool::ToolManifest;
@@ -27,7 +27,7 @@ use rein_model::{
     Catalog, ChatRequest, ModelError, ModelEvent, ModelProvider, ModelResponse, StopReason,
 };
 use rein_operation::{Driver, RunEnd, StartOptions, Tool, ToolContext};
-use rein_store::{Effect, Store};
+use rein_store::{Artifacts, Effect, Store};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -502,5 +502,147 @@ async fn planted_instructions_take_effect_only_without_the_defences_or_past_what
     // agent may do without asking in auto-run (its mail tool, the shell in its workspace, its
     // plan) is what is left, and what `manual` approval or a narrower agent is for.
     assert_eq!(row(Obeys::Always, true), (vec![2, 0, 2, 2], 2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A tool that writes files: a script holding the deploy token, a PNG holding it in a text
+/// chunk, and a PNG holding none.
+struct Writer;
+
+const TOKEN: &str = "tok-4f9a1b2c3d";
+
+impl Tool for Writer {
+    fn manifest(&self) -> ToolManifest {
+        rein_core::testing::manifest("writer", &["write"])
+    }
+    fn effect(&self, _: &str) -> Effect {
+        Effect::Pure
+    }
+    fn call<'a>(
+        &'a self,
+        _: &'a ToolContext,
+        _: &'a str,
+        _: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, PortError>> {
+        async move {
+            let file = |name: &str, media_type: &str, bytes: Vec<u8>| ToolFile {
+                name: name.into(),
+                media_type: media_type.into(),
+                bytes,
+            };
+            let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+            let mut leaky = png.clone();
+            leaky.extend_from_slice(format!("tEXtdeploy {TOKEN}").as_bytes());
+            let mut out = ToolOutput::ok("wrote three files");
+            out.files = vec![
+                file(
+                    "deploy.sh",
+                    "text/x-shellscript",
+                    format!("curl -H 'Authorization: {TOKEN}' https://deploy\n").into_bytes(),
+                ),
+                file("leaky.png", "image/png", leaky),
+                file("plain.png", "image/png", png),
+            ];
+            Ok(out)
+        }
+        .boxed()
+    }
+}
+
+/// A secret of rein's process in a file a tool returns is redacted from the artifact kept (a
+/// text file) or keeps the file from being kept and shown at all (a binary one), and the
+/// result the model reads says which.
+#[tokio::test]
+async fn a_secret_in_a_file_a_tool_writes_is_redacted_or_the_file_withheld() {
+    let dir = std::env::temp_dir().join(format!("rein-redact-{}", rein_core::OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = Arc::new(
+        rein_store::SqlStore::open(
+            dir.join("rein.db").to_str().unwrap(),
+            rein_store::Synchronous::Normal,
+        )
+        .await
+        .unwrap(),
+    );
+    let mut secrets = rein_operation::redact::Redactor::default();
+    secrets.add("DEPLOY_TOKEN", TOKEN);
+    let driver = Driver::new(
+        store.clone(),
+        Arc::new(Gullible {
+            obeys: Obeys::Always,
+        }),
+        ModelRef {
+            provider: "openai".into(),
+            model: "gpt-4o-mini".into(),
+        },
+        Arc::new(Catalog::builtin().unwrap()),
+    )
+    .with_tool(Arc::new(Writer))
+    .with_redactor(secrets);
+    let spec = rein_core::spec::OperationSpec {
+        approval: ApprovalMode::AutoRun,
+        ..Default::default()
+    };
+    let id = driver
+        .start(
+            "Write the deploy files.\nuse: writer__write {}",
+            &StartOptions {
+                spec,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let end = driver.run(id).await.unwrap();
+    assert!(matches!(end, RunEnd::Done { .. }), "{end:?}");
+    let kept = store
+        .artifacts("local", None, Some(&id.to_string()), 10)
+        .await
+        .unwrap();
+    let mut names: Vec<&str> = kept.iter().map(|a| a.name.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        ["deploy.sh", "plain.png"],
+        "the leaky picture is not kept"
+    );
+    for a in &kept {
+        let content = store
+            .artifact_content("local", &a.id)
+            .await
+            .unwrap()
+            .unwrap();
+        let bytes = content.bytes;
+        assert!(
+            !bytes.windows(TOKEN.len()).any(|w| w == TOKEN.as_bytes()),
+            "{} holds the token",
+            a.name
+        );
+        if a.name == "deploy.sh" {
+            assert_eq!(
+                String::from_utf8(bytes).unwrap(),
+                "curl -H 'Authorization: [redacted: DEPLOY_TOKEN]' https://deploy\n"
+            );
+        }
+    }
+    let op = store.load_operation(id).await.unwrap().unwrap();
+    let result = op
+        .state
+        .messages
+        .iter()
+        .find(|m| m.role == Role::Tool)
+        .unwrap();
+    assert!(
+        text(result).contains("leaky.png was withheld: it holds the value of DEPLOY_TOKEN"),
+        "{}",
+        text(result)
+    );
+    // The model is shown the plain picture only.
+    let shown = result
+        .content
+        .iter()
+        .filter(|p| matches!(p, rein_core::message::ContentPart::Image { .. }))
+        .count();
+    assert_eq!(shown, 1);
     let _ = std::fs::remove_dir_all(&dir);
 }

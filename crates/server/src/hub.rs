@@ -51,7 +51,8 @@ pub enum Signal {
     Wake,
 }
 
-/// Per-operation broadcast channels, created by the first subscriber and dropped with the last.
+/// Per-operation broadcast channels, created by the first subscriber and dropped with the last
+/// ([`Subscription`]'s drop).
 #[derive(Default)]
 pub struct Hub {
     channels: Mutex<HashMap<OperationId, broadcast::Sender<Signal>>>,
@@ -60,13 +61,55 @@ pub struct Hub {
 /// Signals a slow subscriber may fall behind by before it re-reads the log.
 const CAPACITY: usize = 1024;
 
+/// One stream's subscription to an operation's signals. The operation's channel goes with its
+/// last subscription: a channel is a ring of [`CAPACITY`] slots (tens of KiB), and one kept for
+/// every operation ever watched grew a busy server's memory ~0.4 MiB a second (the soak test,
+/// `docs/reliability.md`), since an operation that ended is sent nothing more that would find
+/// its channel unheard.
+pub struct Subscription {
+    hub: Arc<Hub>,
+    id: OperationId,
+    rx: broadcast::Receiver<Signal>,
+}
+
+impl Subscription {
+    /// The next signal (`Lagged` when this stream fell behind by more than [`CAPACITY`]).
+    pub async fn recv(&mut self) -> Result<Signal, broadcast::error::RecvError> {
+        self.rx.recv().await
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let mut map = self.hub.channels.lock().unwrap_or_else(|p| p.into_inner());
+        // Under the lock nobody subscribes meanwhile; this receiver still counts.
+        if map.get(&self.id).is_some_and(|tx| tx.receiver_count() <= 1) {
+            map.remove(&self.id);
+        }
+    }
+}
+
 impl Hub {
     /// Subscribe to one operation's signals.
-    pub fn subscribe(&self, id: OperationId) -> broadcast::Receiver<Signal> {
+    pub fn subscribe(self: &Arc<Self>, id: OperationId) -> Subscription {
         let mut map = self.channels.lock().unwrap_or_else(|p| p.into_inner());
-        map.entry(id)
+        let rx = map
+            .entry(id)
             .or_insert_with(|| broadcast::channel(CAPACITY).0)
-            .subscribe()
+            .subscribe();
+        Subscription {
+            hub: Arc::clone(self),
+            id,
+            rx,
+        }
+    }
+
+    /// Operations whose channel is open (each has a stream listening).
+    pub fn channels(&self) -> usize {
+        self.channels
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
     }
 
     /// Tell the operation's subscribers, if any (`signal` is only built when there are).
@@ -119,7 +162,7 @@ mod tests {
 
     #[test]
     fn signals_reach_only_the_operations_subscribers_and_idle_channels_are_dropped() {
-        let hub = Hub::default();
+        let hub = Arc::new(Hub::default());
         let (a, b) = (OperationId::new(), OperationId::new());
         let mut rx = hub.subscribe(a);
         hub.send(a, || Signal::Wake);
@@ -129,16 +172,38 @@ mod tests {
             Signal::Wake
         });
         assert!(!built, "no subscriber: the signal is not even built");
-        assert!(matches!(rx.try_recv(), Ok(Signal::Wake)));
-        assert!(rx.try_recv().is_err());
+        assert!(matches!(rx.rx.try_recv(), Ok(Signal::Wake)));
+        assert!(rx.rx.try_recv().is_err());
         drop(rx);
         hub.send(a, || Signal::Wake);
         assert!(!hub.has_subscribers(a));
     }
 
     #[test]
+    fn an_operations_channel_goes_with_its_last_subscription_though_nothing_is_sent() {
+        let hub = Arc::new(Hub::default());
+        let (a, b) = (OperationId::new(), OperationId::new());
+        let first = hub.subscribe(a);
+        let second = hub.subscribe(a);
+        let other = hub.subscribe(b);
+        assert_eq!(hub.channels(), 2);
+        drop(first);
+        assert_eq!(hub.channels(), 2, "a still has a stream");
+        drop(second);
+        assert_eq!(hub.channels(), 1, "a's channel went with its last stream");
+        assert!(!hub.has_subscribers(a));
+        assert!(hub.has_subscribers(b));
+        drop(other);
+        assert_eq!(hub.channels(), 0);
+        // Subscribing again opens a new channel that works.
+        let mut again = hub.subscribe(a);
+        hub.send(a, || Signal::Wake);
+        assert!(matches!(again.rx.try_recv(), Ok(Signal::Wake)));
+    }
+
+    #[test]
     fn a_commit_is_serialized_once_with_its_end_marked() {
-        let hub = Hub::default();
+        let hub = Arc::new(Hub::default());
         let id = OperationId::new();
         let mut rx = hub.subscribe(id);
         let events = [
@@ -161,7 +226,7 @@ mod tests {
             },
         ];
         hub.committed(id, &events);
-        let Ok(Signal::Committed(batch)) = rx.try_recv() else {
+        let Ok(Signal::Committed(batch)) = rx.rx.try_recv() else {
             panic!("expected a committed batch");
         };
         assert_eq!(batch.iter().map(|w| w.seq).collect::<Vec<_>>(), [7, 8]);

@@ -14,7 +14,8 @@ fn server(package: &str) -> Option<String> {
     rein_testkit::mcp_server(&format!("MCP against {package}"), package)
 }
 
-fn cx(dir: Option<PathBuf>) -> ToolContext {
+/// A call's context for the MCP tests (`mcp_faults` too), working in `dir`.
+pub(crate) fn cx(dir: Option<PathBuf>) -> ToolContext {
     ToolContext {
         topic: None,
         earlier_calls: 0,

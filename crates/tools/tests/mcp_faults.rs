@@ -8,8 +8,9 @@
 //! a message naming the server — never a hang, never a wrong answer that looks right; and the
 //! next call succeeds, on a server started afresh when the first one stopped or hung.
 
+use crate::mcp::cx;
+use rein_tools::Tool;
 use rein_tools::mcp::{McpServer, McpServerConfig};
-use rein_tools::{Tool, ToolContext};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,26 +23,6 @@ const MODES: [&str; 4] = ["stall", "die", "cut", "garbage"];
 const POINTS: usize = 5;
 const STARTUP: Duration = Duration::from_secs(5);
 const CALL: Duration = Duration::from_secs(2);
-
-fn cx() -> ToolContext {
-    ToolContext {
-        topic: None,
-        earlier_calls: 0,
-        job: Default::default(),
-        files_owner: "local".into(),
-        knowledge: Vec::new(),
-        egress: None,
-        owner: None,
-        operation_id: rein_core::OperationId::new(),
-        working_directory: None,
-        idempotency_key: "k".into(),
-        available_tools: Vec::new(),
-        scope: "user:test/agent:test".into(),
-        skill_dirs: Vec::new(),
-        question_briefs: false,
-        sandbox: Default::default(),
-    }
-}
 
 /// What one fault led to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -117,7 +98,7 @@ async fn a_tool_server_that_stalls_dies_cuts_or_garbles_fails_visibly_and_is_sta
                 Ok(server) => {
                     let first = Instant::now();
                     let out = server
-                        .call(&cx(), "echo", json!({"message": format!("m{nth}")}))
+                        .call(&cx(None), "echo", json!({"message": format!("m{nth}")}))
                         .await
                         .unwrap();
                     assert!(
@@ -138,7 +119,7 @@ async fn a_tool_server_that_stalls_dies_cuts_or_garbles_fails_visibly_and_is_sta
                     };
                     // The next call works, on the same server or a new one.
                     let again = server
-                        .call(&cx(), "echo", json!({"message": "again"}))
+                        .call(&cx(None), "echo", json!({"message": "again"}))
                         .await
                         .unwrap();
                     assert!(

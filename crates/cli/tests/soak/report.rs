@@ -217,18 +217,22 @@ pub fn print(
     facts: &Facts,
     devices: usize,
 ) {
-    eprintln!("soak: samples (s, lifetime, RSS MiB, descriptors, database MiB)");
+    eprintln!(
+        "soak: samples (s, lifetime, resident MiB: anonymous + file-backed, descriptors, database MiB)"
+    );
     for s in samples {
         let db = s.db_bytes.map_or_else(
             || "-".to_owned(),
             |b| format!("{:.1}", b as f64 / 1048576.0),
         );
+        let r = s.resources;
         eprintln!(
-            "  {:7.1} {:3} {:7.1} {:5} {db}",
+            "  {:7.1} {:3} {:7.1} + {:7.1} {:5} {db}",
             s.at,
             s.lifetime,
-            s.rss_kib as f64 / 1024.0,
-            s.fds
+            r.anon_kib as f64 / 1024.0,
+            r.file_kib as f64 / 1024.0,
+            r.fds
         );
     }
     let w = window(plan);
@@ -310,7 +314,8 @@ pub fn print(
 }
 
 /// The resource verdicts of a long run; each one missed, in words. Warm-up is the first ten
-/// minutes; memory and descriptors are compared between the ten minutes after it and the
+/// minutes; memory (the server's own, anonymous: mapped database pages are the kernel's cache,
+/// capped by `mmap_size`) and descriptors are compared between the ten minutes after it and the
 /// last ten (each window spans whole server lifetimes), and within each lifetime between its
 /// middle and its end (a leak grows between them; a restart would hide it from the first
 /// comparison); latency p99 in every ten-minute window against the first one.
@@ -322,19 +327,19 @@ pub fn judge(plan: &Plan, outcomes: &[Outcome], samples: &[Sample]) -> Vec<Strin
     let peak =
         |from: f64, to: f64, f: fn(&Sample) -> u64| in_window(from, to).map(f).max().unwrap_or(0);
     let (base_rss, last_rss) = (
-        peak(warm, warm + 600.0, |s| s.rss_kib),
-        peak(secs - 600.0, secs, |s| s.rss_kib),
+        peak(warm, warm + 600.0, |s| s.resources.anon_kib),
+        peak(secs - 600.0, secs, |s| s.resources.anon_kib),
     );
     if last_rss as f64 > base_rss as f64 * 1.2 {
         missed.push(format!(
-            "memory grew: peak RSS {:.1} MiB in the last ten minutes, {:.1} MiB after warm-up",
+            "memory grew: peak anonymous RSS {:.1} MiB in the last ten minutes, {:.1} MiB after warm-up",
             last_rss as f64 / 1024.0,
             base_rss as f64 / 1024.0
         ));
     }
     let (base_fds, last_fds) = (
-        peak(warm, warm + 600.0, |s| s.fds),
-        peak(secs - 600.0, secs, |s| s.fds),
+        peak(warm, warm + 600.0, |s| s.resources.fds),
+        peak(secs - 600.0, secs, |s| s.resources.fds),
     );
     if last_fds > base_fds + 16 {
         missed.push(format!(
@@ -352,12 +357,13 @@ pub fn judge(plan: &Plan, outcomes: &[Outcome], samples: &[Sample]) -> Vec<Strin
         let (Some(mid), Some(end)) = (mine.get(mine.len() / 2), mine.last()) else {
             continue;
         };
-        if end.rss_kib as f64 > mid.rss_kib as f64 * 1.15 + 4096.0 {
+        let (mid_kib, end_kib) = (mid.resources.anon_kib, end.resources.anon_kib);
+        if end_kib as f64 > mid_kib as f64 * 1.15 + 4096.0 {
             missed.push(format!(
                 "memory grew within lifetime {l}: {:.1} MiB at {:.0} s, {:.1} MiB at {:.0} s",
-                mid.rss_kib as f64 / 1024.0,
+                mid_kib as f64 / 1024.0,
                 mid.at,
-                end.rss_kib as f64 / 1024.0,
+                end_kib as f64 / 1024.0,
                 end.at
             ));
         }

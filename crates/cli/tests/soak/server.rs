@@ -70,6 +70,17 @@ impl Launch {
     }
 }
 
+/// A server's resident memory and open descriptors.
+#[derive(Clone, Copy, Debug)]
+pub struct Resources {
+    /// Its own memory (heap, stacks): what a leak grows.
+    pub anon_kib: u64,
+    /// Pages of files it maps: its binary, and the SQLite database (each connection maps up to
+    /// 256 MiB of it), which the kernel can take back at any time.
+    pub file_kib: u64,
+    pub fds: u64,
+}
+
 /// The server of the moment.
 struct Running {
     child: Child,
@@ -187,17 +198,23 @@ impl Server {
         self.start().await;
     }
 
-    /// Resident memory (KiB) and open descriptors of the server of the moment.
-    pub fn sample(&self) -> Option<(u64, u64)> {
+    /// What the operating system says of the server of the moment.
+    pub fn sample(&self) -> Option<Resources> {
         let pid = (*self.pid.lock().unwrap())?;
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-        let rss = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())?;
+        let kib = |key: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.split_whitespace().next())
+                .and_then(|v| v.parse().ok())
+        };
         let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count() as u64;
-        Some((rss, fds))
+        Some(Resources {
+            anon_kib: kib("RssAnon:")?,
+            file_kib: kib("RssFile:")?,
+            fds,
+        })
     }
 
     /// The last lines the servers wrote on stderr.

@@ -147,7 +147,7 @@ async fn pump(
     app: AppState,
     id: OperationId,
     mut cursor: Option<u64>,
-    mut signals: broadcast::Receiver<Signal>,
+    mut signals: crate::hub::Subscription,
     tx: mpsc::Sender<Event>,
     mode: Mode,
     credential: Option<crate::auth::Credential>,

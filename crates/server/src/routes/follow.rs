@@ -53,7 +53,7 @@ async fn pump(
     app: AppState,
     id: OperationId,
     mut cursor: Option<u64>,
-    mut signals: broadcast::Receiver<Signal>,
+    mut signals: crate::hub::Subscription,
     tx: mpsc::Sender<Seen>,
     credential: Option<crate::auth::Credential>,
 ) {
