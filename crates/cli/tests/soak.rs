@@ -13,7 +13,7 @@
 //! within 2× of the first ten minutes (`docs/reliability.md`).
 //!
 //! In the suite it runs 40 s (`REIN_SOAK_SECS`); the hour documented in `docs/reliability.md`:
-//! `REIN_SOAK_SECS=3600 REIN_SOAK_CLIENTS=24 REIN_SOAK_RESTART_SECS=300 REIN_SOAK_BIN=<release
+//! `REIN_SOAK_SECS=3600 REIN_SOAK_CLIENTS=16 REIN_SOAK_RESTART_SECS=300 REIN_SOAK_BIN=<release
 //! rein built with --features test-hooks> cargo test -p rein-cli --test cli-tests soak -- --nocapture`.
 
 #[path = "soak/churn.rs"]
