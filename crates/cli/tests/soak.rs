@@ -15,6 +15,8 @@
 //! In the suite it runs 40 s (`REIN_SOAK_SECS`); the hour documented in `docs/reliability.md`:
 //! `REIN_SOAK_SECS=3600 REIN_SOAK_CLIENTS=16 REIN_SOAK_RESTART_SECS=300 REIN_SOAK_BIN=<release
 //! rein built with --features test-hooks> cargo test -p rein-cli --test cli-tests soak -- --nocapture`.
+//! To see where the server's time goes, `REIN_SOAK_LOG=sqlx::query=debug` logs every statement
+//! the servers run with its time, into `REIN_SOAK_LOG_FILE` (see `soak/server.rs`).
 
 #[path = "soak/churn.rs"]
 mod churn;
@@ -80,7 +82,7 @@ pub struct Sample {
     /// The server's lifetime it was read in (restarts before it).
     pub lifetime: u64,
     pub resources: server::Resources,
-    pub db_bytes: Option<u64>,
+    pub db: Option<server::DbSize>,
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -157,7 +159,7 @@ async fn a_busy_server_keeps_every_invariant_through_restarts() {
                 at: start.elapsed().as_secs_f64(),
                 lifetime: restarts.load(Ordering::SeqCst),
                 resources,
-                db_bytes: server::database_bytes(&db.url),
+                db: server::database_size(&db.url),
             });
         }
         if Instant::now() >= next_restart && Instant::now() < end {
@@ -195,7 +197,7 @@ async fn a_busy_server_keeps_every_invariant_through_restarts() {
         .await;
 
     let facts = report::settle(&reach, &task, &jobs, server.launch()).await;
-    let mut failures = report::check(&outcomes, &facts, &server.panics.lock().unwrap());
+    let mut failures = report::check(&outcomes, &facts, &server.panics());
     failures.extend(failed_clients);
     report::print(
         &plan,
@@ -211,6 +213,10 @@ async fn a_busy_server_keeps_every_invariant_through_restarts() {
         Vec::new()
     };
     server.stop(Stop::Term).await;
+    server.flush_log();
+    if let Some(log) = server::log_file() {
+        println!("soak: the servers' log is {}", log.display());
+    }
     assert!(
         failures.is_empty() && verdicts.is_empty(),
         "the soak found (its database and ledger are kept in {}):\n- {}\n\nthe server's last lines:\n{}",

@@ -238,6 +238,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "MCP tool definitions pinned",
         include_str!("../migrations/0042_mcp_pins.sql"),
     ),
+    (
+        43,
+        "an index for the live leases of an owner",
+        include_str!("../migrations/0043_lease_by_owner.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.
@@ -409,7 +414,7 @@ fn statements(sql: &str) -> impl Iterator<Item = String> + '_ {
 /// during a rolling upgrade (see `docs/deploy.md`). Every other migration is a contraction:
 /// binaries that predate it refuse the database. Migrations 1 to 21 predate the check and
 /// count as contractions.
-const EXPANSIONS: &[i64] = &[22];
+const EXPANSIONS: &[i64] = &[22, 43];
 
 /// One migration as this build applies it on one backend.
 #[derive(Clone, Debug)]

@@ -248,7 +248,7 @@ impl Reach {
                     continue;
                 }
             };
-            let mut stream = Sse::new(resp);
+            let mut stream = Sse::new(resp, deadline);
             while let Some((seq, event)) = stream.next().await {
                 if seq != next {
                     out.gaps.push((next, seq));
@@ -353,24 +353,30 @@ pub async fn client(reach: Reach, id: usize, stop: Arc<AtomicBool>) -> Vec<Outco
 }
 
 /// Committed events of an SSE response: `(seq, event)`, heartbeats and previews skipped;
-/// `None` at the stream's end, or when nothing came for 60 s (a stream that stalled).
+/// `None` at the stream's end, when nothing came for 60 s (a stream that stalled), or at the
+/// operation's deadline: heartbeats keep a stream of an operation parked for good alive, so
+/// the time between chunks alone would never end it.
 struct Sse {
     resp: reqwest::Response,
-    buf: String,
+    /// Bytes, not text: a chunk may end inside a character.
+    buf: Vec<u8>,
+    deadline: Instant,
 }
 
 impl Sse {
-    fn new(resp: reqwest::Response) -> Self {
+    fn new(resp: reqwest::Response, deadline: Instant) -> Self {
         Self {
             resp,
-            buf: String::new(),
+            buf: Vec::new(),
+            deadline,
         }
     }
 
     async fn next(&mut self) -> Option<(u64, Value)> {
         loop {
-            if let Some(at) = self.buf.find("\n\n") {
-                let block: String = self.buf.drain(..at + 2).collect();
+            if let Some(at) = self.buf.windows(2).position(|w| w == b"\n\n") {
+                let block: Vec<u8> = self.buf.drain(..at + 2).collect();
+                let block = String::from_utf8_lossy(&block);
                 let mut id = None;
                 let mut data = String::new();
                 for line in block.lines() {
@@ -387,8 +393,9 @@ impl Sse {
                 }
                 continue;
             }
-            match tokio::time::timeout(Duration::from_secs(60), self.resp.chunk()).await {
-                Ok(Ok(Some(bytes))) => self.buf.push_str(&String::from_utf8_lossy(&bytes)),
+            let limit = (Instant::now() + Duration::from_secs(60)).min(self.deadline);
+            match tokio::time::timeout_at(limit.into(), self.resp.chunk()).await {
+                Ok(Ok(Some(bytes))) => self.buf.extend_from_slice(&bytes),
                 Ok(Ok(None) | Err(_)) | Err(_) => return None,
             }
         }

@@ -218,12 +218,18 @@ pub fn print(
     devices: usize,
 ) {
     eprintln!(
-        "soak: samples (s, lifetime, resident MiB: anonymous + file-backed, descriptors, database MiB)"
+        "soak: samples (s, lifetime, resident MiB: anonymous + file-backed, descriptors, database MiB (its WAL))"
     );
     for s in samples {
-        let db = s.db_bytes.map_or_else(
+        let db = s.db.map_or_else(
             || "-".to_owned(),
-            |b| format!("{:.1}", b as f64 / 1048576.0),
+            |d| {
+                format!(
+                    "{:.1} (WAL {:.1})",
+                    d.bytes as f64 / 1048576.0,
+                    d.wal as f64 / 1048576.0
+                )
+            },
         );
         let r = s.resources;
         eprintln!(
@@ -300,8 +306,8 @@ pub fn print(
         "soak: step-limited operations (limit {FOREVER_STEPS}) took at most {forever_steps} steps"
     );
     if let (Some(first), Some(last)) = (
-        samples.iter().find_map(|s| s.db_bytes),
-        samples.iter().rev().find_map(|s| s.db_bytes),
+        samples.iter().find_map(|s| s.db.map(|d| d.bytes)),
+        samples.iter().rev().find_map(|s| s.db.map(|d| d.bytes)),
     ) && !outcomes.is_empty()
     {
         eprintln!(

@@ -3,7 +3,7 @@
 //! descriptors) and of its database (bytes on disk).
 
 use std::collections::VecDeque;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -48,6 +48,11 @@ impl Launch {
             .env("OPENAI_API_KEY", "sk-soak")
             .env("REIN_TEST_TOOLS", "1")
             .env("REIN_TEST_LEDGER", self.ledger());
+        // Profiling: the servers log what `REIN_SOAK_LOG` asks (`sqlx::query=debug` gives each
+        // statement and its time) into `log_file()`.
+        if let Ok(filter) = std::env::var("REIN_SOAK_LOG") {
+            c.env("REIN_LOG", filter);
+        }
         c
     }
 
@@ -87,16 +92,32 @@ struct Running {
     pid: u32,
 }
 
+/// Where the servers' stderr goes in full when `REIN_SOAK_LOG` is set
+/// (`REIN_SOAK_LOG_FILE`, else `rein-soak-server.log` in the temporary directory).
+pub fn log_file() -> Option<PathBuf> {
+    std::env::var_os("REIN_SOAK_LOG")?;
+    Some(std::env::var_os("REIN_SOAK_LOG_FILE").map_or_else(
+        || std::env::temp_dir().join("rein-soak-server.log"),
+        PathBuf::from,
+    ))
+}
+
+/// The servers' stderr: the last lines, the panics, and everything in the log file if asked.
+#[derive(Default)]
+struct Stderr {
+    kept: Mutex<VecDeque<String>>,
+    panics: Mutex<Vec<String>>,
+    log: Option<Mutex<std::io::BufWriter<std::fs::File>>>,
+}
+
 /// The soak's server, across its restarts.
 pub struct Server {
     launch: Launch,
     running: tokio::sync::Mutex<Option<Running>>,
     /// Where clients find the server of the moment (`http://127.0.0.1:PORT`).
     pub base: watch::Sender<String>,
-    /// Its last stderr lines, across restarts.
-    pub stderr: Arc<Mutex<VecDeque<String>>>,
-    /// Lines that say a thread panicked, across restarts.
-    pub panics: Arc<Mutex<Vec<String>>>,
+    /// What the servers wrote on stderr, across restarts.
+    stderr: Arc<Stderr>,
     pid: Mutex<Option<u32>>,
 }
 
@@ -106,8 +127,13 @@ impl Server {
             launch,
             running: tokio::sync::Mutex::new(None),
             base: watch::channel(String::new()).0,
-            stderr: Arc::default(),
-            panics: Arc::default(),
+            stderr: Arc::new(Stderr {
+                log: log_file().map(|path| {
+                    let file = std::fs::File::create(&path).expect("the soak's log file");
+                    Mutex::new(std::io::BufWriter::new(file))
+                }),
+                ..Stderr::default()
+            }),
             pid: Mutex::new(None),
         })
     }
@@ -149,10 +175,10 @@ impl Server {
                 break addr.to_owned();
             }
         };
-        let (kept, panics) = (Arc::clone(&self.stderr), Arc::clone(&self.panics));
+        let stderr = Arc::clone(&self.stderr);
         tokio::spawn(async move {
             while let Ok(Some(line)) = lines.next_line().await {
-                keep_in(&kept, &panics, line);
+                stderr.keep(line);
             }
         });
         let pid = child.id().expect("a running child has a pid");
@@ -219,37 +245,62 @@ impl Server {
 
     /// The last lines the servers wrote on stderr.
     pub fn last_lines(&self) -> String {
-        let kept = self.stderr.lock().unwrap();
+        let kept = self.stderr.kept.lock().unwrap();
         kept.iter().cloned().collect::<Vec<_>>().join("\n")
     }
 
+    /// Lines that said a thread panicked, across restarts.
+    pub fn panics(&self) -> Vec<String> {
+        self.stderr.panics.lock().unwrap().clone()
+    }
+
+    /// Write out what the log file was given so far.
+    pub fn flush_log(&self) {
+        if let Some(log) = &self.stderr.log {
+            use std::io::Write;
+            let _ = log.lock().unwrap().flush();
+        }
+    }
+
     fn keep(&self, line: String) {
-        keep_in(&self.stderr, &self.panics, line);
+        self.stderr.keep(line);
     }
 }
 
-fn keep_in(kept: &Mutex<VecDeque<String>>, panics: &Mutex<Vec<String>>, line: String) {
-    if line.contains("panicked") {
-        panics.lock().unwrap().push(line.clone());
+impl Stderr {
+    fn keep(&self, line: String) {
+        if line.contains("panicked") {
+            self.panics.lock().unwrap().push(line.clone());
+        }
+        if let Some(log) = &self.log {
+            use std::io::Write;
+            let _ = writeln!(log.lock().unwrap(), "{line}");
+        }
+        let mut kept = self.kept.lock().unwrap();
+        if kept.len() == KEPT_LINES {
+            kept.pop_front();
+        }
+        kept.push_back(line);
     }
-    let mut kept = kept.lock().unwrap();
-    if kept.len() == KEPT_LINES {
-        kept.pop_front();
-    }
-    kept.push_back(line);
 }
 
-/// Bytes the database takes on disk: a SQLite file with its WAL and shared memory, or `None`
-/// for a database elsewhere (PostgreSQL).
-pub fn database_bytes(db: &str) -> Option<u64> {
+/// What a SQLite database takes on disk.
+#[derive(Clone, Copy, Debug)]
+pub struct DbSize {
+    /// The file with its WAL and shared memory.
+    pub bytes: u64,
+    /// The WAL alone: it grows when checkpoints cannot keep up with the writes.
+    pub wal: u64,
+}
+
+/// What the database takes on disk, or `None` for a database elsewhere (PostgreSQL).
+pub fn database_size(db: &str) -> Option<DbSize> {
     if db.starts_with("postgres") {
         return None;
     }
-    let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
-    Some(
-        ["", "-wal", "-shm"]
-            .iter()
-            .map(|suffix| size(Path::new(&format!("{db}{suffix}"))))
-            .sum(),
-    )
+    let size = |suffix: &str| std::fs::metadata(format!("{db}{suffix}")).map_or(0, |m| m.len());
+    Some(DbSize {
+        bytes: size("") + size("-wal") + size("-shm"),
+        wal: size("-wal"),
+    })
 }

@@ -3,6 +3,14 @@
 
 use super::*;
 
+/// Operations but `$2` under a live lease at `$1`, of owner `$3`: read from the index on
+/// `(owner, lease_until)`, so it counts the live leases alone and not every operation the owner
+/// ever ran (the only other index led by `owner` is ordered by creation).
+pub(super) const RUNNING_FOR_OWNER: &str = "SELECT COUNT(*) FROM operations WHERE lease_owner IS NOT NULL AND lease_until > $1 AND id <> $2 AND owner = $3";
+
+/// Operations but `$2` under a live lease at `$1`, whoever owns them.
+pub(super) const RUNNING: &str = "SELECT COUNT(*) FROM operations WHERE lease_owner IS NOT NULL AND lease_until > $1 AND id <> $2";
+
 /// Refuse (`AtCapacity`) when one more run would cross `limits`: counts operations other than
 /// `id` under a live lease, for `owner` and in all. On PostgreSQL the transaction first takes
 /// an advisory lock, so concurrent admissions are decided one at a time (SQLite's write lock
@@ -28,12 +36,8 @@ pub(super) async fn admit(
     }
     let running = |owner: Option<&str>| {
         let sql = match owner {
-            Some(_) => {
-                "SELECT COUNT(*) FROM operations WHERE lease_owner IS NOT NULL AND lease_until > $1 AND id <> $2 AND owner = $3"
-            }
-            None => {
-                "SELECT COUNT(*) FROM operations WHERE lease_owner IS NOT NULL AND lease_until > $1 AND id <> $2"
-            }
+            Some(_) => RUNNING_FOR_OWNER,
+            None => RUNNING,
         };
         let mut q = sqlx::query_scalar::<_, i64>(sql)
             .bind(micros(now))

@@ -34,6 +34,8 @@ mod notices;
 mod operations;
 mod own_mcp;
 mod own_providers;
+#[cfg(test)]
+mod plans;
 mod portable;
 mod responses;
 mod retention;

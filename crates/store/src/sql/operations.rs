@@ -103,6 +103,22 @@ pub(super) async fn list_operations(
     store: &SqlStore,
     filter: &OperationFilter,
 ) -> Result<Vec<OperationRecord>, StoreError> {
+    let (sql, binds) = list_statement(filter);
+    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+    for b in binds {
+        q = q.bind(b);
+    }
+    let rows = q
+        .bind(i64::from(filter.limit))
+        .fetch_all(&store.pool)
+        .await?;
+    rows.iter().map(record).collect()
+}
+
+/// The statement that lists operations matching `filter`, and its arguments but the last
+/// (the limit). Which index serves it is SQLite's choice by its statistics: given an owner and
+/// a conversation, the conversation's (see the writer's `optimize`).
+pub(super) fn list_statement(filter: &OperationFilter) -> (String, Vec<String>) {
     // Placeholders are numbered as the optional conditions are added.
     let mut conditions = Vec::new();
     let mut binds: Vec<String> = Vec::new();
@@ -145,15 +161,7 @@ pub(super) async fn list_operations(
         "SELECT {RECORD_COLUMNS} FROM operations {filter_sql} ORDER BY created_at DESC, id DESC LIMIT ${}",
         binds.len() + 1
     );
-    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-    for b in binds {
-        q = q.bind(b);
-    }
-    let rows = q
-        .bind(i64::from(filter.limit))
-        .fetch_all(&store.pool)
-        .await?;
-    rows.iter().map(record).collect()
+    (sql, binds)
 }
 
 pub(super) async fn steps(
