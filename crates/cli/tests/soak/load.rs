@@ -73,6 +73,10 @@ pub struct Outcome {
     /// A tool result said its call was interrupted by a stop and not repeated (it may or may
     /// not have taken effect).
     pub interrupted: bool,
+    /// What the client saw and did while the operation ran, in order (events by sequence
+    /// number and type, the calls it found pending, the answers to its decisions): told when
+    /// the operation does not end, dropped when it does.
+    pub trail: Vec<String>,
 }
 
 /// What clients share: how to reach the server of the moment.
@@ -183,8 +187,8 @@ impl Reach {
     }
 
     /// Approve every call `op` has parked; the number approved, and the answers that said the
-    /// operation was busy (to be tried again).
-    async fn approve_pending(&self, op: &str) -> (usize, usize) {
+    /// operation was busy (to be tried again). What it found and was answered goes on `trail`.
+    async fn approve_pending(&self, op: &str, trail: &mut Vec<String>) -> (usize, usize) {
         let detail = self.get(&format!("/v1/operations/{op}")).await;
         let ids: Vec<String> = detail["pending"]
             .as_array()
@@ -192,6 +196,11 @@ impl Reach {
             .iter()
             .filter_map(|p| p["call"]["id"].as_str().map(str::to_owned))
             .collect();
+        trail.push(format!(
+            "{:.1} s: {} pending {ids:?}",
+            self.now(),
+            detail["operation"]["status"]
+        ));
         let (mut approved, mut busy) = (0, 0);
         for id in ids {
             let decision = json!({"decisions": [{"tool_call_id": id, "decision": "approve"}]});
@@ -203,6 +212,7 @@ impl Reach {
                     .await
                 {
                     Reply::Got(202, _) => {
+                        trail.push(format!("{:.1} s: approved {id}", self.now()));
                         approved += 1;
                         break;
                     }
@@ -212,7 +222,10 @@ impl Reach {
                         busy += 1;
                     }
                     // Decided already (an answer lost in a restart), or no longer parked.
-                    Reply::Got(409, _) => break,
+                    Reply::Got(409, v) => {
+                        trail.push(format!("{:.1} s: {id} refused 409 {v}", self.now()));
+                        break;
+                    }
                     Reply::Got(502..=504, _) | Reply::Unreachable => {}
                     Reply::Got(status, v) => panic!("POST {path}: {status} {v}"),
                 }
@@ -231,8 +244,9 @@ impl Reach {
         loop {
             assert!(
                 Instant::now() < deadline,
-                "{op} ({:?}) did not end within 300 s",
-                out.scenario
+                "{op} ({:?}) did not end within 300 s; the client's trail: {:#?}",
+                out.scenario,
+                out.trail
             );
             let mut req = self
                 .http
@@ -254,9 +268,14 @@ impl Reach {
                     out.gaps.push((next, seq));
                 }
                 next = seq + 1;
+                out.trail.push(format!(
+                    "{:.1} s: event {seq} {}",
+                    self.now(),
+                    event["type"].as_str().unwrap_or("?")
+                ));
                 match event["type"].as_str() {
                     Some("human_approve_required") => {
-                        let (approved, busy) = self.approve_pending(op).await;
+                        let (approved, busy) = self.approve_pending(op, &mut out.trail).await;
                         out.approvals += approved;
                         out.busy_answers += busy;
                     }
@@ -268,6 +287,10 @@ impl Reach {
                 }
             }
             out.reconnects += 1;
+            out.trail.push(format!(
+                "{:.1} s: the stream ended; reconnecting",
+                self.now()
+            ));
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -317,8 +340,11 @@ impl Reach {
             busy_answers: 0,
             entry,
             interrupted: false,
+            trail: Vec::new(),
         };
         self.follow(&op, &mut out).await;
+        // Told only of an operation that does not end: not kept for the thousands that do.
+        out.trail = Vec::new();
         out.turnaround = asked.elapsed();
         out.ended_at = self.now();
         out.crossed_restart = self.restarts.load(Ordering::SeqCst) != restarts_before;
