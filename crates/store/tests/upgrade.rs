@@ -130,6 +130,8 @@ async fn postgres_databases_from_before_migration_9_upgrade_in_place() {
 
 /// The pre-11 layout: instants as RFC 3339 text (migrations 5, 6 and 8 as they were).
 const BEFORE_11: &[&str] = &[
+    // Indexes on the columns rewritten, including those of later migrations (43's).
+    "DROP INDEX IF EXISTS operations_by_owner_lease",
     "DROP INDEX IF EXISTS operations_by_lease",
     "ALTER TABLE operations DROP COLUMN lease_until",
     "ALTER TABLE operations DROP COLUMN recovery_retry_at",
