@@ -247,22 +247,10 @@ impl Runner {
         // A run here ends at its next boundary; a lease held elsewhere runs out within its
         // length even when its process died.
         let lease_secs = self.lease.as_secs();
-        if self.is_running(id) {
-            return Err(ApiError::operation_busy(
-                format!("operation {id} is already running"),
-                1,
-            ));
-        }
-        let lease = chrono::Duration::from_std(self.lease).unwrap_or(chrono::Duration::seconds(30));
-        // The lease and a running slot, in one transaction (429 at the limit).
-        if self.store.claim_operation(id, &self.admission()).await? == Claim::Busy {
-            return Err(ApiError::operation_busy(
-                format!(
-                    "operation {id} is running in another process (or one that stopped: its lease runs out within {lease_secs} s)"
-                ),
-                lease_secs,
-            ));
-        }
+        // The slot here is taken before the lease: two requests for the same operation (a
+        // decision and the recovery sweep) would otherwise both claim it (the claim lets this
+        // process renew its own lease), and the loser would leave a lease nobody releases,
+        // holding one of the owner's running slots until it ran out.
         {
             let mut active = self.active.lock().unwrap_or_else(|p| p.into_inner());
             if active.contains_key(&id) {
@@ -272,6 +260,24 @@ impl Runner {
                 ));
             }
             active.insert(id, owner);
+        }
+        let lease = chrono::Duration::from_std(self.lease).unwrap_or(chrono::Duration::seconds(30));
+        // The lease and a running slot, in one transaction (429 at the limit).
+        let claimed = self.store.claim_operation(id, &self.admission()).await;
+        if !matches!(claimed, Ok(Claim::Claimed)) {
+            self.active
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id);
+            self.finished.notify_waiters();
+        }
+        if claimed? == Claim::Busy {
+            return Err(ApiError::operation_busy(
+                format!(
+                    "operation {id} is running in another process (or one that stopped: its lease runs out within {lease_secs} s)"
+                ),
+                lease_secs,
+            ));
         }
         let me = Arc::clone(self);
         let (ended, on_end) = tokio::sync::oneshot::channel();

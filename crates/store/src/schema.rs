@@ -243,6 +243,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "an index for the live leases of an owner",
         include_str!("../migrations/0043_lease_by_owner.sql"),
     ),
+    (
+        44,
+        "each distinct set of tool manifests stored once",
+        include_str!("../migrations/0044_tool_manifest_sets.sql"),
+    ),
 ];
 
 /// The migration after whose SQL [`split_states`] runs, in the same transaction.

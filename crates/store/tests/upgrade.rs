@@ -62,6 +62,10 @@ async fn downgrade(url: &str, id: OperationId, state: &AgentState) {
         "DROP TABLE operation_setup",
         "DROP TABLE operation_messages",
         "DELETE FROM rein_schema WHERE version = 9",
+        // Migration 44 adds a column to the table migration 9 makes: both are applied again,
+        // in order, as on a database that never had either.
+        "DROP TABLE tool_manifest_sets",
+        "DELETE FROM rein_schema WHERE version = 44",
     ] {
         sqlx::query(stmt).execute(&mut conn).await.unwrap();
     }

@@ -12,6 +12,10 @@ use tokio::sync::watch;
 /// How long a client keeps retrying one request while the server restarts.
 const PATIENCE: Duration = Duration::from_secs(90);
 
+/// How long a client follows one operation's events before it reports that the operation did
+/// not end (with what it saw) and goes on to its next.
+const FOLLOW: Duration = Duration::from_secs(300);
+
 /// What an operation of the soak does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Scenario {
@@ -237,17 +241,15 @@ impl Reach {
     }
 
     /// Follow `op`'s committed events from the start to its end, reconnecting after restarts
-    /// from the last event seen, approving what it parks.
-    async fn follow(&self, op: &str, out: &mut Outcome) {
+    /// from the last event seen, approving what it parks: whether its end was seen within
+    /// [`FOLLOW`].
+    async fn follow(&self, op: &str, out: &mut Outcome) -> bool {
         let mut next: u64 = 0;
-        let deadline = Instant::now() + Duration::from_secs(300);
+        let deadline = Instant::now() + FOLLOW;
         loop {
-            assert!(
-                Instant::now() < deadline,
-                "{op} ({:?}) did not end within 300 s; the client's trail: {:#?}",
-                out.scenario,
-                out.trail
-            );
+            if Instant::now() >= deadline {
+                return false;
+            }
             let mut req = self
                 .http
                 .get(self.url(&format!("/v1/operations/{op}/events?live=false")))
@@ -279,7 +281,7 @@ impl Reach {
                         out.approvals += approved;
                         out.busy_answers += busy;
                     }
-                    Some("done" | "error") => return,
+                    Some("done" | "error") => return true,
                     Some("tool_result") => {
                         out.interrupted |= event.to_string().contains("was interrupted");
                     }
@@ -342,9 +344,11 @@ impl Reach {
             interrupted: false,
             trail: Vec::new(),
         };
-        self.follow(&op, &mut out).await;
-        // Told only of an operation that does not end: not kept for the thousands that do.
-        out.trail = Vec::new();
+        let ended = self.follow(&op, &mut out).await;
+        if ended {
+            // Told only of an operation that does not end: not kept for the thousands that do.
+            out.trail = Vec::new();
+        }
         out.turnaround = asked.elapsed();
         out.ended_at = self.now();
         out.crossed_restart = self.restarts.load(Ordering::SeqCst) != restarts_before;
@@ -353,14 +357,32 @@ impl Reach {
             .as_str()
             .unwrap_or_default()
             .to_owned();
+        if !ended {
+            // What the server holds of it now: still parked with the call pending (the client
+            // missed it), or decided and stopped (the server lost the decision).
+            out.trail.push(format!(
+                "{:.1} s: its end not seen within {FOLLOW:?}; the server says {}, pending {}, interventions {}",
+                self.now(),
+                detail["operation"]["status"],
+                detail["pending"],
+                self.get(&format!("/v1/operations/{op}/interventions")).await
+            ));
+            out.status = format!("{} (its end not seen within {FOLLOW:?})", out.status);
+        }
         out.steps = detail["operation"]["step_count"].as_u64().unwrap_or(0) as usize;
         out
     }
 }
 
-/// One user: runs the mix until `stop`, then finishes the operation under way.
-pub async fn client(reach: Reach, id: usize, stop: Arc<AtomicBool>) -> Vec<Outcome> {
-    let mut seen = Vec::new();
+/// One user: runs the mix until `stop`, then finishes the operation under way. Each outcome
+/// goes to `seen` as it ends, so what a client saw survives its panic (a refused request).
+pub async fn client(
+    reach: Reach,
+    id: usize,
+    stop: Arc<AtomicBool>,
+    seen: Arc<std::sync::Mutex<Vec<Outcome>>>,
+) {
+    let keep = |o: Outcome| seen.lock().unwrap_or_else(|p| p.into_inner()).push(o);
     let mut n = 0usize;
     while !stop.load(Ordering::SeqCst) {
         let scenario = MIX[n % MIX.len()];
@@ -368,14 +390,13 @@ pub async fn client(reach: Reach, id: usize, stop: Arc<AtomicBool>) -> Vec<Outco
         let topic = format!("soak-{tag}");
         if scenario == Scenario::FollowUp {
             // The first question, then the follow-up in the same conversation.
-            seen.push(reach.run(Scenario::Calc, &topic, 0, &tag).await);
-            seen.push(reach.run(scenario, &topic, 1, &tag).await);
+            keep(reach.run(Scenario::Calc, &topic, 0, &tag).await);
+            keep(reach.run(scenario, &topic, 1, &tag).await);
         } else {
-            seen.push(reach.run(scenario, &topic, 0, &tag).await);
+            keep(reach.run(scenario, &topic, 0, &tag).await);
         }
         n += 1;
     }
-    seen
 }
 
 /// Committed events of an SSE response: `(seq, event)`, heartbeats and previews skipped;

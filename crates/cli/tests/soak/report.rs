@@ -110,8 +110,14 @@ pub fn check(outcomes: &[Outcome], facts: &Facts, panics: &[String]) -> Vec<Stri
             ));
         }
         if o.status != "done" {
+            // The trail is kept only for an operation whose end the client did not see.
+            let trail = if o.trail.is_empty() {
+                String::new()
+            } else {
+                format!("; the client's trail:\n    {}", o.trail.join("\n    "))
+            };
             found.push(format!(
-                "{} ({:?}) ended `{}`, not `done`",
+                "{} ({:?}) ended `{}`, not `done`{trail}",
                 o.op, o.scenario, o.status
             ));
         }

@@ -68,15 +68,20 @@ pub(super) fn insert_operation(op: &NewOperation) -> Result<Statement, StoreErro
     ))
 }
 
-/// What a new operation was set up with: its spec and tool manifests.
-pub(super) fn insert_setup(op: &NewOperation) -> Result<Statement, StoreError> {
-    Ok(Statement::new(
-        "INSERT INTO operation_setup (operation_id, spec, tool_manifests, first_checkpoint) VALUES ($1, $2, $3, $4)",
-    )
-    .arg(op.state.operation_id.to_string())
-    .arg(to_json(&op.spec, "spec")?)
-    .arg(to_json(&*op.state.tool_manifests, "tool manifests")?)
-    .arg(first_checkpoint(op)?))
+/// What a new operation was set up with: its spec and its tool manifests' set (recorded first,
+/// unless an operation before it recorded the same).
+pub(super) fn insert_setup(op: &NewOperation) -> Result<[Statement; 2], StoreError> {
+    let (set, hash) = super::manifest_sets::record(&op.state.tool_manifests)?;
+    Ok([
+        set,
+        Statement::new(
+            "INSERT INTO operation_setup (operation_id, spec, manifests_hash, first_checkpoint) VALUES ($1, $2, $3, $4)",
+        )
+        .arg(op.state.operation_id.to_string())
+        .arg(to_json(&op.spec, "spec")?)
+        .arg(hash)
+        .arg(first_checkpoint(op)?),
+    ])
 }
 
 /// What rebuilding the state before `op`'s first step starts from ([`crate::checkpoint`]).
@@ -93,13 +98,18 @@ pub(super) fn first_checkpoint(op: &NewOperation) -> Result<String, StoreError> 
     )
 }
 
-/// The tool manifests after a step that changed them.
-fn update_manifests(c: &StepCommit) -> Result<Statement, StoreError> {
-    Ok(
-        Statement::new("UPDATE operation_setup SET tool_manifests = $1 WHERE operation_id = $2")
-            .arg(to_json(&*c.state.tool_manifests, "tool manifests")?)
-            .arg(c.operation_id.to_string()),
-    )
+/// The tool manifests after a step that changed them: their set, and the setup naming it (an
+/// operation from before migration 44 drops its inline copy).
+fn update_manifests(c: &StepCommit) -> Result<[Statement; 2], StoreError> {
+    let (set, hash) = super::manifest_sets::record(&c.state.tool_manifests)?;
+    Ok([
+        set,
+        Statement::new(
+            "UPDATE operation_setup SET manifests_hash = $1, tool_manifests = NULL WHERE operation_id = $2",
+        )
+        .arg(hash)
+        .arg(c.operation_id.to_string()),
+    ])
 }
 
 /// The operation row after step `commit_seq`: counters, usage, cost, status, next context and
@@ -210,7 +220,7 @@ fn new_operation(op: &NewOperation) -> Result<Vec<Statement>, StoreError> {
     let id = op.state.operation_id.to_string();
     let mut statements = conversation_statements(op)?;
     statements.push(insert_operation(op)?);
-    statements.push(insert_setup(op)?);
+    statements.extend(insert_setup(op)?);
     if let Some(t) = &op.thread {
         statements.push(
             Statement::new(
@@ -334,7 +344,7 @@ fn step_statements(store: &SqlStore, c: &StepCommit) -> Result<StepStatements, S
     .arg(step_checkpoint(&compact, next_context.as_deref(), &c.changes)?);
     let mut rest = upsert_messages(&c.topic_id, c.thread_id.as_deref(), &c.changes.messages)?;
     if c.changes.manifests_changed {
-        rest.push(update_manifests(c)?);
+        rest.extend(update_manifests(c)?);
     }
     rest.extend(write_order(&id, &c.state, &c.changes));
     rest.extend(insert_events(&id, &c.events)?);

@@ -14,8 +14,10 @@ pub(super) async fn load_operation(
 ) -> Result<Option<StoredOperation>, StoreError> {
     let key = id.to_string();
     let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "SELECT {RECORD_COLUMNS}, state, next_context, s.spec, s.tool_manifests \
-         FROM operations LEFT JOIN operation_setup s ON s.operation_id = operations.id WHERE id = $1"
+        "SELECT {RECORD_COLUMNS}, state, next_context, s.spec, s.tool_manifests, s.manifests_hash, \
+         m.manifests AS set_manifests \
+         FROM operations LEFT JOIN operation_setup s ON s.operation_id = operations.id \
+         LEFT JOIN tool_manifest_sets m ON m.hash = s.manifests_hash WHERE id = $1"
     )))
     .bind(&key)
     .fetch_optional(&store.pool)
@@ -23,7 +25,12 @@ pub(super) async fn load_operation(
     let Some(row) = row else { return Ok(None) };
     let record = record(&row)?;
     let mut state: AgentState = from_json(&row.try_get::<String, _>("state")?, "state")?;
-    if let Some(text) = row.try_get::<Option<String>, _>("tool_manifests")? {
+    if let Some(text) = super::manifest_sets::stored_text(
+        &key,
+        row.try_get("manifests_hash")?,
+        row.try_get("set_manifests")?,
+        row.try_get("tool_manifests")?,
+    )? {
         state.tool_manifests = Arc::new(from_json(&text, "tool manifests")?);
     }
     // The message list in order; a message deleted from the topic since is left out

@@ -27,6 +27,7 @@ mod knowledge_jobs;
 mod leases;
 mod load;
 mod logins;
+mod manifest_sets;
 mod mcp_pins;
 pub(crate) mod memories;
 mod messages;

@@ -86,13 +86,24 @@ pub(crate) const OPERATION_TABLES: &[(&str, &str)] = &[
     ("interventions", "operation_id = $1"),
 ];
 
-/// Columns a database derives from others: never exported, made again where they load.
+/// Columns a database derives from others: never exported, made again where they load (an
+/// operation's manifest set: its manifests are exported inline, see [`EXPORTED_AS`]).
 const DERIVED: &[(&str, &str)] = &[
     ("knowledge_chunks", "tsv"),
     ("knowledge_chunks", "fts_rowid"),
     ("knowledge_vectors", "embedding"),
     ("knowledge_vectors", "dims"),
+    ("operation_setup", "manifests_hash"),
 ];
+
+/// Columns exported as an expression rather than as stored: an operation's tool manifests are
+/// its set's, written inline, so an archive holds all an operation needs and an import never
+/// writes a set (`manifest_sets.rs`).
+const EXPORTED_AS: &[(&str, &str, &str)] = &[(
+    "operation_setup",
+    "tool_manifests",
+    super::manifest_sets::EXPORTED_MANIFESTS,
+)];
 
 /// Columns an import clears: who held an operation or a delivery in the old database.
 const CLEARED: &[(&str, &str)] = &[
@@ -240,7 +251,15 @@ impl SqlStore {
             // Named columns: a derived one may be of a type the driver cannot read
             // (PostgreSQL's tsvector).
             let columns = self.columns_of(&mut conn, table).await?;
-            let names: Vec<&str> = columns.iter().map(|(n, _)| n.as_str()).collect();
+            let names: Vec<String> = columns
+                .iter()
+                .map(
+                    |(n, _)| match EXPORTED_AS.iter().find(|(t, c, _)| t == table && c == n) {
+                        Some((_, _, expr)) => format!("{expr} AS {n}"),
+                        None => n.clone(),
+                    },
+                )
+                .collect();
             let mut rows = sqlx::query(sqlx::AssertSqlSafe(format!(
                 "SELECT {} FROM {table} WHERE {condition}",
                 names.join(", ")

@@ -113,7 +113,7 @@ pub(super) fn insert_queued(op: &NewOperation) -> Result<Vec<Statement>, StoreEr
         .as_ref()
         .map(|g| to_json(&g.deferred, "deferred start"))
         .transpose()?;
-    Ok(vec![
+    let mut statements = vec![
         // Its topic exists from now on (a queued first operation of a new conversation), so
         // the conversation can be listed and the operation found by it.
         Statement::new("INSERT INTO topics (id, agent, title, created_at, owner) VALUES ($1, $2, NULL, $3, $4) ON CONFLICT (id) DO NOTHING")
@@ -122,11 +122,14 @@ pub(super) fn insert_queued(op: &NewOperation) -> Result<Vec<Statement>, StoreEr
             .arg(ts(Utc::now()))
             .arg(op.owner.clone()),
         super::commit::insert_operation(&queued)?,
-        super::commit::insert_setup(&queued)?,
+    ];
+    statements.extend(super::commit::insert_setup(&queued)?);
+    statements.push(
         Statement::new("UPDATE operations SET queued = $1 WHERE id = $2")
             .arg(deferred)
             .arg(op.state.operation_id.to_string()),
-    ])
+    );
+    Ok(statements)
 }
 
 /// The oldest queued operation of `topic`, taken under the topic's lock (so a queue entry
@@ -181,11 +184,13 @@ pub(super) async fn activate_queued(
     }
     let mut statements = super::commit::conversation_statements(op)?;
     statements.push(super::commit::reset_operation(op)?);
+    let (set, hash) = super::manifest_sets::record(&op.state.tool_manifests)?;
+    statements.push(set);
     statements.push(
         Statement::new(
-            "UPDATE operation_setup SET tool_manifests = $1, first_checkpoint = $2 WHERE operation_id = $3",
+            "UPDATE operation_setup SET manifests_hash = $1, tool_manifests = NULL, first_checkpoint = $2 WHERE operation_id = $3",
         )
-        .arg(to_json(&*op.state.tool_manifests, "tool manifests")?)
+        .arg(hash)
         .arg(super::commit::first_checkpoint(op)?)
         .arg(id.as_str()),
     );
