@@ -96,3 +96,50 @@ async fn admission_and_a_conversations_list_read_their_rows_not_the_owners() {
     store.close().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn one_users_usage_reads_that_users_rows() {
+    let dir = std::env::temp_dir().join(format!("rein-plans-{}", OperationId::new()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("rein.db");
+    let path = path.to_str().unwrap();
+    let store = SqlStore::open(path, Synchronous::Normal).await.unwrap();
+    // Many users, so reading everyone's operations of the period and reading one user's
+    // differ.
+    for i in 0..200 {
+        store
+            .create_operation(&operation(&format!("u{}", i % 20), &format!("t{i}")))
+            .await
+            .unwrap();
+    }
+    store.close().await;
+    let store = SqlStore::open(path, Synchronous::Normal).await.unwrap();
+    let since = "2026-12-01T00:00:00.000000Z";
+    let (sql, owner) = super::usage::usage_statement(
+        crate::usage::Whose::Owner(Some("u7")),
+        crate::usage::UsageBy::Day,
+    );
+    assert_eq!(owner, Some("u7"));
+    let planned = plan(&store, &sql, &[since, "u7"]).await;
+    let reads = |index: &str| planned.iter().any(|l| l.contains(index));
+    assert!(
+        reads("USING INDEX operations_by_owner (owner=? AND created_at>?)"),
+        "{planned:?}"
+    );
+    assert!(
+        reads("USING INDEX model_replays_by_owner (owner=? AND created_at>?)"),
+        "{planned:?}"
+    );
+    // And the sums are the user's own.
+    let rows = crate::Usage::usage(
+        &store,
+        crate::usage::Whose::Owner(Some("u7")),
+        chrono::DateTime::<chrono::Utc>::MIN_UTC,
+        crate::usage::UsageBy::Day,
+    )
+    .await
+    .unwrap();
+    assert_eq!(rows.iter().map(|r| r.operations).sum::<u64>(), 10);
+    store.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

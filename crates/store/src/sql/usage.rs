@@ -49,32 +49,10 @@ impl Usage for SqlStore {
         by: UsageBy,
     ) -> BoxFuture<'a, Result<Vec<UsageRow>, StoreError>> {
         async move {
-            let key = match by {
-                UsageBy::Day => "substr(o.created_at, 1, 10)",
-                UsageBy::Agent => "COALESCE(o.agent, '(none)')",
-                UsageBy::Model => "COALESCE(o.provider, '?') || '/' || COALESCE(o.model, '?')",
-                UsageBy::User => {
-                    "COALESCE((SELECT u.name FROM users u WHERE u.id = o.owner), '(local)')"
-                }
-            };
-            let owner = match whose {
-                Whose::Owner(_) => "AND COALESCE(o.owner, '') = COALESCE($2, '')",
-                Whose::Everyone => "",
-            };
-            // Replayed calls are summed with the operations (as agent `(replay)`), counting
-            // no operation.
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SELECT {key} AS k, CAST(SUM(o.counted) AS BIGINT) AS operations, \
-                 CAST(SUM(o.input_tokens) AS BIGINT) AS input_tokens, \
-                 CAST(SUM(o.output_tokens) AS BIGINT) AS output_tokens, \
-                 CAST(SUM(o.cost_nanos) AS BIGINT) AS cost_nanos \
-                 FROM (SELECT created_at, agent, provider, model, owner, input_tokens, output_tokens, cost_nanos, 1 AS counted FROM operations \
-                       UNION ALL SELECT created_at, '(replay)', provider, model, owner, input_tokens, output_tokens, cost_nanos, 0 FROM model_replays) o \
-                 WHERE o.created_at >= $1 {owner} GROUP BY {key} ORDER BY {key}"
-            )))
-            .bind(ts(since));
-            if let Whose::Owner(o) = whose {
-                q = q.bind(o.map(str::to_owned));
+            let (sql, owner) = usage_statement(whose, by);
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(ts(since));
+            if let Some(o) = owner {
+                q = q.bind(o.to_owned());
             }
             let n = |row: &sqlx::any::AnyRow, col: &str| -> Result<u64, StoreError> {
                 Ok(u64::try_from(row.try_get::<i64, _>(col)?).unwrap_or_default())
@@ -95,4 +73,36 @@ impl Usage for SqlStore {
         }
         .boxed()
     }
+}
+
+/// The statement [`Usage::usage`] runs (`$1`: since when) and the owner it binds as `$2`, if
+/// any. The owner is compared as the indexes hold it (`owner = $2`, or `IS NULL` for the local
+/// CLI's), so one user's sums read that user's rows from `operations_by_owner` and
+/// `model_replays_by_owner`: spending caps sum them on every admission, and a comparison
+/// through `COALESCE` read every operation of everyone in the period instead.
+pub(super) fn usage_statement<'a>(whose: Whose<'a>, by: UsageBy) -> (String, Option<&'a str>) {
+    let key = match by {
+        UsageBy::Day => "substr(o.created_at, 1, 10)",
+        UsageBy::Agent => "COALESCE(o.agent, '(none)')",
+        UsageBy::Model => "COALESCE(o.provider, '?') || '/' || COALESCE(o.model, '?')",
+        UsageBy::User => "COALESCE((SELECT u.name FROM users u WHERE u.id = o.owner), '(local)')",
+    };
+    // The local CLI's operations have no owner; an empty one counts as none.
+    let (owner, bound) = match whose {
+        Whose::Owner(Some(o)) if !o.is_empty() => ("AND o.owner = $2", Some(o)),
+        Whose::Owner(_) => ("AND (o.owner IS NULL OR o.owner = '')", None),
+        Whose::Everyone => ("", None),
+    };
+    // Replayed calls are summed with the operations (as agent `(replay)`), counting no
+    // operation.
+    let sql = format!(
+        "SELECT {key} AS k, CAST(SUM(o.counted) AS BIGINT) AS operations, \
+         CAST(SUM(o.input_tokens) AS BIGINT) AS input_tokens, \
+         CAST(SUM(o.output_tokens) AS BIGINT) AS output_tokens, \
+         CAST(SUM(o.cost_nanos) AS BIGINT) AS cost_nanos \
+         FROM (SELECT created_at, agent, provider, model, owner, input_tokens, output_tokens, cost_nanos, 1 AS counted FROM operations \
+               UNION ALL SELECT created_at, '(replay)', provider, model, owner, input_tokens, output_tokens, cost_nanos, 0 FROM model_replays) o \
+         WHERE o.created_at >= $1 {owner} GROUP BY {key} ORDER BY {key}"
+    );
+    (sql, bound)
 }
