@@ -154,6 +154,16 @@ mod stored {
         out
     }
 
+    async fn manifests_of(store: &SqlStore, id: OperationId) -> Arc<ToolManifestMap> {
+        store
+            .load_operation(id)
+            .await
+            .unwrap()
+            .unwrap()
+            .state
+            .tool_manifests
+    }
+
     async fn sets(store: &SqlStore) -> i64 {
         sqlx::query_scalar("SELECT COUNT(*) FROM tool_manifest_sets")
             .fetch_one(&store.pool)
@@ -185,8 +195,7 @@ mod stored {
         assert_ne!(rows[0].0, rows[2].0);
         assert_eq!(sets(store).await, 2);
         for (id, op) in ids.iter().zip([&a, &b, &c]) {
-            let loaded = store.load_operation(*id).await.unwrap().unwrap();
-            assert_eq!(loaded.state.tool_manifests, op.state.tool_manifests);
+            assert_eq!(manifests_of(store, *id).await, op.state.tool_manifests);
         }
 
         // A step that changes the first one's manifests names another set; the second keeps
@@ -215,18 +224,8 @@ mod stored {
         let rows = setups(store, &ids).await;
         assert_ne!(rows[0].0, rows[1].0);
         assert_eq!(sets(store).await, 3);
-        let loaded = store.load_operation(ids[0]).await.unwrap().unwrap();
-        assert_eq!(loaded.state.tool_manifests, after.tool_manifests);
-        assert_eq!(
-            store
-                .load_operation(ids[1])
-                .await
-                .unwrap()
-                .unwrap()
-                .state
-                .tool_manifests,
-            b.state.tool_manifests
-        );
+        assert_eq!(manifests_of(store, ids[0]).await, after.tool_manifests);
+        assert_eq!(manifests_of(store, ids[1]).await, b.state.tool_manifests);
 
         // An export holds the manifests inline and no hash; its import loads them inline.
         let mut rows: Vec<PortableRow> = Vec::new();
@@ -255,16 +254,7 @@ mod stored {
             .await
             .unwrap();
         assert_eq!(setups(store, &[copy]).await[0].0, None, "imported inline");
-        assert_eq!(
-            store
-                .load_operation(copy)
-                .await
-                .unwrap()
-                .unwrap()
-                .state
-                .tool_manifests,
-            b.state.tool_manifests
-        );
+        assert_eq!(manifests_of(store, copy).await, b.state.tool_manifests);
         assert_eq!(sets(store).await, 3, "an import writes no set");
 
         // A setup naming a set that is gone is an error naming the operation, not an
