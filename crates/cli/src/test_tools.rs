@@ -57,7 +57,10 @@ impl Tool for Ledger {
                 .append(true)
                 .open(&path)
                 .map_err(|e| PortError::new(rein_core::failure::Fault::Io, e.to_string()))?;
-            writeln!(f, "{entry}")
+            // One write of the whole line: `writeln!` writes the entry and its newline apart,
+            // and two calls running at once interleaved their lines (the soak found
+            // `c4-1c14-1` and an empty line).
+            f.write_all(format!("{entry}\n").as_bytes())
                 .map_err(|e| PortError::new(rein_core::failure::Fault::Io, e.to_string()))?;
             Ok(ToolOutput::ok(format!("appended {entry}")))
         }

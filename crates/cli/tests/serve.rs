@@ -672,6 +672,63 @@ async fn create_stream_approve_and_resume_the_stream_with_last_event_id() {
     assert!(texts.contains(&"Appended."), "{texts:?}");
 }
 
+/// A decision the server answered `202` survives the server: killed right after the answer,
+/// before the step the approval allows, the restarted server carries the approval out (the
+/// soak found one lost this way: acknowledged, then never recorded).
+#[tokio::test]
+async fn an_approval_answered_202_is_carried_out_after_a_crash_before_its_step() {
+    let e = env(vec![ledger("l1", "paid"), Canned::openai_text("Appended.")]).await;
+    let alice = e.token("alice").await;
+    let rein = e
+        .start(&[
+            ("REIN_TEST_PAUSE_AT", "decide:l1"),
+            ("REIN_LEASE_SECS", "2"),
+        ])
+        .await;
+    let (status, created) = e
+        .call(
+            &rein,
+            "POST",
+            "/v1/operations",
+            Some(&alice),
+            Some(json!({"input": "Append `paid` to the ledger.", "approval": "allow-list"})),
+        )
+        .await;
+    assert_eq!(status, 202, "{created}");
+    let op = created["operation_id"].as_str().unwrap().to_owned();
+    wait_status(&e, &rein, &op, &alice, "waiting_for_human").await;
+    let (status, body) = e
+        .call(
+            &rein,
+            "POST",
+            &format!("/v1/operations/{op}/interventions"),
+            Some(&alice),
+            Some(json!({"decisions": [{"tool_call_id": "l1", "decision": "approve"}]})),
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    // Recorded by the time it was answered, not by the run that carries it out.
+    let (_, list) = e
+        .call(
+            &rein,
+            "GET",
+            &format!("/v1/operations/{op}/interventions"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(list[0]["status"], "approved", "{list}");
+    rein.wait_for("REIN_TEST_PAUSED decide:l1").await;
+    let mut rein = rein;
+    rein.child.kill().await.unwrap();
+    assert_eq!(e.ledger_lines(), 0, "killed before the approved call ran");
+
+    let restarted = e.start(&[("REIN_LEASE_SECS", "2")]).await;
+    let done = wait_status(&e, &restarted, &op, &alice, "done").await;
+    assert_eq!(done["operation"]["finish_reason"], "completed");
+    assert_eq!(e.ledger_lines(), 1, "the approved call ran once");
+}
+
 #[tokio::test]
 async fn a_server_killed_mid_operation_resumes_it_on_restart_and_the_stream_continues() {
     // Answers by turn: the answer's model call may run beside the commit the kill stops

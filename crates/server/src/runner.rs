@@ -279,6 +279,23 @@ impl Runner {
                 lease_secs,
             ));
         }
+        // Decisions are recorded before the request is answered: a process killed once it
+        // said 202 leaves them recorded, and the recovery sweep carries them out
+        // (`decided_while_parked`). Refused ones (a call no longer pending, decided by someone
+        // else) give the slot and the lease back.
+        if let Job::Decide(decisions) = &job
+            && let Err(e) = driver.record_decisions(id, decisions).await
+        {
+            if let Err(e) = self.store.release_operation(id, &self.node).await {
+                tracing::warn!(operation = %id, error = %e, "lease not released; it runs out");
+            }
+            self.active
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id);
+            self.finished.notify_waiters();
+            return Err(e.into());
+        }
         let me = Arc::clone(self);
         let (ended, on_end) = tokio::sync::oneshot::channel();
         // The run's spans nest under the caller's (a task run's), across the spawn.

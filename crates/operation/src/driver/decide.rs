@@ -49,6 +49,15 @@ fn recorded_as(decision: &Decision) -> InterventionStatus {
     }
 }
 
+/// What a decision records beside its status: a rejection's reason, an answer's text.
+fn reason_of(decision: &Decision) -> Option<&str> {
+    match decision {
+        Decision::Approve => None,
+        Decision::Reject { reason, .. } => reason.as_deref(),
+        Decision::Answer(Answer::Text(t) | Answer::Option(t)) => Some(t.as_str()),
+    }
+}
+
 /// The decision a record holds, if it holds one.
 fn recorded(i: &Intervention) -> Option<Decision> {
     match i.status {
@@ -84,9 +93,52 @@ impl Driver {
         decision: Decision,
         by: Option<&str>,
     ) -> Result<RunEnd, DriverError> {
+        // Crash tests stop here: a decision accepted, the step it allows not yet run.
+        if let Some([first, ..]) = calls {
+            super::pause_point(&format!("decide:{first}")).await;
+        }
         let end = self.decide_one(id, calls, decision, by).await?;
         self.continue_tree(id, &end).await?;
         Ok(end)
+    }
+
+    /// Record people's decisions on `id`'s own pending calls before the run that carries them
+    /// out (`(call, decision, by)`, in order): each must name a call the operation waits on and
+    /// fit it, and is single-use. Once recorded, a decision survives the process: a later
+    /// [`Driver::decide`] with it, or a resume ([`Driver::recorded_decisions`]), carries it
+    /// out. An operation waiting on its sub-agents, or asked by a remote agent, records
+    /// nothing here: its decisions are recorded as they are carried out.
+    pub async fn record_decisions(
+        &self,
+        id: OperationId,
+        decisions: &[(String, Decision, Option<String>)],
+    ) -> Result<(), DriverError> {
+        let run = self.load(id).await?;
+        // A remote agent's question is recorded with the answer it is sent (`decide_a2a`).
+        if run.committed.status != Status::WaitingForHuman
+            || matches!(run.spec.surface, rein_core::spec::Surface::A2a(_))
+        {
+            return Ok(());
+        }
+        // Every decision fits before any is written.
+        for (call, decision, _) in decisions {
+            apply(decision, run.committed.clone(), call)?;
+        }
+        let recorded = self.store.interventions(id).await?;
+        for (call, decision, by) in decisions {
+            let status = recorded_as(decision);
+            // Recorded before with the same decision (a retried request): kept as it is.
+            if recorded
+                .iter()
+                .any(|i| *i.call.id == **call && i.status == status)
+            {
+                continue;
+            }
+            self.store
+                .decide_intervention(id, call, status, by.as_deref(), reason_of(decision))
+                .await?;
+        }
+        Ok(())
     }
 
     /// [`Driver::decide`] without continuing the tree above `id`.
@@ -186,11 +238,7 @@ impl Driver {
         }
         let running = self.running_runtime(&run).await?;
         let status = recorded_as(&decision);
-        let reason = match &decision {
-            Decision::Approve => None,
-            Decision::Reject { reason, .. } => reason.as_deref(),
-            Decision::Answer(Answer::Text(t) | Answer::Option(t)) => Some(t.as_str()),
-        };
+        let reason = reason_of(&decision);
         // A decision recorded before, whose step never committed (the process stopped in
         // between), is carried out again when the same decision comes: the record already
         // holds it, and the call still waits in the state.
