@@ -45,7 +45,7 @@ pub(super) fn stored_text(
     match (hash, from_set) {
         (Some(_), Some(text)) => Ok(Some(text)),
         (Some(hash), None) => Err(StoreError::NotFound(format!(
-            "the tool manifests of operation {operation} (set {hash})"
+            "tool manifests of operation {operation} (its set {hash} is missing)"
         ))),
         (None, _) => Ok(inline),
     }
